@@ -1,0 +1,92 @@
+# attnviz — build, test, demo, weights, bench, install.
+# Libraries come from Debian packages through pkg-config.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+PKGS    := libcjson libutf8proc openblas zlib
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Iinclude
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
+LDLIBS  += $(PKG_LIBS) -lm -lpthread
+
+B        := build
+SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
+OBJS     := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/templates_gen.o
+TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
+TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
+DEMO_DIR := weights/demo
+
+.PHONY: all test check-units demo demo-model weights bench install uninstall clean deps deps-test fuzz
+
+all: attnviz demo-model
+
+attnviz: $(B)/obj/main.o $(B)/libattnviz.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/libattnviz.a: $(OBJS)
+	$(AR) rcs $@ $^
+
+$(B)/obj/%.o: src/%.c $(wildcard include/*.h) | $(B)/obj
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+# Templates are compiled into the binary so an installed attnviz needs no template folder.
+$(B)/embed: tools/embed.c | $(B)
+	$(CC) $(CFLAGS) -o $@ $<
+
+$(B)/gen/templates_gen.c: $(B)/embed $(TEMPLATES) | $(B)/gen
+	$(B)/embed $@ $(TEMPLATES)
+
+$(B)/obj/templates_gen.o: $(B)/gen/templates_gen.c | $(B)/obj
+	$(CC) $(CFLAGS) -Wno-overlength-strings -c -o $@ $<
+
+$(B) $(B)/obj $(B)/gen $(B)/tests:
+	mkdir -p $@
+
+# The demo model is generated, never committed: deterministic constructed weights.
+$(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/mkdemo.c $(B)/libattnviz.a $(LDLIBS)
+
+demo-model: $(DEMO_DIR)/model.safetensors
+
+$(DEMO_DIR)/model.safetensors: $(B)/mkdemo tools/demo_words.txt
+	$(B)/mkdemo $(DEMO_DIR) tools/demo_words.txt
+
+# Unit tests: one Check suite per module, each its own binary.
+$(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(B)/libattnviz.a $(CHECK_LIBS) $(LDLIBS)
+
+deps:
+	@tools/deps.sh build
+
+deps-test:
+	@tools/deps.sh test
+
+test: deps-test
+	@$(MAKE) --no-print-directory attnviz demo-model $(TESTS)
+	@tests/run_all.sh $(TESTS)
+
+demo: deps
+	@$(MAKE) --no-print-directory attnviz demo-model
+	@tools/demo.sh
+
+weights:
+	@tools/fetch_weights.sh weights/bert-base-uncased
+
+bench: all
+	@bench/run.sh
+
+install: attnviz
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
+	if [ -f docs/attnviz.1 ]; then install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/attnviz $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+
+clean:
+	rm -rf $(B) attnviz

@@ -1,0 +1,79 @@
+/* bert.h — BERT encoder (post-LayerNorm), forward pass with attention capture.
+ * Weights are float32 views: into the mmap'd file when stored as aligned F32,
+ * converted once at load for F16/BF16. Matrices are (out, in) as in PyTorch Linear. */
+#ifndef ATTNVIZ_BERT_H
+#define ATTNVIZ_BERT_H
+
+#include "capture.h"
+#include "config.h"
+#include "err.h"
+#include "safetensors.h"
+
+typedef struct {
+    const float *wq, *bq;     /* (hidden, hidden), (hidden) */
+    const float *wk, *bk;     /* (hidden, hidden), (hidden) */
+    const float *wv, *bv;     /* (hidden, hidden), (hidden) */
+    const float *wo, *bo;     /* (hidden, hidden), (hidden) attention output */
+    const float *ln1_g, *ln1_b; /* (hidden) attention output LayerNorm */
+    const float *w1, *b1;     /* (intermediate, hidden), (intermediate) */
+    const float *w2, *b2;     /* (hidden, intermediate), (hidden) */
+    const float *ln2_g, *ln2_b; /* (hidden) output LayerNorm */
+} BertLayer;
+
+typedef struct {
+    const float *word_emb;  /* (vocab, hidden) */
+    const float *pos_emb;   /* (max_pos, hidden) */
+    const float *type_emb;  /* (type_vocab, hidden) */
+    const float *emb_ln_g, *emb_ln_b; /* (hidden) */
+    BertLayer *layers;      /* (num_layers) */
+} BertWeights;
+
+typedef struct {
+    BertConfig cfg;
+    BertWeights w;
+    StFile st;
+    float **owned;          /* converted or realigned copies to free */
+    int n_owned, cap_owned;
+    char dtype_name[16];    /* dtype of the checkpoint's weights */
+} BertModel;
+
+/* Scratch buffers for one forward pass of up to max_tokens tokens. */
+typedef struct {
+    int max_tokens;
+    float *x;    /* (n, hidden) residual stream */
+    float *qkv;  /* (3, n, hidden) projections */
+    float *ctx;  /* (n, hidden) attention context */
+    float *tmp;  /* (n, hidden) */
+    float *ff;   /* (n, intermediate) */
+    float *scores; /* (n, n) used when attention is not captured */
+} BertRunState;
+
+/* Loads config.json and model.safetensors from dir; checks every tensor's
+ * shape and dtype against the config. */
+int bert_load(BertModel *m, const char *dir, AvErr *e);
+int bert_load_files(BertModel *m, const char *config_path, const char *weights_path, AvErr *e);
+void bert_free(BertModel *m);
+
+int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, AvErr *e);
+void bert_runstate_free(BertRunState *s);
+
+/* Allocates capture buffers for n tokens; want_qk / want_hidden choose extras. */
+int bert_capture_alloc(Capture *cap, const BertConfig *c, int n, int want_qk, int want_hidden, AvErr *e);
+void bert_capture_free(Capture *cap);
+
+/* Runs the encoder on ids/type_ids (n tokens); fills cap (n_tokens set to n). */
+int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
+                 Capture *cap, AvErr *e);
+
+/* Reference (naive, loop-only) kernels, kept beside the optimized ones and
+ * tested against them. */
+void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
+void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
+void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps);
+void bert_softmax_rows(float *x, int rows, int cols);
+void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
+                          int n, int dh, int ld);
+void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
+                    int n, int dh, int ld);
+
+#endif

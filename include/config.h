@@ -1,0 +1,34 @@
+/* config.h — the model's config.json (Hugging Face layout). */
+#ifndef ATTNVIZ_CONFIG_H
+#define ATTNVIZ_CONFIG_H
+
+#include "err.h"
+
+typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU } ActKind;
+
+typedef struct {
+    char model_type[32];  /* "bert" */
+    int vocab_size;
+    int hidden_size;
+    int num_layers;
+    int num_heads;
+    int intermediate_size;
+    int max_position_embeddings;
+    int type_vocab_size;
+    float layer_norm_eps;
+    ActKind hidden_act;
+    char hidden_act_name[32];
+} BertConfig;
+
+/* Parses config.json at path; validates every size (positive, bounded, hidden
+ * divisible by heads) before anything is allocated from it. */
+int cfg_load(BertConfig *c, const char *path, AvErr *e);
+int cfg_parse(BertConfig *c, const char *json, size_t len, const char *path, AvErr *e);
+
+/* Reads do_lower_case from tokenizer_config.json; returns 1/0, or -1 when the
+ * file or key is absent (not an error). */
+int cfg_read_lowercase(const char *tokenizer_config_path);
+
+const char *cfg_act_name(ActKind a);
+
+#endif

@@ -1,0 +1,54 @@
+/* output.h — the document every writer (JSON, HTML, npy) renders: model
+ * description, tokens and the captured attention. Built by the CLI after the
+ * forward pass; writers only read it. */
+#ifndef ATTNVIZ_OUTPUT_H
+#define ATTNVIZ_OUTPUT_H
+
+#include <stdio.h>
+#include "capture.h"
+#include "config.h"
+#include "err.h"
+#include "tokenizer.h"
+
+typedef struct {
+    const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
+    const char *model_dir;
+    const BertConfig *cfg;
+    const char *dtype;             /* checkpoint dtype: "F32", "F16", "BF16" */
+    int is_demo;                   /* constructed demo model */
+    const char *model_note;        /* shown on the page and in JSON, or NULL */
+    const char *const *head_patterns;     /* (num_layers * num_heads) or NULL */
+    const char *const *head_descriptions; /* (num_layers * num_heads) or NULL */
+    const char *text_a;
+    const char *text_b;            /* NULL when no sentence B */
+    const TokEncoding *enc;
+    const Capture *cap;            /* NULL for --tokens-only */
+    int init_layer, init_head;     /* the page's initial selection */
+    const int *layers;             /* selected layers (n_sel_layers), all when NULL */
+    int n_sel_layers;
+    const int *heads;              /* selected heads (n_sel_heads), all when NULL */
+    int n_sel_heads;
+    int precision;                 /* significant digits for JSON floats */
+    int with_qk;                   /* include queries and keys in JSON */
+} OutDoc;
+
+/* Number of selected layers/heads and the i-th selected index. */
+static inline int out_n_layers(const OutDoc *d) { return d->layers ? d->n_sel_layers : d->cfg->num_layers; }
+static inline int out_n_heads(const OutDoc *d) { return d->heads ? d->n_sel_heads : d->cfg->num_heads; }
+static inline int out_layer(const OutDoc *d, int i) { return d->layers ? d->layers[i] : i; }
+static inline int out_head(const OutDoc *d, int i) { return d->heads ? d->heads[i] : i; }
+
+/* JSON: one object (no trailing newline); arrays are streamed, never built as a tree. */
+int json_write_doc(FILE *f, const OutDoc *d, AvErr *e);
+/* {"tokens","input_ids","token_type_ids"} for --tokens-only. */
+int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e);
+/* Writes a JSON string literal (escaped; '<' '>' '&' as \u escapes so it is safe inside <script>). */
+void json_write_string(FILE *f, const char *s);
+/* Formats v with sig significant digits into buf (>= 32 bytes); returns length. */
+int json_format_float(char *buf, float v, int sig);
+
+/* HTML page: a self-contained file with the templates compiled into the binary
+ * (or read from templates_dir when non-NULL). */
+int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
+
+#endif

@@ -1,0 +1,35 @@
+/* util.h — small shared helpers: whole-file reads, atomic output files, timing. */
+#ifndef ATTNVIZ_UTIL_H
+#define ATTNVIZ_UTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "err.h"
+
+/* Reads a whole file (at most max_bytes) into a NUL-terminated malloc'd buffer. */
+int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e);
+
+/* Atomic output: writes go to a temporary file in the same directory, which
+ * av_out_commit renames over the target; av_out_abort removes it. "-" means stdout. */
+typedef struct {
+    FILE *fp;
+    char *path;     /* final path, or NULL for stdout */
+    char *tmp_path; /* temporary path, or NULL for stdout */
+} AvOut;
+
+int av_out_open(AvOut *o, const char *path, AvErr *e);
+int av_out_commit(AvOut *o, AvErr *e);
+void av_out_abort(AvOut *o);
+
+/* Removes every temporary output still open (for signal handlers / exit paths). */
+void av_out_abort_all(void);
+
+/* Monotonic clock in milliseconds. */
+double av_now_ms(void);
+
+/* Joins dir and name into a malloc'd path. */
+char *av_path_join(const char *dir, const char *name);
+
+int av_file_exists(const char *path);
+
+#endif
