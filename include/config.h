@@ -18,6 +18,7 @@ typedef struct {
     float layer_norm_eps;
     ActKind hidden_act;
     char hidden_act_name[32];
+    int is_demo;          /* "attnviz_demo": true — the constructed demo model */
 } BertConfig;
 
 /* Parses config.json at path; validates every size (positive, bounded, hidden
@@ -30,5 +31,11 @@ int cfg_parse(BertConfig *c, const char *json, size_t len, const char *path, AvE
 int cfg_read_lowercase(const char *tokenizer_config_path);
 
 const char *cfg_act_name(ActKind a);
+
+/* Head labels of a model folder's heads.json ({"heads": [{"layer", "head",
+ * "pattern", "description"}]}): fills patterns/descriptions, arrays of
+ * num_layers * num_heads strings (NULL where a head is not described). */
+int cfg_load_head_labels(const char *path, const BertConfig *c, char ***patterns, char ***descriptions, AvErr *e);
+void cfg_free_head_labels(char **labels, int n);
 
 #endif

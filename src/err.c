@@ -25,6 +25,13 @@ int av_err_prefix(AvErr *e, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    /* Truncation is acceptable: the message stays one readable line. */
+    size_t k = strnlen(prefix, sizeof e->msg - 3);
+    memcpy(e->msg, prefix, k);
+    memcpy(e->msg + k, ": ", 2);
+    size_t rest = sizeof e->msg - k - 3;
+    size_t ol = strnlen(old, rest);
+    memcpy(e->msg + k + 2, old, ol);
+    e->msg[k + 2 + ol] = '\0';
     return -1;
 }

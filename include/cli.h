@@ -1,0 +1,34 @@
+/* cli.h — command-line parsing and the run loop (single input or batch). */
+#ifndef ATTNVIZ_CLI_H
+#define ATTNVIZ_CLI_H
+
+#define ATTNVIZ_VERSION "0.1.0"
+
+/* Exit codes. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+typedef struct {
+    const char *model_dir;     /* --model */
+    const char *json_path;     /* --json ("-" = stdout) */
+    const char *html_path;     /* --html */
+    const char *batch_path;    /* --batch ("-" = stdin) */
+    const char *templates_dir; /* --templates */
+    const char *text_a, *text_b;
+    int layer, head;           /* -1 = unset */
+    int tokens_only;
+    int qk, hidden;
+    int precision;
+    int profile;
+    int lowercase;             /* -1 = infer, 0 = --cased, 1 = --uncased */
+    int threads;               /* 0 = library default */
+    int quiet;
+} CliOptions;
+
+/* Parses argv; returns EXIT_OK, or EXIT_USAGE after printing the problem. A
+ * return of -1 means --help/--version was handled and the program should exit 0. */
+int cli_parse(CliOptions *o, int argc, char **argv);
+
+/* Runs attnviz; returns the process exit code. */
+int cli_run(const CliOptions *o);
+
+#endif

@@ -1,0 +1,401 @@
+/* bert.c — BERT encoder: weight loading (mmap'd safetensors, naming variants,
+ * shape checks), forward pass with attention capture, and the naive reference
+ * kernels the optimized ones are tested against. */
+#include "bert.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---------------------------------------------------------------- loading */
+
+static int keep_owned(BertModel *m, float *p) {
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
+        float **o = realloc(m->owned, (size_t)cap * sizeof *o);
+        if (!o) return -1;
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = p;
+    return 0;
+}
+
+/* Looks a tensor up under the names real checkpoints use: with or without the
+ * "bert." prefix, LayerNorm weight/bias or gamma/beta. */
+static const StTensor *find_variant(const StFile *f, const char *name, char *used, size_t used_len) {
+    static const char *prefixes[] = {"", "bert."};
+    char alt[256] = "";
+    size_t nl = strlen(name);
+    if (nl > 7 && !strcmp(name + nl - 7, ".weight") && strstr(name, "LayerNorm"))
+        snprintf(alt, sizeof alt, "%.*s.gamma", (int)(nl - 7), name);
+    else if (nl > 5 && !strcmp(name + nl - 5, ".bias") && strstr(name, "LayerNorm"))
+        snprintf(alt, sizeof alt, "%.*s.beta", (int)(nl - 5), name);
+    for (int p = 0; p < 2; p++) {
+        for (int v = 0; v < 2; v++) {
+            const char *base = v ? alt : name;
+            if (!*base) continue;
+            snprintf(used, used_len, "%s%s", prefixes[p], base);
+            const StTensor *t = st_find(f, used);
+            if (t) return t;
+        }
+    }
+    snprintf(used, used_len, "%s", name);
+    return NULL;
+}
+
+static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, len - k, "[");
+    for (int i = 0; i < ndim && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < len) snprintf(buf + k, len - k, "]");
+}
+
+/* Returns a float32 view of the tensor with the expected shape: the mapping
+ * itself for aligned F32, else a converted copy made once here. */
+static const float *load_tensor(BertModel *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
+    char used[300];
+    const StTensor *t = find_variant(&m->st, name, used, sizeof used);
+    int64_t want[2] = {d0, d1};
+    char ws[64], gs[64];
+    shape_str(ws, sizeof ws, ndim, want);
+    if (!t) {
+        av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->st.path, name, ws);
+        return NULL;
+    }
+    if (t->dtype == ST_OTHER) {
+        av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->st.path, used, t->dtype_name);
+        return NULL;
+    }
+    if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
+        shape_str(gs, sizeof gs, t->ndim, t->shape);
+        av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->st.path, used, gs, ws);
+        return NULL;
+    }
+    if (!m->dtype_name[0]) snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t->dtype_name);
+    if (t->dtype == ST_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) return (const float *)t->data;
+    size_t numel = (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1);
+    float *copy = malloc(numel * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        av_err(e, "%s: out of memory converting tensor '%s'", m->st.path, used);
+        return NULL;
+    }
+    st_to_f32(t, copy);
+    return copy;
+}
+
+int bert_load_files(BertModel *m, const char *config_path, const char *weights_path, AvErr *e) {
+    memset(m, 0, sizeof *m);
+    if (cfg_load(&m->cfg, config_path, e) != 0) return -1;
+    if (st_open(&m->st, weights_path, e) != 0) return -1;
+    const BertConfig *c = &m->cfg;
+    int64_t H = c->hidden_size, FF = c->intermediate_size;
+    BertWeights *w = &m->w;
+    w->layers = calloc((size_t)c->num_layers, sizeof *w->layers);
+    if (!w->layers) {
+        bert_free(m);
+        return av_err(e, "out of memory");
+    }
+    char nm[200];
+#define LOAD(dst, name, nd, a, b)                                   \
+    do {                                                            \
+        if (!((dst) = load_tensor(m, name, nd, a, b, e))) goto fail; \
+    } while (0)
+    LOAD(w->word_emb, "embeddings.word_embeddings.weight", 2, c->vocab_size, H);
+    LOAD(w->pos_emb, "embeddings.position_embeddings.weight", 2, c->max_position_embeddings, H);
+    LOAD(w->type_emb, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, H);
+    LOAD(w->emb_ln_g, "embeddings.LayerNorm.weight", 1, H, 0);
+    LOAD(w->emb_ln_b, "embeddings.LayerNorm.bias", 1, H, 0);
+    for (int l = 0; l < c->num_layers; l++) {
+        BertLayer *L = &w->layers[l];
+#define LAYER(dst, suffix, nd, a, b)                                  \
+    do {                                                              \
+        snprintf(nm, sizeof nm, "encoder.layer.%d.%s", l, suffix);     \
+        LOAD(dst, nm, nd, a, b);                                      \
+    } while (0)
+        LAYER(L->wq, "attention.self.query.weight", 2, H, H);
+        LAYER(L->bq, "attention.self.query.bias", 1, H, 0);
+        LAYER(L->wk, "attention.self.key.weight", 2, H, H);
+        LAYER(L->bk, "attention.self.key.bias", 1, H, 0);
+        LAYER(L->wv, "attention.self.value.weight", 2, H, H);
+        LAYER(L->bv, "attention.self.value.bias", 1, H, 0);
+        LAYER(L->wo, "attention.output.dense.weight", 2, H, H);
+        LAYER(L->bo, "attention.output.dense.bias", 1, H, 0);
+        LAYER(L->ln1_g, "attention.output.LayerNorm.weight", 1, H, 0);
+        LAYER(L->ln1_b, "attention.output.LayerNorm.bias", 1, H, 0);
+        LAYER(L->w1, "intermediate.dense.weight", 2, FF, H);
+        LAYER(L->b1, "intermediate.dense.bias", 1, FF, 0);
+        LAYER(L->w2, "output.dense.weight", 2, H, FF);
+        LAYER(L->b2, "output.dense.bias", 1, H, 0);
+        LAYER(L->ln2_g, "output.LayerNorm.weight", 1, H, 0);
+        LAYER(L->ln2_b, "output.LayerNorm.bias", 1, H, 0);
+#undef LAYER
+    }
+#undef LOAD
+    return 0;
+fail:
+    bert_free(m);
+    return -1;
+}
+
+int bert_load(BertModel *m, const char *dir, AvErr *e) {
+    char *cp = av_path_join(dir, "config.json"), *wp = av_path_join(dir, "model.safetensors");
+    int rc = (cp && wp) ? bert_load_files(m, cp, wp, e) : av_err(e, "out of memory");
+    free(cp);
+    free(wp);
+    return rc;
+}
+
+void bert_free(BertModel *m) {
+    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    free(m->w.layers);
+    st_close(&m->st);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static float *alloc_floats(size_t n) {
+    return n ? malloc(n * sizeof(float)) : NULL;
+}
+
+int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, AvErr *e) {
+    memset(s, 0, sizeof *s);
+    size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size;
+    s->max_tokens = max_tokens;
+    s->x = alloc_floats(n * H);
+    s->qkv = alloc_floats(3 * n * H);
+    s->ctx = alloc_floats(n * H);
+    s->tmp = alloc_floats(n * H);
+    s->ff = alloc_floats(n * (size_t)c->intermediate_size);
+    s->scores = alloc_floats(n * n);
+    if (!s->x || !s->qkv || !s->ctx || !s->tmp || !s->ff || !s->scores) {
+        bert_runstate_free(s);
+        return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
+    }
+    return 0;
+}
+
+void bert_runstate_free(BertRunState *s) {
+    free(s->x);
+    free(s->qkv);
+    free(s->ctx);
+    free(s->tmp);
+    free(s->ff);
+    free(s->scores);
+    memset(s, 0, sizeof *s);
+}
+
+int bert_capture_alloc(Capture *cap, const BertConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
+    memset(cap, 0, sizeof *cap);
+    cap->n_layers = c->num_layers;
+    cap->n_heads = c->num_heads;
+    cap->head_dim = c->hidden_size / c->num_heads;
+    cap->hidden_size = c->hidden_size;
+    cap->n_tokens = n;
+    cap->cap_tokens = (size_t)n;
+    size_t LH = (size_t)c->num_layers * (size_t)c->num_heads;
+    cap->attn = alloc_floats(LH * (size_t)n * (size_t)n);
+    int bad = !cap->attn;
+    if (want_qk) {
+        cap->q = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
+        cap->k = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
+        bad |= !cap->q || !cap->k;
+    }
+    if (want_hidden) {
+        cap->hidden = alloc_floats((size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size);
+        bad |= !cap->hidden;
+    }
+    if (bad) {
+        bert_capture_free(cap);
+        return av_err(e, "out of memory for attention capture (%d tokens)", n);
+    }
+    return 0;
+}
+
+void bert_capture_free(Capture *cap) {
+    free(cap->attn);
+    free(cap->q);
+    free(cap->k);
+    free(cap->hidden);
+    memset(cap, 0, sizeof *cap);
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
+    // y (n, out) = x (n, in) @ w (out, in)^T + b (out)
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int k = 0; k < in; k++) acc += (double)x[(size_t)i * in + k] * w[(size_t)o * in + k];
+            y[(size_t)i * out + o] = (float)acc;
+        }
+}
+
+void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
+    // y (n, out) = x (n, in) @ w (out, in)^T + b (out)
+    if (b) {
+        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, b ? 1.0f : 0.0f, y, out);
+}
+
+void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps) {
+    // x (n, dim) normalized in place over dim; biased variance as torch.nn.LayerNorm
+    for (int i = 0; i < n; i++) {
+        float *r = x + (size_t)i * dim;
+        double mean = 0, var = 0;
+        for (int j = 0; j < dim; j++) mean += r[j];
+        mean /= dim;
+        for (int j = 0; j < dim; j++) {
+            double d = r[j] - mean;
+            var += d * d;
+        }
+        var /= dim;
+        float inv = (float)(1.0 / sqrt(var + eps)), m = (float)mean;
+        for (int j = 0; j < dim; j++) r[j] = (r[j] - m) * inv * g[j] + b[j];
+    }
+}
+
+void bert_softmax_rows(float *x, int rows, int cols) {
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * cols;
+        float mx = r[0];
+        for (int j = 1; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        float sum = 0;
+        for (int j = 0; j < cols; j++) {
+            r[j] = expf(r[j] - mx);
+            sum += r[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j < cols; j++) r[j] *= inv;
+    }
+}
+
+void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
+                          int n, int dh, int ld) {
+    // probs (n, n); ctx, q, k, v (n, dh) with row stride ld
+    double scale = 1.0 / sqrt((double)dh);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int d = 0; d < dh; d++) acc += (double)q[(size_t)i * ld + d] * k[(size_t)j * ld + d];
+            probs[(size_t)i * n + j] = (float)(acc * scale);
+        }
+    }
+    bert_softmax_rows(probs, n, n);
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < dh; d++) {
+            double acc = 0;
+            for (int j = 0; j < n; j++) acc += (double)probs[(size_t)i * n + j] * v[(size_t)j * ld + d];
+            ctx[(size_t)i * ld + d] = (float)acc;
+        }
+}
+
+void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
+                    int n, int dh, int ld) {
+    // probs (n, n) = softmax(q k^T / sqrt(dh)); ctx (n, dh) = probs v; q, k, v, ctx with row stride ld
+    float scale = 1.0f / sqrtf((float)dh);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, ld, k, ld, 0.0f, probs, n);
+    bert_softmax_rows(probs, n, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
+}
+
+static void activate(float *x, size_t n, ActKind act) {
+    switch (act) {
+    case ACT_GELU:
+        for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        break;
+    case ACT_GELU_TANH: {
+        const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+        for (size_t i = 0; i < n; i++) {
+            float u = x[i];
+            x[i] = 0.5f * u * (1.0f + tanhf(c * (u + 0.044715f * u * u * u)));
+        }
+        break;
+    }
+    case ACT_RELU:
+        for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- forward */
+
+int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
+                 Capture *cap, AvErr *e) {
+    const BertConfig *c = &m->cfg;
+    const BertWeights *w = &m->w;
+    const int H = c->hidden_size, FF = c->intermediate_size, NH = c->num_heads, dh = H / NH;
+    if (n < 1 || n > s->max_tokens || (cap && (size_t)n > cap->cap_tokens))
+        return av_err(e, "%d tokens do not fit the buffers (%d)", n, s->max_tokens);
+    if (n > c->max_position_embeddings)
+        return av_err(e, "%d tokens exceed max_position_embeddings %d", n, c->max_position_embeddings);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, c->vocab_size);
+        if (type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size)
+            return av_err(e, "token type %d at position %d is outside type_vocab_size %d", type_ids[i], i,
+                          c->type_vocab_size);
+    }
+    if (cap) cap->n_tokens = n;
+
+    float *x = s->x;                 // (n, H)
+    for (int i = 0; i < n; i++) {
+        float *r = x + (size_t)i * H;
+        const float *we = w->word_emb + (size_t)ids[i] * H;
+        const float *pe = w->pos_emb + (size_t)i * H;
+        const float *te = w->type_emb + (size_t)type_ids[i] * H;
+        for (int j = 0; j < H; j++) r[j] = we[j] + pe[j] + te[j];
+    }
+    bert_layernorm(x, w->emb_ln_g, w->emb_ln_b, n, H, c->layer_norm_eps);
+    if (cap && cap->hidden) memcpy(cap->hidden, x, (size_t)n * H * sizeof *x);
+
+    float *q = s->qkv;                       // (n, H)
+    float *k = s->qkv + (size_t)n * H;       // (n, H)
+    float *v = s->qkv + 2 * (size_t)n * H;   // (n, H)
+    for (int l = 0; l < c->num_layers; l++) {
+        const BertLayer *L = &w->layers[l];
+        bert_matmul(q, x, L->wq, L->bq, n, H, H);
+        bert_matmul(k, x, L->wk, L->bk, n, H, H);
+        bert_matmul(v, x, L->wv, L->bv, n, H, H);
+        for (int h = 0; h < NH; h++) {
+            if (cap && cap->q) {
+                float *cq = cap_q(cap, l, h), *ck = cap_k(cap, l, h); // (n, dh)
+                for (int i = 0; i < n; i++) {
+                    memcpy(cq + (size_t)i * dh, q + (size_t)i * H + h * dh, (size_t)dh * sizeof *q);
+                    memcpy(ck + (size_t)i * dh, k + (size_t)i * H + h * dh, (size_t)dh * sizeof *k);
+                }
+            }
+            float *probs = cap ? cap_attn(cap, l, h) : s->scores; // (n, n)
+            bert_attention(probs, s->ctx + h * dh, q + h * dh, k + h * dh, v + h * dh, n, dh, H);
+        }
+        bert_matmul(s->tmp, s->ctx, L->wo, L->bo, n, H, H);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
+        bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
+        bert_matmul(s->ff, x, L->w1, L->b1, n, H, FF);
+        activate(s->ff, (size_t)n * FF, c->hidden_act);
+        bert_matmul(s->tmp, s->ff, L->w2, L->b2, n, FF, H);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
+        bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
+        if (cap && cap->hidden) memcpy(cap->hidden + (size_t)(l + 1) * n * H, x, (size_t)n * H * sizeof *x);
+    }
+    if (cap) {
+        /* NaN/Inf weights would otherwise reach the writers as invalid JSON. */
+        size_t total = (size_t)c->num_layers * NH * n * n;
+        for (size_t i = 0; i < total; i++)
+            if (!isfinite(cap->attn[i]))
+                return av_err(e, "%s: attention in layer %zu is not finite (NaN/Inf in the weights?)", m->st.path,
+                              i / ((size_t)NH * n * n));
+    }
+    return 0;
+}

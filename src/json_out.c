@@ -1,0 +1,335 @@
+/* json_out.c — JSON writer. Attention at 512 tokens is 38M numbers: they are
+ * streamed through a local buffer with a table-driven float formatter, never
+ * built as a cJSON tree and never passed through printf one by one. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+
+#define ATTNVIZ_VERSION_STR "0.1.0"
+
+/* ---------------------------------------------------------------- buffered sink */
+
+typedef struct {
+    FILE *f;
+    char buf[1 << 16];
+    size_t len;
+    int failed;
+} Sink;
+
+static void sink_flush(Sink *s) {
+    if (s->len && fwrite(s->buf, 1, s->len, s->f) != s->len) s->failed = 1;
+    s->len = 0;
+}
+
+static void sink_put(Sink *s, const char *p, size_t n) {
+    if (s->len + n > sizeof s->buf) sink_flush(s);
+    if (n > sizeof s->buf) {
+        if (fwrite(p, 1, n, s->f) != n) s->failed = 1;
+        return;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+}
+
+static void sink_str(Sink *s, const char *p) { sink_put(s, p, strlen(p)); }
+
+static void sink_int(Sink *s, long long v) {
+    char b[32];
+    int n = snprintf(b, sizeof b, "%lld", v);
+    sink_put(s, b, (size_t)n);
+}
+
+/* ---------------------------------------------------------------- floats */
+
+static const double P10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10,
+                             1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21,
+                             1e22};
+
+static double pow10i(int k) {
+    if (k >= 0) return k <= 22 ? P10[k] : pow(10.0, k);
+    return -k <= 22 ? 1.0 / P10[-k] : pow(10.0, k);
+}
+
+int json_format_float(char *buf, float vf, int sig) {
+    if (sig < 1) sig = 1;
+    if (sig > 9) sig = 9;
+    if (!isfinite(vf)) {
+        memcpy(buf, "null", 5); /* JSON has no NaN/Inf */
+        return 4;
+    }
+    double v = vf;
+    int k = 0;
+    if (v < 0) {
+        buf[k++] = '-';
+        v = -v;
+    }
+    if (v == 0) {
+        buf[k++] = '0';
+        buf[k] = '\0';
+        return k;
+    }
+    /* Decimal exponent from the binary one, corrected by one comparison. */
+    int bexp;
+    frexp(v, &bexp);
+    int e10 = (int)floor((bexp - 1) * 0.30102999566398120);
+    if (v >= pow10i(e10 + 1)) e10++;
+    else if (v < pow10i(e10)) e10--;
+    uint64_t lim = (uint64_t)P10[sig];
+    uint64_t r = (uint64_t)llround(v * pow10i(sig - 1 - e10));
+    if (r >= lim) { /* rounding carried into a new digit */
+        r /= 10;
+        e10++;
+    }
+    char dig[16];
+    int nd = sig;
+    for (int i = sig - 1; i >= 0; i--) {
+        dig[i] = (char)('0' + r % 10);
+        r /= 10;
+    }
+    while (nd > 1 && dig[nd - 1] == '0') nd--;
+    if (e10 >= -5 && e10 < sig) {
+        if (e10 < 0) {
+            buf[k++] = '0';
+            buf[k++] = '.';
+            for (int i = -1; i > e10; i--) buf[k++] = '0';
+            for (int i = 0; i < nd; i++) buf[k++] = dig[i];
+        } else {
+            for (int i = 0; i <= e10; i++) buf[k++] = i < nd ? dig[i] : '0';
+            if (nd > e10 + 1) {
+                buf[k++] = '.';
+                for (int i = e10 + 1; i < nd; i++) buf[k++] = dig[i];
+            }
+        }
+    } else {
+        buf[k++] = dig[0];
+        if (nd > 1) {
+            buf[k++] = '.';
+            for (int i = 1; i < nd; i++) buf[k++] = dig[i];
+        }
+        k += snprintf(buf + k, 8, "e%d", e10);
+    }
+    buf[k] = '\0';
+    return k;
+}
+
+static void sink_float(Sink *s, float v, int sig) {
+    if (s->len + 32 > sizeof s->buf) sink_flush(s);
+    s->len += (size_t)json_format_float(s->buf + s->len, v, sig);
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static void sink_json_string(Sink *s, const char *p) {
+    static const char hex[] = "0123456789abcdef";
+    sink_put(s, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)p; *c; c++) {
+        char esc[8];
+        switch (*c) {
+        case '"': sink_put(s, "\\\"", 2); break;
+        case '\\': sink_put(s, "\\\\", 2); break;
+        case '\n': sink_put(s, "\\n", 2); break;
+        case '\r': sink_put(s, "\\r", 2); break;
+        case '\t': sink_put(s, "\\t", 2); break;
+        default:
+            /* Controls are invalid in JSON strings; < > & are escaped so the
+             * same text is safe inside an HTML <script> element. */
+            if (*c < 0x20 || *c == '<' || *c == '>' || *c == '&' || *c == 0x7f) {
+                esc[0] = '\\', esc[1] = 'u', esc[2] = '0', esc[3] = '0';
+                esc[4] = hex[*c >> 4], esc[5] = hex[*c & 15];
+                sink_put(s, esc, 6);
+            } else {
+                sink_put(s, (const char *)c, 1);
+            }
+        }
+    }
+    sink_put(s, "\"", 1);
+}
+
+void json_write_string(FILE *f, const char *str) {
+    Sink *s = malloc(sizeof *s);
+    if (!s) return;
+    s->f = f, s->len = 0, s->failed = 0;
+    sink_json_string(s, str);
+    sink_flush(s);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- documents */
+
+static void write_tokens_fields(Sink *s, const OutDoc *d) {
+    const TokEncoding *enc = d->enc;
+    sink_str(s, "\"tokens\":[");
+    for (int i = 0; i < enc->n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_json_string(s, enc->tokens[i]);
+    }
+    sink_str(s, "],\"input_ids\":[");
+    for (int i = 0; i < enc->n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_int(s, enc->ids[i]);
+    }
+    sink_str(s, "],\"token_type_ids\":[");
+    for (int i = 0; i < enc->n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_int(s, enc->type_ids[i]);
+    }
+    sink_str(s, "],\"sentence_b_start\":");
+    if (enc->b_start >= 0) sink_int(s, enc->b_start);
+    else sink_str(s, "null");
+}
+
+static Sink *sink_new(FILE *f) {
+    Sink *s = malloc(sizeof *s);
+    if (s) s->f = f, s->len = 0, s->failed = 0;
+    return s;
+}
+
+static int sink_done(Sink *s, AvErr *e) {
+    sink_flush(s);
+    int failed = s->failed || ferror(s->f);
+    free(s);
+    return failed ? av_err(e, "write error") : 0;
+}
+
+int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e) {
+    Sink *s = sink_new(f);
+    if (!s) return av_err(e, "out of memory");
+    sink_put(s, "{", 1);
+    write_tokens_fields(s, d);
+    sink_put(s, "}", 1);
+    return sink_done(s, e);
+}
+
+/* [layer][head][row][col] over the selection; per (l, h) the block is rows x cols. */
+static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture *, int, int), int rows, int cols) {
+    const Capture *c = d->cap;
+    sink_put(s, "[", 1);
+    for (int li = 0; li < out_n_layers(d); li++) {
+        sink_str(s, li ? ",[" : "[");
+        for (int hi = 0; hi < out_n_heads(d); hi++) {
+            sink_str(s, hi ? ",[" : "[");
+            const float *b = block(c, out_layer(d, li), out_head(d, hi));
+            for (int i = 0; i < rows; i++) {
+                sink_str(s, i ? ",[" : "[");
+                for (int j = 0; j < cols; j++) {
+                    if (j) sink_put(s, ",", 1);
+                    sink_float(s, b[(size_t)i * cols + j], d->precision);
+                }
+                sink_put(s, "]", 1);
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    sink_put(s, "]", 1);
+}
+
+static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), const OutDoc *d) {
+    sink_put(s, "[", 1);
+    for (int i = 0; i < n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_int(s, at(d, i));
+    }
+    sink_put(s, "]", 1);
+}
+
+int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
+    Sink *s = sink_new(f);
+    if (!s) return av_err(e, "out of memory");
+    const BertConfig *c = d->cfg;
+    char num[32];
+    sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION_STR "\",\"model\":");
+    sink_json_string(s, d->model_name ? d->model_name : "");
+    sink_str(s, ",\"model_dir\":");
+    sink_json_string(s, d->model_dir ? d->model_dir : "");
+    sink_str(s, ",\"dtype\":");
+    sink_json_string(s, d->dtype ? d->dtype : "");
+    sink_str(s, d->is_demo ? ",\"demo\":true" : ",\"demo\":false");
+    if (d->model_note) {
+        sink_str(s, ",\"model_note\":");
+        sink_json_string(s, d->model_note);
+    }
+    sink_str(s, ",\"config\":{\"model_type\":");
+    sink_json_string(s, c->model_type);
+    sink_str(s, ",\"layers\":");
+    sink_int(s, c->num_layers);
+    sink_str(s, ",\"heads\":");
+    sink_int(s, c->num_heads);
+    sink_str(s, ",\"hidden_size\":");
+    sink_int(s, c->hidden_size);
+    sink_str(s, ",\"head_dim\":");
+    sink_int(s, c->hidden_size / c->num_heads);
+    sink_str(s, ",\"intermediate_size\":");
+    sink_int(s, c->intermediate_size);
+    sink_str(s, ",\"vocab_size\":");
+    sink_int(s, c->vocab_size);
+    sink_str(s, ",\"max_position_embeddings\":");
+    sink_int(s, c->max_position_embeddings);
+    sink_str(s, ",\"type_vocab_size\":");
+    sink_int(s, c->type_vocab_size);
+    sink_str(s, ",\"layer_norm_eps\":");
+    snprintf(num, sizeof num, "%g", (double)c->layer_norm_eps);
+    sink_str(s, num);
+    sink_str(s, ",\"hidden_act\":");
+    sink_json_string(s, c->hidden_act_name);
+    sink_str(s, "},\"text\":");
+    sink_json_string(s, d->text_a ? d->text_a : "");
+    sink_str(s, ",\"text_b\":");
+    if (d->text_b) sink_json_string(s, d->text_b);
+    else sink_str(s, "null");
+    sink_put(s, ",", 1);
+    write_tokens_fields(s, d);
+    sink_str(s, ",\"truncated\":");
+    sink_int(s, d->enc->n_truncated);
+    sink_str(s, ",\"layers\":");
+    write_index_list(s, out_n_layers(d), out_layer, d);
+    sink_str(s, ",\"heads\":");
+    write_index_list(s, out_n_heads(d), out_head, d);
+    if (d->head_patterns) {
+        sink_str(s, ",\"head_patterns\":[");
+        for (int li = 0; li < out_n_layers(d); li++) {
+            sink_str(s, li ? ",[" : "[");
+            for (int hi = 0; hi < out_n_heads(d); hi++) {
+                if (hi) sink_put(s, ",", 1);
+                const char *p = d->head_patterns[out_layer(d, li) * c->num_heads + out_head(d, hi)];
+                if (p) sink_json_string(s, p);
+                else sink_str(s, "null");
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    int n = d->enc->n;
+    sink_str(s, ",\"attention\":");
+    write_blocks(s, d, cap_attn, n, n);
+    if (d->with_qk && d->cap->q) {
+        sink_str(s, ",\"queries\":");
+        write_blocks(s, d, cap_q, n, d->cap->head_dim);
+        sink_str(s, ",\"keys\":");
+        write_blocks(s, d, cap_k, n, d->cap->head_dim);
+    }
+    if (d->cap->hidden) {
+        sink_str(s, ",\"hidden_states\":[");
+        int H = d->cap->hidden_size;
+        for (int l = 0; l <= c->num_layers; l++) {
+            sink_str(s, l ? ",[" : "[");
+            for (int i = 0; i < n; i++) {
+                sink_str(s, i ? ",[" : "[");
+                const float *r = d->cap->hidden + ((size_t)l * n + i) * H;
+                for (int j = 0; j < H; j++) {
+                    if (j) sink_put(s, ",", 1);
+                    sink_float(s, r[j], d->precision);
+                }
+                sink_put(s, "]", 1);
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    sink_put(s, "}", 1);
+    return sink_done(s, e);
+}

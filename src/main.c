@@ -1,0 +1,30 @@
+/* main.c — entry point: signals, then the CLI. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util.h"
+
+/* Ctrl-C or a kill must not leave half-written outputs behind. */
+static void on_signal(int sig) {
+    av_out_abort_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int main(int argc, char **argv) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+
+    CliOptions o;
+    int rc = cli_parse(&o, argc, argv);
+    if (rc < 0) return EXIT_OK;
+    if (rc != EXIT_OK) return rc;
+    return cli_run(&o);
+}

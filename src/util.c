@@ -1,0 +1,170 @@
+/* util.c — file reading, atomic output files, timing. */
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e) {
+    *out = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return av_err(e, "%s: not a regular file", path);
+    }
+    if ((size_t)sb.st_size > max_bytes) {
+        fclose(fp);
+        return av_err(e, "%s: file is %lld bytes, more than the %zu this file may have", path,
+                      (long long)sb.st_size, max_bytes);
+    }
+    size_t len = (size_t)sb.st_size;
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        fclose(fp);
+        return av_err(e, "%s: out of memory", path);
+    }
+    size_t got = fread(buf, 1, len, fp);
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad || got != len) {
+        free(buf);
+        return av_err(e, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    if (out_len) *out_len = len;
+    return 0;
+}
+
+/* Temporary files still open, so a signal handler can remove them. A fixed
+ * table: signal handlers must not walk heap structures that may be mid-update. */
+#define MAX_OPEN_OUTS 16
+static char *volatile open_tmps[MAX_OPEN_OUTS];
+
+static void track(char *tmp) {
+    for (int i = 0; i < MAX_OPEN_OUTS; i++)
+        if (!open_tmps[i]) { open_tmps[i] = tmp; return; }
+}
+
+static void untrack(const char *tmp) {
+    for (int i = 0; i < MAX_OPEN_OUTS; i++)
+        if (open_tmps[i] == tmp) open_tmps[i] = NULL;
+}
+
+void av_out_abort_all(void) {
+    for (int i = 0; i < MAX_OPEN_OUTS; i++)
+        if (open_tmps[i]) unlink(open_tmps[i]); /* async-signal-safe */
+}
+
+int av_out_open(AvOut *o, const char *path, AvErr *e) {
+    memset(o, 0, sizeof *o);
+    if (!strcmp(path, "-")) {
+        o->fp = stdout;
+        return 0;
+    }
+    size_t n = strlen(path) + 32;
+    o->path = strdup(path);
+    o->tmp_path = malloc(n);
+    if (!o->path || !o->tmp_path) {
+        free(o->path);
+        free(o->tmp_path);
+        return av_err(e, "%s: out of memory", path);
+    }
+    snprintf(o->tmp_path, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(o->tmp_path);
+    if (fd < 0) {
+        int err = errno;
+        free(o->path);
+        free(o->tmp_path);
+        memset(o, 0, sizeof *o);
+        return av_err(e, "%s: cannot write: %s", path, strerror(err));
+    }
+    fchmod(fd, 0644);
+    o->fp = fdopen(fd, "wb");
+    if (!o->fp) {
+        close(fd);
+        unlink(o->tmp_path);
+        free(o->path);
+        free(o->tmp_path);
+        memset(o, 0, sizeof *o);
+        return av_err(e, "%s: cannot write: out of memory", path);
+    }
+    track(o->tmp_path);
+    return 0;
+}
+
+int av_out_commit(AvOut *o, AvErr *e) {
+    if (!o->fp) return 0;
+    if (!o->tmp_path) { /* stdout */
+        int bad = fflush(o->fp) != 0 || ferror(o->fp);
+        o->fp = NULL;
+        return bad ? av_err(e, "stdout: write error") : 0;
+    }
+    int bad = fflush(o->fp) != 0 || ferror(o->fp);
+    if (fclose(o->fp) != 0) bad = 1;
+    o->fp = NULL;
+    if (bad) {
+        int err = errno;
+        unlink(o->tmp_path);
+        untrack(o->tmp_path);
+        av_err(e, "%s: write failed: %s", o->path, strerror(err));
+        free(o->path);
+        free(o->tmp_path);
+        memset(o, 0, sizeof *o);
+        return -1;
+    }
+    if (rename(o->tmp_path, o->path) != 0) {
+        int err = errno;
+        unlink(o->tmp_path);
+        untrack(o->tmp_path);
+        av_err(e, "%s: cannot rename into place: %s", o->path, strerror(err));
+        free(o->path);
+        free(o->tmp_path);
+        memset(o, 0, sizeof *o);
+        return -1;
+    }
+    untrack(o->tmp_path);
+    free(o->path);
+    free(o->tmp_path);
+    memset(o, 0, sizeof *o);
+    return 0;
+}
+
+void av_out_abort(AvOut *o) {
+    if (o->fp && o->tmp_path) {
+        fclose(o->fp);
+        unlink(o->tmp_path);
+        untrack(o->tmp_path);
+    }
+    free(o->path);
+    free(o->tmp_path);
+    memset(o, 0, sizeof *o);
+}
+
+double av_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+char *av_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t k = a;
+    if (a && dir[a - 1] != '/') p[k++] = '/';
+    memcpy(p + k, name, b + 1);
+    return p;
+}
+
+int av_file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
