@@ -1,0 +1,122 @@
+#!/bin/bash
+# End-to-end tests of the attnviz command line on the committed small
+# checkpoint (tests/data/small-f32). Prints PASS/FAIL/SKIP per case.
+set -u
+cd "$(dirname "$0")/.."
+BIN=$PWD/attnviz
+M=$PWD/tests/data/small-f32
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+PY=python3
+
+ok() { echo "PASS $1"; }
+ko() { echo "FAIL $1: $2"; }
+check() { # name, then a command that must succeed
+    local name=$1
+    shift
+    if out=$("$@" 2>&1); then ok "$name"; else ko "$name" "$out"; fi
+}
+# expect_exit NAME CODE PATTERN CMD...: exit code and a one-line stderr matching PATTERN
+expect_exit() {
+    local name=$1 code=$2 pat=$3
+    shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ "$rc" -ne "$code" ]; then ko "$name" "exit $rc, want $code; stderr: $(cat "$T/err")"; return; fi
+    if [ -n "$pat" ] && ! grep -qE -- "$pat" "$T/err"; then ko "$name" "stderr lacks /$pat/: $(cat "$T/err")"; return; fi
+    ok "$name"
+}
+
+# -- JSON contract
+"$BIN" --model "$M" --json "$T/a.json" --qk --quiet "time flies like an arrow" "the cat sat" 2>"$T/err"
+check json_has_the_documented_fields $PY - "$T/a.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("model", "config", "tokens", "input_ids", "token_type_ids", "sentence_b_start", "attention", "queries", "keys"):
+    assert k in d, k
+c = d["config"]
+assert (c["layers"], c["heads"], c["hidden_size"]) == (2, 4, 32), c
+n = len(d["tokens"])
+assert d["tokens"][0] == "[CLS]" and d["tokens"][-1] == "[SEP]"
+assert d["sentence_b_start"] == d["tokens"].index("[SEP]") + 1
+assert d["token_type_ids"][d["sentence_b_start"]] == 1 and d["token_type_ids"][0] == 0
+A = d["attention"]
+assert len(A) == 2 and len(A[0]) == 4 and len(A[0][0]) == n and len(A[0][0][0]) == n
+for layer in A:
+    for head in layer:
+        for row in head:
+            assert abs(sum(row) - 1) < 1e-4, sum(row)
+assert len(d["queries"][1][3]) == n and len(d["queries"][1][3][0]) == 8
+PY
+[ -e "$T/attnviz.html" ] && ko only_json_writes_no_html "html written" || ok only_json_writes_no_html
+
+(cd "$T" && "$BIN" --model "$M" --quiet "hello world" 2>/dev/null)
+[ -s "$T/attnviz.html" ] && ok default_output_is_attnviz_html || ko default_output_is_attnviz_html "no $T/attnviz.html"
+
+check json_to_stdout_is_one_parsable_object bash -c "'$BIN' --model '$M' --json - --quiet 'hello' | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"tokens\"]==[\"[CLS]\",\"hello\",\"[SEP]\"]'"
+
+check precision_option_controls_digits bash -c "'$BIN' --model '$M' --json - --quiet --precision 3 'hello' | $PY -c '
+import json,sys,re; t=sys.stdin.read(); att=t[t.index(\"\\\"attention\\\"\"):]
+nums=re.findall(r\"[0-9.]+(?:e-?[0-9]+)?\", att); sig=[len(n.split(\"e\")[0].replace(\".\",\"\").lstrip(\"0\")) for n in nums]; assert nums and max(sig)<=3, nums[:5]'"
+
+# -- tokens only: a folder with just vocab.txt and config.json is enough
+mkdir -p "$T/tokonly" && cp "$M/vocab.txt" "$M/config.json" "$T/tokonly/"
+check tokens_only_needs_no_weights bash -c "'$BIN' --model '$T/tokonly' --tokens-only --quiet 'time flies' | $PY -c '
+import json,sys; d=json.load(sys.stdin); assert set(d)=={\"tokens\",\"input_ids\",\"token_type_ids\",\"sentence_b_start\"}, d; assert d[\"tokens\"]==[\"[CLS]\",\"time\",\"flies\",\"[SEP]\"]'"
+
+# -- batch
+printf 'time flies like an arrow\nthe cat sat\tit was tired\nhello world\n' >"$T/batch.txt"
+check batch_writes_one_json_line_per_input bash -c "'$BIN' --model '$M' --batch '$T/batch.txt' --quiet | $PY -c '
+import json,sys; L=[json.loads(l) for l in sys.stdin]; assert len(L)==3, len(L); assert L[1][\"sentence_b_start\"] is not None; assert L[0][\"text\"]==\"time flies like an arrow\"'"
+check batch_from_stdin_with_tokens_only bash -c "cat '$T/batch.txt' | '$BIN' --model '$M' --batch - --tokens-only --quiet | $PY -c '
+import json,sys; L=[json.loads(l) for l in sys.stdin]; assert len(L)==3 and \"attention\" not in L[0]'"
+"$BIN" --model "$M" --batch "$T/batch.txt" --json "$T/batch.jsonl" --quiet 2>/dev/null
+check batch_into_json_file $PY -c "import json; L=[json.loads(l) for l in open('$T/batch.jsonl')]; assert len(L)==3"
+printf 'good line\n\xff\xfe bad\nanother good\n' >"$T/bad.txt"
+expect_exit batch_names_the_bad_line_and_continues 1 "bad.txt:2: invalid UTF-8 at byte offset 0" \
+    "$BIN" --model "$M" --batch "$T/bad.txt" --tokens-only
+[ "$(wc -l <"$T/out")" -eq 2 ] && ok batch_keeps_the_good_lines || ko batch_keeps_the_good_lines "$(wc -l <"$T/out") lines"
+
+# -- errors: one line, exit 2 for usage, 1 for runtime
+expect_exit layer_out_of_range_is_a_usage_error 2 "--layer 5 is out of range: the model has 2 layers" \
+    "$BIN" --model "$M" --layer 5 "hi"
+expect_exit head_out_of_range_is_a_usage_error 2 "--head 4 is out of range: the model has 4 heads" \
+    "$BIN" --model "$M" --head 4 "hi"
+expect_exit negative_layer_is_a_usage_error 2 "--layer needs" "$BIN" --model "$M" --layer -1 "hi"
+expect_exit unknown_option_is_a_usage_error 2 "unknown option '--frobnicate'" "$BIN" --frobnicate "hi"
+expect_exit missing_option_value_is_a_usage_error 2 "option '--model' needs a value" "$BIN" "hi" --model
+expect_exit missing_text_is_a_usage_error 2 "missing TEXT" "$BIN" --model "$M"
+expect_exit missing_model_folder_names_it 1 "/nonexistent/model: no config.json" "$BIN" --model /nonexistent/model "hi"
+expect_exit invalid_utf8_gives_the_byte_offset 1 "invalid UTF-8 at byte offset 3" "$BIN" --model "$M" $'abc\xc3(' 
+expect_exit unwritable_output_is_named 1 "/nonexistent-dir/x.json: cannot write" \
+    "$BIN" --model "$M" --json /nonexistent-dir/x.json "hi"
+expect_exit help_exits_zero 0 "" "$BIN" --help
+grep -q "Usage: attnviz" "$T/out" && ok help_prints_usage || ko help_prints_usage "no usage"
+expect_exit version_exits_zero 0 "" "$BIN" --version
+
+# -- a failed run leaves an existing output untouched and no temporary files
+echo '{"old":true}' >"$T/keep.json"
+"$BIN" --model /nonexistent --json "$T/keep.json" "hi" 2>/dev/null
+grep -q old "$T/keep.json" && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && ok failed_run_keeps_existing_output \
+    || ko failed_run_keeps_existing_output "$(ls "$T")"
+
+# -- model selection
+check attnviz_model_env_selects_the_model bash -c "ATTNVIZ_MODEL='$M' '$BIN' --json - 'hi' 2>&1 >/dev/null | grep -q 'ATTNVIZ_MODEL'"
+if [ -f weights/demo/config.json ]; then
+    check demo_model_is_the_default bash -c "cd '$T' && env -u ATTNVIZ_MODEL '$BIN' --json /dev/null 'hi' 2>&1 | grep -q 'demo model'"
+else
+    echo "SKIP demo_model_is_the_default: weights/demo not generated"
+fi
+
+# -- truncation: longer than max_position_embeddings (64) warns and keeps 64 tokens
+long=$(for i in $(seq 1 80); do printf 'cat '; done)
+"$BIN" --model "$M" --json "$T/long.json" "$long" 2>"$T/err"
+grep -q "warning: input is longer than the model's 64 positions; dropped 18 tokens" "$T/err" && ok truncation_warns \
+    || ko truncation_warns "$(cat "$T/err")"
+check truncation_keeps_max_positions $PY -c "import json; d=json.load(open('$T/long.json')); assert len(d['tokens'])==64 and d['tokens'][-1]=='[SEP]'"
+
+# -- profile
+"$BIN" --model "$M" --json /dev/null --profile "hi" 2>"$T/err"
+grep -qE "load_ms=[0-9.]+ tokenize_ms=[0-9.]+ forward_ms=[0-9.]+ write_ms=[0-9.]+" "$T/err" && ok profile_prints_phase_times \
+    || ko profile_prints_phase_times "$(cat "$T/err")"
+exit 0

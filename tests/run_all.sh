@@ -1,0 +1,77 @@
+#!/bin/bash
+# Runs every test: the Check suites given as arguments, then the end-to-end
+# scripts (CLI, tokenizer oracle, PyTorch live check, weights download, browser).
+# Each script prints PASS/FAIL/SKIP lines; the last line sums everything up.
+set -u
+cd "$(dirname "$0")/.."
+pass=0 fail=0 skip=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+run_check() { # a Check binary: "NN%: Checks: C, Failures: F, Errors: E"
+    "$1" >"$log" 2>&1
+    local rc=$?
+    cat "$log"
+    local line c f e s
+    line=$(grep -E 'Checks: [0-9]+' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "FAIL $1: no Check summary (exit $rc)"
+        fail=$((fail + 1))
+        return
+    fi
+    c=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$line")
+    f=$(sed -E 's/.*Failures: ([0-9]+).*/\1/' <<<"$line")
+    e=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$line")
+    s=$(grep -c '^SKIP ' "$log")
+    pass=$((pass + c - f - e - s)) fail=$((fail + f + e)) skip=$((skip + s))
+}
+
+run_script() { # prints PASS/FAIL/SKIP lines
+    "$@" >"$log" 2>&1
+    local rc=$?
+    cat "$log"
+    local p f s
+    p=$(grep -c '^PASS ' "$log")
+    f=$(grep -c '^FAIL ' "$log")
+    s=$(grep -c '^SKIP ' "$log")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $*: exit $rc"
+        f=1
+    fi
+    pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+}
+
+run_node() { # node's test runner: "# pass N", "# fail N", "# skipped N"
+    "$@" >"$log" 2>&1
+    local rc=$?
+    cat "$log"
+    local p f s
+    p=$(grep -E '^# pass [0-9]+' "$log" | awk '{print $3}' | tail -n 1)
+    f=$(grep -E '^# fail [0-9]+' "$log" | awk '{print $3}' | tail -n 1)
+    s=$(grep -E '^# skipped [0-9]+' "$log" | awk '{print $3}' | tail -n 1)
+    p=${p:-0} f=${f:-0} s=${s:-0}
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+    pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
+}
+
+for t in "$@"; do
+    echo "== $t"
+    run_check "$t"
+done
+for s in tests/cli_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/fetch_test.sh; do
+    [ -x "$s" ] || continue
+    echo "== $s"
+    run_script "$s"
+done
+if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
+    echo "== tests/browser"
+    if [ -d node_modules/playwright-core ] && [ -x /usr/bin/chromium ]; then
+        run_node node --test --test-concurrency=1 tests/browser/
+    else
+        echo "SKIP browser tests: needs node_modules (npm ci) and /usr/bin/chromium"
+        skip=$((skip + 1))
+    fi
+fi
+echo
+echo "tests: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,249 @@
+/* test_bert.c — the encoder against committed PyTorch goldens (all dtypes and
+ * naming variants), optimized kernels against the naive reference ones, and
+ * checkpoint shape errors. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bert.h"
+#include "util.h"
+#include "check_util.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void fill(float *x, size_t n, unsigned seed, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = frand(&seed) * scale;
+}
+
+static float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    return m;
+}
+
+START_TEST(matmul_matches_naive_reference) {
+    int n = 13, in = 37, out = 29;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 1, 1), fill(w, (size_t)out * in, 2, 0.5f), fill(b, (size_t)out, 3, 1);
+    bert_matmul_naive(y1, x, w, b, n, in, out);
+    bert_matmul(y2, x, w, b, n, in, out);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    bert_matmul_naive(y1, x, w, NULL, n, in, out);
+    bert_matmul(y2, x, w, NULL, n, in, out);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    free(x), free(w), free(b), free(y1), free(y2);
+}
+END_TEST
+
+START_TEST(attention_matches_naive_reference_with_strided_heads) {
+    int n = 19, dh = 8, ld = 24; /* a head's slice inside a wider row, as in the model */
+    size_t sz = (size_t)n * ld;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
+    float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
+    fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
+    bert_attention_naive(p1, c1 + 8, q + 8, k + 8, v + 8, n, dh, ld);
+    bert_attention(p2, c2 + 8, q + 8, k + 8, v + 8, n, dh, ld);
+    ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += p2[i * n + j];
+        ck_assert_double_eq_tol(s, 1.0, 1e-5);
+    }
+    /* columns outside the head's slice are untouched */
+    for (int i = 0; i < n; i++) ck_assert_float_eq(c2[(size_t)i * ld], 0.0f);
+    free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(layernorm_gives_zero_mean_unit_variance) {
+    float x[3 * 16], g[16], b[16];
+    fill(x, 48, 9, 5);
+    for (int i = 0; i < 16; i++) g[i] = 1, b[i] = 0;
+    bert_layernorm(x, g, b, 3, 16, 1e-12f);
+    for (int r = 0; r < 3; r++) {
+        double m = 0, v = 0;
+        for (int j = 0; j < 16; j++) m += x[r * 16 + j];
+        m /= 16;
+        for (int j = 0; j < 16; j++) v += (x[r * 16 + j] - m) * (x[r * 16 + j] - m);
+        ck_assert_double_eq_tol(m, 0, 1e-5);
+        ck_assert_double_eq_tol(v / 16, 1, 1e-4);
+    }
+}
+END_TEST
+
+static void flatten(const cJSON *a, float *out, size_t *k) {
+    if (cJSON_IsNumber(a)) {
+        out[(*k)++] = (float)a->valuedouble;
+        return;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a) flatten(it, out, k);
+}
+
+static const char *FIXTURES[] = {"tests/data/small-f32", "tests/data/small-f32-google", "tests/data/small-f16",
+                                 "tests/data/small-bf16"};
+
+START_TEST(forward_matches_pytorch_goldens) {
+    const char *dir = FIXTURES[_i];
+    BertModel m;
+    AvErr e;
+    if (bert_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    char *gp = av_path_join(dir, "golden.json"), *buf;
+    size_t len;
+    ck_assert_int_eq(av_read_file(gp, 64 << 20, &buf, &len, &e), 0);
+    cJSON *cases = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(cases);
+    float worst_attn = 0, worst_qk = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        const cJSON *ids_j = cJSON_GetObjectItem(c, "input_ids"), *types_j = cJSON_GetObjectItem(c, "token_type_ids");
+        int n = cJSON_GetArraySize(ids_j);
+        int *ids = malloc(sizeof(int) * n), *types = malloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) {
+            ids[i] = cJSON_GetArrayItem(ids_j, i)->valueint;
+            types[i] = cJSON_GetArrayItem(types_j, i)->valueint;
+        }
+        BertRunState rs;
+        Capture cap;
+        ck_assert_int_eq(bert_runstate_alloc(&rs, &m.cfg, n, &e), 0);
+        ck_assert_int_eq(bert_capture_alloc(&cap, &m.cfg, n, 1, 1, &e), 0);
+        if (bert_forward(&m, &rs, ids, types, n, &cap, &e) != 0) ck_abort_msg("forward: %s", e.msg);
+        size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
+        size_t nq = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * cap.head_dim;
+        float *ref = malloc(sizeof(float) * (na > nq ? na : nq));
+        size_t k = 0;
+        flatten(cJSON_GetObjectItem(c, "attention"), ref, &k);
+        ck_assert_uint_eq(k, na);
+        worst_attn = fmaxf(worst_attn, max_abs_diff(cap.attn, ref, na));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "queries"), ref, &k);
+        ck_assert_uint_eq(k, nq);
+        worst_qk = fmaxf(worst_qk, max_abs_diff(cap.q, ref, nq));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "keys"), ref, &k);
+        worst_qk = fmaxf(worst_qk, max_abs_diff(cap.k, ref, nq));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "last_hidden"), ref, &k);
+        ck_assert_uint_eq(k, (size_t)n * m.cfg.hidden_size);
+        float hid = max_abs_diff(cap.hidden + (size_t)m.cfg.num_layers * n * m.cfg.hidden_size, ref, k);
+        ck_assert_msg(hid < 1e-3f, "%s: last hidden state differs by %g", dir, hid);
+        free(ref), free(ids), free(types);
+        bert_capture_free(&cap);
+        bert_runstate_free(&rs);
+    }
+    fprintf(stderr, "INFO %s (%s): max abs error vs PyTorch: attention %.3g, q/k %.3g\n", dir, m.dtype_name,
+            worst_attn, worst_qk);
+    ck_assert_msg(worst_attn <= 1e-4f, "%s: attention differs from PyTorch by %g", dir, worst_attn);
+    ck_assert_msg(worst_qk <= 1e-3f, "%s: q/k differ from PyTorch by %g", dir, worst_qk);
+    cJSON_Delete(cases);
+    free(buf), free(gp);
+    bert_free(&m);
+}
+END_TEST
+
+/* Writes a copy of the small fixture with one tensor replaced or dropped. */
+static void write_variant(const char *dir, const char *drop, const char *reshape) {
+    StFile f;
+    AvErr e;
+    ck_assert_int_eq(st_open(&f, "tests/data/small-f32/model.safetensors", &e), 0);
+    StWriteTensor *ts = calloc((size_t)f.n_tensors, sizeof *ts);
+    float **bufs = calloc((size_t)f.n_tensors, sizeof *bufs);
+    int n = 0;
+    for (int i = 0; i < f.n_tensors; i++) {
+        const StTensor *t = &f.tensors[i];
+        if (drop && !strcmp(t->name, drop)) continue;
+        size_t numel = t->nbytes / 4;
+        bufs[n] = malloc(t->nbytes);
+        st_to_f32(t, bufs[n]);
+        ts[n].name = t->name;
+        ts[n].ndim = t->ndim;
+        memcpy(ts[n].shape, t->shape, sizeof t->shape);
+        if (reshape && !strcmp(t->name, reshape)) { /* same numel, wrong shape */
+            ts[n].ndim = 2;
+            ts[n].shape[0] = 1;
+            ts[n].shape[1] = (int64_t)numel;
+        }
+        ts[n].data = bufs[n];
+        n++;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/data/small-f32/config.json tests/data/small-f32/vocab.txt %s/", dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    char *p = av_path_join(dir, "model.safetensors");
+    ck_assert_int_eq(st_write(p, ts, n, ST_F32, &e), 0);
+    free(p);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs), free(ts);
+    st_close(&f);
+}
+
+START_TEST(load_names_the_tensor_with_a_wrong_shape) {
+    char dir[] = "/tmp/attnviz-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_variant(dir, NULL, "encoder.layer.1.attention.self.key.weight");
+    BertModel m;
+    AvErr e;
+    ck_assert_int_eq(bert_load(&m, dir, &e), -1);
+    ck_assert_msg(strstr(e.msg, "encoder.layer.1.attention.self.key.weight") && strstr(e.msg, "[1, 1024]") &&
+                      strstr(e.msg, "[32, 32]"),
+                  "message: %s", e.msg);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(load_names_a_missing_tensor) {
+    char dir[] = "/tmp/attnviz-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_variant(dir, "encoder.layer.0.output.LayerNorm.bias", NULL);
+    BertModel m;
+    AvErr e;
+    ck_assert_int_eq(bert_load(&m, dir, &e), -1);
+    ck_assert_msg(strstr(e.msg, "missing tensor 'encoder.layer.0.output.LayerNorm.bias'"), "message: %s", e.msg);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(forward_rejects_out_of_vocabulary_ids) {
+    BertModel m;
+    AvErr e;
+    ck_assert_int_eq(bert_load(&m, "tests/data/small-f32", &e), 0);
+    BertRunState rs;
+    Capture cap;
+    ck_assert_int_eq(bert_runstate_alloc(&rs, &m.cfg, 4, &e), 0);
+    ck_assert_int_eq(bert_capture_alloc(&cap, &m.cfg, 4, 0, 0, &e), 0);
+    int ids[] = {2, 5, 100000, 3}, types[] = {0, 0, 0, 0};
+    ck_assert_int_eq(bert_forward(&m, &rs, ids, types, 4, &cap, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "position 2"));
+    bert_capture_free(&cap);
+    bert_runstate_free(&rs);
+    bert_free(&m);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("bert");
+    TCase *k = tcase_create("kernels");
+    tcase_add_test(k, matmul_matches_naive_reference);
+    tcase_add_test(k, attention_matches_naive_reference_with_strided_heads);
+    tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
+    suite_add_tcase(s, k);
+    TCase *m = tcase_create("model");
+    tcase_set_timeout(m, 60);
+    tcase_add_loop_test(m, forward_matches_pytorch_goldens, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
+    tcase_add_test(m, load_names_the_tensor_with_a_wrong_shape);
+    tcase_add_test(m, load_names_a_missing_tensor);
+    tcase_add_test(m, forward_rejects_out_of_vocabulary_ids);
+    suite_add_tcase(s, m);
+    return s;
+}

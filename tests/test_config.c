@@ -1,0 +1,106 @@
+/* test_config.c — config.json parsing: the real bert-base config, defaults,
+ * and refusal of missing, mistyped and absurd values before any allocation. */
+#include <stdlib.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "config.h"
+#include "check_util.h"
+
+#define BASE "\"vocab_size\":100,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4," \
+             "\"intermediate_size\":64,\"max_position_embeddings\":64"
+
+static void expect_error(const char *json, const char *needle) {
+    BertConfig c;
+    AvErr e;
+    ck_assert_int_eq(cfg_parse(&c, json, strlen(json), "config.json", &e), -1);
+    ck_assert_msg(strstr(e.msg, needle) && !strncmp(e.msg, "config.json: ", 13), "expected '%s' in: %s", needle, e.msg);
+}
+
+START_TEST(reads_the_real_bert_base_config) {
+    SKIP_UNLESS(access(SHARED_BERT_DIR "/config.json", R_OK) == 0, "../shared/models/bert-base-uncased absent");
+    BertConfig c;
+    AvErr e;
+    ck_assert_int_eq(cfg_load(&c, SHARED_BERT_DIR "/config.json", &e), 0);
+    ck_assert_int_eq(c.vocab_size, 30522);
+    ck_assert_int_eq(c.hidden_size, 768);
+    ck_assert_int_eq(c.num_layers, 12);
+    ck_assert_int_eq(c.num_heads, 12);
+    ck_assert_int_eq(c.intermediate_size, 3072);
+    ck_assert_int_eq(c.max_position_embeddings, 512);
+    ck_assert_int_eq(c.type_vocab_size, 2);
+    ck_assert_float_eq(c.layer_norm_eps, 1e-12f);
+    ck_assert_int_eq(c.hidden_act, ACT_GELU);
+    ck_assert_int_eq(cfg_read_lowercase(SHARED_BERT_DIR "/tokenizer_config.json"), 1);
+}
+END_TEST
+
+START_TEST(applies_defaults_and_activation_names) {
+    BertConfig c;
+    AvErr e;
+    const char *j = "{" BASE ",\"hidden_act\":\"gelu_pytorch_tanh\"}";
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "c", &e), 0);
+    ck_assert_int_eq(c.hidden_act, ACT_GELU_TANH);
+    ck_assert_int_eq(c.type_vocab_size, 2);
+    ck_assert_str_eq(c.model_type, "bert");
+    j = "{" BASE ",\"hidden_act\":\"relu\",\"attnviz_demo\":true}";
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "c", &e), 0);
+    ck_assert_int_eq(c.hidden_act, ACT_RELU);
+    ck_assert_int_eq(c.is_demo, 1);
+}
+END_TEST
+
+START_TEST(refuses_bad_configs_naming_the_key) {
+    expect_error("{", "not valid JSON");
+    expect_error("[]", "not a JSON object");
+    expect_error("{\"hidden_size\":32}", "missing key \"vocab_size\"");
+    expect_error("{\"vocab_size\":\"100\"}", "\"vocab_size\" must be an integer");
+    expect_error("{\"vocab_size\":100,\"hidden_size\":0}", "\"hidden_size\" = 0 is out of range");
+    expect_error("{\"vocab_size\":1e12}", "out of range");
+    expect_error("{\"vocab_size\":100,\"hidden_size\":30,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                 "\"intermediate_size\":64,\"max_position_embeddings\":64}",
+                 "not divisible");
+    expect_error("{" BASE ",\"hidden_act\":\"swish\"}", "unknown hidden_act \"swish\"");
+    expect_error("{" BASE ",\"model_type\":\"gpt2\"}", "not supported");
+    expect_error("{" BASE ",\"layer_norm_eps\":\"x\"}", "layer_norm_eps");
+    expect_error("{\"vocab_size\":100,\"hidden_size\":32,\"num_hidden_layers\":100000}", "\"num_hidden_layers\" = 100000 is out of range");
+}
+END_TEST
+
+START_TEST(head_labels_fill_every_described_head) {
+    BertConfig c;
+    AvErr e;
+    const char *j = "{" BASE "}";
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "c", &e), 0);
+    char path[] = "/tmp/attnviz-heads-XXXXXX";
+    int fd = mkstemp(path);
+    const char *heads = "{\"heads\":[{\"layer\":1,\"head\":3,\"pattern\":\"previous\",\"description\":\"i-1\"}]}";
+    ck_assert_int_eq(write(fd, heads, strlen(heads)), (ssize_t)strlen(heads));
+    close(fd);
+    char **p, **d;
+    ck_assert_int_eq(cfg_load_head_labels(path, &c, &p, &d, &e), 0);
+    ck_assert_str_eq(p[7], "previous");
+    ck_assert_str_eq(d[7], "i-1");
+    ck_assert_ptr_null(p[0]);
+    cfg_free_head_labels(p, 8);
+    cfg_free_head_labels(d, 8);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *bad = "{\"heads\":[{\"layer\":9,\"head\":0,\"pattern\":\"x\"}]}";
+    ck_assert_int_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    ck_assert_int_eq(cfg_load_head_labels(path, &c, &p, &d, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "heads[0]"));
+    unlink(path);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("config");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, reads_the_real_bert_base_config);
+    tcase_add_test(t, applies_defaults_and_activation_names);
+    tcase_add_test(t, refuses_bad_configs_naming_the_key);
+    tcase_add_test(t, head_labels_fill_every_described_head);
+    suite_add_tcase(s, t);
+    return s;
+}
