@@ -1,0 +1,23 @@
+#!/bin/sh
+# make demo: run attnviz on the design card's example and say what to do next.
+set -eu
+cd "$(dirname "$0")/.."
+./attnviz "time flies like an arrow" --layer 0 --head 8 --html attnviz.html
+page="$(pwd)/attnviz.html"
+cat <<MSG
+
+  Page written: $page
+  Open it in any browser (it works offline, no server needed):
+      xdg-open "$page"        # or file://$page
+
+  Next:
+      ./attnviz "fruit flies like a banana" "time flies like an arrow"   # a sentence pair
+      ./attnviz --json - "time flies like an arrow" | head -c 400         # JSON for scripts
+      make weights      # download bert-base-uncased (440 MB) for real attention
+
+MSG
+if grep -q '"attnviz_demo": *true' weights/demo/config.json 2>/dev/null && [ ! -f weights/bert-base-uncased/model.safetensors ]; then
+    echo "  This ran the built-in demo model: constructed by hand, not trained. Each head follows a"
+    echo "  documented pattern (weights/demo/heads.json). Run \`make weights\` for bert-base-uncased."
+    echo
+fi

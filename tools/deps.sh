@@ -1,0 +1,46 @@
+#!/bin/sh
+# Installs what attnviz needs from Debian's packages (and npm for test tools).
+#   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib
+#   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
+#                         chromium + node packages (browser tests), curl
+# Says what it installs; installs nothing when everything is present.
+set -eu
+mode=${1:-build}
+need=""
+want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need="$need $1"; }
+want_cmd() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
+
+want_cmd cc gcc
+want_cmd make make
+want_pkg pkg-config
+want_pkg libcjson-dev
+want_pkg libutf8proc-dev
+want_pkg libopenblas-dev
+want_pkg zlib1g-dev
+if [ "$mode" = test ]; then
+    want_pkg check
+    want_pkg python3-torch
+    want_pkg python3-numpy
+    want_pkg chromium
+    want_cmd curl curl
+    want_cmd node nodejs
+    want_cmd npm npm
+fi
+
+if [ -n "$need" ]; then
+    echo "attnviz: installing from Debian:$need"
+    if [ "$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; else
+        echo "attnviz: please run as root: apt-get update && apt-get install -y$need" >&2
+        exit 1
+    fi
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q$need
+fi
+
+if [ "$mode" = test ] && [ -f package-lock.json ]; then
+    # node_modules is not committed: install the pinned test tools when stale.
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+        echo "attnviz: installing test tools from npm (package-lock.json)"
+        npm ci --no-audit --no-fund --loglevel=error
+    fi
+fi
