@@ -4,7 +4,7 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 PKGS    := libcjson libutf8proc openblas zlib
-OPT     ?= -O2
+OPT     ?= -O3
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Iinclude

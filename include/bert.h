@@ -45,7 +45,8 @@ typedef struct {
     float *ctx;  /* (n, hidden) attention context */
     float *tmp;  /* (n, hidden) */
     float *ff;   /* (n, intermediate) */
-    float *scores; /* (n, n) used when attention is not captured */
+    float *scores; /* (max_threads, n, n) used when attention is not captured */
+    int max_threads;
 } BertRunState;
 
 /* Loads config.json and model.safetensors from dir; checks every tensor's
@@ -71,6 +72,9 @@ void bert_matmul_naive(float *y, const float *x, const float *w, const float *b,
 void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
 void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps);
 void bert_softmax_rows(float *x, int rows, int cols);
+void bert_softmax_rows_naive(float *x, int rows, int cols);
+void bert_activate(float *x, size_t n, ActKind act);
+void bert_activate_naive(float *x, size_t n, ActKind act);
 void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
                           int n, int dh, int ld);
 void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,

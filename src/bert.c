@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,8 @@ void bert_free(BertModel *m) {
 
 /* ---------------------------------------------------------------- buffers */
 
+#define MAX_HEAD_THREADS 8
+
 static float *alloc_floats(size_t n) {
     return n ? malloc(n * sizeof(float)) : NULL;
 }
@@ -176,7 +179,8 @@ int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, Av
     s->ctx = alloc_floats(n * H);
     s->tmp = alloc_floats(n * H);
     s->ff = alloc_floats(n * (size_t)c->intermediate_size);
-    s->scores = alloc_floats(n * n);
+    s->max_threads = MAX_HEAD_THREADS;
+    s->scores = alloc_floats((size_t)MAX_HEAD_THREADS * n * n);
     if (!s->x || !s->qkv || !s->ctx || !s->tmp || !s->ff || !s->scores) {
         bert_runstate_free(s);
         return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
@@ -266,18 +270,66 @@ void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, fl
     }
 }
 
-void bert_softmax_rows(float *x, int rows, int cols) {
+/* exp(x) by range reduction and a degree-6 polynomial (Cephes' coefficients):
+ * relative error ~2e-7, and branch-free so loops over it vectorize, where libm's
+ * expf is a call per element. Arguments are clamped to the float range. */
+static inline float vexpf(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    /* round(x / ln 2) with the 1.5 * 2^23 trick, exact without -ffast-math */
+    float fn = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - fn * 0.693359375f - fn * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)fn + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* Element-wise kernels are compiled for AVX-512, AVX2 and baseline x86-64 and
+ * picked at run time, so the default build stays portable. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VEC_CLONES
+#endif
+
+VEC_CLONES void bert_softmax_rows(float *x, int rows, int cols) {
     for (int i = 0; i < rows; i++) {
         float *r = x + (size_t)i * cols;
-        float mx = r[0];
-        for (int j = 1; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        float pmax[8], mx = r[0];
+        for (int k = 0; k < 8; k++) pmax[k] = r[0];
+        int j = 0;
+        for (; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
+        for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
+        for (j = 0; j < cols; j++) r[j] = vexpf(r[j] - mx);
+        /* eight partial sums: a fixed order the compiler may vectorize */
+        float part[8] = {0};
+        for (j = 0; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) part[k] += r[j + k];
         float sum = 0;
-        for (int j = 0; j < cols; j++) {
-            r[j] = expf(r[j] - mx);
-            sum += r[j];
-        }
+        for (; j < cols; j++) sum += r[j];
+        for (int k = 0; k < 8; k++) sum += part[k];
         float inv = 1.0f / sum;
-        for (int j = 0; j < cols; j++) r[j] *= inv;
+        for (int k = 0; k < cols; k++) r[k] *= inv;
+    }
+}
+
+void bert_softmax_rows_naive(float *x, int rows, int cols) {
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * cols;
+        double mx = r[0], sum = 0;
+        for (int j = 1; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        for (int j = 0; j < cols; j++) sum += exp((double)r[j] - mx);
+        for (int j = 0; j < cols; j++) r[j] = (float)(exp((double)r[j] - mx) / sum);
     }
 }
 
@@ -292,7 +344,7 @@ void bert_attention_naive(float *probs, float *ctx, const float *q, const float 
             probs[(size_t)i * n + j] = (float)(acc * scale);
         }
     }
-    bert_softmax_rows(probs, n, n);
+    bert_softmax_rows_naive(probs, n, n);
     for (int i = 0; i < n; i++)
         for (int d = 0; d < dh; d++) {
             double acc = 0;
@@ -310,19 +362,39 @@ void bert_attention(float *probs, float *ctx, const float *q, const float *k, co
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
 }
 
-static void activate(float *x, size_t n, ActKind act) {
+void bert_activate_naive(float *x, size_t n, ActKind act) {
+    for (size_t i = 0; i < n; i++) {
+        double u = x[i];
+        switch (act) {
+        case ACT_GELU: x[i] = (float)(0.5 * u * (1.0 + erf(u * M_SQRT1_2))); break;
+        case ACT_GELU_TANH: x[i] = (float)(0.5 * u * (1.0 + tanh(0.7978845608028654 * (u + 0.044715 * u * u * u)))); break;
+        case ACT_RELU: x[i] = u > 0 ? (float)u : 0.0f; break;
+        }
+    }
+}
+
+/* erf by Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7), branch-free. */
+static inline float verff(float x) {
+    float a = x < 0 ? -x : x;
+    float t = 1.0f / (1.0f + 0.3275911f * a);
+    float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    float r = 1.0f - y * vexpf(-a * a);
+    return x < 0 ? -r : r;
+}
+
+VEC_CLONES void bert_activate(float *x, size_t n, ActKind act) {
     switch (act) {
     case ACT_GELU:
-        for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + verff(x[i] * 0.70710678118654752f));
         break;
-    case ACT_GELU_TANH: {
-        const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    case ACT_GELU_TANH:
         for (size_t i = 0; i < n; i++) {
             float u = x[i];
-            x[i] = 0.5f * u * (1.0f + tanhf(c * (u + 0.044715f * u * u * u)));
+            float y = 0.7978845608028654f * (u + 0.044715f * u * u * u); /* sqrt(2/pi) */
+            float th = 1.0f - 2.0f / (vexpf(2.0f * y) + 1.0f);            /* tanh(y) */
+            x[i] = 0.5f * u * (1.0f + th);
         }
         break;
-    }
     case ACT_RELU:
         for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
         break;
@@ -331,11 +403,70 @@ static void activate(float *x, size_t n, ActKind act) {
 
 /* ---------------------------------------------------------------- forward */
 
+/* Per-head attention of one layer. Heads are independent, and at these sizes
+ * (n x n x 64) one BLAS call cannot keep two cores busy, so each worker thread
+ * takes every T-th head with BLAS itself single-threaded meanwhile. */
+typedef struct {
+    const float *q, *k, *v; // (n, H) each
+    float *ctx;             // (n, H)
+    Capture *cap;           // per-head probabilities and q/k copies, or NULL
+    float *scores;          // (T, n, n) scratch when cap is NULL
+    int layer, n, n_heads, dh, H, first, step;
+} HeadWork;
+
+static void *run_heads(void *arg) {
+    const HeadWork *w = arg;
+    const int n = w->n, dh = w->dh, H = w->H;
+    for (int h = w->first; h < w->n_heads; h += w->step) {
+        Capture *cap = w->cap;
+        if (cap && cap->q) {
+            float *cq = cap_q(cap, w->layer, h), *ck = cap_k(cap, w->layer, h); // (n, dh)
+            for (int i = 0; i < n; i++) {
+                memcpy(cq + (size_t)i * dh, w->q + (size_t)i * H + h * dh, (size_t)dh * sizeof *cq);
+                memcpy(ck + (size_t)i * dh, w->k + (size_t)i * H + h * dh, (size_t)dh * sizeof *ck);
+            }
+        }
+        float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)w->first * n * n; // (n, n)
+        bert_attention(probs, w->ctx + h * dh, w->q + h * dh, w->k + h * dh, w->v + h * dh, n, dh, H);
+    }
+    return NULL;
+}
+
+/* Below this many tokens a layer's attention takes microseconds: threads would cost more. */
+#define PARALLEL_HEADS_MIN_TOKENS 48
+
+static void attention_layer(BertRunState *s, Capture *cap, int layer, int n, int n_heads, int H) {
+    const int blas_threads = openblas_get_num_threads();
+    int T = blas_threads;
+    if (T > MAX_HEAD_THREADS) T = MAX_HEAD_THREADS;
+    if (T > s->max_threads) T = s->max_threads;
+    if (T > n_heads) T = n_heads;
+    if (n < PARALLEL_HEADS_MIN_TOKENS || T < 2) T = 1;
+    HeadWork w[MAX_HEAD_THREADS];
+    for (int t = 0; t < T; t++)
+        w[t] = (HeadWork){s->qkv, s->qkv + (size_t)n * H, s->qkv + 2 * (size_t)n * H, s->ctx, cap, s->scores,
+                          layer, n, n_heads, H / n_heads, H, t, T};
+    if (T == 1) {
+        run_heads(&w[0]);
+        return;
+    }
+    openblas_set_num_threads(1);
+    pthread_t th[MAX_HEAD_THREADS];
+    int started[MAX_HEAD_THREADS] = {0};
+    for (int t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, run_heads, &w[t]) == 0;
+    run_heads(&w[0]);
+    for (int t = 1; t < T; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else run_heads(&w[t]); /* no thread to be had: do its share here */
+    }
+    openblas_set_num_threads(blas_threads);
+}
+
 int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
                  Capture *cap, AvErr *e) {
     const BertConfig *c = &m->cfg;
     const BertWeights *w = &m->w;
-    const int H = c->hidden_size, FF = c->intermediate_size, NH = c->num_heads, dh = H / NH;
+    const int H = c->hidden_size, FF = c->intermediate_size, NH = c->num_heads;
     if (n < 1 || n > s->max_tokens || (cap && (size_t)n > cap->cap_tokens))
         return av_err(e, "%d tokens do not fit the buffers (%d)", n, s->max_tokens);
     if (n > c->max_position_embeddings)
@@ -368,22 +499,12 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
         bert_matmul(q, x, L->wq, L->bq, n, H, H);
         bert_matmul(k, x, L->wk, L->bk, n, H, H);
         bert_matmul(v, x, L->wv, L->bv, n, H, H);
-        for (int h = 0; h < NH; h++) {
-            if (cap && cap->q) {
-                float *cq = cap_q(cap, l, h), *ck = cap_k(cap, l, h); // (n, dh)
-                for (int i = 0; i < n; i++) {
-                    memcpy(cq + (size_t)i * dh, q + (size_t)i * H + h * dh, (size_t)dh * sizeof *q);
-                    memcpy(ck + (size_t)i * dh, k + (size_t)i * H + h * dh, (size_t)dh * sizeof *k);
-                }
-            }
-            float *probs = cap ? cap_attn(cap, l, h) : s->scores; // (n, n)
-            bert_attention(probs, s->ctx + h * dh, q + h * dh, k + h * dh, v + h * dh, n, dh, H);
-        }
+        attention_layer(s, cap, l, n, NH, H);
         bert_matmul(s->tmp, s->ctx, L->wo, L->bo, n, H, H);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
         bert_matmul(s->ff, x, L->w1, L->b1, n, H, FF);
-        activate(s->ff, (size_t)n * FF, c->hidden_act);
+        bert_activate(s->ff, (size_t)n * FF, c->hidden_act);
         bert_matmul(s->tmp, s->ff, L->w2, L->b2, n, FF, H);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);

@@ -1,6 +1,7 @@
 /* test_bert.c — the encoder against committed PyTorch goldens (all dtypes and
  * naming variants), optimized kernels against the naive reference ones, and
  * checkpoint shape errors. */
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -59,6 +60,34 @@ START_TEST(attention_matches_naive_reference_with_strided_heads) {
     /* columns outside the head's slice are untouched */
     for (int i = 0; i < n; i++) ck_assert_float_eq(c2[(size_t)i * ld], 0.0f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(softmax_matches_naive_reference_over_a_wide_range) {
+    int rows = 7, cols = 203;
+    float *a = malloc(sizeof(float) * rows * cols), *b = malloc(sizeof(float) * rows * cols);
+    fill(a, (size_t)rows * cols, 21, 40); /* logits up to +-40: exp's whole useful range */
+    a[5] = -1e30f, a[cols + 3] = 1e4f;    /* clamped extremes */
+    memcpy(b, a, sizeof(float) * rows * cols);
+    bert_softmax_rows(a, rows, cols);
+    bert_softmax_rows_naive(b, rows, cols);
+    ck_assert_float_lt(max_abs_diff(a, b, (size_t)rows * cols), 1e-6f);
+    free(a), free(b);
+}
+END_TEST
+
+START_TEST(activations_match_naive_reference) {
+    size_t n = 4001;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    for (ActKind k = ACT_GELU; k <= ACT_RELU; k++) {
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = -20.0f + 40.0f * (float)i / (float)(n - 1);
+        bert_activate(a, n, k);
+        bert_activate_naive(b, n, k);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(fabsf(a[i] - b[i]) <= 2e-6f * (1 + fabsf(b[i])), "%s(%g): %g vs %g", cfg_act_name(k),
+                          -20.0 + 40.0 * i / (n - 1), a[i], b[i]);
+    }
+    free(a), free(b);
 }
 END_TEST
 
@@ -214,6 +243,30 @@ START_TEST(load_names_a_missing_tensor) {
 }
 END_TEST
 
+START_TEST(threaded_heads_give_the_single_thread_result) {
+    BertModel m;
+    AvErr e;
+    ck_assert_int_eq(bert_load(&m, "tests/data/small-f32", &e), 0);
+    int n = 64, ids[64], types[64];
+    for (int i = 0; i < n; i++) ids[i] = 5 + (i * 7) % 100, types[i] = i >= 32;
+    Capture c1, c2;
+    BertRunState rs;
+    ck_assert_int_eq(bert_runstate_alloc(&rs, &m.cfg, n, &e), 0);
+    ck_assert_int_eq(bert_capture_alloc(&c1, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(bert_capture_alloc(&c2, &m.cfg, n, 1, 0, &e), 0);
+    openblas_set_num_threads(1);
+    ck_assert_int_eq(bert_forward(&m, &rs, ids, types, n, &c1, &e), 0);
+    openblas_set_num_threads(2);
+    ck_assert_int_eq(bert_forward(&m, &rs, ids, types, n, &c2, &e), 0);
+    size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
+    ck_assert_float_lt(max_abs_diff(c1.attn, c2.attn, na), 1e-6f);
+    ck_assert_float_lt(max_abs_diff(c1.q, c2.q, (size_t)m.cfg.num_layers * m.cfg.num_heads * n * c1.head_dim), 1e-6f);
+    /* without capture the forward pass still runs (scratch scores per thread) */
+    ck_assert_int_eq(bert_forward(&m, &rs, ids, types, n, NULL, &e), 0);
+    bert_capture_free(&c1), bert_capture_free(&c2), bert_runstate_free(&rs), bert_free(&m);
+}
+END_TEST
+
 START_TEST(forward_rejects_out_of_vocabulary_ids) {
     BertModel m;
     AvErr e;
@@ -237,6 +290,8 @@ Suite *make_suite(void) {
     tcase_add_test(k, matmul_matches_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_with_strided_heads);
     tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
+    tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);
+    tcase_add_test(k, activations_match_naive_reference);
     suite_add_tcase(s, k);
     TCase *m = tcase_create("model");
     tcase_set_timeout(m, 60);
@@ -244,6 +299,7 @@ Suite *make_suite(void) {
     tcase_add_test(m, load_names_the_tensor_with_a_wrong_shape);
     tcase_add_test(m, load_names_a_missing_tensor);
     tcase_add_test(m, forward_rejects_out_of_vocabulary_ids);
+    tcase_add_test(m, threaded_heads_give_the_single_thread_result);
     suite_add_tcase(s, m);
     return s;
 }

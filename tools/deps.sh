@@ -22,6 +22,7 @@ if [ "$mode" = test ]; then
     want_pkg python3-torch
     want_pkg python3-numpy
     want_pkg chromium
+    want_pkg fonts-dejavu-core
     want_cmd curl curl
     want_cmd node nodejs
     want_cmd npm npm
