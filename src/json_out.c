@@ -45,14 +45,12 @@ static void sink_int(Sink *s, long long v) {
 
 /* ---------------------------------------------------------------- floats */
 
-static const double P10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10,
-                             1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21,
-                             1e22};
+/* 10^k for k in [-60, 60]: covers every float's decimal exponent plus the
+ * 9 digits of scaling, so no pow() call is needed per number. */
+static const double P10[121] = {1e-60,1e-59,1e-58,1e-57,1e-56,1e-55,1e-54,1e-53,1e-52,1e-51,1e-50,1e-49,1e-48,1e-47,1e-46,1e-45,1e-44,1e-43,1e-42,1e-41,1e-40,1e-39,1e-38,1e-37,1e-36,1e-35,1e-34,1e-33,1e-32,1e-31,1e-30,1e-29,1e-28,1e-27,1e-26,1e-25,1e-24,1e-23,1e-22,1e-21,1e-20,1e-19,1e-18,1e-17,1e-16,1e-15,1e-14,1e-13,1e-12,1e-11,1e-10,1e-9,1e-8,1e-7,1e-6,1e-5,1e-4,1e-3,1e-2,1e-1,1e0,1e1,1e2,1e3,1e4,1e5,1e6,1e7,1e8,1e9,1e10,1e11,1e12,1e13,1e14,1e15,1e16,1e17,1e18,1e19,1e20,1e21,1e22,1e23,1e24,1e25,1e26,1e27,1e28,1e29,1e30,1e31,1e32,1e33,1e34,1e35,1e36,1e37,1e38,1e39,1e40,1e41,1e42,1e43,1e44,1e45,1e46,1e47,1e48,1e49,1e50,1e51,1e52,1e53,1e54,1e55,1e56,1e57,1e58,1e59,1e60};
+#define P10_AT(k) (P10[(k) + 60])
 
-static double pow10i(int k) {
-    if (k >= 0) return k <= 22 ? P10[k] : pow(10.0, k);
-    return -k <= 22 ? 1.0 / P10[-k] : pow(10.0, k);
-}
+static const uint32_t IP10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 
 int json_format_float(char *buf, float vf, int sig) {
     if (sig < 1) sig = 1;
@@ -61,35 +59,36 @@ int json_format_float(char *buf, float vf, int sig) {
         memcpy(buf, "null", 5); /* JSON has no NaN/Inf */
         return 4;
     }
-    double v = vf;
     int k = 0;
-    if (v < 0) {
+    if (vf < 0) {
         buf[k++] = '-';
-        v = -v;
+        vf = -vf;
     }
-    if (v == 0) {
+    if (vf == 0) {
         buf[k++] = '0';
         buf[k] = '\0';
         return k;
     }
-    /* Decimal exponent from the binary one, corrected by one comparison. */
-    int bexp;
-    frexp(v, &bexp);
-    int e10 = (int)floor((bexp - 1) * 0.30102999566398120);
-    if (v >= pow10i(e10 + 1)) e10++;
-    else if (v < pow10i(e10)) e10--;
-    uint64_t lim = (uint64_t)P10[sig];
-    uint64_t r = (uint64_t)llround(v * pow10i(sig - 1 - e10));
-    if (r >= lim) { /* rounding carried into a new digit */
+    double v = vf;
+    /* Decimal exponent from the binary one (floor(e2 * log10 2)), then exact. */
+    uint32_t bits;
+    memcpy(&bits, &vf, sizeof bits);
+    int e2 = (int)((bits >> 23) & 0xff) - 127;
+    int e10 = (e2 * 78913) >> 18;
+    if (e10 < -46) e10 = -46;
+    while (v >= P10_AT(e10 + 1)) e10++;
+    while (v < P10_AT(e10)) e10--;
+    uint64_t r = (uint64_t)(v * P10_AT(sig - 1 - e10) + 0.5);
+    if (r >= IP10[sig]) { /* rounding carried into a new digit */
         r /= 10;
         e10++;
     }
     char dig[16];
-    int nd = sig;
     for (int i = sig - 1; i >= 0; i--) {
         dig[i] = (char)('0' + r % 10);
         r /= 10;
     }
+    int nd = sig;
     while (nd > 1 && dig[nd - 1] == '0') nd--;
     if (e10 >= -5 && e10 < sig) {
         if (e10 < 0) {
@@ -110,7 +109,14 @@ int json_format_float(char *buf, float vf, int sig) {
             buf[k++] = '.';
             for (int i = 1; i < nd; i++) buf[k++] = dig[i];
         }
-        k += snprintf(buf + k, 8, "e%d", e10);
+        buf[k++] = 'e';
+        int x = e10;
+        if (x < 0) {
+            buf[k++] = '-';
+            x = -x;
+        }
+        if (x >= 10) buf[k++] = (char)('0' + x / 10);
+        buf[k++] = (char)('0' + x % 10);
     }
     buf[k] = '\0';
     return k;

@@ -30,10 +30,11 @@ START_TEST(formatted_floats_parse_back_within_precision) {
     char b[40];
     for (int i = 0; i < 200000; i++) {
         s = s * 1664525u + 1013904223u;
-        float v = ldexpf((float)(s >> 8) / (1 << 24), (int)(s % 80) - 60) * ((s & 1) ? -1 : 1);
+        float v = ldexpf((float)(s >> 8) / (1 << 24), (int)(s % 270) - 149) * ((s & 1) ? -1 : 1); /* subnormals to FLT_MAX */
         json_format_float(b, v, 6);
         double back = strtod(b, NULL);
-        ck_assert_msg(fabs(back - v) <= fabs(v) * 5.1e-6, "%.9g -> %s", (double)v, b);
+        if (isinf(v)) continue;
+        ck_assert_msg(fabs(back - v) <= fabs(v) * 5.1e-6 + 1e-45, "%.9g -> %s", (double)v, b);
     }
 }
 END_TEST
