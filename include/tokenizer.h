@@ -13,7 +13,8 @@ typedef struct {
     int *ids;           /* (n) */
     int *type_ids;      /* (n) 0 for [CLS] A [SEP], 1 for B [SEP] */
     const char **tokens;/* (n) vocab spellings; point into the Tokenizer */
-    int b_start;        /* index of B's first token, or -1 when there is no B */
+    int b_start;        /* index of B's first token (its [SEP] when B is empty),
+                           or -1 when there is no B */
     int n_truncated;    /* tokens dropped to fit max_len (0 when none) */
 } TokEncoding;
 
@@ -22,8 +23,11 @@ typedef struct {
 int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e);
 void tok_free(Tokenizer *t);
 
-/* Encodes A (and B when b != NULL) as [CLS] A [SEP] (B [SEP]); truncates
- * longest-first to max_len tokens. Invalid UTF-8 fails with its byte offset. */
+/* Encodes A (and B when b != NULL, even if empty) as [CLS] A [SEP] (B [SEP]);
+ * truncates longest-first to max_len tokens (max_len <= 0: no limit; a limit
+ * below the 2 or 3 special tokens is an error). [PAD] [UNK] [CLS] [SEP] [MASK]
+ * written in the text stay single tokens, as in Hugging Face. Invalid UTF-8
+ * fails with its byte offset. */
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e);
 void tok_encoding_free(TokEncoding *enc);

@@ -1,0 +1,662 @@
+/* tokenizer.c — BERT WordPiece tokenizer matching Hugging Face `tokenizers`
+ * (the Rust library behind AutoTokenizer) for bert-*-(un)cased tokenizer.json:
+ * special-token split -> BertNormalizer -> BertPreTokenizer -> WordPiece ->
+ * [CLS] A [SEP] (B [SEP]) with longest-first truncation.
+ *
+ * Deliberate Rust (not Python/JS) semantics, checked against the real library:
+ *  - lowercase is per code point (char::to_lowercase): Σ is always σ, never
+ *    the word-final ς that Python/JS string lowercasing produces;
+ *  - accents are stripped (NFD, drop Mn) before lowercasing;
+ *  - the CJK ranges are Rust's, whose Extension E range starts at U+2B920;
+ *  - pair truncation is truncate_encodings' LongestFirst, with the lengths
+ *    the library compares (see EarlyStop).
+ * Unicode properties come from utf8proc; HF's own tables (unicode_categories)
+ * are older, so code points assigned since then can differ. */
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#define TOK_MAX_WORD_CHARS 100   /* WordPiece max_input_chars_per_word */
+#define TOK_MAX_LINE_BYTES 1000  /* longer vocab lines mean a wrong file */
+
+/* Tokens Hugging Face registers as special added tokens for BERT: matched in
+ * the raw input before normalization, so "[MASK]" in text stays one token. */
+static const char *const SPECIAL_NAMES[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+#define N_SPECIAL_NAMES (sizeof SPECIAL_NAMES / sizeof SPECIAL_NAMES[0])
+
+struct Tokenizer {
+    char *buf;             /* vocab file bytes; each line NUL-terminated in place */
+    const char **tok;      /* id -> spelling (points into buf) */
+    uint32_t *tok_len;     /* id -> byte length */
+    uint32_t *tok_hash;    /* id -> hash, to skip most string compares */
+    int n;
+    int32_t *slots;        /* open-addressing table of ids, -1 = empty */
+    size_t mask;
+    int lowercase;
+    int unk, cls, sep;
+    int n_special;
+    int special_id[N_SPECIAL_NAMES];
+    size_t max_word_bytes; /* longest vocab entry: bounds the longest-match scan */
+    size_t max_cont_bytes; /* longest "##" entry, prefix excluded */
+};
+
+/* ---- vocab hash table ------------------------------------------------- */
+
+/* FNV-1a over prefix then data, so "##" + piece hashes without a copy. */
+static uint32_t hash_bytes(const char *prefix, size_t plen, const char *data, size_t len) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < plen; i++) h = (h ^ (uint8_t)prefix[i]) * 16777619u;
+    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)data[i]) * 16777619u;
+    return h;
+}
+
+static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const char *data,
+                  size_t len) {
+    uint32_t h = hash_bytes(prefix, plen, data, len);
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        int32_t id = t->slots[i];
+        if (id < 0) return -1;
+        if (t->tok_hash[id] == h && t->tok_len[id] == plen + len &&
+            memcmp(t->tok[id], prefix, plen) == 0 && memcmp(t->tok[id] + plen, data, len) == 0)
+            return id;
+    }
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static int read_file(const char *path, char **out, size_t *out_len, AvErr *e) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return av_err(e, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(f);
+        return av_err(e, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (len == cap) {
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return av_err(e, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return av_err(e, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
+    *out = NULL;
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return av_err(e, "out of memory");
+    t->lowercase = lowercase ? 1 : 0;
+    size_t len = 0;
+    if (read_file(vocab_path, &t->buf, &len, e) < 0) {
+        free(t);
+        return -1;
+    }
+
+    /* One token per line; a final line without '\n' still counts. */
+    size_t n_lines = 0;
+    for (size_t i = 0; i < len; i++)
+        if (t->buf[i] == '\n') n_lines++;
+    if (len > 0 && t->buf[len - 1] != '\n') n_lines++;
+    if (n_lines == 0) {
+        av_err(e, "%s: empty vocabulary", vocab_path);
+        goto fail;
+    }
+    if (n_lines > INT32_MAX / 4) {
+        av_err(e, "%s: too many lines", vocab_path);
+        goto fail;
+    }
+    t->tok = malloc(n_lines * sizeof *t->tok);
+    t->tok_len = malloc(n_lines * sizeof *t->tok_len);
+    t->tok_hash = malloc(n_lines * sizeof *t->tok_hash);
+    size_t cap = 16;
+    while (cap < n_lines * 2) cap *= 2;
+    t->slots = malloc(cap * sizeof *t->slots);
+    if (!t->tok || !t->tok_len || !t->tok_hash || !t->slots) {
+        av_err(e, "%s: out of memory", vocab_path);
+        goto fail;
+    }
+    memset(t->slots, 0xff, cap * sizeof *t->slots);
+    t->mask = cap - 1;
+
+    char *p = t->buf, *end = t->buf + len;
+    for (int id = 0; p < end; id++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *stop = nl ? nl : end;
+        if (stop > p && stop[-1] == '\r') stop--;
+        size_t tl = (size_t)(stop - p);
+        if (tl > TOK_MAX_LINE_BYTES) {
+            av_err(e, "%s: line %d is %zu bytes long (limit %d): not a vocab file?", vocab_path,
+                   id + 1, tl, TOK_MAX_LINE_BYTES);
+            goto fail;
+        }
+        if (memchr(p, '\0', tl)) {
+            av_err(e, "%s: line %d contains a NUL byte", vocab_path, id + 1);
+            goto fail;
+        }
+        *stop = '\0';
+        int dup = lookup(t, "", 0, p, tl);
+        if (dup >= 0) {
+            av_err(e, "%s: line %d: duplicate token \"%s\" (first on line %d)", vocab_path, id + 1,
+                   p, dup + 1);
+            goto fail;
+        }
+        uint32_t h = hash_bytes("", 0, p, tl);
+        size_t s = h & t->mask;
+        while (t->slots[s] >= 0) s = (s + 1) & t->mask;
+        t->slots[s] = id;
+        t->tok[id] = p;
+        t->tok_len[id] = (uint32_t)tl;
+        t->tok_hash[id] = h;
+        t->n = id + 1;
+        if (tl >= 2 && p[0] == '#' && p[1] == '#') {
+            if (tl - 2 > t->max_cont_bytes) t->max_cont_bytes = tl - 2;
+        }
+        if (tl > t->max_word_bytes) t->max_word_bytes = tl;
+        p = nl ? nl + 1 : end;
+    }
+
+    t->unk = tok_token_to_id(t, "[UNK]");
+    t->cls = tok_token_to_id(t, "[CLS]");
+    t->sep = tok_token_to_id(t, "[SEP]");
+    const char *missing = t->unk < 0 ? "[UNK]" : t->cls < 0 ? "[CLS]" : t->sep < 0 ? "[SEP]" : NULL;
+    if (missing) {
+        av_err(e, "%s: vocabulary has no %s token", vocab_path, missing);
+        goto fail;
+    }
+    for (size_t i = 0; i < N_SPECIAL_NAMES; i++) {
+        int id = tok_token_to_id(t, SPECIAL_NAMES[i]);
+        if (id >= 0) t->special_id[t->n_special++] = id;
+    }
+    *out = t;
+    return 0;
+fail:
+    tok_free(t);
+    return -1;
+}
+
+void tok_free(Tokenizer *t) {
+    if (!t) return;
+    free(t->buf);
+    free(t->tok);
+    free(t->tok_len);
+    free(t->tok_hash);
+    free(t->slots);
+    free(t);
+}
+
+int tok_vocab_size(const Tokenizer *t) { return t->n; }
+
+const char *tok_id_to_token(const Tokenizer *t, int id) {
+    return id >= 0 && id < t->n ? t->tok[id] : NULL;
+}
+
+int tok_token_to_id(const Tokenizer *t, const char *token) {
+    return lookup(t, "", 0, token, strlen(token));
+}
+
+int tok_lowercase(const Tokenizer *t) { return t->lowercase; }
+
+int tok_infer_lowercase(const char *model_dir, const char *vocab_path) {
+    if (model_dir && *model_dir) {
+        /* Only the directory's own name speaks for the model, not its parents. */
+        size_t n = strlen(model_dir);
+        while (n > 1 && model_dir[n - 1] == '/') n--;
+        size_t b = n;
+        while (b > 0 && model_dir[b - 1] != '/') b--;
+        char name[256];
+        size_t m = n - b < sizeof name - 1 ? n - b : sizeof name - 1;
+        for (size_t i = 0; i < m; i++) {
+            char c = model_dir[b + i];
+            name[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        name[m] = '\0';
+        if (strstr(name, "uncased")) return 1;
+        if (strstr(name, "cased")) return 0;
+    }
+    FILE *f = vocab_path ? fopen(vocab_path, "rb") : NULL;
+    if (!f) return 1; /* nothing to go on: uncased is the common BERT */
+    char line[TOK_MAX_LINE_BYTES + 8];
+    int upper = 0;
+    while (!upper && fgets(line, sizeof line, f)) {
+        size_t l = strcspn(line, "\r\n");
+        /* Bracketed entries ([CLS], [unused0]...) are specials, not words. */
+        if (l >= 2 && line[0] == '[' && line[l - 1] == ']') continue;
+        for (size_t i = 0; i < l; i++)
+            if (line[i] >= 'A' && line[i] <= 'Z') {
+                upper = 1;
+                break;
+            }
+    }
+    fclose(f);
+    return upper ? 0 : 1;
+}
+
+/* ---- growable arrays ---------------------------------------------------- */
+
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} CpVec;
+
+typedef struct {
+    int *v;
+    size_t n, cap;
+} IdVec;
+
+static int cp_reserve(CpVec *a, size_t extra) {
+    if (a->n + extra <= a->cap) return 0;
+    size_t cap = a->cap ? a->cap : 64;
+    while (cap < a->n + extra) cap *= 2;
+    int32_t *nv = realloc(a->v, cap * sizeof *nv);
+    if (!nv) return -1;
+    a->v = nv;
+    a->cap = cap;
+    return 0;
+}
+
+static int id_push(IdVec *a, int id) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        int *nv = realloc(a->v, cap * sizeof *nv);
+        if (!nv) return -1;
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = id;
+    return 0;
+}
+
+/* ---- normalization (BertNormalizer) ------------------------------------ */
+
+static int is_control(int32_t c) {
+    if (c == '\t' || c == '\n' || c == '\r') return 0;
+    if (c < 0x80) return c < 0x20 || c == 0x7f;
+    utf8proc_category_t cat = utf8proc_category(c);
+    /* HF's is_other(): Cc, Cf, Co (Cs cannot occur in valid UTF-8). Unassigned
+     * (Cn) code points are kept, as the Rust library keeps them. */
+    return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
+           cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS;
+}
+
+/* Rust char::is_whitespace (White_Space); the Cc members are gone by now. */
+static int is_whitespace(int32_t c) {
+    if (c < 0x80) return c == ' ' || (c >= '\t' && c <= '\r');
+    if (c == 0x85) return 1;
+    utf8proc_category_t cat = utf8proc_category(c);
+    return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL ||
+           cat == UTF8PROC_CATEGORY_ZP;
+}
+
+static int is_punct(int32_t c) {
+    if (c < 0x80)
+        return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+               (c >= 123 && c <= 126);
+    utf8proc_category_t cat = utf8proc_category(c);
+    return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+}
+
+/* The Rust normalizer's table; note Extension E starts at U+2B920 there (the
+ * original BERT code says U+2B820), so U+2B820..2B91F are not split. */
+static int is_cjk(int32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* Appends c's canonical decomposition, keeping combining marks in canonical
+ * order (NFD) by sinking each mark past earlier marks of higher class. */
+static int push_nfd(CpVec *o, int32_t c) {
+    int32_t d[32];
+    int bound = 0;
+    utf8proc_ssize_t k = utf8proc_decompose_char(c, d, 32, UTF8PROC_DECOMPOSE, &bound);
+    if (k < 0 || k > 32) { /* cannot happen for valid scalars; keep c */
+        d[0] = c;
+        k = 1;
+    }
+    if (cp_reserve(o, (size_t)k) < 0) return -1;
+    for (utf8proc_ssize_t j = 0; j < k; j++) {
+        int32_t x = d[j];
+        int cc = x < 0x300 ? 0 : utf8proc_get_property(x)->combining_class;
+        size_t pos = o->n++;
+        if (cc) {
+            while (pos > 0) {
+                int32_t prev = o->v[pos - 1];
+                int pc = prev < 0x300 ? 0 : utf8proc_get_property(prev)->combining_class;
+                if (pc <= cc) break;
+                o->v[pos] = prev;
+                pos--;
+            }
+        }
+        o->v[pos] = x;
+    }
+    return 0;
+}
+
+/* Normalizes one raw segment (valid UTF-8) into code points. */
+static int normalize(const Tokenizer *t, const uint8_t *s, size_t len, CpVec *o) {
+    o->n = 0;
+    size_t i = 0;
+    while (i < len) {
+        int32_t c;
+        if (s[i] < 0x80) {
+            c = s[i++];
+        } else {
+            utf8proc_ssize_t k = utf8proc_iterate(s + i, (utf8proc_ssize_t)(len - i), &c);
+            i += (size_t)k; /* input was validated */
+        }
+        if (c == 0 || c == 0xFFFD || is_control(c)) continue;
+        if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x80 && is_whitespace(c))) c = ' ';
+        if (c < 0x80) {
+            if (cp_reserve(o, 1) < 0) return -1;
+            o->v[o->n++] = t->lowercase && c >= 'A' && c <= 'Z' ? c + 32 : c;
+            continue;
+        }
+        int cjk = is_cjk(c);
+        if (cjk) {
+            if (cp_reserve(o, 1) < 0) return -1;
+            o->v[o->n++] = ' ';
+        }
+        if (t->lowercase) {
+            if (push_nfd(o, c) < 0) return -1;
+        } else {
+            if (cp_reserve(o, 1) < 0) return -1;
+            o->v[o->n++] = c;
+        }
+        if (cjk) {
+            if (cp_reserve(o, 1) < 0) return -1;
+            o->v[o->n++] = ' ';
+        }
+    }
+    if (t->lowercase) {
+        /* Strip accents (drop Mn after NFD), then lowercase: Rust's order. The
+         * one multi-code-point lowercase (U+0130) was decomposed by NFD. */
+        size_t w = 0;
+        for (size_t r = 0; r < o->n; r++) {
+            int32_t c = o->v[r];
+            if (c >= 0x80) {
+                if (utf8proc_category(c) == UTF8PROC_CATEGORY_MN) continue;
+                c = utf8proc_tolower(c);
+            } else if (c >= 'A' && c <= 'Z') { /* from a decomposition, e.g. Å */
+                c += 32;
+            }
+            o->v[w++] = c;
+        }
+        o->n = w;
+    }
+    return 0;
+}
+
+/* ---- pre-tokenization + WordPiece --------------------------------------- */
+
+typedef struct {
+    char *bytes;      /* word as UTF-8 */
+    size_t *off;      /* byte offset of each char, plus the end */
+    size_t cap_bytes, cap_chars;
+} WordBuf;
+
+static int wordpiece(const Tokenizer *t, const int32_t *cps, size_t nch, WordBuf *w, IdVec *out) {
+    if (nch > TOK_MAX_WORD_CHARS) return id_push(out, t->unk);
+    if (w->cap_chars < nch + 1) {
+        size_t *no = realloc(w->off, (nch + 1) * sizeof *no);
+        if (!no) return -1;
+        w->off = no;
+        w->cap_chars = nch + 1;
+    }
+    if (w->cap_bytes < nch * 4) {
+        char *nb = realloc(w->bytes, nch * 4);
+        if (!nb) return -1;
+        w->bytes = nb;
+        w->cap_bytes = nch * 4;
+    }
+    size_t nb = 0;
+    for (size_t k = 0; k < nch; k++) {
+        w->off[k] = nb;
+        nb += (size_t)utf8proc_encode_char(cps[k], (uint8_t *)w->bytes + nb);
+    }
+    w->off[nch] = nb;
+
+    size_t mark = out->n, start = 0;
+    while (start < nch) {
+        size_t lim = start ? t->max_cont_bytes : t->max_word_bytes, end = nch;
+        int id = -1;
+        for (; end > start; end--) {
+            size_t bl = w->off[end] - w->off[start];
+            if (bl > lim) continue; /* longer than any vocab entry */
+            id = start ? lookup(t, "##", 2, w->bytes + w->off[start], bl)
+                       : lookup(t, "", 0, w->bytes, bl);
+            if (id >= 0) break;
+        }
+        if (id < 0) { /* unmatchable remainder: the whole word is [UNK] */
+            out->n = mark;
+            return id_push(out, t->unk);
+        }
+        if (id_push(out, id) < 0) return -1;
+        start = end;
+    }
+    return 0;
+}
+
+/* Pair truncation compares lengths as the Rust library (tokenizers 0.23) sees
+ * them: it stops tokenizing a sequence after the first word that brings it to
+ * max_len tokens or more (special tokens written in the text do not stop it).
+ * That length only matters when both sides are that long: it decides which
+ * one keeps the odd token. */
+typedef struct {
+    size_t cap; /* max_len, 0 = none */
+    size_t eff; /* length when tokenizing stopped, SIZE_MAX while it has not */
+} EarlyStop;
+
+static int pretokenize(const Tokenizer *t, const CpVec *s, WordBuf *w, IdVec *out, EarlyStop *es) {
+    size_t i = 0;
+    while (i < s->n) {
+        int32_t c = s->v[i];
+        if (is_whitespace(c)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        if (!is_punct(c))
+            while (j < s->n && !is_whitespace(s->v[j]) && !is_punct(s->v[j])) j++;
+        if (wordpiece(t, s->v + i, j - i, w, out) < 0) return -1;
+        if (es->cap && es->eff == SIZE_MAX && out->n >= es->cap) es->eff = out->n;
+        i = j;
+    }
+    return 0;
+}
+
+/* Offset of the first invalid UTF-8 sequence, or -1 when all is valid. */
+static long utf8_invalid_at(const uint8_t *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate(s + i, (utf8proc_ssize_t)(len - i), &c);
+        if (k <= 0) return (long)i;
+        i += (size_t)k;
+    }
+    return -1;
+}
+
+/* Which special token (if any) starts at s[0]; longest wins as in HF. */
+static int special_at(const Tokenizer *t, const char *s, size_t avail, size_t *mlen) {
+    int best = -1;
+    size_t blen = 0;
+    for (int k = 0; k < t->n_special; k++) {
+        int id = t->special_id[k];
+        size_t l = t->tok_len[id];
+        if (l <= avail && l > blen && memcmp(s, t->tok[id], l) == 0) {
+            best = id;
+            blen = l;
+        }
+    }
+    *mlen = blen;
+    return best;
+}
+
+/* Tokenizes one sequence (no [CLS]/[SEP]) into ids. */
+static int encode_seq(const Tokenizer *t, const char *text, size_t len, CpVec *norm, WordBuf *w,
+                      IdVec *out, EarlyStop *es) {
+    size_t seg = 0, i = 0;
+    while (i <= len) {
+        size_t mlen = 0;
+        int sid = -1;
+        if (i < len && text[i] == '[') sid = special_at(t, text + i, len - i, &mlen);
+        if (i == len || sid >= 0) {
+            if (i > seg) {
+                if (normalize(t, (const uint8_t *)text + seg, i - seg, norm) < 0) return -1;
+                if (pretokenize(t, norm, w, out, es) < 0) return -1;
+            }
+            if (i == len) break;
+            if (id_push(out, sid) < 0) return -1;
+            i += mlen;
+            seg = i;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* Hugging Face truncate_encodings, LongestFirst: the shorter sequence keeps
+ * its length when the longer can absorb the cut; otherwise both get half,
+ * the longer (B on a tie) taking the odd token. */
+static void truncate_pair(size_t *na, size_t *nb, size_t max) {
+    size_t n1 = *na, n2 = *nb;
+    if (n1 + n2 <= max) return;
+    int swap = n1 > n2;
+    if (swap) {
+        size_t tmp = n1;
+        n1 = n2;
+        n2 = tmp;
+    }
+    n2 = n1 > max ? n1 : (n1 > max - n1 ? n1 : max - n1);
+    if (n1 + n2 > max) {
+        n1 = max / 2;
+        n2 = n1 + max % 2;
+    }
+    if (swap) {
+        size_t tmp = n1;
+        n1 = n2;
+        n2 = tmp;
+    }
+    if (n1 < *na) *na = n1;
+    if (n2 < *nb) *nb = n2;
+}
+
+int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
+               int max_len, TokEncoding *out, AvErr *e) {
+    memset(out, 0, sizeof *out);
+    out->b_start = -1;
+    if (!a) a_len = 0;
+    long bad = utf8_invalid_at((const uint8_t *)a, a_len);
+    if (bad >= 0) return av_err(e, "invalid UTF-8 at byte offset %ld", bad);
+    if (b) {
+        bad = utf8_invalid_at((const uint8_t *)b, b_len);
+        if (bad >= 0) return av_err(e, "sentence B: invalid UTF-8 at byte offset %ld", bad);
+    }
+    size_t n_added = b ? 3 : 2;
+    if (max_len > 0 && (size_t)max_len < n_added)
+        return av_err(e, "max length %d cannot hold the %zu special tokens", max_len, n_added);
+
+    CpVec norm = {0};
+    WordBuf w = {0};
+    IdVec ia = {0}, ib = {0};
+    int rc = -1;
+    size_t cap = max_len > 0 ? (size_t)max_len : 0;
+    EarlyStop ea = {cap, SIZE_MAX}, eb = {cap, SIZE_MAX};
+    if (encode_seq(t, a, a_len, &norm, &w, &ia, &ea) < 0) goto oom;
+    if (b && encode_seq(t, b, b_len, &norm, &w, &ib, &eb) < 0) goto oom;
+
+    size_t na = ia.n, nb = ib.n;
+    if (max_len > 0) {
+        size_t room = (size_t)max_len - n_added;
+        if (b) {
+            if (ea.eff < na) na = ea.eff;
+            if (eb.eff < nb) nb = eb.eff;
+            truncate_pair(&na, &nb, room);
+        } else if (na > room) {
+            na = room;
+        }
+    }
+    size_t n = na + nb + n_added;
+    if (n > (size_t)INT32_MAX) {
+        rc = av_err(e, "input too long: %zu tokens", n);
+        goto done;
+    }
+    out->ids = malloc(n * sizeof *out->ids);
+    out->type_ids = malloc(n * sizeof *out->type_ids);
+    out->tokens = malloc(n * sizeof *out->tokens);
+    if (!out->ids || !out->type_ids || !out->tokens) {
+        tok_encoding_free(out);
+        goto oom;
+    }
+    size_t k = 0;
+    out->ids[k] = t->cls;
+    out->type_ids[k++] = 0;
+    for (size_t i = 0; i < na; i++) {
+        out->ids[k] = ia.v[i];
+        out->type_ids[k++] = 0;
+    }
+    out->ids[k] = t->sep;
+    out->type_ids[k++] = 0;
+    if (b) {
+        out->b_start = (int)k;
+        for (size_t i = 0; i < nb; i++) {
+            out->ids[k] = ib.v[i];
+            out->type_ids[k++] = 1;
+        }
+        out->ids[k] = t->sep;
+        out->type_ids[k++] = 1;
+    }
+    for (size_t i = 0; i < k; i++) out->tokens[i] = t->tok[out->ids[i]];
+    out->n = (int)k;
+    out->n_truncated = (int)(ia.n - na + ib.n - nb);
+    rc = 0;
+    goto done;
+oom:
+    rc = av_err(e, "out of memory while tokenizing");
+done:
+    free(norm.v);
+    free(w.bytes);
+    free(w.off);
+    free(ia.v);
+    free(ib.v);
+    return rc;
+}
+
+void tok_encoding_free(TokEncoding *enc) {
+    if (!enc) return;
+    free(enc->ids);
+    free(enc->type_ids);
+    free((void *)enc->tokens);
+    memset(enc, 0, sizeof *enc);
+    enc->b_start = -1;
+}
