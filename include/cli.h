@@ -22,7 +22,18 @@ typedef struct {
     int lowercase;             /* -1 = infer, 0 = --cased, 1 = --uncased */
     int threads;               /* 0 = library default */
     int quiet;
+    /* selections and derived views (JSON, npy, HTML and stats alike) */
+    int *sel_layers, n_sel_layers; /* NULL = all */
+    int *sel_heads, n_sel_heads;
+    int no_special, words;
+    const char *npy_path;      /* --npy FILE */
+    const char *out_dir;       /* --out-dir: one file per input line */
+    int out_html, out_npy;     /* with --out-dir: --html / --npy as flags */
+    int stats;
+    int strict;
 } CliOptions;
+
+void cli_options_free(CliOptions *o);
 
 /* Parses argv; returns EXIT_OK, or EXIT_USAGE after printing the problem. A
  * return of -1 means --help/--version was handled and the program should exit 0. */

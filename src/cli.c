@@ -10,9 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bert.h"
+#include "npy.h"
+#include "stats.h"
+#include "transform.h"
 #include "config.h"
 #include "output.h"
 #include "tokenizer.h"
@@ -31,30 +35,53 @@ static void usage(FILE *f) {
           "attention of every layer and head, and write JSON and/or an HTML page.\n"
           "\n"
           "Model:\n"
-          "  --model DIR        Hugging Face folder (config.json, vocab.txt, model.safetensors).\n"
-          "                     Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
-          "  --cased, --uncased override the tokenizer's lower-casing\n"
-          "  --threads N        cap the BLAS threads\n"
+          "  --model DIR         Hugging Face folder (config.json, vocab.txt, model.safetensors).\n"
+          "                      Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
+          "  --cased, --uncased  override the tokenizer's lower-casing\n"
+          "  --threads N         cap the BLAS threads\n"
           "\n"
           "Output:\n"
-          "  --json FILE        write JSON (- for stdout); alone, no HTML is written\n"
-          "  --html FILE        write the page (default attnviz.html when no --json)\n"
-          "  --qk               include queries and keys in the JSON\n"
-          "  --hidden           include every layer's hidden states in the JSON\n"
-          "  --precision N      significant digits of JSON floats (1-9, default 6)\n"
-          "  --layer N, --head N  the page's initial layer and head (0-based)\n"
-          "  --templates DIR    read page templates from DIR instead of the built-in ones\n"
+          "  --json FILE         write JSON (- for stdout); alone, no HTML is written\n"
+          "  --html FILE         write the page (default attnviz.html when no other output is named)\n"
+          "  --npy FILE          write attention as float32 [layers, heads, n, n] .npy\n"
+          "                      (with --qk also FILE's stem + .queries.npy / .keys.npy)\n"
+          "  --qk                include queries and keys in the JSON\n"
+          "  --hidden            include every layer's hidden states in the JSON\n"
+          "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
+          "  --layer N, --head N the page's initial layer and head (0-based)\n"
+          "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
           "\n"
-          "Modes:\n"
-          "  --tokens-only      tokenize only (needs vocab.txt and config.json) and print JSON\n"
-          "  --batch FILE|-     one input per line (TAB separates A and B), JSON Lines out\n"
-          "  --profile          per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
-          "  --quiet            no informational messages on stderr\n"
-          "  -h, --help         this help;  --version  the version\n"
+          "Selection (applies to JSON, npy, HTML and --stats):\n"
+          "  --layers LIST       e.g. 0,5-11\n"
+          "  --heads LIST        e.g. 8 or 0-3,8\n"
+          "  --no-special        drop [CLS]/[SEP] rows and columns (rows renormalized)\n"
+          "  --words             merge ## pieces into words: attention summed over a word's\n"
+          "                      key pieces and averaged over its query pieces\n"
+          "\n"
+          "Analysis:\n"
+          "  --stats             per layer and head: entropy, mean attention distance, share on\n"
+          "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
+          "                      over a batch, the mean over inputs\n"
+          "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
+          "\n"
+          "Batch:\n"
+          "  --batch FILE|-      one input per line (TAB separates A and B), JSON Lines out\n"
+          "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
+          "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
+          "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
+          "  --quiet             no progress or informational messages on stderr\n"
+          "\n"
+          "  --profile           per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
+          "  -h, --help          this help;  --version  the version\n"
+          "\n"
+          "Exit status: 0 ok, 1 runtime error (or any failed batch line), 2 usage error.\n"
           "\n"
           "Examples:\n"
           "  attnviz \"time flies like an arrow\" --layer 0 --head 8\n"
           "  attnviz --model weights/bert-base-uncased --json out.json \"the cat sat\" \"it was tired\"\n"
+          "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
+          "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
+          "  attnviz --batch corpus.txt --stats --json stats.json\n"
           "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n",
           f);
 }
@@ -66,6 +93,61 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* Parses "0,5-11" into a sorted list without duplicates of indices < limit (limit
+ * checked later, once the model is known). Returns -1 on a malformed list. */
+static int parse_list(const char *s, int **out, int *n) {
+    int *v = NULL, cnt = 0, cap = 0;
+    const char *p = s;
+    if (!*p) return -1;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || errno || a < 0 || a > 100000) goto bad;
+        b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || errno || b < a || b > 100000) goto bad;
+            p = end;
+        }
+        for (long x = a; x <= b; x++) {
+            int dup = 0;
+            for (int i = 0; i < cnt; i++) dup |= v[i] == x;
+            if (dup) continue;
+            if (cnt == cap) {
+                cap = cap ? cap * 2 : 16;
+                int *nv = realloc(v, sizeof(int) * (size_t)cap);
+                if (!nv) goto bad;
+                v = nv;
+            }
+            v[cnt++] = (int)x;
+        }
+        if (*p == ',') p++;
+        else if (*p) goto bad;
+        if (*p == '\0' && p[-1] == ',') goto bad;
+    }
+    for (int i = 1; i < cnt; i++) /* insertion sort: lists are short */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    free(*out);
+    *out = v;
+    *n = cnt;
+    return 0;
+bad:
+    free(v);
+    return -1;
+}
+
+void cli_options_free(CliOptions *o) {
+    free(o->sel_layers);
+    free(o->sel_heads);
+    o->sel_layers = o->sel_heads = NULL;
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
@@ -84,10 +166,22 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->precision = 6;
     o->lowercase = -1;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
-           O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION };
-    static const struct option opts[] = {
+           O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
+           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT };
+    /* With --out-dir, --html and --npy name no file: they add a file per input. */
+    int out_dir_mode = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strcmp(argv[i], "--out-dir") || !strncmp(argv[i], "--out-dir=", 10)) out_dir_mode = 1;
+    }
+    const int file_arg = out_dir_mode ? no_argument : required_argument;
+    const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},   {"json", required_argument, 0, O_JSON},
-        {"html", required_argument, 0, O_HTML},     {"batch", required_argument, 0, O_BATCH},
+        {"html", file_arg, 0, O_HTML},              {"batch", required_argument, 0, O_BATCH},
+        {"npy", file_arg, 0, O_NPY},                {"out-dir", required_argument, 0, O_OUTDIR},
+        {"layers", required_argument, 0, O_LAYERS}, {"heads", required_argument, 0, O_HEADS},
+        {"no-special", no_argument, 0, O_NOSPECIAL}, {"words", no_argument, 0, O_WORDS},
+        {"stats", no_argument, 0, O_STATS},         {"strict", no_argument, 0, O_STRICT},
         {"templates", required_argument, 0, O_TEMPLATES},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
@@ -104,7 +198,25 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         switch (c) {
         case O_MODEL: o->model_dir = optarg; break;
         case O_JSON: o->json_path = optarg; break;
-        case O_HTML: o->html_path = optarg; break;
+        case O_HTML:
+            if (out_dir_mode) o->out_html = 1;
+            else o->html_path = optarg;
+            break;
+        case O_NPY:
+            if (out_dir_mode) o->out_npy = 1;
+            else o->npy_path = optarg;
+            break;
+        case O_OUTDIR: o->out_dir = optarg; break;
+        case O_LAYERS:
+            if (parse_list(optarg, &o->sel_layers, &o->n_sel_layers)) return usage_error("--layers needs a list like 0,5-11, got '%s'", optarg);
+            break;
+        case O_HEADS:
+            if (parse_list(optarg, &o->sel_heads, &o->n_sel_heads)) return usage_error("--heads needs a list like 0-3,8, got '%s'", optarg);
+            break;
+        case O_NOSPECIAL: o->no_special = 1; break;
+        case O_WORDS: o->words = 1; break;
+        case O_STATS: o->stats = 1; break;
+        case O_STRICT: o->strict = 1; break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
@@ -133,6 +245,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         }
     }
     int rest = argc - optind;
+    if (o->out_dir && !o->batch_path) return usage_error("%s", "--out-dir goes with --batch");
+    if (o->tokens_only && (o->stats || o->npy_path || o->out_npy || o->html_path || o->out_html))
+        return usage_error("%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
     if (o->batch_path) {
         if (rest > 0) return usage_error("--batch takes its inputs from the file, not '%s'", argv[optind]);
     } else {
@@ -219,7 +334,8 @@ typedef struct {
     char **patterns, **descriptions;
     BertRunState rs;
     Capture cap;
-    int cap_n;     /* tokens the capture and run state hold */
+    int cap_n;       /* tokens the capture and run state hold */
+    HeadStats stats; /* with --stats */
     double t_load, t_tok, t_fwd, t_write;
 } Run;
 
@@ -227,9 +343,9 @@ static int load_all(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
     double t0 = av_now_ms();
     char *vocab = av_path_join(r->dir, "vocab.txt"), *tcfg = av_path_join(r->dir, "tokenizer_config.json");
-    char *cfgp = av_path_join(r->dir, "config.json");
+    char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
     int rc = -1;
-    if (!vocab || !tcfg || !cfgp) {
+    if (!vocab || !tcfg || !cfgp || !heads) {
         av_err(e, "out of memory");
         goto done;
     }
@@ -237,7 +353,7 @@ static int load_all(Run *r, AvErr *e) {
         av_err(e, "%s: no config.json in the model folder", r->dir);
         goto done;
     }
-    if (r->o->tokens_only) {
+    if (o->tokens_only) {
         if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
     } else {
         if (bert_load(&r->model, r->dir, e) != 0) goto done;
@@ -253,18 +369,15 @@ static int load_all(Run *r, AvErr *e) {
                r->cfg.vocab_size);
         goto done;
     }
-    char *heads = av_path_join(r->dir, "heads.json");
-    if (heads && av_file_exists(heads) &&
-        cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0) {
-        free(heads);
+    if (av_file_exists(heads) && cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
         goto done;
-    }
-    free(heads);
+    if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
     rc = 0;
 done:
     free(vocab);
     free(tcfg);
     free(cfgp);
+    free(heads);
     r->t_load = av_now_ms() - t0;
     return rc;
 }
@@ -275,6 +388,7 @@ static void run_free(Run *r) {
     cfg_free_head_labels(r->descriptions, n);
     bert_capture_free(&r->cap);
     bert_runstate_free(&r->rs);
+    stats_free(&r->stats);
     tok_free(r->tok);
     if (r->have_model) bert_free(&r->model);
     free(r->dir);
@@ -292,7 +406,9 @@ static int ensure_buffers(Run *r, int n, AvErr *e) {
     return 0;
 }
 
-static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const char *a, const char *b) {
+static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
+                     const char *b) {
+    const CliOptions *o = r->o;
     memset(d, 0, sizeof *d);
     d->model_name = model_display_name(r->dir, r->cfg.is_demo);
     d->model_dir = r->dir;
@@ -305,11 +421,13 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const char
     d->text_a = a;
     d->text_b = b;
     d->enc = enc;
-    d->cap = r->have_model ? &r->cap : NULL;
-    d->init_layer = r->o->layer >= 0 ? r->o->layer : 0;
-    d->init_head = r->o->head >= 0 ? r->o->head : 0;
-    d->precision = r->o->precision;
-    d->with_qk = r->o->qk;
+    d->cap = cap;
+    d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
+    d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;
+    d->init_layer = o->layer >= 0 ? o->layer : out_layer(d, 0);
+    d->init_head = o->head >= 0 ? o->head : out_head(d, 0);
+    d->precision = o->precision;
+    d->with_qk = o->qk;
 }
 
 /* Tokenizes and (unless tokens-only) runs the encoder on one input. */
@@ -326,48 +444,142 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
     return rc;
 }
 
-static int write_file(const char *path, const OutDoc *d, int html, const char *templates, AvErr *e) {
+enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS };
+
+/* Writes one output atomically (temporary file renamed into place). */
+static int write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
     AvOut out;
     if (av_out_open(&out, path, e) != 0) return -1;
-    int rc = html ? html_write_doc(out.fp, d, templates, e) : json_write_doc(out.fp, d, e);
-    if (rc == 0 && !html && !strcmp(path, "-")) rc = fputc('\n', out.fp) == EOF ? av_err(e, "stdout: write error") : 0;
+    int rc;
+    switch (what) {
+    case W_JSON: rc = json_write_doc(out.fp, d, e); break;
+    case W_TOKENS: rc = json_write_tokens(out.fp, d, e); break;
+    case W_HTML: rc = html_write_doc(out.fp, d, r->o->templates_dir, e); break;
+    case W_NPY_ATT: rc = npy_write_attention(out.fp, d, e); break;
+    case W_NPY_Q: rc = npy_write_qk(out.fp, d, 'q', e); break;
+    case W_NPY_K: rc = npy_write_qk(out.fp, d, 'k', e); break;
+    default: rc = stats_write_json(out.fp, &r->stats, d, e); break;
+    }
+    if (rc == 0 && (what == W_JSON || what == W_TOKENS) && fputc('\n', out.fp) == EOF) rc = av_err(e, "write error");
     if (rc != 0) {
-        av_err_prefix(e, "%s", path);
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
         av_out_abort(&out);
         return -1;
     }
     return av_out_commit(&out, e);
 }
 
-static int run_single(Run *r, AvErr *e) {
+/* path with its .npy suffix (if any) replaced by suffix, e.g. a.npy -> a.queries.npy */
+static char *npy_sibling(const char *path, const char *suffix) {
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".npy")) n -= 4;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (p) {
+        memcpy(p, path, n);
+        strcpy(p + n, suffix);
+    }
+    return p;
+}
+
+static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+    if (write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
+    if (!r->o->qk) return 0;
+    char *qp = npy_sibling(path, ".queries.npy"), *kp = npy_sibling(path, ".keys.npy");
+    int rc = (!qp || !kp) ? av_err(e, "out of memory")
+             : (write_file(r, qp, d, W_NPY_Q, e) != 0 || write_file(r, kp, d, W_NPY_K, e) != 0) ? -1 : 0;
+    free(qp);
+    free(kp);
+    return rc;
+}
+
+/* The outputs for one input: everything but the batch's JSON Lines stream. */
+static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
+    const CliOptions *o = r->o;
+    if (o->stats) {
+        stats_add(&r->stats, d);
+        return 0;
+    }
+    if (o->out_dir) {
+        char name[64];
+        int rc = 0;
+        snprintf(name, sizeof name, "%06ld.json", lineno);
+        char *p = av_path_join(o->out_dir, name);
+        if (!p) return av_err(e, "out of memory");
+        rc = write_file(r, p, d, o->tokens_only ? W_TOKENS : W_JSON, e);
+        if (rc == 0 && o->out_html) {
+            strcpy(p + strlen(p) - 5, ".html");
+            rc = write_file(r, p, d, W_HTML, e);
+        }
+        if (rc == 0 && o->out_npy) {
+            snprintf(name, sizeof name, "%06ld.npy", lineno);
+            free(p);
+            p = av_path_join(o->out_dir, name);
+            rc = p ? write_npy_set(r, p, d, e) : av_err(e, "out of memory");
+        }
+        free(p);
+        return rc;
+    }
+    if (o->batch_path) return 0;
+    if (o->tokens_only) return write_file(r, o->json_path ? o->json_path : "-", d, W_TOKENS, e);
+    if (o->json_path && write_file(r, o->json_path, d, W_JSON, e) != 0) return -1;
+    if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
+    const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
+    if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
+    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    return 0;
+}
+
+/* Tokenize, run, derive the view, write: one input, single or batch. */
+static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
     const CliOptions *o = r->o;
     TokEncoding enc = {0};
-    if (process(r, o->text_a, o->text_b, &enc, e) != 0) return EXIT_RUNTIME;
-    if (enc.n_truncated > 0)
-        fprintf(stderr, "attnviz: warning: input is longer than the model's %d positions; dropped %d tokens (longest first)\n",
-                r->cfg.max_position_embeddings, enc.n_truncated);
-    OutDoc d;
-    fill_doc(r, &d, &enc, o->text_a, o->text_b);
-    double t0 = av_now_ms();
-    int rc = EXIT_OK;
-    if (o->tokens_only) {
-        AvOut out;
-        const char *path = o->json_path ? o->json_path : "-";
-        if (av_out_open(&out, path, e) != 0 || json_write_tokens(out.fp, &d, e) != 0 || fputc('\n', out.fp) == EOF) {
-            if (out.fp) av_out_abort(&out);
-            rc = EXIT_RUNTIME;
-        } else if (av_out_commit(&out, e) != 0) {
-            rc = EXIT_RUNTIME;
-        }
-    } else {
-        const char *html = o->html_path ? o->html_path : (o->json_path ? NULL : "attnviz.html");
-        if (o->json_path && write_file(o->json_path, &d, 0, NULL, e) != 0) rc = EXIT_RUNTIME;
-        if (rc == EXIT_OK && html && write_file(html, &d, 1, o->templates_dir, e) != 0) rc = EXIT_RUNTIME;
-        if (rc == EXIT_OK && html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    if (process(r, a, b, &enc, e) != 0) {
+        tok_encoding_free(&enc);
+        return -1;
     }
-    r->t_write = av_now_ms() - t0;
+    if (enc.n_truncated > 0 && !o->quiet) {
+        if (o->batch_path)
+            fprintf(stderr, "attnviz: warning: %s:%ld: longer than the model's %d positions; dropped %d tokens\n",
+                    o->batch_path, lineno, r->cfg.max_position_embeddings, enc.n_truncated);
+        else
+            fprintf(stderr, "attnviz: warning: input is longer than the model's %d positions; dropped %d tokens (longest first)\n",
+                    r->cfg.max_position_embeddings, enc.n_truncated);
+    }
+    XfView view;
+    int derived = !o->tokens_only && (o->no_special || o->words);
+    if (derived && xf_apply(&enc, &r->cap, o->no_special, o->words, &view, e) != 0) {
+        tok_encoding_free(&enc);
+        return -1;
+    }
+    OutDoc d;
+    fill_doc(r, &d, derived ? &view.enc : &enc, o->tokens_only ? NULL : derived ? &view.cap : &r->cap, a, b);
+    double t0 = av_now_ms();
+    int rc = emit(r, &d, lineno, e);
+    if (rc == 0 && jsonl && !o->stats && !o->out_dir) {
+        rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
+        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err(e, "write error");
+        if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
+    }
+    r->t_write += av_now_ms() - t0;
+    if (derived) xf_free(&view);
     tok_encoding_free(&enc);
     return rc;
+}
+
+/* Statistics once all inputs are in: a table, or JSON with --json. */
+static int finish_stats(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    OutDoc d;
+    TokEncoding none = {0};
+    fill_doc(r, &d, &none, NULL, NULL, NULL);
+    if (o->json_path) return write_file(r, o->json_path, &d, W_STATS_JSON, e);
+    return stats_write_table(stdout, &r->stats, &d, e);
+}
+
+static int run_single(Run *r, AvErr *e) {
+    if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return EXIT_RUNTIME;
+    if (r->o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
+    return EXIT_OK;
 }
 
 /* Strips the line ending and splits at the first TAB into A and B. */
@@ -381,6 +593,35 @@ static void split_line(char *line, size_t *len, char **b) {
     }
 }
 
+/* Lines in a regular file, for the progress display (-1 when unknown). */
+static long count_lines(FILE *in) {
+    struct stat sb;
+    if (fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode)) return -1;
+    char buf[1 << 16];
+    long n = 0;
+    size_t got;
+    int last = '\n';
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+        for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + got - p))); p++) n++;
+        last = buf[got - 1];
+    }
+    if (last != '\n') n++;
+    rewind(in);
+    return n;
+}
+
+static void progress(long done, long total, double t0, int final) {
+    double secs = (av_now_ms() - t0) / 1e3, rate = secs > 0 ? done / secs : 0;
+    if (total > 0) {
+        double eta = rate > 0 ? (total - done) / rate : 0;
+        fprintf(stderr, "\r\033[Kattnviz: %ld/%ld lines  %.1f/s  ETA %d:%02d", done, total, rate, (int)eta / 60,
+                (int)eta % 60);
+    } else {
+        fprintf(stderr, "\r\033[Kattnviz: %ld lines  %.1f/s", done, rate);
+    }
+    if (final) fputc('\n', stderr);
+}
+
 static int run_batch(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
     FILE *in = strcmp(o->batch_path, "-") ? fopen(o->batch_path, "rb") : stdin;
@@ -388,8 +629,12 @@ static int run_batch(Run *r, AvErr *e) {
         av_err(e, "%s: cannot open: %s", o->batch_path, strerror(errno));
         return EXIT_RUNTIME;
     }
-    AvOut out;
-    if (av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
+    const char *name = strcmp(o->batch_path, "-") ? o->batch_path : "stdin";
+    int show = !o->quiet && isatty(fileno(stderr));
+    long total = show ? count_lines(in) : -1;
+    AvOut out = {0};
+    int streaming = !o->stats && !o->out_dir;
+    if (streaming && av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
         if (in != stdin) fclose(in);
         return EXIT_RUNTIME;
     }
@@ -398,58 +643,76 @@ static int run_batch(Run *r, AvErr *e) {
     ssize_t got;
     long lineno = 0, failed = 0, done = 0;
     int rc = EXIT_OK;
+    double t0 = av_now_ms(), last_shown = 0;
     while ((got = getline(&line, &cap, in)) != -1) {
         lineno++;
         size_t len = (size_t)got;
-        if (memchr(line, '\0', len)) {
-            fprintf(stderr, "attnviz: %s:%ld: input contains a NUL byte; skipped\n", o->batch_path, lineno);
-            failed++;
-            continue;
-        }
-        char *b;
-        split_line(line, &len, &b);
-        TokEncoding enc = {0};
+        char *b = NULL;
         AvErr le;
-        if (process(r, line, b, &enc, &le) != 0) {
-            fprintf(stderr, "attnviz: %s:%ld: %s; skipped\n", o->batch_path, lineno, le.msg);
-            failed++;
-            tok_encoding_free(&enc);
-            continue;
+        int bad = 0;
+        if (memchr(line, '\0', len)) {
+            av_err(&le, "contains a NUL byte");
+            bad = 1;
+        } else {
+            split_line(line, &len, &b);
+            if (len == 0) {
+                av_err(&le, "empty line");
+                bad = 1;
+            }
         }
-        if (enc.n_truncated > 0 && !o->quiet)
-            fprintf(stderr, "attnviz: warning: %s:%ld: dropped %d tokens to fit %d positions\n", o->batch_path, lineno,
-                    enc.n_truncated, r->cfg.max_position_embeddings);
-        OutDoc d;
-        fill_doc(r, &d, &enc, line, b);
-        double t0 = av_now_ms();
-        int wr = o->tokens_only ? json_write_tokens(out.fp, &d, e) : json_write_doc(out.fp, &d, e);
-        if (wr == 0 && fputc('\n', out.fp) == EOF) wr = av_err(e, "write error");
-        r->t_write += av_now_ms() - t0;
-        tok_encoding_free(&enc);
-        if (wr != 0) {
-            av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
-            rc = EXIT_RUNTIME;
-            break;
+        if (!bad && handle_input(r, line, b, lineno, streaming ? out.fp : NULL, &le) != 0) bad = 1;
+        if (bad) {
+            failed++;
+            if (show) fputs("\r\033[K", stderr);
+            fprintf(stderr, "attnviz: %s:%ld: %s%s\n", name, lineno, le.msg, o->strict ? "" : "; skipped");
+            /* an output error is not the line's fault: stop */
+            if (o->strict || strstr(le.msg, "write error") || strstr(le.msg, "cannot write")) {
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            continue;
         }
         done++;
+        if (show && av_now_ms() - last_shown > 200) {
+            progress(done + failed, total, t0, 0);
+            last_shown = av_now_ms();
+        }
     }
+    if (show) progress(done + failed, total, t0, 1);
     if (rc == EXIT_OK && ferror(in)) {
-        av_err(e, "%s: read error", o->batch_path);
+        av_err(e, "%s: read error", name);
         rc = EXIT_RUNTIME;
     }
     free(line);
     if (in != stdin) fclose(in);
     if (rc != EXIT_OK) {
-        av_out_abort(&out);
+        if (streaming) av_out_abort(&out);
         return rc;
     }
-    if (av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
+    if (streaming && av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
+    if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
     if (failed) {
         fprintf(stderr, "attnviz: %ld of %ld lines failed\n", failed, lineno);
         return EXIT_RUNTIME;
     }
     if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", done);
     return EXIT_OK;
+}
+
+static int check_selection(const char *what, const int *v, int n, int limit) {
+    for (int i = 0; i < n; i++)
+        if (v[i] >= limit) {
+            fprintf(stderr, "attnviz: --%s %d is out of range: the model has %d %s (0-%d)\n", what, v[i], limit, what,
+                    limit - 1);
+            return -1;
+        }
+    return 0;
+}
+
+static int in_list(int x, const int *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (v[i] == x) return 1;
+    return 0;
 }
 
 int cli_run(const CliOptions *o) {
@@ -471,16 +734,28 @@ int cli_run(const CliOptions *o) {
         fprintf(stderr, "attnviz: model %s (%s)%s\n", r.dir, why,
                 r.cfg.is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
+    rc = EXIT_USAGE;
     if (o->layer >= r.cfg.num_layers) {
         fprintf(stderr, "attnviz: --layer %d is out of range: the model has %d layers (0-%d)\n", o->layer,
                 r.cfg.num_layers, r.cfg.num_layers - 1);
-        rc = EXIT_USAGE;
         goto out;
     }
     if (o->head >= r.cfg.num_heads) {
         fprintf(stderr, "attnviz: --head %d is out of range: the model has %d heads (0-%d)\n", o->head,
                 r.cfg.num_heads, r.cfg.num_heads - 1);
-        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (check_selection("layers", o->sel_layers, o->n_sel_layers, r.cfg.num_layers) ||
+        check_selection("heads", o->sel_heads, o->n_sel_heads, r.cfg.num_heads))
+        goto out;
+    if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
+        (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {
+        fprintf(stderr, "attnviz: --layer/--head must be among the selected --layers/--heads\n");
+        goto out;
+    }
+    if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "attnviz: %s: cannot create: %s\n", o->out_dir, strerror(errno));
+        rc = EXIT_RUNTIME;
         goto out;
     }
     rc = o->batch_path ? run_batch(&r, &e) : run_single(&r, &e);

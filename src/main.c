@@ -24,7 +24,8 @@ int main(int argc, char **argv) {
 
     CliOptions o;
     int rc = cli_parse(&o, argc, argv);
-    if (rc < 0) return EXIT_OK;
-    if (rc != EXIT_OK) return rc;
-    return cli_run(&o);
+    if (rc == EXIT_OK) rc = cli_run(&o);
+    else if (rc < 0) rc = EXIT_OK; /* --help, --version */
+    cli_options_free(&o);
+    return rc;
 }

@@ -58,7 +58,7 @@ for t in "$@"; do
     echo "== $t"
     run_check "$t"
 done
-for s in tests/cli_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/fetch_test.sh; do
+for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/fetch_test.sh; do
     [ -x "$s" ] || continue
     echo "== $s"
     run_script "$s"

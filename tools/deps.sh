@@ -24,6 +24,7 @@ if [ "$mode" = test ]; then
     want_pkg chromium
     want_pkg fonts-dejavu-core
     want_cmd curl curl
+    want_cmd parallel parallel
     want_cmd node nodejs
     want_cmd npm npm
 fi

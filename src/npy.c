@@ -1,0 +1,47 @@
+/* npy.c — .npy output: a 10-byte preamble, a Python-literal header padded to
+ * a multiple of 64 bytes, then the raw little-endian float32 data. */
+#include "npy.h"
+
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "npy.c writes the host floats as little-endian <f4"
+#endif
+
+int npy_write_header(FILE *f, const long *shape, int ndim) {
+    char dict[256];
+    int k = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    for (int i = 0; i < ndim; i++) k += snprintf(dict + k, sizeof dict - (size_t)k, "%ld, ", shape[i]);
+    k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
+    size_t total = 10 + (size_t)k + 1; /* preamble + dict + '\n' */
+    size_t pad = (64 - total % 64) % 64;
+    size_t hlen = (size_t)k + pad + 1;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                             (unsigned char)(hlen >> 8)};
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, (size_t)k, f) != (size_t)k) return -1;
+    for (size_t i = 0; i < pad; i++)
+        if (fputc(' ', f) == EOF) return -1;
+    return fputc('\n', f) == EOF ? -1 : 0;
+}
+
+static int write_blocks(FILE *f, const OutDoc *d, float *(*block)(const Capture *, int, int), long rows, long cols,
+                        AvErr *e) {
+    long shape[4] = {out_n_layers(d), out_n_heads(d), rows, cols};
+    if (npy_write_header(f, shape, 4) != 0) return av_err(e, "write error");
+    for (int li = 0; li < out_n_layers(d); li++)
+        for (int hi = 0; hi < out_n_heads(d); hi++) {
+            const float *b = block(d->cap, out_layer(d, li), out_head(d, hi));
+            size_t cnt = (size_t)(rows * cols);
+            if (fwrite(b, sizeof(float), cnt, f) != cnt) return av_err(e, "write error");
+        }
+    return 0;
+}
+
+int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e) {
+    return write_blocks(f, d, cap_attn, d->cap->n_tokens, d->cap->n_tokens, e);
+}
+
+int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e) {
+    if (!d->cap->q) return av_err(e, "queries and keys were not captured");
+    return write_blocks(f, d, which == 'q' ? cap_q : cap_k, d->cap->n_tokens, d->cap->head_dim, e);
+}

@@ -1,0 +1,118 @@
+/* transform.c — --no-special and --words views of a capture. */
+#include "transform.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int xf_is_special(const char *t) {
+    return !strcmp(t, "[CLS]") || !strcmp(t, "[SEP]");
+}
+
+void xf_free(XfView *v) {
+    for (int i = 0; i < v->enc.n; i++) free((char *)v->enc.tokens[i]);
+    free(v->enc.tokens);
+    free(v->enc.ids);
+    free(v->enc.type_ids);
+    free(v->cap.attn);
+    free(v->cap.q);
+    free(v->cap.k);
+    memset(v, 0, sizeof *v);
+}
+
+int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int words, XfView *out, AvErr *e) {
+    memset(out, 0, sizeof *out);
+    const int n = enc->n;
+    int *group = malloc(sizeof(int) * (size_t)n); /* token -> group, -1 when dropped */
+    int *first = malloc(sizeof(int) * (size_t)n); /* group -> its first token */
+    int *size = calloc((size_t)n, sizeof(int));
+    if (!group || !first || !size) {
+        free(group), free(first), free(size);
+        return av_err(e, "out of memory");
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = enc->tokens[i];
+        if (no_special && xf_is_special(t)) {
+            group[i] = -1;
+            continue;
+        }
+        /* a continuation joins the word before it (never a special token) */
+        if (words && !strncmp(t, "##", 2) && i > 0 && group[i - 1] >= 0 && !xf_is_special(enc->tokens[i - 1])) {
+            group[i] = group[i - 1];
+        } else {
+            first[m] = i;
+            group[i] = m++;
+        }
+        size[group[i]]++;
+    }
+    if (m == 0) {
+        free(group), free(first), free(size);
+        return av_err(e, "no tokens left after dropping [CLS]/[SEP]");
+    }
+    TokEncoding *d = &out->enc;
+    d->n = m;
+    d->b_start = -1;
+    d->tokens = calloc((size_t)m, sizeof *d->tokens);
+    d->ids = malloc(sizeof(int) * (size_t)m);
+    d->type_ids = malloc(sizeof(int) * (size_t)m);
+    Capture *c = &out->cap;
+    *c = *cap;
+    c->n_tokens = m;
+    c->cap_tokens = (size_t)m;
+    c->hidden = NULL;
+    size_t LH = (size_t)cap->n_layers * cap->n_heads;
+    c->attn = calloc(LH * m * m, sizeof(float));
+    c->q = cap->q ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
+    c->k = cap->k ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
+    int bad = !d->tokens || !d->ids || !d->type_ids || !c->attn || (cap->q && (!c->q || !c->k));
+    for (int g = 0; g < m && !bad; g++) {
+        size_t len = 1;
+        for (int i = first[g]; i < n && group[i] == g; i++) len += strlen(enc->tokens[i]);
+        char *s = malloc(len);
+        if (!s) {
+            bad = 1;
+            break;
+        }
+        s[0] = '\0';
+        for (int i = first[g]; i < n && group[i] == g; i++)
+            strcat(s, i == first[g] ? enc->tokens[i] : enc->tokens[i] + 2);
+        d->tokens[g] = s;
+        d->ids[g] = enc->ids[first[g]];
+        d->type_ids[g] = enc->type_ids[first[g]];
+        if (d->b_start < 0 && enc->b_start >= 0 && first[g] >= enc->b_start) d->b_start = g;
+    }
+    if (bad) {
+        free(group), free(first), free(size);
+        xf_free(out);
+        return av_err(e, "out of memory");
+    }
+    for (size_t lh = 0; lh < LH; lh++) {
+        const float *A = cap->attn + lh * n * n; // (n, n)
+        float *B = c->attn + lh * m * m;        // (m, m)
+        for (int i = 0; i < n; i++) {
+            if (group[i] < 0) continue;
+            float *row = B + (size_t)group[i] * m;
+            for (int j = 0; j < n; j++)
+                if (group[j] >= 0) row[group[j]] += A[(size_t)i * n + j] / (float)size[group[i]];
+        }
+        if (no_special) /* the dropped columns took weight: rows sum to 1 again */
+            for (int g = 0; g < m; g++) {
+                double sum = 0;
+                for (int h = 0; h < m; h++) sum += B[(size_t)g * m + h];
+                if (sum > 0)
+                    for (int h = 0; h < m; h++) B[(size_t)g * m + h] = (float)(B[(size_t)g * m + h] / sum);
+            }
+        if (cap->q) {
+            const int dh = cap->head_dim;
+            for (int i = 0; i < n; i++) {
+                if (group[i] < 0) continue;
+                for (int x = 0; x < dh; x++) {
+                    c->q[(lh * m + group[i]) * dh + x] += cap->q[(lh * n + i) * dh + x] / (float)size[group[i]];
+                    c->k[(lh * m + group[i]) * dh + x] += cap->k[(lh * n + i) * dh + x] / (float)size[group[i]];
+                }
+            }
+        }
+    }
+    free(group), free(first), free(size);
+    return 0;
+}
