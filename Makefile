@@ -80,13 +80,17 @@ weights:
 bench: all
 	@bench/run.sh
 
-install: attnviz
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+# The templates are inside the binary; the demo model goes to PREFIX/share/attnviz/demo,
+# where an installed attnviz looks for it (relative to its own location).
+install: attnviz demo-model
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/attnviz/demo
 	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
-	if [ -f docs/attnviz.1 ]; then install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1; fi
+	install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	install -m 644 $(DEMO_DIR)/* $(DESTDIR)$(PREFIX)/share/attnviz/demo/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/attnviz $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
 
 clean:
 	rm -rf $(B) attnviz

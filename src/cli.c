@@ -22,10 +22,6 @@
 #include "tokenizer.h"
 #include "util.h"
 
-#ifndef ATTNVIZ_DATADIR
-#define ATTNVIZ_DATADIR "/usr/local/share/attnviz"
-#endif
-
 #define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
 
 static void usage(FILE *f) {
@@ -269,7 +265,8 @@ static int dir_has_model(const char *dir) {
 }
 
 /* Looks for rel under the working directory, then beside the executable, then
- * in the installed data directory. */
+ * in the data directory of an installed copy (PREFIX/bin/attnviz finds
+ * PREFIX/share/attnviz/), whatever PREFIX was. */
 static char *find_bundled(const char *rel, const char *datadir_rel) {
     if (dir_has_model(rel)) return strdup(rel);
     char exe[PATH_MAX];
@@ -282,12 +279,12 @@ static char *find_bundled(const char *rel, const char *datadir_rel) {
             char *p = av_path_join(exe, rel);
             if (p && dir_has_model(p)) return p;
             free(p);
+            if (datadir_rel) {
+                char share[PATH_MAX + 64];
+                snprintf(share, sizeof share, "%s/../share/attnviz/%s", exe, datadir_rel);
+                if (dir_has_model(share)) return strdup(share);
+            }
         }
-    }
-    if (datadir_rel) {
-        char *p = av_path_join(ATTNVIZ_DATADIR, datadir_rel);
-        if (p && dir_has_model(p)) return p;
-        free(p);
     }
     return NULL;
 }
