@@ -142,4 +142,18 @@ if command -v parallel >/dev/null; then
 else
     echo "SKIP gnu_parallel_shards_merge_to_the_single_run: GNU parallel not installed"
 fi
+# make install / uninstall into a scratch prefix; the installed binary finds its demo model
+if [ -f weights/demo/model.safetensors ]; then
+    make --no-print-directory install PREFIX="$T/inst" >/dev/null 2>&1
+    if [ -x "$T/inst/bin/attnviz" ] && [ -f "$T/inst/share/man/man1/attnviz.1" ] \
+        && (cd / && env -u ATTNVIZ_MODEL "$T/inst/bin/attnviz" --json - --quiet "time flies" | python3 -c "import json,sys; assert json.load(sys.stdin)['demo']"); then
+        ok install_puts_binary_man_page_and_demo_model_under_prefix
+    else
+        ko install_puts_binary_man_page_and_demo_model_under_prefix "$(ls -R "$T/inst" 2>&1 | head)"
+    fi
+    make --no-print-directory uninstall PREFIX="$T/inst" >/dev/null 2>&1
+    [ -z "$(find "$T/inst" -type f)" ] && ok uninstall_removes_what_install_put || ko uninstall_removes_what_install_put "$(find "$T/inst" -type f)"
+else
+    echo "SKIP install_puts_binary_man_page_and_demo_model_under_prefix: demo model not generated"
+fi
 exit 0
