@@ -1,0 +1,533 @@
+/* html.c — the self-contained HTML page (head, model, neuron and matrix views).
+ *
+ * The page is templates/page.html with its placeholders filled in:
+ *   {{title}}          the input text, HTML-escaped (shortened)
+ *   {{include NAME}}   another template verbatim (CSS or JS; checked so it cannot
+ *                      close its <style>/<script> element early)
+ *   {{meta}}           one JSON object: model, config, tokens, selection, labels,
+ *                      and the payload's encoding parameters. Strings go through
+ *                      json_write_string, which writes < > & as \u escapes, so the
+ *                      JSON cannot end its <script> element whatever the input.
+ *   {{payload}}        the numbers, as <script type="application/octet-stream">
+ *                      elements holding base-85 text (no markup-significant bytes).
+ * Templates come from the binary (tools/embed.c) or, with templates_dir, from
+ * that folder.
+ *
+ * Payload encoding (decoded by templates/data.js; keep the two in step)
+ * ----------------------------------------------------------------------
+ * One chunk per selected layer, so the page decodes the layer it shows first
+ * and the others in the background. Each chunk is a sequence of 16-bit codes,
+ * split into two byte planes (every low byte, then every high byte: the high
+ * plane is nearly constant and compresses to almost nothing), compressed with
+ * zlib (RFC 1950; strategy Z_RLE, which here is both faster and ~12% smaller
+ * than level 1's default, and is inflated by the browser's native
+ * DecompressionStream('deflate')), then written as base 85: each 4 bytes
+ * (big-endian, the last group zero-padded) become 5 characters from
+ * HTML_B85 below — printable ASCII without " & ' - / < > \ ` — so the text is
+ * inert inside <script> and 25% larger than the bytes (base64: 33%).
+ * data-z on the element is the compressed byte count.
+ *
+ *   attention, id "av-att-<i>" (i = index in the layer selection): for each
+ *     selected head in selection order, the n x n matrix row-major (query row,
+ *     key column), each weight as the code round(a * 10000) in 0..10000:
+ *     step 1e-4, error <= 5e-5. The page shows weights with 4 decimals, so what
+ *     it shows is exactly the captured float rounded to 4 decimals — the JSON's
+ *     number at the page's precision.
+ *   queries/keys, id "av-qk-<i>" (only when the capture has q and k): for each
+ *     selected head, a q block then a k block. A block with dec decimals holds
+ *     the integer codes c = round(v * 10^dec) as d_head per-dimension offsets
+ *     o_j (the rounded mean code of dimension j), then n x d_head residuals
+ *     c - o_j (row-major, token by token), all zigzag-coded (0,-1,1,-2.. ->
+ *     0,1,2,3..). dec is 2 (3 or 4 for a block whose RMS is under 0.1 or 0.01),
+ *     lowered until |c| <= 16383 (residuals then fit 16 bits).
+ *     meta.qk.dec[i][h] = [dec_q, dec_k]. The page shows q and k with dec
+ *     decimals: the captured float rounded to dec places, as the JSON's number
+ *     rounded to the same places; q x k, q.k/sqrt(d) are computed from those.
+ *
+ * Measured on synthetic BERT-shaped captures (tests/page_fixture.c, a
+ * pessimistic mix with many near-uniform heads), 12 layers x 12 heads,
+ * d_head 64: 7 tokens ~40 KB of attention+template and ~250 KB for q/k;
+ * 512 tokens ~26 MB attention + ~14 MB q/k... see the report.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "output.h"
+#include "templates.h"
+#include "util.h"
+
+#define HTML_ATT_SCALE 10000.0
+#define HTML_MAX_TEMPLATE ((size_t)16 << 20)
+/* zlib level (with Z_RLE the level matters little; 1 is the fastest). */
+#define HTML_ZLEVEL 1
+
+/* ---------------------------------------------------------------- output helpers */
+
+static int put(FILE *f, const void *p, size_t n, AvErr *e) {
+    if (n && fwrite(p, 1, n, f) != n) return av_err(e, "html: write failed");
+    return 0;
+}
+
+static int puts_(FILE *f, const char *s, AvErr *e) { return put(f, s, strlen(s), e); }
+
+/* HTML text escaping for element content (the title): at most max bytes of s,
+ * cut at a UTF-8 character boundary, with an ellipsis when shortened. */
+static int put_html_text(FILE *f, const char *s, size_t max, AvErr *e) {
+    size_t len = strlen(s), lim = len;
+    if (len > max) {
+        lim = max;
+        while (lim > 0 && ((unsigned char)s[lim] & 0xC0) == 0x80) lim--;
+    }
+    size_t run = 0;
+    for (size_t i = 0; i < lim; i++) {
+        const char *rep = NULL;
+        switch (s[i]) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&quot;"; break;
+        case '\'': rep = "&#39;"; break;
+        default:
+            if ((unsigned char)s[i] < 0x20) rep = " ";
+        }
+        if (rep) {
+            if (put(f, s + run, i - run, e) || puts_(f, rep, e)) return -1;
+            run = i + 1;
+        }
+    }
+    if (put(f, s + run, lim - run, e)) return -1;
+    return lim < len ? puts_(f, "\xe2\x80\xa6", e) : 0;
+}
+
+/* The base-85 alphabet: printable ASCII without " & ' - / < > \ ` (85 of 94). */
+static const char HTML_B85[] = "!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~";
+_Static_assert(sizeof HTML_B85 == 86, "base-85 alphabet");
+
+/* Base 85 of src: 4 bytes (big-endian, zero-padded at the end) -> 5 characters. */
+static int put_base85(FILE *f, const unsigned char *src, size_t n, AvErr *e) {
+    char out[65536];
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t v = 0;
+        for (size_t j = 0; j < 4; j++) v = v << 8 | (i + j < n ? src[i + j] : 0u);
+        for (int j = 4; j >= 0; j--) {
+            out[o + (size_t)j] = HTML_B85[v % 85];
+            v /= 85;
+        }
+        o += 5;
+        if (o + 5 > sizeof out) {
+            if (put(f, out, o, e)) return -1;
+            o = 0;
+        }
+    }
+    return put(f, out, o, e);
+}
+
+/* ---------------------------------------------------------------- templates */
+
+typedef struct {
+    char *data;
+    size_t len;
+    int owned;
+} Tmpl;
+
+static int tmpl_load(Tmpl *t, const char *dir, const char *name, AvErr *e) {
+    t->data = NULL, t->len = 0, t->owned = 0;
+    if (dir) {
+        char *path = av_path_join(dir, name);
+        if (!path) return av_err(e, "html: out of memory");
+        int rc = av_read_file(path, HTML_MAX_TEMPLATE, &t->data, &t->len, e);
+        free(path);
+        if (rc) return av_err_prefix(e, "html: template %s", name);
+        t->owned = 1;
+        return 0;
+    }
+    for (int i = 0; i < av_n_templates; i++)
+        if (strcmp(av_templates[i].name, name) == 0) {
+            t->data = (char *)(uintptr_t)av_templates[i].data; /* read-only, never freed */
+            t->len = av_templates[i].len;
+            return 0;
+        }
+    return av_err(e, "html: no template named %s built in", name);
+}
+
+static void tmpl_free(Tmpl *t) {
+    if (t->owned) free(t->data);
+    t->data = NULL;
+}
+
+/* Case-insensitive search for needle (lower-case ASCII) in s[0..n). */
+static int contains_ci(const char *s, size_t n, const char *needle) {
+    size_t m = strlen(needle);
+    for (size_t i = 0; i + m <= n; i++) {
+        size_t j = 0;
+        while (j < m) {
+            char c = s[i + j];
+            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+            if (c != needle[j]) break;
+            j++;
+        }
+        if (j == m) return 1;
+    }
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static int check_doc(const OutDoc *d, AvErr *e) {
+    if (!d || !d->cfg || !d->enc) return av_err(e, "html: incomplete document");
+    const Capture *c = d->cap;
+    if (!c || !c->attn) return av_err(e, "html: the page needs captured attention (not available with --tokens-only)");
+    if (c->n_tokens != d->enc->n || c->n_tokens < 1)
+        return av_err(e, "html: capture has %d tokens but the encoding has %d", c->n_tokens, d->enc->n);
+    if (c->n_heads != d->cfg->num_heads)
+        return av_err(e, "html: capture has %d heads but the config has %d", c->n_heads, d->cfg->num_heads);
+    if (out_n_layers(d) < 1 || out_n_heads(d) < 1) return av_err(e, "html: no layers or heads selected");
+    for (int i = 0; i < out_n_layers(d); i++)
+        if (out_layer(d, i) < 0 || out_layer(d, i) >= c->n_layers)
+            return av_err(e, "html: layer %d is not in the capture (%d layers)", out_layer(d, i), c->n_layers);
+    for (int i = 0; i < out_n_heads(d); i++)
+        if (out_head(d, i) < 0 || out_head(d, i) >= c->n_heads)
+            return av_err(e, "html: head %d is not in the capture (%d heads)", out_head(d, i), c->n_heads);
+    if ((c->q || c->k) && (!c->q || !c->k || c->head_dim < 1))
+        return av_err(e, "html: capture has queries without keys or a bad head size");
+    for (int i = 0; i < d->enc->n; i++)
+        if (!d->enc->tokens[i]) return av_err(e, "html: token %d has no text", i);
+    return 0;
+}
+
+static int has_qk(const OutDoc *d) { return d->cap->q && d->cap->k; }
+
+/* Decimals for one q or k block (see the encoding notes at the top). */
+static int qk_decimals(const float *v, size_t n) {
+    double m = 0, ss = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i])) continue;
+        double a = fabs((double)v[i]);
+        if (a > m) m = a;
+        ss += a * a;
+        cnt++;
+    }
+    double rms = cnt ? sqrt(ss / (double)cnt) : 0;
+    int dec = rms < 0.01 ? 4 : rms < 0.1 ? 3 : 2;
+    while (dec > 0 && m * pow(10.0, dec) > 16383.0) dec--;
+    return dec;
+}
+
+/* ---------------------------------------------------------------- meta JSON */
+
+static void put_str_or_null(FILE *f, const char *s) {
+    if (s) json_write_string(f, s);
+    else fputs("null", f);
+}
+
+static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
+    const BertConfig *cfg = d->cfg;
+    const TokEncoding *enc = d->enc;
+    const Capture *c = d->cap;
+    int nl = out_n_layers(d), nh = out_n_heads(d);
+    char num[64];
+
+    fputs("{\"format\":1,\"model\":{\"name\":", f);
+    put_str_or_null(f, d->model_name);
+    fputs(",\"dtype\":", f);
+    put_str_or_null(f, d->dtype);
+    fprintf(f, ",\"is_demo\":%s,\"note\":", d->is_demo ? "true" : "false");
+    put_str_or_null(f, d->model_note);
+    fputs("},\"config\":{\"model_type\":", f);
+    json_write_string(f, cfg->model_type);
+    fprintf(f,
+            ",\"layers\":%d,\"heads\":%d,\"hidden_size\":%d,\"head_dim\":%d,\"intermediate_size\":%d,"
+            "\"vocab_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":%d,\"hidden_act\":",
+            cfg->num_layers, cfg->num_heads, cfg->hidden_size,
+            cfg->num_heads > 0 ? cfg->hidden_size / cfg->num_heads : 0, cfg->intermediate_size,
+            cfg->vocab_size, cfg->max_position_embeddings, cfg->type_vocab_size);
+    json_write_string(f, cfg->hidden_act_name[0] ? cfg->hidden_act_name : cfg_act_name(cfg->hidden_act));
+    json_format_float(num, cfg->layer_norm_eps, 6);
+    fprintf(f, ",\"layer_norm_eps\":%s},\"text_a\":", num);
+    put_str_or_null(f, d->text_a);
+    fputs(",\"text_b\":", f);
+    put_str_or_null(f, d->text_b);
+    fputs(",\"tokens\":[", f);
+    for (int i = 0; i < enc->n; i++) {
+        if (i) fputc(',', f);
+        json_write_string(f, enc->tokens[i]);
+    }
+    fputs("],\"input_ids\":[", f);
+    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->ids ? enc->ids[i] : -1);
+    fputs("],\"token_type_ids\":[", f);
+    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->type_ids ? enc->type_ids[i] : 0);
+    fprintf(f, "],\"sentence_b_start\":");
+    if (enc->b_start >= 0) fprintf(f, "%d", enc->b_start);
+    else fputs("null", f);
+    fprintf(f, ",\"n_truncated\":%d,\"layers\":[", enc->n_truncated);
+    for (int i = 0; i < nl; i++) fprintf(f, i ? ",%d" : "%d", out_layer(d, i));
+    fputs("],\"heads\":[", f);
+    for (int i = 0; i < nh; i++) fprintf(f, i ? ",%d" : "%d", out_head(d, i));
+    fprintf(f, "],\"init_layer\":%d,\"init_head\":%d,\"precision\":%d", d->init_layer, d->init_head,
+            d->precision);
+    const char *const *lists[2] = {d->head_patterns, d->head_descriptions};
+    const char *keys[2] = {"head_patterns", "head_descriptions"};
+    for (int w = 0; w < 2; w++) {
+        fprintf(f, ",\"%s\":", keys[w]);
+        if (!lists[w]) {
+            fputs("null", f);
+            continue;
+        }
+        fputc('[', f);
+        for (int i = 0; i < nl; i++) {
+            fputs(i ? ",[" : "[", f);
+            for (int j = 0; j < nh; j++) {
+                if (j) fputc(',', f);
+                put_str_or_null(f, lists[w][(size_t)out_layer(d, i) * cfg->num_heads + out_head(d, j)]);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fprintf(f, ",\"n\":%d,\"attention\":{\"scale\":%d,\"codes\":\"u16\",\"planes\":2,\"compression\":\"deflate\"}",
+            enc->n, (int)HTML_ATT_SCALE);
+    if (qk_dec) {
+        fprintf(f, ",\"qk\":{\"head_dim\":%d,\"codes\":\"i16\",\"planes\":2,\"compression\":\"deflate\",\"dec\":[",
+                c->head_dim);
+        for (int i = 0; i < nl; i++) {
+            fputs(i ? ",[" : "[", f);
+            for (int j = 0; j < nh; j++)
+                fprintf(f, "%s[%d,%d]", j ? "," : "", qk_dec[((size_t)i * nh + j) * 2],
+                        qk_dec[((size_t)i * nh + j) * 2 + 1]);
+            fputc(']', f);
+        }
+        fputs("]}", f);
+    } else {
+        fputs(",\"qk\":null", f);
+    }
+    fputc('}', f);
+    if (ferror(f)) return av_err(e, "html: write failed");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- payload */
+
+typedef struct {
+    unsigned char *raw, *z;
+    size_t raw_cap, z_cap;
+} Bufs;
+
+static int bufs_reserve(Bufs *b, size_t raw, AvErr *e) {
+    if (raw > b->raw_cap) {
+        free(b->raw);
+        b->raw = malloc(raw);
+        b->raw_cap = b->raw ? raw : 0;
+        if (!b->raw) return av_err(e, "html: out of memory (%zu bytes)", raw);
+    }
+    size_t zb = (size_t)compressBound((uLong)raw) + 64;
+    if (zb > b->z_cap) {
+        free(b->z);
+        b->z = malloc(zb);
+        b->z_cap = b->z ? zb : 0;
+        if (!b->z) return av_err(e, "html: out of memory (%zu bytes)", zb);
+    }
+    return 0;
+}
+
+/* Compresses b->raw[0..n) and writes the element with its base-85 text. */
+static int write_chunk(FILE *f, const char *id, Bufs *b, size_t n, AvErr *e) {
+    if ((uLong)n != n || n > 0xffffffffu) return av_err(e, "html: chunk too large for zlib");
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    int zr = deflateInit2(&zs, HTML_ZLEVEL, Z_DEFLATED, 15, 8, Z_RLE);
+    if (zr != Z_OK) return av_err(e, "html: deflate init failed (%d)", zr);
+    zs.next_in = b->raw;
+    zs.avail_in = (uInt)n;
+    zs.next_out = b->z;
+    zs.avail_out = (uInt)(b->z_cap > 0xffffffffu ? 0xffffffffu : b->z_cap);
+    zr = deflate(&zs, Z_FINISH);
+    size_t zn = (size_t)zs.total_out;
+    deflateEnd(&zs);
+    if (zr != Z_STREAM_END) return av_err(e, "html: deflate failed (%d)", zr);
+    if (fprintf(f, "<script type=\"application/octet-stream\" id=\"%s\" data-z=\"%zu\">", id, zn) < 0)
+        return av_err(e, "html: write failed");
+    if (put_base85(f, b->z, zn, e)) return -1;
+    return puts_(f, "</script>\n", e);
+}
+
+static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 * v - 1); }
+
+static int write_payload(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
+    const Capture *c = d->cap;
+    int nl = out_n_layers(d), nh = out_n_heads(d);
+    size_t n = (size_t)c->n_tokens, nn = n * n;
+    size_t dh = (size_t)c->head_dim;
+    Bufs b = {0};
+    int rc = -1;
+    char id[48];
+    int *code = NULL, *off = NULL;
+
+    for (int li = 0; li < nl; li++) {
+        int l = out_layer(d, li);
+        size_t cnt = (size_t)nh * nn;
+        if (bufs_reserve(&b, cnt * 2, e)) goto out;
+        unsigned char *lo = b.raw, *hi = b.raw + cnt;
+        for (int hj = 0; hj < nh; hj++) {
+            const float *a = cap_attn(c, l, out_head(d, hj));
+            unsigned char *plo = lo + (size_t)hj * nn, *phi = hi + (size_t)hj * nn;
+            for (size_t i = 0; i < nn; i++) {
+                /* float * 1e4 is exact in double, so this is the float rounded half-up. */
+                double x = (double)a[i] * HTML_ATT_SCALE + 0.5;
+                unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
+                plo[i] = (unsigned char)(v & 255);
+                phi[i] = (unsigned char)(v >> 8);
+            }
+        }
+        snprintf(id, sizeof id, "av-att-%d", li);
+        if (write_chunk(f, id, &b, cnt * 2, e)) goto out;
+    }
+    if (qk_dec) {
+        size_t blk = n * dh, per = dh + blk, cnt = (size_t)nh * 2 * per;
+        code = malloc(sizeof *code * blk);
+        off = malloc(sizeof *off * dh);
+        if (!code || !off) {
+            av_err(e, "html: out of memory");
+            goto out;
+        }
+        for (int li = 0; li < nl; li++) {
+            int l = out_layer(d, li);
+            if (bufs_reserve(&b, cnt * 2, e)) goto out;
+            unsigned char *lo = b.raw, *hi = b.raw + cnt;
+            for (int hj = 0; hj < nh; hj++)
+                for (int w = 0; w < 2; w++) {
+                    const float *v = w ? cap_k(c, l, out_head(d, hj)) : cap_q(c, l, out_head(d, hj));
+                    double s = pow(10.0, qk_dec[((size_t)li * nh + hj) * 2 + w]);
+                    for (size_t i = 0; i < blk; i++) {
+                        double x = isfinite(v[i]) ? floor((double)v[i] * s + 0.5) : 0.0;
+                        if (x > 16383) x = 16383;
+                        if (x < -16383) x = -16383;
+                        code[i] = (int)x;
+                    }
+                    for (size_t j = 0; j < dh; j++) {
+                        long long sum = 0;
+                        for (size_t t = 0; t < n; t++) sum += code[t * dh + j];
+                        off[j] = (int)llround((double)sum / (double)n);
+                    }
+                    size_t o = ((size_t)hj * 2 + (size_t)w) * per;
+                    for (size_t j = 0; j < dh; j++, o++) {
+                        uint16_t u = zigzag16(off[j]);
+                        lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
+                    }
+                    for (size_t i = 0; i < blk; i++, o++) {
+                        uint16_t u = zigzag16(code[i] - off[i % dh]);
+                        lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
+                    }
+                }
+            snprintf(id, sizeof id, "av-qk-%d", li);
+            if (write_chunk(f, id, &b, cnt * 2, e)) goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(code);
+    free(off);
+    free(b.raw);
+    free(b.z);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the page */
+
+static int write_include(FILE *f, const char *dir, const char *name, AvErr *e) {
+    Tmpl t;
+    if (tmpl_load(&t, dir, name, e)) return -1;
+    int rc = 0;
+    /* Included text sits inside <script> or <style>: it must not end it early
+     * (or, for scripts, enter the "escaped" script-data state with <!--). */
+    if (ends_with(name, ".js") && (contains_ci(t.data, t.len, "</script") || contains_ci(t.data, t.len, "<!--")))
+        rc = av_err(e, "html: template %s contains </script or <!--", name);
+    else if (ends_with(name, ".css") && contains_ci(t.data, t.len, "</style"))
+        rc = av_err(e, "html: template %s contains </style", name);
+    else
+        rc = put(f, t.data, t.len, e);
+    tmpl_free(&t);
+    return rc;
+}
+
+int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
+    if (check_doc(d, e)) return -1;
+    int nl = out_n_layers(d), nh = out_n_heads(d);
+    int *qk_dec = NULL;
+    if (has_qk(d)) {
+        qk_dec = malloc(sizeof *qk_dec * (size_t)nl * nh * 2);
+        if (!qk_dec) return av_err(e, "html: out of memory");
+        size_t blk = (size_t)d->cap->n_tokens * d->cap->head_dim;
+        for (int li = 0; li < nl; li++)
+            for (int hj = 0; hj < nh; hj++) {
+                qk_dec[((size_t)li * nh + hj) * 2] = qk_decimals(cap_q(d->cap, out_layer(d, li), out_head(d, hj)), blk);
+                qk_dec[((size_t)li * nh + hj) * 2 + 1] =
+                    qk_decimals(cap_k(d->cap, out_layer(d, li), out_head(d, hj)), blk);
+            }
+    }
+
+    Tmpl page;
+    if (tmpl_load(&page, templates_dir, "page.html", e)) {
+        free(qk_dec);
+        return -1;
+    }
+    int rc = 0;
+    const char *p = page.data, *end = page.data + page.len;
+    while (p < end && rc == 0) {
+        const char *open = NULL;
+        for (const char *q = p; q + 1 < end; q++)
+            if (q[0] == '{' && q[1] == '{') {
+                open = q;
+                break;
+            }
+        if (!open) {
+            rc = put(f, p, (size_t)(end - p), e);
+            break;
+        }
+        const char *close = NULL;
+        for (const char *q = open + 2; q + 1 < end && q - open < 200; q++)
+            if (q[0] == '}' && q[1] == '}') {
+                close = q;
+                break;
+            }
+        if (!close) {
+            rc = av_err(e, "html: unterminated {{ in page.html");
+            break;
+        }
+        if (put(f, p, (size_t)(open - p), e)) {
+            rc = -1;
+            break;
+        }
+        char name[200];
+        size_t nlen = (size_t)(close - open - 2);
+        memcpy(name, open + 2, nlen);
+        name[nlen] = '\0';
+        if (strcmp(name, "title") == 0) {
+            rc = put_html_text(f, d->text_a ? d->text_a : "", 80, e);
+            if (!rc && d->text_b) rc = puts_(f, " / ", e) || put_html_text(f, d->text_b, 40, e) ? -1 : 0;
+        } else if (strcmp(name, "meta") == 0) {
+            rc = write_meta(f, d, qk_dec, e);
+        } else if (strcmp(name, "payload") == 0) {
+            rc = write_payload(f, d, qk_dec, e);
+        } else if (strncmp(name, "include ", 8) == 0) {
+            rc = write_include(f, templates_dir, name + 8, e);
+        } else {
+            rc = av_err(e, "html: unknown placeholder {{%s}} in page.html", name);
+        }
+        p = close + 2;
+    }
+    tmpl_free(&page);
+    free(qk_dec);
+    if (rc == 0 && ferror(f)) rc = av_err(e, "html: write failed");
+    return rc;
+}

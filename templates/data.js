@@ -1,0 +1,359 @@
+/* data.js — reads the page's payload and derives what the views draw.
+ * Encoding (written by src/html.c, documented at its top): per selected layer
+ * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
+ * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
+ * into two byte planes, zlib-deflated, base-85 text. */
+/* exported Data, Tok, fmtAtt, fmtFixed, fmtNum, SPECIALS */
+
+const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
+const B85_VAL = (() => {
+  const t = new Int16Array(128).fill(-1);
+  for (let i = 0; i < B85.length; i++) t[B85.charCodeAt(i)] = i;
+  return t;
+})();
+const SPECIALS = new Set(['[CLS]', '[SEP]']);
+
+function b85decode(text, zlen) {
+  const len = text.length;
+  if (len % 5 !== 0) throw new Error('payload: base-85 text length ' + len + ' is not a multiple of 5');
+  const out = new Uint8Array((len / 5) * 4);
+  const T = B85_VAL;
+  let o = 0;
+  for (let i = 0; i < len; i += 5) {
+    const c0 = text.charCodeAt(i), c1 = text.charCodeAt(i + 1), c2 = text.charCodeAt(i + 2),
+      c3 = text.charCodeAt(i + 3), c4 = text.charCodeAt(i + 4);
+    if ((c0 | c1 | c2 | c3 | c4) > 127) throw new Error('payload: bad character');
+    const d0 = T[c0], d1 = T[c1], d2 = T[c2], d3 = T[c3], d4 = T[c4];
+    if ((d0 | d1 | d2 | d3 | d4) < 0) throw new Error('payload: bad character');
+    const v = (((d0 * 85 + d1) * 85 + d2) * 85 + d3) * 85 + d4;
+    out[o] = v / 16777216;
+    out[o + 1] = v >>> 16;
+    out[o + 2] = v >>> 8;
+    out[o + 3] = v;
+    o += 4;
+  }
+  if (zlen > out.length) throw new Error('payload: truncated');
+  return out.subarray(0, zlen);
+}
+
+async function inflate(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/* Reads one chunk element into its 16-bit codes. */
+async function readChunk(id) {
+  const el = document.getElementById(id);
+  if (!el) throw new Error('payload: missing ' + id);
+  const raw = await inflate(b85decode(el.textContent, +el.dataset.z));
+  el.textContent = ''; /* the decoded copy is kept; free the text */
+  const cnt = raw.length >> 1;
+  const codes = new Uint16Array(cnt);
+  for (let i = 0; i < cnt; i++) codes[i] = raw[i] | (raw[cnt + i] << 8);
+  return codes;
+}
+
+/* ---------------------------------------------------------------- number formats */
+
+/* Integer code with `dec` implied decimals, as text: exact, no float rounding. */
+function fmtFixed(code, dec) {
+  if (dec <= 0) return String(code);
+  const neg = code < 0;
+  let s = String(Math.abs(code));
+  while (s.length <= dec) s = '0' + s;
+  s = s.slice(0, s.length - dec) + '.' + s.slice(s.length - dec);
+  return neg ? '-' + s : s;
+}
+/* Attention weight (a float from the codes, or a derived value) with 4 decimals. */
+function fmtAtt(w) {
+  return fmtFixed(Math.round(w * 10000), 4);
+}
+/* A derived number (q.k, products): 4 significant digits, no exponent for usual sizes. */
+function fmtNum(v, sig = 4) {
+  if (!isFinite(v)) return String(v);
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e-4 && a < 1e6) {
+    const dec = Math.max(0, sig - 1 - Math.floor(Math.log10(a)));
+    return v.toFixed(Math.min(dec, 8));
+  }
+  return v.toPrecision(sig);
+}
+
+/* ---------------------------------------------------------------- the data */
+
+const Data = (() => {
+  const meta = JSON.parse(document.getElementById('av-meta').textContent);
+  const n = meta.n;
+  const L = meta.layers.length, H = meta.heads.length;
+  const nn = n * n;
+  const att = new Array(L).fill(null);   /* promises of Uint16Array (H*n*n) */
+  const attDone = new Array(L).fill(null);
+  const qk = new Array(L).fill(null);
+
+  function attention(li) {
+    if (!att[li]) {
+      att[li] = readChunk('av-att-' + li).then(codes => {
+        if (codes.length !== H * nn) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + H * nn);
+        attDone[li] = codes;
+        return codes;
+      });
+    }
+    return att[li];
+  }
+
+  function queriesKeys(li) {
+    if (!meta.qk) return Promise.resolve(null);
+    if (!qk[li]) {
+      qk[li] = readChunk('av-qk-' + li).then(codes => {
+        const d = meta.qk.head_dim, blk = n * d, per = d + blk;
+        if (codes.length !== H * 2 * per) throw new Error('payload: q/k layer ' + li + ' has the wrong size');
+        const out = { q: [], k: [], decQ: [], decK: [] };
+        for (let h = 0; h < H; h++) {
+          for (let w = 0; w < 2; w++) {
+            const base = (h * 2 + w) * per;
+            const v = new Int16Array(blk);
+            const off = new Int32Array(d);
+            for (let j = 0; j < d; j++) { const u = codes[base + j]; off[j] = (u >>> 1) ^ -(u & 1); }
+            for (let i = 0; i < blk; i++) {
+              const u = codes[base + d + i];
+              v[i] = ((u >>> 1) ^ -(u & 1)) + off[i % d];
+            }
+            (w ? out.k : out.q).push(v);
+          }
+          out.decQ.push(meta.qk.dec[li][h][0]);
+          out.decK.push(meta.qk.dec[li][h][1]);
+        }
+        return out;
+      });
+    }
+    return qk[li];
+  }
+
+  /* Weight a[i][j] of selected head h in layer li (codes must be loaded). */
+  function weight(li, h, i, j) {
+    return attDone[li][h * nn + i * n + j] / 10000;
+  }
+  function code(li, h, i, j) {
+    return attDone[li][h * nn + i * n + j];
+  }
+  /* Head h of layer li as a Float32Array n*n. */
+  function headMatrix(li, h) {
+    const c = attDone[li], out = new Float32Array(nn), base = h * nn;
+    for (let i = 0; i < nn; i++) out[i] = c[base + i] * 1e-4;
+    return out;
+  }
+
+  return {
+    meta, n, L, H, nn,
+    layers: meta.layers, heads: meta.heads,
+    hasQK: !!meta.qk,
+    headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
+    attention, queriesKeys, weight, code, headMatrix,
+    loaded: li => !!attDone[li],
+    pattern: (li, h) => (meta.head_patterns && meta.head_patterns[li] ? meta.head_patterns[li][h] : null),
+    description: (li, h) => (meta.head_descriptions && meta.head_descriptions[li] ? meta.head_descriptions[li][h] : null),
+  };
+})();
+
+/* ---------------------------------------------------------------- token transforms */
+
+/* Display tokens for the current toggles: merged ## pieces and hidden specials.
+ * groups[g] = {label, members, seg (0 A / 1 B), special, first}; visible = indices
+ * of shown groups; rowsFor/colsFor apply the sentence filter. */
+const Tok = (() => {
+  const cache = new Map();
+  function build(merge, hide) {
+    const key = (merge ? 'm' : '') + (hide ? 'h' : '');
+    if (cache.has(key)) return cache.get(key);
+    const toks = Data.meta.tokens, bs = Data.meta.sentence_b_start;
+    const groups = [];
+    const groupOf = new Int32Array(toks.length);
+    for (let i = 0; i < toks.length; i++) {
+      const t = toks[i];
+      const special = SPECIALS.has(t);
+      const seg = bs !== null && bs !== undefined && i >= bs ? 1 : 0;
+      const prev = groups[groups.length - 1];
+      if (merge && !special && t.startsWith('##') && t.length > 2 && prev && !prev.special && prev.seg === seg) {
+        prev.members.push(i);
+        prev.label += t.slice(2);
+      } else {
+        groups.push({ label: t, members: [i], seg, special, first: i });
+      }
+      groupOf[i] = groups.length - 1;
+    }
+    const visible = [];
+    groups.forEach((g, k) => { if (!(hide && g.special)) visible.push(k); });
+    const visIndex = new Int32Array(groups.length).fill(-1);
+    visible.forEach((g, k) => { visIndex[g] = k; });
+    /* column (key) slot of each original token, -1 if hidden */
+    const colOf = new Int32Array(toks.length);
+    for (let i = 0; i < toks.length; i++) colOf[i] = visIndex[groupOf[i]];
+    const identity = !hide && groups.length === toks.length;
+    const t = { key, merge, hide, groups, visible, visIndex, groupOf, colOf, identity, m: visible.length };
+    cache.set(key, t);
+    return t;
+  }
+  /* Indices into visible for the rows (queries) and columns (keys) of a filter. */
+  function filterIdx(t, filter) {
+    const all = t.visible.map((_, k) => k);
+    if (filter === 'all' || Data.meta.sentence_b_start === null) return { rows: all, cols: all };
+    const A = all.filter(k => t.groups[t.visible[k]].seg === 0);
+    const B = all.filter(k => t.groups[t.visible[k]].seg === 1);
+    const pick = c => (c === 'A' ? A : B);
+    return { rows: pick(filter[0]), cols: pick(filter[1]) };
+  }
+  /* n*n matrix (row-normalized attention-like) -> m*m for the transform. */
+  function derive(mat, t) {
+    const n = Data.n;
+    if (t.identity) return mat;
+    const m = t.m, out = new Float32Array(m * m), acc = new Float64Array(m);
+    for (let g = 0; g < m; g++) {
+      const members = t.groups[t.visible[g]].members;
+      acc.fill(0);
+      for (const i of members) {
+        const row = i * n;
+        for (let j = 0; j < n; j++) {
+          const c = t.colOf[j];
+          if (c >= 0) acc[c] += mat[row + j];
+        }
+      }
+      let s = 0;
+      for (let c = 0; c < m; c++) s += acc[c];
+      /* mean over the pieces of the query word; renormalize when specials are hidden */
+      const div = t.hide ? s : members.length;
+      const o = g * m;
+      if (div > 0) for (let c = 0; c < m; c++) out[o + c] = acc[c] / div;
+    }
+    return out;
+  }
+  return { build, filterIdx, derive };
+})();
+
+/* ---------------------------------------------------------------- derived matrices */
+
+/* A small LRU of derived matrices keyed by layer/head/transform. */
+const MatCache = (() => {
+  const map = new Map();
+  let bytes = 0;
+  const LIMIT = 192 * 1024 * 1024;
+  return {
+    get(key) {
+      const v = map.get(key);
+      if (v) { map.delete(key); map.set(key, v); }
+      return v;
+    },
+    set(key, v) {
+      if (map.has(key)) return;
+      map.set(key, v);
+      bytes += v.byteLength;
+      for (const [k, old] of map) {
+        if (bytes <= LIMIT) break;
+        map.delete(k);
+        bytes -= old.byteLength;
+      }
+    },
+  };
+})();
+
+/* Derived (transformed) matrix of one head; layer must be loaded. */
+function headDerived(li, h, t) {
+  const key = li + ':' + h + ':' + t.key;
+  let v = MatCache.get(key);
+  if (!v) {
+    v = Tok.derive(Data.headMatrix(li, h), t);
+    MatCache.set(key, v);
+  }
+  return v;
+}
+
+/* Mean or max over heads hs (selection indices) of the derived matrices. */
+function aggregate(li, hs, kind, t) {
+  const key = li + ':' + kind + ':' + hs.join(',') + ':' + t.key;
+  let v = MatCache.get(key);
+  if (v) return v;
+  const m = t.m;
+  v = new Float32Array(m * m);
+  if (hs.length) {
+    for (const h of hs) {
+      const d = headDerived(li, h, t);
+      if (kind === 'max') for (let i = 0; i < d.length; i++) { if (d[i] > v[i]) v[i] = d[i]; }
+      else for (let i = 0; i < d.length; i++) v[i] += d[i];
+    }
+    if (kind === 'mean') for (let i = 0; i < v.length; i++) v[i] /= hs.length;
+  }
+  MatCache.set(key, v);
+  return v;
+}
+
+/* Attention rollout (Abnar & Zuidema 2020) through the selected layers up to li:
+ * A_l = mean over heads hs, Â_l = (A_l + I) / 2 (rows renormalized), R = Â_li ... Â_0.
+ * Computed on the raw tokens, cached per layer and head set, async so the page
+ * stays responsive at 512 tokens. onProgress(done, total). */
+const Rollout = (() => {
+  const cache = new Map(); /* key hs -> array of Float32Array per layer */
+  async function upTo(li, hs, onProgress) {
+    const n = Data.n, nn = n * n;
+    const key = hs.join(',');
+    if (!cache.has(key)) cache.set(key, []);
+    const rs = cache.get(key);
+    if (rs[li]) return rs[li];
+    let start = li;
+    while (start > 0 && !rs[start - 1]) start--;
+    for (let l = start; l <= li; l++) {
+      const codes = await Data.attention(l);
+      const A = new Float32Array(nn);
+      const inv = hs.length ? 1e-4 / hs.length : 0;
+      for (const h of hs) {
+        const base = h * nn;
+        for (let i = 0; i < nn; i++) A[i] += codes[base + i] * inv;
+      }
+      /* add identity, renormalize rows */
+      for (let i = 0; i < n; i++) {
+        let s = 1;
+        for (let j = 0; j < n; j++) s += A[i * n + j];
+        A[i * n + i] += 1;
+        for (let j = 0; j < n; j++) A[i * n + j] /= s;
+      }
+      if (l === 0) { rs[0] = A; if (onProgress) onProgress(1, li + 1); continue; }
+      const P = rs[l - 1], R = new Float32Array(nn);
+      /* R = A · P, skipping zeros of A (rows are sparse for peaky heads) */
+      const t0 = performance.now();
+      let last = t0;
+      for (let i = 0; i < n; i++) {
+        const ro = i * n;
+        for (let k = 0; k < n; k++) {
+          const a = A[ro + k];
+          if (a === 0) continue;
+          const po = k * n;
+          for (let j = 0; j < n; j++) R[ro + j] += a * P[po + j];
+        }
+        if (performance.now() - last > 40) {
+          if (onProgress) onProgress(l + i / n, li + 1);
+          await new Promise(r => setTimeout(r, 0));
+          last = performance.now();
+        }
+      }
+      rs[l] = R;
+      if (onProgress) onProgress(l + 1, li + 1);
+    }
+    return rs[li];
+  }
+  function cached(li, hs) {
+    const rs = cache.get(hs.join(','));
+    return rs ? rs[li] || null : null;
+  }
+  return { upTo, cached };
+})();
+
+function rolloutDerived(li, hs, t) {
+  const R = Rollout.cached(li, hs);
+  if (!R) return null;
+  const key = li + ':rollout:' + hs.join(',') + ':' + t.key;
+  let v = MatCache.get(key);
+  if (!v) {
+    v = Tok.derive(R, t);
+    MatCache.set(key, v);
+  }
+  return v;
+}

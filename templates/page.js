@@ -1,0 +1,480 @@
+/* page.js — state, controls and the glue between the views. Sets
+ * document.body.dataset.ready = "1" once the first view is drawn and
+ * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
+ * scripting/testing interface (state, export, view switching). */
+/* global Data, Tok, Rollout, HeadView, ModelView, NeuronView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt */
+
+const $ = id => document.getElementById(id);
+const meta = Data.meta;
+const T0 = performance.now();
+
+/* ---------------------------------------------------------------- state */
+
+const S = {
+  view: 'head',
+  layer: 0,                         /* index into Data.layers */
+  active: new Array(Data.H).fill(true),
+  focus: 0,                         /* index into Data.heads, for matrix/neuron */
+  mode: 'heads',
+  filter: 'all',
+  hide: false,
+  merge: false,
+  gamma: 1,
+  query: 1,                         /* neuron view: raw token index */
+};
+{
+  const li = meta.layers.indexOf(meta.init_layer);
+  S.layer = li >= 0 ? li : 0;
+  const hi = meta.heads.indexOf(meta.init_head);
+  if (meta.init_head >= 0 && hi >= 0) {
+    S.active.fill(false);
+    S.active[hi] = true;
+    S.focus = hi;
+  }
+  S.query = Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
+}
+const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
+const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
+
+/* ---------------------------------------------------------------- theme */
+
+function setTheme(name) {
+  document.documentElement.dataset.theme = name;
+  $('theme-label').textContent = name === 'dark' ? 'Light' : 'Dark';
+}
+setTheme(window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+
+/* ---------------------------------------------------------------- header */
+
+function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
+(function header() {
+  const c = meta.config;
+  $('model-name').textContent = meta.model.name || 'model';
+  $('model-dtype').textContent = meta.model.dtype || '';
+  if (!meta.model.dtype) $('model-dtype').hidden = true;
+  const parts = [
+    c.model_type ? c.model_type.toUpperCase() : null,
+    c.layers + ' layers', c.heads + ' heads', 'hidden ' + c.hidden_size, 'd_head ' + c.head_dim,
+    'FFN ' + c.intermediate_size, c.hidden_act, 'vocab ' + fmtInt(c.vocab_size), 'max ' + c.max_position_embeddings + ' positions',
+  ].filter(Boolean);
+  $('model-config').textContent = parts.join(' · ');
+  $('model-config').title = JSON.stringify(c, null, 1);
+
+  const il = $('input-line');
+  const addRow = (tag, text, extra) => {
+    const r = el('div', 'row');
+    r.appendChild(el('span', 'tag', tag));
+    r.appendChild(el('span', 'txt', text));
+    if (extra) r.appendChild(el('span', 'meta', extra));
+    il.appendChild(r);
+  };
+  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text_a || '');
+  if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
+  addRow('Tokens', Data.n + ' (' + meta.tokens.filter(x => x === '[CLS]' || x === '[SEP]').length + ' special)' +
+    (meta.n_truncated ? ' — ' + meta.n_truncated + ' tokens truncated' : ''));
+
+  const notes = $('notes');
+  const note = (cls, strong, text) => {
+    const d = el('div', 'note' + (cls ? ' ' + cls : ''));
+    if (strong) d.appendChild(el('strong', null, strong + ' '));
+    d.appendChild(document.createTextNode(text));
+    notes.appendChild(d);
+    return d;
+  };
+  if (meta.model.is_demo) {
+    const txt = meta.model.note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
+    note('', 'Constructed demo model — not trained.', txt +
+      (/make weights/.test(txt) ? '' : ' For real attention run `make weights` and use --model weights/bert-base-uncased.'));
+    notes.lastChild.id = 'demo-note';
+  } else if (meta.model.note) {
+    note('info', null, meta.model.note);
+  }
+  if (Data.L < c.layers || Data.H < c.heads) {
+    note('info', 'Selection:', 'this page holds layer' + (Data.L === 1 ? ' ' : 's ') + Data.layers.join(', ') +
+      ' and head' + (Data.H === 1 ? ' ' : 's ') + Data.heads.join(', ') + ' of the model\'s ' + c.layers + ' × ' + c.heads +
+      ' (numbers are the model\'s own indices).');
+  }
+  if (meta.n_truncated) note('', 'Truncated:', meta.n_truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
+  const foot = $('foot');
+  foot.appendChild(document.createTextNode('Keys: '));
+  [['[', ']', 'layer'], ['1', '4', 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']].forEach(([a, b, what], i) => {
+    if (i) foot.appendChild(document.createTextNode(' · '));
+    foot.appendChild(el('kbd', null, a));
+    if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
+    foot.appendChild(document.createTextNode(' ' + what));
+  });
+  foot.appendChild(document.createTextNode('. Self-contained page written by attnviz; it loads nothing from the network.'));
+})();
+
+/* ---------------------------------------------------------------- controls */
+
+const layerSel = $('layer-select');
+Data.layers.forEach((l, i) => {
+  const o = el('option', null, 'Layer ' + l);
+  o.value = String(i);
+  layerSel.appendChild(o);
+});
+layerSel.addEventListener('change', () => { S.layer = +layerSel.value; render(); });
+$('layer-prev').addEventListener('click', () => stepLayer(-1));
+$('layer-next').addEventListener('click', () => stepLayer(1));
+function stepLayer(d) {
+  const v = Math.max(0, Math.min(Data.L - 1, S.layer + d));
+  if (v !== S.layer) { S.layer = v; render(); }
+}
+document.querySelectorAll('#tabs [data-view]').forEach(b => b.addEventListener('click', () => setView(b.dataset.view)));
+document.querySelectorAll('#mode-seg [data-mode]').forEach(b => b.addEventListener('click', () => { S.mode = b.dataset.mode; render(); }));
+document.querySelectorAll('#filter-seg [data-filter]').forEach(b => {
+  if (!hasB && b.dataset.filter !== 'all') { b.disabled = true; b.title = 'Only for sentence pairs (give attnviz two texts)'; }
+  b.addEventListener('click', () => { S.filter = b.dataset.filter; render(); });
+});
+$('hide-special').addEventListener('change', e => { S.hide = e.target.checked; render(); });
+$('merge-pieces').addEventListener('change', e => { S.merge = e.target.checked; render(); });
+$('contrast').addEventListener('change', e => { S.gamma = e.target.checked ? 0.5 : 1; render(); });
+$('theme-btn').addEventListener('click', () => { setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'); buildChips(); render(); });
+$('export-svg').addEventListener('click', () => doExport('svg'));
+$('export-png').addEventListener('click', () => doExport('png'));
+
+function setView(v) {
+  if (v === 'neuron' && !Data.hasQK) { /* still allowed: shows how to get q/k */ }
+  S.view = v;
+  render();
+}
+
+/* Head chips: click toggles (head/model views) or picks the head (matrix and
+ * neuron views in Heads mode), double-click solos (again: all). */
+const chips = $('head-chips');
+function buildChips() {
+  chips.textContent = '';
+  for (let h = 0; h < Data.H; h++) {
+    const b = el('button', 'head-chip');
+    b.type = 'button';
+    b.dataset.h = h;
+    const real = Data.heads[h];
+    b.style.setProperty('--c', headColor(real));
+    const sw = el('span', 'sw');
+    b.appendChild(sw);
+    b.appendChild(el('span', 'num', String(real)));
+    chips.appendChild(b);
+    b.appendChild(el('span', 'pat'));
+  }
+  updateChips();
+}
+function updateChips() {
+  const picks = pickMode();
+  chips.querySelectorAll('.head-chip').forEach(b => {
+    const h = +b.dataset.h;
+    const pat = Data.pattern(S.layer, h), desc = Data.description(S.layer, h);
+    b.querySelector('.pat').textContent = pat || '';
+    b.querySelector('.pat').hidden = !pat;
+    b.title = 'Head ' + Data.heads[h] + (pat ? ' — ' + pat : '') + (desc ? ': ' + desc : '') +
+      (picks ? '\nClick to show this head.' : '\nClick to toggle, double-click to show only this head.');
+    const on = picks ? h === S.focus : S.active[h];
+    b.classList.toggle('off', !on);
+    b.classList.toggle('focus', picks && h === S.focus);
+    b.setAttribute('aria-pressed', on ? 'true' : 'false');
+  });
+  const hint = $('heads-hint');
+  hint.textContent = picks
+    ? 'Head — click to choose which head this view shows.'
+    : S.mode === 'heads'
+      ? 'Heads — click a square to toggle it, double-click to show it alone (double-click again for all).'
+      : 'Heads in the ' + (S.mode === 'rollout' ? 'rollout' : S.mode) + ' — click to toggle, double-click to use one alone.';
+}
+function pickMode() { return (S.view === 'neuron') || (S.view === 'matrix' && S.mode === 'heads'); }
+let clickTimer = null;
+chips.addEventListener('click', ev => {
+  const b = ev.target.closest('.head-chip');
+  if (!b) return;
+  const h = +b.dataset.h;
+  if (pickMode()) { S.focus = h; S.active[h] = true; render(); return; }
+  S.active[h] = !S.active[h];
+  S.focus = h;
+  render();
+});
+chips.addEventListener('dblclick', ev => {
+  const b = ev.target.closest('.head-chip');
+  if (!b) return;
+  const h = +b.dataset.h;
+  if (pickMode()) return;
+  /* the two clicks before dblclick toggled h twice: state is as before */
+  const solo = S.active.every((a, i) => a === (i === h));
+  if (solo) S.active.fill(true);
+  else { S.active.fill(false); S.active[h] = true; }
+  S.focus = h;
+  render();
+});
+void clickTimer;
+
+document.addEventListener('keydown', ev => {
+  if (ev.target && (ev.target.tagName === 'SELECT' || ev.target.tagName === 'INPUT') && ev.key !== 'Escape') return;
+  if (ev.key === '[' || ev.key === 'ArrowLeft' && ev.altKey) stepLayer(-1);
+  else if (ev.key === ']' || ev.key === 'ArrowRight' && ev.altKey) stepLayer(1);
+  else if (ev.key >= '1' && ev.key <= '4' && !ev.ctrlKey && !ev.metaKey) setView(['head', 'model', 'neuron', 'matrix'][+ev.key - 1]);
+  else if (ev.key === 't' || ev.key === 'T') $('theme-btn').click();
+  else if (ev.key === 'Escape') {
+    if (!$('modal').hidden) closeModal();
+    else if (current && current.clearPin) current.clearPin();
+  }
+});
+
+/* ---------------------------------------------------------------- status */
+
+function status(text) { $('status').textContent = text || ''; }
+
+/* ---------------------------------------------------------------- render */
+
+let current = null;       /* controller of the drawn view */
+let renderGen = 0;
+let modelCtl = null;
+
+function updateControls() {
+  document.querySelectorAll('#tabs [data-view]').forEach(b => b.setAttribute('aria-selected', b.dataset.view === S.view ? 'true' : 'false'));
+  document.querySelectorAll('#mode-seg [data-mode]').forEach(b => b.setAttribute('aria-checked', b.dataset.mode === S.mode ? 'true' : 'false'));
+  document.querySelectorAll('#filter-seg [data-filter]').forEach(b => b.setAttribute('aria-checked', b.dataset.filter === S.filter ? 'true' : 'false'));
+  layerSel.value = String(S.layer);
+  $('layer-prev').disabled = S.layer === 0;
+  $('layer-next').disabled = S.layer === Data.L - 1;
+  $('ctl-mode').hidden = S.view === 'neuron' || S.view === 'model';
+  $('ctl-layer').hidden = S.view === 'model';
+  $('ctl-contrast').hidden = !(S.view === 'matrix' || S.view === 'model');
+  $('merge-pieces').disabled = S.view === 'neuron';
+  $('heads-bar').hidden = S.view === 'model';
+  $('hide-special').checked = S.hide;
+  $('merge-pieces').checked = S.merge;
+  document.querySelectorAll('main .view').forEach(v => { v.hidden = v.dataset.view !== S.view; });
+  updateChips();
+}
+
+function viewTitle() {
+  const L = Data.layers[S.layer];
+  const hs = activeHeads();
+  const headsTxt = S.mode === 'heads'
+    ? (hs.length === Data.H ? 'all heads' : 'head' + (hs.length === 1 ? ' ' : 's ') + hs.map(h => Data.heads[h]).join(', '))
+    : S.mode + ' of ' + hs.length + ' head' + (hs.length === 1 ? '' : 's');
+  const filt = S.filter === 'all' ? '' : ' · ' + S.filter[0] + '→' + S.filter[1];
+  const input = (meta.text_a || '').slice(0, 60) + ((meta.text_a || '').length > 60 ? '…' : '');
+  return { L, hs, headsTxt, filt, input };
+}
+
+async function render() {
+  const gen = ++renderGen;
+  updateControls();
+  Tip.hide();
+  if (modelCtl && S.view !== 'model') { modelCtl.cancel(); modelCtl = null; }
+  const host = $('view-' + S.view);
+  const t = Tok.build(S.merge && S.view !== 'neuron', S.hide);
+  try {
+    if (S.view === 'model') {
+      if (modelCtl) modelCtl.cancel();
+      modelCtl = ModelView(host, { t, filter: S.filter, gamma: S.gamma, cur: { li: S.layer, h: S.focus }, onOpen: openModal });
+      current = modelCtl;
+      status('');
+      return finish(gen);
+    }
+    if (!Data.loaded(S.layer)) status('Decoding layer ' + Data.layers[S.layer] + '…');
+    await Data.attention(S.layer);
+    if (gen !== renderGen) return;
+    const hs = activeHeads();
+    if (S.mode === 'rollout' && S.view !== 'neuron') {
+      const li = S.layer;
+      if (!Rollout.cached(li, hs)) {
+        host.textContent = '';
+        host.appendChild(el('div', 'empty', 'Computing rollout…'));
+        await Rollout.upTo(li, hs, (done, total) => { if (gen === renderGen) status('Computing rollout: layer ' + Math.floor(done) + ' of ' + total + '…'); });
+        if (gen !== renderGen) return;
+      }
+    }
+    status(statusLine());
+    if (S.view === 'head') {
+      host.textContent = '';
+      const ttl = el('div', 'view-title');
+      const vt = viewTitle();
+      ttl.appendChild(el('h2', null, 'Head view · layer ' + vt.L));
+      ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.'));
+      host.appendChild(ttl);
+      const box = el('div');
+      host.appendChild(box);
+      if (!hs.length && S.mode !== 'rollout') {
+        box.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+        current = null;
+      } else {
+        current = HeadView(box, { li: S.layer, mode: S.mode, hs, t, filter: S.filter });
+        if (S.mode === 'rollout' && Data.L < meta.config.layers) host.appendChild(el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, S.layer + 1).join(', ') + ').'));
+      }
+    } else if (S.view === 'matrix') {
+      if (S.mode !== 'heads' && !hs.length) {
+        host.textContent = '';
+        host.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+        current = null;
+      } else {
+        current = MatrixView(host, { li: S.layer, mode: S.mode, hs, focus: S.focus, t, filter: S.filter, gamma: S.gamma });
+      }
+    } else if (S.view === 'neuron') {
+      if (!Data.hasQK) {
+        host.textContent = '';
+        const d = el('div', 'empty');
+        d.appendChild(document.createTextNode('This page has no queries and keys. Run attnviz with '));
+        d.appendChild(el('code', null, '--qk'));
+        d.appendChild(document.createTextNode(' to include them (they make the file larger).'));
+        host.appendChild(d);
+        current = null;
+      } else {
+        if (!Data.loaded(S.layer)) status('Decoding…');
+        const qk = await Data.queriesKeys(S.layer);
+        if (gen !== renderGen) return;
+        current = NeuronView(host, { li: S.layer, h: S.focus, t, filter: S.filter, qi: S.query, onQuery: i => { S.query = i; } }, qk);
+      }
+    }
+  } catch (err) {
+    console.error(err);
+    host.textContent = '';
+    host.appendChild(el('div', 'empty', 'Could not draw this view: ' + (err && err.message ? err.message : String(err))));
+  }
+  return finish(gen);
+}
+
+function statusLine() {
+  const parts = [];
+  if (S.hide) parts.push('[CLS]/[SEP] hidden, rows renormalized');
+  if (S.merge && S.view !== 'neuron') parts.push('## pieces merged (to: summed, from: averaged)');
+  if (S.view === 'neuron' && S.merge) parts.push('the neuron view shows word pieces');
+  if (S.filter !== 'all') parts.push('showing ' + S.filter[0] + '→' + S.filter[1]);
+  return parts.join(' · ');
+}
+
+let readyOnce = false;
+function finish(gen) {
+  if (gen !== renderGen) return;
+  document.body.dataset.view = S.view;
+  document.body.dataset.layer = String(Data.layers[S.layer]);
+  document.body.dataset.rendered = String(gen);
+  if (!readyOnce) {
+    readyOnce = true;
+    document.body.dataset.ready = '1';
+    window.attnviz.readyMs = performance.now();
+    window.attnviz.scriptMs = performance.now() - T0;
+    loadRest();
+  }
+}
+
+/* Decodes the other layers in the background once the first view is up. */
+async function loadRest() {
+  for (let li = 0; li < Data.L; li++) {
+    await Data.attention(li);
+    await new Promise(r => setTimeout(r, 0));
+  }
+  document.body.dataset.loaded = '1';
+}
+
+/* ---------------------------------------------------------------- modal */
+
+let modalCtl = null, modalAt = null;
+function openModal(li, h) {
+  modalAt = { li, h };
+  const pat = Data.pattern(li, h), desc = Data.description(li, h);
+  $('modal-title').textContent = 'Layer ' + Data.layers[li] + ' · head ' + Data.heads[h] + (pat ? ' — ' + pat : '');
+  $('modal-open-neuron').hidden = !Data.hasQK;
+  const body = $('modal-body');
+  body.textContent = '';
+  if (desc) body.appendChild(el('p', 'hint', desc));
+  const box = el('div');
+  body.appendChild(box);
+  $('modal').hidden = false;
+  const t = Tok.build(S.merge, S.hide);
+  Data.attention(li).then(() => {
+    if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
+    if (Math.max(t.m) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
+    else modalCtl = MatrixView(box, { li, mode: 'heads', hs: [h], focus: h, t, filter: S.filter, gamma: S.gamma });
+    $('modal').dataset.drawn = '1';
+  });
+  $('modal-close').focus();
+}
+function closeModal() {
+  $('modal').hidden = true;
+  $('modal').dataset.drawn = '';
+  $('modal-body').textContent = '';
+  modalCtl = null;
+  modalAt = null;
+  Tip.hide();
+}
+$('modal-close').addEventListener('click', closeModal);
+$('modal').addEventListener('click', ev => { if (ev.target === $('modal')) closeModal(); });
+document.querySelectorAll('#modal [data-open]').forEach(b => b.addEventListener('click', () => {
+  const at = modalAt;
+  closeModal();
+  S.layer = at.li;
+  S.focus = at.h;
+  if (b.dataset.open === 'head') { S.active.fill(false); S.active[at.h] = true; S.mode = 'heads'; }
+  if (b.dataset.open === 'matrix') S.mode = 'heads';
+  setView(b.dataset.open);
+}));
+
+/* ---------------------------------------------------------------- export */
+
+function exportName(ext) {
+  const L = Data.layers[S.layer];
+  const base = 'attnviz-' + S.view + (S.view === 'model' ? '' : '-layer' + L) +
+    (S.view === 'neuron' || (S.view === 'matrix' && S.mode === 'heads') ? '-head' + Data.heads[S.focus] : '') +
+    (S.mode !== 'heads' && S.view !== 'neuron' && S.view !== 'model' ? '-' + S.mode : '');
+  return base + '.' + ext;
+}
+function exportTitle() {
+  const vt = viewTitle();
+  const m = meta.model.name || 'model';
+  if (S.view === 'model') return m + ' · model view · "' + vt.input + '"';
+  if (S.view === 'neuron') return m + ' · layer ' + vt.L + ', head ' + Data.heads[S.focus] + ' · neuron view';
+  if (S.view === 'matrix') return m + ' · layer ' + vt.L + ' · ' + (S.mode === 'heads' ? 'head ' + Data.heads[S.focus] : vt.headsTxt) + vt.filt;
+  return m + ' · layer ' + vt.L + ' · ' + vt.headsTxt + vt.filt;
+}
+async function exportData(kind) {
+  const ctl = modalCtl && !$('modal').hidden ? modalCtl : current;
+  if (!ctl || !ctl.exportScene) throw new Error('nothing to export in this view');
+  const ttl = exportTitle();
+  if (kind === 'svg') return ctl.exportScene((w, h) => SvgPainter(w, h), ttl).toString();
+  const p = ctl.exportScene((w, h) => CanvasPainter(w, h, 2), ttl);
+  return p.toBlob();
+}
+async function doExport(kind) {
+  try {
+    const data = await exportData(kind);
+    const blob = kind === 'svg' ? new Blob([data], { type: 'image/svg+xml' }) : data;
+    const url = URL.createObjectURL(blob);
+    const a = el('a');
+    a.href = url;
+    a.download = exportName(kind);
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 30000);
+  } catch (err) {
+    console.error(err);
+    status('Export failed: ' + (err && err.message ? err.message : err));
+  }
+}
+
+/* ---------------------------------------------------------------- resize */
+
+let resizeTimer = null;
+let lastW = window.innerWidth;
+window.addEventListener('resize', () => {
+  if (Math.abs(window.innerWidth - lastW) < 40) return;
+  lastW = window.innerWidth;
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(render, 200);
+});
+
+/* ---------------------------------------------------------------- scripting */
+
+window.attnviz = {
+  meta, data: Data, state: S,
+  render, setView,
+  setLayer(li) { S.layer = li; return render(); },
+  exportSVG: () => exportData('svg'),
+  exportPNG: () => exportData('png'),
+  openModal, closeModal,
+  headColor, aggColor, fmtAtt,
+  readyMs: null,
+};
+
+buildChips();
+render();

@@ -1,0 +1,552 @@
+/* test_html.c — the HTML page writer: escaping of hostile input, a complete
+ * document, payloads that decode back to the capture within the quantization
+ * step, selections, template overrides, errors, and the size/time budgets. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "check_util.h"
+#include "output.h"
+
+/* ---------------------------------------------------------------- fixture */
+
+typedef struct {
+    BertConfig cfg;
+    Capture cap;
+    TokEncoding enc;
+    const char **tokens;
+    int *ids, *types;
+    OutDoc d;
+} Fix;
+
+static uint64_t rs = 0x9E3779B97F4A7C15ull;
+static double urand(void) {
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (double)(rs >> 11) / 9007199254740992.0;
+}
+static double nrand(void) {
+    double u = urand(), v = urand();
+    if (u < 1e-12) u = 1e-12;
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* n tokens ([CLS] ... [SEP]), L x H heads, random peaky softmax rows, q/k ~ N(0, 1.5). */
+static void fix_init(Fix *x, int n, int L, int H, int dh, int with_qk, const char *const *words, int nwords) {
+    memset(x, 0, sizeof *x);
+    strcpy(x->cfg.model_type, "bert");
+    x->cfg.vocab_size = 30522, x->cfg.hidden_size = H * dh, x->cfg.num_layers = L, x->cfg.num_heads = H;
+    x->cfg.intermediate_size = 4 * H * dh, x->cfg.max_position_embeddings = 512, x->cfg.type_vocab_size = 2;
+    x->cfg.layer_norm_eps = 1e-12f;
+    strcpy(x->cfg.hidden_act_name, "gelu");
+    x->tokens = calloc((size_t)n, sizeof *x->tokens);
+    x->ids = calloc((size_t)n, sizeof *x->ids);
+    x->types = calloc((size_t)n, sizeof *x->types);
+    ck_assert_ptr_nonnull(x->tokens);
+    ck_assert_ptr_nonnull(x->ids);
+    ck_assert_ptr_nonnull(x->types);
+    for (int i = 0; i < n; i++) {
+        x->tokens[i] = i == 0 ? "[CLS]" : i == n - 1 ? "[SEP]" : words[(i - 1) % nwords];
+        x->ids[i] = 100 + i;
+    }
+    x->enc = (TokEncoding){.n = n, .ids = x->ids, .type_ids = x->types, .tokens = x->tokens, .b_start = -1};
+    Capture *c = &x->cap;
+    *c = (Capture){.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
+    size_t nn = (size_t)n * n, nd = (size_t)n * dh;
+    c->attn = malloc(sizeof(float) * (size_t)L * H * nn);
+    ck_assert_ptr_nonnull(c->attn);
+    double *row = malloc(sizeof(double) * (size_t)n);
+    ck_assert_ptr_nonnull(row);
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            float *a = cap_attn(c, l, h);
+            double temp = 0.3 + 2.0 * urand();
+            for (int i = 0; i < n; i++) {
+                double s = 0, m = -1e300;
+                int peak = (i + l + h) % n;
+                for (int j = 0; j < n; j++) {
+                    row[j] = nrand() * temp + (j == peak ? 6.0 : 0.0);
+                    if (row[j] > m) m = row[j];
+                }
+                for (int j = 0; j < n; j++) s += row[j] = exp(row[j] - m);
+                for (int j = 0; j < n; j++) a[(size_t)i * n + j] = (float)(row[j] / s);
+            }
+        }
+    free(row);
+    if (with_qk) {
+        c->q = malloc(sizeof(float) * (size_t)L * H * nd);
+        c->k = malloc(sizeof(float) * (size_t)L * H * nd);
+        ck_assert_ptr_nonnull(c->q);
+        ck_assert_ptr_nonnull(c->k);
+        for (size_t i = 0; i < (size_t)L * H * nd; i++) {
+            c->q[i] = (float)(nrand() * 1.5 + (i % 64 == 3 ? 4.0 : 0.0));
+            c->k[i] = (float)(nrand() * 1.2);
+        }
+    }
+    x->d = (OutDoc){.model_name = "test-bert", .cfg = &x->cfg, .dtype = "F32", .text_a = "a test input",
+                    .enc = &x->enc, .cap = c, .init_layer = 0, .init_head = 0, .precision = 6, .with_qk = with_qk};
+}
+
+static void fix_free(Fix *x) {
+    free(x->cap.attn);
+    free(x->cap.q);
+    free(x->cap.k);
+    free(x->tokens);
+    free(x->ids);
+    free(x->types);
+}
+
+/* Writes the page into a malloc'd string. */
+static char *page(const OutDoc *d, const char *tdir, size_t *len, int *rc, AvErr *e) {
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ck_assert_ptr_nonnull(f);
+    *rc = html_write_doc(f, d, tdir, e);
+    ck_assert_int_eq(fclose(f), 0);
+    if (len) *len = n;
+    return buf;
+}
+
+static char *page_ok(const OutDoc *d, size_t *len) {
+    AvErr e = {{0}};
+    int rc;
+    char *s = page(d, NULL, len, &rc, &e);
+    ck_assert_msg(rc == 0, "html_write_doc failed: %s", e.msg);
+    return s;
+}
+
+/* ---------------------------------------------------------------- payload decoding */
+
+static const char B85[] = "!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~";
+
+/* Finds element id in the page and returns its decoded, inflated bytes. */
+static unsigned char *chunk(const char *html, const char *id, size_t expect, size_t *out_len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "id=\"%s\" data-z=\"", id);
+    const char *p = strstr(html, pat);
+    ck_assert_msg(p != NULL, "no element %s", id);
+    p += strlen(pat);
+    size_t zlen = strtoull(p, NULL, 10);
+    p = strchr(p, '>');
+    ck_assert_ptr_nonnull(p);
+    p++;
+    const char *end = strchr(p, '<');
+    ck_assert_ptr_nonnull(end);
+    size_t tl = (size_t)(end - p);
+    ck_assert_uint_eq(tl % 5, 0);
+    unsigned char *z = malloc(tl / 5 * 4 + 4);
+    ck_assert_ptr_nonnull(z);
+    int val[256];
+    for (int i = 0; i < 256; i++) val[i] = -1;
+    for (int i = 0; B85[i]; i++) val[(unsigned char)B85[i]] = i;
+    for (size_t i = 0; i < tl; i += 5) {
+        uint64_t v = 0;
+        for (int j = 0; j < 5; j++) {
+            int d = val[(unsigned char)p[i + (size_t)j]];
+            ck_assert_msg(d >= 0, "character outside the base-85 alphabet");
+            v = v * 85 + (uint64_t)d;
+        }
+        ck_assert(v <= 0xffffffffu);
+        for (int j = 0; j < 4; j++) z[i / 5 * 4 + (size_t)j] = (unsigned char)(v >> (24 - 8 * j));
+    }
+    ck_assert_uint_le(zlen, tl / 5 * 4);
+    unsigned char *raw = malloc(expect ? expect : 1);
+    ck_assert_ptr_nonnull(raw);
+    uLongf rl = (uLongf)expect;
+    ck_assert_int_eq(uncompress(raw, &rl, z, (uLong)zlen), Z_OK);
+    ck_assert_uint_eq(rl, expect);
+    free(z);
+    *out_len = rl;
+    return raw;
+}
+
+static unsigned code16(const unsigned char *raw, size_t cnt, size_t i) { return raw[i] | (unsigned)raw[cnt + i] << 8; }
+static int unzig(unsigned u) { return (int)(u >> 1) ^ -(int)(u & 1); }
+
+static cJSON *meta_of(const char *html) {
+    const char *p = strstr(html, "<script type=\"application/json\" id=\"av-meta\">");
+    ck_assert_ptr_nonnull(p);
+    p = strchr(p, '>') + 1;
+    const char *end = strstr(p, "</script>");
+    ck_assert_ptr_nonnull(end);
+    cJSON *j = cJSON_ParseWithLength(p, (size_t)(end - p));
+    ck_assert_msg(j != NULL, "meta is not JSON");
+    return j;
+}
+
+static size_t count(const char *s, const char *needle) {
+    size_t c = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p++) c++;
+    return c;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *const WORDS[] = {"time", "flies", "like", "an", "arrow"};
+
+/* ---------------------------------------------------------------- tests */
+
+START_TEST(test_hostile_input_is_escaped) {
+    static const char *const hostile[] = {"</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+                                          "<!--", "&amp;", "\"'", "</SCRIPT >", "\\u003c/script>"};
+    Fix x;
+    fix_init(&x, 9, 2, 3, 8, 1, hostile, 7);
+    x.d.text_a = "</script><script>alert(1)</script> <img src=x onerror=alert(1)>";
+    x.d.text_b = "<b>bold</b>";
+    x.d.model_name = "<script>alert('model')</script>";
+    x.d.model_note = "</script><img src=x onerror=alert(2)>";
+    const char *pats[2 * 3];
+    for (int i = 0; i < 6; i++) pats[i] = hostile[i % 7];
+    x.d.head_patterns = pats;
+    x.d.head_descriptions = pats;
+    size_t len;
+    char *s = page_ok(&x.d, &len);
+    ck_assert_ptr_null(strstr(s, "<script>alert"));
+    ck_assert_ptr_null(strstr(s, "<img"));
+    ck_assert_ptr_null(strstr(s, "<b>bold"));
+    ck_assert_ptr_null(strstr(s, "</SCRIPT"));
+    ck_assert_ptr_null(strstr(s, "<!--"));
+    ck_assert_ptr_null(strstr(s, "onerror=alert(1)>"));
+    /* every <script opens one of ours and every </script closes one */
+    size_t opens = count(s, "<script"), closes = count(s, "</script");
+    ck_assert_uint_eq(opens, closes);
+    ck_assert_uint_eq(opens, 1 /* meta */ + 2 * 2 /* att + qk chunks */ + 1 /* code */);
+    /* the tokens survive the round trip through the meta JSON */
+    cJSON *m = meta_of(s);
+    cJSON *toks = cJSON_GetObjectItem(m, "tokens");
+    ck_assert_int_eq(cJSON_GetArraySize(toks), 9);
+    for (int i = 1; i < 8; i++) ck_assert_str_eq(cJSON_GetArrayItem(toks, i)->valuestring, hostile[(i - 1) % 7]);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "text_a")->valuestring, x.d.text_a);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "name")->valuestring, x.d.model_name);
+    /* the title is HTML-escaped */
+    ck_assert_ptr_nonnull(strstr(s, "<title>attnviz — &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_document_complete) {
+    Fix x;
+    fix_init(&x, 7, 12, 12, 64, 1, WORDS, 5);
+    size_t len;
+    char *s = page_ok(&x.d, &len);
+    ck_assert_uint_eq(strlen(s), len);
+    ck_assert(strncmp(s, "<!doctype html>", 15) == 0);
+    ck_assert(len > 20 && strcmp(s + len - 8, "</html>\n") == 0);
+    ck_assert_ptr_nonnull(strstr(s, "Content-Security-Policy"));
+    ck_assert_ptr_nonnull(strstr(s, "default-src 'none'"));
+    ck_assert_ptr_null(strstr(s, "{{")); /* every placeholder filled */
+    ck_assert_ptr_nonnull(strstr(s, "id=\"av-att-11\""));
+    ck_assert_ptr_nonnull(strstr(s, "id=\"av-qk-11\""));
+    ck_assert_ptr_null(strstr(s, "id=\"av-att-12\""));
+    cJSON *m = meta_of(s);
+    ck_assert_int_eq(cJSON_GetObjectItem(m, "n")->valueint, 7);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "layers")), 12);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "head_dim")->valueint, 64);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "head_patterns")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "sentence_b_start")));
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_attention_round_trip) {
+    Fix x;
+    fix_init(&x, 23, 3, 4, 16, 0, WORDS, 5);
+    size_t len;
+    char *s = page_ok(&x.d, &len);
+    ck_assert_ptr_null(strstr(s, "id=\"av-qk-0\""));
+    size_t nn = 23 * 23, cnt = 4 * nn;
+    for (int l = 0; l < 3; l++) {
+        char id[32];
+        snprintf(id, sizeof id, "av-att-%d", l);
+        size_t rl;
+        unsigned char *raw = chunk(s, id, cnt * 2, &rl);
+        for (int h = 0; h < 4; h++) {
+            const float *a = cap_attn(&x.cap, l, h);
+            for (size_t i = 0; i < nn; i++) {
+                unsigned c = code16(raw, cnt, (size_t)h * nn + i);
+                ck_assert_uint_le(c, 10000);
+                /* the code is the float rounded to 4 decimals */
+                ck_assert_msg(fabs(c / 10000.0 - a[i]) <= 0.5e-4 + 1e-9, "l%d h%d i%zu: %u vs %g", l, h, i, c, a[i]);
+            }
+        }
+        free(raw);
+    }
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_qk_round_trip) {
+    Fix x;
+    fix_init(&x, 11, 2, 3, 16, 1, WORDS, 5);
+    /* one tiny head (more decimals) and one huge head (fewer) */
+    for (size_t i = 0; i < 11 * 16; i++) cap_q(&x.cap, 1, 1)[i] *= 0.01f;
+    for (size_t i = 0; i < 11 * 16; i++) cap_k(&x.cap, 1, 2)[i] *= 100.0f;
+    size_t len;
+    char *s = page_ok(&x.d, &len);
+    cJSON *m = meta_of(s);
+    cJSON *dec = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "qk"), "dec");
+    ck_assert_ptr_nonnull(dec);
+    size_t d = 16, blk = 11 * d, per = d + blk, cnt = 3 * 2 * per;
+    for (int l = 0; l < 2; l++) {
+        char id[32];
+        snprintf(id, sizeof id, "av-qk-%d", l);
+        size_t rl;
+        unsigned char *raw = chunk(s, id, cnt * 2, &rl);
+        for (int h = 0; h < 3; h++)
+            for (int w = 0; w < 2; w++) {
+                int dc = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetArrayItem(dec, l), h), w)->valueint;
+                const float *v = w ? cap_k(&x.cap, l, h) : cap_q(&x.cap, l, h);
+                size_t base = ((size_t)h * 2 + (size_t)w) * per;
+                double step = pow(10.0, -dc);
+                for (size_t i = 0; i < blk; i++) {
+                    int off = unzig(code16(raw, cnt, base + i % d));
+                    int c = unzig(code16(raw, cnt, base + d + i)) + off;
+                    ck_assert_msg(fabs(c * step - v[i]) <= step / 2 + 1e-6 * fabs(v[i]), "l%d h%d w%d i%zu dec %d: %d vs %g",
+                                  l, h, w, i, dc, c, v[i]);
+                }
+                if (l == 1 && h == 1 && w == 0) ck_assert_int_ge(dc, 3);
+                if (l == 1 && h == 2 && w == 1) ck_assert_int_le(dc, 1);
+                if (l == 0) ck_assert_int_eq(dc, 2);
+            }
+        free(raw);
+    }
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_selection) {
+    Fix x;
+    fix_init(&x, 9, 4, 6, 8, 1, WORDS, 5);
+    static const int layers[] = {3, 1}, heads[] = {5, 0, 2};
+    static const char *pats[4 * 6];
+    static char names[4 * 6][16];
+    for (int i = 0; i < 24; i++) {
+        snprintf(names[i], sizeof names[i], "p%d", i);
+        pats[i] = names[i];
+    }
+    x.d.layers = layers, x.d.n_sel_layers = 2;
+    x.d.heads = heads, x.d.n_sel_heads = 3;
+    x.d.head_patterns = pats;
+    x.d.is_demo = 1;
+    x.d.model_note = "constructed";
+    x.d.init_layer = 3, x.d.init_head = 2;
+    size_t len;
+    char *s = page_ok(&x.d, &len);
+    cJSON *m = meta_of(s);
+    cJSON *ls = cJSON_GetObjectItem(m, "layers"), *hs = cJSON_GetObjectItem(m, "heads");
+    ck_assert_int_eq(cJSON_GetArraySize(ls), 2);
+    ck_assert_int_eq(cJSON_GetArrayItem(ls, 0)->valueint, 3);
+    ck_assert_int_eq(cJSON_GetArrayItem(hs, 0)->valueint, 5);
+    ck_assert_int_eq(cJSON_GetArrayItem(hs, 2)->valueint, 2);
+    cJSON *hp = cJSON_GetObjectItem(m, "head_patterns");
+    /* labels are indexed by real layer * num_heads + real head */
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 0), 0)->valuestring, "p23");
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 1), 2)->valuestring, "p8");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "is_demo")));
+    ck_assert_int_eq(cJSON_GetObjectItem(m, "init_head")->valueint, 2);
+    ck_assert_ptr_null(strstr(s, "id=\"av-att-2\""));
+    /* chunk 0 holds layer 3's heads 5, 0, 2 */
+    size_t nn = 81, cnt = 3 * nn, rl;
+    unsigned char *raw = chunk(s, "av-att-0", cnt * 2, &rl);
+    for (int hj = 0; hj < 3; hj++)
+        for (size_t i = 0; i < nn; i++)
+            ck_assert(fabs(code16(raw, cnt, hj * nn + i) / 1e4 - cap_attn(&x.cap, 3, heads[hj])[i]) <= 0.5e-4 + 1e-9);
+    free(raw);
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_templates_dir) {
+    Fix x;
+    fix_init(&x, 5, 1, 2, 4, 0, WORDS, 5);
+    char dir[] = "/tmp/attnviz_tmplXXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char p1[256], p2[256];
+    snprintf(p1, sizeof p1, "%s/page.html", dir);
+    snprintf(p2, sizeof p2, "%s/x.js", dir);
+    AvErr e = {{0}};
+    int rc;
+    /* a minimal page of our own */
+    write_file(p1, "<p>{{title}}</p><script>{{include x.js}}</script><script type=\"application/json\">{{meta}}</script>{{payload}}");
+    write_file(p2, "var ok = 1;");
+    char *s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert(strncmp(s, "<p>a test input</p><script>var ok = 1;</script>", 47) == 0);
+    free(s);
+    /* a script template that would close its element */
+    write_file(p2, "var s = '</script>';");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "x.js"));
+    free(s);
+    /* unknown placeholder, missing include, unterminated */
+    write_file(p1, "{{nope}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nope"));
+    free(s);
+    write_file(p1, "{{include missing.js}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "missing.js"));
+    free(s);
+    write_file(p1, "abc {{title");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    free(s);
+    remove(p1);
+    remove(p2);
+    /* a folder without page.html */
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "page.html"));
+    free(s);
+    rmdir(dir);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_errors) {
+    Fix x;
+    fix_init(&x, 5, 2, 2, 4, 1, WORDS, 5);
+    AvErr e = {{0}};
+    int rc;
+    char *s;
+    const Capture *keep = x.d.cap;
+    x.d.cap = NULL; /* --tokens-only: no page */
+    s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "attention"));
+    free(s);
+    x.d.cap = keep;
+    static const int bad_layer[] = {0, 7};
+    x.d.layers = bad_layer, x.d.n_sel_layers = 2;
+    s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "layer 7"));
+    free(s);
+    x.d.layers = NULL;
+    x.cap.n_tokens = 4; /* disagrees with the encoding */
+    s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    free(s);
+    x.cap.n_tokens = 5;
+    /* a full disk */
+    FILE *f = fopen("/dev/full", "wb");
+    if (f) {
+        setvbuf(f, NULL, _IONBF, 0);
+        ck_assert_int_eq(html_write_doc(f, &x.d, NULL, &e), -1);
+        fclose(f);
+    }
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_title_shortened_at_char_boundary) {
+    Fix x;
+    fix_init(&x, 5, 1, 1, 4, 0, WORDS, 5);
+    char text[400] = "";
+    for (int i = 0; i < 60; i++) strcat(text, "é<"); /* 3 bytes each */
+    x.d.text_a = text;
+    char *s = page_ok(&x.d, NULL);
+    const char *t = strstr(s, "<title>");
+    const char *end = strstr(s, "</title>");
+    ck_assert(t && end && end - t < 400);
+    ck_assert_ptr_nonnull(strstr(t, "é&lt;é&lt;"));
+    ck_assert_ptr_nonnull(strstr(t, "…</title>"));
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+/* Size and time budgets (reported on stderr; generous asserts). */
+START_TEST(test_budget_small) {
+    Fix x;
+    fix_init(&x, 7, 12, 12, 64, 0, WORDS, 5);
+    size_t len_noqk, len_qk;
+    char *s = page_ok(&x.d, &len_noqk);
+    free(s);
+    fix_free(&x);
+    fix_init(&x, 7, 12, 12, 64, 1, WORDS, 5);
+    s = page_ok(&x.d, &len_qk);
+    free(s);
+    fix_free(&x);
+    fprintf(stderr, "html 7 tokens 12x12: %zu bytes without q/k, %zu with q/k (q/k part %zu)\n", len_noqk, len_qk,
+            len_qk - len_noqk);
+    ck_assert_uint_lt(len_noqk, 300 * 1000);
+    /* q/k: 7 x 64 x 144 x 2 values, ~11 bits each after deflate, +25% text */
+    ck_assert_uint_lt(len_qk - len_noqk, 350 * 1000);
+}
+END_TEST
+
+START_TEST(test_budget_512) {
+    Fix x;
+    fix_init(&x, 512, 12, 12, 64, 1, WORDS, 5);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ck_assert_ptr_nonnull(f);
+    AvErr e = {{0}};
+    double t0 = now_ms();
+    ck_assert_int_eq(html_write_doc(f, &x.d, NULL, &e), 0);
+    double t1 = now_ms();
+    ck_assert_int_eq(fclose(f), 0);
+    fprintf(stderr, "html 512 tokens 12x12 d64 with q/k: %.1f MB in %.0f ms\n", n / 1e6, t1 - t0);
+    ck_assert_uint_lt(n, 40 * 1000 * 1000);
+    ck_assert_msg(t1 - t0 < 5000, "writing took %.0f ms", t1 - t0); /* budget 1 s; loose for slow CI */
+    /* spot-check the last layer decodes */
+    size_t rl, nn = 512 * 512, cnt = 12 * nn;
+    unsigned char *raw = chunk(buf, "av-att-11", cnt * 2, &rl);
+    for (size_t i = 0; i < cnt; i += 4099)
+        ck_assert(fabs(code16(raw, cnt, i) / 1e4 - cap_attn(&x.cap, 11, 0)[i]) <= 0.5e-4 + 1e-9);
+    free(raw);
+    free(buf);
+    fix_free(&x);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("html");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_hostile_input_is_escaped);
+    tcase_add_test(tc, test_document_complete);
+    tcase_add_test(tc, test_attention_round_trip);
+    tcase_add_test(tc, test_qk_round_trip);
+    tcase_add_test(tc, test_selection);
+    tcase_add_test(tc, test_templates_dir);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_title_shortened_at_char_boundary);
+    tcase_add_test(tc, test_budget_small);
+    tcase_add_test(tc, test_budget_512);
+    suite_add_tcase(s, tc);
+    return s;
+}
