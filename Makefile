@@ -5,8 +5,9 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 PKGS    := libcjson libutf8proc openblas zlib
 OPT     ?= -O3
+SAN     ?=
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+CFLAGS  += $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Iinclude
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -14,18 +15,19 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
-B        := build
+B        ?= build
+BIN      ?= attnviz
 SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
 OBJS     := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/templates_gen.o
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
 
-.PHONY: all test check-units demo demo-model weights bench install uninstall clean deps deps-test fuzz
+.PHONY: all test test-asan unit-tests demo demo-model weights bench install uninstall clean deps deps-test fuzz
 
-all: attnviz demo-model
+all: $(BIN) demo-model
 
-attnviz: $(B)/obj/main.o $(B)/libattnviz.a
+$(BIN): $(B)/obj/main.o $(B)/libattnviz.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/libattnviz.a: $(OBJS)
@@ -66,9 +68,15 @@ deps:
 deps-test:
 	@tools/deps.sh test
 
+# make test: every suite and end-to-end test on the optimized build, then the
+# Check suites again under AddressSanitizer + UndefinedBehaviorSanitizer.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
 test: deps-test
 	@$(MAKE) --no-print-directory attnviz demo-model $(TESTS)
-	@tests/run_all.sh $(TESTS)
+	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/attnviz OPT=-O1 SAN="$(ASAN_FLAGS)" \
+		build-asan/attnviz $(patsubst $(B)/%,build-asan/%,$(TESTS))
+	@tests/run_all.sh $(TESTS) -- $(patsubst $(B)/%,build-asan/%,$(TESTS))
 
 demo: deps
 	@$(MAKE) --no-print-directory attnviz demo-model
@@ -93,4 +101,4 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
 
 clean:
-	rm -rf $(B) attnviz
+	rm -rf build build-asan build-fuzz attnviz

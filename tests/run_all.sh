@@ -54,9 +54,21 @@ run_node() { # node's test runner: "# pass N", "# fail N", "# skipped N"
     pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
 }
 
+# Arguments: Check binaries, then "--" and the same suites built with sanitizers.
+asan=0
 for t in "$@"; do
+    if [ "$t" = "--" ]; then
+        asan=1
+        continue
+    fi
     echo "== $t"
-    run_check "$t"
+    if [ $asan -eq 1 ]; then
+        # leaks inside OpenBLAS's thread pool are not ours: report only ours
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_check "$t"
+    else
+        run_check "$t"
+    fi
 done
 for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/fetch_test.sh; do
     [ -x "$s" ] || continue
