@@ -75,6 +75,14 @@ for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.
     echo "== $s"
     run_script "$s"
 done
+echo "== tests/bad_inputs.sh (under valgrind too)"
+if command -v valgrind >/dev/null; then
+    VALGRIND=1 run_script tests/bad_inputs.sh
+else
+    echo "SKIP valgrind runs of the bad-input catalog: valgrind not installed"
+    skip=$((skip + 1))
+    run_script tests/bad_inputs.sh
+fi
 if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
     echo "== tests/browser"
     if [ -d node_modules/playwright-core ] && [ -x /usr/bin/chromium ]; then

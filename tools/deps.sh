@@ -25,6 +25,9 @@ if [ "$mode" = test ]; then
     want_pkg fonts-dejavu-core
     want_cmd curl curl
     want_cmd parallel parallel
+    want_cmd valgrind valgrind
+    want_cmd clang clang
+    want_pkg libclang-rt-14-dev
     want_cmd node nodejs
     want_cmd npm npm
 fi

@@ -1,0 +1,178 @@
+#!/bin/bash
+# The catalog of bad inputs attnviz has been tried on, with the expected exit
+# code and message. Each case builds its input from tests/data/small-f32, runs
+# attnviz, and checks: the exit code; exactly one stderr line, matching the
+# expected message; no crash; no temporary or half-written output left.
+# With VALGRIND=1 every case also runs under valgrind (no invalid reads, no
+# definite leaks).
+#
+#   case_ NAME EXIT REGEX -- ARGS...    (ARGS may use $M: a fresh copy of the model;
+#                                        LINES=N case_ ... when N stderr lines are expected)
+set -u
+cd "$(dirname "$0")/.."
+BIN=$PWD/attnviz
+SRC=$PWD/tests/data/small-f32
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+PY=python3
+n_case=0
+
+fresh() { rm -rf "$T/m" && cp -r "$SRC" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+
+# st_edit PY-EXPR: rewrite model.safetensors' header with a Python edit of dict h
+# (and optionally the data bytes d), keeping everything else.
+st_edit() {
+    $PY - "$M/model.safetensors" "$1" <<'PY'
+import json, struct, sys
+p, code = sys.argv[1], sys.argv[2]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); d = b[8 + n:]
+exec(code)
+hb = json.dumps(h).encode() if isinstance(h, dict) else h
+open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + d)
+PY
+}
+cfg_edit() {
+    $PY - "$M/config.json" "$1" <<'PY'
+import json, sys
+p, code = sys.argv[1], sys.argv[2]
+c = json.load(open(p)); exec(code); json.dump(c, open(p, "w"))
+PY
+}
+
+case_() { # name exit regex -- args...
+    local name=$1 want=$2 re=$3
+    shift 4
+    n_case=$((n_case + 1))
+    rm -rf "$T/out" && mkdir -p "$T/out"
+    (cd "$T/out" && "$BIN" "$@" >"$T/stdout" 2>"$T/stderr")
+    local rc=$?
+    local lines
+    lines=$(grep -c '' "$T/stderr")
+    if [ $rc -ne "$want" ]; then
+        echo "FAIL bad_input_$name: exit $rc, want $want: $(head -c 300 "$T/stderr")"
+    elif [ "$want" -ne 0 ] && [ "$lines" -ne "${LINES:-1}" ]; then
+        echo "FAIL bad_input_$name: $lines stderr lines, want ${LINES:-1}: $(head -c 300 "$T/stderr")"
+    elif [ -n "$re" ] && ! grep -qE -- "$re" "$T/stderr"; then
+        echo "FAIL bad_input_$name: stderr lacks /$re/: $(head -c 300 "$T/stderr")"
+    elif ls -a "$T/out" "$T" | grep -q '\.tmp\.'; then
+        echo "FAIL bad_input_$name: temporary file left behind"
+    elif [ "$want" -ne 0 ] && [ -z "${KEEP_OUTPUT:-}" ] && [ -n "$(ls "$T/out")" ]; then
+        echo "FAIL bad_input_$name: output written on failure: $(ls "$T/out")"
+    else
+        echo "PASS bad_input_$name"
+    fi
+    if [ "${VALGRIND:-0}" = 1 ]; then
+        rm -rf "$T/out" && mkdir -p "$T/out"
+        (cd "$T/out" && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+            --show-leak-kinds=definite "$BIN" "$@" >/dev/null 2>"$T/vg")
+        if [ $? -eq 99 ]; then echo "FAIL valgrind_$name: $(grep -m3 '==' "$T/vg")"; else echo "PASS valgrind_$name"; fi
+    fi
+}
+Q=(--quiet --json out.json)
+
+# ---- safetensors
+fresh; head -c 5 "$SRC/model.safetensors" >"$M/model.safetensors"
+case_ st_shorter_than_8_bytes 1 "model.safetensors: not a safetensors file \(5 bytes" -- --model "$M" "${Q[@]}" hi
+fresh; printf '\xff\xff\x00\x00\x00\x00\x00\x00{}' >"$M/model.safetensors"
+case_ st_header_past_end 1 "header length 65535 runs past the end of the file" -- --model "$M" "${Q[@]}" hi
+fresh; printf '\x00\x00\x00\x00\x00\x00\x00\x10{}' >"$M/model.safetensors"
+case_ st_header_absurd 1 "header length [0-9]+ is absurd" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h = b"this is not json"'
+case_ st_header_not_json 1 "safetensors header is not valid JSON" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h = b"[1, 2, 3]"'
+case_ st_header_not_object 1 "safetensors header is not a JSON object" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["pooler.dense.bias"]["dtype"] = "Q4_K"'
+case_ st_unknown_dtype 1 "tensor 'pooler.dense.bias': unknown dtype 'Q4_K'" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["pooler.dense.bias"]["data_offsets"] = [len(d) - 4, len(d) + 124]'
+case_ st_offsets_out_of_range 1 "data_offsets .* run past the data section" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'o = h["pooler.dense.bias"]["data_offsets"]; h["pooler.dense.bias"]["data_offsets"] = [o[1], o[0]]'
+case_ st_offsets_reversed 1 "data_offsets .* are reversed" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'o = h["encoder.layer.0.attention.self.key.bias"]["data_offsets"]; h["encoder.layer.0.attention.self.query.bias"]["data_offsets"] = o'
+case_ st_offsets_overlap 1 "overlap in the data section" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [33]'
+case_ st_offsets_mismatch_shape 1 "data_offsets span 128 bytes but F32 x shape needs 132" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [2**40, 2**40, 16]'
+case_ st_shape_overflows 1 "element count overflows" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'del h["encoder.layer.1.output.dense.weight"]'
+case_ st_missing_tensor 1 "missing tensor 'encoder.layer.1.output.dense.weight' \(expected shape \[32, 64\]\)" -- --model "$M" "${Q[@]}" hi
+fresh; head -c 60000 "$SRC/model.safetensors" >"$M/model.safetensors"
+case_ st_truncated_data 1 "run past the data section .*truncated" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["intermediate_size"] = 48'
+case_ st_shape_differs_from_config 1 "tensor 'encoder.layer.0.intermediate.dense.weight' has shape \[64, 32\]; config.json implies \[48, 32\]" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["embeddings.LayerNorm.weight"]["dtype"] = "I32"'
+case_ st_integer_weights 1 "tensor 'embeddings.LayerNorm.weight' has dtype I32; expected F32, F16 or BF16" -- --model "$M" "${Q[@]}" hi
+fresh; $PY - "$M/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); o = h["encoder.layer.0.attention.self.query.weight"]["data_offsets"][0] + 8 + n
+b[o:o + 4] = struct.pack("<f", float("nan")); open(p, "wb").write(b)
+PY
+case_ st_nan_weights 1 "attention in layer 0 is not finite" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors"
+case_ st_missing_file 1 "model.safetensors: cannot open: No such file" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors" && mkdir "$M/model.safetensors"
+case_ st_is_a_directory 1 "model.safetensors: not a regular file" -- --model "$M" "${Q[@]}" hi
+
+# ---- config.json
+fresh; cfg_edit 'del c["num_attention_heads"]'
+case_ cfg_missing_key 1 "config.json: missing key \"num_attention_heads\"" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["hidden_size"] = "32"'
+case_ cfg_wrong_type 1 "config.json: \"hidden_size\" must be an integer" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["num_attention_heads"] = 5'
+case_ cfg_heads_do_not_divide 1 "hidden_size 32 is not divisible by num_attention_heads 5" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["num_hidden_layers"] = 0'
+case_ cfg_zero_layers 1 "\"num_hidden_layers\" = 0 is out of range" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["intermediate_size"] = 10**12'
+case_ cfg_absurd_size 1 "\"intermediate_size\" = 1000000000000 is out of range" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["hidden_act"] = "swish"'
+case_ cfg_unknown_activation 1 "unknown hidden_act \"swish\"" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"vocab_size": 1,' >"$M/config.json"
+case_ cfg_not_json 1 "config.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/config.json"
+case_ cfg_missing 1 "no config.json in the model folder" -- --model "$M" "${Q[@]}" hi
+
+# ---- vocab.txt
+fresh; : >"$M/vocab.txt"
+case_ vocab_empty 1 "vocab.txt" -- --model "$M" "${Q[@]}" hi
+fresh; sed -i 's/^\[UNK\]$/[UNKNOWN]/' "$M/vocab.txt"
+case_ vocab_missing_unk 1 "vocab.txt.*\[UNK\]" -- --model "$M" "${Q[@]}" hi
+fresh; sed -i 's/^\[SEP\]$/[SEPARATOR]/' "$M/vocab.txt"
+case_ vocab_missing_sep 1 "vocab.txt.*\[SEP\]" -- --model "$M" "${Q[@]}" hi
+fresh; sed -i 's/^cat$/dog/' "$M/vocab.txt"
+case_ vocab_duplicate_token 1 "vocab.txt: line [0-9]+: duplicate token \"dog\"" -- --model "$M" "${Q[@]}" hi
+fresh; sed -i 's/$/\r/' "$M/vocab.txt"
+case_ vocab_crlf_is_accepted 0 "" -- --model "$M" "${Q[@]}" "the cat sat"
+fresh; { head -n 50 "$SRC/vocab.txt"; head -c 5000 /dev/zero | tr '\0' 'x'; echo; tail -n +52 "$SRC/vocab.txt"; } >"$M/vocab.txt"
+case_ vocab_very_long_line 1 "vocab.txt: line 51" -- --model "$M" "${Q[@]}" hi
+fresh; echo "extra" >>"$M/vocab.txt"
+case_ vocab_size_differs_from_config 1 "vocab.txt: 120 tokens, but config.json says vocab_size 119" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/vocab.txt"
+case_ vocab_missing 1 "vocab.txt: .*No such file" -- --model "$M" "${Q[@]}" hi
+
+# ---- text
+fresh
+case_ text_invalid_utf8 1 "invalid UTF-8 at byte offset 4" -- --model "$M" "${Q[@]}" $'time\xe2\x28flies'
+case_ text_b_invalid_utf8 1 "sentence B: invalid UTF-8 at byte offset 0" -- --model "$M" "${Q[@]}" "fine" $'\xff'
+printf 'ok line\nnul\0byte\n' >"$T/nul.txt"
+# a batch adds its summary line ("1 of 2 lines failed") and keeps the good lines' output
+KEEP_OUTPUT=1 LINES=2 case_ text_nul_byte_in_batch 1 "nul.txt:2: contains a NUL byte; skipped" -- --model "$M" --quiet --batch "$T/nul.txt" --json out.jsonl
+head -c 10000000 /dev/zero | tr '\0' 'a' | sed 's/a\{50\}/& /g' >"$T/big.txt"
+echo >>"$T/big.txt"
+case_ text_10MB_line_is_truncated 0 "big.txt:1: longer than the model's 64 positions" -- --model "$M" --batch "$T/big.txt" --json out.jsonl
+case_ text_only_whitespace 0 "" -- --model "$M" "${Q[@]}" $' \t\n  '
+case_ text_only_control_chars 0 "" -- --model "$M" "${Q[@]}" $'\x01\x02\x7f\x1b'
+case_ text_longer_than_positions 0 "dropped [0-9]+ tokens" -- --model "$M" --json out.json "$(printf 'cat %.0s' $(seq 1 100))"
+
+# ---- options
+case_ opt_unknown_flag 2 "unknown option '--colour'" -- --model "$M" --colour hi
+case_ opt_missing_value 2 "option '--json' needs a value" -- --model "$M" hi --json
+case_ opt_layer_out_of_range 2 "--layer 2 is out of range" -- --model "$M" "${Q[@]}" --layer 2 hi
+case_ opt_head_out_of_range 2 "--head 9 is out of range" -- --model "$M" "${Q[@]}" --head 9 hi
+case_ opt_bad_precision 2 "--precision needs 1 to 9" -- --model "$M" --precision 0 hi
+case_ opt_bad_threads 2 "--threads needs 1 to 1024" -- --model "$M" --threads abc hi
+case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
+case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
+case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
+echo "INFO bad-input catalog: $n_case cases"
