@@ -15,6 +15,7 @@ typedef struct {
     FILE *fp;
     char *path;     /* final path, or NULL for stdout */
     char *tmp_path; /* temporary path, or NULL for stdout */
+    int direct;     /* a device or FIFO, written in place */
 } AvOut;
 
 int av_out_open(AvOut *o, const char *path, AvErr *e);

@@ -68,6 +68,16 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
         o->fp = stdout;
         return 0;
     }
+    /* A device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is written in
+     * place: renaming a temporary file over it would replace the device. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        if (S_ISDIR(sb.st_mode)) return av_err(e, "%s: cannot write: is a directory", path);
+        o->fp = fopen(path, "wb");
+        if (!o->fp) return av_err(e, "%s: cannot write: %s", path, strerror(errno));
+        o->direct = 1;
+        return 0;
+    }
     size_t n = strlen(path) + 32;
     o->path = strdup(path);
     o->tmp_path = malloc(n);
@@ -101,6 +111,12 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
 
 int av_out_commit(AvOut *o, AvErr *e) {
     if (!o->fp) return 0;
+    if (o->direct) {
+        int bad = fflush(o->fp) != 0 || ferror(o->fp);
+        bad |= fclose(o->fp) != 0;
+        memset(o, 0, sizeof *o);
+        return bad ? av_err(e, "write error on a non-regular file") : 0;
+    }
     if (!o->tmp_path) { /* stdout */
         int bad = fflush(o->fp) != 0 || ferror(o->fp);
         o->fp = NULL;
@@ -137,6 +153,7 @@ int av_out_commit(AvOut *o, AvErr *e) {
 }
 
 void av_out_abort(AvOut *o) {
+    if (o->fp && o->direct) fclose(o->fp);
     if (o->fp && o->tmp_path) {
         fclose(o->fp);
         unlink(o->tmp_path);

@@ -174,5 +174,6 @@ case_ opt_bad_precision 2 "--precision needs 1 to 9" -- --model "$M" --precision
 case_ opt_bad_threads 2 "--threads needs 1 to 1024" -- --model "$M" --threads abc hi
 case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
+case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
 case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
 echo "INFO bad-input catalog: $n_case cases"

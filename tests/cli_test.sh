@@ -100,6 +100,13 @@ echo '{"old":true}' >"$T/keep.json"
 grep -q old "$T/keep.json" && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && ok failed_run_keeps_existing_output \
     || ko failed_run_keeps_existing_output "$(ls "$T")"
 
+# -- a FIFO or device is written in place, never replaced by a rename
+mkfifo "$T/fifo"
+cat "$T/fifo" >"$T/from_fifo" &
+"$BIN" --model "$M" --json "$T/fifo" --quiet "hello" 2>/dev/null
+wait
+[ -p "$T/fifo" ] && grep -q '"tokens"' "$T/from_fifo" && ok fifo_output_is_written_in_place || ko fifo_output_is_written_in_place "$(ls -la "$T/fifo")"
+
 # -- model selection
 check attnviz_model_env_selects_the_model bash -c "ATTNVIZ_MODEL='$M' '$BIN' --json - 'hi' 2>&1 >/dev/null | grep -q 'ATTNVIZ_MODEL'"
 if [ -f weights/demo/config.json ]; then
