@@ -50,6 +50,7 @@
  * 512 tokens ~26 MB attention + ~14 MB q/k... see the report.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,11 @@
 #define HTML_MAX_TEMPLATE ((size_t)16 << 20)
 /* zlib level (with Z_RLE the level matters little; 1 is the fastest). */
 #define HTML_ZLEVEL 1
+/* Threads compressing layers in parallel. */
+#define HTML_THREADS 4
+/* Payload text above which queries/keys lose a decimal (the page must stay
+ * under 40 MB at 512 tokens x 144 heads; templates and meta take ~0.2 MB). */
+#define HTML_PAYLOAD_BUDGET ((size_t)39500000)
 
 /* ---------------------------------------------------------------- output helpers */
 
@@ -319,127 +325,232 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
 /* ---------------------------------------------------------------- payload */
 
 typedef struct {
-    unsigned char *raw, *z;
-    size_t raw_cap, z_cap;
-} Bufs;
+    unsigned char *z; /* zlib stream */
+    size_t len;
+} Blob;
 
-static int bufs_reserve(Bufs *b, size_t raw, AvErr *e) {
-    if (raw > b->raw_cap) {
-        free(b->raw);
-        b->raw = malloc(raw);
-        b->raw_cap = b->raw ? raw : 0;
-        if (!b->raw) return av_err(e, "html: out of memory (%zu bytes)", raw);
+typedef struct {
+    const OutDoc *d;
+    int nl, nh;
+    const int *qk_dec; /* decimals per (layer, head, q|k) */
+    Blob *att, *qk;    /* per selected layer */
+    int next;          /* next job: [0, nl) attention, [nl, 2 nl) q/k */
+    int n_jobs;
+    pthread_mutex_t mu;
+    int failed, mu_ok;
+    char err[200];
+} Enc;
+
+static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 * v - 1); }
+
+/* Quantizes layer li's attention into raw (2 planes of nh*n*n). */
+static void quant_att(const OutDoc *d, int li, unsigned char *raw) {
+    const Capture *c = d->cap;
+    int nh = out_n_heads(d), l = out_layer(d, li);
+    size_t nn = (size_t)c->n_tokens * c->n_tokens, cnt = (size_t)nh * nn;
+    for (int hj = 0; hj < nh; hj++) {
+        const float *a = cap_attn(c, l, out_head(d, hj));
+        unsigned char *plo = raw + (size_t)hj * nn, *phi = raw + cnt + (size_t)hj * nn;
+        for (size_t i = 0; i < nn; i++) {
+            /* float * 1e4 is exact in double, so this is the float rounded half-up. */
+            double x = (double)a[i] * HTML_ATT_SCALE + 0.5;
+            unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
+            plo[i] = (unsigned char)(v & 255);
+            phi[i] = (unsigned char)(v >> 8);
+        }
     }
-    size_t zb = (size_t)compressBound((uLong)raw) + 64;
-    if (zb > b->z_cap) {
-        free(b->z);
-        b->z = malloc(zb);
-        b->z_cap = b->z ? zb : 0;
-        if (!b->z) return av_err(e, "html: out of memory (%zu bytes)", zb);
+}
+
+/* Quantizes layer li's queries and keys into raw (see the notes at the top). */
+static void quant_qk(const OutDoc *d, int li, const int *qk_dec, unsigned char *raw, int *code, int *off) {
+    const Capture *c = d->cap;
+    int nh = out_n_heads(d), l = out_layer(d, li);
+    size_t n = (size_t)c->n_tokens, dh = (size_t)c->head_dim;
+    size_t blk = n * dh, per = dh + blk, cnt = (size_t)nh * 2 * per;
+    unsigned char *lo = raw, *hi = raw + cnt;
+    for (int hj = 0; hj < nh; hj++)
+        for (int w = 0; w < 2; w++) {
+            const float *v = w ? cap_k(c, l, out_head(d, hj)) : cap_q(c, l, out_head(d, hj));
+            double sc = pow(10.0, qk_dec[((size_t)li * nh + hj) * 2 + w]);
+            for (size_t i = 0; i < blk; i++) {
+                double x = isfinite(v[i]) ? floor((double)v[i] * sc + 0.5) : 0.0;
+                if (x > 16383) x = 16383;
+                if (x < -16383) x = -16383;
+                code[i] = (int)x;
+            }
+            for (size_t j = 0; j < dh; j++) {
+                long long sum = 0;
+                for (size_t t = 0; t < n; t++) sum += code[t * dh + j];
+                off[j] = (int)llround((double)sum / (double)n);
+            }
+            size_t o = ((size_t)hj * 2 + (size_t)w) * per;
+            for (size_t j = 0; j < dh; j++, o++) {
+                uint16_t u = zigzag16(off[j]);
+                lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
+            }
+            for (size_t i = 0; i < blk; i++, o++) {
+                uint16_t u = zigzag16(code[i] - off[i % dh]);
+                lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
+            }
+        }
+}
+
+/* zlib stream of raw[0..n) into a new exact-size buffer; returns 0 or a zlib code. */
+static int deflate_blob(const unsigned char *raw, size_t n, Blob *out) {
+    if ((uLong)n != n || n > 0xffffffffu) return Z_BUF_ERROR;
+    size_t cap = (size_t)compressBound((uLong)n) + 64;
+    unsigned char *z = malloc(cap);
+    if (!z) return Z_MEM_ERROR;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    int zr = deflateInit2(&zs, HTML_ZLEVEL, Z_DEFLATED, 15, 8, Z_RLE);
+    if (zr != Z_OK) {
+        free(z);
+        return zr;
+    }
+    zs.next_in = (unsigned char *)(uintptr_t)raw;
+    zs.avail_in = (uInt)n;
+    zs.next_out = z;
+    zs.avail_out = (uInt)(cap > 0xffffffffu ? 0xffffffffu : cap);
+    zr = deflate(&zs, Z_FINISH);
+    size_t zn = (size_t)zs.total_out;
+    deflateEnd(&zs);
+    if (zr != Z_STREAM_END) {
+        free(z);
+        return zr == Z_OK ? Z_BUF_ERROR : zr;
+    }
+    unsigned char *shrunk = realloc(z, zn ? zn : 1);
+    out->z = shrunk ? shrunk : z;
+    out->len = zn;
+    return 0;
+}
+
+static void enc_fail(Enc *en, const char *msg, int code) {
+    pthread_mutex_lock(&en->mu);
+    if (!en->failed) snprintf(en->err, sizeof en->err, "%s (%d)", msg, code);
+    en->failed = 1;
+    pthread_mutex_unlock(&en->mu);
+}
+
+static void *enc_worker(void *arg) {
+    Enc *en = arg;
+    const OutDoc *d = en->d;
+    size_t n = (size_t)d->cap->n_tokens, dh = (size_t)d->cap->head_dim;
+    size_t att_raw = (size_t)en->nh * n * n * 2;
+    size_t qk_raw = en->qk ? (size_t)en->nh * 2 * (dh + n * dh) * 2 : 0;
+    unsigned char *raw = NULL;
+    int *code = NULL, *off = NULL;
+    for (;;) {
+        pthread_mutex_lock(&en->mu);
+        int job = en->failed ? en->n_jobs : en->next++;
+        pthread_mutex_unlock(&en->mu);
+        if (job >= en->n_jobs) break;
+        int is_qk = job >= en->nl, li = is_qk ? job - en->nl : job;
+        if (!raw) {
+            raw = malloc(att_raw > qk_raw ? att_raw : qk_raw);
+            if (en->qk) {
+                code = malloc(sizeof *code * n * dh);
+                off = malloc(sizeof *off * dh);
+            }
+            if (!raw || (en->qk && (!code || !off))) {
+                enc_fail(en, "out of memory", 0);
+                break;
+            }
+        }
+        if (is_qk) quant_qk(d, li, en->qk_dec, raw, code, off);
+        else quant_att(d, li, raw);
+        int zr = deflate_blob(raw, is_qk ? qk_raw : att_raw, is_qk ? &en->qk[li] : &en->att[li]);
+        if (zr) enc_fail(en, "deflate failed", zr);
+    }
+    free(raw);
+    free(code);
+    free(off);
+    return NULL;
+}
+
+/* Encodes jobs [first, last) with up to HTML_THREADS threads. */
+static int enc_run(Enc *en, int first, int last, AvErr *e) {
+    en->next = first;
+    en->n_jobs = last;
+    pthread_t th[HTML_THREADS];
+    int started = 0;
+    int want = last - first < HTML_THREADS ? last - first : HTML_THREADS;
+    for (int t = 1; t < want; t++) {
+        if (pthread_create(&th[started], NULL, enc_worker, en) != 0) break;
+        started++;
+    }
+    enc_worker(en);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    if (en->failed) return av_err(e, "html: encoding the payload: %s", en->err);
+    return 0;
+}
+
+static size_t b85_len(size_t n) { return (n + 3) / 4 * 5; }
+
+static void blobs_free(Blob *b, int n) {
+    if (!b) return;
+    for (int i = 0; i < n; i++) free(b[i].z);
+    free(b);
+}
+
+/* Encodes every chunk into memory. When the payload text would pass the size
+ * budget, queries/keys are re-encoded with one decimal fewer (never below 1). */
+static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
+    memset(en, 0, sizeof *en);
+    en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
+    if (pthread_mutex_init(&en->mu, NULL) != 0) return av_err(e, "html: mutex init failed");
+    en->mu_ok = 1;
+    en->att = calloc((size_t)en->nl, sizeof *en->att);
+    if (qk_dec) en->qk = calloc((size_t)en->nl, sizeof *en->qk);
+    if (!en->att || (qk_dec && !en->qk)) return av_err(e, "html: out of memory");
+    if (enc_run(en, 0, en->nl, e)) return -1;
+    if (!qk_dec) return 0;
+    size_t att_text = 0;
+    for (int i = 0; i < en->nl; i++) att_text += b85_len(en->att[i].len);
+    size_t nb = (size_t)en->nl * en->nh * 2;
+    for (int shift = 0;; shift++) {
+        if (enc_run(en, en->nl, 2 * en->nl, e)) return -1;
+        size_t qk_text = 0;
+        for (int i = 0; i < en->nl; i++) qk_text += b85_len(en->qk[i].len);
+        if (att_text + qk_text <= HTML_PAYLOAD_BUDGET || shift >= 1) break;
+        int lowered = 0;
+        for (size_t i = 0; i < nb; i++)
+            if (qk_dec[i] > 1) qk_dec[i]--, lowered = 1;
+        if (!lowered) break;
+        for (int i = 0; i < en->nl; i++) {
+            free(en->qk[i].z);
+            en->qk[i].z = NULL;
+        }
     }
     return 0;
 }
 
-/* Compresses b->raw[0..n) and writes the element with its base-85 text. */
-static int write_chunk(FILE *f, const char *id, Bufs *b, size_t n, AvErr *e) {
-    if ((uLong)n != n || n > 0xffffffffu) return av_err(e, "html: chunk too large for zlib");
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    int zr = deflateInit2(&zs, HTML_ZLEVEL, Z_DEFLATED, 15, 8, Z_RLE);
-    if (zr != Z_OK) return av_err(e, "html: deflate init failed (%d)", zr);
-    zs.next_in = b->raw;
-    zs.avail_in = (uInt)n;
-    zs.next_out = b->z;
-    zs.avail_out = (uInt)(b->z_cap > 0xffffffffu ? 0xffffffffu : b->z_cap);
-    zr = deflate(&zs, Z_FINISH);
-    size_t zn = (size_t)zs.total_out;
-    deflateEnd(&zs);
-    if (zr != Z_STREAM_END) return av_err(e, "html: deflate failed (%d)", zr);
-    if (fprintf(f, "<script type=\"application/octet-stream\" id=\"%s\" data-z=\"%zu\">", id, zn) < 0)
+static void enc_free(Enc *en) {
+    blobs_free(en->att, en->nl);
+    blobs_free(en->qk, en->nl);
+    en->att = en->qk = NULL;
+    if (en->mu_ok) pthread_mutex_destroy(&en->mu);
+    en->mu_ok = 0;
+}
+
+static int write_blob(FILE *f, const char *id, const Blob *b, AvErr *e) {
+    if (fprintf(f, "<script type=\"application/octet-stream\" id=\"%s\" data-z=\"%zu\">", id, b->len) < 0)
         return av_err(e, "html: write failed");
-    if (put_base85(f, b->z, zn, e)) return -1;
+    if (put_base85(f, b->z, b->len, e)) return -1;
     return puts_(f, "</script>\n", e);
 }
 
-static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 * v - 1); }
-
-static int write_payload(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
-    const Capture *c = d->cap;
-    int nl = out_n_layers(d), nh = out_n_heads(d);
-    size_t n = (size_t)c->n_tokens, nn = n * n;
-    size_t dh = (size_t)c->head_dim;
-    Bufs b = {0};
-    int rc = -1;
+static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
-    int *code = NULL, *off = NULL;
-
-    for (int li = 0; li < nl; li++) {
-        int l = out_layer(d, li);
-        size_t cnt = (size_t)nh * nn;
-        if (bufs_reserve(&b, cnt * 2, e)) goto out;
-        unsigned char *lo = b.raw, *hi = b.raw + cnt;
-        for (int hj = 0; hj < nh; hj++) {
-            const float *a = cap_attn(c, l, out_head(d, hj));
-            unsigned char *plo = lo + (size_t)hj * nn, *phi = hi + (size_t)hj * nn;
-            for (size_t i = 0; i < nn; i++) {
-                /* float * 1e4 is exact in double, so this is the float rounded half-up. */
-                double x = (double)a[i] * HTML_ATT_SCALE + 0.5;
-                unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
-                plo[i] = (unsigned char)(v & 255);
-                phi[i] = (unsigned char)(v >> 8);
-            }
-        }
+    for (int li = 0; li < en->nl; li++) {
         snprintf(id, sizeof id, "av-att-%d", li);
-        if (write_chunk(f, id, &b, cnt * 2, e)) goto out;
+        if (write_blob(f, id, &en->att[li], e)) return -1;
     }
-    if (qk_dec) {
-        size_t blk = n * dh, per = dh + blk, cnt = (size_t)nh * 2 * per;
-        code = malloc(sizeof *code * blk);
-        off = malloc(sizeof *off * dh);
-        if (!code || !off) {
-            av_err(e, "html: out of memory");
-            goto out;
-        }
-        for (int li = 0; li < nl; li++) {
-            int l = out_layer(d, li);
-            if (bufs_reserve(&b, cnt * 2, e)) goto out;
-            unsigned char *lo = b.raw, *hi = b.raw + cnt;
-            for (int hj = 0; hj < nh; hj++)
-                for (int w = 0; w < 2; w++) {
-                    const float *v = w ? cap_k(c, l, out_head(d, hj)) : cap_q(c, l, out_head(d, hj));
-                    double s = pow(10.0, qk_dec[((size_t)li * nh + hj) * 2 + w]);
-                    for (size_t i = 0; i < blk; i++) {
-                        double x = isfinite(v[i]) ? floor((double)v[i] * s + 0.5) : 0.0;
-                        if (x > 16383) x = 16383;
-                        if (x < -16383) x = -16383;
-                        code[i] = (int)x;
-                    }
-                    for (size_t j = 0; j < dh; j++) {
-                        long long sum = 0;
-                        for (size_t t = 0; t < n; t++) sum += code[t * dh + j];
-                        off[j] = (int)llround((double)sum / (double)n);
-                    }
-                    size_t o = ((size_t)hj * 2 + (size_t)w) * per;
-                    for (size_t j = 0; j < dh; j++, o++) {
-                        uint16_t u = zigzag16(off[j]);
-                        lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
-                    }
-                    for (size_t i = 0; i < blk; i++, o++) {
-                        uint16_t u = zigzag16(code[i] - off[i % dh]);
-                        lo[o] = (unsigned char)(u & 255), hi[o] = (unsigned char)(u >> 8);
-                    }
-                }
-            snprintf(id, sizeof id, "av-qk-%d", li);
-            if (write_chunk(f, id, &b, cnt * 2, e)) goto out;
-        }
+    for (int li = 0; en->qk && li < en->nl; li++) {
+        snprintf(id, sizeof id, "av-qk-%d", li);
+        if (write_blob(f, id, &en->qk[li], e)) return -1;
     }
-    rc = 0;
-out:
-    free(code);
-    free(off);
-    free(b.raw);
-    free(b.z);
-    return rc;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the page */
@@ -476,8 +587,15 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
             }
     }
 
+    Enc en;
+    if (encode_payload(&en, d, qk_dec, e)) {
+        enc_free(&en);
+        free(qk_dec);
+        return -1;
+    }
     Tmpl page;
     if (tmpl_load(&page, templates_dir, "page.html", e)) {
+        enc_free(&en);
         free(qk_dec);
         return -1;
     }
@@ -518,7 +636,7 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
         } else if (strcmp(name, "meta") == 0) {
             rc = write_meta(f, d, qk_dec, e);
         } else if (strcmp(name, "payload") == 0) {
-            rc = write_payload(f, d, qk_dec, e);
+            rc = write_payload(f, &en, e);
         } else if (strncmp(name, "include ", 8) == 0) {
             rc = write_include(f, templates_dir, name + 8, e);
         } else {
@@ -527,6 +645,7 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
         p = close + 2;
     }
     tmpl_free(&page);
+    enc_free(&en);
     free(qk_dec);
     if (rc == 0 && ferror(f)) rc = av_err(e, "html: write failed");
     return rc;

@@ -110,7 +110,7 @@ wait
 # -- model selection
 check attnviz_model_env_selects_the_model bash -c "ATTNVIZ_MODEL='$M' '$BIN' --json - 'hi' 2>&1 >/dev/null | grep -q 'ATTNVIZ_MODEL'"
 if [ -f weights/demo/config.json ]; then
-    check demo_model_is_the_default bash -c "cd '$T' && env -u ATTNVIZ_MODEL '$BIN' --json /dev/null 'hi' 2>&1 | grep -q 'demo model'"
+    check demo_model_is_the_default bash -c "cd '$T' && env -u ATTNVIZ_MODEL '$BIN' --json '$T/d.json' 'hi' 2>&1 | grep -q 'demo model'"
 else
     echo "SKIP demo_model_is_the_default: weights/demo not generated"
 fi
@@ -123,7 +123,7 @@ grep -q "warning: input is longer than the model's 64 positions; dropped 18 toke
 check truncation_keeps_max_positions $PY -c "import json; d=json.load(open('$T/long.json')); assert len(d['tokens'])==64 and d['tokens'][-1]=='[SEP]'"
 
 # -- profile
-"$BIN" --model "$M" --json /dev/null --profile "hi" 2>"$T/err"
+"$BIN" --model "$M" --json "$T/p.json" --profile "hi" 2>"$T/err"
 grep -qE "load_ms=[0-9.]+ tokenize_ms=[0-9.]+ forward_ms=[0-9.]+ write_ms=[0-9.]+" "$T/err" && ok profile_prints_phase_times \
     || ko profile_prints_phase_times "$(cat "$T/err")"
 exit 0
