@@ -30,10 +30,12 @@ const char *cfg_act_name(ActKind a) {
 static int get_int(const cJSON *root, const char *key, int lo, int hi, int *out, const char *path, AvErr *e) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v) return av_err(e, "%s: missing key \"%s\"", path, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble)
-        return av_err(e, "%s: \"%s\" must be an integer", path, key);
-    if (v->valuedouble < lo || v->valuedouble > hi)
+    if (!cJSON_IsNumber(v)) return av_err(e, "%s: \"%s\" must be an integer", path, key);
+    /* range first: converting a huge double to an integer type is undefined */
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi))
         return av_err(e, "%s: \"%s\" = %.0f is out of range [%d, %d]", path, key, v->valuedouble, lo, hi);
+    if (v->valuedouble != (double)(int)v->valuedouble)
+        return av_err(e, "%s: \"%s\" must be an integer", path, key);
     *out = (int)v->valuedouble;
     return 0;
 }

@@ -83,6 +83,15 @@ else
     skip=$((skip + 1))
     run_script tests/bad_inputs.sh
 fi
+echo "== fuzzing (libFuzzer, bounded time)"
+if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' \
+    | clang -x c -fsanitize=fuzzer -o /tmp/attnviz-fuzzcheck.$$ - 2>/dev/null; then
+    rm -f /tmp/attnviz-fuzzcheck.$$
+    run_script make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
+else
+    echo "SKIP fuzzing: clang with libFuzzer (libclang-rt-14-dev) not installed"
+    skip=$((skip + 1))
+fi
 if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
     echo "== tests/browser"
     if [ -d node_modules/playwright-core ] && [ -x /usr/bin/chromium ]; then

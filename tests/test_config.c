@@ -57,6 +57,10 @@ START_TEST(refuses_bad_configs_naming_the_key) {
     expect_error("{\"vocab_size\":\"100\"}", "\"vocab_size\" must be an integer");
     expect_error("{\"vocab_size\":100,\"hidden_size\":0}", "\"hidden_size\" = 0 is out of range");
     expect_error("{\"vocab_size\":1e12}", "out of range");
+    /* found by fuzz_config: a huge value once reached a double-to-integer conversion (UB) */
+    expect_error("{\"vocab_size\":1.44444e+24}", "out of range");
+    expect_error("{\"vocab_size\":-1e300}", "out of range");
+    expect_error("{\"vocab_size\":12.5}", "must be an integer");
     expect_error("{\"vocab_size\":100,\"hidden_size\":30,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
                  "\"intermediate_size\":64,\"max_position_embeddings\":64}",
                  "not divisible");
