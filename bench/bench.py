@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""make bench: attnviz against the PyTorch peer (bench/peer.py) in one session,
+on the same bert-base-shaped checkpoint, reported as ratios.
+
+Measures, at 7 / 128 / 512 tokens: the forward pass (best of N warm runs, both
+sides), end-to-end process time for the design card's sentence (process start
+to JSON and HTML written), JSON and page writing at 512 tokens, peak RSS at 512
+tokens, and a 1,000-sentence batch. Prints a Markdown report and writes it to
+bench/out/results.md.
+"""
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench", "out")
+MODEL = os.path.join(OUT, "bert-base-shape")
+PY = "/usr/bin/python3"
+ATTNVIZ = os.path.join(ROOT, "attnviz")
+FWD = os.path.join(OUT, "fwd_bench")
+PEAK_GFLOPS = 235.0  # 2 cores x AVX2 FMA: the issue's compute floor (95 ms at 128 tokens, 413 ms at 512)
+REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
+
+
+def flops(n, layers=12, hidden=768, inter=3072):
+    return n * layers * 2 * hidden * (4 * hidden + 2 * inter) + layers * 4 * n * n * hidden
+
+
+def run(cmd, **kw):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed:\n{p.stderr}")
+    return dt, p
+
+
+def peak_rss_mb(cmd):
+    """Peak RSS of a child process (ru_maxrss of a fresh fork)."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execv(cmd[0], cmd)
+    _, status, ru = os.wait4(pid, 0)
+    if status != 0:
+        sys.exit(f"bench: {cmd} failed")
+    return ru.ru_maxrss / 1024
+
+
+def ids_file(n):
+    path = os.path.join(OUT, f"ids{n}.json")
+    ids = [101] + [1000 + (i * 37) % 20000 for i in range(n - 2)] + [102]
+    json.dump([{"input_ids": ids, "token_type_ids": [0] * n}], open(path, "w"))
+    return path
+
+
+def text_of(n):
+    # "cat" is one token in the synthetic vocab: n - 2 words give n tokens
+    return " ".join(["cat"] * (n - 2))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    if not os.path.exists(os.path.join(MODEL, "model.safetensors")):
+        print("bench: writing a bert-base-shaped checkpoint (F32) ...", file=sys.stderr)
+        run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), MODEL, "--shape", "base", "--seed", "5"])
+    run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
+         os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD]
+        + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib"],
+                         capture_output=True, text=True).stdout.split() + ["-lm", "-lpthread"])
+    model_bytes = os.path.getsize(os.path.join(MODEL, "model.safetensors"))
+    rows = []
+    lines = []
+
+    # forward pass
+    fwd = {}
+    for n in (7, 128, 512):
+        _, p = run([FWD, MODEL, str(n), str(REPEAT)])
+        ours = float(p.stdout.split("warm_ms=")[1])
+        cold = float(p.stdout.split("cold_ms=")[1].split()[0])
+        _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n), os.path.join(OUT, "peer.json"),
+                    "--repeat", str(REPEAT)])
+        peer = float(p.stderr.split("forward_ms=")[1].split()[0])
+        gf = flops(n) / (ours / 1e3) / 1e9
+        fwd[n] = (ours, peer)
+        rows.append(f"| forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms (first call {cold:.1f}) | {peer:.1f} ms "
+                    f"| **{ours / peer:.2f}x** | {gf:.0f} GFLOP/s = {100 * gf / PEAK_GFLOPS:.0f}% of peak |")
+
+    # end to end: process start -> JSON and HTML written
+    e2e_ours, e2e_peer = [], []
+    for _ in range(REPEAT):
+        dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "e2e.json"),
+                     "--html", os.path.join(OUT, "e2e.html"), "time flies like an arrow"])
+        e2e_ours.append(dt * 1e3)
+    for _ in range(max(2, REPEAT // 2)):
+        dt, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(7), os.path.join(OUT, "peer.json")])
+        e2e_peer.append(dt * 1e3)
+    mo, mp = statistics.median(e2e_ours), statistics.median(e2e_peer)
+    rows.append(f"| end to end, \"time flies like an arrow\" (median process time) | {mo:.1f} ms | {mp:.0f} ms "
+                f"| **{mp / mo:.0f}x faster** | JSON + HTML written |")
+
+    # writing at 512 tokens
+    t512 = text_of(512)
+    for what, args in (("JSON", ["--json", os.path.join(OUT, "w512.json")]),
+                       ("page", ["--html", os.path.join(OUT, "w512.html")])):
+        best = 1e9
+        for _ in range(3):
+            _, p = run([ATTNVIZ, "--model", MODEL, "--profile", "--quiet"] + args + [t512])
+            best = min(best, float(p.stderr.split("write_ms=")[1].split()[0]))
+        size = os.path.getsize(args[1]) / 1e6
+        rows.append(f"| write the {what}, 512 tokens, all 144 heads | {best:.0f} ms ({size:.1f} MB) | | | target <= 1 s |")
+    # peer's JSON writing at 512 tokens, once (it is slow)
+    _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
+    peer_w = float(p.stderr.split("write_ms=")[1].split()[0])
+    rows[-2] = rows[-2].replace("| | | target", f"| {peer_w:.0f} ms | **{peer_w / best:.0f}x** | target")
+
+    # peak RSS at 512 tokens
+    rss = peak_rss_mb([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "r.json"),
+                       "--html", os.path.join(OUT, "r.html"), t512])
+    rss_peer = peak_rss_mb([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
+    rows.append(f"| peak RSS, 512 tokens, JSON + page | {rss:.0f} MB (weights file {model_bytes / 1e6:.0f} MB + "
+                f"{rss - model_bytes / 2**20:.0f} MB) | {rss_peer:.0f} MB | {rss / rss_peer:.2f}x | target <= weights + 300 MB |")
+
+    # batch of 1,000 short sentences
+    words = "the cat sat on the mat and it was tired time flies like an arrow fruit banana dog".split()
+    sents = [" ".join(words[(i * 7 + k) % len(words)] for k in range(5 + i % 8)) for i in range(1000)]
+    corpus = os.path.join(OUT, "corpus.txt")
+    open(corpus, "w").write("\n".join(sents) + "\n")
+    dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--json", os.path.join(OUT, "batch.jsonl")])
+    cases = []
+    for s in sents:
+        n = len(s.split()) + 2
+        cases.append({"input_ids": [101] + [1000] * (n - 2) + [102], "token_type_ids": [0] * n})
+    json.dump(cases, open(os.path.join(OUT, "batch_ids.json"), "w"))
+    dtp, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
+                  os.path.join(OUT, "peer_batch.jsonl")])
+    rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
+                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** | whole process each |")
+
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
+                         text=True).stdout.strip()
+    blas = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libopenblas0-pthread"], capture_output=True,
+                          text=True).stdout
+    torch_v = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                             text=True).stdout.strip()
+    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); OpenBLAS {blas}; torch {torch_v} with "
+                 "torch.set_num_threads(1). Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")
+    lines.append("")
+    lines.append("| measurement | attnviz | PyTorch peer | attnviz vs peer | note |")
+    lines.append("|---|---|---|---|---|")
+    lines += rows
+    report = "\n".join(lines)
+    print(report)
+    open(os.path.join(OUT, "results.md"), "w").write(report + "\n")
+
+
+if __name__ == "__main__":
+    main()
