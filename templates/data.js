@@ -3,7 +3,7 @@
  * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
-/* exported Data, Tok, fmtAtt, fmtFixed, fmtNum, SPECIALS */
+/* exported Data, Tok, fmtAtt, fmtFixed, SPECIALS */
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
 const B85_VAL = (() => {
@@ -68,18 +68,6 @@ function fmtFixed(code, dec) {
 function fmtAtt(w) {
   return fmtFixed(Math.round(w * 10000), 4);
 }
-/* A derived number (q.k, products): 4 significant digits, no exponent for usual sizes. */
-function fmtNum(v, sig = 4) {
-  if (!isFinite(v)) return String(v);
-  if (v === 0) return '0';
-  const a = Math.abs(v);
-  if (a >= 1e-4 && a < 1e6) {
-    const dec = Math.max(0, sig - 1 - Math.floor(Math.log10(a)));
-    return v.toFixed(Math.min(dec, 8));
-  }
-  return v.toPrecision(sig);
-}
-
 /* ---------------------------------------------------------------- the data */
 
 const Data = (() => {

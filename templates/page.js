@@ -135,9 +135,8 @@ $('export-svg').addEventListener('click', () => doExport('svg'));
 $('export-png').addEventListener('click', () => doExport('png'));
 
 function setView(v) {
-  if (v === 'neuron' && !Data.hasQK) { /* still allowed: shows how to get q/k */ }
   S.view = v;
-  render();
+  return render();
 }
 
 /* Head chips: click toggles (head/model views) or picks the head (matrix and
@@ -181,7 +180,6 @@ function updateChips() {
       : 'Heads in the ' + (S.mode === 'rollout' ? 'rollout' : S.mode) + ' — click to toggle, double-click to use one alone.';
 }
 function pickMode() { return (S.view === 'neuron') || (S.view === 'matrix' && S.mode === 'heads'); }
-let clickTimer = null;
 chips.addEventListener('click', ev => {
   const b = ev.target.closest('.head-chip');
   if (!b) return;
@@ -203,7 +201,6 @@ chips.addEventListener('dblclick', ev => {
   S.focus = h;
   render();
 });
-void clickTimer;
 
 document.addEventListener('keydown', ev => {
   if (ev.target && (ev.target.tagName === 'SELECT' || ev.target.tagName === 'INPUT') && ev.key !== 'Escape') return;
@@ -350,10 +347,13 @@ function finish(gen) {
   document.body.dataset.rendered = String(gen);
   if (!readyOnce) {
     readyOnce = true;
-    document.body.dataset.ready = '1';
-    window.attnviz.readyMs = performance.now();
-    window.attnviz.scriptMs = performance.now() - T0;
-    loadRest();
+    /* interactive = the first view painted: after the next frame */
+    requestAnimationFrame(() => setTimeout(() => {
+      window.attnviz.readyMs = performance.now();
+      window.attnviz.scriptMs = performance.now() - T0;
+      document.body.dataset.ready = '1';
+      loadRest();
+    }, 0));
   }
 }
 

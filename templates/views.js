@@ -1,7 +1,7 @@
 /* views.js — head, model, neuron and matrix views, tooltip, and the painters
  * used for export. Heavy drawing goes to <canvas>; tokens are always inserted
  * with textContent (never as HTML). */
-/* global Data, Tok, headDerived, aggregate, rolloutDerived, fmtAtt, fmtFixed, fmtNum */
+/* global Data, Tok, headDerived, aggregate, rolloutDerived, fmtAtt, fmtFixed */
 /* exported HeadView, ModelView, NeuronView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, theme */
 
 /* ---------------------------------------------------------------- helpers */
@@ -43,9 +43,9 @@ function hexRgb(hex) {
  * first 12 are the most separable), then golden-angle hues beyond. */
 const PALETTE = {
   light: ['#2f6fd0', '#f08a24', '#2e9e44', '#d63b3b', '#8b5cc9', '#8d5a3b', '#d658b0', '#129cae',
-    '#a3a514', '#27367f', '#e3ae00', '#767676', '#66c23f', '#a0204c', '#5cb3ef', '#b892e8'],
+    '#8f9c12', '#27367f', '#e0a500', '#707782', '#139e84', '#a0204c', '#5cb3ef', '#b892e8'],
   dark: ['#5d95ef', '#f59c45', '#4cc262', '#f26464', '#aa86ea', '#c69066', '#f07ccb', '#2ec6d8',
-    '#cbd136', '#8797f5', '#f5cf33', '#a9a9a9', '#93de6e', '#e8668f', '#80c8f7', '#d2b8f4'],
+    '#a7d13a', '#e9ebf0', '#f5cf33', '#8c96a8', '#1fb59a', '#e8668f', '#80c8f7', '#d2b8f4'],
 };
 function headColor(realHead) {
   const dark = document.documentElement.dataset.theme === 'dark';
@@ -117,15 +117,53 @@ function seriesFor(spec) {
 
 /* ---------------------------------------------------------------- line drawing */
 
+/* Lines drawn at most when no token is isolated: past this the picture is a
+ * wall of color anyway, and software rasterization of 100k+ antialiased lines
+ * takes seconds (512 tokens x 12 heads: ~120k lines above 1/255). */
+const LINE_LIMIT = 20000;
+
+function lineLists(rows, cols, iso) {
+  return {
+    rList: iso && iso.side === 'L' ? [iso.k] : rows.map((_, k) => k),
+    cList: iso && iso.side === 'R' ? [iso.k] : cols.map((_, k) => k),
+  };
+}
+
+/* The weight threshold for drawing: 1/255 (0.0015 when one token is
+ * isolated), raised so at most LINE_LIMIT lines are drawn. Returns
+ * {minW, total, drawn}. */
+function lineThreshold(series, m, rows, cols, iso) {
+  const base = iso ? 0.0015 : 0.004;
+  const { rList, cList } = lineLists(rows, cols, iso);
+  const hist = new Uint32Array(1025);
+  let total = 0;
+  for (const s of series) {
+    const mat = s.mat;
+    for (const r of rList) {
+      const ro = rows[r] * m;
+      for (const c of cList) {
+        const w = mat[ro + cols[c]];
+        if (w >= base) { hist[Math.min(1024, (w * 1024) | 0)]++; total++; }
+      }
+    }
+  }
+  if (iso || total <= LINE_LIMIT) return { minW: base, total, drawn: total };
+  let acc = 0, b = 1024;
+  for (; b > 0; b--) {
+    if (acc + hist[b] > LINE_LIMIT) break;
+    acc += hist[b];
+  }
+  return { minW: Math.max(base, (b + 1) / 1024), total, drawn: acc };
+}
+
 /* Draws attention lines onto a 2D context (screen or export). g: geometry
  * {x0, x1, yL(r), yR(c)}; rows/cols: visible-token indices; iso: null or
  * {side:'L'|'R', k}. Opacity = weight, batched by 64 opacity levels. */
-function drawLines(ctx, series, m, rows, cols, g, iso, lineW) {
-  const minW = iso ? 0.0015 : 0.004;
+function drawLines(ctx, series, m, rows, cols, g, iso, lineW, minW) {
+  if (minW === undefined) minW = lineThreshold(series, m, rows, cols, iso).minW;
   ctx.lineWidth = lineW;
   ctx.lineCap = 'butt';
-  const rList = iso && iso.side === 'L' ? [iso.k] : rows.map((_, k) => k);
-  const cList = iso && iso.side === 'R' ? [iso.k] : cols.map((_, k) => k);
+  const { rList, cList } = lineLists(rows, cols, iso);
   const buckets = [];
   for (let b = 0; b < 64; b++) buckets.push([]);
   for (const s of series) {
@@ -154,15 +192,6 @@ function drawLines(ctx, series, m, rows, cols, g, iso, lineW) {
     }
   }
   ctx.globalAlpha = 1;
-}
-
-function countLines(series, m, rows, cols, iso) {
-  let cnt = 0;
-  const minW = iso ? 0.0015 : 0.004;
-  const rList = iso && iso.side === 'L' ? [iso.k] : rows.map((_, k) => k);
-  const cList = iso && iso.side === 'R' ? [iso.k] : cols.map((_, k) => k);
-  for (const s of series) for (const r of rList) for (const c of cList) if (s.mat[rows[r] * m + cols[c]] >= minW) cnt++;
-  return cnt;
 }
 
 /* ---------------------------------------------------------------- head view */
@@ -210,6 +239,8 @@ function HeadView(host, spec) {
   rowEls.forEach(d => colL.appendChild(d));
   colEls.forEach(d => colR.appendChild(d));
   wrap.append(stripL, colL, lines, colR, stripR);
+  const thinNote = el('div', 'hint thin-note');
+  host.appendChild(thinNote);
   host.appendChild(wrap);
 
   const ctx = sizeCanvas(lines, linesW, H, 40e6);
@@ -246,7 +277,7 @@ function HeadView(host, spec) {
           const x = iso.side === 'L' ? 3 + si * 6 : stripW - 3 - (series.length - si) * 6;
           sctx.globalAlpha = 0.92;
           sctx.fillRect(x, y + rh - 2 - bh, 5, bh);
-          sctx.globalAlpha = 0.18;
+          sctx.globalAlpha = 0.1;
           sctx.fillRect(x, y + 2, 5, rh - 4);
         }
       });
@@ -257,17 +288,20 @@ function HeadView(host, spec) {
     }
   }
   function draw() {
-    const th = theme();
     ctx.clearRect(0, 0, linesW, H);
-    drawLines(ctx, series, m, rows, cols, geo, iso, lineW);
-    void th;
+    const lt = lineThreshold(series, m, rows, cols, iso);
+    drawLines(ctx, series, m, rows, cols, geo, iso, lineW, lt.minW);
+    thinNote.textContent = lt.drawn < lt.total
+      ? 'Showing the ' + lt.drawn.toLocaleString('en-US') + ' strongest of ' + lt.total.toLocaleString('en-US') +
+        ' lines (weight ≥ ' + lt.minW.toFixed(4) + '). Hover a token to see all of its lines.'
+      : '';
     for (const d of rowEls) d.classList.toggle('hot', !!iso && iso.side === 'L' && +d.dataset.k === iso.k);
     for (const d of colEls) d.classList.toggle('hot', !!iso && iso.side === 'R' && +d.dataset.k === iso.k);
     for (const d of rowEls) d.classList.toggle('pinned', !!pinned && pinned.side === 'L' && +d.dataset.k === pinned.k);
     for (const d of colEls) d.classList.toggle('pinned', !!pinned && pinned.side === 'R' && +d.dataset.k === pinned.k);
     drawStrips();
     wrap.dataset.iso = iso ? iso.side + iso.k : '';
-    wrap.dataset.lines = String(countLines(series, m, rows, cols, iso));
+    wrap.dataset.lines = String(lt.drawn);
   }
   function setIso(x) {
     const same = (x === iso) || (x && iso && x.side === iso.side && x.k === iso.k);
@@ -335,13 +369,13 @@ function HeadView(host, spec) {
     });
     const x0 = pad + lw, x1 = x0 + linesW;
     const g2 = { x0, x1, yL: r => top + r * rh + rh / 2, yR: c => top + c * rh + rh / 2 };
-    const nLines = countLines(series, m, rows, cols, iso);
-    if (p.vector && nLines <= 15000) {
-      p.lines(series, m, rows, cols, g2, iso, lineW);
+    const lt = lineThreshold(series, m, rows, cols, iso);
+    if (p.vector && lt.drawn <= 15000) {
+      p.lines(series, m, rows, cols, g2, iso, lineW, lt.minW);
     } else {
       const raster = document.createElement('canvas');
       const rctx = sizeCanvasRaw(raster, linesW, H, 2, 60e6);
-      drawLines(rctx, series, m, rows, cols, { x0: 0, x1: linesW, yL: geo.yL, yR: geo.yR }, iso, lineW);
+      drawLines(rctx, series, m, rows, cols, { x0: 0, x1: linesW, yL: geo.yL, yR: geo.yR }, iso, lineW, lt.minW);
       p.image(raster, x0, top, linesW, H, true);
     }
     const hot = iso;
@@ -403,10 +437,14 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax) {
   return cv;
 }
 
-/* Max-pooled thumbnail: S x S pixels. */
+/* Max-pooled thumbnail, S x S pixels, scaled to its own largest weight. */
 function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S) {
   const R = rows.length, C = cols.length;
-  if (R <= S && C <= S) return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, 1);
+  if (R <= S && C <= S) {
+    let mx = 0;
+    for (const r of rows) for (const c of cols) if (mat[r * m + c] > mx) mx = mat[r * m + c];
+    return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1);
+  }
   const cv = document.createElement('canvas');
   cv.width = S;
   cv.height = S;
@@ -423,8 +461,12 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S) {
   const ctx = cv.getContext('2d');
   const img = ctx.createImageData(S, S);
   const d = img.data;
+  let mx = 0;
+  for (let i = 0; i < S * S; i++) if (buf[i] > mx) mx = buf[i];
+  const inv = mx > 0 ? 1 / mx : 0;
   for (let i = 0; i < S * S; i++) {
-    let a = buf[i] > 1 ? 1 : buf[i];
+    let a = buf[i] * inv;
+    if (a > 1) a = 1;
     if (gamma !== 1) a = Math.pow(a, gamma);
     d[i * 4] = bgRgb[0] + (rgb[0] - bgRgb[0]) * a;
     d[i * 4 + 1] = bgRgb[1] + (rgb[1] - bgRgb[1]) * a;
@@ -446,10 +488,11 @@ function ModelView(host, spec) {
   const title = el('div', 'view-title');
   title.appendChild(el('h2', null, 'Model view'));
   const lineThumbs = Math.max(rows.length, cols.length) <= 40;
-  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.'));
+  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled, each scaled to its own largest weight; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.'));
   host.appendChild(title);
-  const avail = Math.max(480, host.clientWidth - 44);
-  const S = Math.max(56, Math.min(128, Math.floor((avail - 40) / Data.H) - 10));
+  /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
+  const avail = Math.max(480, host.clientWidth - 42);
+  const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (Data.H - 1)) / Data.H) - 8));
   const grid = el('div', 'mv');
   grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
   grid.appendChild(el('div', 'lab', ''));
@@ -646,7 +689,8 @@ function NeuronView(host, spec, qk) {
   };
   addSw('#2f6fd0', 'positive');
   addSw('#e8710a', 'negative');
-  legend.appendChild(el('span', null, 'q and k shown to ' + dq + '/' + dk + ' decimals (the captured values rounded); q × k and q·k/√d computed from them; softmax = the captured attention weight.'));
+  legend.appendChild(el('span', null, 'Shades are relative to the largest |q|, |k| and |q × k| here. ' +
+    'Values: q and k rounded to ' + (dq === dk ? dq : dq + ' and ' + dk) + ' decimals; q × k and q·k/√d computed from those; softmax is the captured attention weight.'));
   main.appendChild(legend);
   wrap.append(qcol, main);
   host.appendChild(wrap);
@@ -663,42 +707,45 @@ function NeuronView(host, spec, qk) {
   cv.dataset.d = d;
   qcv.dataset.cw = cw;
 
+  /* zero is a faint neutral cell (so the grid shows), then toward blue / orange */
+  const ZERO = hexRgb(cssVar('--panel-2'));
   function cellColor(v, scale) {
     let a = scale > 0 ? Math.min(1, Math.abs(v) / scale) : 0;
     a = Math.pow(a, 0.75);
     const c = v >= 0 ? POS : NEG;
-    return 'rgb(' + Math.round(bgRgb[0] + (c[0] - bgRgb[0]) * a) + ',' + Math.round(bgRgb[1] + (c[1] - bgRgb[1]) * a) + ',' + Math.round(bgRgb[2] + (c[2] - bgRgb[2]) * a) + ')';
+    return 'rgb(' + Math.round(ZERO[0] + (c[0] - ZERO[0]) * a) + ',' + Math.round(ZERO[1] + (c[1] - ZERO[1]) * a) + ',' + Math.round(ZERO[2] + (c[2] - ZERO[2]) * a) + ')';
   }
-  let scores = new Float64Array(n);
-  let vscale = 1, pscale = 1;
+  const scores = new Float64Array(n);
+  /* colors are relative: q, the keys and the products each to their own largest magnitude */
+  let qscale = 1, kscale = 1, pscale = 1;
   function compute() {
     const qo = qi * d;
-    let mv = 0, mp = 0;
-    for (let x = 0; x < d; x++) mv = Math.max(mv, Math.abs(q[qo + x] * sq));
+    let mq = 0, mk = 0, mp = 0;
+    for (let x = 0; x < d; x++) mq = Math.max(mq, Math.abs(q[qo + x] * sq));
     for (const j of rawCols) {
       let s = 0;
       for (let x = 0; x < d; x++) {
         const kv = k[j * d + x] * sk, pv = q[qo + x] * sq * kv;
         s += pv;
-        mv = Math.max(mv, Math.abs(kv));
+        mk = Math.max(mk, Math.abs(kv));
         mp = Math.max(mp, Math.abs(pv));
       }
       scores[j] = s / Math.sqrt(d);
     }
-    vscale = mv; pscale = mp;
+    qscale = mq; kscale = mk; pscale = mp;
   }
   function paint(c2, q2, ox, oy) {
     /* q row */
     const qo = qi * d;
     for (let x = 0; x < d; x++) {
-      q2.fillStyle = cellColor(q[qo + x] * sq, vscale);
+      q2.fillStyle = cellColor(q[qo + x] * sq, qscale);
       q2.fillRect(ox + x * cw, oy.q + 2, Math.max(1, cw - (cw > 3 ? 1 : 0)), rh - 4);
     }
     rawCols.forEach((j, r) => {
       const y = oy.k + r * rh + 2;
       for (let x = 0; x < d; x++) {
         const kv = k[j * d + x] * sk;
-        c2.fillStyle = cellColor(kv, vscale);
+        c2.fillStyle = cellColor(kv, kscale);
         c2.fillRect(ox + x * cw, y, Math.max(1, cw - (cw > 3 ? 1 : 0)), rh - 4);
         c2.fillStyle = cellColor(q[qo + x] * sq * kv, pscale);
         c2.fillRect(ox + d * cw + gap + x * cw, y, Math.max(1, cw - (cw > 3 ? 1 : 0)), rh - 4);
@@ -713,7 +760,7 @@ function NeuronView(host, spec, qk) {
     qlab.textContent = 'q · ' + Data.meta.tokens[qi];
     rawCols.forEach((j, r) => {
       const e = rowEls[r];
-      e.num.textContent = fmtNum(scores[j], 4);
+      e.num.textContent = scores[j].toFixed(3);
       const w = Data.code(li, h, qi, j);
       e.val.textContent = fmtFixed(w, 4);
       e.bar.style.width = Math.max(w > 0 ? 1 : 0, (w / 10000) * 60) + 'px';
@@ -802,7 +849,7 @@ function NeuronView(host, spec, qk) {
     rawCols.forEach((j, r) => {
       const y = ky + r * rh + rh / 2;
       p.text(hx - 10, y, Data.meta.tokens[j], { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
-      p.text(hx + cellsW + numW - 4, y, fmtNum(scores[j], 4), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
+      p.text(hx + cellsW + numW - 4, y, scores[j].toFixed(3), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
       const w = Data.code(li, h, qi, j);
       p.rect(hx + cellsW + numW + 10, y - 4, Math.max(w > 0 ? 1 : 0, (w / 10000) * 60), 8, headColor(Data.heads[h]), 1);
       p.text(hx + cellsW + numW + 76, y, fmtFixed(w, 4), { size: 12, color: th.ink, baseline: 'middle' });
@@ -879,8 +926,12 @@ function MatrixView(host, spec) {
   const octx = sizeCanvas(ov, W, Ht, 30e6);
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
   const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax);
+  /* sentence boundary (first B token) on each axis */
+  const bRow = rows.findIndex(g => tokSeg(t, g) === 1), bCol = cols.findIndex(g => tokSeg(t, g) === 1);
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
+    if (bRow > 0) p.rect(ox + labW, oy + labH + bRow * cell - 0.5, gw, 1, th.muted, 0.7);
+    if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
     if (!labelsToo) return;
     if (showLabels) {
       rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, labels[g], { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, anchor: 'end', baseline: 'middle' }));
@@ -932,13 +983,14 @@ function MatrixView(host, spec) {
     p.rect(0, 0, W + 2 * pad, Ht + top + pad, th.bg, 1);
     p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
     if (p.vector && R * C <= 4096) {
-      paintAll({ image() {}, text: p.text.bind(p) }, pad, top, true);
+      /* cells as rectangles (weight = opacity of the head color), then labels */
       const inv = scaleMax > 0 ? 1 / scaleMax : 0;
       rows.forEach((g, r) => cols.forEach((gc, c) => {
         let a = Math.min(1, s.mat[g * m + gc] * inv);
         if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
-        p.rect(pad + labW + c * cell, top + labH + r * cell, cell, cell, s.color, a);
+        if (a > 0.002) p.rect(pad + labW + c * cell, top + labH + r * cell, cell, cell, s.color, a);
       }));
+      paintAll({ image() {}, text: p.text.bind(p), rect: p.rect.bind(p) }, pad, top, true);
     } else {
       paintAll(p, pad, top, true);
     }
@@ -974,7 +1026,7 @@ function canvasPainterOn(ctx) {
       ctx.drawImage(src, x, y, w, h);
       ctx.imageSmoothingEnabled = true;
     },
-    lines(series, m, rows, cols, g, iso, lw) { drawLines(ctx, series, m, rows, cols, g, iso, lw); },
+    lines(series, m, rows, cols, g, iso, lw, minW) { drawLines(ctx, series, m, rows, cols, g, iso, lw, minW); },
   };
 }
 
@@ -1028,10 +1080,8 @@ function SvgPainter(w, h) {
       if (!smooth) a['image-rendering'] = 'pixelated';
       mk('image', a);
     },
-    lines(series, m, rows, cols, g, iso, lw) {
-      const minW = iso ? 0.0015 : 0.004;
-      const rList = iso && iso.side === 'L' ? [iso.k] : rows.map((_, k) => k);
-      const cList = iso && iso.side === 'R' ? [iso.k] : cols.map((_, k) => k);
+    lines(series, m, rows, cols, g, iso, lw, minW) {
+      const { rList, cList } = lineLists(rows, cols, iso);
       for (const s of series) {
         const grp = mk('g', { stroke: s.color, 'stroke-width': String(lw) });
         for (const r of rList) for (const c of cList) {

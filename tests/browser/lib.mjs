@@ -1,0 +1,146 @@
+// lib.mjs — shared helpers for the page's browser tests and benchmark:
+// building pages (through ./attnviz and the synthetic tests/page_fixture.c),
+// launching Debian's chromium through playwright-core, and watching every
+// request and console message.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const OUT = path.join(ROOT, 'tests/out/browser');
+export const SHOTS = path.join(ROOT, 'tests/browser/screenshots');
+export const ATTNVIZ = path.join(ROOT, 'attnviz');
+export const DEMO = path.join(ROOT, 'weights/demo');
+export const FIXTURE = path.join(ROOT, 'build/page_fixture');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+fs.mkdirSync(OUT, { recursive: true });
+fs.mkdirSync(SHOTS, { recursive: true });
+
+function mtime(p) {
+  try { return fs.statSync(p).mtimeMs; } catch { return 0; }
+}
+
+let built = false;
+/** Brings ./attnviz (templates included) and the demo model up to date, once per run. */
+export function ensureBuilt() {
+  if (built || process.env.ATTNVIZ_NO_MAKE) return;
+  execFileSync('make', ['-s', '-C', ROOT, 'attnviz', 'demo-model'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  built = true;
+}
+
+/** Builds build/page_fixture (synthetic pages) against build/libattnviz.a when stale. */
+export function ensureFixture() {
+  ensureBuilt();
+  const lib = path.join(ROOT, 'build/libattnviz.a');
+  const src = path.join(ROOT, 'tests/page_fixture.c');
+  if (mtime(FIXTURE) > Math.max(mtime(src), mtime(lib))) return FIXTURE;
+  const libs = execFileSync('pkg-config', ['--libs', 'libcjson', 'libutf8proc', 'openblas', 'zlib']).toString().trim().split(/\s+/);
+  execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-Wall', '-Wextra', '-Werror', '-I' + path.join(ROOT, 'include'),
+    '-o', FIXTURE, src, lib, ...libs, '-lm', '-lpthread'], { stdio: 'inherit' });
+  return FIXTURE;
+}
+
+/** Writes a page with ./attnviz; returns {html, json, stderr}. */
+export function cliPage(name, args) {
+  ensureBuilt();
+  if (!fs.existsSync(ATTNVIZ)) throw new Error('build attnviz first: make attnviz');
+  const html = path.join(OUT, name + '.html'), json = path.join(OUT, name + '.json');
+  const all = ['--quiet', '--html', html, '--json', json, ...args];
+  if (!args.includes('--model')) all.unshift('--model', DEMO);
+  execFileSync(ATTNVIZ, all, { stdio: ['ignore', 'ignore', 'pipe'] });
+  return { html, json, data: () => JSON.parse(fs.readFileSync(json, 'utf8')) };
+}
+
+/** Writes a synthetic page with build/page_fixture; returns {html, json, writeMs}. */
+export function fixturePage(name, args = [], { json = true } = {}) {
+  ensureFixture();
+  const html = path.join(OUT, name + '.html'), jpath = json ? path.join(OUT, name + '.json') : '/dev/null';
+  const r = execFileSync(FIXTURE, [html, jpath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  void r;
+  return { html, json: jpath, data: () => JSON.parse(fs.readFileSync(jpath, 'utf8')) };
+}
+
+export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-quic', '--disable-default-apps', '--disable-extensions'];
+
+/** Launches chromium with a fresh profile directory. */
+export async function launch() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'attnviz-chromium-'));
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1400, height: 900 },
+    acceptDownloads: true, deviceScaleFactor: 1,
+  });
+  const close = async () => { await ctx.close(); fs.rmSync(dir, { recursive: true, force: true }); };
+  return { ctx, close };
+}
+
+/**
+ * Opens a page file and watches it: every request (routed: only the file
+ * itself is let through), console errors/warnings, page errors, and alert()
+ * calls (the page's own alert is replaced before any script runs).
+ */
+export async function openPage(ctx, file, { theme = 'light', viewport } = {}) {
+  const page = await ctx.newPage();
+  if (viewport) await page.setViewportSize(viewport);
+  await page.emulateMedia({ colorScheme: theme });
+  const url = 'file://' + file;
+  const log = { requests: [], routed: [], blocked: [], console: [], errors: [], alerts: [] };
+  await page.route('**/*', route => {
+    const u = route.request().url();
+    log.routed.push(u);
+    if (u === url) return route.continue();
+    log.blocked.push(u);
+    return route.abort();
+  });
+  page.on('request', r => log.requests.push(r.url()));
+  page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') log.console.push(m.type() + ': ' + m.text()); });
+  page.on('pageerror', e => log.errors.push(String(e && e.message ? e.message : e)));
+  page.on('dialog', d => { log.alerts.push(d.message()); d.dismiss().catch(() => {}); });
+  await page.exposeFunction('__alertCalled', msg => { log.alerts.push(String(msg)); });
+  await page.addInitScript(() => {
+    window.alert = m => window.__alertCalled(String(m));
+    window.confirm = m => { window.__alertCalled('confirm:' + m); return false; };
+    window.prompt = m => { window.__alertCalled('prompt:' + m); return null; };
+  });
+  await page.goto(url);
+  await page.waitForFunction(() => document.body && document.body.dataset.ready === '1', null, { timeout: 30000 });
+  return { page, log, url };
+}
+
+/** Waits until the page has drawn after the last state change. */
+export async function settle(page) {
+  await page.evaluate(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForTimeout(30);
+}
+
+/** 4-decimal formatting exactly as the page does it (from an attention float). */
+export function fmt4(v) {
+  const c = Math.round(v * 10000);
+  return (c / 10000).toFixed(4);
+}
+/** Value rounded to dec decimals, as text. */
+export function fmtDec(v, dec) {
+  const c = Math.round(v * Math.pow(10, dec));
+  const neg = c < 0;
+  let s = String(Math.abs(c));
+  if (dec <= 0) return (neg ? '-' : '') + s;
+  while (s.length <= dec) s = '0' + s;
+  return (neg ? '-' : '') + s.slice(0, s.length - dec) + '.' + s.slice(s.length - dec);
+}
+
+/** Hash of a canvas's pixels (to tell redraws apart). */
+export async function canvasHash(page, selector) {
+  return page.evaluate(sel => {
+    const cv = document.querySelector(sel);
+    if (!cv) return null;
+    const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    let h = 2166136261 >>> 0, nz = 0;
+    for (let i = 0; i < d.length; i += 1) { h = Math.imul(h ^ d[i], 16777619) >>> 0; }
+    for (let i = 3; i < d.length; i += 4) if (d[i]) nz++;
+    return { hash: h, nonzero: nz };
+  }, selector);
+}

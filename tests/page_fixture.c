@@ -1,0 +1,233 @@
+/* page_fixture.c — writes a page (and the matching JSON) from a synthetic
+ * capture, so the page can be developed and tested without a model.
+ *
+ *   page_fixture OUT.html OUT.json [options]
+ *     --n N          tokens in total, specials included (default 7)
+ *     --layers L --heads H --dh D   shape (default 12 12 64)
+ *     --pair         a sentence pair (B starts half way)
+ *     --inject       hostile tokens and input text
+ *     --no-qk        no queries/keys
+ *     --demo         demo-model note and head pattern labels
+ *     --sel-layers a,b,c  --sel-heads a,b   page selection
+ *     --init-layer N --init-head N
+ *     --templates DIR
+ *     --seed S
+ * Attention is self-consistent: attn = softmax(q.k / sqrt(d)) for random q, k
+ * built so each head has a pattern (previous/next token, [SEP], self, broad,
+ * [CLS]); prints the time html_write_doc took to stderr.
+ *
+ * Build (after make; tests/browser/lib.mjs does this when it is stale):
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -o build/page_fixture tests/page_fixture.c \
+ *      build/libattnviz.a $(pkg-config --libs libcjson libutf8proc openblas zlib) -lm -lpthread
+ * --dump FILE also writes the raw float32 attention, q and k (for encoding
+ * experiments).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "output.h"
+
+static uint64_t rng_state = 88172645463325252ull;
+static double urand(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double nrand(void) {
+    double u = urand(), v = urand();
+    if (u < 1e-12) u = 1e-12;
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static int parse_list(const char *s, int **out) {
+    int n = 1;
+    for (const char *p = s; *p; p++) n += *p == ',';
+    *out = malloc(sizeof(int) * (size_t)n);
+    if (!*out) return 0;
+    int i = 0;
+    char *end;
+    const char *p = s;
+    while (*p && i < n) {
+        (*out)[i++] = (int)strtol(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+    }
+    return i;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: page_fixture OUT.html OUT.json [--n N] [--layers L] [--heads H] [--dh D] "
+                        "[--pair] [--inject] [--no-qk] [--demo] [--sel-layers a,b] [--sel-heads a,b] "
+                        "[--init-layer N] [--init-head N] [--templates DIR] [--seed S]\n");
+        return 2;
+    }
+    int n = 7, L = 12, H = 12, dh = 64, pair = 0, inject = 0, qk = 1, demo = 0, init_l = 0, init_h = -1;
+    int *sel_l = NULL, *sel_h = NULL, nsl = 0, nsh = 0;
+    const char *tdir = NULL, *dump = NULL;
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : "0";
+        if (!strcmp(a, "--n")) n = atoi(v), i++;
+        else if (!strcmp(a, "--layers")) L = atoi(v), i++;
+        else if (!strcmp(a, "--heads")) H = atoi(v), i++;
+        else if (!strcmp(a, "--dh")) dh = atoi(v), i++;
+        else if (!strcmp(a, "--pair")) pair = 1;
+        else if (!strcmp(a, "--inject")) inject = 1;
+        else if (!strcmp(a, "--no-qk")) qk = 0;
+        else if (!strcmp(a, "--demo")) demo = 1;
+        else if (!strcmp(a, "--sel-layers")) nsl = parse_list(v, &sel_l), i++;
+        else if (!strcmp(a, "--sel-heads")) nsh = parse_list(v, &sel_h), i++;
+        else if (!strcmp(a, "--init-layer")) init_l = atoi(v), i++;
+        else if (!strcmp(a, "--init-head")) init_h = atoi(v), i++;
+        else if (!strcmp(a, "--templates")) tdir = v, i++;
+        else if (!strcmp(a, "--dump")) dump = v, i++;
+        else if (!strcmp(a, "--seed")) rng_state ^= (uint64_t)atoll(v) * 0x9E3779B97F4A7C15ull, i++;
+        else {
+            fprintf(stderr, "unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (n < 3) n = 3;
+
+    /* Tokens. */
+    static const char *words[] = {"time", "flies", "like", "an", "arrow", "fruit", "fl", "##ies", "a",
+                                  "banana", "the", "quick", "brown", "fox", "jump", "##ed", "over",
+                                  "lazy", "dog", "##s", ",", "."};
+    static const char *hostile[] = {"</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+                                    "&amp;", "\"quoted\"", "<!--", "\\u003c"};
+    const char **tok = calloc((size_t)n, sizeof *tok);
+    int *ids = calloc((size_t)n, sizeof *ids), *types = calloc((size_t)n, sizeof *types);
+    if (!tok || !ids || !types) return 1;
+    int b_start = pair ? n / 2 + 1 : -1;
+    for (int i = 0; i < n; i++) {
+        if (i == 0) tok[i] = "[CLS]";
+        else if (i == n - 1 || (pair && i == b_start - 1)) tok[i] = "[SEP]";
+        else if (inject && i <= 6) tok[i] = hostile[(i - 1) % 6];
+        else tok[i] = words[(i - 1) % (int)(sizeof words / sizeof *words)];
+        ids[i] = 1000 + i;
+        types[i] = pair && i >= b_start ? 1 : 0;
+    }
+    TokEncoding enc = {.n = n, .ids = ids, .type_ids = types, .tokens = tok, .b_start = b_start};
+
+    BertConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    strcpy(cfg.model_type, "bert");
+    cfg.vocab_size = 30522, cfg.hidden_size = H * dh, cfg.num_layers = L, cfg.num_heads = H;
+    cfg.intermediate_size = 4 * H * dh, cfg.max_position_embeddings = 512, cfg.type_vocab_size = 2;
+    cfg.layer_norm_eps = 1e-12f;
+    strcpy(cfg.hidden_act_name, "gelu");
+
+    /* Capture: q = c * k[target] + noise, attn = softmax(q.k / sqrt d). */
+    Capture cap = {.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
+    size_t nn = (size_t)n * n, nd = (size_t)n * dh, heads = (size_t)L * H;
+    cap.attn = malloc(sizeof(float) * heads * nn);
+    cap.q = malloc(sizeof(float) * heads * nd);
+    cap.k = malloc(sizeof(float) * heads * nd);
+    double *sc = malloc(sizeof(double) * (size_t)n);
+    if (!cap.attn || !cap.q || !cap.k || !sc) return 1;
+    const char **pat = calloc(heads, sizeof *pat);
+    static const char *pnames[] = {"previous token", "next token", "[SEP]", "self", "broad", "[CLS]"};
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            int kind = (l * 5 + h * 7 + l * h) % 6;
+            pat[(size_t)l * H + h] = pnames[kind];
+            float *q = cap_q(&cap, l, h), *k = cap_k(&cap, l, h), *a = cap_attn(&cap, l, h);
+            double ks = 0.6 + 0.8 * urand();
+            for (size_t i = 0; i < nd; i++) k[i] = (float)(nrand() * ks + (i % 7 == 0 ? 0.4 : 0));
+            double c = kind == 4 ? 0.05 : 0.09 + 0.06 * urand();
+            for (int i = 0; i < n; i++) {
+                int t = i;
+                if (kind == 0) t = i > 0 ? i - 1 : 0;
+                else if (kind == 1) t = i < n - 1 ? i + 1 : n - 1;
+                else if (kind == 2) t = pair && i < b_start ? b_start - 1 : n - 1;
+                else if (kind == 5) t = 0;
+                for (int j = 0; j < dh; j++)
+                    q[(size_t)i * dh + j] = (float)(c * 8 * k[(size_t)t * dh + j] + nrand() * 0.7);
+            }
+            for (int i = 0; i < n; i++) {
+                double m = -1e300, s = 0;
+                for (int j = 0; j < n; j++) {
+                    double dot = 0;
+                    for (int x = 0; x < dh; x++) dot += (double)q[(size_t)i * dh + x] * k[(size_t)j * dh + x];
+                    sc[j] = dot / sqrt((double)dh);
+                    if (sc[j] > m) m = sc[j];
+                }
+                for (int j = 0; j < n; j++) s += sc[j] = exp(sc[j] - m);
+                for (int j = 0; j < n; j++) a[(size_t)i * n + j] = (float)(sc[j] / s);
+            }
+        }
+    if (dump) { /* raw float32 attn, q, k for encoding experiments */
+        FILE *df = fopen(dump, "wb");
+        if (!df || fwrite(cap.attn, sizeof(float), heads * nn, df) != heads * nn ||
+            fwrite(cap.q, sizeof(float), heads * nd, df) != heads * nd ||
+            fwrite(cap.k, sizeof(float), heads * nd, df) != heads * nd || fclose(df))
+            return perror(dump), 1;
+    }
+    if (!qk) {
+        free(cap.q), free(cap.k);
+        cap.q = cap.k = NULL;
+    }
+
+    char text_a[4096], text_b[1024];
+    if (inject) snprintf(text_a, sizeof text_a, "</script><script>alert(1)</script> <img src=x onerror=alert(1)>");
+    else snprintf(text_a, sizeof text_a, "synthetic input with %d tokens", n);
+    snprintf(text_b, sizeof text_b, "and a second sentence");
+
+    OutDoc d = {
+        .model_name = demo ? "attnviz-demo" : "synthetic-bert",
+        .model_dir = "weights/synthetic",
+        .cfg = &cfg,
+        .dtype = "F32",
+        .is_demo = demo,
+        .model_note = demo ? "Constructed demo model: its weights are built by hand so each head shows one "
+                             "textbook pattern; it is not trained. Run `make weights` for bert-base-uncased."
+                           : NULL,
+        .head_patterns = demo ? pat : NULL,
+        .text_a = text_a,
+        .text_b = pair ? text_b : NULL,
+        .enc = &enc,
+        .cap = &cap,
+        .init_layer = init_l,
+        .init_head = init_h,
+        .layers = sel_l,
+        .n_sel_layers = nsl,
+        .heads = sel_h,
+        .n_sel_heads = nsh,
+        .precision = 6,
+        .with_qk = qk,
+    };
+
+    AvErr e = {{0}};
+    FILE *f = fopen(argv[1], "wb");
+    if (!f) return perror(argv[1]), 1;
+    double t0 = now_ms();
+    if (html_write_doc(f, &d, tdir, &e)) {
+        fprintf(stderr, "page_fixture: %s\n", e.msg);
+        return 1;
+    }
+    if (fclose(f)) return perror(argv[1]), 1;
+    double t1 = now_ms();
+    fprintf(stderr, "html_write_doc: %.1f ms\n", t1 - t0);
+    f = fopen(argv[2], "wb");
+    if (!f) return perror(argv[2]), 1;
+    if (json_write_doc(f, &d, &e)) {
+        fprintf(stderr, "page_fixture: %s\n", e.msg);
+        return 1;
+    }
+    if (fclose(f)) return perror(argv[2]), 1;
+    free(cap.attn), free(cap.q), free(cap.k), free(sc), free(pat), free(tok), free(ids), free(types);
+    free(sel_l), free(sel_h);
+    return 0;
+}
