@@ -45,8 +45,9 @@ typedef struct {
     float *ctx;  /* (n, hidden) attention context */
     float *tmp;  /* (n, hidden) */
     float *ff;   /* (n, intermediate) */
-    float *scores; /* (max_threads, n, n) used when attention is not captured */
-    int max_threads;
+    float *scores; /* (n_threads, n, n) used when attention is not captured */
+    int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
+    struct BertPool *pool; /* worker threads, or NULL */
 } BertRunState;
 
 /* Loads config.json and model.safetensors from dir; checks every tensor's

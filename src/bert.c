@@ -164,7 +164,9 @@ void bert_free(BertModel *m) {
 
 /* ---------------------------------------------------------------- buffers */
 
-#define MAX_HEAD_THREADS 8
+#define MAX_THREADS 8
+static struct BertPool *pool_create(int n);
+static void pool_destroy(struct BertPool *pool);
 
 static float *alloc_floats(size_t n) {
     return n ? malloc(n * sizeof(float)) : NULL;
@@ -179,16 +181,21 @@ int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, Av
     s->ctx = alloc_floats(n * H);
     s->tmp = alloc_floats(n * H);
     s->ff = alloc_floats(n * (size_t)c->intermediate_size);
-    s->max_threads = MAX_HEAD_THREADS;
-    s->scores = alloc_floats((size_t)MAX_HEAD_THREADS * n * n);
+    /* as many threads as BLAS was allowed (--threads / OPENBLAS_NUM_THREADS) */
+    int T = openblas_get_num_threads();
+    s->n_threads = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
+    s->scores = alloc_floats((size_t)s->n_threads * n * n);
     if (!s->x || !s->qkv || !s->ctx || !s->tmp || !s->ff || !s->scores) {
         bert_runstate_free(s);
         return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
     }
+    s->pool = pool_create(s->n_threads); /* NULL: run on the calling thread only */
+    if (!s->pool) s->n_threads = 1;
     return 0;
 }
 
 void bert_runstate_free(BertRunState *s) {
+    pool_destroy(s->pool);
     free(s->x);
     free(s->qkv);
     free(s->ctx);
@@ -403,21 +410,143 @@ VEC_CLONES void bert_activate(float *x, size_t n, ActKind act) {
 
 /* ---------------------------------------------------------------- forward */
 
-/* Per-head attention of one layer. Heads are independent, and at these sizes
- * (n x n x 64) one BLAS call cannot keep two cores busy, so each worker thread
- * takes every T-th head with BLAS itself single-threaded meanwhile. */
+/* Threads. OpenBLAS's own pool spins in sched_yield between calls, taking
+ * cores from everything else; so BLAS runs single-threaded and the forward
+ * pass splits its work itself over a small pool of workers that block on a
+ * condition variable: matrix products by output columns, attention by heads. */
+typedef void (*ParFn)(void *arg, int t, int T);
+
+typedef struct {
+    struct BertPool *pool;
+    int t;
+} PoolSlot;
+
+struct BertPool {
+    int n; /* threads, the caller included */
+    pthread_t th[MAX_THREADS];
+    PoolSlot slot[MAX_THREADS];
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    ParFn fn;
+    void *arg;
+    unsigned gen;
+    int pending, quit;
+};
+
+static void *pool_worker(void *p) {
+    PoolSlot *slot = p;
+    struct BertPool *pool = slot->pool;
+    unsigned seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pool->mu);
+        while (pool->gen == seen && !pool->quit) pthread_cond_wait(&pool->go, &pool->mu);
+        if (pool->quit) {
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        seen = pool->gen;
+        ParFn fn = pool->fn;
+        void *arg = pool->arg;
+        pthread_mutex_unlock(&pool->mu);
+        fn(arg, slot->t, pool->n);
+        pthread_mutex_lock(&pool->mu);
+        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+static void pool_destroy(struct BertPool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->mu);
+    pool->quit = 1;
+    pthread_cond_broadcast(&pool->go);
+    pthread_mutex_unlock(&pool->mu);
+    for (int t = 1; t < pool->n; t++) pthread_join(pool->th[t], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->go);
+    pthread_cond_destroy(&pool->done);
+    free(pool);
+}
+
+/* A pool of n threads (n - 1 workers); NULL when n < 2 or threads cannot be had. */
+static struct BertPool *pool_create(int n) {
+    if (n < 2) return NULL;
+    struct BertPool *pool = calloc(1, sizeof *pool);
+    if (!pool) return NULL;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->go, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    pool->n = 1;
+    for (int t = 1; t < n; t++) {
+        pool->slot[t] = (PoolSlot){pool, t};
+        if (pthread_create(&pool->th[t], NULL, pool_worker, &pool->slot[t]) != 0) break;
+        pool->n = t + 1;
+    }
+    if (pool->n < 2) {
+        pool_destroy(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+/* Runs fn(arg, t, T) for t in [0, T) and waits; the caller takes t = 0. */
+static void pool_run(struct BertPool *pool, ParFn fn, void *arg) {
+    if (!pool) {
+        fn(arg, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    pool->fn = fn, pool->arg = arg;
+    pool->pending = pool->n - 1;
+    pool->gen++;
+    pthread_cond_broadcast(&pool->go);
+    pthread_mutex_unlock(&pool->mu);
+    fn(arg, 0, pool->n);
+    pthread_mutex_lock(&pool->mu);
+    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* Up to three products y = x w^T + b sharing x, each split by output columns;
+ * the activation, when set, is applied to each thread's own columns. */
+typedef struct {
+    const float *x;   // (n, in)
+    int n, in, out;
+    const float *w[3], *b[3]; // (out, in), (out)
+    float *y[3];      // (n, out)
+    int count;
+    int act;          // -1: none, else an ActKind
+} MatTask;
+
+static void mat_part(void *arg, int t, int T) {
+    const MatTask *m = arg;
+    int chunk = (m->out + T - 1) / T;
+    chunk = (chunk + 15) & ~15; /* whole cache lines per thread */
+    int c0 = t * chunk, c1 = c0 + chunk < m->out ? c0 + chunk : m->out;
+    if (c0 >= c1) return;
+    for (int k = 0; k < m->count; k++) {
+        float *y = m->y[k];
+        for (int i = 0; i < m->n; i++) memcpy(y + (size_t)i * m->out + c0, m->b[k] + c0, (size_t)(c1 - c0) * sizeof *y);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m->n, c1 - c0, m->in, 1.0f, m->x, m->in,
+                    m->w[k] + (size_t)c0 * m->in, m->in, 1.0f, y + c0, m->out);
+        if (m->act >= 0)
+            for (int i = 0; i < m->n; i++) bert_activate(y + (size_t)i * m->out + c0, (size_t)(c1 - c0), (ActKind)m->act);
+    }
+}
+
+/* Per-head attention of one layer; thread t takes heads t, t + T, ... */
 typedef struct {
     const float *q, *k, *v; // (n, H) each
     float *ctx;             // (n, H)
     Capture *cap;           // per-head probabilities and q/k copies, or NULL
-    float *scores;          // (T, n, n) scratch when cap is NULL
-    int layer, n, n_heads, dh, H, first, step;
-} HeadWork;
+    float *scores;          // (threads, n, n) scratch when cap is NULL
+    int layer, n, n_heads, dh, H;
+} HeadTask;
 
-static void *run_heads(void *arg) {
-    const HeadWork *w = arg;
+static void head_part(void *arg, int t, int T) {
+    const HeadTask *w = arg;
     const int n = w->n, dh = w->dh, H = w->H;
-    for (int h = w->first; h < w->n_heads; h += w->step) {
+    for (int h = t; h < w->n_heads; h += T) {
         Capture *cap = w->cap;
         if (cap && cap->q) {
             float *cq = cap_q(cap, w->layer, h), *ck = cap_k(cap, w->layer, h); // (n, dh)
@@ -426,41 +555,13 @@ static void *run_heads(void *arg) {
                 memcpy(ck + (size_t)i * dh, w->k + (size_t)i * H + h * dh, (size_t)dh * sizeof *ck);
             }
         }
-        float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)w->first * n * n; // (n, n)
+        float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
         bert_attention(probs, w->ctx + h * dh, w->q + h * dh, w->k + h * dh, w->v + h * dh, n, dh, H);
     }
-    return NULL;
 }
 
-/* Below this many tokens a layer's attention takes microseconds: threads would cost more. */
+/* Below this many tokens a layer's attention takes microseconds: waking threads costs more. */
 #define PARALLEL_HEADS_MIN_TOKENS 48
-
-static void attention_layer(BertRunState *s, Capture *cap, int layer, int n, int n_heads, int H) {
-    const int blas_threads = openblas_get_num_threads();
-    int T = blas_threads;
-    if (T > MAX_HEAD_THREADS) T = MAX_HEAD_THREADS;
-    if (T > s->max_threads) T = s->max_threads;
-    if (T > n_heads) T = n_heads;
-    if (n < PARALLEL_HEADS_MIN_TOKENS || T < 2) T = 1;
-    HeadWork w[MAX_HEAD_THREADS];
-    for (int t = 0; t < T; t++)
-        w[t] = (HeadWork){s->qkv, s->qkv + (size_t)n * H, s->qkv + 2 * (size_t)n * H, s->ctx, cap, s->scores,
-                          layer, n, n_heads, H / n_heads, H, t, T};
-    if (T == 1) {
-        run_heads(&w[0]);
-        return;
-    }
-    openblas_set_num_threads(1);
-    pthread_t th[MAX_HEAD_THREADS];
-    int started[MAX_HEAD_THREADS] = {0};
-    for (int t = 1; t < T; t++) started[t] = pthread_create(&th[t], NULL, run_heads, &w[t]) == 0;
-    run_heads(&w[0]);
-    for (int t = 1; t < T; t++) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else run_heads(&w[t]); /* no thread to be had: do its share here */
-    }
-    openblas_set_num_threads(blas_threads);
-}
 
 int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
                  Capture *cap, AvErr *e) {
@@ -494,22 +595,28 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
     float *q = s->qkv;                       // (n, H)
     float *k = s->qkv + (size_t)n * H;       // (n, H)
     float *v = s->qkv + 2 * (size_t)n * H;   // (n, H)
+    /* BLAS single-threaded while our pool splits the work (see pool_run). */
+    const int blas_threads = openblas_get_num_threads();
+    if (s->pool) openblas_set_num_threads(1);
     for (int l = 0; l < c->num_layers; l++) {
         const BertLayer *L = &w->layers[l];
-        bert_matmul(q, x, L->wq, L->bq, n, H, H);
-        bert_matmul(k, x, L->wk, L->bk, n, H, H);
-        bert_matmul(v, x, L->wv, L->bv, n, H, H);
-        attention_layer(s, cap, l, n, NH, H);
-        bert_matmul(s->tmp, s->ctx, L->wo, L->bo, n, H, H);
+        MatTask qkv = {x, n, H, H, {L->wq, L->wk, L->wv}, {L->bq, L->bk, L->bv}, {q, k, v}, 3, -1};
+        pool_run(s->pool, mat_part, &qkv);
+        HeadTask heads = {q, k, v, s->ctx, cap, s->scores, l, n, NH, H / NH, H};
+        pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
+        MatTask out = {s->ctx, n, H, H, {L->wo}, {L->bo}, {s->tmp}, 1, -1};
+        pool_run(s->pool, mat_part, &out);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
-        bert_matmul(s->ff, x, L->w1, L->b1, n, H, FF);
-        bert_activate(s->ff, (size_t)n * FF, c->hidden_act);
-        bert_matmul(s->tmp, s->ff, L->w2, L->b2, n, FF, H);
+        MatTask ff1 = {x, n, H, FF, {L->w1}, {L->b1}, {s->ff}, 1, (int)c->hidden_act};
+        pool_run(s->pool, mat_part, &ff1);
+        MatTask ff2 = {s->ff, n, FF, H, {L->w2}, {L->b2}, {s->tmp}, 1, -1};
+        pool_run(s->pool, mat_part, &ff2);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
         if (cap && cap->hidden) memcpy(cap->hidden + (size_t)(l + 1) * n * H, x, (size_t)n * H * sizeof *x);
     }
+    if (s->pool) openblas_set_num_threads(blas_threads);
     if (cap) {
         /* NaN/Inf weights would otherwise reach the writers as invalid JSON. */
         size_t total = (size_t)c->num_layers * NH * n * n;
