@@ -23,7 +23,7 @@ typedef struct {
     const char *text_b;            /* NULL when no sentence B */
     const TokEncoding *enc;
     const Capture *cap;            /* NULL for --tokens-only */
-    int init_layer, init_head;     /* the page's initial selection; init_head -1 = every head */
+    int init_layer, init_head;     /* the page's initial selection (init_head -1: every head) */
     const int *layers;             /* selected layers (n_sel_layers), all when NULL */
     int n_sel_layers;
     const int *heads;              /* selected heads (n_sel_heads), all when NULL */

@@ -422,7 +422,7 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
     d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;
     d->init_layer = o->layer >= 0 ? o->layer : out_layer(d, 0);
-    d->init_head = o->head >= 0 ? o->head : -1; /* -1: the page opens with every head, as bertviz does */
+    d->init_head = o->head >= 0 ? o->head : out_head(d, 0);
     d->precision = o->precision;
     d->with_qk = o->qk;
 }
