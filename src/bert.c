@@ -604,6 +604,9 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
         pool_run(s->pool, mat_part, &qkv);
         HeadTask heads = {q, k, v, s->ctx, cap, s->scores, l, n, NH, H / NH, H};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
+        /* The last layer's output feeds nothing that is captured unless the
+         * hidden states are: its attention is all the capture needs. */
+        if (l == c->num_layers - 1 && cap && !cap->hidden) break;
         MatTask out = {s->ctx, n, H, H, {L->wo}, {L->bo}, {s->tmp}, 1, -1};
         pool_run(s->pool, mat_part, &out);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];

@@ -268,6 +268,12 @@ START_TEST(threaded_forward_gives_the_single_thread_result) {
     ck_assert_float_lt(max_abs_diff(c1.attn, c2.attn, na), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1.q, c2.q, (size_t)m.cfg.num_layers * m.cfg.num_heads * n * c1.head_dim), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1.hidden, c2.hidden, (size_t)(m.cfg.num_layers + 1) * n * m.cfg.hidden_size), 1e-5f);
+    /* without hidden states the last layer stops after its attention: same attention */
+    Capture c3;
+    ck_assert_int_eq(bert_capture_alloc(&c3, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(bert_forward(&m, &rs1, ids, types, n, &c3, &e), 0);
+    ck_assert_float_eq(max_abs_diff(c1.attn, c3.attn, na), 0.0f);
+    bert_capture_free(&c3);
     /* without capture the forward pass still runs (per-thread scratch scores) */
     ck_assert_int_eq(bert_forward(&m, &rs2, ids, types, n, NULL, &e), 0);
     bert_capture_free(&c1), bert_capture_free(&c2), bert_runstate_free(&rs1), bert_runstate_free(&rs2), bert_free(&m);
