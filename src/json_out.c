@@ -52,9 +52,40 @@ static const double P10[121] = {1e-60,1e-59,1e-58,1e-57,1e-56,1e-55,1e-54,1e-53,
 
 static const uint32_t IP10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 
+/* Attention weights are almost all in [1e-5, 1): positional notation,
+ * "0." + zeros + at most sig digits, with 32-bit integer arithmetic only.
+ * Returns 0 when v is outside that range or rounds up to the next decade. */
+static int format_unit(char *buf, float v, int sig) {
+    static const float DEC[6] = {1e-1f, 1e-2f, 1e-3f, 1e-4f, 1e-5f, 0};
+    int z = 0; /* zeros after the point: v in [10^-(z+1), 10^-z) */
+    while (z < 5 && v < DEC[z]) z++;
+    if (z == 5) return 0;
+    uint32_t r = (uint32_t)((double)v * P10_AT(sig + z) + 0.5);
+    if (r >= IP10[sig]) return 0; /* rounds to 10^-z: let the general path place it */
+    char dig[10];
+    for (int i = sig - 1; i >= 0; i--) {
+        dig[i] = (char)('0' + r % 10);
+        r /= 10;
+    }
+    int nd = sig;
+    while (nd > 1 && dig[nd - 1] == '0') nd--;
+    int k = 0;
+    buf[k++] = '0';
+    buf[k++] = '.';
+    for (int i = 0; i < z; i++) buf[k++] = '0';
+    memcpy(buf + k, dig, (size_t)nd);
+    k += nd;
+    buf[k] = '\0';
+    return k;
+}
+
 int json_format_float(char *buf, float vf, int sig) {
     if (sig < 1) sig = 1;
     if (sig > 9) sig = 9;
+    if (vf >= 1e-5f && vf < 1.0f) {
+        int k = format_unit(buf, vf, sig);
+        if (k) return k;
+    }
     if (!isfinite(vf)) {
         memcpy(buf, "null", 5); /* JSON has no NaN/Inf */
         return 4;

@@ -39,6 +39,26 @@ START_TEST(formatted_floats_parse_back_within_precision) {
 }
 END_TEST
 
+START_TEST(attention_range_fast_path_agrees_with_printf) {
+    unsigned s = 777;
+    char b[40], ref[40];
+    int differ = 0;
+    for (int i = 0; i < 300000; i++) {
+        s = s * 1664525u + 1013904223u;
+        float v = ldexpf((float)(s >> 8) / (1 << 24), -(int)(s % 20)); /* [2^-20, 1) */
+        for (int sig = 3; sig <= 9; sig += 3) {
+            json_format_float(b, v, sig);
+            snprintf(ref, sizeof ref, "%.*g", sig, (double)v);
+            double x = strtod(b, NULL), y = strtod(ref, NULL);
+            /* equal, or a tie rounded the other way in the last digit */
+            ck_assert_msg(fabs(x - y) <= fabs(y) * pow(10, 1 - sig) * 1.01, "%.9g: %s vs %s", (double)v, b, ref);
+            differ += x != y;
+        }
+    }
+    ck_assert_int_lt(differ, 300); /* ties only: under 0.1% */
+}
+END_TEST
+
 static char *capture_output(void (*fn)(FILE *, void *), void *arg) {
     char *buf = NULL;
     size_t len = 0;
@@ -121,6 +141,7 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("core");
     tcase_add_test(t, formats_floats_with_requested_significant_digits);
     tcase_add_test(t, formatted_floats_parse_back_within_precision);
+    tcase_add_test(t, attention_range_fast_path_agrees_with_printf);
     tcase_add_test(t, strings_are_escaped_for_json_and_script_elements);
     tcase_add_test(t, document_round_trips_through_a_json_parser);
     suite_add_tcase(s, t);
