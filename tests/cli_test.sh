@@ -107,6 +107,24 @@ cat "$T/fifo" >"$T/from_fifo" &
 wait
 [ -p "$T/fifo" ] && grep -q '"tokens"' "$T/from_fifo" && ok fifo_output_is_written_in_place || ko fifo_output_is_written_in_place "$(ls -la "$T/fifo")"
 
+# -- Ctrl-C in the middle of a run leaves neither the output nor a temporary file
+mkfifo "$T/slow"
+echo '{"old":true}' >"$T/int.json"
+"$BIN" --model "$M" --batch "$T/slow" --json "$T/int.json" --quiet 2>/dev/null &
+pid=$!
+exec 7>"$T/slow"               # keep the batch input open: attnviz waits for more lines
+echo "first line" >&7
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+exec 7>&-
+if [ $rc -eq 130 ] && grep -q old "$T/int.json" && ! ls "$T" | grep -q 'int.json.tmp'; then
+    ok interrupt_leaves_no_half_written_output
+else
+    ko interrupt_leaves_no_half_written_output "rc=$rc $(ls "$T")"
+fi
+
 # -- model selection
 check attnviz_model_env_selects_the_model bash -c "ATTNVIZ_MODEL='$M' '$BIN' --json - 'hi' 2>&1 >/dev/null | grep -q 'ATTNVIZ_MODEL'"
 if [ -f weights/demo/config.json ]; then
