@@ -13,6 +13,7 @@
  * Unicode properties come from utf8proc; HF's own tables (unicode_categories)
  * are older, so code points assigned since then can differ. */
 #include "tokenizer.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -69,41 +70,9 @@ static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const cha
 
 /* ---- loading ------------------------------------------------------------ */
 
-static int read_file(const char *path, char **out, size_t *out_len, AvErr *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return av_err(e, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        fclose(f);
-        return av_err(e, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (len == cap) {
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return av_err(e, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return av_err(e, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return 0;
-}
+/* A vocab.txt is a few hundred KB; anything past this is not one. */
+#define MAX_VOCAB_FILE (256u << 20)
+
 
 int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
     *out = NULL;
@@ -111,7 +80,7 @@ int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
     if (!t) return av_err(e, "out of memory");
     t->lowercase = lowercase ? 1 : 0;
     size_t len = 0;
-    if (read_file(vocab_path, &t->buf, &len, e) < 0) {
+    if (av_read_file(vocab_path, MAX_VOCAB_FILE, &t->buf, &len, e) < 0) {
         free(t);
         return -1;
     }
