@@ -71,6 +71,9 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
  * tested against them. */
 void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
 void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
+/* Columns [c0, c1) of bert_matmul's result: how the forward pass splits a product over threads. */
+void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
+                      int c1);
 void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps);
 void bert_softmax_rows(float *x, int rows, int cols);
 void bert_softmax_rows_naive(float *x, int rows, int cols);

@@ -252,12 +252,18 @@ void bert_matmul_naive(float *y, const float *x, const float *w, const float *b,
         }
 }
 
-void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
-    // y (n, out) = x (n, in) @ w (out, in)^T + b (out)
+void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
+                      int c1) {
+    // y[:, c0:c1] (n, out) = x (n, in) @ w[c0:c1] (out, in)^T + b[c0:c1] (out)
     if (b) {
-        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out, b, (size_t)out * sizeof *y);
+        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, b + c0, (size_t)(c1 - c0) * sizeof *y);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, b ? 1.0f : 0.0f, y, out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, c1 - c0, in, 1.0f, x, in, w + (size_t)c0 * in, in,
+                b ? 1.0f : 0.0f, y + c0, out);
+}
+
+void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
+    bert_matmul_cols(y, x, w, b, n, in, out, 0, out);
 }
 
 void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps) {
@@ -526,9 +532,7 @@ static void mat_part(void *arg, int t, int T) {
     if (c0 >= c1) return;
     for (int k = 0; k < m->count; k++) {
         float *y = m->y[k];
-        for (int i = 0; i < m->n; i++) memcpy(y + (size_t)i * m->out + c0, m->b[k] + c0, (size_t)(c1 - c0) * sizeof *y);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m->n, c1 - c0, m->in, 1.0f, m->x, m->in,
-                    m->w[k] + (size_t)c0 * m->in, m->in, 1.0f, y + c0, m->out);
+        bert_matmul_cols(y, m->x, m->w[k], m->b[k], m->n, m->in, m->out, c0, c1);
         if (m->act >= 0)
             for (int i = 0; i < m->n; i++) bert_activate(y + (size_t)i * m->out + c0, (size_t)(c1 - c0), (ActKind)m->act);
     }

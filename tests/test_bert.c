@@ -37,6 +37,12 @@ START_TEST(matmul_matches_naive_reference) {
     bert_matmul_naive(y1, x, w, NULL, n, in, out);
     bert_matmul(y2, x, w, NULL, n, in, out);
     ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    /* the column slices the forward pass's threads compute add up to the whole */
+    bert_matmul_naive(y1, x, w, b, n, in, out);
+    memset(y2, 0, sizeof(float) * n * out);
+    bert_matmul_cols(y2, x, w, b, n, in, out, 0, 16);
+    bert_matmul_cols(y2, x, w, b, n, in, out, 16, out);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
     free(x), free(w), free(b), free(y1), free(y2);
 }
 END_TEST
