@@ -15,8 +15,8 @@
 
 typedef struct {
     FILE *f;
-    char buf[1 << 16];
-    size_t len;
+    char *buf;
+    size_t cap, len;
     int failed;
 } Sink;
 
@@ -26,8 +26,8 @@ static void sink_flush(Sink *s) {
 }
 
 static void sink_put(Sink *s, const char *p, size_t n) {
-    if (s->len + n > sizeof s->buf) sink_flush(s);
-    if (n > sizeof s->buf) {
+    if (s->len + n > s->cap) sink_flush(s);
+    if (n > s->cap) {
         if (fwrite(p, 1, n, s->f) != n) s->failed = 1;
         return;
     }
@@ -154,7 +154,7 @@ int json_format_float(char *buf, float vf, int sig) {
 }
 
 static void sink_float(Sink *s, float v, int sig) {
-    if (s->len + 32 > sizeof s->buf) sink_flush(s);
+    if (s->len + 32 > s->cap) sink_flush(s);
     s->len += (size_t)json_format_float(s->buf + s->len, v, sig);
 }
 
@@ -187,12 +187,11 @@ static void sink_json_string(Sink *s, const char *p) {
 }
 
 void json_write_string(FILE *f, const char *str) {
-    Sink *s = malloc(sizeof *s);
-    if (!s) return;
-    s->f = f, s->len = 0, s->failed = 0;
-    sink_json_string(s, str);
-    sink_flush(s);
-    free(s);
+    /* one short string: a stack buffer, so nothing can fail to allocate */
+    char buf[256];
+    Sink s = {f, buf, sizeof buf, 0, 0};
+    sink_json_string(&s, str);
+    sink_flush(&s);
 }
 
 /* ---------------------------------------------------------------- documents */
@@ -219,9 +218,12 @@ static void write_tokens_fields(Sink *s, const OutDoc *d) {
     else sink_str(s, "null");
 }
 
+/* Documents stream through 64 KB, allocated with the sink. */
+#define SINK_CAP (1u << 16)
+
 static Sink *sink_new(FILE *f) {
-    Sink *s = malloc(sizeof *s);
-    if (s) s->f = f, s->len = 0, s->failed = 0;
+    Sink *s = malloc(sizeof *s + SINK_CAP);
+    if (s) *s = (Sink){f, (char *)(s + 1), SINK_CAP, 0, 0};
     return s;
 }
 
