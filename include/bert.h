@@ -1,4 +1,6 @@
-/* bert.h — BERT encoder (post-LayerNorm), forward pass with attention capture.
+/* bert.h — Transformer blocks of the BERT family (BERT, RoBERTa, DistilBERT:
+ * post-LayerNorm encoders) and GPT-2 (pre-LayerNorm, causal), forward pass with
+ * attention capture.
  * Weights are float32 views: into the mmap'd file when stored as aligned F32,
  * converted once at load for F16/BF16. Matrices are (out, in) as in PyTorch Linear. */
 #ifndef ATTNVIZ_BERT_H
@@ -9,22 +11,31 @@
 #include "err.h"
 #include "safetensors.h"
 
+/* A linear layer y = x W^T + b as a view into the checkpoint. PyTorch's Linear
+ * stores W as (out, in); GPT-2's Conv1D stores it transposed, (in, out), and
+ * packs q, k and v side by side, so a view also carries its row stride. */
 typedef struct {
-    const float *wq, *bq;     /* (hidden, hidden), (hidden) */
-    const float *wk, *bk;     /* (hidden, hidden), (hidden) */
-    const float *wv, *bv;     /* (hidden, hidden), (hidden) */
-    const float *wo, *bo;     /* (hidden, hidden), (hidden) attention output */
-    const float *ln1_g, *ln1_b; /* (hidden) attention output LayerNorm */
-    const float *w1, *b1;     /* (intermediate, hidden), (intermediate) */
-    const float *w2, *b2;     /* (hidden, intermediate), (hidden) */
-    const float *ln2_g, *ln2_b; /* (hidden) output LayerNorm */
+    const float *w; /* (out, in) Linear, or (in, ld) Conv1D: column c of W^T at w[c] */
+    const float *b; /* (out) or NULL */
+    int conv1d;     /* weight stored (in, out) */
+    int ld;         /* row stride of w, in floats */
+} BertLinear;
+
+typedef struct {
+    BertLinear q, k, v;       /* (hidden -> hidden) */
+    BertLinear o;             /* (hidden -> hidden) attention output */
+    const float *ln1_g, *ln1_b; /* (hidden) post-LN: after attention; pre-LN: before it */
+    BertLinear ff1;           /* (hidden -> intermediate) */
+    BertLinear ff2;           /* (intermediate -> hidden) */
+    const float *ln2_g, *ln2_b; /* (hidden) post-LN: after the MLP; pre-LN: before it */
 } BertLayer;
 
 typedef struct {
     const float *word_emb;  /* (vocab, hidden) */
     const float *pos_emb;   /* (max_pos, hidden) */
-    const float *type_emb;  /* (type_vocab, hidden) */
-    const float *emb_ln_g, *emb_ln_b; /* (hidden) */
+    const float *type_emb;  /* (type_vocab, hidden), NULL when the family has no token types */
+    const float *emb_ln_g, *emb_ln_b; /* (hidden), NULL for pre-LN models */
+    const float *final_ln_g, *final_ln_b; /* (hidden) GPT-2's ln_f, else NULL */
     BertLayer *layers;      /* (num_layers) */
 } BertWeights;
 
@@ -50,8 +61,8 @@ typedef struct {
     struct BertPool *pool; /* worker threads, or NULL */
 } BertRunState;
 
-/* Loads config.json and model.safetensors from dir; checks every tensor's
- * shape and dtype against the config. */
+/* Loads config.json and the weights from dir (model.safetensors, else
+ * pytorch_model.bin); checks every tensor's shape and dtype against the config. */
 int bert_load(BertModel *m, const char *dir, AvErr *e);
 int bert_load_files(BertModel *m, const char *config_path, const char *weights_path, AvErr *e);
 void bert_free(BertModel *m);
@@ -71,6 +82,9 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
  * tested against them. */
 void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
 void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
+/* y (n, out) = x (n, in) through a linear view (Linear or Conv1D layout); columns [c0, c1) only. */
+void bert_linear_cols(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int c0, int c1);
+void bert_linear_naive(float *y, const float *x, const BertLinear *lin, int n, int in, int out);
 /* Columns [c0, c1) of bert_matmul's result: how the forward pass splits a product over threads. */
 void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
                       int c1);
@@ -79,9 +93,11 @@ void bert_softmax_rows(float *x, int rows, int cols);
 void bert_softmax_rows_naive(float *x, int rows, int cols);
 void bert_activate(float *x, size_t n, ActKind act);
 void bert_activate_naive(float *x, size_t n, ActKind act);
+/* scale multiplies q k^T (1/sqrt(dh), or less for GPT-2's inverse layer
+ * scaling); causal masks keys after the query, whose probabilities are exactly 0. */
 void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                          int n, int dh, int ld);
+                          int n, int dh, int ld, float scale, int causal);
 void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                    int n, int dh, int ld);
+                    int n, int dh, int ld, float scale, int causal);
 
 #endif

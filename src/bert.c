@@ -27,10 +27,22 @@ static int keep_owned(BertModel *m, float *p) {
     return 0;
 }
 
+/* The prefix a family's task models (…ForMaskedLM, GPT2LMHeadModel) put
+ * before the base model's tensor names. */
+static const char *family_prefix(ArchKind a) {
+    switch (a) {
+    case ARCH_BERT: return "bert.";
+    case ARCH_ROBERTA: return "roberta.";
+    case ARCH_DISTILBERT: return "distilbert.";
+    case ARCH_GPT2: return "transformer.";
+    }
+    return "";
+}
+
 /* Looks a tensor up under the names real checkpoints use: with or without the
- * "bert." prefix, LayerNorm weight/bias or gamma/beta. */
-static const StTensor *find_variant(const StFile *f, const char *name, char *used, size_t used_len) {
-    static const char *prefixes[] = {"", "bert."};
+ * family's prefix, LayerNorm weight/bias or gamma/beta (Google's BERT). */
+static const StTensor *find_variant(const StFile *f, ArchKind arch, const char *name, char *used, size_t used_len) {
+    const char *prefixes[] = {"", family_prefix(arch)};
     char alt[256] = "";
     size_t nl = strlen(name);
     if (nl > 7 && !strcmp(name + nl - 7, ".weight") && strstr(name, "LayerNorm"))
@@ -62,7 +74,7 @@ static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
  * itself for aligned F32, else a converted copy made once here. */
 static const float *load_tensor(BertModel *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
     char used[300];
-    const StTensor *t = find_variant(&m->st, name, used, sizeof used);
+    const StTensor *t = find_variant(&m->st, m->cfg.arch, name, used, sizeof used);
     int64_t want[2] = {d0, d1};
     char ws[64], gs[64];
     shape_str(ws, sizeof ws, ndim, want);
@@ -92,58 +104,126 @@ static const float *load_tensor(BertModel *m, const char *name, int ndim, int64_
     return copy;
 }
 
+/* Linear(in -> out): weight (out, in), bias (out). */
+static int load_linear(BertModel *m, BertLinear *lin, const char *prefix, int64_t in, int64_t out, AvErr *e) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    if (!(lin->w = load_tensor(m, nm, 2, out, in, e))) return -1;
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    if (!(lin->b = load_tensor(m, nm, 1, out, 0, e))) return -1;
+    lin->conv1d = 0;
+    lin->ld = (int)in;
+    return 0;
+}
+
+/* GPT-2's Conv1D(in -> parts * out): weight (in, parts * out), bias (parts * out),
+ * split into parts views of out columns each (c_attn holds q, k and v). */
+static int load_conv1d(BertModel *m, BertLinear *parts, int n_parts, const char *prefix, int64_t in, int64_t out,
+                       AvErr *e) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    const float *w = load_tensor(m, nm, 2, in, n_parts * out, e);
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    const float *b = w ? load_tensor(m, nm, 1, n_parts * out, 0, e) : NULL;
+    if (!b) return -1;
+    for (int p = 0; p < n_parts; p++)
+        parts[p] = (BertLinear){w + (size_t)p * out, b + (size_t)p * out, 1, (int)(n_parts * out)};
+    return 0;
+}
+
+static int load_layernorm(BertModel *m, const float **g, const float **b, const char *prefix, int64_t H, AvErr *e) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    if (!(*g = load_tensor(m, nm, 1, H, 0, e))) return -1;
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    if (!(*b = load_tensor(m, nm, 1, H, 0, e))) return -1;
+    return 0;
+}
+
+/* Tensor names follow each family's Hugging Face module names. */
+static int load_bert_like(BertModel *m, AvErr *e) {
+    const BertConfig *c = &m->cfg;
+    BertWeights *w = &m->w;
+    int64_t H = c->hidden_size, FF = c->intermediate_size;
+    int distil = c->arch == ARCH_DISTILBERT;
+    if (!(w->word_emb = load_tensor(m, "embeddings.word_embeddings.weight", 2, c->vocab_size, H, e)) ||
+        !(w->pos_emb = load_tensor(m, "embeddings.position_embeddings.weight", 2, c->max_position_embeddings, H, e)))
+        return -1;
+    if (!distil && !(w->type_emb = load_tensor(m, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, H, e)))
+        return -1;
+    if (load_layernorm(m, &w->emb_ln_g, &w->emb_ln_b, "embeddings.LayerNorm", H, e)) return -1;
+    char p[200];
+    for (int l = 0; l < c->num_layers; l++) {
+        BertLayer *L = &w->layers[l];
+        char a[240], b[240], cc[240], d[240], f1[240], f2[240], n1[240], n2[240];
+        if (distil) {
+            snprintf(p, sizeof p, "transformer.layer.%d", l);
+            snprintf(a, sizeof a, "%s.attention.q_lin", p);
+            snprintf(b, sizeof b, "%s.attention.k_lin", p);
+            snprintf(cc, sizeof cc, "%s.attention.v_lin", p);
+            snprintf(d, sizeof d, "%s.attention.out_lin", p);
+            snprintf(n1, sizeof n1, "%s.sa_layer_norm", p);
+            snprintf(f1, sizeof f1, "%s.ffn.lin1", p);
+            snprintf(f2, sizeof f2, "%s.ffn.lin2", p);
+            snprintf(n2, sizeof n2, "%s.output_layer_norm", p);
+        } else {
+            snprintf(p, sizeof p, "encoder.layer.%d", l);
+            snprintf(a, sizeof a, "%s.attention.self.query", p);
+            snprintf(b, sizeof b, "%s.attention.self.key", p);
+            snprintf(cc, sizeof cc, "%s.attention.self.value", p);
+            snprintf(d, sizeof d, "%s.attention.output.dense", p);
+            snprintf(n1, sizeof n1, "%s.attention.output.LayerNorm", p);
+            snprintf(f1, sizeof f1, "%s.intermediate.dense", p);
+            snprintf(f2, sizeof f2, "%s.output.dense", p);
+            snprintf(n2, sizeof n2, "%s.output.LayerNorm", p);
+        }
+        if (load_linear(m, &L->q, a, H, H, e) || load_linear(m, &L->k, b, H, H, e) ||
+            load_linear(m, &L->v, cc, H, H, e) || load_linear(m, &L->o, d, H, H, e) ||
+            load_layernorm(m, &L->ln1_g, &L->ln1_b, n1, H, e) || load_linear(m, &L->ff1, f1, H, FF, e) ||
+            load_linear(m, &L->ff2, f2, FF, H, e) || load_layernorm(m, &L->ln2_g, &L->ln2_b, n2, H, e))
+            return -1;
+    }
+    return 0;
+}
+
+static int load_gpt2(BertModel *m, AvErr *e) {
+    const BertConfig *c = &m->cfg;
+    BertWeights *w = &m->w;
+    int64_t H = c->hidden_size, FF = c->intermediate_size;
+    if (!(w->word_emb = load_tensor(m, "wte.weight", 2, c->vocab_size, H, e)) ||
+        !(w->pos_emb = load_tensor(m, "wpe.weight", 2, c->max_position_embeddings, H, e)) ||
+        load_layernorm(m, &w->final_ln_g, &w->final_ln_b, "ln_f", H, e))
+        return -1;
+    char p[300];
+    for (int l = 0; l < c->num_layers; l++) {
+        BertLayer *L = &w->layers[l];
+        BertLinear qkv[3];
+#define GPT2_NAME(suffix) (snprintf(p, sizeof p, "h.%d.%s", l, suffix), p)
+        if (load_layernorm(m, &L->ln1_g, &L->ln1_b, GPT2_NAME("ln_1"), H, e) ||
+            load_conv1d(m, qkv, 3, GPT2_NAME("attn.c_attn"), H, H, e) ||
+            load_conv1d(m, &L->o, 1, GPT2_NAME("attn.c_proj"), H, H, e) ||
+            load_layernorm(m, &L->ln2_g, &L->ln2_b, GPT2_NAME("ln_2"), H, e) ||
+            load_conv1d(m, &L->ff1, 1, GPT2_NAME("mlp.c_fc"), H, FF, e) ||
+            load_conv1d(m, &L->ff2, 1, GPT2_NAME("mlp.c_proj"), FF, H, e))
+            return -1;
+#undef GPT2_NAME
+        L->q = qkv[0], L->k = qkv[1], L->v = qkv[2];
+    }
+    return 0;
+}
+
 int bert_load_files(BertModel *m, const char *config_path, const char *weights_path, AvErr *e) {
     memset(m, 0, sizeof *m);
     if (cfg_load(&m->cfg, config_path, e) != 0) return -1;
     if (st_open(&m->st, weights_path, e) != 0) return -1;
-    const BertConfig *c = &m->cfg;
-    int64_t H = c->hidden_size, FF = c->intermediate_size;
-    BertWeights *w = &m->w;
-    w->layers = calloc((size_t)c->num_layers, sizeof *w->layers);
-    if (!w->layers) {
+    m->w.layers = calloc((size_t)m->cfg.num_layers, sizeof *m->w.layers);
+    if (!m->w.layers) {
         bert_free(m);
         return av_err(e, "out of memory");
     }
-    char nm[200];
-#define LOAD(dst, name, nd, a, b)                                   \
-    do {                                                            \
-        if (!((dst) = load_tensor(m, name, nd, a, b, e))) goto fail; \
-    } while (0)
-    LOAD(w->word_emb, "embeddings.word_embeddings.weight", 2, c->vocab_size, H);
-    LOAD(w->pos_emb, "embeddings.position_embeddings.weight", 2, c->max_position_embeddings, H);
-    LOAD(w->type_emb, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, H);
-    LOAD(w->emb_ln_g, "embeddings.LayerNorm.weight", 1, H, 0);
-    LOAD(w->emb_ln_b, "embeddings.LayerNorm.bias", 1, H, 0);
-    for (int l = 0; l < c->num_layers; l++) {
-        BertLayer *L = &w->layers[l];
-#define LAYER(dst, suffix, nd, a, b)                                  \
-    do {                                                              \
-        snprintf(nm, sizeof nm, "encoder.layer.%d.%s", l, suffix);     \
-        LOAD(dst, nm, nd, a, b);                                      \
-    } while (0)
-        LAYER(L->wq, "attention.self.query.weight", 2, H, H);
-        LAYER(L->bq, "attention.self.query.bias", 1, H, 0);
-        LAYER(L->wk, "attention.self.key.weight", 2, H, H);
-        LAYER(L->bk, "attention.self.key.bias", 1, H, 0);
-        LAYER(L->wv, "attention.self.value.weight", 2, H, H);
-        LAYER(L->bv, "attention.self.value.bias", 1, H, 0);
-        LAYER(L->wo, "attention.output.dense.weight", 2, H, H);
-        LAYER(L->bo, "attention.output.dense.bias", 1, H, 0);
-        LAYER(L->ln1_g, "attention.output.LayerNorm.weight", 1, H, 0);
-        LAYER(L->ln1_b, "attention.output.LayerNorm.bias", 1, H, 0);
-        LAYER(L->w1, "intermediate.dense.weight", 2, FF, H);
-        LAYER(L->b1, "intermediate.dense.bias", 1, FF, 0);
-        LAYER(L->w2, "output.dense.weight", 2, H, FF);
-        LAYER(L->b2, "output.dense.bias", 1, H, 0);
-        LAYER(L->ln2_g, "output.LayerNorm.weight", 1, H, 0);
-        LAYER(L->ln2_b, "output.LayerNorm.bias", 1, H, 0);
-#undef LAYER
-    }
-#undef LOAD
-    return 0;
-fail:
-    bert_free(m);
-    return -1;
+    int rc = m->cfg.arch == ARCH_GPT2 ? load_gpt2(m, e) : load_bert_like(m, e);
+    if (rc != 0) bert_free(m);
+    return rc;
 }
 
 int bert_load(BertModel *m, const char *dir, AvErr *e) {
@@ -266,6 +346,31 @@ void bert_matmul(float *y, const float *x, const float *w, const float *b, int n
     bert_matmul_cols(y, x, w, b, n, in, out, 0, out);
 }
 
+void bert_linear_cols(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int c0, int c1) {
+    // y[:, c0:c1] (n, out) = x (n, in) @ W^T[:, c0:c1] + b[c0:c1]; W^T is lin->w itself when stored (in, ld)
+    if (!lin->conv1d) {
+        bert_matmul_cols(y, x, lin->w, lin->b, n, in, out, c0, c1);
+        return;
+    }
+    if (lin->b)
+        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, lin->b + c0, (size_t)(c1 - c0) * sizeof *y);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, c1 - c0, in, 1.0f, x, in, lin->w + c0, lin->ld,
+                lin->b ? 1.0f : 0.0f, y + c0, out);
+}
+
+void bert_linear_naive(float *y, const float *x, const BertLinear *lin, int n, int in, int out) {
+    // y (n, out) = x (n, in) @ W^T + b, W^T read element by element from either layout
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double acc = lin->b ? lin->b[o] : 0.0;
+            for (int k = 0; k < in; k++) {
+                float wv = lin->conv1d ? lin->w[(size_t)k * lin->ld + o] : lin->w[(size_t)o * lin->ld + k];
+                acc += (double)x[(size_t)i * in + k] * wv;
+            }
+            y[(size_t)i * out + o] = (float)acc;
+        }
+}
+
 void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps) {
     // x (n, dim) normalized in place over dim; biased variance as torch.nn.LayerNorm
     for (int i = 0; i < n; i++) {
@@ -347,17 +452,18 @@ void bert_softmax_rows_naive(float *x, int rows, int cols) {
 }
 
 void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                          int n, int dh, int ld) {
+                          int n, int dh, int ld, float scale, int causal) {
     // probs (n, n); ctx, q, k, v (n, dh) with row stride ld
-    double scale = 1.0 / sqrt((double)dh);
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < n; j++) {
+        int len = causal ? i + 1 : n;
+        for (int j = 0; j < len; j++) {
             double acc = 0;
             for (int d = 0; d < dh; d++) acc += (double)q[(size_t)i * ld + d] * k[(size_t)j * ld + d];
             probs[(size_t)i * n + j] = (float)(acc * scale);
         }
+        bert_softmax_rows_naive(probs + (size_t)i * n, 1, len);
+        for (int j = len; j < n; j++) probs[(size_t)i * n + j] = 0.0f;
     }
-    bert_softmax_rows_naive(probs, n, n);
     for (int i = 0; i < n; i++)
         for (int d = 0; d < dh; d++) {
             double acc = 0;
@@ -367,11 +473,19 @@ void bert_attention_naive(float *probs, float *ctx, const float *q, const float 
 }
 
 void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                    int n, int dh, int ld) {
-    // probs (n, n) = softmax(q k^T / sqrt(dh)); ctx (n, dh) = probs v; q, k, v, ctx with row stride ld
-    float scale = 1.0f / sqrtf((float)dh);
+                    int n, int dh, int ld, float scale, int causal) {
+    // probs (n, n) = softmax(scale q k^T); ctx (n, dh) = probs v; q, k, v, ctx with row stride ld
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, ld, k, ld, 0.0f, probs, n);
-    bert_softmax_rows(probs, n, n);
+    if (causal) {
+        /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
+        for (int i = 0; i < n; i++) {
+            float *r = probs + (size_t)i * n; // (n)
+            bert_softmax_rows(r, 1, i + 1);
+            memset(r + i + 1, 0, (size_t)(n - i - 1) * sizeof *r);
+        }
+    } else {
+        bert_softmax_rows(probs, n, n);
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
 }
 
@@ -513,12 +627,12 @@ static void pool_run(struct BertPool *pool, ParFn fn, void *arg) {
     pthread_mutex_unlock(&pool->mu);
 }
 
-/* Up to three products y = x w^T + b sharing x, each split by output columns;
+/* Up to three products y = x W^T + b sharing x, each split by output columns;
  * the activation, when set, is applied to each thread's own columns. */
 typedef struct {
     const float *x;   // (n, in)
     int n, in, out;
-    const float *w[3], *b[3]; // (out, in), (out)
+    const BertLinear *lin[3];
     float *y[3];      // (n, out)
     int count;
     int act;          // -1: none, else an ActKind
@@ -532,7 +646,7 @@ static void mat_part(void *arg, int t, int T) {
     if (c0 >= c1) return;
     for (int k = 0; k < m->count; k++) {
         float *y = m->y[k];
-        bert_matmul_cols(y, m->x, m->w[k], m->b[k], m->n, m->in, m->out, c0, c1);
+        bert_linear_cols(y, m->x, m->lin[k], m->n, m->in, m->out, c0, c1);
         if (m->act >= 0)
             for (int i = 0; i < m->n; i++) bert_activate(y + (size_t)i * m->out + c0, (size_t)(c1 - c0), (ActKind)m->act);
     }
@@ -545,6 +659,8 @@ typedef struct {
     Capture *cap;           // per-head probabilities and q/k copies, or NULL
     float *scores;          // (threads, n, n) scratch when cap is NULL
     int layer, n, n_heads, dh, H;
+    float scale;
+    int causal;
 } HeadTask;
 
 static void head_part(void *arg, int t, int T) {
@@ -560,68 +676,110 @@ static void head_part(void *arg, int t, int T) {
             }
         }
         float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
-        bert_attention(probs, w->ctx + h * dh, w->q + h * dh, w->k + h * dh, w->v + h * dh, n, dh, H);
+        bert_attention(probs, w->ctx + h * dh, w->q + h * dh, w->k + h * dh, w->v + h * dh, n, dh, H, w->scale,
+                       w->causal);
     }
 }
 
 /* Below this many tokens a layer's attention takes microseconds: waking threads costs more. */
 #define PARALLEL_HEADS_MIN_TOKENS 48
 
+static void add_into(float *x, const float *y, size_t len) {
+    for (size_t i = 0; i < len; i++) x[i] += y[i];
+}
+
+/* dst = LayerNorm(src): pre-LN blocks normalize a copy and keep the residual. */
+static void layernorm_copy(float *dst, const float *src, const float *g, const float *b, int n, int dim, float eps) {
+    memcpy(dst, src, (size_t)n * dim * sizeof *dst);
+    bert_layernorm(dst, g, b, n, dim, eps);
+}
+
 int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
                  Capture *cap, AvErr *e) {
     const BertConfig *c = &m->cfg;
     const BertWeights *w = &m->w;
     const int H = c->hidden_size, FF = c->intermediate_size, NH = c->num_heads;
+    const size_t nH = (size_t)n * H;
     if (n < 1 || n > s->max_tokens || (cap && (size_t)n > cap->cap_tokens))
         return av_err(e, "%d tokens do not fit the buffers (%d)", n, s->max_tokens);
-    if (n > c->max_position_embeddings)
-        return av_err(e, "%d tokens exceed max_position_embeddings %d", n, c->max_position_embeddings);
+    if (n > cfg_max_tokens(c))
+        return av_err(e, "%d tokens exceed the model's %d positions", n, cfg_max_tokens(c));
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, c->vocab_size);
-        if (type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size)
+        if (w->type_emb && (type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
             return av_err(e, "token type %d at position %d is outside type_vocab_size %d", type_ids[i], i,
                           c->type_vocab_size);
     }
     if (cap) cap->n_tokens = n;
 
-    float *x = s->x;                 // (n, H)
+    float *x = s->x;                 // (n, H) residual stream
+    int pos = c->pos_offset;
     for (int i = 0; i < n; i++) {
         float *r = x + (size_t)i * H;
         const float *we = w->word_emb + (size_t)ids[i] * H;
-        const float *pe = w->pos_emb + (size_t)i * H;
-        const float *te = w->type_emb + (size_t)type_ids[i] * H;
-        for (int j = 0; j < H; j++) r[j] = we[j] + pe[j] + te[j];
+        /* RoBERTa counts positions over non-pad tokens; a pad sits at padding_idx
+         * (Hugging Face's create_position_ids_from_input_ids) */
+        int p = c->arch == ARCH_ROBERTA && ids[i] == c->pad_token_id ? c->pad_token_id : pos++;
+        const float *pe = w->pos_emb + (size_t)p * H;
+        for (int j = 0; j < H; j++) r[j] = we[j] + pe[j];
+        if (w->type_emb) {
+            const float *te = w->type_emb + (size_t)type_ids[i] * H;
+            for (int j = 0; j < H; j++) r[j] += te[j];
+        }
     }
-    bert_layernorm(x, w->emb_ln_g, w->emb_ln_b, n, H, c->layer_norm_eps);
-    if (cap && cap->hidden) memcpy(cap->hidden, x, (size_t)n * H * sizeof *x);
+    if (w->emb_ln_g) bert_layernorm(x, w->emb_ln_g, w->emb_ln_b, n, H, c->layer_norm_eps);
+    if (cap && cap->hidden) memcpy(cap->hidden, x, nH * sizeof *x);
 
     float *q = s->qkv;                       // (n, H)
-    float *k = s->qkv + (size_t)n * H;       // (n, H)
-    float *v = s->qkv + 2 * (size_t)n * H;   // (n, H)
+    float *k = s->qkv + nH;                  // (n, H)
+    float *v = s->qkv + 2 * nH;              // (n, H)
+    float *tmp = s->tmp;                     // (n, H)
     /* BLAS single-threaded while our pool splits the work (see pool_run). */
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
     for (int l = 0; l < c->num_layers; l++) {
         const BertLayer *L = &w->layers[l];
-        MatTask qkv = {x, n, H, H, {L->wq, L->wk, L->wv}, {L->bq, L->bk, L->bv}, {q, k, v}, 3, -1};
+        /* post-LN (BERT): x = LN(x + attn(x)); x = LN(x + mlp(x))
+         * pre-LN (GPT-2):  x = x + attn(LN(x));  x = x + mlp(LN(x)) */
+        const float *in = x;
+        if (c->pre_ln) {
+            layernorm_copy(tmp, x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
+            in = tmp;
+        }
+        MatTask qkv = {in, n, H, H, {&L->q, &L->k, &L->v}, {q, k, v}, 3, -1};
         pool_run(s->pool, mat_part, &qkv);
-        HeadTask heads = {q, k, v, s->ctx, cap, s->scores, l, n, NH, H / NH, H};
+        float scale = 1.0f / sqrtf((float)(H / NH));
+        if (c->inverse_layer_scale) scale /= (float)(l + 1);
+        HeadTask heads = {q, k, v, s->ctx, cap, s->scores, l, n, NH, H / NH, H, scale, c->causal};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
         /* The last layer's output feeds nothing that is captured unless the
          * hidden states are: its attention is all the capture needs. */
         if (l == c->num_layers - 1 && cap && !cap->hidden) break;
-        MatTask out = {s->ctx, n, H, H, {L->wo}, {L->bo}, {s->tmp}, 1, -1};
+        MatTask out = {s->ctx, n, H, H, {&L->o}, {tmp}, 1, -1};
         pool_run(s->pool, mat_part, &out);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
-        bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
-        MatTask ff1 = {x, n, H, FF, {L->w1}, {L->b1}, {s->ff}, 1, (int)c->hidden_act};
+        add_into(x, tmp, nH);
+        in = x;
+        if (c->pre_ln) {
+            layernorm_copy(tmp, x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
+            in = tmp;
+        } else {
+            bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
+        }
+        MatTask ff1 = {in, n, H, FF, {&L->ff1}, {s->ff}, 1, (int)c->hidden_act};
         pool_run(s->pool, mat_part, &ff1);
-        MatTask ff2 = {s->ff, n, FF, H, {L->w2}, {L->b2}, {s->tmp}, 1, -1};
+        MatTask ff2 = {s->ff, n, FF, H, {&L->ff2}, {tmp}, 1, -1};
         pool_run(s->pool, mat_part, &ff2);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
-        bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
-        if (cap && cap->hidden) memcpy(cap->hidden + (size_t)(l + 1) * n * H, x, (size_t)n * H * sizeof *x);
+        add_into(x, tmp, nH);
+        if (!c->pre_ln) bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
+        if (cap && cap->hidden) {
+            float *hs = cap->hidden + (size_t)(l + 1) * nH; // (n, H)
+            /* as Hugging Face's hidden_states: GPT-2's last one is after ln_f */
+            if (l == c->num_layers - 1 && w->final_ln_g)
+                layernorm_copy(hs, x, w->final_ln_g, w->final_ln_b, n, H, c->layer_norm_eps);
+            else
+                memcpy(hs, x, nH * sizeof *x);
+        }
     }
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (cap) {

@@ -54,8 +54,9 @@ START_TEST(attention_matches_naive_reference_with_strided_heads) {
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
     float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
     fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
-    bert_attention_naive(p1, c1 + 8, q + 8, k + 8, v + 8, n, dh, ld);
-    bert_attention(p2, c2 + 8, q + 8, k + 8, v + 8, n, dh, ld);
+    float scale = 1.0f / sqrtf((float)dh);
+    bert_attention_naive(p1, c1 + 8, q + 8, k + 8, v + 8, n, dh, ld, scale, 0);
+    bert_attention(p2, c2 + 8, q + 8, k + 8, v + 8, n, dh, ld, scale, 0);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     for (int i = 0; i < n; i++) {
@@ -66,6 +67,63 @@ START_TEST(attention_matches_naive_reference_with_strided_heads) {
     /* columns outside the head's slice are untouched */
     for (int i = 0; i < n; i++) ck_assert_float_eq(c2[(size_t)i * ld], 0.0f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(causal_attention_gives_future_keys_exactly_zero) {
+    int n = 23, dh = 8, ld = 16;
+    size_t sz = (size_t)n * ld;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
+    float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
+    fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
+    float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
+    bert_attention_naive(p1, c1, q, k, v, n, dh, ld, scale, 1);
+    bert_attention(p2, c2, q, k, v, n, dh, ld, scale, 1);
+    ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+    ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) {
+            if (j > i) ck_assert_float_eq(p2[i * n + j], 0.0f);
+            else ck_assert_float_gt(p2[i * n + j], 0.0f);
+            s += p2[i * n + j];
+        }
+        ck_assert_double_eq_tol(s, 1.0, 1e-5);
+    }
+    /* the last row sees every key: it equals unmasked attention's last row */
+    bert_attention_naive(p1, c1, q, k, v, n, dh, ld, scale, 0);
+    ck_assert_float_lt(max_abs_diff(p1 + (size_t)(n - 1) * n, p2 + (size_t)(n - 1) * n, (size_t)n), 1e-6f);
+    free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
+    /* GPT-2's c_attn: weight (in, 3 * out) holding q | k | v; each view is a column block */
+    int n = 11, in = 24, out = 40, parts = 3, ld = parts * out;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
+    float *wt = malloc(sizeof(float) * out * in);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 11, 1), fill(w, (size_t)in * ld, 12, 0.5f), fill(b, (size_t)ld, 13, 1);
+    for (int p = 0; p < parts; p++) {
+        BertLinear lin = {w + p * out, b + p * out, 1, ld};
+        /* the same block transposed into a Linear (out, in) weight */
+        for (int o = 0; o < out; o++)
+            for (int i = 0; i < in; i++) wt[(size_t)o * in + i] = w[(size_t)i * ld + p * out + o];
+        bert_matmul_naive(y1, x, wt, b + p * out, n, in, out);
+        bert_linear_naive(y2, x, &lin, n, in, out);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
+        memset(y2, 0, sizeof(float) * n * out);
+        bert_linear_cols(y2, x, &lin, n, in, out, 0, 16);
+        bert_linear_cols(y2, x, &lin, n, in, out, 16, out);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    }
+    BertLinear plain = {wt, NULL, 0, in};
+    bert_matmul_naive(y1, x, wt, NULL, n, in, out);
+    bert_linear_cols(y2, x, &plain, n, in, out, 0, out);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
 END_TEST
 
@@ -122,8 +180,11 @@ static void flatten(const cJSON *a, float *out, size_t *k) {
     cJSON_ArrayForEach(it, a) flatten(it, out, k);
 }
 
-static const char *FIXTURES[] = {"tests/data/small-f32", "tests/data/small-f32-google", "tests/data/small-f16",
-                                 "tests/data/small-bf16"};
+static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small-f32-google",
+                                 "tests/data/small-f16",       "tests/data/small-bf16",
+                                 "tests/data/small-gpt2",      "tests/data/small-gpt2-f16",
+                                 "tests/data/small-roberta",   "tests/data/small-distilbert",
+                                 "tests/data/small-distilbert-prefixed"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];
@@ -173,7 +234,7 @@ START_TEST(forward_matches_pytorch_goldens) {
         bert_capture_free(&cap);
         bert_runstate_free(&rs);
     }
-    fprintf(stderr, "INFO %s (%s): max abs error vs PyTorch: attention %.3g, q/k %.3g\n", dir, m.dtype_name,
+    fprintf(stderr, "INFO %s (%s %s): max abs error vs PyTorch: attention %.3g, q/k %.3g\n", dir, m.cfg.model_type, m.dtype_name,
             worst_attn, worst_qk);
     ck_assert_msg(worst_attn <= 1e-4f, "%s: attention differs from PyTorch by %g", dir, worst_attn);
     ck_assert_msg(worst_qk <= 1e-3f, "%s: q/k differ from PyTorch by %g", dir, worst_qk);
@@ -308,6 +369,8 @@ Suite *make_suite(void) {
     TCase *k = tcase_create("kernels");
     tcase_add_test(k, matmul_matches_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_with_strided_heads);
+    tcase_add_test(k, causal_attention_gives_future_keys_exactly_zero);
+    tcase_add_test(k, conv1d_views_of_a_fused_weight_match_naive_reference);
     tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
     tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);
     tcase_add_test(k, activations_match_naive_reference);

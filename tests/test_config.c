@@ -65,9 +65,66 @@ START_TEST(refuses_bad_configs_naming_the_key) {
                  "\"intermediate_size\":64,\"max_position_embeddings\":64}",
                  "not divisible");
     expect_error("{" BASE ",\"hidden_act\":\"swish\"}", "unknown hidden_act \"swish\"");
-    expect_error("{" BASE ",\"model_type\":\"gpt2\"}", "not supported");
+    expect_error("{" BASE ",\"model_type\":\"t5\"}", "model type \"t5\" is not supported");
+    expect_error("{" BASE ",\"architectures\":[\"T5ForConditionalGeneration\"]}", "architecture \"T5ForConditionalGeneration\"");
+    expect_error("{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_embd\":30,\"n_layer\":1,\"n_head\":4,\"n_positions\":8}",
+                 "n_embd 30 is not divisible by n_head 4");
+    expect_error("{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_embd\":32,\"n_layer\":1,\"n_head\":4}",
+                 "missing key \"n_positions\"");
+    expect_error("{\"model_type\":\"distilbert\",\"vocab_size\":10,\"dim\":32}", "missing key \"n_layers\"");
+    expect_error("{\"model_type\":\"roberta\"," BASE ",\"pad_token_id\":63}", "leaves no positions");
     expect_error("{" BASE ",\"layer_norm_eps\":\"x\"}", "layer_norm_eps");
     expect_error("{\"vocab_size\":100,\"hidden_size\":32,\"num_hidden_layers\":100000}", "\"num_hidden_layers\" = 100000 is out of range");
+}
+END_TEST
+
+/* The published configs of the hub's gpt2, roberta-base and distilbert-base-uncased (keys trimmed to those
+ * that matter plus a few that do not). */
+START_TEST(reads_each_family_under_its_own_key_names) {
+    BertConfig c;
+    AvErr e;
+    const char *gpt2 = "{\"activation_function\":\"gelu_new\",\"architectures\":[\"GPT2LMHeadModel\"],"
+                       "\"attn_pdrop\":0.1,\"bos_token_id\":50256,\"eos_token_id\":50256,\"layer_norm_epsilon\":1e-05,"
+                       "\"model_type\":\"gpt2\",\"n_ctx\":1024,\"n_embd\":768,\"n_head\":12,\"n_inner\":null,"
+                       "\"n_layer\":12,\"n_positions\":1024,\"vocab_size\":50257}";
+    ck_assert_int_eq(cfg_parse(&c, gpt2, strlen(gpt2), "c", &e), 0);
+    ck_assert_int_eq(c.arch, ARCH_GPT2);
+    ck_assert_int_eq(c.causal, 1);
+    ck_assert_int_eq(c.pre_ln, 1);
+    ck_assert_int_eq(c.hidden_size, 768);
+    ck_assert_int_eq(c.intermediate_size, 3072); /* n_inner null: 4 * n_embd */
+    ck_assert_int_eq(c.max_position_embeddings, 1024);
+    ck_assert_int_eq(c.vocab_size, 50257);
+    ck_assert_int_eq(c.hidden_act, ACT_GELU_TANH);
+    ck_assert_float_eq(c.layer_norm_eps, 1e-5f);
+    ck_assert_int_eq(c.type_vocab_size, 0);
+    ck_assert_int_eq(cfg_max_tokens(&c), 1024);
+    const char *roberta = "{\"architectures\":[\"RobertaForMaskedLM\"],\"bos_token_id\":0,\"eos_token_id\":2,"
+                          "\"hidden_act\":\"gelu\",\"hidden_size\":768,\"intermediate_size\":3072,\"layer_norm_eps\":1e-05,"
+                          "\"max_position_embeddings\":514,\"model_type\":\"roberta\",\"num_attention_heads\":12,"
+                          "\"num_hidden_layers\":12,\"pad_token_id\":1,\"type_vocab_size\":1,\"vocab_size\":50265}";
+    ck_assert_int_eq(cfg_parse(&c, roberta, strlen(roberta), "c", &e), 0);
+    ck_assert_int_eq(c.arch, ARCH_ROBERTA);
+    ck_assert_int_eq(c.causal, 0);
+    ck_assert_int_eq(c.pos_offset, 2);
+    ck_assert_int_eq(cfg_max_tokens(&c), 512);
+    ck_assert_int_eq(c.type_vocab_size, 1);
+    const char *distil = "{\"activation\":\"gelu\",\"architectures\":[\"DistilBertForMaskedLM\"],\"dim\":768,"
+                         "\"hidden_dim\":3072,\"max_position_embeddings\":512,\"model_type\":\"distilbert\","
+                         "\"n_heads\":12,\"n_layers\":6,\"pad_token_id\":0,\"sinusoidal_pos_embds\":false,"
+                         "\"vocab_size\":30522}";
+    ck_assert_int_eq(cfg_parse(&c, distil, strlen(distil), "c", &e), 0);
+    ck_assert_int_eq(c.arch, ARCH_DISTILBERT);
+    ck_assert_int_eq(c.num_layers, 6);
+    ck_assert_int_eq(c.intermediate_size, 3072);
+    ck_assert_int_eq(c.type_vocab_size, 0);
+    ck_assert_float_eq(c.layer_norm_eps, 1e-12f);
+    /* old configs name only the architecture */
+    const char *arch_only = "{\"architectures\":[\"GPT2LMHeadModel\"],\"vocab_size\":10,\"n_embd\":32,\"n_layer\":1,"
+                            "\"n_head\":4,\"n_positions\":8}";
+    ck_assert_int_eq(cfg_parse(&c, arch_only, strlen(arch_only), "c", &e), 0);
+    ck_assert_int_eq(c.arch, ARCH_GPT2);
+    ck_assert_str_eq(c.model_type, "gpt2");
 }
 END_TEST
 
@@ -104,6 +161,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, reads_the_real_bert_base_config);
     tcase_add_test(t, applies_defaults_and_activation_names);
     tcase_add_test(t, refuses_bad_configs_naming_the_key);
+    tcase_add_test(t, reads_each_family_under_its_own_key_names);
     tcase_add_test(t, head_labels_fill_every_described_head);
     suite_add_tcase(s, t);
     return s;

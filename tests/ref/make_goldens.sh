@@ -30,7 +30,48 @@ PY
     $py torch_ref.py "$out/$1" "$out/$1/golden_in.json" "$out/$1/golden.json"
     rm "$out/$1/golden_in.json"
 }
+# Other families: ids drawn from the vocabulary with each family's specials
+# (RoBERTa's <s> A </s></s> B </s>, one case with a literal <pad> whose position
+# is padding_idx; DistilBERT's [CLS]/[SEP]; GPT-2 none), up to the last position.
+gen_family() { # name family dtype naming act seed
+    $py make_checkpoint.py "$out/$1" --family "$2" --shape small --dtype "$3" --naming "$4" --act "$5" --seed "$6"
+    $py - "$out/$1" "$2" <<'PY'
+import json, random, sys
+d, family = sys.argv[1], sys.argv[2]
+cfg = json.load(open(f"{d}/config.json"))
+V = cfg["vocab_size"]
+n_pos = cfg.get("n_positions") or cfg["max_position_embeddings"] - (2 if family == "roberta" else 0)
+rng = random.Random(8)
+def rand(k, lo):
+    return [rng.randrange(lo, V - 1) for _ in range(k)]
+cases = []
+longest = n_pos if d.endswith(("small-gpt2", "small-roberta")) else 24
+for n, pair in ((7, False), (12, True), (1 if family == "gpt2" else 3, False), (longest, True)):
+    if family == "gpt2":
+        ids = rand(n, 0)
+    elif family == "roberta":
+        ids = [0] + rand(n - 2, 4) + [2]
+        if pair:
+            b = n // 2
+            ids[b - 1], ids[b] = 2, 2
+    else:
+        ids = [2] + rand(n - 2, 5) + [3]
+        if pair:
+            ids[n // 2 - 1] = 3
+    cases.append({"input_ids": ids, "token_type_ids": [0] * n})
+if family == "roberta":
+    cases.append({"input_ids": [0, 9, 1, 10, 1, 11, 2], "token_type_ids": [0] * 7})
+json.dump(cases, open(f"{d}/golden_in.json", "w"))
+PY
+    $py torch_ref.py "$out/$1" "$out/$1/golden_in.json" "$out/$1/golden.json"
+    rm "$out/$1/golden_in.json"
+}
 gen small-f32 F32 hf gelu 11
 gen small-f32-google F32 google gelu 12
 gen small-f16 F16 hf gelu_new 13
 gen small-bf16 BF16 google relu 14
+gen_family small-gpt2 gpt2 F32 hf gelu_new 15
+gen_family small-gpt2-f16 gpt2 F16 prefixed gelu_new 16
+gen_family small-roberta roberta F32 prefixed gelu 17
+gen_family small-distilbert distilbert BF16 hf gelu 18
+gen_family small-distilbert-prefixed distilbert F32 prefixed relu 19
