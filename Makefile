@@ -104,8 +104,9 @@ demo: deps
 	@$(MAKE) --no-print-directory attnviz demo-model
 	@tools/demo.sh
 
+# make weights [MODEL=NAME|ORG/REPO]: see tools/fetch_weights.sh (default bert-base-uncased)
 weights:
-	@tools/fetch_weights.sh weights/bert-base-uncased
+	@tools/fetch_weights.sh -m '$(or $(MODEL),bert-base-uncased)'
 
 bench: all
 	@bench/run.sh

@@ -1,6 +1,8 @@
 #!/bin/bash
-# Tests tools/fetch_weights.sh (make weights) against a local HTTP server on
-# 127.0.0.1: a good download, a corrupted file, and a server that is down.
+# Tests tools/fetch_weights.sh (make weights [MODEL=...]) against a local HTTP server on
+# 127.0.0.1 laid out like the hub (REPO/resolve/main/FILE): the pinned bert-base-uncased, a
+# gpt2-style folder, SHA256SUMS recorded and used on re-runs, a pytorch_model.bin-only repo,
+# 404, the hub's X-Linked-Etag, an interrupted download, offline, unknown names.
 set -u
 cd "$(dirname "$0")/.."
 if ! command -v curl >/dev/null || ! command -v python3 >/dev/null; then
@@ -10,62 +12,307 @@ fi
 T=$(mktemp -d)
 srv=""
 trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$T"' EXIT
-mkdir -p "$T/www"
+F=tools/fetch_weights.sh
+W=$T/www
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+# no temporary folder, and nothing else, left in $T/w besides the named entries
+only_in_w() { [ "$(ls -A "$T/w" 2>/dev/null | sort | xargs)" = "$*" ]; }
+repo_dir() { mkdir -p "$W/$1/resolve/main" && echo "$W/$1/resolve/main"; }
+rnd() { head -c "$2" /dev/urandom >"$1"; }
+flip() { # FILE OFFSET: flips one bit, so the byte surely changes and the size does not
+    python3 -c 'import sys; f = open(sys.argv[1], "r+b"); o = int(sys.argv[2]); f.seek(o); b = f.read(1)[0]; f.seek(o); f.write(bytes([b ^ 1]))' "$1" "$2"
+}
+
+# A hub-like server: FILE.etag / FILE.commit beside a file are sent as X-Linked-Etag /
+# X-Repo-Commit; FILE.slow makes it send 4 KB of FILE and then stall.
+cat >"$T/srv.py" <<'EOF'
+import http.server, os, sys, time
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def end_headers(self):
+        p = self.translate_path(self.path)
+        for ext, name in ((".etag", "X-Linked-Etag"), (".commit", "X-Repo-Commit")):
+            if os.path.isfile(p + ext):
+                self.send_header(name, '"%s"' % open(p + ext).read().strip())
+        super().end_headers()
+    def copyfile(self, src, dst):
+        if os.path.isfile(self.translate_path(self.path) + ".slow"):
+            dst.write(src.read(4096)); dst.flush(); time.sleep(60); return
+        super().copyfile(src, dst)
+os.chdir(sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+mkdir -p "$W" "$T/w"
+python3 "$T/srv.py" "$W" "$T/port" >/dev/null 2>&1 &
+srv=$!
+for _ in $(seq 1 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+[ -s "$T/port" ] || { echo "FAIL fetch: could not start a local HTTP server"; exit 1; }
+port=$(cat "$T/port")
+H=http://127.0.0.1:$port
+export HF_ENDPOINT=$H
+unset ATTNVIZ_HF_BASE ATTNVIZ_WEIGHTS_MANIFEST
+
+# --- the pinned bert-base-uncased (make weights without MODEL) ---
+B=$(repo_dir google-bert/bert-base-uncased)
 S=../shared/models/bert-base-uncased
 if [ -f $S/vocab.txt ]; then
-    # The published config.json and vocab.txt, checked against the real hashes.
-    cp $S/config.json $S/vocab.txt "$T/www/"
+    # The published config.json and vocab.txt, checked against the real pinned hashes.
+    cp $S/config.json $S/vocab.txt "$B/"
     grep -v model.safetensors tools/weights.manifest >"$T/manifest"
 else
     echo "SKIP real_hashes: ../shared/models/bert-base-uncased absent; using made-up files"
-    printf '{"x":1}\n' >"$T/www/config.json"
-    : >"$T/manifest"
-    echo "config.json $(wc -c <"$T/www/config.json") $(sha256sum "$T/www/config.json" | cut -d' ' -f1)" >>"$T/manifest"
+    printf '{"x":1}\n' >"$B/config.json"
+    echo "config.json $(wc -c <"$B/config.json") $(sha256sum "$B/config.json" | cut -d' ' -f1)" >"$T/manifest"
 fi
-head -c 100000 /dev/urandom >"$T/www/model.safetensors"
-echo "model.safetensors 100000 $(sha256sum "$T/www/model.safetensors" | cut -d' ' -f1)" >>"$T/manifest"
+rnd "$B/model.safetensors" 100000
+echo "model.safetensors 100000 $(sha256sum "$B/model.safetensors" | cut -d' ' -f1)" >>"$T/manifest"
 
-port=""
-for try in 1 2 3 4 5; do
-    p=$((20000 + RANDOM % 20000))
-    python3 -m http.server --bind 127.0.0.1 "$p" --directory "$T/www" >/dev/null 2>&1 &
-    srv=$!
-    for _ in $(seq 1 50); do
-        curl -s -o /dev/null "http://127.0.0.1:$p/config.json" && { port=$p; break; }
-        sleep 0.1
-    done
-    [ -n "$port" ] && break
-    kill $srv 2>/dev/null
-    srv=""
-done
-[ -n "$port" ] || { echo "FAIL fetch: could not start a local HTTP server"; exit 1; }
-export ATTNVIZ_HF_BASE="http://127.0.0.1:$port" ATTNVIZ_WEIGHTS_MANIFEST="$T/manifest"
-
-if tools/fetch_weights.sh "$T/w/good" >"$T/log" 2>&1 && cmp -s "$T/w/good/model.safetensors" "$T/www/model.safetensors" \
-    && cmp -s "$T/w/good/config.json" "$T/www/config.json"; then
-    echo "PASS fetch_installs_verified_files"
+# ATTNVIZ_HF_BASE overrides HF_ENDPOINT: with a dead endpoint this only works through it
+if HF_ENDPOINT=http://127.0.0.1:1 ATTNVIZ_HF_BASE=$H/google-bert/bert-base-uncased/resolve/main \
+    ATTNVIZ_WEIGHTS_MANIFEST=$T/manifest $F "$T/w/good" >"$T/log" 2>&1 \
+    && cmp -s "$T/w/good/model.safetensors" "$B/model.safetensors" && cmp -s "$T/w/good/config.json" "$B/config.json" \
+    && [ ! -e "$T/w/good/SHA256SUMS" ]; then
+    pass pinned_model_installs_verified_files
 else
-    echo "FAIL fetch_installs_verified_files: $(cat "$T/log")"
+    fail pinned_model_installs_verified_files "$(cat "$T/log")"
 fi
 
-# corrupt one byte: same size, wrong hash
-printf 'X' | dd of="$T/www/model.safetensors" bs=1 seek=500 conv=notrunc 2>/dev/null
-tools/fetch_weights.sh "$T/w/bad" >"$T/log" 2>&1
+export ATTNVIZ_WEIGHTS_MANIFEST=$T/manifest
+flip "$T/w/good/config.json" 3
+$F -m bert-base-uncased "$T/w/good" >"$T/log" 2>&1
 rc=$?
-if [ $rc -eq 1 ] && grep -q "model.safetensors: sha256 .* does not match" "$T/log" && [ ! -e "$T/w/bad" ] \
-    && [ -z "$(ls -A "$T/w" | grep -v '^good$')" ]; then
-    echo "PASS fetch_rejects_a_corrupted_file_and_leaves_nothing"
+if [ $rc -eq 0 ] && grep -q "config.json: sha256 does not match .*corrupt" "$T/log" && cmp -s "$T/w/good/config.json" "$B/config.json" \
+    && [ "$(grep -c 'downloading http' "$T/log")" -eq 1 ]; then
+    pass pinned_model_rerun_redownloads_only_the_corrupted_file
 else
-    echo "FAIL fetch_rejects_a_corrupted_file_and_leaves_nothing: rc=$rc $(cat "$T/log"); $(ls -A "$T/w")"
+    fail pinned_model_rerun_redownloads_only_the_corrupted_file "rc=$rc $(cat "$T/log")"
 fi
 
+# corrupt one byte on the server: same size, wrong hash
+cp "$B/model.safetensors" "$T/good.bin"
+flip "$B/model.safetensors" 500
+$F "$T/w/bad" >"$T/log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "model.safetensors: sha256 .* does not match the expected" "$T/log" && [ ! -e "$T/w/bad" ] && only_in_w good; then
+    pass pinned_model_rejects_a_corrupted_download_and_leaves_nothing
+else
+    fail pinned_model_rejects_a_corrupted_download_and_leaves_nothing "rc=$rc $(cat "$T/log"); $(ls -A "$T/w")"
+fi
+cp "$T/good.bin" "$B/model.safetensors"
+
+# --- gpt2: vocab.json + merges.txt, SHA256SUMS recorded ---
+G=$(repo_dir openai-community/gpt2)
+if [ -f ../shared/models/gpt2/encoder.json ]; then
+    cp ../shared/models/gpt2/encoder.json "$G/vocab.json"
+    cp ../shared/models/gpt2/vocab.bpe "$G/merges.txt"
+else
+    echo "SKIP real_gpt2_tokenizer_files: ../shared/models/gpt2 absent; using made-up files"
+    printf '{"a":0}\n' >"$G/vocab.json"
+    printf '#version: 0.2\na b\n' >"$G/merges.txt"
+fi
+printf '{"model_type":"gpt2"}\n' >"$G/config.json"
+printf 'not for gpt2\n' >"$G/vocab.txt" # must not be fetched for a BPE model
+rnd "$G/model.safetensors" 200000
+sha256sum <"$G/model.safetensors" | cut -d' ' -f1 >"$G/model.safetensors.etag"
+echo 0123456789abcdef0123456789abcdef01234567 >"$G/config.json.commit"
+D=$T/w/gpt2
+$F -m gpt2 "$D" >"$T/log" 2>&1
+rc=$?
+files=$(ls -A "$D" 2>/dev/null | sort | tr '\n' ' ')
+head1=$(head -n 1 "$D/SHA256SUMS" 2>/dev/null)
+ok=1
+for f in config.json vocab.json merges.txt model.safetensors; do
+    cmp -s "$D/$f" "$G/$f" || ok=0
+    case $head1 in *" $f=$(wc -c <"$G/$f")"*) ;; *) ok=0 ;; esac
+done
+if [ $rc -eq 0 ] && [ $ok -eq 1 ] && [ "$files" = "SHA256SUMS config.json merges.txt model.safetensors vocab.json " ] \
+    && (cd "$D" && sha256sum --strict --quiet -c SHA256SUMS) \
+    && [[ $head1 == "# openai-community/gpt2 from $H/openai-community/gpt2/resolve/main at commit 0123456789abcdef0123456789abcdef01234567 on 20"[0-9][0-9]-* ]] \
+    && [ "$(grep -vc '^#' "$D/SHA256SUMS")" -eq 4 ] && only_in_w good gpt2; then
+    pass gpt2_gets_vocab_json_and_merges_and_records_sha256sums
+else
+    fail gpt2_gets_vocab_json_and_merges_and_records_sha256sums "rc=$rc files=$files head=$head1 $(cat "$T/log")"
+fi
+
+cp "$D/SHA256SUMS" "$T/sums.before"
+flip "$D/model.safetensors" 100
+$F -m gpt2 "$D" >"$T/log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "model.safetensors: sha256 does not match $D/SHA256SUMS: corrupt" "$T/log" \
+    && [ "$(grep -c 'downloading http' "$T/log")" -eq 1 ] && cmp -s "$D/model.safetensors" "$G/model.safetensors" \
+    && cmp -s "$D/SHA256SUMS" "$T/sums.before"; then
+    pass rerun_detects_a_corrupted_file_by_sha256sums_and_redownloads_only_it
+else
+    fail rerun_detects_a_corrupted_file_by_sha256sums_and_redownloads_only_it "rc=$rc $(cat "$T/log")"
+fi
+
+# the hub's file changed since it was recorded: refuse, leave the folder as it was
+printf '#version: 0.2\nc d\n' >"$G/merges.txt"
+rm "$D/merges.txt"
+$F -m gpt2 "$D" >"$T/log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "merges.txt: got 18 bytes, sha256 .*, but $D/SHA256SUMS recorded 456318 bytes, sha256 .*delete $D/SHA256SUMS to accept" "$T/log" \
+    && [ ! -e "$D/merges.txt" ] && cmp -s "$D/SHA256SUMS" "$T/sums.before" && only_in_w good gpt2; then
+    pass rerun_refuses_a_file_that_differs_from_the_recorded_sha256
+else
+    fail rerun_refuses_a_file_that_differs_from_the_recorded_sha256 "rc=$rc $(cat "$T/log"); $(ls -A "$T/w")"
+fi
+rm -rf "$D"
+
+# X-Linked-Etag disagrees with the bytes received: a corrupted first download is not recorded
+sha256sum <"$G/vocab.json" | cut -d' ' -f1 >"$G/model.safetensors.etag"
+$F -m gpt2 "$D" >"$T/log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "model.safetensors: sha256 .* does not match the hub's X-Linked-Etag" "$T/log" && [ ! -e "$D" ] && only_in_w good; then
+    pass first_download_is_checked_against_the_hubs_x_linked_etag
+else
+    fail first_download_is_checked_against_the_hubs_x_linked_etag "rc=$rc $(cat "$T/log"); $(ls -A "$T/w")"
+fi
+rm "$G/model.safetensors.etag"
+
+# --- BERT family: tokenizer_config.json when the repo has one ---
+C=$(repo_dir google-bert/bert-base-cased)
+U=$(repo_dir distilbert/distilbert-base-uncased)
+for d in "$C" "$U"; do
+    printf '{"model_type":"bert"}\n' >"$d/config.json"
+    printf '[PAD]\n[UNK]\nHello\n' >"$d/vocab.txt"
+    rnd "$d/model.safetensors" 5000
+done
+printf '{"do_lower_case": false}\n' >"$C/tokenizer_config.json"
+$F -m bert-base-cased "$T/w/cased" >"$T/log" 2>&1
+rc1=$?
+$F -m distilbert-base-uncased "$T/w/distil" >>"$T/log" 2>&1
+rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$T/w/cased/tokenizer_config.json" "$C/tokenizer_config.json" \
+    && [ ! -e "$T/w/distil/tokenizer_config.json" ] && grep -q "tokenizer_config.json: not in distilbert/distilbert-base-uncased (optional)" "$T/log" \
+    && (cd "$T/w/cased" && sha256sum --strict --quiet -c SHA256SUMS) && (cd "$T/w/distil" && sha256sum --strict --quiet -c SHA256SUMS) \
+    && [ "$(grep -vc '^#' "$T/w/cased/SHA256SUMS")" -eq 4 ] && [ "$(grep -vc '^#' "$T/w/distil/SHA256SUMS")" -eq 3 ]; then
+    pass bert_family_fetches_tokenizer_config_only_when_the_repo_has_one
+else
+    fail bert_family_fetches_tokenizer_config_only_when_the_repo_has_one "rc=$rc1/$rc2 $(cat "$T/log")"
+fi
+rm -rf "$T/w/cased" "$T/w/distil"
+
+# --- any ORG/REPO: pytorch_model.bin when there is no model.safetensors ---
+P=$(repo_dir someorg/bin-only)
+printf '{"model_type":"gpt2"}\n' >"$P/config.json"
+printf '{"a":0}\n' >"$P/vocab.json"
+printf '#version: 0.2\na b\n' >"$P/merges.txt"
+rnd "$P/pytorch_model.bin" 7000
+$F -m someorg/bin-only "$T/w/someorg/bin-only" >"$T/log" 2>&1
+rc=$?
+D=$T/w/someorg/bin-only
+files=$(ls -A "$D" 2>/dev/null | sort | tr '\n' ' ')
+if [ $rc -eq 0 ] && [ "$files" = "SHA256SUMS config.json merges.txt pytorch_model.bin vocab.json " ] \
+    && cmp -s "$D/pytorch_model.bin" "$P/pytorch_model.bin" && grep -q "model.safetensors: not in someorg/bin-only; trying pytorch_model.bin" "$T/log" \
+    && (cd "$D" && sha256sum --strict --quiet -c SHA256SUMS); then
+    pass repo_with_only_pytorch_model_bin_gets_it
+else
+    fail repo_with_only_pytorch_model_bin_gets_it "rc=$rc files=$files $(cat "$T/log")"
+fi
+# a repo with both formats and a WordPiece vocab: safetensors preferred, vocab.txt + tokenizer_config.json
+Q=$(repo_dir someorg/tiny-bert)
+printf '{"model_type":"bert"}\n' >"$Q/config.json"
+printf '[PAD]\nhello\n' >"$Q/vocab.txt"
+printf '{"do_lower_case": true}\n' >"$Q/tokenizer_config.json"
+rnd "$Q/model.safetensors" 3000
+rnd "$Q/pytorch_model.bin" 3000
+$F -m someorg/tiny-bert "$T/w/someorg/tiny-bert" >"$T/log" 2>&1
+rc=$?
+files=$(ls -A "$T/w/someorg/tiny-bert" 2>/dev/null | sort | tr '\n' ' ')
+if [ $rc -eq 0 ] && [ "$files" = "SHA256SUMS config.json model.safetensors tokenizer_config.json vocab.txt " ]; then
+    pass repo_with_safetensors_and_vocab_txt_skips_pytorch_model_bin
+else
+    fail repo_with_safetensors_and_vocab_txt_skips_pytorch_model_bin "rc=$rc files=$files $(cat "$T/log")"
+fi
+rm -rf "$T/w/someorg"
+
+# --- 404 ---
+R=$(repo_dir FacebookAI/roberta-base)
+printf '{"model_type":"roberta"}\n' >"$R/config.json"
+printf '{"a":0}\n' >"$R/vocab.json"
+rnd "$R/model.safetensors" 1000
+$F -m roberta-base "$T/w/roberta" >"$T/log" 2>&1
+rc=$?
+$F -m nobody/nothing "$T/w/nobody/nothing" >"$T/log2" 2>&1
+rc2=$?
+if [ $rc -eq 1 ] && grep -q "merges.txt: not found in FacebookAI/roberta-base (HTTP 404" "$T/log" \
+    && [ $rc2 -eq 1 ] && grep -q "config.json: not found in nobody/nothing (HTTP 404" "$T/log2" && only_in_w good; then
+    pass http_404_names_the_file_and_repo_and_leaves_nothing
+else
+    fail http_404_names_the_file_and_repo_and_leaves_nothing "rc=$rc/$rc2 $(cat "$T/log" "$T/log2"); $(ls -A "$T/w")"
+fi
+
+# --- an interrupted download leaves no partial file ---
+rnd "$R/merges.txt" 1000000
+touch "$R/merges.txt.slow"
+$F -m roberta-base "$T/w/roberta" >"$T/log" 2>&1 &
+fp=$!
+for _ in $(seq 1 100); do
+    [ -n "$(find "$T/w" -path '*/.fetch.*/merges.txt' -size +0 2>/dev/null)" ] && break
+    sleep 0.05
+done
+kill -TERM $fp
+t0=$(date +%s)
+wait $fp
+rc=$?
+if [ $rc -ne 0 ] && [ $(($(date +%s) - t0)) -lt 5 ] && only_in_w good; then
+    pass an_interrupted_download_leaves_no_partial_file
+else
+    fail an_interrupted_download_leaves_no_partial_file "rc=$rc $(cat "$T/log"); $(find "$T/w" -name '.fetch*')"
+fi
+rm "$R/merges.txt.slow"
+
+# --- unknown names ---
+$F -m bert-large "$T/w/x" >"$T/log" 2>&1
+rc=$?
+$F -m ../../etc "$T/w/x" >"$T/log2" 2>&1
+rc2=$?
+# through make; a dead endpoint and no manifest override, so that it can never download into weights/
+HF_ENDPOINT=http://127.0.0.1:1 ATTNVIZ_WEIGHTS_MANIFEST= make --no-print-directory weights MODEL=no-such-model >"$T/log3" 2>&1
+rc3=$?
+ok=1
+for n in bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2; do
+    grep -q -- "$n" "$T/log" || ok=0
+    grep -q -- "$n" "$T/log3" || ok=0
+done
+if [ $rc -eq 2 ] && [ $ok -eq 1 ] && grep -q "unknown model 'bert-large'" "$T/log" && [ $rc2 -eq 2 ] \
+    && grep -q "neither a known name nor a Hugging Face repo id" "$T/log2" && [ $rc3 -ne 0 ] && grep -q "unknown model 'no-such-model'" "$T/log3" \
+    && [ ! -e weights/no-such-model ] && only_in_w good; then
+    pass unknown_name_is_a_usage_error_listing_the_known_names
+else
+    fail unknown_name_is_a_usage_error_listing_the_known_names "rc=$rc/$rc2/$rc3 $(cat "$T/log" "$T/log2" "$T/log3")"
+fi
+
+# --- offline ---
+$F -m gpt2 "$T/w/gpt2" >/dev/null 2>&1 || echo "FAIL setup: gpt2 download for the offline tests"
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 srv=""
-tools/fetch_weights.sh "$T/w/down" >"$T/log" 2>&1
+$F -m roberta-base "$T/w/down" >/dev/null 2>"$T/err"
 rc=$?
-if [ $rc -eq 1 ] && grep -q "failed (offline, or the server is down?)" "$T/log" && [ ! -e "$T/w/down" ]; then
-    echo "PASS fetch_reports_a_server_that_is_down"
+HF_ENDPOINT=http://attnviz-test.invalid $F -m roberta-base "$T/w/down" >/dev/null 2>"$T/err2"
+rc2=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "^attnviz: cannot reach 127.0.0.1:$port (offline?): " "$T/err" \
+    && [ $rc2 -eq 1 ] && [ "$(wc -l <"$T/err2")" -eq 1 ] && grep -q "^attnviz: cannot reach attnviz-test.invalid (offline?): " "$T/err2" \
+    && only_in_w good gpt2; then
+    pass offline_is_one_clear_line_and_leaves_nothing
 else
-    echo "FAIL fetch_reports_a_server_that_is_down: rc=$rc $(cat "$T/log")"
+    fail offline_is_one_clear_line_and_leaves_nothing "rc=$rc/$rc2 $(cat "$T/err" "$T/err2"); $(ls -A "$T/w")"
+fi
+
+$F -m gpt2 "$T/w/gpt2" >"$T/log" 2>&1
+rc=$?
+$F "$T/w/good" >>"$T/log" 2>&1
+rc2=$?
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -q "all 4 files verified against $T/w/gpt2/SHA256SUMS" "$T/log" \
+    && grep -q "all $(grep -vc '^#' "$T/manifest") files verified against the pinned hashes" "$T/log" && ! grep -q 'downloading http' "$T/log"; then
+    pass rerun_of_a_complete_folder_verifies_without_the_network
+else
+    fail rerun_of_a_complete_folder_verifies_without_the_network "rc=$rc/$rc2 $(cat "$T/log")"
 fi

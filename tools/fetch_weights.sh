@@ -1,55 +1,257 @@
 #!/bin/sh
-# Downloads google-bert/bert-base-uncased (config.json, vocab.txt,
-# model.safetensors) into DEST, verifying every file's size and sha256.
-#   tools/fetch_weights.sh DEST
+# make weights: downloads a Hugging Face checkpoint into a model folder and verifies it.
+#   tools/fetch_weights.sh [-m MODEL] [DEST]
+# MODEL is a known name (see usage; default bert-base-uncased) or ORG/REPO for any other hub
+# repo. DEST defaults to weights/MODEL in the repository.
+# Integrity: bert-base-uncased is pinned (size + sha256 in tools/weights.manifest). The others
+# have no pinned hashes: DEST/SHA256SUMS records each file's sha256 and size as first downloaded
+# (the hub's X-Linked-Etag, the sha256 of large files, is checked when sent), and later runs
+# verify against it, re-downloading only what is missing or corrupt.
+# Files are downloaded into a temporary folder beside DEST and moved into DEST only once every
+# one verifies: a failed or interrupted download leaves no partial file.
 # Environment:
-#   ATTNVIZ_HF_BASE           base URL (default: the Hugging Face hub's resolve/main URL)
-#   ATTNVIZ_WEIGHTS_MANIFEST  "file size sha256" lines (default: tools/weights.manifest)
-# Files are downloaded into a temporary folder and moved into DEST only when all
-# of them verify: a failed or interrupted download leaves nothing behind.
-set -eu
+#   HF_ENDPOINT               the hub (default https://huggingface.co): files come from
+#                             $HF_ENDPOINT/REPO/resolve/main/FILE
+#   ATTNVIZ_HF_BASE           the model's whole base URL instead (a mirror, a local server)
+#   ATTNVIZ_WEIGHTS_MANIFEST  pinned "file size sha256" lines (default tools/weights.manifest)
+# Exit status: 0 installed or already verified, 1 download or verification failed, 2 usage.
+set -u
 here=$(cd "$(dirname "$0")" && pwd)
-dest=${1:?usage: fetch_weights.sh DEST}
-base=${ATTNVIZ_HF_BASE:-https://huggingface.co/google-bert/bert-base-uncased/resolve/main}
-manifest=${ATTNVIZ_WEIGHTS_MANIFEST:-$here/weights.manifest}
-command -v curl >/dev/null 2>&1 || { echo "attnviz: make weights needs curl (apt-get install curl)" >&2; exit 1; }
-command -v sha256sum >/dev/null 2>&1 || { echo "attnviz: make weights needs sha256sum (coreutils)" >&2; exit 1; }
+known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2"
 
-all_present=1
-while read -r name size sum; do
-    case $name in ''|'#'*) continue ;; esac
-    if [ -f "$dest/$name" ] && [ "$(wc -c <"$dest/$name")" -eq "$size" ]; then :; else all_present=0; fi
-done <"$manifest"
-if [ $all_present -eq 1 ]; then
-    echo "attnviz: $dest already holds every file of the manifest"
+say() { echo "attnviz: $*"; }
+die() { echo "attnviz: $*" >&2; exit 1; }
+usage() {
+    echo "attnviz: $1" >&2
+    echo "usage: make weights [MODEL=NAME]   (tools/fetch_weights.sh [-m NAME] [DEST])" >&2
+    echo "  NAME: $(echo "$known" | sed 's/ /, /g') (default bert-base-uncased)," \
+        "or ORG/REPO for any other Hugging Face hub repo" >&2
+    exit 2
+}
+
+model="" dest=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    -m) [ $# -ge 2 ] || usage "-m needs a model name"; model=$2; shift 2 ;;
+    -h | --help) usage "downloads a checkpoint into weights/NAME" ;;
+    -*) usage "unknown option $1" ;;
+    *) [ -z "$dest" ] || usage "too many arguments"; dest=$1; shift ;;
+    esac
+done
+model=${model:-bert-base-uncased}
+
+# kind: which files to fetch. bert = vocab.txt (+ tokenizer_config.json when the repo has one),
+# bpe = vocab.json + merges.txt, auto = whichever the repo has (and safetensors, else pytorch_model.bin).
+case $model in
+*/*)
+    # ORG/REPO as the hub spells them; anything else could escape weights/.
+    case $model in
+    */*/* | *[!A-Za-z0-9._/-]* | .* | -* | */.* | */-* | */ | *..*)
+        usage "'$model' is neither a known name nor a Hugging Face repo id (ORG/REPO)" ;;
+    esac
+    repo=$model kind=auto ;;
+bert-base-uncased | bert-base-cased | bert-base-multilingual-cased) repo=google-bert/$model kind=bert ;;
+distilbert-base-uncased) repo=distilbert/$model kind=bert ;;
+roberta-base) repo=FacebookAI/$model kind=bpe ;;
+gpt2) repo=openai-community/$model kind=bpe ;;
+*) usage "unknown model '$model'" ;;
+esac
+pinned=0
+[ "$model" = bert-base-uncased ] && pinned=1
+
+if [ -z "$dest" ]; then
+    root=$(cd "$here/.." && pwd -P)
+    if [ "$(pwd -P)" = "$root" ]; then dest=weights/$model; else dest=$root/weights/$model; fi
+fi
+endpoint=${HF_ENDPOINT:-https://huggingface.co}
+base=${ATTNVIZ_HF_BASE:-${endpoint%/}/$repo/resolve/main}
+host=$(echo "$base" | sed 's|^[A-Za-z]*://||; s|/.*||')
+manifest=${ATTNVIZ_WEIGHTS_MANIFEST:-$here/weights.manifest}
+sums=$dest/SHA256SUMS
+command -v curl >/dev/null 2>&1 || die "make weights needs curl (apt-get install curl)"
+command -v sha256sum >/dev/null 2>&1 || die "make weights needs sha256sum (coreutils)"
+
+size_of() { wc -c <"$1" | tr -d ' '; }
+sha_of() { sha256sum <"$1" | cut -d' ' -f1; }
+
+tmp="" cpid="" made=""
+cleanup() {
+    if [ -n "$cpid" ]; then kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null; fi
+    [ -n "$tmp" ] && rm -rf "$tmp"
+    [ -n "$made" ] && rmdir "$made" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+make_tmp() { # beside DEST, so that moving a file into DEST is a rename
+    parent=$(dirname "$dest")
+    if [ ! -d "$parent" ]; then
+        mkdir -p "$parent" || die "cannot create $parent"
+        made=$parent
+    fi
+    tmp=$(mktemp -d "$parent/.fetch.XXXXXX") || die "cannot create a temporary folder in $parent"
+    : >"$tmp/.record"
+}
+
+# fetch FILE [SIZE]: downloads $base/FILE into $tmp/FILE and appends "FILE size sha256" to
+# $tmp/.record. Returns 1 on HTTP 404; exits on any other failure. curl runs in the
+# background so that a signal interrupts the wait at once (the traps remove $tmp).
+fetch() {
+    say "downloading $base/$1${2:+ ($2 bytes)}"
+    curl -sS -L --retry 2 --connect-timeout 10 --speed-limit 1024 --speed-time 60 \
+        -D "$tmp/.headers" -o "$tmp/$1" -w '%{http_code}' "$base/$1" \
+        </dev/null >"$tmp/.code" 2>"$tmp/.err" &
+    cpid=$!
+    rc=0
+    wait "$cpid" || rc=$?
+    cpid=""
+    code=$(cat "$tmp/.code")
+    why=$(tail -n 1 "$tmp/.err")
+    if [ "$rc" -ne 0 ]; then
+        rm -f "$tmp/$1"
+        case $rc in
+        5 | 6 | 7) die "cannot reach $host (offline?): $why" ;;
+        28) [ "$code" = 000 ] && die "cannot reach $host (offline?): $why"
+            die "download of $1 from $repo stalled: $why; nothing was installed" ;;
+        *) die "download of $1 from $repo failed: $why; nothing was installed" ;;
+        esac
+    fi
+    case $code in
+    200) ;;
+    404) rm -f "$tmp/$1"; return 1 ;;
+    401 | 403) die "$1: HTTP $code from $base/$1: is $repo private or gated, or misspelt?" ;;
+    *) die "$1: HTTP $code from $base/$1; nothing was installed" ;;
+    esac
+    got_size=$(size_of "$tmp/$1")
+    got_sha=$(sha_of "$tmp/$1")
+    # For LFS files the hub sends the sha256 as X-Linked-Etag (git blob ids of small files are shorter).
+    etag=$(tr -d '\r' <"$tmp/.headers" | grep -i '^x-linked-etag:' | head -n 1 | sed 's/^[^:]*: *//; s/^W\///; s/"//g')
+    if [ ${#etag} -eq 64 ] && [ "$etag" != "$got_sha" ]; then
+        die "$1: sha256 $got_sha does not match the hub's X-Linked-Etag $etag (corrupted download?); nothing was installed"
+    fi
+    if [ -z "${commit:-}" ]; then
+        commit=$(tr -d '\r' <"$tmp/.headers" | grep -i '^x-repo-commit:' | head -n 1 | sed 's/^[^:]*: *//; s/"//g')
+    fi
+    echo "$1 $got_size $got_sha" >>"$tmp/.record"
+    return 0
+}
+
+install_files() { # moves the named files from $tmp into DEST
+    mkdir -p "$dest" || die "cannot create $dest"
+    for n in "$@"; do
+        mv -f "$tmp/$n" "$dest/$n" || die "cannot move $n into $dest"
+    done
+}
+
+done_msg() {
+    say "installed$* in $dest"
+    say "try: ./attnviz --model $dest \"time flies like an arrow\""
+}
+
+# The expected files as "name size sha256" lines (size "-" when unknown): pinned, or recorded
+# in DEST/SHA256SUMS by an earlier run. Neither: a first download, which records them.
+expect=""
+if [ $pinned -eq 1 ]; then
+    [ -r "$manifest" ] || die "cannot read $manifest"
+    expect=$(grep -v '^[[:space:]]*#' "$manifest" | grep -v '^[[:space:]]*$')
+    src="the pinned hashes in $manifest"
+elif [ -f "$sums" ]; then
+    sizes=$(sed -n 's/^#.*sizes: *//p' "$sums" | head -n 1)
+    while read -r h n; do
+        case $h in '' | '#'*) continue ;; esac
+        n=${n#\*}
+        case $n in '' | */* | .*) die "$sums: bad line for '$n'; delete the file to download everything again" ;; esac
+        case $h in *[!0-9a-f]*) die "$sums: $n: '$h' is not a sha256; delete the file to download everything again" ;; esac
+        [ ${#h} -eq 64 ] || die "$sums: $n: '$h' is not a sha256; delete the file to download everything again"
+        s=$(echo "$sizes" | tr ' ' '\n' | awk -F= -v n="$n" '$1 == n { print $2 }')
+        expect="$expect${expect:+
+}$n ${s:--} $h"
+    done <"$sums"
+    [ -n "$expect" ] || die "$sums lists no files; delete it to download everything again"
+    src=$sums
+fi
+
+if [ -n "$expect" ]; then
+    need="" total=0
+    while read -r n s h; do
+        total=$((total + 1))
+        f=$dest/$n
+        if [ ! -f "$f" ]; then
+            [ -d "$dest" ] && say "$f: missing"
+            need="$need $n"
+        elif [ "$s" != - ] && [ "$(size_of "$f")" != "$s" ]; then
+            say "$f: $(size_of "$f") bytes, expected $s: corrupt, downloading it again"
+            need="$need $n"
+        elif [ "$(sha_of "$f")" != "$h" ]; then
+            say "$f: sha256 does not match $src: corrupt, downloading it again"
+            need="$need $n"
+        fi
+    done <<EOF
+$expect
+EOF
+    if [ -z "$need" ]; then
+        say "$dest: all $total files verified against $src"
+        exit 0
+    fi
+    make_tmp
+    for n in $need; do
+        line=$(printf '%s\n' "$expect" | awk -v n="$n" '$1 == n')
+        s=$(echo "$line" | cut -d' ' -f2)
+        h=$(echo "$line" | cut -d' ' -f3)
+        [ "$s" = - ] && s=""
+        fetch "$n" "$s" || die "$n: not found in $repo (HTTP 404 from $base/$n); nothing was installed"
+        if [ $pinned -eq 1 ]; then
+            [ "$got_size" = "$s" ] || die "$n: got $got_size bytes, expected $s; nothing was installed"
+            [ "$got_sha" = "$h" ] || die "$n: sha256 $got_sha does not match the expected $h; nothing was installed"
+        elif [ "$got_sha" != "$h" ] || { [ -n "$s" ] && [ "$got_size" != "$s" ]; }; then
+            die "$n: got $got_size bytes, sha256 $got_sha, but $sums recorded ${s:-?} bytes, sha256 $h (changed on the hub, or a corrupted download); $dest is unchanged: delete $sums to accept the hub's current files"
+        fi
+    done
+    # shellcheck disable=SC2086 # names without spaces
+    install_files $need
+    done_msg "$need"
     exit 0
 fi
 
-parent=$(dirname "$dest")
-mkdir -p "$parent"
-tmp=$(mktemp -d "$parent/.fetch.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+# A first download: fetch what this kind of model needs, then record it.
+[ -d "$dest" ] && [ -n "$(ls -A "$dest")" ] && say "$dest has no SHA256SUMS: downloading every file and recording it"
+make_tmp
+got="" commit=""
+get() { fetch "$1" && got="$got $1"; }
+need_file() { get "$1" || die "$1: not found in $repo (HTTP 404 from $base/$1); nothing was installed"; }
+optional() { get "$1" || say "$1: not in $repo (optional)"; }
+need_file config.json
+case $kind in
+bert) need_file vocab.txt; optional tokenizer_config.json ;;
+bpe) need_file vocab.json; need_file merges.txt ;;
+auto)
+    if get vocab.txt; then
+        optional tokenizer_config.json
+    elif get vocab.json; then
+        need_file merges.txt
+    else
+        die "$repo has neither vocab.txt nor vocab.json + merges.txt (no tokenizer attnviz reads); nothing was installed"
+    fi ;;
+esac
+if [ $kind = auto ]; then
+    if ! get model.safetensors; then
+        say "model.safetensors: not in $repo; trying pytorch_model.bin"
+        get pytorch_model.bin ||
+            die "$repo has neither model.safetensors nor pytorch_model.bin (sharded checkpoints are not supported); nothing was installed"
+    fi
+else
+    need_file model.safetensors
+fi
 
-while read -r name size sum; do
-    case $name in ''|'#'*) continue ;; esac
-    echo "attnviz: downloading $base/$name ($size bytes)"
-    if ! curl -fL --retry 2 --connect-timeout 10 -sS -o "$tmp/$name" "$base/$name"; then
-        echo "attnviz: download of $name from $base failed (offline, or the server is down?); nothing was installed" >&2
-        exit 1
-    fi
-    got=$(wc -c <"$tmp/$name")
-    if [ "$got" -ne "$size" ]; then
-        echo "attnviz: $name: got $got bytes, expected $size; nothing was installed" >&2
-        exit 1
-    fi
-    have=$(sha256sum "$tmp/$name" | cut -d' ' -f1)
-    if [ "$have" != "$sum" ]; then
-        echo "attnviz: $name: sha256 $have does not match the expected $sum; nothing was installed" >&2
-        exit 1
-    fi
-done <"$manifest"
-
-mkdir -p "$dest"
-for f in "$tmp"/*; do mv -f "$f" "$dest/"; done
-echo "attnviz: installed $(ls "$dest" | tr '\n' ' ')in $dest"
-echo "attnviz: try: ./attnviz --model $dest \"time flies like an arrow\""
+{
+    printf '# %s from %s%s on %s; sizes:' "$repo" "$base" "${commit:+ at commit $commit}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    while read -r n s h; do printf ' %s=%s' "$n" "$s"; done <"$tmp/.record"
+    echo
+    while read -r n s h; do echo "$h  $n"; done <"$tmp/.record"
+} >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
+# shellcheck disable=SC2086
+install_files $got SHA256SUMS
+say "recorded the sha256 of each file in $sums; later runs verify against it"
+done_msg "$got"
