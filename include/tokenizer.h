@@ -1,5 +1,9 @@
-/* tokenizer.h — BERT WordPiece tokenizer, matching Hugging Face's tokenizer.json
- * pipeline (BertNormalizer -> BertPreTokenizer -> WordPiece -> BertProcessing). */
+/* tokenizer.h — the tokenizers of the supported checkpoints, matching Hugging
+ * Face's fast tokenizers:
+ *  - BERT WordPiece (vocab.txt): BertNormalizer -> BertPreTokenizer -> WordPiece
+ *    -> BertProcessing;
+ *  - byte-level BPE (vocab.json + merges.txt, see bpe.h) with GPT-2's template
+ *    (no special tokens added) or RoBERTa's (RobertaProcessing). */
 #ifndef ATTNVIZ_TOKENIZER_H
 #define ATTNVIZ_TOKENIZER_H
 
@@ -8,26 +12,50 @@
 
 typedef struct Tokenizer Tokenizer;
 
+typedef enum { TOK_STYLE_BERT, TOK_STYLE_GPT2, TOK_STYLE_ROBERTA } TokStyle;
+
 typedef struct {
     int n;              /* number of tokens, specials included */
     int *ids;           /* (n) */
-    int *type_ids;      /* (n) 0 for [CLS] A [SEP], 1 for B [SEP] */
+    int *type_ids;      /* (n) BERT: 0 for [CLS] A [SEP], 1 for B [SEP]; GPT-2: 0 for
+                           A, 1 for B; RoBERTa: all 0 (as Hugging Face returns them) */
     const char **tokens;/* (n) vocab spellings; point into the Tokenizer */
-    int b_start;        /* index of B's first token (its [SEP] when B is empty),
-                           or -1 when there is no B */
+    const char **display;/* (n) the token as a person reads it: WordPiece: tokens[i]
+                           itself; byte-level BPE: the spelling mapped back to bytes
+                           (Ġ -> ' ', Ċ -> '\n') when they are valid UTF-8 without
+                           NUL, else the spelling; specials as themselves. Point
+                           into the Tokenizer. */
+    unsigned char *word_start; /* (n) 1 when token i begins a word: WordPiece: not a
+                           "##" piece; byte-level: starts with a space character,
+                           first of its segment, or after a special token or a token
+                           ending in a space character. Specials are word starts. */
+    unsigned char *special; /* (n) 1 for the style's special tokens ([CLS] [SEP] ...,
+                           <s> </s> ..., <|endoftext|>), template-added or written */
+    int byte_level;     /* spellings are byte-level BPE pieces (no "##" marks) */
+    int b_start;        /* index of B's first token (BERT: its [SEP] when B is empty;
+                           RoBERTa: its final </s>; GPT-2: n), or -1 when there is no B */
     int n_truncated;    /* tokens dropped to fit max_len (0 when none) */
 } TokEncoding;
 
-/* Loads vocab.txt (one token per line, CRLF accepted). lowercase: 1 lowercases
- * and strips accents (uncased models), 0 keeps text as is. */
+/* Loads vocab.txt (one token per line, CRLF accepted) for BERT. lowercase: 1
+ * lowercases and strips accents (uncased models), 0 keeps text as is. */
 int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e);
+
+/* Loads a byte-level BPE tokenizer: vocab.json (or encoder.json) and
+ * merges.txt (or vocab.bpe). style GPT2: <|endoftext|> in the text stays one
+ * token, nothing is added, a pair is A's tokens then B's. style ROBERTA:
+ * <s> A </s> and <s> A </s></s> B </s>; <s> <pad> </s> <unk> <mask> in the
+ * text stay single tokens, <mask> absorbing the spaces before it (as
+ * Hugging Face's lstrip does); the vocab must have <s> and </s>. */
+int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, TokStyle style,
+                 AvErr *e);
 void tok_free(Tokenizer *t);
 
-/* Encodes A (and B when b != NULL, even if empty) as [CLS] A [SEP] (B [SEP]);
- * truncates longest-first to max_len tokens (max_len <= 0: no limit; a limit
- * below the 2 or 3 special tokens is an error). [PAD] [UNK] [CLS] [SEP] [MASK]
- * written in the text stay single tokens, as in Hugging Face. Invalid UTF-8
- * fails with its byte offset. */
+/* Encodes A (and B when b != NULL, even if empty) with the style's template;
+ * truncates longest-first to max_len tokens, the template's special tokens
+ * included (max_len <= 0: no limit; a limit below the template's special
+ * token count is an error). Special tokens written in the text stay single
+ * tokens, as in Hugging Face. Invalid UTF-8 fails with its byte offset. */
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e);
 void tok_encoding_free(TokEncoding *enc);
@@ -35,7 +63,10 @@ void tok_encoding_free(TokEncoding *enc);
 int tok_vocab_size(const Tokenizer *t);
 const char *tok_id_to_token(const Tokenizer *t, int id);
 int tok_token_to_id(const Tokenizer *t, const char *token); /* -1 when absent */
-int tok_lowercase(const Tokenizer *t);
+int tok_lowercase(const Tokenizer *t);  /* always 0 for byte-level BPE */
+TokStyle tok_style(const Tokenizer *t);
+int tok_is_byte_level(const Tokenizer *t);
+int tok_is_special(const Tokenizer *t, int id); /* one of the style's special tokens */
 
 /* Heuristic Hugging Face also relies on when tokenizer_config.json is absent:
  * the model name says cased/uncased, else a vocab without upper-case word

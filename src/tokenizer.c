@@ -1,7 +1,8 @@
-/* tokenizer.c — BERT WordPiece tokenizer matching Hugging Face `tokenizers`
- * (the Rust library behind AutoTokenizer) for bert-*-(un)cased tokenizer.json:
- * special-token split -> BertNormalizer -> BertPreTokenizer -> WordPiece ->
- * [CLS] A [SEP] (B [SEP]) with longest-first truncation.
+/* tokenizer.c — the Tokenizer type: BERT WordPiece matching Hugging Face
+ * `tokenizers` (the Rust library behind AutoTokenizer) for bert-*-(un)cased
+ * tokenizer.json: special-token split -> BertNormalizer -> BertPreTokenizer ->
+ * WordPiece -> [CLS] A [SEP] (B [SEP]) with longest-first truncation; and
+ * byte-level BPE (bpe.c) with GPT-2's or RoBERTa's special tokens and template.
  *
  * Deliberate Rust (not Python/JS) semantics, checked against the real library:
  *  - lowercase is per code point (char::to_lowercase): Σ is always σ, never
@@ -13,6 +14,7 @@
  * Unicode properties come from utf8proc; HF's own tables (unicode_categories)
  * are older, so code points assigned since then can differ. */
 #include "tokenizer.h"
+#include "bpe.h"
 #include "util.h"
 
 #include <errno.h>
@@ -29,6 +31,11 @@
  * the raw input before normalization, so "[MASK]" in text stays one token. */
 static const char *const SPECIAL_NAMES[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 #define N_SPECIAL_NAMES (sizeof SPECIAL_NAMES / sizeof SPECIAL_NAMES[0])
+/* Byte-level BPE: GPT-2's single added token; RoBERTa's five, of which only
+ * <mask> has lstrip (it takes the spaces before it) in Hugging Face's files. */
+static const char *const GPT2_SPECIALS[] = {"<|endoftext|>"};
+static const char *const ROBERTA_SPECIALS[] = {"<s>", "<pad>", "</s>", "<unk>", "<mask>"};
+#define TOK_MAX_SPECIALS 8
 
 struct Tokenizer {
     char *buf;             /* vocab file bytes; each line NUL-terminated in place */
@@ -39,9 +46,15 @@ struct Tokenizer {
     int32_t *slots;        /* open-addressing table of ids, -1 = empty */
     size_t mask;
     int lowercase;
-    int unk, cls, sep;
+    int unk, cls, sep;     /* RoBERTa: <unk> (or -1), <s>, </s>; GPT-2: -1 */
+    TokStyle style;
+    BpeModel *bpe;         /* byte-level styles; the WordPiece fields are unused then */
     int n_special;
-    int special_id[N_SPECIAL_NAMES];
+    int special_id[TOK_MAX_SPECIALS];
+    const char *special_str[TOK_MAX_SPECIALS];
+    size_t special_len[TOK_MAX_SPECIALS];
+    unsigned char special_lstrip[TOK_MAX_SPECIALS];
+    unsigned char special_first[256]; /* bytes that can start a special token */
     size_t max_word_bytes; /* longest vocab entry: bounds the longest-match scan */
     size_t max_cont_bytes; /* longest "##" entry, prefix excluded */
 };
@@ -69,6 +82,18 @@ static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const cha
 }
 
 /* ---- loading ------------------------------------------------------------ */
+
+/* Registers a special token (when the vocab has it) for matching in text. */
+static void add_special(Tokenizer *t, const char *name, int lstrip) {
+    int id = tok_token_to_id(t, name);
+    if (id < 0 || t->n_special == TOK_MAX_SPECIALS) return;
+    int k = t->n_special++;
+    t->special_id[k] = id;
+    t->special_str[k] = tok_id_to_token(t, id);
+    t->special_len[k] = strlen(name);
+    t->special_lstrip[k] = (unsigned char)lstrip;
+    t->special_first[(unsigned char)name[0]] = 1;
+}
 
 /* A vocab.txt is a few hundred KB; anything past this is not one. */
 #define MAX_VOCAB_FILE (256u << 20)
@@ -156,10 +181,7 @@ int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
         av_err(e, "%s: vocabulary has no %s token", vocab_path, missing);
         goto fail;
     }
-    for (size_t i = 0; i < N_SPECIAL_NAMES; i++) {
-        int id = tok_token_to_id(t, SPECIAL_NAMES[i]);
-        if (id >= 0) t->special_id[t->n_special++] = id;
-    }
+    for (size_t i = 0; i < N_SPECIAL_NAMES; i++) add_special(t, SPECIAL_NAMES[i], 0);
     *out = t;
     return 0;
 fail:
@@ -167,8 +189,40 @@ fail:
     return -1;
 }
 
+int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, TokStyle style,
+                 AvErr *e) {
+    *out = NULL;
+    if (style != TOK_STYLE_GPT2 && style != TOK_STYLE_ROBERTA)
+        return av_err(e, "tok_load_bpe: style must be GPT-2 or RoBERTa (BERT uses tok_load)");
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return av_err(e, "out of memory");
+    t->style = style;
+    t->unk = t->cls = t->sep = -1;
+    if (bpe_load(&t->bpe, vocab_json, merges, e) < 0) {
+        free(t);
+        return -1;
+    }
+    if (style == TOK_STYLE_GPT2) {
+        add_special(t, GPT2_SPECIALS[0], 0);
+    } else {
+        for (size_t i = 0; i < sizeof ROBERTA_SPECIALS / sizeof ROBERTA_SPECIALS[0]; i++)
+            add_special(t, ROBERTA_SPECIALS[i], !strcmp(ROBERTA_SPECIALS[i], "<mask>"));
+        t->cls = tok_token_to_id(t, "<s>");
+        t->sep = tok_token_to_id(t, "</s>");
+        t->unk = tok_token_to_id(t, "<unk>");
+        if (t->cls < 0 || t->sep < 0) {
+            av_err(e, "%s: a RoBERTa vocabulary needs <s> and </s>, which are absent", vocab_json);
+            tok_free(t);
+            return -1;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
 void tok_free(Tokenizer *t) {
     if (!t) return;
+    bpe_free(t->bpe);
     free(t->buf);
     free(t->tok);
     free(t->tok_len);
@@ -177,17 +231,29 @@ void tok_free(Tokenizer *t) {
     free(t);
 }
 
-int tok_vocab_size(const Tokenizer *t) { return t->n; }
+int tok_vocab_size(const Tokenizer *t) { return t->bpe ? bpe_vocab_size(t->bpe) : t->n; }
 
 const char *tok_id_to_token(const Tokenizer *t, int id) {
+    if (t->bpe) return bpe_id_to_token(t->bpe, id);
     return id >= 0 && id < t->n ? t->tok[id] : NULL;
 }
 
 int tok_token_to_id(const Tokenizer *t, const char *token) {
+    if (t->bpe) return bpe_token_to_id(t->bpe, token, strlen(token));
     return lookup(t, "", 0, token, strlen(token));
 }
 
 int tok_lowercase(const Tokenizer *t) { return t->lowercase; }
+
+TokStyle tok_style(const Tokenizer *t) { return t->style; }
+
+int tok_is_byte_level(const Tokenizer *t) { return t->bpe != NULL; }
+
+int tok_is_special(const Tokenizer *t, int id) {
+    for (int k = 0; k < t->n_special; k++)
+        if (t->special_id[k] == id) return 1;
+    return 0;
+}
 
 int tok_infer_lowercase(const char *model_dir, const char *vocab_path) {
     if (model_dir && *model_dir) {
@@ -474,15 +540,16 @@ static long utf8_invalid_at(const uint8_t *s, size_t len) {
     return -1;
 }
 
-/* Which special token (if any) starts at s[0]; longest wins as in HF. */
+/* Which special token (index into special_id, or -1) starts at s[0];
+ * longest wins as in HF. */
 static int special_at(const Tokenizer *t, const char *s, size_t avail, size_t *mlen) {
     int best = -1;
     size_t blen = 0;
+    if (!t->special_first[(unsigned char)s[0]]) return -1;
     for (int k = 0; k < t->n_special; k++) {
-        int id = t->special_id[k];
-        size_t l = t->tok_len[id];
-        if (l <= avail && l > blen && memcmp(s, t->tok[id], l) == 0) {
-            best = id;
+        size_t l = t->special_len[k];
+        if (l <= avail && l > blen && memcmp(s, t->special_str[k], l) == 0) {
+            best = k;
             blen = l;
         }
     }
@@ -496,20 +563,68 @@ static int encode_seq(const Tokenizer *t, const char *text, size_t len, CpVec *n
     size_t seg = 0, i = 0;
     while (i <= len) {
         size_t mlen = 0;
-        int sid = -1;
-        if (i < len && text[i] == '[') sid = special_at(t, text + i, len - i, &mlen);
-        if (i == len || sid >= 0) {
+        int sk = i < len ? special_at(t, text + i, len - i, &mlen) : -1;
+        if (i == len || sk >= 0) {
             if (i > seg) {
                 if (normalize(t, (const uint8_t *)text + seg, i - seg, norm) < 0) return -1;
                 if (pretokenize(t, norm, w, out, es) < 0) return -1;
             }
             if (i == len) break;
-            if (id_push(out, sid) < 0) return -1;
+            if (id_push(out, t->special_id[sk]) < 0) return -1;
             i += mlen;
             seg = i;
         } else {
             i++;
         }
+    }
+    return 0;
+}
+
+/* Start of the character ending just before s[end] (valid UTF-8, end > 0). */
+static size_t char_before(const uint8_t *s, size_t end) {
+    size_t i = end - 1;
+    while (i > 0 && (s[i] & 0xC0) == 0x80) i--;
+    return i;
+}
+
+/* Byte-level BPE of one sequence: special tokens split the raw text (an
+ * lstrip token takes the White_Space before it), each gap is pre-tokenized
+ * and every pre-token merged; EarlyStop counts after each pre-token. */
+static int encode_seq_bpe(const Tokenizer *t, const char *text, size_t len, BpeScratch *sc,
+                          IdVec *out, EarlyStop *es, AvErr *e) {
+    size_t seg = 0, i = 0;
+    while (i <= len) {
+        size_t mlen = 0;
+        int sk = i < len ? special_at(t, text + i, len - i, &mlen) : -1;
+        if (i < len && sk < 0) {
+            i++;
+            continue;
+        }
+        size_t gap_end = i;
+        if (sk >= 0 && t->special_lstrip[sk]) {
+            while (gap_end > seg) {
+                size_t c0 = char_before((const uint8_t *)text, gap_end);
+                int32_t c;
+                if (utf8proc_iterate((const uint8_t *)text + c0, (utf8proc_ssize_t)(gap_end - c0),
+                                     &c) <= 0 || !bpe_is_space(c))
+                    break;
+                gap_end = c0;
+            }
+        }
+        for (size_t p = seg; p < gap_end;) {
+            size_t q = bpe_pretoken_end(text, gap_end, p);
+            const int *ids;
+            size_t n;
+            if (bpe_encode_word(t->bpe, sc, text + p, q - p, &ids, &n, e) < 0) return -1;
+            for (size_t k = 0; k < n; k++)
+                if (id_push(out, ids[k]) < 0) return av_err(e, "out of memory while tokenizing");
+            if (es->cap && es->eff == SIZE_MAX && out->n >= es->cap) es->eff = out->n;
+            p = q;
+        }
+        if (i == len) break;
+        if (id_push(out, t->special_id[sk]) < 0) return av_err(e, "out of memory while tokenizing");
+        i += mlen;
+        seg = i;
     }
     return 0;
 }
@@ -540,6 +655,28 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max) {
     if (n2 < *nb) *nb = n2;
 }
 
+/* word_start and display of a finished encoding (see tokenizer.h). */
+static void describe(const Tokenizer *t, TokEncoding *out, int a_first) {
+    out->byte_level = t->bpe != NULL;
+    for (int i = 0; i < out->n; i++) {
+        int id = out->ids[i];
+        int special = tok_is_special(t, id);
+        out->special[i] = (unsigned char)special;
+        if (!t->bpe) {
+            out->display[i] = out->tokens[i];
+            out->word_start[i] = (unsigned char)(special || strncmp(out->tokens[i], "##", 2) != 0);
+            continue;
+        }
+        out->display[i] = special ? out->tokens[i] : bpe_id_to_display(t->bpe, id);
+        int prev = i > 0 ? out->ids[i - 1] : -1;
+        out->word_start[i] =
+            (unsigned char)(special || i == a_first || i == out->b_start || prev < 0 ||
+                            tok_is_special(t, prev) ||
+                            (bpe_token_flags(t->bpe, id) & BPE_STARTS_WITH_SPACE) ||
+                            (bpe_token_flags(t->bpe, prev) & BPE_ENDS_WITH_SPACE));
+    }
+}
+
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e) {
     memset(out, 0, sizeof *out);
@@ -551,18 +688,33 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
         bad = utf8_invalid_at((const uint8_t *)b, b_len);
         if (bad >= 0) return av_err(e, "sentence B: invalid UTF-8 at byte offset %ld", bad);
     }
-    size_t n_added = b ? 3 : 2;
+    /* Special tokens the template adds: before A, between A and B, after B. */
+    size_t pre = 0, mid = 0, post = 0;
+    switch (t->style) {
+    case TOK_STYLE_BERT: pre = 1, mid = 1, post = b ? 1 : 0; break;
+    case TOK_STYLE_ROBERTA: pre = 1, mid = b ? 2 : 1, post = b ? 1 : 0; break;
+    case TOK_STYLE_GPT2: break;
+    }
+    size_t n_added = pre + mid + post;
     if (max_len > 0 && (size_t)max_len < n_added)
         return av_err(e, "max length %d cannot hold the %zu special tokens", max_len, n_added);
 
     CpVec norm = {0};
     WordBuf w = {0};
     IdVec ia = {0}, ib = {0};
+    BpeScratch *sc = NULL;
     int rc = -1;
     size_t cap = max_len > 0 ? (size_t)max_len : 0;
     EarlyStop ea = {cap, SIZE_MAX}, eb = {cap, SIZE_MAX};
-    if (encode_seq(t, a, a_len, &norm, &w, &ia, &ea) < 0) goto oom;
-    if (b && encode_seq(t, b, b_len, &norm, &w, &ib, &eb) < 0) goto oom;
+    if (t->bpe) {
+        if (!(sc = bpe_scratch_new())) goto oom;
+        if (encode_seq_bpe(t, a ? a : "", a_len, sc, &ia, &ea, e) < 0 ||
+            (b && encode_seq_bpe(t, b, b_len, sc, &ib, &eb, e) < 0))
+            goto done;
+    } else {
+        if (encode_seq(t, a, a_len, &norm, &w, &ia, &ea) < 0) goto oom;
+        if (b && encode_seq(t, b, b_len, &norm, &w, &ib, &eb) < 0) goto oom;
+    }
 
     size_t na = ia.n, nb = ib.n;
     if (max_len > 0) {
@@ -580,34 +732,50 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
         rc = av_err(e, "input too long: %zu tokens", n);
         goto done;
     }
-    out->ids = malloc(n * sizeof *out->ids);
-    out->type_ids = malloc(n * sizeof *out->type_ids);
-    out->tokens = malloc(n * sizeof *out->tokens);
-    if (!out->ids || !out->type_ids || !out->tokens) {
+    size_t n_alloc = n ? n : 1;
+    out->ids = malloc(n_alloc * sizeof *out->ids);
+    out->type_ids = malloc(n_alloc * sizeof *out->type_ids);
+    out->tokens = malloc(n_alloc * sizeof *out->tokens);
+    out->display = malloc(n_alloc * sizeof *out->display);
+    out->word_start = malloc(n_alloc);
+    out->special = malloc(n_alloc);
+    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special) {
         tok_encoding_free(out);
         goto oom;
     }
+    /* BERT: [CLS] A [SEP] (B [SEP]); RoBERTa: <s> A </s> (</s> B </s>);
+     * GPT-2: A (B). B's part has type 1 for BERT and GPT-2, 0 for RoBERTa
+     * (what the Rust library returns). */
+    int b_type = t->style == TOK_STYLE_ROBERTA ? 0 : 1;
     size_t k = 0;
-    out->ids[k] = t->cls;
-    out->type_ids[k++] = 0;
+    for (size_t i = 0; i < pre; i++) {
+        out->ids[k] = t->cls;
+        out->type_ids[k++] = 0;
+    }
+    int a_first = (int)k;
     for (size_t i = 0; i < na; i++) {
         out->ids[k] = ia.v[i];
         out->type_ids[k++] = 0;
     }
-    out->ids[k] = t->sep;
-    out->type_ids[k++] = 0;
+    for (size_t i = 0; i < mid; i++) {
+        out->ids[k] = t->sep;
+        out->type_ids[k++] = 0;
+    }
     if (b) {
         out->b_start = (int)k;
         for (size_t i = 0; i < nb; i++) {
             out->ids[k] = ib.v[i];
-            out->type_ids[k++] = 1;
+            out->type_ids[k++] = b_type;
         }
-        out->ids[k] = t->sep;
-        out->type_ids[k++] = 1;
+        for (size_t i = 0; i < post; i++) {
+            out->ids[k] = t->sep;
+            out->type_ids[k++] = b_type;
+        }
     }
-    for (size_t i = 0; i < k; i++) out->tokens[i] = t->tok[out->ids[i]];
+    for (size_t i = 0; i < k; i++) out->tokens[i] = tok_id_to_token(t, out->ids[i]);
     out->n = (int)k;
     out->n_truncated = (int)(ia.n - na + ib.n - nb);
+    describe(t, out, a_first);
     rc = 0;
     goto done;
 oom:
@@ -618,6 +786,7 @@ done:
     free(w.off);
     free(ia.v);
     free(ib.v);
+    bpe_scratch_free(sc);
     return rc;
 }
 
@@ -626,6 +795,9 @@ void tok_encoding_free(TokEncoding *enc) {
     free(enc->ids);
     free(enc->type_ids);
     free((void *)enc->tokens);
+    free((void *)enc->display);
+    free(enc->word_start);
+    free(enc->special);
     memset(enc, 0, sizeof *enc);
     enc->b_start = -1;
 }

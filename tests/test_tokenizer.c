@@ -15,6 +15,9 @@
 
 #define CORPUS_PATH "tests/tokenizer/corpus.tsv"
 #define EXPECTED_PATH "tests/tokenizer/expected.jsonl"
+/* The same pipeline with "lowercase": false, "strip_accents": null (cased and
+ * multilingual-cased BERT), from a tokenizer.json variant oracle_check.sh builds. */
+#define EXPECTED_CASED_PATH "tests/tokenizer/expected_cased.jsonl"
 #define REAL_VOCAB SHARED_BERT_DIR "/vocab.txt"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -78,126 +81,7 @@ static int shared_present(void) {
     return stat(REAL_VOCAB, &st) == 0;
 }
 
-/* ---- corpus file parsing ------------------------------------------------ */
-
-typedef struct {
-    char *s;
-    size_t len;
-} Str;
-
-static void put_utf8(Str *o, uint32_t c) {
-    char *p = o->s + o->len;
-    if (c < 0x80) {
-        p[0] = (char)c;
-        o->len += 1;
-    } else if (c < 0x800) {
-        p[0] = (char)(0xC0 | c >> 6);
-        p[1] = (char)(0x80 | (c & 0x3F));
-        o->len += 2;
-    } else if (c < 0x10000) {
-        p[0] = (char)(0xE0 | c >> 12);
-        p[1] = (char)(0x80 | (c >> 6 & 0x3F));
-        p[2] = (char)(0x80 | (c & 0x3F));
-        o->len += 3;
-    } else {
-        p[0] = (char)(0xF0 | c >> 18);
-        p[1] = (char)(0x80 | (c >> 12 & 0x3F));
-        p[2] = (char)(0x80 | (c >> 6 & 0x3F));
-        p[3] = (char)(0x80 | (c & 0x3F));
-        o->len += 4;
-    }
-}
-
-static uint32_t hex4(const char *p) {
-    char h[5] = {p[0], p[1], p[2], p[3], 0};
-    return (uint32_t)strtoul(h, NULL, 16);
-}
-
-/* Parses a JSON string literal at *pp (cJSON would stop at an escaped NUL). */
-static Str parse_json_string(const char **pp) {
-    const char *p = *pp;
-    ck_assert_int_eq(*p, '"');
-    p++;
-    Str o = {malloc(strlen(p) + 1), 0};
-    ck_assert_ptr_nonnull(o.s);
-    while (*p != '"') {
-        ck_assert_msg(*p, "unterminated JSON string in corpus");
-        if (*p != '\\') {
-            o.s[o.len++] = *p++;
-            continue;
-        }
-        p++;
-        switch (*p++) {
-        case 'n': o.s[o.len++] = '\n'; break;
-        case 't': o.s[o.len++] = '\t'; break;
-        case 'r': o.s[o.len++] = '\r'; break;
-        case 'b': o.s[o.len++] = '\b'; break;
-        case 'f': o.s[o.len++] = '\f'; break;
-        case 'u': {
-            uint32_t c = hex4(p);
-            p += 4;
-            if (c >= 0xD800 && c < 0xDC00 && p[0] == '\\' && p[1] == 'u') {
-                c = 0x10000 + ((c - 0xD800) << 10) + (hex4(p + 2) - 0xDC00);
-                p += 6;
-            }
-            put_utf8(&o, c);
-            break;
-        }
-        default: o.s[o.len++] = p[-1]; break; /* \" \\ \/ */
-        }
-    }
-    *pp = p + 1;
-    o.s[o.len] = '\0';
-    return o;
-}
-
-/* One corpus line -> A and B (b.s == NULL when there is no B); format in oracle.mjs. */
-static void parse_corpus_line(const char *line, Str *a, Str *b) {
-    b->s = NULL;
-    b->len = 0;
-    if (strncmp(line, "json:", 5) == 0) {
-        const char *p = line + 5;
-        ck_assert_int_eq(*p++, '[');
-        *a = parse_json_string(&p);
-        while (*p == ' ') p++;
-        if (*p == ',') {
-            p++;
-            while (*p == ' ') p++;
-            *b = parse_json_string(&p);
-        }
-        ck_assert_int_eq(*p, ']');
-        return;
-    }
-    const char *tab = strchr(line, '\t');
-    size_t la = tab ? (size_t)(tab - line) : strlen(line);
-    a->s = strndup(line, la);
-    a->len = la;
-    if (tab) {
-        b->s = strdup(tab + 1);
-        b->len = strlen(tab + 1);
-    }
-    ck_assert(a->s && (!tab || b->s));
-}
-
-static int json_ints_equal(const cJSON *arr, const int *v, int n) {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return 0;
-    int i = 0;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, arr) {
-        if (!cJSON_IsNumber(x) || x->valueint != v[i++]) return 0;
-    }
-    return 1;
-}
-
-static int json_strs_equal(const cJSON *arr, const char *const *v, int n) {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return 0;
-    int i = 0;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, arr) {
-        if (!cJSON_IsString(x) || strcmp(x->valuestring, v[i++]) != 0) return 0;
-    }
-    return 1;
-}
+#include "tokenizer/corpus_parse.h"
 
 /* ---- tests against the real bert-base-uncased vocab --------------------- */
 
@@ -223,13 +107,13 @@ START_TEST(tokenizer_encodes_time_flies_like_an_arrow) {
 }
 END_TEST
 
-START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
-    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
+/* Every corpus line through the real vocab, against the oracle's output. */
+static void check_corpus(int lowercase, const char *expected) {
     Tokenizer *t;
     AvErr e = {{0}};
-    ck_assert_msg(tok_load(&t, REAL_VOCAB, 1, &e) == 0, "%s", e.msg);
-    FILE *fc = fopen(CORPUS_PATH, "r"), *fe = fopen(EXPECTED_PATH, "r");
-    ck_assert_msg(fc && fe, "cannot open %s / %s", CORPUS_PATH, EXPECTED_PATH);
+    ck_assert_msg(tok_load(&t, REAL_VOCAB, lowercase, &e) == 0, "%s", e.msg);
+    FILE *fc = fopen(CORPUS_PATH, "r"), *fe = fopen(expected, "r");
+    ck_assert_msg(fc && fe, "cannot open %s / %s", CORPUS_PATH, expected);
     char *cl = NULL, *el = NULL;
     size_t ccap = 0, ecap = 0;
     int line = 0, mismatches = 0;
@@ -237,7 +121,7 @@ START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
     while ((n = getline(&cl, &ccap, fc)) >= 0) {
         line++;
         if (n > 0 && cl[n - 1] == '\n') cl[--n] = '\0';
-        ck_assert_msg(getline(&el, &ecap, fe) >= 0, "expected.jsonl ends before corpus line %d",
+        ck_assert_msg(getline(&el, &ecap, fe) >= 0, "%s ends before corpus line %d", expected,
                       line);
         Str a, b;
         parse_corpus_line(cl, &a, &b);
@@ -245,7 +129,7 @@ START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
         int rc = tok_encode(t, a.s, a.len, b.s, b.len, 0, &enc, &e);
         ck_assert_msg(rc == 0, "line %d: %s", line, e.msg);
         cJSON *want = cJSON_Parse(el);
-        ck_assert_msg(want, "expected.jsonl line %d is not JSON", line);
+        ck_assert_msg(want, "%s line %d is not JSON", expected, line);
         int ok = json_ints_equal(cJSON_GetObjectItem(want, "input_ids"), enc.ids, enc.n) &&
                  json_ints_equal(cJSON_GetObjectItem(want, "token_type_ids"), enc.type_ids,
                                  enc.n) &&
@@ -261,15 +145,28 @@ START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
         free(a.s);
         free(b.s);
     }
-    ck_assert_msg(getline(&el, &ecap, fe) < 0, "expected.jsonl has more lines than the corpus");
+    ck_assert_msg(getline(&el, &ecap, fe) < 0, "%s has more lines than the corpus", expected);
     free(cl);
     free(el);
     fclose(fc);
     fclose(fe);
     tok_free(t);
     ck_assert_int_ge(line, 200);
-    ck_assert_msg(mismatches == 0, "%d of %d corpus lines differ from Hugging Face", mismatches,
-                  line);
+    ck_assert_msg(mismatches == 0, "%s: %d of %d corpus lines differ from Hugging Face", expected,
+                  mismatches, line);
+}
+
+START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
+    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
+    check_corpus(1, EXPECTED_PATH);
+}
+END_TEST
+
+START_TEST(tokenizer_cased_matches_hugging_face_on_every_corpus_line) {
+    /* No lowercasing, no accent stripping, CJK still split: the uncased vocab
+     * read as cased makes many [UNK]s, which is what tells the modes apart. */
+    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
+    check_corpus(0, EXPECTED_CASED_PATH);
 }
 END_TEST
 
@@ -645,6 +542,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tokenizer_encodes_time_flies_like_an_arrow);
     tcase_add_test(tc, tokenizer_matches_hugging_face_on_every_corpus_line);
+    tcase_add_test(tc, tokenizer_cased_matches_hugging_face_on_every_corpus_line);
     tcase_add_test(tc, tokenizer_takes_longest_wordpiece_match_first);
     tcase_add_test(tc, tokenizer_maps_word_with_unmatchable_rest_to_single_unk);
     tcase_add_test(tc, tokenizer_maps_words_over_100_chars_to_unk);
