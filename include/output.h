@@ -30,6 +30,8 @@ typedef struct {
     int n_sel_heads;
     int precision;                 /* significant digits for JSON floats */
     int with_qk;                   /* include queries and keys in JSON */
+    int causal;                    /* decoder model: keys after the query are masked (attention 0) */
+    const char *const *display_tokens; /* (enc->n) tokens as read (Ġ -> space), or NULL: use enc->tokens */
 } OutDoc;
 
 /* Number of selected layers/heads and the i-th selected index. */

@@ -10,6 +10,17 @@
  *                      JSON cannot end its <script> element whatever the input.
  *   {{payload}}        the numbers, as <script type="application/octet-stream">
  *                      elements holding base-85 text (no markup-significant bytes).
+ *
+ * Tokens in the meta: "tokens" are the vocab spellings (what Hugging Face's
+ * convert_ids_to_tokens gives, e.g. "Ġflies"); "display_tokens" the text as read
+ * (" flies"), or null when the doc has none (WordPiece: the spellings are the
+ * text). "special" flags [CLS]/[SEP]/<s>/</s>/<|endoftext|> (the page's "hide
+ * specials"); "word_start" flags the pieces that begin a word (the page's
+ * "merge pieces"): with display tokens a piece starts a word when its text
+ * starts with whitespace, follows whitespace or a special, or is special or
+ * first; otherwise every token but a "##" continuation starts one. "causal":
+ * a decoder model, where keys after the query are masked (weight exactly 0);
+ * the page draws that triangle as masked, not as computed zeros.
  * Templates come from the binary (tools/embed.c) or, with templates_dir, from
  * that folder.
  *
@@ -56,6 +67,8 @@
  * 64; 2-core machine): 7 tokens: 11 KB attention + 228 KB q/k + 105 KB page
  * code; 512 tokens: 25.4 MB attention + 13.5 MB q/k = 38.9 MB, written in
  * 0.5-0.75 s. The demo model (peaky constructed heads) at 512 tokens: 1 MB.
+ * A causal capture of the same shape (page_fixture --causal): 28 MB, the
+ * masked upper triangle compresses to almost nothing.
  */
 #include <math.h>
 #include <pthread.h>
@@ -215,7 +228,8 @@ static int check_doc(const OutDoc *d, AvErr *e) {
     if ((c->q || c->k) && (!c->q || !c->k || c->head_dim < 1))
         return av_err(e, "html: capture has queries without keys or a bad head size");
     for (int i = 0; i < d->enc->n; i++)
-        if (!d->enc->tokens[i]) return av_err(e, "html: token %d has no text", i);
+        if (!d->enc->tokens[i] || (d->display_tokens && !d->display_tokens[i]))
+            return av_err(e, "html: token %d has no text", i);
     return 0;
 }
 
@@ -236,6 +250,37 @@ static int qk_decimals(const float *v, size_t n) {
     int dec = rms < 0.01 ? 4 : rms < 0.1 ? 3 : 2;
     while (dec > 0 && m * pow(10.0, dec) > 16383.0) dec--;
     return dec;
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+/* Special tokens the page can hide: BERT's and the byte-level BPE models'. */
+static int is_special_token(const char *t) {
+    static const char *const names[] = {"[CLS]", "[SEP]", "<s>", "</s>", "<|endoftext|>"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(t, names[i]) == 0) return 1;
+    return 0;
+}
+
+static int is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* The tokenizer's flag when the encoding carries one, else from the spelling. */
+static int is_special(const TokEncoding *enc, int i) {
+    return enc->special ? enc->special[i] : is_special_token(enc->tokens[i]);
+}
+
+/* Whether token i begins a word (see the notes at the top): the tokenizer's
+ * flag when the encoding carries one. */
+static int word_start(const OutDoc *d, int i) {
+    const char *const *tok = d->enc->tokens;
+    if (d->enc->word_start) return d->enc->word_start[i];
+    if (i == 0 || is_special_token(tok[i]) || is_special_token(tok[i - 1])) return 1;
+    if (d->display_tokens) {
+        const char *s = d->display_tokens[i], *prev = d->display_tokens[i - 1];
+        size_t pl = strlen(prev);
+        return is_ascii_space(s[0]) || (pl > 0 && is_ascii_space(prev[pl - 1]));
+    }
+    return !(strncmp(tok[i], "##", 2) == 0 && tok[i][2] != '\0');
 }
 
 /* ---------------------------------------------------------------- meta JSON */
@@ -277,7 +322,22 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
         if (i) fputc(',', f);
         json_write_string(f, enc->tokens[i]);
     }
-    fputs("],\"input_ids\":[", f);
+    fputs("],\"display_tokens\":", f);
+    if (d->display_tokens) {
+        for (int i = 0; i < enc->n; i++) {
+            fputc(i ? ',' : '[', f);
+            json_write_string(f, d->display_tokens[i]);
+        }
+        fputc(']', f);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\"special\":[", f);
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", is_special(enc, i));
+    fputs("],\"word_start\":[", f);
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", word_start(d, i));
+    fprintf(f, "],\"causal\":%s", d->causal ? "true" : "false");
+    fputs(",\"input_ids\":[", f);
     for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->ids ? enc->ids[i] : -1);
     fputs("],\"token_type_ids\":[", f);
     for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->type_ids ? enc->type_ids[i] : 0);

@@ -3,7 +3,7 @@
  * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
-/* exported Data, Tok, fmtAtt, fmtFixed, SPECIALS */
+/* exported Data, Tok, fmtAtt, fmtFixed, SPECIALS, visibleText */
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
 const B85_VAL = (() => {
@@ -11,7 +11,20 @@ const B85_VAL = (() => {
   for (let i = 0; i < B85.length; i++) t[B85.charCodeAt(i)] = i;
   return t;
 })();
-const SPECIALS = new Set(['[CLS]', '[SEP]']);
+/* Fallback when the meta has no "special" list (html.c writes one). */
+const SPECIALS = new Set(['[CLS]', '[SEP]', '<s>', '</s>', '<|endoftext|>']);
+
+/* Token text made visible: a token of only whitespace shows glyphs (␣ space,
+ * ↵ newline, ⇥ tab), newlines/tabs/control characters inside a token show as
+ * glyphs too (never as line breaks); a leading space before a word stays a
+ * space, as in bertviz's GPT-2 view. Always inserted with textContent. */
+const WS_GLYPH = { ' ': '␣', '\n': '↵', '\r': '␍', '\t': '⇥', '\f': '␌', '\v': '␋' };
+function visibleText(s) {
+  if (s === '') return '∅';
+  const ctl = c => WS_GLYPH[c] || (c === '\x7f' ? '␡' : String.fromCharCode(0x2400 + c.charCodeAt(0)));
+  if (/^\s+$/.test(s)) return s.replace(/[\s]/g, c => WS_GLYPH[c] || '␣');
+  return s.replace(/[\x00-\x1f\x7f]/g, ctl);
+}
 
 function b85decode(text, zlen) {
   const len = text.length;
@@ -132,9 +145,25 @@ const Data = (() => {
     return out;
   }
 
+  const toks = meta.tokens, disp = meta.display_tokens || null;
+  const special = toks.map((t, i) => (meta.special ? !!meta.special[i] : SPECIALS.has(t)));
+  const wordStart = toks.map((t, i) => (meta.word_start ? !!meta.word_start[i] : !(t.startsWith('##') && t.length > 2)));
+  /* raw text of token i (display text, else the vocab spelling) */
+  const text = i => (disp ? disp[i] : toks[i]);
+  /* text a continuation piece adds to its word: "##ies" adds "ies" */
+  const pieceText = i => (disp ? disp[i] : toks[i].startsWith('##') ? toks[i].slice(2) : toks[i]);
+
   return {
     meta, n, L, H, nn,
     layers: meta.layers, heads: meta.heads,
+    causal: !!meta.causal,
+    hasDisplay: !!disp,
+    special, wordStart, text, pieceText,
+    /* shown label of raw token i; vocab spelling of i */
+    label: i => visibleText(text(i)),
+    vocab: i => toks[i],
+    /* causal mask on raw indices: key j after query i */
+    masked: (i, j) => !!meta.causal && j > i,
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, weight, code, headMatrix,
@@ -146,9 +175,13 @@ const Data = (() => {
 
 /* ---------------------------------------------------------------- token transforms */
 
-/* Display tokens for the current toggles: merged ## pieces and hidden specials.
- * groups[g] = {label, members, seg (0 A / 1 B), special, first}; visible = indices
- * of shown groups; rowsFor/colsFor apply the sentence filter. */
+/* Display tokens for the current toggles: merged word pieces and hidden specials.
+ * groups[g] = {label, vocab, members, seg (0 A / 1 B), special, first}; visible =
+ * indices of shown groups; filterIdx applies the sentence filter. A piece joins
+ * the previous group unless it starts a word (meta.word_start: "##" pieces for
+ * WordPiece, no leading space for byte-level BPE). Groups are contiguous and in
+ * token order, so under a causal mask group (key) c is masked for group (query)
+ * r exactly when c > r in visible order: masked(t, r, c). */
 const Tok = (() => {
   const cache = new Map();
   function build(merge, hide) {
@@ -158,18 +191,19 @@ const Tok = (() => {
     const groups = [];
     const groupOf = new Int32Array(toks.length);
     for (let i = 0; i < toks.length; i++) {
-      const t = toks[i];
-      const special = SPECIALS.has(t);
+      const special = Data.special[i];
       const seg = bs !== null && bs !== undefined && i >= bs ? 1 : 0;
       const prev = groups[groups.length - 1];
-      if (merge && !special && t.startsWith('##') && t.length > 2 && prev && !prev.special && prev.seg === seg) {
+      if (merge && !special && !Data.wordStart[i] && prev && !prev.special && prev.seg === seg) {
         prev.members.push(i);
-        prev.label += t.slice(2);
+        prev.raw += Data.pieceText(i);
+        prev.vocab += ' ' + toks[i];
       } else {
-        groups.push({ label: t, members: [i], seg, special, first: i });
+        groups.push({ raw: Data.text(i), vocab: toks[i], members: [i], seg, special, first: i });
       }
       groupOf[i] = groups.length - 1;
     }
+    for (const g of groups) g.label = visibleText(g.raw);
     const visible = [];
     groups.forEach((g, k) => { if (!(hide && g.special)) visible.push(k); });
     const visIndex = new Int32Array(groups.length).fill(-1);
@@ -215,7 +249,9 @@ const Tok = (() => {
     }
     return out;
   }
-  return { build, filterIdx, derive };
+  /* visible group c (key) is masked for visible group r (query) */
+  const masked = (r, c) => Data.causal && c > r;
+  return { build, filterIdx, derive, masked };
 })();
 
 /* ---------------------------------------------------------------- derived matrices */

@@ -52,6 +52,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   $('model-name').textContent = meta.model.name || 'model';
   $('model-dtype').textContent = meta.model.dtype || '';
   if (!meta.model.dtype) $('model-dtype').hidden = true;
+  $('model-causal').hidden = !Data.causal;
   const parts = [
     c.model_type ? c.model_type.toUpperCase() : null,
     c.layers + ' layers', c.heads + ' heads', 'hidden ' + c.hidden_size, 'd_head ' + c.head_dim,
@@ -70,7 +71,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   };
   addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text_a || '');
   if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
-  addRow('Tokens', Data.n + ' (' + meta.tokens.filter(x => x === '[CLS]' || x === '[SEP]').length + ' special)' +
+  addRow('Tokens', Data.n + ' (' + Data.special.filter(Boolean).length + ' special)' +
     (meta.n_truncated ? ' — ' + meta.n_truncated + ' tokens truncated' : ''));
 
   const notes = $('notes');
@@ -107,6 +108,29 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 })();
 
 /* ---------------------------------------------------------------- controls */
+
+/* Toggle labels name this model's special tokens and piece convention. */
+const specialNames = (() => {
+  const names = [];
+  meta.tokens.forEach((tk, i) => { if (Data.special[i] && !names.includes(tk)) names.push(tk); });
+  return names.join('/');
+})();
+if (specialNames) {
+  /* the names keep their case (the label is small caps otherwise) */
+  const hs = $('hide-special-text');
+  hs.textContent = 'Hide ';
+  hs.appendChild(el('span', 'tokname', specialNames));
+  $('hide-special-label').title = 'Hide ' + specialNames + '; each row is renormalized over the tokens left';
+} else {
+  $('hide-special-text').textContent = 'Hide special tokens';
+  $('hide-special-label').title = 'This input has no special tokens';
+  $('hide-special').disabled = true;
+}
+if (Data.hasDisplay) {
+  $('merge-pieces-text').textContent = 'Merge word pieces';
+  $('merge-pieces-label').title = 'Merge byte-level BPE pieces into words (a word starts at a piece with a leading space): ' +
+    'attention to a word is summed over its pieces, attention from a word averaged';
+}
 
 const layerSel = $('layer-select');
 Data.layers.forEach((l, i) => {
@@ -287,7 +311,8 @@ async function render() {
       const ttl = el('div', 'view-title');
       const vt = viewTitle();
       ttl.appendChild(el('h2', null, 'Head view · layer ' + vt.L));
-      ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.'));
+      ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
+        (Data.causal ? ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).' : '')));
       host.appendChild(ttl);
       const box = el('div');
       host.appendChild(box);
@@ -332,8 +357,8 @@ async function render() {
 
 function statusLine() {
   const parts = [];
-  if (S.hide) parts.push('[CLS]/[SEP] hidden, rows renormalized');
-  if (S.merge && S.view !== 'neuron') parts.push('## pieces merged (to: summed, from: averaged)');
+  if (S.hide) parts.push(specialNames + ' hidden, rows renormalized');
+  if (S.merge && S.view !== 'neuron') parts.push((Data.hasDisplay ? 'word pieces' : '## pieces') + ' merged (to: summed, from: averaged)');
   if (S.view === 'neuron' && S.merge) parts.push('the neuron view shows word pieces');
   if (S.filter !== 'all') parts.push('showing ' + S.filter[0] + '→' + S.filter[1]);
   return parts.join(' · ');

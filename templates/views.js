@@ -2,6 +2,10 @@
  * used for export. Heavy drawing goes to <canvas>; tokens are always inserted
  * with textContent (never as HTML). */
 /* global Data, Tok, headDerived, aggregate, rolloutDerived, fmtAtt, fmtFixed */
+/* Causal (decoder) pages: keys after the query are masked. Views never draw a
+ * line, bar or value for a masked pair; the matrix view hatches the masked
+ * triangle (distinct from a computed 0) and the neuron view lists only the keys
+ * the query can see. */
 /* exported HeadView, ModelView, NeuronView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, theme */
 
 /* ---------------------------------------------------------------- helpers */
@@ -30,6 +34,7 @@ function theme() {
     dark: document.documentElement.dataset.theme === 'dark',
     bg: cssVar('--panel'), ink: cssVar('--ink'), ink2: cssVar('--ink-2'), muted: cssVar('--muted'),
     line: cssVar('--line'), accent: cssVar('--accent'), sans: cssVar('--sans'), mono: cssVar('--mono'),
+    maskBg: cssVar('--masked-bg'), maskLine: cssVar('--masked-line'),
   };
 }
 function hexRgb(hex) {
@@ -97,6 +102,14 @@ const Tip = (() => {
 })();
 
 function tokLabel(t, g) { return t.groups[t.visible[g]].label; }
+/* Vocab spelling(s) and position, for a title attribute (byte-level BPE pages,
+ * where the shown text differs from convert_ids_to_tokens' "Ġflies"). */
+function tokTitle(t, g) {
+  const grp = t.groups[t.visible[g]];
+  if (!Data.hasDisplay) return null;
+  return 'vocab: ' + grp.vocab + '\nposition ' + grp.first + (grp.members.length > 1 ? '–' + grp.members[grp.members.length - 1] : '');
+}
+const MASKED_TEXT = 'masked: the key comes after the query (causal model), attention 0';
 function tokSeg(t, g) { return t.groups[t.visible[g]].seg; }
 function tokSpecial(t, g) { return t.groups[t.visible[g]].special; }
 function tokPos(t, g) { return t.groups[t.visible[g]].first; }
@@ -230,6 +243,8 @@ function HeadView(host, spec) {
     if (tokSpecial(t, g)) d.classList.add('special');
     if (tokSeg(t, g) === 1) d.classList.add('seg-b');
     const tt = el('span', 't', tokLabel(t, g));
+    const ttl = tokTitle(t, g);
+    if (ttl) d.title = ttl;
     const v = el('span', 'v');
     if (side === 'L') { d.appendChild(v); d.appendChild(tt); } else { d.appendChild(tt); d.appendChild(v); }
     return d;
@@ -252,8 +267,8 @@ function HeadView(host, spec) {
   function drawStrips() {
     sctxL.clearRect(0, 0, stripW, H);
     sctxR.clearRect(0, 0, stripW, H);
-    for (const d of rowEls) d.lastChild.previousSibling.textContent = '';
-    for (const d of colEls) d.lastChild.textContent = '';
+    for (const d of rowEls) { d.lastChild.previousSibling.textContent = ''; d.classList.remove('masked'); }
+    for (const d of colEls) { d.lastChild.textContent = ''; d.classList.remove('masked'); }
     if (!iso) return;
     const other = iso.side === 'L' ? colEls : rowEls;
     const sctx = iso.side === 'L' ? sctxR : sctxL;
@@ -261,6 +276,8 @@ function HeadView(host, spec) {
     for (let k = 0; k < count; k++) {
       const ri = iso.side === 'L' ? rows[iso.k] : rows[k];
       const ci = iso.side === 'L' ? cols[k] : cols[iso.k];
+      /* masked pair: no bar, no value, the token dimmed */
+      if (Tok.masked(ri, ci)) { other[k].classList.add('masked'); continue; }
       const y = k * rh;
       let best = -1, bestS = null;
       series.forEach((s, si) => {
@@ -317,6 +334,7 @@ function HeadView(host, spec) {
     const c = pinned.side === 'L' ? cols[k] : cols[pinned.k];
     Tip.show(ev.clientX, ev.clientY, box => {
       Tip.title(box, tokLabel(t, r) + '  →  ' + tokLabel(t, c));
+      if (Tok.masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
       for (const s of series) {
         const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
         Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[r * m + c]), s.color);
@@ -410,8 +428,9 @@ function sizeCanvasRaw(cv, w, h, scale, maxPixels) {
 /* ---------------------------------------------------------------- heat maps */
 
 /* Paints mat (rows x cols of visible indices) into an ImageData-backed canvas,
- * one pixel per cell, in color rgb over bg. gamma 1 (linear) or 0.5 (sqrt). */
-function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax) {
+ * one pixel per cell, in color rgb over bg. gamma 1 (linear) or 0.5 (sqrt).
+ * maskRgb (causal pages): the color of masked cells, else null. */
+function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb) {
   const cv = document.createElement('canvas');
   cv.width = Math.max(1, cols.length);
   cv.height = Math.max(1, rows.length);
@@ -423,6 +442,11 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax) {
   for (let r = 0; r < rows.length; r++) {
     const ro = rows[r] * m;
     for (let c = 0; c < cols.length; c++) {
+      if (maskRgb && Tok.masked(rows[r], cols[c])) {
+        d[o] = maskRgb[0]; d[o + 1] = maskRgb[1]; d[o + 2] = maskRgb[2]; d[o + 3] = 255;
+        o += 4;
+        continue;
+      }
       let a = mat[ro + cols[c]] * inv;
       if (a > 1) a = 1;
       if (gamma !== 1) a = Math.pow(a, gamma);
@@ -437,24 +461,28 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax) {
   return cv;
 }
 
-/* Max-pooled thumbnail, S x S pixels, scaled to its own largest weight. */
-function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S) {
+/* Max-pooled thumbnail, S x S pixels, scaled to its own largest weight. A
+ * pixel all of whose cells are masked gets maskRgb (when given). */
+function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb) {
   const R = rows.length, C = cols.length;
   if (R <= S && C <= S) {
     let mx = 0;
     for (const r of rows) for (const c of cols) if (mat[r * m + c] > mx) mx = mat[r * m + c];
-    return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1);
+    return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1, maskRgb);
   }
   const cv = document.createElement('canvas');
   cv.width = S;
   cv.height = S;
   const buf = new Float32Array(S * S);
+  const open = new Uint8Array(S * S); /* some cell of the pixel is not masked */
   for (let r = 0; r < R; r++) {
     const py = ((r * S) / R) | 0, ro = rows[r] * m;
     for (let c = 0; c < C; c++) {
-      const w = mat[ro + cols[c]];
       const px = ((c * S) / C) | 0;
       const o = py * S + px;
+      if (maskRgb && Tok.masked(rows[r], cols[c])) continue;
+      open[o] = 1;
+      const w = mat[ro + cols[c]];
       if (w > buf[o]) buf[o] = w;
     }
   }
@@ -465,6 +493,10 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S) {
   for (let i = 0; i < S * S; i++) if (buf[i] > mx) mx = buf[i];
   const inv = mx > 0 ? 1 / mx : 0;
   for (let i = 0; i < S * S; i++) {
+    if (maskRgb && !open[i]) {
+      d[i * 4] = maskRgb[0]; d[i * 4 + 1] = maskRgb[1]; d[i * 4 + 2] = maskRgb[2]; d[i * 4 + 3] = 255;
+      continue;
+    }
     let a = buf[i] * inv;
     if (a > 1) a = 1;
     if (gamma !== 1) a = Math.pow(a, gamma);
@@ -488,7 +520,8 @@ function ModelView(host, spec) {
   const title = el('div', 'view-title');
   title.appendChild(el('h2', null, 'Model view'));
   const lineThumbs = Math.max(rows.length, cols.length) <= 40;
-  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled, each scaled to its own largest weight; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.'));
+  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled, each scaled to its own largest weight; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.' +
+    (Data.causal ? (lineThumbs ? ' Causal model: no line goes to a later token.' : ' Causal model: the masked upper triangle is grey.') : '')));
   host.appendChild(title);
   /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
   const avail = Math.max(480, host.clientWidth - 42);
@@ -530,6 +563,7 @@ function ModelView(host, spec) {
   });
   const th = theme();
   const bgRgb = hexRgb(th.bg);
+  const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
   function drawLayer(li) {
     for (let h = 0; h < Data.H; h++) {
       const cv = cells[li][h];
@@ -548,7 +582,7 @@ function ModelView(host, spec) {
         ctx.globalAlpha = 1;
         drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
       } else {
-        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0);
+        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb);
         ctx.imageSmoothingEnabled = hc.width < S;
         ctx.imageSmoothingEnabled = false;
         ctx.drawImage(hc, 0, 0, S, S);
@@ -607,11 +641,16 @@ function NeuronView(host, spec, qk) {
   const rawRows = rows.map(g => tokPos(t, g));
   const rawCols = cols.map(g => tokPos(t, g));
   if (!rawRows.includes(qi)) qi = rawRows.length ? rawRows[0] : 0;
+  /* the keys the query sees: every key, or (causal) those up to the query; a
+   * prefix of rawCols, which is ascending. Masked keys are not listed. */
+  const keysFor = i => (Data.causal ? rawCols.filter(j => !Data.masked(i, j)) : rawCols);
+  let keys = keysFor(qi);
 
   const title = el('div', 'view-title');
   const pat = Data.pattern(li, h);
   title.appendChild(el('h2', null, 'Neuron view · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' (' + pat + ')' : '')));
-  title.appendChild(el('span', 'sub', 'Hover or click a query token on the left. Cells: blue positive, orange negative; hover a cell for its value.'));
+  title.appendChild(el('span', 'sub', 'Hover or click a query token on the left. Cells: blue positive, orange negative; hover a cell for its value.' +
+    (Data.causal ? ' Causal model: only the keys up to the query are listed (later keys are masked; the softmax runs over these).' : '')));
   host.appendChild(title);
 
   const nmax = Math.max(cols.length, 1);
@@ -626,6 +665,8 @@ function NeuronView(host, spec, qk) {
   qcol.appendChild(el('div', 'qh', 'Query'));
   const qEls = rows.map(g => {
     const e = el('div', 'tok', tokLabel(t, g));
+    const ttl = tokTitle(t, g);
+    if (ttl) e.title = ttl;
     e.style.height = rh + 'px';
     e.style.lineHeight = rh + 'px';
     e.dataset.pos = tokPos(t, g);
@@ -648,7 +689,7 @@ function NeuronView(host, spec, qk) {
   head.appendChild(nh);
   head.appendChild(el('div', 'nv-sm', 'softmax'));
   const qrow = el('div', 'nv-qrow');
-  const qlab = el('div', 'nv-lab', 'q · ' + Data.meta.tokens[qi]);
+  const qlab = el('div', 'nv-lab', 'q · ' + Data.label(qi));
   qlab.style.fontWeight = '650';
   qrow.appendChild(qlab);
   const qcv = el('canvas', 'nv-cells');
@@ -662,6 +703,8 @@ function NeuronView(host, spec, qk) {
     r.style.height = rh + 'px';
     r.dataset.pos = tokPos(t, g);
     const lab = el('div', 'nv-lab', tokLabel(t, g));
+    const ttl = tokTitle(t, g);
+    if (ttl) lab.title = ttl;
     if (tokSpecial(t, g)) lab.classList.add('special');
     const sp = el('div', 'nv-cells');
     sp.style.width = cellsW + 'px';
@@ -671,14 +714,25 @@ function NeuronView(host, spec, qk) {
     const val = el('span', 'val');
     sm.append(bar, val);
     r.append(lab, sp, num, sm);
-    body.appendChild(r);
     return { r, num, bar, val };
   });
   const cv = el('canvas', 'nv-canvas');
   cv.style.left = '130px';
   cv.style.top = '0px';
-  body.appendChild(cv);
   main.appendChild(body);
+  const maskNote = el('div', 'nv-masked');
+  main.appendChild(maskNote);
+  /* lists the rows of the keys the current query sees (all but under a mask) */
+  let shown = -1;
+  function showRows() {
+    if (shown === keys.length) return false;
+    shown = keys.length;
+    body.replaceChildren(...rowEls.slice(0, keys.length).map(e => e.r), cv);
+    const hidden = rawCols.length - keys.length;
+    maskNote.textContent = hidden ? hidden + ' later key' + (hidden === 1 ? ' is' : 's are') + ' masked (causal model) and not listed.' : '';
+    maskNote.hidden = !hidden;
+    return true;
+  }
   const legend = el('div', 'nv-legend');
   const addSw = (color, text) => {
     const s = el('span');
@@ -698,8 +752,7 @@ function NeuronView(host, spec, qk) {
   const th = theme();
   const bgRgb = hexRgb(th.bg);
   const POS = hexRgb(th.dark ? '#6e9cf5' : '#2f6fd0'), NEG = hexRgb(th.dark ? '#f59a4a' : '#e8710a');
-  const H = cols.length * rh;
-  const ctx = sizeCanvas(cv, cellsW, H, 40e6);
+  let H = 0, ctx = null;
   const qctx = sizeCanvas(qcv, cellsW, rh, 4e6);
   cv.dataset.cw = cw;
   cv.dataset.rh = rh;
@@ -722,7 +775,7 @@ function NeuronView(host, spec, qk) {
     const qo = qi * d;
     let mq = 0, mk = 0, mp = 0;
     for (let x = 0; x < d; x++) mq = Math.max(mq, Math.abs(q[qo + x] * sq));
-    for (const j of rawCols) {
+    for (const j of keys) {
       let s = 0;
       for (let x = 0; x < d; x++) {
         const kv = k[j * d + x] * sk, pv = q[qo + x] * sq * kv;
@@ -741,7 +794,7 @@ function NeuronView(host, spec, qk) {
       q2.fillStyle = cellColor(q[qo + x] * sq, qscale);
       q2.fillRect(ox + x * cw, oy.q + 2, Math.max(1, cw - (cw > 3 ? 1 : 0)), rh - 4);
     }
-    rawCols.forEach((j, r) => {
+    keys.forEach((j, r) => {
       const y = oy.k + r * rh + 2;
       for (let x = 0; x < d; x++) {
         const kv = k[j * d + x] * sk;
@@ -753,12 +806,17 @@ function NeuronView(host, spec, qk) {
     });
   }
   function draw() {
+    keys = keysFor(qi);
+    if (showRows() || !ctx) {
+      H = keys.length * rh;
+      ctx = sizeCanvas(cv, cellsW, H, 40e6);
+    }
     compute();
     ctx.clearRect(0, 0, cellsW, H);
     qctx.clearRect(0, 0, cellsW, rh);
     paint(ctx, qctx, 0, { q: 0, k: 0 });
-    qlab.textContent = 'q · ' + Data.meta.tokens[qi];
-    rawCols.forEach((j, r) => {
+    qlab.textContent = 'q · ' + Data.label(qi);
+    keys.forEach((j, r) => {
       const e = rowEls[r];
       e.num.textContent = scores[j].toFixed(3);
       const w = Data.code(li, h, qi, j);
@@ -798,17 +856,17 @@ function NeuronView(host, spec, qk) {
     if (isQ) {
       if (part !== 'k') { Tip.hide(); return; }
       Tip.show(ev.clientX, ev.clientY, box => {
-        Tip.title(box, 'q[' + dim + ']  ·  query ' + JSON.stringify(Data.meta.tokens[qi]) + ' (' + qi + ')');
+        Tip.title(box, 'q[' + dim + ']  ·  query ' + JSON.stringify(Data.text(qi)) + ' (' + qi + ')');
         Tip.row(box, 'q', fmtFixed(qc, dq));
       });
       return;
     }
     const row = Math.floor(y / rh);
-    if (row < 0 || row >= rawCols.length) { Tip.hide(); return; }
-    const j = rawCols[row];
+    if (row < 0 || row >= keys.length) { Tip.hide(); return; }
+    const j = keys[row];
     const kc = k[j * d + dim];
     Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, (part === 'k' ? 'k' : 'q × k') + '[' + dim + ']  ·  key ' + JSON.stringify(Data.meta.tokens[j]) + ' (' + j + ')');
+      Tip.title(box, (part === 'k' ? 'k' : 'q × k') + '[' + dim + ']  ·  key ' + JSON.stringify(Data.text(j)) + ' (' + j + ')');
       Tip.row(box, 'q', fmtFixed(qc, dq));
       Tip.row(box, 'k', fmtFixed(kc, dk));
       Tip.row(box, 'q × k', fmtFixed(qc * kc, dq + dk));
@@ -822,7 +880,8 @@ function NeuronView(host, spec, qk) {
 
   function exportScene(P, ttl) {
     const pad = 20, top = 64, lab = 130, numW = 78, smW = 140;
-    const W = pad + lab + cellsW + numW + smW + pad, Ht = top + rh + 8 + H + pad;
+    const note = maskNote.hidden ? '' : maskNote.textContent;
+    const W = pad + lab + cellsW + numW + smW + pad, Ht = top + rh + 8 + H + (note ? 22 : 0) + pad;
     const p = P(W, Ht);
     p.rect(0, 0, W, Ht, th.bg, 1);
     p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
@@ -831,9 +890,9 @@ function NeuronView(host, spec, qk) {
     p.text(hx + d * cw + gap, 50, 'q × k', { size: 11, color: th.muted, weight: 600 });
     p.text(hx + cellsW + numW - 4, 50, 'q·k/√d', { size: 11, color: th.muted, weight: 600, anchor: 'end' });
     p.text(hx + cellsW + numW + 10, 50, 'softmax', { size: 11, color: th.muted, weight: 600 });
-    p.text(hx - 10, top + rh / 2, 'q · ' + Data.meta.tokens[qi], { size: 12, color: th.ink, anchor: 'end', baseline: 'middle', weight: 650 });
+    p.text(hx - 10, top + rh / 2, 'q · ' + Data.label(qi), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle', weight: 650 });
     const ky = top + rh + 8;
-    const cells = (1 + rawCols.length) * 2 * d;
+    const cells = (1 + keys.length) * 2 * d;
     if (p.vector && cells <= 30000) {
       const tmp = { fillStyle: '', fillRect: (x, y, w, hh) => p.rect(x, y, w, hh, tmp.fillStyle, 1) };
       paint(tmp, tmp, hx, { q: top, k: ky });
@@ -846,14 +905,15 @@ function NeuronView(host, spec, qk) {
       p.image(qc, hx, top, cellsW, rh, true);
       p.image(rc, hx, ky, cellsW, H, true);
     }
-    rawCols.forEach((j, r) => {
+    keys.forEach((j, r) => {
       const y = ky + r * rh + rh / 2;
-      p.text(hx - 10, y, Data.meta.tokens[j], { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
+      p.text(hx - 10, y, Data.label(j), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
       p.text(hx + cellsW + numW - 4, y, scores[j].toFixed(3), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
       const w = Data.code(li, h, qi, j);
       p.rect(hx + cellsW + numW + 10, y - 4, Math.max(w > 0 ? 1 : 0, (w / 10000) * 60), 8, headColor(Data.heads[h]), 1);
       p.text(hx + cellsW + numW + 76, y, fmtFixed(w, 4), { size: 12, color: th.ink, baseline: 'middle' });
     });
+    if (note) p.text(hx, ky + H + 16, note, { size: 11, color: th.muted, baseline: 'middle' });
     return p;
   }
   return { exportScene, get query() { return qi; } };
@@ -878,7 +938,8 @@ function MatrixView(host, spec) {
   const what = s.h >= 0 ? 'head ' + Data.heads[s.h] + (pat ? ' (' + pat + ')' : '') :
     s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
   title.appendChild(el('h2', null, 'Matrix view · layer ' + Data.layers[spec.li] + ', ' + what));
-  title.appendChild(el('span', 'sub', 'Rows: queries (attending), columns: keys (attended to). Hover a cell for its weight.'));
+  title.appendChild(el('span', 'sub', 'Rows: queries (attending), columns: keys (attended to). Hover a cell for its weight.' +
+    (Data.causal ? ' Hatched: masked (a key after its query; causal model).' : '')));
   host.appendChild(title);
 
   const R = rows.length, C = cols.length;
@@ -919,23 +980,47 @@ function MatrixView(host, spec) {
   const legend = el('div', 'mx-legend');
   const lg = el('canvas');
   legend.append(el('span', null, '0'), lg, el('span', null, fmtAtt(scaleMax) + (spec.gamma !== 1 ? ' (√ scale)' : '')));
+  if (Data.causal) {
+    const ms = el('span', 'mx-masked');
+    ms.append(el('span', 'sw-masked'), document.createTextNode('masked (key after the query)'));
+    legend.appendChild(ms);
+  }
   wrap.appendChild(legend);
   host.appendChild(wrap);
 
   const ctx = sizeCanvas(cv, W, Ht, 30e6);
   const octx = sizeCanvas(ov, W, Ht, 30e6);
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
-  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax);
+  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null);
   /* sentence boundary (first B token) on each axis */
   const bRow = rows.findIndex(g => tokSeg(t, g) === 1), bCol = cols.findIndex(g => tokSeg(t, g) === 1);
+  /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
+   * a suffix of the columns (groups are in token order) */
+  const maskRuns = [];
+  if (Data.causal) {
+    let c0 = 0;
+    rows.forEach((g, r) => {
+      while (c0 < C && cols[c0] <= g) c0++;
+      const last = maskRuns[maskRuns.length - 1];
+      if (c0 >= C) return;
+      if (last && last.c0 === c0 && last.r1 === r) last.r1 = r + 1;
+      else maskRuns.push({ r0: r, r1: r + 1, c0 });
+    });
+  }
+  /* rows are ascending too, so c0 only grows: the loop above is linear */
+  function paintMask(p, ox, oy) {
+    if (!maskRuns.length) return;
+    p.hatch(maskRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r0 * cell, (C - u.c0) * cell, (u.r1 - u.r0) * cell]), th.maskBg, th.maskLine);
+  }
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
+    paintMask(p, ox, oy);
     if (bRow > 0) p.rect(ox + labW, oy + labH + bRow * cell - 0.5, gw, 1, th.muted, 0.7);
     if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
     if (!labelsToo) return;
     if (showLabels) {
-      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, labels[g], { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, anchor: 'end', baseline: 'middle' }));
-      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, labels[g], { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, baseline: 'middle', rotate: -90 }));
+      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, labels[g], labW - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, anchor: 'end', baseline: 'middle' }));
+      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, labels[g], labH - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, baseline: 'middle', rotate: -90 }));
     } else {
       const step = Math.ceil(40 / cell);
       for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
@@ -971,8 +1056,10 @@ function MatrixView(host, spec) {
     const gr = rows[r], gc = cols[c];
     Tip.show(ev.clientX, ev.clientY, box => {
       Tip.title(box, labels[gr] + '  →  ' + labels[gc]);
-      Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
+      if (Tok.masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
+      else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
       Tip.sub(box, 'query ' + tokPos(t, gr) + ', key ' + tokPos(t, gc));
+      if (Data.hasDisplay) Tip.sub(box, 'vocab: ' + t.groups[t.visible[gr]].vocab + '  →  ' + t.groups[t.visible[gc]].vocab);
     });
   });
   ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
@@ -986,17 +1073,31 @@ function MatrixView(host, spec) {
       /* cells as rectangles (weight = opacity of the head color), then labels */
       const inv = scaleMax > 0 ? 1 / scaleMax : 0;
       rows.forEach((g, r) => cols.forEach((gc, c) => {
+        if (Tok.masked(g, gc)) return;
         let a = Math.min(1, s.mat[g * m + gc] * inv);
         if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
         if (a > 0.002) p.rect(pad + labW + c * cell, top + labH + r * cell, cell, cell, s.color, a);
       }));
-      paintAll({ image() {}, text: p.text.bind(p), rect: p.rect.bind(p) }, pad, top, true);
+      paintAll({ image() {}, text: p.text.bind(p), rect: p.rect.bind(p), hatch: p.hatch.bind(p) }, pad, top, true);
     } else {
       paintAll(p, pad, top, true);
     }
     return p;
   }
   return { exportScene };
+}
+
+/* s, cut with an ellipsis to at most maxW pixels in measure's font (whole code points). */
+function fitText(measure, s, maxW) {
+  if (measure.measureText(s).width <= maxW) return s;
+  const cps = Array.from(s);
+  let lo = 0, hi = cps.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (measure.measureText(cps.slice(0, mid).join('') + '…').width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return cps.slice(0, lo).join('') + '…';
 }
 
 /* ---------------------------------------------------------------- painters */
@@ -1027,8 +1128,29 @@ function canvasPainterOn(ctx) {
       ctx.imageSmoothingEnabled = true;
     },
     lines(series, m, rows, cols, g, iso, lw, minW) { drawLines(ctx, series, m, rows, cols, g, iso, lw, minW); },
+    /* rects [[x, y, w, h]] filled with bg and 45° hatch lines (masked cells) */
+    hatch(rects, bg, line) {
+      ctx.save();
+      ctx.beginPath();
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      for (const [x, y, w, h] of rects) {
+        ctx.rect(x, y, w, h);
+        x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x + w); y1 = Math.max(y1, y + h);
+      }
+      ctx.fillStyle = bg;
+      ctx.fill();
+      ctx.clip();
+      ctx.beginPath();
+      const hh = y1 - y0;
+      for (let x = x0 - hh; x < x1; x += HATCH_STEP) { ctx.moveTo(x, y1); ctx.lineTo(x + hh, y0); }
+      ctx.strokeStyle = line;
+      ctx.lineWidth = 1;
+      ctx.stroke();
+      ctx.restore();
+    },
   };
 }
+const HATCH_STEP = 6;
 
 function CanvasPainter(w, h, scale) {
   const cv = document.createElement('canvas');
@@ -1090,6 +1212,16 @@ function SvgPainter(w, h) {
           mk('line', { x1: f(g.x0), y1: f(g.yL(r)), x2: f(g.x1), y2: f(g.yR(c)), 'stroke-opacity': String(Math.round(wgt * 1000) / 1000) }, grp);
         }
       }
+    },
+    hatch(rects, bg, line) {
+      if (!svg.querySelector('#av-hatch')) {
+        const defs = mk('defs', {});
+        const pt = mk('pattern', { id: 'av-hatch', patternUnits: 'userSpaceOnUse', width: String(HATCH_STEP), height: String(HATCH_STEP), patternTransform: 'rotate(45)' }, defs);
+        mk('rect', { width: String(HATCH_STEP), height: String(HATCH_STEP), fill: bg }, pt);
+        mk('line', { x1: '0', y1: '0', x2: '0', y2: String(HATCH_STEP), stroke: line, 'stroke-width': '1' }, pt);
+      }
+      const d = rects.map(([x, y, w, h]) => 'M' + f(x) + ' ' + f(y) + 'h' + f(w) + 'v' + f(h) + 'h' + f(-w) + 'z').join('');
+      mk('path', { d, fill: 'url(#av-hatch)', class: 'masked' });
     },
     toString() { return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(svg); },
   };

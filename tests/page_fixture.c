@@ -8,13 +8,18 @@
  *     --inject       hostile tokens and input text
  *     --no-qk        no queries/keys
  *     --demo         demo-model note and head pattern labels
+ *     --causal       a GPT-2-shaped decoder: byte-level BPE tokens ("Ġflies",
+ *                    "Ċ", "<|endoftext|>", an injection attempt) with display
+ *                    text (Ġ -> space, Ċ -> newline), attention masked to the
+ *                    lower triangle (softmax over keys j <= i only)
  *     --sel-layers a,b,c  --sel-heads a,b   page selection
  *     --init-layer N --init-head N
  *     --templates DIR
  *     --seed S
  * Attention is self-consistent: attn = softmax(q.k / sqrt(d)) for random q, k
  * built so each head has a pattern (previous/next token, [SEP], self, broad,
- * [CLS]); prints the time html_write_doc took to stderr.
+ * [CLS]; causal: next becomes self and [SEP] the first token); prints the time
+ * html_write_doc took to stderr.
  *
  * Build (after make; tests/browser/lib.mjs does this when it is stale):
  *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -o build/page_fixture tests/page_fixture.c \
@@ -69,11 +74,11 @@ static double now_ms(void) {
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: page_fixture OUT.html OUT.json [--n N] [--layers L] [--heads H] [--dh D] "
-                        "[--pair] [--inject] [--no-qk] [--demo] [--sel-layers a,b] [--sel-heads a,b] "
+                        "[--pair] [--inject] [--no-qk] [--demo] [--causal] [--sel-layers a,b] [--sel-heads a,b] "
                         "[--init-layer N] [--init-head N] [--templates DIR] [--seed S]\n");
         return 2;
     }
-    int n = 7, L = 12, H = 12, dh = 64, pair = 0, inject = 0, qk = 1, demo = 0, init_l = 0, init_h = -1;
+    int n = 7, L = 12, H = 12, dh = 64, pair = 0, inject = 0, qk = 1, demo = 0, init_l = 0, init_h = -1, causal = 0;
     int *sel_l = NULL, *sel_h = NULL, nsl = 0, nsh = 0;
     const char *tdir = NULL, *dump = NULL;
     for (int i = 3; i < argc; i++) {
@@ -87,6 +92,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--inject")) inject = 1;
         else if (!strcmp(a, "--no-qk")) qk = 0;
         else if (!strcmp(a, "--demo")) demo = 1;
+        else if (!strcmp(a, "--causal")) causal = 1;
         else if (!strcmp(a, "--sel-layers")) nsl = parse_list(v, &sel_l), i++;
         else if (!strcmp(a, "--sel-heads")) nsh = parse_list(v, &sel_h), i++;
         else if (!strcmp(a, "--init-layer")) init_l = atoi(v), i++;
@@ -100,6 +106,7 @@ int main(int argc, char **argv) {
         }
     }
     if (n < 3) n = 3;
+    if (causal) pair = 0; /* a decoder reads one text */
 
     /* Tokens. */
     static const char *words[] = {"time", "flies", "like", "an", "arrow", "fruit", "fl", "##ies", "a",
@@ -107,11 +114,37 @@ int main(int argc, char **argv) {
                                   "lazy", "dog", "##s", ",", "."};
     static const char *hostile[] = {"</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>",
                                     "&amp;", "\"quoted\"", "<!--", "\\u003c"};
+    /* Byte-level BPE (GPT-2 spellings): Ġ (U+0120) is a space, Ċ (U+010A) a newline. */
+#define G "\xc4\xa0"
+#define NL "\xc4\x8a"
+    static const char *bpe[] = {"Time", G "flies", G "like", G "an", G "arrow", ".", NL,
+                                G "<img src=x onerror=alert(1)>", G G, G "un", "believ", "able", NL,
+                                G "Fruit", G "fl", "ies", G "like", G "a", G "banana", G "time"};
+#undef G
+#undef NL
     const char **tok = calloc((size_t)n, sizeof *tok);
+    char **disp = calloc((size_t)n, sizeof *disp);
     int *ids = calloc((size_t)n, sizeof *ids), *types = calloc((size_t)n, sizeof *types);
-    if (!tok || !ids || !types) return 1;
+    if (!tok || !disp || !ids || !types) return 1;
     int b_start = pair ? n / 2 + 1 : -1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; causal && i < n; i++) {
+        tok[i] = i == 0 || i == n - 1 ? "<|endoftext|>" : bpe[(i - 1) % (int)(sizeof bpe / sizeof *bpe)];
+        ids[i] = i == 0 || i == n - 1 ? 50256 : 1000 + i;
+        /* display text: U+0120 (c4 a0) -> ' ', U+010A (c4 8a) -> '\n' */
+        size_t len = strlen(tok[i]), o = 0;
+        if (!(disp[i] = malloc(len + 1))) return 1;
+        for (size_t j = 0; j < len; j++) {
+            if ((unsigned char)tok[i][j] == 0xc4 && j + 1 < len && ((unsigned char)tok[i][j + 1] == 0xa0 ||
+                                                                   (unsigned char)tok[i][j + 1] == 0x8a)) {
+                disp[i][o++] = (unsigned char)tok[i][j + 1] == 0xa0 ? ' ' : '\n';
+                j++;
+            } else {
+                disp[i][o++] = tok[i][j];
+            }
+        }
+        disp[i][o] = '\0';
+    }
+    for (int i = 0; !causal && i < n; i++) {
         if (i == 0) tok[i] = "[CLS]";
         else if (i == n - 1 || (pair && i == b_start - 1)) tok[i] = "[SEP]";
         else if (inject && i <= 6) tok[i] = hostile[(i - 1) % 6];
@@ -123,9 +156,10 @@ int main(int argc, char **argv) {
 
     BertConfig cfg;
     memset(&cfg, 0, sizeof cfg);
-    strcpy(cfg.model_type, "bert");
-    cfg.vocab_size = 30522, cfg.hidden_size = H * dh, cfg.num_layers = L, cfg.num_heads = H;
-    cfg.intermediate_size = 4 * H * dh, cfg.max_position_embeddings = 512, cfg.type_vocab_size = 2;
+    strcpy(cfg.model_type, causal ? "gpt2" : "bert");
+    cfg.vocab_size = causal ? 50257 : 30522, cfg.hidden_size = H * dh, cfg.num_layers = L, cfg.num_heads = H;
+    cfg.intermediate_size = 4 * H * dh, cfg.max_position_embeddings = causal ? 1024 : 512;
+    cfg.type_vocab_size = causal ? 0 : 2;
     cfg.layer_norm_eps = 1e-12f;
     strcpy(cfg.hidden_act_name, "gelu");
 
@@ -153,19 +187,22 @@ int main(int argc, char **argv) {
                 else if (kind == 1) t = i < n - 1 ? i + 1 : n - 1;
                 else if (kind == 2) t = pair && i < b_start ? b_start - 1 : n - 1;
                 else if (kind == 5) t = 0;
+                if (causal && t > i) t = kind == 2 ? 0 : i; /* a decoder sees no later token */
                 for (int j = 0; j < dh; j++)
                     q[(size_t)i * dh + j] = (float)(c * 8 * k[(size_t)t * dh + j] + nrand() * 0.7);
             }
             for (int i = 0; i < n; i++) {
+                /* causal: keys after the query are masked out of the softmax (exactly 0) */
+                int last = causal ? i : n - 1;
                 double m = -1e300, s = 0;
-                for (int j = 0; j < n; j++) {
+                for (int j = 0; j <= last; j++) {
                     double dot = 0;
                     for (int x = 0; x < dh; x++) dot += (double)q[(size_t)i * dh + x] * k[(size_t)j * dh + x];
                     sc[j] = dot / sqrt((double)dh);
                     if (sc[j] > m) m = sc[j];
                 }
-                for (int j = 0; j < n; j++) s += sc[j] = exp(sc[j] - m);
-                for (int j = 0; j < n; j++) a[(size_t)i * n + j] = (float)(sc[j] / s);
+                for (int j = 0; j <= last; j++) s += sc[j] = exp(sc[j] - m);
+                for (int j = 0; j < n; j++) a[(size_t)i * n + j] = j <= last ? (float)(sc[j] / s) : 0.0f;
             }
         }
     if (dump) { /* raw float32 attn, q, k for encoding experiments */
@@ -183,10 +220,20 @@ int main(int argc, char **argv) {
     char text_a[4096], text_b[1024];
     if (inject) snprintf(text_a, sizeof text_a, "</script><script>alert(1)</script> <img src=x onerror=alert(1)>");
     else snprintf(text_a, sizeof text_a, "synthetic input with %d tokens", n);
+    if (causal) { /* the text the tokens spell (specials aside), shortened */
+        size_t o = 0;
+        for (int i = 1; i < n - 1; i++) {
+            size_t len = strlen(disp[i]);
+            if (o + len + 1 >= sizeof text_a) break;
+            memcpy(text_a + o, disp[i], len);
+            o += len;
+        }
+        text_a[o] = '\0';
+    }
     snprintf(text_b, sizeof text_b, "and a second sentence");
 
     OutDoc d = {
-        .model_name = demo ? "attnviz-demo" : "synthetic-bert",
+        .model_name = demo ? "attnviz-demo" : causal ? "synthetic-gpt2" : "synthetic-bert",
         .model_dir = "weights/synthetic",
         .cfg = &cfg,
         .dtype = "F32",
@@ -207,6 +254,8 @@ int main(int argc, char **argv) {
         .n_sel_heads = nsh,
         .precision = 6,
         .with_qk = qk,
+        .causal = causal,
+        .display_tokens = causal ? (const char *const *)disp : NULL,
     };
 
     AvErr e = {{0}};
@@ -227,7 +276,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (fclose(f)) return perror(argv[2]), 1;
-    free(cap.attn), free(cap.q), free(cap.k), free(sc), free(pat), free(tok), free(ids), free(types);
+    for (int i = 0; i < n; i++) free(disp[i]);
+    free(cap.attn), free(cap.q), free(cap.k), free(sc), free(pat), free(tok), free(disp), free(ids), free(types);
     free(sel_l), free(sel_h);
     return 0;
 }

@@ -491,6 +491,82 @@ START_TEST(test_title_shortened_at_char_boundary) {
 }
 END_TEST
 
+/* Byte-level BPE (GPT-2) tokens: Ġ is a space, Ċ a newline. */
+#define G "\xc4\xa0"
+#define NL "\xc4\x8a"
+
+START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
+    static const char *const vocab[] = {"<|endoftext|>", "Time", G "flies", ".", NL, "The", G "un", "believ", "able",
+                                        G "<img src=x onerror=alert(1)>", G G, "<|endoftext|>"};
+    static const char *const disp[] = {"<|endoftext|>", "Time", " flies", ".", "\n", "The", " un", "believ", "able",
+                                       " <img src=x onerror=alert(1)>", "  ", "<|endoftext|>"};
+    /* the rule by hand: first, special, after a special, leading or preceding whitespace */
+    static const int want_start[] = {1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1};
+    static const int want_special[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    Fix x;
+    fix_init(&x, 12, 2, 2, 8, 1, WORDS, 5);
+    for (int i = 0; i < 12; i++) x.tokens[i] = vocab[i];
+    x.d.causal = 1;
+    x.d.display_tokens = disp;
+    char *s = page_ok(&x.d, NULL);
+    ck_assert_ptr_null(strstr(s, "<img"));
+    ck_assert_ptr_null(strstr(s, "onerror=alert(1)>"));
+    cJSON *m = meta_of(s);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "causal")));
+    cJSON *toks = cJSON_GetObjectItem(m, "tokens"), *dt = cJSON_GetObjectItem(m, "display_tokens");
+    cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
+    ck_assert_int_eq(cJSON_GetArraySize(dt), 12);
+    ck_assert_int_eq(cJSON_GetArraySize(ws), 12);
+    ck_assert_int_eq(cJSON_GetArraySize(sp), 12);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_str_eq(cJSON_GetArrayItem(toks, i)->valuestring, vocab[i]); /* vocab spellings kept */
+        ck_assert_str_eq(cJSON_GetArrayItem(dt, i)->valuestring, disp[i]);
+        ck_assert_msg(cJSON_GetArrayItem(ws, i)->valueint == want_start[i], "word_start[%d]", i);
+        ck_assert_msg(cJSON_GetArrayItem(sp, i)->valueint == want_special[i], "special[%d]", i);
+    }
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal) {
+    static const char *const words[] = {"fl", "##ies", "##", "un", "##believ", "##able"};
+    static const int want_start[] = {1, 1, 0, 1, 1, 0, 0, 1};
+    Fix x;
+    fix_init(&x, 8, 1, 2, 8, 0, words, 6); /* [CLS] fl ##ies ## un ##believ ##able [SEP] */
+    char *s = page_ok(&x.d, NULL);
+    cJSON *m = meta_of(s);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(m, "causal")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "display_tokens")));
+    cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
+    for (int i = 0; i < 8; i++) {
+        ck_assert_msg(cJSON_GetArrayItem(ws, i)->valueint == want_start[i], "word_start[%d]", i);
+        ck_assert_int_eq(cJSON_GetArrayItem(sp, i)->valueint, i == 0 || i == 7);
+    }
+    cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+START_TEST(test_missing_display_token_is_an_error) {
+    const char *disp[5] = {"[CLS]", " time", NULL, " like", "[SEP]"};
+    Fix x;
+    fix_init(&x, 5, 1, 1, 4, 0, WORDS, 5);
+    x.d.display_tokens = disp;
+    AvErr e = {{0}};
+    int rc;
+    char *s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "token 2"));
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+#undef G
+#undef NL
+
 /* Size and time budgets (reported on stderr; generous asserts). */
 START_TEST(test_budget_small) {
     Fix x;
@@ -549,6 +625,9 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_templates_dir);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_title_shortened_at_char_boundary);
+    tcase_add_test(tc, test_causal_meta_has_display_tokens_specials_and_word_starts);
+    tcase_add_test(tc, test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal);
+    tcase_add_test(tc, test_missing_display_token_is_an_error);
     tcase_add_test(tc, test_budget_small);
     tcase_add_test(tc, test_budget_512);
     suite_add_tcase(s, tc);

@@ -2,6 +2,7 @@
 // building pages (through ./attnviz and the synthetic tests/page_fixture.c),
 // launching Debian's chromium through playwright-core, and watching every
 // request and console message.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -143,4 +144,36 @@ export async function canvasHash(page, selector) {
     for (let i = 3; i < d.length; i += 4) if (d[i]) nz++;
     return { hash: h, nonzero: nz };
   }, selector);
+}
+
+/** The page stayed clean: no errors, no console messages, no request but the file, no alert(). */
+export function clean(log) {
+  assert.deepEqual(log.errors, [], 'page errors');
+  assert.deepEqual(log.console, [], 'console errors/warnings');
+  assert.deepEqual(log.blocked, [], 'requests other than the page file');
+  assert.ok(log.requests.every(u => u === log.requests[0] || u.startsWith('blob:')), 'requests: ' + log.requests.join(' '));
+  assert.deepEqual(log.alerts, [], 'alert/confirm/prompt calls');
+}
+
+/** |page - json| within tol for every shown value; returns how many equal the JSON at 4 decimals. */
+export function closeAll(got, want, tol, what) {
+  assert.equal(got.length, want.length, what + ': count');
+  let same = 0;
+  got.forEach((g, i) => {
+    assert.ok(Math.abs(parseFloat(g) - want[i]) <= tol, `${what}[${i}]: page ${g}, JSON ${want[i]}`);
+    if (g === fmt4(want[i])) same++;
+  });
+  return same;
+}
+
+/** Waits for the next render after `prev` (document.body.dataset.rendered). */
+export async function rendered(page, prev) {
+  await page.waitForFunction(p => document.body.dataset.rendered !== p, prev);
+  await settle(page);
+}
+/** Clicks and waits for the render it causes. */
+export async function clickAndRender(page, selector, opts) {
+  const prev = await page.evaluate(() => document.body.dataset.rendered);
+  await page.click(selector, opts);
+  await rendered(page, prev);
 }

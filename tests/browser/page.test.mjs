@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cliPage, fixturePage, launch, openPage, settle, fmt4, fmtDec, canvasHash, SHOTS } from './lib.mjs';
+import { cliPage, fixturePage, launch, openPage, settle, fmt4, fmtDec, canvasHash, SHOTS, clean, closeAll, rendered, clickAndRender } from './lib.mjs';
 
 let browser;
 const pages = {};
@@ -29,23 +29,6 @@ async function open(name, opts) {
   r.data = pages[name].data();
   return r;
 }
-function clean(log) {
-  assert.deepEqual(log.errors, [], 'page errors');
-  assert.deepEqual(log.console, [], 'console errors/warnings');
-  assert.deepEqual(log.blocked, [], 'requests other than the page file');
-  assert.ok(log.requests.every(u => u === log.requests[0] || u.startsWith('blob:')), 'requests: ' + log.requests.join(' '));
-  assert.deepEqual(log.alerts, [], 'alert/confirm/prompt calls');
-}
-/* |page - json| within half a display step (+ float slack); most strings identical. */
-function closeAll(got, want, tol, what) {
-  assert.equal(got.length, want.length, what + ': count');
-  let same = 0;
-  got.forEach((g, i) => {
-    assert.ok(Math.abs(parseFloat(g) - want[i]) <= tol, `${what}[${i}]: page ${g}, JSON ${want[i]}`);
-    if (g === fmt4(want[i])) same++;
-  });
-  return same;
-}
 const selIdx = (arr, v) => arr.indexOf(v);
 async function vTexts(page, side) {
   return page.$$eval('.hv-' + (side === 'R' ? 'right' : 'left') + ' .tok .v', els => els.map(e => e.textContent));
@@ -55,15 +38,6 @@ async function tokTexts(page, side) {
 }
 async function activeChips(page) {
   return page.$$eval('.head-chip', els => els.filter(e => !e.classList.contains('off')).map(e => e.querySelector('.num').textContent));
-}
-async function rendered(page, prev) {
-  await page.waitForFunction(p => document.body.dataset.rendered !== p, prev);
-  await settle(page);
-}
-async function clickAndRender(page, selector, opts) {
-  const prev = await page.evaluate(() => document.body.dataset.rendered);
-  await page.click(selector, opts);
-  await rendered(page, prev);
 }
 
 describe('page', () => {

@@ -13,6 +13,7 @@ before(async () => {
   pages.pair = cliPage('shot-pair', ['--qk', 'the cat sat on the mat', 'it was tired']);
   pages.base = fixturePage('shot-base', ['--n', '24', '--pair', '--demo', '--init-layer', '4'], { json: false });
   pages.big = fixturePage('shot-512', ['--n', '512', '--pair', '--init-layer', '3', '--init-head', '-1'], { json: false });
+  pages.causal = fixturePage('shot-causal', ['--causal', '--n', '22', '--layers', '3', '--heads', '4', '--dh', '16'], { json: false });
   browser = await launch();
 });
 after(async () => { if (browser) await browser.close(); });
@@ -31,7 +32,7 @@ async function go(page, view) {
 
 for (const theme of ['light', 'dark']) {
   test('screenshots, ' + theme + ' theme', async () => {
-    for (const name of ['demo', 'pair', 'base', 'big']) {
+    for (const name of ['demo', 'pair', 'base', 'big', 'causal']) {
       const { page, log } = await openPage(browser.ctx, pages[name].html, { theme });
       try {
         assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme);
@@ -48,6 +49,28 @@ for (const theme of ['light', 'dark']) {
           await page.check('#contrast');
           await shoot(page, `${name}-matrix-sqrt-${theme}`);
           await page.uncheck('#contrast');
+        }
+        if (name === 'causal') {
+          await page.hover('.hv-left .tok[data-k="9"]');
+          await shoot(page, `${name}-head-hover-${theme}`);
+          await page.click('.hv-left .tok[data-k="9"]');
+          await page.hover('.hv-right .tok[data-k="14"]');
+          await shoot(page, `${name}-head-pinned-masked-${theme}`);
+          await page.keyboard.press('Escape');
+          await page.mouse.move(5, 5);
+          await page.check('#merge-pieces');
+          await page.check('#hide-special');
+          await page.hover('.hv-left .tok[data-k="7"]');
+          await shoot(page, `${name}-head-merged-${theme}`, true);
+          await page.mouse.move(5, 5);
+          await page.click('#mode-seg [data-mode="mean"]');
+          await go(page, 'matrix');
+          await shoot(page, `${name}-matrix-mean-merged-${theme}`, true);
+          await page.uncheck('#merge-pieces');
+          await page.uncheck('#hide-special');
+          await go(page, 'neuron');
+          await page.hover('#view-neuron .nv-queries .tok[data-pos="8"]');
+          await shoot(page, `${name}-neuron-query8-${theme}`, true);
         }
         if (name === 'demo') {
           await page.dblclick('.head-chip[data-h="8"]');
