@@ -336,43 +336,101 @@ typedef struct {
     double t_load, t_tok, t_fwd, t_write;
 } Run;
 
-static int load_all(Run *r, AvErr *e) {
+/* The first of a folder's candidate file names that exists (Hugging Face's
+ * name first, OpenAI's original one second); NULL when none does. */
+static char *find_file(const char *dir, const char *name, const char *alt) {
+    const char *names[] = {name, alt};
+    for (int i = 0; i < 2; i++) {
+        if (!names[i]) continue;
+        char *p = av_path_join(dir, names[i]);
+        if (p && av_file_exists(p)) return p;
+        free(p);
+    }
+    return NULL;
+}
+
+/* The tokenizer the model family uses: byte-level BPE (vocab.json + merges.txt)
+ * for GPT-2 and RoBERTa, WordPiece (vocab.txt) for the BERT family. Without a
+ * config (--tokens-only) the files decide, GPT-2's template for BPE. */
+static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
     const CliOptions *o = r->o;
-    double t0 = av_now_ms();
-    char *vocab = av_path_join(r->dir, "vocab.txt"), *tcfg = av_path_join(r->dir, "tokenizer_config.json");
-    char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
+    char *vocab_txt = find_file(r->dir, "vocab.txt", NULL);
+    char *vocab_json = find_file(r->dir, "vocab.json", "encoder.json");
+    char *merges = find_file(r->dir, "merges.txt", "vocab.bpe");
+    int bpe = have_cfg ? (r->cfg.arch == ARCH_GPT2 || r->cfg.arch == ARCH_ROBERTA) : (!vocab_txt && vocab_json);
     int rc = -1;
-    if (!vocab || !tcfg || !cfgp || !heads) {
+    if (bpe) {
+        if (!vocab_json || !merges) {
+            av_err(e, "%s: a %s model needs vocab.json and merges.txt (missing %s)", r->dir,
+                   have_cfg ? r->cfg.model_type : "byte-level BPE", !vocab_json ? "vocab.json" : "merges.txt");
+            goto done;
+        }
+        if (o->lowercase == 1) {
+            av_err(e, "--uncased: %s uses a byte-level BPE tokenizer, which never lower-cases", r->dir);
+            goto done;
+        }
+        TokStyle style = have_cfg && r->cfg.arch == ARCH_ROBERTA ? TOK_STYLE_ROBERTA : TOK_STYLE_GPT2;
+        rc = tok_load_bpe(&r->tok, vocab_json, merges, style, e);
+        goto check;
+    }
+    if (!vocab_txt) {
+        av_err(e, "%s: no vocab.txt in the model folder", r->dir);
+        goto done;
+    }
+    char *tcfg = av_path_join(r->dir, "tokenizer_config.json");
+    if (!tcfg) {
         av_err(e, "out of memory");
         goto done;
     }
-    if (!av_file_exists(cfgp)) {
+    int lower = o->lowercase;
+    if (lower < 0) lower = cfg_read_lowercase(tcfg);
+    if (lower < 0) lower = tok_infer_lowercase(r->dir, vocab_txt);
+    free(tcfg);
+    rc = tok_load(&r->tok, vocab_txt, lower, e);
+check:
+    /* embeddings may have more rows than the tokenizer has ids (padded vocabularies), never fewer */
+    if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > r->cfg.vocab_size)
+        rc = av_err(e, "%s: %d tokens, but config.json says vocab_size %d", bpe ? vocab_json : vocab_txt,
+                    tok_vocab_size(r->tok), r->cfg.vocab_size);
+done:
+    free(vocab_txt);
+    free(vocab_json);
+    free(merges);
+    return rc;
+}
+
+static int load_all(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    double t0 = av_now_ms();
+    char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
+    int rc = -1, have_cfg = 0;
+    if (!cfgp || !heads) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (!av_file_exists(cfgp) && !o->tokens_only) {
         av_err(e, "%s: no config.json in the model folder", r->dir);
         goto done;
     }
     if (o->tokens_only) {
-        if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
+        /* a tokenizer-only folder (e.g. GPT-2's original encoder.json + vocab.bpe) needs no config */
+        if (av_file_exists(cfgp)) {
+            if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
+            have_cfg = 1;
+        }
     } else {
         if (bert_load(&r->model, r->dir, e) != 0) goto done;
         r->have_model = 1;
+        have_cfg = 1;
         r->cfg = r->model.cfg;
     }
-    int lower = o->lowercase;
-    if (lower < 0) lower = cfg_read_lowercase(tcfg);
-    if (lower < 0) lower = tok_infer_lowercase(r->dir, vocab);
-    if (tok_load(&r->tok, vocab, lower, e) != 0) goto done;
-    if (tok_vocab_size(r->tok) != r->cfg.vocab_size && !o->tokens_only) {
-        av_err(e, "%s: %d tokens, but config.json says vocab_size %d", vocab, tok_vocab_size(r->tok),
-               r->cfg.vocab_size);
-        goto done;
-    }
-    if (av_file_exists(heads) && cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
+    if (load_tokenizer(r, have_cfg, e) != 0) goto done;
+    if (have_cfg && av_file_exists(heads) &&
+        cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
         goto done;
     if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
     rc = 0;
 done:
-    free(vocab);
-    free(tcfg);
     free(cfgp);
     free(heads);
     r->t_load = av_now_ms() - t0;
@@ -419,6 +477,8 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->text_b = b;
     d->enc = enc;
     d->cap = cap;
+    d->causal = r->cfg.causal;
+    d->display_tokens = enc->byte_level ? enc->display : NULL;
     d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
     d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;
     d->init_layer = o->layer >= 0 ? o->layer : out_layer(d, 0);
@@ -430,7 +490,8 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
 /* Tokenizes and (unless tokens-only) runs the encoder on one input. */
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     double t0 = av_now_ms();
-    if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, r->cfg.max_position_embeddings, enc, e) != 0)
+    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
+    if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e) != 0)
         return -1;
     r->t_tok += av_now_ms() - t0;
     if (r->o->tokens_only) return 0;
@@ -537,10 +598,10 @@ static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE 
     if (enc.n_truncated > 0 && !o->quiet) {
         if (o->batch_path)
             fprintf(stderr, "attnviz: warning: %s:%ld: longer than the model's %d positions; dropped %d tokens\n",
-                    o->batch_path, lineno, r->cfg.max_position_embeddings, enc.n_truncated);
+                    o->batch_path, lineno, cfg_max_tokens(&r->cfg), enc.n_truncated);
         else
             fprintf(stderr, "attnviz: warning: input is longer than the model's %d positions; dropped %d tokens (longest first)\n",
-                    r->cfg.max_position_embeddings, enc.n_truncated);
+                    cfg_max_tokens(&r->cfg), enc.n_truncated);
     }
     XfView view;
     int derived = !o->tokens_only && (o->no_special || o->words);

@@ -203,6 +203,13 @@ static void write_tokens_fields(Sink *s, const OutDoc *d) {
         if (i) sink_put(s, ",", 1);
         sink_json_string(s, enc->tokens[i]);
     }
+    if (d->display_tokens) { /* byte-level BPE: "Ġflies" reads " flies" */
+        sink_str(s, "],\"display_tokens\":[");
+        for (int i = 0; i < enc->n; i++) {
+            if (i) sink_put(s, ",", 1);
+            sink_json_string(s, d->display_tokens[i]);
+        }
+    }
     sink_str(s, "],\"input_ids\":[");
     for (int i = 0; i < enc->n; i++) {
         if (i) sink_put(s, ",", 1);
@@ -315,6 +322,9 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     sink_str(s, num);
     sink_str(s, ",\"hidden_act\":");
     sink_json_string(s, c->hidden_act_name);
+    sink_str(s, c->causal ? ",\"causal\":true" : ",\"causal\":false");
+    sink_str(s, ",\"position_offset\":");
+    sink_int(s, c->pos_offset);
     sink_str(s, "},\"text\":");
     sink_json_string(s, d->text_a ? d->text_a : "");
     sink_str(s, ",\"text_b\":");

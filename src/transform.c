@@ -5,11 +5,31 @@
 #include <string.h>
 
 int xf_is_special(const char *t) {
-    return !strcmp(t, "[CLS]") || !strcmp(t, "[SEP]");
+    return !strcmp(t, "[CLS]") || !strcmp(t, "[SEP]") || !strcmp(t, "<s>") || !strcmp(t, "</s>");
+}
+
+/* A template token (a written "<s>" is text to a BERT tokenizer, and only the
+ * tokenizer knows which ids are special). */
+static int is_template_special(const TokEncoding *enc, int i) {
+    return (!enc->special || enc->special[i]) && xf_is_special(enc->tokens[i]);
+}
+
+/* Token i continues the word before it: WordPiece "##" pieces, or byte-level
+ * pieces the tokenizer did not mark as word starts. */
+static int continues_word(const TokEncoding *enc, int i) {
+    if (i == 0 || (enc->special && (enc->special[i] || enc->special[i - 1]))) return 0;
+    if (enc->word_start) return !enc->word_start[i];
+    return !strncmp(enc->tokens[i], "##", 2);
 }
 
 void xf_free(XfView *v) {
-    for (int i = 0; i < v->enc.n; i++) free((char *)v->enc.tokens[i]);
+    for (int i = 0; i < v->enc.n; i++) {
+        if (v->enc.display && v->enc.display[i] != v->enc.tokens[i]) free((char *)v->enc.display[i]);
+        free((char *)v->enc.tokens[i]);
+    }
+    free(v->enc.display);
+    free(v->enc.word_start);
+    free(v->enc.special);
     free(v->enc.tokens);
     free(v->enc.ids);
     free(v->enc.type_ids);
@@ -31,13 +51,12 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
-        const char *t = enc->tokens[i];
-        if (no_special && xf_is_special(t)) {
+        if (no_special && is_template_special(enc, i)) {
             group[i] = -1;
             continue;
         }
         /* a continuation joins the word before it (never a special token) */
-        if (words && !strncmp(t, "##", 2) && i > 0 && group[i - 1] >= 0 && !xf_is_special(enc->tokens[i - 1])) {
+        if (words && continues_word(enc, i) && group[i - 1] >= 0 && !xf_is_special(enc->tokens[i - 1])) {
             group[i] = group[i - 1];
         } else {
             first[m] = i;
@@ -53,6 +72,10 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     d->n = m;
     d->b_start = -1;
     d->tokens = calloc((size_t)m, sizeof *d->tokens);
+    d->display = calloc((size_t)m, sizeof *d->display);
+    d->word_start = malloc((size_t)m);
+    d->special = malloc((size_t)m);
+    d->byte_level = enc->byte_level;
     d->ids = malloc(sizeof(int) * (size_t)m);
     d->type_ids = malloc(sizeof(int) * (size_t)m);
     Capture *c = &out->cap;
@@ -64,19 +87,32 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     c->attn = calloc(LH * m * m, sizeof(float));
     c->q = cap->q ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
     c->k = cap->k ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
-    int bad = !d->tokens || !d->ids || !d->type_ids || !c->attn || (cap->q && (!c->q || !c->k));
+    int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->ids || !d->type_ids || !c->attn ||
+              (cap->q && (!c->q || !c->k));
     for (int g = 0; g < m && !bad; g++) {
-        size_t len = 1;
-        for (int i = first[g]; i < n && group[i] == g; i++) len += strlen(enc->tokens[i]);
-        char *s = malloc(len);
-        if (!s) {
+        /* a word's spelling: its pieces joined, WordPiece's "##" marks dropped */
+        size_t len = 1, dlen = 1;
+        for (int i = first[g]; i < n && group[i] == g; i++) {
+            len += strlen(enc->tokens[i]);
+            dlen += strlen(enc->display ? enc->display[i] : enc->tokens[i]);
+        }
+        char *s = malloc(len), *ds = enc->display && enc->byte_level ? malloc(dlen) : NULL;
+        if (!s || (enc->display && enc->byte_level && !ds)) {
+            free(s), free(ds);
             bad = 1;
             break;
         }
         s[0] = '\0';
-        for (int i = first[g]; i < n && group[i] == g; i++)
-            strcat(s, i == first[g] ? enc->tokens[i] : enc->tokens[i] + 2);
+        if (ds) ds[0] = '\0';
+        for (int i = first[g]; i < n && group[i] == g; i++) {
+            int strip = i != first[g] && !enc->byte_level;
+            strcat(s, enc->tokens[i] + (strip ? 2 : 0));
+            if (ds) strcat(ds, enc->display[i]);
+        }
         d->tokens[g] = s;
+        d->display[g] = ds ? ds : s;
+        d->word_start[g] = (unsigned char)(words || !enc->word_start ? 1 : enc->word_start[first[g]]);
+        d->special[g] = enc->special ? enc->special[first[g]] : (unsigned char)xf_is_special(s);
         d->ids[g] = enc->ids[first[g]];
         d->type_ids[g] = enc->type_ids[first[g]];
         if (d->b_start < 0 && enc->b_start >= 0 && first[g] >= enc->b_start) d->b_start = g;

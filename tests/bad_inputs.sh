@@ -149,7 +149,7 @@ case_ vocab_very_long_line 1 "vocab.txt: line 51" -- --model "$M" "${Q[@]}" hi
 fresh; echo "extra" >>"$M/vocab.txt"
 case_ vocab_size_differs_from_config 1 "vocab.txt: 120 tokens, but config.json says vocab_size 119" -- --model "$M" "${Q[@]}" hi
 fresh; rm "$M/vocab.txt"
-case_ vocab_missing 1 "vocab.txt: .*No such file" -- --model "$M" "${Q[@]}" hi
+case_ vocab_missing 1 "no vocab.txt in the model folder" -- --model "$M" "${Q[@]}" hi
 
 # ---- text
 fresh

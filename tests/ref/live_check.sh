@@ -27,3 +27,31 @@ for spec in "F32 google 21" "F16 hf 22" "BF16 hf 23"; do
         echo "FAIL torch_live_check_$1_$2: $out"
     fi
 done
+
+# The other families at their published shapes: GPT-2 (768/12/12, 1024
+# positions; the real GPT-2 vocabulary when ../shared has it), RoBERTa
+# (positions from padding_idx + 1, 514) and DistilBERT (6 layers).
+gpt2_vocab=()
+if [ -f ../shared/models/gpt2/encoder.json ] && [ -f ../shared/models/gpt2/vocab.bpe ]; then
+    gpt2_vocab=(--vocab ../shared/models/gpt2/encoder.json --merges ../shared/models/gpt2/vocab.bpe)
+else
+    echo "SKIP torch_live_check real GPT-2 vocabulary: ../shared/models/gpt2 absent (a small BPE vocabulary is used)"
+fi
+for spec in "gpt2 F32 hf 24" "gpt2 F16 prefixed 25" "roberta F32 prefixed 26" "distilbert BF16 hf 27"; do
+    set -- $spec
+    d="$T/base-$1-$2-$3"
+    extra=()
+    case $1 in
+    gpt2 | roberta) extra=("${gpt2_vocab[@]}") ;;
+    distilbert) extra=("${vocab_arg[@]}") ;;
+    esac
+    [ -f "$d/model.safetensors" ] || /usr/bin/python3 tests/ref/make_checkpoint.py "$d" --family "$1" --shape base \
+        --dtype "$2" --naming "$3" --seed "$4" "${extra[@]}" >/dev/null
+    if out=$(/usr/bin/python3 tests/ref/compare.py ./attnviz "$d" --label "$1 base shape $2 ($3 names)" \
+        "time flies like an arrow" "the cat sat on the mat	it was tired" "$long" 2>&1); then
+        echo "$out"
+        echo "PASS torch_live_check_$1_$2_$3"
+    else
+        echo "FAIL torch_live_check_$1_$2_$3: $out"
+    fi
+done
