@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "torchbin.h"
 #include "util.h"
 
 /* ---------------------------------------------------------------- loading */
@@ -215,7 +216,9 @@ static int load_gpt2(BertModel *m, AvErr *e) {
 int bert_load_files(BertModel *m, const char *config_path, const char *weights_path, AvErr *e) {
     memset(m, 0, sizeof *m);
     if (cfg_load(&m->cfg, config_path, e) != 0) return -1;
-    if (st_open(&m->st, weights_path, e) != 0) return -1;
+    size_t wl = strlen(weights_path);
+    int torch_zip = wl >= 4 && !strcmp(weights_path + wl - 4, ".bin"); /* torch.save's zip, read without unpickling */
+    if ((torch_zip ? tb_open(&m->st, weights_path, e) : st_open(&m->st, weights_path, e)) != 0) return -1;
     m->w.layers = calloc((size_t)m->cfg.num_layers, sizeof *m->w.layers);
     if (!m->w.layers) {
         bert_free(m);
@@ -228,9 +231,14 @@ int bert_load_files(BertModel *m, const char *config_path, const char *weights_p
 
 int bert_load(BertModel *m, const char *dir, AvErr *e) {
     char *cp = av_path_join(dir, "config.json"), *wp = av_path_join(dir, "model.safetensors");
-    int rc = (cp && wp) ? bert_load_files(m, cp, wp, e) : av_err(e, "out of memory");
+    char *bp = av_path_join(dir, "pytorch_model.bin");
+    int rc;
+    if (!cp || !wp || !bp) rc = av_err(e, "out of memory");
+    else if (!av_file_exists(wp) && av_file_exists(bp)) rc = bert_load_files(m, cp, bp, e);
+    else rc = bert_load_files(m, cp, wp, e); /* safetensors first: no pickle at all */
     free(cp);
     free(wp);
+    free(bp);
     return rc;
 }
 

@@ -151,6 +151,19 @@ case_ vocab_size_differs_from_config 1 "vocab.txt: 120 tokens, but config.json s
 fresh; rm "$M/vocab.txt"
 case_ vocab_missing 1 "no vocab.txt in the model folder" -- --model "$M" "${Q[@]}" hi
 
+# ---- pytorch_model.bin (no model.safetensors): read by the zip + pickle reader, never unpickled
+TB=$PWD/tests/data/torchbin
+fresh; rm "$M/model.safetensors"; cp "$TB/evil_reduce.bin" "$M/pytorch_model.bin"
+case_ torchbin_code_running_pickle 1 "pytorch_model.bin: .*refusing pickle global" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors"; cp "$TB/deflate.bin" "$M/pytorch_model.bin"
+case_ torchbin_compressed_entry 1 "pytorch_model.bin: .*compress" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors"; cp "$TB/legacy.bin" "$M/pytorch_model.bin"
+case_ torchbin_legacy_format 1 "pytorch_model.bin: legacy torch.save format" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors"; cp "$TB/f32.bin" "$M/pytorch_model.bin"
+case_ torchbin_state_dict_without_the_model 1 "pytorch_model.bin: missing tensor 'embeddings.word_embeddings.weight'" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/model.safetensors"
+case_ no_weights_file 1 "model.safetensors: .*No such file" -- --model "$M" "${Q[@]}" hi
+
 # ---- text
 fresh
 case_ text_invalid_utf8 1 "invalid UTF-8 at byte offset 4" -- --model "$M" "${Q[@]}" $'time\xe2\x28flies'

@@ -364,6 +364,33 @@ START_TEST(forward_rejects_out_of_vocabulary_ids) {
 }
 END_TEST
 
+/* torch.save's pytorch_model.bin of the same F16 tensors: read through the
+ * safe zip + pickle reader, the forward pass must not change by a bit. */
+START_TEST(pytorch_bin_checkpoint_gives_the_safetensors_result) {
+    BertModel a, b;
+    AvErr e;
+    if (bert_load(&a, "tests/data/small-gpt2-f16", &e) != 0) ck_abort_msg("%s", e.msg);
+    if (bert_load(&b, "tests/data/small-gpt2-bin", &e) != 0) ck_abort_msg("%s", e.msg);
+    ck_assert_ptr_nonnull(strstr(b.st.path, "pytorch_model.bin"));
+    ck_assert_str_eq(b.dtype_name, "F16");
+    int ids[] = {5, 77, 300, 12, 9, 150, 41, 41, 2}, n = 9, types[9] = {0};
+    BertRunState rs;
+    Capture ca, cb;
+    ck_assert_int_eq(bert_runstate_alloc(&rs, &a.cfg, n, &e), 0);
+    ck_assert_int_eq(bert_capture_alloc(&ca, &a.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(bert_capture_alloc(&cb, &b.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(bert_forward(&a, &rs, ids, types, n, &ca, &e), 0);
+    ck_assert_int_eq(bert_forward(&b, &rs, ids, types, n, &cb, &e), 0);
+    size_t na = (size_t)a.cfg.num_layers * a.cfg.num_heads * n * n;
+    size_t nh = (size_t)(a.cfg.num_layers + 1) * n * a.cfg.hidden_size;
+    ck_assert_int_eq(memcmp(ca.attn, cb.attn, na * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(ca.hidden, cb.hidden, nh * sizeof(float)), 0);
+    bert_capture_free(&ca), bert_capture_free(&cb);
+    bert_runstate_free(&rs);
+    bert_free(&a), bert_free(&b);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("bert");
     TCase *k = tcase_create("kernels");
@@ -382,6 +409,7 @@ Suite *make_suite(void) {
     tcase_add_test(m, load_names_a_missing_tensor);
     tcase_add_test(m, forward_rejects_out_of_vocabulary_ids);
     tcase_add_test(m, threaded_forward_gives_the_single_thread_result);
+    tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
     suite_add_tcase(s, m);
     return s;
 }

@@ -75,3 +75,15 @@ gen_family small-gpt2-f16 gpt2 F16 prefixed gelu_new 16
 gen_family small-roberta roberta F32 prefixed gelu 17
 gen_family small-distilbert distilbert BF16 hf gelu 18
 gen_family small-distilbert-prefixed distilbert F32 prefixed relu 19
+# The GPT-2 fixture again as torch.save writes it (pytorch_model.bin, zip +
+# pickle; F16 so the converted path is covered): attnviz must read the same
+# tensors from it as from model.safetensors.
+mkdir -p "$out/small-gpt2-bin"
+cp "$out/small-gpt2-f16/config.json" "$out/small-gpt2-f16/vocab.json" "$out/small-gpt2-f16/merges.txt" "$out/small-gpt2-bin/"
+$py - "$out/small-gpt2-f16/model.safetensors" "$out/small-gpt2-bin/pytorch_model.bin" <<'PY'
+import collections, sys, torch
+import stio
+w = stio.load(sys.argv[1])
+sd = collections.OrderedDict((k, v.to(torch.float16)) for k, v in w.items())
+torch.save(sd, sys.argv[2])
+PY
