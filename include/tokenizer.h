@@ -25,10 +25,10 @@ typedef struct {
                            (Ġ -> ' ', Ċ -> '\n') when they are valid UTF-8 without
                            NUL, else the spelling; specials as themselves. Point
                            into the Tokenizer. */
-    unsigned char *word_start; /* (n) 1 when token i begins a word: WordPiece: not a
-                           "##" piece; byte-level: starts with a space character,
-                           first of its segment, or after a special token or a token
-                           ending in a space character. Specials are word starts. */
+    unsigned char *word_start; /* (n) 1 when token i begins a word, as Hugging Face's
+                           word_ids() count words: WordPiece: not a "##" piece;
+                           byte-level: first piece of a pre-token (" world", ",",
+                           "'s" are three words). Specials are word starts. */
     unsigned char *special; /* (n) 1 for the style's special tokens ([CLS] [SEP] ...,
                            <s> </s> ..., <|endoftext|>), template-added or written */
     int byte_level;     /* spellings are byte-level BPE pieces (no "##" marks) */

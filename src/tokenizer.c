@@ -591,7 +591,7 @@ static size_t char_before(const uint8_t *s, size_t end) {
  * lstrip token takes the White_Space before it), each gap is pre-tokenized
  * and every pre-token merged; EarlyStop counts after each pre-token. */
 static int encode_seq_bpe(const Tokenizer *t, const char *text, size_t len, BpeScratch *sc,
-                          IdVec *out, EarlyStop *es, AvErr *e) {
+                          IdVec *out, IdVec *starts, EarlyStop *es, AvErr *e) {
     size_t seg = 0, i = 0;
     while (i <= len) {
         size_t mlen = 0;
@@ -616,13 +616,16 @@ static int encode_seq_bpe(const Tokenizer *t, const char *text, size_t len, BpeS
             const int *ids;
             size_t n;
             if (bpe_encode_word(t->bpe, sc, text + p, q - p, &ids, &n, e) < 0) return -1;
+            /* a pre-token is a word, as Hugging Face's word_ids() count them */
             for (size_t k = 0; k < n; k++)
-                if (id_push(out, ids[k]) < 0) return av_err(e, "out of memory while tokenizing");
+                if (id_push(out, ids[k]) < 0 || id_push(starts, k == 0) < 0)
+                    return av_err(e, "out of memory while tokenizing");
             if (es->cap && es->eff == SIZE_MAX && out->n >= es->cap) es->eff = out->n;
             p = q;
         }
         if (i == len) break;
-        if (id_push(out, t->special_id[sk]) < 0) return av_err(e, "out of memory while tokenizing");
+        if (id_push(out, t->special_id[sk]) < 0 || id_push(starts, 1) < 0)
+            return av_err(e, "out of memory while tokenizing");
         i += mlen;
         seg = i;
     }
@@ -655,8 +658,9 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max) {
     if (n2 < *nb) *nb = n2;
 }
 
-/* word_start and display of a finished encoding (see tokenizer.h). */
-static void describe(const Tokenizer *t, TokEncoding *out, int a_first) {
+/* word_start and display of a finished encoding (see tokenizer.h); sa and sb
+ * flag the byte-level pieces of A and B that begin a pre-token. */
+static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const IdVec *sa, const IdVec *sb) {
     out->byte_level = t->bpe != NULL;
     for (int i = 0; i < out->n; i++) {
         int id = out->ids[i];
@@ -668,12 +672,11 @@ static void describe(const Tokenizer *t, TokEncoding *out, int a_first) {
             continue;
         }
         out->display[i] = special ? out->tokens[i] : bpe_id_to_display(t->bpe, id);
-        int prev = i > 0 ? out->ids[i - 1] : -1;
-        out->word_start[i] =
-            (unsigned char)(special || i == a_first || i == out->b_start || prev < 0 ||
-                            tok_is_special(t, prev) ||
-                            (bpe_token_flags(t->bpe, id) & BPE_STARTS_WITH_SPACE) ||
-                            (bpe_token_flags(t->bpe, prev) & BPE_ENDS_WITH_SPACE));
+        int start = 1;
+        if (i >= a_first && (size_t)(i - a_first) < sa->n) start = sa->v[i - a_first];
+        else if (out->b_start >= 0 && i >= out->b_start && (size_t)(i - out->b_start) < sb->n)
+            start = sb->v[i - out->b_start];
+        out->word_start[i] = (unsigned char)(special || start);
     }
 }
 
@@ -701,15 +704,15 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
 
     CpVec norm = {0};
     WordBuf w = {0};
-    IdVec ia = {0}, ib = {0};
+    IdVec ia = {0}, ib = {0}, sa = {0}, sb = {0};
     BpeScratch *sc = NULL;
     int rc = -1;
     size_t cap = max_len > 0 ? (size_t)max_len : 0;
     EarlyStop ea = {cap, SIZE_MAX}, eb = {cap, SIZE_MAX};
     if (t->bpe) {
         if (!(sc = bpe_scratch_new())) goto oom;
-        if (encode_seq_bpe(t, a ? a : "", a_len, sc, &ia, &ea, e) < 0 ||
-            (b && encode_seq_bpe(t, b, b_len, sc, &ib, &eb, e) < 0))
+        if (encode_seq_bpe(t, a ? a : "", a_len, sc, &ia, &sa, &ea, e) < 0 ||
+            (b && encode_seq_bpe(t, b, b_len, sc, &ib, &sb, &eb, e) < 0))
             goto done;
     } else {
         if (encode_seq(t, a, a_len, &norm, &w, &ia, &ea) < 0) goto oom;
@@ -775,7 +778,7 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
     for (size_t i = 0; i < k; i++) out->tokens[i] = tok_id_to_token(t, out->ids[i]);
     out->n = (int)k;
     out->n_truncated = (int)(ia.n - na + ib.n - nb);
-    describe(t, out, a_first);
+    describe(t, out, a_first, &sa, &sb);
     rc = 0;
     goto done;
 oom:
@@ -786,6 +789,8 @@ done:
     free(w.off);
     free(ia.v);
     free(ib.v);
+    free(sa.v);
+    free(sb.v);
     bpe_scratch_free(sc);
     return rc;
 }

@@ -144,4 +144,54 @@ check truncation_keeps_max_positions $PY -c "import json; d=json.load(open('$T/l
 "$BIN" --model "$M" --json "$T/p.json" --profile "hi" 2>"$T/err"
 grep -qE "load_ms=[0-9.]+ tokenize_ms=[0-9.]+ forward_ms=[0-9.]+ write_ms=[0-9.]+" "$T/err" && ok profile_prints_phase_times \
     || ko profile_prints_phase_times "$(cat "$T/err")"
+# -- other model families (committed small checkpoints in their real layouts)
+G=$PWD/tests/data/small-gpt2
+R=$PWD/tests/data/small-roberta
+D=$PWD/tests/data/small-distilbert
+"$BIN" --model "$G" --json "$T/g.json" --html "$T/g.html" --quiet "time flies like an arrow" 2>"$T/err"
+check gpt2_json_is_causal_with_display_tokens $PY - "$T/g.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["config"]["model_type"] == "gpt2" and d["config"]["causal"] is True, d["config"]
+assert d["tokens"] == ["time", "\u0120flies", "\u0120like", "\u0120an", "\u0120arrow"], d["tokens"]
+assert d["display_tokens"] == ["time", " flies", " like", " an", " arrow"], d["display_tokens"]
+n = len(d["tokens"])
+for layer in d["attention"]:
+    for head in layer:
+        for i, row in enumerate(head):
+            assert all(v == 0 for v in row[i + 1:]), (i, row)  # keys after the query: exactly 0
+            assert row[i] > 0 and abs(sum(row) - 1) < 1e-4
+assert d["attention"][0][0][0][0] == 1  # the first token sees only itself
+PY
+check gpt2_page_is_written_and_says_causal grep -q '"causal":true' "$T/g.html"
+"$BIN" --model "$G" --json "$T/gw.json" --words --quiet "hello world, the cat sat" 2>"$T/err"
+check gpt2_words_merge_byte_level_pieces $PY - "$T/gw.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["tokens"][0] == "hello" and "\u0120world" in d["tokens"], d["tokens"]
+assert all(not t.startswith("##") for t in d["tokens"])
+assert "display_tokens" in d and d["display_tokens"][1] == " world", d.get("display_tokens")
+PY
+"$BIN" --model "$R" --json "$T/r.json" --quiet "time flies" "hello world" 2>"$T/err"
+check roberta_pair_uses_its_template $PY - "$T/r.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tokens"]
+assert t[0] == "<s>" and t[-1] == "</s>" and t.count("</s>") == 3, t
+assert d["config"]["position_offset"] == 2 and d["config"]["causal"] is False
+assert set(d["token_type_ids"]) == {0}
+PY
+"$BIN" --model "$R" --json "$T/rn.json" --no-special --quiet "time flies" 2>"$T/err"
+check roberta_no_special_drops_s_and_end_s $PY -c "import json; t=json.load(open('$T/rn.json'))['tokens']; assert '<s>' not in t and '</s>' not in t, t"
+"$BIN" --model "$D" --json "$T/d.json" --quiet "the cat sat" 2>"$T/err"
+check distilbert_runs_with_wordpiece $PY -c "import json; d=json.load(open('$T/d.json')); assert d['config']['model_type']=='distilbert' and d['tokens'][0]=='[CLS]' and d['config']['layers']==2, d['config']"
+expect_exit gpt2_without_merges_names_the_missing_file 1 "needs vocab.json and merges.txt \(missing merges.txt\)" \
+    bash -c "cp -r '$G' '$T/gm' && rm '$T/gm/merges.txt' && '$BIN' --model '$T/gm' --quiet hi"
+expect_exit gpt2_refuses_uncased 1 "byte-level BPE tokenizer, which never lower-cases" "$BIN" --model "$G" --uncased --quiet hi
+if [ -f ../shared/models/gpt2/encoder.json ]; then
+    # OpenAI's own file names, no config.json: tokens only, GPT-2's template (ids from js-tiktoken's gpt2 ranks)
+    check tokens_only_reads_openai_gpt2_files bash -c "'$BIN' --tokens-only --model ../shared/models/gpt2 --json - 'time flies like an arrow' 2>/dev/null | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"input_ids\"]==[2435, 17607, 588, 281, 15452], d'"
+else
+    echo "SKIP tokens_only_reads_openai_gpt2_files: ../shared/models/gpt2 absent"
+fi
 exit 0
