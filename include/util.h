@@ -9,6 +9,12 @@
 /* Reads a whole file (at most max_bytes) into a NUL-terminated malloc'd buffer. */
 int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e);
 
+/* Maps a whole regular file read-only, faulting it in up front (MAP_POPULATE:
+ * one sequential read instead of scattered page faults inside the first matrix
+ * products). Files shorter than min_len fail with "too_short" in the message
+ * ("%s: <too_short> (N bytes)"). Unmap with munmap(*map, *len). */
+int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e);
+
 /* Atomic output: writes go to a temporary file in the same directory, which
  * av_out_commit renames over the target; av_out_abort removes it. "-" means stdout. */
 typedef struct {

@@ -1,16 +1,14 @@
 /* safetensors.c — memory-mapped .safetensors reader with strict header checks,
  * and a writer used by the demo-model generator and tests. */
 #include "safetensors.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* A real header is a few hundred KB; refuse absurd lengths before allocating. */
 #define ST_MAX_HEADER (100u * 1024u * 1024u)
@@ -203,27 +201,10 @@ fail:
 
 int st_open(StFile *f, const char *path, AvErr *e) {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return av_err(e, "%s: cannot stat: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return av_err(e, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    if (len < 8) {
-        close(fd);
-        return av_err(e, "%s: not a safetensors file (%zu bytes, shorter than the 8-byte header length)", path, len);
-    }
-    /* MAP_POPULATE: fault the weights in up front, sequentially, instead of
-     * taking scattered page faults inside the first matrix products. */
-    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return av_err(e, "%s: cannot map: %s", path, strerror(errno));
+    void *map;
+    size_t len;
+    if (av_map_file(path, 8, "not a safetensors file, shorter than the 8-byte header length", &map, &len, e) != 0)
+        return -1;
     f->map = map;
     f->map_len = len;
     f->path = strdup(path);

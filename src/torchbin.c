@@ -3,16 +3,12 @@
  * entries, then a pickle machine that understands only what a state-dict
  * pickle contains and evaluates its few allowed calls symbolically. */
 #include "torchbin.h"
+#include "util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 /* Limits: far above any real checkpoint, low enough that a hostile file
@@ -1072,28 +1068,9 @@ done:
 
 int tb_open(StFile *f, const char *path, AvErr *e) {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return av_err(e, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    if (len == 0) {
-        close(fd);
-        return av_err(e, "%s: empty file", path);
-    }
-    /* As st_open: fault the weights in up front, sequentially. */
-    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    int err = errno;
-    close(fd);
-    if (map == MAP_FAILED) return av_err(e, "%s: cannot map: %s", path, strerror(err));
+    void *map;
+    size_t len;
+    if (av_map_file(path, 1, "empty file", &map, &len, e) != 0) return -1;
     f->map = map;
     f->map_len = len;
     f->path = strdup(path);

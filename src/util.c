@@ -2,9 +2,11 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,4 +186,33 @@ char *av_path_join(const char *dir, const char *name) {
 int av_file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e) {
+    *map = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return av_err(e, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)sb.st_size;
+    if (n < min_len || n == 0) {
+        close(fd);
+        return av_err(e, "%s: %s (%zu bytes)", path, too_short, n);
+    }
+    void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    int err = errno;
+    close(fd);
+    if (m == MAP_FAILED) return av_err(e, "%s: cannot map: %s", path, strerror(err));
+    *map = m;
+    *len = n;
+    return 0;
 }

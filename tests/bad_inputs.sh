@@ -74,7 +74,7 @@ Q=(--quiet --json out.json)
 
 # ---- safetensors
 fresh; head -c 5 "$SRC/model.safetensors" >"$M/model.safetensors"
-case_ st_shorter_than_8_bytes 1 "model.safetensors: not a safetensors file \(5 bytes" -- --model "$M" "${Q[@]}" hi
+case_ st_shorter_than_8_bytes 1 "model.safetensors: not a safetensors file, shorter than the 8-byte header length \(5 bytes" -- --model "$M" "${Q[@]}" hi
 fresh; printf '\xff\xff\x00\x00\x00\x00\x00\x00{}' >"$M/model.safetensors"
 case_ st_header_past_end 1 "header length 65535 runs past the end of the file" -- --model "$M" "${Q[@]}" hi
 fresh; printf '\x00\x00\x00\x00\x00\x00\x00\x10{}' >"$M/model.safetensors"
