@@ -196,31 +196,37 @@ void json_write_string(FILE *f, const char *str) {
 
 /* ---------------------------------------------------------------- documents */
 
+/* "name":[...] with a leading comma unless first */
+static void write_string_array(Sink *s, const char *name, const char *const *v, int n, int first) {
+    sink_str(s, first ? "\"" : ",\"");
+    sink_str(s, name);
+    sink_str(s, "\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_json_string(s, v[i]);
+    }
+    sink_put(s, "]", 1);
+}
+
+static void write_int_array(Sink *s, const char *name, const int *v, int n) {
+    sink_str(s, ",\"");
+    sink_str(s, name);
+    sink_str(s, "\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) sink_put(s, ",", 1);
+        sink_int(s, v[i]);
+    }
+    sink_put(s, "]", 1);
+}
+
 static void write_tokens_fields(Sink *s, const OutDoc *d) {
     const TokEncoding *enc = d->enc;
-    sink_str(s, "\"tokens\":[");
-    for (int i = 0; i < enc->n; i++) {
-        if (i) sink_put(s, ",", 1);
-        sink_json_string(s, enc->tokens[i]);
-    }
-    if (d->display_tokens) { /* byte-level BPE: "Ġflies" reads " flies" */
-        sink_str(s, "],\"display_tokens\":[");
-        for (int i = 0; i < enc->n; i++) {
-            if (i) sink_put(s, ",", 1);
-            sink_json_string(s, d->display_tokens[i]);
-        }
-    }
-    sink_str(s, "],\"input_ids\":[");
-    for (int i = 0; i < enc->n; i++) {
-        if (i) sink_put(s, ",", 1);
-        sink_int(s, enc->ids[i]);
-    }
-    sink_str(s, "],\"token_type_ids\":[");
-    for (int i = 0; i < enc->n; i++) {
-        if (i) sink_put(s, ",", 1);
-        sink_int(s, enc->type_ids[i]);
-    }
-    sink_str(s, "],\"sentence_b_start\":");
+    write_string_array(s, "tokens", enc->tokens, enc->n, 1);
+    /* byte-level BPE: "Ġflies" reads " flies" */
+    if (d->display_tokens) write_string_array(s, "display_tokens", d->display_tokens, enc->n, 0);
+    write_int_array(s, "input_ids", enc->ids, enc->n);
+    write_int_array(s, "token_type_ids", enc->type_ids, enc->n);
+    sink_str(s, ",\"sentence_b_start\":");
     if (enc->b_start >= 0) sink_int(s, enc->b_start);
     else sink_str(s, "null");
 }
