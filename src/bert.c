@@ -153,35 +153,23 @@ static int load_bert_like(BertModel *m, AvErr *e) {
     if (!distil && !(w->type_emb = load_tensor(m, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, H, e)))
         return -1;
     if (load_layernorm(m, &w->emb_ln_g, &w->emb_ln_b, "embeddings.LayerNorm", H, e)) return -1;
-    char p[200];
+    /* the block's modules: q, k, v, attention output, its LayerNorm, the two MLP
+     * linears, the output LayerNorm; BERT/RoBERTa names, then DistilBERT's */
+    static const char *const names[2][8] = {
+        {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+         "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"},
+        {"attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm", "ffn.lin1",
+         "ffn.lin2", "output_layer_norm"}};
+    const char *const *nm = names[distil];
+    char p[8][240];
     for (int l = 0; l < c->num_layers; l++) {
         BertLayer *L = &w->layers[l];
-        char a[240], b[240], cc[240], d[240], f1[240], f2[240], n1[240], n2[240];
-        if (distil) {
-            snprintf(p, sizeof p, "transformer.layer.%d", l);
-            snprintf(a, sizeof a, "%s.attention.q_lin", p);
-            snprintf(b, sizeof b, "%s.attention.k_lin", p);
-            snprintf(cc, sizeof cc, "%s.attention.v_lin", p);
-            snprintf(d, sizeof d, "%s.attention.out_lin", p);
-            snprintf(n1, sizeof n1, "%s.sa_layer_norm", p);
-            snprintf(f1, sizeof f1, "%s.ffn.lin1", p);
-            snprintf(f2, sizeof f2, "%s.ffn.lin2", p);
-            snprintf(n2, sizeof n2, "%s.output_layer_norm", p);
-        } else {
-            snprintf(p, sizeof p, "encoder.layer.%d", l);
-            snprintf(a, sizeof a, "%s.attention.self.query", p);
-            snprintf(b, sizeof b, "%s.attention.self.key", p);
-            snprintf(cc, sizeof cc, "%s.attention.self.value", p);
-            snprintf(d, sizeof d, "%s.attention.output.dense", p);
-            snprintf(n1, sizeof n1, "%s.attention.output.LayerNorm", p);
-            snprintf(f1, sizeof f1, "%s.intermediate.dense", p);
-            snprintf(f2, sizeof f2, "%s.output.dense", p);
-            snprintf(n2, sizeof n2, "%s.output.LayerNorm", p);
-        }
-        if (load_linear(m, &L->q, a, H, H, e) || load_linear(m, &L->k, b, H, H, e) ||
-            load_linear(m, &L->v, cc, H, H, e) || load_linear(m, &L->o, d, H, H, e) ||
-            load_layernorm(m, &L->ln1_g, &L->ln1_b, n1, H, e) || load_linear(m, &L->ff1, f1, H, FF, e) ||
-            load_linear(m, &L->ff2, f2, FF, H, e) || load_layernorm(m, &L->ln2_g, &L->ln2_b, n2, H, e))
+        for (int k = 0; k < 8; k++)
+            snprintf(p[k], sizeof p[k], "%s.%d.%s", distil ? "transformer.layer" : "encoder.layer", l, nm[k]);
+        if (load_linear(m, &L->q, p[0], H, H, e) || load_linear(m, &L->k, p[1], H, H, e) ||
+            load_linear(m, &L->v, p[2], H, H, e) || load_linear(m, &L->o, p[3], H, H, e) ||
+            load_layernorm(m, &L->ln1_g, &L->ln1_b, p[4], H, e) || load_linear(m, &L->ff1, p[5], H, FF, e) ||
+            load_linear(m, &L->ff2, p[6], FF, H, e) || load_layernorm(m, &L->ln2_g, &L->ln2_b, p[7], H, e))
             return -1;
     }
     return 0;
