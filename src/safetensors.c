@@ -199,12 +199,11 @@ fail:
     return -1;
 }
 
-int st_open(StFile *f, const char *path, AvErr *e) {
+int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvErr *e) {
     memset(f, 0, sizeof *f);
     void *map;
     size_t len;
-    if (av_map_file(path, 8, "not a safetensors file, shorter than the 8-byte header length", &map, &len, e) != 0)
-        return -1;
+    if (av_map_file(path, min_len, too_short, &map, &len, e) != 0) return -1;
     f->map = map;
     f->map_len = len;
     f->path = strdup(path);
@@ -212,11 +211,15 @@ int st_open(StFile *f, const char *path, AvErr *e) {
         st_close(f);
         return av_err(e, "%s: out of memory", path);
     }
-    if (st_parse(f, f->map, len, path, e) != 0) {
+    if (parse(f, f->map, len, path, e) != 0) {
         st_close(f);
         return -1;
     }
     return 0;
+}
+
+int st_open(StFile *f, const char *path, AvErr *e) {
+    return st_open_with(f, path, 8, "not a safetensors file, shorter than the 8-byte header length", st_parse, e);
 }
 
 void st_close(StFile *f) {

@@ -3,7 +3,6 @@
  * entries, then a pickle machine that understands only what a state-dict
  * pickle contains and evaluates its few allowed calls symbolically. */
 #include "torchbin.h"
-#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -1067,20 +1066,5 @@ done:
 }
 
 int tb_open(StFile *f, const char *path, AvErr *e) {
-    memset(f, 0, sizeof *f);
-    void *map;
-    size_t len;
-    if (av_map_file(path, 1, "empty file", &map, &len, e) != 0) return -1;
-    f->map = map;
-    f->map_len = len;
-    f->path = strdup(path);
-    if (!f->path) {
-        st_close(f);
-        return av_err(e, "%s: out of memory", path);
-    }
-    if (tb_parse(f, f->map, len, path, e) != 0) {
-        st_close(f);
-        return -1;
-    }
-    return 0;
+    return st_open_with(f, path, 1, "empty file", tb_parse, e);
 }
