@@ -19,6 +19,10 @@ typedef struct {
 int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int words, XfView *out, AvErr *e);
 void xf_free(XfView *v);
 
-int xf_is_special(const char *token);
+/* What the template added at token i: XF_CLS for [CLS] / RoBERTa's <s>, XF_SEP
+ * for [SEP] / </s>, else XF_NONE. Only tokens the tokenizer flags as special
+ * count (a "<s>" written in a BERT text is word pieces). */
+typedef enum { XF_NONE = 0, XF_CLS, XF_SEP } XfRole;
+XfRole xf_special_role(const TokEncoding *enc, int i);
 
 #endif

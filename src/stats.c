@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transform.h"
+
 
 static const char *NAMES[ST_N] = {"entropy", "mean_distance", "cls", "sep", "self", "previous", "next"};
 
@@ -29,14 +31,9 @@ void stats_free(HeadStats *s) {
 
 void stats_add(HeadStats *s, const OutDoc *d) {
     const int n = d->enc->n;
-    /* 1: [CLS] or RoBERTa's <s>; 2: [SEP] or </s> (template tokens only: a BERT
-     * text "<s>" is three word pieces); GPT-2 adds neither */
+    /* [CLS]/<s> and [SEP]/</s> shares; GPT-2 adds neither */
     unsigned char kind[n > 0 ? n : 1];
-    for (int j = 0; j < n; j++) {
-        const char *t = d->enc->tokens[j];
-        int special = !d->enc->special || d->enc->special[j];
-        kind[j] = !special ? 0 : !strcmp(t, "[CLS]") || !strcmp(t, "<s>") ? 1 : !strcmp(t, "[SEP]") || !strcmp(t, "</s>") ? 2 : 0;
-    }
+    for (int j = 0; j < n; j++) kind[j] = (unsigned char)xf_special_role(d->enc, j);
     for (int li = 0; li < out_n_layers(d); li++)
         for (int hi = 0; hi < out_n_heads(d); hi++) {
             int l = out_layer(d, li), h = out_head(d, hi);
@@ -50,8 +47,8 @@ void stats_add(HeadStats *s, const OutDoc *d) {
                     double p = r[j];
                     if (p > 0) ent -= p * log(p);
                     dist += p * abs(i - j);
-                    if (kind[j] == 1) cls += p;
-                    else if (kind[j] == 2) sep += p;
+                    if (kind[j] == XF_CLS) cls += p;
+                    else if (kind[j] == XF_SEP) sep += p;
                 }
                 acc[ST_ENTROPY] += ent, acc[ST_DISTANCE] += dist, acc[ST_CLS] += cls, acc[ST_SEP] += sep;
                 acc[ST_SELF] += r[i];

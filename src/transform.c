@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int xf_is_special(const char *t) {
-    return !strcmp(t, "[CLS]") || !strcmp(t, "[SEP]") || !strcmp(t, "<s>") || !strcmp(t, "</s>");
+static XfRole name_role(const char *t) {
+    if (!strcmp(t, "[CLS]") || !strcmp(t, "<s>")) return XF_CLS;
+    if (!strcmp(t, "[SEP]") || !strcmp(t, "</s>")) return XF_SEP;
+    return XF_NONE;
 }
 
-/* A template token (a written "<s>" is text to a BERT tokenizer, and only the
- * tokenizer knows which ids are special). */
-static int is_template_special(const TokEncoding *enc, int i) {
-    return (!enc->special || enc->special[i]) && xf_is_special(enc->tokens[i]);
+XfRole xf_special_role(const TokEncoding *enc, int i) {
+    return enc->special && !enc->special[i] ? XF_NONE : name_role(enc->tokens[i]);
 }
 
 /* Token i continues the word before it: WordPiece "##" pieces, or byte-level
@@ -51,12 +51,12 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (no_special && is_template_special(enc, i)) {
+        if (no_special && xf_special_role(enc, i) != XF_NONE) {
             group[i] = -1;
             continue;
         }
         /* a continuation joins the word before it (never a special token) */
-        if (words && continues_word(enc, i) && group[i - 1] >= 0 && !xf_is_special(enc->tokens[i - 1])) {
+        if (words && continues_word(enc, i) && group[i - 1] >= 0 && xf_special_role(enc, i - 1) == XF_NONE) {
             group[i] = group[i - 1];
         } else {
             first[m] = i;
@@ -112,7 +112,7 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
         d->tokens[g] = s;
         d->display[g] = ds ? ds : s;
         d->word_start[g] = (unsigned char)(words || !enc->word_start ? 1 : enc->word_start[first[g]]);
-        d->special[g] = enc->special ? enc->special[first[g]] : (unsigned char)xf_is_special(s);
+        d->special[g] = enc->special ? enc->special[first[g]] : (unsigned char)(name_role(s) != XF_NONE);
         d->ids[g] = enc->ids[first[g]];
         d->type_ids[g] = enc->type_ids[first[g]];
         if (d->b_start < 0 && enc->b_start >= 0 && first[g] >= enc->b_start) d->b_start = g;
