@@ -30,12 +30,6 @@ int bpe_token_to_id(const BpeModel *m, const char *tok, size_t len); /* -1 when 
  * itself (a piece holding part of a character). Owned by the model. */
 const char *bpe_id_to_display(const BpeModel *m, int id);
 
-/* bpe_token_flags bits: the token's bytes begin / end with a White_Space
- * character (for a piece that is not valid UTF-8: with an ASCII space byte). */
-#define BPE_STARTS_WITH_SPACE 1
-#define BPE_ENDS_WITH_SPACE 2
-int bpe_token_flags(const BpeModel *m, int id);
-
 /* GPT-2's bytes_to_unicode: every byte gets a printable code point (printable
  * Latin-1 bytes keep theirs, the other 68 get U+0100..U+0143 in byte order). */
 uint32_t bpe_byte_to_cp(uint8_t b);

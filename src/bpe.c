@@ -37,7 +37,6 @@ struct BpeModel {
     const char **disp;    /* id -> display text */
     uint32_t *tok_len;
     uint32_t *tok_hash;
-    uint8_t *flags;       /* BPE_STARTS_WITH_SPACE | BPE_ENDS_WITH_SPACE */
     int n;
     int32_t *slots;       /* open addressing over ids, -1 = empty */
     size_t mask;
@@ -186,9 +185,6 @@ const char *bpe_id_to_display(const BpeModel *m, int id) {
     return id >= 0 && id < m->n ? m->disp[id] : NULL;
 }
 
-int bpe_token_flags(const BpeModel *m, int id) {
-    return id >= 0 && id < m->n ? m->flags[id] : 0;
-}
 
 /* ---- merge table -------------------------------------------------------- */
 
@@ -395,14 +391,13 @@ done:
     return rc;
 }
 
-/* Display text and space flags of every token, decoded once at load. */
+/* Display text of every token, decoded once at load. */
 static int build_display(BpeModel *m, AvErr *e) {
     size_t total = 0, n = (size_t)(unsigned)m->n; /* 1..BPE_MAX_VOCAB */
     for (size_t id = 0; id < n; id++) total += m->tok_len[id] + 1;
     m->disp_arena = malloc(total);
     m->disp = malloc(n * sizeof *m->disp);
-    m->flags = calloc(n, 1);
-    if (!m->disp_arena || !m->disp || !m->flags) return av_err(e, "out of memory");
+    if (!m->disp_arena || !m->disp) return av_err(e, "out of memory");
     char *p = m->disp_arena;
     for (int id = 0; id < m->n; id++) {
         const uint8_t *s = (const uint8_t *)m->tok[id];
@@ -415,22 +410,7 @@ static int build_display(BpeModel *m, AvErr *e) {
             if (b <= 0) mapped = 0; /* outside the table, or NUL: keep the spelling */
             else p[k++] = (char)b;
         }
-        const uint8_t *d = (const uint8_t *)p;
-        int valid = mapped && utf8_valid(d, k);
-        if (!mapped) {
-            d = s;
-            k = sl;
-        }
-        int32_t c0, cl = 0;
-        if (valid) {
-            decode_at(d, k, 0, &c0);
-            for (size_t j = 0; j < k; j += decode_at(d, k, j, &cl)) {}
-        } else { /* a partial character: only ASCII ends can be spaces */
-            c0 = d[0] < 0x80 ? d[0] : 0;
-            cl = d[k - 1] < 0x80 ? d[k - 1] : 0;
-        }
-        m->flags[id] = (uint8_t)((bpe_is_space(c0) ? BPE_STARTS_WITH_SPACE : 0) |
-                                 (bpe_is_space(cl) ? BPE_ENDS_WITH_SPACE : 0));
+        int valid = mapped && utf8_valid((const uint8_t *)p, k);
         if (valid && (k != sl || memcmp(p, s, sl) != 0)) {
             p[k] = '\0';
             m->disp[id] = p;
@@ -463,7 +443,6 @@ void bpe_free(BpeModel *m) {
     free((void *)m->disp);
     free(m->tok_len);
     free(m->tok_hash);
-    free(m->flags);
     free(m->slots);
     free(m->merges);
     free(m);
