@@ -78,6 +78,11 @@ void bert_capture_free(Capture *cap);
 int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
                  Capture *cap, AvErr *e);
 
+/* Whether products go to OpenBLAS as small tiles (see bert.c): decided once from
+ * OpenBLAS's version and kernel; tests and benchmarks may force either path. */
+int bert_gemm_tiled(void);
+void bert_set_gemm_tiled(int on);
+
 /* Reference (naive, loop-only) kernels, kept beside the optimized ones and
  * tested against them. */
 void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
@@ -94,7 +99,8 @@ void bert_softmax_rows_naive(float *x, int rows, int cols);
 void bert_activate(float *x, size_t n, ActKind act);
 void bert_activate_naive(float *x, size_t n, ActKind act);
 /* scale multiplies q k^T (1/sqrt(dh), or less for GPT-2's inverse layer
- * scaling); causal masks keys after the query, whose probabilities are exactly 0. */
+ * scaling); causal masks keys after the query, whose probabilities are exactly 0. A NULL ctx
+ * (bert_attention only) skips the product with v. */
 void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
                           int n, int dh, int ld, float scale, int causal);
 void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,

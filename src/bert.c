@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "torchbin.h"
 #include "util.h"
@@ -328,14 +329,69 @@ void bert_matmul_naive(float *y, const float *x, const float *w, const float *b,
         }
 }
 
+/* Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
+ * run a product of at most 1e6 multiply-adds whose result has at most 1200
+ * elements on "small" kernels that read both operands in place. Issued whole,
+ * a product first copies (packs) its weights, each used once per product: at
+ * 128 tokens that copy was 14% of the pass, at 7 tokens a third. So where those
+ * kernels exist, products go out as tiles of 8 columns x 128 tokens x 768
+ * inputs (786,432 multiply-adds); elsewhere tiles would each pack, so whole. */
+#define TILE_COLS 8
+#define TILE_TOKENS 128
+#define TILE_K 768
+
+static int gemm_tiled;
+static pthread_once_t gemm_tiled_once = PTHREAD_ONCE_INIT;
+
+static void detect_small_kernels(void) {
+    int major = 0, minor = 0, patch = 0;
+    const char *config = openblas_get_config(), *core = openblas_get_corename();
+    if (sscanf(config ? config : "", "OpenBLAS %d.%d.%d", &major, &minor, &patch) != 3) major = 0;
+    int recent = major > 0 || (major == 0 && (minor > 3 || (minor == 3 && patch >= 17)));
+    int avx512 = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake") ||
+                          !strcasecmp(core, "sapphirerapids"));
+    gemm_tiled = recent && avx512;
+}
+
+int bert_gemm_tiled(void) {
+    pthread_once(&gemm_tiled_once, detect_small_kernels);
+    return gemm_tiled;
+}
+
+void bert_set_gemm_tiled(int on) {
+    pthread_once(&gemm_tiled_once, detect_small_kernels);
+    gemm_tiled = on;
+}
+
+static void gemm_cols(float *y, const float *x, const float *w, int ldw, int conv1d, const float *b, int n, int in,
+                      int out, int c0, int c1) {
+    // y[:, c0:c1] (n, out) = x (n, in) @ W^T + b; W is w (out, ldw) or, for conv1d, W^T is w (in, ldw)
+    if (b)
+        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, b + c0, (size_t)(c1 - c0) * sizeof *y);
+    const CBLAS_TRANSPOSE tw = conv1d ? CblasNoTrans : CblasTrans;
+    if (!bert_gemm_tiled()) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, n, c1 - c0, in, 1.0f, x, in,
+                    conv1d ? w + c0 : w + (size_t)c0 * ldw, ldw, b ? 1.0f : 0.0f, y + c0, out);
+        return;
+    }
+    for (int c = c0; c < c1; c += TILE_COLS) {
+        int tc = c1 - c < TILE_COLS ? c1 - c : TILE_COLS;
+        for (int i0 = 0; i0 < n; i0 += TILE_TOKENS) {
+            int tn = n - i0 < TILE_TOKENS ? n - i0 : TILE_TOKENS;
+            for (int k0 = 0; k0 < in; k0 += TILE_K) {
+                int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
+                const float *wt = conv1d ? w + (size_t)k0 * ldw + c : w + (size_t)c * ldw + k0; // tile of W
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, tn, tc, tk, 1.0f, x + (size_t)i0 * in + k0, in, wt,
+                            ldw, b || k0 ? 1.0f : 0.0f, y + (size_t)i0 * out + c, out);
+            }
+        }
+    }
+}
+
 void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
                       int c1) {
     // y[:, c0:c1] (n, out) = x (n, in) @ w[c0:c1] (out, in)^T + b[c0:c1] (out)
-    if (b) {
-        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, b + c0, (size_t)(c1 - c0) * sizeof *y);
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, c1 - c0, in, 1.0f, x, in, w + (size_t)c0 * in, in,
-                b ? 1.0f : 0.0f, y + c0, out);
+    gemm_cols(y, x, w, in, 0, b, n, in, out, c0, c1);
 }
 
 void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
@@ -344,14 +400,7 @@ void bert_matmul(float *y, const float *x, const float *w, const float *b, int n
 
 void bert_linear_cols(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int c0, int c1) {
     // y[:, c0:c1] (n, out) = x (n, in) @ W^T[:, c0:c1] + b[c0:c1]; W^T is lin->w itself when stored (in, ld)
-    if (!lin->conv1d) {
-        bert_matmul_cols(y, x, lin->w, lin->b, n, in, out, c0, c1);
-        return;
-    }
-    if (lin->b)
-        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, lin->b + c0, (size_t)(c1 - c0) * sizeof *y);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, c1 - c0, in, 1.0f, x, in, lin->w + c0, lin->ld,
-                lin->b ? 1.0f : 0.0f, y + c0, out);
+    gemm_cols(y, x, lin->w, lin->ld, lin->conv1d, lin->b, n, in, out, c0, c1);
 }
 
 void bert_linear_naive(float *y, const float *x, const BertLinear *lin, int n, int in, int out) {
@@ -470,7 +519,7 @@ void bert_attention_naive(float *probs, float *ctx, const float *q, const float 
 
 void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
                     int n, int dh, int ld, float scale, int causal) {
-    // probs (n, n) = softmax(scale q k^T); ctx (n, dh) = probs v; q, k, v, ctx with row stride ld
+    // probs (n, n) = softmax(scale q k^T); ctx (n, dh) = probs v unless ctx is NULL; q, k, v, ctx with row stride ld
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, ld, k, ld, 0.0f, probs, n);
     if (causal) {
         /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
@@ -482,7 +531,7 @@ void bert_attention(float *probs, float *ctx, const float *q, const float *k, co
     } else {
         bert_softmax_rows(probs, n, n);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
+    if (ctx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
 }
 
 void bert_activate_naive(float *x, size_t n, ActKind act) {
@@ -650,7 +699,7 @@ static void mat_part(void *arg, int t, int T) {
 
 /* Per-head attention of one layer; thread t takes heads t, t + T, ... */
 typedef struct {
-    const float *q, *k, *v; // (n, H) each
+    const float *q, *k, *v; // (n, H) each; v NULL with ctx NULL: probabilities only
     float *ctx;             // (n, H)
     Capture *cap;           // per-head probabilities and q/k copies, or NULL
     float *scores;          // (threads, n, n) scratch when cap is NULL
@@ -672,22 +721,50 @@ static void head_part(void *arg, int t, int T) {
             }
         }
         float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
-        bert_attention(probs, w->ctx + h * dh, w->q + h * dh, w->k + h * dh, w->v + h * dh, n, dh, H, w->scale,
-                       w->causal);
+        bert_attention(probs, w->ctx ? w->ctx + h * dh : NULL, w->q + h * dh, w->k + h * dh,
+                       w->v ? w->v + h * dh : NULL, n, dh, H, w->scale, w->causal);
     }
 }
 
 /* Below this many tokens a layer's attention takes microseconds: waking threads costs more. */
 #define PARALLEL_HEADS_MIN_TOKENS 48
 
-static void add_into(float *x, const float *y, size_t len) {
-    for (size_t i = 0; i < len; i++) x[i] += y[i];
+/* The residual step, split by rows: x += y (when y), then dst = LayerNorm(x)
+ * (when g). Post-LN blocks normalize x in place (dst == x); pre-LN blocks
+ * normalize into a copy and keep the residual (dst may be y: row by row, y's
+ * row is read before it is overwritten). */
+typedef struct {
+    float *x;        // (n, dim) residual stream
+    const float *y;  // (n, dim) or NULL
+    float *dst;      // (n, dim)
+    const float *g, *b;
+    int n, dim;
+    float eps;
+} RowTask;
+
+static void row_part(void *arg, int t, int T) {
+    const RowTask *r = arg;
+    int chunk = (r->n + T - 1) / T, r0 = t * chunk, r1 = r0 + chunk < r->n ? r0 + chunk : r->n;
+    for (int i = r0; i < r1; i++) {
+        float *xr = r->x + (size_t)i * r->dim; // (dim)
+        if (r->y) {
+            const float *yr = r->y + (size_t)i * r->dim;
+            for (int j = 0; j < r->dim; j++) xr[j] += yr[j];
+        }
+        if (!r->g) continue;
+        float *dr = r->dst + (size_t)i * r->dim;
+        if (dr != xr) memcpy(dr, xr, (size_t)r->dim * sizeof *dr);
+        bert_layernorm(dr, r->g, r->b, 1, r->dim, r->eps);
+    }
 }
 
-/* dst = LayerNorm(src): pre-LN blocks normalize a copy and keep the residual. */
-static void layernorm_copy(float *dst, const float *src, const float *g, const float *b, int n, int dim, float eps) {
-    memcpy(dst, src, (size_t)n * dim * sizeof *dst);
-    bert_layernorm(dst, g, b, n, dim, eps);
+/* Below this many tokens a residual step takes a few microseconds: run it inline. */
+#define PARALLEL_ROWS_MIN_TOKENS 32
+
+static void residual(struct BertPool *pool, float *x, const float *y, float *dst, const float *g, const float *b,
+                     int n, int dim, float eps) {
+    RowTask r = {x, y, dst, g, b, n, dim, eps};
+    pool_run(n >= PARALLEL_ROWS_MIN_TOKENS ? pool : NULL, row_part, &r);
 }
 
 int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int *type_ids, int n,
@@ -734,45 +811,49 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
     /* BLAS single-threaded while our pool splits the work (see pool_run). */
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
+    const float eps = c->layer_norm_eps;
     for (int l = 0; l < c->num_layers; l++) {
         const BertLayer *L = &w->layers[l];
         /* post-LN (BERT): x = LN(x + attn(x)); x = LN(x + mlp(x))
          * pre-LN (GPT-2):  x = x + attn(LN(x));  x = x + mlp(LN(x)) */
         const float *in = x;
         if (c->pre_ln) {
-            layernorm_copy(tmp, x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
+            residual(s->pool, x, NULL, tmp, L->ln1_g, L->ln1_b, n, H, eps);
             in = tmp;
         }
-        MatTask qkv = {in, n, H, H, {&L->q, &L->k, &L->v}, {q, k, v}, 3, -1};
+        /* The last layer's output feeds nothing that is captured unless the
+         * hidden states are: its attention (q and k) is all the capture needs. */
+        const int attn_only = l == c->num_layers - 1 && cap && !cap->hidden;
+        MatTask qkv = {in, n, H, H, {&L->q, &L->k, &L->v}, {q, k, v}, attn_only ? 2 : 3, -1};
         pool_run(s->pool, mat_part, &qkv);
         float scale = 1.0f / sqrtf((float)(H / NH));
         if (c->inverse_layer_scale) scale /= (float)(l + 1);
-        HeadTask heads = {q, k, v, s->ctx, cap, s->scores, l, n, NH, H / NH, H, scale, c->causal};
+        HeadTask heads = {q, k, attn_only ? NULL : v, attn_only ? NULL : s->ctx, cap, s->scores, l, n, NH, H / NH, H,
+                          scale, c->causal};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
-        /* The last layer's output feeds nothing that is captured unless the
-         * hidden states are: its attention is all the capture needs. */
-        if (l == c->num_layers - 1 && cap && !cap->hidden) break;
+        if (attn_only) break;
         MatTask out = {s->ctx, n, H, H, {&L->o}, {tmp}, 1, -1};
         pool_run(s->pool, mat_part, &out);
-        add_into(x, tmp, nH);
-        in = x;
         if (c->pre_ln) {
-            layernorm_copy(tmp, x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
+            residual(s->pool, x, tmp, tmp, L->ln2_g, L->ln2_b, n, H, eps);
             in = tmp;
         } else {
-            bert_layernorm(x, L->ln1_g, L->ln1_b, n, H, c->layer_norm_eps);
+            residual(s->pool, x, tmp, x, L->ln1_g, L->ln1_b, n, H, eps);
+            in = x;
         }
         MatTask ff1 = {in, n, H, FF, {&L->ff1}, {s->ff}, 1, (int)c->hidden_act};
         pool_run(s->pool, mat_part, &ff1);
         MatTask ff2 = {s->ff, n, FF, H, {&L->ff2}, {tmp}, 1, -1};
         pool_run(s->pool, mat_part, &ff2);
-        add_into(x, tmp, nH);
-        if (!c->pre_ln) bert_layernorm(x, L->ln2_g, L->ln2_b, n, H, c->layer_norm_eps);
+        if (c->pre_ln)
+            residual(s->pool, x, tmp, x, NULL, NULL, n, H, eps);
+        else
+            residual(s->pool, x, tmp, x, L->ln2_g, L->ln2_b, n, H, eps);
         if (cap && cap->hidden) {
             float *hs = cap->hidden + (size_t)(l + 1) * nH; // (n, H)
             /* as Hugging Face's hidden_states: GPT-2's last one is after ln_f */
             if (l == c->num_layers - 1 && w->final_ln_g)
-                layernorm_copy(hs, x, w->final_ln_g, w->final_ln_b, n, H, c->layer_norm_eps);
+                residual(s->pool, x, NULL, hs, w->final_ln_g, w->final_ln_b, n, H, eps);
             else
                 memcpy(hs, x, nH * sizeof *x);
         }

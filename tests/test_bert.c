@@ -127,6 +127,56 @@ START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
 }
 END_TEST
 
+/* Both ways of issuing a product to BLAS (whole, or as small tiles; see
+ * bert_gemm_tiled) on shapes with remainders in every tiled dimension:
+ * 130 tokens (tiles of 128), 800 inputs (768) and 37 columns (8), in both
+ * weight layouts and over a column slice, as the threads split it. */
+START_TEST(tiled_and_whole_products_match_naive_reference) {
+    int n = 130, in = 800, out = 37, ld = 3 * out;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
+    float *wt = malloc(sizeof(float) * out * in);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 31, 1), fill(w, (size_t)in * ld, 32, 0.1f), fill(b, (size_t)ld, 33, 1);
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++) wt[(size_t)o * in + i] = w[(size_t)i * ld + out + o];
+    BertLinear conv = {w + out, b + out, 1, ld}, plain = {wt, b + out, 0, in};
+    const int was = bert_gemm_tiled();
+    for (int tiled = 0; tiled < 2; tiled++) {
+        bert_set_gemm_tiled(tiled);
+        ck_assert_int_eq(bert_gemm_tiled(), tiled);
+        for (int layout = 0; layout < 2; layout++) {
+            const BertLinear *lin = layout ? &conv : &plain;
+            bert_linear_naive(y1, x, lin, n, in, out);
+            memset(y2, 0, sizeof(float) * n * out);
+            bert_linear_cols(y2, x, lin, n, in, out, 0, 11);
+            bert_linear_cols(y2, x, lin, n, in, out, 11, out);
+            ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+        }
+        bert_matmul_naive(y1, x, wt, NULL, n, in, out);
+        bert_matmul(y2, x, wt, NULL, n, in, out);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    }
+    bert_set_gemm_tiled(was);
+    free(x), free(w), free(b), free(wt), free(y1), free(y2);
+}
+END_TEST
+
+START_TEST(attention_without_context_gives_the_same_probabilities) {
+    /* the last layer needs only the probabilities: ctx NULL skips the product with v */
+    int n = 17, dh = 8, ld = 8;
+    size_t sz = (size_t)n * ld;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
+    fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
+    for (int causal = 0; causal < 2; causal++) {
+        bert_attention(p1, c, q, k, v, n, dh, ld, 0.35f, causal);
+        bert_attention(p2, NULL, q, k, NULL, n, dh, ld, 0.35f, causal);
+        ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
+    }
+    free(q), free(k), free(v), free(p1), free(p2), free(c);
+}
+END_TEST
+
 START_TEST(softmax_matches_naive_reference_over_a_wide_range) {
     int rows = 7, cols = 203;
     float *a = malloc(sizeof(float) * rows * cols), *b = malloc(sizeof(float) * rows * cols);
@@ -398,6 +448,8 @@ Suite *make_suite(void) {
     tcase_add_test(k, attention_matches_naive_reference_with_strided_heads);
     tcase_add_test(k, causal_attention_gives_future_keys_exactly_zero);
     tcase_add_test(k, conv1d_views_of_a_fused_weight_match_naive_reference);
+    tcase_add_test(k, tiled_and_whole_products_match_naive_reference);
+    tcase_add_test(k, attention_without_context_gives_the_same_probabilities);
     tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
     tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);
     tcase_add_test(k, activations_match_naive_reference);
