@@ -22,18 +22,18 @@ MODEL = os.path.join(OUT, "bert-base-shape")
 PY = "/usr/bin/python3"
 ATTNVIZ = os.path.join(ROOT, "attnviz")
 FWD = os.path.join(OUT, "fwd_bench")
-# 2 cores x AVX2 FMA, from the issue's compute floor (95 ms at 128 tokens, 413 ms at 512);
-# OpenBLAS runs its AVX-512 kernels where the CPU has them, so this is an estimate.
+# 2 cores x 117 GFLOP/s: a loop of independent AVX-512 FMAs measured 117.3 GFLOP/s
+# on one core of the development machine (32 flops a cycle at ~3.7 GHz).
 PEAK_GFLOPS = 235.0
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 
 
 def flops(n, layers=12, hidden=768, inter=3072):
     """What attnviz's pass computes: every layer, except that the last one
-    stops after its attention (its output projection and FFN feed nothing
-    captured), so those are not counted."""
+    stops at its attention probabilities (its v projection, probs @ v, output
+    projection and FFN feed nothing captured), so those are not counted."""
     full = n * layers * 2 * hidden * (4 * hidden + 2 * inter) + layers * 4 * n * n * hidden
-    return full - n * 2 * hidden * (hidden + 2 * inter)
+    return full - n * 2 * hidden * (2 * hidden + 2 * inter) - 2 * n * n * hidden
 
 
 def run(cmd, **kw):

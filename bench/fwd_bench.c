@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
         if (r == 0) first = t;
         else if (t < best) best = t;
     }
-    printf("n=%d cold_ms=%.1f warm_ms=%.1f\n", n, first, best);
+    /* tiled: whether products went to OpenBLAS's small kernels (see bert.c) */
+    printf("n=%d tiled=%d cold_ms=%.1f warm_ms=%.1f\n", n, bert_gemm_tiled(), first, best);
     bert_capture_free(&cap);
     bert_runstate_free(&rs);
     bert_free(&m);

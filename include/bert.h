@@ -48,14 +48,16 @@ typedef struct {
     char dtype_name[16];    /* dtype of the checkpoint's weights */
 } BertModel;
 
-/* Scratch buffers for one forward pass of up to max_tokens tokens. */
+/* Scratch buffers for one forward pass of up to max_tokens tokens. Products'
+ * inputs and outputs are kept transposed, one row per feature (see bert.c). */
 typedef struct {
     int max_tokens;
     float *x;    /* (n, hidden) residual stream */
-    float *qkv;  /* (3, n, hidden) projections */
-    float *ctx;  /* (n, hidden) attention context */
-    float *tmp;  /* (n, hidden) */
-    float *ff;   /* (n, intermediate) */
+    float *xT;   /* (hidden, n) the next product's input */
+    float *qkv;  /* (3, hidden, n) projections q^T, k^T, v^T */
+    float *ctx;  /* (hidden, n) attention context, transposed */
+    float *tmp;  /* (hidden, n) attention or MLP output, transposed */
+    float *ff;   /* (intermediate, n) */
     float *scores; /* (n_threads, n, n) used when attention is not captured */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
     struct BertPool *pool; /* worker threads, or NULL */
@@ -86,24 +88,28 @@ void bert_set_gemm_tiled(int on);
 /* Reference (naive, loop-only) kernels, kept beside the optimized ones and
  * tested against them. */
 void bert_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
-void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
-/* y (n, out) = x (n, in) through a linear view (Linear or Conv1D layout); columns [c0, c1) only. */
-void bert_linear_cols(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int c0, int c1);
+/* y^T (out, n) rows [r0, r1) = act(W x^T + b) for x^T (in, n), act < 0: none;
+ * the forward pass's threads each take a block of rows. */
+void bert_linear_rows(float *yT, const float *xT, const BertLinear *lin, int n, int in, int r0, int r1, int act);
+/* y (n, out) = x (n, in) @ W^T + b, read element by element from either layout. */
 void bert_linear_naive(float *y, const float *x, const BertLinear *lin, int n, int in, int out);
-/* Columns [c0, c1) of bert_matmul's result: how the forward pass splits a product over threads. */
-void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
-                      int c1);
 void bert_layernorm(float *x, const float *g, const float *b, int n, int dim, float eps);
+/* The residual step on tokens [i0, i1): x (n, dim) += yT^T (yT (dim, n) or NULL);
+ * then LayerNorm(x) (g set) or x itself goes to dst (n, dim; may be x) and to
+ * dstT (dim, n), either NULL. bert_layernorm is its reference. */
+void bert_residual(float *x, const float *yT, float *dst, float *dstT, const float *g, const float *b, int n,
+                   int dim, float eps, int i0, int i1);
 void bert_softmax_rows(float *x, int rows, int cols);
 void bert_softmax_rows_naive(float *x, int rows, int cols);
 void bert_activate(float *x, size_t n, ActKind act);
 void bert_activate_naive(float *x, size_t n, ActKind act);
 /* scale multiplies q k^T (1/sqrt(dh), or less for GPT-2's inverse layer
- * scaling); causal masks keys after the query, whose probabilities are exactly 0. A NULL ctx
+ * scaling); causal masks keys after the query, whose probabilities are exactly 0. A NULL ctxT
  * (bert_attention only) skips the product with v. */
-void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                          int n, int dh, int ld, float scale, int causal);
-void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                    int n, int dh, int ld, float scale, int causal);
+void bert_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT,
+                          int n, int dh, float scale, int causal);
+/* One head: qT, kT, vT and ctxT are (dh, n), one row per head dimension. */
+void bert_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT,
+                    int n, int dh, float scale, int causal);
 
 #endif

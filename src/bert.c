@@ -254,6 +254,7 @@ int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, Av
     size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size;
     s->max_tokens = max_tokens;
     s->x = alloc_floats(n * H);
+    s->xT = alloc_floats(n * H);
     s->qkv = alloc_floats(3 * n * H);
     s->ctx = alloc_floats(n * H);
     s->tmp = alloc_floats(n * H);
@@ -262,7 +263,7 @@ int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, Av
     int T = openblas_get_num_threads();
     s->n_threads = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
     s->scores = alloc_floats((size_t)s->n_threads * n * n);
-    if (!s->x || !s->qkv || !s->ctx || !s->tmp || !s->ff || !s->scores) {
+    if (!s->x || !s->xT || !s->qkv || !s->ctx || !s->tmp || !s->ff || !s->scores) {
         bert_runstate_free(s);
         return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
     }
@@ -274,6 +275,7 @@ int bert_runstate_alloc(BertRunState *s, const BertConfig *c, int max_tokens, Av
 void bert_runstate_free(BertRunState *s) {
     pool_destroy(s->pool);
     free(s->x);
+    free(s->xT);
     free(s->qkv);
     free(s->ctx);
     free(s->tmp);
@@ -329,14 +331,20 @@ void bert_matmul_naive(float *y, const float *x, const float *w, const float *b,
         }
 }
 
-/* Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
- * run a product of at most 1e6 multiply-adds whose result has at most 1200
- * elements on "small" kernels that read both operands in place. Issued whole,
- * a product first copies (packs) its weights, each used once per product: at
- * 128 tokens that copy was 14% of the pass, at 7 tokens a third. So where those
- * kernels exist, products go out as tiles of 8 columns x 128 tokens x 768
- * inputs (786,432 multiply-adds); elsewhere tiles would each pack, so whole. */
-#define TILE_COLS 8
+/* Layout. The forward pass keeps every product's input and output transposed,
+ * one row per feature and one column per token: y^T (out, n) = W (out, in) x^T
+ * (in, n). With W row-major as Linear stores it, that is BLAS's plain NN case,
+ * whose kernels broadcast W and stream x^T; x W^T instead reduces along
+ * rows. Measured on 2 threads at 128 tokens: 224 GFLOP/s against 199.
+ *
+ * Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
+ * run a product of at most 1e6 multiply-adds on "small" kernels that read both
+ * operands in place. Issued whole, a product first copies (packs) its weights,
+ * each used once per product: at 128 tokens that copy was 14% of the pass, at
+ * 7 tokens a third. So where those kernels exist, products go out as tiles of
+ * 8 rows x 128 tokens x 768 inputs (786,432 multiply-adds); elsewhere tiles
+ * would each pack, so whole. */
+#define TILE_ROWS 8
 #define TILE_TOKENS 128
 #define TILE_K 768
 
@@ -363,44 +371,86 @@ void bert_set_gemm_tiled(int on) {
     gemm_tiled = on;
 }
 
-static void gemm_cols(float *y, const float *x, const float *w, int ldw, int conv1d, const float *b, int n, int in,
-                      int out, int c0, int c1) {
-    // y[:, c0:c1] (n, out) = x (n, in) @ W^T + b; W is w (out, ldw) or, for conv1d, W^T is w (in, ldw)
+/* Rows [r0, r1) of y^T get the bias and the activation (act < 0: none). */
+static void bias_act_rows(float *yT, const float *b, int act, int n, int ld, int r0, int r1) {
+    // yT (out, ld), of which columns [0, n)
     if (b)
-        for (int i = 0; i < n; i++) memcpy(y + (size_t)i * out + c0, b + c0, (size_t)(c1 - c0) * sizeof *y);
-    const CBLAS_TRANSPOSE tw = conv1d ? CblasNoTrans : CblasTrans;
+        for (int r = r0; r < r1; r++) {
+            float *row = yT + (size_t)r * ld; // (n)
+            for (int j = 0; j < n; j++) row[j] += b[r];
+        }
+    if (act < 0) return;
+    if (n == ld) /* contiguous rows: one call, whole vectors (at 7 tokens, per row, it was 6% of the pass) */
+        bert_activate(yT + (size_t)r0 * ld, (size_t)(r1 - r0) * n, (ActKind)act);
+    else
+        for (int r = r0; r < r1; r++) bert_activate(yT + (size_t)r * ld, (size_t)n, (ActKind)act);
+}
+
+/* Under 12 tokens the NN kernels' vectors, which run along the tokens, are
+ * mostly empty (7 tokens: 24.4 ms a pass, against 18.3 this way); there the
+ * tiles run token-major, y = x W^T with vectors along the inputs, on a
+ * transposed copy of x. Returns -1, having done nothing, when that copy cannot
+ * be had. */
+#define FEW_TOKENS 12
+
+static int few_tokens_rows(float *yT, const float *xT, const BertLinear *lin, int n, int in, int r0, int r1,
+                           int act) {
+    float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
+    if (!x) return -1;
+    for (int k = 0; k < in; k++)
+        for (int j = 0; j < n; j++) x[(size_t)j * in + k] = xT[(size_t)k * n + j];
+    const float *w = lin->w;
+    const int ldw = lin->ld, conv1d = lin->conv1d;
+    float yt[FEW_TOKENS * TILE_ROWS]; // (n, tr) tile
+    for (int r = r0; r < r1; r += TILE_ROWS) {
+        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
+        /* the bias first and beta = 1 throughout: at this shape the beta = 0
+         * kernel was the slower */
+        for (int j = 0; j < n; j++)
+            for (int rr = 0; rr < tr; rr++) yt[j * tr + rr] = lin->b ? lin->b[r + rr] : 0.0f;
+        for (int k0 = 0; k0 < in; k0 += TILE_K) {
+            int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
+            const float *wt = conv1d ? w + (size_t)k0 * ldw + r : w + (size_t)r * ldw + k0; // tile of W
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, conv1d ? CblasNoTrans : CblasTrans, n, tr, tk, 1.0f, x + k0,
+                        in, wt, ldw, 1.0f, yt, tr);
+        }
+        for (int rr = 0; rr < tr; rr++)
+            for (int j = 0; j < n; j++) yT[(size_t)(r + rr) * n + j] = yt[j * tr + rr];
+        bias_act_rows(yT, NULL, act, n, n, r, r + tr);
+    }
+    free(x);
+    return 0;
+}
+
+void bert_linear_rows(float *yT, const float *xT, const BertLinear *lin, int n, int in, int r0, int r1, int act) {
+    // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1]); W is lin->w (out, ld), or
+    // lin->w holds W^T (in, ld) for Conv1D
+    const float *w = lin->w;
+    const int ldw = lin->ld, conv1d = lin->conv1d;
+    const CBLAS_TRANSPOSE tw = conv1d ? CblasTrans : CblasNoTrans;
+    if (r0 >= r1) return;
     if (!bert_gemm_tiled()) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, n, c1 - c0, in, 1.0f, x, in,
-                    conv1d ? w + c0 : w + (size_t)c0 * ldw, ldw, b ? 1.0f : 0.0f, y + c0, out);
+        cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, r1 - r0, n, in, 1.0f, conv1d ? w + r0 : w + (size_t)r0 * ldw,
+                    ldw, xT, n, 0.0f, yT + (size_t)r0 * n, n);
+        bias_act_rows(yT, lin->b, act, n, n, r0, r1);
         return;
     }
-    for (int c = c0; c < c1; c += TILE_COLS) {
-        int tc = c1 - c < TILE_COLS ? c1 - c : TILE_COLS;
-        for (int i0 = 0; i0 < n; i0 += TILE_TOKENS) {
-            int tn = n - i0 < TILE_TOKENS ? n - i0 : TILE_TOKENS;
+    if (n < FEW_TOKENS && few_tokens_rows(yT, xT, lin, n, in, r0, r1, act) == 0) return;
+    for (int r = r0; r < r1; r += TILE_ROWS) {
+        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
+        for (int j0 = 0; j0 < n; j0 += TILE_TOKENS) {
+            int tn = n - j0 < TILE_TOKENS ? n - j0 : TILE_TOKENS;
+            float *yt = yT + (size_t)r * n + j0; // (tr, tn) tile, row stride n
             for (int k0 = 0; k0 < in; k0 += TILE_K) {
                 int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
-                const float *wt = conv1d ? w + (size_t)k0 * ldw + c : w + (size_t)c * ldw + k0; // tile of W
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, tn, tc, tk, 1.0f, x + (size_t)i0 * in + k0, in, wt,
-                            ldw, b || k0 ? 1.0f : 0.0f, y + (size_t)i0 * out + c, out);
+                const float *wt = conv1d ? w + (size_t)k0 * ldw + r : w + (size_t)r * ldw + k0; // tile of W
+                cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, tr, tn, tk, 1.0f, wt, ldw, xT + (size_t)k0 * n + j0, n,
+                            k0 ? 1.0f : 0.0f, yt, n);
             }
+            /* while the tile is in L1 */
+            bias_act_rows(yT + j0, lin->b, act, tn, n, r, r + tr);
         }
     }
-}
-
-void bert_matmul_cols(float *y, const float *x, const float *w, const float *b, int n, int in, int out, int c0,
-                      int c1) {
-    // y[:, c0:c1] (n, out) = x (n, in) @ w[c0:c1] (out, in)^T + b[c0:c1] (out)
-    gemm_cols(y, x, w, in, 0, b, n, in, out, c0, c1);
-}
-
-void bert_matmul(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
-    bert_matmul_cols(y, x, w, b, n, in, out, 0, out);
-}
-
-void bert_linear_cols(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int c0, int c1) {
-    // y[:, c0:c1] (n, out) = x (n, in) @ W^T[:, c0:c1] + b[c0:c1]; W^T is lin->w itself when stored (in, ld)
-    gemm_cols(y, x, lin->w, lin->ld, lin->conv1d, lin->b, n, in, out, c0, c1);
 }
 
 void bert_linear_naive(float *y, const float *x, const BertLinear *lin, int n, int in, int out) {
@@ -496,31 +546,31 @@ void bert_softmax_rows_naive(float *x, int rows, int cols) {
     }
 }
 
-void bert_attention_naive(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                          int n, int dh, int ld, float scale, int causal) {
-    // probs (n, n); ctx, q, k, v (n, dh) with row stride ld
+void bert_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT,
+                          int n, int dh, float scale, int causal) {
+    // probs (n, n); ctxT, qT, kT, vT (dh, n): one row per head dimension, one column per token
     for (int i = 0; i < n; i++) {
         int len = causal ? i + 1 : n;
         for (int j = 0; j < len; j++) {
             double acc = 0;
-            for (int d = 0; d < dh; d++) acc += (double)q[(size_t)i * ld + d] * k[(size_t)j * ld + d];
+            for (int d = 0; d < dh; d++) acc += (double)qT[(size_t)d * n + i] * kT[(size_t)d * n + j];
             probs[(size_t)i * n + j] = (float)(acc * scale);
         }
         bert_softmax_rows_naive(probs + (size_t)i * n, 1, len);
         for (int j = len; j < n; j++) probs[(size_t)i * n + j] = 0.0f;
     }
-    for (int i = 0; i < n; i++)
-        for (int d = 0; d < dh; d++) {
+    for (int d = 0; d < dh; d++)
+        for (int i = 0; i < n; i++) {
             double acc = 0;
-            for (int j = 0; j < n; j++) acc += (double)probs[(size_t)i * n + j] * v[(size_t)j * ld + d];
-            ctx[(size_t)i * ld + d] = (float)acc;
+            for (int j = 0; j < n; j++) acc += (double)probs[(size_t)i * n + j] * vT[(size_t)d * n + j];
+            ctxT[(size_t)d * n + i] = (float)acc;
         }
 }
 
-void bert_attention(float *probs, float *ctx, const float *q, const float *k, const float *v,
-                    int n, int dh, int ld, float scale, int causal) {
-    // probs (n, n) = softmax(scale q k^T); ctx (n, dh) = probs v unless ctx is NULL; q, k, v, ctx with row stride ld
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, ld, k, ld, 0.0f, probs, n);
+void bert_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT,
+                    int n, int dh, float scale, int causal) {
+    // probs (n, n) = softmax(scale q k^T); ctxT (dh, n) = (probs v)^T unless ctxT is NULL; qT, kT, vT (dh, n)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, dh, scale, qT, n, kT, n, 0.0f, probs, n);
     if (causal) {
         /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
         for (int i = 0; i < n; i++) {
@@ -531,7 +581,7 @@ void bert_attention(float *probs, float *ctx, const float *q, const float *k, co
     } else {
         bert_softmax_rows(probs, n, n);
     }
-    if (ctx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, probs, n, v, ld, 0.0f, ctx, ld);
+    if (ctxT) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, n, n, 1.0f, vT, n, probs, n, 0.0f, ctxT, n);
 }
 
 void bert_activate_naive(float *x, size_t n, ActKind act) {
@@ -570,6 +620,55 @@ VEC_CLONES void bert_activate(float *x, size_t n, ActKind act) {
     case ACT_RELU:
         for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
         break;
+    }
+}
+
+VEC_CLONES void bert_residual(float *x, const float *yT, float *dst, float *dstT, const float *g, const float *b, int n,
+                   int dim, float eps, int i0, int i1) {
+    // tokens [i0, i1) of x (n, dim) += yT (dim, n)^T; then LayerNorm(x) (g set) or x to dst (n, dim), dstT (dim, n)
+    enum { BLOCK = 16 }; /* tokens at a time: the transposed reads and writes are whole cache lines */
+    for (int b0 = i0; b0 < i1; b0 += BLOCK) {
+        const int bn = i1 - b0 < BLOCK ? i1 - b0 : BLOCK;
+        float *xb = x + (size_t)b0 * dim; // (bn, dim)
+        if (yT)
+            for (int j = 0; j < dim; j++) {
+                const float *yc = yT + (size_t)j * n + b0; // (bn)
+                for (int ii = 0; ii < bn; ii++) xb[(size_t)ii * dim + j] += yc[ii];
+            }
+        /* mean, then biased variance about it (two passes), accumulated in
+         * double as bert_layernorm does, over eight lanes that vectorize */
+        float mean[BLOCK] = {0}, inv[BLOCK] = {0};
+        for (int ii = 0; g && ii < bn; ii++) {
+            const float *row = xb + (size_t)ii * dim;
+            double part[8] = {0}, mu = 0, var = 0;
+            int j = 0;
+            for (; j + 8 <= dim; j += 8)
+                for (int k = 0; k < 8; k++) part[k] += row[j + k];
+            for (; j < dim; j++) mu += row[j];
+            for (int k = 0; k < 8; k++) mu += part[k], part[k] = 0;
+            mu /= dim;
+            for (j = 0; j + 8 <= dim; j += 8)
+                for (int k = 0; k < 8; k++) part[k] += (row[j + k] - mu) * (row[j + k] - mu);
+            for (; j < dim; j++) var += (row[j] - mu) * (row[j] - mu);
+            for (int k = 0; k < 8; k++) var += part[k];
+            var /= dim;
+            const float m = (float)mu;
+            mean[ii] = m, inv[ii] = (float)(1.0 / sqrt(var + eps));
+        }
+        if (dstT) /* before dst, which may overwrite x */
+            for (int j = 0; j < dim; j++) {
+                float *tc = dstT + (size_t)j * n + b0; // (bn)
+                for (int ii = 0; ii < bn; ii++) {
+                    float v = xb[(size_t)ii * dim + j];
+                    tc[ii] = g ? (v - mean[ii]) * inv[ii] * g[j] + b[j] : v;
+                }
+            }
+        if (dst)
+            for (int ii = 0; ii < bn; ii++) {
+                const float *row = xb + (size_t)ii * dim;
+                float *out = dst + (size_t)(b0 + ii) * dim;
+                for (int j = 0; j < dim; j++) out[j] = g ? (row[j] - mean[ii]) * inv[ii] * g[j] + b[j] : row[j];
+            }
     }
 }
 
@@ -672,13 +771,13 @@ static void pool_run(struct BertPool *pool, ParFn fn, void *arg) {
     pthread_mutex_unlock(&pool->mu);
 }
 
-/* Up to three products y = x W^T + b sharing x, each split by output columns;
- * the activation, when set, is applied to each thread's own columns. */
+/* Up to three products y^T = act(W x^T + b) sharing x^T, each split by output
+ * rows (features) over the threads. */
 typedef struct {
-    const float *x;   // (n, in)
+    const float *xT;  // (in, n)
     int n, in, out;
     const BertLinear *lin[3];
-    float *y[3];      // (n, out)
+    float *yT[3];     // (out, n)
     int count;
     int act;          // -1: none, else an ActKind
 } MatTask;
@@ -686,84 +785,73 @@ typedef struct {
 static void mat_part(void *arg, int t, int T) {
     const MatTask *m = arg;
     int chunk = (m->out + T - 1) / T;
-    chunk = (chunk + 15) & ~15; /* whole cache lines per thread */
-    int c0 = t * chunk, c1 = c0 + chunk < m->out ? c0 + chunk : m->out;
-    if (c0 >= c1) return;
-    for (int k = 0; k < m->count; k++) {
-        float *y = m->y[k];
-        bert_linear_cols(y, m->x, m->lin[k], m->n, m->in, m->out, c0, c1);
-        if (m->act >= 0)
-            for (int i = 0; i < m->n; i++) bert_activate(y + (size_t)i * m->out + c0, (size_t)(c1 - c0), (ActKind)m->act);
-    }
+    chunk = (chunk + 15) & ~15; /* whole tiles and cache lines per thread */
+    int r0 = t * chunk, r1 = r0 + chunk < m->out ? r0 + chunk : m->out;
+    for (int k = 0; k < m->count; k++) bert_linear_rows(m->yT[k], m->xT, m->lin[k], m->n, m->in, r0, r1, m->act);
 }
 
-/* Per-head attention of one layer; thread t takes heads t, t + T, ... */
+/* Per-head attention of one layer; thread t takes heads t, t + T, ...
+ * Head h's rows of q^T, k^T, v^T and ctx^T are rows [h dh, (h + 1) dh). */
 typedef struct {
-    const float *q, *k, *v; // (n, H) each; v NULL with ctx NULL: probabilities only
-    float *ctx;             // (n, H)
-    Capture *cap;           // per-head probabilities and q/k copies, or NULL
-    float *scores;          // (threads, n, n) scratch when cap is NULL
-    int layer, n, n_heads, dh, H;
+    const float *qT, *kT, *vT; // (H, n) each; vT NULL with ctxT NULL: probabilities only
+    float *ctxT;               // (H, n)
+    Capture *cap;              // per-head probabilities and q/k copies, or NULL
+    float *scores;             // (threads, n, n) scratch when cap is NULL
+    int layer, n, n_heads, dh;
     float scale;
     int causal;
 } HeadTask;
 
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
-    const int n = w->n, dh = w->dh, H = w->H;
+    const int n = w->n, dh = w->dh;
     for (int h = t; h < w->n_heads; h += T) {
+        const size_t off = (size_t)h * dh * n;
         Capture *cap = w->cap;
         if (cap && cap->q) {
             float *cq = cap_q(cap, w->layer, h), *ck = cap_k(cap, w->layer, h); // (n, dh)
-            for (int i = 0; i < n; i++) {
-                memcpy(cq + (size_t)i * dh, w->q + (size_t)i * H + h * dh, (size_t)dh * sizeof *cq);
-                memcpy(ck + (size_t)i * dh, w->k + (size_t)i * H + h * dh, (size_t)dh * sizeof *ck);
-            }
+            for (int d = 0; d < dh; d++)
+                for (int i = 0; i < n; i++) {
+                    cq[(size_t)i * dh + d] = w->qT[off + (size_t)d * n + i];
+                    ck[(size_t)i * dh + d] = w->kT[off + (size_t)d * n + i];
+                }
         }
         float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
-        bert_attention(probs, w->ctx ? w->ctx + h * dh : NULL, w->q + h * dh, w->k + h * dh,
-                       w->v ? w->v + h * dh : NULL, n, dh, H, w->scale, w->causal);
+        bert_attention(probs, w->ctxT ? w->ctxT + off : NULL, w->qT + off, w->kT + off, w->vT ? w->vT + off : NULL,
+                       n, dh, w->scale, w->causal);
     }
 }
 
 /* Below this many tokens a layer's attention takes microseconds: waking threads costs more. */
 #define PARALLEL_HEADS_MIN_TOKENS 48
 
-/* The residual step, split by rows: x += y (when y), then dst = LayerNorm(x)
- * (when g). Post-LN blocks normalize x in place (dst == x); pre-LN blocks
- * normalize into a copy and keep the residual (dst may be y: row by row, y's
- * row is read before it is overwritten). */
+/* The residual step, split by tokens over the threads (see bert_residual). */
 typedef struct {
-    float *x;        // (n, dim) residual stream
-    const float *y;  // (n, dim) or NULL
-    float *dst;      // (n, dim)
+    float *x;          // (n, dim) residual stream
+    const float *yT;   // (dim, n) or NULL
+    float *dst;        // (n, dim) or NULL; may be x
+    float *dstT;       // (dim, n) or NULL
     const float *g, *b;
     int n, dim;
     float eps;
 } RowTask;
 
+#define ROW_BLOCK 16
+
 static void row_part(void *arg, int t, int T) {
     const RowTask *r = arg;
-    int chunk = (r->n + T - 1) / T, r0 = t * chunk, r1 = r0 + chunk < r->n ? r0 + chunk : r->n;
-    for (int i = r0; i < r1; i++) {
-        float *xr = r->x + (size_t)i * r->dim; // (dim)
-        if (r->y) {
-            const float *yr = r->y + (size_t)i * r->dim;
-            for (int j = 0; j < r->dim; j++) xr[j] += yr[j];
-        }
-        if (!r->g) continue;
-        float *dr = r->dst + (size_t)i * r->dim;
-        if (dr != xr) memcpy(dr, xr, (size_t)r->dim * sizeof *dr);
-        bert_layernorm(dr, r->g, r->b, 1, r->dim, r->eps);
-    }
+    int chunk = (r->n + T - 1) / T;
+    chunk = (chunk + ROW_BLOCK - 1) / ROW_BLOCK * ROW_BLOCK; /* whole cache lines of the transposed rows */
+    const int i0 = t * chunk, i1 = i0 + chunk < r->n ? i0 + chunk : r->n;
+    if (i0 < i1) bert_residual(r->x, r->yT, r->dst, r->dstT, r->g, r->b, r->n, r->dim, r->eps, i0, i1);
 }
 
 /* Below this many tokens a residual step takes a few microseconds: run it inline. */
 #define PARALLEL_ROWS_MIN_TOKENS 32
 
-static void residual(struct BertPool *pool, float *x, const float *y, float *dst, const float *g, const float *b,
-                     int n, int dim, float eps) {
-    RowTask r = {x, y, dst, g, b, n, dim, eps};
+static void residual(struct BertPool *pool, float *x, const float *yT, float *dst, float *dstT, const float *g,
+                     const float *b, int n, int dim, float eps) {
+    RowTask r = {x, yT, dst, dstT, g, b, n, dim, eps};
     pool_run(n >= PARALLEL_ROWS_MIN_TOKENS ? pool : NULL, row_part, &r);
 }
 
@@ -801,59 +889,57 @@ int bert_forward(const BertModel *m, BertRunState *s, const int *ids, const int 
             for (int j = 0; j < H; j++) r[j] += te[j];
         }
     }
-    if (w->emb_ln_g) bert_layernorm(x, w->emb_ln_g, w->emb_ln_b, n, H, c->layer_norm_eps);
+    float *xT = s->xT;                 // (H, n) the next product's input
+    float *qT = s->qkv;                // (H, n)
+    float *kT = s->qkv + nH;           // (H, n)
+    float *vT = s->qkv + 2 * nH;       // (H, n)
+    float *ctxT = s->ctx;              // (H, n)
+    float *yT = s->tmp;                // (H, n) attention or MLP output
+    float *ffT = s->ff;                // (FF, n)
+    const float eps = c->layer_norm_eps;
+    if (w->emb_ln_g || !c->pre_ln)
+        residual(s->pool, x, NULL, w->emb_ln_g ? x : NULL, c->pre_ln ? NULL : xT, w->emb_ln_g, w->emb_ln_b, n, H, eps);
     if (cap && cap->hidden) memcpy(cap->hidden, x, nH * sizeof *x);
 
-    float *q = s->qkv;                       // (n, H)
-    float *k = s->qkv + nH;                  // (n, H)
-    float *v = s->qkv + 2 * nH;              // (n, H)
-    float *tmp = s->tmp;                     // (n, H)
     /* BLAS single-threaded while our pool splits the work (see pool_run). */
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
-    const float eps = c->layer_norm_eps;
     for (int l = 0; l < c->num_layers; l++) {
         const BertLayer *L = &w->layers[l];
         /* post-LN (BERT): x = LN(x + attn(x)); x = LN(x + mlp(x))
-         * pre-LN (GPT-2):  x = x + attn(LN(x));  x = x + mlp(LN(x)) */
-        const float *in = x;
-        if (c->pre_ln) {
-            residual(s->pool, x, NULL, tmp, L->ln1_g, L->ln1_b, n, H, eps);
-            in = tmp;
-        }
+         * pre-LN (GPT-2):  x = x + attn(LN(x));  x = x + mlp(LN(x))
+         * On entry xT holds the attention's input, transposed (post-LN). */
+        if (c->pre_ln) residual(s->pool, x, NULL, NULL, xT, L->ln1_g, L->ln1_b, n, H, eps);
         /* The last layer's output feeds nothing that is captured unless the
          * hidden states are: its attention (q and k) is all the capture needs. */
         const int attn_only = l == c->num_layers - 1 && cap && !cap->hidden;
-        MatTask qkv = {in, n, H, H, {&L->q, &L->k, &L->v}, {q, k, v}, attn_only ? 2 : 3, -1};
+        MatTask qkv = {xT, n, H, H, {&L->q, &L->k, &L->v}, {qT, kT, vT}, attn_only ? 2 : 3, -1};
         pool_run(s->pool, mat_part, &qkv);
         float scale = 1.0f / sqrtf((float)(H / NH));
         if (c->inverse_layer_scale) scale /= (float)(l + 1);
-        HeadTask heads = {q, k, attn_only ? NULL : v, attn_only ? NULL : s->ctx, cap, s->scores, l, n, NH, H / NH, H,
+        HeadTask heads = {qT, kT, attn_only ? NULL : vT, attn_only ? NULL : ctxT, cap, s->scores, l, n, NH, H / NH,
                           scale, c->causal};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
         if (attn_only) break;
-        MatTask out = {s->ctx, n, H, H, {&L->o}, {tmp}, 1, -1};
+        MatTask out = {ctxT, n, H, H, {&L->o}, {yT}, 1, -1};
         pool_run(s->pool, mat_part, &out);
-        if (c->pre_ln) {
-            residual(s->pool, x, tmp, tmp, L->ln2_g, L->ln2_b, n, H, eps);
-            in = tmp;
-        } else {
-            residual(s->pool, x, tmp, x, L->ln1_g, L->ln1_b, n, H, eps);
-            in = x;
-        }
-        MatTask ff1 = {in, n, H, FF, {&L->ff1}, {s->ff}, 1, (int)c->hidden_act};
+        if (c->pre_ln)
+            residual(s->pool, x, yT, NULL, xT, L->ln2_g, L->ln2_b, n, H, eps);
+        else
+            residual(s->pool, x, yT, x, xT, L->ln1_g, L->ln1_b, n, H, eps);
+        MatTask ff1 = {xT, n, H, FF, {&L->ff1}, {ffT}, 1, (int)c->hidden_act};
         pool_run(s->pool, mat_part, &ff1);
-        MatTask ff2 = {s->ff, n, FF, H, {&L->ff2}, {tmp}, 1, -1};
+        MatTask ff2 = {ffT, n, FF, H, {&L->ff2}, {yT}, 1, -1};
         pool_run(s->pool, mat_part, &ff2);
         if (c->pre_ln)
-            residual(s->pool, x, tmp, x, NULL, NULL, n, H, eps);
+            residual(s->pool, x, yT, NULL, NULL, NULL, NULL, n, H, eps);
         else
-            residual(s->pool, x, tmp, x, L->ln2_g, L->ln2_b, n, H, eps);
+            residual(s->pool, x, yT, x, xT, L->ln2_g, L->ln2_b, n, H, eps);
         if (cap && cap->hidden) {
             float *hs = cap->hidden + (size_t)(l + 1) * nH; // (n, H)
             /* as Hugging Face's hidden_states: GPT-2's last one is after ln_f */
             if (l == c->num_layers - 1 && w->final_ln_g)
-                residual(s->pool, x, NULL, hs, w->final_ln_g, w->final_ln_b, n, H, eps);
+                residual(s->pool, x, NULL, hs, NULL, w->final_ln_g, w->final_ln_b, n, H, eps);
             else
                 memcpy(hs, x, nH * sizeof *x);
         }

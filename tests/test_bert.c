@@ -26,37 +26,70 @@ static float max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
-START_TEST(matmul_matches_naive_reference) {
+/* m (rows, cols) -> t (cols, rows) */
+static void transpose(float *t, const float *m, int rows, int cols) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) t[(size_t)j * rows + i] = m[(size_t)i * cols + j];
+}
+
+/* y (n, out) through bert_linear_rows, whose input and output are transposed;
+ * rows split at `split`, as the forward pass's threads split them. */
+static void linear_via_rows(float *y, const float *x, const BertLinear *lin, int n, int in, int out, int split) {
+    float *xT = malloc(sizeof(float) * n * in), *yT = malloc(sizeof(float) * n * out);
+    ck_assert_ptr_nonnull(xT);
+    ck_assert_ptr_nonnull(yT);
+    transpose(xT, x, n, in);
+    bert_linear_rows(yT, xT, lin, n, in, 0, split, -1);
+    bert_linear_rows(yT, xT, lin, n, in, split, out, -1);
+    transpose(y, yT, out, n);
+    free(xT), free(yT);
+}
+
+START_TEST(linear_rows_match_naive_reference) {
     int n = 13, in = 37, out = 29;
     float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
     float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
     fill(x, (size_t)n * in, 1, 1), fill(w, (size_t)out * in, 2, 0.5f), fill(b, (size_t)out, 3, 1);
+    BertLinear lin = {w, b, 0, in}, nobias = {w, NULL, 0, in};
     bert_matmul_naive(y1, x, w, b, n, in, out);
-    bert_matmul(y2, x, w, b, n, in, out);
+    linear_via_rows(y2, x, &lin, n, in, out, out);
     ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
     bert_matmul_naive(y1, x, w, NULL, n, in, out);
-    bert_matmul(y2, x, w, NULL, n, in, out);
+    linear_via_rows(y2, x, &nobias, n, in, out, 16);
     ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
-    /* the column slices the forward pass's threads compute add up to the whole */
+    /* the activation goes on after the bias */
+    float *xT = malloc(sizeof(float) * n * in), *yT = malloc(sizeof(float) * n * out);
+    transpose(xT, x, n, in);
+    bert_linear_rows(yT, xT, &lin, n, in, 0, out, ACT_RELU);
     bert_matmul_naive(y1, x, w, b, n, in, out);
-    memset(y2, 0, sizeof(float) * n * out);
-    bert_matmul_cols(y2, x, w, b, n, in, out, 0, 16);
-    bert_matmul_cols(y2, x, w, b, n, in, out, 16, out);
-    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
-    free(x), free(w), free(b), free(y1), free(y2);
+    transpose(y2, yT, out, n);
+    int negatives = 0;
+    for (int i = 0; i < n * out; i++) {
+        negatives += y1[i] < 0;
+        ck_assert_float_eq_tol(y2[i], y1[i] > 0 ? y1[i] : 0.0f, 1e-4f);
+    }
+    ck_assert_int_gt(negatives, 0);
+    free(x), free(w), free(b), free(y1), free(y2), free(xT), free(yT);
 }
 END_TEST
 
-START_TEST(attention_matches_naive_reference_with_strided_heads) {
-    int n = 19, dh = 8, ld = 24; /* a head's slice inside a wider row, as in the model */
-    size_t sz = (size_t)n * ld;
+/* q, k, v (n, ld) rows holding a head at column off -> the head's (dh, n) rows */
+static void head_rows(float *dst, const float *src, int n, int ld, int off, int dh) {
+    for (int d = 0; d < dh; d++)
+        for (int i = 0; i < n; i++) dst[(size_t)d * n + i] = src[(size_t)i * ld + off + d];
+}
+
+START_TEST(attention_matches_naive_reference_inside_a_wider_block) {
+    int n = 19, dh = 8, H = 24; /* head 1 of three: rows [8, 16) of a (H, n) block, as in the model */
+    size_t sz = (size_t)n * H;
     float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
     float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
     fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
     float scale = 1.0f / sqrtf((float)dh);
-    bert_attention_naive(p1, c1 + 8, q + 8, k + 8, v + 8, n, dh, ld, scale, 0);
-    bert_attention(p2, c2 + 8, q + 8, k + 8, v + 8, n, dh, ld, scale, 0);
+    const size_t off = (size_t)dh * n;
+    bert_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, scale, 0);
+    bert_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, scale, 0);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     for (int i = 0; i < n; i++) {
@@ -64,22 +97,47 @@ START_TEST(attention_matches_naive_reference_with_strided_heads) {
         for (int j = 0; j < n; j++) s += p2[i * n + j];
         ck_assert_double_eq_tol(s, 1.0, 1e-5);
     }
-    /* columns outside the head's slice are untouched */
-    for (int i = 0; i < n; i++) ck_assert_float_eq(c2[(size_t)i * ld], 0.0f);
+    /* rows outside the head's are untouched */
+    for (size_t i = 0; i < off; i++) ck_assert_float_eq(c2[i], 0.0f);
+    for (size_t i = 2 * off; i < sz; i++) ck_assert_float_eq(c2[i], 0.0f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
 }
 END_TEST
 
+START_TEST(attention_naive_reference_is_softmax_of_scaled_dot_products) {
+    /* the reference itself, against the definition on token-major q, k, v */
+    int n = 5, dh = 4;
+    float q[20], k[20], v[20], qT[20], kT[20], vT[20], probs[25], ctxT[20];
+    fill(q, 20, 40, 1), fill(k, 20, 41, 1), fill(v, 20, 42, 1);
+    head_rows(qT, q, n, dh, 0, dh), head_rows(kT, k, n, dh, 0, dh), head_rows(vT, v, n, dh, 0, dh);
+    bert_attention_naive(probs, ctxT, qT, kT, vT, n, dh, 0.5f, 0);
+    for (int i = 0; i < n; i++) {
+        double e[5], sum = 0;
+        for (int j = 0; j < n; j++) {
+            double dot = 0;
+            for (int d = 0; d < dh; d++) dot += (double)q[i * dh + d] * k[j * dh + d];
+            sum += e[j] = exp(0.5 * dot);
+        }
+        for (int j = 0; j < n; j++) ck_assert_double_eq_tol(probs[i * n + j], e[j] / sum, 1e-6);
+        for (int d = 0; d < dh; d++) {
+            double c = 0;
+            for (int j = 0; j < n; j++) c += e[j] / sum * v[j * dh + d];
+            ck_assert_double_eq_tol(ctxT[d * n + i], c, 1e-6);
+        }
+    }
+}
+END_TEST
+
 START_TEST(causal_attention_gives_future_keys_exactly_zero) {
-    int n = 23, dh = 8, ld = 16;
-    size_t sz = (size_t)n * ld;
+    int n = 23, dh = 8;
+    size_t sz = (size_t)n * dh;
     float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
     float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
     fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
     float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
-    bert_attention_naive(p1, c1, q, k, v, n, dh, ld, scale, 1);
-    bert_attention(p2, c2, q, k, v, n, dh, ld, scale, 1);
+    bert_attention_naive(p1, c1, q, k, v, n, dh, scale, 1);
+    bert_attention(p2, c2, q, k, v, n, dh, scale, 1);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
@@ -93,7 +151,7 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
         ck_assert_double_eq_tol(s, 1.0, 1e-5);
     }
     /* the last row sees every key: it equals unmasked attention's last row */
-    bert_attention_naive(p1, c1, q, k, v, n, dh, ld, scale, 0);
+    bert_attention_naive(p1, c1, q, k, v, n, dh, scale, 0);
     ck_assert_float_lt(max_abs_diff(p1 + (size_t)(n - 1) * n, p2 + (size_t)(n - 1) * n, (size_t)n), 1e-6f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
 }
@@ -114,23 +172,17 @@ START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
         bert_matmul_naive(y1, x, wt, b + p * out, n, in, out);
         bert_linear_naive(y2, x, &lin, n, in, out);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
-        memset(y2, 0, sizeof(float) * n * out);
-        bert_linear_cols(y2, x, &lin, n, in, out, 0, 16);
-        bert_linear_cols(y2, x, &lin, n, in, out, 16, out);
+        linear_via_rows(y2, x, &lin, n, in, out, 16);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
     }
-    BertLinear plain = {wt, NULL, 0, in};
-    bert_matmul_naive(y1, x, wt, NULL, n, in, out);
-    bert_linear_cols(y2, x, &plain, n, in, out, 0, out);
-    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
 END_TEST
 
 /* Both ways of issuing a product to BLAS (whole, or as small tiles; see
  * bert_gemm_tiled) on shapes with remainders in every tiled dimension:
- * 130 tokens (tiles of 128), 800 inputs (768) and 37 columns (8), in both
- * weight layouts and over a column slice, as the threads split it. */
+ * 130 tokens (tiles of 128), 800 inputs (768) and 37 rows (8), in both
+ * weight layouts and split in two, as the threads split it. */
 START_TEST(tiled_and_whole_products_match_naive_reference) {
     int n = 130, in = 800, out = 37, ld = 3 * out;
     float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
@@ -144,17 +196,14 @@ START_TEST(tiled_and_whole_products_match_naive_reference) {
     for (int tiled = 0; tiled < 2; tiled++) {
         bert_set_gemm_tiled(tiled);
         ck_assert_int_eq(bert_gemm_tiled(), tiled);
-        for (int layout = 0; layout < 2; layout++) {
-            const BertLinear *lin = layout ? &conv : &plain;
-            bert_linear_naive(y1, x, lin, n, in, out);
-            memset(y2, 0, sizeof(float) * n * out);
-            bert_linear_cols(y2, x, lin, n, in, out, 0, 11);
-            bert_linear_cols(y2, x, lin, n, in, out, 11, out);
-            ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+        /* and 7 tokens, which run token-major (few_tokens_rows) */
+        for (int layout = 0; layout < 4; layout++) {
+            const BertLinear *lin = layout & 1 ? &conv : &plain;
+            const int tokens = layout & 2 ? 7 : n;
+            bert_linear_naive(y1, x, lin, tokens, in, out);
+            linear_via_rows(y2, x, lin, tokens, in, out, 11);
+            ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)tokens * out), 1e-4f);
         }
-        bert_matmul_naive(y1, x, wt, NULL, n, in, out);
-        bert_matmul(y2, x, wt, NULL, n, in, out);
-        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
     }
     bert_set_gemm_tiled(was);
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
@@ -162,18 +211,61 @@ START_TEST(tiled_and_whole_products_match_naive_reference) {
 END_TEST
 
 START_TEST(attention_without_context_gives_the_same_probabilities) {
-    /* the last layer needs only the probabilities: ctx NULL skips the product with v */
-    int n = 17, dh = 8, ld = 8;
-    size_t sz = (size_t)n * ld;
+    /* the last layer needs only the probabilities: ctxT NULL skips the product with v */
+    int n = 17, dh = 8;
+    size_t sz = (size_t)n * dh;
     float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
     fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
     for (int causal = 0; causal < 2; causal++) {
-        bert_attention(p1, c, q, k, v, n, dh, ld, 0.35f, causal);
-        bert_attention(p2, NULL, q, k, NULL, n, dh, ld, 0.35f, causal);
+        bert_attention(p1, c, q, k, v, n, dh, 0.35f, causal);
+        bert_attention(p2, NULL, q, k, NULL, n, dh, 0.35f, causal);
         ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
     }
     free(q), free(k), free(v), free(p1), free(p2), free(c);
+}
+END_TEST
+
+/* x += y, then LayerNorm, by the reference kernels on token-major arrays */
+static void residual_reference(float *x, const float *y, const float *g, const float *b, int n, int dim) {
+    for (size_t i = 0; i < (size_t)n * dim; i++) x[i] += y ? y[i] : 0.0f;
+    if (g) bert_layernorm(x, g, b, n, dim, 1e-12f);
+}
+
+START_TEST(residual_step_matches_add_and_layernorm_reference) {
+    /* 37 tokens: two whole blocks of 16 and a remainder; 50 features: not a multiple of 16 */
+    int n = 37, dim = 50;
+    size_t sz = (size_t)n * dim;
+    float *x0 = malloc(sizeof(float) * sz), *y = malloc(sizeof(float) * sz), *yT = malloc(sizeof(float) * sz);
+    float *ref = malloc(sizeof(float) * sz), *x = malloc(sizeof(float) * sz), *dst = malloc(sizeof(float) * sz);
+    float *dT = malloc(sizeof(float) * sz), *d = malloc(sizeof(float) * sz), g[50], b[50];
+    fill(x0, sz, 51, 3), fill(y, sz, 52, 1), fill(g, 50, 53, 1), fill(b, 50, 54, 1);
+    for (size_t i = 0; i < sz; i++) x0[i] += 20.0f; /* a large mean, as residual streams have */
+    transpose(yT, y, n, dim);
+    /* post-LN: x = LN(x + y) in place, and transposed; split at token 20 */
+    memcpy(ref, x0, sizeof(float) * sz), memcpy(x, x0, sizeof(float) * sz);
+    residual_reference(ref, y, g, b, n, dim);
+    bert_residual(x, yT, x, dT, g, b, n, dim, 1e-12f, 0, 20);
+    bert_residual(x, yT, x, dT, g, b, n, dim, 1e-12f, 20, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 2e-5f);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    /* pre-LN: x += y kept, LN(x) only into dst */
+    memcpy(ref, x0, sizeof(float) * sz), memcpy(x, x0, sizeof(float) * sz);
+    residual_reference(ref, y, NULL, NULL, n, dim);
+    bert_residual(x, yT, NULL, NULL, NULL, NULL, n, dim, 1e-12f, 0, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 1e-6f);
+    bert_residual(x, NULL, dst, dT, g, b, n, dim, 1e-12f, 0, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 1e-6f); /* the residual itself untouched */
+    residual_reference(ref, NULL, g, b, n, dim);
+    ck_assert_float_lt(max_abs_diff(ref, dst, sz), 2e-5f);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    /* no LayerNorm: x itself, transposed */
+    bert_residual(x, NULL, NULL, dT, NULL, NULL, n, dim, 1e-12f, 0, n);
+    transpose(d, dT, dim, n);
+    ck_assert_int_eq(memcmp(d, x, sizeof(float) * sz), 0);
+    free(x0), free(y), free(yT), free(ref), free(x), free(dst), free(dT), free(d);
 }
 END_TEST
 
@@ -444,8 +536,10 @@ END_TEST
 Suite *make_suite(void) {
     Suite *s = suite_create("bert");
     TCase *k = tcase_create("kernels");
-    tcase_add_test(k, matmul_matches_naive_reference);
-    tcase_add_test(k, attention_matches_naive_reference_with_strided_heads);
+    tcase_add_test(k, linear_rows_match_naive_reference);
+    tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);
+    tcase_add_test(k, attention_naive_reference_is_softmax_of_scaled_dot_products);
+    tcase_add_test(k, residual_step_matches_add_and_layernorm_reference);
     tcase_add_test(k, causal_attention_gives_future_keys_exactly_zero);
     tcase_add_test(k, conv1d_views_of_a_fused_weight_match_naive_reference);
     tcase_add_test(k, tiled_and_whole_products_match_naive_reference);
