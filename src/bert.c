@@ -371,6 +371,17 @@ void bert_set_gemm_tiled(int on) {
     gemm_tiled = on;
 }
 
+/* &W[r][k] in the view's storage: W row-major (out, ld), or W^T (in, ld) for Conv1D. */
+static const float *weight_at(const BertLinear *lin, int r, int k) {
+    return lin->conv1d ? lin->w + (size_t)k * lin->ld + r : lin->w + (size_t)r * lin->ld + k;
+}
+
+/* dst (cols, rows) = src (rows, cols)^T */
+static void transpose(float *dst, const float *src, int rows, int cols) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+}
+
 /* Rows [r0, r1) of y^T get the bias and the activation (act < 0: none). */
 static void bias_act_rows(float *yT, const float *b, int act, int n, int ld, int r0, int r1) {
     // yT (out, ld), of which columns [0, n)
@@ -397,10 +408,7 @@ static int few_tokens_rows(float *yT, const float *xT, const BertLinear *lin, in
                            int act) {
     float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
     if (!x) return -1;
-    for (int k = 0; k < in; k++)
-        for (int j = 0; j < n; j++) x[(size_t)j * in + k] = xT[(size_t)k * n + j];
-    const float *w = lin->w;
-    const int ldw = lin->ld, conv1d = lin->conv1d;
+    transpose(x, xT, in, n);
     float yt[FEW_TOKENS * TILE_ROWS]; // (n, tr) tile
     for (int r = r0; r < r1; r += TILE_ROWS) {
         int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
@@ -410,9 +418,8 @@ static int few_tokens_rows(float *yT, const float *xT, const BertLinear *lin, in
             for (int rr = 0; rr < tr; rr++) yt[j * tr + rr] = lin->b ? lin->b[r + rr] : 0.0f;
         for (int k0 = 0; k0 < in; k0 += TILE_K) {
             int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
-            const float *wt = conv1d ? w + (size_t)k0 * ldw + r : w + (size_t)r * ldw + k0; // tile of W
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, conv1d ? CblasNoTrans : CblasTrans, n, tr, tk, 1.0f, x + k0,
-                        in, wt, ldw, 1.0f, yt, tr);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, lin->conv1d ? CblasNoTrans : CblasTrans, n, tr, tk, 1.0f,
+                        x + k0, in, weight_at(lin, r, k0), lin->ld, 1.0f, yt, tr);
         }
         for (int rr = 0; rr < tr; rr++)
             for (int j = 0; j < n; j++) yT[(size_t)(r + rr) * n + j] = yt[j * tr + rr];
@@ -425,13 +432,11 @@ static int few_tokens_rows(float *yT, const float *xT, const BertLinear *lin, in
 void bert_linear_rows(float *yT, const float *xT, const BertLinear *lin, int n, int in, int r0, int r1, int act) {
     // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1]); W is lin->w (out, ld), or
     // lin->w holds W^T (in, ld) for Conv1D
-    const float *w = lin->w;
-    const int ldw = lin->ld, conv1d = lin->conv1d;
-    const CBLAS_TRANSPOSE tw = conv1d ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tw = lin->conv1d ? CblasTrans : CblasNoTrans;
     if (r0 >= r1) return;
     if (!bert_gemm_tiled()) {
-        cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, r1 - r0, n, in, 1.0f, conv1d ? w + r0 : w + (size_t)r0 * ldw,
-                    ldw, xT, n, 0.0f, yT + (size_t)r0 * n, n);
+        cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, r1 - r0, n, in, 1.0f, weight_at(lin, r0, 0), lin->ld, xT, n,
+                    0.0f, yT + (size_t)r0 * n, n);
         bias_act_rows(yT, lin->b, act, n, n, r0, r1);
         return;
     }
@@ -443,9 +448,8 @@ void bert_linear_rows(float *yT, const float *xT, const BertLinear *lin, int n, 
             float *yt = yT + (size_t)r * n + j0; // (tr, tn) tile, row stride n
             for (int k0 = 0; k0 < in; k0 += TILE_K) {
                 int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
-                const float *wt = conv1d ? w + (size_t)k0 * ldw + r : w + (size_t)r * ldw + k0; // tile of W
-                cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, tr, tn, tk, 1.0f, wt, ldw, xT + (size_t)k0 * n + j0, n,
-                            k0 ? 1.0f : 0.0f, yt, n);
+                cblas_sgemm(CblasRowMajor, tw, CblasNoTrans, tr, tn, tk, 1.0f, weight_at(lin, r, k0), lin->ld,
+                            xT + (size_t)k0 * n + j0, n, k0 ? 1.0f : 0.0f, yt, n);
             }
             /* while the tile is in L1 */
             bias_act_rows(yT + j0, lin->b, act, tn, n, r, r + tr);
@@ -623,12 +627,15 @@ VEC_CLONES void bert_activate(float *x, size_t n, ActKind act) {
     }
 }
 
+/* Tokens the residual step takes at a time, and the threads' split of them:
+ * 16 floats, so its transposed reads and writes are whole cache lines. */
+#define ROW_BLOCK 16
+
 VEC_CLONES void bert_residual(float *x, const float *yT, float *dst, float *dstT, const float *g, const float *b, int n,
                    int dim, float eps, int i0, int i1) {
     // tokens [i0, i1) of x (n, dim) += yT (dim, n)^T; then LayerNorm(x) (g set) or x to dst (n, dim), dstT (dim, n)
-    enum { BLOCK = 16 }; /* tokens at a time: the transposed reads and writes are whole cache lines */
-    for (int b0 = i0; b0 < i1; b0 += BLOCK) {
-        const int bn = i1 - b0 < BLOCK ? i1 - b0 : BLOCK;
+    for (int b0 = i0; b0 < i1; b0 += ROW_BLOCK) {
+        const int bn = i1 - b0 < ROW_BLOCK ? i1 - b0 : ROW_BLOCK;
         float *xb = x + (size_t)b0 * dim; // (bn, dim)
         if (yT)
             for (int j = 0; j < dim; j++) {
@@ -637,7 +644,7 @@ VEC_CLONES void bert_residual(float *x, const float *yT, float *dst, float *dstT
             }
         /* mean, then biased variance about it (two passes), accumulated in
          * double as bert_layernorm does, over eight lanes that vectorize */
-        float mean[BLOCK] = {0}, inv[BLOCK] = {0};
+        float mean[ROW_BLOCK] = {0}, inv[ROW_BLOCK] = {0};
         for (int ii = 0; g && ii < bn; ii++) {
             const float *row = xb + (size_t)ii * dim;
             double part[8] = {0}, mu = 0, var = 0;
@@ -810,11 +817,8 @@ static void head_part(void *arg, int t, int T) {
         Capture *cap = w->cap;
         if (cap && cap->q) {
             float *cq = cap_q(cap, w->layer, h), *ck = cap_k(cap, w->layer, h); // (n, dh)
-            for (int d = 0; d < dh; d++)
-                for (int i = 0; i < n; i++) {
-                    cq[(size_t)i * dh + d] = w->qT[off + (size_t)d * n + i];
-                    ck[(size_t)i * dh + d] = w->kT[off + (size_t)d * n + i];
-                }
+            transpose(cq, w->qT + off, dh, n);
+            transpose(ck, w->kT + off, dh, n);
         }
         float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
         bert_attention(probs, w->ctxT ? w->ctxT + off : NULL, w->qT + off, w->kT + off, w->vT ? w->vT + off : NULL,
@@ -835,8 +839,6 @@ typedef struct {
     int n, dim;
     float eps;
 } RowTask;
-
-#define ROW_BLOCK 16
 
 static void row_part(void *arg, int t, int T) {
     const RowTask *r = arg;
