@@ -66,7 +66,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 # for FUZZ_SECONDS from its seed corpus in tests/fuzz/corpus_NAME; a crash
 # leaves its input in build-fuzz/ to turn into a regression test.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe
+FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:
