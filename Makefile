@@ -53,6 +53,10 @@ $(B) $(B)/obj $(B)/gen $(B)/tests:
 $(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/mkdemo.c $(B)/libattnviz.a $(LDLIBS)
 
+# GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
+$(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)
+
 demo-model: $(DEMO_DIR)/model.safetensors
 
 $(DEMO_DIR)/model.safetensors: $(B)/mkdemo tools/demo_words.txt
