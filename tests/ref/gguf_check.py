@@ -21,6 +21,13 @@ for t in [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, 
         continue
     w.add_tensor(f"t_{t.name}", q, raw_dtype=t)
     names.append(t)
+# gguf cannot quantize K-quants: random code bytes with finite f16 scales instead
+for t, scale_offs in [(T.Q4_K, (0, 2)), (T.Q5_K, (0, 2)), (T.Q6_K, (208,))]:
+    bs = gguf.GGML_QUANT_SIZES[t][1]
+    raw = rng.integers(0, 256, size=(8, 2, bs), dtype=np.uint8)
+    for o in scale_offs:
+        raw[:, :, o:o + 2] = (rng.standard_normal((8, 2, 1)) * 0.01).astype(np.float16).view(np.uint8)
+    w.add_tensor(f"t_{t.name}", raw.reshape(8, 2 * bs), raw_dtype=t)
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 def check(file, label):
