@@ -2,6 +2,7 @@
  * images refused with a message, and the real SmolLM2 file when present. */
 #include "check_util.h"
 #include "gguf.h"
+#include "quant.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -118,6 +119,23 @@ START_TEST(reads_the_real_smollm2_gguf) {
 }
 END_TEST
 
+START_TEST(dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor) {
+    uint8_t blk[84] = {0};
+    float y[256];
+    AvErr e;
+    ck_assert_int_eq(quant_rows(GGUF_T_Q2_K, blk, sizeof blk, 1, 256, 0, 1, y, "blk.0.w", &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "blk.0.w"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "Q2_K"));
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 2, 32, 0, 2, y, "w", &e), -1);
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 1, 2, y, "w", &e), -1);
+    /* Q8_0 block: f16 scale 2.0 (0x4000) then codes; element i = code * 2 */
+    blk[0] = 0x00; blk[1] = 0x40; blk[2] = (uint8_t)-3; blk[33] = 5;
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 0, 1, y, "w", &e), 0);
+    ck_assert(y[0] == -6.0f && y[31] == 10.0f && y[1] == 0.0f);
+    ck_assert(quant_f16(0x0001) == 5.9604644775390625e-08f && quant_f16(0xfbff) == -65504.0f);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("gguf");
     TCase *tc = tcase_create("core");
@@ -125,6 +143,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, refuses_every_truncation_of_a_well_formed_image);
     tcase_add_test(tc, refuses_hostile_headers_counts_lengths_and_types);
     tcase_add_test(tc, reads_the_real_smollm2_gguf);
+    tcase_add_test(tc, dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor);
     suite_add_tcase(s, tc);
     return s;
 }
