@@ -53,6 +53,10 @@ $(B) $(B)/obj $(B)/gen $(B)/tests:
 $(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/mkdemo.c $(B)/libattnviz.a $(LDLIBS)
 
+# GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
+$(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)
+
 demo-model: $(DEMO_DIR)/model.safetensors
 
 $(DEMO_DIR)/model.safetensors: $(B)/mkdemo tools/demo_words.txt
@@ -66,7 +70,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 # for FUZZ_SECONDS from its seed corpus in tests/fuzz/corpus_NAME; a crash
 # leaves its input in build-fuzz/ to turn into a regression test.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe
+FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

@@ -1,0 +1,149 @@
+/* test_gguf.c — GGUF reader: well-formed images built byte by byte, hostile
+ * images refused with a message, and the real SmolLM2 file when present. */
+#include "check_util.h"
+#include "gguf.h"
+#include "quant.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} Img;
+
+static void put(Img *m, const void *p, size_t n) { memcpy(m->b + m->n, p, n); m->n += n; }
+static void u32(Img *m, uint32_t v) { put(m, &v, 4); }
+static void u64(Img *m, uint64_t v) { put(m, &v, 8); }
+static void str(Img *m, const char *s) { u64(m, strlen(s)); put(m, s, strlen(s)); }
+static void hdr(Img *m, uint64_t nt, uint64_t nkv) { m->n = 0; put(m, "GGUF", 4); u32(m, 3); u64(m, nt); u64(m, nkv); }
+static void pad(Img *m, size_t a) { while (m->n % a) m->b[m->n++] = 0; }
+
+/* One F32 tensor "w" of 4x2 with metadata of several types. */
+static void good(Img *m) {
+    hdr(m, 1, 4);
+    str(m, "general.architecture"); u32(m, GGUF_V_STRING); str(m, "llama");
+    str(m, "llama.block_count"); u32(m, GGUF_V_U32); u32(m, 30);
+    str(m, "llama.eps"); u32(m, GGUF_V_F32); float f = 1e-5f; put(m, &f, 4);
+    str(m, "tok"); u32(m, GGUF_V_ARRAY); u32(m, GGUF_V_STRING); u64(m, 3); str(m, "a"); str(m, ""); str(m, "ccc");
+    str(m, "w"); u32(m, 2); u64(m, 4); u64(m, 2); u32(m, GGUF_T_F32); u64(m, 0);
+    pad(m, 32);
+    for (int i = 0; i < 8; i++) { float x = (float)i; put(m, &x, 4); }
+}
+
+START_TEST(parses_metadata_and_tensor_of_a_well_formed_image) {
+    Img m; good(&m);
+    GgufFile f; AvErr e;
+    ck_assert_int_eq(gguf_parse(&f, m.b, m.n, "t.gguf", &e), 0);
+    const char *s; size_t n;
+    ck_assert_int_eq(gguf_get_str(&f, "general.architecture", &s, &n, &e), 0);
+    ck_assert(n == 5 && !memcmp(s, "llama", 5));
+    uint32_t u; ck_assert_int_eq(gguf_get_u32(&f, "llama.block_count", &u, &e), 0); ck_assert_uint_eq(u, 30);
+    float x; ck_assert_int_eq(gguf_get_f32(&f, "llama.eps", &x, &e), 0); ck_assert(x == 1e-5f);
+    ck_assert_int_eq(gguf_get_f32(&f, "llama.block_count", &x, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "llama.block_count"));
+    const GgufKV *kv = gguf_find_kv(&f, "tok");
+    ck_assert_ptr_nonnull(kv);
+    ck_assert_int_eq(gguf_arr_str(kv, 2, &s, &n, &e), 0); ck_assert(n == 3 && !memcmp(s, "ccc", 3));
+    ck_assert_int_eq(gguf_arr_str(kv, 1, &s, &n, &e), 0); ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(gguf_arr_str(kv, 3, &s, &n, &e), -1);
+    const GgufTensor *t = gguf_find_tensor(&f, "w");
+    ck_assert_ptr_nonnull(t);
+    ck_assert(t->n_dims == 2 && t->dims[0] == 4 && t->dims[1] == 2 && t->nbytes == 32);
+    float v; memcpy(&v, t->data + 7 * 4, 4); ck_assert(v == 7.0f);
+    ck_assert_ptr_null(gguf_find_tensor(&f, "x"));
+    gguf_close(&f);
+}
+END_TEST
+
+static void refuse(Img *m, const char *needle) {
+    GgufFile f; AvErr e;
+    ck_assert_int_eq(gguf_parse(&f, m->b, m->n, "bad.gguf", &e), -1);
+    ck_assert_msg(strstr(e.msg, needle) != NULL, "message '%s' lacks '%s'", e.msg, needle);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bad.gguf"));
+}
+
+START_TEST(refuses_every_truncation_of_a_well_formed_image) {
+    Img m; good(&m);
+    for (size_t len = 0; len < m.n; len++) {
+        GgufFile f; AvErr e;
+        ck_assert_msg(gguf_parse(&f, m.b, len, "bad.gguf", &e) == -1, "accepted %zu of %zu bytes", len, m.n);
+    }
+}
+END_TEST
+
+START_TEST(refuses_hostile_headers_counts_lengths_and_types) {
+    Img m;
+    hdr(&m, 0, 0); m.b[0] = 'X'; refuse(&m, "bad magic");
+    hdr(&m, 0, 0); m.b[4] = 7; refuse(&m, "version 7");
+    hdr(&m, 0, UINT64_MAX); refuse(&m, "metadata entries");
+    hdr(&m, UINT64_MAX, 0); refuse(&m, "tensors cannot fit");
+    hdr(&m, 0, 1); u64(&m, UINT64_MAX - 3); put(&m, "abcdefghijkl", 12); refuse(&m, "key runs past");
+    hdr(&m, 0, 1); str(&m, "k"); u32(&m, 99); u64(&m, 0); refuse(&m, "unknown value type 99");
+    hdr(&m, 0, 1); str(&m, "k"); u32(&m, GGUF_V_STRING); u64(&m, 1000); refuse(&m, "string runs past");
+    hdr(&m, 0, 1); str(&m, "k"); u32(&m, GGUF_V_ARRAY); u32(&m, GGUF_V_ARRAY); u64(&m, 1); u64(&m, 0); refuse(&m, "nested arrays");
+    hdr(&m, 0, 1); str(&m, "k"); u32(&m, GGUF_V_ARRAY); u32(&m, GGUF_V_STRING); u64(&m, UINT64_MAX); refuse(&m, "exceeds the file");
+    hdr(&m, 0, 1); str(&m, "k"); u32(&m, GGUF_V_ARRAY); u32(&m, GGUF_V_U64); u64(&m, 1ull << 61); u64(&m, 0); refuse(&m, "runs past end");
+    hdr(&m, 0, 2); str(&m, "k"); u32(&m, GGUF_V_U8); put(&m, "x", 1); str(&m, "k"); u32(&m, GGUF_V_U8); put(&m, "x", 1);
+    refuse(&m, "duplicate metadata key 'k'");
+    hdr(&m, 0, 1); str(&m, "general.alignment"); u32(&m, GGUF_V_U32); u32(&m, 24); refuse(&m, "power of two");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 5); for (int i = 0; i < 5; i++) u64(&m, 1); u32(&m, 0); u64(&m, 0);
+    refuse(&m, "'t': 5 dimensions");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 1); u64(&m, 32); u32(&m, 5); u64(&m, 0); pad(&m, 32); m.n += 64;
+    refuse(&m, "'t': unknown ggml type 5");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 1); u64(&m, 33); u32(&m, GGUF_T_Q8_0); u64(&m, 0); pad(&m, 32); m.n += 64;
+    refuse(&m, "not a multiple");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 2); u64(&m, 1ull << 40); u64(&m, 1ull << 40); u32(&m, GGUF_T_F32); u64(&m, 0);
+    pad(&m, 32); refuse(&m, "'t'");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 1); u64(&m, 4); u32(&m, GGUF_T_F32); u64(&m, 8); pad(&m, 32); m.n += 64;
+    refuse(&m, "not aligned");
+    hdr(&m, 1, 0); str(&m, "t"); u32(&m, 1); u64(&m, 4); u32(&m, GGUF_T_F32); u64(&m, 32); pad(&m, 32); m.n += 40;
+    refuse(&m, "'t': data");
+    hdr(&m, 2, 0); for (int k = 0; k < 2; k++) { str(&m, "t"); u32(&m, 1); u64(&m, 4); u32(&m, GGUF_T_F32); u64(&m, 0); }
+    pad(&m, 32); m.n += 16; refuse(&m, "duplicate tensor name 't'");
+}
+END_TEST
+
+START_TEST(reads_the_real_smollm2_gguf) {
+    const char *path = getenv("ATTNVIZ_SMOLLM2_GGUF");
+    SKIP_UNLESS(path && *path, "ATTNVIZ_SMOLLM2_GGUF not set (tests/ref/gguf_check.sh sets it)");
+    GgufFile f; AvErr e;
+    ck_assert_msg(gguf_open(&f, path, &e) == 0, "%s", e.msg);
+    const char *s; size_t n;
+    ck_assert_int_eq(gguf_get_str(&f, "general.architecture", &s, &n, &e), 0);
+    ck_assert(n == 5 && !memcmp(s, "llama", 5));
+    uint32_t blocks; ck_assert_int_eq(gguf_get_u32(&f, "llama.block_count", &blocks, &e), 0);
+    char nm[64]; snprintf(nm, sizeof nm, "blk.%u.attn_q.weight", blocks - 1);
+    ck_assert_ptr_nonnull(gguf_find_tensor(&f, nm));
+    gguf_close(&f);
+}
+END_TEST
+
+START_TEST(dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor) {
+    uint8_t blk[84] = {0};
+    float y[256];
+    AvErr e;
+    ck_assert_int_eq(quant_rows(GGUF_T_Q2_K, blk, sizeof blk, 1, 256, 0, 1, y, "blk.0.w", &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "blk.0.w"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "Q2_K"));
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 2, 32, 0, 2, y, "w", &e), -1);
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 1, 2, y, "w", &e), -1);
+    /* Q8_0 block: f16 scale 2.0 (0x4000) then codes; element i = code * 2 */
+    blk[0] = 0x00; blk[1] = 0x40; blk[2] = (uint8_t)-3; blk[33] = 5;
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 0, 1, y, "w", &e), 0);
+    ck_assert(y[0] == -6.0f && y[31] == 10.0f && y[1] == 0.0f);
+    ck_assert(quant_f16(0x0001) == 5.9604644775390625e-08f && quant_f16(0xfbff) == -65504.0f);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("gguf");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, parses_metadata_and_tensor_of_a_well_formed_image);
+    tcase_add_test(tc, refuses_every_truncation_of_a_well_formed_image);
+    tcase_add_test(tc, refuses_hostile_headers_counts_lengths_and_types);
+    tcase_add_test(tc, reads_the_real_smollm2_gguf);
+    tcase_add_test(tc, dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor);
+    suite_add_tcase(s, tc);
+    return s;
+}
