@@ -17,7 +17,9 @@ for t in [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, 
     try:
         q = x if t == T.F32 else gguf.quants.quantize(x, t)
     except Exception as ex:
-        print(f"SKIP gguf_quantize_{t.name}: gguf {gguf.__name__} cannot quantize it ({type(ex).__name__})")
+        # K-quants: gguf cannot quantize them; covered below from raw blocks
+        if t not in (T.Q4_K, T.Q5_K, T.Q6_K):
+            print(f"FAIL gguf_quantize_{t.name}: gguf cannot quantize it ({type(ex).__name__})")
         continue
     w.add_tensor(f"t_{t.name}", q, raw_dtype=t)
     names.append(t)
