@@ -70,7 +70,7 @@ for t in "$@"; do
         run_check "$t"
     fi
 done
-for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/fetch_test.sh; do
+for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/ref/minilm_live.sh tests/fetch_test.sh; do
     [ -x "$s" ] || continue
     echo "== $s"
     run_script "$s"
