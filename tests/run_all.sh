@@ -70,7 +70,17 @@ for t in "$@"; do
         run_check "$t"
     fi
 done
-for s in tests/cli_test.sh tests/scripting_test.sh tests/tokenizer/oracle_check.sh tests/ref/live_check.sh tests/ref/gguf_check.sh tests/fetch_test.sh; do
+# End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
+scripts=(
+    tests/cli_test.sh
+    tests/scripting_test.sh
+    tests/tokenizer/oracle_check.sh
+    tests/ref/live_check.sh
+    tests/ref/minilm_live.sh
+    tests/ref/gguf_check.sh
+    tests/fetch_test.sh
+)
+for s in "${scripts[@]}"; do
     [ -x "$s" ] || continue
     echo "== $s"
     run_script "$s"

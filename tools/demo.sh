@@ -18,6 +18,7 @@ cat <<MSG
 MSG
 if grep -q '"attnviz_demo": *true' weights/demo/config.json 2>/dev/null && [ ! -f weights/bert-base-uncased/model.safetensors ]; then
     echo "  This ran the built-in demo model: constructed by hand, not trained. Each head follows a"
-    echo "  documented pattern (weights/demo/heads.json). Run \`make weights\` for bert-base-uncased."
+    echo "  documented pattern (weights/demo/heads.json). To see a trained model in one command:"
+    echo "    make weights MODEL=all-MiniLM-L6-v2 && ./attnviz --model weights/all-MiniLM-L6-v2 \"time flies like an arrow\""
     echo
 fi

