@@ -15,6 +15,14 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
+# Stop with one line naming the missing -dev packages rather than a wall of compiler errors.
+ifeq ($(filter clean deps deps-test,$(MAKECMDGOALS)),)
+MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+ifneq ($(MISSING_PKGS),)
+$(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
+endif
+endif
+
 B        ?= build
 BIN      ?= attnviz
 SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
@@ -33,8 +41,11 @@ $(BIN): $(B)/obj/main.o $(B)/libattnviz.a
 $(B)/libattnviz.a: $(OBJS)
 	$(AR) rcs $@ $^
 
-$(B)/obj/%.o: src/%.c $(wildcard include/*.h) | $(B)/obj
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+# -MMD -MP: each object depends on the headers it includes, not on all of them.
+$(B)/obj/%.o: src/%.c | $(B)/obj
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(wildcard $(B)/obj/*.d)
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.
 $(B)/embed: tools/embed.c | $(B)
