@@ -74,8 +74,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(B)/libattnviz.a $(CHECK_LIBS) $(LDLIBS)
 
 # libFuzzer targets (clang): parsers and the tokenizer on arbitrary bytes, each
-# for FUZZ_SECONDS from its seed corpus in tests/fuzz/corpus_NAME; a crash
-# leaves its input in build-fuzz/ to turn into a regression test.
+# for FUZZ_SECONDS; the loop is tests/fuzz/run.sh.
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -83,17 +82,8 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
 	@$(MAKE) --no-print-directory CC=clang B=build-fuzz BIN=build-fuzz/attnviz OPT=-O1 \
 		SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" build-fuzz/libattnviz.a
-	@for t in $(FUZZ_TARGETS); do \
-		clang -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude $(PKG_CFLAGS) -o build-fuzz/fuzz_$$t \
-			tests/fuzz/fuzz_$$t.c build-fuzz/libattnviz.a $(LDLIBS) || exit 1; \
-		mkdir -p build-fuzz/corpus_$$t; \
-		echo "fuzzing $$t for $(FUZZ_SECONDS) s"; \
-		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/crash_$$t- \
-			-print_final_stats=0 build-fuzz/corpus_$$t tests/fuzz/corpus_$$t >build-fuzz/fuzz_$$t.log 2>&1 \
-			&& echo "PASS fuzz_$$t: $$(grep -o 'DONE.*' build-fuzz/fuzz_$$t.log | head -1)" \
-			|| { echo "FAIL fuzz_$$t: $$(grep -m1 -E 'ERROR|SUMMARY|deadly' build-fuzz/fuzz_$$t.log)"; \
-			     tail -n 30 build-fuzz/fuzz_$$t.log; exit 1; }; \
-	done
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_SAN="$(FUZZ_SAN)" PKG_CFLAGS="$(PKG_CFLAGS)" LDLIBS="$(LDLIBS)" \
+		tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 deps:
 	@tools/deps.sh build
