@@ -30,6 +30,7 @@ OBJS     := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/templates_gen.o
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
+VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
 
 .PHONY: all test test-asan unit-tests demo demo-model weights bench install uninstall clean deps deps-test fuzz
 
@@ -117,7 +118,8 @@ bench: all
 install: attnviz demo-model
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/attnviz/demo
 	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
-	install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	sed '1s/"attnviz [^"]*"/"attnviz $(VERSION)"/' docs/attnviz.1 >$(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
 	install -m 644 $(DEMO_DIR)/* $(DESTDIR)$(PREFIX)/share/attnviz/demo/
 
 uninstall:
