@@ -15,6 +15,14 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
+# Stop with one line naming the missing -dev packages rather than a wall of compiler errors.
+ifeq ($(filter clean deps deps-test,$(MAKECMDGOALS)),)
+MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+ifneq ($(MISSING_PKGS),)
+$(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
+endif
+endif
+
 B        ?= build
 BIN      ?= attnviz
 SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
@@ -22,6 +30,7 @@ OBJS     := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/templates_gen.o
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
+VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
 
 .PHONY: all test test-asan unit-tests demo demo-model weights bench install uninstall clean deps deps-test fuzz
 
@@ -33,8 +42,11 @@ $(BIN): $(B)/obj/main.o $(B)/libattnviz.a
 $(B)/libattnviz.a: $(OBJS)
 	$(AR) rcs $@ $^
 
-$(B)/obj/%.o: src/%.c $(wildcard include/*.h) | $(B)/obj
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+# -MMD -MP: each object depends on the headers it includes, not on all of them.
+$(B)/obj/%.o: src/%.c | $(B)/obj
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(wildcard $(B)/obj/*.d)
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.
 $(B)/embed: tools/embed.c | $(B)
@@ -67,8 +79,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(B)/libattnviz.a $(CHECK_LIBS) $(LDLIBS)
 
 # libFuzzer targets (clang): parsers and the tokenizer on arbitrary bytes, each
-# for FUZZ_SECONDS from its seed corpus in tests/fuzz/corpus_NAME; a crash
-# leaves its input in build-fuzz/ to turn into a regression test.
+# for FUZZ_SECONDS; the loop is tests/fuzz/run.sh.
 FUZZ_SECONDS ?= 20
 FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -76,17 +87,8 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
 	@$(MAKE) --no-print-directory CC=clang B=build-fuzz BIN=build-fuzz/attnviz OPT=-O1 \
 		SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" build-fuzz/libattnviz.a
-	@for t in $(FUZZ_TARGETS); do \
-		clang -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer -Iinclude $(PKG_CFLAGS) -o build-fuzz/fuzz_$$t \
-			tests/fuzz/fuzz_$$t.c build-fuzz/libattnviz.a $(LDLIBS) || exit 1; \
-		mkdir -p build-fuzz/corpus_$$t; \
-		echo "fuzzing $$t for $(FUZZ_SECONDS) s"; \
-		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/crash_$$t- \
-			-print_final_stats=0 build-fuzz/corpus_$$t tests/fuzz/corpus_$$t >build-fuzz/fuzz_$$t.log 2>&1 \
-			&& echo "PASS fuzz_$$t: $$(grep -o 'DONE.*' build-fuzz/fuzz_$$t.log | head -1)" \
-			|| { echo "FAIL fuzz_$$t: $$(grep -m1 -E 'ERROR|SUMMARY|deadly' build-fuzz/fuzz_$$t.log)"; \
-			     tail -n 30 build-fuzz/fuzz_$$t.log; exit 1; }; \
-	done
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_SAN="$(FUZZ_SAN)" PKG_CFLAGS="$(PKG_CFLAGS)" LDLIBS="$(LDLIBS)" \
+		tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 deps:
 	@tools/deps.sh build
@@ -120,7 +122,8 @@ bench: all
 install: attnviz demo-model
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/attnviz/demo
 	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
-	install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	sed '1s/"attnviz [^"]*"/"attnviz $(VERSION)"/' docs/attnviz.1 >$(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
 	install -m 644 $(DEMO_DIR)/* $(DESTDIR)$(PREFIX)/share/attnviz/demo/
 
 uninstall:

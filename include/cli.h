@@ -2,7 +2,7 @@
 #ifndef ATTNVIZ_CLI_H
 #define ATTNVIZ_CLI_H
 
-#define ATTNVIZ_VERSION "0.1.0"
+#include "version.h"
 
 /* Exit codes. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };

@@ -335,7 +335,7 @@ void bert_matmul_naive(float *y, const float *x, const float *w, const float *b,
  * one row per feature and one column per token: y^T (out, n) = W (out, in) x^T
  * (in, n). With W row-major as Linear stores it, that is BLAS's plain NN case,
  * whose kernels broadcast W and stream x^T; x W^T instead reduces along
- * rows. Measured on 2 threads at 128 tokens: 224 GFLOP/s against 199.
+ * rows, which is slower (figures in bench/README.md).
  *
  * Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
  * run a product of at most 1e6 multiply-adds on "small" kernels that read both
@@ -391,14 +391,14 @@ static void bias_act_rows(float *yT, const float *b, int act, int n, int ld, int
             for (int j = 0; j < n; j++) row[j] += b[r];
         }
     if (act < 0) return;
-    if (n == ld) /* contiguous rows: one call, whole vectors (at 7 tokens, per row, it was 6% of the pass) */
+    if (n == ld) /* contiguous rows: one call, whole vectors, not one per row */
         bert_activate(yT + (size_t)r0 * ld, (size_t)(r1 - r0) * n, (ActKind)act);
     else
         for (int r = r0; r < r1; r++) bert_activate(yT + (size_t)r * ld, (size_t)n, (ActKind)act);
 }
 
 /* Under 12 tokens the NN kernels' vectors, which run along the tokens, are
- * mostly empty (7 tokens: 24.4 ms a pass, against 18.3 this way); there the
+ * mostly empty (bench/README.md has the timings); there the
  * tiles run token-major, y = x W^T with vectors along the inputs, on a
  * transposed copy of x. Returns -1, having done nothing, when that copy cannot
  * be had. */

@@ -27,8 +27,9 @@
 static void usage(FILE *f) {
     fputs("Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
           "       attnviz [OPTIONS] --batch FILE|-\n"
-          "Run a BERT encoder on TEXT (and TEXT_B for a sentence pair), capture the\n"
-          "attention of every layer and head, and write JSON and/or an HTML page.\n"
+          "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2) on TEXT (and TEXT_B for a\n"
+          "sentence pair), capture the attention of every layer and head, and write JSON\n"
+          "and/or an HTML page.\n"
           "\n"
           "Model:\n"
           "  --model DIR         Hugging Face folder (config.json, vocab.txt, model.safetensors).\n"

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "output.h"
+#include "version.h"
 
-#define ATTNVIZ_VERSION_STR "0.1.0"
 
 /* ---------------------------------------------------------------- buffered sink */
 
@@ -294,7 +294,7 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     if (!s) return av_err(e, "out of memory");
     const BertConfig *c = d->cfg;
     char num[32];
-    sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION_STR "\",\"model\":");
+    sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",\"model\":");
     sink_json_string(s, d->model_name ? d->model_name : "");
     sink_str(s, ",\"model_dir\":");
     sink_json_string(s, d->model_dir ? d->model_dir : "");
