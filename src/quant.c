@@ -123,7 +123,9 @@ static inline uint32_t f16_bits(uint32_t h) {
     memcpy(&sub, &t, 4);
     sub -= 6.103515625e-05f;
     memcpy(&sb, &sub, 4);
-    uint32_t r = ex == 0x0f800000u ? o + 0x70000000u : ex == 0 ? sb : o + 0x38000000u;
+    /* all-ones masks rather than branches, so the loop stays vectorized */
+    uint32_t inf = 0u - (uint32_t)(ex == 0x0f800000u), zero = 0u - (uint32_t)(ex == 0);
+    uint32_t r = (inf & (o + 0x70000000u)) | (zero & sb) | (~(inf | zero) & (o + 0x38000000u));
     return r | (h & 0x8000u) << 16;
 }
 
@@ -174,26 +176,37 @@ static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
-/* Q5_0 and Q5_1: the fifth bit of element j is bit j of a 32-bit word. */
-static inline void q5_codes(const uint8_t *h, const uint8_t *q, int x[32]) {
-    uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-    for (int j = 0; j < 16; j++) {
-        x[j] = (q[j] & 0xF) | (int)((qh >> j) & 1) << 4;
-        x[j + 16] = (q[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
-    }
+/* Q5_0 and Q5_1: the fifth bit of element j is bit j of a 32-bit word.
+ * spread16[b][i] is 16 when bit i of byte b is set, so the codes come from
+ * four 8-byte lookups and byte-wide ORs (no per-lane variable shift). */
+#define S8(b) {((b) & 1) << 4, ((b) >> 1 & 1) << 4, ((b) >> 2 & 1) << 4, ((b) >> 3 & 1) << 4, \
+               ((b) >> 4 & 1) << 4, ((b) >> 5 & 1) << 4, ((b) >> 6 & 1) << 4, ((b) >> 7 & 1) << 4}
+#define S8x2(b) S8(b), S8((b) + 1)
+#define S8x4(b) S8x2(b), S8x2((b) + 2)
+#define S8x8(b) S8x4(b), S8x4((b) + 4)
+#define S8x16(b) S8x8(b), S8x8((b) + 8)
+#define S8x32(b) S8x16(b), S8x16((b) + 16)
+#define S8x64(b) S8x32(b), S8x32((b) + 32)
+static const uint8_t spread16[256][8] = {S8x64(0), S8x64(64), S8x64(128), S8x64(192)};
+
+static inline void q5_codes(const uint8_t *h, const uint8_t *q, uint8_t x[32]) {
+    uint8_t hi[32];
+    for (int k = 0; k < 4; k++) memcpy(hi + 8 * k, spread16[h[k]], 8);
+    for (int j = 0; j < 16; j++) x[j] = (uint8_t)((q[j] & 0xF) | hi[j]);
+    for (int j = 0; j < 16; j++) x[j + 16] = (uint8_t)((q[j] >> 4) | hi[j + 16]);
 }
 
 static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
-    int x[32];
+    uint8_t x[32];
     for (size_t k = 0; k < nb; k++, b += 22, y += 32) {
         float d = f16f(b);
         q5_codes(b + 2, b + 6, x);
-        for (int j = 0; j < 32; j++) y[j] = (float)(x[j] - 16) * d;
+        for (int j = 0; j < 32; j++) y[j] = (float)((int)x[j] - 16) * d;
     }
 }
 
 static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
-    int x[32];
+    uint8_t x[32];
     for (size_t k = 0; k < nb; k++, b += 24, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
         q5_codes(b + 4, b + 8, x);
