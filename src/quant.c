@@ -96,7 +96,7 @@ static int check(uint32_t t, size_t nbytes, size_t rows, size_t cols, size_t r0,
 
 int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows, size_t cols, size_t r0, size_t r1,
                      float *out, const char *name, AvErr *e) {
-    size_t row_bytes, blk = gguf_type_block(t), bs = gguf_type_bytes(t);
+    size_t row_bytes = 0, blk = gguf_type_block(t), bs = gguf_type_bytes(t);
     if (check(t, nbytes, rows, cols, r0, r1, &row_bytes, name, e) != 0) return -1;
     for (size_t r = r0; r < r1; r++) {
         const uint8_t *p = data + r * row_bytes;
@@ -112,6 +112,16 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
 }
 
 /* ---- fast path: one loop per type over a contiguous run of blocks ---- */
+
+/* Plain C for the compiler to vectorize. Where GCC can dispatch at load time
+ * (ifunc), each loop is also built for AVX2, whose per-lane shifts and wider
+ * vectors the baseline x86-64 target lacks; elsewhere only the portable build
+ * exists. Rounding is the same either way: ISO C mode keeps a*b+c unfused. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define QUANT_CLONES
+#endif
 
 /* f16 -> f32 without branches or a subnormal loop: normals rebias the
  * exponent, subnormals are built as 2^-14 * (1 + m/1024) and 2^-14 taken
@@ -136,6 +146,7 @@ static inline float f16f(const uint8_t *p) {
     return f;
 }
 
+static void rows_f16(const uint8_t *restrict p, size_t n, float *restrict y) QUANT_CLONES;
 static void rows_f16(const uint8_t *restrict p, size_t n, float *restrict y) {
     for (size_t i = 0; i < n; i++) {
         uint32_t b = f16_bits((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8);
@@ -143,6 +154,7 @@ static void rows_f16(const uint8_t *restrict p, size_t n, float *restrict y) {
     }
 }
 
+static void rows_bf16(const uint8_t *restrict p, size_t n, float *restrict y) QUANT_CLONES;
 static void rows_bf16(const uint8_t *restrict p, size_t n, float *restrict y) {
     for (size_t i = 0; i < n; i++) {
         uint32_t b = ((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8) << 16;
@@ -150,6 +162,7 @@ static void rows_bf16(const uint8_t *restrict p, size_t n, float *restrict y) {
     }
 }
 
+static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 34, y += 32) {
         float d = f16f(b);
@@ -158,6 +171,7 @@ static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
+static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 18, y += 32) {
         float d = f16f(b);
@@ -167,6 +181,7 @@ static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
+static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 20, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
@@ -176,48 +191,34 @@ static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
-/* Q5_0 and Q5_1: the fifth bit of element j is bit j of a 32-bit word.
- * spread16[b][i] is 16 when bit i of byte b is set, so the codes come from
- * four 8-byte lookups and byte-wide ORs (no per-lane variable shift). */
-#define S8(b) {((b) & 1) << 4, ((b) >> 1 & 1) << 4, ((b) >> 2 & 1) << 4, ((b) >> 3 & 1) << 4, \
-               ((b) >> 4 & 1) << 4, ((b) >> 5 & 1) << 4, ((b) >> 6 & 1) << 4, ((b) >> 7 & 1) << 4}
-#define S8x2(b) S8(b), S8((b) + 1)
-#define S8x4(b) S8x2(b), S8x2((b) + 2)
-#define S8x8(b) S8x4(b), S8x4((b) + 4)
-#define S8x16(b) S8x8(b), S8x8((b) + 8)
-#define S8x32(b) S8x16(b), S8x16((b) + 16)
-#define S8x64(b) S8x32(b), S8x32((b) + 32)
-static const uint8_t spread16[256][8] = {S8x64(0), S8x64(64), S8x64(128), S8x64(192)};
-
-static inline void q5_codes(const uint8_t *h, const uint8_t *q, uint8_t x[32]) {
-    uint8_t hi[32];
-    for (int k = 0; k < 4; k++) memcpy(hi + 8 * k, spread16[h[k]], 8);
-    for (int j = 0; j < 16; j++) x[j] = (uint8_t)((q[j] & 0xF) | hi[j]);
-    for (int j = 0; j < 16; j++) x[j + 16] = (uint8_t)((q[j] >> 4) | hi[j + 16]);
-}
-
+/* Q5_0 and Q5_1: the fifth bit of element j is bit j of a 32-bit word. */
+static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
-    uint8_t x[32];
     for (size_t k = 0; k < nb; k++, b += 22, y += 32) {
         float d = f16f(b);
-        q5_codes(b + 2, b + 6, x);
-        for (int j = 0; j < 32; j++) y[j] = (float)((int)x[j] - 16) * d;
+        const uint8_t *q = b + 6;
+        uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+        for (int j = 0; j < 16; j++) y[j] = (float)((int)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) - 16) * d;
+        for (int j = 0; j < 16; j++) y[j + 16] = (float)((int)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16) * d;
     }
 }
 
+static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
-    uint8_t x[32];
     for (size_t k = 0; k < nb; k++, b += 24, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
-        q5_codes(b + 4, b + 8, x);
-        for (int j = 0; j < 32; j++) y[j] = (float)x[j] * d + m;
+        const uint8_t *q = b + 8;
+        uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+        for (int j = 0; j < 16; j++) y[j] = (float)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) * d + m;
+        for (int j = 0; j < 16; j++) y[j + 16] = (float)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) * d + m;
     }
 }
 
 /* Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; five selects
  * the fifth bit plane. Scales are widened first so the element loops are
  * uniform. */
-static inline void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) {
+static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) QUANT_CLONES;
+static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) {
     size_t bs = five ? 176 : 144;
     for (size_t k = 0; k < nb; k++, b += bs, y += 256) {
         float d = f16f(b), dmin = f16f(b + 2);
@@ -238,6 +239,7 @@ static inline void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict
     }
 }
 
+static void rows_q6_k(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q6_k(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 210) {
         const uint8_t *ql = b, *qh = b + 128;
@@ -260,7 +262,7 @@ static void rows_q6_k(const uint8_t *restrict b, size_t nb, float *restrict y) {
 
 int quant_rows(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows, size_t cols, size_t r0, size_t r1,
                float *out, const char *name, AvErr *e) {
-    size_t row_bytes;
+    size_t row_bytes = 0;
     if (check(t, nbytes, rows, cols, r0, r1, &row_bytes, name, e) != 0) return -1;
     /* rows are stored back to back, so rows [r0, r1) are one run of blocks */
     const uint8_t *p = data + r0 * row_bytes;
