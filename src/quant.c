@@ -176,8 +176,10 @@ static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 18, y += 32) {
         float d = f16f(b);
         const uint8_t *q = b + 2;
-        for (int j = 0; j < 16; j++) y[j] = (float)((q[j] & 0xF) - 8) * d;
-        for (int j = 0; j < 16; j++) y[j + 16] = (float)((q[j] >> 4) - 8) * d;
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)((q[j] & 0xF) - 8) * d;
+            y[j + 16] = (float)((q[j] >> 4) - 8) * d;
+        }
     }
 }
 
@@ -186,8 +188,10 @@ static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 20, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
         const uint8_t *q = b + 4;
-        for (int j = 0; j < 16; j++) y[j] = (float)(q[j] & 0xF) * d + m;
-        for (int j = 0; j < 16; j++) y[j + 16] = (float)(q[j] >> 4) * d + m;
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)(q[j] & 0xF) * d + m;
+            y[j + 16] = (float)(q[j] >> 4) * d + m;
+        }
     }
 }
 
@@ -198,8 +202,10 @@ static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
         float d = f16f(b);
         const uint8_t *q = b + 6;
         uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
-        for (int j = 0; j < 16; j++) y[j] = (float)((int)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) - 16) * d;
-        for (int j = 0; j < 16; j++) y[j + 16] = (float)((int)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16) * d;
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)((int)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) - 16) * d;
+            y[j + 16] = (float)((int)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16) * d;
+        }
     }
 }
 
@@ -209,8 +215,10 @@ static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
         float d = f16f(b), m = f16f(b + 2);
         const uint8_t *q = b + 8;
         uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
-        for (int j = 0; j < 16; j++) y[j] = (float)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) * d + m;
-        for (int j = 0; j < 16; j++) y[j + 16] = (float)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) * d + m;
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)((q[j] & 0xFu) | ((qh >> j) & 1) << 4) * d + m;
+            y[j + 16] = (float)((q[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) * d + m;
+        }
     }
 }
 
