@@ -117,7 +117,7 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
  * (ifunc), each loop is also built for AVX2, whose per-lane shifts and wider
  * vectors the baseline x86-64 target lacks; elsewhere only the portable build
  * exists. Rounding is the same either way: ISO C mode keeps a*b+c unfused. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(QUANT_NO_CLONES)
 #define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define QUANT_CLONES
