@@ -124,7 +124,31 @@ def check_json(file, label):
           + ("" if not errs else f", {len(errs)} differences"))
     return 1 if errs else 0
 
-bad = check(path, "gguf_random") + check_json(path, "gguf_random")
+def check_json_hostile():
+    """A metadata string with invalid UTF-8 and a NUL still gives parseable JSON
+    (U+FFFD in their place); a truncated file gives one line and exit 1."""
+    import struct
+    def s(b): return struct.pack("<Q", len(b)) + b
+    img = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + s(b"t.bad") + struct.pack("<I", 8) + s(b"a\xff\x00b\xc3")
+    f = os.path.join(tmp, "bad.gguf")
+    open(f, "wb").write(img)
+    p = subprocess.run([dump, f], capture_output=True)
+    try:
+        v = json.loads(p.stdout.decode("utf-8"))["metadata"][0]["value"]
+    except Exception as ex:
+        v = f"unparseable ({ex})"
+    want = "a\ufffd\ufffdb\ufffd"
+    ok = p.returncode == 0 and v == want
+    print(("PASS" if ok else "FAIL") + f" gguf_dump_json_replaces_invalid_utf8" + ("" if ok else f": exit {p.returncode}, value {v!r}"))
+    open(f, "wb").write(img[:-3])
+    p = subprocess.run([dump, f], capture_output=True)
+    lines = p.stderr.decode(errors="replace").strip().splitlines()
+    ok2 = p.returncode == 1 and len(lines) == 1 and not p.stdout
+    print(("PASS" if ok2 else "FAIL") + " gguf_dump_refuses_truncated_file_in_one_line"
+          + ("" if ok2 else f": exit {p.returncode}, stderr {lines}"))
+    return (not ok) + (not ok2)
+
+bad = check(path, "gguf_random") + check_json(path, "gguf_random") + check_json_hostile()
 if real:
     bad += check(real, "gguf_smollm2") + check_json(real, "gguf_smollm2")
 sys.exit(1 if bad else 0)
