@@ -123,6 +123,9 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
 #define QUANT_CLONES
 #endif
 
+/* "unroll 1" on a 16-element inner loop keeps GCC from unrolling it fully
+ * and then vectorizing across blocks instead (strided 18/20-byte loads). */
+
 /* f16 -> f32 without branches or a subnormal loop: normals rebias the
  * exponent, subnormals are built as 2^-14 * (1 + m/1024) and 2^-14 taken
  * away (exact), inf/NaN keep their payload; the same bits as quant_f16. */
@@ -176,6 +179,7 @@ static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 18, y += 32) {
         float d = f16f(b);
         const uint8_t *q = b + 2;
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {
             y[j] = (float)((q[j] & 0xF) - 8) * d;
             y[j + 16] = (float)((q[j] >> 4) - 8) * d;
@@ -188,6 +192,7 @@ static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 20, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
         const uint8_t *q = b + 4;
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {
             y[j] = (float)(q[j] & 0xF) * d + m;
             y[j + 16] = (float)(q[j] >> 4) * d + m;
