@@ -114,17 +114,15 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
 /* ---- fast path: one loop per type over a contiguous run of blocks ---- */
 
 /* Plain C for the compiler to vectorize. Where GCC can dispatch at load time
- * (ifunc), each loop is also built for AVX2, whose per-lane shifts and wider
- * vectors the baseline x86-64 target lacks; elsewhere only the portable build
- * exists. Rounding is the same either way: ISO C mode keeps a*b+c unfused. */
+ * (ifunc), each loop is also built for x86-64-v4 (AVX-512) and AVX2, whose
+ * per-lane shifts and wider vectors the baseline x86-64 target lacks;
+ * elsewhere, or with QUANT_NO_CLONES, only the portable build exists.
+ * Rounding is the same either way: ISO C mode keeps a*b+c unfused. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(QUANT_NO_CLONES)
 #define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define QUANT_CLONES
 #endif
-
-/* "unroll 1" on a 16-element inner loop keeps GCC from unrolling it fully
- * and then vectorizing across blocks instead (strided 18/20-byte loads). */
 
 /* f16 -> f32 without branches or a subnormal loop: normals rebias the
  * exponent, subnormals are built as 2^-14 * (1 + m/1024) and 2^-14 taken
@@ -174,6 +172,8 @@ static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
+/* Q4_0 / Q4_1: "unroll 1" keeps GCC from unrolling the 16-element loop fully
+ * and then vectorizing across blocks instead, with strided loads. */
 static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
 static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     for (size_t k = 0; k < nb; k++, b += 18, y += 32) {
@@ -228,8 +228,8 @@ static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
 }
 
 /* Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; five selects
- * the fifth bit plane. Scales are widened first so the element loops are
- * uniform. */
+ * the fifth bit plane. Each sub-block's scale and min are widened once, so
+ * the element loops are uniform. */
 static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) QUANT_CLONES;
 static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) {
     size_t bs = five ? 176 : 144;
