@@ -65,6 +65,10 @@ $(B) $(B)/obj $(B)/gen $(B)/tests:
 $(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/mkdemo.c $(B)/libattnviz.a $(LDLIBS)
 
+# Dequantizer throughput, naive vs fast (bench/README.md); not part of make test.
+$(B)/quant_bench: bench/quant_bench.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ bench/quant_bench.c $(B)/libattnviz.a $(LDLIBS)
+
 # GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
 $(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)

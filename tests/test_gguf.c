@@ -5,6 +5,7 @@
 #include "quant.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -128,11 +129,68 @@ START_TEST(dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tenso
     ck_assert_ptr_nonnull(strstr(e.msg, "Q2_K"));
     ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 2, 32, 0, 2, y, "w", &e), -1);
     ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 1, 2, y, "w", &e), -1);
+    ck_assert_int_eq(quant_rows_naive(GGUF_T_Q2_K, blk, sizeof blk, 1, 256, 0, 1, y, "blk.0.w", &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "blk.0.w"));
+    ck_assert_int_eq(quant_rows_naive(GGUF_T_Q8_0, blk, 34, 2, 32, 0, 2, y, "w", &e), -1);
+    ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 48, 0, 1, y, "w", &e), -1);
     /* Q8_0 block: f16 scale 2.0 (0x4000) then codes; element i = code * 2 */
     blk[0] = 0x00; blk[1] = 0x40; blk[2] = (uint8_t)-3; blk[33] = 5;
     ck_assert_int_eq(quant_rows(GGUF_T_Q8_0, blk, 34, 1, 32, 0, 1, y, "w", &e), 0);
     ck_assert(y[0] == -6.0f && y[31] == 10.0f && y[1] == 0.0f);
     ck_assert(quant_f16(0x0001) == 5.9604644775390625e-08f && quant_f16(0xfbff) == -65504.0f);
+}
+END_TEST
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint8_t rnd8(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (uint8_t)(rng_state >> 24);
+}
+
+/* Random bytes put every scale through NaN, inf, subnormal and zero f16s too. */
+START_TEST(fast_dequantizer_equals_naive_bit_for_bit_on_random_blocks_and_every_row_range) {
+    static const uint32_t types[] = {GGUF_T_F32, GGUF_T_F16, GGUF_T_BF16, GGUF_T_Q8_0, GGUF_T_Q4_0, GGUF_T_Q4_1,
+                                     GGUF_T_Q5_0, GGUF_T_Q5_1, GGUF_T_Q4_K, GGUF_T_Q5_K, GGUF_T_Q6_K};
+    enum { ROWS = 5 };
+    AvErr e;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        uint32_t t = types[ti];
+        size_t blk = gguf_type_block(t), cols = blk == 1 ? 37 : 3 * blk, nbytes = ROWS * cols / blk * gguf_type_bytes(t);
+        uint8_t *data = malloc(nbytes);
+        float *a = malloc(ROWS * cols * sizeof *a), *b = malloc((ROWS * cols + 1) * sizeof *b);
+        ck_assert(data && a && b);
+        for (int trial = 0; trial < 20; trial++) {
+            for (size_t i = 0; i < nbytes; i++) data[i] = rnd8();
+            for (size_t r0 = 0; r0 <= ROWS; r0++)
+                for (size_t r1 = r0; r1 <= ROWS; r1++) {
+                    size_t n = (r1 - r0) * cols;
+                    memset(a, 0xA5, ROWS * cols * sizeof *a);
+                    memset(b, 0x5A, (ROWS * cols + 1) * sizeof *b);
+                    ck_assert_int_eq(quant_rows_naive(t, data, nbytes, ROWS, cols, r0, r1, a, "w", &e), 0);
+                    ck_assert_int_eq(quant_rows(t, data, nbytes, ROWS, cols, r0, r1, b, "w", &e), 0);
+                    if (memcmp(a, b, n * sizeof *a) != 0)
+                        ck_abort_msg("type %s rows [%zu, %zu) trial %d: fast differs from naive", gguf_type_name(t), r0, r1, trial);
+                    /* nothing written past the range */
+                    ck_assert_uint_eq(((uint8_t *)b)[n * sizeof *b], 0x5A);
+                }
+        }
+        free(data); free(a); free(b);
+    }
+}
+END_TEST
+
+START_TEST(fast_f16_and_bf16_widening_equal_naive_on_all_65536_values) {
+    static uint8_t h[65536 * 2];
+    static float a[65536], b[65536];
+    AvErr e;
+    for (uint32_t i = 0; i < 65536; i++) { h[2 * i] = (uint8_t)i; h[2 * i + 1] = (uint8_t)(i >> 8); }
+    uint32_t ts[] = {GGUF_T_F16, GGUF_T_BF16};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(quant_rows_naive(ts[k], h, sizeof h, 1, 65536, 0, 1, a, "w", &e), 0);
+        ck_assert_int_eq(quant_rows(ts[k], h, sizeof h, 1, 65536, 0, 1, b, "w", &e), 0);
+        for (uint32_t i = 0; i < 65536; i++)
+            if (memcmp(&a[i], &b[i], 4) != 0) ck_abort_msg("%s value 0x%04x differs", gguf_type_name(ts[k]), i);
+    }
 }
 END_TEST
 
@@ -144,6 +202,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, refuses_hostile_headers_counts_lengths_and_types);
     tcase_add_test(tc, reads_the_real_smollm2_gguf);
     tcase_add_test(tc, dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor);
+    tcase_add_test(tc, fast_dequantizer_equals_naive_bit_for_bit_on_random_blocks_and_every_row_range);
+    tcase_add_test(tc, fast_f16_and_bf16_widening_equal_naive_on_all_65536_values);
     suite_add_tcase(s, tc);
     return s;
 }
