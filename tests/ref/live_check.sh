@@ -10,6 +10,21 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
     exit 0
 fi
 T=${ATTNVIZ_LIVE_DIR:-$(mktemp -d)}
+# transformers' own model classes (BertModel, GPT2Model, RobertaModel, DistilBertModel) as a
+# second, independent reference, from the reference Python (tools/pyref.sh) when it is built.
+hfpy=$(tools/pyref.sh --check) ||
+    echo "SKIP transformers_live_check: the reference Python is not built (tools/pyref.sh)"
+hf_check() { # NAME DIR LABEL TEXT...
+    local name=$1 dir=$2 label=$3 out
+    shift 3
+    [ -n "$hfpy" ] || return 0
+    if out=$("$hfpy" tests/ref/hf_compare.py ./attnviz "$dir" --label "$label" "$@" 2>&1); then
+        echo "$out"
+        echo "PASS transformers_live_check_$name"
+    else
+        echo "FAIL transformers_live_check_$name: $out"
+    fi
+}
 trap '[ -z "${ATTNVIZ_LIVE_DIR:-}" ] && rm -rf "$T"' EXIT
 vocab_arg=()
 [ -f ../shared/models/bert-base-uncased/vocab.txt ] && vocab_arg=(--vocab ../shared/models/bert-base-uncased/vocab.txt)
@@ -26,6 +41,8 @@ for spec in "F32 google 21" "F16 hf 22" "BF16 hf 23"; do
     else
         echo "FAIL torch_live_check_$1_$2: $out"
     fi
+    [ "$2" = google ] || hf_check "bert_$1_$2" "$d" "bert-base shape $1 ($2 names)" \
+        "time flies like an arrow" "the cat sat on the mat	it was tired" "$long"
 done
 
 # The other families at their published shapes: GPT-2 (768/12/12, 1024
@@ -54,4 +71,6 @@ for spec in "gpt2 F32 hf 24" "gpt2 F16 prefixed 25" "roberta F32 prefixed 26" "d
     else
         echo "FAIL torch_live_check_$1_$2_$3: $out"
     fi
+    hf_check "$1_$2_$3" "$d" "$1 base shape $2 ($3 names)" \
+        "time flies like an arrow" "the cat sat on the mat	it was tired" "$long"
 done
