@@ -82,6 +82,7 @@ scripts=(
     tests/tokenizer/oracle_check.sh
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
+    tests/ref/bertviz_check.sh
     tests/ref/gguf_check.sh
     tests/fetch_test.sh
 )
