@@ -88,7 +88,11 @@ scripts=(
     tests/fetch_test.sh
 )
 for s in "${scripts[@]}"; do
-    [ -x "$s" ] || continue
+    if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
+        echo "FAIL $s: missing or not executable"
+        fail=$((fail + 1))
+        continue
+    fi
     echo "== $s"
     run_script "$s"
 done
