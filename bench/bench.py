@@ -98,7 +98,7 @@ def main():
         run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), MODEL, "--shape", "base", "--seed", "5"])
     run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
          os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD]
-        + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib"],
+        + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma"],
                          capture_output=True, text=True).stdout.split() + ["-lm", "-lpthread"])
     model_bytes = os.path.getsize(os.path.join(MODEL, "model.safetensors"))
     rows = []

@@ -1,10 +1,10 @@
-/* fwd_bench.c — times bert_forward on n tokens: the first (cold) call and the
+/* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does.
  * usage: fwd_bench MODEL_DIR N_TOKENS [REPEAT] */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bert.h"
+#include "model.h"
 #include "util.h"
 
 int main(int argc, char **argv) {
@@ -13,25 +13,25 @@ int main(int argc, char **argv) {
         return 2;
     }
     int n = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 3;
-    BertModel m;
+    Model m;
     AvErr e;
-    if (bert_load(&m, argv[1], &e) != 0) {
+    if (model_load(&m, argv[1], &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
     int *ids = malloc(sizeof(int) * n), *types = calloc((size_t)n, sizeof(int));
     if (!ids || !types) return 1;
     for (int i = 0; i < n; i++) ids[i] = 1000 % m.cfg.vocab_size + i % 97;
-    BertRunState rs;
+    RunState rs;
     Capture cap;
-    if (bert_runstate_alloc(&rs, &m.cfg, n, &e) || bert_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) {
+    if (model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
     double best = 1e30, first = 0;
     for (int r = 0; r <= repeat; r++) {
         double t0 = av_now_ms();
-        if (bert_forward(&m, &rs, ids, types, n, &cap, &e) != 0) {
+        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }
@@ -39,11 +39,11 @@ int main(int argc, char **argv) {
         if (r == 0) first = t;
         else if (t < best) best = t;
     }
-    /* tiled: whether products went to OpenBLAS's small kernels (see bert.c) */
-    printf("n=%d tiled=%d cold_ms=%.1f warm_ms=%.1f\n", n, bert_gemm_tiled(), first, best);
-    bert_capture_free(&cap);
-    bert_runstate_free(&rs);
-    bert_free(&m);
+    /* tiled: whether products went to OpenBLAS's small kernels (see kernels.c) */
+    printf("n=%d tiled=%d cold_ms=%.1f warm_ms=%.1f\n", n, kern_gemm_tiled(), first, best);
+    model_capture_free(&cap);
+    model_runstate_free(&rs);
+    model_free(&m);
     free(ids);
     free(types);
     return 0;

@@ -8,13 +8,15 @@
 
 typedef struct {
     int n_layers;
-    int n_heads;
+    int n_heads;       /* query heads */
+    int n_kv_heads;    /* key/value heads: query head h reads kv head h / (n_heads / n_kv_heads) */
     int n_tokens;
     int head_dim;
     int hidden_size;
     float *attn;   /* (n_layers, n_heads, n_tokens, n_tokens) rows sum to 1 */
-    float *q;      /* (n_layers, n_heads, n_tokens, head_dim) after bias, before 1/sqrt(d); NULL if not captured */
-    float *k;      /* (n_layers, n_heads, n_tokens, head_dim) after bias; NULL if not captured */
+    float *q;      /* (n_layers, n_heads, n_tokens, head_dim) the vectors whose dot product is the score: after bias,
+                      q/k norm and rotary, before the scale; NULL if not captured */
+    float *k;      /* (n_layers, n_heads, n_tokens, head_dim) likewise; a query head's copy of its kv head's keys */
     float *hidden; /* (n_layers + 1, n_tokens, hidden_size) embeddings then each layer; NULL if not captured */
     size_t cap_tokens; /* capacity the buffers were allocated for */
 } Capture;

@@ -4,40 +4,81 @@
 
 #include "err.h"
 
-typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU } ActKind;
+typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU } ActKind;
 
-/* Model families: how the checkpoint names its tensors and how a block runs. */
-typedef enum { ARCH_BERT = 0, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_GPT2 } ArchKind;
+/* Model families: how the checkpoint names its tensors and how a block runs
+ * (arch.c's table has one row per family). */
+typedef enum {
+    ARCH_BERT = 0, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_GPT2,
+    ARCH_LLAMA, ARCH_MISTRAL, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA2
+} ArchKind;
+
+typedef enum { NORM_LAYER = 0, NORM_RMS } NormKind;
+/* Positions: a learned table added to the embeddings, or rotary (RoPE) on q and k. */
+typedef enum { POS_TABLE = 0, POS_ROPE } PosKind;
+typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3 } RopeKind;
+
+/* Bounds that refuse absurd configs before anything is allocated from them.
+ * Generous: they admit every published size of the supported families. */
+#define CFG_MAX_VOCAB 1000000
+#define CFG_MAX_HIDDEN 16384
+#define CFG_MAX_LAYERS 256
+#define CFG_MAX_HEADS 256
+#define CFG_MAX_INTER 131072
+#define CFG_MAX_POS 65536
+#define CFG_MAX_TYPES 1024
 
 typedef struct {
-    char model_type[32];  /* "bert", "roberta", "distilbert", "gpt2" */
+    char model_type[32];  /* "bert", "roberta", "distilbert", "gpt2", "llama", ... */
     ArchKind arch;
     int causal;           /* decoder: a token attends to itself and earlier tokens only */
-    int pre_ln;           /* LayerNorm before attention/MLP (GPT-2), else after (BERT) */
+    int pre_ln;           /* norm before attention/MLP (GPT-2, Llama), else after (BERT) */
+    NormKind norm;
+    float norm_offset;    /* added to every norm weight: Gemma's RMSNorm scales by 1 + w */
+    PosKind pos;
     int pos_offset;       /* first position id: RoBERTa's padding_idx + 1, else 0 */
     int pad_token_id;     /* RoBERTa: a pad token takes position padding_idx and is not counted */
     int inverse_layer_scale; /* GPT-2 scale_attn_by_inverse_layer_idx: scores / (layer + 1) */
     int vocab_size;
     int hidden_size;
     int num_layers;
-    int num_heads;
+    int num_heads;        /* query heads */
+    int num_kv_heads;     /* key/value heads (grouped-query attention), num_heads when not grouped */
+    int head_dim;         /* hidden_size / num_heads unless the config gives it */
     int intermediate_size;
     int max_position_embeddings;
-    int type_vocab_size;  /* 0: the family has no token types (DistilBERT, GPT-2) */
+    int type_vocab_size;  /* 0: the family has no token types (DistilBERT, GPT-2, decoders) */
     float layer_norm_eps;
     ActKind hidden_act;
     char hidden_act_name[32];
+    int gated_mlp;        /* down(act(gate(x)) * up(x)) (SwiGLU, GeGLU), else down(act(up(x))) */
+    int qkv_bias;         /* q, k and v have biases */
+    int o_bias;           /* the attention output has a bias */
+    int mlp_bias;         /* the MLP's linears have biases */
+    int qk_norm;          /* per-head RMSNorm of q and k before rotary (Qwen3) */
+    int sandwich_norm;    /* sublayer outputs normalized before the residual (Gemma 2) */
+    float emb_scale;      /* embeddings multiplied by this (Gemma: sqrt(hidden)); 0: not at all */
+    float attn_scale;     /* scores' scale; 0: 1 / sqrt(head_dim) */
+    float attn_softcap;   /* attention-logit soft-capping (Gemma 2); 0: none */
+    int sliding_window;   /* keys a sliding layer's query sees, itself included; 0: none */
+    unsigned char layer_sliding[CFG_MAX_LAYERS]; /* 1: layer l uses the sliding window */
+    int tie_word_embeddings;
+    float rope_theta;
+    RopeKind rope_kind;
+    float rope_factor;
+    float rope_low_freq, rope_high_freq; /* llama3 */
+    int rope_orig_max_pos; /* llama3, dynamic */
     int is_demo;          /* "attnviz_demo": true — the constructed demo model */
-} BertConfig;
+} ModelConfig;
 
 /* Longest input the positions admit (max_position_embeddings - pos_offset). */
-static inline int cfg_max_tokens(const BertConfig *c) { return c->max_position_embeddings - c->pos_offset; }
+static inline int cfg_max_tokens(const ModelConfig *c) { return c->max_position_embeddings - c->pos_offset; }
 
 /* Parses config.json at path: the family from model_type (or architectures[0]),
- * then that family's key names; validates every size (positive, bounded, hidden
- * divisible by heads) before anything is allocated from it. */
-int cfg_load(BertConfig *c, const char *path, AvErr *e);
-int cfg_parse(BertConfig *c, const char *json, size_t len, const char *path, AvErr *e);
+ * then that family's key names (arch.c); validates every size (positive,
+ * bounded, heads dividing evenly) before anything is allocated from it. */
+int cfg_load(ModelConfig *c, const char *path, AvErr *e);
+int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, AvErr *e);
 
 /* Reads do_lower_case from tokenizer_config.json; returns 1/0, or -1 when the
  * file or key is absent (not an error). */
@@ -45,10 +86,22 @@ int cfg_read_lowercase(const char *tokenizer_config_path);
 
 const char *cfg_act_name(ActKind a);
 
+/* Readers of config.json keys for the families' parsers (arch_*.c): -1 with
+ * one line naming the key when it is missing (cfg_get_int), of the wrong type
+ * or out of range; an optional key that is absent or null leaves *out as is. */
+struct cJSON;
+int cfg_get_int(const struct cJSON *root, const char *key, int lo, int hi, int *out, const char *path, AvErr *e);
+int cfg_opt_int(const struct cJSON *root, const char *key, int lo, int hi, int *out, const char *path, AvErr *e);
+int cfg_opt_float(const struct cJSON *root, const char *key, double lo, double hi, float *out, const char *path,
+                  AvErr *e);
+int cfg_opt_bool(const struct cJSON *root, const char *key, int *out, const char *path, AvErr *e);
+int cfg_parse_act(ModelConfig *c, const struct cJSON *root, const char *key, const char *dflt, const char *path,
+                  AvErr *e);
+
 /* Head labels of a model folder's heads.json ({"heads": [{"layer", "head",
  * "pattern", "description"}]}): fills patterns/descriptions, arrays of
  * num_layers * num_heads strings (NULL where a head is not described). */
-int cfg_load_head_labels(const char *path, const BertConfig *c, char ***patterns, char ***descriptions, AvErr *e);
+int cfg_load_head_labels(const char *path, const ModelConfig *c, char ***patterns, char ***descriptions, AvErr *e);
 void cfg_free_head_labels(char **labels, int n);
 
 #endif

@@ -13,7 +13,7 @@
 typedef struct {
     const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
     const char *model_dir;
-    const BertConfig *cfg;
+    const ModelConfig *cfg;
     const char *dtype;             /* checkpoint dtype: "F32", "F16", "BF16" */
     int is_demo;                   /* constructed demo model */
     const char *model_note;        /* shown on the page and in JSON, or NULL */

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bert.h"
+#include "model.h"
 #include "npy.h"
 #include "stats.h"
 #include "transform.h"
@@ -325,12 +325,12 @@ static const char *model_display_name(const char *dir, int is_demo) {
 typedef struct {
     const CliOptions *o;
     char *dir;
-    BertConfig cfg;
-    BertModel model;
+    ModelConfig cfg;
+    Model model;
     int have_model;
     Tokenizer *tok;
     char **patterns, **descriptions;
-    BertRunState rs;
+    RunState rs;
     Capture cap;
     int cap_n;       /* tokens the capture and run state hold */
     HeadStats stats; /* with --stats */
@@ -420,7 +420,7 @@ static int load_all(Run *r, AvErr *e) {
             have_cfg = 1;
         }
     } else {
-        if (bert_load(&r->model, r->dir, e) != 0) goto done;
+        if (model_load(&r->model, r->dir, e) != 0) goto done;
         r->have_model = 1;
         have_cfg = 1;
         r->cfg = r->model.cfg;
@@ -442,22 +442,22 @@ static void run_free(Run *r) {
     int n = r->cfg.num_layers * r->cfg.num_heads;
     cfg_free_head_labels(r->patterns, n);
     cfg_free_head_labels(r->descriptions, n);
-    bert_capture_free(&r->cap);
-    bert_runstate_free(&r->rs);
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
     stats_free(&r->stats);
     tok_free(r->tok);
-    if (r->have_model) bert_free(&r->model);
+    if (r->have_model) model_free(&r->model);
     free(r->dir);
 }
 
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
 static int ensure_buffers(Run *r, int n, AvErr *e) {
     if (n <= r->cap_n) return 0;
-    bert_capture_free(&r->cap);
-    bert_runstate_free(&r->rs);
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
     r->cap_n = 0;
-    if (bert_runstate_alloc(&r->rs, &r->cfg, n, e) != 0) return -1;
-    if (bert_capture_alloc(&r->cap, &r->cfg, n, 1, r->o->hidden, e) != 0) return -1;
+    if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    if (model_capture_alloc(&r->cap, &r->cfg, n, 1, r->o->hidden, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
@@ -498,7 +498,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
     if (r->o->tokens_only) return 0;
     if (ensure_buffers(r, enc->n, e) != 0) return -1;
     t0 = av_now_ms();
-    int rc = bert_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
     r->t_fwd += av_now_ms() - t0;
     return rc;
 }

@@ -291,7 +291,7 @@ static void put_str_or_null(FILE *f, const char *s) {
 }
 
 static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
-    const BertConfig *cfg = d->cfg;
+    const ModelConfig *cfg = d->cfg;
     const TokEncoding *enc = d->enc;
     const Capture *c = d->cap;
     int nl = out_n_layers(d), nh = out_n_heads(d);

@@ -292,7 +292,7 @@ static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), con
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     Sink *s = sink_new(f);
     if (!s) return av_err(e, "out of memory");
-    const BertConfig *c = d->cfg;
+    const ModelConfig *c = d->cfg;
     char num[32];
     sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",\"model\":");
     sink_json_string(s, d->model_name ? d->model_name : "");

@@ -126,8 +126,8 @@ fresh; cfg_edit 'c["num_hidden_layers"] = 0'
 case_ cfg_zero_layers 1 "\"num_hidden_layers\" = 0 is out of range" -- --model "$M" "${Q[@]}" hi
 fresh; cfg_edit 'c["intermediate_size"] = 10**12'
 case_ cfg_absurd_size 1 "\"intermediate_size\" = 1000000000000 is out of range" -- --model "$M" "${Q[@]}" hi
-fresh; cfg_edit 'c["hidden_act"] = "swish"'
-case_ cfg_unknown_activation 1 "unknown hidden_act \"swish\"" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["hidden_act"] = "cubic"'
+case_ cfg_unknown_activation 1 "unknown hidden_act \"cubic\"" -- --model "$M" "${Q[@]}" hi
 fresh; printf '{"vocab_size": 1,' >"$M/config.json"
 case_ cfg_not_json 1 "config.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
 fresh; rm "$M/config.json"

@@ -22,6 +22,32 @@ Suite *make_suite(void);
         }                                                                   \
     } while (0)
 
+/* Deterministic pseudo-random floats in [-scale, scale) for kernel tests. */
+static inline float frand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static inline void fill(float *x, size_t n, unsigned seed, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = frand(&seed) * scale;
+}
+
+static inline float max_abs_diff(const float *a, const float *b, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = a[i] - b[i];
+        d = d < 0 ? -d : d;
+        m = d > m || d != d ? d : m;
+    }
+    return m;
+}
+
+/* m (rows, cols) -> t (cols, rows) */
+static inline void transpose(float *t, const float *m, int rows, int cols) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) t[(size_t)j * rows + i] = m[(size_t)i * cols + j];
+}
+
 int main(void) {
     Suite *s = make_suite();
     SRunner *sr = srunner_create(s);

@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
     }
     TokEncoding enc = {.n = n, .ids = ids, .type_ids = types, .tokens = tok, .b_start = b_start};
 
-    BertConfig cfg;
+    ModelConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     strcpy(cfg.model_type, causal ? "gpt2" : "bert");
     cfg.vocab_size = causal ? 50257 : 30522, cfg.hidden_size = H * dh, cfg.num_layers = L, cfg.num_heads = H;

@@ -17,7 +17,7 @@
 /* ---------------------------------------------------------------- fixture */
 
 typedef struct {
-    BertConfig cfg;
+    ModelConfig cfg;
     Capture cap;
     TokEncoding enc;
     const char **tokens;

@@ -88,7 +88,7 @@ static void write_doc(FILE *f, void *arg) {
 }
 
 START_TEST(document_round_trips_through_a_json_parser) {
-    BertConfig cfg = {.model_type = "bert", .vocab_size = 10, .hidden_size = 4, .num_layers = 2, .num_heads = 2,
+    ModelConfig cfg = {.model_type = "bert", .vocab_size = 10, .hidden_size = 4, .num_layers = 2, .num_heads = 2,
                       .intermediate_size = 8, .max_position_embeddings = 8, .type_vocab_size = 2,
                       .layer_norm_eps = 1e-12f, .hidden_act_name = "gelu"};
     const char *toks[] = {"[CLS]", "a<b", "[SEP]"};

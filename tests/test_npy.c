@@ -23,7 +23,7 @@ START_TEST(header_is_padded_to_64_bytes_and_names_the_shape) {
 END_TEST
 
 START_TEST(attention_data_follows_the_header_in_selection_order) {
-    BertConfig cfg = {.num_layers = 2, .num_heads = 2, .hidden_size = 2};
+    ModelConfig cfg = {.num_layers = 2, .num_heads = 2, .hidden_size = 2};
     float attn[2 * 2 * 4];
     for (int i = 0; i < 16; i++) attn[i] = (float)i;
     Capture cap = {.n_layers = 2, .n_heads = 2, .n_tokens = 2, .head_dim = 1, .attn = attn, .cap_tokens = 2};

@@ -6,7 +6,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    BertConfig c;
+    ModelConfig c;
     AvErr e;
     if (cfg_parse(&c, (const char *)data, size, "config.json", &e) == 0) {
         if (c.hidden_size <= 0 || c.num_heads <= 0 || c.hidden_size % c.num_heads) __builtin_trap();

@@ -1,0 +1,44 @@
+/* arch.h — the model families, one table row each: how config.json names a
+ * family's sizes (parse) and how its checkpoint names its tensors (load).
+ * Adding a family = an arch_<family>.c with those two functions + one row in
+ * arch.c; the engine (model.c, forward.c) needs no change unless the family
+ * brings a new kind of block step. */
+#ifndef ATTNVIZ_ARCH_H
+#define ATTNVIZ_ARCH_H
+
+#include "config.h"
+#include "err.h"
+
+struct cJSON;
+struct Model;
+
+typedef struct {
+    const char *model_type;    /* config.json's model_type */
+    const char *arch_prefix;   /* architectures[0]'s prefix, for configs without model_type */
+    ArchKind kind;
+    const char *tensor_prefix; /* what task models (…ForMaskedLM, …ForCausalLM) put before the base names */
+    const char *hidden_key, *heads_key; /* the config's names, for messages */
+    /* Reads the family's keys into c (model_type and arch already set). */
+    int (*parse)(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+    /* Fills m->w from m's checkpoint, every tensor shape-checked. */
+    int (*load)(struct Model *m, AvErr *e);
+} ArchSpec;
+
+/* The row for a family; NULL for an unknown kind. */
+const ArchSpec *arch_spec(ArchKind kind);
+/* The row for config.json's model_type, else the first of its architectures
+ * (by prefix); NULL when neither names a supported family. */
+const ArchSpec *arch_detect(const char *model_type, const char *architecture);
+/* "bert, roberta, …": the supported model_types, for messages. */
+const char *arch_supported_list(void);
+
+/* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c). */
+int arch_bert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_distilbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_bert_load(struct Model *m, AvErr *e);
+int arch_gpt2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_gpt2_load(struct Model *m, AvErr *e);
+int arch_llama_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_llama_load(struct Model *m, AvErr *e);
+
+#endif

@@ -1,0 +1,100 @@
+/* kernels.h — the engine's numeric kernels. Each optimized kernel has its
+ * naive reference (a loop nest written from the definition) beside it, and
+ * tests/test_kernels.c holds one against the other.
+ *
+ * Layout. The forward pass keeps a product's input and output transposed, one
+ * row per feature and one column per token: y^T (out, n) = W (out, in) x^T
+ * (in, n). The residual stream alone is token-major, x (n, dim). */
+#ifndef ATTNVIZ_KERNELS_H
+#define ATTNVIZ_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* Weight storage types, numbered as ggml's (gguf.h's GgufType): F32 = 0,
+ * F16 = 1, BF16 = 30, and the block-quantized ones quant.h widens. */
+#define KERN_F32 0u
+
+/* A linear layer y = x W^T + b. W is (out, in) as PyTorch's Linear stores it,
+ * kept in its checkpoint's type and widened to float per tile; GPT-2's Conv1D
+ * stores it transposed, (in, out), and packs q, k and v side by side. */
+typedef struct {
+    uint32_t type;        /* storage type of w: KERN_F32, or a type quant.h widens */
+    const void *w;        /* F32: (out, ld) Linear, or (in, ld) Conv1D; else (out, in) rows of row_bytes */
+    const float *b;       /* (out) or NULL */
+    int out, in;
+    int conv1d;           /* F32 only: w holds W^T (in, ld); column c of W^T at w[c] */
+    int ld;               /* F32: row stride of w in floats */
+    size_t row_bytes;     /* other types: bytes per row of W */
+    const char *name;     /* the tensor's name, for messages */
+} Linear;
+
+/* Normalization of each token's vector: LayerNorm (g, b) or RMSNorm (g only). */
+typedef struct {
+    const float *g;       /* (dim) or NULL: no normalization */
+    const float *b;       /* (dim) LayerNorm's bias, NULL for RMSNorm */
+    int rms;              /* 1: x / rms(x) * g; 0: (x - mean) / std * g + b */
+    float eps;
+} Norm;
+
+/* Rows of W a thread widens at a time when weights are not F32; the
+ * scratch a thread passes to kern_linear_rows holds KERN_WIDEN_ROWS * in floats. */
+#define KERN_WIDEN_ROWS 64
+
+/* Whether products go to OpenBLAS as small tiles: decided once from
+ * OpenBLAS's version and kernel; tests and benchmarks may force either path. */
+int kern_gemm_tiled(void);
+void kern_set_gemm_tiled(int on);
+
+/* y^T rows [r0, r1) (out, n) = act(W x^T + b) for x^T (in, n); act < 0: none.
+ * scratch: KERN_WIDEN_ROWS * in floats when lin->type is not F32, else unused.
+ * Returns -1 only when a quantized row cannot be widened (corrupt weights). */
+int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch);
+/* y (n, out) = x (n, in) @ W^T + b, reading W element by element from any layout and type. */
+void kern_linear_naive(float *y, const float *x, const Linear *lin, int n);
+/* y (n, out) = x (n, in) @ w (out, in)^T + b (out) */
+void kern_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out);
+
+/* x (n, dim) normalized in place, token by token. */
+void kern_norm_naive(float *x, const Norm *nm, int n, int dim);
+/* The residual step on tokens [i0, i1): x (n, dim) += y^T^T (y^T (dim, n) or
+ * NULL); then norm(x) (nm and nm->g set) or x itself goes to dst (n, dim; may
+ * be x) and to dstT (dim, n), either NULL. kern_norm_naive is the reference. */
+void kern_residual(float *x, const float *yT, float *dst, float *dstT, const Norm *nm, int n, int dim, int i0, int i1);
+/* RMSNorm down the columns of x^T (dim, n): each token's dim-vector, for
+ * per-head q/k norms and norms of a sublayer's output (Gemma 2's sandwich). */
+void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps);
+
+void kern_softmax_rows(float *x, int rows, int cols);
+void kern_softmax_rows_naive(float *x, int rows, int cols);
+void kern_activate(float *x, size_t n, ActKind act);
+void kern_activate_naive(float *x, size_t n, ActKind act);
+/* g = act(g) * u, element-wise: the gated MLP's (SwiGLU, GeGLU) combination. */
+void kern_glu(float *g, const float *u, size_t n, ActKind act);
+
+/* Which keys a query sees: all, or earlier ones only (causal), and of those
+ * only the last window (window > 0: keys j with i - window < j <= i). Masked
+ * keys get probability exactly 0. softcap > 0 caps scores as cap * tanh(s / cap). */
+typedef struct {
+    float scale;          /* multiplies q k^T */
+    int causal;
+    int window;           /* 0: no sliding window */
+    float softcap;        /* 0: none */
+} AttnRule;
+
+/* One head: probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) =
+ * (probs v)^T unless ctxT is NULL; qT, kT, vT (dh, n). */
+void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
+                    const AttnRule *rule);
+void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n,
+                          int dh, const AttnRule *rule);
+
+/* Rotary positions on one head's x^T (dh, n), rotate-half layout as Hugging
+ * Face's: dims i and i + dh/2 turn by angle pos_j * inv_freq[i]. cos/sin are
+ * (dh/2, n) tables of those angles. */
+void kern_rope(float *xT, const float *cos_t, const float *sin_t, int dh, int n);
+void kern_rope_naive(float *xT, const float *inv_freq, const int *pos, int dh, int n);
+
+#endif

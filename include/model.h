@@ -1,0 +1,103 @@
+/* model.h — a Transformer of any supported family: its weights as views into
+ * the checkpoint, the run state, the capture buffers and the forward pass.
+ * What a family is (config keys, tensor names, block layout) lives in its
+ * arch_*.c file; this engine only reads the plain structs below. */
+#ifndef ATTNVIZ_MODEL_H
+#define ATTNVIZ_MODEL_H
+
+#include "capture.h"
+#include "config.h"
+#include "err.h"
+#include "kernels.h"
+#include "pool.h"
+#include "safetensors.h"
+
+typedef struct {
+    Linear q;             /* (hidden -> num_heads * head_dim) */
+    Linear k, v;          /* (hidden -> num_kv_heads * head_dim) */
+    Linear o;             /* (num_heads * head_dim -> hidden) attention output */
+    Norm attn_norm;       /* (hidden) pre-norm: before attention; post-norm: after its residual */
+    Norm attn_post_norm;  /* (hidden) on attention's output before the residual (sandwich), g NULL otherwise */
+    Norm q_norm, k_norm;  /* (head_dim) per-head RMSNorm (Qwen3), g NULL otherwise */
+    Linear up;            /* (hidden -> intermediate) */
+    Linear gate;          /* (hidden -> intermediate) gated MLPs only, w NULL otherwise */
+    Linear down;          /* (intermediate -> hidden) */
+    Norm mlp_norm;        /* (hidden) pre-norm: before the MLP; post-norm: after its residual */
+    Norm mlp_post_norm;   /* (hidden) on the MLP's output before the residual (sandwich), g NULL otherwise */
+} LayerWeights;
+
+typedef struct {
+    Linear tok_emb;       /* (vocab, hidden) rows looked up by id, widened one row at a time */
+    const float *pos_emb; /* (max_pos, hidden) learned positions, NULL for rotary families */
+    const float *type_emb;/* (type_vocab, hidden), NULL when the family has no token types */
+    Norm emb_norm;        /* (hidden) after the embeddings (BERT), g NULL otherwise */
+    Norm final_norm;      /* (hidden) after the last block (GPT-2's ln_f, Llama's norm), g NULL otherwise */
+    LayerWeights *layers; /* (num_layers) */
+} Weights;
+
+typedef struct Model {
+    ModelConfig cfg;
+    Weights w;
+    StFile *files;        /* (n_files) the checkpoint: one file, or a sharded safetensors set */
+    int n_files;
+    const char *path;     /* the first file's path, for messages */
+    float *inv_freq;      /* (head_dim / 2) rotary frequencies before any length-dependent scaling */
+    float **owned;        /* converted copies to free */
+    int n_owned, cap_owned;
+    int max_in;           /* widest product input: the widening scratch's row length */
+    char dtype_name[16];  /* dtype of the checkpoint's weights */
+} Model;
+
+/* Scratch buffers for one forward pass of up to max_tokens tokens. Products'
+ * inputs and outputs are kept transposed, one row per feature (kernels.h). */
+typedef struct {
+    int max_tokens;
+    float *x;      /* (n, hidden) residual stream */
+    float *xT;     /* (hidden, n) the next product's input */
+    float *qT;     /* (num_heads * head_dim, n) */
+    float *kT;     /* (num_kv_heads * head_dim, n) */
+    float *vT;     /* (num_kv_heads * head_dim, n) */
+    float *ctxT;   /* (num_heads * head_dim, n) attention context */
+    float *yT;     /* (hidden, n) attention or MLP output */
+    float *ffT;    /* (intermediate, n) up, then act(gate) * up */
+    float *gateT;  /* (intermediate, n) gated MLPs only */
+    float *scores; /* (n_threads, n, n) used when attention is not captured */
+    float *rope_cos, *rope_sin; /* (head_dim / 2, n) rotary families only */
+    float *widen;  /* (n_threads, KERN_WIDEN_ROWS, max_in) weights widened per tile */
+    int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
+    Pool *pool;    /* worker threads, or NULL */
+} RunState;
+
+/* Loads config.json and the weights from dir (model.safetensors, a sharded
+ * model.safetensors.index.json set, else pytorch_model.bin); checks every
+ * tensor's shape and dtype against the config. */
+int model_load(Model *m, const char *dir, AvErr *e);
+int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e);
+void model_free(Model *m);
+
+int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);
+void model_runstate_free(RunState *s);
+
+/* Allocates capture buffers for n tokens; want_qk / want_hidden choose extras. */
+int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e);
+void model_capture_free(Capture *cap);
+
+/* Runs the model on ids/type_ids (n tokens; type_ids may be NULL for families
+ * without token types); fills cap (n_tokens set to n). */
+int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e);
+
+/* For the families' loaders (arch_*.c): views of the checkpoint's tensors,
+ * looked up under name with the family's prefix variants, shape-checked
+ * against what the config implies; -1 with one line naming file and tensor.
+ * model_tensor gives a float copy or mapping (small tensors: norms, tables);
+ * model_linear keeps the weight in its stored type (bias: 1 required, 0 none,
+ * -1 if present). */
+const float *model_tensor(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e);
+int model_has_tensor(const Model *m, const char *name);
+int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t out, int bias, AvErr *e);
+/* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
+int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
+/* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */
+int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e);
+
+#endif

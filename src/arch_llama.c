@@ -1,0 +1,182 @@
+/* arch_llama.c — Llama-style decoders: Llama (2, 3.x, TinyLlama, SmolLM),
+ * Mistral, Qwen2, Qwen3 and Gemma 2. Pre-RMSNorm causal decoders with rotary
+ * positions, grouped-query attention and gated MLPs; what sets each apart:
+ *   mistral  sliding-window attention
+ *   qwen2    q/k/v biases; sliding window from max_window_layers on
+ *   qwen3    per-head RMSNorm of q and k before rotary
+ *   gemma2   RMSNorm scaling by 1 + w, embeddings times sqrt(hidden), GeGLU,
+ *            query_pre_attn_scalar, attention-logit soft-capping, sandwich
+ *            norms around both sublayers, sliding window on alternate layers */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch.h"
+#include "model.h"
+
+/* Rotary positions as config.json gives them: transformers 5's
+ * "rope_parameters", or the older "rope_theta" + "rope_scaling". */
+static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    c->rope_theta = 10000.0f;
+    c->rope_kind = ROPE_DEFAULT;
+    c->rope_factor = 1.0f;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (cfg_opt_float(root, "rope_theta", 1, 1e12, &c->rope_theta, path, e)) return -1;
+    const cJSON *r = NULL;
+    if (params && !cJSON_IsNull(params)) {
+        if (!cJSON_IsObject(params)) return av_err(e, "%s: \"rope_parameters\" must be an object", path);
+        if (cfg_opt_float(params, "rope_theta", 1, 1e12, &c->rope_theta, path, e)) return -1;
+        r = params;
+    }
+    if (scaling && !cJSON_IsNull(scaling)) {
+        if (!cJSON_IsObject(scaling)) return av_err(e, "%s: \"rope_scaling\" must be an object or null", path);
+        r = scaling;
+    }
+    if (!r) return 0;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(r, "rope_type");
+    if (!type) type = cJSON_GetObjectItemCaseSensitive(r, "type");
+    const char *t = cJSON_IsString(type) ? type->valuestring : "default";
+    if (!strcmp(t, "default")) return 0;
+    if (!strcmp(t, "linear")) c->rope_kind = ROPE_LINEAR;
+    else if (!strcmp(t, "dynamic")) c->rope_kind = ROPE_DYNAMIC;
+    else if (!strcmp(t, "llama3")) c->rope_kind = ROPE_LLAMA3;
+    else
+        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3)", path, t);
+    c->rope_orig_max_pos = c->max_position_embeddings;
+    c->rope_low_freq = 1.0f, c->rope_high_freq = 4.0f;
+    if (cJSON_GetObjectItemCaseSensitive(r, "factor") == NULL)
+        return av_err(e, "%s: rope type \"%s\" needs a \"factor\"", path, t);
+    if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
+        cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
+        cfg_opt_float(r, "low_freq_factor", 1e-6, 1e6, &c->rope_low_freq, path, e) ||
+        cfg_opt_float(r, "high_freq_factor", 1e-6, 1e6, &c->rope_high_freq, path, e))
+        return -1;
+    if (c->rope_kind == ROPE_LLAMA3 && !(c->rope_high_freq > c->rope_low_freq))
+        return av_err(e, "%s: rope llama3 needs high_freq_factor > low_freq_factor", path);
+    return 0;
+}
+
+/* Which layers use the sliding window: config.json's "layer_types" when
+ * present (transformers 5 writes it), else each family's rule. */
+static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    int use = c->arch != ARCH_QWEN2 && c->arch != ARCH_QWEN3, max_window_layers = 0;
+    if (c->arch == ARCH_GEMMA2) c->sliding_window = 4096;
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    if (sw && cJSON_IsNull(sw)) c->sliding_window = 0;
+    if (cfg_opt_int(root, "sliding_window", 1, 1 << 24, &c->sliding_window, path, e) ||
+        cfg_opt_bool(root, "use_sliding_window", &use, path, e) ||
+        cfg_opt_int(root, "max_window_layers", 0, CFG_MAX_LAYERS, &max_window_layers, path, e))
+        return -1;
+    if (!use) c->sliding_window = 0;
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (types && !cJSON_IsNull(types)) {
+        if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != c->num_layers)
+            return av_err(e, "%s: \"layer_types\" must list one type per layer (%d)", path, c->num_layers);
+        int l = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, types) {
+            if (!cJSON_IsString(t) ||
+                (strcmp(t->valuestring, "full_attention") && strcmp(t->valuestring, "sliding_attention")))
+                return av_err(e, "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\"", path, l);
+            c->layer_sliding[l++] = !strcmp(t->valuestring, "sliding_attention") && c->sliding_window > 0;
+        }
+        return 0;
+    }
+    for (int l = 0; l < c->num_layers && c->sliding_window > 0; l++) {
+        if (c->arch == ARCH_GEMMA2) c->layer_sliding[l] = l % 2 == 0;
+        else if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) c->layer_sliding[l] = l >= max_window_layers;
+        else c->layer_sliding[l] = 1;
+    }
+    return 0;
+}
+
+int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    const int gemma = c->arch == ARCH_GEMMA2;
+    if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
+        cfg_get_int(root, "hidden_size", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
+        cfg_get_int(root, "num_hidden_layers", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
+        cfg_get_int(root, "num_attention_heads", 1, CFG_MAX_HEADS, &c->num_heads, path, e) ||
+        cfg_get_int(root, "intermediate_size", 1, CFG_MAX_INTER, &c->intermediate_size, path, e) ||
+        cfg_get_int(root, "max_position_embeddings", 1, 1 << 24, &c->max_position_embeddings, path, e))
+        return -1;
+    c->num_kv_heads = c->num_heads;
+    c->layer_norm_eps = 1e-6f;
+    c->tie_word_embeddings = gemma;
+    c->qkv_bias = c->arch == ARCH_QWEN2;
+    int head_dim = gemma ? 256 : 0, mlp_bias = 0;
+    if (cfg_opt_int(root, "num_key_value_heads", 1, CFG_MAX_HEADS, &c->num_kv_heads, path, e) ||
+        cfg_opt_int(root, "head_dim", 1, 4096, &head_dim, path, e) ||
+        cfg_opt_float(root, "rms_norm_eps", 0, 1, &c->layer_norm_eps, path, e) ||
+        cfg_opt_bool(root, "tie_word_embeddings", &c->tie_word_embeddings, path, e) ||
+        cfg_opt_bool(root, "mlp_bias", &mlp_bias, path, e) ||
+        (c->arch != ARCH_QWEN2 && cfg_opt_bool(root, "attention_bias", &c->qkv_bias, path, e)))
+        return -1;
+    if (gemma) {
+        /* Gemma 2 names it hidden_activation; hidden_act is an old alias */
+        const char *key = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation") ? "hidden_activation" : "hidden_act";
+        if (cfg_parse_act(c, root, key, "gelu_pytorch_tanh", path, e)) return -1;
+    } else if (cfg_parse_act(c, root, "hidden_act", "silu", path, e)) {
+        return -1;
+    }
+    c->head_dim = head_dim;
+    c->o_bias = c->arch != ARCH_QWEN2 && c->qkv_bias;
+    c->mlp_bias = mlp_bias;
+    c->causal = c->pre_ln = c->gated_mlp = 1;
+    c->norm = NORM_RMS;
+    c->pos = POS_ROPE;
+    c->qk_norm = c->arch == ARCH_QWEN3;
+    if (gemma) {
+        float qpas = 256, cap = 50;
+        const cJSON *capv = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
+        if (cfg_opt_float(root, "query_pre_attn_scalar", 1e-6, 1e9, &qpas, path, e) ||
+            cfg_opt_float(root, "attn_logit_softcapping", 1e-6, 1e9, &cap, path, e))
+            return -1;
+        c->norm_offset = 1.0f;
+        c->emb_scale = sqrtf((float)c->hidden_size);
+        c->attn_scale = 1.0f / sqrtf(qpas);
+        c->attn_softcap = capv && cJSON_IsNull(capv) ? 0.0f : cap;
+        c->sandwich_norm = 1;
+    }
+    if (parse_rope(c, root, path, e) || parse_sliding(c, root, path, e)) return -1;
+    return 0;
+}
+
+/* Tensor names as transformers' Llama-style modules; the base model's, with
+ * "model." before them in …ForCausalLM checkpoints (arch.c's prefix). */
+int arch_llama_load(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    Weights *w = &m->w;
+    const int64_t H = c->hidden_size, FF = c->intermediate_size, dh = c->head_dim;
+    const int64_t QW = (int64_t)c->num_heads * dh, KW = (int64_t)c->num_kv_heads * dh;
+    if (model_linear(m, &w->tok_emb, "embed_tokens", H, c->vocab_size, 0, e) ||
+        model_norm(m, &w->final_norm, "norm", H, e))
+        return -1;
+    char p[16][160];
+    static const char *const names[16] = {
+        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "input_layernorm",
+        "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "self_attn.q_norm",
+        "self_attn.k_norm", "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+    for (int l = 0; l < c->num_layers; l++) {
+        LayerWeights *L = &w->layers[l];
+        for (int k = 0; k < 13; k++) snprintf(p[k], sizeof p[k], "layers.%d.%s", l, names[k]);
+        if (model_linear(m, &L->q, p[0], H, QW, c->qkv_bias, e) || model_linear(m, &L->k, p[1], H, KW, c->qkv_bias, e) ||
+            model_linear(m, &L->v, p[2], H, KW, c->qkv_bias, e) || model_linear(m, &L->o, p[3], QW, H, c->o_bias, e) ||
+            model_norm(m, &L->attn_norm, p[4], H, e) || model_linear(m, &L->gate, p[6], H, FF, c->mlp_bias, e) ||
+            model_linear(m, &L->up, p[7], H, FF, c->mlp_bias, e) || model_linear(m, &L->down, p[8], FF, H, c->mlp_bias, e))
+            return -1;
+        if (c->sandwich_norm) {
+            /* Gemma 2: post_attention_layernorm normalizes attention's output;
+             * the MLP's input norm is pre_feedforward_layernorm */
+            if (model_norm(m, &L->attn_post_norm, p[5], H, e) || model_norm(m, &L->mlp_norm, p[11], H, e) ||
+                model_norm(m, &L->mlp_post_norm, p[12], H, e))
+                return -1;
+        } else if (model_norm(m, &L->mlp_norm, p[5], H, e)) {
+            return -1;
+        }
+        if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], dh, e) || model_norm(m, &L->k_norm, p[10], dh, e)))
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,312 @@
+/* forward.c — one forward pass with attention capture, for every family:
+ * named steps over model.h's plain structs, in the spirit of llama2.c's
+ * forward. Which steps a block takes comes from the config (pre- or
+ * post-norm, gated MLP, rotary, q/k norms, sandwich norms), never from the
+ * family's name. */
+#include "model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "quant.h"
+
+/* Below these many tokens a step takes microseconds: waking threads costs more. */
+#define PARALLEL_HEADS_MIN_TOKENS 48
+#define PARALLEL_ROWS_MIN_TOKENS 32
+
+/* ---------------------------------------------------------------- tasks */
+
+/* Up to three products y^T = act(W x^T + b) sharing x^T, each split by output
+ * rows (features) over the threads; glu: then y0 = act(y0) * y1 (gate, up). */
+typedef struct {
+    const float *xT;      // (in, n)
+    int n;
+    const Linear *lin[3];
+    float *yT[3];         // (lin[k]->out, n)
+    int count;
+    int act;              // -1: none, else an ActKind applied to every product
+    int glu;              // 1: yT[0] = glu_act(yT[0]) * yT[1]
+    ActKind glu_act;
+    float *widen;         // (threads, widen_len) per-thread scratch
+    size_t widen_len;
+    atomic_int failed;
+} MatTask;
+
+static void mat_part(void *arg, int t, int T) {
+    MatTask *m = arg;
+    for (int k = 0; k < m->count; k++) {
+        const int out = m->lin[k]->out;
+        int chunk = (out + T - 1) / T;
+        chunk = (chunk + 15) & ~15; /* whole tiles and cache lines per thread */
+        int r0 = t * chunk, r1 = r0 + chunk < out ? r0 + chunk : out;
+        if (r0 >= r1) continue;
+        if (kern_linear_rows(m->yT[k], m->xT, m->lin[k], m->n, r0, r1, m->act, m->widen + (size_t)t * m->widen_len))
+            atomic_store(&m->failed, 1);
+        if (m->glu && k == 1)
+            kern_glu(m->yT[0] + (size_t)r0 * m->n, m->yT[1] + (size_t)r0 * m->n, (size_t)(r1 - r0) * m->n,
+                     m->glu_act);
+    }
+}
+
+static int products(RunState *s, const float *xT, int n, int count, const Linear *const *lin, float *const *yT,
+                    int act, int glu, ActKind glu_act, const Model *m, AvErr *e) {
+    MatTask task = {.xT = xT, .n = n, .count = count, .act = act, .glu = glu, .glu_act = glu_act, .widen = s->widen,
+                    .widen_len = (size_t)KERN_WIDEN_ROWS * (size_t)(m->max_in > m->cfg.hidden_size ? m->max_in
+                                                                                                  : m->cfg.hidden_size)};
+    for (int k = 0; k < count; k++) task.lin[k] = lin[k], task.yT[k] = yT[k];
+    atomic_init(&task.failed, 0);
+    pool_run(s->pool, mat_part, &task);
+    if (atomic_load(&task.failed)) return av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path);
+    return 0;
+}
+
+/* The residual step, split by tokens over the threads (kern_residual). */
+typedef struct {
+    float *x;             // (n, dim) residual stream
+    const float *yT;      // (dim, n) or NULL
+    float *dst;           // (n, dim) or NULL; may be x
+    float *dstT;          // (dim, n) or NULL
+    const Norm *nm;       // or NULL
+    int n, dim;
+} RowTask;
+
+static void row_part(void *arg, int t, int T) {
+    const RowTask *r = arg;
+    int chunk = (r->n + T - 1) / T;
+    chunk = (chunk + 15) / 16 * 16; /* whole cache lines of the transposed rows */
+    const int i0 = t * chunk, i1 = i0 + chunk < r->n ? i0 + chunk : r->n;
+    if (i0 < i1) kern_residual(r->x, r->yT, r->dst, r->dstT, r->nm, r->n, r->dim, i0, i1);
+}
+
+/* x += y (y^T given, or NULL); then norm(x) or x itself to dst and dstT. */
+static void residual_norm(RunState *s, float *x, const float *yT, float *dst, float *dstT, const Norm *nm, int n,
+                          int dim) {
+    RowTask r = {x, yT, dst, dstT, nm && nm->g ? nm : NULL, n, dim};
+    pool_run(n >= PARALLEL_ROWS_MIN_TOKENS ? s->pool : NULL, row_part, &r);
+}
+
+/* q/k norms and rotary positions on each head's rows of q^T and k^T. Units
+ * [0, NH) are query heads, [NH, NH + NKV) key heads. */
+typedef struct {
+    float *qT, *kT;       // (NH * dh, n), (NKV * dh, n)
+    const Norm *q_norm, *k_norm;
+    const float *cos_t, *sin_t; // (dh / 2, n) or NULL: no rotary
+    int n, dh, n_heads, n_kv;
+} QkTask;
+
+static void qk_part(void *arg, int t, int T) {
+    const QkTask *w = arg;
+    for (int u = t; u < w->n_heads + w->n_kv; u += T) {
+        const int is_q = u < w->n_heads;
+        float *hT = is_q ? w->qT + (size_t)u * w->dh * w->n : w->kT + (size_t)(u - w->n_heads) * w->dh * w->n;
+        const Norm *nm = is_q ? w->q_norm : w->k_norm;
+        if (nm->g) kern_rmsnorm_cols(hT, nm->g, w->dh, w->n, nm->eps);
+        if (w->cos_t) kern_rope(hT, w->cos_t, w->sin_t, w->dh, w->n);
+    }
+}
+
+/* Per-head attention of one layer; thread t takes heads t, t + T, ...
+ * Query head h reads key/value head h / group. */
+typedef struct {
+    const float *qT, *kT, *vT; // (NH * dh, n), (NKV * dh, n) x 2; vT NULL with ctxT NULL: probabilities only
+    float *ctxT;               // (NH * dh, n)
+    Capture *cap;              // per-head probabilities and q/k copies, or NULL
+    float *scores;             // (threads, n, n) scratch when cap is NULL
+    int layer, n, n_heads, group, dh;
+    AttnRule rule;
+} HeadTask;
+
+/* dst (cols, rows) = src (rows, cols)^T */
+static void transpose(float *dst, const float *src, int rows, int cols) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+}
+
+static void head_part(void *arg, int t, int T) {
+    const HeadTask *w = arg;
+    const int n = w->n, dh = w->dh;
+    for (int h = t; h < w->n_heads; h += T) {
+        const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * n;
+        Capture *cap = w->cap;
+        if (cap && cap->q) {
+            transpose(cap_q(cap, w->layer, h), w->qT + qoff, dh, n); // (n, dh)
+            transpose(cap_k(cap, w->layer, h), w->kT + kvoff, dh, n);
+        }
+        float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
+        kern_attention(probs, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, w->kT + kvoff,
+                       w->vT ? w->vT + kvoff : NULL, n, dh, &w->rule);
+    }
+}
+
+/* ---------------------------------------------------------------- steps */
+
+/* x (n, H) = token embedding (+ learned position) (+ token type), scaled. */
+static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const Weights *w = &m->w;
+    const int H = c->hidden_size;
+    int pos = c->pos_offset;
+    for (int i = 0; i < n; i++) {
+        float *r = s->x + (size_t)i * H; // (H)
+        const Linear *te = &w->tok_emb;
+        if (te->type == KERN_F32) {
+            memcpy(r, (const float *)te->w + (size_t)ids[i] * te->ld, (size_t)H * sizeof *r);
+        } else if (quant_rows(te->type, te->w, (size_t)te->out * te->row_bytes, (size_t)te->out, (size_t)H,
+                              (size_t)ids[i], (size_t)ids[i] + 1, r, te->name, e) != 0) {
+            return -1;
+        }
+        if (w->pos_emb) {
+            /* RoBERTa counts positions over non-pad tokens; a pad sits at padding_idx
+             * (Hugging Face's create_position_ids_from_input_ids) */
+            int p = c->pos_offset > 0 && ids[i] == c->pad_token_id ? c->pad_token_id : pos++;
+            const float *pe = w->pos_emb + (size_t)p * H;
+            for (int j = 0; j < H; j++) r[j] += pe[j];
+        }
+        if (w->type_emb) {
+            const float *ty = w->type_emb + (size_t)type_ids[i] * H;
+            for (int j = 0; j < H; j++) r[j] += ty[j];
+        }
+        if (c->emb_scale != 0.0f)
+            for (int j = 0; j < H; j++) r[j] *= c->emb_scale;
+    }
+    return 0;
+}
+
+/* cos/sin (dh/2, n) of position j times each rotary frequency, in float32 as
+ * transformers computes them; the dynamic kind raises the base past the
+ * original context (transformers' dynamic NTK scaling). */
+static void rope_tables(const Model *m, RunState *s, int n) {
+    const ModelConfig *c = &m->cfg;
+    const int half = c->head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        float f = m->inv_freq[i];
+        if (c->rope_kind == ROPE_DYNAMIC && n > c->rope_orig_max_pos) {
+            double base = c->rope_theta * pow(c->rope_factor * n / (double)c->rope_orig_max_pos - (c->rope_factor - 1),
+                                              (double)c->head_dim / (c->head_dim - 2));
+            f = 1.0f / powf((float)base, (float)(2 * i) / (float)c->head_dim);
+        }
+        for (int j = 0; j < n; j++) {
+            float ang = (float)j * f;
+            s->rope_cos[(size_t)i * n + j] = (float)cos((double)ang);
+            s->rope_sin[(size_t)i * n + j] = (float)sin((double)ang);
+        }
+    }
+}
+
+/* Attention of layer l on xT (its normalized input): fills the capture and,
+ * unless attn_only, leaves the output projection in yT. */
+static int attention_block(const Model *m, RunState *s, int l, int n, Capture *cap, int attn_only, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LayerWeights *L = &m->w.layers[l];
+    const Linear *qkv[3] = {&L->q, &L->k, &L->v};
+    float *out[3] = {s->qT, s->kT, s->vT};
+    if (products(s, s->xT, n, attn_only ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
+    if (c->qk_norm || c->pos == POS_ROPE) {
+        QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm, c->pos == POS_ROPE ? s->rope_cos : NULL, s->rope_sin, n,
+                     c->head_dim, c->num_heads, c->num_kv_heads};
+        pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, qk_part, &qk);
+    }
+    AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
+                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
+    if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
+    HeadTask heads = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, cap, s->scores, l, n,
+                      c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
+    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
+    if (attn_only) return 0;
+    const Linear *o[1] = {&L->o};
+    if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
+    if (L->attn_post_norm.g) kern_rmsnorm_cols(s->yT, L->attn_post_norm.g, c->hidden_size, n, L->attn_post_norm.eps);
+    return 0;
+}
+
+/* The MLP of layer l on xT, its output in yT. */
+static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LayerWeights *L = &m->w.layers[l];
+    if (c->gated_mlp) {
+        const Linear *gu[2] = {&L->gate, &L->up};
+        float *out[2] = {s->gateT, s->ffT};
+        if (products(s, s->xT, n, 2, gu, out, -1, 1, c->hidden_act, m, e)) return -1;
+    } else {
+        const Linear *up[1] = {&L->up};
+        if (products(s, s->xT, n, 1, up, &s->ffT, (int)c->hidden_act, 0, ACT_GELU, m, e)) return -1;
+    }
+    const Linear *down[1] = {&L->down};
+    if (products(s, c->gated_mlp ? s->gateT : s->ffT, n, 1, down, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
+    if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, c->hidden_size, n, L->mlp_post_norm.eps);
+    return 0;
+}
+
+static int check_inputs(const Model *m, const RunState *s, const int *ids, const int *type_ids, int n,
+                        const Capture *cap, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    if (n < 1 || n > s->max_tokens || (cap && (size_t)n > cap->cap_tokens))
+        return av_err(e, "%d tokens do not fit the buffers (%d)", n, s->max_tokens);
+    if (n > cfg_max_tokens(c)) return av_err(e, "%d tokens exceed the model's %d positions", n, cfg_max_tokens(c));
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, c->vocab_size);
+        if (m->w.type_emb && (!type_ids || type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
+            return av_err(e, "token type %d at position %d is outside type_vocab_size %d", type_ids ? type_ids[i] : -1,
+                          i, c->type_vocab_size);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const Weights *w = &m->w;
+    const int H = c->hidden_size;
+    const size_t nH = (size_t)n * H;
+    if (check_inputs(m, s, ids, type_ids, n, cap, e)) return -1;
+    if (cap) cap->n_tokens = n;
+
+    float *x = s->x; // (n, H) residual stream
+    if (embed(m, s, ids, type_ids, n, e)) return -1;
+    if (c->pos == POS_ROPE) rope_tables(m, s, n);
+    /* post-norm: the embeddings' norm, and xT = the first attention's input */
+    if (w->emb_norm.g || !c->pre_ln)
+        residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);
+    if (cap && cap->hidden) memcpy(cap->hidden, x, nH * sizeof *x);
+
+    /* BLAS single-threaded while our pool splits the work (pool.h). */
+    const int blas_threads = openblas_get_num_threads();
+    if (s->pool) openblas_set_num_threads(1);
+    int rc = 0;
+    for (int l = 0; l < c->num_layers && rc == 0; l++) {
+        const LayerWeights *L = &w->layers[l];
+        /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
+         * pre-norm (GPT-2, Llama): x = x + attn(norm1(x)); x = x + mlp(norm2(x)) */
+        if (c->pre_ln) residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
+        /* The last layer's output feeds nothing that is captured unless the
+         * hidden states are: its attention (q and k) is all the capture needs. */
+        const int attn_only = l == c->num_layers - 1 && cap && !cap->hidden;
+        if ((rc = attention_block(m, s, l, n, cap, attn_only, e)) || attn_only) break;
+        if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
+        else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
+        if ((rc = mlp_block(m, s, l, n, e))) break;
+        if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
+        else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
+        if (cap && cap->hidden) {
+            float *hs = cap->hidden + (size_t)(l + 1) * nH; // (n, H)
+            /* as Hugging Face's hidden_states: the last one is after the final norm */
+            if (l == c->num_layers - 1 && w->final_norm.g) residual_norm(s, x, NULL, hs, NULL, &w->final_norm, n, H);
+            else memcpy(hs, x, nH * sizeof *x);
+        }
+    }
+    if (s->pool) openblas_set_num_threads(blas_threads);
+    if (rc) return -1;
+    if (cap) {
+        /* NaN/Inf weights would otherwise reach the writers as invalid JSON. */
+        size_t total = (size_t)c->num_layers * c->num_heads * n * n;
+        for (size_t i = 0; i < total; i++)
+            if (!isfinite(cap->attn[i]))
+                return av_err(e, "%s: attention in layer %zu is not finite (NaN/Inf in the weights?)", m->path,
+                              i / ((size_t)c->num_heads * n * n));
+    }
+    return 0;
+}

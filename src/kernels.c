@@ -1,0 +1,493 @@
+/* kernels.c — matrix products (tiled onto OpenBLAS's small kernels, weights
+ * widened per tile), norms, softmax, attention, activations and rotary
+ * positions, each beside its naive reference. */
+#include "kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "quant.h"
+
+void kern_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
+    // y (n, out) = x (n, in) @ w (out, in)^T + b (out)
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int k = 0; k < in; k++) acc += (double)x[(size_t)i * in + k] * w[(size_t)o * in + k];
+            y[(size_t)i * out + o] = (float)acc;
+        }
+}
+
+/* Why y^T = W x^T: with W row-major as Linear stores it, that is BLAS's plain
+ * NN case, whose kernels broadcast W and stream x^T; x W^T instead reduces
+ * along rows, which is slower (figures in bench/README.md).
+ *
+ * Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
+ * run a product of at most 1e6 multiply-adds on "small" kernels that read both
+ * operands in place. Issued whole, a product first copies (packs) its weights,
+ * each used once per product, a large share of the pass at short inputs. So
+ * where those kernels exist, products go out as tiles of 8 rows x 128 tokens x
+ * 768 inputs (786,432 multiply-adds); elsewhere tiles would each pack, so whole.
+ *
+ * Weights not stored as F32 are widened a few rows at a time into the
+ * calling thread's scratch, just before the products that read them, so
+ * the model stays in its checkpoint's (half or block-quantized) size in memory. */
+#define TILE_ROWS 8
+#define TILE_TOKENS 128
+#define TILE_K 768
+
+static int gemm_tiled;
+static pthread_once_t gemm_tiled_once = PTHREAD_ONCE_INIT;
+
+static void detect_small_kernels(void) {
+    int major = 0, minor = 0, patch = 0;
+    const char *config = openblas_get_config(), *core = openblas_get_corename();
+    if (sscanf(config ? config : "", "OpenBLAS %d.%d.%d", &major, &minor, &patch) != 3) major = 0;
+    int recent = major > 0 || (major == 0 && (minor > 3 || (minor == 3 && patch >= 17)));
+    int avx512 = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake") ||
+                          !strcasecmp(core, "sapphirerapids"));
+    gemm_tiled = recent && avx512;
+}
+
+int kern_gemm_tiled(void) {
+    pthread_once(&gemm_tiled_once, detect_small_kernels);
+    return gemm_tiled;
+}
+
+void kern_set_gemm_tiled(int on) {
+    pthread_once(&gemm_tiled_once, detect_small_kernels);
+    gemm_tiled = on;
+}
+
+/* A float view of rows [r0, r1) of W: the storage itself for F32, else those
+ * rows widened into scratch ((r1 - r0) rows of in floats). */
+typedef struct {
+    const float *w; /* &W[r0][0] (or W^T's column r0 for Conv1D) */
+    int ld;
+    CBLAS_TRANSPOSE nn; /* how W's rows read in y^T = W x^T */
+    CBLAS_TRANSPOSE tok; /* and in y = x W^T */
+} RowsView;
+
+static int view_rows(const Linear *lin, int r0, int r1, float *scratch, RowsView *v) {
+    if (lin->type == KERN_F32) {
+        v->w = lin->conv1d ? (const float *)lin->w + r0 : (const float *)lin->w + (size_t)r0 * lin->ld;
+        v->ld = lin->ld;
+        v->nn = lin->conv1d ? CblasTrans : CblasNoTrans;
+        v->tok = lin->conv1d ? CblasNoTrans : CblasTrans;
+        return 0;
+    }
+    if (quant_rows(lin->type, lin->w, (size_t)lin->out * lin->row_bytes, (size_t)lin->out, (size_t)lin->in,
+                   (size_t)r0, (size_t)r1, scratch, lin->name, NULL) != 0)
+        return -1;
+    v->w = scratch, v->ld = lin->in, v->nn = CblasNoTrans, v->tok = CblasTrans;
+    return 0;
+}
+
+/* dst (cols, rows) = src (rows, cols)^T */
+static void transpose(float *dst, const float *src, int rows, int cols) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+}
+
+/* Rows [r0, r1) of y^T get the bias and the activation (act < 0: none). */
+static void bias_act_rows(float *yT, const float *b, int act, int n, int ld, int r0, int r1) {
+    // yT (out, ld), of which columns [0, n)
+    if (b)
+        for (int r = r0; r < r1; r++) {
+            float *row = yT + (size_t)r * ld; // (n)
+            for (int j = 0; j < n; j++) row[j] += b[r];
+        }
+    if (act < 0) return;
+    if (n == ld) /* contiguous rows: one call, whole vectors, not one per row */
+        kern_activate(yT + (size_t)r0 * ld, (size_t)(r1 - r0) * n, (ActKind)act);
+    else
+        for (int r = r0; r < r1; r++) kern_activate(yT + (size_t)r * ld, (size_t)n, (ActKind)act);
+}
+
+/* Under 12 tokens the NN kernels' vectors, which run along the tokens, are
+ * mostly empty (bench/README.md has the timings); there the tiles run
+ * token-major, y = x W^T with vectors along the inputs, on a transposed copy
+ * of x. Returns 1, having done nothing, when that copy cannot be had. */
+#define FEW_TOKENS 12
+
+static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act,
+                           float *scratch) {
+    const int in = lin->in;
+    float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
+    if (!x) return 1;
+    transpose(x, xT, in, n);
+    float yt[FEW_TOKENS * TILE_ROWS]; // (n, tr) tile
+    for (int r = r0; r < r1; r += TILE_ROWS) {
+        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
+        RowsView v;
+        if (view_rows(lin, r, r + tr, scratch, &v) != 0) {
+            free(x);
+            return -1;
+        }
+        /* the bias first and beta = 1 throughout: at this shape the beta = 0
+         * kernel was the slower */
+        for (int j = 0; j < n; j++)
+            for (int rr = 0; rr < tr; rr++) yt[j * tr + rr] = lin->b ? lin->b[r + rr] : 0.0f;
+        for (int k0 = 0; k0 < in; k0 += TILE_K) {
+            int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
+            const float *wk = v.tok == CblasNoTrans ? v.w + (size_t)k0 * v.ld : v.w + k0; // W^T rows k0.. or W cols k0..
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, v.tok, n, tr, tk, 1.0f, x + k0, in, wk, v.ld, 1.0f, yt, tr);
+        }
+        for (int rr = 0; rr < tr; rr++)
+            for (int j = 0; j < n; j++) yT[(size_t)(r + rr) * n + j] = yt[j * tr + rr];
+        bias_act_rows(yT, NULL, act, n, n, r, r + tr);
+    }
+    free(x);
+    return 0;
+}
+
+int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch) {
+    // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1])
+    const int in = lin->in;
+    if (r0 >= r1) return 0;
+    if (!kern_gemm_tiled()) {
+        /* whole products; widened weights a block of rows at a time */
+        const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
+        for (int r = r0; r < r1; r += step) {
+            int tr = r1 - r < step ? r1 - r : step;
+            RowsView v;
+            if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
+            cblas_sgemm(CblasRowMajor, v.nn, CblasNoTrans, tr, n, in, 1.0f, v.w, v.ld, xT, n, 0.0f,
+                        yT + (size_t)r * n, n);
+        }
+        bias_act_rows(yT, lin->b, act, n, n, r0, r1);
+        return 0;
+    }
+    if (n < FEW_TOKENS) {
+        int rc = few_tokens_rows(yT, xT, lin, n, r0, r1, act, scratch);
+        if (rc <= 0) return rc;
+    }
+    for (int r = r0; r < r1; r += TILE_ROWS) {
+        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
+        RowsView v;
+        if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
+        for (int j0 = 0; j0 < n; j0 += TILE_TOKENS) {
+            int tn = n - j0 < TILE_TOKENS ? n - j0 : TILE_TOKENS;
+            float *yt = yT + (size_t)r * n + j0; // (tr, tn) tile, row stride n
+            for (int k0 = 0; k0 < in; k0 += TILE_K) {
+                int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
+                const float *wk = v.nn == CblasNoTrans ? v.w + k0 : v.w + (size_t)k0 * v.ld;
+                cblas_sgemm(CblasRowMajor, v.nn, CblasNoTrans, tr, tn, tk, 1.0f, wk, v.ld, xT + (size_t)k0 * n + j0,
+                            n, k0 ? 1.0f : 0.0f, yt, n);
+            }
+            /* while the tile is in L1 */
+            bias_act_rows(yT + j0, lin->b, act, tn, n, r, r + tr);
+        }
+    }
+    return 0;
+}
+
+/* W[o][k] of an F32 weight in either layout. */
+static float weight_f32(const Linear *lin, int o, int k) {
+    return lin->conv1d ? ((const float *)lin->w)[(size_t)k * lin->ld + o]
+                       : ((const float *)lin->w)[(size_t)o * lin->ld + k];
+}
+
+void kern_linear_naive(float *y, const float *x, const Linear *lin, int n) {
+    // y (n, out) = x (n, in) @ W^T + b; other storage types widened by quant.h's naive reference, a row at a time
+    const int in = lin->in, out = lin->out;
+    float *wrow = lin->type == KERN_F32 ? NULL : malloc((size_t)in * sizeof *wrow);
+    for (int o = 0; o < out; o++) {
+        if (wrow)
+            quant_rows_naive(lin->type, lin->w, (size_t)out * lin->row_bytes, (size_t)out, (size_t)in, (size_t)o,
+                             (size_t)o + 1, wrow, lin->name, NULL);
+        for (int i = 0; i < n; i++) {
+            double acc = lin->b ? lin->b[o] : 0.0;
+            for (int k = 0; k < in; k++) acc += (double)x[(size_t)i * in + k] * (wrow ? wrow[k] : weight_f32(lin, o, k));
+            y[(size_t)i * out + o] = (float)acc;
+        }
+    }
+    free(wrow);
+}
+
+void kern_norm_naive(float *x, const Norm *nm, int n, int dim) {
+    // x (n, dim) normalized in place over dim; biased variance as torch.nn.LayerNorm; RMSNorm as Llama's
+    for (int i = 0; i < n; i++) {
+        float *r = x + (size_t)i * dim;
+        double mean = 0, var = 0;
+        if (!nm->rms) {
+            for (int j = 0; j < dim; j++) mean += r[j];
+            mean /= dim;
+        }
+        for (int j = 0; j < dim; j++) {
+            double d = r[j] - mean;
+            var += d * d;
+        }
+        var /= dim;
+        float inv = (float)(1.0 / sqrt(var + nm->eps)), m = (float)mean;
+        for (int j = 0; j < dim; j++) r[j] = (r[j] - m) * inv * nm->g[j] + (nm->b ? nm->b[j] : 0.0f);
+    }
+}
+
+/* exp(x) by range reduction and a degree-6 polynomial (Cephes' coefficients):
+ * relative error ~2e-7, and branch-free so loops over it vectorize, where libm's
+ * expf is a call per element. Arguments are clamped to the float range. */
+static inline float vexpf(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    /* round(x / ln 2) with the 1.5 * 2^23 trick, exact without -ffast-math */
+    float fn = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - fn * 0.693359375f - fn * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)fn + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+/* Element-wise kernels are compiled for AVX-512, AVX2 and baseline x86-64 and
+ * picked at run time, so the default build stays portable. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VEC_CLONES
+#endif
+
+VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * cols;
+        float pmax[8], mx = r[0];
+        for (int k = 0; k < 8; k++) pmax[k] = r[0];
+        int j = 0;
+        for (; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
+        for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
+        for (j = 0; j < cols; j++) r[j] = vexpf(r[j] - mx);
+        /* eight partial sums: a fixed order the compiler may vectorize */
+        float part[8] = {0};
+        for (j = 0; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) part[k] += r[j + k];
+        float sum = 0;
+        for (; j < cols; j++) sum += r[j];
+        for (int k = 0; k < 8; k++) sum += part[k];
+        float inv = 1.0f / sum;
+        for (int k = 0; k < cols; k++) r[k] *= inv;
+    }
+}
+
+void kern_softmax_rows_naive(float *x, int rows, int cols) {
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * cols;
+        double mx = r[0], sum = 0;
+        for (int j = 1; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        for (int j = 0; j < cols; j++) sum += exp((double)r[j] - mx);
+        for (int j = 0; j < cols; j++) r[j] = (float)(exp((double)r[j] - mx) / sum);
+    }
+}
+
+/* erf by Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7), branch-free. */
+static inline float verff(float x) {
+    float a = x < 0 ? -x : x;
+    float t = 1.0f / (1.0f + 0.3275911f * a);
+    float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    float r = 1.0f - y * vexpf(-a * a);
+    return x < 0 ? -r : r;
+}
+
+
+void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
+                          const AttnRule *rule) {
+    // probs (n, n); ctxT, qT, kT, vT (dh, n): one row per head dimension, one column per token
+    for (int i = 0; i < n; i++) {
+        int hi = rule->causal ? i + 1 : n, lo = rule->window > 0 && i - rule->window + 1 > 0 ? i - rule->window + 1 : 0;
+        for (int j = 0; j < n; j++) probs[(size_t)i * n + j] = 0.0f;
+        for (int j = lo; j < hi; j++) {
+            double acc = 0;
+            for (int d = 0; d < dh; d++) acc += (double)qT[(size_t)d * n + i] * kT[(size_t)d * n + j];
+            acc *= rule->scale;
+            if (rule->softcap > 0) acc = rule->softcap * tanh(acc / rule->softcap);
+            probs[(size_t)i * n + j] = (float)acc;
+        }
+        kern_softmax_rows_naive(probs + (size_t)i * n + lo, 1, hi - lo);
+    }
+    if (!ctxT) return;
+    for (int d = 0; d < dh; d++)
+        for (int i = 0; i < n; i++) {
+            double acc = 0;
+            for (int j = 0; j < n; j++) acc += (double)probs[(size_t)i * n + j] * vT[(size_t)d * n + j];
+            ctxT[(size_t)d * n + i] = (float)acc;
+        }
+}
+
+VEC_CLONES static void softcap_row(float *r, int n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int j = 0; j < n; j++) {
+        float y = r[j] * inv;
+        r[j] = cap * (1.0f - 2.0f / (vexpf(2.0f * y) + 1.0f)); /* cap * tanh(y) */
+    }
+}
+
+void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
+                    const AttnRule *rule) {
+    // probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) = (probs v)^T unless ctxT is NULL
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, dh, rule->scale, qT, n, kT, n, 0.0f, probs, n);
+    if (!rule->causal && rule->window <= 0) {
+        if (rule->softcap > 0) softcap_row(probs, n * n, rule->softcap);
+        kern_softmax_rows(probs, n, n);
+    } else {
+        /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
+        for (int i = 0; i < n; i++) {
+            float *r = probs + (size_t)i * n; // (n)
+            int hi = rule->causal ? i + 1 : n;
+            int lo = rule->window > 0 && i - rule->window + 1 > 0 ? i - rule->window + 1 : 0;
+            if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
+            kern_softmax_rows(r + lo, 1, hi - lo);
+            memset(r, 0, (size_t)lo * sizeof *r);
+            memset(r + hi, 0, (size_t)(n - hi) * sizeof *r);
+        }
+    }
+    if (ctxT) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, n, n, 1.0f, vT, n, probs, n, 0.0f, ctxT, n);
+}
+
+void kern_activate_naive(float *x, size_t n, ActKind act) {
+    for (size_t i = 0; i < n; i++) {
+        double u = x[i];
+        switch (act) {
+        case ACT_GELU: x[i] = (float)(0.5 * u * (1.0 + erf(u * M_SQRT1_2))); break;
+        case ACT_GELU_TANH: x[i] = (float)(0.5 * u * (1.0 + tanh(0.7978845608028654 * (u + 0.044715 * u * u * u)))); break;
+        case ACT_RELU: x[i] = u > 0 ? (float)u : 0.0f; break;
+        case ACT_SILU: x[i] = (float)(u / (1.0 + exp(-u))); break;
+        }
+    }
+}
+
+VEC_CLONES void kern_activate(float *x, size_t n, ActKind act) {
+    switch (act) {
+    case ACT_GELU:
+        for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + verff(x[i] * 0.70710678118654752f));
+        break;
+    case ACT_GELU_TANH:
+        for (size_t i = 0; i < n; i++) {
+            float u = x[i];
+            float y = 0.7978845608028654f * (u + 0.044715f * u * u * u); /* sqrt(2/pi) */
+            float th = 1.0f - 2.0f / (vexpf(2.0f * y) + 1.0f);            /* tanh(y) */
+            x[i] = 0.5f * u * (1.0f + th);
+        }
+        break;
+    case ACT_RELU:
+        for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+        break;
+    case ACT_SILU:
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + vexpf(-x[i]));
+        break;
+    }
+}
+
+VEC_CLONES void kern_glu(float *g, const float *u, size_t n, ActKind act) {
+    kern_activate(g, n, act);
+    for (size_t i = 0; i < n; i++) g[i] *= u[i];
+}
+
+/* Tokens the residual step takes at a time, and the threads' split of them:
+ * 16 floats, so its transposed reads and writes are whole cache lines. */
+#define ROW_BLOCK 16
+
+/* Mean (0 for RMSNorm) and 1/std of each of bn rows of dim floats, accumulated
+ * in double as kern_norm_naive does, over eight lanes that vectorize. */
+static void row_stats(const float *xb, int bn, int dim, const Norm *nm, float *mean, float *inv) {
+    for (int ii = 0; ii < bn; ii++) {
+        const float *row = xb + (size_t)ii * dim;
+        double part[8] = {0}, mu = 0, var = 0;
+        int j = 0;
+        if (!nm->rms) {
+            for (; j + 8 <= dim; j += 8)
+                for (int k = 0; k < 8; k++) part[k] += row[j + k];
+            for (; j < dim; j++) mu += row[j];
+            for (int k = 0; k < 8; k++) mu += part[k], part[k] = 0;
+            mu /= dim;
+        }
+        for (j = 0; j + 8 <= dim; j += 8)
+            for (int k = 0; k < 8; k++) part[k] += (row[j + k] - mu) * (row[j + k] - mu);
+        for (; j < dim; j++) var += (row[j] - mu) * (row[j] - mu);
+        for (int k = 0; k < 8; k++) var += part[k];
+        var /= dim;
+        mean[ii] = (float)mu, inv[ii] = (float)(1.0 / sqrt(var + nm->eps));
+    }
+}
+
+VEC_CLONES void kern_residual(float *x, const float *yT, float *dst, float *dstT, const Norm *nm, int n, int dim,
+                              int i0, int i1) {
+    // tokens [i0, i1) of x (n, dim) += yT (dim, n)^T; then norm(x) or x to dst (n, dim), dstT (dim, n)
+    const float *g = nm && nm->g ? nm->g : NULL, *b = g ? nm->b : NULL;
+    for (int b0 = i0; b0 < i1; b0 += ROW_BLOCK) {
+        const int bn = i1 - b0 < ROW_BLOCK ? i1 - b0 : ROW_BLOCK;
+        float *xb = x + (size_t)b0 * dim; // (bn, dim)
+        float mean[ROW_BLOCK] = {0}, inv[ROW_BLOCK] = {0};
+        if (yT) {
+            for (int j = 0; j < dim; j++) {
+                const float *yc = yT + (size_t)j * n + b0; // (bn)
+                for (int ii = 0; ii < bn; ii++) xb[(size_t)ii * dim + j] += yc[ii];
+            }
+        }
+        if (g) row_stats(xb, bn, dim, nm, mean, inv);
+        if (dstT) /* before dst, which may overwrite x */
+            for (int j = 0; j < dim; j++) {
+                float *tc = dstT + (size_t)j * n + b0; // (bn)
+                for (int ii = 0; ii < bn; ii++) {
+                    float v = xb[(size_t)ii * dim + j];
+                    tc[ii] = g ? (v - mean[ii]) * inv[ii] * g[j] + (b ? b[j] : 0.0f) : v;
+                }
+            }
+        if (dst)
+            for (int ii = 0; ii < bn; ii++) {
+                const float *row = xb + (size_t)ii * dim;
+                float *out = dst + (size_t)(b0 + ii) * dim;
+                for (int j = 0; j < dim; j++)
+                    out[j] = g ? (row[j] - mean[ii]) * inv[ii] * g[j] + (b ? b[j] : 0.0f) : row[j];
+            }
+    }
+}
+
+void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps) {
+    // xT (dim, n): column j is token j's vector
+    for (int j = 0; j < n; j++) {
+        double ss = 0;
+        for (int d = 0; d < dim; d++) ss += (double)xT[(size_t)d * n + j] * xT[(size_t)d * n + j];
+        float inv = (float)(1.0 / sqrt(ss / dim + eps));
+        for (int d = 0; d < dim; d++) xT[(size_t)d * n + j] = xT[(size_t)d * n + j] * inv * g[d];
+    }
+}
+
+VEC_CLONES void kern_rope(float *xT, const float *cos_t, const float *sin_t, int dh, int n) {
+    // xT (dh, n); cos_t, sin_t (dh/2, n)
+    const int half = dh / 2;
+    for (int i = 0; i < half; i++) {
+        float *a = xT + (size_t)i * n, *b = xT + (size_t)(i + half) * n; // (n) each
+        const float *c = cos_t + (size_t)i * n, *s = sin_t + (size_t)i * n;
+        for (int j = 0; j < n; j++) {
+            float x0 = a[j], x1 = b[j];
+            a[j] = x0 * c[j] - x1 * s[j];
+            b[j] = x1 * c[j] + x0 * s[j];
+        }
+    }
+}
+
+void kern_rope_naive(float *xT, const float *inv_freq, const int *pos, int dh, int n) {
+    const int half = dh / 2;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < half; i++) {
+            /* float angle, as torch computes position * inv_freq in float32 */
+            float ang = (float)pos[j] * inv_freq[i];
+            double c = cos((double)ang), s = sin((double)ang);
+            double x0 = xT[(size_t)i * n + j], x1 = xT[(size_t)(i + half) * n + j];
+            xT[(size_t)i * n + j] = (float)(x0 * c - x1 * s);
+            xT[(size_t)(i + half) * n + j] = (float)(x1 * c + x0 * s);
+        }
+}

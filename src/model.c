@@ -1,0 +1,405 @@
+/* model.c — a checkpoint's weights as views the engine reads: lookup under
+ * the names real checkpoints use, shape and dtype checks, sharded
+ * safetensors; and the run state and capture buffers. */
+#include "model.h"
+
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "torchbin.h"
+#include "util.h"
+
+/* ggml's numbers for the safetensors dtypes the engine widens per tile. */
+#define TYPE_F16 1u
+#define TYPE_BF16 30u
+
+/* ---------------------------------------------------------------- lookup */
+
+static int keep_owned(Model *m, float *p) {
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
+        float **o = realloc(m->owned, (size_t)cap * sizeof *o);
+        if (!o) return -1;
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = p;
+    return 0;
+}
+
+static const StTensor *find_any(const Model *m, const char *name) {
+    for (int i = 0; i < m->n_files; i++) {
+        const StTensor *t = st_find(&m->files[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+/* Looks a tensor up under the names real checkpoints use: with or without the
+ * family's prefix, LayerNorm weight/bias or gamma/beta (Google's BERT). */
+static const StTensor *find_variant(const Model *m, const char *name, char *used, size_t used_len) {
+    const ArchSpec *spec = arch_spec(m->cfg.arch);
+    const char *prefixes[] = {"", spec ? spec->tensor_prefix : ""};
+    char alt[256] = "";
+    size_t nl = strlen(name);
+    if (nl > 7 && !strcmp(name + nl - 7, ".weight") && strstr(name, "LayerNorm"))
+        snprintf(alt, sizeof alt, "%.*s.gamma", (int)(nl - 7), name);
+    else if (nl > 5 && !strcmp(name + nl - 5, ".bias") && strstr(name, "LayerNorm"))
+        snprintf(alt, sizeof alt, "%.*s.beta", (int)(nl - 5), name);
+    for (int p = 0; p < 2; p++) {
+        for (int v = 0; v < 2; v++) {
+            const char *base = v ? alt : name;
+            if (!*base) continue;
+            snprintf(used, used_len, "%s%s", prefixes[p], base);
+            const StTensor *t = find_any(m, used);
+            if (t) return t;
+        }
+    }
+    snprintf(used, used_len, "%s", name);
+    return NULL;
+}
+
+int model_has_tensor(const Model *m, const char *name) {
+    char used[300];
+    return find_variant(m, name, used, sizeof used) != NULL;
+}
+
+static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, len - k, "[");
+    for (int i = 0; i < ndim && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < len) snprintf(buf + k, len - k, "]");
+}
+
+/* The tensor, checked to have the expected shape and a float dtype. */
+static const StTensor *checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
+    char used[300];
+    const StTensor *t = find_variant(m, name, used, sizeof used);
+    int64_t want[2] = {d0, d1};
+    char ws[64], gs[64];
+    shape_str(ws, sizeof ws, ndim, want);
+    if (!t) {
+        av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+        return NULL;
+    }
+    if (t->dtype == ST_OTHER) {
+        av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, used, t->dtype_name);
+        return NULL;
+    }
+    if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
+        shape_str(gs, sizeof gs, t->ndim, t->shape);
+        av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, used, gs, ws);
+        return NULL;
+    }
+    if (!m->dtype_name[0]) snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t->dtype_name);
+    return t;
+}
+
+/* A float32 copy of t's numel elements, or the mapping itself for aligned F32. */
+static const float *as_f32(Model *m, const StTensor *t, size_t numel, float offset, AvErr *e) {
+    if (t->dtype == ST_F32 && ((uintptr_t)t->data % sizeof(float)) == 0 && offset == 0.0f)
+        return (const float *)t->data;
+    float *copy = malloc(numel * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        av_err(e, "%s: out of memory converting tensor '%s'", m->path, t->name);
+        return NULL;
+    }
+    st_to_f32(t, copy);
+    for (size_t i = 0; offset != 0.0f && i < numel; i++) copy[i] += offset;
+    return copy;
+}
+
+const float *model_tensor(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
+    const StTensor *t = checked(m, name, ndim, d0, d1, e);
+    return t ? as_f32(m, t, (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1), 0.0f, e) : NULL;
+}
+
+static void note_width(Model *m, int64_t in) {
+    if (in > m->max_in) m->max_in = (int)in;
+}
+
+int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t out, int bias, AvErr *e) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    const StTensor *t = checked(m, nm, 2, out, in, e);
+    if (!t) return -1;
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t->name;
+    if (t->dtype == ST_F16 || t->dtype == ST_BF16) {
+        /* kept in half precision, widened per tile (kernels.h) */
+        lin->type = t->dtype == ST_F16 ? TYPE_F16 : TYPE_BF16;
+        lin->w = t->data;
+        lin->row_bytes = (size_t)in * 2;
+    } else {
+        lin->type = KERN_F32;
+        if (!(lin->w = as_f32(m, t, (size_t)out * (size_t)in, 0.0f, e))) return -1;
+    }
+    note_width(m, in);
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    if (bias == 0 || (bias < 0 && !model_has_tensor(m, nm))) return 0;
+    return (lin->b = model_tensor(m, nm, 1, out, 0, e)) ? 0 : -1;
+}
+
+int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
+    char nm[300];
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    const float *w = model_tensor(m, nm, 2, in, n_parts * out, e);
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    const float *b = w ? model_tensor(m, nm, 1, n_parts * out, 0, e) : NULL;
+    if (!b) return -1;
+    for (int p = 0; p < n_parts; p++)
+        parts[p] = (Linear){.type = KERN_F32, .w = w + (size_t)p * out, .b = b + (size_t)p * out, .out = (int)out,
+                            .in = (int)in, .conv1d = 1, .ld = (int)(n_parts * out), .name = prefix};
+    note_width(m, in);
+    return 0;
+}
+
+int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e) {
+    char name[300];
+    snprintf(name, sizeof name, "%.250s.weight", prefix);
+    const StTensor *t = checked(m, name, 1, dim, 0, e);
+    if (!t || !(nm->g = as_f32(m, t, (size_t)dim, m->cfg.norm_offset, e))) return -1;
+    nm->rms = m->cfg.norm == NORM_RMS;
+    nm->eps = m->cfg.layer_norm_eps;
+    nm->b = NULL;
+    if (nm->rms) return 0;
+    snprintf(name, sizeof name, "%.250s.bias", prefix);
+    return (nm->b = model_tensor(m, name, 1, dim, 0, e)) ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* Hugging Face's rotary frequencies (transformers' ROPE_INIT_FUNCTIONS) in
+ * float32 as torch computes them; the dynamic kind's length-dependent base
+ * is applied per forward pass. */
+static int rope_init(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const int half = c->head_dim / 2;
+    if (!(m->inv_freq = malloc((size_t)half * sizeof *m->inv_freq))) return av_err(e, "out of memory");
+    for (int i = 0; i < half; i++) {
+        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+        if (c->rope_kind == ROPE_LINEAR) f /= c->rope_factor;
+        if (c->rope_kind == ROPE_LLAMA3) {
+            const double pi = 3.14159265358979323846;
+            double old = c->rope_orig_max_pos, lo = c->rope_low_freq, hi = c->rope_high_freq;
+            double wavelen = 2 * pi / f, low_wl = old / lo, high_wl = old / hi;
+            if (wavelen > low_wl) f = f / c->rope_factor;
+            else if (!(wavelen < high_wl)) {
+                float smooth = (float)((old / wavelen - lo) / (hi - lo));
+                f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
+            }
+        }
+        m->inv_freq[i] = f;
+    }
+    return 0;
+}
+
+/* The folder part of path ("." when there is none). */
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, path, n), d[n] = '\0';
+    return d;
+}
+
+/* The shard files a model.safetensors.index.json names, each once, in order of first mention. */
+static int open_shards(Model *m, const char *index_path, AvErr *e) {
+    char *buf;
+    size_t len;
+    if (av_read_file(index_path, 64 << 20, &buf, &len, e) != 0) return -1;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    const cJSON *map = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    int rc = -1, n = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
+    char *dir = dir_of(index_path);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    if (!cJSON_IsObject(map) || !n) {
+        av_err(e, "%s: expected {\"weight_map\": {tensor: shard file}}", index_path);
+        goto done;
+    }
+    if (!dir || !names || !(m->files = calloc((size_t)n, sizeof *m->files))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, map) {
+        if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
+            av_err(e, "%s: weight_map[\"%.80s\"] must be a file name in the same folder", index_path, it->string);
+            goto done;
+        }
+        int seen = 0;
+        for (int i = 0; i < k && !seen; i++) seen = !strcmp(names[i], it->valuestring);
+        if (!seen) names[k++] = it->valuestring;
+    }
+    for (int i = 0; i < k; i++) {
+        char *p = av_path_join(dir, names[i]);
+        if (!p) {
+            av_err(e, "out of memory");
+            goto done;
+        }
+        int r = st_open(&m->files[m->n_files], p, e);
+        free(p);
+        if (r != 0) goto done;
+        m->n_files++;
+    }
+    rc = 0;
+done:
+    free(names);
+    free(dir);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e) {
+    memset(m, 0, sizeof *m);
+    if (cfg_load(&m->cfg, config_path, e) != 0) return -1;
+    size_t wl = strlen(weights_path);
+    int torch_zip = wl >= 4 && !strcmp(weights_path + wl - 4, ".bin"); /* torch.save's zip, read without unpickling */
+    int index = wl >= 11 && !strcmp(weights_path + wl - 11, ".index.json");
+    int rc = -1;
+    if (index) {
+        rc = open_shards(m, weights_path, e);
+    } else if ((m->files = calloc(1, sizeof *m->files))) {
+        rc = torch_zip ? tb_open(&m->files[0], weights_path, e) : st_open(&m->files[0], weights_path, e);
+        if (rc == 0) m->n_files = 1;
+    } else {
+        av_err(e, "out of memory");
+    }
+    if (rc != 0) {
+        model_free(m);
+        return -1;
+    }
+    m->path = m->files[0].path;
+    const ArchSpec *spec = arch_spec(m->cfg.arch);
+    m->w.layers = calloc((size_t)m->cfg.num_layers, sizeof *m->w.layers);
+    if (!m->w.layers) rc = av_err(e, "out of memory");
+    else rc = spec->load(m, e);
+    if (rc == 0 && m->cfg.pos == POS_ROPE) rc = rope_init(m, e);
+    if (rc != 0) model_free(m);
+    return rc;
+}
+
+int model_load(Model *m, const char *dir, AvErr *e) {
+    static const char *const names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"};
+    char *cp = av_path_join(dir, "config.json"), *paths[3] = {NULL, NULL, NULL};
+    int rc = 0, pick = 0;
+    for (int i = 0; i < 3; i++) rc |= !(paths[i] = av_path_join(dir, names[i]));
+    if (rc || !cp) {
+        rc = av_err(e, "out of memory");
+    } else {
+        /* safetensors first: no pickle at all; a missing file is named as model.safetensors */
+        for (pick = 0; pick < 3 && !av_file_exists(paths[pick]); pick++) {}
+        rc = model_load_files(m, cp, paths[pick < 3 ? pick : 0], e);
+    }
+    free(cp);
+    for (int i = 0; i < 3; i++) free(paths[i]);
+    return rc;
+}
+
+void model_free(Model *m) {
+    for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    free(m->w.layers);
+    free(m->inv_freq);
+    for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
+    free(m->files);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static float *alloc_floats(size_t n) {
+    return n ? malloc(n * sizeof(float)) : NULL;
+}
+
+int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    memset(s, 0, sizeof *s);
+    size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
+    size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
+    s->max_tokens = max_tokens;
+    /* as many threads as BLAS was allowed (--threads / OPENBLAS_NUM_THREADS) */
+    int T = openblas_get_num_threads();
+    s->n_threads = T < 1 ? 1 : T > POOL_MAX_THREADS ? POOL_MAX_THREADS : T;
+    s->x = alloc_floats(n * H);
+    s->xT = alloc_floats(n * (H > QW ? H : QW));
+    s->qT = alloc_floats(n * QW);
+    s->kT = alloc_floats(n * KW);
+    s->vT = alloc_floats(n * KW);
+    s->ctxT = alloc_floats(n * QW);
+    s->yT = alloc_floats(n * H);
+    s->ffT = alloc_floats(n * FF);
+    int bad = !s->x || !s->xT || !s->qT || !s->kT || !s->vT || !s->ctxT || !s->yT || !s->ffT;
+    if (c->gated_mlp) bad |= !(s->gateT = alloc_floats(n * FF));
+    if (c->pos == POS_ROPE) {
+        s->rope_cos = alloc_floats(n * dh / 2);
+        s->rope_sin = alloc_floats(n * dh / 2);
+        bad |= !s->rope_cos || !s->rope_sin;
+    }
+    s->scores = alloc_floats((size_t)s->n_threads * n * n);
+    /* an embedding row is widened there too */
+    size_t widen = (size_t)KERN_WIDEN_ROWS * (size_t)(m->max_in > c->hidden_size ? m->max_in : c->hidden_size);
+    s->widen = alloc_floats((size_t)s->n_threads * widen);
+    if (bad || !s->scores || !s->widen) {
+        model_runstate_free(s);
+        return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
+    }
+    s->pool = pool_create(s->n_threads); /* NULL: run on the calling thread only */
+    if (!s->pool) s->n_threads = 1;
+    return 0;
+}
+
+void model_runstate_free(RunState *s) {
+    pool_destroy(s->pool);
+    float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->scores,
+                     s->rope_cos, s->rope_sin, s->widen};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(s, 0, sizeof *s);
+}
+
+int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
+    memset(cap, 0, sizeof *cap);
+    cap->n_layers = c->num_layers;
+    cap->n_heads = c->num_heads;
+    cap->n_kv_heads = c->num_kv_heads ? c->num_kv_heads : c->num_heads;
+    cap->head_dim = c->head_dim ? c->head_dim : c->hidden_size / c->num_heads;
+    cap->hidden_size = c->hidden_size;
+    cap->n_tokens = n;
+    cap->cap_tokens = (size_t)n;
+    size_t LH = (size_t)c->num_layers * (size_t)c->num_heads;
+    cap->attn = alloc_floats(LH * (size_t)n * (size_t)n);
+    int bad = !cap->attn;
+    if (want_qk) {
+        cap->q = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
+        cap->k = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
+        bad |= !cap->q || !cap->k;
+    }
+    if (want_hidden) {
+        cap->hidden = alloc_floats((size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size);
+        bad |= !cap->hidden;
+    }
+    if (bad) {
+        model_capture_free(cap);
+        return av_err(e, "out of memory for attention capture (%d tokens)", n);
+    }
+    return 0;
+}
+
+void model_capture_free(Capture *cap) {
+    free(cap->attn);
+    free(cap->q);
+    free(cap->k);
+    free(cap->hidden);
+    memset(cap, 0, sizeof *cap);
+}

@@ -1,0 +1,474 @@
+/* test_kernels.c — the engine's optimized kernels against their naive
+ * references (kernels.h): products in every layout and storage type, both
+ * BLAS paths, attention with every mask, norms, softmax, activations, rotary. */
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "safetensors.h"
+#include "check_util.h"
+
+/* y (n, out) through kern_linear_rows, whose input and output are transposed;
+ * rows split at `split`, as the forward pass's threads split them. */
+static void linear_via_rows(float *y, const float *x, const Linear *lin, int n, int in, int out, int split) {
+    float *xT = malloc(sizeof(float) * n * in), *yT = malloc(sizeof(float) * n * out);
+    ck_assert_ptr_nonnull(xT);
+    ck_assert_ptr_nonnull(yT);
+    transpose(xT, x, n, in);
+    kern_linear_rows(yT, xT, lin, n, 0, split, -1, NULL);
+    kern_linear_rows(yT, xT, lin, n, split, out, -1, NULL);
+    transpose(y, yT, out, n);
+    free(xT), free(yT);
+}
+
+START_TEST(linear_rows_match_naive_reference) {
+    int n = 13, in = 37, out = 29;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 1, 1), fill(w, (size_t)out * in, 2, 0.5f), fill(b, (size_t)out, 3, 1);
+    Linear lin = {.w = w, .b = b, .out = out, .in = in, .ld = in}, nobias = {.w = w, .out = out, .in = in, .ld = in};
+    kern_matmul_naive(y1, x, w, b, n, in, out);
+    linear_via_rows(y2, x, &lin, n, in, out, out);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    kern_matmul_naive(y1, x, w, NULL, n, in, out);
+    linear_via_rows(y2, x, &nobias, n, in, out, 16);
+    ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    /* the activation goes on after the bias */
+    float *xT = malloc(sizeof(float) * n * in), *yT = malloc(sizeof(float) * n * out);
+    transpose(xT, x, n, in);
+    kern_linear_rows(yT, xT, &lin, n, 0, out, ACT_RELU, NULL);
+    kern_matmul_naive(y1, x, w, b, n, in, out);
+    transpose(y2, yT, out, n);
+    int negatives = 0;
+    for (int i = 0; i < n * out; i++) {
+        negatives += y1[i] < 0;
+        ck_assert_float_eq_tol(y2[i], y1[i] > 0 ? y1[i] : 0.0f, 1e-4f);
+    }
+    ck_assert_int_gt(negatives, 0);
+    free(x), free(w), free(b), free(y1), free(y2), free(xT), free(yT);
+}
+END_TEST
+
+/* q, k, v (n, ld) rows holding a head at column off -> the head's (dh, n) rows */
+static void head_rows(float *dst, const float *src, int n, int ld, int off, int dh) {
+    for (int d = 0; d < dh; d++)
+        for (int i = 0; i < n; i++) dst[(size_t)d * n + i] = src[(size_t)i * ld + off + d];
+}
+
+START_TEST(attention_matches_naive_reference_inside_a_wider_block) {
+    int n = 19, dh = 8, H = 24; /* head 1 of three: rows [8, 16) of a (H, n) block, as in the model */
+    size_t sz = (size_t)n * H;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
+    float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
+    fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
+    float scale = 1.0f / sqrtf((float)dh);
+    const size_t off = (size_t)dh * n;
+    kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0});
+    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0});
+    ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += p2[i * n + j];
+        ck_assert_double_eq_tol(s, 1.0, 1e-5);
+    }
+    /* rows outside the head's are untouched */
+    for (size_t i = 0; i < off; i++) ck_assert_float_eq(c2[i], 0.0f);
+    for (size_t i = 2 * off; i < sz; i++) ck_assert_float_eq(c2[i], 0.0f);
+    free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(attention_naive_reference_is_softmax_of_scaled_dot_products) {
+    /* the reference itself, against the definition on token-major q, k, v */
+    int n = 5, dh = 4;
+    float q[20], k[20], v[20], qT[20], kT[20], vT[20], probs[25], ctxT[20];
+    fill(q, 20, 40, 1), fill(k, 20, 41, 1), fill(v, 20, 42, 1);
+    head_rows(qT, q, n, dh, 0, dh), head_rows(kT, k, n, dh, 0, dh), head_rows(vT, v, n, dh, 0, dh);
+    kern_attention_naive(probs, ctxT, qT, kT, vT, n, dh, &(AttnRule){0.5f, 0, 0, 0});
+    for (int i = 0; i < n; i++) {
+        double e[5], sum = 0;
+        for (int j = 0; j < n; j++) {
+            double dot = 0;
+            for (int d = 0; d < dh; d++) dot += (double)q[i * dh + d] * k[j * dh + d];
+            sum += e[j] = exp(0.5 * dot);
+        }
+        for (int j = 0; j < n; j++) ck_assert_double_eq_tol(probs[i * n + j], e[j] / sum, 1e-6);
+        for (int d = 0; d < dh; d++) {
+            double c = 0;
+            for (int j = 0; j < n; j++) c += e[j] / sum * v[j * dh + d];
+            ck_assert_double_eq_tol(ctxT[d * n + i], c, 1e-6);
+        }
+    }
+}
+END_TEST
+
+START_TEST(causal_attention_gives_future_keys_exactly_zero) {
+    int n = 23, dh = 8;
+    size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
+    float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
+    fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
+    float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0});
+    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0});
+    ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+    ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) {
+            if (j > i) ck_assert_float_eq(p2[i * n + j], 0.0f);
+            else ck_assert_float_gt(p2[i * n + j], 0.0f);
+            s += p2[i * n + j];
+        }
+        ck_assert_double_eq_tol(s, 1.0, 1e-5);
+    }
+    /* the last row sees every key: it equals unmasked attention's last row */
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 0, 0, 0});
+    ck_assert_float_lt(max_abs_diff(p1 + (size_t)(n - 1) * n, p2 + (size_t)(n - 1) * n, (size_t)n), 1e-6f);
+    free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
+    /* GPT-2's c_attn: weight (in, 3 * out) holding q | k | v; each view is a column block */
+    int n = 11, in = 24, out = 40, parts = 3, ld = parts * out;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
+    float *wt = malloc(sizeof(float) * out * in);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 11, 1), fill(w, (size_t)in * ld, 12, 0.5f), fill(b, (size_t)ld, 13, 1);
+    for (int p = 0; p < parts; p++) {
+        Linear lin = {.w = w + p * out, .b = b + p * out, .out = out, .in = in, .conv1d = 1, .ld = ld};
+        /* the same block transposed into a Linear (out, in) weight */
+        for (int o = 0; o < out; o++)
+            for (int i = 0; i < in; i++) wt[(size_t)o * in + i] = w[(size_t)i * ld + p * out + o];
+        kern_matmul_naive(y1, x, wt, b + p * out, n, in, out);
+        kern_linear_naive(y2, x, &lin, n);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
+        linear_via_rows(y2, x, &lin, n, in, out, 16);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+    }
+    free(x), free(w), free(b), free(wt), free(y1), free(y2);
+}
+END_TEST
+
+/* Both ways of issuing a product to BLAS (whole, or as small tiles; see
+ * kern_gemm_tiled) on shapes with remainders in every tiled dimension:
+ * 130 tokens (tiles of 128), 800 inputs (768) and 37 rows (8), in both
+ * weight layouts and split in two, as the threads split it. */
+START_TEST(tiled_and_whole_products_match_naive_reference) {
+    int n = 130, in = 800, out = 37, ld = 3 * out;
+    float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
+    float *wt = malloc(sizeof(float) * out * in);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    fill(x, (size_t)n * in, 31, 1), fill(w, (size_t)in * ld, 32, 0.1f), fill(b, (size_t)ld, 33, 1);
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++) wt[(size_t)o * in + i] = w[(size_t)i * ld + out + o];
+    Linear conv = {.w = w + out, .b = b + out, .out = out, .in = in, .conv1d = 1, .ld = ld},
+           plain = {.w = wt, .b = b + out, .out = out, .in = in, .ld = in};
+    const int was = kern_gemm_tiled();
+    for (int tiled = 0; tiled < 2; tiled++) {
+        kern_set_gemm_tiled(tiled);
+        ck_assert_int_eq(kern_gemm_tiled(), tiled);
+        /* and 7 tokens, which run token-major (few_tokens_rows) */
+        for (int layout = 0; layout < 4; layout++) {
+            const Linear *lin = layout & 1 ? &conv : &plain;
+            const int tokens = layout & 2 ? 7 : n;
+            kern_linear_naive(y1, x, lin, tokens);
+            linear_via_rows(y2, x, lin, tokens, in, out, 11);
+            ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)tokens * out), 1e-4f);
+        }
+    }
+    kern_set_gemm_tiled(was);
+    free(x), free(w), free(b), free(wt), free(y1), free(y2);
+}
+END_TEST
+
+START_TEST(attention_without_context_gives_the_same_probabilities) {
+    /* the last layer needs only the probabilities: ctxT NULL skips the product with v */
+    int n = 17, dh = 8;
+    size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
+    fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
+    for (int causal = 0; causal < 2; causal++) {
+        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0});
+        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0});
+        ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
+    }
+    free(q), free(k), free(v), free(p1), free(p2), free(c);
+}
+END_TEST
+
+/* x += y, then LayerNorm, by the reference kernels on token-major arrays */
+static void residual_reference(float *x, const float *y, const float *g, const float *b, int n, int dim) {
+    for (size_t i = 0; i < (size_t)n * dim; i++) x[i] += y ? y[i] : 0.0f;
+    if (g) kern_norm_naive(x, &(Norm){g, b, 0, 1e-12f}, n, dim);
+}
+
+START_TEST(residual_step_matches_add_and_layernorm_reference) {
+    /* 37 tokens: two whole blocks of 16 and a remainder; 50 features: not a multiple of 16 */
+    int n = 37, dim = 50;
+    size_t sz = (size_t)n * dim;
+    float *x0 = malloc(sizeof(float) * sz), *y = malloc(sizeof(float) * sz), *yT = malloc(sizeof(float) * sz);
+    float *ref = malloc(sizeof(float) * sz), *x = malloc(sizeof(float) * sz), *dst = malloc(sizeof(float) * sz);
+    float *dT = malloc(sizeof(float) * sz), *d = malloc(sizeof(float) * sz), g[50], b[50];
+    fill(x0, sz, 51, 3), fill(y, sz, 52, 1), fill(g, 50, 53, 1), fill(b, 50, 54, 1);
+    for (size_t i = 0; i < sz; i++) x0[i] += 20.0f; /* a large mean, as residual streams have */
+    transpose(yT, y, n, dim);
+    /* post-LN: x = LN(x + y) in place, and transposed; split at token 20 */
+    memcpy(ref, x0, sizeof(float) * sz), memcpy(x, x0, sizeof(float) * sz);
+    residual_reference(ref, y, g, b, n, dim);
+    kern_residual(x, yT, x, dT, &(Norm){g, b, 0, 1e-12f}, n, dim, 0, 20);
+    kern_residual(x, yT, x, dT, &(Norm){g, b, 0, 1e-12f}, n, dim, 20, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 2e-5f);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    /* pre-LN: x += y kept, LN(x) only into dst */
+    memcpy(ref, x0, sizeof(float) * sz), memcpy(x, x0, sizeof(float) * sz);
+    residual_reference(ref, y, NULL, NULL, n, dim);
+    kern_residual(x, yT, NULL, NULL, &(Norm){NULL, NULL, 0, 1e-12f}, n, dim, 0, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 1e-6f);
+    kern_residual(x, NULL, dst, dT, &(Norm){g, b, 0, 1e-12f}, n, dim, 0, n);
+    ck_assert_float_lt(max_abs_diff(ref, x, sz), 1e-6f); /* the residual itself untouched */
+    residual_reference(ref, NULL, g, b, n, dim);
+    ck_assert_float_lt(max_abs_diff(ref, dst, sz), 2e-5f);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    /* no LayerNorm: x itself, transposed */
+    kern_residual(x, NULL, NULL, dT, &(Norm){NULL, NULL, 0, 1e-12f}, n, dim, 0, n);
+    transpose(d, dT, dim, n);
+    ck_assert_int_eq(memcmp(d, x, sizeof(float) * sz), 0);
+    free(x0), free(y), free(yT), free(ref), free(x), free(dst), free(dT), free(d);
+}
+END_TEST
+
+START_TEST(softmax_matches_naive_reference_over_a_wide_range) {
+    int rows = 7, cols = 203;
+    float *a = malloc(sizeof(float) * rows * cols), *b = malloc(sizeof(float) * rows * cols);
+    fill(a, (size_t)rows * cols, 21, 40); /* logits up to +-40: exp's whole useful range */
+    a[5] = -1e30f, a[cols + 3] = 1e4f;    /* clamped extremes */
+    memcpy(b, a, sizeof(float) * rows * cols);
+    kern_softmax_rows(a, rows, cols);
+    kern_softmax_rows_naive(b, rows, cols);
+    ck_assert_float_lt(max_abs_diff(a, b, (size_t)rows * cols), 1e-6f);
+    free(a), free(b);
+}
+END_TEST
+
+START_TEST(activations_match_naive_reference) {
+    size_t n = 4001;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    for (ActKind k = ACT_GELU; k <= ACT_RELU; k++) {
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = -20.0f + 40.0f * (float)i / (float)(n - 1);
+        kern_activate(a, n, k);
+        kern_activate_naive(b, n, k);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(fabsf(a[i] - b[i]) <= 2e-6f * (1 + fabsf(b[i])), "%s(%g): %g vs %g", cfg_act_name(k),
+                          -20.0 + 40.0 * i / (n - 1), a[i], b[i]);
+    }
+    free(a), free(b);
+}
+END_TEST
+
+START_TEST(layernorm_gives_zero_mean_unit_variance) {
+    float x[3 * 16], g[16], b[16];
+    fill(x, 48, 9, 5);
+    for (int i = 0; i < 16; i++) g[i] = 1, b[i] = 0;
+    kern_norm_naive(x, &(Norm){g, b, 0, 1e-12f}, 3, 16);
+    for (int r = 0; r < 3; r++) {
+        double m = 0, v = 0;
+        for (int j = 0; j < 16; j++) m += x[r * 16 + j];
+        m /= 16;
+        for (int j = 0; j < 16; j++) v += (x[r * 16 + j] - m) * (x[r * 16 + j] - m);
+        ck_assert_double_eq_tol(m, 0, 1e-5);
+        ck_assert_double_eq_tol(v / 16, 1, 1e-4);
+    }
+}
+END_TEST
+
+/* F16, BF16 and Q8_0 weights, widened per tile, against the naive product on
+ * the same weights widened by quant.h's reference: both BLAS paths, few and
+ * many tokens, row splits that cut the widening blocks. */
+START_TEST(half_and_quantized_weights_match_naive_reference) {
+    int n = 70, in = 320, out = 45; /* in: a multiple of Q8_0's 32-element blocks */
+    float *x = malloc(sizeof(float) * n * in), *wf = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
+    float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
+    float *scratch = malloc(sizeof(float) * KERN_WIDEN_ROWS * in);
+    uint8_t *w16 = malloc((size_t)out * in * 2), *wq = malloc((size_t)out * in / 32 * 34);
+    fill(x, (size_t)n * in, 61, 1), fill(wf, (size_t)out * in, 62, 0.2f), fill(b, (size_t)out, 63, 1);
+    for (size_t i = 0; i < (size_t)out * in; i++) {
+        uint16_t h = st_f32_to_f16(wf[i]);
+        w16[2 * i] = (uint8_t)h, w16[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+    /* Q8_0 blocks: f16 scale then 32 int8 codes */
+    for (size_t blk = 0; blk < (size_t)out * in / 32; blk++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(wf[blk * 32 + j]));
+        float d = amax / 127.0f;
+        uint16_t dh = st_f32_to_f16(d);
+        uint8_t *q = wq + blk * 34;
+        q[0] = (uint8_t)dh, q[1] = (uint8_t)(dh >> 8);
+        for (int j = 0; j < 32; j++) q[2 + j] = (uint8_t)(int8_t)lrintf(d ? wf[blk * 32 + j] / d : 0);
+    }
+    const struct { uint32_t type; const uint8_t *w; size_t row_bytes; } kinds[] = {
+        {1, w16, (size_t)in * 2}, {30, NULL, (size_t)in * 2}, {8, wq, (size_t)in / 32 * 34}};
+    uint8_t *wb = malloc((size_t)out * in * 2);
+    for (size_t i = 0; i < (size_t)out * in; i++) {
+        uint16_t h = st_f32_to_bf16(wf[i]);
+        wb[2 * i] = (uint8_t)h, wb[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+    const int was = kern_gemm_tiled();
+    for (int tiled = 0; tiled < 2; tiled++) {
+        kern_set_gemm_tiled(tiled);
+        for (int k = 0; k < 3; k++)
+            for (int tokens = 5; tokens <= n; tokens += n - 5) {
+                Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
+                              .row_bytes = kinds[k].row_bytes, .name = "w"};
+                kern_linear_naive(y1, x, &lin, tokens);
+                float *xT = malloc(sizeof(float) * tokens * in), *yT = malloc(sizeof(float) * tokens * out);
+                transpose(xT, x, tokens, in);
+                ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 0, 13, -1, scratch), 0);
+                ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 13, out, -1, scratch), 0);
+                transpose(y2, yT, out, tokens);
+                ck_assert_msg(max_abs_diff(y1, y2, (size_t)tokens * out) < 1e-4f, "type %u tiled %d tokens %d: %g",
+                              kinds[k].type, tiled, tokens, max_abs_diff(y1, y2, (size_t)tokens * out));
+                free(xT), free(yT);
+            }
+    }
+    kern_set_gemm_tiled(was);
+    /* and the widened product is the F32 one within the rounding of the storage */
+    Linear f32 = {.w = wf, .b = b, .out = out, .in = in, .ld = in}, half = {.type = 1, .w = w16, .b = b, .out = out,
+                                                                            .in = in, .row_bytes = (size_t)in * 2};
+    kern_linear_naive(y1, x, &f32, n);
+    kern_linear_naive(y2, x, &half, n);
+    float d = max_abs_diff(y1, y2, (size_t)n * out);
+    ck_assert_float_gt(d, 0.0f);
+    ck_assert_float_lt(d, 2e-2f);
+    free(x), free(wf), free(b), free(y1), free(y2), free(scratch), free(w16), free(wq), free(wb);
+}
+END_TEST
+
+START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
+    int n = 61, dh = 16;
+    size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n);
+    float *c1 = malloc(sizeof(float) * sz), *c2 = malloc(sizeof(float) * sz);
+    fill(q, sz, 71, 3), fill(k, sz, 72, 3), fill(v, sz, 73, 1);
+    const AttnRule rules[] = {{0.25f, 1, 7, 0}, {0.25f, 1, 0, 5.0f}, {0.25f, 1, 4, 2.0f}, {0.25f, 0, 0, 3.0f}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        kern_attention_naive(p1, c1, q, k, v, n, dh, &rules[r]);
+        kern_attention(p2, c2, q, k, v, n, dh, &rules[r]);
+        ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+        ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+        for (int i = 0; i < n; i++) {
+            double s = 0;
+            for (int j = 0; j < n; j++) {
+                int seen = (!rules[r].causal || j <= i) && (rules[r].window <= 0 || j > i - rules[r].window);
+                if (!seen) ck_assert_float_eq(p2[i * n + j], 0.0f);
+                s += p2[i * n + j];
+            }
+            ck_assert_double_eq_tol(s, 1.0, 1e-5);
+        }
+    }
+    /* capping changes the scores: without it the probabilities differ */
+    AttnRule plain = {0.25f, 1, 0, 0};
+    kern_attention(p1, NULL, q, k, NULL, n, dh, &plain);
+    kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1]);
+    ck_assert_float_gt(max_abs_diff(p1, p2, (size_t)n * n), 1e-3f);
+    free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+START_TEST(rms_residual_step_matches_naive_rmsnorm) {
+    int n = 37, dim = 48;
+    size_t sz = (size_t)n * dim;
+    float *x = malloc(sizeof(float) * sz), *ref = malloc(sizeof(float) * sz), *dT = malloc(sizeof(float) * sz);
+    float *d = malloc(sizeof(float) * sz), g[48];
+    fill(x, sz, 81, 3), fill(g, 48, 82, 1);
+    memcpy(ref, x, sizeof(float) * sz);
+    Norm nm = {g, NULL, 1, 1e-6f};
+    kern_norm_naive(ref, &nm, n, dim);
+    kern_residual(x, NULL, NULL, dT, &nm, n, dim, 0, n);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    /* RMSNorm keeps the mean: a row of constants c maps to g * sign(c) */
+    for (int j = 0; j < dim; j++) x[j] = 2.5f;
+    kern_residual(x, NULL, NULL, dT, &nm, n, dim, 0, 1);
+    for (int j = 0; j < dim; j++) ck_assert_float_eq_tol(dT[(size_t)j * n], g[j], 1e-5f);
+    /* and the column version, for per-head q/k norms */
+    fill(x, sz, 83, 2);
+    transpose(dT, x, n, dim);
+    memcpy(ref, x, sizeof(float) * sz);
+    kern_norm_naive(ref, &nm, n, dim);
+    kern_rmsnorm_cols(dT, g, dim, n, 1e-6f);
+    transpose(d, dT, dim, n);
+    ck_assert_float_lt(max_abs_diff(ref, d, sz), 2e-5f);
+    free(x), free(ref), free(dT), free(d);
+}
+END_TEST
+
+START_TEST(rotary_positions_match_naive_reference_and_keep_norms) {
+    int n = 40, dh = 16, half = 8;
+    float *x = malloc(sizeof(float) * n * dh), *a = malloc(sizeof(float) * n * dh), *b = malloc(sizeof(float) * n * dh);
+    float inv[8], *cs = malloc(sizeof(float) * half * n), *sn = malloc(sizeof(float) * half * n);
+    int pos[40];
+    fill(x, (size_t)n * dh, 91, 2);
+    for (int i = 0; i < half; i++) inv[i] = 1.0f / powf(10000.0f, (float)(2 * i) / dh);
+    for (int j = 0; j < n; j++) pos[j] = j;
+    for (int i = 0; i < half; i++)
+        for (int j = 0; j < n; j++) cs[i * n + j] = cosf(j * inv[i]), sn[i * n + j] = sinf(j * inv[i]);
+    memcpy(a, x, sizeof(float) * n * dh), memcpy(b, x, sizeof(float) * n * dh);
+    kern_rope_naive(a, inv, pos, dh, n);
+    kern_rope(b, cs, sn, dh, n);
+    ck_assert_float_lt(max_abs_diff(a, b, (size_t)n * dh), 1e-5f);
+    /* position 0 is the identity; later positions rotate but keep each pair's length */
+    for (int d = 0; d < dh; d++) ck_assert_float_eq(b[d * n], x[d * n]);
+    for (int i = 0; i < half; i++)
+        for (int j = 1; j < n; j++) {
+            float r0 = hypotf(x[i * n + j], x[(i + half) * n + j]), r1 = hypotf(b[i * n + j], b[(i + half) * n + j]);
+            ck_assert_float_eq_tol(r0, r1, 1e-5f);
+        }
+    ck_assert_float_gt(max_abs_diff(x, b, (size_t)n * dh), 1e-2f);
+    free(x), free(a), free(b), free(cs), free(sn);
+}
+END_TEST
+
+START_TEST(gated_mlp_combination_is_silu_of_gate_times_up) {
+    float g[64], u[64], ref[64];
+    fill(g, 64, 95, 6), fill(u, 64, 96, 2);
+    for (int i = 0; i < 64; i++) ref[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
+    kern_glu(g, u, 64, ACT_SILU);
+    ck_assert_float_lt(max_abs_diff(ref, g, 64), 1e-5f);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("kernels");
+    TCase *k = tcase_create("kernels");
+    tcase_add_test(k, linear_rows_match_naive_reference);
+    tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);
+    tcase_add_test(k, attention_naive_reference_is_softmax_of_scaled_dot_products);
+    tcase_add_test(k, residual_step_matches_add_and_layernorm_reference);
+    tcase_add_test(k, causal_attention_gives_future_keys_exactly_zero);
+    tcase_add_test(k, conv1d_views_of_a_fused_weight_match_naive_reference);
+    tcase_add_test(k, tiled_and_whole_products_match_naive_reference);
+    tcase_add_test(k, attention_without_context_gives_the_same_probabilities);
+    tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
+    tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);
+    tcase_add_test(k, activations_match_naive_reference);
+    tcase_add_test(k, half_and_quantized_weights_match_naive_reference);
+    tcase_add_test(k, sliding_window_and_softcap_attention_match_naive_reference);
+    tcase_add_test(k, rms_residual_step_matches_naive_rmsnorm);
+    tcase_add_test(k, rotary_positions_match_naive_reference_and_keep_norms);
+    tcase_add_test(k, gated_mlp_combination_is_silu_of_gate_times_up);
+    suite_add_tcase(s, k);
+    return s;
+}

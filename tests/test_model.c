@@ -1,0 +1,246 @@
+/* test_model.c — the engine (model.c, forward.c) on the committed
+ * fixtures: every family, dtype and naming variant against PyTorch goldens;
+ * checkpoint shape errors; threads; pytorch_model.bin. */
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "util.h"
+#include "check_util.h"
+
+static void flatten(const cJSON *a, float *out, size_t *k) {
+    if (cJSON_IsNumber(a)) {
+        out[(*k)++] = (float)a->valuedouble;
+        return;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a) flatten(it, out, k);
+}
+
+static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small-f32-google",
+                                 "tests/data/small-f16",       "tests/data/small-bf16",
+                                 "tests/data/small-gpt2",      "tests/data/small-gpt2-f16",
+                                 "tests/data/small-roberta",   "tests/data/small-distilbert",
+                                 "tests/data/small-distilbert-prefixed"};
+
+START_TEST(forward_matches_pytorch_goldens) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    char *gp = av_path_join(dir, "golden.json"), *buf;
+    size_t len;
+    ck_assert_int_eq(av_read_file(gp, 64 << 20, &buf, &len, &e), 0);
+    cJSON *cases = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(cases);
+    float worst_attn = 0, worst_qk = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        const cJSON *ids_j = cJSON_GetObjectItem(c, "input_ids"), *types_j = cJSON_GetObjectItem(c, "token_type_ids");
+        int n = cJSON_GetArraySize(ids_j);
+        int *ids = malloc(sizeof(int) * n), *types = malloc(sizeof(int) * n);
+        for (int i = 0; i < n; i++) {
+            ids[i] = cJSON_GetArrayItem(ids_j, i)->valueint;
+            types[i] = cJSON_GetArrayItem(types_j, i)->valueint;
+        }
+        RunState rs;
+        Capture cap;
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+        ck_assert_int_eq(model_capture_alloc(&cap, &m.cfg, n, 1, 1, &e), 0);
+        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0) ck_abort_msg("forward: %s", e.msg);
+        size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
+        size_t nq = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * cap.head_dim;
+        float *ref = malloc(sizeof(float) * (na > nq ? na : nq));
+        size_t k = 0;
+        flatten(cJSON_GetObjectItem(c, "attention"), ref, &k);
+        ck_assert_uint_eq(k, na);
+        worst_attn = fmaxf(worst_attn, max_abs_diff(cap.attn, ref, na));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "queries"), ref, &k);
+        ck_assert_uint_eq(k, nq);
+        worst_qk = fmaxf(worst_qk, max_abs_diff(cap.q, ref, nq));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "keys"), ref, &k);
+        worst_qk = fmaxf(worst_qk, max_abs_diff(cap.k, ref, nq));
+        k = 0;
+        flatten(cJSON_GetObjectItem(c, "last_hidden"), ref, &k);
+        ck_assert_uint_eq(k, (size_t)n * m.cfg.hidden_size);
+        float hid = max_abs_diff(cap.hidden + (size_t)m.cfg.num_layers * n * m.cfg.hidden_size, ref, k);
+        ck_assert_msg(hid < 1e-3f, "%s: last hidden state differs by %g", dir, hid);
+        free(ref), free(ids), free(types);
+        model_capture_free(&cap);
+        model_runstate_free(&rs);
+    }
+    fprintf(stderr, "INFO %s (%s %s): max abs error vs PyTorch: attention %.3g, q/k %.3g\n", dir, m.cfg.model_type, m.dtype_name,
+            worst_attn, worst_qk);
+    ck_assert_msg(worst_attn <= 1e-4f, "%s: attention differs from PyTorch by %g", dir, worst_attn);
+    ck_assert_msg(worst_qk <= 1e-3f, "%s: q/k differ from PyTorch by %g", dir, worst_qk);
+    cJSON_Delete(cases);
+    free(buf), free(gp);
+    model_free(&m);
+}
+END_TEST
+
+/* Writes a copy of the small fixture with one tensor replaced or dropped. */
+static void write_variant(const char *dir, const char *drop, const char *reshape) {
+    StFile f;
+    AvErr e;
+    ck_assert_int_eq(st_open(&f, "tests/data/small-f32/model.safetensors", &e), 0);
+    StWriteTensor *ts = calloc((size_t)f.n_tensors, sizeof *ts);
+    float **bufs = calloc((size_t)f.n_tensors, sizeof *bufs);
+    int n = 0;
+    for (int i = 0; i < f.n_tensors; i++) {
+        const StTensor *t = &f.tensors[i];
+        if (drop && !strcmp(t->name, drop)) continue;
+        size_t numel = t->nbytes / 4;
+        bufs[n] = malloc(t->nbytes);
+        st_to_f32(t, bufs[n]);
+        ts[n].name = t->name;
+        ts[n].ndim = t->ndim;
+        memcpy(ts[n].shape, t->shape, sizeof t->shape);
+        if (reshape && !strcmp(t->name, reshape)) { /* same numel, wrong shape */
+            ts[n].ndim = 2;
+            ts[n].shape[0] = 1;
+            ts[n].shape[1] = (int64_t)numel;
+        }
+        ts[n].data = bufs[n];
+        n++;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/data/small-f32/config.json tests/data/small-f32/vocab.txt %s/", dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    char *p = av_path_join(dir, "model.safetensors");
+    ck_assert_int_eq(st_write(p, ts, n, ST_F32, &e), 0);
+    free(p);
+    for (int i = 0; i < n; i++) free(bufs[i]);
+    free(bufs), free(ts);
+    st_close(&f);
+}
+
+START_TEST(load_names_the_tensor_with_a_wrong_shape) {
+    char dir[] = "/tmp/attnviz-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_variant(dir, NULL, "encoder.layer.1.attention.self.key.weight");
+    Model m;
+    AvErr e;
+    ck_assert_int_eq(model_load(&m, dir, &e), -1);
+    ck_assert_msg(strstr(e.msg, "encoder.layer.1.attention.self.key.weight") && strstr(e.msg, "[1, 1024]") &&
+                      strstr(e.msg, "[32, 32]"),
+                  "message: %s", e.msg);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(load_names_a_missing_tensor) {
+    char dir[] = "/tmp/attnviz-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_variant(dir, "encoder.layer.0.output.LayerNorm.bias", NULL);
+    Model m;
+    AvErr e;
+    ck_assert_int_eq(model_load(&m, dir, &e), -1);
+    ck_assert_msg(strstr(e.msg, "missing tensor 'encoder.layer.0.output.LayerNorm.bias'"), "message: %s", e.msg);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(threaded_forward_gives_the_single_thread_result) {
+    Model m;
+    AvErr e;
+    ck_assert_int_eq(model_load(&m, "tests/data/small-f32", &e), 0);
+    int n = 64, ids[64], types[64];
+    for (int i = 0; i < n; i++) ids[i] = 5 + (i * 7) % 100, types[i] = i >= 32;
+    Capture c1, c2;
+    RunState rs1, rs2;
+    /* the run state takes its thread count from BLAS's at allocation */
+    openblas_set_num_threads(1);
+    ck_assert_int_eq(model_runstate_alloc(&rs1, &m, n, &e), 0);
+    ck_assert_int_eq(rs1.n_threads, 1);
+    openblas_set_num_threads(3);
+    ck_assert_int_eq(model_runstate_alloc(&rs2, &m, n, &e), 0);
+    ck_assert_int_eq(rs2.n_threads, 3);
+    ck_assert_int_eq(model_capture_alloc(&c1, &m.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&c2, &m.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(model_forward(&m, &rs1, ids, types, n, &c1, &e), 0);
+    ck_assert_int_eq(model_forward(&m, &rs2, ids, types, n, &c2, &e), 0);
+    ck_assert_int_eq(openblas_get_num_threads(), 3); /* restored after the pass */
+    /* column-split products sum in another order: equal to float rounding, not bitwise */
+    size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
+    ck_assert_float_lt(max_abs_diff(c1.attn, c2.attn, na), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1.q, c2.q, (size_t)m.cfg.num_layers * m.cfg.num_heads * n * c1.head_dim), 1e-5f);
+    ck_assert_float_lt(max_abs_diff(c1.hidden, c2.hidden, (size_t)(m.cfg.num_layers + 1) * n * m.cfg.hidden_size), 1e-5f);
+    /* without hidden states the last layer stops after its attention: same attention */
+    Capture c3;
+    ck_assert_int_eq(model_capture_alloc(&c3, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_forward(&m, &rs1, ids, types, n, &c3, &e), 0);
+    ck_assert_float_eq(max_abs_diff(c1.attn, c3.attn, na), 0.0f);
+    model_capture_free(&c3);
+    /* without capture the forward pass still runs (per-thread scratch scores) */
+    ck_assert_int_eq(model_forward(&m, &rs2, ids, types, n, NULL, &e), 0);
+    model_capture_free(&c1), model_capture_free(&c2), model_runstate_free(&rs1), model_runstate_free(&rs2), model_free(&m);
+}
+END_TEST
+
+START_TEST(forward_rejects_out_of_vocabulary_ids) {
+    Model m;
+    AvErr e;
+    ck_assert_int_eq(model_load(&m, "tests/data/small-f32", &e), 0);
+    RunState rs;
+    Capture cap;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, 4, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&cap, &m.cfg, 4, 0, 0, &e), 0);
+    int ids[] = {2, 5, 100000, 3}, types[] = {0, 0, 0, 0};
+    ck_assert_int_eq(model_forward(&m, &rs, ids, types, 4, &cap, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "position 2"));
+    model_capture_free(&cap);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
+/* torch.save's pytorch_model.bin of the same F16 tensors: read through the
+ * safe zip + pickle reader, the forward pass must not change by a bit. */
+START_TEST(pytorch_bin_checkpoint_gives_the_safetensors_result) {
+    Model a, b;
+    AvErr e;
+    if (model_load(&a, "tests/data/small-gpt2-f16", &e) != 0) ck_abort_msg("%s", e.msg);
+    if (model_load(&b, "tests/data/small-gpt2-bin", &e) != 0) ck_abort_msg("%s", e.msg);
+    ck_assert_ptr_nonnull(strstr(b.path, "pytorch_model.bin"));
+    ck_assert_str_eq(b.dtype_name, "F16");
+    int ids[] = {5, 77, 300, 12, 9, 150, 41, 41, 2}, n = 9, types[9] = {0};
+    RunState rs;
+    Capture ca, cb;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&ca, &a.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&cb, &b.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(model_forward(&a, &rs, ids, types, n, &ca, &e), 0);
+    ck_assert_int_eq(model_forward(&b, &rs, ids, types, n, &cb, &e), 0);
+    size_t na = (size_t)a.cfg.num_layers * a.cfg.num_heads * n * n;
+    size_t nh = (size_t)(a.cfg.num_layers + 1) * n * a.cfg.hidden_size;
+    ck_assert_int_eq(memcmp(ca.attn, cb.attn, na * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(ca.hidden, cb.hidden, nh * sizeof(float)), 0);
+    model_capture_free(&ca), model_capture_free(&cb);
+    model_runstate_free(&rs);
+    model_free(&a), model_free(&b);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("model");
+    TCase *m = tcase_create("model");
+    tcase_set_timeout(m, 60);
+    tcase_add_loop_test(m, forward_matches_pytorch_goldens, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
+    tcase_add_test(m, load_names_the_tensor_with_a_wrong_shape);
+    tcase_add_test(m, load_names_a_missing_tensor);
+    tcase_add_test(m, forward_rejects_out_of_vocabulary_ids);
+    tcase_add_test(m, threaded_forward_gives_the_single_thread_result);
+    tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
+    suite_add_tcase(s, m);
+    return s;
+}
