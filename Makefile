@@ -69,6 +69,10 @@ $(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
 $(B)/quant_bench: bench/quant_bench.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ bench/quant_bench.c $(B)/libattnviz.a $(LDLIBS)
 
+# The engine on raw token ids, for the decoder reference check (tests/ref/decoder_check.sh).
+$(B)/fwd_dump: tools/fwd_dump.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/fwd_dump.c $(B)/libattnviz.a $(LDLIBS)
+
 # GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
 $(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)

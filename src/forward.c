@@ -175,24 +175,16 @@ static int embed(const Model *m, RunState *s, const int *ids, const int *type_id
 }
 
 /* cos/sin (dh/2, n) of position j times each rotary frequency, in float32 as
- * transformers computes them; the dynamic kind raises the base past the
- * original context (transformers' dynamic NTK scaling). */
+ * transformers computes them. (The dynamic kind changes the frequencies only
+ * past max_position_embeddings, which inputs never reach: see check_inputs.) */
 static void rope_tables(const Model *m, RunState *s, int n) {
-    const ModelConfig *c = &m->cfg;
-    const int half = c->head_dim / 2;
-    for (int i = 0; i < half; i++) {
-        float f = m->inv_freq[i];
-        if (c->rope_kind == ROPE_DYNAMIC && n > c->rope_orig_max_pos) {
-            double base = c->rope_theta * pow(c->rope_factor * n / (double)c->rope_orig_max_pos - (c->rope_factor - 1),
-                                              (double)c->head_dim / (c->head_dim - 2));
-            f = 1.0f / powf((float)base, (float)(2 * i) / (float)c->head_dim);
-        }
+    const int half = m->cfg.head_dim / 2;
+    for (int i = 0; i < half; i++)
         for (int j = 0; j < n; j++) {
-            float ang = (float)j * f;
+            float ang = (float)j * m->inv_freq[i];
             s->rope_cos[(size_t)i * n + j] = (float)cos((double)ang);
             s->rope_sin[(size_t)i * n + j] = (float)sin((double)ang);
         }
-    }
 }
 
 /* Attention of layer l on xT (its normalized input): fills the capture and,

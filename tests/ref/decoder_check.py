@@ -1,0 +1,190 @@
+"""Llama-style decoders against transformers itself: synthetic checkpoints made by transformers'
+own config and model classes at published shapes (layers reduced), saved with save_pretrained
+(F32, BF16, one sharded), run by attnviz's engine (build/fwd_dump) and by transformers with
+attn_implementation="eager" and output_attentions=True on the same token ids.
+
+usage: decoder_check.py FWD_DUMP WORKDIR [--only NAME] [--long]
+Prints one PASS/FAIL line per checkpoint with the max |diff| of attention and of q/k (q and k
+as the eager attention function receives them: after q/k norm and rotary, before the scale;
+captured by wrapping each modeling module's eager_attention_forward). Exit 1 on any FAIL.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+TOL = 1e-4
+VOCAB = 512
+
+# name -> (config class, published shape with layers reduced, dtype, extra)
+SPECS = {
+    # SmolLM2-135M: 576 wide, 9 heads over 3 kv heads, rope base 1e5, tied embeddings
+    "smollm2-f32": ("LlamaConfig", dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9,
+                                        num_key_value_heads=3, num_hidden_layers=2, rope_theta=100000.0,
+                                        rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                        max_position_embeddings=8192), "float32", {}),
+    "smollm2-bf16": ("LlamaConfig", dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9,
+                                         num_key_value_heads=3, num_hidden_layers=2, rope_theta=100000.0,
+                                         rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                         max_position_embeddings=8192), "bfloat16", {}),
+    # Qwen2.5-0.5B: 896 wide, 14 heads over 2 kv heads, q/k/v biases; saved in shards
+    "qwen2.5-sharded": ("Qwen2Config", dict(hidden_size=896, intermediate_size=4864, num_attention_heads=14,
+                                            num_key_value_heads=2, num_hidden_layers=2, rope_theta=1000000.0,
+                                            rms_norm_eps=1e-6, tie_word_embeddings=True,
+                                            max_position_embeddings=32768), "float32", {"shard": "8MB"}),
+    # Qwen3-0.6B: head_dim 128 given apart from hidden/heads, per-head q/k RMSNorm
+    "qwen3": ("Qwen3Config", dict(hidden_size=1024, intermediate_size=3072, num_attention_heads=16,
+                                  num_key_value_heads=8, head_dim=128, num_hidden_layers=2,
+                                  rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                                  max_position_embeddings=40960), "float32", {}),
+    # Mistral-7B's head layout (head_dim 128, 4 query heads per kv head) at 1024 wide, with a
+    # 48-token sliding window so inputs past it exercise the window
+    "mistral": ("MistralConfig", dict(hidden_size=1024, intermediate_size=3584, num_attention_heads=8,
+                                      num_key_value_heads=2, head_dim=128, num_hidden_layers=2,
+                                      sliding_window=48, rope_theta=1000000.0, rms_norm_eps=1e-5,
+                                      max_position_embeddings=32768), "float32", {}),
+    # Gemma-2-2B: 2304 wide, head_dim 256, GeGLU, soft-capping 50, query_pre_attn_scalar 256,
+    # sliding window on alternate layers (window cut to 40 to exercise it)
+    "gemma2": ("Gemma2Config", dict(hidden_size=2304, intermediate_size=9216, num_attention_heads=8,
+                                    num_key_value_heads=4, head_dim=256, num_hidden_layers=2,
+                                    query_pre_attn_scalar=256, attn_logit_softcapping=50.0,
+                                    final_logit_softcapping=30.0, sliding_window=40, rms_norm_eps=1e-6,
+                                    max_position_embeddings=8192), "float32", {}),
+    # Llama 3.x rotary scaling (factor 8, low 1, high 4) with a short original context so that
+    # every band of frequencies (kept, smoothed, divided) occurs
+    "llama3-rope": ("LlamaConfig", dict(hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                                        num_key_value_heads=2, num_hidden_layers=2, max_position_embeddings=4096,
+                                        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                      "high_freq_factor": 4.0,
+                                                      "original_max_position_embeddings": 64},
+                                        rope_theta=500000.0), "float32", {}),
+    "linear-rope": ("LlamaConfig", dict(hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                                        num_key_value_heads=4, num_hidden_layers=2, max_position_embeddings=4096,
+                                        rope_scaling={"rope_type": "linear", "factor": 4.0}), "float32", {}),
+    # dynamic NTK scaling: transformers raises the rotary base only past max_position_embeddings
+    # (original_max_position_embeddings is not what it compares with), so inside it = default
+    "dynamic-rope": ("LlamaConfig", dict(hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                                         num_key_value_heads=1, num_hidden_layers=2, max_position_embeddings=4096,
+                                         rope_scaling={"rope_type": "dynamic", "factor": 2.0,
+                                                       "original_max_position_embeddings": 64}),
+                     "float32", {}),
+}
+
+
+def build(name, workdir):
+    cls_name, shape, dtype, extra = SPECS[name]
+    out = os.path.join(workdir, name)
+    if os.path.exists(os.path.join(out, "config.json")):
+        return out
+    torch.manual_seed(sum(map(ord, name)))
+    cfg = getattr(transformers, cls_name)(vocab_size=VOCAB, **shape)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if p.dim() == 1:
+                # norms: weights around 1 (Gemma stores w of 1 + w, so around 0), biases small
+                base = 0.0 if (cls_name == "Gemma2Config" or "bias" in pname) else 1.0
+                if "q_norm" in pname or "k_norm" in pname:
+                    base = 4.0  # Qwen3 normalizes q and k per head: peakiness comes from these weights
+                p.copy_(base + 0.1 * torch.randn_like(p))
+            elif "q_proj" in pname or "k_proj" in pname:
+                p.mul_(6.0)  # peaky attention: scores spread over several units
+    kw = {"safe_serialization": True}
+    if "shard" in extra:
+        kw["max_shard_size"] = extra["shard"]
+    model.to(getattr(torch, dtype)).save_pretrained(out, **kw)
+    return out
+
+
+def reference(model_dir, ids):
+    """attention (L, H, n, n), q (L, H, n, dh), k (L, KV, n, dh) from transformers' eager path."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float32).eval()
+    qs, ks = [], []
+    mod = sys.modules[type(model.model.layers[0].self_attn).__module__]
+    orig = mod.eager_attention_forward
+
+    def wrapped(module, query, key, *a, **k):
+        qs.append(query[0].detach().clone())
+        ks.append(key[0].detach().clone())
+        return orig(module, query, key, *a, **k)
+
+    mod.eager_attention_forward = wrapped
+    try:
+        with torch.no_grad():
+            out = model.model(torch.tensor([ids]), output_attentions=True)
+    finally:
+        mod.eager_attention_forward = orig
+    attn = torch.stack([a[0] for a in out.attentions]).numpy()
+    return attn, torch.stack(qs).numpy(), torch.stack(ks).numpy()
+
+
+def check(fwd, model_dir, name, lengths, rng):
+    worst_a = worst_qk = 0.0
+    for n in lengths:
+        ids = [int(x) for x in rng.integers(0, VOCAB, size=n)]
+        if n >= 32:  # a repeated stretch, as real text has
+            ids[n // 2:n // 2 + 16] = ids[:16]
+        prefix = os.path.join(os.path.dirname(model_dir), name + ".out")
+        r = subprocess.run([fwd, model_dir, prefix] + [str(i) for i in ids], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL decoder {name}: attnviz failed on {n} tokens: {r.stderr.strip()}")
+            return False
+        meta = json.loads(r.stdout)
+        L, H, KV, dh = meta["layers"], meta["heads"], meta["kv_heads"], meta["head_dim"]
+        a = np.fromfile(prefix + ".attn", dtype=np.float32).reshape(L, H, n, n)
+        q = np.fromfile(prefix + ".q", dtype=np.float32).reshape(L, H, n, dh)
+        k = np.fromfile(prefix + ".k", dtype=np.float32).reshape(L, H, n, dh)
+        ra, rq, rk = reference(model_dir, ids)
+        if ra.shape != a.shape:
+            print(f"FAIL decoder {name}: attention shape {a.shape}, transformers {ra.shape}")
+            return False
+        group = H // KV
+        rk_per_head = np.repeat(rk, group, axis=1)  # query head h reads kv head h // group
+        da = float(np.abs(ra - a).max())
+        dq = float(max(np.abs(rq - q).max(), np.abs(rk_per_head - k).max()))
+        worst_a, worst_qk = max(worst_a, da), max(worst_qk, dq)
+        peak = float(ra.max(axis=-1).mean())
+        print(f"  {name} n={n}: attention {da:.2e}, q/k {dq:.2e} (mean row max {peak:.2f})")
+    ok = worst_a <= TOL
+    print(f"{'PASS' if ok else 'FAIL'} decoder {name} ({meta['dtype']}, {L} layers, {H} heads / {KV} kv, "
+          f"head_dim {dh}): attention max |diff| {worst_a:.2e} (tol {TOL:g}), q/k {worst_qk:.2e}, "
+          f"lengths {','.join(map(str, lengths))}")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("fwd_dump")
+    ap.add_argument("workdir")
+    ap.add_argument("--only")
+    ap.add_argument("--long", action="store_true", help="inputs up to 2,048 tokens for every checkpoint")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(7)
+    ok = True
+    for name in SPECS:
+        if args.only and name != args.only:
+            continue
+        t0 = time.time()
+        d = build(name, args.workdir)
+        long = args.long or name == "smollm2-f32"
+        lengths = [1, 7, 100, 600, 2048] if long else [1, 9, 130]
+        ok &= check(args.fwd_dump, d, name, lengths, rng)
+        print(f"  {name}: {time.time() - t0:.1f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

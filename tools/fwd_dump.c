@@ -1,0 +1,54 @@
+/* fwd_dump.c — runs the engine on token ids and writes the capture raw, for
+ * the reference checks that feed the same ids to transformers
+ * (tests/ref/decoder_check.py): no tokenizer involved.
+ * usage: fwd_dump MODEL_DIR OUT_PREFIX ID [ID ...]
+ * writes OUT_PREFIX.attn (L, H, n, n), .q and .k (L, H, n, head_dim), float32,
+ * and prints {"layers", "heads", "kv_heads", "head_dim", "tokens"} as JSON. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static int dump(const char *prefix, const char *ext, const float *p, size_t n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%s", prefix, ext);
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(p, sizeof *p, n, f);
+    return fclose(f) != 0 || w != n ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: fwd_dump MODEL_DIR OUT_PREFIX ID [ID ...]\n");
+        return 2;
+    }
+    int n = argc - 3;
+    int *ids = malloc(sizeof(int) * (size_t)n), *types = calloc((size_t)n, sizeof(int));
+    if (!ids || !types) return 1;
+    for (int i = 0; i < n; i++) ids[i] = atoi(argv[3 + i]);
+    Model m;
+    RunState rs;
+    Capture cap;
+    AvErr e = {{0}};
+    if (model_load(&m, argv[1], &e) || model_runstate_alloc(&rs, &m, n, &e) ||
+        model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) || model_forward(&m, &rs, ids, types, n, &cap, &e)) {
+        fprintf(stderr, "fwd_dump: %s\n", e.msg);
+        return 1;
+    }
+    size_t LH = (size_t)cap.n_layers * cap.n_heads;
+    if (dump(argv[2], "attn", cap.attn, LH * n * n) || dump(argv[2], "q", cap.q, LH * n * cap.head_dim) ||
+        dump(argv[2], "k", cap.k, LH * n * cap.head_dim)) {
+        fprintf(stderr, "fwd_dump: cannot write %s.*\n", argv[2]);
+        return 1;
+    }
+    printf("{\"layers\": %d, \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"tokens\": %d, \"dtype\": \"%s\"}\n",
+           cap.n_layers, cap.n_heads, cap.n_kv_heads, cap.head_dim, n, m.dtype_name);
+    model_capture_free(&cap);
+    model_runstate_free(&rs);
+    model_free(&m);
+    free(ids);
+    free(types);
+    return 0;
+}
