@@ -6,11 +6,14 @@
 #ifndef ATTNVIZ_ARCH_H
 #define ATTNVIZ_ARCH_H
 
+#include <stddef.h>
+
 #include "config.h"
 #include "err.h"
 
 struct cJSON;
 struct Model;
+struct GgufFile;
 
 typedef struct {
     const char *model_type;    /* config.json's model_type */
@@ -22,6 +25,12 @@ typedef struct {
     int (*parse)(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
     /* Fills m->w from m's checkpoint, every tensor shape-checked. */
     int (*load)(struct Model *m, AvErr *e);
+    /* llama.cpp files, for families that have them (else NULL): general.architecture's
+     * value, the hyper-parameters from the metadata, and the GGUF name of a
+     * Hugging Face tensor name (-1 when the family has no such tensor there). */
+    const char *gguf_arch;
+    int (*gguf_config)(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+    int (*gguf_name)(const char *hf_name, char *out, size_t len);
 } ArchSpec;
 
 /* The row for a family; NULL for an unknown kind. */
@@ -29,6 +38,8 @@ const ArchSpec *arch_spec(ArchKind kind);
 /* The row for config.json's model_type, else the first of its architectures
  * (by prefix); NULL when neither names a supported family. */
 const ArchSpec *arch_detect(const char *model_type, const char *architecture);
+/* The row whose gguf_arch is name; NULL when none. */
+const ArchSpec *arch_detect_gguf(const char *name);
 /* "bert, roberta, …": the supported model_types, for messages. */
 const char *arch_supported_list(void);
 
@@ -40,5 +51,7 @@ int arch_gpt2_parse(ModelConfig *c, const struct cJSON *root, const char *path, 
 int arch_gpt2_load(struct Model *m, AvErr *e);
 int arch_llama_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_llama_load(struct Model *m, AvErr *e);
+int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_llama_gguf_name(const char *hf_name, char *out, size_t len);
 
 #endif

@@ -63,6 +63,7 @@ typedef struct {
     int sliding_window;   /* keys a sliding layer's query sees, itself included; 0: none */
     unsigned char layer_sliding[CFG_MAX_LAYERS]; /* 1: layer l uses the sliding window */
     int tie_word_embeddings;
+    int qk_rows_interleaved; /* q/k weight rows in llama.cpp's interleaved rotary order (GGUF llama) */
     float rope_theta;
     RopeKind rope_kind;
     float rope_factor;
@@ -70,6 +71,10 @@ typedef struct {
     int rope_orig_max_pos; /* llama3, dynamic */
     int is_demo;          /* "attnviz_demo": true — the constructed demo model */
 } ModelConfig;
+
+/* The checks every family's sizes pass once read (defaults for kv heads and
+ * head_dim filled in): heads divide evenly, rotary dims pair up. */
+int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, const char *path, AvErr *e);
 
 /* Longest input the positions admit (max_position_embeddings - pos_offset). */
 static inline int cfg_max_tokens(const ModelConfig *c) { return c->max_position_embeddings - c->pos_offset; }

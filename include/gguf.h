@@ -44,7 +44,7 @@ typedef struct {
     size_t nbytes;
 } GgufTensor;
 
-typedef struct {
+typedef struct GgufFile {
     void *map;                /* NULL when parsed from a caller's buffer */
     size_t map_len;
     uint32_t version;

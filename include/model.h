@@ -40,7 +40,9 @@ typedef struct Model {
     Weights w;
     StFile *files;        /* (n_files) the checkpoint: one file, or a sharded safetensors set */
     int n_files;
+    struct GgufFile *gguf;/* or a llama.cpp file (then files is empty) */
     const char *path;     /* the first file's path, for messages */
+    char *path_owned;
     float *inv_freq;      /* (head_dim / 2) rotary frequencies before any length-dependent scaling */
     float **owned;        /* converted copies to free */
     int n_owned, cap_owned;
@@ -73,6 +75,10 @@ typedef struct {
  * tensor's shape and dtype against the config. */
 int model_load(Model *m, const char *dir, AvErr *e);
 int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e);
+/* A llama.cpp .gguf file: hyper-parameters from its metadata, weights kept
+ * in their (quantized) types. model_load takes a .gguf path, or a folder
+ * holding one and no config.json, too. */
+int model_load_gguf(Model *m, const char *path, AvErr *e);
 void model_free(Model *m);
 
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);

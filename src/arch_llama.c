@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "gguf.h"
 #include "model.h"
 
 /* Rotary positions as config.json gives them: transformers 5's
@@ -179,4 +180,85 @@ int arch_llama_load(Model *m, AvErr *e) {
             return -1;
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- GGUF */
+
+/* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
+int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    const ArchSpec *spec = arch_spec(c->arch);
+    char key[96];
+#define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
+    uint32_t layers, ctx, hidden, ff, heads, kv = 0, key_len = 0;
+    float theta = 10000.0f, eps = 1e-5f;
+    if (gguf_get_u32(f, KEY("block_count"), &layers, e) || gguf_get_u32(f, KEY("context_length"), &ctx, e) ||
+        gguf_get_u32(f, KEY("embedding_length"), &hidden, e) || gguf_get_u32(f, KEY("feed_forward_length"), &ff, e) ||
+        gguf_get_u32(f, KEY("attention.head_count"), &heads, e) ||
+        gguf_get_f32(f, KEY("attention.layer_norm_rms_epsilon"), &eps, e))
+        return av_err_prefix(e, "%s", path);
+    if ((gguf_find_kv(f, KEY("attention.head_count_kv")) && gguf_get_u32(f, key, &kv, e)) ||
+        (gguf_find_kv(f, KEY("attention.key_length")) && gguf_get_u32(f, key, &key_len, e)) ||
+        (gguf_find_kv(f, KEY("rope.freq_base")) && gguf_get_f32(f, key, &theta, e)))
+        return av_err_prefix(e, "%s", path);
+    if (gguf_find_kv(f, KEY("rope.scaling.type"))) {
+        const char *t;
+        size_t tl;
+        if (gguf_get_str(f, key, &t, &tl, e)) return av_err_prefix(e, "%s", path);
+        if (!(tl == 4 && !memcmp(t, "none", 4)))
+            return av_err(e, "%s: rope scaling \"%.*s\" in a GGUF file is not supported yet", path, (int)(tl < 40 ? tl : 40), t);
+    }
+    if (gguf_find_tensor(f, "rope_freqs.weight"))
+        return av_err(e, "%s: per-frequency rope factors (rope_freqs, Llama 3.1+) are not supported yet", path);
+    const GgufTensor *emb = gguf_find_tensor(f, "token_embd.weight");
+    if (!emb || emb->n_dims != 2) return av_err(e, "%s: missing tensor 'token_embd.weight'", path);
+#define FITS(v, hi) ((v) >= 1 && (v) <= (uint32_t)(hi))
+    if (!FITS(layers, CFG_MAX_LAYERS) || !FITS(hidden, CFG_MAX_HIDDEN) || !FITS(ff, CFG_MAX_INTER) ||
+        !FITS(heads, CFG_MAX_HEADS) || (kv && !FITS(kv, CFG_MAX_HEADS)) || !FITS(ctx, 1 << 24) ||
+        (key_len && !FITS(key_len, 4096)) || !FITS(emb->dims[1], CFG_MAX_VOCAB) || !(eps >= 0 && eps <= 1) ||
+        !(theta >= 1 && theta <= 1e12))
+        return av_err(e, "%s: a hyper-parameter in the metadata is out of range (layers %u, width %u, ffn %u, "
+                      "heads %u/%u, context %u)", path, layers, hidden, ff, heads, kv, ctx);
+#undef FITS
+#undef KEY
+    c->num_layers = (int)layers, c->hidden_size = (int)hidden, c->intermediate_size = (int)ff;
+    c->num_heads = (int)heads, c->num_kv_heads = kv ? (int)kv : (int)heads, c->head_dim = (int)key_len;
+    c->max_position_embeddings = (int)ctx, c->vocab_size = (int)emb->dims[1];
+    c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = ROPE_DEFAULT, c->rope_factor = 1.0f;
+    c->hidden_act = ACT_SILU;
+    snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
+    c->causal = c->pre_ln = c->gated_mlp = 1;
+    c->norm = NORM_RMS;
+    c->pos = POS_ROPE;
+    c->qkv_bias = c->arch == ARCH_QWEN2 || gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
+    c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
+    c->qk_norm = c->arch == ARCH_QWEN3;
+    c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
+    /* llama.cpp's converter permutes a llama model's q and k rows into
+     * interleaved rotary pairs; the forward pass puts them back */
+    c->qk_rows_interleaved = c->arch == ARCH_LLAMA;
+    return cfg_validate(c, "embedding_length", "head_count", path, e);
+}
+
+/* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families). */
+int arch_llama_gguf_name(const char *hf, char *out, size_t len) {
+    static const char *const whole[][2] = {
+        {"embed_tokens.weight", "token_embd.weight"}, {"norm.weight", "output_norm.weight"},
+        {"lm_head.weight", "output.weight"}};
+    static const char *const block[][2] = {
+        {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
+        {"self_attn.o_proj", "attn_output"}, {"input_layernorm", "attn_norm"},
+        {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        if (!strcmp(hf, whole[i][0])) return snprintf(out, len, "%s", whole[i][1]) < (int)len ? 0 : -1;
+    int layer, used = 0;
+    if (sscanf(hf, "layers.%d.%n", &layer, &used) != 1 || used == 0) return -1;
+    const char *rest = hf + used, *dot = strrchr(rest, '.');
+    if (!dot) return -1;
+    for (size_t i = 0; i < sizeof block / sizeof block[0]; i++) {
+        size_t bl = strlen(block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, block[i][0], bl))
+            return snprintf(out, len, "blk.%d.%s%s", layer, block[i][1], dot) < (int)len ? 0 : -1;
+    }
+    return -1;
 }

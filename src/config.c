@@ -93,6 +93,25 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
     return spec;
 }
 
+int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, const char *path, AvErr *e) {
+    if (!c->num_kv_heads) c->num_kv_heads = c->num_heads;
+    if (!c->head_dim) {
+        if (c->hidden_size % c->num_heads != 0) {
+            return av_err(e, "%s: %s %d is not divisible by %s %d", path, hidden_key, c->hidden_size, heads_key,
+                          c->num_heads);
+        }
+        c->head_dim = c->hidden_size / c->num_heads;
+    }
+    if (c->num_heads % c->num_kv_heads != 0) {
+        return av_err(e, "%s: %s %d is not a multiple of %d key/value heads", path, heads_key, c->num_heads,
+                      c->num_kv_heads);
+    }
+    if (c->pos == POS_ROPE && c->head_dim % 2 != 0) {
+        return av_err(e, "%s: head_dim %d is odd; rotary positions need pairs of dimensions", path, c->head_dim);
+    }
+    return 0;
+}
+
 int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, AvErr *e) {
     memset(c, 0, sizeof *c);
     cJSON *root = cJSON_ParseWithLength(json, len);
@@ -107,24 +126,7 @@ int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, Av
     c->arch = spec->kind;
     snprintf(c->model_type, sizeof c->model_type, "%s", spec->model_type);
     if (spec->parse(c, root, path, e) != 0) goto done;
-    if (!c->num_kv_heads) c->num_kv_heads = c->num_heads;
-    if (!c->head_dim) {
-        if (c->hidden_size % c->num_heads != 0) {
-            av_err(e, "%s: %s %d is not divisible by %s %d", path, spec->hidden_key, c->hidden_size, spec->heads_key,
-                   c->num_heads);
-            goto done;
-        }
-        c->head_dim = c->hidden_size / c->num_heads;
-    }
-    if (c->num_heads % c->num_kv_heads != 0) {
-        av_err(e, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path, c->num_heads,
-               c->num_kv_heads);
-        goto done;
-    }
-    if (c->pos == POS_ROPE && c->head_dim % 2 != 0) {
-        av_err(e, "%s: head_dim %d is odd; rotary positions need pairs of dimensions", path, c->head_dim);
-        goto done;
-    }
+    if (cfg_validate(c, spec->hidden_key, spec->heads_key, path, e) != 0) goto done;
     c->is_demo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "attnviz_demo"));
     rc = 0;
 done:

@@ -187,6 +187,21 @@ static void rope_tables(const Model *m, RunState *s, int n) {
         }
 }
 
+/* llama.cpp stores a llama model's q and k rows permuted so that rotary pairs
+ * sit side by side: head row 2i + s holds transformers' row s * dh/2 + i. Put
+ * each head's rows back in transformers' order (scratch: (dh, n) floats), so
+ * rotary, the captured q/k and everything after are as transformers has them. */
+static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratch) {
+    const int half = dh / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *head = xT + (size_t)h * dh * n; // (dh, n)
+        memcpy(scratch, head, (size_t)dh * n * sizeof *head);
+        for (int i = 0; i < half; i++)
+            for (int sgn = 0; sgn < 2; sgn++)
+                memcpy(head + (size_t)(sgn * half + i) * n, scratch + (size_t)(2 * i + sgn) * n, (size_t)n * sizeof *head);
+    }
+}
+
 /* Attention of layer l on xT (its normalized input): fills the capture and,
  * unless attn_only, leaves the output projection in yT. */
 static int attention_block(const Model *m, RunState *s, int l, int n, Capture *cap, int attn_only, AvErr *e) {
@@ -195,6 +210,10 @@ static int attention_block(const Model *m, RunState *s, int l, int n, Capture *c
     const Linear *qkv[3] = {&L->q, &L->k, &L->v};
     float *out[3] = {s->qT, s->kT, s->vT};
     if (products(s, s->xT, n, attn_only ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
+    if (c->qk_rows_interleaved) {
+        unpermute_heads(s->qT, c->num_heads, c->head_dim, n, s->ctxT);
+        unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
+    }
     if (c->qk_norm || c->pos == POS_ROPE) {
         QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm, c->pos == POS_ROPE ? s->rope_cos : NULL, s->rope_sin, n,
                      c->head_dim, c->num_heads, c->num_kv_heads};

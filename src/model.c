@@ -4,6 +4,7 @@
 #include "model.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 
 #include "arch.h"
+#include "gguf.h"
+#include "quant.h"
 #include "torchbin.h"
 #include "util.h"
 
@@ -33,20 +36,58 @@ static int keep_owned(Model *m, float *p) {
     return 0;
 }
 
-static const StTensor *find_any(const Model *m, const char *name) {
+/* A tensor of either container, shape in PyTorch's order (rows first). */
+typedef struct {
+    const char *name;
+    uint32_t type;        /* ggml numbering (kernels.h); KERN_UNSUPPORTED when not a float/quantized type */
+    const char *type_name;
+    int ndim;
+    int64_t shape[4];
+    const uint8_t *data;
+    size_t nbytes;
+} TensorRef;
+
+#define KERN_UNSUPPORTED 0xffffffffu
+
+static int ref_st(const StTensor *t, TensorRef *r) {
+    r->name = t->name, r->type_name = t->dtype_name, r->ndim = t->ndim > 4 ? 4 : t->ndim;
+    r->type = t->dtype == ST_F32 ? KERN_F32 : t->dtype == ST_F16 ? TYPE_F16 : t->dtype == ST_BF16 ? TYPE_BF16
+                                                                                               : KERN_UNSUPPORTED;
+    for (int i = 0; i < r->ndim; i++) r->shape[i] = t->shape[i];
+    r->data = t->data, r->nbytes = t->nbytes;
+    return 1;
+}
+
+static int ref_gguf(const GgufTensor *t, TensorRef *r) {
+    r->name = t->name, r->type_name = gguf_type_name(t->type), r->ndim = t->n_dims;
+    r->type = quant_supported(t->type) ? (uint32_t)t->type : KERN_UNSUPPORTED;
+    for (int i = 0; i < t->n_dims; i++) r->shape[i] = (int64_t)t->dims[t->n_dims - 1 - i]; /* dims[0] is the row */
+    r->data = t->data, r->nbytes = t->nbytes;
+    return 1;
+}
+
+/* name as stored: Hugging Face's, or the family's GGUF name for it. */
+static int find_exact(const Model *m, const char *name, TensorRef *r) {
+    if (m->gguf) {
+        const ArchSpec *spec = arch_spec(m->cfg.arch);
+        char gname[256];
+        if (!spec->gguf_name || spec->gguf_name(name, gname, sizeof gname) != 0) return 0;
+        const GgufTensor *t = gguf_find_tensor(m->gguf, gname);
+        return t ? ref_gguf(t, r) : 0;
+    }
     for (int i = 0; i < m->n_files; i++) {
         const StTensor *t = st_find(&m->files[i], name);
-        if (t) return t;
+        if (t) return ref_st(t, r);
     }
-    return NULL;
+    return 0;
 }
 
 /* Looks a tensor up under the names real checkpoints use: with or without the
  * family's prefix, LayerNorm weight/bias or gamma/beta (Google's BERT). */
-static const StTensor *find_variant(const Model *m, const char *name, char *used, size_t used_len) {
+static int find_variant(const Model *m, const char *name, TensorRef *r) {
     const ArchSpec *spec = arch_spec(m->cfg.arch);
-    const char *prefixes[] = {"", spec ? spec->tensor_prefix : ""};
-    char alt[256] = "";
+    const char *prefixes[] = {"", spec && !m->gguf ? spec->tensor_prefix : ""};
+    char alt[256] = "", used[300];
     size_t nl = strlen(name);
     if (nl > 7 && !strcmp(name + nl - 7, ".weight") && strstr(name, "LayerNorm"))
         snprintf(alt, sizeof alt, "%.*s.gamma", (int)(nl - 7), name);
@@ -56,18 +97,16 @@ static const StTensor *find_variant(const Model *m, const char *name, char *used
         for (int v = 0; v < 2; v++) {
             const char *base = v ? alt : name;
             if (!*base) continue;
-            snprintf(used, used_len, "%s%s", prefixes[p], base);
-            const StTensor *t = find_any(m, used);
-            if (t) return t;
+            snprintf(used, sizeof used, "%s%s", prefixes[p], base);
+            if (find_exact(m, used, r)) return 1;
         }
     }
-    snprintf(used, used_len, "%s", name);
-    return NULL;
+    return 0;
 }
 
 int model_has_tensor(const Model *m, const char *name) {
-    char used[300];
-    return find_variant(m, name, used, sizeof used) != NULL;
+    TensorRef r;
+    return find_variant(m, name, &r);
 }
 
 static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
@@ -78,48 +117,51 @@ static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
     if (k < len) snprintf(buf + k, len - k, "]");
 }
 
-/* The tensor, checked to have the expected shape and a float dtype. */
-static const StTensor *checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
-    char used[300];
-    const StTensor *t = find_variant(m, name, used, sizeof used);
+/* The tensor, checked to have the expected shape and a type the engine reads,
+ * its data long enough for that shape. */
+static int checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, TensorRef *t, AvErr *e) {
     int64_t want[2] = {d0, d1};
     char ws[64], gs[64];
     shape_str(ws, sizeof ws, ndim, want);
-    if (!t) {
-        av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
-        return NULL;
-    }
-    if (t->dtype == ST_OTHER) {
-        av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, used, t->dtype_name);
-        return NULL;
-    }
+    if (!find_variant(m, name, t)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+    if (t->type == KERN_UNSUPPORTED && !m->gguf)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t->name, t->type_name);
+    if (t->type == KERN_UNSUPPORTED)
+        return av_err(e, "%s: tensor '%s' has type %s, which attnviz does not widen (F32, F16, BF16, Q4_0, Q4_1, "
+                      "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", m->path, t->name, t->type_name);
     if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
         shape_str(gs, sizeof gs, t->ndim, t->shape);
-        av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, used, gs, ws);
-        return NULL;
+        return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t->name, gs,
+                      m->gguf ? "its metadata" : "config.json", ws);
     }
-    if (!m->dtype_name[0]) snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t->dtype_name);
-    return t;
+    size_t cols = (size_t)(ndim == 2 ? d1 : d0), rows = ndim == 2 ? (size_t)d0 : 1;
+    size_t blk = gguf_type_block(t->type), bs = gguf_type_bytes(t->type);
+    if (!blk || cols % blk || rows * (cols / blk) > t->nbytes / bs)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t->name, ws);
+    if (!m->dtype_name[0] || (ndim == 2 && !strcmp(m->dtype_name, "F32") && t->type != KERN_F32))
+        snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t->type_name); /* the products' type, not the norms' */
+    return 0;
 }
 
-/* A float32 copy of t's numel elements, or the mapping itself for aligned F32. */
-static const float *as_f32(Model *m, const StTensor *t, size_t numel, float offset, AvErr *e) {
-    if (t->dtype == ST_F32 && ((uintptr_t)t->data % sizeof(float)) == 0 && offset == 0.0f)
+/* A float32 copy of t's rows x cols elements, or the mapping itself for aligned F32. */
+static const float *as_f32(Model *m, const TensorRef *t, size_t rows, size_t cols, float offset, AvErr *e) {
+    if (t->type == KERN_F32 && ((uintptr_t)t->data % sizeof(float)) == 0 && offset == 0.0f)
         return (const float *)t->data;
-    float *copy = malloc(numel * sizeof *copy);
+    float *copy = malloc(rows * cols * sizeof *copy);
     if (!copy || keep_owned(m, copy) != 0) {
         free(copy);
         av_err(e, "%s: out of memory converting tensor '%s'", m->path, t->name);
         return NULL;
     }
-    st_to_f32(t, copy);
-    for (size_t i = 0; offset != 0.0f && i < numel; i++) copy[i] += offset;
+    if (quant_rows(t->type, t->data, t->nbytes, rows, cols, 0, rows, copy, t->name, e) != 0) return NULL;
+    for (size_t i = 0; offset != 0.0f && i < rows * cols; i++) copy[i] += offset;
     return copy;
 }
 
 const float *model_tensor(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e) {
-    const StTensor *t = checked(m, name, ndim, d0, d1, e);
-    return t ? as_f32(m, t, (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1), 0.0f, e) : NULL;
+    TensorRef t;
+    if (checked(m, name, ndim, d0, d1, &t, e)) return NULL;
+    return ndim == 2 ? as_f32(m, &t, (size_t)d0, (size_t)d1, 0.0f, e) : as_f32(m, &t, 1, (size_t)d0, 0.0f, e);
 }
 
 static void note_width(Model *m, int64_t in) {
@@ -128,19 +170,19 @@ static void note_width(Model *m, int64_t in) {
 
 int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t out, int bias, AvErr *e) {
     char nm[300];
+    TensorRef t;
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
-    const StTensor *t = checked(m, nm, 2, out, in, e);
-    if (!t) return -1;
+    if (checked(m, nm, 2, out, in, &t, e)) return -1;
     memset(lin, 0, sizeof *lin);
-    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t->name;
-    if (t->dtype == ST_F16 || t->dtype == ST_BF16) {
-        /* kept in half precision, widened per tile (kernels.h) */
-        lin->type = t->dtype == ST_F16 ? TYPE_F16 : TYPE_BF16;
-        lin->w = t->data;
-        lin->row_bytes = (size_t)in * 2;
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
+    if (t.type != KERN_F32) {
+        /* kept in its stored type (half precision or blocks), widened per tile (kernels.h) */
+        lin->type = t.type;
+        lin->w = t.data;
+        lin->row_bytes = (size_t)in / gguf_type_block(t.type) * gguf_type_bytes(t.type);
     } else {
         lin->type = KERN_F32;
-        if (!(lin->w = as_f32(m, t, (size_t)out * (size_t)in, 0.0f, e))) return -1;
+        if (!(lin->w = as_f32(m, &t, (size_t)out, (size_t)in, 0.0f, e))) return -1;
     }
     note_width(m, in);
     snprintf(nm, sizeof nm, "%.250s.bias", prefix);
@@ -164,9 +206,10 @@ int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64
 
 int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e) {
     char name[300];
+    TensorRef t;
     snprintf(name, sizeof name, "%.250s.weight", prefix);
-    const StTensor *t = checked(m, name, 1, dim, 0, e);
-    if (!t || !(nm->g = as_f32(m, t, (size_t)dim, m->cfg.norm_offset, e))) return -1;
+    if (checked(m, name, 1, dim, 0, &t, e) || !(nm->g = as_f32(m, &t, 1, (size_t)dim, m->cfg.norm_offset, e)))
+        return -1;
     nm->rms = m->cfg.norm == NORM_RMS;
     nm->eps = m->cfg.layer_norm_eps;
     nm->b = NULL;
@@ -290,19 +333,87 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
     return rc;
 }
 
+/* A llama.cpp file: hyper-parameters from its metadata (the family's
+ * gguf_config), tensors by the family's GGUF names, weights kept quantized. */
+int model_load_gguf(Model *m, const char *path, AvErr *e) {
+    memset(m, 0, sizeof *m);
+    const char *arch;
+    size_t alen;
+    char name[32];
+    if (!(m->gguf = calloc(1, sizeof *m->gguf))) return av_err(e, "out of memory");
+    if (gguf_open(m->gguf, path, e) != 0) {
+        free(m->gguf);
+        m->gguf = NULL;
+        return -1;
+    }
+    m->path = path;
+    int rc = -1;
+    if (gguf_get_str(m->gguf, "general.architecture", &arch, &alen, e) != 0) {
+        av_err_prefix(e, "%s", path);
+        goto done;
+    }
+    snprintf(name, sizeof name, "%.*s", (int)(alen < 31 ? alen : 31), arch);
+    const ArchSpec *spec = arch_detect_gguf(name);
+    if (!spec) {
+        av_err(e, "%s: GGUF architecture \"%s\" is not supported (attnviz reads llama, qwen2 and qwen3)", path, name);
+        goto done;
+    }
+    m->cfg.arch = spec->kind;
+    snprintf(m->cfg.model_type, sizeof m->cfg.model_type, "%s", spec->model_type);
+    if (spec->gguf_config(&m->cfg, m->gguf, path, e) != 0) goto done;
+    if (!(m->w.layers = calloc((size_t)m->cfg.num_layers, sizeof *m->w.layers))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (spec->load(m, e) != 0 || rope_init(m, e) != 0) goto done;
+    /* the file's weight type: its layers' products, not the embeddings' or norms' */
+    snprintf(m->dtype_name, sizeof m->dtype_name, "%s", gguf_type_name(m->w.layers[0].q.type));
+    rc = 0;
+done:
+    if (rc != 0) model_free(m);
+    return rc;
+}
+
+/* The .gguf file a folder holds (the first by name), or NULL. */
+static char *gguf_in_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char *best = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && !strcmp(de->d_name + l - 5, ".gguf") && (!best || strcmp(de->d_name, best) < 0)) {
+            free(best);
+            best = strdup(de->d_name);
+        }
+    }
+    closedir(d);
+    char *p = best ? av_path_join(dir, best) : NULL;
+    free(best);
+    return p;
+}
+
 int model_load(Model *m, const char *dir, AvErr *e) {
+    size_t dl = strlen(dir);
+    if (dl > 5 && !strcmp(dir + dl - 5, ".gguf")) return model_load_gguf(m, dir, e);
     static const char *const names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"};
     char *cp = av_path_join(dir, "config.json"), *paths[3] = {NULL, NULL, NULL};
     int rc = 0, pick = 0;
     for (int i = 0; i < 3; i++) rc |= !(paths[i] = av_path_join(dir, names[i]));
+    char *gg = NULL;
     if (rc || !cp) {
         rc = av_err(e, "out of memory");
+    } else if (!av_file_exists(cp) && (gg = gguf_in_dir(dir))) {
+        /* a folder holding a llama.cpp file and no Hugging Face config */
+        rc = model_load_gguf(m, gg, e);
+        if (rc == 0) m->path_owned = gg, gg = NULL;
     } else {
         /* safetensors first: no pickle at all; a missing file is named as model.safetensors */
         for (pick = 0; pick < 3 && !av_file_exists(paths[pick]); pick++) {}
         rc = model_load_files(m, cp, paths[pick < 3 ? pick : 0], e);
     }
     free(cp);
+    free(gg);
     for (int i = 0; i < 3; i++) free(paths[i]);
     return rc;
 }
@@ -314,6 +425,9 @@ void model_free(Model *m) {
     free(m->inv_freq);
     for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
     free(m->files);
+    if (m->gguf) gguf_close(m->gguf);
+    free(m->gguf);
+    free(m->path_owned);
     memset(m, 0, sizeof *m);
 }
 

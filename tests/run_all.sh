@@ -85,7 +85,8 @@ scripts=(
     tests/ref/bertviz_check.sh
     tests/ref/real_heads.sh
     tests/ref/gguf_check.sh
-  tests/ref/decoder_check.sh
+    tests/ref/decoder_check.sh
+    tests/ref/gguf_model_check.sh
     tests/fetch_test.sh
 )
 for s in "${scripts[@]}"; do

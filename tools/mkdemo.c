@@ -725,7 +725,7 @@ static int write_config(const char *path, int n_vocab, AvErr *e) {
     if (!f) return av_err(e, "%s: %s", path, strerror(errno));
     fprintf(f,
             "{\n"
-            "  \"architectures\": [\"BertModel\"],\n"
+            "  \"architectures\": [\"Model\"],\n"
             "  \"model_type\": \"bert\",\n"
             "  \"attnviz_demo\": true,\n"
             "  \"description\": \"attnviz demo model: weights constructed by tools/mkdemo.c, not trained. Every "
