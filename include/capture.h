@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+#define CAP_MAX_LAYERS 256
+#define CAP_MAX_HEADS 256
+
 typedef struct {
     int n_layers;
     int n_heads;       /* query heads */
@@ -19,16 +22,36 @@ typedef struct {
     float *k;      /* (n_layers, n_heads, n_tokens, head_dim) likewise; a query head's copy of its kv head's keys */
     float *hidden; /* (n_layers + 1, n_tokens, hidden_size) embeddings then each layer; NULL if not captured */
     size_t cap_tokens; /* capacity the buffers were allocated for */
+    /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
+     * them, in order. Else the blocks of the kept layers and heads only, as an
+     * (n_kept_layers, n_kept_heads) grid; a slot is -1 for what is not kept. */
+    int n_kept_layers, n_kept_heads;
+    short layer_slot[CAP_MAX_LAYERS];
+    short head_slot[CAP_MAX_HEADS];
 } Capture;
 
+/* Whether the capture holds layer l, head h. */
+static inline int cap_has(const Capture *c, int l, int h) {
+    return !c->n_kept_layers || (c->layer_slot[l] >= 0 && c->head_slot[h] >= 0);
+}
+/* Block index of (l, h) in attn, q and k. */
+static inline size_t cap_block(const Capture *c, int l, int h) {
+    if (!c->n_kept_layers) return (size_t)l * c->n_heads + h;
+    return (size_t)c->layer_slot[l] * c->n_kept_heads + c->head_slot[h];
+}
+/* Blocks held: n_layers * n_heads, or the kept grid. */
+static inline size_t cap_blocks(const Capture *c) {
+    return c->n_kept_layers ? (size_t)c->n_kept_layers * c->n_kept_heads : (size_t)c->n_layers * c->n_heads;
+}
+
 static inline float *cap_attn(const Capture *c, int l, int h) {
-    return c->attn + ((size_t)l * c->n_heads + h) * c->n_tokens * c->n_tokens;
+    return c->attn + cap_block(c, l, h) * c->n_tokens * c->n_tokens;
 }
 static inline float *cap_q(const Capture *c, int l, int h) {
-    return c->q + ((size_t)l * c->n_heads + h) * c->n_tokens * c->head_dim;
+    return c->q + cap_block(c, l, h) * c->n_tokens * c->head_dim;
 }
 static inline float *cap_k(const Capture *c, int l, int h) {
-    return c->k + ((size_t)l * c->n_heads + h) * c->n_tokens * c->head_dim;
+    return c->k + cap_block(c, l, h) * c->n_tokens * c->head_dim;
 }
 
 #endif

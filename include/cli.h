@@ -31,6 +31,8 @@ typedef struct {
     int out_html, out_npy;     /* with --out-dir: --html / --npy as flags */
     int stats;
     int strict;
+    int max_tokens;            /* --max-tokens: 0 = the model's limit */
+    double max_capture;        /* --max-capture in bytes: 0 = half of physical RAM */
 } CliOptions;
 
 void cli_options_free(CliOptions *o);

@@ -86,6 +86,13 @@ void model_runstate_free(RunState *s);
 
 /* Allocates capture buffers for n tokens; want_qk / want_hidden choose extras. */
 int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e);
+/* The same for the given layers and heads only (NULL: all): the forward pass
+ * keeps nothing else, and stops after the last kept layer when hidden states
+ * are not wanted. */
+int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
+                         int n_layers, const int *heads, int n_heads, AvErr *e);
+/* Bytes such a capture takes, to refuse before allocating. */
+size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);
 
 /* Runs the model on ids/type_ids (n tokens; type_ids may be NULL for families

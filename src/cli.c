@@ -49,8 +49,11 @@ static void usage(FILE *f) {
           "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
           "\n"
           "Selection (applies to JSON, npy, HTML and --stats):\n"
-          "  --layers LIST       e.g. 0,5-11\n"
+          "  --layers LIST       e.g. 0,5-11 (only these are computed and kept)\n"
           "  --heads LIST        e.g. 8 or 0-3,8\n"
+          "  --max-tokens N      truncate inputs to N tokens (with a warning)\n"
+          "  --max-capture SIZE  refuse inputs whose captured attention would need more\n"
+          "                      memory, e.g. 8G or 500M (default: half of physical RAM)\n"
           "  --no-special        drop [CLS]/[SEP] rows and columns (rows renormalized)\n"
           "  --words             merge ## pieces into words: attention summed over a word's\n"
           "                      key pieces and averaged over its query pieces\n"
@@ -157,6 +160,26 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return EXIT_USAGE;
 }
 
+/* "8G", "500M", "64k" or a byte count; 0 on success. */
+static int parse_size(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0)) return -1;
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1e3, end++; break;
+    case 'm': case 'M': mult = 1e6, end++; break;
+    case 'g': case 'G': mult = 1e9, end++; break;
+    case 't': case 'T': mult = 1e12, end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return -1;
+    *out = v * mult;
+    return 0;
+}
+
 int cli_parse(CliOptions *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->layer = o->head = -1;
@@ -164,7 +187,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->lowercase = -1;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
-           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT };
+           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -179,6 +202,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"layers", required_argument, 0, O_LAYERS}, {"heads", required_argument, 0, O_HEADS},
         {"no-special", no_argument, 0, O_NOSPECIAL}, {"words", no_argument, 0, O_WORDS},
         {"stats", no_argument, 0, O_STATS},         {"strict", no_argument, 0, O_STRICT},
+        {"max-tokens", required_argument, 0, O_MAXTOK}, {"max-capture", required_argument, 0, O_MAXCAP},
         {"templates", required_argument, 0, O_TEMPLATES},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
@@ -214,6 +238,12 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_WORDS: o->words = 1; break;
         case O_STATS: o->stats = 1; break;
         case O_STRICT: o->strict = 1; break;
+        case O_MAXTOK:
+            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return usage_error("--max-tokens needs a count >= 1, got '%s'", optarg);
+            break;
+        case O_MAXCAP:
+            if (parse_size(optarg, &o->max_capture)) return usage_error("--max-capture needs a size like 8G or 500M, got '%s'", optarg);
+            break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
@@ -450,14 +480,35 @@ static void run_free(Run *r) {
     free(r->dir);
 }
 
+static const char *human_size(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.0f kB", bytes / 1e3 < 1 ? 1 : bytes / 1e3);
+    return buf;
+}
+
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
 static int ensure_buffers(Run *r, int n, AvErr *e) {
     if (n <= r->cap_n) return 0;
+    const CliOptions *o = r->o;
+    const int nl = o->sel_layers ? o->n_sel_layers : r->cfg.num_layers;
+    const int nh = o->sel_heads ? o->n_sel_heads : r->cfg.num_heads;
+    /* refuse before allocating: a capture grows with the square of the input */
+    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->hidden, nl, nh), limit = o->max_capture;
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed "
+                      "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
+                      n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
+    }
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
     r->cap_n = 0;
     if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
-    if (model_capture_alloc(&r->cap, &r->cfg, n, 1, r->o->hidden, e) != 0) return -1;
+    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->hidden, o->sel_layers, o->n_sel_layers, o->sel_heads,
+                             o->n_sel_heads, e) != 0)
+        return -1;
     r->cap_n = n;
     return 0;
 }
@@ -492,6 +543,7 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     double t0 = av_now_ms();
     int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
+    if (r->o->max_tokens > 0 && (max_len == 0 || r->o->max_tokens < max_len)) max_len = r->o->max_tokens;
     if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e) != 0)
         return -1;
     r->t_tok += av_now_ms() - t0;
@@ -597,12 +649,17 @@ static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE 
         return -1;
     }
     if (enc.n_truncated > 0 && !o->quiet) {
-        if (o->batch_path)
-            fprintf(stderr, "attnviz: warning: %s:%ld: longer than the model's %d positions; dropped %d tokens\n",
-                    o->batch_path, lineno, cfg_max_tokens(&r->cfg), enc.n_truncated);
+        char limit[64];
+        if (o->max_tokens > 0 && o->max_tokens < cfg_max_tokens(&r->cfg))
+            snprintf(limit, sizeof limit, "--max-tokens %d", o->max_tokens);
         else
-            fprintf(stderr, "attnviz: warning: input is longer than the model's %d positions; dropped %d tokens (longest first)\n",
-                    cfg_max_tokens(&r->cfg), enc.n_truncated);
+            snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
+        if (o->batch_path)
+            fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno,
+                    limit, enc.n_truncated);
+        else
+            fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
+                    enc.n_truncated);
     }
     XfView view;
     int derived = !o->tokens_only && (o->no_special || o->words);

@@ -129,7 +129,7 @@ static void head_part(void *arg, int t, int T) {
     const int n = w->n, dh = w->dh;
     for (int h = t; h < w->n_heads; h += T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * n;
-        Capture *cap = w->cap;
+        Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
         if (cap && cap->q) {
             transpose(cap_q(cap, w->layer, h), w->qT + qoff, dh, n); // (n, dh)
             transpose(cap_k(cap, w->layer, h), w->kT + kvoff, dh, n);
@@ -287,15 +287,16 @@ int model_forward(const Model *m, RunState *s, const int *ids, const int *type_i
     /* BLAS single-threaded while our pool splits the work (pool.h). */
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
-    int rc = 0;
+    int rc = 0, last_kept = c->num_layers - 1;
+    while (cap && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
     for (int l = 0; l < c->num_layers && rc == 0; l++) {
         const LayerWeights *L = &w->layers[l];
         /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
          * pre-norm (GPT-2, Llama): x = x + attn(norm1(x)); x = x + mlp(norm2(x)) */
         if (c->pre_ln) residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
-        /* The last layer's output feeds nothing that is captured unless the
-         * hidden states are: its attention (q and k) is all the capture needs. */
-        const int attn_only = l == c->num_layers - 1 && cap && !cap->hidden;
+        /* After the last captured layer's attention nothing more is needed
+         * unless the hidden states are: its q and k are all the capture takes. */
+        const int attn_only = cap && !cap->hidden && l == last_kept;
         if ((rc = attention_block(m, s, l, n, cap, attn_only, e)) || attn_only) break;
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
@@ -313,11 +314,16 @@ int model_forward(const Model *m, RunState *s, const int *ids, const int *type_i
     if (rc) return -1;
     if (cap) {
         /* NaN/Inf weights would otherwise reach the writers as invalid JSON. */
-        size_t total = (size_t)c->num_layers * c->num_heads * n * n;
+        const size_t nn = (size_t)n * n, per_layer = cap->n_kept_layers ? (size_t)cap->n_kept_heads : (size_t)c->num_heads;
+        const size_t total = cap_blocks(cap) * nn;
         for (size_t i = 0; i < total; i++)
-            if (!isfinite(cap->attn[i]))
-                return av_err(e, "%s: attention in layer %zu is not finite (NaN/Inf in the weights?)", m->path,
-                              i / ((size_t)c->num_heads * n * n));
+            if (!isfinite(cap->attn[i])) {
+                size_t slot = i / (per_layer * nn);
+                int layer = (int)slot;
+                for (int l = 0; cap->n_kept_layers && l < c->num_layers; l++)
+                    if (cap->layer_slot[l] == (int)slot) layer = l;
+                return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, layer);
+            }
     }
     return 0;
 }

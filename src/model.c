@@ -482,7 +482,15 @@ void model_runstate_free(RunState *s) {
     memset(s, 0, sizeof *s);
 }
 
-int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
+size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads) {
+    size_t blocks = (size_t)n_layers * (size_t)n_heads, nn = (size_t)n * (size_t)n;
+    size_t floats = blocks * nn + (want_qk ? 2 * blocks * (size_t)n * (size_t)c->head_dim : 0) +
+                    (want_hidden ? (size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size : 0);
+    return floats * sizeof(float);
+}
+
+int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
+                         int n_layers, const int *heads, int n_heads, AvErr *e) {
     memset(cap, 0, sizeof *cap);
     cap->n_layers = c->num_layers;
     cap->n_heads = c->num_heads;
@@ -491,12 +499,29 @@ int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, 
     cap->hidden_size = c->hidden_size;
     cap->n_tokens = n;
     cap->cap_tokens = (size_t)n;
-    size_t LH = (size_t)c->num_layers * (size_t)c->num_heads;
-    cap->attn = alloc_floats(LH * (size_t)n * (size_t)n);
+    if (c->num_layers > CAP_MAX_LAYERS || c->num_heads > CAP_MAX_HEADS)
+        return av_err(e, "%d layers x %d heads exceed the capture's %d x %d", c->num_layers, c->num_heads,
+                      CAP_MAX_LAYERS, CAP_MAX_HEADS);
+    if (layers || heads) {
+        for (int l = 0; l < CAP_MAX_LAYERS; l++) cap->layer_slot[l] = -1;
+        for (int h = 0; h < CAP_MAX_HEADS; h++) cap->head_slot[h] = -1;
+        for (int i = 0; i < (layers ? n_layers : c->num_layers); i++) {
+            int l = layers ? layers[i] : i;
+            if (l < 0 || l >= c->num_layers) return av_err(e, "layer %d is not in the model (%d layers)", l, c->num_layers);
+            if (cap->layer_slot[l] < 0) cap->layer_slot[l] = (short)cap->n_kept_layers++;
+        }
+        for (int i = 0; i < (heads ? n_heads : c->num_heads); i++) {
+            int h = heads ? heads[i] : i;
+            if (h < 0 || h >= c->num_heads) return av_err(e, "head %d is not in the model (%d heads)", h, c->num_heads);
+            if (cap->head_slot[h] < 0) cap->head_slot[h] = (short)cap->n_kept_heads++;
+        }
+    }
+    size_t blocks = cap_blocks(cap);
+    cap->attn = alloc_floats(blocks * (size_t)n * (size_t)n);
     int bad = !cap->attn;
     if (want_qk) {
-        cap->q = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
-        cap->k = alloc_floats(LH * (size_t)n * (size_t)cap->head_dim);
+        cap->q = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
+        cap->k = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
         bad |= !cap->q || !cap->k;
     }
     if (want_hidden) {
@@ -508,6 +533,10 @@ int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, 
         return av_err(e, "out of memory for attention capture (%d tokens)", n);
     }
     return 0;
+}
+
+int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
+    return model_capture_select(cap, c, n, want_qk, want_hidden, NULL, 0, NULL, 0, e);
 }
 
 void model_capture_free(Capture *cap) {

@@ -83,7 +83,7 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     c->n_tokens = m;
     c->cap_tokens = (size_t)m;
     c->hidden = NULL;
-    size_t LH = (size_t)cap->n_layers * cap->n_heads;
+    size_t LH = cap_blocks(cap); /* the kept blocks, in the same grid */
     c->attn = calloc(LH * m * m, sizeof(float));
     c->q = cap->q ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
     c->k = cap->k ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;

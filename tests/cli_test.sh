@@ -194,4 +194,20 @@ if [ -f ../shared/models/gpt2/encoder.json ]; then
 else
     echo "SKIP tokens_only_reads_openai_gpt2_files: ../shared/models/gpt2 absent"
 fi
+# --layers/--heads choose what the engine keeps: the same numbers as the full capture
+"$BIN" --model "$G" --json "$T/full.json" --quiet "the cat sat on the mat" 2>"$T/err"
+"$BIN" --model "$G" --layers 1 --heads 0,2 --json "$T/sel.json" --quiet "the cat sat on the mat" 2>"$T/err"
+check selected_capture_equals_the_full_capture_there $PY - "$T/full.json" "$T/sel.json" <<'PY'
+import json, sys
+f, s = (json.load(open(p)) for p in sys.argv[1:3])
+assert len(s["attention"]) == 1 and len(s["attention"][0]) == 2, [len(s["attention"]), len(s["attention"][0])]
+assert s["attention"][0][0] == f["attention"][1][0] and s["attention"][0][1] == f["attention"][1][2]
+PY
+expect_exit max_capture_refuses_naming_the_selection_options 1 \
+    "capturing [0-9]+ tokens x 3 layers x 4 heads needs .* above the .* allowed \(--max-capture\): select fewer with --layers/--heads" \
+    "$BIN" --model "$G" --max-capture 2k --quiet "the cat sat on the mat"
+check max_capture_admits_a_smaller_selection "$BIN" --model "$G" --max-capture 2k --layers 0 --heads 0 --json "$T/one.json" --quiet "the cat sat on the mat"
+expect_exit max_capture_needs_a_size 2 "--max-capture needs a size like 8G or 500M" "$BIN" --model "$G" --max-capture lots hi
+"$BIN" --model "$G" --max-tokens 3 --json "$T/mt.json" "the cat sat on the mat" 2>"$T/err"
+check max_tokens_truncates_with_a_warning bash -c "grep -q 'longer than --max-tokens 3; dropped' '$T/err' && $PY -c 'import json; assert len(json.load(open(\"$T/mt.json\"))[\"tokens\"]) == 3'"
 exit 0
