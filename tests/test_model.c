@@ -24,7 +24,11 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  "tests/data/small-f16",       "tests/data/small-bf16",
                                  "tests/data/small-gpt2",      "tests/data/small-gpt2-f16",
                                  "tests/data/small-roberta",   "tests/data/small-distilbert",
-                                 "tests/data/small-distilbert-prefixed"};
+                                 "tests/data/small-distilbert-prefixed",
+                                 /* Llama-style decoders (tests/ref/make_decoder_goldens.py) */
+                                 "tests/data/small-llama",     "tests/data/small-qwen2",
+                                 "tests/data/small-qwen3",     "tests/data/small-mistral",
+                                 "tests/data/small-gemma2"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];

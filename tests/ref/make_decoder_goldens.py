@@ -1,0 +1,92 @@
+"""Writes the small committed decoder fixtures test_model.c checks without torch: one tiny
+checkpoint per Llama-style family, made by transformers' own classes (save_pretrained), and its
+golden.json from transformers' eager attention (same format as the encoder fixtures': per case
+input_ids, token_type_ids, attention, queries, keys as the eager attention function receives them
+(after q/k norm and rotary; keys repeated per query head), last_hidden).
+
+usage: make_decoder_goldens.py OUT_DIR   (tests/data; run with tools/pyref.sh's python)
+"""
+import json
+import os
+import sys
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+SMALL = dict(vocab_size=40, hidden_size=16, intermediate_size=24, num_attention_heads=4, num_hidden_layers=2,
+             max_position_embeddings=64)
+FIXTURES = {
+    "small-llama": ("LlamaConfig", dict(num_key_value_heads=2, head_dim=8, rope_theta=10000.0,
+                                        tie_word_embeddings=True), "float32"),
+    "small-qwen2": ("Qwen2Config", dict(num_key_value_heads=1, rope_theta=1000000.0), "bfloat16"),
+    "small-qwen3": ("Qwen3Config", dict(num_key_value_heads=2, head_dim=8), "float32"),
+    "small-mistral": ("MistralConfig", dict(num_key_value_heads=2, head_dim=4, sliding_window=5), "float32"),
+    "small-gemma2": ("Gemma2Config", dict(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
+                                          attn_logit_softcapping=3.0, sliding_window=4), "float32"),
+}
+
+
+def main(out_root):
+    for name, (cls, extra, dtype) in FIXTURES.items():
+        torch.manual_seed(sum(map(ord, name)))
+        cfg = getattr(transformers, cls)(**SMALL, **extra)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if p.dim() == 1:
+                    base = 0.0 if cls == "Gemma2Config" or "bias" in pname else 1.0
+                    if "q_norm" in pname or "k_norm" in pname:
+                        base = 3.0
+                    p.copy_(base + 0.1 * torch.randn_like(p))
+                elif "q_proj" in pname or "k_proj" in pname:
+                    p.normal_(0, 0.5)
+                else:
+                    p.normal_(0, 0.3)
+        out = os.path.join(out_root, name)
+        model.to(getattr(torch, dtype)).save_pretrained(out, safe_serialization=True)
+        ref = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+        mod = sys.modules[type(ref.model.layers[0].self_attn).__module__]
+        orig = mod.eager_attention_forward
+        qs, ks = [], []
+
+        def wrapped(module, query, key, *a, **k):
+            qs.append(query[0])
+            ks.append(key[0])
+            return orig(module, query, key, *a, **k)
+
+        cases = []
+        gen = torch.Generator().manual_seed(3)
+        for n in (1, 12):
+            ids = torch.randint(0, SMALL["vocab_size"], (n,), generator=gen).tolist()
+            qs.clear(), ks.clear()
+            mod.eager_attention_forward = wrapped
+            try:
+                with torch.no_grad():
+                    o = ref.model(torch.tensor([ids]), output_attentions=True)
+            finally:
+                mod.eager_attention_forward = orig
+            group = cfg.num_attention_heads // cfg.num_key_value_heads
+            r4 = lambda t: [[[[round(float(x), 7) for x in row] for row in m] for m in h] for h in t]  # noqa: E731
+            cases.append({
+                "input_ids": ids,
+                "token_type_ids": [0] * n,
+                "attention": r4(torch.stack([a[0] for a in o.attentions])),
+                "queries": r4(torch.stack(qs)),
+                "keys": r4(torch.stack([k.repeat_interleave(group, dim=0) for k in ks])),
+                "last_hidden": [[round(float(x), 7) for x in row] for row in o.last_hidden_state[0]],
+            })
+        with open(os.path.join(out, "golden.json"), "w") as f:
+            json.dump(cases, f)
+        for extra_file in ("generation_config.json",):
+            p = os.path.join(out, extra_file)
+            if os.path.exists(p):
+                os.remove(p)
+        print(name, dtype, os.path.getsize(os.path.join(out, "model.safetensors")), "bytes")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data")
