@@ -87,6 +87,7 @@ scripts=(
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
     tests/ref/gguf_model_check.sh
+    tests/ref/gguf_synth_check.sh
     tests/fetch_test.sh
 )
 for s in "${scripts[@]}"; do
