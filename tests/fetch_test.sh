@@ -215,6 +215,35 @@ if [ $rc -eq 0 ] && [ "$files" = "SHA256SUMS config.json merges.txt pytorch_mode
 else
     fail repo_with_only_pytorch_model_bin_gets_it "rc=$rc files=$files $(cat "$T/log")"
 fi
+# --- a decoder repo: tokenizer.json only, and a sharded checkpoint (index + every shard it names) ---
+S=$(repo_dir someorg/sharded-llama)
+printf '{"model_type":"llama"}\n' >"$S/config.json"
+printf '{"model":{"type":"BPE"}}\n' >"$S/tokenizer.json"
+printf '{"add_bos_token": true}\n' >"$S/tokenizer_config.json"
+rnd "$S/model-00001-of-00002.safetensors" 5000
+rnd "$S/model-00002-of-00002.safetensors" 3000
+printf '{"metadata":{},"weight_map":{"a.weight":"model-00001-of-00002.safetensors","b.weight":"model-00002-of-00002.safetensors","c.weight":"model-00001-of-00002.safetensors"}}\n' \
+    >"$S/model.safetensors.index.json"
+$F -m someorg/sharded-llama "$T/w/someorg/sharded-llama" >"$T/log" 2>&1
+rc=$?
+D=$T/w/someorg/sharded-llama
+files=$(ls -A "$D" 2>/dev/null | sort | tr '\n' ' ')
+want="SHA256SUMS config.json model-00001-of-00002.safetensors model-00002-of-00002.safetensors model.safetensors.index.json tokenizer.json tokenizer_config.json "
+if [ $rc -eq 0 ] && [ "$files" = "$want" ] && cmp -s "$D/model-00002-of-00002.safetensors" "$S/model-00002-of-00002.safetensors" \
+    && (cd "$D" && sha256sum --strict --quiet -c SHA256SUMS); then
+    pass decoder_repo_gets_tokenizer_json_and_every_shard
+else
+    fail decoder_repo_gets_tokenizer_json_and_every_shard "rc=$rc files=$files $(cat "$T/log")"
+fi
+rm "$S/model-00002-of-00002.safetensors"
+rm -rf "$T/w/someorg/sharded-llama"
+$F -m someorg/sharded-llama "$T/w/someorg/sharded-llama" >"$T/log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "model-00002-of-00002.safetensors: not found in someorg/sharded-llama" "$T/log" && [ ! -e "$T/w/someorg/sharded-llama" ]; then
+    pass missing_shard_installs_nothing_and_names_it
+else
+    fail missing_shard_installs_nothing_and_names_it "rc=$rc $(cat "$T/log")"
+fi
 # a repo with both formats and a WordPiece vocab: safetensors preferred, vocab.txt + tokenizer_config.json
 Q=$(repo_dir someorg/tiny-bert)
 printf '{"model_type":"bert"}\n' >"$Q/config.json"

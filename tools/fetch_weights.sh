@@ -45,7 +45,9 @@ done
 model=${model:-bert-base-uncased}
 
 # kind: which files to fetch. bert = vocab.txt (+ tokenizer_config.json when the repo has one),
-# bpe = vocab.json + merges.txt, auto = whichever the repo has (and safetensors, else pytorch_model.bin).
+# bpe = vocab.json + merges.txt, auto = whichever the repo has (tokenizer.json first), and
+# model.safetensors, else a sharded set (model.safetensors.index.json + its shards), else
+# pytorch_model.bin.
 case $model in
 */*)
     # ORG/REPO as the hub spells them; anything else could escape weights/.
@@ -273,19 +275,30 @@ case $kind in
 bert) need_file vocab.txt; optional tokenizer_config.json ;;
 bpe) need_file vocab.json; need_file merges.txt ;;
 auto)
+    # Hugging Face's tokenizer.json serves every family (decoders have nothing else); the
+    # older files too when the repo has them
+    have_tok=0
+    if get tokenizer.json; then have_tok=1; optional tokenizer_config.json; fi
     if get vocab.txt; then
-        optional tokenizer_config.json
+        [ $have_tok -eq 1 ] || optional tokenizer_config.json
     elif get vocab.json; then
-        need_file merges.txt
-    else
-        die "$repo has neither vocab.txt nor vocab.json + merges.txt (no tokenizer attnviz reads); nothing was installed"
+        if [ $have_tok -eq 1 ]; then optional merges.txt; else need_file merges.txt; fi
+    elif [ $have_tok -eq 0 ]; then
+        die "$repo has no tokenizer.json, vocab.txt or vocab.json + merges.txt (no tokenizer attnviz reads); nothing was installed"
     fi ;;
 esac
 if [ $kind = auto ]; then
     if ! get model.safetensors; then
-        say "model.safetensors: not in $repo; trying pytorch_model.bin"
-        get pytorch_model.bin ||
-            die "$repo has neither model.safetensors nor pytorch_model.bin (sharded checkpoints are not supported); nothing was installed"
+        if get model.safetensors.index.json; then
+            # a sharded checkpoint: every shard the index names, each once
+            shards=$(grep -o '"[A-Za-z0-9._-]*\.safetensors"' "$tmp/model.safetensors.index.json" | tr -d '"' | sort -u)
+            [ -n "$shards" ] || die "model.safetensors.index.json in $repo names no shard files; nothing was installed"
+            for sh in $shards; do need_file "$sh"; done
+        else
+            say "model.safetensors: not in $repo; trying pytorch_model.bin"
+            get pytorch_model.bin ||
+                die "$repo has neither model.safetensors (single or sharded) nor pytorch_model.bin; nothing was installed"
+        fi
     fi
 else
     need_file model.safetensors
