@@ -73,6 +73,10 @@ $(B)/quant_bench: bench/quant_bench.c $(B)/libattnviz.a
 $(B)/fwd_dump: tools/fwd_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/fwd_dump.c $(B)/libattnviz.a $(LDLIBS)
 
+# A tokenizer.json over a file of inputs, for the tokenizer oracle check.
+$(B)/tokenize: tools/tokenize.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/tokenize.c $(B)/libattnviz.a $(LDLIBS)
+
 # GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
 $(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)

@@ -12,7 +12,7 @@
 
 typedef struct Tokenizer Tokenizer;
 
-typedef enum { TOK_STYLE_BERT, TOK_STYLE_GPT2, TOK_STYLE_ROBERTA } TokStyle;
+typedef enum { TOK_STYLE_BERT, TOK_STYLE_GPT2, TOK_STYLE_ROBERTA, TOK_STYLE_JSON } TokStyle;
 
 typedef struct {
     int n;              /* number of tokens, specials included */
@@ -49,6 +49,13 @@ int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e);
  * Hugging Face's lstrip does); the vocab must have <s> and </s>. */
 int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, TokStyle style,
                  AvErr *e);
+/* Loads Hugging Face's tokenizer.json (tokjson.h): any BPE tokenizer, its
+ * normalizers, pre-tokenizers, added tokens and template, as the Rust library
+ * encodes. Spellings are BPE pieces (byte_level set in encodings). */
+int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e);
+/* Wraps an already built TjTokenizer (e.g. from GGUF metadata); takes it over. */
+struct TjTokenizer;
+int tok_from_tj(Tokenizer **out, struct TjTokenizer *tj, AvErr *e);
 void tok_free(Tokenizer *t);
 
 /* Encodes A (and B when b != NULL, even if empty) with the style's template;

@@ -15,6 +15,7 @@
  * are older, so code points assigned since then can differ. */
 #include "tokenizer.h"
 #include "bpe.h"
+#include "tokjson.h"
 #include "util.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@ struct Tokenizer {
     int unk, cls, sep;     /* RoBERTa: <unk> (or -1), <s>, </s>; GPT-2: -1 */
     TokStyle style;
     BpeModel *bpe;         /* byte-level styles; the WordPiece fields are unused then */
+    TjTokenizer *tj;       /* a tokenizer.json (TOK_STYLE_JSON); the fields above are unused then */
     int n_special;
     int special_id[TOK_MAX_SPECIALS];
     const char *special_str[TOK_MAX_SPECIALS];
@@ -220,8 +222,36 @@ int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, To
     return 0;
 }
 
+int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e) {
+    *out = NULL;
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return av_err(e, "out of memory");
+    t->style = TOK_STYLE_JSON;
+    t->unk = t->cls = t->sep = -1;
+    if (tj_load_file(&t->tj, tokenizer_json, e) != 0) {
+        free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+int tok_from_tj(Tokenizer **out, TjTokenizer *tj, AvErr *e) {
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t) {
+        tj_free(tj);
+        return av_err(e, "out of memory");
+    }
+    t->style = TOK_STYLE_JSON;
+    t->unk = t->cls = t->sep = -1;
+    t->tj = tj;
+    *out = t;
+    return 0;
+}
+
 void tok_free(Tokenizer *t) {
     if (!t) return;
+    tj_free(t->tj);
     bpe_free(t->bpe);
     free(t->buf);
     free(t->tok);
@@ -231,14 +261,16 @@ void tok_free(Tokenizer *t) {
     free(t);
 }
 
-int tok_vocab_size(const Tokenizer *t) { return t->bpe ? bpe_vocab_size(t->bpe) : t->n; }
+int tok_vocab_size(const Tokenizer *t) { return t->tj ? tj_vocab_size(t->tj) : t->bpe ? bpe_vocab_size(t->bpe) : t->n; }
 
 const char *tok_id_to_token(const Tokenizer *t, int id) {
+    if (t->tj) return tj_id_to_token(t->tj, id);
     if (t->bpe) return bpe_id_to_token(t->bpe, id);
     return id >= 0 && id < t->n ? t->tok[id] : NULL;
 }
 
 int tok_token_to_id(const Tokenizer *t, const char *token) {
+    if (t->tj) return tj_token_to_id(t->tj, token, strlen(token));
     if (t->bpe) return bpe_token_to_id(t->bpe, token, strlen(token));
     return lookup(t, "", 0, token, strlen(token));
 }
@@ -247,9 +279,10 @@ int tok_lowercase(const Tokenizer *t) { return t->lowercase; }
 
 TokStyle tok_style(const Tokenizer *t) { return t->style; }
 
-int tok_is_byte_level(const Tokenizer *t) { return t->bpe != NULL; }
+int tok_is_byte_level(const Tokenizer *t) { return t->bpe != NULL || t->tj != NULL; }
 
 int tok_is_special(const Tokenizer *t, int id) {
+    if (t->tj) return tj_is_special(t->tj, id);
     for (int k = 0; k < t->n_special; k++)
         if (t->special_id[k] == id) return 1;
     return 0;
@@ -680,6 +713,70 @@ static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const Id
     }
 }
 
+/* A tokenizer.json: each sequence tokenized, truncated longest-first to fit
+ * max_len with the template's special tokens, then laid out by the template. */
+static int encode_json(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len, int max_len,
+                       TokEncoding *out, AvErr *e) {
+    TjIds ia = {0}, ib = {0};
+    const TjItem *items;
+    int n_items = tj_template(t->tj, b != NULL, &items), rc = -1;
+    size_t n_added = 0;
+    for (int i = 0; i < n_items; i++) n_added += items[i].seq < 0;
+    if (max_len > 0 && (size_t)max_len < n_added)
+        return av_err(e, "max length %d cannot hold the %zu special tokens", max_len, n_added);
+    if (tj_encode(t->tj, a ? a : "", a_len, &ia, e) != 0 || (b && tj_encode(t->tj, b, b_len, &ib, e) != 0)) goto done;
+    size_t na = ia.n, nb = ib.n;
+    if (max_len > 0) {
+        size_t room = (size_t)max_len - n_added;
+        if (b) truncate_pair(&na, &nb, room);
+        else if (na > room) na = room;
+    }
+    size_t n = na + nb + n_added, n_alloc = n ? n : 1;
+    if (n > (size_t)INT32_MAX) {
+        rc = av_err(e, "input too long: %zu tokens", n);
+        goto done;
+    }
+    out->ids = malloc(n_alloc * sizeof *out->ids);
+    out->type_ids = malloc(n_alloc * sizeof *out->type_ids);
+    out->tokens = malloc(n_alloc * sizeof *out->tokens);
+    out->display = malloc(n_alloc * sizeof *out->display);
+    out->word_start = malloc(n_alloc);
+    out->special = malloc(n_alloc);
+    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special) {
+        tok_encoding_free(out);
+        rc = av_err(e, "out of memory while tokenizing");
+        goto done;
+    }
+    size_t k = 0;
+    for (int i = 0; i < n_items; i++) {
+        const TjItem *it = &items[i];
+        if (it->seq < 0) {
+            out->ids[k] = it->id, out->type_ids[k] = it->type_id, out->special[k] = 1, out->word_start[k] = 1;
+            k++;
+            continue;
+        }
+        const TjIds *src = it->seq ? &ib : &ia;
+        size_t cnt = it->seq ? nb : na;
+        if (it->seq == 1) out->b_start = (int)k;
+        for (size_t j = 0; j < cnt; j++, k++) {
+            out->ids[k] = src->ids[j], out->type_ids[k] = it->type_id;
+            out->special[k] = src->special[j], out->word_start[k] = src->word_start[j];
+        }
+    }
+    for (size_t i = 0; i < k; i++) {
+        out->tokens[i] = tj_id_to_token(t->tj, out->ids[i]);
+        out->display[i] = out->special[i] ? out->tokens[i] : tj_id_to_display(t->tj, out->ids[i]);
+    }
+    out->n = (int)k;
+    out->n_truncated = (int)(ia.n - na + ib.n - nb);
+    out->byte_level = 1;
+    rc = 0;
+done:
+    tj_ids_free(&ia);
+    tj_ids_free(&ib);
+    return rc;
+}
+
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e) {
     memset(out, 0, sizeof *out);
@@ -691,12 +788,13 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
         bad = utf8_invalid_at((const uint8_t *)b, b_len);
         if (bad >= 0) return av_err(e, "sentence B: invalid UTF-8 at byte offset %ld", bad);
     }
+    if (t->tj) return encode_json(t, a, a_len, b, b_len, max_len, out, e);
     /* Special tokens the template adds: before A, between A and B, after B. */
     size_t pre = 0, mid = 0, post = 0;
     switch (t->style) {
     case TOK_STYLE_BERT: pre = 1, mid = 1, post = b ? 1 : 0; break;
     case TOK_STYLE_ROBERTA: pre = 1, mid = b ? 2 : 1, post = b ? 1 : 0; break;
-    case TOK_STYLE_GPT2: break;
+    case TOK_STYLE_GPT2: case TOK_STYLE_JSON: break;
     }
     size_t n_added = pre + mid + post;
     if (max_len > 0 && (size_t)max_len < n_added)

@@ -80,6 +80,7 @@ scripts=(
     tests/cli_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
+    tests/tokenizer/tokjson_check.sh
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
     tests/ref/bertviz_check.sh

@@ -1,0 +1,1175 @@
+/* tokjson.c — tokenizer.json, read generically (see tokjson.h). The steps
+ * follow the Rust library's order: added tokens are found in the raw text
+ * (leftmost, longest), the gaps normalized, pre-tokenized into pieces, and
+ * each piece merged by the BPE model. Regexes are Oniguruma's, the engine
+ * the Rust library itself uses; Unicode data is utf8proc's. */
+#include "tokjson.h"
+
+#include <cjson/cJSON.h>
+#include <oniguruma.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "bpe.h"
+#include "util.h"
+
+#define TJ_MAX_STEPS 16
+#define TJ_MAX_TEMPLATE 8
+#define TJ_MAX_FILE (256u << 20)
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum { N_NFC, N_NFKC, N_NFD, N_NFKD, N_LOWER, N_REPLACE, N_PREPEND, N_STRIP } NormKind;
+typedef struct {
+    NormKind kind;
+    char *pattern, *content; /* Replace: literal pattern (or NULL with re), content; Prepend: content */
+    regex_t *re;             /* Replace with a Regex pattern */
+    int left, right;         /* Strip */
+} NormStep;
+
+typedef enum { B_ISOLATED, B_REMOVED, B_PREV, B_NEXT, B_CONTIGUOUS } Behavior;
+typedef enum { P_SPLIT, P_BYTELEVEL, P_METASPACE, P_DIGITS, P_WHITESPACE, P_WSSPLIT, P_PUNCT } PreKind;
+typedef struct {
+    PreKind kind;
+    regex_t *re;             /* Split (Regex or escaped String), ByteLevel's GPT-2 pattern, Whitespace */
+    Behavior behavior;
+    int invert;
+    int add_prefix_space, use_regex;     /* ByteLevel */
+    char repl[8];                        /* Metaspace replacement (UTF-8) */
+    int prepend;                         /* Metaspace: 0 never, 1 first, 2 always */
+    int split;                           /* Metaspace */
+    int individual;                      /* Digits */
+} PreStep;
+
+typedef struct {
+    char *s;
+    size_t len;
+    int id;
+    int special;
+    int lstrip, rstrip, single_word;
+} Added;
+
+typedef struct {
+    uint64_t key; /* (a << 32) | b, 0 = empty slot marker via rank < 0 */
+    int32_t rank, result;
+} Merge;
+
+struct TjTokenizer {
+    char *name;
+    char **tok;               /* id -> spelling, NULL for unused ids */
+    uint32_t *tok_len, *tok_hash;
+    char **display;
+    unsigned char *special;   /* id is a special added token */
+    int n;                    /* ids 0..n-1 */
+    int32_t *slots;           /* spelling -> id, open addressing */
+    size_t mask;
+    Merge *merges;
+    size_t mmask;
+    int byte_level, byte_fallback, fuse_unk, ignore_merges, unk;
+    int byte_tok[256];        /* byte-level: the id of each byte's character; fallback: of <0xXX>; -1 */
+    NormStep norm[TJ_MAX_STEPS];
+    int n_norm;
+    PreStep pre[TJ_MAX_STEPS];
+    int n_pre;
+    Added *added;
+    int n_added;
+    size_t max_added;
+    unsigned char added_first[256];
+    int *by_first[256];       /* added tokens by first byte, longest first */
+    int n_by_first[256];
+    TjItem single[TJ_MAX_TEMPLATE], pair[2 * TJ_MAX_TEMPLATE];
+    int n_single, n_pair;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} Str;
+
+static int str_add(Str *s, const char *p, size_t n) {
+    if (s->n + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 64;
+        while (cap < s->n + n + 1) cap *= 2;
+        char *q = realloc(s->p, cap);
+        if (!q) return -1;
+        s->p = q, s->cap = cap;
+    }
+    if (n) memcpy(s->p + s->n, p, n);
+    s->n += n;
+    s->p[s->n] = '\0';
+    return 0;
+}
+
+static uint32_t fnv(const char *p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+}
+
+int tj_token_to_id(const TjTokenizer *t, const char *s, size_t len) {
+    uint32_t h = fnv(s, len);
+    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        int32_t id = t->slots[i];
+        if (id < 0) return -1;
+        if (t->tok_hash[id] == h && t->tok_len[id] == len && !memcmp(t->tok[id], s, len)) return id;
+    }
+}
+
+static int merge_lookup(const TjTokenizer *t, int a, int b, int32_t *rank) {
+    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    for (size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & t->mmask;; i = (i + 1) & t->mmask) {
+        if (t->merges[i].rank < 0) return -1;
+        if (t->merges[i].key == key) {
+            *rank = t->merges[i].rank;
+            return t->merges[i].result;
+        }
+    }
+}
+
+static size_t utf8_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
+
+/* ---------------------------------------------------------------- regexes */
+
+static pthread_once_t onig_once = PTHREAD_ONCE_INIT;
+static void onig_setup(void) {
+    OnigEncoding enc[1] = {ONIG_ENCODING_UTF8};
+    onig_initialize(enc, 1);
+}
+
+static regex_t *compile(const char *pattern, size_t len, const char *name, const char *what, AvErr *e) {
+    pthread_once(&onig_once, onig_setup);
+    regex_t *re = NULL;
+    OnigErrorInfo info;
+    int r = onig_new(&re, (const UChar *)pattern, (const UChar *)pattern + len, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+                     ONIG_SYNTAX_DEFAULT, &info);
+    if (r != ONIG_NORMAL) {
+        UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+        onig_error_code_to_str(msg, r, &info);
+        av_err(e, "%s: %s: invalid regex: %s", name, what, (const char *)msg);
+        return NULL;
+    }
+    return re;
+}
+
+/* A literal as a regex: every character escaped. */
+static regex_t *compile_literal(const char *s, const char *name, const char *what, AvErr *e) {
+    Str p = {0};
+    for (const char *c = s; *c; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u < 0x80 && !((u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z'))) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\x{%x}", u);
+            if (str_add(&p, esc, strlen(esc))) goto oom;
+        } else if (str_add(&p, c, 1)) {
+            goto oom;
+        }
+    }
+    if (!p.p && str_add(&p, "", 0)) goto oom;
+    regex_t *re = compile(p.p, p.n, name, what, e);
+    free(p.p);
+    return re;
+oom:
+    free(p.p);
+    av_err(e, "out of memory");
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- pieces */
+
+typedef struct {
+    Str *v;
+    int *first;   /* the piece begins the whole input (Metaspace's "first") */
+    size_t n, cap;
+} Pieces;
+
+static int pieces_push(Pieces *ps, const char *p, size_t n, int first) {
+    if (!n) return 0;
+    if (ps->n == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 16;
+        Str *v = realloc(ps->v, cap * sizeof *v);
+        if (!v) return -1;
+        ps->v = v;
+        int *f = realloc(ps->first, cap * sizeof *f);
+        if (!f) return -1;
+        ps->first = f, ps->cap = cap;
+    }
+    ps->v[ps->n] = (Str){0};
+    if (str_add(&ps->v[ps->n], p, n)) return -1;
+    ps->first[ps->n++] = first;
+    return 0;
+}
+
+static void pieces_free(Pieces *ps) {
+    for (size_t i = 0; i < ps->n; i++) free(ps->v[i].p);
+    free(ps->v);
+    free(ps->first);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* Splits s by the spans re matches, per the Rust library's
+ * SplitDelimiterBehavior; a delimiter is a match, or a gap when inverted.
+ * "the-final--countdown" split at "-": Isolated the|-|final|-|-|countdown,
+ * Removed the|final|countdown, MergedWithPrevious the-|final-|-|countdown,
+ * MergedWithNext the|-final|-|-countdown, Contiguous the|-|final|--|countdown. */
+static int apply_split(Pieces *out, const char *s, size_t n, int first, regex_t *re, Behavior b, int invert) {
+    size_t cap = 16, k = 0;
+    size_t *sp = malloc(cap * 3 * sizeof *sp); /* (start, end, is_match) covering s */
+    OnigRegion *reg = onig_region_new();
+    int rc = -1;
+    if (!sp || !reg) goto done;
+    size_t pos = 0, last = 0;
+    const UChar *str = (const UChar *)s, *end = str + n;
+    while (pos < n) {
+        int r = onig_search(re, str, end, str + pos, end, reg, ONIG_OPTION_NONE);
+        if (r < 0) break;
+        size_t ms = (size_t)reg->beg[0], me = (size_t)reg->end[0];
+        if (me == ms) { /* an empty match splits nothing: step one character */
+            pos = ms + utf8_len((unsigned char)s[ms]);
+            continue;
+        }
+        if (k + 3 >= cap) {
+            size_t *q = realloc(sp, (cap *= 2) * 3 * sizeof *q);
+            if (!q) goto done;
+            sp = q;
+        }
+        if (ms > last) sp[3 * k] = last, sp[3 * k + 1] = ms, sp[3 * k + 2] = 0, k++;
+        sp[3 * k] = ms, sp[3 * k + 1] = me, sp[3 * k + 2] = 1, k++;
+        last = pos = me;
+    }
+    if (last < n) {
+        if (k + 1 >= cap) {
+            size_t *q = realloc(sp, (cap + 1) * 3 * sizeof *q);
+            if (!q) goto done;
+            sp = q;
+        }
+        sp[3 * k] = last, sp[3 * k + 1] = n, sp[3 * k + 2] = 0, k++;
+    }
+    rc = 0;
+    size_t cs = 0, ce = 0;
+    int have = 0, open = 0; /* a piece pending; whether the next span may join it */
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        size_t a = sp[3 * i], z = sp[3 * i + 1];
+        int delim = (sp[3 * i + 2] != 0) != (invert != 0);
+        int join = 0;
+        switch (b) {
+        case B_ISOLATED: break;
+        case B_REMOVED:
+            if (delim) continue;
+            break;
+        case B_PREV: join = delim && open; break;          /* a delimiter joins the piece before it */
+        case B_NEXT: join = !delim && open; break;         /* a gap joins the delimiter before it */
+        case B_CONTIGUOUS: join = delim && open; break;    /* delimiters join each other */
+        }
+        if (join) {
+            ce = z;
+            open = b == B_CONTIGUOUS;
+            continue;
+        }
+        if (have) rc = pieces_push(out, s + cs, ce - cs, first && cs == 0);
+        cs = a, ce = z, have = 1;
+        open = b == B_PREV ? !delim : (b == B_NEXT || b == B_CONTIGUOUS) ? delim : 0;
+    }
+    if (rc == 0 && have) rc = pieces_push(out, s + cs, ce - cs, first && cs == 0);
+done:
+    if (reg) onig_region_free(reg, 1);
+    free(sp);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- normalizers */
+
+static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out) {
+    out->n = 0;
+    if (str_add(out, s, n)) return -1;
+    for (int k = 0; k < t->n_norm; k++) {
+        const NormStep *st = &t->norm[k];
+        Str next = {0};
+        int rc = 0;
+        switch (st->kind) {
+        case N_NFC: case N_NFKC: case N_NFD: case N_NFKD: {
+            utf8proc_option_t opt = UTF8PROC_STABLE | (st->kind == N_NFC || st->kind == N_NFKC ? UTF8PROC_COMPOSE
+                                                                                              : UTF8PROC_DECOMPOSE);
+            if (st->kind == N_NFKC || st->kind == N_NFKD) opt |= UTF8PROC_COMPAT;
+            utf8proc_uint8_t *r = NULL;
+            utf8proc_ssize_t l = utf8proc_map((const utf8proc_uint8_t *)out->p, (utf8proc_ssize_t)out->n, &r, opt);
+            if (l < 0) return -1;
+            rc = str_add(&next, (const char *)r, (size_t)l);
+            free(r);
+            break;
+        }
+        case N_LOWER:
+            for (size_t i = 0; i < out->n && rc == 0;) {
+                int32_t c;
+                utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)out->p + i, (utf8proc_ssize_t)(out->n - i), &c);
+                if (w <= 0) return -1;
+                utf8proc_uint8_t buf[4];
+                utf8proc_ssize_t bl = utf8proc_encode_char(utf8proc_tolower(c), buf);
+                rc = str_add(&next, (const char *)buf, (size_t)bl);
+                i += (size_t)w;
+            }
+            break;
+        case N_REPLACE:
+            if (st->re) {
+                OnigRegion *reg = onig_region_new();
+                size_t pos = 0;
+                const UChar *p = (const UChar *)out->p, *e = p + out->n;
+                while (reg && rc == 0 && pos <= out->n) {
+                    int r = onig_search(st->re, p, e, p + pos, e, reg, ONIG_OPTION_NONE);
+                    if (r < 0) break;
+                    size_t ms = (size_t)reg->beg[0], me = (size_t)reg->end[0];
+                    rc = str_add(&next, out->p + pos, ms - pos);
+                    rc = rc ? rc : str_add(&next, st->content, strlen(st->content));
+                    if (me == ms) {
+                        if (ms >= out->n) { pos = out->n + 1; break; }
+                        size_t w = utf8_len((unsigned char)out->p[ms]);
+                        rc = rc ? rc : str_add(&next, out->p + ms, w);
+                        pos = ms + w;
+                    } else {
+                        pos = me;
+                    }
+                }
+                if (reg) onig_region_free(reg, 1);
+                if (!reg) rc = -1;
+                if (rc == 0 && pos <= out->n) rc = str_add(&next, out->p + pos, out->n - pos);
+            } else {
+                size_t pl = strlen(st->pattern);
+                for (size_t i = 0; i < out->n && rc == 0;) {
+                    if (pl && i + pl <= out->n && !memcmp(out->p + i, st->pattern, pl)) {
+                        rc = str_add(&next, st->content, strlen(st->content));
+                        i += pl;
+                    } else {
+                        rc = str_add(&next, out->p + i, 1);
+                        i++;
+                    }
+                }
+            }
+            break;
+        case N_PREPEND:
+            if (out->n) rc = str_add(&next, st->content, strlen(st->content)) || str_add(&next, out->p, out->n);
+            break;
+        case N_STRIP: {
+            size_t a = 0, z = out->n;
+            while (st->left && a < z) {
+                int32_t c;
+                utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)out->p + a, (utf8proc_ssize_t)(z - a), &c);
+                if (w <= 0 || !bpe_is_space(c)) break;
+                a += (size_t)w;
+            }
+            while (st->right && z > a) {
+                size_t b = z - 1;
+                while (b > a && ((unsigned char)out->p[b] & 0xC0) == 0x80) b--;
+                int32_t c;
+                if (utf8proc_iterate((const utf8proc_uint8_t *)out->p + b, (utf8proc_ssize_t)(z - b), &c) <= 0 ||
+                    !bpe_is_space(c))
+                    break;
+                z = b;
+            }
+            rc = str_add(&next, out->p + a, z - a);
+            break;
+        }
+        }
+        if (rc) {
+            free(next.p);
+            return -1;
+        }
+        if (!next.p && str_add(&next, "", 0)) return -1;
+        free(out->p);
+        *out = next;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pre-tokenizers */
+
+static int is_punct(int32_t c) {
+    utf8proc_category_t k = utf8proc_category(c);
+    if (k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO) return 1;
+    /* the Rust library also counts ASCII symbols ($ + < = > ^ ` | ~) */
+    return c < 0x80 && ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126));
+}
+
+static int pretokenize(const TjTokenizer *t, const char *s, size_t n, int first, Pieces *out) {
+    Pieces cur = {0};
+    if (pieces_push(&cur, s, n, first)) goto oom;
+    for (int k = 0; k < t->n_pre; k++) {
+        const PreStep *st = &t->pre[k];
+        Pieces next = {0};
+        for (size_t i = 0; i < cur.n; i++) {
+            const char *p = cur.v[i].p;
+            size_t pn = cur.v[i].n;
+            int f = cur.first[i];
+            int rc = 0;
+            switch (st->kind) {
+            case P_SPLIT: case P_WHITESPACE: case P_WSSPLIT:
+                rc = apply_split(&next, p, pn, f, st->re, st->behavior, st->invert);
+                break;
+            case P_BYTELEVEL:
+                if (st->add_prefix_space && p[0] != ' ') {
+                    Str tmp = {0};
+                    rc = str_add(&tmp, " ", 1) || str_add(&tmp, p, pn);
+                    if (!rc) rc = st->use_regex ? apply_split(&next, tmp.p, tmp.n, f, st->re, B_ISOLATED, 0)
+                                                : pieces_push(&next, tmp.p, tmp.n, f);
+                    free(tmp.p);
+                } else {
+                    rc = st->use_regex ? apply_split(&next, p, pn, f, st->re, B_ISOLATED, 0) : pieces_push(&next, p, pn, f);
+                }
+                break;
+            case P_METASPACE: {
+                Str tmp = {0};
+                size_t rl = strlen(st->repl);
+                if ((st->prepend == 2 || (st->prepend == 1 && f)) && !(pn >= rl && !memcmp(p, st->repl, rl)))
+                    rc = str_add(&tmp, st->repl, rl);
+                for (size_t j = 0; j < pn && !rc; j++) rc = p[j] == ' ' ? str_add(&tmp, st->repl, rl) : str_add(&tmp, p + j, 1);
+                if (!rc) {
+                    if (st->split) {
+                        /* each replacement starts a piece (MergedWithNext) */
+                        size_t a = 0;
+                        for (size_t j = rl; j <= tmp.n && !rc; j++)
+                            if (j == tmp.n || (j + rl <= tmp.n && !memcmp(tmp.p + j, st->repl, rl))) {
+                                rc = pieces_push(&next, tmp.p + a, j - a, f && a == 0);
+                                a = j;
+                            }
+                    } else {
+                        rc = pieces_push(&next, tmp.p, tmp.n, f);
+                    }
+                }
+                free(tmp.p);
+                break;
+            }
+            case P_DIGITS: case P_PUNCT: {
+                /* runs of digits (or each digit), punctuation isolated */
+                size_t a = 0;
+                int prev = -1;
+                for (size_t j = 0; j <= pn && !rc;) {
+                    int32_t c = 0;
+                    utf8proc_ssize_t w = 1;
+                    int cls = -1;
+                    if (j < pn) {
+                        w = utf8proc_iterate((const utf8proc_uint8_t *)p + j, (utf8proc_ssize_t)(pn - j), &c);
+                        if (w <= 0) w = 1;
+                        cls = st->kind == P_DIGITS ? (utf8proc_category(c) == UTF8PROC_CATEGORY_ND) : is_punct(c);
+                    }
+                    int cut = j == pn || (j > 0 && (cls != prev || (cls == 1 && (st->kind == P_PUNCT || st->individual))));
+                    if (cut && j > a) {
+                        rc = pieces_push(&next, p + a, j - a, f && a == 0);
+                        a = j;
+                    }
+                    prev = cls;
+                    j += (size_t)w;
+                }
+                break;
+            }
+            }
+            if (rc) {
+                pieces_free(&next);
+                goto oom;
+            }
+        }
+        pieces_free(&cur);
+        cur = next;
+    }
+    *out = cur;
+    return 0;
+oom:
+    pieces_free(&cur);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- BPE */
+
+typedef struct {
+    int32_t rank;
+    int32_t pos;
+    int32_t left_id, right_id; /* the pair as queued: stale when the symbols changed */
+} Cand;
+
+static int ids_push(TjIds *o, int id, int start, int special) {
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 64;
+        int *ids = realloc(o->ids, cap * sizeof *ids);
+        if (!ids) return -1;
+        o->ids = ids;
+        unsigned char *ws = realloc(o->word_start, cap);
+        if (!ws) return -1;
+        o->word_start = ws;
+        unsigned char *sp = realloc(o->special, cap);
+        if (!sp) return -1;
+        o->special = sp;
+        o->cap = cap;
+    }
+    o->ids[o->n] = id, o->word_start[o->n] = (unsigned char)start, o->special[o->n] = (unsigned char)special;
+    o->n++;
+    return 0;
+}
+
+static int cand_less(const Cand *a, const Cand *b) { return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos); }
+
+static void heap_up(Cand *h, size_t i) {
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!cand_less(&h[i], &h[p])) break;
+        Cand x = h[i];
+        h[i] = h[p], h[p] = x, i = p;
+    }
+}
+
+static void heap_down(Cand *h, size_t n, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cand_less(&h[l], &h[m])) m = l;
+        if (r < n && cand_less(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        Cand x = h[i];
+        h[i] = h[m], h[m] = x, i = m;
+    }
+}
+
+/* The BPE model on one piece: its characters (bytes mapped to characters
+ * when byte-level) as symbols, unknown ones as byte-fallback tokens or unk,
+ * then merges by rank, lowest first, leftmost among equals. */
+static int bpe_piece(const TjTokenizer *t, const char *p, size_t n, TjIds *out) {
+    Str mapped = {0};
+    const char *s = p;
+    size_t sn = n;
+    if (t->byte_level) {
+        for (size_t i = 0; i < n; i++) {
+            utf8proc_uint8_t buf[4];
+            utf8proc_ssize_t l = utf8proc_encode_char((int32_t)bpe_byte_to_cp((uint8_t)p[i]), buf);
+            if (str_add(&mapped, (const char *)buf, (size_t)l)) goto oom;
+        }
+        s = mapped.p, sn = mapped.n;
+    }
+    if (t->ignore_merges) {
+        int whole = tj_token_to_id(t, s, sn);
+        if (whole >= 0) {
+            free(mapped.p);
+            return ids_push(out, whole, 1, 0);
+        }
+    }
+    size_t cap = sn + 1, m = 0;
+    int32_t *sym = malloc(cap * sizeof *sym), *next = malloc(cap * sizeof *next), *prev = malloc(cap * sizeof *prev);
+    Cand *heap = malloc(3 * cap * sizeof *heap); /* initial pairs, then at most two per merge */
+    if (!sym || !next || !prev || !heap) goto oom2;
+    for (size_t i = 0; i < sn;) {
+        size_t w = utf8_len((unsigned char)s[i]);
+        if (w > sn - i) w = sn - i;
+        int id = tj_token_to_id(t, s + i, w);
+        if (id >= 0) {
+            sym[m++] = id;
+        } else if (t->byte_fallback) {
+            /* the character's bytes as <0xNN> tokens (unk for a byte without one) */
+            for (size_t b = 0; b < w; b++) {
+                int bid = t->byte_tok[(unsigned char)s[i + b]];
+                if (bid < 0) bid = t->unk;
+                if (bid >= 0) sym[m++] = bid;
+            }
+        } else if (t->unk >= 0 && !(t->fuse_unk && m > 0 && sym[m - 1] == t->unk)) {
+            sym[m++] = t->unk;
+        } /* no unk token: the character is dropped, as the Rust library does */
+        i += w;
+    }
+    for (size_t i = 0; i < m; i++) next[i] = i + 1 < m ? (int32_t)i + 1 : -1, prev[i] = (int32_t)i - 1;
+    size_t hn = 0;
+    for (size_t i = 0; i + 1 < m; i++) {
+        int32_t rank;
+        if (merge_lookup(t, sym[i], sym[i + 1], &rank) >= 0) {
+            heap[hn] = (Cand){rank, (int32_t)i, sym[i], sym[i + 1]};
+            heap_up(heap, hn++);
+        }
+    }
+    while (hn > 0) {
+        Cand c = heap[0];
+        heap[0] = heap[--hn];
+        heap_down(heap, hn, 0);
+        int32_t i = c.pos, j = next[i];
+        if (sym[i] < 0 || j < 0 || sym[i] != c.left_id || sym[j] != c.right_id) continue; /* stale */
+        int32_t rank;
+        int merged = merge_lookup(t, sym[i], sym[j], &rank);
+        if (merged < 0 || rank != c.rank) continue;
+        sym[i] = merged;
+        sym[j] = -1;
+        next[i] = next[j];
+        if (next[j] >= 0) prev[next[j]] = i;
+        if (prev[i] >= 0 && merge_lookup(t, sym[prev[i]], sym[i], &rank) >= 0) {
+            heap[hn] = (Cand){rank, prev[i], sym[prev[i]], sym[i]};
+            heap_up(heap, hn++);
+        }
+        if (next[i] >= 0 && merge_lookup(t, sym[i], sym[next[i]], &rank) >= 0) {
+            heap[hn] = (Cand){rank, i, sym[i], sym[next[i]]};
+            heap_up(heap, hn++);
+        }
+    }
+    int rc = 0, firsttok = 1;
+    for (size_t i = 0; i < m && m > 0 && rc == 0; i = next[i] < 0 ? m : (size_t)next[i]) {
+        if (sym[i] < 0) continue;
+        rc = ids_push(out, sym[i], firsttok, 0);
+        firsttok = 0;
+    }
+    free(sym), free(next), free(prev), free(heap), free(mapped.p);
+    return rc;
+oom2:
+    free(sym), free(next), free(prev), free(heap);
+oom:
+    free(mapped.p);
+    return -1;
+}
+
+/* ---------------------------------------------------------------- encode */
+
+/* The added token starting at s (leftmost-longest), or -1. */
+static int added_at(const TjTokenizer *t, const char *s, size_t n, size_t *mlen) {
+    const unsigned char c = (unsigned char)s[0];
+    for (int i = 0; i < t->n_by_first[c]; i++) {
+        const Added *a = &t->added[t->by_first[c][i]];
+        if (a->len <= n && !memcmp(s, a->s, a->len)) {
+            *mlen = a->len;
+            return t->by_first[c][i];
+        }
+    }
+    return -1;
+}
+
+static const TjTokenizer *sort_ctx;
+static int by_len_desc(const void *x, const void *y) {
+    size_t a = sort_ctx->added[*(const int *)x].len, b = sort_ctx->added[*(const int *)y].len;
+    return a < b ? 1 : a > b ? -1 : *(const int *)x - *(const int *)y;
+}
+
+/* Buckets the added tokens by first byte, longest first, for added_at. */
+static int index_added(TjTokenizer *t) {
+    for (int k = 0; k < t->n_added; k++) t->n_by_first[(unsigned char)t->added[k].s[0]]++;
+    for (int c = 0; c < 256; c++) {
+        if (!t->n_by_first[c]) continue;
+        if (!(t->by_first[c] = malloc((size_t)t->n_by_first[c] * sizeof(int)))) return -1;
+        t->n_by_first[c] = 0;
+    }
+    for (int k = 0; k < t->n_added; k++) {
+        unsigned char c = (unsigned char)t->added[k].s[0];
+        t->by_first[c][t->n_by_first[c]++] = k;
+    }
+    for (int c = 0; c < 256; c++) {
+        if (t->n_by_first[c] < 2) continue;
+        sort_ctx = t; /* loading is single-threaded per tokenizer; qsort has no context argument */
+        qsort(t->by_first[c], (size_t)t->n_by_first[c], sizeof(int), by_len_desc);
+    }
+    return 0;
+}
+
+static int is_word_char(const char *s, size_t n, size_t at, int before) {
+    int32_t c;
+    if (before) {
+        if (at == 0) return 0;
+        size_t b = at - 1;
+        while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80) b--;
+        if (utf8proc_iterate((const utf8proc_uint8_t *)s + b, (utf8proc_ssize_t)(at - b), &c) <= 0) return 0;
+    } else {
+        if (at >= n || utf8proc_iterate((const utf8proc_uint8_t *)s + at, (utf8proc_ssize_t)(n - at), &c) <= 0) return 0;
+    }
+    utf8proc_category_t k = utf8proc_category(c);
+    return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) || k == UTF8PROC_CATEGORY_ND || c == '_';
+}
+
+static int encode_gap(const TjTokenizer *t, const char *s, size_t n, int first, TjIds *out) {
+    if (!n) return 0;
+    Str norm = {0};
+    Pieces ps = {0};
+    int rc = normalize(t, s, n, &norm);
+    if (rc == 0) rc = pretokenize(t, norm.p, norm.n, first, &ps);
+    for (size_t i = 0; i < ps.n && rc == 0; i++) rc = bpe_piece(t, ps.v[i].p, ps.v[i].n, out);
+    pieces_free(&ps);
+    free(norm.p);
+    return rc;
+}
+
+int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, AvErr *e) {
+    size_t seg = 0, i = 0;
+    while (i <= len) {
+        size_t mlen = 0;
+        int k = i < len && t->n_added ? added_at(t, text + i, len - i, &mlen) : -1;
+        if (k >= 0 && t->added[k].single_word &&
+            (is_word_char(text, len, i, 1) || is_word_char(text, len, i + mlen, 0)))
+            k = -1;
+        if (i < len && k < 0) {
+            i += utf8_len((unsigned char)text[i]);
+            continue;
+        }
+        size_t gap_end = i, after = i + mlen;
+        if (k >= 0 && t->added[k].lstrip)
+            while (gap_end > seg && (text[gap_end - 1] == ' ' || text[gap_end - 1] == '\t' ||
+                                     text[gap_end - 1] == '\n' || text[gap_end - 1] == '\r'))
+                gap_end--;
+        if (encode_gap(t, text + seg, gap_end - seg, seg == 0, out)) return av_err(e, "out of memory while tokenizing");
+        if (i >= len) break;
+        if (ids_push(out, t->added[k].id, 1, t->added[k].special)) return av_err(e, "out of memory while tokenizing");
+        if (t->added[k].rstrip)
+            while (after < len && (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
+                after++;
+        i = seg = after;
+    }
+    return 0;
+}
+
+void tj_ids_free(TjIds *ids) {
+    free(ids->ids);
+    free(ids->word_start);
+    free(ids->special);
+    memset(ids, 0, sizeof *ids);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+static int fail(AvErr *e, const char *name, const char *what) { return av_err(e, "%s: %s", name, what); }
+
+static const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int jbool(const cJSON *o, const char *k, int dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
+}
+
+/* Registers spelling s as id (vocab or added token). */
+static int set_token(TjTokenizer *t, int id, const char *s, size_t len, const char *name, AvErr *e) {
+    if (id < 0 || id >= t->n) return av_err(e, "%s: token id %d is out of range", name, id);
+    if (t->tok[id]) {
+        if (t->tok_len[id] == len && !memcmp(t->tok[id], s, len)) return 0;
+        return av_err(e, "%s: id %d is given to two tokens", name, id);
+    }
+    if (!(t->tok[id] = malloc(len + 1))) return av_err(e, "out of memory");
+    memcpy(t->tok[id], s, len);
+    t->tok[id][len] = '\0';
+    t->tok_len[id] = (uint32_t)len;
+    t->tok_hash[id] = fnv(s, len);
+    int dup = tj_token_to_id(t, s, len);
+    if (dup >= 0) return 0; /* an added token repeating a vocab entry keeps the first id for lookups */
+    size_t i = t->tok_hash[id] & t->mask;
+    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
+    t->slots[i] = id;
+    return 0;
+}
+
+static int parse_normalizer(TjTokenizer *t, const cJSON *n, const char *name, AvErr *e) {
+    if (!n || cJSON_IsNull(n)) return 0;
+    const char *type = jstr(n, "type");
+    if (!type) return fail(e, name, "normalizer without a type");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
+            if (parse_normalizer(t, it, name, e)) return -1;
+        return 0;
+    }
+    if (t->n_norm == TJ_MAX_STEPS) return fail(e, name, "too many normalizers");
+    NormStep *st = &t->norm[t->n_norm];
+    memset(st, 0, sizeof *st);
+    if (!strcmp(type, "NFC")) st->kind = N_NFC;
+    else if (!strcmp(type, "NFKC")) st->kind = N_NFKC;
+    else if (!strcmp(type, "NFD")) st->kind = N_NFD;
+    else if (!strcmp(type, "NFKD")) st->kind = N_NFKD;
+    else if (!strcmp(type, "Lowercase")) st->kind = N_LOWER;
+    else if (!strcmp(type, "Strip")) {
+        st->kind = N_STRIP;
+        st->left = jbool(n, "strip_left", 1), st->right = jbool(n, "strip_right", 1);
+    } else if (!strcmp(type, "Prepend")) {
+        const char *p = jstr(n, "prepend");
+        if (!p) return fail(e, name, "Prepend normalizer without \"prepend\"");
+        st->kind = N_PREPEND;
+        if (!(st->content = strdup(p))) return av_err(e, "out of memory");
+    } else if (!strcmp(type, "Replace")) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
+        const char *content = jstr(n, "content"), *lit = pat ? jstr(pat, "String") : NULL, *rx = pat ? jstr(pat, "Regex") : NULL;
+        if (!content || (!lit && !rx)) return fail(e, name, "Replace normalizer needs a pattern and content");
+        st->kind = N_REPLACE;
+        if (!(st->content = strdup(content))) return av_err(e, "out of memory");
+        if (lit && !(st->pattern = strdup(lit))) return av_err(e, "out of memory");
+        if (rx && !(st->re = compile(rx, strlen(rx), name, "Replace normalizer", e))) return -1;
+    } else {
+        return av_err(e, "%s: normalizer \"%.40s\" is not supported", name, type);
+    }
+    t->n_norm++;
+    return 0;
+}
+
+static int parse_behavior(const char *b, Behavior *out) {
+    static const char *const names[] = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
+    for (int i = 0; i < 5; i++)
+        if (b && !strcmp(b, names[i])) {
+            *out = (Behavior)i;
+            return 0;
+        }
+    return -1;
+}
+
+#define GPT2_PATTERN "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+
+static int parse_pre(TjTokenizer *t, const cJSON *p, const char *name, AvErr *e) {
+    if (!p || cJSON_IsNull(p)) return 0;
+    const char *type = jstr(p, "type");
+    if (!type) return fail(e, name, "pre-tokenizer without a type");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p, "pretokenizers"))
+            if (parse_pre(t, it, name, e)) return -1;
+        return 0;
+    }
+    if (t->n_pre == TJ_MAX_STEPS) return fail(e, name, "too many pre-tokenizers");
+    PreStep *st = &t->pre[t->n_pre];
+    memset(st, 0, sizeof *st);
+    if (!strcmp(type, "Split")) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
+        const char *lit = pat ? jstr(pat, "String") : NULL, *rx = pat ? jstr(pat, "Regex") : NULL;
+        if (!lit && !rx) return fail(e, name, "Split pre-tokenizer without a pattern");
+        if (parse_behavior(jstr(p, "behavior"), &st->behavior))
+            return av_err(e, "%s: Split behavior \"%.40s\" is not supported", name, jstr(p, "behavior") ? jstr(p, "behavior") : "");
+        st->kind = P_SPLIT;
+        st->invert = jbool(p, "invert", 0);
+        st->re = rx ? compile(rx, strlen(rx), name, "Split pre-tokenizer", e) : compile_literal(lit, name, "Split pre-tokenizer", e);
+        if (!st->re) return -1;
+    } else if (!strcmp(type, "ByteLevel")) {
+        st->kind = P_BYTELEVEL;
+        st->add_prefix_space = jbool(p, "add_prefix_space", 1);
+        st->use_regex = jbool(p, "use_regex", 1);
+        if (st->use_regex && !(st->re = compile(GPT2_PATTERN, strlen(GPT2_PATTERN), name, "ByteLevel", e))) return -1;
+        t->byte_level = 1;
+    } else if (!strcmp(type, "Metaspace")) {
+        const char *r = jstr(p, "replacement"), *scheme = jstr(p, "prepend_scheme");
+        st->kind = P_METASPACE;
+        snprintf(st->repl, sizeof st->repl, "%s", r ? r : "\xe2\x96\x81");
+        st->prepend = scheme ? (!strcmp(scheme, "always") ? 2 : !strcmp(scheme, "first") ? 1 : 0)
+                             : (jbool(p, "add_prefix_space", 1) ? 2 : 0);
+        st->split = jbool(p, "split", 1);
+    } else if (!strcmp(type, "Digits")) {
+        st->kind = P_DIGITS;
+        st->individual = jbool(p, "individual_digits", 0);
+    } else if (!strcmp(type, "Punctuation")) {
+        st->kind = P_PUNCT;
+    } else if (!strcmp(type, "Whitespace")) {
+        st->kind = P_WHITESPACE;
+        st->behavior = B_REMOVED, st->invert = 1; /* keep \w+ and [^\w\s]+ runs */
+        if (!(st->re = compile("\\w+|[^\\w\\s]+", 13, name, "Whitespace", e))) return -1;
+    } else if (!strcmp(type, "WhitespaceSplit")) {
+        st->kind = P_WSSPLIT;
+        st->behavior = B_REMOVED;
+        if (!(st->re = compile("\\s+", 3, name, "WhitespaceSplit", e))) return -1;
+    } else {
+        return av_err(e, "%s: pre-tokenizer \"%.40s\" is not supported", name, type);
+    }
+    t->n_pre++;
+    return 0;
+}
+
+static int special_ids(const TjTokenizer *t, const cJSON *pp, const char *key, int *out, const char *name, AvErr *e) {
+    /* the TemplateProcessing "special_tokens" map, else the token spelled key */
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(pp, "special_tokens");
+    const cJSON *ent = map ? cJSON_GetObjectItemCaseSensitive(map, key) : NULL;
+    const cJSON *ids = ent ? cJSON_GetObjectItemCaseSensitive(ent, "ids") : NULL;
+    if (cJSON_IsArray(ids) && cJSON_GetArraySize(ids) == 1 && cJSON_IsNumber(cJSON_GetArrayItem(ids, 0))) {
+        *out = cJSON_GetArrayItem(ids, 0)->valueint;
+        if (*out < 0 || *out >= t->n) return av_err(e, "%s: special token \"%.40s\" has an id out of range", name, key);
+        return 0;
+    }
+    *out = tj_token_to_id(t, key, strlen(key));
+    return *out < 0 ? av_err(e, "%s: the template's token \"%.40s\" is not in the vocabulary", name, key) : 0;
+}
+
+static int parse_template_list(TjTokenizer *t, const cJSON *pp, const cJSON *list, TjItem *items, int max, int *n,
+                               const char *name, AvErr *e) {
+    const cJSON *it;
+    *n = 0;
+    cJSON_ArrayForEach(it, list) {
+        if (*n == max) return fail(e, name, "template too long");
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(it, "SpecialToken"), *sq = cJSON_GetObjectItemCaseSensitive(it, "Sequence");
+        const cJSON *o = sp ? sp : sq;
+        const char *id = o ? jstr(o, "id") : NULL;
+        const cJSON *ty = o ? cJSON_GetObjectItemCaseSensitive(o, "type_id") : NULL;
+        if (!id) return fail(e, name, "template item without an id");
+        TjItem *x = &items[(*n)++];
+        x->type_id = cJSON_IsNumber(ty) ? ty->valueint : 0;
+        if (sq) {
+            if (strcmp(id, "A") && strcmp(id, "B")) return fail(e, name, "template sequence must be A or B");
+            x->seq = id[0] == 'B', x->id = -1;
+        } else {
+            x->seq = -1;
+            if (special_ids(t, pp, id, &x->id, name, e)) return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_post(TjTokenizer *t, const cJSON *pp, const char *name, AvErr *e) {
+    /* default: A alone, A B for pairs (B with type 1 as the Rust library gives it) */
+    t->single[0] = (TjItem){0, -1, 0}, t->n_single = 1;
+    t->pair[0] = (TjItem){0, -1, 0}, t->pair[1] = (TjItem){1, -1, 1}, t->n_pair = 2;
+    if (!pp || cJSON_IsNull(pp)) return 0;
+    const char *type = jstr(pp, "type");
+    if (!type) return fail(e, name, "post-processor without a type");
+    if (!strcmp(type, "ByteLevel")) return 0;
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(pp, "processors"))
+            if (parse_post(t, it, name, e)) return -1;
+        return 0;
+    }
+    if (!strcmp(type, "TemplateProcessing"))
+        return parse_template_list(t, pp, cJSON_GetObjectItemCaseSensitive(pp, "single"), t->single, TJ_MAX_TEMPLATE,
+                                   &t->n_single, name, e) ||
+               parse_template_list(t, pp, cJSON_GetObjectItemCaseSensitive(pp, "pair"), t->pair, 2 * TJ_MAX_TEMPLATE,
+                                   &t->n_pair, name, e)
+                   ? -1 : 0;
+    if (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing")) {
+        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls"), *sep = cJSON_GetObjectItemCaseSensitive(pp, "sep");
+        const cJSON *cid = cJSON_GetArrayItem(cls, 1), *sid = cJSON_GetArrayItem(sep, 1);
+        if (!cJSON_IsNumber(cid) || !cJSON_IsNumber(sid)) return fail(e, name, "cls/sep of the post-processor");
+        int c = cid->valueint, s = sid->valueint, roberta = type[0] == 'R';
+        if (c < 0 || c >= t->n || s < 0 || s >= t->n) return fail(e, name, "cls/sep id out of range");
+        t->single[0] = (TjItem){-1, c, 0}, t->single[1] = (TjItem){0, -1, 0}, t->single[2] = (TjItem){-1, s, 0};
+        t->n_single = 3;
+        int k = 0, tb = roberta ? 0 : 1;
+        t->pair[k++] = (TjItem){-1, c, 0}, t->pair[k++] = (TjItem){0, -1, 0}, t->pair[k++] = (TjItem){-1, s, 0};
+        if (roberta) t->pair[k++] = (TjItem){-1, s, 0};
+        t->pair[k++] = (TjItem){1, -1, tb}, t->pair[k++] = (TjItem){-1, s, tb};
+        t->n_pair = k;
+        return 0;
+    }
+    return av_err(e, "%s: post-processor \"%.40s\" is not supported", name, type);
+}
+
+/* A person's reading of each token: byte-level spellings mapped back to
+ * bytes, "▁" as a space, <0xNN> as its byte, when the result is valid UTF-8. */
+static char *make_display(const TjTokenizer *t, const char *s, size_t n) {
+    Str out = {0};
+    int ok = 1;
+    if (t->byte_level) {
+        for (size_t i = 0; i < n && ok;) {
+            int32_t c;
+            utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+            int b = w > 0 ? bpe_cp_to_byte((uint32_t)c) : -1;
+            if (b < 0) ok = 0;
+            else {
+                char ch = (char)b;
+                if (str_add(&out, &ch, 1)) ok = 0;
+            }
+            i += w > 0 ? (size_t)w : 1;
+        }
+    } else if (n == 6 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && s[5] == '>') {
+        unsigned v;
+        ok = sscanf(s + 3, "%2x", &v) == 1 && v < 0x80;
+        char ch = (char)v;
+        if (ok && str_add(&out, &ch, 1)) ok = 0;
+    } else {
+        for (size_t i = 0; i < n && ok;) {
+            if (i + 3 <= n && !memcmp(s + i, "\xe2\x96\x81", 3)) ok = !str_add(&out, " ", 1), i += 3;
+            else ok = !str_add(&out, s + i, 1), i++;
+        }
+    }
+    if (ok && out.p && memchr(out.p, '\0', out.n) == NULL &&
+        utf8proc_decompose((const utf8proc_uint8_t *)out.p, (utf8proc_ssize_t)out.n, NULL, 0, 0) >= 0)
+        return out.p;
+    free(out.p);
+    return strdup(s);
+}
+
+static int parse_added(TjTokenizer *t, const cJSON *list, const char *name, AvErr *e) {
+    int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    if (!n) return 0;
+    if (!(t->added = calloc((size_t)n, sizeof *t->added))) return av_err(e, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list) {
+        const char *content = jstr(it, "content");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (!content || !*content || !cJSON_IsNumber(id)) return fail(e, name, "an added token needs content and id");
+        Added *a = &t->added[t->n_added++];
+        a->len = strlen(content);
+        if (!(a->s = strdup(content))) return av_err(e, "out of memory");
+        a->id = id->valueint;
+        a->special = jbool(it, "special", 0);
+        a->lstrip = jbool(it, "lstrip", 0), a->rstrip = jbool(it, "rstrip", 0), a->single_word = jbool(it, "single_word", 0);
+        if (set_token(t, a->id, a->s, a->len, name, e)) return -1;
+        if (a->special) t->special[a->id] = 1;
+        t->added_first[(unsigned char)a->s[0]] = 1;
+        if (a->len > t->max_added) t->max_added = a->len;
+    }
+    return 0;
+}
+
+int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr *e) {
+    *out = NULL;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const char *mtype = model ? jstr(model, "type") : NULL;
+    if (!cJSON_IsObject(model)) return fail(e, name, "no \"model\" object");
+    if (!mtype || strcmp(mtype, "BPE"))
+        return av_err(e, "%s: model type \"%.40s\" is not supported (attnviz reads BPE tokenizer.json files)", name,
+                      mtype ? mtype : "?");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    if (!cJSON_IsObject(vocab) || (merges && !cJSON_IsArray(merges))) return fail(e, name, "BPE model needs a vocab object and a merges list");
+    TjTokenizer *t = calloc(1, sizeof *t);
+    if (!t || !(t->name = strdup(name))) {
+        free(t);
+        return av_err(e, "out of memory");
+    }
+    int max_id = -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, vocab) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 16777216) {
+            tj_free(t);
+            return fail(e, name, "vocab ids must be integers in [0, 2^24]");
+        }
+        if (it->valueint > max_id) max_id = it->valueint;
+    }
+    cJSON_ArrayForEach(it, added) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= 16777216 && id->valueint > max_id)
+            max_id = id->valueint;
+    }
+    t->n = max_id + 1;
+    size_t cap = 16;
+    while (cap < (size_t)t->n * 2 + 2) cap *= 2;
+    t->tok = calloc((size_t)t->n + 1, sizeof *t->tok);
+    t->tok_len = calloc((size_t)t->n + 1, sizeof *t->tok_len);
+    t->tok_hash = calloc((size_t)t->n + 1, sizeof *t->tok_hash);
+    t->display = calloc((size_t)t->n + 1, sizeof *t->display);
+    t->special = calloc((size_t)t->n + 1, 1);
+    t->slots = malloc(cap * sizeof *t->slots);
+    if (!t->tok || !t->tok_len || !t->tok_hash || !t->display || !t->special || !t->slots) goto oom;
+    memset(t->slots, 0xff, cap * sizeof *t->slots);
+    t->mask = cap - 1;
+    cJSON_ArrayForEach(it, vocab)
+        if (set_token(t, it->valueint, it->string, strlen(it->string), name, e)) goto fail;
+    t->unk = -1;
+    const char *unk = jstr(model, "unk_token");
+    if (unk) t->unk = tj_token_to_id(t, unk, strlen(unk));
+    t->byte_fallback = jbool(model, "byte_fallback", 0);
+    t->fuse_unk = jbool(model, "fuse_unk", 0);
+    t->ignore_merges = jbool(model, "ignore_merges", 0);
+    const char *csp = jstr(model, "continuing_subword_prefix"), *eow = jstr(model, "end_of_word_suffix");
+    if ((csp && *csp) || (eow && *eow)) {
+        av_err(e, "%s: continuing_subword_prefix/end_of_word_suffix are not supported", name);
+        goto fail;
+    }
+    /* merges: "a b" strings or [a, b] pairs; rank = position; result = the joined spelling */
+    int nm = merges ? cJSON_GetArraySize(merges) : 0;
+    size_t mcap = 16;
+    while (mcap < (size_t)nm * 2 + 2) mcap *= 2;
+    if (!(t->merges = malloc(mcap * sizeof *t->merges))) goto oom;
+    for (size_t i = 0; i < mcap; i++) t->merges[i].rank = -1;
+    t->mmask = mcap - 1;
+    int rank = 0;
+    Str joined = {0};
+    cJSON_ArrayForEach(it, merges) {
+        const char *a, *b;
+        size_t al, bl;
+        char *sp = NULL;
+        if (cJSON_IsString(it)) {
+            sp = strchr(it->valuestring, ' ');
+            if (!sp) {
+                free(joined.p);
+                av_err(e, "%s: merge %d \"%.40s\" is not \"a b\"", name, rank, it->valuestring);
+                goto fail;
+            }
+            a = it->valuestring, al = (size_t)(sp - a), b = sp + 1, bl = strlen(b);
+        } else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 && cJSON_IsString(cJSON_GetArrayItem(it, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
+            a = cJSON_GetArrayItem(it, 0)->valuestring, al = strlen(a);
+            b = cJSON_GetArrayItem(it, 1)->valuestring, bl = strlen(b);
+        } else {
+            free(joined.p);
+            av_err(e, "%s: merge %d is neither \"a b\" nor [a, b]", name, rank);
+            goto fail;
+        }
+        int ia = tj_token_to_id(t, a, al), ib = tj_token_to_id(t, b, bl);
+        joined.n = 0;
+        if (str_add(&joined, a, al) || str_add(&joined, b, bl)) {
+            free(joined.p);
+            goto oom;
+        }
+        int ir = tj_token_to_id(t, joined.p, joined.n);
+        if (ia < 0 || ib < 0 || ir < 0) {
+            av_err(e, "%s: merge %d (\"%.30s\" + \"%.30s\") names a token not in the vocabulary", name, rank, a, b);
+            free(joined.p);
+            goto fail;
+        }
+        uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib;
+        size_t s = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & t->mmask;
+        while (t->merges[s].rank >= 0 && t->merges[s].key != key) s = (s + 1) & t->mmask;
+        if (t->merges[s].rank < 0) t->merges[s] = (Merge){key, rank, ir}; /* the first of duplicate merges wins */
+        rank++;
+    }
+    free(joined.p);
+    if (parse_added(t, added, name, e) || parse_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), name, e) ||
+        parse_pre(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), name, e) ||
+        parse_post(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), name, e))
+        goto fail;
+    if (index_added(t)) goto oom;
+    for (int b = 0; b < 256; b++) {
+        char buf[8];
+        if (t->byte_level) {
+            utf8proc_uint8_t u[4];
+            utf8proc_ssize_t l = utf8proc_encode_char((int32_t)bpe_byte_to_cp((uint8_t)b), u);
+            t->byte_tok[b] = tj_token_to_id(t, (const char *)u, (size_t)l);
+        } else {
+            snprintf(buf, sizeof buf, "<0x%02X>", b);
+            t->byte_tok[b] = tj_token_to_id(t, buf, 6);
+        }
+    }
+    for (int i = 0; i < t->n; i++)
+        if (t->tok[i] && !(t->display[i] = make_display(t, t->tok[i], t->tok_len[i]))) goto oom;
+    *out = t;
+    return 0;
+oom:
+    av_err(e, "out of memory reading %s", name);
+fail:
+    tj_free(t);
+    return -1;
+}
+
+int tj_load_file(TjTokenizer **out, const char *path, AvErr *e) {
+    char *buf;
+    size_t len;
+    *out = NULL;
+    if (av_read_file(path, TJ_MAX_FILE, &buf, &len, e) != 0) return -1;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    if (!root) return av_err(e, "%s: not valid JSON", path);
+    int rc = cJSON_IsObject(root) ? tj_load_cjson(out, root, path, e) : av_err(e, "%s: not a JSON object", path);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void tj_free(TjTokenizer *t) {
+    if (!t) return;
+    for (int i = 0; t->tok && i < t->n; i++) free(t->tok[i]);
+    for (int i = 0; t->display && i < t->n; i++) free(t->display[i]);
+    free(t->tok), free(t->tok_len), free(t->tok_hash), free(t->display), free(t->special), free(t->slots);
+    free(t->merges);
+    for (int k = 0; k < t->n_norm; k++) {
+        free(t->norm[k].pattern), free(t->norm[k].content);
+        if (t->norm[k].re) onig_free(t->norm[k].re);
+    }
+    for (int k = 0; k < t->n_pre; k++)
+        if (t->pre[k].re) onig_free(t->pre[k].re);
+    for (int k = 0; k < t->n_added; k++) free(t->added[k].s);
+    free(t->added);
+    for (int c = 0; c < 256; c++) free(t->by_first[c]);
+    free(t->name);
+    free(t);
+}
+
+int tj_template(const TjTokenizer *t, int pair, const TjItem **items) {
+    *items = pair ? t->pair : t->single;
+    return pair ? t->n_pair : t->n_single;
+}
+
+int tj_vocab_size(const TjTokenizer *t) { return t->n; }
+const char *tj_id_to_token(const TjTokenizer *t, int id) { return id >= 0 && id < t->n ? t->tok[id] : NULL; }
+const char *tj_id_to_display(const TjTokenizer *t, int id) { return id >= 0 && id < t->n ? t->display[id] : NULL; }
+int tj_is_special(const TjTokenizer *t, int id) { return id >= 0 && id < t->n && t->special[id]; }
+int tj_byte_level(const TjTokenizer *t) { return t->byte_level; }

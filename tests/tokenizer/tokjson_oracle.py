@@ -1,0 +1,12 @@
+"""The Rust tokenizers library (PyPI's `tokenizers`) encoding each input of a JSONL file with a
+tokenizer.json: the oracle for tests/tokenizer/tokjson_check.sh.
+usage: tokjson_oracle.py TOKENIZER_JSON INPUTS_JSONL  -> one {"ids": [...]} line per input"""
+import json
+import sys
+
+from tokenizers import Tokenizer
+
+t = Tokenizer.from_file(sys.argv[1])
+with open(sys.argv[2], encoding="utf-8") as f:
+    for line in f:
+        print(json.dumps({"ids": t.encode(json.loads(line)).ids}))

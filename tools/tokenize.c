@@ -1,0 +1,59 @@
+/* tokenize.c — a tokenizer.json applied to a file of inputs, for the oracle
+ * check against the Rust library (tests/tokenizer/tokjson_check.sh).
+ * usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time]
+ * Each input line is one JSON string; each output line is {"ids": [...]}.
+ * --time prints the load time in ms on stderr. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+#include "util.h"
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time]\n");
+        return 2;
+    }
+    AvErr e = {{0}};
+    Tokenizer *t;
+    double t0 = av_now_ms();
+    if (tok_load_json(&t, argv[1], &e) != 0) {
+        fprintf(stderr, "tokenize: %s\n", e.msg);
+        return 1;
+    }
+    if (argc > 3 && !strcmp(argv[3], "--time")) fprintf(stderr, "load_ms=%.1f\n", av_now_ms() - t0);
+    FILE *f = fopen(argv[2], "rb");
+    if (!f) {
+        fprintf(stderr, "tokenize: %s: cannot open\n", argv[2]);
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int rc = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        cJSON *s = cJSON_ParseWithLength(line, (size_t)len);
+        if (!cJSON_IsString(s)) {
+            fprintf(stderr, "tokenize: %s: a line is not a JSON string\n", argv[2]);
+            cJSON_Delete(s);
+            rc = 1;
+            break;
+        }
+        TokEncoding enc;
+        if (tok_encode(t, s->valuestring, strlen(s->valuestring), NULL, 0, 0, &enc, &e) != 0) {
+            printf("{\"error\": \"%s\"}\n", "encode failed");
+        } else {
+            printf("{\"ids\": [");
+            for (int i = 0; i < enc.n; i++) printf("%s%d", i ? ", " : "", enc.ids[i]);
+            printf("]}\n");
+            tok_encoding_free(&enc);
+        }
+        cJSON_Delete(s);
+    }
+    free(line);
+    fclose(f);
+    tok_free(t);
+    return rc;
+}
