@@ -79,6 +79,8 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
  * in their (quantized) types. model_load takes a .gguf path, or a folder
  * holding one and no config.json, too. */
 int model_load_gguf(Model *m, const char *path, AvErr *e);
+/* Whether path is a .gguf file, or a folder holding one and no config.json. */
+int model_is_gguf(const char *path);
 void model_free(Model *m);
 
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);

@@ -56,6 +56,20 @@ int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e);
 /* Wraps an already built TjTokenizer (e.g. from GGUF metadata); takes it over. */
 struct TjTokenizer;
 int tok_from_tj(Tokenizer **out, struct TjTokenizer *tj, AvErr *e);
+/* What a model folder's config says about its tokenizer. */
+typedef struct {
+    const char *model_type;  /* config.json's model_type, NULL without a config */
+    int lowercase;           /* WordPiece: -1 infer (tokenizer_config.json, then tok_infer_lowercase), 0, 1 */
+    char used[512];          /* out: the file the tokenizer was read from */
+} TokDirHint;
+/* The tokenizer of a model folder: the BERT family's vocab.txt, GPT-2's and
+ * RoBERTa's vocab.json + merges.txt (their templates), and tokenizer.json for
+ * every other family or when the older files are absent. One line naming
+ * what is missing otherwise. */
+int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e);
+/* The tokenizer a GGUF file carries (tokgguf.c). */
+struct GgufFile;
+int tok_load_gguf(Tokenizer **out, const struct GgufFile *f, const char *path, AvErr *e);
 void tok_free(Tokenizer *t);
 
 /* Encodes A (and B when b != NULL, even if empty) with the style's template;

@@ -369,64 +369,25 @@ typedef struct {
 
 /* The first of a folder's candidate file names that exists (Hugging Face's
  * name first, OpenAI's original one second); NULL when none does. */
-static char *find_file(const char *dir, const char *name, const char *alt) {
-    const char *names[] = {name, alt};
-    for (int i = 0; i < 2; i++) {
-        if (!names[i]) continue;
-        char *p = av_path_join(dir, names[i]);
-        if (p && av_file_exists(p)) return p;
-        free(p);
-    }
-    return NULL;
-}
-
-/* The tokenizer the model family uses: byte-level BPE (vocab.json + merges.txt)
- * for GPT-2 and RoBERTa, WordPiece (vocab.txt) for the BERT family. Without a
- * config (--tokens-only) the files decide, GPT-2's template for BPE. */
+/* The tokenizer: from a GGUF file's metadata, else the one the model folder
+ * holds (tok_load_dir chooses); its ids must fit the embeddings. */
 static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
-    const CliOptions *o = r->o;
-    char *vocab_txt = find_file(r->dir, "vocab.txt", NULL);
-    char *vocab_json = find_file(r->dir, "vocab.json", "encoder.json");
-    char *merges = find_file(r->dir, "merges.txt", "vocab.bpe");
-    int bpe = have_cfg ? (r->cfg.arch == ARCH_GPT2 || r->cfg.arch == ARCH_ROBERTA) : (!vocab_txt && vocab_json);
-    int rc = -1;
-    if (bpe) {
-        if (!vocab_json || !merges) {
-            av_err(e, "%s: a %s model needs vocab.json and merges.txt (missing %s)", r->dir,
-                   have_cfg ? r->cfg.model_type : "byte-level BPE", !vocab_json ? "vocab.json" : "merges.txt");
-            goto done;
-        }
-        if (o->lowercase == 1) {
-            av_err(e, "--uncased: %s uses a byte-level BPE tokenizer, which never lower-cases", r->dir);
-            goto done;
-        }
-        TokStyle style = have_cfg && r->cfg.arch == ARCH_ROBERTA ? TOK_STYLE_ROBERTA : TOK_STYLE_GPT2;
-        rc = tok_load_bpe(&r->tok, vocab_json, merges, style, e);
-        goto check;
+    int rc;
+    char used[512];
+    snprintf(used, sizeof used, "%s", r->have_model ? r->model.path : r->dir);
+    if (r->have_model && r->model.gguf) {
+        if (r->o->lowercase == 1)
+            return av_err(e, "--uncased: %s carries its own tokenizer, which never lower-cases", r->dir);
+        rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, e);
+    } else {
+        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->o->lowercase, ""};
+        rc = tok_load_dir(&r->tok, r->dir, &hint, e);
+        snprintf(used, sizeof used, "%s", hint.used);
     }
-    if (!vocab_txt) {
-        av_err(e, "%s: no vocab.txt in the model folder", r->dir);
-        goto done;
-    }
-    char *tcfg = av_path_join(r->dir, "tokenizer_config.json");
-    if (!tcfg) {
-        av_err(e, "out of memory");
-        goto done;
-    }
-    int lower = o->lowercase;
-    if (lower < 0) lower = cfg_read_lowercase(tcfg);
-    if (lower < 0) lower = tok_infer_lowercase(r->dir, vocab_txt);
-    free(tcfg);
-    rc = tok_load(&r->tok, vocab_txt, lower, e);
-check:
     /* embeddings may have more rows than the tokenizer has ids (padded vocabularies), never fewer */
     if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > r->cfg.vocab_size)
-        rc = av_err(e, "%s: %d tokens, but config.json says vocab_size %d", bpe ? vocab_json : vocab_txt,
-                    tok_vocab_size(r->tok), r->cfg.vocab_size);
-done:
-    free(vocab_txt);
-    free(vocab_json);
-    free(merges);
+        rc = av_err(e, "%s: %d tokens, but %s says vocab_size %d", used, tok_vocab_size(r->tok),
+                    r->model.gguf ? "its metadata" : "config.json", r->cfg.vocab_size);
     return rc;
 }
 
@@ -439,11 +400,11 @@ static int load_all(Run *r, AvErr *e) {
         av_err(e, "out of memory");
         goto done;
     }
-    if (!av_file_exists(cfgp) && !o->tokens_only) {
+    if (!av_file_exists(cfgp) && !o->tokens_only && !model_is_gguf(r->dir)) {
         av_err(e, "%s: no config.json in the model folder", r->dir);
         goto done;
     }
-    if (o->tokens_only) {
+    if (o->tokens_only && !model_is_gguf(r->dir)) {
         /* a tokenizer-only folder (e.g. GPT-2's original encoder.json + vocab.bpe) needs no config */
         if (av_file_exists(cfgp)) {
             if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;

@@ -393,6 +393,16 @@ static char *gguf_in_dir(const char *dir) {
     return p;
 }
 
+int model_is_gguf(const char *path) {
+    size_t l = strlen(path);
+    if (l > 5 && !strcmp(path + l - 5, ".gguf")) return 1;
+    char *cfg = av_path_join(path, "config.json"), *g = NULL;
+    int yes = cfg && !av_file_exists(cfg) && (g = gguf_in_dir(path)) != NULL;
+    free(cfg);
+    free(g);
+    return yes;
+}
+
 int model_load(Model *m, const char *dir, AvErr *e) {
     size_t dl = strlen(dir);
     if (dl > 5 && !strcmp(dir + dl - 5, ".gguf")) return model_load_gguf(m, dir, e);

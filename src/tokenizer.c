@@ -16,6 +16,7 @@
 #include "tokenizer.h"
 #include "bpe.h"
 #include "tokjson.h"
+#include "config.h"
 #include "util.h"
 
 #include <errno.h>
@@ -247,6 +248,81 @@ int tok_from_tj(Tokenizer **out, TjTokenizer *tj, AvErr *e) {
     t->tj = tj;
     *out = t;
     return 0;
+}
+
+static char *find_file(const char *dir, const char *name, const char *alt) {
+    const char *names[] = {name, alt};
+    for (int i = 0; i < 2; i++) {
+        if (!names[i]) continue;
+        char *p = av_path_join(dir, names[i]);
+        if (p && av_file_exists(p)) return p;
+        free(p);
+    }
+    return NULL;
+}
+
+int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
+    *out = NULL;
+    const char *mt = hint->model_type;
+    char *vocab_txt = find_file(dir, "vocab.txt", NULL);
+    char *vocab_json = find_file(dir, "vocab.json", "encoder.json");
+    char *merges = find_file(dir, "merges.txt", "vocab.bpe");
+    char *tjson = find_file(dir, "tokenizer.json", NULL);
+    int bert_family = mt && (!strcmp(mt, "bert") || !strcmp(mt, "distilbert"));
+    int bpe_family = mt && (!strcmp(mt, "gpt2") || !strcmp(mt, "roberta"));
+    int rc = -1;
+    snprintf(hint->used, sizeof hint->used, "%s", dir);
+    if (!bert_family && !bpe_family && (mt || (!vocab_txt && !vocab_json))) {
+        /* decoders (and folders with nothing else) read tokenizer.json */
+        if (!tjson) {
+            av_err(e, "%s: no tokenizer.json in the model folder%s%s", dir, mt ? " (a " : "", mt ? mt : "");
+            if (mt) snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg), " model needs it)");
+            goto done;
+        }
+        if (hint->lowercase == 1) {
+            av_err(e, "--uncased: %s uses its tokenizer.json, which says itself whether it lower-cases", dir);
+            goto done;
+        }
+        snprintf(hint->used, sizeof hint->used, "%s", tjson);
+        rc = tok_load_json(out, tjson, e);
+        goto done;
+    }
+    int bpe = mt ? bpe_family : (!vocab_txt && vocab_json);
+    if (bpe) {
+        if (!vocab_json || !merges) {
+            av_err(e, "%s: a %s model needs vocab.json and merges.txt (missing %s)", dir, mt ? mt : "byte-level BPE",
+                   !vocab_json ? "vocab.json" : "merges.txt");
+            goto done;
+        }
+        if (hint->lowercase == 1) {
+            av_err(e, "--uncased: %s uses a byte-level BPE tokenizer, which never lower-cases", dir);
+            goto done;
+        }
+        snprintf(hint->used, sizeof hint->used, "%s", vocab_json);
+        rc = tok_load_bpe(out, vocab_json, merges, mt && !strcmp(mt, "roberta") ? TOK_STYLE_ROBERTA : TOK_STYLE_GPT2, e);
+        goto done;
+    }
+    if (!vocab_txt) {
+        av_err(e, "%s: no vocab.txt in the model folder", dir);
+        goto done;
+    }
+    char *tcfg = av_path_join(dir, "tokenizer_config.json");
+    if (!tcfg) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    int lower = hint->lowercase;
+    if (lower < 0) lower = cfg_read_lowercase(tcfg);
+    if (lower < 0) lower = tok_infer_lowercase(dir, vocab_txt);
+    free(tcfg);
+    snprintf(hint->used, sizeof hint->used, "%s", vocab_txt);
+    rc = tok_load(out, vocab_txt, lower, e);
+done:
+    free(vocab_txt);
+    free(vocab_json);
+    free(merges);
+    free(tjson);
+    return rc;
 }
 
 void tok_free(Tokenizer *t) {

