@@ -4,6 +4,9 @@
  *   {{title}}          the input text, HTML-escaped (shortened)
  *   {{include NAME}}   another template verbatim (CSS or JS; checked so it cannot
  *                      close its <style>/<script> element early)
+ *   {{include A*B}}    every template whose name starts with A and ends with B,
+ *                      in byte order of the names, so a new view is one new file
+ *                      (templates/view_*.js) and not also a line in page.html
  *   {{meta}}           one JSON object: model, config, tokens, selection, labels,
  *                      and the payload's encoding parameters. Strings go through
  *                      json_write_string, which writes < > & as \u escapes, so the
@@ -70,6 +73,7 @@
  * A causal capture of the same shape (page_fixture --causal): 28 MB, the
  * masked upper triangle compresses to almost nothing.
  */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -639,6 +643,58 @@ static int write_include(FILE *f, const char *dir, const char *name, AvErr *e) {
     return rc;
 }
 
+static int glob_match(const char *name, const char *pre, size_t npre, const char *suf) {
+    return strncmp(name, pre, npre) == 0 && strlen(name) >= npre + strlen(suf) && ends_with(name, suf);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* {{include A*B}}: the matching templates of the folder or of the binary. */
+static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *e) {
+    const char *star = strchr(pat, '*');
+    size_t npre = (size_t)(star - pat);
+    const char *suf = star + 1;
+    if (strchr(suf, '*')) return av_err(e, "html: include pattern %s has more than one *", pat);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    DIR *dd = NULL;
+    if (dir && !(dd = opendir(dir))) return av_err(e, "html: cannot list templates folder %s", dir);
+    for (int i = 0;; i++) {
+        const char *name;
+        if (dd) {
+            struct dirent *de = readdir(dd);
+            if (!de) break;
+            name = de->d_name;
+        } else {
+            if (i >= av_n_templates) break;
+            name = av_templates[i].name;
+        }
+        if (!glob_match(name, pat, npre, suf)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nn = realloc(names, cap * sizeof *names);
+            if (!nn) {
+                rc = av_err(e, "html: out of memory");
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(name))) {
+            rc = av_err(e, "html: out of memory");
+            break;
+        }
+        n++;
+    }
+    if (dd) closedir(dd);
+    if (rc == 0 && n == 0) rc = av_err(e, "html: no template matches %s", pat);
+    if (rc == 0) qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n && rc == 0; i++) rc = write_include(f, dir, names[i], e);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
     if (check_doc(d, e)) return -1;
     int nl = out_n_layers(d), nh = out_n_heads(d);
@@ -705,6 +761,8 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
             rc = write_meta(f, d, qk_dec, e);
         } else if (strcmp(name, "payload") == 0) {
             rc = write_payload(f, &en, e);
+        } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
+            rc = write_include_glob(f, templates_dir, name + 8, e);
         } else if (strncmp(name, "include ", 8) == 0) {
             rc = write_include(f, templates_dir, name + 8, e);
         } else {

@@ -426,6 +426,36 @@ START_TEST(test_templates_dir) {
     s = page(&x.d, dir, NULL, &rc, &e);
     ck_assert_int_eq(rc, -1);
     free(s);
+    /* a pattern include: every match, in name order, whatever the folder's order */
+    char p3[256], p4[256];
+    snprintf(p3, sizeof p3, "%s/v_b.js", dir);
+    snprintf(p4, sizeof p4, "%s/v_a.js", dir);
+    write_file(p3, "B;");
+    write_file(p4, "A;");
+    write_file(p2, "X;");
+    write_file(p1, "{{include v_*.js}}|{{include x.*}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_str_eq(s, "A;B;|X;");
+    free(s);
+    write_file(p1, "{{include w_*.js}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "w_*.js"));
+    free(s);
+    /* built in: every view, after the helpers it uses and before the table of them */
+    s = page_ok(&x.d, NULL);
+    const char *draw = strstr(s, "function headColor("), *table = strstr(s, "const VIEWS = [");
+    ck_assert_ptr_nonnull(draw);
+    ck_assert_ptr_nonnull(table);
+    const char *views[] = {"const VIEW_HEAD =", "const VIEW_MODEL =", "const VIEW_NEURON =", "const VIEW_MATRIX ="};
+    for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
+        const char *v = strstr(s, views[i]);
+        ck_assert_msg(v && v > draw && v < table, "%s", views[i]);
+    }
+    free(s);
+    remove(p3);
+    remove(p4);
     remove(p1);
     remove(p2);
     /* a folder without page.html */
