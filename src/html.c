@@ -7,22 +7,25 @@
  *   {{include A*B}}    every template whose name starts with A and ends with B,
  *                      in byte order of the names, so a new view is one new file
  *                      (templates/view_*.js) and not also a line in page.html
- *   {{meta}}           one JSON object: model, config, tokens, selection, labels,
- *                      and the payload's encoding parameters. Strings go through
- *                      json_write_string, which writes < > & as \u escapes, so the
- *                      JSON cannot end its <script> element whatever the input.
+ *   {{meta}}           one JSON object: the members the JSON output has too
+ *                      (json_write_common: model, config, text, tokens, selection,
+ *                      with the JSON's key names), then the page's own: token
+ *                      flags, initial selection, head descriptions and the
+ *                      payload's encoding parameters. Strings are written with
+ *                      < > & as \u escapes, so the JSON cannot end its <script>
+ *                      element whatever the input.
  *   {{payload}}        the numbers, as <script type="application/octet-stream">
  *                      elements holding base-85 text (no markup-significant bytes).
  *
  * Tokens in the meta: "tokens" are the vocab spellings (what Hugging Face's
  * convert_ids_to_tokens gives, e.g. "Ġflies"); "display_tokens" the text as read
- * (" flies"), or null when the doc has none (WordPiece: the spellings are the
+ * (" flies"), absent when the doc has none (WordPiece: the spellings are the
  * text). "special" flags [CLS]/[SEP]/<s>/</s>/<|endoftext|> (the page's "hide
  * specials"); "word_start" flags the pieces that begin a word (the page's
  * "merge pieces"): with display tokens a piece starts a word when its text
  * starts with whitespace, follows whitespace or a special, or is special or
- * first; otherwise every token but a "##" continuation starts one. "causal":
- * a decoder model, where keys after the query are masked (weight exactly 0);
+ * first; otherwise every token but a "##" continuation starts one.
+ * "config"."causal": a decoder model, where keys after the query are masked (weight exactly 0);
  * the page draws that triangle as masked, not as computed zeros.
  * Templates come from the binary (tools/embed.c) or, with templates_dir, from
  * that folder.
@@ -299,75 +302,26 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     const TokEncoding *enc = d->enc;
     const Capture *c = d->cap;
     int nl = out_n_layers(d), nh = out_n_heads(d);
-    char num[64];
 
-    fputs("{\"format\":1,\"model\":{\"name\":", f);
-    put_str_or_null(f, d->model_name);
-    fputs(",\"dtype\":", f);
-    put_str_or_null(f, d->dtype);
-    fprintf(f, ",\"is_demo\":%s,\"note\":", d->is_demo ? "true" : "false");
-    put_str_or_null(f, d->model_note);
-    fputs("},\"config\":{\"model_type\":", f);
-    json_write_string(f, cfg->model_type);
-    fprintf(f,
-            ",\"layers\":%d,\"heads\":%d,\"hidden_size\":%d,\"head_dim\":%d,\"intermediate_size\":%d,"
-            "\"vocab_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":%d,\"hidden_act\":",
-            cfg->num_layers, cfg->num_heads, cfg->hidden_size,
-            cfg->num_heads > 0 ? cfg->hidden_size / cfg->num_heads : 0, cfg->intermediate_size,
-            cfg->vocab_size, cfg->max_position_embeddings, cfg->type_vocab_size);
-    json_write_string(f, cfg->hidden_act_name[0] ? cfg->hidden_act_name : cfg_act_name(cfg->hidden_act));
-    json_format_float(num, cfg->layer_norm_eps, 6);
-    fprintf(f, ",\"layer_norm_eps\":%s},\"text_a\":", num);
-    put_str_or_null(f, d->text_a);
-    fputs(",\"text_b\":", f);
-    put_str_or_null(f, d->text_b);
-    fputs(",\"tokens\":[", f);
-    for (int i = 0; i < enc->n; i++) {
-        if (i) fputc(',', f);
-        json_write_string(f, enc->tokens[i]);
-    }
-    fputs("],\"display_tokens\":", f);
-    if (d->display_tokens) {
-        for (int i = 0; i < enc->n; i++) {
-            fputc(i ? ',' : '[', f);
-            json_write_string(f, d->display_tokens[i]);
-        }
-        fputc(']', f);
-    } else {
-        fputs("null", f);
-    }
+    /* what the JSON says about the run, in the JSON's words; then what only the page needs */
+    fputs("{\"format\":1,", f);
+    if (json_write_common(f, d, 1, e)) return av_err_prefix(e, "html");
     fputs(",\"special\":[", f);
     for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", is_special(enc, i));
     fputs("],\"word_start\":[", f);
     for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", word_start(d, i));
-    fprintf(f, "],\"causal\":%s", d->causal ? "true" : "false");
-    fputs(",\"input_ids\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->ids ? enc->ids[i] : -1);
-    fputs("],\"token_type_ids\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->type_ids ? enc->type_ids[i] : 0);
-    fprintf(f, "],\"sentence_b_start\":");
-    if (enc->b_start >= 0) fprintf(f, "%d", enc->b_start);
-    else fputs("null", f);
-    fprintf(f, ",\"n_truncated\":%d,\"layers\":[", enc->n_truncated);
-    for (int i = 0; i < nl; i++) fprintf(f, i ? ",%d" : "%d", out_layer(d, i));
-    fputs("],\"heads\":[", f);
-    for (int i = 0; i < nh; i++) fprintf(f, i ? ",%d" : "%d", out_head(d, i));
     fprintf(f, "],\"init_layer\":%d,\"init_head\":%d,\"precision\":%d", d->init_layer, d->init_head,
             d->precision);
-    const char *const *lists[2] = {d->head_patterns, d->head_descriptions};
-    const char *keys[2] = {"head_patterns", "head_descriptions"};
-    for (int w = 0; w < 2; w++) {
-        fprintf(f, ",\"%s\":", keys[w]);
-        if (!lists[w]) {
-            fputs("null", f);
-            continue;
-        }
+    fputs(",\"head_descriptions\":", f);
+    if (!d->head_descriptions) {
+        fputs("null", f);
+    } else {
         fputc('[', f);
         for (int i = 0; i < nl; i++) {
             fputs(i ? ",[" : "[", f);
             for (int j = 0; j < nh; j++) {
                 if (j) fputc(',', f);
-                put_str_or_null(f, lists[w][(size_t)out_layer(d, i) * cfg->num_heads + out_head(d, j)]);
+                put_str_or_null(f, d->head_descriptions[(size_t)out_layer(d, i) * cfg->num_heads + out_head(d, j)]);
             }
             fputc(']', f);
         }

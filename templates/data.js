@@ -156,14 +156,14 @@ const Data = (() => {
   return {
     meta, n, L, H, nn,
     layers: meta.layers, heads: meta.heads,
-    causal: !!meta.causal,
+    causal: !!meta.config.causal,
     hasDisplay: !!disp,
     special, wordStart, text, pieceText,
     /* shown label of raw token i; vocab spelling of i */
     label: i => visibleText(text(i)),
     vocab: i => toks[i],
     /* causal mask on raw indices: key j after query i */
-    masked: (i, j) => !!meta.causal && j > i,
+    masked: (i, j) => !!meta.config.causal && j > i,
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, weight, code, headMatrix,

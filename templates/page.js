@@ -63,9 +63,9 @@ setTheme(window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').
 function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 (function header() {
   const c = meta.config;
-  $('model-name').textContent = meta.model.name || 'model';
-  $('model-dtype').textContent = meta.model.dtype || '';
-  if (!meta.model.dtype) $('model-dtype').hidden = true;
+  $('model-name').textContent = meta.model || 'model';
+  $('model-dtype').textContent = meta.dtype || '';
+  if (!meta.dtype) $('model-dtype').hidden = true;
   $('model-causal').hidden = !Data.causal;
   const parts = [
     c.model_type ? c.model_type.toUpperCase() : null,
@@ -83,10 +83,10 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     if (extra) r.appendChild(el('span', 'meta', extra));
     il.appendChild(r);
   };
-  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text_a || '');
+  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');
   if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
   addRow('Tokens', Data.n + ' (' + Data.special.filter(Boolean).length + ' special)' +
-    (meta.n_truncated ? ' — ' + meta.n_truncated + ' tokens truncated' : ''));
+    (meta.truncated ? ' — ' + meta.truncated + ' tokens truncated' : ''));
 
   const notes = $('notes');
   const note = (cls, strong, text) => {
@@ -96,20 +96,20 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     notes.appendChild(d);
     return d;
   };
-  if (meta.model.is_demo) {
-    const txt = meta.model.note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
+  if (meta.demo) {
+    const txt = meta.model_note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
     note('', 'Constructed demo model — not trained.', txt +
       (/make weights/.test(txt) ? '' : ' For real attention run `make weights` and use --model weights/bert-base-uncased.'));
     notes.lastChild.id = 'demo-note';
-  } else if (meta.model.note) {
-    note('info', null, meta.model.note);
+  } else if (meta.model_note) {
+    note('info', null, meta.model_note);
   }
   if (Data.L < c.layers || Data.H < c.heads) {
     note('info', 'Selection:', 'this page holds layer' + (Data.L === 1 ? ' ' : 's ') + Data.layers.join(', ') +
       ' and head' + (Data.H === 1 ? ' ' : 's ') + Data.heads.join(', ') + ' of the model\'s ' + c.layers + ' × ' + c.heads +
       ' (numbers are the model\'s own indices).');
   }
-  if (meta.n_truncated) note('', 'Truncated:', meta.n_truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
+  if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
   const foot = $('foot');
   foot.appendChild(document.createTextNode('Keys: '));
   [['[', ']', 'layer'], ['1', String(VIEWS.length), 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']].forEach(([a, b, what], i) => {
@@ -304,7 +304,7 @@ function viewTitle() {
     ? (hs.length === Data.H ? 'all heads' : 'head' + (hs.length === 1 ? ' ' : 's ') + hs.map(h => Data.heads[h]).join(', '))
     : S.mode + ' of ' + hs.length + ' head' + (hs.length === 1 ? '' : 's');
   const filt = S.filter === 'all' ? '' : ' · ' + S.filter[0] + '→' + S.filter[1];
-  const input = (meta.text_a || '').slice(0, 60) + ((meta.text_a || '').length > 60 ? '…' : '');
+  const input = (meta.text || '').slice(0, 60) + ((meta.text || '').length > 60 ? '…' : '');
   return { L, hs, headsTxt, filt, input };
 }
 
@@ -453,7 +453,7 @@ function exportName(ext) {
   return base + '.' + ext;
 }
 function exportTitle() {
-  return viewOf(S.view).exportTitle(meta.model.name || 'model', { mode: S.mode, focus: S.focus, vt: viewTitle() });
+  return viewOf(S.view).exportTitle(meta.model || 'model', { mode: S.mode, focus: S.focus, vt: viewTitle() });
 }
 async function exportData(kind) {
   const ctl = modalCtl && !$('modal').hidden ? modalCtl : current;

@@ -162,6 +162,7 @@ int main(int argc, char **argv) {
     cfg.type_vocab_size = causal ? 0 : 2;
     cfg.layer_norm_eps = 1e-12f;
     strcpy(cfg.hidden_act_name, "gelu");
+    cfg.causal = causal;
 
     /* Capture: q = c * k[target] + noise, attn = softmax(q.k / sqrt d). */
     Capture cap = {.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
@@ -254,7 +255,6 @@ int main(int argc, char **argv) {
         .n_sel_heads = nsh,
         .precision = 6,
         .with_qk = qk,
-        .causal = causal,
         .display_tokens = causal ? (const char *const *)disp : NULL,
     };
 

@@ -228,8 +228,8 @@ START_TEST(test_hostile_input_is_escaped) {
     cJSON *toks = cJSON_GetObjectItem(m, "tokens");
     ck_assert_int_eq(cJSON_GetArraySize(toks), 9);
     for (int i = 1; i < 8; i++) ck_assert_str_eq(cJSON_GetArrayItem(toks, i)->valuestring, hostile[(i - 1) % 7]);
-    ck_assert_str_eq(cJSON_GetObjectItem(m, "text_a")->valuestring, x.d.text_a);
-    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "name")->valuestring, x.d.model_name);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "text")->valuestring, x.d.text_a);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "model")->valuestring, x.d.model_name);
     /* the title is HTML-escaped */
     ck_assert_ptr_nonnull(strstr(s, "<title>attnviz — &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
     cJSON_Delete(m);
@@ -260,9 +260,54 @@ START_TEST(test_document_complete) {
     ck_assert_int_eq(cJSON_GetObjectItem(m, "n")->valueint, 7);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "layers")), 12);
     ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "head_dim")->valueint, 64);
-    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "head_patterns")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(m, "head_patterns"));
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "sentence_b_start")));
     cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+/* The page's metadata describes the run in the JSON's own words: every member
+ * the JSON writes before its numbers is in the meta with the same value, except
+ * model_dir (a local path, kept out of a file meant to be shared). */
+START_TEST(test_meta_shares_the_json_description) {
+    Fix x;
+    fix_init(&x, 9, 2, 3, 4, 1, WORDS, 5);
+    static const char *const pats[6] = {"self", NULL, "next", "cls", "sep", "previous"};
+    x.d.head_patterns = pats;
+    x.d.is_demo = 1;
+    x.d.model_note = "a note";
+    x.d.model_dir = "/home/someone/models/x";
+    x.d.text_b = "second";
+    x.enc.b_start = 5;
+    x.enc.n_truncated = 3;
+    char *s = page_ok(&x.d, NULL);
+    cJSON *m = meta_of(s);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    AvErr e = {{0}};
+    ck_assert_int_eq(json_write_doc(f, &x.d, &e), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    cJSON *j = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(j);
+    int shared = 0;
+    for (cJSON *it = j->child; it; it = it->next) {
+        if (!strcmp(it->string, "attention")) break; /* the numbers: the page has its own encoding */
+        if (!strcmp(it->string, "attnviz_version")) continue;
+        if (!strcmp(it->string, "model_dir")) {
+            ck_assert_ptr_null(cJSON_GetObjectItem(m, "model_dir"));
+            ck_assert_ptr_null(strstr(s, "someone"));
+            continue;
+        }
+        ck_assert_msg(cJSON_Compare(it, cJSON_GetObjectItem(m, it->string), 1), "meta differs at %s", it->string);
+        shared++;
+    }
+    ck_assert_int_ge(shared, 15);
+    cJSON_Delete(j);
+    cJSON_Delete(m);
+    free(buf);
     free(s);
     fix_free(&x);
 }
@@ -365,7 +410,7 @@ START_TEST(test_selection) {
     /* labels are indexed by real layer * num_heads + real head */
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 0), 0)->valuestring, "p23");
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 1), 2)->valuestring, "p8");
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "is_demo")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "demo")));
     ck_assert_int_eq(cJSON_GetObjectItem(m, "init_head")->valueint, 2);
     ck_assert_ptr_null(strstr(s, "id=\"av-att-2\""));
     /* chunk 0 holds layer 3's heads 5, 0, 2 */
@@ -536,13 +581,13 @@ START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
     Fix x;
     fix_init(&x, 12, 2, 2, 8, 1, WORDS, 5);
     for (int i = 0; i < 12; i++) x.tokens[i] = vocab[i];
-    x.d.causal = 1;
+    x.cfg.causal = 1;
     x.d.display_tokens = disp;
     char *s = page_ok(&x.d, NULL);
     ck_assert_ptr_null(strstr(s, "<img"));
     ck_assert_ptr_null(strstr(s, "onerror=alert(1)>"));
     cJSON *m = meta_of(s);
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "causal")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "causal")));
     cJSON *toks = cJSON_GetObjectItem(m, "tokens"), *dt = cJSON_GetObjectItem(m, "display_tokens");
     cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
     ck_assert_int_eq(cJSON_GetArraySize(dt), 12);
@@ -567,8 +612,8 @@ START_TEST(test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal) {
     fix_init(&x, 8, 1, 2, 8, 0, words, 6); /* [CLS] fl ##ies ## un ##believ ##able [SEP] */
     char *s = page_ok(&x.d, NULL);
     cJSON *m = meta_of(s);
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(m, "causal")));
-    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "display_tokens")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "causal")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(m, "display_tokens"));
     cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
     for (int i = 0; i < 8; i++) {
         ck_assert_msg(cJSON_GetArrayItem(ws, i)->valueint == want_start[i], "word_start[%d]", i);
@@ -649,6 +694,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_hostile_input_is_escaped);
     tcase_add_test(tc, test_document_complete);
+    tcase_add_test(tc, test_meta_shares_the_json_description);
     tcase_add_test(tc, test_attention_round_trip);
     tcase_add_test(tc, test_qk_round_trip);
     tcase_add_test(tc, test_selection);
