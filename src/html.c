@@ -20,11 +20,9 @@
  * Tokens in the meta: "tokens" are the vocab spellings (what Hugging Face's
  * convert_ids_to_tokens gives, e.g. "Ġflies"); "display_tokens" the text as read
  * (" flies"), absent when the doc has none (WordPiece: the spellings are the
- * text). "special" flags [CLS]/[SEP]/<s>/</s>/<|endoftext|> (the page's "hide
- * specials"); "word_start" flags the pieces that begin a word (the page's
- * "merge pieces"): with display tokens a piece starts a word when its text
- * starts with whitespace, follows whitespace or a special, or is special or
- * first; otherwise every token but a "##" continuation starts one.
+ * text). "special" and "word_start" are the tokenizer's flags (TokEncoding):
+ * the special tokens ([CLS]/[SEP], <s>/</s>, <|endoftext|>: the page's "hide
+ * specials") and the pieces that begin a word (the page's "merge pieces").
  * "config"."causal": a decoder model, where keys after the query are masked (weight exactly 0);
  * the page draws that triangle as masked, not as computed zeros.
  * Templates come from the binary (tools/embed.c) or, with templates_dir, from
@@ -221,6 +219,7 @@ static int check_doc(const OutDoc *d, AvErr *e) {
     if (!d || !d->cfg || !d->enc) return av_err(e, "html: incomplete document");
     const Capture *c = d->cap;
     if (!c || !c->attn) return av_err(e, "html: the page needs captured attention (not available with --tokens-only)");
+    if (!d->enc->special || !d->enc->word_start) return av_err(e, "html: the encoding has no token flags");
     if (c->n_tokens != d->enc->n || c->n_tokens < 1)
         return av_err(e, "html: capture has %d tokens but the encoding has %d", c->n_tokens, d->enc->n);
     if (c->n_heads != d->cfg->num_heads)
@@ -261,35 +260,6 @@ static int qk_decimals(const float *v, size_t n) {
 
 /* ---------------------------------------------------------------- tokens */
 
-/* Special tokens the page can hide: BERT's and the byte-level BPE models'. */
-static int is_special_token(const char *t) {
-    static const char *const names[] = {"[CLS]", "[SEP]", "<s>", "</s>", "<|endoftext|>"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(t, names[i]) == 0) return 1;
-    return 0;
-}
-
-static int is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* The tokenizer's flag when the encoding carries one, else from the spelling. */
-static int is_special(const TokEncoding *enc, int i) {
-    return enc->special ? enc->special[i] : is_special_token(enc->tokens[i]);
-}
-
-/* Whether token i begins a word (see the notes at the top): the tokenizer's
- * flag when the encoding carries one. */
-static int word_start(const OutDoc *d, int i) {
-    const char *const *tok = d->enc->tokens;
-    if (d->enc->word_start) return d->enc->word_start[i];
-    if (i == 0 || is_special_token(tok[i]) || is_special_token(tok[i - 1])) return 1;
-    if (d->display_tokens) {
-        const char *s = d->display_tokens[i], *prev = d->display_tokens[i - 1];
-        size_t pl = strlen(prev);
-        return is_ascii_space(s[0]) || (pl > 0 && is_ascii_space(prev[pl - 1]));
-    }
-    return !(strncmp(tok[i], "##", 2) == 0 && tok[i][2] != '\0');
-}
-
 /* ---------------------------------------------------------------- meta JSON */
 
 static void put_str_or_null(FILE *f, const char *s) {
@@ -307,9 +277,9 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     fputs("{\"format\":1,", f);
     if (json_write_common(f, d, 1, e)) return av_err_prefix(e, "html");
     fputs(",\"special\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", is_special(enc, i));
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", enc->special[i]);
     fputs("],\"word_start\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", word_start(d, i));
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", enc->word_start[i]);
     fprintf(f, "],\"init_layer\":%d,\"init_head\":%d,\"precision\":%d", d->init_layer, d->init_head,
             d->precision);
     fputs(",\"head_descriptions\":", f);

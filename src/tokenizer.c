@@ -658,7 +658,7 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max) {
     if (n2 < *nb) *nb = n2;
 }
 
-/* word_start and display of a finished encoding (see tokenizer.h); sa and sb
+/* word_start, special, role and display of a finished encoding (see tokenizer.h); sa and sb
  * flag the byte-level pieces of A and B that begin a pre-token. */
 static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const IdVec *sa, const IdVec *sb) {
     out->byte_level = t->bpe != NULL;
@@ -666,6 +666,10 @@ static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const Id
         int id = out->ids[i];
         int special = tok_is_special(t, id);
         out->special[i] = (unsigned char)special;
+        out->role[i] = (unsigned char)(!special ? TOK_ROLE_NONE
+                                       : id == t->cls ? TOK_ROLE_CLS
+                                       : id == t->sep ? TOK_ROLE_SEP
+                                                      : TOK_ROLE_NONE);
         if (!t->bpe) {
             out->display[i] = out->tokens[i];
             out->word_start[i] = (unsigned char)(special || strncmp(out->tokens[i], "##", 2) != 0);
@@ -742,7 +746,9 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
     out->display = malloc(n_alloc * sizeof *out->display);
     out->word_start = malloc(n_alloc);
     out->special = malloc(n_alloc);
-    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special) {
+    out->role = malloc(n_alloc);
+    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special ||
+        !out->role) {
         tok_encoding_free(out);
         goto oom;
     }
@@ -803,6 +809,7 @@ void tok_encoding_free(TokEncoding *enc) {
     free((void *)enc->display);
     free(enc->word_start);
     free(enc->special);
+    free(enc->role);
     memset(enc, 0, sizeof *enc);
     enc->b_start = -1;
 }

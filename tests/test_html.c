@@ -22,6 +22,7 @@ typedef struct {
     TokEncoding enc;
     const char **tokens;
     int *ids, *types;
+    unsigned char *special, *word_start, *role; /* what the tokenizer would flag */
     OutDoc d;
 } Fix;
 
@@ -52,11 +53,17 @@ static void fix_init(Fix *x, int n, int L, int H, int dh, int with_qk, const cha
     ck_assert_ptr_nonnull(x->tokens);
     ck_assert_ptr_nonnull(x->ids);
     ck_assert_ptr_nonnull(x->types);
+    x->special = calloc((size_t)n, 1), x->word_start = calloc((size_t)n, 1), x->role = calloc((size_t)n, 1);
+    ck_assert(x->special && x->word_start && x->role);
     for (int i = 0; i < n; i++) {
         x->tokens[i] = i == 0 ? "[CLS]" : i == n - 1 ? "[SEP]" : words[(i - 1) % nwords];
         x->ids[i] = 100 + i;
+        x->special[i] = i == 0 || i == n - 1;
+        x->role[i] = i == 0 ? TOK_ROLE_CLS : i == n - 1 ? TOK_ROLE_SEP : TOK_ROLE_NONE;
+        x->word_start[i] = 1; /* tests with word pieces set their own */
     }
-    x->enc = (TokEncoding){.n = n, .ids = x->ids, .type_ids = x->types, .tokens = x->tokens, .b_start = -1};
+    x->enc = (TokEncoding){.n = n, .ids = x->ids, .type_ids = x->types, .tokens = x->tokens, .special = x->special,
+                           .word_start = x->word_start, .role = x->role, .b_start = -1};
     Capture *c = &x->cap;
     *c = (Capture){.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
     size_t nn = (size_t)n * n, nd = (size_t)n * dh;
@@ -101,6 +108,9 @@ static void fix_free(Fix *x) {
     free(x->tokens);
     free(x->ids);
     free(x->types);
+    free(x->special);
+    free(x->word_start);
+    free(x->role);
 }
 
 /* Writes the page into a malloc'd string. */
@@ -575,12 +585,17 @@ START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
                                         G "<img src=x onerror=alert(1)>", G G, "<|endoftext|>"};
     static const char *const disp[] = {"<|endoftext|>", "Time", " flies", ".", "\n", "The", " un", "believ", "able",
                                        " <img src=x onerror=alert(1)>", "  ", "<|endoftext|>"};
-    /* the rule by hand: first, special, after a special, leading or preceding whitespace */
+    /* the byte-level tokenizer's flags: pre-token starts; <|endoftext|> special */
     static const int want_start[] = {1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1};
     static const int want_special[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     Fix x;
     fix_init(&x, 12, 2, 2, 8, 1, WORDS, 5);
-    for (int i = 0; i < 12; i++) x.tokens[i] = vocab[i];
+    for (int i = 0; i < 12; i++) {
+        x.tokens[i] = vocab[i];
+        x.word_start[i] = (unsigned char)want_start[i];
+        x.special[i] = (unsigned char)want_special[i];
+        x.role[i] = TOK_ROLE_NONE;
+    }
     x.cfg.causal = 1;
     x.d.display_tokens = disp;
     char *s = page_ok(&x.d, NULL);
@@ -605,12 +620,22 @@ START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
 }
 END_TEST
 
-START_TEST(test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal) {
+/* The page writes the tokenizer's flags as they are; without them there is no page. */
+START_TEST(test_wordpiece_flags_pass_through_and_page_is_not_causal) {
     static const char *const words[] = {"fl", "##ies", "##", "un", "##believ", "##able"};
     static const int want_start[] = {1, 1, 0, 1, 1, 0, 0, 1};
     Fix x;
     fix_init(&x, 8, 1, 2, 8, 0, words, 6); /* [CLS] fl ##ies ## un ##believ ##able [SEP] */
-    char *s = page_ok(&x.d, NULL);
+    for (int i = 0; i < 8; i++) x.word_start[i] = (unsigned char)want_start[i];
+    AvErr e = {{0}};
+    int rc;
+    x.enc.word_start = NULL;
+    char *s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "flags"));
+    free(s);
+    x.enc.word_start = x.word_start;
+    s = page_ok(&x.d, NULL);
     cJSON *m = meta_of(s);
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "causal")));
     ck_assert_ptr_null(cJSON_GetObjectItem(m, "display_tokens"));
@@ -702,7 +727,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_title_shortened_at_char_boundary);
     tcase_add_test(tc, test_causal_meta_has_display_tokens_specials_and_word_starts);
-    tcase_add_test(tc, test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal);
+    tcase_add_test(tc, test_wordpiece_flags_pass_through_and_page_is_not_causal);
     tcase_add_test(tc, test_missing_display_token_is_an_error);
     tcase_add_test(tc, test_budget_small);
     tcase_add_test(tc, test_budget_512);
