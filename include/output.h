@@ -30,7 +30,6 @@ typedef struct {
     int n_sel_heads;
     int precision;                 /* significant digits for JSON floats */
     int with_qk;                   /* include queries and keys in JSON */
-    int causal;                    /* decoder model: keys after the query are masked (attention 0) */
     const char *const *display_tokens; /* (enc->n) tokens as read (Ġ -> space), or NULL: use enc->tokens */
 } OutDoc;
 
@@ -42,6 +41,10 @@ static inline int out_head(const OutDoc *d, int i) { return d->heads ? d->heads[
 
 /* JSON: one object (no trailing newline); arrays are streamed, never built as a tree. */
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e);
+/* The members the JSON and the page's metadata share (model, config, input,
+ * tokens, selection), without braces; page: 1 leaves out what belongs to this
+ * machine only (model_dir). */
+int json_write_common(FILE *f, const OutDoc *d, int page, AvErr *e);
 /* {"tokens","input_ids","token_type_ids"} for --tokens-only. */
 int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e);
 /* Writes a JSON string literal (escaped; '<' '>' '&' as \u escapes so it is safe inside <script>). */

@@ -14,6 +14,10 @@ typedef struct Tokenizer Tokenizer;
 
 typedef enum { TOK_STYLE_BERT, TOK_STYLE_GPT2, TOK_STYLE_ROBERTA, TOK_STYLE_JSON } TokStyle;
 
+/* What a special token stands for in the template: the sequence start ([CLS],
+ * RoBERTa's <s>) or a separator ([SEP], </s>); GPT-2 has neither. */
+typedef enum { TOK_ROLE_NONE = 0, TOK_ROLE_CLS, TOK_ROLE_SEP } TokRole;
+
 typedef struct {
     int n;              /* number of tokens, specials included */
     int *ids;           /* (n) */
@@ -31,6 +35,8 @@ typedef struct {
                            "'s" are three words). Specials are word starts. */
     unsigned char *special; /* (n) 1 for the style's special tokens ([CLS] [SEP] ...,
                            <s> </s> ..., <|endoftext|>), template-added or written */
+    unsigned char *role;    /* (n) TokRole of each token: CLS/SEP for the style's start
+                           and separator tokens (template-added or written), else NONE */
     int byte_level;     /* spellings are byte-level BPE pieces (no "##" marks) */
     int b_start;        /* index of B's first token (BERT: its [SEP] when B is empty;
                            RoBERTa: its final </s>; GPT-2: n), or -1 when there is no B */

@@ -20,9 +20,9 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
 void xf_free(XfView *v);
 
 /* What the template added at token i: XF_CLS for [CLS] / RoBERTa's <s>, XF_SEP
- * for [SEP] / </s>, else XF_NONE. Only tokens the tokenizer flags as special
- * count (a "<s>" written in a BERT text is word pieces). */
-typedef enum { XF_NONE = 0, XF_CLS, XF_SEP } XfRole;
+ * for [SEP] / </s>, else XF_NONE: the tokenizer's role flag (so a "<s>" written
+ * in a BERT text, which is word pieces, has none). */
+typedef enum { XF_NONE = TOK_ROLE_NONE, XF_CLS = TOK_ROLE_CLS, XF_SEP = TOK_ROLE_SEP } XfRole;
 XfRole xf_special_role(const TokEncoding *enc, int i);
 
 #endif

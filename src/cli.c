@@ -490,7 +490,6 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->text_b = b;
     d->enc = enc;
     d->cap = cap;
-    d->causal = r->cfg.causal;
     d->display_tokens = enc->byte_level ? enc->display : NULL;
     d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
     d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;

@@ -4,22 +4,26 @@
  *   {{title}}          the input text, HTML-escaped (shortened)
  *   {{include NAME}}   another template verbatim (CSS or JS; checked so it cannot
  *                      close its <style>/<script> element early)
- *   {{meta}}           one JSON object: model, config, tokens, selection, labels,
- *                      and the payload's encoding parameters. Strings go through
- *                      json_write_string, which writes < > & as \u escapes, so the
- *                      JSON cannot end its <script> element whatever the input.
+ *   {{include A*B}}    every template whose name starts with A and ends with B,
+ *                      in byte order of the names, so a new view is one new file
+ *                      (templates/view_*.js) and not also a line in page.html
+ *   {{meta}}           one JSON object: the members the JSON output has too
+ *                      (json_write_common: model, config, text, tokens, selection,
+ *                      with the JSON's key names), then the page's own: token
+ *                      flags, initial selection, head descriptions and the
+ *                      payload's encoding parameters. Strings are written with
+ *                      < > & as \u escapes, so the JSON cannot end its <script>
+ *                      element whatever the input.
  *   {{payload}}        the numbers, as <script type="application/octet-stream">
  *                      elements holding base-85 text (no markup-significant bytes).
  *
  * Tokens in the meta: "tokens" are the vocab spellings (what Hugging Face's
  * convert_ids_to_tokens gives, e.g. "Ġflies"); "display_tokens" the text as read
- * (" flies"), or null when the doc has none (WordPiece: the spellings are the
- * text). "special" flags [CLS]/[SEP]/<s>/</s>/<|endoftext|> (the page's "hide
- * specials"); "word_start" flags the pieces that begin a word (the page's
- * "merge pieces"): with display tokens a piece starts a word when its text
- * starts with whitespace, follows whitespace or a special, or is special or
- * first; otherwise every token but a "##" continuation starts one. "causal":
- * a decoder model, where keys after the query are masked (weight exactly 0);
+ * (" flies"), absent when the doc has none (WordPiece: the spellings are the
+ * text). "special" and "word_start" are the tokenizer's flags (TokEncoding):
+ * the special tokens ([CLS]/[SEP], <s>/</s>, <|endoftext|>: the page's "hide
+ * specials") and the pieces that begin a word (the page's "merge pieces").
+ * "config"."causal": a decoder model, where keys after the query are masked (weight exactly 0);
  * the page draws that triangle as masked, not as computed zeros.
  * Templates come from the binary (tools/embed.c) or, with templates_dir, from
  * that folder.
@@ -70,6 +74,7 @@
  * A causal capture of the same shape (page_fixture --causal): 28 MB, the
  * masked upper triangle compresses to almost nothing.
  */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -214,6 +219,7 @@ static int check_doc(const OutDoc *d, AvErr *e) {
     if (!d || !d->cfg || !d->enc) return av_err(e, "html: incomplete document");
     const Capture *c = d->cap;
     if (!c || !c->attn) return av_err(e, "html: the page needs captured attention (not available with --tokens-only)");
+    if (!d->enc->special || !d->enc->word_start) return av_err(e, "html: the encoding has no token flags");
     if (c->n_tokens != d->enc->n || c->n_tokens < 1)
         return av_err(e, "html: capture has %d tokens but the encoding has %d", c->n_tokens, d->enc->n);
     if (c->n_heads != d->cfg->num_heads)
@@ -254,35 +260,6 @@ static int qk_decimals(const float *v, size_t n) {
 
 /* ---------------------------------------------------------------- tokens */
 
-/* Special tokens the page can hide: BERT's and the byte-level BPE models'. */
-static int is_special_token(const char *t) {
-    static const char *const names[] = {"[CLS]", "[SEP]", "<s>", "</s>", "<|endoftext|>"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(t, names[i]) == 0) return 1;
-    return 0;
-}
-
-static int is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* The tokenizer's flag when the encoding carries one, else from the spelling. */
-static int is_special(const TokEncoding *enc, int i) {
-    return enc->special ? enc->special[i] : is_special_token(enc->tokens[i]);
-}
-
-/* Whether token i begins a word (see the notes at the top): the tokenizer's
- * flag when the encoding carries one. */
-static int word_start(const OutDoc *d, int i) {
-    const char *const *tok = d->enc->tokens;
-    if (d->enc->word_start) return d->enc->word_start[i];
-    if (i == 0 || is_special_token(tok[i]) || is_special_token(tok[i - 1])) return 1;
-    if (d->display_tokens) {
-        const char *s = d->display_tokens[i], *prev = d->display_tokens[i - 1];
-        size_t pl = strlen(prev);
-        return is_ascii_space(s[0]) || (pl > 0 && is_ascii_space(prev[pl - 1]));
-    }
-    return !(strncmp(tok[i], "##", 2) == 0 && tok[i][2] != '\0');
-}
-
 /* ---------------------------------------------------------------- meta JSON */
 
 static void put_str_or_null(FILE *f, const char *s) {
@@ -295,75 +272,26 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     const TokEncoding *enc = d->enc;
     const Capture *c = d->cap;
     int nl = out_n_layers(d), nh = out_n_heads(d);
-    char num[64];
 
-    fputs("{\"format\":1,\"model\":{\"name\":", f);
-    put_str_or_null(f, d->model_name);
-    fputs(",\"dtype\":", f);
-    put_str_or_null(f, d->dtype);
-    fprintf(f, ",\"is_demo\":%s,\"note\":", d->is_demo ? "true" : "false");
-    put_str_or_null(f, d->model_note);
-    fputs("},\"config\":{\"model_type\":", f);
-    json_write_string(f, cfg->model_type);
-    fprintf(f,
-            ",\"layers\":%d,\"heads\":%d,\"hidden_size\":%d,\"head_dim\":%d,\"intermediate_size\":%d,"
-            "\"vocab_size\":%d,\"max_position_embeddings\":%d,\"type_vocab_size\":%d,\"hidden_act\":",
-            cfg->num_layers, cfg->num_heads, cfg->hidden_size,
-            cfg->num_heads > 0 ? cfg->hidden_size / cfg->num_heads : 0, cfg->intermediate_size,
-            cfg->vocab_size, cfg->max_position_embeddings, cfg->type_vocab_size);
-    json_write_string(f, cfg->hidden_act_name[0] ? cfg->hidden_act_name : cfg_act_name(cfg->hidden_act));
-    json_format_float(num, cfg->layer_norm_eps, 6);
-    fprintf(f, ",\"layer_norm_eps\":%s},\"text_a\":", num);
-    put_str_or_null(f, d->text_a);
-    fputs(",\"text_b\":", f);
-    put_str_or_null(f, d->text_b);
-    fputs(",\"tokens\":[", f);
-    for (int i = 0; i < enc->n; i++) {
-        if (i) fputc(',', f);
-        json_write_string(f, enc->tokens[i]);
-    }
-    fputs("],\"display_tokens\":", f);
-    if (d->display_tokens) {
-        for (int i = 0; i < enc->n; i++) {
-            fputc(i ? ',' : '[', f);
-            json_write_string(f, d->display_tokens[i]);
-        }
-        fputc(']', f);
-    } else {
-        fputs("null", f);
-    }
+    /* what the JSON says about the run, in the JSON's words; then what only the page needs */
+    fputs("{\"format\":1,", f);
+    if (json_write_common(f, d, 1, e)) return av_err_prefix(e, "html");
     fputs(",\"special\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", is_special(enc, i));
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", enc->special[i]);
     fputs("],\"word_start\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", word_start(d, i));
-    fprintf(f, "],\"causal\":%s", d->causal ? "true" : "false");
-    fputs(",\"input_ids\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->ids ? enc->ids[i] : -1);
-    fputs("],\"token_type_ids\":[", f);
-    for (int i = 0; i < enc->n; i++) fprintf(f, i ? ",%d" : "%d", enc->type_ids ? enc->type_ids[i] : 0);
-    fprintf(f, "],\"sentence_b_start\":");
-    if (enc->b_start >= 0) fprintf(f, "%d", enc->b_start);
-    else fputs("null", f);
-    fprintf(f, ",\"n_truncated\":%d,\"layers\":[", enc->n_truncated);
-    for (int i = 0; i < nl; i++) fprintf(f, i ? ",%d" : "%d", out_layer(d, i));
-    fputs("],\"heads\":[", f);
-    for (int i = 0; i < nh; i++) fprintf(f, i ? ",%d" : "%d", out_head(d, i));
+    for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", enc->word_start[i]);
     fprintf(f, "],\"init_layer\":%d,\"init_head\":%d,\"precision\":%d", d->init_layer, d->init_head,
             d->precision);
-    const char *const *lists[2] = {d->head_patterns, d->head_descriptions};
-    const char *keys[2] = {"head_patterns", "head_descriptions"};
-    for (int w = 0; w < 2; w++) {
-        fprintf(f, ",\"%s\":", keys[w]);
-        if (!lists[w]) {
-            fputs("null", f);
-            continue;
-        }
+    fputs(",\"head_descriptions\":", f);
+    if (!d->head_descriptions) {
+        fputs("null", f);
+    } else {
         fputc('[', f);
         for (int i = 0; i < nl; i++) {
             fputs(i ? ",[" : "[", f);
             for (int j = 0; j < nh; j++) {
                 if (j) fputc(',', f);
-                put_str_or_null(f, lists[w][(size_t)out_layer(d, i) * cfg->num_heads + out_head(d, j)]);
+                put_str_or_null(f, d->head_descriptions[(size_t)out_layer(d, i) * cfg->num_heads + out_head(d, j)]);
             }
             fputc(']', f);
         }
@@ -639,6 +567,58 @@ static int write_include(FILE *f, const char *dir, const char *name, AvErr *e) {
     return rc;
 }
 
+static int glob_match(const char *name, const char *pre, size_t npre, const char *suf) {
+    return strncmp(name, pre, npre) == 0 && strlen(name) >= npre + strlen(suf) && ends_with(name, suf);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* {{include A*B}}: the matching templates of the folder or of the binary. */
+static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *e) {
+    const char *star = strchr(pat, '*');
+    size_t npre = (size_t)(star - pat);
+    const char *suf = star + 1;
+    if (strchr(suf, '*')) return av_err(e, "html: include pattern %s has more than one *", pat);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    DIR *dd = NULL;
+    if (dir && !(dd = opendir(dir))) return av_err(e, "html: cannot list templates folder %s", dir);
+    for (int i = 0;; i++) {
+        const char *name;
+        if (dd) {
+            struct dirent *de = readdir(dd);
+            if (!de) break;
+            name = de->d_name;
+        } else {
+            if (i >= av_n_templates) break;
+            name = av_templates[i].name;
+        }
+        if (!glob_match(name, pat, npre, suf)) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nn = realloc(names, cap * sizeof *names);
+            if (!nn) {
+                rc = av_err(e, "html: out of memory");
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(name))) {
+            rc = av_err(e, "html: out of memory");
+            break;
+        }
+        n++;
+    }
+    if (dd) closedir(dd);
+    if (rc == 0 && n == 0) rc = av_err(e, "html: no template matches %s", pat);
+    if (rc == 0) qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n && rc == 0; i++) rc = write_include(f, dir, names[i], e);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
     if (check_doc(d, e)) return -1;
     int nl = out_n_layers(d), nh = out_n_heads(d);
@@ -705,6 +685,8 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
             rc = write_meta(f, d, qk_dec, e);
         } else if (strcmp(name, "payload") == 0) {
             rc = write_payload(f, &en, e);
+        } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
+            rc = write_include_glob(f, templates_dir, name + 8, e);
         } else if (strncmp(name, "include ", 8) == 0) {
             rc = write_include(f, templates_dir, name + 8, e);
         } else {

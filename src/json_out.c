@@ -208,13 +208,14 @@ static void write_string_array(Sink *s, const char *name, const char *const *v, 
     sink_put(s, "]", 1);
 }
 
-static void write_int_array(Sink *s, const char *name, const int *v, int n) {
+/* v NULL: every element is dflt (an encoding built without ids). */
+static void write_int_array(Sink *s, const char *name, const int *v, int n, int dflt) {
     sink_str(s, ",\"");
     sink_str(s, name);
     sink_str(s, "\":[");
     for (int i = 0; i < n; i++) {
         if (i) sink_put(s, ",", 1);
-        sink_int(s, v[i]);
+        sink_int(s, v ? v[i] : dflt);
     }
     sink_put(s, "]", 1);
 }
@@ -224,8 +225,8 @@ static void write_tokens_fields(Sink *s, const OutDoc *d) {
     write_string_array(s, "tokens", enc->tokens, enc->n, 1);
     /* byte-level BPE: "Ġflies" reads " flies" */
     if (d->display_tokens) write_string_array(s, "display_tokens", d->display_tokens, enc->n, 0);
-    write_int_array(s, "input_ids", enc->ids, enc->n);
-    write_int_array(s, "token_type_ids", enc->type_ids, enc->n);
+    write_int_array(s, "input_ids", enc->ids, enc->n, -1);
+    write_int_array(s, "token_type_ids", enc->type_ids, enc->n, 0);
     sink_str(s, ",\"sentence_b_start\":");
     if (enc->b_start >= 0) sink_int(s, enc->b_start);
     else sink_str(s, "null");
@@ -289,15 +290,20 @@ static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), con
     sink_put(s, "]", 1);
 }
 
-int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
-    Sink *s = sink_new(f);
-    if (!s) return av_err(e, "out of memory");
+/* What the run was — model, config, input, tokens, selection — as the members
+ * of one object (no braces), written alike into the JSON and the page's
+ * metadata so that both use one set of key names. Optional members are left
+ * out rather than null. page: the copy that goes into a shareable file, so
+ * without model_dir (a path on this machine). */
+static void write_common(Sink *s, const OutDoc *d, int page) {
     const ModelConfig *c = d->cfg;
     char num[32];
-    sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",\"model\":");
+    sink_str(s, "\"model\":");
     sink_json_string(s, d->model_name ? d->model_name : "");
-    sink_str(s, ",\"model_dir\":");
-    sink_json_string(s, d->model_dir ? d->model_dir : "");
+    if (!page) {
+        sink_str(s, ",\"model_dir\":");
+        sink_json_string(s, d->model_dir ? d->model_dir : "");
+    }
     sink_str(s, ",\"dtype\":");
     sink_json_string(s, d->dtype ? d->dtype : "");
     sink_str(s, d->is_demo ? ",\"demo\":true" : ",\"demo\":false");
@@ -314,7 +320,7 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     sink_str(s, ",\"hidden_size\":");
     sink_int(s, c->hidden_size);
     sink_str(s, ",\"head_dim\":");
-    sink_int(s, c->hidden_size / c->num_heads);
+    sink_int(s, c->num_heads > 0 ? c->hidden_size / c->num_heads : 0);
     sink_str(s, ",\"intermediate_size\":");
     sink_int(s, c->intermediate_size);
     sink_str(s, ",\"vocab_size\":");
@@ -327,7 +333,8 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     snprintf(num, sizeof num, "%g", (double)c->layer_norm_eps);
     sink_str(s, num);
     sink_str(s, ",\"hidden_act\":");
-    sink_json_string(s, c->hidden_act_name);
+    /* config.c always records the name; a config built in code may not */
+    sink_json_string(s, c->hidden_act_name[0] ? c->hidden_act_name : cfg_act_name(c->hidden_act));
     sink_str(s, c->causal ? ",\"causal\":true" : ",\"causal\":false");
     sink_str(s, ",\"position_offset\":");
     sink_int(s, c->pos_offset);
@@ -358,6 +365,21 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
         }
         sink_put(s, "]", 1);
     }
+}
+
+int json_write_common(FILE *f, const OutDoc *d, int page, AvErr *e) {
+    Sink *s = sink_new(f);
+    if (!s) return av_err(e, "out of memory");
+    write_common(s, d, page);
+    return sink_done(s, e);
+}
+
+int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
+    Sink *s = sink_new(f);
+    if (!s) return av_err(e, "out of memory");
+    const ModelConfig *c = d->cfg;
+    sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",");
+    write_common(s, d, 0);
     int n = d->enc->n;
     sink_str(s, ",\"attention\":");
     write_blocks(s, d, cap_attn, n, n);

@@ -767,7 +767,7 @@ static void truncate_pair(size_t *na, size_t *nb, size_t max) {
     if (n2 < *nb) *nb = n2;
 }
 
-/* word_start and display of a finished encoding (see tokenizer.h); sa and sb
+/* word_start, special, role and display of a finished encoding (see tokenizer.h); sa and sb
  * flag the byte-level pieces of A and B that begin a pre-token. */
 static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const IdVec *sa, const IdVec *sb) {
     out->byte_level = t->bpe != NULL;
@@ -775,6 +775,10 @@ static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const Id
         int id = out->ids[i];
         int special = tok_is_special(t, id);
         out->special[i] = (unsigned char)special;
+        out->role[i] = (unsigned char)(!special ? TOK_ROLE_NONE
+                                       : id == t->cls ? TOK_ROLE_CLS
+                                       : id == t->sep ? TOK_ROLE_SEP
+                                                      : TOK_ROLE_NONE);
         if (!t->bpe) {
             out->display[i] = out->tokens[i];
             out->word_start[i] = (unsigned char)(special || strncmp(out->tokens[i], "##", 2) != 0);
@@ -818,19 +822,26 @@ static int encode_json(const Tokenizer *t, const char *a, size_t a_len, const ch
     out->display = malloc(n_alloc * sizeof *out->display);
     out->word_start = malloc(n_alloc);
     out->special = malloc(n_alloc);
-    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special) {
+    out->role = malloc(n_alloc);
+    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special ||
+        !out->role) {
         tok_encoding_free(out);
         rc = av_err(e, "out of memory while tokenizing");
         goto done;
     }
+    memset(out->role, TOK_ROLE_NONE, n_alloc);
     size_t k = 0;
+    int seen_seq = 0;
     for (int i = 0; i < n_items; i++) {
         const TjItem *it = &items[i];
         if (it->seq < 0) {
+            /* the template's start token (before A: BOS, <s>, [CLS]) and separators after it */
             out->ids[k] = it->id, out->type_ids[k] = it->type_id, out->special[k] = 1, out->word_start[k] = 1;
+            out->role[k] = seen_seq ? TOK_ROLE_SEP : TOK_ROLE_CLS;
             k++;
             continue;
         }
+        seen_seq = 1;
         const TjIds *src = it->seq ? &ib : &ia;
         size_t cnt = it->seq ? nb : na;
         if (it->seq == 1) out->b_start = (int)k;
@@ -916,7 +927,9 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
     out->display = malloc(n_alloc * sizeof *out->display);
     out->word_start = malloc(n_alloc);
     out->special = malloc(n_alloc);
-    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special) {
+    out->role = malloc(n_alloc);
+    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special ||
+        !out->role) {
         tok_encoding_free(out);
         goto oom;
     }
@@ -977,6 +990,7 @@ void tok_encoding_free(TokEncoding *enc) {
     free((void *)enc->display);
     free(enc->word_start);
     free(enc->special);
+    free(enc->role);
     memset(enc, 0, sizeof *enc);
     enc->b_start = -1;
 }

@@ -4,22 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static XfRole name_role(const char *t) {
-    if (!strcmp(t, "[CLS]") || !strcmp(t, "<s>")) return XF_CLS;
-    if (!strcmp(t, "[SEP]") || !strcmp(t, "</s>")) return XF_SEP;
-    return XF_NONE;
-}
+XfRole xf_special_role(const TokEncoding *enc, int i) { return (XfRole)enc->role[i]; }
 
-XfRole xf_special_role(const TokEncoding *enc, int i) {
-    return enc->special && !enc->special[i] ? XF_NONE : name_role(enc->tokens[i]);
-}
-
-/* Token i continues the word before it: WordPiece "##" pieces, or byte-level
- * pieces the tokenizer did not mark as word starts. */
+/* Token i continues the word before it: a piece the tokenizer did not mark as
+ * a word start (WordPiece "##" pieces, byte-level pieces inside a pre-token). */
 static int continues_word(const TokEncoding *enc, int i) {
-    if (i == 0 || (enc->special && (enc->special[i] || enc->special[i - 1]))) return 0;
-    if (enc->word_start) return !enc->word_start[i];
-    return !strncmp(enc->tokens[i], "##", 2);
+    if (i == 0 || enc->special[i] || enc->special[i - 1]) return 0;
+    return !enc->word_start[i];
 }
 
 void xf_free(XfView *v) {
@@ -30,6 +21,7 @@ void xf_free(XfView *v) {
     free(v->enc.display);
     free(v->enc.word_start);
     free(v->enc.special);
+    free(v->enc.role);
     free(v->enc.tokens);
     free(v->enc.ids);
     free(v->enc.type_ids);
@@ -75,6 +67,7 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     d->display = calloc((size_t)m, sizeof *d->display);
     d->word_start = malloc((size_t)m);
     d->special = malloc((size_t)m);
+    d->role = malloc((size_t)m);
     d->byte_level = enc->byte_level;
     d->ids = malloc(sizeof(int) * (size_t)m);
     d->type_ids = malloc(sizeof(int) * (size_t)m);
@@ -87,7 +80,8 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     c->attn = calloc(LH * m * m, sizeof(float));
     c->q = cap->q ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
     c->k = cap->k ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
-    int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->ids || !d->type_ids || !c->attn ||
+    int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->role || !d->ids || !d->type_ids ||
+              !c->attn ||
               (cap->q && (!c->q || !c->k));
     for (int g = 0; g < m && !bad; g++) {
         /* a word's spelling: its pieces joined, WordPiece's "##" marks dropped */
@@ -111,8 +105,9 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
         }
         d->tokens[g] = s;
         d->display[g] = ds ? ds : s;
-        d->word_start[g] = (unsigned char)(words || !enc->word_start ? 1 : enc->word_start[first[g]]);
-        d->special[g] = enc->special ? enc->special[first[g]] : (unsigned char)(name_role(s) != XF_NONE);
+        d->word_start[g] = (unsigned char)(words ? 1 : enc->word_start[first[g]]);
+        d->special[g] = enc->special[first[g]];
+        d->role[g] = enc->role[first[g]];
         d->ids[g] = enc->ids[first[g]];
         d->type_ids[g] = enc->type_ids[first[g]];
         if (d->b_start < 0 && enc->b_start >= 0 && first[g] >= enc->b_start) d->b_start = g;

@@ -3,7 +3,7 @@
  * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
-/* exported Data, Tok, fmtAtt, fmtFixed, SPECIALS, visibleText */
+/* exported Data, Tok, fmtAtt, fmtFixed, visibleText */
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
 const B85_VAL = (() => {
@@ -11,8 +11,6 @@ const B85_VAL = (() => {
   for (let i = 0; i < B85.length; i++) t[B85.charCodeAt(i)] = i;
   return t;
 })();
-/* Fallback when the meta has no "special" list (html.c writes one). */
-const SPECIALS = new Set(['[CLS]', '[SEP]', '<s>', '</s>', '<|endoftext|>']);
 
 /* Token text made visible: a token of only whitespace shows glyphs (␣ space,
  * ↵ newline, ⇥ tab), newlines/tabs/control characters inside a token show as
@@ -146,8 +144,9 @@ const Data = (() => {
   }
 
   const toks = meta.tokens, disp = meta.display_tokens || null;
-  const special = toks.map((t, i) => (meta.special ? !!meta.special[i] : SPECIALS.has(t)));
-  const wordStart = toks.map((t, i) => (meta.word_start ? !!meta.word_start[i] : !(t.startsWith('##') && t.length > 2)));
+  /* the tokenizer's flags, as html.c writes them */
+  const special = meta.special.map(Boolean);
+  const wordStart = meta.word_start.map(Boolean);
   /* raw text of token i (display text, else the vocab spelling) */
   const text = i => (disp ? disp[i] : toks[i]);
   /* text a continuation piece adds to its word: "##ies" adds "ies" */
@@ -156,14 +155,14 @@ const Data = (() => {
   return {
     meta, n, L, H, nn,
     layers: meta.layers, heads: meta.heads,
-    causal: !!meta.causal,
+    causal: !!meta.config.causal,
     hasDisplay: !!disp,
     special, wordStart, text, pieceText,
     /* shown label of raw token i; vocab spelling of i */
     label: i => visibleText(text(i)),
     vocab: i => toks[i],
     /* causal mask on raw indices: key j after query i */
-    masked: (i, j) => !!meta.causal && j > i,
+    masked: (i, j) => !!meta.config.causal && j > i,
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, weight, code, headMatrix,

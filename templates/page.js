@@ -2,7 +2,21 @@
  * document.body.dataset.ready = "1" once the first view is drawn and
  * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
  * scripting/testing interface (state, export, view switching). */
-/* global Data, Tok, Rollout, HeadView, ModelView, NeuronView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt */
+/* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
+   VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX */
+
+/* ---------------------------------------------------------------- views */
+
+/* Every view, in tab order (keys 1..n). An entry (one templates/view_*.js
+ * file each) has: id, label; uses {layer, mode, heads, merge, contrast}: the
+ * controls it reads (the others are hidden or disabled); picksHead(mode):
+ * the head chips pick one head rather than toggle; ownsLayers: it decodes
+ * layers itself (else the page waits for the shown layer, and for the
+ * rollout when it uses the mode control); mergeNote: the status line when it
+ * ignores "merge"; draw(host, c): the controller (or null, or a promise of
+ * one); exportTitle(modelName, c). */
+const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX];
+const viewOf = id => VIEWS.find(v => v.id === id);
 
 const $ = id => document.getElementById(id);
 const meta = Data.meta;
@@ -49,9 +63,9 @@ setTheme(window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').
 function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 (function header() {
   const c = meta.config;
-  $('model-name').textContent = meta.model.name || 'model';
-  $('model-dtype').textContent = meta.model.dtype || '';
-  if (!meta.model.dtype) $('model-dtype').hidden = true;
+  $('model-name').textContent = meta.model || 'model';
+  $('model-dtype').textContent = meta.dtype || '';
+  if (!meta.dtype) $('model-dtype').hidden = true;
   $('model-causal').hidden = !Data.causal;
   const parts = [
     c.model_type ? c.model_type.toUpperCase() : null,
@@ -69,10 +83,10 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     if (extra) r.appendChild(el('span', 'meta', extra));
     il.appendChild(r);
   };
-  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text_a || '');
+  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');
   if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
   addRow('Tokens', Data.n + ' (' + Data.special.filter(Boolean).length + ' special)' +
-    (meta.n_truncated ? ' — ' + meta.n_truncated + ' tokens truncated' : ''));
+    (meta.truncated ? ' — ' + meta.truncated + ' tokens truncated' : ''));
 
   const notes = $('notes');
   const note = (cls, strong, text) => {
@@ -82,23 +96,23 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     notes.appendChild(d);
     return d;
   };
-  if (meta.model.is_demo) {
-    const txt = meta.model.note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
+  if (meta.demo) {
+    const txt = meta.model_note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
     note('', 'Constructed demo model — not trained.', txt +
       (/make weights/.test(txt) ? '' : ' For real attention run `make weights` and use --model weights/bert-base-uncased.'));
     notes.lastChild.id = 'demo-note';
-  } else if (meta.model.note) {
-    note('info', null, meta.model.note);
+  } else if (meta.model_note) {
+    note('info', null, meta.model_note);
   }
   if (Data.L < c.layers || Data.H < c.heads) {
     note('info', 'Selection:', 'this page holds layer' + (Data.L === 1 ? ' ' : 's ') + Data.layers.join(', ') +
       ' and head' + (Data.H === 1 ? ' ' : 's ') + Data.heads.join(', ') + ' of the model\'s ' + c.layers + ' × ' + c.heads +
       ' (numbers are the model\'s own indices).');
   }
-  if (meta.n_truncated) note('', 'Truncated:', meta.n_truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
+  if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
   const foot = $('foot');
   foot.appendChild(document.createTextNode('Keys: '));
-  [['[', ']', 'layer'], ['1', '4', 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']].forEach(([a, b, what], i) => {
+  [['[', ']', 'layer'], ['1', String(VIEWS.length), 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']].forEach(([a, b, what], i) => {
     if (i) foot.appendChild(document.createTextNode(' · '));
     foot.appendChild(el('kbd', null, a));
     if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
@@ -132,6 +146,21 @@ if (Data.hasDisplay) {
     'attention to a word is summed over its pieces, attention from a word averaged';
 }
 
+/* tabs and view sections, one per table entry */
+VIEWS.forEach(v => {
+  const b = el('button', null, v.label);
+  b.type = 'button';
+  b.setAttribute('role', 'tab');
+  b.dataset.view = v.id;
+  b.id = 'tab-' + v.id;
+  $('tabs').appendChild(b);
+  const sec = el('section', 'view');
+  sec.id = 'view-' + v.id;
+  sec.dataset.view = v.id;
+  sec.hidden = true;
+  $('main').appendChild(sec);
+});
+
 const layerSel = $('layer-select');
 Data.layers.forEach((l, i) => {
   const o = el('option', null, 'Layer ' + l);
@@ -159,6 +188,7 @@ $('export-svg').addEventListener('click', () => doExport('svg'));
 $('export-png').addEventListener('click', () => doExport('png'));
 
 function setView(v) {
+  if (!viewOf(v)) return Promise.resolve(); /* not a view: nothing to draw */
   S.view = v;
   return render();
 }
@@ -203,7 +233,7 @@ function updateChips() {
       ? 'Heads — click a square to toggle it, double-click to show it alone (double-click again for all).'
       : 'Heads in the ' + (S.mode === 'rollout' ? 'rollout' : S.mode) + ' — click to toggle, double-click to use one alone.';
 }
-function pickMode() { return (S.view === 'neuron') || (S.view === 'matrix' && S.mode === 'heads'); }
+function pickMode() { return viewOf(S.view).picksHead(S.mode); }
 chips.addEventListener('click', ev => {
   const b = ev.target.closest('.head-chip');
   if (!b) return;
@@ -230,7 +260,7 @@ document.addEventListener('keydown', ev => {
   if (ev.target && (ev.target.tagName === 'SELECT' || ev.target.tagName === 'INPUT') && ev.key !== 'Escape') return;
   if (ev.key === '[' || ev.key === 'ArrowLeft' && ev.altKey) stepLayer(-1);
   else if (ev.key === ']' || ev.key === 'ArrowRight' && ev.altKey) stepLayer(1);
-  else if (ev.key >= '1' && ev.key <= '4' && !ev.ctrlKey && !ev.metaKey) setView(['head', 'model', 'neuron', 'matrix'][+ev.key - 1]);
+  else if (ev.key >= '1' && ev.key <= String(VIEWS.length) && !ev.ctrlKey && !ev.metaKey) setView(VIEWS[+ev.key - 1].id);
   else if (ev.key === 't' || ev.key === 'T') $('theme-btn').click();
   else if (ev.key === 'Escape') {
     if (!$('modal').hidden) closeModal();
@@ -246,7 +276,7 @@ function status(text) { $('status').textContent = text || ''; }
 
 let current = null;       /* controller of the drawn view */
 let renderGen = 0;
-let modelCtl = null;
+let running = null;       /* a drawn controller still working (has cancel()) */
 
 function updateControls() {
   document.querySelectorAll('#tabs [data-view]').forEach(b => b.setAttribute('aria-selected', b.dataset.view === S.view ? 'true' : 'false'));
@@ -255,11 +285,12 @@ function updateControls() {
   layerSel.value = String(S.layer);
   $('layer-prev').disabled = S.layer === 0;
   $('layer-next').disabled = S.layer === Data.L - 1;
-  $('ctl-mode').hidden = S.view === 'neuron' || S.view === 'model';
-  $('ctl-layer').hidden = S.view === 'model';
-  $('ctl-contrast').hidden = !(S.view === 'matrix' || S.view === 'model');
-  $('merge-pieces').disabled = S.view === 'neuron';
-  $('heads-bar').hidden = S.view === 'model';
+  const u = viewOf(S.view).uses;
+  $('ctl-mode').hidden = !u.mode;
+  $('ctl-layer').hidden = !u.layer;
+  $('ctl-contrast').hidden = !u.contrast;
+  $('merge-pieces').disabled = !u.merge;
+  $('heads-bar').hidden = !u.heads;
   $('hide-special').checked = S.hide;
   $('merge-pieces').checked = S.merge;
   document.querySelectorAll('main .view').forEach(v => { v.hidden = v.dataset.view !== S.view; });
@@ -273,7 +304,7 @@ function viewTitle() {
     ? (hs.length === Data.H ? 'all heads' : 'head' + (hs.length === 1 ? ' ' : 's ') + hs.map(h => Data.heads[h]).join(', '))
     : S.mode + ' of ' + hs.length + ' head' + (hs.length === 1 ? '' : 's');
   const filt = S.filter === 'all' ? '' : ' · ' + S.filter[0] + '→' + S.filter[1];
-  const input = (meta.text_a || '').slice(0, 60) + ((meta.text_a || '').length > 60 ? '…' : '');
+  const input = (meta.text || '').slice(0, 60) + ((meta.text || '').length > 60 ? '…' : '');
   return { L, hs, headsTxt, filt, input };
 }
 
@@ -281,14 +312,20 @@ async function render() {
   const gen = ++renderGen;
   updateControls();
   Tip.hide();
-  if (modelCtl && S.view !== 'model') { modelCtl.cancel(); modelCtl = null; }
+  if (running) { running.cancel(); running = null; }
+  const view = viewOf(S.view);
   const host = $('view-' + S.view);
-  const t = Tok.build(S.merge && S.view !== 'neuron', S.hide);
+  const t = Tok.build(S.merge && view.uses.merge, S.hide);
+  const c = {
+    li: S.layer, mode: S.mode, hs: null, t, filter: S.filter, gamma: S.gamma, focus: S.focus, query: S.query,
+    vt: null, status, stale: () => gen !== renderGen, onOpen: openModal, onQuery: i => { S.query = i; },
+  };
   try {
-    if (S.view === 'model') {
-      if (modelCtl) modelCtl.cancel();
-      modelCtl = ModelView(host, { t, filter: S.filter, gamma: S.gamma, cur: { li: S.layer, h: S.focus }, onOpen: openModal });
-      current = modelCtl;
+    if (view.ownsLayers) {
+      c.hs = activeHeads();
+      c.vt = viewTitle();
+      current = view.draw(host, c);
+      if (current && current.cancel) running = current;
       status('');
       return finish(gen);
     }
@@ -296,7 +333,7 @@ async function render() {
     await Data.attention(S.layer);
     if (gen !== renderGen) return;
     const hs = activeHeads();
-    if (S.mode === 'rollout' && S.view !== 'neuron') {
+    if (S.mode === 'rollout' && view.uses.mode) {
       const li = S.layer;
       if (!Rollout.cached(li, hs)) {
         host.textContent = '';
@@ -306,47 +343,17 @@ async function render() {
       }
     }
     status(statusLine());
-    if (S.view === 'head') {
-      host.textContent = '';
-      const ttl = el('div', 'view-title');
-      const vt = viewTitle();
-      ttl.appendChild(el('h2', null, 'Head view · layer ' + vt.L));
-      ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
-        (Data.causal ? ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).' : '')));
-      host.appendChild(ttl);
-      const box = el('div');
-      host.appendChild(box);
-      if (!hs.length && S.mode !== 'rollout') {
-        box.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
-        current = null;
-      } else {
-        current = HeadView(box, { li: S.layer, mode: S.mode, hs, t, filter: S.filter });
-        if (S.mode === 'rollout' && Data.L < meta.config.layers) host.appendChild(el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, S.layer + 1).join(', ') + ').'));
-      }
-    } else if (S.view === 'matrix') {
-      if (S.mode !== 'heads' && !hs.length) {
-        host.textContent = '';
-        host.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
-        current = null;
-      } else {
-        current = MatrixView(host, { li: S.layer, mode: S.mode, hs, focus: S.focus, t, filter: S.filter, gamma: S.gamma });
-      }
-    } else if (S.view === 'neuron') {
-      if (!Data.hasQK) {
-        host.textContent = '';
-        const d = el('div', 'empty');
-        d.appendChild(document.createTextNode('This page has no queries and keys. Run attnviz with '));
-        d.appendChild(el('code', null, '--qk'));
-        d.appendChild(document.createTextNode(' to include them (they make the file larger).'));
-        host.appendChild(d);
-        current = null;
-      } else {
-        if (!Data.loaded(S.layer)) status('Decoding…');
-        const qk = await Data.queriesKeys(S.layer);
-        if (gen !== renderGen) return;
-        current = NeuronView(host, { li: S.layer, h: S.focus, t, filter: S.filter, qi: S.query, onQuery: i => { S.query = i; } }, qk);
-      }
+    c.hs = hs;
+    c.vt = viewTitle();
+    let ctl = view.draw(host, c);
+    /* only a view that waits for more data returns a promise; the others
+     * finish in this task, as they always did */
+    if (ctl && typeof ctl.then === 'function') {
+      ctl = await ctl;
+      if (gen !== renderGen) return;
     }
+    current = ctl;
+    if (current && current.cancel) running = current;
   } catch (err) {
     console.error(err);
     host.textContent = '';
@@ -358,8 +365,9 @@ async function render() {
 function statusLine() {
   const parts = [];
   if (S.hide) parts.push(specialNames + ' hidden, rows renormalized');
-  if (S.merge && S.view !== 'neuron') parts.push((Data.hasDisplay ? 'word pieces' : '## pieces') + ' merged (to: summed, from: averaged)');
-  if (S.view === 'neuron' && S.merge) parts.push('the neuron view shows word pieces');
+  const view = viewOf(S.view);
+  if (S.merge && view.uses.merge) parts.push((Data.hasDisplay ? 'word pieces' : '## pieces') + ' merged (to: summed, from: averaged)');
+  if (S.merge && !view.uses.merge && view.mergeNote) parts.push(view.mergeNote);
   if (S.filter !== 'all') parts.push('showing ' + S.filter[0] + '→' + S.filter[1]);
   return parts.join(' · ');
 }
@@ -438,18 +446,14 @@ document.querySelectorAll('#modal [data-open]').forEach(b => b.addEventListener(
 
 function exportName(ext) {
   const L = Data.layers[S.layer];
-  const base = 'attnviz-' + S.view + (S.view === 'model' ? '' : '-layer' + L) +
-    (S.view === 'neuron' || (S.view === 'matrix' && S.mode === 'heads') ? '-head' + Data.heads[S.focus] : '') +
-    (S.mode !== 'heads' && S.view !== 'neuron' && S.view !== 'model' ? '-' + S.mode : '');
+  const u = viewOf(S.view).uses;
+  const base = 'attnviz-' + S.view + (u.layer ? '-layer' + L : '') +
+    (pickMode() ? '-head' + Data.heads[S.focus] : '') +
+    (S.mode !== 'heads' && u.mode ? '-' + S.mode : '');
   return base + '.' + ext;
 }
 function exportTitle() {
-  const vt = viewTitle();
-  const m = meta.model.name || 'model';
-  if (S.view === 'model') return m + ' · model view · "' + vt.input + '"';
-  if (S.view === 'neuron') return m + ' · layer ' + vt.L + ', head ' + Data.heads[S.focus] + ' · neuron view';
-  if (S.view === 'matrix') return m + ' · layer ' + vt.L + ' · ' + (S.mode === 'heads' ? 'head ' + Data.heads[S.focus] : vt.headsTxt) + vt.filt;
-  return m + ' · layer ' + vt.L + ' · ' + vt.headsTxt + vt.filt;
+  return viewOf(S.view).exportTitle(meta.model || 'model', { mode: S.mode, focus: S.focus, vt: viewTitle() });
 }
 async function exportData(kind) {
   const ctl = modalCtl && !$('modal').hidden ? modalCtl : current;

@@ -27,6 +27,7 @@
  * --dump FILE also writes the raw float32 attention, q and k (for encoding
  * experiments).
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,11 @@
 #include <time.h>
 
 #include "output.h"
+
+static int ends_in_space(const char *t) {
+    size_t l = strlen(t);
+    return l > 0 && isspace((unsigned char)t[l - 1]);
+}
 
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void) {
@@ -152,7 +158,22 @@ int main(int argc, char **argv) {
         ids[i] = 1000 + i;
         types[i] = pair && i >= b_start ? 1 : 0;
     }
-    TokEncoding enc = {.n = n, .ids = ids, .type_ids = types, .tokens = tok, .b_start = b_start};
+    /* the flags a tokenizer gives: the template's tokens are special; a word
+     * starts at a special, after one, at a space (byte-level), or at any piece
+     * but a "##" continuation (WordPiece) */
+    unsigned char *special = calloc((size_t)n, 1), *start = calloc((size_t)n, 1), *role = calloc((size_t)n, 1);
+    if (!special || !start || !role) return 1;
+    for (int i = 0; i < n; i++) {
+        special[i] = i == 0 || i == n - 1 || (!causal && pair && i == b_start - 1);
+        role[i] = causal || !special[i] ? TOK_ROLE_NONE : i == 0 ? TOK_ROLE_CLS : TOK_ROLE_SEP;
+    }
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || special[i] || special[i - 1]) start[i] = 1;
+        else if (causal) start[i] = isspace((unsigned char)disp[i][0]) || ends_in_space(disp[i - 1]);
+        else start[i] = !(strncmp(tok[i], "##", 2) == 0 && tok[i][2] != '\0');
+    }
+    TokEncoding enc = {.n = n, .ids = ids, .type_ids = types, .tokens = tok, .special = special, .word_start = start,
+                       .role = role, .b_start = b_start};
 
     ModelConfig cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -162,6 +183,7 @@ int main(int argc, char **argv) {
     cfg.type_vocab_size = causal ? 0 : 2;
     cfg.layer_norm_eps = 1e-12f;
     strcpy(cfg.hidden_act_name, "gelu");
+    cfg.causal = causal;
 
     /* Capture: q = c * k[target] + noise, attn = softmax(q.k / sqrt d). */
     Capture cap = {.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
@@ -254,7 +276,6 @@ int main(int argc, char **argv) {
         .n_sel_heads = nsh,
         .precision = 6,
         .with_qk = qk,
-        .causal = causal,
         .display_tokens = causal ? (const char *const *)disp : NULL,
     };
 
@@ -278,6 +299,7 @@ int main(int argc, char **argv) {
     if (fclose(f)) return perror(argv[2]), 1;
     for (int i = 0; i < n; i++) free(disp[i]);
     free(cap.attn), free(cap.q), free(cap.k), free(sc), free(pat), free(tok), free(disp), free(ids), free(types);
+    free(special), free(start), free(role);
     free(sel_l), free(sel_h);
     return 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
     TokEncoding enc;
     const char **tokens;
     int *ids, *types;
+    unsigned char *special, *word_start, *role; /* what the tokenizer would flag */
     OutDoc d;
 } Fix;
 
@@ -52,11 +53,17 @@ static void fix_init(Fix *x, int n, int L, int H, int dh, int with_qk, const cha
     ck_assert_ptr_nonnull(x->tokens);
     ck_assert_ptr_nonnull(x->ids);
     ck_assert_ptr_nonnull(x->types);
+    x->special = calloc((size_t)n, 1), x->word_start = calloc((size_t)n, 1), x->role = calloc((size_t)n, 1);
+    ck_assert(x->special && x->word_start && x->role);
     for (int i = 0; i < n; i++) {
         x->tokens[i] = i == 0 ? "[CLS]" : i == n - 1 ? "[SEP]" : words[(i - 1) % nwords];
         x->ids[i] = 100 + i;
+        x->special[i] = i == 0 || i == n - 1;
+        x->role[i] = i == 0 ? TOK_ROLE_CLS : i == n - 1 ? TOK_ROLE_SEP : TOK_ROLE_NONE;
+        x->word_start[i] = 1; /* tests with word pieces set their own */
     }
-    x->enc = (TokEncoding){.n = n, .ids = x->ids, .type_ids = x->types, .tokens = x->tokens, .b_start = -1};
+    x->enc = (TokEncoding){.n = n, .ids = x->ids, .type_ids = x->types, .tokens = x->tokens, .special = x->special,
+                           .word_start = x->word_start, .role = x->role, .b_start = -1};
     Capture *c = &x->cap;
     *c = (Capture){.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = dh, .hidden_size = H * dh};
     size_t nn = (size_t)n * n, nd = (size_t)n * dh;
@@ -101,6 +108,9 @@ static void fix_free(Fix *x) {
     free(x->tokens);
     free(x->ids);
     free(x->types);
+    free(x->special);
+    free(x->word_start);
+    free(x->role);
 }
 
 /* Writes the page into a malloc'd string. */
@@ -228,8 +238,8 @@ START_TEST(test_hostile_input_is_escaped) {
     cJSON *toks = cJSON_GetObjectItem(m, "tokens");
     ck_assert_int_eq(cJSON_GetArraySize(toks), 9);
     for (int i = 1; i < 8; i++) ck_assert_str_eq(cJSON_GetArrayItem(toks, i)->valuestring, hostile[(i - 1) % 7]);
-    ck_assert_str_eq(cJSON_GetObjectItem(m, "text_a")->valuestring, x.d.text_a);
-    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "name")->valuestring, x.d.model_name);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "text")->valuestring, x.d.text_a);
+    ck_assert_str_eq(cJSON_GetObjectItem(m, "model")->valuestring, x.d.model_name);
     /* the title is HTML-escaped */
     ck_assert_ptr_nonnull(strstr(s, "<title>attnviz — &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
     cJSON_Delete(m);
@@ -260,9 +270,54 @@ START_TEST(test_document_complete) {
     ck_assert_int_eq(cJSON_GetObjectItem(m, "n")->valueint, 7);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "layers")), 12);
     ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "head_dim")->valueint, 64);
-    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "head_patterns")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(m, "head_patterns"));
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "sentence_b_start")));
     cJSON_Delete(m);
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
+/* The page's metadata describes the run in the JSON's own words: every member
+ * the JSON writes before its numbers is in the meta with the same value, except
+ * model_dir (a local path, kept out of a file meant to be shared). */
+START_TEST(test_meta_shares_the_json_description) {
+    Fix x;
+    fix_init(&x, 9, 2, 3, 4, 1, WORDS, 5);
+    static const char *const pats[6] = {"self", NULL, "next", "cls", "sep", "previous"};
+    x.d.head_patterns = pats;
+    x.d.is_demo = 1;
+    x.d.model_note = "a note";
+    x.d.model_dir = "/home/someone/models/x";
+    x.d.text_b = "second";
+    x.enc.b_start = 5;
+    x.enc.n_truncated = 3;
+    char *s = page_ok(&x.d, NULL);
+    cJSON *m = meta_of(s);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    AvErr e = {{0}};
+    ck_assert_int_eq(json_write_doc(f, &x.d, &e), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    cJSON *j = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(j);
+    int shared = 0;
+    for (cJSON *it = j->child; it; it = it->next) {
+        if (!strcmp(it->string, "attention")) break; /* the numbers: the page has its own encoding */
+        if (!strcmp(it->string, "attnviz_version")) continue;
+        if (!strcmp(it->string, "model_dir")) {
+            ck_assert_ptr_null(cJSON_GetObjectItem(m, "model_dir"));
+            ck_assert_ptr_null(strstr(s, "someone"));
+            continue;
+        }
+        ck_assert_msg(cJSON_Compare(it, cJSON_GetObjectItem(m, it->string), 1), "meta differs at %s", it->string);
+        shared++;
+    }
+    ck_assert_int_ge(shared, 15);
+    cJSON_Delete(j);
+    cJSON_Delete(m);
+    free(buf);
     free(s);
     fix_free(&x);
 }
@@ -365,7 +420,7 @@ START_TEST(test_selection) {
     /* labels are indexed by real layer * num_heads + real head */
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 0), 0)->valuestring, "p23");
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(hp, 1), 2)->valuestring, "p8");
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "is_demo")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "demo")));
     ck_assert_int_eq(cJSON_GetObjectItem(m, "init_head")->valueint, 2);
     ck_assert_ptr_null(strstr(s, "id=\"av-att-2\""));
     /* chunk 0 holds layer 3's heads 5, 0, 2 */
@@ -426,6 +481,36 @@ START_TEST(test_templates_dir) {
     s = page(&x.d, dir, NULL, &rc, &e);
     ck_assert_int_eq(rc, -1);
     free(s);
+    /* a pattern include: every match, in name order, whatever the folder's order */
+    char p3[256], p4[256];
+    snprintf(p3, sizeof p3, "%s/v_b.js", dir);
+    snprintf(p4, sizeof p4, "%s/v_a.js", dir);
+    write_file(p3, "B;");
+    write_file(p4, "A;");
+    write_file(p2, "X;");
+    write_file(p1, "{{include v_*.js}}|{{include x.*}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_str_eq(s, "A;B;|X;");
+    free(s);
+    write_file(p1, "{{include w_*.js}}");
+    s = page(&x.d, dir, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "w_*.js"));
+    free(s);
+    /* built in: every view, after the helpers it uses and before the table of them */
+    s = page_ok(&x.d, NULL);
+    const char *draw = strstr(s, "function headColor("), *table = strstr(s, "const VIEWS = [");
+    ck_assert_ptr_nonnull(draw);
+    ck_assert_ptr_nonnull(table);
+    const char *views[] = {"const VIEW_HEAD =", "const VIEW_MODEL =", "const VIEW_NEURON =", "const VIEW_MATRIX ="};
+    for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
+        const char *v = strstr(s, views[i]);
+        ck_assert_msg(v && v > draw && v < table, "%s", views[i]);
+    }
+    free(s);
+    remove(p3);
+    remove(p4);
     remove(p1);
     remove(p2);
     /* a folder without page.html */
@@ -500,19 +585,24 @@ START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
                                         G "<img src=x onerror=alert(1)>", G G, "<|endoftext|>"};
     static const char *const disp[] = {"<|endoftext|>", "Time", " flies", ".", "\n", "The", " un", "believ", "able",
                                        " <img src=x onerror=alert(1)>", "  ", "<|endoftext|>"};
-    /* the rule by hand: first, special, after a special, leading or preceding whitespace */
+    /* the byte-level tokenizer's flags: pre-token starts; <|endoftext|> special */
     static const int want_start[] = {1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1};
     static const int want_special[] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     Fix x;
     fix_init(&x, 12, 2, 2, 8, 1, WORDS, 5);
-    for (int i = 0; i < 12; i++) x.tokens[i] = vocab[i];
-    x.d.causal = 1;
+    for (int i = 0; i < 12; i++) {
+        x.tokens[i] = vocab[i];
+        x.word_start[i] = (unsigned char)want_start[i];
+        x.special[i] = (unsigned char)want_special[i];
+        x.role[i] = TOK_ROLE_NONE;
+    }
+    x.cfg.causal = 1;
     x.d.display_tokens = disp;
     char *s = page_ok(&x.d, NULL);
     ck_assert_ptr_null(strstr(s, "<img"));
     ck_assert_ptr_null(strstr(s, "onerror=alert(1)>"));
     cJSON *m = meta_of(s);
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(m, "causal")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "causal")));
     cJSON *toks = cJSON_GetObjectItem(m, "tokens"), *dt = cJSON_GetObjectItem(m, "display_tokens");
     cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
     ck_assert_int_eq(cJSON_GetArraySize(dt), 12);
@@ -530,15 +620,25 @@ START_TEST(test_causal_meta_has_display_tokens_specials_and_word_starts) {
 }
 END_TEST
 
-START_TEST(test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal) {
+/* The page writes the tokenizer's flags as they are; without them there is no page. */
+START_TEST(test_wordpiece_flags_pass_through_and_page_is_not_causal) {
     static const char *const words[] = {"fl", "##ies", "##", "un", "##believ", "##able"};
     static const int want_start[] = {1, 1, 0, 1, 1, 0, 0, 1};
     Fix x;
     fix_init(&x, 8, 1, 2, 8, 0, words, 6); /* [CLS] fl ##ies ## un ##believ ##able [SEP] */
-    char *s = page_ok(&x.d, NULL);
+    for (int i = 0; i < 8; i++) x.word_start[i] = (unsigned char)want_start[i];
+    AvErr e = {{0}};
+    int rc;
+    x.enc.word_start = NULL;
+    char *s = page(&x.d, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "flags"));
+    free(s);
+    x.enc.word_start = x.word_start;
+    s = page_ok(&x.d, NULL);
     cJSON *m = meta_of(s);
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(m, "causal")));
-    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(m, "display_tokens")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "config"), "causal")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(m, "display_tokens"));
     cJSON *ws = cJSON_GetObjectItem(m, "word_start"), *sp = cJSON_GetObjectItem(m, "special");
     for (int i = 0; i < 8; i++) {
         ck_assert_msg(cJSON_GetArrayItem(ws, i)->valueint == want_start[i], "word_start[%d]", i);
@@ -619,6 +719,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_hostile_input_is_escaped);
     tcase_add_test(tc, test_document_complete);
+    tcase_add_test(tc, test_meta_shares_the_json_description);
     tcase_add_test(tc, test_attention_round_trip);
     tcase_add_test(tc, test_qk_round_trip);
     tcase_add_test(tc, test_selection);
@@ -626,7 +727,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_title_shortened_at_char_boundary);
     tcase_add_test(tc, test_causal_meta_has_display_tokens_specials_and_word_starts);
-    tcase_add_test(tc, test_wordpiece_word_starts_follow_hash_hash_and_page_is_not_causal);
+    tcase_add_test(tc, test_wordpiece_flags_pass_through_and_page_is_not_causal);
     tcase_add_test(tc, test_missing_display_token_is_an_error);
     tcase_add_test(tc, test_budget_small);
     tcase_add_test(tc, test_budget_512);

@@ -14,7 +14,9 @@ START_TEST(previous_token_head_has_zero_entropy_and_unit_distance) {
     for (int i = 0; i < 4; i++) attn[i * 4 + (i ? i - 1 : 0)] = 1;
     for (int i = 0; i < 16; i++) attn[16 + i] = 0.25f;
     ModelConfig cfg = {.num_layers = 1, .num_heads = 2};
-    TokEncoding enc = {.n = 4, .ids = ids, .type_ids = types, .tokens = tok, .b_start = -1};
+    unsigned char special[] = {1, 0, 0, 1}, start[] = {1, 1, 1, 1}, role[] = {TOK_ROLE_CLS, 0, 0, TOK_ROLE_SEP};
+    TokEncoding enc = {.n = 4, .ids = ids, .type_ids = types, .tokens = tok, .special = special, .word_start = start,
+                       .role = role, .b_start = -1};
     Capture cap = {.n_layers = 1, .n_heads = 2, .n_tokens = 4, .head_dim = 1, .attn = attn, .cap_tokens = 4};
     OutDoc d = {.cfg = &cfg, .enc = &enc, .cap = &cap};
     HeadStats s;

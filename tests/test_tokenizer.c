@@ -292,6 +292,9 @@ START_TEST(tokenizer_marks_pair_type_ids_and_b_start) {
     ck_assert_int_eq(enc.b_start, 4);
     ck_assert_int_eq(enc.ids[0], 2);
     ck_assert_int_eq(enc.ids[3], 3);
+    /* the template's tokens carry their role, the words none */
+    const int roles[] = {TOK_ROLE_CLS, 0, 0, TOK_ROLE_SEP, 0, 0, TOK_ROLE_SEP};
+    for (int i = 0; i < 7; i++) ck_assert_int_eq(enc.role[i], roles[i]);
     tok_encoding_free(&enc);
     tok_free(t);
 }

@@ -9,9 +9,13 @@
 /* [CLS] play ##ing ball [SEP], 1 layer x 1 head, uniform-ish rows */
 static const char *TOK[] = {"[CLS]", "play", "##ing", "ball", "[SEP]"};
 static int IDS[] = {2, 10, 11, 12, 3}, TYPES[] = {0, 0, 0, 0, 0};
+/* the WordPiece tokenizer's flags for these tokens */
+static unsigned char SPECIAL[] = {1, 0, 0, 0, 1}, START[] = {1, 1, 0, 1, 1},
+                     ROLE[] = {TOK_ROLE_CLS, TOK_ROLE_NONE, TOK_ROLE_NONE, TOK_ROLE_NONE, TOK_ROLE_SEP};
 
 static void make(TokEncoding *enc, Capture *cap, float *attn) {
-    *enc = (TokEncoding){.n = 5, .ids = IDS, .type_ids = TYPES, .tokens = TOK, .b_start = -1};
+    *enc = (TokEncoding){.n = 5, .ids = IDS, .type_ids = TYPES, .tokens = TOK, .special = SPECIAL,
+                         .word_start = START, .role = ROLE, .b_start = -1};
     for (int i = 0; i < 5; i++) {
         float s = 0;
         for (int j = 0; j < 5; j++) s += attn[i * 5 + j] = (float)(1 + i + 2 * j);
@@ -64,7 +68,9 @@ START_TEST(no_special_on_only_specials_is_an_error) {
     static const char *t[] = {"[CLS]", "[SEP]"};
     int ids[] = {2, 3}, types[] = {0, 0};
     float attn[4] = {0.5f, 0.5f, 0.5f, 0.5f};
-    TokEncoding enc = {.n = 2, .ids = ids, .type_ids = types, .tokens = t, .b_start = -1};
+    unsigned char special[] = {1, 1}, start[] = {1, 1}, role[] = {TOK_ROLE_CLS, TOK_ROLE_SEP};
+    TokEncoding enc = {.n = 2, .ids = ids, .type_ids = types, .tokens = t, .special = special, .word_start = start,
+                       .role = role, .b_start = -1};
     Capture cap = {.n_layers = 1, .n_heads = 1, .n_tokens = 2, .head_dim = 1, .attn = attn, .cap_tokens = 2};
     XfView v;
     AvErr e;

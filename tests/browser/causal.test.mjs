@@ -64,7 +64,7 @@ describe('causal page', () => {
     try {
       assert.ok(await page.isVisible('#model-causal'));
       assert.equal(await page.textContent('#model-causal'), 'causal (decoder) model');
-      assert.equal(await page.evaluate(() => window.attnviz.meta.causal), true);
+      assert.equal(await page.evaluate(() => window.attnviz.meta.config.causal), true);
       const want = data.tokens.map(t => shown(decode(t)));
       assert.deepEqual(await tokTexts(page, 'L'), want);
       assert.deepEqual(await tokTexts(page, 'R'), want);
@@ -86,7 +86,7 @@ describe('causal page', () => {
     const b = await open('bert');
     try {
       assert.ok(await b.page.isHidden('#model-causal'));
-      assert.equal(await b.page.evaluate(() => window.attnviz.meta.causal), false);
+      assert.equal(await b.page.evaluate(() => window.attnviz.meta.config.causal), false);
       assert.match(await b.page.textContent('#hide-special-label'), /Hide \[CLS\]\/\[SEP\]/);
       assert.match(await b.page.textContent('#merge-pieces-label'), /Merge ## pieces/);
       assert.deepEqual(await tokTexts(b.page, 'L'), b.data.tokens);

@@ -1,0 +1,243 @@
+/* view_head.js — the head view: queries on the left, keys on the right, one
+ * line per pair with opacity = weight, for every active head in its color (or
+ * their mean, max or rollout); hovering a token isolates its lines, clicking
+ * pins it. Needs from data.js: Tok (groups, filterIdx, masked) and the
+ * derived matrices behind seriesFor (headDerived, aggregate, rolloutDerived);
+ * Data.pattern for the tooltip. */
+/* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, theme, Tip, tokLabel, tokTitle, tokSeg, tokSpecial, tokPos,
+   MASKED_TEXT, seriesFor, lineThreshold, drawLines, fmtAtt */
+/* exported HeadView, VIEW_HEAD */
+
+/* ---------------------------------------------------------------- head view */
+
+/* Builds a head view into host. spec {li, mode, hs, t, filter, compact}. Returns
+ * {iso(), exportScene(painterFactory)}. */
+function HeadView(host, spec) {
+  const { t } = spec;
+  const m = t.m;
+  const { rows, cols } = Tok.filterIdx(t, spec.filter);
+  const series = seriesFor(spec);
+  host.textContent = '';
+  if (!series) { host.appendChild(el('div', 'empty', 'Computing rollout…')); return null; }
+  const nmax = Math.max(rows.length, cols.length);
+  const rh = nmax <= 24 ? 28 : nmax <= 48 ? 23 : nmax <= 128 ? 19 : 15;
+  const fs = nmax <= 24 ? 15 : nmax <= 48 ? 14 : nmax <= 128 ? 12.5 : 11;
+  const linesW = spec.compact ? 260 : nmax <= 24 ? 340 : Math.min(420, 300 + nmax / 4);
+  const single = series.length === 1;
+  const stripW = single ? 56 : Math.min(6 * series.length + 4, 100);
+  const lineW = nmax <= 48 ? 2 : nmax <= 128 ? 1.5 : 1;
+
+  const wrap = el('div', 'hv');
+  wrap.style.fontSize = fs + 'px';
+  const stripL = el('canvas', 'hv-strip');
+  const colL = el('div', 'hv-col hv-left');
+  const lines = el('canvas', 'hv-lines');
+  const colR = el('div', 'hv-col hv-right');
+  const stripR = el('canvas', 'hv-strip');
+  const H = nmax * rh;
+  const mkRow = (g, side, k) => {
+    const d = el('div', 'tok');
+    d.style.height = rh + 'px';
+    d.dataset.side = side;
+    d.dataset.k = k;
+    d.dataset.pos = tokPos(t, g);
+    if (tokSpecial(t, g)) d.classList.add('special');
+    if (tokSeg(t, g) === 1) d.classList.add('seg-b');
+    const tt = el('span', 't', tokLabel(t, g));
+    const ttl = tokTitle(t, g);
+    if (ttl) d.title = ttl;
+    const v = el('span', 'v');
+    if (side === 'L') { d.appendChild(v); d.appendChild(tt); } else { d.appendChild(tt); d.appendChild(v); }
+    return d;
+  };
+  const rowEls = rows.map((g, k) => mkRow(g, 'L', k));
+  const colEls = cols.map((g, k) => mkRow(g, 'R', k));
+  rowEls.forEach(d => colL.appendChild(d));
+  colEls.forEach(d => colR.appendChild(d));
+  wrap.append(stripL, colL, lines, colR, stripR);
+  const thinNote = el('div', 'hint thin-note');
+  host.appendChild(thinNote);
+  host.appendChild(wrap);
+
+  const ctx = sizeCanvas(lines, linesW, H, 40e6);
+  const sctxL = sizeCanvas(stripL, stripW, H, 20e6);
+  const sctxR = sizeCanvas(stripR, stripW, H, 20e6);
+  const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
+  let iso = null, pinned = null;
+
+  function drawStrips() {
+    sctxL.clearRect(0, 0, stripW, H);
+    sctxR.clearRect(0, 0, stripW, H);
+    for (const d of rowEls) { d.lastChild.previousSibling.textContent = ''; d.classList.remove('masked'); }
+    for (const d of colEls) { d.lastChild.textContent = ''; d.classList.remove('masked'); }
+    if (!iso) return;
+    const other = iso.side === 'L' ? colEls : rowEls;
+    const sctx = iso.side === 'L' ? sctxR : sctxL;
+    const count = iso.side === 'L' ? cols.length : rows.length;
+    for (let k = 0; k < count; k++) {
+      const ri = iso.side === 'L' ? rows[iso.k] : rows[k];
+      const ci = iso.side === 'L' ? cols[k] : cols[iso.k];
+      /* masked pair: no bar, no value, the token dimmed */
+      if (Tok.masked(ri, ci)) { other[k].classList.add('masked'); continue; }
+      const y = k * rh;
+      let best = -1, bestS = null;
+      series.forEach((s, si) => {
+        const w = s.mat[ri * m + ci];
+        if (w > best) { best = w; bestS = s; }
+        sctx.fillStyle = s.color;
+        if (single) {
+          const bw = Math.max(w > 0 ? 1 : 0, w * (stripW - 6));
+          const x = iso.side === 'L' ? 4 : stripW - 4 - bw;
+          sctx.globalAlpha = 0.9;
+          sctx.fillRect(x, y + rh * 0.25, bw, rh * 0.5);
+        } else {
+          const bh = Math.max(w > 0.0005 ? 1 : 0, w * (rh - 4));
+          const x = iso.side === 'L' ? 3 + si * 6 : stripW - 3 - (series.length - si) * 6;
+          sctx.globalAlpha = 0.92;
+          sctx.fillRect(x, y + rh - 2 - bh, 5, bh);
+          sctx.globalAlpha = 0.1;
+          sctx.fillRect(x, y + 2, 5, rh - 4);
+        }
+      });
+      sctx.globalAlpha = 1;
+      const v = iso.side === 'L' ? other[k].lastChild : other[k].firstChild;
+      v.textContent = single ? fmtAtt(best) : fmtAtt(best) + ' ' + (bestS.h >= 0 ? 'H' + Data.heads[bestS.h] : '');
+      v.style.color = single ? '' : bestS.color;
+    }
+  }
+  function draw() {
+    ctx.clearRect(0, 0, linesW, H);
+    const lt = lineThreshold(series, m, rows, cols, iso);
+    drawLines(ctx, series, m, rows, cols, geo, iso, lineW, lt.minW);
+    thinNote.textContent = lt.drawn < lt.total
+      ? 'Showing the ' + lt.drawn.toLocaleString('en-US') + ' strongest of ' + lt.total.toLocaleString('en-US') +
+        ' lines (weight ≥ ' + lt.minW.toFixed(4) + '). Hover a token to see all of its lines.'
+      : '';
+    for (const d of rowEls) d.classList.toggle('hot', !!iso && iso.side === 'L' && +d.dataset.k === iso.k);
+    for (const d of colEls) d.classList.toggle('hot', !!iso && iso.side === 'R' && +d.dataset.k === iso.k);
+    for (const d of rowEls) d.classList.toggle('pinned', !!pinned && pinned.side === 'L' && +d.dataset.k === pinned.k);
+    for (const d of colEls) d.classList.toggle('pinned', !!pinned && pinned.side === 'R' && +d.dataset.k === pinned.k);
+    drawStrips();
+    wrap.dataset.iso = iso ? iso.side + iso.k : '';
+    wrap.dataset.lines = String(lt.drawn);
+  }
+  function setIso(x) {
+    const same = (x === iso) || (x && iso && x.side === iso.side && x.k === iso.k);
+    if (same) return;
+    iso = x;
+    draw();
+  }
+  function tipFor(ev, d) {
+    /* pinned on one side, hovering the other: per-head values of that pair */
+    if (!pinned || d.dataset.side === pinned.side) { Tip.hide(); return; }
+    const k = +d.dataset.k;
+    const r = pinned.side === 'L' ? rows[pinned.k] : rows[k];
+    const c = pinned.side === 'L' ? cols[k] : cols[pinned.k];
+    Tip.show(ev.clientX, ev.clientY, box => {
+      Tip.title(box, tokLabel(t, r) + '  →  ' + tokLabel(t, c));
+      if (Tok.masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
+      for (const s of series) {
+        const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
+        Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[r * m + c]), s.color);
+      }
+    });
+  }
+  wrap.addEventListener('mouseover', ev => {
+    const d = ev.target.closest('.tok');
+    if (!d || !wrap.contains(d)) return;
+    if (!pinned) setIso({ side: d.dataset.side, k: +d.dataset.k });
+    tipFor(ev, d);
+  });
+  wrap.addEventListener('mousemove', ev => {
+    const d = ev.target.closest('.tok');
+    if (d && pinned && d.dataset.side !== pinned.side) tipFor(ev, d);
+  });
+  wrap.addEventListener('mouseleave', () => { Tip.hide(); if (!pinned) setIso(null); });
+  wrap.addEventListener('click', ev => {
+    const d = ev.target.closest('.tok');
+    if (!d) return;
+    const x = { side: d.dataset.side, k: +d.dataset.k };
+    if (pinned && pinned.side === x.side && pinned.k === x.k) pinned = null;
+    else pinned = x;
+    iso = pinned || x;
+    Tip.hide();
+    draw();
+  });
+  draw();
+
+  /* Export: the same picture laid out for a standalone image. */
+  function exportScene(P, title) {
+    const th = theme();
+    const measure = document.createElement('canvas').getContext('2d');
+    measure.font = fs + 'px ' + th.sans;
+    const tw = k => measure.measureText(k).width;
+    let lw = 0, rw = 0;
+    rows.forEach(g => { lw = Math.max(lw, tw(tokLabel(t, g))); });
+    cols.forEach(g => { rw = Math.max(rw, tw(tokLabel(t, g))); });
+    lw = Math.min(240, Math.ceil(lw)) + 12;
+    rw = Math.min(240, Math.ceil(rw)) + 12;
+    const pad = 20, top = 50, W = pad + lw + linesW + rw + pad, Ht = top + H + pad;
+    const p = P(W, Ht);
+    p.rect(0, 0, W, Ht, th.bg, 1);
+    p.text(pad, 22, title, { size: 14, color: th.ink, weight: 650 });
+    let lx = pad + 4;
+    series.slice(0, 24).forEach(s => {
+      p.rect(lx, 32, 10, 10, s.color, 1);
+      p.text(lx + 14, 37, s.name.replace('Head ', 'H'), { size: 11, color: th.muted, baseline: 'middle' });
+      lx += 22 + measure.measureText(s.name).width * 0.8;
+    });
+    const x0 = pad + lw, x1 = x0 + linesW;
+    const g2 = { x0, x1, yL: r => top + r * rh + rh / 2, yR: c => top + c * rh + rh / 2 };
+    const lt = lineThreshold(series, m, rows, cols, iso);
+    if (p.vector && lt.drawn <= 15000) {
+      p.lines(series, m, rows, cols, g2, iso, lineW, lt.minW);
+    } else {
+      const raster = document.createElement('canvas');
+      const rctx = sizeCanvasRaw(raster, linesW, H, 2, 60e6);
+      drawLines(rctx, series, m, rows, cols, { x0: 0, x1: linesW, yL: geo.yL, yR: geo.yR }, iso, lineW, lt.minW);
+      p.image(raster, x0, top, linesW, H, true);
+    }
+    const hot = iso;
+    rows.forEach((g, k) => {
+      const c = tokSpecial(t, g) ? th.muted : th.ink;
+      p.text(x0 - 8, top + k * rh + rh / 2, tokLabel(t, g), { size: fs, color: c, anchor: 'end', baseline: 'middle', weight: hot && hot.side === 'L' && hot.k === k ? 700 : 400 });
+    });
+    cols.forEach((g, k) => {
+      const c = tokSpecial(t, g) ? th.muted : th.ink;
+      p.text(x1 + 8, top + k * rh + rh / 2, tokLabel(t, g), { size: fs, color: c, baseline: 'middle', weight: hot && hot.side === 'R' && hot.k === k ? 700 : 400 });
+    });
+    return p;
+  }
+  return {
+    exportScene,
+    clearPin() { pinned = null; iso = null; Tip.hide(); draw(); },
+    hover(side, k) { setIso({ side, k }); },
+    get iso() { return iso; },
+  };
+}
+
+/* The page's entry (page.js: VIEWS). c: the render context page.js builds. */
+const VIEW_HEAD = {
+  id: 'head',
+  label: 'Head view',
+  uses: { layer: true, mode: true, heads: true, merge: true, contrast: false },
+  picksHead: () => false,
+  draw(host, c) {
+    host.textContent = '';
+    const ttl = el('div', 'view-title');
+    ttl.appendChild(el('h2', null, 'Head view · layer ' + c.vt.L));
+    ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
+      (Data.causal ? ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).' : '')));
+    host.appendChild(ttl);
+    const box = el('div');
+    host.appendChild(box);
+    if (!c.hs.length && c.mode !== 'rollout') {
+      box.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+      return null;
+    }
+    const ctl = HeadView(box, { li: c.li, mode: c.mode, hs: c.hs, t: c.t, filter: c.filter });
+    if (c.mode === 'rollout' && Data.L < Data.meta.config.layers) host.appendChild(el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, c.li + 1).join(', ') + ').'));
+    return ctl;
+  },
+  exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + c.vt.headsTxt + c.vt.filt,
+};

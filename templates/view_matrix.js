@@ -1,0 +1,207 @@
+/* view_matrix.js — the matrix view: one head (or the mean, max or rollout of
+ * the active heads) as a heat map, queries down, keys across, with the
+ * sentence boundary and (causal pages) the hatched masked triangle. Needs
+ * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
+ * behind seriesFor; Data.pattern. */
+/* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, MASKED_TEXT,
+   seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
+/* exported MatrixView, VIEW_MATRIX */
+
+/* ---------------------------------------------------------------- matrix view */
+
+/* The selected head (or aggregate) as a heat map, queries down, keys across.
+ * spec {li, mode, hs, focus, t, filter, gamma}. */
+function MatrixView(host, spec) {
+  const { t } = spec;
+  const m = t.m;
+  const { rows, cols } = Tok.filterIdx(t, spec.filter);
+  host.textContent = '';
+  const sspec = Object.assign({}, spec, { hs: spec.mode === 'heads' ? [spec.focus] : spec.hs });
+  const series = seriesFor(sspec);
+  if (!series) { host.appendChild(el('div', 'empty', 'Computing rollout…')); return null; }
+  const s = series[0];
+  const th = theme();
+  const title = el('div', 'view-title');
+  const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
+  const what = s.h >= 0 ? 'head ' + Data.heads[s.h] + (pat ? ' (' + pat + ')' : '') :
+    s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
+  title.appendChild(el('h2', null, 'Matrix view · layer ' + Data.layers[spec.li] + ', ' + what));
+  title.appendChild(el('span', 'sub', 'Rows: queries (attending), columns: keys (attended to). Hover a cell for its weight.' +
+    (Data.causal ? ' Hatched: masked (a key after its query; causal model).' : '')));
+  host.appendChild(title);
+
+  const R = rows.length, C = cols.length;
+  const avail = Math.max(360, Math.min(host.clientWidth - 60, 1400));
+  const measure = document.createElement('canvas').getContext('2d');
+  const big = Math.max(R, C);
+  const fs = big <= 40 ? 13 : 11;
+  measure.font = fs + 'px ' + th.sans;
+  let labW = 0;
+  const labels = [];
+  for (let g = 0; g < m; g++) labels.push(tokLabel(t, g));
+  for (const g of rows) labW = Math.max(labW, measure.measureText(labels[g]).width);
+  let labH = 0;
+  for (const g of cols) labH = Math.max(labH, measure.measureText(labels[g]).width);
+  labW = Math.min(150, Math.ceil(labW)) + 10;
+  labH = Math.min(150, Math.ceil(labH)) + 10;
+  let cell = Math.floor((avail - labW) / Math.max(C, 1));
+  cell = Math.max(1, Math.min(34, cell));
+  if (cell * C < 200 && C > 0) cell = Math.max(cell, Math.min(34, Math.floor(200 / C)));
+  const showLabels = cell >= 9;
+  if (!showLabels) { labW = 44; labH = 26; }
+  const gw = cell * C, gh = cell * R;
+  const W = labW + gw + 8, Ht = labH + gh + 8;
+  const wrap = el('div', 'mx-wrap');
+  const stack = el('div');
+  stack.style.position = 'relative';
+  const cv = el('canvas');
+  const ov = el('canvas');
+  ov.style.position = 'absolute';
+  ov.style.left = '0';
+  ov.style.top = '0';
+  stack.append(cv, ov);
+  wrap.appendChild(stack);
+  let vmax = 0;
+  for (const r of rows) for (const c of cols) vmax = Math.max(vmax, s.mat[r * m + c]);
+  if (spec.mode !== 'rollout' && spec.mode !== 'max' && vmax < 1e-9) vmax = 1;
+  const scaleMax = spec.mode === 'heads' || spec.mode === 'max' ? 1 : vmax;
+  const legend = el('div', 'mx-legend');
+  const lg = el('canvas');
+  legend.append(el('span', null, '0'), lg, el('span', null, fmtAtt(scaleMax) + (spec.gamma !== 1 ? ' (√ scale)' : '')));
+  if (Data.causal) {
+    const ms = el('span', 'mx-masked');
+    ms.append(el('span', 'sw-masked'), document.createTextNode('masked (key after the query)'));
+    legend.appendChild(ms);
+  }
+  wrap.appendChild(legend);
+  host.appendChild(wrap);
+
+  const ctx = sizeCanvas(cv, W, Ht, 30e6);
+  const octx = sizeCanvas(ov, W, Ht, 30e6);
+  const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
+  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null);
+  /* sentence boundary (first B token) on each axis */
+  const bRow = rows.findIndex(g => tokSeg(t, g) === 1), bCol = cols.findIndex(g => tokSeg(t, g) === 1);
+  /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
+   * a suffix of the columns (groups are in token order) */
+  const maskRuns = [];
+  if (Data.causal) {
+    let c0 = 0;
+    rows.forEach((g, r) => {
+      while (c0 < C && cols[c0] <= g) c0++;
+      const last = maskRuns[maskRuns.length - 1];
+      if (c0 >= C) return;
+      if (last && last.c0 === c0 && last.r1 === r) last.r1 = r + 1;
+      else maskRuns.push({ r0: r, r1: r + 1, c0 });
+    });
+  }
+  /* rows are ascending too, so c0 only grows: the loop above is linear */
+  function paintMask(p, ox, oy) {
+    if (!maskRuns.length) return;
+    p.hatch(maskRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r0 * cell, (C - u.c0) * cell, (u.r1 - u.r0) * cell]), th.maskBg, th.maskLine);
+  }
+  function paintAll(p, ox, oy, labelsToo) {
+    p.image(heat, ox + labW, oy + labH, gw, gh, false);
+    paintMask(p, ox, oy);
+    if (bRow > 0) p.rect(ox + labW, oy + labH + bRow * cell - 0.5, gw, 1, th.muted, 0.7);
+    if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
+    if (!labelsToo) return;
+    if (showLabels) {
+      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, labels[g], labW - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, anchor: 'end', baseline: 'middle' }));
+      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, labels[g], labH - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, baseline: 'middle', rotate: -90 }));
+    } else {
+      const step = Math.ceil(40 / cell);
+      for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
+      for (let c = 0; c < C; c += step * 2) p.text(ox + labW + c * cell + cell / 2, oy + labH - 8, String(tokPos(t, cols[c])), { size: 10, color: th.muted, anchor: 'middle', baseline: 'middle' });
+    }
+  }
+  const screenPainter = canvasPainterOn(ctx);
+  screenPainter.rect(0, 0, W, Ht, th.bg, 1);
+  paintAll(screenPainter, 0, 0, true);
+  /* legend gradient */
+  const lctx = sizeCanvas(lg, 160, 10);
+  for (let x = 0; x < 160; x++) {
+    let a = x / 159;
+    if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
+    lctx.fillStyle = 'rgb(' + Math.round(bgRgb[0] + (rgb[0] - bgRgb[0]) * a) + ',' + Math.round(bgRgb[1] + (rgb[1] - bgRgb[1]) * a) + ',' + Math.round(bgRgb[2] + (rgb[2] - bgRgb[2]) * a) + ')';
+    lctx.fillRect(x, 0, 1, 10);
+  }
+  ov.dataset.labw = labW;
+  ov.dataset.labh = labH;
+  ov.dataset.cell = cell;
+  ov.addEventListener('mousemove', ev => {
+    const r0 = ov.getBoundingClientRect();
+    const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
+    octx.clearRect(0, 0, W, Ht);
+    const c = Math.floor(x / cell), r = Math.floor(y / cell);
+    if (x < 0 || y < 0 || c >= C || r >= R) { Tip.hide(); return; }
+    octx.strokeStyle = th.ink;
+    octx.globalAlpha = 0.35;
+    octx.lineWidth = 1;
+    octx.strokeRect(labW + 0.5, labH + r * cell + 0.5, gw - 1, Math.max(1, cell - 1));
+    octx.strokeRect(labW + c * cell + 0.5, labH + 0.5, Math.max(1, cell - 1), gh - 1);
+    octx.globalAlpha = 1;
+    const gr = rows[r], gc = cols[c];
+    Tip.show(ev.clientX, ev.clientY, box => {
+      Tip.title(box, labels[gr] + '  →  ' + labels[gc]);
+      if (Tok.masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
+      else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
+      Tip.sub(box, 'query ' + tokPos(t, gr) + ', key ' + tokPos(t, gc));
+      if (Data.hasDisplay) Tip.sub(box, 'vocab: ' + t.groups[t.visible[gr]].vocab + '  →  ' + t.groups[t.visible[gc]].vocab);
+    });
+  });
+  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
+
+  function exportScene(P, ttl) {
+    const pad = 20, top = 40;
+    const p = P(W + 2 * pad, Ht + top + pad);
+    p.rect(0, 0, W + 2 * pad, Ht + top + pad, th.bg, 1);
+    p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
+    if (p.vector && R * C <= 4096) {
+      /* cells as rectangles (weight = opacity of the head color), then labels */
+      const inv = scaleMax > 0 ? 1 / scaleMax : 0;
+      rows.forEach((g, r) => cols.forEach((gc, c) => {
+        if (Tok.masked(g, gc)) return;
+        let a = Math.min(1, s.mat[g * m + gc] * inv);
+        if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
+        if (a > 0.002) p.rect(pad + labW + c * cell, top + labH + r * cell, cell, cell, s.color, a);
+      }));
+      paintAll({ image() {}, text: p.text.bind(p), rect: p.rect.bind(p), hatch: p.hatch.bind(p) }, pad, top, true);
+    } else {
+      paintAll(p, pad, top, true);
+    }
+    return p;
+  }
+  return { exportScene };
+}
+
+/* s, cut with an ellipsis to at most maxW pixels in measure's font (whole code points). */
+function fitText(measure, s, maxW) {
+  if (measure.measureText(s).width <= maxW) return s;
+  const cps = Array.from(s);
+  let lo = 0, hi = cps.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (measure.measureText(cps.slice(0, mid).join('') + '…').width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return cps.slice(0, lo).join('') + '…';
+}
+
+/* The page's entry (page.js: VIEWS). In Heads mode it shows the focused head,
+ * so the head chips pick one head instead of toggling. */
+const VIEW_MATRIX = {
+  id: 'matrix',
+  label: 'Matrix view',
+  uses: { layer: true, mode: true, heads: true, merge: true, contrast: true },
+  picksHead: mode => mode === 'heads',
+  draw(host, c) {
+    if (c.mode !== 'heads' && !c.hs.length) {
+      host.textContent = '';
+      host.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+      return null;
+    }
+    return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma });
+  },
+  exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + (c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.vt.headsTxt) + c.vt.filt,
+};

@@ -1,0 +1,139 @@
+/* view_model.js — the model view: a thumbnail of every layer x head (lines
+ * for short inputs, max-pooled heat maps for long ones), drawn layer by layer
+ * as the layers decode; a click opens one head large. Needs from data.js:
+ * Data.attention (every layer, in the background), Data.headMatrix, Tok
+ * (derive, filterIdx, masked), Data.pattern. */
+/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb */
+/* exported ModelView, VIEW_MODEL */
+
+/* ---------------------------------------------------------------- model view */
+
+/* Grid of every layer x head. spec {t, filter, gamma, cur:{li,h}, onOpen(li,h)}. */
+function ModelView(host, spec) {
+  const { t } = spec;
+  const m = t.m;
+  const { rows, cols } = Tok.filterIdx(t, spec.filter);
+  host.textContent = '';
+  const title = el('div', 'view-title');
+  title.appendChild(el('h2', null, 'Model view'));
+  const lineThumbs = Math.max(rows.length, cols.length) <= 40;
+  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled, each scaled to its own largest weight; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.' +
+    (Data.causal ? (lineThumbs ? ' Causal model: no line goes to a later token.' : ' Causal model: the masked upper triangle is grey.') : '')));
+  host.appendChild(title);
+  /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
+  const avail = Math.max(480, host.clientWidth - 42);
+  const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (Data.H - 1)) / Data.H) - 8));
+  const grid = el('div', 'mv');
+  grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
+  grid.appendChild(el('div', 'lab', ''));
+  for (let h = 0; h < Data.H; h++) {
+    const lab = el('div', 'lab', 'H' + Data.heads[h]);
+    lab.style.color = headColor(Data.heads[h]);
+    grid.appendChild(lab);
+  }
+  const cells = [];
+  for (let li = 0; li < Data.L; li++) {
+    grid.appendChild(el('div', 'lab rowlab', 'L' + Data.layers[li]));
+    cells.push([]);
+    for (let h = 0; h < Data.H; h++) {
+      const b = el('button', 'thumb');
+      b.type = 'button';
+      b.dataset.li = li;
+      b.dataset.h = h;
+      b.style.setProperty('--c', headColor(Data.heads[h]));
+      const pat = Data.pattern(li, h);
+      b.title = 'Layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' — ' + pat : '');
+      b.setAttribute('aria-label', b.title);
+      const cv = el('canvas');
+      sizeCanvas(cv, S, S);
+      b.appendChild(cv);
+      if (pat) b.appendChild(el('span', 'cap', pat));
+      if (spec.cur && spec.cur.li === li && spec.cur.h === h) b.classList.add('cur');
+      grid.appendChild(b);
+      cells[li].push(cv);
+    }
+  }
+  host.appendChild(grid);
+  grid.addEventListener('click', ev => {
+    const b = ev.target.closest('.thumb');
+    if (b) spec.onOpen(+b.dataset.li, +b.dataset.h);
+  });
+  const th = theme();
+  const bgRgb = hexRgb(th.bg);
+  const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
+  function drawLayer(li) {
+    for (let h = 0; h < Data.H; h++) {
+      const cv = cells[li][h];
+      const ctx = cv.getContext('2d');
+      ctx.clearRect(0, 0, S, S);
+      const mat = Tok.derive(Data.headMatrix(li, h), t);
+      const color = headColor(Data.heads[h]);
+      if (lineThumbs) {
+        const nmax = Math.max(rows.length, cols.length, 2);
+        const step = (S - 8) / nmax;
+        const g = { x0: S * 0.2, x1: S * 0.8, yL: r => 4 + (r + 0.5) * step, yR: c => 4 + (c + 0.5) * step };
+        ctx.fillStyle = th.muted;
+        ctx.globalAlpha = 0.55;
+        for (let r = 0; r < rows.length; r++) ctx.fillRect(g.x0 - 9, g.yL(r) - 0.75, 7, 1.5);
+        for (let c = 0; c < cols.length; c++) ctx.fillRect(g.x1 + 2, g.yR(c) - 0.75, 7, 1.5);
+        ctx.globalAlpha = 1;
+        drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
+      } else {
+        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb);
+        ctx.imageSmoothingEnabled = hc.width < S;
+        ctx.imageSmoothingEnabled = false;
+        ctx.drawImage(hc, 0, 0, S, S);
+      }
+    }
+  }
+  let cancelled = false;
+  (async () => {
+    for (let li = 0; li < Data.L && !cancelled; li++) {
+      await Data.attention(li);
+      if (cancelled || !host.isConnected) return;
+      drawLayer(li);
+      await new Promise(r => setTimeout(r, 0));
+    }
+    if (!cancelled) host.dataset.drawn = '1';
+  })().catch(err => { console.error(err); });
+
+  function exportScene(P, ttl) {
+    const pad = 20, top = 46, lab = 36, cap = Data.meta.head_patterns ? 14 : 0;
+    const cw = S + 8, chh = S + 8 + cap;
+    const W = pad + lab + Data.H * cw + pad, Ht = top + 18 + Data.L * chh + pad;
+    const p = P(W, Ht);
+    p.rect(0, 0, W, Ht, th.bg, 1);
+    p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
+    for (let h = 0; h < Data.H; h++)
+      p.text(pad + lab + h * cw + cw / 2, top + 6, 'H' + Data.heads[h], { size: 11, color: headColor(Data.heads[h]), anchor: 'middle', baseline: 'middle', weight: 600 });
+    for (let li = 0; li < Data.L; li++) {
+      const y = top + 18 + li * chh;
+      p.text(pad + lab - 6, y + S / 2, 'L' + Data.layers[li], { size: 11, color: th.muted, anchor: 'end', baseline: 'middle', weight: 600 });
+      for (let h = 0; h < Data.H; h++) {
+        const x = pad + lab + h * cw + 4;
+        p.rect(x - 2, y - 2, S + 4, S + 4, th.line, 1);
+        p.image(cells[li][h], x, y, S, S, false);
+        const pat = Data.pattern(li, h);
+        if (pat) p.text(x + S / 2, y + S + 10, pat.length > 18 ? pat.slice(0, 17) + '…' : pat, { size: 9, color: th.muted, anchor: 'middle', baseline: 'middle' });
+      }
+    }
+    return p;
+  }
+  return { exportScene, cancel() { cancelled = true; } };
+}
+
+
+/* The page's entry (page.js: VIEWS). Draws every layer itself as it decodes,
+ * so page.js neither waits for a layer nor runs the rollout first
+ * (ownsLayers); the controller's cancel() stops that when the page redraws. */
+const VIEW_MODEL = {
+  id: 'model',
+  label: 'Model view',
+  uses: { layer: false, mode: false, heads: false, merge: true, contrast: true },
+  ownsLayers: true,
+  picksHead: () => false,
+  draw(host, c) {
+    return ModelView(host, { t: c.t, filter: c.filter, gamma: c.gamma, cur: { li: c.li, h: c.focus }, onOpen: c.onOpen });
+  },
+  exportTitle: (m, c) => m + ' · model view · "' + c.vt.input + '"',
+};
