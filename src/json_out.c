@@ -320,7 +320,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     sink_str(s, ",\"hidden_size\":");
     sink_int(s, c->hidden_size);
     sink_str(s, ",\"head_dim\":");
-    sink_int(s, c->num_heads > 0 ? c->hidden_size / c->num_heads : 0);
+    sink_int(s, c->head_dim ? c->head_dim : c->num_heads > 0 ? c->hidden_size / c->num_heads : 0);
     sink_str(s, ",\"intermediate_size\":");
     sink_int(s, c->intermediate_size);
     sink_str(s, ",\"vocab_size\":");
@@ -338,6 +338,43 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     sink_str(s, c->causal ? ",\"causal\":true" : ",\"causal\":false");
     sink_str(s, ",\"position_offset\":");
     sink_int(s, c->pos_offset);
+    /* the decoders' extras, written only where a family has them so that the
+     * encoders' documents stay as they were */
+    const int kv = c->num_kv_heads ? c->num_kv_heads : c->num_heads;
+    if (kv != c->num_heads) {
+        /* grouped-query attention: query head h reads key/value head kv_head[h] */
+        sink_str(s, ",\"kv_heads\":");
+        sink_int(s, kv);
+        sink_str(s, ",\"kv_head\":[");
+        for (int h = 0; h < c->num_heads; h++) {
+            if (h) sink_put(s, ",", 1);
+            sink_int(s, h / (c->num_heads / kv));
+        }
+        sink_put(s, "]", 1);
+    }
+    if (c->pos == POS_ROPE) {
+        sink_str(s, ",\"positions\":\"rotary\",\"rope_theta\":");
+        snprintf(num, sizeof num, "%g", (double)c->rope_theta);
+        sink_str(s, num);
+    }
+    if (c->sliding_window > 0) {
+        /* keys a query sees in the layers listed, itself included */
+        sink_str(s, ",\"sliding_window\":");
+        sink_int(s, c->sliding_window);
+        sink_str(s, ",\"sliding_layers\":[");
+        for (int l = 0, first = 1; l < c->num_layers; l++)
+            if (c->layer_sliding[l]) {
+                if (!first) sink_put(s, ",", 1);
+                sink_int(s, l);
+                first = 0;
+            }
+        sink_put(s, "]", 1);
+    }
+    if (c->attn_softcap > 0) {
+        sink_str(s, ",\"attn_logit_softcapping\":");
+        snprintf(num, sizeof num, "%g", (double)c->attn_softcap);
+        sink_str(s, num);
+    }
     sink_str(s, "},\"text\":");
     sink_json_string(s, d->text_a ? d->text_a : "");
     sink_str(s, ",\"text_b\":");

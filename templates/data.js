@@ -204,7 +204,8 @@ const Tok = (() => {
     }
     for (const g of groups) g.label = visibleText(g.raw);
     const visible = [];
-    groups.forEach((g, k) => { if (!(hide && g.special)) visible.push(k); });
+    /* causal models: the first token (the attention sink) hides with the specials */
+    groups.forEach((g, k) => { if (!(hide && (g.special || (Data.causal && g.first === 0)))) visible.push(k); });
     const visIndex = new Int32Array(groups.length).fill(-1);
     visible.forEach((g, k) => { visIndex[g] = k; });
     /* column (key) slot of each original token, -1 if hidden */

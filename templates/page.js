@@ -69,8 +69,13 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   $('model-causal').hidden = !Data.causal;
   const parts = [
     c.model_type ? c.model_type.toUpperCase() : null,
-    c.layers + ' layers', c.heads + ' heads', 'hidden ' + c.hidden_size, 'd_head ' + c.head_dim,
+    c.layers + ' layers', c.heads + ' heads',
+    c.kv_heads ? c.kv_heads + ' key/value heads (grouped)' : null,
+    'hidden ' + c.hidden_size, 'd_head ' + c.head_dim,
     'FFN ' + c.intermediate_size, c.hidden_act, 'vocab ' + fmtInt(c.vocab_size), 'max ' + c.max_position_embeddings + ' positions',
+    c.positions === 'rotary' ? 'rotary positions' : null,
+    c.sliding_window ? 'sliding window ' + c.sliding_window + ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
+    c.attn_logit_softcapping ? 'scores soft-capped at ' + c.attn_logit_softcapping : null,
   ].filter(Boolean);
   $('model-config').textContent = parts.join(' · ');
   $('model-config').title = JSON.stringify(c, null, 1);
@@ -109,6 +114,14 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
       ' and head' + (Data.H === 1 ? ' ' : 's ') + Data.heads.join(', ') + ' of the model\'s ' + c.layers + ' × ' + c.heads +
       ' (numbers are the model\'s own indices).');
   }
+  if (c.kv_heads) {
+    note('info', 'Grouped-query attention:', c.heads + ' query heads share ' + c.kv_heads + ' key/value heads; ' +
+      'head h reads key/value head ' + c.kv_head.map((g, h) => h + '→' + g).join(' ') + '. The neuron view\'s q and k ' +
+      'are the vectors whose dot product is the score: after rotary positions' +
+      (c.model_type === 'qwen3' ? ' and the per-head q/k norm' : '') + '.');
+  }
+  if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
+    c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
   if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
   const foot = $('foot');
   foot.appendChild(document.createTextNode('Keys: '));
@@ -123,13 +136,20 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 
 /* ---------------------------------------------------------------- controls */
 
-/* Toggle labels name this model's special tokens and piece convention. */
+/* Toggle labels name this model's special tokens and piece convention. A
+ * decoder's first token takes most attention in most heads (the "attention
+ * sink"), so for causal models the toggle hides it too. */
 const specialNames = (() => {
   const names = [];
   meta.tokens.forEach((tk, i) => { if (Data.special[i] && !names.includes(tk)) names.push(tk); });
+  if (Data.causal && !Data.special[0]) names.unshift('first token');
   return names.join('/');
 })();
-if (specialNames) {
+if (Data.causal) {
+  $('hide-special-text').textContent = 'Hide sink (' + specialNames + ')';
+  $('hide-special-label').title = 'Hide the first token, where decoders park attention (the attention sink)' +
+    (specialNames !== 'first token' ? ', and the special tokens' : '') + '; each row is renormalized over the tokens left';
+} else if (specialNames) {
   /* the names keep their case (the label is small caps otherwise) */
   const hs = $('hide-special-text');
   hs.textContent = 'Hide ';
@@ -364,7 +384,7 @@ async function render() {
 
 function statusLine() {
   const parts = [];
-  if (S.hide) parts.push(specialNames + ' hidden, rows renormalized');
+  if (S.hide) parts.push((Data.causal ? 'sink (' + specialNames + ')' : specialNames) + ' hidden, rows renormalized');
   const view = viewOf(S.view);
   if (S.merge && view.uses.merge) parts.push((Data.hasDisplay ? 'word pieces' : '## pieces') + ' merged (to: summed, from: averaged)');
   if (S.merge && !view.uses.merge && view.mergeNote) parts.push(view.mergeNote);

@@ -77,8 +77,8 @@ describe('causal page', () => {
       assert.match(await page.textContent('#input-line'), /<img src=x onerror=alert\(1\)>/);
       assert.equal(await page.$$eval('img', els => els.length), 0);
       assert.equal(await page.$$eval('script', els => els.filter(e => !e.type || e.type === 'text/javascript').length), 1);
-      /* toggles name this model's special token and pieces */
-      assert.match(await page.textContent('#hide-special-label'), /Hide <\|endoftext\|>/);
+      /* toggles name this model's special token and pieces; a decoder's toggle is the sink's */
+      assert.match(await page.textContent('#hide-special-label'), /Hide sink \(<\|endoftext\|>\)/);
       assert.match(await page.textContent('#merge-pieces-label'), /Merge word pieces/);
       assert.match(await page.textContent('#input-line'), /22 \(2 special\)/);
       clean(log);
