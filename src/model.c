@@ -123,7 +123,13 @@ static int checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1,
     int64_t want[2] = {d0, d1};
     char ws[64], gs[64];
     shape_str(ws, sizeof ws, ndim, want);
-    if (!find_variant(m, name, t)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+    if (!find_variant(m, name, t)) {
+        char gname[256] = "";
+        const ArchSpec *spec = arch_spec(m->cfg.arch);
+        if (m->gguf && spec->gguf_name && spec->gguf_name(name, gname, sizeof gname) == 0)
+            return av_err(e, "%s: missing tensor '%s' (transformers' %s; expected shape %s)", m->path, gname, name, ws);
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+    }
     if (t->type == KERN_UNSUPPORTED && !m->gguf)
         return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t->name, t->type_name);
     if (t->type == KERN_UNSUPPORTED)

@@ -210,4 +210,48 @@ check max_capture_admits_a_smaller_selection "$BIN" --model "$G" --max-capture 2
 expect_exit max_capture_needs_a_size 2 "--max-capture needs a size like 8G or 500M" "$BIN" --model "$G" --max-capture lots hi
 "$BIN" --model "$G" --max-tokens 3 --json "$T/mt.json" "the cat sat on the mat" 2>"$T/err"
 check max_tokens_truncates_with_a_warning bash -c "grep -q 'longer than --max-tokens 3; dropped' '$T/err' && $PY -c 'import json; assert len(json.load(open(\"$T/mt.json\"))[\"tokens\"]) == 3'"
+# --- Llama-style decoders from Hugging Face folders (tokenizer.json) and GGUF files ---
+LL=$PWD/tests/data/small-llama
+"$BIN" --model "$LL" --qk --json "$T/ll.json" --quiet "the cat sat in the sun." 2>"$T/err"
+check llama_folder_runs_with_its_tokenizer_json $PY - "$T/ll.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["config"]
+assert c["model_type"] == "llama" and c["causal"] and c["positions"] == "rotary", c
+assert c["kv_heads"] == 2 and c["kv_head"] == [0, 0, 1, 1], c
+assert d["tokens"][0] == "<s>", d["tokens"]
+A = d["attention"]
+n = len(d["tokens"])
+for layer in A:
+    for head in layer:
+        for i, row in enumerate(head):
+            assert abs(sum(row) - 1) < 1e-4 and all(v == 0 for v in row[i + 1:]), (i, row)
+# heads that share a key/value head get the same keys
+K = d["keys"]
+assert K[0][0] == K[0][1] and K[0][2] == K[0][3] and K[0][0] != K[0][2]
+PY
+mkdir -p "$T/mistral" && cp tests/data/small-mistral/config.json tests/data/small-mistral/model.safetensors "$T/mistral/" &&
+    cp "$LL/tokenizer.json" "$T/mistral/"
+"$BIN" --model "$T/mistral" --json "$T/mi.json" --quiet "the cat sat in the sun and then the dog sat there." 2>"$T/err"
+check sliding_window_masks_keys_beyond_the_window $PY - "$T/mi.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["config"]
+w = c["sliding_window"]
+assert w == 5 and c["sliding_layers"] == [0, 1], c
+for layer in d["attention"]:
+    for head in layer:
+        for i, row in enumerate(head):
+            assert all(v == 0 for j, v in enumerate(row) if j <= i - w or j > i), (i, row)
+            assert sum(1 for j, v in enumerate(row) if v > 0) == min(i + 1, w), (i, row)
+PY
+expect_exit decoder_folder_without_tokenizer_json_names_it 1 "no tokenizer.json in the model folder \(a mistral model needs it\)" \
+    bash -c "rm '$T/mistral/tokenizer.json' && '$BIN' --model '$T/mistral' --quiet hi"
+if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --layers 0,29 --heads 0-2 --json "$T/g.json" --quiet \
+        "The cat sat on the mat." 2>"$T/err"
+    check gguf_file_runs_end_to_end $PY -c "import json; d=json.load(open('$T/g.json')); c=d['config']; assert d['dtype']=='Q4_1' and c['layers']==30 and c['kv_heads']==3 and d['tokens'][:3]==['The','Ġcat','Ġsat'] and len(d['attention'])==2 and len(d['attention'][0])==3, (d['dtype'], d['tokens'])"
+else
+    echo "SKIP gguf_file_runs_end_to_end: no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
+fi
 exit 0

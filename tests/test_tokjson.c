@@ -1,0 +1,236 @@
+/* test_tokjson.c — tokenizer.json read generically (tokjson.c): each
+ * component's behaviour on small hand-written files, templates and
+ * truncation through tok_encode, the GGUF-built tokenizer, and bad files
+ * refused with one line naming the component. (The real files are checked
+ * against the Rust library by tests/tokenizer/tokjson_check.sh.) */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tokenizer.h"
+#include "tokjson.h"
+#include "check_util.h"
+
+/* A byte-level BPE over "a", "b", "c", " " (as Ġ) and their merges, with the
+ * given normalizer, pre-tokenizer, post-processor and added tokens (JSON text
+ * or "null"). */
+static char *make_json(const char *normalizer, const char *pre, const char *post, const char *added, const char *model_extra) {
+    static const char *vocab =
+        "{\"a\":0,\"b\":1,\"c\":2,\"\\u0120\":3,\"ab\":4,\"abc\":5,\"\\u0120a\":6,\"\\u0120ab\":7,\"<s>\":8,\"</s>\":9,"
+        "\"1\":10,\"2\":11,\"12\":12,\"\\u2581\":13,\"\\u2581a\":14,\"<0x41>\":15,\"<unk>\":16,\"bc\":17,\"cab\":18}";
+    static const char *merges = "[\"a b\",\"ab c\",\"\\u0120 a\",\"\\u0120a b\",\"1 2\",\"\\u2581 a\",\"b c\"]";
+    size_t cap = 4096;
+    char *s = malloc(cap);
+    ck_assert_ptr_nonnull(s);
+    snprintf(s, cap,
+             "{\"added_tokens\":%s,\"normalizer\":%s,\"pre_tokenizer\":%s,\"post_processor\":%s,"
+             "\"model\":{\"type\":\"BPE\",\"vocab\":%s,\"merges\":%s%s}}",
+             added, normalizer, pre, post, vocab, merges, model_extra);
+    return s;
+}
+
+static Tokenizer *load(const char *json) {
+    char path[64] = "/tmp/attnviz_tj_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
+    ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+    close(fd);
+    Tokenizer *t = NULL;
+    AvErr e = {{0}};
+    int rc = tok_load_json(&t, path, &e);
+    unlink(path);
+    ck_assert_msg(rc == 0, "load: %s", e.msg);
+    return t;
+}
+
+static const char *load_error(const char *json) {
+    static AvErr e;
+    char path[64] = "/tmp/attnviz_tj_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+    close(fd);
+    Tokenizer *t = NULL;
+    memset(&e, 0, sizeof e);
+    int rc = tok_load_json(&t, path, &e);
+    unlink(path);
+    tok_free(t);
+    ck_assert_msg(rc == -1, "loaded, but should not have: %s", json);
+    return e.msg;
+}
+
+/* ids of text as a comma-separated string */
+static const char *ids_of(const Tokenizer *t, const char *text, int max_len) {
+    static char buf[512];
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_msg(tok_encode(t, text, strlen(text), NULL, 0, max_len, &enc, &e) == 0, "encode: %s", e.msg);
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < enc.n; i++) k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%d", i ? "," : "", enc.ids[i]);
+    tok_encoding_free(&enc);
+    return buf;
+}
+
+#define BYTELEVEL "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"
+
+START_TEST(byte_level_bpe_merges_by_rank_within_each_pretoken) {
+    char *j = make_json("null", BYTELEVEL, "null", "[]", "");
+    Tokenizer *t = load(j);
+    /* "abc ab": pre-tokens "abc" and " ab"; a+b (rank 0) -> ab, then ab+c -> abc; in "Ġab" a+b
+     * (rank 0) merges before Ġ+a (rank 2) could, and "Ġ ab" is no merge: Ġ, ab */
+    ck_assert_str_eq(ids_of(t, "abc ab", 0), "5,3,4");
+    /* merges go lowest rank first: "bc" exists but "a b" (rank 0) wins in "abc" */
+    ck_assert_str_eq(ids_of(t, "bc", 0), "17");
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(added_tokens_split_the_raw_text_and_stay_whole) {
+    char *j = make_json("null", BYTELEVEL, "null",
+                        "[{\"id\":8,\"content\":\"<s>\",\"special\":true},{\"id\":9,\"content\":\"</s>\",\"special\":true}]", "");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "ab<s>c</s>", 0), "4,8,2,9");
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_int_eq(tok_encode(t, "ab<s>c", 6, NULL, 0, 0, &enc, &e), 0);
+    ck_assert_int_eq(enc.special[1], 1);
+    ck_assert_int_eq(enc.special[0], 0);
+    ck_assert_int_eq(enc.byte_level, 1);
+    tok_encoding_free(&enc);
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(template_adds_bos_and_truncation_keeps_it) {
+    char *j = make_json("null", BYTELEVEL,
+                        "{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
+                        "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
+                        "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"Sequence\":{\"id\":\"B\",\"type_id\":1}}],"
+                        "\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[8],\"tokens\":[\"<s>\"]}}}",
+                        "[{\"id\":8,\"content\":\"<s>\",\"special\":true}]", "");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "ab c", 0), "8,4,3,2");
+    ck_assert_str_eq(ids_of(t, "ab c", 2), "8,4");
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_int_eq(tok_encode(t, "ab", 2, "c", 1, 0, &enc, &e), 0);
+    ck_assert_int_eq(enc.n, 3);
+    ck_assert_int_eq(enc.b_start, 2);
+    ck_assert_int_eq(enc.type_ids[2], 1);
+    ck_assert_int_eq(enc.role[0], TOK_ROLE_CLS);
+    tok_encoding_free(&enc);
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(sentencepiece_style_normalizers_and_byte_fallback) {
+    /* Llama 2's: Prepend ▁, Replace " " by ▁, no pre-tokenizer, byte fallback for what the vocab lacks */
+    char *j = make_json("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
+                        "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]}",
+                        "null", "null", "[]", ",\"byte_fallback\":true,\"unk_token\":\"<unk>\"");
+    Tokenizer *t = load(j);
+    /* "a a": ▁a ▁a; "A" is not in the vocab: its byte <0x41>; "Z" has no byte token: <unk> */
+    ck_assert_str_eq(ids_of(t, "a a", 0), "14,14");
+    ck_assert_str_eq(ids_of(t, "A", 0), "13,15");
+    ck_assert_str_eq(ids_of(t, "Z", 0), "13,16");
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_int_eq(tok_encode(t, "a A", 3, NULL, 0, 0, &enc, &e), 0);
+    ck_assert_str_eq(enc.display[0], " a"); /* ▁ reads as a space */
+    ck_assert_str_eq(enc.display[2], "A");  /* <0x41> reads as its byte */
+    tok_encoding_free(&enc);
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(split_regex_isolates_digits_before_byte_level) {
+    char *j = make_json("null",
+                        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\p{N}\"},"
+                        "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+                        "\"use_regex\":false}]}",
+                        "null", "[]", "");
+    Tokenizer *t = load(j);
+    /* "12": each digit its own pre-token, so the merge 1+2 never applies */
+    ck_assert_str_eq(ids_of(t, "12", 0), "10,11");
+    tok_free(t);
+    free(j);
+    j = make_json("null", BYTELEVEL, "null", "[]", "");
+    t = load(j);
+    ck_assert_str_eq(ids_of(t, "12", 0), "12"); /* GPT-2's \p{N}+ keeps them together */
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(ignore_merges_takes_a_whole_pretoken_from_the_vocab) {
+    /* "cab" is in the vocab but no merge makes it: merges give c, ab; ignore_merges takes it whole */
+    char *j = make_json("null", BYTELEVEL, "null", "[]", "");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "cab", 0), "2,4");
+    tok_free(t);
+    free(j);
+    j = make_json("null", BYTELEVEL, "null", "[]", ",\"ignore_merges\":true");
+    t = load(j);
+    ck_assert_str_eq(ids_of(t, "cab", 0), "18");
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+START_TEST(bad_files_are_refused_naming_the_component) {
+    char *j = make_json("{\"type\":\"Precompiled\"}", BYTELEVEL, "null", "[]", "");
+    ck_assert_ptr_nonnull(strstr(load_error(j), "normalizer \"Precompiled\" is not supported"));
+    free(j);
+    j = make_json("null", "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"}", "null", "[]", "");
+    ck_assert_ptr_nonnull(strstr(load_error(j), "invalid regex"));
+    free(j);
+    j = make_json("null", "{\"type\":\"CharDelimiterSplit\"}", "null", "[]", "");
+    ck_assert_ptr_nonnull(strstr(load_error(j), "pre-tokenizer \"CharDelimiterSplit\" is not supported"));
+    free(j);
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}"), "model type \"WordPiece\""));
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}"),
+                                 "names a token not in the vocabulary"));
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-4},\"merges\":[]}}"),
+                                 "vocab ids must be integers"));
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
+                                            "\"added_tokens\":[{\"id\":0,\"content\":\"b\"}]}"),
+                                 "id 0 is given to two tokens"));
+    ck_assert_ptr_nonnull(strstr(load_error("[1,2"), "not valid JSON"));
+    ck_assert_ptr_nonnull(strstr(load_error("{}"), "no \"model\" object"));
+}
+END_TEST
+
+START_TEST(invalid_utf8_text_is_refused_with_its_offset) {
+    char *j = make_json("null", BYTELEVEL, "null", "[]", "");
+    Tokenizer *t = load(j);
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_int_eq(tok_encode(t, "ab\xff", 3, NULL, 0, 0, &enc, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "invalid UTF-8 at byte offset 2"));
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("tokjson");
+    TCase *c = tcase_create("core");
+    tcase_add_test(c, byte_level_bpe_merges_by_rank_within_each_pretoken);
+    tcase_add_test(c, added_tokens_split_the_raw_text_and_stay_whole);
+    tcase_add_test(c, template_adds_bos_and_truncation_keeps_it);
+    tcase_add_test(c, sentencepiece_style_normalizers_and_byte_fallback);
+    tcase_add_test(c, split_regex_isolates_digits_before_byte_level);
+    tcase_add_test(c, ignore_merges_takes_a_whole_pretoken_from_the_vocab);
+    tcase_add_test(c, bad_files_are_refused_naming_the_component);
+    tcase_add_test(c, invalid_utf8_text_is_refused_with_its_offset);
+    suite_add_tcase(s, c);
+    return s;
+}
