@@ -189,4 +189,93 @@ case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
 case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
+
+# ---- Llama-style decoders: Hugging Face folders (tokenizer.json, shards) and GGUF files
+LLS=$PWD/tests/data/small-llama
+lfresh() { rm -rf "$T/m" && cp -r "$LLS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+tj_edit() {
+    $PY - "$M/tokenizer.json" "$1" <<'PY'
+import json, sys
+p, code = sys.argv[1], sys.argv[2]
+t = json.load(open(p)); exec(code); json.dump(t, open(p, "w"))
+PY
+}
+lfresh; tj_edit 't["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": ""}'
+case_ tokjson_unsupported_normalizer 1 "tokenizer.json: normalizer \"Precompiled\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(["}, "behavior": "Isolated"}'
+case_ tokjson_invalid_regex 1 "tokenizer.json: Split pre-tokenizer: invalid regex" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["model"]["merges"].append("q zz")'
+case_ tokjson_merge_outside_vocab 1 "tokenizer.json: merge 8 .* names a token not in the vocabulary" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["model"]["vocab"]["x"] = 99'
+case_ tokjson_more_ids_than_embeddings 1 "tokenizer.json: 100 tokens, but config.json says vocab_size 40" -- --model "$M" "${Q[@]}" hi
+lfresh; printf '{"model": {"type": "BPE", "vocab": ' >"$M/tokenizer.json"
+case_ tokjson_not_json 1 "tokenizer.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
+case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
+case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; mv "$M/model.safetensors" "$M/model-00001-of-00002.safetensors"
+printf '{"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}' >"$M/model.safetensors.index.json"
+case_ sharded_missing_shard 1 "model-00002-of-00002.safetensors: cannot open" -- --model "$M" "${Q[@]}" hi
+lfresh; rm "$M/model.safetensors"; printf '{"weight_map": {"a": "../../etc/passwd"}}' >"$M/model.safetensors.index.json"
+case_ sharded_index_path_outside_folder 1 "weight_map\[\"a\"\] must be a file name in the same folder" -- --model "$M" "${Q[@]}" hi
+
+# GGUF files: a tiny llama written here byte by byte, then broken one way at a time
+mkgguf() { # OUT PY-EDIT: the file's kv dict, tensors dict and raw bytes may be edited
+    $PY - "$1" "$2" <<'PY'
+import struct, sys
+out, code = sys.argv[1], sys.argv[2]
+H, FF, V, L = 8, 16, 256, 1
+alpha = [chr(b) if 33 <= b <= 126 or 161 <= b <= 172 or b >= 174 else None for b in range(256)]
+n = 0
+for b in range(256):
+    if alpha[b] is None: alpha[b] = chr(256 + n); n += 1
+kv = {"general.architecture": ("s", "llama"), "llama.block_count": ("u", L), "llama.context_length": ("u", 64),
+      "llama.embedding_length": ("u", H), "llama.feed_forward_length": ("u", FF), "llama.attention.head_count": ("u", 2),
+      "llama.attention.head_count_kv": ("u", 1), "llama.attention.layer_norm_rms_epsilon": ("f", 1e-5),
+      "tokenizer.ggml.model": ("s", "gpt2"), "tokenizer.ggml.tokens": ("as", alpha), "tokenizer.ggml.merges": ("as", [])}
+tensors = {"token_embd.weight": [H, V], "output_norm.weight": [H]}
+for l in range(L):
+    for nm, d in (("attn_norm", [H]), ("attn_q", [H, H]), ("attn_k", [H, 4]), ("attn_v", [H, 4]), ("attn_output", [H, H]),
+                  ("ffn_norm", [H]), ("ffn_gate", [H, FF]), ("ffn_up", [H, FF]), ("ffn_down", [FF, H])):
+        tensors[f"blk.{l}.{nm}.weight"] = d
+cut = None
+exec(code)
+def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
+body = b""
+for k, (t, v) in kv.items():
+    body += s(k)
+    if t == "s": body += struct.pack("<I", 8) + s(v)
+    elif t == "u": body += struct.pack("<IQ", 10, v)
+    elif t == "f": body += struct.pack("<If", 6, v)
+    elif t == "as": body += struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(x) for x in v)
+info, data = b"", b""
+for name, dims in tensors.items():
+    size = 4
+    for d in dims: size *= d
+    info += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, len(data))
+    data += b"\x00\x00\x80\x3f" * (size // 4)
+    data += b"\x00" * (-len(data) % 32)
+head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)) + body + info
+blob = head + b"\x00" * (-len(head) % 32) + data
+open(out, "wb").write(blob[:cut] if cut else blob)
+PY
+}
+G=$T/g.gguf
+mkgguf "$G" ''
+case_ gguf_tiny_llama_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" 'cut = 300'
+case_ gguf_truncated 1 "g.gguf: " -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["general.architecture"] = ("s", "bert")'
+case_ gguf_unsupported_architecture 1 "GGUF architecture \"bert\" is not supported" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'del tensors["blk.0.attn_q.weight"]'
+case_ gguf_missing_tensor 1 "missing tensor 'blk.0.attn_q.weight' \(transformers' layers.0.self_attn.q_proj.weight" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'tensors["blk.0.attn_k.weight"] = [H, 8]'
+case_ gguf_wrong_shape 1 "tensor 'blk.0.attn_k.weight' has shape \[8, 8\]; its metadata implies \[4, 8\]" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["llama.block_count"] = ("u", 100000)'
+case_ gguf_absurd_hyperparameters 1 "a hyper-parameter in the metadata is out of range" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "llama")'
+case_ gguf_unsupported_tokenizer 1 "tokenizer model \"llama\" is not supported yet" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'del kv["llama.embedding_length"]'
+case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 echo "INFO bad-input catalog: $n_case cases"
