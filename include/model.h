@@ -83,6 +83,9 @@ int model_load_gguf(Model *m, const char *path, AvErr *e);
 int model_is_gguf(const char *path);
 void model_free(Model *m);
 
+/* Threads the forward pass may use (--threads): the run state takes as many
+ * as BLAS is allowed, and runs BLAS itself single-threaded inside the pass. */
+void model_set_threads(int n);
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);
 void model_runstate_free(RunState *s);
 

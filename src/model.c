@@ -447,6 +447,10 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
+void model_set_threads(int n) {
+    if (n > 0) openblas_set_num_threads(n);
+}
+
 /* ---------------------------------------------------------------- buffers */
 
 static float *alloc_floats(size_t n) {

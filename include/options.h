@@ -1,0 +1,37 @@
+/* options.h — what a run was asked to do: filled by cli.c from argv, read by
+ * pipeline.c. */
+#ifndef ATTNVIZ_OPTIONS_H
+#define ATTNVIZ_OPTIONS_H
+
+/* Exit codes. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+typedef struct {
+    const char *model_dir;     /* --model */
+    const char *json_path;     /* --json ("-" = stdout) */
+    const char *html_path;     /* --html */
+    const char *batch_path;    /* --batch ("-" = stdin) */
+    const char *templates_dir; /* --templates */
+    const char *text_a, *text_b;
+    int layer, head;           /* -1 = unset */
+    int tokens_only;
+    int qk, hidden;
+    int precision;
+    int profile;
+    int lowercase;             /* -1 = infer, 0 = --cased, 1 = --uncased */
+    int threads;               /* 0 = library default */
+    int quiet;
+    /* selections and derived views (JSON, npy, HTML and stats alike) */
+    int *sel_layers, n_sel_layers; /* NULL = all */
+    int *sel_heads, n_sel_heads;
+    int no_special, words;
+    const char *npy_path;      /* --npy FILE */
+    const char *out_dir;       /* --out-dir: one file per input line */
+    int out_html, out_npy;     /* with --out-dir: --html / --npy as flags */
+    int stats;
+    int strict;
+    int max_tokens;            /* --max-tokens: 0 = the model's limit */
+    double max_capture;        /* --max-capture in bytes: 0 = half of physical RAM */
+} CliOptions;
+
+#endif

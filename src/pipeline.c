@@ -1,0 +1,554 @@
+/* pipeline.c — one run of attnviz: the model and tokenizer found and loaded,
+ * then each input tokenized, run, transformed and written (one input, or a
+ * batch with its progress line and JSON Lines stream). The writers come from
+ * one table. cli.c parses argv and checks ranges; this module does the work. */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "model.h"
+#include "npy.h"
+#include "output.h"
+#include "stats.h"
+#include "tokenizer.h"
+#include "transform.h"
+#include "util.h"
+
+#define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
+
+/* ---------------------------------------------------------------- model selection */
+
+static int dir_has_model(const char *dir) {
+    char *p = av_path_join(dir, "config.json");
+    int ok = p && av_file_exists(p);
+    free(p);
+    return ok;
+}
+
+/* Looks for rel under the working directory, then beside the executable, then
+ * in the data directory of an installed copy (PREFIX/bin/attnviz finds
+ * PREFIX/share/attnviz/), whatever PREFIX was. */
+static char *find_bundled(const char *rel, const char *datadir_rel) {
+    if (dir_has_model(rel)) return strdup(rel);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char *p = av_path_join(exe, rel);
+            if (p && dir_has_model(p)) return p;
+            free(p);
+            if (datadir_rel) {
+                char share[PATH_MAX + 64];
+                snprintf(share, sizeof share, "%s/../share/attnviz/%s", exe, datadir_rel);
+                if (dir_has_model(share)) return strdup(share);
+            }
+        }
+    }
+    return NULL;
+}
+
+static char *resolve_model(const CliOptions *o, const char **why) {
+    if (o->model_dir) {
+        *why = "--model";
+        return strdup(o->model_dir);
+    }
+    const char *env = getenv("ATTNVIZ_MODEL");
+    if (env && *env) {
+        *why = "$ATTNVIZ_MODEL";
+        return strdup(env);
+    }
+    char *p = find_bundled("weights/bert-base-uncased", NULL);
+    if (p) {
+        *why = "default";
+        return p;
+    }
+    *why = "default: no bert-base-uncased weights found";
+    return find_bundled("weights/demo", "demo");
+}
+
+static const char *model_display_name(const char *dir, int is_demo) {
+    if (is_demo) return "attnviz-demo";
+    const char *end = dir + strlen(dir);
+    while (end > dir && end[-1] == '/') end--;
+    const char *start = end;
+    while (start > dir && start[-1] != '/') start--;
+    static char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(end - start), start);
+    return name[0] ? name : dir;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+struct Pipeline {
+    const CliOptions *o;
+    char *dir;
+    ModelConfig cfg;
+    Model model;
+    int have_model;
+    Tokenizer *tok;
+    char **patterns, **descriptions;
+    RunState rs;
+    Capture cap;
+    int cap_n;       /* tokens the capture and run state hold */
+    HeadStats stats; /* with --stats */
+    double t_load, t_tok, t_fwd, t_write;
+};
+typedef struct Pipeline Run;
+
+/* The first of a folder's candidate file names that exists (Hugging Face's
+ * name first, OpenAI's original one second); NULL when none does. */
+/* The tokenizer: from a GGUF file's metadata, else the one the model folder
+ * holds (tok_load_dir chooses); its ids must fit the embeddings. */
+static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
+    int rc;
+    char used[512];
+    snprintf(used, sizeof used, "%s", r->have_model ? r->model.path : r->dir);
+    if (r->have_model && r->model.gguf) {
+        if (r->o->lowercase == 1)
+            return av_err(e, "--uncased: %s carries its own tokenizer, which never lower-cases", r->dir);
+        rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, e);
+    } else {
+        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->o->lowercase, ""};
+        rc = tok_load_dir(&r->tok, r->dir, &hint, e);
+        snprintf(used, sizeof used, "%s", hint.used);
+    }
+    /* embeddings may have more rows than the tokenizer has ids (padded vocabularies), never fewer */
+    if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > r->cfg.vocab_size)
+        rc = av_err(e, "%s: %d tokens, but %s says vocab_size %d", used, tok_vocab_size(r->tok),
+                    r->model.gguf ? "its metadata" : "config.json", r->cfg.vocab_size);
+    return rc;
+}
+
+static int load_all(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    double t0 = av_now_ms();
+    char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
+    int rc = -1, have_cfg = 0;
+    if (!cfgp || !heads) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (!av_file_exists(cfgp) && !o->tokens_only && !model_is_gguf(r->dir)) {
+        av_err(e, "%s: no config.json in the model folder", r->dir);
+        goto done;
+    }
+    if (o->tokens_only && !model_is_gguf(r->dir)) {
+        /* a tokenizer-only folder (e.g. GPT-2's original encoder.json + vocab.bpe) needs no config */
+        if (av_file_exists(cfgp)) {
+            if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
+            have_cfg = 1;
+        }
+    } else {
+        if (model_load(&r->model, r->dir, e) != 0) goto done;
+        r->have_model = 1;
+        have_cfg = 1;
+        r->cfg = r->model.cfg;
+    }
+    if (load_tokenizer(r, have_cfg, e) != 0) goto done;
+    if (have_cfg && av_file_exists(heads) &&
+        cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
+        goto done;
+    if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
+    rc = 0;
+done:
+    free(cfgp);
+    free(heads);
+    r->t_load = av_now_ms() - t0;
+    return rc;
+}
+
+static void run_free(Run *r) {
+    int n = r->cfg.num_layers * r->cfg.num_heads;
+    cfg_free_head_labels(r->patterns, n);
+    cfg_free_head_labels(r->descriptions, n);
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
+    stats_free(&r->stats);
+    tok_free(r->tok);
+    if (r->have_model) model_free(&r->model);
+    free(r->dir);
+}
+
+static const char *human_size(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.0f kB", bytes / 1e3 < 1 ? 1 : bytes / 1e3);
+    return buf;
+}
+
+/* Grows the run state and capture to hold n tokens (batch inputs vary). */
+static int ensure_buffers(Run *r, int n, AvErr *e) {
+    if (n <= r->cap_n) return 0;
+    const CliOptions *o = r->o;
+    const int nl = o->sel_layers ? o->n_sel_layers : r->cfg.num_layers;
+    const int nh = o->sel_heads ? o->n_sel_heads : r->cfg.num_heads;
+    /* refuse before allocating: a capture grows with the square of the input */
+    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->hidden, nl, nh), limit = o->max_capture;
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed "
+                      "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
+                      n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
+    }
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
+    r->cap_n = 0;
+    if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->hidden, o->sel_layers, o->n_sel_layers, o->sel_heads,
+                             o->n_sel_heads, e) != 0)
+        return -1;
+    r->cap_n = n;
+    return 0;
+}
+
+static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
+                     const char *b) {
+    const CliOptions *o = r->o;
+    memset(d, 0, sizeof *d);
+    d->model_name = model_display_name(r->dir, r->cfg.is_demo);
+    d->model_dir = r->dir;
+    d->cfg = &r->cfg;
+    d->dtype = r->have_model ? r->model.dtype_name : NULL;
+    d->is_demo = r->cfg.is_demo;
+    d->model_note = r->cfg.is_demo ? DEMO_NOTE : NULL;
+    d->head_patterns = (const char *const *)r->patterns;
+    d->head_descriptions = (const char *const *)r->descriptions;
+    d->text_a = a;
+    d->text_b = b;
+    d->enc = enc;
+    d->cap = cap;
+    d->display_tokens = enc->byte_level ? enc->display : NULL;
+    d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
+    d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;
+    d->init_layer = o->layer >= 0 ? o->layer : out_layer(d, 0);
+    d->init_head = o->head >= 0 ? o->head : out_head(d, 0);
+    d->precision = o->precision;
+    d->with_qk = o->qk;
+}
+
+/* Tokenizes and (unless tokens-only) runs the encoder on one input. */
+static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    double t0 = av_now_ms();
+    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
+    if (r->o->max_tokens > 0 && (max_len == 0 || r->o->max_tokens < max_len)) max_len = r->o->max_tokens;
+    if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e) != 0)
+        return -1;
+    r->t_tok += av_now_ms() - t0;
+    if (r->o->tokens_only) return 0;
+    if (ensure_buffers(r, enc->n, e) != 0) return -1;
+    t0 = av_now_ms();
+    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    r->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+/* The writers: one row each, what it writes and whether a newline ends it
+ * (JSON documents and lines); the run (templates folder, statistics) is
+ * passed to the few that need it. */
+enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS };
+
+static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
+static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
+static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->o->templates_dir, e); }
+static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_attention(f, d, e); }
+static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
+static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
+static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return stats_write_json(f, &r->stats, d, e); }
+
+static const struct {
+    int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
+    int newline;
+} WRITERS[] = {
+    [W_JSON] = {write_json, 1},         [W_HTML] = {write_page, 0},      [W_NPY_ATT] = {write_npy_att, 0},
+    [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
+    [W_TOKENS] = {write_tokens, 1},
+};
+
+/* Writes one output atomically (temporary file renamed into place). */
+static int write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
+    AvOut out;
+    if (av_out_open(&out, path, e) != 0) return -1;
+    int rc = WRITERS[what].write(out.fp, d, r, e);
+    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err(e, "write error");
+    if (rc != 0) {
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return -1;
+    }
+    return av_out_commit(&out, e);
+}
+
+/* path with its .npy suffix (if any) replaced by suffix, e.g. a.npy -> a.queries.npy */
+static char *npy_sibling(const char *path, const char *suffix) {
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".npy")) n -= 4;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (p) {
+        memcpy(p, path, n);
+        strcpy(p + n, suffix);
+    }
+    return p;
+}
+
+static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+    if (write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
+    if (!r->o->qk) return 0;
+    char *qp = npy_sibling(path, ".queries.npy"), *kp = npy_sibling(path, ".keys.npy");
+    int rc = (!qp || !kp) ? av_err(e, "out of memory")
+             : (write_file(r, qp, d, W_NPY_Q, e) != 0 || write_file(r, kp, d, W_NPY_K, e) != 0) ? -1 : 0;
+    free(qp);
+    free(kp);
+    return rc;
+}
+
+/* The outputs for one input: everything but the batch's JSON Lines stream. */
+static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
+    const CliOptions *o = r->o;
+    if (o->stats) {
+        stats_add(&r->stats, d);
+        return 0;
+    }
+    if (o->out_dir) {
+        char name[64];
+        int rc = 0;
+        snprintf(name, sizeof name, "%06ld.json", lineno);
+        char *p = av_path_join(o->out_dir, name);
+        if (!p) return av_err(e, "out of memory");
+        rc = write_file(r, p, d, o->tokens_only ? W_TOKENS : W_JSON, e);
+        if (rc == 0 && o->out_html) {
+            strcpy(p + strlen(p) - 5, ".html");
+            rc = write_file(r, p, d, W_HTML, e);
+        }
+        if (rc == 0 && o->out_npy) {
+            snprintf(name, sizeof name, "%06ld.npy", lineno);
+            free(p);
+            p = av_path_join(o->out_dir, name);
+            rc = p ? write_npy_set(r, p, d, e) : av_err(e, "out of memory");
+        }
+        free(p);
+        return rc;
+    }
+    if (o->batch_path) return 0;
+    if (o->tokens_only) return write_file(r, o->json_path ? o->json_path : "-", d, W_TOKENS, e);
+    if (o->json_path && write_file(r, o->json_path, d, W_JSON, e) != 0) return -1;
+    if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
+    const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
+    if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
+    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    return 0;
+}
+
+/* Tokenize, run, derive the view, write: one input, single or batch. */
+static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
+    const CliOptions *o = r->o;
+    TokEncoding enc = {0};
+    if (process(r, a, b, &enc, e) != 0) {
+        tok_encoding_free(&enc);
+        return -1;
+    }
+    if (enc.n_truncated > 0 && !o->quiet) {
+        char limit[64];
+        if (o->max_tokens > 0 && o->max_tokens < cfg_max_tokens(&r->cfg))
+            snprintf(limit, sizeof limit, "--max-tokens %d", o->max_tokens);
+        else
+            snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
+        if (o->batch_path)
+            fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno,
+                    limit, enc.n_truncated);
+        else
+            fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
+                    enc.n_truncated);
+    }
+    XfView view;
+    int derived = !o->tokens_only && (o->no_special || o->words);
+    if (derived && xf_apply(&enc, &r->cap, o->no_special, o->words, &view, e) != 0) {
+        tok_encoding_free(&enc);
+        return -1;
+    }
+    OutDoc d;
+    fill_doc(r, &d, derived ? &view.enc : &enc, o->tokens_only ? NULL : derived ? &view.cap : &r->cap, a, b);
+    double t0 = av_now_ms();
+    int rc = emit(r, &d, lineno, e);
+    if (rc == 0 && jsonl && !o->stats && !o->out_dir) {
+        rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
+        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err(e, "write error");
+        if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
+    }
+    r->t_write += av_now_ms() - t0;
+    if (derived) xf_free(&view);
+    tok_encoding_free(&enc);
+    return rc;
+}
+
+/* Statistics once all inputs are in: a table, or JSON with --json. */
+static int finish_stats(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    OutDoc d;
+    TokEncoding none = {0};
+    fill_doc(r, &d, &none, NULL, NULL, NULL);
+    if (o->json_path) return write_file(r, o->json_path, &d, W_STATS_JSON, e);
+    return stats_write_table(stdout, &r->stats, &d, e);
+}
+
+static int run_single(Run *r, AvErr *e) {
+    if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return EXIT_RUNTIME;
+    if (r->o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
+    return EXIT_OK;
+}
+
+/* Strips the line ending and splits at the first TAB into A and B. */
+static void split_line(char *line, size_t *len, char **b) {
+    while (*len && (line[*len - 1] == '\n' || line[*len - 1] == '\r')) line[--*len] = '\0';
+    char *tab = memchr(line, '\t', *len);
+    *b = NULL;
+    if (tab) {
+        *tab = '\0';
+        *b = tab + 1;
+    }
+}
+
+/* Lines in a regular file, for the progress display (-1 when unknown). */
+static long count_lines(FILE *in) {
+    struct stat sb;
+    if (fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode)) return -1;
+    char buf[1 << 16];
+    long n = 0;
+    size_t got;
+    int last = '\n';
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+        for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + got - p))); p++) n++;
+        last = buf[got - 1];
+    }
+    if (last != '\n') n++;
+    rewind(in);
+    return n;
+}
+
+static void progress(long done, long total, double t0, int final) {
+    double secs = (av_now_ms() - t0) / 1e3, rate = secs > 0 ? done / secs : 0;
+    if (total > 0) {
+        double eta = rate > 0 ? (total - done) / rate : 0;
+        fprintf(stderr, "\r\033[Kattnviz: %ld/%ld lines  %.1f/s  ETA %d:%02d", done, total, rate, (int)eta / 60,
+                (int)eta % 60);
+    } else {
+        fprintf(stderr, "\r\033[Kattnviz: %ld lines  %.1f/s", done, rate);
+    }
+    if (final) fputc('\n', stderr);
+}
+
+static int run_batch(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    FILE *in = strcmp(o->batch_path, "-") ? fopen(o->batch_path, "rb") : stdin;
+    if (!in) {
+        av_err(e, "%s: cannot open: %s", o->batch_path, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    const char *name = strcmp(o->batch_path, "-") ? o->batch_path : "stdin";
+    int show = !o->quiet && isatty(fileno(stderr));
+    long total = show ? count_lines(in) : -1;
+    AvOut out = {0};
+    int streaming = !o->stats && !o->out_dir;
+    if (streaming && av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
+        if (in != stdin) fclose(in);
+        return EXIT_RUNTIME;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    long lineno = 0, failed = 0, done = 0;
+    int rc = EXIT_OK;
+    double t0 = av_now_ms(), last_shown = 0;
+    while ((got = getline(&line, &cap, in)) != -1) {
+        lineno++;
+        size_t len = (size_t)got;
+        char *b = NULL;
+        AvErr le;
+        int bad = 0;
+        if (memchr(line, '\0', len)) {
+            av_err(&le, "contains a NUL byte");
+            bad = 1;
+        } else {
+            split_line(line, &len, &b);
+            if (len == 0) {
+                av_err(&le, "empty line");
+                bad = 1;
+            }
+        }
+        if (!bad && handle_input(r, line, b, lineno, streaming ? out.fp : NULL, &le) != 0) bad = 1;
+        if (bad) {
+            failed++;
+            if (show) fputs("\r\033[K", stderr);
+            fprintf(stderr, "attnviz: %s:%ld: %s%s\n", name, lineno, le.msg, o->strict ? "" : "; skipped");
+            /* an output error is not the line's fault: stop */
+            if (o->strict || strstr(le.msg, "write error") || strstr(le.msg, "cannot write")) {
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            continue;
+        }
+        done++;
+        if (show && av_now_ms() - last_shown > 200) {
+            progress(done + failed, total, t0, 0);
+            last_shown = av_now_ms();
+        }
+    }
+    if (show) progress(done + failed, total, t0, 1);
+    if (rc == EXIT_OK && ferror(in)) {
+        av_err(e, "%s: read error", name);
+        rc = EXIT_RUNTIME;
+    }
+    free(line);
+    if (in != stdin) fclose(in);
+    if (rc != EXIT_OK) {
+        if (streaming) av_out_abort(&out);
+        return rc;
+    }
+    if (streaming && av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
+    if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
+    if (failed) {
+        fprintf(stderr, "attnviz: %ld of %ld lines failed\n", failed, lineno);
+        return EXIT_RUNTIME;
+    }
+    if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", done);
+    return EXIT_OK;
+}
+
+/* ---------------------------------------------------------------- the API */
+
+int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const char **why, AvErr *e) {
+    Run *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r) return av_err(e, "out of memory");
+    r->o = o;
+    r->dir = resolve_model(o, why);
+    *dir = r->dir;
+    if (!r->dir)
+        return av_err(e, "no model found: pass --model DIR, set $ATTNVIZ_MODEL, run `make weights` for "
+                         "bert-base-uncased, or `make demo-model` to generate the demo model");
+    return load_all(r, e);
+}
+
+const ModelConfig *pipeline_config(const Pipeline *p) { return &p->cfg; }
+
+int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch_path ? run_batch(p, e) : run_single(p, e); }
+
+void pipeline_close(Pipeline *p, FILE *profile) {
+    if (!p) return;
+    if (profile)
+        fprintf(profile, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f\n", p->t_load, p->t_tok, p->t_fwd,
+                p->t_write);
+    run_free(p);
+    free(p);
+}
