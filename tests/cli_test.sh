@@ -9,23 +9,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 PY=python3
 
-ok() { echo "PASS $1"; }
-ko() { echo "FAIL $1: $2"; }
-check() { # name, then a command that must succeed
-    local name=$1
-    shift
-    if out=$("$@" 2>&1); then ok "$name"; else ko "$name" "$out"; fi
-}
-# expect_exit NAME CODE PATTERN CMD...: exit code and a one-line stderr matching PATTERN
-expect_exit() {
-    local name=$1 code=$2 pat=$3
-    shift 3
-    "$@" >"$T/out" 2>"$T/err"
-    local rc=$?
-    if [ "$rc" -ne "$code" ]; then ko "$name" "exit $rc, want $code; stderr: $(cat "$T/err")"; return; fi
-    if [ -n "$pat" ] && ! grep -qE -- "$pat" "$T/err"; then ko "$name" "stderr lacks /$pat/: $(cat "$T/err")"; return; fi
-    ok "$name"
-}
+. tests/lib.sh
 
 # -- JSON contract
 "$BIN" --model "$M" --json "$T/a.json" --qk --quiet "time flies like an arrow" "the cat sat" 2>"$T/err"
@@ -48,10 +32,10 @@ for layer in A:
             assert abs(sum(row) - 1) < 1e-4, sum(row)
 assert len(d["queries"][1][3]) == n and len(d["queries"][1][3][0]) == 8
 PY
-[ -e "$T/attnviz.html" ] && ko only_json_writes_no_html "html written" || ok only_json_writes_no_html
+[ -e "$T/attnviz.html" ] && fail only_json_writes_no_html "html written" || pass only_json_writes_no_html
 
 (cd "$T" && "$BIN" --model "$M" --quiet "hello world" 2>/dev/null)
-[ -s "$T/attnviz.html" ] && ok default_output_is_attnviz_html || ko default_output_is_attnviz_html "no $T/attnviz.html"
+[ -s "$T/attnviz.html" ] && pass default_output_is_attnviz_html || fail default_output_is_attnviz_html "no $T/attnviz.html"
 
 check json_to_stdout_is_one_parsable_object bash -c "'$BIN' --model '$M' --json - --quiet 'hello' | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"tokens\"]==[\"[CLS]\",\"hello\",\"[SEP]\"]'"
 
@@ -75,7 +59,7 @@ check batch_into_json_file $PY -c "import json; L=[json.loads(l) for l in open('
 printf 'good line\n\xff\xfe bad\nanother good\n' >"$T/bad.txt"
 expect_exit batch_names_the_bad_line_and_continues 1 "bad.txt:2: invalid UTF-8 at byte offset 0" \
     "$BIN" --model "$M" --batch "$T/bad.txt" --tokens-only
-[ "$(wc -l <"$T/out")" -eq 2 ] && ok batch_keeps_the_good_lines || ko batch_keeps_the_good_lines "$(wc -l <"$T/out") lines"
+[ "$(wc -l <"$T/out")" -eq 2 ] && pass batch_keeps_the_good_lines || fail batch_keeps_the_good_lines "$(wc -l <"$T/out") lines"
 
 # -- errors: one line, exit 2 for usage, 1 for runtime
 expect_exit layer_out_of_range_is_a_usage_error 2 "--layer 5 is out of range: the model has 2 layers" \
@@ -91,21 +75,21 @@ expect_exit invalid_utf8_gives_the_byte_offset 1 "invalid UTF-8 at byte offset 3
 expect_exit unwritable_output_is_named 1 "/nonexistent-dir/x.json: cannot write" \
     "$BIN" --model "$M" --json /nonexistent-dir/x.json "hi"
 expect_exit help_exits_zero 0 "" "$BIN" --help
-grep -q "Usage: attnviz" "$T/out" && ok help_prints_usage || ko help_prints_usage "no usage"
+grep -q "Usage: attnviz" "$T/out" && pass help_prints_usage || fail help_prints_usage "no usage"
 expect_exit version_exits_zero 0 "" "$BIN" --version
 
 # -- a failed run leaves an existing output untouched and no temporary files
 echo '{"old":true}' >"$T/keep.json"
 "$BIN" --model /nonexistent --json "$T/keep.json" "hi" 2>/dev/null
-grep -q old "$T/keep.json" && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && ok failed_run_keeps_existing_output \
-    || ko failed_run_keeps_existing_output "$(ls "$T")"
+grep -q old "$T/keep.json" && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && pass failed_run_keeps_existing_output \
+    || fail failed_run_keeps_existing_output "$(ls "$T")"
 
 # -- a FIFO or device is written in place, never replaced by a rename
 mkfifo "$T/fifo"
 cat "$T/fifo" >"$T/from_fifo" &
 "$BIN" --model "$M" --json "$T/fifo" --quiet "hello" 2>/dev/null
 wait
-[ -p "$T/fifo" ] && grep -q '"tokens"' "$T/from_fifo" && ok fifo_output_is_written_in_place || ko fifo_output_is_written_in_place "$(ls -la "$T/fifo")"
+[ -p "$T/fifo" ] && grep -q '"tokens"' "$T/from_fifo" && pass fifo_output_is_written_in_place || fail fifo_output_is_written_in_place "$(ls -la "$T/fifo")"
 
 # -- Ctrl-C in the middle of a run leaves neither the output nor a temporary file
 mkfifo "$T/slow"
@@ -120,9 +104,9 @@ wait $pid
 rc=$?
 exec 7>&-
 if [ $rc -eq 130 ] && grep -q old "$T/int.json" && ! ls "$T" | grep -q 'int.json.tmp'; then
-    ok interrupt_leaves_no_half_written_output
+    pass interrupt_leaves_no_half_written_output
 else
-    ko interrupt_leaves_no_half_written_output "rc=$rc $(ls "$T")"
+    fail interrupt_leaves_no_half_written_output "rc=$rc $(ls "$T")"
 fi
 
 # -- model selection
@@ -136,14 +120,14 @@ fi
 # -- truncation: longer than max_position_embeddings (64) warns and keeps 64 tokens
 long=$(for i in $(seq 1 80); do printf 'cat '; done)
 "$BIN" --model "$M" --json "$T/long.json" "$long" 2>"$T/err"
-grep -q "warning: input is longer than the model's 64 positions; dropped 18 tokens" "$T/err" && ok truncation_warns \
-    || ko truncation_warns "$(cat "$T/err")"
+grep -q "warning: input is longer than the model's 64 positions; dropped 18 tokens" "$T/err" && pass truncation_warns \
+    || fail truncation_warns "$(cat "$T/err")"
 check truncation_keeps_max_positions $PY -c "import json; d=json.load(open('$T/long.json')); assert len(d['tokens'])==64 and d['tokens'][-1]=='[SEP]'"
 
 # -- profile
 "$BIN" --model "$M" --json "$T/p.json" --profile "hi" 2>"$T/err"
-grep -qE "load_ms=[0-9.]+ tokenize_ms=[0-9.]+ forward_ms=[0-9.]+ write_ms=[0-9.]+" "$T/err" && ok profile_prints_phase_times \
-    || ko profile_prints_phase_times "$(cat "$T/err")"
+grep -qE "load_ms=[0-9.]+ tokenize_ms=[0-9.]+ forward_ms=[0-9.]+ write_ms=[0-9.]+" "$T/err" && pass profile_prints_phase_times \
+    || fail profile_prints_phase_times "$(cat "$T/err")"
 # -- other model families (committed small checkpoints in their real layouts)
 G=$PWD/tests/data/small-gpt2
 R=$PWD/tests/data/small-roberta

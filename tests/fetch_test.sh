@@ -15,8 +15,7 @@ trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$T"' EXIT
 F=tools/fetch_weights.sh
 W=$T/www
 
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
+. tests/lib.sh
 # no temporary folder, and nothing else, left in $T/w besides the named entries
 only_in_w() { [ "$(ls -A "$T/w" 2>/dev/null | sort | xargs)" = "$*" ]; }
 repo_dir() { mkdir -p "$W/$1/resolve/main" && echo "$W/$1/resolve/main"; }

@@ -9,13 +9,7 @@ M=$PWD/tests/data/small-f32
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 NPY=/usr/bin/python3
-ok() { echo "PASS $1"; }
-ko() { echo "FAIL $1: $2"; }
-check() {
-    local name=$1
-    shift
-    if out=$("$@" 2>&1); then ok "$name"; else ko "$name" "$out"; fi
-}
+. tests/lib.sh
 
 "$BIN" --model "$M" --json "$T/full.json" --qk --precision 9 --quiet "zebra time flies" "hello world"
 "$BIN" --model "$M" --json "$T/sel.json" --qk --precision 9 --quiet --layers 1 --heads 1,3 "zebra time flies" "hello world"
@@ -95,16 +89,16 @@ printf 'good\n\nbad \xff\nlast\n' >"$T/bad.txt"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "bad.txt:2: empty line; skipped" "$T/err" && grep -q "bad.txt:3: invalid UTF-8" "$T/err" \
     && grep -q "2 of 4 lines failed" "$T/err" && [ "$(wc -l <"$T/bad.jsonl")" -eq 2 ]; then
-    ok batch_reports_and_counts_bad_lines
+    pass batch_reports_and_counts_bad_lines
 else
-    ko batch_reports_and_counts_bad_lines "rc=$rc $(cat "$T/err")"
+    fail batch_reports_and_counts_bad_lines "rc=$rc $(cat "$T/err")"
 fi
 "$BIN" --model "$M" --batch "$T/bad.txt" --strict --json "$T/strict.jsonl" 2>"$T/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "bad.txt:2: empty line$" "$T/err" && [ ! -e "$T/strict.jsonl" ]; then
-    ok strict_stops_at_the_first_bad_line
+    pass strict_stops_at_the_first_bad_line
 else
-    ko strict_stops_at_the_first_bad_line "rc=$rc $(cat "$T/err"); $(ls "$T")"
+    fail strict_stops_at_the_first_bad_line "rc=$rc $(cat "$T/err"); $(ls "$T")"
 fi
 
 "$BIN" --model "$M" --stats --quiet "time flies like an arrow" >"$T/table.txt"
@@ -147,12 +141,12 @@ if [ -f weights/demo/model.safetensors ]; then
     make --no-print-directory install PREFIX="$T/inst" >/dev/null 2>&1
     if [ -x "$T/inst/bin/attnviz" ] && [ -f "$T/inst/share/man/man1/attnviz.1" ] \
         && (cd / && env -u ATTNVIZ_MODEL "$T/inst/bin/attnviz" --json - --quiet "time flies" | python3 -c "import json,sys; assert json.load(sys.stdin)['demo']"); then
-        ok install_puts_binary_man_page_and_demo_model_under_prefix
+        pass install_puts_binary_man_page_and_demo_model_under_prefix
     else
-        ko install_puts_binary_man_page_and_demo_model_under_prefix "$(ls -R "$T/inst" 2>&1 | head)"
+        fail install_puts_binary_man_page_and_demo_model_under_prefix "$(ls -R "$T/inst" 2>&1 | head)"
     fi
     make --no-print-directory uninstall PREFIX="$T/inst" >/dev/null 2>&1
-    [ -z "$(find "$T/inst" -type f)" ] && ok uninstall_removes_what_install_put || ko uninstall_removes_what_install_put "$(find "$T/inst" -type f)"
+    [ -z "$(find "$T/inst" -type f)" ] && pass uninstall_removes_what_install_put || fail uninstall_removes_what_install_put "$(find "$T/inst" -type f)"
 else
     echo "SKIP install_puts_binary_man_page_and_demo_model_under_prefix: demo model not generated"
 fi
