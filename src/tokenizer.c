@@ -793,6 +793,21 @@ static void describe(const Tokenizer *t, TokEncoding *out, int a_first, const Id
     }
 }
 
+/* The arrays of an encoding of up to n tokens; on failure none is left allocated. */
+static int alloc_encoding(TokEncoding *out, size_t n) {
+    out->ids = malloc(n * sizeof *out->ids);
+    out->type_ids = malloc(n * sizeof *out->type_ids);
+    out->tokens = malloc(n * sizeof *out->tokens);
+    out->display = malloc(n * sizeof *out->display);
+    out->word_start = malloc(n);
+    out->special = malloc(n);
+    out->role = malloc(n);
+    if (out->ids && out->type_ids && out->tokens && out->display && out->word_start && out->special && out->role)
+        return 0;
+    tok_encoding_free(out);
+    return -1;
+}
+
 /* A tokenizer.json: each sequence tokenized, truncated longest-first to fit
  * max_len with the template's special tokens, then laid out by the template. */
 static int encode_json(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len, int max_len,
@@ -816,16 +831,7 @@ static int encode_json(const Tokenizer *t, const char *a, size_t a_len, const ch
         rc = av_err(e, "input too long: %zu tokens", n);
         goto done;
     }
-    out->ids = malloc(n_alloc * sizeof *out->ids);
-    out->type_ids = malloc(n_alloc * sizeof *out->type_ids);
-    out->tokens = malloc(n_alloc * sizeof *out->tokens);
-    out->display = malloc(n_alloc * sizeof *out->display);
-    out->word_start = malloc(n_alloc);
-    out->special = malloc(n_alloc);
-    out->role = malloc(n_alloc);
-    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special ||
-        !out->role) {
-        tok_encoding_free(out);
+    if (alloc_encoding(out, n_alloc) != 0) {
         rc = av_err(e, "out of memory while tokenizing");
         goto done;
     }
@@ -921,18 +927,7 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
         goto done;
     }
     size_t n_alloc = n ? n : 1;
-    out->ids = malloc(n_alloc * sizeof *out->ids);
-    out->type_ids = malloc(n_alloc * sizeof *out->type_ids);
-    out->tokens = malloc(n_alloc * sizeof *out->tokens);
-    out->display = malloc(n_alloc * sizeof *out->display);
-    out->word_start = malloc(n_alloc);
-    out->special = malloc(n_alloc);
-    out->role = malloc(n_alloc);
-    if (!out->ids || !out->type_ids || !out->tokens || !out->display || !out->word_start || !out->special ||
-        !out->role) {
-        tok_encoding_free(out);
-        goto oom;
-    }
+    if (alloc_encoding(out, n_alloc) != 0) goto oom;
     /* BERT: [CLS] A [SEP] (B [SEP]); RoBERTa: <s> A </s> (</s> B </s>);
      * GPT-2: A (B). B's part has type 1 for BERT and GPT-2, 0 for RoBERTa
      * (what the Rust library returns). */

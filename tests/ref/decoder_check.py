@@ -24,6 +24,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_eager import capture_qk  # noqa: E402
+
 TOL = 1e-4
 VOCAB = 512
 
@@ -110,21 +113,8 @@ def build(name, workdir):
 def reference(model_dir, ids):
     """attention (L, H, n, n), q (L, H, n, dh), k (L, KV, n, dh) from transformers' eager path."""
     model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float32).eval()
-    qs, ks = [], []
-    mod = sys.modules[type(model.model.layers[0].self_attn).__module__]
-    orig = mod.eager_attention_forward
-
-    def wrapped(module, query, key, *a, **k):
-        qs.append(query[0].detach().clone())
-        ks.append(key[0].detach().clone())
-        return orig(module, query, key, *a, **k)
-
-    mod.eager_attention_forward = wrapped
-    try:
-        with torch.no_grad():
-            out = model.model(torch.tensor([ids]), output_attentions=True)
-    finally:
-        mod.eager_attention_forward = orig
+    with capture_qk(model) as (qs, ks), torch.no_grad():
+        out = model.model(torch.tensor([ids]), output_attentions=True)
     attn = torch.stack([a[0] for a in out.attentions]).numpy()
     return attn, torch.stack(qs).numpy(), torch.stack(ks).numpy()
 

@@ -21,6 +21,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_eager import capture_qk  # noqa: E402
+
 TOL = 1e-4
 
 
@@ -39,15 +42,6 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32,
                                                  attn_implementation="eager").eval()
     load_s = time.time() - t0
-    mod = sys.modules[type(model.model.layers[0].self_attn).__module__]
-    orig = mod.eager_attention_forward
-    qs, ks = [], []
-
-    def wrapped(module, query, key, *a, **k):
-        qs.append(query[0].detach().clone())
-        ks.append(key[0].detach().clone())
-        return orig(module, query, key, *a, **k)
-
     lines = [l.strip() for l in open(args.corpus, encoding="utf-8") if l.strip()]
     texts = lines[: args.inputs - 4]
     # long inputs: runs of sentences, and a passage repeated (induction heads attend back to it)
@@ -65,13 +59,8 @@ def main():
             print(f"FAIL gguf_smollm2_attention: attnviz failed on {len(ids)} tokens: {r.stderr.strip()}")
             return 1
         n = len(ids)
-        qs.clear(), ks.clear()
-        mod.eager_attention_forward = wrapped
-        try:
-            with torch.no_grad():
-                out = model.model(torch.tensor([ids]), output_attentions=True)
-        finally:
-            mod.eager_attention_forward = orig
+        with capture_qk(model) as (qs, ks), torch.no_grad():
+            out = model.model(torch.tensor([ids]), output_attentions=True)
         ra = torch.stack([a[0] for a in out.attentions]).numpy()
         L, H = ra.shape[:2]
         rq, rk = torch.stack(qs).numpy(), torch.stack(ks).numpy()

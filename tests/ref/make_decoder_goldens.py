@@ -17,6 +17,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_eager import capture_qk  # noqa: E402
+
 SMALL = dict(vocab_size=40, hidden_size=16, intermediate_size=24, num_attention_heads=4, num_hidden_layers=2,
              max_position_embeddings=64)
 FIXTURES = {
@@ -49,26 +52,12 @@ def main(out_root):
         out = os.path.join(out_root, name)
         model.to(getattr(torch, dtype)).save_pretrained(out, safe_serialization=True)
         ref = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
-        mod = sys.modules[type(ref.model.layers[0].self_attn).__module__]
-        orig = mod.eager_attention_forward
-        qs, ks = [], []
-
-        def wrapped(module, query, key, *a, **k):
-            qs.append(query[0])
-            ks.append(key[0])
-            return orig(module, query, key, *a, **k)
-
         cases = []
         gen = torch.Generator().manual_seed(3)
         for n in (1, 12):
             ids = torch.randint(0, SMALL["vocab_size"], (n,), generator=gen).tolist()
-            qs.clear(), ks.clear()
-            mod.eager_attention_forward = wrapped
-            try:
-                with torch.no_grad():
-                    o = ref.model(torch.tensor([ids]), output_attentions=True)
-            finally:
-                mod.eager_attention_forward = orig
+            with capture_qk(ref) as (qs, ks), torch.no_grad():
+                o = ref.model(torch.tensor([ids]), output_attentions=True)
             group = cfg.num_attention_heads // cfg.num_key_value_heads
             r4 = lambda t: [[[[round(float(x), 7) for x in row] for row in m] for m in h] for h in t]  # noqa: E731
             cases.append({
