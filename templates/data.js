@@ -161,8 +161,18 @@ const Data = (() => {
     /* shown label of raw token i; vocab spelling of i */
     label: i => visibleText(text(i)),
     vocab: i => toks[i],
-    /* causal mask on raw indices: key j after query i */
-    masked: (i, j) => !!meta.config.causal && j > i,
+    /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
+    window: li => (meta.config.sliding_window && (meta.config.sliding_layers || []).includes(meta.layers[li])
+      ? meta.config.sliding_window : 0),
+    /* mask on raw indices: key j after query i (causal), or (layer li with a
+     * sliding window w) at least w tokens before it */
+    masked: (i, j, li) => {
+      if (!meta.config.causal) return false;
+      if (j > i) return true;
+      const c = meta.config;
+      const w = li === undefined || !c.sliding_window || !(c.sliding_layers || []).includes(meta.layers[li]) ? 0 : c.sliding_window;
+      return w > 0 && j <= i - w;
+    },
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, weight, code, headMatrix,
@@ -251,7 +261,15 @@ const Tok = (() => {
   }
   /* visible group c (key) is masked for visible group r (query) */
   const masked = (r, c) => Data.causal && c > r;
-  return { build, filterIdx, derive, masked };
+  /* the same for layer li, sliding windows included: a key group is outside the
+   * window when its last piece is, seen from the query group's last piece */
+  function maskFor(t, li) {
+    const w = Data.window(li);
+    if (!Data.causal || !w) return masked;
+    const last = g => { const mem = t.groups[t.visible[g]].members; return mem[mem.length - 1]; };
+    return (r, c) => c > r || last(c) <= last(r) - w;
+  }
+  return { build, filterIdx, derive, masked, maskFor };
 })();
 
 /* ---------------------------------------------------------------- derived matrices */

@@ -112,7 +112,7 @@ function tokTitle(t, g) {
   if (!Data.hasDisplay) return null;
   return 'vocab: ' + grp.vocab + '\nposition ' + grp.first + (grp.members.length > 1 ? '–' + grp.members[grp.members.length - 1] : '');
 }
-const MASKED_TEXT = 'masked: the key comes after the query (causal model), attention 0';
+const MASKED_TEXT = 'masked: the query cannot see this key (it comes after the query, or outside a sliding window), attention 0';
 function tokSeg(t, g) { return t.groups[t.visible[g]].seg; }
 function tokSpecial(t, g) { return t.groups[t.visible[g]].special; }
 function tokPos(t, g) { return t.groups[t.visible[g]].first; }
@@ -224,8 +224,10 @@ function sizeCanvasRaw(cv, w, h, scale, maxPixels) {
 
 /* Paints mat (rows x cols of visible indices) into an ImageData-backed canvas,
  * one pixel per cell, in color rgb over bg. gamma 1 (linear) or 0.5 (sqrt).
- * maskRgb (causal pages): the color of masked cells, else null. */
-function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb) {
+ * maskRgb (causal pages): the color of masked cells, else null; maskFn(r, c)
+ * says which are (default Tok.masked; Tok.maskFor gives a layer's with its window). */
+function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb, maskFn) {
+  const isMasked = maskFn || Tok.masked;
   const cv = document.createElement('canvas');
   cv.width = Math.max(1, cols.length);
   cv.height = Math.max(1, rows.length);
@@ -237,7 +239,7 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb) {
   for (let r = 0; r < rows.length; r++) {
     const ro = rows[r] * m;
     for (let c = 0; c < cols.length; c++) {
-      if (maskRgb && Tok.masked(rows[r], cols[c])) {
+      if (maskRgb && isMasked(rows[r], cols[c])) {
         d[o] = maskRgb[0]; d[o + 1] = maskRgb[1]; d[o + 2] = maskRgb[2]; d[o + 3] = 255;
         o += 4;
         continue;
@@ -258,12 +260,13 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb) {
 
 /* Max-pooled thumbnail, S x S pixels, scaled to its own largest weight. A
  * pixel all of whose cells are masked gets maskRgb (when given). */
-function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb) {
+function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn) {
+  const isMasked = maskFn || Tok.masked;
   const R = rows.length, C = cols.length;
   if (R <= S && C <= S) {
     let mx = 0;
     for (const r of rows) for (const c of cols) if (mat[r * m + c] > mx) mx = mat[r * m + c];
-    return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1, maskRgb);
+    return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1, maskRgb, isMasked);
   }
   const cv = document.createElement('canvas');
   cv.width = S;
@@ -275,7 +278,7 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb) {
     for (let c = 0; c < C; c++) {
       const px = ((c * S) / C) | 0;
       const o = py * S + px;
-      if (maskRgb && Tok.masked(rows[r], cols[c])) continue;
+      if (maskRgb && isMasked(rows[r], cols[c])) continue;
       open[o] = 1;
       const w = mat[ro + cols[c]];
       if (w > buf[o]) buf[o] = w;

@@ -14,6 +14,7 @@
  * {iso(), exportScene(painterFactory)}. */
 function HeadView(host, spec) {
   const { t } = spec;
+  const masked = Tok.maskFor(t, spec.li);
   const m = t.m;
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   const series = seriesFor(spec);
@@ -78,7 +79,7 @@ function HeadView(host, spec) {
       const ri = iso.side === 'L' ? rows[iso.k] : rows[k];
       const ci = iso.side === 'L' ? cols[k] : cols[iso.k];
       /* masked pair: no bar, no value, the token dimmed */
-      if (Tok.masked(ri, ci)) { other[k].classList.add('masked'); continue; }
+      if (masked(ri, ci)) { other[k].classList.add('masked'); continue; }
       const y = k * rh;
       let best = -1, bestS = null;
       series.forEach((s, si) => {
@@ -135,7 +136,7 @@ function HeadView(host, spec) {
     const c = pinned.side === 'L' ? cols[k] : cols[pinned.k];
     Tip.show(ev.clientX, ev.clientY, box => {
       Tip.title(box, tokLabel(t, r) + '  →  ' + tokLabel(t, c));
-      if (Tok.masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
+      if (masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
       for (const s of series) {
         const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
         Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[r * m + c]), s.color);

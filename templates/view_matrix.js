@@ -13,6 +13,8 @@
  * spec {li, mode, hs, focus, t, filter, gamma}. */
 function MatrixView(host, spec) {
   const { t } = spec;
+  const masked = Tok.maskFor(t, spec.li);
+  const win = Data.window(spec.li);
   const m = t.m;
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
@@ -27,7 +29,8 @@ function MatrixView(host, spec) {
     s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
   title.appendChild(el('h2', null, 'Matrix view · layer ' + Data.layers[spec.li] + ', ' + what));
   title.appendChild(el('span', 'sub', 'Rows: queries (attending), columns: keys (attended to). Hover a cell for its weight.' +
-    (Data.causal ? ' Hatched: masked (a key after its query; causal model).' : '')));
+    (Data.causal ? ' Hatched: masked (a key after its query; causal model' +
+      (win ? '; or ' + win + ' or more tokens before it: this layer\'s sliding window' : '') + ').' : '')));
   host.appendChild(title);
 
   const R = rows.length, C = cols.length;
@@ -70,7 +73,8 @@ function MatrixView(host, spec) {
   legend.append(el('span', null, '0'), lg, el('span', null, fmtAtt(scaleMax) + (spec.gamma !== 1 ? ' (√ scale)' : '')));
   if (Data.causal) {
     const ms = el('span', 'mx-masked');
-    ms.append(el('span', 'sw-masked'), document.createTextNode('masked (key after the query)'));
+    ms.append(el('span', 'sw-masked'), document.createTextNode('masked (key after the query' +
+      (win ? ', or outside this layer\'s ' + win + '-token window)' : ')')));
     legend.appendChild(ms);
   }
   wrap.appendChild(legend);
@@ -79,7 +83,7 @@ function MatrixView(host, spec) {
   const ctx = sizeCanvas(cv, W, Ht, 30e6);
   const octx = sizeCanvas(ov, W, Ht, 30e6);
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
-  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null);
+  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
   /* sentence boundary (first B token) on each axis */
   const bRow = rows.findIndex(g => tokSeg(t, g) === 1), bCol = cols.findIndex(g => tokSeg(t, g) === 1);
   /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
@@ -95,10 +99,18 @@ function MatrixView(host, spec) {
       else maskRuns.push({ r0: r, r1: r + 1, c0 });
     });
   }
-  /* rows are ascending too, so c0 only grows: the loop above is linear */
+  /* rows are ascending too, so c0 only grows: the loop above is linear.
+   * A sliding window also masks a prefix of each row's columns: [0, k). */
+  const windowRuns = [];
+  if (win) rows.forEach((g, r) => {
+    let k = 0;
+    while (k < C && cols[k] <= g && masked(g, cols[k])) k++;
+    if (k) windowRuns.push({ r, k });
+  });
   function paintMask(p, ox, oy) {
-    if (!maskRuns.length) return;
-    p.hatch(maskRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r0 * cell, (C - u.c0) * cell, (u.r1 - u.r0) * cell]), th.maskBg, th.maskLine);
+    const rects = maskRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r0 * cell, (C - u.c0) * cell, (u.r1 - u.r0) * cell])
+      .concat(windowRuns.map(u => [ox + labW, oy + labH + u.r * cell, u.k * cell, cell]));
+    if (rects.length) p.hatch(rects, th.maskBg, th.maskLine);
   }
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
@@ -144,7 +156,7 @@ function MatrixView(host, spec) {
     const gr = rows[r], gc = cols[c];
     Tip.show(ev.clientX, ev.clientY, box => {
       Tip.title(box, labels[gr] + '  →  ' + labels[gc]);
-      if (Tok.masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
+      if (masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
       else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
       Tip.sub(box, 'query ' + tokPos(t, gr) + ', key ' + tokPos(t, gc));
       if (Data.hasDisplay) Tip.sub(box, 'vocab: ' + t.groups[t.visible[gr]].vocab + '  →  ' + t.groups[t.visible[gc]].vocab);
@@ -161,7 +173,7 @@ function MatrixView(host, spec) {
       /* cells as rectangles (weight = opacity of the head color), then labels */
       const inv = scaleMax > 0 ? 1 / scaleMax : 0;
       rows.forEach((g, r) => cols.forEach((gc, c) => {
-        if (Tok.masked(g, gc)) return;
+        if (masked(g, gc)) return;
         let a = Math.min(1, s.mat[g * m + gc] * inv);
         if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
         if (a > 0.002) p.rect(pad + labW + c * cell, top + labH + r * cell, cell, cell, s.color, a);

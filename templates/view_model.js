@@ -79,7 +79,8 @@ function ModelView(host, spec) {
         ctx.globalAlpha = 1;
         drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
       } else {
-        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb);
+        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb,
+          Tok.maskFor(t, li));
         ctx.imageSmoothingEnabled = hc.width < S;
         ctx.imageSmoothingEnabled = false;
         ctx.drawImage(hc, 0, 0, S, S);

@@ -26,7 +26,7 @@ function NeuronView(host, spec, qk) {
   if (!rawRows.includes(qi)) qi = rawRows.length ? rawRows[0] : 0;
   /* the keys the query sees: every key, or (causal) those up to the query; a
    * prefix of rawCols, which is ascending. Masked keys are not listed. */
-  const keysFor = i => (Data.causal ? rawCols.filter(j => !Data.masked(i, j)) : rawCols);
+  const keysFor = i => (Data.causal ? rawCols.filter(j => !Data.masked(i, j, li)) : rawCols);
   let keys = keysFor(qi);
 
   const title = el('div', 'view-title');
