@@ -19,6 +19,7 @@
 #include "config.h"
 #include "util.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,6 +103,10 @@ static void add_special(Tokenizer *t, const char *name, int lstrip) {
 #define MAX_VOCAB_FILE (256u << 20)
 
 
+/* The WordPiece tokenizer from vocab lines in t->buf (len bytes, owned by t);
+ * vocab_path names them in messages. Frees t on failure. */
+static int load_vocab_lines(Tokenizer **out, Tokenizer *t, size_t len, const char *vocab_path, AvErr *e);
+
 int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
     *out = NULL;
     Tokenizer *t = calloc(1, sizeof *t);
@@ -112,6 +117,10 @@ int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e) {
         free(t);
         return -1;
     }
+    return load_vocab_lines(out, t, len, vocab_path, e);
+}
+
+static int load_vocab_lines(Tokenizer **out, Tokenizer *t, size_t len, const char *vocab_path, AvErr *e) {
 
     /* One token per line; a final line without '\n' still counts. */
     size_t n_lines = 0;
@@ -223,8 +232,83 @@ int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, To
     return 0;
 }
 
+/* A WordPiece tokenizer.json (BERT's): the same pipeline as vocab.txt's
+ * (BertNormalizer, BertPreTokenizer, WordPiece with "##", [CLS] A [SEP]), so
+ * its vocabulary goes to that loader; anything else in such a file is refused. */
+static int load_wordpiece_json(Tokenizer **out, const cJSON *root, const char *path, AvErr *e) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    const cJSON *pfx = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
+    const cJSON *ntype = cJSON_GetObjectItemCaseSensitive(norm, "type"), *ptype = cJSON_GetObjectItemCaseSensitive(pre, "type");
+    if (!cJSON_IsObject(vocab)) return av_err(e, "%s: WordPiece model without a vocab object", path);
+    if (!cJSON_IsString(ntype) || strcmp(ntype->valuestring, "BertNormalizer") || !cJSON_IsString(ptype) ||
+        strcmp(ptype->valuestring, "BertPreTokenizer") || (cJSON_IsString(pfx) && strcmp(pfx->valuestring, "##")))
+        return av_err(e, "%s: a WordPiece tokenizer.json is read as BERT's (BertNormalizer, BertPreTokenizer, \"##\"); "
+                      "this one differs", path);
+    const cJSON *lc = cJSON_GetObjectItemCaseSensitive(norm, "lowercase"), *sa = cJSON_GetObjectItemCaseSensitive(norm, "strip_accents");
+    int lower = cJSON_IsFalse(lc) ? 0 : 1;
+    /* strip_accents null follows lowercase, which is how the vocab.txt path behaves */
+    if ((cJSON_IsTrue(sa) && !lower) || (cJSON_IsFalse(sa) && lower))
+        return av_err(e, "%s: strip_accents differing from lowercase is not supported", path);
+    int n = cJSON_GetArraySize(vocab);
+    char **by_id = calloc((size_t)n + 1, sizeof *by_id);
+    if (!by_id) return av_err(e, "out of memory");
+    const cJSON *it;
+    size_t len = 0;
+    int rc = -1;
+    cJSON_ArrayForEach(it, vocab) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= n || by_id[it->valueint] ||
+            strchr(it->string, '\n')) {
+            av_err(e, "%s: vocab ids must be 0..%d, each once", path, n - 1);
+            goto done;
+        }
+        by_id[it->valueint] = it->string;
+        len += strlen(it->string) + 1;
+    }
+    Tokenizer *t = calloc(1, sizeof *t);
+    if (!t || !(t->buf = malloc(len + 1))) {
+        free(t);
+        av_err(e, "out of memory");
+        goto done;
+    }
+    t->lowercase = lower;
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(by_id[i]);
+        memcpy(t->buf + k, by_id[i], l);
+        t->buf[k + l] = '\n';
+        k += l + 1;
+    }
+    rc = load_vocab_lines(out, t, k, path, e);
+done:
+    free(by_id);
+    return rc;
+}
+
 int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e) {
     *out = NULL;
+    {
+        /* WordPiece files go to the WordPiece tokenizer */
+        char *buf;
+        size_t len;
+        if (av_read_file(tokenizer_json, 256u << 20, &buf, &len, e) != 0) return -1;
+        cJSON *root = cJSON_ParseWithLength(buf, len);
+        free(buf);
+        const cJSON *model = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
+        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(model, "type");
+        /* older files leave the type out; the Rust library then goes by the fields */
+        int wordpiece = cJSON_IsString(mt) ? !strcmp(mt->valuestring, "WordPiece")
+                                           : model && cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word") &&
+                                                 !cJSON_GetObjectItemCaseSensitive(model, "merges");
+        if (wordpiece) {
+            int rc = load_wordpiece_json(out, root, tokenizer_json, e);
+            cJSON_Delete(root);
+            return rc;
+        }
+        cJSON_Delete(root);
+    }
     Tokenizer *t = calloc(1, sizeof *t);
     if (!t) return av_err(e, "out of memory");
     t->style = TOK_STYLE_JSON;

@@ -1021,6 +1021,7 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const char *mtype = model ? jstr(model, "type") : NULL;
     if (!cJSON_IsObject(model)) return fail(e, name, "no \"model\" object");
+    if (!mtype && cJSON_GetObjectItemCaseSensitive(model, "merges")) mtype = "BPE"; /* older files: typed by their fields */
     if (!mtype || strcmp(mtype, "BPE"))
         return av_err(e, "%s: model type \"%.40s\" is not supported (attnviz reads BPE tokenizer.json files)", name,
                       mtype ? mtype : "?");

@@ -195,7 +195,7 @@ START_TEST(bad_files_are_refused_naming_the_component) {
     j = make_json("null", "{\"type\":\"CharDelimiterSplit\"}", "null", "[]", "");
     ck_assert_ptr_nonnull(strstr(load_error(j), "pre-tokenizer \"CharDelimiterSplit\" is not supported"));
     free(j);
-    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}}}"), "model type \"WordPiece\""));
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}"), "model type \"Unigram\""));
     ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}"),
                                  "names a token not in the vocabulary"));
     ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-4},\"merges\":[]}}"),
@@ -220,6 +220,22 @@ START_TEST(invalid_utf8_text_is_refused_with_its_offset) {
 }
 END_TEST
 
+START_TEST(wordpiece_files_read_as_berts_tokenizer) {
+    static const char *j =
+        "{\"normalizer\":{\"type\":\"BertNormalizer\",\"lowercase\":true,\"strip_accents\":null},"
+        "\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","
+        "\"continuing_subword_prefix\":\"##\",\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,\"un\":4,"
+        "\"##aff\":5,\"##able\":6,\"cafe\":7}}}";
+    Tokenizer *t = load(j);
+    /* lower-cased and accents stripped (BertNormalizer), pieces marked ##, [CLS] ... [SEP] */
+    ck_assert_str_eq(ids_of(t, "UnAffable CAF\xc3\x89", 0), "2,4,5,6,7,3");
+    tok_free(t);
+    ck_assert_ptr_nonnull(strstr(load_error("{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Metaspace\"},"
+                                            "\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}}}"),
+                                 "this one differs"));
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("tokjson");
     TCase *c = tcase_create("core");
@@ -231,6 +247,7 @@ Suite *make_suite(void) {
     tcase_add_test(c, ignore_merges_takes_a_whole_pretoken_from_the_vocab);
     tcase_add_test(c, bad_files_are_refused_naming_the_component);
     tcase_add_test(c, invalid_utf8_text_is_refused_with_its_offset);
+    tcase_add_test(c, wordpiece_files_read_as_berts_tokenizer);
     suite_add_tcase(s, c);
     return s;
 }

