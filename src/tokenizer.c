@@ -356,8 +356,9 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
     int bpe_family = mt && (!strcmp(mt, "gpt2") || !strcmp(mt, "roberta"));
     int rc = -1;
     snprintf(hint->used, sizeof hint->used, "%s", dir);
-    if (!bert_family && !bpe_family && (mt || (!vocab_txt && !vocab_json))) {
-        /* decoders (and folders with nothing else) read tokenizer.json */
+    /* decoders, folders with nothing else, and encoder folders that ship only tokenizer.json */
+    if ((!bert_family && !bpe_family && (mt || (!vocab_txt && !vocab_json))) ||
+        (tjson && ((bert_family && !vocab_txt) || (bpe_family && (!vocab_json || !merges))))) {
         if (!tjson) {
             av_err(e, "%s: no tokenizer.json in the model folder%s%s", dir, mt ? " (a " : "", mt ? mt : "");
             if (mt) snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg), " model needs it)");
