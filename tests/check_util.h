@@ -4,8 +4,10 @@
 #define ATTNVIZ_CHECK_UTIL_H
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 Suite *make_suite(void);
@@ -46,6 +48,15 @@ static inline float max_abs_diff(const float *a, const float *b, size_t n) {
 static inline void transpose(float *t, const float *m, int rows, int cols) {
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) t[(size_t)j * rows + i] = m[(size_t)i * cols + j];
+}
+
+/* Writes content to a new temporary file; its name goes to path. */
+static inline void write_temp(char path[64], const char *content, size_t len) {
+    strcpy(path, "/tmp/attnviz_test_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
+    ck_assert_int_eq(write(fd, content, len), (ssize_t)len);
+    close(fd);
 }
 
 int main(void) {

@@ -28,13 +28,6 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static void write_temp(char path[64], const char *content, size_t len) {
-    strcpy(path, "/tmp/attnviz_bpe_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
-    ck_assert_int_eq(write(fd, content, len), (ssize_t)len);
-    close(fd);
-}
 
 static int gpt2_present(void) {
     struct stat st;

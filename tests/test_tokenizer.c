@@ -23,13 +23,6 @@
 /* ---- helpers ----------------------------------------------------------- */
 
 /* Writes `content` to a fresh temp file; the caller unlinks path. */
-static void write_temp(char path[64], const char *content, size_t len) {
-    strcpy(path, "/tmp/attnviz_vocab_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
-    ck_assert_int_eq(write(fd, content, len), (ssize_t)len);
-    close(fd);
-}
 
 /* A small uncased-style vocab for behaviour tests; ids are line numbers. */
 static const char *SMALL_VOCAB =
