@@ -20,7 +20,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import gguf  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from transformers import AutoModelForCausalLM, LlamaConfig  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
 
 T = gguf.GGMLQuantizationType
 TYPES = [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, T.Q5_K, T.Q6_K]
@@ -31,7 +32,11 @@ NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": 
          "lm_head.weight": "output.weight"}
 BLOCK = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
          "self_attn.o_proj": "attn_output", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
-         "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+         "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+         "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+# the other architectures, in F32 and Q8_0: Qwen2 (q/k/v biases, rows not permuted) and Qwen3
+# (per-head q/k norms, head_dim given apart)
+ARCHS = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config"}
 
 
 def gguf_name(hf):
@@ -60,8 +65,8 @@ def random_kquant(t, rows, cols, rng):
     return blocks.reshape(rows, -1)
 
 
-def write(path, sd, t, rng):
-    w = gguf.GGUFWriter(path, "llama")
+def write(path, sd, t, rng, arch="llama"):
+    w = gguf.GGUFWriter(path, arch)
     w.add_block_count(CFG["num_hidden_layers"])
     w.add_context_length(CFG["max_position_embeddings"])
     w.add_embedding_length(CFG["hidden_size"])
@@ -70,7 +75,10 @@ def write(path, sd, t, rng):
     w.add_head_count_kv(CFG["num_key_value_heads"])
     w.add_rope_freq_base(CFG["rope_theta"])
     w.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
-    w.add_rope_dimension_count(CFG["hidden_size"] // CFG["num_attention_heads"])
+    w.add_rope_dimension_count(128 if arch == "qwen3" else CFG["hidden_size"] // CFG["num_attention_heads"])
+    if arch == "qwen3":
+        w.add_key_length(128)
+        w.add_value_length(128)
     w.add_vocab_size(CFG["vocab_size"])
     # a minimal llama-style tokenizer: transformers builds one from any GGUF it loads
     w.add_tokenizer_model("llama")
@@ -81,9 +89,9 @@ def write(path, sd, t, rng):
     w.add_eos_token_id(2)
     for name, v in sd.items():
         a = v.float().numpy()
-        if "q_proj" in name:
+        if arch == "llama" and "q_proj" in name:
             a = permute(a, CFG["num_attention_heads"])
-        elif "k_proj" in name:
+        elif arch == "llama" and "k_proj" in name:
             a = permute(a, CFG["num_key_value_heads"])
         if a.ndim == 1 or t == T.F32:
             w.add_tensor(gguf_name(name), a.astype(np.float32))
@@ -97,6 +105,24 @@ def write(path, sd, t, rng):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def make_model(arch):
+    torch.manual_seed(11)
+    # Qwen3's head_dim is 128 apart from hidden/heads, as in the real models (transformers reads a
+    # qwen3 GGUF with that default)
+    extra = {"head_dim": 128} if arch == "qwen3" else {}
+    cfg = getattr(transformers, ARCHS[arch])(**CFG, **extra)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_((0.0 if "bias" in name else 1.0) + 0.1 * torch.randn_like(p))
+            elif "q_proj" in name or "k_proj" in name:
+                p.normal_(0, 0.05)
+            else:
+                p.normal_(0, 0.05)
+    return model.state_dict()
 
 
 def ours(fwd, path, ids, prefix):
@@ -118,17 +144,7 @@ def theirs(path, ids):
 def main():
     fwd, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    torch.manual_seed(11)
-    model = AutoModelForCausalLM.from_config(LlamaConfig(**CFG), attn_implementation="eager").float().eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() == 1:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif "q_proj" in name or "k_proj" in name:
-                p.normal_(0, 0.05)
-            else:
-                p.normal_(0, 0.05)
-    sd = model.state_dict()
+    sd = make_model("llama")
     rng = np.random.default_rng(5)
     ids_set = [[5], list(rng.integers(0, 256, 20)), list(rng.integers(0, 256, 100))]
     ids_set = [[int(x) for x in ids] for ids in ids_set]
@@ -164,6 +180,22 @@ def main():
             peak = float(np.mean([a.max(axis=-1).mean() for a in f32_attn[1:]]))
             print(f"{'PASS' if good else 'FAIL'} gguf_synth_Q8_0_near_F32: attention max |diff| {d:.2e} "
                   f"from the F32 file's (tol 1e-2), mean |diff| {mean:.1e} (mean row max of the F32 attention {peak:.2f})")
+    for arch in ("qwen2", "qwen3"):
+        sd = make_model(arch)
+        for t in (T.F32, T.Q8_0):
+            path = os.path.join(work, f"synth-{arch}-{t.name}.gguf")
+            write(path, sd, t, rng, arch)
+            try:
+                worst = max(float(np.abs(ours(fwd, path, ids, os.path.join(work, "out")) - theirs(path, ids)).max())
+                            for ids in ids_set)
+            except Exception as ex:
+                print(f"FAIL gguf_synth_{arch}_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
+                ok = False
+                continue
+            good = worst <= 1e-4
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'} gguf_synth_{arch}_{t.name}: attention vs transformers on the same file, "
+                  f"max |diff| {worst:.2e} (tol 1e-4)")
     return 0 if ok else 1
 
 
