@@ -9,7 +9,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ModelConfig c;
     AvErr e;
     if (cfg_parse(&c, (const char *)data, size, "config.json", &e) == 0) {
-        if (c.hidden_size <= 0 || c.num_heads <= 0 || c.hidden_size % c.num_heads) __builtin_trap();
+        /* what cfg_validate promises the engine (decoders may give head_dim apart from hidden / heads) */
+        if (c.hidden_size <= 0 || c.num_heads <= 0 || c.head_dim <= 0 || c.num_kv_heads <= 0 ||
+            c.num_heads % c.num_kv_heads || (c.pos == POS_ROPE && c.head_dim % 2) ||
+            (c.pos == POS_TABLE && c.head_dim * c.num_heads != c.hidden_size))
+            __builtin_trap();
     }
     return 0;
 }
