@@ -1,5 +1,7 @@
 /* tokgguf.c — the tokenizer a GGUF file carries, built as transformers builds
  * it from the same file (AutoTokenizer.from_pretrained(..., gguf_file=...)):
+ * a SentencePiece-style BPE ("llama" model: tokens as spelled, merges
+ * recovered from the scores, byte fallback, Metaspace, BOS first) or
  * a byte-level BPE ("gpt2" model) from tokenizer.ggml.tokens and .merges,
  * tokens outside the byte alphabet respelled in it, control tokens (type 3)
  * as special added tokens and user-defined ones (type 4) as plain added
@@ -8,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -45,6 +48,130 @@ static char *respell(const char *s, size_t n) {
     return out;
 }
 
+/* Whether token i is the file's BOS, EOS or UNK: transformers registers those as special tokens. */
+static int is_named_special(const GgufFile *f, uint64_t i) {
+    static const char *const keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                       "tokenizer.ggml.unknown_token_id"};
+    for (size_t k = 0; k < 3; k++) {
+        uint32_t id;
+        if (gguf_find_kv(f, keys[k]) && gguf_get_u32(f, keys[k], &id, NULL) == 0 && id == i) return 1;
+    }
+    return 0;
+}
+
+/* A token spelling -> id table over the GGUF image's strings. */
+typedef struct {
+    const char **s;
+    size_t *n;
+    int32_t *slot;
+    size_t mask;
+} Spell;
+
+static uint32_t spell_hash(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static int spell_find(const Spell *t, const char *s, size_t n) {
+    for (size_t i = spell_hash(s, n) & t->mask;; i = (i + 1) & t->mask) {
+        int32_t id = t->slot[i];
+        if (id < 0) return -1;
+        if (t->n[id] == n && !memcmp(t->s[id], s, n)) return id;
+    }
+}
+
+typedef struct {
+    int32_t l, r;        /* ids of the two pieces */
+    float score;         /* the merged token's score */
+    int32_t len_l, len_r; /* in characters */
+    int64_t order;       /* position before sorting: the sort is stable */
+} GenMerge;
+
+static int gen_cmp(const void *a, const void *b) {
+    const GenMerge *x = a, *y = b;
+    /* transformers' generate_merges: score, then the pieces' lengths, all descending; stable */
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->len_l != y->len_l) return x->len_l > y->len_l ? -1 : 1;
+    if (x->len_r != y->len_r) return x->len_r > y->len_r ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int32_t utf8_chars(const char *s, size_t n) {
+    int32_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* SentencePiece files carry scores, not merges: transformers recovers the merges
+ * (generate_merges): every split of a token into two tokens, ranked by the whole
+ * token's score. Appends [left, right] pairs to mlist. */
+static int generate_merges(const GgufKV *toks, const GgufKV *scores, cJSON *mlist, const char *path, AvErr *e) {
+    const size_t n = (size_t)toks->arr_n;
+    Spell t = {0};
+    size_t cap = 16;
+    while (cap < 2 * n + 2) cap *= 2;
+    t.s = malloc(n * sizeof *t.s), t.n = malloc(n * sizeof *t.n), t.slot = malloc(cap * sizeof *t.slot), t.mask = cap - 1;
+    GenMerge *gm = NULL;
+    size_t ng = 0, gcap = 0;
+    int rc = -1;
+    if (!t.s || !t.n || !t.slot) goto oom;
+    memset(t.slot, 0xff, cap * sizeof *t.slot);
+    for (size_t i = 0; i < n; i++) {
+        if (gguf_arr_str(toks, i, &t.s[i], &t.n[i], e)) goto bad;
+        if (spell_find(&t, t.s[i], t.n[i]) >= 0) continue; /* a repeat keeps the first id */
+        size_t j = spell_hash(t.s[i], t.n[i]) & t.mask;
+        while (t.slot[j] >= 0) j = (j + 1) & t.mask;
+        t.slot[j] = (int32_t)i;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double sc;
+        if (gguf_kv_num(scores, i, &sc, e)) goto bad;
+        size_t first = ng;
+        for (size_t k = 1; k < t.n[i]; k++) {
+            if (((unsigned char)t.s[i][k] & 0xC0) == 0x80) continue; /* split between characters */
+            int l = spell_find(&t, t.s[i], k), r = spell_find(&t, t.s[i] + k, t.n[i] - k);
+            if (l < 0 || r < 0) continue;
+            if (ng == gcap) {
+                gcap = gcap ? gcap * 2 : 1024;
+                GenMerge *g2 = realloc(gm, gcap * sizeof *g2);
+                if (!g2) goto oom;
+                gm = g2;
+            }
+            gm[ng++] = (GenMerge){l, r, (float)sc, utf8_chars(t.s[i], k), utf8_chars(t.s[i] + k, t.n[i] - k), 0};
+        }
+        /* within a token, by the pieces' ids */
+        for (size_t a = first + 1; a < ng; a++)
+            for (size_t b = a; b > first && (gm[b - 1].l > gm[b].l || (gm[b - 1].l == gm[b].l && gm[b - 1].r > gm[b].r)); b--) {
+                GenMerge x = gm[b];
+                gm[b] = gm[b - 1], gm[b - 1] = x;
+            }
+    }
+    for (size_t i = 0; i < ng; i++) gm[i].order = (int64_t)i;
+    if (ng) qsort(gm, ng, sizeof *gm, gen_cmp);
+    for (size_t i = 0; i < ng; i++) {
+        cJSON *pair = cJSON_CreateArray();
+        char *a = strndup(t.s[gm[i].l], t.n[gm[i].l]), *b = strndup(t.s[gm[i].r], t.n[gm[i].r]);
+        int ok = pair && a && b && cJSON_AddItemToArray(pair, cJSON_CreateString(a)) &&
+                 cJSON_AddItemToArray(pair, cJSON_CreateString(b)) && cJSON_AddItemToArray(mlist, pair);
+        free(a), free(b);
+        if (!ok) {
+            cJSON_Delete(pair);
+            goto oom;
+        }
+    }
+    rc = 0;
+    goto done;
+oom:
+    av_err(e, "%s: out of memory recovering the merges", path);
+    goto done;
+bad:
+    av_err_prefix(e, "%s", path);
+done:
+    free(t.s), free(t.n), free(t.slot), free(gm);
+    return rc;
+}
+
 static cJSON *item(const char *kind, const char *id, int type_id) {
     cJSON *o = cJSON_CreateObject(), *in = cJSON_CreateObject();
     if (!o || !in || !cJSON_AddStringToObject(in, "id", id) || !cJSON_AddNumberToObject(in, "type_id", type_id) ||
@@ -61,21 +188,30 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
     const char *model, *pre = "";
     size_t ml, pl = 0;
     if (gguf_get_str(f, "tokenizer.ggml.model", &model, &ml, e) != 0) return av_err_prefix(e, "%s", path);
-    if (!(ml == 4 && !memcmp(model, "gpt2", 4)))
-        return av_err(e, "%s: tokenizer model \"%.*s\" is not supported yet (attnviz reads byte-level \"gpt2\" GGUF "
-                      "tokenizers)", path, (int)(ml < 40 ? ml : 40), model);
+    const int spm = ml == 5 && !memcmp(model, "llama", 5);
+    if (!(ml == 4 && !memcmp(model, "gpt2", 4)) && !spm)
+        return av_err(e, "%s: tokenizer model \"%.*s\" is not supported yet (attnviz reads the \"gpt2\" and \"llama\" "
+                      "GGUF tokenizers)", path, (int)(ml < 40 ? ml : 40), model);
     if (gguf_find_kv(f, "tokenizer.ggml.pre") && gguf_get_str(f, "tokenizer.ggml.pre", &pre, &pl, e) != 0)
         return av_err_prefix(e, "%s", path);
     const GgufKV *toks = gguf_find_kv(f, "tokenizer.ggml.tokens"), *merges = gguf_find_kv(f, "tokenizer.ggml.merges");
     const GgufKV *types = gguf_find_kv(f, "tokenizer.ggml.token_type");
-    if (!toks || toks->type != GGUF_V_ARRAY || toks->arr_type != GGUF_V_STRING || !merges ||
-        merges->type != GGUF_V_ARRAY || merges->arr_type != GGUF_V_STRING)
-        return av_err(e, "%s: tokenizer.ggml.tokens and tokenizer.ggml.merges must be string arrays", path);
-    if (toks->arr_n > 16777216 || merges->arr_n > 16777216) return av_err(e, "%s: tokenizer too large", path);
+    const GgufKV *scores = gguf_find_kv(f, "tokenizer.ggml.scores");
+    if (!toks || toks->type != GGUF_V_ARRAY || toks->arr_type != GGUF_V_STRING ||
+        (merges && (merges->type != GGUF_V_ARRAY || merges->arr_type != GGUF_V_STRING)))
+        return av_err(e, "%s: tokenizer.ggml.tokens (and .merges) must be string arrays", path);
+    if (!merges && !spm) return av_err(e, "%s: a gpt2 tokenizer needs tokenizer.ggml.merges", path);
+    if (!merges && (!scores || scores->type != GGUF_V_ARRAY || scores->arr_n != toks->arr_n))
+        return av_err(e, "%s: a llama tokenizer without merges needs one tokenizer.ggml.scores entry per token", path);
+    if (toks->arr_n > 16777216 || (merges && merges->arr_n > 16777216)) return av_err(e, "%s: tokenizer too large", path);
     if (types && (types->type != GGUF_V_ARRAY || types->arr_n != toks->arr_n))
         return av_err(e, "%s: tokenizer.ggml.token_type must give one type per token", path);
-    int add_bos = 0;
+    int add_bos = spm; /* transformers: llama tokenizers add BOS unless the file says otherwise */
     uint32_t bos = 0;
+    int prefix_space = 1;
+    if (gguf_find_kv(f, "tokenizer.ggml.add_space_prefix") &&
+        gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", &prefix_space, e))
+        return av_err_prefix(e, "%s", path);
     if (gguf_find_kv(f, "tokenizer.ggml.add_bos_token") && gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &add_bos, e))
         return av_err_prefix(e, "%s", path);
     if (add_bos && gguf_get_u32(f, "tokenizer.ggml.bos_token_id", &bos, e)) return av_err_prefix(e, "%s", path);
@@ -94,22 +230,23 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
             av_err(e, "%s: token %llu is empty or holds a NUL byte", path, (unsigned long long)i);
             goto done;
         }
-        int alpha = in_alphabet(s, n);
+        int alpha = spm || in_alphabet(s, n);
         name = alpha ? strndup(s, n) : respell(s, n);
         if (!name) goto oom;
         if (!cJSON_AddNumberToObject(vocab, name, (double)i)) goto oom;
         /* control (3) tokens become special added tokens, unless spelled outside the byte
          * alphabet (a llama.cpp mislabel transformers skips); user-defined (4) plain ones */
-        if ((ty == 3 && alpha) || ty == 4) {
+        int named_special = spm && is_named_special(f, i);
+        if ((ty == 3 && alpha) || ty == 4 || named_special) {
             cJSON *a = cJSON_CreateObject();
             if (!a || !cJSON_AddItemToArray(added, a) || !cJSON_AddNumberToObject(a, "id", (double)i) ||
-                !cJSON_AddStringToObject(a, "content", name) || !cJSON_AddBoolToObject(a, "special", ty == 3))
+                !cJSON_AddStringToObject(a, "content", name) || !cJSON_AddBoolToObject(a, "special", ty != 4))
                 goto oom;
         }
         free(name);
         name = NULL;
     }
-    for (uint64_t i = 0; i < merges->arr_n; i++) {
+    for (uint64_t i = 0; merges && i < merges->arr_n; i++) {
         const char *s;
         size_t n;
         if (gguf_arr_str(merges, i, &s, &n, e)) goto prefixed;
@@ -117,7 +254,9 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
         free(name);
         name = NULL;
     }
+    if (!merges && generate_merges(toks, scores, mlist, path, e) != 0) goto done;
     if (!cJSON_AddStringToObject(m, "type", "BPE") || !cJSON_AddItemToObject(m, "vocab", vocab)) goto oom;
+    if (spm && (!cJSON_AddBoolToObject(m, "byte_fallback", 1) || !cJSON_AddBoolToObject(m, "fuse_unk", 1))) goto oom;
     vocab = NULL;
     if (!cJSON_AddItemToObject(m, "merges", mlist)) goto oom;
     mlist = NULL;
@@ -131,7 +270,13 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
     const char *regex = NULL;
     for (size_t k = 0; k < sizeof SPLITS / sizeof SPLITS[0]; k++)
         if (strlen(SPLITS[k].pre) == pl && !memcmp(pre, SPLITS[k].pre, pl)) regex = SPLITS[k].regex;
-    if (regex) {
+    if (spm) {
+        /* LlamaTokenizer's: spaces as ▁, one prefixed to the text's start (unless the file says no), no split */
+        if (!cJSON_AddStringToObject(pt, "type", "Metaspace") || !cJSON_AddStringToObject(pt, "replacement", "\xe2\x96\x81") ||
+            !cJSON_AddStringToObject(pt, "prepend_scheme", prefix_space ? "first" : "never") ||
+            !cJSON_AddBoolToObject(pt, "split", 0))
+            goto oom;
+    } else if (regex) {
         cJSON *seq = cJSON_AddArrayToObject(pt, "pretokenizers"), *sp = cJSON_CreateObject(), *bl = cJSON_CreateObject();
         if (!cJSON_AddStringToObject(pt, "type", "Sequence") || !seq || !sp || !bl || !cJSON_AddItemToArray(seq, sp) ||
             !cJSON_AddItemToArray(seq, bl) || !cJSON_AddStringToObject(sp, "type", "Split") ||

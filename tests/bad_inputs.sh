@@ -274,8 +274,10 @@ mkgguf "$G" 'tensors["blk.0.attn_k.weight"] = [H, 8]'
 case_ gguf_wrong_shape 1 "tensor 'blk.0.attn_k.weight' has shape \[8, 8\]; its metadata implies \[4, 8\]" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv["llama.block_count"] = ("u", 100000)'
 case_ gguf_absurd_hyperparameters 1 "a hyper-parameter in the metadata is out of range" -- --model "$G" "${Q[@]}" hi
-mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "llama")'
-case_ gguf_unsupported_tokenizer 1 "tokenizer model \"llama\" is not supported yet" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "t5")'
+case_ gguf_unsupported_tokenizer 1 "tokenizer model \"t5\" is not supported yet" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "llama"); del kv["tokenizer.ggml.merges"]'
+case_ gguf_llama_tokenizer_without_scores 1 "a llama tokenizer without merges needs one tokenizer.ggml.scores entry per token" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 echo "INFO bad-input catalog: $n_case cases"

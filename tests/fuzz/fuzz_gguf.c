@@ -1,11 +1,13 @@
-/* libFuzzer target: the GGUF parser on arbitrary file images, and both
- * dequantizers on the first rows of every accepted tensor (fast == naive). */
+/* libFuzzer target: the GGUF parser on arbitrary file images, both
+ * dequantizers on the first rows of every accepted tensor (fast == naive),
+ * and the tokenizer built from the metadata (tokgguf.c), encoding a fixed text. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "gguf.h"
 #include "quant.h"
+#include "tokenizer.h"
 
 enum { MAX_WIDE = 4096 };
 
@@ -58,6 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (kv->type == GGUF_V_STRING &&
                 (gguf_get_str(&f, kv->key, &s, &n, &e) != 0 || (const uint8_t *)s + n > data + size)) __builtin_trap();
             (void)gguf_kv_num(kv, 0, &d, &e);
+        }
+        Tokenizer *tok = NULL;
+        if (tok_load_gguf(&tok, &f, "fuzz.gguf", &e) == 0) {
+            static const char text[] = "Hello <s>world</s> 12345 caf\xc3\xa9  \n";
+            TokEncoding enc;
+            if (tok_encode(tok, text, sizeof text - 1, NULL, 0, 64, &enc, &e) == 0) tok_encoding_free(&enc);
+            tok_free(tok);
         }
         gguf_close(&f);
     }

