@@ -32,7 +32,7 @@ TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
 VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
 
-.PHONY: all test test-asan unit-tests demo demo-model weights bench install uninstall clean deps deps-test fuzz
+.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz
 
 all: $(BIN) demo-model
 
