@@ -33,10 +33,9 @@ typedef struct {
     int type_id;
 } TjItem;
 
-/* Reads tokenizer.json at path (name in messages); one line naming the file
- * and the component for anything unsupported or malformed. */
-int tj_load_file(TjTokenizer **out, const char *path, AvErr *e);
-/* The same from a parsed document (GGUF metadata builds one). */
+/* Builds the tokenizer from a parsed tokenizer.json (tok_load_json reads the
+ * file; GGUF metadata builds a document); name is used in messages: one line
+ * naming the file and the component for anything unsupported or malformed. */
 int tj_load_cjson(TjTokenizer **out, const struct cJSON *root, const char *name, AvErr *e);
 void tj_free(TjTokenizer *t);
 

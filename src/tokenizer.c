@@ -289,36 +289,25 @@ done:
 
 int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e) {
     *out = NULL;
-    {
-        /* WordPiece files go to the WordPiece tokenizer */
-        char *buf;
-        size_t len;
-        if (av_read_file(tokenizer_json, 256u << 20, &buf, &len, e) != 0) return -1;
-        cJSON *root = cJSON_ParseWithLength(buf, len);
-        free(buf);
-        const cJSON *model = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
-        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(model, "type");
-        /* older files leave the type out; the Rust library then goes by the fields */
-        int wordpiece = cJSON_IsString(mt) ? !strcmp(mt->valuestring, "WordPiece")
-                                           : model && cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word") &&
-                                                 !cJSON_GetObjectItemCaseSensitive(model, "merges");
-        if (wordpiece) {
-            int rc = load_wordpiece_json(out, root, tokenizer_json, e);
-            cJSON_Delete(root);
-            return rc;
-        }
-        cJSON_Delete(root);
-    }
-    Tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return av_err(e, "out of memory");
-    t->style = TOK_STYLE_JSON;
-    t->unk = t->cls = t->sep = -1;
-    if (tj_load_file(&t->tj, tokenizer_json, e) != 0) {
-        free(t);
-        return -1;
-    }
-    *out = t;
-    return 0;
+    char *buf;
+    size_t len;
+    if (av_read_file(tokenizer_json, 256u << 20, &buf, &len, e) != 0) return -1;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    if (!root) return av_err(e, "%s: not valid JSON", tokenizer_json);
+    int rc;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(model, "type");
+    /* older files leave the type out; the Rust library then goes by the fields */
+    int wordpiece = cJSON_IsString(mt) ? !strcmp(mt->valuestring, "WordPiece")
+                                       : model && cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word") &&
+                                             !cJSON_GetObjectItemCaseSensitive(model, "merges");
+    TjTokenizer *tj;
+    if (!cJSON_IsObject(root)) rc = av_err(e, "%s: not a JSON object", tokenizer_json);
+    else if (wordpiece) rc = load_wordpiece_json(out, root, tokenizer_json, e); /* BERT's pipeline, tokenizer.c's */
+    else rc = tj_load_cjson(&tj, root, tokenizer_json, e) != 0 ? -1 : tok_from_tj(out, tj, e);
+    cJSON_Delete(root);
+    return rc;
 }
 
 int tok_from_tj(Tokenizer **out, TjTokenizer *tj, AvErr *e) {

@@ -19,7 +19,6 @@
 
 #define TJ_MAX_STEPS 16
 #define TJ_MAX_TEMPLATE 8
-#define TJ_MAX_FILE (256u << 20)
 
 /* ---------------------------------------------------------------- types */
 
@@ -77,8 +76,6 @@ struct TjTokenizer {
     int n_pre;
     Added *added;
     int n_added;
-    size_t max_added;
-    unsigned char added_first[256];
     int *by_first[256];       /* added tokens by first byte, longest first */
     int n_by_first[256];
     TjItem single[TJ_MAX_TEMPLATE], pair[2 * TJ_MAX_TEMPLATE];
@@ -1010,8 +1007,6 @@ static int parse_added(TjTokenizer *t, const cJSON *list, const char *name, AvEr
         a->lstrip = jbool(it, "lstrip", 0), a->rstrip = jbool(it, "rstrip", 0), a->single_word = jbool(it, "single_word", 0);
         if (set_token(t, a->id, a->s, a->len, name, e)) return -1;
         if (a->special) t->special[a->id] = 1;
-        t->added_first[(unsigned char)a->s[0]] = 1;
-        if (a->len > t->max_added) t->max_added = a->len;
     }
     return 0;
 }
@@ -1147,19 +1142,6 @@ oom:
 fail:
     tj_free(t);
     return -1;
-}
-
-int tj_load_file(TjTokenizer **out, const char *path, AvErr *e) {
-    char *buf;
-    size_t len;
-    *out = NULL;
-    if (av_read_file(path, TJ_MAX_FILE, &buf, &len, e) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
-    free(buf);
-    if (!root) return av_err(e, "%s: not valid JSON", path);
-    int rc = cJSON_IsObject(root) ? tj_load_cjson(out, root, path, e) : av_err(e, "%s: not a JSON object", path);
-    cJSON_Delete(root);
-    return rc;
 }
 
 void tj_free(TjTokenizer *t) {
