@@ -65,7 +65,8 @@ typedef struct {
     float *gateT;  /* (intermediate, n) gated MLPs only */
     float *scores; /* (n_threads, n, n) used when attention is not captured */
     float *rope_cos, *rope_sin; /* (head_dim / 2, n) rotary families only */
-    float *widen;  /* (n_threads, KERN_WIDEN_ROWS, max_in) weights widened per tile */
+    float *widen;  /* (n_threads, widen_len) weights widened per tile */
+    size_t widen_len; /* KERN_WIDEN_ROWS rows of the widest product input (max_in) */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
     Pool *pool;    /* worker threads, or NULL */
 } RunState;

@@ -53,8 +53,7 @@ static void mat_part(void *arg, int t, int T) {
 static int products(RunState *s, const float *xT, int n, int count, const Linear *const *lin, float *const *yT,
                     int act, int glu, ActKind glu_act, const Model *m, AvErr *e) {
     MatTask task = {.xT = xT, .n = n, .count = count, .act = act, .glu = glu, .glu_act = glu_act, .widen = s->widen,
-                    .widen_len = (size_t)KERN_WIDEN_ROWS * (size_t)(m->max_in > m->cfg.hidden_size ? m->max_in
-                                                                                                  : m->cfg.hidden_size)};
+                    .widen_len = s->widen_len};
     for (int k = 0; k < count; k++) task.lin[k] = lin[k], task.yT[k] = yT[k];
     atomic_init(&task.failed, 0);
     pool_run(s->pool, mat_part, &task);

@@ -482,9 +482,8 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
         bad |= !s->rope_cos || !s->rope_sin;
     }
     s->scores = alloc_floats((size_t)s->n_threads * n * n);
-    /* an embedding row is widened there too */
-    size_t widen = (size_t)KERN_WIDEN_ROWS * (size_t)(m->max_in > c->hidden_size ? m->max_in : c->hidden_size);
-    s->widen = alloc_floats((size_t)s->n_threads * widen);
+    s->widen_len = (size_t)KERN_WIDEN_ROWS * (size_t)m->max_in;
+    s->widen = alloc_floats((size_t)s->n_threads * s->widen_len);
     if (bad || !s->scores || !s->widen) {
         model_runstate_free(s);
         return av_err(e, "out of memory for run state (%d tokens)", max_tokens);
