@@ -52,6 +52,8 @@ void kern_set_gemm_tiled(int on);
  * scratch: KERN_WIDEN_ROWS * in floats when lin->type is not F32, else unused.
  * Returns -1 only when a quantized row cannot be widened (corrupt weights). */
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch);
+/* dst (cols, rows) = src (rows, cols)^T */
+void kern_transpose(float *dst, const float *src, int rows, int cols);
 /* y (n, out) = x (n, in) @ W^T + b, reading W element by element from any layout and type. */
 void kern_linear_naive(float *y, const float *x, const Linear *lin, int n);
 /* y (n, out) = x (n, in) @ w (out, in)^T + b (out) */

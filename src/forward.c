@@ -117,12 +117,6 @@ typedef struct {
     AttnRule rule;
 } HeadTask;
 
-/* dst (cols, rows) = src (rows, cols)^T */
-static void transpose(float *dst, const float *src, int rows, int cols) {
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
-}
-
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
     const int n = w->n, dh = w->dh;
@@ -130,8 +124,8 @@ static void head_part(void *arg, int t, int T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * n;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
         if (cap && cap->q) {
-            transpose(cap_q(cap, w->layer, h), w->qT + qoff, dh, n); // (n, dh)
-            transpose(cap_k(cap, w->layer, h), w->kT + kvoff, dh, n);
+            kern_transpose(cap_q(cap, w->layer, h), w->qT + qoff, dh, n); // (n, dh)
+            kern_transpose(cap_k(cap, w->layer, h), w->kT + kvoff, dh, n);
         }
         float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
         kern_attention(probs, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, w->kT + kvoff,

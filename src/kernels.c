@@ -88,8 +88,7 @@ static int view_rows(const Linear *lin, int r0, int r1, float *scratch, RowsView
     return 0;
 }
 
-/* dst (cols, rows) = src (rows, cols)^T */
-static void transpose(float *dst, const float *src, int rows, int cols) {
+void kern_transpose(float *dst, const float *src, int rows, int cols) {
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
 }
@@ -120,7 +119,7 @@ static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n,
     const int in = lin->in;
     float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
     if (!x) return 1;
-    transpose(x, xT, in, n);
+    kern_transpose(x, xT, in, n);
     float yt[FEW_TOKENS * TILE_ROWS]; // (n, tr) tile
     for (int r = r0; r < r1; r += TILE_ROWS) {
         int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
