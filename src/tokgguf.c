@@ -48,15 +48,15 @@ static char *respell(const char *s, size_t n) {
     return out;
 }
 
-/* Whether token i is the file's BOS, EOS or UNK: transformers registers those as special tokens. */
-static int is_named_special(const GgufFile *f, uint64_t i) {
+/* The file's BOS, EOS and UNK ids (-1 where absent): transformers registers
+ * those as special tokens. Read once, not per token. */
+static void named_specials(const GgufFile *f, int64_t ids[3]) {
     static const char *const keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                        "tokenizer.ggml.unknown_token_id"};
     for (size_t k = 0; k < 3; k++) {
         uint32_t id;
-        if (gguf_find_kv(f, keys[k]) && gguf_get_u32(f, keys[k], &id, NULL) == 0 && id == i) return 1;
+        ids[k] = gguf_find_kv(f, keys[k]) && gguf_get_u32(f, keys[k], &id, NULL) == 0 ? (int64_t)id : -1;
     }
-    return 0;
 }
 
 /* A token spelling -> id table over the GGUF image's strings. */
@@ -221,6 +221,8 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
     cJSON *mlist = cJSON_CreateArray(), *added = cJSON_CreateArray();
     char *name = NULL;
     if (!root || !m || !vocab || !mlist || !added) goto oom;
+    int64_t named[3];
+    named_specials(f, named);
     for (uint64_t i = 0; i < toks->arr_n; i++) {
         const char *s;
         size_t n;
@@ -236,7 +238,7 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
         if (!cJSON_AddNumberToObject(vocab, name, (double)i)) goto oom;
         /* control (3) tokens become special added tokens, unless spelled outside the byte
          * alphabet (a llama.cpp mislabel transformers skips); user-defined (4) plain ones */
-        int named_special = spm && is_named_special(f, i);
+        int named_special = spm && ((int64_t)i == named[0] || (int64_t)i == named[1] || (int64_t)i == named[2]);
         if ((ty == 3 && alpha) || ty == 4 || named_special) {
             cJSON *a = cJSON_CreateObject();
             if (!a || !cJSON_AddItemToArray(added, a) || !cJSON_AddNumberToObject(a, "id", (double)i) ||
