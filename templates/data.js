@@ -152,6 +152,9 @@ const Data = (() => {
   /* text a continuation piece adds to its word: "##ies" adds "ies" */
   const pieceText = i => (disp ? disp[i] : toks[i].startsWith('##') ? toks[i].slice(2) : toks[i]);
 
+  /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
+  const windowOf = li => (li !== undefined && meta.config.sliding_window &&
+    (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
   return {
     meta, n, L, H, nn,
     layers: meta.layers, heads: meta.heads,
@@ -161,17 +164,13 @@ const Data = (() => {
     /* shown label of raw token i; vocab spelling of i */
     label: i => visibleText(text(i)),
     vocab: i => toks[i],
-    /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
-    window: li => (meta.config.sliding_window && (meta.config.sliding_layers || []).includes(meta.layers[li])
-      ? meta.config.sliding_window : 0),
+    window: windowOf,
     /* mask on raw indices: key j after query i (causal), or (layer li with a
      * sliding window w) at least w tokens before it */
     masked: (i, j, li) => {
       if (!meta.config.causal) return false;
-      if (j > i) return true;
-      const c = meta.config;
-      const w = li === undefined || !c.sliding_window || !(c.sliding_layers || []).includes(meta.layers[li]) ? 0 : c.sliding_window;
-      return w > 0 && j <= i - w;
+      const w = windowOf(li);
+      return j > i || (w > 0 && j <= i - w);
     },
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
