@@ -359,7 +359,8 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
 /* The writers: one row each, what it writes and whether a newline ends it
  * (JSON documents and lines); the run (templates folder, statistics) is
  * passed to the few that need it. */
-enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS };
+enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
+       W_NPY_PRED_POS, W_NPY_IDS };
 
 static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
 static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
@@ -368,6 +369,10 @@ static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (vo
 static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
 static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
 static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return stats_write_json(f, &r->stats, d, e); }
+static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'i', e); }
+static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
+static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
+static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_ids(f, d, e); }
 
 static const struct {
     int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
@@ -375,7 +380,8 @@ static const struct {
 } WRITERS[] = {
     [W_JSON] = {write_json, 1},         [W_HTML] = {write_page, 0},      [W_NPY_ATT] = {write_npy_att, 0},
     [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
-    [W_TOKENS] = {write_tokens, 1},
+    [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
+    [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -404,15 +410,26 @@ static char *npy_sibling(const char *path, const char *suffix) {
     return p;
 }
 
+/* attention.npy, and beside it (FILE's stem + suffix) what else was asked:
+ * queries and keys, predictions, the generated sequence's ids. */
 static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+    static const struct {
+        const char *suffix;
+        int what;
+    } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
+                 {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS}};
     if (write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
-    if (!r->o->qk) return 0;
-    char *qp = npy_sibling(path, ".queries.npy"), *kp = npy_sibling(path, ".keys.npy");
-    int rc = (!qp || !kp) ? av_err(e, "out of memory")
-             : (write_file(r, qp, d, W_NPY_Q, e) != 0 || write_file(r, kp, d, W_NPY_K, e) != 0) ? -1 : 0;
-    free(qp);
-    free(kp);
-    return rc;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        const int w = extra[i].what;
+        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->qk) continue;
+        if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
+        if (w == W_NPY_IDS && !d->gen) continue;
+        char *p = npy_sibling(path, extra[i].suffix);
+        int rc = p ? write_file(r, p, d, w, e) : av_err(e, "out of memory");
+        free(p);
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
