@@ -145,10 +145,26 @@ static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n,
     return 0;
 }
 
+/* One token (a generation step): matrix-vector products over the widened
+ * rows, with none of a matrix product's packing of the weights. */
+static int one_token_rows(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
+    const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
+    for (int r = r0; r < r1; r += step) {
+        int tr = r1 - r < step ? r1 - r : step;
+        RowsView v;
+        if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
+        if (v.nn == CblasNoTrans) cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, lin->in, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
+        else cblas_sgemv(CblasRowMajor, CblasTrans, lin->in, tr, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
+    }
+    bias_act_rows(y, lin->b, act, 1, 1, r0, r1);
+    return 0;
+}
+
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch) {
     // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1])
     const int in = lin->in;
     if (r0 >= r1) return 0;
+    if (n == 1) return one_token_rows(yT, xT, lin, r0, r1, act, scratch);
     if (!kern_gemm_tiled()) {
         /* whole products; widened weights a block of rows at a time */
         const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;

@@ -153,6 +153,9 @@ START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
         linear_via_rows(y2, x, &lin, n, in, out, 16);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+        /* one token (a generation step) takes the matrix-vector path */
+        linear_via_rows(y2, x, &lin, 1, in, out, 16);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)out), 1e-4f);
     }
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
@@ -328,7 +331,7 @@ START_TEST(half_and_quantized_weights_match_naive_reference) {
     for (int tiled = 0; tiled < 2; tiled++) {
         kern_set_gemm_tiled(tiled);
         for (int k = 0; k < 3; k++)
-            for (int tokens = 5; tokens <= n; tokens += n - 5) {
+            for (int tokens = 1; tokens <= n; tokens = tokens == 1 ? 5 : tokens + n - 5) { /* 1: a generation step */
                 Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
                               .row_bytes = kinds[k].row_bytes, .name = "w"};
                 kern_linear_naive(y1, x, &lin, tokens);
