@@ -28,13 +28,13 @@ const Pred = (() => {
 
   /* ---------------------------------------------------------------- text */
 
-  /* 0.772531 -> "77.3%"; small values keep two significant-ish decimals */
+  /* 0.772531 -> "77.3%", 0.00929913 -> "0.93%", 6.15e-05 -> "0.0062%" */
   function fmtProb(p) {
     const pc = p * 100;
     if (pc >= 99.95 && p < 1) return '>99.9%';
     if (pc >= 1) return pc.toFixed(1) + '%';
-    if (pc >= 0.01) return pc.toFixed(2) + '%';
-    return p > 0 ? '<0.01%' : '0%';
+    if (pc >= 1e-4) return pc.toPrecision(2) + '%';
+    return p > 0 ? '<0.0001%' : '0%';
   }
   /* A candidate's display text with its whitespace visible: leading and
    * trailing spaces as faint ␣, whitespace-only tokens as glyphs. */
@@ -402,6 +402,7 @@ const Pred = (() => {
   /* page.js: opts.onStep(raw position or -1) when the step changes. */
   function init(opts) {
     if (opts && opts.onStep) onStep = opts.onStep;
+    if (any) $('input-line').closest('.top').classList.add('wide-tags');
     buildStrip();
     buildGen();
   }
