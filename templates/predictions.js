@@ -257,11 +257,11 @@ const Pred = (() => {
       if (Data.special[p.position]) c.classList.add('special');
       c.appendChild(el('span', 'pc-tok', Data.label(p.position)));
       const t1 = p.top[0];
-      const line = el('span', 'pc-line');
+      const line = el('span', causal ? 'pc-line' : 'pc-line fill');
       if (t1) {
         const tt = el('span', 'pc-top');
         tt.appendChild(tokenText(candText(t1)));
-        line.append(el('span', 'pc-arrow', causal ? '→' : '='), tt, el('span', 'pc-p', fmtProb(t1.prob)));
+        line.append(tt, el('span', 'pc-p', fmtProb(t1.prob)));
         c.dataset.prob = String(t1.prob);
         c.dataset.id = String(t1.id);
         const nx = causal ? nextCand(p.position) : null;
