@@ -240,8 +240,8 @@ const Pred = (() => {
     strip.id = 'pred-strip';
     strip.setAttribute('role', 'list');
     const K = preds.length ? preds[0].top.length : 0;
-    strip.title = (causal ? 'Each token\'s most probable next token' : 'The most probable fill-in of each mask') +
-      ' (top 1 of ' + K + '). Hover a cell or a token for the top ' + K + ', click to pin.';
+    strip.title = (causal ? 'Each token\'s most probable next token (in the accent color when it is the token that follows)'
+      : 'The most probable fill-in of each mask') + ' (top 1 of ' + K + '). Hover a cell or a token for the top ' + K + ', click to pin.';
     if (!preds.length) {
       row.appendChild(el('span', 'meta', causal ? 'No predictions.' : 'No mask token in the input: nothing to fill in.'));
       $('input-line').appendChild(row);
@@ -381,6 +381,7 @@ const Pred = (() => {
     h.appendChild(document.createTextNode('Chosen from the top ' + st.top.length + ' after '));
     quoted(h, Data.label(st.position - 1));
     right.appendChild(h);
+    if (gen.strategy === 'sample') right.appendChild(el('div', 'pk-sub', 'model probabilities, before temperature / top-p'));
     chart(right, st.top, { id: st.id, cand: st, badge: 'chosen', prob: st.prob });
     const cell = document.querySelector('.pred-cell[data-pos="' + st.position + '"]');
     if (cell) {
