@@ -371,7 +371,32 @@ static int is_special(const char *t) {
 
 /* An encoding of given tokens: ids 0..n-1 (or the meta's), specials and
  * roles recognised by spelling, words where a piece does not continue one. */
-static int make_encoding(TokEncoding *enc, const char **tokens, const char **display, int n, int b_start, AvErr *e) {
+/* A piece as read: byte-level BPE's "Ġ" and "Ċ", SentencePiece's "▁" as the
+ * space and newline they stand for (the rest as spelled); kept in r. */
+static const char *readable(Rendered *r, const char *t) {
+    if (!strstr(t, "\xc4\xa0") && !strstr(t, "\xc4\x8a") && !strstr(t, "\xe2\x96\x81")) return t;
+    char **store = realloc(r->token_store, (size_t)(r->n_store + 1) * sizeof *store);
+    char *o = malloc(strlen(t) + 1);
+    if (!store || !o) {
+        if (store) r->token_store = store;
+        free(o);
+        return NULL;
+    }
+    r->token_store = store;
+    size_t k = 0;
+    for (const char *p = t; *p;) {
+        if (!strncmp(p, "\xc4\xa0", 2)) o[k++] = ' ', p += 2;
+        else if (!strncmp(p, "\xc4\x8a", 2)) o[k++] = '\n', p += 2;
+        else if (!strncmp(p, "\xe2\x96\x81", 3)) o[k++] = ' ', p += 3;
+        else o[k++] = *p++;
+    }
+    o[k] = '\0';
+    store[r->n_store++] = o;
+    return o;
+}
+
+static int make_encoding(Rendered *r, TokEncoding *enc, const char **tokens, const char **display, int n, int b_start,
+                         AvErr *e) {
     memset(enc, 0, sizeof *enc);
     enc->ids = calloc((size_t)n, sizeof *enc->ids);
     enc->type_ids = calloc((size_t)n, sizeof *enc->type_ids);
@@ -388,7 +413,11 @@ static int make_encoding(TokEncoding *enc, const char **tokens, const char **dis
         enc->ids[i] = i;
         enc->type_ids[i] = b_start >= 0 && i >= b_start;
         enc->tokens[i] = t;
-        enc->display[i] = display ? display[i] : t;
+        enc->display[i] = display ? display[i] : readable(r, t);
+        if (!enc->display[i]) {
+            tok_encoding_free(enc);
+            return av_err(e, "out of memory");
+        }
         enc->special[i] = (unsigned char)is_special(t);
         enc->role[i] = !strcmp(t, "[CLS]") || !strcmp(t, "<s>") ? TOK_ROLE_CLS
                        : !strcmp(t, "[SEP]") || !strcmp(t, "</s>") ? TOK_ROLE_SEP : TOK_ROLE_NONE;
@@ -572,7 +601,7 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
     c->max_position_embeddings = R_MAX_TOKENS;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "unknown");
     if (have_self == 0) {
-        if (make_encoding(&r->tokens, toks, disp, nt, b_start, e)) goto done;
+        if (make_encoding(r, &r->tokens, toks, disp, nt, b_start, e)) goto done;
         stack_capture(&r->self, attn, L, H, n, r->layers, n_all);
         attn = NULL;
         if (have_q == 0) {
@@ -580,8 +609,8 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
             q = k = NULL;
         }
     } else {
-        if (etoks && make_encoding(&r->tokens, etoks, NULL, ne, -1, e)) goto done;
-        if (dtoks && make_encoding(&r->dec_tokens, dtoks, NULL, ndec, -1, e)) goto done;
+        if (etoks && make_encoding(r, &r->tokens, etoks, NULL, ne, -1, e)) goto done;
+        if (dtoks && make_encoding(r, &r->dec_tokens, dtoks, NULL, ndec, -1, e)) goto done;
         if (have_enc == 0) stack_capture(&r->enc, ea, L, H, en, r->layers, n_all), ea = NULL;
         if (have_dec == 0) stack_capture(&r->dec, da, L, H, dn, r->layers, n_all), da = NULL;
         if (have_x == 0) {
