@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,7 +154,7 @@ int cfg_parse_eos(ModelConfig *c, const cJSON *root, const char *path, AvErr *e)
     if (!one) item = v->child;
     for (; item; item = one ? NULL : item->next) {
         double d = item->valuedouble;
-        if (!cJSON_IsNumber(item) || d != (int)d || d < 0 || d >= c->vocab_size)
+        if (!cJSON_IsNumber(item) || !(d >= 0 && d < c->vocab_size) || d != floor(d))
             return av_err(e, "%s: \"eos_token_id\" holds %g, not an id below vocab_size %d", path,
                           cJSON_IsNumber(item) ? d : -1.0, c->vocab_size);
         if (n == CFG_MAX_EOS) return av_err(e, "%s: \"eos_token_id\" lists more than %d ids", path, CFG_MAX_EOS);

@@ -514,7 +514,7 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
     int b_start = -1;
     if (cJSON_IsNumber(jb)) {
         double v = jb->valuedouble;
-        if (v != (int)v || v < 0 || v >= nt) {
+        if (!(v >= 0 && v < nt) || v != floor(v)) {
             av_err(e, "%s: \"sentence_b_start\" %g is not a token index (0-%d)", mused, v, nt - 1);
             goto done;
         }
@@ -567,7 +567,7 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
         const cJSON *it;
         cJSON_ArrayForEach(it, jl) {
             double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
-            if (v != (int)v || v < 0 || v >= CAP_MAX_LAYERS || (i && v <= r->layers[i - 1])) {
+            if (!(v >= 0 && v < CAP_MAX_LAYERS) || v != floor(v) || (i && v <= r->layers[i - 1])) {
                 av_err(e, "%s: \"layers\" must be increasing layer indices below %d", mused, CAP_MAX_LAYERS);
                 goto done;
             }

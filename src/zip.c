@@ -220,6 +220,10 @@ int zip_extract(const ZEntry *ent, size_t max_size, uint8_t **out, int *owned, c
         *out = (uint8_t *)ent->data;
         return 0;
     }
+    /* deflate expands at most 1032:1: a larger claim is a lie, not a reason to allocate */
+    if (ent->size_out / 1032 > ent->size + 1)
+        return av_err(e, "%s: zip entry '" NAMEF "' claims %llu bytes from %llu compressed (corrupt?)", path,
+                      NAMEA(ent->name, ent->name_len), (unsigned long long)ent->size_out, (unsigned long long)ent->size);
     uint8_t *buf = malloc(ent->size_out ? (size_t)ent->size_out : 1);
     if (!buf) return av_err(e, "%s: out of memory inflating '" NAMEF "'", path, NAMEA(ent->name, ent->name_len));
     z_stream zs;
