@@ -104,6 +104,9 @@ int tok_is_special(const Tokenizer *t, int id); /* one of the style's special to
 const char *tok_id_display(const Tokenizer *t, int id);
 int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e);
 int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, int n, AvErr *e);
+/* How tok_encoding_append spells an id past the tokenizer's vocabulary (a
+ * padded embedding row): the model can pick one; it decodes to nothing. */
+#define TOK_NO_TOKEN "<no token>"
 
 /* Heuristic Hugging Face also relies on when tokenizer_config.json is absent:
  * the model name says cased/uncased, else a vocab without upper-case word

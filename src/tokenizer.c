@@ -1131,17 +1131,43 @@ static int token_bytes(const Tokenizer *t, int id, int first, Buf *b) {
     return 0;
 }
 
+/* Bytes an ill-formed sequence at p covers: a lead byte and the continuation
+ * bytes that could still have completed it (the Unicode "maximal subpart"),
+ * else the one byte. */
+static size_t invalid_run(const unsigned char *p, size_t n) {
+    const unsigned char c = p[0];
+    int need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
+    size_t k = 1;
+    for (int j = 1; j <= need && k < n; j++, k++) {
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (j == 1) {
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        }
+        if (p[k] < lo || p[k] > hi) break;
+    }
+    return k;
+}
+
 int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e) {
     Buf b = {0}, v = {0};
     *out = NULL;
     int rc = buf_add(&b, "", 0);
     for (int i = 0; i < n && rc == 0; i++) rc = token_bytes(t, ids[i], i == 0, &b);
-    /* bytes that are not UTF-8 (a character cut between tokens) become U+FFFD */
+    /* bytes that are not UTF-8 (a character cut between tokens) become U+FFFD,
+     * one for each maximal ill-formed run as Rust's from_utf8_lossy (and so
+     * Hugging Face's decode) counts them; a NUL too, which a C string cannot hold */
     for (size_t i = 0; i < b.n && rc == 0;) {
         int32_t c;
         utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)b.p + i, (utf8proc_ssize_t)(b.n - i), &c);
-        if (w > 0 && c != 0) rc = buf_add(&v, b.p + i, (size_t)w), i += (size_t)w;
-        else rc = buf_add(&v, "\xef\xbf\xbd", 3), i++;
+        if (w > 0 && c != 0) {
+            rc = buf_add(&v, b.p + i, (size_t)w), i += (size_t)w;
+            continue;
+        }
+        i += w > 0 ? (size_t)w : invalid_run((const unsigned char *)b.p + i, b.n - i);
+        rc = buf_add(&v, "\xef\xbf\xbd", 3);
     }
     if (rc == 0 && !v.p) rc = buf_add(&v, "", 0);
     free(b.p);
@@ -1165,10 +1191,13 @@ int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, in
     for (int j = 0; j < n; j++) {
         const int i = old.n + j, id = ids[j];
         const char *sp = tok_id_to_token(t, id), *d = tok_id_display(t, id);
-        if (!sp || !d) {
+        if (id < 0) {
             tok_encoding_free(&grown);
-            return av_err(e, "token id %d is outside the vocabulary (%d)", id, tok_vocab_size(t));
+            return av_err(e, "token id %d is negative", id);
         }
+        /* a row of a padded embedding the tokenizer has no token for (Qwen's,
+         * Gemma 3's): the model may still pick it; it decodes to nothing */
+        if (!sp || !d) sp = d = TOK_NO_TOKEN;
         grown.ids[i] = id, grown.type_ids[i] = 0, grown.tokens[i] = sp, grown.display[i] = d;
         grown.special[i] = (unsigned char)tok_is_special(t, id), grown.role[i] = TOK_ROLE_NONE;
         /* a word starts at a special token, a space, or where WordPiece has no "##" */

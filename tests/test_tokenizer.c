@@ -494,6 +494,38 @@ START_TEST(vocab_with_absurdly_long_line_is_rejected) {
 }
 END_TEST
 
+/* Generated ids back to text (tok_decode) and into an encoding (tok_encoding_append). */
+START_TEST(decode_replaces_each_broken_character_once) {
+    Tokenizer *t;
+    AvErr e;
+    TokDirHint hint = {"gpt2", -1, ""};
+    ck_assert_int_eq(tok_load_dir(&t, "tests/data/small-gpt2", &hint, &e), 0);
+    /* E6 B0 (two bytes of a three-byte character), F0 AA A9 (three of four), FF (never UTF-8) */
+    const char *pieces[] = {"a", "\xc3\xa6", "\xc2\xb0", "b", "\xc3\xb0", "\xc2\xaa", "\xc2\xa9", "\xc3\xbf", "\xc3\xbf"};
+    int ids[9];
+    for (int i = 0; i < 9; i++) {
+        ids[i] = tok_token_to_id(t, pieces[i]);
+        ck_assert_int_ge(ids[i], 0);
+    }
+    char *text;
+    ck_assert_int_eq(tok_decode(t, ids, 9, &text, &e), 0);
+    ck_assert_str_eq(text, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    free(text);
+    /* an id past the tokenizer (a padded embedding row) is spelled, decodes to nothing */
+    TokEncoding enc = {0};
+    enc.b_start = -1;
+    int extra[2] = {ids[0], tok_vocab_size(t) + 5};
+    ck_assert_int_eq(tok_encoding_append(t, &enc, extra, 2, &e), 0);
+    ck_assert_int_eq(enc.n, 2);
+    ck_assert_str_eq(enc.tokens[1], TOK_NO_TOKEN);
+    ck_assert_int_eq(tok_decode(t, extra, 2, &text, &e), 0);
+    ck_assert_str_eq(text, "a");
+    free(text);
+    tok_encoding_free(&enc);
+    tok_free(t);
+}
+END_TEST
+
 START_TEST(vocab_missing_file_is_reported) {
     Tokenizer *t;
     AvErr e = {{0}};
@@ -564,6 +596,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, vocab_missing_file_is_reported);
     tcase_add_test(tc, vocab_with_crlf_line_ends_loads);
     tcase_add_test(tc, infer_lowercase_reads_model_name_then_vocab);
+    tcase_add_test(tc, decode_replaces_each_broken_character_once);
     suite_add_tcase(s, tc);
     return s;
 }
