@@ -197,6 +197,7 @@ def main():
     # Llama-style decoders against transformers' causal LM (eager, output_attentions): SmolLM2-135M's
     # shape as a BF16 HF folder (weights kept half in memory), and the trained Q4_1 GGUF (kept quantized)
     dec_rows = []
+    gguf_dir = ""
     if HFPY:
         synth = os.path.join(OUT, "smollm2-shape-bf16")
         if not os.path.exists(os.path.join(synth, "model.safetensors")):
@@ -216,6 +217,33 @@ def main():
                 peer = float(q.stdout.split("forward_ms=")[1])
                 dec_rows.append(f"| {label}, {n} tokens (best of {rep}) | {ours:.0f} ms | {peer:.0f} ms "
                                 f"| {ratio(ours, peer)} |")
+
+    # Generation: 128 new tokens after a 64-token prompt, every step's attention captured, greedy,
+    # on the trained GGUF; attnviz's time is its --profile forward_ms (prompt pass, steps, scores)
+    gen_rows = []
+    if HFPY and gguf_dir:
+        gguf = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+        prompt = ("The history of the city begins in the early medieval period, when a small settlement grew "
+                  "up around a river crossing. Over the following centuries it became a market town, and its "
+                  "merchants traded wool, cloth and grain with the towns along the coast and across the sea. By the "
+                  "fourteenth century the town had a charter, a guild hall, two churches and a stone bridge, and")
+        _, p = run([ATTNVIZ, "--model", gguf, "--tokens-only", "--json", "-", "--max-tokens", "64", prompt])
+        ids = json.loads(p.stdout)["input_ids"]
+        ids_path = os.path.join(OUT, "gen_prompt_ids.json")
+        json.dump(ids, open(ids_path, "w"))
+        best, new_ours = float("inf"), None
+        for _ in range(3):
+            _, p = run([ATTNVIZ, "--model", gguf, "--generate", "128", "--max-tokens", "64", "--profile",
+                        "--json", os.path.join(OUT, "gen.json"), "--quiet", prompt])
+            best = min(best, float(p.stderr.split("forward_ms=")[1].split()[0]))
+        new_ours = json.load(open(os.path.join(OUT, "gen.json")))["input_ids"][len(ids):]
+        _, q = run([HFPY, os.path.join(ROOT, "bench/peer_generate.py"), gguf, ids_path, "128", "--repeat", "3"])
+        peer = float(q.stdout.split("generate_ms=")[1].split()[0])
+        new_peer = [int(x) for x in q.stdout.split("ids=")[1].split(",") if x.strip()]
+        same = "identical" if new_peer == new_ours else f"differ ({len(new_ours)} vs {len(new_peer)})"
+        gen_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF: {len(ids)}-token prompt + {len(new_ours)} new tokens "
+                        f"(best of 3) | {best:.0f} ms = {len(new_ours) / best * 1e3:.1f} tok/s | {peer:.0f} ms = "
+                        f"{len(new_peer) / peer * 1e3:.1f} tok/s | {ratio(best, peer)} | tokens {same} |")
 
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
                          text=True).stdout.strip()
@@ -240,6 +268,10 @@ def main():
         lines += ["", "Decoders: forward with every layer's attention captured, against transformers' causal LM "
                   "(eager attention, output_attentions=True, bench/peer_decoder.py):", "",
                   "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + dec_rows
+    if gen_rows:
+        lines += ["", "Generation with every step's attention captured, greedy, against transformers' "
+                  "generate(output_attentions=True, eager attention; bench/peer_generate.py):", "",
+                  "| measurement | attnviz | transformers peer | attnviz vs it (time) | note |", "|---|---|---|---|---|"] + gen_rows
     report = "\n".join(lines)
     print(report)
     open(os.path.join(OUT, "results.md"), "w").write(report + "\n")

@@ -54,4 +54,31 @@ static inline float *cap_k(const Capture *c, int l, int h) {
     return c->k + cap_block(c, l, h) * c->n_tokens * c->head_dim;
 }
 
+/* What the model predicts at some positions: the top-K of its distribution
+ * over the vocabulary. For a causal model position i's is the next token's;
+ * for a masked model a mask position's fill-ins. */
+typedef struct {
+    int k;             /* entries per position */
+    int n;             /* positions */
+    int *position;     /* (n) the token whose output it is */
+    int *ids;          /* (n, k) most probable first */
+    float *probs;      /* (n, k) */
+} CapPredictions;
+
+typedef enum { CAP_STOP_LENGTH = 0, CAP_STOP_EOS, CAP_STOP_STRING } CapStop;
+
+/* A generated continuation: the sequence's tokens [n_prompt, n) were chosen
+ * one at a time; step g chose token n_prompt + g from the distribution at
+ * position n_prompt + g - 1, whose top-K steps holds. */
+typedef struct {
+    int n_prompt;
+    int n_generated;
+    CapStop stop;
+    float *chosen_prob;    /* (n_generated) the chosen token's probability */
+    CapPredictions steps;  /* (n_generated) positions n_prompt - 1 + g */
+    float temperature;     /* 0: greedy */
+    float top_p;
+    unsigned long long seed;
+} CapGeneration;
+
 #endif

@@ -27,6 +27,7 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3 } RopeKi
 #define CFG_MAX_INTER 131072
 #define CFG_MAX_POS 65536
 #define CFG_MAX_TYPES 1024
+#define CFG_MAX_EOS 8
 
 typedef struct {
     char model_type[32];  /* "bert", "roberta", "distilbert", "gpt2", "llama", ... */
@@ -69,6 +70,9 @@ typedef struct {
     float rope_factor;
     float rope_low_freq, rope_high_freq; /* llama3 */
     int rope_orig_max_pos; /* llama3, dynamic */
+    float final_softcap;  /* output logits capped as cap * tanh(x / cap) (Gemma 2); 0: none */
+    int eos_ids[CFG_MAX_EOS]; /* generation stops at any of these (config.json, generation_config.json, GGUF) */
+    int n_eos;
     int is_demo;          /* "attnviz_demo": true — the constructed demo model */
 } ModelConfig;
 
@@ -84,6 +88,14 @@ static inline int cfg_max_tokens(const ModelConfig *c) { return c->max_position_
  * bounded, heads dividing evenly) before anything is allocated from it. */
 int cfg_load(ModelConfig *c, const char *path, AvErr *e);
 int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, AvErr *e);
+
+struct cJSON;
+/* eos_token_id (an id or a list of ids) of a config.json or
+ * generation_config.json object into c->eos_ids; absent or null leaves them. */
+int cfg_parse_eos(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+/* generation_config.json: its eos_token_id replaces config.json's, as
+ * transformers' generate() reads it. A missing file is not an error. */
+int cfg_load_generation(ModelConfig *c, const char *path, AvErr *e);
 
 /* Reads do_lower_case from tokenizer_config.json; returns 1/0, or -1 when the
  * file or key is absent (not an error). */

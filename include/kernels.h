@@ -93,6 +93,16 @@ void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT,
 void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n,
                           int dh, const AttnRule *rule);
 
+/* The same over a key/value cache: nq queries, the last of nk positions (query
+ * i sits at position nk - nq + i), against keys and values in the first nk
+ * columns of kT, vT (dh, ldk). probs (nq, ldp): each row's columns [nk, ldp)
+ * are zeroed, so rows can be written straight into a wider matrix. ctxT, qT
+ * (dh, nq). kern_attention is this with nq = nk = ldk = ldp = n. */
+void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
+                       int ldk, int nk, int dh, const AttnRule *rule);
+void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
+                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule);
+
 /* Rotary positions on one head's x^T (dh, n), rotate-half layout as Hugging
  * Face's: dims i and i + dh/2 turn by angle pos_j * inv_freq[i]. cos/sin are
  * (dh/2, n) tables of those angles. */

@@ -26,6 +26,16 @@ typedef struct {
     Norm mlp_post_norm;   /* (hidden) on the MLP's output before the residual (sandwich), g NULL otherwise */
 } LayerWeights;
 
+/* What turns the last hidden state into scores over the vocabulary. */
+typedef struct {
+    Linear dense;         /* (hidden -> hidden) a masked-LM head's transform, w NULL otherwise */
+    ActKind act;          /* after dense */
+    Norm norm;            /* (hidden) after the transform (masked LM), g NULL otherwise */
+    Linear out;           /* (hidden -> vocab) lm_head, or tok_emb's rows when tied (with the head's
+                             bias, if any); w NULL: the checkpoint has no head */
+    float softcap;        /* logits capped as cap * tanh(x / cap) (Gemma 2); 0: none */
+} LmHead;
+
 typedef struct {
     Linear tok_emb;       /* (vocab, hidden) rows looked up by id, widened one row at a time */
     const float *pos_emb; /* (max_pos, hidden) learned positions, NULL for rotary families */
@@ -33,6 +43,7 @@ typedef struct {
     Norm emb_norm;        /* (hidden) after the embeddings (BERT), g NULL otherwise */
     Norm final_norm;      /* (hidden) after the last block (GPT-2's ln_f, Llama's norm), g NULL otherwise */
     LayerWeights *layers; /* (num_layers) */
+    LmHead head;          /* on final_norm(x) for decoders, on x for encoders */
 } Weights;
 
 typedef struct Model {
@@ -48,6 +59,7 @@ typedef struct Model {
     int n_owned, cap_owned;
     int max_in;           /* widest product input: the widening scratch's row length */
     char dtype_name[16];  /* dtype of the checkpoint's weights */
+    char head_err[512];   /* why a head the checkpoint has in part was not loaded ("" when not) */
 } Model;
 
 /* Scratch buffers for one forward pass of up to max_tokens tokens. Products'
@@ -68,6 +80,8 @@ typedef struct {
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
     size_t widen_len; /* KERN_WIDEN_ROWS rows of the widest product input (max_in) */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
+    int n_last;    /* tokens of the last pass: x holds their residual stream */
+    int full_last; /* the last pass ran every layer, so x is the final hidden state */
     Pool *pool;    /* worker threads, or NULL */
 } RunState;
 
@@ -100,10 +114,39 @@ int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk,
 /* Bytes such a capture takes, to refuse before allocating. */
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);
+/* A capture written with row stride cap->n_tokens (model_forward_kv) packed to n tokens. */
+void model_capture_trim(Capture *cap, int n);
 
 /* Runs the model on ids/type_ids (n tokens; type_ids may be NULL for families
  * without token types); fills cap (n_tokens set to n). */
 int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e);
+
+/* Keys and values of every layer for the positions run so far (causal models),
+ * so that generation runs each new token alone. */
+typedef struct {
+    int cap_tokens;  /* positions it holds */
+    int n;           /* positions filled */
+    float *kT, *vT;  /* (num_layers, num_kv_heads * head_dim, cap_tokens) keys after q/k norm and rotary */
+} KvCache;
+int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e);
+void model_kv_free(KvCache *kv);
+
+/* model_forward for n tokens that follow kv's kv->n (kv NULL: a fresh
+ * sequence): they take positions [kv->n, kv->n + n), attend to the cached
+ * ones and are appended to kv. With kv, cap->n_tokens is the row stride the
+ * caller chose (model_capture_trim ends it) and rows [kv->n, kv->n + n) of
+ * each captured block are written. full: run every layer even when the
+ * capture needs fewer (model_logits follows). */
+int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
+                     int full, AvErr *e);
+
+/* Scores over the vocabulary logitsT (vocab, n_rows) for tokens rows[] of the
+ * last pass (which must have run every layer): the final norm or masked-LM
+ * transform, then the head (tied or not), soft-capped where the family does. */
+int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float *logitsT, AvErr *e);
+/* Whether the checkpoint has a (complete) language-model head; head_err says
+ * why a partial one was left out. Attention never depends on it. */
+static inline int model_has_head(const Model *m) { return m->w.head.out.w != NULL; }
 
 /* For the families' loaders (arch_*.c): views of the checkpoint's tensors,
  * looked up under name with the family's prefix variants, shape-checked

@@ -10,7 +10,14 @@
 int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e);
 /* Queries (which = 'q') or keys ('k'): float32 [layers, heads, n, head_dim]. */
 int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e);
-/* Writes a .npy header for a float32 array of the given shape. */
+/* With --predict: what = 'i' the top-K ids int32 [positions, K], 'p' their
+ * probabilities float32 [positions, K], 'n' the positions int32 [positions]. */
+int npy_write_predictions(FILE *f, const OutDoc *d, char what, AvErr *e);
+/* The sequence's token ids, int32 [n] (with --generate: prompt and continuation). */
+int npy_write_ids(FILE *f, const OutDoc *d, AvErr *e);
+/* Writes a .npy header for a float32 array of the given shape; _typed for
+ * another NumPy descr ("<i4"). */
 int npy_write_header(FILE *f, const long *shape, int ndim);
+int npy_write_header_typed(FILE *f, const char *descr, const long *shape, int ndim);
 
 #endif

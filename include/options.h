@@ -32,6 +32,14 @@ typedef struct {
     int strict;
     int max_tokens;            /* --max-tokens: 0 = the model's limit */
     double max_capture;        /* --max-capture in bytes: 0 = half of physical RAM */
+    /* predictions and generation */
+    int predict_k;             /* --predict K: top-K at every position (causal) or mask (masked); 0 = off */
+    int generate_n;            /* --generate N: continue by up to N tokens; 0 = off */
+    double temperature;        /* --temperature: 0 = greedy */
+    double top_p;              /* --top-p: 1 = off */
+    unsigned long long seed;   /* --seed */
+    int sampling_opts;         /* --top-p or --seed given */
+    const char *stop;          /* --stop STRING, or NULL */
 } CliOptions;
 
 #endif

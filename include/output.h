@@ -31,6 +31,10 @@ typedef struct {
     int precision;                 /* significant digits for JSON floats */
     int with_qk;                   /* include queries and keys in JSON */
     const char *const *display_tokens; /* (enc->n) tokens as read (Ġ -> space), or NULL: use enc->tokens */
+    const CapPredictions *pred;    /* --predict, or NULL */
+    const CapGeneration *gen;      /* --generate, or NULL: tokens [gen->n_prompt, enc->n) were generated */
+    const char *gen_text;          /* the generated continuation, decoded */
+    const Tokenizer *tok;          /* spells predicted ids */
 } OutDoc;
 
 /* Number of selected layers/heads and the i-th selected index. */

@@ -18,6 +18,8 @@ typedef struct Pipeline Pipeline;
  * (close it). */
 int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const char **why, AvErr *e);
 const ModelConfig *pipeline_config(const Pipeline *p);
+/* NULL when the model has a language-model head; else why it has none. */
+const char *pipeline_head_missing(const Pipeline *p);
 /* Runs every input; returns an exit code (EXIT_OK, EXIT_RUNTIME with e set). */
 int pipeline_run(Pipeline *p, AvErr *e);
 /* Frees the run; with profile set, prints the per-phase times there first. */

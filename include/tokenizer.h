@@ -95,6 +95,16 @@ TokStyle tok_style(const Tokenizer *t);
 int tok_is_byte_level(const Tokenizer *t);
 int tok_is_special(const Tokenizer *t, int id); /* one of the style's special tokens */
 
+/* From ids back to text, for predictions and generated tokens:
+ * tok_id_display is one id as TokEncoding's display reads (NULL when out of
+ * range); tok_decode is the text of ids (byte-level pieces as their bytes,
+ * SentencePiece's "▁" as spaces, WordPiece's "##" joined, special tokens as
+ * spelled; bytes that are not UTF-8 become U+FFFD), *out to free;
+ * tok_encoding_append adds tokens by id to an encoding (type 0, no role). */
+const char *tok_id_display(const Tokenizer *t, int id);
+int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e);
+int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, int n, AvErr *e);
+
 /* Heuristic Hugging Face also relies on when tokenizer_config.json is absent:
  * the model name says cased/uncased, else a vocab without upper-case word
  * tokens is uncased. Returns 1 (lowercase) or 0. */

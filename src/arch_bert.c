@@ -58,6 +58,41 @@ int arch_distilbert_parse(ModelConfig *c, const cJSON *root, const char *path, A
     return 0;
 }
 
+/* The masked-LM head of BertForMaskedLM, RobertaForMaskedLM and
+ * DistilBertForMaskedLM: dense, activation, LayerNorm, then the word
+ * embeddings (tied) with the head's own bias. Absent in base checkpoints. */
+static int load_mlm_head(Model *m, AvErr *e) {
+    (void)e;
+    static const char *const names[3][4] = {
+        {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
+         "cls.predictions.decoder.bias"},
+        {"lm_head.dense", "lm_head.layer_norm", "lm_head.bias", "lm_head.decoder.bias"},
+        {"vocab_transform", "vocab_layer_norm", "vocab_projector.bias", "vocab_projector.bias"}};
+    const ModelConfig *c = &m->cfg;
+    const int which = c->arch == ARCH_BERT ? 0 : c->arch == ARCH_ROBERTA ? 1 : 2;
+    const char *const *nm = names[which];
+    char w[160];
+    snprintf(w, sizeof w, "%s.weight", nm[0]);
+    if (!model_has_tensor(m, w)) return 0;
+    LmHead *h = &m->w.head;
+    const char *bias = model_has_tensor(m, nm[2]) ? nm[2] : nm[3];
+    /* attention does not need the head: a broken one is left out, and said
+     * why only when predictions are asked for */
+    AvErr he = {{0}};
+    if (model_linear(m, &h->dense, nm[0], c->hidden_size, c->hidden_size, 1, &he) ||
+        model_norm(m, &h->norm, nm[1], c->hidden_size, &he) || !(h->out.b = model_tensor(m, bias, 1, c->vocab_size, 0, &he))) {
+        memset(h, 0, sizeof *h);
+        snprintf(m->head_err, sizeof m->head_err, "its masked-LM head is incomplete: %.400s", he.msg);
+        return 0;
+    }
+    h->act = c->arch == ARCH_ROBERTA ? ACT_GELU : c->hidden_act; /* RoBERTa's head calls gelu whatever hidden_act says */
+    const float *b = h->out.b;
+    h->out = m->w.tok_emb;
+    h->out.b = b;
+    h->out.name = "the word embeddings (tied decoder)";
+    return 0;
+}
+
 /* Tensor names follow each family's Hugging Face module names. */
 int arch_bert_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
@@ -89,5 +124,5 @@ int arch_bert_load(Model *m, AvErr *e) {
             model_linear(m, &L->down, p[6], FF, H, 1, e) || model_norm(m, &L->mlp_norm, p[7], H, e))
             return -1;
     }
-    return 0;
+    return load_mlm_head(m, e);
 }

@@ -57,5 +57,6 @@ int arch_gpt2_load(Model *m, AvErr *e) {
 #undef GPT2_NAME
         L->q = qkv[0], L->k = qkv[1], L->v = qkv[2];
     }
+    w->head.out = w->tok_emb; /* GPT2LMHeadModel's lm_head is wte itself */
     return 0;
 }

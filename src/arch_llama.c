@@ -129,11 +129,14 @@ int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
     c->pos = POS_ROPE;
     c->qk_norm = c->arch == ARCH_QWEN3;
     if (gemma) {
-        float qpas = 256, cap = 50;
+        float qpas = 256, cap = 50, fcap = 30;
         const cJSON *capv = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
+        const cJSON *fcapv = cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping");
         if (cfg_opt_float(root, "query_pre_attn_scalar", 1e-6, 1e9, &qpas, path, e) ||
-            cfg_opt_float(root, "attn_logit_softcapping", 1e-6, 1e9, &cap, path, e))
+            cfg_opt_float(root, "attn_logit_softcapping", 1e-6, 1e9, &cap, path, e) ||
+            cfg_opt_float(root, "final_logit_softcapping", 1e-6, 1e9, &fcap, path, e))
             return -1;
+        c->final_softcap = fcapv && cJSON_IsNull(fcapv) ? 0.0f : fcap;
         c->norm_offset = 1.0f;
         c->emb_scale = sqrtf((float)c->hidden_size);
         c->attn_scale = 1.0f / sqrtf(qpas);
@@ -179,6 +182,11 @@ int arch_llama_load(Model *m, AvErr *e) {
         if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], dh, e) || model_norm(m, &L->k_norm, p[10], dh, e)))
             return -1;
     }
+    /* lm_head: the embeddings when tied; a base model saved without it has no head */
+    w->head.softcap = c->final_softcap;
+    if (c->tie_word_embeddings) w->head.out = w->tok_emb;
+    else if (model_has_tensor(m, "lm_head.weight") && model_linear(m, &w->head.out, "lm_head", H, c->vocab_size, 0, e))
+        return -1;
     return 0;
 }
 
@@ -236,6 +244,13 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
     c->qk_rows_interleaved = c->arch == ARCH_LLAMA;
+    uint32_t eos;
+    if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
+        if (gguf_get_u32(f, "tokenizer.ggml.eos_token_id", &eos, e)) return av_err_prefix(e, "%s", path);
+        if (eos >= (uint32_t)c->vocab_size)
+            return av_err(e, "%s: tokenizer.ggml.eos_token_id %u is outside the vocabulary (%d)", path, eos, c->vocab_size);
+        c->eos_ids[0] = (int)eos, c->n_eos = 1;
+    }
     return cfg_validate(c, "embedding_length", "head_count", path, e);
 }
 

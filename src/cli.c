@@ -21,12 +21,13 @@
 static void usage(FILE *f) {
     fputs("Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
           "       attnviz [OPTIONS] --batch FILE|-\n"
-          "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2) on TEXT (and TEXT_B for a\n"
-          "sentence pair), capture the attention of every layer and head, and write JSON\n"
-          "and/or an HTML page.\n"
+          "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
+          "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
+          "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
           "\n"
           "Model:\n"
-          "  --model DIR         Hugging Face folder (config.json, vocab.txt, model.safetensors).\n"
+          "  --model DIR|FILE    Hugging Face folder (config.json, tokenizer, safetensors or\n"
+          "                      pytorch_model.bin), or a .gguf file.\n"
           "                      Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
           "  --cased, --uncased  override the tokenizer's lower-casing\n"
           "  --threads N         cap the BLAS threads\n"
@@ -52,6 +53,16 @@ static void usage(FILE *f) {
           "  --words             merge ## pieces into words: attention summed over a word's\n"
           "                      key pieces and averaged over its query pieces\n"
           "\n"
+          "Predictions and generation:\n"
+          "  --predict K         the K most probable next tokens at every position (causal\n"
+          "                      models) or fill-ins at every [MASK]/<mask> (masked models), 1-100\n"
+          "  --generate N        continue TEXT by up to N tokens (causal models), capturing each\n"
+          "                      new token's attention; stops at the model's end token\n"
+          "  --temperature T     sample with temperature T (default 0: greedy, the most probable)\n"
+          "  --top-p P           sample from the smallest set of tokens holding probability P\n"
+          "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
+          "  --stop STRING       stop once the generated text contains STRING\n"
+          "\n"
           "Analysis:\n"
           "  --stats             per layer and head: entropy, mean attention distance, share on\n"
           "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
@@ -76,7 +87,8 @@ static void usage(FILE *f) {
           "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
           "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
           "  attnviz --batch corpus.txt --stats --json stats.json\n"
-          "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n",
+          "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
+          "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n",
           f);
 }
 
@@ -86,6 +98,15 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
+    return 0;
+}
+
+static int parse_real(const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
     return 0;
 }
 
@@ -179,9 +200,11 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->layer = o->head = -1;
     o->precision = 6;
     o->lowercase = -1;
+    o->top_p = 1.0;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
-           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP };
+           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
+           O_SEED, O_STOP };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -198,6 +221,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"stats", no_argument, 0, O_STATS},         {"strict", no_argument, 0, O_STRICT},
         {"max-tokens", required_argument, 0, O_MAXTOK}, {"max-capture", required_argument, 0, O_MAXCAP},
         {"templates", required_argument, 0, O_TEMPLATES},
+        {"predict", required_argument, 0, O_PREDICT}, {"generate", required_argument, 0, O_GENERATE},
+        {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
+        {"seed", required_argument, 0, O_SEED},     {"stop", required_argument, 0, O_STOP},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -238,6 +264,31 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_MAXCAP:
             if (parse_size(optarg, &o->max_capture)) return usage_error("--max-capture needs a size like 8G or 500M, got '%s'", optarg);
             break;
+        case O_PREDICT:
+            if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error("--predict needs a count from 1 to 100, got '%s'", optarg);
+            break;
+        case O_GENERATE:
+            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return usage_error("--generate needs a token count >= 1, got '%s'", optarg);
+            break;
+        case O_TEMP:
+            if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error("--temperature needs a number from 0 to 100, got '%s'", optarg);
+            break;
+        case O_TOPP:
+            if (parse_real(optarg, 1e-9, 1, &o->top_p) ) return usage_error("--top-p needs a number in (0, 1], got '%s'", optarg);
+            o->sampling_opts = 1;
+            break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            o->seed = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') return usage_error("--seed needs a whole number >= 0, got '%s'", optarg);
+            o->sampling_opts = 1;
+            break;
+        }
+        case O_STOP:
+            if (!optarg[0]) return usage_error("%s", "--stop needs a non-empty string");
+            o->stop = optarg;
+            break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
@@ -266,6 +317,14 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         }
     }
     int rest = argc - optind;
+    if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
+        return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");
+    if (o->sampling_opts && o->temperature <= 0)
+        return usage_error("%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
+    if ((o->predict_k || o->generate_n) && (o->no_special || o->words || o->stats || o->tokens_only))
+        return usage_error("%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
+    if (o->generate_n && rest == 2 && !o->batch_path)
+        return usage_error("%s", "--generate continues one text, not a pair");
     if (o->out_dir && !o->batch_path) return usage_error("%s", "--out-dir goes with --batch");
     if (o->tokens_only && (o->stats || o->npy_path || o->out_npy || o->html_path || o->out_html))
         return usage_error("%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
@@ -328,6 +387,17 @@ int cli_run(const CliOptions *o) {
     if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
         (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {
         fprintf(stderr, "attnviz: --layer/--head must be among the selected --layers/--heads\n");
+        goto out;
+    }
+    if (o->generate_n && !c->causal) {
+        fprintf(stderr, "attnviz: --generate continues text with a causal model; %s is a masked (%s) model: "
+                        "try --predict K with [MASK]/<mask> in the text\n", dir, c->model_type);
+        goto out;
+    }
+    const char *no_head = pipeline_head_missing(p);
+    if ((o->predict_k || o->generate_n) && no_head) {
+        fprintf(stderr, "attnviz: --%s needs a language-model head, and %s has none: %s\n",
+                o->generate_n ? "generate" : "predict", dir, no_head);
         goto out;
     }
     if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {

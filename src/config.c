@@ -127,6 +127,7 @@ int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, Av
     snprintf(c->model_type, sizeof c->model_type, "%s", spec->model_type);
     if (spec->parse(c, root, path, e) != 0) goto done;
     if (cfg_validate(c, spec->hidden_key, spec->heads_key, path, e) != 0) goto done;
+    if (cfg_parse_eos(c, root, path, e) != 0) goto done;
     c->is_demo = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "attnviz_demo"));
     rc = 0;
 done:
@@ -140,6 +141,37 @@ int cfg_load(ModelConfig *c, const char *path, AvErr *e) {
     if (av_read_file(path, 1 << 20, &buf, &len, e) != 0) return -1;
     int rc = cfg_parse(c, buf, len, path, e);
     free(buf);
+    return rc;
+}
+
+int cfg_parse_eos(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    if (!v || cJSON_IsNull(v)) return 0;
+    const cJSON *item = v;
+    int n = 0, one = cJSON_IsNumber(v);
+    if (!one && !cJSON_IsArray(v)) return av_err(e, "%s: \"eos_token_id\" must be an id or a list of ids", path);
+    if (!one) item = v->child;
+    for (; item; item = one ? NULL : item->next) {
+        double d = item->valuedouble;
+        if (!cJSON_IsNumber(item) || d != (int)d || d < 0 || d >= c->vocab_size)
+            return av_err(e, "%s: \"eos_token_id\" holds %g, not an id below vocab_size %d", path,
+                          cJSON_IsNumber(item) ? d : -1.0, c->vocab_size);
+        if (n == CFG_MAX_EOS) return av_err(e, "%s: \"eos_token_id\" lists more than %d ids", path, CFG_MAX_EOS);
+        c->eos_ids[n++] = (int)d;
+    }
+    c->n_eos = n;
+    return 0;
+}
+
+int cfg_load_generation(ModelConfig *c, const char *path, AvErr *e) {
+    if (!av_file_exists(path)) return 0;
+    char *buf;
+    size_t len;
+    if (av_read_file(path, 1 << 20, &buf, &len, e) != 0) return -1;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    int rc = !cJSON_IsObject(root) ? av_err(e, "%s: not a JSON object", path) : cfg_parse_eos(c, root, path, e);
+    cJSON_Delete(root);
     return rc;
 }
 

@@ -106,41 +106,47 @@ static void qk_part(void *arg, int t, int T) {
     }
 }
 
-/* Per-head attention of one layer; thread t takes heads t, t + T, ...
- * Query head h reads key/value head h / group. */
+/* Per-head attention of one layer for n new tokens at positions [pos0, pos0 + n),
+ * against keys and values of positions [0, pos0 + n); thread t takes heads
+ * t, t + T, ... Query head h reads key/value head h / group. */
 typedef struct {
-    const float *qT, *kT, *vT; // (NH * dh, n), (NKV * dh, n) x 2; vT NULL with ctxT NULL: probabilities only
+    const float *qT;           // (NH * dh, n)
+    const float *newkT;        // (NKV * dh, n) this pass's keys, for the captured copies
+    const float *kT, *vT;      // (NKV * dh, ldk) every position's; vT NULL with ctxT NULL: probabilities only
     float *ctxT;               // (NH * dh, n)
     Capture *cap;              // per-head probabilities and q/k copies, or NULL
-    float *scores;             // (threads, n, n) scratch when cap is NULL
-    int layer, n, n_heads, group, dh;
+    float *scores;             // (threads, n, pos0 + n) scratch when cap is NULL
+    int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
 } HeadTask;
 
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
-    const int n = w->n, dh = w->dh;
+    const int n = w->n, dh = w->dh, nk = w->pos0 + n;
     for (int h = t; h < w->n_heads; h += T) {
-        const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * n;
+        const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * w->ldk;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
+        const int ldp = cap ? cap->n_tokens : nk;
         if (cap && cap->q) {
-            kern_transpose(cap_q(cap, w->layer, h), w->qT + qoff, dh, n); // (n, dh)
-            kern_transpose(cap_k(cap, w->layer, h), w->kT + kvoff, dh, n);
+            kern_transpose(cap_q(cap, w->layer, h) + (size_t)w->pos0 * dh, w->qT + qoff, dh, n); // (n, dh)
+            kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
+                           dh, n);
         }
-        float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * n * n; // (n, n)
-        kern_attention(probs, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, w->kT + kvoff,
-                       w->vT ? w->vT + kvoff : NULL, n, dh, &w->rule);
+        float *probs = cap ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
+                           : w->scores + (size_t)t * n * nk; // (n, ldp)
+        kern_attention_kv(probs, ldp, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
+                          w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule);
     }
 }
 
 /* ---------------------------------------------------------------- steps */
 
 /* x (n, H) = token embedding (+ learned position) (+ token type), scaled. */
-static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, AvErr *e) {
+static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, int pos0, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
     const int H = c->hidden_size;
-    int pos = c->pos_offset;
+    int pos = c->pos_offset + pos0;
     for (int i = 0; i < n; i++) {
         float *r = s->x + (size_t)i * H; // (H)
         const Linear *te = &w->tok_emb;
@@ -167,14 +173,15 @@ static int embed(const Model *m, RunState *s, const int *ids, const int *type_id
     return 0;
 }
 
-/* cos/sin (dh/2, n) of position j times each rotary frequency, in float32 as
- * transformers computes them. (The dynamic kind changes the frequencies only
- * past max_position_embeddings, which inputs never reach: see check_inputs.) */
-static void rope_tables(const Model *m, RunState *s, int n) {
+/* cos/sin (dh/2, n) of position pos0 + j times each rotary frequency, in
+ * float32 as transformers computes them. (The dynamic kind changes the
+ * frequencies only past max_position_embeddings, which inputs never reach:
+ * see check_inputs.) */
+static void rope_tables(const Model *m, RunState *s, int n, int pos0) {
     const int half = m->cfg.head_dim / 2;
     for (int i = 0; i < half; i++)
         for (int j = 0; j < n; j++) {
-            float ang = (float)j * m->inv_freq[i];
+            float ang = (float)(pos0 + j) * m->inv_freq[i];
             s->rope_cos[(size_t)i * n + j] = (float)cos((double)ang);
             s->rope_sin[(size_t)i * n + j] = (float)sin((double)ang);
         }
@@ -195,9 +202,16 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
     }
 }
 
-/* Attention of layer l on xT (its normalized input): fills the capture and,
- * unless attn_only, leaves the output projection in yT. */
-static int attention_block(const Model *m, RunState *s, int l, int n, Capture *cap, int attn_only, AvErr *e) {
+/* Appends n columns of src (rows, n) at column at of dst (rows, ld). */
+static void append_cols(float *dst, int ld, int at, const float *src, int rows, int n) {
+    for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * ld + at, src + (size_t)r * n, (size_t)n * sizeof *src);
+}
+
+/* Attention of layer l on xT (its normalized input) for n tokens after pos0
+ * cached ones (kv NULL: none): fills the capture and, unless attn_only,
+ * leaves the output projection in yT. */
+static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int n, int pos0, Capture *cap,
+                           int attn_only, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
     const Linear *qkv[3] = {&L->q, &L->k, &L->v};
@@ -212,12 +226,22 @@ static int attention_block(const Model *m, RunState *s, int l, int n, Capture *c
                      c->head_dim, c->num_heads, c->num_kv_heads};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, qk_part, &qk);
     }
+    const float *kT = s->kT, *vT = s->vT; // (NKV * dh, ldk)
+    int ldk = n;
+    if (kv) {
+        const int rows = c->num_kv_heads * c->head_dim;
+        float *kc = kv->kT + (size_t)l * rows * kv->cap_tokens, *vc = kv->vT + (size_t)l * rows * kv->cap_tokens;
+        append_cols(kc, kv->cap_tokens, pos0, s->kT, rows, n);
+        if (!attn_only) append_cols(vc, kv->cap_tokens, pos0, s->vT, rows, n);
+        kT = kc, vT = vc, ldk = kv->cap_tokens;
+    }
     AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
                      c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
     if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
-    HeadTask heads = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, cap, s->scores, l, n,
-                      c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
-    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part, &heads);
+    HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, cap, s->scores, l, n, pos0,
+                      ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
+    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
+             &heads);
     if (attn_only) return 0;
     const Linear *o[1] = {&L->o};
     if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
@@ -243,15 +267,20 @@ static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
     return 0;
 }
 
-static int check_inputs(const Model *m, const RunState *s, const int *ids, const int *type_ids, int n,
-                        const Capture *cap, AvErr *e) {
+static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, const int *ids, const int *type_ids,
+                        int n, int pos0, const Capture *cap, AvErr *e) {
     const ModelConfig *c = &m->cfg;
-    if (n < 1 || n > s->max_tokens || (cap && (size_t)n > cap->cap_tokens))
-        return av_err(e, "%d tokens do not fit the buffers (%d)", n, s->max_tokens);
-    if (n > cfg_max_tokens(c)) return av_err(e, "%d tokens exceed the model's %d positions", n, cfg_max_tokens(c));
+    if (n < 1 || n > s->max_tokens || (cap && (size_t)(pos0 + n) > cap->cap_tokens) ||
+        (cap && kv && pos0 + n > cap->n_tokens))
+        return av_err(e, "%d tokens do not fit the buffers (%d)", pos0 + n, s->max_tokens);
+    if (kv && pos0 + n > kv->cap_tokens)
+        return av_err(e, "%d tokens do not fit the key/value cache (%d)", pos0 + n, kv->cap_tokens);
+    if (kv && !c->causal) return av_err(e, "%s: a key/value cache needs a causal model", m->path);
+    if (pos0 + n > cfg_max_tokens(c))
+        return av_err(e, "%d tokens exceed the model's %d positions", pos0 + n, cfg_max_tokens(c));
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
-            return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, c->vocab_size);
+            return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], pos0 + i, c->vocab_size);
         if (m->w.type_emb && (!type_ids || type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
             return av_err(e, "token type %d at position %d is outside type_vocab_size %d", type_ids ? type_ids[i] : -1,
                           i, c->type_vocab_size);
@@ -259,64 +288,119 @@ static int check_inputs(const Model *m, const RunState *s, const int *ids, const
     return 0;
 }
 
+/* NaN/Inf weights would otherwise reach the writers as invalid JSON: the rows
+ * [pos0, pos0 + n) this pass wrote, in every captured block. */
+static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvErr *e) {
+    const size_t ld = (size_t)cap->n_tokens, nk = (size_t)(pos0 + n);
+    for (int l = 0; l < cap->n_layers; l++)
+        for (int h = 0; h < cap->n_heads; h++) {
+            if (!cap_has(cap, l, h)) continue;
+            const float *p = cap_attn(cap, l, h) + (size_t)pos0 * ld;
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < nk; j++)
+                    if (!isfinite(p[(size_t)i * ld + j]))
+                        return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
+        }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e) {
+    return model_forward_kv(m, s, NULL, ids, type_ids, n, cap, 0, e);
+}
+
+int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
+                     int full, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
-    const int H = c->hidden_size;
-    const size_t nH = (size_t)n * H;
-    if (check_inputs(m, s, ids, type_ids, n, cap, e)) return -1;
-    if (cap) cap->n_tokens = n;
+    const int H = c->hidden_size, pos0 = kv ? kv->n : 0;
+    if (check_inputs(m, s, kv, ids, type_ids, n, pos0, cap, e)) return -1;
+    if (cap && !kv) cap->n_tokens = n;
+    const size_t ldh = cap ? (size_t)cap->n_tokens * H : 0; // a hidden-state block: (n_tokens, H)
 
     float *x = s->x; // (n, H) residual stream
-    if (embed(m, s, ids, type_ids, n, e)) return -1;
-    if (c->pos == POS_ROPE) rope_tables(m, s, n);
+    if (embed(m, s, ids, type_ids, n, pos0, e)) return -1;
+    if (c->pos == POS_ROPE) rope_tables(m, s, n, pos0);
     /* post-norm: the embeddings' norm, and xT = the first attention's input */
     if (w->emb_norm.g || !c->pre_ln)
         residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);
-    if (cap && cap->hidden) memcpy(cap->hidden, x, nH * sizeof *x);
+    if (cap && cap->hidden) memcpy(cap->hidden + (size_t)pos0 * H, x, (size_t)n * H * sizeof *x);
 
     /* BLAS single-threaded while our pool splits the work (pool.h). */
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
-    int rc = 0, last_kept = c->num_layers - 1;
-    while (cap && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
+    int rc = 0, last_kept = c->num_layers - 1, ran_all = 1;
+    while (!full && !kv && cap && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
     for (int l = 0; l < c->num_layers && rc == 0; l++) {
         const LayerWeights *L = &w->layers[l];
         /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
          * pre-norm (GPT-2, Llama): x = x + attn(norm1(x)); x = x + mlp(norm2(x)) */
         if (c->pre_ln) residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
         /* After the last captured layer's attention nothing more is needed
-         * unless the hidden states are: its q and k are all the capture takes. */
-        const int attn_only = cap && !cap->hidden && l == last_kept;
-        if ((rc = attention_block(m, s, l, n, cap, attn_only, e)) || attn_only) break;
+         * unless the hidden states or the logits are: its q and k are all the
+         * capture takes. */
+        const int attn_only = !full && !kv && cap && !cap->hidden && l == last_kept;
+        if ((rc = attention_block(m, s, kv, l, n, pos0, cap, attn_only, e))) break;
+        if (attn_only) {
+            ran_all = 0;
+            break;
+        }
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
         if ((rc = mlp_block(m, s, l, n, e))) break;
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
         if (cap && cap->hidden) {
-            float *hs = cap->hidden + (size_t)(l + 1) * nH; // (n, H)
+            float *hs = cap->hidden + (size_t)(l + 1) * ldh + (size_t)pos0 * H; // (n, H)
             /* as Hugging Face's hidden_states: the last one is after the final norm */
             if (l == c->num_layers - 1 && w->final_norm.g) residual_norm(s, x, NULL, hs, NULL, &w->final_norm, n, H);
-            else memcpy(hs, x, nH * sizeof *x);
+            else memcpy(hs, x, (size_t)n * H * sizeof *x);
         }
     }
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
-    if (cap) {
-        /* NaN/Inf weights would otherwise reach the writers as invalid JSON. */
-        const size_t nn = (size_t)n * n, per_layer = cap->n_kept_layers ? (size_t)cap->n_kept_heads : (size_t)c->num_heads;
-        const size_t total = cap_blocks(cap) * nn;
-        for (size_t i = 0; i < total; i++)
-            if (!isfinite(cap->attn[i])) {
-                size_t slot = i / (per_layer * nn);
-                int layer = (int)slot;
-                for (int l = 0; cap->n_kept_layers && l < c->num_layers; l++)
-                    if (cap->layer_slot[l] == (int)slot) layer = l;
-                return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, layer);
-            }
+    s->n_last = n;
+    s->full_last = ran_all;
+    if (kv) kv->n += n;
+    return cap ? check_finite(m, cap, pos0, n, e) : 0;
+}
+
+/* ---------------------------------------------------------------- the head */
+
+int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float *logitsT, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LmHead *hd = &m->w.head;
+    const int H = c->hidden_size;
+    if (!hd->out.w) return av_err(e, "%s: the checkpoint has no language-model head", m->path);
+    if (!s->full_last) return av_err(e, "the last pass stopped early; it left no final hidden state");
+    if (n_rows < 1 || n_rows > s->max_tokens) return av_err(e, "%d rows do not fit the buffers (%d)", n_rows, s->max_tokens);
+    float *x = s->yT; // (n_rows, H) the chosen tokens' residual stream, token-major
+    for (int i = 0; i < n_rows; i++) {
+        if (rows[i] < 0 || rows[i] >= s->n_last) return av_err(e, "row %d is not a token of the last pass", rows[i]);
+        memcpy(x + (size_t)i * H, s->x + (size_t)rows[i] * H, (size_t)H * sizeof *x);
+    }
+    const int blas_threads = openblas_get_num_threads();
+    if (s->pool) openblas_set_num_threads(1);
+    /* decoders: the final norm; encoders' stream is already normalized */
+    residual_norm(s, x, NULL, NULL, s->xT, m->w.final_norm.g ? &m->w.final_norm : NULL, n_rows, H);
+    int rc = 0;
+    if (hd->dense.w) {
+        /* masked LM: norm(act(dense(x))) */
+        const Linear *d[1] = {&hd->dense};
+        rc = products(s, s->xT, n_rows, 1, d, &s->ffT, (int)hd->act, 0, ACT_GELU, m, e);
+        if (rc == 0) {
+            kern_transpose(x, s->ffT, H, n_rows);
+            residual_norm(s, x, NULL, NULL, s->xT, &hd->norm, n_rows, H);
+        }
+    }
+    const Linear *o[1] = {&hd->out};
+    if (rc == 0) rc = products(s, s->xT, n_rows, 1, o, &logitsT, -1, 0, ACT_GELU, m, e);
+    if (s->pool) openblas_set_num_threads(blas_threads);
+    if (rc) return -1;
+    if (hd->softcap > 0) {
+        const size_t total = (size_t)hd->out.out * n_rows;
+        for (size_t i = 0; i < total; i++) logitsT[i] = hd->softcap * tanhf(logitsT[i] / hd->softcap);
     }
     return 0;
 }

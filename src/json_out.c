@@ -295,6 +295,79 @@ static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), con
  * metadata so that both use one set of key names. Optional members are left
  * out rather than null. page: the copy that goes into a shareable file, so
  * without model_dir (a path on this machine). */
+/* [{"token", "display", "id", "prob"}, ...] for k ids and probabilities. */
+static void write_top(Sink *s, const OutDoc *d, const int *ids, const float *probs, int k) {
+    sink_put(s, "[", 1);
+    for (int j = 0; j < k; j++) {
+        const char *sp = d->tok ? tok_id_to_token(d->tok, ids[j]) : NULL, *dp = d->tok ? tok_id_display(d->tok, ids[j]) : NULL;
+        sink_str(s, j ? ",{\"token\":" : "{\"token\":");
+        sink_json_string(s, sp ? sp : "");
+        sink_str(s, ",\"display\":");
+        sink_json_string(s, dp ? dp : "");
+        sink_str(s, ",\"id\":");
+        sink_int(s, ids[j]);
+        sink_str(s, ",\"prob\":");
+        sink_float(s, probs[j], d->precision);
+        sink_put(s, "}", 1);
+    }
+    sink_put(s, "]", 1);
+}
+
+/* "predictions" (--predict) and "generation" (--generate). */
+static void write_predictions(Sink *s, const OutDoc *d) {
+    const CapPredictions *p = d->pred;
+    if (p) {
+        sink_str(s, ",\"predictions\":[");
+        for (int i = 0; i < p->n; i++) {
+            sink_str(s, i ? ",{\"position\":" : "{\"position\":");
+            sink_int(s, p->position[i]);
+            sink_str(s, ",\"top\":");
+            write_top(s, d, p->ids + (size_t)i * p->k, p->probs + (size_t)i * p->k, p->k);
+            sink_put(s, "}", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    const CapGeneration *g = d->gen;
+    if (!g) return;
+    static const char *const stops[] = {"length", "eos", "stop"};
+    char num[32];
+    sink_str(s, ",\"generation\":{\"prompt_tokens\":");
+    sink_int(s, g->n_prompt);
+    sink_str(s, ",\"generated_tokens\":");
+    sink_int(s, g->n_generated);
+    sink_str(s, ",\"stop_reason\":\"");
+    sink_str(s, stops[g->stop]);
+    sink_str(s, g->temperature > 0 ? "\",\"strategy\":\"sample\",\"temperature\":" : "\",\"strategy\":\"greedy\"");
+    if (g->temperature > 0) {
+        snprintf(num, sizeof num, "%g", (double)g->temperature);
+        sink_str(s, num);
+        sink_str(s, ",\"top_p\":");
+        snprintf(num, sizeof num, "%g", (double)g->top_p);
+        sink_str(s, num);
+        sink_str(s, ",\"seed\":");
+        snprintf(num, sizeof num, "%llu", g->seed);
+        sink_str(s, num);
+    }
+    sink_str(s, ",\"text\":");
+    sink_json_string(s, d->gen_text ? d->gen_text : "");
+    sink_str(s, ",\"steps\":[");
+    for (int i = 0; i < g->n_generated; i++) {
+        const int pos = g->n_prompt + i, id = d->enc->ids[pos];
+        sink_str(s, i ? ",{\"position\":" : "{\"position\":");
+        sink_int(s, pos);
+        sink_str(s, ",\"id\":");
+        sink_int(s, id);
+        sink_str(s, ",\"token\":");
+        sink_json_string(s, d->enc->tokens[pos]);
+        sink_str(s, ",\"prob\":");
+        sink_float(s, g->chosen_prob[i], d->precision);
+        sink_str(s, ",\"top\":");
+        write_top(s, d, g->steps.ids + (size_t)i * g->steps.k, g->steps.probs + (size_t)i * g->steps.k, g->steps.k);
+        sink_put(s, "}", 1);
+    }
+    sink_str(s, "]}");
+}
+
 static void write_common(Sink *s, const OutDoc *d, int page) {
     const ModelConfig *c = d->cfg;
     char num[32];
@@ -402,6 +475,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         }
         sink_put(s, "]", 1);
     }
+    write_predictions(s, d);
 }
 
 int json_write_common(FILE *f, const OutDoc *d, int page, AvErr *e) {

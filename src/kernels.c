@@ -145,10 +145,26 @@ static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n,
     return 0;
 }
 
+/* One token (a generation step): matrix-vector products over the widened
+ * rows, with none of a matrix product's packing of the weights. */
+static int one_token_rows(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
+    const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
+    for (int r = r0; r < r1; r += step) {
+        int tr = r1 - r < step ? r1 - r : step;
+        RowsView v;
+        if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
+        if (v.nn == CblasNoTrans) cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, lin->in, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
+        else cblas_sgemv(CblasRowMajor, CblasTrans, lin->in, tr, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
+    }
+    bias_act_rows(y, lin->b, act, 1, 1, r0, r1);
+    return 0;
+}
+
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch) {
     // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1])
     const int in = lin->in;
     if (r0 >= r1) return 0;
+    if (n == 1) return one_token_rows(yT, xT, lin, r0, r1, act, scratch);
     if (!kern_gemm_tiled()) {
         /* whole products; widened weights a block of rows at a time */
         const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
@@ -301,28 +317,35 @@ static inline float verff(float x) {
 }
 
 
-void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
-                          const AttnRule *rule) {
-    // probs (n, n); ctxT, qT, kT, vT (dh, n): one row per head dimension, one column per token
-    for (int i = 0; i < n; i++) {
-        int hi = rule->causal ? i + 1 : n, lo = rule->window > 0 && i - rule->window + 1 > 0 ? i - rule->window + 1 : 0;
-        for (int j = 0; j < n; j++) probs[(size_t)i * n + j] = 0.0f;
+void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
+                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule) {
+    // probs (nq, ldp); ctxT, qT (dh, nq); kT, vT (dh, ldk): one row per head dimension, one column per token
+    for (int i = 0; i < nq; i++) {
+        const int pos = nk - nq + i;
+        int hi = rule->causal ? pos + 1 : nk, lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
+        float *r = probs + (size_t)i * ldp;
+        for (int j = 0; j < ldp; j++) r[j] = 0.0f;
         for (int j = lo; j < hi; j++) {
             double acc = 0;
-            for (int d = 0; d < dh; d++) acc += (double)qT[(size_t)d * n + i] * kT[(size_t)d * n + j];
+            for (int d = 0; d < dh; d++) acc += (double)qT[(size_t)d * nq + i] * kT[(size_t)d * ldk + j];
             acc *= rule->scale;
             if (rule->softcap > 0) acc = rule->softcap * tanh(acc / rule->softcap);
-            probs[(size_t)i * n + j] = (float)acc;
+            r[j] = (float)acc;
         }
-        kern_softmax_rows_naive(probs + (size_t)i * n + lo, 1, hi - lo);
+        kern_softmax_rows_naive(r + lo, 1, hi - lo);
     }
     if (!ctxT) return;
     for (int d = 0; d < dh; d++)
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < nq; i++) {
             double acc = 0;
-            for (int j = 0; j < n; j++) acc += (double)probs[(size_t)i * n + j] * vT[(size_t)d * n + j];
-            ctxT[(size_t)d * n + i] = (float)acc;
+            for (int j = 0; j < nk; j++) acc += (double)probs[(size_t)i * ldp + j] * vT[(size_t)d * ldk + j];
+            ctxT[(size_t)d * nq + i] = (float)acc;
         }
+}
+
+void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
+                          const AttnRule *rule) {
+    kern_attention_kv_naive(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule);
 }
 
 VEC_CLONES static void softcap_row(float *r, int n, float cap) {
@@ -333,26 +356,32 @@ VEC_CLONES static void softcap_row(float *r, int n, float cap) {
     }
 }
 
-void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
-                    const AttnRule *rule) {
-    // probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) = (probs v)^T unless ctxT is NULL
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, dh, rule->scale, qT, n, kT, n, 0.0f, probs, n);
-    if (!rule->causal && rule->window <= 0) {
-        if (rule->softcap > 0) softcap_row(probs, n * n, rule->softcap);
-        kern_softmax_rows(probs, n, n);
+void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
+                       int ldk, int nk, int dh, const AttnRule *rule) {
+    // probs (nq, ldp) = softmax(mask(cap(scale q k^T))); ctxT (dh, nq) = (probs v)^T unless ctxT is NULL
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nq, nk, dh, rule->scale, qT, nq, kT, ldk, 0.0f, probs, ldp);
+    if (!rule->causal && rule->window <= 0 && ldp == nk) {
+        if (rule->softcap > 0) softcap_row(probs, nq * nk, rule->softcap);
+        kern_softmax_rows(probs, nq, nk);
     } else {
         /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
-        for (int i = 0; i < n; i++) {
-            float *r = probs + (size_t)i * n; // (n)
-            int hi = rule->causal ? i + 1 : n;
-            int lo = rule->window > 0 && i - rule->window + 1 > 0 ? i - rule->window + 1 : 0;
+        for (int i = 0; i < nq; i++) {
+            float *r = probs + (size_t)i * ldp; // (ldp)
+            const int pos = nk - nq + i;
+            int hi = rule->causal ? pos + 1 : nk;
+            int lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
             if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
             kern_softmax_rows(r + lo, 1, hi - lo);
             memset(r, 0, (size_t)lo * sizeof *r);
-            memset(r + hi, 0, (size_t)(n - hi) * sizeof *r);
+            memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
         }
     }
-    if (ctxT) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, n, n, 1.0f, vT, n, probs, n, 0.0f, ctxT, n);
+    if (ctxT) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, nq, nk, 1.0f, vT, ldk, probs, ldp, 0.0f, ctxT, nq);
+}
+
+void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
+                    const AttnRule *rule) {
+    kern_attention_kv(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule);
 }
 
 void kern_activate_naive(float *x, size_t n, ActKind act) {

@@ -565,3 +565,38 @@ void model_capture_free(Capture *cap) {
     free(cap->hidden);
     memset(cap, 0, sizeof *cap);
 }
+
+void model_capture_trim(Capture *cap, int n) {
+    const size_t ld = (size_t)cap->n_tokens, nn = (size_t)n, blocks = cap_blocks(cap), dh = (size_t)cap->head_dim;
+    if ((size_t)n >= ld) return;
+    /* every destination lies at or before its source: one forward sweep */
+    for (size_t b = 0; b < blocks; b++)
+        for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
+    for (size_t b = 0; cap->q && b < blocks; b++) {
+        memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
+        memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));
+    }
+    const size_t H = (size_t)cap->hidden_size;
+    for (size_t l = 0; cap->hidden && l <= (size_t)cap->n_layers; l++)
+        memmove(cap->hidden + l * nn * H, cap->hidden + l * ld * H, nn * H * sizeof(float));
+    cap->n_tokens = n;
+}
+
+int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e) {
+    memset(kv, 0, sizeof *kv);
+    const size_t floats = (size_t)c->num_layers * c->num_kv_heads * c->head_dim * (size_t)n;
+    kv->kT = alloc_floats(floats);
+    kv->vT = alloc_floats(floats);
+    if (!kv->kT || !kv->vT) {
+        model_kv_free(kv);
+        return av_err(e, "out of memory for the key/value cache (%d tokens)", n);
+    }
+    kv->cap_tokens = n;
+    return 0;
+}
+
+void model_kv_free(KvCache *kv) {
+    free(kv->kT);
+    free(kv->vT);
+    memset(kv, 0, sizeof *kv);
+}

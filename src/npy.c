@@ -2,15 +2,18 @@
  * a multiple of 64 bytes, then the raw little-endian float32 data. */
 #include "npy.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npy.c writes the host floats as little-endian <f4"
 #endif
 
-int npy_write_header(FILE *f, const long *shape, int ndim) {
+int npy_write_header(FILE *f, const long *shape, int ndim) { return npy_write_header_typed(f, "<f4", shape, ndim); }
+
+int npy_write_header_typed(FILE *f, const char *descr, const long *shape, int ndim) {
     char dict[256];
-    int k = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int i = 0; i < ndim; i++) k += snprintf(dict + k, sizeof dict - (size_t)k, "%ld, ", shape[i]);
     k += snprintf(dict + k, sizeof dict - (size_t)k, "), }");
     size_t total = 10 + (size_t)k + 1; /* preamble + dict + '\n' */
@@ -44,4 +47,30 @@ int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e) {
 int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e) {
     if (!d->cap->q) return av_err(e, "queries and keys were not captured");
     return write_blocks(f, d, which == 'q' ? cap_q : cap_k, d->cap->n_tokens, d->cap->head_dim, e);
+}
+
+static int write_ints(FILE *f, const int *v, size_t n, AvErr *e) {
+    for (size_t i = 0; i < n; i++) {
+        int32_t x = v[i];
+        if (fwrite(&x, sizeof x, 1, f) != 1) return av_err(e, "write error");
+    }
+    return 0;
+}
+
+int npy_write_predictions(FILE *f, const OutDoc *d, char what, AvErr *e) {
+    const CapPredictions *p = d->pred;
+    if (!p) return av_err(e, "no predictions were made");
+    long shape[2] = {p->n, p->k};
+    if (npy_write_header_typed(f, what == 'p' ? "<f4" : "<i4", shape, what == 'n' ? 1 : 2) != 0)
+        return av_err(e, "write error");
+    const size_t cells = (size_t)p->n * (size_t)p->k;
+    if (what == 'n') return write_ints(f, p->position, (size_t)p->n, e);
+    if (what == 'i') return write_ints(f, p->ids, cells, e);
+    return fwrite(p->probs, sizeof(float), cells, f) == cells ? 0 : av_err(e, "write error");
+}
+
+int npy_write_ids(FILE *f, const OutDoc *d, AvErr *e) {
+    long shape[1] = {d->enc->n};
+    if (npy_write_header_typed(f, "<i4", shape, 1) != 0) return av_err(e, "write error");
+    return write_ints(f, d->enc->ids, (size_t)d->enc->n, e);
 }

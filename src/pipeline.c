@@ -14,8 +14,10 @@
 
 #include <cblas.h>
 
+#include "generate.h"
 #include "model.h"
 #include "npy.h"
+#include "predict.h"
 #include "output.h"
 #include "stats.h"
 #include "tokenizer.h"
@@ -101,6 +103,10 @@ struct Pipeline {
     RunState rs;
     Capture cap;
     int cap_n;       /* tokens the capture and run state hold */
+    KvCache kv;      /* with --generate, cap_n tokens */
+    CapPredictions pred; /* --predict: this input's */
+    CapGeneration gen;   /* --generate: this input's */
+    char *gen_text;      /* the generated continuation, decoded */
     HeadStats stats; /* with --stats */
     double t_load, t_tok, t_fwd, t_write;
 };
@@ -153,6 +159,10 @@ static int load_all(Run *r, AvErr *e) {
         if (model_load(&r->model, r->dir, e) != 0) goto done;
         r->have_model = 1;
         have_cfg = 1;
+        char *gc = model_is_gguf(r->dir) ? NULL : av_path_join(r->dir, "generation_config.json");
+        int grc = gc ? cfg_load_generation(&r->model.cfg, gc, e) : 0;
+        free(gc);
+        if (grc != 0) goto done;
         r->cfg = r->model.cfg;
     }
     if (load_tokenizer(r, have_cfg, e) != 0) goto done;
@@ -174,6 +184,10 @@ static void run_free(Run *r) {
     cfg_free_head_labels(r->descriptions, n);
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
+    model_kv_free(&r->kv);
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    free(r->gen_text);
     stats_free(&r->stats);
     tok_free(r->tok);
     if (r->have_model) model_free(&r->model);
@@ -204,8 +218,10 @@ static int ensure_buffers(Run *r, int n, AvErr *e) {
     }
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
+    model_kv_free(&r->kv);
     r->cap_n = 0;
     if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    if (o->generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
     if (model_capture_select(&r->cap, &r->cfg, n, 1, o->hidden, o->sel_layers, o->n_sel_layers, o->sel_heads,
                              o->n_sel_heads, e) != 0)
         return -1;
@@ -236,20 +252,106 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->init_head = o->head >= 0 ? o->head : out_head(d, 0);
     d->precision = o->precision;
     d->with_qk = o->qk;
+    d->pred = o->predict_k && !o->tokens_only ? &r->pred : NULL;
+    d->gen = o->generate_n && !o->tokens_only ? &r->gen : NULL;
+    d->gen_text = r->gen_text;
+    d->tok = r->tok;
 }
 
-/* Tokenizes and (unless tokens-only) runs the encoder on one input. */
+/* The positions of a masked model's mask tokens. */
+static int mask_rows(const Run *r, const TokEncoding *enc, int **rows) {
+    const char *names[] = {"[MASK]", "<mask>"};
+    int n = 0;
+    *rows = malloc((size_t)enc->n * sizeof **rows);
+    if (!*rows) return -1;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        int id = tok_token_to_id(r->tok, names[k]);
+        for (int i = 0; id >= 0 && i < enc->n; i++)
+            if (enc->ids[i] == id) (*rows)[n++] = i;
+    }
+    return n;
+}
+
+/* --predict without --generate: every position of a causal model, the
+ * masks of a masked one. */
+static int predict(Run *r, const TokEncoding *enc, AvErr *e) {
+    int *rows = NULL, n;
+    if (r->cfg.causal) {
+        if (!(rows = malloc((size_t)enc->n * sizeof *rows))) return av_err(e, "out of memory");
+        for (n = 0; n < enc->n; n++) rows[n] = n;
+    } else if ((n = mask_rows(r, enc, &rows)) < 0) {
+        return av_err(e, "out of memory");
+    }
+    if (n == 0 && !r->o->quiet) fprintf(stderr, "attnviz: warning: no [MASK] or <mask> in the input: no fill-ins to predict\n");
+    int rc = pred_alloc(&r->pred, n, r->o->predict_k, e);
+    if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, &r->pred, 0, e);
+    free(rows);
+    return rc;
+}
+
+/* A stop string: the generated text so far contains it. */
+static int stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
+    const Run *r = ctx;
+    char *text = NULL;
+    AvErr e;
+    if (tok_decode(r->tok, ids + n_prompt, n - n_prompt, &text, &e) != 0) return 0;
+    int hit = strstr(text, r->o->stop) != NULL;
+    free(text);
+    return hit;
+}
+
+/* --generate: the prompt's tokens continued; enc grows by what was generated. */
+static int generate(Run *r, TokEncoding *enc, AvErr *e) {
+    const CliOptions *o = r->o;
+    int room = cfg_max_tokens(&r->cfg) - enc->n, max_new = o->generate_n;
+    if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
+                                cfg_max_tokens(&r->cfg));
+    if (max_new > room) {
+        if (!o->quiet) fprintf(stderr, "attnviz: warning: --generate %d: the model's %d positions leave room for %d\n",
+                               max_new, cfg_max_tokens(&r->cfg), room);
+        max_new = room;
+    }
+    const int total = enc->n + max_new;
+    if (ensure_buffers(r, total, e) != 0) return -1;
+    int *ids = malloc((size_t)total * sizeof *ids), n = 0;
+    if (!ids) return av_err(e, "out of memory");
+    memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
+    GenOptions go = {.max_new = max_new, .k = o->predict_k ? o->predict_k : 10, .temperature = (float)o->temperature,
+                     .top_p = (float)o->top_p, .seed = o->seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
+                     .stop = o->stop ? stop_at_string : NULL, .stop_ctx = r};
+    int rc = 0;
+    if (o->predict_k) rc = pred_alloc(&r->pred, total, o->predict_k, e);
+    go.all = o->predict_k ? &r->pred : NULL;
+    if (rc == 0) rc = gen_run(&r->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
+    if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
+    if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
+    free(ids);
+    return rc;
+}
+
+/* Tokenizes and (unless tokens-only) runs the model on one input. */
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    const CliOptions *o = r->o;
     double t0 = av_now_ms();
     int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
-    if (r->o->max_tokens > 0 && (max_len == 0 || r->o->max_tokens < max_len)) max_len = r->o->max_tokens;
+    if (o->max_tokens > 0 && (max_len == 0 || o->max_tokens < max_len)) max_len = o->max_tokens;
     if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e) != 0)
         return -1;
     r->t_tok += av_now_ms() - t0;
-    if (r->o->tokens_only) return 0;
-    if (ensure_buffers(r, enc->n, e) != 0) return -1;
+    if (o->tokens_only) return 0;
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    free(r->gen_text);
+    r->gen_text = NULL;
     t0 = av_now_ms();
-    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    int rc;
+    if (o->generate_n) {
+        rc = generate(r, enc, e);
+    } else {
+        if (ensure_buffers(r, enc->n, e) != 0) return -1;
+        rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict_k > 0, e);
+        if (rc == 0 && o->predict_k) rc = predict(r, enc, e);
+    }
     r->t_fwd += av_now_ms() - t0;
     return rc;
 }
@@ -257,7 +359,8 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
 /* The writers: one row each, what it writes and whether a newline ends it
  * (JSON documents and lines); the run (templates folder, statistics) is
  * passed to the few that need it. */
-enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS };
+enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
+       W_NPY_PRED_POS, W_NPY_IDS };
 
 static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
 static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
@@ -266,6 +369,10 @@ static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (vo
 static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
 static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
 static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return stats_write_json(f, &r->stats, d, e); }
+static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'i', e); }
+static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
+static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
+static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_ids(f, d, e); }
 
 static const struct {
     int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
@@ -273,7 +380,8 @@ static const struct {
 } WRITERS[] = {
     [W_JSON] = {write_json, 1},         [W_HTML] = {write_page, 0},      [W_NPY_ATT] = {write_npy_att, 0},
     [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
-    [W_TOKENS] = {write_tokens, 1},
+    [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
+    [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -302,15 +410,26 @@ static char *npy_sibling(const char *path, const char *suffix) {
     return p;
 }
 
+/* attention.npy, and beside it (FILE's stem + suffix) what else was asked:
+ * queries and keys, predictions, the generated sequence's ids. */
 static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+    static const struct {
+        const char *suffix;
+        int what;
+    } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
+                 {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS}};
     if (write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
-    if (!r->o->qk) return 0;
-    char *qp = npy_sibling(path, ".queries.npy"), *kp = npy_sibling(path, ".keys.npy");
-    int rc = (!qp || !kp) ? av_err(e, "out of memory")
-             : (write_file(r, qp, d, W_NPY_Q, e) != 0 || write_file(r, kp, d, W_NPY_K, e) != 0) ? -1 : 0;
-    free(qp);
-    free(kp);
-    return rc;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        const int w = extra[i].what;
+        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->qk) continue;
+        if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
+        if (w == W_NPY_IDS && !d->gen) continue;
+        char *p = npy_sibling(path, extra[i].suffix);
+        int rc = p ? write_file(r, p, d, w, e) : av_err(e, "out of memory");
+        free(p);
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
@@ -541,6 +660,13 @@ int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const c
 }
 
 const ModelConfig *pipeline_config(const Pipeline *p) { return &p->cfg; }
+
+const char *pipeline_head_missing(const Pipeline *p) {
+    if (!p->have_model || model_has_head(&p->model)) return NULL;
+    if (p->model.head_err[0]) return p->model.head_err;
+    return p->cfg.causal ? "no lm_head weights and tie_word_embeddings is false (a base model checkpoint?)"
+                         : "no masked-LM head weights (a base model checkpoint: use its ...ForMaskedLM one)";
+}
 
 int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch_path ? run_batch(p, e) : run_single(p, e); }
 

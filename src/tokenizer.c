@@ -1063,3 +1063,123 @@ void tok_encoding_free(TokEncoding *enc) {
     memset(enc, 0, sizeof *enc);
     enc->b_start = -1;
 }
+
+/* ---- from ids back to text (predictions, generated tokens) ------------ */
+
+const char *tok_id_display(const Tokenizer *t, int id) {
+    if (id < 0 || id >= tok_vocab_size(t)) return NULL;
+    if (tok_is_special(t, id)) return tok_id_to_token(t, id);
+    if (t->tj) return tj_id_to_display(t->tj, id);
+    if (t->bpe) return bpe_id_to_display(t->bpe, id);
+    return t->tok[id];
+}
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} Buf;
+
+static int buf_add(Buf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
+/* The bytes a token stands for: byte-level pieces mapped back, SentencePiece's
+ * "▁" as a space and <0xNN> as its byte, WordPiece pieces as spelled
+ * ("##" dropped, a space before a word). */
+static int token_bytes(const Tokenizer *t, int id, int first, Buf *b) {
+    const char *s = tok_id_to_token(t, id);
+    if (!s) return 0;
+    size_t n = strlen(s);
+    if (tok_is_special(t, id)) return buf_add(b, s, n);
+    if (!t->bpe && !t->tj) {
+        if (!strncmp(s, "##", 2)) return buf_add(b, s + 2, n - 2);
+        return (first ? 0 : buf_add(b, " ", 1)) || buf_add(b, s, n);
+    }
+    if (t->bpe || tj_byte_level(t->tj)) {
+        for (size_t i = 0; i < n;) {
+            int32_t c;
+            utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+            int by = w > 0 ? bpe_cp_to_byte((uint32_t)c) : -1;
+            char ch = (char)by;
+            if (by < 0 ? buf_add(b, s + i, w > 0 ? (size_t)w : 1) : buf_add(b, &ch, 1)) return -1;
+            i += w > 0 ? (size_t)w : 1;
+        }
+        return 0;
+    }
+    unsigned v;
+    if (n == 6 && !strncmp(s, "<0x", 3) && s[5] == '>' && sscanf(s + 3, "%2x", &v) == 1) {
+        char ch = (char)v;
+        return buf_add(b, &ch, 1);
+    }
+    for (size_t i = 0; i < n;) {
+        if (i + 3 <= n && !memcmp(s + i, "\xe2\x96\x81", 3)) {
+            if (buf_add(b, " ", 1)) return -1;
+            i += 3;
+        } else if (buf_add(b, s + i++, 1)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e) {
+    Buf b = {0}, v = {0};
+    *out = NULL;
+    int rc = buf_add(&b, "", 0);
+    for (int i = 0; i < n && rc == 0; i++) rc = token_bytes(t, ids[i], i == 0, &b);
+    /* bytes that are not UTF-8 (a character cut between tokens) become U+FFFD */
+    for (size_t i = 0; i < b.n && rc == 0;) {
+        int32_t c;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)b.p + i, (utf8proc_ssize_t)(b.n - i), &c);
+        if (w > 0 && c != 0) rc = buf_add(&v, b.p + i, (size_t)w), i += (size_t)w;
+        else rc = buf_add(&v, "\xef\xbf\xbd", 3), i++;
+    }
+    if (rc == 0 && !v.p) rc = buf_add(&v, "", 0);
+    free(b.p);
+    if (rc) {
+        free(v.p);
+        return av_err(e, "out of memory decoding %d tokens", n);
+    }
+    *out = v.p;
+    return 0;
+}
+
+int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, int n, AvErr *e) {
+    TokEncoding old = *enc, grown = {0};
+    const size_t total = (size_t)old.n + (size_t)n;
+    if (alloc_encoding(&grown, total ? total : 1) != 0) return av_err(e, "out of memory");
+    for (int i = 0; i < old.n; i++) {
+        grown.ids[i] = old.ids[i], grown.type_ids[i] = old.type_ids[i], grown.tokens[i] = old.tokens[i];
+        grown.display[i] = old.display[i], grown.word_start[i] = old.word_start[i];
+        grown.special[i] = old.special[i], grown.role[i] = old.role[i];
+    }
+    for (int j = 0; j < n; j++) {
+        const int i = old.n + j, id = ids[j];
+        const char *sp = tok_id_to_token(t, id), *d = tok_id_display(t, id);
+        if (!sp || !d) {
+            tok_encoding_free(&grown);
+            return av_err(e, "token id %d is outside the vocabulary (%d)", id, tok_vocab_size(t));
+        }
+        grown.ids[i] = id, grown.type_ids[i] = 0, grown.tokens[i] = sp, grown.display[i] = d;
+        grown.special[i] = (unsigned char)tok_is_special(t, id), grown.role[i] = TOK_ROLE_NONE;
+        /* a word starts at a special token, a space, or where WordPiece has no "##" */
+        grown.word_start[i] = (unsigned char)(grown.special[i] || d[0] == ' ' || d[0] == '\n' ||
+                                              (!t->bpe && !t->tj && strncmp(sp, "##", 2) != 0));
+    }
+    grown.n = (int)total;
+    grown.byte_level = old.byte_level;
+    grown.b_start = old.b_start;
+    grown.n_truncated = old.n_truncated;
+    tok_encoding_free(enc);
+    *enc = grown;
+    return 0;
+}

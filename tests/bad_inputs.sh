@@ -128,6 +128,14 @@ fresh; cfg_edit 'c["intermediate_size"] = 10**12'
 case_ cfg_absurd_size 1 "\"intermediate_size\" = 1000000000000 is out of range" -- --model "$M" "${Q[@]}" hi
 fresh; cfg_edit 'c["hidden_act"] = "cubic"'
 case_ cfg_unknown_activation 1 "unknown hidden_act \"cubic\"" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["eos_token_id"] = [2, 10**9]'
+case_ cfg_eos_outside_vocabulary 1 "\"eos_token_id\" holds 1e\+09, not an id below vocab_size" -- --model "$M" "${Q[@]}" hi
+fresh; cfg_edit 'c["eos_token_id"] = "</s>"'
+case_ cfg_eos_not_an_id 1 "\"eos_token_id\" must be an id or a list of ids" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"eos_token_id": [1,' >"$M/generation_config.json"
+case_ generation_config_not_json 1 "generation_config.json: not a JSON object" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"eos_token_id": [%s]}' "$(seq -s, 1 9)" >"$M/generation_config.json"
+case_ generation_config_too_many_eos 1 "generation_config.json: \"eos_token_id\" lists more than 8 ids" -- --model "$M" "${Q[@]}" hi
 fresh; printf '{"vocab_size": 1,' >"$M/config.json"
 case_ cfg_not_json 1 "config.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
 fresh; rm "$M/config.json"
@@ -278,6 +286,11 @@ mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "t5")'
 case_ gguf_unsupported_tokenizer 1 "tokenizer model \"t5\" is not supported yet" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv["tokenizer.ggml.model"] = ("s", "llama"); del kv["tokenizer.ggml.merges"]'
 case_ gguf_llama_tokenizer_without_scores 1 "a llama tokenizer without merges needs one tokenizer.ggml.scores entry per token" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv["tokenizer.ggml.eos_token_id"] = ("u", 99999)'
+case_ gguf_eos_outside_vocabulary 1 "tokenizer.ggml.eos_token_id 99999 is outside the vocabulary" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" ''
+case_ gguf_generate_absurd_count 2 "--generate needs a token count >= 1" -- --model "$G" --generate 9999999999 hi
+case_ gguf_generate_runs_to_the_positions 0 "" -- --model "$G" --quiet --generate 100000 --predict 100 --json out.json hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 echo "INFO bad-input catalog: $n_case cases"

@@ -78,6 +78,7 @@ done
 # End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
 scripts=(
     tests/cli_test.sh
+    tests/predict_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh

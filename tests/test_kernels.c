@@ -153,6 +153,9 @@ START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
         linear_via_rows(y2, x, &lin, n, in, out, 16);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
+        /* one token (a generation step) takes the matrix-vector path */
+        linear_via_rows(y2, x, &lin, 1, in, out, 16);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)out), 1e-4f);
     }
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
@@ -328,7 +331,7 @@ START_TEST(half_and_quantized_weights_match_naive_reference) {
     for (int tiled = 0; tiled < 2; tiled++) {
         kern_set_gemm_tiled(tiled);
         for (int k = 0; k < 3; k++)
-            for (int tokens = 5; tokens <= n; tokens += n - 5) {
+            for (int tokens = 1; tokens <= n; tokens = tokens == 1 ? 5 : tokens + n - 5) { /* 1: a generation step */
                 Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
                               .row_bytes = kinds[k].row_bytes, .name = "w"};
                 kern_linear_naive(y1, x, &lin, tokens);
@@ -384,6 +387,43 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
     kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1]);
     ck_assert_float_gt(max_abs_diff(p1, p2, (size_t)n * n), 1e-3f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
+}
+END_TEST
+
+/* The last queries against cached keys: the rows a full pass gives them, and
+ * the naive reference, written into a wider matrix whose extra columns are 0. */
+START_TEST(cached_attention_gives_the_full_pass_rows) {
+    const int n = 41, dh = 16, ld = 53; /* ld: a cache and capture wider than n */
+    size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *kc = malloc(sizeof(float) * dh * ld), *vc = malloc(sizeof(float) * dh * ld);
+    float *full = malloc(sizeof(float) * n * n), *cfull = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * ld), *p2 = malloc(sizeof(float) * n * ld);
+    float *c1 = malloc(sizeof(float) * sz), *c2 = malloc(sizeof(float) * sz), *qt = malloc(sizeof(float) * sz);
+    fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
+    fill(kc, (size_t)dh * ld, 94, 9), fill(vc, (size_t)dh * ld, 95, 9); /* columns past n: never read */
+    for (int d = 0; d < dh; d++)
+        for (int j = 0; j < n; j++) kc[d * ld + j] = k[d * n + j], vc[d * ld + j] = v[d * n + j];
+    const AttnRule rules[] = {{0.25f, 1, 0, 0}, {0.25f, 1, 6, 0}, {0.25f, 1, 0, 4.0f}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
+        for (int nq = 1; nq <= 5; nq += 4) {
+            /* the last nq queries, (dh, nq) */
+            for (int d = 0; d < dh; d++)
+                for (int i = 0; i < nq; i++) qt[d * nq + i] = q[d * n + n - nq + i];
+            kern_attention(full, cfull, q, k, v, n, dh, &rules[r]);
+            fill(p1, (size_t)nq * ld, 96, 5), fill(p2, (size_t)nq * ld, 97, 5);
+            kern_attention_kv(p1, ld, c1, qt, nq, kc, vc, ld, n, dh, &rules[r]);
+            kern_attention_kv_naive(p2, ld, c2, qt, nq, kc, vc, ld, n, dh, &rules[r]);
+            ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)nq * ld), 1e-5f);
+            ck_assert_float_lt(max_abs_diff(c1, c2, (size_t)nq * dh), 1e-5f);
+            for (int i = 0; i < nq; i++) {
+                ck_assert_float_lt(max_abs_diff(p1 + (size_t)i * ld, full + (size_t)(n - nq + i) * n, (size_t)n), 1e-6f);
+                for (int j = n; j < ld; j++) ck_assert_float_eq(p1[(size_t)i * ld + j], 0.0f);
+                for (int d = 0; d < dh; d++)
+                    ck_assert_float_lt(fabsf(c1[d * nq + i] - cfull[d * n + n - nq + i]), 1e-5f);
+            }
+        }
+    free(q), free(k), free(v), free(kc), free(vc), free(full), free(cfull), free(p1), free(p2), free(c1), free(c2), free(qt);
 }
 END_TEST
 
@@ -453,6 +493,7 @@ END_TEST
 Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
+    tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);
     tcase_add_test(k, attention_naive_reference_is_softmax_of_scaled_dot_products);

@@ -1,0 +1,102 @@
+/* generate.c — the generation loop: the prompt in one pass, then one pass of
+ * one token per step against the key/value cache. */
+#include "generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "predict.h"
+
+void gen_free(CapGeneration *g) {
+    free(g->chosen_prob);
+    pred_free(&g->steps);
+    memset(g, 0, sizeof *g);
+}
+
+static int is_eos(const GenOptions *o, int id) {
+    for (int i = 0; i < o->n_eos; i++)
+        if (o->eos[i] == id) return 1;
+    return 0;
+}
+
+int gen_run(const Model *m, RunState *s, KvCache *kv, Capture *cap, int *ids, int n_prompt, const GenOptions *o,
+            CapGeneration *g, int *n_out, AvErr *e) {
+    const int vocab = m->cfg.vocab_size, total = n_prompt + o->max_new;
+    memset(g, 0, sizeof *g);
+    g->n_prompt = n_prompt, g->temperature = o->temperature, g->top_p = o->top_p, g->seed = o->seed;
+    if (!model_has_head(m)) return av_err(e, "%s: the checkpoint has no language-model head to generate with", m->path);
+    if (total > kv->cap_tokens || (cap && (size_t)total > cap->cap_tokens) || total > s->max_tokens)
+        return av_err(e, "%d tokens do not fit the buffers", total);
+    float *logits = malloc((size_t)vocab * sizeof *logits), *scratch = malloc((size_t)vocab * sizeof *scratch);
+    int *iscratch = malloc((size_t)vocab * sizeof *iscratch);
+    int rc = -1, n = n_prompt;
+    PredRng rng;
+    pred_rng_seed(&rng, o->seed);
+    if (!logits || !scratch || !iscratch || !(g->chosen_prob = malloc((size_t)(o->max_new > 0 ? o->max_new : 1) * sizeof(float))) ||
+        pred_alloc(&g->steps, o->max_new, o->k, e) != 0) {
+        av_err(e, "out of memory for generation");
+        goto done;
+    }
+    g->steps.n = 0;
+    kv->n = 0;
+    if (cap) cap->n_tokens = total;
+    /* the prompt: its attention, and the scores after its last token */
+    if (model_forward_kv(m, s, kv, ids, NULL, n_prompt, cap, 1, e)) goto done;
+    if (o->all) {
+        int *rows = malloc((size_t)n_prompt * sizeof *rows);
+        if (!rows) {
+            av_err(e, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n_prompt; i++) rows[i] = i;
+        int prc = pred_rows(m, s, rows, n_prompt, 0, o->all, 0, e);
+        free(rows);
+        if (prc) goto done;
+        o->all->n = n_prompt;
+    }
+    int last = n_prompt - 1;
+    if (model_logits(m, s, &last, 1, logits, e)) goto done;
+    g->stop = CAP_STOP_LENGTH;
+    while (n < total) {
+        /* choose from the scores after token n - 1 */
+        const int g_i = n - n_prompt;
+        int id;
+        float prob;
+        if (pred_sample(logits, 1, vocab, o->temperature, o->top_p, &rng, scratch, iscratch, &id, &prob) ||
+            pred_topk(logits, 1, vocab, o->k, g->steps.ids + (size_t)g_i * o->k, g->steps.probs + (size_t)g_i * o->k)) {
+            av_err(e, "%s: the scores after position %d are not finite (NaN in the weights?)", m->path, n - 1);
+            goto done;
+        }
+        g->steps.position[g_i] = n - 1;
+        g->chosen_prob[g_i] = prob;
+        g->steps.n = g->n_generated = g_i + 1;
+        ids[n++] = id;
+        /* its own pass: its attention row, and the scores after it */
+        if (model_forward_kv(m, s, kv, &id, NULL, 1, cap, 1, e)) goto done;
+        int stop = is_eos(o, id) ? CAP_STOP_EOS : o->stop && o->stop(o->stop_ctx, ids, n_prompt, n) ? CAP_STOP_STRING : -1;
+        if (stop >= 0) g->stop = (CapStop)stop;
+        const int need = stop < 0 && n < total;
+        if (!need && !o->all) break;
+        int row = 0;
+        if (model_logits(m, s, &row, 1, logits, e)) goto done;
+        if (o->all) {
+            const int at = o->all->n++;
+            o->all->position[at] = n - 1;
+            if (pred_topk(logits, 1, vocab, o->all->k, o->all->ids + (size_t)at * o->all->k,
+                          o->all->probs + (size_t)at * o->all->k)) {
+                av_err(e, "%s: the scores after position %d are not finite", m->path, n - 1);
+                goto done;
+            }
+        }
+        if (!need) break;
+    }
+    if (cap) model_capture_trim(cap, n);
+    *n_out = n;
+    rc = 0;
+done:
+    free(logits);
+    free(scratch);
+    free(iscratch);
+    if (rc) gen_free(g);
+    return rc;
+}
