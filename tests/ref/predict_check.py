@@ -3,7 +3,7 @@ lm_checkpoints.py (GPT-2, Llama at SmolLM2's shape with tied embeddings, Qwen2 w
 lm_head and 151,936 rows, BERT / RoBERTa / DistilBERT with their MLM heads) and, when given,
 the trained SmolLM2-135M-Instruct Q4_1 GGUF (transformers dequantizes the same file).
 
-usage: predict_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME]
+usage: predict_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME|smollm2|refusal]
        predict_check.py --selftest
 
 For every input: attnviz --predict K --precision 9 --json, then the transformers model
@@ -45,6 +45,7 @@ MASKED_TEXTS = [
     ("the capital of france is {m}.", 10),
     ("{m} flies like an arrow and fruit flies like a {m}.", 100),
     ("the cat sat on the mat because it was tired.", 5),  # no mask: no predictions
+    ("{m} {m} {m} and the {m} of the {m} were {m} in the year {m}.", 7),
 ]
 
 
@@ -248,17 +249,18 @@ def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
 
 
 def check_refusals(attnviz, headless, tmpdir):
-    """--predict on a checkpoint without an MLM head, and K outside 1..100: exit 2, one line."""
+    """--predict on a checkpoint without an MLM head, and K outside 1..100: exit 2, one line on
+    stderr (with --quiet, which silences the informational lines) naming --predict."""
     ok = True
     cases = [("headless BERT", headless, "5"), ("K 0", None, "0"), ("K 101", None, "101")]
     for label, model, k in cases:
         if model is None:
             model = headless.replace("bert-nohead", "bert")
         out = os.path.join(tmpdir, "refused.json")
-        r = subprocess.run([attnviz, "--model", model, "--predict", k, "--json", out, "the [MASK] sat."],
+        r = subprocess.run([attnviz, "--model", model, "--predict", k, "--json", out, "--quiet", "the [MASK] sat."],
                            capture_output=True, text=True, timeout=300)
         lines = [l for l in r.stderr.splitlines() if l.strip()]
-        good = r.returncode == 2 and len(lines) == 1
+        good = r.returncode == 2 and len(lines) == 1 and "predict" in lines[0]
         ok &= good
         print(f"{'PASS' if good else 'FAIL'} predict_refused {label}: exit {r.returncode} (want 2), "
               f"{len(lines)} stderr line(s) (want 1): {r.stderr.strip()[:200]!r}")
