@@ -196,8 +196,8 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
             worst_p = max(worst_p, w)
     ok = not problems
     print(f"{'PASS' if ok else 'FAIL'} generate {name}: greedy {G} tokens after a {P}-token prompt (stop "
-          f"{g.get('stop_reason')}){' with --predict ' + str(predict_k) if predict_k else ''}, ids identical to "
-          f"transformers' generate(){note}; max |diff| of step probs {worst_p:.2e}, of attention rows "
+          f"{g.get('stop_reason')}){' with --predict ' + str(predict_k) if predict_k else ''}, ids "
+          f"{'identical to' if av_gen == hf_gen else 'differ from'} transformers' generate(){note}; max |diff| of step probs {worst_p:.2e}, of attention rows "
           f"{worst_a:.2e}, of the final sequence's attention {worst_full:.2e} (tol {ATTN_TOL:g}); "
           f"attnviz {av_s:.1f} s, transformers {hf_s:.1f} s")
     for p in problems[:8]:
@@ -291,7 +291,8 @@ def check_sampled(attnviz, name, model_path, tok, model, tmpdir):
         good = not problems
         ok &= good
         print(f"{'PASS' if good else 'FAIL'} generate_sample_valid {name} seed {seed}: {len(gen)} tokens "
-              f"(stop {g.get('stop_reason')}), every one inside the top-p 0.9 nucleus at temperature 0.8; "
+              f"(stop {g.get('stop_reason')}), "
+              f"{'every one inside' if good else 'checked against'} the top-p 0.9 nucleus at temperature 0.8; "
               f"step probs match {' / '.join(sorted(kinds)) or '-'}; text {g.get('text')!r}")
         for p in problems[:5]:
             print(f"  {name} seed {seed}: {p}")
