@@ -1,6 +1,7 @@
 """attnviz --generate N against transformers' generate(): greedy generation on the trained
-SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape) and GPT-2 of
-lm_checkpoints.py, and sampled generation's reproducibility and validity.
+SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape), GPT-2 and Qwen2
+(separate lm_head, 151,936 rows) of lm_checkpoints.py, an end token given only by
+generation_config.json, and sampled generation's reproducibility and validity.
 
 usage: generate_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME] [--tokens N]
 
@@ -15,7 +16,9 @@ compares them); the attention rows: step 0's full prompt matrices, and each late
 (out.attentions[step][layer][0, head, -1, :]) against attnviz's row at that position, within
 1e-4; and the whole final sequence's attention against one forward pass over it (which also
 covers the last token's row, and the zeros above the diagonal). One run adds --predict 5 and
-checks "predictions" over the final sequence. --stop: a greedy run with a stop string ends at
+checks "predictions" over the final sequence. generation_config.json: a copy of the Llama folder
+whose generation_config.json names an extra end token (one the greedy run generates) must stop
+there in attnviz and in transformers. --stop: a greedy run with a stop string ends at
 the first token whose text completes it, with ids a prefix of the full run's.
 Sampled (--temperature 0.8 --top-p 0.9): seed 7 twice gives identical output; seed 7 and seed
 8 are valid: every chosen token is inside the top-p nucleus of softmax(logits / 0.8) at its
@@ -46,6 +49,7 @@ PROMPTS = {
     "smollm2-gguf": "The capital of France is",
     "llama": "The cat sat on the mat because it was tired.",
     "gpt2": "The cat sat on the mat because it was tired.",
+    "qwen2": "The cat sat on the mat because it was tired.",
 }
 
 
@@ -85,6 +89,19 @@ def decode_variants(tok, prompt_ids, ids):
             if whole.startswith(head):
                 out.add(whole[len(head):])
     return out
+
+
+def text_diff(got, texts):
+    """Where attnviz's text first departs from the closest of transformers' decodings."""
+    if not isinstance(got, str):
+        return f"text {got!r} is not a string"
+
+    def common(a, b):
+        return next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    ref = max(texts, key=lambda t: common(got, t))
+    i = common(got, ref)
+    return (f"text differs from transformers' decoding at character {i}: attnviz {got[max(0, i - 12):i + 12]!r}, "
+            f"transformers {ref[max(0, i - 12):i + 12]!r} ({len(got)} vs {len(ref)} characters)")
 
 
 def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=None):
@@ -141,7 +158,7 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
         problems.append(f"strategy {g.get('strategy')!r}, want 'greedy'")
     texts = decode_variants(tok, ids[:P], av_gen)
     if g.get("text") not in texts:
-        problems.append(f"text {g.get('text')!r} is none of transformers' decodings {sorted(texts)}")
+        problems.append(text_diff(g.get("text"), texts))
     # steps: position, id, token, prob, top-K
     k = predict_k or 10
     worst_p = 0.0
@@ -226,6 +243,41 @@ def check_stop(attnviz, name, model_path, tok, full, tmpdir):
     ok = sg.get("stop_reason") == "stop" and got == gen[:first + 1] and sg.get("generated_tokens") == first + 1
     print(f"{'PASS' if ok else 'FAIL'} generate_stop {name}: --stop {stop!r} ended after {len(got)} tokens "
           f"(stop_reason {sg.get('stop_reason')!r}); want 'stop' after {first + 1}, ids a prefix of the full run's")
+    return ok
+
+
+def check_config_eos(attnviz, name, model_dir, full, tmpdir):
+    """generation_config.json's eos_token_id counts: a copy of the folder (weights linked) whose
+    generation_config.json adds, as a second end token, an id that the greedy run generated
+    first at step >= 3; attnviz and transformers must both stop right after it, with "eos"."""
+    from transformers import AutoModelForCausalLM
+    g = full["generation"]
+    P, gen = g["prompt_tokens"], full["input_ids"][g["prompt_tokens"]:]
+    step = next((i for i in range(3, len(gen)) if gen[i] not in gen[:i]), None)
+    if step is None:
+        print(f"SKIP generate_config_eos {name}: the greedy run repeats itself from step 3")
+        return True
+    var = os.path.join(tmpdir, name + "-eos")
+    os.makedirs(var, exist_ok=True)
+    for f in os.listdir(model_dir):
+        if f != "generation_config.json" and not os.path.exists(os.path.join(var, f)):
+            os.symlink(os.path.abspath(os.path.join(model_dir, f)), os.path.join(var, f))
+    gc = json.load(open(os.path.join(model_dir, "generation_config.json")))
+    base = gc.get("eos_token_id")
+    gc["eos_token_id"] = (base if isinstance(base, list) else [base] if base is not None else []) + [gen[step]]
+    json.dump(gc, open(os.path.join(var, "generation_config.json"), "w"))
+    out = run_attnviz(attnviz, var, ["--generate", str(len(gen))], PROMPTS[name], tmpdir)
+    if isinstance(out, str):
+        print(f"FAIL generate_config_eos {name}: {out}")
+        return False
+    model = AutoModelForCausalLM.from_pretrained(var, attn_implementation="eager", dtype=torch.float32).eval()
+    hf = hf_generate(model, full["input_ids"][:P], len(gen)).sequences[0, P:].tolist()
+    got = out["input_ids"][P:]
+    want = gen[:step + 1]
+    ok = got == want and hf == want and (out.get("generation") or {}).get("stop_reason") == "eos"
+    print(f"{'PASS' if ok else 'FAIL'} generate_config_eos {name}: generation_config.json's eos_token_id "
+          f"{gc['eos_token_id']}: attnviz stopped after {len(got)} tokens (stop_reason "
+          f"{(out.get('generation') or {}).get('stop_reason')!r}), transformers after {len(hf)}; want {step + 1}, 'eos'")
     return ok
 
 
@@ -314,7 +366,7 @@ def main():
     t_all = time.time()
     sampled_done = False
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("smollm2-gguf", "llama", "gpt2"):
+        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2"):
             if args.only and name != args.only:
                 continue
             t0 = time.time()
@@ -337,6 +389,8 @@ def main():
             ok &= good
             if name == "smollm2-gguf" and full is not None:
                 ok &= check_stop(args.attnviz, name, path, tok, full, tmp)
+            if name == "llama" and full is not None:
+                ok &= check_config_eos(args.attnviz, name, path, full, tmp)
             if not sampled_done:  # one model suffices: the trained one when present
                 ok &= check_sampled(args.attnviz, name, path, tok, model, tmp)
                 sampled_done = True
