@@ -18,7 +18,8 @@ compares them); the attention rows: step 0's full prompt matrices, and each late
 covers the last token's row, and the zeros above the diagonal). One run adds --predict 5 and
 checks "predictions" over the final sequence. generation_config.json: a copy of the Llama folder
 whose generation_config.json names an extra end token (one the greedy run generates) must stop
-there in attnviz and in transformers. --stop: a greedy run with a stop string ends at
+there in attnviz and in transformers. Qwen2: a prompt whose greedy next token is a matrix row
+past the tokenizer's tokens generates as in transformers. --stop: a greedy run with a stop string ends at
 the first token whose text completes it, with ids a prefix of the full run's.
 Sampled (--temperature 0.8 --top-p 0.9): seed 7 twice gives identical output; seed 7 and seed
 8 are valid: every chosen token is inside the top-p nucleus of softmax(logits / 0.8) at its
@@ -281,6 +282,51 @@ def check_config_eos(attnviz, name, model_dir, full, tmpdir):
     return ok
 
 
+def check_padded_row(attnviz, name, model_dir, tok, model, tmpdir):
+    """A vocabulary row past the tokenizer's last token (Qwen's matrices have 151,936 rows for
+    151,669 tokens) is a token transformers can generate (it decodes to nothing). Finds a prompt
+    whose greedy next token is such a row (random prompts from a fixed word list, seeded), then
+    compares attnviz --generate 3 with generate() on it."""
+    import random
+    n_tok = len(tok)
+    if model.config.vocab_size <= n_tok:
+        print(f"SKIP generate_padded_row {name}: no rows past the tokenizer's {n_tok} tokens")
+        return True
+    words = "the cat sat on a mat dog ran far away because it was tired and hungry so we went home early today".split()
+    rng = random.Random(1)
+    found, tried = None, 0
+    while found is None and tried < 512:
+        batch = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(16)]
+        tried += len(batch)
+        enc = [tok(t)["input_ids"] for t in batch]
+        enc = [e[:min(map(len, enc))] for e in enc]  # prefixes of equal length: one batch
+        with torch.no_grad():
+            h = model.model(torch.tensor(enc)).last_hidden_state
+            top = model.lm_head(h)
+        am = top.argmax(-1)
+        for b, ids in enumerate(enc):
+            for i in range(len(ids)):
+                if int(am[b, i]) >= n_tok:
+                    text = tok.decode(ids[:i + 1])
+                    if tok(text)["input_ids"] == ids[:i + 1]:
+                        found = (text, ids[:i + 1], int(am[b, i]))
+                        break
+            if found:
+                break
+    if found is None:
+        print(f"SKIP generate_padded_row {name}: no prompt of {tried} picks a row past the tokenizer greedily")
+        return True
+    text, ids, row = found
+    hf = hf_generate(model, ids, 3).sequences[0, len(ids):].tolist()
+    out = run_attnviz(attnviz, model_dir, ["--generate", "3"], text, tmpdir)
+    got = out["input_ids"][len(ids):] if isinstance(out, dict) else out
+    ok = got == hf
+    print(f"{'PASS' if ok else 'FAIL'} generate_padded_row {name}: prompt {text!r} ({len(ids)} tokens; found in "
+          f"{tried} tries), greedy next token is row {row} (the tokenizer has {n_tok}): transformers generates "
+          f"{hf}, {'attnviz ' + str(got) if isinstance(got, list) else got}")
+    return ok
+
+
 def check_sampled(attnviz, name, model_path, tok, model, tmpdir):
     prompt = PROMPTS[name]
     base = ["--generate", "16", "--temperature", "0.8", "--top-p", "0.9"]
@@ -389,6 +435,8 @@ def main():
             ok &= good
             if name == "smollm2-gguf" and full is not None:
                 ok &= check_stop(args.attnviz, name, path, tok, full, tmp)
+            if name == "qwen2":
+                ok &= check_padded_row(args.attnviz, name, path, tok, model, tmp)
             if name == "llama" and full is not None:
                 ok &= check_config_eos(args.attnviz, name, path, full, tmp)
             if not sampled_done:  # one model suffices: the trained one when present
