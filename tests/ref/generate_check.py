@@ -160,10 +160,16 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
     texts = decode_variants(tok, ids[:P], av_gen)
     if g.get("text") not in texts:
         problems.append(text_diff(g.get("text"), texts))
+    # the sequence's "tokens": the vocabulary's spellings, prompt and generated
+    spell = spelling(tok)
+    bad = [(i, t, spell(x)) for i, (x, t) in enumerate(zip(ids, out.get("tokens") or []))
+           if spell(x) is not None and t != spell(x)]
+    if len(out.get("tokens") or []) != len(ids) or bad:
+        problems.append(f"\"tokens\" ({len(out.get('tokens') or [])} for {len(ids)} ids) differ from the "
+                        f"vocabulary's spellings, first (position, attnviz, vocabulary): {bad[:1]}")
     # steps: position, id, token, prob, top-K
     k = predict_k or 10
     worst_p = 0.0
-    spell = spelling(tok)
     for s, st in enumerate((g.get("steps") or [])[:upto]):
         ref = hf.logits[s][0].double().softmax(-1).numpy()
         where = f"step {s}"
@@ -224,26 +230,38 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
 
 
 def check_stop(attnviz, name, model_path, tok, full, tmpdir):
-    """--stop STRING: the run ends at the first generated token whose text completes STRING."""
+    """--stop STRING: the run ends at the first generated token whose text (the continuation's,
+    not the prompt's) contains STRING, with the full run's ids up to it; a string the
+    continuation never contains changes nothing. Strings: one that straddles two tokens, the
+    prompt's last word (in the prompt, perhaps later too), and one never generated."""
     g = full["generation"]
     P, gen = g["prompt_tokens"], full["input_ids"][g["prompt_tokens"]:]
-    # a stop string that the full run's text contains, ending after its second token
     pieces = [tok.decode(gen[:i + 1], skip_special_tokens=True) for i in range(len(gen))]
-    cut = next((i for i in range(1, len(gen)) if pieces[i].strip() and pieces[i] != pieces[i - 1]), None)
-    if cut is None:
-        print(f"SKIP generate_stop {name}: the greedy text has no usable stop string")
-        return True
-    stop = pieces[cut][-2:] if len(pieces[cut]) >= 2 else pieces[cut]
-    first = next(i for i in range(len(gen)) if stop in pieces[i])
-    out = run_attnviz(attnviz, model_path, ["--generate", str(len(gen)), "--stop", stop], PROMPTS[name], tmpdir)
-    if isinstance(out, str):
-        print(f"FAIL generate_stop {name}: {out}")
-        return False
-    sg = out.get("generation") or {}
-    got = out.get("input_ids", [])[P:]
-    ok = sg.get("stop_reason") == "stop" and got == gen[:first + 1] and sg.get("generated_tokens") == first + 1
-    print(f"{'PASS' if ok else 'FAIL'} generate_stop {name}: --stop {stop!r} ended after {len(got)} tokens "
-          f"(stop_reason {sg.get('stop_reason')!r}); want 'stop' after {first + 1}, ids a prefix of the full run's")
+    stops = []
+    cut = next((i for i in range(1, len(gen)) if pieces[i - 1].strip() and pieces[i] != pieces[i - 1]), None)
+    if cut is not None:  # the last character of token cut - 1's text and the first of token cut's
+        stops.append(pieces[cut][len(pieces[cut - 1]) - 1:len(pieces[cut - 1]) + 1])
+    stops.append(" " + PROMPTS[name].split()[-1])
+    stops.append("\u2603never\u2603")
+    ok = True
+    for stop in stops:
+        first = next((i for i in range(len(gen)) if stop in pieces[i]), None)
+        out = run_attnviz(attnviz, model_path, ["--generate", str(len(gen)), "--stop", stop], PROMPTS[name], tmpdir)
+        if isinstance(out, str):
+            print(f"FAIL generate_stop {name} {stop!r}: {out}")
+            ok = False
+            continue
+        sg = out.get("generation") or {}
+        got = out.get("input_ids", [])[P:]
+        if first is None:
+            want_ids, want_reason = gen, g.get("stop_reason")
+        else:
+            want_ids, want_reason = gen[:first + 1], "stop"
+        good = sg.get("stop_reason") == want_reason and got == want_ids and sg.get("generated_tokens") == len(want_ids)
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} generate_stop {name} {stop!r}: ended after {len(got)} tokens "
+              f"(stop_reason {sg.get('stop_reason')!r}); want {want_reason!r} after {len(want_ids)}, the full "
+              f"run's ids up to there{'' if got == want_ids else ' (they differ)'}")
     return ok
 
 
