@@ -124,7 +124,7 @@ def build(name, workdir, repo):
     if missing(name, repo):
         return None
     cfg_cls, model_cls, shape, recipe = SPECS[name]
-    tmp = out + ".tmp"
+    tmp = f"{out}.tmp{os.getpid()}"  # two checks building at once each write their own
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     write_tokenizer(recipe, sources(repo)[recipe], tmp)
@@ -146,6 +146,10 @@ def build(name, workdir, repo):
                 if p.dim() == 2 and any(s in pname for s in ("o_proj", "down_proj", "c_proj")):
                     p.mul_(RESID_SCALE)
     model.save_pretrained(tmp, safe_serialization=True)
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
+    try:
+        os.rename(tmp, out)
+    except OSError:  # another process finished the same checkpoint first
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.exists(os.path.join(out, "config.json")):
+            raise
     return out
