@@ -53,5 +53,6 @@ int arch_llama_parse(ModelConfig *c, const struct cJSON *root, const char *path,
 int arch_llama_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_llama_gguf_name(const char *hf_name, char *out, size_t len);
+int arch_gemma2_gguf_name(const char *hf_name, char *out, size_t len);
 
 #endif

@@ -19,7 +19,7 @@ static const ArchSpec table[] = {
     {"qwen3", "Qwen3", ARCH_QWEN3, "model.", "hidden_size", "num_attention_heads", arch_llama_parse, arch_llama_load,
      "qwen3", arch_llama_gguf_config, arch_llama_gguf_name},
     {"gemma2", "Gemma2", ARCH_GEMMA2, "model.", "hidden_size", "num_attention_heads", arch_llama_parse,
-     arch_llama_load, NULL, NULL, NULL},
+     arch_llama_load, "gemma2", arch_llama_gguf_config, arch_gemma2_gguf_name},
 };
 #define N_ARCH (sizeof table / sizeof table[0])
 

@@ -192,6 +192,34 @@ int arch_llama_load(Model *m, AvErr *e) {
 
 /* ---------------------------------------------------------------- GGUF */
 
+/* Gemma 2 as llama.cpp's converter writes it: norm weights already 1 + w
+ * (so no offset here), soft-capping and the sliding window under gemma2.*,
+ * the window on even layers, GeGLU. The scores' scale is llama.cpp's rule:
+ * 1/sqrt(head_dim), except the 27B model's 1/sqrt(hidden / heads), for the
+ * file stores no query_pre_attn_scalar. */
+static int gemma2_gguf_config(ModelConfig *c, const GgufFile *f, uint32_t layers, const char *path, AvErr *e) {
+    float cap = 50.0f, fcap = 30.0f;
+    uint32_t window = 4096;
+    if ((gguf_find_kv(f, "gemma2.attn_logit_softcapping") && gguf_get_f32(f, "gemma2.attn_logit_softcapping", &cap, e)) ||
+        (gguf_find_kv(f, "gemma2.final_logit_softcapping") && gguf_get_f32(f, "gemma2.final_logit_softcapping", &fcap, e)) ||
+        (gguf_find_kv(f, "gemma2.attention.sliding_window") && gguf_get_u32(f, "gemma2.attention.sliding_window", &window, e)))
+        return av_err_prefix(e, "%s", path);
+    if (!(cap >= 0 && cap <= 1e9) || !(fcap >= 0 && fcap <= 1e9) || window > (1u << 24))
+        return av_err(e, "%s: gemma2 soft-capping or sliding window out of range", path);
+    c->hidden_act = ACT_GELU_TANH;
+    snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "gelu_pytorch_tanh");
+    c->norm_offset = 0.0f;
+    c->emb_scale = sqrtf((float)c->hidden_size);
+    const int dh = c->head_dim ? c->head_dim : c->hidden_size / c->num_heads;
+    c->attn_scale = 1.0f / sqrtf(layers == 46 && c->hidden_size == 4608 ? (float)c->hidden_size / c->num_heads : (float)dh);
+    c->attn_softcap = cap;
+    c->final_softcap = fcap;
+    c->sliding_window = (int)window;
+    for (uint32_t l = 0; l < layers && l < CFG_MAX_LAYERS; l++) c->layer_sliding[l] = window > 0 && l % 2 == 0;
+    c->sandwich_norm = 1;
+    return 0;
+}
+
 /* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
 int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
     const ArchSpec *spec = arch_spec(c->arch);
@@ -234,6 +262,7 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
     c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = ROPE_DEFAULT, c->rope_factor = 1.0f;
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
+    if (c->arch == ARCH_GEMMA2 && gemma2_gguf_config(c, f, layers, path, e)) return -1;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
@@ -254,8 +283,9 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
     return cfg_validate(c, "embedding_length", "head_count", path, e);
 }
 
-/* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families). */
-int arch_llama_gguf_name(const char *hf, char *out, size_t len) {
+/* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
+ * Gemma 2's norms around each sublayer have names of their own. */
+static int gguf_name(const char *hf, char *out, size_t len, int gemma2) {
     static const char *const whole[][2] = {
         {"embed_tokens.weight", "token_embd.weight"}, {"norm.weight", "output_norm.weight"},
         {"lm_head.weight", "output.weight"}};
@@ -264,12 +294,20 @@ int arch_llama_gguf_name(const char *hf, char *out, size_t len) {
         {"self_attn.o_proj", "attn_output"}, {"input_layernorm", "attn_norm"},
         {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
         {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
+    static const char *const gemma2_block[][2] = {
+        {"post_attention_layernorm", "post_attention_norm"}, {"pre_feedforward_layernorm", "ffn_norm"},
+        {"post_feedforward_layernorm", "post_ffw_norm"}};
     for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
         if (!strcmp(hf, whole[i][0])) return snprintf(out, len, "%s", whole[i][1]) < (int)len ? 0 : -1;
     int layer, used = 0;
     if (sscanf(hf, "layers.%d.%n", &layer, &used) != 1 || used == 0) return -1;
     const char *rest = hf + used, *dot = strrchr(rest, '.');
     if (!dot) return -1;
+    for (size_t i = 0; gemma2 && i < sizeof gemma2_block / sizeof gemma2_block[0]; i++) {
+        size_t bl = strlen(gemma2_block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, gemma2_block[i][0], bl))
+            return snprintf(out, len, "blk.%d.%s%s", layer, gemma2_block[i][1], dot) < (int)len ? 0 : -1;
+    }
     for (size_t i = 0; i < sizeof block / sizeof block[0]; i++) {
         size_t bl = strlen(block[i][0]);
         if ((size_t)(dot - rest) == bl && !strncmp(rest, block[i][0], bl))
@@ -277,3 +315,6 @@ int arch_llama_gguf_name(const char *hf, char *out, size_t len) {
     }
     return -1;
 }
+
+int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, 0); }
+int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, 1); }

@@ -105,8 +105,11 @@ static int32_t utf8_chars(const char *s, size_t n) {
 
 /* SentencePiece files carry scores, not merges: transformers recovers the merges
  * (generate_merges): every split of a token into two tokens, ranked by the whole
- * token's score. Appends [left, right] pairs to mlist. */
-static int generate_merges(const GgufKV *toks, const GgufKV *scores, cJSON *mlist, const char *path, AvErr *e) {
+ * token's score (scores NULL: by its position, earlier first). respelled: NULL,
+ * or per token a spelling to use instead of the file's (or NULL). Appends
+ * [left, right] pairs to mlist. */
+static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const *respelled, cJSON *mlist,
+                           const char *path, AvErr *e) {
     const size_t n = (size_t)toks->arr_n;
     Spell t = {0};
     size_t cap = 16;
@@ -119,14 +122,15 @@ static int generate_merges(const GgufKV *toks, const GgufKV *scores, cJSON *mlis
     memset(t.slot, 0xff, cap * sizeof *t.slot);
     for (size_t i = 0; i < n; i++) {
         if (gguf_arr_str(toks, i, &t.s[i], &t.n[i], e)) goto bad;
+        if (respelled && respelled[i]) t.s[i] = respelled[i], t.n[i] = strlen(respelled[i]);
         if (spell_find(&t, t.s[i], t.n[i]) >= 0) continue; /* a repeat keeps the first id */
         size_t j = spell_hash(t.s[i], t.n[i]) & t.mask;
         while (t.slot[j] >= 0) j = (j + 1) & t.mask;
         t.slot[j] = (int32_t)i;
     }
     for (size_t i = 0; i < n; i++) {
-        double sc;
-        if (gguf_kv_num(scores, i, &sc, e)) goto bad;
+        double sc = -(double)i; /* no scores: the file's order ranks the merges (Gemma) */
+        if (scores && gguf_kv_num(scores, i, &sc, e)) goto bad;
         size_t first = ng;
         for (size_t k = 1; k < t.n[i]; k++) {
             if (((unsigned char)t.s[i][k] & 0xC0) == 0x80) continue; /* split between characters */
@@ -170,6 +174,33 @@ bad:
 done:
     free(t.s), free(t.n), free(t.slot), free(gm);
     return rc;
+}
+
+/* Gemma files store a token of blanks as the blanks themselves, where the
+ * tokenizer looks them up as "▁" runs: transformers respells a token holding a
+ * space and only whitespace as that many "▁" (its gemma_tokenizer). NULL when
+ * the token is not one. */
+static char *gemma_blank(const char *s, size_t n) {
+    int space = 0;
+    size_t chars = 0;
+    for (size_t i = 0; i < n;) {
+        int32_t c;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+        if (w <= 0) return NULL;
+        utf8proc_category_t k = utf8proc_category(c);
+        int white = (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x1f) || c == 0x85 || k == UTF8PROC_CATEGORY_ZS ||
+                    k == UTF8PROC_CATEGORY_ZL || k == UTF8PROC_CATEGORY_ZP;
+        if (!white) return NULL;
+        space |= c == ' ';
+        chars++;
+        i += (size_t)w;
+    }
+    if (!space) return NULL;
+    char *out = malloc(chars * 3 + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i < chars; i++) memcpy(out + 3 * i, "\xe2\x96\x81", 3);
+    out[chars * 3] = '\0';
+    return out;
 }
 
 static cJSON *item(const char *kind, const char *id, int type_id) {
@@ -216,6 +247,26 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
         return av_err_prefix(e, "%s", path);
     if (add_bos && gguf_get_u32(f, "tokenizer.ggml.bos_token_id", &bos, e)) return av_err_prefix(e, "%s", path);
 
+    /* Gemma's merges follow the tokens' order, not their scores, and its blank
+     * tokens are respelled (transformers' gemma_tokenizer) */
+    const char *arch = "";
+    size_t al = 0;
+    if (gguf_find_kv(f, "general.architecture") && gguf_get_str(f, "general.architecture", &arch, &al, e))
+        return av_err_prefix(e, "%s", path);
+    const int gemma = spm && al >= 5 && !memcmp(arch, "gemma", 5);
+    char **blank = gemma ? calloc((size_t)toks->arr_n, sizeof *blank) : NULL;
+    if (gemma && !blank) return av_err(e, "%s: out of memory building its tokenizer", path);
+    for (uint64_t i = 0; gemma && i < toks->arr_n; i++) {
+        const char *ts;
+        size_t tn;
+        if (gguf_arr_str(toks, i, &ts, &tn, e)) {
+            for (uint64_t j = 0; j < i; j++) free(blank[j]);
+            free(blank);
+            return av_err_prefix(e, "%s", path);
+        }
+        blank[i] = gemma_blank(ts, tn);
+    }
+
     int rc = -1;
     cJSON *root = cJSON_CreateObject(), *m = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
     cJSON *mlist = cJSON_CreateArray(), *added = cJSON_CreateArray();
@@ -233,7 +284,7 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
             goto done;
         }
         int alpha = spm || in_alphabet(s, n);
-        name = alpha ? strndup(s, n) : respell(s, n);
+        name = blank && blank[i] ? strdup(blank[i]) : alpha ? strndup(s, n) : respell(s, n);
         if (!name) goto oom;
         if (!cJSON_AddNumberToObject(vocab, name, (double)i)) goto oom;
         /* control (3) tokens become special added tokens, unless spelled outside the byte
@@ -256,7 +307,7 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
         free(name);
         name = NULL;
     }
-    if (!merges && generate_merges(toks, scores, mlist, path, e) != 0) goto done;
+    if (!merges && generate_merges(toks, gemma ? NULL : scores, blank, mlist, path, e) != 0) goto done;
     if (!cJSON_AddStringToObject(m, "type", "BPE") || !cJSON_AddItemToObject(m, "vocab", vocab)) goto oom;
     if (spm && (!cJSON_AddBoolToObject(m, "byte_fallback", 1) || !cJSON_AddBoolToObject(m, "fuse_unk", 1))) goto oom;
     vocab = NULL;
@@ -324,6 +375,8 @@ oom:
     av_err(e, "%s: out of memory building its tokenizer", path);
 done:
     free(name);
+    for (uint64_t i = 0; blank && i < toks->arr_n; i++) free(blank[i]);
+    free(blank);
     cJSON_Delete(root);
     cJSON_Delete(m);
     cJSON_Delete(vocab);

@@ -291,6 +291,10 @@ case_ gguf_eos_outside_vocabulary 1 "tokenizer.ggml.eos_token_id 99999 is outsid
 mkgguf "$G" ''
 case_ gguf_generate_absurd_count 2 "--generate needs a token count >= 1" -- --model "$G" --generate 9999999999 hi
 case_ gguf_generate_runs_to_the_positions 0 "" -- --model "$G" --quiet --generate 100000 --predict 100 --json out.json hi
+mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
+case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
+case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 echo "INFO bad-input catalog: $n_case cases"

@@ -36,14 +36,20 @@ BLOCK = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.
          "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
 # the other architectures, in F32 and Q8_0: Qwen2 (q/k/v biases, rows not permuted) and Qwen3
 # (per-head q/k norms, head_dim given apart)
-ARCHS = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config"}
+# and Gemma 2 (its own names for the sandwich norms, norms stored as 1 + w as llama.cpp's converter
+# writes them, soft-capping and a sliding window of 16 on even layers, head_dim 256)
+ARCHS = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "gemma2": "Gemma2Config"}
+GEMMA2_BLOCK = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+                "post_feedforward_layernorm": "post_ffw_norm"}
 
 
-def gguf_name(hf):
+def gguf_name(hf, arch="llama"):
     if hf in NAMES:
         return NAMES[hf]
     parts = hf.split(".")  # model.layers.N.<module...>.weight
-    return f"blk.{parts[2]}.{BLOCK['.'.join(parts[3:-1])]}.{parts[-1]}"
+    module = ".".join(parts[3:-1])
+    names = dict(BLOCK, **GEMMA2_BLOCK) if arch == "gemma2" else BLOCK
+    return f"blk.{parts[2]}.{names[module]}.{parts[-1]}"
 
 
 def permute(w, n_head):
@@ -75,10 +81,15 @@ def write(path, sd, t, rng, arch="llama"):
     w.add_head_count_kv(CFG["num_key_value_heads"])
     w.add_rope_freq_base(CFG["rope_theta"])
     w.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
-    w.add_rope_dimension_count(128 if arch == "qwen3" else CFG["hidden_size"] // CFG["num_attention_heads"])
-    if arch == "qwen3":
-        w.add_key_length(128)
-        w.add_value_length(128)
+    head_dim = {"qwen3": 128, "gemma2": 256}.get(arch, CFG["hidden_size"] // CFG["num_attention_heads"])
+    w.add_rope_dimension_count(head_dim)
+    if arch in ("qwen3", "gemma2"):
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    if arch == "gemma2":
+        w.add_attn_logit_softcapping(50.0)
+        w.add_final_logit_softcapping(30.0)
+        w.add_sliding_window(16)
     w.add_vocab_size(CFG["vocab_size"])
     # a minimal llama-style tokenizer: transformers builds one from any GGUF it loads
     w.add_tokenizer_model("llama")
@@ -88,19 +99,23 @@ def write(path, sd, t, rng, arch="llama"):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     for name, v in sd.items():
+        if name == "lm_head.weight" and arch == "gemma2":
+            continue  # tied: llama.cpp's converter leaves it out
         a = v.float().numpy()
+        if arch == "gemma2" and name.endswith("norm.weight"):
+            a = a + 1.0  # llama.cpp stores Gemma's RMSNorm scale as 1 + w
         if arch == "llama" and "q_proj" in name:
             a = permute(a, CFG["num_attention_heads"])
         elif arch == "llama" and "k_proj" in name:
             a = permute(a, CFG["num_key_value_heads"])
         if a.ndim == 1 or t == T.F32:
-            w.add_tensor(gguf_name(name), a.astype(np.float32))
+            w.add_tensor(gguf_name(name, arch), a.astype(np.float32))
         elif t in (T.Q4_K, T.Q5_K, T.Q6_K):
-            w.add_tensor(gguf_name(name), random_kquant(t, a.shape[0], a.shape[1], rng), raw_dtype=t)
+            w.add_tensor(gguf_name(name, arch), random_kquant(t, a.shape[0], a.shape[1], rng), raw_dtype=t)
         elif t == T.F16:
-            w.add_tensor(gguf_name(name), a.astype(np.float16))
+            w.add_tensor(gguf_name(name, arch), a.astype(np.float16))
         else:
-            w.add_tensor(gguf_name(name), gguf.quants.quantize(a, t), raw_dtype=t)
+            w.add_tensor(gguf_name(name, arch), gguf.quants.quantize(a, t), raw_dtype=t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -111,13 +126,14 @@ def make_model(arch):
     torch.manual_seed(11)
     # Qwen3's head_dim is 128 apart from hidden/heads, as in the real models (transformers reads a
     # qwen3 GGUF with that default)
-    extra = {"head_dim": 128} if arch == "qwen3" else {}
-    cfg = getattr(transformers, ARCHS[arch])(**CFG, **extra)
+    extra = {"qwen3": {"head_dim": 128}, "gemma2": {"head_dim": 256, "sliding_window": 16, "tie_word_embeddings": True}}
+    cfg = getattr(transformers, ARCHS[arch])(**dict(CFG, **extra.get(arch, {})))
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1:
-                p.copy_((0.0 if "bias" in name else 1.0) + 0.1 * torch.randn_like(p))
+            if p.dim() == 1:  # Gemma's norms scale by 1 + w: centre theirs on 0
+                centre = 0.0 if "bias" in name or arch == "gemma2" else 1.0
+                p.copy_(centre + 0.1 * torch.randn_like(p))
             elif "q_proj" in name or "k_proj" in name:
                 p.normal_(0, 0.05)
             else:
@@ -155,10 +171,11 @@ def main():
         write(path, sd, t, rng)
         worst = 0.0
         try:
-            attns = []
+            attns, refs = [], []
             for ids in ids_set:
                 a = ours(fwd, path, ids, os.path.join(work, "out"))
-                worst = max(worst, float(np.abs(a - theirs(path, ids)).max()))
+                refs.append(theirs(path, ids))
+                worst = max(worst, float(np.abs(a - refs[-1]).max()))
                 attns.append(a)
         except Exception as ex:  # one clear line, then the other types
             print(f"FAIL gguf_synth_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
@@ -169,7 +186,7 @@ def main():
         print(f"{'PASS' if good else 'FAIL'} gguf_synth_{t.name}: attention vs transformers on the same file, "
               f"max |diff| {worst:.2e} (tol 1e-4), {os.path.getsize(path)} bytes")
         if t == T.F32:
-            f32_attn = attns
+            f32_attn, f32_ref = attns, refs
         if t == T.Q8_0 and f32_attn is not None:
             d = max(float(np.abs(a - b).max()) for a, b in zip(attns, f32_attn))
             mean = float(np.mean([np.abs(a - b).mean() for a, b in zip(attns, f32_attn)]))
@@ -178,9 +195,12 @@ def main():
             good = d <= 1e-2
             ok &= good
             peak = float(np.mean([a.max(axis=-1).mean() for a in f32_attn[1:]]))
+            # what Q8_0 itself costs: transformers' attention on the two files differs as much
+            hf = max(float(np.abs(a - b).max()) for a, b in zip(refs, f32_ref))
             print(f"{'PASS' if good else 'FAIL'} gguf_synth_Q8_0_near_F32: attention max |diff| {d:.2e} "
-                  f"from the F32 file's (tol 1e-2), mean |diff| {mean:.1e} (mean row max of the F32 attention {peak:.2f})")
-    for arch in ("qwen2", "qwen3"):
+                  f"from the F32 file's (tol 1e-2), mean |diff| {mean:.1e} (mean row max of the F32 attention "
+                  f"{peak:.2f}); transformers on the same two files: max |diff| {hf:.2e}")
+    for arch in ("qwen2", "qwen3", "gemma2"):
         sd = make_model(arch)
         for t in (T.F32, T.Q8_0):
             path = os.path.join(work, f"synth-{arch}-{t.name}.gguf")

