@@ -23,8 +23,8 @@ past the tokenizer's tokens generates as in transformers. --stop: a greedy run w
 the first token whose text completes it, with ids a prefix of the full run's.
 Sampled (--temperature 0.8 --top-p 0.9): seed 7 twice gives identical output; seed 7 and seed
 8 are valid: every chosen token is inside the top-p nucleus of softmax(logits / 0.8) at its
-position, and each step's prob is that token's probability under one of the defined
-distributions (raw, tempered, or the renormalized nucleus).
+position, and each step's prob and top-K are the model's own softmax(logits) (before temperature
+and top-p, as attnviz's page says).
 One PASS/FAIL line per check with its max errors; exit 1 on any FAIL.
 """
 import argparse
@@ -396,20 +396,28 @@ def check_sampled(attnviz, name, model_path, tok, model, tmpdir):
                                     f"{int((order == i).nonzero()[0, 0])}) is outside the top-p nucleus of "
                                     f"{len(nucleus)} tokens")
                     break
+                # prob and top-K are the model's own distribution, before temperature and top-p
+                # (what attnviz's page says of a sampled step); the tempered and renormalized
+                # values are named when they are what was printed instead
                 kept = temp[nucleus].sum()
                 cand = {"raw softmax": raw[i], "tempered softmax": temp[i], "renormalized nucleus": temp[i] / kept}
                 match = [k for k, v in cand.items() if abs(float(st.get("prob", -1)) - float(v)) <= PROB_TOL]
-                if not match:
-                    problems.append(f"step {s}: prob {st.get('prob')} of id {i} is none of "
+                kinds.update(match)
+                if "raw softmax" not in match:
+                    problems.append(f"step {s}: prob {st.get('prob')} of id {i} is not the model's softmax; "
                                     + ", ".join(f"{k} {float(v):.6g}" for k, v in cand.items()))
                     break
-                kinds.update(match)
+                pr, w = compare_top(st.get("top"), raw.numpy(), 10, f"step {s}", spelling(tok))
+                if pr:
+                    problems += pr
+                    break
         good = not problems
         ok &= good
         print(f"{'PASS' if good else 'FAIL'} generate_sample_valid {name} seed {seed}: {len(gen)} tokens "
               f"(stop {g.get('stop_reason')}), "
               f"{'every one inside' if good else 'checked against'} the top-p 0.9 nucleus at temperature 0.8; "
-              f"step probs match {' / '.join(sorted(kinds)) or '-'}; text {g.get('text')!r}")
+              f"step probs match {' / '.join(sorted(kinds)) or '-'} (want the model's softmax, top-10 too); "
+              f"text {g.get('text')!r}")
         for p in problems[:5]:
             print(f"  {name} seed {seed}: {p}")
     return ok
