@@ -248,14 +248,12 @@ def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
     return ok
 
 
-def check_refusals(attnviz, headless, tmpdir):
+def check_refusals(attnviz, headless, with_head, tmpdir):
     """--predict on a checkpoint without an MLM head, and K outside 1..100: exit 2, one line on
     stderr (with --quiet, which silences the informational lines) naming --predict."""
     ok = True
-    cases = [("headless BERT", headless, "5"), ("K 0", None, "0"), ("K 101", None, "101")]
+    cases = [("headless BERT", headless, "5"), ("K 0", with_head, "0"), ("K 101", with_head, "101")]
     for label, model, k in cases:
-        if model is None:
-            model = headless.replace("bert-nohead", "bert")
         out = os.path.join(tmpdir, "refused.json")
         r = subprocess.run([attnviz, "--model", model, "--predict", k, "--json", out, "--quiet", "the [MASK] sat."],
                            capture_output=True, text=True, timeout=300)
@@ -314,8 +312,8 @@ def main():
                 print("SKIP predict_refused: bert-base-uncased's vocabulary is absent (../shared)")
             else:
                 headless = lm_checkpoints.build("bert-nohead", args.workdir, args.repo)
-                lm_checkpoints.build("bert", args.workdir, args.repo)
-                ok &= check_refusals(args.attnviz, headless, tmp)
+                with_head = lm_checkpoints.build("bert", args.workdir, args.repo)
+                ok &= check_refusals(args.attnviz, headless, with_head, tmp)
     print(f"  predict_check: {time.time() - t_all:.1f} s")
     return 0 if ok else 1
 
