@@ -46,6 +46,7 @@ MASKED_TEXTS = [
     ("{m} flies like an arrow and fruit flies like a {m}.", 100),
     ("the cat sat on the mat because it was tired.", 5),  # no mask: no predictions
     ("{m} {m} {m} and the {m} of the {m} were {m} in the year {m}.", 7),
+    ("the cat sat on the {m}.\tit was {m} and hungry.", 10),  # a sentence pair (TAB): token types
 ]
 
 
@@ -170,11 +171,11 @@ def selftest():
 
 
 def run_attnviz(attnviz, model, args, text, tmpdir):
-    """attnviz's JSON (dict), or a string saying why not."""
+    """attnviz's JSON (dict), or a string saying why not. A TAB in text separates TEXT and TEXT_B."""
     out = os.path.join(tmpdir, "out.json")
     if os.path.exists(out):
         os.unlink(out)
-    cmd = [attnviz, "--model", model] + args + ["--precision", "9", "--json", out, "--quiet", text]
+    cmd = [attnviz, "--model", model] + args + ["--precision", "9", "--json", out, "--quiet"] + text.split("\t")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         return f"attnviz exited {r.returncode}: {r.stderr.strip()[-400:]}"
@@ -222,13 +223,19 @@ def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
             problems.append(f"{label}: {out}")
             continue
         ids = out.get("input_ids")
-        ref_ids = tok(text)["input_ids"]
+        enc = tok(*text.split("\t"))
+        ref_ids = enc["input_ids"]
         if ids != ref_ids:
             problems.append(f"{label}: input_ids {ids} differ from transformers' tokenizer's {ref_ids}")
             if not isinstance(ids, list) or not ids:
                 continue
+        kw = {}
+        if "\t" in text and "token_type_ids" in enc and getattr(model.config, "type_vocab_size", 0) > 1:
+            kw["token_type_ids"] = torch.tensor([out.get("token_type_ids") or enc["token_type_ids"]])
+            if out.get("token_type_ids") != enc["token_type_ids"]:
+                problems.append(f"{label}: token_type_ids {out.get('token_type_ids')}, transformers' {enc['token_type_ids']}")
         with torch.no_grad():
-            logits = model(torch.tensor([ids])).logits[0].double()
+            logits = model(torch.tensor([ids]), **kw).logits[0].double()
         probs = torch.softmax(logits, -1).numpy()
         if masked:
             positions = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
