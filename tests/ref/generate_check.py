@@ -43,7 +43,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lm_checkpoints  # noqa: E402
-from predict_check import PROB_TOL, TIE_TOL, compare_predictions, compare_top, load_hf, run_attnviz, spelling  # noqa: E402
+from predict_check import PROB_TOL, RANKS, TIE_TOL, compare_predictions, compare_top, load_hf, run_attnviz, spelling  # noqa: E402
 
 ATTN_TOL = 1e-4
 PROMPTS = {
@@ -107,6 +107,7 @@ def text_diff(got, texts):
 
 def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=None):
     problems = []
+    RANKS.update(all=0, strict=0, same=0)
     prompt = PROMPTS[name]
     ref_prompt = tok(prompt)["input_ids"]
     args = ["--generate", str(n)] + (["--predict", str(predict_k)] if predict_k else [])
@@ -221,7 +222,8 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
     ok = not problems
     print(f"{'PASS' if ok else 'FAIL'} generate {name}: greedy {G} tokens after a {P}-token prompt (stop "
           f"{g.get('stop_reason')}){' with --predict ' + str(predict_k) if predict_k else ''}, ids "
-          f"{'identical to' if av_gen == hf_gen else 'differ from'} transformers' generate(){note}; max |diff| of step probs {worst_p:.2e}, of attention rows "
+          f"{'identical to' if av_gen == hf_gen else 'differ from'} transformers' generate(){note}; {RANKS['all']} top-K "
+          f"ranks: {RANKS['strict']} outside near ties, {RANKS['same']} with transformers' very id; max |diff| of step probs {worst_p:.2e}, of attention rows "
           f"{worst_a:.2e}, of the final sequence's attention {worst_full:.2e} (tol {ATTN_TOL:g}); "
           f"attnviz {av_s:.1f} s, transformers {hf_s:.1f} s")
     for p in problems[:8]:

@@ -34,6 +34,9 @@ import numpy as np  # noqa: E402
 
 PROB_TOL = 1e-4
 TIE_TOL = 1e-5
+# ranks compared by compare_top, and how many of them were held to the exact id (their
+# neighbours' probabilities 1e-5 or more away) rather than compared as part of a near tie
+RANKS = {"all": 0, "strict": 0, "same": 0}  # same: attnviz's id is transformers' id at that rank
 
 CAUSAL_TEXTS = [
     ("The capital of France is", 10),
@@ -89,6 +92,10 @@ def compare_top(top, ref, k, where, tok_spell=None):
     cluster = np.concatenate([[0], np.cumsum(sp[:-1] - sp[1:] >= TIE_TOL)])
     rank_of = np.empty(V, dtype=np.int64)
     rank_of[order] = np.arange(V)
+    size = np.bincount(cluster)
+    RANKS["all"] += len(ids)
+    RANKS["strict"] += int(sum(size[cluster[r]] == 1 for r in range(len(ids))))
+    RANKS["same"] += int(sum(int(order[r]) == i for r, i in enumerate(ids)))
     for r, i in enumerate(ids):
         if cluster[rank_of[i]] != cluster[r]:
             problems.append(f"{where} rank {r}: id {i} (p {ps[r]:.9g}); transformers has id {int(order[r])} "
@@ -211,6 +218,7 @@ def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
     arch = type(model).__name__
     texts = MASKED_TEXTS if masked else CAUSAL_TEXTS
     problems, worst, count, ks, av_s = [], 0.0, 0, [], 0.0
+    RANKS.update(all=0, strict=0, same=0)
     for idx, (text, k) in enumerate(texts):
         if masked:
             text = text.replace("{m}", tok.mask_token)
@@ -246,7 +254,8 @@ def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
         worst, count = max(worst, w), count + c
     ok = not problems
     print(f"{'PASS' if ok else 'FAIL'} predict {name} ({arch}, vocab {model.config.vocab_size}): {count} positions "
-          f"compared over {len(texts)} inputs (K {'/'.join(map(str, ks))}), max |diff| of probs {worst:.2e} "
+          f"compared over {len(texts)} inputs (K {'/'.join(map(str, ks))}; {RANKS['all']} ranks: {RANKS['strict']} outside "
+          f"near ties, {RANKS['same']} with transformers' very id), max |diff| of probs {worst:.2e} "
           f"(tol {PROB_TOL:g}); attnviz {av_s:.1f} s, transformers load {load_s:.1f} s")
     for p in problems[:8]:
         print(f"  {name}: {p}")
