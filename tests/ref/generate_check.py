@@ -51,6 +51,8 @@ PROMPTS = {
     "llama": "The cat sat on the mat because it was tired.",
     "gpt2": "The cat sat on the mat because it was tired.",
     "qwen2": "The cat sat on the mat because it was tired.",
+    "mistral": "The cat sat on the mat because it was tired.",
+    "gemma2": "The cat sat on the mat because it was tired.",
 }
 
 
@@ -197,14 +199,20 @@ def check_greedy(attnviz, name, model_path, tok, model, n, tmpdir, predict_k=Non
         a0 = torch.stack([a[0] for a in hf.attentions[0]]).numpy()  # (L, H, P, P)
         worst_a = float(np.abs(att[:, :, :P, :P] - a0).max())
         for s in range(1, min(upto + 1, len(hf.attentions), G)):
-            row = torch.stack([a[0, :, -1, :] for a in hf.attentions[s]]).numpy()  # (L, H, P + s)
-            d = np.abs(att[:, :, P + s - 1, :P + s] - row)
-            if d.max() > worst_a:
-                worst_a = float(d.max())
-            if d.max() > ATTN_TOL:
-                l, h, j = np.unravel_index(d.argmax(), d.shape)
-                problems.append(f"attention at step {s} (row {P + s - 1}), layer {l} head {h} key {j}: "
-                                f"attnviz {att[l, h, P + s - 1, j]:.9g}, transformers {row[l, h, j]:.9g}")
+            q = P + s - 1  # the query: the token fed at step s (generated at step s - 1)
+            for l, a in enumerate(hf.attentions[s]):
+                # (H, m): with a sliding window the cache holds only the last m keys (m <= q + 1);
+                # the keys before them are masked, which the full-sequence comparison checks
+                row = a[0, :, -1, :].numpy()
+                m = row.shape[-1]
+                d = np.abs(att[l, :, q, q + 1 - m:q + 1] - row)
+                worst_a = max(worst_a, float(d.max()))
+                if d.max() > ATTN_TOL:
+                    h, j = np.unravel_index(d.argmax(), d.shape)
+                    problems.append(f"attention at step {s} (row {q}), layer {l} head {h} key {q + 1 - m + j}: "
+                                    f"attnviz {att[l, h, q, q + 1 - m + j]:.9g}, transformers {row[h, j]:.9g}")
+                    break
+            if any(p.startswith("attention at step") for p in problems):
                 break
         if worst_a > ATTN_TOL and not any(p.startswith("attention") for p in problems):
             problems.append(f"prompt attention (step 0) max |diff| {worst_a:.2e}")
@@ -440,7 +448,7 @@ def main():
     t_all = time.time()
     sampled_done = False
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2"):
+        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2"):
             if args.only and name != args.only:
                 continue
             t0 = time.time()

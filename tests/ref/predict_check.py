@@ -302,7 +302,7 @@ def main():
     ok = selftest()
     t_all = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ["gpt2", "llama", "qwen2", "bert", "roberta", "distilbert"]:
+        for name in ["gpt2", "llama", "qwen2", "mistral", "gemma2", "bert", "roberta", "distilbert"]:
             if args.only and name != args.only:
                 continue
             miss = lm_checkpoints.missing(name, args.repo)
