@@ -457,7 +457,7 @@ def main():
                     print("SKIP generate smollm2-gguf: no SmolLM2 GGUF (tools/pymodel.sh smollm2)")
                     continue
                 path = args.gguf
-                tok, model = load_hf(*os.path.split(os.path.abspath(path)))
+                tok, model = load_hf(*os.path.split(os.path.abspath(path)), workdir=args.workdir)
             else:
                 miss = lm_checkpoints.missing(name, args.repo)
                 if miss and not os.path.exists(os.path.join(args.workdir, name, "config.json")):

