@@ -1,6 +1,7 @@
 """attnviz --generate N against transformers' generate(): greedy generation on the trained
-SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape), GPT-2 and Qwen2
-(separate lm_head, 151,936 rows) of lm_checkpoints.py, an end token given only by
+SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape), GPT-2, Qwen2
+(separate lm_head, 151,936 rows), Mistral (generation past its sliding window) and Gemma 2 of
+lm_checkpoints.py, an end token given only by
 generation_config.json, and sampled generation's reproducibility and validity.
 
 usage: generate_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME] [--tokens N]

@@ -1,6 +1,7 @@
 """attnviz --predict K against transformers' own LM heads: the synthetic checkpoints of
 lm_checkpoints.py (GPT-2, Llama at SmolLM2's shape with tied embeddings, Qwen2 with a separate
-lm_head and 151,936 rows, BERT / RoBERTa / DistilBERT with their MLM heads) and, when given,
+lm_head and 151,936 rows, Mistral, Gemma 2 with soft-capped logits, BERT / RoBERTa / DistilBERT
+with their MLM heads) and, when given,
 the trained SmolLM2-135M-Instruct Q4_1 GGUF (transformers dequantizes the same file).
 
 usage: predict_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME|smollm2|refusal]
