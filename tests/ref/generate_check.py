@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # imports lm_checkpoints / predict_check: no __pycache__ in the tree
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
