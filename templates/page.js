@@ -47,6 +47,13 @@ const S = {
     S.focus = hi;
   }
   S.query = Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
+  /* attnviz render's --heads-shown (bertviz's heads=[...]) and --view */
+  if (Array.isArray(meta.init_heads) && meta.init_heads.some(h => meta.heads.includes(h))) {
+    S.active.fill(false);
+    meta.init_heads.forEach(h => { const i = meta.heads.indexOf(h); if (i >= 0) S.active[i] = true; });
+    S.focus = S.active.indexOf(true);
+  }
+  if (typeof meta.init_view === 'string' && viewOf(meta.init_view)) S.view = meta.init_view;
 }
 const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
 const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
@@ -57,7 +64,8 @@ function setTheme(name) {
   document.documentElement.dataset.theme = name;
   $('theme-label').textContent = name === 'dark' ? 'Light' : 'Dark';
 }
-setTheme(window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+setTheme(meta.theme === 'dark' || meta.theme === 'light' ? meta.theme
+         : window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
 
 /* ---------------------------------------------------------------- header */
 
