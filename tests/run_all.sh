@@ -90,6 +90,8 @@ scripts=(
     tests/ref/real_heads.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/predict_check.sh
+    tests/ref/generate_check.sh
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
     tests/fetch_test.sh
