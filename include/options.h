@@ -40,6 +40,14 @@ typedef struct {
     unsigned long long seed;   /* --seed */
     int sampling_opts;         /* --top-p or --seed given */
     const char *stop;          /* --stop STRING, or NULL */
+    /* the page's first state */
+    const char *view;          /* --view head|model|neuron|matrix */
+    const char *theme;         /* --theme light|dark */
+    int *show_heads, n_show_heads; /* --show-heads LIST */
+    /* attnviz render INPUT: attention computed elsewhere */
+    int render;
+    const char *render_input;
+    const char *render_meta;   /* --meta FILE */
 } CliOptions;
 
 #endif

@@ -35,6 +35,10 @@ typedef struct {
     const CapGeneration *gen;      /* --generate, or NULL: tokens [gen->n_prompt, enc->n) were generated */
     const char *gen_text;          /* the generated continuation, decoded */
     const Tokenizer *tok;          /* spells predicted ids */
+    const char *init_view;         /* the page's first view ("head", "model", ...), or NULL */
+    const char *theme;             /* "light", "dark", or NULL: the reader's preference */
+    const int *init_heads;         /* heads shown at first (n_init_heads), or NULL: init_head's rule */
+    int n_init_heads;
 } OutDoc;
 
 /* Number of selected layers/heads and the i-th selected index. */

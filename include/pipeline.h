@@ -22,6 +22,9 @@ const ModelConfig *pipeline_config(const Pipeline *p);
 const char *pipeline_head_missing(const Pipeline *p);
 /* Runs every input; returns an exit code (EXIT_OK, EXIT_RUNTIME with e set). */
 int pipeline_run(Pipeline *p, AvErr *e);
+/* attnviz render: attention computed elsewhere (render.h) through the same
+ * writers; an exit code (EXIT_USAGE for a selection out of range). */
+int pipeline_render(const CliOptions *o, AvErr *e);
 /* Frees the run; with profile set, prints the per-phase times there first. */
 void pipeline_close(Pipeline *p, FILE *profile);
 

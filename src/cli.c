@@ -21,6 +21,7 @@
 static void usage(FILE *f) {
     fputs("Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
           "       attnviz [OPTIONS] --batch FILE|-\n"
+          "       attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"
           "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
           "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
           "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
@@ -42,6 +43,9 @@ static void usage(FILE *f) {
           "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
           "  --layer N, --head N the page's initial layer and head (0-based)\n"
           "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
+          "  --view NAME         the page opens on this view: head, model, neuron or matrix\n"
+          "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
+          "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
           "\n"
           "Selection (applies to JSON, npy, HTML and --stats):\n"
           "  --layers LIST       e.g. 0,5-11 (only these are computed and kept)\n"
@@ -62,6 +66,15 @@ static void usage(FILE *f) {
           "  --top-p P           sample from the smallest set of tokens holding probability P\n"
           "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
           "  --stop STRING       stop once the generated text contains STRING\n"
+          "\n"
+          "Render (draw attention computed elsewhere, e.g. by transformers):\n"
+          "  attnviz render INPUT  INPUT: a .npz or .safetensors holding 'attention' [layers, heads,\n"
+          "                      n, n] (or attention.0, attention.1, ... per layer), optionally\n"
+          "                      'queries'/'keys' [layers, heads, n, d]; or encoder_attention,\n"
+          "                      decoder_attention, cross_attention. The tokens come from\n"
+          "  --meta FILE         a JSON object {\"tokens\", \"sentence_b_start\", \"model\", \"causal\",\n"
+          "                      \"layers\", \"encoder_tokens\", \"decoder_tokens\"} (default: INPUT's\n"
+          "                      stem + .json, else the safetensors metadata's \"attnviz\" entry)\n"
           "\n"
           "Analysis:\n"
           "  --stats             per layer and head: entropy, mean attention distance, share on\n"
@@ -162,7 +175,8 @@ bad:
 void cli_options_free(CliOptions *o) {
     free(o->sel_layers);
     free(o->sel_heads);
-    o->sel_layers = o->sel_heads = NULL;
+    free(o->show_heads);
+    o->sel_layers = o->sel_heads = o->show_heads = NULL;
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
@@ -204,7 +218,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
-           O_SEED, O_STOP };
+           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -224,6 +238,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"predict", required_argument, 0, O_PREDICT}, {"generate", required_argument, 0, O_GENERATE},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"seed", required_argument, 0, O_SEED},     {"stop", required_argument, 0, O_STOP},
+        {"view", required_argument, 0, O_VIEW},     {"theme", required_argument, 0, O_THEME},
+        {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -232,6 +248,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"quiet", no_argument, 0, O_QUIET},         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},     {0, 0, 0, 0},
     };
+    if (argc > 1 && !strcmp(argv[1], "render")) {
+        o->render = 1;
+        argv++, argc--;
+    }
     opterr = 0;
     optind = 1;
     int c;
@@ -289,6 +309,19 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (!optarg[0]) return usage_error("%s", "--stop needs a non-empty string");
             o->stop = optarg;
             break;
+        case O_VIEW:
+            if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix"))
+                return usage_error("--view is head, model, neuron or matrix, not '%s'", optarg);
+            o->view = optarg;
+            break;
+        case O_THEME:
+            if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error("--theme is light or dark, not '%s'", optarg);
+            o->theme = optarg;
+            break;
+        case O_SHOWHEADS:
+            if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error("--show-heads needs a list like 0-3,8, got '%s'", optarg);
+            break;
+        case O_META: o->render_meta = optarg; break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
@@ -317,6 +350,17 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         }
     }
     int rest = argc - optind;
+    if (o->render) {
+        if (o->model_dir || o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats ||
+            o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads || o->max_tokens || o->out_dir)
+            return usage_error("%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
+                                     "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
+                                     "--max-tokens or --out-dir");
+        if (rest != 1) return usage_error("%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
+        o->render_input = argv[optind];
+        return EXIT_OK;
+    }
+    if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
     if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
         return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");
     if (o->sampling_opts && o->temperature <= 0)
@@ -357,6 +401,11 @@ static int in_list(int x, const int *v, int n) {
 
 int cli_run(const CliOptions *o) {
     AvErr e = {{0}};
+    if (o->render) {
+        int rc = pipeline_render(o, &e);
+        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        return rc;
+    }
     Pipeline *p = NULL;
     const char *dir = NULL, *why = "";
     model_set_threads(o->threads);
@@ -382,7 +431,8 @@ int cli_run(const CliOptions *o) {
         goto out;
     }
     if (check_selection("layers", o->sel_layers, o->n_sel_layers, c->num_layers) ||
-        check_selection("heads", o->sel_heads, o->n_sel_heads, c->num_heads))
+        check_selection("heads", o->sel_heads, o->n_sel_heads, c->num_heads) ||
+        check_selection("show-heads", o->show_heads, o->n_show_heads, c->num_heads))
         goto out;
     if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
         (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {

@@ -282,6 +282,13 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     for (int i = 0; i < enc->n; i++) fprintf(f, "%s%d", i ? "," : "", enc->word_start[i]);
     fprintf(f, "],\"init_layer\":%d,\"init_head\":%d,\"precision\":%d", d->init_layer, d->init_head,
             d->precision);
+    if (d->init_view) fprintf(f, ",\"init_view\":\"%s\"", d->init_view); /* cli.c admits known names only */
+    if (d->theme) fprintf(f, ",\"theme\":\"%s\"", d->theme);
+    if (d->init_heads) {
+        fputs(",\"init_heads\":[", f);
+        for (int i = 0; i < d->n_init_heads; i++) fprintf(f, "%s%d", i ? "," : "", d->init_heads[i]);
+        fputc(']', f);
+    }
     fputs(",\"head_descriptions\":", f);
     if (!d->head_descriptions) {
         fputs("null", f);

@@ -18,6 +18,7 @@
 #include "model.h"
 #include "npy.h"
 #include "predict.h"
+#include "render.h"
 #include "output.h"
 #include "stats.h"
 #include "tokenizer.h"
@@ -256,6 +257,8 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->gen = o->generate_n && !o->tokens_only ? &r->gen : NULL;
     d->gen_text = r->gen_text;
     d->tok = r->tok;
+    d->init_view = o->view, d->theme = o->theme;
+    d->init_heads = o->show_heads, d->n_init_heads = o->n_show_heads;
 }
 
 /* The positions of a masked model's mask tokens. */
@@ -677,4 +680,66 @@ void pipeline_close(Pipeline *p, FILE *profile) {
                 p->t_write);
     run_free(p);
     free(p);
+}
+
+/* ---------------------------------------------------------------- render */
+
+static int in_ints(int x, const int *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (v[i] == x) return 1;
+    return 0;
+}
+
+int pipeline_render(const CliOptions *o, AvErr *e) {
+    Rendered rd;
+    if (render_load(&rd, o->render_input, o->render_meta, e) != 0) return EXIT_RUNTIME;
+    int rc = EXIT_USAGE;
+    const int H = rd.cfg.num_heads;
+    if (rd.enc_dec) {
+        av_err(e, "%s: encoder-decoder attention is read and checked, but not drawn yet", o->render_input);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    if (o->layer >= 0 && !in_ints(o->layer, rd.layers, rd.n_layers)) {
+        av_err(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->layer, rd.n_layers,
+               rd.layers[rd.n_layers - 1]);
+        goto done;
+    }
+    if (o->head >= H) {
+        av_err(e, "--head %d is out of range: the attention has %d heads (0-%d)", o->head, H, H - 1);
+        goto done;
+    }
+    for (int i = 0; i < o->n_show_heads; i++)
+        if (o->show_heads[i] >= H) {
+            av_err(e, "--show-heads %d is out of range: the attention has %d heads (0-%d)", o->show_heads[i], H, H - 1);
+            goto done;
+        }
+    if (o->qk && !rd.self.cap.q) {
+        av_err(e, "--qk: %s holds no 'queries' and 'keys'", o->render_input);
+        goto done;
+    }
+    OutDoc d;
+    memset(&d, 0, sizeof d);
+    d.model_name = rd.model_name;
+    d.model_dir = o->render_input;
+    d.cfg = &rd.cfg;
+    d.dtype = "F32";
+    d.text_a = rd.text;
+    d.enc = &rd.tokens;
+    d.cap = &rd.self.cap;
+    d.display_tokens = rd.tokens.byte_level ? rd.tokens.display : NULL;
+    d.layers = rd.layers, d.n_sel_layers = rd.n_layers;
+    d.init_layer = o->layer >= 0 ? o->layer : rd.layers[0];
+    d.init_head = o->head >= 0 ? o->head : 0;
+    d.precision = o->precision;
+    d.with_qk = o->qk;
+    d.init_view = o->view, d.theme = o->theme;
+    d.init_heads = o->show_heads, d.n_init_heads = o->n_show_heads;
+    Run run;
+    memset(&run, 0, sizeof run);
+    run.o = o;
+    rc = emit(&run, &d, 0, e) == 0 ? EXIT_OK : EXIT_RUNTIME;
+done:
+    render_free(&rd);
+    return rc;
 }

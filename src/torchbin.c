@@ -3,6 +3,7 @@
  * entries, then a pickle machine that understands only what a state-dict
  * pickle contains and evaluates its few allowed calls symbolically. */
 #include "torchbin.h"
+#include "zip.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +13,6 @@
 
 /* Limits: far above any real checkpoint, low enough that a hostile file
  * cannot make us allocate or loop without bound. */
-#define TB_MAX_ENTRIES 1000000u      /* zip entries */
 #define TB_MAX_PICKLE (256u << 20)   /* data.pkl bytes */
 #define TB_MAX_STACK 1000000u        /* pickle stack slots */
 #define TB_MAX_MARKS 1000u           /* MARK nesting */
@@ -30,208 +30,6 @@ static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-
-/* ---------------------------------------------------------------- zip */
-
-typedef struct {
-    const uint8_t *name;
-    size_t name_len;
-    const uint8_t *data;
-    uint64_t size;
-    uint32_t crc;
-} ZEntry;
-
-typedef struct {
-    ZEntry *ent; /* sorted by name for lookups */
-    size_t n;
-} Zip;
-
-static int name_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? c : (an > bn) - (an < bn);
-}
-
-static int entry_cmp(const void *x, const void *y) {
-    const ZEntry *a = x, *b = y;
-    return name_cmp(a->name, a->name_len, b->name, b->name_len);
-}
-
-static const ZEntry *zip_find(const Zip *z, const char *prefix, size_t plen, const char *rest, size_t rlen) {
-    size_t klen = plen + rlen;
-    char *key = malloc(klen ? klen : 1);
-    if (!key) return NULL;
-    memcpy(key, prefix, plen);
-    memcpy(key + plen, rest, rlen);
-    size_t lo = 0, hi = z->n;
-    const ZEntry *hit = NULL;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp((const uint8_t *)key, klen, z->ent[mid].name, z->ent[mid].name_len);
-        if (c == 0) {
-            hit = &z->ent[mid];
-            break;
-        }
-        if (c < 0) hi = mid;
-        else lo = mid + 1;
-    }
-    free(key);
-    return hit;
-}
-
-/* Error text shows at most 80 bytes of a name from the file. */
-#define NAMEF "%.*s"
-#define NAMEA(p, n) (int)((n) > 80 ? 80 : (n)), (const char *)(p)
-
-static int zip_read(Zip *z, const uint8_t *buf, size_t len, const char *path, AvErr *e) {
-    z->ent = NULL;
-    z->n = 0;
-    if (len >= 1 && buf[0] == 0x80)
-        return av_err(e, "%s: legacy torch.save format; re-save with torch>=1.6 or convert to safetensors", path);
-    if (len >= 262 && !memcmp(buf + 257, "ustar", 5))
-        return av_err(e, "%s: legacy torch.save format (tar); re-save with torch>=1.6 or convert to safetensors", path);
-    if (len < 4 || memcmp(buf, "PK\3\4", 4) != 0)
-        return av_err(e, "%s: not a PyTorch checkpoint (no zip signature; torch.save writes a zip since 1.6)", path);
-    if (len < 22) return av_err(e, "%s: zip archive truncated (%zu bytes)", path, len);
-
-    /* End of central directory: the last record whose comment ends the file. */
-    size_t eocd = SIZE_MAX, lo = len - 22 > 65535 ? len - 22 - 65535 : 0;
-    for (size_t p = len - 22 + 1; p-- > lo;) {
-        if (rd32(buf + p) == 0x06054b50u && p + 22 + rd16(buf + p + 20) == len) {
-            eocd = p;
-            break;
-        }
-    }
-    if (eocd == SIZE_MAX)
-        return av_err(e, "%s: no zip end-of-central-directory record (file truncated?)", path);
-    const uint8_t *q = buf + eocd;
-    uint64_t n = rd16(q + 10), cd_size = rd32(q + 12), cd_off = rd32(q + 16);
-    size_t cd_limit = eocd; /* the central directory ends before the end records */
-    if (eocd >= 20 && rd32(buf + eocd - 20) == 0x07064b50u) {
-        const uint8_t *loc = buf + eocd - 20;
-        uint64_t zoff = rd64(loc + 8);
-        if (rd32(loc + 4) != 0 || rd32(loc + 16) > 1)
-            return av_err(e, "%s: multi-disk zip archives are not supported", path);
-        if (zoff > eocd - 20 || eocd - 20 - zoff < 56 || rd32(buf + zoff) != 0x06064b50u)
-            return av_err(e, "%s: ZIP64 end-of-central-directory record is missing or out of bounds", path);
-        const uint8_t *z64 = buf + zoff;
-        if (rd32(z64 + 16) != 0 || rd32(z64 + 20) != 0)
-            return av_err(e, "%s: multi-disk zip archives are not supported", path);
-        n = rd64(z64 + 32);
-        cd_size = rd64(z64 + 40);
-        cd_off = rd64(z64 + 48);
-        cd_limit = (size_t)zoff;
-    } else {
-        if (rd16(q + 4) != 0 || rd16(q + 6) != 0 || rd16(q + 8) != rd16(q + 10))
-            return av_err(e, "%s: multi-disk zip archives are not supported", path);
-        if (n == 0xffff || cd_size == 0xffffffffu || cd_off == 0xffffffffu)
-            return av_err(e, "%s: zip end record needs ZIP64 fields but has no ZIP64 locator", path);
-    }
-    if (cd_off > cd_limit || cd_size > cd_limit - cd_off)
-        return av_err(e, "%s: zip central directory [%llu, +%llu) points past its end record at %zu (file truncated?)",
-                      path, (unsigned long long)cd_off, (unsigned long long)cd_size, cd_limit);
-    if (n > TB_MAX_ENTRIES || n > cd_size / 46)
-        return av_err(e, "%s: zip central directory claims %llu entries in %llu bytes", path, (unsigned long long)n,
-                      (unsigned long long)cd_size);
-    z->ent = calloc(n ? (size_t)n : 1, sizeof *z->ent);
-    if (!z->ent) return av_err(e, "%s: out of memory", path);
-
-    const uint8_t *cd = buf + cd_off, *cd_end = cd + cd_size;
-    for (uint64_t i = 0; i < n; i++) {
-        if (cd_end - cd < 46 || rd32(cd) != 0x02014b50u) {
-            av_err(e, "%s: zip central directory entry %llu is malformed", path, (unsigned long long)i);
-            goto fail;
-        }
-        uint16_t flags = rd16(cd + 8), method = rd16(cd + 10);
-        uint64_t csize = rd32(cd + 20), usize = rd32(cd + 24), lho = rd32(cd + 42), disk = rd16(cd + 34);
-        size_t nlen = rd16(cd + 28), xlen = rd16(cd + 30), clen = rd16(cd + 32);
-        if ((size_t)(cd_end - cd) - 46 < nlen + xlen + clen) {
-            av_err(e, "%s: zip central directory entry %llu runs past the directory", path, (unsigned long long)i);
-            goto fail;
-        }
-        const uint8_t *name = cd + 46;
-        /* ZIP64 extra field: the 64-bit values of the saturated 32-bit ones, in this order. */
-        for (const uint8_t *x = name + nlen, *xe = name + nlen + xlen; xe - x >= 4;) {
-            uint16_t id = rd16(x), sz = rd16(x + 2);
-            if ((size_t)(xe - x) - 4 < sz) {
-                av_err(e, "%s: zip entry '" NAMEF "': extra field runs past its record", path, NAMEA(name, nlen));
-                goto fail;
-            }
-            if (id == 0x0001) {
-                const uint8_t *v = x + 4, *ve = v + sz;
-                uint64_t *slots[3] = {&usize, &csize, &lho};
-                for (int s = 0; s < 3; s++) {
-                    if (*slots[s] != 0xffffffffu) continue;
-                    if (ve - v < 8) {
-                        av_err(e, "%s: zip entry '" NAMEF "': ZIP64 extra field too short", path, NAMEA(name, nlen));
-                        goto fail;
-                    }
-                    *slots[s] = rd64(v);
-                    v += 8;
-                }
-                if (disk == 0xffff && ve - v >= 4) disk = rd32(v);
-            }
-            x += 4 + sz;
-        }
-        if (usize == 0xffffffffu || csize == 0xffffffffu || lho == 0xffffffffu) {
-            av_err(e, "%s: zip entry '" NAMEF "': 32-bit field saturated without a ZIP64 extra field", path,
-                   NAMEA(name, nlen));
-            goto fail;
-        }
-        if (disk != 0) {
-            av_err(e, "%s: multi-disk zip archives are not supported", path);
-            goto fail;
-        }
-        if (flags & 1) {
-            av_err(e, "%s: zip entry '" NAMEF "' is encrypted", path, NAMEA(name, nlen));
-            goto fail;
-        }
-        if (method != 0) {
-            av_err(e, "%s: zip entry '" NAMEF "' is compressed (method %u); only stored entries are read, as torch.save writes them",
-                   path, NAMEA(name, nlen), method);
-            goto fail;
-        }
-        if (csize != usize) {
-            av_err(e, "%s: zip entry '" NAMEF "' is stored but its sizes differ (%llu vs %llu)", path,
-                   NAMEA(name, nlen), (unsigned long long)csize, (unsigned long long)usize);
-            goto fail;
-        }
-        /* Local header: only its name and extra lengths are used (torch writes
-         * its sizes in a data descriptor); the data must end before the directory. */
-        if (lho > cd_off || cd_off - lho < 30 || rd32(buf + lho) != 0x04034b50u) {
-            av_err(e, "%s: zip entry '" NAMEF "': local header at %llu is missing or out of bounds", path,
-                   NAMEA(name, nlen), (unsigned long long)lho);
-            goto fail;
-        }
-        const uint8_t *lh = buf + lho;
-        uint64_t data_off = lho + 30 + (uint64_t)rd16(lh + 26) + rd16(lh + 28);
-        if (rd16(lh + 8) != 0 || rd16(lh + 26) != nlen || data_off > cd_off ||
-            memcmp(lh + 30, name, nlen) != 0) {
-            av_err(e, "%s: zip entry '" NAMEF "': local header disagrees with the central directory", path,
-                   NAMEA(name, nlen));
-            goto fail;
-        }
-        if (csize > cd_off - data_off) {
-            av_err(e, "%s: zip entry '" NAMEF "': %llu bytes at offset %llu run past the entries' area (file truncated?)",
-                   path, NAMEA(name, nlen), (unsigned long long)csize, (unsigned long long)data_off);
-            goto fail;
-        }
-        z->ent[z->n++] = (ZEntry){name, nlen, buf + data_off, csize, rd32(cd + 16)};
-        cd += 46 + nlen + xlen + clen;
-    }
-    qsort(z->ent, z->n, sizeof *z->ent, entry_cmp);
-    for (size_t i = 1; i < z->n; i++) {
-        if (entry_cmp(&z->ent[i - 1], &z->ent[i]) == 0) {
-            av_err(e, "%s: zip entry '" NAMEF "' appears twice", path, NAMEA(z->ent[i].name, z->ent[i].name_len));
-            goto fail;
-        }
-    }
-    return 0;
-fail:
-    free(z->ent);
-    z->ent = NULL;
-    z->n = 0;
-    return -1;
-}
 
 /* ------------------------------------------------------- pickle values */
 
@@ -962,7 +760,13 @@ int tb_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     f->tensors = NULL;
     f->n_tensors = 0;
     Zip z;
-    if (zip_read(&z, buf, len, path, e) != 0) return -1;
+    if (len >= 1 && buf[0] == 0x80)
+        return av_err(e, "%s: legacy torch.save format; re-save with torch>=1.6 or convert to safetensors", path);
+    if (len >= 262 && !memcmp(buf + 257, "ustar", 5))
+        return av_err(e, "%s: legacy torch.save format (tar); re-save with torch>=1.6 or convert to safetensors", path);
+    if (len < 4 || memcmp(buf, "PK\3\4", 4) != 0)
+        return av_err(e, "%s: not a PyTorch checkpoint (no zip signature; torch.save writes a zip since 1.6)", path);
+    if (zip_read(&z, buf, len, 0, path, e) != 0) return -1;
 
     /* The pickle is "<archive>/data.pkl"; the archive name is free-form
      * ("archive", "pytorch_model", the saved file's stem, ...). */

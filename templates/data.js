@@ -159,6 +159,8 @@ const Data = (() => {
     meta, n, L, H, nn,
     layers: meta.layers, heads: meta.heads,
     causal: !!meta.config.causal,
+    /* first generated token (--generate): tokens [genStart, n) were generated; n when none were */
+    genStart: meta.generation ? meta.generation.prompt_tokens : n,
     hasDisplay: !!disp,
     special, wordStart, text, pieceText,
     /* shown label of raw token i; vocab spelling of i */
@@ -184,7 +186,8 @@ const Data = (() => {
 /* ---------------------------------------------------------------- token transforms */
 
 /* Display tokens for the current toggles: merged word pieces and hidden specials.
- * groups[g] = {label, vocab, members, seg (0 A / 1 B), special, first}; visible =
+ * groups[g] = {label, vocab, members, seg (0 A / 1 B), special, first, gen (a member
+ * was generated)}; visible =
  * indices of shown groups; filterIdx applies the sentence filter. A piece joins
  * the previous group unless it starts a word (meta.word_start: "##" pieces for
  * WordPiece, no leading space for byte-level BPE). Groups are contiguous and in
@@ -204,10 +207,11 @@ const Tok = (() => {
       const prev = groups[groups.length - 1];
       if (merge && !special && !Data.wordStart[i] && prev && !prev.special && prev.seg === seg) {
         prev.members.push(i);
+        prev.gen = prev.gen || i >= Data.genStart;
         prev.raw += Data.pieceText(i);
         prev.vocab += ' ' + toks[i];
       } else {
-        groups.push({ raw: Data.text(i), vocab: toks[i], members: [i], seg, special, first: i });
+        groups.push({ raw: Data.text(i), vocab: toks[i], members: [i], seg, special, first: i, gen: i >= Data.genStart });
       }
       groupOf[i] = groups.length - 1;
     }

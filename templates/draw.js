@@ -8,7 +8,7 @@
  * triangle (distinct from a computed 0) and the neuron view lists only the keys
  * the query can see. */
 /* exported el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb, Tip,
-   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, MASKED_TEXT, seriesFor, lineThreshold, drawLines,
+   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, seriesFor, lineThreshold, drawLines,
    heatCanvas, heatThumb, canvasPainterOn, CanvasPainter, SvgPainter */
 
 /* ---------------------------------------------------------------- helpers */
@@ -37,7 +37,7 @@ function theme() {
     dark: document.documentElement.dataset.theme === 'dark',
     bg: cssVar('--panel'), ink: cssVar('--ink'), ink2: cssVar('--ink-2'), muted: cssVar('--muted'),
     line: cssVar('--line'), accent: cssVar('--accent'), sans: cssVar('--sans'), mono: cssVar('--mono'),
-    maskBg: cssVar('--masked-bg'), maskLine: cssVar('--masked-line'),
+    maskBg: cssVar('--masked-bg'), maskLine: cssVar('--masked-line'), gen: cssVar('--gen'),
   };
 }
 function hexRgb(hex) {
@@ -116,6 +116,9 @@ const MASKED_TEXT = 'masked: the query cannot see this key (it comes after the q
 function tokSeg(t, g) { return t.groups[t.visible[g]].seg; }
 function tokSpecial(t, g) { return t.groups[t.visible[g]].special; }
 function tokPos(t, g) { return t.groups[t.visible[g]].first; }
+/* last raw token of the group (a word's prediction is its last piece's); generated (--generate) */
+function tokLast(t, g) { const mem = t.groups[t.visible[g]].members; return mem[mem.length - 1]; }
+function tokGen(t, g) { return t.groups[t.visible[g]].gen; }
 
 /* The series a head/matrix view draws: [{mat, color, name, h}] for spec
  * {li, mode, hs, t}; null when rollout is not computed yet. */

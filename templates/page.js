@@ -3,7 +3,7 @@
  * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
  * scripting/testing interface (state, export, view switching). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX */
+   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX */
 
 /* ---------------------------------------------------------------- views */
 
@@ -35,6 +35,7 @@ const S = {
   merge: false,
   gamma: 1,
   query: 1,                         /* neuron view: raw token index */
+  pin: -1,                          /* generated token picked by the step control (raw index), -1: none */
 };
 {
   const li = meta.layers.indexOf(meta.init_layer);
@@ -46,6 +47,13 @@ const S = {
     S.focus = hi;
   }
   S.query = Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
+  /* attnviz render's --heads-shown (bertviz's heads=[...]) and --view */
+  if (Array.isArray(meta.init_heads) && meta.init_heads.some(h => meta.heads.includes(h))) {
+    S.active.fill(false);
+    meta.init_heads.forEach(h => { const i = meta.heads.indexOf(h); if (i >= 0) S.active[i] = true; });
+    S.focus = S.active.indexOf(true);
+  }
+  if (typeof meta.init_view === 'string' && viewOf(meta.init_view)) S.view = meta.init_view;
 }
 const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
 const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
@@ -56,7 +64,8 @@ function setTheme(name) {
   document.documentElement.dataset.theme = name;
   $('theme-label').textContent = name === 'dark' ? 'Light' : 'Dark';
 }
-setTheme(window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+setTheme(meta.theme === 'dark' || meta.theme === 'light' ? meta.theme
+         : window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
 
 /* ---------------------------------------------------------------- header */
 
@@ -125,7 +134,8 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
   const foot = $('foot');
   foot.appendChild(document.createTextNode('Keys: '));
-  [['[', ']', 'layer'], ['1', String(VIEWS.length), 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']].forEach(([a, b, what], i) => {
+  [['[', ']', 'layer'], ['1', String(VIEWS.length), 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']]
+    .concat(Pred.gen ? [['←', '→', 'generated token']] : []).forEach(([a, b, what], i) => {
     if (i) foot.appendChild(document.createTextNode(' · '));
     foot.appendChild(el('kbd', null, a));
     if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
@@ -133,6 +143,10 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   });
   foot.appendChild(document.createTextNode('. Self-contained page written by attnviz; it loads nothing from the network.'));
 })();
+
+/* predictions strip, top-K card, generation panel (predictions.js): a step
+ * pins its token's query row in the head and matrix views and the neuron view's query */
+Pred.init({ onStep: pos => { S.pin = pos; if (pos >= 0) S.query = pos; return render(); } });
 
 /* ---------------------------------------------------------------- controls */
 
@@ -337,7 +351,7 @@ async function render() {
   const host = $('view-' + S.view);
   const t = Tok.build(S.merge && view.uses.merge, S.hide);
   const c = {
-    li: S.layer, mode: S.mode, hs: null, t, filter: S.filter, gamma: S.gamma, focus: S.focus, query: S.query,
+    li: S.layer, mode: S.mode, hs: null, t, filter: S.filter, gamma: S.gamma, focus: S.focus, query: S.query, pin: S.pin,
     vt: null, status, stale: () => gen !== renderGen, onOpen: openModal, onQuery: i => { S.query = i; },
   };
   try {
@@ -395,6 +409,7 @@ function statusLine() {
 let readyOnce = false;
 function finish(gen) {
   if (gen !== renderGen) return;
+  Pred.refresh();
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
@@ -515,7 +530,7 @@ window.addEventListener('resize', () => {
 /* ---------------------------------------------------------------- scripting */
 
 window.attnviz = {
-  meta, data: Data, state: S,
+  meta, data: Data, state: S, pred: Pred,
   render, setView,
   setLayer(li) { S.layer = li; return render(); },
   exportSVG: () => exportData('svg'),

@@ -4,13 +4,14 @@
  * pins it. Needs from data.js: Tok (groups, filterIdx, masked) and the
  * derived matrices behind seriesFor (headDerived, aggregate, rolloutDerived);
  * Data.pattern for the tooltip. */
-/* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, theme, Tip, tokLabel, tokTitle, tokSeg, tokSpecial, tokPos,
+/* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, theme, Tip, tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokLast, tokGen,
    MASKED_TEXT, seriesFor, lineThreshold, drawLines, fmtAtt */
 /* exported HeadView, VIEW_HEAD */
 
 /* ---------------------------------------------------------------- head view */
 
-/* Builds a head view into host. spec {li, mode, hs, t, filter, compact}. Returns
+/* Builds a head view into host. spec {li, mode, hs, t, filter, compact, pin}
+ * (pin: a raw token index whose query row starts pinned, or -1). Returns
  * {iso(), exportScene(painterFactory)}. */
 function HeadView(host, spec) {
   const { t } = spec;
@@ -42,7 +43,9 @@ function HeadView(host, spec) {
     d.dataset.side = side;
     d.dataset.k = k;
     d.dataset.pos = tokPos(t, g);
+    d.dataset.last = tokLast(t, g);
     if (tokSpecial(t, g)) d.classList.add('special');
+    if (tokGen(t, g)) d.classList.add('gen');
     if (tokSeg(t, g) === 1) d.classList.add('seg-b');
     const tt = el('span', 't', tokLabel(t, g));
     const ttl = tokTitle(t, g);
@@ -65,6 +68,10 @@ function HeadView(host, spec) {
   const sctxR = sizeCanvas(stripR, stripW, H, 20e6);
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
+  if (spec.pin >= 0) {
+    const k = rows.indexOf(t.visIndex[t.groupOf[spec.pin]]);
+    if (k >= 0) iso = pinned = { side: 'L', k };
+  }
 
   function drawStrips() {
     sctxL.clearRect(0, 0, stripW, H);
@@ -236,7 +243,7 @@ const VIEW_HEAD = {
       box.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
       return null;
     }
-    const ctl = HeadView(box, { li: c.li, mode: c.mode, hs: c.hs, t: c.t, filter: c.filter });
+    const ctl = HeadView(box, { li: c.li, mode: c.mode, hs: c.hs, t: c.t, filter: c.filter, pin: c.pin });
     if (c.mode === 'rollout' && Data.L < Data.meta.config.layers) host.appendChild(el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, c.li + 1).join(', ') + ').'));
     return ctl;
   },

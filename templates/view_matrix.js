@@ -3,14 +3,16 @@
  * sentence boundary and (causal pages) the hatched masked triangle. Needs
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind seriesFor; Data.pattern. */
-/* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, MASKED_TEXT,
+/* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, tokGen, MASKED_TEXT,
    seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
 /* exported MatrixView, VIEW_MATRIX */
 
 /* ---------------------------------------------------------------- matrix view */
 
 /* The selected head (or aggregate) as a heat map, queries down, keys across.
- * spec {li, mode, hs, focus, t, filter, gamma}. */
+ * spec {li, mode, hs, focus, t, filter, gamma, pin} (pin: a raw token index
+ * whose query row is outlined, or -1). Generated tokens' labels take the
+ * generation color. */
 function MatrixView(host, spec) {
   const { t } = spec;
   const masked = Tok.maskFor(t, spec.li);
@@ -112,6 +114,8 @@ function MatrixView(host, spec) {
       .concat(windowRuns.map(u => [ox + labW, oy + labH + u.r * cell, u.k * cell, cell]));
     if (rects.length) p.hatch(rects, th.maskBg, th.maskLine);
   }
+  const labColor = g => (tokGen(t, g) ? th.gen : tokSpecial(t, g) ? th.muted : th.ink);
+  const pinRow = spec.pin >= 0 ? rows.indexOf(t.visIndex[t.groupOf[spec.pin]]) : -1;
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
     paintMask(p, ox, oy);
@@ -119,8 +123,8 @@ function MatrixView(host, spec) {
     if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
     if (!labelsToo) return;
     if (showLabels) {
-      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, labels[g], labW - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, anchor: 'end', baseline: 'middle' }));
-      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, labels[g], labH - 10), { size: fs, color: tokSpecial(t, g) ? th.muted : th.ink, baseline: 'middle', rotate: -90 }));
+      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, labels[g], labW - 10), { size: fs, color: labColor(g), anchor: 'end', baseline: 'middle', weight: r === pinRow ? 700 : 400 }));
+      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, labels[g], labH - 10), { size: fs, color: labColor(g), baseline: 'middle', rotate: -90 }));
     } else {
       const step = Math.ceil(40 / cell);
       for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
@@ -130,6 +134,16 @@ function MatrixView(host, spec) {
   const screenPainter = canvasPainterOn(ctx);
   screenPainter.rect(0, 0, W, Ht, th.bg, 1);
   paintAll(screenPainter, 0, 0, true);
+  /* the pinned query row: an outline across the grid and a tick at its label */
+  if (pinRow >= 0) {
+    const y = labH + pinRow * cell;
+    ctx.strokeStyle = th.accent;
+    ctx.lineWidth = cell >= 6 ? 2 : 1;
+    ctx.strokeRect(labW - 1, y - 1, gw + 2, cell + 2);
+    ctx.fillStyle = th.accent;
+    ctx.fillRect(labW - 4, y, 3, cell);
+  }
+  ov.dataset.pinrow = String(pinRow);
   /* legend gradient */
   const lctx = sizeCanvas(lg, 160, 10);
   for (let x = 0; x < 160; x++) {
@@ -213,7 +227,7 @@ const VIEW_MATRIX = {
       host.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
       return null;
     }
-    return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma });
+    return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma, pin: c.pin });
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + (c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.vt.headsTxt) + c.vt.filt,
 };

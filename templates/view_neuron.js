@@ -5,7 +5,7 @@
  * Data.code (the captured weight), Tok.filterIdx on unmerged tokens,
  * Data.masked, Data.label/text. */
 /* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, Tip, tokLabel, tokTitle,
-   tokSpecial, tokPos, fmtFixed */
+   tokSpecial, tokPos, tokGen, fmtFixed */
 /* exported NeuronView, VIEW_NEURON */
 
 /* ---------------------------------------------------------------- neuron view */
@@ -54,6 +54,7 @@ function NeuronView(host, spec, qk) {
     e.style.lineHeight = rh + 'px';
     e.dataset.pos = tokPos(t, g);
     if (tokSpecial(t, g)) e.classList.add('special');
+    if (tokGen(t, g)) e.classList.add('gen');
     if (tokPos(t, g) === qi) e.classList.add('cur');
     qcol.appendChild(e);
     return e;

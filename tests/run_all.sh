@@ -79,6 +79,7 @@ done
 scripts=(
     tests/cli_test.sh
     tests/predict_test.sh
+    tests/render_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh

@@ -1,0 +1,52 @@
+/* render.h — attention computed elsewhere (by transformers, TransformerLens,
+ * anything that can write NumPy's .npz or a .safetensors file), checked and
+ * turned into what the writers read: a Capture, its tokens and a config that
+ * describes it. `attnviz render` (cli.c) hands the result to the same writers
+ * a model run uses.
+ *
+ * INPUT holds float arrays (F32, F64, F16, BF16):
+ *   attention [L, H, n, n], or one per layer: attention.0, attention.1, ... [H, n, n]
+ *   queries, keys [L, H, n, d] (or per layer), optional: the neuron view's vectors
+ *   encoder_attention [L, H, ne, ne], decoder_attention [L, H, nd, nd],
+ *   cross_attention [L, H, nd, ne] (or per layer): an encoder-decoder model
+ * (leading dimensions of size 1, a batch of one, are dropped). A JSON object
+ * says what they are: {"tokens", "display_tokens", "sentence_b_start",
+ * "model", "causal", "text", "layers", "encoder_tokens", "decoder_tokens"},
+ * from --meta, else INPUT's stem + ".json", else a safetensors file's
+ * __metadata__["attnviz"]. */
+#ifndef ATTNVIZ_RENDER_H
+#define ATTNVIZ_RENDER_H
+
+#include "capture.h"
+#include "config.h"
+#include "err.h"
+#include "tokenizer.h"
+
+/* One attention stack: self-attention (or an encoder's, a decoder's), or an
+ * encoder-decoder model's cross attention (rows: decoder tokens; columns:
+ * encoder tokens). */
+typedef struct {
+    Capture cap;          /* kept grid: the given layers (original indices) x every head */
+    int n_rows, n_cols;   /* n_rows == n_cols == cap.n_tokens except for cross attention */
+    float *cross;         /* cross attention only: (n_layers_given, H, n_rows, n_cols) */
+    int present;
+} RenderStack;
+
+typedef struct {
+    ModelConfig cfg;       /* layers, heads, causal, head_dim; model_type "external" */
+    char *model_name;
+    char *text;
+    TokEncoding tokens;    /* self-attention models, and the encoder's tokens for encoder-decoder ones */
+    TokEncoding dec_tokens;/* encoder-decoder: the decoder's */
+    char **token_store;    /* strings the encodings point to */
+    int n_store;
+    int *layers;           /* the given layers' original indices (n_layers) */
+    int n_layers;
+    int enc_dec;           /* 1: encoder_attention / decoder_attention / cross_attention */
+    RenderStack self, enc, dec, cross;
+} Rendered;
+
+int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e);
+void render_free(Rendered *r);
+
+#endif
