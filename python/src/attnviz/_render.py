@@ -105,10 +105,12 @@ def format_attention(attention, layers=None, heads=None, what="attention"):
     return np.stack(out)
 
 
-def render(arrays, meta, layer=None, head=None, view=None, theme=None, json_path=None):
+def render(arrays, meta, layer=None, head=None, view=None, theme=None, show_heads=None, json_path=None):
     """Runs `attnviz render` on arrays (name -> float array) and meta (the JSON sidecar);
-    returns the page's HTML. With json_path, the binary also writes its JSON there (the
-    same numbers the page embeds, at full precision). The binary's one-line complaint,
+    returns the page's HTML. layer: the initial layer (an original index, one of meta's
+    "layers"); head: the initial head; show_heads: the heads the page shows at first; view:
+    head, model, neuron or matrix; theme: light or dark. With json_path, the binary also writes
+    its JSON there (the numbers the page embeds, before the page's 4-decimal quantization). The binary's one-line complaint,
     if any, is raised as AttnvizError."""
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="attnviz-") as d:
@@ -121,12 +123,16 @@ def render(arrays, meta, layer=None, head=None, view=None, theme=None, json_path
         cmd = [binary, "render", npz, "--meta", meta_path, "--html", html_path, "--quiet"]
         if json_path is not None:
             cmd += ["--json", os.fspath(json_path)]
+            if "queries" in arrays:
+                cmd += ["--qk"]
         if layer is not None:
             cmd += ["--layer", str(int(layer))]
         if head is not None:
             cmd += ["--head", str(int(head))]
         if view is not None:
             cmd += ["--view", view]
+        if show_heads:
+            cmd += ["--show-heads", ",".join(str(int(h)) for h in show_heads)]
         if theme is not None:
             cmd += ["--theme", theme]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)

@@ -16,7 +16,7 @@ def _is_causal(a):
     n = a.shape[-1]
     if n < 2 or a.shape[-2] != n:
         return False
-    return not np.any(a[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]])
+    return not np.any(a[..., np.triu(np.ones((n, n), dtype=bool), 1)])
 
 
 def _check_tokens(a, left, right, what):
@@ -55,15 +55,17 @@ def _build(kind, attention, tokens, sentence_b_start, prettify_tokens, encoder_a
         layers = _layers(include_layers, len(attention))
         order = sorted(range(len(layers)), key=lambda i: layers[i])  # the page lists layers in order
         layers = [layers[i] for i in order]
-        a = format_attention(attention, layers, include_heads)
+        a = format_attention(attention, layers)
         tokens = list(tokens)
         _check_tokens(a, tokens, tokens, "attention")
         arrays["attention"] = a
         if queries is not None and keys is not None:
-            arrays["queries"] = format_attention(queries, layers, include_heads, "queries")
-            arrays["keys"] = format_attention(keys, layers, include_heads, "keys")
+            arrays["queries"] = format_attention(queries, layers, None, "queries")
+            arrays["keys"] = format_attention(keys, layers, None, "keys")
         meta["tokens"] = tokens
-        if prettify_tokens:
+        if not prettify_tokens:  # shown as spelled ("Ġcat")
+            meta["display_tokens"] = tokens
+        elif any("</w>" in t for t in tokens):  # the binary reads Ġ, Ċ and ▁ itself; not </w>
             meta["display_tokens"] = _prettify(tokens)
         meta["sentence_b_start"] = None if sentence_b_start is None else int(sentence_b_start)
         meta["causal"] = bool(_is_causal(a)) if causal is None else bool(causal)
@@ -81,24 +83,29 @@ def _build(kind, attention, tokens, sentence_b_start, prettify_tokens, encoder_a
         enc = list(encoder_tokens) if encoder_tokens is not None else None
         dec = list(decoder_tokens) if decoder_tokens is not None else None
         if encoder_attention is not None:
-            a = arrays["encoder_attention"] = format_attention(encoder_attention, layers, include_heads, "encoder_attention")
+            a = arrays["encoder_attention"] = format_attention(encoder_attention, layers, None, "encoder_attention")
             _check_tokens(a, enc, enc, "encoder_attention")
         if decoder_attention is not None:
-            a = arrays["decoder_attention"] = format_attention(decoder_attention, layers, include_heads, "decoder_attention")
+            a = arrays["decoder_attention"] = format_attention(decoder_attention, layers, None, "decoder_attention")
             _check_tokens(a, dec, dec, "decoder_attention")
         if cross_attention is not None:
-            a = arrays["cross_attention"] = format_attention(cross_attention, layers, include_heads, "cross_attention")
+            a = arrays["cross_attention"] = format_attention(cross_attention, layers, None, "cross_attention")
             _check_tokens(a, dec, enc, "cross_attention")
         if enc is not None:
-            meta["encoder_tokens"] = _prettify(enc) if prettify_tokens else enc
+            meta["encoder_tokens"] = enc
         if dec is not None:
-            meta["decoder_tokens"] = _prettify(dec) if prettify_tokens else dec
+            meta["decoder_tokens"] = dec
         rows = max(len(enc or []), len(dec or []))
     else:
         raise ValueError("You must specify at least one attention argument.")
     meta["layers"] = layers
     if include_heads:
-        meta["heads"] = [int(h) for h in include_heads]
+        # every head goes to the page, which shows these at first (the others a click away), so
+        # each keeps its own index; `attnviz render` has no head filter of its own
+        n_heads = next(iter(arrays.values())).shape[1]
+        for h in include_heads:
+            if not isinstance(h, (int, np.integer)) or not 0 <= h < n_heads:
+                raise ValueError(f"include_heads: {h} is not a head (the attention has {n_heads} heads: 0-{n_heads - 1})")
     return arrays, meta, rows
 
 
@@ -113,7 +120,7 @@ def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_token
         of sentence B's first token. Encoder-decoder models: encoder_attention, decoder_attention,
         cross_attention ([1, heads, n_dec, n_enc]), encoder_tokens, decoder_tokens.
     layer: initially selected layer (an original index, one of include_layers); heads: initially
-        selected heads (the page starts on the first); include_layers: layers to draw.
+        selected heads (the page shows these, the first one selected); include_layers: layers to draw.
     html_action: 'view' shows the page in the notebook (an offline, sandboxed iframe); 'return'
         gives an IPython.display.HTML whose .data is the whole page.
     attnviz's own (keyword-only): causal (default: detected from an all-zero upper triangle),
@@ -126,10 +133,9 @@ def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_token
                                 None, causal, model_name)
     if layer is not None and layer not in meta["layers"]:
         raise ValueError(f"Layer {layer} is not in include_layers: {meta['layers']}")
-    head = None
-    if heads:
-        head = int(list(heads)[0])
-    html = render(arrays, meta, layer=layer, head=head, view="head", json_path=json_path)
+    heads = [int(h) for h in heads] if heads else None
+    html = render(arrays, meta, layer=layer, head=heads[0] if heads else None, show_heads=heads, view="head",
+                  json_path=json_path)
     return show_or_return(Page(html, frame_height(rows)), html_action)
 
 
@@ -138,8 +144,9 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
                decoder_tokens=None, include_layers=None, include_heads=None, html_action="view", *, causal=None,
                model_name=None, json_path=None):
     """Render model view (bertviz's arguments; see bertviz.model_view): every layer x head as a grid
-    of thumbnails. display_mode: 'dark' (bertviz's default) or 'light'. include_layers /
-    include_heads: the layers and heads to draw. Other arguments as head_view."""
+    of thumbnails. display_mode: 'dark' (bertviz's default) or 'light'. include_layers: the layers
+    to draw; include_heads: the heads shown at first (every head is on the page, each under its
+    own index; the others are a click away). Other arguments as head_view."""
     if html_action not in ("view", "return"):
         raise ValueError("'html_action' parameter must be 'view' or 'return")
     if display_mode not in ("dark", "light"):
@@ -147,5 +154,6 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
     arrays, meta, rows = _build("model", attention, tokens, sentence_b_start, prettify_tokens, encoder_attention,
                                 decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers,
                                 include_heads, causal, model_name)
-    html = render(arrays, meta, view="model", theme=display_mode, json_path=json_path)
+    heads = [int(h) for h in include_heads] if include_heads else None
+    html = render(arrays, meta, view="model", theme=display_mode, show_heads=heads, json_path=json_path)
     return show_or_return(Page(html, 900), html_action)
