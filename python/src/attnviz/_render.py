@@ -75,6 +75,9 @@ def format_attention(attention, layers=None, heads=None, what="attention"):
     """bertviz's util.format_attention without torch: a tuple (one per layer) of
     [1, heads, rows, cols] tensors (or one stacked array) -> float32 [len(layers), len(heads), rows, cols]."""
     n_layers = len(attention)
+    if n_layers == 0:
+        raise ValueError(f"{what} holds no layers: pass the model's outputs.attentions, with output_attentions=True "
+                         "(in transformers 5, outputs[-1] of a BertModel is its empty cross_attentions)")
     if layers:
         for li in layers:
             if not isinstance(li, (int, np.integer)) or not 0 <= li < n_layers:

@@ -15,6 +15,7 @@ does not (soft-capping, ALiBi, relative position biases), q/k are left out with 
 the head, model and matrix views are drawn without the neuron view's vectors.
 """
 
+import inspect
 import sys
 import warnings
 
@@ -159,8 +160,10 @@ def show(model, tokenizer, text, text_b=None, view="head", layer=None, heads=Non
                 if records is None and _qk_method != "eager":
                     undo()
                     records, undo = _records_via_hooks(model)
+            accepted = inspect.signature(model.forward).parameters
+            inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}  # decoders take no token_type_ids
             with torch.no_grad():
-                out = model(**{k: v.to(device) for k, v in enc.items()}, output_attentions=True)
+                out = model(**inputs, output_attentions=True)
     finally:
         undo()
         if prev_impl not in (None, "eager"):
