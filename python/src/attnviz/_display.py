@@ -19,9 +19,10 @@ except ImportError:  # pragma: no cover - exercised only without IPython
 
 
 def frame_height(n_rows):
-    """Pixels for a page showing n_rows tokens a column: the head view lists every token
-    once a row; the page scrolls inside the frame beyond the cap."""
-    return int(min(1000, max(560, 230 + 22 * n_rows)))
+    """Pixels for a page showing n_rows tokens a column: the page's header and controls
+    (~420 px), then the head view's rows (28 px each); the page scrolls inside the frame
+    beyond the cap."""
+    return int(min(1000, max(600, 440 + 28 * n_rows)))
 
 
 def iframe(page_html, height=600):
