@@ -25,6 +25,11 @@ def frame_height(n_rows):
     return int(min(1000, max(600, 440 + 28 * n_rows)))
 
 
+def model_frame_height(n_layers):
+    """Pixels for the model view: the header, then one row of thumbnails (~70 px) a layer."""
+    return int(min(1000, max(560, 440 + 72 * n_layers)))
+
+
 def iframe(page_html, height=600):
     """The page as an HTML fragment: an isolated, sandboxed iframe holding it in srcdoc."""
     return (

@@ -16,12 +16,13 @@ the head, model and matrix views are drawn without the neuron view's vectors.
 """
 
 import inspect
+import os
 import sys
 import warnings
 
 import numpy as np
 
-from ._display import Page, frame_height, show_or_return
+from ._display import Page, frame_height, model_frame_height, show_or_return
 from ._render import render
 from ._views import _build
 
@@ -175,6 +176,8 @@ def show(model, tokenizer, text, text_b=None, view="head", layer=None, heads=Non
             model.train()
 
     name = getattr(cfg, "_name_or_path", "") or type(model).__name__
+    if os.path.isdir(name):  # a local folder: its name, not the whole path
+        name = os.path.basename(os.path.normpath(name))
     if enc_dec:
         ids_e, ids_d = enc["input_ids"][0].tolist(), dec["input_ids"][0].tolist()
         arrays, meta, rows = _build(view, None, None, None, True, out.encoder_attentions, out.decoder_attentions,
@@ -209,4 +212,5 @@ def show(model, tokenizer, text, text_b=None, view="head", layer=None, heads=Non
     shown = [int(h) for h in (heads or include_heads or [])] or None
     html = render(arrays, meta, layer=layer, head=int(heads[0]) if heads else None, show_heads=shown, view=view,
                   theme=display_mode, json_path=json_path)
-    return show_or_return(Page(html, 900 if view == "model" else frame_height(rows)), html_action)
+    height = model_frame_height(len(meta["layers"])) if view == "model" else frame_height(rows)
+    return show_or_return(Page(html, height), html_action)

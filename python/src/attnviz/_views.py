@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._display import Page, frame_height, show_or_return
+from ._display import Page, frame_height, model_frame_height, show_or_return
 from ._render import format_attention, render
 
 
@@ -156,4 +156,4 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
                                 include_heads, causal, model_name)
     heads = [int(h) for h in include_heads] if include_heads else None
     html = render(arrays, meta, view="model", theme=display_mode, show_heads=heads, json_path=json_path)
-    return show_or_return(Page(html, 900), html_action)
+    return show_or_return(Page(html, model_frame_height(len(meta["layers"]))), html_action)
