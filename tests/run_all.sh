@@ -87,6 +87,7 @@ scripts=(
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
     tests/ref/bertviz_check.sh
+    tests/python_check.sh
     tests/ref/real_heads.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
