@@ -65,6 +65,18 @@ typedef struct {
     float *probs;      /* (n, k) */
 } CapPredictions;
 
+/* One of an encoder-decoder model's attention stacks (attnviz render): the
+ * encoder's self-attention, the decoder's (causal), or cross attention, whose
+ * rows are decoder tokens and columns encoder tokens. */
+typedef struct {
+    const char *name;      /* "encoder", "decoder", "cross" */
+    const float *attn;     /* (n_layers, n_heads, n_rows, n_cols): the document's layers, in order */
+    int n_rows, n_cols;
+    int rows_decoder;      /* 1: rows are the decoder's tokens, else the encoder's */
+    int cols_decoder;      /* likewise for columns */
+    int causal;
+} CapStack;
+
 typedef enum { CAP_STOP_LENGTH = 0, CAP_STOP_EOS, CAP_STOP_STRING } CapStop;
 
 /* A generated continuation: the sequence's tokens [n_prompt, n) were chosen

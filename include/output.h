@@ -39,6 +39,12 @@ typedef struct {
     const char *theme;             /* "light", "dark", or NULL: the reader's preference */
     const int *init_heads;         /* heads shown at first (n_init_heads), or NULL: init_head's rule */
     int n_init_heads;
+    /* encoder-decoder attention (attnviz render): then cap is NULL, enc holds
+     * the encoder's tokens (the decoder's when only the decoder is given) and
+     * dec_enc the decoder's (or NULL) */
+    const CapStack *stacks;
+    int n_stacks;
+    const TokEncoding *dec_enc;
 } OutDoc;
 
 /* Number of selected layers/heads and the i-th selected index. */

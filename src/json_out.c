@@ -485,12 +485,51 @@ int json_write_common(FILE *f, const OutDoc *d, int page, AvErr *e) {
     return sink_done(s, e);
 }
 
+/* An encoder-decoder document: each side's tokens, then each stack
+ * [layer][head][row][col] as "<name>_attention". */
+static void write_stacks(Sink *s, const OutDoc *d) {
+    int has_enc = 0;
+    for (int k = 0; k < d->n_stacks; k++) has_enc |= !d->stacks[k].rows_decoder || !d->stacks[k].cols_decoder;
+    if (has_enc) write_string_array(s, "encoder_tokens", d->enc->tokens, d->enc->n, 0);
+    if (d->dec_enc) write_string_array(s, "decoder_tokens", d->dec_enc->tokens, d->dec_enc->n, 0);
+    for (int k = 0; k < d->n_stacks; k++) {
+        const CapStack *st = &d->stacks[k];
+        sink_str(s, ",\"");
+        sink_str(s, st->name);
+        sink_str(s, "_attention\":[");
+        const int H = d->cfg->num_heads;
+        for (int li = 0; li < out_n_layers(d); li++) {
+            sink_str(s, li ? ",[" : "[");
+            for (int h = 0; h < H; h++) {
+                sink_str(s, h ? ",[" : "[");
+                const float *b = st->attn + ((size_t)li * H + h) * st->n_rows * st->n_cols;
+                for (int i = 0; i < st->n_rows; i++) {
+                    sink_str(s, i ? ",[" : "[");
+                    for (int j = 0; j < st->n_cols; j++) {
+                        if (j) sink_put(s, ",", 1);
+                        sink_float(s, b[(size_t)i * st->n_cols + j], d->precision);
+                    }
+                    sink_put(s, "]", 1);
+                }
+                sink_put(s, "]", 1);
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+}
+
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     Sink *s = sink_new(f);
     if (!s) return av_err(e, "out of memory");
     const ModelConfig *c = d->cfg;
     sink_str(s, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",");
     write_common(s, d, 0);
+    if (d->n_stacks) {
+        write_stacks(s, d);
+        sink_put(s, "}", 1);
+        return sink_done(s, e);
+    }
     int n = d->enc->n;
     sink_str(s, ",\"attention\":");
     write_blocks(s, d, cap_attn, n, n);

@@ -695,10 +695,19 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     if (render_load(&rd, o->render_input, o->render_meta, e) != 0) return EXIT_RUNTIME;
     int rc = EXIT_USAGE;
     const int H = rd.cfg.num_heads;
+    CapStack stacks[3];
+    int n_stacks = 0;
     if (rd.enc_dec) {
-        av_err(e, "%s: encoder-decoder attention is read and checked, but not drawn yet", o->render_input);
-        rc = EXIT_RUNTIME;
-        goto done;
+        if (o->npy_path) {
+            av_err(e, "--npy: encoder-decoder attention goes to --json and the page");
+            goto done;
+        }
+        const RenderStack *src[3] = {&rd.enc, &rd.dec, &rd.cross};
+        static const char *const names[3] = {"encoder", "decoder", "cross"};
+        for (int k = 0; k < 3; k++)
+            if (src[k]->present)
+                stacks[n_stacks++] = (CapStack){names[k], k == 2 ? src[k]->cross : src[k]->cap.attn, src[k]->n_rows,
+                                                src[k]->n_cols, k >= 1, k == 1, k == 1};
     }
     if (o->layer >= 0 && !in_ints(o->layer, rd.layers, rd.n_layers)) {
         av_err(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->layer, rd.n_layers,
@@ -714,7 +723,7 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
             av_err(e, "--show-heads %d is out of range: the attention has %d heads (0-%d)", o->show_heads[i], H, H - 1);
             goto done;
         }
-    if (o->qk && !rd.self.cap.q) {
+    if (o->qk && (rd.enc_dec || !rd.self.cap.q)) {
         av_err(e, "--qk: %s holds no 'queries' and 'keys'", o->render_input);
         goto done;
     }
@@ -726,7 +735,13 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     d.dtype = "F32";
     d.text_a = rd.text;
     d.enc = &rd.tokens;
-    d.cap = &rd.self.cap;
+    d.cap = rd.enc_dec ? NULL : &rd.self.cap;
+    if (rd.enc_dec) {
+        /* the encoder's tokens lead; a decoder alone leads with its own */
+        d.enc = rd.tokens.n ? &rd.tokens : &rd.dec_tokens;
+        d.dec_enc = rd.dec_tokens.n ? &rd.dec_tokens : NULL;
+        d.stacks = stacks, d.n_stacks = n_stacks;
+    }
     d.display_tokens = rd.tokens.byte_level ? rd.tokens.display : NULL;
     d.layers = rd.layers, d.n_sel_layers = rd.n_layers;
     d.init_layer = o->layer >= 0 ? o->layer : rd.layers[0];

@@ -99,6 +99,35 @@ check render_keeps_the_given_layer_indices $PY -c "
 import json; d = json.load(open('$T/l.json')); assert d['layers'] == [3, 7] and d['config']['layers'] == 8, d['layers']
 h = open('$T/l.html').read(); assert '\"init_layer\":7' in h and '\"init_view\":\"matrix\"' in h and '\"theme\":\"dark\"' in h and '\"init_heads\":[0,2]' in h"
 
+# an encoder-decoder model: each stack checked and written under its own name
+mk "$T/ed.npz" npz '
+def rows(r, c, causal):
+    out = []
+    for i in range(r):
+        w = [float(j + 1) if (not causal or j <= i) else 0.0 for j in range(c)]
+        out += [v / sum(w) for v in w]
+    return out
+ne, nd = 4, 3
+A = {"encoder_attention": ([L, H, ne, ne], rows(ne, ne, False) * L * H),
+     "decoder_attention": ([L, H, nd, nd], rows(nd, nd, True) * L * H),
+     "cross_attention": ([L, H, nd, ne], rows(nd, ne, False) * L * H)}
+M = {"encoder_tokens": ["▁Hello", "▁world", ".", "</s>"], "decoder_tokens": ["<pad>", "▁Hallo", "▁Welt"], "model": "t5-ish"}'
+"$BIN" render "$T/ed.npz" --json "$T/ed.json" --precision 9 --quiet 2>"$T/err"
+check render_writes_encoder_decoder_stacks $PY - "$T/ed.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["encoder_tokens"][0] == "▁Hello" and d["decoder_tokens"][2] == "▁Welt", d.keys()
+assert "attention" not in d
+X = d["cross_attention"]
+assert len(X) == 2 and len(X[0]) == 3 and len(X[0][0]) == 3 and len(X[0][0][0]) == 4
+assert abs(X[1][2][2][3] - 4 / 10) < 1e-7 and abs(d["decoder_attention"][0][0][0][0] - 1) < 1e-7
+assert len(d["encoder_attention"][0][0]) == 4
+PY
+mk "$T/ed.npz" npz 'A = {"cross_attention": ([L, H, 3, 4], [0.25] * (L * H * 12))}; M = {"encoder_tokens": ["a", "b", "c", "d"]}'
+expect_exit render_cross_needs_decoder_tokens 1 "\"decoder_tokens\" is missing" "$BIN" render "$T/ed.npz" --json "$T/x.json" --quiet
+mk "$T/ed.npz" npz 'A = {"decoder_attention": ([L, H, 3, 3], [1 / 3] * (L * H * 9))}; M = {"decoder_tokens": ["a", "b", "c"]}'
+expect_exit render_decoder_attention_must_be_causal 1 "decoder_attention, layer 0, head 0: row 0 attends to later token 1" "$BIN" render "$T/ed.npz" --json "$T/x.json" --quiet
+
 # float64 and float16 arrays
 mk "$T/f8.npz" npz 'dtype = "<f8"'
 expect_exit render_reads_float64 0 "" "$BIN" render "$T/f8.npz" --json "$T/f8.json" --quiet
