@@ -374,7 +374,9 @@ static int is_special(const char *t) {
 /* A piece as read: byte-level BPE's "Ġ" and "Ċ", SentencePiece's "▁" as the
  * space and newline they stand for (the rest as spelled); kept in r. */
 static const char *readable(Rendered *r, const char *t) {
-    if (!strstr(t, "\xc4\xa0") && !strstr(t, "\xc4\x8a") && !strstr(t, "\xe2\x96\x81")) return t;
+    size_t tl = strlen(t);
+    const int eow = tl > 4 && !strcmp(t + tl - 4, "</w>"); /* CLIP's end-of-word mark */
+    if (!eow && !strstr(t, "\xc4\xa0") && !strstr(t, "\xc4\x8a") && !strstr(t, "\xe2\x96\x81")) return t;
     char **store = realloc(r->token_store, (size_t)(r->n_store + 1) * sizeof *store);
     char *o = malloc(strlen(t) + 1);
     if (!store || !o) {
@@ -384,7 +386,7 @@ static const char *readable(Rendered *r, const char *t) {
     }
     r->token_store = store;
     size_t k = 0;
-    for (const char *p = t; *p;) {
+    for (const char *p = t; *p && !(eow && p == t + tl - 4);) {
         if (!strncmp(p, "\xc4\xa0", 2)) o[k++] = ' ', p += 2;
         else if (!strncmp(p, "\xc4\x8a", 2)) o[k++] = '\n', p += 2;
         else if (!strncmp(p, "\xe2\x96\x81", 3)) o[k++] = ' ', p += 3;
@@ -393,6 +395,11 @@ static const char *readable(Rendered *r, const char *t) {
     o[k] = '\0';
     store[r->n_store++] = o;
     return o;
+}
+
+static int ends_word(const char *t) {
+    size_t n = strlen(t);
+    return n >= 4 && !strcmp(t + n - 4, "</w>");
 }
 
 static int make_encoding(Rendered *r, TokEncoding *enc, const char **tokens, const char **display, int n, int b_start,
@@ -421,11 +428,23 @@ static int make_encoding(Rendered *r, TokEncoding *enc, const char **tokens, con
         enc->special[i] = (unsigned char)is_special(t);
         enc->role[i] = !strcmp(t, "[CLS]") || !strcmp(t, "<s>") ? TOK_ROLE_CLS
                        : !strcmp(t, "[SEP]") || !strcmp(t, "</s>") ? TOK_ROLE_SEP : TOK_ROLE_NONE;
-        enc->word_start[i] = (unsigned char)(strncmp(t, "##", 2) != 0);
         byte_level |= !strncmp(t, "\xc4\xa0", 2) || !strncmp(t, "\xe2\x96\x81", 3); /* Ġ or ▁ pieces */
     }
+    /* where words start, by the vocabulary's convention: a piece after one
+     * ending "</w>" (CLIP, XLM); one starting with "Ġ" or "▁" (byte-level BPE,
+     * SentencePiece); else not a "##" piece (WordPiece). Specials and the first
+     * token start one. */
+    int end_marks = 0;
+    for (int i = 0; i < n; i++) end_marks |= ends_word(tokens[i]);
+    for (int i = 0; i < n; i++) {
+        const char *t = tokens[i];
+        int start = end_marks ? i == 0 || ends_word(tokens[i - 1])
+                  : byte_level ? !strncmp(t, "\xc4\xa0", 2) || !strncmp(t, "\xe2\x96\x81", 3) || !strncmp(t, "\xc4\x8a", 2)
+                               : strncmp(t, "##", 2) != 0;
+        enc->word_start[i] = (unsigned char)(start || i == 0 || enc->special[i] || (i && enc->special[i - 1]));
+    }
     enc->n = n;
-    enc->byte_level = byte_level;
+    enc->byte_level = byte_level || end_marks; /* display differs from the spelling */
     enc->b_start = b_start;
     return 0;
 }

@@ -128,6 +128,17 @@ expect_exit render_cross_needs_decoder_tokens 1 "\"decoder_tokens\" is missing" 
 mk "$T/ed.npz" npz 'A = {"decoder_attention": ([L, H, 3, 3], [1 / 3] * (L * H * 9))}; M = {"decoder_tokens": ["a", "b", "c"]}'
 expect_exit render_decoder_attention_must_be_causal 1 "decoder_attention, layer 0, head 0: row 0 attends to later token 1" "$BIN" render "$T/ed.npz" --json "$T/x.json" --quiet
 
+# word pieces: where words start, by each vocabulary's convention ("merge word pieces" on the page)
+for conv in 'ĠThe Ġcat s Ġsat' '▁The ▁cat s ▁sat' 'the cat ##s sat' 'the</w> cat s</w> sat</w>'; do
+    mk "$T/w.npz" npz "M['tokens'] = '$conv'.split(); M['causal'] = False; A = {'attention': ([1, 1, 4, 4], [0.25] * 16)}"
+    "$BIN" render "$T/w.npz" --html "$T/w.html" --quiet 2>"$T/err"
+    grep -q '"word_start":\[1,1,0,1\]' "$T/w.html" && pass "render_word_starts_${conv%% *}" ||
+        fail "render_word_starts_${conv%% *}" "$(grep -o '"word_start":[^]]*]' "$T/w.html") $(cat "$T/err")"
+done
+mk "$T/w.npz" npz "M['tokens'] = ['the</w>', 'cat</w>', 'a', 'b']; M['causal'] = False; A = {'attention': ([1, 1, 4, 4], [0.25] * 16)}"
+"$BIN" render "$T/w.npz" --json "$T/w.json" --quiet 2>"$T/err"
+check render_reads_end_of_word_marks $PY -c "import json; d = json.load(open('$T/w.json')); assert d['display_tokens'] == ['the', 'cat', 'a', 'b'], d.get('display_tokens')"
+
 # float64 and float16 arrays
 mk "$T/f8.npz" npz 'dtype = "<f8"'
 expect_exit render_reads_float64 0 "" "$BIN" render "$T/f8.npz" --json "$T/f8.json" --quiet
