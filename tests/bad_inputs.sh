@@ -297,4 +297,39 @@ mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") els
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
+# ---- attnviz render: a .npz of attention arrays and its tokens
+mknpz() { # OUT PY-EDIT: edit the entry bytes b (a valid attention.npy) or the archive bytes z
+    $PY - "$1" "$2" <<'PY'
+import io, json, struct, sys, zipfile, zlib
+out, code = sys.argv[1], sys.argv[2]
+n = 3
+vals = [1.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.2, 0.3, 0.5]
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 3, 3), }"
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+b = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<9f", *vals)
+method = zipfile.ZIP_STORED
+exec(code.split("||")[0])
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", method) as zf:
+    zf.writestr("attention.npy", b)
+z = buf.getvalue()
+if "||" in code:
+    exec(code.split("||")[1])
+open(out, "wb").write(z)
+json.dump({"tokens": ["a", "b", "c"], "causal": True}, open(out[:-4] + ".json", "w"))
+PY
+}
+N=$T/r.npz
+mknpz "$N" ''
+case_ render_good_npz 0 "" -- render "$N" --quiet --json out.json
+mknpz "$N" '||z = z[:len(z) // 2]'
+case_ render_npz_truncated 1 "r.npz: .*(zip|truncated)" -- render "$N" --quiet --json out.json
+mknpz "$N" 'method = zipfile.ZIP_DEFLATED||i = z.index(b"PK\x01\x02"); z = z[:i - 8] + bytes(x ^ 0x55 for x in z[i - 8:i - 4]) + z[i - 4:]'
+case_ render_npz_corrupt_deflate 1 "zip entry 'attention.npy' does not inflate to its 164 bytes" -- render "$N" --quiet --json out.json
+mknpz "$N" 'b = b[:8] + struct.pack("<H", 60000) + b[10:]'
+case_ render_npy_header_past_end 1 "'attention': .npy header runs past the array" -- render "$N" --quiet --json out.json
+mknpz "$N" 'b = b[:-8]'
+case_ render_npy_short_data 1 "'attention' holds 28 bytes, short of its shape's 9 elements" -- render "$N" --quiet --json out.json
+mknpz "$N" 'b = b.replace(b"(1, 1, 3, 3)", b"(1, 1, 3, 9999999999999)")'
+case_ render_npy_absurd_shape 1 "'attention'" -- render "$N" --quiet --json out.json
 echo "INFO bad-input catalog: $n_case cases"
