@@ -80,6 +80,8 @@ typedef struct {
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
     size_t widen_len; /* KERN_WIDEN_ROWS rows of the widest product input (max_in) */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
+    int *pos;      /* (max_tokens) each token's position in the current pass */
+    float *seg;    /* (n_threads, 4 * head_dim * max_tokens) packed inputs' per-head copies */
     int n_last;    /* tokens of the last pass: x holds their residual stream */
     int full_last; /* the last pass ran every layer, so x is the final hidden state */
     Pool *pool;    /* worker threads, or NULL */
@@ -139,6 +141,14 @@ void model_kv_free(KvCache *kv);
  * capture needs fewer (model_logits follows). */
 int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
                      int full, AvErr *e);
+
+/* Several inputs in one pass (batches of short inputs): input g is lens[g]
+ * tokens of ids/type_ids, after the ones before it; its positions start
+ * again at 0, it attends only within itself (a block-diagonal mask), and its
+ * attention goes to caps[g] (all keeping the same layers) exactly as
+ * model_forward would leave it. The weights are read once for all of them. */
+int model_forward_packed(const Model *m, RunState *s, const int *ids, const int *type_ids, const int *lens, int n_inputs,
+                         Capture *const *caps, AvErr *e);
 
 /* Scores over the vocabulary logitsT (vocab, n_rows) for tokens rows[] of the
  * last pass (which must have run every layer): the final norm or masked-LM

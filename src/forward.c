@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "quant.h"
@@ -139,14 +140,67 @@ static void head_part(void *arg, int t, int T) {
     }
 }
 
+/* Several inputs packed into one pass: segment g is tokens [start, start +
+ * len) with its own capture; a token attends within its segment only. Thread
+ * t takes heads t, t + T, ... and, for each, copies one segment's q, k and v
+ * columns together (scratch: 4 * dh * the longest segment floats). */
+typedef struct {
+    int start, len;
+    Capture *cap;
+} Seg;
+
+typedef struct {
+    const float *qT, *kT, *vT; // (NH * dh, n), (NKV * dh, n) x 2; vT NULL with ctxT NULL: probabilities only
+    float *ctxT;               // (NH * dh, n)
+    const Seg *segs;
+    int n_segs;
+    float *scratch;            // (threads, 4 * dh * max_len)
+    size_t scratch_len;
+    float *scores;             // (threads, max_len, max_len) when a segment's capture lacks the head
+    int layer, n, n_heads, group, dh;
+    AttnRule rule;
+} PackTask;
+
+/* cols [a, a + len) of src (rows, n) -> dst (rows, len), and back */
+static void take_cols(float *dst, const float *src, int rows, int n, int a, int len) {
+    for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * len, src + (size_t)r * n + a, (size_t)len * sizeof *dst);
+}
+static void put_cols(float *dst, const float *src, int rows, int n, int a, int len) {
+    for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * n + a, src + (size_t)r * len, (size_t)len * sizeof *dst);
+}
+
+static void pack_part(void *arg, int t, int T) {
+    const PackTask *w = arg;
+    const int n = w->n, dh = w->dh;
+    float *sc = w->scratch + (size_t)t * w->scratch_len;
+    for (int h = t; h < w->n_heads; h += T) {
+        const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * n;
+        for (int g = 0; g < w->n_segs; g++) {
+            const Seg *sg = &w->segs[g];
+            const int a = sg->start, len = sg->len;
+            float *q = sc, *k = sc + (size_t)dh * len, *v = k + (size_t)dh * len, *ctx = v + (size_t)dh * len;
+            take_cols(q, w->qT + qoff, dh, n, a, len);
+            take_cols(k, w->kT + kvoff, dh, n, a, len);
+            if (w->vT) take_cols(v, w->vT + kvoff, dh, n, a, len);
+            Capture *cap = sg->cap && cap_has(sg->cap, w->layer, h) ? sg->cap : NULL;
+            if (cap && cap->q) {
+                kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
+                kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
+            }
+            float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
+            kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule);
+            if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- steps */
 
 /* x (n, H) = token embedding (+ learned position) (+ token type), scaled. */
-static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, int pos0, AvErr *e) {
+static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
     const int H = c->hidden_size;
-    int pos = c->pos_offset + pos0;
     for (int i = 0; i < n; i++) {
         float *r = s->x + (size_t)i * H; // (H)
         const Linear *te = &w->tok_emb;
@@ -157,10 +211,7 @@ static int embed(const Model *m, RunState *s, const int *ids, const int *type_id
             return -1;
         }
         if (w->pos_emb) {
-            /* RoBERTa counts positions over non-pad tokens; a pad sits at padding_idx
-             * (Hugging Face's create_position_ids_from_input_ids) */
-            int p = c->pos_offset > 0 && ids[i] == c->pad_token_id ? c->pad_token_id : pos++;
-            const float *pe = w->pos_emb + (size_t)p * H;
+            const float *pe = w->pos_emb + (size_t)s->pos[i] * H;
             for (int j = 0; j < H; j++) r[j] += pe[j];
         }
         if (w->type_emb) {
@@ -173,15 +224,28 @@ static int embed(const Model *m, RunState *s, const int *ids, const int *type_id
     return 0;
 }
 
-/* cos/sin (dh/2, n) of position pos0 + j times each rotary frequency, in
+/* The position of every token of the pass: from pos0 (the cached tokens
+ * before them) and, packed, from 0 again in each segment. RoBERTa counts
+ * positions over non-pad tokens and puts a pad at padding_idx (Hugging Face's
+ * create_position_ids_from_input_ids). */
+static void positions(const Model *m, RunState *s, const int *ids, const Seg *segs, int n_segs, int pos0) {
+    const ModelConfig *c = &m->cfg;
+    for (int g = 0; g < n_segs; g++) {
+        int p = c->pos_offset + pos0;
+        for (int i = segs[g].start; i < segs[g].start + segs[g].len; i++)
+            s->pos[i] = c->pos_offset > 0 && ids[i] == c->pad_token_id ? c->pad_token_id : p++;
+    }
+}
+
+/* cos/sin (dh/2, n) of each token's position times each rotary frequency, in
  * float32 as transformers computes them. (The dynamic kind changes the
  * frequencies only past max_position_embeddings, which inputs never reach:
  * see check_inputs.) */
-static void rope_tables(const Model *m, RunState *s, int n, int pos0) {
+static void rope_tables(const Model *m, RunState *s, int n) {
     const int half = m->cfg.head_dim / 2;
     for (int i = 0; i < half; i++)
         for (int j = 0; j < n; j++) {
-            float ang = (float)(pos0 + j) * m->inv_freq[i];
+            float ang = (float)s->pos[j] * m->inv_freq[i];
             s->rope_cos[(size_t)i * n + j] = (float)cos((double)ang);
             s->rope_sin[(size_t)i * n + j] = (float)sin((double)ang);
         }
@@ -210,8 +274,8 @@ static void append_cols(float *dst, int ld, int at, const float *src, int rows, 
 /* Attention of layer l on xT (its normalized input) for n tokens after pos0
  * cached ones (kv NULL: none): fills the capture and, unless attn_only,
  * leaves the output projection in yT. */
-static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int n, int pos0, Capture *cap,
-                           int attn_only, AvErr *e) {
+static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int n, int pos0, const Seg *segs,
+                           int n_segs, int attn_only, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
     const Linear *qkv[3] = {&L->q, &L->k, &L->v};
@@ -238,10 +302,17 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
                      c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
     if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
-    HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, cap, s->scores, l, n, pos0,
-                      ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
-    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
-             &heads);
+    if (n_segs > 1) {
+        PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
+                         (size_t)4 * c->head_dim * s->max_tokens, s->scores, l, n, c->num_heads,
+                         c->num_heads / c->num_kv_heads, c->head_dim, rule};
+        pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
+    } else {
+        HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
+                          l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
+        pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
+                 &heads);
+    }
     if (attn_only) return 0;
     const Linear *o[1] = {&L->o};
     if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
@@ -268,16 +339,19 @@ static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
 }
 
 static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, const int *ids, const int *type_ids,
-                        int n, int pos0, const Capture *cap, AvErr *e) {
+                        int n, int pos0, const Seg *segs, int n_segs, AvErr *e) {
     const ModelConfig *c = &m->cfg;
-    if (n < 1 || n > s->max_tokens || (cap && (size_t)(pos0 + n) > cap->cap_tokens) ||
-        (cap && kv && pos0 + n > cap->n_tokens))
-        return av_err(e, "%d tokens do not fit the buffers (%d)", pos0 + n, s->max_tokens);
+    if (n < 1 || n > s->max_tokens) return av_err(e, "%d tokens do not fit the buffers (%d)", pos0 + n, s->max_tokens);
     if (kv && pos0 + n > kv->cap_tokens)
         return av_err(e, "%d tokens do not fit the key/value cache (%d)", pos0 + n, kv->cap_tokens);
     if (kv && !c->causal) return av_err(e, "%s: a key/value cache needs a causal model", m->path);
-    if (pos0 + n > cfg_max_tokens(c))
-        return av_err(e, "%d tokens exceed the model's %d positions", pos0 + n, cfg_max_tokens(c));
+    for (int g = 0; g < n_segs; g++) {
+        const Capture *cap = segs[g].cap;
+        const int end = pos0 + segs[g].len;
+        if (segs[g].len < 1 || (cap && ((size_t)end > cap->cap_tokens || (kv && end > cap->n_tokens))))
+            return av_err(e, "%d tokens do not fit the buffers (%d)", end, s->max_tokens);
+        if (end > cfg_max_tokens(c)) return av_err(e, "%d tokens exceed the model's %d positions", end, cfg_max_tokens(c));
+    }
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], pos0 + i, c->vocab_size);
@@ -304,28 +378,42 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
     return 0;
 }
 
-/* ---------------------------------------------------------------- forward */
-
-int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e) {
-    return model_forward_kv(m, s, NULL, ids, type_ids, n, cap, 0, e);
+/* Hidden state rows of each segment into its capture's block for layer slot
+ * `block` (0: the embeddings); norm: through this norm first (the last layer's
+ * as Hugging Face returns it). */
+static void keep_hidden(RunState *s, const Seg *segs, int n_segs, int pos0, int block, const Norm *norm, int H) {
+    for (int g = 0; g < n_segs; g++) {
+        Capture *cap = segs[g].cap;
+        if (!cap || !cap->hidden) continue;
+        float *x = s->x + (size_t)segs[g].start * H; // (len, H)
+        float *hs = cap->hidden + (size_t)block * cap->n_tokens * H + (size_t)pos0 * H;
+        if (norm) residual_norm(s, x, NULL, hs, NULL, norm, segs[g].len, H);
+        else memcpy(hs, x, (size_t)segs[g].len * H * sizeof *x);
+    }
 }
 
-int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
-                     int full, AvErr *e) {
+/* ---------------------------------------------------------------- forward */
+
+static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n,
+                   const Seg *segs, int n_segs, int full, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
     const int H = c->hidden_size, pos0 = kv ? kv->n : 0;
-    if (check_inputs(m, s, kv, ids, type_ids, n, pos0, cap, e)) return -1;
-    if (cap && !kv) cap->n_tokens = n;
-    const size_t ldh = cap ? (size_t)cap->n_tokens * H : 0; // a hidden-state block: (n_tokens, H)
+    if (check_inputs(m, s, kv, ids, type_ids, n, pos0, segs, n_segs, e)) return -1;
+    for (int g = 0; g < n_segs; g++)
+        if (segs[g].cap && !kv) segs[g].cap->n_tokens = segs[g].len;
+    /* the capture that decides how far the pass goes: every segment keeps the same layers */
+    const Capture *cap = segs[0].cap;
+    const int keep_hidden_states = cap && cap->hidden;
 
     float *x = s->x; // (n, H) residual stream
-    if (embed(m, s, ids, type_ids, n, pos0, e)) return -1;
-    if (c->pos == POS_ROPE) rope_tables(m, s, n, pos0);
+    positions(m, s, ids, segs, n_segs, pos0);
+    if (embed(m, s, ids, type_ids, n, e)) return -1;
+    if (c->pos == POS_ROPE) rope_tables(m, s, n);
     /* post-norm: the embeddings' norm, and xT = the first attention's input */
     if (w->emb_norm.g || !c->pre_ln)
         residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);
-    if (cap && cap->hidden) memcpy(cap->hidden + (size_t)pos0 * H, x, (size_t)n * H * sizeof *x);
+    if (keep_hidden_states) keep_hidden(s, segs, n_segs, pos0, 0, NULL, H);
 
     /* BLAS single-threaded while our pool splits the work (pool.h). */
     const int blas_threads = openblas_get_num_threads();
@@ -340,8 +428,8 @@ int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, c
         /* After the last captured layer's attention nothing more is needed
          * unless the hidden states or the logits are: its q and k are all the
          * capture takes. */
-        const int attn_only = !full && !kv && cap && !cap->hidden && l == last_kept;
-        if ((rc = attention_block(m, s, kv, l, n, pos0, cap, attn_only, e))) break;
+        const int attn_only = !full && !kv && cap && !keep_hidden_states && l == last_kept;
+        if ((rc = attention_block(m, s, kv, l, n, pos0, segs, n_segs, attn_only, e))) break;
         if (attn_only) {
             ran_all = 0;
             break;
@@ -351,19 +439,53 @@ int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, c
         if ((rc = mlp_block(m, s, l, n, e))) break;
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
-        if (cap && cap->hidden) {
-            float *hs = cap->hidden + (size_t)(l + 1) * ldh + (size_t)pos0 * H; // (n, H)
-            /* as Hugging Face's hidden_states: the last one is after the final norm */
-            if (l == c->num_layers - 1 && w->final_norm.g) residual_norm(s, x, NULL, hs, NULL, &w->final_norm, n, H);
-            else memcpy(hs, x, (size_t)n * H * sizeof *x);
-        }
+        if (keep_hidden_states)
+            keep_hidden(s, segs, n_segs, pos0, l + 1, l == c->num_layers - 1 && w->final_norm.g ? &w->final_norm : NULL, H);
     }
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
     s->n_last = n;
     s->full_last = ran_all;
     if (kv) kv->n += n;
-    return cap ? check_finite(m, cap, pos0, n, e) : 0;
+    for (int g = 0; g < n_segs; g++)
+        if (segs[g].cap && check_finite(m, segs[g].cap, pos0, segs[g].len, e)) return -1;
+    return 0;
+}
+
+int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e) {
+    return model_forward_kv(m, s, NULL, ids, type_ids, n, cap, 0, e);
+}
+
+int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
+                     int full, AvErr *e) {
+    Seg one = {0, n, cap};
+    return forward(m, s, kv, ids, type_ids, n, &one, 1, full, e);
+}
+
+int model_forward_packed(const Model *m, RunState *s, const int *ids, const int *type_ids, const int *lens, int n_inputs,
+                         Capture *const *caps, AvErr *e) {
+    if (n_inputs < 1 || n_inputs > s->max_tokens) return av_err(e, "%d inputs do not fit one pass", n_inputs);
+    Seg *segs = malloc((size_t)n_inputs * sizeof *segs);
+    if (!segs) return av_err(e, "out of memory");
+    int n = 0, rc;
+    for (int g = 0; g < n_inputs; g++) {
+        segs[g] = (Seg){n, lens[g], caps[g]};
+        if (lens[g] < 1 || lens[g] > s->max_tokens - n) {
+            free(segs);
+            return av_err(e, "the packed inputs do not fit the buffers (%d tokens)", s->max_tokens);
+        }
+        n += lens[g];
+    }
+    /* every capture keeps the same layers and heads: the pass stops where the first says */
+    for (int g = 1; g < n_inputs; g++)
+        if (caps[g] && caps[0] && (caps[g]->n_kept_layers != caps[0]->n_kept_layers || !caps[g]->hidden != !caps[0]->hidden ||
+                                   memcmp(caps[g]->layer_slot, caps[0]->layer_slot, sizeof caps[0]->layer_slot))) {
+            free(segs);
+            return av_err(e, "packed inputs must keep the same layers");
+        }
+    rc = forward(m, s, NULL, ids, type_ids, n, segs, n_inputs, 0, e);
+    free(segs);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- the head */

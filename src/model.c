@@ -482,6 +482,9 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
         bad |= !s->rope_cos || !s->rope_sin;
     }
     s->scores = alloc_floats((size_t)s->n_threads * n * n);
+    s->seg = alloc_floats((size_t)s->n_threads * 4 * dh * n);
+    s->pos = malloc(n * sizeof *s->pos);
+    bad |= !s->seg || !s->pos;
     s->widen_len = (size_t)KERN_WIDEN_ROWS * (size_t)m->max_in;
     s->widen = alloc_floats((size_t)s->n_threads * s->widen_len);
     if (bad || !s->scores || !s->widen) {
@@ -498,6 +501,8 @@ void model_runstate_free(RunState *s) {
     float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->scores,
                      s->rope_cos, s->rope_sin, s->widen};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s->seg);
+    free(s->pos);
     memset(s, 0, sizeof *s);
 }
 

@@ -191,6 +191,58 @@ START_TEST(threaded_forward_gives_the_single_thread_result) {
 }
 END_TEST
 
+/* Short inputs packed into one pass (batches): each input's attention, q/k
+ * and hidden states are what a pass over it alone gives, in every family
+ * (RoBERTa's pad positions, sentence pairs' token types, causal and
+ * sliding-window masks), with every layer kept and with a few. */
+START_TEST(packed_inputs_give_what_each_gives_alone) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    enum { G = 4 };
+    const int lens[G] = {5, 9, 1, 13}, V = m.cfg.vocab_size;
+    int ids[28], types[28], total = 0;
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < lens[g]; i++, total++) {
+            ids[total] = (3 + 7 * total + g) % V;
+            types[total] = m.cfg.type_vocab_size > 1 && i >= lens[g] / 2; /* a pair: B in the second half */
+        }
+    if (m.cfg.pos_offset > 0) ids[2] = m.cfg.pad_token_id; /* RoBERTa: a pad keeps padding_idx */
+    for (int sel = 0; sel < 2; sel++) {
+        const int keep[1] = {0}; /* sel 1: layer 0 only, and no hidden states: the pass stops early */
+        RunState rs;
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, total, &e), 0);
+        Capture caps[G], alone;
+        Capture *cp[G];
+        for (int g = 0; g < G; g++) {
+            ck_assert_int_eq(model_capture_select(&caps[g], &m.cfg, lens[g], 1, !sel, sel ? keep : NULL, sel, NULL, 0, &e), 0);
+            cp[g] = &caps[g];
+        }
+        if (model_forward_packed(&m, &rs, ids, types, lens, G, cp, &e)) ck_abort_msg("packed %s: %s", dir, e.msg);
+        float da = 0, dq = 0, dh = 0;
+        for (int g = 0, at = 0; g < G; at += lens[g], g++) {
+            ck_assert_int_eq(model_capture_select(&alone, &m.cfg, lens[g], 1, !sel, sel ? keep : NULL, sel, NULL, 0, &e), 0);
+            if (model_forward(&m, &rs, ids + at, types + at, lens[g], &alone, &e)) ck_abort_msg("alone: %s", e.msg);
+            const size_t b = cap_blocks(&alone), n = (size_t)lens[g];
+            da = fmaxf(da, max_abs_diff(caps[g].attn, alone.attn, b * n * n));
+            dq = fmaxf(dq, max_abs_diff(caps[g].q, alone.q, b * n * alone.head_dim));
+            dq = fmaxf(dq, max_abs_diff(caps[g].k, alone.k, b * n * alone.head_dim));
+            if (!sel) dh = fmaxf(dh, max_abs_diff(caps[g].hidden, alone.hidden, (m.cfg.num_layers + 1) * n * m.cfg.hidden_size));
+            model_capture_free(&alone);
+        }
+        if (!sel) fprintf(stderr, "INFO %s: packed vs alone: attention %.1e, q/k %.1e, hidden %.1e\n", dir, da, dq, dh);
+        /* not bitwise: a 28-token pass and a 5-token one take different product
+         * paths (kernels.c's few-token and tiled ones), so sums round differently */
+        ck_assert_msg(da <= 5e-6f && dq <= 2e-5f && dh <= 2e-5f, "%s sel %d: attention %g q/k %g hidden %g", dir, sel, da,
+                      dq, dh);
+        for (int g = 0; g < G; g++) model_capture_free(&caps[g]);
+        model_runstate_free(&rs);
+    }
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(forward_rejects_out_of_vocabulary_ids) {
     Model m;
     AvErr e;
@@ -244,6 +296,7 @@ Suite *make_suite(void) {
     tcase_add_test(m, load_names_a_missing_tensor);
     tcase_add_test(m, forward_rejects_out_of_vocabulary_ids);
     tcase_add_test(m, threaded_forward_gives_the_single_thread_result);
+    tcase_add_loop_test(m, packed_inputs_give_what_each_gives_alone, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
     suite_add_tcase(s, m);
     return s;
