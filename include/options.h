@@ -32,6 +32,7 @@ typedef struct {
     int strict;
     int max_tokens;            /* --max-tokens: 0 = the model's limit */
     double max_capture;        /* --max-capture in bytes: 0 = half of physical RAM */
+    int pack_tokens;           /* --pack-tokens: batch inputs share a pass up to this many tokens; 0 = one by one */
     /* predictions and generation */
     int predict_k;             /* --predict K: top-K at every position (causal) or mask (masked); 0 = off */
     int generate_n;            /* --generate N: continue by up to N tokens; 0 = off */

@@ -87,6 +87,8 @@ static void usage(FILE *f) {
           "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
           "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
           "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
+          "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256;\n"
+          "                      0: one at a time); each line's output is the same either way\n"
           "  --quiet             no progress or informational messages on stderr\n"
           "\n"
           "  --profile           per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
@@ -215,10 +217,11 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->precision = 6;
     o->lowercase = -1;
     o->top_p = 1.0;
+    o->pack_tokens = 256;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
-           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META };
+           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -240,6 +243,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"seed", required_argument, 0, O_SEED},     {"stop", required_argument, 0, O_STOP},
         {"view", required_argument, 0, O_VIEW},     {"theme", required_argument, 0, O_THEME},
         {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
+        {"pack-tokens", required_argument, 0, O_PACK},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -322,6 +326,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error("--show-heads needs a list like 0-3,8, got '%s'", optarg);
             break;
         case O_META: o->render_meta = optarg; break;
+        case O_PACK:
+            if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error("--pack-tokens needs 0 to 65536, got '%s'", optarg);
+            break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:

@@ -333,15 +333,21 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
 }
 
 /* Tokenizes and (unless tokens-only) runs the model on one input. */
-static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+static int tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     const CliOptions *o = r->o;
     double t0 = av_now_ms();
     int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
     if (o->max_tokens > 0 && (max_len == 0 || o->max_tokens < max_len)) max_len = o->max_tokens;
-    if (tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e) != 0)
-        return -1;
+    int rc = tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e);
     r->t_tok += av_now_ms() - t0;
+    return rc;
+}
+
+static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    const CliOptions *o = r->o;
+    if (tokenize(r, a, b, enc, e) != 0) return -1;
     if (o->tokens_only) return 0;
+    double t0;
     pred_free(&r->pred);
     gen_free(&r->gen);
     free(r->gen_text);
@@ -472,35 +478,31 @@ static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     return 0;
 }
 
-/* Tokenize, run, derive the view, write: one input, single or batch. */
-static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
+static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
     const CliOptions *o = r->o;
-    TokEncoding enc = {0};
-    if (process(r, a, b, &enc, e) != 0) {
-        tok_encoding_free(&enc);
-        return -1;
-    }
-    if (enc.n_truncated > 0 && !o->quiet) {
-        char limit[64];
-        if (o->max_tokens > 0 && o->max_tokens < cfg_max_tokens(&r->cfg))
-            snprintf(limit, sizeof limit, "--max-tokens %d", o->max_tokens);
-        else
-            snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
-        if (o->batch_path)
-            fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno,
-                    limit, enc.n_truncated);
-        else
-            fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
-                    enc.n_truncated);
-    }
+    if (enc->n_truncated <= 0 || o->quiet) return;
+    char limit[64];
+    if (o->max_tokens > 0 && o->max_tokens < cfg_max_tokens(&r->cfg))
+        snprintf(limit, sizeof limit, "--max-tokens %d", o->max_tokens);
+    else
+        snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
+    if (o->batch_path)
+        fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno, limit,
+                enc->n_truncated);
+    else
+        fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
+                enc->n_truncated);
+}
+
+/* Derive the view and write: one input whose capture is filled. */
+static int finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+                        FILE *jsonl, AvErr *e) {
+    const CliOptions *o = r->o;
     XfView view;
     int derived = !o->tokens_only && (o->no_special || o->words);
-    if (derived && xf_apply(&enc, &r->cap, o->no_special, o->words, &view, e) != 0) {
-        tok_encoding_free(&enc);
-        return -1;
-    }
+    if (derived && xf_apply(enc, cap, o->no_special, o->words, &view, e) != 0) return -1;
     OutDoc d;
-    fill_doc(r, &d, derived ? &view.enc : &enc, o->tokens_only ? NULL : derived ? &view.cap : &r->cap, a, b);
+    fill_doc(r, &d, derived ? &view.enc : enc, o->tokens_only ? NULL : derived ? &view.cap : cap, a, b);
     double t0 = av_now_ms();
     int rc = emit(r, &d, lineno, e);
     if (rc == 0 && jsonl && !o->stats && !o->out_dir) {
@@ -510,6 +512,15 @@ static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE 
     }
     r->t_write += av_now_ms() - t0;
     if (derived) xf_free(&view);
+    return rc;
+}
+
+/* Tokenize, run, derive the view, write: one input, single or batch. */
+static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
+    TokEncoding enc = {0};
+    int rc = process(r, a, b, &enc, e);
+    if (rc == 0) warn_truncated(r, &enc, lineno);
+    if (rc == 0) rc = finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
     tok_encoding_free(&enc);
     return rc;
 }
@@ -570,6 +581,148 @@ static void progress(long done, long total, double t0, int final) {
     if (final) fputc('\n', stderr);
 }
 
+/* Short batch inputs wait here to share one forward pass (model_forward_packed):
+ * the weights are read once for all of them. */
+#define PACK_MAX_INPUTS 64
+
+typedef struct {
+    long lineno[PACK_MAX_INPUTS];
+    char *a[PACK_MAX_INPUTS], *b[PACK_MAX_INPUTS];
+    TokEncoding enc[PACK_MAX_INPUTS];
+    Capture cap[PACK_MAX_INPUTS];
+    int cap_n[PACK_MAX_INPUTS]; /* tokens each capture holds */
+    int n, tokens;
+    int *ids, *types;           /* (budget) */
+} Pack;
+
+typedef struct {
+    Run *r;
+    const char *name;
+    FILE *jsonl;
+    long failed, done;
+    int stop, show;
+} BatchState;
+
+/* A line that failed: counted and reported; 1 when the batch must stop. */
+static int line_failed(BatchState *bs, long lineno, const char *msg) {
+    const CliOptions *o = bs->r->o;
+    bs->failed++;
+    if (bs->show) fputs("\r\033[K", stderr);
+    fprintf(stderr, "attnviz: %s:%ld: %s%s\n", bs->name, lineno, msg, o->strict ? "" : "; skipped");
+    /* an output error is not the line's fault: stop */
+    if (o->strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
+    return bs->stop;
+}
+
+static void pack_clear(Pack *p) {
+    for (int g = 0; g < p->n; g++) {
+        free(p->a[g]);
+        tok_encoding_free(&p->enc[g]);
+    }
+    p->n = p->tokens = 0;
+}
+
+static void pack_free(Pack *p) {
+    pack_clear(p);
+    for (int g = 0; g < PACK_MAX_INPUTS; g++) model_capture_free(&p->cap[g]);
+    free(p->ids);
+    free(p->types);
+}
+
+/* Runs the waiting inputs in one pass, then writes each in order. */
+static void pack_flush(BatchState *bs, Pack *p) {
+    Run *r = bs->r;
+    const CliOptions *o = r->o;
+    if (!p->n) return;
+    AvErr e;
+    int rc = ensure_buffers(r, p->tokens, &e);
+    Capture *caps[PACK_MAX_INPUTS];
+    int lens[PACK_MAX_INPUTS];
+    for (int g = 0, at = 0; g < p->n && rc == 0; at += p->enc[g].n, g++) {
+        lens[g] = p->enc[g].n;
+        memcpy(p->ids + at, p->enc[g].ids, (size_t)lens[g] * sizeof *p->ids);
+        memcpy(p->types + at, p->enc[g].type_ids, (size_t)lens[g] * sizeof *p->types);
+        if (p->cap_n[g] < lens[g]) {
+            model_capture_free(&p->cap[g]);
+            p->cap_n[g] = 0;
+            rc = model_capture_select(&p->cap[g], &r->cfg, lens[g], 1, o->hidden, o->sel_layers, o->n_sel_layers,
+                                      o->sel_heads, o->n_sel_heads, &e);
+            if (rc == 0) p->cap_n[g] = lens[g];
+        }
+        caps[g] = &p->cap[g];
+    }
+    double t0 = av_now_ms();
+    if (rc == 0) rc = model_forward_packed(&r->model, &r->rs, p->ids, p->types, lens, p->n, caps, &e);
+    r->t_fwd += av_now_ms() - t0;
+    for (int g = 0; g < p->n && !bs->stop; g++) {
+        AvErr le;
+        if (rc != 0) {
+            line_failed(bs, p->lineno[g], e.msg);
+            continue;
+        }
+        warn_truncated(r, &p->enc[g], p->lineno[g]);
+        if (finish_input(r, p->a[g], p->b[g], p->lineno[g], &p->enc[g], &p->cap[g], bs->jsonl, &le) != 0)
+            line_failed(bs, p->lineno[g], le.msg);
+        else
+            bs->done++;
+    }
+    pack_clear(p);
+}
+
+/* One batch line: packed with others when short enough, else run alone. */
+static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
+    Run *r = bs->r;
+    const CliOptions *o = r->o;
+    AvErr le;
+    const int packing = o->pack_tokens > 0 && !o->tokens_only && !o->predict_k && !o->generate_n;
+    if (!packing) {
+        if (handle_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
+        else bs->done++;
+        return;
+    }
+    TokEncoding enc = {0};
+    if (tokenize(r, a, b, &enc, &le) != 0) {
+        tok_encoding_free(&enc);
+        line_failed(bs, lineno, le.msg);
+        return;
+    }
+    if (enc.n > o->pack_tokens) { /* long: alone, after what waits (output stays in input order) */
+        pack_flush(bs, p);
+        if (bs->stop) {
+            tok_encoding_free(&enc);
+            return;
+        }
+        int rc = ensure_buffers(r, enc.n, &le);
+        double t0 = av_now_ms();
+        if (rc == 0) rc = model_forward(&r->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
+        r->t_fwd += av_now_ms() - t0;
+        if (rc == 0) warn_truncated(r, &enc, lineno);
+        if (rc == 0) rc = finish_input(r, a, b, lineno, &enc, &r->cap, bs->jsonl, &le);
+        if (rc != 0) line_failed(bs, lineno, le.msg);
+        else bs->done++;
+        tok_encoding_free(&enc);
+        return;
+    }
+    if (p->n == PACK_MAX_INPUTS || p->tokens + enc.n > o->pack_tokens) pack_flush(bs, p);
+    if (bs->stop) {
+        tok_encoding_free(&enc);
+        return;
+    }
+    /* the line buffer is reused: keep a copy (A and B, split at the TAB) */
+    size_t la = strlen(a), lb = b ? strlen(b) : 0;
+    char *copy = malloc(la + lb + 2);
+    if (!copy) {
+        tok_encoding_free(&enc);
+        line_failed(bs, lineno, "out of memory");
+        return;
+    }
+    memcpy(copy, a, la + 1);
+    if (b) memcpy(copy + la + 1, b, lb + 1);
+    const int g = p->n++;
+    p->lineno[g] = lineno, p->a[g] = copy, p->b[g] = b ? copy + la + 1 : NULL, p->enc[g] = enc;
+    p->tokens += enc.n;
+}
+
 static int run_batch(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
     FILE *in = strcmp(o->batch_path, "-") ? fopen(o->batch_path, "rb") : stdin;
@@ -577,58 +730,61 @@ static int run_batch(Run *r, AvErr *e) {
         av_err(e, "%s: cannot open: %s", o->batch_path, strerror(errno));
         return EXIT_RUNTIME;
     }
-    const char *name = strcmp(o->batch_path, "-") ? o->batch_path : "stdin";
-    int show = !o->quiet && isatty(fileno(stderr));
-    long total = show ? count_lines(in) : -1;
+    BatchState bs = {r, strcmp(o->batch_path, "-") ? o->batch_path : "stdin", NULL, 0, 0, 0,
+                     !o->quiet && isatty(fileno(stderr))};
+    long total = bs.show ? count_lines(in) : -1;
     AvOut out = {0};
     int streaming = !o->stats && !o->out_dir;
+    Pack *pack = calloc(1, sizeof *pack);
+    if (pack && o->pack_tokens > 0) {
+        pack->ids = malloc((size_t)o->pack_tokens * sizeof *pack->ids);
+        pack->types = malloc((size_t)o->pack_tokens * sizeof *pack->types);
+    }
+    if (!pack || (o->pack_tokens > 0 && (!pack->ids || !pack->types))) {
+        if (pack) pack_free(pack);
+        free(pack);
+        if (in != stdin) fclose(in);
+        return av_err(e, "out of memory"), EXIT_RUNTIME;
+    }
     if (streaming && av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
+        pack_free(pack);
+        free(pack);
         if (in != stdin) fclose(in);
         return EXIT_RUNTIME;
     }
+    bs.jsonl = streaming ? out.fp : NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
-    long lineno = 0, failed = 0, done = 0;
+    long lineno = 0;
     int rc = EXIT_OK;
     double t0 = av_now_ms(), last_shown = 0;
-    while ((got = getline(&line, &cap, in)) != -1) {
+    while (!bs.stop && (got = getline(&line, &cap, in)) != -1) {
         lineno++;
         size_t len = (size_t)got;
         char *b = NULL;
-        AvErr le;
-        int bad = 0;
         if (memchr(line, '\0', len)) {
-            av_err(&le, "contains a NUL byte");
-            bad = 1;
-        } else {
-            split_line(line, &len, &b);
-            if (len == 0) {
-                av_err(&le, "empty line");
-                bad = 1;
-            }
-        }
-        if (!bad && handle_input(r, line, b, lineno, streaming ? out.fp : NULL, &le) != 0) bad = 1;
-        if (bad) {
-            failed++;
-            if (show) fputs("\r\033[K", stderr);
-            fprintf(stderr, "attnviz: %s:%ld: %s%s\n", name, lineno, le.msg, o->strict ? "" : "; skipped");
-            /* an output error is not the line's fault: stop */
-            if (o->strict || strstr(le.msg, "write error") || strstr(le.msg, "cannot write")) {
-                rc = EXIT_RUNTIME;
-                break;
-            }
+            line_failed(&bs, lineno, "contains a NUL byte");
             continue;
         }
-        done++;
-        if (show && av_now_ms() - last_shown > 200) {
-            progress(done + failed, total, t0, 0);
+        split_line(line, &len, &b);
+        if (len == 0) {
+            line_failed(&bs, lineno, "empty line");
+            continue;
+        }
+        batch_line(&bs, pack, line, b, lineno);
+        if (bs.show && av_now_ms() - last_shown > 200) {
+            progress(bs.done + bs.failed, total, t0, 0);
             last_shown = av_now_ms();
         }
     }
-    if (show) progress(done + failed, total, t0, 1);
+    if (!bs.stop) pack_flush(&bs, pack);
+    pack_free(pack);
+    free(pack);
+    if (bs.stop) rc = EXIT_RUNTIME;
+    if (bs.show) progress(bs.done + bs.failed, total, t0, 1);
     if (rc == EXIT_OK && ferror(in)) {
-        av_err(e, "%s: read error", name);
+        av_err(e, "%s: read error", bs.name);
         rc = EXIT_RUNTIME;
     }
     free(line);
@@ -639,11 +795,11 @@ static int run_batch(Run *r, AvErr *e) {
     }
     if (streaming && av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
     if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
-    if (failed) {
-        fprintf(stderr, "attnviz: %ld of %ld lines failed\n", failed, lineno);
+    if (bs.failed) {
+        fprintf(stderr, "attnviz: %ld of %ld lines failed\n", bs.failed, lineno);
         return EXIT_RUNTIME;
     }
-    if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", done);
+    if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", bs.done);
     return EXIT_OK;
 }
 

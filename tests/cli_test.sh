@@ -231,6 +231,29 @@ for layer in d["attention"]:
 PY
 expect_exit decoder_folder_without_tokenizer_json_names_it 1 "no tokenizer.json in the model folder \(a mistral model needs it\)" \
     bash -c "rm '$T/mistral/tokenizer.json' && '$BIN' --model '$T/mistral' --quiet hi"
+# batches: short lines share a forward pass; each line's output is what it gives alone
+printf 'the cat sat\tit was tired\nhello world\na b c d e f g h i j k l m n o p\nshort\nthe dog\n' >"$T/pack.txt"
+for m in "$M" tests/data/small-gpt2 "$LL"; do
+    "$BIN" --model "$m" --batch "$T/pack.txt" --qk --hidden --precision 9 --pack-tokens 24 --json "$T/packed.jsonl" --quiet 2>"$T/err" &&
+        "$BIN" --model "$m" --batch "$T/pack.txt" --qk --hidden --precision 9 --pack-tokens 0 --json "$T/alone.jsonl" --quiet 2>>"$T/err"
+    check "packed_batch_equals_one_by_one_${m##*/}" $PY - "$T/packed.jsonl" "$T/alone.jsonl" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 5, (len(a), len(b))
+def worst(x, y):
+    if isinstance(x, list):
+        assert len(x) == len(y)
+        return max((worst(p, q) for p, q in zip(x, y)), default=0.0)
+    return abs(x - y)
+for x, y in zip(a, b):
+    assert x["tokens"] == y["tokens"] and x["token_type_ids"] == y["token_type_ids"]
+    for k in ("attention", "queries", "keys", "hidden_states"):
+        d = worst(x[k], y[k])
+        assert d <= (5e-6 if k == "attention" else 2e-5), (k, d)
+PY
+done
+
 if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
     "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --layers 0,29 --heads 0-2 --json "$T/g.json" --quiet \
         "The cat sat on the mat." 2>"$T/err"
