@@ -182,7 +182,23 @@ def main():
     hf = hf_peer(MODEL, os.path.join(OUT, "batch_ids.json"), os.path.join(OUT, "peer_hf_batch.jsonl"))
     hf_b = f"| {1000 / hf[2]:.0f} sentences/s | **{hf[2] / dt:.1f}x** " if hf else "| | "
     rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
-                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each |")
+                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each; lines packed "
+                "into shared passes (--pack-tokens 256) |")
+    dt0, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "0", "--json",
+                  os.path.join(OUT, "batch0.jsonl")])
+    rows.append(f"| the same batch one line at a time (--pack-tokens 0) | {1000 / dt0:.0f} sentences/s | | | | | "
+                f"packing: **{dt0 / dt:.1f}x** the sentences/s |")
+    if HFPY:
+        # transformers batching as users do: padded batches with an attention mask, at its best batch size
+        best_b, best_t = None, float("inf")
+        for bsz in (16, 64):
+            t, _ = run([HFPY, os.path.join(ROOT, "bench/peer_hf_batch.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
+                        os.path.join(OUT, "peer_hf_padded.jsonl"), str(bsz)])
+            if t < best_t:
+                best_b, best_t = bsz, t
+        rows.append(f"| the batch, transformers in padded batches of {best_b} (its best of 16, 64) | "
+                    f"{1000 / dt:.0f} sentences/s | | | {1000 / best_t:.0f} sentences/s | **{best_t / dt:.1f}x** | "
+                    "whole process each (bench/peer_hf_batch.py) |")
 
     # the trained all-MiniLM-L6-v2 (6 layers, 384 wide) against transformers
     mini_rows = []
