@@ -16,6 +16,7 @@
 /* Weight storage types, numbered as ggml's (gguf.h's GgufType): F32 = 0,
  * F16 = 1, BF16 = 30, and the block-quantized ones quant.h widens. */
 #define KERN_F32 0u
+#define KERN_BF16 30u
 
 /* A linear layer y = x W^T + b. W is (out, in) as PyTorch's Linear stores it,
  * kept in its checkpoint's type and widened to float per tile; GPT-2's Conv1D

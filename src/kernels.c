@@ -145,6 +145,8 @@ static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n,
     return 0;
 }
 
+static void bf16_rows(float *yT, const float *x, const Linear *lin, int n, int r0, int r1);
+
 /* One token (a generation step): matrix-vector products over the widened
  * rows, with none of a matrix product's packing of the weights. */
 static int one_token_rows(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
@@ -165,6 +167,18 @@ int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r
     const int in = lin->in;
     if (r0 >= r1) return 0;
     if (n == 1) return one_token_rows(yT, xT, lin, r0, r1, act, scratch);
+    if (n < FEW_TOKENS && lin->type == KERN_BF16) {
+        /* few tokens read each weight few times: widening it in registers, as the
+         * products use it, reads half the bytes a widened F32 tile would */
+        float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
+        if (x) {
+            kern_transpose(x, xT, in, n);
+            bf16_rows(yT, x, lin, n, r0, r1);
+            free(x);
+            bias_act_rows(yT, lin->b, act, n, n, r0, r1);
+            return 0;
+        }
+    }
     if (!kern_gemm_tiled()) {
         /* whole products; widened weights a block of rows at a time */
         const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
@@ -273,6 +287,52 @@ static inline float vexpf(float x) {
 #else
 #define VEC_CLONES
 #endif
+
+/* yT rows [r0, r1) (out, n) = W x^T for BF16 rows of W and x (n, in): each
+ * weight widened (a 16-bit shift) where it is used, sixteen lanes of partial
+ * sums per token added at the end; the tail of a row past a multiple of 16
+ * one element at a time. N is a constant in each copy, so the partial sums
+ * stay in registers. */
+static inline __attribute__((always_inline)) void bf16_rows_n(float *yT, const float *x, const Linear *lin, const int N,
+                                                              int r0, int r1) {
+    const int in = lin->in;
+    for (int r = r0; r < r1; r++) {
+        const uint16_t *w = (const uint16_t *)((const uint8_t *)lin->w + (size_t)r * lin->row_bytes);
+        float part[FEW_TOKENS][16] = {{0}};
+        int k = 0;
+        for (; k + 16 <= in; k += 16) {
+            float wf[16];
+            for (int l = 0; l < 16; l++) {
+                uint32_t bits = (uint32_t)w[k + l] << 16;
+                memcpy(&wf[l], &bits, sizeof bits);
+            }
+            for (int j = 0; j < N; j++)
+                for (int l = 0; l < 16; l++) part[j][l] += wf[l] * x[(size_t)j * in + k + l];
+        }
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int l = 0; l < 16; l++) acc += part[j][l];
+            for (int kk = k; kk < in; kk++) {
+                uint32_t bits = (uint32_t)w[kk] << 16;
+                float wv;
+                memcpy(&wv, &bits, sizeof bits);
+                acc += wv * x[(size_t)j * in + kk];
+            }
+            yT[(size_t)r * N + j] = acc;
+        }
+    }
+}
+
+VEC_CLONES static void bf16_rows(float *yT, const float *x, const Linear *lin, int n, int r0, int r1) {
+    switch (n) {
+#define BF16_CASE(k) \
+    case k: bf16_rows_n(yT, x, lin, k, r0, r1); break;
+        BF16_CASE(1) BF16_CASE(2) BF16_CASE(3) BF16_CASE(4) BF16_CASE(5) BF16_CASE(6)
+        BF16_CASE(7) BF16_CASE(8) BF16_CASE(9) BF16_CASE(10) BF16_CASE(11)
+#undef BF16_CASE
+    default: break;
+    }
+}
 
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
     for (int i = 0; i < rows; i++) {
