@@ -331,7 +331,8 @@ START_TEST(half_and_quantized_weights_match_naive_reference) {
     for (int tiled = 0; tiled < 2; tiled++) {
         kern_set_gemm_tiled(tiled);
         for (int k = 0; k < 3; k++)
-            for (int tokens = 1; tokens <= n; tokens = tokens == 1 ? 5 : tokens + n - 5) { /* 1: a generation step */
+            for (int ti = 0; ti < 5; ti++) { /* 1: a generation step; under 12: the few-token paths */
+                const int tokens = (int[]){1, 5, 7, 11, 70}[ti];
                 Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
                               .row_bytes = kinds[k].row_bytes, .name = "w"};
                 kern_linear_naive(y1, x, &lin, tokens);
@@ -427,6 +428,25 @@ START_TEST(cached_attention_gives_the_full_pass_rows) {
 }
 END_TEST
 
+/* BF16 rows whose length is not a multiple of 16 (the few-token kernel's tail). */
+START_TEST(bf16_few_token_products_cover_a_row_tail) {
+    const int in = 40, out = 9;
+    float x[11 * 40], w[9 * 40], b[9], y1[11 * 9], y2[11 * 9], xT[11 * 40], yT[11 * 9];
+    uint16_t wb[9 * 40];
+    static float scratch[KERN_WIDEN_ROWS * 40];
+    fill(x, sizeof x / sizeof x[0], 101, 1), fill(w, sizeof w / sizeof w[0], 102, 0.5f), fill(b, 9, 103, 1);
+    for (int i = 0; i < in * out; i++) wb[i] = st_f32_to_bf16(w[i]);
+    Linear lin = {.type = KERN_BF16, .w = wb, .b = b, .out = out, .in = in, .row_bytes = (size_t)in * 2, .name = "w"};
+    for (int n = 1; n <= 11; n++) {
+        kern_linear_naive(y1, x, &lin, n);
+        transpose(xT, x, n, in);
+        ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, n, 0, out, -1, scratch), 0);
+        transpose(y2, yT, out, n);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
+    }
+}
+END_TEST
+
 START_TEST(rms_residual_step_matches_naive_rmsnorm) {
     int n = 37, dim = 48;
     size_t sz = (size_t)n * dim;
@@ -494,6 +514,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
+    tcase_add_test(k, bf16_few_token_products_cover_a_row_tail);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);
     tcase_add_test(k, attention_naive_reference_is_softmax_of_scaled_dot_products);
