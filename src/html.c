@@ -11,7 +11,8 @@
  *                      (json_write_common: model, config, text, tokens, selection,
  *                      with the JSON's key names), then the page's own: token
  *                      flags, initial selection, head descriptions and the
- *                      payload's encoding parameters. Strings are written with
+ *                      payload's encoding parameters (encoder-decoder pages:
+ *                      also "sides" and "stacks"). Strings are written with
  *                      < > & as \u escapes, so the JSON cannot end its <script>
  *                      element whatever the input.
  *   {{payload}}        the numbers, as <script type="application/octet-stream">
@@ -58,6 +59,14 @@
  *     meta.qk.dec[i][h] = [dec_q, dec_k]. The page shows q and k with dec
  *     decimals: the captured float rounded to dec places, as the JSON's number
  *     rounded to the same places; q x k, q.k/sqrt(d) are computed from those.
+ *
+ *   encoder-decoder documents (d->stacks, no capture; attnviz render): one
+ *     chunk "av-<name>-<i>" per stack (in d->stacks' order) and selected layer,
+ *     name "encoder", "decoder" or "cross", encoded as the attention above but
+ *     with each head's block n_rows x n_cols (cross: decoder tokens down,
+ *     encoder tokens across). No q/k. meta.stacks lists them ({name, rows,
+ *     cols: "encoder"|"decoder", n_rows, n_cols, causal}) and meta.sides holds
+ *     each side's tokens ({tokens, display_tokens, special, word_start}).
  *
  *   Size budget: if attention + q/k text would pass HTML_PAYLOAD_BUDGET (the
  *   page must stay under 40 MB at 512 tokens x 144 heads), q/k are encoded
@@ -215,8 +224,58 @@ static int ends_with(const char *s, const char *suf) {
 
 /* ---------------------------------------------------------------- validation */
 
+/* The tokens a stack's rows or columns are: the decoder's or the encoder's. */
+static const TokEncoding *stack_side(const OutDoc *d, int decoder) { return decoder ? d->dec_enc : d->enc; }
+
+/* Checks a token side: flags and text for every token. */
+static int check_side(const TokEncoding *t, const char *const *display, const char *what, AvErr *e) {
+    if (!t->special || !t->word_start || !t->tokens) return av_err(e, "html: the %s tokens have no flags", what);
+    for (int i = 0; i < t->n; i++)
+        if (!t->tokens[i] || (display && !display[i])) return av_err(e, "html: %s token %d has no text", what, i);
+    return 0;
+}
+
+/* Display text of the decoder's tokens (byte-level or SentencePiece pieces read
+ * as text), as d->display_tokens is for the encoder's; NULL: the spellings. */
+static const char *const *dec_display(const OutDoc *d) {
+    return d->dec_enc && d->dec_enc->byte_level ? d->dec_enc->display : NULL;
+}
+
+/* An encoder-decoder document (d->stacks, no capture): each stack's name, sizes
+ * and tokens agree, and its blocks are the document's layers x every head. */
+static int check_stacks(const OutDoc *d, AvErr *e) {
+    if (d->cap) return av_err(e, "html: a document has either a capture or encoder-decoder stacks, not both");
+    if (d->n_stacks < 1 || d->n_stacks > 3) return av_err(e, "html: %d attention stacks (1 to 3)", d->n_stacks);
+    if (d->cfg->num_heads < 1) return av_err(e, "html: the config has no heads");
+    if (out_n_layers(d) < 1 || out_n_heads(d) < 1) return av_err(e, "html: no layers or heads selected");
+    for (int i = 0; i < out_n_heads(d); i++)
+        if (out_head(d, i) < 0 || out_head(d, i) >= d->cfg->num_heads)
+            return av_err(e, "html: head %d is not among the %d heads", out_head(d, i), d->cfg->num_heads);
+    int uses[2] = {0, 0}; /* encoder, decoder tokens */
+    for (int k = 0; k < d->n_stacks; k++) {
+        const CapStack *st = &d->stacks[k];
+        if (!st->name || (strcmp(st->name, "encoder") && strcmp(st->name, "decoder") && strcmp(st->name, "cross")))
+            return av_err(e, "html: unknown attention stack %s", st->name ? st->name : "(null)");
+        for (int j = 0; j < k; j++)
+            if (!strcmp(d->stacks[j].name, st->name)) return av_err(e, "html: two %s stacks", st->name);
+        if (!st->attn) return av_err(e, "html: the %s stack has no attention", st->name);
+        if (st->causal && (st->rows_decoder != st->cols_decoder))
+            return av_err(e, "html: the %s stack is causal but its rows and columns are different tokens", st->name);
+        const TokEncoding *r = stack_side(d, st->rows_decoder), *c = stack_side(d, st->cols_decoder);
+        if (!r || !c) return av_err(e, "html: the %s stack needs the decoder's tokens", st->name);
+        if (st->n_rows < 1 || st->n_cols < 1 || st->n_rows != r->n || st->n_cols != c->n)
+            return av_err(e, "html: the %s stack is %d x %d but has %d x %d tokens", st->name, st->n_rows, st->n_cols,
+                          r->n, c->n);
+        uses[st->rows_decoder] = uses[st->cols_decoder] = 1;
+    }
+    if (uses[0] && check_side(d->enc, d->display_tokens, "encoder", e)) return -1;
+    if (uses[1] && check_side(d->dec_enc, dec_display(d), "decoder", e)) return -1;
+    return 0;
+}
+
 static int check_doc(const OutDoc *d, AvErr *e) {
     if (!d || !d->cfg || !d->enc) return av_err(e, "html: incomplete document");
+    if (d->stacks || d->n_stacks) return check_stacks(d, e);
     const Capture *c = d->cap;
     if (!c || !c->attn) return av_err(e, "html: the page needs captured attention (not available with --tokens-only)");
     if (!d->enc->special || !d->enc->word_start) return av_err(e, "html: the encoding has no token flags");
@@ -239,7 +298,7 @@ static int check_doc(const OutDoc *d, AvErr *e) {
     return 0;
 }
 
-static int has_qk(const OutDoc *d) { return d->cap->q && d->cap->k; }
+static int has_qk(const OutDoc *d) { return d->cap && d->cap->q && d->cap->k; }
 
 /* Decimals for one q or k block (see the encoding notes at the top). */
 static int qk_decimals(const float *v, size_t n) {
@@ -265,6 +324,55 @@ static int qk_decimals(const float *v, size_t n) {
 static void put_str_or_null(FILE *f, const char *s) {
     if (s) json_write_string(f, s);
     else fputs("null", f);
+}
+
+static void put_flags(FILE *f, const char *key, const unsigned char *v, int n) {
+    fprintf(f, ",\"%s\":[", key);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+/* One side's tokens for an encoder-decoder page: spellings, display text (or
+ * null) and the flags, as the top level has them for a self-attention page. */
+static void write_side(FILE *f, const char *name, const TokEncoding *t, const char *const *display, int first) {
+    fprintf(f, "%s\"%s\":{\"tokens\":[", first ? "" : ",", name);
+    for (int i = 0; i < t->n; i++) {
+        if (i) fputc(',', f);
+        json_write_string(f, t->tokens[i]);
+    }
+    fputs("],\"display_tokens\":", f);
+    if (!display) {
+        fputs("null", f);
+    } else {
+        fputc('[', f);
+        for (int i = 0; i < t->n; i++) {
+            if (i) fputc(',', f);
+            json_write_string(f, display[i]);
+        }
+        fputc(']', f);
+    }
+    put_flags(f, "special", t->special, t->n);
+    put_flags(f, "word_start", t->word_start, t->n);
+    fputc('}', f);
+}
+
+/* "sides" (the encoder's and decoder's tokens) and "stacks" (each stack's
+ * name, which side its rows and columns are, its size and causality, in
+ * payload order: chunk "av-<name>-<i>" per selected layer). */
+static void write_stacks_meta(FILE *f, const OutDoc *d) {
+    int uses[2] = {0, 0};
+    for (int k = 0; k < d->n_stacks; k++) uses[d->stacks[k].rows_decoder] = uses[d->stacks[k].cols_decoder] = 1;
+    fputs(",\"sides\":{", f);
+    if (uses[0]) write_side(f, "encoder", d->enc, d->display_tokens, 1);
+    if (uses[1]) write_side(f, "decoder", d->dec_enc, dec_display(d), !uses[0]);
+    fputs("},\"stacks\":[", f);
+    for (int k = 0; k < d->n_stacks; k++) {
+        const CapStack *st = &d->stacks[k];
+        fprintf(f, "%s{\"name\":\"%s\",\"rows\":\"%s\",\"cols\":\"%s\",\"n_rows\":%d,\"n_cols\":%d,\"causal\":%s}",
+                k ? "," : "", st->name, st->rows_decoder ? "decoder" : "encoder", st->cols_decoder ? "decoder" : "encoder",
+                st->n_rows, st->n_cols, st->causal ? "true" : "false");
+    }
+    fputc(']', f);
 }
 
 static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
@@ -320,6 +428,7 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     } else {
         fputs(",\"qk\":null", f);
     }
+    if (d->n_stacks) write_stacks_meta(f, d); /* check_doc admitted the names: plain ASCII */
     fputc('}', f);
     if (ferror(f)) return av_err(e, "html: write failed");
     return 0;
@@ -335,9 +444,11 @@ typedef struct {
 typedef struct {
     const OutDoc *d;
     int nl, nh;
+    int n_att;         /* attention chunks: one per selected layer (of each stack, stack by stack) */
+    size_t att_raw;    /* bytes of the largest attention chunk before compression */
     const int *qk_dec; /* decimals per (layer, head, q|k) */
-    Blob *att, *qk;    /* per selected layer */
-    int next;          /* next job: [0, nl) attention, [nl, 2 nl) q/k */
+    Blob *att, *qk;    /* att: n_att chunks; qk: one per selected layer */
+    int next;          /* next job: [0, n_att) attention, [n_att, n_att + nl) q/k */
     int n_jobs;
     pthread_mutex_t mu;
     int failed, mu_ok;
@@ -346,13 +457,27 @@ typedef struct {
 
 static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 * v - 1); }
 
-/* Quantizes layer li's attention into raw (2 planes of nh*n*n). */
-static void quant_att(const OutDoc *d, int li, unsigned char *raw) {
-    const Capture *c = d->cap;
-    int nh = out_n_heads(d), l = out_layer(d, li);
-    size_t nn = (size_t)c->n_tokens * c->n_tokens, cnt = (size_t)nh * nn;
+/* Selected head hj of attention chunk `job` (rows x cols): the capture's
+ * selected layer job, or selected layer job % nl of stack job / nl. */
+static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, size_t *cols) {
+    if (d->cap) {
+        *rows = *cols = (size_t)d->cap->n_tokens;
+        return cap_attn(d->cap, out_layer(d, job), out_head(d, hj));
+    }
+    int nl = out_n_layers(d);
+    const CapStack *st = &d->stacks[job / nl];
+    *rows = (size_t)st->n_rows, *cols = (size_t)st->n_cols;
+    return st->attn + ((size_t)(job % nl) * d->cfg->num_heads + (size_t)out_head(d, hj)) * *rows * *cols;
+}
+
+/* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols). */
+static void quant_att(const OutDoc *d, int job, unsigned char *raw) {
+    int nh = out_n_heads(d);
+    size_t r, c;
+    att_block(d, job, 0, &r, &c);
+    size_t nn = r * c, cnt = (size_t)nh * nn;
     for (int hj = 0; hj < nh; hj++) {
-        const float *a = cap_attn(c, l, out_head(d, hj));
+        const float *a = att_block(d, job, hj, &r, &c);
         unsigned char *plo = raw + (size_t)hj * nn, *phi = raw + cnt + (size_t)hj * nn;
         for (size_t i = 0; i < nn; i++) {
             /* float * 1e4 is exact in double, so this is the float rounded half-up. */
@@ -438,8 +563,8 @@ static void enc_fail(Enc *en, const char *msg, int code) {
 static void *enc_worker(void *arg) {
     Enc *en = arg;
     const OutDoc *d = en->d;
-    size_t n = (size_t)d->cap->n_tokens, dh = (size_t)d->cap->head_dim;
-    size_t att_raw = (size_t)en->nh * n * n * 2;
+    size_t n = en->qk ? (size_t)d->cap->n_tokens : 0, dh = en->qk ? (size_t)d->cap->head_dim : 0;
+    size_t att_raw = en->att_raw;
     size_t qk_raw = en->qk ? (size_t)en->nh * 2 * (dh + n * dh) * 2 : 0;
     unsigned char *raw = NULL;
     int *code = NULL, *off = NULL;
@@ -448,7 +573,7 @@ static void *enc_worker(void *arg) {
         int job = en->failed ? en->n_jobs : en->next++;
         pthread_mutex_unlock(&en->mu);
         if (job >= en->n_jobs) break;
-        int is_qk = job >= en->nl, li = is_qk ? job - en->nl : job;
+        int is_qk = job >= en->n_att, li = is_qk ? job - en->n_att : job;
         if (!raw) {
             raw = malloc(att_raw > qk_raw ? att_raw : qk_raw);
             if (en->qk) {
@@ -462,7 +587,9 @@ static void *enc_worker(void *arg) {
         }
         if (is_qk) quant_qk(d, li, en->qk_dec, raw, code, off);
         else quant_att(d, li, raw);
-        int zr = deflate_blob(raw, is_qk ? qk_raw : att_raw, is_qk ? &en->qk[li] : &en->att[li]);
+        size_t len = qk_raw, r, c;
+        if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)en->nh * r * c * 2;
+        int zr = deflate_blob(raw, len, is_qk ? &en->qk[li] : &en->att[li]);
         if (zr) enc_fail(en, "deflate failed", zr);
     }
     free(raw);
@@ -501,18 +628,24 @@ static void blobs_free(Blob *b, int n) {
 static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
+    en->n_att = d->cap ? en->nl : en->nl * d->n_stacks;
+    for (int k = 0; k < (d->cap ? 1 : d->n_stacks); k++) {
+        size_t r, c;
+        att_block(d, k * en->nl, 0, &r, &c);
+        if (r * c * 2 * (size_t)en->nh > en->att_raw) en->att_raw = r * c * 2 * (size_t)en->nh;
+    }
     if (pthread_mutex_init(&en->mu, NULL) != 0) return av_err(e, "html: mutex init failed");
     en->mu_ok = 1;
-    en->att = calloc((size_t)en->nl, sizeof *en->att);
+    en->att = calloc((size_t)en->n_att, sizeof *en->att);
     if (qk_dec) en->qk = calloc((size_t)en->nl, sizeof *en->qk);
     if (!en->att || (qk_dec && !en->qk)) return av_err(e, "html: out of memory");
-    if (enc_run(en, 0, en->nl, e)) return -1;
+    if (enc_run(en, 0, en->n_att, e)) return -1;
     if (!qk_dec) return 0;
     size_t att_text = 0;
-    for (int i = 0; i < en->nl; i++) att_text += b85_len(en->att[i].len);
+    for (int i = 0; i < en->n_att; i++) att_text += b85_len(en->att[i].len);
     size_t nb = (size_t)en->nl * en->nh * 2;
     for (int shift = 0;; shift++) {
-        if (enc_run(en, en->nl, 2 * en->nl, e)) return -1;
+        if (enc_run(en, en->n_att, en->n_att + en->nl, e)) return -1;
         size_t qk_text = 0;
         for (int i = 0; i < en->nl; i++) qk_text += b85_len(en->qk[i].len);
         if (att_text + qk_text <= HTML_PAYLOAD_BUDGET || shift >= 1) break;
@@ -529,7 +662,7 @@ static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
 }
 
 static void enc_free(Enc *en) {
-    blobs_free(en->att, en->nl);
+    blobs_free(en->att, en->n_att);
     blobs_free(en->qk, en->nl);
     en->att = en->qk = NULL;
     if (en->mu_ok) pthread_mutex_destroy(&en->mu);
@@ -545,9 +678,11 @@ static int write_blob(FILE *f, const char *id, const Blob *b, AvErr *e) {
 
 static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
-    for (int li = 0; li < en->nl; li++) {
-        snprintf(id, sizeof id, "av-att-%d", li);
-        if (write_blob(f, id, &en->att[li], e)) return -1;
+    for (int j = 0; j < en->n_att; j++) {
+        /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
+        if (en->d->cap) snprintf(id, sizeof id, "av-att-%d", j);
+        else snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[j / en->nl].name, j % en->nl);
+        if (write_blob(f, id, &en->att[j], e)) return -1;
     }
     for (int li = 0; en->qk && li < en->nl; li++) {
         snprintf(id, sizeof id, "av-qk-%d", li);

@@ -83,24 +83,67 @@ function fmtAtt(w) {
 
 const Data = (() => {
   const meta = JSON.parse(document.getElementById('av-meta').textContent);
-  const n = meta.n;
   const L = meta.layers.length, H = meta.heads.length;
-  const nn = n * n;
-  const att = new Array(L).fill(null);   /* promises of Uint16Array (H*n*n) */
-  const attDone = new Array(L).fill(null);
-  const qk = new Array(L).fill(null);
 
-  function attention(li) {
-    if (!att[li]) {
-      att[li] = readChunk('av-att-' + li).then(codes => {
-        if (codes.length !== H * nn) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + H * nn);
-        attDone[li] = codes;
+  /* A side: the tokens a stack's rows or columns are. A self-attention page has
+   * one (meta.tokens and the top-level flags); an encoder-decoder page an
+   * "encoder" and/or a "decoder" side (meta.sides, as html.c writes them). */
+  function makeSide(name, s, bStart, genStart) {
+    const toks = s.tokens, disp = s.display_tokens || null;
+    const n = toks.length;
+    return {
+      name, n, tokens: toks, hasDisplay: !!disp,
+      /* the tokenizer's flags */
+      special: s.special.map(Boolean), wordStart: s.word_start.map(Boolean),
+      /* first token of sentence B, or null; first generated token (n when none were) */
+      bStart: bStart === undefined ? null : bStart, genStart: genStart === undefined ? n : genStart,
+      /* raw text of token i (display text, else the vocab spelling) */
+      text: i => (disp ? disp[i] : toks[i]),
+      /* text a continuation piece adds to its word: "##ies" adds "ies" */
+      pieceText: i => (disp ? disp[i] : toks[i].startsWith('##') ? toks[i].slice(2) : toks[i]),
+      label: i => visibleText(disp ? disp[i] : toks[i]),
+      vocab: i => toks[i],
+    };
+  }
+  const main = makeSide('tokens', meta, meta.sentence_b_start, meta.generation ? meta.generation.prompt_tokens : meta.n);
+  const stacked = Array.isArray(meta.stacks) && meta.stacks.length > 0;
+  const sides = {};
+  if (stacked) for (const k of Object.keys(meta.sides)) sides[k] = makeSide(k, meta.sides[k], null, undefined);
+
+  /* The attention stacks: one for a self-attention page; an encoder-decoder
+   * page's encoder, decoder and cross attention (rows: decoder tokens, columns:
+   * encoder tokens). The views read the current one (stack, n_rows, n_cols,
+   * causal, attention, headMatrix...); setStack switches, and the new stack's
+   * layers are decoded when first drawn. */
+  const STACK_LABEL = { encoder: 'Encoder', decoder: 'Decoder', cross: 'Cross' };
+  const stacks = stacked
+    ? meta.stacks.map(st => ({ name: st.name, label: STACK_LABEL[st.name] || st.name, chunk: 'av-' + st.name + '-',
+      rows: sides[st.rows], cols: sides[st.cols], nr: st.n_rows, nc: st.n_cols, causal: !!st.causal }))
+    : [{ name: 'self', label: 'Attention', chunk: 'av-att-', rows: main, cols: main, nr: meta.n, nc: meta.n, causal: !!meta.config.causal }];
+  for (const st of stacks) {
+    if (!st.rows || !st.cols || st.rows.n !== st.nr || st.cols.n !== st.nc) throw new Error('meta: stack ' + st.name + ' does not match its tokens');
+    st.square = st.rows === st.cols;
+    st.att = new Array(L).fill(null);   /* promises of Uint16Array (H*nr*nc) */
+    st.done = new Array(L).fill(null);
+  }
+  let cur = stacks[0];
+  const n = meta.n;
+
+  /* Layer li of stack st (default: the current one), decoded once. */
+  function attention(li, st) {
+    st = st || cur;
+    if (!st.att[li]) {
+      const want = H * st.nr * st.nc;
+      st.att[li] = readChunk(st.chunk + li).then(codes => {
+        if (codes.length !== want) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + want);
+        st.done[li] = codes;
         return codes;
       });
     }
-    return att[li];
+    return st.att[li];
   }
 
+  const qk = new Array(L).fill(null);
   function queriesKeys(li) {
     if (!meta.qk) return Promise.resolve(null);
     if (!qk[li]) {
@@ -129,55 +172,56 @@ const Data = (() => {
     return qk[li];
   }
 
-  /* Weight a[i][j] of selected head h in layer li (codes must be loaded). */
+  /* Weight a[i][j] of selected head h in layer li of the current stack (codes must be loaded). */
   function weight(li, h, i, j) {
-    return attDone[li][h * nn + i * n + j] / 10000;
+    return cur.done[li][h * cur.nr * cur.nc + i * cur.nc + j] / 10000;
   }
   function code(li, h, i, j) {
-    return attDone[li][h * nn + i * n + j];
+    return cur.done[li][h * cur.nr * cur.nc + i * cur.nc + j];
   }
-  /* Head h of layer li as a Float32Array n*n. */
+  /* Head h of layer li as a Float32Array n_rows*n_cols. */
   function headMatrix(li, h) {
-    const c = attDone[li], out = new Float32Array(nn), base = h * nn;
+    const nn = cur.nr * cur.nc, c = cur.done[li], out = new Float32Array(nn), base = h * nn;
     for (let i = 0; i < nn; i++) out[i] = c[base + i] * 1e-4;
     return out;
   }
-
-  const toks = meta.tokens, disp = meta.display_tokens || null;
-  /* the tokenizer's flags, as html.c writes them */
-  const special = meta.special.map(Boolean);
-  const wordStart = meta.word_start.map(Boolean);
-  /* raw text of token i (display text, else the vocab spelling) */
-  const text = i => (disp ? disp[i] : toks[i]);
-  /* text a continuation piece adds to its word: "##ies" adds "ies" */
-  const pieceText = i => (disp ? disp[i] : toks[i].startsWith('##') ? toks[i].slice(2) : toks[i]);
 
   /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
   const windowOf = li => (li !== undefined && meta.config.sliding_window &&
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
   return {
-    meta, n, L, H, nn,
+    meta, L, H,
     layers: meta.layers, heads: meta.heads,
-    causal: !!meta.config.causal,
-    /* first generated token (--generate): tokens [genStart, n) were generated; n when none were */
-    genStart: meta.generation ? meta.generation.prompt_tokens : n,
-    hasDisplay: !!disp,
-    special, wordStart, text, pieceText,
+    /* the stacks, whether this is an encoder-decoder page, the current stack */
+    stacks, stacked, sides,
+    get stack() { return cur; },
+    setStack(k) { cur = stacks[k]; },
+    /* the current stack's rows (queries) and columns (keys); n: rows, which is
+     * the token count of a self-attention page */
+    get n() { return cur.nr; },
+    get nr() { return cur.nr; },
+    get nc() { return cur.nc; },
+    get nn() { return cur.nr * cur.nc; },
+    get causal() { return cur.causal; },
+    /* the self-attention page's tokens (an encoder-decoder page's are the stacks' sides) */
+    genStart: main.genStart,
+    hasDisplay: main.hasDisplay,
+    special: main.special, wordStart: main.wordStart, text: main.text, pieceText: main.pieceText,
     /* shown label of raw token i; vocab spelling of i */
-    label: i => visibleText(text(i)),
-    vocab: i => toks[i],
+    label: main.label,
+    vocab: main.vocab,
     window: windowOf,
     /* mask on raw indices: key j after query i (causal), or (layer li with a
      * sliding window w) at least w tokens before it */
     masked: (i, j, li) => {
-      if (!meta.config.causal) return false;
+      if (!cur.causal) return false;
       const w = windowOf(li);
       return j > i || (w > 0 && j <= i - w);
     },
     hasQK: !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, weight, code, headMatrix,
-    loaded: li => !!attDone[li],
+    loaded: li => !!cur.done[li],
     pattern: (li, h) => (meta.head_patterns && meta.head_patterns[li] ? meta.head_patterns[li][h] : null),
     description: (li, h) => (meta.head_descriptions && meta.head_descriptions[li] ? meta.head_descriptions[li][h] : null),
   };
@@ -185,91 +229,108 @@ const Data = (() => {
 
 /* ---------------------------------------------------------------- token transforms */
 
-/* Display tokens for the current toggles: merged word pieces and hidden specials.
- * groups[g] = {label, vocab, members, seg (0 A / 1 B), special, first, gen (a member
- * was generated)}; visible =
- * indices of shown groups; filterIdx applies the sentence filter. A piece joins
- * the previous group unless it starts a word (meta.word_start: "##" pieces for
- * WordPiece, no leading space for byte-level BPE). Groups are contiguous and in
- * token order, so under a causal mask group (key) c is masked for group (query)
- * r exactly when c > r in visible order: masked(t, r, c). */
+/* Display tokens for the current toggles: merged word pieces and hidden specials,
+ * for the current stack's rows (queries) and columns (keys): t = {key, rows,
+ * cols, mr, mc, identity}, where rows and cols are side transforms (the same
+ * object for a self-attention stack). A side transform has groups[g] = {label,
+ * vocab, members, seg (0 A / 1 B), special, first, gen (a member was
+ * generated)}; visible = indices of shown groups, m of them; its side (Data's
+ * tokens). Derived matrices are mr x mc (row-major, stride mc). filterIdx
+ * applies the sentence filter. A piece joins the previous group unless it
+ * starts a word (word_start: "##" pieces for WordPiece, no leading space for
+ * byte-level BPE). Groups are contiguous and in token order, so under a causal
+ * mask group (key) c is masked for group (query) r exactly when c > r in
+ * visible order: masked(r, c). */
 const Tok = (() => {
-  const cache = new Map();
-  function build(merge, hide) {
-    const key = (merge ? 'm' : '') + (hide ? 'h' : '');
-    if (cache.has(key)) return cache.get(key);
-    const toks = Data.meta.tokens, bs = Data.meta.sentence_b_start;
+  const cache = new Map(), sideCache = new Map();
+  function buildSide(sd, merge, hide, sink) {
+    const key = sd.name + ':' + (merge ? 'm' : '') + (hide ? 'h' : '') + (sink ? 's' : '');
+    if (sideCache.has(key)) return sideCache.get(key);
+    const toks = sd.tokens, bs = sd.bStart;
     const groups = [];
     const groupOf = new Int32Array(toks.length);
     for (let i = 0; i < toks.length; i++) {
-      const special = Data.special[i];
+      const special = sd.special[i];
       const seg = bs !== null && bs !== undefined && i >= bs ? 1 : 0;
       const prev = groups[groups.length - 1];
-      if (merge && !special && !Data.wordStart[i] && prev && !prev.special && prev.seg === seg) {
+      if (merge && !special && !sd.wordStart[i] && prev && !prev.special && prev.seg === seg) {
         prev.members.push(i);
-        prev.gen = prev.gen || i >= Data.genStart;
-        prev.raw += Data.pieceText(i);
+        prev.gen = prev.gen || i >= sd.genStart;
+        prev.raw += sd.pieceText(i);
         prev.vocab += ' ' + toks[i];
       } else {
-        groups.push({ raw: Data.text(i), vocab: toks[i], members: [i], seg, special, first: i, gen: i >= Data.genStart });
+        groups.push({ raw: sd.text(i), vocab: toks[i], members: [i], seg, special, first: i, gen: i >= sd.genStart });
       }
       groupOf[i] = groups.length - 1;
     }
     for (const g of groups) g.label = visibleText(g.raw);
     const visible = [];
     /* causal models: the first token (the attention sink) hides with the specials */
-    groups.forEach((g, k) => { if (!(hide && (g.special || (Data.causal && g.first === 0)))) visible.push(k); });
+    groups.forEach((g, k) => { if (!(hide && (g.special || (sink && g.first === 0)))) visible.push(k); });
     const visIndex = new Int32Array(groups.length).fill(-1);
     visible.forEach((g, k) => { visIndex[g] = k; });
     /* column (key) slot of each original token, -1 if hidden */
     const colOf = new Int32Array(toks.length);
     for (let i = 0; i < toks.length; i++) colOf[i] = visIndex[groupOf[i]];
     const identity = !hide && groups.length === toks.length;
-    const t = { key, merge, hide, groups, visible, visIndex, groupOf, colOf, identity, m: visible.length };
+    const t = { side: sd, groups, visible, visIndex, groupOf, colOf, identity, m: visible.length };
+    sideCache.set(key, t);
+    return t;
+  }
+  function build(merge, hide) {
+    const st = Data.stack;
+    const key = (Data.stacked ? st.name + ':' : '') + (merge ? 'm' : '') + (hide ? 'h' : '');
+    if (cache.has(key)) return cache.get(key);
+    /* a decoder page's first token hides with the specials (its stacks' specials are named) */
+    const sink = st.causal && !Data.stacked;
+    const rows = buildSide(st.rows, merge, hide, sink);
+    const cols = st.cols === st.rows ? rows : buildSide(st.cols, merge, hide, sink);
+    const t = { key, merge, hide, rows, cols, mr: rows.m, mc: cols.m, identity: rows.identity && cols.identity };
     cache.set(key, t);
     return t;
   }
-  /* Indices into visible for the rows (queries) and columns (keys) of a filter. */
+  /* Indices into rows.visible / cols.visible for the rows (queries) and columns (keys) of a filter. */
   function filterIdx(t, filter) {
-    const all = t.visible.map((_, k) => k);
-    if (filter === 'all' || Data.meta.sentence_b_start === null) return { rows: all, cols: all };
-    const A = all.filter(k => t.groups[t.visible[k]].seg === 0);
-    const B = all.filter(k => t.groups[t.visible[k]].seg === 1);
+    const allR = t.rows.visible.map((_, k) => k), allC = t.cols.visible.map((_, k) => k);
+    if (filter === 'all' || t.rows !== t.cols || t.rows.side.bStart === null) return { rows: allR, cols: allC };
+    const A = allR.filter(k => t.rows.groups[t.rows.visible[k]].seg === 0);
+    const B = allR.filter(k => t.rows.groups[t.rows.visible[k]].seg === 1);
     const pick = c => (c === 'A' ? A : B);
     return { rows: pick(filter[0]), cols: pick(filter[1]) };
   }
-  /* n*n matrix (row-normalized attention-like) -> m*m for the transform. */
+  /* n_rows x n_cols matrix (row-normalized attention-like) -> mr x mc for the transform. */
   function derive(mat, t) {
-    const n = Data.n;
+    const nc = t.cols.side.n;
     if (t.identity) return mat;
-    const m = t.m, out = new Float32Array(m * m), acc = new Float64Array(m);
-    for (let g = 0; g < m; g++) {
-      const members = t.groups[t.visible[g]].members;
+    const R = t.rows, C = t.cols, mr = R.m, mc = C.m;
+    const out = new Float32Array(mr * mc), acc = new Float64Array(mc);
+    for (let g = 0; g < mr; g++) {
+      const members = R.groups[R.visible[g]].members;
       acc.fill(0);
       for (const i of members) {
-        const row = i * n;
-        for (let j = 0; j < n; j++) {
-          const c = t.colOf[j];
+        const row = i * nc;
+        for (let j = 0; j < nc; j++) {
+          const c = C.colOf[j];
           if (c >= 0) acc[c] += mat[row + j];
         }
       }
       let s = 0;
-      for (let c = 0; c < m; c++) s += acc[c];
+      for (let c = 0; c < mc; c++) s += acc[c];
       /* mean over the pieces of the query word; renormalize when specials are hidden */
       const div = t.hide ? s : members.length;
-      const o = g * m;
-      if (div > 0) for (let c = 0; c < m; c++) out[o + c] = acc[c] / div;
+      const o = g * mc;
+      if (div > 0) for (let c = 0; c < mc; c++) out[o + c] = acc[c] / div;
     }
     return out;
   }
-  /* visible group c (key) is masked for visible group r (query) */
+  /* visible group c (key) is masked for visible group r (query); causal stacks are square */
   const masked = (r, c) => Data.causal && c > r;
   /* the same for layer li, sliding windows included: a key group is outside the
    * window when its last piece is, seen from the query group's last piece */
   function maskFor(t, li) {
     const w = Data.window(li);
     if (!Data.causal || !w) return masked;
-    const last = g => { const mem = t.groups[t.visible[g]].members; return mem[mem.length - 1]; };
+    const last = g => { const mem = t.rows.groups[t.rows.visible[g]].members; return mem[mem.length - 1]; };
     return (r, c) => c > r || last(c) <= last(r) - w;
   }
   return { build, filterIdx, derive, masked, maskFor };
@@ -317,8 +378,7 @@ function aggregate(li, hs, kind, t) {
   const key = li + ':' + kind + ':' + hs.join(',') + ':' + t.key;
   let v = MatCache.get(key);
   if (v) return v;
-  const m = t.m;
-  v = new Float32Array(m * m);
+  v = new Float32Array(t.mr * t.mc);
   if (hs.length) {
     for (const h of hs) {
       const d = headDerived(li, h, t);
@@ -336,17 +396,18 @@ function aggregate(li, hs, kind, t) {
  * Computed on the raw tokens, cached per layer and head set, async so the page
  * stays responsive at 512 tokens. onProgress(done, total). */
 const Rollout = (() => {
-  const cache = new Map(); /* key hs -> array of Float32Array per layer */
+  const cache = new Map(); /* key (stack,) hs -> array of Float32Array per layer */
+  const cacheKey = hs => (Data.stacked ? Data.stack.name + ':' : '') + hs.join(',');
   async function upTo(li, hs, onProgress) {
-    const n = Data.n, nn = n * n;
-    const key = hs.join(',');
+    const st = Data.stack, n = st.nr, nn = n * n; /* a square stack */
+    const key = cacheKey(hs);
     if (!cache.has(key)) cache.set(key, []);
     const rs = cache.get(key);
     if (rs[li]) return rs[li];
     let start = li;
     while (start > 0 && !rs[start - 1]) start--;
     for (let l = start; l <= li; l++) {
-      const codes = await Data.attention(l);
+      const codes = await Data.attention(l, st);
       const A = new Float32Array(nn);
       const inv = hs.length ? 1e-4 / hs.length : 0;
       for (const h of hs) {
@@ -385,7 +446,7 @@ const Rollout = (() => {
     return rs[li];
   }
   function cached(li, hs) {
-    const rs = cache.get(hs.join(','));
+    const rs = cache.get(cacheKey(hs));
     return rs ? rs[li] || null : null;
   }
   return { upTo, cached };

@@ -8,7 +8,7 @@
  * triangle (distinct from a computed 0) and the neuron view lists only the keys
  * the query can see. */
 /* exported el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb, Tip,
-   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, seriesFor, lineThreshold, drawLines,
+   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines,
    heatCanvas, heatThumb, canvasPainterOn, CanvasPainter, SvgPainter */
 
 /* ---------------------------------------------------------------- helpers */
@@ -104,21 +104,30 @@ const Tip = (() => {
   return { show, hide, title, row, sub, box };
 })();
 
-function tokLabel(t, g) { return t.groups[t.visible[g]].label; }
+/* Token-group accessors: s is a side transform (Tok.build's t.rows or t.cols),
+ * g an index into its visible groups. */
+function tokLabel(s, g) { return s.groups[s.visible[g]].label; }
 /* Vocab spelling(s) and position, for a title attribute (byte-level BPE pages,
  * where the shown text differs from convert_ids_to_tokens' "Ġflies"). */
-function tokTitle(t, g) {
-  const grp = t.groups[t.visible[g]];
-  if (!Data.hasDisplay) return null;
+function tokTitle(s, g) {
+  const grp = s.groups[s.visible[g]];
+  if (!s.side.hasDisplay) return null;
   return 'vocab: ' + grp.vocab + '\nposition ' + grp.first + (grp.members.length > 1 ? '–' + grp.members[grp.members.length - 1] : '');
 }
 const MASKED_TEXT = 'masked: the query cannot see this key (it comes after the query, or outside a sliding window), attention 0';
-function tokSeg(t, g) { return t.groups[t.visible[g]].seg; }
-function tokSpecial(t, g) { return t.groups[t.visible[g]].special; }
-function tokPos(t, g) { return t.groups[t.visible[g]].first; }
+function tokSeg(s, g) { return s.groups[s.visible[g]].seg; }
+function tokSpecial(s, g) { return s.groups[s.visible[g]].special; }
+function tokPos(s, g) { return s.groups[s.visible[g]].first; }
 /* last raw token of the group (a word's prediction is its last piece's); generated (--generate) */
-function tokLast(t, g) { const mem = t.groups[t.visible[g]].members; return mem[mem.length - 1]; }
-function tokGen(t, g) { return t.groups[t.visible[g]].gen; }
+function tokLast(s, g) { const mem = s.groups[s.visible[g]].members; return mem[mem.length - 1]; }
+function tokGen(s, g) { return s.groups[s.visible[g]].gen; }
+
+/* An encoder-decoder page's current stack in words: its rows and columns
+ * ("decoder tokens", "encoder tokens") and their sides' names. */
+function stackAxes() {
+  const st = Data.stack;
+  return { rows: st.rows.name + ' tokens', cols: st.cols.name + ' tokens', rowSide: st.rows.name, colSide: st.cols.name };
+}
 
 /* The series a head/matrix view draws: [{mat, color, name, h}] for spec
  * {li, mode, hs, t}; null when rollout is not computed yet. */
@@ -150,7 +159,8 @@ function lineLists(rows, cols, iso) {
 
 /* The weight threshold for drawing: 1/255 (0.0015 when one token is
  * isolated), raised so at most LINE_LIMIT lines are drawn. Returns
- * {minW, total, drawn}. */
+ * {minW, total, drawn}. Here and below m is the matrices' row stride (their
+ * visible columns: Tok.build's t.mc), rows and cols index its rows and columns. */
 function lineThreshold(series, m, rows, cols, iso) {
   const base = iso ? 0.0015 : 0.004;
   const { rList, cList } = lineLists(rows, cols, iso);
@@ -261,9 +271,10 @@ function heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, maskRgb, maskFn
   return cv;
 }
 
-/* Max-pooled thumbnail, S x S pixels, scaled to its own largest weight. A
+/* Max-pooled thumbnail, S x S pixels (keepShape: a rectangular matrix keeps
+ * its shape, the longer side S pixels), scaled to its own largest weight. A
  * pixel all of whose cells are masked gets maskRgb (when given). */
-function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn) {
+function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn, keepShape) {
   const isMasked = maskFn || Tok.masked;
   const R = rows.length, C = cols.length;
   if (R <= S && C <= S) {
@@ -271,16 +282,18 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn) {
     for (const r of rows) for (const c of cols) if (mat[r * m + c] > mx) mx = mat[r * m + c];
     return heatCanvas(mat, m, rows, cols, rgb, bgRgb, gamma, mx || 1, maskRgb, isMasked);
   }
+  const SW = !keepShape || C >= R ? S : Math.max(1, Math.round((S * C) / R));
+  const SH = !keepShape || R >= C ? S : Math.max(1, Math.round((S * R) / C));
   const cv = document.createElement('canvas');
-  cv.width = S;
-  cv.height = S;
-  const buf = new Float32Array(S * S);
-  const open = new Uint8Array(S * S); /* some cell of the pixel is not masked */
+  cv.width = SW;
+  cv.height = SH;
+  const buf = new Float32Array(SW * SH);
+  const open = new Uint8Array(SW * SH); /* some cell of the pixel is not masked */
   for (let r = 0; r < R; r++) {
-    const py = ((r * S) / R) | 0, ro = rows[r] * m;
+    const py = ((r * SH) / R) | 0, ro = rows[r] * m;
     for (let c = 0; c < C; c++) {
-      const px = ((c * S) / C) | 0;
-      const o = py * S + px;
+      const px = ((c * SW) / C) | 0;
+      const o = py * SW + px;
       if (maskRgb && isMasked(rows[r], cols[c])) continue;
       open[o] = 1;
       const w = mat[ro + cols[c]];
@@ -288,12 +301,12 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn) {
     }
   }
   const ctx = cv.getContext('2d');
-  const img = ctx.createImageData(S, S);
+  const img = ctx.createImageData(SW, SH);
   const d = img.data;
   let mx = 0;
-  for (let i = 0; i < S * S; i++) if (buf[i] > mx) mx = buf[i];
+  for (let i = 0; i < SW * SH; i++) if (buf[i] > mx) mx = buf[i];
   const inv = mx > 0 ? 1 / mx : 0;
-  for (let i = 0; i < S * S; i++) {
+  for (let i = 0; i < SW * SH; i++) {
     if (maskRgb && !open[i]) {
       d[i * 4] = maskRgb[0]; d[i * 4 + 1] = maskRgb[1]; d[i * 4 + 2] = maskRgb[2]; d[i * 4 + 3] = 255;
       continue;

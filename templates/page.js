@@ -14,9 +14,11 @@
  * layers itself (else the page waits for the shown layer, and for the
  * rollout when it uses the mode control); mergeNote: the status line when it
  * ignores "merge"; draw(host, c): the controller (or null, or a promise of
- * one); exportTitle(modelName, c). */
+ * one); exportTitle(modelName, c); unavailable(): why this page cannot show
+ * it (its tab is disabled), or null. */
 const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX];
 const viewOf = id => VIEWS.find(v => v.id === id);
+const unavailable = v => (v.unavailable ? v.unavailable() : null);
 
 const $ = id => document.getElementById(id);
 const meta = Data.meta;
@@ -35,6 +37,7 @@ const S = {
   merge: false,
   gamma: 1,
   query: 1,                         /* neuron view: raw token index */
+  stack: 0,                         /* index into Data.stacks (encoder-decoder pages: encoder, decoder, cross) */
   pin: -1,                          /* generated token picked by the step control (raw index), -1: none */
 };
 {
@@ -53,7 +56,7 @@ const S = {
     meta.init_heads.forEach(h => { const i = meta.heads.indexOf(h); if (i >= 0) S.active[i] = true; });
     S.focus = S.active.indexOf(true);
   }
-  if (typeof meta.init_view === 'string' && viewOf(meta.init_view)) S.view = meta.init_view;
+  if (typeof meta.init_view === 'string' && viewOf(meta.init_view) && !unavailable(viewOf(meta.init_view))) S.view = meta.init_view;
 }
 const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
 const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
@@ -75,13 +78,17 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   $('model-name').textContent = meta.model || 'model';
   $('model-dtype').textContent = meta.dtype || '';
   if (!meta.dtype) $('model-dtype').hidden = true;
-  $('model-causal').hidden = !Data.causal;
+  $('model-causal').hidden = !Data.causal || Data.stacked;
+  /* attnviz render's encoder-decoder config knows layers and heads only */
+  const known = v => !Data.stacked || (v && v !== 'unknown');
   const parts = [
     c.model_type ? c.model_type.toUpperCase() : null,
     c.layers + ' layers', c.heads + ' heads',
     c.kv_heads ? c.kv_heads + ' key/value heads (grouped)' : null,
-    'hidden ' + c.hidden_size, 'd_head ' + c.head_dim,
-    'FFN ' + c.intermediate_size, c.hidden_act, 'vocab ' + fmtInt(c.vocab_size), 'max ' + c.max_position_embeddings + ' positions',
+    known(c.hidden_size) ? 'hidden ' + c.hidden_size : null, known(c.head_dim) ? 'd_head ' + c.head_dim : null,
+    known(c.intermediate_size) ? 'FFN ' + c.intermediate_size : null, known(c.hidden_act) ? c.hidden_act : null,
+    known(c.vocab_size) ? 'vocab ' + fmtInt(c.vocab_size) : null,
+    !Data.stacked ? 'max ' + c.max_position_embeddings + ' positions' : null,
     c.positions === 'rotary' ? 'rotary positions' : null,
     c.sliding_window ? 'sliding window ' + c.sliding_window + ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
     c.attn_logit_softcapping ? 'scores soft-capped at ' + c.attn_logit_softcapping : null,
@@ -97,10 +104,19 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     if (extra) r.appendChild(el('span', 'meta', extra));
     il.appendChild(r);
   };
-  addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');
-  if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
-  addRow('Tokens', Data.n + ' (' + Data.special.filter(Boolean).length + ' special)' +
-    (meta.truncated ? ' — ' + meta.truncated + ' tokens truncated' : ''));
+  if (Data.stacked) {
+    /* encoder-decoder: each side's tokens as text */
+    if (meta.text) addRow('Input', meta.text);
+    for (const sd of Object.values(Data.sides)) {
+      addRow(sd.name[0].toUpperCase() + sd.name.slice(1), sideText(sd),
+        sd.n + ' tokens (' + sd.special.filter(Boolean).length + ' special)');
+    }
+  } else {
+    addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');
+    if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);
+    addRow('Tokens', Data.n + ' (' + Data.special.filter(Boolean).length + ' special)' +
+      (meta.truncated ? ' — ' + meta.truncated + ' tokens truncated' : ''));
+  }
 
   const notes = $('notes');
   const note = (cls, strong, text) => {
@@ -132,10 +148,17 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
   if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
+  if (Data.stacked) {
+    note('info', 'Encoder-decoder attention:', 'choose ' + Data.stacks.map(st => st.label).join(', ') + ' in the Stack control (key S). ' +
+      (Data.stacks.some(st => st.name === 'cross') ? 'Cross attention: decoder tokens (queries) attend to encoder tokens (keys). ' : '') +
+      'The neuron view needs queries and keys, which encoder-decoder attention given to attnviz render does not carry.');
+    notes.lastChild.id = 'stack-note';
+  }
   const foot = $('foot');
   foot.appendChild(document.createTextNode('Keys: '));
   [['[', ']', 'layer'], ['1', String(VIEWS.length), 'views'], ['T', '', 'theme'], ['Esc', '', 'unpin / close']]
-    .concat(Pred.gen ? [['←', '→', 'generated token']] : []).forEach(([a, b, what], i) => {
+    .concat(Pred.gen ? [['←', '→', 'generated token']] : [])
+    .concat(Data.stacked ? [['S', '', Data.stacks.map(st => st.label.toLowerCase()).join(' / ')]] : []).forEach(([a, b, what], i) => {
     if (i) foot.appendChild(document.createTextNode(' · '));
     foot.appendChild(el('kbd', null, a));
     if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
@@ -153,13 +176,16 @@ Pred.init({ onStep: pos => { S.pin = pos; if (pos >= 0) S.query = pos; return re
 /* Toggle labels name this model's special tokens and piece convention. A
  * decoder's first token takes most attention in most heads (the "attention
  * sink"), so for causal models the toggle hides it too. */
+/* the sink rule is a decoder page's; an encoder-decoder page names its sides' specials */
+const sinkPage = Data.causal && !Data.stacked;
 const specialNames = (() => {
   const names = [];
-  meta.tokens.forEach((tk, i) => { if (Data.special[i] && !names.includes(tk)) names.push(tk); });
-  if (Data.causal && !Data.special[0]) names.unshift('first token');
+  const lists = Data.stacked ? Object.values(Data.sides) : [{ tokens: meta.tokens, special: Data.special }];
+  lists.forEach(sd => sd.tokens.forEach((tk, i) => { if (sd.special[i] && !names.includes(tk)) names.push(tk); }));
+  if (sinkPage && !Data.special[0]) names.unshift('first token');
   return names.join('/');
 })();
-if (Data.causal) {
+if (sinkPage) {
   $('hide-special-text').textContent = 'Hide sink (' + specialNames + ')';
   $('hide-special-label').title = 'Hide the first token, where decoders park attention (the attention sink)' +
     (specialNames !== 'first token' ? ', and the special tokens' : '') + '; each row is renormalized over the tokens left';
@@ -187,6 +213,8 @@ VIEWS.forEach(v => {
   b.setAttribute('role', 'tab');
   b.dataset.view = v.id;
   b.id = 'tab-' + v.id;
+  const why = unavailable(v);
+  if (why) { b.disabled = true; b.title = why; }
   $('tabs').appendChild(b);
   const sec = el('section', 'view');
   sec.id = 'view-' + v.id;
@@ -215,6 +243,39 @@ document.querySelectorAll('#filter-seg [data-filter]').forEach(b => {
   b.addEventListener('click', () => { S.filter = b.dataset.filter; render(); });
 });
 $('hide-special').addEventListener('change', e => { S.hide = e.target.checked; render(); });
+
+/* Encoder-decoder pages: which stack the views draw (bertviz's Encoder /
+ * Decoder / Cross selector); key S steps through them. */
+const STACK_TITLE = {
+  encoder: 'The encoder\'s self-attention: encoder tokens attending to encoder tokens',
+  decoder: 'The decoder\'s self-attention (causal): decoder tokens attending to themselves and earlier decoder tokens',
+  cross: 'Cross attention: decoder tokens (left, rows) attending to encoder tokens (right, columns)',
+};
+if (Data.stacked) {
+  $('ctl-stack').hidden = false;
+  $('ctl-filter').hidden = true; /* sentence pairs are a self-attention page's */
+  Data.stacks.forEach((st, k) => {
+    const b = el('button', null, st.label);
+    b.type = 'button';
+    b.setAttribute('role', 'radio');
+    b.dataset.stack = st.name;
+    b.title = STACK_TITLE[st.name] || st.label;
+    b.addEventListener('click', () => setStack(k));
+    $('stack-seg').appendChild(b);
+  });
+}
+function setStack(k) {
+  if (typeof k === 'string') k = Data.stacks.findIndex(st => st.name === k);
+  if (!(k >= 0 && k < Data.stacks.length)) return Promise.resolve();
+  if (k === S.stack) return render();
+  S.stack = k;
+  Data.setStack(k);
+  S.pin = -1;
+  /* rollout multiplies a square stack through its layers: not cross attention */
+  if (S.mode === 'rollout' && !Data.stack.square) S.mode = 'mean';
+  if (!$('modal').hidden) closeModal();
+  return render();
+}
 $('merge-pieces').addEventListener('change', e => { S.merge = e.target.checked; render(); });
 $('contrast').addEventListener('change', e => { S.gamma = e.target.checked ? 0.5 : 1; render(); });
 $('theme-btn').addEventListener('click', () => { setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'); buildChips(); render(); });
@@ -222,7 +283,7 @@ $('export-svg').addEventListener('click', () => doExport('svg'));
 $('export-png').addEventListener('click', () => doExport('png'));
 
 function setView(v) {
-  if (!viewOf(v)) return Promise.resolve(); /* not a view: nothing to draw */
+  if (!viewOf(v) || unavailable(viewOf(v))) return Promise.resolve(); /* not a view (here): nothing to draw */
   S.view = v;
   return render();
 }
@@ -296,6 +357,7 @@ document.addEventListener('keydown', ev => {
   else if (ev.key === ']' || ev.key === 'ArrowRight' && ev.altKey) stepLayer(1);
   else if (ev.key >= '1' && ev.key <= String(VIEWS.length) && !ev.ctrlKey && !ev.metaKey) setView(VIEWS[+ev.key - 1].id);
   else if (ev.key === 't' || ev.key === 'T') $('theme-btn').click();
+  else if ((ev.key === 's' || ev.key === 'S') && Data.stacked && !ev.ctrlKey && !ev.metaKey) setStack((S.stack + 1) % Data.stacks.length);
   else if (ev.key === 'Escape') {
     if (!$('modal').hidden) closeModal();
     else if (current && current.clearPin) current.clearPin();
@@ -319,6 +381,12 @@ function updateControls() {
   layerSel.value = String(S.layer);
   $('layer-prev').disabled = S.layer === 0;
   $('layer-next').disabled = S.layer === Data.L - 1;
+  if (Data.stacked) {
+    document.querySelectorAll('#stack-seg [data-stack]').forEach(b => b.setAttribute('aria-checked', b.dataset.stack === Data.stack.name ? 'true' : 'false'));
+    const rb = document.querySelector('#mode-seg [data-mode=rollout]');
+    rb.disabled = !Data.stack.square;
+    rb.title = Data.stack.square ? ROLLOUT_TITLE : 'Rollout multiplies self-attention through the layers: not for cross attention';
+  }
   const u = viewOf(S.view).uses;
   $('ctl-mode').hidden = !u.mode;
   $('ctl-layer').hidden = !u.layer;
@@ -331,6 +399,11 @@ function updateControls() {
   updateChips();
 }
 
+const ROLLOUT_TITLE = document.querySelector('#mode-seg [data-mode=rollout]').title;
+/* an encoder-decoder side's tokens as text (display pieces joined, WordPiece spaced) */
+function sideText(sd) {
+  return sd.hasDisplay ? sd.tokens.map((_, i) => sd.text(i)).join('').trim() : sd.tokens.join(' ');
+}
 function viewTitle() {
   const L = Data.layers[S.layer];
   const hs = activeHeads();
@@ -338,7 +411,8 @@ function viewTitle() {
     ? (hs.length === Data.H ? 'all heads' : 'head' + (hs.length === 1 ? ' ' : 's ') + hs.map(h => Data.heads[h]).join(', '))
     : S.mode + ' of ' + hs.length + ' head' + (hs.length === 1 ? '' : 's');
   const filt = S.filter === 'all' ? '' : ' · ' + S.filter[0] + '→' + S.filter[1];
-  const input = (meta.text || '').slice(0, 60) + ((meta.text || '').length > 60 ? '…' : '');
+  const text = meta.text || (Data.stacked ? sideText(Data.stack.rows) : '');
+  const input = text.slice(0, 60) + (text.length > 60 ? '…' : '');
   return { L, hs, headsTxt, filt, input };
 }
 
@@ -398,7 +472,7 @@ async function render() {
 
 function statusLine() {
   const parts = [];
-  if (S.hide) parts.push((Data.causal ? 'sink (' + specialNames + ')' : specialNames) + ' hidden, rows renormalized');
+  if (S.hide) parts.push((sinkPage ? 'sink (' + specialNames + ')' : specialNames) + ' hidden, rows renormalized');
   const view = viewOf(S.view);
   if (S.merge && view.uses.merge) parts.push((Data.hasDisplay ? 'word pieces' : '## pieces') + ' merged (to: summed, from: averaged)');
   if (S.merge && !view.uses.merge && view.mergeNote) parts.push(view.mergeNote);
@@ -413,6 +487,7 @@ function finish(gen) {
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
+  if (Data.stacked) document.body.dataset.stack = Data.stack.name;
   if (!readyOnce) {
     readyOnce = true;
     /* interactive = the first view painted: after the next frame */
@@ -425,11 +500,14 @@ function finish(gen) {
   }
 }
 
-/* Decodes the other layers in the background once the first view is up. */
+/* Decodes the other layers (of every stack, the shown one first) in the background once the first view is up. */
 async function loadRest() {
-  for (let li = 0; li < Data.L; li++) {
-    await Data.attention(li);
-    await new Promise(r => setTimeout(r, 0));
+  const order = [Data.stack].concat(Data.stacks.filter(st => st !== Data.stack));
+  for (const st of order) {
+    for (let li = 0; li < Data.L; li++) {
+      await Data.attention(li, st);
+      await new Promise(r => setTimeout(r, 0));
+    }
   }
   document.body.dataset.loaded = '1';
 }
@@ -451,7 +529,7 @@ function openModal(li, h) {
   const t = Tok.build(S.merge, S.hide);
   Data.attention(li).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
-    if (Math.max(t.m) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
+    if (Math.max(t.mr, t.mc) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
     else modalCtl = MatrixView(box, { li, mode: 'heads', hs: [h], focus: h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
   });
@@ -482,13 +560,14 @@ document.querySelectorAll('#modal [data-open]').forEach(b => b.addEventListener(
 function exportName(ext) {
   const L = Data.layers[S.layer];
   const u = viewOf(S.view).uses;
-  const base = 'attnviz-' + S.view + (u.layer ? '-layer' + L : '') +
+  const base = 'attnviz-' + S.view + (Data.stacked ? '-' + Data.stack.name : '') + (u.layer ? '-layer' + L : '') +
     (pickMode() ? '-head' + Data.heads[S.focus] : '') +
     (S.mode !== 'heads' && u.mode ? '-' + S.mode : '');
   return base + '.' + ext;
 }
 function exportTitle() {
-  return viewOf(S.view).exportTitle(meta.model || 'model', { mode: S.mode, focus: S.focus, vt: viewTitle() });
+  const model = (meta.model || 'model') + (Data.stacked ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '');
+  return viewOf(S.view).exportTitle(model, { mode: S.mode, focus: S.focus, vt: viewTitle() });
 }
 async function exportData(kind) {
   const ctl = modalCtl && !$('modal').hidden ? modalCtl : current;
@@ -531,7 +610,7 @@ window.addEventListener('resize', () => {
 
 window.attnviz = {
   meta, data: Data, state: S, pred: Pred,
-  render, setView,
+  render, setView, setStack,
   setLayer(li) { S.layer = li; return render(); },
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),

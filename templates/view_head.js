@@ -5,7 +5,7 @@
  * derived matrices behind seriesFor (headDerived, aggregate, rolloutDerived);
  * Data.pattern for the tooltip. */
 /* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, theme, Tip, tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokLast, tokGen,
-   MASKED_TEXT, seriesFor, lineThreshold, drawLines, fmtAtt */
+   MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines, fmtAtt */
 /* exported HeadView, VIEW_HEAD */
 
 /* ---------------------------------------------------------------- head view */
@@ -16,7 +16,7 @@
 function HeadView(host, spec) {
   const { t } = spec;
   const masked = Tok.maskFor(t, spec.li);
-  const m = t.m;
+  const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   const series = seriesFor(spec);
   host.textContent = '';
@@ -38,17 +38,18 @@ function HeadView(host, spec) {
   const stripR = el('canvas', 'hv-strip');
   const H = nmax * rh;
   const mkRow = (g, side, k) => {
+    const ts = side === 'L' ? t.rows : t.cols;
     const d = el('div', 'tok');
     d.style.height = rh + 'px';
     d.dataset.side = side;
     d.dataset.k = k;
-    d.dataset.pos = tokPos(t, g);
-    d.dataset.last = tokLast(t, g);
-    if (tokSpecial(t, g)) d.classList.add('special');
-    if (tokGen(t, g)) d.classList.add('gen');
-    if (tokSeg(t, g) === 1) d.classList.add('seg-b');
-    const tt = el('span', 't', tokLabel(t, g));
-    const ttl = tokTitle(t, g);
+    d.dataset.pos = tokPos(ts, g);
+    d.dataset.last = tokLast(ts, g);
+    if (tokSpecial(ts, g)) d.classList.add('special');
+    if (tokGen(ts, g)) d.classList.add('gen');
+    if (tokSeg(ts, g) === 1) d.classList.add('seg-b');
+    const tt = el('span', 't', tokLabel(ts, g));
+    const ttl = tokTitle(ts, g);
     if (ttl) d.title = ttl;
     const v = el('span', 'v');
     if (side === 'L') { d.appendChild(v); d.appendChild(tt); } else { d.appendChild(tt); d.appendChild(v); }
@@ -69,7 +70,7 @@ function HeadView(host, spec) {
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
   if (spec.pin >= 0) {
-    const k = rows.indexOf(t.visIndex[t.groupOf[spec.pin]]);
+    const k = rows.indexOf(t.rows.visIndex[t.rows.groupOf[spec.pin]]);
     if (k >= 0) iso = pinned = { side: 'L', k };
   }
 
@@ -142,7 +143,7 @@ function HeadView(host, spec) {
     const r = pinned.side === 'L' ? rows[pinned.k] : rows[k];
     const c = pinned.side === 'L' ? cols[k] : cols[pinned.k];
     Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, tokLabel(t, r) + '  →  ' + tokLabel(t, c));
+      Tip.title(box, tokLabel(t.rows, r) + '  →  ' + tokLabel(t.cols, c));
       if (masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
       for (const s of series) {
         const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
@@ -180,8 +181,8 @@ function HeadView(host, spec) {
     measure.font = fs + 'px ' + th.sans;
     const tw = k => measure.measureText(k).width;
     let lw = 0, rw = 0;
-    rows.forEach(g => { lw = Math.max(lw, tw(tokLabel(t, g))); });
-    cols.forEach(g => { rw = Math.max(rw, tw(tokLabel(t, g))); });
+    rows.forEach(g => { lw = Math.max(lw, tw(tokLabel(t.rows, g))); });
+    cols.forEach(g => { rw = Math.max(rw, tw(tokLabel(t.cols, g))); });
     lw = Math.min(240, Math.ceil(lw)) + 12;
     rw = Math.min(240, Math.ceil(rw)) + 12;
     const pad = 20, top = 50, W = pad + lw + linesW + rw + pad, Ht = top + H + pad;
@@ -207,12 +208,12 @@ function HeadView(host, spec) {
     }
     const hot = iso;
     rows.forEach((g, k) => {
-      const c = tokSpecial(t, g) ? th.muted : th.ink;
-      p.text(x0 - 8, top + k * rh + rh / 2, tokLabel(t, g), { size: fs, color: c, anchor: 'end', baseline: 'middle', weight: hot && hot.side === 'L' && hot.k === k ? 700 : 400 });
+      const c = tokSpecial(t.rows, g) ? th.muted : th.ink;
+      p.text(x0 - 8, top + k * rh + rh / 2, tokLabel(t.rows, g), { size: fs, color: c, anchor: 'end', baseline: 'middle', weight: hot && hot.side === 'L' && hot.k === k ? 700 : 400 });
     });
     cols.forEach((g, k) => {
-      const c = tokSpecial(t, g) ? th.muted : th.ink;
-      p.text(x1 + 8, top + k * rh + rh / 2, tokLabel(t, g), { size: fs, color: c, baseline: 'middle', weight: hot && hot.side === 'R' && hot.k === k ? 700 : 400 });
+      const c = tokSpecial(t.cols, g) ? th.muted : th.ink;
+      p.text(x1 + 8, top + k * rh + rh / 2, tokLabel(t.cols, g), { size: fs, color: c, baseline: 'middle', weight: hot && hot.side === 'R' && hot.k === k ? 700 : 400 });
     });
     return p;
   }
@@ -233,9 +234,11 @@ const VIEW_HEAD = {
   draw(host, c) {
     host.textContent = '';
     const ttl = el('div', 'view-title');
-    ttl.appendChild(el('h2', null, 'Head view · layer ' + c.vt.L));
-    ttl.appendChild(el('span', 'sub', 'Left: queries, right: keys; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
-      (Data.causal ? ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).' : '')));
+    ttl.appendChild(el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
+    ttl.appendChild(el('span', 'sub', (Data.stacked ? 'Left: ' + stackAxes().rows + ' (queries), right: ' + stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
+      '; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
+      (Data.causal ? (Data.stacked ? ' Decoder self-attention is causal: a token attends only to itself and earlier tokens (later keys are masked and dimmed).'
+        : ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).') : '')));
     host.appendChild(ttl);
     const box = el('div');
     host.appendChild(box);

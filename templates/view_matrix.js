@@ -4,7 +4,7 @@
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind seriesFor; Data.pattern. */
 /* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, tokGen, MASKED_TEXT,
-   seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
+   stackAxes, seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
 /* exported MatrixView, VIEW_MATRIX */
 
 /* ---------------------------------------------------------------- matrix view */
@@ -17,7 +17,7 @@ function MatrixView(host, spec) {
   const { t } = spec;
   const masked = Tok.maskFor(t, spec.li);
   const win = Data.window(spec.li);
-  const m = t.m;
+  const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
   const sspec = Object.assign({}, spec, { hs: spec.mode === 'heads' ? [spec.focus] : spec.hs });
@@ -29,8 +29,11 @@ function MatrixView(host, spec) {
   const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
   const what = s.h >= 0 ? 'head ' + Data.heads[s.h] + (pat ? ' (' + pat + ')' : '') :
     s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
-  title.appendChild(el('h2', null, 'Matrix view · layer ' + Data.layers[spec.li] + ', ' + what));
-  title.appendChild(el('span', 'sub', 'Rows: queries (attending), columns: keys (attended to). Hover a cell for its weight.' +
+  title.appendChild(el('h2', null, 'Matrix view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') +
+    'layer ' + Data.layers[spec.li] + ', ' + what));
+  const ax = Data.stacked ? stackAxes() : null;
+  title.appendChild(el('span', 'sub', (ax ? 'Rows: ' + ax.rows + ' (queries), columns: ' + ax.cols + ' (keys)' : 'Rows: queries (attending), columns: keys (attended to)') +
+    '. Hover a cell for its weight.' +
     (Data.causal ? ' Hatched: masked (a key after its query; causal model' +
       (win ? '; or ' + win + ' or more tokens before it: this layer\'s sliding window' : '') + ').' : '')));
   host.appendChild(title);
@@ -42,11 +45,14 @@ function MatrixView(host, spec) {
   const fs = big <= 40 ? 13 : 11;
   measure.font = fs + 'px ' + th.sans;
   let labW = 0;
-  const labels = [];
-  for (let g = 0; g < m; g++) labels.push(tokLabel(t, g));
-  for (const g of rows) labW = Math.max(labW, measure.measureText(labels[g]).width);
+  /* labels of the visible row and column groups (the same list for a self-attention stack) */
+  const rowLabels = [];
+  for (let g = 0; g < t.mr; g++) rowLabels.push(tokLabel(t.rows, g));
+  const colLabels = t.cols === t.rows ? rowLabels : [];
+  if (t.cols !== t.rows) for (let g = 0; g < t.mc; g++) colLabels.push(tokLabel(t.cols, g));
+  for (const g of rows) labW = Math.max(labW, measure.measureText(rowLabels[g]).width);
   let labH = 0;
-  for (const g of cols) labH = Math.max(labH, measure.measureText(labels[g]).width);
+  for (const g of cols) labH = Math.max(labH, measure.measureText(colLabels[g]).width);
   labW = Math.min(150, Math.ceil(labW)) + 10;
   labH = Math.min(150, Math.ceil(labH)) + 10;
   let cell = Math.floor((avail - labW) / Math.max(C, 1));
@@ -87,7 +93,7 @@ function MatrixView(host, spec) {
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
   const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
   /* sentence boundary (first B token) on each axis */
-  const bRow = rows.findIndex(g => tokSeg(t, g) === 1), bCol = cols.findIndex(g => tokSeg(t, g) === 1);
+  const bRow = rows.findIndex(g => tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => tokSeg(t.cols, g) === 1);
   /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
    * a suffix of the columns (groups are in token order) */
   const maskRuns = [];
@@ -114,8 +120,8 @@ function MatrixView(host, spec) {
       .concat(windowRuns.map(u => [ox + labW, oy + labH + u.r * cell, u.k * cell, cell]));
     if (rects.length) p.hatch(rects, th.maskBg, th.maskLine);
   }
-  const labColor = g => (tokGen(t, g) ? th.gen : tokSpecial(t, g) ? th.muted : th.ink);
-  const pinRow = spec.pin >= 0 ? rows.indexOf(t.visIndex[t.groupOf[spec.pin]]) : -1;
+  const labColor = (ts, g) => (tokGen(ts, g) ? th.gen : tokSpecial(ts, g) ? th.muted : th.ink);
+  const pinRow = spec.pin >= 0 ? rows.indexOf(t.rows.visIndex[t.rows.groupOf[spec.pin]]) : -1;
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
     paintMask(p, ox, oy);
@@ -123,12 +129,12 @@ function MatrixView(host, spec) {
     if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
     if (!labelsToo) return;
     if (showLabels) {
-      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, labels[g], labW - 10), { size: fs, color: labColor(g), anchor: 'end', baseline: 'middle', weight: r === pinRow ? 700 : 400 }));
-      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, labels[g], labH - 10), { size: fs, color: labColor(g), baseline: 'middle', rotate: -90 }));
+      rows.forEach((g, r) => p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, fitText(measure, rowLabels[g], labW - 10), { size: fs, color: labColor(t.rows, g), anchor: 'end', baseline: 'middle', weight: r === pinRow ? 700 : 400 }));
+      cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, colLabels[g], labH - 10), { size: fs, color: labColor(t.cols, g), baseline: 'middle', rotate: -90 }));
     } else {
       const step = Math.ceil(40 / cell);
-      for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
-      for (let c = 0; c < C; c += step * 2) p.text(ox + labW + c * cell + cell / 2, oy + labH - 8, String(tokPos(t, cols[c])), { size: 10, color: th.muted, anchor: 'middle', baseline: 'middle' });
+      for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t.rows, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
+      for (let c = 0; c < C; c += step * 2) p.text(ox + labW + c * cell + cell / 2, oy + labH - 8, String(tokPos(t.cols, cols[c])), { size: 10, color: th.muted, anchor: 'middle', baseline: 'middle' });
     }
   }
   const screenPainter = canvasPainterOn(ctx);
@@ -155,6 +161,8 @@ function MatrixView(host, spec) {
   ov.dataset.labw = labW;
   ov.dataset.labh = labH;
   ov.dataset.cell = cell;
+  ov.dataset.rows = R;
+  ov.dataset.cols = C;
   ov.addEventListener('mousemove', ev => {
     const r0 = ov.getBoundingClientRect();
     const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
@@ -169,11 +177,11 @@ function MatrixView(host, spec) {
     octx.globalAlpha = 1;
     const gr = rows[r], gc = cols[c];
     Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, labels[gr] + '  →  ' + labels[gc]);
+      Tip.title(box, rowLabels[gr] + '  →  ' + colLabels[gc]);
       if (masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
       else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
-      Tip.sub(box, 'query ' + tokPos(t, gr) + ', key ' + tokPos(t, gc));
-      if (Data.hasDisplay) Tip.sub(box, 'vocab: ' + t.groups[t.visible[gr]].vocab + '  →  ' + t.groups[t.visible[gc]].vocab);
+      Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + tokPos(t.cols, gc));
+      if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
     });
   });
   ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });

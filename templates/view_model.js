@@ -3,7 +3,7 @@
  * as the layers decode; a click opens one head large. Needs from data.js:
  * Data.attention (every layer, in the background), Data.headMatrix, Tok
  * (derive, filterIdx, masked), Data.pattern. */
-/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb */
+/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb, stackAxes */
 /* exported ModelView, VIEW_MODEL */
 
 /* ---------------------------------------------------------------- model view */
@@ -11,14 +11,19 @@
 /* Grid of every layer x head. spec {t, filter, gamma, cur:{li,h}, onOpen(li,h)}. */
 function ModelView(host, spec) {
   const { t } = spec;
-  const m = t.m;
+  const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
   const title = el('div', 'view-title');
-  title.appendChild(el('h2', null, 'Model view'));
+  const ax = Data.stacked ? stackAxes() : null;
+  title.appendChild(el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
   const lineThumbs = Math.max(rows.length, cols.length) <= 40;
-  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight)' : ' (heat maps, max-pooled, each scaled to its own largest weight; rows = queries, columns = keys)') + '. Click a thumbnail to open it large.' +
-    (Data.causal ? (lineThumbs ? ' Causal model: no line goes to a later token.' : ' Causal model: the masked upper triangle is grey.') : '')));
+  const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
+    : 'rows = queries, columns = keys';
+  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
+    : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
+    (Data.causal ? (lineThumbs ? ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': no line goes to a later token.'
+      : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '')));
   host.appendChild(title);
   /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
   const avail = Math.max(480, host.clientWidth - 42);
@@ -61,6 +66,7 @@ function ModelView(host, spec) {
   const th = theme();
   const bgRgb = hexRgb(th.bg);
   const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
+  const rect = !Data.stack.square;
   function drawLayer(li) {
     for (let h = 0; h < Data.H; h++) {
       const cv = cells[li][h];
@@ -80,10 +86,13 @@ function ModelView(host, spec) {
         drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
       } else {
         const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb,
-          Tok.maskFor(t, li));
+          Tok.maskFor(t, li), rect);
         ctx.imageSmoothingEnabled = hc.width < S;
         ctx.imageSmoothingEnabled = false;
-        ctx.drawImage(hc, 0, 0, S, S);
+        /* a rectangular stack (cross attention) keeps its shape, centered */
+        const k = rect ? S / Math.max(rows.length, cols.length, 1) : 0;
+        const dw = rect ? cols.length * k : S, dh = rect ? rows.length * k : S;
+        ctx.drawImage(hc, (S - dw) / 2, (S - dh) / 2, dw, dh);
       }
     }
   }

@@ -21,8 +21,8 @@ function NeuronView(host, spec, qk) {
   const q = qk.q[h], k = qk.k[h], dq = qk.decQ[h], dk = qk.decK[h];
   const sq = Math.pow(10, -dq), sk = Math.pow(10, -dk);
   let qi = spec.qi;
-  const rawRows = rows.map(g => tokPos(t, g));
-  const rawCols = cols.map(g => tokPos(t, g));
+  const rawRows = rows.map(g => tokPos(t.rows, g));
+  const rawCols = cols.map(g => tokPos(t.cols, g));
   if (!rawRows.includes(qi)) qi = rawRows.length ? rawRows[0] : 0;
   /* the keys the query sees: every key, or (causal) those up to the query; a
    * prefix of rawCols, which is ascending. Masked keys are not listed. */
@@ -47,15 +47,15 @@ function NeuronView(host, spec, qk) {
   const qcol = el('div', 'nv-queries');
   qcol.appendChild(el('div', 'qh', 'Query'));
   const qEls = rows.map(g => {
-    const e = el('div', 'tok', tokLabel(t, g));
-    const ttl = tokTitle(t, g);
+    const e = el('div', 'tok', tokLabel(t.rows, g));
+    const ttl = tokTitle(t.rows, g);
     if (ttl) e.title = ttl;
     e.style.height = rh + 'px';
     e.style.lineHeight = rh + 'px';
-    e.dataset.pos = tokPos(t, g);
-    if (tokSpecial(t, g)) e.classList.add('special');
-    if (tokGen(t, g)) e.classList.add('gen');
-    if (tokPos(t, g) === qi) e.classList.add('cur');
+    e.dataset.pos = tokPos(t.rows, g);
+    if (tokSpecial(t.rows, g)) e.classList.add('special');
+    if (tokGen(t.rows, g)) e.classList.add('gen');
+    if (tokPos(t.rows, g) === qi) e.classList.add('cur');
     qcol.appendChild(e);
     return e;
   });
@@ -85,11 +85,11 @@ function NeuronView(host, spec, qk) {
   const rowEls = cols.map(g => {
     const r = el('div', 'nv-row');
     r.style.height = rh + 'px';
-    r.dataset.pos = tokPos(t, g);
-    const lab = el('div', 'nv-lab', tokLabel(t, g));
-    const ttl = tokTitle(t, g);
+    r.dataset.pos = tokPos(t.cols, g);
+    const lab = el('div', 'nv-lab', tokLabel(t.cols, g));
+    const ttl = tokTitle(t.cols, g);
     if (ttl) lab.title = ttl;
-    if (tokSpecial(t, g)) lab.classList.add('special');
+    if (tokSpecial(t.cols, g)) lab.classList.add('special');
     const sp = el('div', 'nv-cells');
     sp.style.width = cellsW + 'px';
     const num = el('div', 'nv-num');
@@ -312,6 +312,7 @@ const VIEW_NEURON = {
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   mergeNote: 'the neuron view shows word pieces',
   picksHead: () => true,
+  unavailable: () => (Data.stacked ? 'The neuron view needs queries and keys, which encoder-decoder attention given to attnviz render does not carry' : null),
   draw(host, c) {
     if (!Data.hasQK) {
       host.textContent = '';

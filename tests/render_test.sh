@@ -112,10 +112,15 @@ A = {"encoder_attention": ([L, H, ne, ne], rows(ne, ne, False) * L * H),
      "decoder_attention": ([L, H, nd, nd], rows(nd, nd, True) * L * H),
      "cross_attention": ([L, H, nd, ne], rows(nd, ne, False) * L * H)}
 M = {"encoder_tokens": ["▁Hello", "▁world", ".", "</s>"], "decoder_tokens": ["<pad>", "▁Hallo", "▁Welt"], "model": "t5-ish"}'
-"$BIN" render "$T/ed.npz" --json "$T/ed.json" --precision 9 --quiet 2>"$T/err"
-check render_writes_encoder_decoder_stacks $PY - "$T/ed.json" <<'PY'
-import json, sys
+"$BIN" render "$T/ed.npz" --json "$T/ed.json" --html "$T/ed.html" --precision 9 --quiet 2>"$T/err"
+check render_writes_encoder_decoder_stacks $PY - "$T/ed.json" "$T/ed.html" <<'PY'
+import json, re, sys
 d = json.load(open(sys.argv[1]))
+page = open(sys.argv[2]).read()
+meta = json.loads(re.search(r'<script type="application/json" id="av-meta">(.*?)</script>', page, re.S).group(1))
+assert [(s["name"], s["n_rows"], s["n_cols"]) for s in meta["stacks"]] == [("encoder", 4, 4), ("decoder", 3, 3), ("cross", 3, 4)], meta["stacks"]
+assert meta["sides"]["decoder"]["tokens"] == d["decoder_tokens"] and meta["sides"]["encoder"]["tokens"] == d["encoder_tokens"]
+assert all('id="av-%s-%d"' % (s, l) in page for s in ("encoder", "decoder", "cross") for l in (0, 1))
 assert d["encoder_tokens"][0] == "▁Hello" and d["decoder_tokens"][2] == "▁Welt", d.keys()
 assert "attention" not in d
 X = d["cross_attention"]

@@ -523,6 +523,145 @@ START_TEST(test_templates_dir) {
 }
 END_TEST
 
+/* An encoder-decoder document (attnviz render): no capture, three stacks over
+ * two token sides. Each stack's chunk per selected layer decodes back to its
+ * n_rows x n_cols blocks (selected heads in order); the meta names the stacks
+ * and holds each side's tokens and flags; check_doc is strict about them. */
+START_TEST(test_encoder_decoder_stacks) {
+    enum { L = 2, H = 3, NE = 6, ND = 4 };
+    static const char *etok[NE] = {"\xe2\x96\x81" "She", "\xe2\x96\x81" "sees", "</script><script>alert(1)</script>",
+                                   "\xe2\x96\x81" "elephant", ".", "</s>"};
+    static const char *dtok[ND] = {"<pad>", "\xe2\x96\x81" "Sie", "\xe2\x96\x81" "sieht", "\xe2\x96\x81" "Elefanten"};
+    unsigned char esp[NE] = {0, 0, 0, 0, 0, 1}, dsp[ND] = {1, 0, 0, 0}, ews[NE] = {1, 1, 1, 1, 1, 1},
+                  dws[ND] = {1, 1, 1, 1};
+    TokEncoding ee = {.n = NE, .tokens = etok, .special = esp, .word_start = ews, .b_start = -1};
+    TokEncoding de = {.n = ND, .tokens = dtok, .special = dsp, .word_start = dws, .b_start = -1};
+    ModelConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    strcpy(cfg.model_type, "encoder-decoder");
+    cfg.num_layers = 5, cfg.num_heads = H;
+    /* distinct rows: w(s, l, h, i, j) = (7l + 3h + 5i + 2j + s) mod 9 + 1, normalized; the decoder's causal */
+    static float ea[L * H * NE * NE], da[L * H * ND * ND], xa[L * H * ND * NE];
+    float *arr[3] = {ea, da, xa};
+    const int rows[3] = {NE, ND, ND}, cols[3] = {NE, ND, NE};
+    for (int k = 0; k < 3; k++)
+        for (int b = 0; b < L * H; b++)
+            for (int i = 0; i < rows[k]; i++) {
+                float *r = arr[k] + ((size_t)b * rows[k] + i) * cols[k];
+                double sum = 0;
+                for (int j = 0; j < cols[k]; j++)
+                    sum += r[j] = k == 1 && j > i ? 0.0f : (float)((7 * (b / H) + 3 * (b % H) + 5 * i + 2 * j + k) % 9 + 1);
+                for (int j = 0; j < cols[k]; j++) r[j] = (float)(r[j] / sum);
+            }
+    CapStack st[3] = {{"encoder", ea, NE, NE, 0, 0, 0}, {"decoder", da, ND, ND, 1, 1, 1}, {"cross", xa, ND, NE, 1, 0, 0}};
+    static const int layers[L] = {1, 4}, heads[2] = {2, 0};
+    OutDoc d = {.model_name = "t5-ish", .cfg = &cfg, .dtype = "F32", .text_a = "", .enc = &ee, .dec_enc = &de,
+                .stacks = st, .n_stacks = 3, .layers = layers, .n_sel_layers = L, .heads = heads, .n_sel_heads = 2,
+                .init_layer = 1, .init_head = 0, .precision = 6};
+    char *s = page_ok(&d, NULL);
+    ck_assert_ptr_null(strstr(s, "id=\"av-att-0\""));
+    ck_assert_ptr_null(strstr(s, "id=\"av-qk-0\""));
+    ck_assert_ptr_null(strstr(s, "<script>alert"));
+    for (int k = 0; k < 3; k++)
+        for (int li = 0; li < L; li++) {
+            char id[32];
+            snprintf(id, sizeof id, "av-%s-%d", st[k].name, li);
+            size_t nn = (size_t)rows[k] * cols[k], cnt = 2 * nn, rl;
+            unsigned char *raw = chunk(s, id, cnt * 2, &rl);
+            for (int hj = 0; hj < 2; hj++) {
+                const float *a = arr[k] + ((size_t)li * H + heads[hj]) * nn;
+                for (size_t i = 0; i < nn; i++) {
+                    unsigned c = code16(raw, cnt, (size_t)hj * nn + i);
+                    ck_assert_msg(c == (unsigned)floor(a[i] * 10000.0 + 0.5), "%s l%d h%d i%zu: %u vs %g", id, li, hj, i, c,
+                                  a[i]);
+                }
+            }
+            free(raw);
+        }
+    cJSON *m = meta_of(s);
+    cJSON *sts = cJSON_GetObjectItem(m, "stacks");
+    ck_assert_int_eq(cJSON_GetArraySize(sts), 3);
+    static const char *const want[3][3] = {{"encoder", "encoder", "encoder"}, {"decoder", "decoder", "decoder"},
+                                           {"cross", "decoder", "encoder"}};
+    for (int k = 0; k < 3; k++) {
+        cJSON *o = cJSON_GetArrayItem(sts, k);
+        ck_assert_str_eq(cJSON_GetObjectItem(o, "name")->valuestring, want[k][0]);
+        ck_assert_str_eq(cJSON_GetObjectItem(o, "rows")->valuestring, want[k][1]);
+        ck_assert_str_eq(cJSON_GetObjectItem(o, "cols")->valuestring, want[k][2]);
+        ck_assert_int_eq(cJSON_GetObjectItem(o, "n_rows")->valueint, rows[k]);
+        ck_assert_int_eq(cJSON_GetObjectItem(o, "n_cols")->valueint, cols[k]);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "causal")) == (k == 1));
+    }
+    cJSON *sides = cJSON_GetObjectItem(m, "sides");
+    cJSON *es = cJSON_GetObjectItem(sides, "encoder"), *ds = cJSON_GetObjectItem(sides, "decoder");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(es, "tokens")), NE);
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(es, "tokens"), 2)->valuestring, etok[2]);
+    ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(ds, "tokens"), 3)->valuestring, dtok[3]);
+    ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(ds, "special"), 0)->valueint, 1);
+    ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(es, "special"), 5)->valueint, 1);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ds, "display_tokens")));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "layers")), L);
+    ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "layers"), 1)->valueint, 4);
+    cJSON_Delete(m);
+    free(s);
+
+    /* only the decoder's stack: no encoder side */
+    OutDoc d1 = d;
+    d1.enc = &de, d1.stacks = &st[1], d1.n_stacks = 1;
+    s = page_ok(&d1, NULL);
+    m = meta_of(s);
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "sides"), "encoder"));
+    ck_assert_ptr_nonnull(strstr(s, "id=\"av-decoder-1\""));
+    cJSON_Delete(m);
+    free(s);
+
+    /* what check_doc refuses */
+    AvErr e = {{0}};
+    int rc;
+    OutDoc bad = d;
+    CapStack bst[3];
+    memcpy(bst, st, sizeof bst);
+    bad.stacks = bst;
+    bst[2].n_cols = 5; /* disagrees with the encoder's tokens */
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "cross stack is 4 x 5"));
+    free(s);
+    bst[2].n_cols = NE, bst[2].name = "cross\"><script>";
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "unknown attention stack"));
+    free(s);
+    bst[2].name = "encoder";
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "two encoder stacks"));
+    free(s);
+    bst[2].name = "cross";
+    bad.dec_enc = NULL;
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "needs the decoder's tokens"));
+    free(s);
+    bad.dec_enc = &de;
+    static const int bad_head[1] = {3};
+    bad.heads = bad_head, bad.n_sel_heads = 1;
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "head 3"));
+    free(s);
+    bad.heads = heads, bad.n_sel_heads = 2;
+    Fix x;
+    fix_init(&x, 5, 2, 2, 4, 0, WORDS, 5);
+    bad.cap = &x.cap; /* a capture and stacks */
+    s = page(&bad, NULL, NULL, &rc, &e);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "not both"));
+    free(s);
+    fix_free(&x);
+}
+END_TEST
+
 START_TEST(test_errors) {
     Fix x;
     fix_init(&x, 5, 2, 2, 4, 1, WORDS, 5);
@@ -725,6 +864,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_templates_dir);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_encoder_decoder_stacks);
     tcase_add_test(tc, test_title_shortened_at_char_boundary);
     tcase_add_test(tc, test_causal_meta_has_display_tokens_specials_and_word_starts);
     tcase_add_test(tc, test_wordpiece_flags_pass_through_and_page_is_not_causal);
