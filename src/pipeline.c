@@ -888,7 +888,7 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     d.model_name = rd.model_name;
     d.model_dir = o->render_input;
     d.cfg = &rd.cfg;
-    d.dtype = "F32";
+    d.dtype = NULL; /* whatever the arrays were, they are probabilities now */
     d.text_a = rd.text;
     d.enc = &rd.tokens;
     d.cap = rd.enc_dec ? NULL : &rd.self.cap;

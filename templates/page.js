@@ -79,16 +79,17 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   $('model-dtype').textContent = meta.dtype || '';
   if (!meta.dtype) $('model-dtype').hidden = true;
   $('model-causal').hidden = !Data.causal || Data.stacked;
-  /* attnviz render's encoder-decoder config knows layers and heads only */
-  const known = v => !Data.stacked || (v && v !== 'unknown');
+  /* attention given to attnviz render: its config knows layers and heads (and q/k's size) only */
+  const given = Data.stacked || c.model_type === 'external';
+  const known = v => !given || (v && v !== 'unknown');
   const parts = [
-    c.model_type ? c.model_type.toUpperCase() : null,
+    c.model_type === 'external' ? 'attention given to attnviz render' : c.model_type ? c.model_type.toUpperCase() : null,
     c.layers + ' layers', c.heads + ' heads',
     c.kv_heads ? c.kv_heads + ' key/value heads (grouped)' : null,
     known(c.hidden_size) ? 'hidden ' + c.hidden_size : null, known(c.head_dim) ? 'd_head ' + c.head_dim : null,
     known(c.intermediate_size) ? 'FFN ' + c.intermediate_size : null, known(c.hidden_act) ? c.hidden_act : null,
     known(c.vocab_size) ? 'vocab ' + fmtInt(c.vocab_size) : null,
-    !Data.stacked ? 'max ' + c.max_position_embeddings + ' positions' : null,
+    !given ? 'max ' + c.max_position_embeddings + ' positions' : null,
     c.positions === 'rotary' ? 'rotary positions' : null,
     c.sliding_window ? 'sliding window ' + c.sliding_window + ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
     c.attn_logit_softcapping ? 'scores soft-capped at ' + c.attn_logit_softcapping : null,
