@@ -171,7 +171,8 @@ def main():
     sents = [" ".join(words[(i * 7 + k) % len(words)] for k in range(5 + i % 8)) for i in range(1000)]
     corpus = os.path.join(OUT, "corpus.txt")
     open(corpus, "w").write("\n".join(sents) + "\n")
-    dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--json", os.path.join(OUT, "batch.jsonl")])
+    dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "256", "--json",
+                 os.path.join(OUT, "batch.jsonl")])
     cases = []
     for s in sents:
         n = len(s.split()) + 2

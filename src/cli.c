@@ -87,8 +87,9 @@ static void usage(FILE *f) {
           "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
           "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
           "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
-          "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256;\n"
-          "                      0: one at a time); each line's output is the same either way\n"
+          "  --pack-tokens N     run short lines together, up to N tokens a pass (e.g. 256; default\n"
+          "                      0: one at a time, byte-identical to single runs and any sharding);\n"
+          "                      packed lines equal their single runs within float rounding\n"
           "  --quiet             no progress or informational messages on stderr\n"
           "\n"
           "  --profile           per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
@@ -217,7 +218,6 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->precision = 6;
     o->lowercase = -1;
     o->top_p = 1.0;
-    o->pack_tokens = 256;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
