@@ -35,7 +35,8 @@ typedef struct {
 typedef struct {
     ModelConfig cfg;       /* layers, heads, causal, head_dim; model_type "external" */
     char *model_name;
-    char *text;
+    char *text;            /* the meta's "text", else the tokens read as text (A's, with B apart) */
+    char *text_b;          /* sentence B's tokens read as text, or NULL */
     TokEncoding tokens;    /* self-attention models, and the encoder's tokens for encoder-decoder ones */
     TokEncoding dec_tokens;/* encoder-decoder: the decoder's */
     char **token_store;    /* strings the encodings point to */

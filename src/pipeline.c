@@ -890,6 +890,7 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     d.cfg = &rd.cfg;
     d.dtype = NULL; /* whatever the arrays were, they are probabilities now */
     d.text_a = rd.text;
+    d.text_b = rd.text_b;
     d.enc = &rd.tokens;
     d.cap = rd.enc_dec ? NULL : &rd.self.cap;
     if (rd.enc_dec) {

@@ -449,6 +449,31 @@ static int make_encoding(Rendered *r, TokEncoding *enc, const char **tokens, con
     return 0;
 }
 
+/* A readable text for the page's Input row when the meta gives none: the
+ * tokens [a, b) without specials, pieces joined as their vocabulary joins them. */
+static char *text_of(const TokEncoding *enc, int a, int b) {
+    size_t len = 1;
+    for (int i = a; i < b; i++) len += strlen(enc->display[i]) + 1;
+    char *t = malloc(len), *p = t;
+    if (!t) return NULL;
+    for (int i = a; i < b; i++) {
+        if (enc->special[i]) continue;
+        const char *d = enc->display[i];
+        if (!enc->byte_level) {
+            if (!strncmp(d, "##", 2)) d += 2; /* WordPiece: glued to the piece before */
+            else if (p > t) *p++ = ' ';
+        }
+        size_t n = strlen(d);
+        memcpy(p, d, n);
+        p += n;
+    }
+    *p = '\0';
+    char *q = t; /* a SentencePiece or byte-level text starts with its word's space */
+    while (*q == ' ') q++;
+    memmove(t, q, strlen(q) + 1);
+    return t;
+}
+
 /* ---------------------------------------------------------------- load */
 
 static int read_meta(const char *input, const char *meta_path, const RFile *f, char **json, char *used, size_t ulen,
@@ -621,6 +646,18 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "unknown");
     if (have_self == 0) {
         if (make_encoding(r, &r->tokens, toks, disp, nt, b_start, e)) goto done;
+        if (!cJSON_IsString(jt)) {
+            free(r->text);
+            r->text = text_of(&r->tokens, 0, b_start >= 0 ? b_start : nt);
+            if (b_start >= 0 && !(r->text_b = text_of(&r->tokens, b_start, nt))) {
+                av_err(e, "out of memory");
+                goto done;
+            }
+            if (!r->text) {
+                av_err(e, "out of memory");
+                goto done;
+            }
+        }
         stack_capture(&r->self, attn, L, H, n, r->layers, n_all);
         attn = NULL;
         if (have_q == 0) {
@@ -658,5 +695,6 @@ void render_free(Rendered *r) {
     free(r->layers);
     free(r->model_name);
     free(r->text);
+    free(r->text_b);
     memset(r, 0, sizeof *r);
 }

@@ -144,6 +144,14 @@ mk "$T/w.npz" npz "M['tokens'] = ['the</w>', 'cat</w>', 'a', 'b']; M['causal'] =
 "$BIN" render "$T/w.npz" --json "$T/w.json" --quiet 2>"$T/err"
 check render_reads_end_of_word_marks $PY -c "import json; d = json.load(open('$T/w.json')); assert d['display_tokens'] == ['the', 'cat', 'a', 'b'], d.get('display_tokens')"
 
+# no "text": the page's Input row reads the tokens as text (specials left out; B apart)
+mk "$T/t.npz" npz "del M['text']; M['causal'] = False; M['tokens'] = ['[CLS]', 'the', 'cat', '##s', '[SEP]']; M['sentence_b_start'] = 3; A = {'attention': ([1, 1, 5, 5], [0.2] * 25)}"
+"$BIN" render "$T/t.npz" --json "$T/t.json" --quiet 2>"$T/err"
+check render_reads_tokens_as_text $PY -c "import json; d = json.load(open('$T/t.json')); assert (d['text'], d['text_b']) == ('the cat', 's'), (d['text'], d['text_b'])"
+mk "$T/t.npz" npz "del M['text']"
+"$BIN" render "$T/t.npz" --json "$T/t.json" --quiet 2>"$T/err"
+check render_reads_byte_level_tokens_as_text $PY -c "import json; d = json.load(open('$T/t.json')); assert d['text'] == 'the cat sat.', d['text']"
+
 # float64 and float16 arrays
 mk "$T/f8.npz" npz 'dtype = "<f8"'
 expect_exit render_reads_float64 0 "" "$BIN" render "$T/f8.npz" --json "$T/f8.json" --quiet
