@@ -4,7 +4,7 @@
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind seriesFor; Data.pattern. */
 /* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, tokGen, MASKED_TEXT,
-   stackAxes, seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
+   stackAxes, seriesFor, heatCanvas, heatPooled, dpr, canvasPainterOn, fmtAtt */
 /* exported MatrixView, VIEW_MATRIX */
 
 /* ---------------------------------------------------------------- matrix view */
@@ -60,6 +60,10 @@ function MatrixView(host, spec) {
   if (cell * C < 200 && C > 0) cell = Math.max(cell, Math.min(34, Math.floor(200 / C)));
   const showLabels = cell >= 9;
   if (!showLabels) { labW = 44; labH = 26; }
+  /* more keys than pixels (a long input): cells are a fraction of a pixel and
+   * the heat map is max-pooled to the pixels, so a single strong weight still shows */
+  const pooled = C > 0 && C > avail - labW;
+  if (pooled) cell = (avail - labW) / C;
   const gw = cell * C, gh = cell * R;
   const W = labW + gw + 8, Ht = labH + gh + 8;
   const wrap = el('div', 'mx-wrap');
@@ -91,7 +95,10 @@ function MatrixView(host, spec) {
   const ctx = sizeCanvas(cv, W, Ht, 30e6);
   const octx = sizeCanvas(ov, W, Ht, 30e6);
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
-  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
+  const heat = pooled
+    ? heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * dpr()), Math.ceil(gh * dpr()), Data.causal ? hexRgb(th.maskBg) : null, masked)
+    : heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
+  ov.dataset.pooled = pooled ? '1' : '';
   /* sentence boundary (first B token) on each axis */
   const bRow = rows.findIndex(g => tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => tokSeg(t.cols, g) === 1);
   /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
