@@ -3,7 +3,7 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-PKGS    := libcjson libutf8proc openblas zlib oniguruma
+PKGS    := libcjson libutf8proc openblas zlib oniguruma libmicrohttpd
 OPT     ?= -O3
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
