@@ -70,6 +70,7 @@ function Live(cfg) {
     stat.textContent = '';
     stat.dataset.kind = kind;
     for (const p of parts) {
+      if (stat.firstChild) stat.appendChild(document.createTextNode(' '));
       const s = document.createElement('span');
       s.className = p.cls || '';
       s.textContent = p.text;
@@ -115,9 +116,10 @@ function Live(cfg) {
       setTimeout(() => { const m = $('main'); if (m) m.style.minHeight = ''; }, 1500);
     }
     delete document.body.dataset.live;
+    delete document.body.dataset.ready; /* set again once this run's first view is drawn */
     boot(meta, source(run, bootCtl.signal), prev, bootCtl.signal);
   }
-  function fmtMs(v) { return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2); }
+  function fmtMs(v) { return v >= 100 ? v.toFixed(0) : v.toFixed(1); }
   async function run() {
     clearTimeout(timer);
     const my = ++seq;

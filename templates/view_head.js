@@ -29,7 +29,9 @@ function HeadView(host, spec) {
   const stripW = single ? 56 : Math.min(6 * series.length + 4, 100);
   const lineW = nmax <= 48 ? 2 : nmax <= 128 ? 1.5 : 1;
 
-  const wrap = el('div', 'hv');
+  /* thousands of tokens (a live page's long input): fixed-width columns whose
+   * rows off screen are not laid out or painted (content-visibility) */
+  const wrap = el('div', nmax > 512 ? 'hv long' : 'hv');
   wrap.style.fontSize = fs + 'px';
   const stripL = el('canvas', 'hv-strip');
   const colL = el('div', 'hv-col hv-left');

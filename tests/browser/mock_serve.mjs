@@ -66,7 +66,8 @@ function modelInfo(id, dir, meta, predict) {
 }
 
 /**
- * Starts the mock: models [{dir, predict}], options {delayMs(body) -> ms before a run answers}.
+ * Starts the mock: models [{dir, predict}], options {text: the page's initial text,
+ * delayMs(body) -> ms before a run answers, refuse(body) -> null or {status, error}}.
  * Returns {url, token, port, log (request lines), close()}.
  */
 export async function startMock(models, opts = {}) {
@@ -114,6 +115,8 @@ export async function startMock(models, opts = {}) {
         const b = JSON.parse(body);
         const m = models[b.model || 0];
         if (!m) return fail(res, 400, 'no model ' + b.model);
+        const refuse = opts.refuse ? opts.refuse(b) : null;
+        if (refuse) return fail(res, refuse.status, refuse.error);
         const id = 'r' + ++seq;
         const html = path.join(dir, id + '.html');
         const args = ['--model', m.dir];
