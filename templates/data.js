@@ -87,7 +87,7 @@ function fmtAtt(w) {
 }
 /* ---------------------------------------------------------------- the data */
 
-/* The document the page draws: META (the {{meta}} object of an offline page,
+/* The document the page draws: META (the meta object of an offline page,
  * or a live page's run: POST /api/run's "meta") and where its numbers come
  * from. SOURCE null: this page's payload elements, decoded a layer (every
  * head) at a time. SOURCE given (live page, live.js): the attnviz serve API,

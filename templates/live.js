@@ -151,6 +151,8 @@ function Live(cfg) {
       if (my !== seq) return; /* a newer edit is on its way */
       if (!j || typeof j.run !== 'string' || !j.meta || !Array.isArray(j.meta.tokens)) throw new Error('the server sent no run');
       runId = j.run;
+      /* predictions not asked for are not shown (an offline page without --predict has none) */
+      if (!body.predict && Array.isArray(j.meta.predictions) && !j.meta.predictions.length) delete j.meta.predictions;
       reboot(j.meta, j.run);
       runs++;
       document.body.dataset.run = j.run;

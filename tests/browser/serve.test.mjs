@@ -216,8 +216,12 @@ test('a 2,048-token input: one head opens in the matrix, modal and head views; t
     await time('layer 1 head 3 opened from its thumbnail', () => page.click('.thumb[data-li="1"][data-h="3"]'),
       () => document.getElementById('modal').dataset.drawn === '1');
     await page.click('#modal-close');
-    await time('head view of one head (layer 1)', async () => { await page.click('#tab-head'); await page.selectOption('#layer-select', '1'); },
-      () => document.body.dataset.view === 'head' && document.body.dataset.layer === '1' && !!document.querySelector('#view-head .hv'));
+    await time('head view (layer 0, heads ' + (await page.evaluate(() => window.attnviz.state.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0).join(', '))) + ')',
+      () => page.click('#tab-head'), () => document.body.dataset.view === 'head' && !!document.querySelector('#view-head .hv'));
+    await page.dblclick('#head-chips .head-chip[data-h="3"]');
+    await page.waitForFunction(() => window.attnviz.state.active.filter(Boolean).length === 1 && !!document.querySelector('#view-head .hv'));
+    await time('head view: layer 0 -> 1 (head 3, fetched)', () => page.selectOption('#layer-select', '1'),
+      () => document.body.dataset.layer === '1' && !!document.querySelector('#view-head .hv'));
     assert.equal(await page.$$eval('#view-head .hv-left .tok', els => els.length), 2048);
     /* a head's block is fetched once per run */
     const blocks = log.requests.filter(r => r.includes('/api/attention'));
@@ -285,6 +289,7 @@ for (const theme of ['light', 'dark']) {
       await typeRun(page, '#live-text', 'The cat sat on the mat because it was warm.');
       await typeRun(page, '#live-text-b', 'It purred.');
       await page.evaluate(() => { const S = window.attnviz.state; S.active.fill(false); [1, 2, 8].forEach(h => { S.active[h] = true; }); return window.attnviz.render(); });
+      await page.evaluate(() => document.activeElement && document.activeElement.blur());
       await page.hover('#view-head .hv-left .tok[data-k="3"]');
       await settle(page);
       await page.screenshot({ path: path.join(SHOTS, 'serve-' + theme + '.png') });
