@@ -89,6 +89,7 @@ function Live(cfg) {
   /* ---------------------------------------------------------------- runs */
 
   let seq = 0, runCtl = null, timer = null, runId = null, bootCtl = null, runs = 0;
+  const seen = new Set();
   /* the source a boot's Data reads: this run's blocks, fetched with the token */
   function source(run, signal) {
     return {
@@ -150,18 +151,22 @@ function Live(cfg) {
       const j = await r.json();
       if (my !== seq) return; /* a newer edit is on its way */
       if (!j || typeof j.run !== 'string' || !j.meta || !Array.isArray(j.meta.tokens)) throw new Error('the server sent no run');
-      runId = j.run;
+      /* the server answers an input it has run before with that run (and no forward pass) */
+      const again = seen.has(j.run);
+      seen.add(j.run);
       /* predictions not asked for are not shown (an offline page without --predict has none) */
       if (!body.predict && Array.isArray(j.meta.predictions) && !j.meta.predictions.length) delete j.meta.predictions;
-      reboot(j.meta, j.run);
+      if (j.run !== runId) reboot(j.meta, j.run);
+      runId = j.run;
       runs++;
       document.body.dataset.run = j.run;
       document.body.dataset.runs = String(runs);
       const ms = j.ms || {};
       const total = performance.now() - t0;
       const parts = [{ text: j.n + ' tokens', cls: 'st-n' },
-        { text: 'forward ' + fmtMs(ms.forward || 0) + ' ms · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms' +
-          (ms.queue >= 1 ? ' · queued ' + fmtMs(ms.queue) + ' ms' : '') + ' · ' + fmtMs(total) + ' ms in all', cls: 'st-ms' }];
+        { text: (again ? 'the same input as before (run ' + j.run + ', not computed again)'
+          : 'forward ' + fmtMs(ms.forward || 0) + ' ms · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms' +
+            (ms.queue >= 1 ? ' · queued ' + fmtMs(ms.queue) + ' ms' : '')) + ' · ' + fmtMs(total) + ' ms in all', cls: 'st-ms' }];
       for (const w of Array.isArray(j.warnings) ? j.warnings : []) parts.push({ text: String(w), cls: 'st-warn' });
       status(parts.some(p => p.cls === 'st-warn') ? 'warn' : 'ok', parts);
       $('live-download').disabled = false;

@@ -281,16 +281,29 @@ test('a real decoder (SmolLM2 GGUF): Predict top-K shows the next-token strip', 
   } finally { await page.close(); }
 });
 
+/* the live page as the README shows it: SmolLM2 (when cached) with its predictions and an induction
+ * head (layer 18, head 6) on a repeated sentence, else the demo model on a sentence pair */
 for (const theme of ['light', 'dark']) {
   test('screenshot of the live page, ' + theme + ' theme', async () => {
     const { page, log } = await openLive(theme);
     try {
-      await page.setViewportSize({ width: 1280, height: 860 });
-      await typeRun(page, '#live-text', 'The cat sat on the mat because it was warm.');
-      await typeRun(page, '#live-text-b', 'It purred.');
-      await page.evaluate(() => { const S = window.attnviz.state; S.active.fill(false); [1, 2, 8].forEach(h => { S.active[h] = true; }); return window.attnviz.render(); });
-      await page.evaluate(() => document.activeElement && document.activeElement.blur());
-      await page.hover('#view-head .hv-left .tok[data-k="3"]');
+      /* tall enough that hovering a token does not scroll the input panel away */
+      await page.setViewportSize({ width: 1280, height: 1180 });
+      if (gguf) {
+        await page.selectOption('#live-model', '2');
+        await page.check('#live-predict');
+        /* a different input per theme: the server answers a repeated one from its cache (no forward time to show) */
+        await typeRun(page, '#live-text', theme === 'light' ? 'The cat sat on the mat. The cat sat on the mat.' : 'The dog ran to the park. The dog ran to the park.');
+        await page.evaluate(() => { const S = window.attnviz.state; S.layer = 18; S.active.fill(false); S.active[6] = true; S.focus = 6; return window.attnviz.render(); });
+        await page.evaluate(() => document.activeElement && document.activeElement.blur());
+        await page.hover('#view-head .hv-left .tok[data-k="9"]');
+      } else {
+        await typeRun(page, '#live-text', 'The cat sat on the mat because it was warm.');
+        await typeRun(page, '#live-text-b', 'It purred.');
+        await page.evaluate(() => { const S = window.attnviz.state; S.active.fill(false); [1, 2, 8].forEach(h => { S.active[h] = true; }); return window.attnviz.render(); });
+        await page.evaluate(() => document.activeElement && document.activeElement.blur());
+        await page.hover('#view-head .hv-left .tok[data-k="3"]');
+      }
       await settle(page);
       await page.screenshot({ path: path.join(SHOTS, 'serve-' + theme + '.png') });
       assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme);
