@@ -195,6 +195,28 @@ def functional():
     finally:
         sv.stop()
 
+    # several models: each run goes to the model it names
+    sv = Server("--model", DEMO, "--model", "tests/data/small-llama")
+    try:
+        st, _, data = sv.req("GET", "/api/models")
+        models = json.loads(data)["models"]
+        ref2 = cli_json("--model", "tests/data/small-llama", "--precision", "9", "the cat sat on the mat")
+        st, res = sv.run("the cat sat on the mat", model=1)
+        n = res.get("n", 0)
+        ok_ = st == 200 and len(models) == 2 and models[1]["family"] == "llama" and models[1]["causal"] \
+            and res["meta"]["tokens"] == ref2["tokens"]
+        if ok_:
+            L, H = ref2["config"]["layers"], ref2["config"]["heads"]
+            st, hd, z = sv.req("GET", f"/api/attention?run={res['run']}&layer={L - 1}")
+            codes = planes_u16(z, H * n * n)
+            worst = max(abs(codes[(hh * n + i) * n + j] / 1e4 - ref2["attention"][L - 1][hh][i][j])
+                        for hh in range(H) for i in range(n) for j in range(n))
+            ok_ = worst <= 5.001e-5
+        expect("two models served: a run on model 1 (a Llama) gives its tokens and attention", ok_,
+               f"{st} {str(res)[:200]} {models}")
+    finally:
+        sv.stop("two-model server stops cleanly")
+
     # a cache too small for two captures: the first run is evicted and recomputed when read again
     sv = Server("--model", DEMO, "--cache-mb", "3")
     try:
