@@ -16,11 +16,17 @@ typedef struct {
     int n_tokens;
     int head_dim;
     int hidden_size;
-    float *attn;   /* (n_layers, n_heads, n_tokens, n_tokens) rows sum to 1 */
+    float *attn;   /* (n_layers, n_heads, n_tokens, n_tokens) rows sum to 1; NULL when only q/k (and thumbnails)
+                      are kept: model_head_attention recomputes a head from them */
     float *q;      /* (n_layers, n_heads, n_tokens, head_dim) the vectors whose dot product is the score: after bias,
                       q/k norm and rotary, before the scale; NULL if not captured */
     float *k;      /* (n_layers, n_heads, n_tokens, head_dim) likewise; a query head's copy of its kv head's keys */
     float *hidden; /* (n_layers + 1, n_tokens, hidden_size) embeddings then each layer; NULL if not captured */
+    float *thumb;  /* (n_layers, n_heads, thumb_size, thumb_size) each head's attention pooled, NULL if not kept:
+                      cell (i, j) = mean over the query rows of bin i of the weight on the keys of bin j, token t
+                      in bin t * thumb_size / n_tokens, so rows still sum to 1 (thumb_size == n_tokens: the
+                      attention itself) */
+    int thumb_size;
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an
@@ -46,6 +52,9 @@ static inline size_t cap_blocks(const Capture *c) {
 
 static inline float *cap_attn(const Capture *c, int l, int h) {
     return c->attn + cap_block(c, l, h) * c->n_tokens * c->n_tokens;
+}
+static inline float *cap_thumb(const Capture *c, int l, int h) {
+    return c->thumb + cap_block(c, l, h) * c->thumb_size * c->thumb_size;
 }
 static inline float *cap_q(const Capture *c, int l, int h) {
     return c->q + cap_block(c, l, h) * c->n_tokens * c->head_dim;

@@ -104,6 +104,14 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
 void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                              const float *vT, int ldk, int nk, int dh, const AttnRule *rule);
 
+/* Adds rows [row0, row0 + nrows) of an (n, n) attention matrix, given as
+ * probs (nrows, ldp) with its first ncols columns set, into thumb (s, s): cell
+ * (i, j) gets the row's weight on the keys of bin j divided by the rows of bin
+ * i, token t being in bin t * s / n. Zero thumb first; after every row it is
+ * the pooled matrix whose rows sum to 1 (s == n: the matrix itself). */
+void kern_pool_attention(float *thumb, int s, const float *probs, int ldp, int row0, int nrows, int ncols, int n);
+void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp, int row0, int nrows, int ncols, int n);
+
 /* Rotary positions on one head's x^T (dh, n), rotate-half layout as Hugging
  * Face's: dims i and i + dh/2 turn by angle pos_j * inv_freq[i]. cos/sin are
  * (dh/2, n) tables of those angles. */

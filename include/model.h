@@ -113,6 +113,16 @@ int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, 
  * are not wanted. */
 int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
                          int n_layers, const int *heads, int n_heads, AvErr *e);
+/* Queries and keys of every layer and head, and each head's attention pooled
+ * to thumb_size (<= n; 0: none), but no attention: what a server keeps of a
+ * long input, recomputing a head's attention when it is asked for
+ * (model_head_attention). */
+int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, AvErr *e);
+size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
+/* Head h of layer l's (n, n) attention from the capture's queries and keys,
+ * by the rule and kernel the forward pass applies: what it would have
+ * captured. scratch: 2 * n * head_dim floats. */
+int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e);
 /* Bytes such a capture takes, to refuse before allocating. */
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);

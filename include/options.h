@@ -49,6 +49,17 @@ typedef struct {
     int render;
     const char *render_input;
     const char *render_meta;   /* --meta FILE */
+    /* attnviz serve [TEXT [TEXT_B]]: the page's first input */
+    int serve;
+    const char **serve_models; /* --model, repeated (NULL: the default model) */
+    int n_serve_models;
+    int port;                  /* --port: 0 = any free port */
+    const char *host;          /* --host ADDR (default 127.0.0.1) */
+    int open_browser;          /* --open */
+    double cache_mb;           /* --cache-mb: captures kept, in MB */
+    double timeout_s;          /* --timeout: longest wait for the model, seconds */
+    int idle_s;                /* --idle-timeout: a connection silent this long is closed */
+    int max_queue;             /* --queue: forward passes waiting or running (then 503) */
 } CliOptions;
 
 #endif

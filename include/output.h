@@ -69,5 +69,16 @@ int json_format_float(char *buf, float v, int sig);
 /* HTML page: a self-contained file with the templates compiled into the binary
  * (or read from templates_dir when non-NULL). */
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
+/* attnviz serve's pieces of the same page: the page with no data, whose meta
+ * is {"live": live_json} (the page then fetches what it shows); the meta
+ * object an offline page of d carries, without q/k ("qk": null); and
+ * attention blocks (each rows x cols) encoded as one payload chunk is before
+ * base 85 (codes, byte planes, zlib), into a new buffer *z; get gives
+ * block b (valid until the next call). */
+int html_write_live(FILE *f, const char *live_json, const char *templates_dir, AvErr *e);
+int html_write_meta(FILE *f, const OutDoc *d, AvErr *e);
+typedef const float *(*HtmlBlockFn)(void *ctx, int block, AvErr *e); /* block b's rows x cols; NULL: failed */
+int html_encode_attention(HtmlBlockFn get, void *ctx, int n_blocks, size_t rows, size_t cols, unsigned char **z,
+                          size_t *zlen, AvErr *e);
 
 #endif

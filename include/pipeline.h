@@ -8,7 +8,10 @@
 
 #include "config.h"
 #include "err.h"
+#include "model.h"
 #include "options.h"
+#include "output.h"
+#include "tokenizer.h"
 
 typedef struct Pipeline Pipeline;
 
@@ -25,6 +28,18 @@ int pipeline_run(Pipeline *p, AvErr *e);
 /* attnviz render: attention computed elsewhere (render.h) through the same
  * writers; an exit code (EXIT_USAGE for a selection out of range). */
 int pipeline_render(const CliOptions *o, AvErr *e);
+/* One input at a time, for a server that keeps the model loaded (serve.c).
+ * Not thread-safe: one caller at a time per pipeline (pipeline_doc excepted,
+ * which only reads). */
+const Model *pipeline_model(const Pipeline *p);
+/* Tokens of a (and b), truncated to the model's positions (enc->n_truncated). */
+int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
+ * k > 0 also the top-k predictions (every position, or the masks) into pred. */
+int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
+/* The document the writers read for that input (valid while its parts live). */
+void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
+                  const char *a, const char *b);
 /* Frees the run; with profile set, prints the per-phase times there first. */
 void pipeline_close(Pipeline *p, FILE *profile);
 

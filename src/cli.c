@@ -14,6 +14,7 @@
 
 #include "model.h"
 #include "pipeline.h"
+#include "serve.h"
 #include "config.h"
 #include "util.h"
 
@@ -22,6 +23,8 @@ static void usage(FILE *f) {
     fputs("Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
           "       attnviz [OPTIONS] --batch FILE|-\n"
           "       attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"
+          "       attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
+          "                     [--timeout S] [TEXT [TEXT_B]]\n"
           "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
           "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
           "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
@@ -104,7 +107,20 @@ static void usage(FILE *f) {
           "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
           "  attnviz --batch corpus.txt --stats --json stats.json\n"
           "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
-          "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n",
+          "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
+          "  attnviz serve --model weights/bert-base-uncased --model model.gguf --open\n"
+          "\n"
+          "attnviz serve: a local server with the same page, which runs what you type (every view\n"
+          "updates) and fetches only the heads it shows, so long inputs stay interactive. It prints\n"
+          "one URL with a per-run token; binds 127.0.0.1 unless --host says otherwise.\n"
+          "  --model DIR|FILE    repeat to serve several models (picked in the page)\n"
+          "  --port N            port (default 8765; 0: any free port)\n"
+          "  --host ADDR         numeric address to bind (default 127.0.0.1; others warn)\n"
+          "  --open              open the URL in a browser (xdg-open)\n"
+          "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
+          "  --timeout S         longest a request waits for the model (default 60)\n"
+          "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
+          "  --idle-timeout S    close a connection silent for S seconds (default 20)\n",
           f);
 }
 
@@ -179,7 +195,9 @@ void cli_options_free(CliOptions *o) {
     free(o->sel_layers);
     free(o->sel_heads);
     free(o->show_heads);
+    free(o->serve_models);
     o->sel_layers = o->sel_heads = o->show_heads = NULL;
+    o->serve_models = NULL;
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
@@ -218,10 +236,16 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->precision = 6;
     o->lowercase = -1;
     o->top_p = 1.0;
+    o->port = 8765;
+    o->cache_mb = 2048;
+    o->timeout_s = 60;
+    o->idle_s = 20;
+    o->max_queue = 64;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
-           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK };
+           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
+           O_TIMEOUT, O_IDLE, O_QUEUE };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -244,6 +268,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"view", required_argument, 0, O_VIEW},     {"theme", required_argument, 0, O_THEME},
         {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
         {"pack-tokens", required_argument, 0, O_PACK},
+        {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
+        {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
+        {"queue", required_argument, 0, O_QUEUE},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -255,13 +283,48 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "render")) {
         o->render = 1;
         argv++, argc--;
+    } else if (argc > 1 && !strcmp(argv[1], "serve")) {
+        o->serve = 1;
+        argv++, argc--;
     }
+    int serve_opts = 0;
     opterr = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case O_MODEL: o->model_dir = optarg; break;
+        case O_MODEL:
+            o->model_dir = optarg;
+            if (o->serve) {
+                if (o->n_serve_models == 16) return usage_error("%s", "serve: at most 16 models");
+                const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
+                if (!nm) return usage_error("%s", "out of memory");
+                o->serve_models = nm;
+                o->serve_models[o->n_serve_models++] = optarg;
+            }
+            break;
+        case O_PORT:
+            if (parse_int(optarg, 0, 65535, &o->port)) return usage_error("--port needs 0 to 65535, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_HOST: o->host = optarg, serve_opts = 1; break;
+        case O_OPEN: o->open_browser = 1, serve_opts = 1; break;
+        case O_CACHEMB:
+            if (parse_real(optarg, 1, 1e7, &o->cache_mb)) return usage_error("--cache-mb needs a size in MB >= 1, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_IDLE:
+            if (parse_int(optarg, 1, 3600, &o->idle_s)) return usage_error("--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_QUEUE:
+            if (parse_int(optarg, 1, 4096, &o->max_queue)) return usage_error("--queue needs 1 to 4096, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_TIMEOUT:
+            if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error("--timeout needs seconds from 0.1, got '%s'", optarg);
+            serve_opts = 1;
+            break;
         case O_JSON: o->json_path = optarg; break;
         case O_HTML:
             if (out_dir_mode) o->out_html = 1;
@@ -367,6 +430,19 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         o->render_input = argv[optind];
         return EXIT_OK;
     }
+    if (o->serve) {
+        if (o->batch_path || o->json_path || o->html_path || o->npy_path || o->out_dir || o->predict_k || o->generate_n ||
+            o->tokens_only || o->stats || o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads ||
+            o->render_meta)
+            return usage_error("%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
+                                     "--predict, --generate, --tokens-only, --stats, --no-special, --words, --hidden, "
+                                     "--layers/--heads or --meta (the page asks for predictions and layers itself)");
+        if (rest > 2) return usage_error("too many arguments: '%s' (quote the text)", argv[optind + 2]);
+        o->text_a = rest >= 1 ? argv[optind] : NULL;
+        o->text_b = rest == 2 ? argv[optind + 1] : NULL;
+        return EXIT_OK;
+    }
+    if (serve_opts) return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
     if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
         return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");
@@ -408,6 +484,11 @@ static int in_list(int x, const int *v, int n) {
 
 int cli_run(const CliOptions *o) {
     AvErr e = {{0}};
+    if (o->serve) {
+        int rc = serve_run(o, &e);
+        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        return rc;
+    }
     if (o->render) {
         int rc = pipeline_render(o, &e);
         if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);

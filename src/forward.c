@@ -127,16 +127,18 @@ static void head_part(void *arg, int t, int T) {
     for (int h = t; h < w->n_heads; h += T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * w->ldk;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
-        const int ldp = cap ? cap->n_tokens : nk;
+        const int ldp = cap && cap->attn ? cap->n_tokens : nk;
         if (cap && cap->q) {
             kern_transpose(cap_q(cap, w->layer, h) + (size_t)w->pos0 * dh, w->qT + qoff, dh, n); // (n, dh)
             kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
                            dh, n);
         }
-        float *probs = cap ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
-                           : w->scores + (size_t)t * n * nk; // (n, ldp)
+        float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
+                                        : w->scores + (size_t)t * n * nk; // (n, ldp)
         kern_attention_kv(probs, ldp, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
                           w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule);
+        if (cap && cap->thumb)
+            kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, ldp, w->pos0, n, nk, cap->n_tokens);
     }
 }
 
@@ -187,14 +189,23 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
-            float *probs = cap ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
+            float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
             kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule);
+            if (cap && cap->thumb) kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, len, 0, len, len, len);
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
     }
 }
 
 /* ---------------------------------------------------------------- steps */
+
+/* How layer l turns scores into probabilities: scale, causal mask, sliding window, soft-cap. */
+static AttnRule layer_rule(const ModelConfig *c, int l) {
+    AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
+                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
+    if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
+    return rule;
+}
 
 /* x (n, H) = token embedding (+ learned position) (+ token type), scaled. */
 static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, AvErr *e) {
@@ -299,9 +310,7 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         if (!attn_only) append_cols(vc, kv->cap_tokens, pos0, s->vT, rows, n);
         kT = kc, vT = vc, ldk = kv->cap_tokens;
     }
-    AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
-                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
-    if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
+    const AttnRule rule = layer_rule(c, l);
     if (n_segs > 1) {
         PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
                          (size_t)4 * c->head_dim * s->max_tokens, s->scores, l, n, c->num_heads,
@@ -369,6 +378,15 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
     for (int l = 0; l < cap->n_layers; l++)
         for (int h = 0; h < cap->n_heads; h++) {
             if (!cap_has(cap, l, h)) continue;
+            if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its thumbnail, or its q/k */
+                const size_t dh = (size_t)cap->head_dim, tt = (size_t)cap->thumb_size * (size_t)cap->thumb_size;
+                const float *q = cap_q(cap, l, h) + (size_t)pos0 * dh, *k = cap_k(cap, l, h) + (size_t)pos0 * dh;
+                int bad = 0;
+                for (size_t i = 0; i < (size_t)n * dh; i++) bad |= !isfinite(q[i]) || !isfinite(k[i]);
+                for (size_t i = 0; cap->thumb && i < tt; i++) bad |= !isfinite(cap_thumb(cap, l, h)[i]);
+                if (bad) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
+                continue;
+            }
             const float *p = cap_attn(cap, l, h) + (size_t)pos0 * ld;
             for (int i = 0; i < n; i++)
                 for (size_t j = 0; j < nk; j++)
@@ -524,5 +542,18 @@ int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float
         const size_t total = (size_t)hd->out.out * n_rows;
         for (size_t i = 0; i < total; i++) logitsT[i] = hd->softcap * tanhf(logitsT[i] / hd->softcap);
     }
+    return 0;
+}
+
+int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e) {
+    const int n = cap->n_tokens, dh = cap->head_dim;
+    if (!cap->q || !cap->k || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
+        return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
+    if (dh != m->cfg.head_dim || cap->n_layers != m->cfg.num_layers) return av_err(e, "capture is not of this model");
+    float *qT = scratch, *kT = scratch + (size_t)n * dh; // (dh, n) each
+    kern_transpose(qT, cap_q(cap, l, h), n, dh);
+    kern_transpose(kT, cap_k(cap, l, h), n, dh);
+    const AttnRule rule = layer_rule(&m->cfg, l);
+    kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule);
     return 0;
 }

@@ -761,35 +761,19 @@ static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *
     return rc;
 }
 
-int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
-    if (check_doc(d, e)) return -1;
-    int nl = out_n_layers(d), nh = out_n_heads(d);
-    int *qk_dec = NULL;
-    if (has_qk(d)) {
-        qk_dec = malloc(sizeof *qk_dec * (size_t)nl * nh * 2);
-        if (!qk_dec) return av_err(e, "html: out of memory");
-        size_t blk = (size_t)d->cap->n_tokens * d->cap->head_dim;
-        for (int li = 0; li < nl; li++)
-            for (int hj = 0; hj < nh; hj++) {
-                qk_dec[((size_t)li * nh + hj) * 2] = qk_decimals(cap_q(d->cap, out_layer(d, li), out_head(d, hj)), blk);
-                qk_dec[((size_t)li * nh + hj) * 2 + 1] =
-                    qk_decimals(cap_k(d->cap, out_layer(d, li), out_head(d, hj)), blk);
-            }
-    }
+/* What fills page.html's placeholders other than the includes. */
+typedef struct {
+    const OutDoc *d;        /* NULL: a live page */
+    const int *qk_dec;
+    const Enc *en;
+    const char *live_json;  /* the live page's meta.live */
+} PageParts;
 
-    Enc en;
-    if (encode_payload(&en, d, qk_dec, e)) {
-        enc_free(&en);
-        free(qk_dec);
-        return -1;
-    }
+static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, AvErr *e) {
     Tmpl page;
-    if (tmpl_load(&page, templates_dir, "page.html", e)) {
-        enc_free(&en);
-        free(qk_dec);
-        return -1;
-    }
+    if (tmpl_load(&page, templates_dir, "page.html", e)) return -1;
     int rc = 0;
+    const OutDoc *d = pp->d;
     const char *p = page.data, *end = page.data + page.len;
     while (p < end && rc == 0) {
         const char *open = NULL;
@@ -821,12 +805,25 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
         memcpy(name, open + 2, nlen);
         name[nlen] = '\0';
         if (strcmp(name, "title") == 0) {
-            rc = put_html_text(f, d->text_a ? d->text_a : "", 80, e);
-            if (!rc && d->text_b) rc = puts_(f, " / ", e) || put_html_text(f, d->text_b, 40, e) ? -1 : 0;
+            if (!d) {
+                rc = puts_(f, "attnviz serve", e);
+            } else {
+                rc = put_html_text(f, d->text_a ? d->text_a : "", 80, e);
+                if (!rc && d->text_b) rc = puts_(f, " / ", e) || put_html_text(f, d->text_b, 40, e) ? -1 : 0;
+            }
+        } else if (strcmp(name, "csp_connect") == 0) {
+            /* the live page fetches from the server that served it; the offline page fetches nothing */
+            if (!d) rc = puts_(f, " connect-src 'self';", e);
         } else if (strcmp(name, "meta") == 0) {
-            rc = write_meta(f, d, qk_dec, e);
+            if (d) {
+                rc = write_meta(f, d, pp->qk_dec, e);
+            } else {
+                fputs("{\"live\":", f);
+                fputs(pp->live_json, f);
+                fputc('}', f);
+            }
         } else if (strcmp(name, "payload") == 0) {
-            rc = write_payload(f, &en, e);
+            if (d) rc = write_payload(f, pp->en, e);
         } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
             rc = write_include_glob(f, templates_dir, name + 8, e);
         } else if (strncmp(name, "include ", 8) == 0) {
@@ -837,8 +834,74 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
         p = close + 2;
     }
     tmpl_free(&page);
-    enc_free(&en);
-    free(qk_dec);
     if (rc == 0 && ferror(f)) rc = av_err(e, "html: write failed");
     return rc;
+}
+
+int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
+    if (check_doc(d, e)) return -1;
+    int nl = out_n_layers(d), nh = out_n_heads(d);
+    int *qk_dec = NULL;
+    if (has_qk(d)) {
+        qk_dec = malloc(sizeof *qk_dec * (size_t)nl * nh * 2);
+        if (!qk_dec) return av_err(e, "html: out of memory");
+        size_t blk = (size_t)d->cap->n_tokens * d->cap->head_dim;
+        for (int li = 0; li < nl; li++)
+            for (int hj = 0; hj < nh; hj++) {
+                qk_dec[((size_t)li * nh + hj) * 2] = qk_decimals(cap_q(d->cap, out_layer(d, li), out_head(d, hj)), blk);
+                qk_dec[((size_t)li * nh + hj) * 2 + 1] =
+                    qk_decimals(cap_k(d->cap, out_layer(d, li), out_head(d, hj)), blk);
+            }
+    }
+    Enc en;
+    int rc = encode_payload(&en, d, qk_dec, e);
+    if (rc == 0) {
+        PageParts pp = {d, qk_dec, &en, NULL};
+        rc = fill_page(f, templates_dir, &pp, e);
+    }
+    enc_free(&en);
+    free(qk_dec);
+    return rc;
+}
+
+int html_write_live(FILE *f, const char *live_json, const char *templates_dir, AvErr *e) {
+    if (!live_json || live_json[0] != '{') return av_err(e, "html: the live page needs its description");
+    PageParts pp = {NULL, NULL, NULL, live_json};
+    return fill_page(f, templates_dir, &pp, e);
+}
+
+int html_write_meta(FILE *f, const OutDoc *d, AvErr *e) {
+    if (!d || !d->cfg || !d->enc || !d->cap) return av_err(e, "html: incomplete document");
+    if (!d->enc->special || !d->enc->word_start) return av_err(e, "html: the encoding has no token flags");
+    return write_meta(f, d, NULL, e);
+}
+
+int html_encode_attention(HtmlBlockFn get, void *ctx, int n_blocks, size_t rows, size_t cols, unsigned char **z,
+                          size_t *zlen, AvErr *e) {
+    *z = NULL, *zlen = 0;
+    size_t nn = rows * cols, cnt = (size_t)n_blocks * nn;
+    if (n_blocks < 1 || nn == 0 || cnt / (size_t)n_blocks != nn || cnt > ((size_t)1 << 31))
+        return av_err(e, "html: %d blocks of %zu x %zu do not fit one chunk", n_blocks, rows, cols);
+    unsigned char *raw = malloc(2 * cnt);
+    if (!raw) return av_err(e, "html: out of memory");
+    for (int b = 0; b < n_blocks; b++) {
+        const float *a = get(ctx, b, e);
+        if (!a) {
+            free(raw);
+            return -1;
+        }
+        unsigned char *plo = raw + (size_t)b * nn, *phi = raw + cnt + (size_t)b * nn;
+        for (size_t i = 0; i < nn; i++) {
+            double x = (double)a[i] * HTML_ATT_SCALE + 0.5; /* as quant_att: the float rounded half-up */
+            unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
+            plo[i] = (unsigned char)(v & 255);
+            phi[i] = (unsigned char)(v >> 8);
+        }
+    }
+    Blob blob = {0};
+    int zrc = deflate_blob(raw, 2 * cnt, &blob);
+    free(raw);
+    if (zrc != Z_OK) return av_err(e, "html: compression failed (zlib %d)", zrc);
+    *z = blob.z, *zlen = blob.len;
+    return 0;
 }

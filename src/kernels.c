@@ -579,3 +579,31 @@ void kern_rope_naive(float *xT, const float *inv_freq, const int *pos, int dh, i
             xT[(size_t)(i + half) * n + j] = (float)(x1 * c + x0 * s);
         }
 }
+
+/* First token of bin b when n tokens fall into s bins (t in bin t * s / n). */
+static inline long bin_start(long b, long s, long n) { return (b * n + s - 1) / s; }
+
+void kern_pool_attention(float *thumb, int s, const float *probs, int ldp, int row0, int nrows, int ncols, int n) {
+    for (int i = 0; i < nrows; i++) {
+        const long r = row0 + i, bi = r * s / n;
+        const float w = 1.0f / (float)(bin_start(bi + 1, s, n) - bin_start(bi, s, n));
+        const float *p = probs + (size_t)i * ldp; // (ncols)
+        float *out = thumb + (size_t)bi * s;       // (s)
+        for (long bj = 0, c = 0; bj < s && c < ncols; bj++) {
+            const long end = bin_start(bj + 1, s, n) < ncols ? bin_start(bj + 1, s, n) : ncols;
+            double sum = 0;
+            for (; c < end; c++) sum += p[c];
+            out[bj] += (float)sum * w;
+        }
+    }
+}
+
+void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp, int row0, int nrows, int ncols, int n) {
+    for (int i = 0; i < nrows; i++) {
+        const int r = row0 + i, bi = (int)((long)r * s / n);
+        int rows_in_bin = 0;
+        for (int t = 0; t < n; t++) rows_in_bin += (int)((long)t * s / n) == bi;
+        for (int c = 0; c < ncols; c++)
+            thumb[(size_t)bi * s + (size_t)((long)c * s / n)] += probs[(size_t)i * ldp + c] / (float)rows_in_bin;
+    }
+}

@@ -513,8 +513,8 @@ size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hi
     return floats * sizeof(float);
 }
 
-int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
-                         int n_layers, const int *heads, int n_heads, AvErr *e) {
+static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn, int want_qk, int want_hidden,
+                        int thumb, const int *layers, int n_layers, const int *heads, int n_heads, AvErr *e) {
     memset(cap, 0, sizeof *cap);
     cap->n_layers = c->num_layers;
     cap->n_heads = c->num_heads;
@@ -541,8 +541,12 @@ int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk,
         }
     }
     size_t blocks = cap_blocks(cap);
-    cap->attn = alloc_floats(blocks * (size_t)n * (size_t)n);
-    int bad = !cap->attn;
+    int bad = 0;
+    if (want_attn) bad |= !(cap->attn = alloc_floats(blocks * (size_t)n * (size_t)n));
+    if (thumb > 0) {
+        cap->thumb_size = thumb < n ? thumb : n;
+        bad |= !(cap->thumb = calloc(blocks * (size_t)cap->thumb_size * (size_t)cap->thumb_size, sizeof(float)));
+    }
     if (want_qk) {
         cap->q = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
         cap->k = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
@@ -559,6 +563,20 @@ int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk,
     return 0;
 }
 
+int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
+                         int n_layers, const int *heads, int n_heads, AvErr *e) {
+    return capture_make(cap, c, n, 1, want_qk, want_hidden, 0, layers, n_layers, heads, n_heads, e);
+}
+
+int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, AvErr *e) {
+    return capture_make(cap, c, n, 0, 1, 0, thumb_size, NULL, 0, NULL, 0, e);
+}
+
+size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
+    size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads, t = (size_t)(thumb_size < n ? thumb_size : n);
+    return (2 * blocks * (size_t)n * (size_t)c->head_dim + blocks * t * t) * sizeof(float);
+}
+
 int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
     return model_capture_select(cap, c, n, want_qk, want_hidden, NULL, 0, NULL, 0, e);
 }
@@ -568,6 +586,7 @@ void model_capture_free(Capture *cap) {
     free(cap->q);
     free(cap->k);
     free(cap->hidden);
+    free(cap->thumb);
     memset(cap, 0, sizeof *cap);
 }
 
@@ -575,7 +594,7 @@ void model_capture_trim(Capture *cap, int n) {
     const size_t ld = (size_t)cap->n_tokens, nn = (size_t)n, blocks = cap_blocks(cap), dh = (size_t)cap->head_dim;
     if ((size_t)n >= ld) return;
     /* every destination lies at or before its source: one forward sweep */
-    for (size_t b = 0; b < blocks; b++)
+    for (size_t b = 0; cap->attn && b < blocks; b++)
         for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));

@@ -80,14 +80,13 @@ static char *resolve_model(const CliOptions *o, const char **why) {
     return find_bundled("weights/demo", "demo");
 }
 
-static const char *model_display_name(const char *dir, int is_demo) {
+static const char *model_display_name(const char *dir, int is_demo, char *name, size_t len) {
     if (is_demo) return "attnviz-demo";
     const char *end = dir + strlen(dir);
     while (end > dir && end[-1] == '/') end--;
     const char *start = end;
     while (start > dir && start[-1] != '/') start--;
-    static char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)(end - start), start);
+    snprintf(name, len, "%.*s", (int)(end - start), start);
     return name[0] ? name : dir;
 }
 
@@ -109,6 +108,7 @@ struct Pipeline {
     CapGeneration gen;   /* --generate: this input's */
     char *gen_text;      /* the generated continuation, decoded */
     HeadStats stats; /* with --stats */
+    char name[256];  /* the model's display name */
     double t_load, t_tok, t_fwd, t_write;
 };
 typedef struct Pipeline Run;
@@ -171,6 +171,8 @@ static int load_all(Run *r, AvErr *e) {
         cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
         goto done;
     if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
+    const char *name = model_display_name(r->dir, r->cfg.is_demo, r->name, sizeof r->name);
+    if (name != r->name) snprintf(r->name, sizeof r->name, "%s", name);
     rc = 0;
 done:
     free(cfgp);
@@ -234,7 +236,7 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
                      const char *b) {
     const CliOptions *o = r->o;
     memset(d, 0, sizeof *d);
-    d->model_name = model_display_name(r->dir, r->cfg.is_demo);
+    d->model_name = r->name;
     d->model_dir = r->dir;
     d->cfg = &r->cfg;
     d->dtype = r->have_model ? r->model.dtype_name : NULL;
@@ -277,7 +279,7 @@ static int mask_rows(const Run *r, const TokEncoding *enc, int **rows) {
 
 /* --predict without --generate: every position of a causal model, the
  * masks of a masked one. */
-static int predict(Run *r, const TokEncoding *enc, AvErr *e) {
+static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, AvErr *e) {
     int *rows = NULL, n;
     if (r->cfg.causal) {
         if (!(rows = malloc((size_t)enc->n * sizeof *rows))) return av_err(e, "out of memory");
@@ -286,8 +288,8 @@ static int predict(Run *r, const TokEncoding *enc, AvErr *e) {
         return av_err(e, "out of memory");
     }
     if (n == 0 && !r->o->quiet) fprintf(stderr, "attnviz: warning: no [MASK] or <mask> in the input: no fill-ins to predict\n");
-    int rc = pred_alloc(&r->pred, n, r->o->predict_k, e);
-    if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, &r->pred, 0, e);
+    int rc = pred_alloc(pred, n, k, e);
+    if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
     return rc;
 }
@@ -359,7 +361,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
     } else {
         if (ensure_buffers(r, enc->n, e) != 0) return -1;
         rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict_k > 0, e);
-        if (rc == 0 && o->predict_k) rc = predict(r, enc, e);
+        if (rc == 0 && o->predict_k) rc = predict(r, enc, o->predict_k, &r->pred, e);
     }
     r->t_fwd += av_now_ms() - t0;
     return rc;
@@ -914,4 +916,33 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
 done:
     render_free(&rd);
     return rc;
+}
+
+/* ---------------------------------------------------------------- one input for a server */
+
+const Model *pipeline_model(const Pipeline *p) { return &p->model; }
+
+int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    return tokenize(p, a, b, enc, e);
+}
+
+int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
+    if (!p->have_model) return av_err(e, "no model loaded");
+    if (p->rs.max_tokens < enc->n) {
+        model_runstate_free(&p->rs);
+        if (model_runstate_alloc(&p->rs, &p->model, enc->n, e) != 0) return -1;
+    }
+    double t0 = av_now_ms();
+    int rc = model_forward_kv(&p->model, &p->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
+    if (rc == 0 && k > 0) rc = predict(p, enc, k, pred, e);
+    p->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
+                  const char *a, const char *b) {
+    fill_doc(p, d, enc, cap, a, b);
+    d->pred = pred;
+    d->gen = NULL;
+    d->gen_text = NULL;
 }

@@ -428,6 +428,35 @@ START_TEST(cached_attention_gives_the_full_pass_rows) {
 }
 END_TEST
 
+
+/* Thumbnails: rows added one pass at a time equal the naive pooling, rows sum
+ * to 1, and a thumbnail as large as the matrix is the matrix. */
+START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
+    const int sizes[][2] = {{37, 8}, {64, 64}, {5, 3}, {100, 7}};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        const int n = sizes[c][0], s = sizes[c][1], dh = 8;
+        float *q = malloc(sizeof(float) * n * dh), *k = malloc(sizeof(float) * n * dh);
+        float *p = malloc(sizeof(float) * n * n), *t1 = calloc((size_t)s * s, sizeof(float)),
+              *t2 = calloc((size_t)s * s, sizeof(float));
+        fill(q, (size_t)n * dh, 41, 2), fill(k, (size_t)n * dh, 42, 2);
+        const AttnRule rule = {0.35f, (int)(c & 1), 0, 0};
+        kern_attention(p, NULL, q, k, NULL, n, dh, &rule);
+        /* two passes of rows, as a key/value-cached run adds them */
+        kern_pool_attention(t1, s, p, n, 0, n / 3, n, n);
+        kern_pool_attention(t1, s, p + (size_t)(n / 3) * n, n, n / 3, n - n / 3, n, n);
+        kern_pool_attention_naive(t2, s, p, n, 0, n, n, n);
+        ck_assert_float_lt(max_abs_diff(t1, t2, (size_t)s * s), 1e-6f);
+        for (int i = 0; i < s; i++) {
+            double sum = 0;
+            for (int j = 0; j < s; j++) sum += t1[(size_t)i * s + j];
+            ck_assert_msg(fabs(sum - 1.0) < 1e-5, "n %d s %d: row %d sums to %g", n, s, i, sum);
+        }
+        if (s == n) ck_assert_float_lt(max_abs_diff(t1, p, (size_t)n * n), 1e-7f);
+        free(q), free(k), free(p), free(t1), free(t2);
+    }
+}
+END_TEST
+
 /* BF16 rows whose length is not a multiple of 16 (the few-token kernel's tail). */
 START_TEST(bf16_few_token_products_cover_a_row_tail) {
     const int in = 40, out = 9;
@@ -531,6 +560,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, rms_residual_step_matches_naive_rmsnorm);
     tcase_add_test(k, rotary_positions_match_naive_reference_and_keep_norms);
     tcase_add_test(k, gated_mlp_combination_is_silu_of_gate_times_up);
+    tcase_add_test(k, pooled_attention_matches_naive_and_keeps_rows_summing_to_one);
     suite_add_tcase(s, k);
     return s;
 }

@@ -243,6 +243,50 @@ START_TEST(packed_inputs_give_what_each_gives_alone) {
 }
 END_TEST
 
+
+/* What attnviz serve keeps: q/k and thumbnails, no attention. A head
+ * recomputed from them is what the full capture holds, and the thumbnails are
+ * the full attention pooled. */
+START_TEST(head_attention_from_captured_qk_equals_the_captured_attention) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int n = 23, V = m.cfg.vocab_size, ts = 6;
+    int ids[23], types[23];
+    for (int i = 0; i < n; i++) ids[i] = (5 + 11 * i) % V, types[i] = m.cfg.type_vocab_size > 1 && i > 12;
+    if (m.cfg.pos_offset > 0) ids[0] = 0;
+    RunState rs;
+    Capture full, lean;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, ts, &e), 0);
+    ck_assert_ptr_null(lean.attn);
+    ck_assert_uint_eq(model_capture_qk_bytes(&m.cfg, n, ts),
+                      (2 * cap_blocks(&lean) * n * lean.head_dim + cap_blocks(&lean) * ts * ts) * sizeof(float));
+    if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    float *probs = malloc(sizeof(float) * n * n), *scratch = malloc(sizeof(float) * 2 * n * lean.head_dim);
+    float *pooled = malloc(sizeof(float) * ts * ts);
+    float da = 0, dt = 0;
+    for (int l = 0; l < m.cfg.num_layers; l++)
+        for (int h = 0; h < m.cfg.num_heads; h++) {
+            ck_assert_int_eq(model_head_attention(&m, &lean, l, h, probs, scratch, &e), 0);
+            da = fmaxf(da, max_abs_diff(probs, cap_attn(&full, l, h), (size_t)n * n));
+            memset(pooled, 0, sizeof(float) * ts * ts);
+            kern_pool_attention_naive(pooled, ts, cap_attn(&full, l, h), n, 0, n, n, n);
+            dt = fmaxf(dt, max_abs_diff(pooled, cap_thumb(&lean, l, h), (size_t)ts * ts));
+        }
+    ck_assert_msg(da <= 1e-6f && dt <= 1e-6f, "%s: recomputed attention %g, thumbnails %g", dir, da, dt);
+    ck_assert_int_eq(model_head_attention(&m, &lean, m.cfg.num_layers, 0, probs, scratch, &e), -1);
+    free(probs), free(scratch), free(pooled);
+    model_capture_free(&full);
+    model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(forward_rejects_out_of_vocabulary_ids) {
     Model m;
     AvErr e;
@@ -298,6 +342,8 @@ Suite *make_suite(void) {
     tcase_add_test(m, threaded_forward_gives_the_single_thread_result);
     tcase_add_loop_test(m, packed_inputs_give_what_each_gives_alone, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
+    tcase_add_loop_test(m, head_attention_from_captured_qk_equals_the_captured_attention, 0,
+                        (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     suite_add_tcase(s, m);
     return s;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs what attnviz needs from Debian's packages (and npm for test tools).
-#   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma
+#   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl
 # Says what it installs; installs nothing when everything is present.
@@ -18,6 +18,7 @@ want_pkg libutf8proc-dev
 want_pkg libopenblas-dev
 want_pkg zlib1g-dev
 want_pkg libonig-dev
+want_pkg libmicrohttpd-dev
 if [ "$mode" = test ]; then
     want_pkg check
     want_pkg python3-torch

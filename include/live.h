@@ -1,0 +1,61 @@
+/* live.h — what attnviz serve keeps between requests: the loaded models, the
+ * inputs asked for ("runs"), and their captures within a memory budget. A
+ * run's capture is lean (queries, keys and pooled thumbnails; a head's
+ * attention is recomputed from its q/k on demand), so long inputs fit; an
+ * evicted capture is recomputed when next asked for. Forward passes go
+ * through a bounded queue, one at a time per model; reads of a cached
+ * capture never wait behind them. Knows nothing of HTTP (serve.c). */
+#ifndef ATTNVIZ_LIVE_H
+#define ATTNVIZ_LIVE_H
+
+#include <stddef.h>
+
+#include "err.h"
+#include "options.h"
+
+/* What a failed call means for the caller (serve.c maps it to a status). */
+typedef enum { LIVE_OK = 0, LIVE_BAD_INPUT, LIVE_NOT_FOUND, LIVE_TOO_BIG, LIVE_BUSY, LIVE_TIMEOUT, LIVE_FAILED } LiveStatus;
+
+typedef struct {
+    size_t cache_bytes;   /* captures kept at most (--cache-mb) */
+    int max_queue;        /* forward passes waiting or running, all models (then LIVE_BUSY) */
+    double timeout_ms;    /* longest wait for a model's turn (then LIVE_TIMEOUT) */
+    int max_runs;         /* runs remembered; the least recently used beyond are forgotten */
+    int thumb_size;       /* thumbnails' side (tokens beyond are pooled) */
+} LiveLimits;
+
+typedef struct Live Live;
+typedef struct LiveRun LiveRun;
+
+/* Loads each of the models (CliOptions with model_dir set, as the CLI would). */
+int live_open(Live **out, const CliOptions *const *models, int n_models, const LiveLimits *lim, AvErr *e);
+void live_close(Live *lv);
+
+/* {"models":[...]}: each model's id, name, family, shape and whether it predicts. */
+char *live_models_json(const Live *lv);
+int live_n_models(const Live *lv);
+
+/* Runs text a (and b) on model m, with the top-k predictions when k > 0 (or
+ * finds the same input run before). On success *id is the run's id and *json
+ * (malloc'd) the response body: {"run","n","meta","warnings","ms"}. */
+LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e);
+
+/* A run's capture, held until live_release (recomputed first if evicted). */
+LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e);
+void live_release(Live *lv, LiveRun *run);
+
+/* Reads of an acquired run: its tokens and model shape; one layer's heads'
+ * attention as a payload chunk; every thumbnail as one chunk (side *s); one
+ * head's q then k as float32 (n x head_dim each). Buffers are malloc'd. */
+int live_run_tokens(const LiveRun *r);
+int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim);
+int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, unsigned char **z, size_t *len,
+                   AvErr *e);
+int live_thumbs(Live *lv, LiveRun *r, int *s, unsigned char **z, size_t *len, AvErr *e);
+int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e);
+
+/* The offline page the CLI would write for run id (layers: NULL = all), into
+ * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. */
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e);
+
+#endif

@@ -1,0 +1,524 @@
+/* live.c — the models, runs and capture cache behind attnviz serve (live.h).
+ *
+ * Locks: `mu` guards the run table, every run's capture pointer, users count
+ * and LRU stamp, the cache total and the queue count; each model's `fwd` is
+ * held for a whole forward pass (tokenizing included: the pipeline is one
+ * caller at a time). A thread never waits for `fwd` while holding `mu`. A
+ * run's tokens, meta and warnings are written once, before its capture is
+ * published under `mu`, and only read after that. */
+#include "live.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+#include "output.h"
+#include "pipeline.h"
+#include "predict.h"
+#include "util.h"
+
+typedef struct {
+    CliOptions o;           /* the options its pipeline reads (kept at a stable address) */
+    Pipeline *p;
+    pthread_mutex_t fwd;
+    int fwd_ok;
+} LiveModel;
+
+struct LiveRun {
+    unsigned id;
+    int model, k;
+    char *a, *b;            /* b may be NULL */
+    TokEncoding enc;        /* set by the first forward pass */
+    int have_enc;
+    char *meta, *warnings;  /* JSON, set with the first capture */
+    Capture cap;            /* lean: cap.q == NULL when not (or no longer) computed */
+    size_t bytes;
+    int users;              /* holders: never evicted or forgotten while > 0 */
+    unsigned long long used;
+};
+
+struct Live {
+    LiveLimits lim;
+    LiveModel *m;
+    int n_models;
+    pthread_mutex_t mu;
+    LiveRun **runs;
+    int n_runs, cap_runs;
+    size_t cached;
+    unsigned next_id;
+    unsigned long long clock;
+    int queued;
+};
+
+/* ---------------------------------------------------------------- models */
+
+int live_open(Live **out, const CliOptions *const *models, int n_models, const LiveLimits *lim, AvErr *e) {
+    Live *lv = calloc(1, sizeof *lv);
+    *out = lv;
+    if (!lv || !(lv->m = calloc((size_t)n_models, sizeof *lv->m))) return av_err(e, "out of memory");
+    lv->lim = *lim;
+    if (pthread_mutex_init(&lv->mu, NULL) != 0) return av_err(e, "cannot create a lock");
+    for (int i = 0; i < n_models; i++) {
+        LiveModel *lm = &lv->m[i];
+        lm->o = *models[i];
+        lm->o.quiet = 1; /* warnings travel in responses */
+        if (pthread_mutex_init(&lm->fwd, NULL) != 0) return av_err(e, "cannot create a lock");
+        lm->fwd_ok = 1;
+        lv->n_models = i + 1;
+        const char *dir, *why;
+        if (pipeline_open(&lm->p, &lm->o, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
+        if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
+    }
+    return 0;
+}
+
+static void run_free(LiveRun *r) {
+    if (!r) return;
+    free(r->a);
+    free(r->b);
+    tok_encoding_free(&r->enc);
+    free(r->meta);
+    free(r->warnings);
+    model_capture_free(&r->cap);
+    free(r);
+}
+
+void live_close(Live *lv) {
+    if (!lv) return;
+    for (int i = 0; i < lv->n_runs; i++) run_free(lv->runs[i]);
+    free(lv->runs);
+    for (int i = 0; lv->m && i < lv->n_models; i++) {
+        pipeline_close(lv->m[i].p, NULL);
+        if (lv->m[i].fwd_ok) pthread_mutex_destroy(&lv->m[i].fwd);
+    }
+    free(lv->m);
+    pthread_mutex_destroy(&lv->mu);
+    free(lv);
+}
+
+int live_n_models(const Live *lv) { return lv->n_models; }
+
+static const ModelConfig *model_cfg(const Live *lv, int m) { return &pipeline_model(lv->m[m].p)->cfg; }
+
+/* A growing string, for JSON bodies. */
+typedef struct {
+    char *s;
+    size_t len;
+    FILE *f;
+} Buf;
+
+static int buf_open(Buf *b) {
+    b->s = NULL, b->len = 0;
+    b->f = open_memstream(&b->s, &b->len);
+    return b->f ? 0 : -1;
+}
+
+static char *buf_close(Buf *b, int ok) {
+    int bad = fclose(b->f) != 0 || !ok;
+    if (bad) {
+        free(b->s);
+        return NULL;
+    }
+    return b->s;
+}
+
+char *live_models_json(const Live *lv) {
+    Buf b;
+    if (buf_open(&b)) return NULL;
+    fputs("{\"models\":[", b.f);
+    for (int i = 0; i < lv->n_models; i++) {
+        const ModelConfig *c = model_cfg(lv, i);
+        OutDoc d;
+        TokEncoding none = {0};
+        pipeline_doc(lv->m[i].p, &d, &none, NULL, NULL, NULL, NULL);
+        fprintf(b.f, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
+        json_write_string(b.f, d.model_name);
+        fputs(",\"family\":", b.f);
+        json_write_string(b.f, c->model_type);
+        fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
+                     "\"predict\":%s}",
+                c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
+                cfg_max_tokens(c), c->causal ? "true" : "false",
+                pipeline_head_missing(lv->m[i].p) ? "false" : "true");
+    }
+    fputs("]}", b.f);
+    return buf_close(&b, !ferror(b.f));
+}
+
+/* ---------------------------------------------------------------- the run table (under mu) */
+
+static LiveRun *find_id(const Live *lv, unsigned id) {
+    for (int i = 0; i < lv->n_runs; i++)
+        if (lv->runs[i]->id == id) return lv->runs[i];
+    return NULL;
+}
+
+static int same_text(const char *x, const char *y) { return (!x && !y) || (x && y && strcmp(x, y) == 0); }
+
+static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k) {
+    for (int i = 0; i < lv->n_runs; i++) {
+        LiveRun *r = lv->runs[i];
+        if (r->model == m && r->k == k && same_text(r->a, a) && same_text(r->b, b)) return r;
+    }
+    return NULL;
+}
+
+static void drop_capture(Live *lv, LiveRun *r) {
+    if (!r->cap.q) return;
+    model_capture_free(&r->cap);
+    lv->cached -= r->bytes;
+    r->bytes = 0;
+}
+
+/* Frees captures, least recently used first, until `need` more bytes fit. */
+static void make_room(Live *lv, size_t need) {
+    while (lv->cached + need > lv->lim.cache_bytes) {
+        LiveRun *old = NULL;
+        for (int i = 0; i < lv->n_runs; i++) {
+            LiveRun *r = lv->runs[i];
+            if (r->cap.q && r->users == 0 && (!old || r->used < old->used)) old = r;
+        }
+        if (!old) return; /* everything cached is in use: over budget until released */
+        drop_capture(lv, old);
+    }
+}
+
+/* A new run, forgetting the least recently used idle one when the table is full. */
+static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k) {
+    if (lv->n_runs >= lv->lim.max_runs) {
+        int old = -1;
+        for (int i = 0; i < lv->n_runs; i++)
+            if (lv->runs[i]->users == 0 && (old < 0 || lv->runs[i]->used < lv->runs[old]->used)) old = i;
+        if (old >= 0) {
+            drop_capture(lv, lv->runs[old]);
+            run_free(lv->runs[old]);
+            lv->runs[old] = lv->runs[--lv->n_runs];
+        }
+    }
+    if (lv->n_runs == lv->cap_runs) {
+        int nc = lv->cap_runs ? 2 * lv->cap_runs : 16;
+        LiveRun **nr = realloc(lv->runs, (size_t)nc * sizeof *nr);
+        if (!nr) return NULL;
+        lv->runs = nr, lv->cap_runs = nc;
+    }
+    LiveRun *r = calloc(1, sizeof *r);
+    if (!r || !(r->a = strdup(a)) || (b && !(r->b = strdup(b)))) {
+        run_free(r);
+        return NULL;
+    }
+    r->id = ++lv->next_id;
+    r->model = m, r->k = k;
+    r->used = ++lv->clock;
+    lv->runs[lv->n_runs++] = r;
+    return r;
+}
+
+/* ---------------------------------------------------------------- forward passes */
+
+typedef struct {
+    double queue, tokenize, forward;
+} Times;
+
+/* Waits for model m's turn within the time limit; -1 with *st set when it can't. */
+static int take_turn(Live *lv, int m, LiveStatus *st, double *waited, AvErr *e) {
+    double t0 = av_now_ms();
+    pthread_mutex_lock(&lv->mu);
+    if (lv->queued >= lv->lim.max_queue) {
+        pthread_mutex_unlock(&lv->mu);
+        *st = LIVE_BUSY;
+        return av_err(e, "%d requests are already waiting for the model: try again", lv->lim.max_queue);
+    }
+    lv->queued++;
+    pthread_mutex_unlock(&lv->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double s = lv->lim.timeout_ms / 1000.0;
+    until.tv_sec += (time_t)s;
+    until.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    int rc = pthread_mutex_timedlock(&lv->m[m].fwd, &until);
+    *waited = av_now_ms() - t0;
+    if (rc != 0) {
+        pthread_mutex_lock(&lv->mu);
+        lv->queued--;
+        pthread_mutex_unlock(&lv->mu);
+        *st = LIVE_TIMEOUT;
+        return av_err(e, "the model stayed busy for %.0f s (the time limit)", lv->lim.timeout_ms / 1000.0);
+    }
+    return 0;
+}
+
+static void end_turn(Live *lv, int m) {
+    pthread_mutex_unlock(&lv->m[m].fwd);
+    pthread_mutex_lock(&lv->mu);
+    lv->queued--;
+    pthread_mutex_unlock(&lv->mu);
+}
+
+/* meta and warnings of a run's first pass. */
+static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictions *pred, AvErr *e) {
+    const LiveModel *lm = &lv->m[r->model];
+    OutDoc d;
+    pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, r->a, r->b); /* as the CLI: none unless asked */
+    Buf b;
+    if (buf_open(&b)) return av_err(e, "out of memory");
+    int rc = html_write_meta(b.f, &d, e);
+    if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
+    if (buf_open(&b)) return av_err(e, "out of memory");
+    fputc('[', b.f);
+    if (r->enc.n_truncated > 0) {
+        char w[160];
+        snprintf(w, sizeof w, "input is longer than the model's %d positions; dropped %d tokens",
+                 cfg_max_tokens(model_cfg(lv, r->model)), r->enc.n_truncated);
+        json_write_string(b.f, w);
+    }
+    if (r->k > 0 && pred && pred->n == 0 && !model_cfg(lv, r->model)->causal) {
+        if (r->enc.n_truncated > 0) fputc(',', b.f);
+        json_write_string(b.f, "no [MASK] or <mask> in the input: no fill-ins to predict");
+    }
+    fputc(']', b.f);
+    if (!(r->warnings = buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
+    return 0;
+}
+
+/* Makes sure r (held by the caller) has its capture, computing it in the model's turn. */
+static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
+    LiveStatus st = LIVE_FAILED;
+    memset(t, 0, sizeof *t);
+    pthread_mutex_lock(&lv->mu);
+    int have = r->cap.q != NULL;
+    if (have) r->used = ++lv->clock;
+    pthread_mutex_unlock(&lv->mu);
+    if (have) return LIVE_OK;
+    if (take_turn(lv, r->model, &st, &t->queue, e)) return st;
+    LiveModel *lm = &lv->m[r->model];
+    const ModelConfig *c = model_cfg(lv, r->model);
+    Capture cap = {0};
+    CapPredictions pred = {0};
+    st = LIVE_FAILED;
+    pthread_mutex_lock(&lv->mu);
+    have = r->cap.q != NULL; /* computed while we waited */
+    pthread_mutex_unlock(&lv->mu);
+    if (have) {
+        st = LIVE_OK;
+        goto done;
+    }
+    if (!r->have_enc) {
+        double t0 = av_now_ms();
+        if (pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e) != 0) {
+            tok_encoding_free(&r->enc);
+            st = LIVE_BAD_INPUT;
+            goto done;
+        }
+        t->tokenize = av_now_ms() - t0;
+        if (r->enc.n < 1) {
+            st = LIVE_BAD_INPUT;
+            av_err(e, "the input has no tokens");
+            goto done;
+        }
+        r->have_enc = 1;
+    }
+    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size);
+    if (bytes > lv->lim.cache_bytes) {
+        st = LIVE_TOO_BIG;
+        av_err(e, "%d tokens need %.0f MB of queries and keys, above the server's --cache-mb %.0f", r->enc.n,
+               (double)bytes / 1e6, (double)lv->lim.cache_bytes / 1e6);
+        goto done;
+    }
+    pthread_mutex_lock(&lv->mu);
+    make_room(lv, bytes);
+    pthread_mutex_unlock(&lv->mu);
+    double t0 = av_now_ms();
+    int first = r->meta == NULL;
+    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+        pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
+        goto done;
+    t->forward = av_now_ms() - t0;
+    if (first && describe(lv, r, &cap, &pred, e) != 0) goto done;
+    pthread_mutex_lock(&lv->mu);
+    r->cap = cap;
+    memset(&cap, 0, sizeof cap);
+    r->bytes = bytes;
+    lv->cached += bytes;
+    r->used = ++lv->clock;
+    pthread_mutex_unlock(&lv->mu);
+    st = LIVE_OK;
+done:
+    end_turn(lv, r->model);
+    model_capture_free(&cap);
+    pred_free(&pred);
+    return st;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
+    *json = NULL;
+    if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
+    if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
+    const char *why = pipeline_head_missing(lv->m[m].p);
+    if (k > 0 && why) return av_err(e, "this model cannot predict: %s", why), LIVE_BAD_INPUT;
+    pthread_mutex_lock(&lv->mu);
+    LiveRun *r = find_input(lv, m, a, b, k);
+    if (!r) r = add_run(lv, m, a, b, k);
+    if (r) r->users++;
+    pthread_mutex_unlock(&lv->mu);
+    if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
+    Times t;
+    LiveStatus st = ensure(lv, r, &t, e);
+    if (st == LIVE_OK) {
+        Buf out;
+        if (buf_open(&out) == 0) {
+            fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,"
+                           "\"forward\":%.1f}}",
+                    r->id, r->enc.n, r->meta, r->warnings, t.queue, t.tokenize, t.forward);
+            *json = buf_close(&out, !ferror(out.f));
+        }
+        if (!*json) st = LIVE_FAILED, av_err(e, "out of memory");
+        *id = r->id;
+    }
+    live_release(lv, r);
+    return st;
+}
+
+LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e) {
+    *run = NULL;
+    pthread_mutex_lock(&lv->mu);
+    LiveRun *r = find_id(lv, id);
+    if (r) r->users++;
+    pthread_mutex_unlock(&lv->mu);
+    if (!r) return av_err(e, "no run r%u (unknown, or forgotten: run the input again)", id), LIVE_NOT_FOUND;
+    Times t;
+    LiveStatus st = ensure(lv, r, &t, e);
+    if (st != LIVE_OK) {
+        live_release(lv, r);
+        return st;
+    }
+    *run = r;
+    return LIVE_OK;
+}
+
+void live_release(Live *lv, LiveRun *r) {
+    if (!r) return;
+    pthread_mutex_lock(&lv->mu);
+    r->users--;
+    pthread_mutex_unlock(&lv->mu);
+}
+
+int live_run_tokens(const LiveRun *r) { return r->enc.n; }
+
+int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
+    const ModelConfig *c = model_cfg(lv, r->model);
+    *layers = c->num_layers, *heads = c->num_heads, *head_dim = r->cap.head_dim;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+typedef struct {
+    const Model *m;
+    const Capture *cap;
+    int layer;
+    const int *heads;
+    float *probs, *scratch;
+} HeadCtx;
+
+static const float *head_block(void *ctx, int b, AvErr *e) {
+    HeadCtx *h = ctx;
+    if (model_head_attention(h->m, h->cap, h->layer, h->heads[b], h->probs, h->scratch, e) != 0) return NULL;
+    return h->probs;
+}
+
+int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, unsigned char **z, size_t *len,
+                   AvErr *e) {
+    const size_t n = (size_t)r->enc.n;
+    HeadCtx h = {pipeline_model(lv->m[r->model].p), &r->cap, layer, heads, malloc(n * n * sizeof(float)),
+                 malloc(2 * n * (size_t)r->cap.head_dim * sizeof(float))};
+    int rc = h.probs && h.scratch ? html_encode_attention(head_block, &h, n_heads, n, n, z, len, e)
+                                  : av_err(e, "out of memory for %zu tokens", n);
+    free(h.probs);
+    free(h.scratch);
+    return rc;
+}
+
+static const float *thumb_block(void *ctx, int b, AvErr *e) {
+    (void)e;
+    const Capture *c = ctx;
+    return cap_thumb(c, b / c->n_heads, b % c->n_heads);
+}
+
+int live_thumbs(Live *lv, LiveRun *r, int *s, unsigned char **z, size_t *len, AvErr *e) {
+    (void)lv;
+    const Capture *c = &r->cap;
+    *s = c->thumb_size;
+    return html_encode_attention(thumb_block, (void *)c, c->n_layers * c->n_heads, (size_t)c->thumb_size,
+                                 (size_t)c->thumb_size, z, len, e);
+}
+
+int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e) {
+    (void)lv;
+    const Capture *c = &r->cap;
+    const size_t blk = (size_t)c->n_tokens * (size_t)c->head_dim;
+    if (!(*qk = malloc(2 * blk * sizeof(float)))) return av_err(e, "out of memory");
+    memcpy(*qk, cap_q(c, layer, head), blk * sizeof(float));
+    memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
+    *len = 2 * blk * sizeof(float);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the offline page */
+
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e) {
+    *html = NULL, *len = 0;
+    LiveRun *r;
+    LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
+    if (st != LIVE_OK) return st;
+    const ModelConfig *c = model_cfg(lv, r->model);
+    const int n = r->enc.n, nl = layers ? n_layers : c->num_layers;
+    size_t bytes = model_capture_bytes(c, n, 1, 0, nl, c->num_heads);
+    if (bytes > lv->lim.cache_bytes) {
+        live_release(lv, r);
+        av_err(e, "the page of %d tokens x %d layers needs %.0f MB, above the server's --cache-mb %.0f: ask for fewer "
+                  "layers (layers=...)", n, nl, (double)bytes / 1e6, (double)lv->lim.cache_bytes / 1e6);
+        return LIVE_TOO_BIG;
+    }
+    double waited;
+    if (take_turn(lv, r->model, &st, &waited, e)) {
+        live_release(lv, r);
+        return st;
+    }
+    LiveModel *lm = &lv->m[r->model];
+    Capture cap;
+    CapPredictions pred = {0};
+    st = LIVE_FAILED;
+    if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
+        if (pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0) {
+            OutDoc d;
+            pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, r->a, r->b);
+            d.layers = layers, d.n_sel_layers = n_layers;
+            d.heads = NULL, d.n_sel_heads = 0;
+            d.init_layer = layers ? layers[0] : 0;
+            Buf b;
+            if (buf_open(&b) == 0) {
+                int rc = html_write_doc(b.f, &d, lm->o.templates_dir, e);
+                if ((*html = buf_close(&b, rc == 0))) {
+                    *len = b.len;
+                    st = LIVE_OK;
+                } else if (rc == 0) {
+                    av_err(e, "out of memory");
+                }
+            } else {
+                av_err(e, "out of memory");
+            }
+        }
+        model_capture_free(&cap);
+    }
+    end_turn(lv, r->model);
+    pred_free(&pred);
+    live_release(lv, r);
+    return st;
+}

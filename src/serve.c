@@ -1,0 +1,618 @@
+/* serve.c — attnviz serve's HTTP side: libmicrohttpd, one thread per
+ * connection (a request waiting for the model blocks only its own thread;
+ * slow or idle clients are cut off by the connection timeout), and in front
+ * of every route the same three checks: the Host header names this server
+ * (no DNS rebinding), the request carries the run's token, the method fits
+ * the path. Bodies are read up to a limit; everything else is live.c's. */
+#include "serve.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <utf8proc.h>
+
+#include "live.h"
+#include "model.h"
+#include "output.h"
+#include "util.h"
+
+#define SERVE_MAX_BODY (1u << 20)
+#define SERVE_MAX_CONNECTIONS 4000
+#define SERVE_HEADER_BYTES (64u << 10)
+
+/* The offline page's policy, plus fetches back to this server. */
+#define SERVE_CSP                                                                                                  \
+    "default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "              \
+    "img-src data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+typedef struct {
+    Live *lv;
+    char token[33];
+    char hosts[4][300]; /* Host header values accepted */
+    int n_hosts;
+    char *page;         /* the live page, made once */
+    size_t page_len;
+    char *models_json;
+} Server;
+
+typedef struct {
+    char *body;
+    size_t len;
+    int answered; /* a response is queued: ignore the rest of the body */
+    int too_big;  /* the body passed the limit: 413 once it ends */
+    size_t seen;  /* body bytes received */
+} Req;
+
+/* ---------------------------------------------------------------- responses */
+
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
+                                enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, mode);
+    if (!r) {
+        if (mode == MHD_RESPMEM_MUST_FREE) free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Content-Security-Policy", SERVE_CSP);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (extra_name) MHD_add_response_header(r, extra_name, extra_value);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json) {
+    if (!json) return MHD_NO;
+    return send_buf(c, status, "application/json", json, strlen(json), MHD_RESPMEM_MUST_FREE, NULL, NULL);
+}
+
+/* {"error": msg} */
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    if (!f) return MHD_NO;
+    fputs("{\"error\":", f);
+    json_write_string(f, msg);
+    fputc('}', f);
+    if (fclose(f) != 0) {
+        free(s);
+        return MHD_NO;
+    }
+    return send_json(c, status, s);
+}
+
+static unsigned status_of(LiveStatus st) {
+    switch (st) {
+    case LIVE_OK: return MHD_HTTP_OK;
+    case LIVE_BAD_INPUT: return MHD_HTTP_BAD_REQUEST;
+    case LIVE_NOT_FOUND: return MHD_HTTP_NOT_FOUND;
+    case LIVE_TOO_BIG: return MHD_HTTP_CONTENT_TOO_LARGE;
+    case LIVE_BUSY: return MHD_HTTP_SERVICE_UNAVAILABLE;
+    case LIVE_TIMEOUT: return MHD_HTTP_GATEWAY_TIMEOUT;
+    case LIVE_FAILED: break;
+    }
+    return MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static int equal_ct(const char *a, const char *b) { /* constant time in the token's length */
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char d = na != nb;
+    for (size_t i = 0; i < nb; i++) d |= (unsigned char)(a[i < na ? i : 0] ^ b[i]);
+    return d == 0;
+}
+
+static int host_ok(const Server *sv, struct MHD_Connection *c) {
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!h) return 0;
+    for (int i = 0; i < sv->n_hosts; i++)
+        if (strcasecmp(h, sv->hosts[i]) == 0) return 1;
+    return 0;
+}
+
+static int token_ok(const Server *sv, struct MHD_Connection *c) {
+    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Attnviz-Token");
+    if (!t) t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    return t && equal_ct(t, sv->token);
+}
+
+typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_N } Route;
+static const struct {
+    const char *path, *method;
+} ROUTES[R_N] = {
+    [R_PAGE] = {"/", "GET"},           [R_MODELS] = {"/api/models", "GET"}, [R_RUN] = {"/api/run", "POST"},
+    [R_ATTENTION] = {"/api/attention", "GET"}, [R_THUMBS] = {"/api/thumbs", "GET"}, [R_QK] = {"/api/qk", "GET"},
+    [R_SAVE] = {"/api/page", "GET"},
+};
+
+static int find_route(const char *url) {
+    for (int i = 0; i < R_N; i++)
+        if (strcmp(url, ROUTES[i].path) == 0) return i;
+    return -1;
+}
+
+/* A whole decimal number in [lo, hi]; -1 when s is not one. */
+static int parse_num(const char *s, long lo, long hi, long *v) {
+    if (!s || !*s || strlen(s) > 12) return -1;
+    long x = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        x = x * 10 + (*p - '0');
+    }
+    if (x < lo || x > hi) return -1;
+    *v = x;
+    return 0;
+}
+
+/* "r<digits>" */
+static int parse_run(struct MHD_Connection *c, unsigned *id) {
+    const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "run");
+    long v;
+    if (!s || s[0] != 'r' || parse_num(s + 1, 1, 0xffffffffL, &v)) return -1;
+    *id = (unsigned)v;
+    return 0;
+}
+
+/* "0,3,5" or "0-5": up to max entries, each in [0, limit). */
+int serve_parse_list(const char *s, int limit, int max, int *out, int *n) {
+    *n = 0;
+    if (!s || !*s || strlen(s) > 4096) return -1;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long a = strtol(s, &end, 10), b;
+        if (end == s || errno || *s == '-' || *s == '+' || a < 0 || a >= limit) return -1;
+        b = a;
+        if (*end == '-') {
+            s = end + 1;
+            if (*s < '0' || *s > '9') return -1;
+            b = strtol(s, &end, 10);
+            if (errno || b < a || b >= limit) return -1;
+        }
+        for (long x = a; x <= b; x++) {
+            if (*n >= max) return -1;
+            out[(*n)++] = (int)x;
+        }
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        s = end;
+    }
+    return *n ? 0 : -1;
+}
+
+static int utf8_valid(const char *s, size_t n) {
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0 || cp == 0) return 0;
+        i += (size_t)k;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- routes */
+
+int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **why) {
+    memset(q, 0, sizeof *q);
+    *why = NULL;
+    if (!body || !utf8_valid(body, len)) return *why = "the body is not UTF-8 text", -1;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) return *why = "the body is not valid JSON", -1;
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
+                *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict");
+    if (!cJSON_IsObject(j)) *why = "the body must be a JSON object";
+    else if (!cJSON_IsString(text)) *why = "\"text\" must be a string";
+    else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) *why = "\"text_b\" must be a string or null";
+    else if (model && !(cJSON_IsNumber(model) && model->valuedouble >= 0 && model->valuedouble <= 1e6 &&
+                        model->valuedouble == (double)model->valueint))
+        *why = "\"model\" must be a model's id";
+    else if (pred && !cJSON_IsNull(pred) && !(cJSON_IsNumber(pred) && pred->valuedouble >= 0 && pred->valuedouble <= 100 &&
+                                               pred->valuedouble == (double)pred->valueint))
+        *why = "\"predict\" must be a count from 0 to 100";
+    else if (!utf8_valid(text->valuestring, strlen(text->valuestring)) ||
+             (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))))
+        *why = "the text is not valid UTF-8";
+    else if (!text->valuestring[0]) *why = "the text is empty";
+    if (!*why) {
+        q->model = model ? model->valueint : 0;
+        q->predict = cJSON_IsNumber(pred) ? pred->valueint : 0;
+        q->text = strdup(text->valuestring);
+        if (cJSON_IsString(text_b) && text_b->valuestring[0]) q->text_b = strdup(text_b->valuestring);
+        if (!q->text || (cJSON_IsString(text_b) && text_b->valuestring[0] && !q->text_b)) *why = "out of memory";
+    }
+    cJSON_Delete(j);
+    if (*why) {
+        serve_run_req_free(q);
+        return -1;
+    }
+    return 0;
+}
+
+void serve_run_req_free(ServeRunReq *q) {
+    free(q->text);
+    free(q->text_b);
+    q->text = q->text_b = NULL;
+}
+
+static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
+    ServeRunReq q;
+    const char *why;
+    if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
+    AvErr e = {{0}};
+    unsigned id;
+    char *json;
+    LiveStatus st = live_run(sv->lv, q.model, q.text, q.text_b, q.predict, &id, &json, &e);
+    serve_run_req_free(&q);
+    if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
+    return send_json(c, 200, json);
+}
+
+static enum MHD_Result send_chunk(struct MHD_Connection *c, unsigned char *z, size_t len, const char *shape) {
+    return send_buf(c, 200, "application/octet-stream", z, len, MHD_RESPMEM_MUST_FREE, "X-Attnviz-Shape", shape);
+}
+
+/* /api/attention, /api/thumbs, /api/qk: reads of a run's capture. */
+static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route) {
+    unsigned id;
+    if (parse_run(c, &id)) return send_error(c, 400, "run=rN is required");
+    AvErr e = {{0}};
+    LiveRun *r;
+    LiveStatus st = live_acquire(sv->lv, id, &r, &e);
+    if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
+    int nl, nh, dh, n = live_run_tokens(r);
+    live_run_shape(sv->lv, r, &nl, &nh, &dh);
+    char shape[96];
+    enum MHD_Result ok;
+    long layer = 0, head = 0;
+    const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "layer");
+    const char *hs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "heads");
+    if (route != R_THUMBS && parse_num(ls, 0, nl - 1, &layer)) {
+        snprintf(shape, sizeof shape, "layer=L is required, 0 to %d", nl - 1);
+        ok = send_error(c, 400, shape);
+    } else if (route == R_ATTENTION) {
+        int heads[CAP_MAX_HEADS], n_heads = nh;
+        for (int i = 0; i < nh; i++) heads[i] = i;
+        unsigned char *z;
+        size_t len;
+        if (hs && serve_parse_list(hs, nh, nh, heads, &n_heads)) {
+            snprintf(shape, sizeof shape, "heads must list heads 0 to %d (at most %d)", nh - 1, nh);
+            ok = send_error(c, 400, shape);
+        } else if (live_attention(sv->lv, r, (int)layer, heads, n_heads, &z, &len, &e) != 0) {
+            ok = send_error(c, 500, e.msg);
+        } else {
+            snprintf(shape, sizeof shape, "%d,%d,%d", n_heads, n, n);
+            ok = send_chunk(c, z, len, shape);
+        }
+    } else if (route == R_THUMBS) {
+        unsigned char *z;
+        size_t len;
+        int s;
+        if (live_thumbs(sv->lv, r, &s, &z, &len, &e) != 0) {
+            ok = send_error(c, 500, e.msg);
+        } else {
+            snprintf(shape, sizeof shape, "%d,%d,%d,%d", nl, nh, s, s);
+            ok = send_chunk(c, z, len, shape);
+        }
+    } else if (parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "head"), 0, nh - 1, &head)) {
+        snprintf(shape, sizeof shape, "head=H is required, 0 to %d", nh - 1);
+        ok = send_error(c, 400, shape);
+    } else {
+        float *qk;
+        size_t len;
+        if (live_qk(sv->lv, r, (int)layer, (int)head, &qk, &len, &e) != 0) {
+            ok = send_error(c, 500, e.msg);
+        } else {
+            snprintf(shape, sizeof shape, "%d,%d", n, dh);
+            ok = send_chunk(c, (unsigned char *)qk, len, shape);
+        }
+    }
+    live_release(sv->lv, r);
+    return ok;
+}
+
+static enum MHD_Result do_save(Server *sv, struct MHD_Connection *c) {
+    unsigned id;
+    if (parse_run(c, &id)) return send_error(c, 400, "run=rN is required");
+    const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "layers");
+    int layers[CAP_MAX_LAYERS], n = 0;
+    if (ls && serve_parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
+        return send_error(c, 400, "layers must be a list such as 3 or 0-5");
+    AvErr e = {{0}};
+    char *html;
+    size_t len;
+    LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, &html, &len, &e);
+    if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
+    return send_buf(c, 200, "text/html; charset=utf-8", html, len, MHD_RESPMEM_MUST_FREE, "Content-Disposition",
+                    "attachment; filename=\"attnviz.html\"");
+}
+
+static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route r, Req *rq) {
+    switch (r) {
+    case R_PAGE:
+        return send_buf(c, 200, "text/html; charset=utf-8", sv->page, sv->page_len, MHD_RESPMEM_PERSISTENT, NULL, NULL);
+    case R_MODELS:
+        return send_buf(c, 200, "application/json", sv->models_json, strlen(sv->models_json), MHD_RESPMEM_PERSISTENT,
+                        NULL, NULL);
+    case R_RUN: return do_run(sv, c, rq);
+    case R_ATTENTION:
+    case R_THUMBS:
+    case R_QK: return do_read(sv, c, r);
+    case R_SAVE: return do_save(sv, c);
+    case R_N: break;
+    }
+    return send_error(c, 404, "not found");
+}
+
+/* Checks before reading a body: host, token, path, method, declared length. */
+static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq,
+                                  int *route) {
+    *route = -1;
+    if (!host_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "the Host header does not name this server");
+    if (!token_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "missing or wrong token (use the URL attnviz serve printed)");
+    int r = find_route(url);
+    if (r < 0) return rq->answered = 1, send_error(c, 404, "not found");
+    int is_head = !strcmp(method, "HEAD") && !strcmp(ROUTES[r].method, "GET");
+    if (strcmp(method, ROUTES[r].method) && !is_head) {
+        rq->answered = 1;
+        char msg[80];
+        snprintf(msg, sizeof msg, "%s takes %s", ROUTES[r].path, ROUTES[r].method);
+        return send_error(c, 405, msg);
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    long v;
+    if (cl && (parse_num(cl, 0, SERVE_MAX_BODY, &v) != 0))
+        return rq->answered = 1, send_error(c, 413, "the body is over 1 MB");
+    *route = r;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    Server *sv = cls;
+    Req *rq = *con_cls;
+    if (!rq) {
+        if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
+        *con_cls = rq;
+        int route;
+        enum MHD_Result ok = first_call(sv, c, url, method, rq, &route);
+        return ok;
+    }
+    if (*upload_size) {
+        size_t k = *upload_size;
+        *upload_size = 0;
+        if (rq->answered) return MHD_YES;
+        /* A body of unknown length (chunked) can only be answered once it has
+         * been read: past the limit it is discarded, and past 16 times the
+         * limit the connection is dropped. */
+        rq->seen += k;
+        if (rq->seen > 16 * (size_t)SERVE_MAX_BODY) return MHD_NO;
+        if (rq->len + k > SERVE_MAX_BODY || rq->too_big) {
+            rq->too_big = 1;
+            return MHD_YES;
+        }
+        char *nb = realloc(rq->body, rq->len + k + 1);
+        if (!nb) return MHD_NO;
+        memcpy(nb + rq->len, upload, k);
+        rq->body = nb;
+        rq->len += k;
+        rq->body[rq->len] = '\0';
+        return MHD_YES;
+    }
+    if (rq->answered) return MHD_YES;
+    rq->answered = 1;
+    if (rq->too_big) return send_error(c, 413, "the body is over 1 MB");
+    return route_request(sv, c, (Route)find_route(url), rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls, (void)c, (void)toe;
+    Req *rq = *con_cls;
+    if (rq) {
+        free(rq->body);
+        free(rq);
+    }
+    *con_cls = NULL;
+}
+
+/* ---------------------------------------------------------------- the server */
+
+static int is_loopback(const struct sockaddr_storage *ss) {
+    if (ss->ss_family == AF_INET) return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a);
+}
+
+static char *live_json(const Server *sv, const CliOptions *o) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    if (!f) return NULL;
+    fprintf(f, "{\"version\":1,\"token\":\"%s\",\"models\":", sv->token);
+    const char *models = strchr(sv->models_json, '[');
+    fwrite(models, 1, strlen(models) - 1, f); /* the array inside {"models":[...]} */
+    fputs(",\"text\":", f);
+    if (o->text_a) json_write_string(f, o->text_a);
+    else fputs("null", f);
+    fputs(",\"text_b\":", f);
+    if (o->text_b) json_write_string(f, o->text_b);
+    else fputs("null", f);
+    fputc('}', f);
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void open_browser(const char *url) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1), dup2(null, 2);
+        execlp("xdg-open", "xdg-open", url, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "attnviz: warning: --open: could not start a browser (xdg-open); open the URL yourself\n");
+}
+
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop(int sig) {
+    unsigned char b = (unsigned char)sig;
+    ssize_t k = write(stop_pipe[1], &b, 1);
+    (void)k;
+}
+
+int serve_run(const CliOptions *o, AvErr *e) {
+    Server sv;
+    memset(&sv, 0, sizeof sv);
+    int rc = EXIT_RUNTIME;
+    struct MHD_Daemon *d = NULL;
+    char *lj = NULL;
+
+    /* the address first: a bad --host is a usage error, before loading anything */
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    const char *host = o->host ? o->host : "127.0.0.1";
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)o->port);
+    } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)o->port);
+    } else {
+        av_err(e, "--host needs a numeric IPv4 or IPv6 address, got '%s'", host);
+        return EXIT_USAGE;
+    }
+    if (!is_loopback(&ss))
+        fprintf(stderr, "attnviz: warning: --host %s: anyone who can reach this address and has the URL's token can run "
+                        "the model\n", host);
+
+    uint8_t rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return av_err(e, "no random bytes for the token"), rc;
+    for (int i = 0; i < 16; i++) snprintf(sv.token + 2 * i, 3, "%02x", rnd[i]);
+
+    /* idle connections are file descriptors: allow what the hard limit allows */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    /* A long-running process whose large buffers (captures, attention) come and
+     * go: give them back to the system when freed, and keep one arena per core
+     * rather than per connection thread, so memory stays flat under load. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_ARENA_MAX, 2);
+
+    const CliOptions *models[16];
+    CliOptions per[16];
+    int nm = o->n_serve_models ? o->n_serve_models : 1;
+    for (int i = 0; i < nm; i++) {
+        per[i] = *o;
+        per[i].model_dir = o->n_serve_models ? o->serve_models[i] : o->model_dir;
+        per[i].text_a = per[i].text_b = NULL;
+        models[i] = &per[i];
+    }
+    LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64};
+    model_set_threads(o->threads);
+    if (live_open(&sv.lv, models, nm, &lim, e) != 0) goto out;
+    if (!(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
+        av_err(e, "out of memory");
+        goto out;
+    }
+    FILE *f = open_memstream(&sv.page, &sv.page_len);
+    if (!f) {
+        av_err(e, "out of memory");
+        goto out;
+    }
+    int prc = html_write_live(f, lj, o->templates_dir, e);
+    if (fclose(f) != 0 || prc != 0) {
+        if (!prc) av_err(e, "out of memory");
+        goto out;
+    }
+
+    /* SIGINT/SIGTERM may land on any thread (BLAS starts its own before
+     * main): the handler only writes to a pipe the main thread waits on. */
+    if (pipe(stop_pipe) != 0) {
+        av_err(e, "cannot create a pipe: %s", strerror(errno));
+        goto out;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_BYTES,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+                         MHD_OPTION_END);
+    if (!d) {
+        av_err(e, "cannot listen on %s port %d: %s", host, o->port, errno ? strerror(errno) : "libmicrohttpd failed");
+        goto out;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    const int port = info ? info->port : o->port;
+    const char *names[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (int i = 0; i < 3; i++) snprintf(sv.hosts[sv.n_hosts++], sizeof sv.hosts[0], "%s:%d", names[i], port);
+    char shown[300];
+    if (ss.ss_family == AF_INET6) snprintf(shown, sizeof shown, "[%s]:%d", host, port);
+    else snprintf(shown, sizeof shown, "%s:%d", host, port);
+    snprintf(sv.hosts[sv.n_hosts++], sizeof sv.hosts[0], "%s", shown);
+
+    char url[400];
+    snprintf(url, sizeof url, "http://%s/?token=%s", shown, sv.token);
+    printf("%s\n", url);
+    fflush(stdout);
+    if (!o->quiet)
+        fprintf(stderr, "attnviz: serving %d model%s at the URL above; Ctrl-C stops\n", nm, nm > 1 ? "s" : "");
+    if (o->open_browser) open_browser(url);
+
+    unsigned char sig = 0;
+    while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (!o->quiet) fprintf(stderr, "attnviz: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = EXIT_OK;
+out:
+    if (d) MHD_stop_daemon(d);
+    for (int i = 0; i < 2; i++)
+        if (stop_pipe[i] >= 0) close(stop_pipe[i]), stop_pipe[i] = -1;
+    live_close(sv.lv);
+    free(sv.page);
+    free(sv.models_json);
+    free(lj);
+    return rc;
+}
