@@ -58,6 +58,8 @@ typedef struct {
     int open_browser;          /* --open */
     double cache_mb;           /* --cache-mb: captures kept, in MB */
     double timeout_s;          /* --timeout: longest wait for the model, seconds */
+    int idle_s;                /* --idle-timeout: a connection silent this long is closed */
+    int max_queue;             /* --queue: forward passes waiting or running (then 503) */
 } CliOptions;
 
 #endif

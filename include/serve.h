@@ -4,11 +4,25 @@
 #ifndef ATTNVIZ_SERVE_H
 #define ATTNVIZ_SERVE_H
 
+#include <stddef.h>
+
 #include "err.h"
 #include "options.h"
 
 /* Serves until SIGINT or SIGTERM; returns an exit code (EXIT_USAGE for a bad
  * --host, EXIT_RUNTIME with e set when a model or the socket fails). */
 int serve_run(const CliOptions *o, AvErr *e);
+
+/* The request parsers (exposed for the fuzz target and tests). */
+typedef struct {
+    int model, predict;
+    char *text, *text_b; /* text_b NULL when absent or empty */
+} ServeRunReq;
+/* POST /api/run's body: UTF-8 JSON {"text", "text_b", "model", "predict"};
+ * -1 with *why (a static one-line reason) when it is not acceptable. */
+int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **why);
+void serve_run_req_free(ServeRunReq *q);
+/* A list such as "0,3,5" or "2-4": at most max entries, each in [0, limit). */
+int serve_parse_list(const char *s, int limit, int max, int *out, int *n);
 
 #endif

@@ -118,7 +118,9 @@ static void usage(FILE *f) {
           "  --host ADDR         numeric address to bind (default 127.0.0.1; others warn)\n"
           "  --open              open the URL in a browser (xdg-open)\n"
           "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
-          "  --timeout S         longest a request waits for the model (default 60)\n",
+          "  --timeout S         longest a request waits for the model (default 60)\n"
+          "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
+          "  --idle-timeout S    close a connection silent for S seconds (default 20)\n",
           f);
 }
 
@@ -237,11 +239,13 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     o->port = 8765;
     o->cache_mb = 2048;
     o->timeout_s = 60;
+    o->idle_s = 20;
+    o->max_queue = 64;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
            O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
-           O_TIMEOUT };
+           O_TIMEOUT, O_IDLE, O_QUEUE };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -266,7 +270,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"pack-tokens", required_argument, 0, O_PACK},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
-        {"timeout", required_argument, 0, O_TIMEOUT},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
+        {"queue", required_argument, 0, O_QUEUE},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -306,6 +311,14 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_OPEN: o->open_browser = 1, serve_opts = 1; break;
         case O_CACHEMB:
             if (parse_real(optarg, 1, 1e7, &o->cache_mb)) return usage_error("--cache-mb needs a size in MB >= 1, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_IDLE:
+            if (parse_int(optarg, 1, 3600, &o->idle_s)) return usage_error("--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
+            serve_opts = 1;
+            break;
+        case O_QUEUE:
+            if (parse_int(optarg, 1, 4096, &o->max_queue)) return usage_error("--queue needs 1 to 4096, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_TIMEOUT:
@@ -429,7 +442,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         o->text_b = rest == 2 ? argv[optind + 1] : NULL;
         return EXIT_OK;
     }
-    if (serve_opts) return usage_error("%s", "--port, --host, --open, --cache-mb and --timeout go with attnviz serve");
+    if (serve_opts) return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
     if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
         return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");

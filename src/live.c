@@ -263,7 +263,7 @@ static void end_turn(Live *lv, int m) {
 static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictions *pred, AvErr *e) {
     const LiveModel *lm = &lv->m[r->model];
     OutDoc d;
-    pipeline_doc(lm->p, &d, &r->enc, cap, pred, r->a, r->b);
+    pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, r->a, r->b); /* as the CLI: none unless asked */
     Buf b;
     if (buf_open(&b)) return av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);

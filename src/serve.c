@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -32,7 +33,6 @@
 #include "util.h"
 
 #define SERVE_MAX_BODY (1u << 20)
-#define SERVE_IDLE_SECONDS 20     /* a connection that sends nothing this long is closed */
 #define SERVE_MAX_CONNECTIONS 4000
 #define SERVE_HEADER_BYTES (64u << 10)
 
@@ -55,6 +55,8 @@ typedef struct {
     char *body;
     size_t len;
     int answered; /* a response is queued: ignore the rest of the body */
+    int too_big;  /* the body passed the limit: 413 once it ends */
+    size_t seen;  /* body bytes received */
 } Req;
 
 /* ---------------------------------------------------------------- responses */
@@ -173,7 +175,7 @@ static int parse_run(struct MHD_Connection *c, unsigned *id) {
 }
 
 /* "0,3,5" or "0-5": up to max entries, each in [0, limit). */
-static int parse_list(const char *s, int limit, int max, int *out, int *n) {
+int serve_parse_list(const char *s, int limit, int max, int *out, int *n) {
     *n = 0;
     if (!s || !*s || strlen(s) > 4096) return -1;
     while (*s) {
@@ -212,39 +214,57 @@ static int utf8_valid(const char *s, size_t n) {
 
 /* ---------------------------------------------------------------- routes */
 
-static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
-    if (!rq->body || !utf8_valid(rq->body, rq->len)) return send_error(c, 400, "the body is not UTF-8 text");
-    cJSON *j = cJSON_ParseWithLength(rq->body, rq->len);
-    if (!j) return send_error(c, 400, "the body is not valid JSON");
+int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **why) {
+    memset(q, 0, sizeof *q);
+    *why = NULL;
+    if (!body || !utf8_valid(body, len)) return *why = "the body is not UTF-8 text", -1;
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) return *why = "the body is not valid JSON", -1;
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
                 *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict");
-    const char *bad = NULL;
-    if (!cJSON_IsObject(j)) bad = "the body must be a JSON object";
-    else if (!cJSON_IsString(text)) bad = "\"text\" must be a string";
-    else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) bad = "\"text_b\" must be a string or null";
-    else if (model && !(cJSON_IsNumber(model) && model->valuedouble == (double)model->valueint))
-        bad = "\"model\" must be a model's id";
-    else if (pred && !cJSON_IsNull(pred) && !(cJSON_IsNumber(pred) && pred->valuedouble == (double)pred->valueint))
-        bad = "\"predict\" must be a count from 0 to 100";
-    if (bad) {
-        cJSON_Delete(j);
-        return send_error(c, 400, bad);
+    if (!cJSON_IsObject(j)) *why = "the body must be a JSON object";
+    else if (!cJSON_IsString(text)) *why = "\"text\" must be a string";
+    else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) *why = "\"text_b\" must be a string or null";
+    else if (model && !(cJSON_IsNumber(model) && model->valuedouble >= 0 && model->valuedouble <= 1e6 &&
+                        model->valuedouble == (double)model->valueint))
+        *why = "\"model\" must be a model's id";
+    else if (pred && !cJSON_IsNull(pred) && !(cJSON_IsNumber(pred) && pred->valuedouble >= 0 && pred->valuedouble <= 100 &&
+                                               pred->valuedouble == (double)pred->valueint))
+        *why = "\"predict\" must be a count from 0 to 100";
+    else if (!utf8_valid(text->valuestring, strlen(text->valuestring)) ||
+             (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))))
+        *why = "the text is not valid UTF-8";
+    else if (!text->valuestring[0]) *why = "the text is empty";
+    if (!*why) {
+        q->model = model ? model->valueint : 0;
+        q->predict = cJSON_IsNumber(pred) ? pred->valueint : 0;
+        q->text = strdup(text->valuestring);
+        if (cJSON_IsString(text_b) && text_b->valuestring[0]) q->text_b = strdup(text_b->valuestring);
+        if (!q->text || (cJSON_IsString(text_b) && text_b->valuestring[0] && !q->text_b)) *why = "out of memory";
     }
-    const char *a = text->valuestring, *b = cJSON_IsString(text_b) ? text_b->valuestring : NULL;
-    if (!utf8_valid(a, strlen(a)) || (b && !utf8_valid(b, strlen(b)))) {
-        cJSON_Delete(j);
-        return send_error(c, 400, "the text is not valid UTF-8");
+    cJSON_Delete(j);
+    if (*why) {
+        serve_run_req_free(q);
+        return -1;
     }
-    if (!*a) {
-        cJSON_Delete(j);
-        return send_error(c, 400, "the text is empty");
-    }
+    return 0;
+}
+
+void serve_run_req_free(ServeRunReq *q) {
+    free(q->text);
+    free(q->text_b);
+    q->text = q->text_b = NULL;
+}
+
+static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
+    ServeRunReq q;
+    const char *why;
+    if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
     AvErr e = {{0}};
     unsigned id;
     char *json;
-    LiveStatus st = live_run(sv->lv, model ? model->valueint : 0, a, b && *b ? b : NULL,
-                             cJSON_IsNumber(pred) ? pred->valueint : 0, &id, &json, &e);
-    cJSON_Delete(j);
+    LiveStatus st = live_run(sv->lv, q.model, q.text, q.text_b, q.predict, &id, &json, &e);
+    serve_run_req_free(&q);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_json(c, 200, json);
 }
@@ -276,7 +296,7 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
         for (int i = 0; i < nh; i++) heads[i] = i;
         unsigned char *z;
         size_t len;
-        if (hs && parse_list(hs, nh, nh, heads, &n_heads)) {
+        if (hs && serve_parse_list(hs, nh, nh, heads, &n_heads)) {
             snprintf(shape, sizeof shape, "heads must list heads 0 to %d (at most %d)", nh - 1, nh);
             ok = send_error(c, 400, shape);
         } else if (live_attention(sv->lv, r, (int)layer, heads, n_heads, &z, &len, &e) != 0) {
@@ -317,7 +337,7 @@ static enum MHD_Result do_save(Server *sv, struct MHD_Connection *c) {
     if (parse_run(c, &id)) return send_error(c, 400, "run=rN is required");
     const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "layers");
     int layers[CAP_MAX_LAYERS], n = 0;
-    if (ls && parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
+    if (ls && serve_parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
         return send_error(c, 400, "layers must be a list such as 3 or 0-5");
     AvErr e = {{0}};
     char *html;
@@ -384,9 +404,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         size_t k = *upload_size;
         *upload_size = 0;
         if (rq->answered) return MHD_YES;
-        if (rq->len + k > SERVE_MAX_BODY) {
-            rq->answered = 1;
-            return send_error(c, 413, "the body is over 1 MB");
+        /* A body of unknown length (chunked) can only be answered once it has
+         * been read: past the limit it is discarded, and past 16 times the
+         * limit the connection is dropped. */
+        rq->seen += k;
+        if (rq->seen > 16 * (size_t)SERVE_MAX_BODY) return MHD_NO;
+        if (rq->len + k > SERVE_MAX_BODY || rq->too_big) {
+            rq->too_big = 1;
+            return MHD_YES;
         }
         char *nb = realloc(rq->body, rq->len + k + 1);
         if (!nb) return MHD_NO;
@@ -398,6 +423,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (rq->answered) return MHD_YES;
     rq->answered = 1;
+    if (rq->too_big) return send_error(c, 413, "the body is over 1 MB");
     return route_request(sv, c, (Route)find_route(url), rq);
 }
 
@@ -454,6 +480,14 @@ static void open_browser(const char *url) {
         fprintf(stderr, "attnviz: warning: --open: could not start a browser (xdg-open); open the URL yourself\n");
 }
 
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop(int sig) {
+    unsigned char b = (unsigned char)sig;
+    ssize_t k = write(stop_pipe[1], &b, 1);
+    (void)k;
+}
+
 int serve_run(const CliOptions *o, AvErr *e) {
     Server sv;
     memset(&sv, 0, sizeof sv);
@@ -492,6 +526,12 @@ int serve_run(const CliOptions *o, AvErr *e) {
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
+    /* A long-running process whose large buffers (captures, attention) come and
+     * go: give them back to the system when freed, and keep one arena per core
+     * rather than per connection thread, so memory stays flat under load. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_ARENA_MAX, 2);
+
     const CliOptions *models[16];
     CliOptions per[16];
     int nm = o->n_serve_models ? o->n_serve_models : 1;
@@ -501,7 +541,7 @@ int serve_run(const CliOptions *o, AvErr *e) {
         per[i].text_a = per[i].text_b = NULL;
         models[i] = &per[i];
     }
-    LiveLimits lim = {(size_t)(o->cache_mb * 1e6), 64, o->timeout_s * 1000.0, 512, 64};
+    LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64};
     model_set_threads(o->threads);
     if (live_open(&sv.lv, models, nm, &lim, e) != 0) goto out;
     if (!(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
@@ -519,18 +559,23 @@ int serve_run(const CliOptions *o, AvErr *e) {
         goto out;
     }
 
-    /* SIGINT/SIGTERM are taken by sigwait below: block them before any thread starts */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    /* SIGINT/SIGTERM may land on any thread (BLAS starts its own before
+     * main): the handler only writes to a pipe the main thread waits on. */
+    if (pipe(stop_pipe) != 0) {
+        av_err(e, "cannot create a pipe: %s", strerror(errno));
+        goto out;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_IDLE_SECONDS,
+                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_BYTES,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
@@ -556,13 +601,15 @@ int serve_run(const CliOptions *o, AvErr *e) {
         fprintf(stderr, "attnviz: serving %d model%s at the URL above; Ctrl-C stops\n", nm, nm > 1 ? "s" : "");
     if (o->open_browser) open_browser(url);
 
-    int sig = 0;
-    while (sigwait(&stop, &sig) != 0) {
+    unsigned char sig = 0;
+    while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
     if (!o->quiet) fprintf(stderr, "attnviz: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = EXIT_OK;
 out:
     if (d) MHD_stop_daemon(d);
+    for (int i = 0; i < 2; i++)
+        if (stop_pipe[i] >= 0) close(stop_pipe[i]), stop_pipe[i] = -1;
     live_close(sv.lv);
     free(sv.page);
     free(sv.models_json);

@@ -80,6 +80,7 @@ scripts=(
     tests/cli_test.sh
     tests/predict_test.sh
     tests/render_test.sh
+    tests/serve_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh

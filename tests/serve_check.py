@@ -1,0 +1,521 @@
+#!/usr/bin/env python3
+"""serve_check.py — attnviz serve from the outside: starts the server, talks to
+it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
+
+  serve_check.py BINARY functional      responses against the CLI's own outputs
+  serve_check.py BINARY hostile         crafted requests: each its status, the server stays up
+  serve_check.py BINARY load [N]        N (default 10,000) mixed requests, 4-16 connections
+  serve_check.py BINARY queue GGUF      the bounded queue (503) and time limit (504) on a slow model
+
+Standard library only (the decoders of the page's encoding are re-implemented
+here from html.c's description, independently of templates/data.js)."""
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+
+BIN = sys.argv[1]
+MODE = sys.argv[2]
+DEMO = os.environ.get("ATTNVIZ_DEMO", "weights/demo")
+fails = 0
+
+
+def ok(name):
+    print(f"PASS {name}", flush=True)
+
+
+def bad(name, why):
+    global fails
+    fails += 1
+    print(f"FAIL {name}: {why}", flush=True)
+
+
+def expect(name, cond, why=""):
+    (ok if cond else lambda n: bad(n, why))(name)
+
+
+class Server:
+    def __init__(self, *args, env=None):
+        self.p = subprocess.Popen([BIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        line = self.p.stdout.readline().strip()
+        m = re.match(r"^http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{32})$", line)
+        if not m:
+            err = self.p.stderr.read() if self.p.poll() is not None else ""
+            self.p.kill()
+            raise RuntimeError(f"no URL printed: {line!r} {err}")
+        self.url, self.port, self.token = line, int(m.group(1)), m.group(2)
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def req(self, method, path, body=None, headers=None, token=True, conn=None):
+        h = {"Host": f"127.0.0.1:{self.port}"}
+        if token:
+            h["X-Attnviz-Token"] = self.token
+        h.update(headers or {})
+        c = conn or self.conn()
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        if not conn:
+            c.close()
+        return r.status, dict(r.getheaders()), data
+
+    def run(self, text, text_b=None, model=0, predict=0, conn=None):
+        body = json.dumps({"text": text, "text_b": text_b, "model": model, "predict": predict})
+        st, h, data = self.req("POST", "/api/run", body, {"Content-Type": "application/json"}, conn=conn)
+        return st, (json.loads(data) if data[:1] == b"{" else data)
+
+    def alive(self, within=1.0):
+        t0 = time.time()
+        try:
+            st, _, _ = self.req("GET", "/api/models")
+        except OSError:
+            return False
+        return st == 200 and time.time() - t0 < within
+
+    def rss_kb(self):
+        with open(f"/proc/{self.p.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self, name="server stops cleanly on SIGTERM"):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            bad(name, "still running 30 s after SIGTERM")
+            return
+        err = self.p.stderr.read()
+        expect(name, rc == 0 and "ERROR: AddressSanitizer" not in err and "runtime error" not in err,
+               f"exit {rc}: {err[-2000:]}")
+
+
+def planes_u16(z, count):
+    raw = zlib.decompress(z)
+    if len(raw) != 2 * count:
+        raise ValueError(f"{len(raw)} bytes for {count} codes")
+    return [raw[i] | raw[count + i] << 8 for i in range(count)]
+
+
+def cli_json(*args):
+    out = subprocess.run([BIN, "--quiet", "--json", "-", *args], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+# ---------------------------------------------------------------- functional
+
+def functional():
+    text, text_b = "The quick brown fox jumps over the lazy dog.", "It was not amused."
+    ref = cli_json("--model", DEMO, "--qk", "--precision", "9", text, text_b)
+    sv = Server("--model", DEMO)
+    try:
+        st, h, page = sv.req("GET", "/", token=False, headers={"X-Attnviz-Token": sv.token})
+        expect("GET / gives the live page", st == 200 and b'"live":{"version":1' in page and b'id="av-att-' not in page
+               and sv.token.encode() in page, f"status {st}")
+        expect("the live page may fetch from its server only", b"connect-src 'self'" in page, "no connect-src")
+        csp = h.get("Content-Security-Policy", "")
+        expect("responses carry the offline page's policy",
+               "default-src 'none'" in csp and "connect-src 'self'" in csp and "Access-Control-Allow-Origin" not in h, csp)
+        st, _, data = sv.req("GET", f"/?token={sv.token}", token=False)
+        expect("the token is accepted in the URL", st == 200, f"status {st}")
+        st, _, data = sv.req("GET", "/api/models")
+        models = json.loads(data)["models"]
+        expect("/api/models describes the model", st == 200 and models[0]["layers"] == ref["config"]["layers"]
+               and models[0]["heads"] == ref["config"]["heads"], str(models))
+
+        st, res = sv.run(text, text_b)
+        meta = res["meta"] if st == 200 else {}
+        expect("/api/run gives the CLI's tokens", st == 200 and meta.get("tokens") == ref["tokens"],
+               f"status {st}: {str(res)[:300]}")
+        run, n = res["run"], res["n"]
+        L, H = ref["config"]["layers"], ref["config"]["heads"]
+        worst = 0.0
+        for l in range(L):
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={l}")
+            codes = planes_u16(z, H * n * n)
+            for hh in range(H):
+                for i in range(n):
+                    for j in range(n):
+                        worst = max(worst, abs(codes[(hh * n + i) * n + j] / 1e4 - ref["attention"][l][hh][i][j]))
+        expect(f"/api/attention equals the CLI's attention within the page's rounding (max {worst:.1e})",
+               worst <= 5.001e-5, f"{worst}")
+        st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer=1&heads=8,3")
+        codes = planes_u16(z, 2 * n * n)
+        sel = max(abs(codes[k * n * n + i * n + j] / 1e4 - ref["attention"][1][hh][i][j])
+                  for k, hh in enumerate([8, 3]) for i in range(n) for j in range(n))
+        expect("heads=8,3 gives those heads, in that order", hd.get("X-Attnviz-Shape") == f"2,{n},{n}" and sel <= 5.001e-5,
+               f"{hd.get('X-Attnviz-Shape')} {sel}")
+        st, hd, z = sv.req("GET", f"/api/thumbs?run={run}")
+        s = int(hd["X-Attnviz-Shape"].split(",")[2])
+        codes = planes_u16(z, L * H * s * s)
+        tw = max(abs(codes[((l * H + hh) * s + i) * s + j] / 1e4 - ref["attention"][l][hh][i][j])
+                 for l in range(L) for hh in range(H) for i in range(n) for j in range(n))
+        expect("thumbnails of a short input are its attention", s == n and tw <= 5.001e-5, f"s {s} err {tw}")
+        st, hd, raw = sv.req("GET", f"/api/qk?run={run}&layer=1&head=5")
+        dh = ref["config"]["head_dim"]
+        v = struct.unpack(f"<{2 * n * dh}f", raw)
+        qe = max(abs(v[i * dh + d] - ref["queries"][1][5][i][d]) for i in range(n) for d in range(dh))
+        ke = max(abs(v[n * dh + i * dh + d] - ref["keys"][1][5][i][d]) for i in range(n) for d in range(dh))
+        expect(f"/api/qk gives the CLI's queries and keys (max {max(qe, ke):.1e})", max(qe, ke) <= 1e-5, f"{qe} {ke}")
+
+        st, hd, page = sv.req("GET", f"/api/page?run={run}")
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([BIN, "--quiet", "--model", DEMO, "--html", f"{d}/cli.html", text, text_b], check=True)
+            cli_page = open(f"{d}/cli.html", "rb").read()
+        expect("/api/page is the page the CLI writes, byte for byte",
+               st == 200 and page == cli_page and 'filename="attnviz.html"' in hd.get("Content-Disposition", ""),
+               f"status {st}, {len(page)} vs {len(cli_page)} bytes")
+        st, hd, page = sv.req("GET", f"/api/page?run={run}&layers=1")
+        expect("/api/page?layers=1 holds that layer only", st == 200 and b'id="av-att-0"' in page
+               and b'id="av-att-1"' not in page, f"status {st}")
+
+        st, res2 = sv.run(text, text_b)
+        expect("the same input again is the same run, from the cache",
+               st == 200 and res2["run"] == run and res2["ms"]["forward"] == 0, str(res2)[:200])
+        long_text = " ".join(["word"] * 700)
+        st, res3 = sv.run(long_text)
+        expect("a text past the model's positions is truncated, with a warning",
+               st == 200 and res3["n"] == ref["config"]["max_position_embeddings"]
+               and any("dropped" in w for w in res3["warnings"]), str(res3)[:300])
+    finally:
+        sv.stop()
+
+    # several models: each run goes to the model it names
+    sv = Server("--model", DEMO, "--model", "tests/data/small-llama")
+    try:
+        st, _, data = sv.req("GET", "/api/models")
+        models = json.loads(data)["models"]
+        ref2 = cli_json("--model", "tests/data/small-llama", "--precision", "9", "the cat sat on the mat")
+        st, res = sv.run("the cat sat on the mat", model=1)
+        n = res.get("n", 0)
+        ok_ = st == 200 and len(models) == 2 and models[1]["family"] == "llama" and models[1]["causal"] \
+            and res["meta"]["tokens"] == ref2["tokens"]
+        if ok_:
+            L, H = ref2["config"]["layers"], ref2["config"]["heads"]
+            st, hd, z = sv.req("GET", f"/api/attention?run={res['run']}&layer={L - 1}")
+            codes = planes_u16(z, H * n * n)
+            worst = max(abs(codes[(hh * n + i) * n + j] / 1e4 - ref2["attention"][L - 1][hh][i][j])
+                        for hh in range(H) for i in range(n) for j in range(n))
+            ok_ = worst <= 5.001e-5
+        expect("two models served: a run on model 1 (a Llama) gives its tokens and attention", ok_,
+               f"{st} {str(res)[:200]} {models}")
+    finally:
+        sv.stop("two-model server stops cleanly")
+
+    # a cache too small for two captures: the first run is evicted and recomputed when read again
+    sv = Server("--model", DEMO, "--cache-mb", "3")
+    try:
+        runs = [sv.run(" ".join(["the"] * k))[1]["run"] for k in (180, 190, 200)]
+        st, hd, z = sv.req("GET", f"/api/attention?run={runs[0]}&layer=0&heads=0")
+        expect("an evicted run is recomputed when read", st == 200 and hd.get("X-Attnviz-Shape", "").startswith("1,182,"),
+               f"status {st} {hd.get('X-Attnviz-Shape')}")
+        st, res = sv.run(" ".join(["the"] * 600))
+        expect("a run whose capture passes --cache-mb is refused with 413", st == 413 and "cache-mb" in res.get("error", ""),
+               f"{st} {res}")
+    finally:
+        sv.stop("server with a small cache stops cleanly")
+
+
+# ---------------------------------------------------------------- hostile
+
+def raw_send(port, data, read=True, timeout=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        if not read:
+            return s
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        if read:
+            s.close()
+
+
+def status_of(resp):
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", resp)
+    return int(m.group(1)) if m else None
+
+
+def hostile():
+    sv = Server("--model", DEMO, "--idle-timeout", "3")
+    P, T = sv.port, sv.token
+    host = f"127.0.0.1:{P}"
+    cases = []
+
+    def case(name, want, method, path, body=None, headers=None, token=True):
+        cases.append((name, want, method, path, body, headers, token))
+
+    run_body = json.dumps({"text": "a normal sentence"})
+    case("no token", 403, "GET", "/api/models", token=False)
+    case("wrong token in the header", 403, "GET", "/api/models", headers={"X-Attnviz-Token": "0" * 32}, token=False)
+    case("wrong token in the URL", 403, "GET", "/?token=" + "f" * 32, token=False)
+    case("token with a suffix", 403, "GET", "/api/models", headers={"X-Attnviz-Token": T + "0"}, token=False)
+    case("token prefix only", 403, "GET", "/api/models", headers={"X-Attnviz-Token": T[:16]}, token=False)
+    case("Host of another site", 403, "GET", "/api/models", headers={"Host": "evil.example"})
+    case("Host with our port, another name (DNS rebinding)", 403, "GET", "/api/models", headers={"Host": f"evil.example:{P}"})
+    case("Host with another port", 403, "GET", "/api/models", headers={"Host": f"127.0.0.1:{P + 1}"})
+    case("Host suffix trick", 403, "GET", "/api/models", headers={"Host": f"localhost.evil.example:{P}"})
+    case("PUT on /api/run", 405, "PUT", "/api/run", run_body)
+    case("GET on /api/run", 405, "GET", "/api/run")
+    case("POST on /", 405, "POST", "/", "x")
+    case("DELETE on /api/models", 405, "DELETE", "/api/models")
+    case("unknown path", 404, "GET", "/api/nope")
+    case("dot-dot path", 404, "GET", "/../../etc/passwd")
+    case("encoded dot-dot path", 404, "GET", "/%2e%2e/%2e%2e/etc/passwd")
+    case("a 2 MB body", 413, "POST", "/api/run", "x" * (2 << 20))
+    case("invalid UTF-8 body", 400, "POST", "/api/run", b'{"text":"\xff\xfe"}')
+    case("NUL byte in the body", 400, "POST", "/api/run", b'{"text":"a\x00b"}')
+    case("not JSON", 400, "POST", "/api/run", "text=hello")
+    case("JSON array", 400, "POST", "/api/run", '["hello"]')
+    case("text not a string", 400, "POST", "/api/run", '{"text": 42}')
+    case("text missing", 400, "POST", "/api/run", '{"model": 0}')
+    case("empty text", 400, "POST", "/api/run", '{"text": ""}')
+    case("lone surrogate escape", 400, "POST", "/api/run", '{"text": "a\\ud800b"}')
+    case("model out of range", 400, "POST", "/api/run", '{"text": "hi", "model": 7}')
+    case("model not an integer", 400, "POST", "/api/run", '{"text": "hi", "model": 0.5}')
+    case("predict out of range", 400, "POST", "/api/run", '{"text": "hi", "predict": 1000}')
+    case("predict on a model without a head", 400, "POST", "/api/run", '{"text": "hi", "predict": 5}')
+    case("JSON nested 200,000 deep", 400, "POST", "/api/run", "[" * 200000 + "]" * 200000)
+    case("unknown run", 404, "GET", "/api/attention?run=r999999&layer=0")
+    case("malformed run id", 400, "GET", "/api/attention?run=abc&layer=0")
+    case("layer out of range", 400, "GET", "/api/attention?run=r1&layer=99")
+    case("negative layer", 400, "GET", "/api/attention?run=r1&layer=-1")
+    case("head out of range", 400, "GET", "/api/attention?run=r1&layer=0&heads=0,99")
+    case("too many heads", 400, "GET", "/api/attention?run=r1&layer=0&heads=" + ",".join(["0"] * 13))
+    case("q/k without a head", 400, "GET", "/api/qk?run=r1&layer=0")
+    case("page with a reversed layer range", 400, "GET", "/api/page?run=r1&layers=1-0")
+    case("huge number", 400, "GET", "/api/attention?run=r99999999999999999999&layer=0")
+
+    # r1 exists for the read cases
+    st, res = sv.run("a first sentence")
+    if st != 200 or res["run"] != "r1":
+        bad("setup run", f"{st} {res}")
+    for name, want, method, path, body, headers, token in cases:
+        h = {"Host": host}
+        if token:
+            h["X-Attnviz-Token"] = T
+        h.update(headers or {})
+        c = http.client.HTTPConnection("127.0.0.1", P, timeout=30)
+        try:
+            c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for k, v in h.items():
+                c.putheader(k, v)
+            data = body.encode() if isinstance(body, str) else body
+            if data is not None:
+                c.putheader("Content-Length", str(len(data)))
+            c.endheaders()
+            if data:
+                try:
+                    c.send(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+            r = c.getresponse()
+            st = r.status
+            payload = r.read()
+            is_json_error = payload.startswith(b'{"error":')
+        except Exception as ex:  # the server may close after an early 413
+            st, is_json_error = f"no response ({type(ex).__name__})", False
+        finally:
+            c.close()
+        expect(f"hostile: {name} -> {want}", st == want and is_json_error, f"got {st}")
+
+    # requests below the HTTP layer
+    r = raw_send(P, f"GET /api/models HTTP/1.0\r\nX-Attnviz-Token: {T}\r\n\r\n".encode())
+    expect("hostile: HTTP/1.0 without Host -> 403", status_of(r) == 403, repr(r[:80]))
+    r = raw_send(P, f"GET /api/models HTTP/1.1\r\nHost: {host}\r\nX-Attnviz-Token: {T}\r\nX-Pad: {'a' * 100000}\r\n\r\n".encode())
+    expect("hostile: a 100 kB header -> 4xx", status_of(r) is not None and 400 <= status_of(r) < 500, repr(r[:80]))
+    r = raw_send(P, f"GET /{'a' * 200000} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    expect("hostile: a 200 kB URL -> 4xx", status_of(r) is not None and 400 <= status_of(r) < 500, repr(r[:80]))
+    r = raw_send(P, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64) + b"\r\n\r\n")
+    expect("hostile: a TLS hello -> 400 or closed", status_of(r) in (400, None), repr(r[:80]))
+    r = raw_send(P, f"POST /api/run HTTP/1.1\r\nHost: {host}\r\nX-Attnviz-Token: {T}\r\nContent-Length: -5\r\n\r\n".encode())
+    expect("hostile: a negative Content-Length -> 4xx", status_of(r) is not None and 400 <= status_of(r) < 500, repr(r[:80]))
+    r = raw_send(P, (f"POST /api/run HTTP/1.1\r\nHost: {host}\r\nX-Attnviz-Token: {T}\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     + "".join(f"{0x10000:x}\r\n{'a' * 0x10000}\r\n" for _ in range(20)) + "0\r\n\r\n").encode())
+    expect("hostile: a chunked body over 1 MB -> 413", status_of(r) == 413, repr(r[:80]))
+    # half-sent body, then silence: the server gives up on it after --idle-timeout
+    s = raw_send(P, f"POST /api/run HTTP/1.1\r\nHost: {host}\r\nX-Attnviz-Token: {T}\r\nContent-Length: 1000\r\n\r\n"
+                 '{"text": "'.encode(), read=False, timeout=15)
+    t0 = time.time()
+    try:
+        closed = s.recv(100) == b""
+    except socket.timeout:
+        closed = False
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    expect("hostile: a half-sent body is dropped after the idle timeout", closed and time.time() - t0 < 10,
+           f"closed {closed} after {time.time() - t0:.1f} s")
+    # slowloris: headers a byte at a time in several connections while a normal request answers
+    slow = [raw_send(P, b"GET /api/models HTTP/1.1\r\nHo", read=False) for _ in range(20)]
+    expect("hostile: with 20 slow clients a normal request answers within 1 s", sv.alive(1.0), "no answer")
+    for s in slow:
+        s.close()
+    # 1,000 idle connections
+    idle = []
+    try:
+        for _ in range(1000):
+            idle.append(socket.create_connection(("127.0.0.1", P), timeout=5))
+        expect("hostile: with 1,000 idle connections open a normal request answers within 1 s", sv.alive(1.0), "no answer")
+    except OSError as ex:
+        bad("hostile: 1,000 idle connections", str(ex))
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.5)
+    expect("hostile: after everything a normal request answers within 1 s", sv.alive(1.0), "no answer")
+    st, res = sv.run("still working")
+    expect("hostile: and the model still runs", st == 200, f"{st}")
+    sv.stop("hostile: the server stops cleanly on SIGTERM afterwards")
+    # SIGINT too
+    sv = Server("--model", DEMO)
+    sv.p.send_signal(signal.SIGINT)
+    try:
+        rc = sv.p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        sv.p.kill()
+        rc = "hang"
+    expect("SIGINT stops the server cleanly", rc == 0, f"exit {rc}")
+
+
+# ---------------------------------------------------------------- load
+
+WORDS = ("time flies like an arrow fruit the cat sat on mat while dog barked at moon and river ran past old mill "
+         "because nobody knew why stars fell into quiet sea of glass where children played").split()
+
+
+def load(total):
+    rng = random.Random(7)
+    sentences = []
+    for i in range(32):
+        k = rng.randint(3, 126)  # 5 to 128 tokens with [CLS] and [SEP]
+        sentences.append(" ".join(rng.choice(WORDS) for _ in range(k)))
+    # 32 sentences; the cache holds about 10 of their captures and is full after the first 100 requests, so
+    # runs are evicted and recomputed all along, and memory must stay flat from then on
+    sv = Server("--model", DEMO, "--cache-mb", "12")
+    lat, errors, lock = [], [], threading.Lock()
+    counter = {"n": 0}
+    rss_after_100 = [None]
+
+    def worker(seed, limit):
+        r = random.Random(seed)
+        c = sv.conn()
+        runs = []
+        while True:
+            with lock:
+                if counter["n"] >= limit:
+                    break
+                counter["n"] += 1
+                k = counter["n"]
+            t0 = time.perf_counter()
+            try:
+                if not runs or r.random() < 0.2:  # a page reads several times per run
+                    st, res = sv.run(r.choice(sentences), conn=c)
+                    if st == 200:  # reads follow the worker's latest runs, as a page's do
+                        runs = (runs + [(res["run"], res["n"])])[-3:]
+                else:
+                    run, n = r.choice(runs)
+                    what = r.random()
+                    if what < 0.5:
+                        path = f"/api/attention?run={run}&layer={r.randint(0, 1)}&heads={r.randint(0, 11)}"
+                    elif what < 0.8:
+                        path = f"/api/thumbs?run={run}"
+                    else:
+                        path = f"/api/qk?run={run}&layer=0&head={r.randint(0, 11)}"
+                    st, _, _ = sv.req("GET", path, conn=c)
+                if st != 200:
+                    raise RuntimeError(f"status {st}")
+            except Exception as ex:
+                with lock:
+                    errors.append(str(ex))
+                c.close()
+                c = sv.conn()
+            dt = time.perf_counter() - t0
+            with lock:
+                lat.append(dt)
+                if k == 100:
+                    rss_after_100[0] = sv.rss_kb()
+        c.close()
+
+    t0 = time.time()
+    conc = [16, 4, 8]  # three phases; the first at the most connections
+    for i, nconn in enumerate(conc):
+        limit = total * (i + 1) // len(conc)
+        threads_ = [threading.Thread(target=worker, args=(100 * i + s_, limit)) for s_ in range(nconn)]
+        for t in threads_:
+            t.start()
+        for t in threads_:
+            t.join()
+    wall = time.time() - t0
+    rss_end = sv.rss_kb()
+    lat.sort()
+    p50, p99 = lat[len(lat) // 2] * 1000, lat[int(len(lat) * 0.99)] * 1000
+    print(f"INFO load: {len(lat)} requests in {wall:.1f} s ({len(lat) / wall:.0f}/s) with 16/4/8 connections: "
+          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms; RSS {rss_after_100[0]} kB after 100, {rss_end} kB after all", flush=True)
+    expect(f"load: {len(lat)} requests, 0 failures", len(lat) >= total and not errors, f"{len(errors)} failed: {errors[:3]}")
+    expect("load: RSS after the run within 10% of RSS after the first 100 requests",
+           rss_after_100[0] and rss_end <= 1.10 * rss_after_100[0], f"{rss_after_100[0]} -> {rss_end} kB")
+    sv.stop("load: the server stops cleanly")
+
+
+# ---------------------------------------------------------------- queue
+
+def queue(gguf):
+    if not gguf or not os.path.exists(gguf):
+        print("SKIP queue and time limit: the SmolLM2 GGUF is not cached (tools/pymodel.sh smollm2)")
+        return
+    sv = Server("--model", gguf, "--queue", "3", "--timeout", "1")
+    results, lock = [], threading.Lock()
+    text = " ".join(["the cat sat on the mat and looked at the moon"] * 160)  # ~1,900 tokens: seconds per pass
+
+    def one(i):
+        st, res = sv.run(text + f" {i}")
+        with lock:
+            results.append(st)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    print(f"INFO queue: statuses {sorted(results)}", flush=True)
+    expect("queue: past --queue requests get 503", results.count(503) >= 1, str(results))
+    expect("queue: requests waiting past --timeout get 504", results.count(504) >= 1, str(results))
+    expect("queue: the running pass completes", results.count(200) >= 1, str(results))
+    expect("queue: the server answers afterwards", sv.alive(1.0), "no answer")
+    sv.stop("queue: the server stops cleanly")
+
+
+if MODE == "functional":
+    functional()
+elif MODE == "hostile":
+    hostile()
+elif MODE == "load":
+    load(int(sys.argv[3]) if len(sys.argv) > 3 else 10000)
+elif MODE == "queue":
+    queue(sys.argv[3] if len(sys.argv) > 3 else "")
+sys.exit(1 if fails else 0)

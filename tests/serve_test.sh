@@ -1,0 +1,33 @@
+#!/bin/bash
+# serve_test.sh — attnviz serve end to end, on loopback (tests/serve_check.py):
+# responses against the CLI's outputs, 40+ hostile requests (also under
+# AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
+# requests at 4-16 connections, and the bounded queue on the real SmolLM2 GGUF.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+PY=${PYTHON:-python3}
+if ! command -v "$PY" >/dev/null; then
+    skip "attnviz serve" "no python3 for the HTTP client"
+    exit 0
+fi
+"$PY" tests/serve_check.py ./attnviz functional
+"$PY" tests/serve_check.py ./attnviz hostile
+if [ -x build-asan/attnviz ]; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$PY" tests/serve_check.py build-asan/attnviz hostile | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
+else
+    skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
+fi
+"$PY" tests/serve_check.py ./attnviz load 10000
+gguf=""
+if d=$(tools/pymodel.sh smollm2 2>/dev/null); then gguf="$d/SmolLM2-135M-Instruct.Q4_1.gguf"; fi
+"$PY" tests/serve_check.py ./attnviz queue "$gguf"
+
+# usage errors: one line, exit 2
+expect_exit "serve: a host name is refused (numeric only)" 2 "numeric" ./attnviz serve --host example.com --model weights/demo
+expect_exit "serve: --port out of range" 2 "--port" ./attnviz serve --port 70000
+expect_exit "serve: with --batch" 2 "serve answers" ./attnviz serve --batch x.txt
+expect_exit "serve options without serve" 2 "go with attnviz serve" ./attnviz --port 1234 "hello"
+expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
+exit 0
