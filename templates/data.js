@@ -230,16 +230,17 @@ const Data = (() => {
     return qkHead.get(key);
   }
 
-  /* Live: every layer's and head's attention pooled to s x s, s = min(n, size)
-   * (the model view's thumbnails): {s, block(li, h) -> Float32Array s*s}. */
-  const thumbReq = new Map();
-  function thumbs(size) {
+  /* Live: every layer's and head's attention pooled to s x s (the server
+   * picks s; s = n: the attention itself), for the model view's thumbnails:
+   * {s, exact, block(li, h) -> Float32Array s*s}. */
+  let thumbReq = null;
+  function thumbs() {
     if (!live) return null;
-    if (!thumbReq.has(size)) {
-      const p = SOURCE.get('/api/thumbs?size=' + size).then(async r => {
+    if (!thumbReq) {
+      thumbReq = SOURCE.get('/api/thumbs').then(async r => {
         const [tl, th, s] = r.shape.map(Number);
         const codes = await planesToCodes(r.bytes);
-        if (tl !== meta.config.layers || th !== meta.config.heads || codes.length !== tl * th * s * s) throw new Error('server: thumbnails of the wrong size');
+        if (tl !== meta.config.layers || th !== meta.config.heads || !(s > 0 && s <= n) || codes.length !== tl * th * s * s) throw new Error('server: thumbnails of the wrong size');
         return {
           s, exact: s === n,
           block(li, h) {
@@ -249,10 +250,9 @@ const Data = (() => {
           },
         };
       });
-      p.catch(() => thumbReq.delete(size));
-      thumbReq.set(size, p);
+      thumbReq.catch(() => { thumbReq = null; });
     }
-    return thumbReq.get(size);
+    return thumbReq;
   }
 
   /* Weight a[i][j] of selected head h in layer li of the current stack (the head must be loaded). */

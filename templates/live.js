@@ -1,6 +1,6 @@
 /* live.js — starts the page. An offline page (its meta has no "live") boots
  * once on its own payload. A live page (served by attnviz serve at GET /,
- * API: src/serve.c) shows the input panel, runs the text through
+ * API: docs/serve-api.md) shows the input panel, runs the text through
  * POST /api/run (debounced; a newer edit cancels or outdates an older run),
  * and boots the page again for every run with a source that fetches the
  * attention, thumbnails and q/k from the server as the views ask. Each boot

@@ -20,21 +20,27 @@ function ModelView(host, spec) {
   /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
   const avail = Math.max(480, host.clientWidth - 42);
   const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (Data.H - 1)) / Data.H) - 8));
-  /* live: the thumbnails' resolution, and whether they are the attention itself */
-  const tsize = Math.max(8, Math.min(256, Math.round(S * dpr())));
-  const pooled = Data.live && Data.n > tsize;
+  /* live: the server's thumbnails are s x s, s = min(n, THUMB_S) (its answer says which), the
+   * attention itself when s = n */
+  const THUMB_S = 64;
+  let ts = Data.live ? Math.min(Data.n, THUMB_S) : Data.n;
+  let pooled = ts < Data.n;
   const title = el('div', 'view-title');
   const ax = Data.stacked ? stackAxes() : null;
   title.appendChild(el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
   const lineThumbs = Math.max(rows.length, cols.length) <= 40 && !pooled;
   const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
     : 'rows = queries, columns = keys';
-  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
-    : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + tsize + ' × ' + tsize +
+  const sub = el('span', 'sub');
+  const describe = () => { sub.textContent = 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
+    : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + ts + ' × ' + ts +
       ' bins: a bin\'s mean attention, each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
       : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
     (Data.causal ? (lineThumbs ? ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': no line goes to a later token.'
-      : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '')));
+      : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '');
+  };
+  describe();
+  title.appendChild(sub);
   host.appendChild(title);
   const grid = el('div', 'mv');
   grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
@@ -75,7 +81,7 @@ function ModelView(host, spec) {
   const bgRgb = hexRgb(th.bg);
   const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
   const rect = !Data.stack.square;
-  /* live, n > tsize: bins; a bin pair is masked when every key of the column
+  /* live, s < n: bins; a bin pair is masked when every key of the column
    * bin comes after every query of the row bin (token t is in bin floor(t*s/n)) */
   function drawPooled(ctx, blk, s, color) {
     let mx = 0;
@@ -118,7 +124,12 @@ function ModelView(host, spec) {
   }
   let cancelled = false;
   (async () => {
-    const thumbs = Data.live ? await Data.thumbs(tsize) : null;
+    const thumbs = Data.live ? await Data.thumbs() : null;
+    if (thumbs && thumbs.s !== ts) {
+      ts = thumbs.s;
+      pooled = !thumbs.exact;
+      describe();
+    }
     for (let li = 0; li < Data.L && !cancelled; li++) {
       if (!thumbs) await Data.attention(li);
       if (cancelled || !host.isConnected) return;

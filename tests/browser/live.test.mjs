@@ -5,6 +5,7 @@
 // every request, and the initial text run at load. serve.test.mjs runs the
 // real `attnviz serve`.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { startMock } from './mock_serve.mjs';
 import { DEMO, launch, settle } from './lib.mjs';
@@ -15,6 +16,7 @@ before(async () => {
     text: 'Hello there.',
     delayMs: b => (/slow/.test(b.text) ? 1500 : 0),
     refuse: b => (/refuse/.test(b.text) ? { status: 400, error: 'input is not valid UTF-8 (mock)' } : null),
+    pageBudget: true,
   });
   browser = await launch();
 });
@@ -90,5 +92,21 @@ test('a refused run shows the server\'s error and keeps the last views; an empty
     assert.deepEqual(log.errors, []);
     /* Chromium itself logs the 400 response; the page logs nothing */
     assert.deepEqual(log.console.filter(m => !/Failed to load resource: the server responded with a status of 400/.test(m)), []);
+  } finally { await page.close(); }
+});
+
+test('Download page: when the whole page is past the server\'s budget, the layer shown is saved', async () => {
+  const { page, log } = await open();
+  try {
+    await idle(page, 1);
+    await page.click('#layer-next');
+    await page.waitForFunction(() => document.body.dataset.layer === '1');
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#live-download')]);
+    assert.equal(dl.suggestedFilename(), 'attnviz.html');
+    assert.ok(fs.statSync(await dl.path()).size > 1000);
+    assert.ok(mock.log.some(l => /^GET \/api\/page\?run=r\d+&layers=1$/.test(l)), mock.log.join('\n'));
+    assert.match(await page.textContent('#live-status'), /saved layer 1 only/);
+    assert.deepEqual(log.errors, []);
+    assert.deepEqual(log.console.filter(m => !/status of 413/.test(m)), []);
   } finally { await page.close(); }
 });

@@ -67,7 +67,8 @@ function modelInfo(id, dir, meta, predict) {
 
 /**
  * Starts the mock: models [{dir, predict}], options {text: the page's initial text,
- * delayMs(body) -> ms before a run answers, refuse(body) -> null or {status, error}}.
+ * delayMs(body) -> ms before a run answers, refuse(body) -> null or {status, error},
+ * pageBudget: /api/page without layers answers 413}.
  * Returns {url, token, port, log (request lines), close()}.
  */
 export async function startMock(models, opts = {}) {
@@ -150,7 +151,7 @@ export async function startMock(models, opts = {}) {
         return send(res, 200, 'application/octet-stream', fromCodes(out), { 'X-Attnviz-Shape': hs.length + ',' + n + ',' + n });
       }
       if (u.pathname === '/api/thumbs') {
-        const S = Math.max(8, Math.min(256, +(u.searchParams.get('size') || 64))), s = Math.min(n, S);
+        const s = Math.min(n, 64);
         const L = meta.config.layers, HH = meta.config.heads;
         const out = new Uint16Array(L * HH * s * s);
         const bin = t => Math.floor((t * s) / n);
@@ -182,6 +183,7 @@ export async function startMock(models, opts = {}) {
         return send(res, 200, 'application/octet-stream', Buffer.from(f.buffer), { 'X-Attnviz-Shape': n + ',' + d });
       }
       if (u.pathname === '/api/page') {
+        if (opts.pageBudget && !u.searchParams.get('layers')) return fail(res, 413, 'the page would pass the server\'s budget; pass layers');
         return send(res, 200, 'text/html; charset=utf-8', r.html, { 'Content-Disposition': 'attachment; filename="attnviz.html"' });
       }
       return fail(res, 404, 'no such path');
