@@ -3,6 +3,7 @@
  * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
+/* global META, SOURCE */
 /* exported Data, Tok, fmtAtt, fmtFixed, visibleText */
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';

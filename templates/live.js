@@ -7,6 +7,7 @@
  * gets fresh copies of the page's elements (so the previous boot's listeners
  * go with its elements) and the reader's choices (view, layer, heads, theme).
  * Input text only ever reaches the DOM through textContent and .value. */
+/* global boot */
 
 const META0 = JSON.parse(document.getElementById('av-meta').textContent);
 if (!META0.live) {
@@ -23,6 +24,8 @@ function Live(cfg) {
   /* the page's elements a boot fills in, as first written (copied for every boot) */
   const SHELL = ['top', 'toolbar', 'controls', 'heads-bar', 'main', 'foot', 'tooltip', 'modal'];
   const pristine = new Map(SHELL.map(id => [id, $(id).cloneNode(true)]));
+  /* what else a boot adds to <body> (the predictions card) goes with its boot */
+  const own = new Set(document.body.children);
 
   const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
   const stat = $('live-status');
@@ -110,6 +113,7 @@ function Live(cfg) {
     bootCtl = new AbortController();
     const oldMain = $('main');
     const keepH = oldMain ? oldMain.offsetHeight : 0;
+    for (const e of [...document.body.children]) if (!own.has(e) && !SHELL.includes(e.id)) e.remove();
     for (const id of SHELL) $(id).replaceWith(pristine.get(id).cloneNode(true));
     /* the new view draws after its blocks arrive: hold the height so the page does not jump */
     if (keepH) {

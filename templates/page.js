@@ -1,9 +1,11 @@
 /* page.js — state, controls and the glue between the views. Sets
  * document.body.dataset.ready = "1" once the first view is drawn and
- * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
- * scripting/testing interface (state, export, view switching). */
+ * dataset.loaded = "1" when every layer is decoded (a live page, booted again
+ * for every run by live.js, sets ready per run and never loaded: it fetches
+ * what a view shows). window.attnviz is a small scripting/testing interface
+ * (state, export, view switching; dispose() for the next boot). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX */
+   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 

@@ -277,6 +277,12 @@ test('a real decoder (SmolLM2 GGUF): Predict top-K shows the next-token strip', 
     assert.ok(Array.isArray(j.predictions) && j.predictions.length > 0);
     assert.deepEqual(ids(got), ids(j.predictions), 'top-5 ids at every position, as the CLI');
     assert.ok(await page.isVisible('#pred-strip'), 'the predictions strip shows');
+    /* another run: the previous boot's card and listeners are gone (one card, which follows the hover) */
+    await typeRun(page, '#live-text', 'The capital of Italy is');
+    assert.equal(await page.$$eval('.pred-card', els => els.length), 1);
+    await page.hover('#view-head .hv-left .tok[data-k="2"]');
+    await settle(page);
+    assert.equal(await page.$$eval('.pred-card', els => els.filter(e => !e.hidden).length), 1);
     cleanLive(log);
   } finally { await page.close(); }
 });
