@@ -515,6 +515,7 @@ function statusLine() {
 }
 
 let readyOnce = false;
+let disposed = false; /* a live page's next boot replaced this one */
 function finish(gen) {
   if (gen !== renderGen) return;
   Pred.refresh();
@@ -526,6 +527,7 @@ function finish(gen) {
     readyOnce = true;
     /* interactive = the first view painted: after the next frame */
     requestAnimationFrame(() => setTimeout(() => {
+      if (disposed) return; /* a live page's next run took over meanwhile */
       window.attnviz.readyMs = performance.now();
       window.attnviz.scriptMs = performance.now() - T0;
       document.body.dataset.ready = '1';
@@ -652,7 +654,9 @@ window.attnviz = {
   meta, data: Data, state: S, pred: Pred,
   /* a live page's next boot: stop what this one still draws, keep the reader's choices */
   dispose() {
+    disposed = true;
     renderGen++;
+    clearTimeout(resizeTimer);
     if (running) { running.cancel(); running = null; }
     if (!$('modal').hidden) closeModal();
     return { state: JSON.parse(JSON.stringify(S)), theme: document.documentElement.dataset.theme, gen: renderGen };

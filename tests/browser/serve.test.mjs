@@ -175,6 +175,14 @@ test('live page: runs what is typed, every edit updates the views, layers switch
     closeAll(sm, j3.attention[1][3][qi], 0.5e-4 + 2e-6, 'neuron view softmax');
     assert.ok(log.requests.some(r => r.includes('/api/qk?layer=1&head=3')));
 
+    /* past the model's 512 positions: the server's truncation warning shows */
+    await typeRun(page, '#live-text', 'the cat sat. '.repeat(150));
+    assert.equal(await page.$eval('#live-status', e => e.dataset.kind), 'warn');
+    const warn = await page.textContent('#live-status .st-warn');
+    console.log('# truncation warning: ' + warn);
+    assert.match(warn, /512/);
+    assert.match(await page.textContent('#live-status'), /512 tokens/);
+
     /* input text is only ever text */
     await typeRun(page, '#live-text', '<img src=x onerror=alert(1)> & "quotes"');
     assert.equal(await page.$$eval('img', els => els.length), 0);
