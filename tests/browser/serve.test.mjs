@@ -217,6 +217,15 @@ test('a 2,048-token input: one head opens in the matrix, modal and head views; t
       () => document.body.dataset.view === 'matrix' && /head 2/.test((document.querySelector('#view-matrix h2') || {}).textContent || ''));
     assert.equal(await page.$eval('#view-matrix canvas + canvas', e => e.dataset.pooled), '1', 'drawn max-pooled');
     await page.screenshot({ path: path.join(SHOTS, 'serve-2048-matrix.png') });
+    /* zoom: a double-click zooms in around the cell, + again; the window is a matrix of its own */
+    await time('matrix view zoomed 2x around a cell', () => page.dblclick('#view-matrix canvas + canvas', { position: { x: 400, y: 300 } }),
+      () => (document.querySelector('#view-matrix .mx-wrap') || {}).dataset.zoom === '2');
+    await time('matrix view zoomed 4x', () => page.click('#view-matrix .mx-zoom button[title^="Zoom in"]'),
+      () => (document.querySelector('#view-matrix .mx-wrap') || {}).dataset.zoom === '4');
+    assert.match(await page.textContent('#view-matrix .mx-where'), /^4× · query rows [\d,]+–[\d,]+, key columns [\d,]+–[\d,]+ of 2,048 × 2,048$/);
+    assert.equal(await page.$eval('#view-matrix canvas + canvas', e => +e.dataset.rows), 512);
+    await page.click('#view-matrix .mx-zoom button[title="The whole matrix"]');
+    await page.waitForFunction(() => (document.querySelector('#view-matrix .mx-wrap') || {}).dataset.zoom === '1');
     await time('model view (thumbnails)', () => page.click('#tab-model'), () => document.getElementById('view-model').dataset.drawn === '1');
     assert.match(await page.textContent('#view-model .view-title'), /reduced to \d+ × \d+/);
     assert.ok(log.requests.some(r => r.includes('/api/thumbs?run=')));
