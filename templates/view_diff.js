@@ -156,6 +156,9 @@ function DiffView(host, spec) {
   wrap.appendChild(legend);
   host.appendChild(wrap);
 
+  /* rows with no counterpart: the muted ink faintly over the panel (the masked color is too close to it in the dark theme) */
+  const mu = hexRgb(th.muted), offRgb = bg.map((v, i) => Math.round(v + (mu[i] - v) * (th.dark ? 0.3 : 0.18)));
+  unSw.style.background = 'rgb(' + offRgb.join(',') + ')';
   const rgbOf = d => {
     const t = Math.min(1, Math.abs(d) / vmax), to = d >= 0 ? col.pos : col.neg;
     return [0, 1, 2].map(i => Math.round(bg[i] + (to[i] - bg[i]) * t));
@@ -164,7 +167,7 @@ function DiffView(host, spec) {
   heat.width = heat.height = Math.max(1, N);
   {
     const hx = heat.getContext('2d'), img = hx.createImageData(Math.max(1, N), Math.max(1, N)), px = img.data;
-    const off = hexRgb(th.maskBg);
+    const off = offRgb;
     for (let i = 0; i < N * N; i++) {
       const c3 = known[i] ? rgbOf(codes[i]) : off;
       px[i * 4] = c3[0]; px[i * 4 + 1] = c3[1]; px[i * 4 + 2] = c3[2]; px[i * 4 + 3] = 255;
