@@ -81,6 +81,7 @@ scripts=(
     tests/predict_test.sh
     tests/render_test.sh
     tests/serve_test.sh
+    tests/diff_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
