@@ -104,7 +104,7 @@ function DiffView(host, spec) {
   host.appendChild(gridBox);
 
   /* ---- the chosen head's B − A */
-  const mt = el('div', 'view-title');
+  const mt = el('div', 'view-title df-mtitle');
   mt.appendChild(el('h2', null, 'B − A · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + ' · JSD ' + fmtJsd(per[li][h]) + ' bits'));
   mt.appendChild(el('span', 'sub', 'Rows: queries, columns: keys, over both inputs\' tokens (−token: only in A, +token: only in B). ' +
     'Red: B attends more, blue: A attends more. A row only one input has is shaded out; an unaligned key\'s column holds ' +
