@@ -151,7 +151,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   if (meta.diff) {
     note('info', 'attnviz diff:', meta.diff.mode === 'models'
       ? 'one text on ' + meta.diff.models[0] + ' (A) and ' + meta.diff.models[1] + ' (B).'
-      : 'A is this text; B is “' + meta.diff.texts[1] + '”.');
+      : 'A is this text; B is “' + (meta.diff.texts[1].length > 160 ? meta.diff.texts[1].slice(0, 159) + '…' : meta.diff.texts[1]) + '”.');
     notes.lastChild.appendChild(document.createTextNode(' The Diff view compares them; the other views show A\'s attention.'));
     notes.lastChild.id = 'diff-note';
   }

@@ -64,7 +64,7 @@ function DiffView(host, spec) {
   title.appendChild(el('h2', null, 'Diff view · ' + (D.mode === 'models' ? 'one text on two models' : 'two texts on one model')));
   const what = D.mode === 'models'
     ? 'A: ' + D.models[0] + ', B: ' + D.models[1] + '. '
-    : 'A: “' + D.texts[0] + '”, B: “' + D.texts[1] + '”. ';
+    : 'A: “' + diffClip(D.texts[0]) + '”, B: “' + diffClip(D.texts[1]) + '”. ';
   title.appendChild(el('span', 'sub', what + D.alignment.pairs.length + ' tokens aligned (longest common subsequence of ids), ' +
     D.alignment.only_a.length + ' only in A, ' + D.alignment.only_b.length + ' only in B. The other views show A\'s attention.'));
   host.appendChild(title);
@@ -289,6 +289,8 @@ function DiffView(host, spec) {
   return { exportScene, values };
 }
 
+/* a text cut to 80 code points for a title line */
+function diffClip(t) { const cps = Array.from(t); return cps.length > 80 ? cps.slice(0, 79).join('') + '…' : t; }
 function fmtJsd(v) { return v >= 0.001 || v === 0 ? v.toFixed(3) : v.toExponential(1); }
 
 /* The page's entry (page.js: VIEWS, on diff pages only). The layer control
