@@ -1059,6 +1059,10 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     if (run_owned(ra, &ea, &ca, e) != 0 || run_owned(rB, &eb, &cb, e) != 0) goto done;
     double t0 = av_now_ms();
     if (diff_align(ea.ids, ea.n, eb.ids, eb.n, &al, e) != 0) goto done;
+    if (al.n_pairs == 0) {
+        av_err(e, "diff: no token of A (%d) is also in B (%d): no attention row to compare", ea.n, eb.n);
+        goto done;
+    }
     OutDoc da, db;
     fill_doc(ra, &da, &ea, &ca, ta, NULL);
     snprintf(name_a, sizeof name_a, "%s", da.model_name); /* model_display_name's buffer is shared */

@@ -133,6 +133,13 @@ def main():
         except (AssertionError, subprocess.CalledProcessError) as e:
             print(f"FAIL {name}: {e}")
             ok = False
+    # nothing in common (GPT-2 has no [CLS]): one line, exit 1, no output
+    r = subprocess.run([o.attnviz, "diff", "--quiet", "--model", gpt2, "--json", os.path.join(o.work, "none.json"),
+                        "time flies", "cat dog"], capture_output=True, text=True)
+    good = r.returncode == 1 and r.stderr.count("\n") == 1 and "no token of A (2) is also in B (4)" in r.stderr \
+        and not os.path.exists(os.path.join(o.work, "none.json"))
+    print("PASS diff_ref_nothing_aligned" if good else f"FAIL diff_ref_nothing_aligned: exit {r.returncode}: {r.stderr}")
+    ok &= good
     sys.exit(0 if ok else 1)
 
 
