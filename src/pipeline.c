@@ -1065,15 +1065,12 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     }
     OutDoc da, db;
     fill_doc(ra, &da, &ea, &ca, ta, NULL);
-    snprintf(name_a, sizeof name_a, "%s", da.model_name); /* model_display_name's buffer is shared */
     fill_doc(rB, &db, &eb, &cb, tb, NULL);
-    snprintf(name_b, sizeof name_b, "%s", db.model_name);
-    if (rb && !strcmp(name_a, name_b)) { /* e.g. a demo and its edited copy: tell them apart by folder */
-        snprintf(name_a, sizeof name_a, "%s", model_display_name(ra->dir, 0));
-        snprintf(name_b, sizeof name_b, "%s", model_display_name(rb->dir, 0));
-        if (!strcmp(name_a, name_b)) snprintf(name_a, sizeof name_a, "%s", ra->dir), snprintf(name_b, sizeof name_b, "%s", rb->dir);
+    if (rb && !strcmp(da.model_name, db.model_name)) { /* e.g. a demo and its edited copy: tell them apart by folder */
+        da.model_name = model_display_name(ra->dir, 0, name_a, sizeof name_a);
+        db.model_name = model_display_name(rb->dir, 0, name_b, sizeof name_b);
+        if (!strcmp(da.model_name, db.model_name)) da.model_name = ra->dir, db.model_name = rb->dir;
     }
-    da.model_name = name_a, db.model_name = name_b;
     const int nl = out_n_layers(&da), nh = out_n_heads(&da);
     if (!(jsd = malloc(sizeof *jsd * (size_t)nl * nh))) {
         av_err(e, "out of memory");
