@@ -60,6 +60,10 @@ typedef struct {
     double timeout_s;          /* --timeout: longest wait for the model, seconds */
     int idle_s;                /* --idle-timeout: a connection silent this long is closed */
     int max_queue;             /* --queue: forward passes waiting or running (then 503) */
+    /* attnviz diff: two texts on one model (text_a, text_b), or one text on two (model_dir, model_b) */
+    int diff;
+    const char *model_b;       /* the second --model */
+    int diff_top;              /* --top N: heads in the table (0: 10) */
 } CliOptions;
 
 #endif

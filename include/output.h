@@ -10,6 +10,8 @@
 #include "err.h"
 #include "tokenizer.h"
 
+struct OutDiff;
+
 typedef struct {
     const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
     const char *model_dir;
@@ -45,7 +47,21 @@ typedef struct {
     const CapStack *stacks;
     int n_stacks;
     const TokEncoding *dec_enc;
+    /* attnviz diff: this document (A) compared with a second one, or NULL */
+    const struct OutDiff *diff;
 } OutDoc;
+
+/* attnviz diff (diff.h): the other input's whole document (B: its model,
+ * text, tokens and capture, of the same layers and heads), which tokens align
+ * and each selected head's divergence. */
+struct OutDiff {
+    const OutDoc *b;
+    int two_models;        /* 1: one text on two models; 0: two texts on one model */
+    const int *a_to_b;     /* (A's tokens): the B token aligned with it, or -1 */
+    const int *b_to_a;     /* (B's tokens) */
+    int n_pairs;           /* aligned tokens */
+    const double *jsd;     /* (selected layers x heads): mean Jensen-Shannon divergence in bits */
+};
 
 /* Number of selected layers/heads and the i-th selected index. */
 static inline int out_n_layers(const OutDoc *d) { return d->layers ? d->n_sel_layers : d->cfg->num_layers; }

@@ -40,6 +40,11 @@ int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, C
 /* The document the writers read for that input (valid while its parts live). */
 void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
                   const char *a, const char *b);
+/* attnviz diff: two texts on one model or one text on two models, run
+ * through the same loading and tokenizing, compared (diff.h) and written: the
+ * table on stdout, --json, the page. An exit code (EXIT_USAGE for a selection
+ * out of range). */
+int pipeline_diff(const CliOptions *o, AvErr *e);
 /* Frees the run; with profile set, prints the per-phase times there first. */
 void pipeline_close(Pipeline *p, FILE *profile);
 

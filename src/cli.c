@@ -25,6 +25,7 @@ static void usage(FILE *f) {
           "       attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"
           "       attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
           "                     [--timeout S] [TEXT [TEXT_B]]\n"
+          "       attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"
           "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
           "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
           "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
@@ -78,6 +79,13 @@ static void usage(FILE *f) {
           "  --meta FILE         a JSON object {\"tokens\", \"sentence_b_start\", \"model\", \"causal\",\n"
           "                      \"layers\", \"encoder_tokens\", \"decoder_tokens\"} (default: INPUT's\n"
           "                      stem + .json, else the safetensors metadata's \"attnviz\" entry)\n"
+          "\n"
+          "Diff (compare attention: two texts on one model, or one text on two models of one tokenizer):\n"
+          "  attnviz diff        tokens are aligned by a longest common subsequence of their ids; per\n"
+          "                      head, the Jensen-Shannon divergence (bits) of aligned query rows; a\n"
+          "                      table of the most divergent heads on stdout, --json, and the page\n"
+          "                      (default attnviz-diff.html: divergence per head, B - A matrices)\n"
+          "  --top N             heads in the table (default 10)\n"
           "\n"
           "Analysis:\n"
           "  --stats             per layer and head: entropy, mean attention distance, share on\n"
@@ -245,7 +253,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
            O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
-           O_TIMEOUT, O_IDLE, O_QUEUE };
+           O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -272,6 +280,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
         {"queue", required_argument, 0, O_QUEUE},
+        {"top", required_argument, 0, O_TOP},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -285,6 +294,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "serve")) {
         o->serve = 1;
+    } else if (argc > 1 && !strcmp(argv[1], "diff")) {
+        o->diff = 1;
         argv++, argc--;
     }
     int serve_opts = 0;
@@ -294,6 +305,11 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL:
+            if (o->diff && o->model_b) return usage_error("%s", "diff compares at most two models (--model A --model B)");
+            if (o->diff && o->model_dir) {
+                o->model_b = optarg;
+                break;
+            }
             o->model_dir = optarg;
             if (o->serve) {
                 if (o->n_serve_models == 16) return usage_error("%s", "serve: at most 16 models");
@@ -324,6 +340,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_TIMEOUT:
             if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error("--timeout needs seconds from 0.1, got '%s'", optarg);
             serve_opts = 1;
+            break;
+        case O_TOP:
+            if (!o->diff) return usage_error("%s", "--top goes with attnviz diff");
+            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return usage_error("--top needs a count >= 1, got '%s'", optarg);
             break;
         case O_JSON: o->json_path = optarg; break;
         case O_HTML:
@@ -377,8 +397,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             o->stop = optarg;
             break;
         case O_VIEW:
-            if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix"))
-                return usage_error("--view is head, model, neuron or matrix, not '%s'", optarg);
+            if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix") &&
+                (!o->diff || strcmp(optarg, "diff")))
+                return usage_error("--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
             o->view = optarg;
             break;
         case O_THEME:
@@ -444,6 +465,18 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     }
     if (serve_opts) return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
+    if (o->diff) {
+        if (o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats || o->no_special || o->words ||
+            o->hidden || o->qk || o->npy_path || o->out_dir || o->pack_tokens)
+            return usage_error("%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
+                                     "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
+        if (o->model_b ? rest != 1 : rest != 2)
+            return usage_error("%s", o->model_b ? "diff --model A --model B takes one TEXT (run on both models)"
+                                                : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
+        o->text_a = argv[optind];
+        o->text_b = o->model_b ? NULL : argv[optind + 1];
+        return EXIT_OK;
+    }
     if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
         return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");
     if (o->sampling_opts && o->temperature <= 0)
@@ -484,6 +517,12 @@ static int in_list(int x, const int *v, int n) {
 
 int cli_run(const CliOptions *o) {
     AvErr e = {{0}};
+    if (o->diff) {
+        model_set_threads(o->threads);
+        int rc = pipeline_diff(o, &e);
+        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        return rc;
+    }
     if (o->serve) {
         int rc = serve_run(o, &e);
         if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);

@@ -68,6 +68,12 @@
  *     cols: "encoder"|"decoder", n_rows, n_cols, causal}) and meta.sides holds
  *     each side's tokens ({tokens, display_tokens, special, word_start}).
  *
+ *   attnviz diff documents (d->diff): the capture is A's; B's attention
+ *     follows as one chunk "av-attb-<i>" per selected layer, encoded as the
+ *     attention above over B's tokens (its own n_b x n_b per head). meta.diff
+ *     holds the comparison (diff.h's members: alignment, divergence) and
+ *     "side_b", B's tokens ({tokens, display_tokens, special, word_start}).
+ *
  *   Size budget: if attention + q/k text would pass HTML_PAYLOAD_BUDGET (the
  *   page must stay under 40 MB at 512 tokens x 144 heads), q/k are encoded
  *   again with one decimal fewer (not below 1); meta.qk.dec says what was used.
@@ -92,6 +98,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "diff.h"
 #include "output.h"
 #include "templates.h"
 #include "util.h"
@@ -273,6 +280,24 @@ static int check_stacks(const OutDoc *d, AvErr *e) {
     return 0;
 }
 
+/* attnviz diff: B's capture holds every selected layer and head over B's tokens. */
+static int check_diff(const OutDoc *d, AvErr *e) {
+    const OutDoc *b = d->diff->b;
+    if (!b || !b->cap || !b->cap->attn || !b->enc || !d->diff->a_to_b || !d->diff->b_to_a || !d->diff->jsd)
+        return av_err(e, "html: incomplete comparison");
+    const Capture *c = b->cap;
+    if (c->n_tokens != b->enc->n || c->n_tokens < 1 || c->n_heads != d->cfg->num_heads)
+        return av_err(e, "html: B's capture has %d tokens x %d heads but B has %d tokens and the config %d heads",
+                      c->n_tokens, c->n_heads, b->enc->n, d->cfg->num_heads);
+    for (int i = 0; i < out_n_layers(d); i++)
+        for (int j = 0; j < out_n_heads(d); j++)
+            if (out_layer(d, i) >= c->n_layers || !cap_has(c, out_layer(d, i), out_head(d, j)))
+                return av_err(e, "html: layer %d head %d is not in B's capture", out_layer(d, i), out_head(d, j));
+    for (int i = 0; i < d->enc->n; i++)
+        if (d->diff->a_to_b[i] < -1 || d->diff->a_to_b[i] >= b->enc->n) return av_err(e, "html: bad alignment");
+    return check_side(b->enc, b->display_tokens, "B", e);
+}
+
 static int check_doc(const OutDoc *d, AvErr *e) {
     if (!d || !d->cfg || !d->enc) return av_err(e, "html: incomplete document");
     if (d->stacks || d->n_stacks) return check_stacks(d, e);
@@ -295,7 +320,7 @@ static int check_doc(const OutDoc *d, AvErr *e) {
     for (int i = 0; i < d->enc->n; i++)
         if (!d->enc->tokens[i] || (d->display_tokens && !d->display_tokens[i]))
             return av_err(e, "html: token %d has no text", i);
-    return 0;
+    return d->diff ? check_diff(d, e) : 0;
 }
 
 static int has_qk(const OutDoc *d) { return d->cap && d->cap->q && d->cap->k; }
@@ -429,6 +454,12 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
         fputs(",\"qk\":null", f);
     }
     if (d->n_stacks) write_stacks_meta(f, d); /* check_doc admitted the names: plain ASCII */
+    if (d->diff) {
+        fputs(",\"diff\":{", f);
+        if (diff_write_members(f, d, e)) return av_err_prefix(e, "html");
+        write_side(f, "side_b", d->diff->b->enc, d->diff->b->display_tokens, 0);
+        fputc('}', f);
+    }
     fputc('}', f);
     if (ferror(f)) return av_err(e, "html: write failed");
     return 0;
@@ -458,13 +489,16 @@ typedef struct {
 static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 * v - 1); }
 
 /* Selected head hj of attention chunk `job` (rows x cols): the capture's
- * selected layer job, or selected layer job % nl of stack job / nl. */
+ * selected layer job (a diff's B capture for job >= nl), or selected layer
+ * job % nl of stack job / nl. */
 static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, size_t *cols) {
-    if (d->cap) {
-        *rows = *cols = (size_t)d->cap->n_tokens;
-        return cap_attn(d->cap, out_layer(d, job), out_head(d, hj));
-    }
     int nl = out_n_layers(d);
+    if (d->cap) {
+        /* a diff document: chunks [nl, 2 nl) are B's */
+        const Capture *c = job >= nl ? d->diff->b->cap : d->cap;
+        *rows = *cols = (size_t)c->n_tokens;
+        return cap_attn(c, out_layer(d, job % nl), out_head(d, hj));
+    }
     const CapStack *st = &d->stacks[job / nl];
     *rows = (size_t)st->n_rows, *cols = (size_t)st->n_cols;
     return st->attn + ((size_t)(job % nl) * d->cfg->num_heads + (size_t)out_head(d, hj)) * *rows * *cols;
@@ -628,8 +662,9 @@ static void blobs_free(Blob *b, int n) {
 static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
-    en->n_att = d->cap ? en->nl : en->nl * d->n_stacks;
-    for (int k = 0; k < (d->cap ? 1 : d->n_stacks); k++) {
+    const int groups = d->cap ? (d->diff ? 2 : 1) : d->n_stacks;
+    en->n_att = en->nl * groups;
+    for (int k = 0; k < groups; k++) {
         size_t r, c;
         att_block(d, k * en->nl, 0, &r, &c);
         if (r * c * 2 * (size_t)en->nh > en->att_raw) en->att_raw = r * c * 2 * (size_t)en->nh;
@@ -680,7 +715,7 @@ static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
     for (int j = 0; j < en->n_att; j++) {
         /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
-        if (en->d->cap) snprintf(id, sizeof id, "av-att-%d", j);
+        if (en->d->cap) snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : "av-attb-%d", j % en->nl);
         else snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[j / en->nl].name, j % en->nl);
         if (write_blob(f, id, &en->att[j], e)) return -1;
     }

@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 
+#include "diff.h"
 #include "generate.h"
 #include "model.h"
 #include "npy.h"
@@ -945,4 +946,165 @@ void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Ca
     d->pred = pred;
     d->gen = NULL;
     d->gen_text = NULL;
+}
+
+/* ---------------------------------------------------------------- diff */
+
+/* Runs tokens already in enc; the capture is handed over to cap (the run
+ * allocates a new one next time). */
+static int run_owned(Run *r, const TokEncoding *enc, Capture *cap, AvErr *e) {
+    if (ensure_buffers(r, enc->n, e) != 0) return -1;
+    double t0 = av_now_ms();
+    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    r->t_fwd += av_now_ms() - t0;
+    if (rc != 0) return -1;
+    *cap = r->cap;
+    memset(&r->cap, 0, sizeof r->cap);
+    r->cap_n = 0;
+    return 0;
+}
+
+/* --layer/--head/--layers/--heads/--show-heads against the model's shape. */
+static int diff_ranges(const CliOptions *o, const ModelConfig *c, AvErr *e) {
+    if (o->layer >= c->num_layers)
+        return av_err(e, "--layer %d is out of range: the model has %d layers (0-%d)", o->layer, c->num_layers,
+                      c->num_layers - 1);
+    if (o->head >= c->num_heads)
+        return av_err(e, "--head %d is out of range: the model has %d heads (0-%d)", o->head, c->num_heads,
+                      c->num_heads - 1);
+    const struct {
+        const char *what;
+        const int *v;
+        int n, limit;
+    } lists[] = {{"layers", o->sel_layers, o->n_sel_layers, c->num_layers},
+                 {"heads", o->sel_heads, o->n_sel_heads, c->num_heads},
+                 {"show-heads", o->show_heads, o->n_show_heads, c->num_heads}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
+        for (int i = 0; i < lists[k].n; i++)
+            if (lists[k].v[i] >= lists[k].limit)
+                return av_err(e, "--%s %d is out of range: the model has %d %s (0-%d)", lists[k].what, lists[k].v[i],
+                              lists[k].limit, lists[k].what, lists[k].limit - 1);
+    if ((o->layer >= 0 && o->sel_layers && !in_ints(o->layer, o->sel_layers, o->n_sel_layers)) ||
+        (o->head >= 0 && o->sel_heads && !in_ints(o->head, o->sel_heads, o->n_sel_heads)))
+        return av_err(e, "--layer/--head must be among the selected --layers/--heads");
+    return 0;
+}
+
+typedef int (*DiffWriter)(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
+static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
+    (void)dir;
+    if (diff_write_json(f, d, e) != 0) return -1;
+    return fputc('\n', f) == EOF ? av_err(e, "write error") : 0;
+}
+static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
+
+static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char *dir, AvErr *e) {
+    AvOut out;
+    if (av_out_open(&out, path, e) != 0) return -1;
+    if (w(out.fp, d, dir, e) != 0) {
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return -1;
+    }
+    return av_out_commit(&out, e);
+}
+
+/* The first token where two models' tokenizations differ, in one line. */
+static int tokens_differ(const Run *a, const TokEncoding *ea, const Run *b, const TokEncoding *eb, AvErr *e) {
+    int i = 0;
+    while (i < ea->n && i < eb->n && ea->ids[i] == eb->ids[i]) i++;
+    char ta[80], tb[80];
+    snprintf(ta, sizeof ta, "%s", i < ea->n ? ea->tokens[i] : "(end)");
+    snprintf(tb, sizeof tb, "%s", i < eb->n ? eb->tokens[i] : "(end)");
+    return av_err(e, "diff: %s and %s tokenize the text differently (%d and %d tokens; token %d is '%s' id %d and "
+                     "'%s' id %d): --model A --model B needs one tokenizer",
+                  a->dir, b->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
+}
+
+int pipeline_diff(const CliOptions *o, AvErr *e) {
+    CliOptions ob = *o;
+    Run *ra = NULL, *rb = NULL;
+    const char *dir = NULL, *why = "";
+    TokEncoding ea = {0}, eb = {0};
+    Capture ca = {0}, cb = {0};
+    DiffAlign al = {0};
+    double *jsd = NULL;
+    char name_a[256], name_b[256];
+    int rc = EXIT_RUNTIME;
+    if (pipeline_open(&ra, o, &dir, &why, e) != 0) goto done;
+    if (!o->quiet) fprintf(stderr, "attnviz: model A %s (%s)\n", dir, why);
+    if (o->model_b) {
+        ob.model_dir = o->model_b;
+        if (pipeline_open(&rb, &ob, &dir, &why, e) != 0) goto done;
+        if (!o->quiet) fprintf(stderr, "attnviz: model B %s (%s)\n", dir, why);
+        if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
+            av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
+                   ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
+            goto done;
+        }
+    }
+    Run *rB = rb ? rb : ra;
+    if (diff_ranges(o, &ra->cfg, e) != 0) {
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
+    if (tokenize(ra, ta, NULL, &ea, e) != 0 || tokenize(rB, tb, NULL, &eb, e) != 0) goto done;
+    if (rb && (ea.n != eb.n || memcmp(ea.ids, eb.ids, sizeof *ea.ids * (size_t)ea.n))) {
+        tokens_differ(ra, &ea, rb, &eb, e);
+        goto done;
+    }
+    warn_truncated(ra, &ea, 0);
+    warn_truncated(rB, &eb, 0);
+    if (run_owned(ra, &ea, &ca, e) != 0 || run_owned(rB, &eb, &cb, e) != 0) goto done;
+    double t0 = av_now_ms();
+    if (diff_align(ea.ids, ea.n, eb.ids, eb.n, &al, e) != 0) goto done;
+    if (al.n_pairs == 0) {
+        av_err(e, "diff: no token of A (%d) is also in B (%d): no attention row to compare", ea.n, eb.n);
+        goto done;
+    }
+    OutDoc da, db;
+    fill_doc(ra, &da, &ea, &ca, ta, NULL);
+    fill_doc(rB, &db, &eb, &cb, tb, NULL);
+    if (rb && !strcmp(da.model_name, db.model_name)) { /* e.g. a demo and its edited copy: tell them apart by folder */
+        da.model_name = model_display_name(ra->dir, 0, name_a, sizeof name_a);
+        db.model_name = model_display_name(rb->dir, 0, name_b, sizeof name_b);
+        if (!strcmp(da.model_name, db.model_name)) da.model_name = ra->dir, db.model_name = rb->dir;
+    }
+    const int nl = out_n_layers(&da), nh = out_n_heads(&da);
+    if (!(jsd = malloc(sizeof *jsd * (size_t)nl * nh))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (diff_divergence(&da, &db, &al, jsd, e) != 0) goto done;
+    const struct OutDiff df = {&db, rb != NULL, al.a_to_b, al.b_to_a, al.n_pairs, jsd};
+    da.diff = &df;
+    if (o->layer < 0 && o->head < 0) { /* the page opens on the most divergent head */
+        int best = 0;
+        for (int i = 1; i < nl * nh; i++)
+            if (jsd[i] > jsd[best]) best = i;
+        da.init_layer = out_layer(&da, best / nh), da.init_head = out_head(&da, best % nh);
+    }
+    if (!o->view) da.init_view = "diff";
+    if (o->json_path && diff_out(o->json_path, diff_json, &da, NULL, e) != 0) goto done;
+    const char *html = o->html_path ? o->html_path : o->json_path ? NULL : "attnviz-diff.html";
+    if (html && diff_out(html, diff_page, &da, o->templates_dir, e) != 0) goto done;
+    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    ra->t_write += av_now_ms() - t0;
+    const int to_stdout = (o->json_path && !strcmp(o->json_path, "-")) || (html && !strcmp(html, "-"));
+    if (!to_stdout && (diff_write_table(stdout, &da, o->diff_top ? o->diff_top : 10, e) != 0 || fflush(stdout) != 0)) {
+        if (!e->msg[0]) av_err(e, "stdout: write error");
+        goto done;
+    }
+    rc = EXIT_OK;
+done:
+    free(jsd);
+    diff_align_free(&al);
+    model_capture_free(&ca);
+    model_capture_free(&cb);
+    tok_encoding_free(&ea);
+    tok_encoding_free(&eb);
+    pipeline_close(ra, o->profile ? stderr : NULL);
+    pipeline_close(rb, o->profile ? stderr : NULL);
+    return rc;
 }

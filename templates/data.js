@@ -270,6 +270,26 @@ const Data = (() => {
     return out;
   }
 
+  /* attnviz diff pages: the second input (B): its tokens (meta.diff.side_b) and
+   * attention, one chunk av-attb-<i> per layer (H x nb x nb codes), decoded once */
+  const second = meta.diff ? (() => {
+    const side = makeSide('B', meta.diff.side_b, null, undefined);
+    const att = new Array(L).fill(null), done = new Array(L).fill(null);
+    return {
+      side, n: side.n, done,
+      attention(li) {
+        if (!att[li]) {
+          att[li] = readChunk('av-attb-' + li).then(codes => {
+            if (codes.length !== H * side.n * side.n) throw new Error('payload: B layer ' + li + ' has the wrong size');
+            done[li] = codes;
+            return codes;
+          });
+        }
+        return att[li];
+      },
+    };
+  })() : null;
+
   /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
   const windowOf = li => (li !== undefined && meta.config.sliding_window &&
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
@@ -302,6 +322,8 @@ const Data = (() => {
       const w = windowOf(li);
       return j > i || (w > 0 && j <= i - w);
     },
+    /* attnviz diff: B's side and attention, or null */
+    second,
     /* a live page fetches any head's q/k; an offline one has them with --qk */
     hasQK: live || !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),

@@ -5,7 +5,7 @@
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, PREV, SIGNAL */
+   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -18,7 +18,7 @@
  * ignores "merge"; draw(host, c): the controller (or null, or a promise of
  * one); exportTitle(modelName, c); unavailable(): why this page cannot show
  * it (its tab is disabled), or null. */
-const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX];
+const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX].concat(Data.second ? [VIEW_DIFF] : []);
 const viewOf = id => VIEWS.find(v => v.id === id);
 const unavailable = v => (v.unavailable ? v.unavailable() : null);
 
@@ -175,6 +175,13 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   }
   if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
+  if (meta.diff) {
+    note('info', 'attnviz diff:', meta.diff.mode === 'models'
+      ? 'one text on ' + meta.diff.models[0] + ' (A) and ' + meta.diff.models[1] + ' (B).'
+      : 'A is this text; B is “' + (meta.diff.texts[1].length > 160 ? meta.diff.texts[1].slice(0, 159) + '…' : meta.diff.texts[1]) + '”.');
+    notes.lastChild.appendChild(document.createTextNode(' The Diff view compares them; the other views show A\'s attention.'));
+    notes.lastChild.id = 'diff-note';
+  }
   if (meta.truncated) note('', 'Truncated:', meta.truncated + ' tokens did not fit the model\'s ' + c.max_position_embeddings + ' positions.');
   if (Data.stacked) {
     note('info', 'Encoder-decoder attention:', 'choose ' + Data.stacks.map(st => st.label).join(', ') + ' in the Stack control (key S). ' +
@@ -458,6 +465,7 @@ async function render() {
   const c = {
     li: S.layer, mode: S.mode, hs: null, t, filter: S.filter, gamma: S.gamma, focus: S.focus, query: S.query, pin: S.pin,
     vt: null, status, stale: () => gen !== renderGen, onOpen: openModal, onQuery: i => { S.query = i; },
+    onPick: (li, h) => { S.layer = li; S.focus = h; S.active[h] = true; render(); },
   };
   try {
     if (view.ownsLayers) {

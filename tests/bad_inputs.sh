@@ -332,4 +332,23 @@ mknpz "$N" 'b = b[:-8]'
 case_ render_npy_short_data 1 "'attention' holds 28 bytes, short of its shape's 9 elements" -- render "$N" --quiet --json out.json
 mknpz "$N" 'b = b.replace(b"(1, 1, 3, 3)", b"(1, 1, 3, 9999999999999)")'
 case_ render_npy_absurd_shape 1 "'attention'" -- render "$N" --quiet --json out.json
+# ---- attnviz diff: two texts on one model, or one text on two models
+fresh; M2=$T/m2; rm -rf "$M2" && cp -r "$M" "$M2"
+$PY - "$M2/vocab.txt" <<'PY'
+import sys
+p = sys.argv[1]; v = open(p).read().split("\n"); i, j = v.index("cat"), v.index("dog"); v[i], v[j] = v[j], v[i]
+open(p, "w").write("\n".join(v))
+PY
+case_ diff_tokenizers_differ 1 "tokenize the text differently \(5 and 5 tokens; token 2 is 'cat' id 107 and 'cat' id 111\): --model A --model B needs one tokenizer" -- diff --model "$M" --model "$M2" "${Q[@]}" "the cat sat"
+rm -rf "$M2" && cp -r "$M" "$M2" && M=$M2 cfg_edit 'c["num_attention_heads"] = 2'
+case_ diff_shapes_differ 1 "has 2 layers x 4 heads but .* has 2 x 2: --model A --model B compares models of one shape" -- diff --model "$M" --model "$M2" "${Q[@]}" "the cat sat"
+case_ diff_one_text 2 "diff takes TEXT_A TEXT_B \(one model\), or --model A --model B TEXT" -- diff --model "$M" "${Q[@]}" "the cat sat"
+case_ diff_two_models_two_texts 2 "diff --model A --model B takes one TEXT" -- diff --model "$M" --model "$M" "${Q[@]}" "the cat" "a dog"
+case_ diff_three_models 2 "diff compares at most two models" -- diff --model "$M" --model "$M" --model "$M" "${Q[@]}" "the cat"
+case_ diff_with_batch 2 "diff compares two captures: no --batch" -- diff --model "$M" --batch - "${Q[@]}"
+case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 layers \(0-1\)" -- diff --model "$M" --layer 7 "${Q[@]}" "the cat" "a dog"
+case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
+case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
+case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
+case_ view_diff_without_diff 2 "--view is head, model, neuron or matrix, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
 echo "INFO bad-input catalog: $n_case cases"

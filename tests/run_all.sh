@@ -81,6 +81,7 @@ scripts=(
     tests/predict_test.sh
     tests/render_test.sh
     tests/serve_test.sh
+    tests/diff_test.sh
     tests/scripting_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
@@ -94,6 +95,7 @@ scripts=(
     tests/ref/decoder_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
+    tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
     tests/fetch_test.sh

@@ -662,6 +662,58 @@ START_TEST(test_encoder_decoder_stacks) {
 }
 END_TEST
 
+/* attnviz diff: B's attention as av-attb-<i> over B's own tokens, the comparison in meta.diff
+ * with B's side; a B capture that misses a layer, or an alignment out of range, is refused. */
+START_TEST(test_diff_second_capture) {
+    Fix a, b;
+    fix_init(&a, 7, 2, 3, 8, 1, WORDS, 5);
+    fix_init(&b, 9, 2, 3, 8, 0, WORDS + 1, 4);
+    int a_to_b[7] = {0, 1, -1, 3, 4, 5, 8}, b_to_a[9] = {0, 1, -1, 3, 4, 5, -1, -1, 6};
+    double jsd[6] = {0, 0.1, 0.2, 0.3, 0.4, 0.5};
+    b.d.text_a = "the other input";
+    struct OutDiff df = {&b.d, 0, a_to_b, b_to_a, 6, jsd};
+    a.d.diff = &df;
+    size_t len;
+    char *s = page_ok(&a.d, &len);
+    size_t nn = 9 * 9, cnt = 3 * nn;
+    for (int l = 0; l < 2; l++) {
+        char id[32];
+        snprintf(id, sizeof id, "av-attb-%d", l);
+        size_t rl;
+        unsigned char *raw = chunk(s, id, cnt * 2, &rl);
+        for (int h = 0; h < 3; h++) {
+            const float *w = cap_attn(&b.cap, l, h);
+            for (size_t i = 0; i < nn; i++)
+                ck_assert_msg(fabs(code16(raw, cnt, (size_t)h * nn + i) / 10000.0 - w[i]) <= 0.5e-4 + 1e-9, "B l%d h%d", l, h);
+        }
+        free(raw);
+    }
+    ck_assert_int_eq(count(s, "id=\"av-att-"), 2);
+    ck_assert_int_eq(count(s, "id=\"av-qk-"), 2); /* A's queries and keys only */
+    cJSON *m = meta_of(s);
+    const cJSON *d = cJSON_GetObjectItem(m, "diff");
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "side_b"), "tokens")), 9);
+    ck_assert_double_eq_tol(cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "divergence"), "per_head"), 1), 2)->valuedouble, 0.5, 1e-12);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "alignment"), "pairs")), 6);
+    cJSON_Delete(m);
+    free(s);
+    AvErr e = {{0}};
+    int rc;
+    b.cap.n_tokens = 8; /* B's capture and tokens disagree */
+    free(page(&a.d, NULL, NULL, &rc, &e));
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "B's capture"));
+    b.cap.n_tokens = 9;
+    a_to_b[2] = 9; /* past B's tokens */
+    free(page(&a.d, NULL, NULL, &rc, &e));
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bad alignment"));
+    fix_free(&a);
+    fix_free(&b);
+}
+END_TEST
+
 START_TEST(test_errors) {
     Fix x;
     fix_init(&x, 5, 2, 2, 4, 1, WORDS, 5);
@@ -869,6 +921,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_causal_meta_has_display_tokens_specials_and_word_starts);
     tcase_add_test(tc, test_wordpiece_flags_pass_through_and_page_is_not_causal);
     tcase_add_test(tc, test_missing_display_token_is_an_error);
+    tcase_add_test(tc, test_diff_second_capture);
     tcase_add_test(tc, test_budget_small);
     tcase_add_test(tc, test_budget_512);
     suite_add_tcase(s, tc);

@@ -1,0 +1,58 @@
+/* diff.h — comparing attention between two inputs (attnviz diff): two texts
+ * on one model, or one text on two models of the same tokenizer.
+ *
+ * Alignment: a longest common subsequence of the two token-id sequences
+ * (special tokens included), matches taken as early as possible; a token
+ * outside it is unaligned. With one text on two models every token aligns.
+ *
+ * Divergence of one head: the mean, over aligned query rows (i_a, i_b), of the
+ * Jensen–Shannon divergence in bits (log base 2: 0 = the same distribution,
+ * 1 = disjoint supports) between A's row i_a and B's row i_b, both read over
+ * the merged key axis: aligned key pairs, then A's unaligned keys (where B's
+ * weight is 0) and B's unaligned keys (where A's is 0). Each row is divided
+ * by its sum first (float rounding), as scipy's jensenshannon does. Mass on a
+ * key the other input lacks thus counts as fully divergent:
+ *   JSD = sum over aligned keys of  ½ p log2(2p/(p+q)) + ½ q log2(2q/(p+q))
+ *       + ½ (A's mass on its unaligned keys + B's mass on its unaligned keys).
+ * Unaligned query rows have no counterpart and are left out. */
+#ifndef ATTNVIZ_DIFF_H
+#define ATTNVIZ_DIFF_H
+
+#include <stdio.h>
+
+#include "err.h"
+#include "output.h"
+
+typedef struct {
+    int n_a, n_b;
+    int *a_to_b;  /* (n_a): the B token aligned with A's token i, or -1 */
+    int *b_to_a;  /* (n_b) */
+    int n_pairs;
+} DiffAlign;
+
+/* Aligns id sequences a (n_a) and b (n_b); -1 when the differing middle is too
+ * long to align in memory. */
+int diff_align(const int *a, int n_a, const int *b, int n_b, DiffAlign *out, AvErr *e);
+void diff_align_free(DiffAlign *al);
+
+/* JSD in bits of A's attention row pa (n_a weights) and B's row pb (n_b). */
+double diff_jsd_row(const float *pa, const float *pb, const DiffAlign *al);
+/* One head: A's matrix (n_a x n_a) and B's (n_b x n_b); the mean row JSD over
+ * aligned query rows (0 when none aligns). */
+double diff_head_jsd(const float *A, const float *B, const DiffAlign *al);
+
+/* Every selected (layer, head) of a's capture against b's: out (selected
+ * layers x heads). Both captures hold the same selection. */
+int diff_divergence(const OutDoc *a, const OutDoc *b, const DiffAlign *al, double *out, AvErr *e);
+
+/* The comparison's JSON members (no braces): "mode", "models", "texts",
+ * "alignment", "divergence"; a->diff must be set. The --json output and the
+ * page's meta share them. */
+int diff_write_members(FILE *f, const OutDoc *a, AvErr *e);
+/* --json: {"format", members, "a": A's attnviz JSON, "b": B's}. */
+int diff_write_json(FILE *f, const OutDoc *a, AvErr *e);
+/* The table on stdout: the alignment in one line, then the top heads by
+ * divergence and each layer's mean. */
+int diff_write_table(FILE *f, const OutDoc *a, int top, AvErr *e);
+
+#endif
