@@ -294,6 +294,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "serve")) {
         o->serve = 1;
+        argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "diff")) {
         o->diff = 1;
         argv++, argc--;

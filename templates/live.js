@@ -158,8 +158,6 @@ function Live(cfg) {
       /* the server answers an input it has run before with that run (and no forward pass) */
       const again = seen.has(j.run);
       seen.add(j.run);
-      /* predictions not asked for are not shown (an offline page without --predict has none) */
-      if (!body.predict && Array.isArray(j.meta.predictions) && !j.meta.predictions.length) delete j.meta.predictions;
       if (j.run !== runId) reboot(j.meta, j.run);
       runId = j.run;
       runs++;

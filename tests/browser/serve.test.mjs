@@ -87,7 +87,8 @@ async function openLive(theme = 'light') {
   page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') log.console.push(m.type() + ': ' + m.text()); });
   page.on('pageerror', e => log.errors.push(String(e && e.message ? e.message : e)));
   await page.goto(url);
-  await page.waitForSelector('#live-text');
+  /* the panel is in the HTML; live.js shows it */
+  await page.waitForSelector('#live', { state: 'visible' });
   return { page, log };
 }
 const cleanLive = log => {
