@@ -145,7 +145,7 @@ void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const ch
                 else fprintf(f, ":%.17g", v);
             }
             fputs(",\"sum\":[", f);
-            for (int k = 0; k < s->n_scores; k++) fprintf(f, "%s%" PRId64, k ? "," : "", s->sum[at(s, l, h, k)]);
+            for (int k = 0; k < s->n_scores; k++) fprintf(f, "%s\"%" PRId64 "\"", k ? "," : "", s->sum[at(s, l, h, k)]);
             fputs("],\"count\":[", f);
             for (int k = 0; k < s->n_scores; k++) fprintf(f, "%s%ld", k ? "," : "", s->count[at(s, l, h, k)]);
             fputs("]}", f);
