@@ -557,7 +557,9 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
         av_err(e, "out of memory");
         goto done;
     }
-    if (!stats_kind && build_columns(hs) != ns) {
+    const char *given[HS_N];
+    memcpy(given, hs->names, sizeof given);
+    if (!stats_kind && (build_columns(hs) != ns || memcmp(given, hs->names, (size_t)ns * sizeof *given))) {
         av_err(e, "%s: \"scores\" are not in attnviz's order", name);
         goto done;
     }
