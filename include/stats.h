@@ -18,11 +18,12 @@ enum { ST_ENTROPY, ST_DISTANCE, ST_CLS, ST_SEP, ST_SELF, ST_PREV, ST_NEXT, ST_N 
  * are the same number, bit for bit. The rounding (2.3e-10) is far below the
  * float32 attention's own precision. */
 #define STATS_FRAC_BITS 32
+#define STATS_MAX_SCORES 16
 
 typedef struct {
     int n_layers, n_heads;  /* of the model; selections apply when printing */
     int n_scores;
-    const char *const *names; /* (n_scores), not owned */
+    const char *names[STATS_MAX_SCORES]; /* (n_scores) static strings: the struct may be copied */
     int64_t *sum;           /* (n_layers, n_heads, n_scores) sums of per-input values, fixed point */
     long *count;            /* (n_layers, n_heads, n_scores) inputs contributing */
     unsigned char *present; /* (n_layers, n_heads) heads that were added (or merged) */
@@ -31,7 +32,7 @@ typedef struct {
 
 /* The --stats statistics (ST_N of them). */
 int stats_init(HeadStats *s, int n_layers, int n_heads, AvErr *e);
-/* Any list of named scores (names must outlive s). */
+/* Any list of named scores (at most STATS_MAX_SCORES; the names must be static). */
 int stats_init_named(HeadStats *s, int n_layers, int n_heads, int n_scores, const char *const *names, AvErr *e);
 void stats_free(HeadStats *s);
 const char *const *stats_names(void);

@@ -513,9 +513,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     }
     if (o->heads) {
         if (o->stats || o->predict_k || o->generate_n || o->tokens_only || o->no_special || o->words || o->out_dir ||
-            o->html_path || o->npy_path || o->temperature > 0 || o->stop || o->qk || o->hidden)
+            o->html_path || o->npy_path || o->temperature > 0 || o->top_p < 1 || o->stop || o->qk || o->hidden)
             return usage_error("%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
-                                     "--no-special, --words, --out-dir, --html, --npy, --qk or --hidden");
+                                     "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
         for (int i = 0; i < o->n_scores; i++)
             if (o->scores[i] == HS_PATTERN && !o->pattern) return usage_error("%s", "--score pattern needs --pattern FILE|RULE");
         if (o->batch_path) {

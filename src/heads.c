@@ -72,21 +72,24 @@ static int parse_npy(HeadsPattern *p, const char *name, const unsigned char *b, 
     for (int i = 0; i < 6; i++)
         if (!strncmp(d, TYPES[i].descr, 5)) t = i;
     if (t < 0) return av_err(e, "%s: .npy dtype must be float32/64, int32/64, uint8 or bool", name);
+    /* strtol needs a terminated string: the header alone, copied */
+    char *hc = strndup(h, hl);
+    if (!hc) return av_err(e, "out of memory");
     long dims[2];
-    int nd = 0;
-    const char *q = sh, *end = h + hl;
-    if (q >= end || *q != '(') return av_err(e, "%s: bad .npy shape", name);
-    for (q++; q < end && *q != ')';) {
+    int nd = 0, bad = 0;
+    const char *q = hc + (sh - h), *end = hc + hl;
+    if (q >= end || *q != '(') bad = 1;
+    for (q++; !bad && q < end && *q != ')';) {
         while (q < end && (*q == ' ' || *q == ',')) q++;
         if (q < end && *q == ')') break;
         char *stop;
         errno = 0;
         long v = strtol(q, &stop, 10);
-        if (stop == q || errno || v < 0 || nd == 2 || stop > end) return av_err(e, "%s: the pattern must be a 2-D array", name);
-        dims[nd++] = v;
-        q = stop;
+        if (stop == q || errno || v < 0 || nd == 2 || stop > end) bad = 1;
+        else dims[nd++] = v, q = stop;
     }
-    if (nd != 2 || dims[0] != dims[1])
+    free(hc);
+    if (bad || nd != 2 || dims[0] != dims[1])
         return av_err(e, "%s: the pattern must be a square 2-D array (n, n)", name);
     if (pattern_alloc(p, dims[0], name, e) != 0) return -1;
     size_t count = (size_t)p->n * (size_t)p->n, sz = (size_t)TYPES[t].size;
@@ -696,7 +699,6 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
         if (prc != 0) goto done;
         if (!have) {
             total = one, have = 1;
-            total.acc.names = total.names; /* they were one's */
             first_runs = total.n_ind;
             int c = total.col[HS_INDUCTION];
             if (is_heads(&total) && c >= 0) {

@@ -15,8 +15,9 @@ const char *const *stats_names(void) { return NAMES; }
 
 int stats_init_named(HeadStats *s, int n_layers, int n_heads, int n_scores, const char *const *names, AvErr *e) {
     memset(s, 0, sizeof *s);
-    if (n_layers < 1 || n_heads < 1 || n_scores < 1) return av_err(e, "no heads to score");
-    s->n_layers = n_layers, s->n_heads = n_heads, s->n_scores = n_scores, s->names = names;
+    if (n_layers < 1 || n_heads < 1 || n_scores < 1 || n_scores > STATS_MAX_SCORES) return av_err(e, "no heads to score");
+    s->n_layers = n_layers, s->n_heads = n_heads, s->n_scores = n_scores;
+    for (int k = 0; k < n_scores; k++) s->names[k] = names[k];
     size_t n = (size_t)n_layers * n_heads * n_scores;
     s->sum = calloc(n, sizeof *s->sum);
     s->count = calloc(n, sizeof *s->count);
