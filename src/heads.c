@@ -62,35 +62,40 @@ static int parse_npy(HeadsPattern *p, const char *name, const unsigned char *b, 
         hl = b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24, off = 12;
     else return av_err(e, "%s: unsupported .npy version %d", name, b[6]);
     if (hl > len - off) return av_err(e, "%s: .npy header runs past the end", name);
-    const char *h = (const char *)b + off;
-    const char *d = npy_value(h, hl, "descr"), *fo = npy_value(h, hl, "fortran_order"), *sh = npy_value(h, hl, "shape");
-    if (!d || !fo || !sh) return av_err(e, "%s: .npy header lacks descr, fortran_order or shape", name);
-    if (strncmp(fo, "False", 5)) return av_err(e, "%s: Fortran-order .npy is not supported", name);
+    /* the header alone, terminated: strncmp and strtol may then read to its end and no further */
+    char *h = malloc(hl + 1);
+    if (!h) return av_err(e, "out of memory");
+    memcpy(h, b + off, hl);
+    h[hl] = '\0';
     static const struct { const char *descr; int size; char kind; } TYPES[] = {
         {"'<f4'", 4, 'f'}, {"'<f8'", 8, 'f'}, {"'<i4'", 4, 'i'}, {"'<i8'", 8, 'i'}, {"'|u1'", 1, 'u'}, {"'|b1'", 1, 'u'}};
+    const char *d = npy_value(h, hl, "descr"), *fo = npy_value(h, hl, "fortran_order"), *sh = npy_value(h, hl, "shape");
+    const char *why = NULL;
     int t = -1;
-    for (int i = 0; i < 6; i++)
-        if (!strncmp(d, TYPES[i].descr, 5)) t = i;
-    if (t < 0) return av_err(e, "%s: .npy dtype must be float32/64, int32/64, uint8 or bool", name);
-    /* strtol needs a terminated string: the header alone, copied */
-    char *hc = strndup(h, hl);
-    if (!hc) return av_err(e, "out of memory");
     long dims[2];
-    int nd = 0, bad = 0;
-    const char *q = hc + (sh - h), *end = hc + hl;
-    if (q >= end || *q != '(') bad = 1;
-    for (q++; !bad && q < end && *q != ')';) {
+    int nd = 0;
+    if (!d || !fo || !sh) why = ".npy header lacks descr, fortran_order or shape";
+    else if (strncmp(fo, "False", 5)) why = "Fortran-order .npy is not supported";
+    for (int i = 0; !why && i < 6; i++)
+        if (!strncmp(d, TYPES[i].descr, 5)) t = i;
+    if (!why && t < 0) why = ".npy dtype must be float32/64, int32/64, uint8 or bool";
+    const char *q = sh, *end = h + hl;
+    if (!why && *q != '(') why = "the pattern must be a square 2-D array (n, n)";
+    for (q = why ? end : q + 1; q < end && *q != ')';) {
         while (q < end && (*q == ' ' || *q == ',')) q++;
-        if (q < end && *q == ')') break;
+        if (q >= end || *q == ')') break;
         char *stop;
         errno = 0;
         long v = strtol(q, &stop, 10);
-        if (stop == q || errno || v < 0 || nd == 2 || stop > end) bad = 1;
-        else dims[nd++] = v, q = stop;
+        if (stop == q || errno || v < 0 || nd == 2) {
+            why = "the pattern must be a square 2-D array (n, n)";
+            break;
+        }
+        dims[nd++] = v, q = stop;
     }
-    free(hc);
-    if (bad || nd != 2 || dims[0] != dims[1])
-        return av_err(e, "%s: the pattern must be a square 2-D array (n, n)", name);
+    if (!why && (nd != 2 || dims[0] != dims[1])) why = "the pattern must be a square 2-D array (n, n)";
+    free(h);
+    if (why) return av_err(e, "%s: %s", name, why);
     if (pattern_alloc(p, dims[0], name, e) != 0) return -1;
     size_t count = (size_t)p->n * (size_t)p->n, sz = (size_t)TYPES[t].size;
     if (len - off - hl < count * sz) return av_err(e, "%s: .npy data is shorter than its shape", name);
