@@ -501,6 +501,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     int rest = argc - optind;
     if (heads_only && !o->heads)
         return usage_error("%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
+    if (serve_opts && !o->serve)
+        return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (stats_cmd || o->merge) {
         if (!stats_cmd || !o->merge) return usage_error("%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
         if (o->model_dir || o->batch_path || o->html_path || o->npy_path || o->out_dir || o->stats || o->predict_k ||
