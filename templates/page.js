@@ -3,7 +3,7 @@
  * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
  * scripting/testing interface (state, export, view switching). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF */
+   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF */
 
 /* ---------------------------------------------------------------- views */
 
@@ -493,6 +493,7 @@ let readyOnce = false;
 function finish(gen) {
   if (gen !== renderGen) return;
   Pred.refresh();
+  Heads.refresh(S.view);
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
@@ -624,9 +625,10 @@ window.attnviz = {
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),
   openModal, closeModal,
-  headColor, aggColor, fmtAtt,
+  headColor, aggColor, fmtAtt, heads: Heads,
   readyMs: null,
 };
 
 buildChips();
+Heads.init($('controls'), openModal);
 render();
