@@ -64,6 +64,17 @@ typedef struct {
     int diff;
     const char *model_b;       /* the second --model */
     int diff_top;              /* --top N: heads in the table (0: 10) */
+    /* attnviz heads: scores per head over the inputs (heads.h) */
+    int heads;
+    int scores[16], n_scores;  /* --score NAME..., HS_* (none: all) */
+    int top_k;                 /* --top K */
+    const char *pattern;       /* --pattern FILE|RULE */
+    int exclude_bos, exclude_current;
+    int induction_seqs, induction_len; /* the random repeated sequences */
+    /* attnviz stats --merge FILES...: sums of --json files added */
+    int merge;
+    const char *const *merge_files;
+    int n_merge_files;
 } CliOptions;
 
 #endif

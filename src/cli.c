@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "serve.h"
 #include "config.h"
+#include "heads.h"
 #include "util.h"
 
 
@@ -26,6 +27,8 @@ static void usage(FILE *f) {
           "       attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
           "                     [--timeout S] [TEXT [TEXT_B]]\n"
           "       attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"
+          "       attnviz heads [--batch FILE | TEXT] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"
+          "       attnviz stats --merge FILE... [--json OUT]\n"
           "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
           "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
           "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
@@ -92,6 +95,20 @@ static void usage(FILE *f) {
           "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
           "                      over a batch, the mean over inputs\n"
           "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
+          "\n"
+          "Head scores (attnviz heads; README.md defines them):\n"
+          "  --score NAME        previous, next, self, first, sep, duplicate, induction, distance,\n"
+          "                      entropy or pattern (repeatable; default: all but pattern)\n"
+          "  --top K             rank the K best heads per score (default 5)\n"
+          "  --pattern FILE|RULE your own pattern: an n x n template (.npy, or JSON [[...],...])\n"
+          "                      or 'offset K' (key i+K for query i), scored like TransformerLens\n"
+          "  --exclude-bos, --exclude-current  leave out attention to position 0 / to the token\n"
+          "                      itself from the share scores (detect_head's options; default off)\n"
+          "  --seed N            the induction score's random sequences (default 0)\n"
+          "  --induction-seqs N, --induction-len L  how many, how long (default 8 of 20 tokens,\n"
+          "                      each repeated twice)\n"
+          "  attnviz stats --merge FILE...  add up --stats --json or heads --json files of shards\n"
+          "                      (same model and options): the same numbers as one run over all\n"
           "\n"
           "Batch:\n"
           "  --batch FILE|-      one input per line (TAB separates A and B), JSON Lines out\n"
@@ -253,7 +270,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
            O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
-           O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP };
+           O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
+           O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     int out_dir_mode = 0;
     for (int i = 1; i < argc; i++) {
@@ -281,6 +299,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
         {"queue", required_argument, 0, O_QUEUE},
         {"top", required_argument, 0, O_TOP},
+        {"score", required_argument, 0, O_SCORE},
+        {"pattern", required_argument, 0, O_PATTERN}, {"exclude-bos", no_argument, 0, O_EXBOS},
+        {"exclude-current", no_argument, 0, O_EXCUR}, {"induction-seqs", required_argument, 0, O_INDSEQS},
+        {"induction-len", required_argument, 0, O_INDLEN}, {"merge", no_argument, 0, O_MERGE},
         {"layer", required_argument, 0, O_LAYER},   {"head", required_argument, 0, O_HEAD},
         {"tokens-only", no_argument, 0, O_TOKENS},  {"qk", no_argument, 0, O_QK},
         {"hidden", no_argument, 0, O_HIDDEN},       {"precision", required_argument, 0, O_PREC},
@@ -289,6 +311,9 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         {"quiet", no_argument, 0, O_QUIET},         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},     {0, 0, 0, 0},
     };
+    o->top_k = 5;
+    o->induction_seqs = 8, o->induction_len = 20;
+    int stats_cmd = 0, heads_only = 0;
     if (argc > 1 && !strcmp(argv[1], "render")) {
         o->render = 1;
         argv++, argc--;
@@ -297,6 +322,12 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "diff")) {
         o->diff = 1;
+        argv++, argc--;
+    } else if (argc > 1 && !strcmp(argv[1], "heads")) {
+        o->heads = 1;
+        argv++, argc--;
+    } else if (argc > 1 && !strcmp(argv[1], "stats")) {
+        stats_cmd = 1;
         argv++, argc--;
     }
     int serve_opts = 0;
@@ -342,8 +373,12 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error("--timeout needs seconds from 0.1, got '%s'", optarg);
             serve_opts = 1;
             break;
-        case O_TOP:
-            if (!o->diff) return usage_error("%s", "--top goes with attnviz diff");
+        case O_TOP: /* diff's table, or heads' ranking */
+            if (o->heads) {
+                if (parse_int(optarg, 0, 1000000, &o->top_k)) return usage_error("--top needs a count >= 0, got '%s'", optarg);
+                break;
+            }
+            if (!o->diff) return usage_error("%s", "--top goes with attnviz diff or attnviz heads");
             if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return usage_error("--top needs a count >= 1, got '%s'", optarg);
             break;
         case O_JSON: o->json_path = optarg; break;
@@ -414,6 +449,28 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_PACK:
             if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error("--pack-tokens needs 0 to 65536, got '%s'", optarg);
             break;
+        case O_SCORE: {
+            int k = heads_score_by_name(optarg);
+            if (k < 0) return usage_error("--score is previous, next, self, first, sep, duplicate, induction, distance, "
+                                          "entropy or pattern, not '%s'", optarg);
+            int dup = 0;
+            for (int i = 0; i < o->n_scores; i++) dup |= o->scores[i] == k;
+            if (!dup && o->n_scores < (int)(sizeof o->scores / sizeof o->scores[0])) o->scores[o->n_scores++] = k;
+            heads_only = 1;
+            break;
+        }
+        case O_PATTERN: o->pattern = optarg, heads_only = 1; break;
+        case O_EXBOS: o->exclude_bos = 1, heads_only = 1; break;
+        case O_EXCUR: o->exclude_current = 1, heads_only = 1; break;
+        case O_INDSEQS:
+            if (parse_int(optarg, 1, 10000, &o->induction_seqs)) return usage_error("--induction-seqs needs 1 to 10000, got '%s'", optarg);
+            heads_only = 1;
+            break;
+        case O_INDLEN:
+            if (parse_int(optarg, 1, 100000, &o->induction_len)) return usage_error("--induction-len needs 1 to 100000, got '%s'", optarg);
+            heads_only = 1;
+            break;
+        case O_MERGE: o->merge = 1; break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
@@ -442,6 +499,37 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         }
     }
     int rest = argc - optind;
+    if (heads_only && !o->heads)
+        return usage_error("%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
+    if (serve_opts && !o->serve)
+        return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+    if (stats_cmd || o->merge) {
+        if (!stats_cmd || !o->merge) return usage_error("%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
+        if (o->model_dir || o->batch_path || o->html_path || o->npy_path || o->out_dir || o->stats || o->predict_k ||
+            o->generate_n || o->tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
+            return usage_error("%s", "stats --merge adds up files: only --json OUT goes with it");
+        if (rest < 1) return usage_error("%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
+        o->merge_files = (const char *const *)argv + optind;
+        o->n_merge_files = rest;
+        return EXIT_OK;
+    }
+    if (o->heads) {
+        if (o->stats || o->predict_k || o->generate_n || o->tokens_only || o->no_special || o->words || o->out_dir ||
+            o->html_path || o->npy_path || o->temperature > 0 || o->top_p < 1 || o->stop || o->qk || o->hidden)
+            return usage_error("%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
+                                     "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
+        for (int i = 0; i < o->n_scores; i++)
+            if (o->scores[i] == HS_PATTERN && !o->pattern) return usage_error("%s", "--score pattern needs --pattern FILE|RULE");
+        if (o->batch_path) {
+            if (rest > 0) return usage_error("--batch takes its inputs from the file, not '%s'", argv[optind]);
+        } else {
+            if (rest < 1) return usage_error("%s", "heads needs TEXT or --batch FILE");
+            if (rest > 2) return usage_error("too many arguments: '%s' (quote the text)", argv[optind + 2]);
+            o->text_a = argv[optind];
+            o->text_b = rest == 2 ? argv[optind + 1] : NULL;
+        }
+        return EXIT_OK;
+    }
     if (o->render) {
         if (o->model_dir || o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats ||
             o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads || o->max_tokens || o->out_dir)
@@ -528,6 +616,11 @@ int cli_run(const CliOptions *o) {
         int rc = serve_run(o, &e);
         if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
         return rc;
+    }
+    if (o->merge) {
+        if (heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, &e) == 0) return EXIT_OK;
+        fprintf(stderr, "attnviz: %s\n", e.msg);
+        return EXIT_RUNTIME;
     }
     if (o->render) {
         int rc = pipeline_render(o, &e);

@@ -21,6 +21,7 @@
 #include "predict.h"
 #include "render.h"
 #include "output.h"
+#include "heads.h"
 #include "stats.h"
 #include "tokenizer.h"
 #include "transform.h"
@@ -110,6 +111,7 @@ struct Pipeline {
     char *gen_text;      /* the generated continuation, decoded */
     HeadStats stats; /* with --stats */
     char name[256];  /* the model's display name */
+    HeadScores heads; /* attnviz heads */
     double t_load, t_tok, t_fwd, t_write;
 };
 typedef struct Pipeline Run;
@@ -174,6 +176,11 @@ static int load_all(Run *r, AvErr *e) {
     if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
     const char *name = model_display_name(r->dir, r->cfg.is_demo, r->name, sizeof r->name);
     if (name != r->name) snprintf(r->name, sizeof r->name, "%s", name);
+    if (o->heads) {
+        HeadsOptions ho = {o->n_scores ? o->scores : NULL, o->n_scores, o->pattern, o->exclude_bos,
+                           o->exclude_current, o->top_k};
+        if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
+    }
     rc = 0;
 done:
     free(cfgp);
@@ -193,6 +200,7 @@ static void run_free(Run *r) {
     gen_free(&r->gen);
     free(r->gen_text);
     stats_free(&r->stats);
+    heads_free(&r->heads);
     tok_free(r->tok);
     if (r->have_model) model_free(&r->model);
     free(r->dir);
@@ -372,7 +380,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
  * (JSON documents and lines); the run (templates folder, statistics) is
  * passed to the few that need it. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
-       W_NPY_PRED_POS, W_NPY_IDS };
+       W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON };
 
 static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
 static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
@@ -385,6 +393,7 @@ static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (v
 static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
 static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
 static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_ids(f, d, e); }
+static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
 
 static const struct {
     int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
@@ -393,7 +402,7 @@ static const struct {
     [W_JSON] = {write_json, 1},         [W_HTML] = {write_page, 0},      [W_NPY_ATT] = {write_npy_att, 0},
     [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
     [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
-    [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0},
+    [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -447,10 +456,8 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
 static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     const CliOptions *o = r->o;
-    if (o->stats) {
-        stats_add(&r->stats, d);
-        return 0;
-    }
+    if (o->stats) return stats_add(&r->stats, d, e);
+    if (o->heads) return heads_add(&r->heads, d, e);
     if (o->out_dir) {
         char name[64];
         int rc = 0;
@@ -508,7 +515,7 @@ static int finish_input(Run *r, const char *a, const char *b, long lineno, const
     fill_doc(r, &d, derived ? &view.enc : enc, o->tokens_only ? NULL : derived ? &view.cap : cap, a, b);
     double t0 = av_now_ms();
     int rc = emit(r, &d, lineno, e);
-    if (rc == 0 && jsonl && !o->stats && !o->out_dir) {
+    if (rc == 0 && jsonl && !o->stats && !o->heads && !o->out_dir) {
         rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
         if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err(e, "write error");
         if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
@@ -538,9 +545,47 @@ static int finish_stats(Run *r, AvErr *e) {
     return stats_write_table(stdout, &r->stats, &d, e);
 }
 
+/* attnviz heads once the inputs are in: the induction score's random repeated
+ * sequences (ids, not text: they are drawn from the vocabulary), then the table or JSON. */
+static int finish_heads(Run *r, AvErr *e) {
+    const CliOptions *o = r->o;
+    HeadScores *hs = &r->heads;
+    if (hs->want[HS_INDUCTION]) {
+        int vocab = r->cfg.vocab_size;
+        if (heads_make_induction(hs, r->tok, vocab, o->seed, o->induction_seqs, o->induction_len, e) != 0) return -1;
+        const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
+        if (in->n_ids > cfg_max_tokens(&r->cfg))
+            return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->induction_len,
+                          in->n_ids, cfg_max_tokens(&r->cfg));
+        for (int s = 0; s < in->sequences; s++) {
+            TokEncoding enc = {0};
+            OutDoc d;
+            double t0 = av_now_ms();
+            int rc = tok_encoding_append(r->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
+            if (rc == 0) rc = ensure_buffers(r, enc.n, e);
+            if (rc == 0) rc = model_forward_kv(&r->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
+            r->t_fwd += av_now_ms() - t0;
+            if (rc == 0) {
+                fill_doc(r, &d, &enc, &r->cap, NULL, NULL);
+                rc = heads_add_induction(hs, &d, e);
+            }
+            tok_encoding_free(&enc);
+            if (rc != 0) return -1;
+        }
+    }
+    if (o->json_path) {
+        OutDoc d;
+        TokEncoding none = {0};
+        fill_doc(r, &d, &none, NULL, NULL, NULL);
+        return write_file(r, o->json_path, &d, W_HEADS_JSON, e);
+    }
+    return heads_write_table(stdout, hs, e);
+}
+
 static int run_single(Run *r, AvErr *e) {
     if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return EXIT_RUNTIME;
     if (r->o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
+    if (r->o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
     return EXIT_OK;
 }
 
@@ -737,7 +782,7 @@ static int run_batch(Run *r, AvErr *e) {
                      !o->quiet && isatty(fileno(stderr))};
     long total = bs.show ? count_lines(in) : -1;
     AvOut out = {0};
-    int streaming = !o->stats && !o->out_dir;
+    int streaming = !o->stats && !o->heads && !o->out_dir;
     Pack *pack = calloc(1, sizeof *pack);
     if (pack && o->pack_tokens > 0) {
         pack->ids = malloc((size_t)o->pack_tokens * sizeof *pack->ids);
@@ -798,6 +843,7 @@ static int run_batch(Run *r, AvErr *e) {
     }
     if (streaming && av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
     if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
+    if (o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
     if (bs.failed) {
         fprintf(stderr, "attnviz: %ld of %ld lines failed\n", bs.failed, lineno);
         return EXIT_RUNTIME;

@@ -1,6 +1,7 @@
 /* stats.c — head statistics: what researchers compute by hand from dumps. */
 #include "stats.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,28 +9,66 @@
 #include "transform.h"
 
 
-static const char *NAMES[ST_N] = {"entropy", "mean_distance", "cls", "sep", "self", "previous", "next"};
+static const char *const NAMES[ST_N] = {"entropy", "mean_distance", "cls", "sep", "self", "previous", "next"};
 
-int stats_init(HeadStats *s, int n_layers, int n_heads, AvErr *e) {
+const char *const *stats_names(void) { return NAMES; }
+
+int stats_init_named(HeadStats *s, int n_layers, int n_heads, int n_scores, const char *const *names, AvErr *e) {
     memset(s, 0, sizeof *s);
-    s->n_layers = n_layers, s->n_heads = n_heads;
-    size_t n = (size_t)n_layers * n_heads * ST_N;
+    if (n_layers < 1 || n_heads < 1 || n_scores < 1 || n_scores > STATS_MAX_SCORES) return av_err(e, "no heads to score");
+    s->n_layers = n_layers, s->n_heads = n_heads, s->n_scores = n_scores;
+    for (int k = 0; k < n_scores; k++) s->names[k] = names[k];
+    size_t n = (size_t)n_layers * n_heads * n_scores;
     s->sum = calloc(n, sizeof *s->sum);
     s->count = calloc(n, sizeof *s->count);
-    if (!s->sum || !s->count) {
+    s->present = calloc((size_t)n_layers * n_heads, 1);
+    if (!s->sum || !s->count || !s->present) {
         stats_free(s);
         return av_err(e, "out of memory");
     }
     return 0;
 }
 
+int stats_init(HeadStats *s, int n_layers, int n_heads, AvErr *e) {
+    return stats_init_named(s, n_layers, n_heads, ST_N, NAMES, e);
+}
+
 void stats_free(HeadStats *s) {
     free(s->sum);
     free(s->count);
+    free(s->present);
     memset(s, 0, sizeof *s);
 }
 
-void stats_add(HeadStats *s, const OutDoc *d) {
+static size_t at(const HeadStats *s, int layer, int head, int k) {
+    return ((size_t)layer * s->n_heads + head) * s->n_scores + (size_t)k;
+}
+
+int stats_put(HeadStats *s, int layer, int head, int k, double v, AvErr *e) {
+    /* one input's value is bounded by the input's length (distance) or log of it (entropy) */
+    if (!isfinite(v) || fabs(v) >= 0x1p30) return av_err(e, "%s: value %g out of range", s->names[k], v);
+    int64_t q = llround(ldexp(v, STATS_FRAC_BITS));
+    size_t i = at(s, layer, head, k);
+    if (__builtin_add_overflow(s->sum[i], q, &s->sum[i])) return av_err(e, "%s: the sum overflows", s->names[k]);
+    s->count[i]++;
+    s->present[(size_t)layer * s->n_heads + head] = 1;
+    return 0;
+}
+
+int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e) {
+    if (into->n_layers != from->n_layers || into->n_heads != from->n_heads || into->n_scores != from->n_scores)
+        return av_err(e, "different shapes");
+    size_t n = (size_t)into->n_layers * into->n_heads * into->n_scores;
+    for (size_t i = 0; i < n; i++)
+        if (__builtin_add_overflow(into->sum[i], from->sum[i], &into->sum[i]) ||
+            __builtin_add_overflow(into->count[i], from->count[i], &into->count[i]))
+            return av_err(e, "%s: the sum overflows", into->names[i % (size_t)into->n_scores]);
+    for (size_t i = 0; i < (size_t)into->n_layers * into->n_heads; i++) into->present[i] |= from->present[i];
+    if (__builtin_add_overflow(into->inputs, from->inputs, &into->inputs)) return av_err(e, "too many inputs");
+    return 0;
+}
+
+int stats_add(HeadStats *s, const OutDoc *d, AvErr *e) {
     const int n = d->enc->n;
     /* [CLS]/<s> and [SEP]/</s> shares; GPT-2 adds neither */
     unsigned char kind[n > 0 ? n : 1];
@@ -56,17 +95,16 @@ void stats_add(HeadStats *s, const OutDoc *d) {
                 if (i > 0) acc[ST_PREV] += r[i - 1], rows[ST_PREV]++;
                 if (i < n - 1) acc[ST_NEXT] += r[i + 1], rows[ST_NEXT]++;
             }
-            double *sum = s->sum + ((size_t)l * s->n_heads + h) * ST_N;
-            long *cnt = s->count + ((size_t)l * s->n_heads + h) * ST_N;
             for (int k = 0; k < ST_N; k++)
-                if (rows[k]) sum[k] += acc[k] / rows[k], cnt[k]++;
+                if (rows[k] && stats_put(s, l, h, k, acc[k] / rows[k], e) != 0) return -1;
         }
     s->inputs++;
+    return 0;
 }
 
 double stats_mean(const HeadStats *s, int layer, int head, int k) {
-    size_t at = ((size_t)layer * s->n_heads + head) * ST_N + (size_t)k;
-    return s->count[at] ? s->sum[at] / s->count[at] : NAN;
+    size_t i = at(s, layer, head, k);
+    return s->count[i] ? ldexp((double)s->sum[i], -STATS_FRAC_BITS) / (double)s->count[i] : NAN;
 }
 
 int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
@@ -84,23 +122,41 @@ int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
     return ferror(f) ? av_err(e, "write error") : 0;
 }
 
-int stats_write_json(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
-    fprintf(f, "{\"inputs\":%ld,\"model\":", s->inputs);
-    json_write_string(f, d->model_name ? d->model_name : "");
-    fputs(",\"heads\":[", f);
+void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const char *model) {
+    fprintf(f, "\"kind\":\"%s\",\"model\":", kind);
+    json_write_string(f, model ? model : "");
+    fprintf(f, ",\"inputs\":%ld,\"layers\":%d,\"heads_per_layer\":%d,\"fixed_point_bits\":%d,\"scores\":[", s->inputs,
+            s->n_layers, s->n_heads, STATS_FRAC_BITS);
+    for (int k = 0; k < s->n_scores; k++) {
+        if (k) fputc(',', f);
+        json_write_string(f, s->names[k]);
+    }
+    fputs("],\"heads\":[", f);
     int first = 1;
-    for (int li = 0; li < out_n_layers(d); li++)
-        for (int hi = 0; hi < out_n_heads(d); hi++) {
-            int l = out_layer(d, li), h = out_head(d, hi);
+    for (int l = 0; l < s->n_layers; l++)
+        for (int h = 0; h < s->n_heads; h++) {
+            if (!s->present[(size_t)l * s->n_heads + h]) continue;
             fprintf(f, "%s{\"layer\":%d,\"head\":%d", first ? "" : ",", l, h);
             first = 0;
-            for (int k = 0; k < ST_N; k++) {
+            for (int k = 0; k < s->n_scores; k++) {
                 double v = stats_mean(s, l, h, k);
-                if (isnan(v)) fprintf(f, ",\"%s\":null", NAMES[k]);
-                else fprintf(f, ",\"%s\":%.6g", NAMES[k], v);
+                fputc(',', f);
+                json_write_string(f, s->names[k]);
+                if (isnan(v)) fputs(":null", f);
+                else fprintf(f, ":%.17g", v);
             }
-            fputc('}', f);
+            fputs(",\"sum\":[", f);
+            for (int k = 0; k < s->n_scores; k++) fprintf(f, "%s\"%" PRId64 "\"", k ? "," : "", s->sum[at(s, l, h, k)]);
+            fputs("],\"count\":[", f);
+            for (int k = 0; k < s->n_scores; k++) fprintf(f, "%s%ld", k ? "," : "", s->count[at(s, l, h, k)]);
+            fputs("]}", f);
         }
-    fputs("]}\n", f);
+    fputc(']', f);
+}
+
+int stats_write_json(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
+    fputc('{', f);
+    stats_write_members(f, s, "stats", d->model_name);
+    fputs("}\n", f);
     return ferror(f) ? av_err(e, "write error") : 0;
 }

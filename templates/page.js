@@ -5,7 +5,7 @@
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
+   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -527,6 +527,7 @@ let disposed = false; /* a live page's next boot replaced this one */
 function finish(gen) {
   if (gen !== renderGen) return;
   Pred.refresh();
+  Heads.refresh(S.view);
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
@@ -674,9 +675,10 @@ window.attnviz = {
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),
   openModal, closeModal,
-  headColor, aggColor, fmtAtt,
+  headColor, aggColor, fmtAtt, heads: Heads,
   readyMs: null,
 };
 
 buildChips();
+Heads.init($('controls'), openModal);
 render();

@@ -351,4 +351,102 @@ case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 head
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
 case_ view_diff_without_diff 2 "--view is head, model, neuron or matrix, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+# ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
+fresh
+mkpat() { # OUT PY-EDIT: edit the bytes b of a valid 4 x 4 float32 .npy (or write JSON to j)
+    $PY - "$1" "$2" <<'PY'
+import json, struct, sys
+out, code = sys.argv[1], sys.argv[2]
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }"
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+b = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack("<16f", *([0.0] * 16))
+j = None
+exec(code)
+open(out, "wb").write(json.dumps(j).encode() if j is not None else b)
+PY
+}
+P=$T/p.npy
+HQ=(heads --model "$M" --quiet --json out.json)
+mkpat "$P" ''
+case_ heads_pattern_good_npy 0 "" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b[:-8]'
+case_ heads_pattern_npy_short_data 1 "p.npy: .npy data is shorter than its shape" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b"\x93NUMPX" + b[6:]'
+case_ heads_pattern_npy_bad_magic 1 "p.npy: not a .npy file" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b.replace(b"(4, 4)", b"(4, 4, 1)")'
+case_ heads_pattern_npy_3d 1 "p.npy: the pattern must be a (square )?2-D array" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b.replace(b"(4, 4)", b"(9000, 9000)")'
+case_ heads_pattern_npy_too_large 1 "p.npy: a 9000 x 9000 pattern \(1 to 8192 rows\)" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b.replace(b"False", b"True ")'
+case_ heads_pattern_npy_fortran 1 "p.npy: Fortran-order .npy is not supported" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b.replace(b"<f4", b"<c8")'
+case_ heads_pattern_npy_complex 1 "p.npy: .npy dtype must be" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'b = b[:-4] + struct.pack("<f", float("nan"))'
+case_ heads_pattern_npy_nan 1 "p.npy: element 15 is not a finite number" -- "${HQ[@]}" --pattern "$P" "a b"
+P=$T/p.json
+mkpat "$P" 'j = [[0, 1], [1, "x"]]'
+case_ heads_pattern_json_not_a_number 1 "p.json: row 1, column 1 is not a number" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'j = {"pattern": [[1]]}'
+case_ heads_pattern_json_not_rows 1 "p.json: a pattern is an array of rows" -- "${HQ[@]}" --pattern "$P" "a b"
+mkpat "$P" 'j = []'
+case_ heads_pattern_json_empty 1 "p.json: a 0 x 0 pattern" -- "${HQ[@]}" --pattern "$P" "a b"
+printf '[[1, 0], [0' >"$P"
+case_ heads_pattern_json_truncated 1 "p.json: not valid JSON" -- "${HQ[@]}" --pattern "$P" "a b"
+case_ heads_pattern_missing_file 1 "nope.npy: cannot open" -- "${HQ[@]}" --pattern "$T/nope.npy" "a b"
+case_ heads_pattern_bad_rule 1 "'offset 1.5': a rule is 'offset K'" -- "${HQ[@]}" --pattern "offset 1.5" "a b"
+case_ heads_induction_too_long 1 "--induction-len 1000: 2002 tokens do not fit the model's" -- "${HQ[@]}" --induction-len 1000 "a b"
+# ---- attnviz stats --merge FILES: --stats --json / heads --json outputs
+S=$T/ok.stats.json H=$T/ok.heads.json
+"$BIN" --model "$M" --quiet --stats --json "$S" "a b c"
+"$BIN" heads --model "$M" --quiet --json "$H" "a b c"
+mkjson() { # SRC OUT PY-EDIT on dict d (or raw text t)
+    $PY - "$1" "$2" "$3" <<'PY'
+import json, sys
+src, out, code = sys.argv[1:4]
+t = open(src).read(); d = json.loads(t)
+exec(code)
+open(out, "w").write(t if "t =" in code else json.dumps(d))
+PY
+}
+X=$T/x.json
+MQ=(stats --merge --json out.json)
+case_ merge_good 0 "" -- "${MQ[@]}" "$H" "$H"
+mkjson "$S" "$X" 't = t[: len(t) // 2]'
+case_ merge_truncated 1 "x.json: not valid JSON" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'del d["kind"]'
+case_ merge_no_kind 1 "x.json: no \"kind\"" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'del d["inputs"]'
+case_ merge_missing_inputs 1 "x.json: missing \"inputs\"" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'd["layers"] = 3'
+case_ merge_other_shape 1 "x.json: 3 layers x 4 heads, but .*ok.stats.json has 2 x 4" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'd["model"] = "other"'
+case_ merge_other_model 1 "x.json: model 'other', but .*ok.stats.json has" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = 12.5'
+case_ merge_sum_not_a_string 1 "x.json: layer 0 head 0: \"sum\" entries are whole numbers as strings" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775808"'
+case_ merge_sum_overflows_int64 1 "x.json: layer 0 head 0: \"sum\" entries" -- "${MQ[@]}" "$X"
+mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775807"'
+case_ merge_sums_overflow_when_added 1 "x.json: entropy: the sum overflows" -- "${MQ[@]}" "$X" "$X"
+mkjson "$S" "$X" 'd["heads"][1] = d["heads"][0]'
+case_ merge_head_twice 1 "x.json: layer 0 head 0 appears twice" -- "${MQ[@]}" "$X"
+mkjson "$S" "$X" 'd["heads"][0]["layer"] = 7'
+case_ merge_layer_out_of_range 1 "x.json: \"layer\" must be a whole number from 0 to 1" -- "${MQ[@]}" "$X"
+mkjson "$S" "$X" 'd["fixed_point_bits"] = 16'
+case_ merge_other_fixed_point 1 "x.json: \"fixed_point_bits\" must be a whole number from 32 to 32" -- "${MQ[@]}" "$X"
+mkjson "$S" "$X" 'd["scores"][0] = "bogus"'
+case_ merge_unknown_score 1 "x.json: \"scores\" entry 0 is not a stats score name" -- "${MQ[@]}" "$X"
+mkjson "$H" "$X" 'd["scores"] = d["scores"][::-1]; [h.update(sum=h["sum"][::-1], count=h["count"][::-1]) for h in d["heads"]]'
+case_ merge_scores_out_of_order 1 "x.json: \"scores\" are not in attnviz's order" -- "${MQ[@]}" "$X"
+mkjson "$H" "$X" 'del d["options"]'
+case_ merge_heads_without_options 1 "x.json: missing \"options\"" -- "${MQ[@]}" "$H" "$X"
+mkjson "$H" "$X" 'd["options"]["exclude_bos"] = True'
+case_ merge_other_options 1 "x.json: other options" -- "${MQ[@]}" "$H" "$X"
+mkjson "$H" "$X" 'd["induction"][0]["ids"][0] = d["induction"][0]["ids"][0][:3]'
+case_ merge_bad_induction_ids 1 "x.json: \"induction\" sequence 0 is not 20 repeated ids" -- "${MQ[@]}" "$X"
+mkjson "$H" "$X" 'd["induction"].append(dict(d["induction"][0], seed="9"))'
+case_ merge_induction_overlaps_in_part 1 "x.json: some of its induction sequences are in earlier files" -- "${MQ[@]}" "$H" "$X"
+mkjson "$H" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = "1"'
+case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*ok.heads.json's" -- "${MQ[@]}" "$H" "$X"
+case_ merge_stats_with_heads 1 "ok.heads.json: a \"heads\" file, but .*ok.stats.json is \"stats\"" -- "${MQ[@]}" "$S" "$H"
+case_ merge_a_directory 1 "$T: " -- "${MQ[@]}" "$T"
 echo "INFO bad-input catalog: $n_case cases"

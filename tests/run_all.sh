@@ -83,6 +83,7 @@ scripts=(
     tests/serve_test.sh
     tests/diff_test.sh
     tests/scripting_test.sh
+    tests/heads_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
     tests/tokenizer/gguf_tok_check.sh
@@ -91,6 +92,7 @@ scripts=(
     tests/ref/bertviz_check.sh
     tests/python_check.sh
     tests/ref/real_heads.sh
+    tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
     tests/ref/predict_check.sh

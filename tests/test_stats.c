@@ -22,8 +22,8 @@ START_TEST(previous_token_head_has_zero_entropy_and_unit_distance) {
     HeadStats s;
     AvErr e;
     ck_assert_int_eq(stats_init(&s, 1, 2, &e), 0);
-    stats_add(&s, &d);
-    stats_add(&s, &d); /* the mean of two equal inputs is the same */
+    stats_add(&s, &d, &e);
+    stats_add(&s, &d, &e); /* the mean of two equal inputs is the same */
     ck_assert_double_eq_tol(stats_mean(&s, 0, 0, ST_ENTROPY), 0, 1e-9);
     ck_assert_double_eq_tol(stats_mean(&s, 0, 0, ST_PREV), 1, 1e-9);
     ck_assert_double_eq_tol(stats_mean(&s, 0, 0, ST_DISTANCE), 0.75, 1e-9); /* rows 1..3 at distance 1 */
