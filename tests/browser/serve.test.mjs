@@ -168,6 +168,10 @@ test('live page: runs what is typed, every edit updates the views, layers switch
     await page.click('#tab-model');
     await page.waitForFunction(() => document.getElementById('view-model').dataset.drawn === '1');
     assert.ok(log.requests.some(r => r.includes('/api/thumbs')));
+    /* Find heads scores every head: fetched from the server, the best five listed */
+    await page.selectOption('#find-select', 'previous');
+    await page.waitForFunction(() => document.getElementById('ctl-find').dataset.ready === 'previous');
+    assert.equal(await page.$$eval('#ctl-find .find-pick', els => els.length), 5);
     await page.click('#tab-neuron');
     await page.waitForSelector('#view-neuron .nv-row');
     await settle(page);
