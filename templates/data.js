@@ -3,6 +3,7 @@
  * one chunk for attention (u16 codes round(a*1e4)) and one for queries/keys
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
+/* global META, SOURCE */
 /* exported Data, Tok, fmtAtt, fmtFixed, visibleText */
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
@@ -52,15 +53,21 @@ async function inflate(bytes) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
+/* zlib bytes of two byte planes (all low bytes, then all high bytes) -> 16-bit codes. */
+async function planesToCodes(zbytes) {
+  const raw = await inflate(zbytes);
+  const cnt = raw.length >> 1;
+  const codes = new Uint16Array(cnt);
+  for (let i = 0; i < cnt; i++) codes[i] = raw[i] | (raw[cnt + i] << 8);
+  return codes;
+}
+
 /* Reads one chunk element into its 16-bit codes. */
 async function readChunk(id) {
   const el = document.getElementById(id);
   if (!el) throw new Error('payload: missing ' + id);
-  const raw = await inflate(b85decode(el.textContent, +el.dataset.z));
+  const codes = await planesToCodes(b85decode(el.textContent, +el.dataset.z));
   el.textContent = ''; /* the decoded copy is kept; free the text */
-  const cnt = raw.length >> 1;
-  const codes = new Uint16Array(cnt);
-  for (let i = 0; i < cnt; i++) codes[i] = raw[i] | (raw[cnt + i] << 8);
   return codes;
 }
 
@@ -81,8 +88,16 @@ function fmtAtt(w) {
 }
 /* ---------------------------------------------------------------- the data */
 
+/* The document the page draws: META (the meta object of an offline page,
+ * or a live page's run: POST /api/run's "meta") and where its numbers come
+ * from. SOURCE null: this page's payload elements, decoded a layer (every
+ * head) at a time. SOURCE given (live page, live.js): the attnviz serve API,
+ * SOURCE.get(path) -> {bytes, shape} (docs: serve_api.md), fetched per layer
+ * and head as the views ask. Either way the views see the same thing: each
+ * head's codes round(a*1e4) as an n_rows x n_cols block. */
 const Data = (() => {
-  const meta = JSON.parse(document.getElementById('av-meta').textContent);
+  const meta = META;
+  const live = !!SOURCE;
   const L = meta.layers.length, H = meta.heads.length;
 
   /* A side: the tokens a stack's rows or columns are. A self-attention page has
@@ -123,29 +138,54 @@ const Data = (() => {
   for (const st of stacks) {
     if (!st.rows || !st.cols || st.rows.n !== st.nr || st.cols.n !== st.nc) throw new Error('meta: stack ' + st.name + ' does not match its tokens');
     st.square = st.rows === st.cols;
-    st.att = new Array(L).fill(null);   /* promises of Uint16Array (H*nr*nc) */
-    st.done = new Array(L).fill(null);
+    /* per layer and head: a promise of the head's block, and the block once it is there */
+    st.req = Array.from({ length: L }, () => new Array(H).fill(null));
+    st.blk = Array.from({ length: L }, () => new Array(H).fill(null));
   }
   let cur = stacks[0];
   const n = meta.n;
+  const ALL = meta.heads.map((_, h) => h);
 
-  /* Layer li of stack st (default: the current one), decoded once. */
-  function attention(li, st) {
-    st = st || cur;
-    if (!st.att[li]) {
-      const want = H * st.nr * st.nc;
-      st.att[li] = readChunk(st.chunk + li).then(codes => {
-        if (codes.length !== want) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + want);
-        st.done[li] = codes;
-        return codes;
+  /* Offline: layer li's chunk holds every head; one decode serves them all. */
+  function loadChunk(li, st) {
+    const nn = st.nr * st.nc, want = H * nn;
+    const p = readChunk(st.chunk + li).then(codes => {
+      if (codes.length !== want) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + want);
+      for (let h = 0; h < H; h++) st.blk[li][h] = codes.subarray(h * nn, (h + 1) * nn);
+    });
+    for (let h = 0; h < H; h++) st.req[li][h] = p;
+  }
+  /* Live: the heads hs of layer li not asked for yet, in one request. */
+  function fetchHeads(li, st, hs) {
+    const nn = st.nr * st.nc;
+    const p = SOURCE.get('/api/attention?layer=' + meta.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(','))
+      .then(r => planesToCodes(r.bytes))
+      .then(codes => {
+        if (codes.length !== hs.length * nn) throw new Error('server: layer ' + meta.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
+        hs.forEach((h, k) => { st.blk[li][h] = codes.subarray(k * nn, (k + 1) * nn); });
       });
+    /* a failed request is asked again the next time */
+    p.catch(() => { hs.forEach(h => { if (!st.blk[li][h]) st.req[li][h] = null; }); });
+    hs.forEach(h => { st.req[li][h] = p; });
+  }
+  /* Heads hs (selection indices; default every head) of layer li of stack st
+   * (default the current one), loaded once; resolves when they are there. */
+  function attention(li, st, hs) {
+    st = st || cur;
+    const want = hs || ALL;
+    const missing = want.filter(h => !st.req[li][h]);
+    if (missing.length) {
+      if (live) fetchHeads(li, st, missing);
+      else loadChunk(li, st);
     }
-    return st.att[li];
+    return Promise.all(want.map(h => st.req[li][h])).then(() => undefined);
   }
 
+  /* Queries and keys of head h in layer li: {q, k} (n x head_dim, row-major)
+   * with the values q[i] * 10^-decQ (offline: integer codes and their
+   * decimals, html.c) or, live, float32 (decQ = decK = null). */
   const qk = new Array(L).fill(null);
-  function queriesKeys(li) {
-    if (!meta.qk) return Promise.resolve(null);
+  function layerQK(li) {
     if (!qk[li]) {
       qk[li] = readChunk('av-qk-' + li).then(codes => {
         const d = meta.qk.head_dim, blk = n * d, per = d + blk;
@@ -171,18 +211,62 @@ const Data = (() => {
     }
     return qk[li];
   }
+  const qkHead = new Map();
+  function queriesKeys(li, h) {
+    if (!live) {
+      if (!meta.qk) return Promise.resolve(null);
+      return layerQK(li).then(o => ({ q: o.q[h], k: o.k[h], decQ: o.decQ[h], decK: o.decK[h] }));
+    }
+    const key = li + ':' + h;
+    if (!qkHead.has(key)) {
+      const p = SOURCE.get('/api/qk?layer=' + meta.layers[li] + '&head=' + meta.heads[h]).then(r => {
+        const d = +r.shape[1];
+        if (+r.shape[0] !== n || !(d > 0) || r.bytes.length !== 2 * n * d * 4) throw new Error('server: q/k of the wrong size');
+        const f = new Float32Array(r.bytes.buffer, r.bytes.byteOffset, 2 * n * d);
+        return { q: f.subarray(0, n * d), k: f.subarray(n * d), decQ: null, decK: null, d };
+      });
+      p.catch(() => qkHead.delete(key));
+      qkHead.set(key, p);
+    }
+    return qkHead.get(key);
+  }
 
-  /* Weight a[i][j] of selected head h in layer li of the current stack (codes must be loaded). */
+  /* Live: every layer's and head's attention pooled to s x s (the server
+   * picks s; s = n: the attention itself), for the model view's thumbnails:
+   * {s, exact, block(li, h) -> Float32Array s*s}. */
+  let thumbReq = null;
+  function thumbs() {
+    if (!live) return null;
+    if (!thumbReq) {
+      thumbReq = SOURCE.get('/api/thumbs').then(async r => {
+        const [tl, th, s] = r.shape.map(Number);
+        const codes = await planesToCodes(r.bytes);
+        if (tl !== meta.config.layers || th !== meta.config.heads || !(s > 0 && s <= n) || codes.length !== tl * th * s * s) throw new Error('server: thumbnails of the wrong size');
+        return {
+          s, exact: s === n,
+          block(li, h) {
+            const base = (meta.layers[li] * th + meta.heads[h]) * s * s, out = new Float32Array(s * s);
+            for (let i = 0; i < s * s; i++) out[i] = codes[base + i] * 1e-4;
+            return out;
+          },
+        };
+      });
+      thumbReq.catch(() => { thumbReq = null; });
+    }
+    return thumbReq;
+  }
+
+  /* Weight a[i][j] of selected head h in layer li of the current stack (the head must be loaded). */
   function weight(li, h, i, j) {
-    return cur.done[li][h * cur.nr * cur.nc + i * cur.nc + j] / 10000;
+    return cur.blk[li][h][i * cur.nc + j] / 10000;
   }
   function code(li, h, i, j) {
-    return cur.done[li][h * cur.nr * cur.nc + i * cur.nc + j];
+    return cur.blk[li][h][i * cur.nc + j];
   }
   /* Head h of layer li as a Float32Array n_rows*n_cols. */
   function headMatrix(li, h) {
-    const nn = cur.nr * cur.nc, c = cur.done[li], out = new Float32Array(nn), base = h * nn;
-    for (let i = 0; i < nn; i++) out[i] = c[base + i] * 1e-4;
+    const nn = cur.nr * cur.nc, c = cur.blk[li][h], out = new Float32Array(nn);
+    for (let i = 0; i < nn; i++) out[i] = c[i] * 1e-4;
     return out;
   }
 
@@ -210,7 +294,7 @@ const Data = (() => {
   const windowOf = li => (li !== undefined && meta.config.sliding_window &&
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
   return {
-    meta, L, H,
+    meta, L, H, live,
     layers: meta.layers, heads: meta.heads,
     /* the stacks, whether this is an encoder-decoder page, the current stack */
     stacks, stacked, sides,
@@ -240,10 +324,14 @@ const Data = (() => {
     },
     /* attnviz diff: B's side and attention, or null */
     second,
-    hasQK: !!meta.qk,
+    /* a live page fetches any head's q/k; an offline one has them with --qk */
+    hasQK: live || !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
-    attention, queriesKeys, weight, code, headMatrix,
-    loaded: li => !!cur.done[li],
+    attention, queriesKeys, thumbs, weight, code, headMatrix,
+    /* head h's block of layer li in stack st (default the current one), or null before it is loaded */
+    block: (li, h, st) => (st || cur).blk[li][h],
+    /* heads hs (default every head) of layer li are loaded */
+    loaded: (li, hs) => (hs || ALL).every(h => !!cur.blk[li][h]),
     pattern: (li, h) => (meta.head_patterns && meta.head_patterns[li] ? meta.head_patterns[li][h] : null),
     description: (li, h) => (meta.head_descriptions && meta.head_descriptions[li] ? meta.head_descriptions[li][h] : null),
   };
@@ -429,12 +517,12 @@ const Rollout = (() => {
     let start = li;
     while (start > 0 && !rs[start - 1]) start--;
     for (let l = start; l <= li; l++) {
-      const codes = await Data.attention(l, st);
+      await Data.attention(l, st, hs);
       const A = new Float32Array(nn);
       const inv = hs.length ? 1e-4 / hs.length : 0;
       for (const h of hs) {
-        const base = h * nn;
-        for (let i = 0; i < nn; i++) A[i] += codes[base + i] * inv;
+        const codes = Data.block(l, h, st);
+        for (let i = 0; i < nn; i++) A[i] += codes[i] * inv;
       }
       /* add identity, renormalize rows */
       for (let i = 0; i < n; i++) {

@@ -9,7 +9,7 @@
  * the query can see. */
 /* exported el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb, Tip,
    tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines,
-   heatCanvas, heatThumb, canvasPainterOn, CanvasPainter, SvgPainter */
+   heatCanvas, heatThumb, heatPooled, canvasPainterOn, CanvasPainter, SvgPainter */
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -284,17 +284,27 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn, ke
   }
   const SW = !keepShape || C >= R ? S : Math.max(1, Math.round((S * C) / R));
   const SH = !keepShape || R >= C ? S : Math.max(1, Math.round((S * R) / C));
+  return heatPooled(mat, m, rows, cols, rgb, bgRgb, gamma, 0, SW, SH, maskRgb, isMasked);
+}
+
+/* mat (rows x cols of visible indices) max-pooled to SW x SH pixels, colored
+ * against vmax (0: its own largest weight). A pixel all of whose cells are
+ * masked gets maskRgb (when given). */
+function heatPooled(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, SW, SH, maskRgb, maskFn) {
+  const isMasked = maskFn || Tok.masked;
+  const R = rows.length, C = cols.length;
   const cv = document.createElement('canvas');
   cv.width = SW;
   cv.height = SH;
   const buf = new Float32Array(SW * SH);
   const open = new Uint8Array(SW * SH); /* some cell of the pixel is not masked */
+  const pxOf = new Int32Array(C);
+  for (let c = 0; c < C; c++) pxOf[c] = Math.min(SW - 1, ((c * SW) / C) | 0);
   for (let r = 0; r < R; r++) {
-    const py = ((r * SH) / R) | 0, ro = rows[r] * m;
+    const py = Math.min(SH - 1, ((r * SH) / R) | 0), ro = rows[r] * m, rr = rows[r], po = py * SW;
     for (let c = 0; c < C; c++) {
-      const px = ((c * SW) / C) | 0;
-      const o = py * SW + px;
-      if (maskRgb && isMasked(rows[r], cols[c])) continue;
+      const o = po + pxOf[c];
+      if (maskRgb && isMasked(rr, cols[c])) continue;
       open[o] = 1;
       const w = mat[ro + cols[c]];
       if (w > buf[o]) buf[o] = w;
@@ -303,8 +313,8 @@ function heatThumb(mat, m, rows, cols, rgb, bgRgb, gamma, S, maskRgb, maskFn, ke
   const ctx = cv.getContext('2d');
   const img = ctx.createImageData(SW, SH);
   const d = img.data;
-  let mx = 0;
-  for (let i = 0; i < SW * SH; i++) if (buf[i] > mx) mx = buf[i];
+  let mx = vmax;
+  if (!(mx > 0)) for (let i = 0; i < SW * SH; i++) if (buf[i] > mx) mx = buf[i];
   const inv = mx > 0 ? 1 / mx : 0;
   for (let i = 0; i < SW * SH; i++) {
     if (maskRgb && !open[i]) {

@@ -102,6 +102,11 @@ const Heads = (() => {
     o.title = what;
     sel.appendChild(o);
   }
+  /* a live page would fetch every head's n x n block to score them: not past a budget */
+  if (Data.live && Data.L * Data.H * Data.n * Data.n > 64e6) {
+    sel.disabled = true;
+    sel.title = 'Scoring every head here would fetch every head\'s ' + Data.n + ' × ' + Data.n + ' attention from the server; attnviz heads computes the scores';
+  }
   const list = el('div', 'find-list');
   box.append(lab, sel, list);
 

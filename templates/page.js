@@ -1,9 +1,11 @@
 /* page.js — state, controls and the glue between the views. Sets
  * document.body.dataset.ready = "1" once the first view is drawn and
- * dataset.loaded = "1" when every layer is decoded. window.attnviz is a small
- * scripting/testing interface (state, export, view switching). */
+ * dataset.loaded = "1" when every layer is decoded (a live page, booted again
+ * for every run by live.js, sets ready per run and never loaded: it fetches
+ * what a view shows). window.attnviz is a small scripting/testing interface
+ * (state, export, view switching; dispose() for the next boot). */
 /* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF */
+   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -58,6 +60,30 @@ const S = {
   }
   if (typeof meta.init_view === 'string' && viewOf(meta.init_view) && !unavailable(viewOf(meta.init_view))) S.view = meta.init_view;
 }
+/* A live page boots again for every run (live.js): the reader's choices carry
+ * over where the new document has them (same layers, heads, view). */
+if (PREV && PREV.state) {
+  const P = PREV.state;
+  if (viewOf(P.view) && !unavailable(viewOf(P.view))) S.view = P.view;
+  if (P.layer < Data.L) S.layer = P.layer;
+  if (P.active.length === Data.H && P.active.some(Boolean)) S.active = P.active.slice();
+  if (P.focus < Data.H) S.focus = P.focus;
+  S.mode = P.mode;
+  S.hide = P.hide;
+  S.merge = P.merge;
+  S.gamma = P.gamma;
+  S.query = Math.max(0, Math.min(Data.n - 1, P.query));
+  if (P.filter === 'all' || (meta.sentence_b_start !== null && meta.sentence_b_start !== undefined)) S.filter = P.filter;
+  $('contrast').checked = S.gamma !== 1;
+}
+/* A long live input: each selected head is an n x n block to fetch and draw;
+ * past a budget only the focused head stays selected (the chips add others). */
+const LIVE_CELLS = 24e6;
+if (Data.live && S.active.filter(Boolean).length * Data.n * Data.n > LIVE_CELLS) {
+  if (!S.active[S.focus]) S.focus = Math.max(0, S.active.indexOf(true));
+  S.active.fill(false);
+  S.active[S.focus] = true;
+}
 const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
 const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
 
@@ -67,7 +93,7 @@ function setTheme(name) {
   document.documentElement.dataset.theme = name;
   $('theme-label').textContent = name === 'dark' ? 'Light' : 'Dark';
 }
-setTheme(meta.theme === 'dark' || meta.theme === 'light' ? meta.theme
+setTheme(PREV && PREV.theme ? PREV.theme : meta.theme === 'dark' || meta.theme === 'light' ? meta.theme
          : window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
 
 /* ---------------------------------------------------------------- header */
@@ -100,6 +126,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   const il = $('input-line');
   const addRow = (tag, text, extra) => {
     const r = el('div', 'row');
+    r.dataset.tag = tag;
     r.appendChild(el('span', 'tag', tag));
     r.appendChild(el('span', 'txt', text));
     if (extra) r.appendChild(el('span', 'meta', extra));
@@ -172,7 +199,9 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
     foot.appendChild(document.createTextNode(' ' + what));
   });
-  foot.appendChild(document.createTextNode('. Self-contained page written by attnviz; it loads nothing from the network.'));
+  foot.appendChild(document.createTextNode(Data.live
+    ? '. Live page of attnviz serve: it reads this run\'s attention from the local server as the views need it; "Download page" saves the self-contained offline page.'
+    : '. Self-contained page written by attnviz; it loads nothing from the network.'));
 })();
 
 /* predictions strip, top-K card, generation panel (predictions.js): a step
@@ -359,8 +388,9 @@ chips.addEventListener('dblclick', ev => {
   render();
 });
 
+/* (SIGNAL: a live page's next boot removes these document/window listeners) */
 document.addEventListener('keydown', ev => {
-  if (ev.target && (ev.target.tagName === 'SELECT' || ev.target.tagName === 'INPUT') && ev.key !== 'Escape') return;
+  if (ev.target && /^(SELECT|INPUT|TEXTAREA)$/.test(ev.target.tagName) && ev.key !== 'Escape') return;
   if (ev.key === '[' || ev.key === 'ArrowLeft' && ev.altKey) stepLayer(-1);
   else if (ev.key === ']' || ev.key === 'ArrowRight' && ev.altKey) stepLayer(1);
   else if (ev.key >= '1' && ev.key <= String(VIEWS.length) && !ev.ctrlKey && !ev.metaKey) setView(VIEWS[+ev.key - 1].id);
@@ -370,7 +400,7 @@ document.addEventListener('keydown', ev => {
     if (!$('modal').hidden) closeModal();
     else if (current && current.clearPin) current.clearPin();
   }
-});
+}, { signal: SIGNAL });
 
 /* ---------------------------------------------------------------- status */
 
@@ -379,7 +409,7 @@ function status(text) { $('status').textContent = text || ''; }
 /* ---------------------------------------------------------------- render */
 
 let current = null;       /* controller of the drawn view */
-let renderGen = 0;
+let renderGen = PREV ? PREV.gen : 0; /* counts on across a live page's boots */
 let running = null;       /* a drawn controller still working (has cancel()) */
 
 function updateControls() {
@@ -446,8 +476,10 @@ async function render() {
       status('');
       return finish(gen);
     }
-    if (!Data.loaded(S.layer)) status('Decoding layer ' + Data.layers[S.layer] + '…');
-    await Data.attention(S.layer);
+    /* the heads this view draws (a live page fetches only those) */
+    const need = view.picksHead(S.mode) ? [S.focus] : activeHeads();
+    if (!Data.loaded(S.layer, need)) status((Data.live ? 'Loading layer ' : 'Decoding layer ') + Data.layers[S.layer] + '…');
+    await Data.attention(S.layer, null, need);
     if (gen !== renderGen) return;
     const hs = activeHeads();
     if (S.mode === 'rollout' && view.uses.mode) {
@@ -472,6 +504,7 @@ async function render() {
     current = ctl;
     if (current && current.cancel) running = current;
   } catch (err) {
+    if (gen !== renderGen) return; /* a later render (or a live page's next run) took over */
     console.error(err);
     host.textContent = '';
     host.appendChild(el('div', 'empty', 'Could not draw this view: ' + (err && err.message ? err.message : String(err))));
@@ -490,6 +523,7 @@ function statusLine() {
 }
 
 let readyOnce = false;
+let disposed = false; /* a live page's next boot replaced this one */
 function finish(gen) {
   if (gen !== renderGen) return;
   Pred.refresh();
@@ -502,10 +536,12 @@ function finish(gen) {
     readyOnce = true;
     /* interactive = the first view painted: after the next frame */
     requestAnimationFrame(() => setTimeout(() => {
+      if (disposed) return; /* a live page's next run took over meanwhile */
       window.attnviz.readyMs = performance.now();
       window.attnviz.scriptMs = performance.now() - T0;
       document.body.dataset.ready = '1';
-      loadRest();
+      /* a live page fetches only what a view shows */
+      if (!Data.live) loadRest();
     }, 0));
   }
 }
@@ -537,11 +573,16 @@ function openModal(li, h) {
   body.appendChild(box);
   $('modal').hidden = false;
   const t = Tok.build(S.merge, S.hide);
-  Data.attention(li).then(() => {
+  Data.attention(li, null, [h]).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
     if (Math.max(t.mr, t.mc) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
     else modalCtl = MatrixView(box, { li, mode: 'heads', hs: [h], focus: h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
+  }).catch(err => {
+    if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
+    console.error(err);
+    box.textContent = '';
+    box.appendChild(el('div', 'empty', 'Could not load this head: ' + (err && err.message ? err.message : String(err))));
   });
   $('modal-close').focus();
 }
@@ -614,12 +655,21 @@ window.addEventListener('resize', () => {
   lastW = window.innerWidth;
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(render, 200);
-});
+}, { signal: SIGNAL });
 
 /* ---------------------------------------------------------------- scripting */
 
 window.attnviz = {
   meta, data: Data, state: S, pred: Pred,
+  /* a live page's next boot: stop what this one still draws, keep the reader's choices */
+  dispose() {
+    disposed = true;
+    renderGen++;
+    clearTimeout(resizeTimer);
+    if (running) { running.cancel(); running = null; }
+    if (!$('modal').hidden) closeModal();
+    return { state: JSON.parse(JSON.stringify(S)), theme: document.documentElement.dataset.theme, gen: renderGen };
+  },
   render, setView, setStack,
   setLayer(li) { S.layer = li; return render(); },
   exportSVG: () => exportData('svg'),

@@ -10,7 +10,7 @@
  * which token to pin (init's onStep(position or -1)); the views pin it.
  * Pages without predictions or generation get none of it. Token text is
  * always set with textContent. */
-/* global Data, el, visibleText */
+/* global Data, el, visibleText, SIGNAL */
 /* exported Pred */
 
 const Pred = (() => {
@@ -200,12 +200,12 @@ const Pred = (() => {
       if (pinned) return;
       const e = ev.target.closest && ev.target.closest(TOKSEL);
       if (e && e !== anchor) showCard(e, false);
-    });
+    }, { signal: SIGNAL });
     document.addEventListener('mouseout', ev => {
       if (pinned || !anchor) return;
       const e = ev.target.closest && ev.target.closest(TOKSEL);
       if (e === anchor && !(ev.relatedTarget && anchor.contains(ev.relatedTarget))) hideCard();
-    });
+    }, { signal: SIGNAL });
     /* after the view's own click handler: the head view pins the token it
      * marks .pinned; strip cells pin here */
     document.addEventListener('click', ev => {
@@ -220,12 +220,13 @@ const Pred = (() => {
         hideCard();
         showCard(e, e.classList.contains('pinned'));
       }
-    });
-    document.addEventListener('keydown', ev => { if (ev.key === 'Escape' && !card.hidden) hideCard(); });
+    }, { signal: SIGNAL });
+    /* (SIGNAL: a live page's next boot removes the document/window listeners) */
+    document.addEventListener('keydown', ev => { if (ev.key === 'Escape' && !card.hidden) hideCard(); }, { signal: SIGNAL });
     let raf = 0;
     const onMove = () => { if (!raf) raf = requestAnimationFrame(() => { raf = 0; place(); }); };
-    window.addEventListener('scroll', onMove, { passive: true, capture: true });
-    window.addEventListener('resize', onMove);
+    window.addEventListener('scroll', onMove, { passive: true, capture: true, signal: SIGNAL });
+    window.addEventListener('resize', onMove, { signal: SIGNAL });
   }
 
   /* ---------------------------------------------------------------- the strip */
@@ -351,7 +352,7 @@ const Pred = (() => {
       if (tg === 'INPUT' || tg === 'SELECT' || tg === 'TEXTAREA' || ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
       if (ev.key === 'ArrowLeft') { ev.preventDefault(); setStep(step - 1); }
       else if (ev.key === 'ArrowRight') { ev.preventDefault(); setStep(step + 1); }
-    });
+    }, { signal: SIGNAL });
     showStep();
   }
 

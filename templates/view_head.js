@@ -22,6 +22,7 @@ function HeadView(host, spec) {
   host.textContent = '';
   if (!series) { host.appendChild(el('div', 'empty', 'Computing rollout…')); return null; }
   const nmax = Math.max(rows.length, cols.length);
+  const long = nmax > 512;
   const rh = nmax <= 24 ? 28 : nmax <= 48 ? 23 : nmax <= 128 ? 19 : 15;
   const fs = nmax <= 24 ? 15 : nmax <= 48 ? 14 : nmax <= 128 ? 12.5 : 11;
   const linesW = spec.compact ? 260 : nmax <= 24 ? 340 : Math.min(420, 300 + nmax / 4);
@@ -29,7 +30,9 @@ function HeadView(host, spec) {
   const stripW = single ? 56 : Math.min(6 * series.length + 4, 100);
   const lineW = nmax <= 48 ? 2 : nmax <= 128 ? 1.5 : 1;
 
-  const wrap = el('div', 'hv');
+  /* thousands of tokens (a live page's long input): fixed-width columns whose
+   * rows off screen are not laid out or painted (content-visibility) */
+  const wrap = el('div', long ? 'hv long' : 'hv');
   wrap.style.fontSize = fs + 'px';
   const stripL = el('canvas', 'hv-strip');
   const colL = el('div', 'hv-col hv-left');
@@ -64,9 +67,11 @@ function HeadView(host, spec) {
   host.appendChild(thinNote);
   host.appendChild(wrap);
 
-  const ctx = sizeCanvas(lines, linesW, H, 40e6);
-  const sctxL = sizeCanvas(stripL, stripW, H, 20e6);
-  const sctxR = sizeCanvas(stripR, stripW, H, 20e6);
+  /* a canvas tens of thousands of pixels tall takes the browser seconds to
+   * raster: long views' canvases get fewer pixels than CSS pixels */
+  const ctx = sizeCanvas(lines, linesW, H, long ? 8e6 : 40e6);
+  const sctxL = sizeCanvas(stripL, stripW, H, long ? 2e6 : 20e6);
+  const sctxR = sizeCanvas(stripR, stripW, H, long ? 2e6 : 20e6);
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
   if (spec.pin >= 0) {

@@ -4,21 +4,44 @@
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind seriesFor; Data.pattern. */
 /* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, tokGen, MASKED_TEXT,
-   stackAxes, seriesFor, heatCanvas, canvasPainterOn, fmtAtt */
+   stackAxes, seriesFor, heatCanvas, heatPooled, dpr, canvasPainterOn, fmtAtt */
 /* exported MatrixView, VIEW_MATRIX */
 
 /* ---------------------------------------------------------------- matrix view */
 
+/* Zoom into a matrix wider than the screen (a long input): a window of
+ * rows x columns, 1/k of each side, drawn as a matrix of its own. Kept while
+ * the tokens, toggles and filter stay (across heads and layers, to compare
+ * them at one place). {key, k, r0, c0} */
+let MZ = null;
+const MZ_LEVELS = [1, 2, 4, 8, 16, 32, 64];
+
 /* The selected head (or aggregate) as a heat map, queries down, keys across.
  * spec {li, mode, hs, focus, t, filter, gamma, pin} (pin: a raw token index
  * whose query row is outlined, or -1). Generated tokens' labels take the
- * generation color. */
+ * generation color. Past the screen's width it can zoom (MZ); the returned
+ * controller follows the redraws. */
 function MatrixView(host, spec) {
+  let ctl = null;
+  const draw = () => { ctl = drawMatrix(host, spec, draw); };
+  draw();
+  return ctl ? { exportScene: (P, ttl) => ctl.exportScene(P, ttl) } : null;
+}
+
+function drawMatrix(host, spec, redraw) {
   const { t } = spec;
   const masked = Tok.maskFor(t, spec.li);
   const win = Data.window(spec.li);
   const m = t.mc; /* row stride of the derived matrices */
-  const { rows, cols } = Tok.filterIdx(t, spec.filter);
+  let { rows, cols } = Tok.filterIdx(t, spec.filter);
+  const FR = rows.length, FC = cols.length;
+  const zkey = t.key + '|' + spec.filter + '|' + FR + 'x' + FC;
+  if (!MZ || MZ.key !== zkey) MZ = { key: zkey, k: 1, r0: 0, c0: 0 };
+  const z = MZ;
+  const spanR = Math.max(1, Math.ceil(FR / z.k)), spanC = Math.max(1, Math.ceil(FC / z.k));
+  z.r0 = Math.max(0, Math.min(FR - spanR, z.r0));
+  z.c0 = Math.max(0, Math.min(FC - spanC, z.c0));
+  if (z.k > 1) { rows = rows.slice(z.r0, z.r0 + spanR); cols = cols.slice(z.c0, z.c0 + spanC); }
   host.textContent = '';
   const sspec = Object.assign({}, spec, { hs: spec.mode === 'heads' ? [spec.focus] : spec.hs });
   const series = seriesFor(sspec);
@@ -60,9 +83,57 @@ function MatrixView(host, spec) {
   if (cell * C < 200 && C > 0) cell = Math.max(cell, Math.min(34, Math.floor(200 / C)));
   const showLabels = cell >= 9;
   if (!showLabels) { labW = 44; labH = 26; }
+  /* more keys than pixels (a long input): cells are a fraction of a pixel and
+   * the heat map is max-pooled to the pixels, so a single strong weight still shows */
+  const pooled = C > 0 && C > avail - labW;
+  if (pooled) cell = (avail - labW) / C;
   const gw = cell * C, gh = cell * R;
   const W = labW + gw + 8, Ht = labH + gh + 8;
   const wrap = el('div', 'mx-wrap');
+  let zoomAt = null;
+  /* zoom: when the whole matrix has more columns than pixels, or once zoomed */
+  const zoomable = FC > Math.max(360, Math.min(host.clientWidth - 60, 1400)) - 44 || z.k > 1;
+  if (zoomable) {
+    const bar = el('div', 'mx-zoom');
+    const maxK = MZ_LEVELS.filter(k => Math.ceil(Math.max(FR, FC) / k) >= 16).pop() || 1;
+    const btn = (label, title, enabled, fn) => {
+      const b = el('button', 'btn' + (label.length === 1 ? ' icon' : ''), label);
+      b.type = 'button';
+      b.title = title;
+      b.disabled = !enabled;
+      b.addEventListener('click', () => { fn(); redraw(); });
+      bar.appendChild(b);
+      return b;
+    };
+    const zoomTo = (k, cr, cc) => {
+      /* keep the cell (cr, cc) of the whole matrix in the middle */
+      z.k = k;
+      z.r0 = Math.round(cr - Math.ceil(FR / k) / 2);
+      z.c0 = Math.round(cc - Math.ceil(FC / k) / 2);
+    };
+    bar.appendChild(el('span', 'ctl-label', 'Zoom'));
+    const mid = () => [z.r0 + spanR / 2, z.c0 + spanC / 2];
+    btn('−', 'Zoom out', z.k > 1, () => zoomTo(MZ_LEVELS[MZ_LEVELS.indexOf(z.k) - 1], ...mid()));
+    btn('+', 'Zoom in (or double-click the map where to zoom)', z.k < maxK, () => zoomTo(MZ_LEVELS[MZ_LEVELS.indexOf(z.k) + 1], ...mid()));
+    btn('Fit', 'The whole matrix', z.k > 1, () => { z.k = 1; });
+    btn('←', 'Earlier keys', z.k > 1 && z.c0 > 0, () => { z.c0 -= Math.ceil(spanC / 2); });
+    btn('→', 'Later keys', z.k > 1 && z.c0 + spanC < FC, () => { z.c0 += Math.ceil(spanC / 2); });
+    btn('↑', 'Earlier queries', z.k > 1 && z.r0 > 0, () => { z.r0 -= Math.ceil(spanR / 2); });
+    btn('↓', 'Later queries', z.k > 1 && z.r0 + spanR < FR, () => { z.r0 += Math.ceil(spanR / 2); });
+    const fmtI = v => v.toLocaleString('en-US');
+    const where = el('span', 'mx-where', z.k > 1
+      ? z.k + '× · query rows ' + fmtI(z.r0) + '–' + fmtI(z.r0 + rows.length - 1) + ', key columns ' + fmtI(z.c0) + '–' + fmtI(z.c0 + cols.length - 1) + ' of ' + fmtI(FR) + ' × ' + fmtI(FC)
+      : 'all ' + fmtI(FR) + ' × ' + fmtI(FC) + ' (each pixel: the largest weight of the cells it covers)');
+    bar.appendChild(where);
+    wrap.appendChild(bar);
+    wrap.dataset.zoom = String(z.k);
+    /* double-click: zoom in (2x per step) around that cell */
+    zoomAt = (r, c) => {
+      if (z.k >= maxK) return;
+      zoomTo(MZ_LEVELS[MZ_LEVELS.indexOf(z.k) + 1], (z.k > 1 ? z.r0 : 0) + r, (z.k > 1 ? z.c0 : 0) + c);
+      redraw();
+    };
+  }
   const stack = el('div');
   stack.style.position = 'relative';
   const cv = el('canvas');
@@ -91,7 +162,10 @@ function MatrixView(host, spec) {
   const ctx = sizeCanvas(cv, W, Ht, 30e6);
   const octx = sizeCanvas(ov, W, Ht, 30e6);
   const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
-  const heat = heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
+  const heat = pooled
+    ? heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * dpr()), Math.ceil(gh * dpr()), Data.causal ? hexRgb(th.maskBg) : null, masked)
+    : heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
+  ov.dataset.pooled = pooled ? '1' : '';
   /* sentence boundary (first B token) on each axis */
   const bRow = rows.findIndex(g => tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => tokSeg(t.cols, g) === 1);
   /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
@@ -185,6 +259,11 @@ function MatrixView(host, spec) {
     });
   });
   ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
+  if (zoomAt) ov.addEventListener('dblclick', ev => {
+    const r0 = ov.getBoundingClientRect();
+    const c = Math.floor((ev.clientX - r0.left - labW) / cell), r = Math.floor((ev.clientY - r0.top - labH) / cell);
+    if (c >= 0 && r >= 0 && c < C && r < R) zoomAt(r, c);
+  });
 
   function exportScene(P, ttl) {
     const pad = 20, top = 40;

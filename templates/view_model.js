@@ -2,8 +2,11 @@
  * for short inputs, max-pooled heat maps for long ones), drawn layer by layer
  * as the layers decode; a click opens one head large. Needs from data.js:
  * Data.attention (every layer, in the background), Data.headMatrix, Tok
- * (derive, filterIdx, masked), Data.pattern. */
-/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb, stackAxes */
+ * (derive, filterIdx, masked), Data.pattern. A live page reads the server's
+ * thumbnails instead (Data.thumbs: every head at once, pooled to s x s): at
+ * s = n they are the attention itself and draw as above; past that they are
+ * drawn as they come (bin means), without the token toggles. */
+/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb, heatCanvas, stackAxes */
 /* exported ModelView, VIEW_MODEL */
 
 /* ---------------------------------------------------------------- model view */
@@ -14,20 +17,31 @@ function ModelView(host, spec) {
   const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
-  const title = el('div', 'view-title');
-  const ax = Data.stacked ? stackAxes() : null;
-  title.appendChild(el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
-  const lineThumbs = Math.max(rows.length, cols.length) <= 40;
-  const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
-    : 'rows = queries, columns = keys';
-  title.appendChild(el('span', 'sub', 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
-    : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
-    (Data.causal ? (lineThumbs ? ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': no line goes to a later token.'
-      : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '')));
-  host.appendChild(title);
   /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
   const avail = Math.max(480, host.clientWidth - 42);
   const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (Data.H - 1)) / Data.H) - 8));
+  /* live: the server's thumbnails are s x s, s = min(n, THUMB_S) (its answer says which), the
+   * attention itself when s = n */
+  const THUMB_S = 64;
+  let ts = Data.live ? Math.min(Data.n, THUMB_S) : Data.n;
+  let pooled = ts < Data.n;
+  const title = el('div', 'view-title');
+  const ax = Data.stacked ? stackAxes() : null;
+  title.appendChild(el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
+  const lineThumbs = Math.max(rows.length, cols.length) <= 40 && !pooled;
+  const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
+    : 'rows = queries, columns = keys';
+  const sub = el('span', 'sub');
+  const describe = () => { sub.textContent = 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
+    : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + ts + ' × ' + ts +
+      ' bins: a bin\'s mean attention, each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
+      : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
+    (Data.causal ? (lineThumbs ? ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': no line goes to a later token.'
+      : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '');
+  };
+  describe();
+  title.appendChild(sub);
+  host.appendChild(title);
   const grid = el('div', 'mv');
   grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
   grid.appendChild(el('div', 'lab', ''));
@@ -67,13 +81,25 @@ function ModelView(host, spec) {
   const bgRgb = hexRgb(th.bg);
   const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
   const rect = !Data.stack.square;
-  function drawLayer(li) {
+  /* live, s < n: bins; a bin pair is masked when every key of the column
+   * bin comes after every query of the row bin (token t is in bin floor(t*s/n)) */
+  function drawPooled(ctx, blk, s, color) {
+    let mx = 0;
+    for (let i = 0; i < blk.length; i++) if (blk[i] > mx) mx = blk[i];
+    const first = b => Math.ceil((b * Data.n) / s), idx = Array.from({ length: s }, (_, i) => i);
+    const binMasked = (r, c) => first(c) > first(r + 1) - 1;
+    const hc = heatCanvas(blk, s, idx, idx, colorRgb(color), bgRgb, spec.gamma, mx || 1, maskRgb, binMasked);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(hc, 0, 0, S, S);
+  }
+  function drawLayer(li, thumbs) {
     for (let h = 0; h < Data.H; h++) {
       const cv = cells[li][h];
       const ctx = cv.getContext('2d');
       ctx.clearRect(0, 0, S, S);
-      const mat = Tok.derive(Data.headMatrix(li, h), t);
       const color = headColor(Data.heads[h]);
+      if (pooled) { drawPooled(ctx, thumbs.block(li, h), thumbs.s, color); continue; }
+      const mat = Tok.derive(thumbs ? thumbs.block(li, h) : Data.headMatrix(li, h), t);
       if (lineThumbs) {
         const nmax = Math.max(rows.length, cols.length, 2);
         const step = (S - 8) / nmax;
@@ -98,14 +124,24 @@ function ModelView(host, spec) {
   }
   let cancelled = false;
   (async () => {
+    const thumbs = Data.live ? await Data.thumbs() : null;
+    if (thumbs && thumbs.s !== ts) {
+      ts = thumbs.s;
+      pooled = !thumbs.exact;
+      describe();
+    }
     for (let li = 0; li < Data.L && !cancelled; li++) {
-      await Data.attention(li);
+      if (!thumbs) await Data.attention(li);
       if (cancelled || !host.isConnected) return;
-      drawLayer(li);
+      drawLayer(li, thumbs);
       await new Promise(r => setTimeout(r, 0));
     }
     if (!cancelled) host.dataset.drawn = '1';
-  })().catch(err => { console.error(err); });
+  })().catch(err => {
+    if (cancelled || !host.isConnected) return;
+    console.error(err);
+    grid.replaceWith(el('div', 'empty', 'Could not draw the thumbnails: ' + (err && err.message ? err.message : String(err))));
+  });
 
   function exportScene(P, ttl) {
     const pad = 20, top = 46, lab = 36, cap = Data.meta.head_patterns ? 14 : 0;

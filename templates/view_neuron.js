@@ -16,10 +16,14 @@ function NeuronView(host, spec, qk) {
   const { li, h, t } = spec;
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
-  const d = Data.headDim;
+  const d = qk.d || Data.headDim;
   const n = Data.n;
-  const q = qk.q[h], k = qk.k[h], dq = qk.decQ[h], dk = qk.decK[h];
-  const sq = Math.pow(10, -dq), sk = Math.pow(10, -dk);
+  /* offline: integer codes with dq/dk decimals; live: the float32 values (dq null) */
+  const q = qk.q, k = qk.k, dq = qk.decQ, dk = qk.decK, exact = dq === null;
+  const sq = exact ? 1 : Math.pow(10, -dq), sk = exact ? 1 : Math.pow(10, -dk);
+  const fmtQ = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dq);
+  const fmtK = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dk);
+  const fmtP = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dq + dk);
   let qi = spec.qi;
   const rawRows = rows.map(g => tokPos(t.rows, g));
   const rawCols = cols.map(g => tokPos(t.cols, g));
@@ -128,7 +132,9 @@ function NeuronView(host, spec, qk) {
   addSw('#2f6fd0', 'positive');
   addSw('#e8710a', 'negative');
   legend.appendChild(el('span', null, 'Shades are relative to the largest |q|, |k| and |q × k| here. ' +
-    'Values: q and k rounded to ' + (dq === dk ? dq : dq + ' and ' + dk) + ' decimals; q × k and q·k/√d computed from those; softmax is the captured attention weight.'));
+    (exact ? 'Values: q and k as computed (float32); '
+      : 'Values: q and k rounded to ' + (dq === dk ? dq : dq + ' and ' + dk) + ' decimals; ') +
+    'q × k and q·k/√d computed from those; softmax is the captured attention weight.'));
   main.appendChild(legend);
   wrap.append(qcol, main);
   host.appendChild(wrap);
@@ -241,7 +247,7 @@ function NeuronView(host, spec, qk) {
       if (part !== 'k') { Tip.hide(); return; }
       Tip.show(ev.clientX, ev.clientY, box => {
         Tip.title(box, 'q[' + dim + ']  ·  query ' + JSON.stringify(Data.text(qi)) + ' (' + qi + ')');
-        Tip.row(box, 'q', fmtFixed(qc, dq));
+        Tip.row(box, 'q', fmtQ(qc));
       });
       return;
     }
@@ -251,9 +257,9 @@ function NeuronView(host, spec, qk) {
     const kc = k[j * d + dim];
     Tip.show(ev.clientX, ev.clientY, box => {
       Tip.title(box, (part === 'k' ? 'k' : 'q × k') + '[' + dim + ']  ·  key ' + JSON.stringify(Data.text(j)) + ' (' + j + ')');
-      Tip.row(box, 'q', fmtFixed(qc, dq));
-      Tip.row(box, 'k', fmtFixed(kc, dk));
-      Tip.row(box, 'q × k', fmtFixed(qc * kc, dq + dk));
+      Tip.row(box, 'q', fmtQ(qc));
+      Tip.row(box, 'k', fmtK(kc));
+      Tip.row(box, 'q × k', fmtP(qc * kc));
     });
   }
   cv.addEventListener('mousemove', ev => cellTip(ev, false));
@@ -323,8 +329,8 @@ const VIEW_NEURON = {
       host.appendChild(d);
       return null;
     }
-    if (!Data.loaded(c.li)) c.status('Decoding…');
-    return Data.queriesKeys(c.li).then(qk => (c.stale() ? null
+    if (!Data.loaded(c.li, [c.focus])) c.status('Decoding…');
+    return Data.queriesKeys(c.li, c.focus).then(qk => (c.stale() ? null
       : NeuronView(host, { li: c.li, h: c.focus, t: c.t, filter: c.filter, qi: c.query, onQuery: c.onQuery }, qk)));
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ', head ' + Data.heads[c.focus] + ' · neuron view',

@@ -1,0 +1,237 @@
+/* live.js — starts the page. An offline page (its meta has no "live") boots
+ * once on its own payload. A live page (served by attnviz serve at GET /,
+ * API: docs/serve-api.md) shows the input panel, runs the text through
+ * POST /api/run (debounced; a newer edit cancels or outdates an older run),
+ * and boots the page again for every run with a source that fetches the
+ * attention, thumbnails and q/k from the server as the views ask. Each boot
+ * gets fresh copies of the page's elements (so the previous boot's listeners
+ * go with its elements) and the reader's choices (view, layer, heads, theme).
+ * Input text only ever reaches the DOM through textContent and .value. */
+/* global boot */
+
+const META0 = JSON.parse(document.getElementById('av-meta').textContent);
+if (!META0.live) {
+  boot(META0, null, null, new AbortController().signal);
+} else {
+  Live(META0.live);
+}
+
+function Live(cfg) {
+  const $ = id => document.getElementById(id);
+  const token = new URLSearchParams(location.search).get('token') || cfg.token || '';
+  const models = Array.isArray(cfg.models) ? cfg.models : [];
+  const DEBOUNCE_MS = 300;
+  /* the page's elements a boot fills in, as first written (copied for every boot) */
+  const SHELL = ['top', 'toolbar', 'controls', 'heads-bar', 'main', 'foot', 'tooltip', 'modal'];
+  const pristine = new Map(SHELL.map(id => [id, $(id).cloneNode(true)]));
+  /* what else a boot adds to <body> (the predictions card) goes with its boot */
+  const own = new Set(document.body.children);
+
+  const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
+  const stat = $('live-status');
+  document.body.dataset.live = 'empty';
+  $('live').hidden = false;
+  document.documentElement.dataset.theme =
+    window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+
+  models.forEach((m, i) => {
+    const o = document.createElement('option');
+    o.value = String(i);
+    o.textContent = m.name;
+    msel.appendChild(o);
+  });
+  $('live-model-ctl').hidden = models.length < 2;
+  const model = () => models[+msel.value || 0] || null;
+  function showModel() {
+    const m = model();
+    const info = $('live-info');
+    info.textContent = '';
+    if (!m) { info.textContent = 'No model is served.'; return; }
+    const add = (k, v) => {
+      const s = document.createElement('span');
+      const b = document.createElement('b');
+      b.textContent = k;
+      s.append(b, document.createTextNode(' ' + v));
+      info.appendChild(s);
+    };
+    if (models.length < 2) add('Model', m.name);
+    add('Family', m.family + (m.causal ? ' (decoder)' : ''));
+    add('Layers', String(m.layers));
+    add('Heads', m.heads + (m.kv_heads && m.kv_heads !== m.heads ? ' (' + m.kv_heads + ' key/value)' : ''));
+    add('Max tokens', Number(m.max_tokens).toLocaleString('en-US'));
+    $('live-predict-label').hidden = !m.predict;
+    $('live-predict-label').title = m.causal ? 'The K most probable next tokens at every position'
+      : 'The K most probable fill-ins at every [MASK] / <mask>';
+  }
+  showModel();
+  if (typeof cfg.text === 'string') ta.value = cfg.text;
+  if (typeof cfg.text_b === 'string') tb.value = cfg.text_b;
+
+  /* ---------------------------------------------------------------- status */
+
+  function status(kind, parts) {
+    stat.textContent = '';
+    stat.dataset.kind = kind;
+    for (const p of parts) {
+      if (stat.firstChild) stat.appendChild(document.createTextNode(' '));
+      const s = document.createElement('span');
+      s.className = p.cls || '';
+      s.textContent = p.text;
+      stat.appendChild(s);
+    }
+  }
+  async function errorOf(r) {
+    try {
+      const j = await r.json();
+      if (j && typeof j.error === 'string') return j.error;
+    } catch (_) { /* not JSON */ }
+    return 'HTTP ' + r.status;
+  }
+  const headers = extra => Object.assign({ 'X-Attnviz-Token': token }, extra || {});
+
+  /* ---------------------------------------------------------------- runs */
+
+  let seq = 0, runCtl = null, timer = null, runId = null, bootCtl = null, runs = 0;
+  const seen = new Set();
+  /* the source a boot's Data reads: this run's blocks, fetched with the token */
+  function source(run, signal) {
+    return {
+      run,
+      get(path) {
+        const url = path + (path.includes('?') ? '&' : '?') + 'run=' + encodeURIComponent(run);
+        return fetch(url, { headers: headers(), signal, cache: 'no-store' }).then(async r => {
+          if (!r.ok) throw new Error(await errorOf(r));
+          const shape = (r.headers.get('X-Attnviz-Shape') || '').split(',').filter(Boolean);
+          return { bytes: new Uint8Array(await r.arrayBuffer()), shape };
+        });
+      },
+    };
+  }
+  function reboot(meta, run) {
+    const prev = window.attnviz && window.attnviz.dispose ? window.attnviz.dispose() : null;
+    if (bootCtl) bootCtl.abort();
+    bootCtl = new AbortController();
+    const oldMain = $('main');
+    const keepH = oldMain ? oldMain.offsetHeight : 0;
+    for (const e of [...document.body.children]) if (!own.has(e) && !SHELL.includes(e.id)) e.remove();
+    for (const id of SHELL) $(id).replaceWith(pristine.get(id).cloneNode(true));
+    /* the new view draws after its blocks arrive: hold the height so the page does not jump */
+    if (keepH) {
+      $('main').style.minHeight = keepH + 'px';
+      setTimeout(() => { const m = $('main'); if (m) m.style.minHeight = ''; }, 1500);
+    }
+    delete document.body.dataset.live;
+    delete document.body.dataset.ready; /* set again once this run's first view is drawn */
+    boot(meta, source(run, bootCtl.signal), prev, bootCtl.signal);
+  }
+  function fmtMs(v) { return v >= 100 ? v.toFixed(0) : v.toFixed(1); }
+  async function run() {
+    clearTimeout(timer);
+    const my = ++seq;
+    if (runCtl) runCtl.abort();
+    runCtl = null;
+    const m = model();
+    const text = ta.value;
+    if (!m) return;
+    if (!text.trim()) {
+      status('idle', [{ text: 'Type a sentence to run ' + m.name + '.' }]);
+      document.body.dataset.busy = '';
+      return;
+    }
+    const ctl = new AbortController();
+    runCtl = ctl;
+    const body = {
+      model: m.id, text, text_b: tb.value.trim() ? tb.value : null,
+      predict: m.predict && pk.checked ? Math.max(1, Math.min(100, Math.round(+kin.value) || 5)) : 0,
+    };
+    document.body.dataset.busy = '1';
+    status('busy', [{ text: 'Running ' + m.name + '…' }]);
+    const t0 = performance.now();
+    try {
+      const r = await fetch('/api/run', {
+        method: 'POST', headers: headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body), signal: ctl.signal, cache: 'no-store',
+      });
+      if (!r.ok) throw new Error(await errorOf(r));
+      const j = await r.json();
+      if (my !== seq) return; /* a newer edit is on its way */
+      if (!j || typeof j.run !== 'string' || !j.meta || !Array.isArray(j.meta.tokens)) throw new Error('the server sent no run');
+      /* the server answers an input it has run before with that run (and no forward pass) */
+      const again = seen.has(j.run);
+      seen.add(j.run);
+      if (j.run !== runId) reboot(j.meta, j.run);
+      runId = j.run;
+      runs++;
+      document.body.dataset.run = j.run;
+      document.body.dataset.runs = String(runs);
+      const ms = j.ms || {};
+      const total = performance.now() - t0;
+      const parts = [{ text: j.n + ' tokens', cls: 'st-n' },
+        { text: (again ? 'the same input as before (run ' + j.run + ', not computed again)'
+          : 'forward ' + fmtMs(ms.forward || 0) + ' ms · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms' +
+            (ms.queue >= 1 ? ' · queued ' + fmtMs(ms.queue) + ' ms' : '')) + ' · ' + fmtMs(total) + ' ms in all', cls: 'st-ms' }];
+      for (const w of Array.isArray(j.warnings) ? j.warnings : []) parts.push({ text: String(w), cls: 'st-warn' });
+      status(parts.some(p => p.cls === 'st-warn') ? 'warn' : 'ok', parts);
+      $('live-download').disabled = false;
+    } catch (err) {
+      if (my !== seq || (err && err.name === 'AbortError')) return;
+      status('error', [{ text: 'Error: ' + (err && err.message ? err.message : String(err)), cls: 'st-err' }]);
+    } finally {
+      if (my === seq) document.body.dataset.busy = '';
+    }
+  }
+  function later() {
+    clearTimeout(timer);
+    document.body.dataset.busy = '1';
+    timer = setTimeout(run, DEBOUNCE_MS);
+  }
+  ta.addEventListener('input', later);
+  tb.addEventListener('input', later);
+  kin.addEventListener('input', () => { if (pk.checked) later(); });
+  pk.addEventListener('change', () => run());
+  msel.addEventListener('change', () => { showModel(); run(); });
+  /* Ctrl/Cmd+Enter runs now */
+  for (const t of [ta, tb]) t.addEventListener('keydown', ev => { if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run(); } });
+
+  /* ---------------------------------------------------------------- download */
+
+  async function download() {
+    if (!runId) return;
+    const btn = $('live-download');
+    btn.disabled = true;
+    const old = btn.textContent;
+    btn.textContent = 'Preparing…';
+    try {
+      let r = await fetch('/api/page?run=' + encodeURIComponent(runId), { headers: headers(), cache: 'no-store' });
+      let note = null;
+      if (r.status === 413 && window.attnviz && window.attnviz.data) {
+        /* the whole capture is past the server's budget: the layer shown */
+        const D = window.attnviz.data, L = D.layers[window.attnviz.state.layer];
+        r = await fetch('/api/page?run=' + encodeURIComponent(runId) + '&layers=' + L, { headers: headers(), cache: 'no-store' });
+        note = 'The page with every layer would be too large; saved layer ' + L + ' only.';
+      }
+      if (!r.ok) throw new Error(await errorOf(r));
+      const blob = await r.blob();
+      const url = URL.createObjectURL(new Blob([blob], { type: 'text/html' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = 'attnviz.html';
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 30000);
+      if (note) status('warn', [{ text: note, cls: 'st-warn' }]);
+    } catch (err) {
+      status('error', [{ text: 'Download failed: ' + (err && err.message ? err.message : String(err)), cls: 'st-err' }]);
+    } finally {
+      btn.textContent = old;
+      btn.disabled = false;
+    }
+  }
+  $('live-download').addEventListener('click', download);
+  $('live-download').disabled = true;
+
+  window.attnvizLive = { run, get runId() { return runId; }, get seq() { return seq; }, models };
+  if (ta.value.trim()) run();
+  else status('idle', [{ text: models.length ? 'Type a sentence to run ' + models[0].name + '.' : 'No model is served.' }]);
+  ta.focus();
+}
