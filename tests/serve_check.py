@@ -127,6 +127,7 @@ def functional():
         st, h, page = sv.req("GET", "/", token=False, headers={"X-Attnviz-Token": sv.token})
         expect("GET / gives the live page", st == 200 and b'"live":{"version":1' in page and b'id="av-att-' not in page
                and sv.token.encode() in page, f"status {st}")
+        expect("without TEXT the live page starts empty", b'"text":null,"text_b":null}' in page, "text not null")
         expect("the live page may fetch from its server only", b"connect-src 'self'" in page, "no connect-src")
         csp = h.get("Content-Security-Policy", "")
         expect("responses carry the offline page's policy",
@@ -195,9 +196,12 @@ def functional():
     finally:
         sv.stop()
 
-    # several models: each run goes to the model it names
-    sv = Server("--model", DEMO, "--model", "tests/data/small-llama")
+    # several models: each run goes to the model it names; TEXT and TEXT_B start the page
+    sv = Server("--model", DEMO, "--model", "tests/data/small-llama", "the first <b>input</b>", "and B")
     try:
+        st, _, page = sv.req("GET", "/")
+        expect("serve TEXT TEXT_B: the live page starts with them (escaped)",
+               b'"text":"the first \\u003cb\\u003einput\\u003c/b\\u003e","text_b":"and B"}' in page, page[-300:])
         st, _, data = sv.req("GET", "/api/models")
         models = json.loads(data)["models"]
         ref2 = cli_json("--model", "tests/data/small-llama", "--precision", "9", "the cat sat on the mat")
