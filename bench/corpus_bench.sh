@@ -38,7 +38,7 @@ for _ in range(int(sys.argv[2])):
     n = max(1, min(100, int(r.lognormvariate(2.7, 0.6))))
     print(" ".join(r.choice(words) for _ in range(n)))
 PY
-# the jobs parallel makes: 10 shards of N/10 lines
+# the jobs parallel makes: 10 shards of N/10 lines (each costs the hosts an ssh login)
 per=$(( (N + 9) / 10 ))
 
 hosts_ok=0
@@ -52,43 +52,43 @@ fi
 envs=()
 for v in $(compgen -e | grep -E '^(OPENBLAS_|ATTNVIZ_)'); do envs+=(--env "$v"); done
 
-now() { date +%s.%N; }
-# inputs_sum DIR: the "inputs" of every shard's statistics, added up (each run must see all N)
+# timed CMD...: runs CMD under /usr/bin/time; sets el (wall s), cpu (user + sys s of CMD and its
+# children: on the hosts that is only ssh and parallel, the remote work is sshd's children) and
+# ld (the 1-minute load average before, other work on the machine slows every column)
+timed() {
+    ld=$(cut -d' ' -f1 /proc/loadavg)
+    /usr/bin/time -f '%e %U %S' -o "$W/time" "$@" || return 1
+    read -r el u sy <"$W/time"
+    cpu=$(python3 -c "print(f'{$u + $sy:.1f}')")
+}
+# inputs_sum FILE...: the "inputs" of every shard's statistics, added up (each run must see all N)
 inputs_sum() { python3 -c 'import json,sys; print(sum(json.load(open(p))["inputs"] for p in sys.argv[1:]))' "$@"; }
-rate() { python3 -c "import sys; print(f'{$N / float(sys.argv[1]):.0f}')" "$1"; }
+cell() { python3 -c "import sys; print(f'{$N / $el:.0f} sentences/s ({$el:.1f} s{sys.argv[1]}; load {sys.argv[2]})')" "$1" "$ld"; }
 
 rows=()
 for pk in $PACKS; do
     args="--model $M --batch - --quiet --pack-tokens $pk --stats --json"
     rm -rf "$W/s" && mkdir -p "$W/s"
-    t0=$(now)
-    "$BIN" $args "$W/s/all.json" <"$W/corpus.txt" || { echo "corpus bench: single run failed" >&2; exit 1; }
-    t1=$(now)
-    single=$(python3 -c "print($t1 - $t0)")
+    timed "$BIN" $args "$W/s/all.json" <"$W/corpus.txt" || { echo "corpus bench: single run failed" >&2; exit 1; }
     [ "$(inputs_sum "$W/s/all.json")" = "$N" ] || { echo "corpus bench: single run lost inputs" >&2; exit 1; }
+    c1=$(cell ", CPU ${cpu} s")
 
     rm -rf "$W/s" && mkdir -p "$W/s"
-    t0=$(now)
-    parallel --pipe -N "$per" -j 2 "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" \
+    timed parallel --pipe -N "$per" -j 2 "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" \
         || { echo "corpus bench: parallel -j2 failed" >&2; exit 1; }
-    t1=$(now)
-    local2=$(python3 -c "print($t1 - $t0)")
     [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: -j2 shards lost inputs" >&2; exit 1; }
+    c2=$(cell ", CPU ${cpu} s")
 
-    hosts="" hosts_rate=""
     if [ $hosts_ok -eq 1 ]; then
         rm -rf "$W/s" && mkdir -p "$W/s"
-        t0=$(now)
-        hosts_run parallel --ssh "$HOSTS_SSH" --sshlogin "1/av1,1/av2" "${envs[@]}" --pipe -N "$per" \
+        timed "${HOSTS_EXEC[@]}" parallel --ssh "$HOSTS_SSH" --sshlogin "1/av1,1/av2" "${envs[@]}" --pipe -N "$per" \
             "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" || { echo "corpus bench: --sshlogin run failed" >&2; exit 1; }
-        t1=$(now)
-        hosts=$(python3 -c "print($t1 - $t0)")
         [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: host shards lost inputs" >&2; exit 1; }
-        hosts_rate="$(rate "$hosts") sentences/s ($(printf '%.1f' "$hosts") s)"
+        c3=$(cell "")
     else
-        hosts_rate=$hosts_note
+        c3=$hosts_note
     fi
-    rows+=("| --pack-tokens $pk | $(rate "$single") sentences/s ($(printf '%.1f' "$single") s) | $(rate "$local2") sentences/s ($(printf '%.1f' "$local2") s) | $hosts_rate |")
+    rows+=("| --pack-tokens $pk | $c1 | $c2 | $c3 |")
 done
 
 words=$(wc -w <"$W/corpus.txt")

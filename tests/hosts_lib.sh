@@ -9,13 +9,14 @@
 # user's ~/.ssh is never read or written (HOME points into DIR for the client).
 # The namespaces share the filesystem, so a binary and a model run in place on every host.
 #
-# hosts_run CMD... runs CMD in the client namespace, where ssh reaches the hosts by the names
-# in HOSTS (av1, av2, ...) through $HOSTS_SSH. hosts_down (idempotent) kills the sshd processes
+# hosts_run CMD... (or "${HOSTS_EXEC[@]}" CMD...) runs CMD in the client namespace, where ssh
+# reaches the hosts by the names in HOSTS (av1, av2, ...) through $HOSTS_SSH. hosts_down (idempotent) kills the sshd processes
 # and deletes the namespaces; callers trap it on EXIT.
 
 HOSTS=""              # the hosts' names for --sshlogin, space separated
 HOSTS_SSH=""          # the ssh command parallel should use (--ssh)
 HOSTS_WHY=""          # why hosts_up failed
+HOSTS_EXEC=()         # the command prefix of hosts_run (for wrappers that need a program, e.g. time)
 _hosts_ns=()          # namespaces made, the client first
 _hosts_pids=()        # sshd processes started
 _hosts_dir=""
@@ -128,6 +129,7 @@ EOF
     done
     HOSTS=${HOSTS# }
     HOSTS_SSH="ssh -F $d/ssh_config"
+    HOSTS_EXEC=(ip netns exec "$cl" env HOME="$d/home")
     # wait until every server answers (sshd -D listens within milliseconds; allow 10 s)
     local h ok
     for h in $HOSTS; do
@@ -141,4 +143,4 @@ EOF
     return 0
 }
 
-hosts_run() { ip netns exec "${_hosts_ns[0]}" env HOME="$_hosts_dir/home" "$@"; }
+hosts_run() { "${HOSTS_EXEC[@]}" "$@"; }
