@@ -1,9 +1,9 @@
 #!/bin/bash
 # Corpus throughput (make bench; bench/README.md): a 10,000-sentence corpus through
-# `attnviz --batch - --stats --json`, in sentences/s, as one process, as two local shards
+# `attnviz --batch - --stats --json -`, in sentences/s, as one process, as two local shards
 # (parallel -j2) and as two "hosts" (parallel --sshlogin to network namespaces with their own
-# sshd, tests/hosts_lib.sh), each with the default one-line-at-a-time passes and with
-# --pack-tokens 256. Prints a Markdown table and writes it to bench/out/corpus_results.md.
+# sshd, tests/hosts_lib.sh), the shards' statistics merged with `attnviz stats --merge`; each with
+# the default one-line-at-a-time passes and with --pack-tokens 256. Prints a Markdown table and writes it to bench/out/corpus_results.md.
 #   BENCH_CORPUS_LINES=N   corpus size (default 10000)
 #   BENCH_CORPUS_PACK="0 256"   the --pack-tokens settings to measure
 set -u
@@ -61,29 +61,39 @@ timed() {
     read -r el u sy <"$W/time"
     cpu=$(python3 -c "print(f'{$u + $sy:.1f}')")
 }
-# inputs_sum FILE...: the "inputs" of every shard's statistics, added up (each run must see all N)
-inputs_sum() { python3 -c 'import json,sys; print(sum(json.load(open(p))["inputs"] for p in sys.argv[1:]))' "$@"; }
 cell() { python3 -c "import sys; print(f'{$N / $el:.0f} sentences/s ({$el:.1f} s{sys.argv[1]}; load {sys.argv[2]})')" "$1" "$ld"; }
+# merged WHAT: the shards' statistics (README's form: each job's stdout kept by parallel --results)
+# merged with attnviz stats --merge must be the one process's, byte for byte, one line at a time;
+# packed passes round differently with other neighbours, so there only the input count must agree
+merged() {
+    "$BIN" stats --merge "$W"/s/shard*.stats --json "$W/merged.json" || { echo "corpus bench: $1: stats --merge failed" >&2; exit 1; }
+    if [ "$pk" = 0 ]; then
+        cmp -s "$W/all.json" "$W/merged.json" || { echo "corpus bench: $1: merged statistics differ from the single run" >&2; exit 1; }
+    else
+        python3 -c 'import json,sys; a,b=(json.load(open(p))["inputs"] for p in sys.argv[1:]); assert a == b, (a, b)' \
+            "$W/all.json" "$W/merged.json" || { echo "corpus bench: $1: inputs lost" >&2; exit 1; }
+    fi
+}
 
 rows=()
 for pk in $PACKS; do
-    args="--model $M --batch - --quiet --pack-tokens $pk --stats --json"
-    rm -rf "$W/s" && mkdir -p "$W/s"
-    timed "$BIN" $args "$W/s/all.json" <"$W/corpus.txt" || { echo "corpus bench: single run failed" >&2; exit 1; }
-    [ "$(inputs_sum "$W/s/all.json")" = "$N" ] || { echo "corpus bench: single run lost inputs" >&2; exit 1; }
+    cmd="$BIN --model $M --batch - --quiet --pack-tokens $pk --stats --json -"
+    timed $cmd <"$W/corpus.txt" >"$W/all.json" || { echo "corpus bench: single run failed" >&2; exit 1; }
+    [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inputs"])' "$W/all.json")" = "$N" ] \
+        || { echo "corpus bench: the single run lost inputs" >&2; exit 1; }
     c1=$(cell ", CPU ${cpu} s")
 
-    rm -rf "$W/s" && mkdir -p "$W/s"
-    timed parallel --pipe -N "$per" -j 2 "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" \
+    rm -rf "$W/s"
+    timed parallel --pipe -N "$per" -j 2 --results "$W/s/shard{#}.stats" "$cmd" <"$W/corpus.txt" >/dev/null \
         || { echo "corpus bench: parallel -j2 failed" >&2; exit 1; }
-    [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: -j2 shards lost inputs" >&2; exit 1; }
+    merged "parallel -j2"
     c2=$(cell ", CPU ${cpu} s")
 
     if [ $hosts_ok -eq 1 ]; then
-        rm -rf "$W/s" && mkdir -p "$W/s"
+        rm -rf "$W/s"
         timed "${HOSTS_EXEC[@]}" parallel --ssh "$HOSTS_SSH" --sshlogin "1/av1,1/av2" "${envs[@]}" --pipe -N "$per" \
-            "$BIN $args $W/s/shard{#}.json" <"$W/corpus.txt" || { echo "corpus bench: --sshlogin run failed" >&2; exit 1; }
-        [ "$(inputs_sum "$W"/s/shard*.json)" = "$N" ] || { echo "corpus bench: host shards lost inputs" >&2; exit 1; }
+            --results "$W/s/shard{#}.stats" "$cmd" <"$W/corpus.txt" >/dev/null || { echo "corpus bench: --sshlogin run failed" >&2; exit 1; }
+        merged "--sshlogin"
         c3=$(cell "")
     else
         c3=$hosts_note
