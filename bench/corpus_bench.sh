@@ -103,7 +103,7 @@ done
 
 words=$(wc -w <"$W/corpus.txt")
 {
-    echo "Corpus: $N sentences, $words words (1-100 a sentence, median ~15), \`--stats --json\`;"
+    echo "Corpus: $N sentences, $words words (1-100 a sentence, median ~15), \`--stats --json -\`;"
     echo "model: $mname; $(nproc) cores; shards of $per lines."
     echo
     echo "| passes | one process | two local shards (parallel -j2) | two hosts (parallel --sshlogin 1/av1,1/av2) |"
