@@ -84,6 +84,7 @@ scripts=(
     tests/diff_test.sh
     tests/scripting_test.sh
     tests/heads_test.sh
+    tests/corpus_hosts_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
     tests/tokenizer/gguf_tok_check.sh

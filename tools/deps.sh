@@ -2,7 +2,8 @@
 # Installs what attnviz needs from Debian's packages (and npm for test tools).
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
-#                         chromium + node packages (browser tests), curl
+#                         chromium + node packages (browser tests), curl, GNU parallel,
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh)
 # Says what it installs; installs nothing when everything is present.
 set -eu
 mode=${1:-build}
@@ -27,6 +28,8 @@ if [ "$mode" = test ]; then
     want_pkg fonts-dejavu-core
     want_cmd curl curl
     want_cmd parallel parallel
+    want_pkg openssh-server
+    want_cmd ip iproute2
     want_cmd valgrind valgrind
     want_cmd clang clang
     want_pkg libclang-rt-14-dev
