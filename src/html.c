@@ -504,6 +504,17 @@ static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, si
     return st->attn + ((size_t)(job % nl) * d->cfg->num_heads + (size_t)out_head(d, hj)) * *rows * *cols;
 }
 
+/* One attention block's nn weights as codes round(a * 1e4): low bytes to plo, high bytes to phi. */
+static void quant_block(const float *a, size_t nn, unsigned char *plo, unsigned char *phi) {
+    for (size_t i = 0; i < nn; i++) {
+        /* float * 1e4 is exact in double, so this is the float rounded half-up. */
+        double x = (double)a[i] * HTML_ATT_SCALE + 0.5;
+        unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
+        plo[i] = (unsigned char)(v & 255);
+        phi[i] = (unsigned char)(v >> 8);
+    }
+}
+
 /* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols). */
 static void quant_att(const OutDoc *d, int job, unsigned char *raw) {
     int nh = out_n_heads(d);
@@ -512,14 +523,7 @@ static void quant_att(const OutDoc *d, int job, unsigned char *raw) {
     size_t nn = r * c, cnt = (size_t)nh * nn;
     for (int hj = 0; hj < nh; hj++) {
         const float *a = att_block(d, job, hj, &r, &c);
-        unsigned char *plo = raw + (size_t)hj * nn, *phi = raw + cnt + (size_t)hj * nn;
-        for (size_t i = 0; i < nn; i++) {
-            /* float * 1e4 is exact in double, so this is the float rounded half-up. */
-            double x = (double)a[i] * HTML_ATT_SCALE + 0.5;
-            unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
-            plo[i] = (unsigned char)(v & 255);
-            phi[i] = (unsigned char)(v >> 8);
-        }
+        quant_block(a, nn, raw + (size_t)hj * nn, raw + cnt + (size_t)hj * nn);
     }
 }
 
@@ -925,13 +929,7 @@ int html_encode_attention(HtmlBlockFn get, void *ctx, int n_blocks, size_t rows,
             free(raw);
             return -1;
         }
-        unsigned char *plo = raw + (size_t)b * nn, *phi = raw + cnt + (size_t)b * nn;
-        for (size_t i = 0; i < nn; i++) {
-            double x = (double)a[i] * HTML_ATT_SCALE + 0.5; /* as quant_att: the float rounded half-up */
-            unsigned v = x >= 1.0 ? (x >= HTML_ATT_SCALE ? (unsigned)HTML_ATT_SCALE : (unsigned)x) : 0u;
-            plo[i] = (unsigned char)(v & 255);
-            phi[i] = (unsigned char)(v >> 8);
-        }
+        quant_block(a, nn, raw + (size_t)b * nn, raw + cnt + (size_t)b * nn);
     }
     Blob blob = {0};
     int zrc = deflate_blob(raw, 2 * cnt, &blob);
