@@ -366,9 +366,7 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
 }
 
 /* Checks before reading a body: host, token, path, method, declared length. */
-static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq,
-                                  int *route) {
-    *route = -1;
+static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq) {
     if (!host_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "the Host header does not name this server");
     if (!token_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "missing or wrong token (use the URL attnviz serve printed)");
     int r = find_route(url);
@@ -384,7 +382,6 @@ static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const ch
     long v;
     if (cl && (parse_num(cl, 0, SERVE_MAX_BODY, &v) != 0))
         return rq->answered = 1, send_error(c, 413, "the body is over 1 MB");
-    *route = r;
     return MHD_YES;
 }
 
@@ -396,9 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq) {
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *con_cls = rq;
-        int route;
-        enum MHD_Result ok = first_call(sv, c, url, method, rq, &route);
-        return ok;
+        return first_call(sv, c, url, method, rq);
     }
     if (*upload_size) {
         size_t k = *upload_size;
