@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gemm.h"
 #include "model.h"
 #include "util.h"
 
@@ -39,8 +40,8 @@ int main(int argc, char **argv) {
         if (r == 0) first = t;
         else if (t < best) best = t;
     }
-    /* tiled: whether products went to OpenBLAS's small kernels (see kernels.c) */
-    printf("n=%d tiled=%d cold_ms=%.1f warm_ms=%.1f\n", n, kern_gemm_tiled(), first, best);
+    /* kernel: which of gemm.h's product kernels this CPU ran */
+    printf("n=%d kernel=%s cold_ms=%.1f warm_ms=%.1f\n", n, gemm_kernel(), first, best);
     model_capture_free(&cap);
     model_runstate_free(&rs);
     model_free(&m);

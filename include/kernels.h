@@ -16,6 +16,7 @@
 /* Weight storage types, numbered as ggml's (gguf.h's GgufType): F32 = 0,
  * F16 = 1, BF16 = 30, and the block-quantized ones quant.h widens. */
 #define KERN_F32 0u
+#define KERN_F16 1u
 #define KERN_BF16 30u
 
 /* A linear layer y = x W^T + b. W is (out, in) as PyTorch's Linear stores it,
@@ -44,15 +45,14 @@ typedef struct {
  * scratch a thread passes to kern_linear_rows holds KERN_WIDEN_ROWS * in floats. */
 #define KERN_WIDEN_ROWS 64
 
-/* Whether products go to OpenBLAS as small tiles: decided once from
- * OpenBLAS's version and kernel; tests and benchmarks may force either path. */
-int kern_gemm_tiled(void);
-void kern_set_gemm_tiled(int on);
-
 /* y^T rows [r0, r1) (out, n) = act(W x^T + b) for x^T (in, n); act < 0: none.
- * scratch: KERN_WIDEN_ROWS * in floats when lin->type is not F32, else unused.
+ * The products are gemm.h's: a token's outputs are the same bits whatever n.
+ * scratch: KERN_WIDEN_ROWS * in floats for block-quantized weights, else unused.
  * Returns -1 only when a quantized row cannot be widened (corrupt weights). */
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch);
+/* The same for one token of a generation step: matrix-vector products, which
+ * read a weight once without gemm.h's panels but round differently. */
+int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch);
 /* dst (cols, rows) = src (rows, cols)^T */
 void kern_transpose(float *dst, const float *src, int rows, int cols);
 /* y (n, out) = x (n, in) @ W^T + b, reading W element by element from any layout and type. */

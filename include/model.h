@@ -84,6 +84,7 @@ typedef struct {
     float *seg;    /* (n_threads, 4 * head_dim * max_tokens) packed inputs' per-head copies */
     int n_last;    /* tokens of the last pass: x holds their residual stream */
     int full_last; /* the last pass ran every layer, so x is the final hidden state */
+    int step;      /* the pass is one token after cached ones (generation): matrix-vector products */
     Pool *pool;    /* worker threads, or NULL */
 } RunState;
 

@@ -3,6 +3,10 @@
 #ifndef ATTNVIZ_OPTIONS_H
 #define ATTNVIZ_OPTIONS_H
 
+/* Batch lines share forward passes up to this many tokens unless --pack-tokens
+ * says otherwise: past it the pass is long enough that sharing gains little. */
+#define CLI_PACK_TOKENS 256
+
 /* Exit codes. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 

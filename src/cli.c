@@ -115,9 +115,9 @@ static void usage(FILE *f) {
           "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
           "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
           "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
-          "  --pack-tokens N     run short lines together, up to N tokens a pass (e.g. 256; default\n"
-          "                      0: one at a time, byte-identical to single runs and any sharding);\n"
-          "                      packed lines equal their single runs within float rounding\n"
+          "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256; 0: one\n"
+          "                      at a time); either way each line's output is its single run's, byte\n"
+          "                      for byte\n"
           "  --quiet             no progress or informational messages on stderr\n"
           "\n"
           "  --profile           per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
@@ -259,6 +259,8 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->layer = o->head = -1;
     o->precision = 6;
+    o->pack_tokens = CLI_PACK_TOKENS;
+    int pack_set = 0;
     o->lowercase = -1;
     o->top_p = 1.0;
     o->port = 8765;
@@ -448,6 +450,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_META: o->render_meta = optarg; break;
         case O_PACK:
             if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error("--pack-tokens needs 0 to 65536, got '%s'", optarg);
+            pack_set = 1;
             break;
         case O_SCORE: {
             int k = heads_score_by_name(optarg);
@@ -556,7 +559,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
     if (o->diff) {
         if (o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats || o->no_special || o->words ||
-            o->hidden || o->qk || o->npy_path || o->out_dir || o->pack_tokens)
+            o->hidden || o->qk || o->npy_path || o->out_dir || pack_set)
             return usage_error("%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
                                      "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
         if (o->model_b ? rest != 1 : rest != 2)

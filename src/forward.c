@@ -29,6 +29,7 @@ typedef struct {
     int count;
     int act;              // -1: none, else an ActKind applied to every product
     int glu;              // 1: yT[0] = glu_act(yT[0]) * yT[1]
+    int step;             // 1: one token of a generation step (kern_linear_step)
     ActKind glu_act;
     float *widen;         // (threads, widen_len) per-thread scratch
     size_t widen_len;
@@ -43,7 +44,9 @@ static void mat_part(void *arg, int t, int T) {
         chunk = (chunk + 15) & ~15; /* whole tiles and cache lines per thread */
         int r0 = t * chunk, r1 = r0 + chunk < out ? r0 + chunk : out;
         if (r0 >= r1) continue;
-        if (kern_linear_rows(m->yT[k], m->xT, m->lin[k], m->n, r0, r1, m->act, m->widen + (size_t)t * m->widen_len))
+        float *scratch = m->widen + (size_t)t * m->widen_len;
+        if (m->step ? kern_linear_step(m->yT[k], m->xT, m->lin[k], r0, r1, m->act, scratch)
+                    : kern_linear_rows(m->yT[k], m->xT, m->lin[k], m->n, r0, r1, m->act, scratch))
             atomic_store(&m->failed, 1);
         if (m->glu && k == 1)
             kern_glu(m->yT[0] + (size_t)r0 * m->n, m->yT[1] + (size_t)r0 * m->n, (size_t)(r1 - r0) * m->n,
@@ -54,7 +57,7 @@ static void mat_part(void *arg, int t, int T) {
 static int products(RunState *s, const float *xT, int n, int count, const Linear *const *lin, float *const *yT,
                     int act, int glu, ActKind glu_act, const Model *m, AvErr *e) {
     MatTask task = {.xT = xT, .n = n, .count = count, .act = act, .glu = glu, .glu_act = glu_act, .widen = s->widen,
-                    .widen_len = s->widen_len};
+                    .widen_len = s->widen_len, .step = s->step};
     for (int k = 0; k < count; k++) task.lin[k] = lin[k], task.yT[k] = yT[k];
     atomic_init(&task.failed, 0);
     pool_run(s->pool, mat_part, &task);
@@ -425,6 +428,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     const int keep_hidden_states = cap && cap->hidden;
 
     float *x = s->x; // (n, H) residual stream
+    s->step = kv && pos0 > 0 && n == 1;
     positions(m, s, ids, segs, n_segs, pos0);
     if (embed(m, s, ids, type_ids, n, e)) return -1;
     if (c->pos == POS_ROPE) rope_tables(m, s, n);

@@ -1,16 +1,15 @@
-/* kernels.c — matrix products (tiled onto OpenBLAS's small kernels, weights
- * widened per tile), norms, softmax, attention, activations and rotary
+/* kernels.c — linear layers (gemm.h's products, weights widened a block of
+ * rows at a time), norms, softmax, attention, activations and rotary
  * positions, each beside its naive reference. */
 #include "kernels.h"
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "gemm.h"
 #include "quant.h"
 
 void kern_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
@@ -23,68 +22,33 @@ void kern_matmul_naive(float *y, const float *x, const float *w, const float *b,
         }
 }
 
-/* Why y^T = W x^T: with W row-major as Linear stores it, that is BLAS's plain
- * NN case, whose kernels broadcast W and stream x^T; x W^T instead reduces
- * along rows, which is slower (figures in bench/README.md).
- *
- * Tiling. OpenBLAS's AVX-512 kernels (SkylakeX and later, OpenBLAS >= 0.3.17)
- * run a product of at most 1e6 multiply-adds on "small" kernels that read both
- * operands in place. Issued whole, a product first copies (packs) its weights,
- * each used once per product, a large share of the pass at short inputs. So
- * where those kernels exist, products go out as tiles of 8 rows x 128 tokens x
- * 768 inputs (786,432 multiply-adds); elsewhere tiles would each pack, so whole.
+/* Why y^T = W x^T: activations are kept feature-major (one row per
+ * feature, one column per token), so a product's vectors run along the
+ * tokens, which gemm.h's kernels need for their fixed rounding.
  *
  * Weights not stored as F32 are widened a few rows at a time into the
  * calling thread's scratch, just before the products that read them, so
  * the model stays in its checkpoint's (half or block-quantized) size in memory. */
-#define TILE_ROWS 8
-#define TILE_TOKENS 128
-#define TILE_K 768
-
-static int gemm_tiled;
-static pthread_once_t gemm_tiled_once = PTHREAD_ONCE_INIT;
-
-static void detect_small_kernels(void) {
-    int major = 0, minor = 0, patch = 0;
-    const char *config = openblas_get_config(), *core = openblas_get_corename();
-    if (sscanf(config ? config : "", "OpenBLAS %d.%d.%d", &major, &minor, &patch) != 3) major = 0;
-    int recent = major > 0 || (major == 0 && (minor > 3 || (minor == 3 && patch >= 17)));
-    int avx512 = core && (!strcasecmp(core, "skylakex") || !strcasecmp(core, "cooperlake") ||
-                          !strcasecmp(core, "sapphirerapids"));
-    gemm_tiled = recent && avx512;
-}
-
-int kern_gemm_tiled(void) {
-    pthread_once(&gemm_tiled_once, detect_small_kernels);
-    return gemm_tiled;
-}
-
-void kern_set_gemm_tiled(int on) {
-    pthread_once(&gemm_tiled_once, detect_small_kernels);
-    gemm_tiled = on;
-}
 
 /* A float view of rows [r0, r1) of W: the storage itself for F32, else those
- * rows widened into scratch ((r1 - r0) rows of in floats). */
+ * rows widened into scratch ((r1 - r0) rows of in floats). W[r][k] is
+ * w[r * row + k * col]. */
 typedef struct {
     const float *w; /* &W[r0][0] (or W^T's column r0 for Conv1D) */
-    int ld;
-    CBLAS_TRANSPOSE nn; /* how W's rows read in y^T = W x^T */
-    CBLAS_TRANSPOSE tok; /* and in y = x W^T */
+    size_t row, col;
 } RowsView;
 
 static int view_rows(const Linear *lin, int r0, int r1, float *scratch, RowsView *v) {
     if (lin->type == KERN_F32) {
         v->w = lin->conv1d ? (const float *)lin->w + r0 : (const float *)lin->w + (size_t)r0 * lin->ld;
-        v->ld = lin->ld;
-        v->nn = lin->conv1d ? CblasTrans : CblasNoTrans;
-        v->tok = lin->conv1d ? CblasNoTrans : CblasTrans;
+        v->row = lin->conv1d ? 1 : (size_t)lin->ld;
+        v->col = lin->conv1d ? (size_t)lin->ld : 1;
         return 0;
     }
     if (quant_rows(lin->type, lin->w, (size_t)lin->out * lin->row_bytes, (size_t)lin->out, (size_t)lin->in,
                    (size_t)r0, (size_t)r1, scratch, lin->name, NULL) != 0)
         return -1;
-    v->w = scratch, v->ld = lin->in, v->nn = CblasNoTrans, v->tok = CblasTrans;
+    v->w = scratch, v->row = (size_t)lin->in, v->col = 1;
     return 0;
 }
 
@@ -94,125 +58,48 @@ void kern_transpose(float *dst, const float *src, int rows, int cols) {
 }
 
 /* Rows [r0, r1) of y^T get the bias and the activation (act < 0: none). */
-static void bias_act_rows(float *yT, const float *b, int act, int n, int ld, int r0, int r1) {
-    // yT (out, ld), of which columns [0, n)
+static void bias_act_rows(float *yT, const float *b, int act, int n, int r0, int r1) {
+    // yT (out, n)
     if (b)
         for (int r = r0; r < r1; r++) {
-            float *row = yT + (size_t)r * ld; // (n)
+            float *row = yT + (size_t)r * n; // (n)
             for (int j = 0; j < n; j++) row[j] += b[r];
         }
-    if (act < 0) return;
-    if (n == ld) /* contiguous rows: one call, whole vectors, not one per row */
-        kern_activate(yT + (size_t)r0 * ld, (size_t)(r1 - r0) * n, (ActKind)act);
-    else
-        for (int r = r0; r < r1; r++) kern_activate(yT + (size_t)r * ld, (size_t)n, (ActKind)act);
+    if (act >= 0) kern_activate(yT + (size_t)r0 * n, (size_t)(r1 - r0) * n, (ActKind)act);
 }
 
-/* Under 12 tokens the NN kernels' vectors, which run along the tokens, are
- * mostly empty (bench/README.md has the timings); there the tiles run
- * token-major, y = x W^T with vectors along the inputs, on a transposed copy
- * of x. Returns 1, having done nothing, when that copy cannot be had. */
-#define FEW_TOKENS 12
-
-static int few_tokens_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act,
-                           float *scratch) {
-    const int in = lin->in;
-    float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
-    if (!x) return 1;
-    kern_transpose(x, xT, in, n);
-    float yt[FEW_TOKENS * TILE_ROWS]; // (n, tr) tile
-    for (int r = r0; r < r1; r += TILE_ROWS) {
-        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
-        RowsView v;
-        if (view_rows(lin, r, r + tr, scratch, &v) != 0) {
-            free(x);
-            return -1;
-        }
-        /* the bias first and beta = 1 throughout: at this shape the beta = 0
-         * kernel was the slower */
-        for (int j = 0; j < n; j++)
-            for (int rr = 0; rr < tr; rr++) yt[j * tr + rr] = lin->b ? lin->b[r + rr] : 0.0f;
-        for (int k0 = 0; k0 < in; k0 += TILE_K) {
-            int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
-            const float *wk = v.tok == CblasNoTrans ? v.w + (size_t)k0 * v.ld : v.w + k0; // W^T rows k0.. or W cols k0..
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, v.tok, n, tr, tk, 1.0f, x + k0, in, wk, v.ld, 1.0f, yt, tr);
-        }
-        for (int rr = 0; rr < tr; rr++)
-            for (int j = 0; j < n; j++) yT[(size_t)(r + rr) * n + j] = yt[j * tr + rr];
-        bias_act_rows(yT, NULL, act, n, n, r, r + tr);
-    }
-    free(x);
-    return 0;
-}
-
-static void bf16_rows(float *yT, const float *x, const Linear *lin, int n, int r0, int r1);
-
-/* One token (a generation step): matrix-vector products over the widened
- * rows, with none of a matrix product's packing of the weights. */
-static int one_token_rows(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
+int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
     const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
     for (int r = r0; r < r1; r += step) {
         int tr = r1 - r < step ? r1 - r : step;
         RowsView v;
         if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
-        if (v.nn == CblasNoTrans) cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, lin->in, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
-        else cblas_sgemv(CblasRowMajor, CblasTrans, lin->in, tr, 1.0f, v.w, v.ld, x, 1, 0.0f, y + r, 1);
+        if (v.col == 1) cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, lin->in, 1.0f, v.w, (int)v.row, x, 1, 0.0f, y + r, 1);
+        else cblas_sgemv(CblasRowMajor, CblasTrans, lin->in, tr, 1.0f, v.w, (int)v.col, x, 1, 0.0f, y + r, 1);
     }
-    bias_act_rows(y, lin->b, act, 1, 1, r0, r1);
+    bias_act_rows(y, lin->b, act, 1, r0, r1);
     return 0;
 }
 
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch) {
     // yT[r0:r1] (out, n) = act(W[r0:r1] (out, in) @ xT (in, n) + b[r0:r1])
-    const int in = lin->in;
     if (r0 >= r1) return 0;
-    if (n == 1) return one_token_rows(yT, xT, lin, r0, r1, act, scratch);
-    if (n < FEW_TOKENS && lin->type == KERN_BF16) {
-        /* few tokens read each weight few times: widening it in registers, as the
-         * products use it, reads half the bytes a widened F32 tile would */
-        float *x = malloc((size_t)n * in * sizeof *x); // (n, in)
-        if (x) {
-            kern_transpose(x, xT, in, n);
-            bf16_rows(yT, x, lin, n, r0, r1);
-            free(x);
-            bias_act_rows(yT, lin->b, act, n, n, r0, r1);
-            return 0;
-        }
-    }
-    if (!kern_gemm_tiled()) {
-        /* whole products; widened weights a block of rows at a time */
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    if (lin->type == KERN_BF16 || lin->type == KERN_F16) {
+        /* widened as the product copies them: half the bytes read */
+        const size_t ld = lin->row_bytes / 2;
+        gemm_rows(yT + (size_t)r0 * n, (const uint16_t *)lin->w + (size_t)r0 * ld,
+                  lin->type == KERN_BF16 ? GEMM_BF16 : GEMM_F16, ld, 1, xT, n, r1 - r0, lin->in, panel);
+    } else {
         const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
         for (int r = r0; r < r1; r += step) {
             int tr = r1 - r < step ? r1 - r : step;
             RowsView v;
             if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
-            cblas_sgemm(CblasRowMajor, v.nn, CblasNoTrans, tr, n, in, 1.0f, v.w, v.ld, xT, n, 0.0f,
-                        yT + (size_t)r * n, n);
-        }
-        bias_act_rows(yT, lin->b, act, n, n, r0, r1);
-        return 0;
-    }
-    if (n < FEW_TOKENS) {
-        int rc = few_tokens_rows(yT, xT, lin, n, r0, r1, act, scratch);
-        if (rc <= 0) return rc;
-    }
-    for (int r = r0; r < r1; r += TILE_ROWS) {
-        int tr = r1 - r < TILE_ROWS ? r1 - r : TILE_ROWS;
-        RowsView v;
-        if (view_rows(lin, r, r + tr, scratch, &v) != 0) return -1;
-        for (int j0 = 0; j0 < n; j0 += TILE_TOKENS) {
-            int tn = n - j0 < TILE_TOKENS ? n - j0 : TILE_TOKENS;
-            float *yt = yT + (size_t)r * n + j0; // (tr, tn) tile, row stride n
-            for (int k0 = 0; k0 < in; k0 += TILE_K) {
-                int tk = in - k0 < TILE_K ? in - k0 : TILE_K;
-                const float *wk = v.nn == CblasNoTrans ? v.w + k0 : v.w + (size_t)k0 * v.ld;
-                cblas_sgemm(CblasRowMajor, v.nn, CblasNoTrans, tr, tn, tk, 1.0f, wk, v.ld, xT + (size_t)k0 * n + j0,
-                            n, k0 ? 1.0f : 0.0f, yt, n);
-            }
-            /* while the tile is in L1 */
-            bias_act_rows(yT + j0, lin->b, act, tn, n, r, r + tr);
+            gemm_rows(yT + (size_t)r * n, v.w, GEMM_F32, v.row, v.col, xT, n, tr, lin->in, panel);
         }
     }
+    bias_act_rows(yT, lin->b, act, n, r0, r1);
     return 0;
 }
 
@@ -287,52 +174,6 @@ static inline float vexpf(float x) {
 #else
 #define VEC_CLONES
 #endif
-
-/* yT rows [r0, r1) (out, n) = W x^T for BF16 rows of W and x (n, in): each
- * weight widened (a 16-bit shift) where it is used, sixteen lanes of partial
- * sums per token added at the end; the tail of a row past a multiple of 16
- * one element at a time. N is a constant in each copy, so the partial sums
- * stay in registers. */
-static inline __attribute__((always_inline)) void bf16_rows_n(float *yT, const float *x, const Linear *lin, const int N,
-                                                              int r0, int r1) {
-    const int in = lin->in;
-    for (int r = r0; r < r1; r++) {
-        const uint16_t *w = (const uint16_t *)((const uint8_t *)lin->w + (size_t)r * lin->row_bytes);
-        float part[FEW_TOKENS][16] = {{0}};
-        int k = 0;
-        for (; k + 16 <= in; k += 16) {
-            float wf[16];
-            for (int l = 0; l < 16; l++) {
-                uint32_t bits = (uint32_t)w[k + l] << 16;
-                memcpy(&wf[l], &bits, sizeof bits);
-            }
-            for (int j = 0; j < N; j++)
-                for (int l = 0; l < 16; l++) part[j][l] += wf[l] * x[(size_t)j * in + k + l];
-        }
-        for (int j = 0; j < N; j++) {
-            float acc = 0;
-            for (int l = 0; l < 16; l++) acc += part[j][l];
-            for (int kk = k; kk < in; kk++) {
-                uint32_t bits = (uint32_t)w[kk] << 16;
-                float wv;
-                memcpy(&wv, &bits, sizeof bits);
-                acc += wv * x[(size_t)j * in + kk];
-            }
-            yT[(size_t)r * N + j] = acc;
-        }
-    }
-}
-
-VEC_CLONES static void bf16_rows(float *yT, const float *x, const Linear *lin, int n, int r0, int r1) {
-    switch (n) {
-#define BF16_CASE(k) \
-    case k: bf16_rows_n(yT, x, lin, k, r0, r1); break;
-        BF16_CASE(1) BF16_CASE(2) BF16_CASE(3) BF16_CASE(4) BF16_CASE(5) BF16_CASE(6)
-        BF16_CASE(7) BF16_CASE(8) BF16_CASE(9) BF16_CASE(10) BF16_CASE(11)
-#undef BF16_CASE
-    default: break;
-    }
-}
 
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
     for (int i = 0; i < rows; i++) {

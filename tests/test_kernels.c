@@ -1,6 +1,6 @@
 /* test_kernels.c — the engine's optimized kernels against their naive
- * references (kernels.h): products in every layout and storage type, both
- * BLAS paths, attention with every mask, norms, softmax, activations, rotary. */
+ * references (kernels.h): products in every layout and storage type,
+ * attention with every mask, norms, softmax, activations, rotary. */
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
@@ -153,19 +153,24 @@ START_TEST(conv1d_views_of_a_fused_weight_match_naive_reference) {
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-5f);
         linear_via_rows(y2, x, &lin, n, in, out, 16);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)n * out), 1e-4f);
-        /* one token (a generation step) takes the matrix-vector path */
+        /* one token, and one token of a generation step (matrix-vector products) */
         linear_via_rows(y2, x, &lin, 1, in, out, 16);
         ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)out), 1e-4f);
+        float *ys = malloc(sizeof(float) * out);
+        ck_assert_int_eq(kern_linear_step(ys, x, &lin, 0, 16, -1, NULL), 0);
+        ck_assert_int_eq(kern_linear_step(ys, x, &lin, 16, out, -1, NULL), 0);
+        ck_assert_float_lt(max_abs_diff(y1, ys, (size_t)out), 1e-4f);
+        free(ys);
     }
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
 END_TEST
 
-/* Both ways of issuing a product to BLAS (whole, or as small tiles; see
- * kern_gemm_tiled) on shapes with remainders in every tiled dimension:
- * 130 tokens (tiles of 128), 800 inputs (768) and 37 rows (8), in both
- * weight layouts and split in two, as the threads split it. */
-START_TEST(tiled_and_whole_products_match_naive_reference) {
+/* Products on shapes with remainders in every blocked dimension: 130 tokens,
+ * 800 inputs (blocks of 256) and 37 rows (panels of 16), in both weight
+ * layouts, split in two as the threads split it, and at 7 tokens, which take
+ * the few-token kernel. */
+START_TEST(products_with_remainders_match_naive_reference) {
     int n = 130, in = 800, out = 37, ld = 3 * out;
     float *x = malloc(sizeof(float) * n * in), *w = malloc(sizeof(float) * in * ld), *b = malloc(sizeof(float) * ld);
     float *wt = malloc(sizeof(float) * out * in);
@@ -175,20 +180,13 @@ START_TEST(tiled_and_whole_products_match_naive_reference) {
         for (int i = 0; i < in; i++) wt[(size_t)o * in + i] = w[(size_t)i * ld + out + o];
     Linear conv = {.w = w + out, .b = b + out, .out = out, .in = in, .conv1d = 1, .ld = ld},
            plain = {.w = wt, .b = b + out, .out = out, .in = in, .ld = in};
-    const int was = kern_gemm_tiled();
-    for (int tiled = 0; tiled < 2; tiled++) {
-        kern_set_gemm_tiled(tiled);
-        ck_assert_int_eq(kern_gemm_tiled(), tiled);
-        /* and 7 tokens, which run token-major (few_tokens_rows) */
-        for (int layout = 0; layout < 4; layout++) {
-            const Linear *lin = layout & 1 ? &conv : &plain;
-            const int tokens = layout & 2 ? 7 : n;
-            kern_linear_naive(y1, x, lin, tokens);
-            linear_via_rows(y2, x, lin, tokens, in, out, 11);
-            ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)tokens * out), 1e-4f);
-        }
+    for (int layout = 0; layout < 4; layout++) {
+        const Linear *lin = layout & 1 ? &conv : &plain;
+        const int tokens = layout & 2 ? 7 : n;
+        kern_linear_naive(y1, x, lin, tokens);
+        linear_via_rows(y2, x, lin, tokens, in, out, 11);
+        ck_assert_float_lt(max_abs_diff(y1, y2, (size_t)tokens * out), 1e-4f);
     }
-    kern_set_gemm_tiled(was);
     free(x), free(w), free(b), free(wt), free(y1), free(y2);
 }
 END_TEST
@@ -296,9 +294,9 @@ START_TEST(layernorm_gives_zero_mean_unit_variance) {
 }
 END_TEST
 
-/* F16, BF16 and Q8_0 weights, widened per tile, against the naive product on
- * the same weights widened by quant.h's reference: both BLAS paths, few and
- * many tokens, row splits that cut the widening blocks. */
+/* F16, BF16 and Q8_0 weights, widened as products read them, against the
+ * naive product on the same weights widened by quant.h's reference: one, few
+ * and many tokens, row splits that cut the widening blocks. */
 START_TEST(half_and_quantized_weights_match_naive_reference) {
     int n = 70, in = 320, out = 45; /* in: a multiple of Q8_0's 32-element blocks */
     float *x = malloc(sizeof(float) * n * in), *wf = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
@@ -327,26 +325,25 @@ START_TEST(half_and_quantized_weights_match_naive_reference) {
         uint16_t h = st_f32_to_bf16(wf[i]);
         wb[2 * i] = (uint8_t)h, wb[2 * i + 1] = (uint8_t)(h >> 8);
     }
-    const int was = kern_gemm_tiled();
-    for (int tiled = 0; tiled < 2; tiled++) {
-        kern_set_gemm_tiled(tiled);
-        for (int k = 0; k < 3; k++)
-            for (int ti = 0; ti < 5; ti++) { /* 1: a generation step; under 12: the few-token paths */
-                const int tokens = (int[]){1, 5, 7, 11, 70}[ti];
-                Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
-                              .row_bytes = kinds[k].row_bytes, .name = "w"};
-                kern_linear_naive(y1, x, &lin, tokens);
-                float *xT = malloc(sizeof(float) * tokens * in), *yT = malloc(sizeof(float) * tokens * out);
-                transpose(xT, x, tokens, in);
-                ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 0, 13, -1, scratch), 0);
-                ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 13, out, -1, scratch), 0);
-                transpose(y2, yT, out, tokens);
-                ck_assert_msg(max_abs_diff(y1, y2, (size_t)tokens * out) < 1e-4f, "type %u tiled %d tokens %d: %g",
-                              kinds[k].type, tiled, tokens, max_abs_diff(y1, y2, (size_t)tokens * out));
-                free(xT), free(yT);
+    for (int k = 0; k < 3; k++)
+        for (int ti = 0; ti < 5; ti++) { /* 1: a generation step; 5, 7, 11: the few-token kernel */
+            const int tokens = (int[]){1, 5, 7, 11, 70}[ti];
+            Linear lin = {.type = kinds[k].type, .w = k == 1 ? wb : kinds[k].w, .b = b, .out = out, .in = in,
+                          .row_bytes = kinds[k].row_bytes, .name = "w"};
+            kern_linear_naive(y1, x, &lin, tokens);
+            float *xT = malloc(sizeof(float) * tokens * in), *yT = malloc(sizeof(float) * tokens * out);
+            transpose(xT, x, tokens, in);
+            ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 0, 13, -1, scratch), 0);
+            ck_assert_int_eq(kern_linear_rows(yT, xT, &lin, tokens, 13, out, -1, scratch), 0);
+            transpose(y2, yT, out, tokens);
+            ck_assert_msg(max_abs_diff(y1, y2, (size_t)tokens * out) < 1e-4f, "type %u tokens %d: %g", kinds[k].type,
+                          tokens, max_abs_diff(y1, y2, (size_t)tokens * out));
+            if (tokens == 1) { /* and as a generation step */
+                ck_assert_int_eq(kern_linear_step(yT, x, &lin, 0, out, -1, scratch), 0);
+                ck_assert_float_lt(max_abs_diff(y1, yT, (size_t)out), 1e-4f);
             }
-    }
-    kern_set_gemm_tiled(was);
+            free(xT), free(yT);
+        }
     /* and the widened product is the F32 one within the rounding of the storage */
     Linear f32 = {.w = wf, .b = b, .out = out, .in = in, .ld = in}, half = {.type = 1, .w = w16, .b = b, .out = out,
                                                                             .in = in, .row_bytes = (size_t)in * 2};
@@ -550,7 +547,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, residual_step_matches_add_and_layernorm_reference);
     tcase_add_test(k, causal_attention_gives_future_keys_exactly_zero);
     tcase_add_test(k, conv1d_views_of_a_fused_weight_match_naive_reference);
-    tcase_add_test(k, tiled_and_whole_products_match_naive_reference);
+    tcase_add_test(k, products_with_remainders_match_naive_reference);
     tcase_add_test(k, attention_without_context_gives_the_same_probabilities);
     tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
     tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);

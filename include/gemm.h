@@ -1,0 +1,38 @@
+/* gemm.h — the matrix product behind every linear layer, with one fixed
+ * rounding per output:
+ *
+ *     acc = 0;  for k = 0 .. in-1:  acc = fmaf(W[r][k], xT[k][j], acc);  yT[r][j] = acc
+ *
+ * whatever the number of tokens, the tile an output falls in, or the thread
+ * that computes it. That is what makes an input's numbers the same alone or
+ * packed with others into one pass (batches), where BLAS kernels round a
+ * column differently depending on where it sits. */
+#ifndef ATTNVIZ_GEMM_H
+#define ATTNVIZ_GEMM_H
+
+#include <stddef.h>
+
+/* Rows a panel of W holds, and the scratch gemm_rows needs (floats). */
+#define GEMM_MR 16
+#define GEMM_KC 256
+#define GEMM_SCRATCH (GEMM_MR * GEMM_KC)
+
+/* The storage of W's elements: products widen half-precision weights as they
+ * copy them into a panel, so a pass reads them at their own size. */
+typedef enum { GEMM_F32, GEMM_BF16, GEMM_F16 } GemmType;
+
+/* yT (rows, n), row stride n, = W (rows, in) xT (in, n), where W[r][k] is
+ * element r * w_row + k * w_col of w (either layout of a weight); scratch:
+ * GEMM_SCRATCH floats, 64-byte aligned. */
+void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
+               int in, float *scratch);
+/* The same as a plain loop of fmaf, the reference the fast paths must equal bit for bit. */
+void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
+                     int rows, int in);
+
+/* Which kernel gemm_rows runs on this CPU ("avx512", "avx2" or "scalar"); force:
+ * tests pin one that the CPU has (returns -1 if it lacks it), NULL: back to the best. */
+const char *gemm_kernel(void);
+int gemm_force_kernel(const char *name);
+
+#endif

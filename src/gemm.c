@@ -1,0 +1,328 @@
+/* gemm.c — yT = W xT with one chain of fused multiply-adds per output, in k
+ * order (gemm.h). Blocked as BLAS kernels are: a panel of GEMM_MR rows of W
+ * times GEMM_KC inputs is copied contiguous (so that its broadcasts come from
+ * one cache line per step), and a micro-kernel keeps a tile of outputs in
+ * registers, vectors along the tokens. Between blocks of k the partial sums
+ * wait in yT: storing a float and loading it back is exact, so blocking does
+ * not change the chain. Token tails use masked lanes, not other code. */
+#include "gemm.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "safetensors.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMM_X86 1
+#endif
+
+static inline float elem(const void *w, GemmType type, size_t i) {
+    switch (type) {
+    case GEMM_BF16: return st_bf16_to_f32(((const uint16_t *)w)[i]);
+    case GEMM_F16: return st_f16_to_f32(((const uint16_t *)w)[i]);
+    default: return ((const float *)w)[i];
+    }
+}
+
+static inline const void *elem_ptr(const void *w, GemmType type, size_t i) {
+    return type == GEMM_F32 ? (const void *)((const float *)w + i) : (const void *)((const uint16_t *)w + i);
+}
+
+void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
+                     int rows, int in) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int k = 0; k < in; k++)
+                acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * n + j], acc);
+            yT[(size_t)r * n + j] = acc;
+        }
+}
+
+/* panel (kc, GEMM_MR) = W rows [0, mr) x inputs [k0, k0 + kc), rows past mr zero */
+static void pack_panel(float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr, int k0, int kc) {
+    for (int kk = 0; kk < kc; kk++)
+        for (int i = 0; i < GEMM_MR; i++)
+            panel[kk * GEMM_MR + i] = i < mr ? elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk) * w_col) : 0.0f;
+}
+
+#ifdef GEMM_X86
+/* The same panel for 16 rows of a row-major W, a 16 x 16 transpose at a time
+ * in registers; the tail of kc past a multiple of 16 as pack_panel does it. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512 load16(const void *w, GemmType type, size_t i) {
+    switch (type) {
+    case GEMM_BF16:
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)elem_ptr(w, type, i))), 16));
+    case GEMM_F16: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)elem_ptr(w, type, i)));
+    default: return _mm512_loadu_ps((const float *)w + i);
+    }
+}
+
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+pack16_avx512_t(float *panel, const void *w, const GemmType type, size_t w_row, int k0, int kc) {
+    int kk = 0;
+    for (; kk + 16 <= kc; kk += 16) {
+        __m512 r[16], t[16], u[16];
+        for (int i = 0; i < 16; i++) r[i] = load16(w, type, (size_t)i * w_row + (size_t)(k0 + kk));
+        for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+        for (int g = 0; g < 4; g++) {
+            __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
+            __m512d c = _mm512_castps_pd(t[4 * g + 1]), d = _mm512_castps_pd(t[4 * g + 3]);
+            u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+            u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d)), u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+        }
+        /* u[4g + m]: rows 4g..4g+3 of columns m, 4 + m, 8 + m, 12 + m, one per 128-bit lane */
+        float *dst = panel + (size_t)kk * GEMM_MR;
+        for (int m = 0; m < 4; m++) {
+            __m512 ve = _mm512_shuffle_f32x4(u[m], u[m + 4], 0x88), vo = _mm512_shuffle_f32x4(u[m], u[m + 4], 0xDD);
+            __m512 we = _mm512_shuffle_f32x4(u[m + 8], u[m + 12], 0x88), wo = _mm512_shuffle_f32x4(u[m + 8], u[m + 12], 0xDD);
+            _mm512_storeu_ps(dst + (size_t)m * GEMM_MR, _mm512_shuffle_f32x4(ve, we, 0x88));
+            _mm512_storeu_ps(dst + (size_t)(8 + m) * GEMM_MR, _mm512_shuffle_f32x4(ve, we, 0xDD));
+            _mm512_storeu_ps(dst + (size_t)(4 + m) * GEMM_MR, _mm512_shuffle_f32x4(vo, wo, 0x88));
+            _mm512_storeu_ps(dst + (size_t)(12 + m) * GEMM_MR, _mm512_shuffle_f32x4(vo, wo, 0xDD));
+        }
+    }
+    if (kk < kc) pack_panel(panel + (size_t)kk * GEMM_MR, w, type, w_row, 1, GEMM_MR, k0 + kk, kc - kk);
+}
+
+/* one copy per storage type, so the loads inline without a switch */
+__attribute__((target("avx512f"))) static void pack_panel16_avx512(float *panel, const void *w, GemmType type,
+                                                                   size_t w_row, int k0, int kc) {
+    switch (type) {
+    case GEMM_BF16: pack16_avx512_t(panel, w, GEMM_BF16, w_row, k0, kc); break;
+    case GEMM_F16: pack16_avx512_t(panel, w, GEMM_F16, w_row, k0, kc); break;
+    default: pack16_avx512_t(panel, w, GEMM_F32, w_row, k0, kc); break;
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- kernels */
+
+/* One panel against every token: y (mr, n) row stride n, continuing the
+ * chains held in y unless first. */
+typedef void PanelFn(const float *panel, const float *x, int n, int kc, float *y, int mr, int first);
+
+static void panel_scalar(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = first ? 0.0f : y[(size_t)i * n + j];
+            for (int kk = 0; kk < kc; kk++) acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * n + j], acc);
+            y[(size_t)i * n + j] = acc;
+        }
+}
+
+#ifdef GEMM_X86
+/* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real. */
+#define AVX512_MICRO(MR, NV)                                                                                         \
+    __attribute__((target("avx512f"))) static void micro512_##MR##x##NV(const float *panel, const float *x, int ldx,  \
+                                                                           int kc, float *y, int ldy, int mr, int nr, \
+                                                                           int first) {                              \
+        __mmask16 mk[NV];                                                                                            \
+        for (int v = 0; v < NV; v++) {                                                                               \
+            int left = nr - 16 * v;                                                                                  \
+            mk[v] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : (__mmask16)0;         \
+        }                                                                                                            \
+        __m512 acc[MR][NV];                                                                                          \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)   \
+            acc[i][v] = first || i >= mr ? _mm512_setzero_ps()                                                        \
+                                         : _mm512_maskz_loadu_ps(mk[v], y + (size_t)i * ldy + 16 * v);                \
+        for (int kk = 0; kk < kc; kk++) {                                                                            \
+            __m512 xv[NV];                                                                                           \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
+                _mm512_maskz_loadu_ps(mk[v], x + (size_t)kk * ldx + 16 * v);                                          \
+            const float *wk = panel + kk * GEMM_MR;                                                                  \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
+                __m512 b = _mm512_set1_ps(wk[i]);                                                                    \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(b, xv[v], acc[i][v]); \
+            }                                                                                                        \
+        }                                                                                                            \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr) _Pragma("GCC unroll 4") for (int v = 0;    \
+                                                                                                     v < NV; v++)    \
+            _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16 * v, mk[v], acc[i][v]);                                   \
+    }
+AVX512_MICRO(16, 1)
+AVX512_MICRO(8, 2)
+
+__attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, int n, int kc, float *y,
+                                                            int mr, int first) {
+    if (n <= 16) {
+        micro512_16x1(panel, x, n, kc, y, n, mr, n, first);
+        return;
+    }
+    for (int h = 0; h < 2 && 8 * h < mr; h++) {
+        const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
+        for (int j = 0; j < n; j += 32)
+            micro512_8x2(panel + 8 * h, x + j, n, kc, y + (size_t)8 * h * n + j, n, hr, n - j < 32 ? n - j : 32, first);
+    }
+}
+
+/* Few tokens: vectors along the panel's 16 rows instead, one register per
+ * token, so that no lane idles; the same chains. acc (nr, 16) holds them
+ * between blocks of k. */
+#define AVX512_ROWVEC(NR)                                                                                            \
+    case NR: {                                                                                                       \
+        __m512 a[NR];                                                                                                \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_load_ps(acc + 16 * j);                   \
+        for (int kk = 0; kk < kc; kk++) {                                                                            \
+            const __m512 p = _mm512_load_ps(panel + kk * GEMM_MR);                                                   \
+            const float *xk = x + (size_t)kk * ldx;                                                                  \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_fmadd_ps(p, _mm512_set1_ps(xk[j]), a[j]); \
+        }                                                                                                            \
+        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) _mm512_store_ps(acc + 16 * j, a[j]);                   \
+        break;                                                                                                       \
+    }
+
+__attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, int ldx, int kc,
+                                                             float *acc, int nr) {
+    switch (nr) {
+        AVX512_ROWVEC(1) AVX512_ROWVEC(2) AVX512_ROWVEC(3) AVX512_ROWVEC(4) AVX512_ROWVEC(5) AVX512_ROWVEC(6)
+        AVX512_ROWVEC(7) AVX512_ROWVEC(8) AVX512_ROWVEC(9) AVX512_ROWVEC(10) AVX512_ROWVEC(11) AVX512_ROWVEC(12)
+        AVX512_ROWVEC(13) AVX512_ROWVEC(14) AVX512_ROWVEC(15) AVX512_ROWVEC(16)
+    default: break;
+    }
+}
+
+/* AVX2: MR rows x NV vectors of 8 tokens. */
+#define AVX2_MICRO(MR, NV)                                                                                           \
+    __attribute__((target("avx2,fma"))) static void micro256_##MR##x##NV(const float *panel, const float *x, int ldx, \
+                                                                          int kc, float *y, int ldy, int mr, int nr,  \
+                                                                          int first) {                               \
+        __m256i mk[NV];                                                                                              \
+        for (int v = 0; v < NV; v++) {                                                                               \
+            int left = nr - 8 * v;                                                                                   \
+            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));          \
+        }                                                                                                            \
+        __m256 acc[MR][NV];                                                                                          \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)   \
+            acc[i][v] = first || i >= mr ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (size_t)i * ldy + 8 * v, mk[v]); \
+        for (int kk = 0; kk < kc; kk++) {                                                                            \
+            __m256 xv[NV];                                                                                           \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
+                _mm256_maskload_ps(x + (size_t)kk * ldx + 8 * v, mk[v]);                                              \
+            const float *wk = panel + kk * GEMM_MR;                                                                  \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
+                __m256 b = _mm256_broadcast_ss(wk + i);                                                              \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(b, xv[v], acc[i][v]); \
+            }                                                                                                        \
+        }                                                                                                            \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr) _Pragma("GCC unroll 4") for (int v = 0;    \
+                                                                                                     v < NV; v++)    \
+            _mm256_maskstore_ps(y + (size_t)i * ldy + 8 * v, mk[v], acc[i][v]);                                      \
+    }
+AVX2_MICRO(4, 2)
+
+__attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *x, int n, int kc, float *y,
+                                                           int mr, int first) {
+    for (int q = 0; q < 4 && 4 * q < mr; q++) {
+        const int qr = mr - 4 * q < 4 ? mr - 4 * q : 4;
+        for (int j = 0; j < n; j += 16)
+            micro256_4x2(panel + 4 * q, x + j, n, kc, y + (size_t)4 * q * n + j, n, qr, n - j < 16 ? n - j : 16, first);
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- dispatch */
+
+typedef void RowvecFn(const float *panel, const float *x, int ldx, int kc, float *acc, int nr);
+typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
+
+typedef struct {
+    const char *name;
+    PanelFn *fn;
+    RowvecFn *rowvec; /* or NULL: few tokens go through fn too */
+    Pack16Fn *pack16; /* or NULL: pack_panel */
+    int (*has)(void);
+} Kernel;
+
+#ifdef GEMM_X86
+static int has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
+static int has_any(void) { return 1; }
+
+static const Kernel KERNELS[] = {
+#ifdef GEMM_X86
+    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, has_avx512},
+    {"avx2", panel_avx2, NULL, NULL, has_avx2},
+#endif
+    {"scalar", panel_scalar, NULL, NULL, has_any},
+};
+#define N_KERNELS (int)(sizeof KERNELS / sizeof KERNELS[0])
+
+static _Atomic(const Kernel *) chosen;
+
+static const Kernel *best_kernel(void) {
+    const Kernel *k = chosen;
+    if (k) return k;
+    for (int i = 0; i < N_KERNELS; i++)
+        if (KERNELS[i].has()) {
+            chosen = &KERNELS[i];
+            return &KERNELS[i];
+        }
+    return &KERNELS[N_KERNELS - 1];
+}
+
+const char *gemm_kernel(void) { return best_kernel()->name; }
+
+int gemm_force_kernel(const char *name) {
+    if (!name) {
+        chosen = NULL;
+        return 0;
+    }
+    for (int i = 0; i < N_KERNELS; i++)
+        if (!strcmp(KERNELS[i].name, name)) {
+            if (!KERNELS[i].has()) return -1;
+            chosen = &KERNELS[i];
+            return 0;
+        }
+    return -1;
+}
+
+/* Tokens up to which a kernel with rowvec takes that path. */
+#ifndef GEMM_FEW
+#define GEMM_FEW 48
+#endif
+
+static void pack(const Kernel *k, float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr,
+                 int k0, int kc) {
+    if (k->pack16 && w_col == 1 && mr == GEMM_MR) k->pack16(panel, w, type, w_row, k0, kc);
+    else pack_panel(panel, w, type, w_row, w_col, mr, k0, kc);
+}
+
+void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
+               int in, float *scratch) {
+    const Kernel *k = best_kernel();
+    if (k->rowvec && n <= GEMM_FEW) {
+        /* x^T is small: each panel runs through all of k with its sums in acc */
+        _Alignas(64) float acc[GEMM_FEW * GEMM_MR];
+        for (int r = 0; r < rows; r += GEMM_MR) {
+            const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
+            const void *wr = elem_ptr(w, type, (size_t)r * w_row);
+            memset(acc, 0, sizeof acc);
+            for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
+                const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
+                pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
+                for (int j0 = 0; j0 < n; j0 += 16)
+                    k->rowvec(scratch, xT + (size_t)k0 * n + j0, n, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
+            }
+            for (int i = 0; i < mr; i++)
+                for (int j = 0; j < n; j++) yT[(size_t)(r + i) * n + j] = acc[j * GEMM_MR + i];
+        }
+        return;
+    }
+    for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
+        const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
+        for (int r = 0; r < rows; r += GEMM_MR) {
+            const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
+            pack(k, scratch, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
+            k->fn(scratch, xT + (size_t)k0 * n, n, kc, yT + (size_t)r * n, mr, k0 == 0);
+        }
+    }
+}

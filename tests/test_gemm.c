@@ -1,0 +1,115 @@
+/* test_gemm.c — the products behind every linear layer (gemm.h): each kernel
+ * this CPU has gives exactly the bits of the plain fmaf chain, in both weight
+ * layouts and all three storage types, and a token's outputs do not depend on
+ * the tokens it shares a product with. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "safetensors.h"
+#include "check_util.h"
+
+static const char *const KERNEL_NAMES[] = {"avx512", "avx2", "scalar"};
+
+/* W (rows, in) in the given type and layout: row-major, or transposed as
+ * GPT-2's Conv1D stores it; returns the storage and its strides. */
+static void *make_weights(int rows, int in, GemmType type, int transposed, unsigned seed, size_t *w_row, size_t *w_col) {
+    float *f = malloc(sizeof(float) * rows * in);
+    ck_assert_ptr_nonnull(f);
+    fill(f, (size_t)rows * in, seed, 0.5f);
+    *w_row = transposed ? 1 : (size_t)in;
+    *w_col = transposed ? (size_t)rows : 1;
+    if (type == GEMM_F32) return f;
+    uint16_t *h = malloc(sizeof(uint16_t) * rows * in);
+    ck_assert_ptr_nonnull(h);
+    for (size_t i = 0; i < (size_t)rows * in; i++) h[i] = type == GEMM_BF16 ? st_f32_to_bf16(f[i]) : st_f32_to_f16(f[i]);
+    free(f);
+    return h;
+}
+
+START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
+    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}};
+    const int tokens[] = {1, 2, 7, 15, 16, 17, 31, 33, 47, 48, 49, 64, 130};
+    int ran = 0;
+    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
+        if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) {
+            fprintf(stderr, "SKIP %s: this CPU lacks the %s kernel\n", __func__, KERNEL_NAMES[kn]);
+            continue;
+        }
+        ran++;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int type = GEMM_F32; type <= GEMM_F16; type++)
+                for (int tr = 0; tr < 2; tr++) {
+                    if (tr && type != GEMM_F32) continue; /* half weights come row-major only */
+                    const int rows = shapes[sh][0], in = shapes[sh][1];
+                    size_t w_row, w_col;
+                    void *w = make_weights(rows, in, (GemmType)type, tr, 7 + (unsigned)sh, &w_row, &w_col);
+                    for (size_t ti = 0; ti < sizeof tokens / sizeof tokens[0]; ti++) {
+                        const int n = tokens[ti];
+                        float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+                        float *ref = malloc(sizeof(float) * rows * n);
+                        float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                        ck_assert(x && y && ref && scratch);
+                        fill(x, (size_t)in * n, 99 + (unsigned)ti, 2.0f);
+                        gemm_rows(y, w, (GemmType)type, w_row, w_col, x, n, rows, in, scratch);
+                        gemm_rows_naive(ref, w, (GemmType)type, w_row, w_col, x, n, rows, in);
+                        ck_assert_msg(!memcmp(y, ref, sizeof(float) * rows * n),
+                                      "%s: %dx%d type %d transposed %d, %d tokens: max diff %g", KERNEL_NAMES[kn], rows,
+                                      in, type, tr, n, max_abs_diff(y, ref, (size_t)rows * n));
+                        free(x), free(y), free(ref), free(scratch);
+                    }
+                    free(w);
+                }
+    }
+    gemm_force_kernel(NULL);
+    ck_assert_int_gt(ran, 0);
+}
+END_TEST
+
+/* What packing short inputs into one pass relies on: the columns of a slice of
+ * the tokens, computed alone, are the bits the whole product gave them. */
+START_TEST(a_token_gets_the_same_bits_whatever_shares_its_product) {
+    const int rows = 64, in = 768, n = 150;
+    size_t w_row, w_col;
+    float *w = make_weights(rows, in, GEMM_F32, 0, 5, &w_row, &w_col);
+    float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+    ck_assert(x && y && scratch);
+    fill(x, (size_t)in * n, 6, 1.0f);
+    gemm_rows(y, w, GEMM_F32, w_row, w_col, x, n, rows, in, scratch);
+    const int slices[][2] = {{0, 7}, {7, 13}, {20, 1}, {21, 40}, {61, 89}, {3, 64}};
+    for (size_t s = 0; s < sizeof slices / sizeof slices[0]; s++) {
+        const int a = slices[s][0], len = slices[s][1];
+        float *xs = malloc(sizeof(float) * in * len), *ys = malloc(sizeof(float) * rows * len);
+        ck_assert(xs && ys);
+        for (int k = 0; k < in; k++) memcpy(xs + (size_t)k * len, x + (size_t)k * n + a, sizeof(float) * len);
+        gemm_rows(ys, w, GEMM_F32, w_row, w_col, xs, len, rows, in, scratch);
+        for (int r = 0; r < rows; r++)
+            ck_assert_msg(!memcmp(ys + (size_t)r * len, y + (size_t)r * n + a, sizeof(float) * len),
+                          "tokens [%d, %d) alone differ in row %d", a, a + len, r);
+        free(xs), free(ys);
+    }
+    free(w), free(x), free(y), free(scratch);
+}
+END_TEST
+
+START_TEST(forcing_a_kernel_the_cpu_lacks_is_refused) {
+    ck_assert_int_eq(gemm_force_kernel("no-such-kernel"), -1);
+    ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
+    ck_assert_str_eq(gemm_kernel(), "scalar");
+    ck_assert_int_eq(gemm_force_kernel(NULL), 0);
+    ck_assert_ptr_nonnull(gemm_kernel());
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("gemm");
+    TCase *k = tcase_create("gemm");
+    tcase_set_timeout(k, 120);
+    tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
+    tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);
+    tcase_add_test(k, forcing_a_kernel_the_cpu_lacks_is_refused);
+    suite_add_tcase(s, k);
+    return s;
+}
