@@ -28,9 +28,7 @@ MINILM = subprocess.run([os.path.join(ROOT, "tools/pymodel.sh"), "all-MiniLM-L6-
                         text=True).stdout.strip()
 ATTNVIZ = os.path.join(ROOT, "attnviz")
 FWD = os.path.join(OUT, "fwd_bench")
-# 2 cores x 117 GFLOP/s: a loop of independent AVX-512 FMAs measured 117.3 GFLOP/s
-# on one core of the development machine (32 flops a cycle at ~3.7 GHz).
-PEAK_GFLOPS = 235.0
+PEAK = os.path.join(OUT, "peak")
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 
 
@@ -100,6 +98,15 @@ def main():
          os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD]
         + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma"],
                          capture_output=True, text=True).stdout.split() + ["-lm", "-lpthread"])
+    # the machine's peak multiply-add rate, measured in this run (bench/peak.c), for the share-of-peak column
+    run(["cc", "-O2", os.path.join(ROOT, "bench/peak.c"), "-o", PEAK, "-lpthread"])
+    _, p = run([PEAK])
+    peak_gflops = float(p.stdout.split("peak_gflops=")[1].split()[0])
+    peak_isa = p.stdout.split("isa=")[1].split()[0]
+    bf16 = os.path.join(OUT, "bert-base-shape-bf16")
+    if not os.path.exists(os.path.join(bf16, "model.safetensors")):
+        run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), bf16, "--shape", "base", "--seed", "5",
+             "--dtype", "BF16"])
     model_bytes = os.path.getsize(os.path.join(MODEL, "model.safetensors"))
     rows = []
     lines = []
@@ -110,6 +117,7 @@ def main():
         _, p = run([FWD, MODEL, str(n), str(REPEAT)])
         ours = float(p.stdout.split("warm_ms=")[1])
         cold = float(p.stdout.split("cold_ms=")[1].split()[0])
+        fwd_kernel = p.stdout.split("kernel=")[1].split()[0]
         _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n), os.path.join(OUT, "peer.json"),
                     "--repeat", str(REPEAT)])
         peer = float(p.stderr.split("forward_ms=")[1].split()[0])
@@ -119,7 +127,12 @@ def main():
         fwd[n] = (ours, peer)
         rows.append(f"| forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms (first call {cold:.1f}) | {peer:.1f} ms "
                     f"| **{ours / peer:.2f}x** | {hff or 0:.1f} ms | {ratio(ours, hff)} "
-                    f"| {gf:.0f} GFLOP/s = {100 * gf / PEAK_GFLOPS:.0f}% of peak |")
+                    f"| {gf:.0f} GFLOP/s = {100 * gf / peak_gflops:.0f}% of peak |")
+    # half precision: the same checkpoint stored BF16 and kept BF16 in memory, 7 tokens
+    best16 = min(float(run([FWD, bf16, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
+    best32 = min(float(run([FWD, MODEL, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
+    rows.append(f"| forward, 7 tokens, the checkpoint in BF16 (kept BF16; best of 3 x {REPEAT}) | {best16:.1f} ms "
+                f"| | | | | **{best16 / best32:.2f}x** the F32 pass's {best32:.1f} ms (same run); half the bytes read |")
 
     # end to end: process start -> JSON and HTML written
     e2e_ours, e2e_peer = [], []
@@ -171,8 +184,10 @@ def main():
     sents = [" ".join(words[(i * 7 + k) % len(words)] for k in range(5 + i % 8)) for i in range(1000)]
     corpus = os.path.join(OUT, "corpus.txt")
     open(corpus, "w").write("\n".join(sents) + "\n")
-    dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "256", "--json",
+    dt, p = run([ATTNVIZ, "--model", MODEL, "--quiet", "--profile", "--batch", corpus, "--json",
                  os.path.join(OUT, "batch.jsonl")])
+    batch_fwd_ms = float(p.stderr.split("forward_ms=")[1].split()[0])
+    batch_gf = sum(flops(len(s.split()) + 2) for s in sents) / (batch_fwd_ms / 1e3) / 1e9
     cases = []
     for s in sents:
         n = len(s.split()) + 2
@@ -184,11 +199,14 @@ def main():
     hf_b = f"| {1000 / hf[2]:.0f} sentences/s | **{hf[2] / dt:.1f}x** " if hf else "| | "
     rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
                 f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each; lines packed "
-                "into shared passes (--pack-tokens 256) |")
+                f"into shared passes (the default, --pack-tokens 256); its forward passes: {batch_fwd_ms / 1e3:.2f} s, "
+                f"{batch_gf:.0f} GFLOP/s = {100 * batch_gf / peak_gflops:.0f}% of peak |")
     dt0, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "0", "--json",
                   os.path.join(OUT, "batch0.jsonl")])
+    same = open(os.path.join(OUT, "batch.jsonl"), "rb").read() == open(os.path.join(OUT, "batch0.jsonl"), "rb").read()
     rows.append(f"| the same batch one line at a time (--pack-tokens 0) | {1000 / dt0:.0f} sentences/s | | | | | "
-                f"packing: **{dt0 / dt:.1f}x** the sentences/s |")
+                f"packing: **{dt0 / dt:.1f}x** the sentences/s; outputs "
+                f"{'byte-identical' if same else 'DIFFER'} |")
     if HFPY:
         # transformers batching as users do: padded batches with an attention mask, at its best batch size
         best_b, best_t = None, float("inf")
@@ -270,7 +288,10 @@ def main():
                              text=True).stdout.strip()
     hf_v = subprocess.run([HFPY, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)"],
                           capture_output=True, text=True).stdout.split() if HFPY else ["absent", "absent"]
-    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); OpenBLAS {blas}. Peer 1: Debian's torch {torch_v} "
+    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); measured peak {peak_gflops:.0f} GFLOP/s ({peak_isa} "
+                 f"multiply-adds on every core, bench/peak.c); OpenBLAS {blas}"
+                 f"{', OPENBLAS_CORETYPE=' + os.environ['OPENBLAS_CORETYPE'] if os.environ.get('OPENBLAS_CORETYPE') else ''}"
+                 f"; attnviz's products: its own {fwd_kernel} kernels (gemm.h). Peer 1: Debian's torch {torch_v} "
                  "(bench/peer.py, torch.set_num_threads(1)). Peer 2: transformers " + hf_v[1] + " BertModel, eager "
                  "attention, output_attentions=True, on PyPI's torch " + hf_v[0] + " (bench/peer_hf.py, default threads). "
                  "Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")
