@@ -13,10 +13,6 @@
 
 #include "safetensors.h"
 
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define GEMM_X86 1
@@ -53,8 +49,7 @@ static void pack_panel(float *panel, const void *w, GemmType type, size_t w_row,
 }
 
 #ifdef GEMM_X86
-/* The same panel for 16 rows of a row-major W, a 16 x 16 transpose at a time
- * in registers; the tail of kc past a multiple of 16 as pack_panel does it. */
+/* 16 consecutive elements of W from i, widened to float */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512 load16(const void *w, GemmType type, size_t i) {
     switch (type) {
     case GEMM_BF16:
@@ -65,6 +60,8 @@ __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) 
     }
 }
 
+/* pack_panel's result for 16 rows of a row-major W, a 16 x 16 transpose at a
+ * time in registers; the tail of kc past a multiple of 16 by pack_panel. */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
 pack16_avx512_t(float *panel, const void *w, const GemmType type, size_t w_row, int k0, int kc) {
     int kk = 0;
@@ -147,15 +144,11 @@ static void panel_scalar(const float *panel, const float *x, int n, int kc, floa
                                                                                                      v < NV; v++)    \
             _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16 * v, mk[v], acc[i][v]);                                   \
     }
-AVX512_MICRO(16, 1)
 AVX512_MICRO(8, 2)
 
+/* (few tokens go to rowvec_avx512 instead) */
 __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, int n, int kc, float *y,
                                                             int mr, int first) {
-    if (n <= 16) {
-        micro512_16x1(panel, x, n, kc, y, n, mr, n, first);
-        return;
-    }
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
         for (int j = 0; j < n; j += 32)
@@ -286,9 +279,7 @@ int gemm_force_kernel(const char *name) {
 }
 
 /* Tokens up to which a kernel with rowvec takes that path. */
-#ifndef GEMM_FEW
 #define GEMM_FEW 48
-#endif
 
 static void pack(const Kernel *k, float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr,
                  int k0, int kc) {
@@ -305,7 +296,7 @@ void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_c
         for (int r = 0; r < rows; r += GEMM_MR) {
             const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
             const void *wr = elem_ptr(w, type, (size_t)r * w_row);
-            memset(acc, 0, sizeof acc);
+            memset(acc, 0, sizeof(float) * (size_t)n * GEMM_MR);
             for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
                 const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
                 pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
