@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "err.h"
+
 /* Rows a panel of W holds, and the scratch gemm_rows needs (floats). */
 #define GEMM_MR 16
 #define GEMM_KC 256
@@ -30,9 +32,18 @@ void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_c
 void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
                      int rows, int in);
 
-/* Which kernel gemm_rows runs on this CPU ("avx512", "avx2" or "scalar"); force:
+/* Which kernel gemm_rows runs on this CPU ("avx512", "avx2", "neon" or "scalar"); force:
  * tests pin one that the CPU has (returns -1 if it lacks it), NULL: back to the best. */
 const char *gemm_kernel(void);
 int gemm_force_kernel(const char *name);
+
+/* The environment variable that pins a kernel for a whole run, so one machine
+ * can run and time every path its CPU has. gemm_kernel_from_env applies it:
+ * -1 and a message when it names a kernel this build lacks or this CPU can't
+ * run (the CLI's usage error); unset or empty leaves the best kernel. */
+#define GEMM_KERNEL_ENV "ATTNVIZ_KERNEL"
+int gemm_kernel_from_env(AvErr *e);
+/* The build's kernels ("avx512|avx2|scalar"), or only those this CPU can run. */
+const char *gemm_kernel_list(int usable);
 
 #endif

@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "serve.h"
 #include "config.h"
+#include "gemm.h"
 #include "heads.h"
 #include "util.h"
 
@@ -120,7 +121,7 @@ static void usage(FILE *f) {
           "                      for byte\n"
           "  --quiet             no progress or informational messages on stderr\n"
           "\n"
-          "  --profile           per-phase times on stderr (load_ms= tokenize_ms= forward_ms= write_ms=)\n"
+          "  --profile           per-phase times and the kernel on stderr (load_ms= ... kernel=)\n"
           "  -h, --help          this help;  --version  the version\n"
           "\n"
           "Exit status: 0 ok, 1 runtime error (or any failed batch line), 2 usage error.\n"
@@ -496,7 +497,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             break;
         case O_QUIET: o->quiet = 1; break;
         case 'h': usage(stdout); return -1;
-        case O_VERSION: printf("attnviz %s\n", ATTNVIZ_VERSION); return -1;
+        case O_VERSION: printf("attnviz %s (kernel %s; built with %s)\n", ATTNVIZ_VERSION, gemm_kernel(), gemm_kernel_list(0)); return -1;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }

@@ -8,6 +8,7 @@
 #include "gemm.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -251,9 +252,23 @@ static const Kernel KERNELS[] = {
 
 static _Atomic(const Kernel *) chosen;
 
+static const Kernel *find_kernel(const char *name) {
+    for (int i = 0; i < N_KERNELS; i++)
+        if (!strcmp(KERNELS[i].name, name)) return &KERNELS[i];
+    return NULL;
+}
+
+/* The best kernel the CPU has, or the one ATTNVIZ_KERNEL names when the CPU
+ * has it (gemm_kernel_from_env reports a name that is not usable; here, where
+ * nobody can be told, such a name is ignored). */
 static const Kernel *best_kernel(void) {
     const Kernel *k = chosen;
     if (k) return k;
+    const char *env = getenv(GEMM_KERNEL_ENV);
+    if (env && *env && (k = find_kernel(env)) && k->has()) {
+        chosen = k;
+        return k;
+    }
     for (int i = 0; i < N_KERNELS; i++)
         if (KERNELS[i].has()) {
             chosen = &KERNELS[i];
@@ -269,13 +284,34 @@ int gemm_force_kernel(const char *name) {
         chosen = NULL;
         return 0;
     }
+    const Kernel *k = find_kernel(name);
+    if (!k || !k->has()) return -1;
+    chosen = k;
+    return 0;
+}
+
+const char *gemm_kernel_list(int usable) {
+    static char list[2][64];
+    char *s = list[usable != 0];
+    s[0] = 0;
     for (int i = 0; i < N_KERNELS; i++)
-        if (!strcmp(KERNELS[i].name, name)) {
-            if (!KERNELS[i].has()) return -1;
-            chosen = &KERNELS[i];
-            return 0;
+        if (!usable || KERNELS[i].has()) {
+            if (s[0]) strcat(s, "|");
+            strcat(s, KERNELS[i].name);
         }
-    return -1;
+    return s;
+}
+
+int gemm_kernel_from_env(AvErr *e) {
+    const char *env = getenv(GEMM_KERNEL_ENV);
+    if (!env || !*env) return 0;
+    const Kernel *k = find_kernel(env);
+    if (!k)
+        return av_err(e, "%s=%s: no such kernel (this build has %s)", GEMM_KERNEL_ENV, env, gemm_kernel_list(0));
+    if (!k->has())
+        return av_err(e, "%s=%s: this CPU lacks it (it has %s)", GEMM_KERNEL_ENV, env, gemm_kernel_list(1));
+    chosen = k;
+    return 0;
 }
 
 /* Tokens up to which a kernel with rowvec takes that path. */

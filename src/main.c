@@ -1,9 +1,11 @@
 /* main.c — entry point: signals, then the CLI. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "gemm.h"
 #include "util.h"
 
 /* Ctrl-C or a kill must not leave half-written outputs behind. */
@@ -21,6 +23,13 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGPIPE, &sa, NULL);
+
+    /* ATTNVIZ_KERNEL pins the products' kernel for the whole run; one it can't run is a usage error. */
+    AvErr e;
+    if (gemm_kernel_from_env(&e) != 0) {
+        fprintf(stderr, "attnviz: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
 
     CliOptions o;
     int rc = cli_parse(&o, argc, argv);

@@ -15,6 +15,7 @@
 #include <cblas.h>
 
 #include "diff.h"
+#include "gemm.h"
 #include "generate.h"
 #include "model.h"
 #include "npy.h"
@@ -881,8 +882,8 @@ int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch_path ? run_batch(p,
 void pipeline_close(Pipeline *p, FILE *profile) {
     if (!p) return;
     if (profile)
-        fprintf(profile, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f\n", p->t_load, p->t_tok, p->t_fwd,
-                p->t_write);
+        fprintf(profile, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f kernel=%s\n", p->t_load, p->t_tok,
+                p->t_fwd, p->t_write, gemm_kernel());
     run_free(p);
     free(p);
 }

@@ -77,6 +77,19 @@ expect_exit unwritable_output_is_named 1 "/nonexistent-dir/x.json: cannot write"
 expect_exit help_exits_zero 0 "" "$BIN" --help
 grep -q "Usage: attnviz" "$T/out" && pass help_prints_usage || fail help_prints_usage "no usage"
 expect_exit version_exits_zero 0 "" "$BIN" --version
+grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+\)$" "$T/out" &&
+    pass version_names_the_kernel || fail version_names_the_kernel "$(cat "$T/out")"
+
+# -- ATTNVIZ_KERNEL pins the products' kernel; a name this build or CPU can't run is a usage error
+ATTNVIZ_KERNEL=scalar "$BIN" --version | grep -q "(kernel scalar;" && pass environment_pins_the_scalar_kernel \
+    || fail environment_pins_the_scalar_kernel "$(ATTNVIZ_KERNEL=scalar "$BIN" --version 2>&1)"
+expect_exit unknown_kernel_is_a_usage_error 2 "^attnviz: ATTNVIZ_KERNEL=sse9: no such kernel \(this build has [a-z0-9|]+\)$" \
+    env ATTNVIZ_KERNEL=sse9 "$BIN" --model "$M" "hi"
+[ "$(wc -l <"$T/err")" -eq 1 ] && pass unknown_kernel_is_one_line || fail unknown_kernel_is_one_line "$(cat "$T/err")"
+"$BIN" --model "$M" --json "$T/k-best.json" --quiet "time flies like an arrow" &&
+    ATTNVIZ_KERNEL=scalar "$BIN" --model "$M" --json "$T/k-scalar.json" --quiet "time flies like an arrow" &&
+    cmp -s "$T/k-best.json" "$T/k-scalar.json" && pass scalar_kernel_writes_the_same_bytes \
+    || fail scalar_kernel_writes_the_same_bytes "JSON differs between the best and the scalar kernel"
 
 # -- a failed run leaves an existing output untouched and no temporary files
 echo '{"old":true}' >"$T/keep.json"

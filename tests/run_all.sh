@@ -75,6 +75,18 @@ for t in "$@"; do
         run_check "$t"
     fi
 done
+# The optimized suites again under every other products' kernel this CPU can
+# run (ATTNVIZ_KERNEL): the kernels must agree bit for bit, so every suite's
+# expectations hold on each (NEON runs under qemu: make test-aarch64).
+best=$(./attnviz --version | sed -n 's/.*(kernel \([a-z0-9]*\);.*/\1/p')
+for k in avx512 avx2 neon scalar; do
+    [ "$k" != "$best" ] && ATTNVIZ_KERNEL=$k ./attnviz --version >/dev/null 2>&1 || continue
+    for t in "$@"; do
+        [ "$t" = "--" ] && break
+        echo "== $t (ATTNVIZ_KERNEL=$k)"
+        ATTNVIZ_KERNEL=$k run_check "$t"
+    done
+done
 # End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
 scripts=(
     tests/cli_test.sh
