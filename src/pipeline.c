@@ -5,6 +5,7 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,6 +634,10 @@ static void progress(long done, long total, double t0, int final) {
  * the weights are read once for all of them. */
 #define PACK_MAX_INPUTS 64
 
+/* The longest --batch line read (README.md, docs/attnviz.1): past it the batch
+ * stops with the line's number. */
+#define BATCH_MAX_LINE (16u << 20)
+
 typedef struct {
     long lineno[PACK_MAX_INPUTS];
     char *a[PACK_MAX_INPUTS], *b[PACK_MAX_INPUTS];
@@ -771,13 +776,60 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     p->tokens += enc.n;
 }
 
+/* Reads one line (with its '\n', if any) into *line, never holding more than
+ * max bytes: past that *too_long is set and reading stops there (an endless
+ * line such as /dev/zero's would otherwise fill the memory). -1 at the end. */
+static ssize_t read_line(FILE *in, char **line, size_t *cap, size_t max, int *too_long) {
+    size_t n = 0;
+    int c = EOF;
+    *too_long = 0;
+    flockfile(in);
+    while ((c = getc_unlocked(in)) != EOF) {
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            if (nc > max + 2) nc = max + 2;
+            char *p = n + 2 > nc ? NULL : realloc(*line, nc);
+            if (!p) break; /* only when out of memory: reported as a read error */
+            *line = p, *cap = nc;
+        }
+        (*line)[n++] = (char)c;
+        if (c == '\n') break;
+        if (n > max) {
+            *too_long = 1;
+            break;
+        }
+    }
+    funlockfile(in);
+    if (n == 0 && c == EOF) return -1;
+    if (c != '\n' && c != EOF && !*too_long) return errno = ENOMEM, -2;
+    (*line)[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* A --batch FILE: a regular file, a FIFO or pipe, a device (a stream is read
+ * as it comes); never a directory. */
+static FILE *open_batch(const char *path, AvErr *e) {
+    if (!strcmp(path, "-")) return stdin;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno)), NULL;
+    if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+        int err = S_ISDIR(sb.st_mode) ? EISDIR : errno;
+        close(fd);
+        return av_err(e, "%s: cannot read: %s", path, strerror(err)), NULL;
+    }
+    FILE *in = fdopen(fd, "rb");
+    if (!in) {
+        close(fd);
+        av_err(e, "%s: cannot open: out of memory", path);
+    }
+    return in;
+}
+
 static int run_batch(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
-    FILE *in = strcmp(o->batch_path, "-") ? fopen(o->batch_path, "rb") : stdin;
-    if (!in) {
-        av_err(e, "%s: cannot open: %s", o->batch_path, strerror(errno));
-        return EXIT_RUNTIME;
-    }
+    FILE *in = open_batch(o->batch_path, e);
+    if (!in) return EXIT_RUNTIME;
     BatchState bs = {r, strcmp(o->batch_path, "-") ? o->batch_path : "stdin", NULL, 0, 0, 0,
                      !o->quiet && isatty(fileno(stderr))};
     long total = bs.show ? count_lines(in) : -1;
@@ -805,10 +857,17 @@ static int run_batch(Run *r, AvErr *e) {
     size_t cap = 0;
     ssize_t got;
     long lineno = 0;
-    int rc = EXIT_OK;
+    int rc = EXIT_OK, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
-    while (!bs.stop && (got = getline(&line, &cap, in)) != -1) {
+    while (!bs.stop && (got = read_line(in, &line, &cap, BATCH_MAX_LINE, &too_long)) >= 0) {
         lineno++;
+        if (too_long) { /* its end may never come: the batch stops here */
+            if (bs.show) fputs("\r\033[K", stderr);
+            av_err(e, "%s:%ld: line longer than %u bytes (the --batch line limit)", bs.name, lineno,
+                   (unsigned)BATCH_MAX_LINE);
+            bs.stop = 1;
+            break;
+        }
         size_t len = (size_t)got;
         char *b = NULL;
         if (memchr(line, '\0', len)) {
@@ -816,8 +875,8 @@ static int run_batch(Run *r, AvErr *e) {
             continue;
         }
         split_line(line, &len, &b);
-        if (len == 0) {
-            line_failed(&bs, lineno, "empty line");
+        if (len == 0 || !line[0]) {
+            line_failed(&bs, lineno, b ? "sentence A is empty (the line starts with its TAB)" : "empty line");
             continue;
         }
         batch_line(&bs, pack, line, b, lineno);
@@ -831,8 +890,8 @@ static int run_batch(Run *r, AvErr *e) {
     free(pack);
     if (bs.stop) rc = EXIT_RUNTIME;
     if (bs.show) progress(bs.done + bs.failed, total, t0, 1);
-    if (rc == EXIT_OK && ferror(in)) {
-        av_err(e, "%s: read error", bs.name);
+    if (rc == EXIT_OK && (ferror(in) || got == -2)) {
+        av_err(e, "%s: read error: %s", bs.name, strerror(errno));
         rc = EXIT_RUNTIME;
     }
     free(line);

@@ -11,32 +11,65 @@
 #include <time.h>
 #include <unistd.h>
 
+const char *av_file_kind(unsigned mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+int av_open_regular(const char *path, struct stat *sb, AvErr *e) {
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, sb) != 0) {
+        int err = errno;
+        close(fd);
+        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        close(fd);
+        return av_err(e, "%s: not a regular file (%s)", path, av_file_kind(sb->st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int err = errno;
+        close(fd);
+        return av_err(e, "%s: cannot open: %s", path, strerror(err));
+    }
+    return fd;
+}
+
 int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e) {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return av_err(e, "%s: not a regular file", path);
-    }
+    int fd = av_open_regular(path, &sb, e);
+    if (fd < 0) return -1;
     if ((size_t)sb.st_size > max_bytes) {
-        fclose(fp);
+        close(fd);
         return av_err(e, "%s: file is %lld bytes, more than the %zu this file may have", path,
                       (long long)sb.st_size, max_bytes);
     }
     size_t len = (size_t)sb.st_size;
     char *buf = malloc(len + 1);
     if (!buf) {
-        fclose(fp);
+        close(fd);
         return av_err(e, "%s: out of memory", path);
     }
-    size_t got = fread(buf, 1, len, fp);
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad || got != len) {
+    size_t got = 0;
+    int err = 0;
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            err = r < 0 ? errno : 0;
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != len) {
         free(buf);
-        return av_err(e, "%s: read error", path);
+        return err ? av_err(e, "%s: read error: %s", path, strerror(err))
+                   : av_err(e, "%s: read error: the file shrank while being read", path);
     }
     buf[len] = '\0';
     *out = buf;
@@ -191,18 +224,9 @@ int av_file_exists(const char *path) {
 int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e) {
     *map = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return av_err(e, "%s: not a regular file", path);
-    }
+    int fd = av_open_regular(path, &sb, e);
+    if (fd < 0) return -1;
     size_t n = (size_t)sb.st_size;
     if (n < min_len || n == 0) {
         close(fd);

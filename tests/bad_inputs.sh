@@ -7,7 +7,9 @@
 # definite leaks).
 #
 #   case_ NAME EXIT REGEX -- ARGS...    (ARGS may use $M: a fresh copy of the model;
-#                                        LINES=N case_ ... when N stderr lines are expected)
+#                                        LINES=N case_ ... when N stderr lines are expected;
+#                                        VMEM=KB case_ ... runs under ulimit -v KB)
+# Every case runs under a 60 s timeout: a hang (exit 124) is a failure.
 set -u
 cd "$(dirname "$0")/.."
 BIN=$PWD/attnviz
@@ -46,7 +48,8 @@ case_() { # name exit regex -- args...
     shift 4
     n_case=$((n_case + 1))
     rm -rf "$T/out" && mkdir -p "$T/out"
-    (cd "$T/out" && "$BIN" "$@" >"$T/stdout" 2>"$T/stderr")
+    (cd "$T/out" && { [ -z "${VMEM:-}" ] || ulimit -v "$VMEM"; } &&
+        timeout -k 5 60 "$BIN" "$@" >"$T/stdout" 2>"$T/stderr" </dev/null)
     local rc=$?
     local lines
     lines=$(grep -c '' "$T/stderr")
@@ -449,4 +452,36 @@ mkjson "$H" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = 
 case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*ok.heads.json's" -- "${MQ[@]}" "$H" "$X"
 case_ merge_stats_with_heads 1 "ok.heads.json: a \"heads\" file, but .*ok.stats.json is \"stats\"" -- "${MQ[@]}" "$S" "$H"
 case_ merge_a_directory 1 "$T: " -- "${MQ[@]}" "$T"
+# ---- files that are not regular files: a FIFO would block a plain open() forever
+fresh; rm "$M/model.safetensors" && mkfifo "$M/model.safetensors"
+case_ fifo_as_weights 1 "model.safetensors: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/config.json" && mkfifo "$M/config.json"
+case_ fifo_as_config 1 "config.json: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/config.json" && mkdir "$M/config.json"
+case_ directory_as_config 1 "config.json: not a regular file \(a directory\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/vocab.txt" && mkfifo "$M/vocab.txt"
+case_ fifo_as_vocabulary 1 "vocab.txt: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/vocab.txt" && ln -s /dev/zero "$M/vocab.txt"
+case_ char_device_as_vocabulary 1 "vocab.txt: not a regular file \(a character device\)" -- --model "$M" "${Q[@]}" hi
+lfresh; rm "$M/tokenizer.json" && mkfifo "$M/tokenizer.json"
+case_ fifo_as_tokenizer_json 1 "tokenizer.json: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+rm -f "$T/f.gguf" && mkfifo "$T/f.gguf"
+case_ fifo_as_gguf 1 "f.gguf: not a regular file \(a FIFO\)" -- --model "$T/f.gguf" "${Q[@]}" hi
+rm -f "$T/f.npz" && mkfifo "$T/f.npz"
+case_ fifo_as_render_input 1 "f.npz: not a regular file \(a FIFO\)" -- render "$T/f.npz" --quiet --json out.json
+ln -sf /dev/null "$T/null.npz"
+case_ char_device_as_render_input 1 "null.npz: not a regular file \(a character device\)" -- render "$T/null.npz" --quiet --json out.json
+fresh; rm -f "$T/f.npy" && mkfifo "$T/f.npy"
+case_ fifo_as_pattern 1 "f.npy: not a regular file \(a FIFO\)" -- heads --model "$M" --quiet --json out.json --pattern "$T/f.npy" "a b"
+case_ fifo_as_merge_shard 1 "f.npy: not a regular file \(a FIFO\)" -- stats --merge --json out.json "$S" "$T/f.npy"
+# --batch reads streams: a FIFO with a writer works; a directory does not
+rm -f "$T/b.fifo" && mkfifo "$T/b.fifo"
+(printf 'the cat sat\n' >"$T/b.fifo") &
+case_ batch_from_a_fifo 0 "" -- --model "$M" --quiet --batch "$T/b.fifo" --json out.jsonl
+wait
+case_ batch_a_directory 1 "$T: cannot read: Is a directory" -- --model "$M" --quiet --batch "$T"
+# ---- --batch lines are bounded while they are read (/dev/zero: one endless line)
+VMEM=1000000 case_ batch_endless_line 1 "/dev/zero:1: line longer than 16777216 bytes \(the --batch line limit\)" -- --model "$M" --quiet --batch /dev/zero
+printf 'fine\n\tonly sentence B\n' >"$T/emptya.txt"
+KEEP_OUTPUT=1 LINES=2 case_ batch_empty_sentence_a 1 "emptya.txt:2: sentence A is empty" -- --model "$M" --quiet --batch "$T/emptya.txt" --json out.jsonl
 echo "INFO bad-input catalog: $n_case cases"
