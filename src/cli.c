@@ -226,12 +226,12 @@ void cli_options_free(CliOptions *o) {
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fputs("attnviz: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputs(" (see attnviz --help)\n", stderr);
+    av_report("%s (see attnviz --help)", msg);
     return EXIT_USAGE;
 }
 
@@ -594,7 +594,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
 static int check_selection(const char *what, const int *v, int n, int limit) {
     for (int i = 0; i < n; i++)
         if (v[i] >= limit) {
-            fprintf(stderr, "attnviz: --%s %d is out of range: the model has %d %s (0-%d)\n", what, v[i], limit, what,
+            av_report("--%s %d is out of range: the model has %d %s (0-%d)", what, v[i], limit, what,
                     limit - 1);
             return -1;
         }
@@ -612,45 +612,45 @@ int cli_run(const CliOptions *o) {
     if (o->diff) {
         model_set_threads(o->threads);
         int rc = pipeline_diff(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     if (o->serve) {
         int rc = serve_run(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     if (o->merge) {
         if (heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, &e) == 0) return EXIT_OK;
-        fprintf(stderr, "attnviz: %s\n", e.msg);
+        av_report("%s", e.msg);
         return EXIT_RUNTIME;
     }
     if (o->render) {
         int rc = pipeline_render(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     Pipeline *p = NULL;
     const char *dir = NULL, *why = "";
     model_set_threads(o->threads);
     if (pipeline_open(&p, o, &dir, &why, &e) != 0) {
-        fprintf(stderr, "attnviz: %s\n", e.msg);
+        av_report("%s", e.msg);
         pipeline_close(p, o->profile ? stderr : NULL);
         return EXIT_RUNTIME;
     }
     const ModelConfig *c = pipeline_config(p);
     if (!o->quiet) {
-        fprintf(stderr, "attnviz: model %s (%s)%s\n", dir, why,
+        av_report("model %s (%s)%s", dir, why,
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
     int rc = EXIT_USAGE;
     if (o->layer >= c->num_layers) {
-        fprintf(stderr, "attnviz: --layer %d is out of range: the model has %d layers (0-%d)\n", o->layer,
+        av_report("--layer %d is out of range: the model has %d layers (0-%d)", o->layer,
                 c->num_layers, c->num_layers - 1);
         goto out;
     }
     if (o->head >= c->num_heads) {
-        fprintf(stderr, "attnviz: --head %d is out of range: the model has %d heads (0-%d)\n", o->head,
+        av_report("--head %d is out of range: the model has %d heads (0-%d)", o->head,
                 c->num_heads, c->num_heads - 1);
         goto out;
     }
@@ -660,27 +660,27 @@ int cli_run(const CliOptions *o) {
         goto out;
     if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
         (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {
-        fprintf(stderr, "attnviz: --layer/--head must be among the selected --layers/--heads\n");
+        av_report("--layer/--head must be among the selected --layers/--heads");
         goto out;
     }
     if (o->generate_n && !c->causal) {
-        fprintf(stderr, "attnviz: --generate continues text with a causal model; %s is a masked (%s) model: "
-                        "try --predict K with [MASK]/<mask> in the text\n", dir, c->model_type);
+        av_report("--generate continues text with a causal model; %s is a masked (%s) model: "
+                        "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
         goto out;
     }
     const char *no_head = pipeline_head_missing(p);
     if ((o->predict_k || o->generate_n) && no_head) {
-        fprintf(stderr, "attnviz: --%s needs a language-model head, and %s has none: %s\n",
+        av_report("--%s needs a language-model head, and %s has none: %s",
                 o->generate_n ? "generate" : "predict", dir, no_head);
         goto out;
     }
     if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "attnviz: %s: cannot create: %s\n", o->out_dir, strerror(errno));
+        av_report("%s: cannot create: %s", o->out_dir, strerror(errno));
         rc = EXIT_RUNTIME;
         goto out;
     }
     rc = pipeline_run(p, &e);
-    if (rc == EXIT_RUNTIME && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+    if (rc == EXIT_RUNTIME && e.msg[0]) av_report("%s", e.msg);
 out:
     pipeline_close(p, o->profile ? stderr : NULL);
     return rc;

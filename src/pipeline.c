@@ -297,7 +297,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
     } else if ((n = mask_rows(r, enc, &rows)) < 0) {
         return av_err(e, "out of memory");
     }
-    if (n == 0 && !r->o->quiet) fprintf(stderr, "attnviz: warning: no [MASK] or <mask> in the input: no fill-ins to predict\n");
+    if (n == 0 && !r->o->quiet) av_report("warning: no [MASK] or <mask> in the input: no fill-ins to predict");
     int rc = pred_alloc(pred, n, k, e);
     if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
@@ -322,7 +322,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
                                 cfg_max_tokens(&r->cfg));
     if (max_new > room) {
-        if (!o->quiet) fprintf(stderr, "attnviz: warning: --generate %d: the model's %d positions leave room for %d\n",
+        if (!o->quiet) av_report("warning: --generate %d: the model's %d positions leave room for %d",
                                max_new, cfg_max_tokens(&r->cfg), room);
         max_new = room;
     }
@@ -485,7 +485,7 @@ static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
     const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
     if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
-    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    if (html && !o->quiet) av_report("wrote %s", html);
     return 0;
 }
 
@@ -498,10 +498,10 @@ static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
     else
         snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
     if (o->batch_path)
-        fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno, limit,
+        av_report("warning: %s:%ld: longer than %s; dropped %d tokens", o->batch_path, lineno, limit,
                 enc->n_truncated);
     else
-        fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
+        av_report("warning: input is longer than %s; dropped %d tokens (longest first)", limit,
                 enc->n_truncated);
 }
 
@@ -661,7 +661,7 @@ static int line_failed(BatchState *bs, long lineno, const char *msg) {
     const CliOptions *o = bs->r->o;
     bs->failed++;
     if (bs->show) fputs("\r\033[K", stderr);
-    fprintf(stderr, "attnviz: %s:%ld: %s%s\n", bs->name, lineno, msg, o->strict ? "" : "; skipped");
+    av_report("%s:%ld: %s%s", bs->name, lineno, msg, o->strict ? "" : "; skipped");
     /* an output error is not the line's fault: stop */
     if (o->strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
     return bs->stop;
@@ -904,10 +904,10 @@ static int run_batch(Run *r, AvErr *e) {
     if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
     if (o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
     if (bs.failed) {
-        fprintf(stderr, "attnviz: %ld of %ld lines failed\n", bs.failed, lineno);
+        av_report("%ld of %ld lines failed", bs.failed, lineno);
         return EXIT_RUNTIME;
     }
-    if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", bs.done);
+    if (!o->quiet) av_report("%ld inputs processed", bs.done);
     return EXIT_OK;
 }
 
@@ -1137,11 +1137,11 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     char name_a[256], name_b[256];
     int rc = EXIT_RUNTIME;
     if (pipeline_open(&ra, o, &dir, &why, e) != 0) goto done;
-    if (!o->quiet) fprintf(stderr, "attnviz: model A %s (%s)\n", dir, why);
+    if (!o->quiet) av_report("model A %s (%s)", dir, why);
     if (o->model_b) {
         ob.model_dir = o->model_b;
         if (pipeline_open(&rb, &ob, &dir, &why, e) != 0) goto done;
-        if (!o->quiet) fprintf(stderr, "attnviz: model B %s (%s)\n", dir, why);
+        if (!o->quiet) av_report("model B %s (%s)", dir, why);
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
                    ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
@@ -1194,7 +1194,7 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     if (o->json_path && diff_out(o->json_path, diff_json, &da, NULL, e) != 0) goto done;
     const char *html = o->html_path ? o->html_path : o->json_path ? NULL : "attnviz-diff.html";
     if (html && diff_out(html, diff_page, &da, o->templates_dir, e) != 0) goto done;
-    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    if (html && !o->quiet) av_report("wrote %s", html);
     ra->t_write += av_now_ms() - t0;
     const int to_stdout = (o->json_path && !strcmp(o->json_path, "-")) || (html && !strcmp(html, "-"));
     if (!to_stdout && (diff_write_table(stdout, &da, o->diff_top ? o->diff_top : 10, e) != 0 || fflush(stdout) != 0)) {

@@ -472,7 +472,7 @@ static void open_browser(const char *url) {
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fprintf(stderr, "attnviz: warning: --open: could not start a browser (xdg-open); open the URL yourself\n");
+        av_report("warning: --open: could not start a browser (xdg-open); open the URL yourself");
 }
 
 static int stop_pipe[2] = {-1, -1};
@@ -507,8 +507,8 @@ int serve_run(const CliOptions *o, AvErr *e) {
         return EXIT_USAGE;
     }
     if (!is_loopback(&ss))
-        fprintf(stderr, "attnviz: warning: --host %s: anyone who can reach this address and has the URL's token can run "
-                        "the model\n", host);
+        av_report("warning: --host %s: anyone who can reach this address and has the URL's token can run "
+                        "the model", host);
 
     uint8_t rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return av_err(e, "no random bytes for the token"), rc;
@@ -593,13 +593,13 @@ int serve_run(const CliOptions *o, AvErr *e) {
     printf("%s\n", url);
     fflush(stdout);
     if (!o->quiet)
-        fprintf(stderr, "attnviz: serving %d model%s at the URL above; Ctrl-C stops\n", nm, nm > 1 ? "s" : "");
+        av_report("serving %d model%s at the URL above; Ctrl-C stops", nm, nm > 1 ? "s" : "");
     if (o->open_browser) open_browser(url);
 
     unsigned char sig = 0;
     while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
-    if (!o->quiet) fprintf(stderr, "attnviz: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!o->quiet) av_report("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = EXIT_OK;
 out:
     if (d) MHD_stop_daemon(d);

@@ -59,6 +59,8 @@ case_() { # name exit regex -- args...
         echo "FAIL bad_input_$name: $lines stderr lines, want ${LINES:-1}: $(head -c 300 "$T/stderr")"
     elif [ -n "$re" ] && ! grep -qE -- "$re" "$T/stderr"; then
         echo "FAIL bad_input_$name: stderr lacks /$re/: $(head -c 300 "$T/stderr")"
+    elif LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$T/stderr"; then
+        echo "FAIL bad_input_$name: a raw control character on stderr: $(head -c 300 "$T/stderr" | od -c | head -3)"
     elif ls -a "$T/out" "$T" | grep -q '\.tmp\.'; then
         echo "FAIL bad_input_$name: temporary file left behind"
     elif [ "$want" -ne 0 ] && [ -z "${KEEP_OUTPUT:-}" ] && [ -n "$(ls "$T/out")" ]; then
@@ -452,6 +454,18 @@ mkjson "$H" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = 
 case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*ok.heads.json's" -- "${MQ[@]}" "$H" "$X"
 case_ merge_stats_with_heads 1 "ok.heads.json: a \"heads\" file, but .*ok.stats.json is \"stats\"" -- "${MQ[@]}" "$S" "$H"
 case_ merge_a_directory 1 "$T: " -- "${MQ[@]}" "$T"
+# ---- strings from model files never reach the terminal raw (ESC/BEL/C1 are escaped)
+fresh; cfg_edit 'c["model_type"] = "\u001b]0;pwned\u0007"'
+case_ escape_model_type 1 'model type "\\x1b\]0;pwned\\x07" is not supported' -- --model "$M" "${Q[@]}" hi
+fresh; printf '\033[2Jcat\n\033[2Jcat\n' >>"$M/vocab.txt"
+case_ escape_vocabulary_entry 1 'duplicate token "\\x1b\[2Jcat"' -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["\u009b31mevil\u0007"] = dict(h["pooler.dense.bias"], dtype="Q9")'
+case_ escape_tensor_name 1 "tensor '\\\\u009b31mevil\\\\x07': unknown dtype 'Q9'" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["model"]["merges"].append("\u001b[5m zz")'
+case_ escape_merge 1 'merge 8 .*\\x1b\[5m' -- --model "$M" "${Q[@]}" hi
+mkgguf "$G" 'kv["general.architecture"] = ("s", "\x1b]2;title\x07")'
+case_ escape_gguf_architecture 1 'GGUF architecture "\\x1b\]2;title\\x07" is not supported' -- --model "$G" "${Q[@]}" hi
+fresh
 # ---- files that are not regular files: a FIFO would block a plain open() forever
 fresh; rm "$M/model.safetensors" && mkfifo "$M/model.safetensors"
 case_ fifo_as_weights 1 "model.safetensors: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
