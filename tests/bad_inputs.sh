@@ -223,6 +223,8 @@ lfresh; tj_edit 't["model"]["vocab"]["x"] = 99'
 case_ tokjson_more_ids_than_embeddings 1 "tokenizer.json: 100 tokens, but config.json says vocab_size 40" -- --model "$M" "${Q[@]}" hi
 lfresh; printf '{"model": {"type": "BPE", "vocab": ' >"$M/tokenizer.json"
 case_ tokjson_not_json 1 "tokenizer.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"}, "content": "h" * 100}] * 8}'
+VMEM=2000000 case_ tokjson_normalizer_grows_without_bound 1 "tokenizer.json: the normalizer grows the text past 128 bytes, the limit for 2 input bytes \(32x \+ 64\)" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
