@@ -13,6 +13,10 @@ typedef struct {
  * `return av_err(e, "...")`. */
 int av_err(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* av_err(e, "<what>: <strerror(errno)>"), for a failed write or read: a
+ * full disk says "No space left on device", not only "write error". */
+int av_err_errno(AvErr *e, const char *what);
+
 /* Prepends "prefix: " to an existing message (context such as a file name). */
 int av_err_prefix(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

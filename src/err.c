@@ -2,6 +2,7 @@
  * messages are printed. */
 #include "err.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,11 @@ int av_err_prefix(AvErr *e, const char *fmt, ...) {
     snprintf(raw, sizeof raw, "%s: %s", prefix, old);
     av_sanitize(e->msg, sizeof e->msg, raw);
     return -1;
+}
+
+int av_err_errno(AvErr *e, const char *what) {
+    int err = errno ? errno : EIO; /* EIO: a stream's error flag with errno lost */
+    return av_err(e, "%s: %s", what, strerror(err));
 }
 
 void av_report(const char *fmt, ...) {

@@ -411,7 +411,7 @@ static int write_file(const Run *r, const char *path, const OutDoc *d, int what,
     AvOut out;
     if (av_out_open(&out, path, e) != 0) return -1;
     int rc = WRITERS[what].write(out.fp, d, r, e);
-    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err(e, "write error");
+    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
     if (rc != 0) {
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
         av_out_abort(&out);
@@ -518,7 +518,7 @@ static int finish_input(Run *r, const char *a, const char *b, long lineno, const
     int rc = emit(r, &d, lineno, e);
     if (rc == 0 && jsonl && !o->stats && !o->heads && !o->out_dir) {
         rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
-        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err(e, "write error");
+        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
         if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
     }
     r->t_write += av_now_ms() - t0;
@@ -1099,7 +1099,7 @@ typedef int (*DiffWriter)(FILE *f, const OutDoc *d, const char *templates_dir, A
 static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
     (void)dir;
     if (diff_write_json(f, d, e) != 0) return -1;
-    return fputc('\n', f) == EOF ? av_err(e, "write error") : 0;
+    return fputc('\n', f) == EOF ? av_err_errno(e, "write error") : 0;
 }
 static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
 
