@@ -149,6 +149,8 @@ static void usage(FILE *f) {
           f);
 }
 
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...);
+
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
     errno = 0;
@@ -156,6 +158,17 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* A count option's usage error: a whole number past the limit is "out of
+ * range" naming the limit, anything else "needs what". */
+static int count_error(const char *opt, const char *arg, long hi, const char *what) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (end != arg && !*end && v > 0 && (errno == ERANGE || v > hi))
+        return usage_error("%s %s is out of range: at most %ld", opt, arg, hi);
+    return usage_error("%s needs %s, got '%s'", opt, what, arg);
 }
 
 static int parse_real(const char *s, double lo, double hi, double *out) {
@@ -377,11 +390,11 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             break;
         case O_TOP: /* diff's table, or heads' ranking */
             if (o->heads) {
-                if (parse_int(optarg, 0, 1000000, &o->top_k)) return usage_error("--top needs a count >= 0, got '%s'", optarg);
+                if (parse_int(optarg, 0, 1000000, &o->top_k)) return count_error("--top", optarg, 1000000, "a count >= 0");
                 break;
             }
             if (!o->diff) return usage_error("%s", "--top goes with attnviz diff or attnviz heads");
-            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return usage_error("--top needs a count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return count_error("--top", optarg, 1 << 20, "a count >= 1");
             break;
         case O_JSON: o->json_path = optarg; break;
         case O_HTML:
@@ -404,7 +417,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_STATS: o->stats = 1; break;
         case O_STRICT: o->strict = 1; break;
         case O_MAXTOK:
-            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return usage_error("--max-tokens needs a count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return count_error("--max-tokens", optarg, INT_MAX, "a count >= 1");
             break;
         case O_MAXCAP:
             if (parse_size(optarg, &o->max_capture)) return usage_error("--max-capture needs a size like 8G or 500M, got '%s'", optarg);
@@ -413,7 +426,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error("--predict needs a count from 1 to 100, got '%s'", optarg);
             break;
         case O_GENERATE:
-            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return usage_error("--generate needs a token count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return count_error("--generate", optarg, 1 << 20, "a token count >= 1");
             break;
         case O_TEMP:
             if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error("--temperature needs a number from 0 to 100, got '%s'", optarg);
@@ -477,10 +490,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
-            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return usage_error("--layer needs a layer index >= 0, got '%s'", optarg);
+            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return count_error("--layer", optarg, INT_MAX, "a layer index >= 0");
             break;
         case O_HEAD:
-            if (parse_int(optarg, 0, INT_MAX, &o->head)) return usage_error("--head needs a head index >= 0, got '%s'", optarg);
+            if (parse_int(optarg, 0, INT_MAX, &o->head)) return count_error("--head", optarg, INT_MAX, "a head index >= 0");
             break;
         case O_TOKENS: o->tokens_only = 1; break;
         case O_QK: o->qk = 1; break;

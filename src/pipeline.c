@@ -150,6 +150,11 @@ static int load_all(Run *r, AvErr *e) {
         av_err(e, "out of memory");
         goto done;
     }
+    struct stat sb;
+    if (stat(r->dir, &sb) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
+        goto done;
+    }
     if (!av_file_exists(cfgp) && !o->tokens_only && !model_is_gguf(r->dir)) {
         av_err(e, "%s: no config.json in the model folder", r->dir);
         goto done;

@@ -202,6 +202,10 @@ case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
 case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
+case_ opt_max_tokens_absurd 2 "--max-tokens 999999999999 is out of range: at most 2147483647" -- --model "$M" --max-tokens 999999999999 hi
+case_ opt_max_tokens_zero 2 "--max-tokens needs a count >= 1, got '0'" -- --model "$M" --max-tokens 0 hi
+ln -sfn "$T/loop" "$T/loop"
+case_ opt_model_symlink_loop 1 "loop: cannot resolve the model path: Too many levels of symbolic links" -- --model "$T/loop" --quiet hi
 
 # ---- Llama-style decoders: Hugging Face folders (tokenizer.json, shards) and GGUF files
 LLS=$PWD/tests/data/small-llama
@@ -296,7 +300,7 @@ case_ gguf_llama_tokenizer_without_scores 1 "a llama tokenizer without merges ne
 mkgguf "$G" 'kv["tokenizer.ggml.eos_token_id"] = ("u", 99999)'
 case_ gguf_eos_outside_vocabulary 1 "tokenizer.ggml.eos_token_id 99999 is outside the vocabulary" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" ''
-case_ gguf_generate_absurd_count 2 "--generate needs a token count >= 1" -- --model "$G" --generate 9999999999 hi
+case_ gguf_generate_absurd_count 2 "--generate 9999999999 is out of range: at most 1048576" -- --model "$G" --generate 9999999999 hi
 case_ gguf_generate_runs_to_the_positions 0 "" -- --model "$G" --quiet --generate 100000 --predict 100 --json out.json hi
 mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
