@@ -96,6 +96,8 @@ fresh; st_edit 'o = h["pooler.dense.bias"]["data_offsets"]; h["pooler.dense.bias
 case_ st_offsets_reversed 1 "data_offsets .* are reversed" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'o = h["encoder.layer.0.attention.self.key.bias"]["data_offsets"]; h["encoder.layer.0.attention.self.query.bias"]["data_offsets"] = o'
 case_ st_offsets_overlap 1 "overlap in the data section" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h.update({f"x{i}": {} for i in range(1000000)})'
+case_ st_million_entries 1 "model.safetensors: safetensors header lists more than 100000 entries \(1000[0-9]+\)" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [33]'
 case_ st_offsets_mismatch_shape 1 "data_offsets span 128 bytes but F32 x shape needs 132" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [2**40, 2**40, 16]'
@@ -259,6 +261,7 @@ for l in range(L):
                   ("ffn_norm", [H]), ("ffn_gate", [H, FF]), ("ffn_up", [H, FF]), ("ffn_down", [FF, H])):
         tensors[f"blk.{l}.{nm}.weight"] = d
 cut = None
+share = None  # (a, b): tensor b's data offset is a's (overlapping tensors)
 exec(code)
 def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
 body = b""
@@ -268,11 +271,12 @@ for k, (t, v) in kv.items():
     elif t == "u": body += struct.pack("<IQ", 10, v)
     elif t == "f": body += struct.pack("<If", 6, v)
     elif t == "as": body += struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(x) for x in v)
-info, data = b"", b""
+info, data, offs = b"", b"", {}
 for name, dims in tensors.items():
     size = 4
     for d in dims: size *= d
-    info += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, len(data))
+    offs[name] = offs[share[0]] if share and name == share[1] else len(data)
+    info += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, offs[name])
     data += b"\x00\x00\x80\x3f" * (size // 4)
     data += b"\x00" * (-len(data) % 32)
 head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)) + body + info
@@ -306,6 +310,8 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
+case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 # ---- attnviz render: a .npz of attention arrays and its tokens
