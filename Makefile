@@ -32,7 +32,7 @@ TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
 VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
 
-.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz
+.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan
 
 all: $(BIN) demo-model
 
@@ -102,6 +102,15 @@ fuzz:
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_SAN="$(FUZZ_SAN)" PKG_CFLAGS="$(PKG_CFLAGS)" LDLIBS="$(LDLIBS)" \
 		tests/fuzz/run.sh $(FUZZ_TARGETS)
 
+# ThreadSanitizer: the server under load and a threaded --batch run
+# (tests/tsan_test.sh, about a minute); not part of make test.
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+
+tsan:
+	@$(MAKE) --no-print-directory B=build-tsan BIN=build-tsan/attnviz OPT=-O1 SAN="$(TSAN_FLAGS)" build-tsan/attnviz
+	@$(MAKE) --no-print-directory demo-model
+	@tests/tsan_test.sh $(TSAN_REQUESTS)
+
 deps:
 	@tools/deps.sh build
 
@@ -143,4 +152,4 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
 
 clean:
-	rm -rf build build-asan build-fuzz attnviz
+	rm -rf build build-asan build-fuzz build-tsan attnviz

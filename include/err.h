@@ -9,11 +9,26 @@ typedef struct {
     char msg[512];
 } AvErr;
 
-/* Formats a message into e (if non-NULL) and returns -1, so callers can write
+/* Formats a message into e (if non-NULL), sanitized (av_sanitize), and returns -1, so callers can write
  * `return av_err(e, "...")`. */
 int av_err(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* av_err(e, "<what>: <strerror(errno)>"), for a failed write or read: a
+ * full disk says "No space left on device", not only "write error". */
+int av_err_errno(AvErr *e, const char *what);
+
 /* Prepends "prefix: " to an existing message (context such as a file name). */
 int av_err_prefix(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies src into dst (cap bytes, NUL-terminated) with every control character
+ * made harmless: newline, CR and TAB become spaces; other C0 controls, DEL and
+ * bytes that are not UTF-8 become \xHH; C1 controls (U+0080-U+009F) \u00HH.
+ * Truncates at a whole character. Returns the length written. */
+size_t av_sanitize(char *dst, size_t cap, const char *src);
+
+/* Prints "attnviz: <message>" and a newline on stderr, the message sanitized
+ * (av_sanitize): every message and warning goes out through here or through
+ * an AvErr (av_err sanitizes too), so no model file can drive the terminal. */
+void av_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -6,6 +6,17 @@
 #include <stdio.h>
 #include "err.h"
 
+struct stat;
+
+/* Opens a file the user named for reading: never blocks on a FIFO (opened
+ * O_NONBLOCK, then checked), refuses anything but a regular file with one
+ * line naming it and its kind. Returns the descriptor (O_CLOEXEC, blocking
+ * again) with *sb filled, or -1. Every reader of a named file goes through it. */
+int av_open_regular(const char *path, struct stat *sb, AvErr *e);
+
+/* "a directory", "a FIFO", "a character device", ... for a st_mode. */
+const char *av_file_kind(unsigned mode);
+
 /* Reads a whole file (at most max_bytes) into a NUL-terminated malloc'd buffer. */
 int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e);
 
@@ -15,11 +26,12 @@ int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len
  * ("%s: <too_short> (N bytes)"). Unmap with munmap(*map, *len). */
 int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e);
 
-/* Atomic output: writes go to a temporary file in the same directory, which
+/* Atomic output: writes go to a temporary file in the same directory (created
+ * with the umask applied; replacing a file keeps that file's mode), which
  * av_out_commit renames over the target; av_out_abort removes it. "-" means stdout. */
 typedef struct {
     FILE *fp;
-    char *path;     /* final path, or NULL for stdout */
+    char *path;     /* final path (also when direct), or NULL for stdout */
     char *tmp_path; /* temporary path, or NULL for stdout */
     int direct;     /* a device or FIFO, written in place */
 } AvOut;

@@ -150,6 +150,8 @@ static void usage(FILE *f) {
           f);
 }
 
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...);
+
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
     errno = 0;
@@ -157,6 +159,17 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
+}
+
+/* A count option's usage error: a whole number past the limit is "out of
+ * range" naming the limit, anything else "needs what". */
+static int count_error(const char *opt, const char *arg, long hi, const char *what) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (end != arg && !*end && v > 0 && (errno == ERANGE || v > hi))
+        return usage_error("%s %s is out of range: at most %ld", opt, arg, hi);
+    return usage_error("%s needs %s, got '%s'", opt, what, arg);
 }
 
 static int parse_real(const char *s, double lo, double hi, double *out) {
@@ -227,12 +240,12 @@ void cli_options_free(CliOptions *o) {
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fputs("attnviz: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputs(" (see attnviz --help)\n", stderr);
+    av_report("%s (see attnviz --help)", msg);
     return EXIT_USAGE;
 }
 
@@ -378,11 +391,11 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             break;
         case O_TOP: /* diff's table, or heads' ranking */
             if (o->heads) {
-                if (parse_int(optarg, 0, 1000000, &o->top_k)) return usage_error("--top needs a count >= 0, got '%s'", optarg);
+                if (parse_int(optarg, 0, 1000000, &o->top_k)) return count_error("--top", optarg, 1000000, "a count >= 0");
                 break;
             }
             if (!o->diff) return usage_error("%s", "--top goes with attnviz diff or attnviz heads");
-            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return usage_error("--top needs a count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return count_error("--top", optarg, 1 << 20, "a count >= 1");
             break;
         case O_JSON: o->json_path = optarg; break;
         case O_HTML:
@@ -405,7 +418,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_STATS: o->stats = 1; break;
         case O_STRICT: o->strict = 1; break;
         case O_MAXTOK:
-            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return usage_error("--max-tokens needs a count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return count_error("--max-tokens", optarg, INT_MAX, "a count >= 1");
             break;
         case O_MAXCAP:
             if (parse_size(optarg, &o->max_capture)) return usage_error("--max-capture needs a size like 8G or 500M, got '%s'", optarg);
@@ -414,7 +427,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error("--predict needs a count from 1 to 100, got '%s'", optarg);
             break;
         case O_GENERATE:
-            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return usage_error("--generate needs a token count >= 1, got '%s'", optarg);
+            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return count_error("--generate", optarg, 1 << 20, "a token count >= 1");
             break;
         case O_TEMP:
             if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error("--temperature needs a number from 0 to 100, got '%s'", optarg);
@@ -478,10 +491,10 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
-            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return usage_error("--layer needs a layer index >= 0, got '%s'", optarg);
+            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return count_error("--layer", optarg, INT_MAX, "a layer index >= 0");
             break;
         case O_HEAD:
-            if (parse_int(optarg, 0, INT_MAX, &o->head)) return usage_error("--head needs a head index >= 0, got '%s'", optarg);
+            if (parse_int(optarg, 0, INT_MAX, &o->head)) return count_error("--head", optarg, INT_MAX, "a head index >= 0");
             break;
         case O_TOKENS: o->tokens_only = 1; break;
         case O_QK: o->qk = 1; break;
@@ -595,7 +608,7 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
 static int check_selection(const char *what, const int *v, int n, int limit) {
     for (int i = 0; i < n; i++)
         if (v[i] >= limit) {
-            fprintf(stderr, "attnviz: --%s %d is out of range: the model has %d %s (0-%d)\n", what, v[i], limit, what,
+            av_report("--%s %d is out of range: the model has %d %s (0-%d)", what, v[i], limit, what,
                     limit - 1);
             return -1;
         }
@@ -613,45 +626,45 @@ int cli_run(const CliOptions *o) {
     if (o->diff) {
         model_set_threads(o->threads);
         int rc = pipeline_diff(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     if (o->serve) {
         int rc = serve_run(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     if (o->merge) {
         if (heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, &e) == 0) return EXIT_OK;
-        fprintf(stderr, "attnviz: %s\n", e.msg);
+        av_report("%s", e.msg);
         return EXIT_RUNTIME;
     }
     if (o->render) {
         int rc = pipeline_render(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
         return rc;
     }
     Pipeline *p = NULL;
     const char *dir = NULL, *why = "";
     model_set_threads(o->threads);
     if (pipeline_open(&p, o, &dir, &why, &e) != 0) {
-        fprintf(stderr, "attnviz: %s\n", e.msg);
+        av_report("%s", e.msg);
         pipeline_close(p, o->profile ? stderr : NULL);
         return EXIT_RUNTIME;
     }
     const ModelConfig *c = pipeline_config(p);
     if (!o->quiet) {
-        fprintf(stderr, "attnviz: model %s (%s)%s\n", dir, why,
+        av_report("model %s (%s)%s", dir, why,
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
     int rc = EXIT_USAGE;
     if (o->layer >= c->num_layers) {
-        fprintf(stderr, "attnviz: --layer %d is out of range: the model has %d layers (0-%d)\n", o->layer,
+        av_report("--layer %d is out of range: the model has %d layers (0-%d)", o->layer,
                 c->num_layers, c->num_layers - 1);
         goto out;
     }
     if (o->head >= c->num_heads) {
-        fprintf(stderr, "attnviz: --head %d is out of range: the model has %d heads (0-%d)\n", o->head,
+        av_report("--head %d is out of range: the model has %d heads (0-%d)", o->head,
                 c->num_heads, c->num_heads - 1);
         goto out;
     }
@@ -661,27 +674,27 @@ int cli_run(const CliOptions *o) {
         goto out;
     if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
         (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {
-        fprintf(stderr, "attnviz: --layer/--head must be among the selected --layers/--heads\n");
+        av_report("--layer/--head must be among the selected --layers/--heads");
         goto out;
     }
     if (o->generate_n && !c->causal) {
-        fprintf(stderr, "attnviz: --generate continues text with a causal model; %s is a masked (%s) model: "
-                        "try --predict K with [MASK]/<mask> in the text\n", dir, c->model_type);
+        av_report("--generate continues text with a causal model; %s is a masked (%s) model: "
+                        "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
         goto out;
     }
     const char *no_head = pipeline_head_missing(p);
     if ((o->predict_k || o->generate_n) && no_head) {
-        fprintf(stderr, "attnviz: --%s needs a language-model head, and %s has none: %s\n",
+        av_report("--%s needs a language-model head, and %s has none: %s",
                 o->generate_n ? "generate" : "predict", dir, no_head);
         goto out;
     }
     if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "attnviz: %s: cannot create: %s\n", o->out_dir, strerror(errno));
+        av_report("%s: cannot create: %s", o->out_dir, strerror(errno));
         rc = EXIT_RUNTIME;
         goto out;
     }
     rc = pipeline_run(p, &e);
-    if (rc == EXIT_RUNTIME && e.msg[0]) fprintf(stderr, "attnviz: %s\n", e.msg);
+    if (rc == EXIT_RUNTIME && e.msg[0]) av_report("%s", e.msg);
 out:
     pipeline_close(p, o->profile ? stderr : NULL);
     return rc;

@@ -230,7 +230,7 @@ int diff_write_members(FILE *f, const OutDoc *a, AvErr *e) {
     }
     free(ord);
     fputs("]}", f);
-    if (ferror(f)) return av_err(e, "write error");
+    if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }
 
@@ -243,7 +243,7 @@ int diff_write_json(FILE *f, const OutDoc *a, AvErr *e) {
     fputs(",\"b\":", f);
     if (json_write_doc(f, a->diff->b, e)) return -1;
     fputc('}', f);
-    if (ferror(f)) return av_err(e, "write error");
+    if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }
 
@@ -269,6 +269,6 @@ int diff_write_table(FILE *f, const OutDoc *a, int top, AvErr *e) {
     fputs("per layer (mean over heads):", f);
     for (int li = 0; li < nl; li++) fprintf(f, "  L%d %.6f", out_layer(a, li), layer_mean(a, li));
     fputc('\n', f);
-    if (ferror(f)) return av_err(e, "write error");
+    if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }

@@ -1,37 +1,94 @@
-/* err.c — one-line error messages carried back to main. */
+/* err.c — one-line error messages carried back to main, and the one place
+ * messages are printed. */
 #include "err.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+/* The length of a valid UTF-8 sequence at s (at most n bytes) that encodes a
+ * character other than a C1 control (U+0080-U+009F); 0 when there is none. */
+static size_t utf8_printable(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (c == 0xC2 && s[1] <= 0x9F) return 0;                    /* C1 controls, e.g. U+009B (CSI) */
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xF0 && s[1] < 0x90)) return 0; /* overlong */
+    if ((c == 0xED && s[1] >= 0xA0) || (c == 0xF4 && s[1] >= 0x90)) return 0; /* surrogates, > U+10FFFF */
+    return len;
+}
+
+size_t av_sanitize(char *dst, size_t cap, const char *src) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t n = strlen(src), k = 0;
+    if (!cap) return 0;
+    for (size_t i = 0; i < n;) {
+        char esc[8];
+        size_t w = 1, el;
+        const char *out;
+        if (s[i] == '\n' || s[i] == '\r' || s[i] == '\t') { /* messages are one line */
+            out = " ", el = 1;
+        } else if (s[i] >= 0x20 && s[i] < 0x7F) {
+            out = (const char *)s + i, el = 1;
+        } else if (s[i] >= 0x80 && (w = utf8_printable(s + i, n - i)) > 0) {
+            out = (const char *)s + i, el = w;
+        } else if (s[i] == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F) {
+            snprintf(esc, sizeof esc, "\\u%04x", s[i + 1]); /* a C1 control in UTF-8 */
+            out = esc, el = 6, w = 2;
+        } else { /* C0 (ESC, BEL, ...), DEL, or a byte that is not UTF-8 */
+            snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+            out = esc, el = 4, w = 1;
+        }
+        if (k + el >= cap) break; /* truncated at a whole character or escape */
+        memcpy(dst + k, out, el);
+        k += el;
+        i += w;
+    }
+    dst[k] = '\0';
+    return k;
+}
+
 int av_err(AvErr *e, const char *fmt, ...) {
     if (!e) return -1;
+    char raw[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    /* Messages are one line: fold any newline an embedded string brought in. */
-    for (char *p = e->msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+    /* Strings from model files and inputs end up here: no control character
+     * (a terminal escape, a newline) may reach the user's terminal. */
+    av_sanitize(e->msg, sizeof e->msg, raw);
     return -1;
 }
 
 int av_err_prefix(AvErr *e, const char *fmt, ...) {
     if (!e) return -1;
-    char prefix[256], old[sizeof e->msg];
+    char prefix[256], old[sizeof e->msg], raw[sizeof prefix + sizeof e->msg + 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
     /* Truncation is acceptable: the message stays one readable line. */
-    size_t k = strnlen(prefix, sizeof e->msg - 3);
-    memcpy(e->msg, prefix, k);
-    memcpy(e->msg + k, ": ", 2);
-    size_t rest = sizeof e->msg - k - 3;
-    size_t ol = strnlen(old, rest);
-    memcpy(e->msg + k + 2, old, ol);
-    e->msg[k + 2 + ol] = '\0';
+    snprintf(raw, sizeof raw, "%s: %s", prefix, old);
+    av_sanitize(e->msg, sizeof e->msg, raw);
     return -1;
+}
+
+int av_err_errno(AvErr *e, const char *what) {
+    int err = errno ? errno : EIO; /* EIO: a stream's error flag with errno lost */
+    return av_err(e, "%s: %s", what, strerror(err));
+}
+
+void av_report(const char *fmt, ...) {
+    char raw[2048], msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    av_sanitize(msg, sizeof msg, raw);
+    fprintf(stderr, "attnviz: %s\n", msg);
 }

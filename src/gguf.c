@@ -189,6 +189,28 @@ static int check_dups(char **names, int n, const char *what, const char *name, A
     return 0;
 }
 
+static int cmp_tensor_offset(const void *a, const void *b) {
+    const GgufTensor *x = *(const GgufTensor *const *)a, *y = *(const GgufTensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Tensors sharing bytes mean a corrupt or hostile file (as safetensors.c refuses). */
+static int check_overlap(const GgufFile *f, const char *name, AvErr *e) {
+    if (f->n_tensors < 2) return 0;
+    const GgufTensor **by = malloc((size_t)f->n_tensors * sizeof *by);
+    if (!by) return av_err(e, "%s: out of memory", name);
+    for (int i = 0; i < f->n_tensors; i++) by[i] = &f->tensors[i];
+    qsort(by, (size_t)f->n_tensors, sizeof *by, cmp_tensor_offset);
+    int rc = 0, far = 0; /* far: the tensor reaching furthest so far (an empty one must not hide an overlap) */
+    for (int i = 1; i < f->n_tensors && !rc; i++) {
+        if (by[i]->nbytes && by[far]->offset + by[far]->nbytes > by[i]->offset)
+            rc = av_err(e, "%s: tensors '%s' and '%s' overlap in the data section", name, by[far]->name, by[i]->name);
+        if (by[i]->offset + by[i]->nbytes > by[far]->offset + by[far]->nbytes) far = i;
+    }
+    free(by);
+    return rc;
+}
+
 static int parse(GgufFile *f, const uint8_t *p, size_t len, const char *name, AvErr *e) {
     Cur c = {p, len, 0};
     uint32_t magic, version;
@@ -291,7 +313,7 @@ static int parse(GgufFile *f, const uint8_t *p, size_t len, const char *name, Av
                           (unsigned long long)t->offset, t->nbytes);
         t->data = p + f->data_offset + t->offset;
     }
-    return 0;
+    return check_overlap(f, name, e);
 }
 
 int gguf_parse(GgufFile *f, const void *buf, size_t len, const char *name, AvErr *e) {

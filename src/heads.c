@@ -403,7 +403,7 @@ int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
             free(r);
         }
     }
-    return ferror(f) ? av_err(e, "write error") : 0;
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
 }
 
 int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e) {
@@ -444,7 +444,7 @@ int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e) {
         fputc('}', f);
     }
     fputs("}\n", f);
-    return ferror(f) ? av_err(e, "write error") : 0;
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
 }
 
 /* ---- reading and merging --json files ---- */

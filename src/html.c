@@ -116,7 +116,7 @@
 /* ---------------------------------------------------------------- output helpers */
 
 static int put(FILE *f, const void *p, size_t n, AvErr *e) {
-    if (n && fwrite(p, 1, n, f) != n) return av_err(e, "html: write failed");
+    if (n && fwrite(p, 1, n, f) != n) return av_err_errno(e, "html: write failed");
     return 0;
 }
 
@@ -461,7 +461,7 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
         fputc('}', f);
     }
     fputc('}', f);
-    if (ferror(f)) return av_err(e, "html: write failed");
+    if (ferror(f)) return av_err_errno(e, "html: write failed");
     return 0;
 }
 
@@ -710,7 +710,7 @@ static void enc_free(Enc *en) {
 
 static int write_blob(FILE *f, const char *id, const Blob *b, AvErr *e) {
     if (fprintf(f, "<script type=\"application/octet-stream\" id=\"%s\" data-z=\"%zu\">", id, b->len) < 0)
-        return av_err(e, "html: write failed");
+        return av_err_errno(e, "html: write failed");
     if (put_base85(f, b->z, b->len, e)) return -1;
     return puts_(f, "</script>\n", e);
 }
@@ -873,7 +873,7 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
         p = close + 2;
     }
     tmpl_free(&page);
-    if (rc == 0 && ferror(f)) rc = av_err(e, "html: write failed");
+    if (rc == 0 && ferror(f)) rc = av_err_errno(e, "html: write failed");
     return rc;
 }
 

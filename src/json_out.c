@@ -245,7 +245,7 @@ static int sink_done(Sink *s, AvErr *e) {
     sink_flush(s);
     int failed = s->failed || ferror(s->f);
     free(s);
-    return failed ? av_err(e, "write error") : 0;
+    return failed ? av_err_errno(e, "write error") : 0;
 }
 
 int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e) {

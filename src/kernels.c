@@ -168,8 +168,12 @@ static inline float vexpf(float x) {
 }
 
 /* Element-wise kernels are compiled for AVX-512, AVX2 and baseline x86-64 and
- * picked at run time, so the default build stays portable. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * picked at run time, so the default build stays portable. Not under the
+ * sanitizers: GCC instruments the ifunc resolvers, which the dynamic loader
+ * runs before the sanitizer's runtime is set up (ThreadSanitizer crashed there
+ * on any run, even --help). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define VEC_CLONES

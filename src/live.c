@@ -479,6 +479,13 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
     if (st != LIVE_OK) return st;
     const ModelConfig *c = model_cfg(lv, r->model);
     const int n = r->enc.n, nl = layers ? n_layers : c->num_layers;
+    for (int i = 0; layers && i < n_layers; i++)
+        if (layers[i] < 0 || layers[i] >= c->num_layers) {
+            live_release(lv, r);
+            av_err(e, "layers: layer %d is out of range: the model has %d layers (0-%d)", layers[i], c->num_layers,
+                   c->num_layers - 1);
+            return LIVE_BAD_INPUT;
+        }
     size_t bytes = model_capture_bytes(c, n, 1, 0, nl, c->num_heads);
     if (bytes > lv->lim.cache_bytes) {
         live_release(lv, r);

@@ -23,6 +23,9 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGPIPE, &sa, NULL);
+    /* Past a file-size limit (ulimit -f) a write fails with EFBIG, reported
+     * like a full disk, instead of the signal killing us mid-file. */
+    signal(SIGXFSZ, SIG_IGN);
 
     /* ATTNVIZ_KERNEL pins the products' kernel for the whole run; one it can't run is a usage error. */
     AvErr e;

@@ -30,12 +30,12 @@ int npy_write_header_typed(FILE *f, const char *descr, const long *shape, int nd
 static int write_blocks(FILE *f, const OutDoc *d, float *(*block)(const Capture *, int, int), long rows, long cols,
                         AvErr *e) {
     long shape[4] = {out_n_layers(d), out_n_heads(d), rows, cols};
-    if (npy_write_header(f, shape, 4) != 0) return av_err(e, "write error");
+    if (npy_write_header(f, shape, 4) != 0) return av_err_errno(e, "write error");
     for (int li = 0; li < out_n_layers(d); li++)
         for (int hi = 0; hi < out_n_heads(d); hi++) {
             const float *b = block(d->cap, out_layer(d, li), out_head(d, hi));
             size_t cnt = (size_t)(rows * cols);
-            if (fwrite(b, sizeof(float), cnt, f) != cnt) return av_err(e, "write error");
+            if (fwrite(b, sizeof(float), cnt, f) != cnt) return av_err_errno(e, "write error");
         }
     return 0;
 }
@@ -52,7 +52,7 @@ int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e) {
 static int write_ints(FILE *f, const int *v, size_t n, AvErr *e) {
     for (size_t i = 0; i < n; i++) {
         int32_t x = v[i];
-        if (fwrite(&x, sizeof x, 1, f) != 1) return av_err(e, "write error");
+        if (fwrite(&x, sizeof x, 1, f) != 1) return av_err_errno(e, "write error");
     }
     return 0;
 }
@@ -62,15 +62,15 @@ int npy_write_predictions(FILE *f, const OutDoc *d, char what, AvErr *e) {
     if (!p) return av_err(e, "no predictions were made");
     long shape[2] = {p->n, p->k};
     if (npy_write_header_typed(f, what == 'p' ? "<f4" : "<i4", shape, what == 'n' ? 1 : 2) != 0)
-        return av_err(e, "write error");
+        return av_err_errno(e, "write error");
     const size_t cells = (size_t)p->n * (size_t)p->k;
     if (what == 'n') return write_ints(f, p->position, (size_t)p->n, e);
     if (what == 'i') return write_ints(f, p->ids, cells, e);
-    return fwrite(p->probs, sizeof(float), cells, f) == cells ? 0 : av_err(e, "write error");
+    return fwrite(p->probs, sizeof(float), cells, f) == cells ? 0 : av_err_errno(e, "write error");
 }
 
 int npy_write_ids(FILE *f, const OutDoc *d, AvErr *e) {
     long shape[1] = {d->enc->n};
-    if (npy_write_header_typed(f, "<i4", shape, 1) != 0) return av_err(e, "write error");
+    if (npy_write_header_typed(f, "<i4", shape, 1) != 0) return av_err_errno(e, "write error");
     return write_ints(f, d->enc->ids, (size_t)d->enc->n, e);
 }

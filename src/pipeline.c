@@ -5,6 +5,7 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,11 @@ static int load_all(Run *r, AvErr *e) {
     int rc = -1, have_cfg = 0;
     if (!cfgp || !heads) {
         av_err(e, "out of memory");
+        goto done;
+    }
+    struct stat sb;
+    if (stat(r->dir, &sb) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
         goto done;
     }
     if (!av_file_exists(cfgp) && !o->tokens_only && !model_is_gguf(r->dir)) {
@@ -297,7 +303,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
     } else if ((n = mask_rows(r, enc, &rows)) < 0) {
         return av_err(e, "out of memory");
     }
-    if (n == 0 && !r->o->quiet) fprintf(stderr, "attnviz: warning: no [MASK] or <mask> in the input: no fill-ins to predict\n");
+    if (n == 0 && !r->o->quiet) av_report("warning: no [MASK] or <mask> in the input: no fill-ins to predict");
     int rc = pred_alloc(pred, n, k, e);
     if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
@@ -322,7 +328,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
                                 cfg_max_tokens(&r->cfg));
     if (max_new > room) {
-        if (!o->quiet) fprintf(stderr, "attnviz: warning: --generate %d: the model's %d positions leave room for %d\n",
+        if (!o->quiet) av_report("warning: --generate %d: the model's %d positions leave room for %d",
                                max_new, cfg_max_tokens(&r->cfg), room);
         max_new = room;
     }
@@ -411,7 +417,7 @@ static int write_file(const Run *r, const char *path, const OutDoc *d, int what,
     AvOut out;
     if (av_out_open(&out, path, e) != 0) return -1;
     int rc = WRITERS[what].write(out.fp, d, r, e);
-    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err(e, "write error");
+    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
     if (rc != 0) {
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
         av_out_abort(&out);
@@ -485,7 +491,7 @@ static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
     const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
     if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
-    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    if (html && !o->quiet) av_report("wrote %s", html);
     return 0;
 }
 
@@ -498,10 +504,10 @@ static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
     else
         snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
     if (o->batch_path)
-        fprintf(stderr, "attnviz: warning: %s:%ld: longer than %s; dropped %d tokens\n", o->batch_path, lineno, limit,
+        av_report("warning: %s:%ld: longer than %s; dropped %d tokens", o->batch_path, lineno, limit,
                 enc->n_truncated);
     else
-        fprintf(stderr, "attnviz: warning: input is longer than %s; dropped %d tokens (longest first)\n", limit,
+        av_report("warning: input is longer than %s; dropped %d tokens (longest first)", limit,
                 enc->n_truncated);
 }
 
@@ -518,7 +524,7 @@ static int finish_input(Run *r, const char *a, const char *b, long lineno, const
     int rc = emit(r, &d, lineno, e);
     if (rc == 0 && jsonl && !o->stats && !o->heads && !o->out_dir) {
         rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
-        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err(e, "write error");
+        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
         if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
     }
     r->t_write += av_now_ms() - t0;
@@ -634,6 +640,10 @@ static void progress(long done, long total, double t0, int final) {
  * the weights are read once for all of them. */
 #define PACK_MAX_INPUTS 64
 
+/* The longest --batch line read (README.md, docs/attnviz.1): past it the batch
+ * stops with the line's number. */
+#define BATCH_MAX_LINE (16u << 20)
+
 typedef struct {
     long lineno[PACK_MAX_INPUTS];
     char *a[PACK_MAX_INPUTS], *b[PACK_MAX_INPUTS];
@@ -657,7 +667,7 @@ static int line_failed(BatchState *bs, long lineno, const char *msg) {
     const CliOptions *o = bs->r->o;
     bs->failed++;
     if (bs->show) fputs("\r\033[K", stderr);
-    fprintf(stderr, "attnviz: %s:%ld: %s%s\n", bs->name, lineno, msg, o->strict ? "" : "; skipped");
+    av_report("%s:%ld: %s%s", bs->name, lineno, msg, o->strict ? "" : "; skipped");
     /* an output error is not the line's fault: stop */
     if (o->strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
     return bs->stop;
@@ -772,13 +782,60 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     p->tokens += enc.n;
 }
 
+/* Reads one line (with its '\n', if any) into *line, never holding more than
+ * max bytes: past that *too_long is set and reading stops there (an endless
+ * line such as /dev/zero's would otherwise fill the memory). -1 at the end. */
+static ssize_t read_line(FILE *in, char **line, size_t *cap, size_t max, int *too_long) {
+    size_t n = 0;
+    int c = EOF;
+    *too_long = 0;
+    flockfile(in);
+    while ((c = getc_unlocked(in)) != EOF) {
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            if (nc > max + 2) nc = max + 2;
+            char *p = n + 2 > nc ? NULL : realloc(*line, nc);
+            if (!p) break; /* only when out of memory: reported as a read error */
+            *line = p, *cap = nc;
+        }
+        (*line)[n++] = (char)c;
+        if (c == '\n') break;
+        if (n > max) {
+            *too_long = 1;
+            break;
+        }
+    }
+    funlockfile(in);
+    if (n == 0 && c == EOF) return -1;
+    if (c != '\n' && c != EOF && !*too_long) return errno = ENOMEM, -2;
+    (*line)[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* A --batch FILE: a regular file, a FIFO or pipe, a device (a stream is read
+ * as it comes); never a directory. */
+static FILE *open_batch(const char *path, AvErr *e) {
+    if (!strcmp(path, "-")) return stdin;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno)), NULL;
+    if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+        int err = S_ISDIR(sb.st_mode) ? EISDIR : errno;
+        close(fd);
+        return av_err(e, "%s: cannot read: %s", path, strerror(err)), NULL;
+    }
+    FILE *in = fdopen(fd, "rb");
+    if (!in) {
+        close(fd);
+        av_err(e, "%s: cannot open: out of memory", path);
+    }
+    return in;
+}
+
 static int run_batch(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
-    FILE *in = strcmp(o->batch_path, "-") ? fopen(o->batch_path, "rb") : stdin;
-    if (!in) {
-        av_err(e, "%s: cannot open: %s", o->batch_path, strerror(errno));
-        return EXIT_RUNTIME;
-    }
+    FILE *in = open_batch(o->batch_path, e);
+    if (!in) return EXIT_RUNTIME;
     BatchState bs = {r, strcmp(o->batch_path, "-") ? o->batch_path : "stdin", NULL, 0, 0, 0,
                      !o->quiet && isatty(fileno(stderr))};
     long total = bs.show ? count_lines(in) : -1;
@@ -806,10 +863,17 @@ static int run_batch(Run *r, AvErr *e) {
     size_t cap = 0;
     ssize_t got;
     long lineno = 0;
-    int rc = EXIT_OK;
+    int rc = EXIT_OK, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
-    while (!bs.stop && (got = getline(&line, &cap, in)) != -1) {
+    while (!bs.stop && (got = read_line(in, &line, &cap, BATCH_MAX_LINE, &too_long)) >= 0) {
         lineno++;
+        if (too_long) { /* its end may never come: the batch stops here */
+            if (bs.show) fputs("\r\033[K", stderr);
+            av_err(e, "%s:%ld: line longer than %u bytes (the --batch line limit)", bs.name, lineno,
+                   (unsigned)BATCH_MAX_LINE);
+            bs.stop = 1;
+            break;
+        }
         size_t len = (size_t)got;
         char *b = NULL;
         if (memchr(line, '\0', len)) {
@@ -817,8 +881,8 @@ static int run_batch(Run *r, AvErr *e) {
             continue;
         }
         split_line(line, &len, &b);
-        if (len == 0) {
-            line_failed(&bs, lineno, "empty line");
+        if (len == 0 || !line[0]) {
+            line_failed(&bs, lineno, b ? "sentence A is empty (the line starts with its TAB)" : "empty line");
             continue;
         }
         batch_line(&bs, pack, line, b, lineno);
@@ -832,8 +896,8 @@ static int run_batch(Run *r, AvErr *e) {
     free(pack);
     if (bs.stop) rc = EXIT_RUNTIME;
     if (bs.show) progress(bs.done + bs.failed, total, t0, 1);
-    if (rc == EXIT_OK && ferror(in)) {
-        av_err(e, "%s: read error", bs.name);
+    if (rc == EXIT_OK && (ferror(in) || got == -2)) {
+        av_err(e, "%s: read error: %s", bs.name, strerror(errno));
         rc = EXIT_RUNTIME;
     }
     free(line);
@@ -846,10 +910,10 @@ static int run_batch(Run *r, AvErr *e) {
     if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
     if (o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
     if (bs.failed) {
-        fprintf(stderr, "attnviz: %ld of %ld lines failed\n", bs.failed, lineno);
+        av_report("%ld of %ld lines failed", bs.failed, lineno);
         return EXIT_RUNTIME;
     }
-    if (!o->quiet) fprintf(stderr, "attnviz: %ld inputs processed\n", bs.done);
+    if (!o->quiet) av_report("%ld inputs processed", bs.done);
     return EXIT_OK;
 }
 
@@ -1041,7 +1105,7 @@ typedef int (*DiffWriter)(FILE *f, const OutDoc *d, const char *templates_dir, A
 static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
     (void)dir;
     if (diff_write_json(f, d, e) != 0) return -1;
-    return fputc('\n', f) == EOF ? av_err(e, "write error") : 0;
+    return fputc('\n', f) == EOF ? av_err_errno(e, "write error") : 0;
 }
 static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
 
@@ -1079,11 +1143,11 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     char name_a[256], name_b[256];
     int rc = EXIT_RUNTIME;
     if (pipeline_open(&ra, o, &dir, &why, e) != 0) goto done;
-    if (!o->quiet) fprintf(stderr, "attnviz: model A %s (%s)\n", dir, why);
+    if (!o->quiet) av_report("model A %s (%s)", dir, why);
     if (o->model_b) {
         ob.model_dir = o->model_b;
         if (pipeline_open(&rb, &ob, &dir, &why, e) != 0) goto done;
-        if (!o->quiet) fprintf(stderr, "attnviz: model B %s (%s)\n", dir, why);
+        if (!o->quiet) av_report("model B %s (%s)", dir, why);
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
                    ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
@@ -1136,7 +1200,7 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     if (o->json_path && diff_out(o->json_path, diff_json, &da, NULL, e) != 0) goto done;
     const char *html = o->html_path ? o->html_path : o->json_path ? NULL : "attnviz-diff.html";
     if (html && diff_out(html, diff_page, &da, o->templates_dir, e) != 0) goto done;
-    if (html && !o->quiet) fprintf(stderr, "attnviz: wrote %s\n", html);
+    if (html && !o->quiet) av_report("wrote %s", html);
     ra->t_write += av_now_ms() - t0;
     const int to_stdout = (o->json_path && !strcmp(o->json_path, "-")) || (html && !strcmp(html, "-"));
     if (!to_stdout && (diff_write_table(stdout, &da, o->diff_top ? o->diff_top : 10, e) != 0 || fflush(stdout) != 0)) {

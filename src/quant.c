@@ -117,8 +117,11 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
  * (ifunc), each loop is also built for x86-64-v4 (AVX-512) and AVX2, whose
  * per-lane shifts and wider vectors the baseline x86-64 target lacks;
  * elsewhere, or with QUANT_NO_CLONES, only the portable build exists.
- * Rounding is the same either way: ISO C mode keeps a*b+c unfused. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(QUANT_NO_CLONES)
+ * Rounding is the same either way: ISO C mode keeps a*b+c unfused. Not under
+ * ThreadSanitizer: the dynamic loader runs the (instrumented) ifunc resolvers
+ * before its runtime is set up, and the program crashed before main. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(QUANT_NO_CLONES) && \
+    !defined(__SANITIZE_THREAD__)
 #define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define QUANT_CLONES

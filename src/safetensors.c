@@ -62,6 +62,26 @@ static int cmp_by_offset(const void *a, const void *b) {
     return (x->data > y->data) - (x->data < y->data);
 }
 
+/* Members of the top-level JSON object in s (commas at depth 1, plus one),
+ * counted without building anything; malformed text is the parser's to refuse. */
+static long top_level_entries(const char *s, size_t n) {
+    long commas = 0;
+    int depth = 0, in_str = 0, any = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+            continue;
+        }
+        if (c == '"') in_str = 1, any |= depth == 1;
+        else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') depth--;
+        else if (c == ',' && depth == 1) commas++;
+    }
+    return any ? commas + 1 : 0;
+}
+
 int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e) {
     f->tensors = NULL;
     f->n_tensors = 0;
@@ -78,6 +98,11 @@ int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     const uint8_t *data = buf + 8 + hlen;
     size_t data_len = len - 8 - hlen;
 
+    /* The entry limit before the parse: a header of a million entries would
+     * otherwise be built in full (hundreds of MB of cJSON nodes) first. */
+    long entries = top_level_entries((const char *)buf + 8, (size_t)hlen);
+    if (entries > ST_MAX_TENSORS + 1) /* + __metadata__ */
+        return av_err(e, "%s: safetensors header lists more than %d entries (%ld)", path, ST_MAX_TENSORS, entries);
     cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
     if (!root) return av_err(e, "%s: safetensors header is not valid JSON", path);
     if (!cJSON_IsObject(root)) {
@@ -183,13 +208,14 @@ int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     }
     memcpy(sorted, f->tensors, (size_t)f->n_tensors * sizeof *sorted);
     qsort(sorted, (size_t)f->n_tensors, sizeof *sorted, cmp_by_offset);
-    for (int i = 1; i < f->n_tensors; i++) {
-        if (sorted[i].nbytes && sorted[i - 1].data + sorted[i - 1].nbytes > sorted[i].data) {
-            av_err(e, "%s: tensors '%s' and '%s' overlap in the data section", path, sorted[i - 1].name,
+    for (int i = 1, far = 0; i < f->n_tensors; i++) { /* far: reaching furthest so far, not an empty neighbour */
+        if (sorted[i].nbytes && sorted[far].data + sorted[far].nbytes > sorted[i].data) {
+            av_err(e, "%s: tensors '%s' and '%s' overlap in the data section", path, sorted[far].name,
                    sorted[i].name);
             free(sorted);
             goto fail;
         }
+        if (sorted[i].data + sorted[i].nbytes > sorted[far].data + sorted[far].nbytes) far = i;
     }
     free(sorted);
     return 0;

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -45,7 +46,8 @@ typedef struct {
     Live *lv;
     char token[33];
     char hosts[4][300]; /* Host header values accepted */
-    int n_hosts;
+    _Atomic int n_hosts; /* published (release) once hosts[] is written: the
+                          * daemon's threads run before the bound port is known */
     char *page;         /* the live page, made once */
     size_t page_len;
     char *models_json;
@@ -123,10 +125,22 @@ static int equal_ct(const char *a, const char *b) { /* constant time in the toke
     return d == 0;
 }
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    if (key && !strcasecmp(key, MHD_HTTP_HEADER_HOST)) ++*(int *)cls;
+    return MHD_YES;
+}
+
+/* 1: one Host header naming this server; 0: none or another name; -1: several
+ * (a request smuggling shape, 400 as RFC 9112 says). */
 static int host_ok(const Server *sv, struct MHD_Connection *c) {
+    int n_host = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &n_host);
+    if (n_host > 1) return -1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!h) return 0;
-    for (int i = 0; i < sv->n_hosts; i++)
+    const int n = atomic_load_explicit(&sv->n_hosts, memory_order_acquire);
+    for (int i = 0; i < n; i++)
         if (strcasecmp(h, sv->hosts[i]) == 0) return 1;
     return 0;
 }
@@ -367,7 +381,9 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
 
 /* Checks before reading a body: host, token, path, method, declared length. */
 static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq) {
-    if (!host_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "the Host header does not name this server");
+    const int host = host_ok(sv, c);
+    if (host < 0) return rq->answered = 1, send_error(c, 400, "more than one Host header");
+    if (!host) return rq->answered = 1, send_error(c, 403, "the Host header does not name this server");
     if (!token_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "missing or wrong token (use the URL attnviz serve printed)");
     int r = find_route(url);
     if (r < 0) return rq->answered = 1, send_error(c, 404, "not found");
@@ -472,7 +488,7 @@ static void open_browser(const char *url) {
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fprintf(stderr, "attnviz: warning: --open: could not start a browser (xdg-open); open the URL yourself\n");
+        av_report("warning: --open: could not start a browser (xdg-open); open the URL yourself");
 }
 
 static int stop_pipe[2] = {-1, -1};
@@ -507,8 +523,8 @@ int serve_run(const CliOptions *o, AvErr *e) {
         return EXIT_USAGE;
     }
     if (!is_loopback(&ss))
-        fprintf(stderr, "attnviz: warning: --host %s: anyone who can reach this address and has the URL's token can run "
-                        "the model\n", host);
+        av_report("warning: --host %s: anyone who can reach this address and has the URL's token can run "
+                        "the model", host);
 
     uint8_t rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return av_err(e, "no random bytes for the token"), rc;
@@ -582,24 +598,27 @@ int serve_run(const CliOptions *o, AvErr *e) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     const int port = info ? info->port : o->port;
     const char *names[] = {"127.0.0.1", "localhost", "[::1]"};
-    for (int i = 0; i < 3; i++) snprintf(sv.hosts[sv.n_hosts++], sizeof sv.hosts[0], "%s:%d", names[i], port);
+    int nh = 0;
+    for (int i = 0; i < 3; i++) snprintf(sv.hosts[nh++], sizeof sv.hosts[0], "%s:%d", names[i], port);
     char shown[300];
     if (ss.ss_family == AF_INET6) snprintf(shown, sizeof shown, "[%s]:%d", host, port);
     else snprintf(shown, sizeof shown, "%s:%d", host, port);
-    snprintf(sv.hosts[sv.n_hosts++], sizeof sv.hosts[0], "%s", shown);
+    snprintf(sv.hosts[nh++], sizeof sv.hosts[0], "%s", shown);
+    /* requests already in (the port was open) see hosts[] whole or not at all */
+    atomic_store_explicit(&sv.n_hosts, nh, memory_order_release);
 
     char url[400];
     snprintf(url, sizeof url, "http://%s/?token=%s", shown, sv.token);
     printf("%s\n", url);
     fflush(stdout);
     if (!o->quiet)
-        fprintf(stderr, "attnviz: serving %d model%s at the URL above; Ctrl-C stops\n", nm, nm > 1 ? "s" : "");
+        av_report("serving %d model%s at the URL above; Ctrl-C stops", nm, nm > 1 ? "s" : "");
     if (o->open_browser) open_browser(url);
 
     unsigned char sig = 0;
     while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
-    if (!o->quiet) fprintf(stderr, "attnviz: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!o->quiet) av_report("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = EXIT_OK;
 out:
     if (d) MHD_stop_daemon(d);

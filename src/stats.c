@@ -119,7 +119,7 @@ int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
                     stats_mean(s, l, h, ST_DISTANCE), stats_mean(s, l, h, ST_CLS), stats_mean(s, l, h, ST_SEP),
                     stats_mean(s, l, h, ST_SELF), stats_mean(s, l, h, ST_PREV), stats_mean(s, l, h, ST_NEXT));
         }
-    return ferror(f) ? av_err(e, "write error") : 0;
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
 }
 
 void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const char *model) {
@@ -158,5 +158,5 @@ int stats_write_json(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
     fputc('{', f);
     stats_write_members(f, s, "stats", d->model_name);
     fputs("}\n", f);
-    return ferror(f) ? av_err(e, "write error") : 0;
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
 }

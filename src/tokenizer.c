@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define TOK_MAX_WORD_CHARS 100   /* WordPiece max_input_chars_per_word */
 #define TOK_MAX_LINE_BYTES 1000  /* longer vocab lines mean a wrong file */
@@ -455,7 +457,10 @@ int tok_infer_lowercase(const char *model_dir, const char *vocab_path) {
         if (strstr(name, "uncased")) return 1;
         if (strstr(name, "cased")) return 0;
     }
-    FILE *f = vocab_path ? fopen(vocab_path, "rb") : NULL;
+    struct stat sb;
+    int fd = vocab_path ? av_open_regular(vocab_path, &sb, NULL) : -1; /* never a FIFO's wait */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f && fd >= 0) close(fd);
     if (!f) return 1; /* nothing to go on: uncased is the common BERT */
     char line[TOK_MAX_LINE_BYTES + 8];
     int upper = 0;

@@ -19,6 +19,11 @@
 
 #define TJ_MAX_STEPS 16
 #define TJ_MAX_TEMPLATE 8
+/* The normalized text may be at most TJ_NORM_GROWTH x the input + TJ_NORM_SLACK
+ * bytes. Real normalizers stay far below: NFKD's longest expansion (U+FDFA) is
+ * 11x, Metaspace's "▁" for " " 3x. */
+#define TJ_NORM_GROWTH 32
+#define TJ_NORM_SLACK 64
 
 /* ---------------------------------------------------------------- types */
 
@@ -87,9 +92,11 @@ struct TjTokenizer {
 typedef struct {
     char *p;
     size_t n, cap;
+    size_t max; /* 0: no limit; else longer is refused (-2) */
 } Str;
 
 static int str_add(Str *s, const char *p, size_t n) {
+    if (s->max && n > s->max - s->n) return -2;
     if (s->n + n + 1 > s->cap) {
         size_t cap = s->cap ? s->cap : 64;
         while (cap < s->n + n + 1) cap *= 2;
@@ -280,12 +287,16 @@ done:
 
 /* ---------------------------------------------------------------- normalizers */
 
-static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out) {
+/* Normalizes s into out, which may hold at most max bytes (-2 past that: a
+ * chain of Replace rules can multiply the text without bound). */
+static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out, size_t max) {
     out->n = 0;
+    out->max = 0;
     if (str_add(out, s, n)) return -1;
     for (int k = 0; k < t->n_norm; k++) {
         const NormStep *st = &t->norm[k];
         Str next = {0};
+        next.max = max;
         int rc = 0;
         switch (st->kind) {
         case N_NFC: case N_NFKC: case N_NFD: case N_NFKD: {
@@ -353,7 +364,8 @@ static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out) {
             }
             break;
         case N_PREPEND:
-            if (out->n) rc = str_add(&next, st->content, strlen(st->content)) || str_add(&next, out->p, out->n);
+            if (out->n) rc = str_add(&next, st->content, strlen(st->content));
+            if (out->n && !rc) rc = str_add(&next, out->p, out->n);
             break;
         case N_STRIP: {
             size_t a = 0, z = out->n;
@@ -378,7 +390,7 @@ static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out) {
         }
         if (rc) {
             free(next.p);
-            return -1;
+            return rc == -2 ? -2 : -1;
         }
         if (!next.p && str_add(&next, "", 0)) return -1;
         free(out->p);
@@ -687,11 +699,15 @@ static int is_word_char(const char *s, size_t n, size_t at, int before) {
     return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) || k == UTF8PROC_CATEGORY_ND || c == '_';
 }
 
-static int encode_gap(const TjTokenizer *t, const char *s, size_t n, int first, TjIds *out) {
+/* Encodes one stretch between added tokens; *budget is what the normalized
+ * text may still take (-2 when it would take more). */
+static int encode_gap(const TjTokenizer *t, const char *s, size_t n, int first, TjIds *out, size_t *budget) {
     if (!n) return 0;
+    if (!*budget) return -2;
     Str norm = {0};
     Pieces ps = {0};
-    int rc = normalize(t, s, n, &norm);
+    int rc = normalize(t, s, n, &norm, *budget);
+    if (rc == 0) *budget -= norm.n;
     if (rc == 0) rc = pretokenize(t, norm.p, norm.n, first, &ps);
     for (size_t i = 0; i < ps.n && rc == 0; i++) rc = bpe_piece(t, ps.v[i].p, ps.v[i].n, out);
     pieces_free(&ps);
@@ -701,6 +717,10 @@ static int encode_gap(const TjTokenizer *t, const char *s, size_t n, int first, 
 
 int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, AvErr *e) {
     size_t seg = 0, i = 0;
+    /* Normalizers may grow a text (NFKD, "▁" for " ", a prefix) but only so
+     * much: past TJ_NORM_GROWTH times the input (plus a little) it is refused. */
+    const size_t limit = len > (SIZE_MAX - TJ_NORM_SLACK) / TJ_NORM_GROWTH ? SIZE_MAX : len * TJ_NORM_GROWTH + TJ_NORM_SLACK;
+    size_t budget = limit;
     while (i <= len) {
         size_t mlen = 0;
         int k = i < len && t->n_added ? added_at(t, text + i, len - i, &mlen) : -1;
@@ -716,7 +736,11 @@ int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, Av
             while (gap_end > seg && (text[gap_end - 1] == ' ' || text[gap_end - 1] == '\t' ||
                                      text[gap_end - 1] == '\n' || text[gap_end - 1] == '\r'))
                 gap_end--;
-        if (encode_gap(t, text + seg, gap_end - seg, seg == 0, out)) return av_err(e, "out of memory while tokenizing");
+        int rc = encode_gap(t, text + seg, gap_end - seg, seg == 0, out, &budget);
+        if (rc == -2)
+            return av_err(e, "%s: the normalizer grows the text past %zu bytes, the limit for %zu input bytes (%dx + %d)",
+                          t->name, limit, len, TJ_NORM_GROWTH, TJ_NORM_SLACK);
+        if (rc) return av_err(e, "out of memory while tokenizing");
         if (i >= len) break;
         if (ids_push(out, t->added[k].id, 1, t->added[k].special)) return av_err(e, "out of memory while tokenizing");
         if (t->added[k].rstrip)

@@ -7,36 +7,70 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+const char *av_file_kind(unsigned mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+int av_open_regular(const char *path, struct stat *sb, AvErr *e) {
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, sb) != 0) {
+        int err = errno;
+        close(fd);
+        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        close(fd);
+        return av_err(e, "%s: not a regular file (%s)", path, av_file_kind(sb->st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int err = errno;
+        close(fd);
+        return av_err(e, "%s: cannot open: %s", path, strerror(err));
+    }
+    return fd;
+}
+
 int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e) {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return av_err(e, "%s: not a regular file", path);
-    }
+    int fd = av_open_regular(path, &sb, e);
+    if (fd < 0) return -1;
     if ((size_t)sb.st_size > max_bytes) {
-        fclose(fp);
+        close(fd);
         return av_err(e, "%s: file is %lld bytes, more than the %zu this file may have", path,
                       (long long)sb.st_size, max_bytes);
     }
     size_t len = (size_t)sb.st_size;
     char *buf = malloc(len + 1);
     if (!buf) {
-        fclose(fp);
+        close(fd);
         return av_err(e, "%s: out of memory", path);
     }
-    size_t got = fread(buf, 1, len, fp);
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad || got != len) {
+    size_t got = 0;
+    int err = 0;
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            err = r < 0 ? errno : 0;
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != len) {
         free(buf);
-        return av_err(e, "%s: read error", path);
+        return err ? av_err(e, "%s: read error: %s", path, strerror(err))
+                   : av_err(e, "%s: read error: the file shrank while being read", path);
     }
     buf[len] = '\0';
     *out = buf;
@@ -73,10 +107,17 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
     /* A device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is written in
      * place: renaming a temporary file over it would replace the device. */
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    const int exists = stat(path, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
         if (S_ISDIR(sb.st_mode)) return av_err(e, "%s: cannot write: is a directory", path);
+        if (!(o->path = strdup(path))) return av_err(e, "%s: out of memory", path);
         o->fp = fopen(path, "wb");
-        if (!o->fp) return av_err(e, "%s: cannot write: %s", path, strerror(errno));
+        if (!o->fp) {
+            int err = errno;
+            free(o->path);
+            o->path = NULL;
+            return av_err(e, "%s: cannot write: %s", path, strerror(err));
+        }
         o->direct = 1;
         return 0;
     }
@@ -88,8 +129,19 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
         free(o->tmp_path);
         return av_err(e, "%s: out of memory", path);
     }
-    snprintf(o->tmp_path, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(o->tmp_path);
+    /* Not mkstemp: its files are 0600 whatever the umask. Created 0666 here, so
+     * open() applies the umask (and a default ACL) as for any new file. */
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        unsigned char rnd[4] = {0};
+        if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
+            unsigned x = (unsigned)getpid() * 2654435761u ^ (unsigned)(av_now_ms() * 1e3) ^ (unsigned)tries * 40503u;
+            memcpy(rnd, &x, sizeof rnd);
+        }
+        snprintf(o->tmp_path, n, "%s.tmp.%02x%02x%02x%02x", path, rnd[0], rnd[1], rnd[2], rnd[3]);
+        fd = open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
         int err = errno;
         free(o->path);
@@ -97,7 +149,16 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
         memset(o, 0, sizeof *o);
         return av_err(e, "%s: cannot write: %s", path, strerror(err));
     }
-    fchmod(fd, 0644);
+    /* Replacing a file keeps its permissions (a 0600 file stays 0600). */
+    if (exists && fchmod(fd, sb.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) != 0) {
+        int err = errno;
+        close(fd);
+        unlink(o->tmp_path);
+        free(o->path);
+        free(o->tmp_path);
+        memset(o, 0, sizeof *o);
+        return av_err(e, "%s: cannot write: %s", path, strerror(err));
+    }
     o->fp = fdopen(fd, "wb");
     if (!o->fp) {
         close(fd);
@@ -113,22 +174,26 @@ int av_out_open(AvOut *o, const char *path, AvErr *e) {
 
 int av_out_commit(AvOut *o, AvErr *e) {
     if (!o->fp) return 0;
+    /* errno of the failing write: fflush retries what is buffered, and a full
+     * disk (ENOSPC), a quota or a size limit (EFBIG) fails again the same way */
+    errno = 0;
+    int bad = fflush(o->fp) != 0, err = errno;
+    if (!bad && ferror(o->fp)) bad = 1, err = EIO;
     if (o->direct) {
-        int bad = fflush(o->fp) != 0 || ferror(o->fp);
-        bad |= fclose(o->fp) != 0;
+        if (fclose(o->fp) != 0 && !bad) bad = 1, err = errno;
+        if (bad) av_err(e, "%s: write failed: %s", o->path, strerror(err ? err : EIO));
+        free(o->path);
         memset(o, 0, sizeof *o);
-        return bad ? av_err(e, "write error on a non-regular file") : 0;
+        return bad ? -1 : 0;
     }
     if (!o->tmp_path) { /* stdout */
-        int bad = fflush(o->fp) != 0 || ferror(o->fp);
         o->fp = NULL;
-        return bad ? av_err(e, "stdout: write error") : 0;
+        return bad ? av_err(e, "stdout: write failed: %s", strerror(err ? err : EIO)) : 0;
     }
-    int bad = fflush(o->fp) != 0 || ferror(o->fp);
-    if (fclose(o->fp) != 0) bad = 1;
+    if (fclose(o->fp) != 0 && !bad) bad = 1, err = errno;
     o->fp = NULL;
     if (bad) {
-        int err = errno;
+        if (!err) err = EIO;
         unlink(o->tmp_path);
         untrack(o->tmp_path);
         av_err(e, "%s: write failed: %s", o->path, strerror(err));
@@ -138,7 +203,7 @@ int av_out_commit(AvOut *o, AvErr *e) {
         return -1;
     }
     if (rename(o->tmp_path, o->path) != 0) {
-        int err = errno;
+        err = errno;
         unlink(o->tmp_path);
         untrack(o->tmp_path);
         av_err(e, "%s: cannot rename into place: %s", o->path, strerror(err));
@@ -156,6 +221,11 @@ int av_out_commit(AvOut *o, AvErr *e) {
 
 void av_out_abort(AvOut *o) {
     if (o->fp && o->direct) fclose(o->fp);
+    if (o->direct) {
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return;
+    }
     if (o->fp && o->tmp_path) {
         fclose(o->fp);
         unlink(o->tmp_path);
@@ -191,18 +261,9 @@ int av_file_exists(const char *path) {
 int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e) {
     *map = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return av_err(e, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return av_err(e, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return av_err(e, "%s: not a regular file", path);
-    }
+    int fd = av_open_regular(path, &sb, e);
+    if (fd < 0) return -1;
     size_t n = (size_t)sb.st_size;
     if (n < min_len || n == 0) {
         close(fd);

@@ -7,7 +7,9 @@
 # definite leaks).
 #
 #   case_ NAME EXIT REGEX -- ARGS...    (ARGS may use $M: a fresh copy of the model;
-#                                        LINES=N case_ ... when N stderr lines are expected)
+#                                        LINES=N case_ ... when N stderr lines are expected;
+#                                        VMEM=KB case_ ... runs under ulimit -v KB)
+# Every case runs under a 60 s timeout: a hang (exit 124) is a failure.
 set -u
 cd "$(dirname "$0")/.."
 BIN=$PWD/attnviz
@@ -46,7 +48,8 @@ case_() { # name exit regex -- args...
     shift 4
     n_case=$((n_case + 1))
     rm -rf "$T/out" && mkdir -p "$T/out"
-    (cd "$T/out" && "$BIN" "$@" >"$T/stdout" 2>"$T/stderr")
+    (cd "$T/out" && { [ -z "${VMEM:-}" ] || ulimit -v "$VMEM"; } &&
+        timeout -k 5 60 "$BIN" "$@" >"$T/stdout" 2>"$T/stderr" </dev/null)
     local rc=$?
     local lines
     lines=$(grep -c '' "$T/stderr")
@@ -56,6 +59,8 @@ case_() { # name exit regex -- args...
         echo "FAIL bad_input_$name: $lines stderr lines, want ${LINES:-1}: $(head -c 300 "$T/stderr")"
     elif [ -n "$re" ] && ! grep -qE -- "$re" "$T/stderr"; then
         echo "FAIL bad_input_$name: stderr lacks /$re/: $(head -c 300 "$T/stderr")"
+    elif LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$T/stderr"; then
+        echo "FAIL bad_input_$name: a raw control character on stderr: $(head -c 300 "$T/stderr" | od -c | head -3)"
     elif ls -a "$T/out" "$T" | grep -q '\.tmp\.'; then
         echo "FAIL bad_input_$name: temporary file left behind"
     elif [ "$want" -ne 0 ] && [ -z "${KEEP_OUTPUT:-}" ] && [ -n "$(ls "$T/out")" ]; then
@@ -91,6 +96,8 @@ fresh; st_edit 'o = h["pooler.dense.bias"]["data_offsets"]; h["pooler.dense.bias
 case_ st_offsets_reversed 1 "data_offsets .* are reversed" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'o = h["encoder.layer.0.attention.self.key.bias"]["data_offsets"]; h["encoder.layer.0.attention.self.query.bias"]["data_offsets"] = o'
 case_ st_offsets_overlap 1 "overlap in the data section" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h.update({f"x{i}": {} for i in range(1000000)})'
+case_ st_million_entries 1 "model.safetensors: safetensors header lists more than 100000 entries \(1000[0-9]+\)" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [33]'
 case_ st_offsets_mismatch_shape 1 "data_offsets span 128 bytes but F32 x shape needs 132" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [2**40, 2**40, 16]'
@@ -197,6 +204,10 @@ case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
 case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
+case_ opt_max_tokens_absurd 2 "--max-tokens 999999999999 is out of range: at most 2147483647" -- --model "$M" --max-tokens 999999999999 hi
+case_ opt_max_tokens_zero 2 "--max-tokens needs a count >= 1, got '0'" -- --model "$M" --max-tokens 0 hi
+ln -sfn "$T/loop" "$T/loop"
+case_ opt_model_symlink_loop 1 "loop: cannot resolve the model path: Too many levels of symbolic links" -- --model "$T/loop" --quiet hi
 
 # ---- Llama-style decoders: Hugging Face folders (tokenizer.json, shards) and GGUF files
 LLS=$PWD/tests/data/small-llama
@@ -218,6 +229,8 @@ lfresh; tj_edit 't["model"]["vocab"]["x"] = 99'
 case_ tokjson_more_ids_than_embeddings 1 "tokenizer.json: 100 tokens, but config.json says vocab_size 40" -- --model "$M" "${Q[@]}" hi
 lfresh; printf '{"model": {"type": "BPE", "vocab": ' >"$M/tokenizer.json"
 case_ tokjson_not_json 1 "tokenizer.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"}, "content": "h" * 100}] * 8}'
+VMEM=2000000 case_ tokjson_normalizer_grows_without_bound 1 "tokenizer.json: the normalizer grows the text past 128 bytes, the limit for 2 input bytes \(32x \+ 64\)" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
@@ -248,6 +261,7 @@ for l in range(L):
                   ("ffn_norm", [H]), ("ffn_gate", [H, FF]), ("ffn_up", [H, FF]), ("ffn_down", [FF, H])):
         tensors[f"blk.{l}.{nm}.weight"] = d
 cut = None
+share = None  # (a, b): tensor b's data offset is a's (overlapping tensors)
 exec(code)
 def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
 body = b""
@@ -257,11 +271,12 @@ for k, (t, v) in kv.items():
     elif t == "u": body += struct.pack("<IQ", 10, v)
     elif t == "f": body += struct.pack("<If", 6, v)
     elif t == "as": body += struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(x) for x in v)
-info, data = b"", b""
+info, data, offs = b"", b"", {}
 for name, dims in tensors.items():
     size = 4
     for d in dims: size *= d
-    info += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, len(data))
+    offs[name] = offs[share[0]] if share and name == share[1] else len(data)
+    info += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, offs[name])
     data += b"\x00\x00\x80\x3f" * (size // 4)
     data += b"\x00" * (-len(data) % 32)
 head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)) + body + info
@@ -289,12 +304,14 @@ case_ gguf_llama_tokenizer_without_scores 1 "a llama tokenizer without merges ne
 mkgguf "$G" 'kv["tokenizer.ggml.eos_token_id"] = ("u", 99999)'
 case_ gguf_eos_outside_vocabulary 1 "tokenizer.ggml.eos_token_id 99999 is outside the vocabulary" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" ''
-case_ gguf_generate_absurd_count 2 "--generate needs a token count >= 1" -- --model "$G" --generate 9999999999 hi
+case_ gguf_generate_absurd_count 2 "--generate 9999999999 is out of range: at most 1048576" -- --model "$G" --generate 9999999999 hi
 case_ gguf_generate_runs_to_the_positions 0 "" -- --model "$G" --quiet --generate 100000 --predict 100 --json out.json hi
 mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
+case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
 # ---- attnviz render: a .npz of attention arrays and its tokens
@@ -449,4 +466,48 @@ mkjson "$H" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = 
 case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*ok.heads.json's" -- "${MQ[@]}" "$H" "$X"
 case_ merge_stats_with_heads 1 "ok.heads.json: a \"heads\" file, but .*ok.stats.json is \"stats\"" -- "${MQ[@]}" "$S" "$H"
 case_ merge_a_directory 1 "$T: " -- "${MQ[@]}" "$T"
+# ---- strings from model files never reach the terminal raw (ESC/BEL/C1 are escaped)
+fresh; cfg_edit 'c["model_type"] = "\u001b]0;pwned\u0007"'
+case_ escape_model_type 1 'model type "\\x1b\]0;pwned\\x07" is not supported' -- --model "$M" "${Q[@]}" hi
+fresh; printf '\033[2Jcat\n\033[2Jcat\n' >>"$M/vocab.txt"
+case_ escape_vocabulary_entry 1 'duplicate token "\\x1b\[2Jcat"' -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["\u009b31mevil\u0007"] = dict(h["pooler.dense.bias"], dtype="Q9")'
+case_ escape_tensor_name 1 "tensor '\\\\u009b31mevil\\\\x07': unknown dtype 'Q9'" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["model"]["merges"].append("\u001b[5m zz")'
+case_ escape_merge 1 'merge 8 .*\\x1b\[5m' -- --model "$M" "${Q[@]}" hi
+mkgguf "$G" 'kv["general.architecture"] = ("s", "\x1b]2;title\x07")'
+case_ escape_gguf_architecture 1 'GGUF architecture "\\x1b\]2;title\\x07" is not supported' -- --model "$G" "${Q[@]}" hi
+fresh
+# ---- files that are not regular files: a FIFO would block a plain open() forever
+fresh; rm "$M/model.safetensors" && mkfifo "$M/model.safetensors"
+case_ fifo_as_weights 1 "model.safetensors: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/config.json" && mkfifo "$M/config.json"
+case_ fifo_as_config 1 "config.json: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/config.json" && mkdir "$M/config.json"
+case_ directory_as_config 1 "config.json: not a regular file \(a directory\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/vocab.txt" && mkfifo "$M/vocab.txt"
+case_ fifo_as_vocabulary 1 "vocab.txt: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+fresh; rm "$M/vocab.txt" && ln -s /dev/zero "$M/vocab.txt"
+case_ char_device_as_vocabulary 1 "vocab.txt: not a regular file \(a character device\)" -- --model "$M" "${Q[@]}" hi
+lfresh; rm "$M/tokenizer.json" && mkfifo "$M/tokenizer.json"
+case_ fifo_as_tokenizer_json 1 "tokenizer.json: not a regular file \(a FIFO\)" -- --model "$M" "${Q[@]}" hi
+rm -f "$T/f.gguf" && mkfifo "$T/f.gguf"
+case_ fifo_as_gguf 1 "f.gguf: not a regular file \(a FIFO\)" -- --model "$T/f.gguf" "${Q[@]}" hi
+rm -f "$T/f.npz" && mkfifo "$T/f.npz"
+case_ fifo_as_render_input 1 "f.npz: not a regular file \(a FIFO\)" -- render "$T/f.npz" --quiet --json out.json
+ln -sf /dev/null "$T/null.npz"
+case_ char_device_as_render_input 1 "null.npz: not a regular file \(a character device\)" -- render "$T/null.npz" --quiet --json out.json
+fresh; rm -f "$T/f.npy" && mkfifo "$T/f.npy"
+case_ fifo_as_pattern 1 "f.npy: not a regular file \(a FIFO\)" -- heads --model "$M" --quiet --json out.json --pattern "$T/f.npy" "a b"
+case_ fifo_as_merge_shard 1 "f.npy: not a regular file \(a FIFO\)" -- stats --merge --json out.json "$S" "$T/f.npy"
+# --batch reads streams: a FIFO with a writer works; a directory does not
+rm -f "$T/b.fifo" && mkfifo "$T/b.fifo"
+(printf 'the cat sat\n' >"$T/b.fifo") &
+case_ batch_from_a_fifo 0 "" -- --model "$M" --quiet --batch "$T/b.fifo" --json out.jsonl
+wait
+case_ batch_a_directory 1 "$T: cannot read: Is a directory" -- --model "$M" --quiet --batch "$T"
+# ---- --batch lines are bounded while they are read (/dev/zero: one endless line)
+VMEM=1000000 case_ batch_endless_line 1 "/dev/zero:1: line longer than 16777216 bytes \(the --batch line limit\)" -- --model "$M" --quiet --batch /dev/zero
+printf 'fine\n\tonly sentence B\n' >"$T/emptya.txt"
+KEEP_OUTPUT=1 LINES=2 case_ batch_empty_sentence_a 1 "emptya.txt:2: sentence A is empty" -- --model "$M" --quiet --batch "$T/emptya.txt" --json out.jsonl
 echo "INFO bad-input catalog: $n_case cases"

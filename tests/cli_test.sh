@@ -97,6 +97,30 @@ echo '{"old":true}' >"$T/keep.json"
 grep -q old "$T/keep.json" && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && pass failed_run_keeps_existing_output \
     || fail failed_run_keeps_existing_output "$(ls "$T")"
 
+# -- outputs honour the umask when new, and keep an existing file's mode when replaced
+rm -f "$T/m077.json" "$T/m022.json" "$T/m600.json"
+(umask 077 && "$BIN" --model "$M" --quiet --json "$T/m077.json" "hi")
+(umask 022 && "$BIN" --model "$M" --quiet --json "$T/m022.json" "hi")
+[ "$(stat -c %a "$T/m077.json")" = 600 ] && [ "$(stat -c %a "$T/m022.json")" = 644 ] && pass new_output_honours_the_umask \
+    || fail new_output_honours_the_umask "$(stat -c '%a %n' "$T"/m0*.json)"
+echo old >"$T/m600.json" && chmod 600 "$T/m600.json"
+(umask 022 && "$BIN" --model "$M" --quiet --json "$T/m600.json" "hi")
+echo old >"$T/m664.json" && chmod 664 "$T/m664.json"
+(umask 077 && "$BIN" --model "$M" --quiet --json "$T/m664.json" "hi")
+[ "$(stat -c %a "$T/m600.json")" = 600 ] && [ "$(stat -c %a "$T/m664.json")" = 664 ] && grep -q '"tokens"' "$T/m600.json" \
+    && pass replaced_output_keeps_its_mode || fail replaced_output_keeps_its_mode "$(stat -c '%a %n' "$T"/m6*.json)"
+
+# -- a full disk or a file-size limit is named with its cause; nothing half-written stays
+expect_exit full_device_names_the_cause 1 "/dev/full: write failed: No space left on device" \
+    "$BIN" --model "$M" --quiet --json /dev/full "hi"
+expect_exit full_stdout_names_the_cause 1 "stdout: html: write failed: No space left on device" \
+    sh -c '"$0" --model "$1" --quiet --html - "hi" >/dev/full' "$BIN" "$M"
+rm -f "$T/big.html"
+expect_exit file_size_limit_names_the_cause 1 "big.html: (html: )?write failed: File too large" \
+    sh -c 'ulimit -f 4 && exec "$0" --model "$1" --quiet --html "$2" "hi"' "$BIN" "$M" "$T/big.html"
+[ ! -e "$T/big.html" ] && [ -z "$(ls "$T" | grep '\.tmp\.')" ] && pass file_size_limit_leaves_nothing \
+    || fail file_size_limit_leaves_nothing "$(ls "$T")"
+
 # -- a FIFO or device is written in place, never replaced by a rename
 mkfifo "$T/fifo"
 cat "$T/fifo" >"$T/from_fifo" &

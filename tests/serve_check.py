@@ -311,6 +311,7 @@ def hostile():
     case("too many heads", 400, "GET", "/api/attention?run=r1&layer=0&heads=" + ",".join(["0"] * 13))
     case("q/k without a head", 400, "GET", "/api/qk?run=r1&layer=0")
     case("page with a reversed layer range", 400, "GET", "/api/page?run=r1&layers=1-0")
+    case("page with a layer past the model's", 400, "GET", "/api/page?run=r1&layers=0,5")
     case("huge number", 400, "GET", "/api/attention?run=r99999999999999999999&layer=0")
 
     # r1 exists for the read cases
@@ -349,6 +350,10 @@ def hostile():
     # requests below the HTTP layer
     r = raw_send(P, f"GET /api/models HTTP/1.0\r\nX-Attnviz-Token: {T}\r\n\r\n".encode())
     expect("hostile: HTTP/1.0 without Host -> 403", status_of(r) == 403, repr(r[:80]))
+    for hosts in ((host, "evil.example"), (host, host), ("evil.example", host)):
+        r = raw_send(P, (f"GET /api/models HTTP/1.1\r\n" + "".join(f"Host: {h}\r\n" for h in hosts)
+                         + f"X-Attnviz-Token: {T}\r\n\r\n").encode())
+        expect(f"hostile: two Host headers ({', '.join(hosts)}) -> 400", status_of(r) == 400, repr(r[:80]))
     r = raw_send(P, f"GET /api/models HTTP/1.1\r\nHost: {host}\r\nX-Attnviz-Token: {T}\r\nX-Pad: {'a' * 100000}\r\n\r\n".encode())
     expect("hostile: a 100 kB header -> 4xx", status_of(r) is not None and 400 <= status_of(r) < 500, repr(r[:80]))
     r = raw_send(P, f"GET /{'a' * 200000} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
@@ -394,6 +399,22 @@ def hostile():
     st, res = sv.run("still working")
     expect("hostile: and the model still runs", st == 200, f"{st}")
     sv.stop("hostile: the server stops cleanly on SIGTERM afterwards")
+    # a tokenizer.json whose normalizer multiplies the text (Replace "h" by 100 h's, 8 times): 400, not OOM
+    with tempfile.TemporaryDirectory() as d:
+        m = os.path.join(d, "m")
+        subprocess.run(["cp", "-r", "tests/data/small-llama", m], check=True)
+        tj = os.path.join(m, "tokenizer.json")
+        t = json.load(open(tj))
+        t["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"},
+                                                                 "content": "h" * 100}] * 8}
+        json.dump(t, open(tj, "w"))
+        sv = Server("--model", m)
+        st, res = sv.run("hh")
+        expect("hostile: a normalizer that grows the text without bound -> 400", st == 400 and
+               "the normalizer grows the text past" in str(res), f"{st} {str(res)[:200]}")
+        st, res = sv.run("a b c")
+        expect("hostile: and the server still runs other text", st == 200, f"{st}")
+        sv.stop("hostile: the server with that tokenizer stops cleanly")
     # SIGINT too
     sv = Server("--model", DEMO)
     sv.p.send_signal(signal.SIGINT)
@@ -480,8 +501,11 @@ def load(total):
     print(f"INFO load: {len(lat)} requests in {wall:.1f} s ({len(lat) / wall:.0f}/s) with 16/4/8 connections: "
           f"p50 {p50:.2f} ms, p99 {p99:.2f} ms; RSS {rss_after_100[0]} kB after 100, {rss_end} kB after all", flush=True)
     expect(f"load: {len(lat)} requests, 0 failures", len(lat) >= total and not errors, f"{len(errors)} failed: {errors[:3]}")
-    expect("load: RSS after the run within 10% of RSS after the first 100 requests",
-           rss_after_100[0] and rss_end <= 1.10 * rss_after_100[0], f"{rss_after_100[0]} -> {rss_end} kB")
+    if os.environ.get("ATTNVIZ_NO_RSS_CHECK"):  # under ThreadSanitizer, whose shadow memory grows by itself
+        print("SKIP load: RSS check: ATTNVIZ_NO_RSS_CHECK is set (a sanitizer build)", flush=True)
+    else:
+        expect("load: RSS after the run within 10% of RSS after the first 100 requests",
+               rss_after_100[0] and rss_end <= 1.10 * rss_after_100[0], f"{rss_after_100[0]} -> {rss_end} kB")
     sv.stop("load: the server stops cleanly")
 
 

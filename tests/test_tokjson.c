@@ -220,6 +220,38 @@ START_TEST(invalid_utf8_text_is_refused_with_its_offset) {
 }
 END_TEST
 
+START_TEST(normalizer_growth_is_capped) {
+    /* Replace "a" by 10 a's, eight times over: one "a" would become 10^8 bytes */
+    char norm[2048] = "{\"type\":\"Sequence\",\"normalizers\":[";
+    for (int i = 0; i < 8; i++)
+        strcat(norm, i ? ",{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"aaaaaaaaaa\"}"
+                       : "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"aaaaaaaaaa\"}");
+    strcat(norm, "]}");
+    char *j = make_json(norm, BYTELEVEL, "null", "[{\"id\":8,\"content\":\"<s>\",\"special\":true}]", "");
+    Tokenizer *t = load(j);
+    TokEncoding enc;
+    AvErr e = {{0}};
+    ck_assert_int_eq(tok_encode(t, "a", 1, NULL, 0, 0, &enc, &e), -1);
+    ck_assert_msg(strstr(e.msg, "the normalizer grows the text past 96 bytes, the limit for 1 input bytes"), "%s", e.msg);
+    /* the budget is the whole text's, not each stretch's between added tokens */
+    ck_assert_int_eq(tok_encode(t, "b<s>a<s>b", 9, NULL, 0, 0, &enc, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "the limit for 9 input bytes"));
+    /* text without an "a" is untouched, so it passes */
+    ck_assert_str_eq(ids_of(t, "bc", 0), "17");
+    tok_free(t);
+    free(j);
+    /* ordinary growth passes: Prepend ▁ and " " -> ▁ triple a text of spaces */
+    j = make_json("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\\u2581\"},"
+                  "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\\u2581\"}]}",
+                  "null", "null", "[]", ",\"byte_fallback\":true,\"unk_token\":\"<unk>\"");
+    t = load(j);
+    ck_assert_int_eq(tok_encode(t, "          ", 10, NULL, 0, 0, &enc, &e), 0);
+    tok_encoding_free(&enc);
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
 START_TEST(wordpiece_files_read_as_berts_tokenizer) {
     static const char *j =
         "{\"normalizer\":{\"type\":\"BertNormalizer\",\"lowercase\":true,\"strip_accents\":null},"
@@ -248,6 +280,7 @@ Suite *make_suite(void) {
     tcase_add_test(c, bad_files_are_refused_naming_the_component);
     tcase_add_test(c, invalid_utf8_text_is_refused_with_its_offset);
     tcase_add_test(c, wordpiece_files_read_as_berts_tokenizer);
+    tcase_add_test(c, normalizer_growth_is_capped);
     suite_add_tcase(s, c);
     return s;
 }
