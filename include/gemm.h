@@ -1,12 +1,19 @@
 /* gemm.h — the matrix product behind every linear layer, with one fixed
  * rounding per output:
  *
- *     acc = 0;  for k = 0 .. in-1:  acc = fmaf(W[r][k], xT[k][j], acc);  yT[r][j] = acc
+ *     total = 0
+ *     for each block of GEMM_KB inputs (k = b .. b + GEMM_KB - 1, b = 0, GEMM_KB, ...):
+ *         acc = 0;  for k in the block:  acc = fmaf(W[r][k], xT[k][j], acc)
+ *         total = total + acc
+ *     yT[r][j] = total
  *
- * whatever the number of tokens, the tile an output falls in, or the thread
- * that computes it. That is what makes an input's numbers the same alone or
- * packed with others into one pass (batches), where BLAS kernels round a
- * column differently depending on where it sits. */
+ * whatever the number of tokens, the tile an output falls in, the kernel or
+ * the thread that computes it. That is what makes an input's numbers the same
+ * alone or packed with others into one pass (batches), and the same on every
+ * CPU, where BLAS kernels round a column differently depending on where it
+ * sits. Short chains summed, not one chain over all inputs: a single chain's
+ * rounding error grows with the input width (768 to 3072 here), and through
+ * the layers of a long input it came to twice a float32 BLAS's. */
 #ifndef ATTNVIZ_GEMM_H
 #define ATTNVIZ_GEMM_H
 
@@ -18,6 +25,9 @@
 #define GEMM_MR 16
 #define GEMM_KC 256
 #define GEMM_SCRATCH (GEMM_MR * GEMM_KC)
+/* Inputs per chain (above); GEMM_KC is a multiple of it, so blocks of k never
+ * straddle two panels. */
+#define GEMM_KB 32
 
 /* The storage of W's elements: products widen half-precision weights as they
  * copy them into a panel, so a pass reads them at their own size. */
@@ -28,7 +38,7 @@ typedef enum { GEMM_F32, GEMM_BF16, GEMM_F16 } GemmType;
  * GEMM_SCRATCH floats, 64-byte aligned. */
 void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
                int in, float *scratch);
-/* The same as a plain loop of fmaf, the reference the fast paths must equal bit for bit. */
+/* The definition above as plain loops of fmaf, the reference the fast paths must equal bit for bit. */
 void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
                      int rows, int in);
 

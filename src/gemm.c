@@ -35,10 +35,14 @@ void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size
                      int rows, int in) {
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < n; j++) {
-            float acc = 0.0f;
-            for (int k = 0; k < in; k++)
-                acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * n + j], acc);
-            yT[(size_t)r * n + j] = acc;
+            float total = 0.0f;
+            for (int b = 0; b < in; b += GEMM_KB) {
+                float acc = 0.0f;
+                for (int k = b; k < in && k < b + GEMM_KB; k++)
+                    acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * n + j], acc);
+                total = total + acc;
+            }
+            yT[(size_t)r * n + j] = total;
         }
 }
 
@@ -103,23 +107,28 @@ __attribute__((target("avx512f"))) static void pack_panel16_avx512(float *panel,
 
 /* ---------------------------------------------------------------- kernels */
 
-/* One panel against every token: y (mr, n) row stride n, continuing the
- * chains held in y unless first. */
+/* One panel against every token: y (mr, n) row stride n, adding each block's
+ * chain to the totals held in y (to 0 when first). */
 typedef void PanelFn(const float *panel, const float *x, int n, int kc, float *y, int mr, int first);
 
 static void panel_scalar(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < n; j++) {
-            float acc = first ? 0.0f : y[(size_t)i * n + j];
-            for (int kk = 0; kk < kc; kk++) acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * n + j], acc);
-            y[(size_t)i * n + j] = acc;
+            float total = first ? 0.0f : y[(size_t)i * n + j];
+            for (int b = 0; b < kc; b += GEMM_KB) {
+                float acc = 0.0f;
+                for (int kk = b; kk < kc && kk < b + GEMM_KB; kk++)
+                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * n + j], acc);
+                total = total + acc;
+            }
+            y[(size_t)i * n + j] = total;
         }
 }
 
 #ifdef GEMM_X86
 /* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real. */
-#define AVX512_MICRO(MR, NV)                                                                                         \
-    __attribute__((target("avx512f"))) static void micro512_##MR##x##NV(const float *panel, const float *x, int ldx,  \
+#define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
+    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, int ldx,                  \
                                                                            int kc, float *y, int ldy, int mr, int nr, \
                                                                            int first) {                              \
         __mmask16 mk[NV];                                                                                            \
@@ -127,25 +136,34 @@ static void panel_scalar(const float *panel, const float *x, int n, int kc, floa
             int left = nr - 16 * v;                                                                                  \
             mk[v] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : (__mmask16)0;         \
         }                                                                                                            \
-        __m512 acc[MR][NV];                                                                                          \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)   \
-            acc[i][v] = first || i >= mr ? _mm512_setzero_ps()                                                        \
-                                         : _mm512_maskz_loadu_ps(mk[v], y + (size_t)i * ldy + 16 * v);                \
-        for (int kk = 0; kk < kc; kk++) {                                                                            \
-            __m512 xv[NV];                                                                                           \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
-                _mm512_maskz_loadu_ps(mk[v], x + (size_t)kk * ldx + 16 * v);                                          \
-            const float *wk = panel + kk * GEMM_MR;                                                                  \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
-                __m512 b = _mm512_set1_ps(wk[i]);                                                                    \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(b, xv[v], acc[i][v]); \
-            }                                                                                                        \
-        }                                                                                                            \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr) _Pragma("GCC unroll 4") for (int v = 0;    \
-                                                                                                     v < NV; v++)    \
-            _mm512_mask_storeu_ps(y + (size_t)i * ldy + 16 * v, mk[v], acc[i][v]);                                   \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                       \
+            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                        \
+            __m512 acc[MR][NV];                                                                                          \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                    \
+            for (int kk = kb; kk < ke; kk++) {                                                                           \
+                __m512 xv[NV];                                                                                           \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
+                    FULL ? _mm512_loadu_ps(x + (size_t)kk * ldx + 16 * v)                                                \
+                         : _mm512_maskz_loadu_ps(mk[v], x + (size_t)kk * ldx + 16 * v);                                  \
+                const float *wk = panel + kk * GEMM_MR;                                                                  \
+                _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
+                    __m512 b = _mm512_set1_ps(wk[i]);                                                                    \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(b, xv[v], acc[i][v]);\
+                }                                                                                                        \
+            }                                                                                                            \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr)                                            \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
+                    float *yp = y + (size_t)i * ldy + 16 * v;                                                            \
+                    const __m512 t = first && kb == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk[v], yp);          \
+                    _mm512_mask_storeu_ps(yp, mk[v], _mm512_add_ps(t, acc[i][v]));                                       \
+                }                                                                                                        \
+        }                                                                                                                \
     }
-AVX512_MICRO(8, 2)
+/* Full tiles take unmasked loads: masks in the k loop cost registers the
+ * compiler then reloads every step. */
+AVX512_MICRO(8, 2, 1, micro512_8x2_full)
+AVX512_MICRO(8, 2, 0, micro512_8x2)
 
 /* (few tokens go to rowvec_avx512 instead) */
 __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, int n, int kc, float *y,
@@ -153,7 +171,8 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
         for (int j = 0; j < n; j += 32)
-            micro512_8x2(panel + 8 * h, x + j, n, kc, y + (size_t)8 * h * n + j, n, hr, n - j < 32 ? n - j : 32, first);
+            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, n, kc, y + (size_t)8 * h * n + j,
+                                                                         n, hr, n - j < 32 ? n - j : 32, first);
     }
 }
 
@@ -162,14 +181,18 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
  * between blocks of k. */
 #define AVX512_ROWVEC(NR)                                                                                            \
     case NR: {                                                                                                       \
-        __m512 a[NR];                                                                                                \
-        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_load_ps(acc + 16 * j);                   \
-        for (int kk = 0; kk < kc; kk++) {                                                                            \
-            const __m512 p = _mm512_load_ps(panel + kk * GEMM_MR);                                                   \
-            const float *xk = x + (size_t)kk * ldx;                                                                  \
-            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_fmadd_ps(p, _mm512_set1_ps(xk[j]), a[j]); \
-        }                                                                                                            \
-        _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) _mm512_store_ps(acc + 16 * j, a[j]);                   \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                       \
+            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                        \
+            __m512 a[NR];                                                                                                \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_setzero_ps();                            \
+            for (int kk = kb; kk < ke; kk++) {                                                                           \
+                const __m512 p = _mm512_load_ps(panel + kk * GEMM_MR);                                                   \
+                const float *xk = x + (size_t)kk * ldx;                                                                  \
+                _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_fmadd_ps(p, _mm512_set1_ps(xk[j]), a[j]);\
+            }                                                                                                            \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++)                                                        \
+                _mm512_store_ps(acc + 16 * j, _mm512_add_ps(_mm512_load_ps(acc + 16 * j), a[j]));                        \
+        }                                                                                                                \
         break;                                                                                                       \
     }
 
@@ -193,22 +216,28 @@ __attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel,
             int left = nr - 8 * v;                                                                                   \
             mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));          \
         }                                                                                                            \
-        __m256 acc[MR][NV];                                                                                          \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)   \
-            acc[i][v] = first || i >= mr ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (size_t)i * ldy + 8 * v, mk[v]); \
-        for (int kk = 0; kk < kc; kk++) {                                                                            \
-            __m256 xv[NV];                                                                                           \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
-                _mm256_maskload_ps(x + (size_t)kk * ldx + 8 * v, mk[v]);                                              \
-            const float *wk = panel + kk * GEMM_MR;                                                                  \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
-                __m256 b = _mm256_broadcast_ss(wk + i);                                                              \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(b, xv[v], acc[i][v]); \
-            }                                                                                                        \
-        }                                                                                                            \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr) _Pragma("GCC unroll 4") for (int v = 0;    \
-                                                                                                     v < NV; v++)    \
-            _mm256_maskstore_ps(y + (size_t)i * ldy + 8 * v, mk[v], acc[i][v]);                                      \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                       \
+            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                        \
+            __m256 acc[MR][NV];                                                                                          \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_ps();                    \
+            for (int kk = kb; kk < ke; kk++) {                                                                           \
+                __m256 xv[NV];                                                                                           \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
+                    _mm256_maskload_ps(x + (size_t)kk * ldx + 8 * v, mk[v]);                                             \
+                const float *wk = panel + kk * GEMM_MR;                                                                  \
+                _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
+                    __m256 b = _mm256_broadcast_ss(wk + i);                                                              \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(b, xv[v], acc[i][v]);\
+                }                                                                                                        \
+            }                                                                                                            \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr)                                            \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
+                    float *yp = y + (size_t)i * ldy + 8 * v;                                                             \
+                    const __m256 t = first && kb == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(yp, mk[v]);             \
+                    _mm256_maskstore_ps(yp, mk[v], _mm256_add_ps(t, acc[i][v]));                                         \
+                }                                                                                                        \
+        }                                                                                                                \
     }
 AVX2_MICRO(4, 2)
 

@@ -2,6 +2,7 @@
  * this CPU has gives exactly the bits of the plain fmaf chain, in both weight
  * layouts and all three storage types, and a token's outputs do not depend on
  * the tokens it shares a product with. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,35 @@ START_TEST(a_token_gets_the_same_bits_whatever_shares_its_product) {
 }
 END_TEST
 
+/* Why the chain is blocked (gemm.h): on wide products its error against
+ * double-precision sums is well below one chain over all inputs. */
+START_TEST(blocked_chains_are_more_accurate_than_one_chain) {
+    const int rows = 32, in = 3072, n = 32;
+    size_t w_row, w_col;
+    float *w = make_weights(rows, in, GEMM_F32, 0, 11, &w_row, &w_col);
+    float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+    ck_assert(x && y);
+    fill(x, (size_t)in * n, 12, 1.0f);
+    for (size_t i = 0; i < (size_t)in * n; i++) x[i] += 0.25f; /* a mean, as activations have: errors then add up */
+    gemm_rows_naive(y, w, GEMM_F32, w_row, w_col, x, n, rows, in);
+    double err_blocked = 0, err_one = 0;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            double exact = 0;
+            float one = 0.0f;
+            for (int k = 0; k < in; k++) {
+                exact += (double)w[(size_t)r * in + k] * x[(size_t)k * n + j];
+                one = fmaf(w[(size_t)r * in + k], x[(size_t)k * n + j], one);
+            }
+            err_blocked += fabs(y[(size_t)r * n + j] - exact), err_one += fabs(one - exact);
+        }
+    fprintf(stderr, "INFO %s: mean error, blocked %.3g, one chain %.3g\n", __func__, err_blocked / (rows * n),
+            err_one / (rows * n));
+    ck_assert_msg(err_blocked < 0.5 * err_one, "blocked %g, one chain %g", err_blocked, err_one);
+    free(w), free(x), free(y);
+}
+END_TEST
+
 START_TEST(forcing_a_kernel_the_cpu_lacks_is_refused) {
     ck_assert_int_eq(gemm_force_kernel("no-such-kernel"), -1);
     /* every kernel the build lists as usable can be forced, and the others can't */
@@ -147,6 +177,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(k, 120);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, the_environment_pins_a_kernel);
+    tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);
     tcase_add_test(k, forcing_a_kernel_the_cpu_lacks_is_refused);
     suite_add_tcase(s, k);
