@@ -19,7 +19,7 @@ LDLIBS  += $(PKG_LIBS) -lm -lpthread
 # demo and test install them first (tools/deps.sh) and then build through a sub-make, which
 # checks: so a fresh machine's `make demo` / `make test` is not stopped here before the install.
 ifeq ($(filter clean deps deps-test demo test,$(MAKECMDGOALS)),)
-MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))))
 ifneq ($(MISSING_PKGS),)
 $(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
 endif
