@@ -10,7 +10,13 @@
 set -eu
 mode=${1:-build}
 need=""
-want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need="$need $1"; }
+# installed for this machine's architecture (dpkg -s refuses a name that is also installed
+# for a foreign architecture, as multiarch cross-builds do)
+arch=$(dpkg --print-architecture)
+want_pkg() {
+    dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii ($arch|all)\$" ||
+        need="$need $1"
+}
 want_cmd() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 
 want_cmd cc gcc
