@@ -29,6 +29,8 @@ if [ -z "${ATTNVIZ_FRESH_NS:-}" ]; then
     exec unshare --mount --propagation private env ATTNVIZ_FRESH_NS=1 "$0" "$@"
 fi
 . tests/lib.sh # T: removed on exit (after the unmounts below)
+failed=0
+fail() { echo "FAIL $1: $2"; failed=1; }
 
 suite=bookworm
 mirror=${ATTNVIZ_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -45,11 +47,12 @@ cleanup() {
         return
     fi
     rm -rf --one-file-system "$T"
+    echo "  fresh_machine_test.sh: $(($(date +%s) - start)) s (the root's removal included)"
 }
+start=$(date +%s)
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-start=$(date +%s)
 # --- the cached base root ---
 if [ ! -s "$base" ]; then
     echo "  building the base root (debootstrap --variant=minbase $suite; once, cached in $base)"
@@ -156,4 +159,4 @@ if [ "$size" -gt 100000 ] && grep -q '<title>attnviz — time flies like an arro
 else
     fail demo_page_written "$page: $size bytes; title: $(grep -o '<title>[^<]*</title>' "$page" 2>/dev/null)"
 fi
-echo "  fresh_machine_test.sh: $(($(date +%s) - start)) s"
+exit $failed

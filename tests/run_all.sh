@@ -111,6 +111,7 @@ scripts=(
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
     tests/fetch_test.sh
+    tests/fresh_machine_test.sh
 )
 for s in "${scripts[@]}"; do
     if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
