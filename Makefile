@@ -16,8 +16,10 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
 # Stop with one line naming the missing -dev packages rather than a wall of compiler errors.
-ifeq ($(filter clean deps deps-test,$(MAKECMDGOALS)),)
-MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+# demo and test install them first (tools/deps.sh) and then build through a sub-make, which
+# checks: so a fresh machine's `make demo` / `make test` is not stopped here before the install.
+ifeq ($(filter clean deps deps-test demo test,$(MAKECMDGOALS)),)
+MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))))
 ifneq ($(MISSING_PKGS),)
 $(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
 endif
@@ -121,13 +123,15 @@ deps-test:
 # Check suites again under AddressSanitizer + UndefinedBehaviorSanitizer.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-test: deps-test
+test:
+	@tools/deps.sh test
 	@$(MAKE) --no-print-directory attnviz demo-model $(TESTS)
 	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/attnviz OPT=-O1 SAN="$(ASAN_FLAGS)" \
 		build-asan/attnviz $(patsubst $(B)/%,build-asan/%,$(TESTS))
 	@tests/run_all.sh $(TESTS) -- $(patsubst $(B)/%,build-asan/%,$(TESTS))
 
-demo: deps
+demo:
+	@tools/deps.sh build
 	@$(MAKE) --no-print-directory attnviz demo-model
 	@tools/demo.sh
 

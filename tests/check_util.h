@@ -12,8 +12,18 @@
 
 Suite *make_suite(void);
 
-/* Directory of the real bert-base-uncased tokenizer files beside the repo. */
-#define SHARED_BERT_DIR "../shared/models/bert-base-uncased"
+/* The path of a reference file (tools/refdata.sh: bert-base-uncased/vocab.txt, gpt2/encoder.json,
+ * ...) in out: $ATTNVIZ_REFDATA is the folder (tests/run_all.sh sets it). The test fails, saying
+ * why, when it is unset or the file is not there: the install step (tools/deps.sh test) fetches
+ * these files, so their absence is a failure, not a skip. */
+static inline void refdata(char out[4096], const char *rel) {
+    const char *dir = getenv("ATTNVIZ_REFDATA");
+    ck_assert_msg(dir && *dir, "ATTNVIZ_REFDATA is unset: run through tests/run_all.sh, or "
+                               "export ATTNVIZ_REFDATA=\"$(tools/refdata.sh)\"");
+    ck_assert_int_lt(snprintf(out, 4096, "%s/%s", dir, rel), 4096);
+    ck_assert_msg(access(out, R_OK) == 0, "%s: %s (tools/refdata.sh; tools/deps.sh test fetches it)", out,
+                  strerror(errno));
+}
 
 /* Visible skip: Check has no skip status, so the test passes but says why. */
 #define SKIP_UNLESS(cond, why)                                              \

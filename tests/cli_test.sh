@@ -209,11 +209,12 @@ check distilbert_runs_with_wordpiece $PY -c "import json; d=json.load(open('$T/d
 expect_exit gpt2_without_merges_names_the_missing_file 1 "needs vocab.json and merges.txt \(missing merges.txt\)" \
     bash -c "cp -r '$G' '$T/gm' && rm '$T/gm/merges.txt' && '$BIN' --model '$T/gm' --quiet hi"
 expect_exit gpt2_refuses_uncased 1 "byte-level BPE tokenizer, which never lower-cases" "$BIN" --model "$G" --uncased --quiet hi
-if [ -f ../shared/models/gpt2/encoder.json ]; then
-    # OpenAI's own file names, no config.json: tokens only, GPT-2's template (ids from js-tiktoken's gpt2 ranks)
-    check tokens_only_reads_openai_gpt2_files bash -c "'$BIN' --tokens-only --model ../shared/models/gpt2 --json - 'time flies like an arrow' 2>/dev/null | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"input_ids\"]==[2435, 17607, 588, 281, 15452], d'"
+# OpenAI's own file names (encoder.json, vocab.bpe; tools/refdata.sh), no config.json: tokens
+# only, GPT-2's template (ids from js-tiktoken's gpt2 ranks)
+if gpt2=$(refdata_dir gpt2 2>"$T/err"); then
+    check tokens_only_reads_openai_gpt2_files bash -c "'$BIN' --tokens-only --model '$gpt2' --json - 'time flies like an arrow' 2>/dev/null | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"input_ids\"]==[2435, 17607, 588, 281, 15452], d'"
 else
-    echo "SKIP tokens_only_reads_openai_gpt2_files: ../shared/models/gpt2 absent"
+    fail tokens_only_reads_openai_gpt2_files "no GPT-2 reference files: $(cat "$T/err")"
 fi
 # --layers/--heads choose what the engine keeps: the same numbers as the full capture
 "$BIN" --model "$G" --json "$T/full.json" --quiet "the cat sat on the mat" 2>"$T/err"

@@ -56,18 +56,22 @@ H=http://127.0.0.1:$port
 export HF_ENDPOINT=$H
 unset ATTNVIZ_HF_BASE ATTNVIZ_WEIGHTS_MANIFEST
 
+# The real vocabularies (tools/refdata.sh; tools/deps.sh test fetches them): bert-base-uncased's
+# vocab.txt, GPT-2's encoder.json and vocab.bpe (= the hub's vocab.json and merges.txt).
+rd=${ATTNVIZ_REFDATA:-}
+if [ -z "$rd" ] && ! rd=$(tools/refdata.sh); then
+    echo "FAIL fetch: no reference vocabularies (tools/refdata.sh said why above)"
+    exit 1
+fi
+
 # --- the pinned bert-base-uncased (make weights without MODEL) ---
 B=$(repo_dir google-bert/bert-base-uncased)
-S=../shared/models/bert-base-uncased
-if [ -f $S/vocab.txt ]; then
-    # The published config.json and vocab.txt, checked against the real pinned hashes.
-    cp $S/config.json $S/vocab.txt "$B/"
-    grep -v model.safetensors tools/weights.manifest >"$T/manifest"
-else
-    echo "SKIP real_hashes: ../shared/models/bert-base-uncased absent; using made-up files"
-    printf '{"x":1}\n' >"$B/config.json"
-    echo "config.json $(wc -c <"$B/config.json") $(sha256sum "$B/config.json" | cut -d' ' -f1)" >"$T/manifest"
-fi
+# The published vocab.txt, checked against its real pinned size and hash in tools/weights.manifest.
+# No package carries bert-base-uncased's config.json: a made-up one stands in, with its own line.
+cp "$rd/bert-base-uncased/vocab.txt" "$B/vocab.txt"
+grep '^vocab.txt ' tools/weights.manifest >"$T/manifest" || { echo "FAIL fetch: tools/weights.manifest has no vocab.txt line"; exit 1; }
+printf '{"x":1}\n' >"$B/config.json"
+echo "config.json $(wc -c <"$B/config.json") $(sha256sum "$B/config.json" | cut -d' ' -f1)" >>"$T/manifest"
 rnd "$B/model.safetensors" 100000
 echo "model.safetensors 100000 $(sha256sum "$B/model.safetensors" | cut -d' ' -f1)" >>"$T/manifest"
 
@@ -106,14 +110,8 @@ cp "$T/good.bin" "$B/model.safetensors"
 
 # --- gpt2: vocab.json + merges.txt, SHA256SUMS recorded ---
 G=$(repo_dir openai-community/gpt2)
-if [ -f ../shared/models/gpt2/encoder.json ]; then
-    cp ../shared/models/gpt2/encoder.json "$G/vocab.json"
-    cp ../shared/models/gpt2/vocab.bpe "$G/merges.txt"
-else
-    echo "SKIP real_gpt2_tokenizer_files: ../shared/models/gpt2 absent; using made-up files"
-    printf '{"a":0}\n' >"$G/vocab.json"
-    printf '#version: 0.2\na b\n' >"$G/merges.txt"
-fi
+cp "$rd/gpt2/encoder.json" "$G/vocab.json"
+cp "$rd/gpt2/vocab.bpe" "$G/merges.txt"
 printf '{"model_type":"gpt2"}\n' >"$G/config.json"
 printf 'not for gpt2\n' >"$G/vocab.txt" # must not be fetched for a BPE model
 rnd "$G/model.safetensors" 200000
@@ -155,7 +153,7 @@ printf '#version: 0.2\nc d\n' >"$G/merges.txt"
 rm "$D/merges.txt"
 $F -m gpt2 "$D" >"$T/log" 2>&1
 rc=$?
-if [ $rc -eq 1 ] && grep -q "merges.txt: got 18 bytes, sha256 .*, but $D/SHA256SUMS recorded 456318 bytes, sha256 .*delete $D/SHA256SUMS to accept" "$T/log" \
+if [ $rc -eq 1 ] && grep -q "merges.txt: got 18 bytes, sha256 .*, but $D/SHA256SUMS recorded $(wc -c <"$rd/gpt2/vocab.bpe") bytes, sha256 .*delete $D/SHA256SUMS to accept" "$T/log" \
     && [ ! -e "$D/merges.txt" ] && cmp -s "$D/SHA256SUMS" "$T/sums.before" && only_in_w good gpt2; then
     pass rerun_refuses_a_file_that_differs_from_the_recorded_sha256
 else

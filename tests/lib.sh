@@ -24,6 +24,13 @@ expect_exit() {
     pass "$name"
 }
 
+# refdata_dir NAME: the folder of the reference files NAME (tools/refdata.sh: bert-base-uncased,
+# all-MiniLM-L6-v2, gpt2), from $ATTNVIZ_REFDATA when tests/run_all.sh set it; on failure the
+# reason is on stderr and the status is 1 (a test without them fails: they are not optional)
+refdata_dir() {
+    if [ -n "${ATTNVIZ_REFDATA:-}" ]; then echo "$ATTNVIZ_REFDATA/$1"; else tools/refdata.sh "$1"; fi
+}
+
 if [ -z "${T:-}" ]; then
     T=$(mktemp -d) || exit 1
     trap 'rm -rf "$T"' EXIT

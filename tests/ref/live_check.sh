@@ -26,8 +26,14 @@ hf_check() { # NAME DIR LABEL TEXT...
     fi
 }
 trap '[ -z "${ATTNVIZ_LIVE_DIR:-}" ] && rm -rf "$T"' EXIT
-vocab_arg=()
-[ -f ../shared/models/bert-base-uncased/vocab.txt ] && vocab_arg=(--vocab ../shared/models/bert-base-uncased/vocab.txt)
+# The real vocabularies (tools/refdata.sh: bert-base-uncased's vocab.txt, GPT-2's encoder.json +
+# vocab.bpe): without them the checkpoints would get small made-up ones, so that is a failure.
+rd=${ATTNVIZ_REFDATA:-}
+if [ -z "$rd" ] && ! rd=$(tools/refdata.sh); then
+    echo "FAIL torch_live_check: no reference vocabularies (tools/refdata.sh said why above)"
+    exit 1
+fi
+vocab_arg=(--vocab "$rd/bert-base-uncased/vocab.txt")
 long=$(for i in $(seq 1 20); do printf 'the quick brown fox jumps over the lazy dog. '; done)
 for spec in "F32 google 21" "F16 hf 22" "BF16 hf 23"; do
     set -- $spec
@@ -46,14 +52,9 @@ for spec in "F32 google 21" "F16 hf 22" "BF16 hf 23"; do
 done
 
 # The other families at their published shapes: GPT-2 (768/12/12, 1024
-# positions; the real GPT-2 vocabulary when ../shared has it), RoBERTa
-# (positions from padding_idx + 1, 514) and DistilBERT (6 layers).
-gpt2_vocab=()
-if [ -f ../shared/models/gpt2/encoder.json ] && [ -f ../shared/models/gpt2/vocab.bpe ]; then
-    gpt2_vocab=(--vocab ../shared/models/gpt2/encoder.json --merges ../shared/models/gpt2/vocab.bpe)
-else
-    echo "SKIP torch_live_check real GPT-2 vocabulary: ../shared/models/gpt2 absent (a small BPE vocabulary is used)"
-fi
+# positions; the real GPT-2 vocabulary), RoBERTa (positions from padding_idx + 1,
+# 514) and DistilBERT (6 layers).
+gpt2_vocab=(--vocab "$rd/gpt2/encoder.json" --merges "$rd/gpt2/vocab.bpe")
 for spec in "gpt2 F32 hf 24" "gpt2 F16 prefixed 25" "roberta F32 prefixed 26" "distilbert BF16 hf 27"; do
     set -- $spec
     d="$T/base-$1-$2-$3"

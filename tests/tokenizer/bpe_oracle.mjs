@@ -5,15 +5,15 @@
 // Usage (from the repo root):
 //   node tests/tokenizer/bpe_oracle.mjs --style gpt2 > tests/tokenizer/bpe_gpt2_expected.jsonl
 //   node tests/tokenizer/bpe_oracle.mjs --style roberta > tests/tokenizer/bpe_roberta_expected.jsonl
-// Options: --gpt2 DIR (default ../shared/models/gpt2: encoder.json + vocab.bpe),
+// Options: --gpt2 DIR (default tools/refdata.sh gpt2: encoder.json + vocab.bpe),
 //          --corpus FILE (instead of the two corpora), --pure (no patches), --rust DIR (see below).
 // Output: one {"input_ids":[...],"token_type_ids":[...]} per corpus line, nothing truncated.
 //
 // References:
-//   gpt2     js-tiktoken's own copy of GPT-2's ranks (independent of ../shared), a pair being
+//   gpt2     js-tiktoken's own copy of GPT-2's ranks (independent of those files), a pair being
 //            A's ids then B's (GPT2TokenizerFast: no special tokens; B has type 1). The same
 //            lines also go through @huggingface/tokenizers (the JS port) with a GPT-2
-//            tokenizer.json built from ../shared/models/gpt2; the script fails if the two
+//            tokenizer.json built from the GPT-2 files; the script fails if the two
 //            disagree, which is what vouches for the port's ByteLevel + BPE.
 //   roberta  the JS port with a RoBERTa-style tokenizer.json built from the GPT-2 files (no
 //            RoBERTa vocabulary is at hand): <s>=0 <pad>=1 </s>=2 <unk>=3, the GPT-2 tokens
@@ -38,6 +38,7 @@
 // in Node, in the Rust library and in utf8proc.
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -53,7 +54,10 @@ if (style !== 'gpt2' && style !== 'roberta') {
     console.error('usage: bpe_oracle.mjs --style gpt2|roberta [--gpt2 DIR] [--corpus FILE] [--pure | --rust DIR]');
     process.exit(2);
 }
-const gpt2Dir = opt('--gpt2', path.join(root, '..', 'shared', 'models', 'gpt2'));
+// the default: GPT-2's files from tools/refdata.sh ($ATTNVIZ_REFDATA when set)
+const gpt2Dir = args.includes('--gpt2') ? opt('--gpt2')
+    : process.env.ATTNVIZ_REFDATA ? path.join(process.env.ATTNVIZ_REFDATA, 'gpt2')
+    : execFileSync(path.join(root, 'tools', 'refdata.sh'), ['gpt2'], { encoding: 'utf8' }).trim();
 const corpora = args.includes('--corpus')
     ? [opt('--corpus')]
     : [path.join(here, 'corpus.tsv'), path.join(here, 'bpe_corpus.tsv')];

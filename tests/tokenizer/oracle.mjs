@@ -5,7 +5,7 @@
 // Usage (from the repo root):
 //   node tests/tokenizer/oracle.mjs [--corpus FILE] [--tokenizer FILE] [--pure | --rust DIR] \
 //       > tests/tokenizer/expected.jsonl
-// Defaults: tests/tokenizer/corpus.tsv and ../shared/models/bert-base-uncased/tokenizer.json.
+// Defaults: tests/tokenizer/corpus.tsv and bert-base-uncased's tokenizer.json (tools/refdata.sh).
 // Output: one JSON object per corpus line:
 //   {"input_ids":[...],"token_type_ids":[...],"tokens":[...]}
 // Nothing is truncated here; truncation is covered by tests/test_tokenizer.c, whose
@@ -40,6 +40,7 @@
 // characters assigned or reclassified since (a few hundred, in recent scripts) differ.
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -51,8 +52,12 @@ const opt = (name, dflt) => {
     return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
 };
 const corpusPath = opt('--corpus', path.join(here, 'corpus.tsv'));
-const tokenizerPath = opt('--tokenizer',
-    path.join(root, '..', 'shared', 'models', 'bert-base-uncased', 'tokenizer.json'));
+// the default: bert-base-uncased's tokenizer.json from tools/refdata.sh ($ATTNVIZ_REFDATA when set)
+const refdata = (name) => process.env.ATTNVIZ_REFDATA
+    ? path.join(process.env.ATTNVIZ_REFDATA, name)
+    : execFileSync(path.join(root, 'tools', 'refdata.sh'), [name], { encoding: 'utf8' }).trim();
+const tokenizerPath = args.includes('--tokenizer')
+    ? opt('--tokenizer') : path.join(refdata('bert-base-uncased'), 'tokenizer.json');
 const rustDir = opt('--rust', null);
 const pure = args.includes('--pure');
 

