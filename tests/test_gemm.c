@@ -2,6 +2,7 @@
  * this CPU has gives exactly the bits of the plain fmaf chain, in both weight
  * layouts and all three storage types, and a token's outputs do not depend on
  * the tokens it shares a product with. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,8 @@ static void *make_weights(int rows, int in, GemmType type, int transposed, unsig
 }
 
 START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
-    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}};
+    /* 48 x 259: whole panels whose second block of k is not a multiple of 4 */
+    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}, {48, 259}};
     const int tokens[] = {1, 2, 7, 15, 16, 17, 31, 33, 47, 48, 49, 64, 130};
     int ran = 0;
     for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
@@ -67,6 +69,37 @@ START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
     gemm_force_kernel(NULL);
     /* at least the scalar chain and the kernel this CPU would choose */
     ck_assert_int_ge(ran, strcmp(gemm_kernel(), "scalar") ? 2 : 1);
+}
+END_TEST
+
+/* The vector kernels widen half-precision weights with their own
+ * instructions (AVX-512's vcvtph2ps, NEON's fcvtl, shifts for BF16): every
+ * one of the 65536 bit patterns, subnormals and infinities included, must
+ * give the scalar chain's bits (NaNs: a NaN, whose payload the ISAs choose). */
+START_TEST(every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain) {
+    const int rows = 4096, in = 16; /* 16 consecutive patterns a row: specials share rows only with specials */
+    uint16_t *w = malloc(sizeof(uint16_t) * rows * in);
+    ck_assert_ptr_nonnull(w);
+    for (int i = 0; i < rows * in; i++) w[i] = (uint16_t)i;
+    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
+        if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) continue;
+        for (int type = GEMM_BF16; type <= GEMM_F16; type++)
+            for (int n = 1; n <= 64; n += 63) { /* the few-token path and the tiles */
+                float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+                float *ref = malloc(sizeof(float) * rows * n), *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                ck_assert(x && y && ref && scratch);
+                fill(x, (size_t)in * n, 3, 1.5f);
+                gemm_rows(y, w, (GemmType)type, in, 1, x, n, rows, in, scratch);
+                gemm_rows_naive(ref, w, (GemmType)type, in, 1, x, n, rows, in);
+                for (size_t i = 0; i < (size_t)rows * n; i++)
+                    ck_assert_msg(isnan(y[i]) ? isnan(ref[i]) : !memcmp(y + i, ref + i, sizeof(float)),
+                                  "%s: type %d, %d tokens: row %zu (patterns 0x%04zx..) gives %a, the chain %a",
+                                  KERNEL_NAMES[kn], type, n, i / n, i / n * in, y[i], ref[i]);
+                free(x), free(y), free(ref), free(scratch);
+            }
+    }
+    gemm_force_kernel(NULL);
+    free(w);
 }
 END_TEST
 
@@ -146,6 +179,7 @@ Suite *make_suite(void) {
     TCase *k = tcase_create("gemm");
     tcase_set_timeout(k, 120);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
+    tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);
     tcase_add_test(k, forcing_a_kernel_the_cpu_lacks_is_refused);
