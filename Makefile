@@ -2,6 +2,8 @@
 # Libraries come from Debian packages through pkg-config.
 
 CC      ?= cc
+# Compiler of the tools the build runs (tools/embed.c): a cross build sets it to the host's.
+HOSTCC  ?= $(CC)
 PREFIX  ?= /usr/local
 PKGS    := libcjson libutf8proc openblas zlib oniguruma libmicrohttpd
 OPT     ?= -O3
@@ -50,7 +52,7 @@ $(B)/obj/%.o: src/%.c | $(B)/obj
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.
 $(B)/embed: tools/embed.c | $(B)
-	$(CC) $(CFLAGS) -o $@ $<
+	$(HOSTCC) $(CFLAGS) -o $@ $<
 
 $(B)/gen/templates_gen.c: $(B)/embed $(TEMPLATES) | $(B)/gen
 	$(B)/embed $@ $(TEMPLATES)
