@@ -3,12 +3,18 @@
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh)
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
+#                         and the aarch64 set
+#   tools/deps.sh aarch64 build + the cross compiler, qemu-user and the arm64 libraries
+#                         (Debian multiarch) of make test-aarch64 (tests/aarch64_test.sh)
 # Says what it installs; installs nothing when everything is present.
 set -eu
 mode=${1:-build}
 need=""
-want_pkg() { dpkg -s "$1" >/dev/null 2>&1 || need="$need $1"; }
+native=$(dpkg --print-architecture)
+# installed for this machine's architecture (a multiarch library may be installed for two)
+want_pkg() { dpkg-query -W -f='${db:Status-Abbrev} ${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii +($native|all)\$" || need="$need $1"; }
+want_arm64() { dpkg-query -W -f='${db:Status-Abbrev} ${Architecture}\n' "$1:arm64" 2>/dev/null | grep -qE '^ii +arm64$' || need="$need $1:arm64"; }
 want_cmd() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 
 want_cmd cc gcc
@@ -36,6 +42,20 @@ if [ "$mode" = test ]; then
     want_cmd node nodejs
     want_cmd npm npm
 fi
+if [ "$mode" = test ] || [ "$mode" = aarch64 ]; then
+    # make test-aarch64: Debian's cross compiler, qemu-user, and the arm64 builds of the
+    # libraries. libonig-dev is not Multi-Arch: same in Debian 12 (its arm64 package would
+    # remove the amd64 one): the arm64 runtime, with the headers of the native -dev package.
+    # (on an arm64 machine make test runs the NEON kernel natively: nothing more)
+    if [ "$native" != arm64 ]; then
+        want_cmd python3 python3
+        want_pkg gcc-aarch64-linux-gnu
+        want_pkg qemu-user
+        for p in libcjson-dev libutf8proc-dev libopenblas-dev zlib1g-dev libmicrohttpd-dev check libonig5; do
+            want_arm64 $p
+        done
+    fi
+fi
 
 if [ -n "$need" ]; then
     echo "attnviz: installing from Debian:$need"
@@ -43,8 +63,12 @@ if [ -n "$need" ]; then
         echo "attnviz: please run as root: apt-get update && apt-get install -y$need" >&2
         exit 1
     fi
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q$need
+    case "$need" in *:arm64*)
+        dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64 ;;
+    esac
+    # another apt may hold the lock (a shared machine): wait for it rather than fail
+    $sudo apt-get -o DPkg::Lock::Timeout=900 update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -q$need
 fi
 
 if [ "$mode" = test ] && [ -f package-lock.json ]; then
