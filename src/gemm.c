@@ -381,12 +381,12 @@ static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_c
 static int has_any(void) { return 1; }
 
 static const Kernel KERNELS[] = {
+#ifdef GEMM_NEON /* (named fields: the row holds whatever else Kernel has as NULL) */
+    {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any}, /* every aarch64 CPU has NEON */
+#endif
 #ifdef GEMM_X86
     {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, has_avx512},
     {"avx2", panel_avx2, NULL, NULL, has_avx2},
-#endif
-#ifdef GEMM_NEON
-    {"neon", panel_neon, rowvec_neon, pack_panel16_neon, has_any}, /* NEON is part of every aarch64 CPU */
 #endif
     {"scalar", panel_scalar, NULL, NULL, has_any},
 };
