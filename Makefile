@@ -18,7 +18,7 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
 # Stop with one line naming the missing -dev packages rather than a wall of compiler errors.
-ifeq ($(filter clean deps deps-test deps-aarch64 test-aarch64,$(MAKECMDGOALS)),)
+ifeq ($(filter clean deps deps-test,$(MAKECMDGOALS)),)
 MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING_PKGS),)
 $(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
@@ -34,7 +34,7 @@ TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
 VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
 
-.PHONY: all test test-asan test-aarch64 deps-aarch64 demo demo-model weights bench install uninstall clean deps deps-test fuzz
+.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz
 
 all: $(BIN) demo-model
 
@@ -110,8 +110,20 @@ deps:
 deps-test:
 	@tools/deps.sh test
 
+# make test-aarch64: the NEON kernel and the whole program on Arm, cross-built
+# into build-aarch64 (Debian's gcc-aarch64-linux-gnu, arm64 libraries) and run
+# under qemu-aarch64 against this machine's build (tests/aarch64_test.sh; make
+# test runs it too).
+.PHONY: test-aarch64 deps-aarch64 clean-aarch64
+test-aarch64: deps-aarch64
+	@tests/aarch64_test.sh
+
 deps-aarch64:
 	@tools/deps.sh aarch64
+
+clean: clean-aarch64
+clean-aarch64:
+	rm -rf build-aarch64
 
 # make test: every suite and end-to-end test on the optimized build, then the
 # Check suites again under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -122,13 +134,6 @@ test: deps-test
 	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/attnviz OPT=-O1 SAN="$(ASAN_FLAGS)" \
 		build-asan/attnviz $(patsubst $(B)/%,build-asan/%,$(TESTS))
 	@tests/run_all.sh $(TESTS) -- $(patsubst $(B)/%,build-asan/%,$(TESTS))
-
-# make test-aarch64: the NEON kernel and the whole program on Arm, cross-built
-# into build-aarch64 (Debian's gcc-aarch64-linux-gnu, arm64 libraries) and run
-# under qemu-aarch64 against this machine's build (tests/aarch64_test.sh; make
-# test runs it too).
-test-aarch64: deps-aarch64
-	@tests/aarch64_test.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory attnviz demo-model
@@ -155,4 +160,4 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
 
 clean:
-	rm -rf build build-asan build-fuzz build-aarch64 attnviz
+	rm -rf build build-asan build-fuzz attnviz

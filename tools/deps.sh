@@ -3,18 +3,18 @@
 #   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
-#                         and the aarch64 set
-#   tools/deps.sh aarch64 build + the cross compiler, qemu-user and the arm64 libraries
-#                         (Debian multiarch) of make test-aarch64 (tests/aarch64_test.sh)
+#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh)
 # Says what it installs; installs nothing when everything is present.
 set -eu
 mode=${1:-build}
 need=""
-native=$(dpkg --print-architecture)
-# installed for this machine's architecture (a multiarch library may be installed for two)
-want_pkg() { dpkg-query -W -f='${db:Status-Abbrev} ${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii +($native|all)\$" || need="$need $1"; }
-want_arm64() { dpkg-query -W -f='${db:Status-Abbrev} ${Architecture}\n' "$1:arm64" 2>/dev/null | grep -qE '^ii +arm64$' || need="$need $1:arm64"; }
+# installed for this machine's architecture (dpkg -s refuses a name that is also installed
+# for a foreign architecture, as multiarch cross-builds do)
+arch=$(dpkg --print-architecture)
+want_pkg() {
+    dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1" 2>/dev/null | grep -qE "^ii ($arch|all)\$" ||
+        need="$need $1"
+}
 want_cmd() { command -v "$1" >/dev/null 2>&1 || need="$need $2"; }
 
 want_cmd cc gcc
@@ -42,12 +42,17 @@ if [ "$mode" = test ]; then
     want_cmd node nodejs
     want_cmd npm npm
 fi
+# tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/aarch64_test.sh)
+# needs: Debian's cross compiler, qemu-user, and the arm64 builds of the libraries
+# (multiarch). libonig-dev is not Multi-Arch: same in Debian 12 (its arm64 package would
+# remove the amd64 one): the arm64 runtime, with the headers of the native -dev package.
+# On an arm64 machine make test runs the NEON kernel natively: nothing more.
+want_arm64() {
+    dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1:arm64" 2>/dev/null | grep -qE '^ii arm64$' ||
+        need="$need $1:arm64"
+}
 if [ "$mode" = test ] || [ "$mode" = aarch64 ]; then
-    # make test-aarch64: Debian's cross compiler, qemu-user, and the arm64 builds of the
-    # libraries. libonig-dev is not Multi-Arch: same in Debian 12 (its arm64 package would
-    # remove the amd64 one): the arm64 runtime, with the headers of the native -dev package.
-    # (on an arm64 machine make test runs the NEON kernel natively: nothing more)
-    if [ "$native" != arm64 ]; then
+    if [ "$arch" != arm64 ]; then
         want_cmd python3 python3
         want_pkg gcc-aarch64-linux-gnu
         want_pkg qemu-user
