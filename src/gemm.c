@@ -116,7 +116,7 @@ static inline __attribute__((always_inline)) float32x4_t load4_neon(const void *
 }
 
 /* pack_panel's result for 16 rows of a row-major W, a 4 x 4 transpose at a
- * time in registers; the tail of kc past a multiple of 4 by pack_panel. */
+ * time in registers; the tail of kc past a multiple of 4 element by element. */
 static inline __attribute__((always_inline)) void pack16_neon_t(float *panel, const void *w, const GemmType type,
                                                                 size_t w_row, int k0, int kc) {
     int kk = 0;
@@ -135,7 +135,9 @@ static inline __attribute__((always_inline)) void pack16_neon_t(float *panel, co
             vst1q_f32(dst + 3 * GEMM_MR + 4 * g, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
         }
     }
-    if (kk < kc) pack_panel(panel + (size_t)kk * GEMM_MR, w, type, w_row, 1, GEMM_MR, k0 + kk, kc - kk);
+    for (; kk < kc; kk++)
+        for (int i = 0; i < GEMM_MR; i++)
+            panel[(size_t)kk * GEMM_MR + i] = elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk));
 }
 
 static void pack_panel16_neon(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc) {
