@@ -126,8 +126,10 @@ static inline __attribute__((always_inline)) void pack16_neon_t(float *panel, co
             const size_t at = (size_t)4 * g * w_row + (size_t)(k0 + kk);
             const float32x4_t r0 = load4_neon(w, type, at), r1 = load4_neon(w, type, at + w_row);
             const float32x4_t r2 = load4_neon(w, type, at + 2 * w_row), r3 = load4_neon(w, type, at + 3 * w_row);
-            const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
-            const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+            const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
+            const float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+            const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
+            const float64x2_t t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
             /* column m of the 4 x 4 block: rows 4g..4g+3 of input kk + m */
             vst1q_f32(dst + 4 * g, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
             vst1q_f32(dst + GEMM_MR + 4 * g, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
@@ -383,8 +385,8 @@ static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_c
 static int has_any(void) { return 1; }
 
 static const Kernel KERNELS[] = {
-#ifdef GEMM_NEON /* (named fields: the row holds whatever else Kernel has as NULL) */
-    {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any}, /* every aarch64 CPU has NEON */
+#ifdef GEMM_NEON /* every aarch64 CPU has NEON; named fields: whatever else Kernel holds is NULL */
+    {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
 #endif
 #ifdef GEMM_X86
     {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, has_avx512},

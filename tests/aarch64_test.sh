@@ -104,7 +104,8 @@ for s in "${SUITES[@]}"; do
     echo "== $AB/tests/$s (qemu-aarch64)"
     rm -f "$T/$s.tap"
     # qemu is several times slower than the CPU the suites' timeouts are set for
-    CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10} CK_TAP_LOG_FILE_NAME="$T/$s.tap" run "$AB/tests/$s" >"$T/$s.log" 2>&1
+    CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10} CK_TAP_LOG_FILE_NAME="$T/$s.tap" \
+        run "$AB/tests/$s" >"$T/$s.log" 2>&1
     rc=$?
     cat "$T/$s.log"
     if ! grep -qE '^(not )?ok ' "$T/$s.tap" 2>/dev/null; then
@@ -130,7 +131,8 @@ else
     fail "aarch64 test_gemm ran the neon kernel and the scalar chain" "$(grep '^INFO' "$T/test_gemm.log")"
 fi
 fixtures=$(grep -o '"tests/data/small-[a-z0-9-]*"' <(sed -n '/FIXTURES\[\] = {/,/};/p' tests/test_model.c) | wc -l)
-compared=$(grep -c 'every_kernel_gives_the_whole_pass_of_the_scalar_chain_fn: .*equal to scalar bit for bit: neon$' "$T/test_model.log")
+fn=every_kernel_gives_the_whole_pass_of_the_scalar_chain_fn
+compared=$(grep -c "^INFO $fn: .*equal to scalar bit for bit: neon\$" "$T/test_model.log")
 if [ "$fixtures" -gt 0 ] && [ "$compared" -eq $((2 * fixtures)) ]; then
     pass "aarch64 test_model compared neon's whole pass with the scalar chain's: $fixtures fixtures x 2 sizes, equal bit for bit"
 else
@@ -182,7 +184,8 @@ report() { # NAME IDENTICAL(0/1) DIFFSUMMARY
     if [ "$same" -eq 1 ]; then
         pass "$name: byte-identical to this machine's build"
     elif why=$(within "$diffs" 2>&1); then
-        pass "$name: not byte-identical (attention's OpenBLAS products): max |diff| $diffs, within the goldens' tolerances (attention $ATOL, q/k/hidden $QKTOL)"
+        local tol="the goldens' tolerances (attention $ATOL, q/k/hidden $QKTOL)"
+        pass "$name: not byte-identical (attention's OpenBLAS products): max |diff| $diffs, within $tol"
     else
         fail "$name" "differs from this machine's build by $diffs: beyond the goldens' tolerances: $why"
     fi
@@ -193,7 +196,8 @@ for d in tests/data/small-*/; do
     d=${d%/}
     f=$(basename "$d")
     for n in 7 61; do
-        ids=$(python3 -c "import json; v = json.load(open('$d/config.json')).get('vocab_size', 40); print(*[(3 + 7 * i) % min(v, 40) for i in range($n)])")
+        ids=$(python3 -c "import json; v = min(json.load(open('$d/config.json')).get('vocab_size', 40), 40)
+print(*[(3 + 7 * i) % v for i in range($n)])")
         # shellcheck disable=SC2086 # ids: one argument each
         if ! "$XB/fwd_dump" "$d" "$T/x-$f-$n" $ids >"$T/x.json" 2>"$T/err"; then
             fail "aarch64 fwd_dump $f $n tokens" "this machine's: $(cat "$T/err")"

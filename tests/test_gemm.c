@@ -89,7 +89,8 @@ START_TEST(every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain) {
                 for (int n = 1; n <= 49; n += 48) { /* the few-token path and the tiles (with a tail) */
                     const int in = ins[ii];
                     float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
-                    float *ref = malloc(sizeof(float) * rows * n), *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                    float *ref = malloc(sizeof(float) * rows * n);
+                    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
                     ck_assert(x && y && ref && scratch);
                     fill(x, (size_t)in * n, 3, 1.5f);
                     gemm_rows(y, w, (GemmType)type, in, 1, x, n, rows, in, scratch);

@@ -274,11 +274,11 @@ START_TEST(every_kernel_gives_the_whole_pass_of_the_scalar_chain) {
             if (!kn) continue;
             const size_t nq = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * got.head_dim;
             const size_t nh = (size_t)(m.cfg.num_layers + 1) * n * m.cfg.hidden_size;
-            ck_assert_msg(!memcmp(got.attn, ref.attn, sizeof(float) * na) && !memcmp(got.q, ref.q, sizeof(float) * nq) &&
-                              !memcmp(got.k, ref.k, sizeof(float) * nq) &&
+            ck_assert_msg(!memcmp(got.attn, ref.attn, sizeof(float) * na) &&
+                              !memcmp(got.q, ref.q, sizeof(float) * nq) && !memcmp(got.k, ref.k, sizeof(float) * nq) &&
                               !memcmp(got.hidden, ref.hidden, sizeof(float) * nh),
-                          "%s, %d tokens: %s differs from scalar: attention %g q %g k %g hidden %g", dir, n, kernels[kn],
-                          max_abs_diff(got.attn, ref.attn, na), max_abs_diff(got.q, ref.q, nq),
+                          "%s, %d tokens: %s differs from scalar: attention %g q %g k %g hidden %g", dir, n,
+                          kernels[kn], max_abs_diff(got.attn, ref.attn, na), max_abs_diff(got.q, ref.q, nq),
                           max_abs_diff(got.k, ref.k, nq), max_abs_diff(got.hidden, ref.hidden, nh));
             model_capture_free(&got);
             compared++;
