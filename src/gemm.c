@@ -4,7 +4,8 @@
  * one cache line per step), and a micro-kernel keeps a tile of outputs in
  * registers, vectors along the tokens. Between blocks of k the partial sums
  * wait in yT: storing a float and loading it back is exact, so blocking does
- * not change the chain. Token tails use masked lanes, not other code. */
+ * not change the chain. Token tails use masked lanes (x86) or zero-padded
+ * copies through the same micro-kernel (NEON), not other code. */
 #include "gemm.h"
 
 #include <math.h>
