@@ -2,6 +2,8 @@
 # Libraries come from Debian packages through pkg-config.
 
 CC      ?= cc
+# Compiler of the tools the build runs (tools/embed.c): a cross build sets it to the host's.
+HOSTCC  ?= $(CC)
 PREFIX  ?= /usr/local
 PKGS    := libcjson libutf8proc openblas zlib oniguruma libmicrohttpd
 OPT     ?= -O3
@@ -52,7 +54,7 @@ $(B)/obj/%.o: src/%.c | $(B)/obj
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.
 $(B)/embed: tools/embed.c | $(B)
-	$(CC) $(CFLAGS) -o $@ $<
+	$(HOSTCC) $(CFLAGS) -o $@ $<
 
 $(B)/gen/templates_gen.c: $(B)/embed $(TEMPLATES) | $(B)/gen
 	$(B)/embed $@ $(TEMPLATES)
@@ -118,6 +120,21 @@ deps:
 
 deps-test:
 	@tools/deps.sh test
+
+# make test-aarch64: the NEON kernel and the whole program on Arm, cross-built
+# into build-aarch64 (Debian's gcc-aarch64-linux-gnu, arm64 libraries) and run
+# under qemu-aarch64 against this machine's build (tests/aarch64_test.sh; make
+# test runs it too).
+.PHONY: test-aarch64 deps-aarch64 clean-aarch64
+test-aarch64: deps-aarch64
+	@tests/aarch64_test.sh
+
+deps-aarch64:
+	@tools/deps.sh aarch64
+
+clean: clean-aarch64
+clean-aarch64:
+	rm -rf build-aarch64
 
 # make test: every suite and end-to-end test on the optimized build, then the
 # Check suites again under AddressSanitizer + UndefinedBehaviorSanitizer.

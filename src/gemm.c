@@ -4,7 +4,8 @@
  * one cache line per step), and a micro-kernel keeps a tile of outputs in
  * registers, vectors along the tokens. Between blocks of k the partial sums
  * wait in yT: storing a float and loading it back is exact, so blocking does
- * not change the chain. Token tails use masked lanes, not other code. */
+ * not change the chain. Token tails use masked lanes (x86) or zero-padded
+ * copies through the same micro-kernel (NEON), not other code. */
 #include "gemm.h"
 
 #include <math.h>
@@ -17,6 +18,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define GEMM_X86 1
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define GEMM_NEON 1
 #endif
 
 static inline float elem(const void *w, GemmType type, size_t i) {
@@ -101,6 +106,52 @@ __attribute__((target("avx512f"))) static void pack_panel16_avx512(float *panel,
     case GEMM_BF16: pack16_avx512_t(panel, w, GEMM_BF16, w_row, k0, kc); break;
     case GEMM_F16: pack16_avx512_t(panel, w, GEMM_F16, w_row, k0, kc); break;
     default: pack16_avx512_t(panel, w, GEMM_F32, w_row, k0, kc); break;
+    }
+}
+#endif
+
+#ifdef GEMM_NEON
+/* 4 consecutive elements of W from i, widened to float (the same values as elem) */
+static inline __attribute__((always_inline)) float32x4_t load4_neon(const void *w, GemmType type, size_t i) {
+    switch (type) {
+    case GEMM_BF16: return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)w + i), 16));
+    case GEMM_F16: return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)w + i)));
+    default: return vld1q_f32((const float *)w + i);
+    }
+}
+
+/* pack_panel's result for 16 rows of a row-major W, a 4 x 4 transpose at a
+ * time in registers; the tail of kc past a multiple of 4 element by element. */
+static inline __attribute__((always_inline)) void pack16_neon_t(float *panel, const void *w, const GemmType type,
+                                                                size_t w_row, int k0, int kc) {
+    int kk = 0;
+    for (; kk + 4 <= kc; kk += 4) {
+        float *dst = panel + (size_t)kk * GEMM_MR;
+        for (int g = 0; g < 4; g++) {
+            const size_t at = (size_t)4 * g * w_row + (size_t)(k0 + kk);
+            const float32x4_t r0 = load4_neon(w, type, at), r1 = load4_neon(w, type, at + w_row);
+            const float32x4_t r2 = load4_neon(w, type, at + 2 * w_row), r3 = load4_neon(w, type, at + 3 * w_row);
+            const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
+            const float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+            const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
+            const float64x2_t t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+            /* column m of the 4 x 4 block: rows 4g..4g+3 of input kk + m */
+            vst1q_f32(dst + 4 * g, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+            vst1q_f32(dst + GEMM_MR + 4 * g, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+            vst1q_f32(dst + 2 * GEMM_MR + 4 * g, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+            vst1q_f32(dst + 3 * GEMM_MR + 4 * g, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+        }
+    }
+    for (; kk < kc; kk++)
+        for (int i = 0; i < GEMM_MR; i++)
+            panel[(size_t)kk * GEMM_MR + i] = elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk));
+}
+
+static void pack_panel16_neon(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc) {
+    switch (type) {
+    case GEMM_BF16: pack16_neon_t(panel, w, GEMM_BF16, w_row, k0, kc); break;
+    case GEMM_F16: pack16_neon_t(panel, w, GEMM_F16, w_row, k0, kc); break;
+    default: pack16_neon_t(panel, w, GEMM_F32, w_row, k0, kc); break;
     }
 }
 #endif
@@ -251,6 +302,99 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
 }
 #endif
 
+#ifdef GEMM_NEON
+/* NEON: 8 rows x 12 tokens (3 vectors of 4 along the tokens), 24 of the 32
+ * registers; FMLA by element is fused, one rounding, as fmaf. Rows [0, mr)
+ * real (the panel's others are zero and never stored); all 12 tokens real. */
+#define NEON_ROW(i, p, l)                                                                                            \
+    acc[i][0] = vfmaq_laneq_f32(acc[i][0], x0, p, l), acc[i][1] = vfmaq_laneq_f32(acc[i][1], x1, p, l),           \
+    acc[i][2] = vfmaq_laneq_f32(acc[i][2], x2, p, l)
+
+static void micro_neon_8x12(const float *restrict panel, const float *restrict x, size_t ldx, int kc,
+                            float *restrict y, size_t ldy, int mr, int first) {
+    float32x4_t acc[8][3];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++)
+        acc[i][v] = first || i >= mr ? vdupq_n_f32(0.0f) : vld1q_f32(y + (size_t)i * ldy + 4 * v);
+    for (int kk = 0; kk < kc; kk++) {
+        const float *xk = x + (size_t)kk * ldx, *wk = panel + (size_t)kk * GEMM_MR;
+        const float32x4_t x0 = vld1q_f32(xk), x1 = vld1q_f32(xk + 4), x2 = vld1q_f32(xk + 8);
+        const float32x4_t p0 = vld1q_f32(wk), p1 = vld1q_f32(wk + 4);
+        NEON_ROW(0, p0, 0);
+        NEON_ROW(1, p0, 1);
+        NEON_ROW(2, p0, 2);
+        NEON_ROW(3, p0, 3);
+        NEON_ROW(4, p1, 0);
+        NEON_ROW(5, p1, 1);
+        NEON_ROW(6, p1, 2);
+        NEON_ROW(7, p1, 3);
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) if (i < mr) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++)
+        vst1q_f32(y + (size_t)i * ldy + 4 * v, acc[i][v]);
+}
+#undef NEON_ROW
+
+/* The last n % 12 tokens go through the same micro-kernel on zero-padded
+ * copies of their x and y columns: the same chains, padding lanes dropped. */
+static void panel_neon(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+    const int full = n - n % 12;
+    for (int h = 0; h < 2 && 8 * h < mr; h++) {
+        const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
+        for (int j = 0; j < full; j += 12)
+            micro_neon_8x12(panel + 8 * h, x + j, (size_t)n, kc, y + (size_t)8 * h * n + j, (size_t)n, hr, first);
+    }
+    if (full == n) return;
+    const int nr = n - full;
+    _Alignas(16) float xb[GEMM_KC * 12], yb[8 * 12];
+    for (int kk = 0; kk < kc; kk++) {
+        memcpy(xb + kk * 12, x + (size_t)kk * n + full, sizeof(float) * (size_t)nr);
+        memset(xb + kk * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
+    }
+    for (int h = 0; h < 2 && 8 * h < mr; h++) {
+        const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
+        float *yh = y + (size_t)8 * h * n + full;
+        if (!first)
+            for (int i = 0; i < hr; i++) {
+                memcpy(yb + i * 12, yh + (size_t)i * n, sizeof(float) * (size_t)nr);
+                memset(yb + i * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
+            }
+        micro_neon_8x12(panel + 8 * h, xb, 12, kc, yb, 12, hr, first);
+        for (int i = 0; i < hr; i++) memcpy(yh + (size_t)i * n, yb + i * 12, sizeof(float) * (size_t)nr);
+    }
+}
+
+/* Few tokens: vectors along the panel's 16 rows (4 registers a token), NR <= 4
+ * tokens at a time, each token's x broadcast; acc (nr, 16) holds the chains
+ * between blocks of k. */
+#define NEON_ROWVEC(NR)                                                                                              \
+    case NR: {                                                                                                       \
+        float32x4_t a[NR][4];                                                                                        \
+        _Pragma("GCC unroll 4") for (int t = 0; t < NR; t++) _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)     \
+            a[t][q] = vld1q_f32(acc + GEMM_MR * t + 4 * q);                                                          \
+        for (int kk = 0; kk < kc; kk++) {                                                                            \
+            const float *wk = panel + (size_t)kk * GEMM_MR, *xk = x + (size_t)kk * ldx;                              \
+            const float32x4_t p0 = vld1q_f32(wk), p1 = vld1q_f32(wk + 4), p2 = vld1q_f32(wk + 8),                   \
+                              p3 = vld1q_f32(wk + 12);                                                               \
+            _Pragma("GCC unroll 4") for (int t = 0; t < NR; t++) {                                                   \
+                const float32x4_t b = vdupq_n_f32(xk[t]);                                                            \
+                a[t][0] = vfmaq_f32(a[t][0], p0, b), a[t][1] = vfmaq_f32(a[t][1], p1, b);                            \
+                a[t][2] = vfmaq_f32(a[t][2], p2, b), a[t][3] = vfmaq_f32(a[t][3], p3, b);                            \
+            }                                                                                                        \
+        }                                                                                                            \
+        _Pragma("GCC unroll 4") for (int t = 0; t < NR; t++) _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)     \
+            vst1q_f32(acc + GEMM_MR * t + 4 * q, a[t][q]);                                                           \
+        break;                                                                                                       \
+    }
+
+static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, float *acc, int nr) {
+    for (int j = 0; j < nr; j += 4, x += 4, acc += 4 * GEMM_MR)
+        switch (nr - j < 4 ? nr - j : 4) {
+            NEON_ROWVEC(1) NEON_ROWVEC(2) NEON_ROWVEC(3) NEON_ROWVEC(4)
+        default: break;
+        }
+}
+#undef NEON_ROWVEC
+#endif
+
 /* ---------------------------------------------------------------- dispatch */
 
 typedef void RowvecFn(const float *panel, const float *x, int ldx, int kc, float *acc, int nr);
@@ -271,6 +415,9 @@ static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_c
 static int has_any(void) { return 1; }
 
 static const Kernel KERNELS[] = {
+#ifdef GEMM_NEON /* every aarch64 CPU has NEON; named fields: whatever else Kernel holds is NULL */
+    {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
+#endif
 #ifdef GEMM_X86
     {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, has_avx512},
     {"avx2", panel_avx2, NULL, NULL, has_avx2},

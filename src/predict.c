@@ -95,7 +95,12 @@ void pred_topk_naive(const float *logits, size_t stride, int vocab, int k, int *
     unsigned char *taken = calloc((size_t)vocab, 1);
     if (!p || !taken) abort(); /* test reference only */
     double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < vocab; j++) mx = fmax(mx, logits[(size_t)j * stride]);
+    /* not fmax: GCC 12 for aarch64 crashes vectorizing that reduction; NaNs are
+     * skipped alike (mx starts at -inf and never becomes NaN) */
+    for (int j = 0; j < vocab; j++) {
+        const double v = logits[(size_t)j * stride];
+        if (v > mx) mx = v;
+    }
     for (int j = 0; j < vocab; j++) sum += p[j] = exp(logits[(size_t)j * stride] - mx);
     for (int i = 0; i < k && i < vocab; i++) {
         int best = -1;

@@ -71,6 +71,43 @@ START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
 }
 END_TEST
 
+/* The vector kernels widen half-precision weights with their own
+ * instructions (AVX-512's vcvtph2ps, NEON's fcvtl, shifts for BF16): every
+ * one of the 65536 bit patterns, subnormals and infinities included, must
+ * give the scalar chain's bits (NaNs: a NaN, whose payload the ISAs choose).
+ * 16 inputs a row: specials share rows only with specials; 19: whole panels
+ * whose k is not a multiple of 4 (the tails of the vector panel copies). */
+START_TEST(every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain) {
+    const int rows = 4096, ins[] = {16, 19};
+    uint16_t *w = malloc(sizeof(uint16_t) * rows * 19);
+    ck_assert_ptr_nonnull(w);
+    for (int i = 0; i < rows * 19; i++) w[i] = (uint16_t)i;
+    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
+        if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) continue;
+        for (size_t ii = 0; ii < sizeof ins / sizeof ins[0]; ii++)
+            for (int type = GEMM_BF16; type <= GEMM_F16; type++)
+                for (int n = 1; n <= 49; n += 48) { /* the few-token path and the tiles (with a tail) */
+                    const int in = ins[ii];
+                    float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+                    float *ref = malloc(sizeof(float) * rows * n);
+                    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                    ck_assert(x && y && ref && scratch);
+                    fill(x, (size_t)in * n, 3, 1.5f);
+                    gemm_rows(y, w, (GemmType)type, in, 1, x, n, rows, in, scratch);
+                    gemm_rows_naive(ref, w, (GemmType)type, in, 1, x, n, rows, in);
+                    for (size_t i = 0; i < (size_t)rows * n; i++)
+                        ck_assert_msg(isnan(y[i]) ? isnan(ref[i]) : !memcmp(y + i, ref + i, sizeof(float)),
+                                      "%s: type %d, %d inputs, %d tokens: row %zu (patterns from 0x%04zx) gives %a, "
+                                      "the chain %a",
+                                      KERNEL_NAMES[kn], type, in, n, i / n, (i / n * in) & 0xffff, y[i], ref[i]);
+                    free(x), free(y), free(ref), free(scratch);
+                }
+    }
+    gemm_force_kernel(NULL);
+    free(w);
+}
+END_TEST
+
 /* What packing short inputs into one pass relies on: the columns of a slice of
  * the tokens, computed alone, are the bits the whole product gave them. */
 START_TEST(a_token_gets_the_same_bits_whatever_shares_its_product) {
@@ -176,6 +213,7 @@ Suite *make_suite(void) {
     TCase *k = tcase_create("gemm");
     tcase_set_timeout(k, 120);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
+    tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);

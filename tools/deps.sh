@@ -47,6 +47,25 @@ if [ "$mode" = test ]; then
     want_cmd npm npm
     want_cmd debootstrap debootstrap
 fi
+# tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/aarch64_test.sh)
+# needs: Debian's cross compiler, qemu-user, and the arm64 builds of the libraries
+# (multiarch). libonig-dev is not Multi-Arch: same in Debian 12 (its arm64 package would
+# remove the amd64 one): the arm64 runtime, with the headers of the native -dev package.
+# On an arm64 machine make test runs the NEON kernel natively: nothing more.
+want_arm64() {
+    dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$1:arm64" 2>/dev/null | grep -qE '^ii arm64$' ||
+        need="$need $1:arm64"
+}
+if [ "$mode" = test ] || [ "$mode" = aarch64 ]; then
+    if [ "$arch" != arm64 ]; then
+        want_cmd python3 python3
+        want_pkg gcc-aarch64-linux-gnu
+        want_pkg qemu-user
+        for p in libcjson-dev libutf8proc-dev libopenblas-dev zlib1g-dev libmicrohttpd-dev check libonig5; do
+            want_arm64 $p
+        done
+    fi
+fi
 
 if [ -n "$need" ]; then
     echo "attnviz: installing from Debian:$need"
@@ -54,8 +73,12 @@ if [ -n "$need" ]; then
         echo "attnviz: please run as root: apt-get update && apt-get install -y$need" >&2
         exit 1
     fi
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q$need
+    case "$need" in *:arm64*)
+        dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64 ;;
+    esac
+    # another apt may hold the lock (a shared machine): wait for it rather than fail
+    $sudo apt-get -o DPkg::Lock::Timeout=900 update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=900 install -y -q$need
 fi
 
 if [ "$mode" = test ] && [ -f package-lock.json ]; then
