@@ -312,24 +312,30 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
 
 static void micro_neon_8x12(const float *restrict panel, const float *restrict x, size_t ldx, int kc,
                             float *restrict y, size_t ldy, int mr, int first) {
-    float32x4_t acc[8][3];
-    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++)
-        acc[i][v] = first || i >= mr ? vdupq_n_f32(0.0f) : vld1q_f32(y + (size_t)i * ldy + 4 * v);
-    for (int kk = 0; kk < kc; kk++) {
-        const float *xk = x + (size_t)kk * ldx, *wk = panel + (size_t)kk * GEMM_MR;
-        const float32x4_t x0 = vld1q_f32(xk), x1 = vld1q_f32(xk + 4), x2 = vld1q_f32(xk + 8);
-        const float32x4_t p0 = vld1q_f32(wk), p1 = vld1q_f32(wk + 4);
-        NEON_ROW(0, p0, 0);
-        NEON_ROW(1, p0, 1);
-        NEON_ROW(2, p0, 2);
-        NEON_ROW(3, p0, 3);
-        NEON_ROW(4, p1, 0);
-        NEON_ROW(5, p1, 1);
-        NEON_ROW(6, p1, 2);
-        NEON_ROW(7, p1, 3);
+    for (int kb = 0; kb < kc; kb += GEMM_KB) {
+        const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;
+        float32x4_t acc[8][3];
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++)
+            acc[i][v] = vdupq_n_f32(0.0f);
+        for (int kk = kb; kk < ke; kk++) {
+            const float *xk = x + (size_t)kk * ldx, *wk = panel + (size_t)kk * GEMM_MR;
+            const float32x4_t x0 = vld1q_f32(xk), x1 = vld1q_f32(xk + 4), x2 = vld1q_f32(xk + 8);
+            const float32x4_t p0 = vld1q_f32(wk), p1 = vld1q_f32(wk + 4);
+            NEON_ROW(0, p0, 0);
+            NEON_ROW(1, p0, 1);
+            NEON_ROW(2, p0, 2);
+            NEON_ROW(3, p0, 3);
+            NEON_ROW(4, p1, 0);
+            NEON_ROW(5, p1, 1);
+            NEON_ROW(6, p1, 2);
+            NEON_ROW(7, p1, 3);
+        }
+        const int fresh = first && kb == 0;
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) if (i < mr) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++) {
+            float *yp = y + (size_t)i * ldy + 4 * v;
+            vst1q_f32(yp, vaddq_f32(fresh ? vdupq_n_f32(0.0f) : vld1q_f32(yp), acc[i][v]));
+        }
     }
-    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) if (i < mr) _Pragma("GCC unroll 3") for (int v = 0; v < 3; v++)
-        vst1q_f32(y + (size_t)i * ldy + 4 * v, acc[i][v]);
 }
 #undef NEON_ROW
 
@@ -363,14 +369,16 @@ static void panel_neon(const float *panel, const float *x, int n, int kc, float 
 }
 
 /* Few tokens: vectors along the panel's 16 rows (4 registers a token), NR <= 4
- * tokens at a time, each token's x broadcast; acc (nr, 16) holds the chains
- * between blocks of k. */
+ * tokens at a time, each token's x broadcast; acc (nr, 16) holds the totals
+ * the blocks' chains are added to. */
 #define NEON_ROWVEC(NR)                                                                                              \
     case NR: {                                                                                                       \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                   \
+        const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                        \
         float32x4_t a[NR][4];                                                                                        \
         _Pragma("GCC unroll 4") for (int t = 0; t < NR; t++) _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)     \
-            a[t][q] = vld1q_f32(acc + GEMM_MR * t + 4 * q);                                                          \
-        for (int kk = 0; kk < kc; kk++) {                                                                            \
+            a[t][q] = vdupq_n_f32(0.0f);                                                                             \
+        for (int kk = kb; kk < ke; kk++) {                                                                           \
             const float *wk = panel + (size_t)kk * GEMM_MR, *xk = x + (size_t)kk * ldx;                              \
             const float32x4_t p0 = vld1q_f32(wk), p1 = vld1q_f32(wk + 4), p2 = vld1q_f32(wk + 8),                   \
                               p3 = vld1q_f32(wk + 12);                                                               \
@@ -381,7 +389,8 @@ static void panel_neon(const float *panel, const float *x, int n, int kc, float 
             }                                                                                                        \
         }                                                                                                            \
         _Pragma("GCC unroll 4") for (int t = 0; t < NR; t++) _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)     \
-            vst1q_f32(acc + GEMM_MR * t + 4 * q, a[t][q]);                                                           \
+            vst1q_f32(acc + GEMM_MR * t + 4 * q, vaddq_f32(vld1q_f32(acc + GEMM_MR * t + 4 * q), a[t][q]));          \
+        }                                                                                                            \
         break;                                                                                                       \
     }
 
