@@ -18,9 +18,9 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS  += $(PKG_LIBS) -lm -lpthread
 
 # Stop with one line naming the missing -dev packages rather than a wall of compiler errors.
-# demo and test install them first (tools/deps.sh) and then build through a sub-make, which
+# demo, test and test-aarch64 install them first (tools/deps.sh) and then build through a sub-make, which
 # checks: so a fresh machine's `make demo` / `make test` is not stopped here before the install.
-ifeq ($(filter clean deps deps-test demo test,$(MAKECMDGOALS)),)
+ifeq ($(filter clean deps deps-test deps-aarch64 demo test test-aarch64,$(MAKECMDGOALS)),)
 MISSING_PKGS := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))))
 ifneq ($(MISSING_PKGS),)
 $(error missing pkg-config packages: $(MISSING_PKGS) (run tools/deps.sh or `make deps`))
