@@ -861,7 +861,7 @@ static int run_batch(Run *r, AvErr *e) {
     bs.jsonl = streaming ? out.fp : NULL;
     char *line = NULL;
     size_t cap = 0;
-    ssize_t got;
+    ssize_t got = 0;
     long lineno = 0;
     int rc = EXIT_OK, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
