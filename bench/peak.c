@@ -1,7 +1,12 @@
 /* peak.c — this machine's peak single-precision multiply-add rate, for the
  * "share of peak" column of make bench: every core runs a loop of independent
  * fused multiply-adds (16 chains, enough to cover the unit's latency on every
- * x86 core with AVX-512 or AVX2), best of 3. Prints peak_gflops=G isa=NAME. */
+ * x86 core with AVX-512 or AVX2), best of 3. Prints peak_gflops=G isa=NAME.
+ * usage: peak [avx512|avx2 [THREADS]]: the best ISA the CPU has on every core
+ * by default; avx2 times the 8-wide loop even on an AVX-512 CPU (the AVX2
+ * kernel's share of peak), THREADS=1 a single core (gemm_bench's share). */
+#include <stdlib.h>
+#include <string.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -53,13 +58,19 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    use512 = __builtin_cpu_supports("avx512f");
-    if (!use512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+int main(int argc, char **argv) {
+    const int has512 = __builtin_cpu_supports("avx512f");
+    const int has256 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    use512 = has512 && !(argc > 1 && !strcmp(argv[1], "avx2"));
+    if (argc > 1 && strcmp(argv[1], "avx2") && strcmp(argv[1], "avx512")) {
+        fprintf(stderr, "usage: peak [avx512|avx2 [THREADS]]\n");
+        return 2;
+    }
+    if ((argc > 1 && !strcmp(argv[1], "avx512") && !has512) || (!use512 && !has256)) {
         printf("peak_gflops=0 isa=none\n");
         return 0;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = argc > 2 ? atol(argv[2]) : sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
     if (cores > 256) cores = 256;
     double best = 0;
