@@ -14,10 +14,12 @@
 
 #include "err.h"
 
-/* Rows a panel of W holds, and the scratch gemm_rows needs (floats). */
+/* Rows a panel of W holds, inputs a block of k spans, and the scratch
+ * gemm_rows needs (floats): the AVX2 kernel packs panels of 24 rows and
+ * blocks of x of 128 tokens. */
 #define GEMM_MR 16
 #define GEMM_KC 256
-#define GEMM_SCRATCH (GEMM_MR * GEMM_KC)
+#define GEMM_SCRATCH ((24 + 128) * GEMM_KC)
 
 /* The storage of W's elements: products widen half-precision weights as they
  * copy them into a panel, so a pass reads them at their own size. */
