@@ -349,17 +349,20 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
     }
 }
 
-/* gemm_rows on the AVX2 kernel: for each block of k and of A2_NC tokens, x
- * packed once, then every panel of W packed and run against it. scratch: the
- * panel, then the packed x. */
+/* gemm_rows on the AVX2 kernel: for each block of k, x packed once, then
+ * every panel of W packed and run against it. scratch: the panel, then x
+ * when it has at most A2_NC tokens; more take a buffer of their own, so that
+ * W is not packed again per block of tokens (blocks of A2_NC if it can't be had). */
 __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const void *w, GemmType type, size_t w_row,
                                                               size_t w_col, const float *xT, int n, int rows, int in,
                                                               float *scratch) {
-    float *panel = scratch, *xp = scratch + A2_MR * A2_KC;
+    float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
+    int nc_max = A2_NC;
+    if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15)))) xp = heap, nc_max = n;
     for (int k0 = 0; k0 < in; k0 += A2_KC) {
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
-        for (int j0 = 0; j0 < n; j0 += A2_NC) {
-            const int nc = n - j0 < A2_NC ? n - j0 : A2_NC;
+        for (int j0 = 0; j0 < n; j0 += nc_max) {
+            const int nc = n - j0 < nc_max ? n - j0 : nc_max;
             pack_x_avx2(xp, xT + (size_t)k0 * n + j0, (size_t)n, kc, nc);
             for (int r = 0; r < rows; r += A2_MR) {
                 const int mr = rows - r < A2_MR ? rows - r : A2_MR;
@@ -368,6 +371,7 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
             }
         }
     }
+    free(heap);
 }
 #endif
 
