@@ -301,10 +301,13 @@ __attribute__((target("avx2,fma"))) static void rowvec256(const float *panel, co
 
 /* Tokens whose x a block of k packs at a time. */
 #define A2_NC 128
+/* Tokens up to which F32 weights are read in place (direct_avx2). */
+#define A2_DIRECT_MAX 64
 
 /* xp: tokens [0, nc) of x (kc, ldx) as blocks of 16 tokens, each (kc, 16)
  * contiguous, so that a tile's k loop walks one short stride through few pages;
- * a last partial block holds only its nc % 16 tokens. */
+ * a last partial block is zero past its nc % 16 tokens (lanes that direct256
+ * computes and drops: zeros, not whatever was there, keep them cheap). */
 __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const float *x, size_t ldx, int kc, int nc) {
     for (int j = 0; j < nc; j += 16) {
         float *dst = xp + (size_t)j * kc;
@@ -314,7 +317,10 @@ __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const flo
                 _mm256_store_ps(dst + 16 * kk + 8, _mm256_loadu_ps(x + (size_t)kk * ldx + j + 8));
             }
         else
-            for (int kk = 0; kk < kc; kk++) memcpy(dst + 16 * kk, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)(nc - j));
+            for (int kk = 0; kk < kc; kk++) {
+                memcpy(dst + 16 * kk, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)(nc - j));
+                memset(dst + 16 * kk + (nc - j), 0, sizeof(float) * (size_t)(16 - (nc - j)));
+            }
     }
 }
 
@@ -349,6 +355,107 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
     }
 }
 
+/* Few tokens, F32 weights: W read in place, no panel. A panel is copied
+ * once per block of k and used against every token, so its copy (a transpose
+ * for row-major W) costs about as much as the products at 7 tokens and little
+ * at hundreds, where its locality pays. MR rows from w, W[i][kk] at
+ * w[i * rs + kk * ks], against NV vectors of 8 tokens of xp (kc, 16); y (MR,
+ * 8 NV) row stride ldy: a tile with fewer real tokens goes through a copy
+ * (direct_avx2), its lanes past them computed on xp's zeros and dropped.
+ * MR x NV = 12 accumulators. */
+/* Row i of a tile of row-major W, rows rb bytes apart: from four bases and
+ * the scales of one stride register (x86 addresses base + index x 1, 2, 4 or
+ * 8), since twelve row pointers do not fit in the registers beside the rest. */
+static inline __attribute__((always_inline)) const float *tile_row(const char *const b[4], size_t rb, int i) {
+    switch (i) {
+    case 0: return (const float *)b[0];
+    case 1: return (const float *)(b[0] + rb);
+    case 2: return (const float *)(b[0] + 2 * rb);
+    case 3: return (const float *)b[1];
+    case 4: return (const float *)(b[0] + 4 * rb);
+    case 5: return (const float *)(b[1] + 2 * rb);
+    case 6: return (const float *)b[2];
+    case 7: return (const float *)(b[1] + 4 * rb);
+    case 8: return (const float *)(b[0] + 8 * rb);
+    case 9: return (const float *)b[3];
+    case 10: return (const float *)(b[2] + 4 * rb);
+    default: return (const float *)(b[1] + 8 * rb);
+    }
+}
+
+#define AVX2_DIRECT(MR, NV)                                                                                          \
+    __attribute__((target("avx2,fma"), noinline)) static void direct256_##MR##x##NV(                            \
+        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *y, size_t ldy, int first) {            \
+        __m256 acc[MR][NV];                                                                                          \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) acc[i][v] =               \
+            first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)i * ldy + 8 * v);                              \
+        if (ks == 1) {                                                                                               \
+            const size_t rb = rs * sizeof(float);                                                                    \
+            const char *b[4] = {(const char *)w, (const char *)w + 3 * rb, (const char *)w + 6 * rb,                 \
+                                (const char *)w + 9 * rb};                                                           \
+            for (int kk = 0; kk < kc; kk++) {                                                                        \
+                __m256 xv[NV];                                                                                       \
+                for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                           \
+                _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                              \
+                    const __m256 bc = _mm256_broadcast_ss(tile_row(b, rb, i));                                       \
+                    for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                  \
+                }                                                                                                    \
+                for (int q = 0; q < 4; q++) b[q] += sizeof(float);                                                   \
+            }                                                                                                        \
+        } else                                                                                                       \
+            for (int kk = 0; kk < kc; kk++) {                                                                        \
+                __m256 xv[NV];                                                                                       \
+                for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                           \
+                _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                              \
+                    const __m256 bc = _mm256_broadcast_ss(w + (size_t)i * rs + (size_t)kk * ks);                     \
+                    for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                  \
+                }                                                                                                    \
+            }                                                                                                        \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++)                           \
+            _mm256_storeu_ps(y + (size_t)i * ldy + 8 * v, acc[i][v]);                                                \
+    }
+AVX2_DIRECT(12, 1)
+AVX2_DIRECT(6, 2)
+
+/* A2_MR rows of an F32 W in place against the nc tokens of xp: blocks of 16
+ * in 6-row tiles, a last block of at most 8 in 12-row tiles (no idle vector);
+ * the two layouts apart, so that one of the strides is the constant 1. A
+ * partial block's tile goes through a copy of its sums, not masked lanes,
+ * which would hold registers the tile needs. */
+#define DIRECT_TILE(FN, MR, WT, YT, LDY)                                                                             \
+    do {                                                                                                             \
+        if (w_col == 1) FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, YT, LDY, first);                              \
+        else FN(w + (WT), 1, w_col, xb, kc, YT, LDY, first);                                                         \
+    } while (0)
+#define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
+    for (int t = 0; t < A2_MR; t += MR) {                                                                            \
+        float *yt = y + (size_t)t * ldy + j;                                                                         \
+        if (nr == NT) DIRECT_TILE(FN, MR, t, yt, ldy);                                                               \
+        else {                                                                                                       \
+            _Alignas(32) float tile[12 * 16];                                                                        \
+            for (int i = 0; i < MR && !first; i++)                                                                   \
+                for (int v = 0; v < NT / 8; v++)                                                                     \
+                    _mm256_store_ps(tile + NT * i + 8 * v, _mm256_maskload_ps(yt + (size_t)i * ldy + 8 * v, mk[v]));  \
+            DIRECT_TILE(FN, MR, t, tile, NT);                                                                        \
+            for (int i = 0; i < MR; i++)                                                                             \
+                for (int v = 0; v < NT / 8; v++)                                                                     \
+                    _mm256_maskstore_ps(yt + (size_t)i * ldy + 8 * v, mk[v], _mm256_load_ps(tile + NT * i + 8 * v));  \
+        }                                                                                                            \
+    }
+
+__attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size_t w_row, size_t w_col, const float *xp,
+                                                            int nc, int kc, float *y, size_t ldy, int first) {
+    for (int j = 0; j < nc; j += 16) {
+        const int nr = nc - j < 16 ? nc - j : 16;
+        const float *xb = xp + (size_t)j * kc;
+        __m256i mk[2];
+        for (int v = 0; v < 2; v++)
+            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        if (nr > 8) DIRECT_BLOCK(direct256_6x2, 6, 16)
+        else DIRECT_BLOCK(direct256_12x1, 12, 8)
+    }
+}
+
 /* gemm_rows on the AVX2 kernel: for each block of k, x packed once, then
  * every panel of W packed and run against it. scratch: the panel, then x
  * when it has at most A2_NC tokens; more take a buffer of their own, so that
@@ -358,6 +465,7 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
                                                               float *scratch) {
     float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
     int nc_max = A2_NC;
+    const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
     if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15)))) xp = heap, nc_max = n;
     for (int k0 = 0; k0 < in; k0 += A2_KC) {
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
@@ -366,6 +474,11 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
             pack_x_avx2(xp, xT + (size_t)k0 * n + j0, (size_t)n, kc, nc);
             for (int r = 0; r < rows; r += A2_MR) {
                 const int mr = rows - r < A2_MR ? rows - r : A2_MR;
+                if (direct && mr == A2_MR) {
+                    direct_avx2((const float *)w + (size_t)r * w_row + (size_t)k0 * w_col, w_row, w_col, xp, nc, kc,
+                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0);
+                    continue;
+                }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
                 panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0);
             }
