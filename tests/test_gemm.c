@@ -30,9 +30,15 @@ static void *make_weights(int rows, int in, GemmType type, int transposed, unsig
     return h;
 }
 
+/* Shapes and token counts put outputs in every kind of tile: whole and
+ * partial panels of 16 (AVX-512) and 24 rows (AVX2: whole panels of F32
+ * weights read in place up to 64 tokens, 12- and 6-row tiles, a last panel
+ * of 1 to 23 rows), blocks of k with tails past a multiple of 8 and 16, token
+ * counts around the 8- and 16-token vectors, the 64-token switch to packed
+ * panels, the row-vector tail (n % 16 of 1, 8, 15) and past 128 tokens. */
 START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
-    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}};
-    const int tokens[] = {1, 2, 7, 15, 16, 17, 31, 33, 47, 48, 49, 64, 130};
+    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}, {48, 520}, {31, 264}, {79, 40}};
+    const int tokens[] = {1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 33, 47, 48, 49, 63, 64, 65, 95, 96, 97, 130};
     int ran = 0;
     for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
         /* A kernel this CPU can't run is never chosen on it, and nothing here can
