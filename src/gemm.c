@@ -184,17 +184,19 @@ __attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel,
     }
 }
 
-/* AVX2 + FMA (16 registers of 8 floats). Its own panels, A2_MR = 24 rows: four
- * 6 x 16 register tiles (12 accumulators, 2 token vectors, 1 broadcast) for
- * whole blocks of 16 tokens, or three row vectors against up to 4 tokens at a
- * time for the rest, so that no load or store inside a k loop is masked and no
- * lane past n is ever read. */
+/* AVX2 + FMA (16 registers of 8 floats), with its own blocking (gemm_avx2):
+ * x is packed per block of k into contiguous blocks of 16 tokens, and W into
+ * panels of A2_MR = 24 rows, run as four 6 x 16 register tiles (12
+ * accumulators, 2 token vectors, 1 broadcast) over whole blocks of 16 tokens
+ * and as three row vectors against up to 4 tokens at a time over the rest. Up
+ * to A2_DIRECT_MAX tokens, F32 weights skip the panel (direct_avx2). No load
+ * or store inside a k loop is masked, and x is never read past n. */
 #define A2_MR 24
 #define A2_KC GEMM_KC
 
 /* 8 consecutive elements of W from i, widened to float */
-__attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) __m256 load8(const void *w, GemmType type,
-                                                                                               size_t i) {
+__attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) __m256
+load8(const void *w, GemmType type, size_t i) {
     switch (type) {
     case GEMM_BF16:
         return _mm256_castsi256_ps(
@@ -213,7 +215,8 @@ pack24_avx2_t(float *panel, const void *w, const GemmType type, size_t w_row, in
         for (int g = 0; g < A2_MR / 8; g++) {
             __m256 r[8], t[8], s[8];
             for (int i = 0; i < 8; i++) r[i] = load8(w, type, (size_t)(8 * g + i) * w_row + (size_t)(k0 + kk));
-            for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            for (int i = 0; i < 8; i += 2)
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
             /* s[4h + m]: rows 4h..4h+3 of columns m and 4 + m, one per 128-bit lane */
             for (int h = 0; h < 2; h++) {
                 s[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
@@ -244,7 +247,8 @@ __attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, con
     } else if (mr == A2_MR && w_row == 1 && type == GEMM_F32) {
         for (int kk = 0; kk < kc; kk++) {
             const float *src = (const float *)w + (size_t)(k0 + kk) * w_col;
-            for (int v = 0; v < A2_MR / 8; v++) _mm256_storeu_ps(panel + (size_t)kk * A2_MR + 8 * v, _mm256_loadu_ps(src + 8 * v));
+            for (int v = 0; v < A2_MR / 8; v++)
+                _mm256_storeu_ps(panel + (size_t)kk * A2_MR + 8 * v, _mm256_loadu_ps(src + 8 * v));
         }
     } else pack_panel(panel, A2_MR, w, type, w_row, w_col, mr, k0, kc);
 }
@@ -328,14 +332,15 @@ __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const flo
  * y (mr, nc) row stride ldy. Whole 16-token blocks in 6-row tiles, a tile
  * with rows past mr through a copy of its sums; the last nc % 16 tokens by
  * rowvec256, their sums gathered from y and scattered back around it. */
-__attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc, float *y,
-                                                           size_t ldy, int mr, int first) {
+__attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc,
+                                                           float *y, size_t ldy, int mr, int first) {
     const int nb = nc & ~15;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
         float *yt = y + (size_t)6 * t * ldy;
         if (tr == 6)
-            for (int j = 0; j < nb; j += 16) micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
+            for (int j = 0; j < nb; j += 16)
+                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
         else
             for (int j = 0; j < nb; j += 16) {
                 _Alignas(32) float tile[6 * 16];
@@ -348,21 +353,14 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
         const int nr = nc - j < 4 ? nc - j : 4;
         _Alignas(32) float acc[4 * A2_MR];
         for (int jj = 0; jj < nr; jj++)
-            for (int i = 0; i < A2_MR; i++) acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
+            for (int i = 0; i < A2_MR; i++)
+                acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
         rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr);
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < mr; i++) y[(size_t)i * ldy + j + jj] = acc[jj * A2_MR + i];
     }
 }
 
-/* Few tokens, F32 weights: W read in place, no panel. A panel is copied
- * once per block of k and used against every token, so its copy (a transpose
- * for row-major W) costs about as much as the products at 7 tokens and little
- * at hundreds, where its locality pays. MR rows from w, W[i][kk] at
- * w[i * rs + kk * ks], against NV vectors of 8 tokens of xp (kc, 16); y (MR,
- * 8 NV) row stride ldy: a tile with fewer real tokens goes through a copy
- * (direct_avx2), its lanes past them computed on xp's zeros and dropped.
- * MR x NV = 12 accumulators. */
 /* Row i of a tile of row-major W, rows rb bytes apart: from four bases and
  * the scales of one stride register (x86 addresses base + index x 1, 2, 4 or
  * 8), since twelve row pointers do not fit in the registers beside the rest. */
@@ -383,6 +381,14 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
     }
 }
 
+/* Few tokens, F32 weights: W read in place, no panel. A panel is copied
+ * once per block of k and used against every token, so its copy (a transpose
+ * for row-major W) costs about as much as the products at 7 tokens and little
+ * at hundreds, where its locality pays. MR rows from w, W[i][kk] at
+ * w[i * rs + kk * ks], against NV vectors of 8 tokens of xp (kc, 16); y (MR,
+ * 8 NV) row stride ldy: a tile with fewer real tokens goes through a copy
+ * (direct_avx2), its lanes past them computed on xp's zeros and dropped.
+ * MR x NV = 12 accumulators. */
 #define AVX2_DIRECT(MR, NV)                                                                                          \
     __attribute__((target("avx2,fma"), noinline)) static void direct256_##MR##x##NV(                            \
         const float *w, size_t rs, size_t ks, const float *xp, int kc, float *y, size_t ldy, int first) {            \
@@ -466,7 +472,8 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
     float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
     int nc_max = A2_NC;
     const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
-    if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15)))) xp = heap, nc_max = n;
+    if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15))))
+        xp = heap, nc_max = n;
     for (int k0 = 0; k0 < in; k0 += A2_KC) {
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
         for (int j0 = 0; j0 < n; j0 += nc_max) {
