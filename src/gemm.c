@@ -15,6 +15,7 @@
 #include "safetensors.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define GEMM_X86 1
 #endif
@@ -513,8 +514,12 @@ typedef struct {
 
 #ifdef GEMM_X86
 static int has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+/* F16C (the AVX2 kernel widens F16 weights with it) by CPUID: clang's
+ * __builtin_cpu_supports does not know the name. */
 static int has_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &a, &b, &c, &d) &&
+           (c & bit_F16C);
 }
 #endif
 static int has_any(void) { return 1; }
