@@ -389,26 +389,40 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
  * w[i * rs + kk * ks], against NV vectors of 8 tokens of xp (kc, 16); y (MR,
  * 8 NV) row stride ldy: a tile with fewer real tokens goes through a copy
  * (direct_avx2), its lanes past them computed on xp's zeros and dropped.
- * MR x NV = 12 accumulators. */
+ * MR x NV = 12 accumulators. pf, or NULL: rows of a row-major W to fetch
+ * into cache meanwhile (the next tile's, rows rs apart), a line per row every
+ * 16 k; each row is a stream of kc floats, too short for the hardware
+ * prefetcher to get going, so W would otherwise come from memory at latency. */
+/* One k of a row-major tile: its x vectors, then each row's broadcast. */
+#define DIRECT_STEP(MR, NV)                                                                                          \
+    do {                                                                                                             \
+        __m256 xv[NV];                                                                                               \
+        for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                                   \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                                      \
+            const __m256 bc = _mm256_broadcast_ss(tile_row(b, rb, i));                                               \
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                          \
+        }                                                                                                            \
+        for (int q = 0; q < 4; q++) b[q] += sizeof(float);                                                           \
+    } while (0)
 #define AVX2_DIRECT(MR, NV)                                                                                          \
     __attribute__((target("avx2,fma"), noinline)) static void direct256_##MR##x##NV(                            \
-        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *y, size_t ldy, int first) {            \
+        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *tile, int first, const float *pf) {     \
         __m256 acc[MR][NV];                                                                                          \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) acc[i][v] =               \
-            first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + (size_t)i * ldy + 8 * v);                              \
+            first ? _mm256_setzero_ps() : _mm256_load_ps(tile + 8 * (NV * i + v));                                   \
         if (ks == 1) {                                                                                               \
             const size_t rb = rs * sizeof(float);                                                                    \
             const char *b[4] = {(const char *)w, (const char *)w + 3 * rb, (const char *)w + 6 * rb,                 \
                                 (const char *)w + 9 * rb};                                                           \
-            for (int kk = 0; kk < kc; kk++) {                                                                        \
-                __m256 xv[NV];                                                                                       \
-                for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                           \
-                _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                              \
-                    const __m256 bc = _mm256_broadcast_ss(tile_row(b, rb, i));                                       \
-                    for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                  \
+            if (pf)                                                                                                  \
+                for (int k16 = 0; k16 < kc; k16 += 16) {                                                             \
+                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++)                                            \
+                        _mm_prefetch((const char *)(pf + (size_t)i * rs + k16), _MM_HINT_T0);                        \
+                    const int k_end = kc - k16 < 16 ? kc : k16 + 16;                                                 \
+                    for (int kk = k16; kk < k_end; kk++) DIRECT_STEP(MR, NV);                                        \
                 }                                                                                                    \
-                for (int q = 0; q < 4; q++) b[q] += sizeof(float);                                                   \
-            }                                                                                                        \
+            else                                                                                                     \
+                for (int kk = 0; kk < kc; kk++) DIRECT_STEP(MR, NV);                                                 \
         } else                                                                                                       \
             for (int kk = 0; kk < kc; kk++) {                                                                        \
                 __m256 xv[NV];                                                                                       \
@@ -419,39 +433,43 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
                 }                                                                                                    \
             }                                                                                                        \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++)                           \
-            _mm256_storeu_ps(y + (size_t)i * ldy + 8 * v, acc[i][v]);                                                \
+            _mm256_store_ps(tile + 8 * (NV * i + v), acc[i][v]);                                                     \
     }
 AVX2_DIRECT(12, 1)
 AVX2_DIRECT(6, 2)
 
 /* A2_MR rows of an F32 W in place against the nc tokens of xp: blocks of 16
  * in 6-row tiles, a last block of at most 8 in 12-row tiles (no idle vector);
- * the two layouts apart, so that one of the strides is the constant 1. A
- * partial block's tile goes through a copy of its sums, not masked lanes,
- * which would hold registers the tile needs. */
-#define DIRECT_TILE(FN, MR, WT, YT, LDY)                                                                             \
+ * the two layouts apart, so that one of the strides is the constant 1. The
+ * sums go in and out through a contiguous copy of the tile (masked for a
+ * partial block), so that the k loop holds no pointer into y: twelve of them
+ * cost it registers it needs. */
+#define DIRECT_TILE(FN, MR, WT)                                                                                      \
     do {                                                                                                             \
-        if (w_col == 1) FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, YT, LDY, first);                              \
-        else FN(w + (WT), 1, w_col, xb, kc, YT, LDY, first);                                                         \
+        if (w_col == 1)                                                                                              \
+            FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, tile, first,                                              \
+               j == 0 && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL);                    \
+        else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL);                                                      \
     } while (0)
 #define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
     for (int t = 0; t < A2_MR; t += MR) {                                                                            \
         float *yt = y + (size_t)t * ldy + j;                                                                         \
-        if (nr == NT) DIRECT_TILE(FN, MR, t, yt, ldy);                                                               \
-        else {                                                                                                       \
-            _Alignas(32) float tile[12 * 16];                                                                        \
-            for (int i = 0; i < MR && !first; i++)                                                                   \
-                for (int v = 0; v < NT / 8; v++)                                                                     \
-                    _mm256_store_ps(tile + NT * i + 8 * v, _mm256_maskload_ps(yt + (size_t)i * ldy + 8 * v, mk[v]));  \
-            DIRECT_TILE(FN, MR, t, tile, NT);                                                                        \
-            for (int i = 0; i < MR; i++)                                                                             \
-                for (int v = 0; v < NT / 8; v++)                                                                     \
-                    _mm256_maskstore_ps(yt + (size_t)i * ldy + 8 * v, mk[v], _mm256_load_ps(tile + NT * i + 8 * v));  \
-        }                                                                                                            \
+        _Alignas(32) float tile[12 * 16];                                                                            \
+        for (int i = 0; i < MR && !first; i++)                                                                       \
+            for (int v = 0; v < NT / 8; v++)                                                                         \
+                _mm256_store_ps(tile + NT * i + 8 * v, nr == NT ? _mm256_loadu_ps(yt + (size_t)i * ldy + 8 * v)       \
+                                                                : _mm256_maskload_ps(yt + (size_t)i * ldy + 8 * v, mk[v])); \
+        DIRECT_TILE(FN, MR, t);                                                                                      \
+        for (int i = 0; i < MR; i++)                                                                                 \
+            for (int v = 0; v < NT / 8; v++)                                                                         \
+                if (nr == NT) _mm256_storeu_ps(yt + (size_t)i * ldy + 8 * v, _mm256_load_ps(tile + NT * i + 8 * v));  \
+                else                                                                                                 \
+                    _mm256_maskstore_ps(yt + (size_t)i * ldy + 8 * v, mk[v], _mm256_load_ps(tile + NT * i + 8 * v)); \
     }
 
 __attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size_t w_row, size_t w_col, const float *xp,
-                                                            int nc, int kc, float *y, size_t ldy, int first) {
+                                                            int nc, int kc, float *y, size_t ldy, int first,
+                                                            int rows_left) {
     for (int j = 0; j < nc; j += 16) {
         const int nr = nc - j < 16 ? nc - j : 16;
         const float *xb = xp + (size_t)j * kc;
@@ -484,7 +502,7 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
                 const int mr = rows - r < A2_MR ? rows - r : A2_MR;
                 if (direct && mr == A2_MR) {
                     direct_avx2((const float *)w + (size_t)r * w_row + (size_t)k0 * w_col, w_row, w_col, xp, nc, kc,
-                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0);
+                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0, rows - r);
                     continue;
                 }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
