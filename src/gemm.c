@@ -456,9 +456,11 @@ AVX2_DIRECT(6, 2)
         float *yt = y + (size_t)t * ldy + j;                                                                         \
         _Alignas(32) float tile[12 * 16];                                                                            \
         for (int i = 0; i < MR && !first; i++)                                                                       \
-            for (int v = 0; v < NT / 8; v++)                                                                         \
-                _mm256_store_ps(tile + NT * i + 8 * v, nr == NT ? _mm256_loadu_ps(yt + (size_t)i * ldy + 8 * v)       \
-                                                                : _mm256_maskload_ps(yt + (size_t)i * ldy + 8 * v, mk[v])); \
+            for (int v = 0; v < NT / 8; v++) {                                                                       \
+                const float *src = yt + (size_t)i * ldy + 8 * v;                                                     \
+                const __m256 sum = nr == NT ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, mk[v]);                  \
+                _mm256_store_ps(tile + NT * i + 8 * v, sum);                                                         \
+            }                                                                                                        \
         DIRECT_TILE(FN, MR, t);                                                                                      \
         for (int i = 0; i < MR; i++)                                                                                 \
             for (int v = 0; v < NT / 8; v++)                                                                         \
