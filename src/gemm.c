@@ -274,30 +274,56 @@ __attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel
         _mm256_storeu_ps(y + (size_t)i * ldy + 8 * v, acc[i][v]);
 }
 
+/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
+ * that will be copied next (rows row_bytes apart from base), one line of
+ * each every 64 / es steps of k, es the size of an element. Each row is a
+ * stream of kc elements, too short for the hardware prefetcher to get going,
+ * so the copy would otherwise wait on memory. Into L2, not L1, where they
+ * would push out the panel and x that the kernel is reading. */
+typedef struct {
+    const char *base;
+    size_t row_bytes;
+    int rows, es;
+} Ahead;
+
+/* One k of the row-vector tile. */
+#define ROWVEC_STEP(NR)                                                                                              \
+    do {                                                                                                             \
+        const float *pk = panel + (size_t)kk * A2_MR, *xk = x + (size_t)kk * ldx;                                    \
+        const __m256 p0 = _mm256_load_ps(pk), p1 = _mm256_load_ps(pk + 8), p2 = _mm256_load_ps(pk + 16);             \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) {                                                       \
+            const __m256 b = _mm256_broadcast_ss(xk + j);                                                            \
+            a[j][0] = _mm256_fmadd_ps(p0, b, a[j][0]);                                                               \
+            a[j][1] = _mm256_fmadd_ps(p1, b, a[j][1]);                                                               \
+            a[j][2] = _mm256_fmadd_ps(p2, b, a[j][2]);                                                               \
+        }                                                                                                            \
+    } while (0)
+
 /* The panel's 24 rows as three vectors against NR tokens, one accumulator
- * per row vector and token: acc (NR, A2_MR) holds the chains in and out. */
+ * per row vector and token: acc (NR, A2_MR) holds the chains in and out;
+ * ahead, or NULL: the next panel's rows. */
 #define AVX2_ROWVEC(NR)                                                                                              \
     case NR: {                                                                                                       \
         __m256 a[NR][3];                                                                                             \
         _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) for (int v = 0; v < 3; v++) a[j][v] =                   \
             _mm256_load_ps(acc + j * A2_MR + 8 * v);                                                                 \
-        for (int kk = 0; kk < kc; kk++) {                                                                            \
-            const float *pk = panel + (size_t)kk * A2_MR, *xk = x + (size_t)kk * ldx;                                \
-            const __m256 p0 = _mm256_load_ps(pk), p1 = _mm256_load_ps(pk + 8), p2 = _mm256_load_ps(pk + 16);         \
-            _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) {                                                   \
-                const __m256 b = _mm256_broadcast_ss(xk + j);                                                        \
-                a[j][0] = _mm256_fmadd_ps(p0, b, a[j][0]);                                                           \
-                a[j][1] = _mm256_fmadd_ps(p1, b, a[j][1]);                                                           \
-                a[j][2] = _mm256_fmadd_ps(p2, b, a[j][2]);                                                           \
+        if (ahead) {                                                                                                 \
+            const int step = 64 / ahead->es;                                                                         \
+            for (int k0 = 0; k0 < kc; k0 += step) {                                                                  \
+                for (int i = 0; i < ahead->rows; i++)                                                                \
+                    _mm_prefetch(ahead->base + (size_t)i * ahead->row_bytes + (size_t)k0 * ahead->es, _MM_HINT_T1);  \
+                const int k_end = kc - k0 < step ? kc : k0 + step;                                                   \
+                for (int kk = k0; kk < k_end; kk++) ROWVEC_STEP(NR);                                                 \
             }                                                                                                        \
-        }                                                                                                            \
+        } else                                                                                                       \
+            for (int kk = 0; kk < kc; kk++) ROWVEC_STEP(NR);                                                         \
         _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) for (int v = 0; v < 3; v++)                             \
             _mm256_store_ps(acc + j * A2_MR + 8 * v, a[j][v]);                                                       \
         break;                                                                                                       \
     }
 
 __attribute__((target("avx2,fma"))) static void rowvec256(const float *panel, const float *x, size_t ldx, int kc,
-                                                          float *acc, int nr) {
+                                                          float *acc, int nr, const Ahead *ahead) {
     switch (nr) {
         AVX2_ROWVEC(1) AVX2_ROWVEC(2) AVX2_ROWVEC(3) AVX2_ROWVEC(4)
     default: break;
@@ -332,9 +358,12 @@ __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const flo
 /* One packed panel (rows [0, mr) real) against the nc tokens packed in xp:
  * y (mr, nc) row stride ldy. Whole 16-token blocks in 6-row tiles, a tile
  * with rows past mr through a copy of its sums; the last nc % 16 tokens by
- * rowvec256, their sums gathered from y and scattered back around it. */
+ * rowvec256, their sums gathered from y and scattered back around it. With
+ * no whole block (few tokens: the copy of W is most of the time), the first
+ * rowvec256 fetches ahead (or NULL) meanwhile. */
 __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc,
-                                                           float *y, size_t ldy, int mr, int first) {
+                                                           float *y, size_t ldy, int mr, int first,
+                                                           const Ahead *ahead) {
     const int nb = nc & ~15;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
@@ -356,7 +385,7 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < A2_MR; i++)
                 acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
-        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr);
+        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb ? ahead : NULL);
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < mr; i++) y[(size_t)i * ldy + j + jj] = acc[jj * A2_MR + i];
     }
@@ -508,7 +537,14 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
                     continue;
                 }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
-                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0);
+                Ahead next = {NULL, 0, 0, 0};
+                if (nc < 16 && w_col == 1 && r + A2_MR < rows) {
+                    next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                    next.base = (const char *)elem_ptr(w, type, (size_t)(r + A2_MR) * w_row + (size_t)k0);
+                    next.row_bytes = w_row * (size_t)next.es;
+                    next.rows = rows - r - A2_MR < A2_MR ? rows - r - A2_MR : A2_MR;
+                }
+                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0, next.base ? &next : NULL);
             }
         }
     }
