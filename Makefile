@@ -73,6 +73,11 @@ $(B)/mkdemo: tools/mkdemo.c tools/demo_words.txt $(B)/libattnviz.a
 $(B)/quant_bench: bench/quant_bench.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ bench/quant_bench.c $(B)/libattnviz.a $(LDLIBS)
 
+# Single-threaded GFLOP/s of gemm_rows at bert-base's shapes, for the kernel
+# ATTNVIZ_KERNEL names (bench/README.md); not part of make test.
+$(B)/gemm_bench: bench/gemm_bench.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ bench/gemm_bench.c $(B)/libattnviz.a $(LDLIBS)
+
 # The engine on raw token ids, for the decoder reference check (tests/ref/decoder_check.sh).
 $(B)/fwd_dump: tools/fwd_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/fwd_dump.c $(B)/libattnviz.a $(LDLIBS)

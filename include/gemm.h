@@ -21,12 +21,14 @@
 
 #include "err.h"
 
-/* Rows a panel of W holds, and the scratch gemm_rows needs (floats). */
+/* Rows a panel of W holds, inputs a block of k spans, and the scratch
+ * gemm_rows needs (floats): the AVX2 kernel packs panels of 24 rows and
+ * blocks of x of 128 tokens. */
 #define GEMM_MR 16
 #define GEMM_KC 256
-#define GEMM_SCRATCH (GEMM_MR * GEMM_KC)
-/* Inputs per chain (above); GEMM_KC is a multiple of it, so blocks of k never
- * straddle two panels. */
+#define GEMM_SCRATCH ((24 + 128) * GEMM_KC)
+/* Inputs per chain (above); GEMM_KC is a multiple of it, so a chain never
+ * straddles two panels. */
 #define GEMM_KB 32
 
 /* The storage of W's elements: products widen half-precision weights as they

@@ -16,6 +16,7 @@
 #include "safetensors.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define GEMM_X86 1
 #endif
@@ -51,11 +52,12 @@ void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size
         }
 }
 
-/* panel (kc, GEMM_MR) = W rows [0, mr) x inputs [k0, k0 + kc), rows past mr zero */
-static void pack_panel(float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr, int k0, int kc) {
+/* panel (kc, h) = W rows [0, mr) x inputs [k0, k0 + kc), rows past mr zero */
+static void pack_panel(float *panel, int h, const void *w, GemmType type, size_t w_row, size_t w_col, int mr, int k0,
+                       int kc) {
     for (int kk = 0; kk < kc; kk++)
-        for (int i = 0; i < GEMM_MR; i++)
-            panel[kk * GEMM_MR + i] = i < mr ? elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk) * w_col) : 0.0f;
+        for (int i = 0; i < h; i++)
+            panel[kk * h + i] = i < mr ? elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk) * w_col) : 0.0f;
 }
 
 #ifdef GEMM_X86
@@ -96,7 +98,7 @@ pack16_avx512_t(float *panel, const void *w, const GemmType type, size_t w_row, 
             _mm512_storeu_ps(dst + (size_t)(12 + m) * GEMM_MR, _mm512_shuffle_f32x4(vo, wo, 0xDD));
         }
     }
-    if (kk < kc) pack_panel(panel + (size_t)kk * GEMM_MR, w, type, w_row, 1, GEMM_MR, k0 + kk, kc - kk);
+    if (kk < kc) pack_panel(panel + (size_t)kk * GEMM_MR, GEMM_MR, w, type, w_row, 1, GEMM_MR, k0 + kk, kc - kk);
 }
 
 /* one copy per storage type, so the loads inline without a switch */
@@ -257,48 +259,386 @@ __attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel,
     }
 }
 
-/* AVX2: MR rows x NV vectors of 8 tokens. */
-#define AVX2_MICRO(MR, NV)                                                                                           \
-    __attribute__((target("avx2,fma"))) static void micro256_##MR##x##NV(const float *panel, const float *x, int ldx, \
-                                                                          int kc, float *y, int ldy, int mr, int nr,  \
-                                                                          int first) {                               \
-        __m256i mk[NV];                                                                                              \
-        for (int v = 0; v < NV; v++) {                                                                               \
-            int left = nr - 8 * v;                                                                                   \
-            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));          \
-        }                                                                                                            \
-        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                       \
-            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                        \
-            __m256 acc[MR][NV];                                                                                          \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_ps();                    \
-            for (int kk = kb; kk < ke; kk++) {                                                                           \
-                __m256 xv[NV];                                                                                           \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
-                    _mm256_maskload_ps(x + (size_t)kk * ldx + 8 * v, mk[v]);                                             \
-                const float *wk = panel + kk * GEMM_MR;                                                                  \
-                _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
-                    __m256 b = _mm256_broadcast_ss(wk + i);                                                              \
-                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(b, xv[v], acc[i][v]);\
-                }                                                                                                        \
-            }                                                                                                            \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr)                                            \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
-                    float *yp = y + (size_t)i * ldy + 8 * v;                                                             \
-                    const __m256 t = first && kb == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(yp, mk[v]);             \
-                    _mm256_maskstore_ps(yp, mk[v], _mm256_add_ps(t, acc[i][v]));                                         \
-                }                                                                                                        \
-        }                                                                                                                \
-    }
-AVX2_MICRO(4, 2)
+/* AVX2 + FMA (16 registers of 8 floats), with its own blocking (gemm_avx2):
+ * x is packed per block of k into contiguous blocks of 16 tokens, and W into
+ * panels of A2_MR = 24 rows, run as four 6 x 16 register tiles (12
+ * accumulators, 2 token vectors, 1 broadcast) over whole blocks of 16 tokens
+ * and as three row vectors against up to 4 tokens at a time over the rest. Up
+ * to A2_DIRECT_MAX tokens, F32 weights skip the panel (direct_avx2). No load
+ * or store inside a k loop is masked, and x is never read past n. */
+#define A2_MR 24
+#define A2_KC GEMM_KC
 
-__attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *x, int n, int kc, float *y,
-                                                           int mr, int first) {
-    for (int q = 0; q < 4 && 4 * q < mr; q++) {
-        const int qr = mr - 4 * q < 4 ? mr - 4 * q : 4;
-        for (int j = 0; j < n; j += 16)
-            micro256_4x2(panel + 4 * q, x + j, n, kc, y + (size_t)4 * q * n + j, n, qr, n - j < 16 ? n - j : 16, first);
+/* 8 consecutive elements of W from i, widened to float */
+__attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) __m256
+load8(const void *w, GemmType type, size_t i) {
+    switch (type) {
+    case GEMM_BF16:
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)elem_ptr(w, type, i))), 16));
+    case GEMM_F16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)elem_ptr(w, type, i)));
+    default: return _mm256_loadu_ps((const float *)w + i);
     }
+}
+
+/* panel (kc, A2_MR) from 24 rows of a row-major W: 8 x 8 transposes in
+ * registers; the tail of kc past a multiple of 8 by pack_panel. */
+__attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) void
+pack24_avx2_t(float *panel, const void *w, const GemmType type, size_t w_row, int k0, int kc) {
+    int kk = 0;
+    for (; kk + 8 <= kc; kk += 8)
+        for (int g = 0; g < A2_MR / 8; g++) {
+            __m256 r[8], t[8], s[8];
+            for (int i = 0; i < 8; i++) r[i] = load8(w, type, (size_t)(8 * g + i) * w_row + (size_t)(k0 + kk));
+            for (int i = 0; i < 8; i += 2)
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            /* s[4h + m]: rows 4h..4h+3 of columns m and 4 + m, one per 128-bit lane */
+            for (int h = 0; h < 2; h++) {
+                s[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+                s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+                s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+                s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+            }
+            float *dst = panel + (size_t)kk * A2_MR + 8 * g;
+            for (int m = 0; m < 4; m++) {
+                _mm256_storeu_ps(dst + (size_t)m * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x20));
+                _mm256_storeu_ps(dst + (size_t)(4 + m) * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x31));
+            }
+        }
+    if (kk < kc) pack_panel(panel + (size_t)kk * A2_MR, A2_MR, w, type, w_row, 1, A2_MR, k0 + kk, kc - kk);
+}
+
+/* panel (kc, A2_MR) from rows [0, mr) of W, rows past mr zero: row-major W
+ * through the transposes, F32 stored transposed (GPT-2's Conv1D: a panel row
+ * is 24 consecutive floats) by plain copies, anything else element by element. */
+__attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, const void *w, GemmType type, size_t w_row,
+                                                          size_t w_col, int mr, int k0, int kc) {
+    if (mr == A2_MR && w_col == 1) {
+        switch (type) {
+        case GEMM_BF16: pack24_avx2_t(panel, w, GEMM_BF16, w_row, k0, kc); break;
+        case GEMM_F16: pack24_avx2_t(panel, w, GEMM_F16, w_row, k0, kc); break;
+        default: pack24_avx2_t(panel, w, GEMM_F32, w_row, k0, kc); break;
+        }
+    } else if (mr == A2_MR && w_row == 1 && type == GEMM_F32) {
+        for (int kk = 0; kk < kc; kk++) {
+            const float *src = (const float *)w + (size_t)(k0 + kk) * w_col;
+            for (int v = 0; v < A2_MR / 8; v++)
+                _mm256_storeu_ps(panel + (size_t)kk * A2_MR + 8 * v, _mm256_loadu_ps(src + 8 * v));
+        }
+    } else pack_panel(panel, A2_MR, w, type, w_row, w_col, mr, k0, kc);
+}
+
+/* 6 rows x 16 tokens, every one real: y (6, 16) row stride ldy holds the
+ * totals each block's chains are added to (0 when first). */
+__attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel, const float *x, size_t ldx, int kc,
+                                                              float *y, size_t ldy, int first) {
+    for (int kb = 0; kb < kc; kb += GEMM_KB) {
+        const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;
+        __m256 acc[6][2];
+        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) for (int v = 0; v < 2; v++) acc[i][v] = _mm256_setzero_ps();
+        _Pragma("GCC unroll 2") for (int kk = kb; kk < ke; kk++) {
+            const __m256 x0 = _mm256_loadu_ps(x + (size_t)kk * ldx), x1 = _mm256_loadu_ps(x + (size_t)kk * ldx + 8);
+            const float *wk = panel + (size_t)kk * A2_MR;
+            _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) {
+                const __m256 b = _mm256_broadcast_ss(wk + i);
+                acc[i][0] = _mm256_fmadd_ps(b, x0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(b, x1, acc[i][1]);
+            }
+        }
+        const int fresh = first && kb == 0;
+        _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) for (int v = 0; v < 2; v++) {
+            float *yp = y + (size_t)i * ldy + 8 * v;
+            _mm256_storeu_ps(yp, _mm256_add_ps(fresh ? _mm256_setzero_ps() : _mm256_loadu_ps(yp), acc[i][v]));
+        }
+    }
+}
+
+/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
+ * that will be copied next (rows row_bytes apart from base), one line of
+ * each every 64 / es steps of k, es the size of an element. Each row is a
+ * stream of kc elements, too short for the hardware prefetcher to get going,
+ * so the copy would otherwise wait on memory. Into L2, not L1, where they
+ * would push out the panel and x that the kernel is reading. */
+typedef struct {
+    const char *base;
+    size_t row_bytes;
+    int rows, es;
+} Ahead;
+
+/* One k of the row-vector tile. */
+#define ROWVEC_STEP(NR)                                                                                              \
+    do {                                                                                                             \
+        const float *pk = panel + (size_t)kk * A2_MR, *xk = x + (size_t)kk * ldx;                                    \
+        const __m256 p0 = _mm256_load_ps(pk), p1 = _mm256_load_ps(pk + 8), p2 = _mm256_load_ps(pk + 16);             \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) {                                                       \
+            const __m256 b = _mm256_broadcast_ss(xk + j);                                                            \
+            a[j][0] = _mm256_fmadd_ps(p0, b, a[j][0]);                                                               \
+            a[j][1] = _mm256_fmadd_ps(p1, b, a[j][1]);                                                               \
+            a[j][2] = _mm256_fmadd_ps(p2, b, a[j][2]);                                                               \
+        }                                                                                                            \
+    } while (0)
+
+/* The panel's 24 rows as three vectors against NR tokens, one accumulator
+ * per row vector and token: acc (NR, A2_MR) holds the totals each block's
+ * chains are added to; ahead, or NULL: the next panel's rows (a line of each
+ * every 64 bytes of k, which divides a block of GEMM_KB). */
+#define AVX2_ROWVEC(NR)                                                                                              \
+    case NR: {                                                                                                       \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                   \
+            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                    \
+            __m256 a[NR][3];                                                                                         \
+            _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) for (int v = 0; v < 3; v++) a[j][v] =               \
+                _mm256_setzero_ps();                                                                                 \
+            if (ahead) {                                                                                             \
+                const int step = 64 / ahead->es;                                                                     \
+                for (int k0 = kb; k0 < ke; k0 += step) {                                                             \
+                    for (int i = 0; i < ahead->rows; i++)                                                            \
+                        _mm_prefetch(ahead->base + (size_t)i * ahead->row_bytes + (size_t)k0 * ahead->es,            \
+                                     _MM_HINT_T1);                                                                   \
+                    const int k_end = ke - k0 < step ? ke : k0 + step;                                               \
+                    for (int kk = k0; kk < k_end; kk++) ROWVEC_STEP(NR);                                             \
+                }                                                                                                    \
+            } else                                                                                                   \
+                for (int kk = kb; kk < ke; kk++) ROWVEC_STEP(NR);                                                    \
+            _Pragma("GCC unroll 4") for (int j = 0; j < NR; j++) for (int v = 0; v < 3; v++)                         \
+                _mm256_store_ps(acc + j * A2_MR + 8 * v, _mm256_add_ps(_mm256_load_ps(acc + j * A2_MR + 8 * v), a[j][v]));\
+        }                                                                                                            \
+        break;                                                                                                       \
+    }
+
+__attribute__((target("avx2,fma"))) static void rowvec256(const float *panel, const float *x, size_t ldx, int kc,
+                                                          float *acc, int nr, const Ahead *ahead) {
+    switch (nr) {
+        AVX2_ROWVEC(1) AVX2_ROWVEC(2) AVX2_ROWVEC(3) AVX2_ROWVEC(4)
+    default: break;
+    }
+}
+
+/* Tokens whose x a block of k packs at a time. */
+#define A2_NC 128
+/* Tokens up to which F32 weights are read in place (direct_avx2). */
+#define A2_DIRECT_MAX 64
+
+/* xp: tokens [0, nc) of x (kc, ldx) as blocks of 16 tokens, each (kc, 16)
+ * contiguous, so that a tile's k loop walks one short stride through few pages;
+ * a last partial block is zero past its nc % 16 tokens (lanes that direct256
+ * computes and drops: zeros, not whatever was there, keep them cheap). */
+__attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const float *x, size_t ldx, int kc, int nc) {
+    for (int j = 0; j < nc; j += 16) {
+        float *dst = xp + (size_t)j * kc;
+        if (nc - j >= 16)
+            for (int kk = 0; kk < kc; kk++) {
+                _mm256_store_ps(dst + 16 * kk, _mm256_loadu_ps(x + (size_t)kk * ldx + j));
+                _mm256_store_ps(dst + 16 * kk + 8, _mm256_loadu_ps(x + (size_t)kk * ldx + j + 8));
+            }
+        else
+            for (int kk = 0; kk < kc; kk++) {
+                memcpy(dst + 16 * kk, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)(nc - j));
+                memset(dst + 16 * kk + (nc - j), 0, sizeof(float) * (size_t)(16 - (nc - j)));
+            }
+    }
+}
+
+/* One packed panel (rows [0, mr) real) against the nc tokens packed in xp:
+ * y (mr, nc) row stride ldy. Whole 16-token blocks in 6-row tiles, a tile
+ * with rows past mr through a copy of its sums; the last nc % 16 tokens by
+ * rowvec256, their sums gathered from y and scattered back around it. With
+ * no whole block (few tokens: the copy of W is most of the time), the first
+ * rowvec256 fetches ahead (or NULL) meanwhile. */
+__attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc,
+                                                           float *y, size_t ldy, int mr, int first,
+                                                           const Ahead *ahead) {
+    const int nb = nc & ~15;
+    for (int t = 0; 6 * t < mr; t++) {
+        const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
+        float *yt = y + (size_t)6 * t * ldy;
+        if (tr == 6)
+            for (int j = 0; j < nb; j += 16)
+                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
+        else
+            for (int j = 0; j < nb; j += 16) {
+                _Alignas(32) float tile[6 * 16];
+                for (int i = 0; i < tr; i++) memcpy(tile + 16 * i, yt + (size_t)i * ldy + j, sizeof(float) * 16);
+                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, tile, 16, first);
+                for (int i = 0; i < tr; i++) memcpy(yt + (size_t)i * ldy + j, tile + 16 * i, sizeof(float) * 16);
+            }
+    }
+    for (int j = nb; j < nc; j += 4) {
+        const int nr = nc - j < 4 ? nc - j : 4;
+        _Alignas(32) float acc[4 * A2_MR];
+        for (int jj = 0; jj < nr; jj++)
+            for (int i = 0; i < A2_MR; i++)
+                acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
+        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb ? ahead : NULL);
+        for (int jj = 0; jj < nr; jj++)
+            for (int i = 0; i < mr; i++) y[(size_t)i * ldy + j + jj] = acc[jj * A2_MR + i];
+    }
+}
+
+/* Row i of a tile of row-major W, rows rb bytes apart: from four bases and
+ * the scales of one stride register (x86 addresses base + index x 1, 2, 4 or
+ * 8), since twelve row pointers do not fit in the registers beside the rest. */
+static inline __attribute__((always_inline)) const float *tile_row(const char *const b[4], size_t rb, int i) {
+    switch (i) {
+    case 0: return (const float *)b[0];
+    case 1: return (const float *)(b[0] + rb);
+    case 2: return (const float *)(b[0] + 2 * rb);
+    case 3: return (const float *)b[1];
+    case 4: return (const float *)(b[0] + 4 * rb);
+    case 5: return (const float *)(b[1] + 2 * rb);
+    case 6: return (const float *)b[2];
+    case 7: return (const float *)(b[1] + 4 * rb);
+    case 8: return (const float *)(b[0] + 8 * rb);
+    case 9: return (const float *)b[3];
+    case 10: return (const float *)(b[2] + 4 * rb);
+    default: return (const float *)(b[1] + 8 * rb);
+    }
+}
+
+/* Few tokens, F32 weights: W read in place, no panel. A panel is copied
+ * once per block of k and used against every token, so its copy (a transpose
+ * for row-major W) costs about as much as the products at 7 tokens and little
+ * at hundreds, where its locality pays. MR rows from w, W[i][kk] at
+ * w[i * rs + kk * ks], against NV vectors of 8 tokens of xp (kc, 16); y (MR,
+ * 8 NV) row stride ldy: a tile with fewer real tokens goes through a copy
+ * (direct_avx2), its lanes past them computed on xp's zeros and dropped.
+ * MR x NV = 12 accumulators. pf, or NULL: rows of a row-major W to fetch
+ * into cache meanwhile (the next tile's, rows rs apart), a line per row every
+ * 16 k; each row is a stream of kc floats, too short for the hardware
+ * prefetcher to get going, so W would otherwise come from memory at latency. */
+/* One k of a row-major tile: its x vectors, then each row's broadcast. */
+#define DIRECT_STEP(MR, NV)                                                                                          \
+    do {                                                                                                             \
+        __m256 xv[NV];                                                                                               \
+        for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                                   \
+        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                                      \
+            const __m256 bc = _mm256_broadcast_ss(tile_row(b, rb, i));                                               \
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                          \
+        }                                                                                                            \
+        for (int q = 0; q < 4; q++) b[q] += sizeof(float);                                                           \
+    } while (0)
+#define AVX2_DIRECT(MR, NV)                                                                                          \
+    __attribute__((target("avx2,fma"), noinline)) static void direct256_##MR##x##NV(                            \
+        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *tile, int first, const float *pf) {     \
+        const size_t rb = rs * sizeof(float);                                                                        \
+        const char *b[4] = {(const char *)w, (const char *)w + 3 * rb, (const char *)w + 6 * rb,                     \
+                            (const char *)w + 9 * rb};                                                               \
+        for (int kb = 0; kb < kc; kb += GEMM_KB) {                                                                   \
+            const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;                                                    \
+            __m256 acc[MR][NV];                                                                                      \
+            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) acc[i][v] =           \
+                _mm256_setzero_ps();                                                                                 \
+            if (ks == 1) {                                                                                           \
+                if (pf)                                                                                              \
+                    for (int k16 = kb; k16 < ke; k16 += 16) {                                                        \
+                        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++)                                        \
+                            _mm_prefetch((const char *)(pf + (size_t)i * rs + k16), _MM_HINT_T0);                    \
+                        const int k_end = ke - k16 < 16 ? ke : k16 + 16;                                             \
+                        for (int kk = k16; kk < k_end; kk++) DIRECT_STEP(MR, NV);                                    \
+                    }                                                                                                \
+                else                                                                                                 \
+                    for (int kk = kb; kk < ke; kk++) DIRECT_STEP(MR, NV);                                            \
+            } else                                                                                                   \
+                for (int kk = kb; kk < ke; kk++) {                                                                   \
+                    __m256 xv[NV];                                                                                   \
+                    for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                       \
+                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                          \
+                        const __m256 bc = _mm256_broadcast_ss(w + (size_t)i * rs + (size_t)kk * ks);                 \
+                        for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);              \
+                    }                                                                                                \
+                }                                                                                                    \
+            const int fresh = first && kb == 0;                                                                      \
+            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) {                     \
+                float *tp = tile + 8 * (NV * i + v);                                                                 \
+                _mm256_store_ps(tp, _mm256_add_ps(fresh ? _mm256_setzero_ps() : _mm256_load_ps(tp), acc[i][v]));     \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+AVX2_DIRECT(12, 1)
+AVX2_DIRECT(6, 2)
+
+/* A2_MR rows of an F32 W in place against the nc tokens of xp: blocks of 16
+ * in 6-row tiles, a last block of at most 8 in 12-row tiles (no idle vector);
+ * the two layouts apart, so that one of the strides is the constant 1. The
+ * sums go in and out through a contiguous copy of the tile (masked for a
+ * partial block), so that the k loop holds no pointer into y: twelve of them
+ * cost it registers it needs. */
+#define DIRECT_TILE(FN, MR, WT)                                                                                      \
+    do {                                                                                                             \
+        if (w_col == 1)                                                                                              \
+            FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, tile, first,                                              \
+               j == 0 && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL);                    \
+        else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL);                                                      \
+    } while (0)
+#define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
+    for (int t = 0; t < A2_MR; t += MR) {                                                                            \
+        float *yt = y + (size_t)t * ldy + j;                                                                         \
+        _Alignas(32) float tile[12 * 16];                                                                            \
+        for (int i = 0; i < MR && !first; i++)                                                                       \
+            for (int v = 0; v < NT / 8; v++) {                                                                       \
+                const float *src = yt + (size_t)i * ldy + 8 * v;                                                     \
+                const __m256 sum = nr == NT ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, mk[v]);                  \
+                _mm256_store_ps(tile + NT * i + 8 * v, sum);                                                         \
+            }                                                                                                        \
+        DIRECT_TILE(FN, MR, t);                                                                                      \
+        for (int i = 0; i < MR; i++)                                                                                 \
+            for (int v = 0; v < NT / 8; v++)                                                                         \
+                if (nr == NT) _mm256_storeu_ps(yt + (size_t)i * ldy + 8 * v, _mm256_load_ps(tile + NT * i + 8 * v));  \
+                else                                                                                                 \
+                    _mm256_maskstore_ps(yt + (size_t)i * ldy + 8 * v, mk[v], _mm256_load_ps(tile + NT * i + 8 * v)); \
+    }
+
+__attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size_t w_row, size_t w_col, const float *xp,
+                                                            int nc, int kc, float *y, size_t ldy, int first,
+                                                            int rows_left) {
+    for (int j = 0; j < nc; j += 16) {
+        const int nr = nc - j < 16 ? nc - j : 16;
+        const float *xb = xp + (size_t)j * kc;
+        __m256i mk[2];
+        for (int v = 0; v < 2; v++)
+            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        if (nr > 8) DIRECT_BLOCK(direct256_6x2, 6, 16)
+        else DIRECT_BLOCK(direct256_12x1, 12, 8)
+    }
+}
+
+/* gemm_rows on the AVX2 kernel: for each block of k, x packed once, then
+ * every panel of W packed and run against it. scratch: the panel, then x
+ * when it has at most A2_NC tokens; more take a buffer of their own, so that
+ * W is not packed again per block of tokens (blocks of A2_NC if it can't be had). */
+__attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const void *w, GemmType type, size_t w_row,
+                                                              size_t w_col, const float *xT, int n, int rows, int in,
+                                                              float *scratch) {
+    float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
+    int nc_max = A2_NC;
+    const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
+    if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15))))
+        xp = heap, nc_max = n;
+    for (int k0 = 0; k0 < in; k0 += A2_KC) {
+        const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
+        for (int j0 = 0; j0 < n; j0 += nc_max) {
+            const int nc = n - j0 < nc_max ? n - j0 : nc_max;
+            pack_x_avx2(xp, xT + (size_t)k0 * n + j0, (size_t)n, kc, nc);
+            for (int r = 0; r < rows; r += A2_MR) {
+                const int mr = rows - r < A2_MR ? rows - r : A2_MR;
+                if (direct && mr == A2_MR) {
+                    direct_avx2((const float *)w + (size_t)r * w_row + (size_t)k0 * w_col, w_row, w_col, xp, nc, kc,
+                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0, rows - r);
+                    continue;
+                }
+                pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
+                Ahead next = {NULL, 0, 0, 0};
+                if (nc < 16 && w_col == 1 && r + A2_MR < rows) {
+                    next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                    next.base = (const char *)elem_ptr(w, type, (size_t)(r + A2_MR) * w_row + (size_t)k0);
+                    next.row_bytes = w_row * (size_t)next.es;
+                    next.rows = rows - r - A2_MR < A2_MR ? rows - r - A2_MR : A2_MR;
+                }
+                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0, next.base ? &next : NULL);
+            }
+        }
+    }
+    free(heap);
 }
 #endif
 
@@ -408,18 +748,27 @@ static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, flo
 
 typedef void RowvecFn(const float *panel, const float *x, int ldx, int kc, float *acc, int nr);
 typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
+typedef void GemmFn(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
+                    int rows, int in, float *scratch);
 
 typedef struct {
     const char *name;
-    PanelFn *fn;
+    PanelFn *fn;      /* or NULL when gemm is set */
     RowvecFn *rowvec; /* or NULL: few tokens go through fn too */
     Pack16Fn *pack16; /* or NULL: pack_panel */
+    GemmFn *gemm;     /* or NULL: gemm_rows' own loops over fn, rowvec and pack16 */
     int (*has)(void);
 } Kernel;
 
 #ifdef GEMM_X86
 static int has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
-static int has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+/* F16C (the AVX2 kernel widens F16 weights with it) by CPUID: clang's
+ * __builtin_cpu_supports does not know the name. */
+static int has_avx2(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __get_cpuid(1, &a, &b, &c, &d) &&
+           (c & bit_F16C);
+}
 #endif
 static int has_any(void) { return 1; }
 
@@ -428,10 +777,10 @@ static const Kernel KERNELS[] = {
     {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
 #endif
 #ifdef GEMM_X86
-    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, has_avx512},
-    {"avx2", panel_avx2, NULL, NULL, has_avx2},
+    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, has_avx512},
+    {"avx2", NULL, NULL, NULL, gemm_avx2, has_avx2},
 #endif
-    {"scalar", panel_scalar, NULL, NULL, has_any},
+    {"scalar", panel_scalar, NULL, NULL, NULL, has_any},
 };
 #define N_KERNELS (int)(sizeof KERNELS / sizeof KERNELS[0])
 
@@ -505,12 +854,16 @@ int gemm_kernel_from_env(AvErr *e) {
 static void pack(const Kernel *k, float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr,
                  int k0, int kc) {
     if (k->pack16 && w_col == 1 && mr == GEMM_MR) k->pack16(panel, w, type, w_row, k0, kc);
-    else pack_panel(panel, w, type, w_row, w_col, mr, k0, kc);
+    else pack_panel(panel, GEMM_MR, w, type, w_row, w_col, mr, k0, kc);
 }
 
 void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
                int in, float *scratch) {
     const Kernel *k = best_kernel();
+    if (k->gemm) {
+        k->gemm(yT, w, type, w_row, w_col, xT, n, rows, in, scratch);
+        return;
+    }
     if (k->rowvec && n <= GEMM_FEW) {
         /* x^T is small: each panel runs through all of k with its sums in acc */
         _Alignas(64) float acc[GEMM_FEW * GEMM_MR];

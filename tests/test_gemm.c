@@ -31,43 +31,67 @@ static void *make_weights(int rows, int in, GemmType type, int transposed, unsig
     return h;
 }
 
-START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
-    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}};
-    const int tokens[] = {1, 2, 7, 15, 16, 17, 31, 33, 47, 48, 49, 64, 130};
+/* Every kernel this CPU has against the plain chain, on each shape (rows,
+ * in) x token count, both layouts of F32 weights and row-major F16/BF16. */
+static void check_kernels(const char *test, const int (*shapes)[2], size_t n_shapes, const int *tokens,
+                          size_t n_tokens) {
+    /* A kernel this CPU can't run is never chosen on it, and nothing here can
+     * emulate it: it is tested on the CPUs that have it (the log says which ran). */
+    const char *usable[sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]];
     int ran = 0;
-    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
-        /* A kernel this CPU can't run is never chosen on it, and nothing here can
-         * emulate it: it is tested on the CPUs that have it (the log says which ran). */
-        if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) continue;
-        fprintf(stderr, "INFO %s: %s kernel\n", __func__, KERNEL_NAMES[kn]);
-        ran++;
-        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
-            for (int type = GEMM_F32; type <= GEMM_F16; type++)
-                for (int tr = 0; tr < 2; tr++) {
-                    if (tr && type != GEMM_F32) continue; /* half weights come row-major only */
-                    const int rows = shapes[sh][0], in = shapes[sh][1];
-                    size_t w_row, w_col;
-                    void *w = make_weights(rows, in, (GemmType)type, tr, 7 + (unsigned)sh, &w_row, &w_col);
-                    for (size_t ti = 0; ti < sizeof tokens / sizeof tokens[0]; ti++) {
-                        const int n = tokens[ti];
-                        float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
-                        float *ref = malloc(sizeof(float) * rows * n);
-                        float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
-                        ck_assert(x && y && ref && scratch);
-                        fill(x, (size_t)in * n, 99 + (unsigned)ti, 2.0f);
+    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++)
+        if (gemm_force_kernel(KERNEL_NAMES[kn]) == 0) {
+            fprintf(stderr, "INFO %s: %s kernel\n", test, KERNEL_NAMES[kn]);
+            usable[ran++] = KERNEL_NAMES[kn];
+        }
+    /* the reference once per case, every kernel against it (the sanitizer build runs this too) */
+    for (size_t sh = 0; sh < n_shapes; sh++)
+        for (int type = GEMM_F32; type <= GEMM_F16; type++)
+            for (int tr = 0; tr < 2; tr++) {
+                if (tr && type != GEMM_F32) continue; /* half weights come row-major only */
+                const int rows = shapes[sh][0], in = shapes[sh][1];
+                size_t w_row, w_col;
+                void *w = make_weights(rows, in, (GemmType)type, tr, 7 + (unsigned)sh, &w_row, &w_col);
+                for (size_t ti = 0; ti < n_tokens; ti++) {
+                    const int n = tokens[ti];
+                    float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+                    float *ref = malloc(sizeof(float) * rows * n);
+                    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                    ck_assert(x && y && ref && scratch);
+                    fill(x, (size_t)in * n, 99 + (unsigned)ti, 2.0f);
+                    gemm_rows_naive(ref, w, (GemmType)type, w_row, w_col, x, n, rows, in);
+                    for (int kn = 0; kn < ran; kn++) {
+                        ck_assert_int_eq(gemm_force_kernel(usable[kn]), 0);
+                        memset(y, 0xff, sizeof(float) * rows * n); /* NaNs: no output left from the kernel before */
                         gemm_rows(y, w, (GemmType)type, w_row, w_col, x, n, rows, in, scratch);
-                        gemm_rows_naive(ref, w, (GemmType)type, w_row, w_col, x, n, rows, in);
                         ck_assert_msg(!memcmp(y, ref, sizeof(float) * rows * n),
-                                      "%s: %dx%d type %d transposed %d, %d tokens: max diff %g", KERNEL_NAMES[kn], rows,
-                                      in, type, tr, n, max_abs_diff(y, ref, (size_t)rows * n));
-                        free(x), free(y), free(ref), free(scratch);
+                                      "%s: %dx%d type %d transposed %d, %d tokens: max diff %g", usable[kn], rows, in,
+                                      type, tr, n, max_abs_diff(y, ref, (size_t)rows * n));
                     }
-                    free(w);
+                    free(x), free(y), free(ref), free(scratch);
                 }
-    }
+                free(w);
+            }
     gemm_force_kernel(NULL);
     /* at least the scalar chain and the kernel this CPU would choose */
     ck_assert_int_ge(ran, strcmp(gemm_kernel(), "scalar") ? 2 : 1);
+}
+
+START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain) {
+    const int shapes[][2] = {{1, 1}, {15, 17}, {16, 256}, {37, 300}, {33, 800}};
+    const int tokens[] = {1, 2, 7, 15, 16, 17, 31, 33, 47, 48, 49, 64, 130};
+    check_kernels(__func__, shapes, sizeof shapes / sizeof shapes[0], tokens, sizeof tokens / sizeof tokens[0]);
+}
+END_TEST
+
+/* The AVX2 kernel's edges: whole and partial panels of 24 rows (F32 weights
+ * read in place up to 64 tokens in 12- and 6-row tiles, a last panel of 1 to
+ * 23 rows), token counts around its 8- and 16-token vectors, the switch to
+ * packed panels past 64 tokens and the row-vector tail (n % 16 of 1, 8, 15). */
+START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges) {
+    const int shapes[][2] = {{48, 264}, {31, 264}, {79, 40}};
+    const int tokens[] = {5, 6, 8, 9, 23, 24, 25, 63, 65, 95, 96, 97};
+    check_kernels(__func__, shapes, sizeof shapes / sizeof shapes[0], tokens, sizeof tokens / sizeof tokens[0]);
 }
 END_TEST
 
@@ -214,6 +238,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(k, 600); /* every kernel over 65,536 half patterns: a minute under ASan on a loaded machine */
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
+    tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);
