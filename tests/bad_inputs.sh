@@ -48,6 +48,7 @@ case_() { # name exit regex -- args...
     shift 4
     n_case=$((n_case + 1))
     rm -rf "$T/out" && mkdir -p "$T/out"
+    [ -z "${BEFORE_RUN:-}" ] || eval "$BEFORE_RUN"
     (cd "$T/out" && { [ -z "${VMEM:-}" ] || ulimit -v "$VMEM"; } &&
         timeout -k 5 60 "$BIN" "$@" >"$T/stdout" 2>"$T/stderr" </dev/null)
     local rc=$?
@@ -70,6 +71,7 @@ case_() { # name exit regex -- args...
     fi
     if [ "${VALGRIND:-0}" = 1 ]; then
         rm -rf "$T/out" && mkdir -p "$T/out"
+        [ -z "${BEFORE_RUN:-}" ] || eval "$BEFORE_RUN"
         (cd "$T/out" && timeout -k 5 300 valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite "$BIN" "$@" >/dev/null 2>"$T/vg" </dev/null)
         rc=$?
@@ -505,9 +507,8 @@ case_ fifo_as_pattern 1 "f.npy: not a regular file \(a FIFO\)" -- heads --model 
 case_ fifo_as_merge_shard 1 "f.npy: not a regular file \(a FIFO\)" -- stats --merge --json out.json "$S" "$T/f.npy"
 # --batch reads streams: a FIFO with a writer works; a directory does not
 rm -f "$T/b.fifo" && mkfifo "$T/b.fifo"
-# one writer per run of the case (VALGRIND=1 runs it twice); each open pairs with one reader
-(printf 'the cat sat\n' >"$T/b.fifo"; [ "${VALGRIND:-0}" = 1 ] && printf 'the cat sat\n' >"$T/b.fifo") &
-case_ batch_from_a_fifo 0 "" -- --model "$M" --quiet --batch "$T/b.fifo" --json out.jsonl
+# a writer started before each run of the case (VALGRIND=1 runs it twice)
+BEFORE_RUN="(printf 'the cat sat\n' >'$T/b.fifo') &" case_ batch_from_a_fifo 0 "" -- --model "$M" --quiet --batch "$T/b.fifo" --json out.jsonl
 wait
 case_ batch_a_directory 1 "$T: cannot read: Is a directory" -- --model "$M" --quiet --batch "$T"
 # ---- --batch lines are bounded while they are read (/dev/zero: one endless line)
