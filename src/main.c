@@ -1,10 +1,10 @@
 /* main.c — entry point: signals, then the CLI. */
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "err.h"
 #include "gemm.h"
 #include "util.h"
 
@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     /* ATTNVIZ_KERNEL pins the products' kernel for the whole run; one it can't run is a usage error. */
     AvErr e;
     if (gemm_kernel_from_env(&e) != 0) {
-        fprintf(stderr, "attnviz: %s\n", e.msg);
+        av_report("%s", e.msg);
         return EXIT_USAGE;
     }
 
