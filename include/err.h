@@ -1,17 +1,28 @@
 /* err.h — error reporting for library code: functions return 0 on success or
- * -1 after filling an AvErr with a one-line message; only main prints/exits. */
+ * -1 after filling an AvErr with a one-line message and its kind; only main
+ * prints them and turns the kind into an exit status. Warnings and progress go
+ * to the reporter (report.h). */
 #ifndef ATTNVIZ_ERR_H
 #define ATTNVIZ_ERR_H
 
 #include <stddef.h>
 
+/* What went wrong decides the exit status main returns: a usage error (the
+ * command line asked for something impossible, exit 2) or a runtime one
+ * (inputs, files, memory: exit 1). */
+typedef enum { AV_ERR_RUNTIME = 0, AV_ERR_USAGE = 1 } AvErrKind;
+
 typedef struct {
     char msg[512];
+    AvErrKind kind; /* set by av_err (runtime) and av_err_usage */
 } AvErr;
 
 /* Formats a message into e (if non-NULL), sanitized (av_sanitize), and returns -1, so callers can write
  * `return av_err(e, "...")`. */
 int av_err(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The same for a usage error: the arguments, not the inputs, are wrong. */
+int av_err_usage(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* av_err(e, "<what>: <strerror(errno)>"), for a failed write or read: a
  * full disk says "No space left on device", not only "write error". */
@@ -25,10 +36,5 @@ int av_err_prefix(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 
  * bytes that are not UTF-8 become \xHH; C1 controls (U+0080-U+009F) \u00HH.
  * Truncates at a whole character. Returns the length written. */
 size_t av_sanitize(char *dst, size_t cap, const char *src);
-
-/* Prints "attnviz: <message>" and a newline on stderr, the message sanitized
- * (av_sanitize): every message and warning goes out through here or through
- * an AvErr (av_err sanitizes too), so no model file can drive the terminal. */
-void av_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -7,9 +7,6 @@
  * says otherwise: past it the pass is long enough that sharing gains little. */
 #define CLI_PACK_TOKENS 256
 
-/* Exit codes. */
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
-
 typedef struct {
     const char *model_dir;     /* --model */
     const char *json_path;     /* --json ("-" = stdout) */

@@ -23,10 +23,10 @@ int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const c
 const ModelConfig *pipeline_config(const Pipeline *p);
 /* NULL when the model has a language-model head; else why it has none. */
 const char *pipeline_head_missing(const Pipeline *p);
-/* Runs every input; returns an exit code (EXIT_OK, EXIT_RUNTIME with e set). */
+/* Runs every input: 0, or -1 with e set (empty when the failed batch lines were reported one by one). */
 int pipeline_run(Pipeline *p, AvErr *e);
 /* attnviz render: attention computed elsewhere (render.h) through the same
- * writers; an exit code (EXIT_USAGE for a selection out of range). */
+ * writers; 0 or -1 (a usage error for a selection out of range). */
 int pipeline_render(const CliOptions *o, AvErr *e);
 /* One input at a time, for a server that keeps the model loaded (serve.c).
  * Not thread-safe: one caller at a time per pipeline (pipeline_doc excepted,
@@ -42,10 +42,10 @@ void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Ca
                   const char *a, const char *b);
 /* attnviz diff: two texts on one model or one text on two models, run
  * through the same loading and tokenizing, compared (diff.h) and written: the
- * table on stdout, --json, the page. An exit code (EXIT_USAGE for a selection
+ * table on stdout, --json, the page. 0 or -1 (a usage error for a selection
  * out of range). */
 int pipeline_diff(const CliOptions *o, AvErr *e);
-/* Frees the run; with profile set, prints the per-phase times there first. */
-void pipeline_close(Pipeline *p, FILE *profile);
+/* Frees the run; with profile set, reports the per-phase times first (AV_NOTE_PROFILE). */
+void pipeline_close(Pipeline *p, int profile);
 
 #endif

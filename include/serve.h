@@ -9,8 +9,8 @@
 #include "err.h"
 #include "options.h"
 
-/* Serves until SIGINT or SIGTERM; returns an exit code (EXIT_USAGE for a bad
- * --host, EXIT_RUNTIME with e set when a model or the socket fails). */
+/* Serves until SIGINT or SIGTERM: 0, or -1 with e set (a usage error for a
+ * bad --host; a runtime one when a model or the socket fails). */
 int serve_run(const CliOptions *o, AvErr *e);
 
 /* The request parsers (exposed for the fuzz target and tests). */

@@ -78,7 +78,7 @@ static int load_mlm_head(Model *m, AvErr *e) {
     const char *bias = model_has_tensor(m, nm[2]) ? nm[2] : nm[3];
     /* attention does not need the head: a broken one is left out, and said
      * why only when predictions are asked for */
-    AvErr he = {{0}};
+    AvErr he = {0};
     if (model_linear(m, &h->dense, nm[0], c->hidden_size, c->hidden_size, 1, &he) ||
         model_norm(m, &h->norm, nm[1], c->hidden_size, &he) || !(h->out.b = model_tensor(m, bias, 1, c->vocab_size, 0, &he))) {
         memset(h, 0, sizeof *h);

@@ -18,11 +18,12 @@
 #include "config.h"
 #include "gemm.h"
 #include "heads.h"
+#include "report.h"
 #include "util.h"
 
 
-static void usage(FILE *f) {
-    fputs("Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
+const char *cli_help_text(void) {
+    return "Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
           "       attnviz [OPTIONS] --batch FILE|-\n"
           "       attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"
           "       attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
@@ -146,11 +147,10 @@ static void usage(FILE *f) {
           "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
           "  --timeout S         longest a request waits for the model (default 60)\n"
           "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
-          "  --idle-timeout S    close a connection silent for S seconds (default 20)\n",
-          f);
+          "  --idle-timeout S    close a connection silent for S seconds (default 20)\n";
 }
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) static int usage_error(AvErr *e, const char *fmt, ...);
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
@@ -163,13 +163,13 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 /* A count option's usage error: a whole number past the limit is "out of
  * range" naming the limit, anything else "needs what". */
-static int count_error(const char *opt, const char *arg, long hi, const char *what) {
+static int count_error(AvErr *e, const char *opt, const char *arg, long hi, const char *what) {
     char *end;
     errno = 0;
     long long v = strtoll(arg, &end, 10);
     if (end != arg && !*end && v > 0 && (errno == ERANGE || v > hi))
-        return usage_error("%s %s is out of range: at most %ld", opt, arg, hi);
-    return usage_error("%s needs %s, got '%s'", opt, what, arg);
+        return usage_error(e, "%s %s is out of range: at most %ld", opt, arg, hi);
+    return usage_error(e, "%s needs %s, got '%s'", opt, what, arg);
 }
 
 static int parse_real(const char *s, double lo, double hi, double *out) {
@@ -239,14 +239,14 @@ void cli_options_free(CliOptions *o) {
     o->serve_models = NULL;
 }
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+/* Every usage error ends with the pointer to --help; -1, like av_err. */
+__attribute__((format(printf, 2, 3))) static int usage_error(AvErr *e, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    av_report("%s (see attnviz --help)", msg);
-    return EXIT_USAGE;
+    return av_err_usage(e, "%s (see attnviz --help)", msg);
 }
 
 /* "8G", "500M", "64k" or a byte count; 0 on success. */
@@ -269,7 +269,7 @@ static int parse_size(const char *s, double *out) {
     return 0;
 }
 
-int cli_parse(CliOptions *o, int argc, char **argv) {
+int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
     memset(o, 0, sizeof *o);
     o->layer = o->head = -1;
     o->precision = 6;
@@ -353,49 +353,49 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL:
-            if (o->diff && o->model_b) return usage_error("%s", "diff compares at most two models (--model A --model B)");
+            if (o->diff && o->model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
             if (o->diff && o->model_dir) {
                 o->model_b = optarg;
                 break;
             }
             o->model_dir = optarg;
             if (o->serve) {
-                if (o->n_serve_models == 16) return usage_error("%s", "serve: at most 16 models");
+                if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
                 const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
-                if (!nm) return usage_error("%s", "out of memory");
+                if (!nm) return usage_error(e, "%s", "out of memory");
                 o->serve_models = nm;
                 o->serve_models[o->n_serve_models++] = optarg;
             }
             break;
         case O_PORT:
-            if (parse_int(optarg, 0, 65535, &o->port)) return usage_error("--port needs 0 to 65535, got '%s'", optarg);
+            if (parse_int(optarg, 0, 65535, &o->port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_HOST: o->host = optarg, serve_opts = 1; break;
         case O_OPEN: o->open_browser = 1, serve_opts = 1; break;
         case O_CACHEMB:
-            if (parse_real(optarg, 1, 1e7, &o->cache_mb)) return usage_error("--cache-mb needs a size in MB >= 1, got '%s'", optarg);
+            if (parse_real(optarg, 1, 1e7, &o->cache_mb)) return usage_error(e, "--cache-mb needs a size in MB >= 1, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_IDLE:
-            if (parse_int(optarg, 1, 3600, &o->idle_s)) return usage_error("--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
+            if (parse_int(optarg, 1, 3600, &o->idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_QUEUE:
-            if (parse_int(optarg, 1, 4096, &o->max_queue)) return usage_error("--queue needs 1 to 4096, got '%s'", optarg);
+            if (parse_int(optarg, 1, 4096, &o->max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_TIMEOUT:
-            if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error("--timeout needs seconds from 0.1, got '%s'", optarg);
+            if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_TOP: /* diff's table, or heads' ranking */
             if (o->heads) {
-                if (parse_int(optarg, 0, 1000000, &o->top_k)) return count_error("--top", optarg, 1000000, "a count >= 0");
+                if (parse_int(optarg, 0, 1000000, &o->top_k)) return count_error(e, "--top", optarg, 1000000, "a count >= 0");
                 break;
             }
-            if (!o->diff) return usage_error("%s", "--top goes with attnviz diff or attnviz heads");
-            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return count_error("--top", optarg, 1 << 20, "a count >= 1");
+            if (!o->diff) return usage_error(e, "%s", "--top goes with attnviz diff or attnviz heads");
+            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return count_error(e, "--top", optarg, 1 << 20, "a count >= 1");
             break;
         case O_JSON: o->json_path = optarg; break;
         case O_HTML:
@@ -408,67 +408,67 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             break;
         case O_OUTDIR: o->out_dir = optarg; break;
         case O_LAYERS:
-            if (parse_list(optarg, &o->sel_layers, &o->n_sel_layers)) return usage_error("--layers needs a list like 0,5-11, got '%s'", optarg);
+            if (parse_list(optarg, &o->sel_layers, &o->n_sel_layers)) return usage_error(e, "--layers needs a list like 0,5-11, got '%s'", optarg);
             break;
         case O_HEADS:
-            if (parse_list(optarg, &o->sel_heads, &o->n_sel_heads)) return usage_error("--heads needs a list like 0-3,8, got '%s'", optarg);
+            if (parse_list(optarg, &o->sel_heads, &o->n_sel_heads)) return usage_error(e, "--heads needs a list like 0-3,8, got '%s'", optarg);
             break;
         case O_NOSPECIAL: o->no_special = 1; break;
         case O_WORDS: o->words = 1; break;
         case O_STATS: o->stats = 1; break;
         case O_STRICT: o->strict = 1; break;
         case O_MAXTOK:
-            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return count_error("--max-tokens", optarg, INT_MAX, "a count >= 1");
+            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return count_error(e, "--max-tokens", optarg, INT_MAX, "a count >= 1");
             break;
         case O_MAXCAP:
-            if (parse_size(optarg, &o->max_capture)) return usage_error("--max-capture needs a size like 8G or 500M, got '%s'", optarg);
+            if (parse_size(optarg, &o->max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", optarg);
             break;
         case O_PREDICT:
-            if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error("--predict needs a count from 1 to 100, got '%s'", optarg);
+            if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error(e, "--predict needs a count from 1 to 100, got '%s'", optarg);
             break;
         case O_GENERATE:
-            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return count_error("--generate", optarg, 1 << 20, "a token count >= 1");
+            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return count_error(e, "--generate", optarg, 1 << 20, "a token count >= 1");
             break;
         case O_TEMP:
-            if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error("--temperature needs a number from 0 to 100, got '%s'", optarg);
+            if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error(e, "--temperature needs a number from 0 to 100, got '%s'", optarg);
             break;
         case O_TOPP:
-            if (parse_real(optarg, 1e-9, 1, &o->top_p) ) return usage_error("--top-p needs a number in (0, 1], got '%s'", optarg);
+            if (parse_real(optarg, 1e-9, 1, &o->top_p) ) return usage_error(e, "--top-p needs a number in (0, 1], got '%s'", optarg);
             o->sampling_opts = 1;
             break;
         case O_SEED: {
             char *end;
             errno = 0;
             o->seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') return usage_error("--seed needs a whole number >= 0, got '%s'", optarg);
+            if (errno || end == optarg || *end || optarg[0] == '-') return usage_error(e, "--seed needs a whole number >= 0, got '%s'", optarg);
             o->sampling_opts = 1;
             break;
         }
         case O_STOP:
-            if (!optarg[0]) return usage_error("%s", "--stop needs a non-empty string");
+            if (!optarg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
             o->stop = optarg;
             break;
         case O_VIEW:
             if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix") &&
                 (!o->diff || strcmp(optarg, "diff")))
-                return usage_error("--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
+                return usage_error(e, "--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
             o->view = optarg;
             break;
         case O_THEME:
-            if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error("--theme is light or dark, not '%s'", optarg);
+            if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error(e, "--theme is light or dark, not '%s'", optarg);
             o->theme = optarg;
             break;
         case O_SHOWHEADS:
-            if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error("--show-heads needs a list like 0-3,8, got '%s'", optarg);
+            if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error(e, "--show-heads needs a list like 0-3,8, got '%s'", optarg);
             break;
         case O_META: o->render_meta = optarg; break;
         case O_PACK:
-            if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error("--pack-tokens needs 0 to 65536, got '%s'", optarg);
+            if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", optarg);
             pack_set = 1;
             break;
         case O_SCORE: {
             int k = heads_score_by_name(optarg);
-            if (k < 0) return usage_error("--score is previous, next, self, first, sep, duplicate, induction, distance, "
+            if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
                                           "entropy or pattern, not '%s'", optarg);
             int dup = 0;
             for (int i = 0; i < o->n_scores; i++) dup |= o->scores[i] == k;
@@ -480,222 +480,176 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
         case O_EXBOS: o->exclude_bos = 1, heads_only = 1; break;
         case O_EXCUR: o->exclude_current = 1, heads_only = 1; break;
         case O_INDSEQS:
-            if (parse_int(optarg, 1, 10000, &o->induction_seqs)) return usage_error("--induction-seqs needs 1 to 10000, got '%s'", optarg);
+            if (parse_int(optarg, 1, 10000, &o->induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", optarg);
             heads_only = 1;
             break;
         case O_INDLEN:
-            if (parse_int(optarg, 1, 100000, &o->induction_len)) return usage_error("--induction-len needs 1 to 100000, got '%s'", optarg);
+            if (parse_int(optarg, 1, 100000, &o->induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", optarg);
             heads_only = 1;
             break;
         case O_MERGE: o->merge = 1; break;
         case O_BATCH: o->batch_path = optarg; break;
         case O_TEMPLATES: o->templates_dir = optarg; break;
         case O_LAYER:
-            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return count_error("--layer", optarg, INT_MAX, "a layer index >= 0");
+            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return count_error(e, "--layer", optarg, INT_MAX, "a layer index >= 0");
             break;
         case O_HEAD:
-            if (parse_int(optarg, 0, INT_MAX, &o->head)) return count_error("--head", optarg, INT_MAX, "a head index >= 0");
+            if (parse_int(optarg, 0, INT_MAX, &o->head)) return count_error(e, "--head", optarg, INT_MAX, "a head index >= 0");
             break;
         case O_TOKENS: o->tokens_only = 1; break;
         case O_QK: o->qk = 1; break;
         case O_HIDDEN: o->hidden = 1; break;
         case O_PREC:
-            if (parse_int(optarg, 1, 9, &o->precision)) return usage_error("--precision needs 1 to 9, got '%s'", optarg);
+            if (parse_int(optarg, 1, 9, &o->precision)) return usage_error(e, "--precision needs 1 to 9, got '%s'", optarg);
             break;
         case O_PROFILE: o->profile = 1; break;
         case O_CASED: o->lowercase = 0; break;
         case O_UNCASED: o->lowercase = 1; break;
         case O_THREADS:
-            if (parse_int(optarg, 1, 1024, &o->threads)) return usage_error("--threads needs 1 to 1024, got '%s'", optarg);
+            if (parse_int(optarg, 1, 1024, &o->threads)) return usage_error(e, "--threads needs 1 to 1024, got '%s'", optarg);
             break;
         case O_QUIET: o->quiet = 1; break;
-        case 'h': usage(stdout); return -1;
-        case O_VERSION: printf("attnviz %s (kernel %s; built with %s)\n", ATTNVIZ_VERSION, gemm_kernel(), gemm_kernel_list(0)); return -1;
-        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        case 'h': return CLI_HELP;
+        case O_VERSION: return CLI_VERSION;
+        case ':': return usage_error(e, "option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error(e, "unknown option '%s'", argv[optind - 1]);
         }
     }
     int rest = argc - optind;
     if (heads_only && !o->heads)
-        return usage_error("%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
+        return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (serve_opts && !o->serve)
-        return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (stats_cmd || o->merge) {
-        if (!stats_cmd || !o->merge) return usage_error("%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
+        if (!stats_cmd || !o->merge) return usage_error(e, "%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
         if (o->model_dir || o->batch_path || o->html_path || o->npy_path || o->out_dir || o->stats || o->predict_k ||
             o->generate_n || o->tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
-            return usage_error("%s", "stats --merge adds up files: only --json OUT goes with it");
-        if (rest < 1) return usage_error("%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
+            return usage_error(e, "%s", "stats --merge adds up files: only --json OUT goes with it");
+        if (rest < 1) return usage_error(e, "%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
         o->merge_files = (const char *const *)argv + optind;
         o->n_merge_files = rest;
-        return EXIT_OK;
+        return 0;
     }
     if (o->heads) {
         if (o->stats || o->predict_k || o->generate_n || o->tokens_only || o->no_special || o->words || o->out_dir ||
             o->html_path || o->npy_path || o->temperature > 0 || o->top_p < 1 || o->stop || o->qk || o->hidden)
-            return usage_error("%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
+            return usage_error(e, "%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
                                      "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
         for (int i = 0; i < o->n_scores; i++)
-            if (o->scores[i] == HS_PATTERN && !o->pattern) return usage_error("%s", "--score pattern needs --pattern FILE|RULE");
+            if (o->scores[i] == HS_PATTERN && !o->pattern) return usage_error(e, "%s", "--score pattern needs --pattern FILE|RULE");
         if (o->batch_path) {
-            if (rest > 0) return usage_error("--batch takes its inputs from the file, not '%s'", argv[optind]);
+            if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
         } else {
-            if (rest < 1) return usage_error("%s", "heads needs TEXT or --batch FILE");
-            if (rest > 2) return usage_error("too many arguments: '%s' (quote the text)", argv[optind + 2]);
+            if (rest < 1) return usage_error(e, "%s", "heads needs TEXT or --batch FILE");
+            if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
             o->text_a = argv[optind];
             o->text_b = rest == 2 ? argv[optind + 1] : NULL;
         }
-        return EXIT_OK;
+        return 0;
     }
     if (o->render) {
         if (o->model_dir || o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats ||
             o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads || o->max_tokens || o->out_dir)
-            return usage_error("%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
+            return usage_error(e, "%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
                                      "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
                                      "--max-tokens or --out-dir");
-        if (rest != 1) return usage_error("%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
+        if (rest != 1) return usage_error(e, "%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
         o->render_input = argv[optind];
-        return EXIT_OK;
+        return 0;
     }
     if (o->serve) {
         if (o->batch_path || o->json_path || o->html_path || o->npy_path || o->out_dir || o->predict_k || o->generate_n ||
             o->tokens_only || o->stats || o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads ||
             o->render_meta)
-            return usage_error("%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
+            return usage_error(e, "%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
                                      "--predict, --generate, --tokens-only, --stats, --no-special, --words, --hidden, "
                                      "--layers/--heads or --meta (the page asks for predictions and layers itself)");
-        if (rest > 2) return usage_error("too many arguments: '%s' (quote the text)", argv[optind + 2]);
+        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
         o->text_a = rest >= 1 ? argv[optind] : NULL;
         o->text_b = rest == 2 ? argv[optind + 1] : NULL;
-        return EXIT_OK;
+        return 0;
     }
-    if (serve_opts) return usage_error("%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
-    if (o->render_meta) return usage_error("%s", "--meta goes with attnviz render");
+    if (serve_opts) return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+    if (o->render_meta) return usage_error(e, "%s", "--meta goes with attnviz render");
     if (o->diff) {
         if (o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats || o->no_special || o->words ||
             o->hidden || o->qk || o->npy_path || o->out_dir || pack_set)
-            return usage_error("%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
+            return usage_error(e, "%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
                                      "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
         if (o->model_b ? rest != 1 : rest != 2)
-            return usage_error("%s", o->model_b ? "diff --model A --model B takes one TEXT (run on both models)"
+            return usage_error(e, "%s", o->model_b ? "diff --model A --model B takes one TEXT (run on both models)"
                                                 : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
         o->text_a = argv[optind];
         o->text_b = o->model_b ? NULL : argv[optind + 1];
-        return EXIT_OK;
+        return 0;
     }
     if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
-        return usage_error("%s", "--temperature, --top-p, --seed and --stop go with --generate");
+        return usage_error(e, "%s", "--temperature, --top-p, --seed and --stop go with --generate");
     if (o->sampling_opts && o->temperature <= 0)
-        return usage_error("%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
+        return usage_error(e, "%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
     if ((o->predict_k || o->generate_n) && (o->no_special || o->words || o->stats || o->tokens_only))
-        return usage_error("%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
+        return usage_error(e, "%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
     if (o->generate_n && rest == 2 && !o->batch_path)
-        return usage_error("%s", "--generate continues one text, not a pair");
-    if (o->out_dir && !o->batch_path) return usage_error("%s", "--out-dir goes with --batch");
+        return usage_error(e, "%s", "--generate continues one text, not a pair");
+    if (o->out_dir && !o->batch_path) return usage_error(e, "%s", "--out-dir goes with --batch");
     if (o->tokens_only && (o->stats || o->npy_path || o->out_npy || o->html_path || o->out_html))
-        return usage_error("%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
+        return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
     if (o->batch_path) {
-        if (rest > 0) return usage_error("--batch takes its inputs from the file, not '%s'", argv[optind]);
+        if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
     } else {
-        if (rest < 1) return usage_error("%s", "missing TEXT");
-        if (rest > 2) return usage_error("too many arguments: '%s' (quote the text)", argv[optind + 2]);
+        if (rest < 1) return usage_error(e, "%s", "missing TEXT");
+        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
         o->text_a = argv[optind];
         o->text_b = rest == 2 ? argv[optind + 1] : NULL;
     }
-    return EXIT_OK;
-}
-
-static int check_selection(const char *what, const int *v, int n, int limit) {
-    for (int i = 0; i < n; i++)
-        if (v[i] >= limit) {
-            av_report("--%s %d is out of range: the model has %d %s (0-%d)", what, v[i], limit, what,
-                    limit - 1);
-            return -1;
-        }
     return 0;
 }
 
-static int in_list(int x, const int *v, int n) {
-    for (int i = 0; i < n; i++)
-        if (v[i] == x) return 1;
-    return 0;
+Selection cli_selection(const CliOptions *o) {
+    return (Selection){o->layer, o->head, o->sel_layers, o->n_sel_layers, o->sel_heads, o->n_sel_heads,
+                       o->show_heads, o->n_show_heads};
 }
 
-int cli_run(const CliOptions *o) {
-    AvErr e = {{0}};
+int cli_run(const CliOptions *o, AvErr *e) {
     if (o->diff) {
         model_set_threads(o->threads);
-        int rc = pipeline_diff(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
-        return rc;
+        return pipeline_diff(o, e);
     }
-    if (o->serve) {
-        int rc = serve_run(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
-        return rc;
-    }
-    if (o->merge) {
-        if (heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, &e) == 0) return EXIT_OK;
-        av_report("%s", e.msg);
-        return EXIT_RUNTIME;
-    }
-    if (o->render) {
-        int rc = pipeline_render(o, &e);
-        if (rc != EXIT_OK && e.msg[0]) av_report("%s", e.msg);
-        return rc;
-    }
+    if (o->serve) return serve_run(o, e);
+    if (o->merge) return heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, e);
+    if (o->render) return pipeline_render(o, e);
     Pipeline *p = NULL;
     const char *dir = NULL, *why = "";
     model_set_threads(o->threads);
-    if (pipeline_open(&p, o, &dir, &why, &e) != 0) {
-        av_report("%s", e.msg);
-        pipeline_close(p, o->profile ? stderr : NULL);
-        return EXIT_RUNTIME;
+    if (pipeline_open(&p, o, &dir, &why, e) != 0) {
+        pipeline_close(p, o->profile);
+        return -1;
     }
     const ModelConfig *c = pipeline_config(p);
     if (!o->quiet) {
-        av_report("model %s (%s)%s", dir, why,
+        av_info("model %s (%s)%s", dir, why,
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
-    int rc = EXIT_USAGE;
-    if (o->layer >= c->num_layers) {
-        av_report("--layer %d is out of range: the model has %d layers (0-%d)", o->layer,
-                c->num_layers, c->num_layers - 1);
-        goto out;
-    }
-    if (o->head >= c->num_heads) {
-        av_report("--head %d is out of range: the model has %d heads (0-%d)", o->head,
-                c->num_heads, c->num_heads - 1);
-        goto out;
-    }
-    if (check_selection("layers", o->sel_layers, o->n_sel_layers, c->num_layers) ||
-        check_selection("heads", o->sel_heads, o->n_sel_heads, c->num_heads) ||
-        check_selection("show-heads", o->show_heads, o->n_show_heads, c->num_heads))
-        goto out;
-    if ((o->layer >= 0 && o->sel_layers && !in_list(o->layer, o->sel_layers, o->n_sel_layers)) ||
-        (o->head >= 0 && o->sel_heads && !in_list(o->head, o->sel_heads, o->n_sel_heads))) {
-        av_report("--layer/--head must be among the selected --layers/--heads");
-        goto out;
-    }
+    int rc = -1;
+    const Selection sel = cli_selection(o);
+    if (sel_check(&sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
     if (o->generate_n && !c->causal) {
-        av_report("--generate continues text with a causal model; %s is a masked (%s) model: "
+        av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
                         "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
         goto out;
     }
     const char *no_head = pipeline_head_missing(p);
     if ((o->predict_k || o->generate_n) && no_head) {
-        av_report("--%s needs a language-model head, and %s has none: %s",
-                o->generate_n ? "generate" : "predict", dir, no_head);
+        av_err_usage(e, "--%s needs a language-model head, and %s has none: %s", o->generate_n ? "generate" : "predict",
+                     dir, no_head);
         goto out;
     }
     if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
-        av_report("%s: cannot create: %s", o->out_dir, strerror(errno));
-        rc = EXIT_RUNTIME;
+        av_err(e, "%s: cannot create: %s", o->out_dir, strerror(errno));
         goto out;
     }
-    rc = pipeline_run(p, &e);
-    if (rc == EXIT_RUNTIME && e.msg[0]) av_report("%s", e.msg);
+    rc = pipeline_run(p, e);
 out:
-    pipeline_close(p, o->profile ? stderr : NULL);
+    pipeline_close(p, o->profile);
     return rc;
 }

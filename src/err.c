@@ -1,5 +1,5 @@
-/* err.c — one-line error messages carried back to main, and the one place
- * messages are printed. */
+/* err.c — one-line error messages carried back to main, made safe for a
+ * terminal (main prints them; nothing here does). */
 #include "err.h"
 
 #include <errno.h>
@@ -51,16 +51,30 @@ size_t av_sanitize(char *dst, size_t cap, const char *src) {
     return k;
 }
 
-int av_err(AvErr *e, const char *fmt, ...) {
+static int set_err(AvErr *e, AvErrKind kind, const char *fmt, va_list ap) {
     if (!e) return -1;
     char raw[sizeof e->msg];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
     /* Strings from model files and inputs end up here: no control character
      * (a terminal escape, a newline) may reach the user's terminal. */
     av_sanitize(e->msg, sizeof e->msg, raw);
+    e->kind = kind;
+    return -1;
+}
+
+int av_err(AvErr *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_err(e, AV_ERR_RUNTIME, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int av_err_usage(AvErr *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_err(e, AV_ERR_USAGE, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -81,14 +95,4 @@ int av_err_prefix(AvErr *e, const char *fmt, ...) {
 int av_err_errno(AvErr *e, const char *what) {
     int err = errno ? errno : EIO; /* EIO: a stream's error flag with errno lost */
     return av_err(e, "%s: %s", what, strerror(err));
-}
-
-void av_report(const char *fmt, ...) {
-    char raw[2048], msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    av_sanitize(msg, sizeof msg, raw);
-    fprintf(stderr, "attnviz: %s\n", msg);
 }

@@ -92,7 +92,7 @@ void live_close(Live *lv) {
     for (int i = 0; i < lv->n_runs; i++) run_free(lv->runs[i]);
     free(lv->runs);
     for (int i = 0; lv->m && i < lv->n_models; i++) {
-        pipeline_close(lv->m[i].p, NULL);
+        pipeline_close(lv->m[i].p, 0);
         if (lv->m[i].fwd_ok) pthread_mutex_destroy(&lv->m[i].fwd);
     }
     free(lv->m);

@@ -1,18 +1,62 @@
-/* main.c — entry point: signals, then the CLI. */
+/* main.c — entry point: signals, the stderr reporter, the CLI; the only code
+ * that writes to stderr and turns errors into exit statuses. */
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "err.h"
 #include "gemm.h"
+#include "report.h"
 #include "util.h"
+
+/* Exit statuses (README.md): an error's kind says which. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* Ctrl-C or a kill must not leave half-written outputs behind. */
 static void on_signal(int sig) {
     av_out_abort_all();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* A progress line is on screen (no newline yet): the next line clears it first. */
+static int progress_shown;
+
+static void clear_progress(void) {
+    if (progress_shown) fputs("\r\033[K", stderr);
+    progress_shown = 0;
+}
+
+/* Messages arrive sanitized (err.c, report.c): nothing from a model file or an
+ * input can drive the terminal. */
+/* --profile's lines (one per model) wait for the end of the run, after any
+ * error: scripts read them as the last lines, without a prefix. */
+static char profile[2][256];
+static int n_profile;
+
+static void stderr_note(void *ctx, AvNoteKind kind, const char *msg) {
+    (void)ctx;
+    if (kind == AV_NOTE_PROFILE) {
+        if (n_profile < 2) snprintf(profile[n_profile++], sizeof profile[0], "%s", msg);
+        return;
+    }
+    clear_progress();
+    fprintf(stderr, "attnviz: %s%s\n", kind == AV_NOTE_WARNING ? "warning: " : "", msg);
+}
+
+static void stderr_progress(void *ctx, const char *msg, int final) {
+    (void)ctx;
+    fprintf(stderr, "\r\033[Kattnviz: %s%s", msg, final ? "\n" : "");
+    progress_shown = !final;
+}
+
+static int report_error(const AvErr *e) {
+    clear_progress();
+    if (e->msg[0]) fprintf(stderr, "attnviz: %s\n", e->msg);
+    return e->kind == AV_ERR_USAGE ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
 int main(int argc, char **argv) {
@@ -27,17 +71,24 @@ int main(int argc, char **argv) {
      * like a full disk, instead of the signal killing us mid-file. */
     signal(SIGXFSZ, SIG_IGN);
 
+    /* A progress line only where someone watches it redrawn. */
+    const AvReporter rep = {stderr_note, isatty(STDERR_FILENO) ? stderr_progress : NULL, NULL};
+    av_set_reporter(&rep);
+
     /* ATTNVIZ_KERNEL pins the products' kernel for the whole run; one it can't run is a usage error. */
-    AvErr e;
+    AvErr e = {0};
     if (gemm_kernel_from_env(&e) != 0) {
-        av_report("%s", e.msg);
-        return EXIT_USAGE;
+        e.kind = AV_ERR_USAGE;
+        return report_error(&e);
     }
 
     CliOptions o;
-    int rc = cli_parse(&o, argc, argv);
-    if (rc == EXIT_OK) rc = cli_run(&o);
-    else if (rc < 0) rc = EXIT_OK; /* --help, --version */
+    int rc = EXIT_OK, what = cli_parse(&o, argc, argv, &e);
+    if (what == CLI_HELP) fputs(cli_help_text(), stdout);
+    else if (what == CLI_VERSION)
+        printf("attnviz %s (kernel %s; built with %s)\n", ATTNVIZ_VERSION, gemm_kernel(), gemm_kernel_list(0));
+    else if (what < 0 || cli_run(&o, &e) != 0) rc = report_error(&e);
+    for (int i = 0; i < n_profile; i++) fprintf(stderr, "%s\n", profile[i]);
     cli_options_free(&o);
     return rc;
 }

@@ -22,6 +22,8 @@
 #include "npy.h"
 #include "predict.h"
 #include "render.h"
+#include "report.h"
+#include "selection.h"
 #include "output.h"
 #include "heads.h"
 #include "stats.h"
@@ -303,7 +305,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
     } else if ((n = mask_rows(r, enc, &rows)) < 0) {
         return av_err(e, "out of memory");
     }
-    if (n == 0 && !r->o->quiet) av_report("warning: no [MASK] or <mask> in the input: no fill-ins to predict");
+    if (n == 0 && !r->o->quiet) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
     int rc = pred_alloc(pred, n, k, e);
     if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
@@ -328,7 +330,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
                                 cfg_max_tokens(&r->cfg));
     if (max_new > room) {
-        if (!o->quiet) av_report("warning: --generate %d: the model's %d positions leave room for %d",
+        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d",
                                max_new, cfg_max_tokens(&r->cfg), room);
         max_new = room;
     }
@@ -491,7 +493,7 @@ static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
     const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
     if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
-    if (html && !o->quiet) av_report("wrote %s", html);
+    if (html && !o->quiet) av_info("wrote %s", html);
     return 0;
 }
 
@@ -504,10 +506,10 @@ static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
     else
         snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
     if (o->batch_path)
-        av_report("warning: %s:%ld: longer than %s; dropped %d tokens", o->batch_path, lineno, limit,
+        av_warn("%s:%ld: longer than %s; dropped %d tokens", o->batch_path, lineno, limit,
                 enc->n_truncated);
     else
-        av_report("warning: input is longer than %s; dropped %d tokens (longest first)", limit,
+        av_warn("input is longer than %s; dropped %d tokens (longest first)", limit,
                 enc->n_truncated);
 }
 
@@ -590,10 +592,10 @@ static int finish_heads(Run *r, AvErr *e) {
 }
 
 static int run_single(Run *r, AvErr *e) {
-    if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return EXIT_RUNTIME;
-    if (r->o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
-    if (r->o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
-    return EXIT_OK;
+    if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return -1;
+    if (r->o->stats && finish_stats(r, e) != 0) return -1;
+    if (r->o->heads && finish_heads(r, e) != 0) return -1;
+    return 0;
 }
 
 /* Strips the line ending and splits at the first TAB into A and B. */
@@ -628,12 +630,10 @@ static void progress(long done, long total, double t0, int final) {
     double secs = (av_now_ms() - t0) / 1e3, rate = secs > 0 ? done / secs : 0;
     if (total > 0) {
         double eta = rate > 0 ? (total - done) / rate : 0;
-        fprintf(stderr, "\r\033[Kattnviz: %ld/%ld lines  %.1f/s  ETA %d:%02d", done, total, rate, (int)eta / 60,
-                (int)eta % 60);
+        av_progress(final, "%ld/%ld lines  %.1f/s  ETA %d:%02d", done, total, rate, (int)eta / 60, (int)eta % 60);
     } else {
-        fprintf(stderr, "\r\033[Kattnviz: %ld lines  %.1f/s", done, rate);
+        av_progress(final, "%ld lines  %.1f/s", done, rate);
     }
-    if (final) fputc('\n', stderr);
 }
 
 /* Short batch inputs wait here to share one forward pass (model_forward_packed):
@@ -666,8 +666,7 @@ typedef struct {
 static int line_failed(BatchState *bs, long lineno, const char *msg) {
     const CliOptions *o = bs->r->o;
     bs->failed++;
-    if (bs->show) fputs("\r\033[K", stderr);
-    av_report("%s:%ld: %s%s", bs->name, lineno, msg, o->strict ? "" : "; skipped");
+    av_note(AV_NOTE_ERROR, "%s:%ld: %s%s", bs->name, lineno, msg, o->strict ? "" : "; skipped");
     /* an output error is not the line's fault: stop */
     if (o->strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
     return bs->stop;
@@ -835,9 +834,9 @@ static FILE *open_batch(const char *path, AvErr *e) {
 static int run_batch(Run *r, AvErr *e) {
     const CliOptions *o = r->o;
     FILE *in = open_batch(o->batch_path, e);
-    if (!in) return EXIT_RUNTIME;
+    if (!in) return -1;
     BatchState bs = {r, strcmp(o->batch_path, "-") ? o->batch_path : "stdin", NULL, 0, 0, 0,
-                     !o->quiet && isatty(fileno(stderr))};
+                     !o->quiet && av_progress_wanted()};
     long total = bs.show ? count_lines(in) : -1;
     AvOut out = {0};
     int streaming = !o->stats && !o->heads && !o->out_dir;
@@ -850,25 +849,24 @@ static int run_batch(Run *r, AvErr *e) {
         if (pack) pack_free(pack);
         free(pack);
         if (in != stdin) fclose(in);
-        return av_err(e, "out of memory"), EXIT_RUNTIME;
+        return av_err(e, "out of memory");
     }
     if (streaming && av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
         pack_free(pack);
         free(pack);
         if (in != stdin) fclose(in);
-        return EXIT_RUNTIME;
+        return -1;
     }
     bs.jsonl = streaming ? out.fp : NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t got = 0;
     long lineno = 0;
-    int rc = EXIT_OK, too_long = 0;
+    int rc = 0, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
     while (!bs.stop && (got = read_line(in, &line, &cap, BATCH_MAX_LINE, &too_long)) >= 0) {
         lineno++;
         if (too_long) { /* its end may never come: the batch stops here */
-            if (bs.show) fputs("\r\033[K", stderr);
             av_err(e, "%s:%ld: line longer than %u bytes (the --batch line limit)", bs.name, lineno,
                    (unsigned)BATCH_MAX_LINE);
             bs.stop = 1;
@@ -894,27 +892,21 @@ static int run_batch(Run *r, AvErr *e) {
     if (!bs.stop) pack_flush(&bs, pack);
     pack_free(pack);
     free(pack);
-    if (bs.stop) rc = EXIT_RUNTIME;
+    if (bs.stop) rc = -1;
     if (bs.show) progress(bs.done + bs.failed, total, t0, 1);
-    if (rc == EXIT_OK && (ferror(in) || got == -2)) {
-        av_err(e, "%s: read error: %s", bs.name, strerror(errno));
-        rc = EXIT_RUNTIME;
-    }
+    if (rc == 0 && (ferror(in) || got == -2)) rc = av_err(e, "%s: read error: %s", bs.name, strerror(errno));
     free(line);
     if (in != stdin) fclose(in);
-    if (rc != EXIT_OK) {
+    if (rc != 0) {
         if (streaming) av_out_abort(&out);
-        return rc;
+        return -1;
     }
-    if (streaming && av_out_commit(&out, e) != 0) return EXIT_RUNTIME;
-    if (o->stats && finish_stats(r, e) != 0) return EXIT_RUNTIME;
-    if (o->heads && finish_heads(r, e) != 0) return EXIT_RUNTIME;
-    if (bs.failed) {
-        av_report("%ld of %ld lines failed", bs.failed, lineno);
-        return EXIT_RUNTIME;
-    }
-    if (!o->quiet) av_report("%ld inputs processed", bs.done);
-    return EXIT_OK;
+    if (streaming && av_out_commit(&out, e) != 0) return -1;
+    if (o->stats && finish_stats(r, e) != 0) return -1;
+    if (o->heads && finish_heads(r, e) != 0) return -1;
+    if (bs.failed) return av_err(e, "%ld of %ld lines failed", bs.failed, lineno);
+    if (!o->quiet) av_info("%ld inputs processed", bs.done);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the API */
@@ -943,11 +935,11 @@ const char *pipeline_head_missing(const Pipeline *p) {
 
 int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch_path ? run_batch(p, e) : run_single(p, e); }
 
-void pipeline_close(Pipeline *p, FILE *profile) {
+void pipeline_close(Pipeline *p, int profile) {
     if (!p) return;
     if (profile)
-        fprintf(profile, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f kernel=%s\n", p->t_load, p->t_tok,
-                p->t_fwd, p->t_write, gemm_kernel());
+        av_note(AV_NOTE_PROFILE, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f kernel=%s", p->t_load,
+                p->t_tok, p->t_fwd, p->t_write, gemm_kernel());
     run_free(p);
     free(p);
 }
@@ -962,14 +954,14 @@ static int in_ints(int x, const int *v, int n) {
 
 int pipeline_render(const CliOptions *o, AvErr *e) {
     Rendered rd;
-    if (render_load(&rd, o->render_input, o->render_meta, e) != 0) return EXIT_RUNTIME;
-    int rc = EXIT_USAGE;
+    if (render_load(&rd, o->render_input, o->render_meta, e) != 0) return -1;
+    int rc = -1;
     const int H = rd.cfg.num_heads;
     CapStack stacks[3];
     int n_stacks = 0;
     if (rd.enc_dec) {
         if (o->npy_path) {
-            av_err(e, "--npy: encoder-decoder attention goes to --json and the page");
+            av_err_usage(e, "--npy: encoder-decoder attention goes to --json and the page");
             goto done;
         }
         const RenderStack *src[3] = {&rd.enc, &rd.dec, &rd.cross};
@@ -980,21 +972,15 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
                                                 src[k]->n_cols, k >= 1, k == 1, k == 1};
     }
     if (o->layer >= 0 && !in_ints(o->layer, rd.layers, rd.n_layers)) {
-        av_err(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->layer, rd.n_layers,
+        av_err_usage(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->layer, rd.n_layers,
                rd.layers[rd.n_layers - 1]);
         goto done;
     }
-    if (o->head >= H) {
-        av_err(e, "--head %d is out of range: the attention has %d heads (0-%d)", o->head, H, H - 1);
-        goto done;
-    }
-    for (int i = 0; i < o->n_show_heads; i++)
-        if (o->show_heads[i] >= H) {
-            av_err(e, "--show-heads %d is out of range: the attention has %d heads (0-%d)", o->show_heads[i], H, H - 1);
-            goto done;
-        }
+    /* the layer was checked against the given ones (not a count from 0); render takes no --layers/--heads */
+    const Selection sel = {-1, o->head, NULL, 0, NULL, 0, o->show_heads, o->n_show_heads};
+    if (sel_check(&sel, INT_MAX, H, "attention", e) != 0) goto done;
     if (o->qk && (rd.enc_dec || !rd.self.cap.q)) {
-        av_err(e, "--qk: %s holds no 'queries' and 'keys'", o->render_input);
+        av_err_usage(e, "--qk: %s holds no 'queries' and 'keys'", o->render_input);
         goto done;
     }
     OutDoc d;
@@ -1024,7 +1010,7 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     Run run;
     memset(&run, 0, sizeof run);
     run.o = o;
-    rc = emit(&run, &d, 0, e) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    rc = emit(&run, &d, 0, e);
 done:
     render_free(&rd);
     return rc;
@@ -1075,32 +1061,6 @@ static int run_owned(Run *r, const TokEncoding *enc, Capture *cap, AvErr *e) {
     return 0;
 }
 
-/* --layer/--head/--layers/--heads/--show-heads against the model's shape. */
-static int diff_ranges(const CliOptions *o, const ModelConfig *c, AvErr *e) {
-    if (o->layer >= c->num_layers)
-        return av_err(e, "--layer %d is out of range: the model has %d layers (0-%d)", o->layer, c->num_layers,
-                      c->num_layers - 1);
-    if (o->head >= c->num_heads)
-        return av_err(e, "--head %d is out of range: the model has %d heads (0-%d)", o->head, c->num_heads,
-                      c->num_heads - 1);
-    const struct {
-        const char *what;
-        const int *v;
-        int n, limit;
-    } lists[] = {{"layers", o->sel_layers, o->n_sel_layers, c->num_layers},
-                 {"heads", o->sel_heads, o->n_sel_heads, c->num_heads},
-                 {"show-heads", o->show_heads, o->n_show_heads, c->num_heads}};
-    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
-        for (int i = 0; i < lists[k].n; i++)
-            if (lists[k].v[i] >= lists[k].limit)
-                return av_err(e, "--%s %d is out of range: the model has %d %s (0-%d)", lists[k].what, lists[k].v[i],
-                              lists[k].limit, lists[k].what, lists[k].limit - 1);
-    if ((o->layer >= 0 && o->sel_layers && !in_ints(o->layer, o->sel_layers, o->n_sel_layers)) ||
-        (o->head >= 0 && o->sel_heads && !in_ints(o->head, o->sel_heads, o->n_sel_heads)))
-        return av_err(e, "--layer/--head must be among the selected --layers/--heads");
-    return 0;
-}
-
 typedef int (*DiffWriter)(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
 static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
     (void)dir;
@@ -1141,13 +1101,13 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     DiffAlign al = {0};
     double *jsd = NULL;
     char name_a[256], name_b[256];
-    int rc = EXIT_RUNTIME;
+    int rc = -1;
     if (pipeline_open(&ra, o, &dir, &why, e) != 0) goto done;
-    if (!o->quiet) av_report("model A %s (%s)", dir, why);
+    if (!o->quiet) av_info("model A %s (%s)", dir, why);
     if (o->model_b) {
         ob.model_dir = o->model_b;
         if (pipeline_open(&rb, &ob, &dir, &why, e) != 0) goto done;
-        if (!o->quiet) av_report("model B %s (%s)", dir, why);
+        if (!o->quiet) av_info("model B %s (%s)", dir, why);
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
                    ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
@@ -1155,10 +1115,9 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
         }
     }
     Run *rB = rb ? rb : ra;
-    if (diff_ranges(o, &ra->cfg, e) != 0) {
-        rc = EXIT_USAGE;
-        goto done;
-    }
+    const Selection sel = {o->layer, o->head, o->sel_layers, o->n_sel_layers, o->sel_heads, o->n_sel_heads,
+                           o->show_heads, o->n_show_heads};
+    if (sel_check(&sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
     const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
     if (tokenize(ra, ta, NULL, &ea, e) != 0 || tokenize(rB, tb, NULL, &eb, e) != 0) goto done;
     if (rb && (ea.n != eb.n || memcmp(ea.ids, eb.ids, sizeof *ea.ids * (size_t)ea.n))) {
@@ -1200,14 +1159,14 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     if (o->json_path && diff_out(o->json_path, diff_json, &da, NULL, e) != 0) goto done;
     const char *html = o->html_path ? o->html_path : o->json_path ? NULL : "attnviz-diff.html";
     if (html && diff_out(html, diff_page, &da, o->templates_dir, e) != 0) goto done;
-    if (html && !o->quiet) av_report("wrote %s", html);
+    if (html && !o->quiet) av_info("wrote %s", html);
     ra->t_write += av_now_ms() - t0;
     const int to_stdout = (o->json_path && !strcmp(o->json_path, "-")) || (html && !strcmp(html, "-"));
     if (!to_stdout && (diff_write_table(stdout, &da, o->diff_top ? o->diff_top : 10, e) != 0 || fflush(stdout) != 0)) {
         if (!e->msg[0]) av_err(e, "stdout: write error");
         goto done;
     }
-    rc = EXIT_OK;
+    rc = 0;
 done:
     free(jsd);
     diff_align_free(&al);
@@ -1215,7 +1174,7 @@ done:
     model_capture_free(&cb);
     tok_encoding_free(&ea);
     tok_encoding_free(&eb);
-    pipeline_close(ra, o->profile ? stderr : NULL);
-    pipeline_close(rb, o->profile ? stderr : NULL);
+    pipeline_close(ra, o->profile);
+    pipeline_close(rb, o->profile);
     return rc;
 }

@@ -31,6 +31,7 @@
 #include "live.h"
 #include "model.h"
 #include "output.h"
+#include "report.h"
 #include "util.h"
 
 #define SERVE_MAX_BODY (1u << 20)
@@ -274,7 +275,7 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     ServeRunReq q;
     const char *why;
     if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
-    AvErr e = {{0}};
+    AvErr e = {0};
     unsigned id;
     char *json;
     LiveStatus st = live_run(sv->lv, q.model, q.text, q.text_b, q.predict, &id, &json, &e);
@@ -291,7 +292,7 @@ static enum MHD_Result send_chunk(struct MHD_Connection *c, unsigned char *z, si
 static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route) {
     unsigned id;
     if (parse_run(c, &id)) return send_error(c, 400, "run=rN is required");
-    AvErr e = {{0}};
+    AvErr e = {0};
     LiveRun *r;
     LiveStatus st = live_acquire(sv->lv, id, &r, &e);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
@@ -353,7 +354,7 @@ static enum MHD_Result do_save(Server *sv, struct MHD_Connection *c) {
     int layers[CAP_MAX_LAYERS], n = 0;
     if (ls && serve_parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
         return send_error(c, 400, "layers must be a list such as 3 or 0-5");
-    AvErr e = {{0}};
+    AvErr e = {0};
     char *html;
     size_t len;
     LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, &html, &len, &e);
@@ -488,7 +489,7 @@ static void open_browser(const char *url) {
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        av_report("warning: --open: could not start a browser (xdg-open); open the URL yourself");
+        av_warn("--open: could not start a browser (xdg-open); open the URL yourself");
 }
 
 static int stop_pipe[2] = {-1, -1};
@@ -502,7 +503,7 @@ static void on_stop(int sig) {
 int serve_run(const CliOptions *o, AvErr *e) {
     Server sv;
     memset(&sv, 0, sizeof sv);
-    int rc = EXIT_RUNTIME;
+    int rc = -1;
     struct MHD_Daemon *d = NULL;
     char *lj = NULL;
 
@@ -519,15 +520,13 @@ int serve_run(const CliOptions *o, AvErr *e) {
         in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)o->port);
     } else {
-        av_err(e, "--host needs a numeric IPv4 or IPv6 address, got '%s'", host);
-        return EXIT_USAGE;
+        return av_err_usage(e, "--host needs a numeric IPv4 or IPv6 address, got '%s'", host);
     }
     if (!is_loopback(&ss))
-        av_report("warning: --host %s: anyone who can reach this address and has the URL's token can run "
-                        "the model", host);
+        av_warn("--host %s: anyone who can reach this address and has the URL's token can run the model", host);
 
     uint8_t rnd[16];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return av_err(e, "no random bytes for the token"), rc;
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return av_err(e, "no random bytes for the token");
     for (int i = 0; i < 16; i++) snprintf(sv.token + 2 * i, 3, "%02x", rnd[i]);
 
     /* idle connections are file descriptors: allow what the hard limit allows */
@@ -612,14 +611,14 @@ int serve_run(const CliOptions *o, AvErr *e) {
     printf("%s\n", url);
     fflush(stdout);
     if (!o->quiet)
-        av_report("serving %d model%s at the URL above; Ctrl-C stops", nm, nm > 1 ? "s" : "");
+        av_info("serving %d model%s at the URL above; Ctrl-C stops", nm, nm > 1 ? "s" : "");
     if (o->open_browser) open_browser(url);
 
     unsigned char sig = 0;
     while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
-    if (!o->quiet) av_report("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    rc = EXIT_OK;
+    if (!o->quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 0;
 out:
     if (d) MHD_stop_daemon(d);
     for (int i = 0; i < 2; i++)

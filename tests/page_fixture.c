@@ -279,7 +279,7 @@ int main(int argc, char **argv) {
         .display_tokens = causal ? (const char *const *)disp : NULL,
     };
 
-    AvErr e = {{0}};
+    AvErr e = {0};
     FILE *f = fopen(argv[1], "wb");
     if (!f) return perror(argv[1]), 1;
     double t0 = now_ms();

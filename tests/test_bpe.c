@@ -119,7 +119,7 @@ static Tokenizer *load_small(const char *const *extra, const char *const *pairs,
     write_vocab(vp, extra);
     write_merges(mp, pairs);
     Tokenizer *t = NULL;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load_bpe(&t, vp, mp, style, &e);
     unlink(vp);
     unlink(mp);
@@ -129,7 +129,7 @@ static Tokenizer *load_small(const char *const *extra, const char *const *pairs,
 
 /* Encodes and joins the display texts with '|'. */
 static const char *encode_disp(const Tokenizer *t, const char *a, const char *b, TokEncoding *enc) {
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_encode(t, a, strlen(a), b, b ? strlen(b) : 0, 0, enc, &e);
     ck_assert_msg(rc == 0, "tok_encode(\"%s\"): %s", a, e.msg);
     static char buf[4096];
@@ -292,7 +292,7 @@ START_TEST(bpe_display_maps_bytes_back_unless_a_character_is_split) {
     static const char *const extra[] = {"\xC3\xA9", "<|endoftext|>", NULL};
     static const char *const merges[] = {"\xC3|\xA9", NULL};
     Tokenizer *t = load_small(extra, merges, TOK_STYLE_GPT2);
-    AvErr e = {{0}};
+    AvErr e = {0};
     /* Ċ -> newline, Ã© -> é; the three bytes of 日 are three tokens holding
      * part of a character each, shown as spelled (æ Ĺ ¥). */
     TokEncoding enc;
@@ -344,7 +344,7 @@ START_TEST(bpe_wordpiece_word_starts_and_display) {
     char path[64];
     write_temp(path, v, strlen(v));
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load(&t, path, 1, &e) == 0, "%s", e.msg);
     unlink(path);
     ck_assert_int_eq(tok_is_byte_level(t), 0);
@@ -465,7 +465,7 @@ START_TEST(bpe_truncates_pairs_longest_first_like_rust) {
         for (int i = 0; i < k[1]; i++) strcat(a, i ? " a" : "a");
         for (int i = 0; i < k[2]; i++) strcat(b, i ? " b" : "b");
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_int_eq(tok_encode(t, a, strlen(a), b, strlen(b), k[3], &enc, &e), 0);
         ck_assert_msg(enc.n == k[4] + k[5] + n_special && enc.b_start == k[4] + n_special * 3 / 4,
                       "case %zu: n=%d b_start=%d", c, enc.n, enc.b_start);
@@ -500,7 +500,7 @@ START_TEST(bpe_breaks_truncation_ties_like_rust) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Tokenizer *t = load_small(ab, ab_merges, cases[i].style);
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_int_eq(tok_encode(t, cases[i].a, strlen(cases[i].a), b, strlen(b), cases[i].max_len,
                                     &enc, &e),
                          0);
@@ -518,7 +518,7 @@ END_TEST
 START_TEST(bpe_truncates_single_sequences_and_checks_max_len) {
     Tokenizer *t = load_small(ROBERTA_EXTRA, ROBERTA_MERGES, TOK_STYLE_ROBERTA);
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "hi you hi you", 13, NULL, 0, 4, &enc, &e), 0);
     ck_assert_int_eq(enc.n, 4); /* hi, Ġyou | Ġ, hi, Ġyou */
     ck_assert_int_eq(enc.n_truncated, 3);
@@ -549,14 +549,14 @@ START_TEST(bpe_reports_invalid_utf8_byte_offset) {
     } cases[] = {{"ab\xC3(", 2}, {"\xC0\xAF", 0}, {"ok \xED\xA0\x80", 3}, {"abc\xE2\x82", 3}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_int_eq(tok_encode(t, cases[i].s, strlen(cases[i].s), NULL, 0, 0, &enc, &e), -1);
         char want[64];
         snprintf(want, sizeof want, "invalid UTF-8 at byte offset %d", cases[i].off);
         ck_assert_msg(strstr(e.msg, want), "case %zu: \"%s\" lacks \"%s\"", i, e.msg, want);
     }
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "fine", 4, "x\x80", 2, 0, &enc, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "sentence B"));
     tok_free(t);
@@ -573,7 +573,7 @@ static void expect_load_error(const char *v, size_t vlen, const char *m, int bla
     write_temp(vp, v, vlen);
     write_temp(mp, m, strlen(m));
     Tokenizer *t = (Tokenizer *)1;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load_bpe(&t, vp, mp, TOK_STYLE_GPT2, &e);
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_null(t);
@@ -661,7 +661,7 @@ START_TEST(bpe_rejects_merges_with_unknown_or_malformed_lines) {
     const char *crlf = "#version: 0.2\r\na b\r\nab c";
     write_temp(mp, crlf, strlen(crlf));
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load_bpe(&t, vp, mp, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
     expect_disp(t, "abc", NULL, "abc");
     tok_free(t);
@@ -673,7 +673,7 @@ END_TEST
 
 START_TEST(bpe_load_reports_missing_files_and_bad_styles) {
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_load_bpe(&t, "/nonexistent/vocab.json", "/nonexistent/merges.txt",
                                   TOK_STYLE_GPT2, &e),
                      -1);
@@ -720,7 +720,7 @@ static void check_corpus(const Tokenizer *t, const char *expected, const char *w
             Str a, b;
             parse_corpus_line(cl, &a, &b);
             TokEncoding enc;
-            AvErr e = {{0}};
+            AvErr e = {0};
             int rc = tok_encode(t, a.s, a.len, b.s, b.len, 0, &enc, &e);
             ck_assert_msg(rc == 0, "line %d: %s", line, e.msg);
             cJSON *want = cJSON_Parse(el);
@@ -753,7 +753,7 @@ START_TEST(bpe_gpt2_matches_tiktoken_on_every_corpus_line) {
     char vocab[4096], merges[4096];
     gpt2_files(vocab, merges);
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load_bpe(&t, vocab, merges, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(tok_vocab_size(t), 50257);
     ck_assert_int_eq(tok_token_to_id(t, "<|endoftext|>"), 50256);
@@ -808,7 +808,7 @@ START_TEST(bpe_roberta_matches_hugging_face_on_every_corpus_line) {
     char vp[64];
     write_roberta_vocab(vp, vocab);
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load_bpe(&t, vp, merges, TOK_STYLE_ROBERTA, &e);
     unlink(vp);
     ck_assert_msg(rc == 0, "%s", e.msg);
@@ -822,7 +822,7 @@ START_TEST(bpe_encodes_512_tokens_in_well_under_a_millisecond_or_two) {
     char vocab[4096], merges[4096];
     gpt2_files(vocab, merges);
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load_bpe(&t, vocab, merges, TOK_STYLE_GPT2, &e) == 0, "%s", e.msg);
     /* The plain lines of the BERT corpus (varied prose, few repeated words)
      * until the text is 512 tokens or more. */

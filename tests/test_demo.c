@@ -37,7 +37,7 @@ typedef struct {
 } Demo;
 
 static void demo_open(Demo *d) {
-    AvErr e = {{0}};
+    AvErr e = {0};
     memset(d, 0, sizeof *d);
     ck_assert_msg(av_file_exists(DEMO_DIR "/model.safetensors"), "no demo model: run `make demo-model`");
     ck_assert_msg(model_load(&d->m, DEMO_DIR, &e) == 0, "model_load: %s", e.msg);
@@ -68,7 +68,7 @@ START_TEST(design_card_sentences_are_whole_word_tokens) {
     static const char *const sents[] = {"time flies like an arrow", "fruit flies like a banana"};
     for (int s = 0; s < 2; s++) {
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_msg(tok_encode(d.tok, sents[s], strlen(sents[s]), NULL, 0, MAX_TOKENS, &enc, &e) == 0, "%s", e.msg);
         ck_assert_int_eq(enc.n, 7);
         char joined[128] = "";
@@ -108,7 +108,7 @@ START_TEST(heads_json_describes_every_head) {
     /* One entry per (layer, head): as many entries as heads, none missing. */
     char *buf;
     size_t len;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(av_read_file(DEMO_DIR "/heads.json", 1 << 20, &buf, &len, &e) == 0, "%s", e.msg);
     cJSON *root = cJSON_ParseWithLength(buf, len);
     free(buf);
@@ -349,7 +349,7 @@ START_TEST(every_head_shows_its_pattern_on_every_row) {
         char *b = cs->a ? (cs->b ? strdup(cs->b) : NULL) : cs->b_words ? gen_text(&seed, &wp, cs->b_words, cs->pool) : NULL;
         ck_assert(a && (b || !(cs->b || cs->b_words)));
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_msg(tok_encode(d.tok, a, strlen(a), b, b ? strlen(b) : 0, cs->target ? cs->target : MAX_TOKENS,
                                  &enc, &e) == 0, "case %d: %s", ci, e.msg);
         if (cs->target) ck_assert_int_eq(enc.n, cs->target);

@@ -126,7 +126,7 @@ static char *page(const OutDoc *d, const char *tdir, size_t *len, int *rc, AvErr
 }
 
 static char *page_ok(const OutDoc *d, size_t *len) {
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     char *s = page(d, NULL, len, &rc, &e);
     ck_assert_msg(rc == 0, "html_write_doc failed: %s", e.msg);
@@ -297,7 +297,7 @@ START_TEST(test_meta_shares_the_json_description) {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(json_write_doc(f, &x.d, &e), 0);
     ck_assert_int_eq(fclose(f), 0);
     cJSON *j = cJSON_Parse(buf);
@@ -451,7 +451,7 @@ START_TEST(test_templates_dir) {
     char p1[256], p2[256];
     snprintf(p1, sizeof p1, "%s/page.html", dir);
     snprintf(p2, sizeof p2, "%s/x.js", dir);
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     /* a minimal page of our own */
     write_file(p1, "<p>{{title}}</p><script>{{include x.js}}</script><script type=\"application/json\">{{meta}}</script>{{payload}}");
@@ -616,7 +616,7 @@ START_TEST(test_encoder_decoder_stacks) {
     free(s);
 
     /* what check_doc refuses */
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     OutDoc bad = d;
     CapStack bst[3];
@@ -698,7 +698,7 @@ START_TEST(test_diff_second_capture) {
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "alignment"), "pairs")), 6);
     cJSON_Delete(m);
     free(s);
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     b.cap.n_tokens = 8; /* B's capture and tokens disagree */
     free(page(&a.d, NULL, NULL, &rc, &e));
@@ -717,7 +717,7 @@ END_TEST
 START_TEST(test_errors) {
     Fix x;
     fix_init(&x, 5, 2, 2, 4, 1, WORDS, 5);
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     char *s;
     const Capture *keep = x.d.cap;
@@ -818,7 +818,7 @@ START_TEST(test_wordpiece_flags_pass_through_and_page_is_not_causal) {
     Fix x;
     fix_init(&x, 8, 1, 2, 8, 0, words, 6); /* [CLS] fl ##ies ## un ##believ ##able [SEP] */
     for (int i = 0; i < 8; i++) x.word_start[i] = (unsigned char)want_start[i];
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     x.enc.word_start = NULL;
     char *s = page(&x.d, NULL, NULL, &rc, &e);
@@ -846,7 +846,7 @@ START_TEST(test_missing_display_token_is_an_error) {
     Fix x;
     fix_init(&x, 5, 1, 1, 4, 0, WORDS, 5);
     x.d.display_tokens = disp;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc;
     char *s = page(&x.d, NULL, NULL, &rc, &e);
     ck_assert_int_eq(rc, -1);
@@ -885,7 +885,7 @@ START_TEST(test_budget_512) {
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     ck_assert_ptr_nonnull(f);
-    AvErr e = {{0}};
+    AvErr e = {0};
     double t0 = now_ms();
     ck_assert_int_eq(html_write_doc(f, &x.d, NULL, &e), 0);
     double t1 = now_ms();

@@ -38,7 +38,7 @@ static Tokenizer *load_str(const char *content, int lowercase) {
     char path[64];
     write_temp(path, content, strlen(content));
     Tokenizer *t = NULL;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load(&t, path, lowercase, &e);
     unlink(path);
     ck_assert_msg(rc == 0, "tok_load: %s", e.msg);
@@ -50,7 +50,7 @@ static Tokenizer *small(void) { return load_str(SMALL_VOCAB, 1); }
 /* Encodes A (and B unless NULL) and returns the tokens joined by spaces. */
 static char *encode_join(const Tokenizer *t, const char *a, const char *b, int max_len,
                          TokEncoding *enc) {
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_encode(t, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, &e);
     ck_assert_msg(rc == 0, "tok_encode(\"%s\"): %s", a, e.msg);
     static char buf[4096];
@@ -79,7 +79,7 @@ START_TEST(tokenizer_encodes_time_flies_like_an_arrow) {
     char vocab[4096];
     refdata(vocab, REAL_VOCAB);
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load(&t, vocab, 1, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(tok_vocab_size(t), 30522);
     TokEncoding enc;
@@ -103,7 +103,7 @@ static void check_corpus(int lowercase, const char *expected) {
     char vocab[4096];
     refdata(vocab, REAL_VOCAB);
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_load(&t, vocab, lowercase, &e) == 0, "%s", e.msg);
     FILE *fc = fopen(CORPUS_PATH, "r"), *fe = fopen(expected, "r");
     ck_assert_msg(fc && fe, "cannot open %s / %s", CORPUS_PATH, expected);
@@ -252,7 +252,7 @@ START_TEST(tokenizer_drops_control_chars_and_maps_spaces) {
     /* NUL, U+FFFD, U+200B (Cf) and U+0085 (Cc) vanish; tab and NBSP separate. */
     static const char s[] = "a\0b c\xEF\xBF\xBD" "d\te\xC2\xA0" "f a\xE2\x80\x8B" "b c\xC2\x85" "d";
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, s, sizeof s - 1, NULL, 0, 0, &enc, &e), 0);
     const char *want[] = {"[CLS]", "ab", "cd", "e", "f", "ab", "cd", "[SEP]"};
     ck_assert_int_eq(enc.n, 8);
@@ -333,7 +333,7 @@ START_TEST(tokenizer_truncates_pairs_longest_first) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int *k = cases[c];
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         const char *a = repeat_word("a", k[0]), *b = repeat_word("b", k[1]);
         ck_assert_int_eq(tok_encode(t, a, strlen(a), b, strlen(b), k[2], &enc, &e), 0);
         ck_assert_msg(enc.n == k[3] + k[4] + 3 && enc.b_start == k[3] + 2,
@@ -391,7 +391,7 @@ END_TEST
 START_TEST(tokenizer_rejects_max_len_below_special_tokens) {
     Tokenizer *t = small();
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "a", 1, "b", 1, 2, &enc, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "max length 2"));
     ck_assert_int_eq(tok_encode(t, "a", 1, NULL, 0, 1, &enc, &e), -1);
@@ -414,14 +414,14 @@ START_TEST(tokenizer_reports_invalid_utf8_byte_offset) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TokEncoding enc;
-        AvErr e = {{0}};
+        AvErr e = {0};
         ck_assert_int_eq(tok_encode(t, cases[i].s, strlen(cases[i].s), NULL, 0, 0, &enc, &e), -1);
         char want[64];
         snprintf(want, sizeof want, "invalid UTF-8 at byte offset %d", cases[i].off);
         ck_assert_msg(strstr(e.msg, want), "case %zu: \"%s\" lacks \"%s\"", i, e.msg, want);
     }
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "fine", 4, "x\x80", 2, 0, &enc, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "sentence B"));
     ck_assert_ptr_nonnull(strstr(e.msg, "byte offset 1"));
@@ -453,7 +453,7 @@ static void expect_load_error(const char *content, size_t len, const char *want1
     char path[64];
     write_temp(path, content, len);
     Tokenizer *t = (Tokenizer *)1;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load(&t, path, 1, &e);
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_null(t);
@@ -526,7 +526,7 @@ END_TEST
 
 START_TEST(vocab_missing_file_is_reported) {
     Tokenizer *t;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_load(&t, "/nonexistent/vocab.txt", 1, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/vocab.txt"));
 }

@@ -39,7 +39,7 @@ static Tokenizer *load(const char *json) {
     ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
     close(fd);
     Tokenizer *t = NULL;
-    AvErr e = {{0}};
+    AvErr e = {0};
     int rc = tok_load_json(&t, path, &e);
     unlink(path);
     ck_assert_msg(rc == 0, "load: %s", e.msg);
@@ -66,7 +66,7 @@ static const char *load_error(const char *json) {
 static const char *ids_of(const Tokenizer *t, const char *text, int max_len) {
     static char buf[512];
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_msg(tok_encode(t, text, strlen(text), NULL, 0, max_len, &enc, &e) == 0, "encode: %s", e.msg);
     size_t k = 0;
     buf[0] = '\0';
@@ -96,7 +96,7 @@ START_TEST(added_tokens_split_the_raw_text_and_stay_whole) {
     Tokenizer *t = load(j);
     ck_assert_str_eq(ids_of(t, "ab<s>c</s>", 0), "4,8,2,9");
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "ab<s>c", 6, NULL, 0, 0, &enc, &e), 0);
     ck_assert_int_eq(enc.special[1], 1);
     ck_assert_int_eq(enc.special[0], 0);
@@ -118,7 +118,7 @@ START_TEST(template_adds_bos_and_truncation_keeps_it) {
     ck_assert_str_eq(ids_of(t, "ab c", 0), "8,4,3,2");
     ck_assert_str_eq(ids_of(t, "ab c", 2), "8,4");
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "ab", 2, "c", 1, 0, &enc, &e), 0);
     ck_assert_int_eq(enc.n, 3);
     ck_assert_int_eq(enc.b_start, 2);
@@ -141,7 +141,7 @@ START_TEST(sentencepiece_style_normalizers_and_byte_fallback) {
     ck_assert_str_eq(ids_of(t, "A", 0), "13,15");
     ck_assert_str_eq(ids_of(t, "Z", 0), "13,16");
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "a A", 3, NULL, 0, 0, &enc, &e), 0);
     ck_assert_str_eq(enc.display[0], " a"); /* ▁ reads as a space */
     ck_assert_str_eq(enc.display[2], "A");  /* <0x41> reads as its byte */
@@ -212,7 +212,7 @@ START_TEST(invalid_utf8_text_is_refused_with_its_offset) {
     char *j = make_json("null", BYTELEVEL, "null", "[]", "");
     Tokenizer *t = load(j);
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "ab\xff", 3, NULL, 0, 0, &enc, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "invalid UTF-8 at byte offset 2"));
     tok_free(t);
@@ -230,7 +230,7 @@ START_TEST(normalizer_growth_is_capped) {
     char *j = make_json(norm, BYTELEVEL, "null", "[{\"id\":8,\"content\":\"<s>\",\"special\":true}]", "");
     Tokenizer *t = load(j);
     TokEncoding enc;
-    AvErr e = {{0}};
+    AvErr e = {0};
     ck_assert_int_eq(tok_encode(t, "a", 1, NULL, 0, 0, &enc, &e), -1);
     ck_assert_msg(strstr(e.msg, "the normalizer grows the text past 96 bytes, the limit for 1 input bytes"), "%s", e.msg);
     /* the budget is the whole text's, not each stretch's between added tokens */

@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     Model m;
     RunState rs;
     Capture cap;
-    AvErr e = {{0}};
+    AvErr e = {0};
     if (model_load(&m, argv[1], &e) || model_runstate_alloc(&rs, &m, n, &e) ||
         model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) || model_forward(&m, &rs, ids, types, n, &cap, &e)) {
         fprintf(stderr, "fwd_dump: %s\n", e.msg);

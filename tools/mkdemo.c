@@ -871,7 +871,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s OUT_DIR WORDS_FILE\n", argv[0]);
         return 2;
     }
-    AvErr e = {{0}};
+    AvErr e = {0};
     Demo d = {0};
     int rc = 1;
     if (make_dirs(argv[1], &e) || build_vocab(&d, argv[2], &e) || make_codes(&d, &e) || build_model(&d, &e) || write_all(argv[1], &d, &e))

@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time]\n");
         return 2;
     }
-    AvErr e = {{0}};
+    AvErr e = {0};
     Tokenizer *t;
     double t0 = av_now_ms();
     size_t al = strlen(argv[1]);
