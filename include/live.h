@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "err.h"
-#include "options.h"
+#include "settings.h"
 
 /* What a failed call means for the caller (serve.c maps it to a status). */
 typedef enum { LIVE_OK = 0, LIVE_BAD_INPUT, LIVE_NOT_FOUND, LIVE_TOO_BIG, LIVE_BUSY, LIVE_TIMEOUT, LIVE_FAILED } LiveStatus;
@@ -27,8 +27,9 @@ typedef struct {
 typedef struct Live Live;
 typedef struct LiveRun LiveRun;
 
-/* Loads each of the models (CliOptions with model_dir set, as the CLI would). */
-int live_open(Live **out, const CliOptions *const *models, int n_models, const LiveLimits *lim, AvErr *e);
+/* Loads each of the models, for pages as page says (copied: its texts and
+ * profile are not used, and it is quiet, as warnings travel in responses). */
+int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *page, const LiveLimits *lim, AvErr *e);
 void live_close(Live *lv);
 
 /* {"models":[...]}: each model's id, name, family, shape and whether it predicts. */

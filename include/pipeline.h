@@ -9,17 +9,17 @@
 #include "config.h"
 #include "err.h"
 #include "model.h"
-#include "options.h"
+#include "settings.h"
 #include "output.h"
 #include "tokenizer.h"
 
 typedef struct Pipeline Pipeline;
 
-/* Finds the model (--model, $ATTNVIZ_MODEL, bundled weights, the demo) and
- * loads it with its tokenizer. *dir and *why say which model and why (for the
- * caller's message); valid until pipeline_close. *out is set even on failure
- * (close it). */
-int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const char **why, AvErr *e);
+/* Finds the model (m->path, $ATTNVIZ_MODEL, bundled weights, the demo) and
+ * loads it with its tokenizer, for runs as o says (kept: it must outlive the
+ * pipeline). *dir and *why say which model and why (for the caller's message);
+ * valid until pipeline_close. *out is set even on failure (close it). */
+int pipeline_open(Pipeline **out, const ModelSpec *m, const RunSpec *o, const char **dir, const char **why, AvErr *e);
 const ModelConfig *pipeline_config(const Pipeline *p);
 /* NULL when the model has a language-model head; else why it has none. */
 const char *pipeline_head_missing(const Pipeline *p);
@@ -27,7 +27,7 @@ const char *pipeline_head_missing(const Pipeline *p);
 int pipeline_run(Pipeline *p, AvErr *e);
 /* attnviz render: attention computed elsewhere (render.h) through the same
  * writers; 0 or -1 (a usage error for a selection out of range). */
-int pipeline_render(const CliOptions *o, AvErr *e);
+int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);
 /* One input at a time, for a server that keeps the model loaded (serve.c).
  * Not thread-safe: one caller at a time per pipeline (pipeline_doc excepted,
  * which only reads). */
@@ -40,12 +40,12 @@ int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, C
 /* The document the writers read for that input (valid while its parts live). */
 void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
                   const char *a, const char *b);
-/* attnviz diff: two texts on one model or one text on two models, run
+/* attnviz diff: two texts on one model (m) or one text on two (m and ds->model_b), run
  * through the same loading and tokenizing, compared (diff.h) and written: the
  * table on stdout, --json, the page. 0 or -1 (a usage error for a selection
  * out of range). */
-int pipeline_diff(const CliOptions *o, AvErr *e);
-/* Frees the run; with profile set, reports the per-phase times first (AV_NOTE_PROFILE). */
-void pipeline_close(Pipeline *p, int profile);
+int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e);
+/* Frees the run; with the RunSpec's profile set, reports the per-phase times first (AV_NOTE_PROFILE). */
+void pipeline_close(Pipeline *p);
 
 #endif

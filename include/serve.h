@@ -7,11 +7,11 @@
 #include <stddef.h>
 
 #include "err.h"
-#include "options.h"
+#include "settings.h"
 
 /* Serves until SIGINT or SIGTERM: 0, or -1 with e set (a usage error for a
  * bad --host; a runtime one when a model or the socket fails). */
-int serve_run(const CliOptions *o, AvErr *e);
+int serve_run(const ServeSpec *o, AvErr *e);
 
 /* The request parsers (exposed for the fuzz target and tests). */
 typedef struct {

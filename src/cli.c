@@ -269,19 +269,19 @@ static int parse_size(const char *s, double *out) {
     return 0;
 }
 
-int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
+static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     memset(o, 0, sizeof *o);
-    o->layer = o->head = -1;
-    o->precision = 6;
-    o->pack_tokens = CLI_PACK_TOKENS;
+    o->run.sel.layer = o->run.sel.head = -1;
+    o->run.output.precision = 6;
+    o->run.batch.pack_tokens = CLI_PACK_TOKENS;
     int pack_set = 0;
-    o->lowercase = -1;
-    o->top_p = 1.0;
-    o->port = 8765;
-    o->cache_mb = 2048;
-    o->timeout_s = 60;
-    o->idle_s = 20;
-    o->max_queue = 64;
+    o->model.lowercase = -1;
+    o->run.predict.top_p = 1.0;
+    o->serve_spec.port = 8765;
+    o->serve_spec.cache_mb = 2048;
+    o->serve_spec.timeout_s = 60;
+    o->serve_spec.idle_s = 20;
+    o->serve_spec.max_queue = 64;
     enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
            O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
            O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
@@ -327,8 +327,8 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"quiet", no_argument, 0, O_QUIET},         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},     {0, 0, 0, 0},
     };
-    o->top_k = 5;
-    o->induction_seqs = 8, o->induction_len = 20;
+    o->run.heads.top_k = 5;
+    o->run.heads.induction_seqs = 8, o->run.heads.induction_len = 20;
     int stats_cmd = 0, heads_only = 0;
     if (argc > 1 && !strcmp(argv[1], "render")) {
         o->render = 1;
@@ -340,7 +340,7 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
         o->diff = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "heads")) {
-        o->heads = 1;
+        o->run.heads.on = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "stats")) {
         stats_cmd = 1;
@@ -353,12 +353,12 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case O_MODEL:
-            if (o->diff && o->model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
-            if (o->diff && o->model_dir) {
-                o->model_b = optarg;
+            if (o->diff && o->diff_spec.model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
+            if (o->diff && o->model.path) {
+                o->diff_spec.model_b = optarg;
                 break;
             }
-            o->model_dir = optarg;
+            o->model.path = optarg;
             if (o->serve) {
                 if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
                 const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
@@ -368,102 +368,102 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
             }
             break;
         case O_PORT:
-            if (parse_int(optarg, 0, 65535, &o->port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", optarg);
+            if (parse_int(optarg, 0, 65535, &o->serve_spec.port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", optarg);
             serve_opts = 1;
             break;
-        case O_HOST: o->host = optarg, serve_opts = 1; break;
-        case O_OPEN: o->open_browser = 1, serve_opts = 1; break;
+        case O_HOST: o->serve_spec.host = optarg, serve_opts = 1; break;
+        case O_OPEN: o->serve_spec.open_browser = 1, serve_opts = 1; break;
         case O_CACHEMB:
-            if (parse_real(optarg, 1, 1e7, &o->cache_mb)) return usage_error(e, "--cache-mb needs a size in MB >= 1, got '%s'", optarg);
+            if (parse_real(optarg, 1, 1e7, &o->serve_spec.cache_mb)) return usage_error(e, "--cache-mb needs a size in MB >= 1, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_IDLE:
-            if (parse_int(optarg, 1, 3600, &o->idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
+            if (parse_int(optarg, 1, 3600, &o->serve_spec.idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_QUEUE:
-            if (parse_int(optarg, 1, 4096, &o->max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", optarg);
+            if (parse_int(optarg, 1, 4096, &o->serve_spec.max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_TIMEOUT:
-            if (parse_real(optarg, 0.1, 86400, &o->timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", optarg);
+            if (parse_real(optarg, 0.1, 86400, &o->serve_spec.timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", optarg);
             serve_opts = 1;
             break;
         case O_TOP: /* diff's table, or heads' ranking */
-            if (o->heads) {
-                if (parse_int(optarg, 0, 1000000, &o->top_k)) return count_error(e, "--top", optarg, 1000000, "a count >= 0");
+            if (o->run.heads.on) {
+                if (parse_int(optarg, 0, 1000000, &o->run.heads.top_k)) return count_error(e, "--top", optarg, 1000000, "a count >= 0");
                 break;
             }
             if (!o->diff) return usage_error(e, "%s", "--top goes with attnviz diff or attnviz heads");
-            if (parse_int(optarg, 1, 1 << 20, &o->diff_top)) return count_error(e, "--top", optarg, 1 << 20, "a count >= 1");
+            if (parse_int(optarg, 1, 1 << 20, &o->diff_spec.top)) return count_error(e, "--top", optarg, 1 << 20, "a count >= 1");
             break;
-        case O_JSON: o->json_path = optarg; break;
+        case O_JSON: o->run.output.json_path = optarg; break;
         case O_HTML:
-            if (out_dir_mode) o->out_html = 1;
-            else o->html_path = optarg;
+            if (out_dir_mode) o->run.output.out_html = 1;
+            else o->run.output.html_path = optarg;
             break;
         case O_NPY:
-            if (out_dir_mode) o->out_npy = 1;
-            else o->npy_path = optarg;
+            if (out_dir_mode) o->run.output.out_npy = 1;
+            else o->run.output.npy_path = optarg;
             break;
-        case O_OUTDIR: o->out_dir = optarg; break;
+        case O_OUTDIR: o->run.output.out_dir = optarg; break;
         case O_LAYERS:
             if (parse_list(optarg, &o->sel_layers, &o->n_sel_layers)) return usage_error(e, "--layers needs a list like 0,5-11, got '%s'", optarg);
             break;
         case O_HEADS:
             if (parse_list(optarg, &o->sel_heads, &o->n_sel_heads)) return usage_error(e, "--heads needs a list like 0-3,8, got '%s'", optarg);
             break;
-        case O_NOSPECIAL: o->no_special = 1; break;
-        case O_WORDS: o->words = 1; break;
-        case O_STATS: o->stats = 1; break;
-        case O_STRICT: o->strict = 1; break;
+        case O_NOSPECIAL: o->run.capture.no_special = 1; break;
+        case O_WORDS: o->run.capture.words = 1; break;
+        case O_STATS: o->run.stats = 1; break;
+        case O_STRICT: o->run.batch.strict = 1; break;
         case O_MAXTOK:
-            if (parse_int(optarg, 1, INT_MAX, &o->max_tokens)) return count_error(e, "--max-tokens", optarg, INT_MAX, "a count >= 1");
+            if (parse_int(optarg, 1, INT_MAX, &o->run.capture.max_tokens)) return count_error(e, "--max-tokens", optarg, INT_MAX, "a count >= 1");
             break;
         case O_MAXCAP:
-            if (parse_size(optarg, &o->max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", optarg);
+            if (parse_size(optarg, &o->run.capture.max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", optarg);
             break;
         case O_PREDICT:
-            if (parse_int(optarg, 1, 100, &o->predict_k)) return usage_error(e, "--predict needs a count from 1 to 100, got '%s'", optarg);
+            if (parse_int(optarg, 1, 100, &o->run.predict.k)) return usage_error(e, "--predict needs a count from 1 to 100, got '%s'", optarg);
             break;
         case O_GENERATE:
-            if (parse_int(optarg, 1, 1 << 20, &o->generate_n)) return count_error(e, "--generate", optarg, 1 << 20, "a token count >= 1");
+            if (parse_int(optarg, 1, 1 << 20, &o->run.predict.generate_n)) return count_error(e, "--generate", optarg, 1 << 20, "a token count >= 1");
             break;
         case O_TEMP:
-            if (parse_real(optarg, 0, 100, &o->temperature)) return usage_error(e, "--temperature needs a number from 0 to 100, got '%s'", optarg);
+            if (parse_real(optarg, 0, 100, &o->run.predict.temperature)) return usage_error(e, "--temperature needs a number from 0 to 100, got '%s'", optarg);
             break;
         case O_TOPP:
-            if (parse_real(optarg, 1e-9, 1, &o->top_p) ) return usage_error(e, "--top-p needs a number in (0, 1], got '%s'", optarg);
+            if (parse_real(optarg, 1e-9, 1, &o->run.predict.top_p) ) return usage_error(e, "--top-p needs a number in (0, 1], got '%s'", optarg);
             o->sampling_opts = 1;
             break;
         case O_SEED: {
             char *end;
             errno = 0;
-            o->seed = strtoull(optarg, &end, 10);
+            o->run.predict.seed = strtoull(optarg, &end, 10);
             if (errno || end == optarg || *end || optarg[0] == '-') return usage_error(e, "--seed needs a whole number >= 0, got '%s'", optarg);
             o->sampling_opts = 1;
             break;
         }
         case O_STOP:
             if (!optarg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
-            o->stop = optarg;
+            o->run.predict.stop = optarg;
             break;
         case O_VIEW:
             if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix") &&
                 (!o->diff || strcmp(optarg, "diff")))
                 return usage_error(e, "--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
-            o->view = optarg;
+            o->run.output.view = optarg;
             break;
         case O_THEME:
             if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error(e, "--theme is light or dark, not '%s'", optarg);
-            o->theme = optarg;
+            o->run.output.theme = optarg;
             break;
         case O_SHOWHEADS:
             if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error(e, "--show-heads needs a list like 0-3,8, got '%s'", optarg);
             break;
-        case O_META: o->render_meta = optarg; break;
+        case O_META: o->render_spec.meta = optarg; break;
         case O_PACK:
-            if (parse_int(optarg, 0, 1 << 16, &o->pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", optarg);
+            if (parse_int(optarg, 0, 1 << 16, &o->run.batch.pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", optarg);
             pack_set = 1;
             break;
         case O_SCORE: {
@@ -471,44 +471,44 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
             if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
                                           "entropy or pattern, not '%s'", optarg);
             int dup = 0;
-            for (int i = 0; i < o->n_scores; i++) dup |= o->scores[i] == k;
-            if (!dup && o->n_scores < (int)(sizeof o->scores / sizeof o->scores[0])) o->scores[o->n_scores++] = k;
+            for (int i = 0; i < o->run.heads.n_scores; i++) dup |= o->run.heads.scores[i] == k;
+            if (!dup && o->run.heads.n_scores < (int)(sizeof o->run.heads.scores / sizeof o->run.heads.scores[0])) o->run.heads.scores[o->run.heads.n_scores++] = k;
             heads_only = 1;
             break;
         }
-        case O_PATTERN: o->pattern = optarg, heads_only = 1; break;
-        case O_EXBOS: o->exclude_bos = 1, heads_only = 1; break;
-        case O_EXCUR: o->exclude_current = 1, heads_only = 1; break;
+        case O_PATTERN: o->run.heads.pattern = optarg, heads_only = 1; break;
+        case O_EXBOS: o->run.heads.exclude_bos = 1, heads_only = 1; break;
+        case O_EXCUR: o->run.heads.exclude_current = 1, heads_only = 1; break;
         case O_INDSEQS:
-            if (parse_int(optarg, 1, 10000, &o->induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", optarg);
+            if (parse_int(optarg, 1, 10000, &o->run.heads.induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", optarg);
             heads_only = 1;
             break;
         case O_INDLEN:
-            if (parse_int(optarg, 1, 100000, &o->induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", optarg);
+            if (parse_int(optarg, 1, 100000, &o->run.heads.induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", optarg);
             heads_only = 1;
             break;
         case O_MERGE: o->merge = 1; break;
-        case O_BATCH: o->batch_path = optarg; break;
-        case O_TEMPLATES: o->templates_dir = optarg; break;
+        case O_BATCH: o->run.batch.path = optarg; break;
+        case O_TEMPLATES: o->run.output.templates_dir = optarg; break;
         case O_LAYER:
-            if (parse_int(optarg, 0, INT_MAX, &o->layer)) return count_error(e, "--layer", optarg, INT_MAX, "a layer index >= 0");
+            if (parse_int(optarg, 0, INT_MAX, &o->run.sel.layer)) return count_error(e, "--layer", optarg, INT_MAX, "a layer index >= 0");
             break;
         case O_HEAD:
-            if (parse_int(optarg, 0, INT_MAX, &o->head)) return count_error(e, "--head", optarg, INT_MAX, "a head index >= 0");
+            if (parse_int(optarg, 0, INT_MAX, &o->run.sel.head)) return count_error(e, "--head", optarg, INT_MAX, "a head index >= 0");
             break;
-        case O_TOKENS: o->tokens_only = 1; break;
-        case O_QK: o->qk = 1; break;
-        case O_HIDDEN: o->hidden = 1; break;
+        case O_TOKENS: o->run.capture.tokens_only = 1; break;
+        case O_QK: o->run.capture.qk = 1; break;
+        case O_HIDDEN: o->run.capture.hidden = 1; break;
         case O_PREC:
-            if (parse_int(optarg, 1, 9, &o->precision)) return usage_error(e, "--precision needs 1 to 9, got '%s'", optarg);
+            if (parse_int(optarg, 1, 9, &o->run.output.precision)) return usage_error(e, "--precision needs 1 to 9, got '%s'", optarg);
             break;
-        case O_PROFILE: o->profile = 1; break;
-        case O_CASED: o->lowercase = 0; break;
-        case O_UNCASED: o->lowercase = 1; break;
+        case O_PROFILE: o->run.profile = 1; break;
+        case O_CASED: o->model.lowercase = 0; break;
+        case O_UNCASED: o->model.lowercase = 1; break;
         case O_THREADS:
             if (parse_int(optarg, 1, 1024, &o->threads)) return usage_error(e, "--threads needs 1 to 1024, got '%s'", optarg);
             break;
-        case O_QUIET: o->quiet = 1; break;
+        case O_QUIET: o->run.quiet = 1; break;
         case 'h': return CLI_HELP;
         case O_VERSION: return CLI_VERSION;
         case ':': return usage_error(e, "option '%s' needs a value", argv[optind - 1]);
@@ -516,140 +516,149 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
         }
     }
     int rest = argc - optind;
-    if (heads_only && !o->heads)
+    if (heads_only && !o->run.heads.on)
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (serve_opts && !o->serve)
         return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     if (stats_cmd || o->merge) {
         if (!stats_cmd || !o->merge) return usage_error(e, "%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
-        if (o->model_dir || o->batch_path || o->html_path || o->npy_path || o->out_dir || o->stats || o->predict_k ||
-            o->generate_n || o->tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
+        if (o->model.path || o->run.batch.path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.stats || o->run.predict.k ||
+            o->run.predict.generate_n || o->run.capture.tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
             return usage_error(e, "%s", "stats --merge adds up files: only --json OUT goes with it");
         if (rest < 1) return usage_error(e, "%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
         o->merge_files = (const char *const *)argv + optind;
         o->n_merge_files = rest;
         return 0;
     }
-    if (o->heads) {
-        if (o->stats || o->predict_k || o->generate_n || o->tokens_only || o->no_special || o->words || o->out_dir ||
-            o->html_path || o->npy_path || o->temperature > 0 || o->top_p < 1 || o->stop || o->qk || o->hidden)
+    if (o->run.heads.on) {
+        if (o->run.stats || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.capture.no_special || o->run.capture.words || o->run.output.out_dir ||
+            o->run.output.html_path || o->run.output.npy_path || o->run.predict.temperature > 0 || o->run.predict.top_p < 1 || o->run.predict.stop || o->run.capture.qk || o->run.capture.hidden)
             return usage_error(e, "%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
                                      "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
-        for (int i = 0; i < o->n_scores; i++)
-            if (o->scores[i] == HS_PATTERN && !o->pattern) return usage_error(e, "%s", "--score pattern needs --pattern FILE|RULE");
-        if (o->batch_path) {
+        for (int i = 0; i < o->run.heads.n_scores; i++)
+            if (o->run.heads.scores[i] == HS_PATTERN && !o->run.heads.pattern) return usage_error(e, "%s", "--score pattern needs --pattern FILE|RULE");
+        if (o->run.batch.path) {
             if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
         } else {
             if (rest < 1) return usage_error(e, "%s", "heads needs TEXT or --batch FILE");
             if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-            o->text_a = argv[optind];
-            o->text_b = rest == 2 ? argv[optind + 1] : NULL;
+            o->run.text_a = argv[optind];
+            o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
         }
         return 0;
     }
     if (o->render) {
-        if (o->model_dir || o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats ||
-            o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads || o->max_tokens || o->out_dir)
+        if (o->model.path || o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats ||
+            o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads || o->run.capture.max_tokens || o->run.output.out_dir)
             return usage_error(e, "%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
                                      "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
                                      "--max-tokens or --out-dir");
         if (rest != 1) return usage_error(e, "%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
-        o->render_input = argv[optind];
+        o->render_spec.input = argv[optind];
         return 0;
     }
     if (o->serve) {
-        if (o->batch_path || o->json_path || o->html_path || o->npy_path || o->out_dir || o->predict_k || o->generate_n ||
-            o->tokens_only || o->stats || o->no_special || o->words || o->hidden || o->sel_layers || o->sel_heads ||
-            o->render_meta)
+        if (o->run.batch.path || o->run.output.json_path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.predict.k || o->run.predict.generate_n ||
+            o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads ||
+            o->render_spec.meta)
             return usage_error(e, "%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
                                      "--predict, --generate, --tokens-only, --stats, --no-special, --words, --hidden, "
                                      "--layers/--heads or --meta (the page asks for predictions and layers itself)");
         if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-        o->text_a = rest >= 1 ? argv[optind] : NULL;
-        o->text_b = rest == 2 ? argv[optind + 1] : NULL;
+        o->run.text_a = rest >= 1 ? argv[optind] : NULL;
+        o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
         return 0;
     }
     if (serve_opts) return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
-    if (o->render_meta) return usage_error(e, "%s", "--meta goes with attnviz render");
+    if (o->render_spec.meta) return usage_error(e, "%s", "--meta goes with attnviz render");
     if (o->diff) {
-        if (o->batch_path || o->predict_k || o->generate_n || o->tokens_only || o->stats || o->no_special || o->words ||
-            o->hidden || o->qk || o->npy_path || o->out_dir || pack_set)
+        if (o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words ||
+            o->run.capture.hidden || o->run.capture.qk || o->run.output.npy_path || o->run.output.out_dir || pack_set)
             return usage_error(e, "%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
                                      "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
-        if (o->model_b ? rest != 1 : rest != 2)
-            return usage_error(e, "%s", o->model_b ? "diff --model A --model B takes one TEXT (run on both models)"
+        if (o->diff_spec.model_b ? rest != 1 : rest != 2)
+            return usage_error(e, "%s", o->diff_spec.model_b ? "diff --model A --model B takes one TEXT (run on both models)"
                                                 : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
-        o->text_a = argv[optind];
-        o->text_b = o->model_b ? NULL : argv[optind + 1];
+        o->run.text_a = argv[optind];
+        o->run.text_b = o->diff_spec.model_b ? NULL : argv[optind + 1];
         return 0;
     }
-    if (!o->generate_n && (o->temperature > 0 || o->sampling_opts || o->stop))
+    if (!o->run.predict.generate_n && (o->run.predict.temperature > 0 || o->sampling_opts || o->run.predict.stop))
         return usage_error(e, "%s", "--temperature, --top-p, --seed and --stop go with --generate");
-    if (o->sampling_opts && o->temperature <= 0)
+    if (o->sampling_opts && o->run.predict.temperature <= 0)
         return usage_error(e, "%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
-    if ((o->predict_k || o->generate_n) && (o->no_special || o->words || o->stats || o->tokens_only))
+    if ((o->run.predict.k || o->run.predict.generate_n) && (o->run.capture.no_special || o->run.capture.words || o->run.stats || o->run.capture.tokens_only))
         return usage_error(e, "%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
-    if (o->generate_n && rest == 2 && !o->batch_path)
+    if (o->run.predict.generate_n && rest == 2 && !o->run.batch.path)
         return usage_error(e, "%s", "--generate continues one text, not a pair");
-    if (o->out_dir && !o->batch_path) return usage_error(e, "%s", "--out-dir goes with --batch");
-    if (o->tokens_only && (o->stats || o->npy_path || o->out_npy || o->html_path || o->out_html))
+    if (o->run.output.out_dir && !o->run.batch.path) return usage_error(e, "%s", "--out-dir goes with --batch");
+    if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
         return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
-    if (o->batch_path) {
+    if (o->run.batch.path) {
         if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
     } else {
         if (rest < 1) return usage_error(e, "%s", "missing TEXT");
         if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-        o->text_a = argv[optind];
-        o->text_b = rest == 2 ? argv[optind + 1] : NULL;
+        o->run.text_a = argv[optind];
+        o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
     }
     return 0;
 }
 
 Selection cli_selection(const CliOptions *o) {
-    return (Selection){o->layer, o->head, o->sel_layers, o->n_sel_layers, o->sel_heads, o->n_sel_heads,
+    return (Selection){o->run.sel.layer, o->run.sel.head, o->sel_layers, o->n_sel_layers, o->sel_heads, o->n_sel_heads,
                        o->show_heads, o->n_show_heads};
 }
 
+int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
+    int rc = parse_args(o, argc, argv, e);
+    if (rc != CLI_RUN) return rc;
+    /* the settings each command hands on, complete: nothing below reads argv's struct */
+    o->run.sel = cli_selection(o);
+    o->model.tokenizer_only = o->run.capture.tokens_only;
+    ServeSpec *sv = &o->serve_spec;
+    sv->models = o->serve_models, sv->n_models = o->n_serve_models;
+    sv->lowercase = o->model.lowercase;
+    sv->page = o->run;
+    return CLI_RUN;
+}
+
 int cli_run(const CliOptions *o, AvErr *e) {
-    if (o->diff) {
-        model_set_threads(o->threads);
-        return pipeline_diff(o, e);
-    }
-    if (o->serve) return serve_run(o, e);
-    if (o->merge) return heads_merge_files(o->merge_files, o->n_merge_files, o->json_path, e);
-    if (o->render) return pipeline_render(o, e);
+    if (o->merge) return heads_merge_files(o->merge_files, o->n_merge_files, o->run.output.json_path, e);
+    if (o->render) return pipeline_render(&o->render_spec, &o->run, e);
+    model_set_threads(o->threads);
+    if (o->diff) return pipeline_diff(&o->model, &o->diff_spec, &o->run, e);
+    if (o->serve) return serve_run(&o->serve_spec, e);
     Pipeline *p = NULL;
     const char *dir = NULL, *why = "";
-    model_set_threads(o->threads);
-    if (pipeline_open(&p, o, &dir, &why, e) != 0) {
-        pipeline_close(p, o->profile);
+    if (pipeline_open(&p, &o->model, &o->run, &dir, &why, e) != 0) {
+        pipeline_close(p);
         return -1;
     }
     const ModelConfig *c = pipeline_config(p);
-    if (!o->quiet) {
+    if (!o->run.quiet) {
         av_info("model %s (%s)%s", dir, why,
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
     int rc = -1;
-    const Selection sel = cli_selection(o);
-    if (sel_check(&sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
-    if (o->generate_n && !c->causal) {
+    if (sel_check(&o->run.sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
+    if (o->run.predict.generate_n && !c->causal) {
         av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
                         "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
         goto out;
     }
     const char *no_head = pipeline_head_missing(p);
-    if ((o->predict_k || o->generate_n) && no_head) {
-        av_err_usage(e, "--%s needs a language-model head, and %s has none: %s", o->generate_n ? "generate" : "predict",
-                     dir, no_head);
+    if ((o->run.predict.k || o->run.predict.generate_n) && no_head) {
+        av_err_usage(e, "--%s needs a language-model head, and %s has none: %s",
+                     o->run.predict.generate_n ? "generate" : "predict", dir, no_head);
         goto out;
     }
-    if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
-        av_err(e, "%s: cannot create: %s", o->out_dir, strerror(errno));
+    if (o->run.output.out_dir && mkdir(o->run.output.out_dir, 0777) != 0 && errno != EEXIST) {
+        av_err(e, "%s: cannot create: %s", o->run.output.out_dir, strerror(errno));
         goto out;
     }
     rc = pipeline_run(p, e);
 out:
-    pipeline_close(p, o->profile);
+    pipeline_close(p);
     return rc;
 }

@@ -22,7 +22,6 @@
 #include "util.h"
 
 typedef struct {
-    CliOptions o;           /* the options its pipeline reads (kept at a stable address) */
     Pipeline *p;
     pthread_mutex_t fwd;
     int fwd_ok;
@@ -43,6 +42,7 @@ struct LiveRun {
 
 struct Live {
     LiveLimits lim;
+    RunSpec page;           /* what every pipeline reads (kept at a stable address) */
     LiveModel *m;
     int n_models;
     pthread_mutex_t mu;
@@ -56,21 +56,23 @@ struct Live {
 
 /* ---------------------------------------------------------------- models */
 
-int live_open(Live **out, const CliOptions *const *models, int n_models, const LiveLimits *lim, AvErr *e) {
+int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *page, const LiveLimits *lim, AvErr *e) {
     Live *lv = calloc(1, sizeof *lv);
     *out = lv;
     if (!lv || !(lv->m = calloc((size_t)n_models, sizeof *lv->m))) return av_err(e, "out of memory");
     lv->lim = *lim;
+    lv->page = *page;
+    lv->page.text_a = lv->page.text_b = NULL;
+    lv->page.quiet = 1; /* warnings travel in responses */
+    lv->page.profile = 0;
     if (pthread_mutex_init(&lv->mu, NULL) != 0) return av_err(e, "cannot create a lock");
     for (int i = 0; i < n_models; i++) {
         LiveModel *lm = &lv->m[i];
-        lm->o = *models[i];
-        lm->o.quiet = 1; /* warnings travel in responses */
         if (pthread_mutex_init(&lm->fwd, NULL) != 0) return av_err(e, "cannot create a lock");
         lm->fwd_ok = 1;
         lv->n_models = i + 1;
         const char *dir, *why;
-        if (pipeline_open(&lm->p, &lm->o, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
+        if (pipeline_open(&lm->p, &models[i], &lv->page, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
         if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
     }
     return 0;
@@ -92,7 +94,7 @@ void live_close(Live *lv) {
     for (int i = 0; i < lv->n_runs; i++) run_free(lv->runs[i]);
     free(lv->runs);
     for (int i = 0; lv->m && i < lv->n_models; i++) {
-        pipeline_close(lv->m[i].p, 0);
+        pipeline_close(lv->m[i].p);
         if (lv->m[i].fwd_ok) pthread_mutex_destroy(&lv->m[i].fwd);
     }
     free(lv->m);
@@ -511,7 +513,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
             d.init_layer = layers ? layers[0] : 0;
             Buf b;
             if (buf_open(&b) == 0) {
-                int rc = html_write_doc(b.f, &d, lm->o.templates_dir, e);
+                int rc = html_write_doc(b.f, &d, lv->page.output.templates_dir, e);
                 if ((*html = buf_close(&b, rc == 0))) {
                     *len = b.len;
                     st = LIVE_OK;

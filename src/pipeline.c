@@ -67,10 +67,10 @@ static char *find_bundled(const char *rel, const char *datadir_rel) {
     return NULL;
 }
 
-static char *resolve_model(const CliOptions *o, const char **why) {
-    if (o->model_dir) {
+static char *resolve_model(const ModelSpec *m, const char **why) {
+    if (m->path) {
         *why = "--model";
-        return strdup(o->model_dir);
+        return strdup(m->path);
     }
     const char *env = getenv("ATTNVIZ_MODEL");
     if (env && *env) {
@@ -99,7 +99,8 @@ static const char *model_display_name(const char *dir, int is_demo, char *name, 
 /* ---------------------------------------------------------------- the run */
 
 struct Pipeline {
-    const CliOptions *o;
+    ModelSpec m;
+    const RunSpec *o;
     char *dir;
     ModelConfig cfg;
     Model model;
@@ -129,11 +130,11 @@ static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
     char used[512];
     snprintf(used, sizeof used, "%s", r->have_model ? r->model.path : r->dir);
     if (r->have_model && r->model.gguf) {
-        if (r->o->lowercase == 1)
+        if (r->m.lowercase == 1)
             return av_err(e, "--uncased: %s carries its own tokenizer, which never lower-cases", r->dir);
         rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, e);
     } else {
-        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->o->lowercase, ""};
+        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->m.lowercase, ""};
         rc = tok_load_dir(&r->tok, r->dir, &hint, e);
         snprintf(used, sizeof used, "%s", hint.used);
     }
@@ -145,7 +146,7 @@ static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
 }
 
 static int load_all(Run *r, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     double t0 = av_now_ms();
     char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
     int rc = -1, have_cfg = 0;
@@ -158,11 +159,11 @@ static int load_all(Run *r, AvErr *e) {
         av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
         goto done;
     }
-    if (!av_file_exists(cfgp) && !o->tokens_only && !model_is_gguf(r->dir)) {
+    if (!av_file_exists(cfgp) && !r->m.tokenizer_only && !model_is_gguf(r->dir)) {
         av_err(e, "%s: no config.json in the model folder", r->dir);
         goto done;
     }
-    if (o->tokens_only && !model_is_gguf(r->dir)) {
+    if (r->m.tokenizer_only && !model_is_gguf(r->dir)) {
         /* a tokenizer-only folder (e.g. GPT-2's original encoder.json + vocab.bpe) needs no config */
         if (av_file_exists(cfgp)) {
             if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
@@ -185,9 +186,9 @@ static int load_all(Run *r, AvErr *e) {
     if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
     const char *name = model_display_name(r->dir, r->cfg.is_demo, r->name, sizeof r->name);
     if (name != r->name) snprintf(r->name, sizeof r->name, "%s", name);
-    if (o->heads) {
-        HeadsOptions ho = {o->n_scores ? o->scores : NULL, o->n_scores, o->pattern, o->exclude_bos,
-                           o->exclude_current, o->top_k};
+    if (o->heads.on) {
+        HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
+                           o->heads.exclude_current, o->heads.top_k};
         if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
     }
     rc = 0;
@@ -225,11 +226,11 @@ static const char *human_size(double bytes, char *buf, size_t len) {
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
 static int ensure_buffers(Run *r, int n, AvErr *e) {
     if (n <= r->cap_n) return 0;
-    const CliOptions *o = r->o;
-    const int nl = o->sel_layers ? o->n_sel_layers : r->cfg.num_layers;
-    const int nh = o->sel_heads ? o->n_sel_heads : r->cfg.num_heads;
+    const RunSpec *o = r->o;
+    const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
+    const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
     /* refuse before allocating: a capture grows with the square of the input */
-    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->hidden, nl, nh), limit = o->max_capture;
+    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh), limit = o->capture.max_capture;
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
         char a[32], b[32];
@@ -242,9 +243,9 @@ static int ensure_buffers(Run *r, int n, AvErr *e) {
     model_kv_free(&r->kv);
     r->cap_n = 0;
     if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
-    if (o->generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
-    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->hidden, o->sel_layers, o->n_sel_layers, o->sel_heads,
-                             o->n_sel_heads, e) != 0)
+    if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
+    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
+                             o->sel.n_heads, e) != 0)
         return -1;
     r->cap_n = n;
     return 0;
@@ -252,7 +253,7 @@ static int ensure_buffers(Run *r, int n, AvErr *e) {
 
 static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
                      const char *b) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     memset(d, 0, sizeof *d);
     d->model_name = r->name;
     d->model_dir = r->dir;
@@ -267,18 +268,18 @@ static void fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capt
     d->enc = enc;
     d->cap = cap;
     d->display_tokens = enc->byte_level ? enc->display : NULL;
-    d->layers = o->sel_layers, d->n_sel_layers = o->n_sel_layers;
-    d->heads = o->sel_heads, d->n_sel_heads = o->n_sel_heads;
-    d->init_layer = o->layer >= 0 ? o->layer : out_layer(d, 0);
-    d->init_head = o->head >= 0 ? o->head : out_head(d, 0);
-    d->precision = o->precision;
-    d->with_qk = o->qk;
-    d->pred = o->predict_k && !o->tokens_only ? &r->pred : NULL;
-    d->gen = o->generate_n && !o->tokens_only ? &r->gen : NULL;
+    d->layers = o->sel.layers, d->n_sel_layers = o->sel.n_layers;
+    d->heads = o->sel.heads, d->n_sel_heads = o->sel.n_heads;
+    d->init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(d, 0);
+    d->init_head = o->sel.head >= 0 ? o->sel.head : out_head(d, 0);
+    d->precision = o->output.precision;
+    d->with_qk = o->capture.qk;
+    d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;
+    d->gen = o->predict.generate_n && !o->capture.tokens_only ? &r->gen : NULL;
     d->gen_text = r->gen_text;
     d->tok = r->tok;
-    d->init_view = o->view, d->theme = o->theme;
-    d->init_heads = o->show_heads, d->n_init_heads = o->n_show_heads;
+    d->init_view = o->output.view, d->theme = o->output.theme;
+    d->init_heads = o->sel.show_heads, d->n_init_heads = o->sel.n_show_heads;
 }
 
 /* The positions of a masked model's mask tokens. */
@@ -318,15 +319,15 @@ static int stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
     char *text = NULL;
     AvErr e;
     if (tok_decode(r->tok, ids + n_prompt, n - n_prompt, &text, &e) != 0) return 0;
-    int hit = strstr(text, r->o->stop) != NULL;
+    int hit = strstr(text, r->o->predict.stop) != NULL;
     free(text);
     return hit;
 }
 
 /* --generate: the prompt's tokens continued; enc grows by what was generated. */
 static int generate(Run *r, TokEncoding *enc, AvErr *e) {
-    const CliOptions *o = r->o;
-    int room = cfg_max_tokens(&r->cfg) - enc->n, max_new = o->generate_n;
+    const RunSpec *o = r->o;
+    int room = cfg_max_tokens(&r->cfg) - enc->n, max_new = o->predict.generate_n;
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
                                 cfg_max_tokens(&r->cfg));
     if (max_new > room) {
@@ -339,12 +340,12 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     int *ids = malloc((size_t)total * sizeof *ids), n = 0;
     if (!ids) return av_err(e, "out of memory");
     memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
-    GenOptions go = {.max_new = max_new, .k = o->predict_k ? o->predict_k : 10, .temperature = (float)o->temperature,
-                     .top_p = (float)o->top_p, .seed = o->seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
-                     .stop = o->stop ? stop_at_string : NULL, .stop_ctx = r};
+    GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
+                     .stop = o->predict.stop ? stop_at_string : NULL, .stop_ctx = r};
     int rc = 0;
-    if (o->predict_k) rc = pred_alloc(&r->pred, total, o->predict_k, e);
-    go.all = o->predict_k ? &r->pred : NULL;
+    if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
+    go.all = o->predict.k ? &r->pred : NULL;
     if (rc == 0) rc = gen_run(&r->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
     if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
     if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
@@ -354,19 +355,19 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
 
 /* Tokenizes and (unless tokens-only) runs the model on one input. */
 static int tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     double t0 = av_now_ms();
     int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
-    if (o->max_tokens > 0 && (max_len == 0 || o->max_tokens < max_len)) max_len = o->max_tokens;
+    if (o->capture.max_tokens > 0 && (max_len == 0 || o->capture.max_tokens < max_len)) max_len = o->capture.max_tokens;
     int rc = tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e);
     r->t_tok += av_now_ms() - t0;
     return rc;
 }
 
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     if (tokenize(r, a, b, enc, e) != 0) return -1;
-    if (o->tokens_only) return 0;
+    if (o->capture.tokens_only) return 0;
     double t0;
     pred_free(&r->pred);
     gen_free(&r->gen);
@@ -374,12 +375,12 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
     r->gen_text = NULL;
     t0 = av_now_ms();
     int rc;
-    if (o->generate_n) {
+    if (o->predict.generate_n) {
         rc = generate(r, enc, e);
     } else {
         if (ensure_buffers(r, enc->n, e) != 0) return -1;
-        rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict_k > 0, e);
-        if (rc == 0 && o->predict_k) rc = predict(r, enc, o->predict_k, &r->pred, e);
+        rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
+        if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
     }
     r->t_fwd += av_now_ms() - t0;
     return rc;
@@ -393,7 +394,7 @@ enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NP
 
 static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
 static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
-static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->o->templates_dir, e); }
+static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->o->output.templates_dir, e); }
 static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_attention(f, d, e); }
 static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
 static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
@@ -451,7 +452,7 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
     if (write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const int w = extra[i].what;
-        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->qk) continue;
+        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->capture.qk) continue;
         if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
         if (w == W_NPY_IDS && !d->gen) continue;
         char *p = npy_sibling(path, extra[i].suffix);
@@ -464,49 +465,49 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
 
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
 static int emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     if (o->stats) return stats_add(&r->stats, d, e);
-    if (o->heads) return heads_add(&r->heads, d, e);
-    if (o->out_dir) {
+    if (o->heads.on) return heads_add(&r->heads, d, e);
+    if (o->output.out_dir) {
         char name[64];
         int rc = 0;
         snprintf(name, sizeof name, "%06ld.json", lineno);
-        char *p = av_path_join(o->out_dir, name);
+        char *p = av_path_join(o->output.out_dir, name);
         if (!p) return av_err(e, "out of memory");
-        rc = write_file(r, p, d, o->tokens_only ? W_TOKENS : W_JSON, e);
-        if (rc == 0 && o->out_html) {
+        rc = write_file(r, p, d, o->capture.tokens_only ? W_TOKENS : W_JSON, e);
+        if (rc == 0 && o->output.out_html) {
             strcpy(p + strlen(p) - 5, ".html");
             rc = write_file(r, p, d, W_HTML, e);
         }
-        if (rc == 0 && o->out_npy) {
+        if (rc == 0 && o->output.out_npy) {
             snprintf(name, sizeof name, "%06ld.npy", lineno);
             free(p);
-            p = av_path_join(o->out_dir, name);
+            p = av_path_join(o->output.out_dir, name);
             rc = p ? write_npy_set(r, p, d, e) : av_err(e, "out of memory");
         }
         free(p);
         return rc;
     }
-    if (o->batch_path) return 0;
-    if (o->tokens_only) return write_file(r, o->json_path ? o->json_path : "-", d, W_TOKENS, e);
-    if (o->json_path && write_file(r, o->json_path, d, W_JSON, e) != 0) return -1;
-    if (o->npy_path && write_npy_set(r, o->npy_path, d, e) != 0) return -1;
-    const char *html = o->html_path ? o->html_path : (o->json_path || o->npy_path ? NULL : "attnviz.html");
+    if (o->batch.path) return 0;
+    if (o->capture.tokens_only) return write_file(r, o->output.json_path ? o->output.json_path : "-", d, W_TOKENS, e);
+    if (o->output.json_path && write_file(r, o->output.json_path, d, W_JSON, e) != 0) return -1;
+    if (o->output.npy_path && write_npy_set(r, o->output.npy_path, d, e) != 0) return -1;
+    const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
     if (html && write_file(r, html, d, W_HTML, e) != 0) return -1;
     if (html && !o->quiet) av_info("wrote %s", html);
     return 0;
 }
 
 static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     if (enc->n_truncated <= 0 || o->quiet) return;
     char limit[64];
-    if (o->max_tokens > 0 && o->max_tokens < cfg_max_tokens(&r->cfg))
-        snprintf(limit, sizeof limit, "--max-tokens %d", o->max_tokens);
+    if (o->capture.max_tokens > 0 && o->capture.max_tokens < cfg_max_tokens(&r->cfg))
+        snprintf(limit, sizeof limit, "--max-tokens %d", o->capture.max_tokens);
     else
         snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
-    if (o->batch_path)
-        av_warn("%s:%ld: longer than %s; dropped %d tokens", o->batch_path, lineno, limit,
+    if (o->batch.path)
+        av_warn("%s:%ld: longer than %s; dropped %d tokens", o->batch.path, lineno, limit,
                 enc->n_truncated);
     else
         av_warn("input is longer than %s; dropped %d tokens (longest first)", limit,
@@ -516,18 +517,18 @@ static void warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
 /* Derive the view and write: one input whose capture is filled. */
 static int finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
                         FILE *jsonl, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     XfView view;
-    int derived = !o->tokens_only && (o->no_special || o->words);
-    if (derived && xf_apply(enc, cap, o->no_special, o->words, &view, e) != 0) return -1;
+    int derived = !o->capture.tokens_only && (o->capture.no_special || o->capture.words);
+    if (derived && xf_apply(enc, cap, o->capture.no_special, o->capture.words, &view, e) != 0) return -1;
     OutDoc d;
-    fill_doc(r, &d, derived ? &view.enc : enc, o->tokens_only ? NULL : derived ? &view.cap : cap, a, b);
+    fill_doc(r, &d, derived ? &view.enc : enc, o->capture.tokens_only ? NULL : derived ? &view.cap : cap, a, b);
     double t0 = av_now_ms();
     int rc = emit(r, &d, lineno, e);
-    if (rc == 0 && jsonl && !o->stats && !o->heads && !o->out_dir) {
-        rc = o->tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
+    if (rc == 0 && jsonl && !o->stats && !o->heads.on && !o->output.out_dir) {
+        rc = o->capture.tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
         if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
-        if (rc != 0) av_err_prefix(e, "%s", o->json_path ? o->json_path : "stdout");
+        if (rc != 0) av_err_prefix(e, "%s", o->output.json_path ? o->output.json_path : "stdout");
     }
     r->t_write += av_now_ms() - t0;
     if (derived) xf_free(&view);
@@ -546,25 +547,25 @@ static int handle_input(Run *r, const char *a, const char *b, long lineno, FILE 
 
 /* Statistics once all inputs are in: a table, or JSON with --json. */
 static int finish_stats(Run *r, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     OutDoc d;
     TokEncoding none = {0};
     fill_doc(r, &d, &none, NULL, NULL, NULL);
-    if (o->json_path) return write_file(r, o->json_path, &d, W_STATS_JSON, e);
+    if (o->output.json_path) return write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
     return stats_write_table(stdout, &r->stats, &d, e);
 }
 
 /* attnviz heads once the inputs are in: the induction score's random repeated
  * sequences (ids, not text: they are drawn from the vocabulary), then the table or JSON. */
 static int finish_heads(Run *r, AvErr *e) {
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     HeadScores *hs = &r->heads;
     if (hs->want[HS_INDUCTION]) {
         int vocab = r->cfg.vocab_size;
-        if (heads_make_induction(hs, r->tok, vocab, o->seed, o->induction_seqs, o->induction_len, e) != 0) return -1;
+        if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
         const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
         if (in->n_ids > cfg_max_tokens(&r->cfg))
-            return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->induction_len,
+            return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->heads.induction_len,
                           in->n_ids, cfg_max_tokens(&r->cfg));
         for (int s = 0; s < in->sequences; s++) {
             TokEncoding enc = {0};
@@ -582,11 +583,11 @@ static int finish_heads(Run *r, AvErr *e) {
             if (rc != 0) return -1;
         }
     }
-    if (o->json_path) {
+    if (o->output.json_path) {
         OutDoc d;
         TokEncoding none = {0};
         fill_doc(r, &d, &none, NULL, NULL, NULL);
-        return write_file(r, o->json_path, &d, W_HEADS_JSON, e);
+        return write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
     }
     return heads_write_table(stdout, hs, e);
 }
@@ -594,7 +595,7 @@ static int finish_heads(Run *r, AvErr *e) {
 static int run_single(Run *r, AvErr *e) {
     if (handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return -1;
     if (r->o->stats && finish_stats(r, e) != 0) return -1;
-    if (r->o->heads && finish_heads(r, e) != 0) return -1;
+    if (r->o->heads.on && finish_heads(r, e) != 0) return -1;
     return 0;
 }
 
@@ -664,11 +665,11 @@ typedef struct {
 
 /* A line that failed: counted and reported; 1 when the batch must stop. */
 static int line_failed(BatchState *bs, long lineno, const char *msg) {
-    const CliOptions *o = bs->r->o;
+    const RunSpec *o = bs->r->o;
     bs->failed++;
-    av_note(AV_NOTE_ERROR, "%s:%ld: %s%s", bs->name, lineno, msg, o->strict ? "" : "; skipped");
+    av_note(AV_NOTE_ERROR, "%s:%ld: %s%s", bs->name, lineno, msg, o->batch.strict ? "" : "; skipped");
     /* an output error is not the line's fault: stop */
-    if (o->strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
+    if (o->batch.strict || strstr(msg, "write error") || strstr(msg, "cannot write")) bs->stop = 1;
     return bs->stop;
 }
 
@@ -690,7 +691,7 @@ static void pack_free(Pack *p) {
 /* Runs the waiting inputs in one pass, then writes each in order. */
 static void pack_flush(BatchState *bs, Pack *p) {
     Run *r = bs->r;
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     if (!p->n) return;
     AvErr e;
     int rc = ensure_buffers(r, p->tokens, &e);
@@ -703,8 +704,8 @@ static void pack_flush(BatchState *bs, Pack *p) {
         if (p->cap_n[g] < lens[g]) {
             model_capture_free(&p->cap[g]);
             p->cap_n[g] = 0;
-            rc = model_capture_select(&p->cap[g], &r->cfg, lens[g], 1, o->hidden, o->sel_layers, o->n_sel_layers,
-                                      o->sel_heads, o->n_sel_heads, &e);
+            rc = model_capture_select(&p->cap[g], &r->cfg, lens[g], 1, o->capture.hidden, o->sel.layers, o->sel.n_layers,
+                                      o->sel.heads, o->sel.n_heads, &e);
             if (rc == 0) p->cap_n[g] = lens[g];
         }
         caps[g] = &p->cap[g];
@@ -730,9 +731,9 @@ static void pack_flush(BatchState *bs, Pack *p) {
 /* One batch line: packed with others when short enough, else run alone. */
 static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     Run *r = bs->r;
-    const CliOptions *o = r->o;
+    const RunSpec *o = r->o;
     AvErr le;
-    const int packing = o->pack_tokens > 0 && !o->tokens_only && !o->predict_k && !o->generate_n;
+    const int packing = o->batch.pack_tokens > 0 && !o->capture.tokens_only && !o->predict.k && !o->predict.generate_n;
     if (!packing) {
         if (handle_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
         else bs->done++;
@@ -744,7 +745,7 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         line_failed(bs, lineno, le.msg);
         return;
     }
-    if (enc.n > o->pack_tokens) { /* long: alone, after what waits (output stays in input order) */
+    if (enc.n > o->batch.pack_tokens) { /* long: alone, after what waits (output stays in input order) */
         pack_flush(bs, p);
         if (bs->stop) {
             tok_encoding_free(&enc);
@@ -761,7 +762,7 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         tok_encoding_free(&enc);
         return;
     }
-    if (p->n == PACK_MAX_INPUTS || p->tokens + enc.n > o->pack_tokens) pack_flush(bs, p);
+    if (p->n == PACK_MAX_INPUTS || p->tokens + enc.n > o->batch.pack_tokens) pack_flush(bs, p);
     if (bs->stop) {
         tok_encoding_free(&enc);
         return;
@@ -832,26 +833,26 @@ static FILE *open_batch(const char *path, AvErr *e) {
 }
 
 static int run_batch(Run *r, AvErr *e) {
-    const CliOptions *o = r->o;
-    FILE *in = open_batch(o->batch_path, e);
+    const RunSpec *o = r->o;
+    FILE *in = open_batch(o->batch.path, e);
     if (!in) return -1;
-    BatchState bs = {r, strcmp(o->batch_path, "-") ? o->batch_path : "stdin", NULL, 0, 0, 0,
+    BatchState bs = {r, strcmp(o->batch.path, "-") ? o->batch.path : "stdin", NULL, 0, 0, 0,
                      !o->quiet && av_progress_wanted()};
     long total = bs.show ? count_lines(in) : -1;
     AvOut out = {0};
-    int streaming = !o->stats && !o->heads && !o->out_dir;
+    int streaming = !o->stats && !o->heads.on && !o->output.out_dir;
     Pack *pack = calloc(1, sizeof *pack);
-    if (pack && o->pack_tokens > 0) {
-        pack->ids = malloc((size_t)o->pack_tokens * sizeof *pack->ids);
-        pack->types = malloc((size_t)o->pack_tokens * sizeof *pack->types);
+    if (pack && o->batch.pack_tokens > 0) {
+        pack->ids = malloc((size_t)o->batch.pack_tokens * sizeof *pack->ids);
+        pack->types = malloc((size_t)o->batch.pack_tokens * sizeof *pack->types);
     }
-    if (!pack || (o->pack_tokens > 0 && (!pack->ids || !pack->types))) {
+    if (!pack || (o->batch.pack_tokens > 0 && (!pack->ids || !pack->types))) {
         if (pack) pack_free(pack);
         free(pack);
         if (in != stdin) fclose(in);
         return av_err(e, "out of memory");
     }
-    if (streaming && av_out_open(&out, o->json_path ? o->json_path : "-", e) != 0) {
+    if (streaming && av_out_open(&out, o->output.json_path ? o->output.json_path : "-", e) != 0) {
         pack_free(pack);
         free(pack);
         if (in != stdin) fclose(in);
@@ -903,7 +904,7 @@ static int run_batch(Run *r, AvErr *e) {
     }
     if (streaming && av_out_commit(&out, e) != 0) return -1;
     if (o->stats && finish_stats(r, e) != 0) return -1;
-    if (o->heads && finish_heads(r, e) != 0) return -1;
+    if (o->heads.on && finish_heads(r, e) != 0) return -1;
     if (bs.failed) return av_err(e, "%ld of %ld lines failed", bs.failed, lineno);
     if (!o->quiet) av_info("%ld inputs processed", bs.done);
     return 0;
@@ -911,12 +912,13 @@ static int run_batch(Run *r, AvErr *e) {
 
 /* ---------------------------------------------------------------- the API */
 
-int pipeline_open(Pipeline **out, const CliOptions *o, const char **dir, const char **why, AvErr *e) {
+int pipeline_open(Pipeline **out, const ModelSpec *m, const RunSpec *o, const char **dir, const char **why, AvErr *e) {
     Run *r = calloc(1, sizeof *r);
     *out = r;
     if (!r) return av_err(e, "out of memory");
+    r->m = *m;
     r->o = o;
-    r->dir = resolve_model(o, why);
+    r->dir = resolve_model(m, why);
     *dir = r->dir;
     if (!r->dir)
         return av_err(e, "no model found: pass --model DIR, set $ATTNVIZ_MODEL, run `make weights` for "
@@ -933,11 +935,11 @@ const char *pipeline_head_missing(const Pipeline *p) {
                          : "no masked-LM head weights (a base model checkpoint: use its ...ForMaskedLM one)";
 }
 
-int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch_path ? run_batch(p, e) : run_single(p, e); }
+int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch.path ? run_batch(p, e) : run_single(p, e); }
 
-void pipeline_close(Pipeline *p, int profile) {
+void pipeline_close(Pipeline *p) {
     if (!p) return;
-    if (profile)
+    if (p->o->profile)
         av_note(AV_NOTE_PROFILE, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f kernel=%s", p->t_load,
                 p->t_tok, p->t_fwd, p->t_write, gemm_kernel());
     run_free(p);
@@ -952,15 +954,15 @@ static int in_ints(int x, const int *v, int n) {
     return 0;
 }
 
-int pipeline_render(const CliOptions *o, AvErr *e) {
+int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
     Rendered rd;
-    if (render_load(&rd, o->render_input, o->render_meta, e) != 0) return -1;
+    if (render_load(&rd, rs->input, rs->meta, e) != 0) return -1;
     int rc = -1;
     const int H = rd.cfg.num_heads;
     CapStack stacks[3];
     int n_stacks = 0;
     if (rd.enc_dec) {
-        if (o->npy_path) {
+        if (o->output.npy_path) {
             av_err_usage(e, "--npy: encoder-decoder attention goes to --json and the page");
             goto done;
         }
@@ -971,22 +973,22 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
                 stacks[n_stacks++] = (CapStack){names[k], k == 2 ? src[k]->cross : src[k]->cap.attn, src[k]->n_rows,
                                                 src[k]->n_cols, k >= 1, k == 1, k == 1};
     }
-    if (o->layer >= 0 && !in_ints(o->layer, rd.layers, rd.n_layers)) {
-        av_err_usage(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->layer, rd.n_layers,
+    if (o->sel.layer >= 0 && !in_ints(o->sel.layer, rd.layers, rd.n_layers)) {
+        av_err_usage(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->sel.layer, rd.n_layers,
                rd.layers[rd.n_layers - 1]);
         goto done;
     }
     /* the layer was checked against the given ones (not a count from 0); render takes no --layers/--heads */
-    const Selection sel = {-1, o->head, NULL, 0, NULL, 0, o->show_heads, o->n_show_heads};
+    const Selection sel = {-1, o->sel.head, NULL, 0, NULL, 0, o->sel.show_heads, o->sel.n_show_heads};
     if (sel_check(&sel, INT_MAX, H, "attention", e) != 0) goto done;
-    if (o->qk && (rd.enc_dec || !rd.self.cap.q)) {
-        av_err_usage(e, "--qk: %s holds no 'queries' and 'keys'", o->render_input);
+    if (o->capture.qk && (rd.enc_dec || !rd.self.cap.q)) {
+        av_err_usage(e, "--qk: %s holds no 'queries' and 'keys'", rs->input);
         goto done;
     }
     OutDoc d;
     memset(&d, 0, sizeof d);
     d.model_name = rd.model_name;
-    d.model_dir = o->render_input;
+    d.model_dir = rs->input;
     d.cfg = &rd.cfg;
     d.dtype = NULL; /* whatever the arrays were, they are probabilities now */
     d.text_a = rd.text;
@@ -1001,12 +1003,12 @@ int pipeline_render(const CliOptions *o, AvErr *e) {
     }
     d.display_tokens = rd.tokens.byte_level ? rd.tokens.display : NULL;
     d.layers = rd.layers, d.n_sel_layers = rd.n_layers;
-    d.init_layer = o->layer >= 0 ? o->layer : rd.layers[0];
-    d.init_head = o->head >= 0 ? o->head : 0;
-    d.precision = o->precision;
-    d.with_qk = o->qk;
-    d.init_view = o->view, d.theme = o->theme;
-    d.init_heads = o->show_heads, d.n_init_heads = o->n_show_heads;
+    d.init_layer = o->sel.layer >= 0 ? o->sel.layer : rd.layers[0];
+    d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
+    d.precision = o->output.precision;
+    d.with_qk = o->capture.qk;
+    d.init_view = o->output.view, d.theme = o->output.theme;
+    d.init_heads = o->sel.show_heads, d.n_init_heads = o->sel.n_show_heads;
     Run run;
     memset(&run, 0, sizeof run);
     run.o = o;
@@ -1092,8 +1094,8 @@ static int tokens_differ(const Run *a, const TokEncoding *ea, const Run *b, cons
                   a->dir, b->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
 }
 
-int pipeline_diff(const CliOptions *o, AvErr *e) {
-    CliOptions ob = *o;
+int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e) {
+    ModelSpec mb = *m;
     Run *ra = NULL, *rb = NULL;
     const char *dir = NULL, *why = "";
     TokEncoding ea = {0}, eb = {0};
@@ -1102,11 +1104,11 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     double *jsd = NULL;
     char name_a[256], name_b[256];
     int rc = -1;
-    if (pipeline_open(&ra, o, &dir, &why, e) != 0) goto done;
+    if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
     if (!o->quiet) av_info("model A %s (%s)", dir, why);
-    if (o->model_b) {
-        ob.model_dir = o->model_b;
-        if (pipeline_open(&rb, &ob, &dir, &why, e) != 0) goto done;
+    if (ds->model_b) {
+        mb.path = ds->model_b;
+        if (pipeline_open(&rb, &mb, o, &dir, &why, e) != 0) goto done;
         if (!o->quiet) av_info("model B %s (%s)", dir, why);
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
@@ -1115,9 +1117,7 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
         }
     }
     Run *rB = rb ? rb : ra;
-    const Selection sel = {o->layer, o->head, o->sel_layers, o->n_sel_layers, o->sel_heads, o->n_sel_heads,
-                           o->show_heads, o->n_show_heads};
-    if (sel_check(&sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
+    if (sel_check(&o->sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
     const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
     if (tokenize(ra, ta, NULL, &ea, e) != 0 || tokenize(rB, tb, NULL, &eb, e) != 0) goto done;
     if (rb && (ea.n != eb.n || memcmp(ea.ids, eb.ids, sizeof *ea.ids * (size_t)ea.n))) {
@@ -1149,20 +1149,20 @@ int pipeline_diff(const CliOptions *o, AvErr *e) {
     if (diff_divergence(&da, &db, &al, jsd, e) != 0) goto done;
     const struct OutDiff df = {&db, rb != NULL, al.a_to_b, al.b_to_a, al.n_pairs, jsd};
     da.diff = &df;
-    if (o->layer < 0 && o->head < 0) { /* the page opens on the most divergent head */
+    if (o->sel.layer < 0 && o->sel.head < 0) { /* the page opens on the most divergent head */
         int best = 0;
         for (int i = 1; i < nl * nh; i++)
             if (jsd[i] > jsd[best]) best = i;
         da.init_layer = out_layer(&da, best / nh), da.init_head = out_head(&da, best % nh);
     }
-    if (!o->view) da.init_view = "diff";
-    if (o->json_path && diff_out(o->json_path, diff_json, &da, NULL, e) != 0) goto done;
-    const char *html = o->html_path ? o->html_path : o->json_path ? NULL : "attnviz-diff.html";
-    if (html && diff_out(html, diff_page, &da, o->templates_dir, e) != 0) goto done;
+    if (!o->output.view) da.init_view = "diff";
+    if (o->output.json_path && diff_out(o->output.json_path, diff_json, &da, NULL, e) != 0) goto done;
+    const char *html = o->output.html_path ? o->output.html_path : o->output.json_path ? NULL : "attnviz-diff.html";
+    if (html && diff_out(html, diff_page, &da, o->output.templates_dir, e) != 0) goto done;
     if (html && !o->quiet) av_info("wrote %s", html);
     ra->t_write += av_now_ms() - t0;
-    const int to_stdout = (o->json_path && !strcmp(o->json_path, "-")) || (html && !strcmp(html, "-"));
-    if (!to_stdout && (diff_write_table(stdout, &da, o->diff_top ? o->diff_top : 10, e) != 0 || fflush(stdout) != 0)) {
+    const int to_stdout = (o->output.json_path && !strcmp(o->output.json_path, "-")) || (html && !strcmp(html, "-"));
+    if (!to_stdout && (diff_write_table(stdout, &da, ds->top ? ds->top : 10, e) != 0 || fflush(stdout) != 0)) {
         if (!e->msg[0]) av_err(e, "stdout: write error");
         goto done;
     }
@@ -1174,7 +1174,7 @@ done:
     model_capture_free(&cb);
     tok_encoding_free(&ea);
     tok_encoding_free(&eb);
-    pipeline_close(ra, o->profile);
-    pipeline_close(rb, o->profile);
+    pipeline_close(ra);
+    pipeline_close(rb);
     return rc;
 }

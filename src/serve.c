@@ -457,7 +457,7 @@ static int is_loopback(const struct sockaddr_storage *ss) {
     return IN6_IS_ADDR_LOOPBACK(a);
 }
 
-static char *live_json(const Server *sv, const CliOptions *o) {
+static char *live_json(const Server *sv, const ServeSpec *o) {
     char *s = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&s, &n);
@@ -466,10 +466,10 @@ static char *live_json(const Server *sv, const CliOptions *o) {
     const char *models = strchr(sv->models_json, '[');
     fwrite(models, 1, strlen(models) - 1, f); /* the array inside {"models":[...]} */
     fputs(",\"text\":", f);
-    if (o->text_a) json_write_string(f, o->text_a);
+    if (o->page.text_a) json_write_string(f, o->page.text_a);
     else fputs("null", f);
     fputs(",\"text_b\":", f);
-    if (o->text_b) json_write_string(f, o->text_b);
+    if (o->page.text_b) json_write_string(f, o->page.text_b);
     else fputs("null", f);
     fputc('}', f);
     if (fclose(f) != 0) {
@@ -500,7 +500,7 @@ static void on_stop(int sig) {
     (void)k;
 }
 
-int serve_run(const CliOptions *o, AvErr *e) {
+int serve_run(const ServeSpec *o, AvErr *e) {
     Server sv;
     memset(&sv, 0, sizeof sv);
     int rc = -1;
@@ -542,18 +542,12 @@ int serve_run(const CliOptions *o, AvErr *e) {
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     mallopt(M_ARENA_MAX, 2);
 
-    const CliOptions *models[16];
-    CliOptions per[16];
-    int nm = o->n_serve_models ? o->n_serve_models : 1;
-    for (int i = 0; i < nm; i++) {
-        per[i] = *o;
-        per[i].model_dir = o->n_serve_models ? o->serve_models[i] : o->model_dir;
-        per[i].text_a = per[i].text_b = NULL;
-        models[i] = &per[i];
-    }
+    /* no --model: the one the CLI would find (path NULL) */
+    ModelSpec models[16];
+    const int nm = o->n_models ? o->n_models : 1;
+    for (int i = 0; i < nm; i++) models[i] = (ModelSpec){o->n_models ? o->models[i] : NULL, o->lowercase, 0};
     LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64};
-    model_set_threads(o->threads);
-    if (live_open(&sv.lv, models, nm, &lim, e) != 0) goto out;
+    if (live_open(&sv.lv, models, nm, &o->page, &lim, e) != 0) goto out;
     if (!(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
         av_err(e, "out of memory");
         goto out;
@@ -563,7 +557,7 @@ int serve_run(const CliOptions *o, AvErr *e) {
         av_err(e, "out of memory");
         goto out;
     }
-    int prc = html_write_live(f, lj, o->templates_dir, e);
+    int prc = html_write_live(f, lj, o->page.output.templates_dir, e);
     if (fclose(f) != 0 || prc != 0) {
         if (!prc) av_err(e, "out of memory");
         goto out;
@@ -610,14 +604,14 @@ int serve_run(const CliOptions *o, AvErr *e) {
     snprintf(url, sizeof url, "http://%s/?token=%s", shown, sv.token);
     printf("%s\n", url);
     fflush(stdout);
-    if (!o->quiet)
+    if (!o->page.quiet)
         av_info("serving %d model%s at the URL above; Ctrl-C stops", nm, nm > 1 ? "s" : "");
     if (o->open_browser) open_browser(url);
 
     unsigned char sig = 0;
     while (read(stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
-    if (!o->quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!o->page.quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 0;
 out:
     if (d) MHD_stop_daemon(d);

@@ -1,0 +1,109 @@
+/* settings.h — what a command was asked to do, as typed settings: cli.c
+ * fills them from argv; the library (pipeline, serve, live) reads only these,
+ * never the command line's own struct. */
+#ifndef ATTNVIZ_SETTINGS_H
+#define ATTNVIZ_SETTINGS_H
+
+#include "selection.h"
+
+/* Batch lines share forward passes up to this many tokens unless --pack-tokens
+ * says otherwise: past it the pass is long enough that sharing gains little. */
+#define CLI_PACK_TOKENS 256
+
+/* Which model, and how to read it. */
+typedef struct {
+    const char *path;   /* --model DIR|FILE; NULL: $ATTNVIZ_MODEL, bundled weights, the demo */
+    int lowercase;      /* -1 = infer, 0 = --cased, 1 = --uncased */
+    int tokenizer_only; /* --tokens-only: no weights needed */
+} ModelSpec;
+
+/* What a forward pass keeps, and the view derived from it. */
+typedef struct {
+    int qk, hidden;     /* --qk, --hidden */
+    int no_special, words;
+    int tokens_only;    /* tokenize only, no pass */
+    int max_tokens;     /* --max-tokens: 0 = the model's limit */
+    double max_capture; /* --max-capture in bytes: 0 = half of physical RAM */
+} CaptureSpec;
+
+/* --predict and --generate. */
+typedef struct {
+    int k;                  /* --predict K: top-K at every position (causal) or mask (masked); 0 = off */
+    int generate_n;         /* --generate N: continue by up to N tokens; 0 = off */
+    double temperature;     /* 0 = greedy */
+    double top_p;           /* 1 = off */
+    unsigned long long seed;
+    const char *stop;       /* --stop STRING, or NULL */
+} PredictSpec;
+
+/* Where the outputs go and how the page opens. */
+typedef struct {
+    const char *json_path;     /* --json ("-" = stdout) */
+    const char *html_path;     /* --html */
+    const char *npy_path;      /* --npy FILE */
+    const char *out_dir;       /* --out-dir: one file per input line */
+    int out_html, out_npy;     /* with --out-dir: --html / --npy as flags */
+    int precision;             /* significant digits of JSON floats */
+    const char *templates_dir; /* --templates */
+    const char *view, *theme;  /* the page's first view and theme */
+} OutputSpec;
+
+/* --batch. */
+typedef struct {
+    const char *path; /* "-" = stdin; NULL: one input */
+    int strict;
+    int pack_tokens;  /* batch inputs share a pass up to this many tokens; 0 = one by one */
+} BatchSpec;
+
+/* attnviz heads: scores per head over the inputs (heads.h). */
+typedef struct {
+    int on;
+    int scores[16], n_scores; /* HS_* (none: all) */
+    int top_k;
+    const char *pattern;      /* --pattern FILE|RULE */
+    int exclude_bos, exclude_current;
+    int induction_seqs, induction_len;
+} HeadsSpec;
+
+/* One run over one input or a batch: everything the pipeline reads. */
+typedef struct {
+    const char *text_a, *text_b;
+    Selection sel;
+    CaptureSpec capture;
+    PredictSpec predict;
+    OutputSpec output;
+    BatchSpec batch;
+    HeadsSpec heads;
+    int stats;   /* --stats: statistics instead of maps */
+    int quiet;   /* no notes or warnings */
+    int profile; /* report per-phase times (AV_NOTE_PROFILE) */
+} RunSpec;
+
+/* attnviz render INPUT: attention computed elsewhere. */
+typedef struct {
+    const char *input;
+    const char *meta; /* --meta FILE */
+} RenderSpec;
+
+/* attnviz diff: two texts on one model, or one text on two. */
+typedef struct {
+    const char *model_b; /* the second --model, or NULL */
+    int top;             /* --top N: heads in the table (0: 10) */
+} DiffSpec;
+
+/* attnviz serve. */
+typedef struct {
+    const char *const *models; /* --model, repeated (NULL: the default model) */
+    int n_models;
+    int lowercase;             /* as ModelSpec's, for every model */
+    RunSpec page;              /* the page's settings and first input (text_a, text_b) */
+    int port;                  /* 0 = any free port */
+    const char *host;          /* numeric address (default 127.0.0.1) */
+    int open_browser;
+    double cache_mb;           /* captures kept, in MB */
+    double timeout_s;          /* longest wait for the model, seconds */
+    int idle_s;                /* a connection silent this long is closed */
+    int max_queue;             /* forward passes waiting or running (then 503) */
+} ServeSpec;
+
+#endif
