@@ -12,6 +12,14 @@
 
 struct OutDiff;
 
+/* Ids spelled out before the writers run, so that no writer needs the
+ * tokenizer: token[i] as the vocabulary spells id i of some list, display[i]
+ * as the page shows it ("" when the vocabulary has no such id). */
+typedef struct {
+    const char **token, **display;
+    int n;
+} OutSpelling;
+
 typedef struct {
     const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
     const char *model_dir;
@@ -36,7 +44,8 @@ typedef struct {
     const CapPredictions *pred;    /* --predict, or NULL */
     const CapGeneration *gen;      /* --generate, or NULL: tokens [gen->n_prompt, enc->n) were generated */
     const char *gen_text;          /* the generated continuation, decoded */
-    const Tokenizer *tok;          /* spells predicted ids */
+    const OutSpelling *pred_words; /* (pred->n * pred->k) the predicted ids spelled, or NULL */
+    const OutSpelling *gen_words;  /* (gen->steps.n * gen->steps.k) the generation's top ids spelled, or NULL */
     const char *init_view;         /* the page's first view ("head", "model", ...), or NULL */
     const char *theme;             /* "light", "dark", or NULL: the reader's preference */
     const int *init_heads;         /* heads shown at first (n_init_heads), or NULL: init_head's rule */

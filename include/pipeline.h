@@ -37,9 +37,14 @@ int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *en
 /* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
  * k > 0 also the top-k predictions (every position, or the masks) into pred. */
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
-/* The document the writers read for that input (valid while its parts live). */
+/* The document the writers read for that input (valid while its parts live);
+ * pred_words: pred's ids spelled (pipeline_spell). */
 void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
-                  const char *a, const char *b);
+                  const OutSpelling *pred_words, const char *a, const char *b);
+/* n ids as the model's vocabulary spells them, into w (replacing what it held;
+ * the strings are the tokenizer's: valid while p lives). */
+int pipeline_spell(const Pipeline *p, const int *ids, int n, OutSpelling *w, AvErr *e);
+void pipeline_spelling_free(OutSpelling *w);
 /* attnviz diff: two texts on one model (m) or one text on two (m and ds->model_b), run
  * through the same loading and tokenizing, compared (diff.h) and written: the
  * table on stdout, --json, the page. 0 or -1 (a usage error for a selection

@@ -295,11 +295,14 @@ static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), con
  * metadata so that both use one set of key names. Optional members are left
  * out rather than null. page: the copy that goes into a shareable file, so
  * without model_dir (a path on this machine). */
-/* [{"token", "display", "id", "prob"}, ...] for k ids and probabilities. */
-static void write_top(Sink *s, const OutDoc *d, const int *ids, const float *probs, int k) {
+/* [{"token", "display", "id", "prob"}, ...] for k ids and probabilities; w spells
+ * them from index at on (NULL: unspelled, ""). */
+static void write_top(Sink *s, const OutDoc *d, const int *ids, const float *probs, int k, const OutSpelling *w,
+                      size_t at) {
     sink_put(s, "[", 1);
     for (int j = 0; j < k; j++) {
-        const char *sp = d->tok ? tok_id_to_token(d->tok, ids[j]) : NULL, *dp = d->tok ? tok_id_display(d->tok, ids[j]) : NULL;
+        const int ok = w && at + (size_t)j < (size_t)w->n;
+        const char *sp = ok ? w->token[at + j] : NULL, *dp = ok ? w->display[at + j] : NULL;
         sink_str(s, j ? ",{\"token\":" : "{\"token\":");
         sink_json_string(s, sp ? sp : "");
         sink_str(s, ",\"display\":");
@@ -322,7 +325,8 @@ static void write_predictions(Sink *s, const OutDoc *d) {
             sink_str(s, i ? ",{\"position\":" : "{\"position\":");
             sink_int(s, p->position[i]);
             sink_str(s, ",\"top\":");
-            write_top(s, d, p->ids + (size_t)i * p->k, p->probs + (size_t)i * p->k, p->k);
+            write_top(s, d, p->ids + (size_t)i * p->k, p->probs + (size_t)i * p->k, p->k, d->pred_words,
+                      (size_t)i * p->k);
             sink_put(s, "}", 1);
         }
         sink_put(s, "]", 1);
@@ -362,7 +366,8 @@ static void write_predictions(Sink *s, const OutDoc *d) {
         sink_str(s, ",\"prob\":");
         sink_float(s, g->chosen_prob[i], d->precision);
         sink_str(s, ",\"top\":");
-        write_top(s, d, g->steps.ids + (size_t)i * g->steps.k, g->steps.probs + (size_t)i * g->steps.k, g->steps.k);
+        write_top(s, d, g->steps.ids + (size_t)i * g->steps.k, g->steps.probs + (size_t)i * g->steps.k, g->steps.k,
+                  d->gen_words, (size_t)i * g->steps.k);
         sink_put(s, "}", 1);
     }
     sink_str(s, "]}");

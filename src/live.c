@@ -136,7 +136,7 @@ char *live_models_json(const Live *lv) {
         const ModelConfig *c = model_cfg(lv, i);
         OutDoc d;
         TokEncoding none = {0};
-        pipeline_doc(lv->m[i].p, &d, &none, NULL, NULL, NULL, NULL);
+        pipeline_doc(lv->m[i].p, &d, &none, NULL, NULL, NULL, NULL, NULL);
         fprintf(b.f, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
         json_write_string(b.f, d.model_name);
         fputs(",\"family\":", b.f);
@@ -265,10 +265,13 @@ static void end_turn(Live *lv, int m) {
 static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictions *pred, AvErr *e) {
     const LiveModel *lm = &lv->m[r->model];
     OutDoc d;
-    pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, r->a, r->b); /* as the CLI: none unless asked */
+    OutSpelling words = {0};
+    if (r->k > 0 && pred && pipeline_spell(lm->p, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
+    pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
     Buf b;
-    if (buf_open(&b)) return av_err(e, "out of memory");
+    if (buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
+    pipeline_spelling_free(&words);
     if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
     if (buf_open(&b)) return av_err(e, "out of memory");
     fputc('[', b.f);
@@ -503,11 +506,13 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
     LiveModel *lm = &lv->m[r->model];
     Capture cap;
     CapPredictions pred = {0};
+    OutSpelling words = {0};
     st = LIVE_FAILED;
     if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
-        if (pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0) {
+        if (pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0 &&
+            (!r->k || pipeline_spell(lm->p, pred.ids, pred.n * pred.k, &words, e) == 0)) {
             OutDoc d;
-            pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, r->a, r->b);
+            pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
             d.layers = layers, d.n_sel_layers = n_layers;
             d.heads = NULL, d.n_sel_heads = 0;
             d.init_layer = layers ? layers[0] : 0;
@@ -528,6 +533,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
     }
     end_turn(lv, r->model);
     pred_free(&pred);
+    pipeline_spelling_free(&words);
     live_release(lv, r);
     return st;
 }

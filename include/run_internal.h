@@ -1,0 +1,76 @@
+/* run_internal.h — what the pieces of one run share (session.c, run.c,
+ * batch.c, route.c and the render/diff commands): the run's state and the
+ * steps they call on it. Not a public contract: pipeline.h is. */
+#ifndef ATTNVIZ_RUN_INTERNAL_H
+#define ATTNVIZ_RUN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "config.h"
+#include "err.h"
+#include "generate.h"
+#include "heads.h"
+#include "model.h"
+#include "output.h"
+#include "pipeline.h"
+#include "predict.h"
+#include "settings.h"
+#include "stats.h"
+#include "tokenizer.h"
+
+struct Pipeline {
+    ModelSpec m;
+    const RunSpec *o;
+    char *dir;
+    ModelConfig cfg;
+    Model model;
+    int have_model;
+    Tokenizer *tok;
+    char **patterns, **descriptions;
+    RunState rs;
+    Capture cap;
+    int cap_n;           /* tokens the capture and run state hold */
+    KvCache kv;          /* with --generate, cap_n tokens */
+    CapPredictions pred; /* --predict: this input's */
+    CapGeneration gen;   /* --generate: this input's */
+    OutSpelling pred_words, gen_words; /* their ids spelled for the writers */
+    char *gen_text;      /* the generated continuation, decoded */
+    HeadStats stats;     /* with --stats */
+    char name[256];      /* the model's display name */
+    HeadScores heads;    /* attnviz heads */
+    double t_load, t_tok, t_fwd, t_write;
+};
+typedef struct Pipeline Run;
+
+/* session.c: the name a page shows for the model in dir (its folder's name; the demo's own). */
+const char *run_display_name(const char *dir, int is_demo, char *name, size_t len);
+
+/* run.c: the steps of one input */
+int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* Grows the run state and capture to hold n tokens (refused past --max-capture). */
+int run_ensure_buffers(Run *r, int n, AvErr *e);
+/* The document the writers read for one input (what the RunSpec selects). */
+void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a, const char *b);
+/* The truncation warning (lineno > 0: a batch line). */
+void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);
+/* Derives the view of a filled capture and writes it (jsonl: the batch's stream, or NULL). */
+int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+                     FILE *jsonl, AvErr *e);
+/* Tokenize, run, derive, write: one input. */
+int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e);
+/* --stats and heads once every input is in. */
+int run_finish_stats(Run *r, AvErr *e);
+int run_finish_heads(Run *r, AvErr *e);
+
+/* batch.c: every line of --batch. */
+int run_batch(Run *r, AvErr *e);
+
+/* route.c: the writers, one row each in a table, and where each input's outputs go. */
+enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
+       W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON };
+/* Writes one output atomically (temporary file renamed into place). */
+int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e);
+/* The outputs for one input: everything but the batch's JSON Lines stream. */
+int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e);
+
+#endif

@@ -1,0 +1,142 @@
+/* cmd_diff.c — attnviz diff: two texts on one model or one text on two,
+ * through the same loading and tokenizing as a run, compared (diff.h) and
+ * written: the table on stdout, --json, the page. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "report.h"
+#include "run_internal.h"
+#include "selection.h"
+#include "util.h"
+
+/* Runs tokens already in enc; the capture is handed over to cap (the run
+ * allocates a new one next time). */
+static int run_owned(Run *r, const TokEncoding *enc, Capture *cap, AvErr *e) {
+    if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
+    double t0 = av_now_ms();
+    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    r->t_fwd += av_now_ms() - t0;
+    if (rc != 0) return -1;
+    *cap = r->cap;
+    memset(&r->cap, 0, sizeof r->cap);
+    r->cap_n = 0;
+    return 0;
+}
+
+typedef int (*DiffWriter)(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
+static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
+    (void)dir;
+    if (diff_write_json(f, d, e) != 0) return -1;
+    return fputc('\n', f) == EOF ? av_err_errno(e, "write error") : 0;
+}
+static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
+
+static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char *dir, AvErr *e) {
+    AvOut out;
+    if (av_out_open(&out, path, e) != 0) return -1;
+    if (w(out.fp, d, dir, e) != 0) {
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return -1;
+    }
+    return av_out_commit(&out, e);
+}
+
+/* The first token where two models' tokenizations differ, in one line. */
+static int tokens_differ(const Run *a, const TokEncoding *ea, const Run *b, const TokEncoding *eb, AvErr *e) {
+    int i = 0;
+    while (i < ea->n && i < eb->n && ea->ids[i] == eb->ids[i]) i++;
+    char ta[80], tb[80];
+    snprintf(ta, sizeof ta, "%s", i < ea->n ? ea->tokens[i] : "(end)");
+    snprintf(tb, sizeof tb, "%s", i < eb->n ? eb->tokens[i] : "(end)");
+    return av_err(e, "diff: %s and %s tokenize the text differently (%d and %d tokens; token %d is '%s' id %d and "
+                     "'%s' id %d): --model A --model B needs one tokenizer",
+                  a->dir, b->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
+}
+
+int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e) {
+    ModelSpec mb = *m;
+    Run *ra = NULL, *rb = NULL;
+    const char *dir = NULL, *why = "";
+    TokEncoding ea = {0}, eb = {0};
+    Capture ca = {0}, cb = {0};
+    DiffAlign al = {0};
+    double *jsd = NULL;
+    char name_a[256], name_b[256];
+    int rc = -1;
+    if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
+    if (!o->quiet) av_info("model A %s (%s)", dir, why);
+    if (ds->model_b) {
+        mb.path = ds->model_b;
+        if (pipeline_open(&rb, &mb, o, &dir, &why, e) != 0) goto done;
+        if (!o->quiet) av_info("model B %s (%s)", dir, why);
+        if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
+            av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
+                   ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
+            goto done;
+        }
+    }
+    Run *rB = rb ? rb : ra;
+    if (sel_check(&o->sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
+    const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
+    if (run_tokenize(ra, ta, NULL, &ea, e) != 0 || run_tokenize(rB, tb, NULL, &eb, e) != 0) goto done;
+    if (rb && (ea.n != eb.n || memcmp(ea.ids, eb.ids, sizeof *ea.ids * (size_t)ea.n))) {
+        tokens_differ(ra, &ea, rb, &eb, e);
+        goto done;
+    }
+    run_warn_truncated(ra, &ea, 0);
+    run_warn_truncated(rB, &eb, 0);
+    if (run_owned(ra, &ea, &ca, e) != 0 || run_owned(rB, &eb, &cb, e) != 0) goto done;
+    double t0 = av_now_ms();
+    if (diff_align(ea.ids, ea.n, eb.ids, eb.n, &al, e) != 0) goto done;
+    if (al.n_pairs == 0) {
+        av_err(e, "diff: no token of A (%d) is also in B (%d): no attention row to compare", ea.n, eb.n);
+        goto done;
+    }
+    OutDoc da, db;
+    run_fill_doc(ra, &da, &ea, &ca, ta, NULL);
+    run_fill_doc(rB, &db, &eb, &cb, tb, NULL);
+    if (rb && !strcmp(da.model_name, db.model_name)) { /* e.g. a demo and its edited copy: tell them apart by folder */
+        da.model_name = run_display_name(ra->dir, 0, name_a, sizeof name_a);
+        db.model_name = run_display_name(rb->dir, 0, name_b, sizeof name_b);
+        if (!strcmp(da.model_name, db.model_name)) da.model_name = ra->dir, db.model_name = rb->dir;
+    }
+    const int nl = out_n_layers(&da), nh = out_n_heads(&da);
+    if (!(jsd = malloc(sizeof *jsd * (size_t)nl * nh))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (diff_divergence(&da, &db, &al, jsd, e) != 0) goto done;
+    const struct OutDiff df = {&db, rb != NULL, al.a_to_b, al.b_to_a, al.n_pairs, jsd};
+    da.diff = &df;
+    if (o->sel.layer < 0 && o->sel.head < 0) { /* the page opens on the most divergent head */
+        int best = 0;
+        for (int i = 1; i < nl * nh; i++)
+            if (jsd[i] > jsd[best]) best = i;
+        da.init_layer = out_layer(&da, best / nh), da.init_head = out_head(&da, best % nh);
+    }
+    if (!o->output.view) da.init_view = "diff";
+    if (o->output.json_path && diff_out(o->output.json_path, diff_json, &da, NULL, e) != 0) goto done;
+    const char *html = o->output.html_path ? o->output.html_path : o->output.json_path ? NULL : "attnviz-diff.html";
+    if (html && diff_out(html, diff_page, &da, o->output.templates_dir, e) != 0) goto done;
+    if (html && !o->quiet) av_info("wrote %s", html);
+    ra->t_write += av_now_ms() - t0;
+    const int to_stdout = (o->output.json_path && !strcmp(o->output.json_path, "-")) || (html && !strcmp(html, "-"));
+    if (!to_stdout && (diff_write_table(stdout, &da, ds->top ? ds->top : 10, e) != 0 || fflush(stdout) != 0)) {
+        if (!e->msg[0]) av_err(e, "stdout: write error");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(jsd);
+    diff_align_free(&al);
+    model_capture_free(&ca);
+    model_capture_free(&cb);
+    tok_encoding_free(&ea);
+    tok_encoding_free(&eb);
+    pipeline_close(ra);
+    pipeline_close(rb);
+    return rc;
+}

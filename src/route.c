@@ -1,0 +1,120 @@
+/* route.c — where one input's outputs go (a file each, npy siblings, one
+ * file per batch line, or statistics and head scores accumulated) and the
+ * table of writers that fill them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npy.h"
+#include "report.h"
+#include "run_internal.h"
+#include "util.h"
+
+/* The writers (W_* in run_internal.h): one row each, what it writes and whether a newline
+ * ends it (JSON documents and lines); the run (templates folder, statistics) is passed to
+ * the few that need it. */
+static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
+static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
+static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->o->output.templates_dir, e); }
+static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_attention(f, d, e); }
+static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
+static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
+static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return stats_write_json(f, &r->stats, d, e); }
+static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'i', e); }
+static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
+static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
+static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_ids(f, d, e); }
+static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
+
+static const struct {
+    int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
+    int newline;
+} WRITERS[] = {
+    [W_JSON] = {write_json, 1},         [W_HTML] = {write_page, 0},      [W_NPY_ATT] = {write_npy_att, 0},
+    [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
+    [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
+    [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
+};
+
+/* Writes one output atomically (temporary file renamed into place). */
+int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
+    AvOut out;
+    if (av_out_open(&out, path, e) != 0) return -1;
+    int rc = WRITERS[what].write(out.fp, d, r, e);
+    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
+    if (rc != 0) {
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return -1;
+    }
+    return av_out_commit(&out, e);
+}
+
+/* path with its .npy suffix (if any) replaced by suffix, e.g. a.npy -> a.queries.npy */
+static char *npy_sibling(const char *path, const char *suffix) {
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".npy")) n -= 4;
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (p) {
+        memcpy(p, path, n);
+        strcpy(p + n, suffix);
+    }
+    return p;
+}
+
+/* attention.npy, and beside it (FILE's stem + suffix) what else was asked:
+ * queries and keys, predictions, the generated sequence's ids. */
+static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+    static const struct {
+        const char *suffix;
+        int what;
+    } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
+                 {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS}};
+    if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        const int w = extra[i].what;
+        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->capture.qk) continue;
+        if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
+        if (w == W_NPY_IDS && !d->gen) continue;
+        char *p = npy_sibling(path, extra[i].suffix);
+        int rc = p ? run_write_file(r, p, d, w, e) : av_err(e, "out of memory");
+        free(p);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* The outputs for one input: everything but the batch's JSON Lines stream. */
+int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (o->stats) return stats_add(&r->stats, d, e);
+    if (o->heads.on) return heads_add(&r->heads, d, e);
+    if (o->output.out_dir) {
+        char name[64];
+        int rc = 0;
+        snprintf(name, sizeof name, "%06ld.json", lineno);
+        char *p = av_path_join(o->output.out_dir, name);
+        if (!p) return av_err(e, "out of memory");
+        rc = run_write_file(r, p, d, o->capture.tokens_only ? W_TOKENS : W_JSON, e);
+        if (rc == 0 && o->output.out_html) {
+            strcpy(p + strlen(p) - 5, ".html");
+            rc = run_write_file(r, p, d, W_HTML, e);
+        }
+        if (rc == 0 && o->output.out_npy) {
+            snprintf(name, sizeof name, "%06ld.npy", lineno);
+            free(p);
+            p = av_path_join(o->output.out_dir, name);
+            rc = p ? write_npy_set(r, p, d, e) : av_err(e, "out of memory");
+        }
+        free(p);
+        return rc;
+    }
+    if (o->batch.path) return 0;
+    if (o->capture.tokens_only) return run_write_file(r, o->output.json_path ? o->output.json_path : "-", d, W_TOKENS, e);
+    if (o->output.json_path && run_write_file(r, o->output.json_path, d, W_JSON, e) != 0) return -1;
+    if (o->output.npy_path && write_npy_set(r, o->output.npy_path, d, e) != 0) return -1;
+    const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
+    if (html && run_write_file(r, html, d, W_HTML, e) != 0) return -1;
+    if (html && !o->quiet) av_info("wrote %s", html);
+    return 0;
+}

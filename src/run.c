@@ -1,0 +1,342 @@
+/* run.c — one input: tokenized, run (with predictions or generation when
+ * asked), its view derived and handed to the writers; and the one-input API a
+ * server uses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "run_internal.h"
+#include "transform.h"
+#include "util.h"
+
+#define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
+
+static const char *human_size(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.0f kB", bytes / 1e3 < 1 ? 1 : bytes / 1e3);
+    return buf;
+}
+
+/* Grows the run state and capture to hold n tokens (batch inputs vary). */
+int run_ensure_buffers(Run *r, int n, AvErr *e) {
+    if (n <= r->cap_n) return 0;
+    const RunSpec *o = r->o;
+    const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
+    const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
+    /* refuse before allocating: a capture grows with the square of the input */
+    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh), limit = o->capture.max_capture;
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed "
+                      "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
+                      n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
+    }
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
+    model_kv_free(&r->kv);
+    r->cap_n = 0;
+    if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
+    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
+                             o->sel.n_heads, e) != 0)
+        return -1;
+    r->cap_n = n;
+    return 0;
+}
+
+void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
+                     const char *b) {
+    const RunSpec *o = r->o;
+    memset(d, 0, sizeof *d);
+    d->model_name = r->name;
+    d->model_dir = r->dir;
+    d->cfg = &r->cfg;
+    d->dtype = r->have_model ? r->model.dtype_name : NULL;
+    d->is_demo = r->cfg.is_demo;
+    d->model_note = r->cfg.is_demo ? DEMO_NOTE : NULL;
+    d->head_patterns = (const char *const *)r->patterns;
+    d->head_descriptions = (const char *const *)r->descriptions;
+    d->text_a = a;
+    d->text_b = b;
+    d->enc = enc;
+    d->cap = cap;
+    d->display_tokens = enc->byte_level ? enc->display : NULL;
+    d->layers = o->sel.layers, d->n_sel_layers = o->sel.n_layers;
+    d->heads = o->sel.heads, d->n_sel_heads = o->sel.n_heads;
+    d->init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(d, 0);
+    d->init_head = o->sel.head >= 0 ? o->sel.head : out_head(d, 0);
+    d->precision = o->output.precision;
+    d->with_qk = o->capture.qk;
+    d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;
+    d->gen = o->predict.generate_n && !o->capture.tokens_only ? &r->gen : NULL;
+    d->gen_text = r->gen_text;
+    d->pred_words = d->pred ? &r->pred_words : NULL;
+    d->gen_words = d->gen ? &r->gen_words : NULL;
+    d->init_view = o->output.view, d->theme = o->output.theme;
+    d->init_heads = o->sel.show_heads, d->n_init_heads = o->sel.n_show_heads;
+}
+
+/* The positions of a masked model's mask tokens. */
+static int mask_rows(const Run *r, const TokEncoding *enc, int **rows) {
+    const char *names[] = {"[MASK]", "<mask>"};
+    int n = 0;
+    *rows = malloc((size_t)enc->n * sizeof **rows);
+    if (!*rows) return -1;
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        int id = tok_token_to_id(r->tok, names[k]);
+        for (int i = 0; id >= 0 && i < enc->n; i++)
+            if (enc->ids[i] == id) (*rows)[n++] = i;
+    }
+    return n;
+}
+
+/* --predict without --generate: every position of a causal model, the
+ * masks of a masked one. */
+static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, AvErr *e) {
+    int *rows = NULL, n;
+    if (r->cfg.causal) {
+        if (!(rows = malloc((size_t)enc->n * sizeof *rows))) return av_err(e, "out of memory");
+        for (n = 0; n < enc->n; n++) rows[n] = n;
+    } else if ((n = mask_rows(r, enc, &rows)) < 0) {
+        return av_err(e, "out of memory");
+    }
+    if (n == 0 && !r->o->quiet) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
+    int rc = pred_alloc(pred, n, k, e);
+    if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
+    free(rows);
+    return rc;
+}
+
+/* A stop string: the generated text so far contains it. */
+static int stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
+    const Run *r = ctx;
+    char *text = NULL;
+    AvErr e;
+    if (tok_decode(r->tok, ids + n_prompt, n - n_prompt, &text, &e) != 0) return 0;
+    int hit = strstr(text, r->o->predict.stop) != NULL;
+    free(text);
+    return hit;
+}
+
+/* --generate: the prompt's tokens continued; enc grows by what was generated. */
+static int generate(Run *r, TokEncoding *enc, AvErr *e) {
+    const RunSpec *o = r->o;
+    int room = cfg_max_tokens(&r->cfg) - enc->n, max_new = o->predict.generate_n;
+    if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
+                                cfg_max_tokens(&r->cfg));
+    if (max_new > room) {
+        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d",
+                               max_new, cfg_max_tokens(&r->cfg), room);
+        max_new = room;
+    }
+    const int total = enc->n + max_new;
+    if (run_ensure_buffers(r, total, e) != 0) return -1;
+    int *ids = malloc((size_t)total * sizeof *ids), n = 0;
+    if (!ids) return av_err(e, "out of memory");
+    memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
+    GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
+                     .stop = o->predict.stop ? stop_at_string : NULL, .stop_ctx = r};
+    int rc = 0;
+    if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
+    go.all = o->predict.k ? &r->pred : NULL;
+    if (rc == 0) rc = gen_run(&r->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
+    if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
+    if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
+    free(ids);
+    return rc;
+}
+
+/* Tokenizes and (unless tokens-only) runs the model on one input. */
+int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    const RunSpec *o = r->o;
+    double t0 = av_now_ms();
+    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
+    if (o->capture.max_tokens > 0 && (max_len == 0 || o->capture.max_tokens < max_len)) max_len = o->capture.max_tokens;
+    int rc = tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e);
+    r->t_tok += av_now_ms() - t0;
+    return rc;
+}
+
+static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (run_tokenize(r, a, b, enc, e) != 0) return -1;
+    if (o->capture.tokens_only) return 0;
+    double t0;
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    free(r->gen_text);
+    r->gen_text = NULL;
+    t0 = av_now_ms();
+    int rc;
+    if (o->predict.generate_n) {
+        rc = generate(r, enc, e);
+    } else {
+        if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
+        rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
+        if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
+    }
+    r->t_fwd += av_now_ms() - t0;
+    /* spelled now, so the writers read words, not the tokenizer */
+    if (rc == 0 && o->predict.k) rc = pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
+    if (rc == 0 && o->predict.generate_n)
+        rc = pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e);
+    return rc;
+}
+
+void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
+    const RunSpec *o = r->o;
+    if (enc->n_truncated <= 0 || o->quiet) return;
+    char limit[64];
+    if (o->capture.max_tokens > 0 && o->capture.max_tokens < cfg_max_tokens(&r->cfg))
+        snprintf(limit, sizeof limit, "--max-tokens %d", o->capture.max_tokens);
+    else
+        snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
+    if (o->batch.path)
+        av_warn("%s:%ld: longer than %s; dropped %d tokens", o->batch.path, lineno, limit,
+                enc->n_truncated);
+    else
+        av_warn("input is longer than %s; dropped %d tokens (longest first)", limit,
+                enc->n_truncated);
+}
+
+/* Derive the view and write: one input whose capture is filled. */
+int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+                        FILE *jsonl, AvErr *e) {
+    const RunSpec *o = r->o;
+    XfView view;
+    int derived = !o->capture.tokens_only && (o->capture.no_special || o->capture.words);
+    if (derived && xf_apply(enc, cap, o->capture.no_special, o->capture.words, &view, e) != 0) return -1;
+    OutDoc d;
+    run_fill_doc(r, &d, derived ? &view.enc : enc, o->capture.tokens_only ? NULL : derived ? &view.cap : cap, a, b);
+    double t0 = av_now_ms();
+    int rc = run_emit(r, &d, lineno, e);
+    if (rc == 0 && jsonl && !o->stats && !o->heads.on && !o->output.out_dir) {
+        rc = o->capture.tokens_only ? json_write_tokens(jsonl, &d, e) : json_write_doc(jsonl, &d, e);
+        if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
+        if (rc != 0) av_err_prefix(e, "%s", o->output.json_path ? o->output.json_path : "stdout");
+    }
+    r->t_write += av_now_ms() - t0;
+    if (derived) xf_free(&view);
+    return rc;
+}
+
+/* Tokenize, run, derive the view, write: one input, single or batch. */
+int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
+    TokEncoding enc = {0};
+    int rc = process(r, a, b, &enc, e);
+    if (rc == 0) run_warn_truncated(r, &enc, lineno);
+    if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
+    tok_encoding_free(&enc);
+    return rc;
+}
+
+/* Statistics once all inputs are in: a table, or JSON with --json. */
+int run_finish_stats(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    OutDoc d;
+    TokEncoding none = {0};
+    run_fill_doc(r, &d, &none, NULL, NULL, NULL);
+    if (o->output.json_path) return run_write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
+    return stats_write_table(stdout, &r->stats, &d, e);
+}
+
+/* attnviz heads once the inputs are in: the induction score's random repeated
+ * sequences (ids, not text: they are drawn from the vocabulary), then the table or JSON. */
+int run_finish_heads(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    HeadScores *hs = &r->heads;
+    if (hs->want[HS_INDUCTION]) {
+        int vocab = r->cfg.vocab_size;
+        if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
+        const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
+        if (in->n_ids > cfg_max_tokens(&r->cfg))
+            return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->heads.induction_len,
+                          in->n_ids, cfg_max_tokens(&r->cfg));
+        for (int s = 0; s < in->sequences; s++) {
+            TokEncoding enc = {0};
+            OutDoc d;
+            double t0 = av_now_ms();
+            int rc = tok_encoding_append(r->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
+            if (rc == 0) rc = run_ensure_buffers(r, enc.n, e);
+            if (rc == 0) rc = model_forward_kv(&r->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
+            r->t_fwd += av_now_ms() - t0;
+            if (rc == 0) {
+                run_fill_doc(r, &d, &enc, &r->cap, NULL, NULL);
+                rc = heads_add_induction(hs, &d, e);
+            }
+            tok_encoding_free(&enc);
+            if (rc != 0) return -1;
+        }
+    }
+    if (o->output.json_path) {
+        OutDoc d;
+        TokEncoding none = {0};
+        run_fill_doc(r, &d, &none, NULL, NULL, NULL);
+        return run_write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
+    }
+    return heads_write_table(stdout, hs, e);
+}
+
+static int run_single(Run *r, AvErr *e) {
+    if (run_handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return -1;
+    if (r->o->stats && run_finish_stats(r, e) != 0) return -1;
+    if (r->o->heads.on && run_finish_heads(r, e) != 0) return -1;
+    return 0;
+}
+
+int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch.path ? run_batch(p, e) : run_single(p, e); }
+
+int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    return run_tokenize(p, a, b, enc, e);
+}
+
+int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
+    if (!p->have_model) return av_err(e, "no model loaded");
+    if (p->rs.max_tokens < enc->n) {
+        model_runstate_free(&p->rs);
+        if (model_runstate_alloc(&p->rs, &p->model, enc->n, e) != 0) return -1;
+    }
+    double t0 = av_now_ms();
+    int rc = model_forward_kv(&p->model, &p->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
+    if (rc == 0 && k > 0) rc = predict(p, enc, k, pred, e);
+    p->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
+                  const OutSpelling *pred_words, const char *a, const char *b) {
+    run_fill_doc(p, d, enc, cap, a, b);
+    d->pred = pred;
+    d->pred_words = pred ? pred_words : NULL;
+    d->gen = NULL;
+    d->gen_words = NULL;
+    d->gen_text = NULL;
+}
+
+void pipeline_spelling_free(OutSpelling *w) {
+    free(w->token);
+    free(w->display);
+    memset(w, 0, sizeof *w);
+}
+
+int pipeline_spell(const Pipeline *p, const int *ids, int n, OutSpelling *w, AvErr *e) {
+    pipeline_spelling_free(w);
+    if (n <= 0) return 0;
+    w->token = malloc((size_t)n * sizeof *w->token);
+    w->display = malloc((size_t)n * sizeof *w->display);
+    if (!w->token || !w->display) {
+        pipeline_spelling_free(w);
+        return av_err(e, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        w->token[i] = tok_id_to_token(p->tok, ids[i]);
+        w->display[i] = tok_id_display(p->tok, ids[i]);
+    }
+    w->n = n;
+    return 0;
+}

@@ -1,0 +1,204 @@
+/* session.c — the model a run uses: found (--model, $ATTNVIZ_MODEL, bundled
+ * weights, the demo), loaded with its tokenizer and head labels, freed. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gemm.h"
+#include "report.h"
+#include "run_internal.h"
+#include "util.h"
+
+static int dir_has_model(const char *dir) {
+    char *p = av_path_join(dir, "config.json");
+    int ok = p && av_file_exists(p);
+    free(p);
+    return ok;
+}
+
+/* Looks for rel under the working directory, then beside the executable, then
+ * in the data directory of an installed copy (PREFIX/bin/attnviz finds
+ * PREFIX/share/attnviz/), whatever PREFIX was. */
+static char *find_bundled(const char *rel, const char *datadir_rel) {
+    if (dir_has_model(rel)) return strdup(rel);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char *p = av_path_join(exe, rel);
+            if (p && dir_has_model(p)) return p;
+            free(p);
+            if (datadir_rel) {
+                char share[PATH_MAX + 64];
+                snprintf(share, sizeof share, "%s/../share/attnviz/%s", exe, datadir_rel);
+                if (dir_has_model(share)) return strdup(share);
+            }
+        }
+    }
+    return NULL;
+}
+
+static char *resolve_model(const ModelSpec *m, const char **why) {
+    if (m->path) {
+        *why = "--model";
+        return strdup(m->path);
+    }
+    const char *env = getenv("ATTNVIZ_MODEL");
+    if (env && *env) {
+        *why = "$ATTNVIZ_MODEL";
+        return strdup(env);
+    }
+    char *p = find_bundled("weights/bert-base-uncased", NULL);
+    if (p) {
+        *why = "default";
+        return p;
+    }
+    *why = "default: no bert-base-uncased weights found";
+    return find_bundled("weights/demo", "demo");
+}
+
+const char *run_display_name(const char *dir, int is_demo, char *name, size_t len) {
+    if (is_demo) return "attnviz-demo";
+    const char *end = dir + strlen(dir);
+    while (end > dir && end[-1] == '/') end--;
+    const char *start = end;
+    while (start > dir && start[-1] != '/') start--;
+    snprintf(name, len, "%.*s", (int)(end - start), start);
+    return name[0] ? name : dir;
+}
+
+/* The tokenizer: from a GGUF file's metadata, else the one the model folder
+ * holds (tok_load_dir chooses); its ids must fit the embeddings. */
+static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
+    int rc;
+    char used[512];
+    snprintf(used, sizeof used, "%s", r->have_model ? r->model.path : r->dir);
+    if (r->have_model && r->model.gguf) {
+        if (r->m.lowercase == 1)
+            return av_err(e, "--uncased: %s carries its own tokenizer, which never lower-cases", r->dir);
+        rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, e);
+    } else {
+        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->m.lowercase, ""};
+        rc = tok_load_dir(&r->tok, r->dir, &hint, e);
+        snprintf(used, sizeof used, "%s", hint.used);
+    }
+    /* embeddings may have more rows than the tokenizer has ids (padded vocabularies), never fewer */
+    if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > r->cfg.vocab_size)
+        rc = av_err(e, "%s: %d tokens, but %s says vocab_size %d", used, tok_vocab_size(r->tok),
+                    r->model.gguf ? "its metadata" : "config.json", r->cfg.vocab_size);
+    return rc;
+}
+
+static int load_all(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    double t0 = av_now_ms();
+    char *cfgp = av_path_join(r->dir, "config.json"), *heads = av_path_join(r->dir, "heads.json");
+    int rc = -1, have_cfg = 0;
+    if (!cfgp || !heads) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    struct stat sb;
+    if (stat(r->dir, &sb) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
+        goto done;
+    }
+    if (!av_file_exists(cfgp) && !r->m.tokenizer_only && !model_is_gguf(r->dir)) {
+        av_err(e, "%s: no config.json in the model folder", r->dir);
+        goto done;
+    }
+    if (r->m.tokenizer_only && !model_is_gguf(r->dir)) {
+        /* a tokenizer-only folder (e.g. GPT-2's original encoder.json + vocab.bpe) needs no config */
+        if (av_file_exists(cfgp)) {
+            if (cfg_load(&r->cfg, cfgp, e) != 0) goto done;
+            have_cfg = 1;
+        }
+    } else {
+        if (model_load(&r->model, r->dir, e) != 0) goto done;
+        r->have_model = 1;
+        have_cfg = 1;
+        char *gc = model_is_gguf(r->dir) ? NULL : av_path_join(r->dir, "generation_config.json");
+        int grc = gc ? cfg_load_generation(&r->model.cfg, gc, e) : 0;
+        free(gc);
+        if (grc != 0) goto done;
+        r->cfg = r->model.cfg;
+    }
+    if (load_tokenizer(r, have_cfg, e) != 0) goto done;
+    if (have_cfg && av_file_exists(heads) &&
+        cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
+        goto done;
+    if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
+    const char *name = run_display_name(r->dir, r->cfg.is_demo, r->name, sizeof r->name);
+    if (name != r->name) snprintf(r->name, sizeof r->name, "%s", name);
+    if (o->heads.on) {
+        HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
+                           o->heads.exclude_current, o->heads.top_k};
+        if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
+    }
+    rc = 0;
+done:
+    free(cfgp);
+    free(heads);
+    r->t_load = av_now_ms() - t0;
+    return rc;
+}
+
+static void run_free(Run *r) {
+    int n = r->cfg.num_layers * r->cfg.num_heads;
+    cfg_free_head_labels(r->patterns, n);
+    cfg_free_head_labels(r->descriptions, n);
+    model_capture_free(&r->cap);
+    model_runstate_free(&r->rs);
+    model_kv_free(&r->kv);
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    pipeline_spelling_free(&r->pred_words);
+    pipeline_spelling_free(&r->gen_words);
+    free(r->gen_text);
+    stats_free(&r->stats);
+    heads_free(&r->heads);
+    tok_free(r->tok);
+    if (r->have_model) model_free(&r->model);
+    free(r->dir);
+}
+
+int pipeline_open(Pipeline **out, const ModelSpec *m, const RunSpec *o, const char **dir, const char **why, AvErr *e) {
+    Run *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r) return av_err(e, "out of memory");
+    r->m = *m;
+    r->o = o;
+    r->dir = resolve_model(m, why);
+    *dir = r->dir;
+    if (!r->dir)
+        return av_err(e, "no model found: pass --model DIR, set $ATTNVIZ_MODEL, run `make weights` for "
+                         "bert-base-uncased, or `make demo-model` to generate the demo model");
+    return load_all(r, e);
+}
+
+const ModelConfig *pipeline_config(const Pipeline *p) { return &p->cfg; }
+
+const char *pipeline_head_missing(const Pipeline *p) {
+    if (!p->have_model || model_has_head(&p->model)) return NULL;
+    if (p->model.head_err[0]) return p->model.head_err;
+    return p->cfg.causal ? "no lm_head weights and tie_word_embeddings is false (a base model checkpoint?)"
+                         : "no masked-LM head weights (a base model checkpoint: use its ...ForMaskedLM one)";
+}
+
+void pipeline_close(Pipeline *p) {
+    if (!p) return;
+    if (p->o->profile)
+        av_note(AV_NOTE_PROFILE, "load_ms=%.2f tokenize_ms=%.2f forward_ms=%.2f write_ms=%.2f kernel=%s", p->t_load,
+                p->t_tok, p->t_fwd, p->t_write, gemm_kernel());
+    run_free(p);
+    free(p);
+}
+
+const Model *pipeline_model(const Pipeline *p) { return &p->model; }
