@@ -1,8 +1,8 @@
-/* arch.h — the model families, one table row each: how config.json names a
- * family's sizes (parse) and how its checkpoint names its tensors (load).
- * Adding a family = an arch_<family>.c with those two functions + one row in
- * arch.c; the engine (model.c, forward.c) needs no change unless the family
- * brings a new kind of block step. */
+/* arch.h — the model families, one table row each (from families.h): how
+ * config.json names a family's sizes (parse) and how its checkpoint names its
+ * tensors (load). Adding a family = an arch_<family>.c with those two
+ * functions + one line in families.h; the engine (model.c, forward.c) needs no
+ * change unless the family brings a new kind of block step. */
 #ifndef ATTNVIZ_ARCH_H
 #define ATTNVIZ_ARCH_H
 
@@ -31,6 +31,8 @@ typedef struct {
     const char *gguf_arch;
     int (*gguf_config)(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
     int (*gguf_name)(const char *hf_name, char *out, size_t len);
+    int tokenizer;             /* TokSource: which files a folder's tokenizer is read from */
+    unsigned gguf_tok;         /* TOK_GGUF_*: how its GGUF tokenizer is read */
 } ArchSpec;
 
 /* The row for a family; NULL for an unknown kind. */
@@ -42,6 +44,10 @@ const ArchSpec *arch_detect(const char *model_type, const char *architecture);
 const ArchSpec *arch_detect_gguf(const char *name);
 /* "bert, roberta, …": the supported model_types, for messages. */
 const char *arch_supported_list(void);
+/* "llama, qwen2, …": the GGUF architectures read. */
+const char *arch_gguf_list(void);
+/* The TOK_GGUF_* flags of f's family (0 for a family not in the table). */
+unsigned arch_gguf_tok_flags(const struct GgufFile *f);
 
 /* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c). */
 int arch_bert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
@@ -50,8 +56,15 @@ int arch_bert_load(struct Model *m, AvErr *e);
 int arch_gpt2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_gpt2_load(struct Model *m, AvErr *e);
 int arch_llama_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_mistral_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_qwen2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_qwen3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_gemma2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_llama_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_gemma2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_llama_gguf_name(const char *hf_name, char *out, size_t len);
 int arch_gemma2_gguf_name(const char *hf_name, char *out, size_t len);
 

@@ -3,15 +3,15 @@
 #define ATTNVIZ_CONFIG_H
 
 #include "err.h"
+#include "families.h"
 
 typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU } ActKind;
 
 /* Model families: how the checkpoint names its tensors and how a block runs
- * (arch.c's table has one row per family). */
-typedef enum {
-    ARCH_BERT = 0, ARCH_ROBERTA, ARCH_DISTILBERT, ARCH_GPT2,
-    ARCH_LLAMA, ARCH_MISTRAL, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA2
-} ArchKind;
+ * (families.h lists them; arch.c's table has one row per family). */
+#define AV_FAMILY_ENUM(kind, ...) ARCH_##kind,
+typedef enum { AV_FAMILIES(AV_FAMILY_ENUM) ARCH_COUNT } ArchKind;
+#undef AV_FAMILY_ENUM
 
 typedef enum { NORM_LAYER = 0, NORM_RMS } NormKind;
 /* Positions: a learned table added to the embeddings, or rotary (RoPE) on q and k. */

@@ -62,9 +62,21 @@ int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e);
 /* Wraps an already built TjTokenizer (e.g. from GGUF metadata); takes it over. */
 struct TjTokenizer;
 int tok_from_tj(Tokenizer **out, struct TjTokenizer *tj, AvErr *e);
+/* Which tokenizer a family's folders hold (families.h): tokenizer.json, or
+ * the older vocab.txt (WordPiece) / vocab.json + merges.txt (byte-level BPE,
+ * GPT-2's or RoBERTa's template) with tokenizer.json as the fallback. */
+typedef enum {
+    TOK_SOURCE_ANY = 0, /* no config: whatever files the folder has */
+    TOK_SOURCE_JSON,
+    TOK_SOURCE_WORDPIECE,
+    TOK_SOURCE_BPE_GPT2,
+    TOK_SOURCE_BPE_ROBERTA,
+} TokSource;
+
 /* What a model folder's config says about its tokenizer. */
 typedef struct {
-    const char *model_type;  /* config.json's model_type, NULL without a config */
+    const char *model_type;  /* config.json's model_type (for messages), NULL without a config */
+    TokSource source;        /* the family's (TOK_SOURCE_ANY without a config) */
     int lowercase;           /* WordPiece: -1 infer (tokenizer_config.json, then tok_infer_lowercase), 0, 1 */
     char used[512];          /* out: the file the tokenizer was read from */
 } TokDirHint;
@@ -75,7 +87,9 @@ typedef struct {
 int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e);
 /* The tokenizer a GGUF file carries (tokgguf.c). */
 struct GgufFile;
-int tok_load_gguf(Tokenizer **out, const struct GgufFile *f, const char *path, AvErr *e);
+/* flags: the family's quirks (families.h; arch_gguf_tok_flags reads them from the file) */
+#define TOK_GGUF_SPM_GEMMA 1u /* merges in the tokens' order, blank tokens respelled (transformers' gemma_tokenizer) */
+int tok_load_gguf(Tokenizer **out, const struct GgufFile *f, const char *path, unsigned flags, AvErr *e);
 void tok_free(Tokenizer *t);
 
 /* Encodes A (and B when b != NULL, even if empty) with the style's template;

@@ -1,26 +1,19 @@
-/* arch.c — the table of model families. */
+/* arch.c — the table of model families, built from families.h, and what is
+ * derived from it. */
 #include "arch.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
-static const ArchSpec table[] = {
-    {"bert", "Bert", ARCH_BERT, "bert.", "hidden_size", "num_attention_heads", arch_bert_parse, arch_bert_load, NULL, NULL, NULL},
-    {"roberta", "Roberta", ARCH_ROBERTA, "roberta.", "hidden_size", "num_attention_heads", arch_bert_parse,
-     arch_bert_load, NULL, NULL, NULL},
-    {"distilbert", "DistilBert", ARCH_DISTILBERT, "distilbert.", "dim", "n_heads", arch_distilbert_parse,
-     arch_bert_load, NULL, NULL, NULL},
-    {"gpt2", "GPT2", ARCH_GPT2, "transformer.", "n_embd", "n_head", arch_gpt2_parse, arch_gpt2_load, NULL, NULL, NULL},
-    {"llama", "Llama", ARCH_LLAMA, "model.", "hidden_size", "num_attention_heads", arch_llama_parse, arch_llama_load,
-     "llama", arch_llama_gguf_config, arch_llama_gguf_name},
-    {"mistral", "Mistral", ARCH_MISTRAL, "model.", "hidden_size", "num_attention_heads", arch_llama_parse,
-     arch_llama_load, NULL, NULL, NULL},
-    {"qwen2", "Qwen2", ARCH_QWEN2, "model.", "hidden_size", "num_attention_heads", arch_llama_parse, arch_llama_load,
-     "qwen2", arch_llama_gguf_config, arch_llama_gguf_name},
-    {"qwen3", "Qwen3", ARCH_QWEN3, "model.", "hidden_size", "num_attention_heads", arch_llama_parse, arch_llama_load,
-     "qwen3", arch_llama_gguf_config, arch_llama_gguf_name},
-    {"gemma2", "Gemma2", ARCH_GEMMA2, "model.", "hidden_size", "num_attention_heads", arch_llama_parse,
-     arch_llama_load, "gemma2", arch_llama_gguf_config, arch_gemma2_gguf_name},
-};
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* One row per line of families.h. */
+#define AV_FAMILY_ROW(kind, mt, prefix, tprefix, hkey, nkey, parse, load, garch, gcfg, gname, tok, gtok) \
+    {mt, prefix, ARCH_##kind, tprefix, hkey, nkey, parse, load, garch, gcfg, gname, tok, gtok},
+static const ArchSpec table[] = {AV_FAMILIES(AV_FAMILY_ROW)};
+#undef AV_FAMILY_ROW
 #define N_ARCH (sizeof table / sizeof table[0])
 
 const ArchSpec *arch_spec(ArchKind kind) {
@@ -45,6 +38,44 @@ const ArchSpec *arch_detect_gguf(const char *name) {
     return NULL;
 }
 
+/* "a, b and c" of the rows' model_type (gguf: only those with a GGUF architecture). */
+static void join_names(char *out, size_t cap, int gguf) {
+    size_t n = 0, k = 0, total = 0;
+    for (size_t i = 0; i < N_ARCH; i++) total += !gguf || table[i].gguf_arch;
+    out[0] = '\0';
+    for (size_t i = 0; i < N_ARCH; i++) {
+        if (gguf && !table[i].gguf_arch) continue;
+        const char *sep = k == 0 ? "" : k + 1 == total ? " and " : ", ";
+        int w = snprintf(out + n, cap - n, "%s%s", sep, gguf ? table[i].gguf_arch : table[i].model_type);
+        if (w < 0 || (size_t)w >= cap - n) break;
+        n += (size_t)w, k++;
+    }
+}
+
+static char supported[256], supported_gguf[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+static void make_names(void) {
+    join_names(supported, sizeof supported, 0);
+    join_names(supported_gguf, sizeof supported_gguf, 1);
+}
+
 const char *arch_supported_list(void) {
-    return "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, qwen3 and gemma2";
+    pthread_once(&names_once, make_names);
+    return supported;
+}
+
+const char *arch_gguf_list(void) {
+    pthread_once(&names_once, make_names);
+    return supported_gguf;
+}
+
+unsigned arch_gguf_tok_flags(const GgufFile *f) {
+    const char *name = "";
+    size_t len = 0;
+    AvErr e;
+    if (!gguf_find_kv(f, "general.architecture") || gguf_get_str(f, "general.architecture", &name, &len, &e)) return 0;
+    for (size_t i = 0; i < N_ARCH; i++)
+        if (table[i].gguf_arch && strlen(table[i].gguf_arch) == len && !memcmp(name, table[i].gguf_arch, len))
+            return table[i].gguf_tok;
+    return 0;
 }

@@ -16,6 +16,27 @@
 #include "gguf.h"
 #include "model.h"
 
+/* Which layers slide when config.json has no "layer_types". */
+typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW } SlideRule;
+
+/* What sets one family apart from Llama: each family's parse passes its own,
+ * so the shared code tests traits, never a family's name. */
+typedef struct {
+    int gemma;          /* Gemma 2's block: 1 + w norms, sqrt(hidden) embeddings, GeGLU, soft-caps,
+                           sandwich norms, head_dim 256, tied embeddings */
+    int qkv_bias;       /* q/k/v always biased and the output never; no "attention_bias" key (Qwen2) */
+    int qk_norm;        /* per-head RMSNorm of q and k before rotary (Qwen3) */
+    int window;         /* the sliding window when the config names none (Gemma 2: 4096) */
+    int window_off;     /* "use_sliding_window" defaults to false (Qwen) */
+    SlideRule slide;
+    int rows_interleaved; /* llama.cpp's converter permuted q/k rows into rotary pairs (its llama files) */
+} LlamaTraits;
+
+static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
+                         QWEN2 = {.qkv_bias = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
+                         QWEN3 = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
+                         GEMMA2 = {.gemma = 1, .window = 4096, .slide = SLIDE_ALTERNATE};
+
 /* Rotary positions as config.json gives them: transformers 5's
  * "rope_parameters", or the older "rope_theta" + "rope_scaling". */
 static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
@@ -61,9 +82,9 @@ static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr
 
 /* Which layers use the sliding window: config.json's "layer_types" when
  * present (transformers 5 writes it), else each family's rule. */
-static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    int use = c->arch != ARCH_QWEN2 && c->arch != ARCH_QWEN3, max_window_layers = 0;
-    if (c->arch == ARCH_GEMMA2) c->sliding_window = 4096;
+static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
+    int use = !fam->window_off, max_window_layers = 0;
+    if (fam->window) c->sliding_window = fam->window;
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (sw && cJSON_IsNull(sw)) c->sliding_window = 0;
     if (cfg_opt_int(root, "sliding_window", 1, 1 << 24, &c->sliding_window, path, e) ||
@@ -86,15 +107,15 @@ static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, Av
         return 0;
     }
     for (int l = 0; l < c->num_layers && c->sliding_window > 0; l++) {
-        if (c->arch == ARCH_GEMMA2) c->layer_sliding[l] = l % 2 == 0;
-        else if (c->arch == ARCH_QWEN2 || c->arch == ARCH_QWEN3) c->layer_sliding[l] = l >= max_window_layers;
+        if (fam->slide == SLIDE_ALTERNATE) c->layer_sliding[l] = l % 2 == 0;
+        else if (fam->slide == SLIDE_FROM_MAX_WINDOW) c->layer_sliding[l] = l >= max_window_layers;
         else c->layer_sliding[l] = 1;
     }
     return 0;
 }
 
-int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    const int gemma = c->arch == ARCH_GEMMA2;
+static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
+    const int gemma = fam->gemma;
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "hidden_size", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "num_hidden_layers", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
@@ -105,14 +126,14 @@ int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
     c->num_kv_heads = c->num_heads;
     c->layer_norm_eps = 1e-6f;
     c->tie_word_embeddings = gemma;
-    c->qkv_bias = c->arch == ARCH_QWEN2;
+    c->qkv_bias = fam->qkv_bias;
     int head_dim = gemma ? 256 : 0, mlp_bias = 0;
     if (cfg_opt_int(root, "num_key_value_heads", 1, CFG_MAX_HEADS, &c->num_kv_heads, path, e) ||
         cfg_opt_int(root, "head_dim", 1, 4096, &head_dim, path, e) ||
         cfg_opt_float(root, "rms_norm_eps", 0, 1, &c->layer_norm_eps, path, e) ||
         cfg_opt_bool(root, "tie_word_embeddings", &c->tie_word_embeddings, path, e) ||
         cfg_opt_bool(root, "mlp_bias", &mlp_bias, path, e) ||
-        (c->arch != ARCH_QWEN2 && cfg_opt_bool(root, "attention_bias", &c->qkv_bias, path, e)))
+        (!fam->qkv_bias && cfg_opt_bool(root, "attention_bias", &c->qkv_bias, path, e)))
         return -1;
     if (gemma) {
         /* Gemma 2 names it hidden_activation; hidden_act is an old alias */
@@ -122,12 +143,12 @@ int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
         return -1;
     }
     c->head_dim = head_dim;
-    c->o_bias = c->arch != ARCH_QWEN2 && c->qkv_bias;
+    c->o_bias = !fam->qkv_bias && c->qkv_bias;
     c->mlp_bias = mlp_bias;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
-    c->qk_norm = c->arch == ARCH_QWEN3;
+    c->qk_norm = fam->qk_norm;
     if (gemma) {
         float qpas = 256, cap = 50, fcap = 30;
         const cJSON *capv = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
@@ -143,8 +164,24 @@ int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
         c->attn_softcap = capv && cJSON_IsNull(capv) ? 0.0f : cap;
         c->sandwich_norm = 1;
     }
-    if (parse_rope(c, root, path, e) || parse_sliding(c, root, path, e)) return -1;
+    if (parse_rope(c, root, path, e) || parse_sliding(c, root, path, fam, e)) return -1;
     return 0;
+}
+
+int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return llama_parse(c, root, path, &LLAMA, e);
+}
+int arch_mistral_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return llama_parse(c, root, path, &MISTRAL, e);
+}
+int arch_qwen2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return llama_parse(c, root, path, &QWEN2, e);
+}
+int arch_qwen3_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return llama_parse(c, root, path, &QWEN3, e);
+}
+int arch_gemma2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return llama_parse(c, root, path, &GEMMA2, e);
 }
 
 /* Tensor names as transformers' Llama-style modules; the base model's, with
@@ -221,7 +258,7 @@ static int gemma2_gguf_config(ModelConfig *c, const GgufFile *f, uint32_t layers
 }
 
 /* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
-int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, const LlamaTraits *fam, AvErr *e) {
     const ArchSpec *spec = arch_spec(c->arch);
     char key[96];
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
@@ -262,17 +299,17 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
     c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = ROPE_DEFAULT, c->rope_factor = 1.0f;
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
-    if (c->arch == ARCH_GEMMA2 && gemma2_gguf_config(c, f, layers, path, e)) return -1;
+    if (fam->gemma && gemma2_gguf_config(c, f, layers, path, e)) return -1;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
-    c->qkv_bias = c->arch == ARCH_QWEN2 || gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
+    c->qkv_bias = fam->qkv_bias || gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
     c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
-    c->qk_norm = c->arch == ARCH_QWEN3;
+    c->qk_norm = fam->qk_norm;
     c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
-    c->qk_rows_interleaved = c->arch == ARCH_LLAMA;
+    c->qk_rows_interleaved = fam->rows_interleaved;
     uint32_t eos;
     if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
         if (gguf_get_u32(f, "tokenizer.ggml.eos_token_id", &eos, e)) return av_err_prefix(e, "%s", path);
@@ -281,6 +318,19 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
         c->eos_ids[0] = (int)eos, c->n_eos = 1;
     }
     return cfg_validate(c, "embedding_length", "head_count", path, e);
+}
+
+int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    return llama_gguf_config(c, f, path, &LLAMA, e);
+}
+int arch_qwen2_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    return llama_gguf_config(c, f, path, &QWEN2, e);
+}
+int arch_qwen3_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    return llama_gguf_config(c, f, path, &QWEN3, e);
+}
+int arch_gemma2_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    return llama_gguf_config(c, f, path, &GEMMA2, e);
 }
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).

@@ -361,7 +361,7 @@ int model_load_gguf(Model *m, const char *path, AvErr *e) {
     snprintf(name, sizeof name, "%.*s", (int)(alen < 31 ? alen : 31), arch);
     const ArchSpec *spec = arch_detect_gguf(name);
     if (!spec) {
-        av_err(e, "%s: GGUF architecture \"%s\" is not supported (attnviz reads llama, qwen2 and qwen3)", path, name);
+        av_err(e, "%s: GGUF architecture \"%s\" is not supported (attnviz reads %s)", path, name, arch_gguf_list());
         goto done;
     }
     m->cfg.arch = spec->kind;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "gemm.h"
 #include "report.h"
 #include "run_internal.h"
@@ -83,9 +84,11 @@ static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
     if (r->have_model && r->model.gguf) {
         if (r->m.lowercase == 1)
             return av_err(e, "--uncased: %s carries its own tokenizer, which never lower-cases", r->dir);
-        rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, e);
+        rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, arch_spec(r->cfg.arch)->gguf_tok, e);
     } else {
-        TokDirHint hint = {have_cfg ? r->cfg.model_type : NULL, r->m.lowercase, ""};
+        const ArchSpec *fam = have_cfg ? arch_spec(r->cfg.arch) : NULL;
+        TokDirHint hint = {fam ? r->cfg.model_type : NULL, fam ? (TokSource)fam->tokenizer : TOK_SOURCE_ANY,
+                           r->m.lowercase, ""};
         rc = tok_load_dir(&r->tok, r->dir, &hint, e);
         snprintf(used, sizeof used, "%s", hint.used);
     }

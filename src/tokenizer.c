@@ -343,12 +343,13 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
     char *vocab_json = find_file(dir, "vocab.json", "encoder.json");
     char *merges = find_file(dir, "merges.txt", "vocab.bpe");
     char *tjson = find_file(dir, "tokenizer.json", NULL);
-    int bert_family = mt && (!strcmp(mt, "bert") || !strcmp(mt, "distilbert"));
-    int bpe_family = mt && (!strcmp(mt, "gpt2") || !strcmp(mt, "roberta"));
+    const TokSource src = hint->source;
+    int bert_family = src == TOK_SOURCE_WORDPIECE;
+    int bpe_family = src == TOK_SOURCE_BPE_GPT2 || src == TOK_SOURCE_BPE_ROBERTA;
     int rc = -1;
     snprintf(hint->used, sizeof hint->used, "%s", dir);
     /* decoders, folders with nothing else, and encoder folders that ship only tokenizer.json */
-    if ((!bert_family && !bpe_family && (mt || (!vocab_txt && !vocab_json))) ||
+    if (src == TOK_SOURCE_JSON || (src == TOK_SOURCE_ANY && !vocab_txt && !vocab_json) ||
         (tjson && ((bert_family && !vocab_txt) || (bpe_family && (!vocab_json || !merges))))) {
         if (!tjson) {
             av_err(e, "%s: no tokenizer.json in the model folder%s%s", dir, mt ? " (a " : "", mt ? mt : "");
@@ -363,7 +364,7 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
         rc = tok_load_json(out, tjson, e);
         goto done;
     }
-    int bpe = mt ? bpe_family : (!vocab_txt && vocab_json);
+    int bpe = src != TOK_SOURCE_ANY ? bpe_family : (!vocab_txt && vocab_json);
     if (bpe) {
         if (!vocab_json || !merges) {
             av_err(e, "%s: a %s model needs vocab.json and merges.txt (missing %s)", dir, mt ? mt : "byte-level BPE",
@@ -375,7 +376,7 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
             goto done;
         }
         snprintf(hint->used, sizeof hint->used, "%s", vocab_json);
-        rc = tok_load_bpe(out, vocab_json, merges, mt && !strcmp(mt, "roberta") ? TOK_STYLE_ROBERTA : TOK_STYLE_GPT2, e);
+        rc = tok_load_bpe(out, vocab_json, merges, src == TOK_SOURCE_BPE_ROBERTA ? TOK_STYLE_ROBERTA : TOK_STYLE_GPT2, e);
         goto done;
     }
     if (!vocab_txt) {

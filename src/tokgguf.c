@@ -214,7 +214,7 @@ static cJSON *item(const char *kind, const char *id, int type_id) {
     return o;
 }
 
-int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e) {
+int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, unsigned flags, AvErr *e) {
     *out = NULL;
     const char *model, *pre = "";
     size_t ml, pl = 0;
@@ -248,12 +248,8 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, AvErr *e
     if (add_bos && gguf_get_u32(f, "tokenizer.ggml.bos_token_id", &bos, e)) return av_err_prefix(e, "%s", path);
 
     /* Gemma's merges follow the tokens' order, not their scores, and its blank
-     * tokens are respelled (transformers' gemma_tokenizer) */
-    const char *arch = "";
-    size_t al = 0;
-    if (gguf_find_kv(f, "general.architecture") && gguf_get_str(f, "general.architecture", &arch, &al, e))
-        return av_err_prefix(e, "%s", path);
-    const int gemma = spm && al >= 5 && !memcmp(arch, "gemma", 5);
+     * tokens are respelled (transformers' gemma_tokenizer): the family says so */
+    const int gemma = spm && (flags & TOK_GGUF_SPM_GEMMA);
     char **blank = gemma ? calloc((size_t)toks->arr_n, sizeof *blank) : NULL;
     if (gemma && !blank) return av_err(e, "%s: out of memory building its tokenizer", path);
     for (uint64_t i = 0; gemma && i < toks->arr_n; i++) {

@@ -496,7 +496,7 @@ END_TEST
 START_TEST(decode_replaces_each_broken_character_once) {
     Tokenizer *t;
     AvErr e;
-    TokDirHint hint = {"gpt2", -1, ""};
+    TokDirHint hint = {"gpt2", TOK_SOURCE_BPE_GPT2, -1, ""};
     ck_assert_int_eq(tok_load_dir(&t, "tests/data/small-gpt2", &hint, &e), 0);
     /* E6 B0 (two bytes of a three-byte character), F0 AA A9 (three of four), FF (never UTF-8) */
     const char *pieces[] = {"a", "\xc3\xa6", "\xc2\xb0", "b", "\xc3\xb0", "\xc2\xaa", "\xc2\xa9", "\xc3\xbf", "\xc3\xbf"};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "gguf.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -24,7 +25,7 @@ int main(int argc, char **argv) {
     size_t al = strlen(argv[1]);
     GgufFile g;
     int is_gguf = al > 5 && !strcmp(argv[1] + al - 5, ".gguf");
-    if (is_gguf ? (gguf_open(&g, argv[1], &e) != 0 || tok_load_gguf(&t, &g, argv[1], &e) != 0)
+    if (is_gguf ? (gguf_open(&g, argv[1], &e) != 0 || tok_load_gguf(&t, &g, argv[1], arch_gguf_tok_flags(&g), &e) != 0)
                 : tok_load_json(&t, argv[1], &e) != 0) {
         fprintf(stderr, "tokenize: %s\n", e.msg);
         return 1;

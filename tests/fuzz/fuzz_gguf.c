@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arch.h"
 #include "gguf.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -62,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (void)gguf_kv_num(kv, 0, &d, &e);
         }
         Tokenizer *tok = NULL;
-        if (tok_load_gguf(&tok, &f, "fuzz.gguf", &e) == 0) {
+        if (tok_load_gguf(&tok, &f, "fuzz.gguf", arch_gguf_tok_flags(&f), &e) == 0) {
             static const char text[] = "Hello <s>world</s> 12345 caf\xc3\xa9  \n";
             TokEncoding enc;
             if (tok_encode(tok, text, sizeof text - 1, NULL, 0, 64, &enc, &e) == 0) tok_encoding_free(&enc);

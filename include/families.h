@@ -1,0 +1,35 @@
+/* families.h — THE list of model families, one line each. Everything that
+ * names a family is derived from it: the ArchKind enum (config.h), arch.c's
+ * table (detection from config.json or a GGUF file, the supported-names text
+ * of messages), the tokenizer a folder of that family uses and how a GGUF's
+ * tokenizer is read. Adding a family = its parse/load functions in
+ * src/model/arch/ and one line here; nothing else names it.
+ *
+ * X(KIND, model_type, architectures prefix, tensor prefix, config's hidden and heads keys,
+ *   parse, load, GGUF general.architecture (NULL: none), gguf_config, gguf_name,
+ *   tokenizer of a folder (TokSource), GGUF tokenizer flags (TOK_GGUF_*)) */
+#ifndef ATTNVIZ_FAMILIES_H
+#define ATTNVIZ_FAMILIES_H
+
+#define AV_FAMILIES(X)                                                                                              \
+    X(BERT, "bert", "Bert", "bert.", "hidden_size", "num_attention_heads", arch_bert_parse, arch_bert_load, NULL,    \
+      NULL, NULL, TOK_SOURCE_WORDPIECE, 0)                                                                          \
+    X(ROBERTA, "roberta", "Roberta", "roberta.", "hidden_size", "num_attention_heads", arch_bert_parse,             \
+      arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_BPE_ROBERTA, 0)                                                  \
+    X(DISTILBERT, "distilbert", "DistilBert", "distilbert.", "dim", "n_heads", arch_distilbert_parse,               \
+      arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_WORDPIECE, 0)                                                    \
+    X(GPT2, "gpt2", "GPT2", "transformer.", "n_embd", "n_head", arch_gpt2_parse, arch_gpt2_load, NULL, NULL, NULL,  \
+      TOK_SOURCE_BPE_GPT2, 0)                                                                                       \
+    X(LLAMA, "llama", "Llama", "model.", "hidden_size", "num_attention_heads", arch_llama_parse, arch_llama_load,    \
+      "llama", arch_llama_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
+    X(MISTRAL, "mistral", "Mistral", "model.", "hidden_size", "num_attention_heads", arch_mistral_parse,            \
+      arch_llama_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                        \
+    X(QWEN2, "qwen2", "Qwen2", "model.", "hidden_size", "num_attention_heads", arch_qwen2_parse, arch_llama_load,   \
+      "qwen2", arch_qwen2_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
+    X(QWEN3, "qwen3", "Qwen3", "model.", "hidden_size", "num_attention_heads", arch_qwen3_parse, arch_llama_load,   \
+      "qwen3", arch_qwen3_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
+    X(GEMMA2, "gemma2", "Gemma2", "model.", "hidden_size", "num_attention_heads", arch_gemma2_parse,                \
+      arch_llama_load, "gemma2", arch_gemma2_gguf_config, arch_gemma2_gguf_name, TOK_SOURCE_JSON,                   \
+      TOK_GGUF_SPM_GEMMA)
+
+#endif
