@@ -29,8 +29,12 @@ endif
 
 B        ?= build
 BIN      ?= attnviz
-SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
-OBJS     := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/templates_gen.o
+# src/ has a folder per step of the flow (docs/architecture.md); a new file in any of them is
+# picked up here. Objects stay flat, build/obj/NAME.o (file names are unique across folders).
+SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*/*.c)))
+SRCS     := $(wildcard $(addsuffix *.c,$(SRC_DIRS)))
+OBJS     := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(SRCS))) $(B)/obj/templates_gen.o
+vpath %.c $(SRC_DIRS)
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
@@ -43,14 +47,22 @@ all: $(BIN) demo-model
 $(BIN): $(B)/obj/main.o $(B)/libattnviz.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Rebuilt whole: `ar rcs` alone would keep the object of a source file since removed or renamed.
 $(B)/libattnviz.a: $(OBJS)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 # -MMD -MP: each object depends on the headers it includes, not on all of them.
-$(B)/obj/%.o: src/%.c | $(B)/obj
+$(B)/obj/%.o: %.c | $(B)/obj
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/obj/main.o: src/main.c | $(B)/obj
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(wildcard $(B)/obj/*.d)
+# A build folder from before the sources moved into folders has .d files naming src/X.c:
+# such a file is then simply out of date (rebuilt, and its .d rewritten), not an error.
+src/%.c: ;
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.
 $(B)/embed: tools/embed.c | $(B)
