@@ -1,0 +1,214 @@
+/* test_cli.c — argv into typed settings (cli.h, settings.h): what each
+ * command hands to the library, and usage errors returned as values (kind
+ * usage, the message main prints), never printed here. */
+#include <string.h>
+
+#include "cli.h"
+#include "heads.h"
+#include "check_util.h"
+
+/* Parses a NULL-terminated argument list (argv[0] "attnviz" added). */
+static int parse(CliOptions *o, AvErr *e, const char *const *args) {
+    static char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)"attnviz";
+    for (; *args; args++) argv[argc++] = (char *)*args;
+    argv[argc] = NULL;
+    memset(e, 0, sizeof *e);
+    return cli_parse(o, argc, argv, e);
+}
+
+START_TEST(a_run_fills_the_run_settings) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--model", "m", "--json", "o.json", "--layers", "3,0-1", "--heads", "2", "--qk", "--predict", "3",
+                       "--max-tokens", "9", "--precision", "4", "--layer", "1", "--view", "matrix", "A", "B", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert_str_eq(o.model.path, "m");
+    ck_assert_int_eq(o.model.lowercase, -1);
+    const RunSpec *r = &o.run;
+    ck_assert_str_eq(r->output.json_path, "o.json");
+    ck_assert_ptr_null(r->output.html_path);
+    ck_assert_int_eq(r->output.precision, 4);
+    ck_assert_str_eq(r->output.view, "matrix");
+    ck_assert_int_eq(r->sel.n_layers, 3);
+    ck_assert(r->sel.layers[0] == 0 && r->sel.layers[1] == 1 && r->sel.layers[2] == 3); /* sorted */
+    ck_assert(r->sel.n_heads == 1 && r->sel.heads[0] == 2);
+    ck_assert(r->sel.layer == 1 && r->sel.head == -1);
+    ck_assert(r->capture.qk && !r->capture.hidden && r->capture.max_tokens == 9);
+    ck_assert_int_eq(r->predict.k, 3);
+    ck_assert_str_eq(r->text_a, "A");
+    ck_assert_str_eq(r->text_b, "B");
+    ck_assert_int_eq(r->batch.pack_tokens, CLI_PACK_TOKENS);
+    ck_assert(!o.serve && !o.diff && !o.render && !o.merge && !r->heads.on);
+    AvErr se = {0};
+    ck_assert_int_eq(sel_check(&r->sel, 4, 4, "model", &se), 0);
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(tokens_only_needs_no_weights) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--tokens-only", "--batch", "-", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.model.tokenizer_only && o.run.capture.tokens_only);
+    ck_assert_str_eq(o.run.batch.path, "-");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(help_and_version_are_answers_not_prints) {
+    CliOptions o;
+    AvErr e;
+    const char *h[] = {"--help", NULL};
+    ck_assert_int_eq(parse(&o, &e, h), CLI_HELP);
+    cli_options_free(&o);
+    ck_assert_ptr_nonnull(strstr(cli_help_text(), "Usage: attnviz"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text(), "attnviz serve"));
+}
+END_TEST
+
+START_TEST(version_is_an_answer) {
+    CliOptions o;
+    AvErr e;
+    const char *v[] = {"--version", NULL};
+    ck_assert_int_eq(parse(&o, &e, v), CLI_VERSION);
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(an_unknown_option_is_a_usage_error) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--frobnicate", "x", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "unknown option '--frobnicate' (see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(a_bad_value_is_a_usage_error) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--precision", "12", "x", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "--precision needs 1 to 9, got '12' (see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(no_text_is_a_usage_error) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {NULL};
+    ck_assert_int_eq(parse(&o, &e, a), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "missing TEXT (see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(serve_fills_the_serve_settings) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"serve", "--model", "a", "--model", "b", "--port", "0", "--host", "::1", "--cased",
+                       "--cache-mb", "10", "--theme", "dark", "hello", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    const ServeSpec *s = &o.serve_spec;
+    ck_assert(o.serve && s->n_models == 2);
+    ck_assert_str_eq(s->models[0], "a");
+    ck_assert_str_eq(s->models[1], "b");
+    ck_assert(s->port == 0 && s->cache_mb == 10 && s->lowercase == 0);
+    ck_assert_str_eq(s->host, "::1");
+    ck_assert_str_eq(s->page.text_a, "hello");
+    ck_assert_str_eq(s->page.output.theme, "dark");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(serve_refuses_what_the_page_asks_itself) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"serve", "--layers", "1", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(e.msg, "serve answers the page's requests"));
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(heads_fills_the_heads_settings) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"heads", "--score", "previous", "--score", "induction", "--top", "3", "--seed", "5", "x y", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    const HeadsSpec *h = &o.run.heads;
+    ck_assert(h->on && h->n_scores == 2 && h->scores[0] == HS_PREVIOUS && h->scores[1] == HS_INDUCTION);
+    ck_assert_int_eq(h->top_k, 3);
+    ck_assert_uint_eq(o.run.predict.seed, 5); /* the induction sequences' seed */
+    ck_assert_str_eq(o.run.text_a, "x y");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(diff_and_stats_and_render_fill_theirs) {
+    CliOptions o;
+    AvErr e;
+    const char *d[] = {"diff", "--model", "A", "--model", "B", "--top", "4", "text", NULL};
+    ck_assert_int_eq(parse(&o, &e, d), CLI_RUN);
+    ck_assert(o.diff && o.diff_spec.top == 4);
+    ck_assert_str_eq(o.model.path, "A");
+    ck_assert_str_eq(o.diff_spec.model_b, "B");
+    ck_assert_str_eq(o.run.text_a, "text");
+    ck_assert_ptr_null(o.run.text_b);
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(stats_merge_lists_its_files) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"stats", "--merge", "a.json", "b.json", "--json", "m.json", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.merge && o.n_merge_files == 2);
+    ck_assert_str_eq(o.merge_files[1], "b.json");
+    ck_assert_str_eq(o.run.output.json_path, "m.json");
+    cli_options_free(&o);
+}
+END_TEST
+
+START_TEST(render_takes_its_input_and_meta) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"render", "att.npz", "--meta", "m.json", "--html", "p.html", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.render);
+    ck_assert_str_eq(o.render_spec.input, "att.npz");
+    ck_assert_str_eq(o.render_spec.meta, "m.json");
+    ck_assert_str_eq(o.run.output.html_path, "p.html");
+    cli_options_free(&o);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("cli");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, a_run_fills_the_run_settings);
+    tcase_add_test(t, tokens_only_needs_no_weights);
+    tcase_add_test(t, help_and_version_are_answers_not_prints);
+    tcase_add_test(t, version_is_an_answer);
+    tcase_add_test(t, an_unknown_option_is_a_usage_error);
+    tcase_add_test(t, a_bad_value_is_a_usage_error);
+    tcase_add_test(t, no_text_is_a_usage_error);
+    tcase_add_test(t, serve_fills_the_serve_settings);
+    tcase_add_test(t, serve_refuses_what_the_page_asks_itself);
+    tcase_add_test(t, heads_fills_the_heads_settings);
+    tcase_add_test(t, diff_and_stats_and_render_fill_theirs);
+    tcase_add_test(t, stats_merge_lists_its_files);
+    tcase_add_test(t, render_takes_its_input_and_meta);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,220 @@
+/* test_run.c — the run module (pipeline.h over run/): a model found and
+ * loaded from typed settings, one input and a batch written, the one-input
+ * API a server uses, and what it reports going to the installed reporter
+ * (a collector here, as serve could install), never to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pipeline.h"
+#include "predict.h"
+#include "report.h"
+#include "util.h"
+#include "check_util.h"
+
+#define F32 "tests/data/small-f32"
+#define GPT2 "tests/data/small-gpt2"
+
+/* A collector reporter: every note kept, with its kind. */
+static struct {
+    int n;
+    AvNoteKind kind[16];
+    char msg[16][512];
+} notes;
+
+static void collect(void *ctx, AvNoteKind kind, const char *msg) {
+    (void)ctx;
+    if (notes.n < 16) {
+        notes.kind[notes.n] = kind;
+        snprintf(notes.msg[notes.n++], sizeof notes.msg[0], "%s", msg);
+    }
+}
+
+static void install_collector(void) {
+    memset(&notes, 0, sizeof notes);
+    const AvReporter r = {collect, NULL, NULL};
+    av_set_reporter(&r);
+}
+
+static RunSpec run_spec(const char *json_path) {
+    RunSpec o;
+    memset(&o, 0, sizeof o);
+    o.sel.layer = o.sel.head = -1;
+    o.output.precision = 6;
+    o.output.json_path = json_path;
+    o.predict.top_p = 1;
+    o.batch.pack_tokens = CLI_PACK_TOKENS;
+    return o;
+}
+
+static char *slurp(const char *path) {
+    char *buf = NULL;
+    size_t len = 0;
+    AvErr e;
+    ck_assert_msg(av_read_file(path, 1 << 24, &buf, &len, &e) == 0, "%s", e.msg);
+    return buf;
+}
+
+START_TEST(one_input_is_run_and_written) {
+    install_collector();
+    char path[] = "/tmp/attnviz-test-run-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    RunSpec o = run_spec(path);
+    o.text_a = "time flies like an arrow";
+    o.capture.max_tokens = 4;
+    const ModelSpec m = {F32, -1, 0};
+    Pipeline *p = NULL;
+    const char *dir, *why;
+    AvErr e = {0};
+    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(dir, F32);
+    ck_assert_str_eq(why, "--model");
+    ck_assert_int_eq(pipeline_config(p)->num_layers, 2);
+    ck_assert_msg(pipeline_run(p, &e) == 0, "%s", e.msg);
+    pipeline_close(p);
+    char *json = slurp(path);
+    ck_assert_ptr_nonnull(strstr(json, "\"tokens\":[\"[CLS]\",\"time\",\"flies\",\"[SEP]\"]"));
+    free(json);
+    unlink(path);
+    /* the truncation reaches the reporter as a warning; nothing else was said */
+    ck_assert_int_eq(notes.n, 1);
+    ck_assert_int_eq(notes.kind[0], AV_NOTE_WARNING);
+    ck_assert_str_eq(notes.msg[0], "input is longer than --max-tokens 4; dropped 3 tokens (longest first)");
+}
+END_TEST
+
+START_TEST(quiet_runs_report_nothing_but_profile) {
+    install_collector();
+    RunSpec o = run_spec("/dev/null");
+    o.text_a = "time flies like an arrow";
+    o.capture.max_tokens = 4;
+    o.quiet = o.profile = 1;
+    const ModelSpec m = {F32, -1, 0};
+    Pipeline *p = NULL;
+    const char *dir, *why;
+    AvErr e = {0};
+    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pipeline_run(p, &e), 0);
+    pipeline_close(p);
+    ck_assert_int_eq(notes.n, 1);
+    ck_assert_int_eq(notes.kind[0], AV_NOTE_PROFILE);
+    ck_assert_ptr_nonnull(strstr(notes.msg[0], "load_ms="));
+}
+END_TEST
+
+START_TEST(a_missing_model_is_a_runtime_error_value) {
+    install_collector();
+    RunSpec o = run_spec(NULL);
+    const ModelSpec m = {"tests/data/no-such-model", -1, 0};
+    Pipeline *p = NULL;
+    const char *dir, *why;
+    AvErr e = {0};
+    ck_assert_int_eq(pipeline_open(&p, &m, &o, &dir, &why, &e), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
+    ck_assert_str_eq(e.msg, "tests/data/no-such-model: no config.json in the model folder");
+    pipeline_close(p);
+    ck_assert_int_eq(notes.n, 0);
+}
+END_TEST
+
+START_TEST(a_batch_reports_failed_lines_and_fails_at_the_end) {
+    install_collector();
+    char in[] = "/tmp/attnviz-test-batch-XXXXXX", out[] = "/tmp/attnviz-test-jsonl-XXXXXX";
+    int fd = mkstemp(in), fo = mkstemp(out);
+    ck_assert(fd >= 0 && fo >= 0);
+    ck_assert_int_eq(write(fd, "the cat\n\nit sat\tdown\n", 21), 21);
+    close(fd);
+    close(fo);
+    RunSpec o = run_spec(out);
+    o.batch.path = in;
+    const ModelSpec m = {F32, -1, 0};
+    Pipeline *p = NULL;
+    const char *dir, *why;
+    AvErr e = {0};
+    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pipeline_run(p, &e), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
+    ck_assert_str_eq(e.msg, "1 of 3 lines failed");
+    pipeline_close(p);
+    ck_assert_int_eq(notes.n, 1);
+    ck_assert_int_eq(notes.kind[0], AV_NOTE_ERROR);
+    char want[256];
+    snprintf(want, sizeof want, "%s:2: empty line; skipped", in);
+    ck_assert_str_eq(notes.msg[0], want);
+    char *jsonl = slurp(out);
+    int lines = 0;
+    for (char *c = jsonl; *c; c++) lines += *c == '\n';
+    ck_assert_int_eq(lines, 2); /* the good lines, in order */
+    free(jsonl);
+    unlink(in);
+    unlink(out);
+}
+END_TEST
+
+START_TEST(the_server_api_spells_predictions_for_the_writers) {
+    av_set_reporter(NULL);
+    RunSpec o = run_spec(NULL);
+    const ModelSpec m = {GPT2, -1, 0};
+    Pipeline *p = NULL;
+    const char *dir, *why;
+    AvErr e = {0};
+    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    TokEncoding enc = {0};
+    ck_assert_int_eq(pipeline_tokenize(p, "the cat sat", NULL, &enc, &e), 0);
+    Capture cap;
+    CapPredictions pred = {0};
+    ck_assert_int_eq(model_capture_select(&cap, pipeline_config(p), enc.n, 1, 0, NULL, 0, NULL, 0, &e), 0);
+    ck_assert_msg(pipeline_forward(p, &enc, &cap, 2, &pred, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pred.n, enc.n); /* causal: every position */
+    OutSpelling w = {0};
+    ck_assert_int_eq(pipeline_spell(p, pred.ids, pred.n * pred.k, &w, &e), 0);
+    ck_assert_int_eq(w.n, pred.n * pred.k);
+    for (int i = 0; i < w.n; i++) ck_assert_ptr_nonnull(w.token[i]);
+    OutDoc d;
+    pipeline_doc(p, &d, &enc, &cap, &pred, &w, "the cat sat", NULL);
+    ck_assert_ptr_eq(d.pred, &pred);
+    ck_assert_ptr_eq(d.pred_words, &w);
+    ck_assert_ptr_null(d.gen_words);
+    pipeline_spelling_free(&w);
+    pred_free(&pred);
+    model_capture_free(&cap);
+    tok_encoding_free(&enc);
+    pipeline_close(p);
+}
+END_TEST
+
+START_TEST(diff_and_render_check_the_selection_as_usage_errors) {
+    av_set_reporter(NULL);
+    RunSpec o = run_spec(NULL);
+    o.text_a = "the cat";
+    o.text_b = "the dog";
+    o.sel.layer = 5;
+    const ModelSpec m = {F32, -1, 0};
+    const DiffSpec ds = {NULL, 0};
+    AvErr e = {0};
+    ck_assert_int_eq(pipeline_diff(&m, &ds, &o, &e), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "--layer 5 is out of range: the model has 2 layers (0-1)");
+    const RenderSpec rs = {"tests/data/no-such.npz", NULL};
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(pipeline_render(&rs, &o, &e), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("run");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, one_input_is_run_and_written);
+    tcase_add_test(t, quiet_runs_report_nothing_but_profile);
+    tcase_add_test(t, a_missing_model_is_a_runtime_error_value);
+    tcase_add_test(t, a_batch_reports_failed_lines_and_fails_at_the_end);
+    tcase_add_test(t, the_server_api_spells_predictions_for_the_writers);
+    tcase_add_test(t, diff_and_render_check_the_selection_as_usage_errors);
+    suite_add_tcase(s, t);
+    return s;
+}
