@@ -40,6 +40,9 @@ const ArchSpec *arch_spec(ArchKind kind);
 /* The row for config.json's model_type, else the first of its architectures
  * (by prefix); NULL when neither names a supported family. */
 const ArchSpec *arch_detect(const char *model_type, const char *architecture);
+/* The family of a config.json that names none (neither model_type nor
+ * architectures): the oldest BERT configs. */
+const ArchSpec *arch_default(void);
 /* The row whose gguf_arch is name; NULL when none. */
 const ArchSpec *arch_detect_gguf(const char *name);
 /* "bert, roberta, …": the supported model_types, for messages. */

@@ -30,7 +30,7 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3 } RopeKi
 #define CFG_MAX_EOS 8
 
 typedef struct {
-    char model_type[32];  /* "bert", "roberta", "distilbert", "gpt2", "llama", ... */
+    char model_type[32];  /* the family's config.json model_type (families.h) */
     ArchKind arch;
     int causal;           /* decoder: a token attends to itself and earlier tokens only */
     int pre_ln;           /* norm before attention/MLP (GPT-2, Llama), else after (BERT) */

@@ -32,6 +32,8 @@ const ArchSpec *arch_detect(const char *model_type, const char *architecture) {
     return NULL;
 }
 
+const ArchSpec *arch_default(void) { return arch_spec(ARCH_BERT); }
+
 const ArchSpec *arch_detect_gguf(const char *name) {
     for (size_t i = 0; i < N_ARCH; i++)
         if (table[i].gguf_arch && !strcmp(name, table[i].gguf_arch)) return &table[i];

@@ -86,7 +86,7 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     const char *arch0 = cJSON_IsString(a0) ? a0->valuestring : NULL;
-    if (!mt && !arch0) return arch_spec(ARCH_BERT);
+    if (!mt && !arch0) return arch_default();
     const ArchSpec *spec = arch_detect(mt ? mt->valuestring : NULL, arch0);
     if (!spec)
         av_err(e, "%s: model %s \"%.40s\" is not supported (attnviz runs %s)", path, mt ? "type" : "architecture",
