@@ -269,6 +269,122 @@ static int parse_size(const char *s, double *out) {
     return 0;
 }
 
+/* What parsing saw besides the settings: which subcommand word, which
+ * command's options appeared (checked against the command once all are read). */
+typedef struct {
+    int stats_cmd, heads_only, serve_opts, pack_set;
+} ParseState;
+
+/* attnviz stats --merge FILE...: only --json goes with it. */
+static int check_stats(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    if (!ps->stats_cmd || !o->merge) return usage_error(e, "%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
+    if (o->model.path || o->run.batch.path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.stats || o->run.predict.k ||
+        o->run.predict.generate_n || o->run.capture.tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
+        return usage_error(e, "%s", "stats --merge adds up files: only --json OUT goes with it");
+    if (rest < 1) return usage_error(e, "%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
+    o->merge_files = (const char *const *)args;
+    o->n_merge_files = rest;
+    return 0;
+}
+
+/* attnviz heads: scores the attention itself (TEXT or --batch). */
+static int check_heads(CliOptions *o, int rest, char **args, AvErr *e) {
+    if (o->run.stats || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.capture.no_special || o->run.capture.words || o->run.output.out_dir ||
+        o->run.output.html_path || o->run.output.npy_path || o->run.predict.temperature > 0 || o->run.predict.top_p < 1 || o->run.predict.stop || o->run.capture.qk || o->run.capture.hidden)
+        return usage_error(e, "%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
+                                 "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
+    for (int i = 0; i < o->run.heads.n_scores; i++)
+        if (o->run.heads.scores[i] == HS_PATTERN && !o->run.heads.pattern) return usage_error(e, "%s", "--score pattern needs --pattern FILE|RULE");
+    if (o->run.batch.path) {
+        if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", args[0]);
+    } else {
+        if (rest < 1) return usage_error(e, "%s", "heads needs TEXT or --batch FILE");
+        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", args[2]);
+        o->run.text_a = args[0];
+        o->run.text_b = rest == 2 ? args[1] : NULL;
+    }
+    return 0;
+}
+
+/* attnviz render INPUT: draws what it is given. */
+static int check_render(CliOptions *o, int rest, char **args, AvErr *e) {
+    if (o->model.path || o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats ||
+        o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads || o->run.capture.max_tokens || o->run.output.out_dir)
+        return usage_error(e, "%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
+                                 "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
+                                 "--max-tokens or --out-dir");
+    if (rest != 1) return usage_error(e, "%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
+    o->render_spec.input = args[0];
+    return 0;
+}
+
+/* attnviz serve [TEXT [TEXT_B]]: the page asks for the rest. */
+static int check_serve(CliOptions *o, int rest, char **args, AvErr *e) {
+    if (o->run.batch.path || o->run.output.json_path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.predict.k || o->run.predict.generate_n ||
+        o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads ||
+        o->render_spec.meta)
+        return usage_error(e, "%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
+                                 "--predict, --generate, --tokens-only, --stats, --no-special, --words, --hidden, "
+                                 "--layers/--heads or --meta (the page asks for predictions and layers itself)");
+    if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", args[2]);
+    o->run.text_a = rest >= 1 ? args[0] : NULL;
+    o->run.text_b = rest == 2 ? args[1] : NULL;
+    return 0;
+}
+
+/* attnviz diff: two texts on one model, or one text on two. */
+static int check_diff(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    if (o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words ||
+        o->run.capture.hidden || o->run.capture.qk || o->run.output.npy_path || o->run.output.out_dir || ps->pack_set)
+        return usage_error(e, "%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
+                                 "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
+    if (o->diff_spec.model_b ? rest != 1 : rest != 2)
+        return usage_error(e, "%s", o->diff_spec.model_b ? "diff --model A --model B takes one TEXT (run on both models)"
+                                            : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
+    o->run.text_a = args[0];
+    o->run.text_b = o->diff_spec.model_b ? NULL : args[1];
+    return 0;
+}
+
+/* A run: one input (TEXT [TEXT_B]) or --batch. */
+static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
+    if (!o->run.predict.generate_n && (o->run.predict.temperature > 0 || o->sampling_opts || o->run.predict.stop))
+        return usage_error(e, "%s", "--temperature, --top-p, --seed and --stop go with --generate");
+    if (o->sampling_opts && o->run.predict.temperature <= 0)
+        return usage_error(e, "%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
+    if ((o->run.predict.k || o->run.predict.generate_n) && (o->run.capture.no_special || o->run.capture.words || o->run.stats || o->run.capture.tokens_only))
+        return usage_error(e, "%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
+    if (o->run.predict.generate_n && rest == 2 && !o->run.batch.path)
+        return usage_error(e, "%s", "--generate continues one text, not a pair");
+    if (o->run.output.out_dir && !o->run.batch.path) return usage_error(e, "%s", "--out-dir goes with --batch");
+    if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
+        return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
+    if (o->run.batch.path) {
+        if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", args[0]);
+    } else {
+        if (rest < 1) return usage_error(e, "%s", "missing TEXT");
+        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", args[2]);
+        o->run.text_a = args[0];
+        o->run.text_b = rest == 2 ? args[1] : NULL;
+    }
+    return 0;
+}
+
+/* The options read, checked against the command they go with. */
+static int check_command(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    if (ps->heads_only && !o->run.heads.on)
+        return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
+    if (ps->serve_opts && !o->serve)
+        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+    if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
+    if (o->run.heads.on) return check_heads(o, rest, args, e);
+    if (o->render) return check_render(o, rest, args, e);
+    if (o->serve) return check_serve(o, rest, args, e);
+    if (o->render_spec.meta) return usage_error(e, "%s", "--meta goes with attnviz render");
+    if (o->diff) return check_diff(o, ps, rest, args, e);
+    return check_run(o, rest, args, e);
+}
+
 static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     memset(o, 0, sizeof *o);
     o->run.sel.layer = o->run.sel.head = -1;
@@ -515,94 +631,8 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         default: return usage_error(e, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    int rest = argc - optind;
-    if (heads_only && !o->run.heads.on)
-        return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
-    if (serve_opts && !o->serve)
-        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
-    if (stats_cmd || o->merge) {
-        if (!stats_cmd || !o->merge) return usage_error(e, "%s", "--merge goes with attnviz stats: attnviz stats --merge FILE... [--json OUT]");
-        if (o->model.path || o->run.batch.path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.stats || o->run.predict.k ||
-            o->run.predict.generate_n || o->run.capture.tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
-            return usage_error(e, "%s", "stats --merge adds up files: only --json OUT goes with it");
-        if (rest < 1) return usage_error(e, "%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
-        o->merge_files = (const char *const *)argv + optind;
-        o->n_merge_files = rest;
-        return 0;
-    }
-    if (o->run.heads.on) {
-        if (o->run.stats || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.capture.no_special || o->run.capture.words || o->run.output.out_dir ||
-            o->run.output.html_path || o->run.output.npy_path || o->run.predict.temperature > 0 || o->run.predict.top_p < 1 || o->run.predict.stop || o->run.capture.qk || o->run.capture.hidden)
-            return usage_error(e, "%s", "heads scores the attention itself: no --stats, --predict, --generate, --tokens-only, "
-                                     "--no-special, --words, --out-dir, --html, --npy, --temperature, --top-p, --stop, --qk or --hidden");
-        for (int i = 0; i < o->run.heads.n_scores; i++)
-            if (o->run.heads.scores[i] == HS_PATTERN && !o->run.heads.pattern) return usage_error(e, "%s", "--score pattern needs --pattern FILE|RULE");
-        if (o->run.batch.path) {
-            if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
-        } else {
-            if (rest < 1) return usage_error(e, "%s", "heads needs TEXT or --batch FILE");
-            if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-            o->run.text_a = argv[optind];
-            o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
-        }
-        return 0;
-    }
-    if (o->render) {
-        if (o->model.path || o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats ||
-            o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads || o->run.capture.max_tokens || o->run.output.out_dir)
-            return usage_error(e, "%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
-                                     "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
-                                     "--max-tokens or --out-dir");
-        if (rest != 1) return usage_error(e, "%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
-        o->render_spec.input = argv[optind];
-        return 0;
-    }
-    if (o->serve) {
-        if (o->run.batch.path || o->run.output.json_path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.predict.k || o->run.predict.generate_n ||
-            o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words || o->run.capture.hidden || o->sel_layers || o->sel_heads ||
-            o->render_spec.meta)
-            return usage_error(e, "%s", "serve answers the page's requests: no --batch, --json, --html, --npy, --out-dir, "
-                                     "--predict, --generate, --tokens-only, --stats, --no-special, --words, --hidden, "
-                                     "--layers/--heads or --meta (the page asks for predictions and layers itself)");
-        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-        o->run.text_a = rest >= 1 ? argv[optind] : NULL;
-        o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
-        return 0;
-    }
-    if (serve_opts) return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
-    if (o->render_spec.meta) return usage_error(e, "%s", "--meta goes with attnviz render");
-    if (o->diff) {
-        if (o->run.batch.path || o->run.predict.k || o->run.predict.generate_n || o->run.capture.tokens_only || o->run.stats || o->run.capture.no_special || o->run.capture.words ||
-            o->run.capture.hidden || o->run.capture.qk || o->run.output.npy_path || o->run.output.out_dir || pack_set)
-            return usage_error(e, "%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
-                                     "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
-        if (o->diff_spec.model_b ? rest != 1 : rest != 2)
-            return usage_error(e, "%s", o->diff_spec.model_b ? "diff --model A --model B takes one TEXT (run on both models)"
-                                                : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
-        o->run.text_a = argv[optind];
-        o->run.text_b = o->diff_spec.model_b ? NULL : argv[optind + 1];
-        return 0;
-    }
-    if (!o->run.predict.generate_n && (o->run.predict.temperature > 0 || o->sampling_opts || o->run.predict.stop))
-        return usage_error(e, "%s", "--temperature, --top-p, --seed and --stop go with --generate");
-    if (o->sampling_opts && o->run.predict.temperature <= 0)
-        return usage_error(e, "%s", "--top-p and --seed choose how to sample: add --temperature T > 0 (greedy takes no seed)");
-    if ((o->run.predict.k || o->run.predict.generate_n) && (o->run.capture.no_special || o->run.capture.words || o->run.stats || o->run.capture.tokens_only))
-        return usage_error(e, "%s", "--predict and --generate show every token: not with --no-special, --words, --stats or --tokens-only");
-    if (o->run.predict.generate_n && rest == 2 && !o->run.batch.path)
-        return usage_error(e, "%s", "--generate continues one text, not a pair");
-    if (o->run.output.out_dir && !o->run.batch.path) return usage_error(e, "%s", "--out-dir goes with --batch");
-    if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
-        return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
-    if (o->run.batch.path) {
-        if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", argv[optind]);
-    } else {
-        if (rest < 1) return usage_error(e, "%s", "missing TEXT");
-        if (rest > 2) return usage_error(e, "too many arguments: '%s' (quote the text)", argv[optind + 2]);
-        o->run.text_a = argv[optind];
-        o->run.text_b = rest == 2 ? argv[optind + 1] : NULL;
-    }
-    return 0;
+    const ParseState ps = {stats_cmd, heads_only, serve_opts, pack_set};
+    return check_command(o, &ps, argc - optind, argv + optind, e);
 }
 
 Selection cli_selection(const CliOptions *o) {
