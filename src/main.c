@@ -30,13 +30,13 @@ static void clear_progress(void) {
     progress_shown = 0;
 }
 
-/* Messages arrive sanitized (err.c, report.c): nothing from a model file or an
- * input can drive the terminal. */
 /* --profile's lines (one per model) wait for the end of the run, after any
  * error: scripts read them as the last lines, without a prefix. */
 static char profile[2][256];
 static int n_profile;
 
+/* Messages arrive sanitized (err.c, report.c): nothing from a model file or an
+ * input can drive the terminal. */
 static void stderr_note(void *ctx, AvNoteKind kind, const char *msg) {
     (void)ctx;
     if (kind == AV_NOTE_PROFILE) {
