@@ -39,16 +39,21 @@ static inline const void *elem_ptr(const void *w, GemmType type, size_t i) {
 
 void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
                      int rows, int in) {
+    gemm_rows_ld_naive(yT, (size_t)n, w, type, w_row, w_col, xT, (size_t)n, n, rows, in);
+}
+
+void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col,
+                        const float *xT, size_t ldx, int n, int rows, int in) {
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < n; j++) {
             float total = 0.0f;
             for (int b = 0; b < in; b += GEMM_KB) {
                 float acc = 0.0f;
                 for (int k = b; k < in && k < b + GEMM_KB; k++)
-                    acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * n + j], acc);
+                    acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * ldx + j], acc);
                 total = total + acc;
             }
-            yT[(size_t)r * n + j] = total;
+            yT[(size_t)r * ldy + j] = total;
         }
 }
 
@@ -160,30 +165,33 @@ static void pack_panel16_neon(float *panel, const void *w, GemmType type, size_t
 
 /* ---------------------------------------------------------------- kernels */
 
-/* One panel against every token: y (mr, n) row stride n, adding each block's
- * chain to the totals held in y (to 0 when first). */
-typedef void PanelFn(const float *panel, const float *x, int n, int kc, float *y, int mr, int first);
+/* One panel against every token: x (kc, n) row stride ldx, y (mr, n) row
+ * stride ldy, adding each block's chain to the totals held in y (to 0 when
+ * first). */
+typedef void PanelFn(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                     int first);
 
-static void panel_scalar(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                         int first) {
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < n; j++) {
-            float total = first ? 0.0f : y[(size_t)i * n + j];
+            float total = first ? 0.0f : y[(size_t)i * ldy + j];
             for (int b = 0; b < kc; b += GEMM_KB) {
                 float acc = 0.0f;
                 for (int kk = b; kk < kc && kk < b + GEMM_KB; kk++)
-                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * n + j], acc);
+                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * ldx + j], acc);
                 total = total + acc;
             }
-            y[(size_t)i * n + j] = total;
+            y[(size_t)i * ldy + j] = total;
         }
 }
 
 #ifdef GEMM_X86
 /* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real. */
 #define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
-    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, int ldx,                  \
-                                                                           int kc, float *y, int ldy, int mr, int nr, \
-                                                                           int first) {                              \
+    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, size_t ldx,               \
+                                                                           int kc, float *y, size_t ldy, int mr,      \
+                                                                           int nr, int first) {                       \
         __mmask16 mk[NV];                                                                                            \
         for (int v = 0; v < NV; v++) {                                                                               \
             int left = nr - 16 * v;                                                                                  \
@@ -219,13 +227,14 @@ AVX512_MICRO(8, 2, 1, micro512_8x2_full)
 AVX512_MICRO(8, 2, 0, micro512_8x2)
 
 /* (few tokens go to rowvec_avx512 instead) */
-__attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, int n, int kc, float *y,
-                                                            int mr, int first) {
+__attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, size_t ldx, int n, int kc,
+                                                            float *y, size_t ldy, int mr, int first) {
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
         for (int j = 0; j < n; j += 32)
-            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, n, kc, y + (size_t)8 * h * n + j,
-                                                                         n, hr, n - j < 32 ? n - j : 32, first);
+            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, ldx, kc,
+                                                                         y + (size_t)8 * h * ldy + j, ldy, hr,
+                                                                         n - j < 32 ? n - j : 32, first);
     }
 }
 
@@ -249,7 +258,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
         break;                                                                                                       \
     }
 
-__attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, int ldx, int kc,
+__attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, size_t ldx, int kc,
                                                              float *acc, int nr) {
     switch (nr) {
         AVX512_ROWVEC(1) AVX512_ROWVEC(2) AVX512_ROWVEC(3) AVX512_ROWVEC(4) AVX512_ROWVEC(5) AVX512_ROWVEC(6)
@@ -606,9 +615,9 @@ __attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size
  * every panel of W packed and run against it. scratch: the panel, then x
  * when it has at most A2_NC tokens; more take a buffer of their own, so that
  * W is not packed again per block of tokens (blocks of A2_NC if it can't be had). */
-__attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const void *w, GemmType type, size_t w_row,
-                                                              size_t w_col, const float *xT, int n, int rows, int in,
-                                                              float *scratch) {
+__attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, size_t ldy, const void *w, GemmType type,
+                                                              size_t w_row, size_t w_col, const float *xT, size_t ldx,
+                                                              int n, int rows, int in, float *scratch) {
     float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
     int nc_max = A2_NC;
     const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
@@ -618,12 +627,12 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
         for (int j0 = 0; j0 < n; j0 += nc_max) {
             const int nc = n - j0 < nc_max ? n - j0 : nc_max;
-            pack_x_avx2(xp, xT + (size_t)k0 * n + j0, (size_t)n, kc, nc);
+            pack_x_avx2(xp, xT + (size_t)k0 * ldx + j0, ldx, kc, nc);
             for (int r = 0; r < rows; r += A2_MR) {
                 const int mr = rows - r < A2_MR ? rows - r : A2_MR;
                 if (direct && mr == A2_MR) {
                     direct_avx2((const float *)w + (size_t)r * w_row + (size_t)k0 * w_col, w_row, w_col, xp, nc, kc,
-                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0, rows - r);
+                                yT + (size_t)r * ldy + j0, ldy, k0 == 0, rows - r);
                     continue;
                 }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
@@ -634,7 +643,7 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
                     next.row_bytes = w_row * (size_t)next.es;
                     next.rows = rows - r - A2_MR < A2_MR ? rows - r - A2_MR : A2_MR;
                 }
-                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0, next.base ? &next : NULL);
+                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * ldy + j0, ldy, mr, k0 == 0, next.base ? &next : NULL);
             }
         }
     }
@@ -681,30 +690,31 @@ static void micro_neon_8x12(const float *restrict panel, const float *restrict x
 
 /* The last n % 12 tokens go through the same micro-kernel on zero-padded
  * copies of their x and y columns: the same chains, padding lanes dropped. */
-static void panel_neon(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+static void panel_neon(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                       int first) {
     const int full = n - n % 12;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
         for (int j = 0; j < full; j += 12)
-            micro_neon_8x12(panel + 8 * h, x + j, (size_t)n, kc, y + (size_t)8 * h * n + j, (size_t)n, hr, first);
+            micro_neon_8x12(panel + 8 * h, x + j, ldx, kc, y + (size_t)8 * h * ldy + j, ldy, hr, first);
     }
     if (full == n) return;
     const int nr = n - full;
     _Alignas(16) float xb[GEMM_KC * 12], yb[8 * 12];
     for (int kk = 0; kk < kc; kk++) {
-        memcpy(xb + kk * 12, x + (size_t)kk * n + full, sizeof(float) * (size_t)nr);
+        memcpy(xb + kk * 12, x + (size_t)kk * ldx + full, sizeof(float) * (size_t)nr);
         memset(xb + kk * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
     }
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        float *yh = y + (size_t)8 * h * n + full;
+        float *yh = y + (size_t)8 * h * ldy + full;
         if (!first)
             for (int i = 0; i < hr; i++) {
-                memcpy(yb + i * 12, yh + (size_t)i * n, sizeof(float) * (size_t)nr);
+                memcpy(yb + i * 12, yh + (size_t)i * ldy, sizeof(float) * (size_t)nr);
                 memset(yb + i * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
             }
         micro_neon_8x12(panel + 8 * h, xb, 12, kc, yb, 12, hr, first);
-        for (int i = 0; i < hr; i++) memcpy(yh + (size_t)i * n, yb + i * 12, sizeof(float) * (size_t)nr);
+        for (int i = 0; i < hr; i++) memcpy(yh + (size_t)i * ldy, yb + i * 12, sizeof(float) * (size_t)nr);
     }
 }
 
@@ -734,7 +744,7 @@ static void panel_neon(const float *panel, const float *x, int n, int kc, float 
         break;                                                                                                       \
     }
 
-static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, float *acc, int nr) {
+static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr) {
     for (int j = 0; j < nr; j += 4, x += 4, acc += 4 * GEMM_MR)
         switch (nr - j < 4 ? nr - j : 4) {
             NEON_ROWVEC(1) NEON_ROWVEC(2) NEON_ROWVEC(3) NEON_ROWVEC(4)
@@ -746,10 +756,10 @@ static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, flo
 
 /* ---------------------------------------------------------------- dispatch */
 
-typedef void RowvecFn(const float *panel, const float *x, int ldx, int kc, float *acc, int nr);
+typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr);
 typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
-typedef void GemmFn(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
-                    int rows, int in, float *scratch);
+typedef void GemmFn(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
+                    size_t ldx, int n, int rows, int in, float *scratch);
 
 typedef struct {
     const char *name;
@@ -859,9 +869,19 @@ static void pack(const Kernel *k, float *panel, const void *w, GemmType type, si
 
 void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
                int in, float *scratch) {
+    gemm_rows_ld(yT, (size_t)n, w, type, w_row, w_col, xT, (size_t)n, n, rows, in, scratch);
+}
+
+void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
+                  size_t ldx, int n, int rows, int in, float *scratch) {
+    if (n <= 0 || rows <= 0) return;
+    if (in <= 0) { /* an empty sum */
+        for (int r = 0; r < rows; r++) memset(yT + (size_t)r * ldy, 0, sizeof(float) * (size_t)n);
+        return;
+    }
     const Kernel *k = best_kernel();
     if (k->gemm) {
-        k->gemm(yT, w, type, w_row, w_col, xT, n, rows, in, scratch);
+        k->gemm(yT, ldy, w, type, w_row, w_col, xT, ldx, n, rows, in, scratch);
         return;
     }
     if (k->rowvec && n <= GEMM_FEW) {
@@ -875,10 +895,10 @@ void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_c
                 const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
                 pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
                 for (int j0 = 0; j0 < n; j0 += 16)
-                    k->rowvec(scratch, xT + (size_t)k0 * n + j0, n, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
+                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
             }
             for (int i = 0; i < mr; i++)
-                for (int j = 0; j < n; j++) yT[(size_t)(r + i) * n + j] = acc[j * GEMM_MR + i];
+                for (int j = 0; j < n; j++) yT[(size_t)(r + i) * ldy + j] = acc[j * GEMM_MR + i];
         }
         return;
     }
@@ -887,7 +907,7 @@ void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_c
         for (int r = 0; r < rows; r += GEMM_MR) {
             const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
             pack(k, scratch, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
-            k->fn(scratch, xT + (size_t)k0 * n, n, kc, yT + (size_t)r * n, mr, k0 == 0);
+            k->fn(scratch, xT + (size_t)k0 * ldx, ldx, n, kc, yT + (size_t)r * ldy, ldy, mr, k0 == 0);
         }
     }
 }
