@@ -163,16 +163,38 @@ static void pack_panel16_neon(float *panel, const void *w, GemmType type, size_t
 }
 #endif
 
+/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
+ * that will be copied next (rows row_bytes apart from base), one line of
+ * each every 64 / es steps of k, es the size of an element. Each row is a
+ * stream of kc elements, too short for the hardware prefetcher to get going,
+ * so the copy would otherwise wait on memory. Into L2, not L1, where they
+ * would push out the panel and x that the kernel is reading. */
+typedef struct {
+    const char *base;
+    size_t row_bytes;
+    int rows, es;
+} Ahead;
+
+/* Lines [*done, *done + count) of the rows' kc elements (row_lines lines a
+ * row) into L2: a kernel spreads a panel's lines over its tiles, so that no
+ * burst of fetches waits for free fill buffers. */
+static inline void fetch_ahead(const Ahead *a, int row_lines, int lines, int count, int *done) {
+    for (int q = 0; q < count && *done < lines; q++, ++*done)
+        __builtin_prefetch(a->base + (size_t)(*done / row_lines) * a->row_bytes + (size_t)(*done % row_lines) * 64, 0,
+                           2);
+}
+
 /* ---------------------------------------------------------------- kernels */
 
 /* One panel against every token: x (kc, n) row stride ldx, y (mr, n) row
  * stride ldy, adding each block's chain to the totals held in y (to 0 when
  * first). */
 typedef void PanelFn(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
-                     int first);
+                     int first, const Ahead *ahead);
 
 static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
-                         int first) {
+                         int first, const Ahead *ahead) {
+    (void)ahead; /* the reference: nothing to hide */
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < n; j++) {
             float total = first ? 0.0f : y[(size_t)i * ldy + j];
@@ -228,13 +250,19 @@ AVX512_MICRO(8, 2, 0, micro512_8x2)
 
 /* (few tokens go to rowvec_avx512 instead) */
 __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, size_t ldx, int n, int kc,
-                                                            float *y, size_t ldy, int mr, int first) {
+                                                            float *y, size_t ldy, int mr, int first,
+                                                            const Ahead *ahead) {
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
+    const int tiles = (mr > 8 ? 2 : 1) * ((n + 31) / 32), per_tile = (lines + tiles - 1) / tiles;
+    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < n; j += 32)
+        for (int j = 0; j < n; j += 32) {
             (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, ldx, kc,
                                                                          y + (size_t)8 * h * ldy + j, ldy, hr,
                                                                          n - j < 32 ? n - j : 32, first);
+            if (ahead) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+        }
     }
 }
 
@@ -362,17 +390,6 @@ __attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel
     }
 }
 
-/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
- * that will be copied next (rows row_bytes apart from base), one line of
- * each every 64 / es steps of k, es the size of an element. Each row is a
- * stream of kc elements, too short for the hardware prefetcher to get going,
- * so the copy would otherwise wait on memory. Into L2, not L1, where they
- * would push out the panel and x that the kernel is reading. */
-typedef struct {
-    const char *base;
-    size_t row_bytes;
-    int rows, es;
-} Ahead;
 
 /* One k of the row-vector tile. */
 #define ROWVEC_STEP(NR)                                                                                              \
@@ -451,19 +468,27 @@ __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const flo
 /* One packed panel (rows [0, mr) real) against the nc tokens packed in xp:
  * y (mr, nc) row stride ldy. Whole 16-token blocks in 6-row tiles, a tile
  * with rows past mr through a copy of its sums; the last nc % 16 tokens by
- * rowvec256, their sums gathered from y and scattered back around it. With
- * no whole block (few tokens: the copy of W is most of the time), the first
- * rowvec256 fetches ahead (or NULL) meanwhile. */
+ * rowvec256, their sums gathered from y and scattered back around it.
+ * ahead, or NULL: the next panel's rows, fetched into L2 meanwhile (its copy
+ * reads W from memory, a stream per row too short for the hardware
+ * prefetcher): spread over the tiles, or by the first rowvec256 when there is
+ * no whole block. */
 __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc,
                                                            float *y, size_t ldy, int mr, int first,
                                                            const Ahead *ahead) {
     const int nb = nc & ~15;
+    /* lines of the next panel to fetch after each tile */
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead && nb ? ahead->rows * row_lines : 0;
+    const int tiles = (mr + 5) / 6 * (nb / 16), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
+    int fetched = 0;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
         float *yt = y + (size_t)6 * t * ldy;
         if (tr == 6)
-            for (int j = 0; j < nb; j += 16)
+            for (int j = 0; j < nb; j += 16) {
                 micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
+                if (lines) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+            }
         else
             for (int j = 0; j < nb; j += 16) {
                 _Alignas(32) float tile[6 * 16];
@@ -478,7 +503,7 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < A2_MR; i++)
                 acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
-        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb ? ahead : NULL);
+        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb && !nb ? ahead : NULL);
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < mr; i++) y[(size_t)i * ldy + j + jj] = acc[jj * A2_MR + i];
     }
@@ -637,7 +662,7 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, size_t
                 }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
                 Ahead next = {NULL, 0, 0, 0};
-                if (nc < 16 && w_col == 1 && r + A2_MR < rows) {
+                if (w_col == 1 && r + A2_MR < rows) {
                     next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
                     next.base = (const char *)elem_ptr(w, type, (size_t)(r + A2_MR) * w_row + (size_t)k0);
                     next.row_bytes = w_row * (size_t)next.es;
@@ -691,12 +716,17 @@ static void micro_neon_8x12(const float *restrict panel, const float *restrict x
 /* The last n % 12 tokens go through the same micro-kernel on zero-padded
  * copies of their x and y columns: the same chains, padding lanes dropped. */
 static void panel_neon(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
-                       int first) {
+                       int first, const Ahead *ahead) {
     const int full = n - n % 12;
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
+    const int tiles = (mr > 8 ? 2 : 1) * (full / 12), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
+    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < full; j += 12)
+        for (int j = 0; j < full; j += 12) {
             micro_neon_8x12(panel + 8 * h, x + j, ldx, kc, y + (size_t)8 * h * ldy + j, ldy, hr, first);
+            if (per_tile) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+        }
     }
     if (full == n) return;
     const int nr = n - full;
@@ -907,7 +937,15 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
         for (int r = 0; r < rows; r += GEMM_MR) {
             const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
             pack(k, scratch, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
-            k->fn(scratch, xT + (size_t)k0 * ldx, ldx, n, kc, yT + (size_t)r * ldy, ldy, mr, k0 == 0);
+            Ahead next = {NULL, 0, 0, 0}; /* the next panel's rows, when row-major */
+            if (w_col == 1 && r + GEMM_MR < rows) {
+                next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                next.base = (const char *)elem_ptr(w, type, (size_t)(r + GEMM_MR) * w_row + (size_t)k0);
+                next.row_bytes = w_row * (size_t)next.es;
+                next.rows = rows - r - GEMM_MR < GEMM_MR ? rows - r - GEMM_MR : GEMM_MR;
+            }
+            k->fn(scratch, xT + (size_t)k0 * ldx, ldx, n, kc, yT + (size_t)r * ldy, ldy, mr, k0 == 0,
+                  next.base ? &next : NULL);
         }
     }
 }
