@@ -2,14 +2,16 @@
  * the tooltip, token-group accessors, the series a view draws, attention
  * lines, heat maps and the painters used for export. Heavy drawing goes to
  * <canvas>; tokens are always inserted with textContent (never as HTML). */
-/* global Data, Tok, headDerived, aggregate, rolloutDerived */
+/* global Data, Tok, Derived */
 /* Causal (decoder) pages: keys after the query are masked. Views never draw a
  * line, bar or value for a masked pair; the matrix view hatches the masked
  * triangle (distinct from a computed 0) and the neuron view lists only the keys
  * the query can see. */
-/* exported el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb, Tip,
-   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines,
-   heatCanvas, heatThumb, heatPooled, canvasPainterOn, CanvasPainter, SvgPainter */
+/* exported Draw, Tip */
+
+/* The file's body is one function (not indented): the other files see only
+ * Draw (the helpers, as Draw.el, Draw.theme, ...: listed at its end) and Tip. */
+const { Draw, Tip } = (() => {
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -134,13 +136,13 @@ function stackAxes() {
 function seriesFor(spec) {
   const { li, mode, hs, t } = spec;
   if (mode === 'heads') {
-    return hs.map(h => ({ mat: headDerived(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h }));
+    return hs.map(h => ({ mat: Derived.head(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h }));
   }
   if (mode === 'rollout') {
-    const m = rolloutDerived(li, hs, t);
+    const m = Derived.rollout(li, hs, t);
     return m ? [{ mat: m, color: aggColor(), name: 'Rollout', h: -1 }] : null;
   }
-  return [{ mat: aggregate(li, hs, mode, t), color: aggColor(), name: mode === 'max' ? 'Max' : 'Mean', h: -1 }];
+  return [{ mat: Derived.aggregate(li, hs, mode, t), color: aggColor(), name: mode === 'max' ? 'Max' : 'Mean', h: -1 }];
 }
 
 /* ---------------------------------------------------------------- line drawing */
@@ -459,3 +461,12 @@ function SvgPainter(w, h) {
     toString() { return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(svg); },
   };
 }
+
+const Draw = {
+  el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
+  tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes,
+  seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled,
+  canvasPainterOn, CanvasPainter, SvgPainter,
+};
+return { Draw, Tip };
+})();
