@@ -335,6 +335,30 @@ function heatPooled(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, SW, SH, maskRgb
   return cv;
 }
 
+/* The hover of a heat map drawn on canvas ov's context octx (w x h CSS pixels):
+ * a grid of rows x cols cells of `cell` pixels whose top-left corner is at
+ * (x0, y0). Over a cell, its row and column are outlined in color ink and the
+ * tooltip is built by tip(box, r, c); off the grid, and on leaving, the
+ * outline and the tooltip go. */
+function heatHover(ov, octx, g, ink, tip) {
+  const { x0, y0, cell, rows, cols, w, h } = g;
+  ov.addEventListener('mousemove', ev => {
+    const b = ov.getBoundingClientRect();
+    const x = ev.clientX - b.left - x0, y = ev.clientY - b.top - y0;
+    octx.clearRect(0, 0, w, h);
+    const c = Math.floor(x / cell), r = Math.floor(y / cell);
+    if (x < 0 || y < 0 || c >= cols || r >= rows) { Tip.hide(); return; }
+    octx.strokeStyle = ink;
+    octx.globalAlpha = 0.35;
+    octx.lineWidth = 1;
+    octx.strokeRect(x0 + 0.5, y0 + r * cell + 0.5, cell * cols - 1, Math.max(1, cell - 1));
+    octx.strokeRect(x0 + c * cell + 0.5, y0 + 0.5, Math.max(1, cell - 1), cell * rows - 1);
+    octx.globalAlpha = 1;
+    Tip.show(ev.clientX, ev.clientY, box => tip(box, r, c));
+  });
+  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, w, h); Tip.hide(); });
+}
+
 /* ---------------------------------------------------------------- painters */
 
 function canvasPainterOn(ctx) {
@@ -465,7 +489,7 @@ function SvgPainter(w, h) {
 const Draw = {
   el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes,
-  seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled,
+  seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled, heatHover,
   canvasPainterOn, CanvasPainter, SvgPainter,
 };
 return { Draw, Tip };

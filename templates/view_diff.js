@@ -236,37 +236,24 @@ function DiffView(host, spec) {
   }
   Object.assign(ov.dataset, { labw: labW, labh: labH, cell, n: N });
   const nb = Data.second.n;
-  ov.addEventListener('mousemove', ev => {
-    const r0 = ov.getBoundingClientRect();
-    const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
-    octx.clearRect(0, 0, W, Ht);
-    const c = Math.floor(x / cell), r = Math.floor(y / cell);
-    if (x < 0 || y < 0 || c >= N || r >= N) { Tip.hide(); return; }
-    octx.strokeStyle = th.ink;
-    octx.globalAlpha = 0.35;
-    octx.strokeRect(labW + 0.5, labH + r * cell + 0.5, g - 1, Math.max(1, cell - 1));
-    octx.strokeRect(labW + c * cell + 0.5, labH + 0.5, Math.max(1, cell - 1), g - 1);
-    octx.globalAlpha = 1;
+  Draw.heatHover(ov, octx, { x0: labW, y0: labH, cell, rows: N, cols: N, w: W, h: Ht }, th.ink, (box, r, c) => {
     const R = ax[r], C = ax[c];
-    Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, label(r) + '  →  ' + label(c));
-      if (masked(r, c)) Tip.sub(box, Draw.MASKED_TEXT);
-      else if (!known[r * N + c]) Tip.sub(box, 'query only in ' + (R.a >= 0 ? 'A' : 'B') + ': no row of the other input to compare');
-      else {
-        const a = C.a >= 0 ? Data.code(li, h, R.a, C.a) : null;
-        const b = C.b >= 0 ? Data.second.done[li][h * nb * nb + R.b * nb + C.b] : null;
-        Tip.row(box, 'A', a === null ? 'no such key' : Fmt.fixed(a, 4));
-        Tip.row(box, 'B', b === null ? 'no such key' : Fmt.fixed(b, 4));
-        const d = codes[r * N + c];
-        const dv = Draw.el('div', 'tt-row');
-        dv.append(Draw.el('span', 'k', 'B − A'), Draw.el('span', 'tt-val df-delta', (d > 0 ? '+' : '') + Fmt.fixed(d, 4)));
-        box.appendChild(dv);
-      }
-      Tip.sub(box, (R.a >= 0 ? 'A query ' + R.a : 'no A query') + ', ' + (C.a >= 0 ? 'key ' + C.a : 'no A key') + ' · ' +
-        (R.b >= 0 ? 'B query ' + R.b : 'no B query') + ', ' + (C.b >= 0 ? 'key ' + C.b : 'no B key'));
-    });
+    Tip.title(box, label(r) + '  →  ' + label(c));
+    if (masked(r, c)) Tip.sub(box, Draw.MASKED_TEXT);
+    else if (!known[r * N + c]) Tip.sub(box, 'query only in ' + (R.a >= 0 ? 'A' : 'B') + ': no row of the other input to compare');
+    else {
+      const a = C.a >= 0 ? Data.code(li, h, R.a, C.a) : null;
+      const b = C.b >= 0 ? Data.second.done[li][h * nb * nb + R.b * nb + C.b] : null;
+      Tip.row(box, 'A', a === null ? 'no such key' : Fmt.fixed(a, 4));
+      Tip.row(box, 'B', b === null ? 'no such key' : Fmt.fixed(b, 4));
+      const d = codes[r * N + c];
+      const dv = Draw.el('div', 'tt-row');
+      dv.append(Draw.el('span', 'k', 'B − A'), Draw.el('span', 'tt-val df-delta', (d > 0 ? '+' : '') + Fmt.fixed(d, 4)));
+      box.appendChild(dv);
+    }
+    Tip.sub(box, (R.a >= 0 ? 'A query ' + R.a : 'no A query') + ', ' + (C.a >= 0 ? 'key ' + C.a : 'no A key') + ' · ' +
+      (R.b >= 0 ? 'B query ' + R.b : 'no B query') + ', ' + (C.b >= 0 ? 'key ' + C.b : 'no B key'));
   });
-  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
 
   function exportScene(P, ttl) {
     const pad = 20, top = 40;

@@ -236,28 +236,14 @@ function drawMatrix(host, spec, redraw) {
   ov.dataset.cell = cell;
   ov.dataset.rows = R;
   ov.dataset.cols = C;
-  ov.addEventListener('mousemove', ev => {
-    const r0 = ov.getBoundingClientRect();
-    const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
-    octx.clearRect(0, 0, W, Ht);
-    const c = Math.floor(x / cell), r = Math.floor(y / cell);
-    if (x < 0 || y < 0 || c >= C || r >= R) { Tip.hide(); return; }
-    octx.strokeStyle = th.ink;
-    octx.globalAlpha = 0.35;
-    octx.lineWidth = 1;
-    octx.strokeRect(labW + 0.5, labH + r * cell + 0.5, gw - 1, Math.max(1, cell - 1));
-    octx.strokeRect(labW + c * cell + 0.5, labH + 0.5, Math.max(1, cell - 1), gh - 1);
-    octx.globalAlpha = 1;
+  Draw.heatHover(ov, octx, { x0: labW, y0: labH, cell, rows: R, cols: C, w: W, h: Ht }, th.ink, (box, r, c) => {
     const gr = rows[r], gc = cols[c];
-    Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, rowLabels[gr] + '  →  ' + colLabels[gc]);
-      if (masked(gr, gc)) Tip.sub(box, Draw.MASKED_TEXT);
-      else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(s.mat[gr * m + gc]), s.color);
-      Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + Draw.tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + Draw.tokPos(t.cols, gc));
-      if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
-    });
+    Tip.title(box, rowLabels[gr] + '  →  ' + colLabels[gc]);
+    if (masked(gr, gc)) Tip.sub(box, Draw.MASKED_TEXT);
+    else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(s.mat[gr * m + gc]), s.color);
+    Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + Draw.tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + Draw.tokPos(t.cols, gc));
+    if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
   });
-  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
   if (zoomAt) ov.addEventListener('dblclick', ev => {
     const r0 = ov.getBoundingClientRect();
     const c = Math.floor((ev.clientX - r0.left - labW) / cell), r = Math.floor((ev.clientY - r0.top - labH) / cell);
