@@ -4,21 +4,13 @@
  * for every run by live.js, sets ready per run and never loaded: it fetches
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
-/* global Data, Tok, Fmt, Rollout, HeadView, MatrixView, Tip, Draw,
-   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
+/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
-/* Every view, in tab order (keys 1..n). An entry (one templates/view_*.js
- * file each) has: id, label; uses {layer, mode, heads, merge, contrast}: the
- * controls it reads (the others are hidden or disabled); picksHead(mode):
- * the head chips pick one head rather than toggle; ownsLayers: it decodes
- * layers itself (else the page waits for the shown layer, and for the
- * rollout when it uses the mode control); mergeNote: the status line when it
- * ignores "merge"; draw(host, c): the controller (or null, or a promise of
- * one); exportTitle(modelName, c); unavailable(): why this page cannot show
- * it (its tab is disabled), or null. */
-const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX].concat(Data.second ? [VIEW_DIFF] : []);
+/* This page's views in tab order (keys 1..n): each templates/view_*.js
+ * registers its own (views.js says what an entry has). */
+const VIEWS = Views.list();
 const viewOf = id => VIEWS.find(v => v.id === id);
 const unavailable = v => (v.unavailable ? v.unavailable() : null);
 
@@ -575,8 +567,8 @@ function openModal(li, h) {
   const t = Tok.build(S.merge, S.hide);
   Data.attention(li, null, [h]).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
-    if (Math.max(t.mr, t.mc) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
-    else modalCtl = MatrixView(box, { li, mode: 'heads', hs: [h], focus: h, t, filter: S.filter, gamma: S.gamma });
+    /* the head view's lines while they stay legible, else the matrix view's heat map */
+    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
   }).catch(err => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;

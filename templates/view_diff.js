@@ -6,8 +6,11 @@
  * queries have no counterpart and are shaded out; an unaligned key's column
  * holds −a (A's weight on it) or +b. Needs from data.js: Data.second (B's side
  * and attention), Data.code (A's codes), Data.label. */
-/* global Data, Fmt, Draw, Tip */
-/* exported DiffView, VIEW_DIFF */
+/* global Data, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* The merged axis: [{a, b}] with a (A's index) or b (B's) -1 for a token the
  * other side lacks; in token order on both sides, A's unaligned tokens before
@@ -280,11 +283,13 @@ function DiffView(host, spec) {
 function diffClip(t) { const cps = Array.from(t); return cps.length > 80 ? cps.slice(0, 79).join('') + '…' : t; }
 function fmtJsd(v) { return v >= 0.001 || v === 0 ? v.toFixed(3) : v.toExponential(1); }
 
-/* The page's entry (page.js: VIEWS, on diff pages only). The layer control
+/* The view's entry (views.js; on diff pages only: diffOnly). The layer control
  * and head chips choose the head whose B − A is drawn (so do the grid's cells). */
-const VIEW_DIFF = {
+Views.register({
   id: 'diff',
+  order: 5,
   label: 'Diff view',
+  diffOnly: true,
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   picksHead: () => true,
   mergeNote: 'the diff view shows every token',
@@ -294,4 +299,5 @@ const VIEW_DIFF = {
     return Data.second.done[c.li] ? go() : Data.second.attention(c.li).then(() => (c.stale() ? null : go()));
   },
   exportTitle: (m, c) => m + ' · B − A · layer ' + c.vt.L + ' · head ' + Data.heads[c.focus],
-};
+});
+})();

@@ -4,8 +4,11 @@
  * pins it. Needs from data.js: Tok (groups, filterIdx, masked) and the
  * derived matrices behind Draw.seriesFor (Derived.head, .aggregate, .rollout);
  * Data.pattern for the tooltip. */
-/* global Data, Tok, Fmt, Draw, Tip */
-/* exported HeadView, VIEW_HEAD */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- head view */
 
@@ -229,9 +232,10 @@ function HeadView(host, spec) {
   };
 }
 
-/* The page's entry (page.js: VIEWS). c: the render context page.js builds. */
-const VIEW_HEAD = {
+/* The view's entry (views.js). c: the render context page.js builds. */
+Views.register({
   id: 'head',
+  order: 1,
   label: 'Head view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: false },
   picksHead: () => false,
@@ -255,4 +259,6 @@ const VIEW_HEAD = {
     return ctl;
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + c.vt.headsTxt + c.vt.filt,
-};
+  drawHead: (host, s) => HeadView(host, { li: s.li, mode: 'heads', hs: [s.h], t: s.t, filter: s.filter, compact: false }),
+});
+})();

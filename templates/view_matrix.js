@@ -3,8 +3,11 @@
  * sentence boundary and (causal pages) the hatched masked triangle. Needs
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind Draw.seriesFor; Data.pattern. */
-/* global Data, Tok, Fmt, Draw, Tip */
-/* exported MatrixView, VIEW_MATRIX */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- matrix view */
 
@@ -286,10 +289,11 @@ function fitText(measure, s, maxW) {
   return cps.slice(0, lo).join('') + '…';
 }
 
-/* The page's entry (page.js: VIEWS). In Heads mode it shows the focused head,
+/* The view's entry (views.js). In Heads mode it shows the focused head,
  * so the head chips pick one head instead of toggling. */
-const VIEW_MATRIX = {
+Views.register({
   id: 'matrix',
+  order: 4,
   label: 'Matrix view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: true },
   picksHead: mode => mode === 'heads',
@@ -302,4 +306,6 @@ const VIEW_MATRIX = {
     return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma, pin: c.pin });
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + (c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.vt.headsTxt) + c.vt.filt,
-};
+  drawHead: (host, s) => MatrixView(host, { li: s.li, mode: 'heads', hs: [s.h], focus: s.h, t: s.t, filter: s.filter, gamma: s.gamma }),
+});
+})();

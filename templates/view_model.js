@@ -6,8 +6,11 @@
  * thumbnails instead (Data.thumbs: every head at once, pooled to s x s): at
  * s = n they are the attention itself and draw as above; past that they are
  * drawn as they come (bin means), without the token toggles. */
-/* global Data, Tok, Draw */
-/* exported ModelView, VIEW_MODEL */
+/* global Data, Tok, Draw, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- model view */
 
@@ -169,11 +172,12 @@ function ModelView(host, spec) {
 }
 
 
-/* The page's entry (page.js: VIEWS). Draws every layer itself as it decodes,
+/* The view's entry (views.js). Draws every layer itself as it decodes,
  * so page.js neither waits for a layer nor runs the rollout first
  * (ownsLayers); the controller's cancel() stops that when the page redraws. */
-const VIEW_MODEL = {
+Views.register({
   id: 'model',
+  order: 2,
   label: 'Model view',
   uses: { layer: false, mode: false, heads: false, merge: true, contrast: true },
   ownsLayers: true,
@@ -182,4 +186,5 @@ const VIEW_MODEL = {
     return ModelView(host, { t: c.t, filter: c.filter, gamma: c.gamma, cur: { li: c.li, h: c.focus }, onOpen: c.onOpen });
   },
   exportTitle: (m, c) => m + ' · model view · "' + c.vt.input + '"',
-};
+});
+})();

@@ -4,8 +4,11 @@
  * codes and their decimals; pages written without --qk have none),
  * Data.code (the captured weight), Tok.filterIdx on unmerged tokens,
  * Data.masked, Data.label/text. */
-/* global Data, Tok, Fmt, Draw, Tip */
-/* exported NeuronView, VIEW_NEURON */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- neuron view */
 
@@ -309,10 +312,11 @@ function NeuronView(host, spec, qk) {
 }
 
 
-/* The page's entry (page.js: VIEWS). Shows raw word pieces (merge off) and
+/* The view's entry (views.js). Shows raw word pieces (merge off) and
  * one head at a time; returns a promise while the layer's q/k decode. */
-const VIEW_NEURON = {
+Views.register({
   id: 'neuron',
+  order: 3,
   label: 'Neuron view',
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   mergeNote: 'the neuron view shows word pieces',
@@ -333,4 +337,5 @@ const VIEW_NEURON = {
       : NeuronView(host, { li: c.li, h: c.focus, t: c.t, filter: c.filter, qi: c.query, onQuery: c.onQuery }, qk)));
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ', head ' + Data.heads[c.focus] + ' · neuron view',
-};
+});
+})();
