@@ -163,7 +163,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     note('info', 'Grouped-query attention:', c.heads + ' query heads share ' + c.kv_heads + ' key/value heads; ' +
       'head h reads key/value head ' + c.kv_head.map((g, h) => h + '→' + g).join(' ') + '. The neuron view\'s q and k ' +
       'are the vectors whose dot product is the score: after rotary positions' +
-      (c.model_type === 'qwen3' ? ' and the per-head q/k norm' : '') + '.');
+      (c.qk_norm ? ' and the per-head q/k norm' : '') + '.');
   }
   if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
