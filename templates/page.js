@@ -653,6 +653,8 @@ window.addEventListener('resize', () => {
 
 window.attnviz = {
   meta, data: Data, state: S, pred: Pred,
+  /* this page's views in tab order (their ids) */
+  views: VIEWS.map(v => v.id),
   /* a live page's next boot: stop what this one still draws, keep the reader's choices */
   dispose() {
     disposed = true;
