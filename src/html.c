@@ -89,6 +89,7 @@
  * A causal capture of the same shape (page_fixture --causal): 28 MB, the
  * masked upper triangle compresses to almost nothing.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -809,16 +810,23 @@ typedef struct {
     int diff_only;
 } ViewEntry;
 
+/* The first `key` in s that starts a name (not "valid: '" for "id: '"). */
+static const char *find_key(const char *s, const char *key) {
+    for (const char *p = s; (p = strstr(p, key)); p++)
+        if (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '$')) return p;
+    return NULL;
+}
+
 static int view_entry(const char *js, ViewEntry *v) {
     const char *r = strstr(js, "Views.register({");
-    const char *id = r ? strstr(r, "id: '") : NULL;
+    const char *id = r ? find_key(r, "id: '") : NULL;
     const char *q = id ? strchr(id + 5, '\'') : NULL;
-    const char *ord = r ? strstr(r, "order: ") : NULL;
+    const char *ord = r ? find_key(r, "order: ") : NULL;
     if (!q || !ord || q == id + 5 || (size_t)(q - id - 5) >= sizeof v->id) return -1;
     memcpy(v->id, id + 5, (size_t)(q - id - 5));
     v->id[q - id - 5] = 0;
     v->order = strtol(ord + 7, NULL, 10);
-    v->diff_only = strstr(r, "diffOnly: true") != NULL;
+    v->diff_only = find_key(r, "diffOnly: true") != NULL;
     return 0;
 }
 
