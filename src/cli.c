@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "output.h"
 #include "pipeline.h"
 #include "serve.h"
 #include "config.h"
@@ -448,12 +449,13 @@ int cli_parse(CliOptions *o, int argc, char **argv) {
             if (!optarg[0]) return usage_error("%s", "--stop needs a non-empty string");
             o->stop = optarg;
             break;
-        case O_VIEW:
-            if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix") &&
-                (!o->diff || strcmp(optarg, "diff")))
-                return usage_error("--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
+        case O_VIEW: {
+            char views[256]; /* the views the built-in templates register */
+            if (!html_view_known(optarg, o->diff, views, sizeof views))
+                return usage_error("--view is %s, not '%s'", views, optarg);
             o->view = optarg;
             break;
+        }
         case O_THEME:
             if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error("--theme is light or dark, not '%s'", optarg);
             o->theme = optarg;
