@@ -249,16 +249,21 @@ AVX512_MICRO(8, 2, 1, micro512_8x2_full)
 AVX512_MICRO(8, 2, 0, micro512_8x2)
 
 /* (few tokens go to rowvec_avx512 instead) */
+/* x packed by gemm_rows_ld into blocks of 32 tokens, each (kc, 32)
+ * contiguous (Kernel.xblock; ldx unused): a tile's k loop walks one short
+ * stride instead of rows n floats apart, which at hundreds of tokens miss the
+ * TLB and L1. */
 __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, size_t ldx, int n, int kc,
                                                             float *y, size_t ldy, int mr, int first,
                                                             const Ahead *ahead) {
+    (void)ldx;
     const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
     const int tiles = (mr > 8 ? 2 : 1) * ((n + 31) / 32), per_tile = (lines + tiles - 1) / tiles;
     int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
         for (int j = 0; j < n; j += 32) {
-            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, ldx, kc,
+            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, 32, kc,
                                                                          y + (size_t)8 * h * ldy + j, ldy, hr,
                                                                          n - j < 32 ? n - j : 32, first);
             if (ahead) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
@@ -797,6 +802,7 @@ typedef struct {
     RowvecFn *rowvec; /* or NULL: few tokens go through fn too */
     Pack16Fn *pack16; /* or NULL: pack_panel */
     GemmFn *gemm;     /* or NULL: gemm_rows' own loops over fn, rowvec and pack16 */
+    int xblock;       /* > 0: fn takes x packed in blocks of this many tokens (pack_x), else x in place */
     int (*has)(void);
 } Kernel;
 
@@ -817,10 +823,10 @@ static const Kernel KERNELS[] = {
     {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
 #endif
 #ifdef GEMM_X86
-    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, has_avx512},
-    {"avx2", NULL, NULL, NULL, gemm_avx2, has_avx2},
+    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, 32, has_avx512},
+    {"avx2", NULL, NULL, NULL, gemm_avx2, 0, has_avx2},
 #endif
-    {"scalar", panel_scalar, NULL, NULL, NULL, has_any},
+    {"scalar", panel_scalar, NULL, NULL, NULL, 0, has_any},
 };
 #define N_KERNELS (int)(sizeof KERNELS / sizeof KERNELS[0])
 
@@ -888,8 +894,23 @@ int gemm_kernel_from_env(AvErr *e) {
     return 0;
 }
 
-/* Tokens up to which a kernel with rowvec takes that path. */
+/* Tokens up to which a kernel with rowvec takes that path; tokens of packed x
+ * the scratch holds after the panel (gemm.h's GEMM_SCRATCH). */
 #define GEMM_FEW 48
+#define GEMM_XP 128
+
+/* xp: tokens [0, nc) of x (kc, ldx) as blocks of xb tokens, each (kc, xb)
+ * contiguous, a last partial block zero past its tokens. */
+static void pack_x(float *xp, int xb, const float *x, size_t ldx, int kc, int nc) {
+    for (int j = 0; j < nc; j += xb) {
+        const int nr = nc - j < xb ? nc - j : xb;
+        float *dst = xp + (size_t)j * kc;
+        for (int kk = 0; kk < kc; kk++) {
+            memcpy(dst + (size_t)kk * xb, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)nr);
+            if (nr < xb) memset(dst + (size_t)kk * xb + nr, 0, sizeof(float) * (size_t)(xb - nr));
+        }
+    }
+}
 
 static void pack(const Kernel *k, float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr,
                  int k0, int kc) {
@@ -932,8 +953,20 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
         }
         return;
     }
-    for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
-        const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
+    /* x packed per block of k (Kernel.xblock): in the scratch after the panel
+     * up to GEMM_XP tokens, else in a buffer of its own (blocks of GEMM_XP
+     * tokens if it can't be had, W then packed again per block) */
+    const int xb = k->xblock;
+    float *xp = scratch + GEMM_MR * GEMM_KC, *heap = NULL;
+    int nc_max = xb ? GEMM_XP : n;
+    if (xb && n > GEMM_XP &&
+        (heap = aligned_alloc(64, sizeof(float) * GEMM_KC * (size_t)((n + xb - 1) / xb * xb))))
+        xp = heap, nc_max = n;
+    for (int k0 = 0; k0 < in; k0 += GEMM_KC)
+        for (int j0 = 0; j0 < n; j0 += nc_max) {
+        const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC, nc = n - j0 < nc_max ? n - j0 : nc_max;
+        const float *x = xT + (size_t)k0 * ldx + j0;
+        if (xb) pack_x(xp, xb, x, ldx, kc, nc), x = xp;
         for (int r = 0; r < rows; r += GEMM_MR) {
             const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
             pack(k, scratch, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
@@ -944,8 +977,8 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
                 next.row_bytes = w_row * (size_t)next.es;
                 next.rows = rows - r - GEMM_MR < GEMM_MR ? rows - r - GEMM_MR : GEMM_MR;
             }
-            k->fn(scratch, xT + (size_t)k0 * ldx, ldx, n, kc, yT + (size_t)r * ldy, ldy, mr, k0 == 0,
-                  next.base ? &next : NULL);
+            k->fn(scratch, x, ldx, nc, kc, yT + (size_t)r * ldy + j0, ldy, mr, k0 == 0, next.base ? &next : NULL);
         }
     }
+    free(heap);
 }
