@@ -40,9 +40,16 @@ typedef enum { GEMM_F32, GEMM_BF16, GEMM_F16 } GemmType;
  * GEMM_SCRATCH floats, 64-byte aligned. */
 void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
                int in, float *scratch);
+/* The same with row strides of their own: xT (in, n) row stride ldx, yT (rows,
+ * n) row stride ldy; for products over parts of larger matrices (attention's
+ * q k^T and probs v, the causal triangle a block of rows at a time). */
+void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
+                  size_t ldx, int n, int rows, int in, float *scratch);
 /* The definition above as plain loops of fmaf, the reference the fast paths must equal bit for bit. */
 void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
                      int rows, int in);
+void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col,
+                        const float *xT, size_t ldx, int n, int rows, int in);
 
 /* Which kernel gemm_rows runs on this CPU ("avx512", "avx2", "neon" or "scalar"); force:
  * tests pin one that the CPU has (returns -1 if it lacks it), NULL: back to the best. */

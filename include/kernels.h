@@ -72,6 +72,9 @@ void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps);
 
 void kern_softmax_rows(float *x, int rows, int cols);
 void kern_softmax_rows_naive(float *x, int rows, int cols);
+/* softmax of (scale x) per row, scale > 0: the bits of multiplying by scale
+ * and then kern_softmax_rows, one pass over the row fewer. */
+void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale);
 void kern_activate(float *x, size_t n, ActKind act);
 void kern_activate_naive(float *x, size_t n, ActKind act);
 /* g = act(g) * u, element-wise: the gated MLP's (SwiGLU, GeGLU) combination. */
@@ -90,7 +93,7 @@ typedef struct {
 /* One head: probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) =
  * (probs v)^T unless ctxT is NULL; qT, kT, vT (dh, n). */
 void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
-                    const AttnRule *rule);
+                    const AttnRule *rule, float *scratch);
 void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n,
                           int dh, const AttnRule *rule);
 
@@ -100,7 +103,14 @@ void kern_attention_naive(float *probs, float *ctxT, const float *qT, const floa
  * are zeroed, so rows can be written straight into a wider matrix. ctxT, qT
  * (dh, nq). kern_attention is this with nq = nk = ldk = ldp = n. */
 void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
-                       int ldk, int nk, int dh, const AttnRule *rule);
+                       int ldk, int nk, int dh, const AttnRule *rule, float *scratch);
+/* Both products go through gemm.h's chains, so a head's numbers are the same
+ * bits on every kernel and CPU, alone or packed, in one pass or a token at a
+ * time against a cache; causal and windowed rules compute only the keys rows
+ * see (ATTN_ROWS rows at a time). scratch: kern_attention_scratch(nq, nk, dh)
+ * floats when ctxT is set (V turned to (nk, dh) and the context before its
+ * transpose), else may be NULL. */
+size_t kern_attention_scratch(int nq, int nk, int dh);
 void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                              const float *vT, int ldk, int nk, int dh, const AttnRule *rule);
 

@@ -94,6 +94,11 @@ int json_format_float(char *buf, float v, int sig);
 /* HTML page: a self-contained file with the templates compiled into the binary
  * (or read from templates_dir when non-NULL). */
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e);
+/* Whether NAME is a view the page opens on (--view): one the built-in
+ * templates register (templates/view_*.js; diff: a page of attnviz diff, which
+ * has the diff-only views too). names (cap bytes) gets the valid ones in tab
+ * order for a message: "head, model, neuron or matrix", plus " (or diff)". */
+int html_view_known(const char *name, int diff, char *names, size_t cap);
 /* attnviz serve's pieces of the same page: the page with no data, whose meta
  * is {"live": live_json} (the page then fetches what it shows); the meta
  * object an offline page of d carries, without q/k ("qk": null); and

@@ -4,7 +4,11 @@
  * (per-dimension offsets + zigzag residuals of round(v*10^dec)); codes split
  * into two byte planes, zlib-deflated, base-85 text. */
 /* global META, SOURCE */
-/* exported Data, Tok, fmtAtt, fmtFixed, visibleText */
+/* exported Fmt, Data, Tok, Derived, Rollout */
+
+/* The file's body is one function (not indented): the other files see only
+ * what it returns. */
+const { Fmt, Data, Tok, Derived, Rollout } = (() => {
 
 const B85 = '!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~';
 const B85_VAL = (() => {
@@ -86,6 +90,8 @@ function fmtFixed(code, dec) {
 function fmtAtt(w) {
   return fmtFixed(Math.round(w * 10000), 4);
 }
+/* Fmt.visible (token text made visible), Fmt.fixed, Fmt.att */
+const Fmt = { visible: visibleText, fixed: fmtFixed, att: fmtAtt };
 /* ---------------------------------------------------------------- the data */
 
 /* The document the page draws: META (the meta object of an offline page,
@@ -573,3 +579,9 @@ function rolloutDerived(li, hs, t) {
   }
   return v;
 }
+
+/* the derived matrices the views draw (Draw.seriesFor) */
+const Derived = { head: headDerived, aggregate, rollout: rolloutDerived };
+
+return { Fmt, Data, Tok, Derived, Rollout };
+})();

@@ -2,14 +2,16 @@
  * the tooltip, token-group accessors, the series a view draws, attention
  * lines, heat maps and the painters used for export. Heavy drawing goes to
  * <canvas>; tokens are always inserted with textContent (never as HTML). */
-/* global Data, Tok, headDerived, aggregate, rolloutDerived */
+/* global Data, Tok, Derived */
 /* Causal (decoder) pages: keys after the query are masked. Views never draw a
  * line, bar or value for a masked pair; the matrix view hatches the masked
  * triangle (distinct from a computed 0) and the neuron view lists only the keys
  * the query can see. */
-/* exported el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb, Tip,
-   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines,
-   heatCanvas, heatThumb, heatPooled, canvasPainterOn, CanvasPainter, SvgPainter */
+/* exported Draw, Tip */
+
+/* The file's body is one function (not indented): the other files see only
+ * Draw (the helpers, as Draw.el, Draw.theme, ...: listed at its end) and Tip. */
+const { Draw, Tip } = (() => {
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -134,13 +136,13 @@ function stackAxes() {
 function seriesFor(spec) {
   const { li, mode, hs, t } = spec;
   if (mode === 'heads') {
-    return hs.map(h => ({ mat: headDerived(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h }));
+    return hs.map(h => ({ mat: Derived.head(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h }));
   }
   if (mode === 'rollout') {
-    const m = rolloutDerived(li, hs, t);
+    const m = Derived.rollout(li, hs, t);
     return m ? [{ mat: m, color: aggColor(), name: 'Rollout', h: -1 }] : null;
   }
-  return [{ mat: aggregate(li, hs, mode, t), color: aggColor(), name: mode === 'max' ? 'Max' : 'Mean', h: -1 }];
+  return [{ mat: Derived.aggregate(li, hs, mode, t), color: aggColor(), name: mode === 'max' ? 'Max' : 'Mean', h: -1 }];
 }
 
 /* ---------------------------------------------------------------- line drawing */
@@ -333,6 +335,30 @@ function heatPooled(mat, m, rows, cols, rgb, bgRgb, gamma, vmax, SW, SH, maskRgb
   return cv;
 }
 
+/* The hover of a heat map drawn on canvas ov's context octx (w x h CSS pixels):
+ * a grid of rows x cols cells of `cell` pixels whose top-left corner is at
+ * (x0, y0). Over a cell, its row and column are outlined in color ink and the
+ * tooltip is built by tip(box, r, c); off the grid, and on leaving, the
+ * outline and the tooltip go. */
+function heatHover(ov, octx, g, ink, tip) {
+  const { x0, y0, cell, rows, cols, w, h } = g;
+  ov.addEventListener('mousemove', ev => {
+    const b = ov.getBoundingClientRect();
+    const x = ev.clientX - b.left - x0, y = ev.clientY - b.top - y0;
+    octx.clearRect(0, 0, w, h);
+    const c = Math.floor(x / cell), r = Math.floor(y / cell);
+    if (x < 0 || y < 0 || c >= cols || r >= rows) { Tip.hide(); return; }
+    octx.strokeStyle = ink;
+    octx.globalAlpha = 0.35;
+    octx.lineWidth = 1;
+    octx.strokeRect(x0 + 0.5, y0 + r * cell + 0.5, cell * cols - 1, Math.max(1, cell - 1));
+    octx.strokeRect(x0 + c * cell + 0.5, y0 + 0.5, Math.max(1, cell - 1), cell * rows - 1);
+    octx.globalAlpha = 1;
+    Tip.show(ev.clientX, ev.clientY, box => tip(box, r, c));
+  });
+  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, w, h); Tip.hide(); });
+}
+
 /* ---------------------------------------------------------------- painters */
 
 function canvasPainterOn(ctx) {
@@ -459,3 +485,12 @@ function SvgPainter(w, h) {
     toString() { return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(svg); },
   };
 }
+
+const Draw = {
+  el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
+  tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes,
+  seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled, heatHover,
+  canvasPainterOn, CanvasPainter, SvgPainter,
+};
+return { Draw, Tip };
+})();

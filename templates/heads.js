@@ -7,7 +7,7 @@
  * The page's weights are the captured floats rounded to 4 decimals, so its
  * scores differ from the command's by about that much. Needs from data.js:
  * Data (attention, headMatrix, meta.input_ids, special, vocab, stacked). */
-/* global Data, el */
+/* global Data, Draw */
 /* exported Heads */
 
 const Heads = (() => {
@@ -89,11 +89,11 @@ const Heads = (() => {
   const fmt = (k, v) => (isNaN(v) ? '–' : k === 'distance' || k === 'entropy' ? v.toFixed(2) : v.toFixed(3));
 
   /* the panel: a score picker and the best heads */
-  const box = el('div', 'ctl find-heads');
+  const box = Draw.el('div', 'ctl find-heads');
   box.id = 'ctl-find';
-  const lab = el('label', null, 'Find heads');
+  const lab = Draw.el('label', null, 'Find heads');
   lab.htmlFor = 'find-select';
-  const sel = el('select');
+  const sel = Draw.el('select');
   sel.id = 'find-select';
   sel.title = 'Shade the thumbnails by a score of this input (attnviz heads computes them over a corpus)';
   sel.appendChild(new Option('—', ''));
@@ -107,7 +107,7 @@ const Heads = (() => {
     sel.disabled = true;
     sel.title = 'Scoring every head here would fetch every head\'s ' + Data.n + ' × ' + Data.n + ' attention from the server; attnviz heads computes the scores';
   }
-  const list = el('div', 'find-list');
+  const list = Draw.el('div', 'find-list');
   box.append(lab, sel, list);
 
   async function decorate() {
@@ -131,7 +131,7 @@ const Heads = (() => {
     const lo = Math.min(...vals), hi = Math.max(...vals), span = hi - lo || 1;
     r.forEach((x, rank) => {
       if (rank < TOP) {
-        const b = el('button', 'btn find-pick', 'L' + x.layer + '·H' + x.head + ' ' + fmt(k, x.score));
+        const b = Draw.el('button', 'btn find-pick', 'L' + x.layer + '·H' + x.head + ' ' + fmt(k, x.score));
         b.type = 'button';
         b.dataset.li = x.li;
         b.dataset.h = x.h;
@@ -143,7 +143,7 @@ const Heads = (() => {
       if (!th) return;
       th.style.setProperty('--score', isNaN(x.score) ? '0' : String((x.score - lo) / span));
       th.dataset.rank = String(rank + 1);
-      const badge = el('span', 'score' + (rank < TOP ? ' best' : ''), (rank < TOP ? '#' + (rank + 1) + ' · ' : '') + fmt(k, x.score));
+      const badge = Draw.el('span', 'score' + (rank < TOP ? ' best' : ''), (rank < TOP ? '#' + (rank + 1) + ' · ' : '') + fmt(k, x.score));
       th.appendChild(badge);
       th.title = th.title.replace(/ · .*$/, '') + ' · ' + sel.selectedOptions[0].textContent + ' ' + fmt(k, x.score) + ' (rank ' + (rank + 1) + ')';
     });

@@ -4,21 +4,13 @@
  * for every run by live.js, sets ready per run and never loaded: it fetches
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
-/* global Data, Tok, Rollout, HeadView, MatrixView, Tip, headColor, aggColor, el, CanvasPainter, SvgPainter, fmtAtt,
-   Pred, Heads, VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX, VIEW_DIFF, PREV, SIGNAL */
+/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
-/* Every view, in tab order (keys 1..n). An entry (one templates/view_*.js
- * file each) has: id, label; uses {layer, mode, heads, merge, contrast}: the
- * controls it reads (the others are hidden or disabled); picksHead(mode):
- * the head chips pick one head rather than toggle; ownsLayers: it decodes
- * layers itself (else the page waits for the shown layer, and for the
- * rollout when it uses the mode control); mergeNote: the status line when it
- * ignores "merge"; draw(host, c): the controller (or null, or a promise of
- * one); exportTitle(modelName, c); unavailable(): why this page cannot show
- * it (its tab is disabled), or null. */
-const VIEWS = [VIEW_HEAD, VIEW_MODEL, VIEW_NEURON, VIEW_MATRIX].concat(Data.second ? [VIEW_DIFF] : []);
+/* This page's views in tab order (keys 1..n): each templates/view_*.js
+ * registers its own (views.js says what an entry has). */
+const VIEWS = Views.list();
 const viewOf = id => VIEWS.find(v => v.id === id);
 const unavailable = v => (v.unavailable ? v.unavailable() : null);
 
@@ -125,11 +117,11 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 
   const il = $('input-line');
   const addRow = (tag, text, extra) => {
-    const r = el('div', 'row');
+    const r = Draw.el('div', 'row');
     r.dataset.tag = tag;
-    r.appendChild(el('span', 'tag', tag));
-    r.appendChild(el('span', 'txt', text));
-    if (extra) r.appendChild(el('span', 'meta', extra));
+    r.appendChild(Draw.el('span', 'tag', tag));
+    r.appendChild(Draw.el('span', 'txt', text));
+    if (extra) r.appendChild(Draw.el('span', 'meta', extra));
     il.appendChild(r);
   };
   if (Data.stacked) {
@@ -148,8 +140,8 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
 
   const notes = $('notes');
   const note = (cls, strong, text) => {
-    const d = el('div', 'note' + (cls ? ' ' + cls : ''));
-    if (strong) d.appendChild(el('strong', null, strong + ' '));
+    const d = Draw.el('div', 'note' + (cls ? ' ' + cls : ''));
+    if (strong) d.appendChild(Draw.el('strong', null, strong + ' '));
     d.appendChild(document.createTextNode(text));
     notes.appendChild(d);
     return d;
@@ -171,7 +163,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     note('info', 'Grouped-query attention:', c.heads + ' query heads share ' + c.kv_heads + ' key/value heads; ' +
       'head h reads key/value head ' + c.kv_head.map((g, h) => h + '→' + g).join(' ') + '. The neuron view\'s q and k ' +
       'are the vectors whose dot product is the score: after rotary positions' +
-      (c.model_type === 'qwen3' ? ' and the per-head q/k norm' : '') + '.');
+      (c.qk_norm ? ' and the per-head q/k norm' : '') + '.');
   }
   if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
@@ -195,8 +187,8 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     .concat(Pred.gen ? [['←', '→', 'generated token']] : [])
     .concat(Data.stacked ? [['S', '', Data.stacks.map(st => st.label.toLowerCase()).join(' / ')]] : []).forEach(([a, b, what], i) => {
     if (i) foot.appendChild(document.createTextNode(' · '));
-    foot.appendChild(el('kbd', null, a));
-    if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(el('kbd', null, b)); }
+    foot.appendChild(Draw.el('kbd', null, a));
+    if (b) { foot.appendChild(document.createTextNode(' ')); foot.appendChild(Draw.el('kbd', null, b)); }
     foot.appendChild(document.createTextNode(' ' + what));
   });
   foot.appendChild(document.createTextNode(Data.live
@@ -230,7 +222,7 @@ if (sinkPage) {
   /* the names keep their case (the label is small caps otherwise) */
   const hs = $('hide-special-text');
   hs.textContent = 'Hide ';
-  hs.appendChild(el('span', 'tokname', specialNames));
+  hs.appendChild(Draw.el('span', 'tokname', specialNames));
   $('hide-special-label').title = 'Hide ' + specialNames + '; each row is renormalized over the tokens left';
 } else {
   $('hide-special-text').textContent = 'Hide special tokens';
@@ -245,7 +237,7 @@ if (Data.hasDisplay) {
 
 /* tabs and view sections, one per table entry */
 VIEWS.forEach(v => {
-  const b = el('button', null, v.label);
+  const b = Draw.el('button', null, v.label);
   b.type = 'button';
   b.setAttribute('role', 'tab');
   b.dataset.view = v.id;
@@ -253,7 +245,7 @@ VIEWS.forEach(v => {
   const why = unavailable(v);
   if (why) { b.disabled = true; b.title = why; }
   $('tabs').appendChild(b);
-  const sec = el('section', 'view');
+  const sec = Draw.el('section', 'view');
   sec.id = 'view-' + v.id;
   sec.dataset.view = v.id;
   sec.hidden = true;
@@ -262,7 +254,7 @@ VIEWS.forEach(v => {
 
 const layerSel = $('layer-select');
 Data.layers.forEach((l, i) => {
-  const o = el('option', null, 'Layer ' + l);
+  const o = Draw.el('option', null, 'Layer ' + l);
   o.value = String(i);
   layerSel.appendChild(o);
 });
@@ -292,7 +284,7 @@ if (Data.stacked) {
   $('ctl-stack').hidden = false;
   $('ctl-filter').hidden = true; /* sentence pairs are a self-attention page's */
   Data.stacks.forEach((st, k) => {
-    const b = el('button', null, st.label);
+    const b = Draw.el('button', null, st.label);
     b.type = 'button';
     b.setAttribute('role', 'radio');
     b.dataset.stack = st.name;
@@ -331,16 +323,16 @@ const chips = $('head-chips');
 function buildChips() {
   chips.textContent = '';
   for (let h = 0; h < Data.H; h++) {
-    const b = el('button', 'head-chip');
+    const b = Draw.el('button', 'head-chip');
     b.type = 'button';
     b.dataset.h = h;
     const real = Data.heads[h];
-    b.style.setProperty('--c', headColor(real));
-    const sw = el('span', 'sw');
+    b.style.setProperty('--c', Draw.headColor(real));
+    const sw = Draw.el('span', 'sw');
     b.appendChild(sw);
-    b.appendChild(el('span', 'num', String(real)));
+    b.appendChild(Draw.el('span', 'num', String(real)));
     chips.appendChild(b);
-    b.appendChild(el('span', 'pat'));
+    b.appendChild(Draw.el('span', 'pat'));
   }
   updateChips();
 }
@@ -486,7 +478,7 @@ async function render() {
       const li = S.layer;
       if (!Rollout.cached(li, hs)) {
         host.textContent = '';
-        host.appendChild(el('div', 'empty', 'Computing rollout…'));
+        host.appendChild(Draw.el('div', 'empty', 'Computing rollout…'));
         await Rollout.upTo(li, hs, (done, total) => { if (gen === renderGen) status('Computing rollout: layer ' + Math.floor(done) + ' of ' + total + '…'); });
         if (gen !== renderGen) return;
       }
@@ -507,7 +499,7 @@ async function render() {
     if (gen !== renderGen) return; /* a later render (or a live page's next run) took over */
     console.error(err);
     host.textContent = '';
-    host.appendChild(el('div', 'empty', 'Could not draw this view: ' + (err && err.message ? err.message : String(err))));
+    host.appendChild(Draw.el('div', 'empty', 'Could not draw this view: ' + (err && err.message ? err.message : String(err))));
   }
   return finish(gen);
 }
@@ -568,21 +560,21 @@ function openModal(li, h) {
   $('modal-open-neuron').hidden = !Data.hasQK;
   const body = $('modal-body');
   body.textContent = '';
-  if (desc) body.appendChild(el('p', 'hint', desc));
-  const box = el('div');
+  if (desc) body.appendChild(Draw.el('p', 'hint', desc));
+  const box = Draw.el('div');
   body.appendChild(box);
   $('modal').hidden = false;
   const t = Tok.build(S.merge, S.hide);
   Data.attention(li, null, [h]).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
-    if (Math.max(t.mr, t.mc) <= 96) modalCtl = HeadView(box, { li, mode: 'heads', hs: [h], t, filter: S.filter, compact: false });
-    else modalCtl = MatrixView(box, { li, mode: 'heads', hs: [h], focus: h, t, filter: S.filter, gamma: S.gamma });
+    /* the head view's lines while they stay legible, else the matrix view's heat map */
+    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
   }).catch(err => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
     console.error(err);
     box.textContent = '';
-    box.appendChild(el('div', 'empty', 'Could not load this head: ' + (err && err.message ? err.message : String(err))));
+    box.appendChild(Draw.el('div', 'empty', 'Could not load this head: ' + (err && err.message ? err.message : String(err))));
   });
   $('modal-close').focus();
 }
@@ -624,8 +616,8 @@ async function exportData(kind) {
   const ctl = modalCtl && !$('modal').hidden ? modalCtl : current;
   if (!ctl || !ctl.exportScene) throw new Error('nothing to export in this view');
   const ttl = exportTitle();
-  if (kind === 'svg') return ctl.exportScene((w, h) => SvgPainter(w, h), ttl).toString();
-  const p = ctl.exportScene((w, h) => CanvasPainter(w, h, 2), ttl);
+  if (kind === 'svg') return ctl.exportScene((w, h) => Draw.SvgPainter(w, h), ttl).toString();
+  const p = ctl.exportScene((w, h) => Draw.CanvasPainter(w, h, 2), ttl);
   return p.toBlob();
 }
 async function doExport(kind) {
@@ -633,7 +625,7 @@ async function doExport(kind) {
     const data = await exportData(kind);
     const blob = kind === 'svg' ? new Blob([data], { type: 'image/svg+xml' }) : data;
     const url = URL.createObjectURL(blob);
-    const a = el('a');
+    const a = Draw.el('a');
     a.href = url;
     a.download = exportName(kind);
     document.body.appendChild(a);
@@ -661,6 +653,8 @@ window.addEventListener('resize', () => {
 
 window.attnviz = {
   meta, data: Data, state: S, pred: Pred,
+  /* this page's views in tab order (their ids) */
+  views: VIEWS.map(v => v.id),
   /* a live page's next boot: stop what this one still draws, keep the reader's choices */
   dispose() {
     disposed = true;
@@ -675,7 +669,7 @@ window.attnviz = {
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),
   openModal, closeModal,
-  headColor, aggColor, fmtAtt, heads: Heads,
+  headColor: Draw.headColor, aggColor: Draw.aggColor, fmtAtt: Fmt.att, heads: Heads,
   readyMs: null,
 };
 

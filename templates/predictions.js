@@ -10,7 +10,7 @@
  * which token to pin (init's onStep(position or -1)); the views pin it.
  * Pages without predictions or generation get none of it. Token text is
  * always set with textContent. */
-/* global Data, el, visibleText, SIGNAL */
+/* global Data, Fmt, Draw, SIGNAL */
 /* exported Pred */
 
 const Pred = (() => {
@@ -40,16 +40,16 @@ const Pred = (() => {
    * trailing spaces as faint ␣, whitespace-only tokens as glyphs. */
   function tokenText(s) {
     const f = document.createDocumentFragment();
-    if (s === '' || /^\s+$/.test(s)) { f.appendChild(el('span', 'ws', visibleText(s))); return f; }
+    if (s === '' || /^\s+$/.test(s)) { f.appendChild(Draw.el('span', 'ws', Fmt.visible(s))); return f; }
     const m = /^( *)([\s\S]*?)( *)$/.exec(s);
-    if (m[1]) f.appendChild(el('span', 'ws', '␣'.repeat(m[1].length)));
-    f.appendChild(document.createTextNode(visibleText(m[2])));
-    if (m[3]) f.appendChild(el('span', 'ws', '␣'.repeat(m[3].length)));
+    if (m[1]) f.appendChild(Draw.el('span', 'ws', '␣'.repeat(m[1].length)));
+    f.appendChild(document.createTextNode(Fmt.visible(m[2])));
+    if (m[3]) f.appendChild(Draw.el('span', 'ws', '␣'.repeat(m[3].length)));
     return f;
   }
   const candText = c => (c.display !== undefined && c.display !== null ? c.display : c.token);
   const quoted = (parent, label) => {
-    const q = el('span', 'pk-q');
+    const q = Draw.el('span', 'pk-q');
     q.appendChild(tokenText(label));
     parent.appendChild(q);
   };
@@ -61,28 +61,28 @@ const Pred = (() => {
    * token); a marked token outside the top-K gets a row of its own below when
    * its probability is known (mark.prob), else a line naming it. */
   function chart(box, top, mark) {
-    const list = el('div', 'pk-list');
+    const list = Draw.el('div', 'pk-list');
     list.setAttribute('role', 'list');
     let found = false;
     const addRow = (c, prob, extra) => {
-      const r = el('div', 'pk-row' + (extra ? ' extra' : ''));
+      const r = Draw.el('div', 'pk-row' + (extra ? ' extra' : ''));
       r.setAttribute('role', 'listitem');
       r.dataset.id = c.id;
       if (prob !== null) r.dataset.prob = String(prob);
-      const lab = el('span', 'pk-tok');
+      const lab = Draw.el('span', 'pk-tok');
       lab.appendChild(tokenText(candText(c)));
       lab.title = 'vocab: ' + c.token + ' · id ' + c.id;
-      const track = el('span', 'pk-track');
-      const bar = el('span', 'pk-bar');
+      const track = Draw.el('span', 'pk-track');
+      const bar = Draw.el('span', 'pk-bar');
       bar.style.width = (prob === null ? 0 : Math.max(0, Math.min(1, prob)) * 100) + '%';
       track.appendChild(bar);
-      r.append(lab, track, el('span', 'pk-p', prob === null ? '—' : fmtProb(prob)));
+      r.append(lab, track, Draw.el('span', 'pk-p', prob === null ? '—' : fmtProb(prob)));
       if (mark && c.id === mark.id) {
         r.classList.add('mark');
-        r.appendChild(el('span', 'pk-badge', mark.badge));
+        r.appendChild(Draw.el('span', 'pk-badge', mark.badge));
         found = true;
       } else {
-        r.appendChild(el('span', 'pk-badge'));
+        r.appendChild(Draw.el('span', 'pk-badge'));
       }
       list.appendChild(r);
     };
@@ -90,7 +90,7 @@ const Pred = (() => {
     if (mark && !found && mark.cand) {
       if (mark.prob !== undefined && mark.prob !== null) addRow(mark.cand, mark.prob, true);
       else {
-        const d = el('div', 'pk-note', mark.badge + ': ');
+        const d = Draw.el('div', 'pk-note', mark.badge + ': ');
         quoted(d, candText(mark.cand));
         d.appendChild(document.createTextNode(' — not in the top ' + top.length));
         list.appendChild(d);
@@ -112,7 +112,7 @@ const Pred = (() => {
     const top = topAt.get(pos);
     const st = stepOf(pos);
     if (!top && !st) return false;
-    const head = el('div', 'pk-title');
+    const head = Draw.el('div', 'pk-title');
     if (top && causal) {
       head.appendChild(document.createTextNode('Next token after '));
       quoted(head, label);
@@ -127,7 +127,7 @@ const Pred = (() => {
     const sub = [];
     sub.push('position ' + pos);
     if (st) sub.push('generated at step ' + (pos - P + 1) + ' of ' + G + ' (' + fmtProb(st.prob) + ')');
-    box.appendChild(el('div', 'pk-sub', sub.join(' · ')));
+    box.appendChild(Draw.el('div', 'pk-sub', sub.join(' · ')));
     if (top) {
       let mark = null;
       const nx = causal ? nextCand(pos) : null;
@@ -144,7 +144,7 @@ const Pred = (() => {
 
   /* ---------------------------------------------------------------- the card */
 
-  const card = el('div', 'pred-card');
+  const card = Draw.el('div', 'pred-card');
   card.id = 'pred-card';
   card.hidden = true;
   card.setAttribute('role', 'tooltip');
@@ -178,7 +178,7 @@ const Pred = (() => {
     const pos = posOf(e);
     card.textContent = '';
     if (!describe(card, pos, labelOf(e))) { hideCard(); return; }
-    if (pin) card.appendChild(el('div', 'pk-foot', 'Pinned — click the token again or press Esc to unpin.'));
+    if (pin) card.appendChild(Draw.el('div', 'pk-foot', 'Pinned — click the token again or press Esc to unpin.'));
     anchor = e;
     pinned = !!pin;
     card.hidden = false;
@@ -233,36 +233,36 @@ const Pred = (() => {
 
   function buildStrip() {
     if (!preds) return;
-    const row = el('div', 'row pred-row');
+    const row = Draw.el('div', 'row pred-row');
     row.id = 'pred-row';
-    const tag = el('span', 'tag', 'Predictions');
+    const tag = Draw.el('span', 'tag', 'Predictions');
     row.appendChild(tag);
-    const strip = el('div', 'pred-strip');
+    const strip = Draw.el('div', 'pred-strip');
     strip.id = 'pred-strip';
     strip.setAttribute('role', 'list');
     const K = preds.length ? preds[0].top.length : 0;
     strip.title = (causal ? 'Each token\'s most probable next token (in the accent color when it is the token that follows)'
       : 'The most probable fill-in of each mask') + ' (top 1 of ' + K + '). Hover a cell or a token for the top ' + K + ', click to pin.';
     if (!preds.length) {
-      row.appendChild(el('span', 'meta', causal ? 'No predictions.' : 'No mask token in the input: nothing to fill in.'));
+      row.appendChild(Draw.el('span', 'meta', causal ? 'No predictions.' : 'No mask token in the input: nothing to fill in.'));
       $('input-line').appendChild(row);
       return;
     }
     const frag = document.createDocumentFragment();
     for (const p of preds) {
-      const c = el('div', 'pred-cell');
+      const c = Draw.el('div', 'pred-cell');
       c.setAttribute('role', 'listitem');
       c.dataset.pos = String(p.position);
       if (p.position >= P) c.classList.add('gen');
       if (gen && p.position === P) c.classList.add('gen-first');
       if (Data.special[p.position]) c.classList.add('special');
-      c.appendChild(el('span', 'pc-tok', Data.label(p.position)));
+      c.appendChild(Draw.el('span', 'pc-tok', Data.label(p.position)));
       const t1 = p.top[0];
-      const line = el('span', causal ? 'pc-line' : 'pc-line fill');
+      const line = Draw.el('span', causal ? 'pc-line' : 'pc-line fill');
       if (t1) {
-        const tt = el('span', 'pc-top');
+        const tt = Draw.el('span', 'pc-top');
         tt.appendChild(tokenText(candText(t1)));
-        line.append(tt, el('span', 'pc-p', fmtProb(t1.prob)));
+        line.append(tt, Draw.el('span', 'pc-p', fmtProb(t1.prob)));
         c.dataset.prob = String(t1.prob);
         c.dataset.id = String(t1.id);
         const nx = causal ? nextCand(p.position) : null;
@@ -283,63 +283,63 @@ const Pred = (() => {
   const STOPS = { length: 'reached the limit of ', eos: 'the model\'s end token', stop: 'the stop string' };
   function buildGen() {
     if (!gen) return;
-    const panel = el('div', 'gen-panel');
+    const panel = Draw.el('div', 'gen-panel');
     panel.id = 'gen-panel';
-    const left = el('div', 'gen-left');
-    const r1 = el('div', 'row');
-    r1.appendChild(el('span', 'tag', 'Generated'));
-    const txt = el('span', 'gen-text');
+    const left = Draw.el('div', 'gen-left');
+    const r1 = Draw.el('div', 'row');
+    r1.appendChild(Draw.el('span', 'tag', 'Generated'));
+    const txt = Draw.el('span', 'gen-text');
     txt.id = 'gen-text';
-    txt.appendChild(el('span', 'gen-prompt', meta.text || ''));
-    txt.appendChild(el('span', 'gen-cont', gen.text || ''));
+    txt.appendChild(Draw.el('span', 'gen-prompt', meta.text || ''));
+    txt.appendChild(Draw.el('span', 'gen-cont', gen.text || ''));
     r1.appendChild(txt);
     left.appendChild(r1);
 
-    const r2 = el('div', 'row');
-    r2.appendChild(el('span', 'tag', ''));
-    const info = el('span', 'gen-info');
+    const r2 = Draw.el('div', 'row');
+    r2.appendChild(Draw.el('span', 'tag', ''));
+    const info = Draw.el('span', 'gen-info');
     info.id = 'gen-info';
     const strat = gen.strategy === 'sample'
       ? 'sampled (temperature ' + gen.temperature + ', top-p ' + gen.top_p + ', seed ' + gen.seed + ')'
       : 'greedy (the most probable token each step)';
     const stop = gen.stop_reason === 'length' ? STOPS.length + gen.generated_tokens + ' tokens'
       : STOPS[gen.stop_reason] || String(gen.stop_reason);
-    info.append(el('span', 'gen-chip', G + ' token' + (G === 1 ? '' : 's') + ' after a ' + P + '-token prompt'),
-      el('span', 'gen-chip', strat), el('span', 'gen-chip', 'stopped: ' + stop));
-    const key = el('span', 'gen-key');
-    key.append(el('span', 'gen-sample', 'generated'), document.createTextNode(' tokens are underlined in every view'));
+    info.append(Draw.el('span', 'gen-chip', G + ' token' + (G === 1 ? '' : 's') + ' after a ' + P + '-token prompt'),
+      Draw.el('span', 'gen-chip', strat), Draw.el('span', 'gen-chip', 'stopped: ' + stop));
+    const key = Draw.el('span', 'gen-key');
+    key.append(Draw.el('span', 'gen-sample', 'generated'), document.createTextNode(' tokens are underlined in every view'));
     info.appendChild(key);
     r2.appendChild(info);
     left.appendChild(r2);
 
-    const r3 = el('div', 'row');
-    r3.appendChild(el('span', 'tag', 'Step'));
-    const ctl = el('div', 'gen-step');
-    const prev = el('button', 'btn icon', '‹');
+    const r3 = Draw.el('div', 'row');
+    r3.appendChild(Draw.el('span', 'tag', 'Step'));
+    const ctl = Draw.el('div', 'gen-step');
+    const prev = Draw.el('button', 'btn icon', '‹');
     prev.type = 'button';
     prev.id = 'step-prev';
     prev.title = 'Previous generated token (←)';
     prev.setAttribute('aria-label', 'Previous generated token');
-    const next = el('button', 'btn icon', '›');
+    const next = Draw.el('button', 'btn icon', '›');
     next.type = 'button';
     next.id = 'step-next';
     next.title = 'Next generated token (→)';
     next.setAttribute('aria-label', 'Next generated token');
-    const range = el('input');
+    const range = Draw.el('input');
     range.type = 'range';
     range.id = 'step-range';
     range.min = '0';
     range.max = String(G);
     range.value = '0';
     range.setAttribute('aria-label', 'Generated token');
-    const lab = el('span', 'gen-step-label');
+    const lab = Draw.el('span', 'gen-step-label');
     lab.id = 'step-label';
     ctl.append(prev, range, next, lab);
     r3.appendChild(ctl);
     left.appendChild(r3);
     panel.appendChild(left);
 
-    const right = el('div', 'gen-chart');
+    const right = Draw.el('div', 'gen-chart');
     right.id = 'gen-chart';
     panel.appendChild(right);
     $('input-line').after(panel);
@@ -365,24 +365,24 @@ const Pred = (() => {
     right.textContent = '';
     document.querySelectorAll('.pred-cell.step').forEach(c => c.classList.remove('step'));
     if (!step) {
-      lab.appendChild(el('span', 'muted', 'Step through the ' + G + ' generated tokens (← →): each one\'s attention and the top ' +
+      lab.appendChild(Draw.el('span', 'muted', 'Step through the ' + G + ' generated tokens (← →): each one\'s attention and the top ' +
         (G ? gen.steps[0].top.length : 0) + ' it was chosen from.'));
       right.hidden = true;
       return;
     }
     const st = gen.steps[step - 1];
-    lab.appendChild(el('strong', null, 'Step ' + step + ' of ' + G));
+    lab.appendChild(Draw.el('strong', null, 'Step ' + step + ' of ' + G));
     lab.appendChild(document.createTextNode(' · position ' + st.position + ' · '));
-    const q = el('span', 'gen-tok');
+    const q = Draw.el('span', 'gen-tok');
     q.appendChild(tokenText(Data.text(st.position)));
     lab.appendChild(q);
     lab.appendChild(document.createTextNode(' · p = ' + fmtProb(st.prob)));
     right.hidden = false;
-    const h = el('div', 'pk-title');
+    const h = Draw.el('div', 'pk-title');
     h.appendChild(document.createTextNode('Chosen from the top ' + st.top.length + ' after '));
     quoted(h, Data.label(st.position - 1));
     right.appendChild(h);
-    if (gen.strategy === 'sample') right.appendChild(el('div', 'pk-sub', 'model probabilities, before temperature / top-p'));
+    if (gen.strategy === 'sample') right.appendChild(Draw.el('div', 'pk-sub', 'model probabilities, before temperature / top-p'));
     chart(right, st.top, { id: st.id, cand: st, badge: 'chosen', prob: st.prob });
     const cell = document.querySelector('.pred-cell[data-pos="' + st.position + '"]');
     if (cell) {

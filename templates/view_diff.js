@@ -6,8 +6,11 @@
  * queries have no counterpart and are shaded out; an unaligned key's column
  * holds −a (A's weight on it) or +b. Needs from data.js: Data.second (B's side
  * and attention), Data.code (A's codes), Data.label. */
-/* global Data, el, sizeCanvas, theme, hexRgb, Tip, MASKED_TEXT, fmtFixed */
-/* exported DiffView, VIEW_DIFF */
+/* global Data, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* The merged axis: [{a, b}] with a (A's index) or b (B's) -1 for a token the
  * other side lacks; in token order on both sides, A's unaligned tokens before
@@ -31,7 +34,7 @@ function diffColors(th) {
 }
 /* Sequential color of a divergence share s in [0, 1] over the panel color. */
 function jsdColor(th, s) {
-  const to = th.dark ? [232, 150, 60] : [196, 92, 10], bg = hexRgb(th.bg);
+  const to = th.dark ? [232, 150, 60] : [196, 92, 10], bg = Draw.hexRgb(th.bg);
   const k = Math.max(0, Math.min(1, s));
   return 'rgb(' + bg.map((v, i) => Math.round(v + (to[i] - v) * k)).join(',') + ')';
 }
@@ -49,7 +52,7 @@ function diffCode(ax, li, h, r, c) {
 
 function DiffView(host, spec) {
   const D = Data.meta.diff, ax = diffAxis(), N = ax.length;
-  const li = spec.li, h = spec.focus, th = theme(), col = diffColors(th), bg = hexRgb(th.bg);
+  const li = spec.li, h = spec.focus, th = Draw.theme(), col = diffColors(th), bg = Draw.hexRgb(th.bg);
   host.textContent = '';
   const label = k => {
     const t = ax[k];
@@ -60,12 +63,12 @@ function DiffView(host, spec) {
   const masked = (r, c) => Data.causal && c > r;
 
   /* ---- title */
-  const title = el('div', 'view-title');
-  title.appendChild(el('h2', null, 'Diff view · ' + (D.mode === 'models' ? 'one text on two models' : 'two texts on one model')));
+  const title = Draw.el('div', 'view-title');
+  title.appendChild(Draw.el('h2', null, 'Diff view · ' + (D.mode === 'models' ? 'one text on two models' : 'two texts on one model')));
   const what = D.mode === 'models'
     ? 'A: ' + D.models[0] + ', B: ' + D.models[1] + '. '
     : 'A: “' + diffClip(D.texts[0]) + '”, B: “' + diffClip(D.texts[1]) + '”. ';
-  title.appendChild(el('span', 'sub', what + D.alignment.pairs.length + ' tokens aligned (longest common subsequence of ids), ' +
+  title.appendChild(Draw.el('span', 'sub', what + D.alignment.pairs.length + ' tokens aligned (longest common subsequence of ids), ' +
     D.alignment.only_a.length + ' only in A, ' + D.alignment.only_b.length + ' only in B. The other views show A\'s attention.'));
   host.appendChild(title);
 
@@ -73,18 +76,18 @@ function DiffView(host, spec) {
   const per = D.divergence.per_head;
   let jmax = 0;
   per.forEach(row => row.forEach(v => { if (v > jmax) jmax = v; }));
-  const gridBox = el('div', 'df-gridbox');
-  gridBox.appendChild(el('div', 'df-cap', 'Divergence per head: Jensen–Shannon divergence in bits (0 = the same rows, 1 = disjoint), ' +
+  const gridBox = Draw.el('div', 'df-gridbox');
+  gridBox.appendChild(Draw.el('div', 'df-cap', 'Divergence per head: Jensen–Shannon divergence in bits (0 = the same rows, 1 = disjoint), ' +
     'mean over aligned query rows; shaded up to the largest here (' + fmtJsd(jmax) + '). Click a head to show its B − A matrix.'));
-  const grid = el('div', 'df-grid');
+  const grid = Draw.el('div', 'df-grid');
   grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', minmax(44px, 1fr))';
-  grid.appendChild(el('div', 'lab', ''));
-  for (let k = 0; k < Data.H; k++) grid.appendChild(el('div', 'lab', 'H' + Data.heads[k]));
+  grid.appendChild(Draw.el('div', 'lab', ''));
+  for (let k = 0; k < Data.H; k++) grid.appendChild(Draw.el('div', 'lab', 'H' + Data.heads[k]));
   for (let l = 0; l < Data.L; l++) {
-    grid.appendChild(el('div', 'lab rowlab', 'L' + Data.layers[l]));
+    grid.appendChild(Draw.el('div', 'lab rowlab', 'L' + Data.layers[l]));
     for (let k = 0; k < Data.H; k++) {
       const v = per[l][k];
-      const b = el('button', 'df-cell', fmtJsd(v));
+      const b = Draw.el('button', 'df-cell', fmtJsd(v));
       b.type = 'button';
       b.dataset.li = l;
       b.dataset.h = k;
@@ -104,9 +107,9 @@ function DiffView(host, spec) {
   host.appendChild(gridBox);
 
   /* ---- the chosen head's B − A */
-  const mt = el('div', 'view-title df-mtitle');
-  mt.appendChild(el('h2', null, 'B − A · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + ' · JSD ' + fmtJsd(per[li][h]) + ' bits'));
-  mt.appendChild(el('span', 'sub', 'Rows: queries, columns: keys, over both inputs\' tokens (−token: only in A, +token: only in B). ' +
+  const mt = Draw.el('div', 'view-title df-mtitle');
+  mt.appendChild(Draw.el('h2', null, 'B − A · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + ' · JSD ' + fmtJsd(per[li][h]) + ' bits'));
+  mt.appendChild(Draw.el('span', 'sub', 'Rows: queries, columns: keys, over both inputs\' tokens (−token: only in A, +token: only in B). ' +
     'Red: B attends more, blue: A attends more. A row only one input has is shaded out; an unaligned key\'s column holds ' +
     'the weight its input puts on it (−a or +b).' + (Data.causal ? ' Hatched: masked (a key after its query).' : '')));
   host.appendChild(mt);
@@ -131,33 +134,33 @@ function DiffView(host, spec) {
   const showLabels = cell >= 9;
   if (!showLabels) { labW = 44; labH = 26; }
   const g = cell * N, W = labW + g + 8, Ht = labH + g + 8;
-  const wrap = el('div', 'mx-wrap');
-  const stackEl = el('div');
+  const wrap = Draw.el('div', 'mx-wrap');
+  const stackEl = Draw.el('div');
   stackEl.style.position = 'relative';
-  const cv = el('canvas'), ov = el('canvas');
+  const cv = Draw.el('canvas'), ov = Draw.el('canvas');
   ov.style.position = 'absolute';
   ov.style.left = '0';
   ov.style.top = '0';
   ov.className = 'df-overlay';
   stackEl.append(cv, ov);
   wrap.appendChild(stackEl);
-  const legend = el('div', 'mx-legend');
-  const lg = el('canvas');
-  legend.append(el('span', null, '−' + fmtFixed(vmax, 4) + ' (A more)'), lg, el('span', null, '+' + fmtFixed(vmax, 4) + ' (B more)'));
-  const un = el('span', 'mx-masked');
-  const unSw = el('span', 'df-sw-unaligned');
+  const legend = Draw.el('div', 'mx-legend');
+  const lg = Draw.el('canvas');
+  legend.append(Draw.el('span', null, '−' + Fmt.fixed(vmax, 4) + ' (A more)'), lg, Draw.el('span', null, '+' + Fmt.fixed(vmax, 4) + ' (B more)'));
+  const un = Draw.el('span', 'mx-masked');
+  const unSw = Draw.el('span', 'df-sw-unaligned');
   un.append(unSw, document.createTextNode('query only in one input'));
   legend.appendChild(un);
   if (Data.causal) {
-    const ms = el('span', 'mx-masked');
-    ms.append(el('span', 'sw-masked'), document.createTextNode('masked'));
+    const ms = Draw.el('span', 'mx-masked');
+    ms.append(Draw.el('span', 'sw-masked'), document.createTextNode('masked'));
     legend.appendChild(ms);
   }
   wrap.appendChild(legend);
   host.appendChild(wrap);
 
   /* rows with no counterpart: the muted ink faintly over the panel (the masked color is too close to it in the dark theme) */
-  const mu = hexRgb(th.muted), offRgb = bg.map((v, i) => Math.round(v + (mu[i] - v) * (th.dark ? 0.3 : 0.18)));
+  const mu = Draw.hexRgb(th.muted), offRgb = bg.map((v, i) => Math.round(v + (mu[i] - v) * (th.dark ? 0.3 : 0.18)));
   unSw.style.background = 'rgb(' + offRgb.join(',') + ')';
   const rgbOf = d => {
     const t = Math.min(1, Math.abs(d) / vmax), to = d >= 0 ? col.pos : col.neg;
@@ -196,7 +199,7 @@ function DiffView(host, spec) {
       }
     }
   }
-  const ctx = sizeCanvas(cv, W, Ht, 30e6), octx = sizeCanvas(ov, W, Ht, 30e6);
+  const ctx = Draw.sizeCanvas(cv, W, Ht, 30e6), octx = Draw.sizeCanvas(ov, W, Ht, 30e6);
   ctx.fillStyle = th.bg;
   ctx.fillRect(0, 0, W, Ht);
   const screen = {
@@ -228,7 +231,7 @@ function DiffView(host, spec) {
     },
   };
   paintAll(screen, 0, 0);
-  const lctx = sizeCanvas(lg, 160, 10);
+  const lctx = Draw.sizeCanvas(lg, 160, 10);
   for (let x = 0; x < 160; x++) {
     const c3 = rgbOf(((x - 79.5) / 79.5) * vmax);
     lctx.fillStyle = 'rgb(' + c3.join(',') + ')';
@@ -236,37 +239,24 @@ function DiffView(host, spec) {
   }
   Object.assign(ov.dataset, { labw: labW, labh: labH, cell, n: N });
   const nb = Data.second.n;
-  ov.addEventListener('mousemove', ev => {
-    const r0 = ov.getBoundingClientRect();
-    const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
-    octx.clearRect(0, 0, W, Ht);
-    const c = Math.floor(x / cell), r = Math.floor(y / cell);
-    if (x < 0 || y < 0 || c >= N || r >= N) { Tip.hide(); return; }
-    octx.strokeStyle = th.ink;
-    octx.globalAlpha = 0.35;
-    octx.strokeRect(labW + 0.5, labH + r * cell + 0.5, g - 1, Math.max(1, cell - 1));
-    octx.strokeRect(labW + c * cell + 0.5, labH + 0.5, Math.max(1, cell - 1), g - 1);
-    octx.globalAlpha = 1;
+  Draw.heatHover(ov, octx, { x0: labW, y0: labH, cell, rows: N, cols: N, w: W, h: Ht }, th.ink, (box, r, c) => {
     const R = ax[r], C = ax[c];
-    Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, label(r) + '  →  ' + label(c));
-      if (masked(r, c)) Tip.sub(box, MASKED_TEXT);
-      else if (!known[r * N + c]) Tip.sub(box, 'query only in ' + (R.a >= 0 ? 'A' : 'B') + ': no row of the other input to compare');
-      else {
-        const a = C.a >= 0 ? Data.code(li, h, R.a, C.a) : null;
-        const b = C.b >= 0 ? Data.second.done[li][h * nb * nb + R.b * nb + C.b] : null;
-        Tip.row(box, 'A', a === null ? 'no such key' : fmtFixed(a, 4));
-        Tip.row(box, 'B', b === null ? 'no such key' : fmtFixed(b, 4));
-        const d = codes[r * N + c];
-        const dv = el('div', 'tt-row');
-        dv.append(el('span', 'k', 'B − A'), el('span', 'tt-val df-delta', (d > 0 ? '+' : '') + fmtFixed(d, 4)));
-        box.appendChild(dv);
-      }
-      Tip.sub(box, (R.a >= 0 ? 'A query ' + R.a : 'no A query') + ', ' + (C.a >= 0 ? 'key ' + C.a : 'no A key') + ' · ' +
-        (R.b >= 0 ? 'B query ' + R.b : 'no B query') + ', ' + (C.b >= 0 ? 'key ' + C.b : 'no B key'));
-    });
+    Tip.title(box, label(r) + '  →  ' + label(c));
+    if (masked(r, c)) Tip.sub(box, Draw.MASKED_TEXT);
+    else if (!known[r * N + c]) Tip.sub(box, 'query only in ' + (R.a >= 0 ? 'A' : 'B') + ': no row of the other input to compare');
+    else {
+      const a = C.a >= 0 ? Data.code(li, h, R.a, C.a) : null;
+      const b = C.b >= 0 ? Data.second.done[li][h * nb * nb + R.b * nb + C.b] : null;
+      Tip.row(box, 'A', a === null ? 'no such key' : Fmt.fixed(a, 4));
+      Tip.row(box, 'B', b === null ? 'no such key' : Fmt.fixed(b, 4));
+      const d = codes[r * N + c];
+      const dv = Draw.el('div', 'tt-row');
+      dv.append(Draw.el('span', 'k', 'B − A'), Draw.el('span', 'tt-val df-delta', (d > 0 ? '+' : '') + Fmt.fixed(d, 4)));
+      box.appendChild(dv);
+    }
+    Tip.sub(box, (R.a >= 0 ? 'A query ' + R.a : 'no A query') + ', ' + (C.a >= 0 ? 'key ' + C.a : 'no A key') + ' · ' +
+      (R.b >= 0 ? 'B query ' + R.b : 'no B query') + ', ' + (C.b >= 0 ? 'key ' + C.b : 'no B key'));
   });
-  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
 
   function exportScene(P, ttl) {
     const pad = 20, top = 40;
@@ -293,11 +283,13 @@ function DiffView(host, spec) {
 function diffClip(t) { const cps = Array.from(t); return cps.length > 80 ? cps.slice(0, 79).join('') + '…' : t; }
 function fmtJsd(v) { return v >= 0.001 || v === 0 ? v.toFixed(3) : v.toExponential(1); }
 
-/* The page's entry (page.js: VIEWS, on diff pages only). The layer control
+/* The view's entry (views.js; on diff pages only: diffOnly). The layer control
  * and head chips choose the head whose B − A is drawn (so do the grid's cells). */
-const VIEW_DIFF = {
+Views.register({
   id: 'diff',
+  order: 5,
   label: 'Diff view',
+  diffOnly: true,
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   picksHead: () => true,
   mergeNote: 'the diff view shows every token',
@@ -307,4 +299,5 @@ const VIEW_DIFF = {
     return Data.second.done[c.li] ? go() : Data.second.attention(c.li).then(() => (c.stale() ? null : go()));
   },
   exportTitle: (m, c) => m + ' · B − A · layer ' + c.vt.L + ' · head ' + Data.heads[c.focus],
-};
+});
+})();

@@ -2,11 +2,13 @@
  * line per pair with opacity = weight, for every active head in its color (or
  * their mean, max or rollout); hovering a token isolates its lines, clicking
  * pins it. Needs from data.js: Tok (groups, filterIdx, masked) and the
- * derived matrices behind seriesFor (headDerived, aggregate, rolloutDerived);
+ * derived matrices behind Draw.seriesFor (Derived.head, .aggregate, .rollout);
  * Data.pattern for the tooltip. */
-/* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, theme, Tip, tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokLast, tokGen,
-   MASKED_TEXT, stackAxes, seriesFor, lineThreshold, drawLines, fmtAtt */
-/* exported HeadView, VIEW_HEAD */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- head view */
 
@@ -18,9 +20,9 @@ function HeadView(host, spec) {
   const masked = Tok.maskFor(t, spec.li);
   const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
-  const series = seriesFor(spec);
+  const series = Draw.seriesFor(spec);
   host.textContent = '';
-  if (!series) { host.appendChild(el('div', 'empty', 'Computing rollout…')); return null; }
+  if (!series) { host.appendChild(Draw.el('div', 'empty', 'Computing rollout…')); return null; }
   const nmax = Math.max(rows.length, cols.length);
   const long = nmax > 512;
   const rh = nmax <= 24 ? 28 : nmax <= 48 ? 23 : nmax <= 128 ? 19 : 15;
@@ -32,29 +34,29 @@ function HeadView(host, spec) {
 
   /* thousands of tokens (a live page's long input): fixed-width columns whose
    * rows off screen are not laid out or painted (content-visibility) */
-  const wrap = el('div', long ? 'hv long' : 'hv');
+  const wrap = Draw.el('div', long ? 'hv long' : 'hv');
   wrap.style.fontSize = fs + 'px';
-  const stripL = el('canvas', 'hv-strip');
-  const colL = el('div', 'hv-col hv-left');
-  const lines = el('canvas', 'hv-lines');
-  const colR = el('div', 'hv-col hv-right');
-  const stripR = el('canvas', 'hv-strip');
+  const stripL = Draw.el('canvas', 'hv-strip');
+  const colL = Draw.el('div', 'hv-col hv-left');
+  const lines = Draw.el('canvas', 'hv-lines');
+  const colR = Draw.el('div', 'hv-col hv-right');
+  const stripR = Draw.el('canvas', 'hv-strip');
   const H = nmax * rh;
   const mkRow = (g, side, k) => {
     const ts = side === 'L' ? t.rows : t.cols;
-    const d = el('div', 'tok');
+    const d = Draw.el('div', 'tok');
     d.style.height = rh + 'px';
     d.dataset.side = side;
     d.dataset.k = k;
-    d.dataset.pos = tokPos(ts, g);
-    d.dataset.last = tokLast(ts, g);
-    if (tokSpecial(ts, g)) d.classList.add('special');
-    if (tokGen(ts, g)) d.classList.add('gen');
-    if (tokSeg(ts, g) === 1) d.classList.add('seg-b');
-    const tt = el('span', 't', tokLabel(ts, g));
-    const ttl = tokTitle(ts, g);
+    d.dataset.pos = Draw.tokPos(ts, g);
+    d.dataset.last = Draw.tokLast(ts, g);
+    if (Draw.tokSpecial(ts, g)) d.classList.add('special');
+    if (Draw.tokGen(ts, g)) d.classList.add('gen');
+    if (Draw.tokSeg(ts, g) === 1) d.classList.add('seg-b');
+    const tt = Draw.el('span', 't', Draw.tokLabel(ts, g));
+    const ttl = Draw.tokTitle(ts, g);
     if (ttl) d.title = ttl;
-    const v = el('span', 'v');
+    const v = Draw.el('span', 'v');
     if (side === 'L') { d.appendChild(v); d.appendChild(tt); } else { d.appendChild(tt); d.appendChild(v); }
     return d;
   };
@@ -63,15 +65,15 @@ function HeadView(host, spec) {
   rowEls.forEach(d => colL.appendChild(d));
   colEls.forEach(d => colR.appendChild(d));
   wrap.append(stripL, colL, lines, colR, stripR);
-  const thinNote = el('div', 'hint thin-note');
+  const thinNote = Draw.el('div', 'hint thin-note');
   host.appendChild(thinNote);
   host.appendChild(wrap);
 
   /* a canvas tens of thousands of pixels tall takes the browser seconds to
    * raster: long views' canvases get fewer pixels than CSS pixels */
-  const ctx = sizeCanvas(lines, linesW, H, long ? 8e6 : 40e6);
-  const sctxL = sizeCanvas(stripL, stripW, H, long ? 2e6 : 20e6);
-  const sctxR = sizeCanvas(stripR, stripW, H, long ? 2e6 : 20e6);
+  const ctx = Draw.sizeCanvas(lines, linesW, H, long ? 8e6 : 40e6);
+  const sctxL = Draw.sizeCanvas(stripL, stripW, H, long ? 2e6 : 20e6);
+  const sctxR = Draw.sizeCanvas(stripR, stripW, H, long ? 2e6 : 20e6);
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
   if (spec.pin >= 0) {
@@ -115,14 +117,14 @@ function HeadView(host, spec) {
       });
       sctx.globalAlpha = 1;
       const v = iso.side === 'L' ? other[k].lastChild : other[k].firstChild;
-      v.textContent = single ? fmtAtt(best) : fmtAtt(best) + ' ' + (bestS.h >= 0 ? 'H' + Data.heads[bestS.h] : '');
+      v.textContent = single ? Fmt.att(best) : Fmt.att(best) + ' ' + (bestS.h >= 0 ? 'H' + Data.heads[bestS.h] : '');
       v.style.color = single ? '' : bestS.color;
     }
   }
   function draw() {
     ctx.clearRect(0, 0, linesW, H);
-    const lt = lineThreshold(series, m, rows, cols, iso);
-    drawLines(ctx, series, m, rows, cols, geo, iso, lineW, lt.minW);
+    const lt = Draw.lineThreshold(series, m, rows, cols, iso);
+    Draw.drawLines(ctx, series, m, rows, cols, geo, iso, lineW, lt.minW);
     thinNote.textContent = lt.drawn < lt.total
       ? 'Showing the ' + lt.drawn.toLocaleString('en-US') + ' strongest of ' + lt.total.toLocaleString('en-US') +
         ' lines (weight ≥ ' + lt.minW.toFixed(4) + '). Hover a token to see all of its lines.'
@@ -148,11 +150,11 @@ function HeadView(host, spec) {
     const r = pinned.side === 'L' ? rows[pinned.k] : rows[k];
     const c = pinned.side === 'L' ? cols[k] : cols[pinned.k];
     Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, tokLabel(t.rows, r) + '  →  ' + tokLabel(t.cols, c));
-      if (masked(r, c)) { Tip.sub(box, MASKED_TEXT); return; }
+      Tip.title(box, Draw.tokLabel(t.rows, r) + '  →  ' + Draw.tokLabel(t.cols, c));
+      if (masked(r, c)) { Tip.sub(box, Draw.MASKED_TEXT); return; }
       for (const s of series) {
         const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
-        Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[r * m + c]), s.color);
+        Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(s.mat[r * m + c]), s.color);
       }
     });
   }
@@ -181,13 +183,13 @@ function HeadView(host, spec) {
 
   /* Export: the same picture laid out for a standalone image. */
   function exportScene(P, title) {
-    const th = theme();
+    const th = Draw.theme();
     const measure = document.createElement('canvas').getContext('2d');
     measure.font = fs + 'px ' + th.sans;
     const tw = k => measure.measureText(k).width;
     let lw = 0, rw = 0;
-    rows.forEach(g => { lw = Math.max(lw, tw(tokLabel(t.rows, g))); });
-    cols.forEach(g => { rw = Math.max(rw, tw(tokLabel(t.cols, g))); });
+    rows.forEach(g => { lw = Math.max(lw, tw(Draw.tokLabel(t.rows, g))); });
+    cols.forEach(g => { rw = Math.max(rw, tw(Draw.tokLabel(t.cols, g))); });
     lw = Math.min(240, Math.ceil(lw)) + 12;
     rw = Math.min(240, Math.ceil(rw)) + 12;
     const pad = 20, top = 50, W = pad + lw + linesW + rw + pad, Ht = top + H + pad;
@@ -202,23 +204,23 @@ function HeadView(host, spec) {
     });
     const x0 = pad + lw, x1 = x0 + linesW;
     const g2 = { x0, x1, yL: r => top + r * rh + rh / 2, yR: c => top + c * rh + rh / 2 };
-    const lt = lineThreshold(series, m, rows, cols, iso);
+    const lt = Draw.lineThreshold(series, m, rows, cols, iso);
     if (p.vector && lt.drawn <= 15000) {
       p.lines(series, m, rows, cols, g2, iso, lineW, lt.minW);
     } else {
       const raster = document.createElement('canvas');
-      const rctx = sizeCanvasRaw(raster, linesW, H, 2, 60e6);
-      drawLines(rctx, series, m, rows, cols, { x0: 0, x1: linesW, yL: geo.yL, yR: geo.yR }, iso, lineW, lt.minW);
+      const rctx = Draw.sizeCanvasRaw(raster, linesW, H, 2, 60e6);
+      Draw.drawLines(rctx, series, m, rows, cols, { x0: 0, x1: linesW, yL: geo.yL, yR: geo.yR }, iso, lineW, lt.minW);
       p.image(raster, x0, top, linesW, H, true);
     }
     const hot = iso;
     rows.forEach((g, k) => {
-      const c = tokSpecial(t.rows, g) ? th.muted : th.ink;
-      p.text(x0 - 8, top + k * rh + rh / 2, tokLabel(t.rows, g), { size: fs, color: c, anchor: 'end', baseline: 'middle', weight: hot && hot.side === 'L' && hot.k === k ? 700 : 400 });
+      const c = Draw.tokSpecial(t.rows, g) ? th.muted : th.ink;
+      p.text(x0 - 8, top + k * rh + rh / 2, Draw.tokLabel(t.rows, g), { size: fs, color: c, anchor: 'end', baseline: 'middle', weight: hot && hot.side === 'L' && hot.k === k ? 700 : 400 });
     });
     cols.forEach((g, k) => {
-      const c = tokSpecial(t.cols, g) ? th.muted : th.ink;
-      p.text(x1 + 8, top + k * rh + rh / 2, tokLabel(t.cols, g), { size: fs, color: c, baseline: 'middle', weight: hot && hot.side === 'R' && hot.k === k ? 700 : 400 });
+      const c = Draw.tokSpecial(t.cols, g) ? th.muted : th.ink;
+      p.text(x1 + 8, top + k * rh + rh / 2, Draw.tokLabel(t.cols, g), { size: fs, color: c, baseline: 'middle', weight: hot && hot.side === 'R' && hot.k === k ? 700 : 400 });
     });
     return p;
   }
@@ -230,30 +232,33 @@ function HeadView(host, spec) {
   };
 }
 
-/* The page's entry (page.js: VIEWS). c: the render context page.js builds. */
-const VIEW_HEAD = {
+/* The view's entry (views.js). c: the render context page.js builds. */
+Views.register({
   id: 'head',
+  order: 1,
   label: 'Head view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: false },
   picksHead: () => false,
   draw(host, c) {
     host.textContent = '';
-    const ttl = el('div', 'view-title');
-    ttl.appendChild(el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
-    ttl.appendChild(el('span', 'sub', (Data.stacked ? 'Left: ' + stackAxes().rows + ' (queries), right: ' + stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
+    const ttl = Draw.el('div', 'view-title');
+    ttl.appendChild(Draw.el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
+    ttl.appendChild(Draw.el('span', 'sub', (Data.stacked ? 'Left: ' + Draw.stackAxes().rows + ' (queries), right: ' + Draw.stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
       '; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
       (Data.causal ? (Data.stacked ? ' Decoder self-attention is causal: a token attends only to itself and earlier tokens (later keys are masked and dimmed).'
         : ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).') : '')));
     host.appendChild(ttl);
-    const box = el('div');
+    const box = Draw.el('div');
     host.appendChild(box);
     if (!c.hs.length && c.mode !== 'rollout') {
-      box.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+      box.appendChild(Draw.el('div', 'empty', 'No head selected — click a head square above.'));
       return null;
     }
     const ctl = HeadView(box, { li: c.li, mode: c.mode, hs: c.hs, t: c.t, filter: c.filter, pin: c.pin });
-    if (c.mode === 'rollout' && Data.L < Data.meta.config.layers) host.appendChild(el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, c.li + 1).join(', ') + ').'));
+    if (c.mode === 'rollout' && Data.L < Data.meta.config.layers) host.appendChild(Draw.el('div', 'hint', 'Rollout runs through the layers in this page only (' + Data.layers.slice(0, c.li + 1).join(', ') + ').'));
     return ctl;
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + c.vt.headsTxt + c.vt.filt,
-};
+  drawHead: (host, s) => HeadView(host, { li: s.li, mode: 'heads', hs: [s.h], t: s.t, filter: s.filter, compact: false }),
+});
+})();

@@ -2,10 +2,12 @@
  * the active heads) as a heat map, queries down, keys across, with the
  * sentence boundary and (causal pages) the hatched masked triangle. Needs
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
- * behind seriesFor; Data.pattern. */
-/* global Data, Tok, el, sizeCanvas, theme, hexRgb, colorRgb, Tip, tokLabel, tokSeg, tokSpecial, tokPos, tokGen, MASKED_TEXT,
-   stackAxes, seriesFor, heatCanvas, heatPooled, dpr, canvasPainterOn, fmtAtt */
-/* exported MatrixView, VIEW_MATRIX */
+ * behind Draw.seriesFor; Data.pattern. */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- matrix view */
 
@@ -44,18 +46,18 @@ function drawMatrix(host, spec, redraw) {
   if (z.k > 1) { rows = rows.slice(z.r0, z.r0 + spanR); cols = cols.slice(z.c0, z.c0 + spanC); }
   host.textContent = '';
   const sspec = Object.assign({}, spec, { hs: spec.mode === 'heads' ? [spec.focus] : spec.hs });
-  const series = seriesFor(sspec);
-  if (!series) { host.appendChild(el('div', 'empty', 'Computing rollout…')); return null; }
+  const series = Draw.seriesFor(sspec);
+  if (!series) { host.appendChild(Draw.el('div', 'empty', 'Computing rollout…')); return null; }
   const s = series[0];
-  const th = theme();
-  const title = el('div', 'view-title');
+  const th = Draw.theme();
+  const title = Draw.el('div', 'view-title');
   const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
   const what = s.h >= 0 ? 'head ' + Data.heads[s.h] + (pat ? ' (' + pat + ')' : '') :
     s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
-  title.appendChild(el('h2', null, 'Matrix view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') +
+  title.appendChild(Draw.el('h2', null, 'Matrix view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') +
     'layer ' + Data.layers[spec.li] + ', ' + what));
-  const ax = Data.stacked ? stackAxes() : null;
-  title.appendChild(el('span', 'sub', (ax ? 'Rows: ' + ax.rows + ' (queries), columns: ' + ax.cols + ' (keys)' : 'Rows: queries (attending), columns: keys (attended to)') +
+  const ax = Data.stacked ? Draw.stackAxes() : null;
+  title.appendChild(Draw.el('span', 'sub', (ax ? 'Rows: ' + ax.rows + ' (queries), columns: ' + ax.cols + ' (keys)' : 'Rows: queries (attending), columns: keys (attended to)') +
     '. Hover a cell for its weight.' +
     (Data.causal ? ' Hatched: masked (a key after its query; causal model' +
       (win ? '; or ' + win + ' or more tokens before it: this layer\'s sliding window' : '') + ').' : '')));
@@ -70,9 +72,9 @@ function drawMatrix(host, spec, redraw) {
   let labW = 0;
   /* labels of the visible row and column groups (the same list for a self-attention stack) */
   const rowLabels = [];
-  for (let g = 0; g < t.mr; g++) rowLabels.push(tokLabel(t.rows, g));
+  for (let g = 0; g < t.mr; g++) rowLabels.push(Draw.tokLabel(t.rows, g));
   const colLabels = t.cols === t.rows ? rowLabels : [];
-  if (t.cols !== t.rows) for (let g = 0; g < t.mc; g++) colLabels.push(tokLabel(t.cols, g));
+  if (t.cols !== t.rows) for (let g = 0; g < t.mc; g++) colLabels.push(Draw.tokLabel(t.cols, g));
   for (const g of rows) labW = Math.max(labW, measure.measureText(rowLabels[g]).width);
   let labH = 0;
   for (const g of cols) labH = Math.max(labH, measure.measureText(colLabels[g]).width);
@@ -89,15 +91,15 @@ function drawMatrix(host, spec, redraw) {
   if (pooled) cell = (avail - labW) / C;
   const gw = cell * C, gh = cell * R;
   const W = labW + gw + 8, Ht = labH + gh + 8;
-  const wrap = el('div', 'mx-wrap');
+  const wrap = Draw.el('div', 'mx-wrap');
   let zoomAt = null;
   /* zoom: when the whole matrix has more columns than pixels, or once zoomed */
   const zoomable = FC > Math.max(360, Math.min(host.clientWidth - 60, 1400)) - 44 || z.k > 1;
   if (zoomable) {
-    const bar = el('div', 'mx-zoom');
+    const bar = Draw.el('div', 'mx-zoom');
     const maxK = MZ_LEVELS.filter(k => Math.ceil(Math.max(FR, FC) / k) >= 16).pop() || 1;
     const btn = (label, title, enabled, fn) => {
-      const b = el('button', 'btn' + (label.length === 1 ? ' icon' : ''), label);
+      const b = Draw.el('button', 'btn' + (label.length === 1 ? ' icon' : ''), label);
       b.type = 'button';
       b.title = title;
       b.disabled = !enabled;
@@ -111,7 +113,7 @@ function drawMatrix(host, spec, redraw) {
       z.r0 = Math.round(cr - Math.ceil(FR / k) / 2);
       z.c0 = Math.round(cc - Math.ceil(FC / k) / 2);
     };
-    bar.appendChild(el('span', 'ctl-label', 'Zoom'));
+    bar.appendChild(Draw.el('span', 'ctl-label', 'Zoom'));
     const mid = () => [z.r0 + spanR / 2, z.c0 + spanC / 2];
     btn('−', 'Zoom out', z.k > 1, () => zoomTo(MZ_LEVELS[MZ_LEVELS.indexOf(z.k) - 1], ...mid()));
     btn('+', 'Zoom in (or double-click the map where to zoom)', z.k < maxK, () => zoomTo(MZ_LEVELS[MZ_LEVELS.indexOf(z.k) + 1], ...mid()));
@@ -121,7 +123,7 @@ function drawMatrix(host, spec, redraw) {
     btn('↑', 'Earlier queries', z.k > 1 && z.r0 > 0, () => { z.r0 -= Math.ceil(spanR / 2); });
     btn('↓', 'Later queries', z.k > 1 && z.r0 + spanR < FR, () => { z.r0 += Math.ceil(spanR / 2); });
     const fmtI = v => v.toLocaleString('en-US');
-    const where = el('span', 'mx-where', z.k > 1
+    const where = Draw.el('span', 'mx-where', z.k > 1
       ? z.k + '× · query rows ' + fmtI(z.r0) + '–' + fmtI(z.r0 + rows.length - 1) + ', key columns ' + fmtI(z.c0) + '–' + fmtI(z.c0 + cols.length - 1) + ' of ' + fmtI(FR) + ' × ' + fmtI(FC)
       : 'all ' + fmtI(FR) + ' × ' + fmtI(FC) + ' (each pixel: the largest weight of the cells it covers)');
     bar.appendChild(where);
@@ -134,10 +136,10 @@ function drawMatrix(host, spec, redraw) {
       redraw();
     };
   }
-  const stack = el('div');
+  const stack = Draw.el('div');
   stack.style.position = 'relative';
-  const cv = el('canvas');
-  const ov = el('canvas');
+  const cv = Draw.el('canvas');
+  const ov = Draw.el('canvas');
   ov.style.position = 'absolute';
   ov.style.left = '0';
   ov.style.top = '0';
@@ -147,27 +149,27 @@ function drawMatrix(host, spec, redraw) {
   for (const r of rows) for (const c of cols) vmax = Math.max(vmax, s.mat[r * m + c]);
   if (spec.mode !== 'rollout' && spec.mode !== 'max' && vmax < 1e-9) vmax = 1;
   const scaleMax = spec.mode === 'heads' || spec.mode === 'max' ? 1 : vmax;
-  const legend = el('div', 'mx-legend');
-  const lg = el('canvas');
-  legend.append(el('span', null, '0'), lg, el('span', null, fmtAtt(scaleMax) + (spec.gamma !== 1 ? ' (√ scale)' : '')));
+  const legend = Draw.el('div', 'mx-legend');
+  const lg = Draw.el('canvas');
+  legend.append(Draw.el('span', null, '0'), lg, Draw.el('span', null, Fmt.att(scaleMax) + (spec.gamma !== 1 ? ' (√ scale)' : '')));
   if (Data.causal) {
-    const ms = el('span', 'mx-masked');
-    ms.append(el('span', 'sw-masked'), document.createTextNode('masked (key after the query' +
+    const ms = Draw.el('span', 'mx-masked');
+    ms.append(Draw.el('span', 'sw-masked'), document.createTextNode('masked (key after the query' +
       (win ? ', or outside this layer\'s ' + win + '-token window)' : ')')));
     legend.appendChild(ms);
   }
   wrap.appendChild(legend);
   host.appendChild(wrap);
 
-  const ctx = sizeCanvas(cv, W, Ht, 30e6);
-  const octx = sizeCanvas(ov, W, Ht, 30e6);
-  const rgb = colorRgb(s.color), bgRgb = hexRgb(th.bg);
+  const ctx = Draw.sizeCanvas(cv, W, Ht, 30e6);
+  const octx = Draw.sizeCanvas(ov, W, Ht, 30e6);
+  const rgb = Draw.colorRgb(s.color), bgRgb = Draw.hexRgb(th.bg);
   const heat = pooled
-    ? heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * dpr()), Math.ceil(gh * dpr()), Data.causal ? hexRgb(th.maskBg) : null, masked)
-    : heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? hexRgb(th.maskBg) : null, masked);
+    ? Draw.heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * Draw.dpr()), Math.ceil(gh * Draw.dpr()), Data.causal ? Draw.hexRgb(th.maskBg) : null, masked)
+    : Draw.heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? Draw.hexRgb(th.maskBg) : null, masked);
   ov.dataset.pooled = pooled ? '1' : '';
   /* sentence boundary (first B token) on each axis */
-  const bRow = rows.findIndex(g => tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => tokSeg(t.cols, g) === 1);
+  const bRow = rows.findIndex(g => Draw.tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => Draw.tokSeg(t.cols, g) === 1);
   /* the masked cells as row runs [r0, r1) x [c0, C): each row's masked keys are
    * a suffix of the columns (groups are in token order) */
   const maskRuns = [];
@@ -194,7 +196,7 @@ function drawMatrix(host, spec, redraw) {
       .concat(windowRuns.map(u => [ox + labW, oy + labH + u.r * cell, u.k * cell, cell]));
     if (rects.length) p.hatch(rects, th.maskBg, th.maskLine);
   }
-  const labColor = (ts, g) => (tokGen(ts, g) ? th.gen : tokSpecial(ts, g) ? th.muted : th.ink);
+  const labColor = (ts, g) => (Draw.tokGen(ts, g) ? th.gen : Draw.tokSpecial(ts, g) ? th.muted : th.ink);
   const pinRow = spec.pin >= 0 ? rows.indexOf(t.rows.visIndex[t.rows.groupOf[spec.pin]]) : -1;
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
@@ -207,11 +209,11 @@ function drawMatrix(host, spec, redraw) {
       cols.forEach((g, c) => p.text(ox + labW + c * cell + cell / 2, oy + labH - 6, fitText(measure, colLabels[g], labH - 10), { size: fs, color: labColor(t.cols, g), baseline: 'middle', rotate: -90 }));
     } else {
       const step = Math.ceil(40 / cell);
-      for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(tokPos(t.rows, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
-      for (let c = 0; c < C; c += step * 2) p.text(ox + labW + c * cell + cell / 2, oy + labH - 8, String(tokPos(t.cols, cols[c])), { size: 10, color: th.muted, anchor: 'middle', baseline: 'middle' });
+      for (let r = 0; r < R; r += step * 2) p.text(ox + labW - 6, oy + labH + r * cell + cell / 2, String(Draw.tokPos(t.rows, rows[r])), { size: 10, color: th.muted, anchor: 'end', baseline: 'middle' });
+      for (let c = 0; c < C; c += step * 2) p.text(ox + labW + c * cell + cell / 2, oy + labH - 8, String(Draw.tokPos(t.cols, cols[c])), { size: 10, color: th.muted, anchor: 'middle', baseline: 'middle' });
     }
   }
-  const screenPainter = canvasPainterOn(ctx);
+  const screenPainter = Draw.canvasPainterOn(ctx);
   screenPainter.rect(0, 0, W, Ht, th.bg, 1);
   paintAll(screenPainter, 0, 0, true);
   /* the pinned query row: an outline across the grid and a tick at its label */
@@ -225,7 +227,7 @@ function drawMatrix(host, spec, redraw) {
   }
   ov.dataset.pinrow = String(pinRow);
   /* legend gradient */
-  const lctx = sizeCanvas(lg, 160, 10);
+  const lctx = Draw.sizeCanvas(lg, 160, 10);
   for (let x = 0; x < 160; x++) {
     let a = x / 159;
     if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
@@ -237,28 +239,14 @@ function drawMatrix(host, spec, redraw) {
   ov.dataset.cell = cell;
   ov.dataset.rows = R;
   ov.dataset.cols = C;
-  ov.addEventListener('mousemove', ev => {
-    const r0 = ov.getBoundingClientRect();
-    const x = ev.clientX - r0.left - labW, y = ev.clientY - r0.top - labH;
-    octx.clearRect(0, 0, W, Ht);
-    const c = Math.floor(x / cell), r = Math.floor(y / cell);
-    if (x < 0 || y < 0 || c >= C || r >= R) { Tip.hide(); return; }
-    octx.strokeStyle = th.ink;
-    octx.globalAlpha = 0.35;
-    octx.lineWidth = 1;
-    octx.strokeRect(labW + 0.5, labH + r * cell + 0.5, gw - 1, Math.max(1, cell - 1));
-    octx.strokeRect(labW + c * cell + 0.5, labH + 0.5, Math.max(1, cell - 1), gh - 1);
-    octx.globalAlpha = 1;
+  Draw.heatHover(ov, octx, { x0: labW, y0: labH, cell, rows: R, cols: C, w: W, h: Ht }, th.ink, (box, r, c) => {
     const gr = rows[r], gc = cols[c];
-    Tip.show(ev.clientX, ev.clientY, box => {
-      Tip.title(box, rowLabels[gr] + '  →  ' + colLabels[gc]);
-      if (masked(gr, gc)) Tip.sub(box, MASKED_TEXT);
-      else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), fmtAtt(s.mat[gr * m + gc]), s.color);
-      Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + tokPos(t.cols, gc));
-      if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
-    });
+    Tip.title(box, rowLabels[gr] + '  →  ' + colLabels[gc]);
+    if (masked(gr, gc)) Tip.sub(box, Draw.MASKED_TEXT);
+    else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(s.mat[gr * m + gc]), s.color);
+    Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + Draw.tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + Draw.tokPos(t.cols, gc));
+    if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
   });
-  ov.addEventListener('mouseleave', () => { octx.clearRect(0, 0, W, Ht); Tip.hide(); });
   if (zoomAt) ov.addEventListener('dblclick', ev => {
     const r0 = ov.getBoundingClientRect();
     const c = Math.floor((ev.clientX - r0.left - labW) / cell), r = Math.floor((ev.clientY - r0.top - labH) / cell);
@@ -301,20 +289,23 @@ function fitText(measure, s, maxW) {
   return cps.slice(0, lo).join('') + '…';
 }
 
-/* The page's entry (page.js: VIEWS). In Heads mode it shows the focused head,
+/* The view's entry (views.js). In Heads mode it shows the focused head,
  * so the head chips pick one head instead of toggling. */
-const VIEW_MATRIX = {
+Views.register({
   id: 'matrix',
+  order: 4,
   label: 'Matrix view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: true },
   picksHead: mode => mode === 'heads',
   draw(host, c) {
     if (c.mode !== 'heads' && !c.hs.length) {
       host.textContent = '';
-      host.appendChild(el('div', 'empty', 'No head selected — click a head square above.'));
+      host.appendChild(Draw.el('div', 'empty', 'No head selected — click a head square above.'));
       return null;
     }
     return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma, pin: c.pin });
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + (c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.vt.headsTxt) + c.vt.filt,
-};
+  drawHead: (host, s) => MatrixView(host, { li: s.li, mode: 'heads', hs: [s.h], focus: s.h, t: s.t, filter: s.filter, gamma: s.gamma }),
+});
+})();

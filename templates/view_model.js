@@ -6,8 +6,11 @@
  * thumbnails instead (Data.thumbs: every head at once, pooled to s x s): at
  * s = n they are the attention itself and draw as above; past that they are
  * drawn as they come (bin means), without the token toggles. */
-/* global Data, Tok, el, dpr, sizeCanvas, theme, hexRgb, headColor, colorRgb, drawLines, heatThumb, heatCanvas, stackAxes */
-/* exported ModelView, VIEW_MODEL */
+/* global Data, Tok, Draw, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- model view */
 
@@ -25,13 +28,13 @@ function ModelView(host, spec) {
   const THUMB_S = 64;
   let ts = Data.live ? Math.min(Data.n, THUMB_S) : Data.n;
   let pooled = ts < Data.n;
-  const title = el('div', 'view-title');
-  const ax = Data.stacked ? stackAxes() : null;
-  title.appendChild(el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
+  const title = Draw.el('div', 'view-title');
+  const ax = Data.stacked ? Draw.stackAxes() : null;
+  title.appendChild(Draw.el('h2', null, 'Model view' + (ax ? ' · ' + Data.stack.label.toLowerCase() + ' attention' : '')));
   const lineThumbs = Math.max(rows.length, cols.length) <= 40 && !pooled;
   const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
     : 'rows = queries, columns = keys';
-  const sub = el('span', 'sub');
+  const sub = Draw.el('span', 'sub');
   const describe = () => { sub.textContent = 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
     : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + ts + ' × ' + ts +
       ' bins: a bin\'s mean attention, each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
@@ -42,31 +45,31 @@ function ModelView(host, spec) {
   describe();
   title.appendChild(sub);
   host.appendChild(title);
-  const grid = el('div', 'mv');
+  const grid = Draw.el('div', 'mv');
   grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
-  grid.appendChild(el('div', 'lab', ''));
+  grid.appendChild(Draw.el('div', 'lab', ''));
   for (let h = 0; h < Data.H; h++) {
-    const lab = el('div', 'lab', 'H' + Data.heads[h]);
-    lab.style.color = headColor(Data.heads[h]);
+    const lab = Draw.el('div', 'lab', 'H' + Data.heads[h]);
+    lab.style.color = Draw.headColor(Data.heads[h]);
     grid.appendChild(lab);
   }
   const cells = [];
   for (let li = 0; li < Data.L; li++) {
-    grid.appendChild(el('div', 'lab rowlab', 'L' + Data.layers[li]));
+    grid.appendChild(Draw.el('div', 'lab rowlab', 'L' + Data.layers[li]));
     cells.push([]);
     for (let h = 0; h < Data.H; h++) {
-      const b = el('button', 'thumb');
+      const b = Draw.el('button', 'thumb');
       b.type = 'button';
       b.dataset.li = li;
       b.dataset.h = h;
-      b.style.setProperty('--c', headColor(Data.heads[h]));
+      b.style.setProperty('--c', Draw.headColor(Data.heads[h]));
       const pat = Data.pattern(li, h);
       b.title = 'Layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' — ' + pat : '');
       b.setAttribute('aria-label', b.title);
-      const cv = el('canvas');
-      sizeCanvas(cv, S, S);
+      const cv = Draw.el('canvas');
+      Draw.sizeCanvas(cv, S, S);
       b.appendChild(cv);
-      if (pat) b.appendChild(el('span', 'cap', pat));
+      if (pat) b.appendChild(Draw.el('span', 'cap', pat));
       if (spec.cur && spec.cur.li === li && spec.cur.h === h) b.classList.add('cur');
       grid.appendChild(b);
       cells[li].push(cv);
@@ -77,9 +80,9 @@ function ModelView(host, spec) {
     const b = ev.target.closest('.thumb');
     if (b) spec.onOpen(+b.dataset.li, +b.dataset.h);
   });
-  const th = theme();
-  const bgRgb = hexRgb(th.bg);
-  const maskRgb = Data.causal ? hexRgb(th.maskBg) : null;
+  const th = Draw.theme();
+  const bgRgb = Draw.hexRgb(th.bg);
+  const maskRgb = Data.causal ? Draw.hexRgb(th.maskBg) : null;
   const rect = !Data.stack.square;
   /* live, s < n: bins; a bin pair is masked when every key of the column
    * bin comes after every query of the row bin (token t is in bin floor(t*s/n)) */
@@ -88,7 +91,7 @@ function ModelView(host, spec) {
     for (let i = 0; i < blk.length; i++) if (blk[i] > mx) mx = blk[i];
     const first = b => Math.ceil((b * Data.n) / s), idx = Array.from({ length: s }, (_, i) => i);
     const binMasked = (r, c) => first(c) > first(r + 1) - 1;
-    const hc = heatCanvas(blk, s, idx, idx, colorRgb(color), bgRgb, spec.gamma, mx || 1, maskRgb, binMasked);
+    const hc = Draw.heatCanvas(blk, s, idx, idx, Draw.colorRgb(color), bgRgb, spec.gamma, mx || 1, maskRgb, binMasked);
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(hc, 0, 0, S, S);
   }
@@ -97,7 +100,7 @@ function ModelView(host, spec) {
       const cv = cells[li][h];
       const ctx = cv.getContext('2d');
       ctx.clearRect(0, 0, S, S);
-      const color = headColor(Data.heads[h]);
+      const color = Draw.headColor(Data.heads[h]);
       if (pooled) { drawPooled(ctx, thumbs.block(li, h), thumbs.s, color); continue; }
       const mat = Tok.derive(thumbs ? thumbs.block(li, h) : Data.headMatrix(li, h), t);
       if (lineThumbs) {
@@ -109,9 +112,9 @@ function ModelView(host, spec) {
         for (let r = 0; r < rows.length; r++) ctx.fillRect(g.x0 - 9, g.yL(r) - 0.75, 7, 1.5);
         for (let c = 0; c < cols.length; c++) ctx.fillRect(g.x1 + 2, g.yR(c) - 0.75, 7, 1.5);
         ctx.globalAlpha = 1;
-        drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
+        Draw.drawLines(ctx, [{ mat, color }], m, rows, cols, g, null, 1.2);
       } else {
-        const hc = heatThumb(mat, m, rows, cols, colorRgb(color), bgRgb, spec.gamma, S * dpr() | 0, maskRgb,
+        const hc = Draw.heatThumb(mat, m, rows, cols, Draw.colorRgb(color), bgRgb, spec.gamma, S * Draw.dpr() | 0, maskRgb,
           Tok.maskFor(t, li), rect);
         ctx.imageSmoothingEnabled = hc.width < S;
         ctx.imageSmoothingEnabled = false;
@@ -140,7 +143,7 @@ function ModelView(host, spec) {
   })().catch(err => {
     if (cancelled || !host.isConnected) return;
     console.error(err);
-    grid.replaceWith(el('div', 'empty', 'Could not draw the thumbnails: ' + (err && err.message ? err.message : String(err))));
+    grid.replaceWith(Draw.el('div', 'empty', 'Could not draw the thumbnails: ' + (err && err.message ? err.message : String(err))));
   });
 
   function exportScene(P, ttl) {
@@ -151,7 +154,7 @@ function ModelView(host, spec) {
     p.rect(0, 0, W, Ht, th.bg, 1);
     p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
     for (let h = 0; h < Data.H; h++)
-      p.text(pad + lab + h * cw + cw / 2, top + 6, 'H' + Data.heads[h], { size: 11, color: headColor(Data.heads[h]), anchor: 'middle', baseline: 'middle', weight: 600 });
+      p.text(pad + lab + h * cw + cw / 2, top + 6, 'H' + Data.heads[h], { size: 11, color: Draw.headColor(Data.heads[h]), anchor: 'middle', baseline: 'middle', weight: 600 });
     for (let li = 0; li < Data.L; li++) {
       const y = top + 18 + li * chh;
       p.text(pad + lab - 6, y + S / 2, 'L' + Data.layers[li], { size: 11, color: th.muted, anchor: 'end', baseline: 'middle', weight: 600 });
@@ -169,11 +172,12 @@ function ModelView(host, spec) {
 }
 
 
-/* The page's entry (page.js: VIEWS). Draws every layer itself as it decodes,
+/* The view's entry (views.js). Draws every layer itself as it decodes,
  * so page.js neither waits for a layer nor runs the rollout first
  * (ownsLayers); the controller's cancel() stops that when the page redraws. */
-const VIEW_MODEL = {
+Views.register({
   id: 'model',
+  order: 2,
   label: 'Model view',
   uses: { layer: false, mode: false, heads: false, merge: true, contrast: true },
   ownsLayers: true,
@@ -182,4 +186,5 @@ const VIEW_MODEL = {
     return ModelView(host, { t: c.t, filter: c.filter, gamma: c.gamma, cur: { li: c.li, h: c.focus }, onOpen: c.onOpen });
   },
   exportTitle: (m, c) => m + ' · model view · "' + c.vt.input + '"',
-};
+});
+})();

@@ -4,9 +4,11 @@
  * codes and their decimals; pages written without --qk have none),
  * Data.code (the captured weight), Tok.filterIdx on unmerged tokens,
  * Data.masked, Data.label/text. */
-/* global Data, Tok, el, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, Tip, tokLabel, tokTitle,
-   tokSpecial, tokPos, tokGen, fmtFixed */
-/* exported NeuronView, VIEW_NEURON */
+/* global Data, Tok, Fmt, Draw, Tip, Views */
+
+/* The file's body is one function (not indented): it registers the view
+ * and leaves no names behind. */
+(() => {
 
 /* ---------------------------------------------------------------- neuron view */
 
@@ -21,22 +23,22 @@ function NeuronView(host, spec, qk) {
   /* offline: integer codes with dq/dk decimals; live: the float32 values (dq null) */
   const q = qk.q, k = qk.k, dq = qk.decQ, dk = qk.decK, exact = dq === null;
   const sq = exact ? 1 : Math.pow(10, -dq), sk = exact ? 1 : Math.pow(10, -dk);
-  const fmtQ = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dq);
-  const fmtK = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dk);
-  const fmtP = exact ? v => v.toPrecision(5) : c => fmtFixed(c, dq + dk);
+  const fmtQ = exact ? v => v.toPrecision(5) : c => Fmt.fixed(c, dq);
+  const fmtK = exact ? v => v.toPrecision(5) : c => Fmt.fixed(c, dk);
+  const fmtP = exact ? v => v.toPrecision(5) : c => Fmt.fixed(c, dq + dk);
   let qi = spec.qi;
-  const rawRows = rows.map(g => tokPos(t.rows, g));
-  const rawCols = cols.map(g => tokPos(t.cols, g));
+  const rawRows = rows.map(g => Draw.tokPos(t.rows, g));
+  const rawCols = cols.map(g => Draw.tokPos(t.cols, g));
   if (!rawRows.includes(qi)) qi = rawRows.length ? rawRows[0] : 0;
   /* the keys the query sees: every key, or (causal) those up to the query; a
    * prefix of rawCols, which is ascending. Masked keys are not listed. */
   const keysFor = i => (Data.causal ? rawCols.filter(j => !Data.masked(i, j, li)) : rawCols);
   let keys = keysFor(qi);
 
-  const title = el('div', 'view-title');
+  const title = Draw.el('div', 'view-title');
   const pat = Data.pattern(li, h);
-  title.appendChild(el('h2', null, 'Neuron view · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' (' + pat + ')' : '')));
-  title.appendChild(el('span', 'sub', 'Hover or click a query token on the left. Cells: blue positive, orange negative; hover a cell for its value.' +
+  title.appendChild(Draw.el('h2', null, 'Neuron view · layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' (' + pat + ')' : '')));
+  title.appendChild(Draw.el('span', 'sub', 'Hover or click a query token on the left. Cells: blue positive, orange negative; hover a cell for its value.' +
     (Data.causal ? ' Causal model: only the keys up to the query are listed (later keys are masked; the softmax runs over these).' : '')));
   host.appendChild(title);
 
@@ -47,68 +49,68 @@ function NeuronView(host, spec, qk) {
   const gap = cw * 3;
   const cellsW = 2 * d * cw + gap;
 
-  const wrap = el('div', 'nv');
-  const qcol = el('div', 'nv-queries');
-  qcol.appendChild(el('div', 'qh', 'Query'));
+  const wrap = Draw.el('div', 'nv');
+  const qcol = Draw.el('div', 'nv-queries');
+  qcol.appendChild(Draw.el('div', 'qh', 'Query'));
   const qEls = rows.map(g => {
-    const e = el('div', 'tok', tokLabel(t.rows, g));
-    const ttl = tokTitle(t.rows, g);
+    const e = Draw.el('div', 'tok', Draw.tokLabel(t.rows, g));
+    const ttl = Draw.tokTitle(t.rows, g);
     if (ttl) e.title = ttl;
     e.style.height = rh + 'px';
     e.style.lineHeight = rh + 'px';
-    e.dataset.pos = tokPos(t.rows, g);
-    if (tokSpecial(t.rows, g)) e.classList.add('special');
-    if (tokGen(t.rows, g)) e.classList.add('gen');
-    if (tokPos(t.rows, g) === qi) e.classList.add('cur');
+    e.dataset.pos = Draw.tokPos(t.rows, g);
+    if (Draw.tokSpecial(t.rows, g)) e.classList.add('special');
+    if (Draw.tokGen(t.rows, g)) e.classList.add('gen');
+    if (Draw.tokPos(t.rows, g) === qi) e.classList.add('cur');
     qcol.appendChild(e);
     return e;
   });
-  const main = el('div', 'nv-main');
-  const head = el('div', 'nv-head');
-  head.appendChild(el('div', 'nv-lab', 'Key'));
-  const hk = el('div', 'nv-cells');
+  const main = Draw.el('div', 'nv-main');
+  const head = Draw.el('div', 'nv-head');
+  head.appendChild(Draw.el('div', 'nv-lab', 'Key'));
+  const hk = Draw.el('div', 'nv-cells');
   hk.style.width = cellsW + 'px';
   hk.style.display = 'flex';
-  const l1 = el('span', null, 'k (key vector)');
+  const l1 = Draw.el('span', null, 'k (key vector)');
   l1.style.width = d * cw + gap + 'px';
-  hk.append(l1, el('span', null, 'q × k (elementwise)'));
+  hk.append(l1, Draw.el('span', null, 'q × k (elementwise)'));
   head.appendChild(hk);
-  const nh = el('div', 'nv-num', 'q·k/√d');
+  const nh = Draw.el('div', 'nv-num', 'q·k/√d');
   head.appendChild(nh);
-  head.appendChild(el('div', 'nv-sm', 'softmax'));
-  const qrow = el('div', 'nv-qrow');
-  const qlab = el('div', 'nv-lab', 'q · ' + Data.label(qi));
+  head.appendChild(Draw.el('div', 'nv-sm', 'softmax'));
+  const qrow = Draw.el('div', 'nv-qrow');
+  const qlab = Draw.el('div', 'nv-lab', 'q · ' + Data.label(qi));
   qlab.style.fontWeight = '650';
   qrow.appendChild(qlab);
-  const qcv = el('canvas', 'nv-cells');
+  const qcv = Draw.el('canvas', 'nv-cells');
   qrow.appendChild(qcv);
   qrow.style.height = rh + 4 + 'px';
   main.append(head, qrow);
-  const body = el('div');
+  const body = Draw.el('div');
   body.style.position = 'relative';
   const rowEls = cols.map(g => {
-    const r = el('div', 'nv-row');
+    const r = Draw.el('div', 'nv-row');
     r.style.height = rh + 'px';
-    r.dataset.pos = tokPos(t.cols, g);
-    const lab = el('div', 'nv-lab', tokLabel(t.cols, g));
-    const ttl = tokTitle(t.cols, g);
+    r.dataset.pos = Draw.tokPos(t.cols, g);
+    const lab = Draw.el('div', 'nv-lab', Draw.tokLabel(t.cols, g));
+    const ttl = Draw.tokTitle(t.cols, g);
     if (ttl) lab.title = ttl;
-    if (tokSpecial(t.cols, g)) lab.classList.add('special');
-    const sp = el('div', 'nv-cells');
+    if (Draw.tokSpecial(t.cols, g)) lab.classList.add('special');
+    const sp = Draw.el('div', 'nv-cells');
     sp.style.width = cellsW + 'px';
-    const num = el('div', 'nv-num');
-    const sm = el('div', 'nv-sm');
-    const bar = el('span', 'bar');
-    const val = el('span', 'val');
+    const num = Draw.el('div', 'nv-num');
+    const sm = Draw.el('div', 'nv-sm');
+    const bar = Draw.el('span', 'bar');
+    const val = Draw.el('span', 'val');
     sm.append(bar, val);
     r.append(lab, sp, num, sm);
     return { r, num, bar, val };
   });
-  const cv = el('canvas', 'nv-canvas');
+  const cv = Draw.el('canvas', 'nv-canvas');
   cv.style.left = '130px';
   cv.style.top = '0px';
   main.appendChild(body);
-  const maskNote = el('div', 'nv-masked');
+  const maskNote = Draw.el('div', 'nv-masked');
   main.appendChild(maskNote);
   /* lists the rows of the keys the current query sees (all but under a mask) */
   let shown = -1;
@@ -121,17 +123,17 @@ function NeuronView(host, spec, qk) {
     maskNote.hidden = !hidden;
     return true;
   }
-  const legend = el('div', 'nv-legend');
+  const legend = Draw.el('div', 'nv-legend');
   const addSw = (color, text) => {
-    const s = el('span');
-    const sw = el('span', 'sw');
+    const s = Draw.el('span');
+    const sw = Draw.el('span', 'sw');
     sw.style.background = color;
     s.append(sw, document.createTextNode(text));
     legend.appendChild(s);
   };
   addSw('#2f6fd0', 'positive');
   addSw('#e8710a', 'negative');
-  legend.appendChild(el('span', null, 'Shades are relative to the largest |q|, |k| and |q × k| here. ' +
+  legend.appendChild(Draw.el('span', null, 'Shades are relative to the largest |q|, |k| and |q × k| here. ' +
     (exact ? 'Values: q and k as computed (float32); '
       : 'Values: q and k rounded to ' + (dq === dk ? dq : dq + ' and ' + dk) + ' decimals; ') +
     'q × k and q·k/√d computed from those; softmax is the captured attention weight.'));
@@ -139,11 +141,11 @@ function NeuronView(host, spec, qk) {
   wrap.append(qcol, main);
   host.appendChild(wrap);
 
-  const th = theme();
-  const bgRgb = hexRgb(th.bg);
-  const POS = hexRgb(th.dark ? '#6e9cf5' : '#2f6fd0'), NEG = hexRgb(th.dark ? '#f59a4a' : '#e8710a');
+  const th = Draw.theme();
+  const bgRgb = Draw.hexRgb(th.bg);
+  const POS = Draw.hexRgb(th.dark ? '#6e9cf5' : '#2f6fd0'), NEG = Draw.hexRgb(th.dark ? '#f59a4a' : '#e8710a');
   let H = 0, ctx = null;
-  const qctx = sizeCanvas(qcv, cellsW, rh, 4e6);
+  const qctx = Draw.sizeCanvas(qcv, cellsW, rh, 4e6);
   cv.dataset.cw = cw;
   cv.dataset.rh = rh;
   cv.dataset.gap = gap;
@@ -151,7 +153,7 @@ function NeuronView(host, spec, qk) {
   qcv.dataset.cw = cw;
 
   /* zero is a faint neutral cell (so the grid shows), then toward blue / orange */
-  const ZERO = hexRgb(cssVar('--panel-2'));
+  const ZERO = Draw.hexRgb(Draw.cssVar('--panel-2'));
   function cellColor(v, scale) {
     let a = scale > 0 ? Math.min(1, Math.abs(v) / scale) : 0;
     a = Math.pow(a, 0.75);
@@ -199,7 +201,7 @@ function NeuronView(host, spec, qk) {
     keys = keysFor(qi);
     if (showRows() || !ctx) {
       H = keys.length * rh;
-      ctx = sizeCanvas(cv, cellsW, H, 40e6);
+      ctx = Draw.sizeCanvas(cv, cellsW, H, 40e6);
     }
     compute();
     ctx.clearRect(0, 0, cellsW, H);
@@ -210,9 +212,9 @@ function NeuronView(host, spec, qk) {
       const e = rowEls[r];
       e.num.textContent = scores[j].toFixed(3);
       const w = Data.code(li, h, qi, j);
-      e.val.textContent = fmtFixed(w, 4);
+      e.val.textContent = Fmt.fixed(w, 4);
       e.bar.style.width = Math.max(w > 0 ? 1 : 0, (w / 10000) * 60) + 'px';
-      e.bar.style.background = headColor(Data.heads[h]);
+      e.bar.style.background = Draw.headColor(Data.heads[h]);
     });
     qEls.forEach(e => e.classList.toggle('cur', +e.dataset.pos === qi));
     host.dataset.query = qi;
@@ -288,9 +290,9 @@ function NeuronView(host, spec, qk) {
       paint(tmp, tmp, hx, { q: top, k: ky });
     } else {
       const rc = document.createElement('canvas');
-      const rcx = sizeCanvasRaw(rc, cellsW, H, 2, 60e6);
+      const rcx = Draw.sizeCanvasRaw(rc, cellsW, H, 2, 60e6);
       const qc = document.createElement('canvas');
-      const qcx = sizeCanvasRaw(qc, cellsW, rh, 2, 4e6);
+      const qcx = Draw.sizeCanvasRaw(qc, cellsW, rh, 2, 4e6);
       paint(rcx, qcx, 0, { q: 0, k: 0 });
       p.image(qc, hx, top, cellsW, rh, true);
       p.image(rc, hx, ky, cellsW, H, true);
@@ -300,8 +302,8 @@ function NeuronView(host, spec, qk) {
       p.text(hx - 10, y, Data.label(j), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
       p.text(hx + cellsW + numW - 4, y, scores[j].toFixed(3), { size: 12, color: th.ink, anchor: 'end', baseline: 'middle' });
       const w = Data.code(li, h, qi, j);
-      p.rect(hx + cellsW + numW + 10, y - 4, Math.max(w > 0 ? 1 : 0, (w / 10000) * 60), 8, headColor(Data.heads[h]), 1);
-      p.text(hx + cellsW + numW + 76, y, fmtFixed(w, 4), { size: 12, color: th.ink, baseline: 'middle' });
+      p.rect(hx + cellsW + numW + 10, y - 4, Math.max(w > 0 ? 1 : 0, (w / 10000) * 60), 8, Draw.headColor(Data.heads[h]), 1);
+      p.text(hx + cellsW + numW + 76, y, Fmt.fixed(w, 4), { size: 12, color: th.ink, baseline: 'middle' });
     });
     if (note) p.text(hx, ky + H + 16, note, { size: 11, color: th.muted, baseline: 'middle' });
     return p;
@@ -310,10 +312,11 @@ function NeuronView(host, spec, qk) {
 }
 
 
-/* The page's entry (page.js: VIEWS). Shows raw word pieces (merge off) and
+/* The view's entry (views.js). Shows raw word pieces (merge off) and
  * one head at a time; returns a promise while the layer's q/k decode. */
-const VIEW_NEURON = {
+Views.register({
   id: 'neuron',
+  order: 3,
   label: 'Neuron view',
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   mergeNote: 'the neuron view shows word pieces',
@@ -322,9 +325,9 @@ const VIEW_NEURON = {
   draw(host, c) {
     if (!Data.hasQK) {
       host.textContent = '';
-      const d = el('div', 'empty');
+      const d = Draw.el('div', 'empty');
       d.appendChild(document.createTextNode('This page has no queries and keys. Run attnviz with '));
-      d.appendChild(el('code', null, '--qk'));
+      d.appendChild(Draw.el('code', null, '--qk'));
       d.appendChild(document.createTextNode(' to include them (they make the file larger).'));
       host.appendChild(d);
       return null;
@@ -334,4 +337,5 @@ const VIEW_NEURON = {
       : NeuronView(host, { li: c.li, h: c.focus, t: c.t, filter: c.filter, qi: c.query, onQuery: c.onQuery }, qk)));
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ', head ' + Data.heads[c.focus] + ' · neuron view',
-};
+});
+})();

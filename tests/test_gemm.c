@@ -132,6 +132,52 @@ START_TEST(every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain) {
 }
 END_TEST
 
+/* Products over parts of larger matrices (attention's q k^T and probs v, the
+ * causal triangle a block of rows at a time): with row strides of their own,
+ * every kernel gives the chain's bits in the n columns it owns and leaves the
+ * rest of each output row as it was; an empty sum (in = 0) is zeros. */
+START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_with_leading_dimensions) {
+    const int shapes[][2] = {{24, 64}, {37, 64}, {7, 300}, {50, 33}};
+    const int tokens[] = {1, 5, 16, 40, 64, 65, 150};
+    for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
+        if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) continue;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int tr = 0; tr < 2; tr++)
+                for (size_t ti = 0; ti < sizeof tokens / sizeof tokens[0]; ti++) {
+                    const int rows = shapes[sh][0], in = shapes[sh][1], n = tokens[ti];
+                    const size_t ldx = (size_t)n + 3 + ti, ldy = (size_t)n + 11;
+                    size_t w_row, w_col;
+                    float *w = make_weights(rows, in, GEMM_F32, tr, 21 + (unsigned)sh, &w_row, &w_col);
+                    float *x = malloc(sizeof(float) * in * ldx), *y = malloc(sizeof(float) * rows * ldy);
+                    float *ref = malloc(sizeof(float) * rows * ldy);
+                    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+                    ck_assert(x && y && ref && scratch);
+                    fill(x, (size_t)in * ldx, 31 + (unsigned)ti, 2.0f);
+                    for (size_t i = 0; i < (size_t)rows * ldy; i++) y[i] = ref[i] = -7.0f - (float)(i % 5);
+                    gemm_rows_ld_naive(ref, ldy, w, GEMM_F32, w_row, w_col, x, ldx, n, rows, in);
+                    gemm_rows_ld(y, ldy, w, GEMM_F32, w_row, w_col, x, ldx, n, rows, in, scratch);
+                    ck_assert_msg(!memcmp(y, ref, sizeof(float) * rows * ldy),
+                                  "%s: %dx%d transposed %d, %d tokens (ldx %zu, ldy %zu): max diff %g",
+                                  KERNEL_NAMES[kn], rows, in, tr, n, ldx, ldy, max_abs_diff(y, ref, (size_t)rows * ldy));
+                    /* the naive reference itself against the plain one on a contiguous copy */
+                    float *xc = malloc(sizeof(float) * in * n), *yc = malloc(sizeof(float) * rows * n);
+                    ck_assert(xc && yc);
+                    for (int k = 0; k < in; k++) memcpy(xc + (size_t)k * n, x + (size_t)k * ldx, sizeof(float) * n);
+                    gemm_rows_naive(yc, w, GEMM_F32, w_row, w_col, xc, n, rows, in);
+                    for (int r = 0; r < rows; r++) {
+                        ck_assert(!memcmp(yc + (size_t)r * n, ref + (size_t)r * ldy, sizeof(float) * n));
+                        ck_assert_float_eq(ref[(size_t)r * ldy + n], -7.0f - (float)(((size_t)r * ldy + n) % 5));
+                    }
+                    gemm_rows_ld(y, ldy, w, GEMM_F32, w_row, w_col, x, ldx, n, rows, 0, scratch);
+                    for (int r = 0; r < rows; r++)
+                        for (int j = 0; j < n; j++) ck_assert_float_eq(y[(size_t)r * ldy + j], 0.0f);
+                    free(w), free(x), free(y), free(ref), free(scratch), free(xc), free(yc);
+                }
+    }
+    gemm_force_kernel(NULL);
+}
+END_TEST
+
 /* What packing short inputs into one pass relies on: the columns of a slice of
  * the tokens, computed alone, are the bits the whole product gave them. */
 START_TEST(a_token_gets_the_same_bits_whatever_shares_its_product) {
@@ -239,6 +285,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges);
+    tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_with_leading_dimensions);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);

@@ -498,15 +498,21 @@ START_TEST(test_templates_dir) {
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "w_*.js"));
     free(s);
-    /* built in: every view, after the helpers it uses and before the table of them */
+    /* built in: every view, after the helpers it uses and the registry, and
+     * before the page's list of them */
     s = page_ok(&x.d, NULL);
-    const char *draw = strstr(s, "function headColor("), *table = strstr(s, "const VIEWS = [");
+    const char *draw = strstr(s, "function headColor("), *reg = strstr(s, "const Views = ("),
+               *table = strstr(s, "const VIEWS = Views.list();");
     ck_assert_ptr_nonnull(draw);
+    ck_assert_ptr_nonnull(reg);
     ck_assert_ptr_nonnull(table);
-    const char *views[] = {"const VIEW_HEAD =", "const VIEW_MODEL =", "const VIEW_NEURON =", "const VIEW_MATRIX ="};
+    ck_assert(draw < reg);
+    const char *views[] = {"Views.register({\n  id: 'head',", "Views.register({\n  id: 'model',",
+                           "Views.register({\n  id: 'neuron',", "Views.register({\n  id: 'matrix',",
+                           "Views.register({\n  id: 'diff',"};
     for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
         const char *v = strstr(s, views[i]);
-        ck_assert_msg(v && v > draw && v < table, "%s", views[i]);
+        ck_assert_msg(v && v > reg && v < table, "%s", views[i]);
     }
     free(s);
     remove(p3);
@@ -904,6 +910,29 @@ START_TEST(test_budget_512) {
 }
 END_TEST
 
+/* --view's names come from the views the built-in templates register
+ * (templates/view_*.js: Views.register({id, order, ...})), in tab order. */
+START_TEST(test_views_from_templates) {
+    char names[256];
+    const char *ok[] = {"head", "model", "neuron", "matrix"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(html_view_known(ok[i], 0, names, sizeof names), 1);
+        ck_assert_int_eq(html_view_known(ok[i], 1, names, sizeof names), 1);
+    }
+    ck_assert_int_eq(html_view_known("nope", 0, names, sizeof names), 0);
+    ck_assert_str_eq(names, "head, model, neuron or matrix");
+    /* the diff view is only on attnviz diff's pages */
+    ck_assert_int_eq(html_view_known("diff", 0, names, sizeof names), 0);
+    ck_assert_int_eq(html_view_known("diff", 1, names, sizeof names), 1);
+    ck_assert_str_eq(names, "head, model, neuron or matrix (or diff)");
+    ck_assert_int_eq(html_view_known("", 1, names, sizeof names), 0);
+    /* a short buffer is cut, not overrun */
+    char small[8];
+    ck_assert_int_eq(html_view_known("head", 1, small, sizeof small), 1);
+    ck_assert_str_eq(small, "head, m");
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("html");
     TCase *tc = tcase_create("core");
@@ -915,6 +944,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_qk_round_trip);
     tcase_add_test(tc, test_selection);
     tcase_add_test(tc, test_templates_dir);
+    tcase_add_test(tc, test_views_from_templates);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_encoder_decoder_stacks);
     tcase_add_test(tc, test_title_shortened_at_char_boundary);

@@ -7,9 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "kernels.h"
 #include "safetensors.h"
 #include "check_util.h"
+
+/* kern_attention's scratch for every size below: (nq + nk) * dh floats */
+static float ATTN_SCRATCH[1 << 16];
 
 /* y (n, out) through kern_linear_rows, whose input and output are transposed;
  * rows split at `split`, as the forward pass's threads split them. */
@@ -68,7 +72,7 @@ START_TEST(attention_matches_naive_reference_inside_a_wider_block) {
     float scale = 1.0f / sqrtf((float)dh);
     const size_t off = (size_t)dh * n;
     kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0});
-    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0});
+    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     for (int i = 0; i < n; i++) {
@@ -116,7 +120,7 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
     fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
     float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
     kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0});
-    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0});
+    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
@@ -199,8 +203,8 @@ START_TEST(attention_without_context_gives_the_same_probabilities) {
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
     fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
     for (int causal = 0; causal < 2; causal++) {
-        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0});
-        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0});
+        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0}, ATTN_SCRATCH);
+        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0}, ATTN_SCRATCH);
         ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
     }
     free(q), free(k), free(v), free(p1), free(p2), free(c);
@@ -259,6 +263,26 @@ START_TEST(softmax_matches_naive_reference_over_a_wide_range) {
     kern_softmax_rows(a, rows, cols);
     kern_softmax_rows_naive(b, rows, cols);
     ck_assert_float_lt(max_abs_diff(a, b, (size_t)rows * cols), 1e-6f);
+    free(a), free(b);
+}
+END_TEST
+
+/* Attention's scale folded into the softmax: the same bits as scaling first. */
+START_TEST(scaled_softmax_gives_the_bits_of_scaling_then_softmax) {
+    const int rows = 9, cols = 203;
+    const float scales[] = {0.125f, 0.35355339f, 1.0f, 0.0883883476f, 3.0f};
+    float *a = malloc(sizeof(float) * rows * cols), *b = malloc(sizeof(float) * rows * cols);
+    ck_assert(a && b);
+    for (size_t sc = 0; sc < sizeof scales / sizeof scales[0]; sc++)
+        for (int cols_used = 1; cols_used <= cols; cols_used += 101) {
+            fill(a, (size_t)rows * cols_used, 61 + (unsigned)sc, 60);
+            a[2] = -1e30f, a[cols_used > 4 ? 4 : 0] = 3e3f;
+            for (size_t i = 0; i < (size_t)rows * cols_used; i++) b[i] = a[i] * scales[sc];
+            kern_softmax_scaled_rows(a, rows, cols_used, scales[sc]);
+            kern_softmax_rows(b, rows, cols_used);
+            ck_assert_msg(!memcmp(a, b, sizeof(float) * rows * cols_used), "scale %g, %d columns: differs by %g",
+                          scales[sc], cols_used, max_abs_diff(a, b, (size_t)rows * cols_used));
+        }
     free(a), free(b);
 }
 END_TEST
@@ -366,7 +390,7 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
     const AttnRule rules[] = {{0.25f, 1, 7, 0}, {0.25f, 1, 0, 5.0f}, {0.25f, 1, 4, 2.0f}, {0.25f, 0, 0, 3.0f}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         kern_attention_naive(p1, c1, q, k, v, n, dh, &rules[r]);
-        kern_attention(p2, c2, q, k, v, n, dh, &rules[r]);
+        kern_attention(p2, c2, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
         ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
         ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
         for (int i = 0; i < n; i++) {
@@ -381,8 +405,8 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
     }
     /* capping changes the scores: without it the probabilities differ */
     AttnRule plain = {0.25f, 1, 0, 0};
-    kern_attention(p1, NULL, q, k, NULL, n, dh, &plain);
-    kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1]);
+    kern_attention(p1, NULL, q, k, NULL, n, dh, &plain, ATTN_SCRATCH);
+    kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1], ATTN_SCRATCH);
     ck_assert_float_gt(max_abs_diff(p1, p2, (size_t)n * n), 1e-3f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
 }
@@ -408,23 +432,80 @@ START_TEST(cached_attention_gives_the_full_pass_rows) {
             /* the last nq queries, (dh, nq) */
             for (int d = 0; d < dh; d++)
                 for (int i = 0; i < nq; i++) qt[d * nq + i] = q[d * n + n - nq + i];
-            kern_attention(full, cfull, q, k, v, n, dh, &rules[r]);
+            kern_attention(full, cfull, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
             fill(p1, (size_t)nq * ld, 96, 5), fill(p2, (size_t)nq * ld, 97, 5);
-            kern_attention_kv(p1, ld, c1, qt, nq, kc, vc, ld, n, dh, &rules[r]);
+            kern_attention_kv(p1, ld, c1, qt, nq, kc, vc, ld, n, dh, &rules[r], ATTN_SCRATCH);
             kern_attention_kv_naive(p2, ld, c2, qt, nq, kc, vc, ld, n, dh, &rules[r]);
             ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)nq * ld), 1e-5f);
             ck_assert_float_lt(max_abs_diff(c1, c2, (size_t)nq * dh), 1e-5f);
             for (int i = 0; i < nq; i++) {
-                ck_assert_float_lt(max_abs_diff(p1 + (size_t)i * ld, full + (size_t)(n - nq + i) * n, (size_t)n), 1e-6f);
+                /* the same bits: both products are gemm.h's chains, and keys skipped are zeros there */
+                ck_assert_msg(!memcmp(p1 + (size_t)i * ld, full + (size_t)(n - nq + i) * n, sizeof(float) * n),
+                              "rule %zu, %d queries: row %d differs from the full pass's by %g", r, nq, i,
+                              max_abs_diff(p1 + (size_t)i * ld, full + (size_t)(n - nq + i) * n, (size_t)n));
                 for (int j = n; j < ld; j++) ck_assert_float_eq(p1[(size_t)i * ld + j], 0.0f);
                 for (int d = 0; d < dh; d++)
-                    ck_assert_float_lt(fabsf(c1[d * nq + i] - cfull[d * n + n - nq + i]), 1e-5f);
+                    ck_assert_msg(!memcmp(&c1[d * nq + i], &cfull[d * n + n - nq + i], sizeof(float)),
+                                  "rule %zu, %d queries: context %d of row %d differs", r, nq, d, i);
             }
         }
     free(q), free(k), free(v), free(kc), free(vc), free(full), free(cfull), free(p1), free(p2), free(c1), free(c2), free(qt);
 }
 END_TEST
 
+
+/* Long inputs: the causal triangle and a sliding window computed a block of
+ * query rows at a time (windows starting mid-chain included) give the same
+ * bits as a query at a time against a cache, and every kernel gives the
+ * scalar chain's bits; the probabilities and context stay within 1e-5 of the
+ * double-precision reference. */
+START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time) {
+    static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
+    const int n = 203, dh = 24;
+    const size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *ref = malloc(sizeof(float) * n * n), *cref = malloc(sizeof(float) * sz);
+    float *p = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz), *qt = malloc(sizeof(float) * dh);
+    float *row = malloc(sizeof(float) * n), *crow = malloc(sizeof(float) * dh);
+    float *pn = malloc(sizeof(float) * n * n), *cn = malloc(sizeof(float) * sz);
+    float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
+    ck_assert(q && k && v && ref && cref && p && c && qt && row && crow && pn && cn && scratch);
+    fill(q, sz, 81, 3), fill(k, sz, 82, 3), fill(v, sz, 83, 1);
+    const AttnRule rules[] = {{0.2f, 1, 0, 0}, {0.2f, 1, 45, 0}, {0.2f, 1, 70, 6.0f}, {0.2f, 0, 0, 0}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
+        kern_attention(ref, cref, q, k, v, n, dh, &rules[r], scratch);
+        kern_attention_naive(pn, cn, q, k, v, n, dh, &rules[r]);
+        ck_assert_float_lt(max_abs_diff(ref, pn, (size_t)n * n), 1e-5f);
+        ck_assert_float_lt(max_abs_diff(cref, cn, sz), 1e-5f);
+        int ran = 0;
+        for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+            if (gemm_force_kernel(kernels[kn]) != 0) continue;
+            ran++;
+            memset(p, 0xff, sizeof(float) * n * n), memset(c, 0xff, sizeof(float) * sz);
+            kern_attention(p, c, q, k, v, n, dh, &rules[r], scratch);
+            ck_assert_msg(!memcmp(p, ref, sizeof(float) * n * n) && !memcmp(c, cref, sizeof(float) * sz),
+                          "%s, rule %zu: differs from the scalar chain by %g / %g", kernels[kn], r,
+                          max_abs_diff(p, ref, (size_t)n * n), max_abs_diff(c, cref, sz));
+            if (!rules[r].causal) continue;
+            /* a query at a time, its keys the first i + 1 columns of k and v */
+            for (int i = 0; i < n; i += 17) {
+                for (int d = 0; d < dh; d++) qt[d] = q[(size_t)d * n + i];
+                kern_attention_kv(row, n, crow, qt, 1, k, v, n, i + 1, dh, &rules[r], scratch);
+                ck_assert_msg(!memcmp(row, ref + (size_t)i * n, sizeof(float) * n), "%s, rule %zu: query %d alone",
+                              kernels[kn], r, i);
+                for (int d = 0; d < dh; d++)
+                    ck_assert_msg(!memcmp(&crow[d], &cref[(size_t)d * n + i], sizeof(float)),
+                                  "%s, rule %zu: query %d's context alone", kernels[kn], r, i);
+            }
+        }
+        ck_assert_int_ge(ran, 2);
+    }
+    gemm_force_kernel(NULL);
+    free(q), free(k), free(v), free(ref), free(cref), free(p), free(c), free(qt), free(row), free(crow), free(pn),
+        free(cn), free(scratch);
+}
+END_TEST
 
 /* Thumbnails: rows added one pass at a time equal the naive pooling, rows sum
  * to 1, and a thumbnail as large as the matrix is the matrix. */
@@ -437,7 +518,7 @@ START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
               *t2 = calloc((size_t)s * s, sizeof(float));
         fill(q, (size_t)n * dh, 41, 2), fill(k, (size_t)n * dh, 42, 2);
         const AttnRule rule = {0.35f, (int)(c & 1), 0, 0};
-        kern_attention(p, NULL, q, k, NULL, n, dh, &rule);
+        kern_attention(p, NULL, q, k, NULL, n, dh, &rule, ATTN_SCRATCH);
         /* two passes of rows, as a key/value-cached run adds them */
         kern_pool_attention(t1, s, p, n, 0, n / 3, n, n);
         kern_pool_attention(t1, s, p + (size_t)(n / 3) * n, n, n / 3, n - n / 3, n, n);
@@ -540,6 +621,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
+    tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, bf16_few_token_products_cover_a_row_tail);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);
@@ -551,6 +633,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, attention_without_context_gives_the_same_probabilities);
     tcase_add_test(k, layernorm_gives_zero_mean_unit_variance);
     tcase_add_test(k, softmax_matches_naive_reference_over_a_wide_range);
+    tcase_add_test(k, scaled_softmax_gives_the_bits_of_scaling_then_softmax);
     tcase_add_test(k, activations_match_naive_reference);
     tcase_add_test(k, half_and_quantized_weights_match_naive_reference);
     tcase_add_test(k, sliding_window_and_softcap_attention_match_naive_reference);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "output.h"
 #include "pipeline.h"
 #include "serve.h"
 #include "config.h"
@@ -564,12 +565,13 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
             if (!optarg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
             o->run.predict.stop = optarg;
             break;
-        case O_VIEW:
-            if (strcmp(optarg, "head") && strcmp(optarg, "model") && strcmp(optarg, "neuron") && strcmp(optarg, "matrix") &&
-                (!o->diff || strcmp(optarg, "diff")))
-                return usage_error(e, "--view is head, model, neuron or matrix%s, not '%s'", o->diff ? " (or diff)" : "", optarg);
+        case O_VIEW: {
+            char views[256]; /* the views the built-in templates register */
+            if (!html_view_known(optarg, o->diff, views, sizeof views))
+                return usage_error(e, "--view is %s, not '%s'", views, optarg);
             o->run.output.view = optarg;
             break;
+        }
         case O_THEME:
             if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error(e, "--theme is light or dark, not '%s'", optarg);
             o->run.output.theme = optarg;

@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,8 @@ typedef struct {
     float *ctxT;               // (NH * dh, n)
     Capture *cap;              // per-head probabilities and q/k copies, or NULL
     float *scores;             // (threads, n, pos0 + n) scratch when cap is NULL
+    float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
+    size_t attn_len;
     int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
 } HeadTask;
@@ -139,7 +142,8 @@ static void head_part(void *arg, int t, int T) {
         float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
                                         : w->scores + (size_t)t * n * nk; // (n, ldp)
         kern_attention_kv(probs, ldp, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                          w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule);
+                          w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule,
+                          w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
         if (cap && cap->thumb)
             kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, ldp, w->pos0, n, nk, cap->n_tokens);
     }
@@ -162,6 +166,8 @@ typedef struct {
     float *scratch;            // (threads, 4 * dh * max_len)
     size_t scratch_len;
     float *scores;             // (threads, max_len, max_len) when a segment's capture lacks the head
+    float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
+    size_t attn_len;
     int layer, n, n_heads, group, dh;
     AttnRule rule;
 } PackTask;
@@ -193,7 +199,8 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
             float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
-            kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule);
+            kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule,
+                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
             if (cap && cap->thumb) kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, len, 0, len, len, len);
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
@@ -314,17 +321,27 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         kT = kc, vT = vc, ldk = kv->cap_tokens;
     }
     const AttnRule rule = layer_rule(c, l);
+    /* the context product's scratch, per thread: for the longest segment, or the cache's keys */
+    int max_len = 0;
+    for (int g = 0; g < n_segs; g++) max_len = segs[g].len > max_len ? segs[g].len : max_len;
+    const size_t attn_len = n_segs > 1 ? kern_attention_scratch(max_len, max_len, c->head_dim)
+                                       : kern_attention_scratch(n, pos0 + n, c->head_dim);
+    float *attn = NULL;
+    if (!attn_only && !(attn = malloc((size_t)s->n_threads * attn_len * sizeof *attn)))
+        return av_err(e, "out of memory for attention in layer %d (%d tokens)", l, pos0 + n);
     if (n_segs > 1) {
         PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
-                         (size_t)4 * c->head_dim * s->max_tokens, s->scores, l, n, c->num_heads,
+                         (size_t)4 * c->head_dim * s->max_tokens, s->scores, attn, attn_len, l, n, c->num_heads,
                          c->num_heads / c->num_kv_heads, c->head_dim, rule};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
     } else {
         HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
-                          l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim, rule};
+                          attn, attn_len, l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim,
+                          rule};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
                  &heads);
     }
+    free(attn);
     if (attn_only) return 0;
     const Linear *o[1] = {&L->o};
     if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
@@ -374,6 +391,18 @@ static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, co
     return 0;
 }
 
+/* Whether p[0, n) holds no NaN or Inf: by the exponent bits, or-ed without an
+ * early exit so that the loop vectorizes (it reads every captured probability). */
+static int all_finite(const float *p, size_t n) {
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, p + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
 /* NaN/Inf weights would otherwise reach the writers as invalid JSON: the rows
  * [pos0, pos0 + n) this pass wrote, in every captured block. */
 static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvErr *e) {
@@ -384,17 +413,15 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
             if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its thumbnail, or its q/k */
                 const size_t dh = (size_t)cap->head_dim, tt = (size_t)cap->thumb_size * (size_t)cap->thumb_size;
                 const float *q = cap_q(cap, l, h) + (size_t)pos0 * dh, *k = cap_k(cap, l, h) + (size_t)pos0 * dh;
-                int bad = 0;
-                for (size_t i = 0; i < (size_t)n * dh; i++) bad |= !isfinite(q[i]) || !isfinite(k[i]);
-                for (size_t i = 0; cap->thumb && i < tt; i++) bad |= !isfinite(cap_thumb(cap, l, h)[i]);
+                int bad = !all_finite(q, (size_t)n * dh) || !all_finite(k, (size_t)n * dh) ||
+                          (cap->thumb && !all_finite(cap_thumb(cap, l, h), tt));
                 if (bad) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
                 continue;
             }
             const float *p = cap_attn(cap, l, h) + (size_t)pos0 * ld;
             for (int i = 0; i < n; i++)
-                for (size_t j = 0; j < nk; j++)
-                    if (!isfinite(p[(size_t)i * ld + j]))
-                        return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
+                if (!all_finite(p + (size_t)i * ld, nk))
+                    return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
         }
     return 0;
 }
@@ -558,6 +585,6 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
     kern_transpose(qT, cap_q(cap, l, h), n, dh);
     kern_transpose(kT, cap_k(cap, l, h), n, dh);
     const AttnRule rule = layer_rule(&m->cfg, l);
-    kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule);
+    kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
     return 0;
 }

@@ -39,16 +39,21 @@ static inline const void *elem_ptr(const void *w, GemmType type, size_t i) {
 
 void gemm_rows_naive(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
                      int rows, int in) {
+    gemm_rows_ld_naive(yT, (size_t)n, w, type, w_row, w_col, xT, (size_t)n, n, rows, in);
+}
+
+void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col,
+                        const float *xT, size_t ldx, int n, int rows, int in) {
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < n; j++) {
             float total = 0.0f;
             for (int b = 0; b < in; b += GEMM_KB) {
                 float acc = 0.0f;
                 for (int k = b; k < in && k < b + GEMM_KB; k++)
-                    acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * n + j], acc);
+                    acc = fmaf(elem(w, type, (size_t)r * w_row + (size_t)k * w_col), xT[(size_t)k * ldx + j], acc);
                 total = total + acc;
             }
-            yT[(size_t)r * n + j] = total;
+            yT[(size_t)r * ldy + j] = total;
         }
 }
 
@@ -158,32 +163,57 @@ static void pack_panel16_neon(float *panel, const void *w, GemmType type, size_t
 }
 #endif
 
+/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
+ * that will be copied next (rows row_bytes apart from base), one line of
+ * each every 64 / es steps of k, es the size of an element. Each row is a
+ * stream of kc elements, too short for the hardware prefetcher to get going,
+ * so the copy would otherwise wait on memory. Into L2, not L1, where they
+ * would push out the panel and x that the kernel is reading. */
+typedef struct {
+    const char *base;
+    size_t row_bytes;
+    int rows, es;
+} Ahead;
+
+/* Lines [*done, *done + count) of the rows' kc elements (row_lines lines a
+ * row) into L2: a kernel spreads a panel's lines over its tiles, so that no
+ * burst of fetches waits for free fill buffers. */
+static inline void fetch_ahead(const Ahead *a, int row_lines, int lines, int count, int *done) {
+    for (int q = 0; q < count && *done < lines; q++, ++*done)
+        __builtin_prefetch(a->base + (size_t)(*done / row_lines) * a->row_bytes + (size_t)(*done % row_lines) * 64, 0,
+                           2);
+}
+
 /* ---------------------------------------------------------------- kernels */
 
-/* One panel against every token: y (mr, n) row stride n, adding each block's
- * chain to the totals held in y (to 0 when first). */
-typedef void PanelFn(const float *panel, const float *x, int n, int kc, float *y, int mr, int first);
+/* One panel against every token: x (kc, n) row stride ldx, y (mr, n) row
+ * stride ldy, adding each block's chain to the totals held in y (to 0 when
+ * first). */
+typedef void PanelFn(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                     int first, const Ahead *ahead);
 
-static void panel_scalar(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                         int first, const Ahead *ahead) {
+    (void)ahead; /* the reference: nothing to hide */
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < n; j++) {
-            float total = first ? 0.0f : y[(size_t)i * n + j];
+            float total = first ? 0.0f : y[(size_t)i * ldy + j];
             for (int b = 0; b < kc; b += GEMM_KB) {
                 float acc = 0.0f;
                 for (int kk = b; kk < kc && kk < b + GEMM_KB; kk++)
-                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * n + j], acc);
+                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * ldx + j], acc);
                 total = total + acc;
             }
-            y[(size_t)i * n + j] = total;
+            y[(size_t)i * ldy + j] = total;
         }
 }
 
 #ifdef GEMM_X86
 /* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real. */
 #define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
-    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, int ldx,                  \
-                                                                           int kc, float *y, int ldy, int mr, int nr, \
-                                                                           int first) {                              \
+    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, size_t ldx,               \
+                                                                           int kc, float *y, size_t ldy, int mr,      \
+                                                                           int nr, int first) {                       \
         __mmask16 mk[NV];                                                                                            \
         for (int v = 0; v < NV; v++) {                                                                               \
             int left = nr - 16 * v;                                                                                  \
@@ -219,13 +249,25 @@ AVX512_MICRO(8, 2, 1, micro512_8x2_full)
 AVX512_MICRO(8, 2, 0, micro512_8x2)
 
 /* (few tokens go to rowvec_avx512 instead) */
-__attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, int n, int kc, float *y,
-                                                            int mr, int first) {
+/* x packed by gemm_rows_ld into blocks of 32 tokens, each (kc, 32)
+ * contiguous (Kernel.xblock; ldx unused): a tile's k loop walks one short
+ * stride instead of rows n floats apart, which at hundreds of tokens miss the
+ * TLB and L1. */
+__attribute__((target("avx512f"))) static void panel_avx512(const float *panel, const float *x, size_t ldx, int n, int kc,
+                                                            float *y, size_t ldy, int mr, int first,
+                                                            const Ahead *ahead) {
+    (void)ldx;
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
+    const int tiles = (mr > 8 ? 2 : 1) * ((n + 31) / 32), per_tile = (lines + tiles - 1) / tiles;
+    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < n; j += 32)
-            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + j, n, kc, y + (size_t)8 * h * n + j,
-                                                                         n, hr, n - j < 32 ? n - j : 32, first);
+        for (int j = 0; j < n; j += 32) {
+            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, 32, kc,
+                                                                         y + (size_t)8 * h * ldy + j, ldy, hr,
+                                                                         n - j < 32 ? n - j : 32, first);
+            if (ahead) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+        }
     }
 }
 
@@ -249,7 +291,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
         break;                                                                                                       \
     }
 
-__attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, int ldx, int kc,
+__attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, size_t ldx, int kc,
                                                              float *acc, int nr) {
     switch (nr) {
         AVX512_ROWVEC(1) AVX512_ROWVEC(2) AVX512_ROWVEC(3) AVX512_ROWVEC(4) AVX512_ROWVEC(5) AVX512_ROWVEC(6)
@@ -353,17 +395,6 @@ __attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel
     }
 }
 
-/* Rows of W to fetch into cache while a kernel runs: the rows of the panel
- * that will be copied next (rows row_bytes apart from base), one line of
- * each every 64 / es steps of k, es the size of an element. Each row is a
- * stream of kc elements, too short for the hardware prefetcher to get going,
- * so the copy would otherwise wait on memory. Into L2, not L1, where they
- * would push out the panel and x that the kernel is reading. */
-typedef struct {
-    const char *base;
-    size_t row_bytes;
-    int rows, es;
-} Ahead;
 
 /* One k of the row-vector tile. */
 #define ROWVEC_STEP(NR)                                                                                              \
@@ -442,19 +473,27 @@ __attribute__((target("avx2,fma"))) static void pack_x_avx2(float *xp, const flo
 /* One packed panel (rows [0, mr) real) against the nc tokens packed in xp:
  * y (mr, nc) row stride ldy. Whole 16-token blocks in 6-row tiles, a tile
  * with rows past mr through a copy of its sums; the last nc % 16 tokens by
- * rowvec256, their sums gathered from y and scattered back around it. With
- * no whole block (few tokens: the copy of W is most of the time), the first
- * rowvec256 fetches ahead (or NULL) meanwhile. */
+ * rowvec256, their sums gathered from y and scattered back around it.
+ * ahead, or NULL: the next panel's rows, fetched into L2 meanwhile (its copy
+ * reads W from memory, a stream per row too short for the hardware
+ * prefetcher): spread over the tiles, or by the first rowvec256 when there is
+ * no whole block. */
 __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, const float *xp, int nc, int kc,
                                                            float *y, size_t ldy, int mr, int first,
                                                            const Ahead *ahead) {
     const int nb = nc & ~15;
+    /* lines of the next panel to fetch after each tile */
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead && nb ? ahead->rows * row_lines : 0;
+    const int tiles = (mr + 5) / 6 * (nb / 16), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
+    int fetched = 0;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
         float *yt = y + (size_t)6 * t * ldy;
         if (tr == 6)
-            for (int j = 0; j < nb; j += 16)
+            for (int j = 0; j < nb; j += 16) {
                 micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
+                if (lines) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+            }
         else
             for (int j = 0; j < nb; j += 16) {
                 _Alignas(32) float tile[6 * 16];
@@ -469,7 +508,7 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < A2_MR; i++)
                 acc[jj * A2_MR + i] = first || i >= mr ? 0.0f : y[(size_t)i * ldy + j + jj];
-        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb ? ahead : NULL);
+        rowvec256(panel, xp + (size_t)nb * kc + (j - nb), 16, kc, acc, nr, j == nb && !nb ? ahead : NULL);
         for (int jj = 0; jj < nr; jj++)
             for (int i = 0; i < mr; i++) y[(size_t)i * ldy + j + jj] = acc[jj * A2_MR + i];
     }
@@ -606,9 +645,9 @@ __attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size
  * every panel of W packed and run against it. scratch: the panel, then x
  * when it has at most A2_NC tokens; more take a buffer of their own, so that
  * W is not packed again per block of tokens (blocks of A2_NC if it can't be had). */
-__attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const void *w, GemmType type, size_t w_row,
-                                                              size_t w_col, const float *xT, int n, int rows, int in,
-                                                              float *scratch) {
+__attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, size_t ldy, const void *w, GemmType type,
+                                                              size_t w_row, size_t w_col, const float *xT, size_t ldx,
+                                                              int n, int rows, int in, float *scratch) {
     float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
     int nc_max = A2_NC;
     const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
@@ -618,23 +657,23 @@ __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, const 
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
         for (int j0 = 0; j0 < n; j0 += nc_max) {
             const int nc = n - j0 < nc_max ? n - j0 : nc_max;
-            pack_x_avx2(xp, xT + (size_t)k0 * n + j0, (size_t)n, kc, nc);
+            pack_x_avx2(xp, xT + (size_t)k0 * ldx + j0, ldx, kc, nc);
             for (int r = 0; r < rows; r += A2_MR) {
                 const int mr = rows - r < A2_MR ? rows - r : A2_MR;
                 if (direct && mr == A2_MR) {
                     direct_avx2((const float *)w + (size_t)r * w_row + (size_t)k0 * w_col, w_row, w_col, xp, nc, kc,
-                                yT + (size_t)r * n + j0, (size_t)n, k0 == 0, rows - r);
+                                yT + (size_t)r * ldy + j0, ldy, k0 == 0, rows - r);
                     continue;
                 }
                 pack_avx2(panel, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
                 Ahead next = {NULL, 0, 0, 0};
-                if (nc < 16 && w_col == 1 && r + A2_MR < rows) {
+                if (w_col == 1 && r + A2_MR < rows) {
                     next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
                     next.base = (const char *)elem_ptr(w, type, (size_t)(r + A2_MR) * w_row + (size_t)k0);
                     next.row_bytes = w_row * (size_t)next.es;
                     next.rows = rows - r - A2_MR < A2_MR ? rows - r - A2_MR : A2_MR;
                 }
-                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * n + j0, (size_t)n, mr, k0 == 0, next.base ? &next : NULL);
+                panel_avx2(panel, xp, nc, kc, yT + (size_t)r * ldy + j0, ldy, mr, k0 == 0, next.base ? &next : NULL);
             }
         }
     }
@@ -681,30 +720,36 @@ static void micro_neon_8x12(const float *restrict panel, const float *restrict x
 
 /* The last n % 12 tokens go through the same micro-kernel on zero-padded
  * copies of their x and y columns: the same chains, padding lanes dropped. */
-static void panel_neon(const float *panel, const float *x, int n, int kc, float *y, int mr, int first) {
+static void panel_neon(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
+                       int first, const Ahead *ahead) {
     const int full = n - n % 12;
+    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
+    const int tiles = (mr > 8 ? 2 : 1) * (full / 12), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
+    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < full; j += 12)
-            micro_neon_8x12(panel + 8 * h, x + j, (size_t)n, kc, y + (size_t)8 * h * n + j, (size_t)n, hr, first);
+        for (int j = 0; j < full; j += 12) {
+            micro_neon_8x12(panel + 8 * h, x + j, ldx, kc, y + (size_t)8 * h * ldy + j, ldy, hr, first);
+            if (per_tile) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
+        }
     }
     if (full == n) return;
     const int nr = n - full;
     _Alignas(16) float xb[GEMM_KC * 12], yb[8 * 12];
     for (int kk = 0; kk < kc; kk++) {
-        memcpy(xb + kk * 12, x + (size_t)kk * n + full, sizeof(float) * (size_t)nr);
+        memcpy(xb + kk * 12, x + (size_t)kk * ldx + full, sizeof(float) * (size_t)nr);
         memset(xb + kk * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
     }
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        float *yh = y + (size_t)8 * h * n + full;
+        float *yh = y + (size_t)8 * h * ldy + full;
         if (!first)
             for (int i = 0; i < hr; i++) {
-                memcpy(yb + i * 12, yh + (size_t)i * n, sizeof(float) * (size_t)nr);
+                memcpy(yb + i * 12, yh + (size_t)i * ldy, sizeof(float) * (size_t)nr);
                 memset(yb + i * 12 + nr, 0, sizeof(float) * (size_t)(12 - nr));
             }
         micro_neon_8x12(panel + 8 * h, xb, 12, kc, yb, 12, hr, first);
-        for (int i = 0; i < hr; i++) memcpy(yh + (size_t)i * n, yb + i * 12, sizeof(float) * (size_t)nr);
+        for (int i = 0; i < hr; i++) memcpy(yh + (size_t)i * ldy, yb + i * 12, sizeof(float) * (size_t)nr);
     }
 }
 
@@ -734,7 +779,7 @@ static void panel_neon(const float *panel, const float *x, int n, int kc, float 
         break;                                                                                                       \
     }
 
-static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, float *acc, int nr) {
+static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr) {
     for (int j = 0; j < nr; j += 4, x += 4, acc += 4 * GEMM_MR)
         switch (nr - j < 4 ? nr - j : 4) {
             NEON_ROWVEC(1) NEON_ROWVEC(2) NEON_ROWVEC(3) NEON_ROWVEC(4)
@@ -746,10 +791,10 @@ static void rowvec_neon(const float *panel, const float *x, int ldx, int kc, flo
 
 /* ---------------------------------------------------------------- dispatch */
 
-typedef void RowvecFn(const float *panel, const float *x, int ldx, int kc, float *acc, int nr);
+typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr);
 typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
-typedef void GemmFn(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n,
-                    int rows, int in, float *scratch);
+typedef void GemmFn(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
+                    size_t ldx, int n, int rows, int in, float *scratch);
 
 typedef struct {
     const char *name;
@@ -757,6 +802,7 @@ typedef struct {
     RowvecFn *rowvec; /* or NULL: few tokens go through fn too */
     Pack16Fn *pack16; /* or NULL: pack_panel */
     GemmFn *gemm;     /* or NULL: gemm_rows' own loops over fn, rowvec and pack16 */
+    int xblock;       /* > 0: fn takes x packed in blocks of this many tokens (pack_x), else x in place */
     int (*has)(void);
 } Kernel;
 
@@ -777,10 +823,10 @@ static const Kernel KERNELS[] = {
     {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
 #endif
 #ifdef GEMM_X86
-    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, has_avx512},
-    {"avx2", NULL, NULL, NULL, gemm_avx2, has_avx2},
+    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, 32, has_avx512},
+    {"avx2", NULL, NULL, NULL, gemm_avx2, 0, has_avx2},
 #endif
-    {"scalar", panel_scalar, NULL, NULL, NULL, has_any},
+    {"scalar", panel_scalar, NULL, NULL, NULL, 0, has_any},
 };
 #define N_KERNELS (int)(sizeof KERNELS / sizeof KERNELS[0])
 
@@ -848,8 +894,23 @@ int gemm_kernel_from_env(AvErr *e) {
     return 0;
 }
 
-/* Tokens up to which a kernel with rowvec takes that path. */
+/* Tokens up to which a kernel with rowvec takes that path; tokens of packed x
+ * the scratch holds after the panel (gemm.h's GEMM_SCRATCH). */
 #define GEMM_FEW 48
+#define GEMM_XP 128
+
+/* xp: tokens [0, nc) of x (kc, ldx) as blocks of xb tokens, each (kc, xb)
+ * contiguous, a last partial block zero past its tokens. */
+static void pack_x(float *xp, int xb, const float *x, size_t ldx, int kc, int nc) {
+    for (int j = 0; j < nc; j += xb) {
+        const int nr = nc - j < xb ? nc - j : xb;
+        float *dst = xp + (size_t)j * kc;
+        for (int kk = 0; kk < kc; kk++) {
+            memcpy(dst + (size_t)kk * xb, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)nr);
+            if (nr < xb) memset(dst + (size_t)kk * xb + nr, 0, sizeof(float) * (size_t)(xb - nr));
+        }
+    }
+}
 
 static void pack(const Kernel *k, float *panel, const void *w, GemmType type, size_t w_row, size_t w_col, int mr,
                  int k0, int kc) {
@@ -859,9 +920,19 @@ static void pack(const Kernel *k, float *panel, const void *w, GemmType type, si
 
 void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT, int n, int rows,
                int in, float *scratch) {
+    gemm_rows_ld(yT, (size_t)n, w, type, w_row, w_col, xT, (size_t)n, n, rows, in, scratch);
+}
+
+void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
+                  size_t ldx, int n, int rows, int in, float *scratch) {
+    if (n <= 0 || rows <= 0) return;
+    if (in <= 0) { /* an empty sum */
+        for (int r = 0; r < rows; r++) memset(yT + (size_t)r * ldy, 0, sizeof(float) * (size_t)n);
+        return;
+    }
     const Kernel *k = best_kernel();
     if (k->gemm) {
-        k->gemm(yT, w, type, w_row, w_col, xT, n, rows, in, scratch);
+        k->gemm(yT, ldy, w, type, w_row, w_col, xT, ldx, n, rows, in, scratch);
         return;
     }
     if (k->rowvec && n <= GEMM_FEW) {
@@ -875,19 +946,39 @@ void gemm_rows(float *yT, const void *w, GemmType type, size_t w_row, size_t w_c
                 const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
                 pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
                 for (int j0 = 0; j0 < n; j0 += 16)
-                    k->rowvec(scratch, xT + (size_t)k0 * n + j0, n, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
+                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
             }
             for (int i = 0; i < mr; i++)
-                for (int j = 0; j < n; j++) yT[(size_t)(r + i) * n + j] = acc[j * GEMM_MR + i];
+                for (int j = 0; j < n; j++) yT[(size_t)(r + i) * ldy + j] = acc[j * GEMM_MR + i];
         }
         return;
     }
-    for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
-        const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
+    /* x packed per block of k (Kernel.xblock): in the scratch after the panel
+     * up to GEMM_XP tokens, else in a buffer of its own (blocks of GEMM_XP
+     * tokens if it can't be had, W then packed again per block) */
+    const int xb = k->xblock;
+    float *xp = scratch + GEMM_MR * GEMM_KC, *heap = NULL;
+    int nc_max = xb ? GEMM_XP : n;
+    if (xb && n > GEMM_XP &&
+        (heap = aligned_alloc(64, sizeof(float) * GEMM_KC * (size_t)((n + xb - 1) / xb * xb))))
+        xp = heap, nc_max = n;
+    for (int k0 = 0; k0 < in; k0 += GEMM_KC)
+        for (int j0 = 0; j0 < n; j0 += nc_max) {
+        const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC, nc = n - j0 < nc_max ? n - j0 : nc_max;
+        const float *x = xT + (size_t)k0 * ldx + j0;
+        if (xb) pack_x(xp, xb, x, ldx, kc, nc), x = xp;
         for (int r = 0; r < rows; r += GEMM_MR) {
             const int mr = rows - r < GEMM_MR ? rows - r : GEMM_MR;
             pack(k, scratch, elem_ptr(w, type, (size_t)r * w_row), type, w_row, w_col, mr, k0, kc);
-            k->fn(scratch, xT + (size_t)k0 * n, n, kc, yT + (size_t)r * n, mr, k0 == 0);
+            Ahead next = {NULL, 0, 0, 0}; /* the next panel's rows, when row-major */
+            if (w_col == 1 && r + GEMM_MR < rows) {
+                next.es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                next.base = (const char *)elem_ptr(w, type, (size_t)(r + GEMM_MR) * w_row + (size_t)k0);
+                next.row_bytes = w_row * (size_t)next.es;
+                next.rows = rows - r - GEMM_MR < GEMM_MR ? rows - r - GEMM_MR : GEMM_MR;
+            }
+            k->fn(scratch, x, ldx, nc, kc, yT + (size_t)r * ldy + j0, ldy, mr, k0 == 0, next.base ? &next : NULL);
         }
     }
+    free(heap);
 }

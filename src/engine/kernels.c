@@ -261,32 +261,106 @@ VEC_CLONES static void softcap_row(float *r, int n, float cap) {
     }
 }
 
+/* Queries per product on the causal triangle (or a sliding window): a block
+ * of rows computes the keys its last row sees (and from its first row's window
+ * start), so the skipped part is the triangle less half a block per row. */
+#define ATTN_ROWS 48
+
+size_t kern_attention_scratch(int nq, int nk, int dh) {
+    return (size_t)(nq + nk) * (size_t)dh;
+}
+
+/* Keys query row i sees: [*lo, *hi). */
+static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int *hi) {
+    const int pos = nk - nq + i;
+    *hi = rule->causal ? pos + 1 : nk;
+    *lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
+}
+
+VEC_CLONES static void scale_row(float *r, int n, float scale) {
+    for (int j = 0; j < n; j++) r[j] *= scale;
+}
+
+/* softmax(scale r) in kern_softmax_rows' order, one pass fewer: the scaled
+ * maximum is the maximum of the scaled scores (scale > 0, rounding is
+ * monotone), and each exponent's argument is the same rounded product minus
+ * it, so the bits are those of scale_row then kern_softmax_rows. */
+VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
+    float pmax[8], mx = r[0];
+    for (int k = 0; k < 8; k++) pmax[k] = r[0];
+    int j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
+    for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+    for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
+    const float smx = mx * scale;
+    for (j = 0; j < cols; j++) {
+        const float t = r[j] * scale;
+        r[j] = vexpf(t - smx);
+    }
+    float part[8] = {0};
+    for (j = 0; j + 8 <= cols; j += 8)
+        for (int k = 0; k < 8; k++) part[k] += r[j + k];
+    float sum = 0;
+    for (; j < cols; j++) sum += r[j];
+    for (int k = 0; k < 8; k++) sum += part[k];
+    float inv = 1.0f / sum;
+    for (int k = 0; k < cols; k++) r[k] *= inv;
+}
+
+void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale);
+}
+
 void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
-                       int ldk, int nk, int dh, const AttnRule *rule) {
+                       int ldk, int nk, int dh, const AttnRule *rule, float *scratch) {
     // probs (nq, ldp) = softmax(mask(cap(scale q k^T))); ctxT (dh, nq) = (probs v)^T unless ctxT is NULL
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nq, nk, dh, rule->scale, qT, nq, kT, ldk, 0.0f, probs, ldp);
-    if (!rule->causal && rule->window <= 0 && ldp == nk) {
-        if (rule->softcap > 0) softcap_row(probs, nq * nk, rule->softcap);
-        kern_softmax_rows(probs, nq, nk);
-    } else {
-        /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
-        for (int i = 0; i < nq; i++) {
-            float *r = probs + (size_t)i * ldp; // (ldp)
-            const int pos = nk - nq + i;
-            int hi = rule->causal ? pos + 1 : nk;
-            int lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    const int block = rule->causal || rule->window > 0 ? ATTN_ROWS : nq;
+    /* scores: a block of query rows against the keys it sees; W[i][d] = qT[d][i] */
+    for (int i0 = 0; i0 < nq; i0 += block) {
+        const int i1 = nq - i0 < block ? nq : i0 + block;
+        int lo, hi, lo1, hi1;
+        attn_keys(rule, nq, nk, i0, &lo, &hi);
+        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
+        gemm_rows_ld(probs + (size_t)i0 * ldp + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo,
+                     (size_t)ldk, hi1 - lo, i1 - i0, dh, panel);
+    }
+    /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
+    for (int i = 0; i < nq; i++) {
+        float *r = probs + (size_t)i * ldp; // (ldp)
+        int lo, hi;
+        attn_keys(rule, nq, nk, i, &lo, &hi);
+        if (rule->softcap > 0 || !(rule->scale > 0)) {
+            scale_row(r + lo, hi - lo, rule->scale);
             if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
             kern_softmax_rows(r + lo, 1, hi - lo);
-            memset(r, 0, (size_t)lo * sizeof *r);
-            memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
-        }
+        } else kern_softmax_scaled_rows(r + lo, 1, hi - lo, rule->scale);
+        memset(r, 0, (size_t)lo * sizeof *r);
+        memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
     }
-    if (ctxT) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, nq, nk, 1.0f, vT, ldk, probs, ldp, 0.0f, ctxT, nq);
+    if (!ctxT) return;
+    /* context: ctx (nq, dh) = probs v, each row over the keys its block sees
+     * from a multiple of the chain length (gemm.h), so that the keys skipped
+     * before it, whose probabilities are 0, change no bit of the chains */
+    float *v = scratch, *ctx = scratch + (size_t)nk * dh; // (nk, dh), (nq, dh)
+    for (int j = 0; j < nk; j++)
+        for (int d = 0; d < dh; d++) v[(size_t)j * dh + d] = vT[(size_t)d * ldk + j];
+    for (int i0 = 0; i0 < nq; i0 += block) {
+        const int i1 = nq - i0 < block ? nq : i0 + block;
+        int lo, hi, lo1, hi1;
+        attn_keys(rule, nq, nk, i0, &lo, &hi);
+        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
+        lo -= lo % GEMM_KB;
+        gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + (size_t)i0 * ldp + lo, GEMM_F32, (size_t)ldp, 1,
+                     v + (size_t)lo * dh, (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
+    }
+    kern_transpose(ctxT, ctx, nq, dh);
 }
 
 void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
-                    const AttnRule *rule) {
-    kern_attention_kv(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule);
+                    const AttnRule *rule, float *scratch) {
+    kern_attention_kv(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule, scratch);
 }
 
 void kern_activate_naive(float *x, size_t n, ActKind act) {

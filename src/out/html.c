@@ -89,6 +89,7 @@
  * A causal capture of the same shape (page_fixture --causal): 28 MB, the
  * masked upper triangle compresses to almost nothing.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -798,6 +799,78 @@ static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     return rc;
+}
+
+/* The views the built-in templates register: each templates/view_*.js ends
+ * with Views.register({ id: 'NAME', order: N, ... }), and `diffOnly: true`
+ * marks a view only pages of attnviz diff have (templates/views.js). */
+typedef struct {
+    char id[32];
+    long order;
+    int diff_only;
+} ViewEntry;
+
+/* The first `key` in s that starts a name (not "valid: '" for "id: '"). */
+static const char *find_key(const char *s, const char *key) {
+    for (const char *p = s; (p = strstr(p, key)); p++)
+        if (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '$')) return p;
+    return NULL;
+}
+
+static int view_entry(const char *js, ViewEntry *v) {
+    const char *r = strstr(js, "Views.register({");
+    const char *id = r ? find_key(r, "id: '") : NULL;
+    const char *q = id ? strchr(id + 5, '\'') : NULL;
+    const char *ord = r ? find_key(r, "order: ") : NULL;
+    if (!q || !ord || q == id + 5 || (size_t)(q - id - 5) >= sizeof v->id) return -1;
+    memcpy(v->id, id + 5, (size_t)(q - id - 5));
+    v->id[q - id - 5] = 0;
+    v->order = strtol(ord + 7, NULL, 10);
+    v->diff_only = find_key(r, "diffOnly: true") != NULL;
+    return 0;
+}
+
+static int cmp_views(const void *a, const void *b) {
+    long x = ((const ViewEntry *)a)->order, y = ((const ViewEntry *)b)->order;
+    return (x > y) - (x < y);
+}
+
+/* Appends list[0..n) to out as "a, b or c". */
+static void join_views(char *out, size_t cap, const char **list, int n) {
+    for (int i = 0; i < n; i++) {
+        size_t o = strlen(out);
+        snprintf(out + o, cap - o, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", list[i]);
+    }
+}
+
+int html_view_known(const char *name, int diff, char *names, size_t cap) {
+    ViewEntry v[32];
+    int n = 0, known = 0;
+    for (int i = 0; i < av_n_templates && n < 32; i++)
+        if (glob_match(av_templates[i].name, "view_", 5, ".js") &&
+            view_entry((const char *)av_templates[i].data, &v[n]) == 0)
+            n++;
+    qsort(v, (size_t)n, sizeof *v, cmp_views);
+    const char *all[32], *only[32];
+    int na = 0, no = 0;
+    for (int i = 0; i < n; i++) {
+        if (!v[i].diff_only) all[na++] = v[i].id;
+        else if (diff) only[no++] = v[i].id;
+        else continue;
+        if (strcmp(v[i].id, name) == 0) known = 1;
+    }
+    if (cap) {
+        names[0] = 0;
+        join_views(names, cap, all, na);
+        if (no) {
+            size_t o = strlen(names);
+            snprintf(names + o, cap - o, " (or ");
+            join_views(names, cap, only, no);
+            o = strlen(names);
+            snprintf(names + o, cap - o, ")");
+        }
+    }
+    return known;
 }
 
 /* What fills page.html's placeholders other than the includes. */

@@ -453,6 +453,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         snprintf(num, sizeof num, "%g", (double)c->attn_softcap);
         sink_str(s, num);
     }
+    if (c->qk_norm) sink_str(s, ",\"qk_norm\":true"); /* q and k RMS-normalized per head before rotary */
     sink_str(s, "},\"text\":");
     sink_json_string(s, d->text_a ? d->text_a : "");
     sink_str(s, ",\"text_b\":");
