@@ -10,15 +10,15 @@ typedef enum {
     AV_NOTE_WARNING, /* the run went on, but not quite as asked (truncation, ...) */
     AV_NOTE_ERROR,   /* one input failed and the run went on (a --batch line) */
     AV_NOTE_PROFILE, /* --profile's machine-read "load_ms=... kernel=..." line */
+    AV_NOTE_PROGRESS,      /* a progress line that replaces the previous one */
+    AV_NOTE_PROGRESS_DONE, /* the last progress line of the run */
 } AvNoteKind;
 
 typedef struct {
     /* One line, sanitized (av_sanitize), without "attnviz: " or "warning: ". */
     void (*note)(void *ctx, AvNoteKind kind, const char *msg);
-    /* A progress line that replaces the previous one; final: the last of the run.
-     * NULL when progress is not wanted (not a terminal, or a server). */
-    void (*progress)(void *ctx, const char *msg, int final);
     void *ctx;
+    int progress; /* progress lines wanted (a terminal; not a server or a file) */
 } AvReporter;
 
 /* Installs r (copied; NULL: drop everything). Not thread-safe: main sets it
@@ -29,8 +29,9 @@ void av_note(AvNoteKind kind, const char *fmt, ...) __attribute__((format(printf
 #define av_info(...) av_note(AV_NOTE_INFO, __VA_ARGS__)
 #define av_warn(...) av_note(AV_NOTE_WARNING, __VA_ARGS__)
 
-/* Whether the reporter shows progress (so a batch counts its lines for it). */
+/* Whether the reporter shows progress (so a batch counts its lines for it);
+ * progress notes are dropped when it does not. */
 int av_progress_wanted(void);
-void av_progress(int final, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define av_progress(final, ...) av_note((final) ? AV_NOTE_PROGRESS_DONE : AV_NOTE_PROGRESS, __VA_ARGS__)
 
 #endif

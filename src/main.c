@@ -39,18 +39,17 @@ static int n_profile;
  * input can drive the terminal. */
 static void stderr_note(void *ctx, AvNoteKind kind, const char *msg) {
     (void)ctx;
+    if (kind == AV_NOTE_PROGRESS || kind == AV_NOTE_PROGRESS_DONE) { /* redrawn in place */
+        fprintf(stderr, "\r\033[Kattnviz: %s%s", msg, kind == AV_NOTE_PROGRESS_DONE ? "\n" : "");
+        progress_shown = kind == AV_NOTE_PROGRESS;
+        return;
+    }
     if (kind == AV_NOTE_PROFILE) {
         if (n_profile < 2) snprintf(profile[n_profile++], sizeof profile[0], "%s", msg);
         return;
     }
     clear_progress();
     fprintf(stderr, "attnviz: %s%s\n", kind == AV_NOTE_WARNING ? "warning: " : "", msg);
-}
-
-static void stderr_progress(void *ctx, const char *msg, int final) {
-    (void)ctx;
-    fprintf(stderr, "\r\033[Kattnviz: %s%s", msg, final ? "\n" : "");
-    progress_shown = !final;
 }
 
 static int report_error(const AvErr *e) {
@@ -72,7 +71,7 @@ int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN);
 
     /* A progress line only where someone watches it redrawn. */
-    const AvReporter rep = {stderr_note, isatty(STDERR_FILENO) ? stderr_progress : NULL, NULL};
+    const AvReporter rep = {stderr_note, NULL, isatty(STDERR_FILENO)};
     av_set_reporter(&rep);
 
     /* ATTNVIZ_KERNEL pins the products' kernel for the whole run; one it can't run is a usage error. */

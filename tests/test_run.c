@@ -33,7 +33,7 @@ static void collect(void *ctx, AvNoteKind kind, const char *msg) {
 
 static void install_collector(void) {
     memset(&notes, 0, sizeof notes);
-    const AvReporter r = {collect, NULL, NULL};
+    const AvReporter r = {collect, NULL, 0};
     av_set_reporter(&r);
 }
 

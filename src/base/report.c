@@ -14,32 +14,18 @@ void av_set_reporter(const AvReporter *r) {
     else current = (AvReporter){0};
 }
 
-/* Strings from model files and inputs end up in notes: no control character
- * may reach the terminal, whoever shows them. */
-static void format(char *msg, size_t cap, const char *fmt, va_list ap) {
-    char raw[2048];
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    av_sanitize(msg, cap, raw);
-}
-
 void av_note(AvNoteKind kind, const char *fmt, ...) {
-    if (!current.note) return;
-    char msg[2048];
+    const int progress = kind == AV_NOTE_PROGRESS || kind == AV_NOTE_PROGRESS_DONE;
+    if (!current.note || (progress && !current.progress)) return;
+    char raw[2048], msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    format(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* Strings from model files and inputs end up in notes: no control character
+     * may reach the terminal, whoever shows them. */
+    av_sanitize(msg, sizeof msg, raw);
     current.note(current.ctx, kind, msg);
 }
 
-int av_progress_wanted(void) { return current.progress != NULL; }
-
-void av_progress(int final, const char *fmt, ...) {
-    if (!current.progress) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    format(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    current.progress(current.ctx, msg, final);
-}
+int av_progress_wanted(void) { return current.note && current.progress; }

@@ -168,21 +168,16 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     return 0;
 }
 
-int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    return llama_parse(c, root, path, &LLAMA, e);
-}
-int arch_mistral_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    return llama_parse(c, root, path, &MISTRAL, e);
-}
-int arch_qwen2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    return llama_parse(c, root, path, &QWEN2, e);
-}
-int arch_qwen3_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    return llama_parse(c, root, path, &QWEN3, e);
-}
-int arch_gemma2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    return llama_parse(c, root, path, &GEMMA2, e);
-}
+/* Each family's parse: the shared one with its traits. */
+#define FAMILY_PARSE(name, traits)                                                                  \
+    int arch_##name##_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {        \
+        return llama_parse(c, root, path, &traits, e);                                              \
+    }
+FAMILY_PARSE(llama, LLAMA)
+FAMILY_PARSE(mistral, MISTRAL)
+FAMILY_PARSE(qwen2, QWEN2)
+FAMILY_PARSE(qwen3, QWEN3)
+FAMILY_PARSE(gemma2, GEMMA2)
 
 /* Tensor names as transformers' Llama-style modules; the base model's, with
  * "model." before them in …ForCausalLM checkpoints (arch.c's prefix). */
@@ -320,18 +315,15 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     return cfg_validate(c, "embedding_length", "head_count", path, e);
 }
 
-int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
-    return llama_gguf_config(c, f, path, &LLAMA, e);
-}
-int arch_qwen2_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
-    return llama_gguf_config(c, f, path, &QWEN2, e);
-}
-int arch_qwen3_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
-    return llama_gguf_config(c, f, path, &QWEN3, e);
-}
-int arch_gemma2_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
-    return llama_gguf_config(c, f, path, &GEMMA2, e);
-}
+/* Each family's reader of llama.cpp's metadata (the families llama.cpp writes). */
+#define FAMILY_GGUF(name, traits)                                                                   \
+    int arch_##name##_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) { \
+        return llama_gguf_config(c, f, path, &traits, e);                                           \
+    }
+FAMILY_GGUF(llama, LLAMA)
+FAMILY_GGUF(qwen2, QWEN2)
+FAMILY_GGUF(qwen3, QWEN3)
+FAMILY_GGUF(gemma2, GEMMA2)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
