@@ -51,7 +51,7 @@ size_t av_sanitize(char *dst, size_t cap, const char *src) {
     return k;
 }
 
-static int set_err(AvErr *e, AvErrKind kind, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static int set_err(AvErr *e, AvErrKind kind, const char *fmt, va_list ap) {
     if (!e) return -1;
     char raw[sizeof e->msg];
     vsnprintf(raw, sizeof raw, fmt, ap);
