@@ -225,6 +225,18 @@ run_case err_port_without_serve --port 1234 "hello"
 run_case err_serve_missing_model serve --port 0 --model /nonexistent
 run_case err_out_dir_without_batch "${D[@]}" --out-dir x "hi"
 run_case err_json_unwritable "${D[@]}" --json /nonexistent/dir/o.json "hi"
+run_case err_diff_pack diff "${D[@]}" --pack-tokens 5 a b
+run_case err_score_without_heads --score previous hi
+run_case err_score_pattern_needs_rule heads "${D[@]}" --score pattern x
+run_case err_merge_without_files stats --merge
+run_case err_merge_without_stats --merge a
+run_case err_meta_without_render --meta x hi
+run_case err_meta_with_serve serve --meta x
+run_case err_render_two_inputs render a b
+run_case err_option_needs_value --layers
+run_case err_view_diff_only "${D[@]}" --view diff hi
+run_case err_generate_pair "${D[@]}" --generate 2 a b
+run_case err_sampling_without_generate "${D[@]}" --temperature 0.5 hi
 
 # -- the live server: a fixed sequence of requests, answers (status, body) compared
 serve_case() {

@@ -274,6 +274,7 @@ static int parse_size(const char *s, double *out) {
  * command's options appeared (checked against the command once all are read). */
 typedef struct {
     int stats_cmd, heads_only, serve_opts, pack_set;
+    int out_dir_mode; /* --out-dir anywhere: --html and --npy are flags, not file names */
 } ParseState;
 
 /* attnviz stats --merge FILE...: only --json goes with it. */
@@ -386,12 +387,189 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     return check_run(o, rest, args, e);
 }
 
+/* getopt_long's codes of the long options. */
+enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
+       O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
+       O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
+       O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
+       O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
+       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE };
+
+/* One option into the settings: 0, CLI_HELP or CLI_VERSION, or -1 with a usage
+ * error (opt: the option as written, for messages). */
+static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, const char *opt, AvErr *e) {
+    switch (c) {
+    case O_MODEL:
+        if (o->diff && o->diff_spec.model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
+        if (o->diff && o->model.path) {
+            o->diff_spec.model_b = arg;
+            break;
+        }
+        o->model.path = arg;
+        if (o->serve) {
+            if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
+            const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
+            if (!nm) return usage_error(e, "%s", "out of memory");
+            o->serve_models = nm;
+            o->serve_models[o->n_serve_models++] = arg;
+        }
+        break;
+    case O_PORT:
+        if (parse_int(arg, 0, 65535, &o->serve_spec.port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_HOST: o->serve_spec.host = arg, ps->serve_opts = 1; break;
+    case O_OPEN: o->serve_spec.open_browser = 1, ps->serve_opts = 1; break;
+    case O_CACHEMB:
+        if (parse_real(arg, 1, 1e7, &o->serve_spec.cache_mb)) return usage_error(e, "--cache-mb needs a size in MB >= 1, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_IDLE:
+        if (parse_int(arg, 1, 3600, &o->serve_spec.idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_QUEUE:
+        if (parse_int(arg, 1, 4096, &o->serve_spec.max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_TIMEOUT:
+        if (parse_real(arg, 0.1, 86400, &o->serve_spec.timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_TOP: /* diff's table, or heads' ranking */
+        if (o->run.heads.on) {
+            if (parse_int(arg, 0, 1000000, &o->run.heads.top_k)) return count_error(e, "--top", arg, 1000000, "a count >= 0");
+            break;
+        }
+        if (!o->diff) return usage_error(e, "%s", "--top goes with attnviz diff or attnviz heads");
+        if (parse_int(arg, 1, 1 << 20, &o->diff_spec.top)) return count_error(e, "--top", arg, 1 << 20, "a count >= 1");
+        break;
+    case O_JSON: o->run.output.json_path = arg; break;
+    case O_HTML:
+        if (ps->out_dir_mode) o->run.output.out_html = 1;
+        else o->run.output.html_path = arg;
+        break;
+    case O_NPY:
+        if (ps->out_dir_mode) o->run.output.out_npy = 1;
+        else o->run.output.npy_path = arg;
+        break;
+    case O_OUTDIR: o->run.output.out_dir = arg; break;
+    case O_LAYERS:
+        if (parse_list(arg, &o->sel_layers, &o->n_sel_layers)) return usage_error(e, "--layers needs a list like 0,5-11, got '%s'", arg);
+        break;
+    case O_HEADS:
+        if (parse_list(arg, &o->sel_heads, &o->n_sel_heads)) return usage_error(e, "--heads needs a list like 0-3,8, got '%s'", arg);
+        break;
+    case O_NOSPECIAL: o->run.capture.no_special = 1; break;
+    case O_WORDS: o->run.capture.words = 1; break;
+    case O_STATS: o->run.stats = 1; break;
+    case O_STRICT: o->run.batch.strict = 1; break;
+    case O_MAXTOK:
+        if (parse_int(arg, 1, INT_MAX, &o->run.capture.max_tokens)) return count_error(e, "--max-tokens", arg, INT_MAX, "a count >= 1");
+        break;
+    case O_MAXCAP:
+        if (parse_size(arg, &o->run.capture.max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", arg);
+        break;
+    case O_PREDICT:
+        if (parse_int(arg, 1, 100, &o->run.predict.k)) return usage_error(e, "--predict needs a count from 1 to 100, got '%s'", arg);
+        break;
+    case O_GENERATE:
+        if (parse_int(arg, 1, 1 << 20, &o->run.predict.generate_n)) return count_error(e, "--generate", arg, 1 << 20, "a token count >= 1");
+        break;
+    case O_TEMP:
+        if (parse_real(arg, 0, 100, &o->run.predict.temperature)) return usage_error(e, "--temperature needs a number from 0 to 100, got '%s'", arg);
+        break;
+    case O_TOPP:
+        if (parse_real(arg, 1e-9, 1, &o->run.predict.top_p) ) return usage_error(e, "--top-p needs a number in (0, 1], got '%s'", arg);
+        o->sampling_opts = 1;
+        break;
+    case O_SEED: {
+        char *end;
+        errno = 0;
+        o->run.predict.seed = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-') return usage_error(e, "--seed needs a whole number >= 0, got '%s'", arg);
+        o->sampling_opts = 1;
+        break;
+    }
+    case O_STOP:
+        if (!arg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
+        o->run.predict.stop = arg;
+        break;
+    case O_VIEW: {
+        char views[256]; /* the views the built-in templates register */
+        if (!html_view_known(arg, o->diff, views, sizeof views))
+            return usage_error(e, "--view is %s, not '%s'", views, arg);
+        o->run.output.view = arg;
+        break;
+    }
+    case O_THEME:
+        if (strcmp(arg, "light") && strcmp(arg, "dark")) return usage_error(e, "--theme is light or dark, not '%s'", arg);
+        o->run.output.theme = arg;
+        break;
+    case O_SHOWHEADS:
+        if (parse_list(arg, &o->show_heads, &o->n_show_heads)) return usage_error(e, "--show-heads needs a list like 0-3,8, got '%s'", arg);
+        break;
+    case O_META: o->render_spec.meta = arg; break;
+    case O_PACK:
+        if (parse_int(arg, 0, 1 << 16, &o->run.batch.pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", arg);
+        ps->pack_set = 1;
+        break;
+    case O_SCORE: {
+        int k = heads_score_by_name(arg);
+        if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
+                                      "entropy or pattern, not '%s'", arg);
+        int dup = 0;
+        for (int i = 0; i < o->run.heads.n_scores; i++) dup |= o->run.heads.scores[i] == k;
+        if (!dup && o->run.heads.n_scores < (int)(sizeof o->run.heads.scores / sizeof o->run.heads.scores[0])) o->run.heads.scores[o->run.heads.n_scores++] = k;
+        ps->heads_only = 1;
+        break;
+    }
+    case O_PATTERN: o->run.heads.pattern = arg, ps->heads_only = 1; break;
+    case O_EXBOS: o->run.heads.exclude_bos = 1, ps->heads_only = 1; break;
+    case O_EXCUR: o->run.heads.exclude_current = 1, ps->heads_only = 1; break;
+    case O_INDSEQS:
+        if (parse_int(arg, 1, 10000, &o->run.heads.induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", arg);
+        ps->heads_only = 1;
+        break;
+    case O_INDLEN:
+        if (parse_int(arg, 1, 100000, &o->run.heads.induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", arg);
+        ps->heads_only = 1;
+        break;
+    case O_MERGE: o->merge = 1; break;
+    case O_BATCH: o->run.batch.path = arg; break;
+    case O_TEMPLATES: o->run.output.templates_dir = arg; break;
+    case O_LAYER:
+        if (parse_int(arg, 0, INT_MAX, &o->run.sel.layer)) return count_error(e, "--layer", arg, INT_MAX, "a layer index >= 0");
+        break;
+    case O_HEAD:
+        if (parse_int(arg, 0, INT_MAX, &o->run.sel.head)) return count_error(e, "--head", arg, INT_MAX, "a head index >= 0");
+        break;
+    case O_TOKENS: o->run.capture.tokens_only = 1; break;
+    case O_QK: o->run.capture.qk = 1; break;
+    case O_HIDDEN: o->run.capture.hidden = 1; break;
+    case O_PREC:
+        if (parse_int(arg, 1, 9, &o->run.output.precision)) return usage_error(e, "--precision needs 1 to 9, got '%s'", arg);
+        break;
+    case O_PROFILE: o->run.profile = 1; break;
+    case O_CASED: o->model.lowercase = 0; break;
+    case O_UNCASED: o->model.lowercase = 1; break;
+    case O_THREADS:
+        if (parse_int(arg, 1, 1024, &o->threads)) return usage_error(e, "--threads needs 1 to 1024, got '%s'", arg);
+        break;
+    case O_QUIET: o->run.quiet = 1; break;
+    case 'h': return CLI_HELP;
+    case O_VERSION: return CLI_VERSION;
+    case ':': return usage_error(e, "option '%s' needs a value", opt);
+    default: return usage_error(e, "unknown option '%s'", opt);
+    }
+    return 0;
+}
+
 static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     memset(o, 0, sizeof *o);
     o->run.sel.layer = o->run.sel.head = -1;
     o->run.output.precision = 6;
     o->run.batch.pack_tokens = CLI_PACK_TOKENS;
-    int pack_set = 0;
     o->model.lowercase = -1;
     o->run.predict.top_p = 1.0;
     o->serve_spec.port = 8765;
@@ -399,19 +577,13 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     o->serve_spec.timeout_s = 60;
     o->serve_spec.idle_s = 20;
     o->serve_spec.max_queue = 64;
-    enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
-           O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
-           O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
-           O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
-           O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
-           O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE };
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
-    int out_dir_mode = 0;
+    ParseState ps = {0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--")) break;
-        if (!strcmp(argv[i], "--out-dir") || !strncmp(argv[i], "--out-dir=", 10)) out_dir_mode = 1;
+        if (!strcmp(argv[i], "--out-dir") || !strncmp(argv[i], "--out-dir=", 10)) ps.out_dir_mode = 1;
     }
-    const int file_arg = out_dir_mode ? no_argument : required_argument;
+    const int file_arg = ps.out_dir_mode ? no_argument : required_argument;
     const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},   {"json", required_argument, 0, O_JSON},
         {"html", file_arg, 0, O_HTML},              {"batch", required_argument, 0, O_BATCH},
@@ -446,7 +618,6 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     };
     o->run.heads.top_k = 5;
     o->run.heads.induction_seqs = 8, o->run.heads.induction_len = 20;
-    int stats_cmd = 0, heads_only = 0;
     if (argc > 1 && !strcmp(argv[1], "render")) {
         o->render = 1;
         argv++, argc--;
@@ -460,180 +631,16 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         o->run.heads.on = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "stats")) {
-        stats_cmd = 1;
+        ps.stats_cmd = 1;
         argv++, argc--;
     }
-    int serve_opts = 0;
     opterr = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_MODEL:
-            if (o->diff && o->diff_spec.model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
-            if (o->diff && o->model.path) {
-                o->diff_spec.model_b = optarg;
-                break;
-            }
-            o->model.path = optarg;
-            if (o->serve) {
-                if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
-                const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
-                if (!nm) return usage_error(e, "%s", "out of memory");
-                o->serve_models = nm;
-                o->serve_models[o->n_serve_models++] = optarg;
-            }
-            break;
-        case O_PORT:
-            if (parse_int(optarg, 0, 65535, &o->serve_spec.port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", optarg);
-            serve_opts = 1;
-            break;
-        case O_HOST: o->serve_spec.host = optarg, serve_opts = 1; break;
-        case O_OPEN: o->serve_spec.open_browser = 1, serve_opts = 1; break;
-        case O_CACHEMB:
-            if (parse_real(optarg, 1, 1e7, &o->serve_spec.cache_mb)) return usage_error(e, "--cache-mb needs a size in MB >= 1, got '%s'", optarg);
-            serve_opts = 1;
-            break;
-        case O_IDLE:
-            if (parse_int(optarg, 1, 3600, &o->serve_spec.idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", optarg);
-            serve_opts = 1;
-            break;
-        case O_QUEUE:
-            if (parse_int(optarg, 1, 4096, &o->serve_spec.max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", optarg);
-            serve_opts = 1;
-            break;
-        case O_TIMEOUT:
-            if (parse_real(optarg, 0.1, 86400, &o->serve_spec.timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", optarg);
-            serve_opts = 1;
-            break;
-        case O_TOP: /* diff's table, or heads' ranking */
-            if (o->run.heads.on) {
-                if (parse_int(optarg, 0, 1000000, &o->run.heads.top_k)) return count_error(e, "--top", optarg, 1000000, "a count >= 0");
-                break;
-            }
-            if (!o->diff) return usage_error(e, "%s", "--top goes with attnviz diff or attnviz heads");
-            if (parse_int(optarg, 1, 1 << 20, &o->diff_spec.top)) return count_error(e, "--top", optarg, 1 << 20, "a count >= 1");
-            break;
-        case O_JSON: o->run.output.json_path = optarg; break;
-        case O_HTML:
-            if (out_dir_mode) o->run.output.out_html = 1;
-            else o->run.output.html_path = optarg;
-            break;
-        case O_NPY:
-            if (out_dir_mode) o->run.output.out_npy = 1;
-            else o->run.output.npy_path = optarg;
-            break;
-        case O_OUTDIR: o->run.output.out_dir = optarg; break;
-        case O_LAYERS:
-            if (parse_list(optarg, &o->sel_layers, &o->n_sel_layers)) return usage_error(e, "--layers needs a list like 0,5-11, got '%s'", optarg);
-            break;
-        case O_HEADS:
-            if (parse_list(optarg, &o->sel_heads, &o->n_sel_heads)) return usage_error(e, "--heads needs a list like 0-3,8, got '%s'", optarg);
-            break;
-        case O_NOSPECIAL: o->run.capture.no_special = 1; break;
-        case O_WORDS: o->run.capture.words = 1; break;
-        case O_STATS: o->run.stats = 1; break;
-        case O_STRICT: o->run.batch.strict = 1; break;
-        case O_MAXTOK:
-            if (parse_int(optarg, 1, INT_MAX, &o->run.capture.max_tokens)) return count_error(e, "--max-tokens", optarg, INT_MAX, "a count >= 1");
-            break;
-        case O_MAXCAP:
-            if (parse_size(optarg, &o->run.capture.max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", optarg);
-            break;
-        case O_PREDICT:
-            if (parse_int(optarg, 1, 100, &o->run.predict.k)) return usage_error(e, "--predict needs a count from 1 to 100, got '%s'", optarg);
-            break;
-        case O_GENERATE:
-            if (parse_int(optarg, 1, 1 << 20, &o->run.predict.generate_n)) return count_error(e, "--generate", optarg, 1 << 20, "a token count >= 1");
-            break;
-        case O_TEMP:
-            if (parse_real(optarg, 0, 100, &o->run.predict.temperature)) return usage_error(e, "--temperature needs a number from 0 to 100, got '%s'", optarg);
-            break;
-        case O_TOPP:
-            if (parse_real(optarg, 1e-9, 1, &o->run.predict.top_p) ) return usage_error(e, "--top-p needs a number in (0, 1], got '%s'", optarg);
-            o->sampling_opts = 1;
-            break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            o->run.predict.seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') return usage_error(e, "--seed needs a whole number >= 0, got '%s'", optarg);
-            o->sampling_opts = 1;
-            break;
-        }
-        case O_STOP:
-            if (!optarg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
-            o->run.predict.stop = optarg;
-            break;
-        case O_VIEW: {
-            char views[256]; /* the views the built-in templates register */
-            if (!html_view_known(optarg, o->diff, views, sizeof views))
-                return usage_error(e, "--view is %s, not '%s'", views, optarg);
-            o->run.output.view = optarg;
-            break;
-        }
-        case O_THEME:
-            if (strcmp(optarg, "light") && strcmp(optarg, "dark")) return usage_error(e, "--theme is light or dark, not '%s'", optarg);
-            o->run.output.theme = optarg;
-            break;
-        case O_SHOWHEADS:
-            if (parse_list(optarg, &o->show_heads, &o->n_show_heads)) return usage_error(e, "--show-heads needs a list like 0-3,8, got '%s'", optarg);
-            break;
-        case O_META: o->render_spec.meta = optarg; break;
-        case O_PACK:
-            if (parse_int(optarg, 0, 1 << 16, &o->run.batch.pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", optarg);
-            pack_set = 1;
-            break;
-        case O_SCORE: {
-            int k = heads_score_by_name(optarg);
-            if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
-                                          "entropy or pattern, not '%s'", optarg);
-            int dup = 0;
-            for (int i = 0; i < o->run.heads.n_scores; i++) dup |= o->run.heads.scores[i] == k;
-            if (!dup && o->run.heads.n_scores < (int)(sizeof o->run.heads.scores / sizeof o->run.heads.scores[0])) o->run.heads.scores[o->run.heads.n_scores++] = k;
-            heads_only = 1;
-            break;
-        }
-        case O_PATTERN: o->run.heads.pattern = optarg, heads_only = 1; break;
-        case O_EXBOS: o->run.heads.exclude_bos = 1, heads_only = 1; break;
-        case O_EXCUR: o->run.heads.exclude_current = 1, heads_only = 1; break;
-        case O_INDSEQS:
-            if (parse_int(optarg, 1, 10000, &o->run.heads.induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", optarg);
-            heads_only = 1;
-            break;
-        case O_INDLEN:
-            if (parse_int(optarg, 1, 100000, &o->run.heads.induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", optarg);
-            heads_only = 1;
-            break;
-        case O_MERGE: o->merge = 1; break;
-        case O_BATCH: o->run.batch.path = optarg; break;
-        case O_TEMPLATES: o->run.output.templates_dir = optarg; break;
-        case O_LAYER:
-            if (parse_int(optarg, 0, INT_MAX, &o->run.sel.layer)) return count_error(e, "--layer", optarg, INT_MAX, "a layer index >= 0");
-            break;
-        case O_HEAD:
-            if (parse_int(optarg, 0, INT_MAX, &o->run.sel.head)) return count_error(e, "--head", optarg, INT_MAX, "a head index >= 0");
-            break;
-        case O_TOKENS: o->run.capture.tokens_only = 1; break;
-        case O_QK: o->run.capture.qk = 1; break;
-        case O_HIDDEN: o->run.capture.hidden = 1; break;
-        case O_PREC:
-            if (parse_int(optarg, 1, 9, &o->run.output.precision)) return usage_error(e, "--precision needs 1 to 9, got '%s'", optarg);
-            break;
-        case O_PROFILE: o->run.profile = 1; break;
-        case O_CASED: o->model.lowercase = 0; break;
-        case O_UNCASED: o->model.lowercase = 1; break;
-        case O_THREADS:
-            if (parse_int(optarg, 1, 1024, &o->threads)) return usage_error(e, "--threads needs 1 to 1024, got '%s'", optarg);
-            break;
-        case O_QUIET: o->run.quiet = 1; break;
-        case 'h': return CLI_HELP;
-        case O_VERSION: return CLI_VERSION;
-        case ':': return usage_error(e, "option '%s' needs a value", argv[optind - 1]);
-        default: return usage_error(e, "unknown option '%s'", argv[optind - 1]);
-        }
+        int rc = parse_option(o, &ps, c, optarg, argv[optind - 1], e);
+        if (rc != 0) return rc;
     }
-    const ParseState ps = {stats_cmd, heads_only, serve_opts, pack_set};
     return check_command(o, &ps, argc - optind, argv + optind, e);
 }
 
