@@ -179,9 +179,33 @@ typedef struct {
  * row) into L2: a kernel spreads a panel's lines over its tiles, so that no
  * burst of fetches waits for free fill buffers. */
 static inline void fetch_ahead(const Ahead *a, int row_lines, int lines, int count, int *done) {
-    for (int q = 0; q < count && *done < lines; q++, ++*done)
-        __builtin_prefetch(a->base + (size_t)(*done / row_lines) * a->row_bytes + (size_t)(*done % row_lines) * 64, 0,
-                           2);
+    /* done counts lines row by row; no division in the loop, which runs between tiles */
+    int q = *done, i = q / row_lines, l = q - i * row_lines;
+    const int end = q + count < lines ? q + count : lines;
+    for (; q < end; q++) {
+        __builtin_prefetch(a->base + (size_t)i * a->row_bytes + (size_t)l * 64, 0, 2);
+        if (++l == row_lines) l = 0, i++;
+    }
+    *done = q;
+}
+
+/* A walk over the rows' lines, a line at a time, for kernels that fetch from
+ * inside their k loops. */
+typedef struct {
+    const char *row; /* the current row's start */
+    size_t row_bytes;
+    int line, row_lines, rows_left;
+} FetchCursor;
+
+static inline void fetch_start(FetchCursor *c, const Ahead *a, int kc) {
+    c->row = a->base, c->row_bytes = a->row_bytes;
+    c->line = 0, c->row_lines = (kc * a->es + 63) / 64, c->rows_left = a->rows;
+}
+
+static inline __attribute__((always_inline)) void fetch_one(FetchCursor *c) {
+    if (c->rows_left <= 0) return;
+    __builtin_prefetch(c->row + (size_t)c->line * 64, 0, 2);
+    if (++c->line == c->row_lines) c->line = 0, c->row += c->row_bytes, c->rows_left--;
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -213,7 +237,7 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
 #define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
     __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, size_t ldx,               \
                                                                            int kc, float *y, size_t ldy, int mr,      \
-                                                                           int nr, int first) {                       \
+                                                                           int nr, int first, FetchCursor *pf) {      \
         __mmask16 mk[NV];                                                                                            \
         for (int v = 0; v < NV; v++) {                                                                               \
             int left = nr - 16 * v;                                                                                  \
@@ -225,6 +249,7 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                    \
             for (int kk = kb; kk < ke; kk++) {                                                                           \
+                if ((kk & 7) == 0 && pf) fetch_one(pf);                                                                  \
                 __m512 xv[NV];                                                                                           \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
                     FULL ? _mm512_loadu_ps(x + (size_t)kk * ldx + 16 * v)                                                \
@@ -257,17 +282,17 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
                                                             float *y, size_t ldy, int mr, int first,
                                                             const Ahead *ahead) {
     (void)ldx;
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
-    const int tiles = (mr > 8 ? 2 : 1) * ((n + 31) / 32), per_tile = (lines + tiles - 1) / tiles;
-    int fetched = 0;
+    /* the next panel's lines, one every 8 steps of k inside the tiles (a burst
+     * between tiles waits for fill buffers) */
+    FetchCursor pf;
+    if (ahead) fetch_start(&pf, ahead, kc);
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < n; j += 32) {
+        for (int j = 0; j < n; j += 32)
             (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, 32, kc,
                                                                          y + (size_t)8 * h * ldy + j, ldy, hr,
-                                                                         n - j < 32 ? n - j : 32, first);
-            if (ahead) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-        }
+                                                                         n - j < 32 ? n - j : 32, first,
+                                                                         ahead ? &pf : NULL);
     }
 }
 
