@@ -747,16 +747,12 @@ static void micro_neon_8x12(const float *restrict panel, const float *restrict x
  * copies of their x and y columns: the same chains, padding lanes dropped. */
 static void panel_neon(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
                        int first, const Ahead *ahead) {
+    (void)ahead; /* untimed on Arm: no fetching ahead until it can be measured */
     const int full = n - n % 12;
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
-    const int tiles = (mr > 8 ? 2 : 1) * (full / 12), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
-    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < full; j += 12) {
+        for (int j = 0; j < full; j += 12)
             micro_neon_8x12(panel + 8 * h, x + j, ldx, kc, y + (size_t)8 * h * ldy + j, ldy, hr, first);
-            if (per_tile) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-        }
     }
     if (full == n) return;
     const int nr = n - full;
