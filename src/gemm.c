@@ -306,6 +306,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
             __m512 a[NR];                                                                                                \
             _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_setzero_ps();                            \
             for (int kk = kb; kk < ke; kk++) {                                                                           \
+                if (pf) fetch_one(pf);                                                                                   \
                 const __m512 p = _mm512_load_ps(panel + kk * GEMM_MR);                                                   \
                 const float *xk = x + (size_t)kk * ldx;                                                                  \
                 _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_fmadd_ps(p, _mm512_set1_ps(xk[j]), a[j]);\
@@ -317,7 +318,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
     }
 
 __attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, size_t ldx, int kc,
-                                                             float *acc, int nr) {
+                                                             float *acc, int nr, FetchCursor *pf) {
     switch (nr) {
         AVX512_ROWVEC(1) AVX512_ROWVEC(2) AVX512_ROWVEC(3) AVX512_ROWVEC(4) AVX512_ROWVEC(5) AVX512_ROWVEC(6)
         AVX512_ROWVEC(7) AVX512_ROWVEC(8) AVX512_ROWVEC(9) AVX512_ROWVEC(10) AVX512_ROWVEC(11) AVX512_ROWVEC(12)
@@ -800,7 +801,8 @@ static void panel_neon(const float *panel, const float *x, size_t ldx, int n, in
         break;                                                                                                       \
     }
 
-static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr) {
+static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr, FetchCursor *pf) {
+    (void)pf; /* untimed on Arm: no fetching ahead */
     for (int j = 0; j < nr; j += 4, x += 4, acc += 4 * GEMM_MR)
         switch (nr - j < 4 ? nr - j : 4) {
             NEON_ROWVEC(1) NEON_ROWVEC(2) NEON_ROWVEC(3) NEON_ROWVEC(4)
@@ -812,7 +814,7 @@ static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, 
 
 /* ---------------------------------------------------------------- dispatch */
 
-typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr);
+typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr, FetchCursor *pf);
 typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
 typedef void GemmFn(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
                     size_t ldx, int n, int rows, int in, float *scratch);
@@ -966,8 +968,26 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
             for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
                 const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
                 pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
+                /* the block of W packed next (these rows' next inputs, or the next rows' first),
+                 * fetched a line per step of k meanwhile: a few tokens' products wait on W otherwise */
+                FetchCursor pf, *pfp = NULL;
+                if (w_col == 1) {
+                    const int es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                    Ahead next = {NULL, w_row * (size_t)es, 0, es};
+                    int next_kc = 0;
+                    if (k0 + GEMM_KC < in) {
+                        next.base = (const char *)elem_ptr(w, type, (size_t)r * w_row + (size_t)(k0 + GEMM_KC));
+                        next.rows = mr, next_kc = in - k0 - GEMM_KC < GEMM_KC ? in - k0 - GEMM_KC : GEMM_KC;
+                    } else if (r + GEMM_MR < rows) {
+                        next.base = (const char *)elem_ptr(w, type, (size_t)(r + GEMM_MR) * w_row);
+                        next.rows = rows - r - GEMM_MR < GEMM_MR ? rows - r - GEMM_MR : GEMM_MR;
+                        next_kc = in < GEMM_KC ? in : GEMM_KC;
+                    }
+                    if (next.base) fetch_start(&pf, &next, next_kc), pfp = &pf;
+                }
                 for (int j0 = 0; j0 < n; j0 += 16)
-                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
+                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16,
+                              pfp);
             }
             for (int i = 0; i < mr; i++)
                 for (int j = 0; j < n; j++) yT[(size_t)(r + i) * ldy + j] = acc[j * GEMM_MR + i];
