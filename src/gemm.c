@@ -175,20 +175,6 @@ typedef struct {
     int rows, es;
 } Ahead;
 
-/* Lines [*done, *done + count) of the rows' kc elements (row_lines lines a
- * row) into L2: a kernel spreads a panel's lines over its tiles, so that no
- * burst of fetches waits for free fill buffers. */
-static inline void fetch_ahead(const Ahead *a, int row_lines, int lines, int count, int *done) {
-    /* done counts lines row by row; no division in the loop, which runs between tiles */
-    int q = *done, i = q / row_lines, l = q - i * row_lines;
-    const int end = q + count < lines ? q + count : lines;
-    for (; q < end; q++) {
-        __builtin_prefetch(a->base + (size_t)i * a->row_bytes + (size_t)l * 64, 0, 2);
-        if (++l == row_lines) l = 0, i++;
-    }
-    *done = q;
-}
-
 /* A walk over the rows' lines, a line at a time, for kernels that fetch from
  * inside their k loops. */
 typedef struct {
@@ -399,9 +385,11 @@ __attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, con
 /* 6 rows x 16 tokens, every one real: y (6, 16) row stride ldy holds the
  * totals each block's chains are added to (0 when first). */
 __attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel, const float *x, size_t ldx, int kc,
-                                                              float *y, size_t ldy, int first) {
+                                                              float *y, size_t ldy, int first, FetchCursor *pf) {
     for (int kb = 0; kb < kc; kb += GEMM_KB) {
         const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;
+        if (pf) /* 4 lines of the next panel per chain block: one per 8 steps */
+            for (int q = 0; q < 4; q++) fetch_one(pf);
         __m256 acc[6][2];
         _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) for (int v = 0; v < 2; v++) acc[i][v] = _mm256_setzero_ps();
         _Pragma("GCC unroll 2") for (int kk = kb; kk < ke; kk++) {
@@ -508,23 +496,18 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
                                                            float *y, size_t ldy, int mr, int first,
                                                            const Ahead *ahead) {
     const int nb = nc & ~15;
-    /* lines of the next panel to fetch after each tile */
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead && nb ? ahead->rows * row_lines : 0;
-    const int tiles = (mr + 5) / 6 * (nb / 16), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
-    int fetched = 0;
+    FetchCursor pf, *pfp = NULL; /* the next panel's lines, from inside the tiles */
+    if (ahead && nb) fetch_start(&pf, ahead, kc), pfp = &pf;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
         float *yt = y + (size_t)6 * t * ldy;
         if (tr == 6)
-            for (int j = 0; j < nb; j += 16) {
-                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
-                if (lines) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-            }
+            for (int j = 0; j < nb; j += 16) micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first, pfp);
         else
             for (int j = 0; j < nb; j += 16) {
                 _Alignas(32) float tile[6 * 16];
                 for (int i = 0; i < tr; i++) memcpy(tile + 16 * i, yt + (size_t)i * ldy + j, sizeof(float) * 16);
-                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, tile, 16, first);
+                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, tile, 16, first, pfp);
                 for (int i = 0; i < tr; i++) memcpy(yt + (size_t)i * ldy + j, tile + 16 * i, sizeof(float) * 16);
             }
     }
