@@ -40,6 +40,29 @@ def flops(n, layers=12, hidden=768, inter=3072):
     return full - n * 2 * hidden * (2 * hidden + 2 * inter) - 2 * n * n * hidden
 
 
+# The kernel paths timed, each with its peers held to the same instructions: "native" with nothing
+# limited (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed, so OpenBLAS picks this CPU's kernels), and, on
+# a CPU with AVX-512, "avx2": ATTNVIZ_KERNEL=avx2 for attnviz, OPENBLAS_CORETYPE=Haswell for torch 1.13's
+# OpenBLAS, ONEDNN_MAX_CPU_ISA=AVX2 and MKL_ENABLE_INSTRUCTIONS=AVX2 for PyPI's torch.
+def path_env(path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTNVIZ_KERNEL", "ONEDNN_MAX_CPU_ISA",
+                        "MKL_ENABLE_INSTRUCTIONS")}
+    if path == "avx2":
+        env.update(ATTNVIZ_KERNEL="avx2", OPENBLAS_CORETYPE="Haswell", ONEDNN_MAX_CPU_ISA="AVX2",
+                   MKL_ENABLE_INSTRUCTIONS="AVX2")
+    return env
+
+
+def kernel_paths():
+    """native, and avx2 when this CPU's best kernel is another one and it can run the AVX2 one."""
+    def kernel(env):
+        p = subprocess.run([os.path.join(ROOT, "attnviz"), "--version"], capture_output=True, text=True, env=env)
+        return p.stdout.split("(kernel ")[1].split(";")[0] if p.returncode == 0 and "(kernel " in p.stdout else None
+    best, avx2 = kernel(path_env("native")), kernel(path_env("avx2"))
+    return ["native", "avx2"] if avx2 == "avx2" and best != "avx2" else ["native"]
+
+
 def run(cmd, **kw):
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -63,11 +86,11 @@ def peak_rss_mb(cmd):
     return ru.ru_maxrss / 1024
 
 
-def hf_peer(model, ids, out, repeat=1):
+def hf_peer(model, ids, out, repeat=1, env=None):
     """(forward_ms, write_ms, wall_s) of the transformers peer, or None without the reference Python."""
     if not HFPY:
         return None
-    dt, p = run([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), model, ids, out, "--repeat", str(repeat)])
+    dt, p = run([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), model, ids, out, "--repeat", str(repeat)], env=env)
     f = float(p.stderr.split("forward_ms=")[1].split()[0])
     w = float(p.stderr.split("write_ms=")[1].split()[0])
     return f, w, dt
@@ -91,6 +114,9 @@ def text_of(n):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    # every row but the avx2 path's runs native: nothing this environment set holds a side to one kernel family
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTNVIZ_KERNEL", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"):
+        os.environ.pop(k, None)
     if not os.path.exists(os.path.join(MODEL, "model.safetensors")):
         print("bench: writing a bert-base-shaped checkpoint (F32) ...", file=sys.stderr)
         run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), MODEL, "--shape", "base", "--seed", "5"])
@@ -111,23 +137,32 @@ def main():
     rows = []
     lines = []
 
-    # forward pass
+    # forward pass, on each kernel path against peers held to the same instructions
+    paths = kernel_paths()
+    peaks = {"native": (peak_gflops, peak_isa)}
+    if "avx2" in paths:
+        _, p = run([PEAK, "avx2"])
+        peaks["avx2"] = (float(p.stdout.split("peak_gflops=")[1].split()[0]), "avx2")
     fwd = {}
-    for n in (7, 128, 512):
-        _, p = run([FWD, MODEL, str(n), str(REPEAT)])
-        ours = float(p.stdout.split("warm_ms=")[1])
-        cold = float(p.stdout.split("cold_ms=")[1].split()[0])
-        fwd_kernel = p.stdout.split("kernel=")[1].split()[0]
-        _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n), os.path.join(OUT, "peer.json"),
-                    "--repeat", str(REPEAT)])
-        peer = float(p.stderr.split("forward_ms=")[1].split()[0])
-        hf = hf_peer(MODEL, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT)
-        hff = hf[0] if hf else None
-        gf = flops(n) / (ours / 1e3) / 1e9
-        fwd[n] = (ours, peer)
-        rows.append(f"| forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms (first call {cold:.1f}) | {peer:.1f} ms "
-                    f"| **{ours / peer:.2f}x** | {hff or 0:.1f} ms | {ratio(ours, hff)} "
-                    f"| {gf:.0f} GFLOP/s = {100 * gf / peak_gflops:.0f}% of peak |")
+    fwd_kernel = {}
+    for path in paths:
+        env = path_env(path)
+        for n in (7, 128, 512):
+            _, p = run([FWD, MODEL, str(n), str(REPEAT)], env=env)
+            ours = float(p.stdout.split("warm_ms=")[1])
+            cold = float(p.stdout.split("cold_ms=")[1].split()[0])
+            fwd_kernel[path] = p.stdout.split("kernel=")[1].split()[0]
+            _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n), os.path.join(OUT, "peer.json"),
+                        "--repeat", str(REPEAT)], env=env)
+            peer = float(p.stderr.split("forward_ms=")[1].split()[0])
+            hf = hf_peer(MODEL, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT, env=env)
+            hff = hf[0] if hf else None
+            gf = flops(n) / (ours / 1e3) / 1e9
+            pk, isa = peaks[path]
+            fwd[(path, n)] = (ours, peer)
+            rows.append(f"| forward, {n} tokens, {path} path ({fwd_kernel[path]}; best of {REPEAT}) | {ours:.1f} ms "
+                        f"(first call {cold:.1f}) | {peer:.1f} ms | **{ours / peer:.2f}x** | {hff or 0:.1f} ms "
+                        f"| {ratio(ours, hff)} | {gf:.0f} GFLOP/s = {100 * gf / pk:.0f}% of the {isa} peak |")
     # half precision: the same checkpoint stored BF16 and kept BF16 in memory, 7 tokens
     best16 = min(float(run([FWD, bf16, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
     best32 = min(float(run([FWD, MODEL, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
@@ -242,16 +277,20 @@ def main():
         cases = [("SmolLM2-135M shape, BF16 folder", synth, (128, 512, 2048))]
         if gguf_dir:
             cases.append(("SmolLM2-135M-Instruct Q4_1 GGUF", os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf"),
-                          (128, 512, 1024)))
+                          (128, 512, 2048)))
         for label, path, lengths in cases:
-            for n in lengths:
-                rep = 1 if n > 1024 else REPEAT
-                _, p = run([FWD, path, str(n), str(rep)])
-                ours = float(p.stdout.split("warm_ms=")[1])
-                _, q = run([HFPY, os.path.join(ROOT, "bench/peer_decoder.py"), path, str(n), "--repeat", str(rep)])
-                peer = float(q.stdout.split("forward_ms=")[1])
-                dec_rows.append(f"| {label}, {n} tokens (best of {rep}) | {ours:.0f} ms | {peer:.0f} ms "
-                                f"| {ratio(ours, peer)} |")
+            for kpath in paths:
+                env = path_env(kpath)
+                for n in lengths:
+                    rep = 1 if n > 1024 else REPEAT
+                    _, p = run([FWD, path, str(n), str(rep)], env=env)
+                    ours = float(p.stdout.split("warm_ms=")[1])
+                    attn = float(p.stdout.split("attn_ms=")[1].split()[0])
+                    _, q = run([HFPY, os.path.join(ROOT, "bench/peer_decoder.py"), path, str(n), "--repeat", str(rep)],
+                               env=env)
+                    peer = float(q.stdout.split("forward_ms=")[1])
+                    dec_rows.append(f"| {label}, {n} tokens, {kpath} path (best of {rep}) | {ours:.0f} ms "
+                                    f"(attention {100 * attn / ours:.0f}%) | {peer:.0f} ms | {ratio(ours, peer)} |")
 
     # Generation: 128 new tokens after a 64-token prompt, every step's attention captured, greedy,
     # on the trained GGUF; attnviz's time is its --profile forward_ms (prompt pass, steps, scores)
@@ -288,10 +327,14 @@ def main():
                              text=True).stdout.strip()
     hf_v = subprocess.run([HFPY, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)"],
                           capture_output=True, text=True).stdout.split() if HFPY else ["absent", "absent"]
-    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); measured peak {peak_gflops:.0f} GFLOP/s ({peak_isa} "
-                 f"multiply-adds on every core, bench/peak.c); OpenBLAS {blas}"
-                 f"{', OPENBLAS_CORETYPE=' + os.environ['OPENBLAS_CORETYPE'] if os.environ.get('OPENBLAS_CORETYPE') else ''}"
-                 f"; attnviz's products: its own {fwd_kernel} kernels (gemm.h). Peer 1: Debian's torch {torch_v} "
+    lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); measured peaks "
+                 + ", ".join(f"{pk:.0f} GFLOP/s ({isa} multiply-adds on every core)" for pk, isa in peaks.values())
+                 + f" (bench/peak.c); OpenBLAS {blas}. Kernel paths: "
+                 + "; ".join(f"{p}: attnviz's {fwd_kernel[p]} kernels (gemm.h)"
+                             + (", peers with OPENBLAS_CORETYPE=Haswell, ONEDNN_MAX_CPU_ISA=AVX2, "
+                                "MKL_ENABLE_INSTRUCTIONS=AVX2" if p == "avx2" else
+                                ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset on both sides") for p in paths)
+                 + f"; the rows after the forward passes run the native path. Peer 1: Debian's torch {torch_v} "
                  "(bench/peer.py, torch.set_num_threads(1)). Peer 2: transformers " + hf_v[1] + " BertModel, eager "
                  "attention, output_attentions=True, on PyPI's torch " + hf_v[0] + " (bench/peer_hf.py, default threads). "
                  "Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")

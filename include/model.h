@@ -86,6 +86,7 @@ typedef struct {
     int full_last; /* the last pass ran every layer, so x is the final hidden state */
     int step;      /* the pass is one token after cached ones (generation): matrix-vector products */
     Pool *pool;    /* worker threads, or NULL */
+    double attn_ms; /* wall time of the attention steps (scores, softmax, context), summed over passes */
 } RunState;
 
 /* Loads config.json and the weights from dir (model.safetensors, a sharded

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "util.h"
 
 /* Below these many tokens a step takes microseconds: waking threads costs more. */
 #define PARALLEL_HEADS_MIN_TOKENS 48
@@ -327,6 +328,7 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     const size_t attn_len = n_segs > 1 ? kern_attention_scratch(max_len, max_len, c->head_dim)
                                        : kern_attention_scratch(n, pos0 + n, c->head_dim);
     float *attn = NULL;
+    const double t0 = av_now_ms();
     if (!attn_only && !(attn = malloc((size_t)s->n_threads * attn_len * sizeof *attn)))
         return av_err(e, "out of memory for attention in layer %d (%d tokens)", l, pos0 + n);
     if (n_segs > 1) {
@@ -342,6 +344,7 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
                  &heads);
     }
     free(attn);
+    s->attn_ms += av_now_ms() - t0;
     if (attn_only) return 0;
     const Linear *o[1] = {&L->o};
     if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;

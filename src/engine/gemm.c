@@ -175,13 +175,23 @@ typedef struct {
     int rows, es;
 } Ahead;
 
-/* Lines [*done, *done + count) of the rows' kc elements (row_lines lines a
- * row) into L2: a kernel spreads a panel's lines over its tiles, so that no
- * burst of fetches waits for free fill buffers. */
-static inline void fetch_ahead(const Ahead *a, int row_lines, int lines, int count, int *done) {
-    for (int q = 0; q < count && *done < lines; q++, ++*done)
-        __builtin_prefetch(a->base + (size_t)(*done / row_lines) * a->row_bytes + (size_t)(*done % row_lines) * 64, 0,
-                           2);
+/* A walk over the rows' lines, a line at a time, for kernels that fetch from
+ * inside their k loops. */
+typedef struct {
+    const char *row; /* the current row's start */
+    size_t row_bytes;
+    int line, row_lines, rows_left;
+} FetchCursor;
+
+static inline void fetch_start(FetchCursor *c, const Ahead *a, int kc) {
+    c->row = a->base, c->row_bytes = a->row_bytes;
+    c->line = 0, c->row_lines = (kc * a->es + 63) / 64, c->rows_left = a->rows;
+}
+
+static inline __attribute__((always_inline)) void fetch_one(FetchCursor *c) {
+    if (c->rows_left <= 0) return;
+    __builtin_prefetch(c->row + (size_t)c->line * 64, 0, 2);
+    if (++c->line == c->row_lines) c->line = 0, c->row += c->row_bytes, c->rows_left--;
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -213,7 +223,7 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
 #define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
     __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, size_t ldx,               \
                                                                            int kc, float *y, size_t ldy, int mr,      \
-                                                                           int nr, int first) {                       \
+                                                                           int nr, int first, FetchCursor *pf) {      \
         __mmask16 mk[NV];                                                                                            \
         for (int v = 0; v < NV; v++) {                                                                               \
             int left = nr - 16 * v;                                                                                  \
@@ -225,6 +235,7 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                    \
             for (int kk = kb; kk < ke; kk++) {                                                                           \
+                if ((kk & 7) == 0 && pf) fetch_one(pf);                                                                  \
                 __m512 xv[NV];                                                                                           \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
                     FULL ? _mm512_loadu_ps(x + (size_t)kk * ldx + 16 * v)                                                \
@@ -257,17 +268,17 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
                                                             float *y, size_t ldy, int mr, int first,
                                                             const Ahead *ahead) {
     (void)ldx;
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
-    const int tiles = (mr > 8 ? 2 : 1) * ((n + 31) / 32), per_tile = (lines + tiles - 1) / tiles;
-    int fetched = 0;
+    /* the next panel's lines, one every 8 steps of k inside the tiles (a burst
+     * between tiles waits for fill buffers) */
+    FetchCursor pf;
+    if (ahead) fetch_start(&pf, ahead, kc);
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < n; j += 32) {
+        for (int j = 0; j < n; j += 32)
             (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, 32, kc,
                                                                          y + (size_t)8 * h * ldy + j, ldy, hr,
-                                                                         n - j < 32 ? n - j : 32, first);
-            if (ahead) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-        }
+                                                                         n - j < 32 ? n - j : 32, first,
+                                                                         ahead ? &pf : NULL);
     }
 }
 
@@ -281,6 +292,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
             __m512 a[NR];                                                                                                \
             _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_setzero_ps();                            \
             for (int kk = kb; kk < ke; kk++) {                                                                           \
+                if (pf) fetch_one(pf);                                                                                   \
                 const __m512 p = _mm512_load_ps(panel + kk * GEMM_MR);                                                   \
                 const float *xk = x + (size_t)kk * ldx;                                                                  \
                 _Pragma("GCC unroll 16") for (int j = 0; j < NR; j++) a[j] = _mm512_fmadd_ps(p, _mm512_set1_ps(xk[j]), a[j]);\
@@ -292,7 +304,7 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
     }
 
 __attribute__((target("avx512f"))) static void rowvec_avx512(const float *panel, const float *x, size_t ldx, int kc,
-                                                             float *acc, int nr) {
+                                                             float *acc, int nr, FetchCursor *pf) {
     switch (nr) {
         AVX512_ROWVEC(1) AVX512_ROWVEC(2) AVX512_ROWVEC(3) AVX512_ROWVEC(4) AVX512_ROWVEC(5) AVX512_ROWVEC(6)
         AVX512_ROWVEC(7) AVX512_ROWVEC(8) AVX512_ROWVEC(9) AVX512_ROWVEC(10) AVX512_ROWVEC(11) AVX512_ROWVEC(12)
@@ -373,9 +385,11 @@ __attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, con
 /* 6 rows x 16 tokens, every one real: y (6, 16) row stride ldy holds the
  * totals each block's chains are added to (0 when first). */
 __attribute__((target("avx2,fma"))) static void micro256_6x16(const float *panel, const float *x, size_t ldx, int kc,
-                                                              float *y, size_t ldy, int first) {
+                                                              float *y, size_t ldy, int first, FetchCursor *pf) {
     for (int kb = 0; kb < kc; kb += GEMM_KB) {
         const int ke = kc - kb < GEMM_KB ? kc : kb + GEMM_KB;
+        if (pf) /* 4 lines of the next panel per chain block: one per 8 steps */
+            for (int q = 0; q < 4; q++) fetch_one(pf);
         __m256 acc[6][2];
         _Pragma("GCC unroll 6") for (int i = 0; i < 6; i++) for (int v = 0; v < 2; v++) acc[i][v] = _mm256_setzero_ps();
         _Pragma("GCC unroll 2") for (int kk = kb; kk < ke; kk++) {
@@ -482,23 +496,18 @@ __attribute__((target("avx2,fma"))) static void panel_avx2(const float *panel, c
                                                            float *y, size_t ldy, int mr, int first,
                                                            const Ahead *ahead) {
     const int nb = nc & ~15;
-    /* lines of the next panel to fetch after each tile */
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead && nb ? ahead->rows * row_lines : 0;
-    const int tiles = (mr + 5) / 6 * (nb / 16), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
-    int fetched = 0;
+    FetchCursor pf, *pfp = NULL; /* the next panel's lines, from inside the tiles */
+    if (ahead && nb) fetch_start(&pf, ahead, kc), pfp = &pf;
     for (int t = 0; 6 * t < mr; t++) {
         const int tr = mr - 6 * t < 6 ? mr - 6 * t : 6;
         float *yt = y + (size_t)6 * t * ldy;
         if (tr == 6)
-            for (int j = 0; j < nb; j += 16) {
-                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first);
-                if (lines) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-            }
+            for (int j = 0; j < nb; j += 16) micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, yt + j, ldy, first, pfp);
         else
             for (int j = 0; j < nb; j += 16) {
                 _Alignas(32) float tile[6 * 16];
                 for (int i = 0; i < tr; i++) memcpy(tile + 16 * i, yt + (size_t)i * ldy + j, sizeof(float) * 16);
-                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, tile, 16, first);
+                micro256_6x16(panel + 6 * t, xp + (size_t)j * kc, 16, kc, tile, 16, first, pfp);
                 for (int i = 0; i < tr; i++) memcpy(yt + (size_t)i * ldy + j, tile + 16 * i, sizeof(float) * 16);
             }
     }
@@ -722,16 +731,12 @@ static void micro_neon_8x12(const float *restrict panel, const float *restrict x
  * copies of their x and y columns: the same chains, padding lanes dropped. */
 static void panel_neon(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
                        int first, const Ahead *ahead) {
+    (void)ahead; /* untimed on Arm: no fetching ahead until it can be measured */
     const int full = n - n % 12;
-    const int row_lines = ahead ? (kc * ahead->es + 63) / 64 : 0, lines = ahead ? ahead->rows * row_lines : 0;
-    const int tiles = (mr > 8 ? 2 : 1) * (full / 12), per_tile = tiles ? (lines + tiles - 1) / tiles : 0;
-    int fetched = 0;
     for (int h = 0; h < 2 && 8 * h < mr; h++) {
         const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < full; j += 12) {
+        for (int j = 0; j < full; j += 12)
             micro_neon_8x12(panel + 8 * h, x + j, ldx, kc, y + (size_t)8 * h * ldy + j, ldy, hr, first);
-            if (per_tile) fetch_ahead(ahead, row_lines, lines, per_tile, &fetched);
-        }
     }
     if (full == n) return;
     const int nr = n - full;
@@ -779,7 +784,8 @@ static void panel_neon(const float *panel, const float *x, size_t ldx, int n, in
         break;                                                                                                       \
     }
 
-static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr) {
+static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr, FetchCursor *pf) {
+    (void)pf; /* untimed on Arm: no fetching ahead */
     for (int j = 0; j < nr; j += 4, x += 4, acc += 4 * GEMM_MR)
         switch (nr - j < 4 ? nr - j : 4) {
             NEON_ROWVEC(1) NEON_ROWVEC(2) NEON_ROWVEC(3) NEON_ROWVEC(4)
@@ -791,7 +797,7 @@ static void rowvec_neon(const float *panel, const float *x, size_t ldx, int kc, 
 
 /* ---------------------------------------------------------------- dispatch */
 
-typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr);
+typedef void RowvecFn(const float *panel, const float *x, size_t ldx, int kc, float *acc, int nr, FetchCursor *pf);
 typedef void Pack16Fn(float *panel, const void *w, GemmType type, size_t w_row, int k0, int kc);
 typedef void GemmFn(float *yT, size_t ldy, const void *w, GemmType type, size_t w_row, size_t w_col, const float *xT,
                     size_t ldx, int n, int rows, int in, float *scratch);
@@ -945,8 +951,26 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
             for (int k0 = 0; k0 < in; k0 += GEMM_KC) {
                 const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC;
                 pack(k, scratch, wr, type, w_row, w_col, mr, k0, kc);
+                /* the block of W packed next (these rows' next inputs, or the next rows' first),
+                 * fetched a line per step of k meanwhile: a few tokens' products wait on W otherwise */
+                FetchCursor pf, *pfp = NULL;
+                if (w_col == 1) {
+                    const int es = type == GEMM_F32 ? (int)sizeof(float) : (int)sizeof(uint16_t);
+                    Ahead next = {NULL, w_row * (size_t)es, 0, es};
+                    int next_kc = 0;
+                    if (k0 + GEMM_KC < in) {
+                        next.base = (const char *)elem_ptr(w, type, (size_t)r * w_row + (size_t)(k0 + GEMM_KC));
+                        next.rows = mr, next_kc = in - k0 - GEMM_KC < GEMM_KC ? in - k0 - GEMM_KC : GEMM_KC;
+                    } else if (r + GEMM_MR < rows) {
+                        next.base = (const char *)elem_ptr(w, type, (size_t)(r + GEMM_MR) * w_row);
+                        next.rows = rows - r - GEMM_MR < GEMM_MR ? rows - r - GEMM_MR : GEMM_MR;
+                        next_kc = in < GEMM_KC ? in : GEMM_KC;
+                    }
+                    if (next.base) fetch_start(&pf, &next, next_kc), pfp = &pf;
+                }
                 for (int j0 = 0; j0 < n; j0 += 16)
-                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16);
+                    k->rowvec(scratch, xT + (size_t)k0 * ldx + j0, ldx, kc, acc + j0 * GEMM_MR, n - j0 < 16 ? n - j0 : 16,
+                              pfp);
             }
             for (int i = 0; i < mr; i++)
                 for (int j = 0; j < n; j++) yT[(size_t)(r + i) * ldy + j] = acc[j * GEMM_MR + i];
