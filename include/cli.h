@@ -11,8 +11,9 @@
 /* What cli_parse found the command line asks for. */
 enum { CLI_RUN = 0, CLI_HELP = 1, CLI_VERSION = 2 };
 
-/* attnviz --help's text. */
-const char *cli_help_text(void);
+/* attnviz --help's text (command NULL), or attnviz COMMAND --help's: the
+ * command's synopsis and the sections of options it reads. */
+const char *cli_help_text(const char *command);
 
 void cli_options_free(CliOptions *o);
 

@@ -18,8 +18,9 @@ typedef struct {
     int *sel_heads, n_sel_heads;
     int *show_heads, n_show_heads;
     int sampling_opts;       /* --top-p or --seed given */
-    /* the subcommand (none set: a run; heads is run.heads.on) */
+    /* the subcommand (none set: a run; heads is run.heads.on), and its name for --help */
     int render, serve, diff, merge;
+    const char *command;
     const char **serve_models; /* --model, repeated (serve) */
     int n_serve_models;
     const char *const *merge_files; /* attnviz stats --merge FILES... */

@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
 
     CliOptions o;
     int rc = EXIT_OK, what = cli_parse(&o, argc, argv, &e);
-    if (what == CLI_HELP) fputs(cli_help_text(), stdout);
+    if (what == CLI_HELP) fputs(cli_help_text(o.command), stdout);
     else if (what == CLI_VERSION)
         printf("attnviz %s (kernel %s; built with %s)\n", ATTNVIZ_VERSION, gemm_kernel(), gemm_kernel_list(0));
     else if (what < 0 || cli_run(&o, &e) != 0) rc = report_error(&e);

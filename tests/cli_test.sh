@@ -76,6 +76,11 @@ expect_exit unwritable_output_is_named 1 "/nonexistent-dir/x.json: cannot write"
     "$BIN" --model "$M" --json /nonexistent-dir/x.json "hi"
 expect_exit help_exits_zero 0 "" "$BIN" --help
 grep -q "Usage: attnviz" "$T/out" && pass help_prints_usage || fail help_prints_usage "no usage"
+for cmd in heads serve render diff stats; do
+    expect_exit "${cmd}_help_exits_zero" 0 "" "$BIN" "$cmd" --help
+    head -n 1 "$T/out" | grep -q "^Usage: attnviz $cmd " && ! grep -q "^       attnviz" "$T/out" &&
+        pass "${cmd}_help_is_its_own" || fail "${cmd}_help_is_its_own" "$(head -n 2 "$T/out")"
+done
 expect_exit version_exits_zero 0 "" "$BIN" --version
 grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+\)$" "$T/out" &&
     pass version_names_the_kernel || fail version_names_the_kernel "$(cat "$T/out")"

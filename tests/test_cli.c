@@ -64,8 +64,40 @@ START_TEST(help_and_version_are_answers_not_prints) {
     const char *h[] = {"--help", NULL};
     ck_assert_int_eq(parse(&o, &e, h), CLI_HELP);
     cli_options_free(&o);
-    ck_assert_ptr_nonnull(strstr(cli_help_text(), "Usage: attnviz"));
-    ck_assert_ptr_nonnull(strstr(cli_help_text(), "attnviz serve"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text(NULL), "Usage: attnviz"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text(NULL), "attnviz serve"));
+}
+END_TEST
+
+/* attnviz COMMAND --help: that command's synopsis and its options' sections, not the others'. */
+START_TEST(a_command_has_its_own_help) {
+    CliOptions o;
+    AvErr e;
+    const char *h[] = {"heads", "--help", NULL};
+    ck_assert_int_eq(parse(&o, &e, h), CLI_HELP);
+    ck_assert_str_eq(o.command, "heads");
+    cli_options_free(&o);
+    const char *heads = cli_help_text("heads");
+    ck_assert_msg(!strncmp(heads, "Usage: attnviz heads [--batch FILE | TEXT]", 42), "%.60s", heads);
+    ck_assert_ptr_nonnull(strstr(heads, "Head scores"));
+    ck_assert_ptr_nonnull(strstr(heads, "--score NAME"));
+    ck_assert_ptr_nonnull(strstr(heads, "--model DIR|FILE"));
+    ck_assert_ptr_null(strstr(heads, "attnviz serve"));
+    ck_assert_ptr_null(strstr(heads, "--generate"));
+    const char *serve = cli_help_text("serve");
+    ck_assert_ptr_nonnull(strstr(serve, "--cache-mb N"));
+    ck_assert_ptr_null(strstr(serve, "Head scores"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text("render"), "--meta FILE"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text("diff"), "Jensen-Shannon"));
+    ck_assert_ptr_nonnull(strstr(cli_help_text("stats"), "stats --merge FILE..."));
+    /* every command's help ends with the exit statuses, and the full help holds every section */
+    const char *names[] = {"heads", "serve", "render", "diff", "stats"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_ptr_nonnull(strstr(cli_help_text(names[i]), "Exit status: 0 ok"));
+    const char *full = cli_help_text(NULL);
+    ck_assert_ptr_nonnull(strstr(full, "Head scores"));
+    ck_assert_ptr_nonnull(strstr(full, "Predictions and generation:"));
+    ck_assert_ptr_nonnull(strstr(full, "attnviz serve: a local server"));
 }
 END_TEST
 
@@ -199,6 +231,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_run_fills_the_run_settings);
     tcase_add_test(t, tokens_only_needs_no_weights);
     tcase_add_test(t, help_and_version_are_answers_not_prints);
+    tcase_add_test(t, a_command_has_its_own_help);
     tcase_add_test(t, version_is_an_answer);
     tcase_add_test(t, an_unknown_option_is_a_usage_error);
     tcase_add_test(t, a_bad_value_is_a_usage_error);

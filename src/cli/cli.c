@@ -23,132 +23,183 @@
 #include "util.h"
 
 
-const char *cli_help_text(void) {
-    return "Usage: attnviz [OPTIONS] TEXT [TEXT_B]\n"
-          "       attnviz [OPTIONS] --batch FILE|-\n"
-          "       attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"
-          "       attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
-          "                     [--timeout S] [TEXT [TEXT_B]]\n"
-          "       attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"
-          "       attnviz heads [--batch FILE | TEXT] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"
-          "       attnviz stats --merge FILE... [--json OUT]\n"
-          "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
-          "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
-          "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
-          "\n"
-          "Model:\n"
-          "  --model DIR|FILE    Hugging Face folder (config.json, tokenizer, safetensors or\n"
-          "                      pytorch_model.bin), or a .gguf file.\n"
-          "                      Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
-          "  --cased, --uncased  override the tokenizer's lower-casing\n"
-          "  --threads N         cap the BLAS threads\n"
-          "\n"
-          "Output:\n"
-          "  --json FILE         write JSON (- for stdout); alone, no HTML is written\n"
-          "  --html FILE         write the page (default attnviz.html when no other output is named)\n"
-          "  --npy FILE          write attention as float32 [layers, heads, n, n] .npy\n"
-          "                      (with --qk also FILE's stem + .queries.npy / .keys.npy)\n"
-          "  --qk                include queries and keys in the JSON\n"
-          "  --hidden            include every layer's hidden states in the JSON\n"
-          "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
-          "  --layer N, --head N the page's initial layer and head (0-based)\n"
-          "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
-          "  --view NAME         the page opens on this view: head, model, neuron or matrix\n"
-          "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
-          "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
-          "\n"
-          "Selection (applies to JSON, npy, HTML and --stats):\n"
-          "  --layers LIST       e.g. 0,5-11 (only these are computed and kept)\n"
-          "  --heads LIST        e.g. 8 or 0-3,8\n"
-          "  --max-tokens N      truncate inputs to N tokens (with a warning)\n"
-          "  --max-capture SIZE  refuse inputs whose captured attention would need more\n"
-          "                      memory, e.g. 8G or 500M (default: half of physical RAM)\n"
-          "  --no-special        drop [CLS]/[SEP] rows and columns (rows renormalized)\n"
-          "  --words             merge ## pieces into words: attention summed over a word's\n"
-          "                      key pieces and averaged over its query pieces\n"
-          "\n"
-          "Predictions and generation:\n"
-          "  --predict K         the K most probable next tokens at every position (causal\n"
-          "                      models) or fill-ins at every [MASK]/<mask> (masked models), 1-100\n"
-          "  --generate N        continue TEXT by up to N tokens (causal models), capturing each\n"
-          "                      new token's attention; stops at the model's end token\n"
-          "  --temperature T     sample with temperature T (default 0: greedy, the most probable)\n"
-          "  --top-p P           sample from the smallest set of tokens holding probability P\n"
-          "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
-          "  --stop STRING       stop once the generated text contains STRING\n"
-          "\n"
-          "Render (draw attention computed elsewhere, e.g. by transformers):\n"
-          "  attnviz render INPUT  INPUT: a .npz or .safetensors holding 'attention' [layers, heads,\n"
-          "                      n, n] (or attention.0, attention.1, ... per layer), optionally\n"
-          "                      'queries'/'keys' [layers, heads, n, d]; or encoder_attention,\n"
-          "                      decoder_attention, cross_attention. The tokens come from\n"
-          "  --meta FILE         a JSON object {\"tokens\", \"sentence_b_start\", \"model\", \"causal\",\n"
-          "                      \"layers\", \"encoder_tokens\", \"decoder_tokens\"} (default: INPUT's\n"
-          "                      stem + .json, else the safetensors metadata's \"attnviz\" entry)\n"
-          "\n"
-          "Diff (compare attention: two texts on one model, or one text on two models of one tokenizer):\n"
-          "  attnviz diff        tokens are aligned by a longest common subsequence of their ids; per\n"
-          "                      head, the Jensen-Shannon divergence (bits) of aligned query rows; a\n"
-          "                      table of the most divergent heads on stdout, --json, and the page\n"
-          "                      (default attnviz-diff.html: divergence per head, B - A matrices)\n"
-          "  --top N             heads in the table (default 10)\n"
-          "\n"
-          "Analysis:\n"
-          "  --stats             per layer and head: entropy, mean attention distance, share on\n"
-          "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
-          "                      over a batch, the mean over inputs\n"
-          "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
-          "\n"
-          "Head scores (attnviz heads; README.md defines them):\n"
-          "  --score NAME        previous, next, self, first, sep, duplicate, induction, distance,\n"
-          "                      entropy or pattern (repeatable; default: all but pattern)\n"
-          "  --top K             rank the K best heads per score (default 5)\n"
-          "  --pattern FILE|RULE your own pattern: an n x n template (.npy, or JSON [[...],...])\n"
-          "                      or 'offset K' (key i+K for query i), scored like TransformerLens\n"
-          "  --exclude-bos, --exclude-current  leave out attention to position 0 / to the token\n"
-          "                      itself from the share scores (detect_head's options; default off)\n"
-          "  --seed N            the induction score's random sequences (default 0)\n"
-          "  --induction-seqs N, --induction-len L  how many, how long (default 8 of 20 tokens,\n"
-          "                      each repeated twice)\n"
-          "  attnviz stats --merge FILE...  add up --stats --json or heads --json files of shards\n"
-          "                      (same model and options): the same numbers as one run over all\n"
-          "\n"
-          "Batch:\n"
-          "  --batch FILE|-      one input per line (TAB separates A and B), JSON Lines out\n"
-          "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
-          "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
-          "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
-          "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256; 0: one\n"
-          "                      at a time); either way each line's output is its single run's, byte\n"
-          "                      for byte\n"
-          "  --quiet             no progress or informational messages on stderr\n"
-          "\n"
-          "  --profile           per-phase times and the kernel on stderr (load_ms= ... kernel=)\n"
-          "  -h, --help          this help;  --version  the version\n"
-          "\n"
-          "Exit status: 0 ok, 1 runtime error (or any failed batch line), 2 usage error.\n"
-          "\n"
-          "Examples:\n"
-          "  attnviz \"time flies like an arrow\" --layer 0 --head 8\n"
-          "  attnviz --model weights/bert-base-uncased --json out.json \"the cat sat\" \"it was tired\"\n"
-          "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
-          "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
-          "  attnviz --batch corpus.txt --stats --json stats.json\n"
-          "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
-          "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
-          "  attnviz serve --model weights/bert-base-uncased --model model.gguf --open\n"
-          "\n"
-          "attnviz serve: a local server with the same page, which runs what you type (every view\n"
-          "updates) and fetches only the heads it shows, so long inputs stay interactive. It prints\n"
-          "one URL with a per-run token; binds 127.0.0.1 unless --host says otherwise.\n"
-          "  --model DIR|FILE    repeat to serve several models (picked in the page)\n"
-          "  --port N            port (default 8765; 0: any free port)\n"
-          "  --host ADDR         numeric address to bind (default 127.0.0.1; others warn)\n"
-          "  --open              open the URL in a browser (xdg-open)\n"
-          "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
-          "  --timeout S         longest a request waits for the model (default 60)\n"
-          "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
-          "  --idle-timeout S    close a connection silent for S seconds (default 20)\n";
+/* attnviz --help is every command's synopsis and every section below, in
+ * order; attnviz COMMAND --help is that command's synopsis and the sections
+ * it reads (a bit per command). */
+enum { H_RUN = 1, H_RENDER = 2, H_SERVE = 4, H_DIFF = 8, H_HEADS = 16, H_STATS = 32, H_ALL = 63 };
+
+typedef struct {
+    const char *name;     /* as typed after attnviz; NULL: a run */
+    unsigned bit;
+    const char *synopsis; /* its usage lines, continuation lines indented for "Usage: " */
+} HelpCommand;
+
+static const HelpCommand COMMANDS[] = {
+    {NULL, H_RUN, "attnviz [OPTIONS] TEXT [TEXT_B]\n       attnviz [OPTIONS] --batch FILE|-\n"},
+    {"render", H_RENDER, "attnviz render INPUT [--meta FILE] [OUTPUT AND PAGE OPTIONS]\n"},
+    {"serve", H_SERVE,
+     "attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
+     "                     [--timeout S] [TEXT [TEXT_B]]\n"},
+    {"diff", H_DIFF, "attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"},
+    {"heads", H_HEADS, "attnviz heads [--batch FILE | TEXT] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"},
+    {"stats", H_STATS, "attnviz stats --merge FILE... [--json OUT]\n"},
+};
+
+typedef struct {
+    unsigned cmds;
+    const char *text;
+} HelpSection;
+
+static const HelpSection SECTIONS[] = {
+    {H_RUN,
+     "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
+     "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
+     "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
+     "\n"},
+    {H_RUN | H_SERVE | H_DIFF | H_HEADS,
+     "Model:\n"
+     "  --model DIR|FILE    Hugging Face folder (config.json, tokenizer, safetensors or\n"
+     "                      pytorch_model.bin), or a .gguf file.\n"
+     "                      Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
+     "  --cased, --uncased  override the tokenizer's lower-casing\n"
+     "  --threads N         cap the BLAS threads\n"
+     "\n"},
+    {H_RUN | H_RENDER | H_DIFF | H_HEADS,
+     "Output:\n"
+     "  --json FILE         write JSON (- for stdout); alone, no HTML is written\n"
+     "  --html FILE         write the page (default attnviz.html when no other output is named)\n"
+     "  --npy FILE          write attention as float32 [layers, heads, n, n] .npy\n"
+     "                      (with --qk also FILE's stem + .queries.npy / .keys.npy)\n"
+     "  --qk                include queries and keys in the JSON\n"
+     "  --hidden            include every layer's hidden states in the JSON\n"
+     "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
+     "  --layer N, --head N the page's initial layer and head (0-based)\n"
+     "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
+     "  --view NAME         the page opens on this view: head, model, neuron or matrix\n"
+     "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
+     "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
+     "\n"},
+    {H_RUN | H_DIFF | H_HEADS,
+     "Selection (applies to JSON, npy, HTML and --stats):\n"
+     "  --layers LIST       e.g. 0,5-11 (only these are computed and kept)\n"
+     "  --heads LIST        e.g. 8 or 0-3,8\n"
+     "  --max-tokens N      truncate inputs to N tokens (with a warning)\n"
+     "  --max-capture SIZE  refuse inputs whose captured attention would need more\n"
+     "                      memory, e.g. 8G or 500M (default: half of physical RAM)\n"
+     "  --no-special        drop [CLS]/[SEP] rows and columns (rows renormalized)\n"
+     "  --words             merge ## pieces into words: attention summed over a word's\n"
+     "                      key pieces and averaged over its query pieces\n"
+     "\n"},
+    {H_RUN,
+     "Predictions and generation:\n"
+     "  --predict K         the K most probable next tokens at every position (causal\n"
+     "                      models) or fill-ins at every [MASK]/<mask> (masked models), 1-100\n"
+     "  --generate N        continue TEXT by up to N tokens (causal models), capturing each\n"
+     "                      new token's attention; stops at the model's end token\n"
+     "  --temperature T     sample with temperature T (default 0: greedy, the most probable)\n"
+     "  --top-p P           sample from the smallest set of tokens holding probability P\n"
+     "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
+     "  --stop STRING       stop once the generated text contains STRING\n"
+     "\n"},
+    {H_RENDER,
+     "Render (draw attention computed elsewhere, e.g. by transformers):\n"
+     "  attnviz render INPUT  INPUT: a .npz or .safetensors holding 'attention' [layers, heads,\n"
+     "                      n, n] (or attention.0, attention.1, ... per layer), optionally\n"
+     "                      'queries'/'keys' [layers, heads, n, d]; or encoder_attention,\n"
+     "                      decoder_attention, cross_attention. The tokens come from\n"
+     "  --meta FILE         a JSON object {\"tokens\", \"sentence_b_start\", \"model\", \"causal\",\n"
+     "                      \"layers\", \"encoder_tokens\", \"decoder_tokens\"} (default: INPUT's\n"
+     "                      stem + .json, else the safetensors metadata's \"attnviz\" entry)\n"
+     "\n"},
+    {H_DIFF,
+     "Diff (compare attention: two texts on one model, or one text on two models of one tokenizer):\n"
+     "  attnviz diff        tokens are aligned by a longest common subsequence of their ids; per\n"
+     "                      head, the Jensen-Shannon divergence (bits) of aligned query rows; a\n"
+     "                      table of the most divergent heads on stdout, --json, and the page\n"
+     "                      (default attnviz-diff.html: divergence per head, B - A matrices)\n"
+     "  --top N             heads in the table (default 10)\n"
+     "\n"},
+    {H_RUN,
+     "Analysis:\n"
+     "  --stats             per layer and head: entropy, mean attention distance, share on\n"
+     "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
+     "                      over a batch, the mean over inputs\n"
+     "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
+     "\n"},
+    {H_HEADS | H_STATS,
+     "Head scores (attnviz heads; README.md defines them):\n"
+     "  --score NAME        previous, next, self, first, sep, duplicate, induction, distance,\n"
+     "                      entropy or pattern (repeatable; default: all but pattern)\n"
+     "  --top K             rank the K best heads per score (default 5)\n"
+     "  --pattern FILE|RULE your own pattern: an n x n template (.npy, or JSON [[...],...])\n"
+     "                      or 'offset K' (key i+K for query i), scored like TransformerLens\n"
+     "  --exclude-bos, --exclude-current  leave out attention to position 0 / to the token\n"
+     "                      itself from the share scores (detect_head's options; default off)\n"
+     "  --seed N            the induction score's random sequences (default 0)\n"
+     "  --induction-seqs N, --induction-len L  how many, how long (default 8 of 20 tokens,\n"
+     "                      each repeated twice)\n"
+     "  attnviz stats --merge FILE...  add up --stats --json or heads --json files of shards\n"
+     "                      (same model and options): the same numbers as one run over all\n"
+     "\n"},
+    {H_RUN | H_HEADS,
+     "Batch:\n"
+     "  --batch FILE|-      one input per line (TAB separates A and B), JSON Lines out\n"
+     "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
+     "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
+     "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
+     "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256; 0: one\n"
+     "                      at a time); either way each line's output is its single run's, byte\n"
+     "                      for byte\n"
+     "  --quiet             no progress or informational messages on stderr\n"
+     "\n"},
+    {H_ALL,
+     "  --profile           per-phase times and the kernel on stderr (load_ms= ... kernel=)\n"
+     "  -h, --help          this help;  --version  the version\n"
+     "\n"
+     "Exit status: 0 ok, 1 runtime error (or any failed batch line), 2 usage error.\n"
+     "\n"},
+    {H_RUN,
+     "Examples:\n"
+     "  attnviz \"time flies like an arrow\" --layer 0 --head 8\n"
+     "  attnviz --model weights/bert-base-uncased --json out.json \"the cat sat\" \"it was tired\"\n"
+     "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
+     "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
+     "  attnviz --batch corpus.txt --stats --json stats.json\n"
+     "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
+     "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
+     "  attnviz serve --model weights/bert-base-uncased --model model.gguf --open\n"
+     "\n"},
+    {H_SERVE,
+     "attnviz serve: a local server with the same page, which runs what you type (every view\n"
+     "updates) and fetches only the heads it shows, so long inputs stay interactive. It prints\n"
+     "one URL with a per-run token; binds 127.0.0.1 unless --host says otherwise.\n"
+     "  --model DIR|FILE    repeat to serve several models (picked in the page)\n"
+     "  --port N            port (default 8765; 0: any free port)\n"
+     "  --host ADDR         numeric address to bind (default 127.0.0.1; others warn)\n"
+     "  --open              open the URL in a browser (xdg-open)\n"
+     "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
+     "  --timeout S         longest a request waits for the model (default 60)\n"
+     "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
+     "  --idle-timeout S    close a connection silent for S seconds (default 20)\n"},
+};
+
+const char *cli_help_text(const char *command) {
+    static char buf[12288];
+    const HelpCommand *only = NULL;
+    for (size_t i = 0; command && i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (COMMANDS[i].name && !strcmp(COMMANDS[i].name, command)) only = &COMMANDS[i];
+    size_t len = 0;
+#define PUT(s) (len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, "%s", (s)))
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (!only || only == &COMMANDS[i]) {
+            PUT(len ? "       " : "Usage: ");
+            PUT(COMMANDS[i].synopsis);
+        }
+    if (only) PUT("\n");
+    for (size_t i = 0; i < sizeof SECTIONS / sizeof SECTIONS[0]; i++)
+        if (!only || (SECTIONS[i].cmds & only->bit)) PUT(SECTIONS[i].text);
+#undef PUT
+    return buf;
 }
 
 __attribute__((format(printf, 2, 3))) static int usage_error(AvErr *e, const char *fmt, ...);
@@ -619,18 +670,23 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     o->run.heads.top_k = 5;
     o->run.heads.induction_seqs = 8, o->run.heads.induction_len = 20;
     if (argc > 1 && !strcmp(argv[1], "render")) {
+        o->command = "render";
         o->render = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "serve")) {
+        o->command = "serve";
         o->serve = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "diff")) {
+        o->command = "diff";
         o->diff = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "heads")) {
+        o->command = "heads";
         o->run.heads.on = 1;
         argv++, argc--;
     } else if (argc > 1 && !strcmp(argv[1], "stats")) {
+        o->command = "stats";
         ps.stats_cmd = 1;
         argv++, argc--;
     }
