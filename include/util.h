@@ -3,6 +3,7 @@
 #define ATTNVIZ_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "err.h"
 
@@ -42,6 +43,16 @@ void av_out_abort(AvOut *o);
 
 /* Removes every temporary output still open (for signal handlers / exit paths). */
 void av_out_abort_all(void);
+
+/* FNV-1a over n bytes, continuing from h (AV_FNV_SEED to start): every
+ * string table of the tokenizers hashes with it, a prefix and then the rest
+ * without a copy. */
+#define AV_FNV_SEED 2166136261u
+uint32_t av_fnv1a(const void *p, size_t n, uint32_t h);
+
+/* Offset of the first byte that does not start a valid UTF-8 sequence, or -1
+ * when all n bytes are valid UTF-8 (NUL included: callers that refuse it say so). */
+long av_utf8_invalid_at(const void *s, size_t n);
 
 /* Monotonic clock in milliseconds. */
 double av_now_ms(void);

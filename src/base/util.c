@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <utf8proc.h>
 #include <unistd.h>
 
 const char *av_file_kind(unsigned mode) {
@@ -234,6 +235,27 @@ void av_out_abort(AvOut *o) {
     free(o->path);
     free(o->tmp_path);
     memset(o, 0, sizeof *o);
+}
+
+uint32_t av_fnv1a(const void *p, size_t n, uint32_t h) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+long av_utf8_invalid_at(const void *s, size_t n) {
+    const uint8_t *b = s;
+    for (size_t i = 0; i < n;) {
+        if (b[i] < 0x80) { /* ASCII without a call */
+            i++;
+            continue;
+        }
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate(b + i, (utf8proc_ssize_t)(n - i), &c);
+        if (k <= 0) return (long)i;
+        i += (size_t)k;
+    }
+    return -1;
 }
 
 double av_now_ms(void) {

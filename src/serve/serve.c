@@ -216,16 +216,8 @@ int serve_parse_list(const char *s, int limit, int max, int *out, int *n) {
     return *n ? 0 : -1;
 }
 
-static int utf8_valid(const char *s, size_t n) {
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-    for (size_t i = 0; i < n;) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t k = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (k <= 0 || cp == 0) return 0;
-        i += (size_t)k;
-    }
-    return 1;
-}
+/* UTF-8 without NUL: a request's text is a C string from here on. */
+static int utf8_valid(const char *s, size_t n) { return av_utf8_invalid_at(s, n) < 0 && !memchr(s, 0, n); }
 
 /* ---------------------------------------------------------------- routes */
 

@@ -207,20 +207,7 @@ static int merge_find(const BpeModel *m, int a, int b, int32_t *rank) {
 
 /* ---- loading ------------------------------------------------------------ */
 
-static int utf8_valid(const uint8_t *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        int32_t c;
-        utf8proc_ssize_t k = utf8proc_iterate(s + i, (utf8proc_ssize_t)(len - i), &c);
-        if (k <= 0) return 0;
-        i += (size_t)k;
-    }
-    return 1;
-}
+static int utf8_valid(const uint8_t *s, size_t len) { return av_utf8_invalid_at(s, len) < 0; }
 
 static int load_vocab(BpeModel *m, const char *path, AvErr *e) {
     char *buf = NULL;

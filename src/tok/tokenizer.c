@@ -67,12 +67,9 @@ struct Tokenizer {
 
 /* ---- vocab hash table ------------------------------------------------- */
 
-/* FNV-1a over prefix then data, so "##" + piece hashes without a copy. */
+/* Over prefix then data, so "##" + piece hashes without a copy. */
 static uint32_t hash_bytes(const char *prefix, size_t plen, const char *data, size_t len) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < plen; i++) h = (h ^ (uint8_t)prefix[i]) * 16777619u;
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)data[i]) * 16777619u;
-    return h;
+    return av_fnv1a(data, len, av_fnv1a(prefix, plen, AV_FNV_SEED));
 }
 
 static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const char *data,
@@ -713,21 +710,6 @@ static int pretokenize(const Tokenizer *t, const CpVec *s, WordBuf *w, IdVec *ou
     return 0;
 }
 
-/* Offset of the first invalid UTF-8 sequence, or -1 when all is valid. */
-static long utf8_invalid_at(const uint8_t *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        int32_t c;
-        utf8proc_ssize_t k = utf8proc_iterate(s + i, (utf8proc_ssize_t)(len - i), &c);
-        if (k <= 0) return (long)i;
-        i += (size_t)k;
-    }
-    return -1;
-}
 
 /* Which special token (index into special_id, or -1) starts at s[0];
  * longest wins as in HF. */
@@ -955,10 +937,10 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
     memset(out, 0, sizeof *out);
     out->b_start = -1;
     if (!a) a_len = 0;
-    long bad = utf8_invalid_at((const uint8_t *)a, a_len);
+    long bad = av_utf8_invalid_at(a, a_len);
     if (bad >= 0) return av_err(e, "invalid UTF-8 at byte offset %ld", bad);
     if (b) {
-        bad = utf8_invalid_at((const uint8_t *)b, b_len);
+        bad = av_utf8_invalid_at(b, b_len);
         if (bad >= 0) return av_err(e, "sentence B: invalid UTF-8 at byte offset %ld", bad);
     }
     if (t->tj) return encode_json(t, a, a_len, b, b_len, max_len, out, e);

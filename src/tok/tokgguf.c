@@ -18,6 +18,7 @@
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokjson.h"
+#include "util.h"
 
 /* The split patterns transformers pairs with llama.cpp's "pre" names. */
 static const struct {
@@ -67,11 +68,7 @@ typedef struct {
     size_t mask;
 } Spell;
 
-static uint32_t spell_hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
+static uint32_t spell_hash(const char *s, size_t n) { return av_fnv1a(s, n, AV_FNV_SEED); }
 
 static int spell_find(const Spell *t, const char *s, size_t n) {
     for (size_t i = spell_hash(s, n) & t->mask;; i = (i + 1) & t->mask) {

@@ -110,11 +110,7 @@ static int str_add(Str *s, const char *p, size_t n) {
     return 0;
 }
 
-static uint32_t fnv(const char *p, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 16777619u;
-    return h;
-}
+static uint32_t fnv(const char *p, size_t n) { return av_fnv1a(p, n, AV_FNV_SEED); }
 
 int tj_token_to_id(const TjTokenizer *t, const char *s, size_t len) {
     uint32_t h = fnv(s, len);
