@@ -1,7 +1,8 @@
 """attnviz --generate N against transformers' generate(): greedy generation on the trained
 SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape), GPT-2, Qwen2
-(separate lm_head, 151,936 rows), Mistral (generation past its sliding window) and Gemma 2 of
-lm_checkpoints.py, an end token given only by
+(separate lm_head, 151,936 rows), Mistral (generation past its sliding window), Gemma 2, Gemma 3
+(past its window) and Phi-3 (LongRoPE's long factors, partial rotary) of lm_checkpoints.py, an end
+token given only by
 generation_config.json, and sampled generation's reproducibility and validity.
 
 usage: generate_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME] [--tokens N]
@@ -55,6 +56,8 @@ PROMPTS = {
     "qwen2": "The cat sat on the mat because it was tired.",
     "mistral": "The cat sat on the mat because it was tired.",
     "gemma2": "The cat sat on the mat because it was tired.",
+    "gemma3": "The cat sat on the mat because it was tired.",
+    "phi3": "The cat sat on the mat because it was tired.",
 }
 
 
@@ -450,7 +453,7 @@ def main():
     t_all = time.time()
     sampled_done = False
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2"):
+        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2", "gemma3", "phi3"):
             if args.only and name != args.only:
                 continue
             t0 = time.time()
