@@ -78,6 +78,9 @@ typedef struct {
     float rope_attn_factor; /* LongRoPE: cos and sin scaled by it (transformers' attention_scaling); 0: 1 */
     int rope_n_factors;   /* LongRoPE: rotary_dim / 2 factors each */
     float rope_short[CFG_MAX_ROPE_FACTORS], rope_long[CFG_MAX_ROPE_FACTORS];
+    int rope_recompute_at; /* generation: once the sequence grows past this many tokens, the cache is
+                              dropped and the whole sequence runs again (transformers' Phi-3 generate(),
+                              for LongRoPE's long factors; its original context); 0: never */
     float rope_local_theta; /* layers marked in layer_rope_local turn by this base, unscaled (Gemma 3's
                                sliding layers); 0: none */
     unsigned char layer_rope_local[CFG_MAX_LAYERS];

@@ -79,9 +79,8 @@ SPECS = {
                     max_position_embeddings=32768, vocab_size=262208, bos_token_id=2, eos_token_id=[1, 106],
                     pad_token_id=0), "gemma3"),
     # Phi-3 / Phi-4-mini: fused qkv and gate/up, partial rotary 0.75 (48 of 64 dims), LongRoPE with an
-    # original context of 8, so every prompt here (and each generation step) takes the long factors
-    # (a generation that crosses the original context would rotate its cached keys with the short
-    # ones, in transformers and attnviz alike, and no longer equal one pass); Phi-3's 32,064 rows
+    # original context of 8, so every longer prompt (and each generation step) takes the long
+    # factors; Phi-3's 32,064 rows
     # over the Llama-2 tokenizer.json (32,000 tokens); width cut to 256
     "phi3": ("Phi3Config", "Phi3ForCausalLM",
              dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=2,
@@ -90,6 +89,15 @@ SPECS = {
                                 "long_factor": [1.0 + 1.5 * i for i in range(24)]},
                   rms_norm_eps=1e-5, max_position_embeddings=4096, vocab_size=32064, bos_token_id=1,
                   eos_token_id=2, pad_token_id=0), "llama2"),
+    # the same with an original context of 16: a 12-token prompt takes the short factors, and the
+    # generation crosses to the long ones (transformers' Phi-3 generate() then recomputes the cache)
+    "phi3-cross": ("Phi3Config", "Phi3ForCausalLM",
+                   dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=2,
+                        num_hidden_layers=2, partial_rotary_factor=0.75, original_max_position_embeddings=16,
+                        rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.02 * i for i in range(24)],
+                                      "long_factor": [1.0 + 1.5 * i for i in range(24)]},
+                        rms_norm_eps=1e-5, max_position_embeddings=4096, vocab_size=32064, bos_token_id=1,
+                        eos_token_id=2, pad_token_id=0), "llama2"),
     # bert-base-uncased's shape and vocabulary, 2 layers, with its MLM head (cls.predictions)
     "bert": ("BertConfig", "BertForMaskedLM",
              dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,

@@ -99,6 +99,8 @@ static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, co
             return -1;
         if (fam->orig_max_top && !cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings"))
             c->rope_orig_max_pos = 4096; /* Phi3Config's default overrides the dict's */
+        /* Phi3ForCausalLM.prepare_inputs_for_generation recomputes the cache once at that length */
+        if (fam->orig_max_top) c->rope_recompute_at = c->rope_orig_max_pos;
         double f = factor > 0 ? factor : (double)c->max_position_embeddings / c->rope_orig_max_pos;
         c->rope_attn_factor = attn > 0 ? attn : f <= 1.0 ? 1.0f : (float)sqrt(1 + log(f) / log((double)c->rope_orig_max_pos));
         c->rope_n_factors = 0;
@@ -398,6 +400,7 @@ static int longrope_gguf(ModelConfig *c, const GgufFile *f, const char *arch, co
     if (orig < 1 || orig > (1u << 24) || !(attn >= 0 && attn < 1e9))
         return av_err(e, "%s: LongRoPE's original context or attention factor is out of range", path);
     c->rope_orig_max_pos = (int)orig;
+    c->rope_recompute_at = (int)orig; /* as transformers' Phi-3 generate() (see parse_rope_dict) */
     double factor = (double)c->max_position_embeddings / orig;
     c->rope_attn_factor = attn > 0 ? attn : factor <= 1.0 ? 1.0f : (float)sqrt(1 + log(factor) / log((double)orig));
     return 0;
