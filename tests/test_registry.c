@@ -131,6 +131,9 @@ START_TEST(phi3_reads_longrope_and_partial_rotary) {
     ck_assert_int_eq(c.rope_orig_max_pos, 16);
     ck_assert_float_eq_tol(c.rope_attn_factor, sqrt(1 + log(64.0 / 16) / log(16.0)), 1e-6);
     ck_assert(!c.tie_word_embeddings && !c.qk_norm && !c.sandwich_norm && c.sliding_window == 0);
+    parse_family(&c, "phi3", ",\"attention_bias\":true,\"mlp_bias\":true,\"sliding_window\":2047");
+    ck_assert(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.sliding_window == 2047 && c.layer_sliding[0] && c.layer_sliding[3]);
+    ck_assert(c.rope_kind == ROPE_DEFAULT && c.rotary_dim == 8 && c.rope_recompute_at == 0);
     AvErr e = {0};
     const char *bad = "{\"model_type\":\"phi3\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":2,"
                       "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":64,"

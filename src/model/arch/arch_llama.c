@@ -229,6 +229,8 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     c->head_dim = head_dim;
     c->o_bias = !fam->qkv_bias && c->qkv_bias;
     c->mlp_bias = mlp_bias;
+    /* Phi-3's linears have no biases whatever the config says (transformers builds them bias=False) */
+    if (fam->fused) c->qkv_bias = c->o_bias = c->mlp_bias = 0;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
