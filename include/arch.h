@@ -63,12 +63,18 @@ int arch_mistral_parse(ModelConfig *c, const struct cJSON *root, const char *pat
 int arch_qwen2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_qwen3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_gemma2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_gemma3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_phi3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_phi3_load(struct Model *m, AvErr *e);
 int arch_llama_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_gemma2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_gemma3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_phi3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_llama_gguf_name(const char *hf_name, char *out, size_t len);
 int arch_gemma2_gguf_name(const char *hf_name, char *out, size_t len);
+int arch_phi3_gguf_name(const char *hf_name, char *out, size_t len);
 
 #endif

@@ -16,7 +16,7 @@ typedef enum { AV_FAMILIES(AV_FAMILY_ENUM) ARCH_COUNT } ArchKind;
 typedef enum { NORM_LAYER = 0, NORM_RMS } NormKind;
 /* Positions: a learned table added to the embeddings, or rotary (RoPE) on q and k. */
 typedef enum { POS_TABLE = 0, POS_ROPE } PosKind;
-typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3 } RopeKind;
+typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE } RopeKind;
 
 /* Bounds that refuse absurd configs before anything is allocated from them.
  * Generous: they admit every published size of the supported families. */
@@ -28,6 +28,7 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3 } RopeKi
 #define CFG_MAX_POS 65536
 #define CFG_MAX_TYPES 1024
 #define CFG_MAX_EOS 8
+#define CFG_MAX_ROPE_FACTORS 512 /* LongRoPE's per-frequency factors: rotary_dim / 2 */
 
 typedef struct {
     char model_type[32];  /* the family's config.json model_type (families.h) */
@@ -69,7 +70,20 @@ typedef struct {
     RopeKind rope_kind;
     float rope_factor;
     float rope_low_freq, rope_high_freq; /* llama3 */
-    int rope_orig_max_pos; /* llama3, dynamic */
+    int rope_orig_max_pos; /* llama3, dynamic; LongRoPE: longer passes take the long factors */
+    float rope_partial;   /* partial_rotary_factor as the config gives it (0: none); cfg_validate turns
+                             it into rotary_dim once head_dim is known */
+    int rotary_dim;       /* the first dims of each head that rotary turns (cfg_validate: head_dim unless
+                             partial; the rest pass through as transformers' apply_rotary_pos_emb does) */
+    float rope_attn_factor; /* LongRoPE: cos and sin scaled by it (transformers' attention_scaling); 0: 1 */
+    int rope_n_factors;   /* LongRoPE: rotary_dim / 2 factors each */
+    float rope_short[CFG_MAX_ROPE_FACTORS], rope_long[CFG_MAX_ROPE_FACTORS];
+    int rope_recompute_at; /* generation: once the sequence grows past this many tokens, the cache is
+                              dropped and the whole sequence runs again (transformers' Phi-3 generate(),
+                              for LongRoPE's long factors; its original context); 0: never */
+    float rope_local_theta; /* layers marked in layer_rope_local turn by this base, unscaled (Gemma 3's
+                               sliding layers); 0: none */
+    unsigned char layer_rope_local[CFG_MAX_LAYERS];
     float final_softcap;  /* output logits capped as cap * tanh(x / cap) (Gemma 2); 0: none */
     int eos_ids[CFG_MAX_EOS]; /* generation stops at any of these (config.json, generation_config.json, GGUF) */
     int n_eos;

@@ -30,6 +30,11 @@
       "qwen3", arch_qwen3_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
     X(GEMMA2, "gemma2", "Gemma2", "model.", "hidden_size", "num_attention_heads", arch_gemma2_parse,                \
       arch_llama_load, "gemma2", arch_gemma2_gguf_config, arch_gemma2_gguf_name, TOK_SOURCE_JSON,                   \
-      TOK_GGUF_SPM_GEMMA)
+      TOK_GGUF_SPM_GEMMA)                                                                                           \
+    X(GEMMA3, "gemma3_text", "Gemma3ForCausalLM", "model.", "hidden_size", "num_attention_heads", arch_gemma3_parse, \
+      arch_llama_load, "gemma3", arch_gemma3_gguf_config, arch_gemma2_gguf_name, TOK_SOURCE_JSON,                   \
+      TOK_GGUF_SPM_GEMMA)                                                                                           \
+    X(PHI3, "phi3", "Phi3", "model.", "hidden_size", "num_attention_heads", arch_phi3_parse, arch_phi3_load, "phi3", \
+      arch_phi3_gguf_config, arch_phi3_gguf_name, TOK_SOURCE_JSON, 0)
 
 #endif

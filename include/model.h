@@ -54,7 +54,10 @@ typedef struct Model {
     struct GgufFile *gguf;/* or a llama.cpp file (then files is empty) */
     const char *path;     /* the first file's path, for messages */
     char *path_owned;
-    float *inv_freq;      /* (head_dim / 2) rotary frequencies before any length-dependent scaling */
+    float *inv_freq;      /* (rotary_dim / 2) rotary frequencies before any length-dependent scaling
+                             (LongRoPE: with the short factors) */
+    float *inv_freq_long; /* (rotary_dim / 2) LongRoPE's with the long factors, else NULL */
+    float *inv_freq_local;/* (rotary_dim / 2) the layers of layer_rope_local (Gemma 3's sliding ones), else NULL */
     float **owned;        /* converted copies to free */
     int n_owned, cap_owned;
     int max_in;           /* widest product input: the widening scratch's row length */
@@ -76,7 +79,8 @@ typedef struct {
     float *ffT;    /* (intermediate, n) up, then act(gate) * up */
     float *gateT;  /* (intermediate, n) gated MLPs only */
     float *scores; /* (n_threads, n, n) used when attention is not captured */
-    float *rope_cos, *rope_sin; /* (head_dim / 2, n) rotary families only */
+    float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
+    float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
     size_t widen_len; /* KERN_WIDEN_ROWS rows of the widest product input (max_in) */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
@@ -179,6 +183,10 @@ static inline int model_has_head(const Model *m) { return m->w.head.out.w != NUL
 const float *model_tensor(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e);
 int model_has_tensor(const Model *m, const char *name);
 int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t out, int bias, AvErr *e);
+/* Rows [row0, row0 + rows) of prefix.weight (total x in), no bias: one part of
+ * a fused projection (Phi-3's qkv_proj and gate_up_proj), kept in its type. */
+int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
+                      int64_t rows, AvErr *e);
 /* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
 /* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */

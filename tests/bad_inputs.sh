@@ -240,6 +240,12 @@ lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}'
+case_ decoder_longrope_factor_count 1 "short_factor/long_factor have 1 entries; rotary dims 8 need 4" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 1.0], "long_factor": [2.0]}'
+case_ decoder_longrope_factor_lengths_differ 1 "short_factor and long_factor differ in length \(4, 1\)" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["partial_rotary_factor"] = 0.1'
+case_ decoder_partial_rotary_too_small 1 "rotary dims 0 \(partial_rotary_factor\) must be even and within head_dim 8" -- --model "$M" "${Q[@]}" hi
 lfresh; mv "$M/model.safetensors" "$M/model-00001-of-00002.safetensors"
 printf '{"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}' >"$M/model.safetensors.index.json"
 case_ sharded_missing_shard 1 "model-00002-of-00002.safetensors: cannot open" -- --model "$M" "${Q[@]}" hi
@@ -315,6 +321,19 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+# Phi-3: q/k/v fused in attn_qkv, gate/up in ffn_up, LongRoPE factors as two tensors
+PHI3='kv = {(k.replace("llama.", "phi3.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "phi3")
+for nm in ("attn_q", "attn_k", "attn_v", "ffn_gate"): del tensors[f"blk.0.{nm}.weight"]
+tensors["blk.0.attn_qkv.weight"] = [H, H + 8]; tensors["blk.0.ffn_up.weight"] = [H, 2 * FF]
+tensors["rope_factors_short.weight"] = [2]; tensors["rope_factors_long.weight"] = [2]'
+mkgguf "$G" "$PHI3"
+case_ gguf_tiny_phi3_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" "$PHI3"'; tensors["rope_factors_long.weight"] = [3]'
+case_ gguf_phi3_rope_factors_differ 1 "rope_factors_short/long must be two F32 vectors of one length" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$PHI3"'; tensors["rope_factors_long.weight"] = [3]; tensors["rope_factors_short.weight"] = [3]'
+case_ gguf_phi3_rope_factors_not_half_the_rotary_dims 1 "short_factor/long_factor have 3 entries; rotary dims 4 need 2" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$PHI3"'; tensors["blk.0.ffn_up.weight"] = [H, FF]'
+case_ gguf_phi3_unfused_ffn_up 1 "tensor 'blk.0.ffn_up.weight' has shape \[16, 8\]; its metadata implies \[32, 8\]" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'

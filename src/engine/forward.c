@@ -97,8 +97,9 @@ static void residual_norm(RunState *s, float *x, const float *yT, float *dst, fl
 typedef struct {
     float *qT, *kT;       // (NH * dh, n), (NKV * dh, n)
     const Norm *q_norm, *k_norm;
-    const float *cos_t, *sin_t; // (dh / 2, n) or NULL: no rotary
+    const float *cos_t, *sin_t; // (rot / 2, n) or NULL: no rotary
     int n, dh, n_heads, n_kv;
+    int rot;                    // the first rot dims of each head turn (partial rotary)
 } QkTask;
 
 static void qk_part(void *arg, int t, int T) {
@@ -108,7 +109,7 @@ static void qk_part(void *arg, int t, int T) {
         float *hT = is_q ? w->qT + (size_t)u * w->dh * w->n : w->kT + (size_t)(u - w->n_heads) * w->dh * w->n;
         const Norm *nm = is_q ? w->q_norm : w->k_norm;
         if (nm->g) kern_rmsnorm_cols(hT, nm->g, w->dh, w->n, nm->eps);
-        if (w->cos_t) kern_rope(hT, w->cos_t, w->sin_t, w->dh, w->n);
+        if (w->cos_t) kern_rope(hT, w->cos_t, w->sin_t, w->rot, w->n);
     }
 }
 
@@ -259,18 +260,34 @@ static void positions(const Model *m, RunState *s, const int *ids, const Seg *se
     }
 }
 
-/* cos/sin (dh/2, n) of each token's position times each rotary frequency, in
- * float32 as transformers computes them. (The dynamic kind changes the
- * frequencies only past max_position_embeddings, which inputs never reach:
- * see check_inputs.) */
-static void rope_tables(const Model *m, RunState *s, int n) {
-    const int half = m->cfg.head_dim / 2;
+/* cos/sin (rotary_dim/2, n) of each token's position times each rotary
+ * frequency, in float32 as transformers computes them. (The dynamic kind
+ * changes the frequencies only past max_position_embeddings, which inputs
+ * never reach: see check_inputs.) LongRoPE takes its long factors for a pass
+ * longer than original_max_position_embeddings (transformers: max position + 1
+ * of the forward call, so each packed segment by its own end, and a generation
+ * step by the cached tokens plus itself), and scales cos and sin by its
+ * attention factor in float32. */
+static void fill_table(float *cos_t, float *sin_t, const float *inv_freq, const int *pos, int half, int j0, int j1,
+                       int n, float scale) {
     for (int i = 0; i < half; i++)
-        for (int j = 0; j < n; j++) {
-            float ang = (float)s->pos[j] * m->inv_freq[i];
-            s->rope_cos[(size_t)i * n + j] = (float)cos((double)ang);
-            s->rope_sin[(size_t)i * n + j] = (float)sin((double)ang);
+        for (int j = j0; j < j1; j++) {
+            float ang = (float)pos[j] * inv_freq[i];
+            cos_t[(size_t)i * n + j] = (float)cos((double)ang) * scale;
+            sin_t[(size_t)i * n + j] = (float)sin((double)ang) * scale;
         }
+}
+
+static void rope_tables(const Model *m, RunState *s, int n, const Seg *segs, int n_segs, int pos0) {
+    const ModelConfig *c = &m->cfg;
+    const int half = c->rotary_dim / 2;
+    const float scale = c->rope_attn_factor > 0 ? c->rope_attn_factor : 1.0f;
+    for (int g = 0; g < n_segs; g++) {
+        const int j0 = segs[g].start, j1 = j0 + segs[g].len;
+        const int use_long = m->inv_freq_long && pos0 + segs[g].len > c->rope_orig_max_pos;
+        fill_table(s->rope_cos, s->rope_sin, use_long ? m->inv_freq_long : m->inv_freq, s->pos, half, j0, j1, n, scale);
+        if (m->inv_freq_local) fill_table(s->rope_cos_local, s->rope_sin_local, m->inv_freq_local, s->pos, half, j0, j1, n, 1.0f);
+    }
 }
 
 /* llama.cpp stores a llama model's q and k rows permuted so that rotary pairs
@@ -308,8 +325,11 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
     }
     if (c->qk_norm || c->pos == POS_ROPE) {
-        QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm, c->pos == POS_ROPE ? s->rope_cos : NULL, s->rope_sin, n,
-                     c->head_dim, c->num_heads, c->num_kv_heads};
+        const int local = c->layer_rope_local[l] && s->rope_cos_local;
+        QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm,
+                     c->pos != POS_ROPE ? NULL : local ? s->rope_cos_local : s->rope_cos,
+                     local ? s->rope_sin_local : s->rope_sin, n, c->head_dim, c->num_heads, c->num_kv_heads,
+                     c->rotary_dim};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, qk_part, &qk);
     }
     const float *kT = s->kT, *vT = s->vT; // (NKV * dh, ldk)
@@ -461,7 +481,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     s->step = kv && pos0 > 0 && n == 1;
     positions(m, s, ids, segs, n_segs, pos0);
     if (embed(m, s, ids, type_ids, n, e)) return -1;
-    if (c->pos == POS_ROPE) rope_tables(m, s, n);
+    if (c->pos == POS_ROPE) rope_tables(m, s, n, segs, n_segs, pos0);
     /* post-norm: the embeddings' norm, and xT = the first attention's input */
     if (w->emb_norm.g || !c->pre_ln)
         residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);

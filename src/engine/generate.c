@@ -71,14 +71,32 @@ int gen_run(const Model *m, RunState *s, KvCache *kv, Capture *cap, int *ids, in
         g->chosen_prob[g_i] = prob;
         g->steps.n = g->n_generated = g_i + 1;
         ids[n++] = id;
-        /* its own pass: its attention row, and the scores after it */
-        if (model_forward_kv(m, s, kv, &id, NULL, 1, cap, 1, e)) goto done;
+        /* its own pass: its attention row, and the scores after it. Unless the
+         * sequence has just grown past rope_recompute_at: then, as transformers'
+         * Phi-3 generate() does, the cache (rotated with LongRoPE's short
+         * factors) is dropped and the whole sequence runs again (with the long
+         * ones), every row of the capture and of --predict's rewritten */
+        const int redo = m->cfg.rope_recompute_at > 0 && n > m->cfg.rope_recompute_at && kv->n <= m->cfg.rope_recompute_at;
+        if (redo) kv->n = 0;
+        if (model_forward_kv(m, s, kv, redo ? ids : &id, NULL, redo ? n : 1, cap, 1, e)) goto done;
         int stop = is_eos(o, id) ? CAP_STOP_EOS : o->stop && o->stop(o->stop_ctx, ids, n_prompt, n) ? CAP_STOP_STRING : -1;
         if (stop >= 0) g->stop = (CapStop)stop;
         const int need = stop < 0 && n < total;
         if (!need && !o->all) break;
-        int row = 0;
+        int row = redo ? n - 1 : 0;
         if (model_logits(m, s, &row, 1, logits, e)) goto done;
+        if (o->all && redo) {
+            int *rows = malloc((size_t)n * sizeof *rows);
+            if (!rows) {
+                av_err(e, "out of memory");
+                goto done;
+            }
+            for (int i = 0; i < n - 1; i++) rows[i] = i;
+            int prc = pred_rows(m, s, rows, n - 1, 0, o->all, 0, e);
+            free(rows);
+            if (prc) goto done;
+            o->all->n = n - 1;
+        }
         if (o->all) {
             const int at = o->all->n++;
             o->all->position[at] = n - 1;

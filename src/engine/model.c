@@ -196,6 +196,30 @@ int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t 
     return (lin->b = model_tensor(m, nm, 1, out, 0, e)) ? 0 : -1;
 }
 
+int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
+                      int64_t rows, AvErr *e) {
+    char nm[300];
+    TensorRef t;
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    if (row0 < 0 || rows < 1 || row0 + rows > total) return av_err(e, "%s: rows out of range", prefix);
+    if (checked(m, nm, 2, total, in, &t, e)) return -1;
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)rows, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
+    if (t.type != KERN_F32) {
+        /* whole rows of blocks: the part starts on a row boundary of the stored type */
+        lin->type = t.type;
+        lin->row_bytes = (size_t)in / gguf_type_block(t.type) * gguf_type_bytes(t.type);
+        lin->w = (const unsigned char *)t.data + (size_t)row0 * lin->row_bytes;
+    } else {
+        const float *w = as_f32(m, &t, (size_t)total, (size_t)in, 0.0f, e);
+        if (!w) return -1;
+        lin->type = KERN_F32;
+        lin->w = w + (size_t)row0 * (size_t)in;
+    }
+    note_width(m, in);
+    return 0;
+}
+
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
     char nm[300];
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
@@ -227,16 +251,19 @@ int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e) {
 /* ---------------------------------------------------------------- loading */
 
 /* Hugging Face's rotary frequencies (transformers' ROPE_INIT_FUNCTIONS) in
- * float32 as torch computes them; the dynamic kind's length-dependent base
- * is applied per forward pass. */
-static int rope_init(Model *m, AvErr *e) {
-    const ModelConfig *c = &m->cfg;
-    const int half = c->head_dim / 2;
-    if (!(m->inv_freq = malloc((size_t)half * sizeof *m->inv_freq))) return av_err(e, "out of memory");
+ * float32 as torch computes them, over the rotary dims only (partial rotary);
+ * the dynamic kind's length-dependent base is applied per forward pass.
+ * LongRoPE has two sets (short factors, long factors), chosen per pass by its
+ * length; layers marked in layer_rope_local have their own unscaled base. */
+static float *rope_freqs(const ModelConfig *c, float theta, RopeKind kind, const float *ext) {
+    const int half = c->rotary_dim / 2;
+    float *inv = malloc((size_t)half * sizeof *inv);
+    if (!inv) return NULL;
     for (int i = 0; i < half; i++) {
-        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
-        if (c->rope_kind == ROPE_LINEAR) f /= c->rope_factor;
-        if (c->rope_kind == ROPE_LLAMA3) {
+        float f = 1.0f / powf(theta, (float)(2 * i) / (float)c->rotary_dim);
+        if (kind == ROPE_LINEAR) f /= c->rope_factor;
+        if (kind == ROPE_LONGROPE) f = 1.0f / (ext[i] * powf(theta, (float)(2 * i) / (float)c->rotary_dim));
+        if (kind == ROPE_LLAMA3) {
             const double pi = 3.14159265358979323846;
             double old = c->rope_orig_max_pos, lo = c->rope_low_freq, hi = c->rope_high_freq;
             double wavelen = 2 * pi / f, low_wl = old / lo, high_wl = old / hi;
@@ -246,9 +273,17 @@ static int rope_init(Model *m, AvErr *e) {
                 f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
             }
         }
-        m->inv_freq[i] = f;
+        inv[i] = f;
     }
-    return 0;
+    return inv;
+}
+
+static int rope_init(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    int bad = !(m->inv_freq = rope_freqs(c, c->rope_theta, c->rope_kind, c->rope_short));
+    if (c->rope_kind == ROPE_LONGROPE) bad |= !(m->inv_freq_long = rope_freqs(c, c->rope_theta, c->rope_kind, c->rope_long));
+    if (c->rope_local_theta > 0) bad |= !(m->inv_freq_local = rope_freqs(c, c->rope_local_theta, ROPE_DEFAULT, NULL));
+    return bad ? av_err(e, "out of memory") : 0;
 }
 
 /* The folder part of path ("." when there is none). */
@@ -439,6 +474,8 @@ void model_free(Model *m) {
     free(m->owned);
     free(m->w.layers);
     free(m->inv_freq);
+    free(m->inv_freq_long);
+    free(m->inv_freq_local);
     for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
     free(m->files);
     if (m->gguf) gguf_close(m->gguf);
@@ -480,6 +517,11 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
         s->rope_cos = alloc_floats(n * dh / 2);
         s->rope_sin = alloc_floats(n * dh / 2);
         bad |= !s->rope_cos || !s->rope_sin;
+        if (m->inv_freq_local) {
+            s->rope_cos_local = alloc_floats(n * dh / 2);
+            s->rope_sin_local = alloc_floats(n * dh / 2);
+            bad |= !s->rope_cos_local || !s->rope_sin_local;
+        }
     }
     s->scores = alloc_floats((size_t)s->n_threads * n * n);
     s->seg = alloc_floats((size_t)s->n_threads * 4 * dh * n);
@@ -499,7 +541,7 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
 void model_runstate_free(RunState *s) {
     pool_destroy(s->pool);
     float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->scores,
-                     s->rope_cos, s->rope_sin, s->widen};
+                     s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local, s->widen};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->seg);
     free(s->pos);

@@ -110,6 +110,16 @@ int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, 
     if (c->pos == POS_ROPE && c->head_dim % 2 != 0) {
         return av_err(e, "%s: head_dim %d is odd; rotary positions need pairs of dimensions", path, c->head_dim);
     }
+    if (c->pos == POS_ROPE) {
+        /* transformers: dim = int(head_dim * partial_rotary_factor) */
+        if (!c->rotary_dim) c->rotary_dim = c->rope_partial > 0 ? (int)((double)c->head_dim * c->rope_partial) : c->head_dim;
+        if (c->rotary_dim < 2 || c->rotary_dim > c->head_dim || c->rotary_dim % 2)
+            return av_err(e, "%s: rotary dims %d (partial_rotary_factor) must be even and within head_dim %d", path,
+                          c->rotary_dim, c->head_dim);
+        if (c->rope_kind == ROPE_LONGROPE && c->rope_n_factors != c->rotary_dim / 2)
+            return av_err(e, "%s: rope short_factor/long_factor have %d entries; rotary dims %d need %d", path,
+                          c->rope_n_factors, c->rotary_dim, c->rotary_dim / 2);
+    }
     return 0;
 }
 

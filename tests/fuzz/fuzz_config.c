@@ -12,7 +12,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* what cfg_validate promises the engine (decoders may give head_dim apart from hidden / heads) */
         if (c.hidden_size <= 0 || c.num_heads <= 0 || c.head_dim <= 0 || c.num_kv_heads <= 0 ||
             c.num_heads % c.num_kv_heads || (c.pos == POS_ROPE && c.head_dim % 2) ||
-            (c.pos == POS_TABLE && c.head_dim * c.num_heads != c.hidden_size))
+            (c.pos == POS_TABLE && c.head_dim * c.num_heads != c.hidden_size) ||
+            /* rotary turns pairs within the head; LongRoPE has a factor per pair */
+            (c.pos == POS_ROPE && (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2)) ||
+            (c.rope_kind == ROPE_LONGROPE && c.rope_n_factors != c.rotary_dim / 2))
             __builtin_trap();
     }
     return 0;

@@ -3,7 +3,7 @@ own config and model classes at published shapes (layers reduced), saved with sa
 (F32, BF16, one sharded), run by attnviz's engine (build/fwd_dump) and by transformers with
 attn_implementation="eager" and output_attentions=True on the same token ids.
 
-usage: decoder_check.py FWD_DUMP WORKDIR [--only NAME] [--long]
+usage: decoder_check.py FWD_DUMP WORKDIR [--only NAME[,NAME...]] [--long]
 Prints one PASS/FAIL line per checkpoint with the max |diff| of attention and of q/k (q and k
 as the eager attention function receives them: after q/k norm and rotary, before the scale;
 captured by wrapping each modeling module's eager_attention_forward). Exit 1 on any FAIL.
@@ -82,6 +82,54 @@ SPECS = {
                                          rope_scaling={"rope_type": "dynamic", "factor": 2.0,
                                                        "original_max_position_embeddings": 64}),
                      "float32", {}),
+    # Gemma-3-1B's shape (1152 wide, 4 heads over 1 kv head, head_dim 256) with six layers so that the
+    # pattern's global layer (the sixth) occurs, and the 4B+ models' linear factor 8 on the global
+    # layers' rotary (base 1M; the sliding ones 10k, unscaled); the window cut to 64
+    "gemma3-f32": ("Gemma3TextConfig", dict(hidden_size=1152, intermediate_size=6912, num_attention_heads=4,
+                                            num_key_value_heads=1, head_dim=256, num_hidden_layers=6,
+                                            query_pre_attn_scalar=256, sliding_window=64, rope_theta=1000000.0,
+                                            rope_local_base_freq=10000.0, rms_norm_eps=1e-6,
+                                            rope_scaling={"rope_type": "linear", "factor": 8.0},
+                                            max_position_embeddings=32768), "float32",
+                   {"lengths": [1, 9, 70, 130, 600, 1024], "qk_norm_base": 0.5}),
+    "gemma3-bf16": ("Gemma3TextConfig", dict(hidden_size=1152, intermediate_size=6912, num_attention_heads=4,
+                                             num_key_value_heads=1, head_dim=256, num_hidden_layers=6,
+                                             query_pre_attn_scalar=256, sliding_window=64, rope_theta=1000000.0,
+                                             rope_local_base_freq=10000.0, rms_norm_eps=1e-6,
+                                             rope_scaling={"rope_type": "linear", "factor": 8.0},
+                                             max_position_embeddings=32768), "bfloat16",
+                    {"lengths": [1, 9, 130, 1024], "qk_norm_base": 0.5}),
+    # Phi-3-mini-128k's shape (3072 wide, 32 heads of 96, fused qkv/gate_up, LongRoPE with 48 short and
+    # long factors) with the original context cut from 4096 to 256, so that inputs past it take the
+    # long factors (and max/orig = 512 sets the attention factor)
+    "phi3-f32": ("Phi3Config", dict(hidden_size=3072, intermediate_size=8192, num_attention_heads=32,
+                                    num_key_value_heads=32, num_hidden_layers=2, rms_norm_eps=1e-5,
+                                    max_position_embeddings=131072, original_max_position_embeddings=256,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2, rope_theta=10000.0,
+                                    rope_scaling={"type": "longrope",
+                                                  "short_factor": [1.0 + 0.01 * i for i in range(48)],
+                                                  "long_factor": [1.0 + 1.2 * i for i in range(48)]}),
+                 "float32", {"lengths": [1, 9, 130, 256, 257, 600, 1024], "qk_scale": 3.0}),
+    # Phi-4-mini's shape: 24 heads of 128 over 8 kv heads, partial rotary 0.75 (96 dims, 48 factors),
+    # tied embeddings; original context cut to 300
+    "phi4mini-bf16": ("Phi3Config", dict(hidden_size=3072, intermediate_size=8192, num_attention_heads=24,
+                                         num_key_value_heads=8, num_hidden_layers=2, rms_norm_eps=1e-5,
+                                         partial_rotary_factor=0.75, tie_word_embeddings=True,
+                                         max_position_embeddings=131072, original_max_position_embeddings=300,
+                                         pad_token_id=0, bos_token_id=1, eos_token_id=2, rope_theta=10000.0,
+                                         rope_scaling={"type": "longrope",
+                                                       "short_factor": [1.0 + 0.02 * i for i in range(48)],
+                                                       "long_factor": [1.0 + 0.9 * i for i in range(48)]}),
+                      "bfloat16", {"lengths": [1, 9, 300, 301, 1024], "qk_scale": 3.0}),
+    "phi4mini-f32": ("Phi3Config", dict(hidden_size=3072, intermediate_size=8192, num_attention_heads=24,
+                                        num_key_value_heads=8, num_hidden_layers=2, rms_norm_eps=1e-5,
+                                        partial_rotary_factor=0.75, tie_word_embeddings=True,
+                                        max_position_embeddings=131072, original_max_position_embeddings=300,
+                                        pad_token_id=0, bos_token_id=1, eos_token_id=2, rope_theta=10000.0,
+                                        rope_scaling={"type": "longrope",
+                                                      "short_factor": [1.0 + 0.02 * i for i in range(48)],
+                                                      "long_factor": [1.0 + 0.9 * i for i in range(48)]}),
+                     "float32", {"lengths": [1, 100, 301, 1024], "qk_scale": 3.0}),
 }
 
 
@@ -97,12 +145,17 @@ def build(name, workdir):
         for pname, p in model.named_parameters():
             if p.dim() == 1:
                 # norms: weights around 1 (Gemma stores w of 1 + w, so around 0), biases small
-                base = 0.0 if (cls_name == "Gemma2Config" or "bias" in pname) else 1.0
+                base = 0.0 if (cls_name in ("Gemma2Config", "Gemma3TextConfig") or "bias" in pname) else 1.0
                 if "q_norm" in pname or "k_norm" in pname:
-                    base = 4.0  # Qwen3 normalizes q and k per head: peakiness comes from these weights
+                    # Qwen3 normalizes q and k per head: peakiness comes from these weights. Gemma 3
+                    # scales by 1 + w: 0.5 gives scores of a few units over 6 layers (at 4, the
+                    # synthetic model is chaotic: float32 transformers is 3e-2 from float64)
+                    base = extra.get("qk_norm_base", 4.0)
                 p.copy_(base + 0.1 * torch.randn_like(p))
-            elif "q_proj" in pname or "k_proj" in pname:
-                p.mul_(6.0)  # peaky attention: scores spread over several units
+            elif "q_proj" in pname or "k_proj" in pname or "qkv_proj" in pname:
+                # 3 for Phi-3's 3072-wide shapes: at 6 the rows are one-hot (mean row max 0.98) and
+                # float32 transformers is itself 2e-3 from float64
+                p.mul_(extra.get("qk_scale", 6.0))  # peaky attention: scores spread over several units
     kw = {"safe_serialization": True}
     if "shard" in extra:
         kw["max_shard_size"] = extra["shard"]
@@ -170,12 +223,12 @@ def main():
     rng = np.random.default_rng(7)
     ok = True
     for name in SPECS:
-        if args.only and name != args.only:
+        if args.only and name not in args.only.split(","):
             continue
         t0 = time.time()
         d = build(name, args.workdir)
         long = args.long or name == "smollm2-f32"
-        lengths = [1, 7, 100, 600, 2048] if long else [1, 9, 130]
+        lengths = [1, 7, 100, 600, 2048] if long else SPECS[name][3].get("lengths", [1, 9, 130])
         ok &= check(args.fwd_dump, d, name, lengths, rng)
         print(f"  {name}: {time.time() - t0:.1f} s")
     return 0 if ok else 1

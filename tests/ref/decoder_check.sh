@@ -1,6 +1,6 @@
 #!/bin/bash
-# Llama-style decoders (Llama, Mistral, Qwen2, Qwen3, Gemma 2; F32, BF16, sharded; rotary
-# scalings) against transformers' eager attention on synthetic checkpoints transformers
+# Llama-style decoders (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3; F32, BF16, sharded;
+# rotary scalings, LongRoPE, partial rotary). Options go to decoder_check.py (--only NAME,NAME; --long) against transformers' eager attention on synthetic checkpoints transformers
 # writes itself (tests/ref/decoder_check.py). Checkpoints are cached under ~/.cache/attnviz,
 # keyed by the script's hash, so CI writes them once.
 set -u
@@ -13,5 +13,5 @@ make -s -j2 build/fwd_dump >/dev/null || { echo "FAIL decoder_check: build faile
 key=$(sha256sum tests/ref/decoder_check.py | cut -c1-12)
 work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/decoders-$key
 mkdir -p "$work" || { echo "FAIL decoder_check: cannot create $work"; exit 1; }
-"$py" tests/ref/decoder_check.py build/fwd_dump "$work" 2>&1 | grep -v "Loading weights"
+"$py" tests/ref/decoder_check.py build/fwd_dump "$work" "$@" 2>&1 | grep -v "Loading weights"
 exit "${PIPESTATUS[0]}"

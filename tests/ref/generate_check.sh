@@ -1,7 +1,7 @@
 #!/bin/bash
 # attnviz --generate against transformers' generate() (tests/ref/generate_check.py): greedy
 # generation of 64 tokens on the trained SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama
-# (SmolLM2's shape), GPT-2, Qwen2, Mistral and Gemma 2 of tests/ref/lm_checkpoints.py (ids, step probabilities and top-K,
+# (SmolLM2's shape), GPT-2, Qwen2, Mistral, Gemma 2, Gemma 3 and Phi-3 of tests/ref/lm_checkpoints.py (ids, step probabilities and top-K,
 # every step's attention rows), --stop, and sampled generation (reproducible for a seed, every
 # token inside the top-p nucleus). Checkpoints are shared with tests/ref/predict_check.sh
 # (~/.cache/attnviz/predict-<hash of lm_checkpoints.py>).

@@ -4,7 +4,8 @@ same file (gguf_file=..., dequantized, attn_implementation="eager", output_atten
 the same token ids (transformers' tokenizer built from the same file) for inputs of 1 to 1,024
 tokens from the corpus.
 
-usage: gguf_model_check.py FWD_DUMP GGUF_FILE CORPUS WORKDIR [--inputs N]
+usage: gguf_model_check.py FWD_DUMP GGUF_FILE CORPUS WORKDIR [--inputs N] [--name NAME --label TEXT]
+(NAME and TEXT name the check's line: gguf_NAME_attention, "TEXT, N inputs ..."; SmolLM2's by default)
 One PASS/FAIL line with the max |diff| of attention (tol 1e-4) and q/k; exit 1 on FAIL.
 """
 import argparse
@@ -34,7 +35,10 @@ def main():
     ap.add_argument("corpus")
     ap.add_argument("workdir")
     ap.add_argument("--inputs", type=int, default=32)
+    ap.add_argument("--name", default="smollm2")
+    ap.add_argument("--label", default="SmolLM2-135M-Instruct Q4_1")
     args = ap.parse_args()
+    check = f"gguf_{args.name}_attention"
     torch.set_num_threads(2)
     d, f = os.path.split(os.path.abspath(args.gguf))
     t0 = time.time()
@@ -50,13 +54,13 @@ def main():
     worst_a = worst_qk = 0.0
     lengths = []
     os.makedirs(args.workdir, exist_ok=True)
-    prefix = os.path.join(args.workdir, "smollm2")
+    prefix = os.path.join(args.workdir, args.name)
     for text in texts:
         ids = tok(text)["input_ids"][:1024]
         lengths.append(len(ids))
         r = subprocess.run([args.fwd_dump, args.gguf, prefix] + [str(i) for i in ids], capture_output=True, text=True)
         if r.returncode != 0:
-            print(f"FAIL gguf_smollm2_attention: attnviz failed on {len(ids)} tokens: {r.stderr.strip()}")
+            print(f"FAIL {check}: attnviz failed on {len(ids)} tokens: {r.stderr.strip()}")
             return 1
         n = len(ids)
         with capture_qk(model) as (qs, ks), torch.no_grad():
@@ -72,7 +76,7 @@ def main():
         worst_a = max(worst_a, float(np.abs(a - ra).max()))
         worst_qk = max(worst_qk, float(max(np.abs(q - rq).max(), np.abs(k - rk).max())))
     ok = worst_a <= TOL
-    print(f"{'PASS' if ok else 'FAIL'} gguf_smollm2_attention: SmolLM2-135M-Instruct Q4_1, {len(texts)} inputs of "
+    print(f"{'PASS' if ok else 'FAIL'} {check}: {args.label}, {len(texts)} inputs of "
           f"{min(lengths)} to {max(lengths)} tokens: attention max |diff| {worst_a:.2e} (tol {TOL:g}), "
           f"q/k (transformers' order, after rotary) {worst_qk:.2e}; transformers load {load_s:.1f} s")
     return 0 if ok else 1

@@ -3,7 +3,8 @@ checkpoint transformers makes (q/k rows permuted as llama.cpp's converter does),
 (build/fwd_dump, weights kept in their type) and by transformers loading the same file
 (gguf_file=..., dequantized, eager attention) on the same ids.
 
-usage: gguf_synth_check.py FWD_DUMP WORKDIR
+usage: gguf_synth_check.py FWD_DUMP WORKDIR [ARCH,ARCH...]   (only these: llama = the types' files,
+       qwen2, qwen3, gemma2, gemma3, phi3; phi3 includes its LongRoPE file)
 One PASS/FAIL line per type (attention max |diff| <= 1e-4 against transformers on that file),
 and one comparing Q8_0's attention with the F32 checkpoint's (<= 1e-2; the figure is printed). gguf cannot quantize
 the K-quants: their blocks are random codes with small scales (the file is still a model
@@ -38,7 +39,14 @@ BLOCK = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.
 # (per-head q/k norms, head_dim given apart)
 # and Gemma 2 (its own names for the sandwich norms, norms stored as 1 + w as llama.cpp's converter
 # writes them, soft-capping and a sliding window of 16 on even layers, head_dim 256)
-ARCHS = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "gemma2": "Gemma2Config"}
+# and Gemma 3 (six layers, so that the sixth is global with its own rotary base; q/k norms stored
+# as 1 + w too) and Phi-3 (qkv and gate/up kept fused in attn_qkv and ffn_up, as llama.cpp's
+# converter leaves them). transformers reads neither Gemma 3's rope scaling nor Phi-3's rope
+# factors from a GGUF, so these files have none (the LongRoPE file is checked against the
+# checkpoint it came from: PHI3_LONGROPE below)
+ARCHS = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "gemma2": "Gemma2Config",
+         "gemma3": "Gemma3TextConfig", "phi3": "Phi3Config"}
+GEMMA = ("gemma2", "gemma3")
 GEMMA2_BLOCK = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
                 "post_feedforward_layernorm": "post_ffw_norm"}
 
@@ -48,7 +56,9 @@ def gguf_name(hf, arch="llama"):
         return NAMES[hf]
     parts = hf.split(".")  # model.layers.N.<module...>.weight
     module = ".".join(parts[3:-1])
-    names = dict(BLOCK, **GEMMA2_BLOCK) if arch == "gemma2" else BLOCK
+    names = dict(BLOCK, **GEMMA2_BLOCK) if arch in GEMMA else BLOCK
+    if arch == "phi3":
+        names = dict(BLOCK, **{"self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"})
     return f"blk.{parts[2]}.{names[module]}.{parts[-1]}"
 
 
@@ -71,9 +81,9 @@ def random_kquant(t, rows, cols, rng):
     return blocks.reshape(rows, -1)
 
 
-def write(path, sd, t, rng, arch="llama"):
+def write(path, sd, t, rng, arch="llama", longrope=None, linear=None):
     w = gguf.GGUFWriter(path, arch)
-    w.add_block_count(CFG["num_hidden_layers"])
+    w.add_block_count(layers_of(arch))
     w.add_context_length(CFG["max_position_embeddings"])
     w.add_embedding_length(CFG["hidden_size"])
     w.add_feed_forward_length(CFG["intermediate_size"])
@@ -81,15 +91,24 @@ def write(path, sd, t, rng, arch="llama"):
     w.add_head_count_kv(CFG["num_key_value_heads"])
     w.add_rope_freq_base(CFG["rope_theta"])
     w.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
-    head_dim = {"qwen3": 128, "gemma2": 256}.get(arch, CFG["hidden_size"] // CFG["num_attention_heads"])
-    w.add_rope_dimension_count(head_dim)
-    if arch in ("qwen3", "gemma2"):
+    head_dim = {"qwen3": 128, "gemma2": 256, "gemma3": 256}.get(arch, CFG["hidden_size"] // CFG["num_attention_heads"])
+    w.add_rope_dimension_count(head_dim if not longrope else longrope["rot"])
+    if arch in ("qwen3", "gemma2", "gemma3"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if arch == "gemma2":
         w.add_attn_logit_softcapping(50.0)
         w.add_final_logit_softcapping(30.0)
+    if arch in GEMMA:
         w.add_sliding_window(16)
+    if linear:  # as llama.cpp's converter writes rope_scaling {"rope_type": "linear"}
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(linear)
+    if longrope:  # as llama.cpp's Phi-3 converter: factors as tensors, the rest as metadata
+        w.add_rope_scaling_attn_factors(longrope["attn_factor"])
+        w.add_rope_scaling_orig_ctx_len(longrope["orig"])
+        w.add_tensor("rope_factors_long.weight", np.array(longrope["long"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(longrope["short"], dtype=np.float32))
     w.add_vocab_size(CFG["vocab_size"])
     # a minimal llama-style tokenizer: transformers builds one from any GGUF it loads
     w.add_tokenizer_model("llama")
@@ -98,11 +117,13 @@ def write(path, sd, t, rng, arch="llama"):
     w.add_token_types([1] * CFG["vocab_size"])
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
+    if arch == "phi3":
+        w.add_pad_token_id(0)  # Phi3Config's default pad id (32000) is past this vocabulary
     for name, v in sd.items():
-        if name == "lm_head.weight" and arch == "gemma2":
+        if name == "lm_head.weight" and arch in GEMMA:
             continue  # tied: llama.cpp's converter leaves it out
         a = v.float().numpy()
-        if arch == "gemma2" and name.endswith("norm.weight"):
+        if arch in GEMMA and name.endswith("norm.weight"):
             a = a + 1.0  # llama.cpp stores Gemma's RMSNorm scale as 1 + w
         if arch == "llama" and "q_proj" in name:
             a = permute(a, CFG["num_attention_heads"])
@@ -122,30 +143,38 @@ def write(path, sd, t, rng, arch="llama"):
     w.close()
 
 
-def make_model(arch):
+EXTRA = {"qwen3": {"head_dim": 128}, "gemma2": {"head_dim": 256, "sliding_window": 16, "tie_word_embeddings": True},
+         "gemma3": {"head_dim": 256, "sliding_window": 16, "tie_word_embeddings": True, "num_hidden_layers": 6},
+         "phi3": {"pad_token_id": 0}}
+
+
+def layers_of(arch):
+    return EXTRA.get(arch, {}).get("num_hidden_layers", CFG["num_hidden_layers"])
+
+
+def make_model(arch, model_extra=None):
     torch.manual_seed(11)
     # Qwen3's head_dim is 128 apart from hidden/heads, as in the real models (transformers reads a
     # qwen3 GGUF with that default)
-    extra = {"qwen3": {"head_dim": 128}, "gemma2": {"head_dim": 256, "sliding_window": 16, "tie_word_embeddings": True}}
-    cfg = getattr(transformers, ARCHS[arch])(**dict(CFG, **extra.get(arch, {})))
+    cfg = getattr(transformers, ARCHS[arch])(**dict(CFG, **EXTRA.get(arch, {}), **(model_extra or {})))
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:  # Gemma's norms scale by 1 + w: centre theirs on 0
-                centre = 0.0 if "bias" in name or arch == "gemma2" else 1.0
+                centre = 0.0 if "bias" in name or arch in GEMMA else 1.0
                 p.copy_(centre + 0.1 * torch.randn_like(p))
             elif "q_proj" in name or "k_proj" in name:
                 p.normal_(0, 0.05)
             else:
                 p.normal_(0, 0.05)
-    return model.state_dict()
+    return model.state_dict() if model_extra is None else model
 
 
-def ours(fwd, path, ids, prefix):
+def ours(fwd, path, ids, prefix, layers=None):
     r = subprocess.run([fwd, path, prefix] + [str(i) for i in ids], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip())
-    L, H, n = CFG["num_hidden_layers"], CFG["num_attention_heads"], len(ids)
+    L, H, n = layers or CFG["num_hidden_layers"], CFG["num_attention_heads"], len(ids)
     return np.fromfile(prefix + ".attn", dtype=np.float32).reshape(L, H, n, n)
 
 
@@ -159,6 +188,7 @@ def theirs(path, ids):
 
 def main():
     fwd, work = sys.argv[1], sys.argv[2]
+    only = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     os.makedirs(work, exist_ok=True)
     sd = make_model("llama")
     rng = np.random.default_rng(5)
@@ -166,7 +196,7 @@ def main():
     ids_set = [[int(x) for x in ids] for ids in ids_set]
     ok = True
     f32_attn = None
-    for t in TYPES:
+    for t in TYPES if not only or "llama" in only else []:
         path = os.path.join(work, f"synth-{t.name}.gguf")
         write(path, sd, t, rng)
         worst = 0.0
@@ -200,13 +230,16 @@ def main():
             print(f"{'PASS' if good else 'FAIL'} gguf_synth_Q8_0_near_F32: attention max |diff| {d:.2e} "
                   f"from the F32 file's (tol 1e-2), mean |diff| {mean:.1e} (mean row max of the F32 attention "
                   f"{peak:.2f}); transformers on the same two files: max |diff| {hf:.2e}")
-    for arch in ("qwen2", "qwen3", "gemma2"):
+    for arch in ("qwen2", "qwen3", "gemma2", "gemma3", "phi3"):
+        if only and arch not in only:
+            continue
         sd = make_model(arch)
         for t in (T.F32, T.Q8_0):
             path = os.path.join(work, f"synth-{arch}-{t.name}.gguf")
             write(path, sd, t, rng, arch)
             try:
-                worst = max(float(np.abs(ours(fwd, path, ids, os.path.join(work, "out")) - theirs(path, ids)).max())
+                worst = max(float(np.abs(ours(fwd, path, ids, os.path.join(work, "out"), layers_of(arch)) -
+                                         theirs(path, ids)).max())
                             for ids in ids_set)
             except Exception as ex:
                 print(f"FAIL gguf_synth_{arch}_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
@@ -216,8 +249,56 @@ def main():
             ok &= good
             print(f"{'PASS' if good else 'FAIL'} gguf_synth_{arch}_{t.name}: attention vs transformers on the same file, "
                   f"max |diff| {worst:.2e} (tol 1e-4)")
+    if not only or "phi3" in only:
+        ok &= phi3_longrope(fwd, work, rng, ids_set)
+    if not only or "gemma3" in only:
+        ok &= gemma3_linear(fwd, work, rng, ids_set)
     return 0 if ok else 1
 
+
+def against_checkpoint(fwd, work, rng, ids_set, name, arch, model_extra, write_extra, what):
+    """attnviz on an F32 file written from a checkpoint, against transformers on that checkpoint:
+    for what transformers does not read from a GGUF."""
+    model = make_model(arch, model_extra)
+    path = os.path.join(work, f"synth-{name}-F32.gguf")
+    write(path, model.state_dict(), T.F32, rng, arch, **write_extra)
+    try:
+        worst = 0.0
+        for ids in ids_set:
+            with torch.no_grad():
+                out = model.model(torch.tensor([ids]), output_attentions=True)
+            ref = torch.stack([a[0] for a in out.attentions]).numpy()
+            worst = max(worst, float(np.abs(ours(fwd, path, ids, os.path.join(work, "out"), layers_of(arch)) - ref).max()))
+    except Exception as ex:
+        print(f"FAIL gguf_synth_{name}: {type(ex).__name__}: {str(ex)[:200]}")
+        return False
+    good = worst <= 1e-4
+    print(f"{'PASS' if good else 'FAIL'} gguf_synth_{name}: {what} read from the file, attention vs transformers on "
+          f"the checkpoint it was written from, max |diff| {worst:.2e} (tol 1e-4), "
+          f"lengths {','.join(str(len(i)) for i in ids_set)}")
+    return good
+
+
+def phi3_longrope(fwd, work, rng, ids_set):
+    """Phi-4-mini's rotary in small: partial rotary 0.5 and LongRoPE with an original context of 32, so
+    the 100-token input takes the long factors. transformers does not read the factors from a GGUF."""
+    rope = {"type": "longrope", "short_factor": [1.0 + 0.05 * i for i in range(16)],
+            "long_factor": [1.0 + 2.0 * i for i in range(16)]}
+    rot = CFG["hidden_size"] // CFG["num_attention_heads"] // 2
+    factor = CFG["max_position_embeddings"] / 32
+    lr = {"rot": rot, "orig": 32, "short": rope["short_factor"], "long": rope["long_factor"],
+          "attn_factor": float(np.sqrt(1 + np.log(factor) / np.log(32)))}
+    return against_checkpoint(fwd, work, rng, ids_set, "phi3_longrope", "phi3",
+                              {"partial_rotary_factor": 0.5, "original_max_position_embeddings": 32,
+                               "rope_scaling": rope}, {"longrope": lr}, "partial rotary and LongRoPE factors")
+
+
+def gemma3_linear(fwd, work, rng, ids_set):
+    """Gemma 3 4B+'s linear factor 8 on the global layer's rotary only (transformers does not read
+    rope scaling from a GGUF)."""
+    return against_checkpoint(fwd, work, rng, ids_set, "gemma3_linear", "gemma3",
+                              {"rope_scaling": {"rope_type": "linear", "factor": 8.0}}, {"linear": 8.0},
+                              "linear rope scaling of the global layers")
 
 if __name__ == "__main__":
     sys.exit(main())

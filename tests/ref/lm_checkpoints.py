@@ -69,6 +69,35 @@ SPECS = {
                     final_logit_softcapping=30.0, sliding_window=16, rms_norm_eps=1e-6,
                     max_position_embeddings=8192, vocab_size=262208, bos_token_id=2, eos_token_id=[1, 106],
                     pad_token_id=0), "gemma3"),
+    # Gemma 3 (text): a sliding layer (window 16, local base 10k) then a global one (base 1M, linear
+    # factor 8), q/k norms, no soft-capping; Gemma 3's own tokenizer.json; width cut to 256
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=1,
+                    head_dim=64, num_hidden_layers=2, query_pre_attn_scalar=64, sliding_window=16,
+                    sliding_window_pattern=2, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                    rope_scaling={"rope_type": "linear", "factor": 8.0}, rms_norm_eps=1e-6,
+                    max_position_embeddings=32768, vocab_size=262208, bos_token_id=2, eos_token_id=[1, 106],
+                    pad_token_id=0), "gemma3"),
+    # Phi-3 / Phi-4-mini: fused qkv and gate/up, partial rotary 0.75 (48 of 64 dims), LongRoPE with an
+    # original context of 8, so every longer prompt (and each generation step) takes the long
+    # factors; Phi-3's 32,064 rows
+    # over the Llama-2 tokenizer.json (32,000 tokens); width cut to 256
+    "phi3": ("Phi3Config", "Phi3ForCausalLM",
+             dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=2,
+                  num_hidden_layers=2, partial_rotary_factor=0.75, original_max_position_embeddings=8,
+                  rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.02 * i for i in range(24)],
+                                "long_factor": [1.0 + 1.5 * i for i in range(24)]},
+                  rms_norm_eps=1e-5, max_position_embeddings=4096, vocab_size=32064, bos_token_id=1,
+                  eos_token_id=2, pad_token_id=0), "llama2"),
+    # the same with an original context of 16: a 12-token prompt takes the short factors, and the
+    # generation crosses to the long ones (transformers' Phi-3 generate() then recomputes the cache)
+    "phi3-cross": ("Phi3Config", "Phi3ForCausalLM",
+                   dict(hidden_size=256, intermediate_size=1024, num_attention_heads=4, num_key_value_heads=2,
+                        num_hidden_layers=2, partial_rotary_factor=0.75, original_max_position_embeddings=16,
+                        rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.02 * i for i in range(24)],
+                                      "long_factor": [1.0 + 1.5 * i for i in range(24)]},
+                        rms_norm_eps=1e-5, max_position_embeddings=4096, vocab_size=32064, bos_token_id=1,
+                        eos_token_id=2, pad_token_id=0), "llama2"),
     # bert-base-uncased's shape and vocabulary, 2 layers, with its MLM head (cls.predictions)
     "bert": ("BertConfig", "BertForMaskedLM",
              dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
@@ -179,12 +208,20 @@ def build(name, workdir, repo):
                 p.mul_(QK_SCALE)
             elif p.dim() == 2 and "c_attn" in pname:  # GPT-2: q, k, v side by side (Conv1D: in, 3 * out)
                 p[:, : 2 * cfg.n_embd].mul_(QK_SCALE)
+            elif p.dim() == 2 and "qkv_proj" in pname:  # Phi-3: q, k, v rows one after another
+                hd = cfg.hidden_size // cfg.num_attention_heads
+                p[: (cfg.num_attention_heads + cfg.num_key_value_heads) * hd].mul_(QK_SCALE)
             if model_cls.endswith("ForCausalLM") or model_cls == "GPT2LMHeadModel":
                 if p.dim() == 2 and any(s in pname for s in ("o_proj", "down_proj", "c_proj")):
                     p.mul_(RESID_SCALE)
         if cfg_cls == "Gemma2Config":
             # final norm at 1 + 4: logits spread to tens of units, where the soft-cap at 30 bends them
             model.model.norm.weight.fill_(4.0)
+        if cfg_cls == "Gemma3TextConfig":
+            # Gemma 3 has no soft-cap, and its sqrt(hidden)-scaled tied embedding dominates the stream:
+            # at 1 + 0 each position predicts itself with probability 1.0; at 1 - 0.7 the top token
+            # takes about half
+            model.model.norm.weight.fill_(-0.7)
     model.save_pretrained(tmp, safe_serialization=True)
     try:
         os.rename(tmp, out)

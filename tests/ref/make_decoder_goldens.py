@@ -4,7 +4,8 @@ golden.json from transformers' eager attention (same format as the encoder fixtu
 input_ids, token_type_ids, attention, queries, keys as the eager attention function receives them
 (after q/k norm and rotary; keys repeated per query head), last_hidden).
 
-usage: make_decoder_goldens.py OUT_DIR   (tests/data; run with tools/pyref.sh's python)
+usage: make_decoder_goldens.py OUT_DIR [NAME...]   (tests/data; run with tools/pyref.sh's python)
+NAMEs: only these fixtures (the others' committed bytes are left alone).
 """
 import json
 import os
@@ -30,22 +31,36 @@ FIXTURES = {
     "small-mistral": ("MistralConfig", dict(num_key_value_heads=2, head_dim=4, sliding_window=5), "float32"),
     "small-gemma2": ("Gemma2Config", dict(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
                                           attn_logit_softcapping=3.0, sliding_window=4), "float32"),
+    # Gemma 3: a sliding layer (local base 10k) then a global one (base 1M, linear factor 8), q/k norms
+    "small-gemma3": ("Gemma3TextConfig", dict(num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
+                                              sliding_window=4, sliding_window_pattern=2, rope_theta=1000000.0,
+                                              rope_local_base_freq=10000.0,
+                                              rope_scaling={"rope_type": "linear", "factor": 8.0}), "float32"),
+    # Phi-3: fused qkv/gate_up, LongRoPE with an original context of 8 (the 12-token case takes the
+    # long factors), half the head's dims rotary
+    "small-phi3": ("Phi3Config", dict(num_attention_heads=2, num_key_value_heads=1, partial_rotary_factor=0.5,
+                                      original_max_position_embeddings=8, pad_token_id=0, bos_token_id=1,
+                                      eos_token_id=2,
+                                      rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5],
+                                                    "long_factor": [3.0, 7.5]}), "float32"),
 }
 
 
-def main(out_root):
+def main(out_root, only):
     for name, (cls, extra, dtype) in FIXTURES.items():
+        if only and name not in only:
+            continue
         torch.manual_seed(sum(map(ord, name)))
-        cfg = getattr(transformers, cls)(**SMALL, **extra)
+        cfg = getattr(transformers, cls)(**dict(SMALL, **extra))
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
         with torch.no_grad():
             for pname, p in model.named_parameters():
                 if p.dim() == 1:
-                    base = 0.0 if cls == "Gemma2Config" or "bias" in pname else 1.0
+                    base = 0.0 if cls in ("Gemma2Config", "Gemma3TextConfig") or "bias" in pname else 1.0
                     if "q_norm" in pname or "k_norm" in pname:
                         base = 3.0
                     p.copy_(base + 0.1 * torch.randn_like(p))
-                elif "q_proj" in pname or "k_proj" in pname:
+                elif "q_proj" in pname or "k_proj" in pname or "qkv_proj" in pname:
                     p.normal_(0, 0.5)
                 else:
                     p.normal_(0, 0.3)
@@ -78,4 +93,4 @@ def main(out_root):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data")
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data", set(sys.argv[2:]))

@@ -1,6 +1,7 @@
 """attnviz --predict K against transformers' own LM heads: the synthetic checkpoints of
 lm_checkpoints.py (GPT-2, Llama at SmolLM2's shape with tied embeddings, Qwen2 with a separate
-lm_head and 151,936 rows, Mistral, Gemma 2 with soft-capped logits, BERT / RoBERTa / DistilBERT
+lm_head and 151,936 rows, Mistral, Gemma 2 with soft-capped logits, Gemma 3, Phi-3 (LongRoPE, partial
+rotary), BERT / RoBERTa / DistilBERT
 with their MLM heads) and, when given,
 the trained SmolLM2-135M-Instruct Q4_1 GGUF (transformers dequantizes the same file).
 
@@ -311,7 +312,7 @@ def main():
     ok = selftest()
     t_all = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ["gpt2", "llama", "qwen2", "mistral", "gemma2", "bert", "roberta", "distilbert"]:
+        for name in ["gpt2", "llama", "qwen2", "mistral", "gemma2", "gemma3", "phi3", "bert", "roberta", "distilbert"]:
             if args.only and name != args.only:
                 continue
             miss = lm_checkpoints.missing(name, args.repo)

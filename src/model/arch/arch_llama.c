@@ -1,12 +1,18 @@
 /* arch_llama.c — Llama-style decoders: Llama (2, 3.x, TinyLlama, SmolLM),
- * Mistral, Qwen2, Qwen3 and Gemma 2. Pre-RMSNorm causal decoders with rotary
- * positions, grouped-query attention and gated MLPs; what sets each apart:
+ * Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 and Phi-3. Pre-RMSNorm causal
+ * decoders with rotary positions, grouped-query attention and gated MLPs;
+ * what sets each apart:
  *   mistral  sliding-window attention
  *   qwen2    q/k/v biases; sliding window from max_window_layers on
  *   qwen3    per-head RMSNorm of q and k before rotary
  *   gemma2   RMSNorm scaling by 1 + w, embeddings times sqrt(hidden), GeGLU,
  *            query_pre_attn_scalar, attention-logit soft-capping, sandwich
- *            norms around both sublayers, sliding window on alternate layers */
+ *            norms around both sublayers, sliding window on alternate layers
+ *   gemma3   Gemma 2's block without soft-capping, plus q/k RMSNorm (1 + w);
+ *            5 sliding layers to 1 global, the sliding ones with their own
+ *            unscaled rotary base (rope_local_base_freq)
+ *   phi3     q/k/v fused in qkv_proj and gate/up in gate_up_proj (split at
+ *            load); LongRoPE; partial rotary */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,7 +23,7 @@
 #include "model.h"
 
 /* Which layers slide when config.json has no "layer_types". */
-typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW } SlideRule;
+typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;
 
 /* What sets one family apart from Llama: each family's parse passes its own,
  * so the shared code tests traits, never a family's name. */
@@ -28,35 +34,47 @@ typedef struct {
     int qk_norm;        /* per-head RMSNorm of q and k before rotary (Qwen3) */
     int window;         /* the sliding window when the config names none (Gemma 2: 4096) */
     int window_off;     /* "use_sliding_window" defaults to false (Qwen) */
-    SlideRule slide;
+    SlideRule slide;      /* SLIDE_PATTERN: layer l slides unless (l + 1) % sliding_window_pattern == 0 (Gemma 3) */
     int rows_interleaved; /* llama.cpp's converter permuted q/k rows into rotary pairs (its llama files) */
+    int softcap;          /* soft-capping defaults to 50 (scores) and 30 (logits) when the config is silent (Gemma 2) */
+    int rope_local;       /* sliding layers turn by rope_local_base_freq, unscaled (Gemma 3) */
+    float theta;          /* rope_theta when the config is silent (0: 10000) */
+    int fused;            /* qkv_proj and gate_up_proj (Phi-3) */
+    int orig_max_top;     /* a top-level original_max_position_embeddings (default 4096) is LongRoPE's (Phi-3) */
 } LlamaTraits;
 
 static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
                          QWEN2 = {.qkv_bias = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
                          QWEN3 = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
-                         GEMMA2 = {.gemma = 1, .window = 4096, .slide = SLIDE_ALTERNATE};
+                         GEMMA2 = {.gemma = 1, .window = 4096, .slide = SLIDE_ALTERNATE, .softcap = 1},
+                         GEMMA3 = {.gemma = 1, .qk_norm = 1, .window = 4096, .slide = SLIDE_PATTERN,
+                                   .rope_local = 1, .theta = 1e6f},
+                         PHI3 = {.fused = 1, .orig_max_top = 1};
 
-/* Rotary positions as config.json gives them: transformers 5's
- * "rope_parameters", or the older "rope_theta" + "rope_scaling". */
-static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    c->rope_theta = 10000.0f;
-    c->rope_kind = ROPE_DEFAULT;
-    c->rope_factor = 1.0f;
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
-    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (cfg_opt_float(root, "rope_theta", 1, 1e12, &c->rope_theta, path, e)) return -1;
-    const cJSON *r = NULL;
-    if (params && !cJSON_IsNull(params)) {
-        if (!cJSON_IsObject(params)) return av_err(e, "%s: \"rope_parameters\" must be an object", path);
-        if (cfg_opt_float(params, "rope_theta", 1, 1e12, &c->rope_theta, path, e)) return -1;
-        r = params;
+/* A list of numbers (LongRoPE's short_factor / long_factor) into out. */
+static int parse_factors(const cJSON *r, const char *key, float *out, int *n, const char *path, AvErr *e) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, key);
+    if (!cJSON_IsArray(a)) return av_err(e, "%s: rope type \"longrope\" needs \"%s\", a list of numbers", path, key);
+    int k = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a) {
+        if (k >= CFG_MAX_ROPE_FACTORS) return av_err(e, "%s: \"%s\" has more than %d entries", path, key, CFG_MAX_ROPE_FACTORS);
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble < 1e9))
+            return av_err(e, "%s: %s[%d] must be a positive number", path, key, k);
+        out[k++] = (float)v->valuedouble;
     }
-    if (scaling && !cJSON_IsNull(scaling)) {
-        if (!cJSON_IsObject(scaling)) return av_err(e, "%s: \"rope_scaling\" must be an object or null", path);
-        r = scaling;
-    }
-    if (!r) return 0;
+    if (*n && k != *n) return av_err(e, "%s: short_factor and long_factor differ in length (%d, %d)", path, *n, k);
+    *n = k;
+    return 0;
+}
+
+/* One rope dict (rope_parameters, rope_scaling, or one layer type's): its
+ * type and scaling into c. */
+static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, const char *path, const LlamaTraits *fam,
+                           AvErr *e) {
+    if (cfg_opt_float(r, "rope_theta", 1, 1e12, &c->rope_theta, path, e) ||
+        cfg_opt_float(r, "partial_rotary_factor", 1e-3, 1, &c->rope_partial, path, e))
+        return -1;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(r, "rope_type");
     if (!type) type = cJSON_GetObjectItemCaseSensitive(r, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "default";
@@ -64,10 +82,31 @@ static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr
     if (!strcmp(t, "linear")) c->rope_kind = ROPE_LINEAR;
     else if (!strcmp(t, "dynamic")) c->rope_kind = ROPE_DYNAMIC;
     else if (!strcmp(t, "llama3")) c->rope_kind = ROPE_LLAMA3;
+    else if (!strcmp(t, "longrope") || !strcmp(t, "su")) c->rope_kind = ROPE_LONGROPE; /* "su": Phi-3's old name */
     else
-        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3)", path, t);
+        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3, longrope)", path, t);
     c->rope_orig_max_pos = c->max_position_embeddings;
     c->rope_low_freq = 1.0f, c->rope_high_freq = 4.0f;
+    if (c->rope_kind == ROPE_LONGROPE) {
+        /* transformers' _compute_longrope_parameters: factor defaults to the ratio of
+         * the two context lengths, the attention factor to sqrt(1 + ln factor / ln orig) */
+        float factor = 0, attn = 0;
+        if (cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
+            (fam->orig_max_top &&
+             cfg_opt_int(root, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e)) ||
+            cfg_opt_float(r, "factor", 1e-6, 1e9, &factor, path, e) ||
+            cfg_opt_float(r, "attention_factor", 1e-6, 1e9, &attn, path, e))
+            return -1;
+        if (fam->orig_max_top && !cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings"))
+            c->rope_orig_max_pos = 4096; /* Phi3Config's default overrides the dict's */
+        /* Phi3ForCausalLM.prepare_inputs_for_generation recomputes the cache once at that length */
+        if (fam->orig_max_top) c->rope_recompute_at = c->rope_orig_max_pos;
+        double f = factor > 0 ? factor : (double)c->max_position_embeddings / c->rope_orig_max_pos;
+        c->rope_attn_factor = attn > 0 ? attn : f <= 1.0 ? 1.0f : (float)sqrt(1 + log(f) / log((double)c->rope_orig_max_pos));
+        c->rope_n_factors = 0;
+        return parse_factors(r, "short_factor", c->rope_short, &c->rope_n_factors, path, e) ||
+               parse_factors(r, "long_factor", c->rope_long, &c->rope_n_factors, path, e) ? -1 : 0;
+    }
     if (cJSON_GetObjectItemCaseSensitive(r, "factor") == NULL)
         return av_err(e, "%s: rope type \"%s\" needs a \"factor\"", path, t);
     if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
@@ -80,10 +119,48 @@ static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, AvErr
     return 0;
 }
 
+/* Rotary positions as config.json gives them: transformers 5's
+ * "rope_parameters" (one dict, or one per layer type as Gemma 3 saves it), or
+ * the older "rope_theta" + "rope_scaling" (+ Gemma 3's "rope_local_base_freq").
+ * Per layer type, the full-attention layers' dict is the main one; the
+ * sliding layers' (Gemma 3) may only set its base. */
+static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
+    c->rope_theta = fam->theta > 0 ? fam->theta : 10000.0f;
+    c->rope_kind = ROPE_DEFAULT;
+    c->rope_factor = 1.0f;
+    if (fam->rope_local) c->rope_local_theta = 10000.0f;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (cfg_opt_float(root, "rope_theta", 1, 1e12, &c->rope_theta, path, e) ||
+        cfg_opt_float(root, "partial_rotary_factor", 1e-3, 1, &c->rope_partial, path, e) ||
+        (fam->rope_local && cfg_opt_float(root, "rope_local_base_freq", 1, 1e12, &c->rope_local_theta, path, e)))
+        return -1;
+    if (params && !cJSON_IsNull(params)) {
+        if (!cJSON_IsObject(params)) return av_err(e, "%s: \"rope_parameters\" must be an object", path);
+        const cJSON *full = cJSON_GetObjectItemCaseSensitive(params, "full_attention");
+        const cJSON *slide = cJSON_GetObjectItemCaseSensitive(params, "sliding_attention");
+        if (full || slide) {
+            if (slide && cJSON_IsObject(slide)) {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(slide, "rope_type");
+                if (!fam->rope_local || (cJSON_IsString(st) && strcmp(st->valuestring, "default")))
+                    return av_err(e, "%s: rotary scaling of the sliding layers is not supported", path);
+                if (cfg_opt_float(slide, "rope_theta", 1, 1e12, &c->rope_local_theta, path, e)) return -1;
+            }
+            params = full;
+        }
+        if (params && cJSON_IsObject(params) && parse_rope_dict(c, root, params, path, fam, e)) return -1;
+    }
+    if (scaling && !cJSON_IsNull(scaling)) {
+        if (!cJSON_IsObject(scaling)) return av_err(e, "%s: \"rope_scaling\" must be an object or null", path);
+        if (parse_rope_dict(c, root, scaling, path, fam, e)) return -1;
+    }
+    return 0;
+}
+
 /* Which layers use the sliding window: config.json's "layer_types" when
  * present (transformers 5 writes it), else each family's rule. */
 static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
-    int use = !fam->window_off, max_window_layers = 0;
+    int use = !fam->window_off, max_window_layers = 0, pattern = 6;
     if (fam->window) c->sliding_window = fam->window;
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (sw && cJSON_IsNull(sw)) c->sliding_window = 0;
@@ -102,14 +179,21 @@ static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, co
             if (!cJSON_IsString(t) ||
                 (strcmp(t->valuestring, "full_attention") && strcmp(t->valuestring, "sliding_attention")))
                 return av_err(e, "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\"", path, l);
-            c->layer_sliding[l++] = !strcmp(t->valuestring, "sliding_attention") && c->sliding_window > 0;
+            const int sliding = !strcmp(t->valuestring, "sliding_attention");
+            c->layer_rope_local[l] = fam->rope_local && sliding;
+            c->layer_sliding[l++] = sliding && c->sliding_window > 0;
         }
         return 0;
     }
-    for (int l = 0; l < c->num_layers && c->sliding_window > 0; l++) {
-        if (fam->slide == SLIDE_ALTERNATE) c->layer_sliding[l] = l % 2 == 0;
-        else if (fam->slide == SLIDE_FROM_MAX_WINDOW) c->layer_sliding[l] = l >= max_window_layers;
-        else c->layer_sliding[l] = 1;
+    if (cfg_opt_int(root, "sliding_window_pattern", 1, CFG_MAX_LAYERS, &pattern, path, e)) return -1;
+    for (int l = 0; l < c->num_layers; l++) {
+        int sliding = 1;
+        if (fam->slide == SLIDE_ALTERNATE) sliding = l % 2 == 0;
+        else if (fam->slide == SLIDE_FROM_MAX_WINDOW) sliding = l >= max_window_layers;
+        else if (fam->slide == SLIDE_PATTERN) sliding = (l + 1) % pattern != 0;
+        /* Gemma 3's sliding layers take the local rotary base even with no window */
+        c->layer_rope_local[l] = fam->rope_local && sliding;
+        c->layer_sliding[l] = sliding && c->sliding_window > 0;
     }
     return 0;
 }
@@ -145,12 +229,17 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     c->head_dim = head_dim;
     c->o_bias = !fam->qkv_bias && c->qkv_bias;
     c->mlp_bias = mlp_bias;
+    /* Phi-3's linears have no biases whatever the config says (transformers builds them bias=False) */
+    if (fam->fused) c->qkv_bias = c->o_bias = c->mlp_bias = 0;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
     c->qk_norm = fam->qk_norm;
     if (gemma) {
-        float qpas = 256, cap = 50, fcap = 30;
+        float qpas = 256, cap = fam->softcap ? 50 : 0, fcap = fam->softcap ? 30 : 0;
+        int bidirectional = 0;
+        if (cfg_opt_bool(root, "use_bidirectional_attention", &bidirectional, path, e)) return -1;
+        if (bidirectional) return av_err(e, "%s: use_bidirectional_attention (an encoder's mask) is not supported", path);
         const cJSON *capv = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
         const cJSON *fcapv = cJSON_GetObjectItemCaseSensitive(root, "final_logit_softcapping");
         if (cfg_opt_float(root, "query_pre_attn_scalar", 1e-6, 1e9, &qpas, path, e) ||
@@ -164,7 +253,7 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
         c->attn_softcap = capv && cJSON_IsNull(capv) ? 0.0f : cap;
         c->sandwich_norm = 1;
     }
-    if (parse_rope(c, root, path, e) || parse_sliding(c, root, path, fam, e)) return -1;
+    if (parse_rope(c, root, path, fam, e) || parse_sliding(c, root, path, fam, e)) return -1;
     return 0;
 }
 
@@ -178,10 +267,12 @@ FAMILY_PARSE(mistral, MISTRAL)
 FAMILY_PARSE(qwen2, QWEN2)
 FAMILY_PARSE(qwen3, QWEN3)
 FAMILY_PARSE(gemma2, GEMMA2)
+FAMILY_PARSE(gemma3, GEMMA3)
+FAMILY_PARSE(phi3, PHI3)
 
 /* Tensor names as transformers' Llama-style modules; the base model's, with
  * "model." before them in …ForCausalLM checkpoints (arch.c's prefix). */
-int arch_llama_load(Model *m, AvErr *e) {
+static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
     const int64_t H = c->hidden_size, FF = c->intermediate_size, dh = c->head_dim;
@@ -193,14 +284,29 @@ int arch_llama_load(Model *m, AvErr *e) {
     static const char *const names[16] = {
         "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "input_layernorm",
         "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "self_attn.q_norm",
-        "self_attn.k_norm", "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+        "self_attn.k_norm", "pre_feedforward_layernorm", "post_feedforward_layernorm", "self_attn.qkv_proj",
+        "mlp.gate_up_proj"};
     for (int l = 0; l < c->num_layers; l++) {
         LayerWeights *L = &w->layers[l];
-        for (int k = 0; k < 13; k++) snprintf(p[k], sizeof p[k], "layers.%d.%s", l, names[k]);
-        if (model_linear(m, &L->q, p[0], H, QW, c->qkv_bias, e) || model_linear(m, &L->k, p[1], H, KW, c->qkv_bias, e) ||
-            model_linear(m, &L->v, p[2], H, KW, c->qkv_bias, e) || model_linear(m, &L->o, p[3], QW, H, c->o_bias, e) ||
-            model_norm(m, &L->attn_norm, p[4], H, e) || model_linear(m, &L->gate, p[6], H, FF, c->mlp_bias, e) ||
-            model_linear(m, &L->up, p[7], H, FF, c->mlp_bias, e) || model_linear(m, &L->down, p[8], FF, H, c->mlp_bias, e))
+        for (int k = 0; k < 15; k++) snprintf(p[k], sizeof p[k], "layers.%d.%s", l, names[k]);
+        if (fam->fused) {
+            /* Phi-3: q, k, v are rows of qkv_proj in that order; gate_up_proj's first
+             * half is the gate (transformers' chunk(2)) */
+            if (model_linear_part(m, &L->q, p[13], H, QW + 2 * KW, 0, QW, e) ||
+                model_linear_part(m, &L->k, p[13], H, QW + 2 * KW, QW, KW, e) ||
+                model_linear_part(m, &L->v, p[13], H, QW + 2 * KW, QW + KW, KW, e) ||
+                model_linear_part(m, &L->gate, p[14], H, 2 * FF, 0, FF, e) ||
+                model_linear_part(m, &L->up, p[14], H, 2 * FF, FF, FF, e))
+                return -1;
+        } else if (model_linear(m, &L->q, p[0], H, QW, c->qkv_bias, e) ||
+                   model_linear(m, &L->k, p[1], H, KW, c->qkv_bias, e) ||
+                   model_linear(m, &L->v, p[2], H, KW, c->qkv_bias, e) ||
+                   model_linear(m, &L->gate, p[6], H, FF, c->mlp_bias, e) ||
+                   model_linear(m, &L->up, p[7], H, FF, c->mlp_bias, e)) {
+            return -1;
+        }
+        if (model_linear(m, &L->o, p[3], QW, H, c->o_bias, e) || model_norm(m, &L->attn_norm, p[4], H, e) ||
+            model_linear(m, &L->down, p[8], FF, H, c->mlp_bias, e))
             return -1;
         if (c->sandwich_norm) {
             /* Gemma 2: post_attention_layernorm normalizes attention's output;
@@ -222,33 +328,83 @@ int arch_llama_load(Model *m, AvErr *e) {
     return 0;
 }
 
+int arch_llama_load(Model *m, AvErr *e) { return llama_load(m, &LLAMA, e); }
+int arch_phi3_load(Model *m, AvErr *e) { return llama_load(m, &PHI3, e); }
+
 /* ---------------------------------------------------------------- GGUF */
 
-/* Gemma 2 as llama.cpp's converter writes it: norm weights already 1 + w
- * (so no offset here), soft-capping and the sliding window under gemma2.*,
- * the window on even layers, GeGLU. The scores' scale is llama.cpp's rule:
- * 1/sqrt(head_dim), except the 27B model's 1/sqrt(hidden / heads), for the
- * file stores no query_pre_attn_scalar. */
-static int gemma2_gguf_config(ModelConfig *c, const GgufFile *f, uint32_t layers, const char *path, AvErr *e) {
-    float cap = 50.0f, fcap = 30.0f;
+/* Gemma 2 and 3 as llama.cpp's converter writes them: norm weights already
+ * 1 + w (so no offset here), soft-capping (Gemma 2) and the sliding window
+ * under <arch>.*, GeGLU. Gemma 2 slides on even layers; Gemma 3 on five of
+ * every six, which turn by llama.cpp's fixed local base 10000, unscaled. The
+ * scores' scale is llama.cpp's rule: 1/sqrt(head_dim), except the 27B models'
+ * 1/sqrt(hidden / heads), for the file stores no query_pre_attn_scalar. */
+static int gemma_gguf_config(ModelConfig *c, const GgufFile *f, uint32_t layers, const char *arch,
+                             const LlamaTraits *fam, const char *path, AvErr *e) {
+    float cap = fam->softcap ? 50.0f : 0.0f, fcap = fam->softcap ? 30.0f : 0.0f;
     uint32_t window = 4096;
-    if ((gguf_find_kv(f, "gemma2.attn_logit_softcapping") && gguf_get_f32(f, "gemma2.attn_logit_softcapping", &cap, e)) ||
-        (gguf_find_kv(f, "gemma2.final_logit_softcapping") && gguf_get_f32(f, "gemma2.final_logit_softcapping", &fcap, e)) ||
-        (gguf_find_kv(f, "gemma2.attention.sliding_window") && gguf_get_u32(f, "gemma2.attention.sliding_window", &window, e)))
+    char k1[64], k2[64], k3[64];
+    snprintf(k1, sizeof k1, "%s.attn_logit_softcapping", arch);
+    snprintf(k2, sizeof k2, "%s.final_logit_softcapping", arch);
+    snprintf(k3, sizeof k3, "%s.attention.sliding_window", arch);
+    if ((gguf_find_kv(f, k1) && gguf_get_f32(f, k1, &cap, e)) || (gguf_find_kv(f, k2) && gguf_get_f32(f, k2, &fcap, e)) ||
+        (gguf_find_kv(f, k3) && gguf_get_u32(f, k3, &window, e)))
         return av_err_prefix(e, "%s", path);
     if (!(cap >= 0 && cap <= 1e9) || !(fcap >= 0 && fcap <= 1e9) || window > (1u << 24))
-        return av_err(e, "%s: gemma2 soft-capping or sliding window out of range", path);
+        return av_err(e, "%s: %s soft-capping or sliding window out of range", path, arch);
     c->hidden_act = ACT_GELU_TANH;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "gelu_pytorch_tanh");
     c->norm_offset = 0.0f;
     c->emb_scale = sqrtf((float)c->hidden_size);
     const int dh = c->head_dim ? c->head_dim : c->hidden_size / c->num_heads;
-    c->attn_scale = 1.0f / sqrtf(layers == 46 && c->hidden_size == 4608 ? (float)c->hidden_size / c->num_heads : (float)dh);
+    const int big = fam->rope_local ? layers == 62 : layers == 46 && c->hidden_size == 4608;
+    c->attn_scale = 1.0f / sqrtf(big ? (float)c->hidden_size / c->num_heads : (float)dh);
     c->attn_softcap = cap;
     c->final_softcap = fcap;
     c->sliding_window = (int)window;
-    for (uint32_t l = 0; l < layers && l < CFG_MAX_LAYERS; l++) c->layer_sliding[l] = window > 0 && l % 2 == 0;
+    if (fam->rope_local) c->rope_local_theta = 10000.0f;
+    for (uint32_t l = 0; l < layers && l < CFG_MAX_LAYERS; l++) {
+        const int sliding = fam->slide == SLIDE_PATTERN ? (l + 1) % 6 != 0 : l % 2 == 0;
+        c->layer_sliding[l] = window > 0 && sliding;
+        c->layer_rope_local[l] = fam->rope_local && sliding;
+    }
     c->sandwich_norm = 1;
+    return 0;
+}
+
+/* Phi-3's LongRoPE as llama.cpp's converter writes it: the factors as the
+ * tensors rope_factors_short/long (rotary_dim / 2 floats each), the original
+ * context and the attention factor under <arch>.rope.scaling.*. transformers'
+ * rule picks the set per pass (long past the original context), not
+ * llama.cpp's per context size. */
+static int longrope_gguf(ModelConfig *c, const GgufFile *f, const char *arch, const char *path, AvErr *e) {
+    const GgufTensor *ts = gguf_find_tensor(f, "rope_factors_short.weight");
+    const GgufTensor *tl = gguf_find_tensor(f, "rope_factors_long.weight");
+    if (!ts && !tl) return 0;
+    if (!ts || !tl || ts->type != 0 || tl->type != 0 || ts->n_dims != 1 || tl->n_dims != 1 || ts->dims[0] != tl->dims[0] ||
+        ts->dims[0] > CFG_MAX_ROPE_FACTORS || ts->nbytes < ts->dims[0] * 4 || tl->nbytes < tl->dims[0] * 4)
+        return av_err(e, "%s: rope_factors_short/long must be two F32 vectors of one length (at most %d)", path,
+                      CFG_MAX_ROPE_FACTORS);
+    c->rope_kind = ROPE_LONGROPE;
+    c->rope_n_factors = (int)ts->dims[0];
+    memcpy(c->rope_short, ts->data, (size_t)c->rope_n_factors * sizeof(float));
+    memcpy(c->rope_long, tl->data, (size_t)c->rope_n_factors * sizeof(float));
+    for (int i = 0; i < c->rope_n_factors; i++)
+        if (!(c->rope_short[i] > 0 && c->rope_short[i] < 1e9) || !(c->rope_long[i] > 0 && c->rope_long[i] < 1e9))
+            return av_err(e, "%s: rope factor %d is not a positive number", path, i);
+    char k1[80], k2[80];
+    uint32_t orig = (uint32_t)c->max_position_embeddings;
+    float attn = 0;
+    snprintf(k1, sizeof k1, "%s.rope.scaling.original_context_length", arch);
+    snprintf(k2, sizeof k2, "%s.rope.scaling.attn_factor", arch);
+    if ((gguf_find_kv(f, k1) && gguf_get_u32(f, k1, &orig, e)) || (gguf_find_kv(f, k2) && gguf_get_f32(f, k2, &attn, e)))
+        return av_err_prefix(e, "%s", path);
+    if (orig < 1 || orig > (1u << 24) || !(attn >= 0 && attn < 1e9))
+        return av_err(e, "%s: LongRoPE's original context or attention factor is out of range", path);
+    c->rope_orig_max_pos = (int)orig;
+    c->rope_recompute_at = (int)orig; /* as transformers' Phi-3 generate() (see parse_rope_dict) */
+    double factor = (double)c->max_position_embeddings / orig;
+    c->rope_attn_factor = attn > 0 ? attn : factor <= 1.0 ? 1.0f : (float)sqrt(1 + log(factor) / log((double)orig));
     return 0;
 }
 
@@ -257,8 +413,9 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     const ArchSpec *spec = arch_spec(c->arch);
     char key[96];
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
-    uint32_t layers, ctx, hidden, ff, heads, kv = 0, key_len = 0;
-    float theta = 10000.0f, eps = 1e-5f;
+    uint32_t layers, ctx, hidden, ff, heads, kv = 0, key_len = 0, rot = 0, swa = 0;
+    float theta = 10000.0f, eps = 1e-5f, rope_factor = 1.0f;
+    int linear = 0;
     if (gguf_get_u32(f, KEY("block_count"), &layers, e) || gguf_get_u32(f, KEY("context_length"), &ctx, e) ||
         gguf_get_u32(f, KEY("embedding_length"), &hidden, e) || gguf_get_u32(f, KEY("feed_forward_length"), &ff, e) ||
         gguf_get_u32(f, KEY("attention.head_count"), &heads, e) ||
@@ -266,14 +423,22 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         return av_err_prefix(e, "%s", path);
     if ((gguf_find_kv(f, KEY("attention.head_count_kv")) && gguf_get_u32(f, key, &kv, e)) ||
         (gguf_find_kv(f, KEY("attention.key_length")) && gguf_get_u32(f, key, &key_len, e)) ||
-        (gguf_find_kv(f, KEY("rope.freq_base")) && gguf_get_f32(f, key, &theta, e)))
+        (gguf_find_kv(f, KEY("rope.freq_base")) && gguf_get_f32(f, key, &theta, e)) ||
+        (gguf_find_kv(f, KEY("rope.dimension_count")) && gguf_get_u32(f, key, &rot, e)) ||
+        (!fam->gemma && gguf_find_kv(f, KEY("attention.sliding_window")) && gguf_get_u32(f, key, &swa, e)))
         return av_err_prefix(e, "%s", path);
     if (gguf_find_kv(f, KEY("rope.scaling.type"))) {
         const char *t;
         size_t tl;
         if (gguf_get_str(f, key, &t, &tl, e)) return av_err_prefix(e, "%s", path);
-        if (!(tl == 4 && !memcmp(t, "none", 4)))
+        /* linear: llama.cpp's freq_scale = 1 / factor (Gemma 3: on its global layers only) */
+        linear = tl == 6 && !memcmp(t, "linear", 6);
+        if (linear && gguf_find_kv(f, KEY("rope.scaling.factor")) && gguf_get_f32(f, key, &rope_factor, e))
+            return av_err_prefix(e, "%s", path);
+        if (!(tl == 4 && !memcmp(t, "none", 4)) && !linear)
             return av_err(e, "%s: rope scaling \"%.*s\" in a GGUF file is not supported yet", path, (int)(tl < 40 ? tl : 40), t);
+        if (linear && !(rope_factor >= 1e-3f && rope_factor <= 1e6f))
+            return av_err(e, "%s: rope scaling factor %g is out of range", path, (double)rope_factor);
     }
     if (gguf_find_tensor(f, "rope_freqs.weight"))
         return av_err(e, "%s: per-frequency rope factors (rope_freqs, Llama 3.1+) are not supported yet", path);
@@ -282,7 +447,8 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
 #define FITS(v, hi) ((v) >= 1 && (v) <= (uint32_t)(hi))
     if (!FITS(layers, CFG_MAX_LAYERS) || !FITS(hidden, CFG_MAX_HIDDEN) || !FITS(ff, CFG_MAX_INTER) ||
         !FITS(heads, CFG_MAX_HEADS) || (kv && !FITS(kv, CFG_MAX_HEADS)) || !FITS(ctx, 1 << 24) ||
-        (key_len && !FITS(key_len, 4096)) || !FITS(emb->dims[1], CFG_MAX_VOCAB) || !(eps >= 0 && eps <= 1) ||
+        (key_len && !FITS(key_len, 4096)) || (rot && !FITS(rot, 4096)) || swa > (1u << 24) ||
+        !FITS(emb->dims[1], CFG_MAX_VOCAB) || !(eps >= 0 && eps <= 1) ||
         !(theta >= 1 && theta <= 1e12))
         return av_err(e, "%s: a hyper-parameter in the metadata is out of range (layers %u, width %u, ffn %u, "
                       "heads %u/%u, context %u)", path, layers, hidden, ff, heads, kv, ctx);
@@ -291,10 +457,16 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->num_layers = (int)layers, c->hidden_size = (int)hidden, c->intermediate_size = (int)ff;
     c->num_heads = (int)heads, c->num_kv_heads = kv ? (int)kv : (int)heads, c->head_dim = (int)key_len;
     c->max_position_embeddings = (int)ctx, c->vocab_size = (int)emb->dims[1];
-    c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = ROPE_DEFAULT, c->rope_factor = 1.0f;
+    c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT;
+    c->rope_factor = linear ? rope_factor : 1.0f;
+    c->rotary_dim = (int)rot; /* partial rotary (Phi-4-mini): fewer dims than head_dim */
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
-    if (fam->gemma && gemma2_gguf_config(c, f, layers, path, e)) return -1;
+    if (fam->gemma && gemma_gguf_config(c, f, layers, spec->gguf_arch, fam, path, e)) return -1;
+    if (fam->fused && longrope_gguf(c, f, spec->gguf_arch, path, e)) return -1;
+    /* a window the file names applies to every layer (Phi-3's converter writes one) */
+    c->sliding_window = fam->gemma ? c->sliding_window : (int)swa;
+    for (uint32_t l = 0; !fam->gemma && l < layers; l++) c->layer_sliding[l] = swa > 0;
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
@@ -324,10 +496,14 @@ FAMILY_GGUF(llama, LLAMA)
 FAMILY_GGUF(qwen2, QWEN2)
 FAMILY_GGUF(qwen3, QWEN3)
 FAMILY_GGUF(gemma2, GEMMA2)
+FAMILY_GGUF(gemma3, GEMMA3)
+FAMILY_GGUF(phi3, PHI3)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
-static int gguf_name(const char *hf, char *out, size_t len, int gemma2) {
+typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3 } GgufNames;
+
+static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
     static const char *const whole[][2] = {
         {"embed_tokens.weight", "token_embd.weight"}, {"norm.weight", "output_norm.weight"},
         {"lm_head.weight", "output.weight"}};
@@ -339,16 +515,26 @@ static int gguf_name(const char *hf, char *out, size_t len, int gemma2) {
     static const char *const gemma2_block[][2] = {
         {"post_attention_layernorm", "post_attention_norm"}, {"pre_feedforward_layernorm", "ffn_norm"},
         {"post_feedforward_layernorm", "post_ffw_norm"}};
+    /* Phi-3's fused projections keep their fusion in the file; no separate up_proj */
+    static const char *const phi3_block[][2] = {
+        {"self_attn.qkv_proj", "attn_qkv"}, {"mlp.gate_up_proj", "ffn_up"}, {"mlp.up_proj", ""}};
     for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
         if (!strcmp(hf, whole[i][0])) return snprintf(out, len, "%s", whole[i][1]) < (int)len ? 0 : -1;
     int layer, used = 0;
     if (sscanf(hf, "layers.%d.%n", &layer, &used) != 1 || used == 0) return -1;
     const char *rest = hf + used, *dot = strrchr(rest, '.');
     if (!dot) return -1;
-    for (size_t i = 0; gemma2 && i < sizeof gemma2_block / sizeof gemma2_block[0]; i++) {
+    for (size_t i = 0; variant == NAMES_GEMMA && i < sizeof gemma2_block / sizeof gemma2_block[0]; i++) {
         size_t bl = strlen(gemma2_block[i][0]);
         if ((size_t)(dot - rest) == bl && !strncmp(rest, gemma2_block[i][0], bl))
             return snprintf(out, len, "blk.%d.%s%s", layer, gemma2_block[i][1], dot) < (int)len ? 0 : -1;
+    }
+    for (size_t i = 0; variant == NAMES_PHI3 && i < sizeof phi3_block / sizeof phi3_block[0]; i++) {
+        size_t bl = strlen(phi3_block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, phi3_block[i][0], bl)) {
+            if (!phi3_block[i][1][0]) return -1;
+            return snprintf(out, len, "blk.%d.%s%s", layer, phi3_block[i][1], dot) < (int)len ? 0 : -1;
+        }
     }
     for (size_t i = 0; i < sizeof block / sizeof block[0]; i++) {
         size_t bl = strlen(block[i][0]);
@@ -358,5 +544,6 @@ static int gguf_name(const char *hf, char *out, size_t len, int gemma2) {
     return -1;
 }
 
-int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, 0); }
-int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, 1); }
+int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_LLAMA); }
+int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GEMMA); }
+int arch_phi3_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_PHI3); }
