@@ -1,5 +1,5 @@
-/* gemm.h — the matrix product behind every linear layer, with one fixed
- * rounding per output:
+/* gemm.h — the matrix product behind every linear layer and attention's q·kᵀ and
+ * weights·v (gemm_rows_ld), with one fixed rounding per output:
  *
  *     total = 0
  *     for each block of GEMM_KB inputs (k = b .. b + GEMM_KB - 1, b = 0, GEMM_KB, ...):
