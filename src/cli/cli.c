@@ -62,7 +62,7 @@ static const HelpSection SECTIONS[] = {
      "                      pytorch_model.bin), or a .gguf file.\n"
      "                      Default: $ATTNVIZ_MODEL, else weights/bert-base-uncased, else the demo model\n"
      "  --cased, --uncased  override the tokenizer's lower-casing\n"
-     "  --threads N         cap the BLAS threads\n"
+     "  --threads N         cap the forward pass's threads (default: the cores)\n"
      "\n"},
     {H_RUN | H_RENDER | H_DIFF | H_HEADS,
      "Output:\n"
