@@ -179,27 +179,37 @@ static inline float vexpf(float x) {
 #define VEC_CLONES
 #endif
 
-VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
-    for (int i = 0; i < rows; i++) {
-        float *r = x + (size_t)i * cols;
-        float pmax[8], mx = r[0];
-        for (int k = 0; k < 8; k++) pmax[k] = r[0];
-        int j = 0;
-        for (; j + 8 <= cols; j += 8)
-            for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
-        for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
-        for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-        for (j = 0; j < cols; j++) r[j] = vexpf(r[j] - mx);
-        /* eight partial sums: a fixed order the compiler may vectorize */
-        float part[8] = {0};
-        for (j = 0; j + 8 <= cols; j += 8)
-            for (int k = 0; k < 8; k++) part[k] += r[j + k];
-        float sum = 0;
-        for (; j < cols; j++) sum += r[j];
-        for (int k = 0; k < 8; k++) sum += part[k];
-        float inv = 1.0f / sum;
-        for (int k = 0; k < cols; k++) r[k] *= inv;
+/* softmax(scale r), one pass fewer than scaling first: the scaled
+ * maximum is the maximum of the scaled scores (scale > 0, rounding is
+ * monotone), and each exponent's argument is the same rounded product minus
+ * it, so the bits are those of multiplying by scale first. Scale 1 is the plain
+ * softmax (x * 1 is x exactly). */
+VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
+    float pmax[8], mx = r[0];
+    for (int k = 0; k < 8; k++) pmax[k] = r[0];
+    int j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
+    for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+    for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
+    const float smx = mx * scale;
+    for (j = 0; j < cols; j++) {
+        const float t = r[j] * scale;
+        r[j] = vexpf(t - smx);
     }
+    /* eight partial sums: a fixed order the compiler may vectorize */
+    float part[8] = {0};
+    for (j = 0; j + 8 <= cols; j += 8)
+        for (int k = 0; k < 8; k++) part[k] += r[j + k];
+    float sum = 0;
+    for (; j < cols; j++) sum += r[j];
+    for (int k = 0; k < 8; k++) sum += part[k];
+    float inv = 1.0f / sum;
+    for (int k = 0; k < cols; k++) r[k] *= inv;
+}
+
+VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f);
 }
 
 void kern_softmax_rows_naive(float *x, int rows, int cols) {
@@ -279,33 +289,6 @@ static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int 
 
 VEC_CLONES static void scale_row(float *r, int n, float scale) {
     for (int j = 0; j < n; j++) r[j] *= scale;
-}
-
-/* softmax(scale r) in kern_softmax_rows' order, one pass fewer: the scaled
- * maximum is the maximum of the scaled scores (scale > 0, rounding is
- * monotone), and each exponent's argument is the same rounded product minus
- * it, so the bits are those of scale_row then kern_softmax_rows. */
-VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
-    float pmax[8], mx = r[0];
-    for (int k = 0; k < 8; k++) pmax[k] = r[0];
-    int j = 0;
-    for (; j + 8 <= cols; j += 8)
-        for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
-    for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
-    for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-    const float smx = mx * scale;
-    for (j = 0; j < cols; j++) {
-        const float t = r[j] * scale;
-        r[j] = vexpf(t - smx);
-    }
-    float part[8] = {0};
-    for (j = 0; j + 8 <= cols; j += 8)
-        for (int k = 0; k < 8; k++) part[k] += r[j + k];
-    float sum = 0;
-    for (; j < cols; j++) sum += r[j];
-    for (int k = 0; k < 8; k++) sum += part[k];
-    float inv = 1.0f / sum;
-    for (int k = 0; k < cols; k++) r[k] *= inv;
 }
 
 void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
