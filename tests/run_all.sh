@@ -123,6 +123,7 @@ scripts=(
     tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
+    tests/ref/quant_diff_check.sh
     tests/fetch_test.sh
     tests/fresh_machine_test.sh
 )
