@@ -78,7 +78,7 @@ typedef struct {
     float *yT;     /* (hidden, n) attention or MLP output */
     float *ffT;    /* (intermediate, n) up, then act(gate) * up */
     float *gateT;  /* (intermediate, n) gated MLPs only */
-    float *scores; /* (n_threads, n, n) used when attention is not captured */
+    float *scores; /* (n_threads, kern_attention_rows(), n): a block of a head's rows when its matrix is not kept */
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
     float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */
     float *widen;  /* (n_threads, widen_len) weights widened per tile */

@@ -122,12 +122,25 @@ typedef struct {
     const float *kT, *vT;      // (NKV * dh, ldk) every position's; vT NULL with ctxT NULL: probabilities only
     float *ctxT;               // (NH * dh, n)
     Capture *cap;              // per-head probabilities and q/k copies, or NULL
-    float *scores;             // (threads, n, pos0 + n) scratch when cap is NULL
+    float *scores;             // (threads, kern_attention_rows(), pos0 + n): rows of a head not kept
     float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
     size_t attn_len;
     int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
 } HeadTask;
+
+/* Where a head's rows go as they are made when its matrix is not kept: its
+ * thumbnail, if the capture has one (rows row0 + i of an n_tokens matrix). */
+typedef struct {
+    Capture *cap; // NULL: nowhere
+    int layer, head, row0, ncols;
+} RowsTo;
+
+static void rows_to_thumb(void *ctx, int i0, int i1, const float *probs, int ldp) {
+    const RowsTo *r = ctx;
+    kern_pool_attention(cap_thumb(r->cap, r->layer, r->head), r->cap->thumb_size, probs, ldp, r->row0 + i0, i1 - i0,
+                        r->ncols, r->cap->n_tokens);
+}
 
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
@@ -141,13 +154,20 @@ static void head_part(void *arg, int t, int T) {
             kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
                            dh, n);
         }
-        float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
-                                        : w->scores + (size_t)t * n * nk; // (n, ldp)
-        kern_attention_kv(probs, ldp, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                          w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule,
-                          w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
-        if (cap && cap->thumb)
-            kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, ldp, w->pos0, n, nk, cap->n_tokens);
+        float *ctxT = w->ctxT ? w->ctxT + qoff : NULL, *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
+        const float *vT = w->vT ? w->vT + kvoff : NULL;
+        if (cap && cap->attn) { /* straight into the kept matrix */
+            float *probs = cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp; // (n, ldp)
+            kern_attention_kv(probs, ldp, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule, scratch);
+            if (cap->thumb)
+                kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, ldp, w->pos0, n, nk,
+                                    cap->n_tokens);
+        } else { /* a block of rows at a time */
+            RowsTo to = {cap && cap->thumb ? cap : NULL, w->layer, h, w->pos0, nk};
+            float *probs = w->scores + (size_t)t * kern_attention_rows() * nk; // (rows, nk)
+            kern_attention_kv_rows(probs, nk, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule,
+                                   scratch, to.cap ? rows_to_thumb : NULL, &to);
+        }
     }
 }
 
@@ -167,7 +187,7 @@ typedef struct {
     int n_segs;
     float *scratch;            // (threads, 4 * dh * max_len)
     size_t scratch_len;
-    float *scores;             // (threads, max_len, max_len) when a segment's capture lacks the head
+    float *scores;             // (threads, kern_attention_rows(), max_len): rows of a head not kept
     float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
     size_t attn_len;
     int layer, n, n_heads, group, dh;
@@ -200,10 +220,17 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
-            float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
-            kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule,
-                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
-            if (cap && cap->thumb) kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, len, 0, len, len, len);
+            float *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
+            if (cap && cap->attn) {
+                float *probs = cap_attn(cap, w->layer, h); // (len, len)
+                kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule, scratch);
+                if (cap->thumb) kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, len, 0, len, len, len);
+            } else {
+                RowsTo to = {cap && cap->thumb ? cap : NULL, w->layer, h, 0, len};
+                kern_attention_kv_rows(w->scores + (size_t)t * kern_attention_rows() * len, len, w->ctxT ? ctx : NULL, q,
+                                       len, k, w->vT ? v : NULL, len, len, dh, &w->rule, scratch,
+                                       to.cap ? rows_to_thumb : NULL, &to);
+            }
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
     }

@@ -523,7 +523,7 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
             bad |= !s->rope_cos_local || !s->rope_sin_local;
         }
     }
-    s->scores = alloc_floats((size_t)s->n_threads * n * n);
+    s->scores = alloc_floats((size_t)s->n_threads * (size_t)kern_attention_rows() * n); /* rows of heads not kept */
     s->seg = alloc_floats((size_t)s->n_threads * 4 * dh * n);
     s->pos = malloc(n * sizeof *s->pos);
     bad |= !s->seg || !s->pos;
