@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 # an overall limit: a daemon that never answers must not hang CI (the EXIT trap still stops them)
 if [ -z "${SLURM_TEST_TIMED:-}" ]; then
-    SLURM_TEST_TIMED=1 exec timeout -k 10 "${SLURM_TEST_TIMEOUT:-300}" "$0" "$@"
+    SLURM_TEST_TIMED=1 exec timeout -k 30 "${SLURM_TEST_TIMEOUT:-180}" "$0" "$@"
 fi
 ROOT=$PWD
 BIN=$ROOT/attnviz
@@ -31,29 +31,30 @@ PIDS=""   # the daemons this script started (munged, slurmctld, slurmd), stopped
 finished=0
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# running: exists and has not ended (a zombie has ended; it waits to be reaped)
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
-# Stops the daemons started here (TERM, then KILL after 15 s), then checks that none of them and no
-# slurmstepd of our jobs is left: any left is killed by its id and the case fails.
+# Stops the daemons started here (TERM, then KILL after 5 s) and reaps them, then checks that none
+# of them and no slurmstepd of our jobs is left: any left is killed by its id and named in STRAYS.
 daemons_down() {
     local p left="" i
     for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-    for i in $(seq 1 150); do
+    for i in $(seq 1 50); do
         left=""
-        for p in $PIDS; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+        for p in $PIDS; do alive "$p" && left="$left $p"; done
         [ -z "$left" ] && break
         sleep 0.1
     done
     for p in $left; do kill -KILL "$p" 2>/dev/null; done
+    for p in $PIDS; do wait "$p" 2>/dev/null; done
     # a job step outlives slurmd only if something went wrong: its slurmstepd runs our job scripts
     local strays=""
-    for i in $(seq 1 50); do
+    for i in $(seq 1 30); do
         strays=""
         for p in $(pgrep -x slurmstepd 2>/dev/null) $(pgrep -x slurmctld 2>/dev/null) $(pgrep -x slurmd 2>/dev/null) \
             $(pgrep -x munged 2>/dev/null); do
             case " $BEFORE " in *" $p "*) continue ;; esac
-            # a zombie (state Z) has ended: it only waits for init to reap it
-            [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] && continue
-            strays="$strays $p"
+            alive "$p" && strays="$strays $p"
         done
         [ -z "$strays" ] && break
         sleep 0.1
@@ -63,9 +64,8 @@ daemons_down() {
         named="$named $p($(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | head -c 80))"
         kill -KILL "$p" 2>/dev/null
     done
-    strays=$named
     PIDS=""
-    STRAYS="${left:+still running after TERM:$left; }${strays:+left behind:$strays}"
+    STRAYS="${left:+still running 5 s after TERM:$left; }${named:+left behind:$named}"
 }
 on_exit() {
     if [ -n "$PIDS" ]; then
@@ -74,7 +74,7 @@ on_exit() {
     fi
     rm -rf "$T"
     # fd 3: a trap runs under the redirections of the command it interrupted
-    [ $finished -eq 1 ] || echo "FAIL slurm_test: interrupted or out of time (${SLURM_TEST_TIMEOUT:-300} s)" >&3
+    [ $finished -eq 1 ] || echo "FAIL slurm_test: interrupted or out of time (${SLURM_TEST_TIMEOUT:-180} s)" >&3
 }
 exec 3>&1
 trap on_exit EXIT
@@ -102,8 +102,8 @@ grep -q '^#SBATCH --array=0-3' "$T/attnviz-shards.sbatch" && grep -q 'sbatch --w
     fail_all "README.md: the Slurm section's blocks were not found"
 
 # ---- the daemons: munged, slurmctld and slurmd, all in $T/slurm, over 127.0.0.1
-BEFORE=" $(pgrep -x slurmstepd; pgrep -x slurmctld; pgrep -x slurmd; pgrep -x munged) "
-BEFORE=$(echo $BEFORE)
+# what ran before (another Slurm on this machine): not ours, never stopped or counted
+BEFORE=$(echo $(pgrep -x slurmstepd; pgrep -x slurmctld; pgrep -x slurmd; pgrep -x munged))
 S=$T/slurm
 mkdir -p "$S/state" "$S/spool" "$S/key" "$S/run" && chmod 700 "$S/key" && chmod 755 "$T" "$S" "$S/run" || fail_all "cannot make $S"
 head -c 1024 /dev/urandom >"$S/key/munge.key" && chmod 600 "$S/key/munge.key" || fail_all "cannot write the munge key"
@@ -160,16 +160,22 @@ EOF
 export SLURM_CONF=$S/slurm.conf
 # -D: foreground, so $! is the daemon; -i: no state to recover
 slurmctld -D -i >"$S/slurmctld.out" 2>&1 &
-PIDS="$PIDS $!"
+ctld=$!
+PIDS="$PIDS $ctld"
 slurmd -D -N attnviz1 >"$S/slurmd.out" 2>&1 &
-PIDS="$PIDS $!"
-up=0
-for i in $(seq 1 300); do
-    if [ "$(sinfo -h -n attnviz1 -o %t 2>/dev/null)" = idle ]; then up=1; break; fi
-    sleep 0.1
+slurmd=$!
+PIDS="$PIDS $slurmd"
+# up: the node idle within 30 s; a daemon that exits fails at once with its last words (each
+# sinfo bounded: it retries a controller that does not answer)
+up=0 end=$(($(date +%s) + 30))
+while [ "$(date +%s)" -lt $end ]; do
+    alive "$ctld" || fail_all "slurmctld exited: $(grep -v -e pmix -e PMIx -e 'MPI:' "$S/slurmctld.out" | tail -n 3 | tr '\n' ' ')"
+    alive "$slurmd" || fail_all "slurmd exited: $(grep -v -e pmix -e PMIx -e 'MPI:' "$S/slurmd.out" | tail -n 3 | tr '\n' ' ')"
+    if [ "$(timeout 5 sinfo -h -n attnviz1 -o %t 2>/dev/null)" = idle ]; then up=1; break; fi
+    sleep 0.2
 done
 t_up=$(now)
-[ $up -eq 1 ] || fail_all "the node did not come up in 30 s: $(sinfo 2>&1 | tail -2); $(tail -c 400 "$S/slurmctld.out"); $(tail -c 400 "$S/slurmd.out")"
+[ $up -eq 1 ] || fail_all "the node did not come up in 30 s: $(timeout 5 sinfo 2>&1 | tail -2); $(tail -c 300 "$S/slurmctld.out"); $(tail -c 300 "$S/slurmd.out")"
 
 # ---- the README's job array, from its folder, with attnviz on PATH and the model in ATTNVIZ_MODEL
 W=$T/work
