@@ -169,6 +169,7 @@ static const HelpSection SECTIONS[] = {
      "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
      "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
      "  attnviz --batch corpus.txt --stats --json stats.json\n"
+     "  attnviz --batch corpus.txt --shard 2/4 --stats --json stats.2.json   (then stats --merge)\n"
      "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
      "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
      "  attnviz serve --model weights/bert-base-uncased --model model.gguf --open\n"
