@@ -31,6 +31,9 @@ PIDS=""   # the daemons this script started (munged, slurmctld, slurmd), stopped
 finished=0
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# every Slurm and munge daemon process on this machine (slurmscriptd is slurmctld's helper,
+# slurmstepd runs a job for slurmd)
+slurm_pids() { for n in slurmctld slurmscriptd slurmd slurmstepd munged; do pgrep -x $n; done; }
 # running: exists and has not ended (a zombie has ended; it waits to be reaped)
 alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
@@ -51,8 +54,7 @@ daemons_down() {
     local strays=""
     for i in $(seq 1 30); do
         strays=""
-        for p in $(pgrep -x slurmstepd 2>/dev/null) $(pgrep -x slurmctld 2>/dev/null) $(pgrep -x slurmd 2>/dev/null) \
-            $(pgrep -x munged 2>/dev/null); do
+        for p in $(slurm_pids); do
             case " $BEFORE " in *" $p "*) continue ;; esac
             alive "$p" && strays="$strays $p"
         done
@@ -103,7 +105,7 @@ grep -q '^#SBATCH --array=0-3' "$T/attnviz-shards.sbatch" && grep -q 'sbatch --w
 
 # ---- the daemons: munged, slurmctld and slurmd, all in $T/slurm, over 127.0.0.1
 # what ran before (another Slurm on this machine): not ours, never stopped or counted
-BEFORE=$(echo $(pgrep -x slurmstepd; pgrep -x slurmctld; pgrep -x slurmd; pgrep -x munged))
+BEFORE=$(echo $(slurm_pids))
 S=$T/slurm
 mkdir -p "$S/state" "$S/spool" "$S/key" "$S/run" && chmod 700 "$S/key" && chmod 755 "$T" "$S" "$S/run" || fail_all "cannot make $S"
 head -c 1024 /dev/urandom >"$S/key/munge.key" && chmod 600 "$S/key/munge.key" || fail_all "cannot write the munge key"
