@@ -106,6 +106,7 @@ scripts=(
     tests/scripting_test.sh
     tests/heads_test.sh
     tests/corpus_hosts_test.sh
+    tests/slurm_test.sh
     tests/aarch64_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
