@@ -71,6 +71,10 @@ void kern_residual(float *x, const float *yT, float *dst, float *dstT, const Nor
 void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps);
 
 void kern_softmax_rows(float *x, int rows, int cols);
+/* out[j] = x[j] ln x[j] (0 for x[j] <= 1e-30: zero weights, and terms below
+ * 7e-28), for entropies; within a few ulp of the double-precision naive. */
+void kern_xlogx(float *out, const float *x, int n);
+void kern_xlogx_naive(float *out, const float *x, int n);
 void kern_softmax_rows_naive(float *x, int rows, int cols);
 /* softmax of (scale x) per row, scale > 0: the bits of multiplying by scale
  * and then kern_softmax_rows, one pass over the row fewer. */

@@ -53,6 +53,8 @@ int run_ensure_buffers(Run *r, int n, AvErr *e);
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a, const char *b);
 /* The truncation warning (lineno > 0: a batch line). */
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);
+/* A capture for n tokens as the run's spec asks: the selected matrices, or telemetry. */
+int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e);
 /* Derives the view of a filled capture and writes it (jsonl: the batch's stream, or NULL). */
 int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
                      FILE *jsonl, AvErr *e);

@@ -24,6 +24,8 @@ typedef struct {
     int tokens_only;    /* tokenize only, no pass */
     int max_tokens;     /* --max-tokens: 0 = the model's limit */
     double max_capture; /* --max-capture in bytes: 0 = half of physical RAM */
+    int telemetry;      /* --telemetry K: each row's statistics and top-K keys (capture.h) instead of matrices */
+    int telemetry_top;  /* that K */
 } CaptureSpec;
 
 /* --predict and --generate. */

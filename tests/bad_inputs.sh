@@ -215,6 +215,9 @@ case_ opt_max_tokens_zero 2 "--max-tokens needs a count >= 1, got '0'" -- --mode
 # --shard I/N: integers with 0 <= I < N, nothing else; slurm needs an array task's variables
 case_ opt_shard_index_not_below_count 2 "--shard 4/4: the index I must be below the count N \\(0 to 3\\)" -- --model "$M" --batch - --shard 4/4
 case_ opt_shard_zero_count 2 "--shard 0/0: the count N must be at least 1" -- --model "$M" --batch - --shard 0/0
+case_ opt_telemetry_too_many_keys 2 "--telemetry needs a count of top keys from 0 to 64" -- --model "$M" --telemetry 65 --json - x
+case_ opt_telemetry_without_json 2 "--telemetry writes to --json" -- --model "$M" --telemetry 3 x
+case_ opt_telemetry_with_page 2 "instead of the matrices" -- --model "$M" --telemetry 3 --json - --html out.html x
 case_ opt_shard_negative 2 "--shard needs I/N \\(0 <= I < N, e.g. 0/4\\) or slurm, got '-1/4'" -- --model "$M" --batch - --shard -1/4
 case_ opt_shard_junk 2 "--shard needs I/N .* got '1/4x'" -- --model "$M" --batch - --shard 1/4x
 case_ opt_shard_no_count 2 "--shard needs I/N .* got '3'" -- heads --model "$M" --batch - --shard 3

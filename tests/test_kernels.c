@@ -507,6 +507,26 @@ START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query
 }
 END_TEST
 
+/* x ln x for entropies: within a few ulp of the double-precision reference
+ * from 1e-30 (below: 0) to 1, subnormals and zeros included. */
+START_TEST(xlogx_matches_naive_reference) {
+    enum { N = 4099 };
+    static float x[N], got[N], want[N];
+    for (int j = 0; j < N; j++) x[j] = (float)pow(10.0, -31.0 + 31.0 * j / (N - 5));
+    x[N - 4] = 0, x[N - 3] = 1e-40f, x[N - 2] = 1.0f, x[N - 1] = 0.5f;
+    kern_xlogx(got, x, N);
+    kern_xlogx_naive(want, x, N);
+    double worst = 0;
+    for (int j = 0; j < N; j++) {
+        ck_assert_msg(isfinite(got[j]), "x = %g gives %g", x[j], got[j]);
+        double rel = fabs((double)got[j] - want[j]) / fmax(fabs(want[j]), 1e-37);
+        worst = fmax(worst, rel);
+    }
+    ck_assert_msg(worst < 5e-7, "x ln x is %g off (relative)", worst);
+    ck_assert(got[N - 4] == 0 && got[N - 3] == 0 && got[N - 2] == 0);
+}
+END_TEST
+
 /* Rows streamed a block at a time (heads whose matrix is not kept) are the
  * whole matrix's rows and give its context, bit for bit, on every kernel. */
 typedef struct {
@@ -674,6 +694,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
+    tcase_add_test(k, xlogx_matches_naive_reference);
     tcase_add_test(k, bf16_few_token_products_cover_a_row_tail);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);

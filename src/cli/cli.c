@@ -2,6 +2,8 @@
  * capture -> writers pipeline for one input or a batch. */
 #include "cli.h"
 
+#include "capture.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -86,6 +88,10 @@ static const HelpSection SECTIONS[] = {
      "  --max-tokens N      truncate inputs to N tokens (with a warning)\n"
      "  --max-capture SIZE  refuse inputs whose captured attention would need more\n"
      "                      memory, e.g. 8G or 500M (default: half of physical RAM)\n"
+     "  --telemetry K       no matrices: each query row's statistics (first-token and\n"
+     "                      first-four sink mass, entropy, previous/self/duplicate\n"
+     "                      shares, mean distance) and its K heaviest keys, per layer\n"
+     "                      and head, into --json; memory grows with n, not n^2\n"
      "  --no-special        drop [CLS]/[SEP] rows and columns (rows renormalized)\n"
      "  --words             merge ## pieces into words: attention summed over a word's\n"
      "                      key pieces and averaged over its query pieces\n"
@@ -467,6 +473,16 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
     if (o->run.predict.generate_n && rest == 2 && !o->run.batch.path)
         return usage_error(e, "%s", "--generate continues one text, not a pair");
     if (o->run.output.out_dir && !o->run.batch.path) return usage_error(e, "%s", "--out-dir goes with --batch");
+    if (o->run.capture.telemetry) {
+        const RunSpec *r = &o->run;
+        if (r->predict.k || r->predict.generate_n || r->stats || r->capture.tokens_only || r->capture.no_special ||
+            r->capture.words || r->capture.qk || r->capture.hidden || r->output.html_path || r->output.npy_path ||
+            r->output.out_dir)
+            return usage_error(e, "%s", "--telemetry writes each row's statistics instead of the matrices: not with "
+                                        "--html, --npy, --out-dir, --qk, --hidden, --stats, --predict, --generate, "
+                                        "--no-special, --words or --tokens-only");
+        if (!r->output.json_path) return usage_error(e, "%s", "--telemetry writes to --json FILE (or - for stdout)");
+    }
     if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
         return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
     if (o->run.batch.path) {
@@ -482,6 +498,8 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
 
 /* The options read, checked against the command they go with. */
 static int check_command(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    if (o->run.capture.telemetry && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
+        return usage_error(e, "%s", "--telemetry goes with a run (attnviz TEXT or --batch FILE), not a subcommand");
     /* the commands that take no --batch refuse it themselves */
     if (ps->shard_set && !o->run.batch.path)
         return usage_error(e, "%s", "--shard goes with --batch FILE (a run, --stats or attnviz heads)");
@@ -501,7 +519,7 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
 /* getopt_long's codes of the long options. */
 enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_TOKENS, O_QK, O_HIDDEN,
        O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
-       O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
+       O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_TELEMETRY, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
        O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD };
@@ -577,6 +595,11 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
     case O_STRICT: o->run.batch.strict = 1; break;
     case O_MAXTOK:
         if (parse_int(arg, 1, INT_MAX, &o->run.capture.max_tokens)) return count_error(e, "--max-tokens", arg, INT_MAX, "a count >= 1");
+        break;
+    case O_TELEMETRY:
+        if (parse_int(arg, 0, CAP_TEL_MAX_TOP, &o->run.capture.telemetry_top))
+            return usage_error(e, "--telemetry needs a count of top keys from 0 to %d, got '%s'", CAP_TEL_MAX_TOP, arg);
+        o->run.capture.telemetry = 1;
         break;
     case O_MAXCAP:
         if (parse_size(arg, &o->run.capture.max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", arg);
@@ -708,6 +731,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"no-special", no_argument, 0, O_NOSPECIAL}, {"words", no_argument, 0, O_WORDS},
         {"stats", no_argument, 0, O_STATS},         {"strict", no_argument, 0, O_STRICT},
         {"max-tokens", required_argument, 0, O_MAXTOK}, {"max-capture", required_argument, 0, O_MAXCAP},
+        {"telemetry", required_argument, 0, O_TELEMETRY},
         {"templates", required_argument, 0, O_TEMPLATES},
         {"predict", required_argument, 0, O_PREDICT}, {"generate", required_argument, 0, O_GENERATE},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},

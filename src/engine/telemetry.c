@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "kernels.h"
 #include "model.h"
 
 /* Keeps the k heaviest keys seen so far, heaviest first; a key only displaces
@@ -19,26 +20,36 @@ static void top_insert(int *key, float *w, int k, int *have, int j, float x) {
     if (*have < k) (*have)++;
 }
 
+/* Terms of one row handled at a time: x ln x over a chunk goes through the
+ * vectorized kern_xlogx, the rest is one scalar sweep that skips zeros. */
+#define TEL_CHUNK 256
+
 void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols) {
     const size_t block = cap_block(cap, l, h), n = (size_t)cap->n_tokens;
     const int K = cap->tel_top_k;
     const int *ids = cap->tel_ids;
+    float xlx[TEL_CHUNK];
     for (int r = 0; r < nrows; r++) {
         const int i = row0 + r;
-        const float *p = probs + (size_t)r * ldp;             // (ncols)
+        const float *p = probs + (size_t)r * ldp;                  // (ncols)
         float *t = cap->tel + (block * n + (size_t)i) * CAP_TEL_N; // (CAP_TEL_N)
         int *top = K ? cap->tel_top + (block * n + (size_t)i) * K : NULL;
         float *topw = K ? cap->tel_top_w + (block * n + (size_t)i) * K : NULL;
         double ent = 0, dist = 0, dup = 0, sink4 = 0;
         int have = 0;
-        for (int j = 0; j < ncols; j++) {
-            const float x = p[j];
-            if (!(x > 0)) continue; /* masked keys are exactly 0: nothing to add, and no log of 0 */
-            ent -= (double)x * log(x);
-            dist += (double)x * abs(i - j);
-            if (j < 4) sink4 += x;
-            if (ids && j < i && ids[j] == ids[i]) dup += x;
-            if (K) top_insert(top, topw, K, &have, j, x);
+        for (int j0 = 0; j0 < ncols; j0 += TEL_CHUNK) {
+            const int len = ncols - j0 < TEL_CHUNK ? ncols - j0 : TEL_CHUNK;
+            kern_xlogx(xlx, p + j0, len);
+            for (int jj = 0; jj < len; jj++) {
+                const float x = p[j0 + jj];
+                if (!(x > 0)) continue; /* masked keys are exactly 0: nothing to add */
+                const int j = j0 + jj;
+                ent -= xlx[jj];
+                dist += (double)x * abs(i - j);
+                if (j < 4) sink4 += x;
+                if (ids && j < i && ids[j] == ids[i]) dup += x;
+                if (K) top_insert(top, topw, K, &have, j, x);
+            }
         }
         for (int k = have; k < K; k++) top[k] = -1, topw[k] = 0;
         t[CAP_TEL_SINK] = ncols > 0 ? p[0] : 0;

@@ -281,6 +281,49 @@ static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture
     sink_put(s, "]", 1);
 }
 
+/* --telemetry: each selected head's rows as [layer][head][query][field], and
+ * its heaviest keys as [layer][head][query][[key, weight], ...]. */
+static void write_telemetry(Sink *s, const OutDoc *d) {
+    static const char *const fields[CAP_TEL_N] = {"sink", "sink4", "entropy", "prev", "self", "dup", "distance"};
+    const Capture *c = d->cap;
+    const int n = d->enc->n, K = c->tel_top_k;
+    sink_str(s, ",\"telemetry\":{\"fields\":[");
+    for (int k = 0; k < CAP_TEL_N; k++) {
+        if (k) sink_put(s, ",", 1);
+        sink_put(s, "\"", 1);
+        sink_str(s, fields[k]);
+        sink_put(s, "\"", 1);
+    }
+    sink_str(s, "],\"top_k\":");
+    sink_int(s, K);
+    sink_str(s, ",\"rows\":");
+    write_blocks(s, d, cap_tel, n, CAP_TEL_N);
+    sink_str(s, ",\"top\":[");
+    for (int li = 0; li < out_n_layers(d); li++) {
+        sink_str(s, li ? ",[" : "[");
+        for (int hi = 0; hi < out_n_heads(d); hi++) {
+            sink_str(s, hi ? ",[" : "[");
+            const size_t at = cap_block(c, out_layer(d, li), out_head(d, hi)) * (size_t)n * K;
+            for (int i = 0; i < n; i++) {
+                sink_str(s, i ? ",[" : "[");
+                for (int k = 0, w = 0; k < K; k++) {
+                    const size_t x = at + (size_t)i * K + k;
+                    if (c->tel_top[x] < 0) continue; /* a row with fewer keys than K */
+                    sink_str(s, w++ ? ",[" : "[");
+                    sink_int(s, c->tel_top[x]);
+                    sink_put(s, ",", 1);
+                    sink_float(s, c->tel_top_w[x], d->precision);
+                    sink_put(s, "]", 1);
+                }
+                sink_put(s, "]", 1);
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    sink_str(s, "]}");
+}
+
 static void write_index_list(Sink *s, int n, int (*at)(const OutDoc *, int), const OutDoc *d) {
     sink_put(s, "[", 1);
     for (int i = 0; i < n; i++) {
@@ -537,8 +580,11 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
         return sink_done(s, e);
     }
     int n = d->enc->n;
-    sink_str(s, ",\"attention\":");
-    write_blocks(s, d, cap_attn, n, n);
+    if (d->cap->attn) {
+        sink_str(s, ",\"attention\":");
+        write_blocks(s, d, cap_attn, n, n);
+    }
+    if (d->cap->tel) write_telemetry(s, d);
     if (d->with_qk && d->cap->q) {
         sink_str(s, ",\"queries\":");
         write_blocks(s, d, cap_q, n, d->cap->head_dim);

@@ -105,7 +105,6 @@ static void pack_free(Pack *p) {
 /* Runs the waiting inputs in one pass, then writes each in order. */
 static void pack_flush(BatchState *bs, Pack *p) {
     Run *r = bs->r;
-    const RunSpec *o = r->o;
     if (!p->n) return;
     AvErr e;
     int rc = run_ensure_buffers(r, p->tokens, &e);
@@ -118,10 +117,10 @@ static void pack_flush(BatchState *bs, Pack *p) {
         if (p->cap_n[g] < lens[g]) {
             model_capture_free(&p->cap[g]);
             p->cap_n[g] = 0;
-            rc = model_capture_select(&p->cap[g], &r->cfg, lens[g], 1, o->capture.hidden, o->sel.layers, o->sel.n_layers,
-                                      o->sel.heads, o->sel.n_heads, &e);
+            rc = run_capture_make(r, &p->cap[g], lens[g], &e);
             if (rc == 0) p->cap_n[g] = lens[g];
         }
+        p->cap[g].tel_ids = p->ids + at;
         caps[g] = &p->cap[g];
     }
     double t0 = av_now_ms();
@@ -167,6 +166,7 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         }
         int rc = run_ensure_buffers(r, enc.n, &le);
         double t0 = av_now_ms();
+        r->cap.tel_ids = enc.ids;
         if (rc == 0) rc = model_forward(&r->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
         r->t_fwd += av_now_ms() - t0;
         if (rc == 0) run_warn_truncated(r, &enc, lineno);

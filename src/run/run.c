@@ -27,7 +27,8 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
     const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
     /* refuse before allocating: a capture grows with the square of the input */
-    double need = (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh), limit = o->capture.max_capture;
+    double need = o->capture.telemetry ? 0 : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh),
+           limit = o->capture.max_capture;
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
         char a[32], b[32];
@@ -41,11 +42,18 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     r->cap_n = 0;
     if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
-    if (model_capture_select(&r->cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
-                             o->sel.n_heads, e) != 0)
-        return -1;
+    if (run_capture_make(r, &r->cap, n, e) != 0) return -1;
     r->cap_n = n;
     return 0;
+}
+
+int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (o->capture.telemetry) /* the ids are the input's, set before each pass (run_capture_input) */
+        return model_capture_telemetry(cap, &r->cfg, n, o->capture.telemetry_top, NULL, o->sel.layers, o->sel.n_layers,
+                                       o->sel.heads, o->sel.n_heads, e);
+    return model_capture_select(cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
+                                o->sel.n_heads, e);
 }
 
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
@@ -177,6 +185,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
         rc = generate(r, enc, e);
     } else {
         if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
+        r->cap.tel_ids = enc->ids;
         rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
         if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
     }
