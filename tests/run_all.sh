@@ -105,6 +105,7 @@ scripts=(
     tests/diff_test.sh
     tests/scripting_test.sh
     tests/heads_test.sh
+    tests/families_test.sh
     tests/corpus_hosts_test.sh
     tests/aarch64_test.sh
     tests/tokenizer/oracle_check.sh
@@ -118,6 +119,7 @@ scripts=(
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/encoder_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/diff_check.sh
