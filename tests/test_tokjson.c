@@ -320,13 +320,20 @@ START_TEST(precompiled_charsmaps_are_checked_at_load) {
 }
 END_TEST
 
+static const char *unigram_error(const char *pieces, const char *model_extra) {
+    char *j = unigram_json("null", pieces, model_extra);
+    const char *msg = load_error(j);
+    free(j);
+    return msg;
+}
+
 START_TEST(unigram_vocab_errors_name_the_problem) {
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[]", "")), "0 pieces"));
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[[\"a\"]]", "")), "entry 0 is not [piece, score]"));
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[[\"a\",0],[\"b\",\"NaN\"]]", "")), "entry 1"));
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[[\"a\",1e999]]", "")), "not a finite number"));
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[[\"a\",0]]", ",\"unk_id\":1")), "unk_id"));
-    ck_assert_ptr_nonnull(strstr(load_error(unigram_json("null", "[[\"a\",0]]", ",\"unk_id\":-1")), "unk_id"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[]", ""), "0 pieces"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\"]]", ""), "entry 0 is not [piece, score]"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0],[\"b\",\"NaN\"]]", ""), "entry 1"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",1e999]]", ""), "not a finite number"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0]]", ",\"unk_id\":1"), "unk_id"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0]]", ",\"unk_id\":-1"), "unk_id"));
     /* negative scores are what real files hold; positive ones are read too */
     char *j = unigram_json("null", "[[\"<unk>\",0],[\"a\",-1.5],[\"aa\",-4],[\"b\",2.5]]", ",\"unk_id\":0");
     Tokenizer *t = load(j);
