@@ -878,24 +878,46 @@ static int32_t uni_child(const TjTokenizer *t, int32_t node, unsigned char c) {
     }
 }
 
+static void uni_put(UniEdge *edges, size_t mask, uint64_t key, int32_t child) {
+    size_t k = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & mask;
+    while (edges[k].child >= 0) k = (k + 1) & mask;
+    edges[k] = (UniEdge){key, child};
+}
+
 /* Adds piece id's spelling to the trie; a later duplicate takes the node, as
- * the Rust library's map from spelling to id keeps the last. */
-static void uni_insert(TjTokenizer *t, const char *s, size_t n, int id) {
+ * the Rust library's map from spelling to id keeps the last. The edge table
+ * doubles past half full (nodes are at most the vocab's bytes, but prefixes
+ * share them: XLM-R's 250k pieces make far fewer). -1: out of memory. */
+static int uni_insert(TjTokenizer *t, const char *s, size_t n, int id) {
     int32_t node = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         int32_t ch = uni_child(t, node, c);
         if (ch < 0) {
-            uint64_t key = (uint64_t)(uint32_t)node << 8 | c;
-            size_t k = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & t->emask;
-            while (t->edges[k].child >= 0) k = (k + 1) & t->emask;
+            if (2 * (t->n_nodes + 1) > t->emask + 1) {
+                size_t cap = 2 * (t->emask + 1);
+                UniEdge *ne = malloc(cap * sizeof *ne);
+                int32_t *nt = realloc(t->node_tok, cap / 2 * sizeof *nt);
+                if (!ne || !nt) {
+                    free(ne);
+                    if (nt) t->node_tok = nt;
+                    return -1;
+                }
+                t->node_tok = nt;
+                for (size_t k = 0; k < cap; k++) ne[k].child = -1;
+                for (size_t k = 0; k <= t->emask; k++)
+                    if (t->edges[k].child >= 0) uni_put(ne, cap - 1, t->edges[k].key, t->edges[k].child);
+                free(t->edges);
+                t->edges = ne, t->emask = cap - 1;
+            }
             ch = (int32_t)t->n_nodes++;
-            t->edges[k] = (UniEdge){key, ch};
+            uni_put(t->edges, t->emask, (uint64_t)(uint32_t)node << 8 | c, ch);
             t->node_tok[ch] = -1;
         }
         node = ch;
     }
     if (n) t->node_tok[node] = id;
+    return 0;
 }
 
 /* A spelling's id among the model's pieces (not added tokens past them), -1 when absent. */
@@ -1393,11 +1415,11 @@ static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, 
         total += strlen(p->valuestring);
         k++;
     }
-    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || !(t->node_tok = malloc((total + 1) * sizeof *t->node_tok)))
+    if (total > INT32_MAX / 4) return av_err(e, "%s: the Unigram vocab spells %zu bytes (at most 2^29 are read)", name, total);
+    size_t cap = 1024; /* edge slots; node_tok holds cap / 2 nodes (uni_insert grows both) */
+    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || !(t->node_tok = malloc(cap / 2 * sizeof *t->node_tok)) ||
+        !(t->edges = malloc(cap * sizeof *t->edges)))
         return av_err(e, "out of memory");
-    size_t cap = 16;
-    while (cap < 2 * (total + 1)) cap *= 2;
-    if (!(t->edges = malloc(cap * sizeof *t->edges))) return av_err(e, "out of memory");
     for (size_t i = 0; i < cap; i++) t->edges[i].child = -1;
     t->emask = cap - 1;
     t->n_nodes = 1;
@@ -1410,7 +1432,7 @@ static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, 
         if (!isfinite(sc)) return av_err(e, "%s: Unigram piece %d \"%.40s\" has a score that is not a finite number", name, id, p);
         size_t len = strlen(p);
         if (set_token(t, id, p, len, name, e)) return -1;
-        uni_insert(t, p, len, id);
+        if (uni_insert(t, p, len, id)) return av_err(e, "out of memory");
         t->score[id] = sc;
         if (sc < min) min = sc;
         id++;

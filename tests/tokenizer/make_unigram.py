@@ -12,6 +12,9 @@ usage: make_unigram.py OUT_DIR          the reference files (tokjson_check.sh, l
          OUT_DIR/xlmr-bytefallback.json   the same with byte_fallback (<0x00>..<0xFF> pieces)
          OUT_DIR/xlmr/                    XLMRobertaTokenizer(vocab, charsmap).save_pretrained: the
                                           layout of a model folder (WhitespaceSplit + Metaspace, <mask>)
+         OUT_DIR/xlmr-250k.json           that folder's file grown to XLM-R's 250,002 pieces with random
+                                          ones (seeded; many scripts, scores -5 to -16): the trie and
+                                          Viterbi at full size, many pieces competing
        make_unigram.py --tiny OUT_DIR    a small one for committed fixtures (tests/data/small-xlmr):
                                           120 pieces, a charsmap of a few hand rules (full-width
                                           letters and digits, the fi ligature, NBSP, e + U+0301)
@@ -20,6 +23,7 @@ Run with the reference Python (tools/pyref.sh).
 import base64
 import json
 import os
+import random
 import sys
 import tempfile
 
@@ -74,6 +78,26 @@ def folder(converted_json, out):
     return len(d["model"]["vocab"])
 
 
+def grow(src, size, out):
+    d = json.load(open(src, encoding="utf-8"))
+    rng = random.Random(5)
+    alpha = ("abcdefghijklmnopqrstuvwxyzéèàüöñçß" "абвгдежзийклмнопрстуфхцчшщыэюя" "日本語中文的一是不了人我在有他这"
+             "αβγδεζηθικλμνξοπρστυφχψω" "กขคงจ" "0123456789.,-")
+    vocab, mask = d["model"]["vocab"][:-1], d["model"]["vocab"][-1]
+    seen = {p for p, _ in vocab}
+    while len(vocab) < size - 1:
+        w = ("▁" if rng.random() < 0.4 else "") + "".join(rng.choice(alpha) for _ in range(rng.randint(1, 9)))
+        if w not in seen:
+            seen.add(w)
+            vocab.append([w, -rng.uniform(5, 16)])
+    d["model"]["vocab"] = vocab + [mask]
+    for a in d["added_tokens"]:
+        if a["content"] == mask[0]:
+            a["id"] = size - 1
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(d, f, ensure_ascii=False)
+
+
 def reference(out):
     os.makedirs(out, exist_ok=True)
     text = lines()
@@ -82,6 +106,7 @@ def reference(out):
         full = train(tmp, "full", text, vocab_size=2000, character_coverage=0.995)
         convert(full, False, os.path.join(out, "xlmr-converter.json"))
         folder(os.path.join(out, "xlmr-converter.json"), os.path.join(out, "xlmr"))
+        grow(os.path.join(out, "xlmr", "tokenizer.json"), 250002, os.path.join(out, "xlmr-250k.json"))
         unk = train(tmp, "ascii", ascii_only, vocab_size=1500, character_coverage=1.0)
         convert(unk, False, os.path.join(out, "xlmr-unk.json"))
         bf = train(tmp, "ascii-bf", ascii_only, vocab_size=1500, character_coverage=1.0, byte_fallback=True)

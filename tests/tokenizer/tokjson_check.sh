@@ -57,7 +57,7 @@ if [ ! -f "$uni/xlmr/tokenizer.json" ]; then
         "$py" tests/tokenizer/make_unigram.py "$uni.tmp$$" >"$T/uni.log" 2>&1 && rm -rf "$uni" && mv "$uni.tmp$$" "$uni" ||
         echo "FAIL tokjson_unigram: make_unigram.py failed: $(grep -v '^[IW]0000' "$T/uni.log" | tail -1)"
 fi
-for tok in "$uni/xlmr-converter.json" "$uni/xlmr/tokenizer.json" "$uni/xlmr-unk.json" "$uni/xlmr-bytefallback.json" \
+for tok in "$uni/xlmr-converter.json" "$uni/xlmr/tokenizer.json" "$uni/xlmr-unk.json" "$uni/xlmr-bytefallback.json" "$uni/xlmr-250k.json" \
     tests/data/small-xlmr/tokenizer.json; do
     name=$(basename "$(dirname "$tok")")/$(basename "$tok" .json)
     [ -f "$tok" ] || { echo "FAIL tokjson_unigram $name: $tok is absent"; continue; }
