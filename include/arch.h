@@ -54,6 +54,8 @@ unsigned arch_gguf_tok_flags(const struct GgufFile *f);
 
 /* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c). */
 int arch_bert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_roberta_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_electra_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_distilbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_bert_load(struct Model *m, AvErr *e);
 int arch_gpt2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);

@@ -43,6 +43,8 @@ typedef struct {
     int inverse_layer_scale; /* GPT-2 scale_attn_by_inverse_layer_idx: scores / (layer + 1) */
     int vocab_size;
     int hidden_size;
+    int embedding_size;   /* the embeddings' width when it is not hidden_size (ELECTRA: projected to
+                             hidden_size after their LayerNorm), else 0 */
     int num_layers;
     int num_heads;        /* query heads */
     int num_kv_heads;     /* key/value heads (grouped-query attention), num_heads when not grouped */

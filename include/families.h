@@ -14,9 +14,13 @@
 #define AV_FAMILIES(X)                                                                                              \
     X(BERT, "bert", "Bert", "bert.", "hidden_size", "num_attention_heads", arch_bert_parse, arch_bert_load, NULL,    \
       NULL, NULL, TOK_SOURCE_WORDPIECE, 0)                                                                          \
-    X(ROBERTA, "roberta", "Roberta", "roberta.", "hidden_size", "num_attention_heads", arch_bert_parse,             \
+    X(ROBERTA, "roberta", "Roberta", "roberta.", "hidden_size", "num_attention_heads", arch_roberta_parse,          \
       arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_BPE_ROBERTA, 0)                                                  \
     X(DISTILBERT, "distilbert", "DistilBert", "distilbert.", "dim", "n_heads", arch_distilbert_parse,               \
+      arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_WORDPIECE, 0)                                                    \
+    X(XLM_ROBERTA, "xlm-roberta", "XLMRoberta", "roberta.", "hidden_size", "num_attention_heads",                   \
+      arch_roberta_parse, arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                     \
+    X(ELECTRA, "electra", "Electra", "electra.", "hidden_size", "num_attention_heads", arch_electra_parse,          \
       arch_bert_load, NULL, NULL, NULL, TOK_SOURCE_WORDPIECE, 0)                                                    \
     X(GPT2, "gpt2", "GPT2", "transformer.", "n_embd", "n_head", arch_gpt2_parse, arch_gpt2_load, NULL, NULL, NULL,  \
       TOK_SOURCE_BPE_GPT2, 0)                                                                                       \

@@ -28,9 +28,9 @@ typedef struct {
 
 /* What turns the last hidden state into scores over the vocabulary. */
 typedef struct {
-    Linear dense;         /* (hidden -> hidden) a masked-LM head's transform, w NULL otherwise */
+    Linear dense;         /* (hidden -> hidden, or embedding_size) a masked-LM head's transform, w NULL otherwise */
     ActKind act;          /* after dense */
-    Norm norm;            /* (hidden) after the transform (masked LM), g NULL otherwise */
+    Norm norm;            /* (dense's output) after the transform (masked LM), g NULL otherwise */
     Linear out;           /* (hidden -> vocab) lm_head, or tok_emb's rows when tied (with the head's
                              bias, if any); w NULL: the checkpoint has no head */
     float softcap;        /* logits capped as cap * tanh(x / cap) (Gemma 2); 0: none */
@@ -40,7 +40,8 @@ typedef struct {
     Linear tok_emb;       /* (vocab, hidden) rows looked up by id, widened one row at a time */
     const float *pos_emb; /* (max_pos, hidden) learned positions, NULL for rotary families */
     const float *type_emb;/* (type_vocab, hidden), NULL when the family has no token types */
-    Norm emb_norm;        /* (hidden) after the embeddings (BERT), g NULL otherwise */
+    Norm emb_norm;        /* (hidden, or embedding_size) after the embeddings (BERT), g NULL otherwise */
+    Linear emb_proj;      /* (embedding_size -> hidden) after emb_norm (ELECTRA), w NULL otherwise */
     Norm final_norm;      /* (hidden) after the last block (GPT-2's ln_f, Llama's norm), g NULL otherwise */
     LayerWeights *layers; /* (num_layers) */
     LmHead head;          /* on final_norm(x) for decoders, on x for encoders */
@@ -78,6 +79,7 @@ typedef struct {
     float *yT;     /* (hidden, n) attention or MLP output */
     float *ffT;    /* (intermediate, n) up, then act(gate) * up */
     float *gateT;  /* (intermediate, n) gated MLPs only */
+    float *emb, *embT; /* (n, embedding_size), (embedding_size, n) when it is not hidden_size, else NULL */
     float *scores; /* (n_threads, kern_attention_rows(), n): a block of a head's rows when its matrix is not kept */
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
     float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */

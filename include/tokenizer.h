@@ -55,9 +55,10 @@ int tok_load(Tokenizer **out, const char *vocab_path, int lowercase, AvErr *e);
  * Hugging Face's lstrip does); the vocab must have <s> and </s>. */
 int tok_load_bpe(Tokenizer **out, const char *vocab_json, const char *merges, TokStyle style,
                  AvErr *e);
-/* Loads Hugging Face's tokenizer.json (tokjson.h): any BPE tokenizer, its
- * normalizers, pre-tokenizers, added tokens and template, as the Rust library
- * encodes. Spellings are BPE pieces (byte_level set in encodings). */
+/* Loads Hugging Face's tokenizer.json (tokjson.h): any BPE or Unigram
+ * tokenizer, its normalizers, pre-tokenizers, added tokens and template, as
+ * the Rust library encodes. Spellings are the model's pieces (byte_level set
+ * in encodings of byte-level BPE). */
 int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e);
 /* Wraps an already built TjTokenizer (e.g. from GGUF metadata); takes it over. */
 struct TjTokenizer;

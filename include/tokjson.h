@@ -4,7 +4,9 @@
  * Prepend, Strip, Sequence), pre-tokenized (Split with an Oniguruma regex or
  * a string, ByteLevel, Metaspace, Digits, Whitespace, WhitespaceSplit,
  * Punctuation, Sequence) and run through the BPE model (byte-level, or with
- * byte_fallback; ignore_merges); the post-processor's template (TemplateProcessing,
+ * byte_fallback; ignore_merges) or the Unigram model (Viterbi over the pieces'
+ * scores, unknowns fused, byte fallback), after the Precompiled normalizer
+ * (SentencePiece's charsmap) where the file has it; the post-processor's template (TemplateProcessing,
  * RobertaProcessing, BertProcessing, ByteLevel) says what surrounds A and B.
  * tokenizer.c wraps this as a Tokenizer (tok_load_json). */
 #ifndef ATTNVIZ_TOKJSON_H

@@ -240,8 +240,8 @@ p, code = sys.argv[1], sys.argv[2]
 t = json.load(open(p)); exec(code); json.dump(t, open(p, "w"))
 PY
 }
-lfresh; tj_edit 't["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": ""}'
-case_ tokjson_unsupported_normalizer 1 "tokenizer.json: normalizer \"Precompiled\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; tj_edit 't["normalizer"] = {"type": "BertNormalizer"}'
+case_ tokjson_unsupported_normalizer 1 "tokenizer.json: normalizer \"BertNormalizer\" is not supported" -- --model "$M" "${Q[@]}" hi
 lfresh; tj_edit 't["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(["}, "behavior": "Isolated"}'
 case_ tokjson_invalid_regex 1 "tokenizer.json: Split pre-tokenizer: invalid regex" -- --model "$M" "${Q[@]}" hi
 lfresh; tj_edit 't["model"]["merges"].append("q zz")'
@@ -252,6 +252,35 @@ lfresh; printf '{"model": {"type": "BPE", "vocab": ' >"$M/tokenizer.json"
 case_ tokjson_not_json 1 "tokenizer.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
 lfresh; tj_edit 't["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"}, "content": "h" * 100}] * 8}'
 VMEM=2000000 case_ tokjson_normalizer_grows_without_bound 1 "tokenizer.json: the normalizer grows the text past 128 bytes, the limit for 2 input bytes \(32x \+ 64\)" -- --model "$M" "${Q[@]}" hi
+# ---- XLM-R's Unigram tokenizer.json: the Precompiled charsmap (base64 of a u32 trie size, the
+# double-array trie, the replacements) and the vocab of [piece, score]
+XLS=$PWD/tests/data/small-xlmr
+xfresh() { rm -rf "$T/m" && cp -r "$XLS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+cm_edit() { # python over the decoded charsmap b (bytes), re-encoded into the file
+    tj_edit "import base64, struct; b = base64.b64decode(t['normalizer']['precompiled_charsmap']); $1; t['normalizer']['precompiled_charsmap'] = base64.b64encode(b).decode()"
+}
+xfresh; tj_edit 't["normalizer"]["precompiled_charsmap"] = "@@not base64@@"'
+case_ unigram_charsmap_not_base64 1 "tokenizer.json: Precompiled normalizer: precompiled_charsmap is not base64" -- --model "$M" "${Q[@]}" hi
+xfresh; cm_edit 'b = b[:4 + (struct.unpack("<I", b[:4])[0] // 2)]'
+case_ unigram_charsmap_truncated_trie 1 "tokenizer.json: Precompiled normalizer: a trie of [0-9]+ bytes does not fit the [0-9]+ bytes after the header" -- --model "$M" "${Q[@]}" hi
+xfresh; cm_edit 'b = struct.pack("<I", 0xfffffff0) + b[4:]'
+case_ unigram_charsmap_absurd_size 1 "tokenizer.json: Precompiled normalizer: a trie of 4294967280 bytes does not fit" -- --model "$M" "${Q[@]}" hi
+xfresh; cm_edit 'b = b[:2]'
+case_ unigram_charsmap_no_header 1 "tokenizer.json: Precompiled normalizer: precompiled_charsmap is 2 bytes, shorter than its header" -- --model "$M" "${Q[@]}" hi
+xfresh; cm_edit 'b = b[:4] + struct.pack("<I", 0x7fffffff) + b[8:]'
+case_ unigram_charsmap_offset_outside 1 "tokenizer.json: Precompiled normalizer: the charsmap's trie points outside itself" -- --model "$M" "${Q[@]}" hi
+xfresh; cm_edit 'n = struct.unpack("<I", b[:4])[0]; b = b[:4 + n] + b"\xff\xfe" + b[4 + n:]'
+case_ unigram_charsmap_replacements_not_utf8 1 "tokenizer.json: Precompiled normalizer: the replacements are not UTF-8" -- --model "$M" "${Q[@]}" hi
+xfresh; tj_edit 't["model"]["vocab"][10][1] = "NaN"'
+case_ unigram_score_not_a_number 1 "tokenizer.json: Unigram vocab entry 10 is not \[piece, score\]" -- --model "$M" "${Q[@]}" hi
+xfresh; tj_edit 't["model"]["vocab"][10][1] = 12345.5'; sed -i 's/12345.5/1e999/' "$M/tokenizer.json"
+case_ unigram_score_infinite 1 "tokenizer.json: Unigram piece 10 .* has a score that is not a finite number" -- --model "$M" "${Q[@]}" hi
+xfresh; tj_edit 't["model"]["unk_id"] = 1000000'
+case_ unigram_unk_id_outside 1 "tokenizer.json: the Unigram unk_id is not a piece's id \(0 to [0-9]+\)" -- --model "$M" "${Q[@]}" hi
+xfresh; tj_edit 't["model"]["vocab"] = []'
+case_ unigram_empty_vocab 1 "tokenizer.json: the Unigram vocab has 0 pieces" -- --model "$M" "${Q[@]}" hi
+xfresh; tj_edit 't["model"]["vocab"] = {"a": 0}'
+case_ unigram_vocab_not_a_list 1 "tokenizer.json: Unigram model needs a vocab list of \[piece, score\]" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'

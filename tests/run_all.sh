@@ -106,6 +106,7 @@ scripts=(
     tests/scripting_test.sh
     tests/heads_test.sh
     tests/telemetry_test.sh
+    tests/families_test.sh
     tests/corpus_hosts_test.sh
     tests/slurm_test.sh
     tests/aarch64_test.sh
@@ -120,6 +121,7 @@ scripts=(
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/encoder_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/diff_check.sh

@@ -555,8 +555,43 @@ def queue(gguf):
     sv.stop("queue: the server stops cleanly")
 
 
+def family(model_dir, text, mask):
+    """One model folder served: /api/run's tokens and every layer's attention are the CLI's, and its
+    masked-LM predictions (predict 3) the CLI's --predict 3 (for the BERT-shaped families' fixtures)."""
+    name = os.path.basename(model_dir.rstrip("/"))
+    text = text.replace("{m}", mask)
+    ref = cli_json("--model", model_dir, "--precision", "9", "--predict", "3", text)
+    sv = Server("--model", model_dir)
+    try:
+        st, res = sv.run(text, predict=3)
+        meta = res["meta"] if st == 200 else {}
+        expect(f"serve {name}: /api/run gives the CLI's tokens", st == 200 and meta.get("tokens") == ref["tokens"],
+               f"status {st}: {str(res)[:300]}")
+        if st != 200:
+            return
+        got = [[e["id"] for e in p["top"]] for p in meta.get("predictions", [])]
+        want = [[e["id"] for e in p["top"]] for p in ref.get("predictions", [])]
+        expect(f"serve {name}: /api/run's predictions are the CLI's", got == want and len(want) >= 1, f"{got} vs {want}")
+        run, n = res["run"], res["n"]
+        L, H = ref["config"]["layers"], ref["config"]["heads"]
+        worst = 0.0
+        for l in range(L):
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={l}")
+            codes = planes_u16(z, H * n * n)
+            for hh in range(H):
+                for i in range(n):
+                    for j in range(n):
+                        worst = max(worst, abs(codes[(hh * n + i) * n + j] / 1e4 - ref["attention"][l][hh][i][j]))
+        expect(f"serve {name}: /api/attention equals the CLI's within the page's rounding (max {worst:.1e})",
+               worst <= 5.001e-5, f"{worst}")
+    finally:
+        sv.stop(f"serve {name}: the server stops cleanly")
+
+
 if MODE == "functional":
     functional()
+elif MODE == "family":
+    family(sys.argv[3], sys.argv[4], sys.argv[5])
 elif MODE == "hostile":
     hostile()
 elif MODE == "load":

@@ -30,7 +30,10 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  "tests/data/small-llama",     "tests/data/small-qwen2",
                                  "tests/data/small-qwen3",     "tests/data/small-mistral",
                                  "tests/data/small-gemma2",    "tests/data/small-gemma3",
-                                 "tests/data/small-phi3"};
+                                 "tests/data/small-phi3",
+                                 /* XLM-R (Unigram tokenizer) and ELECTRA (embeddings_project), by
+                                    transformers (tests/ref/make_encoder_goldens.py) */
+                                 "tests/data/small-xlmr",      "tests/data/small-electra"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];

@@ -35,7 +35,8 @@ START_TEST(every_kind_has_one_row_found_by_each_of_its_names) {
 END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
-    ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text and phi3");
+    ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
+                                            "qwen3, gemma2, gemma3_text and phi3");
     ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3, gemma2, gemma3 and phi3");
     /* the unsupported-family message names the list */
     ModelConfig c;
@@ -51,9 +52,34 @@ START_TEST(tokenizer_sources_are_the_familys) {
     ck_assert_int_eq(arch_spec(ARCH_DISTILBERT)->tokenizer, TOK_SOURCE_WORDPIECE);
     ck_assert_int_eq(arch_spec(ARCH_GPT2)->tokenizer, TOK_SOURCE_BPE_GPT2);
     ck_assert_int_eq(arch_spec(ARCH_ROBERTA)->tokenizer, TOK_SOURCE_BPE_ROBERTA);
+    ck_assert_int_eq(arch_spec(ARCH_XLM_ROBERTA)->tokenizer, TOK_SOURCE_JSON); /* Unigram tokenizer.json */
+    ck_assert_int_eq(arch_spec(ARCH_ELECTRA)->tokenizer, TOK_SOURCE_WORDPIECE);
     for (int k = ARCH_LLAMA; k < ARCH_COUNT; k++) ck_assert_int_eq(arch_spec((ArchKind)k)->tokenizer, TOK_SOURCE_JSON);
     for (int k = 0; k < ARCH_COUNT; k++)
         ck_assert_uint_eq(arch_spec((ArchKind)k)->gguf_tok, k == ARCH_GEMMA2 || k == ARCH_GEMMA3 ? TOK_GGUF_SPM_GEMMA : 0u);
+}
+END_TEST
+
+START_TEST(bert_shaped_families_set_their_traits) {
+    /* XLM-R numbers positions after padding_idx as RoBERTa; ELECTRA keeps its embedding_size
+     * only when it differs from hidden_size (then the embeddings are projected) */
+    const char *base = "\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                       "\"intermediate_size\":48,\"max_position_embeddings\":64";
+    char j[512];
+    ModelConfig c;
+    AvErr e = {0};
+    snprintf(j, sizeof j, "{\"model_type\":\"xlm-roberta\",%s,\"pad_token_id\":1}", base);
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+    ck_assert(c.arch == ARCH_XLM_ROBERTA && c.pos_offset == 2 && c.pad_token_id == 1 && c.embedding_size == 0);
+    snprintf(j, sizeof j, "{\"model_type\":\"electra\",%s,\"embedding_size\":16}", base);
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+    ck_assert(c.arch == ARCH_ELECTRA && c.embedding_size == 16 && c.pos_offset == 0);
+    snprintf(j, sizeof j, "{\"model_type\":\"electra\",%s,\"embedding_size\":32}", base);
+    ck_assert_int_eq(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+    ck_assert_int_eq(c.embedding_size, 0);
+    snprintf(j, sizeof j, "{\"model_type\":\"electra\",%s,\"embedding_size\":0}", base);
+    ck_assert_int_ne(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, "embedding_size"));
 }
 END_TEST
 
@@ -149,6 +175,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, every_kind_has_one_row_found_by_each_of_its_names);
     tcase_add_test(t, the_names_in_messages_come_from_the_table);
     tcase_add_test(t, tokenizer_sources_are_the_familys);
+    tcase_add_test(t, bert_shaped_families_set_their_traits);
     tcase_add_test(t, each_llama_style_family_sets_its_traits);
     tcase_add_test(t, gemma3_sets_its_pattern_and_two_rotary_bases);
     tcase_add_test(t, phi3_reads_longrope_and_partial_rotary);

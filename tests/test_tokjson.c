@@ -186,8 +186,8 @@ START_TEST(ignore_merges_takes_a_whole_pretoken_from_the_vocab) {
 END_TEST
 
 START_TEST(bad_files_are_refused_naming_the_component) {
-    char *j = make_json("{\"type\":\"Precompiled\"}", BYTELEVEL, "null", "[]", "");
-    ck_assert_ptr_nonnull(strstr(load_error(j), "normalizer \"Precompiled\" is not supported"));
+    char *j = make_json("{\"type\":\"BertNormalizer\"}", BYTELEVEL, "null", "[]", "");
+    ck_assert_ptr_nonnull(strstr(load_error(j), "normalizer \"BertNormalizer\" is not supported"));
     free(j);
     j = make_json("null", "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"}", "null", "[]", "");
     ck_assert_ptr_nonnull(strstr(load_error(j), "invalid regex"));
@@ -195,7 +195,7 @@ START_TEST(bad_files_are_refused_naming_the_component) {
     j = make_json("null", "{\"type\":\"CharDelimiterSplit\"}", "null", "[]", "");
     ck_assert_ptr_nonnull(strstr(load_error(j), "pre-tokenizer \"CharDelimiterSplit\" is not supported"));
     free(j);
-    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}"), "model type \"Unigram\""));
+    ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}"), "model type \"WordLevel\""));
     ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}"),
                                  "names a token not in the vocabulary"));
     ck_assert_ptr_nonnull(strstr(load_error("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-4},\"merges\":[]}}"),
@@ -205,6 +205,161 @@ START_TEST(bad_files_are_refused_naming_the_component) {
                                  "id 0 is given to two tokens"));
     ck_assert_ptr_nonnull(strstr(load_error("[1,2"), "not valid JSON"));
     ck_assert_ptr_nonnull(strstr(load_error("{}"), "no \"model\" object"));
+}
+END_TEST
+
+
+/* A Unigram model over pieces [[spelling, score], ...] (ids by position). */
+static char *unigram_json(const char *normalizer, const char *pieces, const char *model_extra) {
+    size_t cap = 8192;
+    char *s = malloc(cap);
+    ck_assert_ptr_nonnull(s);
+    snprintf(s, cap, "{\"normalizer\":%s,\"pre_tokenizer\":null,\"post_processor\":null,"
+                     "\"model\":{\"type\":\"Unigram\",\"vocab\":%s%s}}", normalizer, pieces, model_extra);
+    return s;
+}
+
+/* The Rust library's own example (tokenizers' Unigram::encode doc test): "abcdacdxx" is abcd, a,
+ * cd and the two unknown x fused into one unk. */
+static const char *RUST_PIECES = "[[\"<unk>\",0],[\"a\",0],[\"b\",0],[\"c\",0],[\"d\",0],[\"cd\",1],[\"ab\",2],"
+                                 "[\"abc\",5],[\"abcd\",10],[\"<0x78>\",0]]";
+
+START_TEST(unigram_takes_the_best_scored_path_and_fuses_unknowns) {
+    char *j = unigram_json("null", RUST_PIECES, ",\"unk_id\":0");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "abcdacdxx", 0), "8,1,5,0");
+    ck_assert_str_eq(ids_of(t, "xax", 0), "0,1,0");      /* unknowns apart stay apart */
+    ck_assert_str_eq(ids_of(t, "", 0), "");
+    tok_free(t);
+    free(j);
+    /* byte fallback: the fused "xx" becomes its bytes when each has a <0xNN> piece, else unk */
+    j = unigram_json("null", RUST_PIECES, ",\"unk_id\":0,\"byte_fallback\":true");
+    t = load(j);
+    ck_assert_str_eq(ids_of(t, "abxx", 0), "6,9,9");
+    ck_assert_str_eq(ids_of(t, "abxy", 0), "6,0");       /* y has no byte piece: the whole stretch is unk */
+    tok_free(t);
+    free(j);
+    /* no unk_id: a character without a piece cannot be encoded */
+    j = unigram_json("null", RUST_PIECES, "");
+    t = load(j);
+    TokEncoding enc;
+    AvErr e = {0};
+    ck_assert_int_eq(tok_encode(t, "abz", 3, NULL, 0, 0, &enc, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no unk_id"));
+    ck_assert_str_eq(ids_of(t, "abcd", 0), "8");
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+/* Standard base64 of n bytes. */
+static char *b64(const unsigned char *p, size_t n) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc(n / 3 * 4 + 8), *q = o;
+    ck_assert_ptr_nonnull(o);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        *q++ = A[v >> 18 & 63], *q++ = A[v >> 12 & 63];
+        *q++ = i + 1 < n ? A[v >> 6 & 63] : '=';
+        *q++ = i + 2 < n ? A[v & 63] : '=';
+    }
+    *q = '\0';
+    return o;
+}
+
+static const char *charsmap_error(const char *cm) {
+    char norm[4096];
+    snprintf(norm, sizeof norm, "{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"%s\"}", cm);
+    char *j = unigram_json(norm, RUST_PIECES, ",\"unk_id\":0");
+    const char *msg = load_error(j);
+    free(j);
+    return msg;
+}
+
+START_TEST(precompiled_charsmaps_are_checked_at_load) {
+    /* a trie of 256 zero units (a root with no children) and an empty blob: valid, maps nothing */
+    unsigned char buf[4 + 1024 + 8] = {0};
+    buf[1] = 4; /* 1024 bytes of trie */
+    char *cm = b64(buf, 4 + 1024);
+    char norm[2048];
+    snprintf(norm, sizeof norm, "{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"%s\"}", cm);
+    char *j = unigram_json(norm, RUST_PIECES, ",\"unk_id\":0");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "abcd", 0), "8");
+    tok_free(t);
+    free(j);
+    free(cm);
+    ck_assert_ptr_nonnull(strstr(charsmap_error("not*base64"), "precompiled_charsmap is not base64"));
+    ck_assert_ptr_nonnull(strstr(charsmap_error("AAA="), "shorter than its header"));
+    /* a trie size past the data, not a multiple of 4, zero */
+    static const unsigned char huge[8] = {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0}, odd[8] = {3, 0, 0, 0, 0, 0, 0, 0},
+                               zero[8] = {0};
+    char *h = b64(huge, 8), *o = b64(odd, 8), *z = b64(zero, 8);
+    ck_assert_ptr_nonnull(strstr(charsmap_error(h), "does not fit"));
+    ck_assert_ptr_nonnull(strstr(charsmap_error(o), "does not fit"));
+    ck_assert_ptr_nonnull(strstr(charsmap_error(z), "does not fit"));
+    free(h), free(o), free(z);
+    /* the root's offset points past the units */
+    buf[4 + 3] = 0x01; /* unit 0 = 0x01000000: offset 0x4000, past the 256 units */
+    cm = b64(buf, 4 + 1024);
+    ck_assert_ptr_nonnull(strstr(charsmap_error(cm), "points outside itself"));
+    free(cm);
+    /* a leaf whose value is past the (empty) blob: unit 97 labelled 'a' with has_leaf and offset 0,
+     * so its value unit is itself (97 | 1 << 8 = 353) */
+    memset(buf + 4, 0, 1024);
+    buf[4 + 4 * 97 + 0] = 97, buf[4 + 4 * 97 + 1] = 1;
+    cm = b64(buf, 4 + 1024);
+    ck_assert_ptr_nonnull(strstr(charsmap_error(cm), "points outside itself"));
+    free(cm);
+    /* replacements that are not UTF-8 */
+    memset(buf + 4, 0, 1024);
+    buf[4 + 1024] = 0xff;
+    cm = b64(buf, 4 + 1024 + 1);
+    ck_assert_ptr_nonnull(strstr(charsmap_error(cm), "not UTF-8"));
+    free(cm);
+}
+END_TEST
+
+static const char *unigram_error(const char *pieces, const char *model_extra) {
+    char *j = unigram_json("null", pieces, model_extra);
+    const char *msg = load_error(j);
+    free(j);
+    return msg;
+}
+
+START_TEST(unigram_vocab_errors_name_the_problem) {
+    ck_assert_ptr_nonnull(strstr(unigram_error("[]", ""), "0 pieces"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\"]]", ""), "entry 0 is not [piece, score]"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0],[\"b\",\"NaN\"]]", ""), "entry 1"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",1e999]]", ""), "not a finite number"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0]]", ",\"unk_id\":1"), "unk_id"));
+    ck_assert_ptr_nonnull(strstr(unigram_error("[[\"a\",0]]", ",\"unk_id\":-1"), "unk_id"));
+    /* negative scores are what real files hold; positive ones are read too */
+    char *j = unigram_json("null", "[[\"<unk>\",0],[\"a\",-1.5],[\"aa\",-4],[\"b\",2.5]]", ",\"unk_id\":0");
+    Tokenizer *t = load(j);
+    ck_assert_str_eq(ids_of(t, "aab", 0), "1,1,3"); /* -1.5 - 1.5 beats -4 */
+    tok_free(t);
+    free(j);
+}
+END_TEST
+
+/* The committed XLM-R fixture's tokenizer.json (tests/tokenizer/make_unigram.py --tiny): its
+ * charsmap (compiled by sentencepiece from a few rules) makes the variants one text. */
+START_TEST(xlmr_fixture_normalizes_with_its_charsmap) {
+    Tokenizer *t = NULL;
+    AvErr e = {0};
+    ck_assert_msg(tok_load_json(&t, "tests/data/small-xlmr/tokenizer.json", &e) == 0, "%s", e.msg);
+    char want[512];
+    snprintf(want, sizeof want, "%s", ids_of(t, "the cafe fine 12", 0));
+    ck_assert_str_eq(ids_of(t, "\xef\xbd\x94\xef\xbd\x88\xef\xbd\x85 cafe \xef\xac\x81ne \xef\xbc\x91\xef\xbc\x92", 0), want);
+    ck_assert_str_eq(ids_of(t, "the\xc2\xa0" "cafe fine   12", 0), want); /* NBSP; runs of spaces */
+    snprintf(want, sizeof want, "%s", ids_of(t, "caf\xc3\xa9", 0));
+    ck_assert_str_eq(ids_of(t, "cafe\xcc\x81", 0), want); /* e + U+0301, one grapheme: é */
+    ck_assert_str_ne(ids_of(t, "cafe", 0), want);
+    /* <s> A </s> */
+    const char *ids = ids_of(t, "the", 0);
+    ck_assert(!strncmp(ids, "0,", 2) && !strcmp(ids + strlen(ids) - 2, ",2"));
+    tok_free(t);
 }
 END_TEST
 
@@ -281,6 +436,10 @@ Suite *make_suite(void) {
     tcase_add_test(c, invalid_utf8_text_is_refused_with_its_offset);
     tcase_add_test(c, wordpiece_files_read_as_berts_tokenizer);
     tcase_add_test(c, normalizer_growth_is_capped);
+    tcase_add_test(c, unigram_takes_the_best_scored_path_and_fuses_unknowns);
+    tcase_add_test(c, precompiled_charsmaps_are_checked_at_load);
+    tcase_add_test(c, unigram_vocab_errors_name_the_problem);
+    tcase_add_test(c, xlmr_fixture_normalizes_with_its_charsmap);
     suite_add_tcase(s, c);
     return s;
 }

@@ -35,8 +35,8 @@ echo "stderr writes outside main/the reporter: $(grep -c . <<<"$hits")"
 [ -n "$hits" ] && awk -F: '{print $1}' <<<"$hits" | sort | uniq -c | awk '{printf "    %s: %s\n", $2, $1}'
 
 # -- files naming a family outside the registry and the family files
-fam='bert|roberta|distilbert|gpt2|llama|mistral|qwen2|qwen3|gemma2|gemma3_text|gemma3|phi3'
-named=$(grep -lE "[\"'](${fam})[\"']|\bARCH_(BERT|ROBERTA|DISTILBERT|GPT2|LLAMA|MISTRAL|QWEN2|QWEN3|GEMMA2|GEMMA3|PHI3)\b" \
+fam='bert|roberta|distilbert|xlm-roberta|electra|gpt2|llama|mistral|qwen2|qwen3|gemma2|gemma3_text|gemma3|phi3'
+named=$(grep -lE "[\"'](${fam})[\"']|\bARCH_(BERT|ROBERTA|DISTILBERT|XLM_ROBERTA|ELECTRA|GPT2|LLAMA|MISTRAL|QWEN2|QWEN3|GEMMA2|GEMMA3|PHI3)\b" \
     $(find src include templates -type f \( -name '*.c' -o -name '*.h' -o -name '*.js' \) | sort) 2>/dev/null |
     grep -vE '(^|/)(families\.h|arch\.c|arch_[a-z0-9]+\.c)$' || true)
 echo "files naming a family outside the registry and arch/: $(grep -c . <<<"$named")"

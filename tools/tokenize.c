@@ -1,8 +1,9 @@
 /* tokenize.c — a tokenizer.json (or the tokenizer inside a .gguf) applied to
  * a file of inputs, for the oracle checks against the Rust library and
  * transformers (tests/tokenizer/tokjson_check.sh, gguf_tok_check.sh).
- * usage: tokenize TOKENIZER_JSON|FILE.gguf INPUTS_JSONL [--time]
- * Each input line is one JSON string; each output line is {"ids": [...]}.
+ * usage: tokenize TOKENIZER_JSON|FILE.gguf INPUTS_JSONL [--time] [--tokens]
+ * Each input line is one JSON string; each output line is {"ids": [...]}, with
+ * --tokens {"ids": [...], "tokens": [...]} (the vocabulary's spellings).
  * --time prints the load time in ms on stderr. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time]\n");
+        fprintf(stderr, "usage: tokenize TOKENIZER_JSON INPUTS_JSONL [--time] [--tokens]\n");
         return 2;
     }
     AvErr e = {0};
@@ -30,7 +31,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tokenize: %s\n", e.msg);
         return 1;
     }
-    if (argc > 3 && !strcmp(argv[3], "--time")) fprintf(stderr, "load_ms=%.1f\n", av_now_ms() - t0);
+    int with_tokens = 0;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--time")) fprintf(stderr, "load_ms=%.1f\n", av_now_ms() - t0);
+        else if (!strcmp(argv[i], "--tokens")) with_tokens = 1;
+    }
     FILE *f = fopen(argv[2], "rb");
     if (!f) {
         fprintf(stderr, "tokenize: %s: cannot open\n", argv[2]);
@@ -54,6 +59,17 @@ int main(int argc, char **argv) {
         } else {
             printf("{\"ids\": [");
             for (int i = 0; i < enc.n; i++) printf("%s%d", i ? ", " : "", enc.ids[i]);
+            if (with_tokens) {
+                /* the spellings as JSON strings, escaped as Python's json.dumps does */
+                printf("], \"tokens\": [");
+                for (int i = 0; i < enc.n; i++) {
+                    cJSON *str = cJSON_CreateString(enc.tokens[i] ? enc.tokens[i] : "");
+                    char *js = str ? cJSON_PrintUnformatted(str) : NULL;
+                    printf("%s%s", i ? ", " : "", js ? js : "null");
+                    cJSON_free(js);
+                    cJSON_Delete(str);
+                }
+            }
             printf("]}\n");
             tok_encoding_free(&enc);
         }

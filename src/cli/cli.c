@@ -54,9 +54,10 @@ typedef struct {
 
 static const HelpSection SECTIONS[] = {
     {H_RUN,
-     "Run a Transformer (BERT, RoBERTa, DistilBERT, GPT-2, Llama, Mistral, Qwen2/3, Gemma 2;\n"
-     "Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a sentence pair),\n"
-     "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page.\n"
+     "Run a Transformer (BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ELECTRA, GPT-2, Llama, Mistral,\n"
+     "Qwen2/3, Gemma 2; Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a\n"
+     "sentence pair), capture the attention of every layer and head, and write JSON, .npy and/or\n"
+     "an HTML page.\n"
      "\n"},
     {H_RUN | H_SERVE | H_DIFF | H_HEADS,
      "Model:\n"

@@ -249,13 +249,15 @@ static AttnRule layer_rule(const ModelConfig *c, int l) {
     return rule;
 }
 
-/* x (n, H) = token embedding (+ learned position) (+ token type), scaled. */
+/* x (n, H) = token embedding (+ learned position) (+ token type), scaled;
+ * rows of embedding_size into s->emb when they are projected (ELECTRA). */
 static int embed(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
-    const int H = c->hidden_size;
+    const int H = m->w.emb_proj.w ? c->embedding_size : c->hidden_size;
+    float *dst = m->w.emb_proj.w ? s->emb : s->x;
     for (int i = 0; i < n; i++) {
-        float *r = s->x + (size_t)i * H; // (H)
+        float *r = dst + (size_t)i * H; // (H)
         const Linear *te = &w->tok_emb;
         if (te->type == KERN_F32) {
             memcpy(r, (const float *)te->w + (size_t)ids[i] * te->ld, (size_t)H * sizeof *r);
@@ -516,8 +518,17 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     if (embed(m, s, ids, type_ids, n, e)) return -1;
     if (c->pos == POS_ROPE) rope_tables(m, s, n, segs, n_segs, pos0);
     /* post-norm: the embeddings' norm, and xT = the first attention's input */
-    if (w->emb_norm.g || !c->pre_ln)
+    if (w->emb_proj.w) {
+        /* ELECTRA: x = emb_proj(norm(embeddings)) */
+        const int E = c->embedding_size;
+        residual_norm(s, s->emb, NULL, NULL, s->embT, &w->emb_norm, n, E);
+        const Linear *p[1] = {&w->emb_proj};
+        if (products(s, s->embT, n, 1, p, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
+        kern_transpose(x, s->yT, H, n);
+        if (!c->pre_ln) residual_norm(s, x, NULL, NULL, s->xT, NULL, n, H);
+    } else if (w->emb_norm.g || !c->pre_ln) {
         residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);
+    }
     if (keep_hidden_states) keep_hidden(s, segs, n_segs, pos0, 0, NULL, H);
 
     /* BLAS single-threaded while our pool splits the work (pool.h). */
@@ -612,17 +623,21 @@ int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float
     /* decoders: the final norm; encoders' stream is already normalized */
     residual_norm(s, x, NULL, NULL, s->xT, m->w.final_norm.g ? &m->w.final_norm : NULL, n_rows, H);
     int rc = 0;
+    const float *headT = s->xT; // (D, n_rows) the output layer's input
     if (hd->dense.w) {
-        /* masked LM: norm(act(dense(x))) */
+        /* masked LM: norm(act(dense(x))), of width D: hidden, or ELECTRA's embedding_size */
+        const int D = (int)hd->dense.out;
+        float *t = D == H ? x : s->emb, *tT = D == H ? s->xT : s->embT;
         const Linear *d[1] = {&hd->dense};
         rc = products(s, s->xT, n_rows, 1, d, &s->ffT, (int)hd->act, 0, ACT_GELU, m, e);
         if (rc == 0) {
-            kern_transpose(x, s->ffT, H, n_rows);
-            residual_norm(s, x, NULL, NULL, s->xT, &hd->norm, n_rows, H);
+            kern_transpose(t, s->ffT, D, n_rows);
+            residual_norm(s, t, NULL, NULL, tT, &hd->norm, n_rows, D);
+            headT = tT;
         }
     }
     const Linear *o[1] = {&hd->out};
-    if (rc == 0) rc = products(s, s->xT, n_rows, 1, o, &logitsT, -1, 0, ACT_GELU, m, e);
+    if (rc == 0) rc = products(s, headT, n_rows, 1, o, &logitsT, -1, 0, ACT_GELU, m, e);
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
     if (hd->softcap > 0) {

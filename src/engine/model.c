@@ -510,8 +510,14 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
     s->vT = alloc_floats(n * KW);
     s->ctxT = alloc_floats(n * QW);
     s->yT = alloc_floats(n * H);
-    s->ffT = alloc_floats(n * FF);
+    const size_t E = (size_t)c->embedding_size;
+    s->ffT = alloc_floats(n * (FF > E ? FF : E)); /* also a masked-LM head's transform (hidden -> embedding_size) */
     int bad = !s->x || !s->xT || !s->qT || !s->kT || !s->vT || !s->ctxT || !s->yT || !s->ffT;
+    if (E && E != H) {
+        s->emb = alloc_floats(n * E);
+        s->embT = alloc_floats(n * E);
+        bad |= !s->emb || !s->embT;
+    }
     if (c->gated_mlp) bad |= !(s->gateT = alloc_floats(n * FF));
     if (c->pos == POS_ROPE) {
         s->rope_cos = alloc_floats(n * dh / 2);
@@ -540,7 +546,7 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
 
 void model_runstate_free(RunState *s) {
     pool_destroy(s->pool);
-    float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->scores,
+    float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->emb, s->embT, s->scores,
                      s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local, s->widen};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->seg);

@@ -6,6 +6,7 @@
 #include "tokjson.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <oniguruma.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -27,9 +28,23 @@
 
 /* ---------------------------------------------------------------- types */
 
-typedef enum { N_NFC, N_NFKC, N_NFD, N_NFKD, N_LOWER, N_REPLACE, N_PREPEND, N_STRIP } NormKind;
+typedef enum { N_NFC, N_NFKC, N_NFD, N_NFKD, N_LOWER, N_REPLACE, N_PREPEND, N_STRIP, N_PRECOMPILED } NormKind;
+
+/* SentencePiece's precompiled_charsmap: a darts-clone double-array trie of
+ * source strings whose values are offsets into a blob of NUL-terminated
+ * replacements. Every node reachable from the root is checked once at load
+ * (its 256 child slots inside the trie, values inside the blob on a
+ * character boundary), so lookups cannot leave the arrays. */
+typedef struct {
+    uint32_t *units;
+    size_t n_units;
+    char *norm;              /* the replacements blob (valid UTF-8, NULs between entries) */
+    size_t norm_len;
+} Charsmap;
+
 typedef struct {
     NormKind kind;
+    Charsmap *cm;            /* Precompiled */
     char *pattern, *content; /* Replace: literal pattern (or NULL with re), content; Prepend: content */
     regex_t *re;             /* Replace with a Regex pattern */
     int left, right;         /* Strip */
@@ -57,6 +72,13 @@ typedef struct {
     int lstrip, rstrip, single_word;
 } Added;
 
+/* The Unigram model's pieces as a byte trie: node 0 is the root; an edge is
+ * (parent << 8 | byte) -> child in an open-addressing table. */
+typedef struct {
+    uint64_t key;
+    int32_t child;           /* -1: empty slot */
+} UniEdge;
+
 typedef struct {
     uint64_t key; /* (a << 32) | b, 0 = empty slot marker via rank < 0 */
     int32_t rank, result;
@@ -74,6 +96,14 @@ struct TjTokenizer {
     Merge *merges;
     size_t mmask;
     int byte_level, byte_fallback, fuse_unk, ignore_merges, unk;
+    int unigram;              /* the model is Unigram (else BPE) */
+    int uni_n;                /* Unigram: the model's pieces are ids 0..uni_n-1 */
+    double *score;            /* Unigram: (uni_n) each piece's log-probability */
+    double unk_score;         /* Unigram: the lowest score - 10, as the Rust library gives unknown characters */
+    int32_t *node_tok;        /* Unigram trie: (n_nodes) the piece ending at a node, -1 none */
+    size_t n_nodes;
+    UniEdge *edges;
+    size_t emask;
     int byte_tok[256];        /* byte-level: the id of each byte's character; fallback: of <0xXX>; -1 */
     NormStep norm[TJ_MAX_STEPS];
     int n_norm;
@@ -178,6 +208,201 @@ oom:
     free(p.p);
     av_err(e, "out of memory");
     return NULL;
+}
+
+/* ---------------------------------------------------------------- Precompiled */
+
+/* darts-clone's unit layout, as the Rust library's spm_precompiled reads it */
+static int cm_has_leaf(uint32_t u) { return (u >> 8) & 1; }
+static uint32_t cm_value(uint32_t u) { return u & 0x7fffffffu; }
+static uint32_t cm_label(uint32_t u) { return u & (0x80000000u | 0xffu); }
+static size_t cm_offset(uint32_t u) { return (size_t)(u >> 10) << ((u & (1u << 9)) >> 6); }
+
+/* The replacement of the SHORTEST key that is a prefix of s (the Rust
+ * library takes the first of its common-prefix results), or 0 when none. */
+static int cm_transform(const Charsmap *cm, const char *s, size_t n, const char **out, size_t *out_len) {
+    size_t pos = cm_offset(cm->units[0]);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!c) break;
+        pos ^= c;
+        if (pos >= cm->n_units) return 0; /* not reachable after the load's checks */
+        uint32_t u = cm->units[pos];
+        if (cm_label(u) != c) return 0;
+        pos ^= cm_offset(u);
+        if (pos >= cm->n_units) return 0;
+        if (cm_has_leaf(u)) {
+            size_t v = cm_value(cm->units[pos]);
+            if (v > cm->norm_len) return 0;
+            *out = cm->norm + v;
+            *out_len = strnlen(cm->norm + v, cm->norm_len - v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Appends the Precompiled normalization of s: per extended grapheme cluster,
+ * the whole cluster's replacement when it is under 6 bytes and has one, else
+ * each character's (or the character). This is the Rust library's rule,
+ * shortest-prefix lookup included. */
+static int cm_normalize(const Charsmap *cm, const char *s, size_t n, Str *out) {
+    size_t i = 0;
+    while (i < n) {
+        /* the cluster [i, j) */
+        int32_t prev, c;
+        utf8proc_int32_t state = 0;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &prev);
+        if (w <= 0) return -1;
+        size_t j = i + (size_t)w;
+        while (j < n) {
+            w = utf8proc_iterate((const utf8proc_uint8_t *)s + j, (utf8proc_ssize_t)(n - j), &c);
+            if (w <= 0) return -1;
+            if (utf8proc_grapheme_break_stateful(prev, c, &state)) break;
+            prev = c;
+            j += (size_t)w;
+        }
+        const char *r;
+        size_t rl;
+        if (j - i < 6 && cm_transform(cm, s + i, j - i, &r, &rl)) {
+            int rc = str_add(out, r, rl);
+            if (rc) return rc;
+        } else {
+            for (size_t k = i; k < j;) {
+                size_t cl = utf8_len((unsigned char)s[k]);
+                if (cl > j - k) cl = j - k;
+                int rc = cm_transform(cm, s + k, cl, &r, &rl) ? str_add(out, r, rl) : str_add(out, s + k, cl);
+                if (rc) return rc;
+                k += cl;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}
+
+static void cm_free(Charsmap *cm) {
+    if (!cm) return;
+    free(cm->units);
+    free(cm->norm);
+    free(cm);
+}
+
+/* Standard base64 (padding optional); -1 on any other character. */
+static int b64_decode(const char *s, unsigned char **out, size_t *out_len) {
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '=') n--;
+    if (n % 4 == 1) return -1;
+    unsigned char *o = malloc(n / 4 * 3 + 3);
+    if (!o) return -2;
+    size_t k = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+              : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
+        if (v < 0) {
+            free(o);
+            return -1;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out = o;
+    *out_len = k;
+    return 0;
+}
+
+/* Reads and checks a precompiled_charsmap: u32 trie size in bytes, the trie's
+ * units, then the replacements. */
+static int cm_load(Charsmap **out, const char *b64, const char *name, AvErr *e) {
+    unsigned char *b = NULL;
+    size_t bn = 0;
+    int rc = b64_decode(b64, &b, &bn);
+    if (rc == -2) return av_err(e, "out of memory");
+    if (rc) return av_err(e, "%s: Precompiled normalizer: precompiled_charsmap is not base64", name);
+    Charsmap *cm = calloc(1, sizeof *cm);
+    uint32_t *seen = NULL;
+    size_t *stack = NULL;
+    if (!cm) goto oom;
+    if (bn < 4) {
+        av_err(e, "%s: Precompiled normalizer: precompiled_charsmap is %zu bytes, shorter than its header", name, bn);
+        goto fail;
+    }
+    size_t ts = (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 | (size_t)b[3] << 24;
+    if (ts == 0 || ts % 4 || ts > bn - 4) {
+        av_err(e, "%s: Precompiled normalizer: a trie of %zu bytes does not fit the %zu bytes after the header "
+                  "(or is not a positive multiple of 4)", name, ts, bn - 4);
+        goto fail;
+    }
+    cm->n_units = ts / 4;
+    cm->norm_len = bn - 4 - ts;
+    if (!(cm->units = malloc(ts)) || !(cm->norm = malloc(cm->norm_len + 1))) goto oom;
+    for (size_t i = 0; i < cm->n_units; i++) {
+        const unsigned char *u = b + 4 + 4 * i;
+        cm->units[i] = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+    }
+    memcpy(cm->norm, b + 4 + ts, cm->norm_len);
+    cm->norm[cm->norm_len] = '\0';
+    free(b);
+    b = NULL;
+    /* the replacements: UTF-8 (NULs end entries) */
+    for (size_t i = 0; i < cm->norm_len;) {
+        int32_t c;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)cm->norm + i, (utf8proc_ssize_t)(cm->norm_len - i), &c);
+        if (w <= 0) {
+            av_err(e, "%s: Precompiled normalizer: the replacements are not UTF-8 (byte %zu)", name, i);
+            goto fail;
+        }
+        i += (size_t)w;
+    }
+    /* every reachable node once (seen; each is pushed once, so the stack
+     * holds at most n_units): its 256 child slots inside the trie, each
+     * leaf's value inside the blob on a character boundary */
+    if (!(seen = calloc((cm->n_units + 31) / 32, sizeof *seen)) || !(stack = malloc(cm->n_units * sizeof *stack)))
+        goto oom;
+    size_t sp = 0, root = cm_offset(cm->units[0]);
+    if ((root | 0xff) >= cm->n_units) goto bad;
+    seen[root / 32] |= 1u << (root % 32);
+    stack[sp++] = root;
+    while (sp > 0) {
+        size_t p = stack[--sp];
+        for (unsigned c = 1; c < 256; c++) {
+            size_t q = p ^ c;
+            uint32_t u = cm->units[q];
+            if (cm_label(u) != c) continue;
+            size_t child = q ^ cm_offset(u);
+            if ((child | 0xff) >= cm->n_units) goto bad;
+            if (cm_has_leaf(u)) {
+                size_t v = cm_value(cm->units[child]);
+                if (v > cm->norm_len || (v < cm->norm_len && ((unsigned char)cm->norm[v] & 0xC0) == 0x80)) goto bad;
+            }
+            /* darts-clone shares common suffixes: a node may have several parents */
+            if (seen[child / 32] >> (child % 32) & 1) continue;
+            seen[child / 32] |= 1u << (child % 32);
+            stack[sp++] = child;
+        }
+    }
+    free(seen);
+    free(stack);
+    *out = cm;
+    return 0;
+bad:
+    av_err(e, "%s: Precompiled normalizer: the charsmap's trie points outside itself", name);
+    goto fail;
+oom:
+    av_err(e, "out of memory");
+fail:
+    free(b);
+    free(seen);
+    free(stack);
+    cm_free(cm);
+    return -1;
 }
 
 /* ---------------------------------------------------------------- pieces */
@@ -362,6 +587,9 @@ static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out, si
         case N_PREPEND:
             if (out->n) rc = str_add(&next, st->content, strlen(st->content));
             if (out->n && !rc) rc = str_add(&next, out->p, out->n);
+            break;
+        case N_PRECOMPILED:
+            rc = cm_normalize(st->cm, out->p, out->n, &next);
             break;
         case N_STRIP: {
             size_t a = 0, z = out->n;
@@ -640,6 +868,140 @@ oom:
     return -1;
 }
 
+/* ---------------------------------------------------------------- Unigram */
+
+static int32_t uni_child(const TjTokenizer *t, int32_t node, unsigned char c) {
+    uint64_t key = (uint64_t)(uint32_t)node << 8 | c;
+    for (size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & t->emask;; i = (i + 1) & t->emask) {
+        if (t->edges[i].child < 0) return -1;
+        if (t->edges[i].key == key) return t->edges[i].child;
+    }
+}
+
+static void uni_put(UniEdge *edges, size_t mask, uint64_t key, int32_t child) {
+    size_t k = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & mask;
+    while (edges[k].child >= 0) k = (k + 1) & mask;
+    edges[k] = (UniEdge){key, child};
+}
+
+/* Adds piece id's spelling to the trie; a later duplicate takes the node, as
+ * the Rust library's map from spelling to id keeps the last. The edge table
+ * doubles past half full (nodes are at most the vocab's bytes, but prefixes
+ * share them: XLM-R's 250k pieces make far fewer). -1: out of memory. */
+static int uni_insert(TjTokenizer *t, const char *s, size_t n, int id) {
+    int32_t node = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int32_t ch = uni_child(t, node, c);
+        if (ch < 0) {
+            if (2 * (t->n_nodes + 1) > t->emask + 1) {
+                size_t cap = 2 * (t->emask + 1);
+                UniEdge *ne = malloc(cap * sizeof *ne);
+                int32_t *nt = realloc(t->node_tok, cap / 2 * sizeof *nt);
+                if (!ne || !nt) {
+                    free(ne);
+                    if (nt) t->node_tok = nt;
+                    return -1;
+                }
+                t->node_tok = nt;
+                for (size_t k = 0; k < cap; k++) ne[k].child = -1;
+                for (size_t k = 0; k <= t->emask; k++)
+                    if (t->edges[k].child >= 0) uni_put(ne, cap - 1, t->edges[k].key, t->edges[k].child);
+                free(t->edges);
+                t->edges = ne, t->emask = cap - 1;
+            }
+            ch = (int32_t)t->n_nodes++;
+            uni_put(t->edges, t->emask, (uint64_t)(uint32_t)node << 8 | c, ch);
+            t->node_tok[ch] = -1;
+        }
+        node = ch;
+    }
+    if (n) t->node_tok[node] = id;
+    return 0;
+}
+
+/* A spelling's id among the model's pieces (not added tokens past them), -1 when absent. */
+static int uni_lookup(const TjTokenizer *t, const char *s, size_t n) {
+    int32_t node = 0;
+    for (size_t i = 0; i < n && node >= 0; i++) node = uni_child(t, node, (unsigned char)s[i]);
+    return node > 0 ? t->node_tok[node] : -1;
+}
+
+/* The Unigram model on one piece, as the Rust library's encode_optimized:
+ * Viterbi over every vocabulary piece starting at each character (scores
+ * summed in double precision; a later start or a shorter piece wins only
+ * when strictly better), an unknown character scored unk_score; then runs of
+ * unk are fused into one string, which becomes its byte tokens (byte
+ * fallback) or unk. Returns -3 when a character has no piece and the model no unk. */
+static int unigram_piece(const TjTokenizer *t, const char *s, size_t n, TjIds *out) {
+    if (!n) return 0;
+    double *best = malloc((n + 1) * sizeof *best);
+    int32_t *from = malloc((n + 1) * sizeof *from), *tok = malloc((n + 1) * sizeof *tok);
+    size_t *seg = malloc((n + 1) * sizeof *seg); /* the best path's boundaries, last first */
+    int rc = -1;
+    if (!best || !from || !tok || !seg) goto done;
+    for (size_t i = 0; i <= n; i++) best[i] = 0.0, from[i] = -1, tok[i] = -1;
+    for (size_t at = 0; at < n;) {
+        size_t mb = utf8_len((unsigned char)s[at]);
+        if (mb > n - at) mb = n - at;
+        const double here = best[at];
+        int single = 0;
+        int32_t node = 0;
+        for (size_t k = at; k < n; k++) {
+            if ((node = uni_child(t, node, (unsigned char)s[k])) < 0) break;
+            int id = t->node_tok[node];
+            if (id < 0) continue;
+            size_t end = k + 1;
+            double cand = t->score[id] + here;
+            if (from[end] < 0 || cand > best[end]) best[end] = cand, from[end] = (int32_t)at, tok[end] = id;
+            if (end - at == mb) single = 1;
+        }
+        if (!single) {
+            double cand = t->unk_score + here;
+            if (from[at + mb] < 0 || cand > best[at + mb]) {
+                if (t->unk < 0) {
+                    rc = -3;
+                    goto done;
+                }
+                best[at + mb] = cand, from[at + mb] = (int32_t)at, tok[at + mb] = t->unk;
+            }
+        }
+        at += mb;
+    }
+    size_t m = 0;
+    for (size_t end = n; end > 0; end = (size_t)from[end]) seg[m++] = end;
+    seg[m] = 0;
+    int first = 1;
+    /* forward over the path: seg[m] = 0 < seg[m-1] < ... < seg[0] = n */
+    for (size_t q = m; q > 0;) {
+        size_t a = seg[q], b = seg[q - 1];
+        q--;
+        if (tok[b] == t->unk && t->unk >= 0)
+            while (q > 0 && tok[seg[q - 1]] == t->unk) b = seg[--q]; /* fuse the run of unk */
+        int id = uni_lookup(t, s + a, b - a);
+        if (id >= 0) {
+            if (ids_push(out, id, first, 0)) goto done;
+        } else {
+            int bytes_ok = t->byte_fallback;
+            for (size_t k = a; k < b && bytes_ok; k++) bytes_ok = t->byte_tok[(unsigned char)s[k]] >= 0;
+            if (bytes_ok) {
+                for (size_t k = a; k < b; k++)
+                    if (ids_push(out, t->byte_tok[(unsigned char)s[k]], first && k == a, 0)) goto done;
+            } else if (t->unk < 0) {
+                rc = -3;
+                goto done;
+            } else if (ids_push(out, t->unk, first, 0)) {
+                goto done;
+            }
+        }
+        first = 0;
+    }
+    rc = 0;
+done:
+    free(best), free(from), free(tok), free(seg);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- encode */
 
 /* The added token starting at s (leftmost-longest), or -1. */
@@ -705,7 +1067,8 @@ static int encode_gap(const TjTokenizer *t, const char *s, size_t n, int first, 
     int rc = normalize(t, s, n, &norm, *budget);
     if (rc == 0) *budget -= norm.n;
     if (rc == 0) rc = pretokenize(t, norm.p, norm.n, first, &ps);
-    for (size_t i = 0; i < ps.n && rc == 0; i++) rc = bpe_piece(t, ps.v[i].p, ps.v[i].n, out);
+    for (size_t i = 0; i < ps.n && rc == 0; i++)
+        rc = t->unigram ? unigram_piece(t, ps.v[i].p, ps.v[i].n, out) : bpe_piece(t, ps.v[i].p, ps.v[i].n, out);
     pieces_free(&ps);
     free(norm.p);
     return rc;
@@ -736,6 +1099,7 @@ int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, Av
         if (rc == -2)
             return av_err(e, "%s: the normalizer grows the text past %zu bytes, the limit for %zu input bytes (%dx + %d)",
                           t->name, limit, len, TJ_NORM_GROWTH, TJ_NORM_SLACK);
+        if (rc == -3) return av_err(e, "%s: the text has a character the Unigram vocabulary lacks, and no unk_id", t->name);
         if (rc) return av_err(e, "out of memory while tokenizing");
         if (i >= len) break;
         if (ids_push(out, t->added[k].id, 1, t->added[k].special)) return av_err(e, "out of memory while tokenizing");
@@ -814,6 +1178,11 @@ static int parse_normalizer(TjTokenizer *t, const cJSON *n, const char *name, Av
         if (!p) return fail(e, name, "Prepend normalizer without \"prepend\"");
         st->kind = N_PREPEND;
         if (!(st->content = strdup(p))) return av_err(e, "out of memory");
+    } else if (!strcmp(type, "Precompiled")) {
+        const char *cm = jstr(n, "precompiled_charsmap");
+        if (!cm) return fail(e, name, "Precompiled normalizer without a precompiled_charsmap string");
+        st->kind = N_PRECOMPILED;
+        if (cm_load(&st->cm, cm, name, e)) return -1;
     } else if (!strcmp(type, "Replace")) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
         const char *content = jstr(n, "content"), *lit = pat ? jstr(pat, "String") : NULL, *rx = pat ? jstr(pat, "Regex") : NULL;
@@ -1031,32 +1400,95 @@ static int parse_added(TjTokenizer *t, const cJSON *list, const char *name, AvEr
     return 0;
 }
 
+/* The Unigram model: vocab [[piece, score], ...] (ids by position), unk_id
+ * (absent or null: none), byte_fallback; the pieces' trie for Viterbi. */
+static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, const char *name, AvErr *e) {
+    const int nv = cJSON_GetArraySize(vocab);
+    t->uni_n = nv;
+    size_t total = 0, k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, vocab) {
+        const cJSON *p = cJSON_GetArrayItem(it, 0);
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsString(p) ||
+            !cJSON_IsNumber(cJSON_GetArrayItem(it, 1)))
+            return av_err(e, "%s: Unigram vocab entry %zu is not [piece, score]", name, k);
+        total += strlen(p->valuestring);
+        k++;
+    }
+    if (total > INT32_MAX / 4) return av_err(e, "%s: the Unigram vocab spells %zu bytes (at most 2^29 are read)", name, total);
+    size_t cap = 1024; /* edge slots; node_tok holds cap / 2 nodes (uni_insert grows both) */
+    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || !(t->node_tok = malloc(cap / 2 * sizeof *t->node_tok)) ||
+        !(t->edges = malloc(cap * sizeof *t->edges)))
+        return av_err(e, "out of memory");
+    for (size_t i = 0; i < cap; i++) t->edges[i].child = -1;
+    t->emask = cap - 1;
+    t->n_nodes = 1;
+    t->node_tok[0] = -1;
+    double min = INFINITY;
+    int id = 0;
+    cJSON_ArrayForEach(it, vocab) {
+        const char *p = cJSON_GetArrayItem(it, 0)->valuestring;
+        double sc = cJSON_GetArrayItem(it, 1)->valuedouble;
+        if (!isfinite(sc)) return av_err(e, "%s: Unigram piece %d \"%.40s\" has a score that is not a finite number", name, id, p);
+        size_t len = strlen(p);
+        if (set_token(t, id, p, len, name, e)) return -1;
+        if (uni_insert(t, p, len, id)) return av_err(e, "out of memory");
+        t->score[id] = sc;
+        if (sc < min) min = sc;
+        id++;
+    }
+    t->unk_score = min - 10.0;
+    t->unk = -1;
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_id");
+    if (unk && !cJSON_IsNull(unk)) {
+        if (!cJSON_IsNumber(unk) || unk->valuedouble < 0 || unk->valuedouble >= nv || unk->valuedouble != (double)unk->valueint)
+            return av_err(e, "%s: the Unigram unk_id is not a piece's id (0 to %d)", name, nv - 1);
+        t->unk = unk->valueint;
+    }
+    t->byte_fallback = jbool(model, "byte_fallback", 0);
+    return 0;
+}
+
 int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr *e) {
     *out = NULL;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const char *mtype = model ? jstr(model, "type") : NULL;
     if (!cJSON_IsObject(model)) return fail(e, name, "no \"model\" object");
     if (!mtype && cJSON_GetObjectItemCaseSensitive(model, "merges")) mtype = "BPE"; /* older files: typed by their fields */
-    if (!mtype || strcmp(mtype, "BPE"))
-        return av_err(e, "%s: model type \"%.40s\" is not supported (attnviz reads BPE tokenizer.json files)", name,
-                      mtype ? mtype : "?");
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    if (!mtype && cJSON_IsArray(vocab)) mtype = "Unigram";
+    const int uni = mtype && !strcmp(mtype, "Unigram");
+    if (!mtype || (strcmp(mtype, "BPE") && !uni))
+        return av_err(e, "%s: model type \"%.40s\" is not supported (attnviz reads BPE and Unigram tokenizer.json files)",
+                      name, mtype ? mtype : "?");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    if (!cJSON_IsObject(vocab) || (merges && !cJSON_IsArray(merges))) return fail(e, name, "BPE model needs a vocab object and a merges list");
+    if (uni && !cJSON_IsArray(vocab)) return fail(e, name, "Unigram model needs a vocab list of [piece, score]");
+    if (!uni && (!cJSON_IsObject(vocab) || (merges && !cJSON_IsArray(merges))))
+        return fail(e, name, "BPE model needs a vocab object and a merges list");
     TjTokenizer *t = calloc(1, sizeof *t);
     if (!t || !(t->name = strdup(name))) {
         free(t);
         return av_err(e, "out of memory");
     }
+    t->unigram = uni;
     int max_id = -1;
     const cJSON *it;
-    cJSON_ArrayForEach(it, vocab) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 16777216) {
+    if (uni) {
+        int nv = cJSON_GetArraySize(vocab);
+        if (nv < 1 || nv > 16777216) {
             tj_free(t);
-            return fail(e, name, "vocab ids must be integers in [0, 2^24]");
+            return av_err(e, "%s: the Unigram vocab has %d pieces (1 to 2^24 are read)", name, nv);
         }
-        if (it->valueint > max_id) max_id = it->valueint;
+        max_id = nv - 1;
+    } else {
+        cJSON_ArrayForEach(it, vocab) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 16777216) {
+                tj_free(t);
+                return fail(e, name, "vocab ids must be integers in [0, 2^24]");
+            }
+            if (it->valueint > max_id) max_id = it->valueint;
+        }
     }
     cJSON_ArrayForEach(it, added) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
@@ -1075,6 +1507,9 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
     if (!t->tok || !t->tok_len || !t->tok_hash || !t->display || !t->special || !t->slots) goto oom;
     memset(t->slots, 0xff, cap * sizeof *t->slots);
     t->mask = cap - 1;
+    if (uni) {
+        if (load_unigram(t, model, vocab, name, e)) goto fail;
+    } else {
     cJSON_ArrayForEach(it, vocab)
         if (set_token(t, it->valueint, it->string, strlen(it->string), name, e)) goto fail;
     t->unk = -1;
@@ -1137,6 +1572,7 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
         rank++;
     }
     free(joined.p);
+    }
     if (parse_added(t, added, name, e) || parse_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), name, e) ||
         parse_pre(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), name, e) ||
         parse_post(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), name, e))
@@ -1150,7 +1586,7 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
             t->byte_tok[b] = tj_token_to_id(t, (const char *)u, (size_t)l);
         } else {
             snprintf(buf, sizeof buf, "<0x%02X>", b);
-            t->byte_tok[b] = tj_token_to_id(t, buf, 6);
+            t->byte_tok[b] = uni ? uni_lookup(t, buf, 6) : tj_token_to_id(t, buf, 6);
         }
     }
     for (int i = 0; i < t->n; i++)
@@ -1170,8 +1606,10 @@ void tj_free(TjTokenizer *t) {
     for (int i = 0; t->display && i < t->n; i++) free(t->display[i]);
     free(t->tok), free(t->tok_len), free(t->tok_hash), free(t->display), free(t->special), free(t->slots);
     free(t->merges);
+    free(t->score), free(t->node_tok), free(t->edges);
     for (int k = 0; k < t->n_norm; k++) {
         free(t->norm[k].pattern), free(t->norm[k].content);
+        cm_free(t->norm[k].cm);
         if (t->norm[k].re) onig_free(t->norm[k].re);
     }
     for (int k = 0; k < t->n_pre; k++)

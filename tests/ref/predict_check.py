@@ -1,8 +1,8 @@
 """attnviz --predict K against transformers' own LM heads: the synthetic checkpoints of
 lm_checkpoints.py (GPT-2, Llama at SmolLM2's shape with tied embeddings, Qwen2 with a separate
 lm_head and 151,936 rows, Mistral, Gemma 2 with soft-capped logits, Gemma 3, Phi-3 (LongRoPE, partial
-rotary), BERT / RoBERTa / DistilBERT
-with their MLM heads) and, when given,
+rotary), BERT / RoBERTa / DistilBERT / XLM-RoBERTa (Unigram tokenizer) / ELECTRA (embeddings_project,
+generator head) with their MLM heads) and, when given,
 the trained SmolLM2-135M-Instruct Q4_1 GGUF (transformers dequantizes the same file).
 
 usage: predict_check.py ATTNVIZ WORKDIR [--repo DIR] [--gguf FILE] [--only NAME|smollm2|refusal]
@@ -312,7 +312,8 @@ def main():
     ok = selftest()
     t_all = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ["gpt2", "llama", "qwen2", "mistral", "gemma2", "gemma3", "phi3", "bert", "roberta", "distilbert"]:
+        masked = ("bert", "roberta", "distilbert", "xlmr", "electra")
+        for name in ["gpt2", "llama", "qwen2", "mistral", "gemma2", "gemma3", "phi3", *masked]:
             if args.only and name != args.only:
                 continue
             miss = lm_checkpoints.missing(name, args.repo)
@@ -324,7 +325,7 @@ def main():
             t0 = time.time()
             d = lm_checkpoints.build(name, args.workdir, args.repo)
             built = time.time() - t0
-            ok &= check_model(args.attnviz, name, d, name in ("bert", "roberta", "distilbert"), tmp)
+            ok &= check_model(args.attnviz, name, d, name in masked, tmp)
             print(f"  {name}: {time.time() - t0:.1f} s (checkpoint {built:.1f} s)")
         if not args.only or args.only == "smollm2":
             if args.gguf and os.path.isfile(args.gguf):

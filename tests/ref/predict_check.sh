@@ -1,7 +1,7 @@
 #!/bin/bash
 # attnviz --predict K against transformers' LM heads (tests/ref/predict_check.py): synthetic
 # GPT-2, Llama (SmolLM2's shape, tied embeddings), Qwen2 (separate lm_head, 151,936 rows), Mistral,
-# Gemma 2 (soft-capped logits), Gemma 3, Phi-3 (LongRoPE), BERT, RoBERTa and DistilBERT checkpoints that transformers writes itself (tests/ref/lm_checkpoints.py),
+# Gemma 2 (soft-capped logits), Gemma 3, Phi-3 (LongRoPE), BERT, RoBERTa, DistilBERT, XLM-RoBERTa and ELECTRA checkpoints that transformers writes itself (tests/ref/lm_checkpoints.py),
 # and the trained SmolLM2-135M-Instruct Q4_1 GGUF; plus the refusal of --predict on a headless
 # BERT. Checkpoints are cached under ~/.cache/attnviz/predict-<hash of lm_checkpoints.py>, shared
 # with tests/ref/generate_check.sh, so CI writes them once.

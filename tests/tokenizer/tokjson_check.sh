@@ -3,7 +3,10 @@
 # packages) and two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
 # file (tokjson_oracle.py, PyPI's tokenizers in the reference venv), over tokjson_corpus.jsonl:
 # code, many scripts, emoji, whitespace runs, numbers, special tokens in text, very long words,
-# and the prose corpus. One PASS/FAIL line per file, with its load time.
+# and the prose corpus. One PASS/FAIL line per file, with its load time. Then Unigram files made the
+# way XLM-R's are (tests/tokenizer/make_unigram.py: trained by sentencepiece, converted by
+# transformers; cached under ~/.cache/attnviz/unigram-<hash>) and the committed small-xlmr fixture's,
+# compared on ids and token strings (tokens_compare.py).
 set -u
 cd "$(dirname "$0")/../.."
 if ! py=$(tools/pyref.sh --check 2>/dev/null); then
@@ -44,6 +47,35 @@ for name in llama2 llama3 qwen3 gemma3 minilm bert-base-uncased; do
     else
         first=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 != $2 { print NR; exit }')
         echo "FAIL tokjson_$name: $same/$n inputs identical; first difference at input $first: $(sed -n "${first}p" "$corpus" | cut -c1-80)"
+    fi
+done
+# Unigram + Precompiled (XLM-R's layout), ids and token strings
+key=$(cat tests/tokenizer/make_unigram.py tests/tokenizer/corpus.tsv "$corpus" | sha256sum | cut -c1-12)
+uni=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/unigram-$key
+if [ ! -f "$uni/xlmr/tokenizer.json" ]; then
+    rm -rf "$uni.tmp$$" && mkdir -p "$uni.tmp$$" &&
+        "$py" tests/tokenizer/make_unigram.py "$uni.tmp$$" >"$T/uni.log" 2>&1 && rm -rf "$uni" && mv "$uni.tmp$$" "$uni" ||
+        echo "FAIL tokjson_unigram: make_unigram.py failed: $(grep -v '^[IW]0000' "$T/uni.log" | tail -1)"
+fi
+for tok in "$uni/xlmr-converter.json" "$uni/xlmr/tokenizer.json" "$uni/xlmr-unk.json" "$uni/xlmr-bytefallback.json" "$uni/xlmr-250k.json" \
+    tests/data/small-xlmr/tokenizer.json; do
+    name=$(basename "$(dirname "$tok")")/$(basename "$tok" .json)
+    [ -f "$tok" ] || { echo "FAIL tokjson_unigram $name: $tok is absent"; continue; }
+    if ! build/tokenize "$tok" "$corpus" --tokens --time >"$T/ours" 2>"$T/err"; then
+        echo "FAIL tokjson_unigram $name: attnviz failed: $(tail -1 "$T/err")"
+        continue
+    fi
+    if ! "$py" tests/tokenizer/tokjson_oracle.py "$tok" "$corpus" --tokens >"$T/ref" 2>"$T/referr"; then
+        echo "FAIL tokjson_unigram $name: the oracle failed: $(tail -1 "$T/referr")"
+        continue
+    fi
+    read -r same total unk first < <("$py" tests/tokenizer/tokens_compare.py "$T/ours" "$T/ref")
+    ms=$(sed -n 's/^load_ms=//p' "$T/err")
+    if [ "$same" = "$n" ] && [ "$total" = "$n" ]; then
+        echo "PASS tokjson_unigram $name: $same/$n inputs with identical ids and tokens ($unk unknown stretches" \
+            "spelled <unk> where the Rust library spells the text); loaded in $ms ms"
+    else
+        echo "FAIL tokjson_unigram $name: $same/$n inputs identical; first difference at input $first: $(sed -n "${first}p" "$corpus" | cut -c1-80)"
     fi
 done
 # the components those four files do not use, in variants of them

@@ -1,6 +1,9 @@
-/* arch_bert.c — the BERT family: BERT and RoBERTa (BertConfig's keys) and
- * DistilBERT (its own). Post-LayerNorm encoders with learned positions;
- * RoBERTa numbers positions after its padding index. */
+/* arch_bert.c — the BERT family: BERT, RoBERTa and XLM-RoBERTa, ELECTRA
+ * (BertConfig's keys) and DistilBERT (its own). Post-LayerNorm encoders with
+ * learned positions. Their differences are traits of the parse functions
+ * (RoBERTa-style positions after the padding index; ELECTRA's embedding_size)
+ * and of the checkpoint (which masked-LM head names it holds), never tests of
+ * the family. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,8 +11,8 @@
 #include "arch.h"
 #include "model.h"
 
-/* BERT and RoBERTa share ModelConfig's key names. */
-int arch_bert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+/* BertConfig's key names, shared by BERT, RoBERTa, XLM-RoBERTa and ELECTRA. */
+static int parse_bert_keys(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "hidden_size", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "num_hidden_layers", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
@@ -29,16 +32,33 @@ int arch_bert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *
     const cJSON *pet = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
     if (pet && (!cJSON_IsString(pet) || strcmp(pet->valuestring, "absolute") != 0))
         return av_err(e, "%s: position_embedding_type must be \"absolute\"", path);
-    if (c->arch == ARCH_ROBERTA) {
-        /* RoBERTa numbers positions from padding_idx + 1 (HF create_position_ids_from_input_ids) */
-        int pad = 1;
-        if (cfg_opt_int(root, "pad_token_id", 0, CFG_MAX_POS - 2, &pad, path, e)) return -1;
-        c->pos_offset = pad + 1;
-        c->pad_token_id = pad;
-        if (c->pos_offset >= c->max_position_embeddings)
-            return av_err(e, "%s: pad_token_id %d leaves no positions of max_position_embeddings %d", path, pad,
-                          c->max_position_embeddings);
-    }
+    return 0;
+}
+
+int arch_bert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    return parse_bert_keys(c, root, path, e);
+}
+
+/* RoBERTa and XLM-RoBERTa number positions from padding_idx + 1 (HF
+ * create_position_ids_from_input_ids). */
+int arch_roberta_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    if (parse_bert_keys(c, root, path, e)) return -1;
+    int pad = 1;
+    if (cfg_opt_int(root, "pad_token_id", 0, CFG_MAX_POS - 2, &pad, path, e)) return -1;
+    c->pos_offset = pad + 1;
+    c->pad_token_id = pad;
+    if (c->pos_offset >= c->max_position_embeddings)
+        return av_err(e, "%s: pad_token_id %d leaves no positions of max_position_embeddings %d", path, pad,
+                      c->max_position_embeddings);
+    return 0;
+}
+
+/* ELECTRA: embeddings of embedding_size, projected to hidden_size when the two differ. */
+int arch_electra_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    if (parse_bert_keys(c, root, path, e)) return -1;
+    int E = 128; /* ElectraConfig's default */
+    if (cfg_opt_int(root, "embedding_size", 1, CFG_MAX_HIDDEN, &E, path, e)) return -1;
+    c->embedding_size = E == c->hidden_size ? 0 : E;
     return 0;
 }
 
@@ -58,38 +78,49 @@ int arch_distilbert_parse(ModelConfig *c, const cJSON *root, const char *path, A
     return 0;
 }
 
-/* The masked-LM head of BertForMaskedLM, RobertaForMaskedLM and
- * DistilBertForMaskedLM: dense, activation, LayerNorm, then the word
- * embeddings (tied) with the head's own bias. Absent in base checkpoints. */
+/* The masked-LM heads: dense, activation, LayerNorm, then the word
+ * embeddings (tied) with the head's own bias. Which one a checkpoint has is
+ * read from its tensor names (absent in base checkpoints). RoBERTa's and
+ * ELECTRA's heads call gelu whatever hidden_act says; ELECTRA's generator
+ * head maps hidden_size to embedding_size. */
 static int load_mlm_head(Model *m, AvErr *e) {
     (void)e;
-    static const char *const names[3][4] = {
+    static const struct {
+        const char *dense, *norm, *bias, *bias2;
+        int gelu; /* the head's activation is gelu, not hidden_act */
+    } heads[] = {
         {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
-         "cls.predictions.decoder.bias"},
-        {"lm_head.dense", "lm_head.layer_norm", "lm_head.bias", "lm_head.decoder.bias"},
-        {"vocab_transform", "vocab_layer_norm", "vocab_projector.bias", "vocab_projector.bias"}};
+         "cls.predictions.decoder.bias", 0},                                            /* BertForMaskedLM */
+        {"lm_head.dense", "lm_head.layer_norm", "lm_head.bias", "lm_head.decoder.bias", 1}, /* RoBERTa, XLM-R */
+        {"vocab_transform", "vocab_layer_norm", "vocab_projector.bias", "vocab_projector.bias", 0}, /* DistilBERT */
+        {"generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias",
+         "generator_lm_head.bias", 1},                                                  /* ElectraForMaskedLM */
+    };
     const ModelConfig *c = &m->cfg;
-    const int which = c->arch == ARCH_BERT ? 0 : c->arch == ARCH_ROBERTA ? 1 : 2;
-    const char *const *nm = names[which];
+    const int D = c->embedding_size ? c->embedding_size : c->hidden_size;
     char w[160];
-    snprintf(w, sizeof w, "%s.weight", nm[0]);
-    if (!model_has_tensor(m, w)) return 0;
-    LmHead *h = &m->w.head;
-    const char *bias = model_has_tensor(m, nm[2]) ? nm[2] : nm[3];
-    /* attention does not need the head: a broken one is left out, and said
-     * why only when predictions are asked for */
-    AvErr he = {0};
-    if (model_linear(m, &h->dense, nm[0], c->hidden_size, c->hidden_size, 1, &he) ||
-        model_norm(m, &h->norm, nm[1], c->hidden_size, &he) || !(h->out.b = model_tensor(m, bias, 1, c->vocab_size, 0, &he))) {
-        memset(h, 0, sizeof *h);
-        snprintf(m->head_err, sizeof m->head_err, "its masked-LM head is incomplete: %.400s", he.msg);
+    for (size_t k = 0; k < sizeof heads / sizeof heads[0]; k++) {
+        snprintf(w, sizeof w, "%s.weight", heads[k].dense);
+        if (!model_has_tensor(m, w)) continue;
+        LmHead *h = &m->w.head;
+        const char *bias = model_has_tensor(m, heads[k].bias) ? heads[k].bias : heads[k].bias2;
+        /* attention does not need the head: a broken one is left out, and said
+         * why only when predictions are asked for */
+        AvErr he = {0};
+        if (model_linear(m, &h->dense, heads[k].dense, c->hidden_size, D, 1, &he) ||
+            model_norm(m, &h->norm, heads[k].norm, D, &he) ||
+            !(h->out.b = model_tensor(m, bias, 1, c->vocab_size, 0, &he))) {
+            memset(h, 0, sizeof *h);
+            snprintf(m->head_err, sizeof m->head_err, "its masked-LM head is incomplete: %.400s", he.msg);
+            return 0;
+        }
+        h->act = heads[k].gelu ? ACT_GELU : c->hidden_act;
+        const float *b = h->out.b;
+        h->out = m->w.tok_emb;
+        h->out.b = b;
+        h->out.name = "the word embeddings (tied decoder)";
         return 0;
     }
-    h->act = c->arch == ARCH_ROBERTA ? ACT_GELU : c->hidden_act; /* RoBERTa's head calls gelu whatever hidden_act says */
-    const float *b = h->out.b;
-    h->out = m->w.tok_emb;
-    h->out.b = b;
-    h->out.name = "the word embeddings (tied decoder)";
     return 0;
 }
 
@@ -97,14 +128,15 @@ static int load_mlm_head(Model *m, AvErr *e) {
 int arch_bert_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
-    int64_t H = c->hidden_size, FF = c->intermediate_size;
-    int distil = c->arch == ARCH_DISTILBERT;
-    if (model_linear(m, &w->tok_emb, "embeddings.word_embeddings", H, c->vocab_size, 0, e) ||
-        !(w->pos_emb = model_tensor(m, "embeddings.position_embeddings.weight", 2, c->max_position_embeddings, H, e)))
+    int64_t H = c->hidden_size, FF = c->intermediate_size, E = c->embedding_size ? c->embedding_size : H;
+    const int distil = c->type_vocab_size == 0; /* DistilBERT's names (its parse leaves no token types) */
+    if (model_linear(m, &w->tok_emb, "embeddings.word_embeddings", E, c->vocab_size, 0, e) ||
+        !(w->pos_emb = model_tensor(m, "embeddings.position_embeddings.weight", 2, c->max_position_embeddings, E, e)))
         return -1;
-    if (!distil && !(w->type_emb = model_tensor(m, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, H, e)))
+    if (!distil && !(w->type_emb = model_tensor(m, "embeddings.token_type_embeddings.weight", 2, c->type_vocab_size, E, e)))
         return -1;
-    if (model_norm(m, &w->emb_norm, "embeddings.LayerNorm", H, e)) return -1;
+    if (model_norm(m, &w->emb_norm, "embeddings.LayerNorm", E, e)) return -1;
+    if (c->embedding_size && model_linear(m, &w->emb_proj, "embeddings_project", E, H, 1, e)) return -1;
     /* the block's modules: q, k, v, attention output, its LayerNorm, the two MLP
      * linears, the output LayerNorm; BERT/RoBERTa names, then DistilBERT's */
     static const char *const names[2][8] = {
