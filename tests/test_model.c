@@ -30,7 +30,9 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  "tests/data/small-llama",     "tests/data/small-qwen2",
                                  "tests/data/small-qwen3",     "tests/data/small-mistral",
                                  "tests/data/small-gemma2",    "tests/data/small-gemma3",
-                                 "tests/data/small-phi3"};
+                                 "tests/data/small-phi3",
+                                 /* ModernBERT: a bidirectional local window (tests/ref/modernbert_check.py --fixture) */
+                                 "tests/data/small-modernbert"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];

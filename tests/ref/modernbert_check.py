@@ -7,6 +7,7 @@ tokenizer.json laid out as ModernBERT's (NFC, ByteLevel pre-tokenizer without a 
 library, since no package carries ModernBERT's own file.
 
 usage: modernbert_check.py ATTNVIZ FWD_DUMP WORKDIR [--only NAME[,NAME...]]
+       modernbert_check.py --fixture OUT_DIR   (writes the committed tests/data/small-modernbert)
 
 Per checkpoint: attention and q/k (as the eager attention function receives them: after rotary,
 before the scale) from attnviz's engine (FWD_DUMP on token ids) against transformers with
@@ -59,7 +60,7 @@ def corpus_lines():
     return lines
 
 
-def make_tokenizer(out):
+def make_tokenizer(out, vocab=VOCAB):
     """ModernBERT's tokenizer.json layout on a small trained vocabulary."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from tokenizers import AddedToken
@@ -67,7 +68,7 @@ def make_tokenizer(out):
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB - len(SPECIALS), show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=vocab - len(SPECIALS), show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus_lines(), trainer)
     tok.add_special_tokens([AddedToken(s, lstrip=(s == "[MASK]"), normalized=False) for s in SPECIALS])
@@ -188,7 +189,50 @@ def check_tokens(attnviz, model_dir, name):
     return not bad
 
 
+def fixture(out):
+    """A tiny ModernBertForMaskedLM (16 wide, 3 layers: global, local, local; a local window of
+    |i - j| <= 2; biases in the norms and linears, so that every optional tensor is read) with a
+    300-token tokenizer, and golden.json from transformers' eager attention in float32 (the format
+    of make_decoder_goldens.py's fixtures), for test_model.c and the CLI tests."""
+    os.makedirs(out, exist_ok=True)
+    sp = make_tokenizer(out, 300)
+    torch.manual_seed(31)
+    cfg = transformers.ModernBertConfig(
+        vocab_size=320, hidden_size=16, intermediate_size=24, num_attention_heads=4, num_hidden_layers=3,
+        global_attn_every_n_layers=3, local_attention=4, global_rope_theta=160000.0, local_rope_theta=10000.0,
+        max_position_embeddings=64, norm_bias=True, attention_bias=True, mlp_bias=True, classifier_bias=True,
+        pad_token_id=sp["[PAD]"], cls_token_id=sp["[CLS]"], sep_token_id=sp["[SEP]"], bos_token_id=sp["[CLS]"],
+        eos_token_id=sp["[SEP]"])
+    model = transformers.ModernBertForMaskedLM(cfg).float().eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_((0.0 if "bias" in pname else 1.0) + 0.1 * torch.randn_like(p))
+            elif "Wqkv" in pname:
+                p.normal_(0, 0.5)
+            else:
+                p.normal_(0, 0.3)
+    model.save_pretrained(out, safe_serialization=True)
+    ref = transformers.AutoModel.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+    gen = torch.Generator().manual_seed(3)
+    cases = []
+    r4 = lambda t: [[[[round(float(x), 7) for x in row] for row in m] for m in h] for h in t]  # noqa: E731
+    for n in (1, 12):
+        ids = torch.randint(len(SPECIALS), 300, (n,), generator=gen).tolist()
+        attn, q, k = reference(out, ids, torch.float32)
+        with torch.no_grad():
+            o = ref(torch.tensor([ids]))
+        cases.append({"input_ids": ids, "token_type_ids": [0] * n, "attention": r4(attn), "queries": r4(q),
+                      "keys": r4(k), "last_hidden": [[round(float(x), 7) for x in row] for row in o.last_hidden_state[0]]})
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump(cases, f)
+    print(out, os.path.getsize(os.path.join(out, "model.safetensors")), "bytes")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--fixture":
+        fixture(sys.argv[2])
+        return 0
     ap = argparse.ArgumentParser()
     ap.add_argument("attnviz")
     ap.add_argument("fwd_dump")
