@@ -6,7 +6,7 @@ tokenizer.json laid out as ModernBERT's (NFC, ByteLevel pre-tokenizer without a 
 [CLS] A [SEP] B [SEP], [MASK] taking the space before it) trained here with the `tokenizers`
 library, since no package carries ModernBERT's own file.
 
-usage: modernbert_check.py ATTNVIZ FWD_DUMP WORKDIR [--only NAME[,NAME...]]
+usage: modernbert_check.py ATTNVIZ FWD_DUMP WORKDIR [--only NAME[,NAME...]] [--kernels K1,K2,...]
        modernbert_check.py --fixture OUT_DIR   (writes the committed tests/data/small-modernbert)
 
 Per checkpoint: attention and q/k (as the eager attention function receives them: after rotary,
@@ -14,8 +14,9 @@ before the scale) from attnviz's engine (FWD_DUMP on token ids) against transfor
 attn_implementation="eager" in float64 (the bound) and float32 (printed beside it), inputs of 1 to
 1,024 tokens (longer than the window, so that the local layers' mask matters); then `attnviz
 --predict` against AutoModelForMaskedLM (predict_check.py's comparison: same ids per rank outside
-near ties, probabilities within 1e-4) and the tokens against the tokenizers library. The kernel
-is whatever ATTNVIZ_KERNEL names (modernbert_check.sh runs every one the CPU has).
+near ties, probabilities within 1e-4) and the tokens against the tokenizers library. Attention and
+predictions are checked on each products kernel of --kernels (ATTNVIZ_KERNEL; modernbert_check.sh
+names every one the CPU has), against one reference run per input.
 Prints PASS/FAIL lines; exit 1 on any FAIL.
 """
 import argparse
@@ -128,44 +129,62 @@ def reference(model_dir, ids, dtype):
     return attn, torch.stack(qs).double().numpy(), torch.stack(ks).double().numpy()
 
 
-def check_attention(fwd, model_dir, name, lengths, rng):
-    worst_a = worst_qk = worst_a32 = 0.0
+def fwd_dump(fwd, model_dir, name, ids, kernel):
+    """attnviz's attention (L, H, n, n), q, k (L, H, n, dh) and its JSON line, or a string saying why not."""
+    prefix = os.path.join(os.path.dirname(model_dir), name + ".out")
+    env = dict(os.environ, ATTNVIZ_KERNEL=kernel)
+    r = subprocess.run([fwd, model_dir, prefix] + [str(i) for i in ids], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        return f"attnviz failed on {len(ids)} tokens: {r.stderr.strip()}"
+    meta = json.loads(r.stdout)
+    L, H, dh, n = meta["layers"], meta["heads"], meta["head_dim"], len(ids)
+    a = np.fromfile(prefix + ".attn", dtype=np.float32).reshape(L, H, n, n)
+    q = np.fromfile(prefix + ".q", dtype=np.float32).reshape(L, H, n, dh)
+    k = np.fromfile(prefix + ".k", dtype=np.float32).reshape(L, H, n, dh)
+    return a, q, k, meta
+
+
+def check_attention(fwd, model_dir, name, lengths, rng, kernels):
+    """Every kernel's attention against one float64 (the bound) and one float32 reference per input."""
+    worst = {kn: [0.0, 0.0, 0.0] for kn in kernels}  # attention, q/k, float32's attention
     window_mass = 0.0
     for n in lengths:
         ids = [int(x) for x in rng.integers(len(SPECIALS), VOCAB - len(SPECIALS), size=n)]
         if n >= 32:
             ids[n // 2:n // 2 + 16] = ids[:16]
-        prefix = os.path.join(os.path.dirname(model_dir), name + ".out")
-        r = subprocess.run([fwd, model_dir, prefix] + [str(i) for i in ids], capture_output=True, text=True)
-        if r.returncode != 0:
-            print(f"FAIL modernbert {name}: attnviz failed on {n} tokens: {r.stderr.strip()}")
-            return False
-        meta = json.loads(r.stdout)
-        L, H, dh = meta["layers"], meta["heads"], meta["head_dim"]
-        a = np.fromfile(prefix + ".attn", dtype=np.float32).reshape(L, H, n, n)
-        q = np.fromfile(prefix + ".q", dtype=np.float32).reshape(L, H, n, dh)
-        k = np.fromfile(prefix + ".k", dtype=np.float32).reshape(L, H, n, dh)
         ra, rq, rk = reference(model_dir, ids, torch.float64)
-        da32 = float(np.abs(reference(model_dir, ids, torch.float32)[0] - a).max())
-        if ra.shape != a.shape:
-            print(f"FAIL modernbert {name}: attention shape {a.shape}, transformers {ra.shape}")
-            return False
-        # the local layers' mask: weight outside |i - j| <= 64 must be exactly 0 in attnviz
-        far = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) > SHAPE["local_attention"] // 2
-        for l in range(L):
-            if l % SHAPE["global_attn_every_n_layers"]:
-                window_mass = max(window_mass, float(np.abs(a[l][:, far]).max()) if far.any() else 0.0)
-        da = float(np.abs(ra - a).max())
-        dq = float(max(np.abs(rq - q).max(), np.abs(rk - k).max()))
-        worst_a, worst_qk, worst_a32 = max(worst_a, da), max(worst_qk, dq), max(worst_a32, da32)
+        ra32 = reference(model_dir, ids, torch.float32)[0]
+        line = []
+        for kn in kernels:
+            got = fwd_dump(fwd, model_dir, name, ids, kn)
+            if isinstance(got, str):
+                print(f"FAIL modernbert {name} ({kn}): {got}")
+                return False
+            a, q, k, meta = got
+            if ra.shape != a.shape:
+                print(f"FAIL modernbert {name}: attention shape {a.shape}, transformers {ra.shape}")
+                return False
+            L, H, dh = meta["layers"], meta["heads"], meta["head_dim"]
+            far = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) > SHAPE["local_attention"] // 2
+            for l in range(L):
+                if l % SHAPE["global_attn_every_n_layers"] and far.any():
+                    window_mass = max(window_mass, float(np.abs(a[l][:, far]).max()))
+            da, da32 = float(np.abs(ra - a).max()), float(np.abs(ra32 - a).max())
+            dq = float(max(np.abs(rq - q).max(), np.abs(rk - k).max()))
+            w = worst[kn]
+            w[0], w[1], w[2] = max(w[0], da), max(w[1], dq), max(w[2], da32)
+            line.append(f"{kn} {da:.2e} (float32 {da32:.2e}), q/k {dq:.2e}")
         peak = float(ra.max(axis=-1).mean())
-        print(f"  {name} n={n}: attention {da:.2e} (float32 transformers {da32:.2e}), q/k {dq:.2e} "
-              f"(mean row max {peak:.2f})")
-    ok = worst_a <= TOL and window_mass == 0.0
-    print(f"{'PASS' if ok else 'FAIL'} modernbert {name} ({meta['dtype']}, {L} layers, {H} heads, head_dim {dh}, "
-          f"kernel {os.environ.get('ATTNVIZ_KERNEL', 'best')}): attention max |diff| {worst_a:.2e} from float64 "
-          f"transformers (tol {TOL:g}; float32: {worst_a32:.2e}), q/k {worst_qk:.2e}, weight outside the local "
-          f"window {window_mass:g}, lengths {','.join(map(str, lengths))}")
+        print(f"  {name} n={n}: attention " + "; ".join(line) + f" (mean row max {peak:.2f})")
+    ok = True
+    for kn in kernels:
+        worst_a, worst_qk, worst_a32 = worst[kn]
+        good = worst_a <= TOL and window_mass == 0.0
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} modernbert {name} ({meta['dtype']}, {L} layers, {H} heads, head_dim {dh}, "
+              f"kernel {kn}): attention max |diff| {worst_a:.2e} from float64 transformers (tol {TOL:g}; float32: "
+              f"{worst_a32:.2e}), q/k {worst_qk:.2e}, weight outside the local window {window_mass:g}, "
+              f"lengths {','.join(map(str, lengths))}")
     return ok
 
 
@@ -238,7 +257,10 @@ def main():
     ap.add_argument("fwd_dump")
     ap.add_argument("workdir")
     ap.add_argument("--only")
+    ap.add_argument("--kernels", default=os.environ.get("ATTNVIZ_KERNEL", ""),
+                    help="products kernels to check (comma-separated; default: the best one)")
     args = ap.parse_args()
+    kernels = [k for k in args.kernels.split(",") if k] or [""]
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(2)
     ok = True
@@ -249,9 +271,12 @@ def main():
         d = build(name, args.workdir)
         rng = np.random.default_rng(11)
         lengths = [1, 9, 65, 66, 130, 300, 1024] if name.endswith("f32") else [1, 67, 200, 1024]
-        ok &= check_attention(args.fwd_dump, d, name, lengths, rng)
-        with tempfile.TemporaryDirectory() as tmp:
-            ok &= predict_check.check_model(args.attnviz, name, d, True, tmp)
+        ok &= check_attention(args.fwd_dump, d, name, lengths, rng, kernels)
+        for kn in kernels:
+            os.environ["ATTNVIZ_KERNEL"] = kn
+            with tempfile.TemporaryDirectory() as tmp:
+                print(f"  {name}: --predict with kernel {kn or 'best'}")
+                ok &= predict_check.check_model(args.attnviz, name, d, True, tmp)
         ok &= check_tokens(args.attnviz, d, name)
         print(f"  {name}: {time.time() - t0:.1f} s")
     return 0 if ok else 1
