@@ -52,7 +52,7 @@ const char *arch_gguf_list(void);
 /* The TOK_GGUF_* flags of f's family (0 for a family not in the table). */
 unsigned arch_gguf_tok_flags(const struct GgufFile *f);
 
-/* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c). */
+/* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c, arch_modernbert.c). */
 int arch_bert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_roberta_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_electra_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
@@ -69,6 +69,8 @@ int arch_gemma3_parse(ModelConfig *c, const struct cJSON *root, const char *path
 int arch_phi3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_phi3_load(struct Model *m, AvErr *e);
 int arch_llama_load(struct Model *m, AvErr *e);
+int arch_modernbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_modernbert_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

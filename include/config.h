@@ -36,6 +36,7 @@ typedef struct {
     int causal;           /* decoder: a token attends to itself and earlier tokens only */
     int pre_ln;           /* norm before attention/MLP (GPT-2, Llama), else after (BERT) */
     NormKind norm;
+    int norm_no_bias;     /* LayerNorms scale only, with no bias (ModernBERT's norm_bias false) */
     float norm_offset;    /* added to every norm weight: Gemma's RMSNorm scales by 1 + w */
     PosKind pos;
     int pos_offset;       /* first position id: RoBERTa's padding_idx + 1, else 0 */
@@ -65,6 +66,8 @@ typedef struct {
     float attn_scale;     /* scores' scale; 0: 1 / sqrt(head_dim) */
     float attn_softcap;   /* attention-logit soft-capping (Gemma 2); 0: none */
     int sliding_window;   /* keys a sliding layer's query sees, itself included; 0: none */
+    int window_bidir;     /* the window reaches both ways (an encoder's local attention, ModernBERT): a
+                             sliding layer's query sees keys j with |i - j| < sliding_window */
     unsigned char layer_sliding[CFG_MAX_LAYERS]; /* 1: layer l uses the sliding window */
     int tie_word_embeddings;
     int qk_rows_interleaved; /* q/k weight rows in llama.cpp's interleaved rotary order (GGUF llama) */

@@ -39,6 +39,8 @@
       arch_llama_load, "gemma3", arch_gemma3_gguf_config, arch_gemma2_gguf_name, TOK_SOURCE_JSON,                   \
       TOK_GGUF_SPM_GEMMA)                                                                                           \
     X(PHI3, "phi3", "Phi3", "model.", "hidden_size", "num_attention_heads", arch_phi3_parse, arch_phi3_load, "phi3", \
-      arch_phi3_gguf_config, arch_phi3_gguf_name, TOK_SOURCE_JSON, 0)
+      arch_phi3_gguf_config, arch_phi3_gguf_name, TOK_SOURCE_JSON, 0)                                              \
+    X(MODERNBERT, "modernbert", "ModernBert", "model.", "hidden_size", "num_attention_heads", arch_modernbert_parse, \
+      arch_modernbert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

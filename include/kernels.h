@@ -85,13 +85,16 @@ void kern_activate_naive(float *x, size_t n, ActKind act);
 void kern_glu(float *g, const float *u, size_t n, ActKind act);
 
 /* Which keys a query sees: all, or earlier ones only (causal), and of those
- * only the last window (window > 0: keys j with i - window < j <= i). Masked
- * keys get probability exactly 0. softcap > 0 caps scores as cap * tanh(s / cap). */
+ * only the last window (window > 0: keys j with i - window < j <= i), or with
+ * bidir (an encoder's local attention) the window both ways: keys j with
+ * |i - j| < window. Masked keys get probability exactly 0. softcap > 0 caps
+ * scores as cap * tanh(s / cap). */
 typedef struct {
     float scale;          /* multiplies q k^T */
     int causal;
     int window;           /* 0: no sliding window */
     float softcap;        /* 0: none */
+    int bidir;            /* 1: the window reaches window - 1 keys after the query too (not causal) */
 } AttnRule;
 
 /* One head: probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) =

@@ -296,9 +296,12 @@ const Data = (() => {
     };
   })() : null;
 
-  /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited */
+  /* keys a sliding-window layer (index li into layers) lets a query see, 0 when unlimited; an
+   * encoder's local window (sliding_window_bidirectional) reaches as far after the query: keys
+   * j with |i - j| < w */
   const windowOf = li => (li !== undefined && meta.config.sliding_window &&
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
+  const windowBoth = !!meta.config.sliding_window_bidirectional;
   return {
     meta, L, H, live,
     layers: meta.layers, heads: meta.heads,
@@ -321,11 +324,12 @@ const Data = (() => {
     label: main.label,
     vocab: main.vocab,
     window: windowOf,
+    windowBoth,
     /* mask on raw indices: key j after query i (causal), or (layer li with a
-     * sliding window w) at least w tokens before it */
+     * sliding window w) at least w tokens before it (or after it: windowBoth) */
     masked: (i, j, li) => {
-      if (!cur.causal) return false;
       const w = windowOf(li);
+      if (!cur.causal) return windowBoth && w > 0 && Math.abs(i - j) >= w;
       return j > i || (w > 0 && j <= i - w);
     },
     /* attnviz diff: B's side and attention, or null */
@@ -445,6 +449,15 @@ const Tok = (() => {
    * window when its last piece is, seen from the query group's last piece */
   function maskFor(t, li) {
     const w = Data.window(li);
+    if (!Data.causal && w && Data.windowBoth) {
+      /* a local window both ways: a key group is masked when no piece of it is within w - 1 of
+       * any piece of the query group (its weight is exactly 0 then) */
+      const span = (ts, g) => { const mem = ts.groups[ts.visible[g]].members; return [mem[0], mem[mem.length - 1]]; };
+      return (r, c) => {
+        const [r0, r1] = span(t.rows, r), [c0, c1] = span(t.cols, c);
+        return c1 <= r0 - w || c0 >= r1 + w;
+      };
+    }
     if (!Data.causal || !w) return masked;
     const last = g => { const mem = t.rows.groups[t.rows.visible[g]].members; return mem[mem.length - 1]; };
     return (r, c) => c > r || last(c) <= last(r) - w;

@@ -109,7 +109,8 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     known(c.vocab_size) ? 'vocab ' + fmtInt(c.vocab_size) : null,
     !given ? 'max ' + c.max_position_embeddings + ' positions' : null,
     c.positions === 'rotary' ? 'rotary positions' : null,
-    c.sliding_window ? 'sliding window ' + c.sliding_window + ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
+    c.sliding_window ? (c.sliding_window_bidirectional ? 'local window ±' + (c.sliding_window - 1) : 'sliding window ' + c.sliding_window) +
+      ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
     c.attn_logit_softcapping ? 'scores soft-capped at ' + c.attn_logit_softcapping : null,
   ].filter(Boolean);
   $('model-config').textContent = parts.join(' · ');
@@ -165,7 +166,9 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
       'are the vectors whose dot product is the score: after rotary positions' +
       (c.qk_norm ? ' and the per-head q/k norm' : '') + '.');
   }
-  if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
+  if (c.sliding_window && c.sliding_window_bidirectional) note('info', 'Local window:', 'in layers ' + c.sliding_layers.join(', ') +
+    ' a token sees only the tokens at most ' + (c.sliding_window - 1) + ' before or after it (and itself); keys outside it get attention 0.');
+  else if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
   if (meta.diff) {
     note('info', 'attnviz diff:', meta.diff.mode === 'models'

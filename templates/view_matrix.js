@@ -32,8 +32,10 @@ function MatrixView(host, spec) {
 
 function drawMatrix(host, spec, redraw) {
   const { t } = spec;
-  const masked = Tok.maskFor(t, spec.li);
-  const win = Data.window(spec.li);
+  /* a rollout mixes layers: an encoder's local window (both ways) bounds no rollout row */
+  const noWin = Data.windowBoth && spec.mode === 'rollout';
+  const masked = noWin ? Tok.masked : Tok.maskFor(t, spec.li);
+  const win = noWin ? 0 : Data.window(spec.li);
   const m = t.mc; /* row stride of the derived matrices */
   let { rows, cols } = Tok.filterIdx(t, spec.filter);
   const FR = rows.length, FC = cols.length;
@@ -60,7 +62,8 @@ function drawMatrix(host, spec, redraw) {
   title.appendChild(Draw.el('span', 'sub', (ax ? 'Rows: ' + ax.rows + ' (queries), columns: ' + ax.cols + ' (keys)' : 'Rows: queries (attending), columns: keys (attended to)') +
     '. Hover a cell for its weight.' +
     (Data.causal ? ' Hatched: masked (a key after its query; causal model' +
-      (win ? '; or ' + win + ' or more tokens before it: this layer\'s sliding window' : '') + ').' : '')));
+      (win ? '; or ' + win + ' or more tokens before it: this layer\'s sliding window' : '') + ').' :
+      win && Data.windowBoth ? ' Hatched: masked (a key ' + win + ' or more tokens before or after its query: this layer\'s local window).' : '')));
   host.appendChild(title);
 
   const R = rows.length, C = cols.length;
@@ -157,6 +160,10 @@ function drawMatrix(host, spec, redraw) {
     ms.append(Draw.el('span', 'sw-masked'), document.createTextNode('masked (key after the query' +
       (win ? ', or outside this layer\'s ' + win + '-token window)' : ')')));
     legend.appendChild(ms);
+  } else if (win) {
+    const ms = Draw.el('span', 'mx-masked');
+    ms.append(Draw.el('span', 'sw-masked'), document.createTextNode('masked (outside this layer\'s local window, ±' + (win - 1) + ')'));
+    legend.appendChild(ms);
   }
   wrap.appendChild(legend);
   host.appendChild(wrap);
@@ -165,8 +172,8 @@ function drawMatrix(host, spec, redraw) {
   const octx = Draw.sizeCanvas(ov, W, Ht, 30e6);
   const rgb = Draw.colorRgb(s.color), bgRgb = Draw.hexRgb(th.bg);
   const heat = pooled
-    ? Draw.heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * Draw.dpr()), Math.ceil(gh * Draw.dpr()), Data.causal ? Draw.hexRgb(th.maskBg) : null, masked)
-    : Draw.heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal ? Draw.hexRgb(th.maskBg) : null, masked);
+    ? Draw.heatPooled(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Math.ceil(gw * Draw.dpr()), Math.ceil(gh * Draw.dpr()), Data.causal || win ? Draw.hexRgb(th.maskBg) : null, masked)
+    : Draw.heatCanvas(s.mat, m, rows, cols, rgb, bgRgb, spec.gamma, scaleMax, Data.causal || win ? Draw.hexRgb(th.maskBg) : null, masked);
   ov.dataset.pooled = pooled ? '1' : '';
   /* sentence boundary (first B token) on each axis */
   const bRow = rows.findIndex(g => Draw.tokSeg(t.rows, g) === 1), bCol = cols.findIndex(g => Draw.tokSeg(t.cols, g) === 1);
@@ -189,11 +196,15 @@ function drawMatrix(host, spec, redraw) {
   if (win) rows.forEach((g, r) => {
     let k = 0;
     while (k < C && cols[k] <= g && masked(g, cols[k])) k++;
-    if (k) windowRuns.push({ r, k });
+    if (k) windowRuns.push({ r, c0: 0, k });
+    /* a local window both ways (an encoder's) masks a suffix too */
+    let k2 = C;
+    if (Data.windowBoth) while (k2 > k && cols[k2 - 1] >= g && masked(g, cols[k2 - 1])) k2--;
+    if (k2 < C) windowRuns.push({ r, c0: k2, k: C - k2 });
   });
   function paintMask(p, ox, oy) {
     const rects = maskRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r0 * cell, (C - u.c0) * cell, (u.r1 - u.r0) * cell])
-      .concat(windowRuns.map(u => [ox + labW, oy + labH + u.r * cell, u.k * cell, cell]));
+      .concat(windowRuns.map(u => [ox + labW + u.c0 * cell, oy + labH + u.r * cell, u.k * cell, cell]));
     if (rects.length) p.hatch(rects, th.maskBg, th.maskLine);
   }
   const labColor = (ts, g) => (Draw.tokGen(ts, g) ? th.gen : Draw.tokSpecial(ts, g) ? th.muted : th.ink);

@@ -437,6 +437,24 @@ case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 head
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
 case_ view_diff_without_diff 2 "--view is head, model, neuron or matrix, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+# ---- ModernBERT (tests/data/small-modernbert): its config keys and fused tensors
+MBS=$PWD/tests/data/small-modernbert
+mbfresh() { rm -rf "$T/m" && cp -r "$MBS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+mbfresh; cfg_edit 'c["local_attention"] = -4'
+case_ modernbert_local_attention_negative 1 "\"local_attention\" = -4 is out of range \\[2, 16777216\\]" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["local_attention"] = 10**12'
+case_ modernbert_local_attention_absurd 1 "local_attention" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["global_attn_every_n_layers"] = 0; del c["layer_types"]'
+case_ modernbert_global_every_zero 1 "global_attn_every_n_layers" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["layer_types"] = ["full_attention", "chunked_attention", "full_attention"]'
+case_ modernbert_unknown_layer_type 1 "layer_types\[1\] must be \"full_attention\" or \"sliding_attention\"" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["rope_parameters"]["full_attention"] = {"rope_type": "yarn", "factor": 4.0}'
+case_ modernbert_rope_scaling_refused 1 "rope_parameters.full_attention: only the default rope type is supported for modernbert" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["norm_bias"] = "yes"'
+case_ modernbert_norm_bias_not_bool 1 "\"norm_bias\" must be true or false" -- --model "$M" "${Q[@]}" hi
+mbfresh; cfg_edit 'c["intermediate_size"] = 20'
+case_ modernbert_fused_wi_shape 1 "layers.0.mlp.Wi.weight' has shape \[48, 16\]" -- --model "$M" "${Q[@]}" hi
+
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh
 mkpat() { # OUT PY-EDIT: edit the bytes b of a valid 4 x 4 float32 .npy (or write JSON to j)

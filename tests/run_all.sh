@@ -100,6 +100,7 @@ done
 scripts=(
     tests/cli_test.sh
     tests/predict_test.sh
+    tests/modernbert_test.sh
     tests/render_test.sh
     tests/serve_test.sh
     tests/diff_test.sh
@@ -122,6 +123,7 @@ scripts=(
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
     tests/ref/encoder_check.sh
+    tests/ref/modernbert_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/diff_check.sh

@@ -33,7 +33,9 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  "tests/data/small-phi3",
                                  /* XLM-R (Unigram tokenizer) and ELECTRA (embeddings_project), by
                                     transformers (tests/ref/make_encoder_goldens.py) */
-                                 "tests/data/small-xlmr",      "tests/data/small-electra"};
+                                 "tests/data/small-xlmr",      "tests/data/small-electra",
+                                 /* ModernBERT: a bidirectional local window (tests/ref/modernbert_check.py --fixture) */
+                                 "tests/data/small-modernbert"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];

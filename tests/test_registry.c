@@ -36,7 +36,7 @@ END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
-                                            "qwen3, gemma2, gemma3_text and phi3");
+                                            "qwen3, gemma2, gemma3_text, phi3 and modernbert");
     ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3, gemma2, gemma3 and phi3");
     /* the unsupported-family message names the list */
     ModelConfig c;
@@ -169,6 +169,42 @@ START_TEST(phi3_reads_longrope_and_partial_rotary) {
 }
 END_TEST
 
+/* ModernBERT: the Hub's keys (global_attn_every_n_layers, global/local_rope_theta; a window of
+ * local_attention / 2 either side, itself included) and transformers 5's (layer_types,
+ * rope_parameters per layer type); what it refuses. */
+START_TEST(modernbert_reads_its_local_layers_both_ways) {
+    ModelConfig c;
+    parse_family(&c, "modernbert", ",\"global_attn_every_n_layers\":3,\"local_attention\":128,"
+                                   "\"global_rope_theta\":160000.0,\"local_rope_theta\":10000.0");
+    ck_assert(!c.causal && c.pre_ln && c.gated_mlp && c.norm == NORM_LAYER && c.norm_no_bias && c.pos == POS_ROPE);
+    ck_assert(c.sliding_window == 65 && c.window_bidir && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    ck_assert(c.rope_theta == 160000.0f && c.rope_local_theta == 10000.0f && c.layer_norm_eps == 1e-5f);
+    for (int l = 0; l < 4; l++) ck_assert(c.layer_sliding[l] == (l % 3 != 0) && c.layer_rope_local[l] == (l % 3 != 0));
+    ck_assert_int_eq(c.num_kv_heads, 4);
+    parse_family(&c, "modernbert", ",\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\","
+                                   "\"full_attention\"],\"local_attention\":5,\"norm_bias\":true,\"attention_bias\":true,"
+                                   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":9e5},"
+                                   "\"sliding_attention\":{\"rope_theta\":500.0}}");
+    ck_assert(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    ck_assert(c.sliding_window == 3 && !c.norm_no_bias && c.qkv_bias && c.o_bias);
+    ck_assert(c.rope_theta == 9e5f && c.rope_local_theta == 500.0f);
+    static const char *const bad[][2] = {
+        {",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"linear\",\"factor\":2}}", "only the default"},
+        {",\"classifier_activation\":\"relu\"", "differs from hidden_activation"},
+        {",\"layer_types\":[\"full_attention\"]", "one type per layer"},
+        {",\"local_attention\":0", "local_attention"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char j[1024];
+        snprintf(j, sizeof j,
+                 "{\"model_type\":\"modernbert\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                 "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":64%s}", bad[i][0]);
+        AvErr e = {0};
+        ck_assert_int_ne(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+        ck_assert_msg(strstr(e.msg, bad[i][1]) != NULL, "case %zu: %s", i, e.msg);
+    }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("registry");
     TCase *t = tcase_create("core");
@@ -179,6 +215,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, each_llama_style_family_sets_its_traits);
     tcase_add_test(t, gemma3_sets_its_pattern_and_two_rotary_bases);
     tcase_add_test(t, phi3_reads_longrope_and_partial_rotary);
+    tcase_add_test(t, modernbert_reads_its_local_layers_both_ways);
     suite_add_tcase(s, t);
     return s;
 }

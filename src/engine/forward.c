@@ -241,10 +241,11 @@ static void pack_part(void *arg, int t, int T) {
 
 /* ---------------------------------------------------------------- steps */
 
-/* How layer l turns scores into probabilities: scale, causal mask, sliding window, soft-cap. */
+/* How layer l turns scores into probabilities: scale, causal mask, sliding window (one way, or
+ * both ways for an encoder's local attention), soft-cap. */
 static AttnRule layer_rule(const ModelConfig *c, int l) {
     AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
-                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap};
+                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap, c->window_bidir};
     if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
     return rule;
 }

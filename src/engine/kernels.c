@@ -278,6 +278,7 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
     for (int i = 0; i < nq; i++) {
         const int pos = nk - nq + i;
         int hi = rule->causal ? pos + 1 : nk, lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
+        if (rule->bidir && rule->window > 0 && !rule->causal && pos + rule->window < nk) hi = pos + rule->window;
         float *r = probs + (size_t)i * ldp;
         for (int j = 0; j < ldp; j++) r[j] = 0.0f;
         for (int j = lo; j < hi; j++) {
@@ -320,11 +321,13 @@ size_t kern_attention_scratch(int nq, int nk, int dh) {
     return (size_t)(nq + nk) * (size_t)dh;
 }
 
-/* Keys query row i sees: [*lo, *hi). */
+/* Keys query row i sees: [*lo, *hi). Both ends grow with i, so a block of
+ * rows sees [lo of its first, hi of its last). */
 static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int *hi) {
     const int pos = nk - nq + i;
     *hi = rule->causal ? pos + 1 : nk;
     *lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
+    if (rule->bidir && rule->window > 0 && !rule->causal && pos + rule->window < nk) *hi = pos + rule->window;
 }
 
 VEC_CLONES static void scale_row(float *r, int n, float scale) {

@@ -243,7 +243,7 @@ int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e) {
     nm->rms = m->cfg.norm == NORM_RMS;
     nm->eps = m->cfg.layer_norm_eps;
     nm->b = NULL;
-    if (nm->rms) return 0;
+    if (nm->rms || m->cfg.norm_no_bias) return 0;
     snprintf(name, sizeof name, "%.250s.bias", prefix);
     return (nm->b = model_tensor(m, name, 1, dim, 0, e)) ? 0 : -1;
 }

@@ -479,7 +479,8 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_str(s, num);
     }
     if (c->sliding_window > 0) {
-        /* keys a query sees in the layers listed, itself included */
+        /* keys a query sees in the layers listed, itself included; bidirectional (an encoder's
+         * local attention): as many on each side, keys j with |i - j| < sliding_window */
         sink_str(s, ",\"sliding_window\":");
         sink_int(s, c->sliding_window);
         sink_str(s, ",\"sliding_layers\":[");
@@ -490,6 +491,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
                 first = 0;
             }
         sink_put(s, "]", 1);
+        if (c->window_bidir) sink_str(s, ",\"sliding_window_bidirectional\":true");
     }
     if (c->attn_softcap > 0) {
         sink_str(s, ",\"attn_logit_softcapping\":");
