@@ -1,7 +1,9 @@
 #!/bin/bash
 # ModernBERT (F32, BF16; 4 layers so that local and global layers both occur, the real 128-token
-# local window) against transformers' eager attention and its masked-LM head, on every products
-# kernel this CPU runs (ATTNVIZ_KERNEL): tests/ref/modernbert_check.py. Checkpoints are cached
+# local window) against transformers' eager attention and its masked-LM head, on the products kernel
+# this CPU picks, as the other live checks (the kernels give the same bits on every family, the
+# committed ModernBERT fixture included: test_model; `--kernels avx512,avx2,scalar` runs each here
+# too): tests/ref/modernbert_check.py. Checkpoints are cached
 # under ~/.cache/attnviz, keyed by the script's hash, so CI writes them once.
 set -u
 cd "$(dirname "$0")/../.."
@@ -13,11 +15,5 @@ make -s -j2 attnviz build/fwd_dump >/dev/null || { echo "FAIL modernbert_check: 
 key=$(sha256sum tests/ref/modernbert_check.py | cut -c1-12)
 work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/modernbert-$key
 mkdir -p "$work" || { echo "FAIL modernbert_check: cannot create $work"; exit 1; }
-kernels=()
-for k in avx512 avx2 neon scalar; do
-    ATTNVIZ_KERNEL=$k ./attnviz --version >/dev/null 2>&1 && kernels+=("$k")
-done
-[ "${#kernels[@]}" -ge 1 ] || { echo "FAIL modernbert_check: no kernel runs here"; exit 1; }
-kl=$(IFS=,; echo "${kernels[*]}")
-"$py" tests/ref/modernbert_check.py ./attnviz build/fwd_dump "$work" --kernels "$kl" "$@" 2>&1 | grep -v "Loading weights"
+"$py" tests/ref/modernbert_check.py ./attnviz build/fwd_dump "$work" "$@" 2>&1 | grep -v "Loading weights"
 exit "${PIPESTATUS[0]}"
