@@ -16,6 +16,7 @@
 #include <utf8proc.h>
 
 #include "bpe.h"
+#include "strtab.h"
 #include "util.h"
 
 #define TJ_MAX_STEPS 16
@@ -86,13 +87,10 @@ typedef struct {
 
 struct TjTokenizer {
     char *name;
-    char **tok;               /* id -> spelling, NULL for unused ids */
-    uint32_t *tok_len, *tok_hash;
+    AvStrTab vocab;           /* id <-> spelling (each malloc'd here), NULL for unused ids */
     char **display;
     unsigned char *special;   /* id is a special added token */
     int n;                    /* ids 0..n-1 */
-    int32_t *slots;           /* spelling -> id, open addressing */
-    size_t mask;
     Merge *merges;
     size_t mmask;
     int byte_level, byte_fallback, fuse_unk, ignore_merges, unk;
@@ -140,16 +138,8 @@ static int str_add(Str *s, const char *p, size_t n) {
     return 0;
 }
 
-static uint32_t fnv(const char *p, size_t n) { return av_fnv1a(p, n, AV_FNV_SEED); }
 
-int tj_token_to_id(const TjTokenizer *t, const char *s, size_t len) {
-    uint32_t h = fnv(s, len);
-    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        int32_t id = t->slots[i];
-        if (id < 0) return -1;
-        if (t->tok_hash[id] == h && t->tok_len[id] == len && !memcmp(t->tok[id], s, len)) return id;
-    }
-}
+int tj_token_to_id(const TjTokenizer *t, const char *s, size_t len) { return av_strtab_find(&t->vocab, s, len); }
 
 static int merge_lookup(const TjTokenizer *t, int a, int b, int32_t *rank) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
@@ -1135,20 +1125,15 @@ static int jbool(const cJSON *o, const char *k, int dflt) {
 /* Registers spelling s as id (vocab or added token). */
 static int set_token(TjTokenizer *t, int id, const char *s, size_t len, const char *name, AvErr *e) {
     if (id < 0 || id >= t->n) return av_err(e, "%s: token id %d is out of range", name, id);
-    if (t->tok[id]) {
-        if (t->tok_len[id] == len && !memcmp(t->tok[id], s, len)) return 0;
+    if (t->vocab.tok[id]) {
+        if (t->vocab.len[id] == len && !memcmp(t->vocab.tok[id], s, len)) return 0;
         return av_err(e, "%s: id %d is given to two tokens", name, id);
     }
-    if (!(t->tok[id] = malloc(len + 1))) return av_err(e, "out of memory");
-    memcpy(t->tok[id], s, len);
-    t->tok[id][len] = '\0';
-    t->tok_len[id] = (uint32_t)len;
-    t->tok_hash[id] = fnv(s, len);
-    int dup = tj_token_to_id(t, s, len);
-    if (dup >= 0) return 0; /* an added token repeating a vocab entry keeps the first id for lookups */
-    size_t i = t->tok_hash[id] & t->mask;
-    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
-    t->slots[i] = id;
+    char *copy = malloc(len + 1);
+    if (!copy) return av_err(e, "out of memory");
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    av_strtab_set(&t->vocab, id, copy, len); /* an added token repeating a vocab entry keeps the first id for lookups */
     return 0;
 }
 
@@ -1496,17 +1481,9 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
             max_id = id->valueint;
     }
     t->n = max_id + 1;
-    size_t cap = 16;
-    while (cap < (size_t)t->n * 2 + 2) cap *= 2;
-    t->tok = calloc((size_t)t->n + 1, sizeof *t->tok);
-    t->tok_len = calloc((size_t)t->n + 1, sizeof *t->tok_len);
-    t->tok_hash = calloc((size_t)t->n + 1, sizeof *t->tok_hash);
     t->display = calloc((size_t)t->n + 1, sizeof *t->display);
     t->special = calloc((size_t)t->n + 1, 1);
-    t->slots = malloc(cap * sizeof *t->slots);
-    if (!t->tok || !t->tok_len || !t->tok_hash || !t->display || !t->special || !t->slots) goto oom;
-    memset(t->slots, 0xff, cap * sizeof *t->slots);
-    t->mask = cap - 1;
+    if (av_strtab_init(&t->vocab, t->n) != 0 || !t->display || !t->special) goto oom;
     if (uni) {
         if (load_unigram(t, model, vocab, name, e)) goto fail;
     } else {
@@ -1590,7 +1567,7 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
         }
     }
     for (int i = 0; i < t->n; i++)
-        if (t->tok[i] && !(t->display[i] = make_display(t, t->tok[i], t->tok_len[i]))) goto oom;
+        if (t->vocab.tok[i] && !(t->display[i] = make_display(t, t->vocab.tok[i], t->vocab.len[i]))) goto oom;
     *out = t;
     return 0;
 oom:
@@ -1602,9 +1579,10 @@ fail:
 
 void tj_free(TjTokenizer *t) {
     if (!t) return;
-    for (int i = 0; t->tok && i < t->n; i++) free(t->tok[i]);
+    for (int i = 0; t->vocab.tok && i < t->n; i++) free((void *)t->vocab.tok[i]);
     for (int i = 0; t->display && i < t->n; i++) free(t->display[i]);
-    free(t->tok), free(t->tok_len), free(t->tok_hash), free(t->display), free(t->special), free(t->slots);
+    av_strtab_free(&t->vocab);
+    free(t->display), free(t->special);
     free(t->merges);
     free(t->score), free(t->node_tok), free(t->edges);
     for (int k = 0; k < t->n_norm; k++) {
@@ -1627,7 +1605,7 @@ int tj_template(const TjTokenizer *t, int pair, const TjItem **items) {
 }
 
 int tj_vocab_size(const TjTokenizer *t) { return t->n; }
-const char *tj_id_to_token(const TjTokenizer *t, int id) { return id >= 0 && id < t->n ? t->tok[id] : NULL; }
+const char *tj_id_to_token(const TjTokenizer *t, int id) { return id >= 0 && id < t->n ? t->vocab.tok[id] : NULL; }
 const char *tj_id_to_display(const TjTokenizer *t, int id) { return id >= 0 && id < t->n ? t->display[id] : NULL; }
 int tj_is_special(const TjTokenizer *t, int id) { return id >= 0 && id < t->n && t->special[id]; }
 int tj_byte_level(const TjTokenizer *t) { return t->byte_level; }
