@@ -118,6 +118,7 @@ scripts=(
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/norm_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/diff_check.sh

@@ -305,6 +305,71 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
     }
 }
 
+/* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes
+ * blocks t, t + T, ... of KERN_WIDEN_ROWS rows of W_O, each block's squares
+ * into its own slot of part, added in block order afterwards. */
+typedef struct {
+    const Linear *o;
+    const float *vT;        // (NKV * dh, n)
+    const int *heads;
+    int n_heads, n, group, dh, n_blocks;
+    float *part;            // (n_blocks, n_heads, n)
+    float *tile;            // (threads, KERN_WIDEN_ROWS * n)
+    float *widen;           // (threads, widen_len)
+    size_t widen_len;
+    atomic_int failed;
+} NormTask;
+
+static void norm_part(void *arg, int t, int T) {
+    NormTask *w = arg;
+    for (int b = t; b < w->n_blocks; b += T) {
+        const int r0 = b * KERN_WIDEN_ROWS, r1 = r0 + KERN_WIDEN_ROWS < w->o->out ? r0 + KERN_WIDEN_ROWS : w->o->out;
+        if (kern_value_norms_rows(w->part + (size_t)b * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
+                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * KERN_WIDEN_ROWS * w->n,
+                                  w->widen + (size_t)t * w->widen_len))
+            atomic_store(&w->failed, 1);
+    }
+}
+
+/* ||f_h(x_j)|| for the kept heads of layer l into each segment's capture
+ * (rows [pos0, pos0 + len) of its vnorm), when the captures ask for them. */
+static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, const Seg *segs, int n_segs, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const Capture *cap = segs[0].cap; /* every segment keeps the same layers and heads */
+    if (!cap || !cap->vnorm) return 0;
+    int heads[CAP_MAX_HEADS], nh = 0;
+    for (int h = 0; h < c->num_heads; h++)
+        if (cap_has(cap, l, h)) heads[nh++] = h;
+    if (nh == 0) return 0;
+    const Linear *o = &m->w.layers[l].o;
+    NormTask w = {.o = o, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
+                  .dh = c->head_dim, .n_blocks = (o->out + KERN_WIDEN_ROWS - 1) / KERN_WIDEN_ROWS, .widen = s->widen,
+                  .widen_len = s->widen_len};
+    atomic_init(&w.failed, 0);
+    w.part = malloc((size_t)w.n_blocks * nh * n * sizeof *w.part);
+    w.tile = malloc((size_t)s->n_threads * KERN_WIDEN_ROWS * n * sizeof *w.tile);
+    if (!w.part || !w.tile) {
+        free(w.part), free(w.tile);
+        return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
+    }
+    pool_run(s->pool, norm_part, &w);
+    int rc = atomic_load(&w.failed) ? av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path) : 0;
+    for (int hi = 0; hi < nh && rc == 0; hi++)
+        for (int g = 0; g < n_segs; g++) {
+            Capture *sc = segs[g].cap;
+            if (!sc || !sc->vnorm || !cap_has(sc, l, heads[hi])) continue;
+            float *dst = cap_vnorm(sc, l, heads[hi]) + pos0;
+            for (int j = 0; j < segs[g].len; j++) {
+                const size_t col = (size_t)hi * n + segs[g].start + j;
+                double sum = 0;
+                for (int b = 0; b < w.n_blocks; b++) sum += w.part[(size_t)b * nh * n + col];
+                dst[j] = (float)sqrt(sum);
+            }
+        }
+    free(w.part), free(w.tile);
+    return rc;
+}
+
 /* Appends n columns of src (rows, n) at column at of dst (rows, ld). */
 static void append_cols(float *dst, int ld, int at, const float *src, int rows, int n) {
     for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * ld + at, src + (size_t)r * n, (size_t)n * sizeof *src);
@@ -319,11 +384,13 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     const LayerWeights *L = &m->w.layers[l];
     const Linear *qkv[3] = {&L->q, &L->k, &L->v};
     float *out[3] = {s->qT, s->kT, s->vT};
-    if (products(s, s->xT, n, attn_only ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
+    const int want_vnorm = segs[0].cap && segs[0].cap->vnorm;
+    if (products(s, s->xT, n, attn_only && !want_vnorm ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
     if (c->qk_rows_interleaved) {
         unpermute_heads(s->qT, c->num_heads, c->head_dim, n, s->ctxT);
         unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
     }
+    if (want_vnorm && value_norms(m, s, l, n, pos0, segs, n_segs, e)) return -1;
     if (c->qk_norm || c->pos == POS_ROPE) {
         const int local = c->layer_rope_local[l] && s->rope_cos_local;
         QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm,
@@ -433,6 +500,8 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
     for (int l = 0; l < cap->n_layers; l++)
         for (int h = 0; h < cap->n_heads; h++) {
             if (!cap_has(cap, l, h)) continue;
+            if (cap->vnorm && !all_finite(cap_vnorm(cap, l, h) + pos0, (size_t)n))
+                return av_err(e, "%s: value norms in layer %d are not finite (NaN/Inf in the weights?)", m->path, l);
             if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its thumbnail, or its q/k */
                 const size_t dh = (size_t)cap->head_dim, tt = (size_t)cap->thumb_size * (size_t)cap->thumb_size;
                 const float *q = cap_q(cap, l, h) + (size_t)pos0 * dh, *k = cap_k(cap, l, h) + (size_t)pos0 * dh;

@@ -525,6 +525,32 @@ static void write_stacks(Sink *s, const OutDoc *d) {
     }
 }
 
+/* --measure norm: "norm_attention" [layer][head][query][key] = ||a_ij f_h(x_j)||,
+ * shaped and selected like "attention", and "value_norms" [layer][head][key] =
+ * ||f_h(x_j)|| (left out where a view merged tokens: --words). */
+static void write_norm(Sink *s, const OutDoc *d, int n) {
+    const Capture *c = d->cap;
+    if (!c->nattn) return;
+    sink_str(s, ",\"measure\":\"norm\",\"norm_attention\":");
+    write_blocks(s, d, cap_nattn, n, n);
+    if (!c->vnorm) return;
+    sink_str(s, ",\"value_norms\":[");
+    for (int li = 0; li < out_n_layers(d); li++) {
+        sink_str(s, li ? ",[" : "[");
+        for (int hi = 0; hi < out_n_heads(d); hi++) {
+            sink_str(s, hi ? ",[" : "[");
+            const float *v = cap_vnorm(c, out_layer(d, li), out_head(d, hi));
+            for (int j = 0; j < n; j++) {
+                if (j) sink_put(s, ",", 1);
+                sink_float(s, v[j], d->precision);
+            }
+            sink_put(s, "]", 1);
+        }
+        sink_put(s, "]", 1);
+    }
+    sink_put(s, "]", 1);
+}
+
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     Sink *s = sink_new(f);
     if (!s) return av_err(e, "out of memory");
@@ -539,6 +565,7 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     int n = d->enc->n;
     sink_str(s, ",\"attention\":");
     write_blocks(s, d, cap_attn, n, n);
+    write_norm(s, d, n);
     if (d->with_qk && d->cap->q) {
         sink_str(s, ",\"queries\":");
         write_blocks(s, d, cap_q, n, d->cap->head_dim);

@@ -120,6 +120,7 @@ static void pack_flush(BatchState *bs, Pack *p) {
             p->cap_n[g] = 0;
             rc = model_capture_select(&p->cap[g], &r->cfg, lens[g], 1, o->capture.hidden, o->sel.layers, o->sel.n_layers,
                                       o->sel.heads, o->sel.n_heads, &e);
+            if (rc == 0 && o->capture.measure == MEASURE_NORM) rc = model_capture_value_norms(&p->cap[g], &e);
             if (rc == 0) p->cap_n[g] = lens[g];
         }
         caps[g] = &p->cap[g];
