@@ -225,6 +225,34 @@ START_TEST(render_takes_its_input_and_meta) {
 }
 END_TEST
 
+START_TEST(measure_is_attention_or_norm) {
+    CliOptions o;
+    AvErr e;
+    const char *def[] = {"x", NULL}, *norm[] = {"--measure", "norm", "x", NULL}, *heads[] = {"heads", "--measure", "norm", "x", NULL},
+               *serve[] = {"serve", "--measure", "norm", NULL}, *bad[] = {"--measure", "Norm", "x", NULL},
+               *diff[] = {"diff", "--measure", "norm", "a", "b", NULL};
+    ck_assert_int_eq(parse(&o, &e, def), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_ATTENTION);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, norm), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, heads), CLI_RUN);
+    ck_assert(o.run.heads.on && o.run.capture.measure == MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_ge(parse(&o, &e, serve), 0);
+    ck_assert_int_eq(o.serve_spec.page.capture.measure, MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, bad), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "--measure is attention or norm, not 'Norm' (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, diff), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    cli_options_free(&o);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("cli");
     TCase *t = tcase_create("core");
@@ -242,6 +270,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, diff_and_stats_and_render_fill_theirs);
     tcase_add_test(t, stats_merge_lists_its_files);
     tcase_add_test(t, render_takes_its_input_and_meta);
+    tcase_add_test(t, measure_is_attention_or_norm);
     suite_add_tcase(s, t);
     return s;
 }
