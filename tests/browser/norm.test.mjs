@@ -3,12 +3,14 @@
 // the JSON's norm_attention (to the page's 4 decimals), switches to the attention itself (the JSON's
 // attention) by the control and by key W, and every view draws in both measures without errors, the
 // title tagged while norm-weighted (the neuron view, which explains the attention from q and k, keeps the
-// attention and disables the switch); a page without --measure has no switch. Screenshots of every view,
+// attention and disables the switch); a page without --measure has no switch. The live page of
+// attnviz serve --measure norm: the same switch over the server's measure=norm, weights equal to the CLI's. Screenshots of every view,
 // norm-weighted, in both themes into tests/browser/screenshots/ (norm-*.png).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { ROOT, SHOTS, launch, openPage, settle, clean, cliPage, clickAndRender, rendered } from './lib.mjs';
+import { spawn } from 'node:child_process';
+import { ATTNVIZ, ROOT, SHOTS, launch, openPage, settle, clean, cliPage, clickAndRender, rendered } from './lib.mjs';
 
 const LLAMA = path.join(ROOT, 'tests/data/small-llama');
 const BERT = path.join(ROOT, 'tests/data/small-f32');
@@ -20,7 +22,10 @@ before(async () => {
   pages.plain = cliPage('norm-plain', ['--model', LLAMA, 'the cat sat']);
   browser = await launch();
 });
-after(async () => { if (browser) await browser.close(); });
+let srv = null;
+const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
+process.on('exit', killServer);
+after(async () => { if (browser) await browser.close(); killServer(); });
 
 /* every weight the page holds for layer index li (all heads) in the current measure */
 async function pageWeights(page, li) {
@@ -126,4 +131,51 @@ test('a page without --measure norm has no switch and draws attention', async ()
     assert.equal(await page.evaluate(() => document.body.dataset.rendered), prev);
     clean(log);
   } finally { await page.close(); }
+});
+
+test('live page of attnviz serve --measure norm: the switch reads the server\'s measure=norm', async () => {
+  const text = 'the cat sat on the mat and the cat slept';
+  srv = spawn(ATTNVIZ, ['serve', '--port', '0', '--model', LLAMA, '--measure', 'norm', text], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '', err = '';
+    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
+    srv.stderr.on('data', d => { err += d; });
+    srv.stdout.on('data', d => {
+      out += d;
+      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
+      if (m) { clearTimeout(t); resolve(m[0]); }
+    });
+    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
+  });
+  const d = pages.llama.data(); /* the CLI's JSON for the same text and model */
+  for (const theme of ['light', 'dark']) {
+    const page = await browser.ctx.newPage();
+    const errors = [], asked = [];
+    page.on('pageerror', e => errors.push(String(e && e.message ? e.message : e)));
+    page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text()); });
+    page.on('request', r => asked.push(r.url()));
+    try {
+      await page.emulateMedia({ colorScheme: theme });
+      await page.goto(url);
+      await page.waitForFunction(() => document.body.dataset.ready === '1' && document.body.dataset.busy !== '1', null, { timeout: 60000 });
+      await settle(page);
+      assert.equal(await page.evaluate(() => window.attnviz.data.live), true);
+      assert.equal(await page.evaluate(() => window.attnviz.data.measure), 'norm');
+      const got = await pageWeights(page, 1);
+      d.norm_attention[1].forEach((head, h) => shares(head).flat().forEach((want, k) =>
+        assert.ok(Math.abs(got[h][k] - want) <= 5.0001e-5, `live layer 1 head ${h} cell ${k}: ${got[h][k]} vs ${want}`)));
+      assert.ok(asked.some(u => /\/api\/attention\?.*measure=norm/.test(u)), 'asked the server for measure=norm');
+      await page.screenshot({ path: path.join(SHOTS, `norm-live-head-${theme}.png`), fullPage: true });
+      await go(page, 'model');
+      assert.ok(asked.some(u => /\/api\/thumbs\?.*measure=norm/.test(u)), 'norm-weighted thumbnails from the server');
+      await page.screenshot({ path: path.join(SHOTS, `norm-live-model-${theme}.png`), fullPage: true });
+      await go(page, 'head');
+      await clickAndRender(page, '#measure-seg [data-measure=attention]');
+      const att = await pageWeights(page, 1);
+      d.attention[1].forEach((head, h) => head.flat().forEach((want, k) =>
+        assert.ok(Math.abs(att[h][k] - want) <= 5.0001e-5, `live attention layer 1 head ${h} cell ${k}`)));
+      assert.deepEqual(errors, []);
+    } finally { await page.close(); }
+  }
+  killServer();
 });
