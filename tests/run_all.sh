@@ -105,6 +105,7 @@ scripts=(
     tests/diff_test.sh
     tests/scripting_test.sh
     tests/heads_test.sh
+    tests/norm_test.sh
     tests/corpus_hosts_test.sh
     tests/aarch64_test.sh
     tests/tokenizer/oracle_check.sh
