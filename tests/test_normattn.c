@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "model.h"
 #include "normattn.h"
 #include "transform.h"
@@ -88,6 +89,40 @@ START_TEST(value_norms_are_the_same_alone_packed_selected_and_cached) {
     model_capture_free(&alone);
     model_runstate_free(&rs);
     model_free(&m);
+}
+END_TEST
+
+/* Every kernel this CPU runs gives the scalar chain's value norms bit for bit
+ * (F32, Conv1D, BF16 and F16 output projections). */
+START_TEST(value_norms_are_the_same_bits_on_every_kernel) {
+    static const char *const dirs[] = {"tests/data/small-llama", "tests/data/small-gpt2", "tests/data/small-bf16",
+                                       "tests/data/small-gpt2-f16"};
+    static const char *const kernels[] = {"avx512", "avx2", "neon"};
+    for (size_t f = 0; f < sizeof dirs / sizeof dirs[0]; f++) {
+        Model m;
+        AvErr e;
+        if (model_load(&m, dirs[f], &e) != 0) ck_abort_msg("load %s: %s", dirs[f], e.msg);
+        enum { N = 37 };
+        int ids[N], types[N];
+        make_ids(&m, ids, types, N, 9);
+        RunState rs;
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, &e), 0);
+        Capture ref = capture_norms(&m, N, NULL, 0, NULL, 0), got = capture_norms(&m, N, NULL, 0, NULL, 0);
+        const size_t cnt = cap_blocks(&ref) * N;
+        ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
+        ck_assert_int_eq(model_forward(&m, &rs, ids, types, N, &ref, &e), 0);
+        int ran = 1;
+        for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+            if (gemm_force_kernel(kernels[k]) != 0) continue;
+            ran++;
+            ck_assert_int_eq(model_forward(&m, &rs, ids, types, N, &got, &e), 0);
+            ck_assert_msg(!memcmp(ref.vnorm, got.vnorm, sizeof(float) * cnt), "%s, %s: differs from scalar by %g", dirs[f],
+                          kernels[k], max_abs_diff(ref.vnorm, got.vnorm, cnt));
+        }
+        ck_assert_int_ge(ran, 2);
+        gemm_force_kernel(NULL);
+        model_capture_free(&ref), model_capture_free(&got), model_runstate_free(&rs), model_free(&m);
+    }
 }
 END_TEST
 
@@ -210,6 +245,7 @@ Suite *make_suite(void) {
     tcase_set_timeout(t, 120);
     tcase_add_loop_test(t, value_norms_are_the_same_alone_packed_selected_and_cached, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
+    tcase_add_test(t, value_norms_are_the_same_bits_on_every_kernel);
     tcase_add_test(t, value_norms_leave_the_attention_alone);
     tcase_add_test(t, norm_attention_is_weight_times_value_norm_and_shares_sum_to_one);
     tcase_add_test(t, views_drop_and_merge_norm_attention_like_attention_without_renormalizing);

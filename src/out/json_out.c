@@ -258,15 +258,18 @@ int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e) {
 }
 
 /* [layer][head][row][col] over the selection; per (l, h) the block is rows x cols. */
+/* [layer][head][row][col] of each selected block; rows 0: [layer][head][col] (one vector per head). */
 static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture *, int, int), int rows, int cols) {
     const Capture *c = d->cap;
+    const int vec = rows == 0;
     sink_put(s, "[", 1);
     for (int li = 0; li < out_n_layers(d); li++) {
         sink_str(s, li ? ",[" : "[");
         for (int hi = 0; hi < out_n_heads(d); hi++) {
-            sink_str(s, hi ? ",[" : "[");
+            if (!vec) sink_str(s, hi ? ",[" : "[");
+            else if (hi) sink_put(s, ",", 1);
             const float *b = block(c, out_layer(d, li), out_head(d, hi));
-            for (int i = 0; i < rows; i++) {
+            for (int i = 0; i < (vec ? 1 : rows); i++) {
                 sink_str(s, i ? ",[" : "[");
                 for (int j = 0; j < cols; j++) {
                     if (j) sink_put(s, ",", 1);
@@ -274,7 +277,7 @@ static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture
                 }
                 sink_put(s, "]", 1);
             }
-            sink_put(s, "]", 1);
+            if (!vec) sink_put(s, "]", 1);
         }
         sink_put(s, "]", 1);
     }
@@ -534,21 +537,8 @@ static void write_norm(Sink *s, const OutDoc *d, int n) {
     sink_str(s, ",\"measure\":\"norm\",\"norm_attention\":");
     write_blocks(s, d, cap_nattn, n, n);
     if (!c->vnorm) return;
-    sink_str(s, ",\"value_norms\":[");
-    for (int li = 0; li < out_n_layers(d); li++) {
-        sink_str(s, li ? ",[" : "[");
-        for (int hi = 0; hi < out_n_heads(d); hi++) {
-            sink_str(s, hi ? ",[" : "[");
-            const float *v = cap_vnorm(c, out_layer(d, li), out_head(d, hi));
-            for (int j = 0; j < n; j++) {
-                if (j) sink_put(s, ",", 1);
-                sink_float(s, v[j], d->precision);
-            }
-            sink_put(s, "]", 1);
-        }
-        sink_put(s, "]", 1);
-    }
-    sink_put(s, "]", 1);
+    sink_str(s, ",\"value_norms\":");
+    write_blocks(s, d, cap_vnorm, 0, n);
 }
 
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
