@@ -306,15 +306,18 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
 }
 
 /* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes
- * blocks t, t + T, ... of KERN_WIDEN_ROWS rows of W_O, each block's squares
- * into its own slot of part, added in block order afterwards. */
+ * blocks t, t + T, ... of NORM_ROWS rows of W_O, each block's squares into its
+ * own slot of part, added in block order afterwards (the same bits whatever
+ * the threads). Half a widening block: more blocks than threads even for
+ * narrow models (576 rows: 18 blocks, not 9 for 2 threads). */
+#define NORM_ROWS (KERN_WIDEN_ROWS / 2)
 typedef struct {
     const Linear *o;
     const float *vT;        // (NKV * dh, n)
     const int *heads;
     int n_heads, n, group, dh, n_blocks;
     float *part;            // (n_blocks, n_heads, n)
-    float *tile;            // (threads, KERN_WIDEN_ROWS * n)
+    float *tile;            // (threads, NORM_ROWS * n)
     float *widen;           // (threads, widen_len)
     size_t widen_len;
     atomic_int failed;
@@ -323,9 +326,9 @@ typedef struct {
 static void norm_part(void *arg, int t, int T) {
     NormTask *w = arg;
     for (int b = t; b < w->n_blocks; b += T) {
-        const int r0 = b * KERN_WIDEN_ROWS, r1 = r0 + KERN_WIDEN_ROWS < w->o->out ? r0 + KERN_WIDEN_ROWS : w->o->out;
+        const int r0 = b * NORM_ROWS, r1 = r0 + NORM_ROWS < w->o->out ? r0 + NORM_ROWS : w->o->out;
         if (kern_value_norms_rows(w->part + (size_t)b * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
-                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * KERN_WIDEN_ROWS * w->n,
+                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * NORM_ROWS * w->n,
                                   w->widen + (size_t)t * w->widen_len))
             atomic_store(&w->failed, 1);
     }
@@ -343,11 +346,11 @@ static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, cons
     if (nh == 0) return 0;
     const Linear *o = &m->w.layers[l].o;
     NormTask w = {.o = o, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
-                  .dh = c->head_dim, .n_blocks = (o->out + KERN_WIDEN_ROWS - 1) / KERN_WIDEN_ROWS, .widen = s->widen,
+                  .dh = c->head_dim, .n_blocks = (o->out + NORM_ROWS - 1) / NORM_ROWS, .widen = s->widen,
                   .widen_len = s->widen_len};
     atomic_init(&w.failed, 0);
     w.part = malloc((size_t)w.n_blocks * nh * n * sizeof *w.part);
-    w.tile = malloc((size_t)s->n_threads * KERN_WIDEN_ROWS * n * sizeof *w.tile);
+    w.tile = malloc((size_t)s->n_threads * NORM_ROWS * n * sizeof *w.tile);
     if (!w.part || !w.tile) {
         free(w.part), free(w.tile);
         return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
