@@ -617,22 +617,23 @@ START_TEST(gated_mlp_combination_is_silu_of_gate_times_up) {
 }
 END_TEST
 
-/* Value norms (--measure norm) the way the forward pass adds them: blocks of
- * KERN_WIDEN_ROWS rows of W_O, their squares summed in block order. */
-static void value_norms_by_blocks(float *norms, const Linear *o, const float *vT, int n, const int *heads, int nh,
-                                  int group, int dh) {
-    const int nb = (o->out + KERN_WIDEN_ROWS - 1) / KERN_WIDEN_ROWS;
-    float *part = malloc(sizeof(float) * (size_t)nb * nh * n), *tile = malloc(sizeof(float) * KERN_WIDEN_ROWS * n);
-    float *scratch = malloc(sizeof(float) * KERN_WIDEN_ROWS * o->in);
+/* Value norms (--measure norm) the way the forward pass adds them: calls of
+ * `chunk` rows of W_O (a multiple of KERN_NORM_GROUP, at most KERN_NORM_ROWS),
+ * each group's squares summed, the groups added in order. */
+static void value_norms_by_groups(float *norms, const Linear *o, const float *vT, int n, const int *heads, int nh,
+                                  int group, int dh, int chunk) {
+    const int ng = (o->out + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP;
+    float *part = malloc(sizeof(float) * (size_t)ng * nh * n), *tile = malloc(sizeof(float) * KERN_NORM_ROWS * n);
+    float *scratch = malloc(sizeof(float) * KERN_NORM_ROWS * o->in);
     ck_assert(part && tile && scratch);
-    for (int b = 0; b < nb; b++) {
-        const int r0 = b * KERN_WIDEN_ROWS, r1 = r0 + KERN_WIDEN_ROWS < o->out ? r0 + KERN_WIDEN_ROWS : o->out;
-        ck_assert_int_eq(kern_value_norms_rows(part + (size_t)b * nh * n, o, vT, n, heads, nh, group, dh, r0, r1, tile,
-                                               scratch), 0);
+    for (int r0 = 0; r0 < o->out; r0 += chunk) {
+        const int r1 = r0 + chunk < o->out ? r0 + chunk : o->out;
+        ck_assert_int_eq(kern_value_norms_rows(part + (size_t)(r0 / KERN_NORM_GROUP) * nh * n, o, vT, n, heads, nh,
+                                               group, dh, r0, r1, tile, scratch), 0);
     }
     for (int i = 0; i < nh * n; i++) {
         double sum = 0;
-        for (int b = 0; b < nb; b++) sum += part[(size_t)b * nh * n + i];
+        for (int g = 0; g < ng; g++) sum += part[(size_t)g * nh * n + i];
         norms[i] = (float)sqrt(sum);
     }
     free(part), free(tile), free(scratch);
@@ -642,15 +643,16 @@ static void value_norms_by_blocks(float *norms, const Linear *o, const float *vT
  * reading its kv group's values (GQA), in every storage type the output
  * projection comes in (F32, GPT-2's transposed Conv1D, F16, BF16, Q8_0):
  * within 1e-5 (relative) of the double-precision naive norms, and the same
- * bits on every kernel the CPU has. The naive norms are also checked against
+ * bits on every kernel the CPU has and however the rows are split into calls
+ * (the forward pass splits them by threads). The naive norms are also checked against
  * a direct reading of the definition for F32 (no shared helper). */
 START_TEST(value_norms_match_naive_reference_on_every_kernel_and_weight_type) {
     static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
-    const int NH = 4, NKV = 2, group = NH / NKV, dh = 32, in = NH * dh, out = 150, n = 37;
+    const int NH = 4, NKV = 2, group = NH / NKV, dh = 32, in = NH * dh, out = 300, n = 37; /* out: past KERN_NORM_ROWS, not a multiple of the group */
     const int heads[] = {0, 1, 3}, nh = 3;
     float *wf = malloc(sizeof(float) * out * in), *wt = malloc(sizeof(float) * out * in);
     float *vT = malloc(sizeof(float) * NKV * dh * n), *ref = malloc(sizeof(float) * nh * n),
-          *got = malloc(sizeof(float) * nh * n), *first = malloc(sizeof(float) * nh * n);
+          *got = malloc(sizeof(float) * nh * n), *first = malloc(sizeof(float) * 2 * nh * n);
     uint8_t *w16 = malloc((size_t)out * in * 2), *wb = malloc((size_t)out * in * 2), *wq = malloc((size_t)out * in / 32 * 34);
     ck_assert(wf && wt && vT && ref && got && first && w16 && wb && wq);
     fill(wf, (size_t)out * in, 201, 0.3f), fill(vT, (size_t)NKV * dh * n, 202, 2);
@@ -694,7 +696,11 @@ START_TEST(value_norms_match_naive_reference_on_every_kernel_and_weight_type) {
         int ran = 0;
         for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
             if (gemm_force_kernel(kernels[kn]) != 0) continue;
-            value_norms_by_blocks(got, &lins[t], vT, n, heads, nh, group, dh);
+            value_norms_by_groups(got, &lins[t], vT, n, heads, nh, group, dh, KERN_NORM_ROWS);
+            ck_assert_int_eq(gemm_force_kernel(kernels[kn]), 0);
+            value_norms_by_groups(first + nh * n, &lins[t], vT, n, heads, nh, group, dh, 3 * KERN_NORM_GROUP);
+            ck_assert_msg(!memcmp(got, first + nh * n, sizeof(float) * nh * n), "%s, %s: calls of 96 rows differ",
+                          lins[t].name, kernels[kn]);
             for (int i = 0; i < nh * n; i++)
                 ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-5f * ref[i], "%s, %s: norm %d is %.9g, naive %.9g",
                               lins[t].name, kernels[kn], i, got[i], ref[i]);
@@ -705,7 +711,7 @@ START_TEST(value_norms_match_naive_reference_on_every_kernel_and_weight_type) {
         ck_assert_int_ge(ran, 2);
     }
     /* GQA: heads 0 and 1 share kv head 0's values but not their columns of W_O */
-    value_norms_by_blocks(got, &lins[0], vT, n, heads, nh, group, dh);
+    value_norms_by_groups(got, &lins[0], vT, n, heads, nh, group, dh, KERN_NORM_ROWS);
     ck_assert_float_gt(fabsf(got[0] - got[n]), 1e-3f);
     gemm_force_kernel(NULL);
     free(wf), free(wt), free(vT), free(ref), free(got), free(first), free(w16), free(wb), free(wq);

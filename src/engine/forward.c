@@ -305,31 +305,31 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
     }
 }
 
-/* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes
- * blocks t, t + T, ... of NORM_ROWS rows of W_O, each block's squares into its
- * own slot of part, added in block order afterwards (the same bits whatever
- * the threads). Half a widening block: more blocks than threads even for
- * narrow models (576 rows: 18 blocks, not 9 for 2 threads). */
-#define NORM_ROWS (KERN_WIDEN_ROWS / 2)
+/* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes a
+ * contiguous share of W_O's groups of KERN_NORM_GROUP rows, in calls of at most
+ * KERN_NORM_ROWS rows; each group's squares go to its own slot of part and are
+ * added in group order afterwards (the same bits whatever the threads). */
 typedef struct {
     const Linear *o;
     const float *vT;        // (NKV * dh, n)
     const int *heads;
-    int n_heads, n, group, dh, n_blocks;
-    float *part;            // (n_blocks, n_heads, n)
-    float *tile;            // (threads, NORM_ROWS * n)
-    float *widen;           // (threads, widen_len)
-    size_t widen_len;
+    int n_heads, n, group, dh, n_groups;
+    float *part;            // (n_groups, n_heads, n)
+    float *tile;            // (threads, KERN_NORM_ROWS * n)
+    float *widen;           // (threads, KERN_NORM_ROWS * in) block-quantized W_O only, else NULL
     atomic_int failed;
 } NormTask;
 
 static void norm_part(void *arg, int t, int T) {
     NormTask *w = arg;
-    for (int b = t; b < w->n_blocks; b += T) {
-        const int r0 = b * NORM_ROWS, r1 = r0 + NORM_ROWS < w->o->out ? r0 + NORM_ROWS : w->o->out;
-        if (kern_value_norms_rows(w->part + (size_t)b * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
-                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * NORM_ROWS * w->n,
-                                  w->widen + (size_t)t * w->widen_len))
+    const int per = (w->n_groups + T - 1) / T, g0 = t * per, g1 = g0 + per < w->n_groups ? g0 + per : w->n_groups;
+    const int step = KERN_NORM_ROWS / KERN_NORM_GROUP;
+    for (int g = g0; g < g1; g += step) {
+        const int ge = g + step < g1 ? g + step : g1;
+        const int r0 = g * KERN_NORM_GROUP, r1 = ge * KERN_NORM_GROUP < w->o->out ? ge * KERN_NORM_GROUP : w->o->out;
+        if (kern_value_norms_rows(w->part + (size_t)g * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
+                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * KERN_NORM_ROWS * w->n,
+                                  w->widen ? w->widen + (size_t)t * KERN_NORM_ROWS * w->o->in : NULL))
             atomic_store(&w->failed, 1);
     }
 }
@@ -345,14 +345,16 @@ static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, cons
         if (cap_has(cap, l, h)) heads[nh++] = h;
     if (nh == 0) return 0;
     const Linear *o = &m->w.layers[l].o;
+    const int threads = s->n_threads > 0 ? s->n_threads : 1;
+    const int quantized = o->type != KERN_F32 && o->type != KERN_BF16 && o->type != KERN_F16;
     NormTask w = {.o = o, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
-                  .dh = c->head_dim, .n_blocks = (o->out + NORM_ROWS - 1) / NORM_ROWS, .widen = s->widen,
-                  .widen_len = s->widen_len};
+                  .dh = c->head_dim, .n_groups = (o->out + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP};
     atomic_init(&w.failed, 0);
-    w.part = malloc((size_t)w.n_blocks * nh * n * sizeof *w.part);
-    w.tile = malloc((size_t)s->n_threads * NORM_ROWS * n * sizeof *w.tile);
-    if (!w.part || !w.tile) {
-        free(w.part), free(w.tile);
+    w.part = malloc((size_t)w.n_groups * nh * n * sizeof *w.part);
+    w.tile = malloc((size_t)threads * KERN_NORM_ROWS * n * sizeof *w.tile);
+    if (quantized) w.widen = malloc((size_t)threads * KERN_NORM_ROWS * o->in * sizeof *w.widen);
+    if (!w.part || !w.tile || (quantized && !w.widen)) {
+        free(w.part), free(w.tile), free(w.widen);
         return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
     }
     pool_run(s->pool, norm_part, &w);
@@ -365,11 +367,11 @@ static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, cons
             for (int j = 0; j < segs[g].len; j++) {
                 const size_t col = (size_t)hi * n + segs[g].start + j;
                 double sum = 0;
-                for (int b = 0; b < w.n_blocks; b++) sum += w.part[(size_t)b * nh * n + col];
+                for (int q = 0; q < w.n_groups; q++) sum += w.part[(size_t)q * nh * n + col];
                 dst[j] = (float)sqrt(sum);
             }
         }
-    free(w.part), free(w.tile);
+    free(w.part), free(w.tile), free(w.widen);
     return rc;
 }
 

@@ -512,21 +512,32 @@ void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp,
 
 /* ------------------------------------------------ value norms (--measure norm) */
 
-/* Why per block of W_O's rows: a head's transformed value f_h(x_j) = W_O[:, h]
- * v_j^h is a column of hidden-size numbers, and its squared norm is a sum over
- * those rows; each block's share is the sum of its rows' squares, so blocks are
- * independent (threads take them) and widened once for every head, and the
- * caller adds the blocks' shares in their order (the same bits whatever the
- * threads). The product is gemm.h's, on the same widened view the forward
- * pass's output projection reads. */
+/* Why by rows of W_O: a head's transformed value f_h(x_j) = W_O[:, h] v_j^h
+ * is a column of hidden-size numbers, and its squared norm a sum over those
+ * rows. Each group of KERN_NORM_GROUP rows sums its own squares in row order,
+ * and the caller adds the groups in their order: every output of gemm.h's
+ * product is the same bits whatever rows share the call, so the norms do not
+ * depend on how rows are split into calls or threads. One product per head
+ * over all the rows of the call, so the head's values are packed once per
+ * call, not once per small block; the rows are widened once for every head. */
 int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, const int *heads, int n_heads, int group,
                           int dh, int r0, int r1, float *tile, float *scratch) {
     if (r0 >= r1) return 0;
     _Alignas(64) float panel[GEMM_SCRATCH];
-    const int tr = r1 - r0;
+    const int tr = r1 - r0, groups = (tr + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP;
     const int half = o->type == KERN_BF16 || o->type == KERN_F16;
     RowsView v = {0};
-    if (!half && view_rows(o, r0, r1, scratch, &v) != 0) return -1;
+    if (!half) {
+        if (o->type == KERN_F32) {
+            if (view_rows(o, r0, r1, NULL, &v) != 0) return -1;
+        } else {
+            /* block-quantized: widened here, rows [r0, r1) of in floats */
+            if (quant_rows(o->type, o->w, (size_t)o->out * o->row_bytes, (size_t)o->out, (size_t)o->in, (size_t)r0,
+                           (size_t)r1, scratch, o->name, NULL) != 0)
+                return -1;
+            v.w = scratch, v.row = (size_t)o->in, v.col = 1;
+        }
+    }
     for (int hi = 0; hi < n_heads; hi++) {
         const int h = heads[hi];
         const float *x = vT + (size_t)(h / group) * dh * n; // (dh, n) the head's kv group's values
@@ -537,11 +548,17 @@ int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, co
         } else {
             gemm_rows(tile, v.w + (size_t)h * dh * v.col, GEMM_F32, v.row, v.col, x, n, tr, dh, panel);
         }
-        float *s = sq + (size_t)hi * n; // (n)
-        for (int j = 0; j < n; j++) s[j] = 0.0f;
-        for (int r = 0; r < tr; r++) {
-            const float *row = tile + (size_t)r * n;
-            for (int j = 0; j < n; j++) s[j] = fmaf(row[j], row[j], s[j]);
+        for (int g = 0; g < groups; g++) {
+            float *s = sq + ((size_t)g * n_heads + hi) * n; // (n)
+            for (int j = 0; j < n; j++) s[j] = 0.0f;
+            const int ra = g * KERN_NORM_GROUP, rb = ra + KERN_NORM_GROUP < tr ? ra + KERN_NORM_GROUP : tr;
+            /* a multiply and an add, not fmaf: without FMA in the build's target fmaf is a call per
+             * element; this loop vectorizes, and each s[j] is still one chain in row order (-std=c11
+             * contracts nothing), so its bits are the same on every CPU */
+            for (int r = ra; r < rb; r++) {
+                const float *row = tile + (size_t)r * n;
+                for (int j = 0; j < n; j++) s[j] += row[j] * row[j];
+            }
         }
     }
     return 0;
