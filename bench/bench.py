@@ -292,6 +292,25 @@ def main():
                     dec_rows.append(f"| {label}, {n} tokens, {kpath} path (best of {rep}) | {ours:.0f} ms "
                                     f"(attention {100 * attn / ours:.0f}%) | {peer:.0f} ms | {ratio(ours, peer)} |")
 
+    # --measure norm (value-weighted attention): the pass with the value norms and the value-weighted
+    # matrices (fwd_bench --norm) against the plain pass, same run, same binary, native path, on the trained
+    # SmolLM2 GGUF (its Q4_1 output projection widened as the pass widens it), else the BF16 folder.
+    # Goal (issue 32): <= 1.1x.
+    measure_rows = []
+    if HFPY:
+        mpath = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf") if gguf_dir else synth
+        mlabel = "SmolLM2-135M-Instruct Q4_1 GGUF" if gguf_dir else "SmolLM2-135M shape, BF16 folder"
+        for n in (128, 512):
+            plain = norm = float("inf")
+            for _ in range(3):  # alternated, so that the machine's drift falls on both
+                _, p = run([FWD, mpath, str(n), str(REPEAT)])
+                plain = min(plain, float(p.stdout.split("warm_ms=")[1]))
+                _, p = run([FWD, "--norm", mpath, str(n), str(REPEAT)])
+                norm = min(norm, float(p.stdout.split("warm_ms=")[1]))
+            measure_rows.append(f"| {mlabel}, {n} tokens: forward + value norms + norm_attention (--measure norm; "
+                                f"best of 3 x {REPEAT}) | {norm:.1f} ms | {plain:.1f} ms | **{norm / plain:.2f}x** | "
+                                f"goal <= 1.1x |")
+
     # Generation: 128 new tokens after a 64-token prompt, every step's attention captured, greedy,
     # on the trained GGUF; attnviz's time is its --profile forward_ms (prompt pass, steps, scores)
     gen_rows = []
@@ -349,6 +368,9 @@ def main():
         lines += ["", "Decoders: forward with every layer's attention captured, against transformers' causal LM "
                   "(eager attention, output_attentions=True, bench/peer_decoder.py):", "",
                   "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + dec_rows
+    if measure_rows:
+        lines += ["", "Measures beyond attention (issue 32), against the plain pass in the same run (bench/fwd_bench.c):", "",
+                  "| measurement | with the measure | plain pass | ratio | note |", "|---|---|---|---|---|"] + measure_rows
     if gen_rows:
         lines += ["", "Generation with every step's attention captured, greedy, against transformers' "
                   "generate(output_attentions=True, eager attention; bench/peer_generate.py):", "",

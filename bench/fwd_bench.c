@@ -1,12 +1,17 @@
 /* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does, and the best warm call's CPU time.
- * usage: fwd_bench MODEL_DIR N_TOKENS [REPEAT] */
+ * usage: fwd_bench [--norm] MODEL_DIR N_TOKENS [REPEAT]
+ * --norm: the pass of --measure norm: the capture computes the value norms
+ * and each call ends with the value-weighted matrices (normattn.h's na_fill),
+ * everything the CLI adds before writing. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "gemm.h"
 #include "model.h"
+#include "normattn.h"
 #include "util.h"
 
 /* CPU time of the whole process: with one thread (OPENBLAS_NUM_THREADS=1), the
@@ -19,8 +24,10 @@ static double cpu_ms(void) {
 }
 
 int main(int argc, char **argv) {
+    const int norm = argc > 1 && !strcmp(argv[1], "--norm");
+    if (norm) argv++, argc--;
     if (argc < 3) {
-        fprintf(stderr, "usage: fwd_bench MODEL_DIR N_TOKENS [REPEAT]\n");
+        fprintf(stderr, "usage: fwd_bench [--norm] MODEL_DIR N_TOKENS [REPEAT]\n");
         return 2;
     }
     int n = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 3;
@@ -35,7 +42,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) ids[i] = 1000 % m.cfg.vocab_size + i % 97;
     RunState rs;
     Capture cap;
-    if (model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) {
+    if (model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) ||
+        (norm && model_capture_value_norms(&cap, &e))) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -43,7 +51,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r <= repeat; r++) {
         double t0 = av_now_ms(), c0 = cpu_ms();
         rs.attn_ms = 0;
-        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0) {
+        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill(&cap, &e) != 0)) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }

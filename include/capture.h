@@ -36,6 +36,11 @@ typedef struct {
     int *tel_top;      /* (blocks, n_tokens, tel_top_k) keys, heaviest first (ties: the earlier key); -1 past the row */
     float *tel_top_w;  /* (blocks, n_tokens, tel_top_k) their weights */
     const int *tel_ids; /* (n_tokens) token ids for the duplicate share (the caller's, kept during the pass); NULL: 0 */
+    float *vnorm;  /* (n_layers, n_heads, n_tokens) ||f_h(x_j)||: key token j's value vector (with the value bias)
+                      through head h's slice of the output projection (kernels.h, kern_value_norms_rows), for
+                      value-weighted attention (--measure norm); NULL unless asked for (model_capture_value_norms) */
+    float *nattn;  /* (n_layers, n_heads, n_tokens, n_tokens) attn[i][j] * vnorm[j]: filled downstream of the
+                      engine (normattn.h), never by the forward pass; NULL unless asked for */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an
@@ -77,6 +82,12 @@ static inline float *cap_attn(const Capture *c, int l, int h) {
 }
 static inline float *cap_thumb(const Capture *c, int l, int h) {
     return c->thumb + cap_block(c, l, h) * c->thumb_size * c->thumb_size;
+}
+static inline float *cap_vnorm(const Capture *c, int l, int h) {
+    return c->vnorm + cap_block(c, l, h) * c->n_tokens;
+}
+static inline float *cap_nattn(const Capture *c, int l, int h) {
+    return c->nattn + cap_block(c, l, h) * c->n_tokens * c->n_tokens;
 }
 static inline float *cap_q(const Capture *c, int l, int h) {
     return c->q + cap_block(c, l, h) * c->n_tokens * c->head_dim;

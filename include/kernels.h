@@ -145,4 +145,25 @@ void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp,
 void kern_rope(float *xT, const float *cos_t, const float *sin_t, int dh, int n);
 void kern_rope_naive(float *xT, const float *inv_freq, const int *pos, int dh, int n);
 
+/* Value-weighted attention (--measure norm; Kobayashi et al. 2020): head h's
+ * value vector of token j through its slice of the output projection,
+ * f_h(x_j) = W_O[:, h*dh:(h+1)*dh] v_j (v_j with the value bias; W_O's own
+ * bias is added once to the sum of the heads, belongs to no token, and is left
+ * out as the paper does). kern_value_norms_rows takes rows [r0, r1) of W_O
+ * (r0 a multiple of KERN_NORM_GROUP, r1 - r0 <= KERN_NORM_ROWS): for each group
+ * of KERN_NORM_GROUP of those rows, sq (groups, n_heads, n) = the sum over the
+ * group's rows of f_h(x_j)[r]^2, for the listed heads; vT (n_kv * dh, n) the
+ * pass's values, query head h reading kv head h / group but its own columns of
+ * W_O. The caller adds the groups in order and takes the square root: the same
+ * bits however the rows are split. tile: (r1 - r0) * n floats; scratch:
+ * (r1 - r0) * o->in floats for block-quantized weights, else unused. -1 only
+ * when a quantized row cannot be widened. */
+#define KERN_NORM_GROUP 32
+#define KERN_NORM_ROWS 256
+int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, const int *heads, int n_heads, int group,
+                          int dh, int r0, int r1, float *tile, float *scratch);
+/* norms (n_heads, n) = ||f_h(x_j)|| in double, W_O read element by element. */
+void kern_value_norms_naive(float *norms, const Linear *o, const float *vT, int n, const int *heads, int n_heads,
+                            int group, int dh);
+
 #endif

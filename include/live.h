@@ -49,12 +49,15 @@ void live_release(Live *lv, LiveRun *run);
 
 /* Reads of an acquired run: its tokens and model shape; one layer's heads'
  * attention as a payload chunk; every thumbnail as one chunk (side *s); one
- * head's q then k as float32 (n x head_dim each). Buffers are malloc'd. */
+ * head's q then k as float32 (n x head_dim each). Buffers are malloc'd.
+ * norm: value-weighted attention's row shares instead (normattn.h; a server
+ * started with --measure norm; else -1 saying so). */
 int live_run_tokens(const LiveRun *r);
+int live_has_norms(const LiveRun *r); /* its capture has value norms (serve --measure norm) */
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim);
-int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, unsigned char **z, size_t *len,
-                   AvErr *e);
-int live_thumbs(Live *lv, LiveRun *r, int *s, unsigned char **z, size_t *len, AvErr *e);
+int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, int norm, unsigned char **z,
+                   size_t *len, AvErr *e);
+int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_t *len, AvErr *e);
 int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e);
 
 /* The offline page the CLI would write for run id (layers: NULL = all), into

@@ -143,6 +143,12 @@ size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
  * by the rule and kernel the forward pass applies: what it would have
  * captured. scratch: 2 * n * head_dim floats. */
 int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e);
+/* Adds per-token value norms (capture.h's vnorm) to a capture made by one of
+ * the functions above: the forward pass then computes them for the kept
+ * layers and heads (and the values of the last kept layer, which it skips
+ * otherwise). Bytes: model_capture_value_norms_bytes. */
+int model_capture_value_norms(Capture *cap, AvErr *e);
+size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads);
 /* Bytes such a capture takes, to refuse before allocating. */
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);

@@ -9,6 +9,9 @@
 /* Attention of the selected layers and heads: float32 [layers, heads, n, n]. */
 int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e);
 /* Queries (which = 'q') or keys ('k'): float32 [layers, heads, n, head_dim]. */
+/* --measure norm: what 'n' value-weighted attention [layers, heads, n, n] or
+ * 'v' value norms [layers, heads, n] (normattn.h). */
+int npy_write_norm(FILE *f, const OutDoc *d, char what, AvErr *e);
 int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e);
 /* With --predict: what = 'i' the top-K ids int32 [positions, K], 'p' their
  * probabilities float32 [positions, K], 'n' the positions int32 [positions]. */

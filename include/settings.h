@@ -17,8 +17,14 @@ typedef struct {
     int tokenizer_only; /* --tokens-only: no weights needed */
 } ModelSpec;
 
+/* --measure: what the views, scores and statistics read. MEASURE_NORM adds
+ * value-weighted attention (Kobayashi et al. 2020: ||a_ij f_h(x_j)||, capture.h's
+ * vnorm and nattn) beside the attention itself. */
+typedef enum { MEASURE_ATTENTION = 0, MEASURE_NORM } Measure;
+
 /* What a forward pass keeps, and the view derived from it. */
 typedef struct {
+    Measure measure;    /* --measure */
     int qk, hidden;     /* --qk, --hidden */
     int no_special, words;
     int tokens_only;    /* tokenize only, no pass */

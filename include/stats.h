@@ -28,6 +28,7 @@ typedef struct {
     long *count;            /* (n_layers, n_heads, n_scores) inputs contributing */
     unsigned char *present; /* (n_layers, n_heads) heads that were added (or merged) */
     long inputs;
+    const char *measure;    /* "norm": value-weighted attention's shares were scored (--measure norm); NULL: attention */
 } HeadStats;
 
 /* The --stats statistics (ST_N of them). */

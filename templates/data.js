@@ -148,6 +148,18 @@ const Data = (() => {
     st.req = Array.from({ length: L }, () => new Array(H).fill(null));
     st.blk = Array.from({ length: L }, () => new Array(H).fill(null));
   }
+  /* --measure norm (meta.measures): value-weighted attention (Kobayashi et al.
+   * 2020) as a copy of the self-attention stack whose blocks hold each row's
+   * shares of ||a_ij f_h(x_j)|| (html.c: chunks av-natt-<i>; live: the server's
+   * measure=norm). setMeasure swaps the copy the views read, so every view
+   * draws it as it draws attention. */
+  const measures = { attention: stacks[0] };
+  if (!stacked && Array.isArray(meta.measures) && meta.measures.includes('norm')) {
+    const a = stacks[0];
+    measures.norm = Object.assign({}, a, { measure: 'norm', chunk: 'av-natt-',
+      req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
+  }
+  for (const k of Object.keys(measures)) measures[k].measure = k;
   let cur = stacks[0];
   const n = meta.n;
   const ALL = meta.heads.map((_, h) => h);
@@ -164,7 +176,8 @@ const Data = (() => {
   /* Live: the heads hs of layer li not asked for yet, in one request. */
   function fetchHeads(li, st, hs) {
     const nn = st.nr * st.nc;
-    const p = SOURCE.get('/api/attention?layer=' + meta.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(','))
+    const p = SOURCE.get('/api/attention?layer=' + meta.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(',') +
+      (st.measure === 'norm' ? '&measure=norm' : ''))
       .then(r => planesToCodes(r.bytes))
       .then(codes => {
         if (codes.length !== hs.length * nn) throw new Error('server: layer ' + meta.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
@@ -240,11 +253,13 @@ const Data = (() => {
   /* Live: every layer's and head's attention pooled to s x s (the server
    * picks s; s = n: the attention itself), for the model view's thumbnails:
    * {s, exact, block(li, h) -> Float32Array s*s}. */
-  let thumbReq = null;
+  const thumbReqs = {};
   function thumbs() {
     if (!live) return null;
+    const ms = cur.measure || 'attention';
+    let thumbReq = thumbReqs[ms];
     if (!thumbReq) {
-      thumbReq = SOURCE.get('/api/thumbs').then(async r => {
+      thumbReq = thumbReqs[ms] = SOURCE.get('/api/thumbs' + (ms === 'norm' ? '?measure=norm' : '')).then(async r => {
         const [tl, th, s] = r.shape.map(Number);
         const codes = await planesToCodes(r.bytes);
         if (tl !== meta.config.layers || th !== meta.config.heads || !(s > 0 && s <= n) || codes.length !== tl * th * s * s) throw new Error('server: thumbnails of the wrong size');
@@ -257,7 +272,7 @@ const Data = (() => {
           },
         };
       });
-      thumbReq.catch(() => { thumbReq = null; });
+      thumbReq.catch(() => { delete thumbReqs[ms]; });
     }
     return thumbReq;
   }
@@ -309,6 +324,12 @@ const Data = (() => {
     stacks, stacked, sides,
     get stack() { return cur; },
     setStack(k) { cur = stacks[k]; },
+    /* the measures this page has ('attention', and 'norm' with --measure norm), the one shown,
+     * and a prefix for caches of derived numbers ('' for attention) */
+    measures: Object.keys(measures),
+    get measure() { return cur.measure || 'attention'; },
+    setMeasure(k) { if (measures[k] && !stacked) cur = measures[k]; },
+    get measureKey() { return cur.measure === 'norm' ? 'norm:' : ''; },
     /* the current stack's rows (queries) and columns (keys); n: rows, which is
      * the token count of a self-attention page */
     get n() { return cur.nr; },
@@ -526,7 +547,7 @@ function aggregate(li, hs, kind, t) {
  * stays responsive at 512 tokens. onProgress(done, total). */
 const Rollout = (() => {
   const cache = new Map(); /* key (stack,) hs -> array of Float32Array per layer */
-  const cacheKey = hs => (Data.stacked ? Data.stack.name + ':' : '') + hs.join(',');
+  const cacheKey = hs => Data.measureKey + (Data.stacked ? Data.stack.name + ':' : '') + hs.join(',');
   async function upTo(li, hs, onProgress) {
     const st = Data.stack, n = st.nr, nn = n * n; /* a square stack */
     const key = cacheKey(hs);

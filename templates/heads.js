@@ -60,7 +60,8 @@ const Heads = (() => {
   }
 
   /* Every selected head's score k (layer index li, head index h at li*H+h). */
-  function scores(k) {
+  function scores(k0) {
+    const k = Data.measureKey + k0; /* value-weighted shares (--measure norm) are scored apart */
     if (!cache[k]) {
       cache[k] = (async () => {
         const n = Data.n, ids = Data.meta.input_ids || [], out = new Float64Array(Data.L * Data.H);
@@ -68,7 +69,7 @@ const Heads = (() => {
         for (let j = 0; j < n; j++) sep[j] = Data.special[j] && /^(\[SEP\]|<\/s>)$/.test(Data.vocab(j)) ? 1 : 0;
         for (let li = 0; li < Data.L; li++) {
           await Data.attention(li);
-          for (let h = 0; h < Data.H; h++) out[li * Data.H + h] = score(k, Data.headMatrix(li, h), n, ids, sep);
+          for (let h = 0; h < Data.H; h++) out[li * Data.H + h] = score(k0, Data.headMatrix(li, h), n, ids, sep);
           await new Promise(r => setTimeout(r, 0));
         }
         return out;

@@ -76,6 +76,9 @@ if (Data.live && S.active.filter(Boolean).length * Data.n * Data.n > LIVE_CELLS)
   S.active.fill(false);
   S.active[S.focus] = true;
 }
+/* --measure norm: which copy of the attention the views draw (measure.js) */
+S.measure = Measure.initial(PREV && PREV.state);
+Data.setMeasure(S.measure);
 const hasB = meta.sentence_b_start !== null && meta.sentence_b_start !== undefined;
 const activeHeads = () => S.active.map((a, h) => (a ? h : -1)).filter(h => h >= 0);
 
@@ -455,6 +458,7 @@ async function render() {
   Tip.hide();
   if (running) { running.cancel(); running = null; }
   const view = viewOf(S.view);
+  Data.setMeasure(view.attentionOnly ? 'attention' : S.measure); /* measure.js */
   const host = $('view-' + S.view);
   const t = Tok.build(S.merge && view.uses.merge, S.hide);
   const c = {
@@ -523,6 +527,7 @@ function finish(gen) {
   if (gen !== renderGen) return;
   Pred.refresh();
   Heads.refresh(S.view);
+  Measure.refresh(viewOf(S.view));
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
@@ -667,7 +672,7 @@ window.attnviz = {
     if (!$('modal').hidden) closeModal();
     return { state: JSON.parse(JSON.stringify(S)), theme: document.documentElement.dataset.theme, gen: renderGen };
   },
-  render, setView, setStack,
+  render, setView, setStack, setMeasure: k => Measure.set(k),
   setLayer(li) { S.layer = li; return render(); },
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),
@@ -678,4 +683,5 @@ window.attnviz = {
 
 buildChips();
 Heads.init($('controls'), openModal);
+Measure.init($('controls'), k => { S.measure = k; return render(); }, () => S.measure);
 render();

@@ -320,6 +320,7 @@ Views.register({
   label: 'Neuron view',
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   mergeNote: 'the neuron view shows word pieces',
+  attentionOnly: true,
   picksHead: () => true,
   unavailable: () => (Data.stacked ? 'The neuron view needs queries and keys, which encoder-decoder attention given to attnviz render does not carry' : null),
   draw(host, c) {

@@ -14,7 +14,9 @@
  * null, or a promise of one), c being the render context page.js builds;
  * exportTitle(modelName, c); unavailable(): why this page cannot show it (its
  * tab is disabled), or null; drawHead(host, {li, h, t, filter, gamma}): one
- * head alone, for the model view's dialog (the head and matrix views).
+ * head alone, for the model view's dialog (the head and matrix views);
+ * attentionOnly: it explains the attention itself (the neuron view: softmax of
+ * q·k), so the Attention / Norm-weighted switch (measure.js) does not apply.
  *
  * The binary reads each file's `id: '...'`, `order: N` and `diffOnly: true`
  * too, to check --view (src/html.c: html_view_known): write them as literals,

@@ -206,6 +206,13 @@ case_ opt_layer_out_of_range 2 "--layer 2 is out of range" -- --model "$M" "${Q[
 case_ opt_head_out_of_range 2 "--head 9 is out of range" -- --model "$M" "${Q[@]}" --head 9 hi
 case_ opt_bad_precision 2 "--precision needs 1 to 9" -- --model "$M" --precision 0 hi
 case_ opt_bad_threads 2 "--threads needs 1 to 1024" -- --model "$M" --threads abc hi
+case_ opt_measure_bogus 2 "--measure is attention or norm, not 'bogus'" -- --model "$M" "${Q[@]}" --measure bogus hi
+case_ opt_measure_empty 2 "--measure is attention or norm, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
+case_ opt_measure_missing_value 2 "option '--measure' needs a value" -- --model "$M" hi --measure
+case_ opt_measure_tokens_only 2 "--tokens-only runs no model: no --measure norm" -- --model "$M" --tokens-only --measure norm hi
+case_ opt_measure_diff 2 "diff compares attention: no --measure norm" -- diff --model "$M" "${Q[@]}" --measure norm a b
+case_ opt_measure_render 2 "render has only attention" -- render x.npz --quiet --json out.json --measure norm
+case_ opt_measure_merge 2 "stats --merge adds up files as they were written: no --measure" -- stats --merge --json out.json --measure norm a.json
 case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
@@ -531,6 +538,10 @@ mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775808"'
 case_ merge_sum_overflows_int64 1 "x.json: layer 0 head 0: \"sum\" entries" -- "${MQ[@]}" "$X"
 mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775807"'
 case_ merge_sums_overflow_when_added 1 "x.json: entropy: the sum overflows" -- "${MQ[@]}" "$X" "$X"
+mkjson "$S" "$X" 'd["measure"] = "norm"'
+case_ merge_attention_with_norm 1 "ok.stats.json scores attention, .*x.json value-weighted attention \(--measure norm\): they do not add up" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 'd["measure"] = "weights"'
+case_ merge_measure_unknown 1 "x.json: \"measure\" is \"norm\" or absent" -- "${MQ[@]}" "$X"
 mkjson "$S" "$X" 'd["heads"][1] = d["heads"][0]'
 case_ merge_head_twice 1 "x.json: layer 0 head 0 appears twice" -- "${MQ[@]}" "$X"
 mkjson "$S" "$X" 'd["heads"][0]["layer"] = 7'

@@ -108,6 +108,7 @@ scripts=(
     tests/heads_test.sh
     tests/telemetry_test.sh
     tests/families_test.sh
+    tests/norm_test.sh
     tests/corpus_hosts_test.sh
     tests/slurm_test.sh
     tests/aarch64_test.sh
@@ -124,6 +125,7 @@ scripts=(
     tests/ref/decoder_check.sh
     tests/ref/encoder_check.sh
     tests/ref/modernbert_check.sh
+    tests/ref/norm_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/diff_check.sh

@@ -6,6 +6,7 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY hostile         crafted requests: each its status, the server stays up
   serve_check.py BINARY load [N]        N (default 10,000) mixed requests, 4-16 connections
   serve_check.py BINARY queue GGUF      the bounded queue (503) and time limit (504) on a slow model
+  serve_check.py BINARY norm            --measure norm: value-weighted attention from the API
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -588,10 +589,74 @@ def family(model_dir, text, mask):
         sv.stop(f"serve {name}: the server stops cleanly")
 
 
+# ---------------------------------------------------------------- --measure norm
+
+def shares(row):
+    t = sum(row)
+    return [v / t if t > 0 else 0.0 for v in row]
+
+
+def norm_measure():
+    """serve --measure norm: measure=norm reads value-weighted attention's row shares (as the offline page
+    has them) from /api/attention and /api/thumbs, equal to the CLI's norm_attention within the page's
+    rounding; the page download carries them; bad measure values and a server without norms say why."""
+    model = "tests/data/small-llama"
+    text = "the cat sat on the mat and the cat slept"
+    ref = cli_json("--model", model, "--measure", "norm", "--precision", "9", text)
+    L, H, n = ref["config"]["layers"], ref["config"]["heads"], len(ref["tokens"])
+    want = [[[shares(r) for r in ref["norm_attention"][l][h]] for h in range(H)] for l in range(L)]
+    sv = Server("--model", model, "--measure", "norm")
+    try:
+        st, res = sv.run(text)
+        expect("norm: /api/run's meta lists the measures", st == 200 and res["meta"].get("measures") == ["attention", "norm"],
+               f"{st} {str(res)[:200]}")
+        run = res["run"]
+        worst = 0.0
+        for l in range(L):
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={l}&measure=norm")
+            codes = planes_u16(z, H * n * n)
+            worst = max([worst] + [abs(codes[(hh * n + i) * n + j] / 1e4 - want[l][hh][i][j])
+                                   for hh in range(H) for i in range(n) for j in range(n)])
+        expect(f"norm: /api/attention?measure=norm is the CLI's norm_attention as row shares (max {worst:.1e})",
+               worst <= 5.001e-5, f"{worst}")
+        st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer=0&heads=1&measure=attention")
+        codes = planes_u16(z, n * n)
+        aw = max(abs(codes[i * n + j] / 1e4 - ref["attention"][0][1][i][j]) for i in range(n) for j in range(n))
+        expect("norm: measure=attention is the attention", st == 200 and aw <= 5.001e-5, f"{st} {aw}")
+        st, hd, z = sv.req("GET", f"/api/thumbs?run={run}&measure=norm")
+        s = int(hd["X-Attnviz-Shape"].split(",")[2]) if st == 200 else 0
+        tw = 1.0
+        if s == n:
+            codes = planes_u16(z, L * H * s * s)
+            tw = max(abs(codes[((l * H + hh) * s + i) * s + j] / 1e4 - want[l][hh][i][j])
+                     for l in range(L) for hh in range(H) for i in range(n) for j in range(n))
+        expect("norm: thumbnails with measure=norm of a short input are its shares", s == n and tw <= 5.001e-5, f"s {s} err {tw}")
+        st, _, page = sv.req("GET", f"/api/page?run={run}")
+        expect("norm: the downloaded page carries value-weighted attention",
+               st == 200 and b'id="av-natt-0"' in page and b'"measures":["attention","norm"]' in page, f"status {st}")
+        for name, path in (("measure=weights", f"/api/attention?run={run}&layer=0&measure=weights"),
+                           ("measure on /api/qk", f"/api/qk?run={run}&layer=0&head=0&measure=norm")):
+            st, _, body = sv.req("GET", path)
+            expect(f"norm: {name} is refused (400)", st == 400 and b"measure" in body, f"{st} {body[:200]}")
+    finally:
+        sv.stop("norm: server stops cleanly")
+    sv = Server("--model", model)
+    try:
+        st, res = sv.run(text)
+        expect("norm: without --measure norm the meta lists no measures", st == 200 and "measures" not in res["meta"], str(st))
+        st, _, body = sv.req("GET", f"/api/attention?run={res['run']}&layer=0&measure=norm")
+        expect("norm: measure=norm of a server without norms says how to start it (400)",
+               st == 400 and b"--measure norm" in body, f"{st} {body[:200]}")
+    finally:
+        sv.stop("norm: plain server stops cleanly")
+
+
 if MODE == "functional":
     functional()
 elif MODE == "family":
     family(sys.argv[3], sys.argv[4], sys.argv[5])
+elif MODE == "norm":
+    norm_measure()
 elif MODE == "hostile":
     hostile()
 elif MODE == "load":

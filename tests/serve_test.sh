@@ -12,6 +12,7 @@ if ! command -v "$PY" >/dev/null; then
 fi
 "$PY" tests/serve_check.py ./attnviz functional
 "$PY" tests/serve_check.py ./attnviz hostile
+"$PY" tests/serve_check.py ./attnviz norm
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -289,6 +289,34 @@ START_TEST(a_bad_shard_is_a_usage_error) {
 }
 END_TEST
 
+START_TEST(measure_is_attention_or_norm) {
+    CliOptions o;
+    AvErr e;
+    const char *def[] = {"x", NULL}, *norm[] = {"--measure", "norm", "x", NULL}, *heads[] = {"heads", "--measure", "norm", "x", NULL},
+               *serve[] = {"serve", "--measure", "norm", NULL}, *bad[] = {"--measure", "Norm", "x", NULL},
+               *diff[] = {"diff", "--measure", "norm", "a", "b", NULL};
+    ck_assert_int_eq(parse(&o, &e, def), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_ATTENTION);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, norm), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, heads), CLI_RUN);
+    ck_assert(o.run.heads.on && o.run.capture.measure == MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_ge(parse(&o, &e, serve), 0);
+    ck_assert_int_eq(o.serve_spec.page.capture.measure, MEASURE_NORM);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, bad), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_str_eq(e.msg, "--measure is attention or norm, not 'Norm' (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, diff), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    cli_options_free(&o);
+}
+END_TEST
+
 static void slurm_env(const char *id, const char *count, const char *min, const char *max, const char *step) {
     const char *names[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
                            "SLURM_ARRAY_TASK_STEP"};
@@ -359,6 +387,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, shard_takes_an_index_and_a_count);
     tcase_add_test(t, a_bad_shard_is_a_usage_error);
     tcase_add_test(t, shard_slurm_reads_the_array_task);
+    tcase_add_test(t, measure_is_attention_or_norm);
     suite_add_tcase(s, t);
     return s;
 }

@@ -696,6 +696,107 @@ START_TEST(gated_mlp_combination_is_silu_of_gate_times_up) {
 }
 END_TEST
 
+/* Value norms (--measure norm) the way the forward pass adds them: calls of
+ * `chunk` rows of W_O (a multiple of KERN_NORM_GROUP, at most KERN_NORM_ROWS),
+ * each group's squares summed, the groups added in order. */
+static void value_norms_by_groups(float *norms, const Linear *o, const float *vT, int n, const int *heads, int nh,
+                                  int group, int dh, int chunk) {
+    const int ng = (o->out + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP;
+    float *part = malloc(sizeof(float) * (size_t)ng * nh * n), *tile = malloc(sizeof(float) * KERN_NORM_ROWS * n);
+    float *scratch = malloc(sizeof(float) * KERN_NORM_ROWS * o->in);
+    ck_assert(part && tile && scratch);
+    for (int r0 = 0; r0 < o->out; r0 += chunk) {
+        const int r1 = r0 + chunk < o->out ? r0 + chunk : o->out;
+        ck_assert_int_eq(kern_value_norms_rows(part + (size_t)(r0 / KERN_NORM_GROUP) * nh * n, o, vT, n, heads, nh,
+                                               group, dh, r0, r1, tile, scratch), 0);
+    }
+    for (int i = 0; i < nh * n; i++) {
+        double sum = 0;
+        for (int g = 0; g < ng; g++) sum += part[(size_t)g * nh * n + i];
+        norms[i] = (float)sqrt(sum);
+    }
+    free(part), free(tile), free(scratch);
+}
+
+/* Each head's value vectors through its own columns of W_O, a query head
+ * reading its kv group's values (GQA), in every storage type the output
+ * projection comes in (F32, GPT-2's transposed Conv1D, F16, BF16, Q8_0):
+ * within 1e-5 (relative) of the double-precision naive norms, and the same
+ * bits on every kernel the CPU has and however the rows are split into calls
+ * (the forward pass splits them by threads). The naive norms are also checked against
+ * a direct reading of the definition for F32 (no shared helper). */
+START_TEST(value_norms_match_naive_reference_on_every_kernel_and_weight_type) {
+    static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
+    const int NH = 4, NKV = 2, group = NH / NKV, dh = 32, in = NH * dh, out = 300, n = 37; /* out: past KERN_NORM_ROWS, not a multiple of the group */
+    const int heads[] = {0, 1, 3}, nh = 3;
+    float *wf = malloc(sizeof(float) * out * in), *wt = malloc(sizeof(float) * out * in);
+    float *vT = malloc(sizeof(float) * NKV * dh * n), *ref = malloc(sizeof(float) * nh * n),
+          *got = malloc(sizeof(float) * nh * n), *first = malloc(sizeof(float) * 2 * nh * n);
+    uint8_t *w16 = malloc((size_t)out * in * 2), *wb = malloc((size_t)out * in * 2), *wq = malloc((size_t)out * in / 32 * 34);
+    ck_assert(wf && wt && vT && ref && got && first && w16 && wb && wq);
+    fill(wf, (size_t)out * in, 201, 0.3f), fill(vT, (size_t)NKV * dh * n, 202, 2);
+    transpose(wt, wf, out, in); /* Conv1D: W^T (in, out) */
+    for (size_t i = 0; i < (size_t)out * in; i++) {
+        uint16_t h = st_f32_to_f16(wf[i]), b = st_f32_to_bf16(wf[i]);
+        w16[2 * i] = (uint8_t)h, w16[2 * i + 1] = (uint8_t)(h >> 8);
+        wb[2 * i] = (uint8_t)b, wb[2 * i + 1] = (uint8_t)(b >> 8);
+    }
+    for (size_t blk = 0; blk < (size_t)out * in / 32; blk++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(wf[blk * 32 + j]));
+        float d = amax / 127.0f;
+        uint16_t dq = st_f32_to_f16(d);
+        uint8_t *q = wq + blk * 34;
+        q[0] = (uint8_t)dq, q[1] = (uint8_t)(dq >> 8);
+        for (int j = 0; j < 32; j++) q[2 + j] = (uint8_t)(int8_t)lrintf(d ? wf[blk * 32 + j] / d : 0);
+    }
+    const Linear lins[] = {
+        {.type = KERN_F32, .w = wf, .out = out, .in = in, .ld = in, .name = "f32"},
+        {.type = KERN_F32, .w = wt, .out = out, .in = in, .ld = out, .conv1d = 1, .name = "conv1d"},
+        {.type = KERN_F16, .w = w16, .out = out, .in = in, .row_bytes = (size_t)in * 2, .name = "f16"},
+        {.type = KERN_BF16, .w = wb, .out = out, .in = in, .row_bytes = (size_t)in * 2, .name = "bf16"},
+        {.type = 8, .w = wq, .out = out, .in = in, .row_bytes = (size_t)in / 32 * 34, .name = "q8_0"}};
+    /* the definition, for F32: || sum_d W[:, h dh + d] v[kv(h) dh + d][j] || */
+    kern_value_norms_naive(ref, &lins[0], vT, n, heads, nh, group, dh);
+    for (int hi = 0; hi < nh; hi++)
+        for (int j = 0; j < n; j += 5) {
+            double sq = 0;
+            for (int r = 0; r < out; r++) {
+                double f = 0;
+                for (int d = 0; d < dh; d++)
+                    f += (double)wf[(size_t)r * in + heads[hi] * dh + d] * vT[((size_t)(heads[hi] / group) * dh + d) * n + j];
+                sq += f * f;
+            }
+            ck_assert_double_eq_tol(ref[hi * n + j], sqrt(sq), 1e-5 * sqrt(sq));
+            ck_assert_double_gt(sqrt(sq), 0.1);
+        }
+    for (size_t t = 0; t < sizeof lins / sizeof lins[0]; t++) {
+        kern_value_norms_naive(ref, &lins[t], vT, n, heads, nh, group, dh);
+        int ran = 0;
+        for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+            if (gemm_force_kernel(kernels[kn]) != 0) continue;
+            value_norms_by_groups(got, &lins[t], vT, n, heads, nh, group, dh, KERN_NORM_ROWS);
+            ck_assert_int_eq(gemm_force_kernel(kernels[kn]), 0);
+            value_norms_by_groups(first + nh * n, &lins[t], vT, n, heads, nh, group, dh, 3 * KERN_NORM_GROUP);
+            ck_assert_msg(!memcmp(got, first + nh * n, sizeof(float) * nh * n), "%s, %s: calls of 96 rows differ",
+                          lins[t].name, kernels[kn]);
+            for (int i = 0; i < nh * n; i++)
+                ck_assert_msg(fabsf(got[i] - ref[i]) <= 1e-5f * ref[i], "%s, %s: norm %d is %.9g, naive %.9g",
+                              lins[t].name, kernels[kn], i, got[i], ref[i]);
+            if (ran++ == 0) memcpy(first, got, sizeof(float) * nh * n);
+            else ck_assert_msg(!memcmp(first, got, sizeof(float) * nh * n), "%s, %s: not the bits of the first kernel",
+                               lins[t].name, kernels[kn]);
+        }
+        ck_assert_int_ge(ran, 2);
+    }
+    /* GQA: heads 0 and 1 share kv head 0's values but not their columns of W_O */
+    value_norms_by_groups(got, &lins[0], vT, n, heads, nh, group, dh, KERN_NORM_ROWS);
+    ck_assert_float_gt(fabsf(got[0] - got[n]), 1e-3f);
+    gemm_force_kernel(NULL);
+    free(wf), free(wt), free(vT), free(ref), free(got), free(first), free(w16), free(wb), free(wq);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
@@ -722,6 +823,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, rotary_positions_match_naive_reference_and_keep_norms);
     tcase_add_test(k, gated_mlp_combination_is_silu_of_gate_times_up);
     tcase_add_test(k, pooled_attention_matches_naive_and_keeps_rows_summing_to_one);
+    tcase_add_test(k, value_norms_match_naive_reference_on_every_kernel_and_weight_type);
     suite_add_tcase(s, k);
     return s;
 }

@@ -1,14 +1,18 @@
 /* fwd_dump.c — runs the engine on token ids and writes the capture raw, for
  * the reference checks that feed the same ids to transformers
  * (tests/ref/decoder_check.py): no tokenizer involved.
- * usage: fwd_dump MODEL_DIR OUT_PREFIX ID [ID ...]
- * writes OUT_PREFIX.attn (L, H, n, n), .q and .k (L, H, n, head_dim), float32,
- * and prints {"layers", "heads", "kv_heads", "head_dim", "tokens"} as JSON. */
+ * usage: fwd_dump [--norm] MODEL_DIR OUT_PREFIX ID [ID ...]
+ * writes OUT_PREFIX.attn (L, H, n, n), .q and .k (L, H, n, head_dim), float32;
+ * with --norm also .vnorm (L, H, n) and .nattn (L, H, n, n), the value norms
+ * and value-weighted attention as the CLI's --measure norm computes them
+ * (normattn.h); and prints {"layers", "heads", "kv_heads", "head_dim", "tokens"} as JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "model.h"
+#include "normattn.h"
 
 static int dump(const char *prefix, const char *ext, const float *p, size_t n) {
     char path[4096];
@@ -20,8 +24,10 @@ static int dump(const char *prefix, const char *ext, const float *p, size_t n) {
 }
 
 int main(int argc, char **argv) {
+    const int norm = argc > 1 && !strcmp(argv[1], "--norm");
+    if (norm) argv++, argc--;
     if (argc < 4) {
-        fprintf(stderr, "usage: fwd_dump MODEL_DIR OUT_PREFIX ID [ID ...]\n");
+        fprintf(stderr, "usage: fwd_dump [--norm] MODEL_DIR OUT_PREFIX ID [ID ...]\n");
         return 2;
     }
     int n = argc - 3;
@@ -32,14 +38,20 @@ int main(int argc, char **argv) {
     RunState rs;
     Capture cap;
     AvErr e = {0};
+    if (gemm_kernel_from_env(&e) != 0) { /* ATTNVIZ_KERNEL, as the CLI reads it */
+        fprintf(stderr, "fwd_dump: %s\n", e.msg);
+        return 2;
+    }
     if (model_load(&m, argv[1], &e) || model_runstate_alloc(&rs, &m, n, &e) ||
-        model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) || model_forward(&m, &rs, ids, types, n, &cap, &e)) {
+        model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) || (norm && model_capture_value_norms(&cap, &e)) ||
+        model_forward(&m, &rs, ids, types, n, &cap, &e) || (norm && na_fill(&cap, &e))) {
         fprintf(stderr, "fwd_dump: %s\n", e.msg);
         return 1;
     }
     size_t LH = (size_t)cap.n_layers * cap.n_heads;
     if (dump(argv[2], "attn", cap.attn, LH * n * n) || dump(argv[2], "q", cap.q, LH * n * cap.head_dim) ||
-        dump(argv[2], "k", cap.k, LH * n * cap.head_dim)) {
+        dump(argv[2], "k", cap.k, LH * n * cap.head_dim) ||
+        (norm && (dump(argv[2], "vnorm", cap.vnorm, LH * n) || dump(argv[2], "nattn", cap.nattn, LH * n * n)))) {
         fprintf(stderr, "fwd_dump: cannot write %s.*\n", argv[2]);
         return 1;
     }

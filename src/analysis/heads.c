@@ -376,8 +376,8 @@ static long induction_sequences(const HeadScores *hs) {
 
 int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     const HeadStats *s = &hs->acc;
-    fprintf(f, "# %s, mean over %ld input%s", is_heads(hs) ? "head scores" : "attention statistics", s->inputs,
-            s->inputs == 1 ? "" : "s");
+    fprintf(f, "# %s%s, mean over %ld input%s", s->measure ? "value-weighted (--measure norm) " : "",
+            is_heads(hs) ? "head scores" : "attention statistics", s->inputs, s->inputs == 1 ? "" : "s");
     if (is_heads(hs) && hs->n_ind) fprintf(f, " (induction: %ld random repeated sequences)", induction_sequences(hs));
     if (is_heads(hs)) fputs("; shares are attention on the pattern / all attention", f);
     fputc('\n', f);
@@ -573,6 +573,12 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
     }
     if (stats_init_named(&hs->acc, (int)L, (int)H, ns, hs->names, e) != 0) goto done;
     hs->acc.inputs = inputs;
+    const cJSON *measure = cJSON_GetObjectItemCaseSensitive(root, "measure");
+    if (measure && !(cJSON_IsString(measure) && !strcmp(measure->valuestring, "norm"))) {
+        av_err(e, "%s: \"measure\" is \"norm\" or absent (attention)", name);
+        goto done;
+    }
+    hs->acc.measure = measure ? "norm" : NULL;
     if (!cJSON_IsArray(heads)) {
         av_err(e, "%s: missing \"heads\" (an array)", name);
         goto done;
@@ -728,6 +734,13 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
             continue;
         }
         int dup = 0;
+        if (!total.acc.measure != !one.acc.measure) {
+            av_err(e, "%s scores %s, %s %s: they do not add up", paths[0],
+                   total.acc.measure ? "value-weighted attention (--measure norm)" : "attention", paths[f],
+                   one.acc.measure ? "value-weighted attention (--measure norm)" : "attention");
+            heads_free(&one);
+            goto done;
+        }
         if (check_compatible(&total, paths[0], first_runs, &one, paths[f], &dup, e) != 0) {
             heads_free(&one);
             goto done;

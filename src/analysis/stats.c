@@ -58,6 +58,8 @@ int stats_put(HeadStats *s, int layer, int head, int k, double v, AvErr *e) {
 int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e) {
     if (into->n_layers != from->n_layers || into->n_heads != from->n_heads || into->n_scores != from->n_scores)
         return av_err(e, "different shapes");
+    if (!into->measure != !from->measure)
+        return av_err(e, "one file scores attention, the other value-weighted attention (--measure norm)");
     size_t n = (size_t)into->n_layers * into->n_heads * into->n_scores;
     for (size_t i = 0; i < n; i++)
         if (__builtin_add_overflow(into->sum[i], from->sum[i], &into->sum[i]) ||
@@ -108,8 +110,8 @@ double stats_mean(const HeadStats *s, int layer, int head, int k) {
 }
 
 int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
-    fprintf(f, "# attention statistics, mean over %ld input%s; entropy in nats, distance in tokens, the rest are shares\n",
-            s->inputs, s->inputs == 1 ? "" : "s");
+    fprintf(f, "# %sattention statistics, mean over %ld input%s; entropy in nats, distance in tokens, the rest are shares\n",
+            s->measure ? "value-weighted (--measure norm) " : "", s->inputs, s->inputs == 1 ? "" : "s");
     fprintf(f, "%5s %4s %8s %8s %7s %7s %7s %7s %7s\n", "layer", "head", "entropy", "distance", "[CLS]", "[SEP]", "self",
             "prev", "next");
     for (int li = 0; li < out_n_layers(d); li++)
@@ -123,7 +125,9 @@ int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
 }
 
 void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const char *model) {
-    fprintf(f, "\"kind\":\"%s\",\"model\":", kind);
+    fprintf(f, "\"kind\":\"%s\",", kind);
+    if (s->measure) fprintf(f, "\"measure\":\"%s\",", s->measure);
+    fputs("\"model\":", f);
     json_write_string(f, model ? model : "");
     fprintf(f, ",\"inputs\":%ld,\"layers\":%d,\"heads_per_layer\":%d,\"fixed_point_bits\":%d,\"scores\":[", s->inputs,
             s->n_layers, s->n_heads, STATS_FRAC_BITS);

@@ -26,6 +26,8 @@ void xf_free(XfView *v) {
     free(v->enc.ids);
     free(v->enc.type_ids);
     free(v->cap.attn);
+    free(v->cap.nattn);
+    free(v->cap.vnorm);
     free(v->cap.q);
     free(v->cap.k);
     memset(v, 0, sizeof *v);
@@ -80,8 +82,12 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     c->attn = calloc(LH * m * m, sizeof(float));
     c->q = cap->q ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
     c->k = cap->k ? calloc(LH * m * cap->head_dim, sizeof(float)) : NULL;
+    /* value-weighted attention: merged like attention, never renormalized (its rows are norms, not
+     * shares); a token's value norm has no merged counterpart, so --words leaves the norms out */
+    c->nattn = cap->nattn ? calloc(LH * m * m, sizeof(float)) : NULL;
+    c->vnorm = cap->vnorm && !words ? calloc(LH * m, sizeof(float)) : NULL;
     int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->role || !d->ids || !d->type_ids ||
-              !c->attn ||
+              !c->attn || (cap->nattn && !c->nattn) || (cap->vnorm && !words && !c->vnorm) ||
               (cap->q && (!c->q || !c->k));
     for (int g = 0; g < m && !bad; g++) {
         /* a word's spelling: its pieces joined, WordPiece's "##" marks dropped */
@@ -126,6 +132,18 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
             for (int j = 0; j < n; j++)
                 if (group[j] >= 0) row[group[j]] += A[(size_t)i * n + j] / (float)size[group[i]];
         }
+        if (cap->nattn) {
+            const float *N = cap->nattn + lh * n * n;
+            float *M = c->nattn + lh * m * m;
+            for (int i = 0; i < n; i++) {
+                if (group[i] < 0) continue;
+                for (int j = 0; j < n; j++)
+                    if (group[j] >= 0) M[(size_t)group[i] * m + group[j]] += N[(size_t)i * n + j] / (float)size[group[i]];
+            }
+        }
+        if (c->vnorm)
+            for (int i = 0; i < n; i++)
+                if (group[i] >= 0) c->vnorm[lh * m + group[i]] = cap->vnorm[lh * n + i];
         if (no_special) /* the dropped columns took weight: rows sum to 1 again */
             for (int g = 0; g < m; g++) {
                 double sum = 0;

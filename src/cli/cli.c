@@ -133,6 +133,14 @@ static const HelpSection SECTIONS[] = {
      "                      over a batch, the mean over inputs\n"
      "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
      "\n"},
+    {H_RUN | H_HEADS | H_SERVE,
+     "Measure:\n"
+     "  --measure NAME      attention (default) or norm: also value-weighted attention\n"
+     "                      ||a_ij f_h(x_j)|| (Kobayashi et al. 2020; f_h: token j's value\n"
+     "                      through head h's slice of the output projection): JSON\n"
+     "                      norm_attention and value_norms, norm_attention.npy, the page's\n"
+     "                      Attention / Norm-weighted switch; --stats and heads score it\n"
+     "\n"},
     {H_HEADS | H_STATS,
      "Head scores (attnviz heads; README.md defines them):\n"
      "  --score NAME        previous, next, self, first, sep, duplicate, induction, distance,\n"
@@ -398,6 +406,8 @@ static int check_stats(CliOptions *o, const ParseState *ps, int rest, char **arg
     if (o->model.path || o->run.batch.path || o->run.output.html_path || o->run.output.npy_path || o->run.output.out_dir || o->run.stats || o->run.predict.k ||
         o->run.predict.generate_n || o->run.capture.tokens_only || o->sel_layers || o->sel_heads || o->sampling_opts)
         return usage_error(e, "%s", "stats --merge adds up files: only --json OUT goes with it");
+    if (o->run.capture.measure != MEASURE_ATTENTION)
+        return usage_error(e, "%s", "stats --merge adds up files as they were written: no --measure (give it to --stats or heads)");
     if (rest < 1) return usage_error(e, "%s", "stats --merge needs FILE... (--stats --json or heads --json outputs)");
     o->merge_files = (const char *const *)args;
     o->n_merge_files = rest;
@@ -430,6 +440,8 @@ static int check_render(CliOptions *o, int rest, char **args, AvErr *e) {
         return usage_error(e, "%s", "render draws the attention it is given: no --model, --batch, --predict, --generate, "
                                  "--tokens-only, --stats, --no-special, --words, --hidden, --layers/--heads, "
                                  "--max-tokens or --out-dir");
+    if (o->run.capture.measure != MEASURE_ATTENTION)
+        return usage_error(e, "%s", "--measure norm needs the model's values and output projection: render has only attention");
     if (rest != 1) return usage_error(e, "%s", rest < 1 ? "render needs INPUT (.npz or .safetensors)" : "render takes one INPUT");
     o->render_spec.input = args[0];
     return 0;
@@ -455,6 +467,7 @@ static int check_diff(CliOptions *o, const ParseState *ps, int rest, char **args
         o->run.capture.hidden || o->run.capture.qk || o->run.output.npy_path || o->run.output.out_dir || ps->pack_set)
         return usage_error(e, "%s", "diff compares two captures: no --batch, --predict, --generate, --tokens-only, "
                                  "--stats, --no-special, --words, --hidden, --qk, --npy, --out-dir or --pack-tokens");
+    if (o->run.capture.measure != MEASURE_ATTENTION) return usage_error(e, "%s", "diff compares attention: no --measure norm");
     if (o->diff_spec.model_b ? rest != 1 : rest != 2)
         return usage_error(e, "%s", o->diff_spec.model_b ? "diff --model A --model B takes one TEXT (run on both models)"
                                             : "diff takes TEXT_A TEXT_B (one model), or --model A --model B TEXT");
@@ -478,14 +491,16 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
         const RunSpec *r = &o->run;
         if (r->predict.k || r->predict.generate_n || r->stats || r->capture.tokens_only || r->capture.no_special ||
             r->capture.words || r->capture.qk || r->capture.hidden || r->output.html_path || r->output.npy_path ||
-            r->output.out_dir)
+            r->output.out_dir || r->capture.measure != MEASURE_ATTENTION)
             return usage_error(e, "%s", "--telemetry writes each row's statistics instead of the matrices: not with "
                                         "--html, --npy, --out-dir, --qk, --hidden, --stats, --predict, --generate, "
-                                        "--no-special, --words or --tokens-only");
+                                        "--no-special, --words, --tokens-only or --measure norm");
         if (!r->output.json_path) return usage_error(e, "%s", "--telemetry writes to --json FILE (or - for stdout)");
     }
     if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
         return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
+    if (o->run.capture.tokens_only && o->run.capture.measure != MEASURE_ATTENTION)
+        return usage_error(e, "%s", "--tokens-only runs no model: no --measure norm");
     if (o->run.batch.path) {
         if (rest > 0) return usage_error(e, "--batch takes its inputs from the file, not '%s'", args[0]);
     } else {
@@ -524,6 +539,9 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
        O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD };
+
+/* --measure's code, apart from the list above. */
+enum { O_MEASURE = 1024 };
 
 /* One option into the settings: 0, CLI_HELP or CLI_VERSION, or -1 with a usage
  * error (opt: the option as written, for messages). */
@@ -675,6 +693,11 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         if (parse_shard(arg, &o->run.batch.shard_index, &o->run.batch.shard_count, e) != 0) return -1;
         ps->shard_set = 1;
         break;
+    case O_MEASURE:
+        if (!strcmp(arg, "attention")) o->run.capture.measure = MEASURE_ATTENTION;
+        else if (!strcmp(arg, "norm")) o->run.capture.measure = MEASURE_NORM;
+        else return usage_error(e, "--measure is attention or norm, not '%s'", arg);
+        break;
     case O_BATCH: o->run.batch.path = arg; break;
     case O_TEMPLATES: o->run.output.templates_dir = arg; break;
     case O_LAYER:
@@ -740,6 +763,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"view", required_argument, 0, O_VIEW},     {"theme", required_argument, 0, O_THEME},
         {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
         {"pack-tokens", required_argument, 0, O_PACK}, {"shard", required_argument, 0, O_SHARD},
+        {"measure", required_argument, 0, O_MEASURE},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},

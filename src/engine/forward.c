@@ -338,6 +338,76 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
     }
 }
 
+/* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes a
+ * contiguous share of W_O's groups of KERN_NORM_GROUP rows, in calls of at most
+ * KERN_NORM_ROWS rows; each group's squares go to its own slot of part and are
+ * added in group order afterwards (the same bits whatever the threads). */
+typedef struct {
+    const Linear *o;
+    const float *vT;        // (NKV * dh, n)
+    const int *heads;
+    int n_heads, n, group, dh, n_groups;
+    float *part;            // (n_groups, n_heads, n)
+    float *tile;            // (threads, KERN_NORM_ROWS * n)
+    float *widen;           // (threads, KERN_NORM_ROWS * in) block-quantized W_O only, else NULL
+    atomic_int failed;
+} NormTask;
+
+static void norm_part(void *arg, int t, int T) {
+    NormTask *w = arg;
+    const int per = (w->n_groups + T - 1) / T, g0 = t * per, g1 = g0 + per < w->n_groups ? g0 + per : w->n_groups;
+    const int step = KERN_NORM_ROWS / KERN_NORM_GROUP;
+    for (int g = g0; g < g1; g += step) {
+        const int ge = g + step < g1 ? g + step : g1;
+        const int r0 = g * KERN_NORM_GROUP, r1 = ge * KERN_NORM_GROUP < w->o->out ? ge * KERN_NORM_GROUP : w->o->out;
+        if (kern_value_norms_rows(w->part + (size_t)g * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
+                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * KERN_NORM_ROWS * w->n,
+                                  w->widen ? w->widen + (size_t)t * KERN_NORM_ROWS * w->o->in : NULL))
+            atomic_store(&w->failed, 1);
+    }
+}
+
+/* ||f_h(x_j)|| for the kept heads of layer l into each segment's capture
+ * (rows [pos0, pos0 + len) of its vnorm), when the captures ask for them. */
+static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, const Seg *segs, int n_segs, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const Capture *cap = segs[0].cap; /* every segment keeps the same layers and heads */
+    if (!cap || !cap->vnorm) return 0;
+    int heads[CAP_MAX_HEADS], nh = 0;
+    for (int h = 0; h < c->num_heads; h++)
+        if (cap_has(cap, l, h)) heads[nh++] = h;
+    if (nh == 0) return 0;
+    const Linear *o = &m->w.layers[l].o;
+    const int threads = s->n_threads > 0 ? s->n_threads : 1;
+    const int quantized = o->type != KERN_F32 && o->type != KERN_BF16 && o->type != KERN_F16;
+    NormTask w = {.o = o, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
+                  .dh = c->head_dim, .n_groups = (o->out + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP};
+    atomic_init(&w.failed, 0);
+    w.part = malloc((size_t)w.n_groups * nh * n * sizeof *w.part);
+    w.tile = malloc((size_t)threads * KERN_NORM_ROWS * n * sizeof *w.tile);
+    if (quantized) w.widen = malloc((size_t)threads * KERN_NORM_ROWS * o->in * sizeof *w.widen);
+    if (!w.part || !w.tile || (quantized && !w.widen)) {
+        free(w.part), free(w.tile), free(w.widen);
+        return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
+    }
+    pool_run(s->pool, norm_part, &w);
+    int rc = atomic_load(&w.failed) ? av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path) : 0;
+    for (int hi = 0; hi < nh && rc == 0; hi++)
+        for (int g = 0; g < n_segs; g++) {
+            Capture *sc = segs[g].cap;
+            if (!sc || !sc->vnorm || !cap_has(sc, l, heads[hi])) continue;
+            float *dst = cap_vnorm(sc, l, heads[hi]) + pos0;
+            for (int j = 0; j < segs[g].len; j++) {
+                const size_t col = (size_t)hi * n + segs[g].start + j;
+                double sum = 0;
+                for (int q = 0; q < w.n_groups; q++) sum += w.part[(size_t)q * nh * n + col];
+                dst[j] = (float)sqrt(sum);
+            }
+        }
+    free(w.part), free(w.tile), free(w.widen);
+    return rc;
+}
+
 /* Appends n columns of src (rows, n) at column at of dst (rows, ld). */
 static void append_cols(float *dst, int ld, int at, const float *src, int rows, int n) {
     for (int r = 0; r < rows; r++) memcpy(dst + (size_t)r * ld + at, src + (size_t)r * n, (size_t)n * sizeof *src);
@@ -352,11 +422,13 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     const LayerWeights *L = &m->w.layers[l];
     const Linear *qkv[3] = {&L->q, &L->k, &L->v};
     float *out[3] = {s->qT, s->kT, s->vT};
-    if (products(s, s->xT, n, attn_only ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
+    const int want_vnorm = segs[0].cap && segs[0].cap->vnorm;
+    if (products(s, s->xT, n, attn_only && !want_vnorm ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
     if (c->qk_rows_interleaved) {
         unpermute_heads(s->qT, c->num_heads, c->head_dim, n, s->ctxT);
         unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
     }
+    if (want_vnorm && value_norms(m, s, l, n, pos0, segs, n_segs, e)) return -1;
     if (c->qk_norm || c->pos == POS_ROPE) {
         const int local = c->layer_rope_local[l] && s->rope_cos_local;
         QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm,
@@ -466,6 +538,8 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
     for (int l = 0; l < cap->n_layers; l++)
         for (int h = 0; h < cap->n_heads; h++) {
             if (!cap_has(cap, l, h)) continue;
+            if (cap->vnorm && !all_finite(cap_vnorm(cap, l, h) + pos0, (size_t)n))
+                return av_err(e, "%s: value norms in layer %d are not finite (NaN/Inf in the weights?)", m->path, l);
             if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its q/k, thumbnail or telemetry */
                 const size_t dh = (size_t)cap->head_dim, tt = (size_t)cap->thumb_size * (size_t)cap->thumb_size;
                 int bad = 0;

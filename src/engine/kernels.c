@@ -587,3 +587,87 @@ void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp,
             thumb[(size_t)bi * s + (size_t)((long)c * s / n)] += probs[(size_t)i * ldp + c] / (float)rows_in_bin;
     }
 }
+
+/* ------------------------------------------------ value norms (--measure norm) */
+
+/* Why by rows of W_O: a head's transformed value f_h(x_j) = W_O[:, h] v_j^h
+ * is a column of hidden-size numbers, and its squared norm a sum over those
+ * rows. Each group of KERN_NORM_GROUP rows sums its own squares in row order,
+ * and the caller adds the groups in their order: every output of gemm.h's
+ * product is the same bits whatever rows share the call, so the norms do not
+ * depend on how rows are split into calls or threads. One product per head
+ * over all the rows of the call, so the head's values are packed once per
+ * call, not once per small block; the rows are widened once for every head. */
+int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, const int *heads, int n_heads, int group,
+                          int dh, int r0, int r1, float *tile, float *scratch) {
+    if (r0 >= r1) return 0;
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    const int tr = r1 - r0, groups = (tr + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP;
+    const int half = o->type == KERN_BF16 || o->type == KERN_F16;
+    RowsView v = {0};
+    if (!half) {
+        if (o->type == KERN_F32) {
+            if (view_rows(o, r0, r1, NULL, &v) != 0) return -1;
+        } else {
+            /* block-quantized: widened here, rows [r0, r1) of in floats */
+            if (quant_rows(o->type, o->w, (size_t)o->out * o->row_bytes, (size_t)o->out, (size_t)o->in, (size_t)r0,
+                           (size_t)r1, scratch, o->name, NULL) != 0)
+                return -1;
+            v.w = scratch, v.row = (size_t)o->in, v.col = 1;
+        }
+    }
+    for (int hi = 0; hi < n_heads; hi++) {
+        const int h = heads[hi];
+        const float *x = vT + (size_t)(h / group) * dh * n; // (dh, n) the head's kv group's values
+        if (half) {
+            const size_t ld = o->row_bytes / 2;
+            gemm_rows(tile, (const uint16_t *)o->w + (size_t)r0 * ld + (size_t)h * dh,
+                      o->type == KERN_BF16 ? GEMM_BF16 : GEMM_F16, ld, 1, x, n, tr, dh, panel);
+        } else {
+            gemm_rows(tile, v.w + (size_t)h * dh * v.col, GEMM_F32, v.row, v.col, x, n, tr, dh, panel);
+        }
+        for (int g = 0; g < groups; g++) {
+            float *s = sq + ((size_t)g * n_heads + hi) * n; // (n)
+            for (int j = 0; j < n; j++) s[j] = 0.0f;
+            const int ra = g * KERN_NORM_GROUP, rb = ra + KERN_NORM_GROUP < tr ? ra + KERN_NORM_GROUP : tr;
+            /* a multiply and an add, not fmaf: without FMA in the build's target fmaf is a call per
+             * element; this loop vectorizes, and each s[j] is still one chain in row order (-std=c11
+             * contracts nothing), so its bits are the same on every CPU */
+            for (int r = ra; r < rb; r++) {
+                const float *row = tile + (size_t)r * n;
+                for (int j = 0; j < n; j++) s[j] += row[j] * row[j];
+            }
+        }
+    }
+    return 0;
+}
+
+void kern_value_norms_naive(float *norms, const Linear *o, const float *vT, int n, const int *heads, int n_heads,
+                            int group, int dh) {
+    // norms (n_heads, n): || W_O[:, h*dh:(h+1)*dh] v_j ||, in double, W_O read element by element
+    const int in = o->in, out = o->out;
+    float *wrow = o->type == KERN_F32 ? NULL : malloc((size_t)in * sizeof *wrow);
+    double *acc = calloc((size_t)n_heads * n, sizeof *acc);
+    if ((o->type != KERN_F32 && !wrow) || !acc) {
+        for (size_t i = 0; i < (size_t)n_heads * n; i++) norms[i] = NAN;
+        free(wrow), free(acc);
+        return;
+    }
+    for (int r = 0; r < out; r++) {
+        if (wrow)
+            quant_rows_naive(o->type, o->w, (size_t)out * o->row_bytes, (size_t)out, (size_t)in, (size_t)r,
+                             (size_t)r + 1, wrow, o->name, NULL);
+        for (int hi = 0; hi < n_heads; hi++) {
+            const int h = heads[hi];
+            for (int j = 0; j < n; j++) {
+                double f = 0;
+                for (int d = 0; d < dh; d++)
+                    f += (double)(wrow ? wrow[h * dh + d] : weight_f32(o, r, h * dh + d)) *
+                         vT[((size_t)(h / group) * dh + d) * n + j];
+                acc[(size_t)hi * n + j] += f * f;
+            }
+        }
+    }
+    for (size_t i = 0; i < (size_t)n_heads * n; i++) norms[i] = (float)sqrt(acc[i]);
+    free(wrow), free(acc);
+}

@@ -648,7 +648,20 @@ int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, 
     return model_capture_select(cap, c, n, want_qk, want_hidden, NULL, 0, NULL, 0, e);
 }
 
+int model_capture_value_norms(Capture *cap, AvErr *e) {
+    if (cap->vnorm) return 0;
+    if (!(cap->vnorm = calloc(cap_blocks(cap) * cap->cap_tokens, sizeof(float))))
+        return av_err(e, "out of memory for value norms (%zu tokens)", cap->cap_tokens);
+    return 0;
+}
+
+size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads) {
+    return (size_t)n_layers * (size_t)n_heads * (size_t)n * sizeof(float);
+}
+
 void model_capture_free(Capture *cap) {
+    free(cap->vnorm);
+    free(cap->nattn);
     free(cap->attn);
     free(cap->q);
     free(cap->k);
@@ -666,6 +679,7 @@ void model_capture_trim(Capture *cap, int n) {
     /* every destination lies at or before its source: one forward sweep */
     for (size_t b = 0; cap->attn && b < blocks; b++)
         for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
+    for (size_t b = 0; cap->vnorm && b < blocks; b++) memmove(cap->vnorm + b * nn, cap->vnorm + b * ld, nn * sizeof(float));
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
         memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));

@@ -74,6 +74,13 @@
  *     holds the comparison (diff.h's members: alignment, divergence) and
  *     "side_b", B's tokens ({tokens, display_tokens, special, word_start}).
  *
+ *   --measure norm documents (d->cap->nattn; never a diff's): value-weighted
+ *     attention follows as one chunk "av-natt-<i>" per selected layer, encoded
+ *     as the attention above, each row the shares of ||a_ij f_h(x_j)|| (the
+ *     row divided by its sum, normattn.h's na_shares), so that every view
+ *     draws it as it draws attention. meta.measures lists
+ *     ["attention", "norm"]; the page opens on "norm".
+ *
  *   Size budget: if attention + q/k text would pass HTML_PAYLOAD_BUDGET (the
  *   page must stay under 40 MB at 512 tokens x 144 heads), q/k are encoded
  *   again with one decimal fewer (not below 1); meta.qk.dec says what was used.
@@ -100,6 +107,7 @@
 #include <zlib.h>
 
 #include "diff.h"
+#include "normattn.h"
 #include "output.h"
 #include "templates.h"
 #include "util.h"
@@ -440,6 +448,8 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     }
     fprintf(f, ",\"n\":%d,\"attention\":{\"scale\":%d,\"codes\":\"u16\",\"planes\":2,\"compression\":\"deflate\"}",
             enc->n, (int)HTML_ATT_SCALE);
+    /* value-weighted attention: in the payload (offline), or from the server (live: its capture has the norms) */
+    if (c && !d->diff && (c->nattn || c->vnorm)) fputs(",\"measures\":[\"attention\",\"norm\"]", f);
     if (qk_dec) {
         fprintf(f, ",\"qk\":{\"head_dim\":%d,\"codes\":\"i16\",\"planes\":2,\"compression\":\"deflate\",\"dec\":[",
                 c->head_dim);
@@ -492,12 +502,18 @@ static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 *
 /* Selected head hj of attention chunk `job` (rows x cols): the capture's
  * selected layer job (a diff's B capture for job >= nl), or selected layer
  * job % nl of stack job / nl. */
+/* --measure norm: chunks [nl, 2 nl) are value-weighted attention's */
+static int norm_job(const OutDoc *d, int job) {
+    return d->cap && !d->diff && d->cap->nattn && job >= out_n_layers(d);
+}
+
 static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, size_t *cols) {
     int nl = out_n_layers(d);
     if (d->cap) {
         /* a diff document: chunks [nl, 2 nl) are B's */
-        const Capture *c = job >= nl ? d->diff->b->cap : d->cap;
+        const Capture *c = job >= nl && d->diff ? d->diff->b->cap : d->cap;
         *rows = *cols = (size_t)c->n_tokens;
+        if (norm_job(d, job)) return cap_nattn(c, out_layer(d, job % nl), out_head(d, hj));
         return cap_attn(c, out_layer(d, job % nl), out_head(d, hj));
     }
     const CapStack *st = &d->stacks[job / nl];
@@ -516,14 +532,16 @@ static void quant_block(const float *a, size_t nn, unsigned char *plo, unsigned 
     }
 }
 
-/* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols). */
-static void quant_att(const OutDoc *d, int job, unsigned char *raw) {
+/* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols);
+ * value-weighted chunks as their rows' shares (shares: rows*cols floats). */
+static void quant_att(const OutDoc *d, int job, unsigned char *raw, float *shares) {
     int nh = out_n_heads(d);
     size_t r, c;
     att_block(d, job, 0, &r, &c);
     size_t nn = r * c, cnt = (size_t)nh * nn;
     for (int hj = 0; hj < nh; hj++) {
         const float *a = att_block(d, job, hj, &r, &c);
+        if (norm_job(d, job)) na_shares(shares, a, (int)r), a = shares;
         quant_block(a, nn, raw + (size_t)hj * nn, raw + cnt + (size_t)hj * nn);
     }
 }
@@ -607,6 +625,7 @@ static void *enc_worker(void *arg) {
     size_t qk_raw = en->qk ? (size_t)en->nh * 2 * (dh + n * dh) * 2 : 0;
     unsigned char *raw = NULL;
     int *code = NULL, *off = NULL;
+    float *shares = NULL;
     for (;;) {
         pthread_mutex_lock(&en->mu);
         int job = en->failed ? en->n_jobs : en->next++;
@@ -624,8 +643,13 @@ static void *enc_worker(void *arg) {
                 break;
             }
         }
+        if (!is_qk && norm_job(d, li) && !shares &&
+            !(shares = malloc(sizeof *shares * (size_t)d->cap->n_tokens * (size_t)d->cap->n_tokens))) {
+            enc_fail(en, "out of memory", 0);
+            break;
+        }
         if (is_qk) quant_qk(d, li, en->qk_dec, raw, code, off);
-        else quant_att(d, li, raw);
+        else quant_att(d, li, raw, shares);
         size_t len = qk_raw, r, c;
         if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)en->nh * r * c * 2;
         int zr = deflate_blob(raw, len, is_qk ? &en->qk[li] : &en->att[li]);
@@ -634,6 +658,7 @@ static void *enc_worker(void *arg) {
     free(raw);
     free(code);
     free(off);
+    free(shares);
     return NULL;
 }
 
@@ -667,7 +692,7 @@ static void blobs_free(Blob *b, int n) {
 static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
-    const int groups = d->cap ? (d->diff ? 2 : 1) : d->n_stacks;
+    const int groups = d->cap ? (d->diff || d->cap->nattn ? 2 : 1) : d->n_stacks;
     en->n_att = en->nl * groups;
     for (int k = 0; k < groups; k++) {
         size_t r, c;
@@ -720,7 +745,7 @@ static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
     for (int j = 0; j < en->n_att; j++) {
         /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
-        if (en->d->cap) snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : "av-attb-%d", j % en->nl);
+        if (en->d->cap) snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : "av-natt-%d", j % en->nl);
         else snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[j / en->nl].name, j % en->nl);
         if (write_blob(f, id, &en->att[j], e)) return -1;
     }

@@ -258,15 +258,18 @@ int json_write_tokens(FILE *f, const OutDoc *d, AvErr *e) {
 }
 
 /* [layer][head][row][col] over the selection; per (l, h) the block is rows x cols. */
+/* [layer][head][row][col] of each selected block; rows 0: [layer][head][col] (one vector per head). */
 static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture *, int, int), int rows, int cols) {
     const Capture *c = d->cap;
+    const int vec = rows == 0;
     sink_put(s, "[", 1);
     for (int li = 0; li < out_n_layers(d); li++) {
         sink_str(s, li ? ",[" : "[");
         for (int hi = 0; hi < out_n_heads(d); hi++) {
-            sink_str(s, hi ? ",[" : "[");
+            if (!vec) sink_str(s, hi ? ",[" : "[");
+            else if (hi) sink_put(s, ",", 1);
             const float *b = block(c, out_layer(d, li), out_head(d, hi));
-            for (int i = 0; i < rows; i++) {
+            for (int i = 0; i < (vec ? 1 : rows); i++) {
                 sink_str(s, i ? ",[" : "[");
                 for (int j = 0; j < cols; j++) {
                     if (j) sink_put(s, ",", 1);
@@ -274,7 +277,7 @@ static void write_blocks(Sink *s, const OutDoc *d, float *(*block)(const Capture
                 }
                 sink_put(s, "]", 1);
             }
-            sink_put(s, "]", 1);
+            if (!vec) sink_put(s, "]", 1);
         }
         sink_put(s, "]", 1);
     }
@@ -570,6 +573,19 @@ static void write_stacks(Sink *s, const OutDoc *d) {
     }
 }
 
+/* --measure norm: "norm_attention" [layer][head][query][key] = ||a_ij f_h(x_j)||,
+ * shaped and selected like "attention", and "value_norms" [layer][head][key] =
+ * ||f_h(x_j)|| (left out where a view merged tokens: --words). */
+static void write_norm(Sink *s, const OutDoc *d, int n) {
+    const Capture *c = d->cap;
+    if (!c->nattn) return;
+    sink_str(s, ",\"measure\":\"norm\",\"norm_attention\":");
+    write_blocks(s, d, cap_nattn, n, n);
+    if (!c->vnorm) return;
+    sink_str(s, ",\"value_norms\":");
+    write_blocks(s, d, cap_vnorm, 0, n);
+}
+
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     Sink *s = sink_new(f);
     if (!s) return av_err(e, "out of memory");
@@ -587,6 +603,7 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
         write_blocks(s, d, cap_attn, n, n);
     }
     if (d->cap->tel) write_telemetry(s, d);
+    write_norm(s, d, n);
     if (d->with_qk && d->cap->q) {
         sink_str(s, ",\"queries\":");
         write_blocks(s, d, cap_q, n, d->cap->head_dim);

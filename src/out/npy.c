@@ -44,6 +44,22 @@ int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e) {
     return write_blocks(f, d, cap_attn, d->cap->n_tokens, d->cap->n_tokens, e);
 }
 
+int npy_write_norm(FILE *f, const OutDoc *d, char what, AvErr *e) {
+    if (what == 'v') {
+        if (!d->cap->vnorm) return av_err(e, "value norms were not computed (or the view merged tokens: --words)");
+        long shape[3] = {out_n_layers(d), out_n_heads(d), d->cap->n_tokens};
+        if (npy_write_header(f, shape, 3) != 0) return av_err_errno(e, "write error");
+        for (int li = 0; li < out_n_layers(d); li++)
+            for (int hi = 0; hi < out_n_heads(d); hi++)
+                if (fwrite(cap_vnorm(d->cap, out_layer(d, li), out_head(d, hi)), sizeof(float), (size_t)d->cap->n_tokens,
+                           f) != (size_t)d->cap->n_tokens)
+                    return av_err_errno(e, "write error");
+        return 0;
+    }
+    if (!d->cap->nattn) return av_err(e, "value-weighted attention was not computed (--measure norm)");
+    return write_blocks(f, d, cap_nattn, d->cap->n_tokens, d->cap->n_tokens, e);
+}
+
 int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e) {
     if (!d->cap->q) return av_err(e, "queries and keys were not captured");
     return write_blocks(f, d, which == 'q' ? cap_q : cap_k, d->cap->n_tokens, d->cap->head_dim, e);

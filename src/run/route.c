@@ -24,6 +24,8 @@ static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (v
 static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
 static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
 static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_ids(f, d, e); }
+static int write_npy_norm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_norm(f, d, 'n', e); }
+static int write_npy_vnorm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_norm(f, d, 'v', e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
 
 static const struct {
@@ -34,6 +36,7 @@ static const struct {
     [W_NPY_Q] = {write_npy_q, 0},       [W_NPY_K] = {write_npy_k, 0},    [W_STATS_JSON] = {write_stats, 0},
     [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
     [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
+    [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -69,13 +72,15 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
         const char *suffix;
         int what;
     } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
-                 {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS}};
+                 {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS},
+                 {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}};
     if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const int w = extra[i].what;
         if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->capture.qk) continue;
         if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
         if (w == W_NPY_IDS && !d->gen) continue;
+        if ((w == W_NPY_NORM && !d->cap->nattn) || (w == W_NPY_VNORM && !d->cap->vnorm)) continue;
         char *p = npy_sibling(path, extra[i].suffix);
         int rc = p ? run_write_file(r, p, d, w, e) : av_err(e, "out of memory");
         free(p);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "normattn.h"
 #include "report.h"
 #include "run_internal.h"
 #include "transform.h"
@@ -29,6 +30,8 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     /* refuse before allocating: a capture grows with the square of the input */
     double need = o->capture.telemetry ? 0 : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh),
            limit = o->capture.max_capture;
+    if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
+        need += (double)model_capture_value_norms_bytes(n, nl, nh) + (double)na_bytes(n, (size_t)nl * (size_t)nh);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
         char a[32], b[32];
@@ -52,8 +55,10 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
     if (o->capture.telemetry) /* the ids are the input's, set before each pass (run_capture_input) */
         return model_capture_telemetry(cap, &r->cfg, n, o->capture.telemetry_top, NULL, o->sel.layers, o->sel.n_layers,
                                        o->sel.heads, o->sel.n_heads, e);
-    return model_capture_select(cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
-                                o->sel.n_heads, e);
+    if (model_capture_select(cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
+                             o->sel.n_heads, e) != 0)
+        return -1;
+    return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
 }
 
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
@@ -213,15 +218,47 @@ void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
                 enc->n_truncated);
 }
 
+static int finish_view(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+                       Capture *scored, FILE *jsonl, AvErr *e);
+
+/* --measure norm: the capture with its value-weighted attention (a copy of
+ * cap's struct whose nattn is owned here: na_free_nattn), and for --stats and
+ * heads the shares they score (scored: its attn is the shares). */
+static int norm_view(const Run *r, const Capture *cap, Capture *with, AvErr *e) {
+    *with = *cap;
+    with->nattn = NULL;
+    if (r->o->capture.measure != MEASURE_NORM || r->o->capture.tokens_only) return 0;
+    return na_fill(with, e);
+}
+
 /* Derive the view and write: one input whose capture is filled. */
-int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap_in,
                         FILE *jsonl, AvErr *e) {
+    Capture cap_norm, scored = {0};
+    if (norm_view(r, cap_in, &cap_norm, e) != 0) return -1;
+    const Capture *cap = &cap_norm;
+    int rc = finish_view(r, a, b, lineno, enc, cap, &scored, jsonl, e);
+    na_free_nattn(&cap_norm);
+    na_shares_free(&scored);
+    return rc;
+}
+
+static int finish_view(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
+                       Capture *scored, FILE *jsonl, AvErr *e) {
     const RunSpec *o = r->o;
     XfView view;
     int derived = !o->capture.tokens_only && (o->capture.no_special || o->capture.words);
     if (derived && xf_apply(enc, cap, o->capture.no_special, o->capture.words, &view, e) != 0) return -1;
     OutDoc d;
     run_fill_doc(r, &d, derived ? &view.enc : enc, o->capture.tokens_only ? NULL : derived ? &view.cap : cap, a, b);
+    /* --stats and heads score the value-weighted shares in place of the attention */
+    if (d.cap && d.cap->nattn && (o->stats || o->heads.on)) {
+        if (na_shares_capture(d.cap, scored, e) != 0) {
+            if (derived) xf_free(&view);
+            return -1;
+        }
+        d.cap = scored;
+    }
     double t0 = av_now_ms();
     int rc = run_emit(r, &d, lineno, e);
     if (rc == 0 && jsonl && !o->stats && !o->heads.on && !o->output.out_dir) {
@@ -274,9 +311,14 @@ int run_finish_heads(Run *r, AvErr *e) {
             if (rc == 0) rc = run_ensure_buffers(r, enc.n, e);
             if (rc == 0) rc = model_forward_kv(&r->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
             r->t_fwd += av_now_ms() - t0;
+            Capture cap_norm, scored = {0};
+            if (rc == 0) rc = norm_view(r, &r->cap, &cap_norm, e);
             if (rc == 0) {
                 run_fill_doc(r, &d, &enc, &r->cap, NULL, NULL);
-                rc = heads_add_induction(hs, &d, e);
+                if (cap_norm.nattn) rc = na_shares_capture(&cap_norm, &scored, e), d.cap = &scored;
+                if (rc == 0) rc = heads_add_induction(hs, &d, e);
+                na_free_nattn(&cap_norm);
+                na_shares_free(&scored);
             }
             tok_encoding_free(&enc);
             if (rc != 0) return -1;

@@ -144,7 +144,9 @@ static int load_all(Run *r, AvErr *e) {
         HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
                            o->heads.exclude_current, o->heads.top_k};
         if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
+        if (o->capture.measure == MEASURE_NORM) r->heads.acc.measure = "norm";
     }
+    if (o->stats && o->capture.measure == MEASURE_NORM) r->stats.measure = "norm";
     rc = 0;
 done:
     free(cfgp);

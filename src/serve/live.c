@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "normattn.h"
 #include "output.h"
 #include "pipeline.h"
 #include "predict.h"
@@ -363,7 +364,9 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         }
         r->have_enc = 1;
     }
-    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size);
+    const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
+    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size) +
+                   (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0);
     if (bytes > lv->lim.cache_bytes) {
         st = LIVE_TOO_BIG;
         av_err(e, "%d tokens need %.0f MB of queries and keys, above the server's --cache-mb %.0f", r->enc.n,
@@ -377,6 +380,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     int first = r->meta == NULL;
     if (!first) drop_notes();
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+        (norm && model_capture_value_norms(&cap, e) != 0) ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
         goto done;
     t->forward = av_now_ms() - t0;
@@ -453,6 +457,7 @@ void live_release(Live *lv, LiveRun *r) {
 }
 
 int live_run_tokens(const LiveRun *r) { return r->enc.n; }
+int live_has_norms(const LiveRun *r) { return r->cap.vnorm != NULL; }
 
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
     const ModelConfig *c = model_cfg(lv, r->model);
@@ -468,19 +473,38 @@ typedef struct {
     int layer;
     const int *heads;
     float *probs, *scratch;
+    int norm; /* value-weighted shares (normattn.h) instead of the attention */
 } HeadCtx;
+
+/* Head h of layer l recomputed from q/k; norm: as the shares of ||a_ij f_h(x_j)||, as the offline page has them. */
+static int head_matrix(const HeadCtx *h, int l, int head, AvErr *e) {
+    if (model_head_attention(h->m, h->cap, l, head, h->probs, h->scratch, e) != 0) return -1;
+    if (!h->norm) return 0;
+    const int n = h->cap->n_tokens;
+    const float *v = cap_vnorm(h->cap, l, head);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) h->probs[(size_t)i * n + j] *= v[j];
+    na_shares(h->probs, h->probs, n);
+    return 0;
+}
 
 static const float *head_block(void *ctx, int b, AvErr *e) {
     HeadCtx *h = ctx;
-    if (model_head_attention(h->m, h->cap, h->layer, h->heads[b], h->probs, h->scratch, e) != 0) return NULL;
-    return h->probs;
+    return head_matrix(h, h->layer, h->heads[b], e) ? NULL : h->probs;
 }
 
-int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, unsigned char **z, size_t *len,
-                   AvErr *e) {
+/* measure=norm asked of a server that has no value norms */
+static int need_norms(const LiveRun *r, int norm, AvErr *e) {
+    if (norm && !r->cap.vnorm) return av_err(e, "measure=norm: this server computes no value norms (start it with --measure norm)");
+    return 0;
+}
+
+int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, int norm, unsigned char **z,
+                   size_t *len, AvErr *e) {
+    if (need_norms(r, norm, e)) return -1;
     const size_t n = (size_t)r->enc.n;
     HeadCtx h = {pipeline_model(lv->m[r->model].p), &r->cap, layer, heads, malloc(n * n * sizeof(float)),
-                 malloc(2 * n * (size_t)r->cap.head_dim * sizeof(float))};
+                 malloc(2 * n * (size_t)r->cap.head_dim * sizeof(float)), norm};
     int rc = h.probs && h.scratch ? html_encode_attention(head_block, &h, n_heads, n, n, z, len, e)
                                   : av_err(e, "out of memory for %zu tokens", n);
     free(h.probs);
@@ -494,12 +518,41 @@ static const float *thumb_block(void *ctx, int b, AvErr *e) {
     return cap_thumb(c, b / c->n_heads, b % c->n_heads);
 }
 
-int live_thumbs(Live *lv, LiveRun *r, int *s, unsigned char **z, size_t *len, AvErr *e) {
-    (void)lv;
+/* Value-weighted thumbnails: every head's shares recomputed from q/k and the
+ * norms, pooled as the forward pass pools attention (not cached: the
+ * attention's thumbnails are the capture's own). */
+typedef struct {
+    HeadCtx h;
+    float *thumb; /* (s, s) */
+} NormThumbCtx;
+
+static const float *norm_thumb_block(void *ctx, int b, AvErr *e) {
+    NormThumbCtx *t = ctx;
+    const Capture *c = t->h.cap;
+    const int s = c->thumb_size, n = c->n_tokens;
+    if (head_matrix(&t->h, b / c->n_heads, b % c->n_heads, e)) return NULL;
+    memset(t->thumb, 0, (size_t)s * s * sizeof(float));
+    kern_pool_attention(t->thumb, s, t->h.probs, n, 0, n, n, n);
+    return t->thumb;
+}
+
+int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_t *len, AvErr *e) {
     const Capture *c = &r->cap;
     *s = c->thumb_size;
-    return html_encode_attention(thumb_block, (void *)c, c->n_layers * c->n_heads, (size_t)c->thumb_size,
-                                 (size_t)c->thumb_size, z, len, e);
+    if (need_norms(r, norm, e)) return -1;
+    if (!norm)
+        return html_encode_attention(thumb_block, (void *)c, c->n_layers * c->n_heads, (size_t)c->thumb_size,
+                                     (size_t)c->thumb_size, z, len, e);
+    const size_t n = (size_t)r->enc.n;
+    NormThumbCtx t = {{pipeline_model(lv->m[r->model].p), c, 0, NULL, malloc(n * n * sizeof(float)),
+                       malloc(2 * n * (size_t)c->head_dim * sizeof(float)), 1},
+                      malloc((size_t)c->thumb_size * (size_t)c->thumb_size * sizeof(float))};
+    int rc = t.h.probs && t.h.scratch && t.thumb
+                 ? html_encode_attention(norm_thumb_block, &t, c->n_layers * c->n_heads, (size_t)c->thumb_size,
+                                         (size_t)c->thumb_size, z, len, e)
+                 : av_err(e, "out of memory for %zu tokens", n);
+    free(t.h.probs), free(t.h.scratch), free(t.thumb);
+    return rc;
 }
 
 int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e) {
@@ -530,6 +583,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
             return LIVE_BAD_INPUT;
         }
     size_t bytes = model_capture_bytes(c, n, 1, 0, nl, c->num_heads);
+    if (lv->page.capture.measure == MEASURE_NORM) bytes += na_bytes(n, (size_t)nl * (size_t)c->num_heads);
     if (bytes > lv->lim.cache_bytes) {
         live_release(lv, r);
         av_err(e, "the page of %d tokens x %d layers needs %.0f MB, above the server's --cache-mb %.0f: ask for fewer "
@@ -547,8 +601,10 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
     OutSpelling words = {0};
     st = LIVE_FAILED;
     drop_notes();
+    const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
     if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
-        if (pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0 &&
+        if ((!norm || model_capture_value_norms(&cap, e) == 0) && pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0 &&
+            (!norm || na_fill(&cap, e) == 0) &&
             (!r->k || pipeline_spell(lm->p, pred.ids, pred.n * pred.k, &words, e) == 0)) {
             OutDoc d;
             pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);

@@ -295,9 +295,18 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
     long layer = 0, head = 0;
     const char *ls = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "layer");
     const char *hs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "heads");
-    if (route != R_THUMBS && parse_num(ls, 0, nl - 1, &layer)) {
+    /* measure=norm: value-weighted attention (serve --measure norm) */
+    const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "measure");
+    const int norm = ms && !strcmp(ms, "norm");
+    if (ms && !norm && strcmp(ms, "attention")) {
+        ok = send_error(c, 400, "measure is attention or norm");
+    } else if (route != R_THUMBS && parse_num(ls, 0, nl - 1, &layer)) {
         snprintf(shape, sizeof shape, "layer=L is required, 0 to %d", nl - 1);
         ok = send_error(c, 400, shape);
+    } else if (norm && route == R_QK) {
+        ok = send_error(c, 400, "measure applies to /api/attention and /api/thumbs");
+    } else if (norm && !live_has_norms(r)) {
+        ok = send_error(c, 400, "measure=norm: this server computes no value norms (start it with --measure norm)");
     } else if (route == R_ATTENTION) {
         int heads[CAP_MAX_HEADS], n_heads = nh;
         for (int i = 0; i < nh; i++) heads[i] = i;
@@ -306,7 +315,7 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
         if (hs && serve_parse_list(hs, nh, nh, heads, &n_heads)) {
             snprintf(shape, sizeof shape, "heads must list heads 0 to %d (at most %d)", nh - 1, nh);
             ok = send_error(c, 400, shape);
-        } else if (live_attention(sv->lv, r, (int)layer, heads, n_heads, &z, &len, &e) != 0) {
+        } else if (live_attention(sv->lv, r, (int)layer, heads, n_heads, norm, &z, &len, &e) != 0) {
             ok = send_error(c, 500, e.msg);
         } else {
             snprintf(shape, sizeof shape, "%d,%d,%d", n_heads, n, n);
@@ -316,7 +325,7 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
         unsigned char *z;
         size_t len;
         int s;
-        if (live_thumbs(sv->lv, r, &s, &z, &len, &e) != 0) {
+        if (live_thumbs(sv->lv, r, norm, &s, &z, &len, &e) != 0) {
             ok = send_error(c, 500, e.msg);
         } else {
             snprintf(shape, sizeof shape, "%d,%d,%d,%d", nl, nh, s, s);
