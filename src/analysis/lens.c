@@ -10,9 +10,6 @@
 
 #include "predict.h"
 
-/* Positions whose scores over the vocabulary are held at once. */
-#define LENS_CHUNK 16
-
 void lens_free(LensResult *r) {
     free(r->final_id);
     free(r->lens_layer);
@@ -76,16 +73,47 @@ static int check_capture(const Model *m, const Capture *cap, AvErr *e) {
     return 0;
 }
 
-int lens_logit_lens(const Model *m, RunState *s, const Capture *cap, const int *layers, int n_layers, int k,
+/* Rows of scores over the vocabulary computed at once: the head's weights are
+ * widened once per call, so a call takes as many rows (layers x positions) as
+ * LENS_FLOATS allows, its scores then turned row-major for the scans. */
+#define LENS_FLOATS ((size_t)16 << 20)
+#define LENS_MAX_ROWS 512
+
+/* dst (cols, rows) = src (rows, cols)^T in 32 x 32 tiles: a whole vocabulary's
+ * scores for a few hundred rows, where a plain loop misses the cache at every read. */
+static void transpose_blocked(float *dst, const float *src, int rows, int cols) {
+    enum { T = 32 };
+    for (int i0 = 0; i0 < rows; i0 += T)
+        for (int j0 = 0; j0 < cols; j0 += T) {
+            const int i1 = i0 + T < rows ? i0 + T : rows, j1 = j0 + T < cols ? j0 + T : cols;
+            for (int i = i0; i < i1; i++)
+                for (int j = j0; j < j1; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+        }
+}
+
+int lens_logit_lens(const Model *m, RunState *s0, const Capture *cap, const int *layers, int n_layers, int k,
                     LensResult *r, AvErr *e) {
+    (void)s0;
     if (check_capture(m, cap, e)) return -1;
     const int n = cap->n_tokens, L = m->cfg.num_layers, vocab = m->cfg.vocab_size, H = m->cfg.hidden_size;
     if (k > PRED_MAX_K) k = PRED_MAX_K;
     if (k > vocab) k = vocab;
     r->n_layers = L, r->n_heads = m->cfg.num_heads, r->n = n;
     const int nl = k > 0 ? (layers ? n_layers : L) : 0;
-    const int chunk = LENS_CHUNK < s->max_tokens ? LENS_CHUNK : s->max_tokens;
+    for (int i = 0; i < nl; i++)
+        if ((layers ? layers[i] : i) < 0 || (layers ? layers[i] : i) >= L)
+            return av_err(e, "layer %d is not in the model (%d layers)", layers[i], L);
+    /* the final stream first (row block -1), for the prediction each layer is ranked against */
+    const size_t total = (size_t)(nl + 1) * n;
+    size_t chunk = LENS_FLOATS / (size_t)vocab;
+    if (chunk < 1) chunk = 1;
+    if (chunk > LENS_MAX_ROWS) chunk = LENS_MAX_ROWS;
+    if (chunk > total) chunk = total;
+    RunState s;
+    if (model_runstate_alloc(&s, m, (int)chunk, e)) return -1;
     float *logitsT = malloc((size_t)vocab * chunk * sizeof *logitsT); // (vocab, chunk)
+    float *rowsv = malloc((size_t)vocab * chunk * sizeof *rowsv);   // (chunk, vocab)
+    float *x = malloc(chunk * (size_t)H * sizeof *x);                  // (chunk, H)
     free(r->final_id);
     r->final_id = malloc((size_t)n * sizeof *r->final_id);
     if (nl) {
@@ -95,49 +123,53 @@ int lens_logit_lens(const Model *m, RunState *s, const Capture *cap, const int *
         r->lens_rank = malloc((size_t)nl * n * sizeof *r->lens_rank);
         r->lens_final_prob = malloc((size_t)nl * n * sizeof *r->lens_final_prob);
     }
-    if (!logitsT || !r->final_id ||
+    int rc = 0;
+    if (!logitsT || !rowsv || !x || !r->final_id ||
         (nl && (!r->lens_layer || !r->lens_ids || !r->lens_probs || !r->lens_rank || !r->lens_final_prob))) {
-        free(logitsT);
-        return av_err(e, "out of memory for the logit lens (%d tokens, %d words)", n, vocab);
+        rc = av_err(e, "out of memory for the logit lens (%d tokens, %d words)", n, vocab);
+        goto done;
     }
     r->lens_k = k, r->lens_n = nl;
-    int rc = 0;
-    /* i == -1: the final stream, for the prediction each layer is ranked against */
-    for (int i = -1; i < nl && rc == 0; i++) {
-        const int l = i < 0 ? L - 1 : layers ? layers[i] : i;
-        if (l < 0 || l >= L) {
-            rc = av_err(e, "layer %d is not in the model (%d layers)", l, L);
-            break;
+    for (int i = 0; i < nl; i++) r->lens_layer[i] = layers ? layers[i] : i;
+    for (size_t r0 = 0; r0 < total && rc == 0; r0 += chunk) {
+        const int nc = (int)(total - r0 < chunk ? total - r0 : chunk);
+        for (int c = 0; c < nc; c++) {
+            const size_t row = r0 + c;
+            const int i = (int)(row / n) - 1, p = (int)(row % n);
+            const int l = i < 0 ? L - 1 : r->lens_layer[i];
+            memcpy(x + (size_t)c * H, cap_resid(cap, l + 1) + (size_t)p * H, (size_t)H * sizeof *x);
         }
-        if (i >= 0) r->lens_layer[i] = l;
-        const float *x = cap_resid(cap, l + 1); // (n, H)
-        for (int p0 = 0; p0 < n && rc == 0; p0 += chunk) {
-            const int nc = n - p0 < chunk ? n - p0 : chunk;
-            if ((rc = model_logits_rows(m, s, x + (size_t)p0 * H, nc, logitsT, e))) break;
-            for (int c = 0; c < nc; c++) {
-                const int p = p0 + c;
-                const float *lg = logitsT + c;
+        if ((rc = model_logits_rows(m, &s, x, nc, logitsT, e))) break;
+        transpose_blocked(rowsv, logitsT, vocab, nc);
+        for (int c = 0; c < nc; c++) {
+            const size_t row = r0 + c;
+            const int i = (int)(row / n) - 1, p = (int)(row % n);
+            const float *lg = rowsv + (size_t)c * vocab;
+            if (i < 0) {
                 int top;
                 float tp;
-                if (i < 0) {
-                    if (pred_topk(lg, (size_t)nc, vocab, 1, &top, &tp)) {
-                        rc = av_err(e, "%s: the scores at position %d are not finite", m->path, p);
-                        break;
-                    }
-                    r->final_id[p] = top;
-                    continue;
-                }
-                const size_t at = (size_t)i * n + p;
-                if (pred_topk(lg, (size_t)nc, vocab, k, r->lens_ids + at * k, r->lens_probs + at * k)) {
-                    rc = av_err(e, "%s: the scores after layer %d at position %d are not finite", m->path, l, p);
+                if (pred_topk(lg, 1, vocab, 1, &top, &tp)) {
+                    rc = av_err(e, "%s: the scores at position %d are not finite", m->path, p);
                     break;
                 }
-                r->lens_rank[at] = lens_rank(lg, (size_t)nc, vocab, r->final_id[p]);
-                r->lens_final_prob[at] = (float)exp(lens_log_prob(lg, (size_t)nc, vocab, r->final_id[p]));
+                r->final_id[p] = top;
+                continue;
             }
+            const size_t at = (size_t)i * n + p;
+            if (pred_topk(lg, 1, vocab, k, r->lens_ids + at * k, r->lens_probs + at * k)) {
+                rc = av_err(e, "%s: the scores after layer %d at position %d are not finite", m->path, r->lens_layer[i], p);
+                break;
+            }
+            /* softmax's sum from the top's probability (pred_topk: p_top = 1 / sum exp(s - s_top)):
+             * the final prediction's probability without another pass of exp */
+            const int f = r->final_id[p], top = r->lens_ids[at * k];
+            r->lens_rank[at] = lens_rank(lg, 1, vocab, f);
+            r->lens_final_prob[at] = (float)(exp((double)lg[f] - lg[top]) * r->lens_probs[at * k]);
         }
     }
-    free(logitsT);
+done:
+    free(logitsT), free(rowsv), free(x);
+    model_runstate_free(&s);
     return rc;
 }
 
