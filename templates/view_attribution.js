@@ -55,6 +55,13 @@ function grid(values, extra, extraLabel, fmt) {
   return g;
 }
 
+/* the grids and their side notes, side by side */
+function flexRow() {
+  const box = Draw.el('div');
+  Object.assign(box.style, { display: 'flex', gap: '24px', flexWrap: 'wrap', alignItems: 'flex-start' });
+  return box;
+}
+
 const f2 = v => (Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
 
 function AttributionView(host, c) {
@@ -82,11 +89,7 @@ function AttributionView(host, c) {
     lab.appendChild(sel);
     bar.appendChild(lab);
     host.appendChild(bar);
-    const box = Draw.el('div');
-    box.style.display = 'flex';
-    box.style.gap = '24px';
-    box.style.flexWrap = 'wrap';
-    box.style.alignItems = 'flex-start';
+    const box = flexRow();
     host.appendChild(box);
     const show = () => {
       const e = positions[+sel.value];
@@ -126,11 +129,7 @@ function AttributionView(host, c) {
       '" (position ' + abl.position + ', clean ' + abl.base_logprob.toFixed(3) + ') when a head\'s output is ' +
       (abl.mode === 'mean' ? 'replaced by its mean over the input' : 'zeroed') + '. Red: the head helped this prediction.'));
     host.appendChild(h);
-    const box = Draw.el('div');
-    box.style.display = 'flex';
-    box.style.gap = '24px';
-    box.style.flexWrap = 'wrap';
-    box.style.alignItems = 'flex-start';
+    const box = flexRow();
     box.appendChild(grid(abl.effects, null, '', f2));
     const ranked = [];
     abl.effects.forEach((r, l) => r.forEach((v, hh) => { if (v !== null && isFinite(v)) ranked.push([v, l, hh]); }));
