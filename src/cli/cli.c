@@ -251,6 +251,9 @@ static int parse_list(const char *s, int **out, int *n) {
     int *v = NULL, cnt = 0, cap = 0;
     const char *p = s;
     if (!*p) return -1;
+    /* which indices are in already: a scan of the list per index made "0-99999" take minutes */
+    unsigned char *seen = calloc(100001, 1);
+    if (!seen) return -1;
     while (*p) {
         char *end;
         errno = 0;
@@ -265,9 +268,8 @@ static int parse_list(const char *s, int **out, int *n) {
             p = end;
         }
         for (long x = a; x <= b; x++) {
-            int dup = 0;
-            for (int i = 0; i < cnt; i++) dup |= v[i] == x;
-            if (dup) continue;
+            if (seen[x]) continue;
+            seen[x] = 1;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 16;
                 int *nv = realloc(v, sizeof(int) * (size_t)cap);
@@ -280,16 +282,16 @@ static int parse_list(const char *s, int **out, int *n) {
         else if (*p) goto bad;
         if (*p == '\0' && p[-1] == ',') goto bad;
     }
-    for (int i = 1; i < cnt; i++) /* insertion sort: lists are short */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            int t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
+    /* sorted: the indices in order, from the bitmap */
+    for (int x = 0, k = 0; k < cnt; x++)
+        if (seen[x]) v[k++] = x;
+    free(seen);
     free(*out);
     *out = v;
     *n = cnt;
     return 0;
 bad:
+    free(seen);
     free(v);
     return -1;
 }
