@@ -292,7 +292,10 @@ done:
 /* log p(target) after position pos of a pass rerun from layer `from` (s's ablation applied) */
 static int rerun_log_prob(const Model *m, RunState *s, const Capture *cap, const int *ids, int pos, int from,
                           int target, float *logits, double *lp, AvErr *e) {
-    if (model_forward_from(m, s, ids, pos + 1, from, cap_resid(cap, from), e)) return -1;
+    /* the tokens up to pos are all a causal model's position sees; but LongRoPE (Phi-3) turns by
+     * other factors past its original context, chosen by the pass's length: then the whole input */
+    const int n = m->inv_freq_long && cap->n_tokens > m->cfg.rope_orig_max_pos ? cap->n_tokens : pos + 1;
+    if (model_forward_from(m, s, ids, n, from, cap_resid(cap, from), e)) return -1;
     if (model_logits(m, s, &pos, 1, logits, e)) return -1;
     *lp = lens_log_prob(logits, 1, m->cfg.vocab_size, target);
     if (!isfinite(*lp)) return av_err(e, "%s: the scores at position %d are not finite", m->path, pos);
