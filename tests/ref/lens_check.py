@@ -17,6 +17,7 @@ For every input and kernel (ATTNVIZ_KERNEL): attnviz --predict 1 --logit-lens 5 
   when TransformerLens's blocks.L.attn.hook_z of that head is zeroed (or set to its mean over the
   positions), <= 1e-4;
 - --target TOKEN and --position N: the attribution of that token at that position only.
+- --npy: the lens ids/probs/ranks, attribution and ablation arrays hold what the JSON says (NaN where null).
 One PASS/FAIL line per model and kernel with the max |diff| of each; exit 1 on any FAIL.
 """
 import argparse
@@ -109,6 +110,38 @@ def run(attnviz, path, text, kernel, extra):
     return json.loads(p.stdout)
 
 
+def check_npy(attnviz, path, text, kernel):
+    """--npy's arrays hold what the JSON says: lens ids, probs, ranks, attribution, ablation (NaN = null)."""
+    import tempfile
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        stem = os.path.join(tmp, "a.npy")
+        doc = run(attnviz, path, text, kernel, ["--predict", "1", "--logit-lens", "3", "--attribution", "--ablate", "0.1,1.0",
+                                                "--npy", stem])
+        ld = lambda s: np.load(os.path.join(tmp, "a." + s + ".npy"))
+        ids, probs, rank = ld("logit_lens_ids"), ld("logit_lens_probs"), ld("logit_lens_rank")
+        heads, mlp, abl = ld("attribution_heads"), ld("attribution_mlp"), ld("ablation")
+        ll = doc["logit_lens"]
+        if ids.shape != (len(ll), len(ll[0]), 3) or ids.dtype != np.int32 or probs.shape != ids.shape or rank.shape != ids.shape[:2]:
+            problems.append(f"--npy lens shapes {ids.shape} {probs.shape} {rank.shape}")
+        else:
+            for i, layer in enumerate(ll):
+                for p, e in enumerate(layer):
+                    if [t["id"] for t in e["top"]] != list(ids[i, p]) or rank[i, p] != e["rank"] or \
+                            max(abs(t["prob"] - probs[i, p, j]) for j, t in enumerate(e["top"])) > 1e-6:
+                        problems.append(f"--npy lens layer {i} position {p} differs from the JSON")
+        pos = doc["attribution"]["positions"]
+        if heads.shape != (len(pos),) + np.array(pos[0]["heads"]).shape or mlp.shape != (len(pos), len(pos[0]["mlp"])):
+            problems.append(f"--npy attribution shapes {heads.shape} {mlp.shape}")
+        elif np.max(np.abs(heads - np.array([e["heads"] for e in pos]))) > 1e-5 * max(1, np.abs(heads).max()):
+            problems.append("--npy attribution differs from the JSON")
+        eff = np.array(doc["ablation"]["effects"], dtype=float)
+        if abl.shape != eff.shape or not np.array_equal(np.isnan(abl), np.isnan(eff)) or \
+                np.nanmax(np.abs(abl - eff)) > 1e-6 or np.isnan(eff).sum() != eff.size - 2:
+            problems.append("--npy ablation differs from the JSON")
+    return problems
+
+
 def compare(doc, ref, mean_doc):
     """max |diff| of (lens probs, attribution, ablation) and problems."""
     problems = []
@@ -187,6 +220,7 @@ def main():
                     with torch.no_grad():
                         hr = cache.stack_head_results(layer=-1, apply_ln=True)[:, 0, 2] @ W_U[:, tid]
                     worst[1] = max(worst[1], float(np.max(np.abs(np.array(pos[0]["heads"]).ravel() - hr.numpy()))))
+            problems += check_npy(args.attnviz, path, TEXTS[0], kernel)
             ok = not problems and max(worst) <= TOL
             print(f"{'PASS' if ok else 'FAIL'} lens {name} kernel={kernel}: {count} positions; max |diff| logit lens "
                   f"{worst[0]:.2e}, attribution {worst[1]:.2e}, ablation {worst[2]:.2e} (bound {TOL:g}; largest head "
