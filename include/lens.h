@@ -52,10 +52,9 @@ typedef struct LensResult {
 void lens_free(LensResult *r);
 
 /* final_id for every position, and with k > 0 the logit lens at the given
- * layers (NULL: all). s: a run state of at least cap->n_tokens tokens (its
- * buffers are overwritten). */
-int lens_logit_lens(const Model *m, RunState *s, const Capture *cap, const int *layers, int n_layers, int k,
-                    LensResult *r, AvErr *e);
+ * layers (NULL: all), through the model's head in a run state of its own. */
+int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, LensResult *r,
+                    AvErr *e);
 /* Attribution at positions pos (n_pos) for target (-1: final_id, which
  * lens_logit_lens filled). */
 int lens_attribution(const Model *m, const Capture *cap, const int *pos, int n_pos, int target, LensResult *r,

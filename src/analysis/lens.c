@@ -91,9 +91,8 @@ static void transpose_blocked(float *dst, const float *src, int rows, int cols) 
         }
 }
 
-int lens_logit_lens(const Model *m, RunState *s0, const Capture *cap, const int *layers, int n_layers, int k,
-                    LensResult *r, AvErr *e) {
-    (void)s0;
+int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, LensResult *r,
+                    AvErr *e) {
     if (check_capture(m, cap, e)) return -1;
     const int n = cap->n_tokens, L = m->cfg.num_layers, vocab = m->cfg.vocab_size, H = m->cfg.hidden_size;
     if (k > PRED_MAX_K) k = PRED_MAX_K;

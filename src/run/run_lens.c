@@ -65,7 +65,7 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
                                 r->cfg.num_layers, r->cfg.num_layers - 1, r->cfg.num_heads, r->cfg.num_heads - 1);
     }
     double t0 = av_now_ms();
-    int rc = lens_logit_lens(&r->model, &r->rs, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e);
+    int rc = lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e);
     if (rc == 0 && ls->attribution) {
         const int one = ls->position >= 0, np = one ? 1 : n;
         int *pos = malloc((size_t)np * sizeof *pos);
