@@ -338,6 +338,37 @@ def main():
                         f"(best of 3) | {best:.0f} ms = {len(new_ours) / best * 1e3:.1f} tok/s | {peer:.0f} ms = "
                         f"{len(new_peer) / peer * 1e3:.1f} tok/s | {ratio(best, peer)} | tokens {same} |")
 
+    # The logit lens, attribution and ablation (issue 32) on the trained GGUF: attnviz's --profile forward_ms
+    # (the pass, and the analysis it adds) against the plain pass at the same length; ablation's extra time
+    # per head (each rerun from the ablated layer on, only up to the chosen position)
+    lens_rows = []
+    if gguf_dir:
+        gguf = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+        long_text = " ".join(["The history of the city begins in the early medieval period, when a small settlement grew "
+                              "up around a river crossing."] * 60)
+
+        def fwd_ms(n, extra):
+            best = float("inf")
+            for _ in range(3):
+                _, p = run([ATTNVIZ, "--model", gguf, "--max-tokens", str(n), "--profile", "--quiet", "--json",
+                            os.path.join(OUT, "lens.json")] + extra + [long_text])
+                best = min(best, float(p.stderr.split("forward_ms=")[1].split()[0]))
+            return best
+        for n in (128, 512):
+            plain = fwd_ms(n, [])
+            lens = fwd_ms(n, ["--logit-lens", "5"])
+            lens_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF, {n} tokens: --logit-lens 5 (best of 3) | {lens:.0f} ms "
+                             f"| {plain:.0f} ms | **{lens / plain:.2f}x** | goal <= 1.5x |")
+            attr = fwd_ms(n, ["--predict", "1", "--attribution"])
+            pred = fwd_ms(n, ["--predict", "1"])
+            lens_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF, {n} tokens: --predict 1 --attribution (best of 3) "
+                             f"| {attr:.0f} ms | {pred:.0f} ms (--predict 1) | **{attr / pred:.2f}x** | |")
+        plain = fwd_ms(128, [])
+        abl = fwd_ms(128, ["--ablate", "all"])
+        heads = 30 * 9
+        lens_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF, 128 tokens: --ablate all ({heads} heads, best of 3) "
+                         f"| {abl:.0f} ms | {plain:.0f} ms | {(abl - plain) / heads / 1e3:.3f} s per head | goal <= 0.5 s per head |")
+
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True,
                          text=True).stdout.strip()
     blas = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libopenblas0-pthread"], capture_output=True,
@@ -371,6 +402,9 @@ def main():
     if measure_rows:
         lines += ["", "Measures beyond attention (issue 32), against the plain pass in the same run (bench/fwd_bench.c):", "",
                   "| measurement | with the measure | plain pass | ratio | note |", "|---|---|---|---|---|"] + measure_rows
+    if lens_rows:
+        lines += ["", "Logit lens, attribution and head ablation (attnviz --profile forward_ms, the analysis included):", "",
+                  "| measurement | attnviz | the plain pass | ratio | note |", "|---|---|---|---|---|"] + lens_rows
     if gen_rows:
         lines += ["", "Generation with every step's attention captured, greedy, against transformers' "
                   "generate(output_attentions=True, eager attention; bench/peer_generate.py):", "",

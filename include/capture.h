@@ -41,6 +41,14 @@ typedef struct {
                       value-weighted attention (--measure norm); NULL unless asked for (model_capture_value_norms) */
     float *nattn;  /* (n_layers, n_heads, n_tokens, n_tokens) attn[i][j] * vnorm[j]: filled downstream of the
                       engine (normattn.h), never by the forward pass; NULL unless asked for */
+    /* What the logit lens, direct logit attribution and head ablation read
+     * (model_capture_internals; NULL unless asked), for every layer and head
+     * whatever the selection, rows strided by n_tokens like attn: */
+    float *resid;   /* (n_layers + 1, n_tokens, hidden_size) the residual stream entering each layer, then after
+                       the last one, before the final norm */
+    float *z;       /* (n_layers, n_heads, n_tokens, head_dim) each head's context before the output projection
+                       (TransformerLens's hook_z): head h's output is W_O[:, h * head_dim ...] z */
+    float *mlp_out; /* (n_layers, n_tokens, hidden_size) what each MLP adds to the stream (after a sandwich norm) */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an
@@ -91,6 +99,15 @@ static inline float *cap_nattn(const Capture *c, int l, int h) {
 }
 static inline float *cap_q(const Capture *c, int l, int h) {
     return c->q + cap_block(c, l, h) * c->n_tokens * c->head_dim;
+}
+static inline float *cap_resid(const Capture *c, int l) {
+    return c->resid + (size_t)l * c->n_tokens * c->hidden_size;
+}
+static inline float *cap_z(const Capture *c, int l, int h) {
+    return c->z + ((size_t)l * c->n_heads + h) * c->n_tokens * c->head_dim;
+}
+static inline float *cap_mlp(const Capture *c, int l) {
+    return c->mlp_out + (size_t)l * c->n_tokens * c->hidden_size;
 }
 static inline float *cap_k(const Capture *c, int l, int h) {
     return c->k + cap_block(c, l, h) * c->n_tokens * c->head_dim;

@@ -92,6 +92,9 @@ typedef struct {
     int full_last; /* the last pass ran every layer, so x is the final hidden state */
     int step;      /* the pass is one token after cached ones (generation): matrix-vector products */
     Pool *pool;    /* worker threads, or NULL */
+    int abl_on;    /* head ablation (model_forward_from): layer abl_layer's head abl_head's context replaced */
+    int abl_layer, abl_head;
+    const float *abl_ctx; /* (head_dim) the replacement for every token (mean ablation), NULL: zeros */
     double attn_ms; /* wall time of the attention steps (scores, softmax, context), summed over passes */
 } RunState;
 
@@ -149,6 +152,11 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
  * otherwise). Bytes: model_capture_value_norms_bytes. */
 int model_capture_value_norms(Capture *cap, AvErr *e);
 size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads);
+/* Adds the residual stream, each head's context and each MLP's output of
+ * every layer to a capture (capture.h's resid, z, mlp_out) for the logit lens,
+ * attribution and ablation; a pass filling them runs every layer. */
+int model_capture_internals(Capture *cap, const ModelConfig *c, AvErr *e);
+size_t model_capture_internals_bytes(const ModelConfig *c, int n);
 /* Bytes such a capture takes, to refuse before allocating. */
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);
@@ -190,6 +198,17 @@ int model_forward_packed(const Model *m, RunState *s, const int *ids, const int 
  * last pass (which must have run every layer): the final norm or masked-LM
  * transform, then the head (tied or not), soft-capped where the family does. */
 int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float *logitsT, AvErr *e);
+/* The same for given residual rows x (n_rows, hidden), token-major (the logit
+ * lens: the stream after any layer through the final norm and head). */
+int model_logits_rows(const Model *m, RunState *s, const float *x, int n_rows, float *logitsT, AvErr *e);
+/* Reruns layers [from, num_layers) of a pre-norm model on tokens ids (n, from
+ * position 0, no packing) whose residual stream entering layer `from` is x_in
+ * (n, hidden), with s's ablation (abl_*) applied and nothing captured; then
+ * model_logits reads its rows. Causal models only need the tokens up to the
+ * row they read. */
+int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int from, const float *x_in, AvErr *e);
+/* Row r of a linear layer's weight W (out, in), widened to float (in). */
+int model_linear_row(const Linear *lin, int r, float *dst, AvErr *e);
 /* Whether the checkpoint has a (complete) language-model head; head_err says
  * why a partial one was left out. Attention never depends on it. */
 static inline int model_has_head(const Model *m) { return m->w.head.out.w != NULL; }

@@ -17,6 +17,7 @@ typedef struct {
     int *sel_layers, n_sel_layers;
     int *sel_heads, n_sel_heads;
     int *show_heads, n_show_heads;
+    int *ablate_pairs, n_ablate_pairs; /* --ablate L.H,... as (layer, head) pairs (owned) */
     int sampling_opts;       /* --top-p or --seed given */
     /* the subcommand (none set: a run; heads is run.heads.on), and its name for --help */
     int render, serve, diff, merge;

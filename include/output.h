@@ -11,6 +11,7 @@
 #include "tokenizer.h"
 
 struct OutDiff;
+struct LensResult;
 
 /* Ids spelled out before the writers run, so that no writer needs the
  * tokenizer: token[i] as the vocabulary spells id i of some list, display[i]
@@ -56,6 +57,11 @@ typedef struct {
     const CapStack *stacks;
     int n_stacks;
     const TokEncoding *dec_enc;
+    /* --logit-lens, --attribution, --ablate (lens.h), or NULL; lens_words spells its ids in
+     * the order lens_out.c reads them: the lens's top ids, each position's prediction, the
+     * attribution targets, the ablation target */
+    const struct LensResult *lens;
+    const OutSpelling *lens_words;
     /* attnviz diff: this document (A) compared with a second one, or NULL */
     const struct OutDiff *diff;
 } OutDoc;

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "generate.h"
 #include "heads.h"
+#include "lens.h"
 #include "model.h"
 #include "output.h"
 #include "pipeline.h"
@@ -35,6 +36,8 @@ struct Pipeline {
     CapGeneration gen;   /* --generate: this input's */
     OutSpelling pred_words, gen_words; /* their ids spelled for the writers */
     char *gen_text;      /* the generated continuation, decoded */
+    LensResult lens;     /* --logit-lens, --attribution, --ablate: this input's */
+    OutSpelling lens_words; /* run_lens_spell's ids spelled */
     HeadStats stats;     /* with --stats */
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
@@ -64,13 +67,18 @@ int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *js
 int run_finish_stats(Run *r, AvErr *e);
 int run_finish_heads(Run *r, AvErr *e);
 
+/* run_lens.c: --logit-lens, --attribution, --ablate on the input just run (its capture has
+ * model_capture_internals' buffers when run_lens_wanted). */
+int run_lens_wanted(const RunSpec *o);
+int run_lens(Run *r, const TokEncoding *enc, AvErr *e);
+
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
 
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
        W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON,
-       W_NPY_NORM, W_NPY_VNORM };
+       W_NPY_NORM, W_NPY_VNORM, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
 /* Writes one output atomically (temporary file renamed into place). */
 int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e);
 /* The outputs for one input: everything but the batch's JSON Lines stream. */

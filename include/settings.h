@@ -44,6 +44,19 @@ typedef struct {
     const char *stop;       /* --stop STRING, or NULL */
 } PredictSpec;
 
+/* What the residual stream says (lens.h): --logit-lens, --attribution, --ablate. */
+typedef struct {
+    int lens_k;              /* --logit-lens K: the top K after every captured layer; 0 = off */
+    int attribution;         /* --attribution (or --target): each head's and MLP's share of a logit */
+    const char *target;      /* --target TOKEN, or NULL: each position's predicted token */
+    int position;            /* --position N: attribution there only and ablation there; -1: every
+                                position (attribution), the last (ablation) */
+    int ablate;              /* --ablate given */
+    const int *ablate_pairs; /* (layer, head) pairs (n_ablate), or NULL: every head (--ablate all) */
+    int n_ablate;
+    int ablate_mean;         /* --ablate-mode mean (default zero) */
+} LensSpec;
+
 /* Where the outputs go and how the page opens. */
 typedef struct {
     const char *json_path;     /* --json ("-" = stdout) */
@@ -86,6 +99,7 @@ typedef struct {
     OutputSpec output;
     BatchSpec batch;
     HeadsSpec heads;
+    LensSpec lens;
     int stats;   /* --stats: statistics instead of maps */
     int quiet;   /* no notes or warnings */
     int profile; /* report per-phase times (AV_NOTE_PROFILE) */

@@ -290,6 +290,15 @@ xfresh; tj_edit 't["model"]["vocab"] = {"a": 0}'
 case_ unigram_vocab_not_a_list 1 "tokenizer.json: Unigram model needs a vocab list of \[piece, score\]" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
+# ---- the logit lens, attribution and ablation (issue 32): refusals name the option, exit 2
+case_ lens_target_not_in_the_vocabulary 2 "--target 'qqqqqqqq' is not a token of the vocabulary \(the tokenizer reads it as [0-9]+ tokens\)" -- --model "$LLS" "${Q[@]}" --predict 1 --target qqqqqqqq hi
+case_ lens_ablate_head_not_in_the_model 2 "--ablate 99.0: the model has 2 layers \(0 to 1\) of 4 heads \(0 to 3\)" -- --model "$LLS" "${Q[@]}" --ablate 99.0 hi
+case_ lens_ablate_head_index_not_in_the_model 2 "--ablate 1.4: the model has 2 layers" -- --model "$LLS" "${Q[@]}" --ablate 0.0,1.4 hi
+case_ lens_ablate_syntax 2 "--ablate needs all or heads as LAYER.HEAD" -- --model "$LLS" "${Q[@]}" --ablate 1- hi
+case_ lens_position_past_the_input 2 "--position 500: the input has [0-9]+ tokens" -- --model "$LLS" "${Q[@]}" --ablate all --position 500 hi
+case_ lens_encoder_logit_lens 2 "--logit-lens reads a causal model's residual stream; .* is a masked \(bert\) model" -- --model "$SRC" "${Q[@]}" --logit-lens 3 hi
+case_ lens_attribution_without_predict 2 "--attribution and --target go with --predict K or --generate N" -- --model "$LLS" "${Q[@]}" --attribution hi
+case_ lens_runs 0 "" -- --model "$LLS" "${Q[@]}" --predict 2 --logit-lens 3 --attribution --ablate all --npy out.npy hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}'
@@ -443,7 +452,7 @@ case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 laye
 case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
-case_ view_diff_without_diff 2 "--view is head, model, neuron or matrix, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens or attribution, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
 # ---- ModernBERT (tests/data/small-modernbert): its config keys and fused tensors
 MBS=$PWD/tests/data/small-modernbert
 mbfresh() { rm -rf "$T/m" && cp -r "$MBS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }

@@ -134,6 +134,39 @@ START_TEST(a_bad_value_is_a_usage_error) {
 }
 END_TEST
 
+START_TEST(lens_options_fill_the_lens_settings) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--predict", "2", "--logit-lens", "5", "--target", " the", "--ablate", "0.3,12.1",
+                       "--ablate-mode", "mean", "--position", "4", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    const LensSpec *l = &o.run.lens;
+    ck_assert(l->lens_k == 5 && l->attribution && l->ablate && l->ablate_mean && l->position == 4);
+    ck_assert_str_eq(l->target, " the");
+    ck_assert_int_eq(l->n_ablate, 2);
+    ck_assert(l->ablate_pairs[0] == 0 && l->ablate_pairs[1] == 3 && l->ablate_pairs[2] == 12 && l->ablate_pairs[3] == 1);
+    cli_options_free(&o);
+    const char *all[] = {"--ablate", "all", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, all), CLI_RUN);
+    ck_assert(o.run.lens.ablate && !o.run.lens.ablate_pairs && o.run.lens.position == -1 && !o.run.lens.ablate_mean);
+    cli_options_free(&o);
+    /* each refusal: one usage error */
+    const char *const *bad[] = {
+        (const char *[]){"--ablate", "3", "T", NULL},        (const char *[]){"--ablate", "1.2,", "T", NULL},
+        (const char *[]){"--ablate", "-1.0", "T", NULL},     (const char *[]){"--ablate-mode", "mean", "T", NULL},
+        (const char *[]){"--ablate", "all", "--ablate-mode", "half", "T", NULL},
+        (const char *[]){"--attribution", "T", NULL},        (const char *[]){"--logit-lens", "0", "T", NULL},
+        (const char *[]){"--position", "2", "T", NULL},      (const char *[]){"--logit-lens", "3", "--batch", "-", NULL},
+        (const char *[]){"heads", "--logit-lens", "3", "T", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(parse(&o, &e, bad[i]), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        cli_options_free(&o);
+    }
+}
+END_TEST
+
 START_TEST(no_text_is_a_usage_error) {
     CliOptions o;
     AvErr e;
@@ -371,6 +404,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("cli");
     TCase *t = tcase_create("core");
     tcase_add_test(t, a_run_fills_the_run_settings);
+    tcase_add_test(t, lens_options_fill_the_lens_settings);
     tcase_add_test(t, tokens_only_needs_no_weights);
     tcase_add_test(t, help_and_version_are_answers_not_prints);
     tcase_add_test(t, a_command_has_its_own_help);

@@ -78,7 +78,8 @@ static const HelpSection SECTIONS[] = {
      "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
      "  --layer N, --head N the page's initial layer and head (0-based)\n"
      "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
-     "  --view NAME         the page opens on this view: head, model, neuron or matrix\n"
+     "  --view NAME         the page opens on this view: head, model, neuron, matrix, lens\n"
+     "                      or attribution\n"
      "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
      "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
      "\n"},
@@ -107,6 +108,17 @@ static const HelpSection SECTIONS[] = {
      "  --top-p P           sample from the smallest set of tokens holding probability P\n"
      "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
      "  --stop STRING       stop once the generated text contains STRING\n"
+     "\n"
+     "Beyond attention (causal models with a head; one text):\n"
+     "  --logit-lens K      the top K tokens read from the residual stream after every\n"
+     "                      captured layer (final norm + unembedding), at every position\n"
+     "  --attribution       with --predict/--generate: each head's and MLP's direct share of\n"
+     "                      the predicted token's logit (the final norm's scale frozen)\n"
+     "  --target TOKEN      attribute (and ablate) this token instead of the prediction\n"
+     "  --ablate all|L.H,.. the change in the target's log-probability when a head is ablated\n"
+     "  --ablate-mode M     zero (default) or mean (its mean output over the input)\n"
+     "  --position N        attribution and ablation at token N (default: attribution at\n"
+     "                      every position, ablation at the last)\n"
      "\n"},
     {H_RENDER,
      "Render (draw attention computed elsewhere, e.g. by transformers):\n"
@@ -259,6 +271,9 @@ static int parse_list(const char *s, int **out, int *n) {
     int *v = NULL, cnt = 0, cap = 0;
     const char *p = s;
     if (!*p) return -1;
+    /* which indices are in already: a scan of the list per index made "0-99999" take minutes */
+    unsigned char *seen = calloc(100001, 1);
+    if (!seen) return -1;
     while (*p) {
         char *end;
         errno = 0;
@@ -273,9 +288,8 @@ static int parse_list(const char *s, int **out, int *n) {
             p = end;
         }
         for (long x = a; x <= b; x++) {
-            int dup = 0;
-            for (int i = 0; i < cnt; i++) dup |= v[i] == x;
-            if (dup) continue;
+            if (seen[x]) continue;
+            seen[x] = 1;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 16;
                 int *nv = realloc(v, sizeof(int) * (size_t)cap);
@@ -288,16 +302,16 @@ static int parse_list(const char *s, int **out, int *n) {
         else if (*p) goto bad;
         if (*p == '\0' && p[-1] == ',') goto bad;
     }
-    for (int i = 1; i < cnt; i++) /* insertion sort: lists are short */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            int t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
+    /* sorted: the indices in order, from the bitmap */
+    for (int x = 0, k = 0; k < cnt; x++)
+        if (seen[x]) v[k++] = x;
+    free(seen);
     free(*out);
     *out = v;
     *n = cnt;
     return 0;
 bad:
+    free(seen);
     free(v);
     return -1;
 }
@@ -307,6 +321,8 @@ void cli_options_free(CliOptions *o) {
     free(o->sel_heads);
     free(o->show_heads);
     free(o->serve_models);
+    free(o->ablate_pairs);
+    o->ablate_pairs = NULL;
     o->sel_layers = o->sel_heads = o->show_heads = NULL;
     o->serve_models = NULL;
 }
@@ -397,6 +413,7 @@ static int parse_shard(const char *arg, int *index, int *count, AvErr *e) {
  * command's options appeared (checked against the command once all are read). */
 typedef struct {
     int stats_cmd, heads_only, serve_opts, pack_set, shard_set;
+    int ablate_mode; /* --ablate-mode given */
     int out_dir_mode; /* --out-dir anywhere: --html and --npy are flags, not file names */
 } ParseState;
 
@@ -491,12 +508,22 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
         const RunSpec *r = &o->run;
         if (r->predict.k || r->predict.generate_n || r->stats || r->capture.tokens_only || r->capture.no_special ||
             r->capture.words || r->capture.qk || r->capture.hidden || r->output.html_path || r->output.npy_path ||
-            r->output.out_dir || r->capture.measure != MEASURE_ATTENTION)
+            r->output.out_dir || r->capture.measure != MEASURE_ATTENTION || r->lens.lens_k || r->lens.attribution ||
+            r->lens.ablate)
             return usage_error(e, "%s", "--telemetry writes each row's statistics instead of the matrices: not with "
                                         "--html, --npy, --out-dir, --qk, --hidden, --stats, --predict, --generate, "
-                                        "--no-special, --words, --tokens-only or --measure norm");
+                                        "--no-special, --words, --tokens-only, --measure norm, --logit-lens, --attribution or --ablate");
         if (!r->output.json_path) return usage_error(e, "%s", "--telemetry writes to --json FILE (or - for stdout)");
     }
+    const LensSpec *ls = &o->run.lens;
+    const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
+    if (lens_any && (o->run.batch.path || o->run.stats || o->run.capture.tokens_only || o->run.capture.no_special || o->run.capture.words))
+        return usage_error(e, "%s", "--logit-lens, --attribution, --target and --ablate read one input's own tokens: "
+                                    "not with --batch, --stats, --tokens-only, --no-special or --words");
+    if (ls->attribution && !o->run.predict.k && !o->run.predict.generate_n)
+        return usage_error(e, "%s", "--attribution and --target go with --predict K or --generate N");
+    if (ls->position >= 0 && !ls->attribution && !ls->ablate)
+        return usage_error(e, "%s", "--position goes with --attribution, --target or --ablate");
     if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
         return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
     if (o->run.capture.tokens_only && o->run.capture.measure != MEASURE_ATTENTION)
@@ -523,6 +550,11 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (ps->serve_opts && !o->serve)
         return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+    const LensSpec *ls = &o->run.lens;
+    if ((ls->lens_k || ls->attribution || ls->ablate || ls->position >= 0 || ps->ablate_mode) &&
+        (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
+        return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position and --ablate go with a run on one text");
+    if (ps->ablate_mode && !ls->ablate) return usage_error(e, "%s", "--ablate-mode goes with --ablate");
     if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
     if (o->run.heads.on) return check_heads(o, rest, args, e);
     if (o->render) return check_render(o, rest, args, e);
@@ -538,10 +570,33 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_TELEMETRY, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
-       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD };
+       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE };
 
 /* --measure's code, apart from the list above. */
 enum { O_MEASURE = 1024 };
+
+/* --ablate all | L.H,L.H,...: the pairs into *pairs (NULL for all). */
+static int parse_ablate(const char *arg, int **pairs, int *n) {
+    free(*pairs);
+    *pairs = NULL, *n = 0;
+    if (!strcmp(arg, "all")) return 0;
+    size_t cap = 1;
+    for (const char *p = arg; *p; p++) cap += *p == ',';
+    if (!(*pairs = malloc(cap * 2 * sizeof **pairs))) return -1;
+    const char *p = arg;
+    for (;;) {
+        char *end;
+        if (*p < '0' || *p > '9') return -1;
+        long l = strtol(p, &end, 10);
+        if (*end != '.' || end[1] < '0' || end[1] > '9' || l > 100000) return -1;
+        long h = strtol(end + 1, &end, 10);
+        if (h > 100000) return -1;
+        (*pairs)[2 * *n] = (int)l, (*pairs)[2 * *n + 1] = (int)h, (*n)++;
+        if (!*end) return 0;
+        if (*end != ',') return -1;
+        p = end + 1;
+    }
+}
 
 /* One option into the settings: 0, CLI_HELP or CLI_VERSION, or -1 with a usage
  * error (opt: the option as written, for messages). */
@@ -644,6 +699,29 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         o->sampling_opts = 1;
         break;
     }
+    case O_LENS:
+        if (parse_int(arg, 1, 100, &o->run.lens.lens_k)) return usage_error(e, "--logit-lens needs a count from 1 to 100, got '%s'", arg);
+        break;
+    case O_ATTR: o->run.lens.attribution = 1; break;
+    case O_TARGET:
+        if (!arg[0]) return usage_error(e, "%s", "--target needs a token");
+        o->run.lens.target = arg;
+        o->run.lens.attribution = 1;
+        break;
+    case O_POSITION:
+        if (parse_int(arg, 0, INT_MAX, &o->run.lens.position)) return usage_error(e, "--position needs a token index >= 0, got '%s'", arg);
+        break;
+    case O_ABLATE:
+        if (parse_ablate(arg, &o->ablate_pairs, &o->n_ablate_pairs))
+            return usage_error(e, "--ablate needs all or heads as LAYER.HEAD,... (e.g. 0.3,2.1), got '%s'", arg);
+        o->run.lens.ablate = 1;
+        o->run.lens.ablate_pairs = o->ablate_pairs, o->run.lens.n_ablate = o->n_ablate_pairs;
+        break;
+    case O_ABLMODE:
+        if (strcmp(arg, "zero") && strcmp(arg, "mean")) return usage_error(e, "--ablate-mode is zero or mean, not '%s'", arg);
+        o->run.lens.ablate_mean = !strcmp(arg, "mean");
+        ps->ablate_mode = 1;
+        break;
     case O_STOP:
         if (!arg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
         o->run.predict.stop = arg;
@@ -735,6 +813,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     o->run.batch.shard_count = 1;
     o->model.lowercase = -1;
     o->run.predict.top_p = 1.0;
+    o->run.lens.position = -1;
     o->serve_spec.port = 8765;
     o->serve_spec.cache_mb = 2048;
     o->serve_spec.timeout_s = 60;
@@ -764,6 +843,9 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
         {"pack-tokens", required_argument, 0, O_PACK}, {"shard", required_argument, 0, O_SHARD},
         {"measure", required_argument, 0, O_MEASURE},
+        {"logit-lens", required_argument, 0, O_LENS}, {"attribution", no_argument, 0, O_ATTR},
+        {"target", required_argument, 0, O_TARGET}, {"position", required_argument, 0, O_POSITION},
+        {"ablate", required_argument, 0, O_ABLATE}, {"ablate-mode", required_argument, 0, O_ABLMODE},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
@@ -860,6 +942,17 @@ int cli_run(const CliOptions *o, AvErr *e) {
     if ((o->run.predict.k || o->run.predict.generate_n) && no_head) {
         av_err_usage(e, "--%s needs a language-model head, and %s has none: %s",
                      o->run.predict.generate_n ? "generate" : "predict", dir, no_head);
+        goto out;
+    }
+    const LensSpec *ls = &o->run.lens;
+    if ((ls->lens_k || ls->attribution || ls->ablate) && (!c->causal || !c->pre_ln)) {
+        av_err_usage(e, "--%s reads a causal model's residual stream; %s is a masked (%s) model", ls->lens_k ? "logit-lens"
+                     : ls->attribution ? "attribution" : "ablate", dir, c->model_type);
+        goto out;
+    }
+    if ((ls->lens_k || ls->attribution || ls->ablate) && no_head) {
+        av_err_usage(e, "--%s needs a language-model head, and %s has none: %s", ls->lens_k ? "logit-lens"
+                     : ls->attribution ? "attribution" : "ablate", dir, no_head);
         goto out;
     }
     if (o->run.output.out_dir && mkdir(o->run.output.out_dir, 0777) != 0 && errno != EEXIST) {

@@ -170,6 +170,8 @@ static void head_part(void *arg, int t, int T) {
             kern_attention_kv_rows(probs, nk, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule,
                                    scratch, to.cap ? rows_to_capture : NULL, &to);
         }
+        if (w->cap && w->cap->z && w->ctxT) /* every head's context, whatever the selection keeps */
+            kern_transpose(cap_z(w->cap, w->layer, h) + (size_t)w->pos0 * dh, w->ctxT + qoff, dh, n);
     }
 }
 
@@ -471,6 +473,11 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     free(attn);
     s->attn_ms += av_now_ms() - t0;
     if (attn_only) return 0;
+    if (s->abl_on && s->abl_layer == l) /* head ablation: this head's context, zeroed or its mean, before W_O */
+        for (int d = 0; d < c->head_dim; d++) {
+            float *row = s->ctxT + ((size_t)s->abl_head * c->head_dim + d) * n;
+            for (int i = 0; i < n; i++) row[i] = s->abl_ctx ? s->abl_ctx[d] : 0.0f;
+        }
     const Linear *o[1] = {&L->o};
     if (products(s, s->ctxT, n, 1, o, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
     if (L->attn_post_norm.g) kern_rmsnorm_cols(s->yT, L->attn_post_norm.g, c->hidden_size, n, L->attn_post_norm.eps);
@@ -586,6 +593,10 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     /* the capture that decides how far the pass goes: every segment keeps the same layers */
     const Capture *cap = segs[0].cap;
     const int keep_hidden_states = cap && cap->hidden;
+    /* the residual stream, contexts and MLP outputs of every layer (one input only) */
+    const int internals = cap && cap->resid && n_segs == 1;
+    if (cap && cap->resid && n_segs > 1) return av_err(e, "packed inputs cannot keep the residual stream");
+    if (internals) full = 1;
 
     float *x = s->x; // (n, H) residual stream
     s->step = kv && pos0 > 0 && n == 1;
@@ -615,6 +626,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         const LayerWeights *L = &w->layers[l];
         /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
          * pre-norm (GPT-2, Llama): x = x + attn(norm1(x)); x = x + mlp(norm2(x)) */
+        if (internals) memcpy(cap_resid(cap, l) + (size_t)pos0 * H, x, (size_t)n * H * sizeof *x);
         if (c->pre_ln) residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
         /* After the last captured layer's attention nothing more is needed
          * unless the hidden states or the logits are: its q and k are all the
@@ -628,6 +640,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
         if ((rc = mlp_block(m, s, l, n, e))) break;
+        if (internals) kern_transpose(cap_mlp(cap, l) + (size_t)pos0 * H, s->yT, H, n);
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
         if (keep_hidden_states)
@@ -635,6 +648,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     }
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
+    if (internals) memcpy(cap_resid(cap, c->num_layers) + (size_t)pos0 * H, x, (size_t)n * H * sizeof *x);
     s->n_last = n;
     s->full_last = ran_all;
     if (kv) kv->n += n;
@@ -681,11 +695,11 @@ int model_forward_packed(const Model *m, RunState *s, const int *ids, const int 
 
 /* ---------------------------------------------------------------- the head */
 
+static int head_logits(const Model *m, RunState *s, int n_rows, float *logitsT, AvErr *e);
+
 int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float *logitsT, AvErr *e) {
-    const ModelConfig *c = &m->cfg;
-    const LmHead *hd = &m->w.head;
-    const int H = c->hidden_size;
-    if (!hd->out.w) return av_err(e, "%s: the checkpoint has no language-model head", m->path);
+    const int H = m->cfg.hidden_size;
+    if (!m->w.head.out.w) return av_err(e, "%s: the checkpoint has no language-model head", m->path);
     if (!s->full_last) return av_err(e, "the last pass stopped early; it left no final hidden state");
     if (n_rows < 1 || n_rows > s->max_tokens) return av_err(e, "%d rows do not fit the buffers (%d)", n_rows, s->max_tokens);
     float *x = s->yT; // (n_rows, H) the chosen tokens' residual stream, token-major
@@ -693,6 +707,23 @@ int model_logits(const Model *m, RunState *s, const int *rows, int n_rows, float
         if (rows[i] < 0 || rows[i] >= s->n_last) return av_err(e, "row %d is not a token of the last pass", rows[i]);
         memcpy(x + (size_t)i * H, s->x + (size_t)rows[i] * H, (size_t)H * sizeof *x);
     }
+    return head_logits(m, s, n_rows, logitsT, e);
+}
+
+int model_logits_rows(const Model *m, RunState *s, const float *x, int n_rows, float *logitsT, AvErr *e) {
+    if (!m->w.head.out.w) return av_err(e, "%s: the checkpoint has no language-model head", m->path);
+    if (n_rows < 1 || n_rows > s->max_tokens) return av_err(e, "%d rows do not fit the buffers (%d)", n_rows, s->max_tokens);
+    memcpy(s->yT, x, (size_t)n_rows * m->cfg.hidden_size * sizeof *x);
+    return head_logits(m, s, n_rows, logitsT, e);
+}
+
+/* The head on s->yT's first n_rows token-major rows: final norm (or the MLM
+ * transform), the output embedding, the soft-cap. */
+static int head_logits(const Model *m, RunState *s, int n_rows, float *logitsT, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LmHead *hd = &m->w.head;
+    const int H = c->hidden_size;
+    float *x = s->yT;
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
     /* decoders: the final norm; encoders' stream is already normalized */
@@ -733,4 +764,48 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
     const AttnRule rule = layer_rule(&m->cfg, l);
     kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
     return 0;
+}
+
+int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int from, const float *x_in, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const int H = c->hidden_size;
+    if (!c->pre_ln) return av_err(e, "%s: rerunning from a layer needs a pre-norm model", m->path);
+    if (from < 0 || from >= c->num_layers) return av_err(e, "layer %d is not in the model (%d layers)", from, c->num_layers);
+    Seg one = {0, n, NULL};
+    if (check_inputs(m, s, NULL, ids, NULL, n, 0, &one, 1, e)) return -1;
+    s->step = 0;
+    positions(m, s, ids, &one, 1, 0);
+    if (c->pos == POS_ROPE) rope_tables(m, s, n, &one, 1, 0);
+    float *x = s->x;
+    memcpy(x, x_in, (size_t)n * H * sizeof *x);
+    const int blas_threads = openblas_get_num_threads();
+    if (s->pool) openblas_set_num_threads(1);
+    int rc = 0;
+    for (int l = from; l < c->num_layers && rc == 0; l++) {
+        const LayerWeights *L = &m->w.layers[l];
+        residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
+        if ((rc = attention_block(m, s, NULL, l, n, 0, &one, 1, 0, e))) break;
+        residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
+        if ((rc = mlp_block(m, s, l, n, e))) break;
+        residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
+    }
+    if (s->pool) openblas_set_num_threads(blas_threads);
+    if (rc) return -1;
+    s->n_last = n;
+    s->full_last = 1;
+    return 0;
+}
+
+int model_linear_row(const Linear *lin, int r, float *dst, AvErr *e) {
+    if (r < 0 || r >= lin->out) return av_err(e, "%s: row %d is outside its %d rows", lin->name, r, lin->out);
+    if (lin->type == KERN_F32) {
+        const float *w = lin->w;
+        if (lin->conv1d)
+            for (int k = 0; k < lin->in; k++) dst[k] = w[(size_t)k * lin->ld + r];
+        else
+            memcpy(dst, w + (size_t)r * lin->ld, (size_t)lin->in * sizeof *dst);
+        return 0;
+    }
+    return quant_rows(lin->type, lin->w, (size_t)lin->out * lin->row_bytes, (size_t)lin->out, (size_t)lin->in, (size_t)r,
+                      (size_t)r + 1, dst, lin->name, e);
 }

@@ -670,7 +670,31 @@ void model_capture_free(Capture *cap) {
     free(cap->tel);
     free(cap->tel_top);
     free(cap->tel_top_w);
+    free(cap->resid);
+    free(cap->z);
+    free(cap->mlp_out);
     memset(cap, 0, sizeof *cap);
+}
+
+int model_capture_internals(Capture *cap, const ModelConfig *c, AvErr *e) {
+    const size_t n = cap->cap_tokens, H = (size_t)c->hidden_size, L = (size_t)c->num_layers;
+    free(cap->resid);
+    free(cap->z);
+    free(cap->mlp_out);
+    cap->resid = alloc_floats((L + 1) * n * H);
+    cap->z = alloc_floats(L * (size_t)c->num_heads * n * (size_t)cap->head_dim);
+    cap->mlp_out = alloc_floats(L * n * H);
+    if (!cap->resid || !cap->z || !cap->mlp_out) {
+        free(cap->resid), free(cap->z), free(cap->mlp_out);
+        cap->resid = cap->z = cap->mlp_out = NULL;
+        return av_err(e, "out of memory for the residual stream of %zu tokens x %d layers", n, c->num_layers);
+    }
+    return 0;
+}
+
+size_t model_capture_internals_bytes(const ModelConfig *c, int n) {
+    const size_t L = (size_t)c->num_layers, H = (size_t)c->hidden_size;
+    return ((2 * L + 1) * (size_t)n * H + L * (size_t)c->num_heads * (size_t)n * (size_t)c->head_dim) * sizeof(float);
 }
 
 void model_capture_trim(Capture *cap, int n) {
@@ -687,6 +711,12 @@ void model_capture_trim(Capture *cap, int n) {
     const size_t H = (size_t)cap->hidden_size;
     for (size_t l = 0; cap->hidden && l <= (size_t)cap->n_layers; l++)
         memmove(cap->hidden + l * nn * H, cap->hidden + l * ld * H, nn * H * sizeof(float));
+    for (size_t l = 0; cap->resid && l <= (size_t)cap->n_layers; l++)
+        memmove(cap->resid + l * nn * H, cap->resid + l * ld * H, nn * H * sizeof(float));
+    for (size_t l = 0; cap->mlp_out && l < (size_t)cap->n_layers; l++)
+        memmove(cap->mlp_out + l * nn * H, cap->mlp_out + l * ld * H, nn * H * sizeof(float));
+    for (size_t b = 0; cap->z && b < (size_t)cap->n_layers * cap->n_heads; b++)
+        memmove(cap->z + b * nn * dh, cap->z + b * ld * dh, nn * dh * sizeof(float));
     cap->n_tokens = n;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lens_out.h"
 #include "output.h"
 #include "version.h"
 
@@ -530,6 +531,10 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_put(s, "]", 1);
     }
     write_predictions(s, d);
+    if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
+        sink_flush(s);
+        if (lens_json_members(s->f, d)) s->failed = 1;
+    }
 }
 
 int json_write_common(FILE *f, const OutDoc *d, int page, AvErr *e) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lens_out.h"
 #include "npy.h"
 #include "report.h"
 #include "run_internal.h"
@@ -43,8 +44,8 @@ static const struct {
 int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
     AvOut out;
     if (av_out_open(&out, path, e) != 0) return -1;
-    int rc = WRITERS[what].write(out.fp, d, r, e);
-    if (rc == 0 && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
+    int rc = what >= W_NPY_LENS ? lens_npy_write(out.fp, d, what - W_NPY_LENS, e) : WRITERS[what].write(out.fp, d, r, e);
+    if (rc == 0 && what < W_NPY_LENS && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
     if (rc != 0) {
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
         av_out_abort(&out);
@@ -74,7 +75,16 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
     } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
                  {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS},
                  {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}};
+    static const char *const lens_suffix[] = {".logit_lens_ids.npy", ".logit_lens_probs.npy", ".logit_lens_rank.npy",
+                                              ".attribution_heads.npy", ".attribution_mlp.npy", ".ablation.npy"};
     if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
+    for (int i = 0; i < (int)(sizeof lens_suffix / sizeof lens_suffix[0]); i++) {
+        if (!lens_npy_has(d, i)) continue;
+        char *p = npy_sibling(path, lens_suffix[i]);
+        int rc = p ? run_write_file(r, p, d, W_NPY_LENS + i, e) : av_err(e, "out of memory");
+        free(p);
+        if (rc) return -1;
+    }
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const int w = extra[i].what;
         if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->capture.qk) continue;

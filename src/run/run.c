@@ -32,6 +32,7 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
            limit = o->capture.max_capture;
     if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
         need += (double)model_capture_value_norms_bytes(n, nl, nh) + (double)na_bytes(n, (size_t)nl * (size_t)nh);
+    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->cfg, n);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
         char a[32], b[32];
@@ -46,6 +47,7 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
     if (run_capture_make(r, &r->cap, n, e) != 0) return -1;
+    if (run_lens_wanted(o) && model_capture_internals(&r->cap, &r->cfg, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
@@ -91,6 +93,10 @@ void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture
     d->gen_words = d->gen ? &r->gen_words : NULL;
     d->init_view = o->output.view, d->theme = o->output.theme;
     d->init_heads = o->sel.show_heads, d->n_init_heads = o->sel.n_show_heads;
+    if (run_lens_wanted(o) && !o->capture.tokens_only && cap && r->lens.n) {
+        d->lens = &r->lens;
+        d->lens_words = &r->lens_words;
+    }
 }
 
 /* The positions of a masked model's mask tokens. */
@@ -194,6 +200,8 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
         rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
         if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
     }
+    /* after the predictions: ablation reruns the pass in the run state */
+    if (rc == 0 && run_lens_wanted(o)) rc = run_lens(r, enc, e);
     r->t_fwd += av_now_ms() - t0;
     /* spelled now, so the writers read words, not the tokenizer */
     if (rc == 0 && o->predict.k) rc = pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);

@@ -166,6 +166,8 @@ static void run_free(Run *r) {
     gen_free(&r->gen);
     pipeline_spelling_free(&r->pred_words);
     pipeline_spelling_free(&r->gen_words);
+    lens_free(&r->lens);
+    pipeline_spelling_free(&r->lens_words);
     free(r->gen_text);
     stats_free(&r->stats);
     heads_free(&r->heads);

@@ -25,26 +25,37 @@ function diffPage(name, args) {
   execFileSync(ATTNVIZ, ['diff', '--quiet', '--html', h, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   return h;
 }
-/* the page's tabs, its registered views, and the view keys 1..n select in turn */
+/* the page's tabs, its registered views, and the view keys 1..n select in turn (keyed: the
+ * views they opened, each in its place; a tab this page cannot show is disabled, and its key
+ * leaves the view as it was) */
 async function tabsAndKeys(page) {
   const tabs = await page.$$eval('#tabs [data-view]', bs => bs.map(b => b.dataset.view));
+  const disabled = await page.$$eval('#tabs [data-view]', bs => bs.filter(b => b.disabled).map(b => b.dataset.view));
   const sections = await page.$$eval('main .view', ss => ss.map(s => s.dataset.view));
   const views = await page.evaluate(() => window.attnviz.views);
   const keyed = [];
   for (let k = tabs.length; k >= 1; k--) {
     const prev = await page.evaluate(() => document.body.dataset.rendered);
+    if (disabled.includes(tabs[k - 1])) {
+      const was = await page.evaluate(() => document.body.dataset.view);
+      await page.keyboard.press(String(k));
+      await settle(page);
+      assert.equal(await page.evaluate(() => document.body.dataset.view), was, 'the key of disabled ' + tabs[k - 1]);
+      keyed.unshift(tabs[k - 1]);
+      continue;
+    }
     await page.keyboard.press(String(k));
     await page.waitForFunction(p => document.body.dataset.rendered !== p, prev);
     keyed.unshift(await page.evaluate(() => document.body.dataset.view));
   }
   await settle(page);
-  return { tabs, sections, views, keyed };
+  return { tabs, sections, views, keyed, disabled };
 }
 
 test('the tabs, sections and keys are the registered views in order, one per view_*.js file', async () => {
   const plain = cliPage('views-plain', ['--qk', 'time flies like an arrow']);
   const diff = diffPage('views-diff', ['--model', DEMO, 'the cat sat on the mat', 'the dog sat on a mat']);
-  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff']]]) {
+  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution']]]) {
     const { page, log } = await openPage(browser.ctx, html);
     try {
       const r = await tabsAndKeys(page);
@@ -52,11 +63,13 @@ test('the tabs, sections and keys are the registered views in order, one per vie
       assert.deepEqual(r.tabs, want);
       assert.deepEqual(r.sections, want);
       assert.deepEqual(r.keyed, want);
+      /* the lens views need --logit-lens / --attribution / --ablate data, which these pages lack */
+      assert.deepEqual(r.disabled, ['lens', 'attribution']);
       clean(log);
     } finally { await page.close(); }
   }
   /* a diff page has every view there is: one per file */
-  assert.deepEqual([...FILES].sort(), ['diff', 'head', 'matrix', 'model', 'neuron']);
+  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'head', 'lens', 'matrix', 'model', 'neuron']);
 });
 
 test('a view is one file: a --templates folder with one more view_*.js has its tab, key and section', async () => {
@@ -67,7 +80,7 @@ test('a view is one file: a --templates folder with one more view_*.js has its t
 (() => {
 Views.register({
   id: 'extra',
-  order: 6,
+  order: 8,
   label: 'Extra view',
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   picksHead: () => true,
@@ -84,10 +97,10 @@ Views.register({
   const { page, log } = await openPage(browser.ctx, p.html);
   try {
     const r = await tabsAndKeys(page);
-    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'extra']);
+    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'extra']);
     assert.deepEqual(r.keyed, r.tabs);
     assert.equal(await page.textContent('#tab-extra'), 'Extra view');
-    await page.keyboard.press('5');
+    await page.keyboard.press('7');
     await page.waitForSelector('#view-extra .extra-out');
     assert.equal(await page.textContent('#view-extra .extra-out'), 'layer 1 head 3');
     assert.equal(await page.isVisible('#heads-bar'), true);
@@ -118,7 +131,7 @@ test('the registry refuses a clash with a page error', async () => {
 
 test('--view is checked against the registered views: one line naming them, exit 2', async () => {
   const run = args => spawnSync(ATTNVIZ, args, { encoding: 'utf8', input: '' });
-  const names = 'head, model, neuron or matrix';
+  const names = 'head, model, neuron, matrix, lens or attribution';
   let r = run(['--model', DEMO, '--view', 'nope', 'time flies']);
   assert.equal(r.status, 2);
   assert.equal(r.stdout, '');

@@ -1,0 +1,24 @@
+#!/bin/bash
+# attnviz --logit-lens, --attribution/--target and --ablate against TransformerLens on synthetic
+# GPT-2 and Llama checkpoints that transformers writes (tests/ref/lens_check.py), on every kernel
+# path this CPU runs. Checkpoints are shared with tests/ref/predict_check.sh
+# (~/.cache/attnviz/predict-<hash of lm_checkpoints.py>).
+set -u
+cd "$(dirname "$0")/../.."
+if ! py=$(tools/pyref.sh --check 2>/dev/null); then
+    echo "SKIP lens_check: reference Python not built (tools/pyref.sh)"
+    exit 0
+fi
+make -s -j2 attnviz >/dev/null || { echo "FAIL lens_check: build failed"; exit 1; }
+key=$(sha256sum tests/ref/lm_checkpoints.py | cut -c1-12)
+work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/predict-$key
+mkdir -p "$work" || { echo "FAIL lens_check: cannot create $work"; exit 1; }
+kernels=scalar
+grep -qw avx2 /proc/cpuinfo && kernels=avx2,$kernels
+grep -qw avx512f /proc/cpuinfo && kernels=avx512,$kernels
+start=$(date +%s)
+"$py" tests/ref/lens_check.py ./attnviz "$work" --kernels "$kernels" "$@" 2>&1 |
+    grep -v -e "Loading weights" -e "Writing model shards" -e "Warning" -e "warn("
+rc=${PIPESTATUS[0]}
+echo "  lens_check.sh: $(($(date +%s) - start)) s"
+exit "$rc"
