@@ -1,7 +1,8 @@
 #!/bin/bash
 # attnviz --logit-lens, --attribution/--target and --ablate against TransformerLens on synthetic
-# GPT-2 and Llama checkpoints that transformers writes (tests/ref/lens_check.py), on every kernel
-# path this CPU runs. Checkpoints are shared with tests/ref/predict_check.sh
+# GPT-2 and Llama checkpoints that transformers writes (tests/ref/lens_check.py), on the kernel this
+# CPU picks, as the other live checks (test_lens runs under every kernel in make test, and the
+# kernels give the same bits; `lens_check.sh --kernels avx512,avx2,scalar` checks each here). Checkpoints are shared with tests/ref/predict_check.sh
 # (~/.cache/attnviz/predict-<hash of lm_checkpoints.py>).
 set -u
 cd "$(dirname "$0")/../.."
@@ -13,11 +14,9 @@ make -s -j2 attnviz >/dev/null || { echo "FAIL lens_check: build failed"; exit 1
 key=$(sha256sum tests/ref/lm_checkpoints.py | cut -c1-12)
 work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/predict-$key
 mkdir -p "$work" || { echo "FAIL lens_check: cannot create $work"; exit 1; }
-kernels=scalar
-grep -qw avx2 /proc/cpuinfo && kernels=avx2,$kernels
-grep -qw avx512f /proc/cpuinfo && kernels=avx512,$kernels
+kernels=$(./attnviz --version | sed -n 's/.*(kernel \([a-z0-9]*\);.*/\1/p')
 start=$(date +%s)
-"$py" tests/ref/lens_check.py ./attnviz "$work" --kernels "$kernels" "$@" 2>&1 |
+"$py" tests/ref/lens_check.py ./attnviz "$work" --kernels "${kernels:-scalar}" "$@" 2>&1 |
     grep -v -e "Loading weights" -e "Writing model shards" -e "Warning" -e "warn("
 rc=${PIPESTATUS[0]}
 echo "  lens_check.sh: $(($(date +%s) - start)) s"
