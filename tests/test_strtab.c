@@ -36,7 +36,7 @@ END_TEST
 START_TEST(many_ids_and_absurd_sizes) {
     AvStrTab t;
     enum { N = 5000 };
-    static char words[N][8];
+    static char words[N][16];
     ck_assert_int_eq(av_strtab_init(&t, N), 0);
     for (int i = 0; i < N; i++) {
         snprintf(words[i], sizeof words[i], "w%d", i);
