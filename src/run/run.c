@@ -21,12 +21,10 @@ static const char *human_size(double bytes, char *buf, size_t len) {
 }
 
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
-int run_ensure_buffers(Run *r, int n, AvErr *e) {
-    if (n <= r->cap_n) return 0;
-    const RunSpec *o = r->o;
+/* Refused before allocating: a capture grows with the square of the input. */
+int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e) {
     const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
     const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
-    /* refuse before allocating: a capture grows with the square of the input */
     double need = (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh), limit = o->capture.max_capture;
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
@@ -35,6 +33,13 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
                       "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
                       n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
     }
+    return 0;
+}
+
+int run_ensure_buffers(Run *r, int n, AvErr *e) {
+    if (n <= r->cap_n) return 0;
+    const RunSpec *o = r->o;
+    if (run_capture_fits(r, o, n, e) != 0) return -1;
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
@@ -50,7 +55,11 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
 
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
                      const char *b) {
-    const RunSpec *o = r->o;
+    run_fill_doc_spec(r, r->o, d, enc, cap, a, b);
+}
+
+void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncoding *enc, const Capture *cap,
+                       const char *a, const char *b) {
     memset(d, 0, sizeof *d);
     d->model_name = r->name;
     d->model_dir = r->dir;
