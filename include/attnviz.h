@@ -163,8 +163,10 @@ ATTNVIZ_API const float *attnviz_result_prediction_probs(const attnviz_result *r
  * 6). Written atomically: a temporary file renamed into place. */
 ATTNVIZ_API attnviz_status attnviz_result_write_json(const attnviz_result *r, const char *path, int precision,
                                                      unsigned flags, attnviz_error *err);
-/* The self-contained HTML page (the CLI's --html). */
-ATTNVIZ_API attnviz_status attnviz_result_write_page(const attnviz_result *r, const char *path, attnviz_error *err);
+/* The self-contained HTML page (the CLI's --html), opening on view: head,
+ * model, neuron or matrix (NULL: head). */
+ATTNVIZ_API attnviz_status attnviz_result_write_page(const attnviz_result *r, const char *path, const char *view,
+                                                     attnviz_error *err);
 
 /* Attention computed elsewhere, drawn as `attnviz render INPUT` does: INPUT
  * is an .npz or .safetensors file (README: "Drawing attention computed

@@ -52,7 +52,7 @@ START_TEST(null_handles_are_refused_not_crashed) {
     ck_assert_ptr_null(attnviz_run(NULL, TEXT, NULL, NULL, &err));
     assert_one_line(&err, ATTNVIZ_ERR_USAGE, "NULL model");
     ck_assert_int_eq(attnviz_tokenize(NULL, TEXT, NULL, NULL, 0, &n, &err), ATTNVIZ_ERR_USAGE);
-    ck_assert_int_eq(attnviz_result_write_page(NULL, "x.html", &err), ATTNVIZ_ERR_USAGE);
+    ck_assert_int_eq(attnviz_result_write_page(NULL, "x.html", NULL, &err), ATTNVIZ_ERR_USAGE);
     assert_one_line(&err, ATTNVIZ_ERR_USAGE, "NULL result");
     ck_assert_int_eq(attnviz_result_write_json(NULL, "x.json", 0, 0, &err), ATTNVIZ_ERR_USAGE);
     ck_assert_int_eq(attnviz_result_copy(NULL, ATTNVIZ_ATTENTION, &f, 1, &err), ATTNVIZ_ERR_USAGE);
@@ -224,11 +224,13 @@ START_TEST(json_and_page_are_written_and_bad_paths_refused) {
                 }
     cJSON_Delete(d);
     free(text);
-    ck_assert_int_eq(attnviz_result_write_page(r, page, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(attnviz_result_write_page(r, page, "model", &err), ATTNVIZ_OK);
     ck_assert_int_eq(av_read_file(page, 64 << 20, &text, &len, &e), 0);
     ck_assert_msg(len > 10000 && strstr(text, "<html"), "page of %zu bytes", len);
     free(text);
-    ck_assert_int_eq(attnviz_result_write_page(r, "/nonexistent-dir/a.html", &err), ATTNVIZ_ERR_RUNTIME);
+    ck_assert_int_eq(attnviz_result_write_page(r, page, "nope", &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "not 'nope'");
+    ck_assert_int_eq(attnviz_result_write_page(r, "/nonexistent-dir/a.html", NULL, &err), ATTNVIZ_ERR_RUNTIME);
     assert_one_line(&err, ATTNVIZ_ERR_RUNTIME, "/nonexistent-dir/a.html");
     ck_assert_int_eq(attnviz_result_write_json(r, json, 10, 0, &err), ATTNVIZ_ERR_USAGE);
     ck_assert_int_eq(attnviz_result_write_json(r, NULL, 0, 0, &err), ATTNVIZ_ERR_USAGE);
@@ -251,7 +253,7 @@ START_TEST(a_result_outlives_its_model_handle) {
     int fd = mkstemp(page);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    ck_assert_int_eq(attnviz_result_write_page(r, page, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(attnviz_result_write_page(r, page, NULL, &err), ATTNVIZ_OK);
     unlink(page);
     attnviz_result_free(r);
 }

@@ -436,21 +436,28 @@ ATTNVIZ_API attnviz_status attnviz_result_write_json(const attnviz_result *r, co
     return write_out(r, path, &o, W_JSON, err);
 }
 
-ATTNVIZ_API attnviz_status attnviz_result_write_page(const attnviz_result *r, const char *path, attnviz_error *err) {
+/* A view the page opens on (templates/view_*.js register them), as the CLI's --view checks it. */
+static attnviz_status check_view(const char *view, attnviz_error *err) {
+    char views[128];
+    if (view && !html_view_known(view, 0, views, sizeof views)) return usage(err, "view is %s, not '%s'", views, view);
+    return ATTNVIZ_OK;
+}
+
+ATTNVIZ_API attnviz_status attnviz_result_write_page(const attnviz_result *r, const char *path, const char *view,
+                                                     attnviz_error *err) {
     if (!r) return usage(err, "attnviz_result_write_page: NULL result handle");
     if (!path || !*path) return usage(err, "attnviz_result_write_page: no path");
-    return write_out(r, path, &r->spec, W_HTML, err);
+    if (check_view(view, err)) return ATTNVIZ_ERR_USAGE;
+    RunSpec o = r->spec;
+    o.output.view = view;
+    return write_out(r, path, &o, W_HTML, err);
 }
 
 ATTNVIZ_API attnviz_status attnviz_render(const char *input, const attnviz_render_options *opts, attnviz_error *err) {
     if (!input || !*input) return usage(err, "attnviz_render: no input (.npz or .safetensors)");
     if (!opts) return usage(err, "attnviz_render: NULL options (set html_path or json_path)");
     if (!opts->html_path && !opts->json_path) return usage(err, "attnviz_render: neither html_path nor json_path");
-    if (opts->view) {
-        char views[128];
-        if (!html_view_known(opts->view, 0, views, sizeof views))
-            return usage(err, "view is %s, not '%s'", views, opts->view);
-    }
+    if (check_view(opts->view, err)) return ATTNVIZ_ERR_USAGE;
     if (opts->theme && strcmp(opts->theme, "light") && strcmp(opts->theme, "dark"))
         return usage(err, "theme is light or dark, not '%s'", opts->theme);
     if (opts->n_show_heads < 0 || (opts->n_show_heads > 0 && !opts->show_heads))
