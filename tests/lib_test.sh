@@ -99,6 +99,8 @@ compare() { # NAME MODEL TEXT LAYERS(CLI form, or "") EXAMPLE_LAYERS...
     fi
 }
 compare lib_example_demo_equals_cli weights/demo "time flies like an arrow" ""
+"$BIN" --model weights/demo --quiet --precision 9 --layers 1 --json "$T/lib_example_layer_selection_src.json" \
+    "time flies like an arrow"
 compare lib_example_layer_selection_equals_cli weights/demo "the cat sat on the mat" "1" 1
 compare lib_example_gpt2_fixture_equals_cli tests/data/small-gpt2 "Hello world, hello again" ""
 compare lib_example_llama_fixture_equals_cli tests/data/small-llama "The cat sat on the mat" "0"  0
@@ -143,6 +145,49 @@ if command -v c++ >/dev/null 2>&1; then
     check lib_header_compiles_cxx c++ -Wall -Wextra -Werror -I"$D/usr/local/include" -c -o "$T/hcc.o" "$T/h.cc"
 else
     skip lib_header_compiles_cxx "no C++ compiler"
+fi
+
+# --- the README's two blocks, as written: its install into $HOME/.local (HOME a temporary folder,
+# run in a folder of links to the repository's files so that what it builds stays there), then its C
+# program against that install ---
+readme_block() { # MARKER LANG: the fenced block of LANG that follows the line holding MARKER
+    awk -v m="$1" -v l="$2" 'index($0, m) { on = 1; next } on && $0 == "```" l { inb = 1; next }
+        inb && $0 == "```" { exit } inb { print }' README.md
+}
+R=$T/readme
+mkdir -p "$R" "$T/home"
+for f in * .[!.]*; do [ "$f" = .git ] || ln -s "$PWD/$f" "$R/$f"; done
+readme_block "## As a C library: libattnviz" sh >"$T/readme.sh"
+readme_block "tests/lib_test.sh compiles and runs this block" c >"$R/readme.c"
+if [ ! -s "$T/readme.sh" ] || [ ! -s "$R/readme.c" ]; then
+    fail lib_readme_blocks "README.md's sh or c block under 'As a C library' not found"
+else
+    (cd "$R" && env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR HOME="$T/home" bash -e "$T/readme.sh") >"$T/readme.out" 2>&1
+    rc=$?
+    # (make's own lines first, then the example's)
+    sed -n '/^attnviz-demo: /,$p' "$T/readme.out" >"$T/readme.ex"
+    if [ $rc -eq 0 ] && cmp -s "$T/readme.ex" "$T/lib_example_demo_equals_cli.want"; then
+        pass lib_readme_install_and_example
+    else
+        fail lib_readme_install_and_example "exit $rc: $(diff "$T/lib_example_demo_equals_cli.want" "$T/readme.ex" | head -n 5 | tr '\n' '|') $(tail -n 3 "$T/readme.out")"
+    fi
+    # the output the README shows is the example's first lines
+    shown=$(awk '/^## As a C library: libattnviz/ { on = 1; next } !on { next }
+        /^```/ { if (!inb) { inb = 1; lang = substr($0, 4); next } if (lang == "") exit; inb = 0; next }
+        inb && lang == "" && $0 != "..."' README.md)
+    [ -n "$shown" ] && [ "$shown" = "$(head -n "$(printf '%s\n' "$shown" | wc -l)" "$T/readme.ex")" ] &&
+        pass lib_readme_shows_the_examples_output || fail lib_readme_shows_the_examples_output "README shows: $shown"
+    want=$($PY -c "import json,sys; d=json.load(open(sys.argv[1])); a=d['attention'][0]
+t=d['tokens']; import struct
+print('1 x %d x %d x %d; %s -> %s: %.4f' % (len(a), len(t), len(t), t[2], t[1], a[0][2][1]))" "$T/lib_example_layer_selection_src.json" 2>&1)
+    if (cd "$R" && env -u PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH="$T/home/.local/lib/pkgconfig" \
+        sh -c 'cc -std=c99 -Wall -Wextra -Werror -o readme_c readme.c $(pkg-config --cflags --libs attnviz)' &&
+        LD_LIBRARY_PATH="$T/home/.local/lib" ./readme_c) >"$T/readme_c.out" 2>&1 &&
+        [ "$(cat "$T/readme_c.out")" = "$want" ] && [ -s "$R/attnviz.html" ]; then
+        pass lib_readme_c_block
+    else
+        fail lib_readme_c_block "got '$(cat "$T/readme_c.out")', want '$want'"
+    fi
 fi
 
 # --- uninstall removes what install put there ---
