@@ -112,6 +112,15 @@ typedef struct {
  * head, no predictions. NULL on failure. */
 ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, const char *text_b,
                                         const attnviz_run_options *opts, attnviz_error *err);
+/* n inputs (texts_b NULL, or NULL entries: no pair) into results[0..n), with
+ * the CLI's --batch packing: consecutive inputs of up to pack_tokens tokens in
+ * all share one forward pass (-1: 256, its default; 0: one pass each), each
+ * attending only within itself, so that every result holds the same bits as
+ * attnviz_run gives it alone. With opts->predict every input runs alone. On
+ * failure no result is kept and the message names the input ("input 3: ..."). */
+ATTNVIZ_API attnviz_status attnviz_run_batch(attnviz_model *m, const char *const *texts_a, const char *const *texts_b,
+                                             size_t n, const attnviz_run_options *opts, int pack_tokens,
+                                             attnviz_result **results, attnviz_error *err);
 ATTNVIZ_API void attnviz_result_free(attnviz_result *r);
 
 ATTNVIZ_API int attnviz_result_n_tokens(const attnviz_result *r);

@@ -42,6 +42,10 @@ struct Pipeline {
 };
 typedef struct Pipeline Run;
 
+/* Short batch inputs wait to share one forward pass (model_forward_packed), at
+ * most this many: the weights are read once for all of them. */
+#define PACK_MAX_INPUTS 64
+
 /* session.c: the name a page shows for the model in dir (its folder's name; the demo's own). */
 const char *run_display_name(const char *dir, int is_demo, char *name, size_t len);
 

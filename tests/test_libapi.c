@@ -286,6 +286,52 @@ START_TEST(predictions_come_with_a_head) {
 }
 END_TEST
 
+/* A batch with the CLI's packing: each result the same bits as its own run, whether its input
+ * shared a pass (short ones, up to pack_tokens), ran alone (longer) or no packing was asked. */
+START_TEST(a_packed_batch_equals_single_runs) {
+    attnviz_model *m = open_demo();
+    attnviz_error err;
+    const char *a[] = {"time flies", "the cat sat on the mat and looked at the dog for a long time", "an arrow",
+                       "fruit flies like a banana", "a b"};
+    const char *b[] = {NULL, NULL, "it was tired", NULL, NULL};
+    const int layers[] = {1};
+    attnviz_run_options o = {.layers = layers, .n_layers = 1, .flags = ATTNVIZ_RUN_HIDDEN};
+    const int packs[] = {-1, 12, 0};
+    for (size_t pi = 0; pi < sizeof packs / sizeof packs[0]; pi++) {
+        attnviz_result *got[5];
+        ck_assert_msg(attnviz_run_batch(m, a, b, 5, &o, packs[pi], got, &err) == ATTNVIZ_OK, "%s", err.message);
+        for (int i = 0; i < 5; i++) {
+            attnviz_result *one = attnviz_run(m, a[i], b[i], &o, &err);
+            ck_assert_ptr_nonnull(one);
+            const int n = attnviz_result_n_tokens(one);
+            ck_assert_int_eq(attnviz_result_n_tokens(got[i]), n);
+            ck_assert_mem_eq(attnviz_result_ids(got[i]), attnviz_result_ids(one), (size_t)n * sizeof(int));
+            const attnviz_tensor ts[] = {ATTNVIZ_ATTENTION, ATTNVIZ_QUERIES, ATTNVIZ_KEYS};
+            for (int t = 0; t < 3; t++) {
+                size_t s[4];
+                ck_assert_int_eq(attnviz_result_shape(got[i], ts[t], s), 4);
+                ck_assert_mem_eq(attnviz_result_data(got[i], ts[t]), attnviz_result_data(one, ts[t]),
+                                 s[0] * s[1] * s[2] * s[3] * sizeof(float));
+            }
+            attnviz_result_free(one);
+            attnviz_result_free(got[i]);
+        }
+    }
+    attnviz_result *got[3] = {(attnviz_result *)&err, NULL, NULL};
+    const char *bad[] = {"a", NULL, "c"};
+    ck_assert_int_eq(attnviz_run_batch(m, bad, NULL, 3, NULL, -1, got, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "input 1: NULL text");
+    ck_assert_ptr_null(got[0]);
+    const int out_of_range[] = {3};
+    o = (attnviz_run_options){.layers = out_of_range, .n_layers = 1};
+    ck_assert_int_eq(attnviz_run_batch(m, a, NULL, 2, &o, -1, got, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "layers: 3 is out of range");
+    ck_assert(got[0] == NULL && got[1] == NULL);
+    ck_assert_int_eq(attnviz_run_batch(NULL, a, NULL, 2, NULL, -1, got, NULL), ATTNVIZ_ERR_USAGE);
+    attnviz_model_free(m);
+}
+END_TEST
+
 /* Several threads on one handle get what one thread gets, bit for bit. */
 typedef struct {
     attnviz_model *m;
@@ -384,6 +430,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, json_and_page_are_written_and_bad_paths_refused);
     tcase_add_test(t, a_result_outlives_its_model_handle);
     tcase_add_test(t, predictions_come_with_a_head);
+    tcase_add_test(t, a_packed_batch_equals_single_runs);
     tcase_add_test(t, one_handle_is_shared_by_threads);
     tcase_add_test(t, the_library_prints_nothing);
     suite_add_tcase(s, t);

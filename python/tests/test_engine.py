@@ -173,16 +173,30 @@ def test_hidden_states_and_tokenize(cli, tmp_path):
     assert np.array_equal(r.hidden, np.array(json.loads(out.read_text())["hidden_states"], np.float32))
 
 
-def test_batches_are_a_generator_of_the_same_results():
+@pytest.mark.parametrize("pack,chunk", [(256, 64), (12, 2), (0, 64)])
+def test_batches_are_a_generator_of_the_same_results(pack, chunk):
+    """Packed (short inputs sharing a pass, the long one alone), in chunks, or one pass each: the
+    same bits as single runs, in input order."""
     m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
-    texts = ["time flies like an arrow", ("the cat sat", "it was tired"), "fruit flies like a banana"]
-    g = m.run_batch(texts, layers=[1])
+    texts = ["time flies like an arrow", ("the cat sat", "it was tired"), "fruit flies like a banana",
+             "the cat sat on the mat and looked at the dog for a very long time", "a b"]
+    g = m.run_batch(iter(texts), layers=[1], pack_tokens=pack, chunk=chunk)
     assert isinstance(g, types.GeneratorType)
     got = list(g)
-    assert len(got) == 3 and got[1].text_b == "it was tired"
+    assert len(got) == 5 and got[1].text_b == "it was tired"
     for t, r in zip(texts, got):
         one = m.run(*(t if isinstance(t, tuple) else (t,)), layers=[1])
-        assert r.tokens == one.tokens and np.array_equal(r.attention, one.attention)
+        assert r.tokens == one.tokens
+        for name in ("attention", "queries", "keys"):
+            assert np.array_equal(getattr(r, name), getattr(one, name)), name
+
+
+def test_a_batch_names_the_input_that_failed():
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    with pytest.raises(attnviz.AttnvizError, match="layers: 5 is out of range"):
+        next(m.run_batch(["a", "b"], layers=[5]))
+    with pytest.raises(TypeError):
+        next(m.run_batch(["a", 3]))
 
 
 def test_threads_share_a_model():

@@ -222,18 +222,10 @@ ATTNVIZ_API void attnviz_result_free(attnviz_result *r) {
     free(r);
 }
 
-ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, const char *text_b,
-                                        const attnviz_run_options *opts, attnviz_error *err) {
-    if (!m) {
-        usage(err, "attnviz_run: NULL model handle");
-        return NULL;
-    }
-    if (!text_a) {
-        usage(err, "attnviz_run: NULL text");
-        return NULL;
-    }
-    const attnviz_run_options none = {0};
-    if (!opts) opts = &none;
+/* A result for one input, its settings checked and copied (the run's lists
+ * sorted); NULL with err set. Not yet run. */
+static attnviz_result *result_new(attnviz_model *m, const char *text_a, const char *text_b,
+                                  const attnviz_run_options *opts, attnviz_error *err) {
     const ModelConfig *c = &m->p->cfg;
     if (opts->predict < 0 || opts->predict > 100) {
         usage(err, "predict is 0 (none) or 1-100, not %d", opts->predict);
@@ -282,22 +274,54 @@ ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, co
         attnviz_result_free(r);
         return NULL;
     }
-    /* The pipeline's run state is shared by its runs: one at a time. It reads
-     * the run's settings through p->o, so that points at this run's. */
-    pthread_mutex_lock(&m->lock);
-    Pipeline *p = m->p;
+    return r;
+}
+
+/* Under the model's lock: tokenized, and its capture allocated within the memory allowed. The
+ * pipeline's run state is shared by its runs, and it reads a run's settings through p->o. */
+static int result_prepare(attnviz_result *r, AvErr *e) {
+    Pipeline *p = r->m->p;
     p->o = &r->spec;
-    int rc = pipeline_tokenize(p, r->text_a, r->text_b, &r->enc, &e);
-    if (rc == 0) rc = run_capture_fits(p, &r->spec, r->enc.n, &e);
+    int rc = pipeline_tokenize(p, r->text_a, r->text_b, &r->enc, e);
+    if (rc == 0) rc = run_capture_fits(p, &r->spec, r->enc.n, e);
     if (rc == 0)
-        rc = model_capture_select(&r->cap, c, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
-                                  r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, &e);
-    if (rc == 0) rc = pipeline_forward(p, &r->enc, &r->cap, opts->predict, &r->pred, &e);
-    if (rc == 0 && opts->predict) {
+        rc = model_capture_select(&r->cap, &p->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
+                                  r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, e);
+    p->o = &r->m->spec;
+    return rc;
+}
+
+/* Under the model's lock: one prepared input run alone, with its predictions spelled. */
+static int result_forward(attnviz_result *r, AvErr *e) {
+    Pipeline *p = r->m->p;
+    p->o = &r->spec;
+    const int k = r->spec.predict.k;
+    int rc = pipeline_forward(p, &r->enc, &r->cap, k, &r->pred, e);
+    if (rc == 0 && k) {
         r->has_pred = 1;
-        rc = pipeline_spell(p, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, &e);
+        rc = pipeline_spell(p, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
     }
-    p->o = &m->spec;
+    p->o = &r->m->spec;
+    return rc;
+}
+
+ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, const char *text_b,
+                                        const attnviz_run_options *opts, attnviz_error *err) {
+    if (!m) {
+        usage(err, "attnviz_run: NULL model handle");
+        return NULL;
+    }
+    if (!text_a) {
+        usage(err, "attnviz_run: NULL text");
+        return NULL;
+    }
+    const attnviz_run_options none = {0};
+    attnviz_result *r = result_new(m, text_a, text_b, opts ? opts : &none, err);
+    if (!r) return NULL;
+    AvErr e = {0};
+    pthread_mutex_lock(&m->lock);
+    int rc = result_prepare(r, &e);
+    if (rc == 0) rc = result_forward(r, &e);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0) {
         to_status(&e, err);
@@ -306,6 +330,79 @@ ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, co
     }
     ok(err);
     return r;
+}
+
+/* Runs the prepared inputs [0, n) packed as the CLI's --batch packs them: consecutive inputs share
+ * a pass while they fit pack_tokens (and PACK_MAX_INPUTS); a longer one runs alone. */
+static int run_packed(attnviz_result **rs, size_t n, int pack_tokens, size_t *failed, AvErr *e) {
+    size_t i = 0;
+    while (i < n) {
+        if (rs[i]->enc.n > pack_tokens) {
+            *failed = i;
+            if (result_forward(rs[i], e) != 0) return -1;
+            i++;
+            continue;
+        }
+        TokEncoding encs[PACK_MAX_INPUTS];
+        Capture *caps[PACK_MAX_INPUTS];
+        int g = 0, tokens = 0;
+        size_t first = i;
+        while (i < n && g < PACK_MAX_INPUTS && rs[i]->enc.n <= pack_tokens && tokens + rs[i]->enc.n <= pack_tokens) {
+            encs[g] = rs[i]->enc;
+            caps[g++] = &rs[i]->cap;
+            tokens += rs[i++]->enc.n;
+        }
+        *failed = first;
+        Pipeline *p = rs[first]->m->p;
+        p->o = &rs[first]->spec;
+        int rc = pipeline_forward_packed(p, encs, g, caps, e);
+        p->o = &rs[first]->m->spec;
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+ATTNVIZ_API attnviz_status attnviz_run_batch(attnviz_model *m, const char *const *texts_a, const char *const *texts_b,
+                                             size_t n, const attnviz_run_options *opts, int pack_tokens,
+                                             attnviz_result **results, attnviz_error *err) {
+    attnviz_error local;
+    if (!err) err = &local; /* the status is err->code on every path */
+    if (!m) return usage(err, "attnviz_run_batch: NULL model handle");
+    if (!texts_a || !results) return usage(err, "attnviz_run_batch: NULL %s", texts_a ? "results" : "texts");
+    for (size_t i = 0; i < n; i++) {
+        results[i] = NULL;
+        if (!texts_a[i]) return usage(err, "attnviz_run_batch: input %zu: NULL text", i);
+    }
+    const attnviz_run_options none = {0};
+    if (!opts) opts = &none;
+    if (pack_tokens < 0) pack_tokens = CLI_PACK_TOKENS;
+    for (size_t i = 0; i < n; i++)
+        if (!(results[i] = result_new(m, texts_a[i], texts_b ? texts_b[i] : NULL, opts, err))) goto fail;
+    AvErr e = {0};
+    size_t at = 0;
+    int rc = 0;
+    pthread_mutex_lock(&m->lock);
+    for (; rc == 0 && at < n; at++) rc = result_prepare(results[at], &e);
+    if (rc == 0 && (pack_tokens == 0 || opts->predict)) { /* predictions need each input's own pass */
+        for (at = 0; rc == 0 && at < n; at++) rc = result_forward(results[at], &e);
+    } else if (rc == 0) {
+        rc = run_packed(results, n, pack_tokens, &at, &e);
+        at++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (rc != 0) {
+        av_err_prefix(&e, "input %zu", at - 1);
+        to_status(&e, err);
+        goto fail;
+    }
+    ok(err);
+    return ATTNVIZ_OK;
+fail:
+    for (size_t i = 0; i < n; i++) {
+        attnviz_result_free(results[i]);
+        results[i] = NULL;
+    }
+    return err->code;
 }
 
 ATTNVIZ_API int attnviz_result_n_tokens(const attnviz_result *r) { return r ? r->enc.n : 0; }

@@ -304,16 +304,40 @@ int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *en
     return run_tokenize(p, a, b, enc, e);
 }
 
+/* The run state grown to n tokens (it only grows: one-input runs share it). */
+static int ensure_runstate(Pipeline *p, int n, AvErr *e) {
+    if (p->rs.max_tokens >= n) return 0;
+    model_runstate_free(&p->rs);
+    return model_runstate_alloc(&p->rs, &p->model, n, e);
+}
+
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
     if (!p->have_model) return av_err(e, "no model loaded");
-    if (p->rs.max_tokens < enc->n) {
-        model_runstate_free(&p->rs);
-        if (model_runstate_alloc(&p->rs, &p->model, enc->n, e) != 0) return -1;
-    }
+    if (ensure_runstate(p, enc->n, e) != 0) return -1;
     double t0 = av_now_ms();
     int rc = model_forward_kv(&p->model, &p->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
     if (rc == 0 && k > 0) rc = predict(p, enc, k, pred, e);
     p->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e) {
+    if (!p->have_model) return av_err(e, "no model loaded");
+    if (n < 1 || n > PACK_MAX_INPUTS) return av_err(e, "%d inputs in one pass: 1 to %d", n, PACK_MAX_INPUTS);
+    int total = 0, lens[PACK_MAX_INPUTS];
+    for (int g = 0; g < n; g++) total += lens[g] = encs[g].n;
+    if (ensure_runstate(p, total, e) != 0) return -1;
+    int *ids = malloc((size_t)total * sizeof *ids), *types = malloc((size_t)total * sizeof *types);
+    int rc = ids && types ? 0 : av_err(e, "out of memory");
+    for (int g = 0, at = 0; rc == 0 && g < n; at += lens[g], g++) {
+        memcpy(ids + at, encs[g].ids, (size_t)lens[g] * sizeof *ids);
+        memcpy(types + at, encs[g].type_ids, (size_t)lens[g] * sizeof *types);
+    }
+    double t0 = av_now_ms();
+    if (rc == 0) rc = model_forward_packed(&p->model, &p->rs, ids, types, lens, n, caps, e);
+    p->t_fwd += av_now_ms() - t0;
+    free(ids);
+    free(types);
     return rc;
 }
 

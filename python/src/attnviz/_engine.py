@@ -99,6 +99,8 @@ def load_library():
     _sig(lib, "attnviz_model_token_text", cp, P, I)
     _sig(lib, "attnviz_tokenize", I, P, cp, cp, ctypes.POINTER(I), S, ctypes.POINTER(S), E)
     _sig(lib, "attnviz_run", P, P, cp, cp, ctypes.POINTER(_RunOptions), E)
+    _sig(lib, "attnviz_run_batch", I, P, ctypes.POINTER(cp), ctypes.POINTER(cp), S, ctypes.POINTER(_RunOptions), I,
+         ctypes.POINTER(P), E)
     _sig(lib, "attnviz_result_free", None, P)
     for n in ("n_tokens", "n_truncated", "n_layers", "n_heads", "n_predictions", "predict_k"):
         _sig(lib, "attnviz_result_" + n, I, P)
@@ -239,14 +241,39 @@ class Model:
             _raise(err)
         return Result(self, r, text, text_b)
 
-    def run_batch(self, texts, **kw):
-        """A generator of Results, one per input (a str, or a (text, text_b) pair), in order;
-        the options are run()'s. Each input runs as its own pass."""
-        for t in texts:
-            if isinstance(t, (tuple, list)):
-                yield self.run(t[0], t[1] if len(t) > 1 else None, **kw)
-            else:
-                yield self.run(t, **kw)
+    def run_batch(self, texts, *, layers=None, heads=None, predict=0, max_tokens=0, hidden=False, pack_tokens=256,
+                  chunk=64):
+        """A generator of Results, one per input (a str, or a (text, text_b) pair), in order; the
+        options are run()'s. Inputs are taken chunk at a time (texts may be any iterable, even an
+        endless one) and run with the CLI's --batch packing: short consecutive ones share a forward
+        pass of up to pack_tokens tokens (0: one pass each), each result the same numbers as its own
+        run. With predict, each input runs alone."""
+        la, nl = _ints(layers, "layers")
+        he, nh = _ints(heads, "heads")
+        o = _RunOptions(la, nl, he, nh, int(predict), int(max_tokens), _RUN_HIDDEN if hidden else 0)
+        it = iter(texts)
+        while True:
+            group = []
+            for t in it:
+                a, b = (t[0], t[1] if len(t) > 1 else None) if isinstance(t, (tuple, list)) else (t, None)
+                if not isinstance(a, str) or (b is not None and not isinstance(b, str)):
+                    raise TypeError("each input is a str or a (str, str) pair")
+                group.append((a, b))
+                if len(group) == chunk:
+                    break
+            if not group:
+                return
+            n = len(group)
+            ta = (ctypes.c_char_p * n)(*[_b(a) for a, _ in group])
+            tb = (ctypes.c_char_p * n)(*[_b(b) for _, b in group])
+            out = (ctypes.c_void_p * n)()
+            err = _Error()
+            if self._lib.attnviz_run_batch(self._handle(), ta, tb, n, ctypes.byref(o), int(pack_tokens), out,
+                                           ctypes.byref(err)):
+                _raise(err)
+            results = [Result(self, out[i], a, b) for i, (a, b) in enumerate(group)]
+            del out
+            yield from results
 
 
 class Result:
