@@ -52,18 +52,23 @@ echo "python: pytest took $(($(date +%s) - start)) s"
 # (./attnviz, as ATTNVIZ_CLI, is only their reference).
 V=$T/venv
 t0=$(date +%s)
-if ! python3 -m venv "$V" >"$T/venv.log" 2>&1 ||
-    ! "$V/bin/pip" install -q --disable-pip-version-check numpy pytest build >>"$T/venv.log" 2>&1; then
+# not the checkout's package (python/src, exported above for the reference Python's run): pip would
+# take it for the installed one
+nv() { env -u PYTHONPATH -u ATTNVIZ_BIN -u ATTNVIZ_LIB "$@"; }
+if ! nv python3 -m venv "$V" >"$T/venv.log" 2>&1 ||
+    ! nv "$V/bin/pip" install -q --disable-pip-version-check numpy pytest build >>"$T/venv.log" 2>&1; then
     fail python_fresh_venv "could not make a venv with numpy, pytest and build: $(tail -n 3 "$T/venv.log")"
 else
     t1=$(date +%s)
-    if "$V/bin/python" -c 'import torch' >/dev/null 2>&1; then
+    if nv "$V/bin/python" -c 'import torch' >/dev/null 2>&1; then
         fail python_fresh_venv_has_no_torch "torch is importable in the fresh venv"
     else
         pass python_fresh_venv_has_no_torch
     fi
-    if ATTNVIZ_JOBS=${ATTNVIZ_JOBS:-2} "$V/bin/python" -m build --outdir "$T/dist" python >"$T/build.log" 2>&1 &&
-        "$V/bin/pip" install -q --disable-pip-version-check --no-deps "$T"/dist/attnviz-*.whl >>"$T/build.log" 2>&1; then
+    if nv ATTNVIZ_JOBS=${ATTNVIZ_JOBS:-2} "$V/bin/python" -m build --outdir "$T/dist" python >"$T/build.log" 2>&1 &&
+        nv "$V/bin/pip" install -q --disable-pip-version-check --no-deps "$T"/dist/attnviz-*.whl >>"$T/build.log" 2>&1 &&
+        nv "$V/bin/python" -c 'import attnviz, os, sys; sys.exit(not os.path.isfile(attnviz.library_path()))' \
+            >>"$T/build.log" 2>&1; then
         pass "python_wheel_builds_libattnviz ($(cd "$T/dist" && ls attnviz-*.whl))"
     else
         fail python_wheel_builds_libattnviz "$(tail -n 5 "$T/build.log")"
@@ -73,7 +78,7 @@ else
     path=$V/bin
     IFS=: read -ra dirs <<<"$PATH"
     for d in "${dirs[@]}"; do [ -e "$d/attnviz" ] || path=$path:$d; done
-    (cd "$T" && env -u ATTNVIZ_BIN -u PYTHONPATH -u ATTNVIZ_LIB PATH="$path" ATTNVIZ_CLI="$OLDPWD/attnviz" \
+    (cd "$T" && nv PATH="$path" ATTNVIZ_CLI="$OLDPWD/attnviz" \
         "$V/bin/python" -m pytest -q -p no:cacheprovider -rfEs --junitxml="$T/venv.xml" \
         "$OLDPWD/python/tests/test_engine.py" >"$T/venv-pytest.log" 2>&1)
     vrc=$?

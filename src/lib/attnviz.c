@@ -18,6 +18,7 @@
 #include "capture.h"
 #include "predict.h"
 #include "run_internal.h"
+#include "util.h"
 #include "version.h"
 
 struct attnviz_model {
@@ -511,12 +512,24 @@ static void result_doc(const attnviz_result *r, const RunSpec *o, OutDoc *d) {
     d->gen_text = NULL;
 }
 
+/* The CLI's writer of that kind into path, atomically (a temporary file renamed into place).
+ * Not through route.c's table: its rows read the pipeline's current settings (p->o), which a
+ * run on another thread may be pointing elsewhere; a result's own are passed instead. */
 static attnviz_status write_out(const attnviz_result *r, const char *path, const RunSpec *o, int what,
                                 attnviz_error *err) {
     OutDoc d;
     AvErr e = {0};
+    AvOut out;
     result_doc(r, o, &d);
-    if (run_write_file(r->m->p, path, &d, what, &e) != 0) return to_status(&e, err);
+    if (av_out_open(&out, path, &e) != 0) return to_status(&e, err);
+    int rc = what == W_HTML ? html_write_doc(out.fp, &d, NULL, &e) : json_write_doc(out.fp, &d, &e);
+    if (rc == 0 && what == W_JSON && fputc('\n', out.fp) == EOF) rc = av_err_errno(&e, "write error");
+    if (rc != 0) {
+        av_err_prefix(&e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return to_status(&e, err);
+    }
+    if (av_out_commit(&out, &e) != 0) return to_status(&e, err);
     ok(err);
     return ATTNVIZ_OK;
 }
