@@ -27,6 +27,15 @@ typedef struct {
                       in bin t * thumb_size / n_tokens, so rows still sum to 1 (thumb_size == n_tokens: the
                       attention itself) */
     int thumb_size;
+    /* Attention telemetry (model_capture_telemetry), NULL if not kept: per block
+     * and query row, the CAP_TEL_N statistics of that row (CapTelField) and its
+     * tel_top_k heaviest keys, computed as the rows are made, so a head whose
+     * matrix is not kept costs O(n) memory here */
+    float *tel;        /* (blocks, n_tokens, CAP_TEL_N) */
+    int tel_top_k;
+    int *tel_top;      /* (blocks, n_tokens, tel_top_k) keys, heaviest first (ties: the earlier key); -1 past the row */
+    float *tel_top_w;  /* (blocks, n_tokens, tel_top_k) their weights */
+    const int *tel_ids; /* (n_tokens) token ids for the duplicate share (the caller's, kept during the pass); NULL: 0 */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an
@@ -35,6 +44,19 @@ typedef struct {
     short layer_slot[CAP_MAX_LAYERS];
     short head_slot[CAP_MAX_HEADS];
 } Capture;
+
+/* One attention row's statistics (query i, weights p_j over the keys it sees). */
+enum {
+    CAP_TEL_SINK,     /* p_0: the first token's weight */
+    CAP_TEL_SINK4,    /* p_0 + ... + p_3: the first four tokens' (StreamingLLM's sink span) */
+    CAP_TEL_ENTROPY,  /* -sum p_j ln p_j, nats */
+    CAP_TEL_PREV,     /* p_(i-1) (0 for the first token) */
+    CAP_TEL_SELF,     /* p_i */
+    CAP_TEL_DUP,      /* sum of p_j over earlier keys j < i holding the query's token id */
+    CAP_TEL_DISTANCE, /* sum p_j |i - j|, tokens */
+    CAP_TEL_N
+};
+#define CAP_TEL_MAX_TOP 64
 
 /* Whether the capture holds layer l, head h. */
 static inline int cap_has(const Capture *c, int l, int h) {
@@ -61,6 +83,9 @@ static inline float *cap_q(const Capture *c, int l, int h) {
 }
 static inline float *cap_k(const Capture *c, int l, int h) {
     return c->k + cap_block(c, l, h) * c->n_tokens * c->head_dim;
+}
+static inline float *cap_tel(const Capture *c, int l, int h) {
+    return c->tel + cap_block(c, l, h) * c->n_tokens * CAP_TEL_N;
 }
 
 /* What the model predicts at some positions: the top-K of its distribution

@@ -14,7 +14,13 @@
  * key the other input lacks thus counts as fully divergent:
  *   JSD = sum over aligned keys of  ½ p log2(2p/(p+q)) + ½ q log2(2q/(p+q))
  *       + ½ (A's mass on its unaligned keys + B's mass on its unaligned keys).
- * Unaligned query rows have no counterpart and are left out. */
+ * Unaligned query rows have no counterpart and are left out.
+ *
+ * Sink mass of one head: the mean, over query rows 1..n-1 of one input, of
+ * the weight on key 0 (the first token, where many heads park attention they
+ * do not use; row 0 has nothing else to look at in a causal model, so it is
+ * left out; with one token, row 0's). Compared as B - A: how much a second
+ * model (a quantization of the first, say) moves a head's parked mass. */
 #ifndef ATTNVIZ_DIFF_H
 #define ATTNVIZ_DIFF_H
 
@@ -45,14 +51,20 @@ double diff_head_jsd(const float *A, const float *B, const DiffAlign *al);
  * layers x heads). Both captures hold the same selection. */
 int diff_divergence(const OutDoc *a, const OutDoc *b, const DiffAlign *al, double *out, AvErr *e);
 
+/* Sink mass of one head's matrix A (n x n). */
+double diff_sink_mass(const float *A, int n);
+/* Every selected (layer, head) of d's capture: out (selected layers x heads). */
+int diff_sinks(const OutDoc *d, double *out, AvErr *e);
+
 /* The comparison's JSON members (no braces): "mode", "models", "texts",
- * "alignment", "divergence"; a->diff must be set. The --json output and the
+ * "alignment", "divergence", "sink"; a->diff must be set. The --json output and the
  * page's meta share them. */
 int diff_write_members(FILE *f, const OutDoc *a, AvErr *e);
 /* --json: {"format", members, "a": A's attnviz JSON, "b": B's}. */
 int diff_write_json(FILE *f, const OutDoc *a, AvErr *e);
 /* The table on stdout: the alignment in one line, then the top heads by
- * divergence and each layer's mean. */
+ * divergence with their sink mass in A and B, each layer's mean divergence,
+ * and the heads whose sink mass moved most. */
 int diff_write_table(FILE *f, const OutDoc *a, int top, AvErr *e);
 
 #endif

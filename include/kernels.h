@@ -113,6 +113,16 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
 size_t kern_attention_scratch(int nq, int nk, int dh);
 void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                              const float *vT, int ldk, int nk, int dh, const AttnRule *rule);
+/* The same, a block of rows at a time, for heads whose matrix is not kept
+ * (memory: one block, not nq x ldp): after each block's softmax fn (unless
+ * NULL) sees rows [i0, i1) in probs (i1 - i0, ldp), a scratch of
+ * kern_attention_rows() * ldp floats that the next block overwrites. Every
+ * row and ctxT are kern_attention_kv's, bit for bit. */
+typedef void (*KernRowsFn)(void *ctx, int i0, int i1, const float *probs, int ldp);
+int kern_attention_rows(void);
+void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
+                            const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
+                            KernRowsFn fn, void *fn_ctx);
 
 /* Adds rows [row0, row0 + nrows) of an (n, n) attention matrix, given as
  * probs (nrows, ldp) with its first ncols columns set, into thumb (s, s): cell

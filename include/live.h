@@ -28,7 +28,9 @@ typedef struct Live Live;
 typedef struct LiveRun LiveRun;
 
 /* Loads each of the models, for pages as page says (copied: its texts and
- * profile are not used, and it is quiet, as warnings travel in responses). */
+ * profile are not used). A run's warnings travel in its response: each worker
+ * collects them for its own thread (av_set_thread_reporter), in the words the
+ * command line prints; none reach the process's reporter. */
 int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *page, const LiveLimits *lim, AvErr *e);
 void live_close(Live *lv);
 

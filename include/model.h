@@ -78,7 +78,7 @@ typedef struct {
     float *yT;     /* (hidden, n) attention or MLP output */
     float *ffT;    /* (intermediate, n) up, then act(gate) * up */
     float *gateT;  /* (intermediate, n) gated MLPs only */
-    float *scores; /* (n_threads, n, n) used when attention is not captured */
+    float *scores; /* (n_threads, kern_attention_rows(), n): a block of a head's rows when its matrix is not kept */
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
     float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
@@ -124,6 +124,18 @@ int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk,
  * long input, recomputing a head's attention when it is asked for
  * (model_head_attention). */
 int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, AvErr *e);
+/* No attention, queries or keys: for the given layers and heads (NULL: all),
+ * each query row's statistics and its top_k (0..CAP_TEL_MAX_TOP) heaviest keys
+ * (capture.h's telemetry). ids (n): the input's token ids, for the duplicate
+ * share (kept by the caller through the pass; NULL: none). */
+int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
+                            int n_layers, const int *heads, int n_heads, AvErr *e);
+/* Rows [row0, row0 + nrows) of head (l, h)'s attention, probs (nrows, ldp)
+ * over keys [0, ncols), into the capture's telemetry (it must have it). */
+void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols);
+/* The same statistics of one row, by the definitions, in double precision:
+ * the reference model_telemetry_rows is tested against. stats (CAP_TEL_N). */
+void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids, double *stats);
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
 /* Head h of layer l's (n, n) attention from the capture's queries and keys,
  * by the rule and kernel the forward pass applies: what it would have

@@ -70,6 +70,8 @@ struct OutDiff {
     const int *b_to_a;     /* (B's tokens) */
     int n_pairs;           /* aligned tokens */
     const double *jsd;     /* (selected layers x heads): mean Jensen-Shannon divergence in bits */
+    const double *sink_a;  /* (selected layers x heads): A's sink mass (diff.h) */
+    const double *sink_b;  /* B's */
 };
 
 /* Number of selected layers/heads and the i-th selected index. */

@@ -32,10 +32,12 @@ int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);
  * Not thread-safe: one caller at a time per pipeline (pipeline_doc excepted,
  * which only reads). */
 const Model *pipeline_model(const Pipeline *p);
-/* Tokens of a (and b), truncated to the model's positions (enc->n_truncated). */
+/* Tokens of a (and b), truncated to the model's positions or --max-tokens
+ * (enc->n_truncated, warned as the command line words it). */
 int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e);
 /* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
- * k > 0 also the top-k predictions (every position, or the masks) into pred. */
+ * k > 0 also the top-k predictions (every position, or the masks) into pred
+ * (warning when a masked model's input has no mask). */
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
 /* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
  * input g's attention into caps[g] exactly as pipeline_forward leaves it alone. */

@@ -25,6 +25,11 @@ typedef struct {
  * once before any work starts. */
 void av_set_reporter(const AvReporter *r);
 
+/* For this thread only, until called again with NULL: notes go to r (copied)
+ * instead of the process's reporter. A server's worker collects one request's
+ * warnings this way, in the same words the command line prints. */
+void av_set_thread_reporter(const AvReporter *r);
+
 void av_note(AvNoteKind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define av_info(...) av_note(AV_NOTE_INFO, __VA_ARGS__)
 #define av_warn(...) av_note(AV_NOTE_WARNING, __VA_ARGS__)

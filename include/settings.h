@@ -53,6 +53,10 @@ typedef struct {
     const char *path; /* "-" = stdin; NULL: one input */
     int strict;
     int pack_tokens;  /* batch inputs share a pass up to this many tokens; 0 = one by one */
+    /* --shard I/N: only the lines whose number, counted from 0 over every line read
+     * (blank and bad lines too), is I modulo N; N = 1 takes all. No coordinator: the
+     * shards of one file are fixed by the file alone. */
+    int shard_index, shard_count;
 } BatchSpec;
 
 /* attnviz heads: scores per head over the inputs (heads.h). */

@@ -17,6 +17,7 @@ SRC=$PWD/tests/data/small-f32
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 PY=python3
+unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX SLURM_ARRAY_TASK_STEP
 n_case=0
 
 fresh() { rm -rf "$T/m" && cp -r "$SRC" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
@@ -211,6 +212,18 @@ case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --mode
 case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
 case_ opt_max_tokens_absurd 2 "--max-tokens 999999999999 is out of range: at most 2147483647" -- --model "$M" --max-tokens 999999999999 hi
 case_ opt_max_tokens_zero 2 "--max-tokens needs a count >= 1, got '0'" -- --model "$M" --max-tokens 0 hi
+# --shard I/N: integers with 0 <= I < N, nothing else; slurm needs an array task's variables
+case_ opt_shard_index_not_below_count 2 "--shard 4/4: the index I must be below the count N \\(0 to 3\\)" -- --model "$M" --batch - --shard 4/4
+case_ opt_shard_zero_count 2 "--shard 0/0: the count N must be at least 1" -- --model "$M" --batch - --shard 0/0
+case_ opt_shard_negative 2 "--shard needs I/N \\(0 <= I < N, e.g. 0/4\\) or slurm, got '-1/4'" -- --model "$M" --batch - --shard -1/4
+case_ opt_shard_junk 2 "--shard needs I/N .* got '1/4x'" -- --model "$M" --batch - --shard 1/4x
+case_ opt_shard_no_count 2 "--shard needs I/N .* got '3'" -- heads --model "$M" --batch - --shard 3
+case_ opt_shard_huge 2 "--shard 1/99999999999 is out of range: at most 2147483647" -- --model "$M" --batch - --stats --shard 1/99999999999
+case_ opt_shard_without_batch 2 "--shard goes with --batch FILE" -- --model "$M" --shard 0/2 hi
+case_ opt_shard_slurm_outside_an_array 2 "--shard slurm: SLURM_ARRAY_TASK_ID is not set" -- --model "$M" --batch - --shard slurm
+SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=5 \
+    case_ opt_shard_slurm_array_with_gaps 2 "--shard slurm: the array is not one range in steps of 1 .*--array=0-2" -- --model "$M" --batch - --shard slurm
+case_ opt_shard_with_merge 2 "--shard goes with --batch FILE" -- stats --merge x.json --shard 0/2
 ln -sfn "$T/loop" "$T/loop"
 case_ opt_model_symlink_loop 1 "loop: cannot resolve the model path: Too many levels of symbolic links" -- --model "$T/loop" --quiet hi
 

@@ -54,6 +54,17 @@ for l in range(2):
 assert worst < 2e-5, worst  # the JSON's attentions have 6 significant digits
 r = dv["ranking"]
 assert len(r) == 24 and all(r[k]["jsd"] >= r[k + 1]["jsd"] for k in range(23))
+# sink mass: each side's mean weight on token 0 over query rows 1..n-1, and B - A
+sk = d["sink"]
+assert sk["key"] == 0, sk
+worst = 0
+for l in range(2):
+    for h in range(12):
+        wa = sum(row[0] for row in a["attention"][l][h][1:]) / (len(a["tokens"]) - 1)
+        wb = sum(row[0] for row in b["attention"][l][h][1:]) / (len(b["tokens"]) - 1)
+        worst = max(worst, abs(wa - sk["a"][l][h]), abs(wb - sk["b"][l][h]),
+                    abs((sk["b"][l][h] - sk["a"][l][h]) - sk["change"][l][h]))
+assert worst < 2e-6, worst
 table = open(sys.argv[2]).read().splitlines()
 assert "6 aligned (2 only in A, 2 only in B)" in table[0], table[0]
 top = table[3].split()
@@ -91,7 +102,7 @@ assert [x for x in dv["per_head"][0]] == [full["divergence"]["per_head"][1][3], 
 assert len(d["a"]["attention"]) == 1 and len(d["a"]["attention"][0]) == 2
 PY
 "$BIN" diff --model "$DEMO" --quiet --top 3 --json "$T/t.json" "$A" "$B" >"$T/table3" 2>/dev/null
-n=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+$' "$T/table3")
+n=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$T/table3")
 if [ "$n" -eq 3 ]; then pass diff_top; else fail diff_top "$n rows: $(cat "$T/table3")"; fi
 # without --json or --html the page goes to attnviz-diff.html
 (cd "$T" && "$BIN" diff --model "$DEMO" --quiet "$A" "$B" >/dev/null 2>&1)

@@ -107,6 +107,7 @@ scripts=(
     tests/scripting_test.sh
     tests/heads_test.sh
     tests/corpus_hosts_test.sh
+    tests/slurm_test.sh
     tests/aarch64_test.sh
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
@@ -124,6 +125,7 @@ scripts=(
     tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
+    tests/ref/quant_diff_check.sh
     tests/fetch_test.sh
     tests/fresh_machine_test.sh
 )

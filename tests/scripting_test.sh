@@ -1,7 +1,7 @@
 #!/bin/bash
 # End-to-end tests of the scripting features: selections, --no-special,
 # --words, .npy output (read back with numpy), --out-dir, --stats, --strict,
-# and sharding a batch with GNU parallel. Uses tests/data/small-f32.
+# and sharding a batch with GNU parallel and with --shard I/N. Uses tests/data/small-f32.
 set -u
 cd "$(dirname "$0")/.."
 BIN=$PWD/attnviz
@@ -135,6 +135,45 @@ if command -v parallel >/dev/null; then
     check gnu_parallel_shards_merge_to_the_single_run cmp "$T/single.jsonl" "$T/merged.jsonl"
 else
     echo "SKIP gnu_parallel_shards_merge_to_the_single_run: GNU parallel not installed"
+fi
+# --shard I/N: shard I takes the lines numbered (from 0) I modulo N, every line counted, so
+# shards need no coordinator; joined (stats --merge; JSON Lines interleaved as the README
+# does; --out-dir's files named by line number) they are the single run, byte for byte
+for i in $(seq 1 41); do echo "shard line $i $(printf 'time flies %.0s' $(seq 1 $((i % 9))))"; done >"$T/sc.txt"
+"$BIN" --model "$M" --batch "$T/sc.txt" --quiet >"$T/sc.single.jsonl"
+"$BIN" --model "$M" --batch "$T/sc.txt" --quiet --stats --json "$T/sc.single.stats"
+"$BIN" heads --model "$M" --batch "$T/sc.txt" --quiet --json "$T/sc.single.heads"
+"$BIN" --model "$M" --batch "$T/sc.txt" --quiet --out-dir "$T/sc.single.d" --npy
+rc_all=0
+for i in 0 1 2; do
+    "$BIN" --model "$M" --batch "$T/sc.txt" --quiet --shard "$i/3" --json "$T/sc.$i.jsonl" || rc_all=1
+    "$BIN" --model "$M" --batch "$T/sc.txt" --quiet --shard "$i/3" --stats --json "$T/sc.$i.stats" || rc_all=1
+    "$BIN" heads --model "$M" --batch "$T/sc.txt" --quiet --shard "$i/3" --json "$T/sc.$i.heads" || rc_all=1
+    "$BIN" --model "$M" --batch "$T/sc.txt" --quiet --shard "$i/3" --out-dir "$T/sc.d" --npy || rc_all=1
+done
+check shard_takes_lines_i_modulo_n bash -c "[ $rc_all -eq 0 ] && [ \$(wc -l <'$T/sc.0.jsonl') -eq 14 ] && [ \$(wc -l <'$T/sc.2.jsonl') -eq 13 ] &&
+    cmp <(sed -n '2~3p' '$T/sc.single.jsonl') '$T/sc.1.jsonl'"
+check shard_json_lines_interleave_to_the_single_run bash -c \
+    "paste -d '\n' '$T/sc.0.jsonl' '$T/sc.1.jsonl' '$T/sc.2.jsonl' | sed '/^\$/d' | cmp - '$T/sc.single.jsonl'"
+check shard_stats_merge_to_the_single_run bash -c "'$BIN' stats --merge '$T/sc.2.stats' '$T/sc.0.stats' '$T/sc.1.stats' --json - | cmp - '$T/sc.single.stats'"
+check shard_heads_merge_to_the_single_run bash -c "'$BIN' stats --merge '$T/sc.'?.heads --json - | cmp - '$T/sc.single.heads'"
+check shard_out_dirs_share_one_folder diff -r "$T/sc.single.d" "$T/sc.d"
+# more shards than lines: the shards past the end hold no inputs and still merge exactly
+rm -f "$T"/sc.many.*
+for i in $(seq 0 44); do "$BIN" --model "$M" --batch "$T/sc.txt" --quiet --shard "$i/45" --stats --json "$T/sc.many.$i"; done
+check shard_past_the_end_merges_to_the_single_run bash -c "'$BIN' stats --merge '$T'/sc.many.* --json - | cmp - '$T/sc.single.stats'"
+# a blank line is counted (line 5 of a 6-line file): shard 0/2 takes 1, 3, 5 and reports 5
+printf 'a b\nc d\ne f\ng h\n\ni j\n' >"$T/blank.txt"
+"$BIN" --model "$M" --batch "$T/blank.txt" --shard 0/2 --quiet --json "$T/blank.0.jsonl" 2>"$T/blank.0.err"
+rc0=$?
+"$BIN" --model "$M" --batch "$T/blank.txt" --shard 1/2 --quiet --json "$T/blank.1.jsonl" 2>"$T/blank.1.err"
+rc1=$?
+if [ $rc0 -eq 1 ] && [ $rc1 -eq 0 ] && grep -q 'blank.txt:5: empty line; skipped' "$T/blank.0.err" &&
+    grep -q '1 of 3 lines of shard 0/2 failed' "$T/blank.0.err" && [ "$(wc -l <"$T/blank.0.jsonl")" -eq 2 ] &&
+    [ "$(wc -l <"$T/blank.1.jsonl")" -eq 3 ] && [ ! -s "$T/blank.1.err" ]; then
+    pass shard_counts_blank_lines
+else
+    fail shard_counts_blank_lines "exit $rc0/$rc1: $(cat "$T/blank.0.err" "$T/blank.1.err")"
 fi
 # make install / uninstall into a scratch prefix; the installed binary finds its demo model
 if [ -f weights/demo/model.safetensors ]; then

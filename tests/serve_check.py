@@ -193,6 +193,23 @@ def functional():
         expect("a text past the model's positions is truncated, with a warning",
                st == 200 and res3["n"] == ref["config"]["max_position_embeddings"]
                and any("dropped" in w for w in res3["warnings"]), str(res3)[:300])
+        cli = subprocess.run([BIN, "--model", DEMO, "--json", "-", long_text], capture_output=True, text=True)
+        said = [l.removeprefix("attnviz: warning: ") for l in cli.stderr.splitlines() if l.startswith("attnviz: warning: ")]
+        expect("the server's warnings are the command line's, word for word",
+               st == 200 and said and res3["warnings"] == said, f"{res3.get('warnings')} vs {said}")
+    finally:
+        sv.stop()
+
+    # --max-tokens on the server: its warning names that limit, not the model's positions
+    sv = Server("--model", DEMO, "--max-tokens", "5")
+    try:
+        st, res = sv.run("one two three four five six seven eight")
+        expect("serve --max-tokens 5 truncates to 5 and says --max-tokens",
+               st == 200 and res["n"] == 5
+               and res["warnings"] == ["input is longer than --max-tokens 5; dropped 5 tokens (longest first)"],
+               str(res)[:300])
+        st, res = sv.run("one two")
+        expect("a run that fits has no warnings", st == 200 and res["warnings"] == [], str(res)[:300])
     finally:
         sv.stop()
 

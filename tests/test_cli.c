@@ -1,6 +1,8 @@
 /* test_cli.c — argv into typed settings (cli.h, settings.h): what each
  * command hands to the library, and usage errors returned as values (kind
  * usage, the message main prints), never printed here. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -225,6 +227,118 @@ START_TEST(render_takes_its_input_and_meta) {
 }
 END_TEST
 
+START_TEST(shard_takes_an_index_and_a_count) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--batch", "c.txt", "--shard", "2/5", "--stats", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.run.batch.shard_index == 2 && o.run.batch.shard_count == 5);
+    cli_options_free(&o);
+    const char *h[] = {"heads", "--batch", "c.txt", "--shard", "0/1", NULL};
+    ck_assert_int_eq(parse(&o, &e, h), CLI_RUN);
+    ck_assert(o.run.heads.on && o.run.batch.shard_index == 0 && o.run.batch.shard_count == 1);
+    cli_options_free(&o);
+    const char *none[] = {"--batch", "c.txt", NULL}; /* unsharded: one shard of one */
+    ck_assert_int_eq(parse(&o, &e, none), CLI_RUN);
+    ck_assert(o.run.batch.shard_index == 0 && o.run.batch.shard_count == 1);
+    cli_options_free(&o);
+}
+END_TEST
+
+/* Each bad --shard is one usage error naming the option and what it needs. */
+START_TEST(a_bad_shard_is_a_usage_error) {
+    static const struct {
+        const char *arg, *msg;
+    } cases[] = {
+        {"4/4", "--shard 4/4: the index I must be below the count N (0 to 3)"},
+        {"0/0", "--shard 0/0: the count N must be at least 1"},
+        {"-1/4", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '-1/4'"},
+        {"+1/4", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '+1/4'"},
+        {" 1/4", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got ' 1/4'"},
+        {"1/4x", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '1/4x'"},
+        {"1/4/8", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '1/4/8'"},
+        {"1", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '1'"},
+        {"1/", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '1/'"},
+        {"/4", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '/4'"},
+        {"1.5/4", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '1.5/4'"},
+        {"", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got ''"},
+        {"SLURM", "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got 'SLURM'"},
+        {"1/99999999999", "--shard 1/99999999999 is out of range: at most 2147483647"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CliOptions o;
+        AvErr e;
+        const char *a[] = {"--batch", "c.txt", "--shard", cases[i].arg, NULL};
+        ck_assert_int_eq(parse(&o, &e, a), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        char want[512];
+        snprintf(want, sizeof want, "%s (see attnviz --help)", cases[i].msg);
+        ck_assert_str_eq(e.msg, want);
+        cli_options_free(&o);
+    }
+    CliOptions o;
+    AvErr e;
+    const char *single[] = {"--shard", "0/2", "one text", NULL};
+    ck_assert_int_eq(parse(&o, &e, single), -1);
+    ck_assert_str_eq(e.msg, "--shard goes with --batch FILE (a run, --stats or attnviz heads) (see attnviz --help)");
+    cli_options_free(&o);
+    const char *merge[] = {"stats", "--merge", "a.json", "--shard", "0/2", NULL};
+    ck_assert_int_eq(parse(&o, &e, merge), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    cli_options_free(&o);
+}
+END_TEST
+
+static void slurm_env(const char *id, const char *count, const char *min, const char *max, const char *step) {
+    const char *names[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                           "SLURM_ARRAY_TASK_STEP"};
+    const char *vals[] = {id, count, min, max, step};
+    for (int i = 0; i < 5; i++) {
+        if (vals[i]) setenv(names[i], vals[i], 1);
+        else unsetenv(names[i]);
+    }
+}
+
+/* --shard slurm: the array task's place, from Slurm's variables, or one line saying why not. */
+START_TEST(shard_slurm_reads_the_array_task) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--batch", "c.txt", "--shard", "slurm", NULL};
+    slurm_env("3", "4", "0", "3", "1");
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.run.batch.shard_index == 3 && o.run.batch.shard_count == 4);
+    cli_options_free(&o);
+    slurm_env("2", "4", "1", "4", NULL); /* --array=1-4: the second task is shard 1 */
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.run.batch.shard_index == 1 && o.run.batch.shard_count == 4);
+    cli_options_free(&o);
+    static const struct {
+        const char *id, *count, *min, *max, *step, *msg;
+    } bad[] = {
+        {NULL, NULL, NULL, NULL, NULL,
+         "--shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a Slurm job array: sbatch --array=0-N-1)"},
+        {"0", NULL, NULL, NULL, NULL,
+         "--shard slurm: SLURM_ARRAY_TASK_COUNT is not set (not a task of a Slurm job array: sbatch --array=0-N-1)"},
+        {"x1", "4", "0", "3", "1", "--shard slurm: SLURM_ARRAY_TASK_ID is 'x1', not a whole number"},
+        {"2", "3", "0", "5", "1", /* --array=0,2,5 */
+         "--shard slurm: the array is not one range in steps of 1 (tasks 0 to 5, step 1, 3 tasks): submit with --array=0-2"},
+        {"2", "4", "0", "6", "2", /* --array=0-6:2 */
+         "--shard slurm: the array is not one range in steps of 1 (tasks 0 to 6, step 2, 4 tasks): submit with --array=0-3"},
+        {"0", "0", "0", "0", "1", "--shard slurm: SLURM_ARRAY_TASK_COUNT is 0, not at least 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        slurm_env(bad[i].id, bad[i].count, bad[i].min, bad[i].max, bad[i].step);
+        ck_assert_int_eq(parse(&o, &e, a), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        char want[512];
+        snprintf(want, sizeof want, "%s (see attnviz --help)", bad[i].msg);
+        ck_assert_str_eq(e.msg, want);
+        cli_options_free(&o);
+    }
+    slurm_env(NULL, NULL, NULL, NULL, NULL);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("cli");
     TCase *t = tcase_create("core");
@@ -242,6 +356,9 @@ Suite *make_suite(void) {
     tcase_add_test(t, diff_and_stats_and_render_fill_theirs);
     tcase_add_test(t, stats_merge_lists_its_files);
     tcase_add_test(t, render_takes_its_input_and_meta);
+    tcase_add_test(t, shard_takes_an_index_and_a_count);
+    tcase_add_test(t, a_bad_shard_is_a_usage_error);
+    tcase_add_test(t, shard_slurm_reads_the_array_task);
     suite_add_tcase(s, t);
     return s;
 }

@@ -258,7 +258,7 @@ START_TEST(divergence_per_selected_head_and_its_json) {
     /* layer 0: the same rows, but A's "cat" and B's "dog" are different keys: > 0 where they get weight */
     for (int h = 0; h < H; h++) ck_assert(jsd[h] > 0 && jsd[h] < jsd[H + h] + 1);
     /* the members are JSON with the numbers and the alignment */
-    struct OutDiff df = {&b, 0, al.a_to_b, al.b_to_a, al.n_pairs, jsd};
+    struct OutDiff df = {&b, 0, al.a_to_b, al.b_to_a, al.n_pairs, jsd, NULL, NULL};
     a.diff = &df;
     char *buf = NULL;
     size_t len = 0;
@@ -297,6 +297,16 @@ START_TEST(divergence_per_selected_head_and_its_json) {
 }
 END_TEST
 
+START_TEST(sink_mass_is_the_mean_weight_on_token_0_after_row_0) {
+    /* row 0 (all on token 0 in a causal model) is left out */
+    const float A[9] = {1.0f, 0, 0, 0.25f, 0.75f, 0, 0.5f, 0.25f, 0.25f};
+    ck_assert_double_eq_tol(diff_sink_mass(A, 3), (0.25 + 0.5) / 2, 1e-12);
+    const float one[1] = {1.0f};
+    ck_assert_double_eq(diff_sink_mass(one, 1), 1.0);
+    ck_assert_double_eq(diff_sink_mass(one, 0), 0.0);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("diff");
     TCase *tc = tcase_create("core");
@@ -306,6 +316,7 @@ Suite *make_suite(void) {
     tcase_add_test(tc, divergence_matches_the_naive_reference);
     tcase_add_test(tc, divergence_known_values_and_symmetry);
     tcase_add_test(tc, divergence_per_selected_head_and_its_json);
+    tcase_add_test(tc, sink_mass_is_the_mean_weight_on_token_0_after_row_0);
     suite_add_tcase(s, tc);
     return s;
 }

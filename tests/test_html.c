@@ -677,7 +677,7 @@ START_TEST(test_diff_second_capture) {
     int a_to_b[7] = {0, 1, -1, 3, 4, 5, 8}, b_to_a[9] = {0, 1, -1, 3, 4, 5, -1, -1, 6};
     double jsd[6] = {0, 0.1, 0.2, 0.3, 0.4, 0.5};
     b.d.text_a = "the other input";
-    struct OutDiff df = {&b.d, 0, a_to_b, b_to_a, 6, jsd};
+    struct OutDiff df = {&b.d, 0, a_to_b, b_to_a, 6, jsd, NULL, NULL};
     a.d.diff = &df;
     size_t len;
     char *s = page_ok(&a.d, &len);

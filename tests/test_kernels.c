@@ -507,6 +507,57 @@ START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query
 }
 END_TEST
 
+/* Rows streamed a block at a time (heads whose matrix is not kept) are the
+ * whole matrix's rows and give its context, bit for bit, on every kernel. */
+typedef struct {
+    float *into; /* (n, n) */
+    int n, calls, last_i1;
+} Collect;
+
+static void collect_rows(void *ctx, int i0, int i1, const float *probs, int ldp) {
+    Collect *c = ctx;
+    ck_assert_int_eq(i0, c->last_i1); /* in order, none skipped */
+    ck_assert_int_le(i1 - i0, kern_attention_rows());
+    for (int i = i0; i < i1; i++) memcpy(c->into + (size_t)i * c->n, probs + (size_t)(i - i0) * ldp, sizeof(float) * c->n);
+    c->calls++, c->last_i1 = i1;
+}
+
+START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
+    static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
+    const int n = 203, dh = 24;
+    const size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *ref = malloc(sizeof(float) * n * n), *cref = malloc(sizeof(float) * sz), *got = malloc(sizeof(float) * n * n);
+    float *c = malloc(sizeof(float) * sz), *block = malloc(sizeof(float) * kern_attention_rows() * n);
+    float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
+    ck_assert(q && k && v && ref && cref && got && c && block && scratch);
+    fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
+    const AttnRule rules[] = {{0.2f, 1, 0, 0}, {0.2f, 1, 45, 0}, {0.2f, 1, 70, 6.0f}, {0.2f, 0, 0, 0}, {0.2f, 0, 0, 9.0f}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        int ran = 0;
+        for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+            if (gemm_force_kernel(kernels[kn]) != 0) continue;
+            ran++;
+            kern_attention(ref, cref, q, k, v, n, dh, &rules[r], scratch);
+            Collect col = {got, n, 0, 0};
+            memset(got, 0xff, sizeof(float) * n * n), memset(c, 0xff, sizeof(float) * sz);
+            kern_attention_kv_rows(block, n, c, q, n, k, v, n, n, dh, &rules[r], scratch, collect_rows, &col);
+            ck_assert_int_eq(col.last_i1, n);
+            ck_assert_int_eq(col.calls, (n + kern_attention_rows() - 1) / kern_attention_rows());
+            ck_assert_msg(!memcmp(got, ref, sizeof(float) * n * n), "%s, rule %zu: streamed rows differ by %g", kernels[kn],
+                          r, max_abs_diff(got, ref, (size_t)n * n));
+            ck_assert_msg(!memcmp(c, cref, sizeof(float) * sz), "%s, rule %zu: streamed context differs by %g", kernels[kn],
+                          r, max_abs_diff(c, cref, sz));
+            /* without an observer or a context: nothing to check but that it runs */
+            kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rules[r], NULL, NULL, NULL);
+        }
+        ck_assert_int_ge(ran, 2);
+    }
+    gemm_force_kernel(NULL);
+    free(q), free(k), free(v), free(ref), free(cref), free(got), free(c), free(block), free(scratch);
+}
+END_TEST
+
 /* Thumbnails: rows added one pass at a time equal the naive pooling, rows sum
  * to 1, and a thumbnail as large as the matrix is the matrix. */
 START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
@@ -622,6 +673,7 @@ Suite *make_suite(void) {
     TCase *k = tcase_create("kernels");
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
+    tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
     tcase_add_test(k, bf16_few_token_products_cover_a_row_tail);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);

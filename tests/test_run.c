@@ -154,6 +154,56 @@ START_TEST(a_batch_reports_failed_lines_and_fails_at_the_end) {
 }
 END_TEST
 
+/* --shard I/N: the lines numbered (from 0) I modulo N, every line counted: blank
+ * ones too, so a blank line is the failure of the one shard it falls in. */
+START_TEST(a_shard_takes_every_nth_line_counting_every_line) {
+    char in[] = "/tmp/attnviz-test-shard-XXXXXX", out[] = "/tmp/attnviz-test-shardout-XXXXXX";
+    int fd = mkstemp(in), fo = mkstemp(out);
+    ck_assert(fd >= 0 && fo >= 0);
+    const char text[] = "the cat\n\nit sat\tdown\nfour\nfive\n";
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    close(fo);
+    const ModelSpec m = {F32, -1, 0};
+    for (int shard = 0; shard < 2; shard++) {
+        install_collector();
+        RunSpec o = run_spec(out);
+        o.batch.path = in;
+        o.batch.shard_index = shard, o.batch.shard_count = 2;
+        Pipeline *p = NULL;
+        const char *dir, *why;
+        AvErr e = {0};
+        ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+        int rc = pipeline_run(p, &e);
+        pipeline_close(p);
+        char *jsonl = slurp(out);
+        int lines = 0;
+        for (char *c = jsonl; *c; c++) lines += *c == '\n';
+        if (shard == 0) { /* lines 1, 3, 5 */
+            ck_assert_msg(rc == 0, "%s", e.msg);
+            ck_assert_int_eq(lines, 3);
+            ck_assert_ptr_nonnull(strstr(jsonl, "\"text_b\":\"down\""));
+            ck_assert_ptr_nonnull(strstr(jsonl, "five"));
+            ck_assert_ptr_null(strstr(jsonl, "four"));
+            ck_assert_int_eq(notes.n, 1); /* "3 inputs processed" */
+            ck_assert_str_eq(notes.msg[0], "3 inputs processed");
+        } else { /* lines 2 (blank: fails here, and only here) and 4 */
+            ck_assert_int_eq(rc, -1);
+            ck_assert_str_eq(e.msg, "1 of 2 lines of shard 1/2 failed");
+            ck_assert_int_eq(lines, 1);
+            ck_assert_ptr_nonnull(strstr(jsonl, "four"));
+            ck_assert_int_eq(notes.n, 1);
+            char want[256];
+            snprintf(want, sizeof want, "%s:2: empty line; skipped", in);
+            ck_assert_str_eq(notes.msg[0], want);
+        }
+        free(jsonl);
+    }
+    unlink(in);
+    unlink(out);
+}
+END_TEST
+
 START_TEST(the_server_api_spells_predictions_for_the_writers) {
     av_set_reporter(NULL);
     RunSpec o = run_spec(NULL);
@@ -213,6 +263,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, quiet_runs_report_nothing_but_profile);
     tcase_add_test(t, a_missing_model_is_a_runtime_error_value);
     tcase_add_test(t, a_batch_reports_failed_lines_and_fails_at_the_end);
+    tcase_add_test(t, a_shard_takes_every_nth_line_counting_every_line);
     tcase_add_test(t, the_server_api_spells_predictions_for_the_writers);
     tcase_add_test(t, diff_and_render_check_the_selection_as_usage_errors);
     suite_add_tcase(s, t);

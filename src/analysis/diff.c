@@ -135,6 +135,27 @@ int diff_divergence(const OutDoc *a, const OutDoc *b, const DiffAlign *al, doubl
     return 0;
 }
 
+double diff_sink_mass(const float *A, int n) {
+    if (n <= 0) return 0;
+    if (n == 1) return A[0];
+    double s = 0;
+    for (int i = 1; i < n; i++) s += A[(size_t)i * n];
+    return s / (n - 1);
+}
+
+int diff_sinks(const OutDoc *d, double *out, AvErr *e) {
+    const Capture *c = d->cap;
+    if (!c) return av_err(e, "diff: no capture");
+    const int nl = out_n_layers(d), nh = out_n_heads(d);
+    for (int li = 0; li < nl; li++)
+        for (int hi = 0; hi < nh; hi++) {
+            int l = out_layer(d, li), h = out_head(d, hi);
+            if (!cap_has(c, l, h)) return av_err(e, "diff: layer %d head %d is not in the capture", l, h);
+            out[(size_t)li * nh + hi] = diff_sink_mass(cap_attn(c, l, h), c->n_tokens);
+        }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- output */
 
 static void put_ints(FILE *f, const int *v, int n) {
@@ -146,6 +167,21 @@ static void put_ints(FILE *f, const int *v, int n) {
 static void put_double(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.9g", v);
     else fputs("null", f);
+}
+
+/* A (selected layers x heads) grid as nested lists; b: NULL, or the grid to subtract v from (b - v). */
+static void put_grid(FILE *f, const double *v, const double *b, int nl, int nh) {
+    fputc('[', f);
+    for (int li = 0; li < nl; li++) {
+        fputs(li ? ",[" : "[", f);
+        for (int hi = 0; hi < nh; hi++) {
+            size_t k = (size_t)li * nh + hi;
+            if (hi) fputc(',', f);
+            put_double(f, b ? b[k] - v[k] : v[k]);
+        }
+        fputc(']', f);
+    }
+    fputc(']', f);
 }
 
 /* Mean over a layer's selected heads. */
@@ -205,16 +241,9 @@ int diff_write_members(FILE *f, const OutDoc *a, AvErr *e) {
     for (int li = 0; li < nl; li++) fprintf(f, "%s%d", li ? "," : "", out_layer(a, li));
     fputs("],\"heads\":[", f);
     for (int hi = 0; hi < nh; hi++) fprintf(f, "%s%d", hi ? "," : "", out_head(a, hi));
-    fputs("],\"per_head\":[", f);
-    for (int li = 0; li < nl; li++) {
-        fputs(li ? ",[" : "[", f);
-        for (int hi = 0; hi < nh; hi++) {
-            if (hi) fputc(',', f);
-            put_double(f, df->jsd[(size_t)li * nh + hi]);
-        }
-        fputc(']', f);
-    }
-    fputs("],\"per_layer\":[", f);
+    fputs("],\"per_head\":", f);
+    put_grid(f, df->jsd, NULL, nl, nh);
+    fputs(",\"per_layer\":[", f);
     for (int li = 0; li < nl; li++) {
         if (li) fputc(',', f);
         put_double(f, layer_mean(a, li));
@@ -230,6 +259,15 @@ int diff_write_members(FILE *f, const OutDoc *a, AvErr *e) {
     }
     free(ord);
     fputs("]}", f);
+    if (df->sink_a && df->sink_b) {
+        fputs(",\"sink\":{\"key\":0,\"rows\":\"mean over query rows 1..n-1 of the weight on token 0\",\"a\":", f);
+        put_grid(f, df->sink_a, NULL, nl, nh);
+        fputs(",\"b\":", f);
+        put_grid(f, df->sink_b, NULL, nl, nh);
+        fputs(",\"change\":", f);
+        put_grid(f, df->sink_a, df->sink_b, nl, nh);
+        fputc('}', f);
+    }
     if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }
@@ -262,13 +300,32 @@ int diff_write_table(FILE *f, const OutDoc *a, int top, AvErr *e) {
     int n = 0, *ord = ranking(a, &n);
     if (!ord) return av_err(e, "diff: out of memory");
     if (top > n || top <= 0) top = n;
-    fprintf(f, "%4s %6s %5s %10s\n", "rank", "layer", "head", "jsd");
-    for (int r = 0; r < top; r++)
-        fprintf(f, "%4d %6d %5d %10.6f\n", r + 1, out_layer(a, ord[r] / nh), out_head(a, ord[r] % nh), df->jsd[ord[r]]);
+    const int sinks = df->sink_a && df->sink_b;
+    if (sinks)
+        fprintf(f, "%4s %6s %5s %10s %8s %8s\n", "rank", "layer", "head", "jsd", "sink A", "sink B");
+    else
+        fprintf(f, "%4s %6s %5s %10s\n", "rank", "layer", "head", "jsd");
+    for (int r = 0; r < top; r++) {
+        fprintf(f, "%4d %6d %5d %10.6f", r + 1, out_layer(a, ord[r] / nh), out_head(a, ord[r] % nh), df->jsd[ord[r]]);
+        if (sinks) fprintf(f, " %8.4f %8.4f", df->sink_a[ord[r]], df->sink_b[ord[r]]);
+        fputc('\n', f);
+    }
     free(ord);
     fputs("per layer (mean over heads):", f);
     for (int li = 0; li < nl; li++) fprintf(f, "  L%d %.6f", out_layer(a, li), layer_mean(a, li));
     fputc('\n', f);
+    if (sinks) { /* the head whose parked mass moved most, and the mean move */
+        int most = 0;
+        double sum = 0;
+        for (int k = 0; k < nl * nh; k++) {
+            double d = fabs(df->sink_b[k] - df->sink_a[k]);
+            sum += d;
+            if (d > fabs(df->sink_b[most] - df->sink_a[most])) most = k;
+        }
+        fprintf(f, "sink mass on token 0 (B - A): mean |change| %.6f over %d heads; largest L%d H%d %.4f -> %.4f\n",
+                sum / (nl * nh), nl * nh, out_layer(a, most / nh), out_head(a, most % nh), df->sink_a[most],
+                df->sink_b[most]);
+    }
     if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }

@@ -655,6 +655,12 @@ static int find_run(const HeadScores *hs, const HeadsInduction *r) {
     return -1;
 }
 
+static int any_present(const unsigned char *present, size_t m) {
+    for (size_t i = 0; i < m; i++)
+        if (present[i]) return 1;
+    return 0;
+}
+
 /* Whether `from` (another shard) may be added to `into`, and how: its induction runs are
  * either all new (added) or the very runs an earlier shard made with the same seed (counted
  * once: every shard draws the same sequences). */
@@ -671,7 +677,10 @@ static int check_compatible(const HeadScores *into, const char *first, int first
     if (a->n_scores != b->n_scores) return av_err(e, "%s: other scores than %s", name, first);
     for (int k = 0; k < a->n_scores; k++)
         if (strcmp(a->names[k], b->names[k])) return av_err(e, "%s: other scores than %s", name, first);
-    if (memcmp(a->present, b->present, (size_t)a->n_layers * a->n_heads))
+    /* a shard without inputs (--shard I/N past a short corpus's end) lists no heads and
+     * adds nothing: it agrees with any selection */
+    const size_t m = (size_t)a->n_layers * a->n_heads;
+    if (any_present(a->present, m) && any_present(b->present, m) && memcmp(a->present, b->present, m))
         return av_err(e, "%s: other layers or heads than %s (--layers/--heads)", name, first);
     if (into->exclude_bos != from->exclude_bos || into->exclude_current != from->exclude_current ||
         into->top_k != from->top_k || !into->pattern_spec != !from->pattern_spec ||

@@ -8,15 +8,24 @@
 #include "err.h"
 
 static AvReporter current;
+static _Thread_local AvReporter local; /* note != NULL: this thread's override */
 
 void av_set_reporter(const AvReporter *r) {
     if (r) current = *r;
     else current = (AvReporter){0};
 }
 
+void av_set_thread_reporter(const AvReporter *r) {
+    if (r) local = *r;
+    else local = (AvReporter){0};
+}
+
+static const AvReporter *reporter(void) { return local.note ? &local : &current; }
+
 void av_note(AvNoteKind kind, const char *fmt, ...) {
     const int progress = kind == AV_NOTE_PROGRESS || kind == AV_NOTE_PROGRESS_DONE;
-    if (!current.note || (progress && !current.progress)) return;
+    const AvReporter *to = reporter();
+    if (!to->note || (progress && !to->progress)) return;
     char raw[2048], msg[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -25,7 +34,10 @@ void av_note(AvNoteKind kind, const char *fmt, ...) {
     /* Strings from model files and inputs end up in notes: no control character
      * may reach the terminal, whoever shows them. */
     av_sanitize(msg, sizeof msg, raw);
-    current.note(current.ctx, kind, msg);
+    to->note(to->ctx, kind, msg);
 }
 
-int av_progress_wanted(void) { return current.note && current.progress; }
+int av_progress_wanted(void) {
+    const AvReporter *to = reporter();
+    return to->note && to->progress;
+}

@@ -147,6 +147,10 @@ static const HelpSection SECTIONS[] = {
      "  --out-dir DIR       one file per input line instead: DIR/000001.json; with --out-dir,\n"
      "                      --html and --npy are flags that add 000001.html / 000001.npy\n"
      "  --strict            stop at the first bad line (default: report it, skip it, go on)\n"
+     "  --shard I/N         only lines I+1, I+1+N, I+1+2N, ... (0 <= I < N; every line counts,\n"
+     "                      blank ones too), for sbatch --array=0-(N-1) or any N jobs; --shard\n"
+     "                      slurm: I and N from the array task (SLURM_ARRAY_TASK_ID, _COUNT).\n"
+     "                      attnviz stats --merge joins the shards' --stats/heads --json\n"
      "  --pack-tokens N     run short lines together, up to N tokens a pass (default 256; 0: one\n"
      "                      at a time); either way each line's output is its single run's, byte\n"
      "                      for byte\n"
@@ -165,6 +169,7 @@ static const HelpSection SECTIONS[] = {
      "  attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
      "  attnviz --batch corpus.txt --out-dir maps/ --npy\n"
      "  attnviz --batch corpus.txt --stats --json stats.json\n"
+     "  attnviz --batch corpus.txt --shard 2/4 --stats --json stats.2.json   (then stats --merge)\n"
      "  attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
      "  attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
      "  attnviz serve --model weights/bert-base-uncased --model model.gguf --open\n"
@@ -321,10 +326,62 @@ static int parse_size(const char *s, double *out) {
     return 0;
 }
 
+/* A whole number written as digits only (no sign, space or other junk), at
+ * most INT_MAX; *end is where it stopped. -1: no digits; -2: too large. */
+static int parse_digits(const char *s, const char **end, int *out) {
+    long long v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((v = v * 10 + (*p - '0')) > INT_MAX) return -2;
+    if (p == s) return -1;
+    *end = p, *out = (int)v;
+    return 0;
+}
+
+/* One SLURM_ARRAY_TASK_* variable as a whole number; dflt when unset (or -1:
+ * required). */
+static int slurm_var(const char *name, int dflt, int *out, AvErr *e) {
+    const char *v = getenv(name), *end = NULL;
+    if (!v || !*v) {
+        if (dflt >= 0) return *out = dflt, 0;
+        return usage_error(e, "--shard slurm: %s is not set (not a task of a Slurm job array: sbatch --array=0-N-1)", name);
+    }
+    if (parse_digits(v, &end, out) != 0 || *end) return usage_error(e, "--shard slurm: %s is '%s', not a whole number", name, v);
+    return 0;
+}
+
+/* --shard I/N, or --shard slurm: this array task's place in its array. A
+ * Slurm array must be one range in steps of 1 (task I of N is its ID less the
+ * first ID): a list or a step would leave some lines to no task. */
+static int parse_shard(const char *arg, int *index, int *count, AvErr *e) {
+    if (!strcmp(arg, "slurm")) {
+        int id = 0, n = 0, lo = 0, hi = 0, step = 1; /* set by slurm_var, or an error returned */
+        if (slurm_var("SLURM_ARRAY_TASK_ID", -1, &id, e) || slurm_var("SLURM_ARRAY_TASK_COUNT", -1, &n, e) ||
+            slurm_var("SLURM_ARRAY_TASK_MIN", 0, &lo, e) || slurm_var("SLURM_ARRAY_TASK_STEP", 1, &step, e))
+            return -1;
+        if (n < 1) return usage_error(e, "--shard slurm: SLURM_ARRAY_TASK_COUNT is %d, not at least 1", n);
+        long long last = (long long)lo + n - 1; /* the default when _MAX is unset */
+        if (slurm_var("SLURM_ARRAY_TASK_MAX", last > INT_MAX ? INT_MAX : (int)last, &hi, e)) return -1;
+        if (step != 1 || (long long)hi - lo + 1 != n || id < lo || id > hi)
+            return usage_error(e, "--shard slurm: the array is not one range in steps of 1 (tasks %d to %d, step %d, %d tasks): "
+                                  "submit with --array=0-%d", lo, hi, step, n, n - 1);
+        *index = id - lo, *count = n;
+        return 0;
+    }
+    const char *p = NULL, *q = NULL;
+    int i, n, ri = parse_digits(arg, &p, &i), rn = ri == 0 && *p == '/' ? parse_digits(p + 1, &q, &n) : -1;
+    if (ri == -2 || rn == -2) return usage_error(e, "--shard %s is out of range: at most %d", arg, INT_MAX);
+    if (ri != 0 || rn != 0 || *q) return usage_error(e, "--shard needs I/N (0 <= I < N, e.g. 0/4) or slurm, got '%s'", arg);
+    if (n < 1) return usage_error(e, "--shard %s: the count N must be at least 1", arg);
+    if (i >= n) return usage_error(e, "--shard %s: the index I must be below the count N (0 to %d)", arg, n - 1);
+    *index = i, *count = n;
+    return 0;
+}
+
 /* What parsing saw besides the settings: which subcommand word, which
  * command's options appeared (checked against the command once all are read). */
 typedef struct {
-    int stats_cmd, heads_only, serve_opts, pack_set;
+    int stats_cmd, heads_only, serve_opts, pack_set, shard_set;
     int out_dir_mode; /* --out-dir anywhere: --html and --npy are flags, not file names */
 } ParseState;
 
@@ -425,6 +482,9 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
 
 /* The options read, checked against the command they go with. */
 static int check_command(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    /* the commands that take no --batch refuse it themselves */
+    if (ps->shard_set && !o->run.batch.path)
+        return usage_error(e, "%s", "--shard goes with --batch FILE (a run, --stats or attnviz heads)");
     if (ps->heads_only && !o->run.heads.on)
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (ps->serve_opts && !o->serve)
@@ -444,7 +504,7 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
-       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE };
+       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD };
 
 /* One option into the settings: 0, CLI_HELP or CLI_VERSION, or -1 with a usage
  * error (opt: the option as written, for messages). */
@@ -587,6 +647,10 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         ps->heads_only = 1;
         break;
     case O_MERGE: o->merge = 1; break;
+    case O_SHARD:
+        if (parse_shard(arg, &o->run.batch.shard_index, &o->run.batch.shard_count, e) != 0) return -1;
+        ps->shard_set = 1;
+        break;
     case O_BATCH: o->run.batch.path = arg; break;
     case O_TEMPLATES: o->run.output.templates_dir = arg; break;
     case O_LAYER:
@@ -621,6 +685,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     o->run.sel.layer = o->run.sel.head = -1;
     o->run.output.precision = 6;
     o->run.batch.pack_tokens = CLI_PACK_TOKENS;
+    o->run.batch.shard_count = 1;
     o->model.lowercase = -1;
     o->run.predict.top_p = 1.0;
     o->serve_spec.port = 8765;
@@ -649,7 +714,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"seed", required_argument, 0, O_SEED},     {"stop", required_argument, 0, O_STOP},
         {"view", required_argument, 0, O_VIEW},     {"theme", required_argument, 0, O_THEME},
         {"show-heads", required_argument, 0, O_SHOWHEADS}, {"meta", required_argument, 0, O_META},
-        {"pack-tokens", required_argument, 0, O_PACK},
+        {"pack-tokens", required_argument, 0, O_PACK}, {"shard", required_argument, 0, O_SHARD},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},

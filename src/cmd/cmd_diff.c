@@ -63,7 +63,7 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     TokEncoding ea = {0}, eb = {0};
     Capture ca = {0}, cb = {0};
     DiffAlign al = {0};
-    double *jsd = NULL;
+    double *jsd = NULL, *sink_a = NULL, *sink_b = NULL;
     char name_a[256], name_b[256];
     int rc = -1;
     if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
@@ -104,12 +104,14 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
         if (!strcmp(da.model_name, db.model_name)) da.model_name = ra->dir, db.model_name = rb->dir;
     }
     const int nl = out_n_layers(&da), nh = out_n_heads(&da);
-    if (!(jsd = malloc(sizeof *jsd * (size_t)nl * nh))) {
+    const size_t grid = sizeof(double) * (size_t)nl * nh;
+    if (!(jsd = malloc(grid)) || !(sink_a = malloc(grid)) || !(sink_b = malloc(grid))) {
         av_err(e, "out of memory");
         goto done;
     }
-    if (diff_divergence(&da, &db, &al, jsd, e) != 0) goto done;
-    const struct OutDiff df = {&db, rb != NULL, al.a_to_b, al.b_to_a, al.n_pairs, jsd};
+    if (diff_divergence(&da, &db, &al, jsd, e) != 0 || diff_sinks(&da, sink_a, e) != 0 || diff_sinks(&db, sink_b, e) != 0)
+        goto done;
+    const struct OutDiff df = {&db, rb != NULL, al.a_to_b, al.b_to_a, al.n_pairs, jsd, sink_a, sink_b};
     da.diff = &df;
     if (o->sel.layer < 0 && o->sel.head < 0) { /* the page opens on the most divergent head */
         int best = 0;
@@ -131,6 +133,8 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     rc = 0;
 done:
     free(jsd);
+    free(sink_a);
+    free(sink_b);
     diff_align_free(&al);
     model_capture_free(&ca);
     model_capture_free(&cb);

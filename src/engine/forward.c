@@ -122,12 +122,28 @@ typedef struct {
     const float *kT, *vT;      // (NKV * dh, ldk) every position's; vT NULL with ctxT NULL: probabilities only
     float *ctxT;               // (NH * dh, n)
     Capture *cap;              // per-head probabilities and q/k copies, or NULL
-    float *scores;             // (threads, n, pos0 + n) scratch when cap is NULL
+    float *scores;             // (threads, kern_attention_rows(), pos0 + n): rows of a head not kept
     float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
     size_t attn_len;
     int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
 } HeadTask;
+
+/* Where a head's rows go as they are made when its matrix is not kept: its
+ * thumbnail and its telemetry, if the capture has them (rows row0 + i of an
+ * n_tokens matrix). */
+typedef struct {
+    Capture *cap; // NULL: nowhere
+    int layer, head, row0, ncols;
+} RowsTo;
+
+static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int ldp) {
+    const RowsTo *r = ctx;
+    if (r->cap->thumb)
+        kern_pool_attention(cap_thumb(r->cap, r->layer, r->head), r->cap->thumb_size, probs, ldp, r->row0 + i0, i1 - i0,
+                            r->ncols, r->cap->n_tokens);
+    if (r->cap->tel) model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols);
+}
 
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
@@ -141,13 +157,19 @@ static void head_part(void *arg, int t, int T) {
             kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
                            dh, n);
         }
-        float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp
-                                        : w->scores + (size_t)t * n * nk; // (n, ldp)
-        kern_attention_kv(probs, ldp, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                          w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule,
-                          w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
-        if (cap && cap->thumb)
-            kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, ldp, w->pos0, n, nk, cap->n_tokens);
+        float *ctxT = w->ctxT ? w->ctxT + qoff : NULL, *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
+        const float *vT = w->vT ? w->vT + kvoff : NULL;
+        if (cap && cap->attn) { /* straight into the kept matrix */
+            float *probs = cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp; // (n, ldp)
+            kern_attention_kv(probs, ldp, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule, scratch);
+            RowsTo to = {cap, w->layer, h, w->pos0, nk};
+            rows_to_capture(&to, 0, n, probs, ldp);
+        } else { /* a block of rows at a time */
+            RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, w->pos0, nk};
+            float *probs = w->scores + (size_t)t * kern_attention_rows() * nk; // (rows, nk)
+            kern_attention_kv_rows(probs, nk, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule,
+                                   scratch, to.cap ? rows_to_capture : NULL, &to);
+        }
     }
 }
 
@@ -167,7 +189,7 @@ typedef struct {
     int n_segs;
     float *scratch;            // (threads, 4 * dh * max_len)
     size_t scratch_len;
-    float *scores;             // (threads, max_len, max_len) when a segment's capture lacks the head
+    float *scores;             // (threads, kern_attention_rows(), max_len): rows of a head not kept
     float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
     size_t attn_len;
     int layer, n, n_heads, group, dh;
@@ -200,10 +222,18 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
-            float *probs = cap && cap->attn ? cap_attn(cap, w->layer, h) : w->scores + (size_t)t * len * len;
-            kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule,
-                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL);
-            if (cap && cap->thumb) kern_pool_attention(cap_thumb(cap, w->layer, h), cap->thumb_size, probs, len, 0, len, len, len);
+            float *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
+            if (cap && cap->attn) {
+                float *probs = cap_attn(cap, w->layer, h); // (len, len)
+                kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule, scratch);
+                RowsTo to = {cap, w->layer, h, 0, len};
+                rows_to_capture(&to, 0, len, probs, len);
+            } else {
+                RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, 0, len};
+                kern_attention_kv_rows(w->scores + (size_t)t * kern_attention_rows() * len, len, w->ctxT ? ctx : NULL, q,
+                                       len, k, w->vT ? v : NULL, len, len, dh, &w->rule, scratch,
+                                       to.cap ? rows_to_capture : NULL, &to);
+            }
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
     }
@@ -433,11 +463,14 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
     for (int l = 0; l < cap->n_layers; l++)
         for (int h = 0; h < cap->n_heads; h++) {
             if (!cap_has(cap, l, h)) continue;
-            if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its thumbnail, or its q/k */
+            if (!cap->attn) { /* a lean capture: NaN/Inf in a row would reach its q/k, thumbnail or telemetry */
                 const size_t dh = (size_t)cap->head_dim, tt = (size_t)cap->thumb_size * (size_t)cap->thumb_size;
-                const float *q = cap_q(cap, l, h) + (size_t)pos0 * dh, *k = cap_k(cap, l, h) + (size_t)pos0 * dh;
-                int bad = !all_finite(q, (size_t)n * dh) || !all_finite(k, (size_t)n * dh) ||
-                          (cap->thumb && !all_finite(cap_thumb(cap, l, h), tt));
+                int bad = 0;
+                if (cap->q)
+                    bad |= !all_finite(cap_q(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh) ||
+                           !all_finite(cap_k(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh);
+                if (cap->thumb) bad |= !all_finite(cap_thumb(cap, l, h), tt);
+                if (cap->tel) bad |= !all_finite(cap_tel(cap, l, h) + (size_t)pos0 * CAP_TEL_N, (size_t)n * CAP_TEL_N);
                 if (bad) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
                 continue;
             }

@@ -295,6 +295,20 @@ void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
     for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale);
 }
 
+/* Query i's scores r (ldp) -> its probabilities; masked keys get exactly 0,
+ * as softmax gives them after HF's finfo.min fill. */
+static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int ldp) {
+    int lo, hi;
+    attn_keys(rule, nq, nk, i, &lo, &hi);
+    if (rule->softcap > 0 || !(rule->scale > 0)) {
+        scale_row(r + lo, hi - lo, rule->scale);
+        if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
+        kern_softmax_rows(r + lo, 1, hi - lo);
+    } else kern_softmax_scaled_rows(r + lo, 1, hi - lo, rule->scale);
+    memset(r, 0, (size_t)lo * sizeof *r);
+    memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
+}
+
 void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
                        int ldk, int nk, int dh, const AttnRule *rule, float *scratch) {
     // probs (nq, ldp) = softmax(mask(cap(scale q k^T))); ctxT (dh, nq) = (probs v)^T unless ctxT is NULL
@@ -309,19 +323,7 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
         gemm_rows_ld(probs + (size_t)i0 * ldp + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo,
                      (size_t)ldk, hi1 - lo, i1 - i0, dh, panel);
     }
-    /* masked keys get exactly 0, as softmax gives them after HF's finfo.min fill */
-    for (int i = 0; i < nq; i++) {
-        float *r = probs + (size_t)i * ldp; // (ldp)
-        int lo, hi;
-        attn_keys(rule, nq, nk, i, &lo, &hi);
-        if (rule->softcap > 0 || !(rule->scale > 0)) {
-            scale_row(r + lo, hi - lo, rule->scale);
-            if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
-            kern_softmax_rows(r + lo, 1, hi - lo);
-        } else kern_softmax_scaled_rows(r + lo, 1, hi - lo, rule->scale);
-        memset(r, 0, (size_t)lo * sizeof *r);
-        memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
-    }
+    for (int i = 0; i < nq; i++) probs_row(rule, nq, nk, i, probs + (size_t)i * ldp, ldp);
     if (!ctxT) return;
     /* context: ctx (nq, dh) = probs v, each row over the keys its block sees
      * from a multiple of the chain length (gemm.h), so that the keys skipped
@@ -339,6 +341,39 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
                      v + (size_t)lo * dh, (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
     }
     kern_transpose(ctxT, ctx, nq, dh);
+}
+
+int kern_attention_rows(void) { return ATTN_ROWS; }
+
+void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
+                            const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
+                            KernRowsFn fn, void *fn_ctx) {
+    // probs (ATTN_ROWS, ldp): one block of rows at a time, reused; ctxT (dh, nq) as kern_attention_kv's
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    float *v = NULL, *ctx = NULL; // (nk, dh), (nq, dh)
+    if (ctxT) {
+        v = scratch, ctx = scratch + (size_t)nk * dh;
+        for (int j = 0; j < nk; j++)
+            for (int d = 0; d < dh; d++) v[(size_t)j * dh + d] = vT[(size_t)d * ldk + j];
+    }
+    for (int i0 = 0; i0 < nq; i0 += ATTN_ROWS) {
+        const int i1 = nq - i0 < ATTN_ROWS ? nq : i0 + ATTN_ROWS;
+        int lo, hi, lo1, hi1;
+        attn_keys(rule, nq, nk, i0, &lo, &hi);
+        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
+        /* the same steps as kern_attention_kv's, on this block's rows only:
+         * each output's chain is the same, so are its bits */
+        gemm_rows_ld(probs + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo, (size_t)ldk, hi1 - lo,
+                     i1 - i0, dh, panel);
+        for (int i = i0; i < i1; i++) probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp);
+        if (fn) fn(fn_ctx, i0, i1, probs, ldp);
+        if (ctxT) {
+            lo -= lo % GEMM_KB;
+            gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + lo, GEMM_F32, (size_t)ldp, 1, v + (size_t)lo * dh,
+                         (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
+        }
+    }
+    if (ctxT) kern_transpose(ctxT, ctx, nq, dh);
 }
 
 void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,

@@ -523,7 +523,7 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
             bad |= !s->rope_cos_local || !s->rope_sin_local;
         }
     }
-    s->scores = alloc_floats((size_t)s->n_threads * n * n);
+    s->scores = alloc_floats((size_t)s->n_threads * (size_t)kern_attention_rows() * n); /* rows of heads not kept */
     s->seg = alloc_floats((size_t)s->n_threads * 4 * dh * n);
     s->pos = malloc(n * sizeof *s->pos);
     bad |= !s->seg || !s->pos;
@@ -614,6 +614,25 @@ int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, 
     return capture_make(cap, c, n, 0, 1, 0, thumb_size, NULL, 0, NULL, 0, e);
 }
 
+int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
+                            int n_layers, const int *heads, int n_heads, AvErr *e) {
+    if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
+    if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
+    const size_t rows = cap_blocks(cap) * (size_t)n;
+    cap->tel = alloc_floats(rows * CAP_TEL_N);
+    cap->tel_top_k = top_k;
+    if (top_k) {
+        cap->tel_top = malloc(rows * (size_t)top_k * sizeof *cap->tel_top);
+        cap->tel_top_w = alloc_floats(rows * (size_t)top_k);
+    }
+    cap->tel_ids = ids;
+    if (!cap->tel || (top_k && (!cap->tel_top || !cap->tel_top_w))) {
+        model_capture_free(cap);
+        return av_err(e, "out of memory for attention telemetry (%d tokens)", n);
+    }
+    return 0;
+}
+
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
     size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads, t = (size_t)(thumb_size < n ? thumb_size : n);
     return (2 * blocks * (size_t)n * (size_t)c->head_dim + blocks * t * t) * sizeof(float);
@@ -629,6 +648,9 @@ void model_capture_free(Capture *cap) {
     free(cap->k);
     free(cap->hidden);
     free(cap->thumb);
+    free(cap->tel);
+    free(cap->tel_top);
+    free(cap->tel_top_w);
     memset(cap, 0, sizeof *cap);
 }
 

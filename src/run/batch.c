@@ -248,7 +248,12 @@ int run_batch(Run *r, AvErr *e) {
     if (!in) return -1;
     BatchState bs = {r, strcmp(o->batch.path, "-") ? o->batch.path : "stdin", NULL, 0, 0, 0,
                      !o->quiet && av_progress_wanted()};
+    /* --shard I/N: the lines numbered (from 0) I modulo N. Every line is read and
+     * counted, blank and bad ones too, so the shards of a file are fixed by the
+     * file alone and together hold each line once. */
+    const long shard_n = o->batch.shard_count > 1 ? o->batch.shard_count : 1, shard_i = shard_n > 1 ? o->batch.shard_index : 0;
     long total = bs.show ? count_lines(in) : -1;
+    if (total > 0 && shard_n > 1) total = total > shard_i ? (total - 1 - shard_i) / shard_n + 1 : 0;
     AvOut out = {0};
     int streaming = !o->stats && !o->heads.on && !o->output.out_dir;
     Pack *pack = calloc(1, sizeof *pack);
@@ -272,7 +277,7 @@ int run_batch(Run *r, AvErr *e) {
     char *line = NULL;
     size_t cap = 0;
     ssize_t got = 0;
-    long lineno = 0;
+    long lineno = 0, taken = 0;
     int rc = 0, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
     while (!bs.stop && (got = read_line(in, &line, &cap, BATCH_MAX_LINE, &too_long)) >= 0) {
@@ -283,6 +288,9 @@ int run_batch(Run *r, AvErr *e) {
             bs.stop = 1;
             break;
         }
+        /* after the length check: a line too long stops every shard, as it stops one run */
+        if ((lineno - 1) % shard_n != shard_i) continue;
+        taken++;
         size_t len = (size_t)got;
         char *b = NULL;
         if (memchr(line, '\0', len)) {
@@ -315,7 +323,9 @@ int run_batch(Run *r, AvErr *e) {
     if (streaming && av_out_commit(&out, e) != 0) return -1;
     if (o->stats && run_finish_stats(r, e) != 0) return -1;
     if (o->heads.on && run_finish_heads(r, e) != 0) return -1;
-    if (bs.failed) return av_err(e, "%ld of %ld lines failed", bs.failed, lineno);
+    if (bs.failed && shard_n > 1)
+        return av_err(e, "%ld of %ld lines of shard %ld/%ld failed", bs.failed, taken, shard_i, shard_n);
+    if (bs.failed) return av_err(e, "%ld of %ld lines failed", bs.failed, taken);
     if (!o->quiet) av_info("%ld inputs processed", bs.done);
     return 0;
 }

@@ -301,7 +301,9 @@ static int run_single(Run *r, AvErr *e) {
 int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch.path ? run_batch(p, e) : run_single(p, e); }
 
 int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    return run_tokenize(p, a, b, enc, e);
+    if (run_tokenize(p, a, b, enc, e) != 0) return -1;
+    run_warn_truncated(p, enc, 0);
+    return 0;
 }
 
 /* The run state grown to n tokens (it only grows: one-input runs share it). */

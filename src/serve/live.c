@@ -19,6 +19,7 @@
 #include "output.h"
 #include "pipeline.h"
 #include "predict.h"
+#include "report.h"
 #include "util.h"
 
 typedef struct {
@@ -34,6 +35,8 @@ struct LiveRun {
     TokEncoding enc;        /* set by the first forward pass */
     int have_enc;
     char *meta, *warnings;  /* JSON, set with the first capture */
+    char *noted;            /* the warnings so far, JSON strings joined by commas (NULL: none) */
+    int noted_bad;          /* a warning was lost (out of memory) */
     Capture cap;            /* lean: cap.q == NULL when not (or no longer) computed */
     size_t bytes;
     int users;              /* holders: never evicted or forgotten while > 0 */
@@ -63,7 +66,7 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
     lv->lim = *lim;
     lv->page = *page;
     lv->page.text_a = lv->page.text_b = NULL;
-    lv->page.quiet = 1; /* warnings travel in responses */
+    lv->page.quiet = 0; /* the run's warnings are collected (collect_notes) and travel in responses */
     lv->page.profile = 0;
     if (pthread_mutex_init(&lv->mu, NULL) != 0) return av_err(e, "cannot create a lock");
     for (int i = 0; i < n_models; i++) {
@@ -85,6 +88,7 @@ static void run_free(LiveRun *r) {
     tok_encoding_free(&r->enc);
     free(r->meta);
     free(r->warnings);
+    free(r->noted);
     model_capture_free(&r->cap);
     free(r);
 }
@@ -261,9 +265,51 @@ static void end_turn(Live *lv, int m) {
     pthread_mutex_unlock(&lv->mu);
 }
 
+/* The reporter a worker installs for its thread while the pipeline works on
+ * run r: the pipeline's warnings, in the command line's words, become the
+ * run's JSON warnings; its other notes are not the client's business. */
+static void collect_note(void *ctx, AvNoteKind kind, const char *msg) {
+    LiveRun *r = ctx;
+    if (kind != AV_NOTE_WARNING) return;
+    char *item = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&item, &len);
+    if (!f) {
+        r->noted_bad = 1;
+        return;
+    }
+    json_write_string(f, msg);
+    if (fclose(f) != 0) {
+        free(item);
+        r->noted_bad = 1;
+        return;
+    }
+    size_t had = r->noted ? strlen(r->noted) : 0;
+    char *joined = realloc(r->noted, had + 1 + len + 1);
+    if (!joined) {
+        free(item);
+        r->noted_bad = 1;
+        return;
+    }
+    if (had) joined[had++] = ',';
+    memcpy(joined + had, item, len + 1);
+    r->noted = joined;
+    free(item);
+}
+
+static void collect_notes(LiveRun *r) { av_set_thread_reporter(&(AvReporter){collect_note, r, 0}); }
+
+static void drop_note(void *ctx, AvNoteKind kind, const char *msg) { (void)ctx, (void)kind, (void)msg; }
+
+/* A pass whose warnings were already given with the run's first. */
+static void drop_notes(void) { av_set_thread_reporter(&(AvReporter){drop_note, NULL, 0}); }
+
+static void end_notes(void) { av_set_thread_reporter(NULL); }
+
 /* meta and warnings of a run's first pass. */
 static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictions *pred, AvErr *e) {
     const LiveModel *lm = &lv->m[r->model];
+    if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
     OutSpelling words = {0};
     if (r->k > 0 && pred && pipeline_spell(lm->p, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
@@ -274,18 +320,7 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     pipeline_spelling_free(&words);
     if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
     if (buf_open(&b)) return av_err(e, "out of memory");
-    fputc('[', b.f);
-    if (r->enc.n_truncated > 0) {
-        char w[160];
-        snprintf(w, sizeof w, "input is longer than the model's %d positions; dropped %d tokens",
-                 cfg_max_tokens(model_cfg(lv, r->model)), r->enc.n_truncated);
-        json_write_string(b.f, w);
-    }
-    if (r->k > 0 && pred && pred->n == 0 && !model_cfg(lv, r->model)->causal) {
-        if (r->enc.n_truncated > 0) fputc(',', b.f);
-        json_write_string(b.f, "no [MASK] or <mask> in the input: no fill-ins to predict");
-    }
-    fputc(']', b.f);
+    fprintf(b.f, "[%s]", r->noted ? r->noted : "");
     if (!(r->warnings = buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
     return 0;
 }
@@ -312,6 +347,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         st = LIVE_OK;
         goto done;
     }
+    collect_notes(r);
     if (!r->have_enc) {
         double t0 = av_now_ms();
         if (pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e) != 0) {
@@ -339,6 +375,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     pthread_mutex_unlock(&lv->mu);
     double t0 = av_now_ms();
     int first = r->meta == NULL;
+    if (!first) drop_notes();
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
         goto done;
@@ -353,6 +390,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     pthread_mutex_unlock(&lv->mu);
     st = LIVE_OK;
 done:
+    end_notes();
     end_turn(lv, r->model);
     model_capture_free(&cap);
     pred_free(&pred);
@@ -508,6 +546,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
     CapPredictions pred = {0};
     OutSpelling words = {0};
     st = LIVE_FAILED;
+    drop_notes();
     if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
         if (pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0 &&
             (!r->k || pipeline_spell(lm->p, pred.ids, pred.n * pred.k, &words, e) == 0)) {
@@ -531,6 +570,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, cha
         }
         model_capture_free(&cap);
     }
+    end_notes();
     end_turn(lv, r->model);
     pred_free(&pred);
     pipeline_spelling_free(&words);

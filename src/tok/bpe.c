@@ -13,6 +13,8 @@
 #include "bpe.h"
 #include "util.h"
 
+#include "strtab.h"
+
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +35,9 @@ typedef struct {
 struct BpeModel {
     char *arena;          /* token spellings, NUL-terminated */
     char *disp_arena;     /* display strings that differ from the spelling */
-    const char **tok;     /* id -> spelling */
+    AvStrTab vocab;       /* id <-> spelling (in arena) */
     const char **disp;    /* id -> display text */
-    uint32_t *tok_len;
-    uint32_t *tok_hash;
     int n;
-    int32_t *slots;       /* open addressing over ids, -1 = empty */
-    size_t mask;
     MergeSlot *merges;
     size_t mmask;
     int n_merges;         /* merge lines read (ranks are 0..n_merges-1) */
@@ -149,25 +147,9 @@ size_t bpe_pretoken_end(const char *str, size_t len, size_t pos) {
     return last;
 }
 
-/* ---- vocabulary hash ---------------------------------------------------- */
-
-static uint32_t hash2(const char *a, size_t alen, const char *b, size_t blen) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < alen; i++) h = (h ^ (uint8_t)a[i]) * 16777619u;
-    for (size_t i = 0; i < blen; i++) h = (h ^ (uint8_t)b[i]) * 16777619u;
-    return h;
-}
-
 /* Id of the token spelled a followed by b, or -1. */
 static int lookup2(const BpeModel *m, const char *a, size_t alen, const char *b, size_t blen) {
-    uint32_t h = hash2(a, alen, b, blen);
-    for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
-        int32_t id = m->slots[i];
-        if (id < 0) return -1;
-        if (m->tok_hash[id] == h && m->tok_len[id] == alen + blen &&
-            memcmp(m->tok[id], a, alen) == 0 && memcmp(m->tok[id] + alen, b, blen) == 0)
-            return id;
-    }
+    return av_strtab_find2(&m->vocab, a, alen, b, blen);
 }
 
 int bpe_token_to_id(const BpeModel *m, const char *tok, size_t len) {
@@ -178,7 +160,7 @@ int bpe_vocab_size(const BpeModel *m) { return m->n; }
 int bpe_n_merges(const BpeModel *m) { return m->n_merges; }
 
 const char *bpe_id_to_token(const BpeModel *m, int id) {
-    return id >= 0 && id < m->n ? m->tok[id] : NULL;
+    return id >= 0 && id < m->n ? m->vocab.tok[id] : NULL;
 }
 
 const char *bpe_id_to_display(const BpeModel *m, int id) {
@@ -235,18 +217,10 @@ static int load_vocab(BpeModel *m, const char *path, AvErr *e) {
     const cJSON *it;
     cJSON_ArrayForEach(it, root) bytes += strlen(it->string) + 1;
     m->arena = malloc(bytes);
-    m->tok = calloc((size_t)n, sizeof *m->tok);
-    m->tok_len = malloc((size_t)n * sizeof *m->tok_len);
-    m->tok_hash = malloc((size_t)n * sizeof *m->tok_hash);
-    size_t cap = 16;
-    while (cap < (size_t)n * 2) cap *= 2;
-    m->slots = malloc(cap * sizeof *m->slots);
-    if (!m->arena || !m->tok || !m->tok_len || !m->tok_hash || !m->slots) {
+    if (!m->arena || av_strtab_init(&m->vocab, n) != 0) {
         av_err(e, "%s: out of memory", path);
         goto done;
     }
-    memset(m->slots, 0xff, cap * sizeof *m->slots);
-    m->mask = cap - 1;
     m->n = n;
     char *p = m->arena;
     cJSON_ArrayForEach(it, root) {
@@ -280,18 +254,12 @@ static int load_vocab(BpeModel *m, const char *path, AvErr *e) {
             av_err(e, "%s: duplicate token \"%.64s\"", path, s);
             goto done;
         }
-        if (m->tok[id]) {
-            av_err(e, "%s: id %d is given to both \"%.64s\" and \"%.64s\"", path, id, m->tok[id], s);
+        if (m->vocab.tok[id]) {
+            av_err(e, "%s: id %d is given to both \"%.64s\" and \"%.64s\"", path, id, m->vocab.tok[id], s);
             goto done;
         }
         memcpy(p, s, sl + 1);
-        uint32_t h = hash2(p, sl, "", 0);
-        size_t slot = h & m->mask;
-        while (m->slots[slot] >= 0) slot = (slot + 1) & m->mask;
-        m->slots[slot] = id;
-        m->tok[id] = p;
-        m->tok_len[id] = (uint32_t)sl;
-        m->tok_hash[id] = h;
+        av_strtab_set(&m->vocab, id, p, sl);
         p += sl + 1;
     }
     /* n distinct ids in 0..n-1: every id is taken. */
@@ -381,14 +349,14 @@ done:
 /* Display text of every token, decoded once at load. */
 static int build_display(BpeModel *m, AvErr *e) {
     size_t total = 0, n = (size_t)(unsigned)m->n; /* 1..BPE_MAX_VOCAB */
-    for (size_t id = 0; id < n; id++) total += m->tok_len[id] + 1;
+    for (size_t id = 0; id < n; id++) total += m->vocab.len[id] + 1;
     m->disp_arena = malloc(total);
     m->disp = malloc(n * sizeof *m->disp);
     if (!m->disp_arena || !m->disp) return av_err(e, "out of memory");
     char *p = m->disp_arena;
     for (int id = 0; id < m->n; id++) {
-        const uint8_t *s = (const uint8_t *)m->tok[id];
-        size_t sl = m->tok_len[id], i = 0, k = 0;
+        const uint8_t *s = (const uint8_t *)m->vocab.tok[id];
+        size_t sl = m->vocab.len[id], i = 0, k = 0;
         int mapped = 1;
         while (i < sl && mapped) {
             int32_t c;
@@ -403,7 +371,7 @@ static int build_display(BpeModel *m, AvErr *e) {
             m->disp[id] = p;
             p += k + 1;
         } else {
-            m->disp[id] = m->tok[id];
+            m->disp[id] = m->vocab.tok[id];
         }
     }
     return 0;
@@ -426,11 +394,8 @@ void bpe_free(BpeModel *m) {
     if (!m) return;
     free(m->arena);
     free(m->disp_arena);
-    free((void *)m->tok);
+    av_strtab_free(&m->vocab);
     free((void *)m->disp);
-    free(m->tok_len);
-    free(m->tok_hash);
-    free(m->slots);
     free(m->merges);
     free(m);
 }
@@ -581,7 +546,7 @@ int bpe_encode_word(const BpeModel *m, BpeScratch *sc, const char *w, size_t len
     CacheSlot *slot = NULL;
     uint32_t h = 0;
     if (len <= BPE_CACHE_MAX_WORD) {
-        h = hash2(w, len, "", 0);
+        h = av_fnv1a(w, len, AV_FNV_SEED);
         slot = &sc->cache[h & (BPE_CACHE_SLOTS - 1)];
         if (slot->used && slot->hash == h && slot->len == len &&
             memcmp(sc->keys + slot->key, w, len) == 0) {

@@ -17,6 +17,7 @@
 #include "bpe.h"
 #include "tokjson.h"
 #include "config.h"
+#include "strtab.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -44,12 +45,8 @@ static const char *const ROBERTA_SPECIALS[] = {"<s>", "<pad>", "</s>", "<unk>", 
 
 struct Tokenizer {
     char *buf;             /* vocab file bytes; each line NUL-terminated in place */
-    const char **tok;      /* id -> spelling (points into buf) */
-    uint32_t *tok_len;     /* id -> byte length */
-    uint32_t *tok_hash;    /* id -> hash, to skip most string compares */
+    AvStrTab vocab;        /* id <-> spelling (pointing into buf) */
     int n;
-    int32_t *slots;        /* open-addressing table of ids, -1 = empty */
-    size_t mask;
     int lowercase;
     int unk, cls, sep;     /* RoBERTa: <unk> (or -1), <s>, </s>; GPT-2: -1 */
     TokStyle style;
@@ -65,23 +62,11 @@ struct Tokenizer {
     size_t max_cont_bytes; /* longest "##" entry, prefix excluded */
 };
 
-/* ---- vocab hash table ------------------------------------------------- */
+/* ---- vocab lookups ---------------------------------------------------- */
 
-/* Over prefix then data, so "##" + piece hashes without a copy. */
-static uint32_t hash_bytes(const char *prefix, size_t plen, const char *data, size_t len) {
-    return av_fnv1a(data, len, av_fnv1a(prefix, plen, AV_FNV_SEED));
-}
-
-static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const char *data,
-                  size_t len) {
-    uint32_t h = hash_bytes(prefix, plen, data, len);
-    for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        int32_t id = t->slots[i];
-        if (id < 0) return -1;
-        if (t->tok_hash[id] == h && t->tok_len[id] == plen + len &&
-            memcmp(t->tok[id], prefix, plen) == 0 && memcmp(t->tok[id] + plen, data, len) == 0)
-            return id;
-    }
+/* prefix then data, so "##" + piece is looked up without a copy. */
+static int lookup(const Tokenizer *t, const char *prefix, size_t plen, const char *data, size_t len) {
+    return av_strtab_find2(&t->vocab, prefix, plen, data, len);
 }
 
 /* ---- loading ------------------------------------------------------------ */
@@ -134,18 +119,10 @@ static int load_vocab_lines(Tokenizer **out, Tokenizer *t, size_t len, const cha
         av_err(e, "%s: too many lines", vocab_path);
         goto fail;
     }
-    t->tok = malloc(n_lines * sizeof *t->tok);
-    t->tok_len = malloc(n_lines * sizeof *t->tok_len);
-    t->tok_hash = malloc(n_lines * sizeof *t->tok_hash);
-    size_t cap = 16;
-    while (cap < n_lines * 2) cap *= 2;
-    t->slots = malloc(cap * sizeof *t->slots);
-    if (!t->tok || !t->tok_len || !t->tok_hash || !t->slots) {
+    if (av_strtab_init(&t->vocab, (int)n_lines) != 0) {
         av_err(e, "%s: out of memory", vocab_path);
         goto fail;
     }
-    memset(t->slots, 0xff, cap * sizeof *t->slots);
-    t->mask = cap - 1;
 
     char *p = t->buf, *end = t->buf + len;
     for (int id = 0; p < end; id++) {
@@ -169,13 +146,7 @@ static int load_vocab_lines(Tokenizer **out, Tokenizer *t, size_t len, const cha
                    p, dup + 1);
             goto fail;
         }
-        uint32_t h = hash_bytes("", 0, p, tl);
-        size_t s = h & t->mask;
-        while (t->slots[s] >= 0) s = (s + 1) & t->mask;
-        t->slots[s] = id;
-        t->tok[id] = p;
-        t->tok_len[id] = (uint32_t)tl;
-        t->tok_hash[id] = h;
+        av_strtab_set(&t->vocab, id, p, tl);
         t->n = id + 1;
         if (tl >= 2 && p[0] == '#' && p[1] == '#') {
             if (tl - 2 > t->max_cont_bytes) t->max_cont_bytes = tl - 2;
@@ -404,10 +375,7 @@ void tok_free(Tokenizer *t) {
     tj_free(t->tj);
     bpe_free(t->bpe);
     free(t->buf);
-    free(t->tok);
-    free(t->tok_len);
-    free(t->tok_hash);
-    free(t->slots);
+    av_strtab_free(&t->vocab);
     free(t);
 }
 
@@ -416,7 +384,7 @@ int tok_vocab_size(const Tokenizer *t) { return t->tj ? tj_vocab_size(t->tj) : t
 const char *tok_id_to_token(const Tokenizer *t, int id) {
     if (t->tj) return tj_id_to_token(t->tj, id);
     if (t->bpe) return bpe_id_to_token(t->bpe, id);
-    return id >= 0 && id < t->n ? t->tok[id] : NULL;
+    return id >= 0 && id < t->n ? t->vocab.tok[id] : NULL;
 }
 
 int tok_token_to_id(const Tokenizer *t, const char *token) {
@@ -1059,7 +1027,7 @@ const char *tok_id_display(const Tokenizer *t, int id) {
     if (tok_is_special(t, id)) return tok_id_to_token(t, id);
     if (t->tj) return tj_id_to_display(t->tj, id);
     if (t->bpe) return bpe_id_to_display(t->bpe, id);
-    return t->tok[id];
+    return t->vocab.tok[id];
 }
 
 typedef struct {

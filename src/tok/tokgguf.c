@@ -18,6 +18,7 @@
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokjson.h"
+#include "strtab.h"
 #include "util.h"
 
 /* The split patterns transformers pairs with llama.cpp's "pre" names. */
@@ -60,24 +61,6 @@ static void named_specials(const GgufFile *f, int64_t ids[3]) {
     }
 }
 
-/* A token spelling -> id table over the GGUF image's strings. */
-typedef struct {
-    const char **s;
-    size_t *n;
-    int32_t *slot;
-    size_t mask;
-} Spell;
-
-static uint32_t spell_hash(const char *s, size_t n) { return av_fnv1a(s, n, AV_FNV_SEED); }
-
-static int spell_find(const Spell *t, const char *s, size_t n) {
-    for (size_t i = spell_hash(s, n) & t->mask;; i = (i + 1) & t->mask) {
-        int32_t id = t->slot[i];
-        if (id < 0) return -1;
-        if (t->n[id] == n && !memcmp(t->s[id], s, n)) return id;
-    }
-}
-
 typedef struct {
     int32_t l, r;        /* ids of the two pieces */
     float score;         /* the merged token's score */
@@ -108,30 +91,30 @@ static int32_t utf8_chars(const char *s, size_t n) {
 static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const *respelled, cJSON *mlist,
                            const char *path, AvErr *e) {
     const size_t n = (size_t)toks->arr_n;
-    Spell t = {0};
-    size_t cap = 16;
-    while (cap < 2 * n + 2) cap *= 2;
-    t.s = malloc(n * sizeof *t.s), t.n = malloc(n * sizeof *t.n), t.slot = malloc(cap * sizeof *t.slot), t.mask = cap - 1;
+    if (n > (size_t)(INT32_MAX / 4)) return av_err(e, "%s: %zu tokens: too many", path, n);
+    AvStrTab t;
     GenMerge *gm = NULL;
     size_t ng = 0, gcap = 0;
     int rc = -1;
-    if (!t.s || !t.n || !t.slot) goto oom;
-    memset(t.slot, 0xff, cap * sizeof *t.slot);
+    if (av_strtab_init(&t, (int)n) != 0) goto oom;
     for (size_t i = 0; i < n; i++) {
-        if (gguf_arr_str(toks, i, &t.s[i], &t.n[i], e)) goto bad;
-        if (respelled && respelled[i]) t.s[i] = respelled[i], t.n[i] = strlen(respelled[i]);
-        if (spell_find(&t, t.s[i], t.n[i]) >= 0) continue; /* a repeat keeps the first id */
-        size_t j = spell_hash(t.s[i], t.n[i]) & t.mask;
-        while (t.slot[j] >= 0) j = (j + 1) & t.mask;
-        t.slot[j] = (int32_t)i;
+        const char *sp;
+        size_t sl;
+        if (gguf_arr_str(toks, i, &sp, &sl, e)) goto bad;
+        if (respelled && respelled[i]) sp = respelled[i], sl = strlen(respelled[i]);
+        if (sl > UINT32_MAX) {
+            av_err(e, "token %zu is %zu bytes long", i, sl);
+            goto bad;
+        }
+        av_strtab_set(&t, (int)i, sp, sl); /* a repeat keeps the first id */
     }
     for (size_t i = 0; i < n; i++) {
         double sc = -(double)i; /* no scores: the file's order ranks the merges (Gemma) */
         if (scores && gguf_kv_num(scores, i, &sc, e)) goto bad;
         size_t first = ng;
-        for (size_t k = 1; k < t.n[i]; k++) {
-            if (((unsigned char)t.s[i][k] & 0xC0) == 0x80) continue; /* split between characters */
-            int l = spell_find(&t, t.s[i], k), r = spell_find(&t, t.s[i] + k, t.n[i] - k);
+        for (size_t k = 1; k < t.len[i]; k++) {
+            if (((unsigned char)t.tok[i][k] & 0xC0) == 0x80) continue; /* split between characters */
+            int l = av_strtab_find(&t, t.tok[i], k), r = av_strtab_find(&t, t.tok[i] + k, t.len[i] - k);
             if (l < 0 || r < 0) continue;
             if (ng == gcap) {
                 gcap = gcap ? gcap * 2 : 1024;
@@ -139,7 +122,7 @@ static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const
                 if (!g2) goto oom;
                 gm = g2;
             }
-            gm[ng++] = (GenMerge){l, r, (float)sc, utf8_chars(t.s[i], k), utf8_chars(t.s[i] + k, t.n[i] - k), 0};
+            gm[ng++] = (GenMerge){l, r, (float)sc, utf8_chars(t.tok[i], k), utf8_chars(t.tok[i] + k, t.len[i] - k), 0};
         }
         /* within a token, by the pieces' ids */
         for (size_t a = first + 1; a < ng; a++)
@@ -152,7 +135,7 @@ static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const
     if (ng) qsort(gm, ng, sizeof *gm, gen_cmp);
     for (size_t i = 0; i < ng; i++) {
         cJSON *pair = cJSON_CreateArray();
-        char *a = strndup(t.s[gm[i].l], t.n[gm[i].l]), *b = strndup(t.s[gm[i].r], t.n[gm[i].r]);
+        char *a = strndup(t.tok[gm[i].l], t.len[gm[i].l]), *b = strndup(t.tok[gm[i].r], t.len[gm[i].r]);
         int ok = pair && a && b && cJSON_AddItemToArray(pair, cJSON_CreateString(a)) &&
                  cJSON_AddItemToArray(pair, cJSON_CreateString(b)) && cJSON_AddItemToArray(mlist, pair);
         free(a), free(b);
@@ -169,7 +152,8 @@ oom:
 bad:
     av_err_prefix(e, "%s", path);
 done:
-    free(t.s), free(t.n), free(t.slot), free(gm);
+    av_strtab_free(&t);
+    free(gm);
     return rc;
 }
 
