@@ -11,6 +11,11 @@ SAN     ?=
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Iinclude
+# libattnviz (include/attnviz.h) needs these only: the server's libmicrohttpd stays the CLI's.
+LIB_PKGS := libcjson libutf8proc openblas zlib oniguruma
+# Every object is position-independent, so the CLI's static archive and libattnviz.so are built
+# from the same objects; hidden by default, so the library exports only the ATTNVIZ_API functions.
+CFLAGS  += -fPIC -fvisibility=hidden
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -39,10 +44,33 @@ TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
 VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
+# libattnviz.so.ABI -> libattnviz.so.ABI.MINOR.PATCH: ABI is include/attnviz.h's ATTNVIZ_ABI_VERSION.
+ABI      := $(shell sed -n 's/^#define ATTNVIZ_ABI_VERSION \([0-9]*\)/\1/p' include/attnviz.h)
+SONAME   := libattnviz.so.$(ABI)
+LIB_REAL := libattnviz.so.$(ABI).$(word 2,$(subst ., ,$(VERSION))).$(word 3,$(subst ., ,$(VERSION)))
+# The command line, the server and the commands are the CLI's: the library is the rest.
+LIB_OBJS := $(filter-out $(B)/obj/cli.o $(B)/obj/serve.o $(B)/obj/live.o,$(OBJS))
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 
 .PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan
 
-all: $(BIN) demo-model
+all: $(BIN) $(B)/libattnviz.so demo-model
+
+# The shared library: the same objects, linked with -z defs so that a symbol
+# it would need from the CLI's objects is a link error, not a load-time one.
+$(B)/$(LIB_REAL): $(LIB_OBJS) abi/libattnviz.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -Wl,--version-script,abi/libattnviz.map -o $@ $(LIB_OBJS) \
+		$(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -lpthread
+
+$(B)/libattnviz.so: $(B)/$(LIB_REAL)
+	ln -sf $(LIB_REAL) $(B)/$(SONAME)
+	ln -sf $(SONAME) $@
+
+# The C example against the build folder's library (tests/lib_test.sh builds it
+# against an installed copy through pkg-config, as a user would).
+$(B)/top_heads: examples/top_heads.c include/attnviz.h $(B)/libattnviz.so
+	$(CC) $(CFLAGS) -o $@ $< -L$(B) -lattnviz -Wl,-rpath,'$$ORIGIN'
 
 $(BIN): $(B)/obj/main.o $(B)/libattnviz.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -159,7 +187,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 test:
 	@tools/deps.sh test
-	@$(MAKE) --no-print-directory attnviz demo-model $(TESTS)
+	@$(MAKE) --no-print-directory attnviz $(B)/libattnviz.so demo-model $(TESTS)
 	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/attnviz OPT=-O1 SAN="$(ASAN_FLAGS)" \
 		build-asan/attnviz $(patsubst $(B)/%,build-asan/%,$(TESTS))
 	@tests/run_all.sh $(TESTS) -- $(patsubst $(B)/%,build-asan/%,$(TESTS))
@@ -177,17 +205,29 @@ bench: all
 	@bench/run.sh
 
 # The templates are inside the binary; the demo model goes to PREFIX/share/attnviz/demo,
-# where an installed attnviz looks for it (relative to its own location).
-install: attnviz demo-model
+# where an installed attnviz looks for it (relative to its own location). libattnviz goes to
+# LIBDIR with its soname links, include/attnviz.h to INCLUDEDIR, attnviz.pc to LIBDIR/pkgconfig.
+install: attnviz $(B)/libattnviz.so demo-model
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/attnviz/demo
 	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
 	sed '1s/"attnviz [^"]*"/"attnviz $(VERSION)"/' docs/attnviz.1 >$(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
 	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
 	install -m 644 $(DEMO_DIR)/* $(DESTDIR)$(PREFIX)/share/attnviz/demo/
 
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 755 $(B)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
+	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libattnviz.so
+	install -m 644 include/attnviz.h $(DESTDIR)$(INCLUDEDIR)/attnviz.h
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(LIB_PKGS)|' attnviz.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/attnviz.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/attnviz.pc
+
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/attnviz $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
 	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libattnviz.so
+	rm -f $(DESTDIR)$(INCLUDEDIR)/attnviz.h $(DESTDIR)$(LIBDIR)/pkgconfig/attnviz.pc
 
 clean:
 	rm -rf build build-asan build-fuzz build-tsan attnviz

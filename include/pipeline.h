@@ -39,6 +39,9 @@ int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *en
  * k > 0 also the top-k predictions (every position, or the masks) into pred
  * (warning when a masked model's input has no mask). */
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
+/* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
+ * input g's attention into caps[g] exactly as pipeline_forward leaves it alone. */
+int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e);
 /* The document the writers read for that input (valid while its parts live);
  * pred_words: pred's ids spelled (pipeline_spell). */
 void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,

@@ -45,15 +45,24 @@ struct Pipeline {
 };
 typedef struct Pipeline Run;
 
+/* Short batch inputs wait to share one forward pass (model_forward_packed), at
+ * most this many: the weights are read once for all of them. */
+#define PACK_MAX_INPUTS 64
+
 /* session.c: the name a page shows for the model in dir (its folder's name; the demo's own). */
 const char *run_display_name(const char *dir, int is_demo, char *name, size_t len);
 
 /* run.c: the steps of one input */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
+int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
 int run_ensure_buffers(Run *r, int n, AvErr *e);
 /* The document the writers read for one input (what the RunSpec selects). */
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a, const char *b);
+/* The same for settings other than the run's own (libattnviz: each result keeps those it was run with). */
+void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncoding *enc, const Capture *cap,
+                       const char *a, const char *b);
 /* The truncation warning (lineno > 0: a batch line). */
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);
 /* A capture for n tokens as the run's spec asks: the selected matrices, or telemetry. */

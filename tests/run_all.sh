@@ -102,6 +102,7 @@ scripts=(
     tests/predict_test.sh
     tests/modernbert_test.sh
     tests/render_test.sh
+    tests/lib_test.sh
     tests/serve_test.sh
     tests/diff_test.sh
     tests/scripting_test.sh

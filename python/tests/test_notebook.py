@@ -94,3 +94,58 @@ def test_notebook_runs_offline_and_survives_save_and_reopen(binary, minilm, mini
         with open(os.path.join(out, "notebook.html"), "w", encoding="utf-8") as f:
             f.write(HOST % cells)
         nbformat.write(nb, os.path.join(out, "executed.ipynb"))
+
+
+ENGINE_NOTEBOOK = os.path.join(REPO, "python/examples/engine.ipynb")
+
+
+def test_engine_notebook_runs_without_torch(tmp_path, monkeypatch):
+    """python/examples/engine.ipynb under nbclient: attnviz.Model on the SmolLM2 GGUF in the kernel
+    (libattnviz, no binary), its two views as plain HTML whose numbers are the run's, and torch never
+    imported."""
+    gguf = os.environ.get("ATTNVIZ_SMOLLM2_GGUF")
+    if not gguf:
+        import subprocess
+        out = subprocess.run([os.path.join(REPO, "tools", "pymodel.sh"), "smollm2"], capture_output=True, text=True)
+        gguf = os.path.join(out.stdout.strip(), "SmolLM2-135M-Instruct.Q4_1.gguf") if out.returncode == 0 else ""
+    if not gguf or not os.path.isfile(gguf):
+        pytest.skip("no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)")
+    monkeypatch.setenv("ATTNVIZ_GGUF", gguf)
+    monkeypatch.setenv("PYTHONPATH", os.path.join(REPO, "python/src"))
+    monkeypatch.delenv("ATTNVIZ_BIN", raising=False)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jp"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jd"))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jc"))
+    nb = nbformat.read(ENGINE_NOTEBOOK, as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit the notebook without outputs"
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    saved = tmp_path / "engine.ipynb"
+    nbformat.write(nb, str(saved))
+    nb = nbformat.read(str(saved), as_version=4)
+    nbformat.validate(nb)
+    views, text = [], []
+    for c in nb.cells:
+        if c.cell_type != "code":
+            continue
+        for o in c.outputs:
+            assert o.output_type != "error", "".join(o.get("traceback", []))
+            if o.output_type == "stream":
+                text.append(o.text)
+            if o.output_type in ("display_data", "execute_result") and "text/html" in o.data:
+                assert set(o.data) <= {"text/html", "text/plain"}, set(o.data)
+                views.append(o.data["text/html"])
+    out = "".join(text)
+    # what the kernel printed is what this process computes (the same library, run again here)
+    import attnviz
+    r = attnviz.Model(gguf).run("The cat sat on the mat. The cat sat", layers=[0, 29], heads=[0, 1, 2], predict=5)
+    assert f"{r.attention.shape} {r.queries.shape} {r.tokens[:4]}" in out, out
+    assert str([t for t, _ in r.predictions[-1]]) in out, out
+    assert "torch imported: False" in out, out
+    assert len(views) == 2
+    pages = [pagedata.srcdoc(f) for f in views]
+    metas = [pagedata.meta(p) for p in pages]
+    assert [m["init_view"] for m in metas] == ["head", "model"]
+    assert metas[0]["layers"] == [0, 29] and metas[0]["heads"] == [0, 1, 2]
+    # the page's numbers are the run's (the page holds codes round(a * 1e4))
+    assert np.abs(pagedata.attention(pages[0]) - r.attention).max() <= STEP

@@ -1,4 +1,5 @@
-"""The package as published: version, licence, dependencies, no torch at import, pip-installable."""
+"""The package as published: version, licence, dependencies, no torch at import, pip-installable
+(compiling libattnviz), and the one-line error when the build's -dev packages are missing."""
 
 import os
 import re
@@ -51,19 +52,43 @@ def test_pip_install_builds_and_the_installed_package_draws(binary, tmp_path):
     target = tmp_path / "site"
     src = tmp_path / "src"  # a copy: setuptools builds in the tree it is given (build/, *.egg-info)
     shutil.copytree(PY_DIR, src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".pytest_cache"))
+    # the copy is outside the repository: ATTNVIZ_SRC says where libattnviz's sources are
     p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                         "--disable-pip-version-check", "--no-index", "--target", str(target), str(src)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env={**os.environ, "ATTNVIZ_SRC": REPO})
     assert p.returncode == 0, p.stdout + p.stderr
     dist = [d for d in os.listdir(target) if d.startswith("attnviz-") and d.endswith(".dist-info")]
     assert dist == [f"attnviz-{attnviz.__version__}.dist-info"]
     lic = [os.path.join(r, f) for r, _, fs in os.walk(target / dist[0]) for f in fs if f == "LICENSE"]
     assert lic, "the wheel carries no LICENSE"
-    code = ("import numpy as np, attnviz\n"
+    assert os.path.isfile(target / "attnviz" / "_lib" / "libattnviz.so"), "the package carries no libattnviz"
+    code = ("import numpy as np, attnviz, sys\n"
             "a = np.full((1, 1, 2, 3, 3), 1 / 3, np.float32)\n"
             "p = attnviz.head_view(list(a), ['a', 'b', 'c'], html_action='return')\n"
-            "print(attnviz.__file__, len(p.data))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(target), "ATTNVIZ_BIN": binary})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith(str(target)) and int(out.stdout.split()[1]) > 10000
+            "r = attnviz.Model(sys.argv[1]).run('time flies')\n"
+            "print(attnviz.__file__, len(p.data), attnviz.library_path(), r.attention.shape)\n")
+    for env in ({"ATTNVIZ_BIN": binary}, {}):  # through the binary when named, else the package's library
+        base = {k: v for k, v in os.environ.items() if k not in ("ATTNVIZ_BIN", "ATTNVIZ_LIB")}
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(REPO, "weights", "demo")], capture_output=True,
+                             text=True, cwd=tmp_path, env={**base, "PYTHONPATH": str(target), **env})
+        assert out.returncode == 0, out.stderr
+        f = out.stdout.split()
+        assert f[0].startswith(str(target)) and int(f[1]) > 10000, out.stdout
+        assert f[2] == str(target / "attnviz" / "_lib" / "libattnviz.so") and out.stdout.rstrip().endswith("(2, 12, 4, 4)")
+
+
+def test_missing_dev_packages_are_named_in_one_line(tmp_path):
+    """Without pkg-config's libraries the build stops before compiling, naming the Debian packages."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    # a pkg-config that knows every library but Oniguruma and cJSON
+    (fake / "pkg-config").write_text('#!/bin/sh\ncase "$*" in *oniguruma*|*libcjson*) exit 1;; esac\nexit 0\n')
+    (fake / "pkg-config").chmod(0o755)
+    p = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path / "b")],
+                       cwd=PY_DIR, capture_output=True, text=True,
+                       env={**os.environ, "PATH": str(fake) + os.pathsep + os.environ["PATH"]})
+    assert p.returncode != 0
+    line = [ln for ln in p.stderr.splitlines() if "attnviz:" in ln]
+    assert line == ["attnviz: building libattnviz needs these Debian packages: libcjson-dev libonig-dev "
+                    "(apt-get install libcjson-dev libonig-dev)"], p.stderr
+    assert not (tmp_path / "b" / "attnviz" / "_lib").exists()

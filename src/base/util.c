@@ -84,14 +84,14 @@ int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len
 #define MAX_OPEN_OUTS 16
 static char *volatile open_tmps[MAX_OPEN_OUTS];
 
+/* A slot is claimed by compare-and-swap: libattnviz's callers may write pages from several threads. */
 static void track(char *tmp) {
     for (int i = 0; i < MAX_OPEN_OUTS; i++)
-        if (!open_tmps[i]) { open_tmps[i] = tmp; return; }
+        if (__sync_bool_compare_and_swap(&open_tmps[i], NULL, tmp)) return;
 }
 
 static void untrack(const char *tmp) {
-    for (int i = 0; i < MAX_OPEN_OUTS; i++)
-        if (open_tmps[i] == tmp) open_tmps[i] = NULL;
+    for (int i = 0; i < MAX_OPEN_OUTS; i++) __sync_bool_compare_and_swap(&open_tmps[i], (char *)tmp, NULL);
 }
 
 void av_out_abort_all(void) {

@@ -51,10 +51,6 @@ static void progress(long done, long total, double t0, int final) {
     }
 }
 
-/* Short batch inputs wait here to share one forward pass (model_forward_packed):
- * the weights are read once for all of them. */
-#define PACK_MAX_INPUTS 64
-
 /* The longest --batch line read (README.md, docs/attnviz.1): past it the batch
  * stops with the line's number. */
 #define BATCH_MAX_LINE (16u << 20)

@@ -22,9 +22,8 @@ static const char *human_size(double bytes, char *buf, size_t len) {
 }
 
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
-int run_ensure_buffers(Run *r, int n, AvErr *e) {
-    if (n <= r->cap_n) return 0;
-    const RunSpec *o = r->o;
+/* Refused before allocating: a capture grows with the square of the input. */
+int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e) {
     const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
     const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
     /* refuse before allocating: a capture grows with the square of the input */
@@ -40,6 +39,13 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
                       "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
                       n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
     }
+    return 0;
+}
+
+int run_ensure_buffers(Run *r, int n, AvErr *e) {
+    if (n <= r->cap_n) return 0;
+    const RunSpec *o = r->o;
+    if (run_capture_fits(r, o, n, e) != 0) return -1;
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
@@ -65,7 +71,11 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
 
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
                      const char *b) {
-    const RunSpec *o = r->o;
+    run_fill_doc_spec(r, r->o, d, enc, cap, a, b);
+}
+
+void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncoding *enc, const Capture *cap,
+                       const char *a, const char *b) {
     memset(d, 0, sizeof *d);
     d->model_name = r->name;
     d->model_dir = r->dir;
@@ -356,16 +366,40 @@ int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *en
     return 0;
 }
 
+/* The run state grown to n tokens (it only grows: one-input runs share it). */
+static int ensure_runstate(Pipeline *p, int n, AvErr *e) {
+    if (p->rs.max_tokens >= n) return 0;
+    model_runstate_free(&p->rs);
+    return model_runstate_alloc(&p->rs, &p->model, n, e);
+}
+
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
     if (!p->have_model) return av_err(e, "no model loaded");
-    if (p->rs.max_tokens < enc->n) {
-        model_runstate_free(&p->rs);
-        if (model_runstate_alloc(&p->rs, &p->model, enc->n, e) != 0) return -1;
-    }
+    if (ensure_runstate(p, enc->n, e) != 0) return -1;
     double t0 = av_now_ms();
     int rc = model_forward_kv(&p->model, &p->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
     if (rc == 0 && k > 0) rc = predict(p, enc, k, pred, e);
     p->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e) {
+    if (!p->have_model) return av_err(e, "no model loaded");
+    if (n < 1 || n > PACK_MAX_INPUTS) return av_err(e, "%d inputs in one pass: 1 to %d", n, PACK_MAX_INPUTS);
+    int total = 0, lens[PACK_MAX_INPUTS];
+    for (int g = 0; g < n; g++) total += lens[g] = encs[g].n;
+    if (ensure_runstate(p, total, e) != 0) return -1;
+    int *ids = malloc((size_t)total * sizeof *ids), *types = malloc((size_t)total * sizeof *types);
+    int rc = ids && types ? 0 : av_err(e, "out of memory");
+    for (int g = 0, at = 0; rc == 0 && g < n; at += lens[g], g++) {
+        memcpy(ids + at, encs[g].ids, (size_t)lens[g] * sizeof *ids);
+        memcpy(types + at, encs[g].type_ids, (size_t)lens[g] * sizeof *types);
+    }
+    double t0 = av_now_ms();
+    if (rc == 0) rc = model_forward_packed(&p->model, &p->rs, ids, types, lens, n, caps, e);
+    p->t_fwd += av_now_ms() - t0;
+    free(ids);
+    free(types);
     return rc;
 }
 

@@ -1,4 +1,5 @@
-"""Tensors in, page out: arrays to a temporary .npz + JSON sidecar, `attnviz render`, HTML back.
+"""Tensors in, page out: arrays to a temporary .npz + JSON sidecar, drawn by libattnviz (the package's
+own engine) or the binary's `attnviz render`, HTML back.
 
 Nothing here imports torch: a torch tensor is recognised by its type's module and
 converted with its own methods (.detach().cpu().float().numpy()).
@@ -109,13 +110,21 @@ def format_attention(attention, layers=None, heads=None, what="attention"):
 
 
 def render(arrays, meta, layer=None, head=None, view=None, theme=None, show_heads=None, json_path=None):
-    """Runs `attnviz render` on arrays (name -> float array) and meta (the JSON sidecar);
+    """Draws arrays with libattnviz in-process (attnviz_render), or with the binary's `attnviz
+    render` when $ATTNVIZ_BIN names one or the library is not built; on arrays (name -> float array) and meta (the JSON sidecar);
     returns the page's HTML. layer: the initial layer (an original index, one of meta's
     "layers"); head: the initial head; show_heads: the heads the page shows at first; view:
     head, model, neuron or matrix; theme: light or dark. With json_path, the binary also writes
     its JSON there (the numbers the page embeds, before the page's 4-decimal quantization). The binary's one-line complaint,
     if any, is raised as AttnvizError."""
-    binary = find_binary()
+    engine = None
+    if not os.environ.get("ATTNVIZ_BIN"):  # an explicit binary is used as asked; else the library first
+        from . import _engine
+        try:
+            engine = _engine.load_library() and _engine
+        except _engine.LibraryNotFoundError:
+            engine = None
+    binary = None if engine else find_binary()
     with tempfile.TemporaryDirectory(prefix="attnviz-") as d:
         npz = os.path.join(d, "attention.npz")
         meta_path = os.path.join(d, "attention.json")
@@ -123,6 +132,16 @@ def render(arrays, meta, layer=None, head=None, view=None, theme=None, show_head
         np.savez(npz, **{k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()})
         with open(meta_path, "w", encoding="utf-8") as f:
             json.dump(meta, f, ensure_ascii=False)
+        if engine:
+            try:
+                engine.render_file(npz, meta_path, html_path, None if json_path is None else os.fspath(json_path),
+                                   qk="queries" in arrays and json_path is not None, layer=layer, head=head, view=view,
+                                   theme=theme, show_heads=show_heads)
+            except AttnvizError as e:
+                # the library names our temporary files; they mean nothing to the caller
+                raise AttnvizError(str(e).replace(npz, "input").replace(meta_path, "meta")) from None
+            with open(html_path, encoding="utf-8") as f:
+                return f.read()
         cmd = [binary, "render", npz, "--meta", meta_path, "--html", html_path, "--quiet"]
         if json_path is not None:
             cmd += ["--json", os.fspath(json_path)]

@@ -1,0 +1,301 @@
+"""attnviz.Model: the engine in-process (libattnviz through ctypes), checked against the CLI's JSON
+of the same inputs on every family fixture of tests/test_model.c and the SmolLM2 GGUF: tokens, ids,
+attention, queries, keys and predictions equal (the CLI writes 9 significant digits, which hold a
+float32 exactly). Runs without torch: tests/python_check.sh runs this file in a fresh venv holding
+numpy and pytest only, with the package installed from a wheel and no attnviz binary on PATH.
+The CLI (./attnviz, or $ATTNVIZ_CLI) is only the reference here."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import types
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+import attnviz
+
+TEXT, TEXT_B = "The cat sat on the mat.", "It was tired"
+
+
+def fixtures():
+    with open(os.path.join(REPO, "tests", "test_model.c"), encoding="utf-8") as f:
+        src = f.read()
+    block = re.search(r"static const char \*FIXTURES\[\] = \{(.*?)\};", src, re.S).group(1)
+    return re.findall(r'"(tests/data/[^"]+)"', block)
+
+
+FIXTURES = fixtures()
+
+
+@pytest.fixture(scope="session")
+def cli():
+    b = os.environ.get("ATTNVIZ_CLI") or os.path.join(REPO, "attnviz")
+    if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+        pytest.fail(f"no attnviz binary at {b} to compare with: run make")  # the reference, not optional
+    return b
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    p = os.environ.get("ATTNVIZ_SMOLLM2_GGUF")
+    if not p:
+        out = subprocess.run([os.path.join(REPO, "tools", "pymodel.sh"), "smollm2"], capture_output=True, text=True)
+        p = os.path.join(out.stdout.strip(), "SmolLM2-135M-Instruct.Q4_1.gguf") if out.returncode == 0 else ""
+    if not p or not os.path.isfile(p):
+        pytest.skip("no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)")
+    return p
+
+
+def cli_json(cli, tmp_path, model, text, text_b=None, layers=None, heads=None, predict=0):
+    out = tmp_path / "cli.json"
+    cmd = [cli, "--model", model, "--quiet", "--qk", "--precision", "9", "--json", str(out)]
+    if layers is not None:
+        cmd += ["--layers", ",".join(map(str, layers))]
+    if heads is not None:
+        cmd += ["--heads", ",".join(map(str, heads))]
+    if predict:
+        cmd += ["--predict", str(predict)]
+    cmd += [text] + ([text_b] if text_b is not None else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def assert_equals_cli(r, d):
+    """The Result and the CLI's JSON hold the same tokens and the same float32 numbers, bit for bit."""
+    assert r.tokens == d["tokens"]
+    assert r.ids.tolist() == d["input_ids"]
+    assert r.layers == d["layers"] and r.heads == d["heads"]
+    for name, arr in (("attention", r.attention), ("queries", r.queries), ("keys", r.keys)):
+        want = np.array(d[name], dtype=np.float32)
+        assert arr.dtype == np.float32 and arr.shape == want.shape, (name, arr.shape, want.shape)
+        assert np.array_equal(arr, want), f"{name}: max |diff| {np.abs(arr - want).max()}"
+    if "predictions" in d:
+        want = d["predictions"]
+        assert r.prediction_positions.tolist() == [p["position"] for p in want]
+        assert r.prediction_ids.tolist() == [[t["id"] for t in p["top"]] for p in want]
+        assert np.array_equal(r.prediction_probs, np.array([[t["prob"] for t in p["top"]] for p in want], np.float32))
+        assert [[t for t, _ in p] for p in r.predictions] == [[t["token"] for t in p["top"]] for p in want]
+    else:
+        assert r.predictions is None
+
+
+def runnable(fixture, tmp_path):
+    """The fixture's folder; the decoder fixtures other than small-llama have no tokenizer (the C
+    suites feed them ids): a copy with small-llama's tokenizer.json, the same 40-token vocabulary,
+    as tools/same_outputs.sh runs them."""
+    path = os.path.join(REPO, fixture)
+    if os.path.isfile(os.path.join(path, "tokenizer.json")) or os.path.isfile(os.path.join(path, "vocab.txt")) \
+            or os.path.isfile(os.path.join(path, "vocab.json")):
+        return path
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+        assert json.load(f)["vocab_size"] == 40, fixture
+    copy = tmp_path / (os.path.basename(fixture) + "-tok")
+    copy.mkdir()
+    for name in os.listdir(path):
+        os.symlink(os.path.join(path, name), copy / name)
+    os.symlink(os.path.join(REPO, "tests", "data", "small-llama", "tokenizer.json"), copy / "tokenizer.json")
+    return str(copy)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[os.path.basename(f) for f in FIXTURES])
+def test_fixture_equals_the_cli(cli, tmp_path, fixture):
+    path = runnable(fixture, tmp_path)
+    m = attnviz.Model(path)
+    text_b = None if m.causal else TEXT_B  # a pair through the encoders' templates
+    k = 3 if m.can_predict and m.causal else 0
+    r = m.run(TEXT, text_b, predict=k)
+    assert r.attention.shape == (m.n_layers, m.n_heads, len(r.tokens), len(r.tokens))
+    assert np.allclose(r.attention.sum(-1), 1, atol=1e-5)
+    assert_equals_cli(r, cli_json(cli, tmp_path, path, TEXT, text_b, predict=k))
+    # a selection keeps those blocks, the same numbers
+    layers, heads = [m.n_layers - 1], [m.n_heads - 1, 0]
+    s = m.run(TEXT, text_b, layers=layers, heads=heads)
+    assert s.layers == layers and s.heads == [0, m.n_heads - 1]
+    assert np.array_equal(s.attention, r.attention[np.ix_(layers, [0, m.n_heads - 1])])
+    assert_equals_cli(s, cli_json(cli, tmp_path, path, TEXT, text_b, layers=layers, heads=sorted(heads)))
+
+
+def test_gguf_equals_the_cli(cli, tmp_path, smollm2):
+    m = attnviz.Model(smollm2)
+    assert (m.n_layers, m.n_heads, m.n_kv_heads, m.causal) == (30, 9, 3, True)
+    text = "The cat sat on the mat. The cat sat"
+    r = m.run(text, layers=[0, 29], heads=[0, 1, 2], predict=5)
+    assert r.attention.shape == (2, 3, len(r.tokens), len(r.tokens))
+    assert_equals_cli(r, cli_json(cli, tmp_path, smollm2, text, layers=[0, 29], heads=[0, 1, 2], predict=5))
+
+
+def test_masked_model_predicts_fill_ins(cli, tmp_path):
+    path = os.path.join(REPO, "tests", "data", "small-f32")
+    m = attnviz.Model(path)
+    if not m.can_predict:
+        with pytest.raises(attnviz.AttnvizError, match="predict"):
+            m.run("the [MASK] sat", predict=2)
+        return
+    r = m.run("the [MASK] sat", predict=2)
+    assert_equals_cli(r, cli_json(cli, tmp_path, path, "the [MASK] sat", predict=2))
+
+
+def test_demo_model_page_is_the_clis(cli, tmp_path):
+    demo = os.path.join(REPO, "weights", "demo")
+    r = attnviz.Model(demo).run("time flies like an arrow")
+    html = tmp_path / "cli.html"
+    p = subprocess.run([cli, "--model", demo, "--quiet", "--html", str(html), "time flies like an arrow"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert r.page() == html.read_text(encoding="utf-8")  # the same writer over the same document
+    head = r.head_view(html_action="return")
+    model = r.model_view(html_action="return")
+    assert isinstance(head, attnviz.Page) and isinstance(model, attnviz.Page)
+    assert '"init_view":"model"' in model.data and '"init_view":"head"' in head.data
+    r.write_json(tmp_path / "r.json", precision=9, qk=True)
+    d = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert_equals_cli(r, d)
+
+
+def test_hidden_states_and_tokenize(cli, tmp_path):
+    demo = os.path.join(REPO, "weights", "demo")
+    m = attnviz.Model(demo)
+    r = m.run("time flies", hidden=True)
+    assert r.hidden.shape == (m.n_layers + 1, len(r.tokens), m.hidden_size)
+    assert m.tokenize("time flies").tolist() == r.ids.tolist()
+    out = tmp_path / "h.json"
+    p = subprocess.run([cli, "--model", demo, "--quiet", "--hidden", "--precision", "9", "--json", str(out), "time flies"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert np.array_equal(r.hidden, np.array(json.loads(out.read_text())["hidden_states"], np.float32))
+
+
+@pytest.mark.parametrize("pack,chunk", [(256, 64), (12, 2), (0, 64)])
+def test_batches_are_a_generator_of_the_same_results(pack, chunk):
+    """Packed (short inputs sharing a pass, the long one alone), in chunks, or one pass each: the
+    same bits as single runs, in input order."""
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    texts = ["time flies like an arrow", ("the cat sat", "it was tired"), "fruit flies like a banana",
+             "the cat sat on the mat and looked at the dog for a very long time", "a b"]
+    g = m.run_batch(iter(texts), layers=[1], pack_tokens=pack, chunk=chunk)
+    assert isinstance(g, types.GeneratorType)
+    got = list(g)
+    assert len(got) == 5 and got[1].text_b == "it was tired"
+    for t, r in zip(texts, got):
+        one = m.run(*(t if isinstance(t, tuple) else (t,)), layers=[1])
+        assert r.tokens == one.tokens
+        for name in ("attention", "queries", "keys"):
+            assert np.array_equal(getattr(r, name), getattr(one, name)), name
+
+
+def test_a_batch_names_the_input_that_failed():
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    with pytest.raises(attnviz.AttnvizError, match="layers: 5 is out of range"):
+        next(m.run_batch(["a", "b"], layers=[5]))
+    with pytest.raises(TypeError):
+        next(m.run_batch(["a", 3]))
+
+
+def test_threads_share_a_model():
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    want = {t: m.run(t).attention for t in ("a b c", "the cat sat on the mat", "time flies")}
+    bad = []
+
+    def work(i):
+        for t in list(want)[i % 3:] + list(want)[:i % 3]:
+            if not np.array_equal(m.run(t).attention, want[t]):
+                bad.append((i, t))
+
+    th = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    assert not bad
+
+
+def test_errors_are_one_line_attnviz_errors(tmp_path):
+    with pytest.raises(attnviz.AttnvizError, match="no-such-model"):
+        attnviz.Model(tmp_path / "no-such-model")
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    with pytest.raises(attnviz.AttnvizError, match=r"layers: 2 is out of range: the model has 2 \(0-1\)"):
+        m.run("x", layers=[2])
+    with pytest.raises(attnviz.AttnvizError, match="predict is 0"):
+        m.run("x", predict=101)
+    r = m.run("x")
+    with pytest.raises(attnviz.AttnvizError, match="nonexistent-dir"):
+        r.write_page(tmp_path / "nonexistent-dir" / "p.html")
+    with pytest.raises(attnviz.AttnvizError, match="view is"):
+        r.page(view="nope")
+    m.close()
+    assert r.tokens[0] == "[CLS]" and r.page()  # a result outlives its model
+    with pytest.raises(attnviz.AttnvizError, match="closed"):
+        m.run("x")
+
+
+def test_the_engine_imports_no_torch():
+    code = ("import sys, attnviz, os\n"
+            "r = attnviz.Model(os.path.join(sys.argv[1], 'weights', 'demo')).run('a b')\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules), r.attention.shape)\n")
+    out = subprocess.run([sys.executable, "-c", code, REPO], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("[] (2, 12, 4, 4)"), out.stdout
+
+
+def test_bertviz_functions_need_no_binary(tmp_path):
+    """head_view/model_view with no ATTNVIZ_BIN and no attnviz on PATH: drawn by the library,
+    the same page the binary draws (when there is one to compare with)."""
+    code = ("import numpy as np, attnviz, shutil, sys\n"
+            "assert shutil.which('attnviz') is None\n"
+            "a = np.full((2, 1, 2, 3, 3), 1 / 3, np.float32)\n"
+            "p = attnviz.head_view(list(a), ['a', 'b', 'c'], html_action='return')\n"
+            "q = attnviz.model_view(list(a), ['a', 'b', 'c'], html_action='return', display_mode='light')\n"
+            "open(sys.argv[1], 'w').write(p.data); open(sys.argv[2], 'w').write(q.data)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ATTNVIZ_BIN"}
+    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                  if not os.path.isfile(os.path.join(d, "attnviz")))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h.html"), str(tmp_path / "m.html")],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lib_head = (tmp_path / "h.html").read_text(encoding="utf-8")
+    assert len(lib_head) > 10000 and "<!doctype html" in lib_head.lower()
+    b = os.environ.get("ATTNVIZ_CLI") or os.path.join(REPO, "attnviz")
+    if os.access(b, os.X_OK):  # the binary's page of the same arrays is the same page
+        env["ATTNVIZ_BIN"] = b
+        out = subprocess.run([sys.executable, "-c", code.replace("assert shutil.which('attnviz') is None\n", ""),
+                              str(tmp_path / "h2.html"), str(tmp_path / "m2.html")],
+                             capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert (tmp_path / "h2.html").read_text(encoding="utf-8") == lib_head
+        assert (tmp_path / "m2.html").read_text(encoding="utf-8") == (tmp_path / "m.html").read_text(encoding="utf-8")
+
+
+def readme_block(marker, lang):
+    """The fenced block of lang that follows marker in README.md."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    i = text.index(marker)
+    start = text.index(f"```{lang}\n", i) + len(lang) + 4
+    return text[start:text.index("```", start)]
+
+
+def test_readme_python_block_runs_as_written(smollm2, monkeypatch):
+    code = readme_block("python/tests/test_engine.py runs this block", "python")
+    pages = []
+    # head_view() in a notebook displays the page; here it is kept to look at
+    monkeypatch.setattr(attnviz._engine, "show_or_return", lambda page, action: pages.append(page) or page)
+    monkeypatch.chdir(os.path.dirname(smollm2))
+    ns = {}
+    exec(compile(code, "README.md", "exec"), ns)
+    r = ns["r"]
+    n = len(r.tokens)
+    assert r.attention.shape == (2, 3, n, n) and r.queries.shape == (2, 3, n, 64)
+    assert r.tokens[:2] == ["The", "Ġcat"]
+    # what the README's comments show
+    top = r.predictions[-1]
+    assert [t for t, _ in top[:2]] == ["Ġon", "Ġalone"] and f"{top[0][1]:.2f}" == "0.74" and f"{top[1][1]:.2f}" == "0.05"
+    assert len(pages) == 1 and '"init_view":"head"' in pages[0].data
+    assert ns["res"].attention.shape[:2] == (1, 9)  # the batch's last: layer 0, every head

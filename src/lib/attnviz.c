@@ -1,0 +1,593 @@
+/* attnviz.c — libattnviz's public API (include/attnviz.h) over the run's own
+ * code (pipeline.h, run_internal.h): a model handle is a Pipeline opened
+ * as the CLI opens one, a run is its tokenize + forward + predict into a
+ * capture the result owns, and the outputs are the CLI's writers over an
+ * OutDoc filled by run.c. Nothing here prints: errors go back as values.
+ *
+ * Only the functions marked ATTNVIZ_API are exported (the objects are built
+ * with -fvisibility=hidden; abi/libattnviz.symbols lists them). */
+#define ATTNVIZ_BUILDING_LIBRARY 1
+#include "attnviz.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "predict.h"
+#include "run_internal.h"
+#include "util.h"
+#include "version.h"
+
+struct attnviz_model {
+    Pipeline *p;
+    RunSpec spec;          /* what the pipeline was opened with (no outputs: the library writes on request) */
+    pthread_mutex_t lock;  /* one run at a time on the pipeline's run state */
+    pthread_mutex_t refs_lock;
+    int refs;              /* the handle itself (until attnviz_model_free) + each live result */
+};
+
+struct attnviz_result {
+    attnviz_model *m;      /* a reference: the tokens' strings and the OutDoc's model live there */
+    RunSpec spec;          /* the settings it was run with: run_fill_doc_spec reads its selection */
+    int *layers, *heads;   /* spec.sel's lists, owned */
+    char *text_a, *text_b;
+    TokEncoding enc;
+    Capture cap;
+    CapPredictions pred;
+    OutSpelling pred_words;
+    int has_pred;
+};
+
+/* ---- errors ---- */
+
+static attnviz_status to_status(const AvErr *e, attnviz_error *err) {
+    attnviz_status st = e->kind == AV_ERR_USAGE ? ATTNVIZ_ERR_USAGE : ATTNVIZ_ERR_RUNTIME;
+    if (err) {
+        err->code = st;
+        snprintf(err->message, sizeof err->message, "%s", e->msg[0] ? e->msg : "unknown error");
+    }
+    return st;
+}
+
+static void ok(attnviz_error *err) {
+    if (err) {
+        err->code = ATTNVIZ_OK;
+        err->message[0] = '\0';
+    }
+}
+
+/* A usage error as a value, for NULL handles and arguments out of range. */
+__attribute__((format(printf, 2, 3))) static attnviz_status usage(attnviz_error *err, const char *fmt, ...);
+static attnviz_status usage(attnviz_error *err, const char *fmt, ...) {
+    if (err) {
+        char raw[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(raw, sizeof raw, fmt, ap);
+        va_end(ap);
+        err->code = ATTNVIZ_ERR_USAGE;
+        av_sanitize(err->message, sizeof err->message, raw);
+    }
+    return ATTNVIZ_ERR_USAGE;
+}
+
+ATTNVIZ_API const char *attnviz_version(void) { return ATTNVIZ_VERSION; }
+
+/* ---- models ---- */
+
+static void model_release(attnviz_model *m) {
+    pthread_mutex_lock(&m->refs_lock);
+    int left = --m->refs;
+    pthread_mutex_unlock(&m->refs_lock);
+    if (left > 0) return;
+    pipeline_close(m->p);
+    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->refs_lock);
+    free(m);
+}
+
+ATTNVIZ_API attnviz_model *attnviz_model_open(const char *path, unsigned flags, attnviz_error *err) {
+    if (!path || !*path) {
+        usage(err, "no model path: pass a model folder or a .gguf file");
+        return NULL;
+    }
+    if ((flags & ATTNVIZ_OPEN_CASED) && (flags & ATTNVIZ_OPEN_UNCASED)) {
+        usage(err, "ATTNVIZ_OPEN_CASED and ATTNVIZ_OPEN_UNCASED together");
+        return NULL;
+    }
+    if (flags & ~(ATTNVIZ_OPEN_CASED | ATTNVIZ_OPEN_UNCASED)) {
+        usage(err, "unknown flags 0x%x for attnviz_model_open", flags & ~(ATTNVIZ_OPEN_CASED | ATTNVIZ_OPEN_UNCASED));
+        return NULL;
+    }
+    attnviz_model *m = calloc(1, sizeof *m);
+    AvErr e = {0};
+    if (!m) {
+        av_err(&e, "out of memory");
+        to_status(&e, err);
+        return NULL;
+    }
+    m->spec.sel.layer = m->spec.sel.head = -1;
+    m->spec.output.precision = 6;
+    m->spec.predict.top_p = 1.0;
+    m->spec.quiet = 1;
+    ModelSpec ms = {path, flags & ATTNVIZ_OPEN_CASED ? 0 : flags & ATTNVIZ_OPEN_UNCASED ? 1 : -1, 0};
+    const char *dir = NULL, *why = NULL;
+    if (pipeline_open(&m->p, &ms, &m->spec, &dir, &why, &e) != 0) {
+        to_status(&e, err);
+        pipeline_close(m->p);
+        free(m);
+        return NULL;
+    }
+    /* the pipeline keeps ms.path only while loading; its own copy (p->dir) is what it names later */
+    m->p->m.path = NULL;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->refs_lock, NULL);
+    m->refs = 1;
+    ok(err);
+    return m;
+}
+
+ATTNVIZ_API void attnviz_model_free(attnviz_model *m) {
+    if (m) model_release(m);
+}
+
+ATTNVIZ_API int attnviz_model_n_layers(const attnviz_model *m) { return m ? m->p->cfg.num_layers : 0; }
+ATTNVIZ_API int attnviz_model_n_heads(const attnviz_model *m) { return m ? m->p->cfg.num_heads : 0; }
+ATTNVIZ_API int attnviz_model_n_kv_heads(const attnviz_model *m) { return m ? m->p->cfg.num_kv_heads : 0; }
+ATTNVIZ_API int attnviz_model_head_dim(const attnviz_model *m) { return m ? m->p->cfg.head_dim : 0; }
+ATTNVIZ_API int attnviz_model_hidden_size(const attnviz_model *m) { return m ? m->p->cfg.hidden_size : 0; }
+ATTNVIZ_API int attnviz_model_vocab_size(const attnviz_model *m) { return m ? m->p->cfg.vocab_size : 0; }
+ATTNVIZ_API int attnviz_model_max_tokens(const attnviz_model *m) { return m ? cfg_max_tokens(&m->p->cfg) : 0; }
+ATTNVIZ_API int attnviz_model_is_causal(const attnviz_model *m) { return m ? m->p->cfg.causal : 0; }
+ATTNVIZ_API int attnviz_model_can_predict(const attnviz_model *m) { return m ? !pipeline_head_missing(m->p) : 0; }
+ATTNVIZ_API const char *attnviz_model_name(const attnviz_model *m) { return m ? m->p->name : NULL; }
+ATTNVIZ_API const char *attnviz_model_type(const attnviz_model *m) { return m ? m->p->cfg.model_type : NULL; }
+
+ATTNVIZ_API const char *attnviz_model_token(const attnviz_model *m, int id) {
+    return m && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_to_token(m->p->tok, id) : NULL;
+}
+
+ATTNVIZ_API const char *attnviz_model_token_text(const attnviz_model *m, int id) {
+    return m && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_display(m->p->tok, id) : NULL;
+}
+
+ATTNVIZ_API attnviz_status attnviz_tokenize(attnviz_model *m, const char *text_a, const char *text_b, int *ids,
+                                            size_t cap, size_t *n_tokens, attnviz_error *err) {
+    if (!m) return usage(err, "attnviz_tokenize: NULL model handle");
+    if (!text_a) return usage(err, "attnviz_tokenize: NULL text");
+    if (cap && !ids) return usage(err, "attnviz_tokenize: NULL ids with cap %zu", cap);
+    TokEncoding enc = {0};
+    AvErr e = {0};
+    pthread_mutex_lock(&m->lock);
+    m->p->o = &m->spec;
+    int rc = pipeline_tokenize(m->p, text_a, text_b, &enc, &e);
+    pthread_mutex_unlock(&m->lock);
+    if (rc != 0) {
+        tok_encoding_free(&enc);
+        return to_status(&e, err);
+    }
+    if (n_tokens) *n_tokens = (size_t)enc.n;
+    if (ids) memcpy(ids, enc.ids, (size_t)(cap < (size_t)enc.n ? cap : (size_t)enc.n) * sizeof *ids);
+    tok_encoding_free(&enc);
+    ok(err);
+    return ATTNVIZ_OK;
+}
+
+/* ---- runs ---- */
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* A caller's list sorted without repeats (the capture's kept grid is in model order), each below limit. */
+static attnviz_status take_list(const int *in, int n, int limit, const char *what, int **out, int *n_out,
+                                attnviz_error *err) {
+    *out = NULL;
+    *n_out = 0;
+    if (!in) return n > 0 ? usage(err, "%d %s given but the list is NULL", n, what) : ATTNVIZ_OK;
+    if (n <= 0) return usage(err, "an empty list of %s (NULL keeps them all)", what);
+    for (int i = 0; i < n; i++)
+        if (in[i] < 0 || in[i] >= limit)
+            return usage(err, "%s: %d is out of range: the model has %d (0-%d)", what, in[i], limit, limit - 1);
+    int *l = malloc((size_t)n * sizeof *l);
+    if (!l) {
+        AvErr e = {0};
+        av_err(&e, "out of memory");
+        return to_status(&e, err);
+    }
+    memcpy(l, in, (size_t)n * sizeof *l);
+    qsort(l, (size_t)n, sizeof *l, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!k || l[i] != l[k - 1]) l[k++] = l[i];
+    *out = l;
+    *n_out = k;
+    return ATTNVIZ_OK;
+}
+
+ATTNVIZ_API void attnviz_result_free(attnviz_result *r) {
+    if (!r) return;
+    tok_encoding_free(&r->enc);
+    model_capture_free(&r->cap);
+    pred_free(&r->pred);
+    pipeline_spelling_free(&r->pred_words);
+    free(r->layers);
+    free(r->heads);
+    free(r->text_a);
+    free(r->text_b);
+    model_release(r->m);
+    free(r);
+}
+
+/* A result for one input, its settings checked and copied (the run's lists
+ * sorted); NULL with err set. Not yet run. */
+static attnviz_result *result_new(attnviz_model *m, const char *text_a, const char *text_b,
+                                  const attnviz_run_options *opts, attnviz_error *err) {
+    const ModelConfig *c = &m->p->cfg;
+    if (opts->predict < 0 || opts->predict > 100) {
+        usage(err, "predict is 0 (none) or 1-100, not %d", opts->predict);
+        return NULL;
+    }
+    if (opts->max_tokens < 0) {
+        usage(err, "max_tokens is 0 (the model's limit) or more, not %d", opts->max_tokens);
+        return NULL;
+    }
+    if (opts->flags & ~ATTNVIZ_RUN_HIDDEN) {
+        usage(err, "unknown flags 0x%x for attnviz_run", opts->flags & ~ATTNVIZ_RUN_HIDDEN);
+        return NULL;
+    }
+    if (opts->predict && pipeline_head_missing(m->p)) {
+        usage(err, "predict: %s", pipeline_head_missing(m->p));
+        return NULL;
+    }
+    attnviz_result *r = calloc(1, sizeof *r);
+    AvErr e = {0};
+    if (!r) {
+        av_err(&e, "out of memory");
+        to_status(&e, err);
+        return NULL;
+    }
+    pthread_mutex_lock(&m->refs_lock);
+    m->refs++;
+    pthread_mutex_unlock(&m->refs_lock);
+    r->m = m;
+    r->spec = m->spec;
+    if (take_list(opts->layers, opts->n_layers, c->num_layers, "layers", &r->layers, &r->spec.sel.n_layers, err) ||
+        take_list(opts->heads, opts->n_heads, c->num_heads, "heads", &r->heads, &r->spec.sel.n_heads, err)) {
+        attnviz_result_free(r);
+        return NULL;
+    }
+    r->spec.sel.layers = r->layers;
+    r->spec.sel.heads = r->heads;
+    r->spec.capture.qk = 1;
+    r->spec.capture.hidden = (opts->flags & ATTNVIZ_RUN_HIDDEN) != 0;
+    r->spec.capture.max_tokens = opts->max_tokens;
+    r->spec.predict.k = opts->predict;
+    r->text_a = strdup(text_a);
+    r->text_b = text_b ? strdup(text_b) : NULL;
+    if (!r->text_a || (text_b && !r->text_b)) {
+        av_err(&e, "out of memory");
+        to_status(&e, err);
+        attnviz_result_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Under the model's lock: tokenized, and its capture allocated within the memory allowed. The
+ * pipeline's run state is shared by its runs, and it reads a run's settings through p->o. */
+static int result_prepare(attnviz_result *r, AvErr *e) {
+    Pipeline *p = r->m->p;
+    p->o = &r->spec;
+    int rc = pipeline_tokenize(p, r->text_a, r->text_b, &r->enc, e);
+    if (rc == 0) rc = run_capture_fits(p, &r->spec, r->enc.n, e);
+    if (rc == 0)
+        rc = model_capture_select(&r->cap, &p->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
+                                  r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, e);
+    p->o = &r->m->spec;
+    return rc;
+}
+
+/* Under the model's lock: one prepared input run alone, with its predictions spelled. */
+static int result_forward(attnviz_result *r, AvErr *e) {
+    Pipeline *p = r->m->p;
+    p->o = &r->spec;
+    const int k = r->spec.predict.k;
+    int rc = pipeline_forward(p, &r->enc, &r->cap, k, &r->pred, e);
+    if (rc == 0 && k) {
+        r->has_pred = 1;
+        rc = pipeline_spell(p, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
+    }
+    p->o = &r->m->spec;
+    return rc;
+}
+
+ATTNVIZ_API attnviz_result *attnviz_run(attnviz_model *m, const char *text_a, const char *text_b,
+                                        const attnviz_run_options *opts, attnviz_error *err) {
+    if (!m) {
+        usage(err, "attnviz_run: NULL model handle");
+        return NULL;
+    }
+    if (!text_a) {
+        usage(err, "attnviz_run: NULL text");
+        return NULL;
+    }
+    const attnviz_run_options none = {0};
+    attnviz_result *r = result_new(m, text_a, text_b, opts ? opts : &none, err);
+    if (!r) return NULL;
+    AvErr e = {0};
+    pthread_mutex_lock(&m->lock);
+    int rc = result_prepare(r, &e);
+    if (rc == 0) rc = result_forward(r, &e);
+    pthread_mutex_unlock(&m->lock);
+    if (rc != 0) {
+        to_status(&e, err);
+        attnviz_result_free(r);
+        return NULL;
+    }
+    ok(err);
+    return r;
+}
+
+/* Runs the prepared inputs [0, n) packed as the CLI's --batch packs them: consecutive inputs share
+ * a pass while they fit pack_tokens (and PACK_MAX_INPUTS); a longer one runs alone. */
+static int run_packed(attnviz_result **rs, size_t n, int pack_tokens, size_t *failed, AvErr *e) {
+    size_t i = 0;
+    while (i < n) {
+        if (rs[i]->enc.n > pack_tokens) {
+            *failed = i;
+            if (result_forward(rs[i], e) != 0) return -1;
+            i++;
+            continue;
+        }
+        TokEncoding encs[PACK_MAX_INPUTS];
+        Capture *caps[PACK_MAX_INPUTS];
+        int g = 0, tokens = 0;
+        size_t first = i;
+        while (i < n && g < PACK_MAX_INPUTS && rs[i]->enc.n <= pack_tokens && tokens + rs[i]->enc.n <= pack_tokens) {
+            encs[g] = rs[i]->enc;
+            caps[g++] = &rs[i]->cap;
+            tokens += rs[i++]->enc.n;
+        }
+        *failed = first;
+        Pipeline *p = rs[first]->m->p;
+        p->o = &rs[first]->spec;
+        int rc = pipeline_forward_packed(p, encs, g, caps, e);
+        p->o = &rs[first]->m->spec;
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+ATTNVIZ_API attnviz_status attnviz_run_batch(attnviz_model *m, const char *const *texts_a, const char *const *texts_b,
+                                             size_t n, const attnviz_run_options *opts, int pack_tokens,
+                                             attnviz_result **results, attnviz_error *err) {
+    attnviz_error local;
+    if (!err) err = &local; /* the status is err->code on every path */
+    if (!m) return usage(err, "attnviz_run_batch: NULL model handle");
+    if (!texts_a || !results) return usage(err, "attnviz_run_batch: NULL %s", texts_a ? "results" : "texts");
+    for (size_t i = 0; i < n; i++) {
+        results[i] = NULL;
+        if (!texts_a[i]) return usage(err, "attnviz_run_batch: input %zu: NULL text", i);
+    }
+    const attnviz_run_options none = {0};
+    if (!opts) opts = &none;
+    if (pack_tokens < 0) pack_tokens = CLI_PACK_TOKENS;
+    for (size_t i = 0; i < n; i++)
+        if (!(results[i] = result_new(m, texts_a[i], texts_b ? texts_b[i] : NULL, opts, err))) goto fail;
+    AvErr e = {0};
+    size_t at = 0;
+    int rc = 0;
+    pthread_mutex_lock(&m->lock);
+    for (; rc == 0 && at < n; at++) rc = result_prepare(results[at], &e);
+    if (rc == 0 && (pack_tokens == 0 || opts->predict)) { /* predictions need each input's own pass */
+        for (at = 0; rc == 0 && at < n; at++) rc = result_forward(results[at], &e);
+    } else if (rc == 0) {
+        rc = run_packed(results, n, pack_tokens, &at, &e);
+        at++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (rc != 0) {
+        av_err_prefix(&e, "input %zu", at - 1);
+        to_status(&e, err);
+        goto fail;
+    }
+    ok(err);
+    return ATTNVIZ_OK;
+fail:
+    for (size_t i = 0; i < n; i++) {
+        attnviz_result_free(results[i]);
+        results[i] = NULL;
+    }
+    return err->code;
+}
+
+ATTNVIZ_API int attnviz_result_n_tokens(const attnviz_result *r) { return r ? r->enc.n : 0; }
+ATTNVIZ_API int attnviz_result_n_truncated(const attnviz_result *r) { return r ? r->enc.n_truncated : 0; }
+
+ATTNVIZ_API int attnviz_result_n_layers(const attnviz_result *r) {
+    return r ? (r->layers ? r->spec.sel.n_layers : r->cap.n_layers) : 0;
+}
+
+ATTNVIZ_API int attnviz_result_n_heads(const attnviz_result *r) {
+    return r ? (r->heads ? r->spec.sel.n_heads : r->cap.n_heads) : 0;
+}
+
+ATTNVIZ_API int attnviz_result_layer(const attnviz_result *r, int i) {
+    if (!r || i < 0 || i >= attnviz_result_n_layers(r)) return -1;
+    return r->layers ? r->layers[i] : i;
+}
+
+ATTNVIZ_API int attnviz_result_head(const attnviz_result *r, int i) {
+    if (!r || i < 0 || i >= attnviz_result_n_heads(r)) return -1;
+    return r->heads ? r->heads[i] : i;
+}
+
+ATTNVIZ_API const int *attnviz_result_ids(const attnviz_result *r) { return r ? r->enc.ids : NULL; }
+
+ATTNVIZ_API const char *attnviz_result_token(const attnviz_result *r, int i) {
+    return r && i >= 0 && i < r->enc.n ? r->enc.tokens[i] : NULL;
+}
+
+ATTNVIZ_API const char *attnviz_result_token_text(const attnviz_result *r, int i) {
+    return r && i >= 0 && i < r->enc.n ? r->enc.display[i] : NULL;
+}
+
+ATTNVIZ_API int attnviz_result_token_is_special(const attnviz_result *r, int i) {
+    return r && i >= 0 && i < r->enc.n && r->enc.special ? r->enc.special[i] : 0;
+}
+
+ATTNVIZ_API int attnviz_result_shape(const attnviz_result *r, attnviz_tensor t, size_t shape[4]) {
+    if (!r || !shape) return 0;
+    const size_t L = (size_t)attnviz_result_n_layers(r), H = (size_t)attnviz_result_n_heads(r), n = (size_t)r->enc.n;
+    switch (t) {
+    case ATTNVIZ_ATTENTION:
+        if (!r->cap.attn) return 0;
+        shape[0] = L, shape[1] = H, shape[2] = n, shape[3] = n;
+        return 4;
+    case ATTNVIZ_QUERIES:
+    case ATTNVIZ_KEYS:
+        if (!r->cap.q) return 0;
+        shape[0] = L, shape[1] = H, shape[2] = n, shape[3] = (size_t)r->cap.head_dim;
+        return 4;
+    case ATTNVIZ_HIDDEN:
+        if (!r->cap.hidden) return 0;
+        shape[0] = (size_t)r->cap.n_layers + 1, shape[1] = n, shape[2] = (size_t)r->cap.hidden_size;
+        return 3;
+    }
+    return 0;
+}
+
+ATTNVIZ_API const float *attnviz_result_data(const attnviz_result *r, attnviz_tensor t) {
+    if (!r) return NULL;
+    switch (t) {
+    case ATTNVIZ_ATTENTION: return r->cap.attn;
+    case ATTNVIZ_QUERIES: return r->cap.q;
+    case ATTNVIZ_KEYS: return r->cap.k;
+    case ATTNVIZ_HIDDEN: return r->cap.hidden;
+    }
+    return NULL;
+}
+
+ATTNVIZ_API attnviz_status attnviz_result_copy(const attnviz_result *r, attnviz_tensor t, float *dst, size_t n_floats,
+                                               attnviz_error *err) {
+    if (!r) return usage(err, "attnviz_result_copy: NULL result handle");
+    size_t shape[4];
+    int nd = attnviz_result_shape(r, t, shape);
+    if (nd == 0)
+        return usage(err, "attnviz_result_copy: the result holds no %s",
+                     t == ATTNVIZ_HIDDEN ? "hidden states (run with ATTNVIZ_RUN_HIDDEN)" : "such tensor");
+    size_t count = 1;
+    for (int i = 0; i < nd; i++) count *= shape[i];
+    if (!dst) return usage(err, "attnviz_result_copy: NULL destination");
+    if (n_floats < count) return usage(err, "attnviz_result_copy: the destination holds %zu floats, %zu needed", n_floats, count);
+    memcpy(dst, attnviz_result_data(r, t), count * sizeof *dst);
+    ok(err);
+    return ATTNVIZ_OK;
+}
+
+ATTNVIZ_API int attnviz_result_n_predictions(const attnviz_result *r) { return r && r->has_pred ? r->pred.n : 0; }
+ATTNVIZ_API int attnviz_result_predict_k(const attnviz_result *r) { return r && r->has_pred ? r->pred.k : 0; }
+ATTNVIZ_API const int *attnviz_result_prediction_positions(const attnviz_result *r) {
+    return r && r->has_pred ? r->pred.position : NULL;
+}
+ATTNVIZ_API const int *attnviz_result_prediction_ids(const attnviz_result *r) { return r && r->has_pred ? r->pred.ids : NULL; }
+ATTNVIZ_API const float *attnviz_result_prediction_probs(const attnviz_result *r) {
+    return r && r->has_pred ? r->pred.probs : NULL;
+}
+
+/* ---- outputs ---- */
+
+/* The document the CLI's writers read, for this result's settings. */
+static void result_doc(const attnviz_result *r, const RunSpec *o, OutDoc *d) {
+    run_fill_doc_spec(r->m->p, o, d, &r->enc, &r->cap, r->text_a, r->text_b);
+    d->pred = r->has_pred ? &r->pred : NULL;
+    d->pred_words = r->has_pred ? &r->pred_words : NULL;
+    d->gen = NULL;
+    d->gen_words = NULL;
+    d->gen_text = NULL;
+}
+
+/* The CLI's writer of that kind into path, atomically (a temporary file renamed into place).
+ * Not through route.c's table: its rows read the pipeline's current settings (p->o), which a
+ * run on another thread may be pointing elsewhere; a result's own are passed instead. */
+static attnviz_status write_out(const attnviz_result *r, const char *path, const RunSpec *o, int what,
+                                attnviz_error *err) {
+    OutDoc d;
+    AvErr e = {0};
+    AvOut out;
+    result_doc(r, o, &d);
+    if (av_out_open(&out, path, &e) != 0) return to_status(&e, err);
+    int rc = what == W_HTML ? html_write_doc(out.fp, &d, NULL, &e) : json_write_doc(out.fp, &d, &e);
+    if (rc == 0 && what == W_JSON && fputc('\n', out.fp) == EOF) rc = av_err_errno(&e, "write error");
+    if (rc != 0) {
+        av_err_prefix(&e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        return to_status(&e, err);
+    }
+    if (av_out_commit(&out, &e) != 0) return to_status(&e, err);
+    ok(err);
+    return ATTNVIZ_OK;
+}
+
+ATTNVIZ_API attnviz_status attnviz_result_write_json(const attnviz_result *r, const char *path, int precision,
+                                                     unsigned flags, attnviz_error *err) {
+    if (!r) return usage(err, "attnviz_result_write_json: NULL result handle");
+    if (!path || !*path) return usage(err, "attnviz_result_write_json: no path");
+    if (precision < 0 || precision > 9) return usage(err, "precision is 1-9 (0: 6), not %d", precision);
+    if (flags & ~ATTNVIZ_JSON_QK) return usage(err, "unknown flags 0x%x for attnviz_result_write_json", flags & ~ATTNVIZ_JSON_QK);
+    RunSpec o = r->spec;
+    o.output.precision = precision ? precision : 6;
+    o.capture.qk = (flags & ATTNVIZ_JSON_QK) != 0;
+    return write_out(r, path, &o, W_JSON, err);
+}
+
+/* A view the page opens on (templates/view_*.js register them), as the CLI's --view checks it. */
+static attnviz_status check_view(const char *view, attnviz_error *err) {
+    char views[128];
+    if (view && !html_view_known(view, 0, views, sizeof views)) return usage(err, "view is %s, not '%s'", views, view);
+    return ATTNVIZ_OK;
+}
+
+ATTNVIZ_API attnviz_status attnviz_result_write_page(const attnviz_result *r, const char *path, const char *view,
+                                                     attnviz_error *err) {
+    if (!r) return usage(err, "attnviz_result_write_page: NULL result handle");
+    if (!path || !*path) return usage(err, "attnviz_result_write_page: no path");
+    if (check_view(view, err)) return ATTNVIZ_ERR_USAGE;
+    RunSpec o = r->spec;
+    o.output.view = view;
+    return write_out(r, path, &o, W_HTML, err);
+}
+
+ATTNVIZ_API attnviz_status attnviz_render(const char *input, const attnviz_render_options *opts, attnviz_error *err) {
+    if (!input || !*input) return usage(err, "attnviz_render: no input (.npz or .safetensors)");
+    if (!opts) return usage(err, "attnviz_render: NULL options (set html_path or json_path)");
+    if (!opts->html_path && !opts->json_path) return usage(err, "attnviz_render: neither html_path nor json_path");
+    if (check_view(opts->view, err)) return ATTNVIZ_ERR_USAGE;
+    if (opts->theme && strcmp(opts->theme, "light") && strcmp(opts->theme, "dark"))
+        return usage(err, "theme is light or dark, not '%s'", opts->theme);
+    if (opts->n_show_heads < 0 || (opts->n_show_heads > 0 && !opts->show_heads))
+        return usage(err, "show_heads: %d heads given but the list is NULL", opts->n_show_heads);
+    RunSpec o = {0};
+    o.sel.layer = opts->layer < 0 ? -1 : opts->layer;
+    o.sel.head = opts->head < 0 ? -1 : opts->head;
+    o.sel.show_heads = opts->n_show_heads ? opts->show_heads : NULL;
+    o.sel.n_show_heads = opts->n_show_heads;
+    o.output.precision = 6;
+    o.output.html_path = opts->html_path;
+    o.output.json_path = opts->json_path;
+    o.output.view = opts->view;
+    o.output.theme = opts->theme;
+    o.capture.qk = opts->qk != 0;
+    o.predict.top_p = 1.0;
+    o.quiet = 1;
+    RenderSpec rs = {input, opts->meta};
+    AvErr e = {0};
+    if (pipeline_render(&rs, &o, &e) != 0) return to_status(&e, err);
+    ok(err);
+    return ATTNVIZ_OK;
+}
