@@ -97,6 +97,7 @@ void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture
         d->lens = &r->lens;
         d->lens_words = &r->lens_words;
     }
+    if (o->lens.flow && !o->capture.tokens_only && cap && r->flow.on) d->flow = &r->flow;
 }
 
 /* The positions of a masked model's mask tokens. */
