@@ -78,8 +78,8 @@ static const HelpSection SECTIONS[] = {
      "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
      "  --layer N, --head N the page's initial layer and head (0-based)\n"
      "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
-     "  --view NAME         the page opens on this view: head, model, neuron, matrix, lens\n"
-     "                      or attribution\n"
+     "  --view NAME         the page opens on this view: head, model, neuron, matrix, lens,\n"
+     "                      attribution or flow\n"
      "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
      "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
      "\n"},
