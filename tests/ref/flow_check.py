@@ -14,7 +14,8 @@ Per layer and query token i (the paper's formula, L1 distances):
 Graph: from token pos at the top layer down, as the LLM Transparency Tool traces it (flow.h says how).
 Compared: every edge attnviz lists against the reference's share of that (layer, from, to, head, kind), and
 the edge sets (a pair whose summed share is within the bound of the threshold may differ), at the default
-threshold and at 0.005, at the last token and with --position; --npy's table against the JSON.
+threshold and at 0.005, at the last token, with --position, and over the top layer only (--layers 1);
+--npy's table against the JSON.
 One PASS/FAIL line per model with the max |diff|; exit 1 on any FAIL.
 """
 import argparse
@@ -123,11 +124,11 @@ def shares(layer, i):
     return pa / s, pr / s, pm / (pm + pq)
 
 
-def graph(layers, pos, thr):
-    """{(layer, from, to, head, kind): weight} and the pairs near the threshold"""
+def graph(layers, pos, thr, lo=0):
+    """{(layer, from, to, head, kind): weight} and the pairs near the threshold, layers lo to the last"""
     edges, near = {}, set()
     act = {pos}
-    for l in range(len(layers) - 1, -1, -1):
+    for l in range(len(layers) - 1, lo - 1, -1):
         nxt = set()
         for i in sorted(act):
             sa, sr, sm = shares(layers[l], i)
@@ -181,12 +182,12 @@ def run(attnviz, path, text, extra):
     return json.loads(p.stdout)
 
 
-def compare(doc, layers, pos, thr):
+def compare(doc, layers, pos, thr, lo):
     f = doc["flow"]
     problems = []
-    if f["position"] != pos or abs(f["threshold"] - thr) > 1e-9 or f["layers"] != [0, len(layers) - 1]:
+    if f["position"] != pos or abs(f["threshold"] - thr) > 1e-9 or f["layers"] != [lo, len(layers) - 1]:
         problems.append(f"flow header {f['position']} {f['threshold']} {f['layers']}, want {pos} {thr}")
-    ref, near = graph(layers, pos, thr)
+    ref, near = graph(layers, pos, thr, lo)
     got = {(e["layer"], e["from"], e["to"], e["head"], KINDS[e["kind"]]): e["weight"] for e in f["edges"]}
     worst = 0.0
     # a head whose share is 0 in one and a rounding error in the other is listed by one only: its
@@ -225,12 +226,13 @@ def main():
                                                                   attn_implementation="eager").eval()
         worst, edges, problems = 0.0, 0, []
         for text in TEXTS:
-            for extra, thr in (([], 0.04), (["--flow", "0.005"], 0.005), (["--flow=0.02", "--position", "5"], 0.02)):
+            for extra, thr in (([], 0.04), (["--flow", "0.005"], 0.005), (["--flow=0.02", "--position", "5"], 0.02),
+                               (["--flow", "0.01", "--layers", "1"], 0.01)):
                 doc = run(args.attnviz, path, text, extra or ["--flow"])
                 ids = doc["input_ids"]
                 pos = 5 if "--position" in extra else len(ids) - 1
                 layers = capture(model, base, ids)
-                w, ne, pr = compare(doc, layers, pos, thr)
+                w, ne, pr = compare(doc, layers, pos, thr, 1 if "--layers" in extra else 0)
                 worst, edges = max(worst, w), edges + ne
                 problems += [f"{text[:20]!r} {' '.join(extra) or '--flow'}: {m}" for m in pr]
         # --npy: the edge table holds what the JSON lists
@@ -242,7 +244,7 @@ def main():
             if t.shape != want.shape or t.dtype != np.float32 or np.max(np.abs(t - want)) > 1e-6:
                 problems.append(f"--npy flow table {t.shape} {t.dtype} differs from the JSON {want.shape}")
         ok = not problems and worst <= TOL and edges > 0
-        print(f"{'PASS' if ok else 'FAIL'} flow {name}: {edges} edges over {len(TEXTS) * 3} graphs; max |diff| of an "
+        print(f"{'PASS' if ok else 'FAIL'} flow {name}: {edges} edges over {len(TEXTS) * 4} graphs; max |diff| of an "
               f"edge's weight {worst:.2e} (bound {TOL:g})")
         for m in problems[:10]:
             print(f"    {m}")
