@@ -10,8 +10,9 @@ int flow_json_member(FILE *f, const OutDoc *d) {
     const FlowResult *r = d->flow;
     if (!r || !r->on) return 0;
     char buf[40];
-    json_format_float(buf, (float)r->threshold, d->precision);
-    fprintf(f, ",\"flow\":{\"threshold\":%s,\"position\":%d,\"layers\":[%d,%d],\"edges\":[", buf, r->position, r->lo, r->hi);
+    /* the threshold as given (a decimal in (0, 1)), not rounded through float */
+    fprintf(f, ",\"flow\":{\"threshold\":%.9g,\"position\":%d,\"layers\":[%d,%d],\"edges\":[", r->threshold, r->position,
+            r->lo, r->hi);
     for (int i = 0; i < r->n_edges; i++) {
         const FlowEdge *ed = &r->edges[i];
         fprintf(f, "%s{\"layer\":%d,\"from\":%d,\"to\":%d,\"head\":", i ? "," : "", ed->layer, ed->from, ed->to);
