@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "lens.h"
 
 void flow_free(FlowResult *r) {
     free(r->edges);
@@ -42,21 +43,6 @@ double flow_proximity(const double *y, double y_l1, const float *p, double s, in
     for (; k < dim; k++) d0 += fabs(y[k] - s * p[k]);
     const double d = (d0 + d1) + (d2 + d3);
     return y_l1 - d > 0 ? y_l1 - d : 0;
-}
-
-/* W (out, in) of a linear layer widened to float */
-static float *widen(const Linear *lin, AvErr *e) {
-    float *w = malloc((size_t)lin->out * lin->in * sizeof *w);
-    if (!w) {
-        av_err(e, "out of memory for %s", lin->name);
-        return NULL;
-    }
-    for (int r = 0; r < lin->out; r++)
-        if (model_linear_row(lin, r, w + (size_t)r * lin->in, e)) {
-            free(w);
-            return NULL;
-        }
-    return w;
 }
 
 static double l1(const double *y, int dim) {
@@ -92,7 +78,7 @@ int flow_layer_shares(const Model *m, const Capture *cap, int l, const int *qs, 
         av_err(e, "out of memory for the flow of layer %d (%d tokens)", l, nk);
         goto done;
     }
-    if (!(wv = widen(&lw->v, e)) || !(wo = widen(&lw->o, e))) goto done;
+    if (!(wv = lens_widen(&lw->v, e)) || !(wo = lens_widen(&lw->o, e))) goto done;
     /* the values every traced query reads: norm(x_j) W_V^T + b_V */
     memcpy(xn, x, (size_t)nk * H * sizeof *xn);
     if (lw->attn_norm.g) kern_norm_naive(xn, &lw->attn_norm, nk, H);
