@@ -66,6 +66,10 @@ int lens_attribution(const Model *m, const Capture *cap, const int *pos, int n_p
 int lens_ablation(const Model *m, RunState *s, const Capture *cap, const int *ids, int pos, int target,
                   const int *pairs, int n_pairs, int mean, LensResult *r, AvErr *e);
 
+/* W (out, in) of a linear layer widened to float (lens.c's and flow.c's
+ * products), or NULL with e filled; the caller frees it. */
+float *lens_widen(const Linear *lin, AvErr *e);
+
 /* Pure helpers (tested on their own). The rank of id among vocab scores
  * logits[j * stride]: how many score higher (ties: a lower id first). */
 int lens_rank(const float *logits, size_t stride, int vocab, int id);

@@ -62,6 +62,8 @@ typedef struct {
      * attribution targets, the ablation target */
     const struct LensResult *lens;
     const OutSpelling *lens_words;
+    /* --flow (flow.h), or NULL */
+    const struct FlowResult *flow;
     /* attnviz diff: this document (A) compared with a second one, or NULL */
     const struct OutDiff *diff;
 } OutDoc;

@@ -44,7 +44,7 @@ typedef struct {
     const char *stop;       /* --stop STRING, or NULL */
 } PredictSpec;
 
-/* What the residual stream says (lens.h): --logit-lens, --attribution, --ablate. */
+/* What the residual stream says (lens.h, flow.h): --logit-lens, --attribution, --ablate, --flow. */
 typedef struct {
     int lens_k;              /* --logit-lens K: the top K after every captured layer; 0 = off */
     int attribution;         /* --attribution (or --target): each head's and MLP's share of a logit */
@@ -55,6 +55,8 @@ typedef struct {
     const int *ablate_pairs; /* (layer, head) pairs (n_ablate), or NULL: every head (--ablate all) */
     int n_ablate;
     int ablate_mean;         /* --ablate-mode mean (default zero) */
+    int flow;                /* --flow [THRESHOLD]: information-flow routes (flow.h) from position's output */
+    double flow_threshold;   /* in (0, 1); 0.04 by default, as in the paper */
 } LensSpec;
 
 /* Where the outputs go and how the page opens. */

@@ -299,6 +299,20 @@ case_ lens_position_past_the_input 2 "--position 500: the input has [0-9]+ token
 case_ lens_encoder_logit_lens 2 "--logit-lens reads a causal model's residual stream; .* is a masked \(bert\) model" -- --model "$SRC" "${Q[@]}" --logit-lens 3 hi
 case_ lens_attribution_without_predict 2 "--attribution and --target go with --predict K or --generate N" -- --model "$LLS" "${Q[@]}" --attribution hi
 case_ lens_runs 0 "" -- --model "$LLS" "${Q[@]}" --predict 2 --logit-lens 3 --attribution --ablate all --npy out.npy hi
+# ---- information-flow routes (--flow): one line, exit 2
+case_ flow_threshold_zero 2 "--flow needs a threshold in \(0, 1\), got '0'" -- --model "$LLS" "${Q[@]}" --flow 0 hi
+case_ flow_threshold_one 2 "--flow needs a threshold in \(0, 1\), got '1'" -- --model "$LLS" "${Q[@]}" --flow=1 hi
+case_ flow_threshold_negative 2 "--flow needs a threshold in \(0, 1\), got '-0.2'" -- --model "$LLS" "${Q[@]}" --flow -0.2 hi
+case_ flow_threshold_not_a_number 2 "--flow needs a threshold in \(0, 1\), got 'lots'" -- --model "$LLS" "${Q[@]}" --flow=lots hi
+case_ flow_encoder 2 "--flow reads a causal pre-norm model's residual stream; .* is a masked \(bert\) model" -- --model "$SRC" "${Q[@]}" --flow hi
+# small-gemma2 has no tokenizer (the suites feed it ids): a copy with small-llama's, as telemetry_test.sh does
+mkdir -p "$T/gemma2" && ln -sf "$PWD"/tests/data/small-gemma2/* "$PWD/tests/data/small-llama/tokenizer.json" "$T/gemma2/"
+case_ flow_sandwich_norm 2 "--flow: .* normalizes attention's output before the residual \(a sandwich norm\)" -- --model "$T/gemma2" "${Q[@]}" --flow hi
+case_ flow_with_heads 2 "--flow weighs every head of the layers it traces: not with --heads" -- --model "$LLS" "${Q[@]}" --flow --heads 0 hi
+case_ flow_layers_not_a_range 2 "--flow traces down through consecutive layers" -- --model "$LLS" "${Q[@]}" --flow --layers 0,2 hi
+case_ flow_position_past_the_input 2 "--position 500: the input has [0-9]+ tokens" -- --model "$LLS" "${Q[@]}" --flow --position 500 hi
+case_ flow_with_batch 2 "--flow read one input's own tokens: not with --batch" -- --model "$LLS" "${Q[@]}" --flow --batch in.txt
+case_ flow_runs 0 "" -- --model "$LLS" "${Q[@]}" --flow 0.1 --layers 1 --position 1 --npy out.npy hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}'
@@ -452,7 +466,7 @@ case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 laye
 case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
-case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens or attribution, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens, attribution or flow, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
 # ---- ModernBERT (tests/data/small-modernbert): its config keys and fused tensors
 MBS=$PWD/tests/data/small-modernbert
 mbfresh() { rm -rf "$T/m" && cp -r "$MBS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }

@@ -130,6 +130,7 @@ scripts=(
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
     tests/ref/lens_check.sh
+    tests/ref/flow_check.sh
     tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh

@@ -167,6 +167,40 @@ START_TEST(lens_options_fill_the_lens_settings) {
 }
 END_TEST
 
+/* --flow [T]: a number right after it is the threshold, a text is the text */
+START_TEST(flow_takes_an_optional_threshold) {
+    CliOptions o;
+    AvErr e;
+    const char *plain[] = {"--flow", "The cat", NULL};
+    ck_assert_int_eq(parse(&o, &e, plain), CLI_RUN);
+    ck_assert(o.run.lens.flow && o.run.lens.flow_threshold == 0.04);
+    ck_assert_str_eq(o.run.text_a, "The cat");
+    cli_options_free(&o);
+    const char *spaced[] = {"--flow", "0.1", "--position", "3", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, spaced), CLI_RUN);
+    ck_assert(o.run.lens.flow && o.run.lens.flow_threshold == 0.1 && o.run.lens.position == 3);
+    ck_assert_str_eq(o.run.text_a, "T");
+    cli_options_free(&o);
+    const char *joined[] = {"T", "--flow=0.25", "--layers", "2-5", NULL};
+    ck_assert_int_eq(parse(&o, &e, joined), CLI_RUN);
+    ck_assert(o.run.lens.flow && o.run.lens.flow_threshold == 0.25);
+    ck_assert_str_eq(o.run.text_a, "T");
+    cli_options_free(&o);
+    const char *const *bad[] = {
+        (const char *[]){"--flow", "0", "T", NULL},        (const char *[]){"--flow=1", "T", NULL},
+        (const char *[]){"--flow", "1.5", "T", NULL},      (const char *[]){"--flow=x", "T", NULL},
+        (const char *[]){"--flow", "--heads", "1", "T", NULL}, (const char *[]){"--flow", "--layers", "0,2", "T", NULL},
+        (const char *[]){"--flow", "--batch", "-", NULL},  (const char *[]){"heads", "--flow", "T", NULL},
+        (const char *[]){"--flow", "--telemetry", "4", "--json", "-", "T", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(parse(&o, &e, bad[i]), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        cli_options_free(&o);
+    }
+}
+END_TEST
+
 START_TEST(no_text_is_a_usage_error) {
     CliOptions o;
     AvErr e;
@@ -405,6 +439,7 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("core");
     tcase_add_test(t, a_run_fills_the_run_settings);
     tcase_add_test(t, lens_options_fill_the_lens_settings);
+    tcase_add_test(t, flow_takes_an_optional_threshold);
     tcase_add_test(t, tokens_only_needs_no_weights);
     tcase_add_test(t, help_and_version_are_answers_not_prints);
     tcase_add_test(t, a_command_has_its_own_help);

@@ -914,17 +914,17 @@ END_TEST
  * (templates/view_*.js: Views.register({id, order, ...})), in tab order. */
 START_TEST(test_views_from_templates) {
     char names[256];
-    const char *ok[] = {"head", "model", "neuron", "matrix", "lens", "attribution"};
-    for (int i = 0; i < 6; i++) {
+    const char *ok[] = {"head", "model", "neuron", "matrix", "lens", "attribution", "flow"};
+    for (int i = 0; i < 7; i++) {
         ck_assert_int_eq(html_view_known(ok[i], 0, names, sizeof names), 1);
         ck_assert_int_eq(html_view_known(ok[i], 1, names, sizeof names), 1);
     }
     ck_assert_int_eq(html_view_known("nope", 0, names, sizeof names), 0);
-    ck_assert_str_eq(names, "head, model, neuron, matrix, lens or attribution");
+    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution or flow");
     /* the diff view is only on attnviz diff's pages */
     ck_assert_int_eq(html_view_known("diff", 0, names, sizeof names), 0);
     ck_assert_int_eq(html_view_known("diff", 1, names, sizeof names), 1);
-    ck_assert_str_eq(names, "head, model, neuron, matrix, lens or attribution (or diff)");
+    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution or flow (or diff)");
     ck_assert_int_eq(html_view_known("", 1, names, sizeof names), 0);
     /* a short buffer is cut, not overrun */
     char small[8];

@@ -172,8 +172,7 @@ done:
     return rc;
 }
 
-/* W (rows, cols) of a linear layer widened to float. */
-static float *widen(const Linear *lin, AvErr *e) {
+float *lens_widen(const Linear *lin, AvErr *e) {
     float *w = malloc((size_t)lin->out * lin->in * sizeof *w);
     if (!w) {
         av_err(e, "out of memory for %s", lin->name);
@@ -250,7 +249,7 @@ int lens_attribution(const Model *m, const Capture *cap, const int *pos, int n_p
     for (int l = 0; l < L; l++) {
         const LayerWeights *lw = &m->w.layers[l];
         free(wo);
-        if (!(wo = widen(&lw->o, e))) goto done; // (H, QW)
+        if (!(wo = lens_widen(&lw->o, e))) goto done; // (H, QW)
         for (int i = 0; i < P; i++)
             for (int h = 0; h < NH; h++)
                 memcpy(zz + (size_t)i * QW + (size_t)h * dh, cap_z(cap, l, h) + (size_t)pos[i] * dh, (size_t)dh * sizeof *zz);

@@ -78,8 +78,8 @@ static const HelpSection SECTIONS[] = {
      "  --precision N       significant digits of JSON floats (1-9, default 6)\n"
      "  --layer N, --head N the page's initial layer and head (0-based)\n"
      "  --templates DIR     read page templates from DIR instead of the built-in ones\n"
-     "  --view NAME         the page opens on this view: head, model, neuron, matrix, lens\n"
-     "                      or attribution\n"
+     "  --view NAME         the page opens on this view: head, model, neuron, matrix, lens,\n"
+     "                      attribution or flow\n"
      "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
      "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
      "\n"},
@@ -117,8 +117,10 @@ static const HelpSection SECTIONS[] = {
      "  --target TOKEN      attribute (and ablate) this token instead of the prediction\n"
      "  --ablate all|L.H,.. the change in the target's log-probability when a head is ablated\n"
      "  --ablate-mode M     zero (default) or mean (its mean output over the input)\n"
-     "  --position N        attribution and ablation at token N (default: attribution at\n"
-     "                      every position, ablation at the last)\n"
+     "  --position N        attribution, ablation and flow at token N (default: attribution at\n"
+     "                      every position, ablation and flow at the last)\n"
+     "  --flow [T]          information-flow routes (Ferrando & Voita 2024) from the last (or\n"
+     "                      --position) token's output down the layers, edges above T (0.04)\n"
      "\n"},
     {H_RENDER,
      "Render (draw attention computed elsewhere, e.g. by transformers):\n"
@@ -254,6 +256,14 @@ static int count_error(AvErr *e, const char *opt, const char *arg, long hi, cons
     if (end != arg && !*end && v > 0 && (errno == ERANGE || v > hi))
         return usage_error(e, "%s %s is out of range: at most %ld", opt, arg, hi);
     return usage_error(e, "%s needs %s, got '%s'", opt, what, arg);
+}
+
+/* "0.1", ".5", "1e-3", "-2": a number, not a text to run */
+static int looks_numeric(const char *s) {
+    char *end;
+    if (!*s) return 0;
+    (void)strtod(s, &end);
+    return !*end;
 }
 
 static int parse_real(const char *s, double lo, double hi, double *out) {
@@ -509,21 +519,26 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
         if (r->predict.k || r->predict.generate_n || r->stats || r->capture.tokens_only || r->capture.no_special ||
             r->capture.words || r->capture.qk || r->capture.hidden || r->output.html_path || r->output.npy_path ||
             r->output.out_dir || r->capture.measure != MEASURE_ATTENTION || r->lens.lens_k || r->lens.attribution ||
-            r->lens.ablate)
+            r->lens.ablate || r->lens.flow)
             return usage_error(e, "%s", "--telemetry writes each row's statistics instead of the matrices: not with "
                                         "--html, --npy, --out-dir, --qk, --hidden, --stats, --predict, --generate, "
-                                        "--no-special, --words, --tokens-only, --measure norm, --logit-lens, --attribution or --ablate");
+                                        "--no-special, --words, --tokens-only, --measure norm, --logit-lens, --attribution, --ablate or --flow");
         if (!r->output.json_path) return usage_error(e, "%s", "--telemetry writes to --json FILE (or - for stdout)");
     }
     const LensSpec *ls = &o->run.lens;
-    const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
+    const int lens_any = ls->lens_k || ls->attribution || ls->ablate || ls->flow;
     if (lens_any && (o->run.batch.path || o->run.stats || o->run.capture.tokens_only || o->run.capture.no_special || o->run.capture.words))
-        return usage_error(e, "%s", "--logit-lens, --attribution, --target and --ablate read one input's own tokens: "
+        return usage_error(e, "%s", "--logit-lens, --attribution, --target, --ablate and --flow read one input's own tokens: "
                                     "not with --batch, --stats, --tokens-only, --no-special or --words");
+    if (ls->flow && o->sel_heads)
+        return usage_error(e, "%s", "--flow weighs every head of the layers it traces: not with --heads");
+    for (int i = 1; ls->flow && i < o->n_sel_layers; i++)
+        if (o->sel_layers[i] != o->sel_layers[i - 1] + 1)
+            return usage_error(e, "%s", "--flow traces down through consecutive layers: give --layers as one range (e.g. 4-11)");
     if (ls->attribution && !o->run.predict.k && !o->run.predict.generate_n)
         return usage_error(e, "%s", "--attribution and --target go with --predict K or --generate N");
-    if (ls->position >= 0 && !ls->attribution && !ls->ablate)
-        return usage_error(e, "%s", "--position goes with --attribution, --target or --ablate");
+    if (ls->position >= 0 && !ls->attribution && !ls->ablate && !ls->flow)
+        return usage_error(e, "%s", "--position goes with --attribution, --target, --ablate or --flow");
     if (o->run.capture.tokens_only && (o->run.stats || o->run.output.npy_path || o->run.output.out_npy || o->run.output.html_path || o->run.output.out_html))
         return usage_error(e, "%s", "--tokens-only writes tokens only (no --stats, --npy or --html)");
     if (o->run.capture.tokens_only && o->run.capture.measure != MEASURE_ATTENTION)
@@ -551,9 +566,9 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     if (ps->serve_opts && !o->serve)
         return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
     const LensSpec *ls = &o->run.lens;
-    if ((ls->lens_k || ls->attribution || ls->ablate || ls->position >= 0 || ps->ablate_mode) &&
+    if ((ls->lens_k || ls->attribution || ls->ablate || ls->flow || ls->position >= 0 || ps->ablate_mode) &&
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
-        return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position and --ablate go with a run on one text");
+        return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position, --ablate and --flow go with a run on one text");
     if (ps->ablate_mode && !ls->ablate) return usage_error(e, "%s", "--ablate-mode goes with --ablate");
     if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
     if (o->run.heads.on) return check_heads(o, rest, args, e);
@@ -570,7 +585,7 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_TELEMETRY, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
-       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE };
+       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE, O_FLOW };
 
 /* --measure's code, apart from the list above. */
 enum { O_MEASURE = 1024 };
@@ -717,6 +732,14 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         o->run.lens.ablate = 1;
         o->run.lens.ablate_pairs = o->ablate_pairs, o->run.lens.n_ablate = o->n_ablate_pairs;
         break;
+    case O_FLOW:
+        o->run.lens.flow = 1;
+        if (arg && parse_real(arg, 0, 1, &o->run.lens.flow_threshold) == 0 && o->run.lens.flow_threshold > 0 &&
+            o->run.lens.flow_threshold < 1)
+            break;
+        if (arg) return usage_error(e, "--flow needs a threshold in (0, 1), got '%s'", arg);
+        o->run.lens.flow_threshold = 0.04;
+        break;
     case O_ABLMODE:
         if (strcmp(arg, "zero") && strcmp(arg, "mean")) return usage_error(e, "--ablate-mode is zero or mean, not '%s'", arg);
         o->run.lens.ablate_mean = !strcmp(arg, "mean");
@@ -846,6 +869,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"logit-lens", required_argument, 0, O_LENS}, {"attribution", no_argument, 0, O_ATTR},
         {"target", required_argument, 0, O_TARGET}, {"position", required_argument, 0, O_POSITION},
         {"ablate", required_argument, 0, O_ABLATE}, {"ablate-mode", required_argument, 0, O_ABLMODE},
+        {"flow", optional_argument, 0, O_FLOW},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
@@ -890,7 +914,10 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        int rc = parse_option(o, &ps, c, optarg, argv[optind - 1], e);
+        const char *arg = optarg;
+        /* --flow [T]: a number right after it is its threshold (--flow=T says so outright) */
+        if (c == O_FLOW && !arg && optind < argc && looks_numeric(argv[optind])) arg = argv[optind++];
+        int rc = parse_option(o, &ps, c, arg, argv[optind - 1], e);
         if (rc != 0) return rc;
     }
     return check_command(o, &ps, argc - optind, argv + optind, e);
@@ -948,6 +975,11 @@ int cli_run(const CliOptions *o, AvErr *e) {
     if ((ls->lens_k || ls->attribution || ls->ablate) && (!c->causal || !c->pre_ln)) {
         av_err_usage(e, "--%s reads a causal model's residual stream; %s is a masked (%s) model", ls->lens_k ? "logit-lens"
                      : ls->attribution ? "attribution" : "ablate", dir, c->model_type);
+        goto out;
+    }
+    if (ls->flow && (!c->causal || !c->pre_ln)) {
+        av_err_usage(e, "--flow reads a causal pre-norm model's residual stream; %s is a masked (%s) model", dir,
+                     c->model_type);
         goto out;
     }
     if ((ls->lens_k || ls->attribution || ls->ablate) && no_head) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow_out.h"
 #include "lens_out.h"
 #include "output.h"
 #include "version.h"
@@ -534,6 +535,10 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (lens_json_members(s->f, d)) s->failed = 1;
+    }
+    if (d->flow) {
+        sink_flush(s);
+        if (flow_json_member(s->f, d)) s->failed = 1;
     }
 }
 

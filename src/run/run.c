@@ -107,6 +107,7 @@ void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncod
         d->lens = &r->lens;
         d->lens_words = &r->lens_words;
     }
+    if (o->lens.flow && !o->capture.tokens_only && cap && r->flow.on) d->flow = &r->flow;
 }
 
 /* The positions of a masked model's mask tokens. */

@@ -7,7 +7,17 @@
 #include "run_internal.h"
 #include "util.h"
 
-int run_lens_wanted(const RunSpec *o) { return o->lens.lens_k || o->lens.attribution || o->lens.ablate; }
+int run_lens_wanted(const RunSpec *o) { return o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow; }
+
+/* --flow: from --position's token (default the last) at the top selected layer down to the first */
+static int run_flow(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    const int n = r->cap.n_tokens;
+    const int lo = o->sel.layers ? o->sel.layers[0] : 0;
+    const int hi = o->sel.layers ? o->sel.layers[o->sel.n_layers - 1] : r->cfg.num_layers - 1;
+    const int pos = o->lens.position >= 0 ? o->lens.position : n - 1;
+    return flow_routes(&r->model, &r->cap, lo, hi, pos, o->lens.flow_threshold, &r->flow, e);
+}
 
 /* --target TOKEN: the vocabulary's own spelling (e.g. GPT-2's "Ġthe"), else a
  * text that the tokenizer reads as exactly one token besides its specials. */
@@ -53,6 +63,7 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
     const Capture *cap = &r->cap;
     const int n = cap->n_tokens;
     lens_free(&r->lens);
+    flow_free(&r->flow);
     if (n != enc->n) return av_err(e, "the capture holds %d tokens, the input %d", n, enc->n);
     int target = -1;
     if (ls->target && resolve_target(r, ls->target, &target, e)) return -1;
@@ -65,7 +76,8 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
                                 r->cfg.num_layers, r->cfg.num_layers - 1, r->cfg.num_heads, r->cfg.num_heads - 1);
     }
     double t0 = av_now_ms();
-    int rc = lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e);
+    const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
+    int rc = lens_any ? lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e) : 0;
     if (rc == 0 && ls->attribution) {
         const int one = ls->position >= 0, np = one ? 1 : n;
         int *pos = malloc((size_t)np * sizeof *pos);
@@ -77,7 +89,8 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
     if (rc == 0 && ls->ablate)
         rc = lens_ablation(&r->model, &r->rs, cap, enc->ids, ls->position >= 0 ? ls->position : n - 1, target,
                            ls->ablate_pairs, ls->n_ablate, ls->ablate_mean, &r->lens, e);
+    if (rc == 0 && ls->flow) rc = run_flow(r, e);
     r->t_fwd += av_now_ms() - t0;
-    if (rc == 0) rc = spell(r, e);
+    if (rc == 0 && lens_any) rc = spell(r, e);
     return rc;
 }

@@ -167,6 +167,7 @@ static void run_free(Run *r) {
     pipeline_spelling_free(&r->pred_words);
     pipeline_spelling_free(&r->gen_words);
     lens_free(&r->lens);
+    flow_free(&r->flow);
     pipeline_spelling_free(&r->lens_words);
     free(r->gen_text);
     stats_free(&r->stats);

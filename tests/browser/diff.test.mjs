@@ -187,7 +187,7 @@ describe('attnviz diff page', () => {
     const p = cliPage('diff-plain', ['the cat sat']);
     const { page, log } = await openPage(browser.ctx, p.html);
     assert.equal(await page.$('#tab-diff'), null);
-    assert.equal(await page.$$eval('#tabs [data-view]', els => els.length), 6); /* head, model, neuron, matrix, lens, attribution */
+    assert.equal(await page.$$eval('#tabs [data-view]', els => els.length), 7); /* head, model, neuron, matrix, lens, attribution, flow */
     clean(log);
     await page.close();
   });

@@ -55,7 +55,7 @@ async function tabsAndKeys(page) {
 test('the tabs, sections and keys are the registered views in order, one per view_*.js file', async () => {
   const plain = cliPage('views-plain', ['--qk', 'time flies like an arrow']);
   const diff = diffPage('views-diff', ['--model', DEMO, 'the cat sat on the mat', 'the dog sat on a mat']);
-  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution']]]) {
+  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow']]]) {
     const { page, log } = await openPage(browser.ctx, html);
     try {
       const r = await tabsAndKeys(page);
@@ -63,13 +63,13 @@ test('the tabs, sections and keys are the registered views in order, one per vie
       assert.deepEqual(r.tabs, want);
       assert.deepEqual(r.sections, want);
       assert.deepEqual(r.keyed, want);
-      /* the lens views need --logit-lens / --attribution / --ablate data, which these pages lack */
-      assert.deepEqual(r.disabled, ['lens', 'attribution']);
+      /* the lens and flow views need --logit-lens / --attribution / --ablate / --flow data, which these pages lack */
+      assert.deepEqual(r.disabled, ['lens', 'attribution', 'flow']);
       clean(log);
     } finally { await page.close(); }
   }
   /* a diff page has every view there is: one per file */
-  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'head', 'lens', 'matrix', 'model', 'neuron']);
+  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'flow', 'head', 'lens', 'matrix', 'model', 'neuron']);
 });
 
 test('a view is one file: a --templates folder with one more view_*.js has its tab, key and section', async () => {
@@ -80,7 +80,7 @@ test('a view is one file: a --templates folder with one more view_*.js has its t
 (() => {
 Views.register({
   id: 'extra',
-  order: 8,
+  order: 9,
   label: 'Extra view',
   uses: { layer: true, mode: false, heads: true, merge: false, contrast: false },
   picksHead: () => true,
@@ -97,10 +97,10 @@ Views.register({
   const { page, log } = await openPage(browser.ctx, p.html);
   try {
     const r = await tabsAndKeys(page);
-    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'extra']);
+    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'extra']);
     assert.deepEqual(r.keyed, r.tabs);
     assert.equal(await page.textContent('#tab-extra'), 'Extra view');
-    await page.keyboard.press('7');
+    await page.keyboard.press('8');
     await page.waitForSelector('#view-extra .extra-out');
     assert.equal(await page.textContent('#view-extra .extra-out'), 'layer 1 head 3');
     assert.equal(await page.isVisible('#heads-bar'), true);
@@ -131,7 +131,7 @@ test('the registry refuses a clash with a page error', async () => {
 
 test('--view is checked against the registered views: one line naming them, exit 2', async () => {
   const run = args => spawnSync(ATTNVIZ, args, { encoding: 'utf8', input: '' });
-  const names = 'head, model, neuron, matrix, lens or attribution';
+  const names = 'head, model, neuron, matrix, lens, attribution or flow';
   let r = run(['--model', DEMO, '--view', 'nope', 'time flies']);
   assert.equal(r.status, 2);
   assert.equal(r.stdout, '');
