@@ -470,6 +470,20 @@ mbfresh; cfg_edit 'c["norm_bias"] = "yes"'
 case_ modernbert_norm_bias_not_bool 1 "\"norm_bias\" must be true or false" -- --model "$M" "${Q[@]}" hi
 mbfresh; cfg_edit 'c["intermediate_size"] = 20'
 case_ modernbert_fused_wi_shape 1 "layers.0.mlp.Wi.weight' has shape \[48, 16\]" -- --model "$M" "${Q[@]}" hi
+# ---- mixtures of experts (tests/data/small-mixtral, small-qwen3moe): routing keys and expert tensors
+moefresh() { rm -rf "$T/m" && cp -r "$PWD/tests/data/small-$1" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+moefresh mixtral; cfg_edit 'c["num_local_experts"] = 10**6'
+case_ moe_absurd_num_experts 1 "\"num_local_experts\" = 1000000 is out of range \[1, 1024\]" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; cfg_edit 'c["num_experts_per_tok"] = 5'
+case_ moe_top_k_over_experts 1 "config.json: num_experts_per_tok 5 exceeds the 4 experts" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; st_edit 'del h["model.layers.1.block_sparse_moe.experts.3.w2.weight"]'
+case_ moe_missing_expert_tensor 1 "model.safetensors: missing tensor 'layers.1.block_sparse_moe.experts.3.w2.weight' \(expected shape \[16, 24\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; st_edit 'del h["model.layers.0.block_sparse_moe.gate.weight"]'
+case_ moe_missing_router 1 "missing tensor 'layers.0.block_sparse_moe.gate.weight' \(expected shape \[4, 16\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = [7]'
+case_ moe_dense_layer_not_in_model 1 "mlp_only_layers holds 7, not a layer of 2" -- --model "$M" "${Q[@]}" hi
+moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = []'
+case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight'" -- --model "$M" "${Q[@]}" hi
 
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh
