@@ -255,6 +255,12 @@ START_TEST(packed_inputs_give_what_each_gives_alone) {
             dq = fmaxf(dq, max_abs_diff(caps[g].q, alone.q, b * n * alone.head_dim));
             dq = fmaxf(dq, max_abs_diff(caps[g].k, alone.k, b * n * alone.head_dim));
             if (!sel) dh = fmaxf(dh, max_abs_diff(caps[g].hidden, alone.hidden, (m.cfg.num_layers + 1) * n * m.cfg.hidden_size));
+            if (alone.moe_ids) { /* each input's routing lands in its own capture, every layer's */
+                const size_t nk = (size_t)m.cfg.num_layers * n * alone.moe_k;
+                ck_assert(!memcmp(caps[g].moe_ids, alone.moe_ids, nk * sizeof(int)));
+                ck_assert(!memcmp(caps[g].moe_w, alone.moe_w, nk * sizeof(float)));
+                for (size_t i = 0; i < nk; i++) ck_assert(alone.moe_ids[i] >= 0 || m.cfg.layer_dense[i / (n * alone.moe_k)]);
+            }
             model_capture_free(&alone);
         }
         if (!sel) fprintf(stderr, "INFO %s: packed vs alone: attention %.1e, q/k %.1e, hidden %.1e\n", dir, da, dq, dh);
