@@ -250,6 +250,11 @@ int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t 
  * a fused projection (Phi-3's qkv_proj and gate_up_proj), kept in its type. */
 int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
                       int64_t rows, AvErr *e);
+/* Expert idx of prefix.weight, a stack of n (out, in) matrices (llama.cpp's
+ * ffn_*_exps: one 3-D tensor per projection of a mixture of experts), kept in
+ * its type. */
+int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
+                        AvErr *e);
 /* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
 /* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */

@@ -382,6 +382,19 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+# Mixtral in a llama file: expert counts, the router and each projection's experts stacked (ffn_*_exps)
+MOE='kv["llama.expert_count"] = ("u", 4); kv["llama.expert_used_count"] = ("u", 2)
+for nm in ("ffn_gate", "ffn_up", "ffn_down"): del tensors[f"blk.0.{nm}.weight"]
+tensors["blk.0.ffn_gate_inp.weight"] = [H, 4]; tensors["blk.0.ffn_gate_exps.weight"] = [H, FF, 4]
+tensors["blk.0.ffn_up_exps.weight"] = [H, FF, 4]; tensors["blk.0.ffn_down_exps.weight"] = [FF, H, 4]'
+mkgguf "$G" "$MOE"
+case_ gguf_tiny_mixtral_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" "$MOE"'; kv["llama.expert_used_count"] = ("u", 5)'
+case_ gguf_moe_top_k_over_experts 1 "expert_count 4 / expert_used_count 5 out of range" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$MOE"'; del tensors["blk.0.ffn_down_exps.weight"]'
+case_ gguf_moe_missing_experts 1 "missing tensor 'blk.0.ffn_down_exps.weight' \(transformers' layers.0.block_sparse_moe.experts.w2.weight; expected shape \[4, 8, 16\]\)" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$MOE"'; tensors["blk.0.ffn_up_exps.weight"] = [H, FF, 3]'
+case_ gguf_moe_wrong_expert_stack 1 "tensor 'blk.0.ffn_up_exps.weight' has shape \[3, 16, 8\]; its metadata implies \[4, 16, 8\]" -- --model "$G" "${Q[@]}" hi
 # Phi-3: q/k/v fused in attn_qkv, gate/up in ffn_up, LongRoPE factors as two tensors
 PHI3='kv = {(k.replace("llama.", "phi3.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "phi3")
 for nm in ("attn_q", "attn_k", "attn_v", "ffn_gate"): del tensors[f"blk.0.{nm}.weight"]

@@ -220,6 +220,44 @@ int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int
     return 0;
 }
 
+int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
+                        AvErr *e) {
+    char nm[300], ws[80], gs[80];
+    TensorRef t;
+    const int64_t want[3] = {n, out, in};
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    shape_str(ws, sizeof ws, 3, want);
+    if (!find_variant(m, nm, &t)) {
+        char gname[256] = "";
+        const ArchSpec *spec = arch_spec(m->cfg.arch);
+        if (m->gguf && spec->gguf_name && spec->gguf_name(nm, gname, sizeof gname) == 0)
+            return av_err(e, "%s: missing tensor '%s' (transformers' %s; expected shape %s)", m->path, gname, nm, ws);
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, nm, ws);
+    }
+    if (t.type == KERN_UNSUPPORTED)
+        return av_err(e, "%s: tensor '%s' has type %s, which attnviz does not widen", m->path, t.name, t.type_name);
+    if (t.ndim != 3 || t.shape[0] != n || t.shape[1] != out || t.shape[2] != in) {
+        shape_str(gs, sizeof gs, t.ndim, t.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t.name, gs,
+                      m->gguf ? "its metadata" : "config.json", ws);
+    }
+    const size_t blk = gguf_type_block(t.type), bs = gguf_type_bytes(t.type);
+    if (idx < 0 || idx >= n || !blk || in % (int64_t)blk || (size_t)(n * out) * ((size_t)in / blk) > t.nbytes / bs)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t.name, ws);
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
+    lin->type = t.type;
+    /* expert idx's rows: a whole (out, in) matrix of the stack, kept in its stored type */
+    lin->row_bytes = (size_t)in / blk * bs;
+    lin->w = (const unsigned char *)t.data + (size_t)idx * (size_t)out * lin->row_bytes;
+    if (t.type == KERN_F32 && ((uintptr_t)lin->w % sizeof(float)) != 0)
+        return av_err(e, "%s: tensor '%s' is not aligned to 4 bytes", m->path, t.name);
+    if (!m->dtype_name[0] || (!strcmp(m->dtype_name, "F32") && t.type != KERN_F32))
+        snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
+    note_width(m, in);
+    return 0;
+}
+
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
     char nm[300];
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);

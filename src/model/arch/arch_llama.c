@@ -333,7 +333,8 @@ FAMILY_PARSE(olmoe, OLMOE)
 static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, FE = c->moe_intermediate;
-    const int mixtral = fam->moe == MOE_MIXTRAL;
+    /* a GGUF's names are llama.cpp's whatever the family (gguf_name maps Mixtral's) */
+    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf;
     const char *block = mixtral ? "block_sparse_moe" : "mlp";
     char p[3][200];
     snprintf(p[0], sizeof p[0], "layers.%d.%s.gate", l, block);
@@ -342,6 +343,16 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
         return av_err(e, "out of memory for layer %d's %d experts", l, c->num_experts);
     for (int x = 0; x < c->num_experts; x++) {
         Expert *X = &L->experts[x];
+        if (m->gguf) {
+            /* llama.cpp stacks each projection's experts in one 3-D tensor (ffn_gate_exps, ...) */
+            const char *w[3] = {"w1", "w3", "w2"};
+            for (int k = 0; k < 3; k++) snprintf(p[k], sizeof p[k], "layers.%d.block_sparse_moe.experts.%s", l, w[k]);
+            if (model_linear_expert(m, &X->gate, p[0], c->num_experts, x, H, FE, e) ||
+                model_linear_expert(m, &X->up, p[1], c->num_experts, x, H, FE, e) ||
+                model_linear_expert(m, &X->down, p[2], c->num_experts, x, FE, H, e))
+                return -1;
+            continue;
+        }
         snprintf(p[0], sizeof p[0], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w1" : "gate_proj");
         snprintf(p[1], sizeof p[1], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w3" : "up_proj");
         snprintf(p[2], sizeof p[2], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w2" : "down_proj");
@@ -567,6 +578,20 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
     c->qk_rows_interleaved = fam->rows_interleaved;
+    /* a mixture of experts (Mixtral in a llama file): the top-k weights renormalized, as Mixtral's */
+    uint32_t n_exp = 0, n_used = 0;
+    char ke[96], ku[96];
+    snprintf(ke, sizeof ke, "%s.expert_count", spec->gguf_arch);
+    snprintf(ku, sizeof ku, "%s.expert_used_count", spec->gguf_arch);
+    if ((gguf_find_kv(f, ke) && gguf_get_u32(f, ke, &n_exp, e)) || (gguf_find_kv(f, ku) && gguf_get_u32(f, ku, &n_used, e)))
+        return av_err_prefix(e, "%s", path);
+    if (n_exp > 0) {
+        if (n_exp > CFG_MAX_EXPERTS || n_used < 1 || n_used > CFG_MAX_TOP_K || n_used > n_exp)
+            return av_err(e, "%s: expert_count %u / expert_used_count %u out of range (at most %d experts, %d per token)",
+                          path, n_exp, n_used, CFG_MAX_EXPERTS, CFG_MAX_TOP_K);
+        c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = 1;
+        c->moe_intermediate = c->intermediate_size; /* feed_forward_length: each expert's width */
+    }
     uint32_t eos;
     if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
         if (gguf_get_u32(f, "tokenizer.ggml.eos_token_id", &eos, e)) return av_err_prefix(e, "%s", path);
@@ -601,7 +626,11 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
         {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
         {"self_attn.o_proj", "attn_output"}, {"input_layernorm", "attn_norm"},
         {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
+        {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+        /* a mixture of experts (Mixtral as llama.cpp's llama files hold it): the router, then each
+         * projection's experts stacked in one 3-D tensor */
+        {"block_sparse_moe.gate", "ffn_gate_inp"}, {"block_sparse_moe.experts.w1", "ffn_gate_exps"},
+        {"block_sparse_moe.experts.w3", "ffn_up_exps"}, {"block_sparse_moe.experts.w2", "ffn_down_exps"}};
     static const char *const gemma2_block[][2] = {
         {"post_attention_layernorm", "post_attention_norm"}, {"pre_feedforward_layernorm", "ffn_norm"},
         {"post_feedforward_layernorm", "post_ffw_norm"}};
