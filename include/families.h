@@ -31,7 +31,7 @@
     X(QWEN2, "qwen2", "Qwen2", "model.", "hidden_size", "num_attention_heads", arch_qwen2_parse, arch_llama_load,   \
       "qwen2", arch_qwen2_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
     X(QWEN3_MOE, "qwen3_moe", "Qwen3Moe", "model.", "hidden_size", "num_attention_heads", arch_qwen3_moe_parse,     \
-      arch_qwen3_moe_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                   \
+      arch_qwen3_moe_load, "qwen3moe", arch_qwen3_moe_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                                   \
     X(QWEN3, "qwen3", "Qwen3", "model.", "hidden_size", "num_attention_heads", arch_qwen3_parse, arch_llama_load,   \
       "qwen3", arch_qwen3_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
     X(GEMMA2, "gemma2", "Gemma2", "model.", "hidden_size", "num_attention_heads", arch_gemma2_parse,                \

@@ -589,8 +589,16 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         if (n_exp > CFG_MAX_EXPERTS || n_used < 1 || n_used > CFG_MAX_TOP_K || n_used > n_exp)
             return av_err(e, "%s: expert_count %u / expert_used_count %u out of range (at most %d experts, %d per token)",
                           path, n_exp, n_used, CFG_MAX_EXPERTS, CFG_MAX_TOP_K);
+        /* llama.cpp renormalizes the top-k weights of both (qwen3moe.cpp; transformers reads such a
+         * file with norm_topk_prob true) */
         c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = 1;
-        c->moe_intermediate = c->intermediate_size; /* feed_forward_length: each expert's width */
+        /* each expert's width: qwen3moe names it apart; a llama file's feed_forward_length is it */
+        uint32_t fe = (uint32_t)c->intermediate_size;
+        char kf[96];
+        snprintf(kf, sizeof kf, "%s.expert_feed_forward_length", spec->gguf_arch);
+        if (gguf_find_kv(f, kf) && gguf_get_u32(f, kf, &fe, e)) return av_err_prefix(e, "%s", path);
+        if (fe < 1 || fe > CFG_MAX_INTER) return av_err(e, "%s: expert_feed_forward_length %u is out of range", path, fe);
+        c->moe_intermediate = (int)fe;
     }
     uint32_t eos;
     if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
@@ -613,6 +621,7 @@ FAMILY_GGUF(qwen3, QWEN3)
 FAMILY_GGUF(gemma2, GEMMA2)
 FAMILY_GGUF(gemma3, GEMMA3)
 FAMILY_GGUF(phi3, PHI3)
+FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
