@@ -494,10 +494,11 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
  * probable experts (ties: the lower id first, as torch.topk), their
  * probabilities renormalized to sum 1 where the family does. */
 static void route_token(const float *logits, int E, int K, int renorm, int *ids, float *w) {
-    double mx = logits[0], sum = 0, p[CFG_MAX_EXPERTS];
+    // logits (E); ids, w (K)
+    double mx = logits[0], sum = 0, p[CFG_MAX_EXPERTS]; // p (E) exp(logit - max)
     for (int x = 1; x < E; x++) mx = logits[x] > mx ? logits[x] : mx;
     for (int x = 0; x < E; x++) sum += p[x] = exp((double)logits[x] - mx);
-    float prob[CFG_MAX_EXPERTS];
+    float prob[CFG_MAX_EXPERTS]; // (E) the softmax, rounded to float as transformers' is
     for (int x = 0; x < E; x++) prob[x] = (float)(p[x] / sum);
     for (int k = 0; k < K; k++) {
         int best = -1;
@@ -523,12 +524,14 @@ static int expert_slot(const int *ids, int K, int i, int x) {
 }
 
 int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e) {
+    // xT, yT (H, n); ids, w (n, K); s->routerT (E, n); per expert: s->moe_xT, s->moe_yT (H, ne) its ne tokens,
+    // s->gateT, s->ffT (moe_intermediate, ne)
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
     const int E = c->num_experts, K = c->experts_per_tok, H = c->hidden_size;
     const Linear *router[1] = {&L->router};
     if (products(s, xT, n, 1, router, &s->routerT, -1, 0, ACT_GELU, m, e)) return -1;
-    float logits[CFG_MAX_EXPERTS];
+    float logits[CFG_MAX_EXPERTS]; // (E) token i's
     for (int i = 0; i < n; i++) {
         for (int x = 0; x < E; x++) logits[x] = s->routerT[(size_t)x * n + i];
         route_token(logits, E, K, c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
