@@ -81,6 +81,7 @@ int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char 
 int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen3_moe_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_olmoe_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_gemma2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_gemma3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_phi3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

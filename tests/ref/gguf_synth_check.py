@@ -4,7 +4,7 @@ checkpoint transformers makes (q/k rows permuted as llama.cpp's converter does),
 (gguf_file=..., dequantized, eager attention) on the same ids.
 
 usage: gguf_synth_check.py FWD_DUMP WORKDIR [ARCH,ARCH...]   (only these: llama = the types' files,
-       qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen3moe; phi3 includes its LongRoPE file)
+       qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen3moe, olmoe; phi3 includes its LongRoPE file)
 One PASS/FAIL line per type (attention max |diff| <= 1e-4 against transformers on that file),
 and one comparing Q8_0's attention with the F32 checkpoint's (<= 1e-2; the figure is printed). gguf cannot quantize
 the K-quants: their blocks are random codes with small scales (the file is still a model
@@ -265,6 +265,8 @@ def main():
         ok &= gemma3_linear(fwd, work, rng, ids_set)
     if not only or "mixtral" in only:
         ok &= mixtral_moe(fwd, work, rng, ids_set)
+    if not only or "olmoe" in only:
+        ok &= mixtral_moe(fwd, work, rng, ids_set, "olmoe", "olmoe")
     if not only or "qwen3moe" in only:
         ok &= qwen3moe_gguf(fwd, work, rng, ids_set)
     return 0 if ok else 1
@@ -293,20 +295,25 @@ def against_checkpoint(fwd, work, rng, ids_set, name, arch, model_extra, write_e
     return good
 
 
-def mixtral_moe(fwd, work, rng, ids_set):
+def mixtral_moe(fwd, work, rng, ids_set, name="mixtral", arch="llama"):
     """Mixtral as llama.cpp's converter writes it: a llama file with expert_count / expert_used_count, the router
     as ffn_gate_inp and each projection's experts stacked in one 3-D tensor (ffn_gate_exps, ffn_up_exps,
     ffn_down_exps), in F32 and Q8_0; attnviz on the file against transformers on the checkpoint it was written
     from (transformers reads a llama GGUF as a dense Llama; for Q8_0, with every matrix rounded as the file holds
-    it): attention, and every token's experts."""
+    it): attention, and every token's experts. name "olmoe": OLMoE's olmoe file the same way (q/k norms over the
+    whole projection, top-k not renormalized; transformers reads no olmoe GGUF)."""
     torch.manual_seed(13)
-    cfg = transformers.MixtralConfig(**dict(CFG, num_local_experts=4, num_experts_per_tok=2))
+    if name == "olmoe":
+        cfg = transformers.OlmoeConfig(**dict(CFG, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+                                              pad_token_id=1, bos_token_id=1, eos_token_id=2))
+    else:
+        cfg = transformers.MixtralConfig(**dict(CFG, num_local_experts=4, num_experts_per_tok=2))
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for pname, p in model.named_parameters():
             if p.dim() == 1:
                 p.copy_(1.0 + 0.1 * torch.randn_like(p))
-            elif name.endswith("gate.weight"):
+            elif pname.endswith("gate.weight"):
                 p.normal_(0, 0.5)  # the router: clear choices
             else:
                 p.normal_(0, 0.05)
@@ -333,8 +340,8 @@ def mixtral_moe(fwd, work, rng, ids_set):
                 a = p.float().numpy()
                 p.copy_(torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(a, T.Q8_0), T.Q8_0).reshape(a.shape)))
     for t in (T.F32, T.Q8_0):
-        path = os.path.join(work, f"synth-mixtral-{t.name}.gguf")
-        write(path, dense, t, rng, "llama", more=more)
+        path = os.path.join(work, f"synth-{name}-{t.name}.gguf")
+        write(path, dense, t, rng, arch, more=more)
         ref_model = model if t == T.F32 else rounded
         try:
             worst, routed, same = 0.0, 0, 0
@@ -350,14 +357,14 @@ def mixtral_moe(fwd, work, rng, ids_set):
                     routed += len(ids)
                     same += int((want == got[l]).all(axis=1).sum())
         except Exception as ex:
-            print(f"FAIL gguf_synth_mixtral_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
+            print(f"FAIL gguf_synth_{name}_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
             ok = False
             continue
         # Q8_0 against the checkpoint with every matrix rounded through Q8_0 as the file stores it
         tol = 1e-4
         good = worst <= tol and same == routed
         ok &= good
-        print(f"{'PASS' if good else 'FAIL'} gguf_synth_mixtral_{t.name}: Mixtral's experts read from a llama file "
+        print(f"{'PASS' if good else 'FAIL'} gguf_synth_{name}_{t.name}: {name}'s experts read from a {arch} file "
               f"(ffn_*_exps), attention vs transformers on the checkpoint{' (rounded as Q8_0)' if t != T.F32 else ''} "
               f"max |diff| {worst:.2e} (tol {tol:g}); "
               f"{same}/{routed} token-layers choose transformers' experts")

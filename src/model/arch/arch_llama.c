@@ -574,6 +574,7 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->qkv_bias = fam->qkv_bias || gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
     c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = fam->qk_norm;
+    c->qk_norm_full = fam->qk_norm_full;
     c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
@@ -589,9 +590,9 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         if (n_exp > CFG_MAX_EXPERTS || n_used < 1 || n_used > CFG_MAX_TOP_K || n_used > n_exp)
             return av_err(e, "%s: expert_count %u / expert_used_count %u out of range (at most %d experts, %d per token)",
                           path, n_exp, n_used, CFG_MAX_EXPERTS, CFG_MAX_TOP_K);
-        /* llama.cpp renormalizes the top-k weights of both (qwen3moe.cpp; transformers reads such a
-         * file with norm_topk_prob true) */
-        c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = 1;
+        /* llama.cpp renormalizes the top-k weights of llama (Mixtral) and qwen3moe files (transformers
+         * reads the latter with norm_topk_prob true), not OLMoE's (olmoe.cpp) */
+        c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = fam->moe != MOE_OLMOE;
         /* each expert's width: qwen3moe names it apart; a llama file's feed_forward_length is it */
         uint32_t fe = (uint32_t)c->intermediate_size;
         char kf[96];
@@ -622,6 +623,7 @@ FAMILY_GGUF(gemma2, GEMMA2)
 FAMILY_GGUF(gemma3, GEMMA3)
 FAMILY_GGUF(phi3, PHI3)
 FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
+FAMILY_GGUF(olmoe, OLMOE)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
