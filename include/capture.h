@@ -49,6 +49,12 @@ typedef struct {
     float *z;       /* (n_layers, n_heads, n_tokens, head_dim) each head's context before the output projection
                        (TransformerLens's hook_z): head h's output is W_O[:, h * head_dim ...] z */
     float *mlp_out; /* (n_layers, n_tokens, hidden_size) what each MLP adds to the stream (after a sandwich norm) */
+    /* A mixture-of-experts model's routing (every layer, whatever the selection;
+     * NULL for dense models): token i's experts in layer l, most weight first,
+     * -1 and 0 in a layer whose MLP is dense. */
+    int moe_k;         /* experts per token */
+    int *moe_ids;      /* (n_layers, n_tokens, moe_k) */
+    float *moe_w;      /* (n_layers, n_tokens, moe_k) their routing weights */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an

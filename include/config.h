@@ -28,6 +28,8 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LO
 #define CFG_MAX_POS 65536
 #define CFG_MAX_TYPES 1024
 #define CFG_MAX_EOS 8
+#define CFG_MAX_EXPERTS 1024    /* a mixture-of-experts layer's experts */
+#define CFG_MAX_TOP_K 64        /* experts a token is routed to */
 #define CFG_MAX_ROPE_FACTORS 512 /* LongRoPE's per-frequency factors: rotary_dim / 2 */
 
 typedef struct {
@@ -61,6 +63,15 @@ typedef struct {
     int o_bias;           /* the attention output has a bias */
     int mlp_bias;         /* the MLP's linears have biases */
     int qk_norm;          /* per-head RMSNorm of q and k before rotary (Qwen3) */
+    int qk_norm_full;     /* with qk_norm: one RMSNorm over each token's whole q (and k) projection, all heads
+                             together (OLMoE), not per head */
+    int num_experts;      /* mixture-of-experts MLP: experts per sparse layer; 0: every MLP is dense */
+    int experts_per_tok;  /* top-k: experts each token is routed to */
+    int moe_renorm;       /* the top-k routing weights are divided by their sum (Mixtral; Qwen3-MoE and
+                             OLMoE when norm_topk_prob) */
+    int moe_intermediate; /* each expert's gated MLP width */
+    unsigned char layer_dense[CFG_MAX_LAYERS]; /* 1: layer l of a MoE model has a dense MLP of
+                                                  intermediate_size (Qwen3-MoE's mlp_only_layers) */
     int sandwich_norm;    /* sublayer outputs normalized before the residual (Gemma 2) */
     float emb_scale;      /* embeddings multiplied by this (Gemma: sqrt(hidden)); 0: not at all */
     float attn_scale;     /* scores' scale; 0: 1 / sqrt(head_dim) */

@@ -30,6 +30,8 @@
       arch_llama_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                        \
     X(QWEN2, "qwen2", "Qwen2", "model.", "hidden_size", "num_attention_heads", arch_qwen2_parse, arch_llama_load,   \
       "qwen2", arch_qwen2_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
+    X(QWEN3_MOE, "qwen3_moe", "Qwen3Moe", "model.", "hidden_size", "num_attention_heads", arch_qwen3_moe_parse,     \
+      arch_qwen3_moe_load, "qwen3moe", arch_qwen3_moe_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                                   \
     X(QWEN3, "qwen3", "Qwen3", "model.", "hidden_size", "num_attention_heads", arch_qwen3_parse, arch_llama_load,   \
       "qwen3", arch_qwen3_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                    \
     X(GEMMA2, "gemma2", "Gemma2", "model.", "hidden_size", "num_attention_heads", arch_gemma2_parse,                \
@@ -40,6 +42,10 @@
       TOK_GGUF_SPM_GEMMA)                                                                                           \
     X(PHI3, "phi3", "Phi3", "model.", "hidden_size", "num_attention_heads", arch_phi3_parse, arch_phi3_load, "phi3", \
       arch_phi3_gguf_config, arch_phi3_gguf_name, TOK_SOURCE_JSON, 0)                                              \
+    X(MIXTRAL, "mixtral", "Mixtral", "model.", "hidden_size", "num_attention_heads", arch_mixtral_parse,           \
+      arch_mixtral_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                      \
+    X(OLMOE, "olmoe", "Olmoe", "model.", "hidden_size", "num_attention_heads", arch_olmoe_parse, arch_olmoe_load,  \
+      "olmoe", arch_olmoe_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                                                         \
     X(MODERNBERT, "modernbert", "ModernBert", "model.", "hidden_size", "num_attention_heads", arch_modernbert_parse, \
       arch_modernbert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 

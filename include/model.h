@@ -24,7 +24,15 @@ typedef struct {
     Linear down;          /* (intermediate -> hidden) */
     Norm mlp_norm;        /* (hidden) pre-norm: before the MLP; post-norm: after its residual */
     Norm mlp_post_norm;   /* (hidden) on the MLP's output before the residual (sandwich), g NULL otherwise */
+    Linear router;        /* (hidden -> num_experts) a mixture-of-experts layer's router, w NULL for a dense MLP */
+    struct Expert *experts; /* (num_experts) a MoE layer's experts (up/gate/down unused then), NULL otherwise */
 } LayerWeights;
+
+/* One expert of a mixture-of-experts MLP: down(act(gate(x)) * up(x)). */
+typedef struct Expert {
+    Linear gate, up;      /* (hidden -> moe_intermediate) */
+    Linear down;          /* (moe_intermediate -> hidden) */
+} Expert;
 
 /* What turns the last hidden state into scores over the vocabulary. */
 typedef struct {
@@ -78,7 +86,14 @@ typedef struct {
     float *ctxT;   /* (num_heads * head_dim, n) attention context */
     float *yT;     /* (hidden, n) attention or MLP output */
     float *ffT;    /* (intermediate, n) up, then act(gate) * up */
-    float *gateT;  /* (intermediate, n) gated MLPs only */
+    float *gateT;  /* (intermediate, n) gated MLPs only (MoE: the wider of intermediate and moe_intermediate) */
+    float *routerT;  /* (num_experts, n) router logits, MoE models only */
+    float *moe_xT;   /* (hidden, n) the tokens routed to one expert, gathered */
+    float *moe_yT;   /* (hidden, n) that expert's outputs for them */
+    int *moe_ids;    /* (n, experts_per_tok) each token's chosen experts, most weight first */
+    float *moe_w;    /* (n, experts_per_tok) their routing weights */
+    int *moe_tok;    /* (n) the tokens routed to one expert */
+    float *moe_tw;   /* (n) their weights for it */
     float *emb, *embT; /* (n, embedding_size), (embedding_size, n) when it is not hidden_size, else NULL */
     float *scores; /* (n_threads, kern_attention_rows(), n): a block of a head's rows when its matrix is not kept */
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
@@ -207,6 +222,15 @@ int model_logits_rows(const Model *m, RunState *s, const float *x, int n_rows, f
  * model_logits reads its rows. Causal models only need the tokens up to the
  * row they read. */
 int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int from, const float *x_in, AvErr *e);
+/* Layer l's mixture-of-experts MLP on xT (hidden, n), its output in yT
+ * (hidden, n): the router's softmax, each token's top-k experts (weights
+ * renormalized where the family does) into ids/w (n, experts_per_tok), then
+ * only the chosen experts, each on the tokens routed to it, added in expert
+ * order. model_moe_naive is its reference: every expert on every token,
+ * through kern_linear_naive, combined in the same order; they agree bit for
+ * bit. s: a run state of at least n tokens. */
+int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e);
+int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e);
 /* Row r of a linear layer's weight W (out, in), widened to float (in). */
 int model_linear_row(const Linear *lin, int r, float *dst, AvErr *e);
 /* Whether the checkpoint has a (complete) language-model head; head_err says
@@ -226,6 +250,11 @@ int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t 
  * a fused projection (Phi-3's qkv_proj and gate_up_proj), kept in its type. */
 int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
                       int64_t rows, AvErr *e);
+/* Expert idx of prefix.weight, a stack of n (out, in) matrices (llama.cpp's
+ * ffn_*_exps: one 3-D tensor per projection of a mixture of experts), kept in
+ * its type. */
+int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
+                        AvErr *e);
 /* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
 /* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */

@@ -396,6 +396,19 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+# Mixtral in a llama file: expert counts, the router and each projection's experts stacked (ffn_*_exps)
+MOE='kv["llama.expert_count"] = ("u", 4); kv["llama.expert_used_count"] = ("u", 2)
+for nm in ("ffn_gate", "ffn_up", "ffn_down"): del tensors[f"blk.0.{nm}.weight"]
+tensors["blk.0.ffn_gate_inp.weight"] = [H, 4]; tensors["blk.0.ffn_gate_exps.weight"] = [H, FF, 4]
+tensors["blk.0.ffn_up_exps.weight"] = [H, FF, 4]; tensors["blk.0.ffn_down_exps.weight"] = [FF, H, 4]'
+mkgguf "$G" "$MOE"
+case_ gguf_tiny_mixtral_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" "$MOE"'; kv["llama.expert_used_count"] = ("u", 5)'
+case_ gguf_moe_top_k_over_experts 1 "expert_count 4 / expert_used_count 5 out of range" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$MOE"'; del tensors["blk.0.ffn_down_exps.weight"]'
+case_ gguf_moe_missing_experts 1 "missing tensor 'blk.0.ffn_down_exps.weight' \(transformers' layers.0.block_sparse_moe.experts.w2.weight; expected shape \[4, 8, 16\]\)" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$MOE"'; tensors["blk.0.ffn_up_exps.weight"] = [H, FF, 3]'
+case_ gguf_moe_wrong_expert_stack 1 "tensor 'blk.0.ffn_up_exps.weight' has shape \[3, 16, 8\]; its metadata implies \[4, 16, 8\]" -- --model "$G" "${Q[@]}" hi
 # Phi-3: q/k/v fused in attn_qkv, gate/up in ffn_up, LongRoPE factors as two tensors
 PHI3='kv = {(k.replace("llama.", "phi3.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "phi3")
 for nm in ("attn_q", "attn_k", "attn_v", "ffn_gate"): del tensors[f"blk.0.{nm}.weight"]
@@ -484,6 +497,20 @@ mbfresh; cfg_edit 'c["norm_bias"] = "yes"'
 case_ modernbert_norm_bias_not_bool 1 "\"norm_bias\" must be true or false" -- --model "$M" "${Q[@]}" hi
 mbfresh; cfg_edit 'c["intermediate_size"] = 20'
 case_ modernbert_fused_wi_shape 1 "layers.0.mlp.Wi.weight' has shape \[48, 16\]" -- --model "$M" "${Q[@]}" hi
+# ---- mixtures of experts (tests/data/small-mixtral, small-qwen3moe): routing keys and expert tensors
+moefresh() { rm -rf "$T/m" && cp -r "$PWD/tests/data/small-$1" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
+moefresh mixtral; cfg_edit 'c["num_local_experts"] = 10**6'
+case_ moe_absurd_num_experts 1 "\"num_local_experts\" = 1000000 is out of range \[1, 1024\]" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; cfg_edit 'c["num_experts_per_tok"] = 5'
+case_ moe_top_k_over_experts 1 "config.json: num_experts_per_tok 5 exceeds the 4 experts" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; st_edit 'del h["model.layers.1.block_sparse_moe.experts.3.w2.weight"]'
+case_ moe_missing_expert_tensor 1 "model.safetensors: missing tensor 'layers.1.block_sparse_moe.experts.3.w2.weight' \(expected shape \[16, 24\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh mixtral; st_edit 'del h["model.layers.0.block_sparse_moe.gate.weight"]'
+case_ moe_missing_router 1 "missing tensor 'layers.0.block_sparse_moe.gate.weight' \(expected shape \[4, 16\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = [7]'
+case_ moe_dense_layer_not_in_model 1 "mlp_only_layers holds 7, not a layer of 2" -- --model "$M" "${Q[@]}" hi
+moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = []'
+case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight'" -- --model "$M" "${Q[@]}" hi
 
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh

@@ -109,6 +109,7 @@ scripts=(
     tests/heads_test.sh
     tests/telemetry_test.sh
     tests/families_test.sh
+    tests/moe_test.sh
     tests/norm_test.sh
     tests/corpus_hosts_test.sh
     tests/slurm_test.sh

@@ -15,7 +15,9 @@ static const char *DECODERS[] = {"tests/data/small-gpt2", "tests/data/small-llam
                                  "tests/data/small-gemma3",
                                  /* LongRoPE with an original context of 8: the generation crosses it, drops the
                                   * cache and runs the sequence again (transformers' Phi-3 generate()) */
-                                 "tests/data/small-phi3"};
+                                 "tests/data/small-phi3",
+                                 /* mixtures of experts: a generation step routes its one token */
+                                 "tests/data/small-mixtral", "tests/data/small-olmoe"};
 
 #define PROMPT 6
 #define NEW 18

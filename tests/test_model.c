@@ -35,7 +35,10 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                     transformers (tests/ref/make_encoder_goldens.py) */
                                  "tests/data/small-xlmr",      "tests/data/small-electra",
                                  /* ModernBERT: a bidirectional local window (tests/ref/modernbert_check.py --fixture) */
-                                 "tests/data/small-modernbert"};
+                                 "tests/data/small-modernbert",
+                                 /* mixtures of experts (make_decoder_goldens.py): their routing too */
+                                 "tests/data/small-mixtral",   "tests/data/small-qwen3moe",
+                                 "tests/data/small-olmoe"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];
@@ -81,6 +84,22 @@ START_TEST(forward_matches_pytorch_goldens) {
         ck_assert_uint_eq(k, (size_t)n * m.cfg.hidden_size);
         float hid = max_abs_diff(cap.hidden + (size_t)m.cfg.num_layers * n * m.cfg.hidden_size, ref, k);
         ck_assert_msg(hid < 1e-3f, "%s: last hidden state differs by %g", dir, hid);
+        const cJSON *ex = cJSON_GetObjectItem(c, "experts");
+        ck_assert_int_eq(ex != NULL, m.cfg.num_experts > 0);
+        if (ex) { /* the router's choices, in order, and their weights */
+            const size_t nk = (size_t)m.cfg.num_layers * n * cap.moe_k;
+            k = 0;
+            flatten(cJSON_GetObjectItem(ex, "ids"), ref, &k);
+            ck_assert_uint_eq(k, nk);
+            for (size_t i = 0; i < nk; i++)
+                ck_assert_msg(cap.moe_ids[i] == (int)ref[i], "%s: routing %zu: expert %d, transformers %g", dir, i,
+                              cap.moe_ids[i], ref[i]);
+            k = 0;
+            flatten(cJSON_GetObjectItem(ex, "weights"), ref, &k);
+            ck_assert_uint_eq(k, nk);
+            ck_assert_msg(max_abs_diff(cap.moe_w, ref, nk) < 1e-5f, "%s: routing weights differ by %g", dir,
+                          max_abs_diff(cap.moe_w, ref, nk));
+        }
         free(ref), free(ids), free(types);
         model_capture_free(&cap);
         model_runstate_free(&rs);
@@ -236,6 +255,12 @@ START_TEST(packed_inputs_give_what_each_gives_alone) {
             dq = fmaxf(dq, max_abs_diff(caps[g].q, alone.q, b * n * alone.head_dim));
             dq = fmaxf(dq, max_abs_diff(caps[g].k, alone.k, b * n * alone.head_dim));
             if (!sel) dh = fmaxf(dh, max_abs_diff(caps[g].hidden, alone.hidden, (m.cfg.num_layers + 1) * n * m.cfg.hidden_size));
+            if (alone.moe_ids) { /* each input's routing lands in its own capture, every layer's */
+                const size_t nk = (size_t)m.cfg.num_layers * n * alone.moe_k;
+                ck_assert(!memcmp(caps[g].moe_ids, alone.moe_ids, nk * sizeof(int)));
+                ck_assert(!memcmp(caps[g].moe_w, alone.moe_w, nk * sizeof(float)));
+                for (size_t i = 0; i < nk; i++) ck_assert(alone.moe_ids[i] >= 0 || m.cfg.layer_dense[i / (n * alone.moe_k)]);
+            }
             model_capture_free(&alone);
         }
         if (!sel) fprintf(stderr, "INFO %s: packed vs alone: attention %.1e, q/k %.1e, hidden %.1e\n", dir, da, dq, dh);
@@ -282,7 +307,11 @@ START_TEST(every_kernel_gives_the_whole_pass_of_the_scalar_chain) {
             const size_t nh = (size_t)(m.cfg.num_layers + 1) * n * m.cfg.hidden_size;
             ck_assert_msg(!memcmp(got.attn, ref.attn, sizeof(float) * na) &&
                               !memcmp(got.q, ref.q, sizeof(float) * nq) && !memcmp(got.k, ref.k, sizeof(float) * nq) &&
-                              !memcmp(got.hidden, ref.hidden, sizeof(float) * nh),
+                              !memcmp(got.hidden, ref.hidden, sizeof(float) * nh) &&
+                              (!ref.moe_ids || (!memcmp(got.moe_ids, ref.moe_ids, sizeof(int) * (size_t)m.cfg.num_layers * n *
+                                                                                  got.moe_k) &&
+                                                !memcmp(got.moe_w, ref.moe_w, sizeof(float) * (size_t)m.cfg.num_layers * n *
+                                                                                  got.moe_k))),
                           "%s, %d tokens: %s differs from scalar: attention %g q %g k %g hidden %g", dir, n,
                           kernels[kn], max_abs_diff(got.attn, ref.attn, na), max_abs_diff(got.q, ref.q, nq),
                           max_abs_diff(got.k, ref.k, nq), max_abs_diff(got.hidden, ref.hidden, nh));
@@ -302,6 +331,52 @@ START_TEST(every_kernel_gives_the_whole_pass_of_the_scalar_chain) {
 }
 END_TEST
 
+/* The mixture-of-experts step: only the chosen experts, each on the tokens
+ * routed to it, against the naive reference that runs every expert on every
+ * token; and grouping tokens changes no bit (each token alone gives the same). */
+START_TEST(moe_runs_only_the_chosen_experts_as_the_reference_combines_them) {
+    const char *dirs[] = {"tests/data/small-mixtral", "tests/data/small-qwen3moe", "tests/data/small-olmoe"};
+    for (int d = 0; d < 3; d++) {
+        Model m;
+        AvErr e;
+        if (model_load(&m, dirs[d], &e) != 0) ck_abort_msg("load %s: %s", dirs[d], e.msg);
+        const int n = 23, H = m.cfg.hidden_size, K = m.cfg.experts_per_tok;
+        float *xT = malloc(sizeof(float) * H * n), *y = malloc(sizeof(float) * H * n), *yr = malloc(sizeof(float) * H * n);
+        float *w = malloc(sizeof(float) * n * K), *wr = malloc(sizeof(float) * n * K), *y1 = malloc(sizeof(float) * H);
+        int *ids = malloc(sizeof(int) * n * K), *idr = malloc(sizeof(int) * n * K), id1[CFG_MAX_TOP_K];
+        float x1[64], w1[CFG_MAX_TOP_K];
+        ck_assert_int_le(H, 64);
+        for (int i = 0; i < H * n; i++) xT[i] = sinf(0.37f * i) * 1.5f;
+        RunState rs;
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+        int layers = 0, used[CFG_MAX_EXPERTS] = {0}, n_used = 0;
+        for (int l = 0; l < m.cfg.num_layers; l++) {
+            if (!m.w.layers[l].experts) continue;
+            layers++;
+            ck_assert_int_eq(model_moe(&m, &rs, l, xT, n, y, ids, w, &e), 0);
+            ck_assert_int_eq(model_moe_naive(&m, l, xT, n, yr, idr, wr, &e), 0);
+            ck_assert(!memcmp(ids, idr, sizeof(int) * n * K));
+            ck_assert_float_lt(max_abs_diff(w, wr, (size_t)n * K), 1e-6f);
+            ck_assert_msg(max_abs_diff(y, yr, (size_t)H * n) < 1e-5f, "%s layer %d: %g", dirs[d], l,
+                          max_abs_diff(y, yr, (size_t)H * n));
+            for (int i = 0; i < n * K; i++) n_used += !used[ids[i]]++;
+            for (int i = 0; i < n; i++) {
+                for (int h = 0; h < H; h++) x1[h] = xT[(size_t)h * n + i];
+                ck_assert_int_eq(model_moe(&m, &rs, l, x1, 1, y1, id1, w1, &e), 0);
+                for (int h = 0; h < H; h++) ck_assert(y1[h] == y[(size_t)h * n + i]);
+                ck_assert(!memcmp(id1, ids + (size_t)i * K, sizeof(int) * K));
+            }
+        }
+        ck_assert_int_ge(layers, 1);
+        ck_assert_int_ge(n_used, 2); /* the inputs reach more than one expert */
+        fprintf(stderr, "INFO %s: %s (%s): %d sparse layers, %d experts chosen, as the reference (kernel %s)\n",
+                __func__, dirs[d], m.cfg.model_type, layers, n_used, gemm_kernel());
+        model_runstate_free(&rs);
+        free(xT), free(y), free(yr), free(w), free(wr), free(y1), free(ids), free(idr);
+        model_free(&m);
+    }
+}
+END_TEST
 
 /* What attnviz serve keeps: q/k and thumbnails, no attention. A head
  * recomputed from them is what the full capture holds, and the thumbnails are
@@ -403,6 +478,7 @@ Suite *make_suite(void) {
     tcase_add_loop_test(m, every_kernel_gives_the_whole_pass_of_the_scalar_chain, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
+    tcase_add_test(m, moe_runs_only_the_chosen_experts_as_the_reference_combines_them);
     tcase_add_loop_test(m, head_attention_from_captured_qk_equals_the_captured_attention, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     suite_add_tcase(s, m);

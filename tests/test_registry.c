@@ -36,8 +36,9 @@ END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
-                                            "qwen3, gemma2, gemma3_text, phi3 and modernbert");
-    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3, gemma2, gemma3 and phi3");
+                                            "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe and "
+                                            "modernbert");
+    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3 and olmoe");
     /* the unsupported-family message names the list */
     ModelConfig c;
     AvErr e = {0};
@@ -169,6 +170,36 @@ START_TEST(phi3_reads_longrope_and_partial_rotary) {
 }
 END_TEST
 
+/* Mixtures of experts: experts, top-k and renormalization as each family's config gives them (Mixtral
+ * always renormalizes; the others per norm_topk_prob), Qwen3-MoE's dense layers and expert width,
+ * OLMoE's whole-projection q/k norm; what is refused. */
+START_TEST(moe_families_read_their_routing) {
+    ModelConfig c;
+    parse_family(&c, "mixtral", ",\"num_local_experts\":6,\"num_experts_per_tok\":2,\"norm_topk_prob\":false");
+    ck_assert(c.num_experts == 6 && c.experts_per_tok == 2 && c.moe_renorm && c.moe_intermediate == 48 && !c.qk_norm);
+    for (int l = 0; l < 4; l++) ck_assert(!c.layer_dense[l]);
+    parse_family(&c, "qwen3_moe", ",\"num_experts\":8,\"num_experts_per_tok\":4,\"norm_topk_prob\":true,"
+                                  "\"moe_intermediate_size\":12,\"decoder_sparse_step\":2,\"mlp_only_layers\":[3]");
+    ck_assert(c.num_experts == 8 && c.experts_per_tok == 4 && c.moe_renorm && c.moe_intermediate == 12 && c.qk_norm);
+    ck_assert(c.layer_dense[0] && !c.layer_dense[1] && c.layer_dense[2] && c.layer_dense[3] && !c.qk_norm_full);
+    parse_family(&c, "olmoe", ",\"num_experts\":8,\"num_experts_per_tok\":2");
+    ck_assert(c.num_experts == 8 && !c.moe_renorm && c.qk_norm && c.qk_norm_full && c.moe_intermediate == 48);
+    const char *bad[] = {",\"num_local_experts\":4,\"num_experts_per_tok\":5", ",\"num_local_experts\":100000",
+                         ",\"num_experts_per_tok\":0", ",\"clip_qkv\":8.0"};
+    const char *why[] = {"exceeds the 4 experts", "num_local_experts", "num_experts_per_tok", "clip_qkv"};
+    for (int i = 0; i < 4; i++) {
+        char j[1024];
+        snprintf(j, sizeof j,
+                 "{\"model_type\":\"%s\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                 "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":64%s}",
+                 i == 3 ? "olmoe" : "mixtral", bad[i]);
+        AvErr e = {0};
+        ck_assert_int_ne(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+        ck_assert_msg(strstr(e.msg, why[i]) != NULL, "%s", e.msg);
+    }
+}
+END_TEST
+
 /* ModernBERT: the Hub's keys (global_attn_every_n_layers, global/local_rope_theta; a window of
  * local_attention / 2 either side, itself included) and transformers 5's (layer_types,
  * rope_parameters per layer type); what it refuses. */
@@ -216,6 +247,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, gemma3_sets_its_pattern_and_two_rotary_bases);
     tcase_add_test(t, phi3_reads_longrope_and_partial_rotary);
     tcase_add_test(t, modernbert_reads_its_local_layers_both_ways);
+    tcase_add_test(t, moe_families_read_their_routing);
     suite_add_tcase(s, t);
     return s;
 }

@@ -5,7 +5,9 @@
  * writes OUT_PREFIX.attn (L, H, n, n), .q and .k (L, H, n, head_dim), float32;
  * with --norm also .vnorm (L, H, n) and .nattn (L, H, n, n), the value norms
  * and value-weighted attention as the CLI's --measure norm computes them
- * (normattn.h); and prints {"layers", "heads", "kv_heads", "head_dim", "tokens"} as JSON. */
+ * (normattn.h); a mixture-of-experts model's routing as .experts (L, n, k)
+ * int32 ids and .experts_w (L, n, k) float32 weights; and prints {"layers",
+ * "heads", "kv_heads", "head_dim", "tokens", "experts_k"} as JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,12 +53,16 @@ int main(int argc, char **argv) {
     size_t LH = (size_t)cap.n_layers * cap.n_heads;
     if (dump(argv[2], "attn", cap.attn, LH * n * n) || dump(argv[2], "q", cap.q, LH * n * cap.head_dim) ||
         dump(argv[2], "k", cap.k, LH * n * cap.head_dim) ||
-        (norm && (dump(argv[2], "vnorm", cap.vnorm, LH * n) || dump(argv[2], "nattn", cap.nattn, LH * n * n)))) {
+        (norm && (dump(argv[2], "vnorm", cap.vnorm, LH * n) || dump(argv[2], "nattn", cap.nattn, LH * n * n))) ||
+        (cap.moe_ids && (dump(argv[2], "experts", (const float *)(const void *)cap.moe_ids,
+                              (size_t)cap.n_layers * n * cap.moe_k) ||
+                         dump(argv[2], "experts_w", cap.moe_w, (size_t)cap.n_layers * n * cap.moe_k)))) {
         fprintf(stderr, "fwd_dump: cannot write %s.*\n", argv[2]);
         return 1;
     }
-    printf("{\"layers\": %d, \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"tokens\": %d, \"dtype\": \"%s\"}\n",
-           cap.n_layers, cap.n_heads, cap.n_kv_heads, cap.head_dim, n, m.dtype_name);
+    printf("{\"layers\": %d, \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"tokens\": %d, \"dtype\": \"%s\", "
+           "\"experts_k\": %d}\n",
+           cap.n_layers, cap.n_heads, cap.n_kv_heads, cap.head_dim, n, m.dtype_name, cap.moe_k);
     model_capture_free(&cap);
     model_runstate_free(&rs);
     model_free(&m);

@@ -28,6 +28,8 @@ void xf_free(XfView *v) {
     free(v->cap.attn);
     free(v->cap.nattn);
     free(v->cap.vnorm);
+    free(v->cap.moe_ids);
+    free(v->cap.moe_w);
     free(v->cap.q);
     free(v->cap.k);
     memset(v, 0, sizeof *v);
@@ -86,9 +88,22 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
      * shares); a token's value norm has no merged counterpart, so --words leaves the norms out */
     c->nattn = cap->nattn ? calloc(LH * m * m, sizeof(float)) : NULL;
     c->vnorm = cap->vnorm && !words ? calloc(LH * m, sizeof(float)) : NULL;
+    /* a MoE model's routing: the kept tokens' rows; a merged word has no one choice, so --words leaves it out */
+    const int keep_moe = cap->moe_ids && !words;
+    const size_t KL = (size_t)cap->n_layers * (size_t)cap->moe_k;
+    c->moe_ids = keep_moe ? malloc(KL * m * sizeof *c->moe_ids) : NULL;
+    c->moe_w = keep_moe ? malloc(KL * m * sizeof *c->moe_w) : NULL;
+    if (!keep_moe) c->moe_k = 0;
     int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->role || !d->ids || !d->type_ids ||
               !c->attn || (cap->nattn && !c->nattn) || (cap->vnorm && !words && !c->vnorm) ||
-              (cap->q && (!c->q || !c->k));
+              (cap->q && (!c->q || !c->k)) || (keep_moe && (!c->moe_ids || !c->moe_w));
+    for (int l = 0; keep_moe && !bad && l < cap->n_layers; l++)
+        for (int i = 0; i < n; i++) {
+            if (group[i] < 0) continue;
+            const size_t K = (size_t)cap->moe_k, from = ((size_t)l * n + i) * K, to = ((size_t)l * m + group[i]) * K;
+            memcpy(c->moe_ids + to, cap->moe_ids + from, K * sizeof *c->moe_ids);
+            memcpy(c->moe_w + to, cap->moe_w + from, K * sizeof *c->moe_w);
+        }
     for (int g = 0; g < m && !bad; g++) {
         /* a word's spelling: its pieces joined, WordPiece's "##" marks dropped */
         size_t len = 1, dlen = 1;

@@ -431,9 +431,15 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
     }
     if (want_vnorm && value_norms(m, s, l, n, pos0, segs, n_segs, e)) return -1;
+    static const Norm no_norm = {0};
+    if (c->qk_norm_full) {
+        /* OLMoE: one RMSNorm over all heads of each token's q, and of its k */
+        kern_rmsnorm_cols(s->qT, L->q_norm.g, c->num_heads * c->head_dim, n, L->q_norm.eps);
+        kern_rmsnorm_cols(s->kT, L->k_norm.g, c->num_kv_heads * c->head_dim, n, L->k_norm.eps);
+    }
     if (c->qk_norm || c->pos == POS_ROPE) {
         const int local = c->layer_rope_local[l] && s->rope_cos_local;
-        QkTask qk = {s->qT, s->kT, &L->q_norm, &L->k_norm,
+        QkTask qk = {s->qT, s->kT, c->qk_norm_full ? &no_norm : &L->q_norm, c->qk_norm_full ? &no_norm : &L->k_norm,
                      c->pos != POS_ROPE ? NULL : local ? s->rope_cos_local : s->rope_cos,
                      local ? s->rope_sin_local : s->rope_sin, n, c->head_dim, c->num_heads, c->num_kv_heads,
                      c->rotary_dim};
@@ -484,10 +490,129 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     return 0;
 }
 
-/* The MLP of layer l on xT, its output in yT. */
+/* One token's routing from its router logits (E): softmax, the k most
+ * probable experts (ties: the lower id first, as torch.topk), their
+ * probabilities renormalized to sum 1 where the family does. */
+static void route_token(const float *logits, int E, int K, int renorm, int *ids, float *w) {
+    // logits (E); ids, w (K)
+    double mx = logits[0], sum = 0, p[CFG_MAX_EXPERTS]; // p (E) exp(logit - max)
+    for (int x = 1; x < E; x++) mx = logits[x] > mx ? logits[x] : mx;
+    for (int x = 0; x < E; x++) sum += p[x] = exp((double)logits[x] - mx);
+    float prob[CFG_MAX_EXPERTS]; // (E) the softmax, rounded to float as transformers' is
+    for (int x = 0; x < E; x++) prob[x] = (float)(p[x] / sum);
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        for (int x = 0; x < E; x++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= ids[j] == x;
+            if (!taken && (best < 0 || prob[x] > prob[best])) best = x;
+        }
+        ids[k] = best, w[k] = prob[best];
+    }
+    if (renorm) {
+        float total = 0;
+        for (int k = 0; k < K; k++) total += w[k];
+        for (int k = 0; k < K; k++) w[k] /= total;
+    }
+}
+
+/* Which of token i's k choices expert x is, or -1. */
+static int expert_slot(const int *ids, int K, int i, int x) {
+    for (int k = 0; k < K; k++)
+        if (ids[(size_t)i * K + k] == x) return k;
+    return -1;
+}
+
+int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e) {
+    // xT, yT (H, n); ids, w (n, K); s->routerT (E, n); per expert: s->moe_xT, s->moe_yT (H, ne) its ne tokens,
+    // s->gateT, s->ffT (moe_intermediate, ne)
+    const ModelConfig *c = &m->cfg;
+    const LayerWeights *L = &m->w.layers[l];
+    const int E = c->num_experts, K = c->experts_per_tok, H = c->hidden_size;
+    const Linear *router[1] = {&L->router};
+    if (products(s, xT, n, 1, router, &s->routerT, -1, 0, ACT_GELU, m, e)) return -1;
+    float logits[CFG_MAX_EXPERTS]; // (E) token i's
+    for (int i = 0; i < n; i++) {
+        for (int x = 0; x < E; x++) logits[x] = s->routerT[(size_t)x * n + i];
+        route_token(logits, E, K, c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
+    }
+    memset(yT, 0, (size_t)H * n * sizeof *yT);
+    /* experts in id order, each on its tokens only: a token's sum follows the
+     * order of transformers' loop (index_add_ per expert) */
+    for (int x = 0; x < E; x++) {
+        int ne = 0;
+        for (int i = 0; i < n; i++) {
+            const int k = expert_slot(ids, K, i, x);
+            if (k >= 0) s->moe_tok[ne] = i, s->moe_tw[ne++] = w[(size_t)i * K + k];
+        }
+        if (!ne) continue;
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < ne; j++) s->moe_xT[(size_t)h * ne + j] = xT[(size_t)h * n + s->moe_tok[j]];
+        const Expert *X = &L->experts[x];
+        const Linear *gu[2] = {&X->gate, &X->up}, *down[1] = {&X->down};
+        float *out[2] = {s->gateT, s->ffT};
+        if (products(s, s->moe_xT, ne, 2, gu, out, -1, 1, c->hidden_act, m, e) ||
+            products(s, s->gateT, ne, 1, down, &s->moe_yT, -1, 0, ACT_GELU, m, e))
+            return -1;
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < ne; j++) {
+                const float add = s->moe_yT[(size_t)h * ne + j] * s->moe_tw[j];
+                yT[(size_t)h * n + s->moe_tok[j]] += add;
+            }
+    }
+    return 0;
+}
+
+static float act_naive(float v, ActKind a) {
+    switch (a) {
+    case ACT_SILU: return v / (1.0f + expf(-v));
+    case ACT_RELU: return v > 0 ? v : 0;
+    case ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    default: return 0.5f * v * (1.0f + erff(v / sqrtf(2.0f)));
+    }
+}
+
+int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LayerWeights *L = &m->w.layers[l];
+    const int E = c->num_experts, K = c->experts_per_tok, H = c->hidden_size, F = c->moe_intermediate;
+    float *x = malloc((size_t)n * H * sizeof *x), *logits = malloc((size_t)n * E * sizeof *logits); // (n, H), (n, E)
+    float *g = malloc((size_t)n * F * sizeof *g), *u = malloc((size_t)n * F * sizeof *u);           // (n, F) each
+    float *y = malloc((size_t)n * H * sizeof *y);                                                   // (n, H)
+    if (!x || !logits || !g || !u || !y) {
+        free(x), free(logits), free(g), free(u), free(y);
+        return av_err(e, "out of memory for the experts' reference (%d tokens)", n);
+    }
+    kern_transpose(x, xT, H, n);
+    kern_linear_naive(logits, x, &L->router, n);
+    for (int i = 0; i < n; i++) route_token(logits + (size_t)i * E, E, K, c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
+    memset(yT, 0, (size_t)H * n * sizeof *yT);
+    /* every expert on every token; a token takes the outputs of its chosen ones */
+    for (int ex = 0; ex < E; ex++) {
+        const Expert *X = &L->experts[ex];
+        kern_linear_naive(g, x, &X->gate, n);
+        kern_linear_naive(u, x, &X->up, n);
+        for (size_t i = 0; i < (size_t)n * F; i++) g[i] = act_naive(g[i], c->hidden_act) * u[i];
+        kern_linear_naive(y, g, &X->down, n);
+        for (int i = 0; i < n; i++) {
+            const int k = expert_slot(ids, K, i, ex);
+            for (int h = 0; h < H && k >= 0; h++) yT[(size_t)h * n + i] += y[(size_t)i * H + h] * w[(size_t)i * K + k];
+        }
+    }
+    free(x), free(logits), free(g), free(u), free(y);
+    return 0;
+}
+
+/* The MLP of layer l on xT, its output in yT: dense, or a mixture of experts
+ * whose routing is left in s->moe_ids / moe_w. */
 static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
+    if (L->experts) {
+        if (model_moe(m, s, l, s->xT, n, s->yT, s->moe_ids, s->moe_w, e)) return -1;
+        if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, c->hidden_size, n, L->mlp_post_norm.eps);
+        return 0;
+    }
     if (c->gated_mlp) {
         const Linear *gu[2] = {&L->gate, &L->up};
         float *out[2] = {s->gateT, s->ffT};
@@ -500,6 +625,17 @@ static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
     if (products(s, c->gated_mlp ? s->gateT : s->ffT, n, 1, down, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
     if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, c->hidden_size, n, L->mlp_post_norm.eps);
     return 0;
+}
+
+/* Layer l's routing (s->moe_ids / moe_w of the pass) into each segment's capture. */
+static void keep_routing(const RunState *s, const Seg *segs, int n_segs, int pos0, int l, int K) {
+    for (int g = 0; g < n_segs; g++) {
+        Capture *cap = segs[g].cap;
+        if (!cap || !cap->moe_ids) continue;
+        const size_t at = ((size_t)l * cap->n_tokens + (size_t)pos0) * K, from = (size_t)segs[g].start * K;
+        memcpy(cap->moe_ids + at, s->moe_ids + from, (size_t)segs[g].len * K * sizeof *s->moe_ids);
+        memcpy(cap->moe_w + at, s->moe_w + from, (size_t)segs[g].len * K * sizeof *s->moe_w);
+    }
 }
 
 static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, const int *ids, const int *type_ids,
@@ -593,6 +729,8 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     /* the capture that decides how far the pass goes: every segment keeps the same layers */
     const Capture *cap = segs[0].cap;
     const int keep_hidden_states = cap && cap->hidden;
+    /* a MoE model's routing is kept for every layer, so such a pass runs them all */
+    const int keep_experts = cap && cap->moe_ids;
     /* the residual stream, contexts and MLP outputs of every layer (one input only) */
     const int internals = cap && cap->resid && n_segs == 1;
     if (cap && cap->resid && n_segs > 1) return av_err(e, "packed inputs cannot keep the residual stream");
@@ -621,7 +759,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     const int blas_threads = openblas_get_num_threads();
     if (s->pool) openblas_set_num_threads(1);
     int rc = 0, last_kept = c->num_layers - 1, ran_all = 1;
-    while (!full && !kv && cap && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
+    while (!full && !kv && cap && !keep_experts && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
     for (int l = 0; l < c->num_layers && rc == 0; l++) {
         const LayerWeights *L = &w->layers[l];
         /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
@@ -631,7 +769,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         /* After the last captured layer's attention nothing more is needed
          * unless the hidden states or the logits are: its q and k are all the
          * capture takes. */
-        const int attn_only = !full && !kv && cap && !keep_hidden_states && l == last_kept;
+        const int attn_only = !full && !kv && cap && !keep_hidden_states && !keep_experts && l == last_kept;
         if ((rc = attention_block(m, s, kv, l, n, pos0, segs, n_segs, attn_only, e))) break;
         if (attn_only) {
             ran_all = 0;
@@ -640,6 +778,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
         if ((rc = mlp_block(m, s, l, n, e))) break;
+        if (keep_experts && L->experts) keep_routing(s, segs, n_segs, pos0, l, c->experts_per_tok);
         if (internals) kern_transpose(cap_mlp(cap, l) + (size_t)pos0 * H, s->yT, H, n);
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);

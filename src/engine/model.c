@@ -220,6 +220,44 @@ int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int
     return 0;
 }
 
+int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
+                        AvErr *e) {
+    char nm[300], ws[80], gs[80];
+    TensorRef t;
+    const int64_t want[3] = {n, out, in};
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    shape_str(ws, sizeof ws, 3, want);
+    if (!find_variant(m, nm, &t)) {
+        char gname[256] = "";
+        const ArchSpec *spec = arch_spec(m->cfg.arch);
+        if (m->gguf && spec->gguf_name && spec->gguf_name(nm, gname, sizeof gname) == 0)
+            return av_err(e, "%s: missing tensor '%s' (transformers' %s; expected shape %s)", m->path, gname, nm, ws);
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, nm, ws);
+    }
+    if (t.type == KERN_UNSUPPORTED)
+        return av_err(e, "%s: tensor '%s' has type %s, which attnviz does not widen", m->path, t.name, t.type_name);
+    if (t.ndim != 3 || t.shape[0] != n || t.shape[1] != out || t.shape[2] != in) {
+        shape_str(gs, sizeof gs, t.ndim, t.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t.name, gs,
+                      m->gguf ? "its metadata" : "config.json", ws);
+    }
+    const size_t blk = gguf_type_block(t.type), bs = gguf_type_bytes(t.type);
+    if (idx < 0 || idx >= n || !blk || in % (int64_t)blk || (size_t)(n * out) * ((size_t)in / blk) > t.nbytes / bs)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t.name, ws);
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
+    lin->type = t.type;
+    /* expert idx's rows: a whole (out, in) matrix of the stack, kept in its stored type */
+    lin->row_bytes = (size_t)in / blk * bs;
+    lin->w = (const unsigned char *)t.data + (size_t)idx * (size_t)out * lin->row_bytes;
+    if (t.type == KERN_F32 && ((uintptr_t)lin->w % sizeof(float)) != 0)
+        return av_err(e, "%s: tensor '%s' is not aligned to 4 bytes", m->path, t.name);
+    if (!m->dtype_name[0] || (!strcmp(m->dtype_name, "F32") && t.type != KERN_F32))
+        snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
+    note_width(m, in);
+    return 0;
+}
+
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
     char nm[300];
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
@@ -472,6 +510,7 @@ int model_load(Model *m, const char *dir, AvErr *e) {
 void model_free(Model *m) {
     for (int i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
+    for (int l = 0; m->w.layers && l < m->cfg.num_layers; l++) free(m->w.layers[l].experts);
     free(m->w.layers);
     free(m->inv_freq);
     free(m->inv_freq_long);
@@ -518,7 +557,23 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
         s->embT = alloc_floats(n * E);
         bad |= !s->emb || !s->embT;
     }
-    if (c->gated_mlp) bad |= !(s->gateT = alloc_floats(n * FF));
+    if (c->num_experts) {
+        /* an expert's gate and up outputs go to gateT and ffT */
+        const size_t FE = (size_t)c->moe_intermediate, K = (size_t)c->experts_per_tok, W = FF > FE ? FF : FE;
+        free(s->ffT);
+        s->ffT = alloc_floats(n * (W > E ? W : E));
+        s->routerT = alloc_floats(n * (size_t)c->num_experts);
+        s->moe_xT = alloc_floats(n * H);
+        s->moe_yT = alloc_floats(n * H);
+        s->moe_ids = malloc(n * K * sizeof *s->moe_ids);
+        s->moe_w = alloc_floats(n * K);
+        s->moe_tok = malloc(n * sizeof *s->moe_tok);
+        s->moe_tw = alloc_floats(n);
+        bad |= !s->ffT || !(s->gateT = alloc_floats(n * W)) || !s->routerT || !s->moe_xT || !s->moe_yT || !s->moe_ids ||
+               !s->moe_w || !s->moe_tok || !s->moe_tw;
+    } else if (c->gated_mlp) {
+        bad |= !(s->gateT = alloc_floats(n * FF));
+    }
     if (c->pos == POS_ROPE) {
         s->rope_cos = alloc_floats(n * dh / 2);
         s->rope_sin = alloc_floats(n * dh / 2);
@@ -547,17 +602,21 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
 void model_runstate_free(RunState *s) {
     pool_destroy(s->pool);
     float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->emb, s->embT, s->scores,
-                     s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local, s->widen};
+                     s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local, s->widen,
+                     s->routerT, s->moe_xT, s->moe_yT, s->moe_w, s->moe_tw};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(s->seg);
     free(s->pos);
+    free(s->moe_ids);
+    free(s->moe_tok);
     memset(s, 0, sizeof *s);
 }
 
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads) {
     size_t blocks = (size_t)n_layers * (size_t)n_heads, nn = (size_t)n * (size_t)n;
     size_t floats = blocks * nn + (want_qk ? 2 * blocks * (size_t)n * (size_t)c->head_dim : 0) +
-                    (want_hidden ? (size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size : 0);
+                    (want_hidden ? (size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size : 0) +
+                    2 * (size_t)c->num_layers * (size_t)n * (size_t)c->experts_per_tok; /* routing (ids and weights) */
     return floats * sizeof(float);
 }
 
@@ -603,6 +662,15 @@ static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn
     if (want_hidden) {
         cap->hidden = alloc_floats((size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size);
         bad |= !cap->hidden;
+    }
+    if (c->num_experts) {
+        /* the routing of every layer: -1 and 0 until a pass routes (dense layers stay so) */
+        const size_t len = (size_t)c->num_layers * (size_t)n * (size_t)c->experts_per_tok;
+        cap->moe_k = c->experts_per_tok;
+        cap->moe_ids = malloc(len * sizeof *cap->moe_ids);
+        cap->moe_w = calloc(len, sizeof *cap->moe_w);
+        bad |= !cap->moe_ids || !cap->moe_w;
+        for (size_t i = 0; cap->moe_ids && i < len; i++) cap->moe_ids[i] = -1;
     }
     if (bad) {
         model_capture_free(cap);
@@ -673,6 +741,8 @@ void model_capture_free(Capture *cap) {
     free(cap->resid);
     free(cap->z);
     free(cap->mlp_out);
+    free(cap->moe_ids);
+    free(cap->moe_w);
     memset(cap, 0, sizeof *cap);
 }
 
@@ -715,6 +785,11 @@ void model_capture_trim(Capture *cap, int n) {
         memmove(cap->resid + l * nn * H, cap->resid + l * ld * H, nn * H * sizeof(float));
     for (size_t l = 0; cap->mlp_out && l < (size_t)cap->n_layers; l++)
         memmove(cap->mlp_out + l * nn * H, cap->mlp_out + l * ld * H, nn * H * sizeof(float));
+    const size_t K = (size_t)cap->moe_k;
+    for (size_t l = 0; cap->moe_ids && l < (size_t)cap->n_layers; l++) {
+        memmove(cap->moe_ids + l * nn * K, cap->moe_ids + l * ld * K, nn * K * sizeof *cap->moe_ids);
+        memmove(cap->moe_w + l * nn * K, cap->moe_w + l * ld * K, nn * K * sizeof *cap->moe_w);
+    }
     for (size_t b = 0; cap->z && b < (size_t)cap->n_layers * cap->n_heads; b++)
         memmove(cap->z + b * nn * dh, cap->z + b * ld * dh, nn * dh * sizeof(float));
     cap->n_tokens = n;

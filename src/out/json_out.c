@@ -364,6 +364,46 @@ static void write_top(Sink *s, const OutDoc *d, const int *ids, const float *pro
     sink_put(s, "]", 1);
 }
 
+/* "experts": a mixture-of-experts model's routing, {"k", "num_experts",
+ * "layers": the sparse layers, "ids" and "weights" [layer][token][k]} (each
+ * token's experts, most weight first), every sparse layer whatever the
+ * selection; left out where a view merged tokens (--words). */
+static void write_experts(Sink *s, const OutDoc *d) {
+    const Capture *cap = d->cap;
+    if (!cap || !cap->moe_ids || !cap->moe_k) return;
+    const ModelConfig *c = d->cfg;
+    const int n = d->enc->n, K = cap->moe_k;
+    sink_str(s, ",\"experts\":{\"k\":");
+    sink_int(s, K);
+    sink_str(s, ",\"num_experts\":");
+    sink_int(s, c->num_experts);
+    sink_str(s, ",\"layers\":[");
+    for (int l = 0, k = 0; l < c->num_layers; l++)
+        if (!c->layer_dense[l]) {
+            if (k++) sink_put(s, ",", 1);
+            sink_int(s, l);
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        sink_str(s, pass ? "],\"weights\":[" : "],\"ids\":[");
+        for (int l = 0, k = 0; l < c->num_layers; l++) {
+            if (c->layer_dense[l]) continue;
+            sink_str(s, k++ ? ",[" : "[");
+            for (int i = 0; i < n; i++) {
+                sink_str(s, i ? ",[" : "[");
+                for (int j = 0; j < K; j++) {
+                    const size_t at = ((size_t)l * cap->n_tokens + i) * K + j;
+                    if (j) sink_put(s, ",", 1);
+                    if (pass) sink_float(s, cap->moe_w[at], d->precision);
+                    else sink_int(s, cap->moe_ids[at]);
+                }
+                sink_put(s, "]", 1);
+            }
+            sink_put(s, "]", 1);
+        }
+    }
+    sink_str(s, "]}");
+}
+
 /* "predictions" (--predict) and "generation" (--generate). */
 static void write_predictions(Sink *s, const OutDoc *d) {
     const CapPredictions *p = d->pred;
@@ -504,6 +544,12 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_str(s, num);
     }
     if (c->qk_norm) sink_str(s, ",\"qk_norm\":true"); /* q and k RMS-normalized per head before rotary */
+    if (c->num_experts) { /* a mixture-of-experts MLP */
+        sink_str(s, ",\"num_experts\":");
+        sink_int(s, c->num_experts);
+        sink_str(s, ",\"experts_per_token\":");
+        sink_int(s, c->experts_per_tok);
+    }
     sink_str(s, "},\"text\":");
     sink_json_string(s, d->text_a ? d->text_a : "");
     sink_str(s, ",\"text_b\":");
@@ -532,6 +578,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_put(s, "]", 1);
     }
     write_predictions(s, d);
+    write_experts(s, d);
     if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (lens_json_members(s->f, d)) s->failed = 1;

@@ -1,4 +1,4 @@
-"""Llama-style decoders against transformers itself: synthetic checkpoints made by transformers'
+"""Llama-style decoders (mixtures of experts among them) against transformers itself: synthetic checkpoints made by transformers'
 own config and model classes at published shapes (layers reduced), saved with save_pretrained
 (F32, BF16, one sharded), run by attnviz's engine (build/fwd_dump) and by transformers with
 attn_implementation="eager" and output_attentions=True on the same token ids.
@@ -6,7 +6,10 @@ attn_implementation="eager" and output_attentions=True on the same token ids.
 usage: decoder_check.py FWD_DUMP WORKDIR [--only NAME[,NAME...]] [--long]
 Prints one PASS/FAIL line per checkpoint with the max |diff| of attention and of q/k (q and k
 as the eager attention function receives them: after q/k norm and rotary, before the scale;
-captured by wrapping each modeling module's eager_attention_forward). Exit 1 on any FAIL.
+captured by wrapping each modeling module's eager_attention_forward). Mixture-of-experts
+checkpoints also compare each layer's routing: every token's top-k experts, in order, against the
+top-k of the softmax of transformers' router logits (output_router_logits=True), and their weights (within the same bound).
+Exit 1 on any FAIL.
 """
 import argparse
 import json
@@ -130,6 +133,33 @@ SPECS = {
                                                       "short_factor": [1.0 + 0.02 * i for i in range(48)],
                                                       "long_factor": [1.0 + 0.9 * i for i in range(48)]}),
                      "float32", {"lengths": [1, 100, 301, 1024], "qk_scale": 1.5}),
+    # Mixture-of-experts decoders (2 layers; a third, dense one for Qwen3-MoE's mlp_only_layers).
+    # Mixtral-8x7B's layout (8 experts, top-2, renormalized; 4 query heads per kv head) at 256 wide
+    "mixtral-f32": ("MixtralConfig", dict(hidden_size=256, intermediate_size=512, num_attention_heads=8,
+                                          num_key_value_heads=2, num_hidden_layers=2, num_local_experts=8,
+                                          num_experts_per_tok=2, rope_theta=1000000.0, rms_norm_eps=1e-5,
+                                          max_position_embeddings=32768), "float32",
+                    {"lengths": [1, 9, 130, 1024], "router_scale": 10.0}),
+    "mixtral-bf16": ("MixtralConfig", dict(hidden_size=256, intermediate_size=512, num_attention_heads=8,
+                                           num_key_value_heads=2, num_hidden_layers=2, num_local_experts=8,
+                                           num_experts_per_tok=2, rope_theta=1000000.0, rms_norm_eps=1e-5,
+                                           max_position_embeddings=32768), "bfloat16",
+                     {"lengths": [1, 130, 600], "router_scale": 10.0}),
+    # Qwen3-30B-A3B's head layout (head_dim 128 apart from hidden/heads, q/k norms), 8 experts, top-4
+    # with norm_topk_prob, layer 1 dense (mlp_only_layers)
+    "qwen3moe-f32": ("Qwen3MoeConfig", dict(hidden_size=256, intermediate_size=384, moe_intermediate_size=128,
+                                            num_attention_heads=4, num_key_value_heads=2, head_dim=128,
+                                            num_hidden_layers=3, num_experts=8, num_experts_per_tok=4,
+                                            norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0,
+                                            rms_norm_eps=1e-6, max_position_embeddings=40960), "float32",
+                     {"lengths": [1, 9, 130, 1024], "router_scale": 10.0, "qk_norm_base": 2.0}),
+    # OLMoE-1B-7B's layout: q/k RMSNorm over the whole projection, top-k not renormalized
+    "olmoe-bf16": ("OlmoeConfig", dict(hidden_size=256, intermediate_size=128, num_attention_heads=8,
+                                       num_key_value_heads=8, num_hidden_layers=2, num_experts=8,
+                                       num_experts_per_tok=2, norm_topk_prob=False, rms_norm_eps=1e-5,
+                                       max_position_embeddings=4096, pad_token_id=1, bos_token_id=None,
+                                       eos_token_id=2), "bfloat16",
+                   {"lengths": [1, 9, 130, 600], "router_scale": 10.0, "qk_norm_base": 3.0}),
 }
 
 
@@ -152,6 +182,10 @@ def build(name, workdir):
                     # synthetic model is chaotic: float32 transformers is 3e-2 from float64)
                     base = extra.get("qk_norm_base", 4.0)
                 p.copy_(base + 0.1 * torch.randn_like(p))
+            elif pname.endswith("gate.weight") and "experts" not in pname:
+                # a MoE router: initializer_range's 0.02 leaves logits near 0 and the experts' probabilities
+                # near ties; scaled, each token's choice is clear (the check compares choices exactly)
+                p.mul_(extra.get("router_scale", 1.0))
             elif "q_proj" in pname or "k_proj" in pname:
                 # 1.5 for Phi-3's 3072-wide shapes (mean row max about 0.6): at 6 the rows are one-hot
                 # and float32 transformers is itself 2e-3 from float64; at 3 (row max 0.9) it was
@@ -171,19 +205,61 @@ def build(name, workdir):
     return out
 
 
-def reference(model_dir, ids, dtype):
-    """attention (L, H, n, n), q (L, H, n, dh), k (L, KV, n, dh) from transformers' eager path in dtype."""
-    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", dtype=dtype).eval()
+def reference(model_dir, ids, dtype, router=False):
+    """attention (L, H, n, n), q (L, H, n, dh), k (L, KV, n, dh) from transformers' eager path in dtype;
+    router: also each sparse layer's router logits (n, E), as a list."""
+    # experts: transformers' eager loop over them (its default, grouped_mm, takes no float64)
+    extra = {"experts_implementation": "eager"} if router else {}
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", dtype=dtype, **extra).eval()
+    kw = {"output_router_logits": True} if router else {}
     with capture_qk(model) as (qs, ks), torch.no_grad():
-        out = model.model(torch.tensor([ids]), output_attentions=True)
+        out = model.model(torch.tensor([ids]), output_attentions=True, **kw)
     attn = torch.stack([a[0] for a in out.attentions]).numpy()
-    return attn, torch.stack(qs).numpy(), torch.stack(ks).numpy()
+    res = (attn, torch.stack(qs).numpy(), torch.stack(ks).numpy())
+    if router:
+        res += ([r.reshape(len(ids), -1).double().numpy() for r in out.router_logits],)
+    return res
+
+
+def compare_routing(prefix, model_dir, n, L, K, logits):
+    """attnviz's routing (prefix.experts / .experts_w) against the top-k of softmax(transformers' router
+    logits), sparse layers in order. Returns (tokens x layers compared, differing, weight max |diff|,
+    differing where transformers' k-th and next probabilities are apart by more than 1e-5)."""
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    ids = np.fromfile(prefix + ".experts", dtype=np.int32).reshape(L, n, K)
+    ws = np.fromfile(prefix + ".experts_w", dtype=np.float32).reshape(L, n, K)
+    renorm = cfg["model_type"] == "mixtral" or cfg.get("norm_topk_prob", False)
+    sparse = [l for l in range(L) if ids[l, 0, 0] >= 0]
+    if len(sparse) != len(logits):
+        return None
+    total = differ = clear = 0
+    wmax = 0.0
+    for l, lg in zip(sparse, logits):
+        p = np.exp(lg - lg.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        order = np.argsort(-p, axis=1, kind="stable")
+        top = order[:, :K]
+        w = np.take_along_axis(p, top, axis=1)
+        if renorm:
+            w = w / w.sum(axis=1, keepdims=True)
+        bad = (top != ids[l]).any(axis=1)
+        total += n
+        differ += int(bad.sum())
+        if bad.any():
+            srt = -np.sort(-p, axis=1)
+            gaps = np.min(srt[:, :K] - srt[:, 1:K + 1], axis=1)
+            clear += int((bad & (gaps > 1e-5)).sum())
+        ok = ~bad
+        if ok.any():
+            wmax = max(wmax, float(np.abs(w[ok] - ws[l][ok]).max()))
+    return total, differ, wmax, clear
 
 
 def check(fwd, model_dir, name, lengths, rng):
     """The bound holds against transformers in float64 (a float32 run's own rounding is of the order
     of the bound at these lengths); the float32 run's difference is printed beside it."""
     worst_a = worst_qk = worst_a32 = 0.0
+    routed = [0, 0, 0.0, 0]  # token-layers compared, differing, weight max |diff|, differing without a near tie
     for n in lengths:
         ids = [int(x) for x in rng.integers(0, VOCAB, size=n)]
         if n >= 32:  # a repeated stretch, as real text has
@@ -198,7 +274,16 @@ def check(fwd, model_dir, name, lengths, rng):
         a = np.fromfile(prefix + ".attn", dtype=np.float32).reshape(L, H, n, n)
         q = np.fromfile(prefix + ".q", dtype=np.float32).reshape(L, H, n, dh)
         k = np.fromfile(prefix + ".k", dtype=np.float32).reshape(L, H, n, dh)
-        ra, rq, rk = reference(model_dir, ids, torch.float64)
+        moe_k = meta.get("experts_k", 0)
+        if moe_k:
+            ra, rq, rk, logits = reference(model_dir, ids, torch.float64, router=True)
+            r = compare_routing(prefix, model_dir, n, L, moe_k, logits)
+            if r is None:
+                print(f"FAIL decoder {name}: attnviz's sparse layers are not transformers' ({len(logits)})")
+                return False
+            routed = [routed[0] + r[0], routed[1] + r[1], max(routed[2], r[2]), routed[3] + r[3]]
+        else:
+            ra, rq, rk = reference(model_dir, ids, torch.float64)
         da32 = float(np.abs(reference(model_dir, ids, torch.float32)[0] - a).max())
         if ra.shape != a.shape:
             print(f"FAIL decoder {name}: attention shape {a.shape}, transformers {ra.shape}")
@@ -212,6 +297,11 @@ def check(fwd, model_dir, name, lengths, rng):
         print(f"  {name} n={n}: attention {da:.2e} (float32 transformers {da32:.2e}), q/k {dq:.2e} "
               f"(mean row max {peak:.2f})")
     ok = worst_a <= TOL
+    if routed[0]:
+        # identical choices; a difference is excused only at a near tie (1e-5) of transformers' probabilities
+        ok &= routed[3] == 0 and routed[2] <= TOL
+        print(f"  {name} routing: {routed[0] - routed[1]}/{routed[0]} token-layers choose transformers' experts "
+              f"in its order ({routed[1] - routed[3]} at near ties), weights max |diff| {routed[2]:.2e} (tol {TOL:g})")
     print(f"{'PASS' if ok else 'FAIL'} decoder {name} ({meta['dtype']}, {L} layers, {H} heads / {KV} kv, "
           f"head_dim {dh}): attention max |diff| {worst_a:.2e} from float64 transformers (tol {TOL:g}; float32: "
           f"{worst_a32:.2e}), q/k {worst_qk:.2e}, "

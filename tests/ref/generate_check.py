@@ -1,7 +1,7 @@
 """attnviz --generate N against transformers' generate(): greedy generation on the trained
 SmolLM2-135M-Instruct Q4_1 GGUF and the synthetic Llama (SmolLM2's shape), GPT-2, Qwen2
 (separate lm_head, 151,936 rows), Mistral (generation past its sliding window), Gemma 2, Gemma 3
-(past its window) and Phi-3 (LongRoPE's long factors, partial rotary; and a generation that crosses
+(past its window), Mixtral and Qwen3-MoE (mixtures of experts) and Phi-3 (LongRoPE's long factors, partial rotary; and a generation that crosses
 the original context, where generate() drops the cache and runs the whole sequence again) of
 lm_checkpoints.py, an end token given only by
 generation_config.json, and sampled generation's reproducibility and validity.
@@ -60,6 +60,8 @@ PROMPTS = {
     "gemma3": "The cat sat on the mat because it was tired.",
     "phi3": "The cat sat on the mat because it was tired.",
     "phi3-cross": "The cat sat on the mat because it was tired.",
+    "mixtral": "The cat sat on the mat because it was tired.",
+    "qwen3moe": "The cat sat on the mat because it was tired.",
 }
 
 
@@ -470,7 +472,8 @@ def main():
     t_all = time.time()
     sampled_done = False
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2", "gemma3", "phi3", "phi3-cross"):
+        for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2", "gemma3", "phi3", "phi3-cross", "mixtral",
+                     "qwen3moe"):
             if args.only and name != args.only:
                 continue
             t0 = time.time()
@@ -490,7 +493,7 @@ def main():
                 tok, model = load_hf(path)
             load_s = time.time() - t0
             good, full = check_greedy(args.attnviz, name, path, tok, model, args.tokens, tmp,
-                                      predict_k=5 if name == "llama" else None)
+                                      predict_k=5 if name in ("llama", "mixtral") else None)
             ok &= good
             if name == "smollm2-gguf" and full is not None:
                 ok &= check_stop(args.attnviz, name, path, tok, full, tmp)

@@ -4,7 +4,7 @@ checkpoint transformers makes (q/k rows permuted as llama.cpp's converter does),
 (gguf_file=..., dequantized, eager attention) on the same ids.
 
 usage: gguf_synth_check.py FWD_DUMP WORKDIR [ARCH,ARCH...]   (only these: llama = the types' files,
-       qwen2, qwen3, gemma2, gemma3, phi3; phi3 includes its LongRoPE file)
+       qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen3moe, olmoe; phi3 includes its LongRoPE file)
 One PASS/FAIL line per type (attention max |diff| <= 1e-4 against transformers on that file),
 and one comparing Q8_0's attention with the F32 checkpoint's (<= 1e-2; the figure is printed). gguf cannot quantize
 the K-quants: their blocks are random codes with small scales (the file is still a model
@@ -81,7 +81,8 @@ def random_kquant(t, rows, cols, rng):
     return blocks.reshape(rows, -1)
 
 
-def write(path, sd, t, rng, arch="llama", longrope=None, linear=None):
+def write(path, sd, t, rng, arch="llama", longrope=None, linear=None, more=None):
+    """more(w, put): adds what the state dict's names do not say (put(name, array) stores one tensor in t)."""
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(layers_of(arch))
     w.add_context_length(CFG["max_position_embeddings"])
@@ -91,9 +92,9 @@ def write(path, sd, t, rng, arch="llama", longrope=None, linear=None):
     w.add_head_count_kv(CFG["num_key_value_heads"])
     w.add_rope_freq_base(CFG["rope_theta"])
     w.add_layer_norm_rms_eps(CFG["rms_norm_eps"])
-    head_dim = {"qwen3": 128, "gemma2": 256, "gemma3": 256}.get(arch, CFG["hidden_size"] // CFG["num_attention_heads"])
+    head_dim = {"qwen3": 128, "qwen3moe": 128, "gemma2": 256, "gemma3": 256}.get(arch, CFG["hidden_size"] // CFG["num_attention_heads"])
     w.add_rope_dimension_count(head_dim if not longrope else longrope["rot"])
-    if arch in ("qwen3", "gemma2", "gemma3"):
+    if arch in ("qwen3", "qwen3moe", "gemma2", "gemma3"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if arch == "gemma2":
@@ -119,6 +120,15 @@ def write(path, sd, t, rng, arch="llama", longrope=None, linear=None):
     w.add_eos_token_id(2)
     if arch == "phi3":
         w.add_pad_token_id(0)  # Phi3Config's default pad id (32000) is past this vocabulary
+    def put(gname, a):
+        if a.ndim == 1 or t == T.F32:
+            w.add_tensor(gname, a.astype(np.float32))
+        elif t == T.F16:
+            w.add_tensor(gname, a.astype(np.float16))
+        else:
+            w.add_tensor(gname, gguf.quants.quantize(a, t), raw_dtype=t)
+    if more:
+        more(w, put)
     for name, v in sd.items():
         if name == "lm_head.weight" and arch in GEMMA:
             continue  # tied: llama.cpp's converter leaves it out
@@ -253,6 +263,12 @@ def main():
         ok &= phi3_longrope(fwd, work, rng, ids_set)
     if not only or "gemma3" in only:
         ok &= gemma3_linear(fwd, work, rng, ids_set)
+    if not only or "mixtral" in only:
+        ok &= mixtral_moe(fwd, work, rng, ids_set)
+    if not only or "olmoe" in only:
+        ok &= mixtral_moe(fwd, work, rng, ids_set, "olmoe", "olmoe")
+    if not only or "qwen3moe" in only:
+        ok &= qwen3moe_gguf(fwd, work, rng, ids_set)
     return 0 if ok else 1
 
 
@@ -277,6 +293,145 @@ def against_checkpoint(fwd, work, rng, ids_set, name, arch, model_extra, write_e
           f"the checkpoint it was written from, max |diff| {worst:.2e} (tol 1e-4), "
           f"lengths {','.join(str(len(i)) for i in ids_set)}")
     return good
+
+
+def mixtral_moe(fwd, work, rng, ids_set, name="mixtral", arch="llama"):
+    """Mixtral as llama.cpp's converter writes it: a llama file with expert_count / expert_used_count, the router
+    as ffn_gate_inp and each projection's experts stacked in one 3-D tensor (ffn_gate_exps, ffn_up_exps,
+    ffn_down_exps), in F32 and Q8_0; attnviz on the file against transformers on the checkpoint it was written
+    from (transformers reads a llama GGUF as a dense Llama; for Q8_0, with every matrix rounded as the file holds
+    it): attention, and every token's experts. name "olmoe": OLMoE's olmoe file the same way (q/k norms over the
+    whole projection, top-k not renormalized; transformers reads no olmoe GGUF)."""
+    torch.manual_seed(13)
+    if name == "olmoe":
+        cfg = transformers.OlmoeConfig(**dict(CFG, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False,
+                                              pad_token_id=1, bos_token_id=1, eos_token_id=2))
+    else:
+        cfg = transformers.MixtralConfig(**dict(CFG, num_local_experts=4, num_experts_per_tok=2))
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif pname.endswith("gate.weight"):
+                p.normal_(0, 0.5)  # the router: clear choices
+            else:
+                p.normal_(0, 0.05)
+    sd = model.state_dict()
+    FF, ok = CFG["intermediate_size"], True
+    moe = {k: v for k, v in sd.items() if ".mlp." in k}
+    dense = {k: v for k, v in sd.items() if ".mlp." not in k}
+
+    def more(w, put):
+        w.add_expert_count(4)
+        w.add_expert_used_count(2)
+        for l in range(CFG["num_hidden_layers"]):
+            pre = f"model.layers.{l}.mlp."
+            gu = moe[pre + "experts.gate_up_proj"].float().numpy()  # (E, 2 FF, H): gate rows, then up
+            put(f"blk.{l}.ffn_gate_inp.weight", moe[pre + "gate.weight"].float().numpy())
+            put(f"blk.{l}.ffn_gate_exps.weight", np.ascontiguousarray(gu[:, :FF]))
+            put(f"blk.{l}.ffn_up_exps.weight", np.ascontiguousarray(gu[:, FF:]))
+            put(f"blk.{l}.ffn_down_exps.weight", moe[pre + "experts.down_proj"].float().numpy())  # (E, H, FF)
+    import copy
+    rounded = copy.deepcopy(model)  # the reference for Q8_0: every matrix as the file holds it
+    with torch.no_grad():
+        for p in rounded.parameters():
+            if p.dim() >= 2:
+                a = p.float().numpy()
+                p.copy_(torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(a, T.Q8_0), T.Q8_0).reshape(a.shape)))
+    for t in (T.F32, T.Q8_0):
+        path = os.path.join(work, f"synth-{name}-{t.name}.gguf")
+        write(path, dense, t, rng, arch, more=more)
+        ref_model = model if t == T.F32 else rounded
+        try:
+            worst, routed, same = 0.0, 0, 0
+            for ids in ids_set:
+                with torch.no_grad():
+                    out = ref_model.model(torch.tensor([ids]), output_attentions=True, output_router_logits=True)
+                ref = torch.stack([a[0] for a in out.attentions]).numpy()
+                prefix = os.path.join(work, "out")
+                worst = max(worst, float(np.abs(ours(fwd, path, ids, prefix) - ref).max()))
+                got = np.fromfile(prefix + ".experts", dtype=np.int32).reshape(CFG["num_hidden_layers"], len(ids), 2)
+                for l, lg in enumerate(out.router_logits):
+                    want = torch.topk(torch.softmax(lg.reshape(len(ids), -1).double(), -1), 2, dim=-1).indices.numpy()
+                    routed += len(ids)
+                    same += int((want == got[l]).all(axis=1).sum())
+        except Exception as ex:
+            print(f"FAIL gguf_synth_{name}_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
+            ok = False
+            continue
+        # Q8_0 against the checkpoint with every matrix rounded through Q8_0 as the file stores it
+        tol = 1e-4
+        good = worst <= tol and same == routed
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} gguf_synth_{name}_{t.name}: {name}'s experts read from a {arch} file "
+              f"(ffn_*_exps), attention vs transformers on the checkpoint{' (rounded as Q8_0)' if t != T.F32 else ''} "
+              f"max |diff| {worst:.2e} (tol {tol:g}); "
+              f"{same}/{routed} token-layers choose transformers' experts")
+    return ok
+
+
+def qwen3moe_gguf(fwd, work, rng, ids_set):
+    """Qwen3-MoE as llama.cpp's converter writes it (qwen3moe: expert_feed_forward_length, ffn_gate_inp and the
+    stacked ffn_*_exps, per-head q/k norms), F32 and Q8_0, against transformers loading the same file (which
+    reads it with norm_topk_prob true and moe_intermediate_size's default 768, so the experts are 768 wide
+    here): attention, and every token's experts against the top-k of its router logits."""
+    torch.manual_seed(17)
+    cfg = transformers.Qwen3MoeConfig(**dict(CFG, head_dim=128, num_experts=4, num_experts_per_tok=2,
+                                             moe_intermediate_size=768, norm_topk_prob=True))
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("gate.weight"):
+                p.normal_(0, 0.5)
+            else:
+                p.normal_(0, 0.05)
+    sd = model.state_dict()
+    FE, ok = 768, True
+    moe = {k: v for k, v in sd.items() if ".mlp." in k}
+    dense = {k: v for k, v in sd.items() if ".mlp." not in k}
+
+    def more(w, put):
+        w.add_expert_count(4)
+        w.add_expert_used_count(2)
+        w.add_expert_feed_forward_length(FE)
+        for l in range(CFG["num_hidden_layers"]):
+            pre = f"model.layers.{l}.mlp."
+            gu = moe[pre + "experts.gate_up_proj"].float().numpy()
+            put(f"blk.{l}.ffn_gate_inp.weight", moe[pre + "gate.weight"].float().numpy())
+            put(f"blk.{l}.ffn_gate_exps.weight", np.ascontiguousarray(gu[:, :FE]))
+            put(f"blk.{l}.ffn_up_exps.weight", np.ascontiguousarray(gu[:, FE:]))
+            put(f"blk.{l}.ffn_down_exps.weight", moe[pre + "experts.down_proj"].float().numpy())
+    for t in (T.F32, T.Q8_0):
+        path = os.path.join(work, f"synth-qwen3moe-{t.name}.gguf")
+        write(path, dense, t, rng, "qwen3moe", more=more)
+        try:
+            d, f = os.path.split(path)
+            ref_model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32,
+                                                             attn_implementation="eager").eval()
+            worst, routed, same = 0.0, 0, 0
+            for ids in ids_set:
+                with torch.no_grad():
+                    out = ref_model.model(torch.tensor([ids]), output_attentions=True, output_router_logits=True)
+                ref = torch.stack([a[0] for a in out.attentions]).numpy()
+                prefix = os.path.join(work, "out")
+                worst = max(worst, float(np.abs(ours(fwd, path, ids, prefix) - ref).max()))
+                got = np.fromfile(prefix + ".experts", dtype=np.int32).reshape(CFG["num_hidden_layers"], len(ids), 2)
+                for l, lg in enumerate(out.router_logits):
+                    want = torch.topk(torch.softmax(lg.reshape(len(ids), -1).double(), -1), 2, dim=-1).indices.numpy()
+                    routed += len(ids)
+                    same += int((want == got[l]).all(axis=1).sum())
+        except Exception as ex:
+            print(f"FAIL gguf_synth_qwen3moe_{t.name}: {type(ex).__name__}: {str(ex)[:200]}")
+            ok = False
+            continue
+        good = worst <= 1e-4 and same == routed
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} gguf_synth_qwen3moe_{t.name}: attention vs transformers on the same file, "
+              f"max |diff| {worst:.2e} (tol 1e-4); {same}/{routed} token-layers choose transformers' experts")
+    return ok
 
 
 def phi3_longrope(fwd, work, rng, ids_set):

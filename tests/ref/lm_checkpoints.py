@@ -98,6 +98,21 @@ SPECS = {
                                       "long_factor": [1.0 + 1.5 * i for i in range(24)]},
                         rms_norm_eps=1e-5, max_position_embeddings=4096, vocab_size=32064, bos_token_id=1,
                         eos_token_id=2, pad_token_id=0), "llama2"),
+    # Mixtral's layout (8 experts, top-2 renormalized; 4 query heads per kv head) over the Llama-2
+    # tokenizer.json; width cut to 256
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                dict(hidden_size=256, intermediate_size=512, num_attention_heads=8, num_key_value_heads=2,
+                     num_hidden_layers=2, num_local_experts=8, num_experts_per_tok=2, rope_theta=1000000.0,
+                     rms_norm_eps=1e-5, max_position_embeddings=32768, vocab_size=32000, bos_token_id=1,
+                     eos_token_id=2), "llama2"),
+    # Qwen3-MoE: q/k norms, 8 experts 128 wide, top-4 renormalized (norm_topk_prob), layer 1 dense
+    # (mlp_only_layers); Qwen's vocabulary (the Qwen3 tokenizer.json); width cut to 256
+    "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                 dict(hidden_size=256, intermediate_size=512, moe_intermediate_size=128, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=64, num_hidden_layers=2, num_experts=8,
+                      num_experts_per_tok=4, norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0,
+                      rms_norm_eps=1e-6, max_position_embeddings=40960, vocab_size=151936, bos_token_id=None,
+                      eos_token_id=151645, tie_word_embeddings=False), "qwen3"),
     # bert-base-uncased's shape and vocabulary, 2 layers, with its MLM head (cls.predictions)
     "bert": ("BertConfig", "BertForMaskedLM",
              dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
@@ -234,6 +249,8 @@ def build(name, workdir, repo):
                 p.mul_(QK_SCALE)
             elif p.dim() == 2 and "c_attn" in pname:  # GPT-2: q, k, v side by side (Conv1D: in, 3 * out)
                 p[:, : 2 * cfg.n_embd].mul_(QK_SCALE)
+            elif p.dim() == 2 and pname.endswith("gate.weight") and "experts" not in pname:
+                p.mul_(10.0)  # a MoE router: clear choices between the experts, not near-uniform ones
             elif p.dim() == 2 and "qkv_proj" in pname:  # Phi-3: q, k, v rows one after another
                 hd = cfg.hidden_size // cfg.num_attention_heads
                 p[: (cfg.num_attention_heads + cfg.num_key_value_heads) * hd].mul_(QK_SCALE)

@@ -2,7 +2,9 @@
 checkpoint per Llama-style family, made by transformers' own classes (save_pretrained), and its
 golden.json from transformers' eager attention (same format as the encoder fixtures': per case
 input_ids, token_type_ids, attention, queries, keys as the eager attention function receives them
-(after q/k norm and rotary; keys repeated per query head), last_hidden).
+(after q/k norm and rotary; keys repeated per query head), last_hidden; a mixture of experts also
+"experts": {"ids", "weights"} (layers, n, k), each token's top-k of softmax(transformers' router
+logits) in its order, -1 and 0 in a dense layer).
 
 usage: make_decoder_goldens.py OUT_DIR [NAME...]   (tests/data; run with tools/pyref.sh's python)
 NAMEs: only these fixtures (the others' committed bytes are left alone).
@@ -43,7 +45,30 @@ FIXTURES = {
                                       eos_token_id=2,
                                       rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5],
                                                     "long_factor": [3.0, 7.5]}), "float32"),
+    # Mixtures of experts: 4 experts, top-2. Mixtral renormalizes; Qwen3-MoE here too (norm_topk_prob),
+    # with experts 12 wide and layer 1 dense (mlp_only_layers); OLMoE not, with its whole-projection q/k norm
+    "small-mixtral": ("MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2),
+                      "float32"),
+    "small-qwen3moe": ("Qwen3MoeConfig", dict(num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+                                              norm_topk_prob=True, moe_intermediate_size=12, mlp_only_layers=[1]),
+                       "float32"),
+    "small-olmoe": ("OlmoeConfig", dict(num_key_value_heads=4, num_experts=4, num_experts_per_tok=2,
+                                        norm_topk_prob=False, pad_token_id=1, bos_token_id=None, eos_token_id=2),
+                    "bfloat16"),
 }
+
+
+def routing(router_logits, sparse, n, k):
+    """Each layer's top-k (ids, weights) from the sparse layers' router logits; -1 / 0 in dense ones."""
+    ids, ws, it = [], [], iter(router_logits)
+    for dense_or_sparse in sparse:
+        if not dense_or_sparse:
+            ids.append([[-1] * k] * n), ws.append([[0.0] * k] * n)
+            continue
+        p = torch.softmax(next(it).reshape(n, -1).double(), dim=-1)
+        w, i = torch.topk(p, k, dim=-1)
+        ws.append(w), ids.append(i.tolist())
+    return ids, ws
 
 
 def main(out_root, only):
@@ -60,19 +85,24 @@ def main(out_root, only):
                     if "q_norm" in pname or "k_norm" in pname:
                         base = 3.0
                     p.copy_(base + 0.1 * torch.randn_like(p))
+                elif pname.endswith("gate.weight") and "experts" not in pname:
+                    p.normal_(0, 1.0)  # a router: clear choices between the experts
                 elif "q_proj" in pname or "k_proj" in pname or "qkv_proj" in pname:
                     p.normal_(0, 0.5)
                 else:
                     p.normal_(0, 0.3)
         out = os.path.join(out_root, name)
         model.to(getattr(torch, dtype)).save_pretrained(out, safe_serialization=True)
-        ref = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32).eval()
+        moe = hasattr(cfg, "num_experts_per_tok")
+        extra_kw = {"experts_implementation": "eager"} if moe else {}
+        ref = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32,
+                                                   **extra_kw).eval()
         cases = []
         gen = torch.Generator().manual_seed(3)
         for n in (1, 12):
             ids = torch.randint(0, SMALL["vocab_size"], (n,), generator=gen).tolist()
             with capture_qk(ref) as (qs, ks), torch.no_grad():
-                o = ref.model(torch.tensor([ids]), output_attentions=True)
+                o = ref.model(torch.tensor([ids]), output_attentions=True, **({"output_router_logits": True} if moe else {}))
             group = cfg.num_attention_heads // cfg.num_key_value_heads
             r4 = lambda t: [[[[round(float(x), 7) for x in row] for row in m] for m in h] for h in t]  # noqa: E731
             cases.append({
@@ -83,6 +113,14 @@ def main(out_root, only):
                 "keys": r4(torch.stack([k.repeat_interleave(group, dim=0) for k in ks])),
                 "last_hidden": [[round(float(x), 7) for x in row] for row in o.last_hidden_state[0]],
             })
+            if moe:
+                k = cfg.num_experts_per_tok
+                sparse = [l not in (getattr(cfg, "mlp_only_layers", None) or []) for l in range(cfg.num_hidden_layers)]
+                rid, rw = routing(o.router_logits, sparse, n, k)
+                renorm = cls == "MixtralConfig" or cfg.norm_topk_prob
+                rw = [[[round(float(x), 7) for x in (row / row.sum() if renorm and l_sparse else row)] for row in w]
+                      if l_sparse else w for w, l_sparse in zip(rw, sparse)]
+                cases[-1]["experts"] = {"ids": rid, "weights": rw}
         with open(os.path.join(out, "golden.json"), "w") as f:
             json.dump(cases, f)
         for extra_file in ("generation_config.json",):

@@ -12,10 +12,18 @@
  *            5 sliding layers to 1 global, the sliding ones with their own
  *            unscaled rotary base (rope_local_base_freq)
  *   phi3     q/k/v fused in qkv_proj and gate/up in gate_up_proj (split at
- *            load); LongRoPE; partial rotary */
+ *            load); LongRoPE; partial rotary
+ *   mixtral  Mistral's block with a mixture-of-experts MLP (block_sparse_moe:
+ *            router "gate", experts w1/w3/w2), top-k weights renormalized
+ *   qwen3_moe Qwen3's block, MoE MLPs (mlp.gate, mlp.experts.N.*_proj) on the
+ *            layers decoder_sparse_step and mlp_only_layers leave sparse;
+ *            norm_topk_prob
+ *   olmoe    MoE MLPs as Qwen3-MoE's, q/k RMSNorm over the whole projection
+ *            (all heads at once) */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
@@ -24,6 +32,9 @@
 
 /* Which layers slide when config.json has no "layer_types". */
 typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;
+
+/* How a mixture-of-experts family names its router and experts. */
+typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE } MoeKind;
 
 /* What sets one family apart from Llama: each family's parse passes its own,
  * so the shared code tests traits, never a family's name. */
@@ -41,6 +52,8 @@ typedef struct {
     float theta;          /* rope_theta when the config is silent (0: 10000) */
     int fused;            /* qkv_proj and gate_up_proj (Phi-3) */
     int orig_max_top;     /* a top-level original_max_position_embeddings (default 4096) is LongRoPE's (Phi-3) */
+    MoeKind moe;          /* a mixture-of-experts MLP, and how its config and tensors are named */
+    int qk_norm_full;     /* q/k RMSNorm over the whole projection, not per head (OLMoE) */
 } LlamaTraits;
 
 static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
@@ -49,7 +62,47 @@ static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
                          GEMMA2 = {.gemma = 1, .window = 4096, .slide = SLIDE_ALTERNATE, .softcap = 1},
                          GEMMA3 = {.gemma = 1, .qk_norm = 1, .window = 4096, .slide = SLIDE_PATTERN,
                                    .rope_local = 1, .theta = 1e6f},
-                         PHI3 = {.fused = 1, .orig_max_top = 1};
+                         PHI3 = {.fused = 1, .orig_max_top = 1}, MIXTRAL = {.moe = MOE_MIXTRAL},
+                         QWEN3_MOE = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW, .moe = MOE_QWEN},
+                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE};
+
+/* A mixture-of-experts config: experts, top-k, renormalization, each
+ * expert's width and (Qwen3-MoE) which layers stay dense. */
+static int parse_moe(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
+    const int mixtral = fam->moe == MOE_MIXTRAL;
+    int step = 1;
+    c->num_experts = mixtral ? 8 : fam->moe == MOE_QWEN ? 128 : 64;
+    c->experts_per_tok = mixtral ? 2 : 8;
+    c->moe_renorm = mixtral; /* Mixtral always; the others per norm_topk_prob (default false) */
+    c->moe_intermediate = fam->moe == MOE_QWEN ? 768 : c->intermediate_size;
+    if (cfg_opt_int(root, "num_experts", 1, CFG_MAX_EXPERTS, &c->num_experts, path, e) ||
+        cfg_opt_int(root, "num_local_experts", 1, CFG_MAX_EXPERTS, &c->num_experts, path, e) ||
+        cfg_opt_int(root, "num_experts_per_tok", 1, CFG_MAX_TOP_K, &c->experts_per_tok, path, e) ||
+        (!mixtral && cfg_opt_bool(root, "norm_topk_prob", &c->moe_renorm, path, e)) ||
+        (fam->moe == MOE_QWEN && cfg_opt_int(root, "moe_intermediate_size", 1, CFG_MAX_INTER, &c->moe_intermediate, path, e)) ||
+        (fam->moe == MOE_QWEN && cfg_opt_int(root, "decoder_sparse_step", 1, CFG_MAX_LAYERS, &step, path, e)))
+        return -1;
+    if (c->experts_per_tok > c->num_experts)
+        return av_err(e, "%s: num_experts_per_tok %d exceeds the %d experts", path, c->experts_per_tok, c->num_experts);
+    /* Qwen3MoeDecoderLayer: sparse unless in mlp_only_layers or off the step */
+    for (int l = 0; l < c->num_layers; l++) c->layer_dense[l] = (l + 1) % step != 0;
+    const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
+    if (fam->moe == MOE_QWEN && dense && !cJSON_IsNull(dense)) {
+        if (!cJSON_IsArray(dense)) return av_err(e, "%s: \"mlp_only_layers\" must be a list of layer numbers", path);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, dense) {
+            if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= c->num_layers ||
+                v->valuedouble != (int)v->valuedouble)
+                return av_err(e, "%s: mlp_only_layers holds %g, not a layer of %d", path,
+                              cJSON_IsNumber(v) ? v->valuedouble : -1.0, c->num_layers);
+            c->layer_dense[(int)v->valuedouble] = 1;
+        }
+    }
+    const cJSON *clip = cJSON_GetObjectItemCaseSensitive(root, "clip_qkv");
+    if (clip && !cJSON_IsNull(clip)) return av_err(e, "%s: clip_qkv (clamped q/k/v) is not supported", path);
+    c->qk_norm_full = fam->qk_norm_full;
+    return 0;
+}
 
 /* A list of numbers (LongRoPE's short_factor / long_factor) into out. */
 static int parse_factors(const cJSON *r, const char *key, float *out, int *n, const char *path, AvErr *e) {
@@ -254,6 +307,7 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
         c->sandwich_norm = 1;
     }
     if (parse_rope(c, root, path, fam, e) || parse_sliding(c, root, path, fam, e)) return -1;
+    if (fam->moe && parse_moe(c, root, path, fam, e)) return -1;
     return 0;
 }
 
@@ -269,6 +323,45 @@ FAMILY_PARSE(qwen3, QWEN3)
 FAMILY_PARSE(gemma2, GEMMA2)
 FAMILY_PARSE(gemma3, GEMMA3)
 FAMILY_PARSE(phi3, PHI3)
+FAMILY_PARSE(mixtral, MIXTRAL)
+FAMILY_PARSE(qwen3_moe, QWEN3_MOE)
+FAMILY_PARSE(olmoe, OLMOE)
+
+/* Layer l's router and experts. Mixtral: block_sparse_moe.gate and
+ * experts.N.w1 (gate), w3 (up), w2 (down); the others: mlp.gate and
+ * mlp.experts.N.gate_proj / up_proj / down_proj. */
+static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const int64_t H = c->hidden_size, FE = c->moe_intermediate;
+    /* a GGUF's names are llama.cpp's whatever the family (gguf_name maps Mixtral's) */
+    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf;
+    const char *block = mixtral ? "block_sparse_moe" : "mlp";
+    char p[3][200];
+    snprintf(p[0], sizeof p[0], "layers.%d.%s.gate", l, block);
+    if (model_linear(m, &L->router, p[0], H, c->num_experts, 0, e)) return -1;
+    if (!(L->experts = calloc((size_t)c->num_experts, sizeof *L->experts)))
+        return av_err(e, "out of memory for layer %d's %d experts", l, c->num_experts);
+    for (int x = 0; x < c->num_experts; x++) {
+        Expert *X = &L->experts[x];
+        if (m->gguf) {
+            /* llama.cpp stacks each projection's experts in one 3-D tensor (ffn_gate_exps, ...) */
+            const char *w[3] = {"w1", "w3", "w2"};
+            for (int k = 0; k < 3; k++) snprintf(p[k], sizeof p[k], "layers.%d.block_sparse_moe.experts.%s", l, w[k]);
+            if (model_linear_expert(m, &X->gate, p[0], c->num_experts, x, H, FE, e) ||
+                model_linear_expert(m, &X->up, p[1], c->num_experts, x, H, FE, e) ||
+                model_linear_expert(m, &X->down, p[2], c->num_experts, x, FE, H, e))
+                return -1;
+            continue;
+        }
+        snprintf(p[0], sizeof p[0], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w1" : "gate_proj");
+        snprintf(p[1], sizeof p[1], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w3" : "up_proj");
+        snprintf(p[2], sizeof p[2], "layers.%d.%s.experts.%d.%s", l, block, x, mixtral ? "w2" : "down_proj");
+        if (model_linear(m, &X->gate, p[0], H, FE, 0, e) || model_linear(m, &X->up, p[1], H, FE, 0, e) ||
+            model_linear(m, &X->down, p[2], FE, H, 0, e))
+            return -1;
+    }
+    return 0;
+}
 
 /* Tensor names as transformers' Llama-style modules; the base model's, with
  * "model." before them in …ForCausalLM checkpoints (arch.c's prefix). */
@@ -300,14 +393,17 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
                 return -1;
         } else if (model_linear(m, &L->q, p[0], H, QW, c->qkv_bias, e) ||
                    model_linear(m, &L->k, p[1], H, KW, c->qkv_bias, e) ||
-                   model_linear(m, &L->v, p[2], H, KW, c->qkv_bias, e) ||
-                   model_linear(m, &L->gate, p[6], H, FF, c->mlp_bias, e) ||
-                   model_linear(m, &L->up, p[7], H, FF, c->mlp_bias, e)) {
+                   model_linear(m, &L->v, p[2], H, KW, c->qkv_bias, e)) {
             return -1;
         }
-        if (model_linear(m, &L->o, p[3], QW, H, c->o_bias, e) || model_norm(m, &L->attn_norm, p[4], H, e) ||
-            model_linear(m, &L->down, p[8], FF, H, c->mlp_bias, e))
+        if (model_linear(m, &L->o, p[3], QW, H, c->o_bias, e) || model_norm(m, &L->attn_norm, p[4], H, e)) return -1;
+        if (c->num_experts && !c->layer_dense[l]) {
+            if (load_experts(m, L, l, fam, e)) return -1;
+        } else if ((!fam->fused && (model_linear(m, &L->gate, p[6], H, FF, c->mlp_bias, e) ||
+                                    model_linear(m, &L->up, p[7], H, FF, c->mlp_bias, e))) ||
+                   model_linear(m, &L->down, p[8], FF, H, c->mlp_bias, e)) {
             return -1;
+        }
         if (c->sandwich_norm) {
             /* Gemma 2: post_attention_layernorm normalizes attention's output;
              * the MLP's input norm is pre_feedforward_layernorm */
@@ -317,7 +413,9 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
         } else if (model_norm(m, &L->mlp_norm, p[5], H, e)) {
             return -1;
         }
-        if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], dh, e) || model_norm(m, &L->k_norm, p[10], dh, e)))
+        /* OLMoE's norms span the whole projection */
+        const int64_t qn = c->qk_norm_full ? QW : dh, kn = c->qk_norm_full ? KW : dh;
+        if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], qn, e) || model_norm(m, &L->k_norm, p[10], kn, e)))
             return -1;
     }
     /* lm_head: the embeddings when tied; a base model saved without it has no head */
@@ -330,6 +428,9 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
 
 int arch_llama_load(Model *m, AvErr *e) { return llama_load(m, &LLAMA, e); }
 int arch_phi3_load(Model *m, AvErr *e) { return llama_load(m, &PHI3, e); }
+int arch_mixtral_load(Model *m, AvErr *e) { return llama_load(m, &MIXTRAL, e); }
+int arch_qwen3_moe_load(Model *m, AvErr *e) { return llama_load(m, &QWEN3_MOE, e); }
+int arch_olmoe_load(Model *m, AvErr *e) { return llama_load(m, &OLMOE, e); }
 
 /* ---------------------------------------------------------------- GGUF */
 
@@ -473,10 +574,33 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->qkv_bias = fam->qkv_bias || gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
     c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = fam->qk_norm;
+    c->qk_norm_full = fam->qk_norm_full;
     c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
     c->qk_rows_interleaved = fam->rows_interleaved;
+    /* a mixture of experts (Mixtral in a llama file): the top-k weights renormalized, as Mixtral's */
+    uint32_t n_exp = 0, n_used = 0;
+    char ke[96], ku[96];
+    snprintf(ke, sizeof ke, "%s.expert_count", spec->gguf_arch);
+    snprintf(ku, sizeof ku, "%s.expert_used_count", spec->gguf_arch);
+    if ((gguf_find_kv(f, ke) && gguf_get_u32(f, ke, &n_exp, e)) || (gguf_find_kv(f, ku) && gguf_get_u32(f, ku, &n_used, e)))
+        return av_err_prefix(e, "%s", path);
+    if (n_exp > 0) {
+        if (n_exp > CFG_MAX_EXPERTS || n_used < 1 || n_used > CFG_MAX_TOP_K || n_used > n_exp)
+            return av_err(e, "%s: expert_count %u / expert_used_count %u out of range (at most %d experts, %d per token)",
+                          path, n_exp, n_used, CFG_MAX_EXPERTS, CFG_MAX_TOP_K);
+        /* llama.cpp renormalizes the top-k weights of llama (Mixtral) and qwen3moe files (transformers
+         * reads the latter with norm_topk_prob true), not OLMoE's (olmoe.cpp) */
+        c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = fam->moe != MOE_OLMOE;
+        /* each expert's width: qwen3moe names it apart; a llama file's feed_forward_length is it */
+        uint32_t fe = (uint32_t)c->intermediate_size;
+        char kf[96];
+        snprintf(kf, sizeof kf, "%s.expert_feed_forward_length", spec->gguf_arch);
+        if (gguf_find_kv(f, kf) && gguf_get_u32(f, kf, &fe, e)) return av_err_prefix(e, "%s", path);
+        if (fe < 1 || fe > CFG_MAX_INTER) return av_err(e, "%s: expert_feed_forward_length %u is out of range", path, fe);
+        c->moe_intermediate = (int)fe;
+    }
     uint32_t eos;
     if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
         if (gguf_get_u32(f, "tokenizer.ggml.eos_token_id", &eos, e)) return av_err_prefix(e, "%s", path);
@@ -498,6 +622,8 @@ FAMILY_GGUF(qwen3, QWEN3)
 FAMILY_GGUF(gemma2, GEMMA2)
 FAMILY_GGUF(gemma3, GEMMA3)
 FAMILY_GGUF(phi3, PHI3)
+FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
+FAMILY_GGUF(olmoe, OLMOE)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
@@ -511,7 +637,11 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
         {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
         {"self_attn.o_proj", "attn_output"}, {"input_layernorm", "attn_norm"},
         {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
+        {"mlp.down_proj", "ffn_down"}, {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+        /* a mixture of experts (Mixtral as llama.cpp's llama files hold it): the router, then each
+         * projection's experts stacked in one 3-D tensor */
+        {"block_sparse_moe.gate", "ffn_gate_inp"}, {"block_sparse_moe.experts.w1", "ffn_gate_exps"},
+        {"block_sparse_moe.experts.w3", "ffn_up_exps"}, {"block_sparse_moe.experts.w2", "ffn_down_exps"}};
     static const char *const gemma2_block[][2] = {
         {"post_attention_layernorm", "post_attention_norm"}, {"pre_feedforward_layernorm", "ffn_norm"},
         {"post_feedforward_layernorm", "post_ffw_norm"}};
