@@ -191,7 +191,9 @@ typedef struct {
     int n_segs;
     float *scratch;            // (threads, 4 * dh * max_len)
     size_t scratch_len;
-    float *scores;             // (threads, kern_attention_rows(), max_len): rows of a head not kept
+    float *scores;             // (threads, scores_len): rows of a head not kept
+    size_t scores_len;         // kern_attention_rows() * the run state's max_tokens: each thread's own, whatever
+                               // segment it is on (a stride by the segment's length would overlap another thread's)
     float *attn;               // (threads, attn_len): kern_attention's scratch, NULL with ctxT NULL
     size_t attn_len;
     int layer, n, n_heads, group, dh;
@@ -232,7 +234,7 @@ static void pack_part(void *arg, int t, int T) {
                 rows_to_capture(&to, 0, len, probs, len);
             } else {
                 RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, 0, len};
-                kern_attention_kv_rows(w->scores + (size_t)t * kern_attention_rows() * len, len, w->ctxT ? ctx : NULL, q,
+                kern_attention_kv_rows(w->scores + (size_t)t * w->scores_len, len, w->ctxT ? ctx : NULL, q,
                                        len, k, w->vT ? v : NULL, len, len, dh, &w->rule, scratch,
                                        to.cap ? rows_to_capture : NULL, &to);
             }
@@ -466,7 +468,8 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         return av_err(e, "out of memory for attention in layer %d (%d tokens)", l, pos0 + n);
     if (n_segs > 1) {
         PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
-                         (size_t)4 * c->head_dim * s->max_tokens, s->scores, attn, attn_len, l, n, c->num_heads,
+                         (size_t)4 * c->head_dim * s->max_tokens, s->scores,
+                         (size_t)kern_attention_rows() * (size_t)s->max_tokens, attn, attn_len, l, n, c->num_heads,
                          c->num_heads / c->num_kv_heads, c->head_dim, rule};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
     } else {
