@@ -615,23 +615,9 @@ static int parse_ablate(const char *arg, int **pairs, int *n) {
 
 /* One option into the settings: 0, CLI_HELP or CLI_VERSION, or -1 with a usage
  * error (opt: the option as written, for messages). */
-static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, const char *opt, AvErr *e) {
+/* The options of attnviz serve; -2: not one of them. */
+static int parse_serve_option(CliOptions *o, ParseState *ps, int c, const char *arg, AvErr *e) {
     switch (c) {
-    case O_MODEL:
-        if (o->diff && o->diff_spec.model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
-        if (o->diff && o->model.path) {
-            o->diff_spec.model_b = arg;
-            break;
-        }
-        o->model.path = arg;
-        if (o->serve) {
-            if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
-            const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
-            if (!nm) return usage_error(e, "%s", "out of memory");
-            o->serve_models = nm;
-            o->serve_models[o->n_serve_models++] = arg;
-        }
-        break;
     case O_PORT:
         if (parse_int(arg, 0, 65535, &o->serve_spec.port)) return usage_error(e, "--port needs 0 to 65535, got '%s'", arg);
         ps->serve_opts = 1;
@@ -653,6 +639,108 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
     case O_TIMEOUT:
         if (parse_real(arg, 0.1, 86400, &o->serve_spec.timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", arg);
         ps->serve_opts = 1;
+        break;
+    default: return -2;
+    }
+    return 0;
+}
+
+/* The options beyond attention maps (--measure, --telemetry, the logit lens,
+ * attribution, ablation, flow); -2: not one of them. */
+static int parse_analysis_option(CliOptions *o, ParseState *ps, int c, const char *arg, AvErr *e) {
+    (void)ps;
+    switch (c) {
+    case O_TELEMETRY:
+        if (parse_int(arg, 0, CAP_TEL_MAX_TOP, &o->run.capture.telemetry_top))
+            return usage_error(e, "--telemetry needs a count of top keys from 0 to %d, got '%s'", CAP_TEL_MAX_TOP, arg);
+        o->run.capture.telemetry = 1;
+        break;
+    case O_LENS:
+        if (parse_int(arg, 1, 100, &o->run.lens.lens_k)) return usage_error(e, "--logit-lens needs a count from 1 to 100, got '%s'", arg);
+        break;
+    case O_ATTR: o->run.lens.attribution = 1; break;
+    case O_TARGET:
+        if (!arg[0]) return usage_error(e, "%s", "--target needs a token");
+        o->run.lens.target = arg;
+        o->run.lens.attribution = 1;
+        break;
+    case O_POSITION:
+        if (parse_int(arg, 0, INT_MAX, &o->run.lens.position)) return usage_error(e, "--position needs a token index >= 0, got '%s'", arg);
+        break;
+    case O_ABLATE:
+        if (parse_ablate(arg, &o->ablate_pairs, &o->n_ablate_pairs))
+            return usage_error(e, "--ablate needs all or heads as LAYER.HEAD,... (e.g. 0.3,2.1), got '%s'", arg);
+        o->run.lens.ablate = 1;
+        o->run.lens.ablate_pairs = o->ablate_pairs, o->run.lens.n_ablate = o->n_ablate_pairs;
+        break;
+    case O_FLOW:
+        o->run.lens.flow = 1;
+        if (arg && parse_real(arg, 0, 1, &o->run.lens.flow_threshold) == 0 && o->run.lens.flow_threshold > 0 &&
+            o->run.lens.flow_threshold < 1)
+            break;
+        if (arg) return usage_error(e, "--flow needs a threshold in (0, 1), got '%s'", arg);
+        o->run.lens.flow_threshold = 0.04;
+        break;
+    case O_ABLMODE:
+        if (strcmp(arg, "zero") && strcmp(arg, "mean")) return usage_error(e, "--ablate-mode is zero or mean, not '%s'", arg);
+        o->run.lens.ablate_mean = !strcmp(arg, "mean");
+        ps->ablate_mode = 1;
+        break;
+    case O_MEASURE:
+        if (!strcmp(arg, "attention")) o->run.capture.measure = MEASURE_ATTENTION;
+        else if (!strcmp(arg, "norm")) o->run.capture.measure = MEASURE_NORM;
+        else return usage_error(e, "--measure is attention or norm, not '%s'", arg);
+        break;
+    default: return -2;
+    }
+    return 0;
+}
+
+/* The options of attnviz heads; -2: not one of them. */
+static int parse_heads_option(CliOptions *o, ParseState *ps, int c, const char *arg, AvErr *e) {
+    switch (c) {
+    case O_SCORE: {
+        int k = heads_score_by_name(arg);
+        if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
+                                      "entropy or pattern, not '%s'", arg);
+        int dup = 0;
+        for (int i = 0; i < o->run.heads.n_scores; i++) dup |= o->run.heads.scores[i] == k;
+        if (!dup && o->run.heads.n_scores < (int)(sizeof o->run.heads.scores / sizeof o->run.heads.scores[0])) o->run.heads.scores[o->run.heads.n_scores++] = k;
+        ps->heads_only = 1;
+        break;
+    }
+    case O_PATTERN: o->run.heads.pattern = arg, ps->heads_only = 1; break;
+    case O_EXBOS: o->run.heads.exclude_bos = 1, ps->heads_only = 1; break;
+    case O_EXCUR: o->run.heads.exclude_current = 1, ps->heads_only = 1; break;
+    case O_INDSEQS:
+        if (parse_int(arg, 1, 10000, &o->run.heads.induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", arg);
+        ps->heads_only = 1;
+        break;
+    case O_INDLEN:
+        if (parse_int(arg, 1, 100000, &o->run.heads.induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", arg);
+        ps->heads_only = 1;
+        break;
+    default: return -2;
+    }
+    return 0;
+}
+
+static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, const char *opt, AvErr *e) {
+    switch (c) {
+    case O_MODEL:
+        if (o->diff && o->diff_spec.model_b) return usage_error(e, "%s", "diff compares at most two models (--model A --model B)");
+        if (o->diff && o->model.path) {
+            o->diff_spec.model_b = arg;
+            break;
+        }
+        o->model.path = arg;
+        if (o->serve) {
+            if (o->n_serve_models == 16) return usage_error(e, "%s", "serve: at most 16 models");
+            const char **nm = realloc(o->serve_models, (size_t)(o->n_serve_models + 1) * sizeof *nm);
+            if (!nm) return usage_error(e, "%s", "out of memory");
+            o->serve_models = nm;
+            o->serve_models[o->n_serve_models++] = arg;
+        }
         break;
     case O_TOP: /* diff's table, or heads' ranking */
         if (o->run.heads.on) {
@@ -685,11 +773,6 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
     case O_MAXTOK:
         if (parse_int(arg, 1, INT_MAX, &o->run.capture.max_tokens)) return count_error(e, "--max-tokens", arg, INT_MAX, "a count >= 1");
         break;
-    case O_TELEMETRY:
-        if (parse_int(arg, 0, CAP_TEL_MAX_TOP, &o->run.capture.telemetry_top))
-            return usage_error(e, "--telemetry needs a count of top keys from 0 to %d, got '%s'", CAP_TEL_MAX_TOP, arg);
-        o->run.capture.telemetry = 1;
-        break;
     case O_MAXCAP:
         if (parse_size(arg, &o->run.capture.max_capture)) return usage_error(e, "--max-capture needs a size like 8G or 500M, got '%s'", arg);
         break;
@@ -714,37 +797,6 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         o->sampling_opts = 1;
         break;
     }
-    case O_LENS:
-        if (parse_int(arg, 1, 100, &o->run.lens.lens_k)) return usage_error(e, "--logit-lens needs a count from 1 to 100, got '%s'", arg);
-        break;
-    case O_ATTR: o->run.lens.attribution = 1; break;
-    case O_TARGET:
-        if (!arg[0]) return usage_error(e, "%s", "--target needs a token");
-        o->run.lens.target = arg;
-        o->run.lens.attribution = 1;
-        break;
-    case O_POSITION:
-        if (parse_int(arg, 0, INT_MAX, &o->run.lens.position)) return usage_error(e, "--position needs a token index >= 0, got '%s'", arg);
-        break;
-    case O_ABLATE:
-        if (parse_ablate(arg, &o->ablate_pairs, &o->n_ablate_pairs))
-            return usage_error(e, "--ablate needs all or heads as LAYER.HEAD,... (e.g. 0.3,2.1), got '%s'", arg);
-        o->run.lens.ablate = 1;
-        o->run.lens.ablate_pairs = o->ablate_pairs, o->run.lens.n_ablate = o->n_ablate_pairs;
-        break;
-    case O_FLOW:
-        o->run.lens.flow = 1;
-        if (arg && parse_real(arg, 0, 1, &o->run.lens.flow_threshold) == 0 && o->run.lens.flow_threshold > 0 &&
-            o->run.lens.flow_threshold < 1)
-            break;
-        if (arg) return usage_error(e, "--flow needs a threshold in (0, 1), got '%s'", arg);
-        o->run.lens.flow_threshold = 0.04;
-        break;
-    case O_ABLMODE:
-        if (strcmp(arg, "zero") && strcmp(arg, "mean")) return usage_error(e, "--ablate-mode is zero or mean, not '%s'", arg);
-        o->run.lens.ablate_mean = !strcmp(arg, "mean");
-        ps->ablate_mode = 1;
-        break;
     case O_STOP:
         if (!arg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
         o->run.predict.stop = arg;
@@ -768,36 +820,10 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         if (parse_int(arg, 0, 1 << 16, &o->run.batch.pack_tokens)) return usage_error(e, "--pack-tokens needs 0 to 65536, got '%s'", arg);
         ps->pack_set = 1;
         break;
-    case O_SCORE: {
-        int k = heads_score_by_name(arg);
-        if (k < 0) return usage_error(e, "--score is previous, next, self, first, sep, duplicate, induction, distance, "
-                                      "entropy or pattern, not '%s'", arg);
-        int dup = 0;
-        for (int i = 0; i < o->run.heads.n_scores; i++) dup |= o->run.heads.scores[i] == k;
-        if (!dup && o->run.heads.n_scores < (int)(sizeof o->run.heads.scores / sizeof o->run.heads.scores[0])) o->run.heads.scores[o->run.heads.n_scores++] = k;
-        ps->heads_only = 1;
-        break;
-    }
-    case O_PATTERN: o->run.heads.pattern = arg, ps->heads_only = 1; break;
-    case O_EXBOS: o->run.heads.exclude_bos = 1, ps->heads_only = 1; break;
-    case O_EXCUR: o->run.heads.exclude_current = 1, ps->heads_only = 1; break;
-    case O_INDSEQS:
-        if (parse_int(arg, 1, 10000, &o->run.heads.induction_seqs)) return usage_error(e, "--induction-seqs needs 1 to 10000, got '%s'", arg);
-        ps->heads_only = 1;
-        break;
-    case O_INDLEN:
-        if (parse_int(arg, 1, 100000, &o->run.heads.induction_len)) return usage_error(e, "--induction-len needs 1 to 100000, got '%s'", arg);
-        ps->heads_only = 1;
-        break;
     case O_MERGE: o->merge = 1; break;
     case O_SHARD:
         if (parse_shard(arg, &o->run.batch.shard_index, &o->run.batch.shard_count, e) != 0) return -1;
         ps->shard_set = 1;
-        break;
-    case O_MEASURE:
-        if (!strcmp(arg, "attention")) o->run.capture.measure = MEASURE_ATTENTION;
-        else if (!strcmp(arg, "norm")) o->run.capture.measure = MEASURE_NORM;
-        else return usage_error(e, "--measure is attention or norm, not '%s'", arg);
         break;
     case O_BATCH: o->run.batch.path = arg; break;
     case O_TEMPLATES: o->run.output.templates_dir = arg; break;
@@ -823,7 +849,13 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
     case 'h': return CLI_HELP;
     case O_VERSION: return CLI_VERSION;
     case ':': return usage_error(e, "option '%s' needs a value", opt);
-    default: return usage_error(e, "unknown option '%s'", opt);
+    default: {
+        int rc = parse_serve_option(o, ps, c, arg, e);
+        if (rc == -2) rc = parse_analysis_option(o, ps, c, arg, e);
+        if (rc == -2) rc = parse_heads_option(o, ps, c, arg, e);
+        if (rc == -2) return usage_error(e, "unknown option '%s'", opt);
+        return rc;
+    }
     }
     return 0;
 }
