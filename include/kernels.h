@@ -126,6 +126,9 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
  * kern_attention_rows() * ldp floats that the next block overwrites. Every
  * row and ctxT are kern_attention_kv's, bit for bit. */
 typedef void (*KernRowsFn)(void *ctx, int i0, int i1, const float *probs, int ldp);
+/* The keys [lo, hi) the query at position pos sees under rule, of nk: every
+ * other key's probability is exactly 0. */
+void kern_attention_keys(const AttnRule *rule, int nk, int pos, int *lo, int *hi);
 int kern_attention_rows(void);
 void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,

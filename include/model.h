@@ -151,8 +151,11 @@ int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, 
 int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
                             int n_layers, const int *heads, int n_heads, AvErr *e);
 /* Rows [row0, row0 + nrows) of head (l, h)'s attention, probs (nrows, ldp)
- * over keys [0, ncols), into the capture's telemetry (it must have it). */
-void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols);
+ * over keys [0, ncols), into the capture's telemetry (it must have it).
+ * rule (NULL: any): the rule that made them, so that only the keys a row sees
+ * are read (the others are exactly 0). */
+void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
+                          const AttnRule *rule);
 /* The same statistics of one row, by the definitions, in double precision:
  * the reference model_telemetry_rows is tested against. stats (CAP_TEL_N). */
 void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids, double *stats);

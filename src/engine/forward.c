@@ -135,6 +135,7 @@ typedef struct {
 typedef struct {
     Capture *cap; // NULL: nowhere
     int layer, head, row0, ncols;
+    const AttnRule *rule; // what made the rows: the keys each sees
 } RowsTo;
 
 static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int ldp) {
@@ -142,7 +143,8 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
     if (r->cap->thumb)
         kern_pool_attention(cap_thumb(r->cap, r->layer, r->head), r->cap->thumb_size, probs, ldp, r->row0 + i0, i1 - i0,
                             r->ncols, r->cap->n_tokens);
-    if (r->cap->tel) model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols);
+    if (r->cap->tel)
+        model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
 }
 
 static void head_part(void *arg, int t, int T) {
@@ -162,10 +164,10 @@ static void head_part(void *arg, int t, int T) {
         if (cap && cap->attn) { /* straight into the kept matrix */
             float *probs = cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp; // (n, ldp)
             kern_attention_kv(probs, ldp, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule, scratch);
-            RowsTo to = {cap, w->layer, h, w->pos0, nk};
+            RowsTo to = {cap, w->layer, h, w->pos0, nk, &w->rule};
             rows_to_capture(&to, 0, n, probs, ldp);
         } else { /* a block of rows at a time */
-            RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, w->pos0, nk};
+            RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, w->pos0, nk, &w->rule};
             float *probs = w->scores + (size_t)t * kern_attention_rows() * nk; // (rows, nk)
             kern_attention_kv_rows(probs, nk, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule,
                                    scratch, to.cap ? rows_to_capture : NULL, &to);
@@ -230,10 +232,10 @@ static void pack_part(void *arg, int t, int T) {
             if (cap && cap->attn) {
                 float *probs = cap_attn(cap, w->layer, h); // (len, len)
                 kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule, scratch);
-                RowsTo to = {cap, w->layer, h, 0, len};
+                RowsTo to = {cap, w->layer, h, 0, len, &w->rule};
                 rows_to_capture(&to, 0, len, probs, len);
             } else {
-                RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, 0, len};
+                RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, 0, len, &w->rule};
                 kern_attention_kv_rows(w->scores + (size_t)t * w->scores_len, len, w->ctxT ? ctx : NULL, q,
                                        len, k, w->vT ? v : NULL, len, len, dh, &w->rule, scratch,
                                        to.cap ? rows_to_capture : NULL, &to);

@@ -330,6 +330,8 @@ static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int 
     if (rule->bidir && rule->window > 0 && !rule->causal && pos + rule->window < nk) *hi = pos + rule->window;
 }
 
+void kern_attention_keys(const AttnRule *rule, int nk, int pos, int *lo, int *hi) { attn_keys(rule, nk, nk, pos, lo, hi); }
+
 VEC_CLONES static void scale_row(float *r, int n, float scale) {
     for (int j = 0; j < n; j++) r[j] *= scale;
 }

@@ -24,7 +24,8 @@ static void top_insert(int *key, float *w, int k, int *have, int j, float x) {
  * vectorized kern_xlogx, the rest is one scalar sweep that skips zeros. */
 #define TEL_CHUNK 256
 
-void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols) {
+void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
+                          const AttnRule *rule) {
     const size_t block = cap_block(cap, l, h), n = (size_t)cap->n_tokens;
     const int K = cap->tel_top_k;
     const int *ids = cap->tel_ids;
@@ -35,22 +36,25 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
         float *t = cap->tel + (block * n + (size_t)i) * CAP_TEL_N; // (CAP_TEL_N)
         int *top = K ? cap->tel_top + (block * n + (size_t)i) * K : NULL;
         float *topw = K ? cap->tel_top_w + (block * n + (size_t)i) * K : NULL;
+        int lo = 0, hi = ncols; /* the keys the row sees: a causal row's later keys are 0 */
+        if (rule) kern_attention_keys(rule, ncols, i, &lo, &hi);
         double ent = 0, dist = 0, dup = 0, sink4 = 0;
         int have = 0;
-        for (int j0 = 0; j0 < ncols; j0 += TEL_CHUNK) {
-            const int len = ncols - j0 < TEL_CHUNK ? ncols - j0 : TEL_CHUNK;
+        const int id = ids ? ids[i] : -1;
+        for (int j0 = lo; j0 < hi; j0 += TEL_CHUNK) {
+            const int len = hi - j0 < TEL_CHUNK ? hi - j0 : TEL_CHUNK;
             kern_xlogx(xlx, p + j0, len);
             for (int jj = 0; jj < len; jj++) {
                 const float x = p[j0 + jj];
-                if (!(x > 0)) continue; /* masked keys are exactly 0: nothing to add */
+                if (!(x > 0)) continue; /* nothing to add, and no log of 0 */
                 const int j = j0 + jj;
                 ent -= xlx[jj];
-                dist += (double)x * abs(i - j);
-                if (j < 4) sink4 += x;
-                if (ids && j < i && ids[j] == ids[i]) dup += x;
-                if (K) top_insert(top, topw, K, &have, j, x);
+                dist += (double)x * (i > j ? i - j : j - i);
+                if (ids && j < i && ids[j] == id) dup += x;
+                if (K && (have < K || x > topw[K - 1])) top_insert(top, topw, K, &have, j, x);
             }
         }
+        for (int j = lo; j < 4 && j < hi; j++) sink4 += p[j];
         for (int k = have; k < K; k++) top[k] = -1, topw[k] = 0;
         t[CAP_TEL_SINK] = ncols > 0 ? p[0] : 0;
         t[CAP_TEL_SINK4] = (float)sink4;
