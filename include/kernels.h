@@ -71,8 +71,9 @@ void kern_residual(float *x, const float *yT, float *dst, float *dstT, const Nor
 void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps);
 
 void kern_softmax_rows(float *x, int rows, int cols);
-/* out[j] = x[j] ln x[j] (0 for x[j] <= 1e-30: zero weights, and terms below
- * 7e-28), for entropies; within a few ulp of the double-precision naive. */
+/* out[j] = x[j] ln(x[j] + 1e-30) (the float sum: x[j] itself from 2e-23 up),
+ * for entropies: 0 for x[j] = 0, under 7e-28 below 1e-30 (subnormals
+ * included); within a few ulp of the double-precision naive. */
 void kern_xlogx(float *out, const float *x, int n);
 void kern_xlogx_naive(float *out, const float *x, int n);
 void kern_softmax_rows_naive(float *x, int rows, int cols);

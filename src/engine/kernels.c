@@ -212,15 +212,17 @@ VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
  * Cephes' polynomial for ln(1 + f), f = m - 1; within 2 ulp, and branch-free
  * so that loops over it vectorize. */
 static inline float vlogf(float x) {
+    /* x = m 2^k with m in [sqrt(1/2), sqrt(2)), by integer steps only (no
+     * float comparison, so loops over it vectorize): subtracting sqrt(1/2)'s
+     * bits carries into the exponent exactly when m would fall below it */
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    int e = (int)((u >> 23) & 0xff) - 126; /* x = m 2^e, m in [0.5, 1) */
-    u = (u & 0x807fffffu) | 0x3f000000u;
+    const uint32_t t = u - 0x3f3504f3u;
+    const int32_t k = (int32_t)t >> 23;
+    u -= (uint32_t)k << 23;
     float m;
     memcpy(&m, &u, sizeof m);
-    const int small = m < 0.70710678118654752f;
-    e -= small;
-    const float f = (small ? m + m : m) - 1.0f, z = f * f;
+    const float f = m - 1.0f, z = f * f, e = (float)k;
     float y = 7.0376836292e-2f;
     y = y * f - 1.1514610310e-1f;
     y = y * f + 1.1676998740e-1f;
@@ -231,9 +233,9 @@ static inline float vlogf(float x) {
     y = y * f - 2.4999993993e-1f;
     y = y * f + 3.3333331174e-1f;
     y = y * f * z;
-    y += -2.12194440e-4f * (float)e;
+    y += -2.12194440e-4f * e;
     y += -0.5f * z;
-    return f + y + 0.693359375f * (float)e;
+    return f + y + 0.693359375f * e;
 }
 
 /* Below this a term x ln x is under 7e-28: dropped, so that subnormal x
@@ -241,11 +243,13 @@ static inline float vlogf(float x) {
 #define XLOGX_TINY 1e-30f
 
 VEC_CLONES void kern_xlogx(float *out, const float *x, int n) {
-    for (int j = 0; j < n; j++) out[j] = x[j] > XLOGX_TINY ? x[j] * vlogf(x[j] > XLOGX_TINY ? x[j] : 1.0f) : 0.0f;
+    /* ln of x + 1e-30, which is x itself from 2e-23 up: 0 ln 1e-30 = 0, and no
+     * subnormal reaches vlogf; an addition, not a comparison, so the loop vectorizes */
+    for (int j = 0; j < n; j++) out[j] = x[j] * vlogf(x[j] + XLOGX_TINY);
 }
 
 void kern_xlogx_naive(float *out, const float *x, int n) {
-    for (int j = 0; j < n; j++) out[j] = x[j] > XLOGX_TINY ? (float)((double)x[j] * log((double)x[j])) : 0.0f;
+    for (int j = 0; j < n; j++) out[j] = (float)((double)x[j] * log((double)(x[j] + XLOGX_TINY)));
 }
 
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
