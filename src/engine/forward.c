@@ -147,31 +147,39 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
         model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
 }
 
+/* One head's attention, kern_attention_kv's arguments, into cap (NULL: the
+ * head is not kept): straight into its kept matrix (rows row0 .. row0 + nq of
+ * it), else a block of rows at a time through rows (kern_attention_rows() x
+ * nk floats), feeding the thumbnail and telemetry as they are made. */
+static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, const float *qT, int nq, const float *kT,
+                           const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch, float *rows) {
+    if (cap && cap->attn) {
+        const int ldp = cap->n_tokens;
+        float *probs = cap_attn(cap, l, h) + (size_t)row0 * ldp; // (nq, ldp)
+        kern_attention_kv(probs, ldp, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch);
+        RowsTo to = {cap, l, h, row0, nk, rule};
+        rows_to_capture(&to, 0, nq, probs, ldp);
+        return;
+    }
+    RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, l, h, row0, nk, rule};
+    kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
+                           &to);
+}
+
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
     const int n = w->n, dh = w->dh, nk = w->pos0 + n;
     for (int h = t; h < w->n_heads; h += T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * w->ldk;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
-        const int ldp = cap && cap->attn ? cap->n_tokens : nk;
         if (cap && cap->q) {
             kern_transpose(cap_q(cap, w->layer, h) + (size_t)w->pos0 * dh, w->qT + qoff, dh, n); // (n, dh)
             kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
                            dh, n);
         }
-        float *ctxT = w->ctxT ? w->ctxT + qoff : NULL, *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
-        const float *vT = w->vT ? w->vT + kvoff : NULL;
-        if (cap && cap->attn) { /* straight into the kept matrix */
-            float *probs = cap_attn(cap, w->layer, h) + (size_t)w->pos0 * ldp; // (n, ldp)
-            kern_attention_kv(probs, ldp, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule, scratch);
-            RowsTo to = {cap, w->layer, h, w->pos0, nk, &w->rule};
-            rows_to_capture(&to, 0, n, probs, ldp);
-        } else { /* a block of rows at a time */
-            RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, w->pos0, nk, &w->rule};
-            float *probs = w->scores + (size_t)t * kern_attention_rows() * nk; // (rows, nk)
-            kern_attention_kv_rows(probs, nk, ctxT, w->qT + qoff, n, w->kT + kvoff, vT, w->ldk, nk, dh, &w->rule,
-                                   scratch, to.cap ? rows_to_capture : NULL, &to);
-        }
+        head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
+                       w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule,
+                       w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * kern_attention_rows() * nk);
         if (w->cap && w->cap->z && w->ctxT) /* every head's context, whatever the selection keeps */
             kern_transpose(cap_z(w->cap, w->layer, h) + (size_t)w->pos0 * dh, w->ctxT + qoff, dh, n);
     }
@@ -228,18 +236,8 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
-            float *scratch = w->attn ? w->attn + (size_t)t * w->attn_len : NULL;
-            if (cap && cap->attn) {
-                float *probs = cap_attn(cap, w->layer, h); // (len, len)
-                kern_attention(probs, w->ctxT ? ctx : NULL, q, k, w->vT ? v : NULL, len, dh, &w->rule, scratch);
-                RowsTo to = {cap, w->layer, h, 0, len, &w->rule};
-                rows_to_capture(&to, 0, len, probs, len);
-            } else {
-                RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, w->layer, h, 0, len, &w->rule};
-                kern_attention_kv_rows(w->scores + (size_t)t * w->scores_len, len, w->ctxT ? ctx : NULL, q,
-                                       len, k, w->vT ? v : NULL, len, len, dh, &w->rule, scratch,
-                                       to.cap ? rows_to_capture : NULL, &to);
-            }
+            head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh, &w->rule,
+                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * w->scores_len);
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
     }
