@@ -79,16 +79,54 @@ static int check_capture(const Model *m, const Capture *cap, AvErr *e) {
 #define LENS_FLOATS ((size_t)16 << 20)
 #define LENS_MAX_ROWS 512
 
-/* dst (cols, rows) = src (rows, cols)^T in 32 x 32 tiles: a whole vocabulary's
- * scores for a few hundred rows, where a plain loop misses the cache at every read. */
-static void transpose_blocked(float *dst, const float *src, int rows, int cols) {
-    enum { T = 32 };
-    for (int i0 = 0; i0 < rows; i0 += T)
-        for (int j0 = 0; j0 < cols; j0 += T) {
-            const int i1 = i0 + T < rows ? i0 + T : rows, j1 = j0 + T < cols ? j0 + T : cols;
-            for (int i = i0; i < i1; i++)
-                for (int j = j0; j < j1; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+/* One chunk's rows of scores read by the pool's threads, in two calls: the
+ * first turns thread t's share of the rows row-major (from the (vocab, chunk)
+ * scores, in 32-column tiles, where a plain loop misses the cache at every
+ * read) and scans the final stream's rows (row block -1); the second scans the
+ * layers' rows, each ranked against the final prediction at its position. */
+typedef struct {
+    const float *logitsT; // (vocab, nc)
+    float *rowsv;         // (nc, vocab)
+    LensResult *r;
+    size_t r0;
+    int nc, n, vocab, k, final_phase;
+    int *bad;             // (nc) per row: 1 when not finite
+} LensScan;
+
+static void lens_scan_part(void *arg, int t, int T) {
+    LensScan *w = arg;
+    const int per = (w->nc + T - 1) / T, c0 = t * per, c1 = c0 + per < w->nc ? c0 + per : w->nc;
+    enum { TILE = 32 };
+    for (int j0 = 0; w->final_phase && j0 < w->vocab; j0 += TILE) {
+        const int j1 = j0 + TILE < w->vocab ? j0 + TILE : w->vocab;
+        for (int c = c0; c < c1; c++)
+            for (int j = j0; j < j1; j++) w->rowsv[(size_t)c * w->vocab + j] = w->logitsT[(size_t)j * w->nc + c];
+    }
+    LensResult *r = w->r;
+    const int n = w->n, k = w->k, vocab = w->vocab;
+    for (int c = c0; c < c1; c++) {
+        const size_t row = w->r0 + c;
+        const int i = (int)(row / n) - 1, p = (int)(row % n);
+        if ((i < 0) != w->final_phase) continue;
+        const float *lg = w->rowsv + (size_t)c * vocab;
+        if (i < 0) {
+            int top;
+            float tp;
+            if (pred_topk(lg, 1, vocab, 1, &top, &tp)) w->bad[c] = 1;
+            else r->final_id[p] = top;
+            continue;
         }
+        const size_t at = (size_t)i * n + p;
+        if (pred_topk(lg, 1, vocab, k, r->lens_ids + at * k, r->lens_probs + at * k)) {
+            w->bad[c] = 1;
+            continue;
+        }
+        /* softmax's sum from the top's probability (pred_topk: p_top = 1 / sum exp(s - s_top)):
+         * the final prediction's probability without another pass of exp */
+        const int f = r->final_id[p], top = r->lens_ids[at * k];
+        r->lens_rank[at] = lens_rank(lg, 1, vocab, f);
+        r->lens_final_prob[at] = (float)(exp((double)lg[f] - lg[top]) * r->lens_probs[at * k]);
+    }
 }
 
 int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, LensResult *r,
@@ -113,6 +151,7 @@ int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n
     float *logitsT = malloc((size_t)vocab * chunk * sizeof *logitsT); // (vocab, chunk)
     float *rowsv = malloc((size_t)vocab * chunk * sizeof *rowsv);   // (chunk, vocab)
     float *x = malloc(chunk * (size_t)H * sizeof *x);                  // (chunk, H)
+    int *bad = malloc(chunk * sizeof *bad);                            // (chunk)
     free(r->final_id);
     r->final_id = malloc((size_t)n * sizeof *r->final_id);
     if (nl) {
@@ -123,7 +162,7 @@ int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n
         r->lens_final_prob = malloc((size_t)nl * n * sizeof *r->lens_final_prob);
     }
     int rc = 0;
-    if (!logitsT || !rowsv || !x || !r->final_id ||
+    if (!logitsT || !rowsv || !x || !bad || !r->final_id ||
         (nl && (!r->lens_layer || !r->lens_ids || !r->lens_probs || !r->lens_rank || !r->lens_final_prob))) {
         rc = av_err(e, "out of memory for the logit lens (%d tokens, %d words)", n, vocab);
         goto done;
@@ -139,35 +178,26 @@ int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n
             memcpy(x + (size_t)c * H, cap_resid(cap, l + 1) + (size_t)p * H, (size_t)H * sizeof *x);
         }
         if ((rc = model_logits_rows(m, &s, x, nc, logitsT, e))) break;
-        transpose_blocked(rowsv, logitsT, vocab, nc);
-        for (int c = 0; c < nc; c++) {
-            const size_t row = r0 + c;
-            const int i = (int)(row / n) - 1, p = (int)(row % n);
-            const float *lg = rowsv + (size_t)c * vocab;
-            if (i < 0) {
-                int top;
-                float tp;
-                if (pred_topk(lg, 1, vocab, 1, &top, &tp)) {
-                    rc = av_err(e, "%s: the scores at position %d are not finite", m->path, p);
+        memset(bad, 0, (size_t)nc * sizeof *bad);
+        LensScan w = {.logitsT = logitsT, .rowsv = rowsv, .r = r, .r0 = r0, .nc = nc, .n = n, .vocab = vocab, .k = k,
+                      .bad = bad};
+        /* the final stream's rows first: a layer's row reads final_id at its position */
+        for (w.final_phase = 1; w.final_phase >= 0 && rc == 0; w.final_phase--) {
+            pool_run(s.pool, lens_scan_part, &w);
+            for (int c = 0; c < nc; c++)
+                if (bad[c]) {
+                    const size_t row = r0 + c;
+                    const int i = (int)(row / n) - 1, p = (int)(row % n);
+                    if (i < 0) rc = av_err(e, "%s: the scores at position %d are not finite", m->path, p);
+                    else
+                        rc = av_err(e, "%s: the scores after layer %d at position %d are not finite", m->path,
+                                    r->lens_layer[i], p);
                     break;
                 }
-                r->final_id[p] = top;
-                continue;
-            }
-            const size_t at = (size_t)i * n + p;
-            if (pred_topk(lg, 1, vocab, k, r->lens_ids + at * k, r->lens_probs + at * k)) {
-                rc = av_err(e, "%s: the scores after layer %d at position %d are not finite", m->path, r->lens_layer[i], p);
-                break;
-            }
-            /* softmax's sum from the top's probability (pred_topk: p_top = 1 / sum exp(s - s_top)):
-             * the final prediction's probability without another pass of exp */
-            const int f = r->final_id[p], top = r->lens_ids[at * k];
-            r->lens_rank[at] = lens_rank(lg, 1, vocab, f);
-            r->lens_final_prob[at] = (float)(exp((double)lg[f] - lg[top]) * r->lens_probs[at * k]);
         }
     }
 done:
-    free(logitsT), free(rowsv), free(x);
+    free(logitsT), free(rowsv), free(x), free(bad);
     model_runstate_free(&s);
     return rc;
 }

@@ -75,7 +75,6 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
             return av_err_usage(e, "--ablate %d.%d: the model has %d layers (0 to %d) of %d heads (0 to %d)", l, h,
                                 r->cfg.num_layers, r->cfg.num_layers - 1, r->cfg.num_heads, r->cfg.num_heads - 1);
     }
-    double t0 = av_now_ms();
     const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
     int rc = lens_any ? lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e) : 0;
     if (rc == 0 && ls->attribution) {
@@ -90,7 +89,6 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
         rc = lens_ablation(&r->model, &r->rs, cap, enc->ids, ls->position >= 0 ? ls->position : n - 1, target,
                            ls->ablate_pairs, ls->n_ablate, ls->ablate_mean, &r->lens, e);
     if (rc == 0 && ls->flow) rc = run_flow(r, e);
-    r->t_fwd += av_now_ms() - t0;
     if (rc == 0 && lens_any) rc = spell(r, e);
     return rc;
 }
