@@ -42,8 +42,10 @@ typedef struct {
 } Norm;
 
 /* Rows of W a thread widens at a time when weights are not F32; the
- * scratch a thread passes to kern_linear_rows holds KERN_WIDEN_ROWS * in floats. */
-#define KERN_WIDEN_ROWS 64
+ * scratch a thread passes to kern_linear_rows holds KERN_WIDEN_ROWS * in floats.
+ * Each widened block is one product call, and each call packs all of x: more
+ * rows per call, fewer packings of the same x. */
+#define KERN_WIDEN_ROWS 256
 
 /* y^T rows [r0, r1) (out, n) = act(W x^T + b) for x^T (in, n); act < 0: none.
  * The products are gemm.h's: a token's outputs are the same bits whatever n.
