@@ -8,8 +8,10 @@
 #include "capture.h"
 #include "err.h"
 
-/* cap->nattn (blocks, n, n) = a_ij * ||f_h(x_j)|| = ||a_ij f_h(x_j)||, allocated
- * here (model_capture_free or na_free_nattn frees it). Needs attn and vnorm. */
+/* cap->nattn (blocks, n, n) = a_ij * ||f_h(x_j)|| = ||a_ij f_h(x_j)||, into
+ * cap->nattn when it is set (the caller's buffer of na_bytes(n, blocks), whose
+ * owner frees it), else allocated here (model_capture_free or na_free_nattn
+ * frees it). Needs attn and vnorm. */
 int na_fill(Capture *cap, AvErr *e);
 void na_free_nattn(Capture *cap);
 /* Bytes na_fill adds to a capture of n tokens and that many blocks. */

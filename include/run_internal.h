@@ -32,6 +32,8 @@ struct Pipeline {
     RunState rs;
     Capture cap;
     int cap_n;           /* tokens the capture and run state hold */
+    float *nattn;        /* --measure norm: value-weighted attention, reused input after input */
+    size_t nattn_len;    /* its floats */
     KvCache kv;          /* with --generate, cap_n tokens */
     CapPredictions pred; /* --predict: this input's */
     CapGeneration gen;   /* --generate: this input's */

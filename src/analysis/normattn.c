@@ -10,8 +10,7 @@ size_t na_bytes(int n, size_t blocks) { return blocks * (size_t)n * (size_t)n * 
 int na_fill(Capture *cap, AvErr *e) {
     if (!cap->attn || !cap->vnorm) return av_err(e, "value-weighted attention needs the attention and the value norms");
     const size_t n = (size_t)cap->n_tokens, blocks = cap_blocks(cap);
-    free(cap->nattn);
-    if (!(cap->nattn = malloc(blocks * n * n * sizeof(float))))
+    if (!cap->nattn && !(cap->nattn = malloc(blocks * n * n * sizeof(float))))
         return av_err(e, "out of memory for value-weighted attention (%zu tokens)", n);
     for (size_t b = 0; b < blocks; b++) {
         const float *a = cap->attn + b * n * n, *v = cap->vnorm + b * n;

@@ -241,12 +241,22 @@ static int finish_view(Run *r, const char *a, const char *b, long lineno, const 
                        Capture *scored, FILE *jsonl, AvErr *e);
 
 /* --measure norm: the capture with its value-weighted attention (a copy of
- * cap's struct whose nattn is owned here: na_free_nattn), and for --stats and
- * heads the shares they score (scored: its attn is the shares). */
-static int norm_view(const Run *r, const Capture *cap, Capture *with, AvErr *e) {
+ * cap's struct whose nattn is the run's buffer, kept from input to input, so
+ * a batch does not allocate and fault in blocks x n^2 floats per input), and
+ * for --stats and heads the shares they score (scored: its attn is the shares). */
+static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     *with = *cap;
     with->nattn = NULL;
     if (r->o->capture.measure != MEASURE_NORM || r->o->capture.tokens_only) return 0;
+    const size_t need = na_bytes(cap->n_tokens, cap_blocks(cap)) / sizeof(float);
+    if (r->nattn_len < need) {
+        free(r->nattn);
+        r->nattn_len = 0;
+        if (!(r->nattn = malloc(need * sizeof *r->nattn)))
+            return av_err(e, "out of memory for value-weighted attention (%d tokens)", cap->n_tokens);
+        r->nattn_len = need;
+    }
+    with->nattn = r->nattn;
     return na_fill(with, e);
 }
 
@@ -257,7 +267,6 @@ int run_finish_input(Run *r, const char *a, const char *b, long lineno, const To
     if (norm_view(r, cap_in, &cap_norm, e) != 0) return -1;
     const Capture *cap = &cap_norm;
     int rc = finish_view(r, a, b, lineno, enc, cap, &scored, jsonl, e);
-    na_free_nattn(&cap_norm);
     na_shares_free(&scored);
     return rc;
 }
@@ -336,7 +345,6 @@ int run_finish_heads(Run *r, AvErr *e) {
                 run_fill_doc(r, &d, &enc, &r->cap, NULL, NULL);
                 if (cap_norm.nattn) rc = na_shares_capture(&cap_norm, &scored, e), d.cap = &scored;
                 if (rc == 0) rc = heads_add_induction(hs, &d, e);
-                na_free_nattn(&cap_norm);
                 na_shares_free(&scored);
             }
             tok_encoding_free(&enc);

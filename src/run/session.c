@@ -160,6 +160,7 @@ static void run_free(Run *r) {
     cfg_free_head_labels(r->patterns, n);
     cfg_free_head_labels(r->descriptions, n);
     model_capture_free(&r->cap);
+    free(r->nattn);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
     pred_free(&r->pred);
