@@ -102,10 +102,12 @@ function FlowView(host) {
   wrap.style.maxHeight = '78vh';
   host.appendChild(wrap);
 
-  /* fit the tokens to the panel down to 18 px a column (then it scrolls), labels turned when narrow */
-  const colW = Math.max(18, Math.min(96, Math.floor(((host.clientWidth || 1000) - 80) / Math.max(1, n))));
+  /* fit the tokens to the panel (its 20 px paddings, the layer labels' margin and 16 px at the right)
+   * down to 18 px a column (then it scrolls), labels turned when narrow */
+  const left = 52, top = 34;
+  const colW = Math.max(18, Math.min(96, Math.floor(((host.clientWidth || 1000) - 40 - left - 16) / Math.max(1, n))));
   const turn = colW < 44, rowH = Math.max(34, Math.min(110, Math.floor(420 / rows)));
-  const left = 52, top = 34, W = left + n * colW + 16, H = top + rows * rowH + (turn ? 90 : 40);
+  const W = left + n * colW + 16, H = top + rows * rowH + (turn ? 90 : 40);
   const x = t => left + (t + 0.5) * colW, y = b => top + (hi + 1 - b) * rowH;
 
   function draw() {
