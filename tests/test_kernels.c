@@ -408,7 +408,7 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
         }
     }
     /* capping changes the scores: without it the probabilities differ */
-    AttnRule plain = {0.25f, 1, 0, 0, 0};
+    AttnRule plain = {.scale = 0.25f, .causal = 1};
     kern_attention(p1, NULL, q, k, NULL, n, dh, &plain, ATTN_SCRATCH);
     kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1], ATTN_SCRATCH);
     ck_assert_float_gt(max_abs_diff(p1, p2, (size_t)n * n), 1e-3f);
@@ -597,7 +597,7 @@ START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
         float *p = malloc(sizeof(float) * n * n), *t1 = calloc((size_t)s * s, sizeof(float)),
               *t2 = calloc((size_t)s * s, sizeof(float));
         fill(q, (size_t)n * dh, 41, 2), fill(k, (size_t)n * dh, 42, 2);
-        const AttnRule rule = {0.35f, (int)(c & 1), 0, 0, 0};
+        const AttnRule rule = {.scale = 0.35f, .causal = (int)(c & 1)};
         kern_attention(p, NULL, q, k, NULL, n, dh, &rule, ATTN_SCRATCH);
         /* two passes of rows, as a key/value-cached run adds them */
         kern_pool_attention(t1, s, p, n, 0, n / 3, n, n);

@@ -258,6 +258,65 @@ int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, in
     return 0;
 }
 
+int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
+                             int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e) {
+    TensorRef t, tb;
+    char ws[80], gs[80];
+    const int64_t want[3] = {n, in, total}, want_b[2] = {n, total};
+    shape_str(ws, sizeof ws, 3, want);
+    if (!find_variant(m, name, &t)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+    if (t.type != KERN_F32 && t.type != TYPE_F16 && t.type != TYPE_BF16)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t.name, t.type_name);
+    if (t.ndim != 3 || t.shape[0] != n || t.shape[1] != in || t.shape[2] != total) {
+        shape_str(gs, sizeof gs, t.ndim, t.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, t.name, gs, ws);
+    }
+    const size_t es = t.type == KERN_F32 ? 4 : 2;
+    if (idx < 0 || idx >= n || col0 < 0 || step < 1 || col0 + (out - 1) * step >= total ||
+        (size_t)n * (size_t)in * (size_t)total > t.nbytes / es)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t.name, ws);
+    /* the transpose: (out, in) rows in the stored type, as the products read them */
+    float *copy = malloc(((size_t)out * (size_t)in * es + 3) / 4 * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, t.name);
+    }
+    const uint8_t *src = t.data + (size_t)idx * (size_t)in * (size_t)total * es;
+    uint8_t *dst = (uint8_t *)copy;
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t k = 0; k < in; k++)
+            memcpy(dst + ((size_t)r * (size_t)in + (size_t)k) * es, src + ((size_t)k * (size_t)total + (size_t)(col0 + r * step)) * es, es);
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name, lin->type = t.type, lin->w = copy;
+    lin->row_bytes = (size_t)in * es;
+    if (!m->dtype_name[0] || (!strcmp(m->dtype_name, "F32") && t.type != KERN_F32))
+        snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
+    note_width(m, in);
+    /* the bias: row idx of (n, total), widened, the same columns */
+    shape_str(ws, sizeof ws, 2, want_b);
+    if (!find_variant(m, bias_name, &tb))
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, bias_name, ws);
+    if (tb.type != KERN_F32 && tb.type != TYPE_F16 && tb.type != TYPE_BF16)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, tb.name, tb.type_name);
+    if (tb.ndim != 2 || tb.shape[0] != n || tb.shape[1] != total) {
+        shape_str(gs, sizeof gs, tb.ndim, tb.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, tb.name, gs, ws);
+    }
+    float *row = malloc((size_t)total * sizeof *row), *b = malloc((size_t)out * sizeof *b);
+    if (!row || !b || keep_owned(m, b) != 0) {
+        free(row), free(b);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, tb.name);
+    }
+    if (quant_rows(tb.type, tb.data, tb.nbytes, (size_t)n, (size_t)total, (size_t)idx, (size_t)idx + 1, row, tb.name, e)) {
+        free(row);
+        return -1;
+    }
+    for (int64_t r = 0; r < out; r++) b[r] = row[col0 + r * step];
+    free(row);
+    lin->b = b;
+    return 0;
+}
+
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
     char nm[300];
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
@@ -301,6 +360,22 @@ static float *rope_freqs(const ModelConfig *c, float theta, RopeKind kind, const
         float f = 1.0f / powf(theta, (float)(2 * i) / (float)c->rotary_dim);
         if (kind == ROPE_LINEAR) f /= c->rope_factor;
         if (kind == ROPE_LONGROPE) f = 1.0f / (ext[i] * powf(theta, (float)(2 * i) / (float)c->rotary_dim));
+        if (kind == ROPE_YARN) {
+            /* transformers' _compute_yarn_parameters: a ramp over the dims between the
+             * ones turning beta_fast and beta_slow times over the original context blends
+             * the interpolated frequency (divided by factor) into the original one */
+            const double pi = 3.14159265358979323846, dim = c->rotary_dim, lb = 2 * log((double)theta);
+            double lo = dim * log(c->rope_orig_max_pos / (c->rope_beta_fast * 2 * pi)) / lb;
+            double hi = dim * log(c->rope_orig_max_pos / (c->rope_beta_slow * 2 * pi)) / lb;
+            if (c->rope_truncate) lo = floor(lo), hi = ceil(hi);
+            lo = lo > 0 ? lo : 0, hi = hi < dim - 1 ? hi : dim - 1;
+            if (lo == hi) hi += 0.001; /* as transformers: no division by zero */
+            const float pos_freq = powf(theta, (float)(2 * i) / (float)c->rotary_dim);
+            float ramp = ((float)i - (float)lo) / (float)(hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            const float extra = 1.0f - ramp;
+            f = 1.0f / (c->rope_factor * pos_freq) * (1.0f - extra) + 1.0f / pos_freq * extra;
+        }
         if (kind == ROPE_LLAMA3) {
             const double pi = 3.14159265358979323846;
             double old = c->rope_orig_max_pos, lo = c->rope_low_freq, hi = c->rope_high_freq;
@@ -663,6 +738,7 @@ static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn
         cap->hidden = alloc_floats((size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size);
         bad |= !cap->hidden;
     }
+    if (c->attn_sinks) bad |= !(cap->sinks = calloc(blocks * (size_t)n, sizeof(float)));
     if (c->num_experts) {
         /* the routing of every layer: -1 and 0 until a pass routes (dense layers stay so) */
         const size_t len = (size_t)c->num_layers * (size_t)n * (size_t)c->experts_per_tok;
@@ -729,6 +805,7 @@ size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads) {
 
 void model_capture_free(Capture *cap) {
     free(cap->vnorm);
+    free(cap->sinks);
     free(cap->nattn);
     free(cap->attn);
     free(cap->q);
@@ -774,6 +851,7 @@ void model_capture_trim(Capture *cap, int n) {
     for (size_t b = 0; cap->attn && b < blocks; b++)
         for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
     for (size_t b = 0; cap->vnorm && b < blocks; b++) memmove(cap->vnorm + b * nn, cap->vnorm + b * ld, nn * sizeof(float));
+    for (size_t b = 0; cap->sinks && b < blocks; b++) memmove(cap->sinks + b * nn, cap->sinks + b * ld, nn * sizeof(float));
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
         memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));

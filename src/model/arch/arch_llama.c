@@ -19,7 +19,13 @@
  *            layers decoder_sparse_step and mlp_only_layers leave sparse;
  *            norm_topk_prob
  *   olmoe    MoE MLPs as Qwen3-MoE's, q/k RMSNorm over the whole projection
- *            (all heads at once) */
+ *            (all heads at once)
+ *   gpt_oss  learned attention sinks per head (self_attn.sinks), biases on
+ *            q/k/v/o, sliding window on alternate layers, YaRN; MoE MLPs with
+ *            a biased router (top-k of the logits, softmax over those k) and
+ *            experts stacked in 3-D tensors stored (in, out) — gate_up_proj
+ *            interleaves gate and up columns — with biases and a clamped
+ *            SwiGLU */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +40,7 @@
 typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;
 
 /* How a mixture-of-experts family names its router and experts. */
-typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE } MoeKind;
+typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE, MOE_GPTOSS } MoeKind;
 
 /* What sets one family apart from Llama: each family's parse passes its own,
  * so the shared code tests traits, never a family's name. */
@@ -54,6 +60,8 @@ typedef struct {
     int orig_max_top;     /* a top-level original_max_position_embeddings (default 4096) is LongRoPE's (Phi-3) */
     MoeKind moe;          /* a mixture-of-experts MLP, and how its config and tensors are named */
     int qk_norm_full;     /* q/k RMSNorm over the whole projection, not per head (OLMoE) */
+    int sinks;            /* a learned sink logit per head in every softmax; attention_bias defaults to true;
+                             YaRN when the config names no rotary scaling (gpt-oss) */
 } LlamaTraits;
 
 static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
@@ -64,15 +72,17 @@ static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
                                    .rope_local = 1, .theta = 1e6f},
                          PHI3 = {.fused = 1, .orig_max_top = 1}, MIXTRAL = {.moe = MOE_MIXTRAL},
                          QWEN3_MOE = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW, .moe = MOE_QWEN},
-                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE};
+                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE},
+                         GPT_OSS = {.window = 128, .slide = SLIDE_ALTERNATE, .theta = 150000.0f, .moe = MOE_GPTOSS,
+                                    .sinks = 1};
 
 /* A mixture-of-experts config: experts, top-k, renormalization, each
  * expert's width and (Qwen3-MoE) which layers stay dense. */
 static int parse_moe(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
-    const int mixtral = fam->moe == MOE_MIXTRAL;
+    const int mixtral = fam->moe == MOE_MIXTRAL, gptoss = fam->moe == MOE_GPTOSS;
     int step = 1;
-    c->num_experts = mixtral ? 8 : fam->moe == MOE_QWEN ? 128 : 64;
-    c->experts_per_tok = mixtral ? 2 : 8;
+    c->num_experts = mixtral ? 8 : fam->moe == MOE_QWEN || gptoss ? 128 : 64;
+    c->experts_per_tok = mixtral ? 2 : gptoss ? 4 : 8;
     c->moe_renorm = mixtral; /* Mixtral always; the others per norm_topk_prob (default false) */
     c->moe_intermediate = fam->moe == MOE_QWEN ? 768 : c->intermediate_size;
     if (cfg_opt_int(root, "num_experts", 1, CFG_MAX_EXPERTS, &c->num_experts, path, e) ||
@@ -84,6 +94,14 @@ static int parse_moe(ModelConfig *c, const cJSON *root, const char *path, const 
         return -1;
     if (c->experts_per_tok > c->num_experts)
         return av_err(e, "%s: num_experts_per_tok %d exceeds the %d experts", path, c->experts_per_tok, c->num_experts);
+    if (gptoss) {
+        /* GptOssTopKRouter: softmax over the k chosen logits; GptOssExperts' clamped SwiGLU */
+        c->moe_topk_logits = 1, c->moe_renorm = 1;
+        c->swiglu_limit = 7.0f, c->swiglu_alpha = 1.702f;
+        if (cfg_opt_float(root, "swiglu_limit", 1e-6, 1e9, &c->swiglu_limit, path, e) ||
+            cfg_opt_float(root, "swiglu_alpha", 1e-6, 1e9, &c->swiglu_alpha, path, e))
+            return -1;
+    }
     /* Qwen3MoeDecoderLayer: sparse unless in mlp_only_layers or off the step */
     for (int l = 0; l < c->num_layers; l++) c->layer_dense[l] = (l + 1) % step != 0;
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
@@ -121,6 +139,34 @@ static int parse_factors(const cJSON *r, const char *key, float *out, int *n, co
     return 0;
 }
 
+/* YaRN's keys (transformers' _compute_yarn_parameters): factor, the original
+ * context (default max_position_embeddings), the ramp's beta_fast / beta_slow
+ * (32 and 1 when absent or 0), truncate (default true), and the attention
+ * factor that scales cos and sin: given, else mscale / mscale_all_dim's
+ * ratio, else 0.1 ln(factor) + 1. */
+static double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * log(factor) + 1.0; }
+
+static int parse_yarn(ModelConfig *c, const cJSON *r, const char *path, AvErr *e) {
+    float attn = 0, mscale = 0, mscale_all = 0;
+    c->rope_beta_fast = 0, c->rope_beta_slow = 0, c->rope_truncate = 1;
+    if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
+        cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
+        cfg_opt_float(r, "beta_fast", 0, 1e6, &c->rope_beta_fast, path, e) ||
+        cfg_opt_float(r, "beta_slow", 0, 1e6, &c->rope_beta_slow, path, e) ||
+        cfg_opt_bool(r, "truncate", &c->rope_truncate, path, e) ||
+        cfg_opt_float(r, "attention_factor", 1e-6, 1e9, &attn, path, e) ||
+        cfg_opt_float(r, "mscale", 0, 1e9, &mscale, path, e) ||
+        cfg_opt_float(r, "mscale_all_dim", 0, 1e9, &mscale_all, path, e))
+        return -1;
+    if (c->rope_beta_fast == 0) c->rope_beta_fast = 32;
+    if (c->rope_beta_slow == 0) c->rope_beta_slow = 1;
+    if (attn > 0) c->rope_attn_factor = attn;
+    else if (mscale > 0 && mscale_all > 0)
+        c->rope_attn_factor = (float)(yarn_mscale(c->rope_factor, mscale) / yarn_mscale(c->rope_factor, mscale_all));
+    else c->rope_attn_factor = (float)yarn_mscale(c->rope_factor, 1.0);
+    return 0;
+}
+
 /* One rope dict (rope_parameters, rope_scaling, or one layer type's): its
  * type and scaling into c. */
 static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, const char *path, const LlamaTraits *fam,
@@ -136,8 +182,10 @@ static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, co
     else if (!strcmp(t, "dynamic")) c->rope_kind = ROPE_DYNAMIC;
     else if (!strcmp(t, "llama3")) c->rope_kind = ROPE_LLAMA3;
     else if (!strcmp(t, "longrope") || !strcmp(t, "su")) c->rope_kind = ROPE_LONGROPE; /* "su": Phi-3's old name */
+    else if (!strcmp(t, "yarn")) c->rope_kind = ROPE_YARN;
     else
-        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3, longrope)", path, t);
+        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3, longrope, yarn)",
+                      path, t);
     c->rope_orig_max_pos = c->max_position_embeddings;
     c->rope_low_freq = 1.0f, c->rope_high_freq = 4.0f;
     if (c->rope_kind == ROPE_LONGROPE) {
@@ -162,6 +210,7 @@ static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, co
     }
     if (cJSON_GetObjectItemCaseSensitive(r, "factor") == NULL)
         return av_err(e, "%s: rope type \"%s\" needs a \"factor\"", path, t);
+    if (c->rope_kind == ROPE_YARN) return parse_yarn(c, r, path, e);
     if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
         cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
         cfg_opt_float(r, "low_freq_factor", 1e-6, 1e6, &c->rope_low_freq, path, e) ||
@@ -206,6 +255,12 @@ static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, const
     if (scaling && !cJSON_IsNull(scaling)) {
         if (!cJSON_IsObject(scaling)) return av_err(e, "%s: \"rope_scaling\" must be an object or null", path);
         if (parse_rope_dict(c, root, scaling, path, fam, e)) return -1;
+    }
+    if (fam->sinks && !(params && !cJSON_IsNull(params)) && !(scaling && !cJSON_IsNull(scaling))) {
+        /* GptOssConfig's default: YaRN x32 over 4,096 positions, not truncated */
+        c->rope_kind = ROPE_YARN, c->rope_factor = 32, c->rope_orig_max_pos = 4096;
+        c->rope_beta_fast = 32, c->rope_beta_slow = 1, c->rope_truncate = 0;
+        c->rope_attn_factor = (float)yarn_mscale(32, 1.0);
     }
     return 0;
 }
@@ -263,7 +318,8 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     c->num_kv_heads = c->num_heads;
     c->layer_norm_eps = 1e-6f;
     c->tie_word_embeddings = gemma;
-    c->qkv_bias = fam->qkv_bias;
+    c->qkv_bias = fam->qkv_bias || fam->sinks; /* gpt-oss: attention_bias defaults to true */
+    c->attn_sinks = fam->sinks;
     int head_dim = gemma ? 256 : 0, mlp_bias = 0;
     if (cfg_opt_int(root, "num_key_value_heads", 1, CFG_MAX_HEADS, &c->num_kv_heads, path, e) ||
         cfg_opt_int(root, "head_dim", 1, 4096, &head_dim, path, e) ||
@@ -326,6 +382,7 @@ FAMILY_PARSE(phi3, PHI3)
 FAMILY_PARSE(mixtral, MIXTRAL)
 FAMILY_PARSE(qwen3_moe, QWEN3_MOE)
 FAMILY_PARSE(olmoe, OLMOE)
+FAMILY_PARSE(gptoss, GPT_OSS)
 
 /* Layer l's router and experts. Mixtral: block_sparse_moe.gate and
  * experts.N.w1 (gate), w3 (up), w2 (down); the others: mlp.gate and
@@ -334,15 +391,28 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, FE = c->moe_intermediate;
     /* a GGUF's names are llama.cpp's whatever the family (gguf_name maps Mixtral's) */
-    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf;
+    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf, gptoss = fam->moe == MOE_GPTOSS;
     const char *block = mixtral ? "block_sparse_moe" : "mlp";
-    char p[3][200];
-    snprintf(p[0], sizeof p[0], "layers.%d.%s.gate", l, block);
-    if (model_linear(m, &L->router, p[0], H, c->num_experts, 0, e)) return -1;
+    char p[3][200], b[2][200];
+    snprintf(p[0], sizeof p[0], gptoss ? "layers.%d.%s.router" : "layers.%d.%s.gate", l, block);
+    if (model_linear(m, &L->router, p[0], H, c->num_experts, gptoss, e)) return -1;
     if (!(L->experts = calloc((size_t)c->num_experts, sizeof *L->experts)))
         return av_err(e, "out of memory for layer %d's %d experts", l, c->num_experts);
     for (int x = 0; x < c->num_experts; x++) {
         Expert *X = &L->experts[x];
+        if (gptoss) {
+            /* GptOssExperts: gate_up_proj (E, H, 2F) with gate in the even columns and up in the
+             * odd ones, down_proj (E, F, H); each with a bias per expert */
+            snprintf(p[0], sizeof p[0], "layers.%d.mlp.experts.gate_up_proj", l);
+            snprintf(p[1], sizeof p[1], "layers.%d.mlp.experts.down_proj", l);
+            snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.gate_up_proj_bias", l);
+            snprintf(b[1], sizeof b[1], "layers.%d.mlp.experts.down_proj_bias", l);
+            if (model_linear_expert_cols(m, &X->gate, p[0], b[0], c->num_experts, x, H, 2 * FE, 0, 2, FE, e) ||
+                model_linear_expert_cols(m, &X->up, p[0], b[0], c->num_experts, x, H, 2 * FE, 1, 2, FE, e) ||
+                model_linear_expert_cols(m, &X->down, p[1], b[1], c->num_experts, x, FE, H, 0, 1, H, e))
+                return -1;
+            continue;
+        }
         if (m->gguf) {
             /* llama.cpp stacks each projection's experts in one 3-D tensor (ffn_gate_exps, ...) */
             const char *w[3] = {"w1", "w3", "w2"};
@@ -417,6 +487,9 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
         const int64_t qn = c->qk_norm_full ? QW : dh, kn = c->qk_norm_full ? KW : dh;
         if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], qn, e) || model_norm(m, &L->k_norm, p[10], kn, e)))
             return -1;
+        char sk[160];
+        snprintf(sk, sizeof sk, "layers.%d.self_attn.sinks", l);
+        if (c->attn_sinks && !(L->sinks = model_tensor(m, sk, 1, c->num_heads, 0, e))) return -1;
     }
     /* lm_head: the embeddings when tied; a base model saved without it has no head */
     w->head.softcap = c->final_softcap;
@@ -431,6 +504,7 @@ int arch_phi3_load(Model *m, AvErr *e) { return llama_load(m, &PHI3, e); }
 int arch_mixtral_load(Model *m, AvErr *e) { return llama_load(m, &MIXTRAL, e); }
 int arch_qwen3_moe_load(Model *m, AvErr *e) { return llama_load(m, &QWEN3_MOE, e); }
 int arch_olmoe_load(Model *m, AvErr *e) { return llama_load(m, &OLMOE, e); }
+int arch_gptoss_load(Model *m, AvErr *e) { return llama_load(m, &GPT_OSS, e); }
 
 /* ---------------------------------------------------------------- GGUF */
 
