@@ -579,6 +579,11 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     }
     write_predictions(s, d);
     write_experts(s, d);
+    if (d->cap && d->cap->sinks && !d->n_stacks && !d->diff) {
+        /* attention sinks (gpt-oss): [layer][head][query] the share of each row no key took */
+        sink_str(s, ",\"sinks\":");
+        write_blocks(s, d, cap_sinks, 0, d->enc->n);
+    }
     if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (lens_json_members(s->f, d)) s->failed = 1;
