@@ -41,6 +41,11 @@ function HeadView(host, spec) {
   const lines = Draw.el('canvas', 'hv-lines');
   const colR = Draw.el('div', 'hv-col hv-right');
   const stripR = Draw.el('canvas', 'hv-strip');
+  /* attention sinks (gpt-oss): a strip left of the queries, each query row's share of its
+   * softmax that went to the head's sink logit (no key), per series (s.mat.sink) */
+  const sinkSeries = spec.mode === 'rollout' ? [] : series.filter(s => s.mat.sink);
+  const sinkW = sinkSeries.length ? (single ? 44 : Math.min(6 * sinkSeries.length + 6, 100)) : 0;
+  const sinkStrip = sinkW ? Draw.el('canvas', 'hv-strip hv-sink') : null;
   const H = nmax * rh;
   const mkRow = (g, side, k) => {
     const ts = side === 'L' ? t.rows : t.cols;
@@ -64,6 +69,11 @@ function HeadView(host, spec) {
   const colEls = cols.map((g, k) => mkRow(g, 'R', k));
   rowEls.forEach(d => colL.appendChild(d));
   colEls.forEach(d => colR.appendChild(d));
+  if (sinkStrip) {
+    sinkStrip.setAttribute('role', 'img');
+    sinkStrip.setAttribute('aria-label', 'Sink: each query\'s share of its softmax that went to the head\'s sink logit');
+    wrap.appendChild(sinkStrip);
+  }
   wrap.append(stripL, colL, lines, colR, stripR);
   const thinNote = Draw.el('div', 'hint thin-note');
   host.appendChild(thinNote);
@@ -74,6 +84,43 @@ function HeadView(host, spec) {
   const ctx = Draw.sizeCanvas(lines, linesW, H, long ? 8e6 : 40e6);
   const sctxL = Draw.sizeCanvas(stripL, stripW, H, long ? 2e6 : 20e6);
   const sctxR = Draw.sizeCanvas(stripR, stripW, H, long ? 2e6 : 20e6);
+  if (sinkStrip) {
+    /* drawn once: it does not depend on the hovered token */
+    const kctx = Draw.sizeCanvas(sinkStrip, sinkW, H, long ? 2e6 : 20e6);
+    const th = Draw.theme();
+    kctx.fillStyle = th.muted;
+    kctx.globalAlpha = 0.35;
+    kctx.fillRect(sinkW - 2, 0, 1, H);
+    rows.forEach((g, k) => {
+      const y = k * rh;
+      sinkSeries.forEach((s, si) => {
+        const w = s.mat.sink[g];
+        kctx.fillStyle = s.color;
+        if (single) {
+          const bw = Math.max(w > 0 ? 1 : 0, w * (sinkW - 8));
+          kctx.globalAlpha = 0.55;
+          kctx.fillRect(sinkW - 5 - bw, y + rh * 0.3, bw, rh * 0.4);
+        } else {
+          const bh = Math.max(w > 0.0005 ? 1 : 0, w * (rh - 4));
+          kctx.globalAlpha = 0.7;
+          kctx.fillRect(3 + si * 6, y + rh - 2 - bh, 5, bh);
+        }
+      });
+    });
+    kctx.globalAlpha = 1;
+    Object.assign(sinkStrip.dataset, { rh: String(rh), rows: String(rows.length), series: String(sinkSeries.length) });
+    sinkStrip.addEventListener('mousemove', ev => {
+      const k = Math.floor((ev.clientY - sinkStrip.getBoundingClientRect().top) / rh);
+      if (k < 0 || k >= rows.length) { Tip.hide(); return; }
+      const g = rows[k];
+      Tip.show(ev.clientX, ev.clientY, box => {
+        Tip.title(box, Draw.tokLabel(t.rows, g) + '  →  sink');
+        for (const s of sinkSeries) Tip.row(box, s.name, Fmt.att(s.mat.sink[g]), s.color);
+        Tip.sub(box, 'the share of this query\'s softmax that went to the head\'s sink logit (no key)');
+      });
+    });
+    sinkStrip.addEventListener('mouseleave', () => Tip.hide());
+  }
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
   if (spec.pin >= 0) {
