@@ -544,6 +544,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_str(s, num);
     }
     if (c->qk_norm) sink_str(s, ",\"qk_norm\":true"); /* q and k RMS-normalized per head before rotary */
+    if (c->attn_sinks) sink_str(s, ",\"attention_sinks\":true"); /* gpt-oss: "sinks" holds their shares */
     if (c->num_experts) { /* a mixture-of-experts MLP */
         sink_str(s, ",\"num_experts\":");
         sink_int(s, c->num_experts);
