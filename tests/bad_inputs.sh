@@ -313,8 +313,8 @@ case_ flow_layers_not_a_range 2 "--flow traces down through consecutive layers" 
 case_ flow_position_past_the_input 2 "--position 500: the input has [0-9]+ tokens" -- --model "$LLS" "${Q[@]}" --flow --position 500 hi
 case_ flow_with_batch 2 "--flow read one input's own tokens: not with --batch" -- --model "$LLS" "${Q[@]}" --flow --batch in.txt
 case_ flow_runs 0 "" -- --model "$LLS" "${Q[@]}" --flow 0.1 --layers 1 --position 1 --npy out.npy hi
-lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
-case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "proportional", "factor": 4.0}'
+case_ decoder_unsupported_rope 1 "rope type \"proportional\" is not supported \(default, linear, dynamic, llama3, longrope, yarn\)" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}'
 case_ decoder_longrope_factor_count 1 "short_factor/long_factor have 1 entries; rotary dims 8 need 4" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 1.0], "long_factor": [2.0]}'
@@ -511,6 +511,23 @@ moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = [7]'
 case_ moe_dense_layer_not_in_model 1 "mlp_only_layers holds 7, not a layer of 2" -- --model "$M" "${Q[@]}" hi
 moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = []'
 case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight'" -- --model "$M" "${Q[@]}" hi
+# ---- gpt-oss (tests/data/small-gptoss): sinks, stacked (in, out) experts, YaRN
+moefresh gptoss; st_edit 'del h["model.layers.1.self_attn.sinks"]'
+case_ gptoss_missing_sinks 1 "missing tensor 'layers.1.self_attn.sinks' \(expected shape \[4\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.gate_up_proj"]'
+case_ gptoss_missing_gate_up 1 "missing tensor 'layers.0.mlp.experts.gate_up_proj' \(expected shape \[4, 16, 48\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.down_proj_bias"]'
+case_ gptoss_missing_expert_bias 1 "missing tensor 'layers.0.mlp.experts.down_proj_bias' \(expected shape \[4, 16\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["intermediate_size"] = 20'
+case_ gptoss_gate_up_shape 1 "tensor 'model.layers.0.mlp.experts.gate_up_proj' has shape \[4, 16, 48\]; config.json implies \[4, 16, 40\]" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.router.bias"]'
+case_ gptoss_missing_router_bias 1 "missing tensor 'layers.0.mlp.router.bias'" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 10000.0}'
+case_ gptoss_yarn_without_factor 1 "rope type \"yarn\" needs a \"factor\"" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["rope_parameters"]["beta_fast"] = "fast"'
+case_ gptoss_yarn_beta_not_number 1 "\"beta_fast\"" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["swiglu_limit"] = 0'
+case_ gptoss_swiglu_limit_out_of_range 1 "\"swiglu_limit\"" -- --model "$M" "${Q[@]}" hi
 
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh

@@ -110,6 +110,7 @@ scripts=(
     tests/telemetry_test.sh
     tests/families_test.sh
     tests/moe_test.sh
+    tests/gptoss_test.sh
     tests/norm_test.sh
     tests/corpus_hosts_test.sh
     tests/slurm_test.sh
