@@ -134,7 +134,7 @@ static int checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1,
         return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t->name, t->type_name);
     if (t->type == KERN_UNSUPPORTED)
         return av_err(e, "%s: tensor '%s' has type %s, which attnviz does not widen (F32, F16, BF16, Q4_0, Q4_1, "
-                      "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", m->path, t->name, t->type_name);
+                      "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4)", m->path, t->name, t->type_name);
     if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
         shape_str(gs, sizeof gs, t->ndim, t->shape);
         return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t->name, gs,

@@ -391,7 +391,7 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, FE = c->moe_intermediate;
     /* a GGUF's names are llama.cpp's whatever the family (gguf_name maps Mixtral's) */
-    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf, gptoss = fam->moe == MOE_GPTOSS;
+    const int gptoss = fam->moe == MOE_GPTOSS, mixtral = fam->moe == MOE_MIXTRAL || (m->gguf && !gptoss);
     const char *block = mixtral ? "block_sparse_moe" : "mlp";
     char p[3][200], b[2][200];
     snprintf(p[0], sizeof p[0], gptoss ? "layers.%d.%s.router" : "layers.%d.%s.gate", l, block);
@@ -400,6 +400,24 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
         return av_err(e, "out of memory for layer %d's %d experts", l, c->num_experts);
     for (int x = 0; x < c->num_experts; x++) {
         Expert *X = &L->experts[x];
+        if (gptoss && m->gguf) {
+            /* llama.cpp's gpt-oss files: gate and up apart (the converter split gate_up_proj's
+             * interleaved columns), each projection's experts stacked (ffn_*_exps, as Mixtral's), their
+             * biases (experts, out) */
+            static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+            Linear *lin[3] = {&X->gate, &X->up, &X->down};
+            for (int k = 0; k < 3; k++) {
+                const int64_t in = k == 2 ? FE : H, out = k == 2 ? H : FE;
+                snprintf(p[0], sizeof p[0], "layers.%d.mlp.experts.%s", l, proj[k]);
+                snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.%s.bias", l, proj[k]);
+                const float *bias = NULL;
+                if (model_linear_expert(m, lin[k], p[0], c->num_experts, x, in, out, e) ||
+                    !(bias = model_tensor(m, b[0], 2, c->num_experts, out, e)))
+                    return -1;
+                lin[k]->b = bias + (size_t)x * (size_t)out;
+            }
+            continue;
+        }
         if (gptoss) {
             /* GptOssExperts: gate_up_proj (E, H, 2F) with gate in the even columns and up in the
              * odd ones, down_proj (E, F, H); each with a bias per expert */
@@ -588,6 +606,32 @@ static int longrope_gguf(ModelConfig *c, const GgufFile *f, const char *arch, co
     return 0;
 }
 
+/* YaRN as llama.cpp's converter writes it (gpt-oss): rope.scaling.factor,
+ * .original_context_length, .yarn_beta_fast / .yarn_beta_slow (32 and 1 when
+ * absent) and .yarn_attn_factor (else 0.1 ln factor + 1, as transformers).
+ * The file does not say whether the ramp's ends were truncated: GptOssConfig's
+ * YaRN does not truncate, so neither does this. */
+static int yarn_gguf(ModelConfig *c, const GgufFile *f, const char *arch, const char *path, AvErr *e) {
+    char k[5][96];
+    const char *names[5] = {"factor", "original_context_length", "yarn_beta_fast", "yarn_beta_slow", "yarn_attn_factor"};
+    for (int i = 0; i < 5; i++) snprintf(k[i], sizeof k[i], "%s.rope.scaling.%s", arch, names[i]);
+    float factor = 0, fast = 32, slow = 1, attn = 0;
+    uint32_t orig = 0;
+    if (gguf_get_f32(f, k[0], &factor, e) || gguf_get_u32(f, k[1], &orig, e) ||
+        (gguf_find_kv(f, k[2]) && gguf_get_f32(f, k[2], &fast, e)) ||
+        (gguf_find_kv(f, k[3]) && gguf_get_f32(f, k[3], &slow, e)) ||
+        (gguf_find_kv(f, k[4]) && gguf_get_f32(f, k[4], &attn, e)))
+        return av_err_prefix(e, "%s", path);
+    if (!(factor >= 1e-3f && factor <= 1e6f) || orig < 1 || orig > (1u << 24) || !(fast > 0 && fast < 1e6f) ||
+        !(slow > 0 && slow < 1e6f) || !(attn >= 0 && attn < 1e9f))
+        return av_err(e, "%s: a YaRN parameter in the metadata is out of range (factor %g, original context %u)", path,
+                      (double)factor, orig);
+    c->rope_kind = ROPE_YARN, c->rope_factor = factor, c->rope_orig_max_pos = (int)orig;
+    c->rope_beta_fast = fast, c->rope_beta_slow = slow, c->rope_truncate = 0;
+    c->rope_attn_factor = attn > 0 ? attn : (float)yarn_mscale(factor, 1.0);
+    return 0;
+}
+
 /* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
 static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, const LlamaTraits *fam, AvErr *e) {
     const ArchSpec *spec = arch_spec(c->arch);
@@ -595,7 +639,7 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
     uint32_t layers, ctx, hidden, ff, heads, kv = 0, key_len = 0, rot = 0, swa = 0;
     float theta = 10000.0f, eps = 1e-5f, rope_factor = 1.0f;
-    int linear = 0;
+    int linear = 0, yarn = 0;
     if (gguf_get_u32(f, KEY("block_count"), &layers, e) || gguf_get_u32(f, KEY("context_length"), &ctx, e) ||
         gguf_get_u32(f, KEY("embedding_length"), &hidden, e) || gguf_get_u32(f, KEY("feed_forward_length"), &ff, e) ||
         gguf_get_u32(f, KEY("attention.head_count"), &heads, e) ||
@@ -613,9 +657,13 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         if (gguf_get_str(f, key, &t, &tl, e)) return av_err_prefix(e, "%s", path);
         /* linear: llama.cpp's freq_scale = 1 / factor (Gemma 3: on its global layers only) */
         linear = tl == 6 && !memcmp(t, "linear", 6);
+        if (tl == 4 && !memcmp(t, "yarn", 4) && fam->sinks) {
+            if (yarn_gguf(c, f, spec->gguf_arch, path, e)) return -1;
+            yarn = 1;
+        }
         if (linear && gguf_find_kv(f, KEY("rope.scaling.factor")) && gguf_get_f32(f, key, &rope_factor, e))
             return av_err_prefix(e, "%s", path);
-        if (!(tl == 4 && !memcmp(t, "none", 4)) && !linear)
+        if (!(tl == 4 && !memcmp(t, "none", 4)) && !linear && !yarn)
             return av_err(e, "%s: rope scaling \"%.*s\" in a GGUF file is not supported yet", path, (int)(tl < 40 ? tl : 40), t);
         if (linear && !(rope_factor >= 1e-3f && rope_factor <= 1e6f))
             return av_err(e, "%s: rope scaling factor %g is out of range", path, (double)rope_factor);
@@ -637,16 +685,17 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->num_layers = (int)layers, c->hidden_size = (int)hidden, c->intermediate_size = (int)ff;
     c->num_heads = (int)heads, c->num_kv_heads = kv ? (int)kv : (int)heads, c->head_dim = (int)key_len;
     c->max_position_embeddings = (int)ctx, c->vocab_size = (int)emb->dims[1];
-    c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT;
-    c->rope_factor = linear ? rope_factor : 1.0f;
+    c->layer_norm_eps = eps, c->rope_theta = theta;
+    if (!yarn) c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT, c->rope_factor = linear ? rope_factor : 1.0f;
     c->rotary_dim = (int)rot; /* partial rotary (Phi-4-mini): fewer dims than head_dim */
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
     if (fam->gemma && gemma_gguf_config(c, f, layers, spec->gguf_arch, fam, path, e)) return -1;
     if (fam->fused && longrope_gguf(c, f, spec->gguf_arch, path, e)) return -1;
-    /* a window the file names applies to every layer (Phi-3's converter writes one) */
+    /* a window the file names applies to every layer (Phi-3's converter writes one); gpt-oss's to the
+     * even layers (llama.cpp's swa pattern 2, GptOssConfig's alternation) */
     c->sliding_window = fam->gemma ? c->sliding_window : (int)swa;
-    for (uint32_t l = 0; !fam->gemma && l < layers; l++) c->layer_sliding[l] = swa > 0;
+    for (uint32_t l = 0; !fam->gemma && l < layers; l++) c->layer_sliding[l] = swa > 0 && (!fam->sinks || l % 2 == 0);
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
@@ -654,6 +703,7 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = fam->qk_norm;
     c->qk_norm_full = fam->qk_norm_full;
+    c->attn_sinks = fam->sinks;
     c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
@@ -672,6 +722,8 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         /* llama.cpp renormalizes the top-k weights of llama (Mixtral) and qwen3moe files (transformers
          * reads the latter with norm_topk_prob true), not OLMoE's (olmoe.cpp) */
         c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = fam->moe != MOE_OLMOE;
+        /* gpt-oss (llama.cpp's softmax over the chosen logits, SwiGLU-OAI at its fixed 1.702 and 7) */
+        if (fam->moe == MOE_GPTOSS) c->moe_topk_logits = 1, c->swiglu_limit = 7.0f, c->swiglu_alpha = 1.702f;
         /* each expert's width: qwen3moe names it apart; a llama file's feed_forward_length is it */
         uint32_t fe = (uint32_t)c->intermediate_size;
         char kf[96];
@@ -703,10 +755,11 @@ FAMILY_GGUF(gemma3, GEMMA3)
 FAMILY_GGUF(phi3, PHI3)
 FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
 FAMILY_GGUF(olmoe, OLMOE)
+FAMILY_GGUF(gptoss, GPT_OSS)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
-typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3 } GgufNames;
+typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3, NAMES_GPTOSS } GgufNames;
 
 static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
     static const char *const whole[][2] = {
@@ -738,6 +791,18 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
         if ((size_t)(dot - rest) == bl && !strncmp(rest, gemma2_block[i][0], bl))
             return snprintf(out, len, "blk.%d.%s%s", layer, gemma2_block[i][1], dot) < (int)len ? 0 : -1;
     }
+    /* gpt-oss: the MLP's input norm is post_attention_norm; the sinks, router and stacked experts */
+    static const char *const gptoss_block[][2] = {
+        {"post_attention_layernorm", "post_attention_norm"}, {"mlp.router", "ffn_gate_inp"},
+        {"mlp.experts.gate_proj", "ffn_gate_exps"}, {"mlp.experts.up_proj", "ffn_up_exps"},
+        {"mlp.experts.down_proj", "ffn_down_exps"}};
+    if (variant == NAMES_GPTOSS && !strcmp(rest, "self_attn.sinks"))
+        return snprintf(out, len, "blk.%d.attn_sinks.weight", layer) < (int)len ? 0 : -1;
+    for (size_t i = 0; variant == NAMES_GPTOSS && i < sizeof gptoss_block / sizeof gptoss_block[0]; i++) {
+        size_t bl = strlen(gptoss_block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, gptoss_block[i][0], bl))
+            return snprintf(out, len, "blk.%d.%s%s", layer, gptoss_block[i][1], dot) < (int)len ? 0 : -1;
+    }
     for (size_t i = 0; variant == NAMES_PHI3 && i < sizeof phi3_block / sizeof phi3_block[0]; i++) {
         size_t bl = strlen(phi3_block[i][0]);
         if ((size_t)(dot - rest) == bl && !strncmp(rest, phi3_block[i][0], bl)) {
@@ -756,3 +821,4 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
 int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_LLAMA); }
 int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GEMMA); }
 int arch_phi3_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_PHI3); }
+int arch_gptoss_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GPTOSS); }
