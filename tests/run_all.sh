@@ -126,6 +126,7 @@ scripts=(
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/gptoss_gguf_check.sh
     tests/ref/encoder_check.sh
     tests/ref/modernbert_check.sh
     tests/ref/norm_check.sh
