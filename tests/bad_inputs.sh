@@ -523,7 +523,7 @@ case_ gptoss_gate_up_shape 1 "tensor 'model.layers.0.mlp.experts.gate_up_proj' h
 moefresh gptoss; st_edit 'del h["model.layers.0.mlp.router.bias"]'
 case_ gptoss_missing_router_bias 1 "missing tensor 'layers.0.mlp.router.bias'" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; st_edit 'h["model.layers.0.mlp.experts.gate_up_proj_blocks"] = h.pop("model.layers.0.mlp.experts.gate_up_proj")'
-case_ gptoss_mxfp4_experts 1 "layer 0's experts are MXFP4 \(layers.0.mlp.experts.gate_up_proj_blocks and _scales" -- --model "$M" "${Q[@]}" hi
+case_ gptoss_mxfp4_rows_not_blocks 1 "'model.layers.0.mlp.experts.gate_up_proj_blocks' is MXFP4, whose blocks need rows of a multiple of 32 values \(config.json implies 16\)" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; cfg_edit 'c["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 10000.0}'
 case_ gptoss_yarn_without_factor 1 "rope type \"yarn\" needs a \"factor\"" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; cfg_edit 'c["rope_parameters"]["beta_fast"] = "fast"'

@@ -258,13 +258,81 @@ int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, in
     return 0;
 }
 
+/* model_linear_expert_cols' weights from transformers' MXFP4 layout: block
+ * g of row R is scales[idx][R][g] (E8M0) and 16 bytes whose byte j holds
+ * elements 2j (low nibble) and 2j + 1; ggml's block is the same exponent,
+ * then byte j holding elements j (low) and j + 16. The codes index the same
+ * E2M1 values (ggml's doubled, its scale halved). */
+static int expert_mxfp4(Model *m, Linear *lin, const char *name, int64_t n, int64_t idx, int64_t in, int64_t total,
+                        int64_t col0, int64_t step, int64_t out, AvErr *e) {
+    char bn[300], sn[300], ws[96], gs[96];
+    TensorRef tq, ts;
+    snprintf(bn, sizeof bn, "%.250s_blocks", name);
+    snprintf(sn, sizeof sn, "%.250s_scales", name);
+    const int64_t G = in / 32, want_q[4] = {n, total, G, 16}, want_s[3] = {n, total, G};
+    shape_str(ws, sizeof ws, 3, want_s);
+    if (!find_variant(m, bn, &tq)) return -1;
+    if (in % 32)
+        return av_err(e, "%s: '%s' is MXFP4, whose blocks need rows of a multiple of 32 values (config.json implies %lld)",
+                      m->path, tq.name, (long long)in);
+    if (!find_variant(m, sn, &ts)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, sn, ws);
+    if (in % 32 || strcmp(tq.type_name, "U8") || strcmp(ts.type_name, "U8"))
+        return av_err(e, "%s: MXFP4 tensors '%s' / '%s' must be U8 over rows of a multiple of 32 (%lld)", m->path, tq.name,
+                      ts.name, (long long)in);
+    const TensorRef *tt[2] = {&tq, &ts};
+    const int64_t *want[2] = {want_q, want_s};
+    for (int k = 0; k < 2; k++) {
+        const int nd = k ? 3 : 4;
+        int ok = tt[k]->ndim == nd;
+        for (int d = 0; ok && d < nd; d++) ok = tt[k]->shape[d] == want[k][d];
+        if (!ok) {
+            shape_str(gs, sizeof gs, tt[k]->ndim, tt[k]->shape);
+            shape_str(ws, sizeof ws, nd, want[k]);
+            return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, tt[k]->name, gs, ws);
+        }
+    }
+    if (idx < 0 || idx >= n || col0 < 0 || step < 1 || col0 + (out - 1) * step >= total ||
+        tq.nbytes < (size_t)(n * total * G * 16) || ts.nbytes < (size_t)(n * total * G))
+        return av_err(e, "%s: tensor '%s' is shorter than its shape", m->path, tq.name);
+    const size_t row_bytes = (size_t)G * 17;
+    float *copy = malloc(((size_t)out * row_bytes + 3) / 4 * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, tq.name);
+    }
+    uint8_t *dst = (uint8_t *)copy;
+    for (int64_t r = 0; r < out; r++) {
+        const size_t R = (size_t)idx * (size_t)total + (size_t)(col0 + r * step);
+        for (int64_t g = 0; g < G; g++) {
+            const uint8_t *q = tq.data + (R * (size_t)G + (size_t)g) * 16;
+            uint8_t *b = dst + (size_t)r * row_bytes + (size_t)g * 17, c[32];
+            for (int j = 0; j < 16; j++) c[2 * j] = q[j] & 0xF, c[2 * j + 1] = q[j] >> 4;
+            b[0] = ts.data[R * (size_t)G + (size_t)g];
+            for (int j = 0; j < 16; j++) b[1 + j] = (uint8_t)(c[j] | c[j + 16] << 4);
+        }
+    }
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = tq.name, lin->type = GGUF_T_MXFP4, lin->w = copy;
+    lin->row_bytes = row_bytes;
+    snprintf(m->dtype_name, sizeof m->dtype_name, "MXFP4");
+    note_width(m, in);
+    return 0;
+}
+
 int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
                              int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e) {
     TensorRef t, tb;
     char ws[80], gs[80];
     const int64_t want[3] = {n, in, total}, want_b[2] = {n, total};
     shape_str(ws, sizeof ws, 3, want);
-    if (!find_variant(m, name, &t)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, ws);
+    if (!find_variant(m, name, &t)) {
+        /* the published gpt-oss checkpoints: name_blocks / name_scales, (total, in) rows in MXFP4 */
+        AvErr qe = {0};
+        if (expert_mxfp4(m, lin, name, n, idx, in, total, col0, step, out, &qe) == 0) goto bias;
+        if (qe.msg[0]) return *e = qe, -1;
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s, or its MXFP4 %s_blocks and _scales)", m->path, name,
+                      ws, name);
+    }
     if (t.type != KERN_F32 && t.type != TYPE_F16 && t.type != TYPE_BF16)
         return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t.name, t.type_name);
     if (t.ndim != 3 || t.shape[0] != n || t.shape[1] != in || t.shape[2] != total) {
@@ -292,6 +360,7 @@ int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char
     if (!m->dtype_name[0] || (!strcmp(m->dtype_name, "F32") && t.type != KERN_F32))
         snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
     note_width(m, in);
+bias:
     /* the bias: row idx of (n, total), widened, the same columns */
     shape_str(ws, sizeof ws, 2, want_b);
     if (!find_variant(m, bias_name, &tb))

@@ -5,7 +5,10 @@ an 8-token window on alternate layers), converted by llama.cpp's own convert_hf_
 that file with the experts re-encoded as MXFP4 by the gguf package (the published gpt-oss GGUFs keep
 their experts so) against the checkpoint with every expert matrix rounded through MXFP4. attnviz
 (build/fwd_dump) and transformers' eager attention (float64) on the same ids: attention, each row's
-sink share, and every token's experts in order (weights within the same bound).
+sink share, and every token's experts in order (weights within the same bound). Then the
+checkpoint in the published gpt-oss layout (experts as MXFP4 gate_up_proj_blocks/_scales and
+down_proj_blocks/_scales, quantization_config mxfp4) against transformers loading that folder itself
+(its own MXFP4 dequantization on the CPU).
 
 usage: gptoss_gguf_check.py FWD_DUMP WORKDIR LLAMA_CPP_DIR
 One PASS/FAIL line per file; exit 1 on any FAIL.
@@ -114,6 +117,39 @@ def to_mxfp4(src, dst):
     return rounded
 
 
+def hf_mxfp4(hf, dst):
+    """hf's folder with each expert matrix (out, in) in transformers' MXFP4 layout: blocks (E, out, in/32,
+    16), byte j holding elements 2j (low nibble) and 2j + 1, and scales (E, out, in/32), the E8M0 exponents
+    (the values quantized by gguf's MXFP4 quantizer; its layout re-ordered)."""
+    if os.path.exists(os.path.join(dst, "config.json")):
+        return dst
+    import json
+    import shutil
+    from safetensors.torch import load_file, save_file
+    tmp = dst + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    out = {}
+    for k, v in load_file(os.path.join(hf, "model.safetensors")).items():
+        if not (k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj")):
+            out[k] = v
+            continue
+        w = v.numpy().transpose(0, 2, 1).astype(np.float32)  # (E, out, in)
+        E, R, I = w.shape
+        q = quantize(w, gguf.GGMLQuantizationType.MXFP4).reshape(E, R, I // 32, 17)
+        codes = np.concatenate([q[..., 1:] & 0xF, q[..., 1:] >> 4], axis=-1)  # element k of each block
+        out[k + "_blocks"] = torch.from_numpy((codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8))
+        out[k + "_scales"] = torch.from_numpy(q[..., 0].astype(np.uint8))
+    save_file(out, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+    cfg = json.load(open(os.path.join(hf, "config.json")))
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"), indent=2)
+    shutil.copy(os.path.join(hf, "tokenizer.json"), tmp)
+    os.rename(tmp, dst)
+    return dst
+
+
 def reference(hf, ids, rounded=None):
     model = AutoModelForCausalLM.from_pretrained(hf, attn_implementation="eager", dtype=torch.float64,
                                                  experts_implementation="eager").eval()
@@ -175,6 +211,8 @@ def main():
     rng = np.random.default_rng(5)
     ok = check(fwd, f32, hf, "F32 (llama.cpp's converter)", rng)
     ok &= check(fwd, mx, hf, "MXFP4 experts (against the checkpoint rounded through MXFP4)", rng, rounded)
+    hm = hf_mxfp4(hf, os.path.join(work, "hf-mxfp4"))
+    ok &= check(fwd, hm, hm, "HF folder with MXFP4 experts (blocks/scales; transformers dequantizing it)", rng)
     return 0 if ok else 1
 
 

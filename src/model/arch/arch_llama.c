@@ -423,11 +423,6 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
              * odd ones, down_proj (E, F, H); each with a bias per expert */
             snprintf(p[0], sizeof p[0], "layers.%d.mlp.experts.gate_up_proj", l);
             snprintf(p[1], sizeof p[1], "layers.%d.mlp.experts.down_proj", l);
-            snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.gate_up_proj_blocks", l);
-            if (model_has_tensor(m, b[0]))
-                return av_err(e, "%s: layer %d's experts are MXFP4 (%s and _scales, as the published gpt-oss "
-                              "checkpoints store them): not supported yet; a checkpoint saved by transformers "
-                              "after dequantizing (F32/BF16 gate_up_proj) is", m->path, l, b[0]);
             snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.gate_up_proj_bias", l);
             snprintf(b[1], sizeof b[1], "layers.%d.mlp.experts.down_proj_bias", l);
             if (model_linear_expert_cols(m, &X->gate, p[0], b[0], c->num_experts, x, H, 2 * FE, 0, 2, FE, e) ||
