@@ -510,22 +510,27 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     return 0;
 }
 
+/* The k largest of v (E) into ids (K), largest first (ties: the lower id, as torch.topk). */
+static void top_k(const float *v, int E, int K, int *ids) {
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        for (int x = 0; x < E; x++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= ids[j] == x;
+            if (!taken && (best < 0 || v[x] > v[best])) best = x;
+        }
+        ids[k] = best;
+    }
+}
+
 /* One token's routing from its router logits (E): softmax, the k most
  * probable experts (ties: the lower id first, as torch.topk), their
- * probabilities renormalized to sum 1 where the family does. */
+ * probabilities renormalized to sum 1 where the family does. renorm < 0
+ * (gpt-oss): the k largest logits, then a softmax over those k only. */
 static void route_token(const float *logits, int E, int K, int renorm, int *ids, float *w) {
     // logits (E); ids, w (K)
     if (renorm < 0) {
-        /* gpt-oss: the k largest logits (ties: the lower id), then a softmax over those k */
-        for (int k = 0; k < K; k++) {
-            int best = -1;
-            for (int x = 0; x < E; x++) {
-                int taken = 0;
-                for (int j = 0; j < k; j++) taken |= ids[j] == x;
-                if (!taken && (best < 0 || logits[x] > logits[best])) best = x;
-            }
-            ids[k] = best;
-        }
+        top_k(logits, E, K, ids);
         double sum = 0, p[CFG_MAX_TOP_K];
         for (int k = 0; k < K; k++) sum += p[k] = exp((double)logits[ids[k]] - logits[ids[0]]);
         for (int k = 0; k < K; k++) w[k] = (float)(p[k] / sum);
@@ -536,15 +541,8 @@ static void route_token(const float *logits, int E, int K, int renorm, int *ids,
     for (int x = 0; x < E; x++) sum += p[x] = exp((double)logits[x] - mx);
     float prob[CFG_MAX_EXPERTS]; // (E) the softmax, rounded to float as transformers' is
     for (int x = 0; x < E; x++) prob[x] = (float)(p[x] / sum);
-    for (int k = 0; k < K; k++) {
-        int best = -1;
-        for (int x = 0; x < E; x++) {
-            int taken = 0;
-            for (int j = 0; j < k; j++) taken |= ids[j] == x;
-            if (!taken && (best < 0 || prob[x] > prob[best])) best = x;
-        }
-        ids[k] = best, w[k] = prob[best];
-    }
+    top_k(prob, E, K, ids);
+    for (int k = 0; k < K; k++) w[k] = prob[ids[k]];
     if (renorm) {
         float total = 0;
         for (int k = 0; k < K; k++) total += w[k];
