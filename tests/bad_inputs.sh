@@ -422,6 +422,27 @@ mkgguf "$G" "$PHI3"'; tensors["rope_factors_long.weight"] = [3]; tensors["rope_f
 case_ gguf_phi3_rope_factors_not_half_the_rotary_dims 1 "short_factor/long_factor have 3 entries; rotary dims 4 need 2" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" "$PHI3"'; tensors["blk.0.ffn_up.weight"] = [H, FF]'
 case_ gguf_phi3_unfused_ffn_up 1 "tensor 'blk.0.ffn_up.weight' has shape \[16, 8\]; its metadata implies \[32, 8\]" -- --model "$G" "${Q[@]}" hi
+# gpt-oss: sinks, biases, post_attention_norm before the MLP, biased router and experts, YaRN
+GPTOSS='kv = {(k.replace("llama.", "gpt-oss.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gpt-oss")
+kv["gpt-oss.expert_count"] = ("u", 4); kv["gpt-oss.expert_used_count"] = ("u", 2); kv["gpt-oss.attention.sliding_window"] = ("u", 4)
+kv["gpt-oss.rope.scaling.type"] = ("s", "yarn"); kv["gpt-oss.rope.scaling.factor"] = ("f", 8.0); kv["gpt-oss.rope.scaling.original_context_length"] = ("u", 16)
+for nm in ("ffn_gate", "ffn_up", "ffn_down", "ffn_norm"): del tensors[f"blk.0.{nm}.weight"]
+tensors["blk.0.post_attention_norm.weight"] = [H]
+for nm, d in (("attn_q", [H]), ("attn_k", [4]), ("attn_v", [4]), ("attn_output", [H]), ("ffn_gate_inp", [4])): tensors[f"blk.0.{nm}.bias"] = d
+tensors["blk.0.ffn_gate_inp.weight"] = [H, 4]
+for nm, d in (("ffn_gate_exps", [H, FF, 4]), ("ffn_up_exps", [H, FF, 4]), ("ffn_down_exps", [FF, H, 4])):
+    tensors[f"blk.0.{nm}.weight"] = d; tensors[f"blk.0.{nm}.bias"] = [d[1], 4]
+tensors["blk.0.attn_sinks.weight"] = [2]'
+mkgguf "$G" "$GPTOSS"
+case_ gguf_tiny_gptoss_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" "$GPTOSS"'; del tensors["blk.0.attn_sinks.weight"]'
+case_ gguf_gptoss_missing_sinks 1 "missing tensor 'blk.0.attn_sinks.weight' \(transformers' layers.0.self_attn.sinks; expected shape \[2\]\)" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; tensors["blk.0.ffn_up_exps.bias"] = [FF, 3]'
+case_ gguf_gptoss_expert_bias_shape 1 "tensor 'blk.0.ffn_up_exps.bias' has shape \[3, 16\]; its metadata implies \[4, 16\]" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; del kv["gpt-oss.rope.scaling.original_context_length"]'
+case_ gguf_gptoss_yarn_without_context 1 "gpt-oss.rope.scaling.original_context_length" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; kv["gpt-oss.rope.scaling.factor"] = ("f", -2.0)'
+case_ gguf_gptoss_yarn_factor_out_of_range 1 "a YaRN parameter in the metadata is out of range \(factor -2" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
@@ -515,7 +536,7 @@ case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight
 moefresh gptoss; st_edit 'del h["model.layers.1.self_attn.sinks"]'
 case_ gptoss_missing_sinks 1 "missing tensor 'layers.1.self_attn.sinks' \(expected shape \[4\]\)" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.gate_up_proj"]'
-case_ gptoss_missing_gate_up 1 "missing tensor 'layers.0.mlp.experts.gate_up_proj' \(expected shape \[4, 16, 48\]\)" -- --model "$M" "${Q[@]}" hi
+case_ gptoss_missing_gate_up 1 "missing tensor 'layers.0.mlp.experts.gate_up_proj' \(expected shape \[4, 16, 48\], or its MXFP4 layers.0.mlp.experts.gate_up_proj_blocks and _scales\)" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.down_proj_bias"]'
 case_ gptoss_missing_expert_bias 1 "missing tensor 'layers.0.mlp.experts.down_proj_bias' \(expected shape \[4, 16\]\)" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; cfg_edit 'c["intermediate_size"] = 20'
