@@ -8,9 +8,13 @@ their experts so) against the checkpoint with every expert matrix rounded throug
 sink share, and every token's experts in order (weights within the same bound). Then the
 checkpoint in the published gpt-oss layout (experts as MXFP4 gate_up_proj_blocks/_scales and
 down_proj_blocks/_scales, quantization_config mxfp4) against transformers loading that folder itself
-(its own MXFP4 dequantization on the CPU).
+(its own MXFP4 dequantization on the CPU). Last, the tokenizer: a checkpoint with gpt-oss's o200k
+tokenizer.json (vocab 201,088), converted by the converter as it is (its pre-tokenizer recognized), run
+by attnviz (the CLI, --batch) as a folder and as the GGUF file over lines of the tokenizer corpus
+(tests/tokenizer/tokjson_corpus.jsonl, those without tabs or line breaks, and tokjson_gptoss.jsonl's
+harmony-format lines): input ids against the Rust tokenizers library reading the tokenizer.json.
 
-usage: gptoss_gguf_check.py FWD_DUMP WORKDIR LLAMA_CPP_DIR
+usage: gptoss_gguf_check.py FWD_DUMP WORKDIR LLAMA_CPP_DIR ATTNVIZ O200K_TOKENIZER_JSON
 One PASS/FAIL line per file; exit 1 on any FAIL.
 """
 import os
@@ -199,8 +203,59 @@ def check(fwd, path, hf, label, rng, rounded=None):
     return ok
 
 
+def tokenizer_check(attnviz, work, llama_cpp, tok_json):
+    """The o200k tokenizer through a folder and through llama.cpp's GGUF of it, against the Rust library."""
+    import json
+    import shutil
+    from tokenizers import Tokenizer
+    hf = os.path.join(work, "hf-o200k")
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        torch.manual_seed(7)
+        cfg = transformers.GptOssConfig(vocab_size=201088, hidden_size=32, intermediate_size=32, num_attention_heads=4,
+                                        num_key_value_heads=2, head_dim=8, num_hidden_layers=2, num_local_experts=4,
+                                        num_experts_per_tok=2, sliding_window=8, max_position_embeddings=4096,
+                                        bos_token_id=199998, eos_token_id=200002, pad_token_id=199999)
+        AutoModelForCausalLM.from_config(cfg).save_pretrained(hf + ".tmp", safe_serialization=True)
+        shutil.copy(tok_json, os.path.join(hf + ".tmp", "tokenizer.json"))
+        os.rename(hf + ".tmp", hf)
+    path = os.path.join(work, "o200k-f32.gguf")
+    if not os.path.exists(path):
+        r = subprocess.run([sys.executable, os.path.join(llama_cpp, "convert_hf_to_gguf.py"), hf, "--outfile", path + ".tmp",
+                            "--outtype", "f32"], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL gptoss_gguf tokenizer: convert_hf_to_gguf.py failed: " + r.stderr.strip().splitlines()[-1])
+            return False
+        os.rename(path + ".tmp", path)
+    texts = []
+    for name in ("tokjson_corpus.jsonl", "tokjson_gptoss.jsonl"):
+        for line in open(os.path.join(REPO, "tests/tokenizer", name), encoding="utf-8"):
+            t = json.loads(line)
+            if t.strip() and not any(c in t for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+                texts.append(t)
+    batch = os.path.join(work, "o200k.txt")
+    with open(batch, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in texts))
+    ref = Tokenizer.from_file(tok_json)
+    want = [ref.encode(t).ids for t in texts]
+    ok = True
+    for label, model in (("folder", hf), ("GGUF (llama.cpp's converter)", path)):
+        r = subprocess.run([attnviz, "--model", model, "--quiet", "--layers", "0", "--heads", "0", "--batch", batch],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL gptoss_gguf tokenizer {label}: attnviz failed: {r.stderr.strip()[-300:]}")
+            ok = False
+            continue
+        got = [json.loads(x)["input_ids"] for x in r.stdout.splitlines() if x.strip()]
+        same = sum(g == w for g, w in zip(got, want))
+        good = same == len(want) == len(got)
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'} gptoss_gguf tokenizer {label}: {same}/{len(want)} lines' ids identical to the "
+              f"Rust tokenizers library (o200k, harmony-format lines included)")
+    return ok
+
+
 def main():
-    fwd, work, llama_cpp = sys.argv[1:4]
+    fwd, work, llama_cpp, attnviz, tok_json = sys.argv[1:6]
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(2)
     hf = build(work)
@@ -213,6 +268,7 @@ def main():
     ok &= check(fwd, mx, hf, "MXFP4 experts (against the checkpoint rounded through MXFP4)", rng, rounded)
     hm = hf_mxfp4(hf, os.path.join(work, "hf-mxfp4"))
     ok &= check(fwd, hm, hm, "HF folder with MXFP4 experts (blocks/scales; transformers dequantizing it)", rng)
+    ok &= tokenizer_check(attnviz, work, llama_cpp, tok_json)
     return 0 if ok else 1
 
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # gpt-oss in llama.cpp's gpt-oss GGUF files (tests/ref/gptoss_gguf_check.py): a checkpoint
 # transformers writes, converted by llama.cpp's own convert_hf_to_gguf.py (F32), and that file
-# with MXFP4 experts, against transformers on the checkpoint (attention, sink shares, routing).
+# with MXFP4 experts, against transformers on the checkpoint (attention, sink shares, routing);
+# gpt-oss's o200k tokenizer through a folder and llama.cpp's GGUF of it (ids against the Rust library).
 # The converter comes from $ATTNVIZ_LLAMA_CPP (a llama.cpp source tree), else from PyPI's
 # llama-cpp-python sdist, which vendors llama.cpp (pinned version and sha256; fetched once into
 # ~/.cache/attnviz). Files are cached under ~/.cache/attnviz, keyed by the script's hash.
@@ -11,7 +12,9 @@ if ! py=$(tools/pyref.sh --check 2>/dev/null); then
     echo "SKIP gptoss_gguf_check: reference Python not built (tools/pyref.sh)"
     exit 0
 fi
-make -s -j2 build/fwd_dump >/dev/null || { echo "FAIL gptoss_gguf_check: build failed"; exit 1; }
+make -s -j2 build/fwd_dump attnviz >/dev/null || { echo "FAIL gptoss_gguf_check: build failed"; exit 1; }
+o200k=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/gptoss}
+[ -n "$o200k" ] || o200k=$(tools/refdata.sh gptoss) || { echo "FAIL gptoss_gguf_check: no o200k tokenizer (tools/refdata.sh gptoss)"; exit 1; }
 cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
 src=${ATTNVIZ_LLAMA_CPP:-}
 if [ -z "$src" ]; then
@@ -35,11 +38,11 @@ if [ -z "$src" ]; then
     fi
 fi
 [ -f "$src/convert_hf_to_gguf.py" ] && [ -d "$src/gguf-py" ] || { echo "FAIL gptoss_gguf_check: no convert_hf_to_gguf.py in $src"; exit 1; }
-key=$(cat tests/ref/gptoss_gguf_check.py tests/data/small-llama/tokenizer.json | sha256sum | cut -c1-12)
+key=$(cat tests/ref/gptoss_gguf_check.py tests/data/small-llama/tokenizer.json "$o200k/tokenizer.json" | sha256sum | cut -c1-12)
 work=$cache/gptoss-gguf-$key
 mkdir -p "$work" || { echo "FAIL gptoss_gguf_check: cannot create $work"; exit 1; }
 start=$(date +%s)
-"$py" tests/ref/gptoss_gguf_check.py build/fwd_dump "$work" "$src" 2>&1 | grep -E "^(PASS|FAIL|SKIP)|Error|error"
+"$py" tests/ref/gptoss_gguf_check.py build/fwd_dump "$work" "$src" ./attnviz "$o200k/tokenizer.json" 2>&1 | grep -E "^(PASS|FAIL|SKIP)|Error|error"
 rc=${PIPESTATUS[0]}
 echo "  gptoss_gguf_check.sh: $(($(date +%s) - start)) s"
 exit "$rc"
