@@ -239,7 +239,9 @@ function HeadView(host, spec) {
     cols.forEach(g => { rw = Math.max(rw, tw(Draw.tokLabel(t.cols, g))); });
     lw = Math.min(240, Math.ceil(lw)) + 12;
     rw = Math.min(240, Math.ceil(rw)) + 12;
-    const pad = 20, top = 50, W = pad + lw + linesW + rw + pad, Ht = top + H + pad;
+    /* the sink strip (attention sinks), left of the query labels as on screen */
+    const sk = sinkW ? sinkW + 8 : 0;
+    const pad = 20, top = 50, W = pad + sk + lw + linesW + rw + pad, Ht = top + H + pad;
     const p = P(W, Ht);
     p.rect(0, 0, W, Ht, th.bg, 1);
     p.text(pad, 22, title, { size: 14, color: th.ink, weight: 650 });
@@ -249,7 +251,12 @@ function HeadView(host, spec) {
       p.text(lx + 14, 37, s.name.replace('Head ', 'H'), { size: 11, color: th.muted, baseline: 'middle' });
       lx += 22 + measure.measureText(s.name).width * 0.8;
     });
-    const x0 = pad + lw, x1 = x0 + linesW;
+    const x0 = pad + sk + lw, x1 = x0 + linesW;
+    rows.forEach((g, k) => sinkSeries.forEach((s, si) => {
+      const w = s.mat.sink[g], y = top + k * rh;
+      if (single) p.rect(pad + sinkW - 5 - w * (sinkW - 8), y + rh * 0.3, w * (sinkW - 8), rh * 0.4, s.color, 0.55);
+      else p.rect(pad + 3 + si * 6, y + rh - 2 - w * (rh - 4), 5, w * (rh - 4), s.color, 0.7);
+    }));
     const g2 = { x0, x1, yL: r => top + r * rh + rh / 2, yR: c => top + c * rh + rh / 2 };
     const lt = Draw.lineThreshold(series, m, rows, cols, iso);
     if (p.vector && lt.drawn <= 15000) {
@@ -292,6 +299,7 @@ Views.register({
     ttl.appendChild(Draw.el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
     ttl.appendChild(Draw.el('span', 'sub', (Data.stacked ? 'Left: ' + Draw.stackAxes().rows + ' (queries), right: ' + Draw.stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
       '; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
+      (Data.hasSinks && c.mode !== 'rollout' ? ' The bars left of the queries: each one\'s share that went to its head\'s sink logit (no key).' : '') +
       (Data.causal ? (Data.stacked ? ' Decoder self-attention is causal: a token attends only to itself and earlier tokens (later keys are masked and dimmed).'
         : ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).') : '')));
     host.appendChild(ttl);
