@@ -75,6 +75,10 @@ int arch_olmoe_parse(ModelConfig *c, const struct cJSON *root, const char *path,
 int arch_mixtral_load(struct Model *m, AvErr *e);
 int arch_qwen3_moe_load(struct Model *m, AvErr *e);
 int arch_olmoe_load(struct Model *m, AvErr *e);
+int arch_gptoss_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_gptoss_load(struct Model *m, AvErr *e);
+int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_gptoss_gguf_name(const char *hf_name, char *out, size_t len);
 int arch_modernbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_modernbert_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

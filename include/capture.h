@@ -55,6 +55,9 @@ typedef struct {
     int moe_k;         /* experts per token */
     int *moe_ids;      /* (n_layers, n_tokens, moe_k) */
     float *moe_w;      /* (n_layers, n_tokens, moe_k) their routing weights */
+    /* A model with attention sinks (gpt-oss): each kept head's sink share of
+     * every query row, 1 minus the row's weights over the keys; NULL otherwise. */
+    float *sinks;      /* (blocks, n_tokens) as vnorm */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an
@@ -99,6 +102,9 @@ static inline float *cap_thumb(const Capture *c, int l, int h) {
 }
 static inline float *cap_vnorm(const Capture *c, int l, int h) {
     return c->vnorm + cap_block(c, l, h) * c->n_tokens;
+}
+static inline float *cap_sinks(const Capture *c, int l, int h) {
+    return c->sinks + cap_block(c, l, h) * c->n_tokens;
 }
 static inline float *cap_nattn(const Capture *c, int l, int h) {
     return c->nattn + cap_block(c, l, h) * c->n_tokens * c->n_tokens;

@@ -16,7 +16,7 @@ typedef enum { AV_FAMILIES(AV_FAMILY_ENUM) ARCH_COUNT } ArchKind;
 typedef enum { NORM_LAYER = 0, NORM_RMS } NormKind;
 /* Positions: a learned table added to the embeddings, or rotary (RoPE) on q and k. */
 typedef enum { POS_TABLE = 0, POS_ROPE } PosKind;
-typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE } RopeKind;
+typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE, ROPE_YARN } RopeKind;
 
 /* Bounds that refuse absurd configs before anything is allocated from them.
  * Generous: they admit every published size of the supported families. */
@@ -70,6 +70,14 @@ typedef struct {
     int moe_renorm;       /* the top-k routing weights are divided by their sum (Mixtral; Qwen3-MoE and
                              OLMoE when norm_topk_prob) */
     int moe_intermediate; /* each expert's gated MLP width */
+    int moe_topk_logits;  /* top-k of the router's logits, then a softmax over those k only (gpt-oss's
+                             GptOssTopKRouter), instead of the top-k of a softmax over all experts */
+    float swiglu_limit;   /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at the limit,
+                             up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha * gate) */
+    float swiglu_alpha;   /* its sigmoid's gain (1.702) */
+    int attn_sinks;       /* every layer has a learned logit per head (gpt-oss's sinks) that joins each
+                             softmax with no key or value: it takes a share of the probability, so a row's
+                             weights over the keys sum to 1 minus that share */
     unsigned char layer_dense[CFG_MAX_LAYERS]; /* 1: layer l of a MoE model has a dense MLP of
                                                   intermediate_size (Qwen3-MoE's mlp_only_layers) */
     int sandwich_norm;    /* sublayer outputs normalized before the residual (Gemma 2) */
@@ -86,6 +94,8 @@ typedef struct {
     RopeKind rope_kind;
     float rope_factor;
     float rope_low_freq, rope_high_freq; /* llama3 */
+    float rope_beta_fast, rope_beta_slow; /* yarn: the ramp's ends, in rotations over the original context */
+    int rope_truncate;    /* yarn: the ramp's ends rounded outwards to whole dims (transformers' default) */
     int rope_orig_max_pos; /* llama3, dynamic; LongRoPE: longer passes take the long factors */
     float rope_partial;   /* partial_rotary_factor as the config gives it (0: none); cfg_validate turns
                              it into rotary_dim once head_dim is known */

@@ -46,6 +46,8 @@
       arch_mixtral_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                      \
     X(OLMOE, "olmoe", "Olmoe", "model.", "hidden_size", "num_attention_heads", arch_olmoe_parse, arch_olmoe_load,  \
       "olmoe", arch_olmoe_gguf_config, arch_llama_gguf_name, TOK_SOURCE_JSON, 0)                                                                         \
+    X(GPT_OSS, "gpt_oss", "GptOss", "model.", "hidden_size", "num_attention_heads", arch_gptoss_parse,              \
+      arch_gptoss_load, "gpt-oss", arch_gptoss_gguf_config, arch_gptoss_gguf_name, TOK_SOURCE_JSON, 0)              \
     X(MODERNBERT, "modernbert", "ModernBert", "model.", "hidden_size", "num_attention_heads", arch_modernbert_parse, \
       arch_modernbert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 

@@ -86,6 +86,10 @@ void kern_activate(float *x, size_t n, ActKind act);
 void kern_activate_naive(float *x, size_t n, ActKind act);
 /* g = act(g) * u, element-wise: the gated MLP's (SwiGLU, GeGLU) combination. */
 void kern_glu(float *g, const float *u, size_t n, ActKind act);
+/* gpt-oss's clamped SwiGLU, element-wise: g = min(g, limit), u clamped to
+ * [-limit, limit], g = (u + 1) * g * sigmoid(alpha * g). */
+void kern_swiglu_clamped(float *g, const float *u, size_t n, float alpha, float limit);
+void kern_swiglu_clamped_naive(float *g, const float *u, size_t n, float alpha, float limit);
 
 /* Which keys a query sees: all, or earlier ones only (causal), and of those
  * only the last window (window > 0: keys j with i - window < j <= i), or with
@@ -98,6 +102,10 @@ typedef struct {
     int window;           /* 0: no sliding window */
     float softcap;        /* 0: none */
     int bidir;            /* 1: the window reaches window - 1 keys after the query too (not causal) */
+    int has_sink;         /* 1: the logit sink joins each row's softmax (gpt-oss's sinks, unscaled) with no key:
+                             the row's probabilities sum to 1 minus the sink's share */
+    float sink;
+    float *sink_out;      /* with has_sink: query row i's sink share to sink_out[i] (the call's rows), or NULL */
 } AttnRule;
 
 /* One head: probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) =

@@ -26,6 +26,7 @@ typedef struct {
     Norm mlp_post_norm;   /* (hidden) on the MLP's output before the residual (sandwich), g NULL otherwise */
     Linear router;        /* (hidden -> num_experts) a mixture-of-experts layer's router, w NULL for a dense MLP */
     struct Expert *experts; /* (num_experts) a MoE layer's experts (up/gate/down unused then), NULL otherwise */
+    const float *sinks;   /* (num_heads) each head's sink logit (gpt-oss), NULL otherwise */
 } LayerWeights;
 
 /* One expert of a mixture-of-experts MLP: down(act(gate(x)) * up(x)). */
@@ -258,6 +259,16 @@ int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int
  * its type. */
 int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
                         AvErr *e);
+/* Expert idx of name, a stack of n matrices stored transposed, (in, total)
+ * each (transformers' fused expert parameters: gpt-oss's gate_up_proj and
+ * down_proj), taking columns col0, col0 + step, ... (out of them) as the rows
+ * of an (out, in) copy in the stored type (F32, F16, BF16); its bias from
+ * bias_name (n, total), the same columns. A checkpoint that holds name_blocks
+ * and name_scales instead (the published gpt-oss: MXFP4, (n, total, in / 32,
+ * 16) and (n, total, in / 32) bytes, each expert's (total, in) rows not
+ * transposed) gives those rows repacked as ggml's MXFP4 blocks. */
+int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
+                             int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e);
 /* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
 /* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */

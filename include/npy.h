@@ -13,6 +13,8 @@ int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e);
  * 'v' value norms [layers, heads, n] (normattn.h). */
 int npy_write_norm(FILE *f, const OutDoc *d, char what, AvErr *e);
 int npy_write_qk(FILE *f, const OutDoc *d, char which, AvErr *e);
+/* A model with attention sinks (gpt-oss): each row's sink share, float32 [layers, heads, n]. */
+int npy_write_sinks(FILE *f, const OutDoc *d, AvErr *e);
 /* With --predict: what = 'i' the top-K ids int32 [positions, K], 'p' their
  * probabilities float32 [positions, K], 'n' the positions int32 [positions]. */
 int npy_write_predictions(FILE *f, const OutDoc *d, char what, AvErr *e);

@@ -363,6 +363,11 @@ const Data = (() => {
     block: (li, h, st) => (st || cur).blk[li][h],
     /* heads hs (default every head) of layer li are loaded */
     loaded: (li, hs) => (hs || ALL).every(h => !!cur.blk[li][h]),
+    /* attention sinks (gpt-oss; json_out.c's "sinks" [layer][head][query]): head h of layer li's share of
+     * each raw query row that went to its sink logit, which no key has; null for models without */
+    hasSinks: !stacked && !meta.diff && Array.isArray(meta.sinks) && meta.sinks.length === L,
+    sinkRow: (li, h) => (!stacked && !meta.diff && cur.measure !== 'norm' && Array.isArray(meta.sinks) && meta.sinks[li] &&
+      meta.sinks[li][h]) || null,
     pattern: (li, h) => (meta.head_patterns && meta.head_patterns[li] ? meta.head_patterns[li][h] : null),
     description: (li, h) => (meta.head_descriptions && meta.head_descriptions[li] ? meta.head_descriptions[li][h] : null),
   };
@@ -439,14 +444,23 @@ const Tok = (() => {
     const pick = c => (c === 'A' ? A : B);
     return { rows: pick(filter[0]), cols: pick(filter[1]) };
   }
-  /* n_rows x n_cols matrix (row-normalized attention-like) -> mr x mc for the transform. */
-  function derive(mat, t) {
+  /* n_rows x n_cols matrix (row-normalized attention-like) -> mr x mc for the transform.
+   * sink (n_rows raw query rows' sink shares, or null): the result's .sink (mr) is each row
+   * group's, taken as its rows are (mean over the pieces; with specials hidden, rows and
+   * sink scaled together to sum 1). */
+  function derive(mat, t, sink) {
     const nc = t.cols.side.n;
-    if (t.identity) return mat;
+    if (t.identity) {
+      if (sink) mat.sink = Float32Array.from(sink);
+      return mat;
+    }
     const R = t.rows, C = t.cols, mr = R.m, mc = C.m;
     const out = new Float32Array(mr * mc), acc = new Float64Array(mc);
+    if (sink) out.sink = new Float32Array(mr);
     for (let g = 0; g < mr; g++) {
       const members = R.groups[R.visible[g]].members;
+      let sk = 0;
+      if (sink) for (const i of members) sk += sink[i];
       acc.fill(0);
       for (const i of members) {
         const row = i * nc;
@@ -458,9 +472,10 @@ const Tok = (() => {
       let s = 0;
       for (let c = 0; c < mc; c++) s += acc[c];
       /* mean over the pieces of the query word; renormalize when specials are hidden */
-      const div = t.hide ? s : members.length;
+      const div = t.hide ? s + sk : members.length;
       const o = g * mc;
       if (div > 0) for (let c = 0; c < mc; c++) out[o + c] = acc[c] / div;
+      if (sink && div > 0) out.sink[g] = sk / div;
     }
     return out;
   }
@@ -517,7 +532,7 @@ function headDerived(li, h, t) {
   const key = li + ':' + h + ':' + t.key;
   let v = MatCache.get(key);
   if (!v) {
-    v = Tok.derive(Data.headMatrix(li, h), t);
+    v = Tok.derive(Data.headMatrix(li, h), t, Data.sinkRow(li, h));
     MatCache.set(key, v);
   }
   return v;
@@ -536,6 +551,14 @@ function aggregate(li, hs, kind, t) {
       else for (let i = 0; i < d.length; i++) v[i] += d[i];
     }
     if (kind === 'mean') for (let i = 0; i < v.length; i++) v[i] /= hs.length;
+    /* the heads' sink shares: their mean, or the largest */
+    if (Data.hasSinks) {
+      v.sink = new Float32Array(t.mr);
+      for (const h of hs) {
+        const d = headDerived(li, h, t).sink;
+        if (d) for (let g = 0; g < t.mr; g++) v.sink[g] = kind === 'max' ? Math.max(v.sink[g], d[g]) : v.sink[g] + d[g] / hs.length;
+      }
+    }
   }
   MatCache.set(key, v);
   return v;

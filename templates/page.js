@@ -173,6 +173,9 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     ' a token sees only the tokens at most ' + (c.sliding_window - 1) + ' before or after it (and itself); keys outside it get attention 0.');
   else if (c.sliding_window) note('info', 'Sliding window:', 'in layers ' + c.sliding_layers.join(', ') + ' a token sees only the last ' +
     c.sliding_window + ' tokens (itself included); keys outside it are masked like future ones.');
+  if (c.attention_sinks && Data.hasSinks) note('info', 'Attention sinks:', 'every head has a learned sink logit that joins ' +
+    'each softmax with no key, so a row\'s weights over the keys sum to 1 minus the sink\'s share. The matrix view shows that ' +
+    'share in its “sink” column, the head view as the strip left of the queries.');
   if (meta.diff) {
     note('info', 'attnviz diff:', meta.diff.mode === 'models'
       ? 'one text on ' + meta.diff.models[0] + ' (A) and ' + meta.diff.models[1] + ' (B).'

@@ -41,6 +41,11 @@ function HeadView(host, spec) {
   const lines = Draw.el('canvas', 'hv-lines');
   const colR = Draw.el('div', 'hv-col hv-right');
   const stripR = Draw.el('canvas', 'hv-strip');
+  /* attention sinks (gpt-oss): a strip left of the queries, each query row's share of its
+   * softmax that went to the head's sink logit (no key), per series (s.mat.sink) */
+  const sinkSeries = spec.mode === 'rollout' ? [] : series.filter(s => s.mat.sink);
+  const sinkW = sinkSeries.length ? (single ? 44 : Math.min(6 * sinkSeries.length + 6, 100)) : 0;
+  const sinkStrip = sinkW ? Draw.el('canvas', 'hv-strip hv-sink') : null;
   const H = nmax * rh;
   const mkRow = (g, side, k) => {
     const ts = side === 'L' ? t.rows : t.cols;
@@ -64,6 +69,11 @@ function HeadView(host, spec) {
   const colEls = cols.map((g, k) => mkRow(g, 'R', k));
   rowEls.forEach(d => colL.appendChild(d));
   colEls.forEach(d => colR.appendChild(d));
+  if (sinkStrip) {
+    sinkStrip.setAttribute('role', 'img');
+    sinkStrip.setAttribute('aria-label', 'Sink: each query\'s share of its softmax that went to the head\'s sink logit');
+    wrap.appendChild(sinkStrip);
+  }
   wrap.append(stripL, colL, lines, colR, stripR);
   const thinNote = Draw.el('div', 'hint thin-note');
   host.appendChild(thinNote);
@@ -74,6 +84,43 @@ function HeadView(host, spec) {
   const ctx = Draw.sizeCanvas(lines, linesW, H, long ? 8e6 : 40e6);
   const sctxL = Draw.sizeCanvas(stripL, stripW, H, long ? 2e6 : 20e6);
   const sctxR = Draw.sizeCanvas(stripR, stripW, H, long ? 2e6 : 20e6);
+  if (sinkStrip) {
+    /* drawn once: it does not depend on the hovered token */
+    const kctx = Draw.sizeCanvas(sinkStrip, sinkW, H, long ? 2e6 : 20e6);
+    const th = Draw.theme();
+    kctx.fillStyle = th.muted;
+    kctx.globalAlpha = 0.35;
+    kctx.fillRect(sinkW - 2, 0, 1, H);
+    rows.forEach((g, k) => {
+      const y = k * rh;
+      sinkSeries.forEach((s, si) => {
+        const w = s.mat.sink[g];
+        kctx.fillStyle = s.color;
+        if (single) {
+          const bw = Math.max(w > 0 ? 1 : 0, w * (sinkW - 8));
+          kctx.globalAlpha = 0.55;
+          kctx.fillRect(sinkW - 5 - bw, y + rh * 0.3, bw, rh * 0.4);
+        } else {
+          const bh = Math.max(w > 0.0005 ? 1 : 0, w * (rh - 4));
+          kctx.globalAlpha = 0.7;
+          kctx.fillRect(3 + si * 6, y + rh - 2 - bh, 5, bh);
+        }
+      });
+    });
+    kctx.globalAlpha = 1;
+    Object.assign(sinkStrip.dataset, { rh: String(rh), rows: String(rows.length), series: String(sinkSeries.length) });
+    sinkStrip.addEventListener('mousemove', ev => {
+      const k = Math.floor((ev.clientY - sinkStrip.getBoundingClientRect().top) / rh);
+      if (k < 0 || k >= rows.length) { Tip.hide(); return; }
+      const g = rows[k];
+      Tip.show(ev.clientX, ev.clientY, box => {
+        Tip.title(box, Draw.tokLabel(t.rows, g) + '  →  sink');
+        for (const s of sinkSeries) Tip.row(box, s.name, Fmt.att(s.mat.sink[g]), s.color);
+        Tip.sub(box, 'the share of this query\'s softmax that went to the head\'s sink logit (no key)');
+      });
+    });
+    sinkStrip.addEventListener('mouseleave', () => Tip.hide());
+  }
   const geo = { x0: 0, x1: linesW, yL: r => r * rh + rh / 2, yR: c => c * rh + rh / 2 };
   let iso = null, pinned = null;
   if (spec.pin >= 0) {
@@ -192,7 +239,9 @@ function HeadView(host, spec) {
     cols.forEach(g => { rw = Math.max(rw, tw(Draw.tokLabel(t.cols, g))); });
     lw = Math.min(240, Math.ceil(lw)) + 12;
     rw = Math.min(240, Math.ceil(rw)) + 12;
-    const pad = 20, top = 50, W = pad + lw + linesW + rw + pad, Ht = top + H + pad;
+    /* the sink strip (attention sinks), left of the query labels as on screen */
+    const sk = sinkW ? sinkW + 8 : 0;
+    const pad = 20, top = 50, W = pad + sk + lw + linesW + rw + pad, Ht = top + H + pad;
     const p = P(W, Ht);
     p.rect(0, 0, W, Ht, th.bg, 1);
     p.text(pad, 22, title, { size: 14, color: th.ink, weight: 650 });
@@ -202,7 +251,12 @@ function HeadView(host, spec) {
       p.text(lx + 14, 37, s.name.replace('Head ', 'H'), { size: 11, color: th.muted, baseline: 'middle' });
       lx += 22 + measure.measureText(s.name).width * 0.8;
     });
-    const x0 = pad + lw, x1 = x0 + linesW;
+    const x0 = pad + sk + lw, x1 = x0 + linesW;
+    rows.forEach((g, k) => sinkSeries.forEach((s, si) => {
+      const w = s.mat.sink[g], y = top + k * rh;
+      if (single) p.rect(pad + sinkW - 5 - w * (sinkW - 8), y + rh * 0.3, w * (sinkW - 8), rh * 0.4, s.color, 0.55);
+      else p.rect(pad + 3 + si * 6, y + rh - 2 - w * (rh - 4), 5, w * (rh - 4), s.color, 0.7);
+    }));
     const g2 = { x0, x1, yL: r => top + r * rh + rh / 2, yR: c => top + c * rh + rh / 2 };
     const lt = Draw.lineThreshold(series, m, rows, cols, iso);
     if (p.vector && lt.drawn <= 15000) {
@@ -245,6 +299,7 @@ Views.register({
     ttl.appendChild(Draw.el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
     ttl.appendChild(Draw.el('span', 'sub', (Data.stacked ? 'Left: ' + Draw.stackAxes().rows + ' (queries), right: ' + Draw.stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
       '; line opacity = attention weight. Hover a token to isolate its lines, click to pin it.' +
+      (Data.hasSinks && c.mode !== 'rollout' ? ' The bars left of the queries: each one\'s share that went to its head\'s sink logit (no key).' : '') +
       (Data.causal ? (Data.stacked ? ' Decoder self-attention is causal: a token attends only to itself and earlier tokens (later keys are masked and dimmed).'
         : ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).') : '')));
     host.appendChild(ttl);

@@ -1,6 +1,8 @@
 /* view_matrix.js — the matrix view: one head (or the mean, max or rollout of
  * the active heads) as a heat map, queries down, keys across, with the
- * sentence boundary and (causal pages) the hatched masked triangle. Needs
+ * sentence boundary and (causal pages) the hatched masked triangle; a model
+ * with attention sinks (gpt-oss) gets a "sink" column right of the keys: each
+ * row's share of its softmax that went to the head's sink logit. Needs
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind Draw.seriesFor; Data.pattern. */
 /* global Data, Tok, Fmt, Draw, Tip, Views */
@@ -93,7 +95,10 @@ function drawMatrix(host, spec, redraw) {
   const pooled = C > 0 && C > avail - labW;
   if (pooled) cell = (avail - labW) / C;
   const gw = cell * C, gh = cell * R;
-  const W = labW + gw + 8, Ht = labH + gh + 8;
+  /* the sink column (s.mat.sink: one share per row group), a gap apart from the keys */
+  const sinks = s.mat.sink && spec.mode !== 'rollout' ? s.mat.sink : null;
+  const sinkGap = sinks ? 8 : 0, sinkW = sinks ? Math.max(10, Math.min(34, cell)) : 0, sinkX = labW + gw + sinkGap;
+  const W = labW + gw + sinkGap + sinkW + 8, Ht = labH + gh + 8;
   const wrap = Draw.el('div', 'mx-wrap');
   let zoomAt = null;
   /* zoom: when the whole matrix has more columns than pixels, or once zoomed */
@@ -209,8 +214,23 @@ function drawMatrix(host, spec, redraw) {
   }
   const labColor = (ts, g) => (Draw.tokGen(ts, g) ? th.gen : Draw.tokSpecial(ts, g) ? th.muted : th.ink);
   const pinRow = spec.pin >= 0 ? rows.indexOf(t.rows.visIndex[t.rows.groupOf[spec.pin]]) : -1;
+  function paintSinks(p, ox, oy, labelsToo) {
+    if (!sinks) return;
+    const inv = scaleMax > 0 ? 1 / scaleMax : 0;
+    p.rect(ox + sinkX, oy + labH, sinkW, gh, th.bg, 1);
+    rows.forEach((g, r) => {
+      let a = Math.min(1, sinks[g] * inv);
+      if (spec.gamma !== 1) a = Math.pow(a, spec.gamma);
+      if (a > 0.002) p.rect(ox + sinkX, oy + labH + r * cell, sinkW, Math.max(cell, 0.5), s.color, a);
+    });
+    /* its outline, so that an empty column still reads as one */
+    p.rect(ox + sinkX - 1, oy + labH, 1, gh, th.muted, 0.5);
+    p.rect(ox + sinkX + sinkW, oy + labH, 1, gh, th.muted, 0.5);
+    if (labelsToo) p.text(ox + sinkX + sinkW / 2, oy + labH - 6, 'sink', { size: fs, color: th.muted, baseline: 'middle', rotate: -90, weight: 600 });
+  }
   function paintAll(p, ox, oy, labelsToo) {
     p.image(heat, ox + labW, oy + labH, gw, gh, false);
+    paintSinks(p, ox, oy, labelsToo);
     paintMask(p, ox, oy);
     if (bRow > 0) p.rect(ox + labW, oy + labH + bRow * cell - 0.5, gw, 1, th.muted, 0.7);
     if (bCol > 0) p.rect(ox + labW + bCol * cell - 0.5, oy + labH, 1, gh, th.muted, 0.7);
@@ -257,6 +277,20 @@ function drawMatrix(host, spec, redraw) {
     else Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(s.mat[gr * m + gc]), s.color);
     Tip.sub(box, (ax ? ax.rowSide + ' ' : 'query ') + Draw.tokPos(t.rows, gr) + ', ' + (ax ? ax.colSide + ' ' : 'key ') + Draw.tokPos(t.cols, gc));
     if (t.rows.side.hasDisplay || t.cols.side.hasDisplay) Tip.sub(box, 'vocab: ' + t.rows.groups[t.rows.visible[gr]].vocab + '  →  ' + t.cols.groups[t.cols.visible[gc]].vocab);
+  });
+  ov.dataset.sinkx = sinks ? String(sinkX) : '';
+  ov.dataset.sinkw = String(sinkW);
+  if (sinks) ov.addEventListener('mousemove', ev => {
+    /* the sink column (heatHover above hid the tip: outside the keys' grid) */
+    const b = ov.getBoundingClientRect();
+    const x = ev.clientX - b.left - sinkX, r = Math.floor((ev.clientY - b.top - labH) / cell);
+    if (x < 0 || x >= sinkW || r < 0 || r >= R) return;
+    const gr = rows[r];
+    Tip.show(ev.clientX, ev.clientY, box => {
+      Tip.title(box, rowLabels[gr] + '  →  sink');
+      Tip.row(box, s.name + (pat ? ' · ' + pat : ''), Fmt.att(sinks[gr]), s.color);
+      Tip.sub(box, 'query ' + Draw.tokPos(t.rows, gr) + ': the share of its softmax that went to the head\'s sink logit (no key)');
+    });
   });
   if (zoomAt) ov.addEventListener('dblclick', ev => {
     const r0 = ov.getBoundingClientRect();

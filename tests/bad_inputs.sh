@@ -313,8 +313,8 @@ case_ flow_layers_not_a_range 2 "--flow traces down through consecutive layers" 
 case_ flow_position_past_the_input 2 "--position 500: the input has [0-9]+ tokens" -- --model "$LLS" "${Q[@]}" --flow --position 500 hi
 case_ flow_with_batch 2 "--flow read one input's own tokens: not with --batch" -- --model "$LLS" "${Q[@]}" --flow --batch in.txt
 case_ flow_runs 0 "" -- --model "$LLS" "${Q[@]}" --flow 0.1 --layers 1 --position 1 --npy out.npy hi
-lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
-case_ decoder_unsupported_rope 1 "rope type \"yarn\" is not supported" -- --model "$M" "${Q[@]}" hi
+lfresh; cfg_edit 'c["rope_scaling"] = {"rope_type": "proportional", "factor": 4.0}'
+case_ decoder_unsupported_rope 1 "rope type \"proportional\" is not supported \(default, linear, dynamic, llama3, longrope, yarn\)" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0]}'
 case_ decoder_longrope_factor_count 1 "short_factor/long_factor have 1 entries; rotary dims 8 need 4" -- --model "$M" "${Q[@]}" hi
 lfresh; cfg_edit 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.0, 1.0, 1.0], "long_factor": [2.0]}'
@@ -422,6 +422,27 @@ mkgguf "$G" "$PHI3"'; tensors["rope_factors_long.weight"] = [3]; tensors["rope_f
 case_ gguf_phi3_rope_factors_not_half_the_rotary_dims 1 "short_factor/long_factor have 3 entries; rotary dims 4 need 2" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" "$PHI3"'; tensors["blk.0.ffn_up.weight"] = [H, FF]'
 case_ gguf_phi3_unfused_ffn_up 1 "tensor 'blk.0.ffn_up.weight' has shape \[16, 8\]; its metadata implies \[32, 8\]" -- --model "$G" "${Q[@]}" hi
+# gpt-oss: sinks, biases, post_attention_norm before the MLP, biased router and experts, YaRN
+GPTOSS='kv = {(k.replace("llama.", "gpt-oss.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gpt-oss")
+kv["gpt-oss.expert_count"] = ("u", 4); kv["gpt-oss.expert_used_count"] = ("u", 2); kv["gpt-oss.attention.sliding_window"] = ("u", 4)
+kv["gpt-oss.rope.scaling.type"] = ("s", "yarn"); kv["gpt-oss.rope.scaling.factor"] = ("f", 8.0); kv["gpt-oss.rope.scaling.original_context_length"] = ("u", 16)
+for nm in ("ffn_gate", "ffn_up", "ffn_down", "ffn_norm"): del tensors[f"blk.0.{nm}.weight"]
+tensors["blk.0.post_attention_norm.weight"] = [H]
+for nm, d in (("attn_q", [H]), ("attn_k", [4]), ("attn_v", [4]), ("attn_output", [H]), ("ffn_gate_inp", [4])): tensors[f"blk.0.{nm}.bias"] = d
+tensors["blk.0.ffn_gate_inp.weight"] = [H, 4]
+for nm, d in (("ffn_gate_exps", [H, FF, 4]), ("ffn_up_exps", [H, FF, 4]), ("ffn_down_exps", [FF, H, 4])):
+    tensors[f"blk.0.{nm}.weight"] = d; tensors[f"blk.0.{nm}.bias"] = [d[1], 4]
+tensors["blk.0.attn_sinks.weight"] = [2]'
+mkgguf "$G" "$GPTOSS"
+case_ gguf_tiny_gptoss_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" "$GPTOSS"'; del tensors["blk.0.attn_sinks.weight"]'
+case_ gguf_gptoss_missing_sinks 1 "missing tensor 'blk.0.attn_sinks.weight' \(transformers' layers.0.self_attn.sinks; expected shape \[2\]\)" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; tensors["blk.0.ffn_up_exps.bias"] = [FF, 3]'
+case_ gguf_gptoss_expert_bias_shape 1 "tensor 'blk.0.ffn_up_exps.bias' has shape \[3, 16\]; its metadata implies \[4, 16\]" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; del kv["gpt-oss.rope.scaling.original_context_length"]'
+case_ gguf_gptoss_yarn_without_context 1 "gpt-oss.rope.scaling.original_context_length" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" "$GPTOSS"'; kv["gpt-oss.rope.scaling.factor"] = ("f", -2.0)'
+case_ gguf_gptoss_yarn_factor_out_of_range 1 "a YaRN parameter in the metadata is out of range \(factor -2" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
@@ -511,6 +532,25 @@ moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = [7]'
 case_ moe_dense_layer_not_in_model 1 "mlp_only_layers holds 7, not a layer of 2" -- --model "$M" "${Q[@]}" hi
 moefresh qwen3moe; cfg_edit 'c["mlp_only_layers"] = []'
 case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight'" -- --model "$M" "${Q[@]}" hi
+# ---- gpt-oss (tests/data/small-gptoss): sinks, stacked (in, out) experts, YaRN
+moefresh gptoss; st_edit 'del h["model.layers.1.self_attn.sinks"]'
+case_ gptoss_missing_sinks 1 "missing tensor 'layers.1.self_attn.sinks' \(expected shape \[4\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.gate_up_proj"]'
+case_ gptoss_missing_gate_up 1 "missing tensor 'layers.0.mlp.experts.gate_up_proj' \(expected shape \[4, 16, 48\], or its MXFP4 layers.0.mlp.experts.gate_up_proj_blocks and _scales\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.experts.down_proj_bias"]'
+case_ gptoss_missing_expert_bias 1 "missing tensor 'layers.0.mlp.experts.down_proj_bias' \(expected shape \[4, 16\]\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["intermediate_size"] = 20'
+case_ gptoss_gate_up_shape 1 "tensor 'model.layers.0.mlp.experts.gate_up_proj' has shape \[4, 16, 48\]; config.json implies \[4, 16, 40\]" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'del h["model.layers.0.mlp.router.bias"]'
+case_ gptoss_missing_router_bias 1 "missing tensor 'layers.0.mlp.router.bias'" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; st_edit 'h["model.layers.0.mlp.experts.gate_up_proj_blocks"] = h.pop("model.layers.0.mlp.experts.gate_up_proj")'
+case_ gptoss_mxfp4_rows_not_blocks 1 "'model.layers.0.mlp.experts.gate_up_proj_blocks' is MXFP4, whose blocks need rows of a multiple of 32 values \(config.json implies 16\)" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 10000.0}'
+case_ gptoss_yarn_without_factor 1 "rope type \"yarn\" needs a \"factor\"" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["rope_parameters"]["beta_fast"] = "fast"'
+case_ gptoss_yarn_beta_not_number 1 "\"beta_fast\"" -- --model "$M" "${Q[@]}" hi
+moefresh gptoss; cfg_edit 'c["swiglu_limit"] = 0'
+case_ gptoss_swiglu_limit_out_of_range 1 "\"swiglu_limit\"" -- --model "$M" "${Q[@]}" hi
 
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh

@@ -110,6 +110,7 @@ scripts=(
     tests/telemetry_test.sh
     tests/families_test.sh
     tests/moe_test.sh
+    tests/gptoss_test.sh
     tests/norm_test.sh
     tests/corpus_hosts_test.sh
     tests/slurm_test.sh
@@ -125,6 +126,7 @@ scripts=(
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
     tests/ref/decoder_check.sh
+    tests/ref/gptoss_gguf_check.sh
     tests/ref/encoder_check.sh
     tests/ref/modernbert_check.sh
     tests/ref/norm_check.sh

@@ -28,7 +28,8 @@ START_TEST(proximity_is_the_l1_closeness_clipped_at_zero) {
 END_TEST
 
 static const char *FIXTURES[] = {"tests/data/small-gpt2", "tests/data/small-llama", "tests/data/small-qwen2",
-                                 "tests/data/small-qwen3", "tests/data/small-mistral", "tests/data/small-phi3"};
+                                 "tests/data/small-qwen3", "tests/data/small-mistral", "tests/data/small-phi3",
+                                 "tests/data/small-gptoss"};
 
 enum { N = 12 };
 

@@ -17,7 +17,9 @@ static const char *DECODERS[] = {"tests/data/small-gpt2", "tests/data/small-llam
                                   * cache and runs the sequence again (transformers' Phi-3 generate()) */
                                  "tests/data/small-phi3",
                                  /* mixtures of experts: a generation step routes its one token */
-                                 "tests/data/small-mixtral", "tests/data/small-olmoe"};
+                                 "tests/data/small-mixtral", "tests/data/small-olmoe",
+                                 /* gpt-oss: each step's rows with their sinks, past the 4-token window */
+                                 "tests/data/small-gptoss"};
 
 #define PROMPT 6
 #define NEW 18

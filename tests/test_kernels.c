@@ -71,8 +71,8 @@ START_TEST(attention_matches_naive_reference_inside_a_wider_block) {
     fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
     float scale = 1.0f / sqrtf((float)dh);
     const size_t off = (size_t)dh * n;
-    kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0});
-    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0}, ATTN_SCRATCH);
+    kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL});
+    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     for (int i = 0; i < n; i++) {
@@ -93,7 +93,7 @@ START_TEST(attention_naive_reference_is_softmax_of_scaled_dot_products) {
     float q[20], k[20], v[20], qT[20], kT[20], vT[20], probs[25], ctxT[20];
     fill(q, 20, 40, 1), fill(k, 20, 41, 1), fill(v, 20, 42, 1);
     head_rows(qT, q, n, dh, 0, dh), head_rows(kT, k, n, dh, 0, dh), head_rows(vT, v, n, dh, 0, dh);
-    kern_attention_naive(probs, ctxT, qT, kT, vT, n, dh, &(AttnRule){0.5f, 0, 0, 0, 0});
+    kern_attention_naive(probs, ctxT, qT, kT, vT, n, dh, &(AttnRule){0.5f, 0, 0, 0, 0, 0, 0, NULL});
     for (int i = 0; i < n; i++) {
         double e[5], sum = 0;
         for (int j = 0; j < n; j++) {
@@ -119,8 +119,8 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
     float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
     fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
     float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
-    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0});
-    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0}, ATTN_SCRATCH);
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL});
+    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
@@ -134,7 +134,7 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
         ck_assert_double_eq_tol(s, 1.0, 1e-5);
     }
     /* the last row sees every key: it equals unmasked attention's last row */
-    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 0, 0, 0, 0});
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL});
     ck_assert_float_lt(max_abs_diff(p1 + (size_t)(n - 1) * n, p2 + (size_t)(n - 1) * n, (size_t)n), 1e-6f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
 }
@@ -203,8 +203,8 @@ START_TEST(attention_without_context_gives_the_same_probabilities) {
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
     fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
     for (int causal = 0; causal < 2; causal++) {
-        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0}, ATTN_SCRATCH);
-        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0}, ATTN_SCRATCH);
+        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
+        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
         ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
     }
     free(q), free(k), free(v), free(p1), free(p2), free(c);
@@ -388,8 +388,8 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
     float *c1 = malloc(sizeof(float) * sz), *c2 = malloc(sizeof(float) * sz);
     fill(q, sz, 71, 3), fill(k, sz, 72, 3), fill(v, sz, 73, 1);
     /* the last two: an encoder's local attention, |i - j| < window both ways (ModernBERT) */
-    const AttnRule rules[] = {{0.25f, 1, 7, 0, 0},    {0.25f, 1, 0, 5.0f, 0}, {0.25f, 1, 4, 2.0f, 0},
-                              {0.25f, 0, 0, 3.0f, 0}, {0.25f, 0, 7, 0, 1},    {0.25f, 0, 3, 2.0f, 1}};
+    const AttnRule rules[] = {{0.25f, 1, 7, 0, 0, 0, 0, NULL},    {0.25f, 1, 0, 5.0f, 0, 0, 0, NULL}, {0.25f, 1, 4, 2.0f, 0, 0, 0, NULL},
+                              {0.25f, 0, 0, 3.0f, 0, 0, 0, NULL}, {0.25f, 0, 7, 0, 1, 0, 0, NULL},    {0.25f, 0, 3, 2.0f, 1, 0, 0, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         kern_attention_naive(p1, c1, q, k, v, n, dh, &rules[r]);
         kern_attention(p2, c2, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
@@ -408,7 +408,7 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
         }
     }
     /* capping changes the scores: without it the probabilities differ */
-    AttnRule plain = {0.25f, 1, 0, 0, 0};
+    AttnRule plain = {.scale = 0.25f, .causal = 1};
     kern_attention(p1, NULL, q, k, NULL, n, dh, &plain, ATTN_SCRATCH);
     kern_attention(p2, NULL, q, k, NULL, n, dh, &rules[1], ATTN_SCRATCH);
     ck_assert_float_gt(max_abs_diff(p1, p2, (size_t)n * n), 1e-3f);
@@ -430,7 +430,7 @@ START_TEST(cached_attention_gives_the_full_pass_rows) {
     fill(kc, (size_t)dh * ld, 94, 9), fill(vc, (size_t)dh * ld, 95, 9); /* columns past n: never read */
     for (int d = 0; d < dh; d++)
         for (int j = 0; j < n; j++) kc[d * ld + j] = k[d * n + j], vc[d * ld + j] = v[d * n + j];
-    const AttnRule rules[] = {{0.25f, 1, 0, 0, 0}, {0.25f, 1, 6, 0, 0}, {0.25f, 1, 0, 4.0f, 0}};
+    const AttnRule rules[] = {{0.25f, 1, 0, 0, 0, 0, 0, NULL}, {0.25f, 1, 6, 0, 0, 0, 0, NULL}, {0.25f, 1, 0, 4.0f, 0, 0, 0, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
         for (int nq = 1; nq <= 5; nq += 4) {
             /* the last nq queries, (dh, nq) */
@@ -477,8 +477,8 @@ START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query
     fill(q, sz, 81, 3), fill(k, sz, 82, 3), fill(v, sz, 83, 1);
     /* the last: a bidirectional window (an encoder's local attention), blocks of rows whose keys
      * start and end mid-chain */
-    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0}, {0.2f, 1, 45, 0, 0}, {0.2f, 1, 70, 6.0f, 0}, {0.2f, 0, 0, 0, 0},
-                              {0.2f, 0, 33, 0, 1}};
+    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL}, {0.2f, 1, 45, 0, 0, 0, 0, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL}, {0.2f, 0, 0, 0, 0, 0, 0, NULL},
+                              {0.2f, 0, 33, 0, 1, 0, 0, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
         kern_attention(ref, cref, q, k, v, n, dh, &rules[r], scratch);
@@ -511,6 +511,79 @@ START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query
     gemm_force_kernel(NULL);
     free(q), free(k), free(v), free(ref), free(cref), free(p), free(c), free(qt), free(row), free(crow), free(pn),
         free(cn), free(scratch);
+}
+END_TEST
+
+/* Attention sinks (gpt-oss): a logit per head that joins each row's softmax
+ * with no key. The kernels' rows, context and each row's sink share against
+ * the double-precision reference (causal, a sliding window, a sink above and
+ * below the scores); rows and sink sum to 1; streamed rows (heads not kept)
+ * give the same bits and shares. */
+typedef struct {
+    float *into;
+    int n;
+} SinkRows;
+
+static void keep_sink_rows(void *ctx, int i0, int i1, const float *probs, int ldp) {
+    SinkRows *c = ctx;
+    for (int i = i0; i < i1; i++) memcpy(c->into + (size_t)i * c->n, probs + (size_t)(i - i0) * ldp, sizeof(float) * c->n);
+}
+
+START_TEST(attention_sinks_match_naive_reference) {
+    const int n = 130, dh = 16;
+    const size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p = malloc(sizeof(float) * n * n), *pn = malloc(sizeof(float) * n * n), *ps = malloc(sizeof(float) * n * n);
+    float *c = malloc(sizeof(float) * sz), *cn = malloc(sizeof(float) * sz), *cs = malloc(sizeof(float) * sz);
+    float *s1 = malloc(sizeof(float) * n), *s2 = malloc(sizeof(float) * n), *s3 = malloc(sizeof(float) * n);
+    float *block = malloc(sizeof(float) * kern_attention_rows() * n);
+    float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
+    ck_assert(q && k && v && p && pn && ps && c && cn && cs && s1 && s2 && s3 && block && scratch);
+    fill(q, sz, 91, 2), fill(k, sz, 92, 2), fill(v, sz, 93, 1);
+    const float sinks[] = {-4.0f, 0.7f, 12.0f};
+    for (size_t si = 0; si < sizeof sinks / sizeof sinks[0]; si++)
+        for (int win = 0; win <= 20; win += 20) {
+            AttnRule r = {.scale = 0.3f, .causal = 1, .window = win, .has_sink = 1, .sink = sinks[si], .sink_out = s1};
+            kern_attention(p, c, q, k, v, n, dh, &r, scratch);
+            r.sink_out = s2;
+            kern_attention_naive(pn, cn, q, k, v, n, dh, &r);
+            ck_assert_float_lt(max_abs_diff(p, pn, (size_t)n * n), 1e-5f);
+            ck_assert_float_lt(max_abs_diff(c, cn, sz), 1e-5f);
+            ck_assert_float_lt(max_abs_diff(s1, s2, (size_t)n), 1e-6f);
+            double lo = 1, hi = 0;
+            for (int i = 0; i < n; i++) {
+                double sum = s1[i];
+                for (int j = 0; j < n; j++) sum += p[(size_t)i * n + j];
+                ck_assert_msg(fabs(sum - 1) < 1e-5, "sink %g window %d row %d: rows and sink sum to %g", sinks[si], win, i, sum);
+                lo = fmin(lo, s1[i]), hi = fmax(hi, s1[i]);
+            }
+            /* the sinks chosen take little, some and most of the rows */
+            ck_assert_msg(si != 0 || hi < 0.2, "sink -4: share up to %g", hi);
+            ck_assert_msg(si != 2 || lo > 0.5, "sink 12: share down to %g", lo);
+            SinkRows keep = {ps, n};
+            r.sink_out = s3;
+            kern_attention_kv_rows(block, n, cs, q, n, k, v, n, n, dh, &r, scratch, keep_sink_rows, &keep);
+            ck_assert(!memcmp(ps, p, sizeof(float) * n * n) && !memcmp(cs, c, sizeof(float) * sz) &&
+                      !memcmp(s3, s1, sizeof(float) * n));
+        }
+    free(q), free(k), free(v), free(p), free(pn), free(ps), free(c), free(cn), free(cs), free(s1), free(s2), free(s3),
+        free(block), free(scratch);
+}
+END_TEST
+
+/* gpt-oss's clamped SwiGLU against the double reference, across the clamps. */
+START_TEST(clamped_swiglu_matches_naive_reference) {
+    enum { N = 1001 };
+    static float g[N], u[N], g2[N];
+    for (int i = 0; i < N; i++) g[i] = g2[i] = -20.0f + 40.0f * i / (N - 1), u[i] = 15.0f - 30.0f * ((i * 37) % N) / (N - 1);
+    kern_swiglu_clamped(g, u, N, 1.702f, 7.0f);
+    kern_swiglu_clamped_naive(g2, u, N, 1.702f, 7.0f);
+    for (int i = 0; i < N; i++) ck_assert_msg(fabsf(g[i] - g2[i]) <= 1e-5f * fmaxf(1.0f, fabsf(g2[i])), "%d: %g vs %g", i, g[i], g2[i]);
+    /* the clamps: gate 20 and up 15 act as 7 and 7: (7 + 1) * 7 * sigmoid(1.702 * 7) */
+    const double top = 8.0 * 7.0 / (1.0 + exp(-1.702 * 7.0));
+    float a = 20.0f, b = 15.0f;
+    kern_swiglu_clamped_naive(&a, &b, 1, 1.702f, 7.0f);
+    ck_assert_double_eq_tol(a, top, 1e-5);
 }
 END_TEST
 
@@ -560,8 +633,8 @@ START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
     float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
     ck_assert(q && k && v && ref && cref && got && c && block && scratch);
     fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
-    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0},  {0.2f, 1, 45, 0, 0}, {0.2f, 1, 70, 6.0f, 0},
-                              {0.2f, 0, 0, 0, 0},  {0.2f, 0, 0, 9.0f, 0}, {0.2f, 0, 45, 0, 1}};
+    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL},  {0.2f, 1, 45, 0, 0, 0, 0, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL},
+                              {0.2f, 0, 0, 0, 0, 0, 0, NULL},  {0.2f, 0, 0, 9.0f, 0, 0, 0, NULL}, {0.2f, 0, 45, 0, 1, 0, 0, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         int ran = 0;
         for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
@@ -597,7 +670,7 @@ START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
         float *p = malloc(sizeof(float) * n * n), *t1 = calloc((size_t)s * s, sizeof(float)),
               *t2 = calloc((size_t)s * s, sizeof(float));
         fill(q, (size_t)n * dh, 41, 2), fill(k, (size_t)n * dh, 42, 2);
-        const AttnRule rule = {0.35f, (int)(c & 1), 0, 0, 0};
+        const AttnRule rule = {.scale = 0.35f, .causal = (int)(c & 1)};
         kern_attention(p, NULL, q, k, NULL, n, dh, &rule, ATTN_SCRATCH);
         /* two passes of rows, as a key/value-cached run adds them */
         kern_pool_attention(t1, s, p, n, 0, n / 3, n, n);
@@ -805,6 +878,8 @@ Suite *make_suite(void) {
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
     tcase_add_test(k, xlogx_matches_naive_reference);
+    tcase_add_test(k, attention_sinks_match_naive_reference);
+    tcase_add_test(k, clamped_swiglu_matches_naive_reference);
     tcase_add_test(k, bf16_few_token_products_cover_a_row_tail);
     tcase_add_test(k, linear_rows_match_naive_reference);
     tcase_add_test(k, attention_matches_naive_reference_inside_a_wider_block);

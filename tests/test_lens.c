@@ -69,7 +69,7 @@ END_TEST
 static const char *FIXTURES[] = {"tests/data/small-gpt2",    "tests/data/small-gpt2-f16", "tests/data/small-llama",
                                  "tests/data/small-qwen2",   "tests/data/small-qwen3",    "tests/data/small-mistral",
                                  "tests/data/small-gemma2",  "tests/data/small-gemma3",   "tests/data/small-phi3",
-                                 "tests/data/small-qwen3moe"};
+                                 "tests/data/small-qwen3moe", "tests/data/small-gptoss"};
 
 typedef struct {
     Model m;

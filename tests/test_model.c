@@ -38,7 +38,9 @@ static const char *FIXTURES[] = {"tests/data/small-f32",       "tests/data/small
                                  "tests/data/small-modernbert",
                                  /* mixtures of experts (make_decoder_goldens.py): their routing too */
                                  "tests/data/small-mixtral",   "tests/data/small-qwen3moe",
-                                 "tests/data/small-olmoe"};
+                                 "tests/data/small-olmoe",
+                                 /* gpt-oss: attention sinks, YaRN, biased router, clamped SwiGLU */
+                                 "tests/data/small-gptoss"};
 
 START_TEST(forward_matches_pytorch_goldens) {
     const char *dir = FIXTURES[_i];
@@ -99,6 +101,16 @@ START_TEST(forward_matches_pytorch_goldens) {
             ck_assert_uint_eq(k, nk);
             ck_assert_msg(max_abs_diff(cap.moe_w, ref, nk) < 1e-5f, "%s: routing weights differ by %g", dir,
                           max_abs_diff(cap.moe_w, ref, nk));
+        }
+        const cJSON *sk = cJSON_GetObjectItem(c, "sinks");
+        ck_assert_int_eq(sk != NULL, m.cfg.attn_sinks);
+        if (sk) { /* each row's sink share: 1 minus transformers' row */
+            const size_t ns = (size_t)m.cfg.num_layers * m.cfg.num_heads * n;
+            k = 0;
+            flatten(sk, ref, &k);
+            ck_assert_uint_eq(k, ns);
+            ck_assert_msg(max_abs_diff(cap.sinks, ref, ns) < 1e-5f, "%s: sink shares differ by %g", dir,
+                          max_abs_diff(cap.sinks, ref, ns));
         }
         free(ref), free(ids), free(types);
         model_capture_free(&cap);
@@ -335,8 +347,9 @@ END_TEST
  * routed to it, against the naive reference that runs every expert on every
  * token; and grouping tokens changes no bit (each token alone gives the same). */
 START_TEST(moe_runs_only_the_chosen_experts_as_the_reference_combines_them) {
-    const char *dirs[] = {"tests/data/small-mixtral", "tests/data/small-qwen3moe", "tests/data/small-olmoe"};
-    for (int d = 0; d < 3; d++) {
+    const char *dirs[] = {"tests/data/small-mixtral", "tests/data/small-qwen3moe", "tests/data/small-olmoe",
+                          "tests/data/small-gptoss"};
+    for (int d = 0; d < 4; d++) {
         Model m;
         AvErr e;
         if (model_load(&m, dirs[d], &e) != 0) ck_abort_msg("load %s: %s", dirs[d], e.msg);

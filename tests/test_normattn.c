@@ -18,7 +18,7 @@ static const char *FIXTURES[] = {"tests/data/small-f32",   "tests/data/small-bf1
                                  "tests/data/small-gpt2-f16", "tests/data/small-roberta", "tests/data/small-distilbert",
                                  "tests/data/small-llama", "tests/data/small-qwen2",    "tests/data/small-qwen3",
                                  "tests/data/small-mistral", "tests/data/small-gemma2",  "tests/data/small-gemma3",
-                                 "tests/data/small-phi3"};
+                                 "tests/data/small-phi3", "tests/data/small-gptoss"};
 
 static void make_ids(const Model *m, int *ids, int *types, int n, int salt) {
     for (int i = 0; i < n; i++) {

@@ -36,9 +36,9 @@ END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
-                                            "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe and "
+                                            "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, gpt_oss and "
                                             "modernbert");
-    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3 and olmoe");
+    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3, olmoe and gpt-oss");
     /* the unsupported-family message names the list */
     ModelConfig c;
     AvErr e = {0};
@@ -200,6 +200,43 @@ START_TEST(moe_families_read_their_routing) {
 }
 END_TEST
 
+/* gpt-oss: sinks, biases on q/k/v/o by default, alternate sliding layers (window 128 when the config
+ * names none), GptOssConfig's YaRN when it names no rotary scaling (attention factor 0.1 ln 32 + 1),
+ * a config's YaRN (truncate, mscale ratio), the router's softmax over the top-k logits, the clamped
+ * SwiGLU's keys; what is refused. */
+START_TEST(gptoss_reads_sinks_yarn_and_its_experts) {
+    ModelConfig c;
+    parse_family(&c, "gpt_oss", ",\"num_local_experts\":8,\"num_experts_per_tok\":4");
+    ck_assert(c.attn_sinks && c.qkv_bias && c.o_bias && !c.mlp_bias && !c.qk_norm && c.moe_topk_logits);
+    ck_assert(c.num_experts == 8 && c.experts_per_tok == 4 && c.moe_intermediate == 48);
+    ck_assert(c.swiglu_limit == 7.0f && c.swiglu_alpha == 1.702f && c.sliding_window == 128 && c.rope_theta == 150000.0f);
+    for (int l = 0; l < 4; l++) ck_assert(c.layer_sliding[l] == (l % 2 == 0));
+    ck_assert(c.rope_kind == ROPE_YARN && c.rope_factor == 32.0f && c.rope_orig_max_pos == 4096 && !c.rope_truncate);
+    ck_assert_float_eq_tol(c.rope_attn_factor, 0.1 * log(32.0) + 1, 1e-6);
+    parse_family(&c, "gpt_oss", ",\"attention_bias\":false,\"swiglu_limit\":5.5,\"sliding_window\":16,"
+                                "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\",\"full_attention\"],"
+                                "\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4.0,\"beta_fast\":16,"
+                                "\"original_max_position_embeddings\":32,\"mscale\":2,\"mscale_all_dim\":1}");
+    ck_assert(!c.qkv_bias && !c.o_bias && c.swiglu_limit == 5.5f && c.sliding_window == 16);
+    ck_assert(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[2] && !c.layer_sliding[3]);
+    ck_assert(c.rope_kind == ROPE_YARN && c.rope_factor == 4.0f && c.rope_orig_max_pos == 32 && c.rope_truncate);
+    ck_assert(c.rope_beta_fast == 16.0f && c.rope_beta_slow == 1.0f);
+    ck_assert_float_eq_tol(c.rope_attn_factor, (0.2 * log(4.0) + 1) / (0.1 * log(4.0) + 1), 1e-6);
+    const char *bad[] = {",\"num_local_experts\":4,\"num_experts_per_tok\":5", ",\"swiglu_limit\":-1",
+                         ",\"rope_scaling\":{\"rope_type\":\"yarn\"}", ",\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4,\"truncate\":3}"};
+    const char *why[] = {"exceeds the 4 experts", "swiglu_limit", "needs a \"factor\"", "truncate"};
+    for (int i = 0; i < 4; i++) {
+        char j[1024];
+        snprintf(j, sizeof j,
+                 "{\"model_type\":\"gpt_oss\",\"vocab_size\":40,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                 "\"num_attention_heads\":4,\"intermediate_size\":48,\"max_position_embeddings\":64%s}", bad[i]);
+        AvErr e = {0};
+        ck_assert_int_ne(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
+        ck_assert_msg(strstr(e.msg, why[i]) != NULL, "%s", e.msg);
+    }
+}
+END_TEST
+
 /* ModernBERT: the Hub's keys (global_attn_every_n_layers, global/local_rope_theta; a window of
  * local_attention / 2 either side, itself included) and transformers 5's (layer_types,
  * rope_parameters per layer type); what it refuses. */
@@ -248,6 +285,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, phi3_reads_longrope_and_partial_rotary);
     tcase_add_test(t, modernbert_reads_its_local_layers_both_ways);
     tcase_add_test(t, moe_families_read_their_routing);
+    tcase_add_test(t, gptoss_reads_sinks_yarn_and_its_experts);
     suite_add_tcase(s, t);
     return s;
 }

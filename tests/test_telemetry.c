@@ -15,7 +15,7 @@
 static const char *FIXTURES[] = {"tests/data/small-f32",   "tests/data/small-llama",   "tests/data/small-gpt2",
                                  "tests/data/small-gemma2", "tests/data/small-gemma3", "tests/data/small-phi3",
                                  "tests/data/small-distilbert", "tests/data/small-qwen3", "tests/data/small-modernbert",
-                                 "tests/data/small-electra"};
+                                 "tests/data/small-electra", "tests/data/small-gptoss"};
 enum { TOP = 5 };
 
 /* n token ids of m's vocabulary, with repeats (the duplicate share needs them). */

@@ -6,8 +6,9 @@
  * with --norm also .vnorm (L, H, n) and .nattn (L, H, n, n), the value norms
  * and value-weighted attention as the CLI's --measure norm computes them
  * (normattn.h); a mixture-of-experts model's routing as .experts (L, n, k)
- * int32 ids and .experts_w (L, n, k) float32 weights; and prints {"layers",
- * "heads", "kv_heads", "head_dim", "tokens", "experts_k"} as JSON. */
+ * int32 ids and .experts_w (L, n, k) float32 weights; a model with attention
+ * sinks their share of every row as .sinks (L, H, n); and prints {"layers",
+ * "heads", "kv_heads", "head_dim", "tokens", "experts_k", "sinks"} as JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,13 +57,14 @@ int main(int argc, char **argv) {
         (norm && (dump(argv[2], "vnorm", cap.vnorm, LH * n) || dump(argv[2], "nattn", cap.nattn, LH * n * n))) ||
         (cap.moe_ids && (dump(argv[2], "experts", (const float *)(const void *)cap.moe_ids,
                               (size_t)cap.n_layers * n * cap.moe_k) ||
-                         dump(argv[2], "experts_w", cap.moe_w, (size_t)cap.n_layers * n * cap.moe_k)))) {
+                         dump(argv[2], "experts_w", cap.moe_w, (size_t)cap.n_layers * n * cap.moe_k))) ||
+        (cap.sinks && dump(argv[2], "sinks", cap.sinks, LH * n))) {
         fprintf(stderr, "fwd_dump: cannot write %s.*\n", argv[2]);
         return 1;
     }
     printf("{\"layers\": %d, \"heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"tokens\": %d, \"dtype\": \"%s\", "
-           "\"experts_k\": %d}\n",
-           cap.n_layers, cap.n_heads, cap.n_kv_heads, cap.head_dim, n, m.dtype_name, cap.moe_k);
+           "\"experts_k\": %d, \"sinks\": %d}\n",
+           cap.n_layers, cap.n_heads, cap.n_kv_heads, cap.head_dim, n, m.dtype_name, cap.moe_k, cap.sinks != NULL);
     model_capture_free(&cap);
     model_runstate_free(&rs);
     model_free(&m);

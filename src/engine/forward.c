@@ -127,7 +127,20 @@ typedef struct {
     size_t attn_len;
     int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
+    const float *sinks;        // (n_heads) the layer's sink logits, or NULL
 } HeadTask;
+
+/* Head h's rule: the layer's, with its sink logit (if the layer has sinks)
+ * whose share of rows [row0, ...) goes to cap's sinks (cap NULL or without
+ * them: nowhere). */
+static AttnRule head_rule(const AttnRule *layer, const float *sinks, int h, Capture *cap, int l, int row0) {
+    AttnRule r = *layer;
+    if (sinks) {
+        r.has_sink = 1, r.sink = sinks[h];
+        r.sink_out = cap && cap->sinks ? cap_sinks(cap, l, h) + row0 : NULL;
+    }
+    return r;
+}
 
 /* Where a head's rows go as they are made when its matrix is not kept: its
  * thumbnail and its telemetry, if the capture has them (rows row0 + i of an
@@ -177,8 +190,9 @@ static void head_part(void *arg, int t, int T) {
             kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
                            dh, n);
         }
+        const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, w->pos0);
         head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                       w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &w->rule,
+                       w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &rule,
                        w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * kern_attention_rows() * nk);
         if (w->cap && w->cap->z && w->ctxT) /* every head's context, whatever the selection keeps */
             kern_transpose(cap_z(w->cap, w->layer, h) + (size_t)w->pos0 * dh, w->ctxT + qoff, dh, n);
@@ -208,6 +222,7 @@ typedef struct {
     size_t attn_len;
     int layer, n, n_heads, group, dh;
     AttnRule rule;
+    const float *sinks;        // (n_heads) the layer's sink logits, or NULL
 } PackTask;
 
 /* cols [a, a + len) of src (rows, n) -> dst (rows, len), and back */
@@ -236,7 +251,8 @@ static void pack_part(void *arg, int t, int T) {
                 kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
                 kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
             }
-            head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh, &w->rule,
+            const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, 0);
+            head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh, &rule,
                            w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * w->scores_len);
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
@@ -248,8 +264,9 @@ static void pack_part(void *arg, int t, int T) {
 /* How layer l turns scores into probabilities: scale, causal mask, sliding window (one way, or
  * both ways for an encoder's local attention), soft-cap. */
 static AttnRule layer_rule(const ModelConfig *c, int l) {
-    AttnRule rule = {c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim), c->causal,
-                     c->layer_sliding[l] ? c->sliding_window : 0, c->attn_softcap, c->window_bidir};
+    AttnRule rule = {.scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)c->head_dim),
+                     .causal = c->causal, .window = c->layer_sliding[l] ? c->sliding_window : 0,
+                     .softcap = c->attn_softcap, .bidir = c->window_bidir};
     if (c->inverse_layer_scale) rule.scale /= (float)(l + 1);
     return rule;
 }
@@ -470,12 +487,12 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
                          (size_t)4 * c->head_dim * s->max_tokens, s->scores,
                          (size_t)kern_attention_rows() * (size_t)s->max_tokens, attn, attn_len, l, n, c->num_heads,
-                         c->num_heads / c->num_kv_heads, c->head_dim, rule};
+                         c->num_heads / c->num_kv_heads, c->head_dim, rule, L->sinks};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
     } else {
         HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
                           attn, attn_len, l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim,
-                          rule};
+                          rule, L->sinks};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
                  &heads);
     }
@@ -493,25 +510,39 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     return 0;
 }
 
-/* One token's routing from its router logits (E): softmax, the k most
- * probable experts (ties: the lower id first, as torch.topk), their
- * probabilities renormalized to sum 1 where the family does. */
-static void route_token(const float *logits, int E, int K, int renorm, int *ids, float *w) {
-    // logits (E); ids, w (K)
-    double mx = logits[0], sum = 0, p[CFG_MAX_EXPERTS]; // p (E) exp(logit - max)
-    for (int x = 1; x < E; x++) mx = logits[x] > mx ? logits[x] : mx;
-    for (int x = 0; x < E; x++) sum += p[x] = exp((double)logits[x] - mx);
-    float prob[CFG_MAX_EXPERTS]; // (E) the softmax, rounded to float as transformers' is
-    for (int x = 0; x < E; x++) prob[x] = (float)(p[x] / sum);
+/* The k largest of v (E) into ids (K), largest first (ties: the lower id, as torch.topk). */
+static void top_k(const float *v, int E, int K, int *ids) {
     for (int k = 0; k < K; k++) {
         int best = -1;
         for (int x = 0; x < E; x++) {
             int taken = 0;
             for (int j = 0; j < k; j++) taken |= ids[j] == x;
-            if (!taken && (best < 0 || prob[x] > prob[best])) best = x;
+            if (!taken && (best < 0 || v[x] > v[best])) best = x;
         }
-        ids[k] = best, w[k] = prob[best];
+        ids[k] = best;
     }
+}
+
+/* One token's routing from its router logits (E): softmax, the k most
+ * probable experts (ties: the lower id first, as torch.topk), their
+ * probabilities renormalized to sum 1 where the family does. renorm < 0
+ * (gpt-oss): the k largest logits, then a softmax over those k only. */
+static void route_token(const float *logits, int E, int K, int renorm, int *ids, float *w) {
+    // logits (E); ids, w (K)
+    if (renorm < 0) {
+        top_k(logits, E, K, ids);
+        double sum = 0, p[CFG_MAX_TOP_K];
+        for (int k = 0; k < K; k++) sum += p[k] = exp((double)logits[ids[k]] - logits[ids[0]]);
+        for (int k = 0; k < K; k++) w[k] = (float)(p[k] / sum);
+        return;
+    }
+    double mx = logits[0], sum = 0, p[CFG_MAX_EXPERTS]; // p (E) exp(logit - max)
+    for (int x = 1; x < E; x++) mx = logits[x] > mx ? logits[x] : mx;
+    for (int x = 0; x < E; x++) sum += p[x] = exp((double)logits[x] - mx);
+    float prob[CFG_MAX_EXPERTS]; // (E) the softmax, rounded to float as transformers' is
+    for (int x = 0; x < E; x++) prob[x] = (float)(p[x] / sum);
+    top_k(prob, E, K, ids);
+    for (int k = 0; k < K; k++) w[k] = prob[ids[k]];
     if (renorm) {
         float total = 0;
         for (int k = 0; k < K; k++) total += w[k];
@@ -537,7 +568,7 @@ int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float 
     float logits[CFG_MAX_EXPERTS]; // (E) token i's
     for (int i = 0; i < n; i++) {
         for (int x = 0; x < E; x++) logits[x] = s->routerT[(size_t)x * n + i];
-        route_token(logits, E, K, c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
+        route_token(logits, E, K, c->moe_topk_logits ? -1 : c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
     }
     memset(yT, 0, (size_t)H * n * sizeof *yT);
     /* experts in id order, each on its tokens only: a token's sum follows the
@@ -554,9 +585,11 @@ int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float 
         const Expert *X = &L->experts[x];
         const Linear *gu[2] = {&X->gate, &X->up}, *down[1] = {&X->down};
         float *out[2] = {s->gateT, s->ffT};
-        if (products(s, s->moe_xT, ne, 2, gu, out, -1, 1, c->hidden_act, m, e) ||
-            products(s, s->gateT, ne, 1, down, &s->moe_yT, -1, 0, ACT_GELU, m, e))
-            return -1;
+        /* gpt-oss: its clamped SwiGLU after both products (their biases added), not an activation's glu */
+        const int clamped = c->swiglu_limit > 0;
+        if (products(s, s->moe_xT, ne, 2, gu, out, -1, !clamped, c->hidden_act, m, e)) return -1;
+        if (clamped) kern_swiglu_clamped(s->gateT, s->ffT, (size_t)X->gate.out * ne, c->swiglu_alpha, c->swiglu_limit);
+        if (products(s, s->gateT, ne, 1, down, &s->moe_yT, -1, 0, ACT_GELU, m, e)) return -1;
         for (int h = 0; h < H; h++)
             for (int j = 0; j < ne; j++) {
                 const float add = s->moe_yT[(size_t)h * ne + j] * s->moe_tw[j];
@@ -588,14 +621,18 @@ int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, in
     }
     kern_transpose(x, xT, H, n);
     kern_linear_naive(logits, x, &L->router, n);
-    for (int i = 0; i < n; i++) route_token(logits + (size_t)i * E, E, K, c->moe_renorm, ids + (size_t)i * K, w + (size_t)i * K);
+    for (int i = 0; i < n; i++)
+        route_token(logits + (size_t)i * E, E, K, c->moe_topk_logits ? -1 : c->moe_renorm, ids + (size_t)i * K,
+                    w + (size_t)i * K);
     memset(yT, 0, (size_t)H * n * sizeof *yT);
     /* every expert on every token; a token takes the outputs of its chosen ones */
     for (int ex = 0; ex < E; ex++) {
         const Expert *X = &L->experts[ex];
         kern_linear_naive(g, x, &X->gate, n);
         kern_linear_naive(u, x, &X->up, n);
-        for (size_t i = 0; i < (size_t)n * F; i++) g[i] = act_naive(g[i], c->hidden_act) * u[i];
+        if (c->swiglu_limit > 0) kern_swiglu_clamped_naive(g, u, (size_t)n * F, c->swiglu_alpha, c->swiglu_limit);
+        else
+            for (size_t i = 0; i < (size_t)n * F; i++) g[i] = act_naive(g[i], c->hidden_act) * u[i];
         kern_linear_naive(y, g, &X->down, n);
         for (int i = 0; i < n; i++) {
             const int k = expert_slot(ids, K, i, ex);
@@ -903,7 +940,8 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
     float *qT = scratch, *kT = scratch + (size_t)n * dh; // (dh, n) each
     kern_transpose(qT, cap_q(cap, l, h), n, dh);
     kern_transpose(kT, cap_k(cap, l, h), n, dh);
-    const AttnRule rule = layer_rule(&m->cfg, l);
+    const AttnRule layer = layer_rule(&m->cfg, l);
+    const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
     kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
     return 0;
 }

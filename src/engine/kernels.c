@@ -292,7 +292,17 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
             if (rule->softcap > 0) acc = rule->softcap * tanh(acc / rule->softcap);
             r[j] = (float)acc;
         }
-        kern_softmax_rows_naive(r + lo, 1, hi - lo);
+        if (rule->has_sink) {
+            /* the sink as one more logit whose probability goes to no key */
+            double mx = rule->sink, sum = 0;
+            for (int j = lo; j < hi; j++) mx = r[j] > mx ? r[j] : mx;
+            for (int j = lo; j < hi; j++) sum += exp((double)r[j] - mx);
+            sum += exp((double)rule->sink - mx);
+            for (int j = lo; j < hi; j++) r[j] = (float)(exp((double)r[j] - mx) / sum);
+            if (rule->sink_out) rule->sink_out[i] = (float)(exp((double)rule->sink - mx) / sum);
+        } else {
+            kern_softmax_rows_naive(r + lo, 1, hi - lo);
+        }
     }
     if (!ctxT) return;
     for (int d = 0; d < dh; d++)
@@ -340,6 +350,25 @@ VEC_CLONES static void scale_row(float *r, int n, float scale) {
     for (int j = 0; j < n; j++) r[j] *= scale;
 }
 
+/* softmax over the row's n (already scaled) scores and the sink logit, which
+ * has no key: the row gets its share of the probabilities, the sink's share
+ * is returned (transformers' eager gpt-oss: concatenate, softmax, drop it). */
+VEC_CLONES static float softmax_sink_row(float *r, int n, float sink) {
+    float mx = sink;
+    for (int j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    for (int j = 0; j < n; j++) r[j] = vexpf(r[j] - mx);
+    float part[8] = {0}, sum = 0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; k++) part[k] += r[j + k];
+    for (; j < n; j++) sum += r[j];
+    for (int k = 0; k < 8; k++) sum += part[k];
+    const float es = vexpf(sink - mx);
+    const float inv = 1.0f / (sum + es);
+    for (int k = 0; k < n; k++) r[k] *= inv;
+    return es * inv;
+}
+
 void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
     for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale);
 }
@@ -349,7 +378,12 @@ void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
 static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int ldp) {
     int lo, hi;
     attn_keys(rule, nq, nk, i, &lo, &hi);
-    if (rule->softcap > 0 || !(rule->scale > 0)) {
+    if (rule->has_sink) {
+        scale_row(r + lo, hi - lo, rule->scale);
+        if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
+        const float share = softmax_sink_row(r + lo, hi - lo, rule->sink);
+        if (rule->sink_out) rule->sink_out[i] = share;
+    } else if (rule->softcap > 0 || !(rule->scale > 0)) {
         scale_row(r + lo, hi - lo, rule->scale);
         if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
         kern_softmax_rows(r + lo, 1, hi - lo);
@@ -461,6 +495,21 @@ VEC_CLONES void kern_activate(float *x, size_t n, ActKind act) {
     case ACT_SILU:
         for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + vexpf(-x[i]));
         break;
+    }
+}
+
+VEC_CLONES void kern_swiglu_clamped(float *g, const float *u, size_t n, float alpha, float limit) {
+    for (size_t i = 0; i < n; i++) {
+        const float x = g[i] < limit ? g[i] : limit;
+        const float y = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        g[i] = (y + 1.0f) * (x / (1.0f + vexpf(-alpha * x)));
+    }
+}
+
+void kern_swiglu_clamped_naive(float *g, const float *u, size_t n, float alpha, float limit) {
+    for (size_t i = 0; i < n; i++) {
+        const double x = g[i] < limit ? g[i] : limit, y = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+        g[i] = (float)((y + 1.0) * x / (1.0 + exp(-(double)alpha * x)));
     }
 }
 

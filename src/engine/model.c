@@ -134,7 +134,7 @@ static int checked(Model *m, const char *name, int ndim, int64_t d0, int64_t d1,
         return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t->name, t->type_name);
     if (t->type == KERN_UNSUPPORTED)
         return av_err(e, "%s: tensor '%s' has type %s, which attnviz does not widen (F32, F16, BF16, Q4_0, Q4_1, "
-                      "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", m->path, t->name, t->type_name);
+                      "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4)", m->path, t->name, t->type_name);
     if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
         shape_str(gs, sizeof gs, t->ndim, t->shape);
         return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t->name, gs,
@@ -258,6 +258,134 @@ int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, in
     return 0;
 }
 
+/* model_linear_expert_cols' weights from transformers' MXFP4 layout: block
+ * g of row R is scales[idx][R][g] (E8M0) and 16 bytes whose byte j holds
+ * elements 2j (low nibble) and 2j + 1; ggml's block is the same exponent,
+ * then byte j holding elements j (low) and j + 16. The codes index the same
+ * E2M1 values (ggml's doubled, its scale halved). */
+static int expert_mxfp4(Model *m, Linear *lin, const char *name, int64_t n, int64_t idx, int64_t in, int64_t total,
+                        int64_t col0, int64_t step, int64_t out, AvErr *e) {
+    char bn[300], sn[300], ws[96], gs[96];
+    TensorRef tq, ts;
+    snprintf(bn, sizeof bn, "%.250s_blocks", name);
+    snprintf(sn, sizeof sn, "%.250s_scales", name);
+    const int64_t G = in / 32, want_q[4] = {n, total, G, 16}, want_s[3] = {n, total, G};
+    shape_str(ws, sizeof ws, 3, want_s);
+    if (!find_variant(m, bn, &tq)) return -1;
+    if (in % 32)
+        return av_err(e, "%s: '%s' is MXFP4, whose blocks need rows of a multiple of 32 values (config.json implies %lld)",
+                      m->path, tq.name, (long long)in);
+    if (!find_variant(m, sn, &ts)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, sn, ws);
+    if (in % 32 || strcmp(tq.type_name, "U8") || strcmp(ts.type_name, "U8"))
+        return av_err(e, "%s: MXFP4 tensors '%s' / '%s' must be U8 over rows of a multiple of 32 (%lld)", m->path, tq.name,
+                      ts.name, (long long)in);
+    const TensorRef *tt[2] = {&tq, &ts};
+    const int64_t *want[2] = {want_q, want_s};
+    for (int k = 0; k < 2; k++) {
+        const int nd = k ? 3 : 4;
+        int ok = tt[k]->ndim == nd;
+        for (int d = 0; ok && d < nd; d++) ok = tt[k]->shape[d] == want[k][d];
+        if (!ok) {
+            shape_str(gs, sizeof gs, tt[k]->ndim, tt[k]->shape);
+            shape_str(ws, sizeof ws, nd, want[k]);
+            return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, tt[k]->name, gs, ws);
+        }
+    }
+    if (idx < 0 || idx >= n || col0 < 0 || step < 1 || col0 + (out - 1) * step >= total ||
+        tq.nbytes < (size_t)(n * total * G * 16) || ts.nbytes < (size_t)(n * total * G))
+        return av_err(e, "%s: tensor '%s' is shorter than its shape", m->path, tq.name);
+    const size_t row_bytes = (size_t)G * 17;
+    float *copy = malloc(((size_t)out * row_bytes + 3) / 4 * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, tq.name);
+    }
+    uint8_t *dst = (uint8_t *)copy;
+    for (int64_t r = 0; r < out; r++) {
+        const size_t R = (size_t)idx * (size_t)total + (size_t)(col0 + r * step);
+        for (int64_t g = 0; g < G; g++) {
+            const uint8_t *q = tq.data + (R * (size_t)G + (size_t)g) * 16;
+            uint8_t *b = dst + (size_t)r * row_bytes + (size_t)g * 17, c[32];
+            for (int j = 0; j < 16; j++) c[2 * j] = q[j] & 0xF, c[2 * j + 1] = q[j] >> 4;
+            b[0] = ts.data[R * (size_t)G + (size_t)g];
+            for (int j = 0; j < 16; j++) b[1 + j] = (uint8_t)(c[j] | c[j + 16] << 4);
+        }
+    }
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = tq.name, lin->type = GGUF_T_MXFP4, lin->w = copy;
+    lin->row_bytes = row_bytes;
+    snprintf(m->dtype_name, sizeof m->dtype_name, "MXFP4");
+    note_width(m, in);
+    return 0;
+}
+
+int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
+                             int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e) {
+    TensorRef t, tb;
+    char ws[80], gs[80];
+    const int64_t want[3] = {n, in, total}, want_b[2] = {n, total};
+    shape_str(ws, sizeof ws, 3, want);
+    if (!find_variant(m, name, &t)) {
+        /* the published gpt-oss checkpoints: name_blocks / name_scales, (total, in) rows in MXFP4 */
+        AvErr qe = {0};
+        if (expert_mxfp4(m, lin, name, n, idx, in, total, col0, step, out, &qe) == 0) goto bias;
+        if (qe.msg[0]) return *e = qe, -1;
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s, or its MXFP4 %s_blocks and _scales)", m->path, name,
+                      ws, name);
+    }
+    if (t.type != KERN_F32 && t.type != TYPE_F16 && t.type != TYPE_BF16)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t.name, t.type_name);
+    if (t.ndim != 3 || t.shape[0] != n || t.shape[1] != in || t.shape[2] != total) {
+        shape_str(gs, sizeof gs, t.ndim, t.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, t.name, gs, ws);
+    }
+    const size_t es = t.type == KERN_F32 ? 4 : 2;
+    if (idx < 0 || idx >= n || col0 < 0 || step < 1 || col0 + (out - 1) * step >= total ||
+        (size_t)n * (size_t)in * (size_t)total > t.nbytes / es)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t.name, ws);
+    /* the transpose: (out, in) rows in the stored type, as the products read them */
+    float *copy = malloc(((size_t)out * (size_t)in * es + 3) / 4 * sizeof *copy);
+    if (!copy || keep_owned(m, copy) != 0) {
+        free(copy);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, t.name);
+    }
+    const uint8_t *src = t.data + (size_t)idx * (size_t)in * (size_t)total * es;
+    uint8_t *dst = (uint8_t *)copy;
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t k = 0; k < in; k++)
+            memcpy(dst + ((size_t)r * (size_t)in + (size_t)k) * es, src + ((size_t)k * (size_t)total + (size_t)(col0 + r * step)) * es, es);
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name, lin->type = t.type, lin->w = copy;
+    lin->row_bytes = (size_t)in * es;
+    if (!m->dtype_name[0] || (!strcmp(m->dtype_name, "F32") && t.type != KERN_F32))
+        snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
+    note_width(m, in);
+bias:
+    /* the bias: row idx of (n, total), widened, the same columns */
+    shape_str(ws, sizeof ws, 2, want_b);
+    if (!find_variant(m, bias_name, &tb))
+        return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, bias_name, ws);
+    if (tb.type != KERN_F32 && tb.type != TYPE_F16 && tb.type != TYPE_BF16)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, tb.name, tb.type_name);
+    if (tb.ndim != 2 || tb.shape[0] != n || tb.shape[1] != total) {
+        shape_str(gs, sizeof gs, tb.ndim, tb.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, tb.name, gs, ws);
+    }
+    float *row = malloc((size_t)total * sizeof *row), *b = malloc((size_t)out * sizeof *b);
+    if (!row || !b || keep_owned(m, b) != 0) {
+        free(row), free(b);
+        return av_err(e, "%s: out of memory for an expert of '%s'", m->path, tb.name);
+    }
+    if (quant_rows(tb.type, tb.data, tb.nbytes, (size_t)n, (size_t)total, (size_t)idx, (size_t)idx + 1, row, tb.name, e)) {
+        free(row);
+        return -1;
+    }
+    for (int64_t r = 0; r < out; r++) b[r] = row[col0 + r * step];
+    free(row);
+    lin->b = b;
+    return 0;
+}
+
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e) {
     char nm[300];
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
@@ -301,6 +429,22 @@ static float *rope_freqs(const ModelConfig *c, float theta, RopeKind kind, const
         float f = 1.0f / powf(theta, (float)(2 * i) / (float)c->rotary_dim);
         if (kind == ROPE_LINEAR) f /= c->rope_factor;
         if (kind == ROPE_LONGROPE) f = 1.0f / (ext[i] * powf(theta, (float)(2 * i) / (float)c->rotary_dim));
+        if (kind == ROPE_YARN) {
+            /* transformers' _compute_yarn_parameters: a ramp over the dims between the
+             * ones turning beta_fast and beta_slow times over the original context blends
+             * the interpolated frequency (divided by factor) into the original one */
+            const double pi = 3.14159265358979323846, dim = c->rotary_dim, lb = 2 * log((double)theta);
+            double lo = dim * log(c->rope_orig_max_pos / (c->rope_beta_fast * 2 * pi)) / lb;
+            double hi = dim * log(c->rope_orig_max_pos / (c->rope_beta_slow * 2 * pi)) / lb;
+            if (c->rope_truncate) lo = floor(lo), hi = ceil(hi);
+            lo = lo > 0 ? lo : 0, hi = hi < dim - 1 ? hi : dim - 1;
+            if (lo == hi) hi += 0.001; /* as transformers: no division by zero */
+            const float pos_freq = powf(theta, (float)(2 * i) / (float)c->rotary_dim);
+            float ramp = ((float)i - (float)lo) / (float)(hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            const float extra = 1.0f - ramp;
+            f = 1.0f / (c->rope_factor * pos_freq) * (1.0f - extra) + 1.0f / pos_freq * extra;
+        }
         if (kind == ROPE_LLAMA3) {
             const double pi = 3.14159265358979323846;
             double old = c->rope_orig_max_pos, lo = c->rope_low_freq, hi = c->rope_high_freq;
@@ -663,6 +807,7 @@ static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn
         cap->hidden = alloc_floats((size_t)(c->num_layers + 1) * (size_t)n * (size_t)c->hidden_size);
         bad |= !cap->hidden;
     }
+    if (c->attn_sinks) bad |= !(cap->sinks = calloc(blocks * (size_t)n, sizeof(float)));
     if (c->num_experts) {
         /* the routing of every layer: -1 and 0 until a pass routes (dense layers stay so) */
         const size_t len = (size_t)c->num_layers * (size_t)n * (size_t)c->experts_per_tok;
@@ -729,6 +874,7 @@ size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads) {
 
 void model_capture_free(Capture *cap) {
     free(cap->vnorm);
+    free(cap->sinks);
     free(cap->nattn);
     free(cap->attn);
     free(cap->q);
@@ -774,6 +920,7 @@ void model_capture_trim(Capture *cap, int n) {
     for (size_t b = 0; cap->attn && b < blocks; b++)
         for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
     for (size_t b = 0; cap->vnorm && b < blocks; b++) memmove(cap->vnorm + b * nn, cap->vnorm + b * ld, nn * sizeof(float));
+    for (size_t b = 0; cap->sinks && b < blocks; b++) memmove(cap->sinks + b * nn, cap->sinks + b * ld, nn * sizeof(float));
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
         memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));

@@ -30,8 +30,22 @@ static void scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
     else { *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
 }
 
+/* MXFP4 (OCP microscaling, gpt-oss's experts): a block is one E8M0 exponent
+ * byte, then 32 E2M1 codes as nibbles (element j low, j + 16 high). ggml keeps
+ * the codes doubled and the scale halved: value = kv[code] * 2^(e - 128). */
+static const int8_t MXFP4_KV[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static float e8m0_half(uint8_t x) {
+    const uint32_t bits = x < 2 ? 0x00200000u << x : (uint32_t)(x - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 static void block(uint32_t t, const uint8_t *b, float *y) {
     switch (t) {
+    case GGUF_T_MXFP4: { float d = e8m0_half(b[0]); const uint8_t *q = b + 1;
+        for (int j = 0; j < 16; j++) { y[j] = d * (float)MXFP4_KV[q[j] & 0xF]; y[j + 16] = d * (float)MXFP4_KV[q[j] >> 4]; } break; }
     case GGUF_T_Q8_0: { float d = f16at(b); for (int i = 0; i < 32; i++) y[i] = (float)(int8_t)b[2 + i] * d; break; }
     case GGUF_T_Q4_0: { float d = f16at(b); const uint8_t *q = b + 2;
         for (int j = 0; j < 16; j++) { y[j] = (float)((q[j] & 0xF) - 8) * d; y[j + 16] = (float)((q[j] >> 4) - 8) * d; } break; }
@@ -78,7 +92,7 @@ static void block(uint32_t t, const uint8_t *b, float *y) {
 int quant_supported(uint32_t t) {
     switch (t) {
     case GGUF_T_F32: case GGUF_T_F16: case GGUF_T_BF16: case GGUF_T_Q8_0: case GGUF_T_Q4_0: case GGUF_T_Q4_1:
-    case GGUF_T_Q5_0: case GGUF_T_Q5_1: case GGUF_T_Q4_K: case GGUF_T_Q5_K: case GGUF_T_Q6_K: return 1;
+    case GGUF_T_Q5_0: case GGUF_T_Q5_1: case GGUF_T_Q4_K: case GGUF_T_Q5_K: case GGUF_T_Q6_K: case GGUF_T_MXFP4: return 1;
     default: return 0;
     }
 }
@@ -295,6 +309,9 @@ int quant_rows(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows, size
     case GGUF_T_Q4_K: rows_qk(p, nb, out, 0); break;
     case GGUF_T_Q5_K: rows_qk(p, nb, out, 1); break;
     case GGUF_T_Q6_K: rows_q6_k(p, nb, out); break;
+    case GGUF_T_MXFP4: /* a table lookup per code: the block reference is already the loop */
+        for (size_t i = 0; i < nb; i++) block(t, p + i * 17, out + i * 32);
+        break;
     }
     return 0;
 }

@@ -20,7 +20,7 @@ static const struct { uint32_t t; const char *n; size_t blk, bytes; } TYPES[] = 
     {GGUF_T_Q3_K, "Q3_K", 256, 110}, {GGUF_T_Q4_K, "Q4_K", 256, 144}, {GGUF_T_Q5_K, "Q5_K", 256, 176},
     {GGUF_T_Q6_K, "Q6_K", 256, 210}, {GGUF_T_Q8_K, "Q8_K", 256, 292}, {GGUF_T_I8, "I8", 1, 1},
     {GGUF_T_I16, "I16", 1, 2},       {GGUF_T_I32, "I32", 1, 4},       {GGUF_T_I64, "I64", 1, 8},
-    {GGUF_T_F64, "F64", 1, 8},       {GGUF_T_BF16, "BF16", 1, 2},
+    {GGUF_T_F64, "F64", 1, 8},       {GGUF_T_BF16, "BF16", 1, 2},     {GGUF_T_MXFP4, "MXFP4", 32, 17},
 };
 
 size_t gguf_type_block(uint32_t type) {

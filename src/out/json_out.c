@@ -544,6 +544,7 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_str(s, num);
     }
     if (c->qk_norm) sink_str(s, ",\"qk_norm\":true"); /* q and k RMS-normalized per head before rotary */
+    if (c->attn_sinks) sink_str(s, ",\"attention_sinks\":true"); /* gpt-oss: "sinks" holds their shares */
     if (c->num_experts) { /* a mixture-of-experts MLP */
         sink_str(s, ",\"num_experts\":");
         sink_int(s, c->num_experts);
@@ -579,6 +580,11 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     }
     write_predictions(s, d);
     write_experts(s, d);
+    if (d->cap && d->cap->sinks && !d->n_stacks && !d->diff) {
+        /* attention sinks (gpt-oss): [layer][head][query] the share of each row no key took */
+        sink_str(s, ",\"sinks\":");
+        write_blocks(s, d, cap_sinks, 0, d->enc->n);
+    }
     if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (lens_json_members(s->f, d)) s->failed = 1;

@@ -44,17 +44,27 @@ int npy_write_attention(FILE *f, const OutDoc *d, AvErr *e) {
     return write_blocks(f, d, cap_attn, d->cap->n_tokens, d->cap->n_tokens, e);
 }
 
+/* float32 [layers, heads, n]: one value per token of each selected block. */
+static int write_token_blocks(FILE *f, const OutDoc *d, float *(*block)(const Capture *, int, int), AvErr *e) {
+    long shape[3] = {out_n_layers(d), out_n_heads(d), d->cap->n_tokens};
+    if (npy_write_header(f, shape, 3) != 0) return av_err_errno(e, "write error");
+    for (int li = 0; li < out_n_layers(d); li++)
+        for (int hi = 0; hi < out_n_heads(d); hi++)
+            if (fwrite(block(d->cap, out_layer(d, li), out_head(d, hi)), sizeof(float), (size_t)d->cap->n_tokens, f) !=
+                (size_t)d->cap->n_tokens)
+                return av_err_errno(e, "write error");
+    return 0;
+}
+
+int npy_write_sinks(FILE *f, const OutDoc *d, AvErr *e) {
+    if (!d->cap->sinks) return av_err(e, "the model has no attention sinks");
+    return write_token_blocks(f, d, cap_sinks, e);
+}
+
 int npy_write_norm(FILE *f, const OutDoc *d, char what, AvErr *e) {
     if (what == 'v') {
         if (!d->cap->vnorm) return av_err(e, "value norms were not computed (or the view merged tokens: --words)");
-        long shape[3] = {out_n_layers(d), out_n_heads(d), d->cap->n_tokens};
-        if (npy_write_header(f, shape, 3) != 0) return av_err_errno(e, "write error");
-        for (int li = 0; li < out_n_layers(d); li++)
-            for (int hi = 0; hi < out_n_heads(d); hi++)
-                if (fwrite(cap_vnorm(d->cap, out_layer(d, li), out_head(d, hi)), sizeof(float), (size_t)d->cap->n_tokens,
-                           f) != (size_t)d->cap->n_tokens)
-                    return av_err_errno(e, "write error");
-        return 0;
+        return write_token_blocks(f, d, cap_vnorm, e);
     }
     if (!d->cap->nattn) return av_err(e, "value-weighted attention was not computed (--measure norm)");
     return write_blocks(f, d, cap_nattn, d->cap->n_tokens, d->cap->n_tokens, e);

@@ -29,6 +29,7 @@ static int write_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r
 static int write_npy_norm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_norm(f, d, 'n', e); }
 static int write_npy_vnorm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_norm(f, d, 'v', e); }
 static int write_flow_npy(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return flow_npy_write(f, d, e); }
+static int write_npy_sinks(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_sinks(f, d, e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
 
 static const struct {
@@ -40,7 +41,7 @@ static const struct {
     [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
     [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
     [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
-    [W_NPY_FLOW] = {write_flow_npy, 0},
+    [W_NPY_FLOW] = {write_flow_npy, 0}, [W_NPY_SINKS] = {write_npy_sinks, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -77,7 +78,8 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
         int what;
     } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
                  {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS},
-                 {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}, {".flow.npy", W_NPY_FLOW}};
+                 {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}, {".flow.npy", W_NPY_FLOW},
+                 {".sinks.npy", W_NPY_SINKS}};
     static const char *const lens_suffix[] = {".logit_lens_ids.npy", ".logit_lens_probs.npy", ".logit_lens_rank.npy",
                                               ".attribution_heads.npy", ".attribution_mlp.npy", ".ablation.npy"};
     if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
@@ -95,6 +97,7 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
         if (w == W_NPY_IDS && !d->gen) continue;
         if ((w == W_NPY_NORM && !d->cap->nattn) || (w == W_NPY_VNORM && !d->cap->vnorm)) continue;
         if (w == W_NPY_FLOW && !d->flow) continue;
+        if (w == W_NPY_SINKS && !d->cap->sinks) continue;
         char *p = npy_sibling(path, extra[i].suffix);
         int rc = p ? run_write_file(r, p, d, w, e) : av_err(e, "out of memory");
         free(p);

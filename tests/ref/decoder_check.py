@@ -1,4 +1,4 @@
-"""Llama-style decoders (mixtures of experts among them) against transformers itself: synthetic checkpoints made by transformers'
+"""Llama-style decoders (mixtures of experts and gpt-oss among them) against transformers itself: synthetic checkpoints made by transformers'
 own config and model classes at published shapes (layers reduced), saved with save_pretrained
 (F32, BF16, one sharded), run by attnviz's engine (build/fwd_dump) and by transformers with
 attn_implementation="eager" and output_attentions=True on the same token ids.
@@ -9,6 +9,7 @@ as the eager attention function receives them: after q/k norm and rotary, before
 captured by wrapping each modeling module's eager_attention_forward). Mixture-of-experts
 checkpoints also compare each layer's routing: every token's top-k experts, in order, against the
 top-k of the softmax of transformers' router logits (output_router_logits=True), and their weights (within the same bound).
+Models with attention sinks (gpt-oss) also compare each row's sink share with 1 minus the sum of transformers' row.
 Exit 1 on any FAIL.
 """
 import argparse
@@ -160,6 +161,24 @@ SPECS = {
                                        max_position_embeddings=4096, pad_token_id=1, bos_token_id=None,
                                        eos_token_id=2), "bfloat16",
                    {"lengths": [1, 9, 130, 600], "router_scale": 10.0, "qk_norm_base": 3.0}),
+    # gpt-oss-20b's attention layout (head_dim 64 apart from hidden/heads, 8 query heads per kv head, biases,
+    # a sink per head, sliding and full layers alternating) at 256 wide, 4 layers, a 16-token window so that it
+    # matters; its YaRN (x32 over 4,096, not truncated) in F32, a truncated YaRN over 256 in BF16; 8 experts, top-4
+    "gptoss-f32": ("GptOssConfig", dict(hidden_size=256, intermediate_size=128, num_attention_heads=8,
+                                        num_key_value_heads=1, head_dim=64, num_hidden_layers=4, num_local_experts=8,
+                                        num_experts_per_tok=4, sliding_window=16, rms_norm_eps=1e-5,
+                                        max_position_embeddings=131072,
+                                        rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                                                         "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                                                         "original_max_position_embeddings": 4096}), "float32",
+                   {"lengths": [1, 9, 130, 600], "router_scale": 10.0, "qk_scale": 3.0}),
+    "gptoss-bf16": ("GptOssConfig", dict(hidden_size=256, intermediate_size=128, num_attention_heads=8,
+                                         num_key_value_heads=2, head_dim=64, num_hidden_layers=4, num_local_experts=8,
+                                         num_experts_per_tok=4, sliding_window=16, rms_norm_eps=1e-5,
+                                         max_position_embeddings=2048,
+                                         rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                                                          "original_max_position_embeddings": 256}), "bfloat16",
+                    {"lengths": [1, 17, 300], "router_scale": 10.0, "qk_scale": 3.0}),
 }
 
 
@@ -182,7 +201,16 @@ def build(name, workdir):
                     # synthetic model is chaotic: float32 transformers is 3e-2 from float64)
                     base = extra.get("qk_norm_base", 4.0)
                 p.copy_(base + 0.1 * torch.randn_like(p))
-            elif pname.endswith("gate.weight") and "experts" not in pname:
+            elif pname.endswith("sinks"):
+                # gpt-oss's sink logits: spread over a few units, so that some heads' sinks take most of a
+                # row and others little
+                p.copy_(2.0 * torch.randn_like(p))
+            elif pname.endswith("experts.gate_up_proj"):
+                # gpt-oss's experts: gate and up of a few units, so that the clamp at swiglu_limit (7) bites
+                p.mul_(12.0)
+            elif pname.endswith("_bias"):
+                p.copy_(0.1 * torch.randn_like(p))  # gpt-oss's expert biases (2-D: one row per expert)
+            elif (pname.endswith("gate.weight") and "experts" not in pname) or pname.endswith("router.weight"):
                 # a MoE router: initializer_range's 0.02 leaves logits near 0 and the experts' probabilities
                 # near ties; scaled, each token's choice is clear (the check compares choices exactly)
                 p.mul_(extra.get("router_scale", 1.0))
@@ -228,7 +256,8 @@ def compare_routing(prefix, model_dir, n, L, K, logits):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     ids = np.fromfile(prefix + ".experts", dtype=np.int32).reshape(L, n, K)
     ws = np.fromfile(prefix + ".experts_w", dtype=np.float32).reshape(L, n, K)
-    renorm = cfg["model_type"] == "mixtral" or cfg.get("norm_topk_prob", False)
+    # gpt-oss: a softmax over the k chosen logits, which is the renormalized top-k of the full softmax
+    renorm = cfg["model_type"] in ("mixtral", "gpt_oss") or cfg.get("norm_topk_prob", False)
     sparse = [l for l in range(L) if ids[l, 0, 0] >= 0]
     if len(sparse) != len(logits):
         return None
@@ -258,7 +287,8 @@ def compare_routing(prefix, model_dir, n, L, K, logits):
 def check(fwd, model_dir, name, lengths, rng):
     """The bound holds against transformers in float64 (a float32 run's own rounding is of the order
     of the bound at these lengths); the float32 run's difference is printed beside it."""
-    worst_a = worst_qk = worst_a32 = 0.0
+    worst_a = worst_qk = worst_a32 = worst_s = 0.0
+    share = None
     routed = [0, 0, 0.0, 0]  # token-layers compared, differing, weight max |diff|, differing without a near tie
     for n in lengths:
         ids = [int(x) for x in rng.integers(0, VOCAB, size=n)]
@@ -291,12 +321,20 @@ def check(fwd, model_dir, name, lengths, rng):
         group = H // KV
         rk_per_head = np.repeat(rk, group, axis=1)  # query head h reads kv head h // group
         da = float(np.abs(ra - a).max())
+        if meta.get("sinks"):
+            # a sink's share of each row: what transformers' row (the sink column dropped) leaves of 1
+            sk = np.fromfile(prefix + ".sinks", dtype=np.float32).reshape(L, H, n)
+            ds = float(np.abs((1.0 - ra.sum(axis=-1)) - sk).max())
+            worst_s = max(worst_s, ds)
+            share = float((1.0 - ra.sum(axis=-1)).mean())
         dq = float(max(np.abs(rq - q).max(), np.abs(rk_per_head - k).max()))
         worst_a, worst_qk, worst_a32 = max(worst_a, da), max(worst_qk, dq), max(worst_a32, da32)
         peak = float(ra.max(axis=-1).mean())
         print(f"  {name} n={n}: attention {da:.2e} (float32 transformers {da32:.2e}), q/k {dq:.2e} "
-              f"(mean row max {peak:.2f})")
-    ok = worst_a <= TOL
+              f"(mean row max {peak:.2f})" + (f", sinks {ds:.2e} (mean share {share:.2f})" if share is not None else ""))
+    ok = worst_a <= TOL and worst_s <= TOL
+    if share is not None:
+        print(f"  {name} sinks: each row's sink share max |diff| {worst_s:.2e} from float64 transformers (tol {TOL:g})")
     if routed[0]:
         # identical choices; a difference is excused only at a near tie (1e-5) of transformers' probabilities
         ok &= routed[3] == 0 and routed[2] <= TOL

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Llama-style decoders (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, Mixtral, Qwen3-MoE, OLMoE; F32, BF16, sharded;
+# Llama-style decoders (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, Mixtral, Qwen3-MoE, OLMoE, gpt-oss; F32, BF16, sharded;
 # rotary scalings, LongRoPE, partial rotary). Options go to decoder_check.py (--only NAME,NAME; --long) against transformers' eager attention on synthetic checkpoints transformers
 # writes itself (tests/ref/decoder_check.py). Checkpoints are cached under ~/.cache/attnviz,
 # keyed by the script's hash, so CI writes them once.

@@ -62,6 +62,7 @@ PROMPTS = {
     "phi3-cross": "The cat sat on the mat because it was tired.",
     "mixtral": "The cat sat on the mat because it was tired.",
     "qwen3moe": "The cat sat on the mat because it was tired.",
+    "gptoss": "The cat sat on the mat because it was tired.",
 }
 
 
@@ -473,7 +474,7 @@ def main():
     sampled_done = False
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("smollm2-gguf", "llama", "gpt2", "qwen2", "mistral", "gemma2", "gemma3", "phi3", "phi3-cross", "mixtral",
-                     "qwen3moe"):
+                     "qwen3moe", "gptoss"):
             if args.only and name != args.only:
                 continue
             t0 = time.time()

@@ -13,7 +13,7 @@ rng = np.random.default_rng(0)
 path = os.path.join(tmp, "q.gguf")
 w = gguf.GGUFWriter(path, "llama")
 names = []
-for t in [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, T.Q5_K, T.Q6_K]:
+for t in [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, T.Q5_K, T.Q6_K, T.MXFP4]:
     x = (rng.standard_normal((8, 512)) * 0.1).astype(np.float32)
     try:
         q = x if t == T.F32 else gguf.quants.quantize(x, t)
@@ -31,6 +31,11 @@ for t, scale_offs in [(T.Q4_K, (0, 2)), (T.Q5_K, (0, 2)), (T.Q6_K, (208,))]:
     for o in scale_offs:
         raw[:, :, o:o + 2] = (rng.standard_normal((8, 2, 1)) * 0.01).astype(np.float16).view(np.uint8)
     w.add_tensor(f"t_{t.name}", raw.reshape(8, 2 * bs), raw_dtype=t)
+# MXFP4 (gpt-oss's experts): besides the quantized tensor above, every exponent byte (the
+# subnormal halves below 2 included) and random codes
+raw = rng.integers(0, 256, size=(8, 32, 17), dtype=np.uint8)
+raw[:, :, 0] = np.arange(256, dtype=np.uint8).reshape(8, 32)
+w.add_tensor("t_MXFP4_raw", raw.reshape(8, 32 * 17), raw_dtype=T.MXFP4)
 # metadata of every value type, for the JSON description
 w.add_uint8("t.u8", 200); w.add_int8("t.i8", -100); w.add_uint16("t.u16", 60000); w.add_int16("t.i16", -30000)
 w.add_uint32("t.u32", 4000000000); w.add_int32("t.i32", -2000000000); w.add_float32("t.f32", 0.1)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Our GGUF reader + dequantizers against the gguf Python package: random
+# Our GGUF reader + dequantizers (MXFP4 among them) against the gguf Python package: random
 # tensors quantized by gguf.quants.quantize, and every tensor of the real
 # SmolLM2 GGUF, compared bit for bit with gguf.quants.dequantize.
 set -u

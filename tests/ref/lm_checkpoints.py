@@ -113,6 +113,14 @@ SPECS = {
                       num_experts_per_tok=4, norm_topk_prob=True, mlp_only_layers=[1], rope_theta=1000000.0,
                       rms_norm_eps=1e-6, max_position_embeddings=40960, vocab_size=151936, bos_token_id=None,
                       eos_token_id=151645, tie_word_embeddings=False), "qwen3"),
+    # gpt-oss: a sink per head, biases, a sliding layer (window 16: generation runs past it) then a full
+    # one, GptOssConfig's default YaRN, 8 experts top-4 with the clamped SwiGLU; gpt-oss-20b's head_dim
+    # (64) and 8 query heads per kv head; the Llama-2 tokenizer.json; width cut to 256
+    "gptoss": ("GptOssConfig", "GptOssForCausalLM",
+               dict(hidden_size=256, intermediate_size=128, num_attention_heads=8, num_key_value_heads=1,
+                    head_dim=64, num_hidden_layers=2, num_local_experts=8, num_experts_per_tok=4,
+                    sliding_window=16, rms_norm_eps=1e-5, max_position_embeddings=131072, vocab_size=32000,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=0), "llama2"),
     # bert-base-uncased's shape and vocabulary, 2 layers, with its MLM head (cls.predictions)
     "bert": ("BertConfig", "BertForMaskedLM",
              dict(hidden_size=768, num_hidden_layers=2, num_attention_heads=12, intermediate_size=3072,
@@ -249,7 +257,9 @@ def build(name, workdir, repo):
                 p.mul_(QK_SCALE)
             elif p.dim() == 2 and "c_attn" in pname:  # GPT-2: q, k, v side by side (Conv1D: in, 3 * out)
                 p[:, : 2 * cfg.n_embd].mul_(QK_SCALE)
-            elif p.dim() == 2 and pname.endswith("gate.weight") and "experts" not in pname:
+            elif p.dim() == 1 and pname.endswith("sinks"):
+                p.normal_(0.0, 2.0)  # gpt-oss's sink logits: some heads' sinks take much of a row, others little
+            elif p.dim() == 2 and (pname.endswith("gate.weight") and "experts" not in pname or pname.endswith("router.weight")):
                 p.mul_(10.0)  # a MoE router: clear choices between the experts, not near-uniform ones
             elif p.dim() == 2 and "qkv_proj" in pname:  # Phi-3: q, k, v rows one after another
                 hd = cfg.hidden_size // cfg.num_attention_heads

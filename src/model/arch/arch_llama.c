@@ -19,7 +19,13 @@
  *            layers decoder_sparse_step and mlp_only_layers leave sparse;
  *            norm_topk_prob
  *   olmoe    MoE MLPs as Qwen3-MoE's, q/k RMSNorm over the whole projection
- *            (all heads at once) */
+ *            (all heads at once)
+ *   gpt_oss  learned attention sinks per head (self_attn.sinks), biases on
+ *            q/k/v/o, sliding window on alternate layers, YaRN; MoE MLPs with
+ *            a biased router (top-k of the logits, softmax over those k) and
+ *            experts stacked in 3-D tensors stored (in, out) — gate_up_proj
+ *            interleaves gate and up columns — with biases and a clamped
+ *            SwiGLU */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +40,7 @@
 typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;
 
 /* How a mixture-of-experts family names its router and experts. */
-typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE } MoeKind;
+typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE, MOE_GPTOSS } MoeKind;
 
 /* What sets one family apart from Llama: each family's parse passes its own,
  * so the shared code tests traits, never a family's name. */
@@ -54,6 +60,8 @@ typedef struct {
     int orig_max_top;     /* a top-level original_max_position_embeddings (default 4096) is LongRoPE's (Phi-3) */
     MoeKind moe;          /* a mixture-of-experts MLP, and how its config and tensors are named */
     int qk_norm_full;     /* q/k RMSNorm over the whole projection, not per head (OLMoE) */
+    int sinks;            /* a learned sink logit per head in every softmax; attention_bias defaults to true;
+                             YaRN when the config names no rotary scaling (gpt-oss) */
 } LlamaTraits;
 
 static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
@@ -64,15 +72,17 @@ static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
                                    .rope_local = 1, .theta = 1e6f},
                          PHI3 = {.fused = 1, .orig_max_top = 1}, MIXTRAL = {.moe = MOE_MIXTRAL},
                          QWEN3_MOE = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW, .moe = MOE_QWEN},
-                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE};
+                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE},
+                         GPT_OSS = {.window = 128, .slide = SLIDE_ALTERNATE, .theta = 150000.0f, .moe = MOE_GPTOSS,
+                                    .sinks = 1};
 
 /* A mixture-of-experts config: experts, top-k, renormalization, each
  * expert's width and (Qwen3-MoE) which layers stay dense. */
 static int parse_moe(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
-    const int mixtral = fam->moe == MOE_MIXTRAL;
+    const int mixtral = fam->moe == MOE_MIXTRAL, gptoss = fam->moe == MOE_GPTOSS;
     int step = 1;
-    c->num_experts = mixtral ? 8 : fam->moe == MOE_QWEN ? 128 : 64;
-    c->experts_per_tok = mixtral ? 2 : 8;
+    c->num_experts = mixtral ? 8 : fam->moe == MOE_QWEN || gptoss ? 128 : 64;
+    c->experts_per_tok = mixtral ? 2 : gptoss ? 4 : 8;
     c->moe_renorm = mixtral; /* Mixtral always; the others per norm_topk_prob (default false) */
     c->moe_intermediate = fam->moe == MOE_QWEN ? 768 : c->intermediate_size;
     if (cfg_opt_int(root, "num_experts", 1, CFG_MAX_EXPERTS, &c->num_experts, path, e) ||
@@ -84,6 +94,14 @@ static int parse_moe(ModelConfig *c, const cJSON *root, const char *path, const 
         return -1;
     if (c->experts_per_tok > c->num_experts)
         return av_err(e, "%s: num_experts_per_tok %d exceeds the %d experts", path, c->experts_per_tok, c->num_experts);
+    if (gptoss) {
+        /* GptOssTopKRouter: softmax over the k chosen logits; GptOssExperts' clamped SwiGLU */
+        c->moe_topk_logits = 1, c->moe_renorm = 1;
+        c->swiglu_limit = 7.0f, c->swiglu_alpha = 1.702f;
+        if (cfg_opt_float(root, "swiglu_limit", 1e-6, 1e9, &c->swiglu_limit, path, e) ||
+            cfg_opt_float(root, "swiglu_alpha", 1e-6, 1e9, &c->swiglu_alpha, path, e))
+            return -1;
+    }
     /* Qwen3MoeDecoderLayer: sparse unless in mlp_only_layers or off the step */
     for (int l = 0; l < c->num_layers; l++) c->layer_dense[l] = (l + 1) % step != 0;
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
@@ -121,6 +139,34 @@ static int parse_factors(const cJSON *r, const char *key, float *out, int *n, co
     return 0;
 }
 
+/* YaRN's keys (transformers' _compute_yarn_parameters): factor, the original
+ * context (default max_position_embeddings), the ramp's beta_fast / beta_slow
+ * (32 and 1 when absent or 0), truncate (default true), and the attention
+ * factor that scales cos and sin: given, else mscale / mscale_all_dim's
+ * ratio, else 0.1 ln(factor) + 1. */
+static double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * log(factor) + 1.0; }
+
+static int parse_yarn(ModelConfig *c, const cJSON *r, const char *path, AvErr *e) {
+    float attn = 0, mscale = 0, mscale_all = 0;
+    c->rope_beta_fast = 0, c->rope_beta_slow = 0, c->rope_truncate = 1;
+    if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
+        cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
+        cfg_opt_float(r, "beta_fast", 0, 1e6, &c->rope_beta_fast, path, e) ||
+        cfg_opt_float(r, "beta_slow", 0, 1e6, &c->rope_beta_slow, path, e) ||
+        cfg_opt_bool(r, "truncate", &c->rope_truncate, path, e) ||
+        cfg_opt_float(r, "attention_factor", 1e-6, 1e9, &attn, path, e) ||
+        cfg_opt_float(r, "mscale", 0, 1e9, &mscale, path, e) ||
+        cfg_opt_float(r, "mscale_all_dim", 0, 1e9, &mscale_all, path, e))
+        return -1;
+    if (c->rope_beta_fast == 0) c->rope_beta_fast = 32;
+    if (c->rope_beta_slow == 0) c->rope_beta_slow = 1;
+    if (attn > 0) c->rope_attn_factor = attn;
+    else if (mscale > 0 && mscale_all > 0)
+        c->rope_attn_factor = (float)(yarn_mscale(c->rope_factor, mscale) / yarn_mscale(c->rope_factor, mscale_all));
+    else c->rope_attn_factor = (float)yarn_mscale(c->rope_factor, 1.0);
+    return 0;
+}
+
 /* One rope dict (rope_parameters, rope_scaling, or one layer type's): its
  * type and scaling into c. */
 static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, const char *path, const LlamaTraits *fam,
@@ -136,8 +182,10 @@ static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, co
     else if (!strcmp(t, "dynamic")) c->rope_kind = ROPE_DYNAMIC;
     else if (!strcmp(t, "llama3")) c->rope_kind = ROPE_LLAMA3;
     else if (!strcmp(t, "longrope") || !strcmp(t, "su")) c->rope_kind = ROPE_LONGROPE; /* "su": Phi-3's old name */
+    else if (!strcmp(t, "yarn")) c->rope_kind = ROPE_YARN;
     else
-        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3, longrope)", path, t);
+        return av_err(e, "%s: rope type \"%.40s\" is not supported (default, linear, dynamic, llama3, longrope, yarn)",
+                      path, t);
     c->rope_orig_max_pos = c->max_position_embeddings;
     c->rope_low_freq = 1.0f, c->rope_high_freq = 4.0f;
     if (c->rope_kind == ROPE_LONGROPE) {
@@ -162,6 +210,7 @@ static int parse_rope_dict(ModelConfig *c, const cJSON *root, const cJSON *r, co
     }
     if (cJSON_GetObjectItemCaseSensitive(r, "factor") == NULL)
         return av_err(e, "%s: rope type \"%s\" needs a \"factor\"", path, t);
+    if (c->rope_kind == ROPE_YARN) return parse_yarn(c, r, path, e);
     if (cfg_opt_float(r, "factor", 1e-3, 1e6, &c->rope_factor, path, e) ||
         cfg_opt_int(r, "original_max_position_embeddings", 1, 1 << 24, &c->rope_orig_max_pos, path, e) ||
         cfg_opt_float(r, "low_freq_factor", 1e-6, 1e6, &c->rope_low_freq, path, e) ||
@@ -206,6 +255,12 @@ static int parse_rope(ModelConfig *c, const cJSON *root, const char *path, const
     if (scaling && !cJSON_IsNull(scaling)) {
         if (!cJSON_IsObject(scaling)) return av_err(e, "%s: \"rope_scaling\" must be an object or null", path);
         if (parse_rope_dict(c, root, scaling, path, fam, e)) return -1;
+    }
+    if (fam->sinks && !(params && !cJSON_IsNull(params)) && !(scaling && !cJSON_IsNull(scaling))) {
+        /* GptOssConfig's default: YaRN x32 over 4,096 positions, not truncated */
+        c->rope_kind = ROPE_YARN, c->rope_factor = 32, c->rope_orig_max_pos = 4096;
+        c->rope_beta_fast = 32, c->rope_beta_slow = 1, c->rope_truncate = 0;
+        c->rope_attn_factor = (float)yarn_mscale(32, 1.0);
     }
     return 0;
 }
@@ -263,7 +318,8 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     c->num_kv_heads = c->num_heads;
     c->layer_norm_eps = 1e-6f;
     c->tie_word_embeddings = gemma;
-    c->qkv_bias = fam->qkv_bias;
+    c->qkv_bias = fam->qkv_bias || fam->sinks; /* gpt-oss: attention_bias defaults to true */
+    c->attn_sinks = fam->sinks;
     int head_dim = gemma ? 256 : 0, mlp_bias = 0;
     if (cfg_opt_int(root, "num_key_value_heads", 1, CFG_MAX_HEADS, &c->num_kv_heads, path, e) ||
         cfg_opt_int(root, "head_dim", 1, 4096, &head_dim, path, e) ||
@@ -326,6 +382,7 @@ FAMILY_PARSE(phi3, PHI3)
 FAMILY_PARSE(mixtral, MIXTRAL)
 FAMILY_PARSE(qwen3_moe, QWEN3_MOE)
 FAMILY_PARSE(olmoe, OLMOE)
+FAMILY_PARSE(gptoss, GPT_OSS)
 
 /* Layer l's router and experts. Mixtral: block_sparse_moe.gate and
  * experts.N.w1 (gate), w3 (up), w2 (down); the others: mlp.gate and
@@ -334,15 +391,46 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, FE = c->moe_intermediate;
     /* a GGUF's names are llama.cpp's whatever the family (gguf_name maps Mixtral's) */
-    const int mixtral = fam->moe == MOE_MIXTRAL || m->gguf;
+    const int gptoss = fam->moe == MOE_GPTOSS, mixtral = fam->moe == MOE_MIXTRAL || (m->gguf && !gptoss);
     const char *block = mixtral ? "block_sparse_moe" : "mlp";
-    char p[3][200];
-    snprintf(p[0], sizeof p[0], "layers.%d.%s.gate", l, block);
-    if (model_linear(m, &L->router, p[0], H, c->num_experts, 0, e)) return -1;
+    char p[3][200], b[2][200];
+    snprintf(p[0], sizeof p[0], gptoss ? "layers.%d.%s.router" : "layers.%d.%s.gate", l, block);
+    if (model_linear(m, &L->router, p[0], H, c->num_experts, gptoss, e)) return -1;
     if (!(L->experts = calloc((size_t)c->num_experts, sizeof *L->experts)))
         return av_err(e, "out of memory for layer %d's %d experts", l, c->num_experts);
     for (int x = 0; x < c->num_experts; x++) {
         Expert *X = &L->experts[x];
+        if (gptoss && m->gguf) {
+            /* llama.cpp's gpt-oss files: gate and up apart (the converter split gate_up_proj's
+             * interleaved columns), each projection's experts stacked (ffn_*_exps, as Mixtral's), their
+             * biases (experts, out) */
+            static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+            Linear *lin[3] = {&X->gate, &X->up, &X->down};
+            for (int k = 0; k < 3; k++) {
+                const int64_t in = k == 2 ? FE : H, out = k == 2 ? H : FE;
+                snprintf(p[0], sizeof p[0], "layers.%d.mlp.experts.%s", l, proj[k]);
+                snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.%s.bias", l, proj[k]);
+                const float *bias = NULL;
+                if (model_linear_expert(m, lin[k], p[0], c->num_experts, x, in, out, e) ||
+                    !(bias = model_tensor(m, b[0], 2, c->num_experts, out, e)))
+                    return -1;
+                lin[k]->b = bias + (size_t)x * (size_t)out;
+            }
+            continue;
+        }
+        if (gptoss) {
+            /* GptOssExperts: gate_up_proj (E, H, 2F) with gate in the even columns and up in the
+             * odd ones, down_proj (E, F, H); each with a bias per expert */
+            snprintf(p[0], sizeof p[0], "layers.%d.mlp.experts.gate_up_proj", l);
+            snprintf(p[1], sizeof p[1], "layers.%d.mlp.experts.down_proj", l);
+            snprintf(b[0], sizeof b[0], "layers.%d.mlp.experts.gate_up_proj_bias", l);
+            snprintf(b[1], sizeof b[1], "layers.%d.mlp.experts.down_proj_bias", l);
+            if (model_linear_expert_cols(m, &X->gate, p[0], b[0], c->num_experts, x, H, 2 * FE, 0, 2, FE, e) ||
+                model_linear_expert_cols(m, &X->up, p[0], b[0], c->num_experts, x, H, 2 * FE, 1, 2, FE, e) ||
+                model_linear_expert_cols(m, &X->down, p[1], b[1], c->num_experts, x, FE, H, 0, 1, H, e))
+                return -1;
+            continue;
+        }
         if (m->gguf) {
             /* llama.cpp stacks each projection's experts in one 3-D tensor (ffn_gate_exps, ...) */
             const char *w[3] = {"w1", "w3", "w2"};
@@ -417,6 +505,9 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
         const int64_t qn = c->qk_norm_full ? QW : dh, kn = c->qk_norm_full ? KW : dh;
         if (c->qk_norm && (model_norm(m, &L->q_norm, p[9], qn, e) || model_norm(m, &L->k_norm, p[10], kn, e)))
             return -1;
+        char sk[160];
+        snprintf(sk, sizeof sk, "layers.%d.self_attn.sinks", l);
+        if (c->attn_sinks && !(L->sinks = model_tensor(m, sk, 1, c->num_heads, 0, e))) return -1;
     }
     /* lm_head: the embeddings when tied; a base model saved without it has no head */
     w->head.softcap = c->final_softcap;
@@ -431,6 +522,7 @@ int arch_phi3_load(Model *m, AvErr *e) { return llama_load(m, &PHI3, e); }
 int arch_mixtral_load(Model *m, AvErr *e) { return llama_load(m, &MIXTRAL, e); }
 int arch_qwen3_moe_load(Model *m, AvErr *e) { return llama_load(m, &QWEN3_MOE, e); }
 int arch_olmoe_load(Model *m, AvErr *e) { return llama_load(m, &OLMOE, e); }
+int arch_gptoss_load(Model *m, AvErr *e) { return llama_load(m, &GPT_OSS, e); }
 
 /* ---------------------------------------------------------------- GGUF */
 
@@ -509,6 +601,32 @@ static int longrope_gguf(ModelConfig *c, const GgufFile *f, const char *arch, co
     return 0;
 }
 
+/* YaRN as llama.cpp's converter writes it (gpt-oss): rope.scaling.factor,
+ * .original_context_length, .yarn_beta_fast / .yarn_beta_slow (32 and 1 when
+ * absent) and .yarn_attn_factor (else 0.1 ln factor + 1, as transformers).
+ * The file does not say whether the ramp's ends were truncated: GptOssConfig's
+ * YaRN does not truncate, so neither does this. */
+static int yarn_gguf(ModelConfig *c, const GgufFile *f, const char *arch, const char *path, AvErr *e) {
+    char k[5][96];
+    const char *names[5] = {"factor", "original_context_length", "yarn_beta_fast", "yarn_beta_slow", "yarn_attn_factor"};
+    for (int i = 0; i < 5; i++) snprintf(k[i], sizeof k[i], "%s.rope.scaling.%s", arch, names[i]);
+    float factor = 0, fast = 32, slow = 1, attn = 0;
+    uint32_t orig = 0;
+    if (gguf_get_f32(f, k[0], &factor, e) || gguf_get_u32(f, k[1], &orig, e) ||
+        (gguf_find_kv(f, k[2]) && gguf_get_f32(f, k[2], &fast, e)) ||
+        (gguf_find_kv(f, k[3]) && gguf_get_f32(f, k[3], &slow, e)) ||
+        (gguf_find_kv(f, k[4]) && gguf_get_f32(f, k[4], &attn, e)))
+        return av_err_prefix(e, "%s", path);
+    if (!(factor >= 1e-3f && factor <= 1e6f) || orig < 1 || orig > (1u << 24) || !(fast > 0 && fast < 1e6f) ||
+        !(slow > 0 && slow < 1e6f) || !(attn >= 0 && attn < 1e9f))
+        return av_err(e, "%s: a YaRN parameter in the metadata is out of range (factor %g, original context %u)", path,
+                      (double)factor, orig);
+    c->rope_kind = ROPE_YARN, c->rope_factor = factor, c->rope_orig_max_pos = (int)orig;
+    c->rope_beta_fast = fast, c->rope_beta_slow = slow, c->rope_truncate = 0;
+    c->rope_attn_factor = attn > 0 ? attn : (float)yarn_mscale(factor, 1.0);
+    return 0;
+}
+
 /* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
 static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, const LlamaTraits *fam, AvErr *e) {
     const ArchSpec *spec = arch_spec(c->arch);
@@ -516,7 +634,7 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
     uint32_t layers, ctx, hidden, ff, heads, kv = 0, key_len = 0, rot = 0, swa = 0;
     float theta = 10000.0f, eps = 1e-5f, rope_factor = 1.0f;
-    int linear = 0;
+    int linear = 0, yarn = 0;
     if (gguf_get_u32(f, KEY("block_count"), &layers, e) || gguf_get_u32(f, KEY("context_length"), &ctx, e) ||
         gguf_get_u32(f, KEY("embedding_length"), &hidden, e) || gguf_get_u32(f, KEY("feed_forward_length"), &ff, e) ||
         gguf_get_u32(f, KEY("attention.head_count"), &heads, e) ||
@@ -534,9 +652,13 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         if (gguf_get_str(f, key, &t, &tl, e)) return av_err_prefix(e, "%s", path);
         /* linear: llama.cpp's freq_scale = 1 / factor (Gemma 3: on its global layers only) */
         linear = tl == 6 && !memcmp(t, "linear", 6);
+        if (tl == 4 && !memcmp(t, "yarn", 4) && fam->sinks) {
+            if (yarn_gguf(c, f, spec->gguf_arch, path, e)) return -1;
+            yarn = 1;
+        }
         if (linear && gguf_find_kv(f, KEY("rope.scaling.factor")) && gguf_get_f32(f, key, &rope_factor, e))
             return av_err_prefix(e, "%s", path);
-        if (!(tl == 4 && !memcmp(t, "none", 4)) && !linear)
+        if (!(tl == 4 && !memcmp(t, "none", 4)) && !linear && !yarn)
             return av_err(e, "%s: rope scaling \"%.*s\" in a GGUF file is not supported yet", path, (int)(tl < 40 ? tl : 40), t);
         if (linear && !(rope_factor >= 1e-3f && rope_factor <= 1e6f))
             return av_err(e, "%s: rope scaling factor %g is out of range", path, (double)rope_factor);
@@ -558,16 +680,17 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->num_layers = (int)layers, c->hidden_size = (int)hidden, c->intermediate_size = (int)ff;
     c->num_heads = (int)heads, c->num_kv_heads = kv ? (int)kv : (int)heads, c->head_dim = (int)key_len;
     c->max_position_embeddings = (int)ctx, c->vocab_size = (int)emb->dims[1];
-    c->layer_norm_eps = eps, c->rope_theta = theta, c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT;
-    c->rope_factor = linear ? rope_factor : 1.0f;
+    c->layer_norm_eps = eps, c->rope_theta = theta;
+    if (!yarn) c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT, c->rope_factor = linear ? rope_factor : 1.0f;
     c->rotary_dim = (int)rot; /* partial rotary (Phi-4-mini): fewer dims than head_dim */
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
     if (fam->gemma && gemma_gguf_config(c, f, layers, spec->gguf_arch, fam, path, e)) return -1;
     if (fam->fused && longrope_gguf(c, f, spec->gguf_arch, path, e)) return -1;
-    /* a window the file names applies to every layer (Phi-3's converter writes one) */
+    /* a window the file names applies to every layer (Phi-3's converter writes one); gpt-oss's to the
+     * even layers (llama.cpp's swa pattern 2, GptOssConfig's alternation) */
     c->sliding_window = fam->gemma ? c->sliding_window : (int)swa;
-    for (uint32_t l = 0; !fam->gemma && l < layers; l++) c->layer_sliding[l] = swa > 0;
+    for (uint32_t l = 0; !fam->gemma && l < layers; l++) c->layer_sliding[l] = swa > 0 && (!fam->sinks || l % 2 == 0);
     c->causal = c->pre_ln = c->gated_mlp = 1;
     c->norm = NORM_RMS;
     c->pos = POS_ROPE;
@@ -575,6 +698,7 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     c->o_bias = gguf_find_tensor(f, "blk.0.attn_output.bias") != NULL;
     c->qk_norm = fam->qk_norm;
     c->qk_norm_full = fam->qk_norm_full;
+    c->attn_sinks = fam->sinks;
     c->tie_word_embeddings = gguf_find_tensor(f, "output.weight") == NULL;
     /* llama.cpp's converter permutes a llama model's q and k rows into
      * interleaved rotary pairs; the forward pass puts them back */
@@ -593,6 +717,8 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         /* llama.cpp renormalizes the top-k weights of llama (Mixtral) and qwen3moe files (transformers
          * reads the latter with norm_topk_prob true), not OLMoE's (olmoe.cpp) */
         c->num_experts = (int)n_exp, c->experts_per_tok = (int)n_used, c->moe_renorm = fam->moe != MOE_OLMOE;
+        /* gpt-oss (llama.cpp's softmax over the chosen logits, SwiGLU-OAI at its fixed 1.702 and 7) */
+        if (fam->moe == MOE_GPTOSS) c->moe_topk_logits = 1, c->swiglu_limit = 7.0f, c->swiglu_alpha = 1.702f;
         /* each expert's width: qwen3moe names it apart; a llama file's feed_forward_length is it */
         uint32_t fe = (uint32_t)c->intermediate_size;
         char kf[96];
@@ -624,10 +750,11 @@ FAMILY_GGUF(gemma3, GEMMA3)
 FAMILY_GGUF(phi3, PHI3)
 FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
 FAMILY_GGUF(olmoe, OLMOE)
+FAMILY_GGUF(gptoss, GPT_OSS)
 
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
-typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3 } GgufNames;
+typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3, NAMES_GPTOSS } GgufNames;
 
 static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
     static const char *const whole[][2] = {
@@ -659,6 +786,18 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
         if ((size_t)(dot - rest) == bl && !strncmp(rest, gemma2_block[i][0], bl))
             return snprintf(out, len, "blk.%d.%s%s", layer, gemma2_block[i][1], dot) < (int)len ? 0 : -1;
     }
+    /* gpt-oss: the MLP's input norm is post_attention_norm; the sinks, router and stacked experts */
+    static const char *const gptoss_block[][2] = {
+        {"post_attention_layernorm", "post_attention_norm"}, {"mlp.router", "ffn_gate_inp"},
+        {"mlp.experts.gate_proj", "ffn_gate_exps"}, {"mlp.experts.up_proj", "ffn_up_exps"},
+        {"mlp.experts.down_proj", "ffn_down_exps"}};
+    if (variant == NAMES_GPTOSS && !strcmp(rest, "self_attn.sinks"))
+        return snprintf(out, len, "blk.%d.attn_sinks.weight", layer) < (int)len ? 0 : -1;
+    for (size_t i = 0; variant == NAMES_GPTOSS && i < sizeof gptoss_block / sizeof gptoss_block[0]; i++) {
+        size_t bl = strlen(gptoss_block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, gptoss_block[i][0], bl))
+            return snprintf(out, len, "blk.%d.%s%s", layer, gptoss_block[i][1], dot) < (int)len ? 0 : -1;
+    }
     for (size_t i = 0; variant == NAMES_PHI3 && i < sizeof phi3_block / sizeof phi3_block[0]; i++) {
         size_t bl = strlen(phi3_block[i][0]);
         if ((size_t)(dot - rest) == bl && !strncmp(rest, phi3_block[i][0], bl)) {
@@ -677,3 +816,4 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
 int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_LLAMA); }
 int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GEMMA); }
 int arch_phi3_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_PHI3); }
+int arch_gptoss_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GPTOSS); }
