@@ -716,6 +716,16 @@ int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, 
     return model_capture_select(cap, c, n, want_qk, want_hidden, NULL, 0, NULL, 0, e);
 }
 
+int model_capture_maxpool(Capture *cap, int size, AvErr *e) {
+    if (cap->mpool) return 0;
+    const int s = size < cap->n_tokens ? size : cap->n_tokens;
+    if (s < 1) return av_err(e, "max-pooled overview of size %d", size);
+    if (!(cap->mpool = calloc(cap_blocks(cap) * (size_t)s * (size_t)s, sizeof(float))))
+        return av_err(e, "out of memory for the attention overview (%d x %d per head)", s, s);
+    cap->mpool_size = s;
+    return 0;
+}
+
 int model_capture_value_norms(Capture *cap, AvErr *e) {
     if (cap->vnorm) return 0;
     if (!(cap->vnorm = calloc(cap_blocks(cap) * cap->cap_tokens, sizeof(float))))
@@ -735,6 +745,7 @@ void model_capture_free(Capture *cap) {
     free(cap->k);
     free(cap->hidden);
     free(cap->thumb);
+    free(cap->mpool);
     free(cap->tel);
     free(cap->tel_top);
     free(cap->tel_top_w);
