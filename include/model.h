@@ -150,6 +150,11 @@ int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, 
  * share (kept by the caller through the pass; NULL: none). */
 int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
                             int n_layers, const int *heads, int n_heads, AvErr *e);
+/* The same telemetry added to a capture made otherwise (attnviz serve's q/k
+ * capture: its head statistics and top keys without the n x n matrices);
+ * bytes: model_capture_telemetry_bytes(cap_blocks, n, top_k). */
+int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *e);
+size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k);
 /* Rows [row0, row0 + nrows) of head (l, h)'s attention, probs (nrows, ldp)
  * over keys [0, ncols), into the capture's telemetry (it must have it).
  * rule (NULL: any): the rule that made them, so that only the keys a row sees

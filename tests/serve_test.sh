@@ -2,7 +2,8 @@
 # serve_test.sh — attnviz serve end to end, on loopback (tests/serve_check.py):
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
-# requests at 4-16 connections, and the bounded queue on the real SmolLM2 GGUF.
+# requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
+# a long input's tiles and exact rows against the full matrix (tiles mode).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 PY=${PYTHON:-python3}
@@ -13,6 +14,7 @@ fi
 "$PY" tests/serve_check.py ./attnviz functional
 "$PY" tests/serve_check.py ./attnviz hostile
 "$PY" tests/serve_check.py ./attnviz norm
+"$PY" tests/serve_check.py ./attnviz tiles
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -692,7 +692,17 @@ int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k
                             int n_layers, const int *heads, int n_heads, AvErr *e) {
     if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
     if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
-    const size_t rows = cap_blocks(cap) * (size_t)n;
+    if (model_capture_add_telemetry(cap, top_k, ids, e) != 0) {
+        model_capture_free(cap);
+        return -1;
+    }
+    return 0;
+}
+
+int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *e) {
+    if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
+    if (cap->tel) return av_err(e, "telemetry: the capture has it already");
+    const size_t rows = cap_blocks(cap) * (size_t)cap->n_tokens;
     cap->tel = alloc_floats(rows * CAP_TEL_N);
     cap->tel_top_k = top_k;
     if (top_k) {
@@ -701,10 +711,15 @@ int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k
     }
     cap->tel_ids = ids;
     if (!cap->tel || (top_k && (!cap->tel_top || !cap->tel_top_w))) {
-        model_capture_free(cap);
-        return av_err(e, "out of memory for attention telemetry (%d tokens)", n);
+        free(cap->tel), free(cap->tel_top), free(cap->tel_top_w);
+        cap->tel = NULL, cap->tel_top = NULL, cap->tel_top_w = NULL;
+        return av_err(e, "out of memory for attention telemetry (%d tokens)", cap->n_tokens);
     }
     return 0;
+}
+
+size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k) {
+    return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float);
 }
 
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {

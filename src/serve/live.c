@@ -21,6 +21,7 @@
 #include "pipeline.h"
 #include "predict.h"
 #include "report.h"
+#include "tiles.h"
 #include "util.h"
 
 typedef struct {
@@ -57,6 +58,11 @@ struct Live {
     unsigned long long clock;
     int queued;
 };
+
+#define LIVE_LONG_FROM 4096
+
+static int tile_side(const Live *lv) { return lv->lim.tile_side > 0 ? lv->lim.tile_side : TILE_SIDE; }
+static int is_long(const Live *lv, int n) { return n > (lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM); }
 
 /* ---------------------------------------------------------------- models */
 
@@ -319,6 +325,14 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     if (buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
     pipeline_spelling_free(&words);
+    if (rc == 0 && fflush(b.f) == 0 && b.len > 0 && b.s[b.len - 1] == '}') {
+        /* the tile store's geometry, for the page (tiles.h): a member of meta */
+        const int n = r->enc.n, side = tile_side(lv), from = lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM;
+        fseek(b.f, -1, SEEK_CUR);
+        fprintf(b.f, ",\"tiles\":{\"side\":%d,\"levels\":%d,\"long\":%s,\"from\":%d,\"top_k\":%d,\"stats\":%s}}", side,
+                tile_levels(n, side), is_long(lv, n) ? "true" : "false", from, cap->tel ? cap->tel_top_k : 0,
+                cap->tel ? "true" : "false");
+    }
     if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
     if (buf_open(&b)) return av_err(e, "out of memory");
     fprintf(b.f, "[%s]", r->noted ? r->noted : "");
@@ -365,8 +379,13 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         r->have_enc = 1;
     }
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
+    const size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads;
+    const int side = tile_side(lv), over = r->enc.n < side ? r->enc.n : side, lng = is_long(lv, r->enc.n);
     size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size) +
-                   (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0);
+                   (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0) +
+                   (lng ? blocks * (size_t)over * (size_t)over * sizeof(float) +
+                              model_capture_telemetry_bytes(blocks, r->enc.n, lv->lim.top_k)
+                        : 0);
     if (bytes > lv->lim.cache_bytes) {
         st = LIVE_TOO_BIG;
         av_err(e, "%d tokens need %.0f MB of queries and keys, above the server's --cache-mb %.0f", r->enc.n,
@@ -379,7 +398,11 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     double t0 = av_now_ms();
     int first = r->meta == NULL;
     if (!first) drop_notes();
+    /* q/k (heads recomputed on demand); for a long input also each head's
+     * max-pooled overview (the tiles' level 0) and its rows' telemetry (head
+     * ranking, top keys): what it is browsed by, none of it n x n */
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+        (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
         goto done;
@@ -458,6 +481,7 @@ void live_release(Live *lv, LiveRun *r) {
 
 int live_run_tokens(const LiveRun *r) { return r->enc.n; }
 int live_has_norms(const LiveRun *r) { return r->cap.vnorm != NULL; }
+int live_has_stats(const LiveRun *r) { return r->cap.tel != NULL; }
 
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
     const ModelConfig *c = model_cfg(lv, r->model);
@@ -564,6 +588,69 @@ int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, 
     memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
     *len = 2 * blk * sizeof(float);
     return 0;
+}
+
+/* ---------------------------------------------------------------- a long input */
+
+void live_tile_geom(const Live *lv, const LiveRun *r, int *side, int *levels) {
+    *side = tile_side(lv);
+    *levels = tile_levels(r->enc.n, *side);
+}
+
+static const float *one_block(void *ctx, int b, AvErr *e) {
+    (void)b, (void)e;
+    return ctx;
+}
+
+int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int tc, unsigned char **z, size_t *len,
+              int *rows, int *cols, AvErr *e) {
+    const int side = tile_side(lv);
+    float *tile = malloc((size_t)side * side * sizeof *tile);
+    if (!tile) return av_err(e, "out of memory");
+    int rc = model_head_tile(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, side, level, tr, tc, tile, rows,
+                             cols, e);
+    if (rc == 0) {
+        /* the set rows x cols, packed */
+        for (int i = 1; i < *rows; i++) memmove(tile + (size_t)i * *cols, tile + (size_t)i * side, (size_t)*cols * sizeof *tile);
+        rc = html_encode_attention(one_block, tile, 1, (size_t)*rows, (size_t)*cols, z, len, e);
+    }
+    free(tile);
+    return rc;
+}
+
+int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, AvErr *e) {
+    if (!(*row = malloc((size_t)r->enc.n * sizeof **row))) return av_err(e, "out of memory");
+    if (model_head_row(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, query, *row, e) == 0) return 0;
+    free(*row);
+    *row = NULL;
+    return -1;
+}
+
+char *live_headstats(const LiveRun *r) {
+    static const char *const FIELDS[CAP_TEL_N] = {"sink", "sink4", "entropy", "prev", "self", "dup", "distance"};
+    const Capture *c = &r->cap;
+    if (!c->tel) return NULL;
+    Buf b;
+    if (buf_open(&b)) return NULL;
+    fputs("{\"fields\":[", b.f);
+    for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s\"%s\"", k ? "," : "", FIELDS[k]);
+    fprintf(b.f, "],\"layers\":%d,\"heads\":%d,\"n\":%d,\"mean\":[", c->n_layers, c->n_heads, c->n_tokens);
+    for (int l = 0; l < c->n_layers; l++) {
+        fputs(l ? ",[" : "[", b.f);
+        for (int h = 0; h < c->n_heads; h++) {
+            /* each statistic's mean over the query rows, summed in double */
+            double sum[CAP_TEL_N] = {0};
+            const float *t = cap_tel(c, l, h);
+            for (int i = 0; i < c->n_tokens; i++)
+                for (int k = 0; k < CAP_TEL_N; k++) sum[k] += t[(size_t)i * CAP_TEL_N + k];
+            fputs(h ? ",[" : "[", b.f);
+            for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s%.9g", k ? "," : "", sum[k] / c->n_tokens);
+            fputc(']', b.f);
+        }
+        fputc(']', b.f);
+    }
+    fputs("]}", b.f);
+    return buf_close(&b, !ferror(b.f));
 }
 
 /* ---------------------------------------------------------------- the offline page */
