@@ -4,7 +4,7 @@
  * for every run by live.js, sets ready per run and never loaded: it fetches
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
-/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, PREV, SIGNAL */
+/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, Tiles, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -573,10 +573,11 @@ function openModal(li, h) {
   body.appendChild(box);
   $('modal').hidden = false;
   const t = Tok.build(S.merge, S.hide);
-  Data.attention(li, null, [h]).then(() => {
+  /* a long input: the matrix view's tiles, never the head's whole matrix */
+  (Tiles.on ? Promise.resolve() : Data.attention(li, null, [h])).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
     /* the head view's lines while they stay legible, else the matrix view's heat map */
-    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
+    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 && !Tiles.on ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
   }).catch(err => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
