@@ -139,8 +139,12 @@ const Tiles = (() => {
     stage.appendChild(Draw.el('div', 'empty', 'Loading tile…'));
 
     const t0 = performance.now();
-    const done = tile(li, h, Z.L, Z.tr, Z.tc).then(tl => {
+    /* colors scale to the head's largest weight (level 0's largest cell), the same in every tile */
+    const done = Promise.all([tile(li, h, Z.L, Z.tr, Z.tc), tile(li, h, 0, 0, 0)]).then(([tl, top]) => {
       if (gen !== drawGen) return;
+      let vmax = 0;
+      for (let i = 0; i < top.codes.length; i++) vmax = Math.max(vmax, top.codes[i]);
+      vmax = vmax > 0 ? vmax * 1e-4 : 1;
       stage.textContent = '';
       const avail = Math.max(360, Math.min(host.clientWidth - 60, 1000));
       const labW = 56, labH = 30;
@@ -168,7 +172,7 @@ const Tiles = (() => {
           const o = 4 * (i * C + j);
           /* a causal cell whose every key is after every query: masked, not a computed 0 */
           const masked = Data.causal && token(G, cc0 + j) > qLast;
-          let a = tl.codes[i * C + j] * 1e-4;
+          let a = tl.codes[i * C + j] * 1e-4 / vmax;
           if (gamma !== 1) a = Math.pow(a, gamma);
           for (let k = 0; k < 3; k++) id.data[o + k] = masked ? mk[k] : Math.round(bg[k] + (rgb[k] - bg[k]) * Math.min(1, a));
           id.data[o + 3] = 255;
@@ -213,6 +217,23 @@ const Tiles = (() => {
         spec.onQuery(q);
         rowPanel(rowBox, li, h, q, spec.onQuery);
       });
+      /* legend: the head's scale */
+      const legend = Draw.el('div', 'mx-legend');
+      const lg = Draw.el('canvas');
+      legend.append(Draw.el('span', null, '0'), lg, Draw.el('span', null, vmax.toFixed(4) + ' (the head\'s largest weight' + (gamma !== 1 ? '; √ scale)' : ')')));
+      if (Data.causal) {
+        const ms = Draw.el('span', 'mx-masked');
+        ms.append(Draw.el('span', 'sw-masked'), document.createTextNode('masked (every key after every query of the cell)'));
+        legend.appendChild(ms);
+      }
+      stage.appendChild(legend);
+      const lctx = Draw.sizeCanvas(lg, 160, 10);
+      for (let x = 0; x < 160; x++) {
+        let a = x / 159;
+        if (gamma !== 1) a = Math.pow(a, gamma);
+        lctx.fillStyle = 'rgb(' + [0, 1, 2].map(k => Math.round(bg[k] + (rgb[k] - bg[k]) * a)).join(',') + ')';
+        lctx.fillRect(x, 0, 1, 10);
+      }
       wrap.dataset.ms = String(Math.round(performance.now() - t0));
       host.dataset.tilesReady = Z.L + ':' + Z.tr + ':' + Z.tc;
     }).catch(err => {
@@ -319,17 +340,20 @@ const Tiles = (() => {
       const list = Draw.el('div', 'tile-top');
       for (const [j, w] of top) {
         const it = Draw.el('div', 'tile-key');
-        const bar = Draw.el('span', 'tile-bar');
-        bar.style.width = Math.round(60 * w / (mx || 1)) + 'px';
+        const track = Draw.el('span', 'tile-track'), bar = Draw.el('span', 'tile-bar');
+        bar.style.width = Math.round(100 * w / (mx || 1)) + '%';
         bar.style.background = color;
+        track.appendChild(bar);
         const pos = Draw.el('span', 'tile-pos', fmtI(j));
         const tk = Draw.el('span', 'tile-tok');
         tk.textContent = label(j);
-        it.append(bar, Draw.el('span', 'tile-w', w.toFixed(4)), pos, tk);
+        it.append(track, Draw.el('span', 'tile-w', w.toFixed(4)), pos, tk);
         it.title = 'key ' + j + ': ' + w.toFixed(6);
         list.appendChild(it);
       }
       body.appendChild(list);
+      body.appendChild(Draw.el('div', 'tile-note', 'The strip: each pixel the largest weight of the keys under it' +
+        (keys < n ? '; shaded: keys after the query (causal, masked)' : '') + '. The heaviest keys, by weight.'));
       box.dataset.query = String(q);
       box.dataset.ms = String(Math.round(performance.now() - t0));
     }).catch(err => {
