@@ -77,7 +77,10 @@ int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, 
 char *live_headstats(const LiveRun *r);
 
 /* The offline page the CLI would write for run id (layers: NULL = all), into
- * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. */
-LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e);
+ * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. A long
+ * input's page instead holds its first `levels` zoom levels (0: 2 up to 8,192
+ * tokens, else 1) and each query's heaviest keys, every layer: bounded by
+ * those, not by n^2. */
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e);
 
 #endif

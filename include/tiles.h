@@ -46,6 +46,10 @@ void tile_pool_rows(float *tile, int side, int n, int G, int cr0, int cc0, const
 struct Model;
 int model_head_tile(const struct Model *m, const Capture *cap, int l, int h, int side, int level, int tr, int tc,
                     float *tile, int *rows, int *cols, AvErr *e);
+/* The whole G-cell grid of head (l, h) (G x G floats, row-major): a level's
+ * every tile at once, from one pass over the head's rows (the capture's
+ * overview when it is that grid). */
+int model_head_grid(const struct Model *m, const Capture *cap, int l, int h, int G, float *grid, AvErr *e);
 /* Query i's row of head (l, h) into row (n floats): model_head_attention's
  * row i, bit for bit. */
 int model_head_row(const struct Model *m, const Capture *cap, int l, int h, int i, float *row, AvErr *e);

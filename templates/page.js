@@ -540,8 +540,8 @@ function finish(gen) {
       window.attnviz.readyMs = performance.now();
       window.attnviz.scriptMs = performance.now() - T0;
       document.body.dataset.ready = '1';
-      /* a live page fetches only what a view shows */
-      if (!Data.live) loadRest();
+      /* a live page fetches only what a view shows; a long input's page has no matrices to decode */
+      if (!Data.live && !Tiles.on) loadRest();
     }, 0));
   }
 }

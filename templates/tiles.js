@@ -13,8 +13,12 @@
 
 const Tiles = (() => {
   const geo = Data.meta.tiles || null;
-  const on = !!(SOURCE && geo && geo.long && geo.side > 0 && geo.levels > 0);
-  const n = Data.n, side = on ? geo.side : 256, levels = on ? geo.levels : 1;
+  /* live: the server's tiles at every level; offline (a long input's page
+   * saved by attnviz serve): the levels the page embeds and each query's
+   * heaviest keys, the rest needs the server */
+  const offline = !SOURCE && !!(geo && geo.embedded > 0);
+  const on = !!(geo && geo.long && geo.side > 0 && geo.levels > 0 && (SOURCE || offline));
+  const n = Data.n, side = on ? geo.side : 256, levels = on ? (offline ? geo.embedded : geo.levels) : 1;
   const grid = L => Math.min(n, side * Math.pow(2, L));
   const count = L => Math.ceil(grid(L) / side);
   /* the first token of cell c of a G-cell grid (tiles.h: token t is in cell t * G / n) */
@@ -29,9 +33,48 @@ const Tiles = (() => {
     while (map.size > cap) map.delete(map.keys().next().value);
     return p;
   }
+  /* offline: a level's chunk holds every head's whole grid (H x G x G codes), decoded once */
+  const levelChunks = new Map();
+  function levelGrid(li, L) {
+    const key = li + ':' + L;
+    if (!levelChunks.has(key)) {
+      const G = grid(L);
+      levelChunks.set(key, Data.readChunk('av-tile-' + Data.layers[li] + '-' + L).then(codes => {
+        if (codes.length !== Data.H * G * G) throw new Error('payload: level ' + L + ' of layer ' + Data.layers[li] + ' has the wrong size');
+        return codes;
+      }));
+    }
+    return levelChunks.get(key);
+  }
+  function tileOffline(li, h, L, tr, tc) {
+    const G = grid(L), R = Math.min(side, G - tr * side), C = Math.min(side, G - tc * side);
+    return levelGrid(li, L).then(all => {
+      const codes = new Uint16Array(R * C), base = h * G * G;
+      for (let i = 0; i < R; i++) codes.set(all.subarray(base + (tr * side + i) * G + tc * side, base + (tr * side + i) * G + tc * side + C), i * C);
+      return { R, C, codes };
+    });
+  }
+  /* offline: each query's K heaviest keys (keys, then their weights' codes; 65535: none) */
+  const topChunks = new Map();
+  function rowOffline(li, h, q) {
+    const l = Data.layers[li], K = geo.top_k || 0;
+    if (!K) return Promise.reject(new Error('this page keeps no keys per query'));
+    if (!topChunks.has(l)) topChunks.set(l, Data.readChunk('av-top-' + l));
+    return topChunks.get(l).then(codes => {
+      const per = n * K;
+      if (codes.length !== 2 * Data.H * per) throw new Error('payload: the top keys of layer ' + l + ' have the wrong size');
+      const r = new Float32Array(n);
+      for (let k = 0; k < K; k++) {
+        const key = codes[h * per + q * K + k];
+        if (key !== 65535 && key < n) r[key] = codes[Data.H * per + h * per + q * K + k] * 1e-4;
+      }
+      return r;
+    });
+  }
   function tile(li, h, L, tr, tc) {
     const key = [li, h, L, tr, tc].join(':');
     if (tiles.has(key)) return tiles.get(key);
+    if (offline) return remember(tiles, key, tileOffline(li, h, L, tr, tc), 192);
     return remember(tiles, key, SOURCE.get('/api/tile?layer=' + Data.layers[li] + '&head=' + Data.heads[h] +
       '&level=' + L + '&row=' + tr + '&col=' + tc).then(async r => {
       const [R, C] = r.shape.map(Number);
@@ -43,6 +86,7 @@ const Tiles = (() => {
   function row(li, h, q) {
     const key = [li, h, q].join(':');
     if (rows.has(key)) return rows.get(key);
+    if (offline) return remember(rows, key, rowOffline(li, h, q), 64);
     return remember(rows, key, SOURCE.get('/api/row?layer=' + Data.layers[li] + '&head=' + Data.heads[h] + '&query=' + q).then(r => {
       if (r.bytes.length !== 4 * n) throw new Error('server: a row of the wrong size');
       return new Float32Array(r.bytes.buffer, r.bytes.byteOffset, n);
@@ -52,6 +96,7 @@ const Tiles = (() => {
   let statsReq = null;
   function stats() {
     if (!on || !geo.stats) return null;
+    if (offline) return Promise.resolve(geo.headstats);
     if (!statsReq) {
       statsReq = SOURCE.get('/api/headstats').then(r => JSON.parse(new TextDecoder().decode(r.bytes)));
       statsReq.catch(() => { statsReq = null; });
@@ -60,6 +105,19 @@ const Tiles = (() => {
   }
 
   const label = i => Data.label ? Data.label(i) : String(i);
+
+  /* how big an offline page is, and why: what it keeps, by the formula (meta.tiles) */
+  function sizeNote() {
+    if (!offline) return '';
+    const L = Data.meta.config.layers, H = Data.meta.config.heads, K = geo.top_k || 0, grids = geo.grids || [];
+    const cells = grids.reduce((a, g) => a + g * g, 0);
+    const mb = v => (v / 1e6).toFixed(v < 1e7 ? 1 : 0) + ' MB';
+    return ' This page keeps, for each of the ' + L + ' × ' + H + ' heads, zoom level' + (grids.length > 1 ? 's 0–' + (grids.length - 1) : ' 0') + ' (' +
+      grids.map(g => fmtI(g) + '²').join(' + ') + ' cells) and each query\'s ' + K + ' heaviest keys: L·H·(' + (grids.length ? 'ΣG²' : '0') +
+      ' + 2·n·K) = ' + fmtI(L) + '·' + fmtI(H) + '·(' + fmtI(cells) + ' + 2·' + fmtI(n) + '·' + K + ') = ' + fmtI(geo.codes) + ' 16-bit codes, ' +
+      mb(2 * geo.codes) + ' before compression (' + mb(geo.zbytes) + ' compressed here): bounded by the levels kept, not by n² (the whole attention would be ' +
+      mb(2 * L * H * n * n) + '). Deeper zoom and exact rows need attnviz serve.';
+  }
 
   /* ---------------------------------------------------------------- the matrix: one tile at a time */
 
@@ -81,7 +139,8 @@ const Tiles = (() => {
     const title = Draw.el('div', 'view-title');
     title.appendChild(Draw.el('h2', null, 'Matrix view · layer ' + Data.layers[li] + ', head ' + Data.heads[h]));
     title.appendChild(Draw.el('span', 'sub', 'A long input (' + fmtI(n) + ' tokens): each cell is the largest weight of the query rows (down) and ' +
-      'key columns (across) it covers, from tiles the server max-pools as you zoom. Double-click to zoom in; click a cell for its query\'s exact row below.'));
+      'key columns (across) it covers, ' + (offline ? 'from the zoom levels this page keeps. Double-click to zoom in; click a cell for its query\'s heaviest keys below.' + sizeNote()
+        : 'from tiles the server max-pools as you zoom. Double-click to zoom in; click a cell for its query\'s exact row below.')));
     host.appendChild(title);
     const wrap = Draw.el('div', 'mx-wrap tiles');
     host.appendChild(wrap);
@@ -121,7 +180,7 @@ const Tiles = (() => {
       Z.tr = Math.floor(cr / side);
       Z.tc = Math.floor(cc / side);
     });
-    btn('+', 'Zoom in (or double-click the map where to zoom)', Z.L < levels - 1, () => zoomIn(Z.tr * side + side / 2, Z.tc * side + side / 2));
+    btn('+', Z.L < levels - 1 || !offline ? 'Zoom in (or double-click the map where to zoom)' : 'Deeper levels need attnviz serve (this page keeps ' + levels + ')', Z.L < levels - 1, () => zoomIn(Z.tr * side + side / 2, Z.tc * side + side / 2));
     btn('Fit', 'The whole matrix', Z.L > 0, () => { Z.L = 0; Z.tr = Z.tc = 0; });
     btn('←', 'Earlier keys', Z.tc > 0, () => { Z.tc--; });
     btn('→', 'Later keys', Z.tc < T - 1, () => { Z.tc++; });
@@ -284,7 +343,8 @@ const Tiles = (() => {
     const tokSpan = Draw.el('span', 'tile-tok');
     tokSpan.textContent = label(q);
     head.appendChild(tokSpan);
-    head.appendChild(Draw.el('span', 'mx-where', 'head ' + Data.heads[h] + ', layer ' + Data.layers[li] + ': its exact row, computed by the server from q/k'));
+    head.appendChild(Draw.el('span', 'mx-where', 'head ' + Data.heads[h] + ', layer ' + Data.layers[li] + (offline
+      ? ': its ' + (geo.top_k || 0) + ' heaviest keys, as this page keeps them (the whole row needs attnviz serve)' : ': its exact row, computed by the server from q/k')));
     const body = Draw.el('div', 'tile-row-body');
     body.appendChild(Draw.el('div', 'empty', 'Loading query ' + fmtI(q) + '…'));
     box.appendChild(body);
@@ -331,6 +391,7 @@ const Tiles = (() => {
       /* the heaviest keys */
       const top = [];
       for (let j = 0; j < keys; j++) {
+        if (offline && !(r[j] > 0)) continue;
         if (top.length < 12 || r[j] > top[top.length - 1][1]) {
           top.push([j, r[j]]);
           top.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
@@ -369,8 +430,9 @@ const Tiles = (() => {
     const h = c.mode === 'heads' ? c.focus : null;
     const ttl = Draw.el('div', 'view-title');
     ttl.appendChild(Draw.el('h2', null, 'Head view · layer ' + Data.layers[c.li] + (h !== null ? ', head ' + Data.heads[h] : '')));
-    ttl.appendChild(Draw.el('span', 'sub', 'A long input (' + fmtI(n) + ' tokens) shows one query at a time: its weights over every key, exact, computed by the server when asked. ' +
-      'Pick the query with the arrows or its position; the matrix view gives the whole head.'));
+    ttl.appendChild(Draw.el('span', 'sub', 'A long input (' + fmtI(n) + ' tokens) shows one query at a time: ' + (offline
+      ? 'its heaviest keys, which this page keeps. ' : 'its weights over every key, exact, computed by the server when asked. ') +
+      'Pick the query with the arrows or its position; the matrix view gives the whole head.' + sizeNote()));
     host.appendChild(ttl);
     if (h === null) return note(host.appendChild(Draw.el('div')), 'A long input is shown one head at a time: pick Heads and a head above.');
     const box = Draw.el('div', 'tile-row');
@@ -380,5 +442,18 @@ const Tiles = (() => {
     return { done, exportScene: null };
   }
 
-  return { on, hasStats: on && !!geo.stats, side, levels, grid, count, token, tile, row, stats, matrix, headView, rowPanel, zoom: Z };
+    /* offline: the model view's thumbnails are level 0 (every head's overview) */
+  function thumbs() {
+    const G = grid(0);
+    return Promise.all(Data.layers.map((_, li) => levelGrid(li, 0))).then(all => ({
+      s: G, exact: G === n, max: true,
+      block(li, h) {
+        const out = new Float32Array(G * G), c = all[li];
+        for (let i = 0; i < G * G; i++) out[i] = c[h * G * G + i] * 1e-4;
+        return out;
+      },
+    }));
+  }
+
+  return { on, offline, hasStats: on && !!geo.stats, side, levels, thumbs, sizeNote, grid, count, token, tile, row, stats, matrix, headView, rowPanel, zoom: Z };
 })();

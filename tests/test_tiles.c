@@ -63,6 +63,12 @@ START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
                     ck_assert_msg(cap_mpool(&lean, l, h)[i * side + j] == naive_cell(A, n, side, i, j), "%s overview", dir);
             for (int L = 0; L < levels; L++) {
                 const int G = tile_grid(n, side, L), T = tile_count(n, side, L);
+                float *whole = malloc(sizeof(float) * G * G);
+                ck_assert_int_eq(model_head_grid(&m, &lean, l, h, G, whole, &e), 0);
+                for (int i = 0; i < G; i++)
+                    for (int j = 0; j < G; j++)
+                        ck_assert_msg(whole[i * G + j] == naive_cell(A, n, G, i, j), "%s grid %d cell %d,%d", dir, G, i, j);
+                free(whole);
                 for (int tr = 0; tr < T; tr++)
                     for (int tc = 0; tc < T; tc++) {
                         int rows, cols;

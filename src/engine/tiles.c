@@ -83,6 +83,26 @@ int model_head_tile(const Model *m, const Capture *cap, int l, int h, int side, 
     return rc;
 }
 
+int model_head_grid(const Model *m, const Capture *cap, int l, int h, int G, float *grid, AvErr *e) {
+    const int n = cap->n_tokens;
+    if (G < 1 || G > n) return av_err(e, "a grid of %d cells for %d tokens", G, n);
+    if (l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
+        return av_err(e, "layer %d head %d is not captured", l, h);
+    if (cap->mpool && cap->mpool_size == G) {
+        memcpy(grid, cap_mpool(cap, l, h), (size_t)G * G * sizeof *grid);
+        return 0;
+    }
+    memset(grid, 0, (size_t)G * G * sizeof *grid);
+    float *buf = malloc((size_t)kern_attention_rows() * n * sizeof *buf);
+    float *scratch = malloc(2 * (size_t)n * (size_t)cap->head_dim * sizeof *scratch);
+    PoolCtx p = {grid, G, n, G, 0, 0, 0};
+    int rc = buf && scratch ? model_head_rows(m, cap, l, h, 0, n, buf, scratch, pool_rows, &p, e)
+                            : av_err(e, "out of memory for a grid of %d tokens", n);
+    free(buf);
+    free(scratch);
+    return rc;
+}
+
 static void copy_row(void *ctx, int i0, int i1, const float *probs, int ldp) {
     (void)i1;
     float *row = ctx;

@@ -602,6 +602,18 @@ static const float *one_block(void *ctx, int b, AvErr *e) {
     return ctx;
 }
 
+/* block b of a run of equal blocks */
+typedef struct {
+    const float *v;
+    size_t len;
+} GridBlocks;
+
+static const float *one_block_at(void *ctx, int b, AvErr *e) {
+    (void)e;
+    const GridBlocks *g = ctx;
+    return g->v + (size_t)b * g->len;
+}
+
 int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int tc, unsigned char **z, size_t *len,
               int *rows, int *cols, AvErr *e) {
     const int side = tile_side(lv);
@@ -655,11 +667,108 @@ char *live_headstats(const LiveRun *r) {
 
 /* ---------------------------------------------------------------- the offline page */
 
-LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e) {
+/* A long input's offline page: no n x n matrix, but per head the first
+ * `levels` zoom levels as whole grids (level 0 is the pass's overview; level
+ * e is min(n, side * 2^e) cells a side) and each query's top_k heaviest keys
+ * from the pass's telemetry, with the head statistics for the ranking. Its
+ * size is bounded by what it keeps, not by n^2: L * H * (sum of G_e^2 + 2 *
+ * n * top_k) 16-bit codes before compression, which meta.tiles states (the
+ * page says it). */
+static LiveStatus long_page(Live *lv, LiveRun *r, int levels, char **html, size_t *len, AvErr *e) {
+    const Capture *c = &r->cap;
+    const Model *m = pipeline_model(lv->m[r->model].p);
+    const int n = r->enc.n, side = tile_side(lv), nl = c->n_layers, nh = c->n_heads, K = c->tel_top_k;
+    if (n > 65534) return av_err(e, "a page of %d tokens: its keys need more than 16 bits (65,534 at most)", n), LIVE_TOO_BIG;
+    if (levels > tile_levels(n, side)) levels = tile_levels(n, side);
+    int G[TILE_MAX_LEVELS];
+    size_t cells = 0;
+    for (int l = 0; l < levels; l++) G[l] = tile_grid(n, side, l), cells += (size_t)G[l] * G[l];
+    const size_t codes = (size_t)nl * nh * (cells + 2 * (size_t)n * K);
+    const int n_chunks = nl * (levels + (K > 0));
+    HtmlChunk *ch = calloc((size_t)n_chunks, sizeof *ch);
+    float *grid = malloc((size_t)G[levels - 1] * G[levels - 1] * nh * sizeof *grid);
+    uint16_t *top = K ? malloc(2 * (size_t)nh * n * K * sizeof *top) : NULL;
+    char *stats = live_headstats(r);
+    LiveStatus st = LIVE_FAILED;
+    int k = 0;
+    if (!ch || !grid || (K && !top) || !stats) {
+        av_err(e, "out of memory for the page of %d tokens", n);
+        goto done;
+    }
+    for (int l = 0; l < nl; l++) {
+        for (int lev = 0; lev < levels; lev++) {
+            const size_t gg = (size_t)G[lev] * G[lev];
+            for (int h = 0; h < nh; h++)
+                if (model_head_grid(m, c, l, h, G[lev], grid + (size_t)h * gg, e)) goto done;
+            snprintf(ch[k].id, sizeof ch[k].id, "av-tile-%d-%d", l, lev);
+            if (html_encode_attention(one_block_at, &(GridBlocks){grid, gg}, nh, (size_t)G[lev], (size_t)G[lev], &ch[k].z,
+                                      &ch[k].len, e))
+                goto done;
+            k++;
+        }
+        if (!K) continue;
+        /* every head's keys (65535: none), then their weights as the page's codes */
+        const size_t per = (size_t)n * K;
+        for (int h = 0; h < nh; h++) {
+            const size_t at = cap_block(c, l, h) * per;
+            for (size_t i = 0; i < per; i++) {
+                const int key = c->tel_top[at + i];
+                const float w = c->tel_top_w[at + i];
+                top[(size_t)h * per + i] = key < 0 ? 65535 : (uint16_t)key;
+                top[(size_t)nh * per + (size_t)h * per + i] = (uint16_t)(w <= 0 ? 0 : w >= 1 ? 10000 : (int)(w * 10000.0f + 0.5f));
+            }
+        }
+        snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
+        if (html_encode_codes(top, 2 * (size_t)nh * per, &ch[k].z, &ch[k].len, e)) goto done;
+        k++;
+    }
+    /* meta: the run's, its "tiles" member (written last, describe) replaced by the page's */
+    const char *at = strstr(r->meta, ",\"tiles\":{");
+    if (!at) {
+        av_err(e, "the run's meta has no tile geometry");
+        goto done;
+    }
+    size_t zbytes = 0;
+    for (int i = 0; i < k; i++) zbytes += ch[i].len;
+    Buf b;
+    if (buf_open(&b)) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    fwrite(r->meta, 1, (size_t)(at - r->meta), b.f);
+    fprintf(b.f, ",\"tiles\":{\"side\":%d,\"levels\":%d,\"long\":true,\"embedded\":%d,\"grids\":[", side,
+            tile_levels(n, side), levels);
+    for (int l = 0; l < levels; l++) fprintf(b.f, "%s%d", l ? "," : "", G[l]);
+    fprintf(b.f, "],\"top_k\":%d,\"codes\":%zu,\"zbytes\":%zu,\"stats\":true,\"headstats\":%s}}", K, codes, zbytes, stats);
+    char *meta = buf_close(&b, !ferror(b.f));
+    if (!meta) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (buf_open(&b) == 0) {
+        int rc = html_write_pieces(b.f, r->a, meta, ch, k, lv->page.output.templates_dir, e);
+        if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
+        else if (rc == 0) av_err(e, "out of memory");
+    } else {
+        av_err(e, "out of memory");
+    }
+    free(meta);
+done:
+    for (int i = 0; ch && i < n_chunks; i++) free(ch[i].z);
+    free(ch), free(grid), free(top), free(stats);
+    return st;
+}
+
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e) {
     *html = NULL, *len = 0;
     LiveRun *r;
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
+    if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
+        st = long_page(lv, r, levels > 0 ? levels : r->enc.n <= 8192 ? 2 : 1, html, len, e);
+        live_release(lv, r);
+        return st;
+    }
     const ModelConfig *c = model_cfg(lv, r->model);
     const int n = r->enc.n, nl = layers ? n_layers : c->num_layers;
     for (int i = 0; layers && i < n_layers; i++)

@@ -402,10 +402,14 @@ static enum MHD_Result do_save(Server *sv, struct MHD_Connection *c) {
     int layers[CAP_MAX_LAYERS], n = 0;
     if (ls && serve_parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
         return send_error(c, 400, "layers must be a list such as 3 or 0-5");
+    /* a long input's page: how many zoom levels it keeps (tiles.h) */
+    const char *vs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "levels");
+    long levels = 0;
+    if (vs && parse_num(vs, 1, 3, &levels)) return send_error(c, 400, "levels must be 1 to 3");
     AvErr e = {0};
     char *html;
     size_t len;
-    LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, &html, &len, &e);
+    LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, (int)levels, &html, &len, &e);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_buf(c, 200, "text/html; charset=utf-8", html, len, MHD_RESPMEM_MUST_FREE, "Content-Disposition",
                     "attachment; filename=\"attnviz.html\"");

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, OUT, ROOT, SHOTS, ensureBuilt, launch, settle } from './lib.mjs';
+import { ATTNVIZ, OUT, ROOT, SHOTS, clean, ensureBuilt, launch, openPage, settle } from './lib.mjs';
 
 let srv = null, url = null, browser = null;
 const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
@@ -193,3 +193,76 @@ for (const theme of (process.env.LONG_THEMES || 'light,dark').split(',')) {
     } finally { await page.close(); }
   });
 }
+
+test('Download page of a long input: zoom levels and heaviest keys, size bounded by them and stated; works offline', async () => {
+  const { page, log } = await openLive('light');
+  let off = null;
+  try {
+    await run(page);
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 120000 }), page.click('#live-download')]);
+    const file = path.join(OUT, 'served-long-offline.html');
+    await dl.saveAs(file);
+    const html = fs.readFileSync(file, 'utf8');
+    assert.ok(!/connect-src/.test(html), 'the offline page allows no connections');
+    const meta = JSON.parse(/<script type="application\/json" id="av-meta">([^<]*)<\/script>/.exec(html)[1]);
+    const tl = meta.tiles, L = meta.config.layers, H = meta.config.heads;
+    /* the bound: L·H·(ΣG² + 2·n·K) codes of 2 bytes before compression; compressed and in base 85 (5/4) the
+     * chunks can only be smaller, and the rest of the page (templates, meta) does not grow with n² */
+    assert.deepEqual([tl.embedded, tl.grids, tl.top_k], [2, [256, 512], 8]);
+    const codes = L * H * (256 * 256 + 512 * 512 + 2 * N * 8);
+    assert.equal(tl.codes, codes);
+    const chunks = [...html.matchAll(/<script type="application\/octet-stream" id="(av-[a-z]+-[\d-]+)" data-z="(\d+)">([^<]*)<\/script>/g)];
+    assert.deepEqual(chunks.map(c => c[1]).sort(), ['av-tile-0-0', 'av-tile-0-1', 'av-tile-1-0', 'av-tile-1-1', 'av-top-0', 'av-top-1']);
+    const zsum = chunks.reduce((a, c) => a + +c[2], 0);
+    assert.equal(tl.zbytes, zsum);
+    assert.ok(zsum <= 2 * codes + 64 * chunks.length, 'compressed ' + zsum + ' > raw ' + 2 * codes);
+    const rest = html.length - chunks.reduce((a, c) => a + c[3].length, 0);
+    assert.ok(rest < 1.5e6 + 20 * N, 'the page without its chunks is ' + rest + ' bytes');
+    console.log('# ' + N + ' tokens: offline page ' + (html.length / 1e6).toFixed(2) + ' MB (bound ' + (2 * codes * 1.25 / 1e6 + rest / 1e6).toFixed(2) +
+      ' MB; the whole attention would be ' + (2 * L * H * N * N / 1e6).toFixed(0) + ' MB)');
+
+    /* the server's exact row of the last query, to compare with the keys the page keeps */
+    const h0 = await page.evaluate(() => window.attnviz.state.focus);
+    const exact = await page.evaluate(async ([q, h]) => {
+      const tok = new URLSearchParams(location.search).get('token');
+      const r = await fetch('/api/row?run=' + document.body.dataset.run + '&layer=0&head=' + h + '&query=' + q, { headers: { 'X-Attnviz-Token': tok } });
+      return Array.from(new Float32Array(await r.arrayBuffer()));
+    }, [N - 1, h0]);
+    await browser.ctx.setOffline(true);
+    off = await openPage(browser.ctx, file);
+    assert.equal(await off.page.evaluate(() => window.attnviz.state.focus), h0);
+    clean(off.log);
+    const ready = v => off.page.waitForFunction(want => (document.getElementById('view-matrix').dataset.tilesReady || '') === want, v, { timeout: 30000 });
+    /* the head view: the query's heaviest keys, from the page */
+    await off.page.waitForFunction(() => !!document.querySelector('#view-head .tile-row[data-query]'), null, { timeout: 30000 });
+    assert.match(await off.page.textContent('#view-head .view-title'), /This page keeps, for each of the 2 × 4 heads, zoom levels 0–1 \(256² \+ 512² cells\) and each query's 8 heaviest keys: L·H·\(ΣG² \+ 2·n·K\) = 2·4·\(327,680 \+ 2·3,002·8\) = 3,005,696 16-bit codes/);
+    assert.ok((await off.page.$$eval('#view-head .tile-key', els => els.length)) >= 1);
+    if ((await off.page.$eval('#view-head .tile-row', e => +e.dataset.query)) !== N - 1) await off.page.click('#view-head .tile-row button[title="The last token"]');
+    await off.page.waitForFunction(n => +(document.querySelector('#view-head .tile-row') || {}).dataset.query === n - 1, N, { timeout: 30000 });
+    const shown = await off.page.$$eval('#view-head .tile-key', els => els.map(e => [e.querySelector('.tile-pos').textContent.replace(/,/g, ''), e.querySelector('.tile-w').textContent]));
+    {
+      const order = exact.map((w, j) => [j, w]).sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, shown.length);
+      assert.deepEqual(shown.map(x => x[1]), order.map(x => x[1].toFixed(4)), 'the kept keys are the row\'s heaviest');
+    }
+    /* the matrix view: level 0, then level 1 from the page; level 2 is the server's */
+    await off.page.click('#tab-matrix');
+    await ready('0:0:0');
+    const box = await off.page.$eval('#view-matrix .tiles canvas + canvas', e => ({ labW: +e.dataset.labw, labH: +e.dataset.labh, cell: +e.dataset.cell }));
+    await off.page.dblclick('#view-matrix .tiles canvas + canvas', { position: { x: box.labW + 60 * box.cell, y: box.labH + 200 * box.cell } });
+    await ready('1:1:0');
+    assert.equal(await off.page.$eval('#view-matrix .mx-zoom button[title^="Deeper levels need attnviz serve"]', b => b.disabled), true);
+    await settle(off.page);
+    await off.page.screenshot({ path: path.join(SHOTS, 'serve-long-offline-light.png'), fullPage: true });
+    /* the model view from level 0, Find heads from the kept statistics */
+    await off.page.click('#tab-model');
+    await off.page.waitForFunction(() => document.getElementById('view-model').dataset.drawn === '1', null, { timeout: 30000 });
+    await off.page.selectOption('#find-select', 'entropy');
+    await off.page.waitForFunction(() => document.querySelector('#ctl-find').dataset.ready === 'entropy', null, { timeout: 30000 });
+    clean(off.log);
+    assert.deepEqual(log.errors, [], 'page errors');
+  } finally {
+    await browser.ctx.setOffline(false);
+    if (off) await off.page.close();
+    await page.close();
+  }
+});
