@@ -78,9 +78,9 @@ char *live_headstats(const LiveRun *r);
 
 /* The offline page the CLI would write for run id (layers: NULL = all), into
  * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. A long
- * input's page instead holds its first `levels` zoom levels (0: 2 up to 8,192
- * tokens, else 1) and each query's heaviest keys, every layer: bounded by
- * those, not by n^2. */
+ * input's page instead holds its first `levels` zoom levels (0: levels 0-1
+ * while the page stays within 64 M codes before compression, else level 0)
+ * and each query's heaviest keys, every layer: bounded by those, not by n^2. */
 LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e);
 
 #endif

@@ -349,6 +349,8 @@ def hostile():
     case("row without a head", 400, "GET", "/api/row?run=r1&layer=0&query=0")
     case("headstats of an unknown run", 404, "GET", "/api/headstats?run=r424242")
     case("headstats of a short run (no telemetry kept)", 404, "GET", "/api/headstats?run=r1")
+    case("page with levels out of range", 400, "GET", "/api/page?run=r1&levels=9")
+    case("page with levels not a number", 400, "GET", "/api/page?run=r1&levels=two")
 
     # r1 exists for the read cases
     st, res = sv.run("a first sentence")

@@ -759,13 +759,22 @@ done:
     return st;
 }
 
+/* Levels 0-1 while the page stays within LIVE_PAGE_CODES codes before
+ * compression, else level 0 alone (plus the keys, which grow with n only). */
+#define LIVE_PAGE_CODES ((size_t)64 << 20)
+static int default_levels(const Live *lv, const LiveRun *r) {
+    const int n = r->enc.n, side = tile_side(lv), g0 = tile_grid(n, side, 0), g1 = tile_grid(n, side, 1);
+    const size_t heads = (size_t)r->cap.n_layers * r->cap.n_heads;
+    return heads * ((size_t)g0 * g0 + (size_t)g1 * g1 + 2 * (size_t)n * r->cap.tel_top_k) <= LIVE_PAGE_CODES ? 2 : 1;
+}
+
 LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e) {
     *html = NULL, *len = 0;
     LiveRun *r;
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
     if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
-        st = long_page(lv, r, levels > 0 ? levels : r->enc.n <= 8192 ? 2 : 1, html, len, e);
+        st = long_page(lv, r, levels > 0 ? levels : default_levels(lv, r), html, len, e);
         live_release(lv, r);
         return st;
     }

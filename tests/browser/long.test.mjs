@@ -174,6 +174,7 @@ for (const theme of (process.env.LONG_THEMES || 'light,dark').split(',')) {
       assert.equal(keys, 12);
       await settle(page);
       await page.screenshot({ path: path.join(SHOTS, 'serve-long-matrix-' + theme + '.png'), fullPage: true });
+      await page.locator('#view-matrix').screenshot({ path: path.join(SHOTS, 'serve-long-' + theme + '.png') });
 
       /* the model view: Find heads from the streamed statistics */
       await page.click('#tab-model');
