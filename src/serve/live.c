@@ -715,7 +715,9 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int levels, char **html, size_
                 const int key = c->tel_top[at + i];
                 const float w = c->tel_top_w[at + i];
                 top[(size_t)h * per + i] = key < 0 ? 65535 : (uint16_t)key;
-                top[(size_t)nh * per + (size_t)h * per + i] = (uint16_t)(w <= 0 ? 0 : w >= 1 ? 10000 : (int)(w * 10000.0f + 0.5f));
+                /* the attention's own codes: round half-up in double (html.c's quant_block) */
+                const double x = (double)w * 10000.0 + 0.5;
+                top[(size_t)nh * per + (size_t)h * per + i] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
             }
         }
         snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
