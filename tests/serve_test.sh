@@ -19,6 +19,9 @@ if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$PY" tests/serve_check.py build-asan/attnviz hostile | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$PY" tests/serve_check.py build-asan/attnviz tiles | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
 else
     skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
 fi

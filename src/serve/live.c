@@ -725,7 +725,8 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int levels, char **html, size_
         k++;
     }
     /* meta: the run's, its "tiles" member (written last, describe) replaced by the page's */
-    const char *at = strstr(r->meta, ",\"tiles\":{");
+    const char *at = NULL; /* the last member: strings hold no bare quote, so only describe's can match */
+    for (const char *p = r->meta; (p = strstr(p, ",\"tiles\":{")); p++) at = p;
     if (!at) {
         av_err(e, "the run's meta has no tile geometry");
         goto done;

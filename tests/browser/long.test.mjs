@@ -172,6 +172,7 @@ for (const theme of (process.env.LONG_THEMES || 'light,dark').split(',')) {
       assert.ok(q >= 2251 && q <= 3001, 'query ' + q);
       const keys = await page.$$eval('#view-matrix .tile-key', els => els.length);
       assert.equal(keys, 12);
+      await page.mouse.move(1, 1); /* no tooltip in the pictures */
       await settle(page);
       await page.screenshot({ path: path.join(SHOTS, 'serve-long-matrix-' + theme + '.png'), fullPage: true });
       await page.locator('#view-matrix').screenshot({ path: path.join(SHOTS, 'serve-long-' + theme + '.png') });
