@@ -388,7 +388,8 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
                         : 0);
     if (bytes > lv->lim.cache_bytes) {
         st = LIVE_TOO_BIG;
-        av_err(e, "%d tokens need %.0f MB of queries and keys, above the server's --cache-mb %.0f", r->enc.n,
+        av_err(e, "%d tokens need %.0f MB of queries and keys (and, past --long-from, overviews and row statistics), "
+                  "above the server's --cache-mb %.0f", r->enc.n,
                (double)bytes / 1e6, (double)lv->lim.cache_bytes / 1e6);
         goto done;
     }
