@@ -5,6 +5,7 @@
  * own overview equals the pool; tiles that do not exist are refused. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "tiles.h"
@@ -104,6 +105,67 @@ START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
 }
 END_TEST
 
+/* The whole grid by the definition, in one sweep over the matrix. */
+static void naive_grid(const float *A, int n, int G, float *out) {
+    memset(out, 0, sizeof(float) * G * G);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float *c = out + ((long)i * G / n) * G + (long)j * G / n;
+            if (A[(size_t)i * n + j] > *c) *c = A[(size_t)i * n + j];
+        }
+}
+
+/* Long enough that a tile's rows are shared among threads (each pools its
+ * share, the shares are merged by their maximum): the same cells. Rotary
+ * families only, whose positions have no table to outgrow. */
+static const char *LONG_FIXTURES[] = {"tests/data/small-llama", "tests/data/small-modernbert", "tests/data/small-gemma2"};
+
+START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
+    const char *dir = LONG_FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int n = 700, side = 64;
+    m.cfg.max_position_embeddings = n + m.cfg.pos_offset;
+    int *ids = malloc(sizeof(int) * n), *types = calloc(n, sizeof(int));
+    for (int i = 0; i < n; i++) ids[i] = (3 + 7 * i + i / 5) % m.cfg.vocab_size;
+    RunState rs;
+    Capture full, lean;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, &e), 0);
+    if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    float *want = malloc(sizeof(float) * n * n), *got = malloc(sizeof(float) * n * n), *tile = malloc(sizeof(float) * side * side);
+    for (int l = 0; l < m.cfg.num_layers; l++)
+        for (int h = 0; h < m.cfg.num_heads; h += 3) {
+            const float *A = cap_attn(&full, l, h);
+            for (int L = 0; L < tile_levels(n, side); L++) {
+                const int G = tile_grid(n, side, L), T = tile_count(n, side, L);
+                naive_grid(A, n, G, want);
+                ck_assert_int_eq(model_head_grid(&m, &lean, l, h, G, got, &e), 0);
+                ck_assert_msg(!memcmp(got, want, sizeof(float) * G * G), "%s layer %d head %d grid %d", dir, l, h, G);
+                for (int tr = 0; tr < T; tr += 2) /* every other row of tiles, every column */
+                    for (int tc = 0; tc < T; tc++) {
+                        int rows, cols;
+                        ck_assert_int_eq(model_head_tile(&m, &lean, l, h, side, L, tr, tc, tile, &rows, &cols, &e), 0);
+                        for (int i = 0; i < rows; i++)
+                            for (int j = 0; j < cols; j++)
+                                ck_assert_msg(tile[i * side + j] == want[(size_t)(tr * side + i) * G + tc * side + j],
+                                              "%s layer %d head %d level %d tile %d,%d", dir, l, h, L, tr, tc);
+                    }
+            }
+        }
+    fprintf(stderr, "INFO %s: %s: %d tokens, %d levels, rows shared among up to %ld threads\n", __func__, dir, n,
+            tile_levels(n, side), sysconf(_SC_NPROCESSORS_ONLN));
+    free(want), free(got), free(tile), free(ids), free(types);
+    model_capture_free(&full);
+    model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(levels_cover_the_tokens) {
     /* grids double until they reach n; cells tile the tokens without gaps */
     const int ns[] = {1, 7, 256, 257, 4096, 8192, 32768, 32769};
@@ -133,6 +195,8 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("tiles");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, levels_cover_the_tokens);
+    tcase_add_loop_test(t, tiles_of_rows_shared_among_threads_are_the_max_pool, 0,
+                        (int)(sizeof LONG_FIXTURES / sizeof LONG_FIXTURES[0]));
     tcase_add_loop_test(t, every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     suite_add_tcase(s, t);
