@@ -756,6 +756,22 @@ def tiles_check():
                f"{st} worst {worst}")
     finally:
         sv.stop("tiles: server stops cleanly")
+    # past 8,192 tokens no request makes a whole n x n matrix (memory per request grows with n only)
+    cfg["max_position_embeddings"] = 16384
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
+    sv = Server("--model", tmp)
+    try:
+        st, res = sv.run("the cat sat. " * 830)
+        n = res.get("n", 0) if st == 200 else 0
+        run = res.get("run") if st == 200 else "r1"
+        st1, _, b1 = sv.req("GET", f"/api/attention?run={run}&layer=0&heads=0")
+        st2, h2, _ = sv.req("GET", f"/api/tile?run={run}&layer=0&head=0&level=5&row=31&col=31")
+        st3, _, b3 = sv.req("GET", f"/api/row?run={run}&layer=0&head=0&query={n - 1}")
+        expect(f"tiles: a {n}-token run's whole matrix is refused (413), its tiles and rows are served",
+               n > 8192 and st1 == 413 and b"/api/tile" in b1 and st2 == 200 and h2.get("X-Attnviz-Shape") == "256,256"
+               and st3 == 200 and len(b3) == 4 * n, f"{n} {st1} {b1[:100]} {st2} {st3}")
+    finally:
+        sv.stop("tiles: the 8k server stops cleanly")
 
 
 if MODE == "functional":

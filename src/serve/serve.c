@@ -38,6 +38,10 @@
 #define SERVE_MAX_BODY (1u << 20)
 #define SERVE_MAX_CONNECTIONS 4000
 #define SERVE_HEADER_BYTES (64u << 10)
+/* A whole n x n matrix per request (/api/attention, value-weighted thumbnails)
+ * only up to this many tokens: one head is then at most 256 MiB of floats.
+ * Longer runs are read by tiles and rows (tiles.h), whose memory grows with n. */
+#define SERVE_MAX_MATRIX_TOKENS 8192
 
 /* The offline page's policy, plus fetches back to this server. */
 #define SERVE_CSP                                                                                                  \
@@ -335,6 +339,10 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
         ok = send_error(c, 400, "measure applies to /api/attention and /api/thumbs");
     } else if (norm && !live_has_norms(r)) {
         ok = send_error(c, 400, "measure=norm: this server computes no value norms (start it with --measure norm)");
+    } else if ((route == R_ATTENTION || (route == R_THUMBS && norm)) && n > SERVE_MAX_MATRIX_TOKENS) {
+        snprintf(shape, sizeof shape, "%d tokens: whole matrices stop at %d; read /api/tile and /api/row", n,
+                 SERVE_MAX_MATRIX_TOKENS);
+        ok = send_error(c, 413, shape);
     } else if (route == R_ATTENTION) {
         int heads[CAP_MAX_HEADS], n_heads = nh;
         for (int i = 0; i < nh; i++) heads[i] = i;
