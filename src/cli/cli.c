@@ -216,7 +216,7 @@ static const HelpSection SECTIONS[] = {
      "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
      "  --idle-timeout S    close a connection silent for S seconds (default 20)\n"
      "  --long-from N       inputs longer than N tokens are browsed by zoom tiles and exact\n"
-     "                      query rows, never whole matrices (default 4096)\n"},
+     "                      query rows, never whole matrices (default 4096; at most 8192)\n"},
 };
 
 const char *cli_help_text(const char *command) {
@@ -635,7 +635,8 @@ static int parse_serve_option(CliOptions *o, ParseState *ps, int c, const char *
         ps->serve_opts = 1;
         break;
     case O_LONGFROM:
-        if (parse_int(arg, 1, 1 << 24, &o->serve_spec.long_from)) return usage_error(e, "--long-from needs a token count >= 1, got '%s'", arg);
+        /* at most 8192: past it the server builds no whole matrix (serve.c), so the page must read tiles */
+        if (parse_int(arg, 1, 8192, &o->serve_spec.long_from)) return usage_error(e, "--long-from needs 1 to 8192 tokens, got '%s'", arg);
         ps->serve_opts = 1;
         break;
     case O_QUEUE:
