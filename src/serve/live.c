@@ -675,10 +675,11 @@ char *live_headstats(const LiveRun *r) {
  * size is bounded by what it keeps, not by n^2: L * H * (sum of G_e^2 + 2 *
  * n * top_k) 16-bit codes before compression, which meta.tiles states (the
  * page says it). */
-static LiveStatus long_page(Live *lv, LiveRun *r, int levels, char **html, size_t *len, AvErr *e) {
+static LiveStatus long_page(Live *lv, LiveRun *r, int levels, int K, char **html, size_t *len, AvErr *e) {
     const Capture *c = &r->cap;
     const Model *m = pipeline_model(lv->m[r->model].p);
-    const int n = r->enc.n, side = tile_side(lv), nl = c->n_layers, nh = c->n_heads, K = c->tel_top_k;
+    const int n = r->enc.n, side = tile_side(lv), nl = c->n_layers, nh = c->n_heads, Kc = c->tel_top_k;
+    if (K > Kc) K = Kc;
     if (n > 65534) return av_err(e, "a page of %d tokens: its keys need more than 16 bits (65,534 at most)", n), LIVE_TOO_BIG;
     if (levels > tile_levels(n, side)) levels = tile_levels(n, side);
     int G[TILE_MAX_LEVELS];
@@ -708,18 +709,20 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int levels, char **html, size_
             k++;
         }
         if (!K) continue;
-        /* every head's keys (65535: none), then their weights as the page's codes */
+        /* every head's K heaviest keys per query (65535: none), then their weights as the page's codes;
+         * the telemetry keeps Kc >= K per row, heaviest first */
         const size_t per = (size_t)n * K;
         for (int h = 0; h < nh; h++) {
-            const size_t at = cap_block(c, l, h) * per;
-            for (size_t i = 0; i < per; i++) {
-                const int key = c->tel_top[at + i];
-                const float w = c->tel_top_w[at + i];
-                top[(size_t)h * per + i] = key < 0 ? 65535 : (uint16_t)key;
-                /* the attention's own codes: round half-up in double (html.c's quant_block) */
-                const double x = (double)w * 10000.0 + 0.5;
-                top[(size_t)nh * per + (size_t)h * per + i] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
-            }
+            const size_t at = cap_block(c, l, h) * (size_t)n * Kc;
+            for (size_t q = 0; q < (size_t)n; q++)
+                for (int j = 0; j < K; j++) {
+                    const size_t src = at + q * Kc + j, dst = (size_t)h * per + q * K + j;
+                    const int key = c->tel_top[src];
+                    top[dst] = key < 0 ? 65535 : (uint16_t)key;
+                    /* the attention's own codes: round half-up in double (html.c's quant_block) */
+                    const double x = (double)c->tel_top_w[src] * 10000.0 + 0.5;
+                    top[(size_t)nh * per + dst] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
+                }
         }
         snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
         if (html_encode_codes(top, 2 * (size_t)nh * per, &ch[k].z, &ch[k].len, e)) goto done;
@@ -763,13 +766,22 @@ done:
     return st;
 }
 
-/* Levels 0-1 while the page stays within LIVE_PAGE_CODES codes before
- * compression, else level 0 alone (plus the keys, which grow with n only). */
+/* What a long input's page keeps, within LIVE_PAGE_CODES codes before
+ * compression where it can: levels 0-1 (unless asked otherwise) and all the
+ * keys the pass kept per query, else level 0 alone, then fewer keys (at least
+ * one): the keys grow with n, the levels not at all. */
 #define LIVE_PAGE_CODES ((size_t)64 << 20)
-static int default_levels(const Live *lv, const LiveRun *r) {
-    const int n = r->enc.n, side = tile_side(lv), g0 = tile_grid(n, side, 0), g1 = tile_grid(n, side, 1);
+static void page_plan(const Live *lv, const LiveRun *r, int asked, int *levels, int *keys) {
+    const int n = r->enc.n, side = tile_side(lv), Kc = r->cap.tel_top_k;
     const size_t heads = (size_t)r->cap.n_layers * r->cap.n_heads;
-    return heads * ((size_t)g0 * g0 + (size_t)g1 * g1 + 2 * (size_t)n * r->cap.tel_top_k) <= LIVE_PAGE_CODES ? 2 : 1;
+    size_t cells[3] = {0};
+    for (int l = 0; l < 3; l++) {
+        const size_t g = (size_t)tile_grid(n, side, l);
+        cells[l] = (l ? cells[l - 1] : 0) + g * g;
+    }
+    *levels = asked > 0 ? asked : heads * (cells[1] + 2 * (size_t)n * Kc) <= LIVE_PAGE_CODES ? 2 : 1;
+    *keys = Kc;
+    while (*keys > 1 && heads * (cells[*levels - 1] + 2 * (size_t)n * *keys) > LIVE_PAGE_CODES) --*keys;
 }
 
 LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e) {
@@ -778,7 +790,9 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
     if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
-        st = long_page(lv, r, levels > 0 ? levels : default_levels(lv, r), html, len, e);
+        int keep, keys;
+        page_plan(lv, r, levels, &keep, &keys);
+        st = long_page(lv, r, keep, keys, html, len, e);
         live_release(lv, r);
         return st;
     }
