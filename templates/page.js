@@ -43,7 +43,8 @@ const S = {
     S.active[hi] = true;
     S.focus = hi;
   }
-  S.query = Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
+  /* a long input opens on its last query (the head view shows one row at a time) */
+  S.query = Tiles.on ? Data.n - 1 : Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
   /* attnviz render's --heads-shown (bertviz's heads=[...]) and --view */
   if (Array.isArray(meta.init_heads) && meta.init_heads.some(h => meta.heads.includes(h))) {
     S.active.fill(false);
