@@ -27,6 +27,10 @@ typedef struct {
                       in bin t * thumb_size / n_tokens, so rows still sum to 1 (thumb_size == n_tokens: the
                       attention itself) */
     int thumb_size;
+    float *mpool;  /* (n_layers, n_heads, mpool_size, mpool_size) each head's attention max-pooled, NULL if not
+                      kept: cell (i, j) = the largest weight of the query rows of bin i on the keys of bin j,
+                      token t in bin t * mpool_size / n_tokens (tiles.h's level 0: the overview of a long input) */
+    int mpool_size;
     /* Attention telemetry (model_capture_telemetry), NULL if not kept: per block
      * and query row, the CAP_TEL_N statistics of that row (CapTelField) and its
      * tel_top_k heaviest keys, computed as the rows are made, so a head whose
@@ -99,6 +103,9 @@ static inline float *cap_attn(const Capture *c, int l, int h) {
 }
 static inline float *cap_thumb(const Capture *c, int l, int h) {
     return c->thumb + cap_block(c, l, h) * c->thumb_size * c->thumb_size;
+}
+static inline float *cap_mpool(const Capture *c, int l, int h) {
+    return c->mpool + cap_block(c, l, h) * c->mpool_size * c->mpool_size;
 }
 static inline float *cap_vnorm(const Capture *c, int l, int h) {
     return c->vnorm + cap_block(c, l, h) * c->n_tokens;

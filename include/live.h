@@ -22,6 +22,9 @@ typedef struct {
     double timeout_ms;    /* longest wait for a model's turn (then LIVE_TIMEOUT) */
     int max_runs;         /* runs remembered; the least recently used beyond are forgotten */
     int thumb_size;       /* thumbnails' side (tokens beyond are pooled) */
+    int tile_side;        /* cells a side of a tile (tiles.h; 0: TILE_SIDE); level 0 is kept from the pass */
+    int long_from;        /* inputs of more tokens than this are browsed by tiles and rows (0: 4096) */
+    int top_k;            /* telemetry's heaviest keys kept per query row (0..CAP_TEL_MAX_TOP) */
 } LiveLimits;
 
 typedef struct Live Live;
@@ -54,14 +57,30 @@ void live_release(Live *lv, LiveRun *run);
  * started with --measure norm; else -1 saying so). */
 int live_run_tokens(const LiveRun *r);
 int live_has_norms(const LiveRun *r); /* its capture has value norms (serve --measure norm) */
+int live_has_stats(const LiveRun *r); /* its capture has telemetry (a long input) */
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim);
 int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, int norm, unsigned char **z,
                    size_t *len, AvErr *e);
 int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_t *len, AvErr *e);
 int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e);
 
+/* A long input, browsed without n x n matrices (tiles.h): the tile geometry
+ * (cells a side, levels); tile (tr, tc) of a level of head (layer, head) as
+ * one payload chunk of rows x cols max-pooled weights; query i's exact row
+ * (n float32); every head's telemetry means as JSON {"fields", "layers",
+ * "heads", "mean": [layer][head][field]} (the head ranking of a run whose
+ * matrices are not kept). The caller checks the ranges (live_tile_geom). */
+void live_tile_geom(const Live *lv, const LiveRun *r, int *side, int *levels);
+int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int tc, unsigned char **z, size_t *len,
+              int *rows, int *cols, AvErr *e);
+int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, AvErr *e);
+char *live_headstats(const LiveRun *r);
+
 /* The offline page the CLI would write for run id (layers: NULL = all), into
- * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. */
-LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e);
+ * a malloc'd buffer; LIVE_TOO_BIG when its capture passes the budget. A long
+ * input's page instead holds its first `levels` zoom levels (0: levels 0-1
+ * while the page stays within 64 M codes before compression, else level 0)
+ * and each query's heaviest keys, every layer: bounded by those, not by n^2. */
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e);
 
 #endif

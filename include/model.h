@@ -151,6 +151,11 @@ int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, 
  * share (kept by the caller through the pass; NULL: none). */
 int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
                             int n_layers, const int *heads, int n_heads, AvErr *e);
+/* The same telemetry added to a capture made otherwise (attnviz serve's q/k
+ * capture: its head statistics and top keys without the n x n matrices);
+ * bytes: model_capture_telemetry_bytes(cap_blocks, n, top_k). */
+int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *e);
+size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k);
 /* Rows [row0, row0 + nrows) of head (l, h)'s attention, probs (nrows, ldp)
  * over keys [0, ncols), into the capture's telemetry (it must have it).
  * rule (NULL: any): the rule that made them, so that only the keys a row sees
@@ -165,6 +170,18 @@ size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
  * by the rule and kernel the forward pass applies: what it would have
  * captured. scratch: 2 * n * head_dim floats. */
 int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e);
+/* Rows [r0, r1) of head (l, h)'s attention recomputed from the capture's q/k
+ * like model_head_attention, a block of rows at a time and bit for bit the rows
+ * it makes: fn(ctx, i0, i1, probs, n) sees rows [r0 + i0, r0 + i1) as probs
+ * (i1 - i0, n), every column set (masked keys 0). rows: kern_attention_rows() *
+ * n floats; scratch: (n + r1 - r0) * head_dim floats. For a long input's tiles
+ * and exact query rows (tiles.h): a causal row band costs its keys only. */
+int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, int r1, float *rows, float *scratch,
+                    KernRowsFn fn, void *ctx, AvErr *e);
+/* Adds each head's attention max-pooled to size x size (capture.h's mpool,
+ * size <= n) to a capture: the forward pass fills it as it makes the rows.
+ * Bytes: blocks * size^2 floats. */
+int model_capture_maxpool(Capture *cap, int size, AvErr *e);
 /* Adds per-token value norms (capture.h's vnorm) to a capture made by one of
  * the functions above: the forward pass then computes them for the kept
  * layers and heads (and the values of the last kept layer, which it skips

@@ -4,6 +4,7 @@
 #ifndef ATTNVIZ_OUTPUT_H
 #define ATTNVIZ_OUTPUT_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include "capture.h"
 #include "config.h"
@@ -120,5 +121,17 @@ int html_write_meta(FILE *f, const OutDoc *d, AvErr *e);
 typedef const float *(*HtmlBlockFn)(void *ctx, int block, AvErr *e); /* block b's rows x cols; NULL: failed */
 int html_encode_attention(HtmlBlockFn get, void *ctx, int n_blocks, size_t rows, size_t cols, unsigned char **z,
                           size_t *zlen, AvErr *e);
+/* The same encoding for codes given as they are (u16), e.g. key indices. */
+int html_encode_codes(const uint16_t *codes, size_t count, unsigned char **z, size_t *zlen, AvErr *e);
+/* An offline page from pieces made elsewhere (a long input's tiles page,
+ * attnviz serve): its title text, its meta object (JSON) and its payload
+ * chunks, each already encoded (above) and written base 85 under its id. */
+typedef struct {
+    char id[48];
+    unsigned char *z;
+    size_t len;
+} HtmlChunk;
+int html_write_pieces(FILE *f, const char *title, const char *meta_json, const HtmlChunk *chunks, int n_chunks,
+                      const char *templates_dir, AvErr *e);
 
 #endif

@@ -132,6 +132,7 @@ typedef struct {
     double timeout_s;          /* longest wait for the model, seconds */
     int idle_s;                /* a connection silent this long is closed */
     int max_queue;             /* forward passes waiting or running (then 503) */
+    int long_from;             /* inputs longer than this many tokens are browsed by tiles and rows */
 } ServeSpec;
 
 #endif

@@ -359,6 +359,10 @@ const Data = (() => {
     hasQK: live || !!meta.qk,
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, thumbs, weight, code, headMatrix,
+    /* the payload's encoding (zlib of two byte planes) -> u16 codes (tiles.js) */
+    decode: planesToCodes,
+    /* a payload chunk by id -> its u16 codes (tiles.js: a long input's saved page) */
+    readChunk,
     /* head h's block of layer li in stack st (default the current one), or null before it is loaded */
     block: (li, h, st) => (st || cur).blk[li][h],
     /* heads hs (default every head) of layer li are loaded */

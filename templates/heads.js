@@ -7,7 +7,7 @@
  * The page's weights are the captured floats rounded to 4 decimals, so its
  * scores differ from the command's by about that much. Needs from data.js:
  * Data (attention, headMatrix, meta.input_ids, special, vocab, stacked). */
-/* global Data, Draw */
+/* global Data, Draw, Tiles */
 /* exported Heads */
 
 const Heads = (() => {
@@ -59,9 +59,26 @@ const Heads = (() => {
     return total > 0 ? hit / total : NaN;
   }
 
+  /* A long input (tiles.js) keeps no matrices: its scores are the means of
+   * the statistics the forward pass streamed per query row (--telemetry's,
+   * GET /api/headstats), the same definitions (a row's weights sum to 1, so
+   * the share of all attention is the mean of the rows' shares). */
+  const FROM_STATS = { previous: 'prev', self: 'self', first: 'sink', duplicate: 'dup', distance: 'distance', entropy: 'entropy' };
+  const fromStats = () => Tiles.hasStats;
+
   /* Every selected head's score k (layer index li, head index h at li*H+h). */
   function scores(k0) {
     const k = Data.measureKey + k0; /* value-weighted shares (--measure norm) are scored apart */
+    if (!cache[k] && fromStats()) {
+      cache[k] = Tiles.stats().then(st => {
+        const f = st.fields.indexOf(FROM_STATS[k0]), out = new Float64Array(Data.L * Data.H).fill(NaN);
+        if (f < 0) return out;
+        for (let li = 0; li < Data.L; li++)
+          for (let h = 0; h < Data.H; h++) out[li * Data.H + h] = st.mean[Data.layers[li]][Data.heads[h]][f];
+        return out;
+      });
+      cache[k].catch(() => { delete cache[k]; });
+    }
     if (!cache[k]) {
       cache[k] = (async () => {
         const n = Data.n, ids = Data.meta.input_ids || [], out = new Float64Array(Data.L * Data.H);
@@ -103,8 +120,12 @@ const Heads = (() => {
     o.title = what;
     sel.appendChild(o);
   }
-  /* a live page would fetch every head's n x n block to score them: not past a budget */
-  if (Data.live && Data.L * Data.H * Data.n * Data.n > 64e6) {
+  /* a long input: the streamed statistics' scores only */
+  if (fromStats()) {
+    sel.title = 'Shade the thumbnails by a score of this input, from the statistics the forward pass streamed per query row (no matrices kept)';
+    for (const o of sel.options) if (o.value && !FROM_STATS[o.value]) { o.disabled = true; o.title += ' (not among the streamed statistics of a long input)'; }
+  } else if (Data.live && Data.L * Data.H * Data.n * Data.n > 64e6) {
+    /* a live page would fetch every head's n x n block to score them: not past a budget */
     sel.disabled = true;
     sel.title = 'Scoring every head here would fetch every head\'s ' + Data.n + ' × ' + Data.n + ' attention from the server; attnviz heads computes the scores';
   }

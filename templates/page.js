@@ -4,7 +4,7 @@
  * for every run by live.js, sets ready per run and never loaded: it fetches
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
-/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, PREV, SIGNAL */
+/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, Tiles, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -43,7 +43,8 @@ const S = {
     S.active[hi] = true;
     S.focus = hi;
   }
-  S.query = Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
+  /* a long input opens on its last query (the head view shows one row at a time) */
+  S.query = Tiles.on ? Data.n - 1 : Math.min(Data.n - 1, Data.n > 2 ? 1 : 0);
   /* attnviz render's --heads-shown (bertviz's heads=[...]) and --view */
   if (Array.isArray(meta.init_heads) && meta.init_heads.some(h => meta.heads.includes(h))) {
     S.active.fill(false);
@@ -543,8 +544,8 @@ function finish(gen) {
       window.attnviz.readyMs = performance.now();
       window.attnviz.scriptMs = performance.now() - T0;
       document.body.dataset.ready = '1';
-      /* a live page fetches only what a view shows */
-      if (!Data.live) loadRest();
+      /* a live page fetches only what a view shows; a long input's page has no matrices to decode */
+      if (!Data.live && !Tiles.on) loadRest();
     }, 0));
   }
 }
@@ -576,10 +577,11 @@ function openModal(li, h) {
   body.appendChild(box);
   $('modal').hidden = false;
   const t = Tok.build(S.merge, S.hide);
-  Data.attention(li, null, [h]).then(() => {
+  /* a long input: the matrix view's tiles, never the head's whole matrix */
+  (Tiles.on ? Promise.resolve() : Data.attention(li, null, [h])).then(() => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;
     /* the head view's lines while they stay legible, else the matrix view's heat map */
-    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
+    modalCtl = viewOf(Math.max(t.mr, t.mc) <= 96 && !Tiles.on ? 'head' : 'matrix').drawHead(box, { li, h, t, filter: S.filter, gamma: S.gamma });
     $('modal').dataset.drawn = '1';
   }).catch(err => {
     if (!modalAt || modalAt.li !== li || modalAt.h !== h) return;

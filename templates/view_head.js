@@ -4,7 +4,7 @@
  * pins it. Needs from data.js: Tok (groups, filterIdx, masked) and the
  * derived matrices behind Draw.seriesFor (Derived.head, .aggregate, .rollout);
  * Data.pattern for the tooltip. */
-/* global Data, Tok, Fmt, Draw, Tip, Views */
+/* global Data, Tok, Fmt, Draw, Tip, Views, Tiles */
 
 /* The file's body is one function (not indented): it registers the view
  * and leaves no names behind. */
@@ -292,8 +292,11 @@ Views.register({
   order: 1,
   label: 'Head view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: false },
-  picksHead: () => false,
+  /* a long input (tiles.js): one head, one query's exact row, fetched by the view */
+  picksHead: () => Tiles.on,
+  get ownsLayers() { return Tiles.on; },
   draw(host, c) {
+    if (Tiles.on) return Tiles.headView(host, c);
     host.textContent = '';
     const ttl = Draw.el('div', 'view-title');
     ttl.appendChild(Draw.el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));

@@ -5,7 +5,7 @@
  * row's share of its softmax that went to the head's sink logit. Needs
  * from data.js: Tok (groups, filterIdx, masked) and the derived matrices
  * behind Draw.seriesFor; Data.pattern. */
-/* global Data, Tok, Fmt, Draw, Tip, Views */
+/* global Data, Tok, Fmt, Draw, Tip, Views, Tiles */
 
 /* The file's body is one function (not indented): it registers the view
  * and leaves no names behind. */
@@ -342,7 +342,10 @@ Views.register({
   label: 'Matrix view',
   uses: { layer: true, mode: true, heads: true, merge: true, contrast: true },
   picksHead: mode => mode === 'heads',
+  /* a long input (tiles.js): the view fetches its own tiles, never the layer */
+  get ownsLayers() { return Tiles.on; },
   draw(host, c) {
+    if (Tiles.on) return Tiles.matrix(host, { li: c.li, mode: c.mode, focus: c.focus, gamma: c.gamma, query: c.query, onQuery: c.onQuery });
     if (c.mode !== 'heads' && !c.hs.length) {
       host.textContent = '';
       host.appendChild(Draw.el('div', 'empty', 'No head selected — click a head square above.'));
@@ -351,6 +354,6 @@ Views.register({
     return MatrixView(host, { li: c.li, mode: c.mode, hs: c.hs, focus: c.focus, t: c.t, filter: c.filter, gamma: c.gamma, pin: c.pin });
   },
   exportTitle: (m, c) => m + ' · layer ' + c.vt.L + ' · ' + (c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.vt.headsTxt) + c.vt.filt,
-  drawHead: (host, s) => MatrixView(host, { li: s.li, mode: 'heads', hs: [s.h], focus: s.h, t: s.t, filter: s.filter, gamma: s.gamma }),
+  drawHead: (host, s) => Tiles.on ? Tiles.matrix(host, { li: s.li, mode: 'heads', focus: s.h, gamma: s.gamma, query: -1 }) : MatrixView(host, { li: s.li, mode: 'heads', hs: [s.h], focus: s.h, t: s.t, filter: s.filter, gamma: s.gamma }),
 });
 })();

@@ -6,7 +6,7 @@
  * thumbnails instead (Data.thumbs: every head at once, pooled to s x s): at
  * s = n they are the attention itself and draw as above; past that they are
  * drawn as they come (bin means), without the token toggles. */
-/* global Data, Tok, Draw, Views */
+/* global Data, Tok, Draw, Views, Tiles */
 
 /* The file's body is one function (not indented): it registers the view
  * and leaves no names behind. */
@@ -26,7 +26,7 @@ function ModelView(host, spec) {
   /* live: the server's thumbnails are s x s, s = min(n, THUMB_S) (its answer says which), the
    * attention itself when s = n */
   const THUMB_S = 64;
-  let ts = Data.live ? Math.min(Data.n, THUMB_S) : Data.n;
+  let ts = Data.live ? Math.min(Data.n, THUMB_S) : Tiles.offline ? Tiles.grid(0) : Data.n;
   let pooled = ts < Data.n;
   const title = Draw.el('div', 'view-title');
   const ax = Data.stacked ? Draw.stackAxes() : null;
@@ -37,7 +37,7 @@ function ModelView(host, spec) {
   const sub = Draw.el('span', 'sub');
   const describe = () => { sub.textContent = 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
     : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + ts + ' × ' + ts +
-      ' bins: a bin\'s mean attention, each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
+      (Tiles.offline ? ' cells: a cell\'s largest weight' : ' bins: a bin\'s mean attention') + ', each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
       : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
     (Data.causal ? (lineThumbs ? ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': no line goes to a later token.'
       : ' Causal ' + (ax ? 'decoder self-attention' : 'model') + ': the masked upper triangle is grey.') : '');
@@ -127,7 +127,7 @@ function ModelView(host, spec) {
   }
   let cancelled = false;
   (async () => {
-    const thumbs = Data.live ? await Data.thumbs() : null;
+    const thumbs = Data.live ? await Data.thumbs() : Tiles.offline ? await Tiles.thumbs() : null;
     if (thumbs && thumbs.s !== ts) {
       ts = thumbs.s;
       pooled = !thumbs.exact;

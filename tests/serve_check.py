@@ -331,6 +331,26 @@ def hostile():
     case("page with a reversed layer range", 400, "GET", "/api/page?run=r1&layers=1-0")
     case("page with a layer past the model's", 400, "GET", "/api/page?run=r1&layers=0,5")
     case("huge number", 400, "GET", "/api/attention?run=r99999999999999999999&layer=0")
+    # a long input's reads (tiles.h): every index checked against the run's geometry
+    case("tile without a level", 400, "GET", "/api/tile?run=r1&layer=0&head=0&row=0&col=0")
+    case("tile level past the run's levels", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=1&row=0&col=0")
+    case("tile level absurd", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=99999999999999999&row=0&col=0")
+    case("tile row past the level's tiles", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=0&row=1&col=0")
+    case("tile negative column", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=0&row=0&col=-1")
+    case("tile column not a number", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=0&row=0&col=1e3")
+    case("tile head out of range", 400, "GET", "/api/tile?run=r1&layer=0&head=99&level=0&row=0&col=0")
+    case("tile layer out of range", 400, "GET", "/api/tile?run=r1&layer=2&head=0&level=0&row=0&col=0")
+    case("tile of an unknown run", 404, "GET", "/api/tile?run=r424242&layer=0&head=0&level=0&row=0&col=0")
+    case("tile with measure=norm", 400, "GET", "/api/tile?run=r1&layer=0&head=0&level=0&row=0&col=0&measure=norm")
+    case("POST on /api/tile", 405, "POST", "/api/tile?run=r1", "x")
+    case("row past the tokens", 400, "GET", "/api/row?run=r1&layer=0&head=0&query=9999")
+    case("row with a negative query", 400, "GET", "/api/row?run=r1&layer=0&head=0&query=-3")
+    case("row without a query", 400, "GET", "/api/row?run=r1&layer=0&head=0")
+    case("row without a head", 400, "GET", "/api/row?run=r1&layer=0&query=0")
+    case("headstats of an unknown run", 404, "GET", "/api/headstats?run=r424242")
+    case("headstats of a short run (no telemetry kept)", 404, "GET", "/api/headstats?run=r1")
+    case("page with levels out of range", 400, "GET", "/api/page?run=r1&levels=9")
+    case("page with levels not a number", 400, "GET", "/api/page?run=r1&levels=two")
 
     # r1 exists for the read cases
     st, res = sv.run("a first sentence")
@@ -651,10 +671,115 @@ def norm_measure():
         sv.stop("norm: plain server stops cleanly")
 
 
+# ---------------------------------------------------------------- a long input's tiles and rows
+
+def pooled_levels(A, n, side):
+    """Every level's grid (tiles.h), max-pooled from the full matrix here: cell
+    (ci, cj) of a G-cell grid is the largest code of the tokens t with t*G//n
+    in it. A: n rows of n codes."""
+    out = []
+    G = min(n, side)
+    while True:
+        bounds = [next(t for t in range(n + 1) if t == n or t * G // n >= c) for c in range(G + 1)]
+        colp = [[max(row[bounds[c]:bounds[c + 1]]) for c in range(G)] for row in A]
+        out.append((G, [list(map(max, zip(*colp[bounds[r]:bounds[r + 1]]))) for r in range(G)]))
+        if G == n:
+            return out
+        G = min(n, 2 * G)
+
+
+def tiles_check():
+    tmp = tempfile.mkdtemp(prefix="attnviz-tiles-")
+    src = "tests/data/small-llama"
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["max_position_embeddings"] = 4096
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
+    for f in ("model.safetensors", "tokenizer.json"):
+        os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(tmp, f))
+    text = "the cat sat. " * 108 + "the end"
+    sv = Server("--model", tmp, "--long-from", "512")
+    try:
+        st, res = sv.run(text)
+        if st != 200:
+            bad("tiles: the run", f"{st} {res}")
+            return
+        run, n, tl = res["run"], res["n"], res["meta"].get("tiles", {})
+        side, levels = tl.get("side"), tl.get("levels")
+        expect(f"tiles: a {n}-token run is long (past --long-from 512) with its tile geometry",
+               1024 < n <= 2048 and tl.get("long") is True and side == 256 and levels == 4 and tl.get("stats") is True, str(tl))
+        heads = cfg["num_attention_heads"]
+        ref = cli_json("--model", tmp, "--precision", "9", "--layers", "1", text)
+        for h in (0, heads - 1):
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer=1&heads={h}")
+            codes = planes_u16(z, n * n)
+            A = [codes[i * n:(i + 1) * n] for i in range(n)]
+            grids = pooled_levels(A, n, side)
+            mism, count, slow = 0, 0, 0.0
+            for level, (G, grid) in enumerate(grids):
+                T = (G + side - 1) // side
+                for tr in range(T):
+                    for tc in range(T):
+                        t0 = time.time()
+                        st, hd, z = sv.req("GET", f"/api/tile?run={run}&layer=1&head={h}&level={level}&row={tr}&col={tc}")
+                        slow = max(slow, time.time() - t0)
+                        rows, cols = map(int, hd.get("X-Attnviz-Shape", "0,0").split(","))
+                        got = planes_u16(z, rows * cols) if st == 200 else []
+                        want = [grid[tr * side + i][tc * side + j] for i in range(rows) for j in range(cols)]
+                        count += 1
+                        if st != 200 or rows != min(side, G - tr * side) or cols != min(side, G - tc * side) or got != want:
+                            mism += 1
+            expect(f"tiles: head {h}: all {count} tiles of {levels} levels equal the max-pool of /api/attention's matrix",
+                   mism == 0 and count == sum(((g + side - 1) // side) ** 2 for g, _ in grids), f"{mism} of {count} differ")
+            print(f"# tiles: {n} tokens, slowest tile {slow * 1000:.0f} ms (informal)", flush=True)
+            # exact rows: the CLI's full matrix (--precision 9: float32 round-trips) bit for bit
+            full = ref["attention"][0][h]
+            bad_rows = []
+            for q in (0, 1, 255, 256, n // 2, n - 1):
+                st, hd, body = sv.req("GET", f"/api/row?run={run}&layer=1&head={h}&query={q}")
+                row = list(struct.unpack(f"<{n}f", body)) if st == 200 and len(body) == 4 * n else None
+                want = list(struct.unpack(f"<{n}f", struct.pack(f"<{n}f", *full[q])))
+                if row != want:
+                    bad_rows.append(q)
+            expect(f"tiles: head {h}: exact query rows equal the CLI's full matrix bit for bit", not bad_rows, f"rows {bad_rows}")
+        # the head ranking's numbers: the pass's telemetry, as --telemetry computes it
+        st, _, body = sv.req("GET", f"/api/headstats?run={run}")
+        hs = json.loads(body) if st == 200 else {}
+        tel = cli_json("--model", tmp, "--telemetry", "0", text)["telemetry"]
+        worst = 0.0
+        for l in range(2):
+            for h in range(heads):
+                rows = tel["rows"][l][h]
+                for k in range(len(tel["fields"])):
+                    mean = sum(r[k] for r in rows) / len(rows)
+                    worst = max(worst, abs(mean - hs["mean"][l][h][k]) / max(1.0, abs(mean)))
+        expect("tiles: /api/headstats is each head's --telemetry means", st == 200 and hs.get("fields") == tel["fields"] and worst < 1e-5,
+               f"{st} worst {worst}")
+    finally:
+        sv.stop("tiles: server stops cleanly")
+    # past 8,192 tokens no request makes a whole n x n matrix (memory per request grows with n only)
+    cfg["max_position_embeddings"] = 16384
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
+    sv = Server("--model", tmp)
+    try:
+        st, res = sv.run("the cat sat. " * 830)
+        n = res.get("n", 0) if st == 200 else 0
+        run = res.get("run") if st == 200 else "r1"
+        st1, _, b1 = sv.req("GET", f"/api/attention?run={run}&layer=0&heads=0")
+        st2, h2, _ = sv.req("GET", f"/api/tile?run={run}&layer=0&head=0&level=5&row=31&col=31")
+        st3, _, b3 = sv.req("GET", f"/api/row?run={run}&layer=0&head=0&query={n - 1}")
+        expect(f"tiles: a {n}-token run's whole matrix is refused (413), its tiles and rows are served",
+               n > 8192 and st1 == 413 and b"/api/tile" in b1 and st2 == 200 and h2.get("X-Attnviz-Shape") == "256,256"
+               and st3 == 200 and len(b3) == 4 * n, f"{n} {st1} {b1[:100]} {st2} {st3}")
+    finally:
+        sv.stop("tiles: the 8k server stops cleanly")
+
+
 if MODE == "functional":
     functional()
 elif MODE == "family":
     family(sys.argv[3], sys.argv[4], sys.argv[5])
+elif MODE == "tiles":
+    tiles_check()
 elif MODE == "norm":
     norm_measure()
 elif MODE == "hostile":

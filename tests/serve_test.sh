@@ -2,7 +2,8 @@
 # serve_test.sh — attnviz serve end to end, on loopback (tests/serve_check.py):
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
-# requests at 4-16 connections, and the bounded queue on the real SmolLM2 GGUF.
+# requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
+# a long input's tiles and exact rows against the full matrix (tiles mode).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 PY=${PYTHON:-python3}
@@ -13,10 +14,14 @@ fi
 "$PY" tests/serve_check.py ./attnviz functional
 "$PY" tests/serve_check.py ./attnviz hostile
 "$PY" tests/serve_check.py ./attnviz norm
+"$PY" tests/serve_check.py ./attnviz tiles
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$PY" tests/serve_check.py build-asan/attnviz hostile | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$PY" tests/serve_check.py build-asan/attnviz tiles | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
 else
     skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
 fi
@@ -30,5 +35,8 @@ expect_exit "serve: a host name is refused (numeric only)" 2 "numeric" ./attnviz
 expect_exit "serve: --port out of range" 2 "--port" ./attnviz serve --port 70000
 expect_exit "serve: with --batch" 2 "serve answers" ./attnviz serve --batch x.txt
 expect_exit "serve options without serve" 2 "go with attnviz serve" ./attnviz --port 1234 "hello"
+expect_exit "serve: --long-from 0 is refused" 2 "--long-from" ./attnviz serve --long-from 0
+expect_exit "serve: --long-from past 8192 is refused" 2 "1 to 8192" ./attnviz serve --long-from 9000
+expect_exit "--long-from without serve" 2 "go with attnviz serve" ./attnviz --long-from 100 "hello"
 expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
 exit 0

@@ -31,7 +31,7 @@ static Live *open_live(int max_tokens) {
     page.predict.top_p = 1;
     page.capture.max_tokens = max_tokens;
     const ModelSpec m = {F32, -1, 0};
-    const LiveLimits lim = {64u << 20, 4, 10000.0, 8, 16};
+    const LiveLimits lim = {64u << 20, 4, 10000.0, 8, 16, 0, 0, 0};
     Live *lv = NULL;
     AvErr e = {0};
     ck_assert_msg(live_open(&lv, &m, 1, &page, &lim, &e) == 0, "%s", e.msg);

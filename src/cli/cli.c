@@ -214,7 +214,9 @@ static const HelpSection SECTIONS[] = {
      "  --cache-mb N        memory for the runs' queries and keys kept (default 2048)\n"
      "  --timeout S         longest a request waits for the model (default 60)\n"
      "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
-     "  --idle-timeout S    close a connection silent for S seconds (default 20)\n"},
+     "  --idle-timeout S    close a connection silent for S seconds (default 20)\n"
+     "  --long-from N       inputs longer than N tokens are browsed by zoom tiles and exact\n"
+     "                      query rows, never whole matrices (default 4096; at most 8192)\n"},
 };
 
 const char *cli_help_text(const char *command) {
@@ -564,7 +566,7 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     if (ps->heads_only && !o->run.heads.on)
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (ps->serve_opts && !o->serve)
-        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue, --idle-timeout and --long-from go with attnviz serve");
     const LensSpec *ls = &o->run.lens;
     if ((ls->lens_k || ls->attribution || ls->ablate || ls->flow || ls->position >= 0 || ps->ablate_mode) &&
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
@@ -584,7 +586,7 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_PREC, O_PROFILE, O_CASED, O_UNCASED, O_THREADS, O_QUIET, O_VERSION, O_LAYERS, O_HEADS, O_NOSPECIAL,
        O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_TELEMETRY, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
-       O_TIMEOUT, O_IDLE, O_QUEUE, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
+       O_TIMEOUT, O_IDLE, O_QUEUE, O_LONGFROM, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
        O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE, O_FLOW };
 
 /* --measure's code, apart from the list above. */
@@ -630,6 +632,11 @@ static int parse_serve_option(CliOptions *o, ParseState *ps, int c, const char *
         break;
     case O_IDLE:
         if (parse_int(arg, 1, 3600, &o->serve_spec.idle_s)) return usage_error(e, "--idle-timeout needs 1 to 3600 seconds, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_LONGFROM:
+        /* at most 8192: past it the server builds no whole matrix (serve.c), so the page must read tiles */
+        if (parse_int(arg, 1, 8192, &o->serve_spec.long_from)) return usage_error(e, "--long-from needs 1 to 8192 tokens, got '%s'", arg);
         ps->serve_opts = 1;
         break;
     case O_QUEUE:
@@ -874,6 +881,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
     o->serve_spec.timeout_s = 60;
     o->serve_spec.idle_s = 20;
     o->serve_spec.max_queue = 64;
+    o->serve_spec.long_from = 4096;
     /* With --out-dir, --html and --npy name no file: they add a file per input. */
     ParseState ps = {0};
     for (int i = 1; i < argc; i++) {
@@ -905,6 +913,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
+        {"long-from", required_argument, 0, O_LONGFROM},
         {"queue", required_argument, 0, O_QUEUE},
         {"top", required_argument, 0, O_TOP},
         {"score", required_argument, 0, O_SCORE},

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "tiles.h"
 #include "util.h"
 
 /* Below these many tokens a step takes microseconds: waking threads costs more. */
@@ -156,6 +157,9 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
     if (r->cap->thumb)
         kern_pool_attention(cap_thumb(r->cap, r->layer, r->head), r->cap->thumb_size, probs, ldp, r->row0 + i0, i1 - i0,
                             r->ncols, r->cap->n_tokens);
+    if (r->cap->mpool)
+        tile_pool_rows(cap_mpool(r->cap, r->layer, r->head), r->cap->mpool_size, r->cap->n_tokens, r->cap->mpool_size, 0,
+                       0, probs, ldp, r->row0 + i0, i1 - i0, r->ncols);
     if (r->cap->tel)
         model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
 }
@@ -174,7 +178,7 @@ static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, co
         rows_to_capture(&to, 0, nq, probs, ldp);
         return;
     }
-    RowsTo to = {cap && (cap->thumb || cap->tel) ? cap : NULL, l, h, row0, nk, rule};
+    RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool) ? cap : NULL, l, h, row0, nk, rule};
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
                            &to);
 }
@@ -943,6 +947,40 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
     const AttnRule layer = layer_rule(&m->cfg, l);
     const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
     kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
+    return 0;
+}
+
+int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, int r1, float *rows, float *scratch,
+                    KernRowsFn fn, void *ctx, AvErr *e) {
+    const int n = cap->n_tokens, dh = cap->head_dim;
+    if (!cap->q || !cap->k || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
+        return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
+    if (dh != m->cfg.head_dim || cap->n_layers != m->cfg.num_layers) return av_err(e, "capture is not of this model");
+    if (r0 < 0 || r1 > n || r0 >= r1) return av_err(e, "rows %d-%d are outside the %d tokens", r0, r1 - 1, n);
+    const int nq = r1 - r0;
+    float *kT = scratch, *qT = scratch + (size_t)n * dh; // (dh, n), (dh, nq)
+    kern_transpose(kT, cap_k(cap, l, h), n, dh);
+    const AttnRule rule = layer_rule(&m->cfg, l);
+    if (!rule.causal && rule.window > 0) {
+        /* an encoder's local window: a query's keys depend on its own position,
+         * which kern_attention_kv places at the end of the keys; so one row at a
+         * time over exactly the keys it sees, unmasked (the same products and
+         * softmax over the same keys as the whole matrix's) */
+        const AttnRule all = {rule.scale, 0, 0, rule.softcap, 0};
+        for (int i = r0; i < r1; i++) {
+            int lo, hi;
+            kern_attention_keys(&rule, n, i, &lo, &hi);
+            memset(rows, 0, (size_t)n * sizeof *rows);
+            kern_attention_kv(rows + lo, hi - lo, NULL, cap_q(cap, l, h) + (size_t)i * dh, 1, kT + lo, NULL, n, hi - lo,
+                              dh, &all, NULL);
+            fn(ctx, i - r0, i - r0 + 1, rows, n);
+        }
+        return 0;
+    }
+    /* causal: the band's queries are the last of the keys up to its end, at
+     * their own positions; otherwise every query sees every key */
+    kern_transpose(qT, cap_q(cap, l, h) + (size_t)r0 * dh, nq, dh);
+    kern_attention_kv_rows(rows, n, NULL, qT, nq, kT, NULL, n, rule.causal ? r1 : n, dh, &rule, NULL, fn, ctx);
     return 0;
 }
 

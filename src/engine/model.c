@@ -837,7 +837,17 @@ int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k
                             int n_layers, const int *heads, int n_heads, AvErr *e) {
     if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
     if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
-    const size_t rows = cap_blocks(cap) * (size_t)n;
+    if (model_capture_add_telemetry(cap, top_k, ids, e) != 0) {
+        model_capture_free(cap);
+        return -1;
+    }
+    return 0;
+}
+
+int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *e) {
+    if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
+    if (cap->tel) return av_err(e, "telemetry: the capture has it already");
+    const size_t rows = cap_blocks(cap) * (size_t)cap->n_tokens;
     cap->tel = alloc_floats(rows * CAP_TEL_N);
     cap->tel_top_k = top_k;
     if (top_k) {
@@ -846,10 +856,15 @@ int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k
     }
     cap->tel_ids = ids;
     if (!cap->tel || (top_k && (!cap->tel_top || !cap->tel_top_w))) {
-        model_capture_free(cap);
-        return av_err(e, "out of memory for attention telemetry (%d tokens)", n);
+        free(cap->tel), free(cap->tel_top), free(cap->tel_top_w);
+        cap->tel = NULL, cap->tel_top = NULL, cap->tel_top_w = NULL;
+        return av_err(e, "out of memory for attention telemetry (%d tokens)", cap->n_tokens);
     }
     return 0;
+}
+
+size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k) {
+    return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float);
 }
 
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
@@ -859,6 +874,16 @@ size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
 
 int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
     return model_capture_select(cap, c, n, want_qk, want_hidden, NULL, 0, NULL, 0, e);
+}
+
+int model_capture_maxpool(Capture *cap, int size, AvErr *e) {
+    if (cap->mpool) return 0;
+    const int s = size < cap->n_tokens ? size : cap->n_tokens;
+    if (s < 1) return av_err(e, "max-pooled overview of size %d", size);
+    if (!(cap->mpool = calloc(cap_blocks(cap) * (size_t)s * (size_t)s, sizeof(float))))
+        return av_err(e, "out of memory for the attention overview (%d x %d per head)", s, s);
+    cap->mpool_size = s;
+    return 0;
 }
 
 int model_capture_value_norms(Capture *cap, AvErr *e) {
@@ -881,6 +906,7 @@ void model_capture_free(Capture *cap) {
     free(cap->k);
     free(cap->hidden);
     free(cap->thumb);
+    free(cap->mpool);
     free(cap->tel);
     free(cap->tel_top);
     free(cap->tel_top_w);

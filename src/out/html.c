@@ -900,10 +900,14 @@ int html_view_known(const char *name, int diff, char *names, size_t cap) {
 
 /* What fills page.html's placeholders other than the includes. */
 typedef struct {
-    const OutDoc *d;        /* NULL: a live page */
+    const OutDoc *d;        /* NULL: a live page, or a page of pieces */
     const int *qk_dec;
     const Enc *en;
     const char *live_json;  /* the live page's meta.live */
+    /* a page of pieces (html_write_pieces): title, meta and chunks made elsewhere */
+    const char *title, *meta_json;
+    const HtmlChunk *chunks;
+    int n_chunks;
 } PageParts;
 
 static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, AvErr *e) {
@@ -942,7 +946,9 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
         memcpy(name, open + 2, nlen);
         name[nlen] = '\0';
         if (strcmp(name, "title") == 0) {
-            if (!d) {
+            if (pp->meta_json) {
+                rc = put_html_text(f, pp->title ? pp->title : "", 80, e);
+            } else if (!d) {
                 rc = puts_(f, "attnviz serve", e);
             } else {
                 rc = put_html_text(f, d->text_a ? d->text_a : "", 80, e);
@@ -950,9 +956,12 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
             }
         } else if (strcmp(name, "csp_connect") == 0) {
             /* the live page fetches from the server that served it; the offline page fetches nothing */
-            if (!d) rc = puts_(f, " connect-src 'self';", e);
+            if (!d && !pp->meta_json) rc = puts_(f, " connect-src 'self';", e);
         } else if (strcmp(name, "meta") == 0) {
-            if (d) {
+            if (pp->meta_json) {
+                /* html_write_meta's JSON: json_write_string escapes <, > and & in strings, so it cannot end the script */
+                rc = puts_(f, pp->meta_json, e);
+            } else if (d) {
                 rc = write_meta(f, d, pp->qk_dec, e);
             } else {
                 fputs("{\"live\":", f);
@@ -961,6 +970,8 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
             }
         } else if (strcmp(name, "payload") == 0) {
             if (d) rc = write_payload(f, pp->en, e);
+            for (int i = 0; i < pp->n_chunks && rc == 0; i++)
+                rc = write_blob(f, pp->chunks[i].id, &(Blob){pp->chunks[i].z, pp->chunks[i].len}, e);
         } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
             rc = write_include_glob(f, templates_dir, name + 8, e);
         } else if (strncmp(name, "include ", 8) == 0) {
@@ -993,7 +1004,7 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
     Enc en;
     int rc = encode_payload(&en, d, qk_dec, e);
     if (rc == 0) {
-        PageParts pp = {d, qk_dec, &en, NULL};
+        PageParts pp = {d, qk_dec, &en, NULL, NULL, NULL, NULL, 0};
         rc = fill_page(f, templates_dir, &pp, e);
     }
     enc_free(&en);
@@ -1003,8 +1014,29 @@ int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e
 
 int html_write_live(FILE *f, const char *live_json, const char *templates_dir, AvErr *e) {
     if (!live_json || live_json[0] != '{') return av_err(e, "html: the live page needs its description");
-    PageParts pp = {NULL, NULL, NULL, live_json};
+    PageParts pp = {NULL, NULL, NULL, live_json, NULL, NULL, NULL, 0};
     return fill_page(f, templates_dir, &pp, e);
+}
+
+int html_write_pieces(FILE *f, const char *title, const char *meta_json, const HtmlChunk *chunks, int n_chunks,
+                      const char *templates_dir, AvErr *e) {
+    if (!meta_json || meta_json[0] != '{') return av_err(e, "html: the page needs its meta");
+    PageParts pp = {NULL, NULL, NULL, NULL, title, meta_json, chunks, n_chunks};
+    return fill_page(f, templates_dir, &pp, e);
+}
+
+int html_encode_codes(const uint16_t *codes, size_t count, unsigned char **z, size_t *zlen, AvErr *e) {
+    *z = NULL, *zlen = 0;
+    if (count == 0 || count > ((size_t)1 << 31)) return av_err(e, "html: %zu codes do not fit one chunk", count);
+    unsigned char *raw = malloc(2 * count);
+    if (!raw) return av_err(e, "html: out of memory");
+    for (size_t i = 0; i < count; i++) raw[i] = (unsigned char)(codes[i] & 0xff), raw[count + i] = (unsigned char)(codes[i] >> 8);
+    Blob blob = {0};
+    int zrc = deflate_blob(raw, 2 * count, &blob);
+    free(raw);
+    if (zrc != Z_OK) return av_err(e, "html: compression failed (zlib %d)", zrc);
+    *z = blob.z, *zlen = blob.len;
+    return 0;
 }
 
 int html_write_meta(FILE *f, const OutDoc *d, AvErr *e) {

@@ -21,6 +21,7 @@
 #include "pipeline.h"
 #include "predict.h"
 #include "report.h"
+#include "tiles.h"
 #include "util.h"
 
 typedef struct {
@@ -57,6 +58,11 @@ struct Live {
     unsigned long long clock;
     int queued;
 };
+
+#define LIVE_LONG_FROM 4096
+
+static int tile_side(const Live *lv) { return lv->lim.tile_side > 0 ? lv->lim.tile_side : TILE_SIDE; }
+static int is_long(const Live *lv, int n) { return n > (lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM); }
 
 /* ---------------------------------------------------------------- models */
 
@@ -319,6 +325,14 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     if (buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
     pipeline_spelling_free(&words);
+    if (rc == 0 && fflush(b.f) == 0 && b.len > 0 && b.s[b.len - 1] == '}') {
+        /* the tile store's geometry, for the page (tiles.h): a member of meta */
+        const int n = r->enc.n, side = tile_side(lv), from = lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM;
+        fseek(b.f, -1, SEEK_CUR);
+        fprintf(b.f, ",\"tiles\":{\"side\":%d,\"levels\":%d,\"long\":%s,\"from\":%d,\"top_k\":%d,\"stats\":%s}}", side,
+                tile_levels(n, side), is_long(lv, n) ? "true" : "false", from, cap->tel ? cap->tel_top_k : 0,
+                cap->tel ? "true" : "false");
+    }
     if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
     if (buf_open(&b)) return av_err(e, "out of memory");
     fprintf(b.f, "[%s]", r->noted ? r->noted : "");
@@ -365,11 +379,17 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         r->have_enc = 1;
     }
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
+    const size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads;
+    const int side = tile_side(lv), over = r->enc.n < side ? r->enc.n : side, lng = is_long(lv, r->enc.n);
     size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size) +
-                   (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0);
+                   (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0) +
+                   (lng ? blocks * (size_t)over * (size_t)over * sizeof(float) +
+                              model_capture_telemetry_bytes(blocks, r->enc.n, lv->lim.top_k)
+                        : 0);
     if (bytes > lv->lim.cache_bytes) {
         st = LIVE_TOO_BIG;
-        av_err(e, "%d tokens need %.0f MB of queries and keys, above the server's --cache-mb %.0f", r->enc.n,
+        av_err(e, "%d tokens need %.0f MB of queries and keys (and, past --long-from, overviews and row statistics), "
+                  "above the server's --cache-mb %.0f", r->enc.n,
                (double)bytes / 1e6, (double)lv->lim.cache_bytes / 1e6);
         goto done;
     }
@@ -379,7 +399,11 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     double t0 = av_now_ms();
     int first = r->meta == NULL;
     if (!first) drop_notes();
+    /* q/k (heads recomputed on demand); for a long input also each head's
+     * max-pooled overview (the tiles' level 0) and its rows' telemetry (head
+     * ranking, top keys): what it is browsed by, none of it n x n */
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+        (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
         goto done;
@@ -458,6 +482,7 @@ void live_release(Live *lv, LiveRun *r) {
 
 int live_run_tokens(const LiveRun *r) { return r->enc.n; }
 int live_has_norms(const LiveRun *r) { return r->cap.vnorm != NULL; }
+int live_has_stats(const LiveRun *r) { return r->cap.tel != NULL; }
 
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
     const ModelConfig *c = model_cfg(lv, r->model);
@@ -566,13 +591,211 @@ int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, 
     return 0;
 }
 
+/* ---------------------------------------------------------------- a long input */
+
+void live_tile_geom(const Live *lv, const LiveRun *r, int *side, int *levels) {
+    *side = tile_side(lv);
+    *levels = tile_levels(r->enc.n, *side);
+}
+
+static const float *one_block(void *ctx, int b, AvErr *e) {
+    (void)b, (void)e;
+    return ctx;
+}
+
+/* block b of a run of equal blocks */
+typedef struct {
+    const float *v;
+    size_t len;
+} GridBlocks;
+
+static const float *one_block_at(void *ctx, int b, AvErr *e) {
+    (void)e;
+    const GridBlocks *g = ctx;
+    return g->v + (size_t)b * g->len;
+}
+
+int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int tc, unsigned char **z, size_t *len,
+              int *rows, int *cols, AvErr *e) {
+    const int side = tile_side(lv);
+    float *tile = malloc((size_t)side * side * sizeof *tile);
+    if (!tile) return av_err(e, "out of memory");
+    int rc = model_head_tile(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, side, level, tr, tc, tile, rows,
+                             cols, e);
+    if (rc == 0) {
+        /* the set rows x cols, packed */
+        for (int i = 1; i < *rows; i++) memmove(tile + (size_t)i * *cols, tile + (size_t)i * side, (size_t)*cols * sizeof *tile);
+        rc = html_encode_attention(one_block, tile, 1, (size_t)*rows, (size_t)*cols, z, len, e);
+    }
+    free(tile);
+    return rc;
+}
+
+int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, AvErr *e) {
+    if (!(*row = malloc((size_t)r->enc.n * sizeof **row))) return av_err(e, "out of memory");
+    if (model_head_row(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, query, *row, e) == 0) return 0;
+    free(*row);
+    *row = NULL;
+    return -1;
+}
+
+char *live_headstats(const LiveRun *r) {
+    static const char *const FIELDS[CAP_TEL_N] = {"sink", "sink4", "entropy", "prev", "self", "dup", "distance"};
+    const Capture *c = &r->cap;
+    if (!c->tel) return NULL;
+    Buf b;
+    if (buf_open(&b)) return NULL;
+    fputs("{\"fields\":[", b.f);
+    for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s\"%s\"", k ? "," : "", FIELDS[k]);
+    fprintf(b.f, "],\"layers\":%d,\"heads\":%d,\"n\":%d,\"mean\":[", c->n_layers, c->n_heads, c->n_tokens);
+    for (int l = 0; l < c->n_layers; l++) {
+        fputs(l ? ",[" : "[", b.f);
+        for (int h = 0; h < c->n_heads; h++) {
+            /* each statistic's mean over the query rows, summed in double */
+            double sum[CAP_TEL_N] = {0};
+            const float *t = cap_tel(c, l, h);
+            for (int i = 0; i < c->n_tokens; i++)
+                for (int k = 0; k < CAP_TEL_N; k++) sum[k] += t[(size_t)i * CAP_TEL_N + k];
+            fputs(h ? ",[" : "[", b.f);
+            for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s%.9g", k ? "," : "", sum[k] / c->n_tokens);
+            fputc(']', b.f);
+        }
+        fputc(']', b.f);
+    }
+    fputs("]}", b.f);
+    return buf_close(&b, !ferror(b.f));
+}
+
 /* ---------------------------------------------------------------- the offline page */
 
-LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, char **html, size_t *len, AvErr *e) {
+/* A long input's offline page: no n x n matrix, but per head the first
+ * `levels` zoom levels as whole grids (level 0 is the pass's overview; level
+ * e is min(n, side * 2^e) cells a side) and each query's top_k heaviest keys
+ * from the pass's telemetry, with the head statistics for the ranking. Its
+ * size is bounded by what it keeps, not by n^2: L * H * (sum of G_e^2 + 2 *
+ * n * top_k) 16-bit codes before compression, which meta.tiles states (the
+ * page says it). */
+static LiveStatus long_page(Live *lv, LiveRun *r, int levels, int K, char **html, size_t *len, AvErr *e) {
+    const Capture *c = &r->cap;
+    const Model *m = pipeline_model(lv->m[r->model].p);
+    const int n = r->enc.n, side = tile_side(lv), nl = c->n_layers, nh = c->n_heads, Kc = c->tel_top_k;
+    if (K > Kc) K = Kc;
+    if (n > 65534) return av_err(e, "a page of %d tokens: its keys need more than 16 bits (65,534 at most)", n), LIVE_TOO_BIG;
+    if (levels > tile_levels(n, side)) levels = tile_levels(n, side);
+    int G[TILE_MAX_LEVELS];
+    size_t cells = 0;
+    for (int l = 0; l < levels; l++) G[l] = tile_grid(n, side, l), cells += (size_t)G[l] * G[l];
+    const size_t codes = (size_t)nl * nh * (cells + 2 * (size_t)n * K);
+    const int n_chunks = nl * (levels + (K > 0));
+    HtmlChunk *ch = calloc((size_t)n_chunks, sizeof *ch);
+    float *grid = malloc((size_t)G[levels - 1] * G[levels - 1] * nh * sizeof *grid);
+    uint16_t *top = K ? malloc(2 * (size_t)nh * n * K * sizeof *top) : NULL;
+    char *stats = live_headstats(r);
+    LiveStatus st = LIVE_FAILED;
+    int k = 0;
+    if (!ch || !grid || (K && !top) || !stats) {
+        av_err(e, "out of memory for the page of %d tokens", n);
+        goto done;
+    }
+    for (int l = 0; l < nl; l++) {
+        for (int lev = 0; lev < levels; lev++) {
+            const size_t gg = (size_t)G[lev] * G[lev];
+            for (int h = 0; h < nh; h++)
+                if (model_head_grid(m, c, l, h, G[lev], grid + (size_t)h * gg, e)) goto done;
+            snprintf(ch[k].id, sizeof ch[k].id, "av-tile-%d-%d", l, lev);
+            if (html_encode_attention(one_block_at, &(GridBlocks){grid, gg}, nh, (size_t)G[lev], (size_t)G[lev], &ch[k].z,
+                                      &ch[k].len, e))
+                goto done;
+            k++;
+        }
+        if (!K) continue;
+        /* every head's K heaviest keys per query (65535: none), then their weights as the page's codes;
+         * the telemetry keeps Kc >= K per row, heaviest first */
+        const size_t per = (size_t)n * K;
+        for (int h = 0; h < nh; h++) {
+            const size_t at = cap_block(c, l, h) * (size_t)n * Kc;
+            for (size_t q = 0; q < (size_t)n; q++)
+                for (int j = 0; j < K; j++) {
+                    const size_t src = at + q * Kc + j, dst = (size_t)h * per + q * K + j;
+                    const int key = c->tel_top[src];
+                    top[dst] = key < 0 ? 65535 : (uint16_t)key;
+                    /* the attention's own codes: round half-up in double (html.c's quant_block) */
+                    const double x = (double)c->tel_top_w[src] * 10000.0 + 0.5;
+                    top[(size_t)nh * per + dst] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
+                }
+        }
+        snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
+        if (html_encode_codes(top, 2 * (size_t)nh * per, &ch[k].z, &ch[k].len, e)) goto done;
+        k++;
+    }
+    /* meta: the run's, its "tiles" member (written last, describe) replaced by the page's */
+    const char *at = NULL; /* the last member: strings hold no bare quote, so only describe's can match */
+    for (const char *p = r->meta; (p = strstr(p, ",\"tiles\":{")); p++) at = p;
+    if (!at) {
+        av_err(e, "the run's meta has no tile geometry");
+        goto done;
+    }
+    size_t zbytes = 0;
+    for (int i = 0; i < k; i++) zbytes += ch[i].len;
+    Buf b;
+    if (buf_open(&b)) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    fwrite(r->meta, 1, (size_t)(at - r->meta), b.f);
+    fprintf(b.f, ",\"tiles\":{\"side\":%d,\"levels\":%d,\"long\":true,\"embedded\":%d,\"grids\":[", side,
+            tile_levels(n, side), levels);
+    for (int l = 0; l < levels; l++) fprintf(b.f, "%s%d", l ? "," : "", G[l]);
+    fprintf(b.f, "],\"top_k\":%d,\"codes\":%zu,\"zbytes\":%zu,\"stats\":true,\"headstats\":%s}}", K, codes, zbytes, stats);
+    char *meta = buf_close(&b, !ferror(b.f));
+    if (!meta) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (buf_open(&b) == 0) {
+        int rc = html_write_pieces(b.f, r->a, meta, ch, k, lv->page.output.templates_dir, e);
+        if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
+        else if (rc == 0) av_err(e, "out of memory");
+    } else {
+        av_err(e, "out of memory");
+    }
+    free(meta);
+done:
+    for (int i = 0; ch && i < n_chunks; i++) free(ch[i].z);
+    free(ch), free(grid), free(top), free(stats);
+    return st;
+}
+
+/* What a long input's page keeps, within LIVE_PAGE_CODES codes before
+ * compression where it can: levels 0-1 (unless asked otherwise) and all the
+ * keys the pass kept per query, else level 0 alone, then fewer keys (at least
+ * one): the keys grow with n, the levels not at all. */
+#define LIVE_PAGE_CODES ((size_t)64 << 20)
+static void page_plan(const Live *lv, const LiveRun *r, int asked, int *levels, int *keys) {
+    const int n = r->enc.n, side = tile_side(lv), Kc = r->cap.tel_top_k;
+    const size_t heads = (size_t)r->cap.n_layers * r->cap.n_heads;
+    size_t cells[3] = {0};
+    for (int l = 0; l < 3; l++) {
+        const size_t g = (size_t)tile_grid(n, side, l);
+        cells[l] = (l ? cells[l - 1] : 0) + g * g;
+    }
+    *levels = asked > 0 ? asked : heads * (cells[1] + 2 * (size_t)n * Kc) <= LIVE_PAGE_CODES ? 2 : 1;
+    *keys = Kc;
+    while (*keys > 1 && heads * (cells[*levels - 1] + 2 * (size_t)n * *keys) > LIVE_PAGE_CODES) --*keys;
+}
+
+LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e) {
     *html = NULL, *len = 0;
     LiveRun *r;
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
+    if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
+        int keep, keys;
+        page_plan(lv, r, levels, &keep, &keys);
+        st = long_page(lv, r, keep, keys, html, len, e);
+        live_release(lv, r);
+        return st;
+    }
     const ModelConfig *c = model_cfg(lv, r->model);
     const int n = r->enc.n, nl = layers ? n_layers : c->num_layers;
     for (int i = 0; layers && i < n_layers; i++)

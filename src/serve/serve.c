@@ -32,11 +32,16 @@
 #include "model.h"
 #include "output.h"
 #include "report.h"
+#include "tiles.h"
 #include "util.h"
 
 #define SERVE_MAX_BODY (1u << 20)
 #define SERVE_MAX_CONNECTIONS 4000
 #define SERVE_HEADER_BYTES (64u << 10)
+/* A whole n x n matrix per request (/api/attention, value-weighted thumbnails)
+ * only up to this many tokens: one head is then at most 256 MiB of floats.
+ * Longer runs are read by tiles and rows (tiles.h), whose memory grows with n. */
+#define SERVE_MAX_MATRIX_TOKENS 8192
 
 /* The offline page's policy, plus fetches back to this server. */
 #define SERVE_CSP                                                                                                  \
@@ -152,13 +157,14 @@ static int token_ok(const Server *sv, struct MHD_Connection *c) {
     return t && equal_ct(t, sv->token);
 }
 
-typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_N } Route;
+typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_TILE, R_ROW, R_HEADSTATS, R_N } Route;
 static const struct {
     const char *path, *method;
 } ROUTES[R_N] = {
     [R_PAGE] = {"/", "GET"},           [R_MODELS] = {"/api/models", "GET"}, [R_RUN] = {"/api/run", "POST"},
     [R_ATTENTION] = {"/api/attention", "GET"}, [R_THUMBS] = {"/api/thumbs", "GET"}, [R_QK] = {"/api/qk", "GET"},
-    [R_SAVE] = {"/api/page", "GET"},
+    [R_SAVE] = {"/api/page", "GET"},           [R_TILE] = {"/api/tile", "GET"},     [R_ROW] = {"/api/row", "GET"},
+    [R_HEADSTATS] = {"/api/headstats", "GET"},
 };
 
 static int find_route(const char *url) {
@@ -280,7 +286,33 @@ static enum MHD_Result send_chunk(struct MHD_Connection *c, unsigned char *z, si
     return send_buf(c, 200, "application/octet-stream", z, len, MHD_RESPMEM_MUST_FREE, "X-Attnviz-Shape", shape);
 }
 
-/* /api/attention, /api/thumbs, /api/qk: reads of a run's capture. */
+/* /api/tile: level=L&row=R&col=C, each within the run's tile geometry. */
+static enum MHD_Result do_tile(Server *sv, struct MHD_Connection *c, LiveRun *r, int layer, int head) {
+    int side, levels;
+    live_tile_geom(sv->lv, r, &side, &levels);
+    long level, tr, tc;
+    char msg[96];
+    if (parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "level"), 0, levels - 1, &level)) {
+        snprintf(msg, sizeof msg, "level=L is required, 0 to %d", levels - 1);
+        return send_error(c, 400, msg);
+    }
+    const int T = tile_count(live_run_tokens(r), side, (int)level);
+    if (parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "row"), 0, T - 1, &tr) ||
+        parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "col"), 0, T - 1, &tc)) {
+        snprintf(msg, sizeof msg, "row=R and col=C are required, 0 to %d at level %ld", T - 1, level);
+        return send_error(c, 400, msg);
+    }
+    AvErr e = {0};
+    unsigned char *z;
+    size_t len;
+    int rows, cols;
+    if (live_tile(sv->lv, r, layer, head, (int)level, (int)tr, (int)tc, &z, &len, &rows, &cols, &e) != 0)
+        return send_error(c, 500, e.msg);
+    snprintf(msg, sizeof msg, "%d,%d", rows, cols);
+    return send_chunk(c, z, len, msg);
+}
+
+/* /api/attention, /api/thumbs, /api/qk, /api/tile, /api/row, /api/headstats: reads of a run's capture. */
 static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route) {
     unsigned id;
     if (parse_run(c, &id)) return send_error(c, 400, "run=rN is required");
@@ -300,13 +332,17 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
     const int norm = ms && !strcmp(ms, "norm");
     if (ms && !norm && strcmp(ms, "attention")) {
         ok = send_error(c, 400, "measure is attention or norm");
-    } else if (route != R_THUMBS && parse_num(ls, 0, nl - 1, &layer)) {
+    } else if (route != R_THUMBS && route != R_HEADSTATS && parse_num(ls, 0, nl - 1, &layer)) {
         snprintf(shape, sizeof shape, "layer=L is required, 0 to %d", nl - 1);
         ok = send_error(c, 400, shape);
-    } else if (norm && route == R_QK) {
+    } else if (norm && route != R_ATTENTION && route != R_THUMBS) {
         ok = send_error(c, 400, "measure applies to /api/attention and /api/thumbs");
     } else if (norm && !live_has_norms(r)) {
         ok = send_error(c, 400, "measure=norm: this server computes no value norms (start it with --measure norm)");
+    } else if ((route == R_ATTENTION || (route == R_THUMBS && norm)) && n > SERVE_MAX_MATRIX_TOKENS) {
+        snprintf(shape, sizeof shape, "%d tokens: whole matrices stop at %d; read /api/tile and /api/row", n,
+                 SERVE_MAX_MATRIX_TOKENS);
+        ok = send_error(c, 413, shape);
     } else if (route == R_ATTENTION) {
         int heads[CAP_MAX_HEADS], n_heads = nh;
         for (int i = 0; i < nh; i++) heads[i] = i;
@@ -331,9 +367,28 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
             snprintf(shape, sizeof shape, "%d,%d,%d,%d", nl, nh, s, s);
             ok = send_chunk(c, z, len, shape);
         }
+    } else if (route == R_HEADSTATS && !live_has_stats(r)) {
+        ok = send_error(c, 404, "this run keeps no head statistics (inputs longer than --long-from tokens do)");
+    } else if (route == R_HEADSTATS) {
+        char *json = live_headstats(r);
+        ok = json ? send_json(c, 200, json) : send_error(c, 500, "out of memory");
     } else if (parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "head"), 0, nh - 1, &head)) {
         snprintf(shape, sizeof shape, "head=H is required, 0 to %d", nh - 1);
         ok = send_error(c, 400, shape);
+    } else if (route == R_TILE) {
+        ok = do_tile(sv, c, r, (int)layer, (int)head);
+    } else if (route == R_ROW) {
+        long q;
+        float *row;
+        if (parse_num(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "query"), 0, n - 1, &q)) {
+            snprintf(shape, sizeof shape, "query=I is required, 0 to %d", n - 1);
+            ok = send_error(c, 400, shape);
+        } else if (live_row(sv->lv, r, (int)layer, (int)head, (int)q, &row, &e) != 0) {
+            ok = send_error(c, 500, e.msg);
+        } else {
+            snprintf(shape, sizeof shape, "%d", n);
+            ok = send_chunk(c, (unsigned char *)row, (size_t)n * sizeof *row, shape);
+        }
     } else {
         float *qk;
         size_t len;
@@ -355,10 +410,14 @@ static enum MHD_Result do_save(Server *sv, struct MHD_Connection *c) {
     int layers[CAP_MAX_LAYERS], n = 0;
     if (ls && serve_parse_list(ls, CAP_MAX_LAYERS, CAP_MAX_LAYERS, layers, &n))
         return send_error(c, 400, "layers must be a list such as 3 or 0-5");
+    /* a long input's page: how many zoom levels it keeps (tiles.h) */
+    const char *vs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "levels");
+    long levels = 0;
+    if (vs && parse_num(vs, 1, 3, &levels)) return send_error(c, 400, "levels must be 1 to 3");
     AvErr e = {0};
     char *html;
     size_t len;
-    LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, &html, &len, &e);
+    LiveStatus st = live_page(sv->lv, id, ls ? layers : NULL, n, (int)levels, &html, &len, &e);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_buf(c, 200, "text/html; charset=utf-8", html, len, MHD_RESPMEM_MUST_FREE, "Content-Disposition",
                     "attachment; filename=\"attnviz.html\"");
@@ -374,7 +433,10 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
     case R_RUN: return do_run(sv, c, rq);
     case R_ATTENTION:
     case R_THUMBS:
-    case R_QK: return do_read(sv, c, r);
+    case R_QK:
+    case R_TILE:
+    case R_ROW:
+    case R_HEADSTATS: return do_read(sv, c, r);
     case R_SAVE: return do_save(sv, c);
     case R_N: break;
     }
@@ -547,7 +609,7 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     ModelSpec models[16];
     const int nm = o->n_models ? o->n_models : 1;
     for (int i = 0; i < nm; i++) models[i] = (ModelSpec){o->n_models ? o->models[i] : NULL, o->lowercase, 0};
-    LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64};
+    LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64, TILE_SIDE, o->long_from, 8};
     if (live_open(&sv.lv, models, nm, &o->page, &lim, e) != 0) goto out;
     if (!(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
         av_err(e, "out of memory");

@@ -1,0 +1,193 @@
+/* test_tiles.c — a long input's tiles (tiles.h, engine/tiles.c) on every
+ * fixture family: each tile of each zoom level equals the max-pool of the
+ * whole matrix the full capture holds, computed here independently; a query
+ * row recomputed alone equals the full matrix's row bit for bit; the pass's
+ * own overview equals the pool; tiles that do not exist are refused. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "tiles.h"
+#include "check_util.h"
+
+static const char *FIXTURES[] = {"tests/data/small-f32",     "tests/data/small-gpt2",    "tests/data/small-roberta",
+                                 "tests/data/small-llama",   "tests/data/small-qwen3",   "tests/data/small-mistral",
+                                 "tests/data/small-gemma2",  "tests/data/small-gemma3",  "tests/data/small-phi3",
+                                 "tests/data/small-modernbert", "tests/data/small-mixtral"};
+
+/* The whole grid by the definition, in one sweep over the matrix. */
+static void naive_grid(const float *A, int n, int G, float *out) {
+    memset(out, 0, sizeof(float) * G * G);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float *c = out + ((long)i * G / n) * G + (long)j * G / n;
+            if (A[(size_t)i * n + j] > *c) *c = A[(size_t)i * n + j];
+        }
+}
+
+START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int side = 8;
+    int n = 61;
+    if (n > cfg_max_tokens(&m.cfg)) n = cfg_max_tokens(&m.cfg);
+    ck_assert_int_gt(n, 2 * side); /* at least three levels */
+    const int V = m.cfg.vocab_size;
+    int ids[61], types[61];
+    for (int i = 0; i < n; i++) ids[i] = (7 + 13 * i) % V, types[i] = m.cfg.type_vocab_size > 1 && i > n / 2;
+    if (m.cfg.pos_offset > 0) ids[0] = 0;
+    RunState rs;
+    Capture full, lean;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, &e), 0);
+    ck_assert_int_eq(model_capture_maxpool(&lean, side, &e), 0);
+    if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    const int levels = tile_levels(n, side);
+    ck_assert_int_eq(tile_grid(n, side, levels - 1), n);
+    ck_assert_int_lt(tile_grid(n, side, levels - 2), n);
+    float *tile = malloc(sizeof(float) * side * side), *row = malloc(sizeof(float) * n);
+    float *want = malloc(sizeof(float) * n * n);
+    long cells = 0;
+    for (int l = 0; l < m.cfg.num_layers; l++)
+        for (int h = 0; h < m.cfg.num_heads; h++) {
+            const float *A = cap_attn(&full, l, h);
+            for (int i = 0; i < n; i++) {
+                ck_assert_int_eq(model_head_row(&m, &lean, l, h, i, row, &e), 0);
+                ck_assert_msg(!memcmp(row, A + (size_t)i * n, sizeof(float) * n), "%s layer %d head %d row %d", dir, l, h, i);
+            }
+            naive_grid(A, n, side, want);
+            ck_assert_msg(!memcmp(cap_mpool(&lean, l, h), want, sizeof(float) * side * side), "%s overview", dir);
+            for (int L = 0; L < levels; L++) {
+                const int G = tile_grid(n, side, L), T = tile_count(n, side, L);
+                naive_grid(A, n, G, want);
+                float *whole = malloc(sizeof(float) * G * G);
+                ck_assert_int_eq(model_head_grid(&m, &lean, l, h, G, whole, &e), 0);
+                ck_assert_msg(!memcmp(whole, want, sizeof(float) * G * G), "%s grid %d", dir, G);
+                free(whole);
+                for (int tr = 0; tr < T; tr++)
+                    for (int tc = 0; tc < T; tc++) {
+                        int rows, cols;
+                        ck_assert_msg(model_head_tile(&m, &lean, l, h, side, L, tr, tc, tile, &rows, &cols, &e) == 0, "%s", e.msg);
+                        ck_assert_int_eq(rows, G - tr * side < side ? G - tr * side : side);
+                        ck_assert_int_eq(cols, G - tc * side < side ? G - tc * side : side);
+                        for (int i = 0; i < side; i++)
+                            for (int j = 0; j < side; j++) {
+                                const float w = i < rows && j < cols ? want[(size_t)(tr * side + i) * G + tc * side + j] : 0;
+                                ck_assert_msg(tile[i * side + j] == w, "%s layer %d head %d level %d tile %d,%d cell %d,%d: %g, want %g",
+                                              dir, l, h, L, tr, tc, i, j, tile[i * side + j], w);
+                                cells++;
+                            }
+                    }
+            }
+        }
+    /* what does not exist */
+    int rows, cols;
+    ck_assert_int_eq(model_head_tile(&m, &lean, 0, 0, side, levels, 0, 0, tile, &rows, &cols, &e), -1);
+    ck_assert_int_eq(model_head_tile(&m, &lean, 0, 0, side, -1, 0, 0, tile, &rows, &cols, &e), -1);
+    ck_assert_int_eq(model_head_tile(&m, &lean, 0, 0, side, 1, 2, 0, tile, &rows, &cols, &e), -1);
+    ck_assert_int_eq(model_head_tile(&m, &lean, 0, 0, side, 1, 0, -1, tile, &rows, &cols, &e), -1);
+    ck_assert_int_eq(model_head_tile(&m, &lean, m.cfg.num_layers, 0, side, 0, 0, 0, tile, &rows, &cols, &e), -1);
+    ck_assert_int_eq(model_head_row(&m, &lean, 0, 0, n, row, &e), -1);
+    ck_assert_int_eq(model_head_row(&m, &lean, 0, m.cfg.num_heads, 0, row, &e), -1);
+    fprintf(stderr, "INFO %s: %s (%s%s): %d levels, %ld cells and every row exact\n", __func__, dir, m.cfg.model_type,
+            m.cfg.causal ? ", causal" : "", levels, cells);
+    free(tile), free(row), free(want);
+    model_capture_free(&full);
+    model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
+/* Long enough that a tile's rows are shared among threads (each pools its
+ * share, the shares are merged by their maximum): the same cells. Rotary
+ * families only, whose positions have no table to outgrow. */
+static const char *LONG_FIXTURES[] = {"tests/data/small-llama", "tests/data/small-modernbert", "tests/data/small-gemma2"};
+
+START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
+    const char *dir = LONG_FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int n = 700, side = 64;
+    m.cfg.max_position_embeddings = n + m.cfg.pos_offset;
+    int *ids = malloc(sizeof(int) * n), *types = calloc(n, sizeof(int));
+    for (int i = 0; i < n; i++) ids[i] = (3 + 7 * i + i / 5) % m.cfg.vocab_size;
+    RunState rs;
+    Capture full, lean;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, &e), 0);
+    if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    float *want = malloc(sizeof(float) * n * n), *got = malloc(sizeof(float) * n * n), *tile = malloc(sizeof(float) * side * side);
+    for (int l = 0; l < m.cfg.num_layers; l++)
+        for (int h = 0; h < m.cfg.num_heads; h += 3) {
+            const float *A = cap_attn(&full, l, h);
+            for (int L = 0; L < tile_levels(n, side); L++) {
+                const int G = tile_grid(n, side, L), T = tile_count(n, side, L);
+                naive_grid(A, n, G, want);
+                ck_assert_int_eq(model_head_grid(&m, &lean, l, h, G, got, &e), 0);
+                ck_assert_msg(!memcmp(got, want, sizeof(float) * G * G), "%s layer %d head %d grid %d", dir, l, h, G);
+                for (int tr = 0; L <= 2 && tr < T; tr++) /* the tiles of the coarse levels (the grids cover all) */
+                    for (int tc = 0; tc < T; tc++) {
+                        int rows, cols;
+                        ck_assert_int_eq(model_head_tile(&m, &lean, l, h, side, L, tr, tc, tile, &rows, &cols, &e), 0);
+                        for (int i = 0; i < rows; i++)
+                            for (int j = 0; j < cols; j++)
+                                ck_assert_msg(tile[i * side + j] == want[(size_t)(tr * side + i) * G + tc * side + j],
+                                              "%s layer %d head %d level %d tile %d,%d", dir, l, h, L, tr, tc);
+                    }
+            }
+        }
+    fprintf(stderr, "INFO %s: %s: %d tokens, %d levels, rows shared among up to %ld threads\n", __func__, dir, n,
+            tile_levels(n, side), sysconf(_SC_NPROCESSORS_ONLN));
+    free(want), free(got), free(tile), free(ids), free(types);
+    model_capture_free(&full);
+    model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(levels_cover_the_tokens) {
+    /* grids double until they reach n; cells tile the tokens without gaps */
+    const int ns[] = {1, 7, 256, 257, 4096, 8192, 32768, 32769};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        const int n = ns[k], L = tile_levels(n, TILE_SIDE);
+        ck_assert_int_eq(tile_grid(n, TILE_SIDE, 0), n < TILE_SIDE ? n : TILE_SIDE);
+        ck_assert_int_eq(tile_grid(n, TILE_SIDE, L - 1), n);
+        for (int l = 0; l < L; l++) {
+            const int G = tile_grid(n, TILE_SIDE, l);
+            ck_assert_int_eq(tile_token(n, G, 0), 0);
+            ck_assert_int_eq(tile_token(n, G, G), n);
+            for (int c = 0; c < G; c++) {
+                const int t0 = tile_token(n, G, c), t1 = tile_token(n, G, c + 1);
+                ck_assert_int_lt(t0, t1);
+                ck_assert_int_eq((long)t0 * G / n, c);
+                ck_assert_int_eq((long)(t1 - 1) * G / n, c);
+            }
+        }
+    }
+    ck_assert_int_eq(tile_levels(8192, 256), 6);
+    ck_assert_int_eq(tile_count(8192, 256, 5), 32);
+}
+END_TEST
+
+Suite *make_suite(void) {
+    Suite *s = suite_create("tiles");
+    TCase *t = tcase_create("tiles");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, levels_cover_the_tokens);
+    tcase_add_loop_test(t, tiles_of_rows_shared_among_threads_are_the_max_pool, 0,
+                        (int)(sizeof LONG_FIXTURES / sizeof LONG_FIXTURES[0]));
+    tcase_add_loop_test(t, every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row, 0,
+                        (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
+    suite_add_tcase(s, t);
+    return s;
+}
