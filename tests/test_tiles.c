@@ -14,7 +14,7 @@
 static const char *FIXTURES[] = {"tests/data/small-f32",     "tests/data/small-gpt2",    "tests/data/small-roberta",
                                  "tests/data/small-llama",   "tests/data/small-qwen3",   "tests/data/small-mistral",
                                  "tests/data/small-gemma2",  "tests/data/small-gemma3",  "tests/data/small-phi3",
-                                 "tests/data/small-modernbert", "tests/data/small-mixtral"};
+                                 "tests/data/small-modernbert", "tests/data/small-mixtral", "tests/data/small-gptoss"};
 
 /* The whole grid by the definition, in one sweep over the matrix. */
 static void naive_grid(const float *A, int n, int G, float *out) {
@@ -107,7 +107,8 @@ END_TEST
 /* Long enough that a tile's rows are shared among threads (each pools its
  * share, the shares are merged by their maximum): the same cells. Rotary
  * families only, whose positions have no table to outgrow. */
-static const char *LONG_FIXTURES[] = {"tests/data/small-llama", "tests/data/small-modernbert", "tests/data/small-gemma2"};
+static const char *LONG_FIXTURES[] = {"tests/data/small-llama", "tests/data/small-modernbert", "tests/data/small-gemma2",
+                                      "tests/data/small-gptoss"};
 
 START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
     const char *dir = LONG_FIXTURES[_i];

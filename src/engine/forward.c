@@ -960,13 +960,15 @@ int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, in
     const int nq = r1 - r0;
     float *kT = scratch, *qT = scratch + (size_t)n * dh; // (dh, n), (dh, nq)
     kern_transpose(kT, cap_k(cap, l, h), n, dh);
-    const AttnRule rule = layer_rule(&m->cfg, l);
+    const AttnRule layer = layer_rule(&m->cfg, l);
+    const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
     if (!rule.causal && rule.window > 0) {
         /* an encoder's local window: a query's keys depend on its own position,
          * which kern_attention_kv places at the end of the keys; so one row at a
          * time over exactly the keys it sees, unmasked (the same products and
          * softmax over the same keys as the whole matrix's) */
-        const AttnRule all = {rule.scale, 0, 0, rule.softcap, 0};
+        AttnRule all = rule;
+        all.causal = 0, all.window = 0, all.bidir = 0;
         for (int i = r0; i < r1; i++) {
             int lo, hi;
             kern_attention_keys(&rule, n, i, &lo, &hi);
