@@ -2,6 +2,7 @@
  * the names real checkpoints use, shape and dtype checks, sharded
  * safetensors; and the run state and capture buffers. */
 #include "model.h"
+#include "seq2seq.h"
 
 #include <cblas.h>
 #include <dirent.h>
@@ -520,6 +521,12 @@ void model_free(Model *m) {
     if (m->gguf) gguf_close(m->gguf);
     free(m->gguf);
     free(m->path_owned);
+    if (m->s2s) {
+        free(m->s2s->enc.layers);
+        free(m->s2s->dec.layers);
+        free(m->s2s->sinusoid);
+        free(m->s2s);
+    }
     memset(m, 0, sizeof *m);
 }
 

@@ -1,0 +1,101 @@
+/* run_seq2seq.c — an encoder-decoder model (seq2seq.h) on one source text:
+ * the decoder's tokens are decoder_start_token_id followed by --decoder-text's
+ * (transformers' shift_tokens_right of the labels, keeping the last token so
+ * that every target token is a row), or what greedy decoding (--generate N)
+ * made; the engine fills the three stacks and the writers read them as
+ * attnviz render hands them: encoder, decoder (causal) and cross attention. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "run_internal.h"
+#include "seq2seq.h"
+#include "util.h"
+
+/* The decoder's ids: the start token, then the target text's tokens (its
+ * template's specials included, as tokenizer(text_target=...) gives them). */
+static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
+    TokEncoding t = {0};
+    if (run_tokenize(r, r->o->decoder_text, NULL, &t, e) != 0) return -1;
+    if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
+    int room = cfg_max_tokens(&r->cfg);
+    int take = t.n + 1 <= room ? t.n : room - 1;
+    *ids = malloc((size_t)(take + 1) * sizeof **ids);
+    if (!*ids) {
+        tok_encoding_free(&t);
+        return av_err(e, "out of memory");
+    }
+    (*ids)[0] = r->cfg.dec_start_id;
+    memcpy(*ids + 1, t.ids, (size_t)take * sizeof **ids);
+    *n = take + 1;
+    tok_encoding_free(&t);
+    return 0;
+}
+
+/* The decoder's ids from greedy decoding of up to --generate N tokens. */
+static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvErr *e) {
+    int max_new = r->o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
+    if (max_new > room) {
+        if (!r->o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
+        max_new = room;
+    }
+    if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
+    return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
+}
+
+int run_seq2seq(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    const ModelConfig *c = &r->cfg;
+    if (c->num_layers != c->dec_layers)
+        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
+                      "(not supported)", r->dir, c->num_layers, c->dec_layers);
+    TokEncoding src = {0}, dec = {0};
+    S2sCapture cap = {0};
+    int *ids = NULL, nd = 0, rc = -1;
+    char *gen_text = NULL;
+    double t0 = av_now_ms();
+    if (run_tokenize(r, o->text_a, NULL, &src, e) != 0) goto done;
+    run_warn_truncated(r, &src, 0);
+    if (o->decoder_text ? teacher_ids(r, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
+    if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
+    if (!o->decoder_text && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
+    double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        av_err(e, "capturing %d source and %d decoder tokens needs %.0f MB, above the %.0f MB allowed (--max-capture)",
+               src.n, nd, need / 1e6, limit / 1e6);
+        goto done;
+    }
+    if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
+    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, NULL, e) != 0) goto done;
+    r->t_fwd += av_now_ms() - t0;
+    const CapStack stacks[3] = {
+        {"encoder", cap.enc_attn, src.n, src.n, 0, 0, 0},
+        {"decoder", cap.dec_attn, nd, nd, 1, 1, 1},
+        {"cross", cap.cross_attn, nd, src.n, 1, 0, 0},
+    };
+    OutDoc d;
+    run_fill_doc(r, &d, &src, NULL, o->text_a, o->decoder_text ? o->decoder_text : gen_text);
+    d.dtype = r->model.dtype_name;
+    d.dec_enc = &dec;
+    d.stacks = stacks, d.n_stacks = 3;
+    d.display_tokens = src.byte_level ? src.display : NULL;
+    d.layers = NULL, d.heads = NULL;
+    d.init_layer = o->sel.layer >= 0 ? o->sel.layer : 0;
+    d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
+    d.pred = NULL, d.gen = NULL, d.gen_text = NULL, d.pred_words = d.gen_words = NULL;
+    if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
+    t0 = av_now_ms();
+    rc = run_emit(r, &d, 0, e);
+    r->t_write += av_now_ms() - t0;
+done:
+    s2s_capture_free(&cap);
+    tok_encoding_free(&src);
+    tok_encoding_free(&dec);
+    free(ids);
+    free(gen_text);
+    return rc;
+}
+
+int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
