@@ -1019,6 +1019,11 @@ int cli_run(const CliOptions *o, AvErr *e) {
     }
     if (c->enc_dec && !o->run.capture.tokens_only) {
         const RunSpec *r = &o->run;
+        if (r->heads.on) {
+            av_err_usage(e, "attnviz heads scores self-attention models; %s is an encoder-decoder (%s) model", dir,
+                         c->model_type);
+            goto out;
+        }
         if (!r->decoder_text && !r->predict.generate_n) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
                             "let it decode (--generate N)", dir, c->model_type);

@@ -543,6 +543,10 @@ static float *alloc_floats(size_t n) {
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     memset(s, 0, sizeof *s);
+    /* its stacks are seq2seq.h's, which this pass does not run */
+    if (c->enc_dec)
+        return av_err(e, "%s: an encoder-decoder (%s) model runs as attnviz --model DIR SOURCE --decoder-text TEXT "
+                      "(or --generate N) only", m->path, c->model_type);
     size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
     size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
     s->max_tokens = max_tokens;

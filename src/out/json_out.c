@@ -504,6 +504,12 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     sink_str(s, c->causal ? ",\"causal\":true" : ",\"causal\":false");
     sink_str(s, ",\"position_offset\":");
     sink_int(s, c->pos_offset);
+    if (c->enc_dec) { /* a model run natively (render's documents describe no model) */
+        sink_str(s, ",\"encoder_decoder\":true,\"decoder_layers\":");
+        sink_int(s, c->dec_layers);
+        sink_str(s, ",\"decoder_start_token_id\":");
+        sink_int(s, c->dec_start_id);
+    }
     /* the decoders' extras, written only where a family has them so that the
      * encoders' documents stay as they were */
     const int kv = c->num_kv_heads ? c->num_kv_heads : c->num_heads;

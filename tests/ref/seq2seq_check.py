@@ -7,6 +7,8 @@ template — transformers has no converter that writes a tokenizer.json for Mari
 files, so the Marian fixture's is made the way T5's is).
 
 usage: seq2seq_check.py ATTNVIZ WORKDIR [--only NAME[,NAME...]]
+       seq2seq_check.py --fixture OUT_DIR   (writes the committed tests/data/small-bart, small-marian,
+                                             small-t5: 16 wide, 2 + 2 layers, 2 heads, F32)
 
 Per checkpoint:
   - teacher forcing: `attnviz --model DIR SOURCE --decoder-text TARGET --npy` on source/target pairs
@@ -94,13 +96,12 @@ def make_unigram(out, specials, eos):
     return tok
 
 
-def build(name, workdir):
+def build(name, workdir, S=SHAPE, out=None):
     fam, dtype, extra = SPECS[name]
-    out = os.path.join(workdir, name)
+    out = out or os.path.join(workdir, name)
     if os.path.exists(os.path.join(out, "config.json")):
         return out
     os.makedirs(out, exist_ok=True)
-    S = SHAPE
     if fam == "bart":
         tok = make_bpe(out)
         V = tok.get_vocab_size()
@@ -125,7 +126,7 @@ def build(name, workdir):
     else:
         tok = make_unigram(out, ["<pad>", "</s>", "<unk>"], "</s>")
         V = tok.get_vocab_size()
-        cfg = transformers.T5Config(vocab_size=V, d_model=S["d_model"], d_kv=16, d_ff=S["ffn"],
+        cfg = transformers.T5Config(vocab_size=V, d_model=S["d_model"], d_kv=S["d_model"] // S["heads"], d_ff=S["ffn"],
                                     num_layers=S["layers"], num_heads=S["heads"], relative_attention_num_buckets=8,
                                     relative_attention_max_distance=20, pad_token_id=0, eos_token_id=1,
                                     decoder_start_token_id=0, **extra)
@@ -283,7 +284,17 @@ def check_model(attnviz, model_dir, name):
     return ok
 
 
+def fixture(out):
+    """Small F32 checkpoints for the CLI and page tests (tests/seq2seq_test.sh)."""
+    small = dict(d_model=16, layers=2, heads=2, ffn=32)
+    for name, folder in (("bart-f32", "small-bart"), ("marian-f32", "small-marian"), ("t5-f32", "small-t5")):
+        build(name, out, small, os.path.join(out, folder))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--fixture":
+        fixture(sys.argv[2])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("attnviz")
     ap.add_argument("workdir")
