@@ -59,6 +59,7 @@ int run_seq2seq(Run *r, AvErr *e) {
     run_warn_truncated(r, &src, 0);
     if (o->decoder_text ? teacher_ids(r, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
     if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
+    dec.byte_level = src.byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
     if (!o->decoder_text && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
