@@ -540,6 +540,8 @@ s2fresh marian; cfg_edit 'c["share_encoder_decoder_embeddings"] = False'
 case_ s2s_marian_separate_vocab 1 "share_encoder_decoder_embeddings false \(a separate decoder vocabulary\) is not supported" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh marian; rm "$M/tokenizer.json"
 case_ s2s_marian_no_tokenizer_json 1 "tokenizer.json" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh marian; rm "$M/tokenizer.json"; printf 'spm' >"$M/source.spm"
+case_ s2s_marian_spm_only 1 "no tokenizer.json in the model folder \(a marian model needs it\); source.spm is a SentencePiece model, which attnviz does not read" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; cfg_edit 'c["feed_forward_proj"] = "gated-swiglu"'
 case_ s2s_t5_unknown_ff_proj 1 "feed_forward_proj \"gated-swiglu\".*unknown act \"swiglu\"" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; st_edit 'del h["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]'
