@@ -1,6 +1,7 @@
 #!/bin/bash
 # seq2seq_test.sh — encoder-decoder models run natively, on their committed fixtures
-# (tests/data/small-bart, small-marian, small-t5, written by tests/ref/seq2seq_check.py --fixture):
+# (tests/data/small-bart, small-marian, small-t5, written by tests/ref/seq2seq_check.py --fixture with
+# transformers' attention and greedy tokens in each golden.json):
 # --decoder-text and --generate through the writers: JSON (encoder and decoder tokens, the three
 # stacks' shapes, rows summing to 1, the decoder causal, the decoder starting at
 # decoder_start_token_id), --npy (three files, the JSON's numbers), the page (its three stacks'
@@ -68,6 +69,29 @@ for fam in "bart </s> </s>" "marian <pad> </s>" "t5 <pad> </s>"; do
         fail "seq2seq_$name: --decoder-text" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
         continue
     fi
+    # the committed golden.json: transformers' eager attention in float32 on the same texts
+    if gold=$("$PY" - "$T/$name.json" "$M/golden.json" <<'PY' 2>"$T/perr"
+import json, sys
+d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["input_ids"] == g["encoder_ids"], (d["input_ids"], g["encoder_ids"])
+assert d["text"] == g["source"] and d["text_b"] == g["decoder_text"]
+worst = 0.0
+for k in ("encoder_attention", "decoder_attention", "cross_attention"):
+    a, b = d[k], g[k]
+    assert len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b)), k
+    for x, y in zip(a, b):
+        for hx, hy in zip(x, y):
+            assert len(hx) == len(hy), k
+            for rx, ry in zip(hx, hy):
+                worst = max(worst, max(abs(u - v) for u, v in zip(rx, ry)))
+assert worst <= 1e-5, worst
+print(f"{worst:.1e}")
+PY
+    ); then
+        pass "seq2seq_$name: the three stacks within $gold of transformers' (float32, the fixture's golden.json; bound 1e-5)"
+    else
+        fail "seq2seq_$name: golden" "$(tail -3 "$T/perr")"
+    fi
     if npy_equal "$T/$name.json" "$T/$name" 2>"$T/perr"; then
         pass "seq2seq_$name: --npy writes the encoder, decoder and cross stacks (the JSON's numbers)"
     else
@@ -95,7 +119,12 @@ n = len(d["decoder_tokens"])
 assert 2 <= n <= 7, d["decoder_tokens"]
 assert d["text_b"] is not None, "the generated text"
 PY
-        pass "seq2seq_$name: --generate 6 (1 to 6 tokens after the start, the three stacks over them)"
+        "$PY" -c "
+import json, sys
+d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['generated_tokens'])
+" "$T/$name.gen.json" "$M/golden.json" 2>>"$T/perr"
+        pass "seq2seq_$name: --generate 6: transformers' generate() tokens (golden.json), the three stacks over them"
     else
         fail "seq2seq_$name: --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi

@@ -284,11 +284,35 @@ def check_model(attnviz, model_dir, name):
     return ok
 
 
+GOLDEN_SOURCE = "The cat sat on the mat."
+GOLDEN_TARGET = "A cat sat."
+
+
 def fixture(out):
-    """Small F32 checkpoints for the CLI and page tests (tests/seq2seq_test.sh)."""
+    """Small F32 checkpoints for the CLI and page tests (tests/seq2seq_test.sh), each with golden.json:
+    transformers' eager attention in float32 on GOLDEN_SOURCE / GOLDEN_TARGET (the decoder's ids after
+    decoder_start_token_id) and the tokens greedy generate() makes in 6 steps."""
     small = dict(d_model=16, layers=2, heads=2, ffn=32)
     for name, folder in (("bart-f32", "small-bart"), ("marian-f32", "small-marian"), ("t5-f32", "small-t5")):
-        build(name, out, small, os.path.join(out, folder))
+        d = build(name, out, small, os.path.join(out, folder))
+        tok = load_tok(d)
+        start = json.load(open(os.path.join(d, "config.json")))["decoder_start_token_id"]
+        src = tok.encode(GOLDEN_SOURCE).ids
+        dec = [start] + tok.encode(GOLDEN_TARGET).ids
+        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(d, attn_implementation="eager",
+                                                                   dtype=torch.float32).eval()
+        with torch.no_grad():
+            o = model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([dec]), output_attentions=True)
+            gen = model.generate(torch.tensor([src]), max_new_tokens=6, do_sample=False, num_beams=1,
+                                 decoder_start_token_id=start)[0].tolist()
+        st = lambda t: [[[[round(float(v), 8) for v in r] for r in h] for h in a[0]] for a in t]  # noqa: E731
+        with open(os.path.join(d, "golden.json"), "w") as f:
+            json.dump({"source": GOLDEN_SOURCE, "decoder_text": GOLDEN_TARGET, "encoder_ids": src, "decoder_ids": dec,
+                       "generated_tokens": [tok.id_to_token(i) for i in gen],
+                       "encoder_attention": st(o.encoder_attentions), "decoder_attention": st(o.decoder_attentions),
+                       "cross_attention": st(o.cross_attentions),
+                       "made_by": "tests/ref/seq2seq_check.py --fixture (transformers " + transformers.__version__
+                                  + ", eager, float32)"}, f)
 
 
 def main():
