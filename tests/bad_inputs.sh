@@ -544,6 +544,8 @@ s2fresh marian; rm "$M/tokenizer.json"; printf 'spm' >"$M/source.spm"
 case_ s2s_marian_spm_only 1 "no tokenizer.json in the model folder \(a marian model needs it\); source.spm is a SentencePiece model, which attnviz does not read" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; cfg_edit 'c["feed_forward_proj"] = "gated-swiglu"'
 case_ s2s_t5_unknown_ff_proj 1 "feed_forward_proj \"gated-swiglu\".*unknown act \"swiglu\"" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh t5; cfg_edit 'c["relative_attention_num_buckets"] = 2'
+case_ s2s_t5_too_few_buckets 1 "relative_attention_num_buckets 2 and relative_attention_max_distance 20 leave no logarithmic buckets" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; st_edit 'del h["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]'
 case_ s2s_t5_missing_relative_bias 1 "missing tensor 'decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight' \(expected shape \[8, 2\]\)" -- --model "$M" "${Q[@]}" hi --decoder-text x
 

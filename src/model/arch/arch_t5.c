@@ -41,6 +41,12 @@ int arch_t5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e)
         cfg_opt_float(root, "layer_norm_epsilon", 0, 1, &c->layer_norm_eps, path, e) ||
         cfg_opt_int(root, "pad_token_id", 0, c->vocab_size - 1, &c->pad_token_id, path, e))
         return -1;
+    /* the bucket function divides by log(max_distance / max_exact), max_exact being a quarter of the
+     * buckets (a half in the decoder): fewer buckets or a shorter distance leave it no logarithmic range */
+    if (c->rel_buckets < 4 || c->rel_max_distance <= c->rel_buckets / 2)
+        return av_err(e, "%s: relative_attention_num_buckets %d and relative_attention_max_distance %d leave no "
+                      "logarithmic buckets (need at least 4 buckets and a distance above half of them)", path,
+                      c->rel_buckets, c->rel_max_distance);
     c->dec_start_id = c->pad_token_id; /* T5 starts the decoder at its pad token */
     if (cfg_opt_int(root, "decoder_start_token_id", 0, c->vocab_size - 1, &c->dec_start_id, path, e)) return -1;
     /* feed_forward_proj: "ACT" or "gated-ACT"; "gated-gelu" means gelu_new (transformers' backwards compatibility) */
