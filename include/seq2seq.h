@@ -53,6 +53,11 @@ typedef struct {
     float *cross_attn;  /* (dec_layers, heads, n_dec, n_enc) */
 } S2sCapture;
 
+/* m->s2s with both stacks' layers (the config's counts), zeroed, for a family's load to fill; model_free
+ * frees it (s2s_weights_free). */
+int s2s_weights_alloc(struct Model *m, AvErr *e);
+void s2s_weights_free(S2sWeights *w);
+
 int s2s_capture_alloc(S2sCapture *cap, const struct Model *m, int n_enc, int n_dec, AvErr *e);
 void s2s_capture_free(S2sCapture *cap);
 /* Bytes such a capture takes, to refuse before allocating. */

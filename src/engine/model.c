@@ -521,12 +521,7 @@ void model_free(Model *m) {
     if (m->gguf) gguf_close(m->gguf);
     free(m->gguf);
     free(m->path_owned);
-    if (m->s2s) {
-        free(m->s2s->enc.layers);
-        free(m->s2s->dec.layers);
-        free(m->s2s->sinusoid);
-        free(m->s2s);
-    }
+    s2s_weights_free(m->s2s);
     memset(m, 0, sizeof *m);
 }
 

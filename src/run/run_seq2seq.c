@@ -20,7 +20,10 @@ static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
     if (run_tokenize(r, r->o->decoder_text, NULL, &t, e) != 0) return -1;
     if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
     int room = cfg_max_tokens(&r->cfg);
-    int take = t.n + 1 <= room ? t.n : room - 1;
+    int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
+    if (take < t.n && !r->o->quiet)
+        av_warn("--decoder-text: the start token and %d tokens exceed the model's %d positions; dropped the last %d",
+                t.n, room, t.n - take);
     *ids = malloc((size_t)(take + 1) * sizeof **ids);
     if (!*ids) {
         tok_encoding_free(&t);

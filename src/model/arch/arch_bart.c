@@ -136,13 +136,8 @@ static int load_embeddings(Model *m, S2sStack *s, const char *stack, const Linea
 int arch_bart_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, V = c->vocab_size;
-    S2sWeights *w = calloc(1, sizeof *w);
-    if (!w) return av_err(e, "out of memory");
-    m->s2s = w;
-    w->enc.n_layers = c->num_layers, w->dec.n_layers = c->dec_layers;
-    w->enc.layers = calloc((size_t)c->num_layers, sizeof *w->enc.layers);
-    w->dec.layers = calloc((size_t)c->dec_layers, sizeof *w->dec.layers);
-    if (!w->enc.layers || !w->dec.layers) return av_err(e, "out of memory");
+    if (s2s_weights_alloc(m, e)) return -1;
+    S2sWeights *w = m->s2s;
     Linear shared = {0};
     if (model_has_tensor(m, "shared.weight") && model_linear(m, &shared, "shared", H, V, 0, e)) return -1;
     if (load_embeddings(m, &w->enc, "encoder", &shared, e) || load_embeddings(m, &w->dec, "decoder", &shared, e))

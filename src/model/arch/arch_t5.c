@@ -118,13 +118,8 @@ static int load_layer(Model *m, S2sLayer *L, const char *stack, int l, int decod
 int arch_t5_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, V = c->vocab_size;
-    S2sWeights *w = calloc(1, sizeof *w);
-    if (!w) return av_err(e, "out of memory");
-    m->s2s = w;
-    w->enc.n_layers = c->num_layers, w->dec.n_layers = c->dec_layers;
-    w->enc.layers = calloc((size_t)c->num_layers, sizeof *w->enc.layers);
-    w->dec.layers = calloc((size_t)c->dec_layers, sizeof *w->dec.layers);
-    if (!w->enc.layers || !w->dec.layers) return av_err(e, "out of memory");
+    if (s2s_weights_alloc(m, e)) return -1;
+    S2sWeights *w = m->s2s;
     Linear shared;
     if (model_linear(m, &shared, model_has_tensor(m, "shared.weight") ? "shared" : "encoder.embed_tokens", H, V, 0, e))
         return -1;
