@@ -74,6 +74,7 @@ for fam in "bart </s> </s>" "marian <pad> </s>" "t5 <pad> </s>"; do
 import json, sys
 d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert d["input_ids"] == g["encoder_ids"], (d["input_ids"], g["encoder_ids"])
+assert d["decoder_input_ids"] == g["decoder_ids"], (d["decoder_input_ids"], g["decoder_ids"])
 assert d["text"] == g["source"] and d["text_b"] == g["decoder_text"]
 worst = 0.0
 for k in ("encoder_attention", "decoder_attention", "cross_attention"):
