@@ -327,7 +327,7 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
             if (spm)
                 snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
                          "; source.spm is a SentencePiece model, which attnviz does not read (transformers has no "
-                         "converter that writes a tokenizer.json for it)");
+                         "converter for it: attnviz's tools/marian_tokenizer.py writes the tokenizer.json)");
             free(spm);
             goto done;
         }

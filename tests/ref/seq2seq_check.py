@@ -19,6 +19,8 @@ Per checkpoint:
     num_beams=1) with no logit processors (attnviz's greedy is the plain argmax, stopping at eos),
     and the attention over what was generated against transformers on that sequence
   - the source's token ids (--tokens-only) against the tokenizers library on the tokenizer corpus
+And a folder laid out as OPUS-MT's (SentencePiece files, vocab.json) given a tokenizer.json by
+tools/marian_tokenizer.py: attnviz's ids against the tokenizers library's and MarianTokenizer's.
 Prints PASS/FAIL lines; exit 1 on any FAIL.
 """
 import argparse
@@ -26,12 +28,14 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 sys.dont_write_bytecode = True
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")  # MarianTokenizer's, without Moses
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -328,6 +332,71 @@ def fixture(out):
                                   + ", eager, float32)"}, f)
 
 
+def check_marian_spm(attnviz, workdir):
+    """A folder laid out as OPUS-MT's (source.spm, target.spm, vocab.json by MarianTokenizer.save_pretrained; a
+    SentencePiece Unigram model trained here, Marian's numbering: </s> 0, <unk> 1, <pad> last) given a
+    tokenizer.json by tools/marian_tokenizer.py: attnviz's ids against MarianTokenizer's own (SentencePiece in
+    Python) on the tokenizer corpus and the sentences."""
+    import sentencepiece as spm
+    out = os.path.join(workdir, "marian-spm")
+    if not os.path.exists(os.path.join(out, "tokenizer.json")):
+        os.makedirs(out, exist_ok=True)
+        src = os.path.join(out, "train.txt")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write("\n".join(corpus_lines()) + "\n")
+        spm.SentencePieceTrainer.train(input=src, model_prefix=os.path.join(out, "m"), model_type="unigram",
+                                       vocab_size=VOCAB, eos_id=0, unk_id=1, bos_id=-1, pad_id=-1, num_threads=1,
+                                       minloglevel=2)
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "m.model"))
+        vocab = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+        vocab["<pad>"] = len(vocab)
+        with open(os.path.join(out, "v.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+        mt = transformers.MarianTokenizer(source_spm=os.path.join(out, "m.model"),
+                                          target_spm=os.path.join(out, "m.model"), vocab=os.path.join(out, "v.json"))
+        mt.save_pretrained(out)
+        for f in ("m.model", "v.json", "train.txt"):
+            os.remove(os.path.join(out, f))
+        transformers.MarianConfig(vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1,
+                                  encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=16,
+                                  decoder_ffn_dim=16, max_position_embeddings=4096, pad_token_id=len(vocab) - 1,
+                                  decoder_start_token_id=len(vocab) - 1, eos_token_id=0).save_pretrained(out)
+        r = subprocess.run([sys.executable, os.path.join(HERE, "../../tools/marian_tokenizer.py"), out],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"FAIL seq2seq_marian_spm: tools/marian_tokenizer.py failed: {r.stderr.strip()[-300:]}")
+            return False
+    mt = transformers.MarianTokenizer.from_pretrained(out)
+    texts = [l.rstrip("\n").split("\t")[0] for l in open(os.path.join(HERE, "../tokenizer/corpus.tsv"), encoding="utf-8")]
+    texts = [t for t in texts + corpus_lines() if t.strip()]
+    batch = os.path.join(workdir, "marian-spm.corpus.txt")
+    with open(batch, "w", encoding="utf-8") as f:
+        f.write("\n".join(texts) + "\n")
+    r = subprocess.run([attnviz, "--model", out, "--tokens-only", "--quiet", "--batch", batch], capture_output=True,
+                       text=True)
+    got = [json.loads(l)["input_ids"] for l in r.stdout.splitlines()] if r.returncode == 0 else []
+    from tokenizers import Tokenizer
+    rust = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
+    bad = [] if len(got) == len(texts) else [f"attnviz gave {len(got)} lines for {len(texts)}: {r.stderr.strip()[:200]}"]
+    conv = []  # lines where the tokenizer.json itself (the Rust library) differs from SentencePiece
+    for t, g in zip(texts, got):
+        want, via_json = mt(t)["input_ids"], rust.encode(t).ids
+        if g != via_json:
+            bad.append(f"{t[:40]!r}: attnviz {str(g)[:70]}, tokenizers {str(via_json)[:70]}")
+        if via_json != want:
+            conv.append(f"{[hex(ord(c)) for c in t[:8]]}: tokenizers {via_json[:8]}, MarianTokenizer {want[:8]}")
+    # the conversion's own differences (tokenizers' Precompiled normalizer against SentencePiece's on stacked
+    # combining marks) are counted, and bounded so that a broken conversion fails
+    good = not bad and len(conv) <= len(texts) // 100
+    print(f"{'PASS' if good else 'FAIL'} seq2seq_marian_spm: tools/marian_tokenizer.py's tokenizer.json: attnviz "
+          f"equals the tokenizers library on {len(texts) - len(bad)}/{len(texts)} lines of the tokenizer corpus and "
+          f"the sentences, and that equals MarianTokenizer's SentencePiece ids on {len(texts) - len(conv)} "
+          f"(bound: under 1% apart)")
+    for b in (bad + conv)[:5]:
+        print(f"  {b}")
+    return good
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--fixture":
         fixture(sys.argv[2])
@@ -339,6 +408,8 @@ def main():
     a = ap.parse_args()
     names = [n for n in SPECS if not a.only or n in a.only.split(",")]
     ok = True
+    if not a.only or "marian-spm" in a.only.split(","):
+        ok &= check_marian_spm(os.path.abspath(a.attnviz), a.workdir)
     for n in names:
         d = build(n, a.workdir)
         ok &= check_model(os.path.abspath(a.attnviz), d, n)
