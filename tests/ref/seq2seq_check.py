@@ -325,7 +325,7 @@ def fixture(out):
         st = lambda t: [[[[round(float(v), 8) for v in r] for r in h] for h in a[0]] for a in t]  # noqa: E731
         with open(os.path.join(d, "golden.json"), "w") as f:
             json.dump({"source": GOLDEN_SOURCE, "decoder_text": GOLDEN_TARGET, "encoder_ids": src, "decoder_ids": dec,
-                       "generated_tokens": [tok.id_to_token(i) for i in gen],
+                       "generated_ids": gen, "generated_tokens": [tok.id_to_token(i) for i in gen],
                        "encoder_attention": st(o.encoder_attentions), "decoder_attention": st(o.decoder_attentions),
                        "cross_attention": st(o.cross_attentions),
                        "made_by": "tests/ref/seq2seq_check.py --fixture (transformers " + transformers.__version__
