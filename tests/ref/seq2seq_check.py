@@ -20,7 +20,8 @@ Per checkpoint:
     and the attention over what was generated against transformers on that sequence
   - the source's token ids (--tokens-only) against the tokenizers library on the tokenizer corpus
 And a folder laid out as OPUS-MT's (SentencePiece files, vocab.json) given a tokenizer.json by
-tools/marian_tokenizer.py: attnviz's ids against the tokenizers library's and MarianTokenizer's.
+tools/marian_tokenizer.py, and T5's tokenizer.json as transformers' T5Converter writes it from a
+SentencePiece model: attnviz's ids against the tokenizers library's and SentencePiece's (MarianTokenizer's).
 Prints PASS/FAIL lines; exit 1 on any FAIL.
 """
 import argparse
@@ -380,7 +381,8 @@ def check_marian_spm(attnviz, workdir):
     bad = [] if len(got) == len(texts) else [f"attnviz gave {len(got)} lines for {len(texts)}: {r.stderr.strip()[:200]}"]
     conv = []  # lines where the tokenizer.json itself (the Rust library) differs from SentencePiece
     for t, g in zip(texts, got):
-        want, via_json = mt(t)["input_ids"], rust.encode(t).ids
+        parts = t.split("\t", 1)  # a TAB makes a --batch line a pair: A B </s> in MarianTokenizer too
+        want, via_json = mt(*parts)["input_ids"], rust.encode(*parts).ids
         if g != via_json:
             bad.append(f"{t[:40]!r}: attnviz {str(g)[:70]}, tokenizers {str(via_json)[:70]}")
         if via_json != want:
@@ -392,6 +394,59 @@ def check_marian_spm(attnviz, workdir):
           f"equals the tokenizers library on {len(texts) - len(bad)}/{len(texts)} lines of the tokenizer corpus and "
           f"the sentences, and that equals MarianTokenizer's SentencePiece ids on {len(texts) - len(conv)} "
           f"(bound: under 1% apart)")
+    for b in (bad + conv)[:5]:
+        print(f"  {b}")
+    return good
+
+
+def check_t5_spm(attnviz, workdir):
+    """T5's own tokenizer.json layout, as transformers' T5Converter writes it from a SentencePiece model (the
+    Precompiled charsmap, Metaspace, `$A </s>`; a Unigram model trained here, T5's numbering: <pad> 0, </s> 1,
+    <unk> 2): attnviz's ids against the tokenizers library's and SentencePiece's on the tokenizer corpus."""
+    import types
+    import sentencepiece as spm
+    from tokenizers import Tokenizer
+    from transformers.convert_slow_tokenizer import T5Converter
+    out = os.path.join(workdir, "t5-spm")
+    model = os.path.join(out, "m.model")
+    if not os.path.exists(os.path.join(out, "tokenizer.json")):
+        os.makedirs(out, exist_ok=True)
+        src = os.path.join(out, "train.txt")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write("\n".join(corpus_lines()) + "\n")
+        spm.SentencePieceTrainer.train(input=src, model_prefix=os.path.join(out, "m"), model_type="unigram",
+                                       vocab_size=VOCAB, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=1,
+                                       minloglevel=2)
+        sp = spm.SentencePieceProcessor(model_file=model)
+        # what T5Converter reads of a slow T5Tokenizer
+        slow = types.SimpleNamespace(vocab_file=model, _extra_ids=0, extra_ids=0, legacy=True, add_prefix_space=True,
+                                     convert_tokens_to_ids=sp.piece_to_id)
+        T5Converter(slow).converted().save(os.path.join(out, "tokenizer.json"))
+        transformers.T5Config(vocab_size=sp.get_piece_size(), d_model=16, d_kv=8, d_ff=16, num_layers=1,
+                              num_heads=2).save_pretrained(out)
+    sp = spm.SentencePieceProcessor(model_file=model)
+    rust = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
+    texts = [l.rstrip("\n").split("\t")[0] for l in open(os.path.join(HERE, "../tokenizer/corpus.tsv"), encoding="utf-8")]
+    texts = [t for t in texts + corpus_lines() if t.strip()]
+    batch = os.path.join(workdir, "t5-spm.corpus.txt")
+    with open(batch, "w", encoding="utf-8") as f:
+        f.write("\n".join(texts) + "\n")
+    r = subprocess.run([attnviz, "--model", out, "--tokens-only", "--quiet", "--batch", batch], capture_output=True,
+                       text=True)
+    got = [json.loads(l)["input_ids"] for l in r.stdout.splitlines()] if r.returncode == 0 else []
+    bad = [] if len(got) == len(texts) else [f"attnviz gave {len(got)} lines for {len(texts)}: {r.stderr.strip()[:200]}"]
+    conv = []
+    for t, g in zip(texts, got):
+        parts = t.split("\t", 1)  # a TAB makes a --batch line a pair: A </s> B </s>
+        via_json, want = rust.encode(*parts).ids, [i for p in parts for i in sp.encode(p) + [1]]
+        if g != via_json:
+            bad.append(f"{t[:40]!r}: attnviz {str(g)[:70]}, tokenizers {str(via_json)[:70]}")
+        if via_json != want:
+            conv.append(f"{[hex(ord(c)) for c in t[:8]]}: tokenizers {via_json[:8]}, SentencePiece {want[:8]}")
+    good = not bad and len(conv) <= len(texts) // 100
+    print(f"{'PASS' if good else 'FAIL'} seq2seq_t5_spm: T5's tokenizer.json as transformers' T5Converter writes it: "
+          f"attnviz equals the tokenizers library on {len(texts) - len(bad)}/{len(texts)} lines of the tokenizer "
+          f"corpus and the sentences, and that equals SentencePiece on {len(texts) - len(conv)} (bound: under 1% apart)")
     for b in (bad + conv)[:5]:
         print(f"  {b}")
     return good
@@ -410,6 +465,8 @@ def main():
     ok = True
     if not a.only or "marian-spm" in a.only.split(","):
         ok &= check_marian_spm(os.path.abspath(a.attnviz), a.workdir)
+    if not a.only or "t5-spm" in a.only.split(","):
+        ok &= check_t5_spm(os.path.abspath(a.attnviz), a.workdir)
     for n in names:
         d = build(n, a.workdir)
         ok &= check_model(os.path.abspath(a.attnviz), d, n)
