@@ -92,6 +92,11 @@ START_TEST(stacks_match_transformers_goldens) {
     ck_assert_int_eq(n, nw);
     for (int i = 0; i < n; i++) ck_assert_int_eq(got[i], want[i]);
     ck_assert_int_eq(got[0], m.cfg.dec_start_id);
+    /* generation stops after an end-of-sequence id: make the second chosen token one */
+    m.cfg.eos_ids[0] = want[2], m.cfg.n_eos = 1;
+    ck_assert_msg(s2s_generate(&m, src, ne, 6, got, &n, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(n, want[1] == want[2] ? 2 : 3);
+    ck_assert_int_eq(got[n - 1], want[2]);
     free(want);
     s2s_capture_free(&cap);
     s2s_capture_free(&again);

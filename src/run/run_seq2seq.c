@@ -4,6 +4,7 @@
  * that every target token is a row), or what greedy decoding (--generate N)
  * made; the engine fills the three stacks and the writers read them as
  * attnviz render hands them: encoder, decoder (causal) and cross attention. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +48,13 @@ static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvEr
     return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
 }
 
+static const char *size_str(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.1f kB", bytes / 1e3);
+    return buf;
+}
+
 int run_seq2seq(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
@@ -67,8 +75,9 @@ int run_seq2seq(Run *r, AvErr *e) {
     double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
-        av_err(e, "capturing %d source and %d decoder tokens needs %.0f MB, above the %.0f MB allowed (--max-capture)",
-               src.n, nd, need / 1e6, limit / 1e6);
+        char a[32], b[32];
+        av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)", src.n, nd,
+               size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
         goto done;
     }
     if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
