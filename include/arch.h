@@ -81,6 +81,7 @@ int arch_bart_parse(ModelConfig *c, const struct cJSON *root, const char *path, 
 int arch_marian_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_bart_load(struct Model *m, AvErr *e);
 int arch_t5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_mt5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_t5_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

@@ -52,6 +52,7 @@
       NULL, NULL, TOK_SOURCE_BPE_ROBERTA, 0)                                                                        \
     X(MARIAN, "marian", "Marian", "model.", "d_model", "encoder_attention_heads", arch_marian_parse, arch_bart_load, \
       NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                                         \
-    X(T5, "t5", "T5", "", "d_model", "num_heads", arch_t5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
+    X(T5, "t5", "T5", "", "d_model", "num_heads", arch_t5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0) \
+    X(MT5, "mt5", "MT5", "", "d_model", "num_heads", arch_mt5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

@@ -515,7 +515,7 @@ case_ moe_dense_layer_saved_as_dense 1 "missing tensor 'layers.1.mlp.gate.weight
 # ---- encoder-decoder models (tests/data/small-bart, small-marian, small-t5): options, config keys, tensors
 s2fresh() { rm -rf "$T/m" && cp -r "$PWD/tests/data/small-$1" "$T/m"; M=$T/m; }
 fresh
-case_ s2s_decoder_text_on_encoder 2 "--decoder-text goes with an encoder-decoder model \(bart, marian or t5\); .* is a masked \(bert\) model" -- --model "$M" "${Q[@]}" hi --decoder-text there
+case_ s2s_decoder_text_on_encoder 2 "--decoder-text goes with an encoder-decoder model \(bart, marian, t5 or mt5\); .* is a masked \(bert\) model" -- --model "$M" "${Q[@]}" hi --decoder-text there
 s2fresh bart
 case_ s2s_no_decoder_input 2 "is an encoder-decoder \(bart\) model: give the decoder's text \(--decoder-text TEXT\) or let it decode \(--generate N\)" -- --model "$M" "${Q[@]}" hi
 case_ s2s_decoder_text_and_generate 2 "--decoder-text gives the decoder its tokens; --generate makes them: one or the other" -- --model "$M" "${Q[@]}" hi --decoder-text there --generate 3

@@ -37,7 +37,7 @@ END_TEST
 START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
                                             "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, "
-                                            "modernbert, bart, marian and t5");
+                                            "modernbert, bart, marian, t5 and mt5");
     ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3 and olmoe");
     /* the unsupported-family message names the list */
     ModelConfig c;

@@ -1013,7 +1013,7 @@ int cli_run(const CliOptions *o, AvErr *e) {
     int rc = -1;
     if (sel_check(&o->run.sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
     if (o->run.decoder_text && !c->enc_dec) {
-        av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian or t5); %s is a %s (%s) model",
+        av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
                      dir, c->causal ? "causal" : "masked", c->model_type);
         goto out;
     }

@@ -53,6 +53,7 @@ SPECS = {
     "marian-bf16": ("marian", "bfloat16", {}),
     "t5-f32": ("t5", "float32", {"feed_forward_proj": "relu"}),
     "flan-t5-bf16": ("t5", "bfloat16", {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}),
+    "mt5-f32": ("mt5", "float32", {"feed_forward_proj": "gated-gelu"}),
 }
 
 
@@ -131,11 +132,12 @@ def build(name, workdir, S=SHAPE, out=None):
     else:
         tok = make_unigram(out, ["<pad>", "</s>", "<unk>"], "</s>")
         V = tok.get_vocab_size()
-        cfg = transformers.T5Config(vocab_size=V, d_model=S["d_model"], d_kv=S["d_model"] // S["heads"], d_ff=S["ffn"],
+        Config = transformers.MT5Config if fam == "mt5" else transformers.T5Config
+        cfg = Config(vocab_size=V, d_model=S["d_model"], d_kv=S["d_model"] // S["heads"], d_ff=S["ffn"],
                                     num_layers=S["layers"], num_heads=S["heads"], relative_attention_num_buckets=8,
                                     relative_attention_max_distance=20, pad_token_id=0, eos_token_id=1,
                                     decoder_start_token_id=0, **extra)
-        model = transformers.T5ForConditionalGeneration(cfg)
+        model = (transformers.MT5ForConditionalGeneration if fam == "mt5" else transformers.T5ForConditionalGeneration)(cfg)
     torch.manual_seed(sum(map(ord, name)))
     with torch.no_grad():
         for pname, p in model.named_parameters():
@@ -146,7 +148,7 @@ def build(name, workdir, S=SHAPE, out=None):
             elif any(k in pname for k in ("q_proj", "k_proj", ".q.", ".k.")):
                 # attention peaky, not flat; T5 does not scale q . k, so its q and k carry d_kv^-1/4 each
                 # (its own initialization folds the scale in the same way)
-                p.normal_(0.0, 1.5 / p.shape[1] ** 0.5 / (2.0 if fam == "t5" else 1.0))
+                p.normal_(0.0, 1.5 / p.shape[1] ** 0.5 / (2.0 if fam in ("t5", "mt5") else 1.0))
             elif "embed" in pname or "shared" in pname:
                 p.normal_(0.0, 0.5)
             else:
@@ -278,7 +280,7 @@ def check_model(attnviz, model_dir, name):
     texts = [l.rstrip("\n") for l in open(os.path.join(HERE, "../tokenizer/corpus.tsv"), encoding="utf-8")]
     texts = [t for t in texts + lines if t.strip() and not t.startswith("\t")]
     # lines longer than the model's positions are truncated (a tested path of its own): left out here
-    limit = cfg.get("max_position_embeddings", 1 << 30) - (2 if fam == "bart" else 0) if fam != "t5" else 1 << 30
+    limit = cfg.get("max_position_embeddings", 1 << 30) - (2 if fam == "bart" else 0) if fam not in ("t5", "mt5") else 1 << 30
     n_all = len(texts)
     texts = [t for t in texts if len(tok.encode(*t.split("\t", 1)).ids) <= limit]
     batch = prefix + ".corpus.txt"

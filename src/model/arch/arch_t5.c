@@ -1,4 +1,4 @@
-/* arch_t5.c — T5 and Flan-T5 (T5Model, T5ForConditionalGeneration): pre-norm
+/* arch_t5.c — T5, Flan-T5 and mT5 (T5Model, T5ForConditionalGeneration, MT5...): pre-norm
  * encoder-decoders (seq2seq.h).
  *   - RMSNorm without mean or bias (T5LayerNorm), before each sublayer, and a
  *     final one per stack
@@ -83,6 +83,14 @@ int arch_t5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e)
     c->s2s_pos = S2S_POS_RELATIVE;
     c->attn_scale = 1.0f; /* scores are q . k as they are */
     c->max_position_embeddings = CFG_MAX_POS; /* relative positions: no table bounds the input */
+    return 0;
+}
+
+/* mT5: T5 v1.1's blocks; its decoder output goes to the head unscaled whatever the config says of tying
+ * (transformers' MT5ForConditionalGeneration has no scale_decoder_outputs). */
+int arch_mt5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    if (arch_t5_parse(c, root, path, e)) return -1;
+    c->logits_scale = 0.0f;
     return 0;
 }
 
