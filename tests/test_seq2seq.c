@@ -92,6 +92,12 @@ START_TEST(stacks_match_transformers_goldens) {
     ck_assert_int_eq(n, nw);
     for (int i = 0; i < n; i++) ck_assert_int_eq(got[i], want[i]);
     ck_assert_int_eq(got[0], m.cfg.dec_start_id);
+    /* the cached steps choose what a pass over each prefix chooses */
+    for (int k = 1; k < n; k++) {
+        int choice = -1;
+        ck_assert_msg(s2s_forward(&m, src, ne, got, k, NULL, &choice, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(choice, got[k]);
+    }
     /* generation stops after an end-of-sequence id: make the second chosen token one */
     m.cfg.eos_ids[0] = want[2], m.cfg.n_eos = 1;
     ck_assert_msg(s2s_generate(&m, src, ne, 6, got, &n, &e) == 0, "%s", e.msg);

@@ -57,11 +57,12 @@ static int rel_bucket(int rel, int bidir, int nb, int maxd) {
 }
 
 /* Every head's attention of nq queries over nk keys: q (nq, A), k, v (nk, A)
- * token-major; probs (NH, nq, nk) when not NULL; ctx (nq, A). causal: query i
- * sees keys j <= i. rel (T5): the stack's (buckets, NH) bias by bucket of
- * j - i, bidirectional unless causal. */
-static int attend(Ctx *c, const float *q, const float *k, const float *v, int nq, int nk, int causal, const float *rel,
-                  float *probs, float *ctx, AvErr *e) {
+ * token-major; probs (NH, nq, nk) when not NULL; ctx (nq, A). Query i sits at
+ * position q0 + i (q0 > 0: one new token against cached keys); causal: it sees
+ * keys j <= q0 + i. rel (T5): the stack's (buckets, NH) bias by bucket of
+ * j - (q0 + i), bidirectional unless causal. */
+static int attend(Ctx *c, const float *q, const float *k, const float *v, int nq, int nk, int q0, int causal,
+                  const float *rel, float *probs, float *ctx, AvErr *e) {
     const ModelConfig *cfg = &c->m->cfg;
     const int NH = c->NH, dh = c->dh, A = c->A;
     const double scale = cfg->attn_scale != 0.0f ? cfg->attn_scale : 1.0 / sqrt((double)dh);
@@ -74,14 +75,14 @@ static int attend(Ctx *c, const float *q, const float *k, const float *v, int nq
     for (int h = 0; h < NH; h++)
         for (int i = 0; i < nq; i++) {
             const float *qi = q + (size_t)i * A + (size_t)h * dh;
-            const int end = causal ? i + 1 : nk; /* keys this query sees */
+            const int at = q0 + i, end = causal ? at + 1 : nk; /* keys this query sees */
             double mx = -INFINITY;
             for (int j = 0; j < end; j++) {
                 const float *kj = k + (size_t)j * A + (size_t)h * dh;
                 double s = 0;
                 for (int d = 0; d < dh; d++) s += (double)qi[d] * kj[d];
                 s *= scale;
-                if (rel) s += rel[(size_t)rel_bucket(j - i, !causal, cfg->rel_buckets, cfg->rel_max_distance) * NH + h];
+                if (rel) s += rel[(size_t)rel_bucket(j - at, !causal, cfg->rel_buckets, cfg->rel_max_distance) * NH + h];
                 p[j] = (float)s;
                 mx = s > mx ? s : mx;
             }
@@ -135,8 +136,9 @@ static int bufs_alloc(Bufs *b, const Ctx *c, int n, int nk, int ff, AvErr *e) {
     return 0;
 }
 
-/* x (n, H) = the stack's embeddings of ids: token (times emb_scale) plus position, then emb_norm. */
-static int embed(Ctx *c, const S2sStack *s, const int *ids, int n, float *x, AvErr *e) {
+/* x (n, H) = the stack's embeddings of ids at positions p0, p0 + 1, ...: token (times emb_scale) plus
+ * position, then emb_norm. */
+static int embed(Ctx *c, const S2sStack *s, const int *ids, int n, int p0, float *x, AvErr *e) {
     const ModelConfig *cfg = &c->m->cfg;
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= cfg->vocab_size)
@@ -146,8 +148,9 @@ static int embed(Ctx *c, const S2sStack *s, const int *ids, int n, float *x, AvE
         if (cfg->emb_scale != 0.0f)
             for (int j = 0; j < c->H; j++) r[j] *= cfg->emb_scale;
         if (s->pos_emb) {
-            const int row = i + cfg->pos_offset;
-            if (row >= s->pos_rows) return av_err(e, "%d tokens exceed the model's %d positions", n, cfg_max_tokens(cfg));
+            const int row = p0 + i + cfg->pos_offset;
+            if (row >= s->pos_rows)
+                return av_err(e, "%d tokens exceed the model's %d positions", p0 + n, cfg_max_tokens(cfg));
             const float *pe = s->pos_emb + (size_t)row * c->H;
             for (int j = 0; j < c->H; j++) r[j] += pe[j];
         }
@@ -193,7 +196,7 @@ static int run_stack(Ctx *c, const S2sStack *s, float *x, int n, const float *en
         sub_input(cfg, &b, x, n, H, &L->attn_norm);
         rc = linear(c, &L->q, b.h, n, b.q, -1, e) || linear(c, &L->k, b.h, n, b.k, -1, e) ||
              linear(c, &L->v, b.h, n, b.v, -1, e) ||
-             attend(c, b.q, b.k, b.v, n, n, decoder, s->rel_bias, self ? self + l * blk : NULL, b.ctx, e) ||
+             attend(c, b.q, b.k, b.v, n, n, 0, decoder, s->rel_bias, self ? self + l * blk : NULL, b.ctx, e) ||
              linear(c, &L->o, b.ctx, n, b.y, -1, e);
         if (rc) break;
         residual(x, b.y, n, H, post);
@@ -201,7 +204,7 @@ static int run_stack(Ctx *c, const S2sStack *s, float *x, int n, const float *en
             sub_input(cfg, &b, x, n, H, &L->cross_norm);
             rc = linear(c, &L->cq, b.h, n, b.q, -1, e) || linear(c, &L->ck, enc, nk, b.k, -1, e) ||
                  linear(c, &L->cv, enc, nk, b.v, -1, e) ||
-                 attend(c, b.q, b.k, b.v, n, nk, 0, NULL, cross ? cross + l * cblk : NULL, b.ctx, e) ||
+                 attend(c, b.q, b.k, b.v, n, nk, 0, 0, NULL, cross ? cross + l * cblk : NULL, b.ctx, e) ||
                  linear(c, &L->co, b.ctx, n, b.y, -1, e);
             if (rc) break;
             residual(x, b.y, n, H, cfg->pre_ln ? NULL : &L->cross_norm);
@@ -231,7 +234,7 @@ static float *encode(Ctx *c, const int *src, int n, float *enc_attn, AvErr *e) {
         av_err(e, "out of memory for %d tokens", n);
         return NULL;
     }
-    if (embed(c, &c->m->s2s->enc, src, n, x, e) || run_stack(c, &c->m->s2s->enc, x, n, NULL, 0, enc_attn, NULL, e)) {
+    if (embed(c, &c->m->s2s->enc, src, n, 0, x, e) || run_stack(c, &c->m->s2s->enc, x, n, NULL, 0, enc_attn, NULL, e)) {
         free(x);
         return NULL;
     }
@@ -273,7 +276,7 @@ static int decode(Ctx *c, const float *enc, int nk, const int *dec, int n, float
     const S2sStack *s = &c->m->s2s->dec;
     float *x = malloc((size_t)n * c->H * sizeof *x);
     if (!x) return av_err(e, "out of memory for %d tokens", n);
-    int rc = embed(c, s, dec, n, x, e) || run_stack(c, s, x, n, enc, nk, self, cross, e) ? -1 : 0;
+    int rc = embed(c, s, dec, n, 0, x, e) || run_stack(c, s, x, n, enc, nk, self, cross, e) ? -1 : 0;
     if (rc == 0 && next) rc = greedy(c, x + (size_t)(n - 1) * c->H, next, e);
     free(x);
     return rc;
@@ -310,26 +313,96 @@ int s2s_forward(const Model *m, const int *src, int n_enc, const int *dec, int n
     return rc;
 }
 
+/* The decoder's keys and values so far, per layer, and the cross attention's
+ * keys and values of the encoder's output (computed once): one new token a
+ * step attends to them. */
+typedef struct {
+    float *k, *v;   /* (layers, cap, A) self-attention, rows [0, n) filled */
+    float *ck, *cv; /* (layers, nk, A) cross attention */
+    int cap, n;
+} Cache;
+
+static void cache_free(Cache *kc) { free(kc->k), free(kc->v), free(kc->ck), free(kc->cv); }
+
+static int cache_init(Ctx *c, Cache *kc, const float *enc, int nk, int cap, AvErr *e) {
+    const S2sStack *s = &c->m->s2s->dec;
+    const size_t L = (size_t)s->n_layers, A = (size_t)c->A;
+    memset(kc, 0, sizeof *kc);
+    kc->cap = cap;
+    kc->k = malloc(L * cap * A * sizeof *kc->k), kc->v = malloc(L * cap * A * sizeof *kc->v);
+    kc->ck = malloc(L * nk * A * sizeof *kc->ck), kc->cv = malloc(L * nk * A * sizeof *kc->cv);
+    if (!kc->k || !kc->v || !kc->ck || !kc->cv) return av_err(e, "out of memory for the decoder's cache (%d tokens)", cap);
+    for (size_t l = 0; l < L; l++)
+        if (linear(c, &s->layers[l].ck, enc, nk, kc->ck + l * nk * A, -1, e) ||
+            linear(c, &s->layers[l].cv, enc, nk, kc->cv + l * nk * A, -1, e))
+            return -1;
+    return 0;
+}
+
+/* The decoder on one token at position kc->n against the cache (which it joins),
+ * the greedy choice after it into *next: run_stack's steps for a row, the same
+ * products (a token's outputs are the same bits whatever else shares them) and
+ * the same per-row attention, so the same numbers as a pass over every token. */
+static int decode_step(Ctx *c, Cache *kc, int nk, int token, int *next, AvErr *e) {
+    const ModelConfig *cfg = &c->m->cfg;
+    const S2sStack *s = &c->m->s2s->dec;
+    const int H = c->H, pos = kc->n;
+    const size_t A = (size_t)c->A;
+    if (pos >= kc->cap) return av_err(e, "%d tokens do not fit the decoder's cache (%d)", pos + 1, kc->cap);
+    Bufs b;
+    if (bufs_alloc(&b, c, 1, 1, cfg->dec_intermediate, e)) return -1;
+    float *x = malloc((size_t)H * sizeof *x); /* the token's residual stream */
+    int rc = x ? embed(c, s, &token, 1, pos, x, e) : av_err(e, "out of memory");
+    for (int l = 0; l < s->n_layers && rc == 0; l++) {
+        const S2sLayer *L = &s->layers[l];
+        float *kl = kc->k + (size_t)l * kc->cap * A, *vl = kc->v + (size_t)l * kc->cap * A;
+        sub_input(cfg, &b, x, 1, H, &L->attn_norm);
+        rc = linear(c, &L->q, b.h, 1, b.q, -1, e) || linear(c, &L->k, b.h, 1, kl + pos * A, -1, e) ||
+             linear(c, &L->v, b.h, 1, vl + pos * A, -1, e) ||
+             attend(c, b.q, kl, vl, 1, pos + 1, pos, 1, s->rel_bias, NULL, b.ctx, e) ||
+             linear(c, &L->o, b.ctx, 1, b.y, -1, e);
+        if (rc) break;
+        residual(x, b.y, 1, H, cfg->pre_ln ? NULL : &L->attn_norm);
+        sub_input(cfg, &b, x, 1, H, &L->cross_norm);
+        rc = linear(c, &L->cq, b.h, 1, b.q, -1, e) ||
+             attend(c, b.q, kc->ck + (size_t)l * nk * A, kc->cv + (size_t)l * nk * A, 1, nk, 0, 0, NULL, NULL, b.ctx, e) ||
+             linear(c, &L->co, b.ctx, 1, b.y, -1, e);
+        if (rc) break;
+        residual(x, b.y, 1, H, cfg->pre_ln ? NULL : &L->cross_norm);
+        sub_input(cfg, &b, x, 1, H, &L->mlp_norm);
+        if ((rc = mlp(c, L, &b, 1, e))) break;
+        residual(x, b.y, 1, H, cfg->pre_ln ? NULL : &L->mlp_norm);
+    }
+    if (rc == 0 && s->final_norm.g) kern_norm_naive(x, &s->final_norm, 1, H);
+    if (rc == 0) rc = greedy(c, x, next, e);
+    if (rc == 0) kc->n++;
+    free(x);
+    bufs_free(&b);
+    return rc ? -1 : 0;
+}
+
 int s2s_generate(const Model *m, const int *src, int n_enc, int max_new, int *out, int *n_out, AvErr *e) {
     Ctx c;
     *n_out = 0;
     if (n_enc < 1) return av_err(e, "an encoder-decoder pass needs at least one source token");
+    if (max_new < 0) return av_err(e, "--generate needs a count >= 0, not %d", max_new);
     if (ctx_init(&c, m, e)) return -1;
     const ModelConfig *cfg = &m->cfg;
+    Cache kc = {0};
     float *enc = encode(&c, src, n_enc, NULL, e);
-    int rc = enc ? 0 : -1, n = 1;
+    int rc = enc ? cache_init(&c, &kc, enc, n_enc, max_new + 1, e) : -1, n = 1;
     out[0] = cfg->dec_start_id;
-    /* each step reruns the decoder over every token so far: no cache, the same
-     * numbers as the teacher-forced pass over the result */
+    /* one token a step against the cache; the chosen token is the next step's input */
     for (int g = 0; rc == 0 && g < max_new; g++) {
         int next;
-        if ((rc = decode(&c, enc, n_enc, out, n, NULL, NULL, &next, e))) break;
+        if ((rc = decode_step(&c, &kc, n_enc, out[n - 1], &next, e))) break;
         out[n++] = next;
         int stop = 0;
         for (int k = 0; k < cfg->n_eos; k++) stop |= next == cfg->eos_ids[k];
         if (stop) break;
     }
     *n_out = n;
+    cache_free(&kc);
     free(enc);
     free(c.widen);
     return rc;
