@@ -73,7 +73,9 @@ int s2s_forward(const struct Model *m, const int *src, int n_enc, const int *dec
 
 /* Greedy decoding: from decoder_start_token_id, up to max_new tokens, stopping
  * after an end-of-sequence id (the config's). out (max_new + 1) gets the
- * decoder's tokens, the start first; *n_out how many. The encoder runs once. */
+ * decoder's tokens, the start first; *n_out how many. The encoder runs once;
+ * each step runs one token against the decoder's cached keys and values, and
+ * chooses what s2s_forward's next would after the same tokens. */
 int s2s_generate(const struct Model *m, const int *src, int n_enc, int max_new, int *out, int *n_out, AvErr *e);
 
 #endif
