@@ -521,6 +521,7 @@ case_ s2s_no_decoder_input 2 "is an encoder-decoder \(bart\) model: give the dec
 case_ s2s_decoder_text_and_generate 2 "--decoder-text gives the decoder its tokens; --generate makes them: one or the other" -- --model "$M" "${Q[@]}" hi --decoder-text there --generate 3
 case_ s2s_decoder_text_pair 2 "--decoder-text goes with one source TEXT: not with a second text" -- --model "$M" "${Q[@]}" hi there --decoder-text x
 case_ s2s_decoder_text_with_diff 2 "--decoder-text goes with a run on one source text" -- diff --model "$M" "${Q[@]}" a b --decoder-text x
+case_ s2s_heads_selection_refused 2 "encoder-decoder \(bart\) model: .*--heads or the residual-stream options" -- --model "$M" "${Q[@]}" hi --decoder-text x --heads 0
 case_ s2s_qk_refused 2 "encoder-decoder \(bart\) model: one source text with --decoder-text or greedy --generate" -- --model "$M" "${Q[@]}" hi --decoder-text x --qk
 case_ s2s_heads_refused 2 "attnviz heads scores self-attention models; .* is an encoder-decoder \(bart\) model" -- heads --model "$M" "${Q[@]}" hi
 case_ s2s_diff_refused 2 "diff: .* is an encoder-decoder \(bart\) model: not supported by diff" -- diff --model "$M" "${Q[@]}" a b

@@ -110,6 +110,21 @@ PY
     else
         fail "seq2seq_$name: deterministic" "$(cat "$T/err") $(cmp "$T/$name.json" "$T/$name.2.json" 2>&1)"
     fi
+    # --layers: the three stacks hold the selected layer only, the full run's numbers
+    if "$BIN" --model "$M" --quiet --json "$T/$name.l1.json" --html "$T/$name.l1.html" --layers 1 "$SRC" \
+        --decoder-text "$TGT" 2>"$T/err" &&
+        "$PY" - "$T/$name.l1.json" "$T/$name.json" <<'PY' 2>"$T/perr" &&
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["layers"] == [1], a["layers"]
+for k in ("encoder_attention", "decoder_attention", "cross_attention"):
+    assert len(a[k]) == 1 and a[k][0] == b[k][1], k
+PY
+        grep -q 'id="av-cross-0"' "$T/$name.l1.html" && ! grep -q 'id="av-cross-1"' "$T/$name.l1.html"; then
+        pass "seq2seq_$name: --layers 1 keeps that layer of the three stacks (the full run's numbers; one chunk per stack on the page)"
+    else
+        fail "seq2seq_$name: --layers" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     # --generate: the decoder's tokens are what greedy decoding made, every one a row of the stacks
     if "$BIN" --model "$M" --quiet --json "$T/$name.gen.json" "$SRC" --generate 6 2>"$T/err" &&
         check_doc "$name" "$T/$name.gen.json" "$start" "$eos" 2>"$T/perr" &&

@@ -1031,12 +1031,12 @@ int cli_run(const CliOptions *o, AvErr *e) {
         }
         if (r->batch.path || r->stats || r->text_b || r->predict.k || r->predict.temperature > 0 || r->predict.stop ||
             r->capture.qk || r->capture.hidden || r->capture.telemetry || r->capture.measure != MEASURE_ATTENTION ||
-            r->capture.no_special || r->capture.words || r->sel.layers || r->sel.heads || r->lens.lens_k ||
+            r->capture.no_special || r->capture.words || r->sel.heads || r->lens.lens_k ||
             r->lens.attribution || r->lens.ablate || r->lens.flow) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or greedy --generate, "
                             "written to --json, --npy and the page (no second text, --batch, --stats, --predict, "
                             "--temperature, --stop, --qk, --hidden, --telemetry, --measure norm, --no-special, --words, "
-                            "--layers/--heads or the residual-stream options)", dir, c->model_type);
+                            "--heads or the residual-stream options)", dir, c->model_type);
             goto out;
         }
         rc = run_seq2seq_pipeline(p, e);

@@ -48,6 +48,14 @@ static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvEr
     return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
 }
 
+/* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
+static int keep_layers(const float *all, const int *layers, int n_layers, size_t per_layer, float **out, AvErr *e) {
+    if (!(*out = malloc((size_t)n_layers * per_layer * sizeof **out))) return av_err(e, "out of memory");
+    for (int i = 0; i < n_layers; i++)
+        memcpy(*out + (size_t)i * per_layer, all + (size_t)layers[i] * per_layer, per_layer * sizeof **out);
+    return 0;
+}
+
 static const char *size_str(double bytes, char *buf, size_t len) {
     if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
     else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
@@ -63,6 +71,7 @@ int run_seq2seq(Run *r, AvErr *e) {
                       "(not supported)", r->dir, c->num_layers, c->dec_layers);
     TokEncoding src = {0}, dec = {0};
     S2sCapture cap = {0};
+    float *kept[3] = {NULL, NULL, NULL}; /* --layers' copies of the stacks */
     int *ids = NULL, nd = 0, rc = -1;
     char *gen_text = NULL;
     double t0 = av_now_ms();
@@ -83,10 +92,18 @@ int run_seq2seq(Run *r, AvErr *e) {
     if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
     if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, NULL, e) != 0) goto done;
     r->t_fwd += av_now_ms() - t0;
+    /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
+    const float *arrays[3] = {cap.enc_attn, cap.dec_attn, cap.cross_attn};
+    const size_t per_layer[3] = {(size_t)c->num_heads * src.n * src.n, (size_t)c->num_heads * nd * nd,
+                                 (size_t)c->num_heads * nd * src.n};
+    for (int k = 0; k < 3 && o->sel.layers; k++) {
+        if (keep_layers(arrays[k], o->sel.layers, o->sel.n_layers, per_layer[k], &kept[k], e)) goto done;
+        arrays[k] = kept[k];
+    }
     const CapStack stacks[3] = {
-        {"encoder", cap.enc_attn, src.n, src.n, 0, 0, 0},
-        {"decoder", cap.dec_attn, nd, nd, 1, 1, 1},
-        {"cross", cap.cross_attn, nd, src.n, 1, 0, 0},
+        {"encoder", arrays[0], src.n, src.n, 0, 0, 0},
+        {"decoder", arrays[1], nd, nd, 1, 1, 1},
+        {"cross", arrays[2], nd, src.n, 1, 0, 0},
     };
     OutDoc d;
     run_fill_doc(r, &d, &src, NULL, o->text_a, o->decoder_text ? o->decoder_text : gen_text);
@@ -94,8 +111,9 @@ int run_seq2seq(Run *r, AvErr *e) {
     d.dec_enc = &dec;
     d.stacks = stacks, d.n_stacks = 3;
     d.display_tokens = src.byte_level ? src.display : NULL;
-    d.layers = NULL, d.heads = NULL;
-    d.init_layer = o->sel.layer >= 0 ? o->sel.layer : 0;
+    d.layers = o->sel.layers, d.n_sel_layers = o->sel.n_layers;
+    d.heads = NULL; /* every head: the stacks hold them all */
+    d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
     d.pred = NULL, d.gen = NULL, d.gen_text = NULL, d.pred_words = d.gen_words = NULL;
     if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
@@ -103,6 +121,7 @@ int run_seq2seq(Run *r, AvErr *e) {
     rc = run_emit(r, &d, 0, e);
     r->t_write += av_now_ms() - t0;
 done:
+    for (int k = 0; k < 3; k++) free(kept[k]);
     s2s_capture_free(&cap);
     tok_encoding_free(&src);
     tok_encoding_free(&dec);

@@ -11,11 +11,13 @@ import { ROOT, SHOTS, launch, openPage, settle, clean, cliPage, closeAll, clickA
 
 const BART = path.join(ROOT, 'tests/data/small-bart');
 const T5 = path.join(ROOT, 'tests/data/small-t5');
-let browser, bart, t5;
+let browser, bart, t5, bartL1;
 before(async () => {
   bart = cliPage('seq2seq-bart', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
     '--layer', '1', '--head', '1']);
   t5 = cliPage('seq2seq-t5', ['--model', T5, 'the cat sat', '--generate', '5']);
+  bartL1 = cliPage('seq2seq-bart-l1', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
+    '--layers', '1']);
   browser = await launch();
 });
 after(async () => { if (browser) await browser.close(); });
@@ -65,6 +67,20 @@ describe('native encoder-decoder page', () => {
     try {
       await clickAndRender(page, '#stack-seg [data-stack="cross"]');
       assert.deepEqual(await texts(page, 'L'), shown(d.decoder_tokens));
+      clean(log);
+    } finally { await page.close(); }
+  });
+
+  test('--layers 1: the page offers that layer only, each stack its numbers', async () => {
+    const d = bartL1.data(), full = bart.data();
+    assert.deepEqual(d.layers, [1]);
+    const { page, log } = await openPage(browser.ctx, bartL1.html);
+    try {
+      assert.deepEqual(await page.$$eval('#layer-select option', els => els.map(e => e.textContent.trim())), ['Layer 1']);
+      await clickAndRender(page, '#stack-seg [data-stack="cross"]');
+      await page.hover(side('L') + '[data-k="2"]');
+      await settle(page);
+      closeAll(await values(page, 'R'), full.cross_attention[1][0][2], 0.5e-4 + 2e-6, 'layer 1 head 0 cross weights');
       clean(log);
     } finally { await page.close(); }
   });
