@@ -81,6 +81,12 @@ int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char
 int arch_gptoss_gguf_name(const char *hf_name, char *out, size_t len);
 int arch_modernbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_modernbert_load(struct Model *m, AvErr *e);
+int arch_bart_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_marian_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_bart_load(struct Model *m, AvErr *e);
+int arch_t5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_mt5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_t5_load(struct Model *m, AvErr *e);
 int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

@@ -16,6 +16,10 @@ typedef enum { AV_FAMILIES(AV_FAMILY_ENUM) ARCH_COUNT } ArchKind;
 typedef enum { NORM_LAYER = 0, NORM_RMS } NormKind;
 /* Positions: a learned table added to the embeddings, or rotary (RoPE) on q and k. */
 typedef enum { POS_TABLE = 0, POS_ROPE } PosKind;
+/* How an encoder-decoder model's positions enter: a learned table added to the
+ * embeddings (BART, from row pos_offset), sinusoids added (Marian), or a
+ * relative bias on the attention scores (T5). */
+typedef enum { S2S_POS_TABLE = 0, S2S_POS_SINUSOID, S2S_POS_RELATIVE } S2sPos;
 typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE, ROPE_YARN } RopeKind;
 
 /* Bounds that refuse absurd configs before anything is allocated from them.
@@ -114,6 +118,16 @@ typedef struct {
     int eos_ids[CFG_MAX_EOS]; /* generation stops at any of these (config.json, generation_config.json, GGUF) */
     int n_eos;
     int is_demo;          /* "attnviz_demo": true — the constructed demo model */
+    /* Encoder-decoder models (seq2seq.h: BART, Marian, T5). num_layers, num_heads and intermediate_size
+     * are the encoder's; the decoder's heads and head_dim are the same (the parse refuses others). */
+    int enc_dec;
+    int dec_layers;
+    int dec_intermediate;
+    int dec_start_id;     /* decoder_start_token_id: the decoder's first input */
+    S2sPos s2s_pos;
+    int rel_buckets, rel_max_distance; /* T5's relative position buckets */
+    float logits_scale;   /* the decoder's output scaled before the lm head (T5 with tied embeddings:
+                             d_model^-0.5); 0: not at all */
 } ModelConfig;
 
 /* The checks every family's sizes pass once read (defaults for kv heads and

@@ -49,6 +49,12 @@
     X(GPT_OSS, "gpt_oss", "GptOss", "model.", "hidden_size", "num_attention_heads", arch_gptoss_parse,              \
       arch_gptoss_load, "gpt-oss", arch_gptoss_gguf_config, arch_gptoss_gguf_name, TOK_SOURCE_JSON, 0)              \
     X(MODERNBERT, "modernbert", "ModernBert", "model.", "hidden_size", "num_attention_heads", arch_modernbert_parse, \
-      arch_modernbert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
+      arch_modernbert_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                    \
+    X(BART, "bart", "Bart", "model.", "d_model", "encoder_attention_heads", arch_bart_parse, arch_bart_load, NULL,   \
+      NULL, NULL, TOK_SOURCE_BPE_ROBERTA, 0)                                                                        \
+    X(MARIAN, "marian", "Marian", "model.", "d_model", "encoder_attention_heads", arch_marian_parse, arch_bart_load, \
+      NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                                         \
+    X(T5, "t5", "T5", "", "d_model", "num_heads", arch_t5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0) \
+    X(MT5, "mt5", "MT5", "", "d_model", "num_heads", arch_mt5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

@@ -73,6 +73,7 @@ typedef struct Model {
     int max_in;           /* widest product input: the widening scratch's row length */
     char dtype_name[16];  /* dtype of the checkpoint's weights */
     char head_err[512];   /* why a head the checkpoint has in part was not loaded ("" when not) */
+    struct S2sWeights *s2s; /* an encoder-decoder model's stacks (seq2seq.h; cfg.enc_dec), else NULL */
 } Model;
 
 /* Scratch buffers for one forward pass of up to max_tokens tokens. Products'

@@ -20,6 +20,8 @@ int npy_write_sinks(FILE *f, const OutDoc *d, AvErr *e);
 int npy_write_predictions(FILE *f, const OutDoc *d, char what, AvErr *e);
 /* The sequence's token ids, int32 [n] (with --generate: prompt and continuation). */
 int npy_write_ids(FILE *f, const OutDoc *d, AvErr *e);
+/* An encoder-decoder document's stack k (d->stacks[k]): float32 [layers, heads, rows, cols]. */
+int npy_write_stack(FILE *f, const OutDoc *d, int k, AvErr *e);
 /* Writes a .npy header for a float32 array of the given shape; _typed for
  * another NumPy descr ("<i4"). */
 int npy_write_header(FILE *f, const long *shape, int ndim);

@@ -25,6 +25,9 @@ const ModelConfig *pipeline_config(const Pipeline *p);
 const char *pipeline_head_missing(const Pipeline *p);
 /* Runs every input: 0, or -1 with e set (empty when the failed batch lines were reported one by one). */
 int pipeline_run(Pipeline *p, AvErr *e);
+/* An encoder-decoder model on the run's source text (--decoder-text or
+ * --generate): encoder, decoder and cross attention to the writers. */
+int run_seq2seq_pipeline(Pipeline *p, AvErr *e);
 /* attnviz render: attention computed elsewhere (render.h) through the same
  * writers; 0 or -1 (a usage error for a selection out of range). */
 int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);

@@ -85,13 +85,19 @@ int run_finish_heads(Run *r, AvErr *e);
 int run_lens_wanted(const RunSpec *o);
 int run_lens(Run *r, const TokEncoding *enc, AvErr *e);
 
+/* run_seq2seq.c: an encoder-decoder model on the run's source text, with
+ * --decoder-text or --generate: the encoder, decoder and cross attention to
+ * the writers. */
+int run_seq2seq(Run *r, AvErr *e);
+
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
 
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
        W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON,
-       W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
+       W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_STACK0, W_NPY_STACK1, W_NPY_STACK2 /* an encoder-decoder
+       document's stacks */, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
 /* Writes one output atomically (temporary file renamed into place). */
 int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e);
 /* The outputs for one input: everything but the batch's JSON Lines stream. */

@@ -95,6 +95,7 @@ typedef struct {
 /* One run over one input or a batch: everything the pipeline reads. */
 typedef struct {
     const char *text_a, *text_b;
+    const char *decoder_text; /* --decoder-text: an encoder-decoder model's decoder input (text_a the source), or NULL */
     Selection sel;
     CaptureSpec capture;
     PredictSpec predict;

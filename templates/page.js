@@ -188,7 +188,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   if (Data.stacked) {
     note('info', 'Encoder-decoder attention:', 'choose ' + Data.stacks.map(st => st.label).join(', ') + ' in the Stack control (key S). ' +
       (Data.stacks.some(st => st.name === 'cross') ? 'Cross attention: decoder tokens (queries) attend to encoder tokens (keys). ' : '') +
-      'The neuron view needs queries and keys, which encoder-decoder attention given to attnviz render does not carry.');
+      'The neuron view needs queries and keys, which encoder-decoder documents (attnviz render, or a model run with --decoder-text or --generate) do not carry.');
     notes.lastChild.id = 'stack-note';
   }
   const foot = $('foot');

@@ -322,7 +322,7 @@ Views.register({
   mergeNote: 'the neuron view shows word pieces',
   attentionOnly: true,
   picksHead: () => true,
-  unavailable: () => (Data.stacked ? 'The neuron view needs queries and keys, which encoder-decoder attention given to attnviz render does not carry' : null),
+  unavailable: () => (Data.stacked ? 'The neuron view needs queries and keys, which encoder-decoder documents (attnviz render, or a model run with --decoder-text or --generate) do not carry' : null),
   draw(host, c) {
     if (!Data.hasQK) {
       host.textContent = '';

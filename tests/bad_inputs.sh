@@ -552,6 +552,45 @@ case_ gptoss_yarn_beta_not_number 1 "\"beta_fast\"" -- --model "$M" "${Q[@]}" hi
 moefresh gptoss; cfg_edit 'c["swiglu_limit"] = 0'
 case_ gptoss_swiglu_limit_out_of_range 1 "\"swiglu_limit\"" -- --model "$M" "${Q[@]}" hi
 
+# ---- encoder-decoder models (tests/data/small-bart, small-marian, small-t5): options, config keys, tensors
+s2fresh() { rm -rf "$T/m" && cp -r "$PWD/tests/data/small-$1" "$T/m"; M=$T/m; }
+fresh
+case_ s2s_decoder_text_on_encoder 2 "--decoder-text goes with an encoder-decoder model \(bart, marian, t5 or mt5\); .* is a masked \(bert\) model" -- --model "$M" "${Q[@]}" hi --decoder-text there
+s2fresh bart
+case_ s2s_no_decoder_input 2 "is an encoder-decoder \(bart\) model: give the decoder's text \(--decoder-text TEXT\) or let it decode \(--generate N\)" -- --model "$M" "${Q[@]}" hi
+case_ s2s_decoder_text_and_generate 2 "--decoder-text gives the decoder its tokens; --generate makes them: one or the other" -- --model "$M" "${Q[@]}" hi --decoder-text there --generate 3
+case_ s2s_decoder_text_pair 2 "--decoder-text goes with one source TEXT: not with a second text" -- --model "$M" "${Q[@]}" hi there --decoder-text x
+case_ s2s_decoder_text_with_diff 2 "--decoder-text goes with a run on one source text" -- diff --model "$M" "${Q[@]}" a b --decoder-text x
+case_ s2s_heads_selection_refused 2 "encoder-decoder \(bart\) model: .*--heads or the residual-stream options" -- --model "$M" "${Q[@]}" hi --decoder-text x --heads 0
+case_ s2s_qk_refused 2 "encoder-decoder \(bart\) model: one source text with --decoder-text or greedy --generate" -- --model "$M" "${Q[@]}" hi --decoder-text x --qk
+case_ s2s_heads_refused 2 "attnviz heads scores self-attention models; .* is an encoder-decoder \(bart\) model" -- heads --model "$M" "${Q[@]}" hi
+case_ s2s_diff_refused 2 "diff: .* is an encoder-decoder \(bart\) model: not supported by diff" -- diff --model "$M" "${Q[@]}" a b
+case_ s2s_capture_over_limit 1 "capturing 40 source and 5 decoder tokens needs 29.2 kB, above the 1.0 kB allowed \(--max-capture\)" -- --model "$M" "${Q[@]}" --max-capture 1K "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e" --decoder-text "c d"
+s2fresh bart; st_edit 'h = {k: v for k, v in h.items() if not k.startswith("model.decoder.layers.1.")}'
+case_ s2s_missing_decoder_layer 1 "model.safetensors: missing tensor 'decoder.layers.1.self_attn.q_proj.weight' \(expected shape \[16, 16\]\)" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh bart; st_edit 'del h["model.decoder.layers.0.encoder_attn.k_proj.weight"]'
+case_ s2s_missing_cross_attention 1 "missing tensor 'decoder.layers.0.encoder_attn.k_proj.weight'" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh bart; cfg_edit 'c["decoder_attention_heads"] = 4'
+case_ s2s_bart_heads_differ 1 "decoder_attention_heads 4 differs from encoder_attention_heads 2 \(not supported\)" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh bart; cfg_edit 'c["normalize_before"] = True'
+case_ s2s_mbart_prenorm_refused 1 "normalize_before true \(mBART's pre-norm layers\) is not supported" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh bart; cfg_edit 'c["decoder_start_token_id"] = 10**6'
+case_ s2s_start_token_out_of_range 1 "\"decoder_start_token_id\" = 1000000 is out of range \[0, 399\]" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh bart; cfg_edit 'c["decoder_layers"] = 3'
+case_ s2s_layers_differ 1 "missing tensor 'decoder.layers.2.self_attn.q_proj.weight'" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh marian; cfg_edit 'c["share_encoder_decoder_embeddings"] = False'
+case_ s2s_marian_separate_vocab 1 "share_encoder_decoder_embeddings false \(a separate decoder vocabulary\) is not supported" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh marian; rm "$M/tokenizer.json"
+case_ s2s_marian_no_tokenizer_json 1 "tokenizer.json" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh marian; rm "$M/tokenizer.json"; printf 'spm' >"$M/source.spm"
+case_ s2s_marian_spm_only 1 "no tokenizer.json in the model folder \(a marian model needs it\); source.spm is a SentencePiece model, which attnviz does not read" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh t5; cfg_edit 'c["feed_forward_proj"] = "gated-swiglu"'
+case_ s2s_t5_unknown_ff_proj 1 "feed_forward_proj \"gated-swiglu\".*unknown act \"swiglu\"" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh t5; cfg_edit 'c["relative_attention_num_buckets"] = 2'
+case_ s2s_t5_too_few_buckets 1 "relative_attention_num_buckets 2 and relative_attention_max_distance 20 leave no logarithmic buckets" -- --model "$M" "${Q[@]}" hi --decoder-text x
+s2fresh t5; st_edit 'del h["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]'
+case_ s2s_t5_missing_relative_bias 1 "missing tensor 'decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight' \(expected shape \[8, 2\]\)" -- --model "$M" "${Q[@]}" hi --decoder-text x
+
 # ---- attnviz heads --pattern FILE: a .npy or JSON n x n template
 fresh
 mkpat() { # OUT PY-EDIT: edit the bytes b of a valid 4 x 4 float32 .npy (or write JSON to j)

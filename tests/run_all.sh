@@ -129,6 +129,8 @@ scripts=(
     tests/ref/gptoss_gguf_check.sh
     tests/ref/encoder_check.sh
     tests/ref/modernbert_check.sh
+    tests/ref/seq2seq_check.sh
+    tests/seq2seq_test.sh
     tests/ref/norm_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh

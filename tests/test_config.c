@@ -70,8 +70,8 @@ START_TEST(refuses_bad_configs_naming_the_key) {
                  "\"intermediate_size\":64,\"max_position_embeddings\":64}",
                  "not divisible");
     expect_error("{" BASE ",\"hidden_act\":\"cubic\"}", "unknown hidden_act \"cubic\"");
-    expect_error("{" BASE ",\"model_type\":\"t5\"}", "model type \"t5\" is not supported");
-    expect_error("{" BASE ",\"architectures\":[\"T5ForConditionalGeneration\"]}", "architecture \"T5ForConditionalGeneration\"");
+    expect_error("{" BASE ",\"model_type\":\"mbart\"}", "model type \"mbart\" is not supported");
+    expect_error("{" BASE ",\"architectures\":[\"MBartForConditionalGeneration\"]}", "architecture \"MBartForConditionalGeneration\"");
     expect_error("{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_embd\":30,\"n_layer\":1,\"n_head\":4,\"n_positions\":8}",
                  "n_embd 30 is not divisible by n_head 4");
     expect_error("{\"model_type\":\"gpt2\",\"vocab_size\":10,\"n_embd\":32,\"n_layer\":1,\"n_head\":4}",

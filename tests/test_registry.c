@@ -29,20 +29,20 @@ START_TEST(every_kind_has_one_row_found_by_each_of_its_names) {
         for (int j = 0; j < k; j++) ck_assert_str_ne(arch_spec((ArchKind)j)->model_type, s->model_type);
     }
     ck_assert_ptr_null(arch_spec(ARCH_COUNT));
-    ck_assert_ptr_null(arch_detect("t5", NULL));
+    ck_assert_ptr_null(arch_detect("mbart", NULL));
     ck_assert_ptr_null(arch_detect_gguf("falcon"));
 }
 END_TEST
 
 START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
-                                            "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, gpt_oss and "
-                                            "modernbert");
+                                            "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, gpt_oss, "
+                                            "modernbert, bart, marian, t5 and mt5");
     ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3, olmoe and gpt-oss");
     /* the unsupported-family message names the list */
     ModelConfig c;
     AvErr e = {0};
-    const char *j = "{\"model_type\":\"t5\"}";
+    const char *j = "{\"model_type\":\"mbart\"}";
     ck_assert_int_ne(cfg_parse(&c, j, strlen(j), "config.json", &e), 0);
     ck_assert_ptr_nonnull(strstr(e.msg, arch_supported_list()));
 }
@@ -55,7 +55,9 @@ START_TEST(tokenizer_sources_are_the_familys) {
     ck_assert_int_eq(arch_spec(ARCH_ROBERTA)->tokenizer, TOK_SOURCE_BPE_ROBERTA);
     ck_assert_int_eq(arch_spec(ARCH_XLM_ROBERTA)->tokenizer, TOK_SOURCE_JSON); /* Unigram tokenizer.json */
     ck_assert_int_eq(arch_spec(ARCH_ELECTRA)->tokenizer, TOK_SOURCE_WORDPIECE);
-    for (int k = ARCH_LLAMA; k < ARCH_COUNT; k++) ck_assert_int_eq(arch_spec((ArchKind)k)->tokenizer, TOK_SOURCE_JSON);
+    /* BART's folders hold RoBERTa's vocab.json + merges.txt; Marian's and T5's a tokenizer.json */
+    for (int k = ARCH_LLAMA; k < ARCH_COUNT; k++)
+        ck_assert_int_eq(arch_spec((ArchKind)k)->tokenizer, k == ARCH_BART ? TOK_SOURCE_BPE_ROBERTA : TOK_SOURCE_JSON);
     for (int k = 0; k < ARCH_COUNT; k++)
         ck_assert_uint_eq(arch_spec((ArchKind)k)->gguf_tok, k == ARCH_GEMMA2 || k == ARCH_GEMMA3 ? TOK_GGUF_SPM_GEMMA : 0u);
 }

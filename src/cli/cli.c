@@ -109,6 +109,12 @@ static const HelpSection SECTIONS[] = {
      "  --seed S            the sampler's seed (default 0): the same seed, the same text\n"
      "  --stop STRING       stop once the generated text contains STRING\n"
      "\n"
+     "Encoder-decoder models (bart, marian, t5; TEXT is the source):\n"
+     "  --decoder-text T    run the decoder, teacher-forced, over T (after the decoder's start\n"
+     "                      token): encoder, decoder and cross attention per layer and head\n"
+     "  --generate N        without --decoder-text: decode greedily up to N tokens, then\n"
+     "                      capture the three stacks over what was generated\n"
+     "\n"
      "Beyond attention (causal models with a head; one text):\n"
      "  --logit-lens K      the top K tokens read from the residual stream after every\n"
      "                      captured layer (final norm + unembedding), at every position\n"
@@ -516,6 +522,14 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
     if (o->run.predict.generate_n && rest == 2 && !o->run.batch.path)
         return usage_error(e, "%s", "--generate continues one text, not a pair");
     if (o->run.output.out_dir && !o->run.batch.path) return usage_error(e, "%s", "--out-dir goes with --batch");
+    if (o->run.decoder_text) {
+        const RunSpec *r = &o->run;
+        if (r->predict.generate_n)
+            return usage_error(e, "%s", "--decoder-text gives the decoder its tokens; --generate makes them: one or the other");
+        if (r->batch.path || r->stats || r->capture.tokens_only || r->predict.k || r->capture.telemetry || rest == 2)
+            return usage_error(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch, "
+                                        "--stats, --tokens-only, --predict or --telemetry");
+    }
     if (o->run.capture.telemetry) {
         const RunSpec *r = &o->run;
         if (r->predict.k || r->predict.generate_n || r->stats || r->capture.tokens_only || r->capture.no_special ||
@@ -572,6 +586,9 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
         return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position, --ablate and --flow go with a run on one text");
     if (ps->ablate_mode && !ls->ablate) return usage_error(e, "%s", "--ablate-mode goes with --ablate");
+    if (o->run.decoder_text && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
+        return usage_error(e, "%s", "--decoder-text goes with a run on one source text (attnviz --model DIR SOURCE "
+                                    "--decoder-text TEXT)");
     if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
     if (o->run.heads.on) return check_heads(o, rest, args, e);
     if (o->render) return check_render(o, rest, args, e);
@@ -587,7 +604,7 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_WORDS, O_NPY, O_OUTDIR, O_STATS, O_STRICT, O_MAXTOK, O_MAXCAP, O_TELEMETRY, O_PREDICT, O_GENERATE, O_TEMP, O_TOPP,
        O_SEED, O_STOP, O_VIEW, O_THEME, O_SHOWHEADS, O_META, O_PACK, O_PORT, O_HOST, O_OPEN, O_CACHEMB,
        O_TIMEOUT, O_IDLE, O_QUEUE, O_LONGFROM, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
-       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE, O_FLOW };
+       O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE, O_FLOW, O_DECTEXT };
 
 /* --measure's code, apart from the list above. */
 enum { O_MEASURE = 1024 };
@@ -804,6 +821,9 @@ static int parse_option(CliOptions *o, ParseState *ps, int c, const char *arg, c
         o->sampling_opts = 1;
         break;
     }
+    case O_DECTEXT:
+        o->run.decoder_text = arg;
+        break;
     case O_STOP:
         if (!arg[0]) return usage_error(e, "%s", "--stop needs a non-empty string");
         o->run.predict.stop = arg;
@@ -909,7 +929,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"logit-lens", required_argument, 0, O_LENS}, {"attribution", no_argument, 0, O_ATTR},
         {"target", required_argument, 0, O_TARGET}, {"position", required_argument, 0, O_POSITION},
         {"ablate", required_argument, 0, O_ABLATE}, {"ablate-mode", required_argument, 0, O_ABLMODE},
-        {"flow", optional_argument, 0, O_FLOW},
+        {"flow", optional_argument, 0, O_FLOW},    {"decoder-text", required_argument, 0, O_DECTEXT},
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
@@ -1001,6 +1021,36 @@ int cli_run(const CliOptions *o, AvErr *e) {
     }
     int rc = -1;
     if (sel_check(&o->run.sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
+    if (o->run.decoder_text && !c->enc_dec) {
+        av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
+                     dir, c->causal ? "causal" : "masked", c->model_type);
+        goto out;
+    }
+    if (c->enc_dec && !o->run.capture.tokens_only) {
+        const RunSpec *r = &o->run;
+        if (r->heads.on) {
+            av_err_usage(e, "attnviz heads scores self-attention models; %s is an encoder-decoder (%s) model", dir,
+                         c->model_type);
+            goto out;
+        }
+        if (!r->decoder_text && !r->predict.generate_n) {
+            av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
+                            "let it decode (--generate N)", dir, c->model_type);
+            goto out;
+        }
+        if (r->batch.path || r->stats || r->text_b || r->predict.k || r->predict.temperature > 0 || r->predict.stop ||
+            r->capture.qk || r->capture.hidden || r->capture.telemetry || r->capture.measure != MEASURE_ATTENTION ||
+            r->capture.no_special || r->capture.words || r->sel.heads || r->lens.lens_k ||
+            r->lens.attribution || r->lens.ablate || r->lens.flow) {
+            av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or greedy --generate, "
+                            "written to --json, --npy and the page (no second text, --batch, --stats, --predict, "
+                            "--temperature, --stop, --qk, --hidden, --telemetry, --measure norm, --no-special, --words, "
+                            "--heads or the residual-stream options)", dir, c->model_type);
+            goto out;
+        }
+        rc = run_seq2seq_pipeline(p, e);
+        goto out;
+    }
     if (o->run.predict.generate_n && !c->causal) {
         av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
                         "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);

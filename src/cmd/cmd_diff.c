@@ -68,10 +68,18 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     int rc = -1;
     if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
     if (!o->quiet) av_info("model A %s (%s)", dir, why);
+    if (ra->cfg.enc_dec) {
+        av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: not supported by diff", dir, ra->cfg.model_type);
+        goto done;
+    }
     if (ds->model_b) {
         mb.path = ds->model_b;
         if (pipeline_open(&rb, &mb, o, &dir, &why, e) != 0) goto done;
         if (!o->quiet) av_info("model B %s (%s)", dir, why);
+        if (rb->cfg.enc_dec) {
+            av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: not supported by diff", dir, rb->cfg.model_type);
+            goto done;
+        }
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
                    ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);

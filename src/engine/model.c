@@ -2,6 +2,7 @@
  * the names real checkpoints use, shape and dtype checks, sharded
  * safetensors; and the run state and capture buffers. */
 #include "model.h"
+#include "seq2seq.h"
 
 #include <cblas.h>
 #include <dirent.h>
@@ -664,6 +665,7 @@ void model_free(Model *m) {
     if (m->gguf) gguf_close(m->gguf);
     free(m->gguf);
     free(m->path_owned);
+    s2s_weights_free(m->s2s);
     memset(m, 0, sizeof *m);
 }
 
@@ -680,6 +682,10 @@ static float *alloc_floats(size_t n) {
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     memset(s, 0, sizeof *s);
+    /* its stacks are seq2seq.h's, which this pass does not run */
+    if (c->enc_dec)
+        return av_err(e, "%s: an encoder-decoder (%s) model runs as attnviz --model DIR SOURCE --decoder-text TEXT "
+                      "(or --generate N) only", m->path, c->model_type);
     size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
     size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
     s->max_tokens = max_tokens;

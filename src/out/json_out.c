@@ -504,6 +504,12 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     sink_str(s, c->causal ? ",\"causal\":true" : ",\"causal\":false");
     sink_str(s, ",\"position_offset\":");
     sink_int(s, c->pos_offset);
+    if (c->enc_dec) { /* a model run natively (render's documents describe no model) */
+        sink_str(s, ",\"encoder_decoder\":true,\"decoder_layers\":");
+        sink_int(s, c->dec_layers);
+        sink_str(s, ",\"decoder_start_token_id\":");
+        sink_int(s, c->dec_start_id);
+    }
     /* the decoders' extras, written only where a family has them so that the
      * encoders' documents stay as they were */
     const int kv = c->num_kv_heads ? c->num_kv_heads : c->num_heads;
@@ -609,6 +615,8 @@ static void write_stacks(Sink *s, const OutDoc *d) {
     for (int k = 0; k < d->n_stacks; k++) has_enc |= !d->stacks[k].rows_decoder || !d->stacks[k].cols_decoder;
     if (has_enc) write_string_array(s, "encoder_tokens", d->enc->tokens, d->enc->n, 0);
     if (d->dec_enc) write_string_array(s, "decoder_tokens", d->dec_enc->tokens, d->dec_enc->n, 0);
+    /* a model run (not render's arrays): the decoder's ids too, decoder_start_token_id first */
+    if (d->dec_enc && d->cfg->enc_dec) write_int_array(s, "decoder_input_ids", d->dec_enc->ids, d->dec_enc->n, -1);
     for (int k = 0; k < d->n_stacks; k++) {
         const CapStack *st = &d->stacks[k];
         sink_str(s, ",\"");

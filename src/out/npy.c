@@ -61,6 +61,16 @@ int npy_write_sinks(FILE *f, const OutDoc *d, AvErr *e) {
     return write_token_blocks(f, d, cap_sinks, e);
 }
 
+int npy_write_stack(FILE *f, const OutDoc *d, int k, AvErr *e) {
+    if (k < 0 || k >= d->n_stacks) return av_err(e, "no attention stack %d", k);
+    const CapStack *st = &d->stacks[k];
+    /* stacks hold the document's layers in order, every head (cmd_render.c, run_seq2seq.c) */
+    long shape[4] = {out_n_layers(d), d->cfg->num_heads, st->n_rows, st->n_cols};
+    if (npy_write_header(f, shape, 4) != 0) return av_err_errno(e, "write error");
+    const size_t cnt = (size_t)shape[0] * (size_t)shape[1] * (size_t)st->n_rows * (size_t)st->n_cols;
+    return fwrite(st->attn, sizeof(float), cnt, f) == cnt ? 0 : av_err_errno(e, "write error");
+}
+
 int npy_write_norm(FILE *f, const OutDoc *d, char what, AvErr *e) {
     if (what == 'v') {
         if (!d->cap->vnorm) return av_err(e, "value norms were not computed (or the view merged tokens: --words)");

@@ -30,6 +30,9 @@ static int write_npy_norm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (v
 static int write_npy_vnorm(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_norm(f, d, 'v', e); }
 static int write_flow_npy(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return flow_npy_write(f, d, e); }
 static int write_npy_sinks(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_sinks(f, d, e); }
+static int write_stack0(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 0, e); }
+static int write_stack1(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 1, e); }
+static int write_stack2(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 2, e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
 
 static const struct {
@@ -41,7 +44,8 @@ static const struct {
     [W_TOKENS] = {write_tokens, 1},     [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
     [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
     [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
-    [W_NPY_FLOW] = {write_flow_npy, 0}, [W_NPY_SINKS] = {write_npy_sinks, 0},
+    [W_NPY_FLOW] = {write_flow_npy, 0}, [W_NPY_SINKS] = {write_npy_sinks, 0}, [W_NPY_STACK0] = {write_stack0, 0},
+    [W_NPY_STACK1] = {write_stack1, 0}, [W_NPY_STACK2] = {write_stack2, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -82,6 +86,18 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
                  {".sinks.npy", W_NPY_SINKS}};
     static const char *const lens_suffix[] = {".logit_lens_ids.npy", ".logit_lens_probs.npy", ".logit_lens_rank.npy",
                                               ".attribution_heads.npy", ".attribution_mlp.npy", ".ablation.npy"};
+    if (d->n_stacks) {
+        /* encoder-decoder: FILE the first stack (the encoder's), FILE's stem + .<name>.npy the others */
+        for (int k = 0; k < d->n_stacks && k < 3; k++) {
+            char suffix[32];
+            snprintf(suffix, sizeof suffix, ".%s.npy", d->stacks[k].name);
+            char *p = k ? npy_sibling(path, suffix) : strdup(path);
+            int rc = p ? run_write_file(r, p, d, W_NPY_STACK0 + k, e) : av_err(e, "out of memory");
+            free(p);
+            if (rc) return -1;
+        }
+        return 0;
+    }
     if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
     for (int i = 0; i < (int)(sizeof lens_suffix / sizeof lens_suffix[0]); i++) {
         if (!lens_npy_has(d, i)) continue;

@@ -84,6 +84,9 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
         const char *dir, *why;
         if (pipeline_open(&lm->p, &models[i], &lv->page, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
         if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
+        if (pipeline_model(lm->p)->cfg.enc_dec)
+            return av_err(e, "%s: an encoder-decoder (%s) model: serve shows self-attention models only (run "
+                          "attnviz --model DIR SOURCE --decoder-text TEXT for its page)", dir, pipeline_model(lm->p)->cfg.model_type);
     }
     return 0;
 }

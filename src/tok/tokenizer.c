@@ -322,6 +322,13 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
         if (!tjson) {
             av_err(e, "%s: no tokenizer.json in the model folder%s%s", dir, mt ? " (a " : "", mt ? mt : "");
             if (mt) snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg), " model needs it)");
+            /* Marian's folders ship SentencePiece files only, and transformers writes no tokenizer.json for them */
+            char *spm = find_file(dir, "source.spm", NULL);
+            if (spm)
+                snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
+                         "; source.spm is a SentencePiece model, which attnviz does not read (transformers has no "
+                         "converter for it: attnviz's tools/marian_tokenizer.py writes the tokenizer.json)");
+            free(spm);
             goto done;
         }
         if (hint->lowercase == 1) {

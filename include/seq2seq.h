@@ -1,0 +1,81 @@
+/* seq2seq.h — encoder-decoder Transformers (BART, Marian, T5): their weights
+ * (filled by arch_bart.c / arch_t5.c) and the pass that runs the encoder over
+ * the source and the decoder, teacher-forced, over the decoder's tokens,
+ * keeping every layer's and head's encoder self-attention, decoder (causal)
+ * self-attention and cross attention. Which steps a block takes comes from
+ * the config (pre- or post-norm, RMS or LayerNorm, gated MLP, how positions
+ * enter), never from the family's name. */
+#ifndef ATTNVIZ_SEQ2SEQ_H
+#define ATTNVIZ_SEQ2SEQ_H
+
+#include "err.h"
+#include "kernels.h"
+
+struct Model;
+
+typedef struct {
+    Linear q, k, v, o;        /* self-attention (hidden -> heads * head_dim, and back) */
+    Norm attn_norm;           /* post-norm: after its residual; pre-norm: before it */
+    Linear cq, ck, cv, co;    /* decoder layers: cross attention (keys and values from the encoder's output) */
+    Norm cross_norm;
+    Linear up, gate, down;    /* the MLP; gate.w NULL unless gated: down(act(gate x) * up x) */
+    Norm mlp_norm;
+} S2sLayer;
+
+/* One stack: the encoder or the decoder. */
+typedef struct {
+    S2sLayer *layers;
+    int n_layers;
+    Linear tok_emb;           /* (vocab, hidden): the shared embeddings, or the stack's own */
+    const float *pos_emb;     /* (rows, hidden) learned (BART: position p at row p + pos_offset) or the
+                                 sinusoids (Marian, computed at load); NULL for relative positions (T5) */
+    int pos_rows;
+    Norm emb_norm;            /* BART's layernorm_embedding, g NULL otherwise */
+    Norm final_norm;          /* T5's final_layer_norm, g NULL otherwise */
+    const float *rel_bias;    /* T5: (rel_buckets, heads) the first layer's relative_attention_bias, shared by
+                                 every layer of the stack; NULL otherwise */
+} S2sStack;
+
+typedef struct S2sWeights {
+    S2sStack enc, dec;
+    Linear lm_head;           /* (hidden -> vocab): tied to the shared embeddings or its own; w NULL: none */
+    const float *logits_bias; /* (vocab) final_logits_bias, or NULL */
+    float *sinusoid;          /* Marian's computed position table (owned), else NULL */
+} S2sWeights;
+
+/* What one pass leaves for the writers: plain arrays, rows strided by their own
+ * sizes. */
+typedef struct {
+    int n_enc, n_dec;
+    int enc_layers, dec_layers, heads;
+    float *enc_attn;    /* (enc_layers, heads, n_enc, n_enc) */
+    float *dec_attn;    /* (dec_layers, heads, n_dec, n_dec), causal: row i is 0 past column i */
+    float *cross_attn;  /* (dec_layers, heads, n_dec, n_enc) */
+} S2sCapture;
+
+/* m->s2s with both stacks' layers (the config's counts), zeroed, for a family's load to fill; model_free
+ * frees it (s2s_weights_free). */
+int s2s_weights_alloc(struct Model *m, AvErr *e);
+void s2s_weights_free(S2sWeights *w);
+
+int s2s_capture_alloc(S2sCapture *cap, const struct Model *m, int n_enc, int n_dec, AvErr *e);
+void s2s_capture_free(S2sCapture *cap);
+/* Bytes such a capture takes, to refuse before allocating. */
+double s2s_capture_bytes(const struct Model *m, int n_enc, int n_dec);
+
+/* The encoder over src (n_enc ids) and the decoder over dec (n_dec ids, the
+ * first normally decoder_start_token_id), teacher-forced: fills cap (sized
+ * for these lengths; NULL: nothing kept) and, when next is not NULL, the
+ * greedy choice after the decoder's last token (*next; the model's lm head
+ * and final_logits_bias). */
+int s2s_forward(const struct Model *m, const int *src, int n_enc, const int *dec, int n_dec, S2sCapture *cap, int *next,
+                AvErr *e);
+
+/* Greedy decoding: from decoder_start_token_id, up to max_new tokens, stopping
+ * after an end-of-sequence id (the config's). out (max_new + 1) gets the
+ * decoder's tokens, the start first; *n_out how many. The encoder runs once;
+ * each step runs one token against the decoder's cached keys and values, and
+ * chooses what s2s_forward's next would after the same tokens. */
+int s2s_generate(const struct Model *m, const int *src, int n_enc, int max_new, int *out, int *n_out, AvErr *e);
+
+#endif

@@ -1,0 +1,133 @@
+/* run_seq2seq.c — an encoder-decoder model (seq2seq.h) on one source text:
+ * the decoder's tokens are decoder_start_token_id followed by --decoder-text's
+ * (transformers' shift_tokens_right of the labels, keeping the last token so
+ * that every target token is a row), or what greedy decoding (--generate N)
+ * made; the engine fills the three stacks and the writers read them as
+ * attnviz render hands them: encoder, decoder (causal) and cross attention. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "run_internal.h"
+#include "seq2seq.h"
+#include "util.h"
+
+/* The decoder's ids: the start token, then the target text's tokens (its
+ * template's specials included, as tokenizer(text_target=...) gives them). */
+static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
+    TokEncoding t = {0};
+    if (run_tokenize(r, r->o->decoder_text, NULL, &t, e) != 0) return -1;
+    if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
+    int room = cfg_max_tokens(&r->cfg);
+    int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
+    if (take < t.n && !r->o->quiet)
+        av_warn("--decoder-text: the start token and %d tokens exceed the model's %d positions; dropped the last %d",
+                t.n, room, t.n - take);
+    *ids = malloc((size_t)(take + 1) * sizeof **ids);
+    if (!*ids) {
+        tok_encoding_free(&t);
+        return av_err(e, "out of memory");
+    }
+    (*ids)[0] = r->cfg.dec_start_id;
+    memcpy(*ids + 1, t.ids, (size_t)take * sizeof **ids);
+    *n = take + 1;
+    tok_encoding_free(&t);
+    return 0;
+}
+
+/* The decoder's ids from greedy decoding of up to --generate N tokens. */
+static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvErr *e) {
+    int max_new = r->o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
+    if (max_new > room) {
+        if (!r->o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
+        max_new = room;
+    }
+    if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
+    return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
+}
+
+/* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
+static int keep_layers(const float *all, const int *layers, int n_layers, size_t per_layer, float **out, AvErr *e) {
+    if (!(*out = malloc((size_t)n_layers * per_layer * sizeof **out))) return av_err(e, "out of memory");
+    for (int i = 0; i < n_layers; i++)
+        memcpy(*out + (size_t)i * per_layer, all + (size_t)layers[i] * per_layer, per_layer * sizeof **out);
+    return 0;
+}
+
+static const char *size_str(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.1f kB", bytes / 1e3);
+    return buf;
+}
+
+int run_seq2seq(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    const ModelConfig *c = &r->cfg;
+    if (c->num_layers != c->dec_layers)
+        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
+                      "(not supported)", r->dir, c->num_layers, c->dec_layers);
+    TokEncoding src = {0}, dec = {0};
+    S2sCapture cap = {0};
+    float *kept[3] = {NULL, NULL, NULL}; /* --layers' copies of the stacks */
+    int *ids = NULL, nd = 0, rc = -1;
+    char *gen_text = NULL;
+    double t0 = av_now_ms();
+    if (run_tokenize(r, o->text_a, NULL, &src, e) != 0) goto done;
+    run_warn_truncated(r, &src, 0);
+    if (o->decoder_text ? teacher_ids(r, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
+    if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
+    dec.byte_level = src.byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
+    if (!o->decoder_text && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
+    double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)", src.n, nd,
+               size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
+        goto done;
+    }
+    if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
+    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, NULL, e) != 0) goto done;
+    r->t_fwd += av_now_ms() - t0;
+    /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
+    const float *arrays[3] = {cap.enc_attn, cap.dec_attn, cap.cross_attn};
+    const size_t per_layer[3] = {(size_t)c->num_heads * src.n * src.n, (size_t)c->num_heads * nd * nd,
+                                 (size_t)c->num_heads * nd * src.n};
+    for (int k = 0; k < 3 && o->sel.layers; k++) {
+        if (keep_layers(arrays[k], o->sel.layers, o->sel.n_layers, per_layer[k], &kept[k], e)) goto done;
+        arrays[k] = kept[k];
+    }
+    const CapStack stacks[3] = {
+        {"encoder", arrays[0], src.n, src.n, 0, 0, 0},
+        {"decoder", arrays[1], nd, nd, 1, 1, 1},
+        {"cross", arrays[2], nd, src.n, 1, 0, 0},
+    };
+    OutDoc d;
+    run_fill_doc(r, &d, &src, NULL, o->text_a, o->decoder_text ? o->decoder_text : gen_text);
+    d.dtype = r->model.dtype_name;
+    d.dec_enc = &dec;
+    d.stacks = stacks, d.n_stacks = 3;
+    d.display_tokens = src.byte_level ? src.display : NULL;
+    d.layers = o->sel.layers, d.n_sel_layers = o->sel.n_layers;
+    d.heads = NULL; /* every head: the stacks hold them all */
+    d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
+    d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
+    d.pred = NULL, d.gen = NULL, d.gen_text = NULL, d.pred_words = d.gen_words = NULL;
+    if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
+    t0 = av_now_ms();
+    rc = run_emit(r, &d, 0, e);
+    r->t_write += av_now_ms() - t0;
+done:
+    for (int k = 0; k < 3; k++) free(kept[k]);
+    s2s_capture_free(&cap);
+    tok_encoding_free(&src);
+    tok_encoding_free(&dec);
+    free(ids);
+    free(gen_text);
+    return rc;
+}
+
+int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }

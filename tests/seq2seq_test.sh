@@ -1,0 +1,158 @@
+#!/bin/bash
+# seq2seq_test.sh — encoder-decoder models run natively, on their committed fixtures
+# (tests/data/small-bart, small-marian, small-t5, written by tests/ref/seq2seq_check.py --fixture with
+# transformers' attention and greedy tokens in each golden.json):
+# --decoder-text and --generate through the writers: JSON (encoder and decoder tokens, the three
+# stacks' shapes, rows summing to 1, the decoder causal, the decoder starting at
+# decoder_start_token_id), --npy (three files, the JSON's numbers), the page (its three stacks'
+# chunks), the same document on every run, --generate's stacks over what it made, and --tokens-only
+# on the source. Numbers against transformers: tests/ref/seq2seq_check.sh.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+BIN=${BIN:-./attnviz}
+PY=${PYTHON:-python3}
+SRC="The cat sat on the mat."
+TGT="A cat sat."
+
+# check_doc NAME JSON START_TOKEN EOS_TOKEN: the document's shapes and rows
+check_doc() {
+    "$PY" - "$2" "$3" "$4" <<'PY'
+import json, sys
+d, start, eos = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+et, dt, c = d["encoder_tokens"], d["decoder_tokens"], d["config"]
+L, H, ne, nd = c["layers"], c["heads"], len(et), len(dt)
+assert c["encoder_decoder"] is True and c["decoder_layers"] == L, c
+assert dt[0] == start, dt
+assert et[-1] == eos, et
+for name, rows, cols in (("encoder", ne, ne), ("decoder", nd, nd), ("cross", nd, ne)):
+    A = d[name + "_attention"]
+    assert len(A) == L and all(len(a) == H and len(h) == rows and all(len(r) == cols for r in h) for a in A for h in a), name
+    assert all(abs(sum(r) - 1) < 1e-5 for a in A for h in a for r in h), name + " rows sum to 1"
+    assert all(v >= 0 for a in A for h in a for r in h for v in r), name
+D = d["decoder_attention"]
+assert all(D[l][h][i][j] == 0 for l in range(L) for h in range(H) for i in range(nd) for j in range(i + 1, nd)), "causal"
+assert any(D[l][h][i][j] > 0 for l in range(L) for h in range(H) for i in range(nd) for j in range(i + 1)), "not all zero"
+PY
+}
+
+# npy_equal JSON NPY_PREFIX: the three .npy files hold the JSON's stacks (to its 6 digits)
+npy_equal() {
+    "$PY" - "$1" "$2" <<'PY'
+import json, struct, sys
+d, pre = json.load(open(sys.argv[1])), sys.argv[2]
+def load(p):
+    b = open(p, "rb").read()
+    assert b[:6] == b"\x93NUMPY", p
+    n = struct.unpack("<H", b[8:10])[0]
+    hdr = b[10:10 + n].decode()
+    shape = tuple(int(x) for x in hdr.split("(")[1].split(")")[0].split(",") if x.strip())
+    vals = struct.unpack("<%df" % (len(b[10 + n:]) // 4), b[10 + n:])
+    return shape, vals
+def flat(a):
+    return [v for x in a for v in (flat(x) if isinstance(x, list) else [x])]
+for name, path in (("encoder", pre + ".npy"), ("decoder", pre + ".decoder.npy"), ("cross", pre + ".cross.npy")):
+    A = d[name + "_attention"]
+    shape, vals = load(path)
+    assert shape == (len(A), len(A[0]), len(A[0][0]), len(A[0][0][0])), (name, shape)
+    want = flat(A)
+    assert len(vals) == len(want) and all(abs(a - b) <= 1e-6 * max(1, abs(b)) for a, b in zip(vals, want)), name
+PY
+}
+
+for fam in "bart </s> </s>" "marian <pad> </s>" "t5 <pad> </s>"; do
+    read -r name start eos <<<"$fam"
+    M=tests/data/small-$name
+    if "$BIN" --model "$M" --quiet --json "$T/$name.json" --npy "$T/$name.npy" --html "$T/$name.html" "$SRC" \
+        --decoder-text "$TGT" 2>"$T/err" && check_doc "$name" "$T/$name.json" "$start" "$eos" 2>"$T/perr"; then
+        pass "seq2seq_$name: --decoder-text to JSON (three stacks, rows sum to 1, decoder causal, starts at $start)"
+    else
+        fail "seq2seq_$name: --decoder-text" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+        continue
+    fi
+    # the committed golden.json: transformers' eager attention in float32 on the same texts
+    if gold=$("$PY" - "$T/$name.json" "$M/golden.json" <<'PY' 2>"$T/perr"
+import json, sys
+d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["input_ids"] == g["encoder_ids"], (d["input_ids"], g["encoder_ids"])
+assert d["decoder_input_ids"] == g["decoder_ids"], (d["decoder_input_ids"], g["decoder_ids"])
+assert d["text"] == g["source"] and d["text_b"] == g["decoder_text"]
+worst = 0.0
+for k in ("encoder_attention", "decoder_attention", "cross_attention"):
+    a, b = d[k], g[k]
+    assert len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b)), k
+    for x, y in zip(a, b):
+        for hx, hy in zip(x, y):
+            assert len(hx) == len(hy), k
+            for rx, ry in zip(hx, hy):
+                worst = max(worst, max(abs(u - v) for u, v in zip(rx, ry)))
+assert worst <= 1e-5, worst
+print(f"{worst:.1e}")
+PY
+    ); then
+        pass "seq2seq_$name: the three stacks within $gold of transformers' (float32, the fixture's golden.json; bound 1e-5)"
+    else
+        fail "seq2seq_$name: golden" "$(tail -3 "$T/perr")"
+    fi
+    if npy_equal "$T/$name.json" "$T/$name" 2>"$T/perr"; then
+        pass "seq2seq_$name: --npy writes the encoder, decoder and cross stacks (the JSON's numbers)"
+    else
+        fail "seq2seq_$name: --npy" "$(tail -3 "$T/perr")"
+    fi
+    if grep -q 'id="av-encoder-0"' "$T/$name.html" && grep -q 'id="av-decoder-1"' "$T/$name.html" &&
+        grep -q 'id="av-cross-1"' "$T/$name.html" && grep -q '"stacks":\[' "$T/$name.html"; then
+        pass "seq2seq_$name: the page carries the three stacks for every layer"
+    else
+        fail "seq2seq_$name: page" "no av-encoder/decoder/cross chunks in $T/$name.html"
+    fi
+    if "$BIN" --model "$M" --quiet --json "$T/$name.2.json" "$SRC" --decoder-text "$TGT" 2>"$T/err" &&
+        cmp -s "$T/$name.json" "$T/$name.2.json"; then
+        pass "seq2seq_$name: the same document on a second run"
+    else
+        fail "seq2seq_$name: deterministic" "$(cat "$T/err") $(cmp "$T/$name.json" "$T/$name.2.json" 2>&1)"
+    fi
+    # --layers: the three stacks hold the selected layer only, the full run's numbers
+    if "$BIN" --model "$M" --quiet --json "$T/$name.l1.json" --html "$T/$name.l1.html" --layers 1 "$SRC" \
+        --decoder-text "$TGT" 2>"$T/err" &&
+        "$PY" - "$T/$name.l1.json" "$T/$name.json" <<'PY' 2>"$T/perr" &&
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["layers"] == [1], a["layers"]
+for k in ("encoder_attention", "decoder_attention", "cross_attention"):
+    assert len(a[k]) == 1 and a[k][0] == b[k][1], k
+PY
+        grep -q 'id="av-cross-0"' "$T/$name.l1.html" && ! grep -q 'id="av-cross-1"' "$T/$name.l1.html"; then
+        pass "seq2seq_$name: --layers 1 keeps that layer of the three stacks (the full run's numbers; one chunk per stack on the page)"
+    else
+        fail "seq2seq_$name: --layers" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # --generate: the decoder's tokens are what greedy decoding made, every one a row of the stacks
+    if "$BIN" --model "$M" --quiet --json "$T/$name.gen.json" "$SRC" --generate 6 2>"$T/err" &&
+        check_doc "$name" "$T/$name.gen.json" "$start" "$eos" 2>"$T/perr" &&
+        "$PY" - "$T/$name.gen.json" <<'PY' 2>>"$T/perr"; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = len(d["decoder_tokens"])
+assert 2 <= n <= 7, d["decoder_tokens"]
+assert d["text_b"] is not None, "the generated text"
+PY
+        "$PY" -c "
+import json, sys
+d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['generated_tokens'])
+" "$T/$name.gen.json" "$M/golden.json" 2>>"$T/perr"
+        pass "seq2seq_$name: --generate 6: transformers' generate() tokens (golden.json), the three stacks over them"
+    else
+        fail "seq2seq_$name: --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
+        "$PY" -c "
+import json, sys
+d, enc = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
+assert d['tokens'] == enc['encoder_tokens'], (d['tokens'], enc['encoder_tokens'])
+" "$out" "$T/$name.json" 2>"$T/perr"; then
+        pass "seq2seq_$name: --tokens-only gives the source's tokens as the run's encoder_tokens"
+    else
+        fail "seq2seq_$name: --tokens-only" "$out $(cat "$T/perr")"
+    fi
+done
+exit 0
