@@ -54,10 +54,11 @@ typedef struct {
 
 static const HelpSection SECTIONS[] = {
     {H_RUN,
-     "Run a Transformer (BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ELECTRA, GPT-2, Llama, Mistral,\n"
-     "Qwen2/3, Gemma 2; Hugging Face folders or llama.cpp GGUF files) on TEXT (and TEXT_B for a\n"
-     "sentence pair), capture the attention of every layer and head, and write JSON, .npy and/or\n"
-     "an HTML page.\n"
+     "Run a Transformer (BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ELECTRA, ModernBERT, GPT-2,\n"
+     "Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3, Mixtral, Qwen3-MoE, OLMoE, gpt-oss; the\n"
+     "encoder-decoders BART, Marian, T5/Flan-T5/mT5; Hugging Face folders or llama.cpp GGUF\n"
+     "files) on TEXT (and TEXT_B for a sentence pair), capture the attention of every layer and\n"
+     "head, and write JSON, .npy and/or an HTML page.\n"
      "\n"},
     {H_RUN | H_SERVE | H_DIFF | H_HEADS,
      "Model:\n"
