@@ -137,6 +137,7 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
             for (int j = row.lo; j < row.hi; j++) row.sum += row.p[j] * row.v[j];
         const float *w = sc->pattern && n <= sc->pattern_n ? sc->pattern + (size_t)i * sc->pattern_n : NULL;
         double ent = 0, dist = 0, tot = 0, tw = 0;
+        const int ex0 = bos ? 0 : -1, ex1 = cur ? i : -1;
         for (int j0 = row.lo; j0 < row.hi; j0 += TEL_CHUNK) {
             const int len = row.hi - j0 < TEL_CHUNK ? row.hi - j0 : TEL_CHUNK;
             const float *x = row.p + j0;
@@ -146,14 +147,18 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
             }
             kern_xlogx(xlx, x, len);
             for (int jj = 0; jj < len; jj++) {
-                tot += x[jj];
-                if (!(x[jj] > 0)) continue;
                 const int j = j0 + jj;
+                /* the total without the excluded keys, summed as heads sums it: a total taken
+                 * whole and the excluded weight subtracted would cancel (a first-token sink of
+                 * 0.99 leaves a remainder of 1e-3 with a 1e-16 error) */
+                if (j != ex0 && j != ex1) tot += x[jj];
+                if (!(x[jj] > 0)) continue;
                 ent -= xlx[jj];
                 dist += (double)x[jj] * (i > j ? i - j : j - i);
             }
-            if (w)
-                for (int jj = 0; jj < len; jj++) tw += (double)w[j0 + jj] * x[jj];
+            if (w) /* likewise without the excluded keys */
+                for (int jj = 0; jj < len; jj++)
+                    if (j0 + jj != ex0 && j0 + jj != ex1) tw += (double)w[j0 + jj] * x[jj];
         }
         /* whether heads leaves key j out of row i */
 #define EXCLUDED(j) ((bos && (j) == 0) || (cur && (j) == i))
@@ -171,8 +176,6 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
         }
         if (sc->pattern) {
             pat = tw;
-            if (w && bos) pat -= (double)w[0] * x0;
-            if (w && cur && !(bos && i == 0)) pat -= (double)w[i] * xi;
         } else {
             const int j = i + sc->pattern_offset;
             pat = j >= 0 && j < n && !EXCLUDED(j) ? row_x(&row, j) : 0;
@@ -184,7 +187,7 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
         acc[CAP_SC_SELF] += xi;
         acc[CAP_SC_PREV] += i > 0 ? row_x(&row, i - 1) : 0;
         acc[CAP_SC_NEXT] += i < n - 1 ? row_x(&row, i + 1) : 0;
-        acc[CAP_SC_TOTAL] += tot - (bos ? x0 : 0) - (cur && !(bos && i == 0) ? xi : 0);
+        acc[CAP_SC_TOTAL] += tot;
         acc[CAP_SC_HIT_PREV] += i > 0 && !EXCLUDED(i - 1) ? row_x(&row, i - 1) : 0;
         acc[CAP_SC_HIT_NEXT] += !EXCLUDED(i + 1) ? row_x(&row, i + 1) : 0;
         acc[CAP_SC_HIT_SELF] += !EXCLUDED(i) ? xi : 0;
