@@ -9,8 +9,8 @@ Per model and length (bench/fwd_bench.c, alternated, best of R warm passes):
   - peak RSS of the telemetry run against the weights file + q/k + 500 MB, where q/k is what
     keeping every head's queries and keys would take (2 x layers x heads x n x head_dim floats);
   - llama.cpp's prompt processing at the same depth (llama-bench -p N -n 0 -t 2 -r 1), an anchor:
-    the llama-bench named by $LLAMA_BENCH or found on PATH; "not available" without one, or for a
-    checkpoint that is not a GGUF file;
+    the llama-bench named by $LLAMA_BENCH or found on PATH, "not available" without one; the Qwen-shaped
+    folder's weights go to it as an F16 GGUF (bench/make_qwen_gguf.py, cached beside the folder);
   - transformers' eager pass returning every layer's attention (bench/peer_decoder.py) where it fits:
     run under an address-space limit ($BENCH_PEER_GB, default 10 GB), so that a length it cannot hold
     fails with an allocation error, reported as such, instead of pushing the machine into swap or the
@@ -34,6 +34,7 @@ OUT = os.path.join(ROOT, "bench", "out")
 FWD = os.path.join(OUT, "fwd_bench")
 CACHE = os.environ.get("ATTNVIZ_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "attnviz")
 QWEN = os.path.join(CACHE, "bench-qwen2.5-shape-2l-32k")
+QWEN_GGUF = os.path.join(QWEN, "qwen2.5-shape-2l-f16.gguf")  # the same weights for llama.cpp (make_qwen_gguf.py)
 TOP_K = 8
 
 
@@ -113,8 +114,8 @@ def main():
     gguf_dir = subprocess.run([os.path.join(ROOT, "tools/pymodel.sh"), "smollm2"], capture_output=True,
                               text=True).stdout.strip()
     if gguf_dir and smol_n:
-        cases.append(("SmolLM2-135M-Instruct Q4_1 GGUF", os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf"),
-                      smol_n, (30, 9, 3, 64)))
+        g = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
+        cases.append(("SmolLM2-135M-Instruct Q4_1 GGUF", g, g, smol_n, (30, 9, 3, 64)))
     elif smol_n:
         print("long_bench: SmolLM2 GGUF not available (tools/pymodel.sh smollm2 failed): its rows are skipped",
               file=sys.stderr)
@@ -125,11 +126,13 @@ def main():
             print(f"long_bench: writing a Qwen2.5-shaped checkpoint (2 layers, 32k positions) to {QWEN} ...",
                   file=sys.stderr)
             subprocess.run([hfpy, os.path.join(ROOT, "bench/peer_decoder.py"), "--make-qwen", QWEN, "2"], check=True)
-        cases.append(("Qwen2.5-0.5B shape, 2 layers, BF16 folder", QWEN, qwen_n, (2, 14, 2, 64)))
+        if not os.path.exists(QWEN_GGUF) and hfpy:
+            subprocess.run([hfpy, os.path.join(ROOT, "bench/make_qwen_gguf.py"), QWEN, QWEN_GGUF], check=True)
+        cases.append(("Qwen2.5-0.5B shape, 2 layers, BF16 folder", QWEN, QWEN_GGUF, qwen_n, (2, 14, 2, 64)))
     exe = llama_bench()
     rows = []
     kernel = "?"
-    for label, path, lengths, (L, H, KV, dh) in cases:
+    for label, path, llama_path, lengths, (L, H, KV, dh) in cases:
         file_mb = (os.path.getsize(path) if os.path.isfile(path)
                    else os.path.getsize(os.path.join(path, "model.safetensors"))) / 2**20
         for n in lengths:
@@ -146,10 +149,10 @@ def main():
             target = file_mb + qk_mb + 500
             if not exe:
                 llama = "not available (no llama-bench: set LLAMA_BENCH or put it on PATH)"
-            elif not path.endswith(".gguf"):
-                llama = "not available (the checkpoint is not a GGUF file)"
+            elif not os.path.exists(llama_path):
+                llama = "not available (no GGUF of this checkpoint: bench/make_qwen_gguf.py needs the reference Python)"
             else:
-                ms, why = llama_ms(exe, path, n)
+                ms, why = llama_ms(exe, llama_path, n)
                 llama = f"{ms:.0f} ms" if ms else f"failed: {why}"
             pm, why = peer_ms(hfpy, path, n, limit_gb)
             peer = f"{pm:.0f} ms" if pm else why
