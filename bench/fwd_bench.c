@@ -1,9 +1,13 @@
 /* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does, and the best warm call's CPU time.
- * usage: fwd_bench [--norm] MODEL_DIR N_TOKENS [REPEAT]
+ * usage: fwd_bench [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
  * --norm: the pass of --measure norm: the capture computes the value norms
  * and each call ends with the value-weighted matrices (normattn.h's na_fill),
- * everything the CLI adds before writing. */
+ * everything the CLI adds before writing.
+ * --none: a capture that keeps nothing: the same pass as the two below (it
+ *   stops at the last layer's attention probabilities), none of it kept.
+ * --telemetry K: every head's row telemetry with its K heaviest keys, no matrices.
+ * --scores: every head's --stats/heads score sums, no matrices (what those commands keep). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +29,14 @@ static double cpu_ms(void) {
 
 int main(int argc, char **argv) {
     const int norm = argc > 1 && !strcmp(argv[1], "--norm");
-    if (norm) argv++, argc--;
+    const int none = argc > 1 && !strcmp(argv[1], "--none");
+    const int scores = argc > 1 && !strcmp(argv[1], "--scores");
+    const int tel = argc > 2 && !strcmp(argv[1], "--telemetry");
+    const int top_k = tel ? atoi(argv[2]) : 0;
+    if (tel) argv++, argc--;
+    if (norm || none || scores || tel) argv++, argc--;
     if (argc < 3) {
-        fprintf(stderr, "usage: fwd_bench [--norm] MODEL_DIR N_TOKENS [REPEAT]\n");
+        fprintf(stderr, "usage: fwd_bench [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]\n");
         return 2;
     }
     int n = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 3;
@@ -42,15 +51,25 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) ids[i] = 1000 % m.cfg.vocab_size + i % 97;
     RunState rs;
     Capture cap;
-    if (model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) ||
+    const CapScoring sc = {0};
+    memset(&cap, 0, sizeof cap);
+    if (model_runstate_alloc(&rs, &m, n, &e) ||
+        ((tel || none) ? model_capture_telemetry(&cap, &m.cfg, n, top_k, ids, NULL, 0, NULL, 0, &e)
+         : scores ? model_capture_scores(&cap, &m.cfg, n, &sc, NULL, 0, NULL, 0, &e)
+         : model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) ||
         (norm && model_capture_value_norms(&cap, &e))) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
+    }
+    if (none) { /* the telemetry capture emptied: its rows go nowhere */
+        free(cap.tel), free(cap.tel_top), free(cap.tel_top_w);
+        cap.tel = NULL, cap.tel_top = NULL, cap.tel_top_w = NULL;
     }
     double best = 1e30, first = 0, best_cpu = 1e30, best_attn = 0;
     for (int r = 0; r <= repeat; r++) {
         double t0 = av_now_ms(), c0 = cpu_ms();
         rs.attn_ms = 0;
+        cap.tel_ids = ids;
         if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill(&cap, &e) != 0)) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;

@@ -4,6 +4,9 @@ PyPI's torch (tools/pyref.sh), timing the forward pass that returns every layer'
 usage: peer_decoder.py MODEL N_TOKENS [--repeat R]    MODEL: an HF folder or a .gguf file
        peer_decoder.py --make DIR                      writes SmolLM2-135M's shape (30 layers,
                                                        random weights, BF16) with transformers
+       peer_decoder.py --make-qwen DIR LAYERS          writes Qwen2.5-0.5B's shape (896 wide, 14 query
+                                                       heads over 2, 4,864 MLP, 151,936 words) with LAYERS
+                                                       layers and 32,768 positions, random weights, BF16
 Prints forward_ms=... (best of R) on stdout.
 """
 import os
@@ -15,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import torch  # noqa: E402
-from transformers import AutoModelForCausalLM, LlamaConfig  # noqa: E402
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config  # noqa: E402
 
 
 def make(out):
@@ -26,9 +29,20 @@ def make(out):
     AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
 
 
+def make_qwen(out, layers):
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_attention_heads=14,
+                      num_key_value_heads=2, num_hidden_layers=layers, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                      tie_word_embeddings=True, max_position_embeddings=32768, use_sliding_window=False)
+    AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
+
+
 def main():
     if sys.argv[1] == "--make":
         make(sys.argv[2])
+        return
+    if sys.argv[1] == "--make-qwen":
+        make_qwen(sys.argv[2], int(sys.argv[3]))
         return
     path, n = sys.argv[1], int(sys.argv[2])
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1

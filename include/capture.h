@@ -9,6 +9,18 @@
 #define CAP_MAX_LAYERS 256
 #define CAP_MAX_HEADS 256
 
+/* How --stats and heads score, row by row, when the engine sums their scores
+ * as the rows are made (model_capture_scores). */
+typedef struct {
+    int exclude_bos;           /* heads' exclusions: key 0 ... */
+    int exclude_current;       /* ... and key i leave row i's total and every share */
+    const float *pattern;      /* heads' --pattern template (pattern_n, pattern_n), borrowed; NULL: the rule */
+    int pattern_n;
+    int pattern_offset;        /* the rule: key i + pattern_offset */
+    int norm;                  /* score each row's value-weighted shares (--measure norm; the capture needs vnorm) */
+} CapScoring;
+enum { CAP_ROLE_CLS = 1, CAP_ROLE_SEP = 2 };
+
 typedef struct {
     int n_layers;
     int n_heads;       /* query heads */
@@ -39,7 +51,18 @@ typedef struct {
     int tel_top_k;
     int *tel_top;      /* (blocks, n_tokens, tel_top_k) keys, heaviest first (ties: the earlier key); -1 past the row */
     float *tel_top_w;  /* (blocks, n_tokens, tel_top_k) their weights */
-    const int *tel_ids; /* (n_tokens) token ids for the duplicate share (the caller's, kept during the pass); NULL: 0 */
+    const int *tel_ids; /* (n_tokens) token ids for the duplicate share (the caller's, kept during the pass); NULL: 0;
+                           also the score sums' duplicate and induction shares */
+    /* Score sums (model_capture_scores), NULL if not kept: per block, sums
+     * over query rows of the CAP_SC_N values --stats and heads score, taken as
+     * the rows are made, so scoring a head needs O(n) memory, not n x n */
+    double *sc_sum;    /* (blocks, CAP_SC_N) */
+    CapScoring sc;
+    unsigned char *sc_role; /* (cap_tokens) CAP_ROLE_* bits of each token: the caller fills it before each pass */
+    int *sc_prev;      /* (cap_tokens) the engine's, per pass: the previous position with the same token id, -1: none */
+    int *sc_special;   /* (cap_tokens) the engine's, per pass: the positions whose role is not 0 */
+    int sc_n_special;
+    unsigned long long *sc_scratch; /* (cap_tokens) the engine's: (id, position) pairs sorted to link sc_prev */
     float *vnorm;  /* (n_layers, n_heads, n_tokens) ||f_h(x_j)||: key token j's value vector (with the value bias)
                       through head h's slice of the output projection (kernels.h, kern_value_norms_rows), for
                       value-weighted attention (--measure norm); NULL unless asked for (model_capture_value_norms) */
@@ -83,6 +106,30 @@ enum {
     CAP_TEL_N
 };
 #define CAP_TEL_MAX_TOP 64
+
+/* The score sums (sc_sum): over the rows i of a block, of the share x_j of key j
+ * in row i (the attention, or with sc.norm its value-weighted share). */
+enum {
+    /* --stats's (no exclusions) */
+    CAP_SC_ENTROPY,  /* -sum x_j ln x_j */
+    CAP_SC_DISTANCE, /* sum x_j |i - j| */
+    CAP_SC_CLS,      /* sum of x_j over the CAP_ROLE_CLS keys */
+    CAP_SC_SEP,      /* likewise CAP_ROLE_SEP */
+    CAP_SC_SELF,     /* x_i */
+    CAP_SC_PREV,     /* x_(i-1), rows i > 0 */
+    CAP_SC_NEXT,     /* x_(i+1), rows i < n - 1 */
+    /* heads' (after sc's exclusions) */
+    CAP_SC_TOTAL,     /* the row's weight */
+    CAP_SC_HIT_PREV,  /* on key i - 1 */
+    CAP_SC_HIT_NEXT,  /* key i + 1 */
+    CAP_SC_HIT_SELF,  /* key i */
+    CAP_SC_HIT_FIRST, /* key 0 */
+    CAP_SC_HIT_SEP,   /* the CAP_ROLE_SEP keys */
+    CAP_SC_HIT_DUP,   /* earlier keys j < i holding the query's token id */
+    CAP_SC_HIT_IND,   /* keys j <= i after an earlier copy of the query's token (ids[j - 1] == ids[i]) */
+    CAP_SC_HIT_PATTERN, /* sc's pattern: the template's weights, or the rule's key */
+    CAP_SC_N
+};
 
 /* Whether the capture holds layer l, head h. */
 static inline int cap_has(const Capture *c, int l, int h) {
@@ -130,6 +177,9 @@ static inline float *cap_mlp(const Capture *c, int l) {
 }
 static inline float *cap_k(const Capture *c, int l, int h) {
     return c->k + cap_block(c, l, h) * c->n_tokens * c->head_dim;
+}
+static inline double *cap_sc(const Capture *c, int l, int h) {
+    return c->sc_sum + cap_block(c, l, h) * CAP_SC_N;
 }
 static inline float *cap_tel(const Capture *c, int l, int h) {
     return c->tel + cap_block(c, l, h) * c->n_tokens * CAP_TEL_N;

@@ -80,6 +80,12 @@ int heads_add_induction(HeadScores *hs, const OutDoc *d, AvErr *e);
 double heads_score_matrix(const HeadScores *hs, int k, const float *A, int n, const int *ids,
                           const unsigned char *sep);
 
+/* The same score from the engine's sums over the n rows of one head (capture.h's
+ * sc_sum, summed as heads_scoring says): NaN when no attention is left. */
+double heads_score_sums(int k, const double *sums, int n);
+/* How the engine must sum the rows for these scores (exclusions, pattern). */
+void heads_scoring(const HeadScores *hs, CapScoring *sc);
+
 int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e);
 int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e);
 

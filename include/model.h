@@ -166,6 +166,25 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
 /* The same statistics of one row, by the definitions, in double precision:
  * the reference model_telemetry_rows is tested against. stats (CAP_TEL_N). */
 void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids, double *stats);
+/* No attention, queries or keys: for the given layers and heads (NULL: all),
+ * per head the sums over its query rows that --stats and heads score
+ * (capture.h's sc_sum, as sc says), taken as the rows are made: memory O(n)
+ * per head. The caller sets cap->tel_ids and fills cap->sc_role before each pass. */
+int model_capture_scores(Capture *cap, const ModelConfig *c, int n, const CapScoring *sc, const int *layers,
+                         int n_layers, const int *heads, int n_heads, AvErr *e);
+/* The same sums added to any capture (one that keeps the matrices too: they
+ * are then summed from the same rows). */
+int model_capture_add_scores(Capture *cap, const CapScoring *sc, AvErr *e);
+/* Bytes model_capture_scores takes beyond the value norms. */
+size_t model_capture_scores_bytes(int n, int n_layers, int n_heads);
+/* Rows [row0, row0 + nrows) of head (l, h)'s attention (as model_telemetry_rows)
+ * added to the capture's score sums (it must have them; the pass prepared
+ * them: model_scores_begin). */
+void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
+                      const AttnRule *rule);
+/* Before a pass over n tokens from position 0: the sums zeroed, each token's
+ * previous copy (from cap->tel_ids) and the special positions (cap->sc_role) found. */
+void model_scores_begin(Capture *cap, int n);
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
 /* Head h of layer l's (n, n) attention from the capture's queries and keys,
  * by the rule and kernel the forward pass applies: what it would have

@@ -71,6 +71,11 @@ void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncod
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);
 /* A capture for n tokens as the run's spec asks: the selected matrices, or telemetry. */
 int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e);
+/* Whether --stats and heads score sums the engine takes as it makes the rows
+ * (model_capture_scores) rather than kept matrices. */
+int run_scores_streamed(const RunSpec *o);
+/* Before a pass: the input's ids and token roles into its capture. */
+void run_score_input(Capture *cap, const TokEncoding *enc);
 /* Derives the view of a filled capture and writes it (jsonl: the batch's stream, or NULL). */
 int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
                      FILE *jsonl, AvErr *e);

@@ -108,6 +108,7 @@ scripts=(
     tests/scripting_test.sh
     tests/heads_test.sh
     tests/telemetry_test.sh
+    tests/scores_test.sh
     tests/families_test.sh
     tests/moe_test.sh
     tests/gptoss_test.sh

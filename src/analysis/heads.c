@@ -260,6 +260,23 @@ double heads_score_matrix(const HeadScores *hs, int k, const float *A, int n, co
     return total > 0 ? hit / total : NAN;
 }
 
+double heads_score_sums(int k, const double *t, int n) {
+    if (n < 1) return NAN;
+    if (k == HS_DISTANCE) return t[CAP_SC_DISTANCE] / n;
+    if (k == HS_ENTROPY) return t[CAP_SC_ENTROPY] / n;
+    static const int HIT[HS_N] = {[HS_PREVIOUS] = CAP_SC_HIT_PREV, [HS_NEXT] = CAP_SC_HIT_NEXT,
+                                  [HS_SELF] = CAP_SC_HIT_SELF,     [HS_FIRST] = CAP_SC_HIT_FIRST,
+                                  [HS_SEP] = CAP_SC_HIT_SEP,       [HS_DUPLICATE] = CAP_SC_HIT_DUP,
+                                  [HS_INDUCTION] = CAP_SC_HIT_IND, [HS_PATTERN] = CAP_SC_HIT_PATTERN};
+    return t[CAP_SC_TOTAL] > 0 ? t[HIT[k]] / t[CAP_SC_TOTAL] : NAN;
+}
+
+void heads_scoring(const HeadScores *hs, CapScoring *sc) {
+    memset(sc, 0, sizeof *sc);
+    sc->exclude_bos = hs->exclude_bos, sc->exclude_current = hs->exclude_current;
+    sc->pattern = hs->pattern.w, sc->pattern_n = hs->pattern.n, sc->pattern_offset = hs->pattern.offset;
+}
+
 static int add_scores(HeadScores *hs, const OutDoc *d, int induction, AvErr *e) {
     const int n = d->enc->n;
     if (!hs->model && d->model_name && !(hs->model = strdup(d->model_name))) return av_err(e, "out of memory");
@@ -273,10 +290,12 @@ static int add_scores(HeadScores *hs, const OutDoc *d, int induction, AvErr *e) 
     for (int li = 0; li < out_n_layers(d) && rc == 0; li++)
         for (int hi = 0; hi < out_n_heads(d) && rc == 0; hi++) {
             int l = out_layer(d, li), h = out_head(d, hi);
-            const float *A = cap_attn(d->cap, l, h);
+            /* the engine's sums over the rows as it made them (capture.h), else the matrix */
+            const double *t = d->cap->sc_sum ? cap_sc(d->cap, l, h) : NULL;
+            const float *A = t ? NULL : cap_attn(d->cap, l, h);
             for (int k = 0; k < HS_N && rc == 0; k++) {
                 if (!hs->want[k] || (k == HS_INDUCTION) != induction) continue;
-                double v = heads_score_matrix(hs, k, A, n, d->enc->ids, sep);
+                double v = t ? heads_score_sums(k, t, n) : heads_score_matrix(hs, k, A, n, d->enc->ids, sep);
                 if (!isnan(v)) rc = stats_put(&hs->acc, l, h, hs->col[k], v, e);
             }
         }

@@ -78,9 +78,18 @@ int stats_add(HeadStats *s, const OutDoc *d, AvErr *e) {
     for (int li = 0; li < out_n_layers(d); li++)
         for (int hi = 0; hi < out_n_heads(d); hi++) {
             int l = out_layer(d, li), h = out_head(d, hi);
-            const float *A = cap_attn(d->cap, l, h); // (n, n)
             double acc[ST_N] = {0};
             long rows[ST_N] = {0};
+            if (d->cap->sc_sum) { /* the engine's sums over the rows as it made them (capture.h) */
+                const double *t = cap_sc(d->cap, l, h);
+                static const int FROM[ST_N] = {CAP_SC_ENTROPY, CAP_SC_DISTANCE, CAP_SC_CLS, CAP_SC_SEP,
+                                               CAP_SC_SELF,    CAP_SC_PREV,     CAP_SC_NEXT};
+                for (int k = 0; k < ST_N; k++) acc[k] = t[FROM[k]], rows[k] = k == ST_PREV || k == ST_NEXT ? n - 1 : n;
+                for (int k = 0; k < ST_N; k++)
+                    if (rows[k] > 0 && stats_put(s, l, h, k, acc[k] / rows[k], e) != 0) return -1;
+                continue;
+            }
+            const float *A = cap_attn(d->cap, l, h); // (n, n)
             for (int i = 0; i < n; i++) {
                 const float *r = A + (size_t)i * n;
                 double ent = 0, dist = 0, cls = 0, sep = 0;

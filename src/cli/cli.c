@@ -151,7 +151,8 @@ static const HelpSection SECTIONS[] = {
      "Analysis:\n"
      "  --stats             per layer and head: entropy, mean attention distance, share on\n"
      "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
-     "                      over a batch, the mean over inputs\n"
+     "                      over a batch, the mean over inputs; memory grows with n,\n"
+     "                      not n^2 (no matrix is kept)\n"
      "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
      "\n"},
     {H_RUN | H_HEADS | H_SERVE,

@@ -162,6 +162,7 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
                        0, probs, ldp, r->row0 + i0, i1 - i0, r->ncols);
     if (r->cap->tel)
         model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
+    if (r->cap->sc_sum) model_score_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
 }
 
 /* One head's attention, kern_attention_kv's arguments, into cap (NULL: the
@@ -178,7 +179,7 @@ static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, co
         rows_to_capture(&to, 0, nq, probs, ldp);
         return;
     }
-    RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool) ? cap : NULL, l, h, row0, nk, rule};
+    RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum) ? cap : NULL, l, h, row0, nk, rule};
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
                            &to);
 }
@@ -735,6 +736,7 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
                            !all_finite(cap_k(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh);
                 if (cap->thumb) bad |= !all_finite(cap_thumb(cap, l, h), tt);
                 if (cap->tel) bad |= !all_finite(cap_tel(cap, l, h) + (size_t)pos0 * CAP_TEL_N, (size_t)n * CAP_TEL_N);
+                for (int k = 0; cap->sc_sum && k < CAP_SC_N; k++) bad |= !isfinite(cap_sc(cap, l, h)[k]);
                 if (bad) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
                 continue;
             }
@@ -770,6 +772,8 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     if (check_inputs(m, s, kv, ids, type_ids, n, pos0, segs, n_segs, e)) return -1;
     for (int g = 0; g < n_segs; g++)
         if (segs[g].cap && !kv) segs[g].cap->n_tokens = segs[g].len;
+    for (int g = 0; g < n_segs; g++) /* the score sums start with the sequence */
+        if (segs[g].cap && segs[g].cap->sc_sum && pos0 == 0) model_scores_begin(segs[g].cap, segs[g].len);
     /* the capture that decides how far the pass goes: every segment keeps the same layers */
     const Capture *cap = segs[0].cap;
     const int keep_hidden_states = cap && cap->hidden;

@@ -873,6 +873,39 @@ size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k) {
     return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float);
 }
 
+int model_capture_add_scores(Capture *cap, const CapScoring *sc, AvErr *e) {
+    const size_t n = cap->cap_tokens ? cap->cap_tokens : 1;
+    free(cap->sc_sum), free(cap->sc_prev), free(cap->sc_special), free(cap->sc_scratch), free(cap->sc_role);
+    cap->sc_role = calloc(n, 1);
+    cap->sc_sum = calloc(cap_blocks(cap) * CAP_SC_N, sizeof *cap->sc_sum);
+    cap->sc_prev = malloc(n * sizeof *cap->sc_prev);
+    cap->sc_special = malloc(n * sizeof *cap->sc_special);
+    cap->sc_scratch = malloc(n * sizeof *cap->sc_scratch);
+    cap->sc = *sc;
+    cap->sc_n_special = 0;
+    if (!cap->sc_sum || !cap->sc_prev || !cap->sc_special || !cap->sc_scratch || !cap->sc_role) {
+        free(cap->sc_sum), free(cap->sc_prev), free(cap->sc_special), free(cap->sc_scratch), free(cap->sc_role);
+        cap->sc_sum = NULL, cap->sc_prev = cap->sc_special = NULL, cap->sc_scratch = NULL, cap->sc_role = NULL;
+        return av_err(e, "out of memory for head scores (%zu tokens)", n);
+    }
+    return 0;
+}
+
+int model_capture_scores(Capture *cap, const ModelConfig *c, int n, const CapScoring *sc, const int *layers,
+                         int n_layers, const int *heads, int n_heads, AvErr *e) {
+    if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
+    if (model_capture_add_scores(cap, sc, e) != 0) {
+        model_capture_free(cap);
+        return -1;
+    }
+    return 0;
+}
+
+size_t model_capture_scores_bytes(int n, int n_layers, int n_heads) {
+    return (size_t)n_layers * (size_t)n_heads * CAP_SC_N * sizeof(double) +
+           (size_t)n * (2 * sizeof(int) + sizeof(unsigned long long) + 1);
+}
+
 size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
     size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads, t = (size_t)(thumb_size < n ? thumb_size : n);
     return (2 * blocks * (size_t)n * (size_t)c->head_dim + blocks * t * t) * sizeof(float);
@@ -916,6 +949,11 @@ void model_capture_free(Capture *cap) {
     free(cap->tel);
     free(cap->tel_top);
     free(cap->tel_top_w);
+    free(cap->sc_sum);
+    free(cap->sc_prev);
+    free(cap->sc_special);
+    free(cap->sc_scratch);
+    free(cap->sc_role);
     free(cap->resid);
     free(cap->z);
     free(cap->mlp_out);

@@ -3,6 +3,7 @@
  * statistics of a long input need no n x n matrix. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "model.h"
@@ -77,5 +78,124 @@ void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids,
         if (j == i) stats[CAP_TEL_SELF] = x;
         if (ids && j < i && ids[j] == ids[i]) stats[CAP_TEL_DUP] += x;
         stats[CAP_TEL_DISTANCE] += x * (i > j ? i - j : j - i);
+    }
+}
+
+/* ---- score sums for --stats and heads (capture.h's sc_sum) ---- */
+
+static int cmp_u64(const void *a, const void *b) {
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+void model_scores_begin(Capture *cap, int n) {
+    memset(cap->sc_sum, 0, cap_blocks(cap) * CAP_SC_N * sizeof *cap->sc_sum);
+    /* each token's previous copy: (id, position) pairs sorted, neighbours with the
+     * same id linked; a row then walks only its own token's copies */
+    const int *ids = cap->tel_ids;
+    for (int i = 0; i < n; i++) cap->sc_prev[i] = -1;
+    if (ids) {
+        for (int i = 0; i < n; i++) cap->sc_scratch[i] = (unsigned long long)(unsigned)ids[i] << 32 | (unsigned)i;
+        qsort(cap->sc_scratch, (size_t)n, sizeof *cap->sc_scratch, cmp_u64);
+        for (int k = 1; k < n; k++)
+            if (cap->sc_scratch[k] >> 32 == cap->sc_scratch[k - 1] >> 32)
+                cap->sc_prev[cap->sc_scratch[k] & 0xffffffffu] = (int)(cap->sc_scratch[k - 1] & 0xffffffffu);
+    }
+    cap->sc_n_special = 0;
+    for (int j = 0; j < n; j++)
+        if (cap->sc_role[j]) cap->sc_special[cap->sc_n_special++] = j;
+}
+
+/* One row's shares: the attention p, or with value norms v its value-weighted
+ * share, by na_shares' arithmetic (normattn.c: the float product a_ij v_j over
+ * the row's double sum, rounded to float), so both paths score the same numbers. */
+typedef struct {
+    const float *p, *v;
+    double sum;
+    int lo, hi;
+} Row;
+
+static inline float row_x(const Row *r, int j) {
+    if (j < r->lo || j >= r->hi) return 0;
+    if (!r->v) return r->p[j];
+    return r->sum > 0 ? (float)((double)(r->p[j] * r->v[j]) / r->sum) : 0.0f;
+}
+
+void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
+                      const AttnRule *rule) {
+    double *acc = cap_sc(cap, l, h);
+    const CapScoring *sc = &cap->sc;
+    const int *ids = cap->tel_ids, *prev = cap->sc_prev, n = cap->n_tokens;
+    const unsigned char *role = cap->sc_role;
+    const int bos = sc->exclude_bos, cur = sc->exclude_current;
+    float xs[TEL_CHUNK], xlx[TEL_CHUNK];
+    for (int r = 0; r < nrows; r++) {
+        const int i = row0 + r;
+        Row row = {probs + (size_t)r * ldp, sc->norm ? cap_vnorm(cap, l, h) : NULL, 0, 0, ncols};
+        if (rule) kern_attention_keys(rule, ncols, i, &row.lo, &row.hi);
+        if (row.v)
+            for (int j = row.lo; j < row.hi; j++) row.sum += row.p[j] * row.v[j];
+        const float *w = sc->pattern && n <= sc->pattern_n ? sc->pattern + (size_t)i * sc->pattern_n : NULL;
+        double ent = 0, dist = 0, tot = 0, tw = 0;
+        const int ex0 = bos ? 0 : -1, ex1 = cur ? i : -1;
+        for (int j0 = row.lo; j0 < row.hi; j0 += TEL_CHUNK) {
+            const int len = row.hi - j0 < TEL_CHUNK ? row.hi - j0 : TEL_CHUNK;
+            const float *x = row.p + j0;
+            if (row.v) {
+                for (int jj = 0; jj < len; jj++) xs[jj] = row_x(&row, j0 + jj);
+                x = xs;
+            }
+            kern_xlogx(xlx, x, len);
+            for (int jj = 0; jj < len; jj++) {
+                const int j = j0 + jj;
+                /* the total without the excluded keys, summed as heads sums it: a total taken
+                 * whole and the excluded weight subtracted would cancel (a first-token sink of
+                 * 0.99 leaves a remainder of 1e-3 with a 1e-16 error) */
+                if (j != ex0 && j != ex1) tot += x[jj];
+                if (!(x[jj] > 0)) continue;
+                ent -= xlx[jj];
+                dist += (double)x[jj] * (i > j ? i - j : j - i);
+            }
+            if (w) /* likewise without the excluded keys */
+                for (int jj = 0; jj < len; jj++)
+                    if (j0 + jj != ex0 && j0 + jj != ex1) tw += (double)w[j0 + jj] * x[jj];
+        }
+        /* whether heads leaves key j out of row i */
+#define EXCLUDED(j) ((bos && (j) == 0) || (cur && (j) == i))
+        const double x0 = row_x(&row, 0), xi = row_x(&row, i);
+        double cls = 0, sep = 0, hsep = 0, dup = 0, ind = 0, pat;
+        for (int k = 0; k < cap->sc_n_special; k++) {
+            const int j = cap->sc_special[k];
+            const double x = row_x(&row, j);
+            if (role[j] & CAP_ROLE_CLS) cls += x;
+            if (role[j] & CAP_ROLE_SEP) sep += x, hsep += EXCLUDED(j) ? 0 : x;
+        }
+        for (int j = ids ? prev[i] : -1; j >= 0; j = prev[j]) {
+            dup += EXCLUDED(j) ? 0 : row_x(&row, j);
+            ind += EXCLUDED(j + 1) ? 0 : row_x(&row, j + 1);
+        }
+        if (sc->pattern) {
+            pat = tw;
+        } else {
+            const int j = i + sc->pattern_offset;
+            pat = j >= 0 && j < n && !EXCLUDED(j) ? row_x(&row, j) : 0;
+        }
+        acc[CAP_SC_ENTROPY] += ent;
+        acc[CAP_SC_DISTANCE] += dist;
+        acc[CAP_SC_CLS] += cls;
+        acc[CAP_SC_SEP] += sep;
+        acc[CAP_SC_SELF] += xi;
+        acc[CAP_SC_PREV] += i > 0 ? row_x(&row, i - 1) : 0;
+        acc[CAP_SC_NEXT] += i < n - 1 ? row_x(&row, i + 1) : 0;
+        acc[CAP_SC_TOTAL] += tot;
+        acc[CAP_SC_HIT_PREV] += i > 0 && !EXCLUDED(i - 1) ? row_x(&row, i - 1) : 0;
+        acc[CAP_SC_HIT_NEXT] += !EXCLUDED(i + 1) ? row_x(&row, i + 1) : 0;
+        acc[CAP_SC_HIT_SELF] += !EXCLUDED(i) ? xi : 0;
+        acc[CAP_SC_HIT_FIRST] += !EXCLUDED(0) ? x0 : 0;
+        acc[CAP_SC_HIT_SEP] += hsep;
+        acc[CAP_SC_HIT_DUP] += dup;
+        acc[CAP_SC_HIT_IND] += ind;
+        acc[CAP_SC_HIT_PATTERN] += pat;
+#undef EXCLUDED
     }
 }

@@ -116,7 +116,7 @@ static void pack_flush(BatchState *bs, Pack *p) {
             rc = run_capture_make(r, &p->cap[g], lens[g], &e);
             if (rc == 0) p->cap_n[g] = lens[g];
         }
-        p->cap[g].tel_ids = p->ids + at;
+        run_score_input(&p->cap[g], &p->enc[g]);
         caps[g] = &p->cap[g];
     }
     double t0 = av_now_ms();
@@ -162,7 +162,7 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         }
         int rc = run_ensure_buffers(r, enc.n, &le);
         double t0 = av_now_ms();
-        r->cap.tel_ids = enc.ids;
+        run_score_input(&r->cap, &enc);
         if (rc == 0) rc = model_forward(&r->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
         r->t_fwd += av_now_ms() - t0;
         if (rc == 0) run_warn_truncated(r, &enc, lineno);

@@ -21,16 +21,38 @@ static const char *human_size(double bytes, char *buf, size_t len) {
     return buf;
 }
 
+int run_scores_streamed(const RunSpec *o) {
+    if (!o->stats && !o->heads.on) return 0;
+    /* --no-special and --words score a view derived from the whole matrices */
+    if (o->capture.no_special || o->capture.words) return 0;
+    /* ATTNVIZ_SCORE_MATRIX=1 scores the kept matrices instead: what the sums are checked against */
+    const char *m = getenv("ATTNVIZ_SCORE_MATRIX");
+    return !(m && *m && strcmp(m, "0"));
+}
+
+void run_score_input(Capture *cap, const TokEncoding *enc) {
+    cap->tel_ids = enc->ids;
+    if (!cap->sc_role) return;
+    for (int j = 0; j < enc->n; j++) {
+        const int k = xf_special_role(enc, j);
+        cap->sc_role[j] = k == XF_CLS ? CAP_ROLE_CLS : k == XF_SEP ? CAP_ROLE_SEP : 0;
+    }
+}
+
 /* Grows the run state and capture to hold n tokens (batch inputs vary). */
 /* Refused before allocating: a capture grows with the square of the input. */
 int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e) {
     const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
     const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
     /* refuse before allocating: a capture grows with the square of the input */
-    double need = o->capture.telemetry ? 0 : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh),
+    const int streamed = run_scores_streamed(o);
+    double need = o->capture.telemetry ? 0
+                  : streamed           ? (double)model_capture_scores_bytes(n, nl, nh)
+                                       : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh),
            limit = o->capture.max_capture;
     if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
-        need += (double)model_capture_value_norms_bytes(n, nl, nh) + (double)na_bytes(n, (size_t)nl * (size_t)nh);
+        need += (double)model_capture_value_norms_bytes(n, nl, nh) +
+                (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
     if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->cfg, n);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
@@ -63,6 +85,15 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
     if (o->capture.telemetry) /* the ids are the input's, set before each pass (run_capture_input) */
         return model_capture_telemetry(cap, &r->cfg, n, o->capture.telemetry_top, NULL, o->sel.layers, o->sel.n_layers,
                                        o->sel.heads, o->sel.n_heads, e);
+    if (run_scores_streamed(o)) { /* --stats and heads: each head's scores summed as its rows are made */
+        CapScoring sc;
+        heads_scoring(&r->heads, &sc);
+        sc.norm = o->capture.measure == MEASURE_NORM;
+        if (model_capture_scores(cap, &r->cfg, n, &sc, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads,
+                                 e) != 0)
+            return -1;
+        return sc.norm ? model_capture_value_norms(cap, e) : 0;
+    }
     if (model_capture_select(cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
                              o->sel.n_heads, e) != 0)
         return -1;
@@ -207,7 +238,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr
         rc = generate(r, enc, e);
     } else {
         if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
-        r->cap.tel_ids = enc->ids;
+        run_score_input(&r->cap, enc);
         rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
         if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
     }
@@ -247,7 +278,8 @@ static int finish_view(Run *r, const char *a, const char *b, long lineno, const 
 static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     *with = *cap;
     with->nattn = NULL;
-    if (r->o->capture.measure != MEASURE_NORM || r->o->capture.tokens_only) return 0;
+    /* score sums (run_scores_streamed) hold the value-weighted shares already */
+    if (r->o->capture.measure != MEASURE_NORM || r->o->capture.tokens_only || cap->sc_sum) return 0;
     const size_t need = na_bytes(cap->n_tokens, cap_blocks(cap)) / sizeof(float);
     if (r->nattn_len < need) {
         free(r->nattn);
@@ -337,6 +369,7 @@ int run_finish_heads(Run *r, AvErr *e) {
             double t0 = av_now_ms();
             int rc = tok_encoding_append(r->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
             if (rc == 0) rc = run_ensure_buffers(r, enc.n, e);
+            if (rc == 0) run_score_input(&r->cap, &enc);
             if (rc == 0) rc = model_forward_kv(&r->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
             r->t_fwd += av_now_ms() - t0;
             Capture cap_norm, scored = {0};
