@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
         double t0 = av_now_ms(), c0 = cpu_ms();
         rs.attn_ms = 0;
         cap.tel_ids = ids;
-        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill(&cap, &e) != 0)) {
+        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill_pool(&cap, rs.pool, &e) != 0)) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }

@@ -7,12 +7,15 @@
 
 #include "capture.h"
 #include "err.h"
+#include "pool.h"
 
 /* cap->nattn (blocks, n, n) = a_ij * ||f_h(x_j)|| = ||a_ij f_h(x_j)||, into
  * cap->nattn when it is set (the caller's buffer of na_bytes(n, blocks), whose
  * owner frees it), else allocated here (model_capture_free or na_free_nattn
  * frees it). Needs attn and vnorm. */
 int na_fill(Capture *cap, AvErr *e);
+/* na_fill with the blocks shared among a pool's threads (NULL: the caller's alone). */
+int na_fill_pool(Capture *cap, Pool *pool, AvErr *e);
 void na_free_nattn(Capture *cap);
 /* Bytes na_fill adds to a capture of n tokens and that many blocks. */
 size_t na_bytes(int n, size_t blocks);

@@ -7,19 +7,36 @@
 
 size_t na_bytes(int n, size_t blocks) { return blocks * (size_t)n * (size_t)n * sizeof(float); }
 
-int na_fill(Capture *cap, AvErr *e) {
+/* Blocks of a capture shared among a pool's threads: each block is a row of
+ * its own, so the products are the same whatever the split. */
+typedef struct {
+    Capture *cap;
+    size_t n, blocks;
+} FillTask;
+
+static void fill_part(void *arg, int t, int T) {
+    const FillTask *w = arg;
+    const size_t n = w->n, per = (w->blocks + (size_t)T - 1) / (size_t)T, b0 = (size_t)t * per;
+    const size_t b1 = b0 + per < w->blocks ? b0 + per : w->blocks;
+    for (size_t b = b0; b < b1; b++) {
+        const float *a = w->cap->attn + b * n * n, *v = w->cap->vnorm + b * n;
+        float *o = w->cap->nattn + b * n * n;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++) o[i * n + j] = a[i * n + j] * v[j];
+    }
+}
+
+int na_fill_pool(Capture *cap, Pool *pool, AvErr *e) {
     if (!cap->attn || !cap->vnorm) return av_err(e, "value-weighted attention needs the attention and the value norms");
     const size_t n = (size_t)cap->n_tokens, blocks = cap_blocks(cap);
     if (!cap->nattn && !(cap->nattn = malloc(blocks * n * n * sizeof(float))))
         return av_err(e, "out of memory for value-weighted attention (%zu tokens)", n);
-    for (size_t b = 0; b < blocks; b++) {
-        const float *a = cap->attn + b * n * n, *v = cap->vnorm + b * n;
-        float *o = cap->nattn + b * n * n;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++) o[i * n + j] = a[i * n + j] * v[j];
-    }
+    FillTask w = {cap, n, blocks};
+    pool_run(pool, fill_part, &w);
     return 0;
 }
+
+int na_fill(Capture *cap, AvErr *e) { return na_fill_pool(cap, NULL, e); }
 
 void na_free_nattn(Capture *cap) {
     free(cap->nattn);

@@ -289,7 +289,7 @@ static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
         r->nattn_len = need;
     }
     with->nattn = r->nattn;
-    return na_fill(with, e);
+    return na_fill_pool(with, r->rs.pool, e);
 }
 
 /* Derive the view and write: one input whose capture is filled. */
