@@ -974,6 +974,10 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
                 rc = write_blob(f, pp->chunks[i].id, &(Blob){pp->chunks[i].z, pp->chunks[i].len}, e);
         } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
             rc = write_include_glob(f, templates_dir, name + 8, e);
+        } else if (strncmp(name, "include ", 8) == 0 && d && !pp->meta_json && strcmp(name + 8, "tiles.js") == 0) {
+            /* a document's own page has every matrix and no server: tiles (serve's long inputs and
+             * their downloaded page) stay off, and the views read only these three flags */
+            rc = puts_(f, "const Tiles = { on: false, offline: false, hasStats: false };\n", e);
         } else if (strncmp(name, "include ", 8) == 0) {
             rc = write_include(f, templates_dir, name + 8, e);
         } else {
