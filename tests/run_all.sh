@@ -5,6 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
+times=() # wall seconds per script, printed slowest first at the end (CI's budget is read from them)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -69,6 +70,7 @@ if d=$(tools/pymodel.sh smollm2 2>/dev/null); then
 fi
 
 # Arguments: Check binaries, then "--" and the same suites built with sanitizers.
+t0=$SECONDS
 asan=0
 for t in "$@"; do
     if [ "$t" = "--" ]; then
@@ -96,6 +98,7 @@ for k in avx512 avx2 neon scalar; do
         ATTNVIZ_KERNEL=$k run_check "$t"
     done
 done
+times+=("$((SECONDS - t0)) s  Check suites (every kernel, and under sanitizers)")
 # End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
 scripts=(
     tests/cli_test.sh
@@ -151,9 +154,12 @@ for s in "${scripts[@]}"; do
         continue
     fi
     echo "== $s"
+    t0=$SECONDS
     run_script "$s"
+    times+=("$((SECONDS - t0)) s  $s")
 done
 echo "== tests/bad_inputs.sh (under valgrind too)"
+t0=$SECONDS
 if command -v valgrind >/dev/null; then
     VALGRIND=1 run_script tests/bad_inputs.sh
 else
@@ -161,7 +167,9 @@ else
     skip=$((skip + 1))
     run_script tests/bad_inputs.sh
 fi
+times+=("$((SECONDS - t0)) s  tests/bad_inputs.sh")
 echo "== fuzzing (libFuzzer, bounded time)"
+t0=$SECONDS
 if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' \
     | clang -x c -fsanitize=fuzzer -o /tmp/attnviz-fuzzcheck.$$ - 2>/dev/null; then
     rm -f /tmp/attnviz-fuzzcheck.$$
@@ -170,6 +178,8 @@ else
     echo "SKIP fuzzing: clang with libFuzzer (libclang-rt-14-dev) not installed"
     skip=$((skip + 1))
 fi
+times+=("$((SECONDS - t0)) s  fuzzing")
+t0=$SECONDS
 if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
     echo "== tests/browser"
     if [ -d node_modules/playwright-core ] && [ -x /usr/bin/chromium ]; then
@@ -179,6 +189,10 @@ if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
         skip=$((skip + 1))
     fi
 fi
+times+=("$((SECONDS - t0)) s  tests/browser")
+echo
+echo "== wall time per step, slowest first (total $SECONDS s)"
+printf '%s\n' "${times[@]}" | sort -rn | head -n 20
 echo
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
