@@ -874,6 +874,9 @@ END_TEST
 Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
+    /* each test runs every kernel this CPU has over whole attention blocks: seconds under ASan on a shared
+     * machine, where Check's default 4 s (meant to catch a hang) expired once (streamed rows) */
+    tcase_set_timeout(k, 120);
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
