@@ -58,6 +58,8 @@ const char *run_display_name(const char *dir, int is_demo, char *name, size_t le
 
 /* run.c: the steps of one input */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* GenOptions' stop for --stop (ctx: the Run): the text generated so far holds the string. */
+int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 /* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
 int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */

@@ -144,6 +144,40 @@ assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['ge
     else
         fail "seq2seq_$name: --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # sampled --generate: seed 7 twice gives one document, seed 8 (or 9) another; the steps are the decoder's
+    # tokens after the start token, with --predict's top-K after every decoder token
+    for seed in 7 7b 8 9; do
+        "$BIN" --model "$M" --quiet --json "$T/$name.s$seed.json" "$SRC" --generate 8 --temperature 1.5 --top-p 0.95 \
+            --seed "${seed%b}" --predict 3 2>"$T/err" || break
+    done
+    if [ -f "$T/$name.s9.json" ] && cmp -s "$T/$name.s7.json" "$T/$name.s7b.json" &&
+        "$PY" - "$T/$name.s7.json" "$T/$name.s8.json" "$T/$name.s9.json" <<'PY' 2>"$T/perr"; then
+import json, sys
+a, b, c = (json.load(open(f)) for f in sys.argv[1:])
+assert a["decoder_input_ids"] != b["decoder_input_ids"] or a["decoder_input_ids"] != c["decoder_input_ids"], "seeds"
+for d in (a, b, c):
+    g, ids = d["generation"], d["decoder_input_ids"]
+    assert g["strategy"] == "sample" and g["temperature"] == 1.5 and g["top_p"] == 0.95, g
+    assert g["seed"] in (7, 8, 9) and g["prompt_tokens"] == 1 and g["generated_tokens"] == len(ids) - 1, g
+    assert [s["id"] for s in g["steps"]] == ids[1:] and [s["position"] for s in g["steps"]] == list(range(1, len(ids)))
+    assert [s["token"] for s in g["steps"]] == d["decoder_tokens"][1:]
+    p = d["predictions"]
+    assert [q["position"] for q in p] == list(range(len(ids))) and all(len(q["top"]) == 3 for q in p), p
+    # a step's top-K is --predict's at the position before it (one distribution, two views)
+    for s in g["steps"]:
+        assert [t["id"] for t in s["top"]] == [t["id"] for t in p[s["position"] - 1]["top"]][:len(s["top"])]
+PY
+        pass "seq2seq_$name: sampled --generate (--temperature 1.5 --top-p 0.95): one seed one document, other seeds other tokens; --predict 3 after every decoder token"
+    else
+        fail "seq2seq_$name: sampling" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # greedy is sampling at temperature 0: --generate with and without --temperature 0 make one document
+    if "$BIN" --model "$M" --quiet --json "$T/$name.t0.json" "$SRC" --generate 6 --temperature 0 2>"$T/err" &&
+        cmp -s "$T/$name.t0.json" "$T/$name.gen.json"; then
+        pass "seq2seq_$name: --temperature 0 is greedy --generate (the same document)"
+    else
+        fail "seq2seq_$name: temperature 0" "$(cat "$T/err") $(cmp "$T/$name.t0.json" "$T/$name.gen.json" 2>&1)"
+    fi
     if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
         "$PY" -c "
 import json, sys

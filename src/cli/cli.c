@@ -113,8 +113,10 @@ static const HelpSection SECTIONS[] = {
      "Encoder-decoder models (bart, marian, t5; TEXT is the source):\n"
      "  --decoder-text T    run the decoder, teacher-forced, over T (after the decoder's start\n"
      "                      token): encoder, decoder and cross attention per layer and head\n"
-     "  --generate N        without --decoder-text: decode greedily up to N tokens, then\n"
-     "                      capture the three stacks over what was generated\n"
+     "  --generate N        without --decoder-text: decode up to N tokens (greedy, or\n"
+     "                      --temperature/--top-p/--seed/--stop as above), then capture\n"
+     "                      the three stacks over what was generated\n"
+     "  --predict K         the K most probable next tokens after every decoder token\n"
      "\n"
      "Beyond attention (causal models with a head; one text):\n"
      "  --logit-lens K      the top K tokens read from the residual stream after every\n"
@@ -1040,14 +1042,13 @@ int cli_run(const CliOptions *o, AvErr *e) {
                             "let it decode (--generate N)", dir, c->model_type);
             goto out;
         }
-        if (r->batch.path || r->stats || r->text_b || r->predict.k || r->predict.temperature > 0 || r->predict.stop ||
-            r->capture.qk || r->capture.hidden || r->capture.telemetry || r->capture.measure != MEASURE_ATTENTION ||
-            r->capture.no_special || r->capture.words || r->sel.heads || r->lens.lens_k ||
-            r->lens.attribution || r->lens.ablate || r->lens.flow) {
-            av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or greedy --generate, "
-                            "written to --json, --npy and the page (no second text, --batch, --stats, --predict, "
-                            "--temperature, --stop, --qk, --hidden, --telemetry, --measure norm, --no-special, --words, "
-                            "--heads or the residual-stream options)", dir, c->model_type);
+        if (r->batch.path || r->stats || r->text_b || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
+            r->capture.measure != MEASURE_ATTENTION || r->capture.no_special || r->capture.words || r->sel.heads ||
+            r->lens.lens_k || r->lens.attribution || r->lens.ablate || r->lens.flow) {
+            av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
+                            "written to --json, --npy and the page (no second text, --batch, --stats, --qk, --hidden, "
+                            "--telemetry, --measure norm, --no-special, --words, --heads or the residual-stream options)",
+                         dir, c->model_type);
             goto out;
         }
         rc = run_seq2seq_pipeline(p, e);

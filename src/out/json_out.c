@@ -404,8 +404,10 @@ static void write_experts(Sink *s, const OutDoc *d) {
     sink_str(s, "]}");
 }
 
-/* "predictions" (--predict) and "generation" (--generate). */
+/* "predictions" (--predict) and "generation" (--generate). An encoder-decoder
+ * document's positions are the decoder's: its tokens are d->dec_enc's. */
 static void write_predictions(Sink *s, const OutDoc *d) {
+    const TokEncoding *te = d->n_stacks && d->dec_enc ? d->dec_enc : d->enc;
     const CapPredictions *p = d->pred;
     if (p) {
         sink_str(s, ",\"predictions\":[");
@@ -444,13 +446,13 @@ static void write_predictions(Sink *s, const OutDoc *d) {
     sink_json_string(s, d->gen_text ? d->gen_text : "");
     sink_str(s, ",\"steps\":[");
     for (int i = 0; i < g->n_generated; i++) {
-        const int pos = g->n_prompt + i, id = d->enc->ids[pos];
+        const int pos = g->n_prompt + i, id = te->ids[pos];
         sink_str(s, i ? ",{\"position\":" : "{\"position\":");
         sink_int(s, pos);
         sink_str(s, ",\"id\":");
         sink_int(s, id);
         sink_str(s, ",\"token\":");
-        sink_json_string(s, d->enc->tokens[pos]);
+        sink_json_string(s, te->tokens[pos]);
         sink_str(s, ",\"prob\":");
         sink_float(s, g->chosen_prob[i], d->precision);
         sink_str(s, ",\"top\":");
@@ -665,6 +667,7 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     write_common(s, d, 0);
     if (d->n_stacks) {
         write_stacks(s, d);
+        write_predictions(s, d);
         sink_put(s, "}", 1);
         return sink_done(s, e);
     }

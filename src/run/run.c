@@ -173,7 +173,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
 }
 
 /* A stop string: the generated text so far contains it. */
-static int stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
+int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
     const Run *r = ctx;
     char *text = NULL;
     AvErr e;
@@ -201,7 +201,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
                      .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
-                     .stop = o->predict.stop ? stop_at_string : NULL, .stop_ctx = r};
+                     .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
     int rc = 0;
     if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
     go.all = o->predict.k ? &r->pred : NULL;

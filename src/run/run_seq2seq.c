@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "predict.h"
 #include "report.h"
 #include "run_internal.h"
 #include "seq2seq.h"
@@ -37,15 +38,23 @@ static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
     return 0;
 }
 
-/* The decoder's ids from greedy decoding of up to --generate N tokens. */
+/* The decoder's ids from decoding up to --generate N tokens, greedy or sampled as
+ * --temperature, --top-p and --seed say (the decoder-only path's options), --stop
+ * included; --predict K: the top-K after every decoder token into r->pred. */
 static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvErr *e) {
-    int max_new = r->o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
+    const RunSpec *o = r->o;
+    int max_new = o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
     if (max_new > room) {
-        if (!r->o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
+        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
         max_new = room;
     }
     if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
-    return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
+    GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids,
+                     .n_eos = r->cfg.n_eos, .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
+    if (o->predict.k && pred_alloc(&r->pred, max_new + 1, o->predict.k, e)) return -1;
+    go.all = o->predict.k ? &r->pred : NULL;
+    return s2s_generate(&r->model, src->ids, src->n, &go, *ids, n, &r->gen, e);
 }
 
 /* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
@@ -90,7 +99,13 @@ int run_seq2seq(Run *r, AvErr *e) {
         goto done;
     }
     if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
-    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, NULL, e) != 0) goto done;
+    /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
+    if (o->decoder_text && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
+    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, o->decoder_text && o->predict.k ? &r->pred : NULL, e))
+        goto done;
+    if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
+    if (!o->decoder_text && pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
+        goto done;
     r->t_fwd += av_now_ms() - t0;
     /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
     const float *arrays[3] = {cap.enc_attn, cap.dec_attn, cap.cross_attn};
@@ -115,7 +130,10 @@ int run_seq2seq(Run *r, AvErr *e) {
     d.heads = NULL; /* every head: the stacks hold them all */
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
-    d.pred = NULL, d.gen = NULL, d.gen_text = NULL, d.pred_words = d.gen_words = NULL;
+    /* run_fill_doc's predictions and generation: positions are the decoder's (d.dec_enc's) */
+    d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
+    d.gen = o->decoder_text ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
+    d.gen_text = gen_text;
     if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
     t0 = av_now_ms();
     rc = run_emit(r, &d, 0, e);
@@ -127,6 +145,10 @@ done:
     tok_encoding_free(&dec);
     free(ids);
     free(gen_text);
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    pipeline_spelling_free(&r->pred_words);
+    pipeline_spelling_free(&r->gen_words);
     return rc;
 }
 
