@@ -42,7 +42,8 @@ struct Pipeline {
     LensResult lens;     /* --logit-lens, --attribution, --ablate: this input's */
     OutSpelling lens_words; /* run_lens_spell's ids spelled */
     FlowResult flow;     /* --flow: this input's */
-    HeadStats stats;     /* with --stats */
+    HeadStats stats;     /* with --stats (an encoder-decoder's: the encoder's) */
+    HeadStats s2s_stats[2]; /* an encoder-decoder's --stats: its decoder and cross attention */
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
     double t_load, t_tok, t_fwd, t_write;
@@ -96,6 +97,11 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e);
  * --decoder-text or --generate: the encoder, decoder and cross attention to
  * the writers. */
 int run_seq2seq(Run *r, AvErr *e);
+/* One source text and the decoder's (target; NULL: --generate makes them): the three stacks to the
+ * writers, to --stats' accumulators, or as a line of jsonl (a batch's stream, or NULL). */
+int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e);
+/* The stack names, in the order of the documents' stacks and s2s_stats (after the encoder's stats). */
+extern const char *const RUN_S2S_STACKS[3];
 
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);

@@ -178,6 +178,77 @@ PY
     else
         fail "seq2seq_$name: temperature 0" "$(cat "$T/err") $(cmp "$T/$name.t0.json" "$T/$name.gen.json" 2>&1)"
     fi
+    # --batch: SOURCE<TAB>TARGET lines, one document each, the single runs' own; a line without a TAB fails
+    # alone (no --generate); with --generate, lines are sources
+    printf '%s\t%s\nHello there.\tHi.\nno target\n' "$SRC" "$TGT" >"$T/$name.batch"
+    "$BIN" --model "$M" --quiet --json "$T/$name.h.json" "Hello there." --decoder-text "Hi." 2>/dev/null
+    "$BIN" --model "$M" --quiet --batch "$T/$name.batch" >"$T/$name.jsonl" 2>"$T/err"
+    brc=$?
+    if [ $brc -eq 1 ] && grep -q ":3: no decoder text: give SOURCE<TAB>TARGET, or --generate N" "$T/err" &&
+        "$PY" - "$T/$name.jsonl" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, len(lines)
+for l, f in zip(lines, sys.argv[2:]):
+    assert json.loads(l) == json.load(open(f)), f
+PY
+        pass "seq2seq_$name: --batch SOURCE<TAB>TARGET lines: the single runs' documents; a line without a target fails alone (exit 1)"
+    else
+        fail "seq2seq_$name: --batch" "exit $brc $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    printf '%s\n' "$SRC" >"$T/$name.gbatch"
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.gbatch" --generate 6 >"$T/$name.g.jsonl" 2>"$T/err" &&
+        "$PY" -c "
+import json, sys
+a, b = json.loads(open(sys.argv[1]).readline()), json.load(open(sys.argv[2]))
+assert a == b, 'generate batch'
+" "$T/$name.g.jsonl" "$T/$name.gen.json" 2>"$T/perr"; then
+        pass "seq2seq_$name: --batch with --generate: each line a source, the single run's document"
+    else
+        fail "seq2seq_$name: --batch --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # --stats over the batch: each stack's scores recomputed here from the documents' matrices
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.batch" --stats --json "$T/$name.stats.json" 2>"$T/err"; [ $? -eq 1 ] &&
+        "$PY" - "$T/$name.stats.json" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+st = json.load(open(sys.argv[1]))
+docs = [json.load(open(f)) for f in sys.argv[2:]]
+assert st["kind"] == "stats" and st["stack"] == "encoder" and st["inputs"] == 2, st.get("stack")
+assert set(st["stacks"]) == {"decoder", "cross"}
+SPECIAL = {"<s>": "cls", "</s>": "sep"}  # BART's; T5 and Marian have </s> only
+def scores(A, toks, diag):
+    n, m = len(A), len(A[0])
+    out = {"entropy": 0, "cls": 0, "sep": 0, "mean_distance": 0, "self": 0, "previous": 0, "next": 0}
+    cnt = dict.fromkeys(out, 0)
+    for i, r in enumerate(A):
+        out["entropy"] -= sum(p * math.log(p) for p in r if p > 0); cnt["entropy"] += 1
+        for k in ("cls", "sep"):
+            out[k] += sum(p for p, t in zip(r, toks) if SPECIAL.get(t) == k); cnt[k] += 1
+        if diag:
+            out["mean_distance"] += sum(p * abs(i - j) for j, p in enumerate(r)); cnt["mean_distance"] += 1
+            out["self"] += r[i]; cnt["self"] += 1
+            if i > 0: out["previous"] += r[i - 1]; cnt["previous"] += 1
+            if i < m - 1: out["next"] += r[i + 1]; cnt["next"] += 1
+    return {k: out[k] / cnt[k] if cnt[k] else None for k in out}
+for stack, key, cols, diag, where in (("encoder", "encoder_attention", "encoder_tokens", True, st),
+                                      ("decoder", "decoder_attention", "decoder_tokens", True, st["stacks"]["decoder"]),
+                                      ("cross", "cross_attention", "encoder_tokens", False, st["stacks"]["cross"])):
+    heads = {(h["layer"], h["head"]): h for h in where["heads"]}
+    for l in range(len(docs[0][key])):
+        for h in range(len(docs[0][key][l])):
+            per = [scores(d[key][l][h], d[cols], diag) for d in docs]
+            for k in per[0]:
+                got = heads[(l, h)][k]
+                if per[0][k] is None:
+                    assert got is None, (stack, l, h, k, got)
+                else:
+                    want = sum(p[k] for p in per) / len(per)
+                    assert abs(got - want) < 1e-5, (stack, l, h, k, got, want)
+PY
+        pass "seq2seq_$name: --stats per stack (encoder at the top level, \"stacks\": decoder, cross): each score the mean recomputed from the documents; cross has no distance/self/previous/next (null)"
+    else
+        fail "seq2seq_$name: --stats" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
         "$PY" -c "
 import json, sys

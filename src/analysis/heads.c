@@ -546,6 +546,11 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
         av_err(e, "%s: no \"kind\": \"stats\" or \"heads\" (write it with --stats --json or attnviz heads --json)", name);
         goto done;
     }
+    /* an encoder-decoder's file holds three stacks; merging the top level alone would drop two */
+    if (cJSON_GetObjectItemCaseSensitive(root, "stacks")) {
+        av_err(e, "%s: an encoder-decoder model's statistics (\"stacks\"): merging them is not supported", name);
+        goto done;
+    }
     const int stats_kind = !strcmp(kind->valuestring, "stats");
     if (!cJSON_IsString(model)) {
         av_err(e, "%s: missing \"model\"", name);

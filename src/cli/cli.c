@@ -530,9 +530,9 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
         const RunSpec *r = &o->run;
         if (r->predict.generate_n)
             return usage_error(e, "%s", "--decoder-text gives the decoder its tokens; --generate makes them: one or the other");
-        if (r->batch.path || r->stats || r->capture.tokens_only || r->predict.k || r->capture.telemetry || rest == 2)
-            return usage_error(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch, "
-                                        "--stats, --tokens-only, --predict or --telemetry");
+        if (r->batch.path || r->capture.tokens_only || r->capture.telemetry || rest == 2)
+            return usage_error(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch "
+                                        "(its lines are SOURCE<TAB>TARGET), --tokens-only or --telemetry");
     }
     if (o->run.capture.telemetry) {
         const RunSpec *r = &o->run;
@@ -1037,17 +1037,18 @@ int cli_run(const CliOptions *o, AvErr *e) {
                          c->model_type);
             goto out;
         }
-        if (!r->decoder_text && !r->predict.generate_n) {
+        if (!r->decoder_text && !r->predict.generate_n && !r->batch.path) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
                             "let it decode (--generate N)", dir, c->model_type);
             goto out;
         }
-        if (r->batch.path || r->stats || r->text_b || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
+        if (r->text_b || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
             r->capture.measure != MEASURE_ATTENTION || r->capture.no_special || r->capture.words || r->sel.heads ||
             r->lens.lens_k || r->lens.attribution || r->lens.ablate || r->lens.flow) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
-                            "written to --json, --npy and the page (no second text, --batch, --stats, --qk, --hidden, "
-                            "--telemetry, --measure norm, --no-special, --words, --heads or the residual-stream options)",
+                            "or --batch lines, written to --json, --npy, the page or --stats (no second text, --qk, "
+                            "--hidden, --telemetry, --measure norm, --no-special, --words, --heads or the "
+                            "residual-stream options)",
                          dir, c->model_type);
             goto out;
         }

@@ -348,7 +348,14 @@ int run_finish_stats(Run *r, AvErr *e) {
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
     if (o->output.json_path) return run_write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
-    return stats_write_table(stdout, &r->stats, &d, e);
+    if (!r->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
+    /* an encoder-decoder's three stacks, a table each */
+    const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
+    for (int k = 0; k < 3; k++) {
+        printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
+        if (stats_write_table(stdout, s[k], &d, e) != 0) return -1;
+    }
+    return 0;
 }
 
 /* attnviz heads once the inputs are in: the induction score's random repeated

@@ -17,9 +17,9 @@
 
 /* The decoder's ids: the start token, then the target text's tokens (its
  * template's specials included, as tokenizer(text_target=...) gives them). */
-static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
+static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) {
     TokEncoding t = {0};
-    if (run_tokenize(r, r->o->decoder_text, NULL, &t, e) != 0) return -1;
+    if (run_tokenize(r, target, NULL, &t, e) != 0) return -1;
     if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
     int room = cfg_max_tokens(&r->cfg);
     int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
@@ -72,7 +72,17 @@ static const char *size_str(double bytes, char *buf, size_t len) {
     return buf;
 }
 
-int run_seq2seq(Run *r, AvErr *e) {
+const char *const RUN_S2S_STACKS[3] = {"encoder", "decoder", "cross"};
+
+/* --stats: each stack's scores; the encoder's and cross attention's columns are the source's tokens */
+static int add_stats(Run *r, const OutDoc *d, const TokEncoding *src, const TokEncoding *dec, AvErr *e) {
+    return stats_add_stack(&r->stats, d, &d->stacks[0], src, e) || stats_add_stack(&r->s2s_stats[0], d, &d->stacks[1], dec, e) ||
+                   stats_add_stack(&r->s2s_stats[1], d, &d->stacks[2], src, e)
+               ? -1
+               : 0;
+}
+
+int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
     if (c->num_layers != c->dec_layers)
@@ -84,12 +94,20 @@ int run_seq2seq(Run *r, AvErr *e) {
     int *ids = NULL, nd = 0, rc = -1;
     char *gen_text = NULL;
     double t0 = av_now_ms();
-    if (run_tokenize(r, o->text_a, NULL, &src, e) != 0) goto done;
-    run_warn_truncated(r, &src, 0);
-    if (o->decoder_text ? teacher_ids(r, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
+    if (run_tokenize(r, source, NULL, &src, e) != 0) goto done;
+    run_warn_truncated(r, &src, lineno);
+    if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
     if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
     dec.byte_level = src.byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
-    if (!o->decoder_text && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
+    /* the decoder's specials take the role their id has in the source (<s> [CLS]-like, </s> [SEP]-like): the
+     * decoder's ids are not the tokenizer's template, and --stats' [CLS]/[SEP] shares read the roles */
+    for (int i = 0; i < dec.n; i++)
+        for (int j = 0; j < src.n && dec.special[i]; j++)
+            if (src.ids[j] == dec.ids[i] && src.role[j] != TOK_ROLE_NONE) {
+                dec.role[i] = src.role[j];
+                break;
+            }
+    if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (need > limit) {
@@ -100,11 +118,11 @@ int run_seq2seq(Run *r, AvErr *e) {
     }
     if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
     /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
-    if (o->decoder_text && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
-    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, o->decoder_text && o->predict.k ? &r->pred : NULL, e))
+    if (target && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
+    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
         goto done;
     if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
-    if (!o->decoder_text && pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
+    if (!target && pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
         goto done;
     r->t_fwd += av_now_ms() - t0;
     /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
@@ -121,7 +139,7 @@ int run_seq2seq(Run *r, AvErr *e) {
         {"cross", arrays[2], nd, src.n, 1, 0, 0},
     };
     OutDoc d;
-    run_fill_doc(r, &d, &src, NULL, o->text_a, o->decoder_text ? o->decoder_text : gen_text);
+    run_fill_doc(r, &d, &src, NULL, source, target ? target : gen_text);
     d.dtype = r->model.dtype_name;
     d.dec_enc = &dec;
     d.stacks = stacks, d.n_stacks = 3;
@@ -132,11 +150,20 @@ int run_seq2seq(Run *r, AvErr *e) {
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
     /* run_fill_doc's predictions and generation: positions are the decoder's (d.dec_enc's) */
     d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
-    d.gen = o->decoder_text ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
+    d.gen = target ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
     d.gen_text = gen_text;
-    if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
+    if (gen_text && !o->quiet && !o->batch.path) av_info("generated: %s", gen_text);
     t0 = av_now_ms();
-    rc = run_emit(r, &d, 0, e);
+    if (o->stats) {
+        rc = add_stats(r, &d, &src, &dec, e);
+    } else {
+        rc = run_emit(r, &d, lineno, e);
+        if (rc == 0 && jsonl && !o->output.out_dir) { /* --batch's stream: a document a line */
+            rc = json_write_doc(jsonl, &d, e);
+            if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
+            if (rc != 0) av_err_prefix(e, "%s", o->output.json_path ? o->output.json_path : "stdout");
+        }
+    }
     r->t_write += av_now_ms() - t0;
 done:
     for (int k = 0; k < 3; k++) free(kept[k]);
@@ -150,6 +177,16 @@ done:
     pipeline_spelling_free(&r->pred_words);
     pipeline_spelling_free(&r->gen_words);
     return rc;
+}
+
+int run_seq2seq(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (r->cfg.num_layers != r->cfg.dec_layers) /* before a batch's first line */
+        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
+                      "(not supported)", r->dir, r->cfg.num_layers, r->cfg.dec_layers);
+    if (o->batch.path) return run_batch(r, e);
+    if (run_seq2seq_input(r, o->text_a, o->decoder_text, 0, NULL, e) != 0) return -1;
+    return o->stats ? run_finish_stats(r, e) : 0;
 }
 
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
