@@ -46,6 +46,7 @@ struct Pipeline {
     HeadStats s2s_stats[2]; /* an encoder-decoder's --stats: its decoder and cross attention */
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
+    HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
     double t_load, t_tok, t_fwd, t_write;
 };
 typedef struct Pipeline Run;

@@ -249,6 +249,50 @@ PY
     else
         fail "seq2seq_$name: --stats" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # heads over the batch (SOURCE<TAB>TARGET lines): each stack's scores recomputed here, TransformerLens's
+    # detect_head "mul" (attention on the pattern / all attention) per input, then the mean; cross attention
+    # takes first, sep, duplicate (source tokens with the decoder token's id) and entropy, the rest null
+    if "$BIN" heads --model "$M" --quiet --batch "$T/$name.batch" --json "$T/$name.heads.json" 2>"$T/err"; [ $? -eq 1 ] &&
+        "$BIN" heads --model "$M" --quiet "$SRC" "$TGT" >"$T/$name.heads.txt" 2>>"$T/err" &&
+        grep -q "^# cross attention" "$T/$name.heads.txt" &&
+        "$PY" - "$T/$name.heads.json" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+hj = json.load(open(sys.argv[1]))
+docs = [json.load(open(f)) for f in sys.argv[2:]]
+assert hj["kind"] == "heads" and hj["stack"] == "encoder" and hj["inputs"] == 2 and set(hj["stacks"]) == {"decoder", "cross"}
+def score(k, A, rid, cid, rtok, ctok, cross):
+    n, m = len(A), len(A[0])
+    if k in ("entropy", "distance"):
+        if cross and k == "distance":
+            return None
+        return sum(-p * math.log(p) if k == "entropy" else p * abs(i - j)
+                   for i, r in enumerate(A) for j, p in enumerate(r) if k == "distance" or p > 0) / n
+    pat = {"previous": lambda i, j: j == i - 1, "next": lambda i, j: j == i + 1, "self": lambda i, j: j == i,
+           "first": lambda i, j: j == 0, "sep": lambda i, j: ctok[j] == "</s>",
+           "duplicate": (lambda i, j: cid[j] == rid[i]) if cross else (lambda i, j: j < i and cid[j] == rid[i])}
+    if k not in pat or (cross and k not in ("first", "sep", "duplicate")):
+        return None
+    tot = sum(sum(r) for r in A)
+    return sum(p for i, r in enumerate(A) for j, p in enumerate(r) if pat[k](i, j)) / tot
+for stack, key, rows, cols, where in (("encoder", "encoder_attention", "input_ids", "input_ids", hj),
+                                      ("decoder", "decoder_attention", "decoder_input_ids", "decoder_input_ids", hj["stacks"]["decoder"]),
+                                      ("cross", "cross_attention", "decoder_input_ids", "input_ids", hj["stacks"]["cross"])):
+    toks = "encoder_tokens" if cols == "input_ids" else "decoder_tokens"
+    heads = {(h["layer"], h["head"]): h for h in where["heads"]}
+    for l in range(len(docs[0][key])):
+        for h in range(len(docs[0][key][l])):
+            for k in hj["scores"]:
+                vals = [score(k, d[key][l][h], d[rows], d[cols], None, d[toks], stack == "cross") for d in docs]
+                got = heads[(l, h)][k]
+                if k == "induction" or vals[0] is None:
+                    assert got is None, (stack, l, h, k, got)
+                else:
+                    assert abs(got - sum(vals) / len(vals)) < 1e-5, (stack, l, h, k, got, sum(vals) / len(vals))
+PY
+        pass "seq2seq_$name: heads per stack (JSON: encoder at the top level, \"stacks\": decoder, cross; table: three sections): detect_head shares recomputed from the documents; cross: first, sep, duplicate, entropy only"
+    else
+        fail "seq2seq_$name: heads" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
         "$PY" -c "
 import json, sys

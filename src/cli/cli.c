@@ -1032,17 +1032,17 @@ int cli_run(const CliOptions *o, AvErr *e) {
     }
     if (c->enc_dec && !o->run.capture.tokens_only) {
         const RunSpec *r = &o->run;
-        if (r->heads.on) {
-            av_err_usage(e, "attnviz heads scores self-attention models; %s is an encoder-decoder (%s) model", dir,
-                         c->model_type);
+        if (r->heads.on && !r->batch.path && !r->text_b) {
+            av_err_usage(e, "attnviz heads on an encoder-decoder (%s) model scores SOURCE TARGET (the decoder's text "
+                            "second), or --batch lines SOURCE<TAB>TARGET", c->model_type);
             goto out;
         }
-        if (!r->decoder_text && !r->predict.generate_n && !r->batch.path) {
+        if (!r->decoder_text && !r->predict.generate_n && !r->batch.path && !r->heads.on) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
                             "let it decode (--generate N)", dir, c->model_type);
             goto out;
         }
-        if (r->text_b || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
+        if ((r->text_b && !r->heads.on) || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
             r->capture.measure != MEASURE_ATTENTION || r->capture.no_special || r->capture.words || r->sel.heads ||
             r->lens.lens_k || r->lens.attribution || r->lens.ablate || r->lens.flow) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "

@@ -37,7 +37,12 @@ static int write_npy_sinks(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (
 static int write_stack0(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 0, e); }
 static int write_stack1(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 1, e); }
 static int write_stack2(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 2, e); }
-static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
+static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
+    (void)d;
+    if (!r->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
+    const HeadScores *hs[3] = {&r->heads, &r->s2s_heads[0], &r->s2s_heads[1]};
+    return heads_write_json_stacks(f, hs, RUN_S2S_STACKS, 3, e);
+}
 
 static const struct {
     int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);

@@ -363,7 +363,7 @@ int run_finish_stats(Run *r, AvErr *e) {
 int run_finish_heads(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     HeadScores *hs = &r->heads;
-    if (hs->want[HS_INDUCTION]) {
+    if (hs->want[HS_INDUCTION] && !r->cfg.enc_dec) { /* heads_add_stack: not for encoder-decoders */
         int vocab = r->cfg.vocab_size;
         if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
         const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
@@ -397,7 +397,13 @@ int run_finish_heads(Run *r, AvErr *e) {
         run_fill_doc(r, &d, &none, NULL, NULL, NULL);
         return run_write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
     }
-    return heads_write_table(stdout, hs, e);
+    if (!r->cfg.enc_dec) return heads_write_table(stdout, hs, e);
+    const HeadScores *all[3] = {hs, &r->s2s_heads[0], &r->s2s_heads[1]};
+    for (int k = 0; k < 3; k++) {
+        printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
+        if (heads_write_table(stdout, all[k], e) != 0) return -1;
+    }
+    return 0;
 }
 
 static int run_single(Run *r, AvErr *e) {

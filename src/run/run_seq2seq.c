@@ -156,6 +156,12 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     t0 = av_now_ms();
     if (o->stats) {
         rc = add_stats(r, &d, &src, &dec, e);
+    } else if (o->heads.on) {
+        rc = heads_add_stack(&r->heads, &d, &stacks[0], &src, &src, e) ||
+                     heads_add_stack(&r->s2s_heads[0], &d, &stacks[1], &dec, &dec, e) ||
+                     heads_add_stack(&r->s2s_heads[1], &d, &stacks[2], &dec, &src, e)
+                 ? -1
+                 : 0;
     } else {
         rc = run_emit(r, &d, lineno, e);
         if (rc == 0 && jsonl && !o->output.out_dir) { /* --batch's stream: a document a line */
@@ -185,8 +191,9 @@ int run_seq2seq(Run *r, AvErr *e) {
         return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
                       "(not supported)", r->dir, r->cfg.num_layers, r->cfg.dec_layers);
     if (o->batch.path) return run_batch(r, e);
-    if (run_seq2seq_input(r, o->text_a, o->decoder_text, 0, NULL, e) != 0) return -1;
-    return o->stats ? run_finish_stats(r, e) : 0;
+    /* heads: SOURCE TARGET, the decoder's text the second */
+    if (run_seq2seq_input(r, o->text_a, o->heads.on ? o->text_b : o->decoder_text, 0, NULL, e) != 0) return -1;
+    return o->stats ? run_finish_stats(r, e) : o->heads.on ? run_finish_heads(r, e) : 0;
 }
 
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }

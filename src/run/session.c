@@ -146,6 +146,8 @@ static int load_all(Run *r, AvErr *e) {
         HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
                            o->heads.exclude_current, o->heads.top_k};
         if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
+        for (int k = 0; k < 2 && r->cfg.enc_dec; k++)
+            if (heads_init(&r->s2s_heads[k], r->cfg.dec_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
         if (o->capture.measure == MEASURE_NORM) r->heads.acc.measure = "norm";
     }
     if (o->stats && o->capture.measure == MEASURE_NORM) r->stats.measure = "norm";
@@ -177,6 +179,8 @@ static void run_free(Run *r) {
     stats_free(&r->s2s_stats[0]);
     stats_free(&r->s2s_stats[1]);
     heads_free(&r->heads);
+    heads_free(&r->s2s_heads[0]);
+    heads_free(&r->s2s_heads[1]);
     tok_free(r->tok);
     if (r->have_model) model_free(&r->model);
     free(r->dir);
