@@ -10,6 +10,7 @@
 #include "err.h"
 #include "generate.h"
 #include "heads.h"
+#include "seq2seq.h"
 #include "flow.h"
 #include "lens.h"
 #include "model.h"
@@ -101,6 +102,10 @@ int run_seq2seq(Run *r, AvErr *e);
 /* One source text and the decoder's (target; NULL: --generate makes them): the three stacks to the
  * writers, to --stats' accumulators, or as a line of jsonl (a batch's stream, or NULL). */
 int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e);
+/* attnviz diff's side: source and target teacher-forced into cap (alloc'd here; s2s_capture_free), the
+ * source's tokens into src, the decoder's ids (malloc'd, the start token first) into *dec and *nd. */
+int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
+                        S2sCapture *cap, AvErr *e);
 /* The stack names, in the order of the documents' stacks and s2s_stats (after the encoder's stats). */
 extern const char *const RUN_S2S_STACKS[3];
 

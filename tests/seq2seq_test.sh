@@ -293,6 +293,62 @@ PY
     else
         fail "seq2seq_$name: heads" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # diff: two sources, one --decoder-text: each stack's divergence recomputed here from the two runs' documents
+    # (JSD in bits over the merged key axis, the alignment the JSON's, checked to be a longest common
+    # subsequence); the decoder's first layer sees no source (0); one source on the model twice: all 0
+    SRC_B="The dog sat on a mat."
+    "$BIN" --model "$M" --quiet --json "$T/$name.b.json" "$SRC_B" --decoder-text "$TGT" 2>/dev/null
+    if "$BIN" diff --model "$M" --quiet "$SRC" "$SRC_B" --decoder-text "$TGT" --json "$T/$name.diff.json" \
+        >"$T/$name.diff.txt" 2>"$T/err" && grep -q "^# cross attention" "$T/$name.diff.txt" &&
+        "$BIN" diff --model "$M" --model "$M" --quiet "$SRC" --decoder-text "$TGT" --json "$T/$name.diff2.json" \
+            >/dev/null 2>>"$T/err" &&
+        "$PY" - "$T/$name.diff.json" "$T/$name.json" "$T/$name.b.json" "$T/$name.diff2.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+df, A, B, same = (json.load(open(f)) for f in sys.argv[1:])
+assert df["format"] == "attnviz-diff" and df["mode"] == "texts" and df["decoder_text"] == B["text_b"]
+def lcs_len(a, b):
+    t = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a)):
+        for j in range(len(b)):
+            t[i + 1][j + 1] = t[i][j] + 1 if a[i] == b[j] else max(t[i][j + 1], t[i + 1][j])
+    return t[-1][-1]
+def check_align(al, a, b):
+    pairs = [(i, j) for i, j in enumerate(al["a_to_b"]) if j >= 0]
+    assert all(a[i] == b[j] for i, j in pairs) and all(p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert len(pairs) == lcs_len(a, b) == al["pairs"]
+    return al["a_to_b"], al["b_to_a"]
+s_ab, s_ba = check_align(df["alignment"]["source"], A["input_ids"], B["input_ids"])
+d_ab, d_ba = check_align(df["alignment"]["decoder"], A["decoder_input_ids"], B["decoder_input_ids"])
+def jsd_row(p, q, ab, ba):
+    p = [x / sum(p) for x in p]; q = [x / sum(q) for x in q]
+    v = 0.5 * sum(x for i, x in enumerate(p) if ab[i] < 0) + 0.5 * sum(x for j, x in enumerate(q) if ba[j] < 0)
+    for i, j in enumerate(ab):
+        if j < 0: continue
+        a, b = p[i], q[j]
+        if a > 0: v += 0.5 * a * math.log2(2 * a / (a + b))
+        if b > 0: v += 0.5 * b * math.log2(2 * b / (a + b))
+    return v
+def head(MA, MB, rows_ab, keys_ab, keys_ba):
+    v = [jsd_row(MA[i], MB[j], keys_ab, keys_ba) for i, j in enumerate(rows_ab) if j >= 0]
+    return sum(v) / len(v)
+for stack, key, rows, keys in (("encoder", "encoder_attention", (s_ab,), (s_ab, s_ba)),
+                               ("decoder", "decoder_attention", (d_ab,), (d_ab, d_ba)),
+                               ("cross", "cross_attention", (d_ab,), (s_ab, s_ba))):
+    got = df["stacks"][stack]["per_head"]
+    for l in range(len(A[key])):
+        for h in range(len(A[key][l])):
+            want = head(A[key][l][h], B[key][l][h], rows[0], *keys)
+            assert abs(got[l][h] - want) < 1e-5, (stack, l, h, got[l][h], want)
+            sink = lambda M: sum(r[0] for r in M) / len(M) if stack == "cross" else (sum(r[0] for r in M[1:]) / (len(M) - 1))
+            assert abs(df["stacks"][stack]["sink"]["a"][l][h] - sink(A[key][l][h])) < 1e-5, (stack, "sink")
+assert all(v == 0 for v in df["stacks"]["decoder"]["per_head"][0]), "decoder layer 0 sees no source"
+assert any(v > 0.01 for r in df["stacks"]["cross"]["per_head"] for v in r)
+assert same["mode"] == "models" and all(v == 0 for st in same["stacks"].values() for r in st["per_head"] for v in r)
+PY
+        pass "seq2seq_$name: diff of two sources with one --decoder-text: each stack's JSD and sink mass recomputed from the runs (alignment a longest common subsequence); decoder layer 0 unmoved; one model twice all 0"
+    else
+        fail "seq2seq_$name: diff" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
         "$PY" -c "
 import json, sys

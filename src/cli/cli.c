@@ -590,9 +590,9 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
         return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position, --ablate and --flow go with a run on one text");
     if (ps->ablate_mode && !ls->ablate) return usage_error(e, "%s", "--ablate-mode goes with --ablate");
-    if (o->run.decoder_text && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
+    if (o->run.decoder_text && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve))
         return usage_error(e, "%s", "--decoder-text goes with a run on one source text (attnviz --model DIR SOURCE "
-                                    "--decoder-text TEXT)");
+                                    "--decoder-text TEXT) or diff");
     if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
     if (o->run.heads.on) return check_heads(o, rest, args, e);
     if (o->render) return check_render(o, rest, args, e);

@@ -72,6 +72,31 @@ static const char *size_str(double bytes, char *buf, size_t len) {
     return buf;
 }
 
+/* A capture of n_src and nd tokens, refused past --max-capture (default: half the memory). */
+static int capture_alloc(Run *r, S2sCapture *cap, int n_src, int nd, AvErr *e) {
+    double limit = r->o->capture.max_capture, need = s2s_capture_bytes(&r->model, n_src, nd);
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)",
+                      n_src, nd, size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
+    }
+    return s2s_capture_alloc(cap, &r->model, n_src, nd, e);
+}
+
+int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
+                        S2sCapture *cap, AvErr *e) {
+    *dec = NULL, *nd = 0;
+    double t0 = av_now_ms();
+    if (run_tokenize(r, source, NULL, src, e) != 0) return -1;
+    run_warn_truncated(r, src, 0);
+    if (teacher_ids(r, target, dec, nd, e) || capture_alloc(r, cap, src->n, *nd, e) ||
+        s2s_forward(&r->model, src->ids, src->n, *dec, *nd, cap, NULL, e))
+        return -1;
+    r->t_fwd += av_now_ms() - t0;
+    return 0;
+}
+
 const char *const RUN_S2S_STACKS[3] = {"encoder", "decoder", "cross"};
 
 /* --stats: each stack's scores; the encoder's and cross attention's columns are the source's tokens */
@@ -108,15 +133,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
                 break;
             }
     if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
-    double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
-    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (need > limit) {
-        char a[32], b[32];
-        av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)", src.n, nd,
-               size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
-        goto done;
-    }
-    if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
+    if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
     /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
     if (target && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
     if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
