@@ -42,8 +42,10 @@ static const HelpCommand COMMANDS[] = {
     {"serve", H_SERVE,
      "attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
      "                     [--timeout S] [TEXT [TEXT_B]]\n"},
-    {"diff", H_DIFF, "attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"},
-    {"heads", H_HEADS, "attnviz heads [--batch FILE | TEXT] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"},
+    {"diff", H_DIFF, "attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"
+                     "       (encoder-decoders: the sources, and --decoder-text TEXT for both)\n"},
+    {"heads", H_HEADS, "attnviz heads [--batch FILE | TEXT [TEXT_B]] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"
+                       "       (encoder-decoders: SOURCE TARGET, or --batch lines SOURCE<TAB>TARGET)\n"},
     {"stats", H_STATS, "attnviz stats --merge FILE... [--json OUT]\n"},
 };
 
@@ -113,6 +115,8 @@ static const HelpSection SECTIONS[] = {
      "Encoder-decoder models (bart, marian, t5; TEXT is the source):\n"
      "  --decoder-text T    run the decoder, teacher-forced, over T (after the decoder's start\n"
      "                      token): encoder, decoder and cross attention per layer and head\n"
+     "  --batch FILE        lines SOURCE<TAB>TARGET (teacher-forced), or sources with --generate;\n"
+     "                      --stats and heads score the three stacks apart\n"
      "  --generate N        without --decoder-text: decode up to N tokens (greedy, or\n"
      "                      --temperature/--top-p/--seed/--stop as above), then capture\n"
      "                      the three stacks over what was generated\n"
@@ -148,13 +152,15 @@ static const HelpSection SECTIONS[] = {
      "                      table of the most divergent heads on stdout, --json, and the page\n"
      "                      (default attnviz-diff.html: divergence per head, B - A matrices)\n"
      "  --top N             heads in the table (default 10)\n"
+     "  --decoder-text T    encoder-decoders: the decoder's text for both sources; each\n"
+     "                      stack (encoder, decoder, cross) compared apart; table and --json\n"
      "\n"},
     {H_RUN,
      "Analysis:\n"
      "  --stats             per layer and head: entropy, mean attention distance, share on\n"
      "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
      "                      over a batch, the mean over inputs; memory grows with n,\n"
-     "                      not n^2 (no matrix is kept)\n"
+     "                      not n^2 (no matrix is kept); encoder-decoders: per stack\n"
      "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
      "\n"},
     {H_RUN | H_HEADS | H_SERVE,
