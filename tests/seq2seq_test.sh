@@ -151,6 +151,8 @@ assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['ge
             --seed "${seed%b}" --predict 3 2>"$T/err" || break
     done
     if [ -f "$T/$name.s9.json" ] && cmp -s "$T/$name.s7.json" "$T/$name.s7b.json" &&
+        [ "$(grep -o '"predictions"' "$T/$name.s7.json" | wc -l)" = 1 ] &&
+        [ "$(grep -o '"generation"' "$T/$name.s7.json" | wc -l)" = 1 ] &&
         "$PY" - "$T/$name.s7.json" "$T/$name.s8.json" "$T/$name.s9.json" <<'PY' 2>"$T/perr"; then
 import json, sys
 a, b, c = (json.load(open(f)) for f in sys.argv[1:])

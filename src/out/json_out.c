@@ -586,7 +586,9 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         }
         sink_put(s, "]", 1);
     }
-    write_predictions(s, d);
+    /* an encoder-decoder page: the predictions strip labels positions with the page's token line, which is
+     * the source's, not the decoder's: predictions and generation go to the JSON only */
+    if (!(page && d->n_stacks)) write_predictions(s, d);
     write_experts(s, d);
     if (d->cap && d->cap->sinks && !d->n_stacks && !d->diff) {
         /* attention sinks (gpt-oss): [layer][head][query] the share of each row no key took */
@@ -667,7 +669,6 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     write_common(s, d, 0);
     if (d->n_stacks) {
         write_stacks(s, d);
-        write_predictions(s, d);
         sink_put(s, "}", 1);
         return sink_done(s, e);
     }
