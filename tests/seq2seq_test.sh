@@ -173,6 +173,25 @@ PY
     else
         fail "seq2seq_$name: sampling" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # --stop: a string of greedy's own text stops it there (the tokens a prefix of greedy's, the reason "stop")
+    stop=$("$PY" -c "
+import json, sys
+g = json.load(open(sys.argv[1]))['generation']
+t = g['text'].strip()
+print(t[len(t) // 2:len(t) // 2 + 1] if len(t) > 1 else '')
+" "$T/$name.gen.json")
+    if [ -n "$stop" ] && "$BIN" --model "$M" --quiet --json "$T/$name.stop.json" "$SRC" --generate 6 --stop "$stop" 2>"$T/err" &&
+        "$PY" - "$T/$name.stop.json" "$T/$name.gen.json" "$stop" <<'PY' 2>"$T/perr"; then
+import json, sys
+s, g, stop = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+ids, full = s["decoder_input_ids"], g["decoder_input_ids"]
+assert full[:len(ids)] == ids and s["generation"]["stop_reason"] == "stop", (ids, full, s["generation"]["stop_reason"])
+assert stop in s["generation"]["text"], s["generation"]["text"]
+PY
+        pass "seq2seq_$name: --stop ends decoding once the text holds the string (a prefix of greedy's tokens, stop_reason "stop")"
+    else
+        fail "seq2seq_$name: --stop" "stop '$stop' $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     # greedy is sampling at temperature 0: --generate with and without --temperature 0 make one document
     if "$BIN" --model "$M" --quiet --json "$T/$name.t0.json" "$SRC" --generate 6 --temperature 0 2>"$T/err" &&
         cmp -s "$T/$name.t0.json" "$T/$name.gen.json"; then
