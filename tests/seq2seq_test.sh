@@ -188,7 +188,7 @@ ids, full = s["decoder_input_ids"], g["decoder_input_ids"]
 assert full[:len(ids)] == ids and s["generation"]["stop_reason"] == "stop", (ids, full, s["generation"]["stop_reason"])
 assert stop in s["generation"]["text"], s["generation"]["text"]
 PY
-        pass "seq2seq_$name: --stop ends decoding once the text holds the string (a prefix of greedy's tokens, stop_reason "stop")"
+        pass "seq2seq_$name: --stop ends decoding once the text holds the string (a prefix of greedy's tokens, stop_reason 'stop')"
     else
         fail "seq2seq_$name: --stop" "stop '$stop' $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
