@@ -217,6 +217,17 @@ PY
     else
         fail "seq2seq_$name: --batch" "exit $brc $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # --out-dir: the directory made, a document (and the three .npy) per good line, the stream's documents
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.batch" --out-dir "$T/$name.od" --npy 2>"$T/err"; [ $? -eq 1 ] &&
+        [ -f "$T/$name.od/000002.cross.npy" ] && [ ! -e "$T/$name.od/000003.json" ] &&
+        "$PY" -c "
+import json, sys
+assert json.load(open(sys.argv[1])) == json.loads(open(sys.argv[2]).readline())
+" "$T/$name.od/000001.json" "$T/$name.jsonl" 2>"$T/perr"; then
+        pass "seq2seq_$name: --batch --out-dir --npy: a document and three .npy per good line, the stream's documents"
+    else
+        fail "seq2seq_$name: --out-dir" "$(ls "$T/$name.od" 2>&1 | head -3) $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     printf '%s\n' "$SRC" >"$T/$name.gbatch"
     if "$BIN" --model "$M" --quiet --batch "$T/$name.gbatch" --generate 6 >"$T/$name.g.jsonl" 2>"$T/err" &&
         "$PY" -c "

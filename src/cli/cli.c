@@ -1058,6 +1058,10 @@ int cli_run(const CliOptions *o, AvErr *e) {
                          dir, c->model_type);
             goto out;
         }
+        if (o->run.output.out_dir && mkdir(o->run.output.out_dir, 0777) != 0 && errno != EEXIST) {
+            av_err(e, "%s: cannot create: %s", o->run.output.out_dir, strerror(errno));
+            goto out;
+        }
         rc = run_seq2seq_pipeline(p, e);
         goto out;
     }
