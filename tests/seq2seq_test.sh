@@ -148,7 +148,7 @@ assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['ge
     # tokens after the start token, with --predict's top-K after every decoder token
     for seed in 7 7b 8 9; do
         "$BIN" --model "$M" --quiet --json "$T/$name.s$seed.json" "$SRC" --generate 8 --temperature 1.5 --top-p 0.95 \
-            --seed "${seed%b}" --predict 3 2>"$T/err" || break
+            --seed "${seed%b}" --predict 3 --npy "$T/$name.s$seed.npy" 2>"$T/err" || break
     done
     if [ -f "$T/$name.s9.json" ] && cmp -s "$T/$name.s7.json" "$T/$name.s7b.json" &&
         [ "$(grep -o '"predictions"' "$T/$name.s7.json" | wc -l)" = 1 ] &&
@@ -168,8 +168,22 @@ for d in (a, b, c):
     # a step's top-K is --predict's at the position before it (one distribution, two views)
     for s in g["steps"]:
         assert [t["id"] for t in s["top"]] == [t["id"] for t in p[s["position"] - 1]["top"]][:len(s["top"])]
+# --npy: the predictions' arrays beside the stacks, the JSON's numbers
+import struct
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    hdr = b[10:10 + n].decode()
+    shape = tuple(int(x) for x in hdr.split("(")[1].split(")")[0].split(",") if x.strip())
+    return shape, struct.unpack("<%d%s" % (len(b[10 + n:]) // 4, "f" if "<f4" in hdr else "i"), b[10 + n:])
+pre, P = sys.argv[1][:-len(".json")], a["predictions"]
+(si, pi), (sp, pp), (sn, pn) = (load(pre + s) for s in (".pred_ids.npy", ".pred_probs.npy", ".pred_positions.npy"))
+assert si == sp == (len(P), 3) and sn == (len(P),), (si, sp, sn)
+assert list(pn) == [q["position"] for q in P]
+assert list(pi) == [t["id"] for q in P for t in q["top"]]
+assert max(abs(x - t["prob"]) for x, t in zip(pp, (t for q in P for t in q["top"]))) < 1e-5
 PY
-        pass "seq2seq_$name: sampled --generate (--temperature 1.5 --top-p 0.95): one seed one document, other seeds other tokens; --predict 3 after every decoder token"
+        pass "seq2seq_$name: sampled --generate (--temperature 1.5 --top-p 0.95): one seed one document, other seeds other tokens; --predict 3 after every decoder token (JSON and .npy)"
     else
         fail "seq2seq_$name: sampling" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi

@@ -105,6 +105,13 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
             free(p);
             if (rc) return -1;
         }
+        /* --predict: its arrays as for other models, positions the decoder's */
+        for (size_t i = 2; d->pred && i < 5; i++) {
+            char *p = npy_sibling(path, extra[i].suffix);
+            int rc = p ? run_write_file(r, p, d, extra[i].what, e) : av_err(e, "out of memory");
+            free(p);
+            if (rc) return -1;
+        }
         return 0;
     }
     if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
