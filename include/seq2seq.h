@@ -46,7 +46,7 @@ typedef struct S2sWeights {
 
 /* What one pass leaves for the writers: plain arrays, rows strided by their own
  * sizes. */
-typedef struct {
+typedef struct S2sCapture {
     int n_enc, n_dec;
     int enc_layers, dec_layers, heads;
     float *enc_attn;    /* (enc_layers, heads, n_enc, n_enc) */

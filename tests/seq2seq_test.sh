@@ -6,7 +6,8 @@
 # stacks' shapes, rows summing to 1, the decoder causal, the decoder starting at
 # decoder_start_token_id), --npy (three files, the JSON's numbers), the page (its three stacks'
 # chunks), the same document on every run, --generate's stacks over what it made, and --tokens-only
-# on the source. Numbers against transformers: tests/ref/seq2seq_check.sh.
+# on the source; attnviz serve's runs of them (serve_check.py seq2seq). Numbers against
+# transformers: tests/ref/seq2seq_check.sh.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 BIN=${BIN:-./attnviz}
@@ -406,4 +407,7 @@ assert d['tokens'] == enc['encoder_tokens'], (d['tokens'], enc['encoder_tokens']
         fail "seq2seq_$name: --tokens-only" "$out $(cat "$T/perr")"
     fi
 done
+# attnviz serve on the same fixtures: each stack's codes against the CLI's JSON, the page byte for byte,
+# bad requests (tests/serve_check.py seq2seq)
+"$PY" tests/serve_check.py "$BIN" seq2seq
 exit 0

@@ -107,6 +107,21 @@ static int add_stats(Run *r, const OutDoc *d, const TokEncoding *src, const TokE
                : 0;
 }
 
+/* The decoder's tokens as an encoding (spellings, specials) for the writers. */
+static int decoder_encoding(Run *r, const TokEncoding *src, const int *ids, int nd, TokEncoding *dec, AvErr *e) {
+    if (tok_encoding_append(r->tok, dec, ids, nd, e) != 0) return -1;
+    dec->byte_level = src->byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
+    /* the decoder's specials take the role their id has in the source (<s> [CLS]-like, </s> [SEP]-like): the
+     * decoder's ids are not the tokenizer's template, and --stats' [CLS]/[SEP] shares read the roles */
+    for (int i = 0; i < dec->n; i++)
+        for (int j = 0; j < src->n && dec->special[i]; j++)
+            if (src->ids[j] == dec->ids[i] && src->role[j] != TOK_ROLE_NONE) {
+                dec->role[i] = src->role[j];
+                break;
+            }
+    return 0;
+}
+
 int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
@@ -122,16 +137,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     if (run_tokenize(r, source, NULL, &src, e) != 0) goto done;
     run_warn_truncated(r, &src, lineno);
     if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
-    if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
-    dec.byte_level = src.byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
-    /* the decoder's specials take the role their id has in the source (<s> [CLS]-like, </s> [SEP]-like): the
-     * decoder's ids are not the tokenizer's template, and --stats' [CLS]/[SEP] shares read the roles */
-    for (int i = 0; i < dec.n; i++)
-        for (int j = 0; j < src.n && dec.special[i]; j++)
-            if (src.ids[j] == dec.ids[i] && src.role[j] != TOK_ROLE_NONE) {
-                dec.role[i] = src.role[j];
-                break;
-            }
+    if (decoder_encoding(r, &src, ids, nd, &dec, e) != 0) goto done;
     if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
     /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
@@ -214,3 +220,39 @@ int run_seq2seq(Run *r, AvErr *e) {
 }
 
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
+
+/* ---------------------------------------------------------------- serve (pipeline.h) */
+
+int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
+                            AvErr *e) {
+    int *ids = NULL, nd = 0;
+    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
+    int rc = teacher_ids(p, target, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 ? 0 : -1;
+    free(ids);
+    return rc;
+}
+
+int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, S2sCapture *cap, AvErr *e) {
+    if (s2s_capture_alloc(cap, &p->model, src->n, dec->n, e) != 0) return -1;
+    return s2s_forward(&p->model, src->ids, src->n, dec->ids, dec->n, cap, NULL, e);
+}
+
+void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
+                          const TokEncoding *dec, const S2sCapture *cap, const float *const arrays[3], const char *source,
+                          const char *target) {
+    const float *a[3] = {cap->enc_attn, cap->dec_attn, cap->cross_attn};
+    for (int k = 0; arrays && k < 3; k++) a[k] = arrays[k];
+    stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0};
+    stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1};
+    stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0};
+    /* as run_seq2seq_input fills it for --decoder-text (no predictions, no generation) */
+    run_fill_doc(p, d, src, NULL, source, target);
+    d->dtype = p->model.dtype_name;
+    d->dec_enc = dec;
+    d->stacks = stacks, d->n_stacks = 3;
+    d->display_tokens = src->byte_level ? src->display : NULL;
+    d->heads = NULL;
+    d->init_layer = out_layer(d, 0);
+    d->init_head = 0;
+    d->pred = NULL, d->pred_words = NULL, d->gen = NULL, d->gen_words = NULL, d->gen_text = NULL;
+}
