@@ -889,6 +889,10 @@ def seq2seq_check():
         st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 0}),
                              {"Content-Type": "application/json"})
         expect("serve seq2seq: decoder_text for a self-attention model -> 400", st == 400, f"{st} {data[:200]}")
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 7}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: decoder_text for a model not served -> 400 naming the model", st == 400 and b"no model 7" in data,
+               f"{st} {data[:200]}")
     finally:
         sv.stop("serve seq2seq: two-model server stops cleanly")
 

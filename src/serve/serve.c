@@ -281,10 +281,10 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     const char *why;
     if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
     /* an encoder-decoder model: the source and the decoder's text (teacher-forced) */
-    const int s2s = live_model_seq2seq(sv->lv, q.model);
+    const int s2s = live_model_seq2seq(sv->lv, q.model), known = q.model < live_n_models(sv->lv);
     why = s2s && !q.decoder_text ? "this model is an encoder-decoder: \"decoder_text\" (the decoder's text, a string) is required"
           : s2s && q.text_b      ? "this model is an encoder-decoder: it reads \"text\" (the source) and \"decoder_text\", not \"text_b\""
-          : !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only"
+          : known && !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only" /* else live_run: no such model */
                                    : NULL;
     if (why) {
         serve_run_req_free(&q);
