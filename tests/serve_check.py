@@ -873,6 +873,18 @@ def seq2seq_check():
             for path in ("thumbs", "qk", "row", "tile", "headstats"):
                 case(f"/api/{path} of an encoder-decoder run", 400, "GET",
                      f"/api/{path}?run={run}&layer=0&head=0&query=0&level=0&row=0&col=0")
+            # a decoder text past the model's positions: truncated, with the command line's warnings, word for word
+            long_tgt = "a cat. " * 100
+            cli = subprocess.run([BIN, "--model", M, "--json", "-", src, "--decoder-text", long_tgt], capture_output=True, text=True)
+            said = [l.removeprefix("attnviz: warning: ") for l in cli.stderr.splitlines() if l.startswith("attnviz: warning: ")]
+            n_dec = len(json.loads(cli.stdout)["decoder_tokens"]) if cli.returncode == 0 else -1
+            st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "decoder_text": long_tgt}),
+                                 {"Content-Type": "application/json"})
+            res = json.loads(data) if st == 200 else {}
+            # (T5's relative positions take the whole text: no warning on either side)
+            expect(f"serve seq2seq {name}: a long decoder text is cut where the CLI cuts it, with its warnings word for word",
+                   st == 200 and (said or name == "t5") and res.get("warnings") == said and res.get("n_decoder") == n_dec,
+                   f"{st} {res.get('warnings')} {res.get('n_decoder')} vs {said} {n_dec}")
             expect(f"serve seq2seq {name}: the server is still up", sv.alive(5))
         finally:
             sv.stop(f"serve seq2seq {name}: server stops cleanly")
