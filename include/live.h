@@ -46,6 +46,13 @@ int live_n_models(const Live *lv);
  * (malloc'd) the response body: {"run","n","meta","warnings","ms"}. */
 LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e);
 
+/* An encoder-decoder model m on a source whose decoder tokens are decoded
+ * from the start token, up to n_new (1..LIVE_MAX_GENERATE; the CLI's
+ * --generate, greedy unless the server's RunSpec says otherwise); the same
+ * response, its meta with the generation. */
+#define LIVE_MAX_GENERATE 512
+LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e);
+
 /* A run's capture, held until live_release (recomputed first if evicted). */
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e);
 void live_release(Live *lv, LiveRun *run);

@@ -39,6 +39,12 @@ struct S2sCapture;
 int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
                             AvErr *e);
 int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, struct S2sCapture *cap, AvErr *e);
+/* Or the decoder's tokens from decoding up to n_new tokens from the start
+ * token (greedy, or as the RunSpec's --temperature/--top-p/--seed/--stop say:
+ * the CLI's --generate): the steps into g (gen_free), their top-K spelled into
+ * words (pipeline_spelling_free), the generated text into *text (free). */
+int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
+                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e);
 void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
                           const TokEncoding *dec, const struct S2sCapture *cap, const float *const arrays[3],
                           const char *source, const char *target);

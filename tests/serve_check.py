@@ -885,6 +885,36 @@ def seq2seq_check():
             expect(f"serve seq2seq {name}: a long decoder text is cut where the CLI cuts it, with its warnings word for word",
                    st == 200 and (said or name == "t5") and res.get("warnings") == said and res.get("n_decoder") == n_dec,
                    f"{st} {res.get('warnings')} {res.get('n_decoder')} vs {said} {n_dec}")
+            # generate=N: the decoder's tokens decoded from its start token, as the CLI's --generate N
+            gref = cli_json("--model", M, "--precision", "9", src, "--generate", "5")
+            with tempfile.TemporaryDirectory() as d:
+                subprocess.run([BIN, "--quiet", "--model", M, "--html", f"{d}/gen.html", src, "--generate", "5"], check=True)
+                gen_page = open(f"{d}/gen.html", "rb").read()
+            st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "generate": 5}), {"Content-Type": "application/json"})
+            gres = json.loads(data) if st == 200 else {}
+            gdt = gref["decoder_tokens"]
+            expect(f"serve seq2seq {name}: generate=5 decodes the CLI's --generate 5 tokens, its meta the CLI page's",
+                   st == 200 and gres.get("meta", {}).get("sides", {}).get("decoder", {}).get("tokens") == gdt
+                   and gres.get("meta") == page_meta(gen_page), f"{st} {str(gres)[:300]}")
+            grun = gres.get("run", "r1")
+            wrong, shape_ok = 0, True
+            for l in range(L):
+                st, hd, z = sv.req("GET", f"/api/attention?run={grun}&layer={l}&stack=cross")
+                shape_ok = shape_ok and st == 200 and hd.get("X-Attnviz-Shape") == f"{H},{len(gdt)},{len(et)}"
+                if not shape_ok:
+                    break
+                codes = planes_u16(z, H * len(gdt) * len(et))
+                wrong += sum(codes[(hh * len(gdt) + i) * len(et) + j] != float_code(gref["cross_attention"][l][hh][i][j])
+                             for hh in range(H) for i in range(len(gdt)) for j in range(len(et)))
+            expect(f"serve seq2seq {name}: a generated run's cross attention is the CLI's, every code", shape_ok and wrong == 0,
+                   f"shape ok {shape_ok}, {wrong} codes differ")
+            st, _, page = sv.req("GET", f"/api/page?run={grun}")
+            expect(f"serve seq2seq {name}: a generated run's /api/page is the CLI's --generate page, byte for byte",
+                   st == 200 and page == gen_page, f"status {st}, {len(page)} vs {len(gen_page)} bytes")
+            case("generate with decoder_text", 400, "POST", "/api/run", json.dumps({"text": src, "decoder_text": tgt, "generate": 3}))
+            case("generate past 512", 400, "POST", "/api/run", json.dumps({"text": src, "generate": 513}))
+            case("generate negative", 400, "POST", "/api/run", json.dumps({"text": src, "generate": -1}))
+            case("generate not an integer", 400, "POST", "/api/run", json.dumps({"text": src, "generate": 2.5}))
             expect(f"serve seq2seq {name}: the server is still up", sv.alive(5))
         finally:
             sv.stop(f"serve seq2seq {name}: server stops cleanly")
@@ -901,6 +931,9 @@ def seq2seq_check():
         st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 0}),
                              {"Content-Type": "application/json"})
         expect("serve seq2seq: decoder_text for a self-attention model -> 400", st == 400, f"{st} {data[:200]}")
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "generate": 3, "model": 0}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: generate for a self-attention model -> 400", st == 400, f"{st} {data[:200]}")
         st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 7}),
                              {"Content-Type": "application/json"})
         expect("serve seq2seq: decoder_text for a model not served -> 400 naming the model", st == 400 and b"no model 7" in data,

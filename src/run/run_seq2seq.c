@@ -41,9 +41,9 @@ static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) 
 /* The decoder's ids from decoding up to --generate N tokens, greedy or sampled as
  * --temperature, --top-p and --seed say (the decoder-only path's options), --stop
  * included; --predict K: the top-K after every decoder token into r->pred. */
-static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvErr *e) {
+static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
     const RunSpec *o = r->o;
-    int max_new = o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
+    int max_new = asked, room = cfg_max_tokens(&r->cfg) - 1;
     if (max_new > room) {
         if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
         max_new = room;
@@ -136,7 +136,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     double t0 = av_now_ms();
     if (run_tokenize(r, source, NULL, &src, e) != 0) goto done;
     run_warn_truncated(r, &src, lineno);
-    if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
+    if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, o->predict.generate_n, &ids, &nd, e)) goto done;
     if (decoder_encoding(r, &src, ids, nd, &dec, e) != 0) goto done;
     if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
@@ -235,6 +235,23 @@ int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target,
 int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, S2sCapture *cap, AvErr *e) {
     if (s2s_capture_alloc(cap, &p->model, src->n, dec->n, e) != 0) return -1;
     return s2s_forward(&p->model, src->ids, src->n, dec->ids, dec->n, cap, NULL, e);
+}
+
+int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
+                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e) {
+    int *ids = NULL, nd = 0, rc = -1;
+    *text = NULL;
+    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
+    if (generated_ids(p, src, n_new, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 &&
+        tok_decode(p->tok, ids + 1, nd - 1, text, e) == 0 &&
+        pipeline_spell(p, p->gen.steps.ids, p->gen.steps.n * p->gen.steps.k, words, e) == 0)
+        rc = 0;
+    /* the steps become the caller's; the run keeps none of this input */
+    *g = p->gen;
+    memset(&p->gen, 0, sizeof p->gen);
+    pred_free(&p->pred);
+    free(ids);
+    return rc;
 }
 
 void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,

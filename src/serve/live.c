@@ -21,6 +21,7 @@
 #include "pipeline.h"
 #include "predict.h"
 #include "report.h"
+#include "generate.h"
 #include "seq2seq.h"
 #include "tiles.h"
 #include "util.h"
@@ -49,6 +50,14 @@ struct LiveRun {
      * a side keeps them within --cache-mb or is refused (413). */
     TokEncoding dec;
     S2sCapture s2s;
+    /* generate > 0: the decoder's tokens were decoded from its start token (b
+     * NULL), up to that many; the steps, their spellings and the text, for the
+     * page's generation strip (a recompute runs teacher-forced over dec, as
+     * the CLI's --generate writes its stacks) */
+    int generate;
+    CapGeneration g;
+    OutSpelling gen_words;
+    char *gen_text;
     size_t bytes;
     int users;              /* holders: never evicted or forgotten while > 0 */
     unsigned long long used;
@@ -108,6 +117,9 @@ static void run_free(LiveRun *r) {
     tok_encoding_free(&r->enc);
     tok_encoding_free(&r->dec);
     s2s_capture_free(&r->s2s);
+    gen_free(&r->g);
+    pipeline_spelling_free(&r->gen_words);
+    free(r->gen_text);
     free(r->meta);
     free(r->warnings);
     free(r->noted);
@@ -193,10 +205,10 @@ static LiveRun *find_id(const Live *lv, unsigned id) {
 
 static int same_text(const char *x, const char *y) { return (!x && !y) || (x && y && strcmp(x, y) == 0); }
 
-static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k) {
+static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k, int generate) {
     for (int i = 0; i < lv->n_runs; i++) {
         LiveRun *r = lv->runs[i];
-        if (r->model == m && r->k == k && same_text(r->a, a) && same_text(r->b, b)) return r;
+        if (r->model == m && r->k == k && r->generate == generate && same_text(r->a, a) && same_text(r->b, b)) return r;
     }
     return NULL;
 }
@@ -223,7 +235,7 @@ static void make_room(Live *lv, size_t need) {
 }
 
 /* A new run, forgetting the least recently used idle one when the table is full. */
-static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k) {
+static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, int generate) {
     if (lv->n_runs >= lv->lim.max_runs) {
         int old = -1;
         for (int i = 0; i < lv->n_runs; i++)
@@ -246,7 +258,7 @@ static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k) {
         return NULL;
     }
     r->id = ++lv->next_id;
-    r->model = m, r->k = k;
+    r->model = m, r->k = k, r->generate = generate;
     r->used = ++lv->clock;
     lv->runs[lv->n_runs++] = r;
     return r;
@@ -368,7 +380,8 @@ static int describe_s2s(Live *lv, LiveRun *r, const S2sCapture *cap, AvErr *e) {
     if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
     CapStack stacks[3];
-    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->b);
+    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
+    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
     Buf b;
     if (buf_open(&b)) return av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
@@ -385,10 +398,17 @@ static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     LiveModel *lm = &lv->m[r->model];
     if (!r->have_enc) {
         double t0 = av_now_ms();
-        if (pipeline_seq2seq_tokens(lm->p, r->a, r->b ? r->b : "", &r->enc, &r->dec, e) != 0 || r->enc.n < 1) {
-            if (r->enc.n < 1 && !e->msg[0]) av_err(e, "the source has no tokens");
+        const int rc = r->generate ? pipeline_seq2seq_generate(lm->p, r->a, r->generate, &r->enc, &r->dec, &r->g,
+                                                               &r->gen_words, &r->gen_text, e)
+                                   : pipeline_seq2seq_tokens(lm->p, r->a, r->b ? r->b : "", &r->enc, &r->dec, e);
+        if (rc != 0 || r->enc.n < 1) {
+            if (rc == 0) av_err(e, "the source has no tokens");
             tok_encoding_free(&r->enc);
             tok_encoding_free(&r->dec);
+            gen_free(&r->g);
+            pipeline_spelling_free(&r->gen_words);
+            free(r->gen_text);
+            r->gen_text = NULL;
             return LIVE_BAD_INPUT;
         }
         t->tokenize = av_now_ms() - t0;
@@ -517,7 +537,8 @@ done:
 
 /* ---------------------------------------------------------------- runs */
 
-LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
+static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, unsigned *id,
+                            char **json, AvErr *e) {
     *json = NULL;
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
@@ -527,8 +548,8 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
         return av_err(e, "predict: serve does not predict for encoder-decoder models (the command line's --predict does)"),
                LIVE_BAD_INPUT;
     pthread_mutex_lock(&lv->mu);
-    LiveRun *r = find_input(lv, m, a, b, k);
-    if (!r) r = add_run(lv, m, a, b, k);
+    LiveRun *r = find_input(lv, m, a, b, k, generate);
+    if (!r) r = add_run(lv, m, a, b, k, generate);
     if (r) r->users++;
     pthread_mutex_unlock(&lv->mu);
     if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
@@ -548,6 +569,20 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
     }
     live_release(lv, r);
     return st;
+}
+
+LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
+    return run_input(lv, m, a, b, k, 0, id, json, e);
+}
+
+LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e) {
+    *json = NULL;
+    if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
+    if (!model_cfg(lv, m)->enc_dec)
+        return av_err(e, "generate: serve decodes for encoder-decoder models only"), LIVE_BAD_INPUT;
+    if (n_new < 1 || n_new > LIVE_MAX_GENERATE)
+        return av_err(e, "generate: %d is outside 1..%d", n_new, LIVE_MAX_GENERATE), LIVE_BAD_INPUT;
+    return run_input(lv, m, source, NULL, 0, n_new, id, json, e);
 }
 
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e) {
@@ -943,7 +978,8 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     }
     OutDoc d;
     CapStack stacks[3];
-    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->b);
+    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
+    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
     d.layers = layers, d.n_sel_layers = n_layers;
     d.init_layer = layers ? layers[0] : 0;
     Buf b;

@@ -235,7 +235,7 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     if (!j) return *why = "the body is not valid JSON", -1;
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
                 *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict"),
-                *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text");
+                *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text"), *gen = cJSON_GetObjectItemCaseSensitive(j, "generate");
     if (!cJSON_IsObject(j)) *why = "the body must be a JSON object";
     else if (!cJSON_IsString(text)) *why = "\"text\" must be a string";
     else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) *why = "\"text_b\" must be a string or null";
@@ -246,6 +246,9 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     else if (pred && !cJSON_IsNull(pred) && !(cJSON_IsNumber(pred) && pred->valuedouble >= 0 && pred->valuedouble <= 100 &&
                                                pred->valuedouble == (double)pred->valueint))
         *why = "\"predict\" must be a count from 0 to 100";
+    else if (gen && !cJSON_IsNull(gen) && !(cJSON_IsNumber(gen) && gen->valuedouble >= 0 && gen->valuedouble <= LIVE_MAX_GENERATE &&
+                                             gen->valuedouble == (double)gen->valueint))
+        *why = "\"generate\" must be a count from 0 to 512";
     else if (!utf8_valid(text->valuestring, strlen(text->valuestring)) ||
              (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))) ||
              (cJSON_IsString(dec) && !utf8_valid(dec->valuestring, strlen(dec->valuestring))))
@@ -254,6 +257,7 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     if (!*why) {
         q->model = model ? model->valueint : 0;
         q->predict = cJSON_IsNumber(pred) ? pred->valueint : 0;
+        q->generate = cJSON_IsNumber(gen) ? gen->valueint : 0;
         q->text = strdup(text->valuestring);
         if (cJSON_IsString(text_b) && text_b->valuestring[0]) q->text_b = strdup(text_b->valuestring);
         if (cJSON_IsString(dec)) q->decoder_text = strdup(dec->valuestring);
@@ -282,10 +286,14 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
     /* an encoder-decoder model: the source and the decoder's text (teacher-forced) */
     const int s2s = live_model_seq2seq(sv->lv, q.model), known = q.model < live_n_models(sv->lv);
-    why = s2s && !q.decoder_text ? "this model is an encoder-decoder: \"decoder_text\" (the decoder's text, a string) is required"
-          : s2s && q.text_b      ? "this model is an encoder-decoder: it reads \"text\" (the source) and \"decoder_text\", not \"text_b\""
-          : known && !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only" /* else live_run: no such model */
-                                   : NULL;
+    why = s2s && !q.decoder_text && !q.generate
+              ? "this model is an encoder-decoder: \"decoder_text\" (the decoder's text, a string) or \"generate\" is required"
+          : s2s && q.decoder_text && q.generate ? "\"decoder_text\" or \"generate\": the decoder's tokens come from one of them"
+          : s2s && q.text_b ? "this model is an encoder-decoder: it reads \"text\" (the source) and \"decoder_text\", not \"text_b\""
+          /* else live_run: no such model */
+          : known && !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only"
+          : known && !s2s && q.generate     ? "\"generate\" is for encoder-decoder models only"
+                                            : NULL;
     if (why) {
         serve_run_req_free(&q);
         return send_error(c, 400, why);
@@ -293,7 +301,9 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     AvErr e = {0};
     unsigned id;
     char *json;
-    LiveStatus st = live_run(sv->lv, q.model, q.text, s2s ? q.decoder_text : q.text_b, q.predict, &id, &json, &e);
+    LiveStatus st = s2s && q.generate && !q.predict
+                        ? live_run_generate(sv->lv, q.model, q.text, q.generate, &id, &json, &e)
+                        : live_run(sv->lv, q.model, q.text, s2s ? q.decoder_text : q.text_b, q.predict, &id, &json, &e);
     serve_run_req_free(&q);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_json(c, 200, json);
