@@ -32,6 +32,7 @@ function Live(cfg) {
 
   const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
   const stat = $('live-status');
+  const gk = $('live-generate'), gn = $('live-gen-n');
   document.body.dataset.live = 'empty';
   $('live').hidden = false;
   document.documentElement.dataset.theme =
@@ -72,6 +73,8 @@ function Live(cfg) {
     labB.appendChild(opt);
     tb.placeholder = m.enc_dec ? 'The decoder\'s tokens after its start token (e.g. a translation)' : 'A second sentence (a pair)';
     if (m.enc_dec) add('Kind', 'encoder-decoder');
+    $('live-generate-label').hidden = !m.enc_dec;
+    tb.disabled = !!(m.enc_dec && gk.checked); /* generating: the decoder's tokens are decoded, not read */
     $('live-predict-label').hidden = !m.predict;
     $('live-predict-label').title = m.causal ? 'The K most probable next tokens at every position'
       : 'The K most probable fill-ins at every [MASK] / <mask>';
@@ -153,7 +156,8 @@ function Live(cfg) {
     }
     const ctl = new AbortController();
     runCtl = ctl;
-    const body = m.enc_dec ? { model: m.id, text, decoder_text: tb.value } : {
+    const gen = m.enc_dec && gk.checked ? Math.max(1, Math.min(512, Math.round(+gn.value) || 10)) : 0;
+    const body = gen ? { model: m.id, text, generate: gen } : m.enc_dec ? { model: m.id, text, decoder_text: tb.value } : {
       model: m.id, text, text_b: tb.value.trim() ? tb.value : null,
       predict: m.predict && pk.checked ? Math.max(1, Math.min(100, Math.round(+kin.value) || 5)) : 0,
     };
@@ -201,6 +205,8 @@ function Live(cfg) {
   tb.addEventListener('input', later);
   kin.addEventListener('input', () => { if (pk.checked) later(); });
   pk.addEventListener('change', () => run());
+  gk.addEventListener('change', () => { tb.disabled = gk.checked; run(); });
+  gn.addEventListener('input', () => { if (gk.checked) later(); });
   msel.addEventListener('change', () => { showModel(); run(); });
   /* Ctrl/Cmd+Enter runs now */
   for (const t of [ta, tb]) t.addEventListener('keydown', ev => { if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run(); } });

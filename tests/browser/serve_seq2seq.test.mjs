@@ -1,6 +1,6 @@
 // serve_seq2seq.test.mjs — `attnviz serve` on an encoder-decoder model (tests/data/small-bart) in
 // Chromium: the live page names its boxes Source and Decoder text, runs what is typed in both
-// (POST /api/run with decoder_text), and offers the CLI page's Encoder / Decoder / Cross stacks,
+// (POST /api/run with decoder_text; Generate: with generate=N, as the CLI's --generate), and offers the CLI page's Encoder / Decoder / Cross stacks,
 // each over its own tokens, with the weights the CLI's JSON has for the same input (4 decimals);
 // the cross view's rows are decoder tokens, its columns the source's. The server is killed on
 // every exit path.
@@ -104,6 +104,27 @@ test('live page on BART: source and decoder text run; Encoder / Decoder / Cross 
     /* the model view draws every head of the current stack (no thumbnails for a seq2seq run) */
     await clickAndRender(page, '#tab-model');
     await settle(page);
+    /* Generate: the decoder's tokens decoded from its start token (the CLI's --generate 5); the box is not read */
+    const gjson = path.join(OUT, 'serve-bart-gen.json');
+    execFileSync(ATTNVIZ, ['--quiet', '--model', BART, '--json', gjson, src, '--generate', '5'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const g = JSON.parse(fs.readFileSync(gjson, 'utf8'));
+    assert.equal(await page.isVisible('#live-generate-label'), true, 'an encoder-decoder offers Generate');
+    await page.fill('#live-gen-n', '5');
+    const prev = +(await page.evaluate(() => document.body.dataset.runs));
+    await page.click('#live-generate');
+    await page.waitForFunction(p => +document.body.dataset.runs > p && document.body.dataset.busy !== '1' &&
+      document.body.dataset.ready === '1', prev, { timeout: 60000 });
+    await settle(page);
+    assert.equal(await page.isDisabled('#live-text-b'), true, 'generating: the decoder box is not read');
+    await clickAndRender(page, '#tab-head');
+    await clickAndRender(page, '#stack-seg [data-stack="cross"]');
+    /* the vocabulary's spellings (the labels show a generated control byte as its picture, e.g. ␋) */
+    assert.deepEqual(await page.evaluate(() => window.attnviz.data.stack.rows.tokens), g.decoder_tokens);
+    assert.equal((await texts(page, 'L')).length, g.decoder_tokens.length);
+    await page.hover(side('L') + '[data-k="1"]');
+    await settle(page);
+    closeAll(await values(page, 'R'), g.cross_attention[0][0][1], 0.5e-4 + 2e-6, 'generated run: cross weights of decoder token 1');
+    await page.mouse.move(5, 5);
     assert.deepEqual(log.errors, [], 'page errors');
     assert.deepEqual(log.console, [], 'console errors/warnings');
     assert.deepEqual(log.foreign, [], 'requests to anything but the server');
