@@ -134,8 +134,12 @@ typedef struct {
  * head_dim filled in): heads divide evenly, rotary dims pair up. */
 int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, const char *path, AvErr *e);
 
-/* Longest input the positions admit (max_position_embeddings - pos_offset). */
-static inline int cfg_max_tokens(const ModelConfig *c) { return c->max_position_embeddings - c->pos_offset; }
+/* Longest input the positions admit: max_position_embeddings - pos_offset where the offset is rows of the table
+ * (RoBERTa's padding_idx + 1); BART's table has its offset's rows besides max_position_embeddings (transformers'
+ * BartLearnedPositionalEmbedding), so all of them are positions. */
+static inline int cfg_max_tokens(const ModelConfig *c) {
+    return c->max_position_embeddings - (c->enc_dec ? 0 : c->pos_offset);
+}
 
 /* Parses config.json at path: the family from model_type (or architectures[0]),
  * then that family's key names (arch.c); validates every size (positive,

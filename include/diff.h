@@ -56,6 +56,30 @@ double diff_sink_mass(const float *A, int n);
 /* Every selected (layer, head) of d's capture: out (selected layers x heads). */
 int diff_sinks(const OutDoc *d, double *out, AvErr *e);
 
+/* Encoder-decoder models: the three stacks of two (source, decoder text) inputs compared.
+ * Cross attention's divergence of one head: the mean over decoder rows aligned by
+ * rows (A's i, B's rows->a_to_b[i]) of the JSD of the rows over the source keys
+ * aligned by cols; its sink mass: the mean over every decoder row of the weight on
+ * source token 0 (each row sees the whole source). */
+double diff_cross_jsd(const float *A, const float *B, const DiffAlign *rows, const DiffAlign *cols);
+double diff_cross_sink(const float *A, int n_rows, int n_cols);
+typedef struct {
+    const char *name;                    /* "encoder", "decoder", "cross" */
+    const double *jsd, *sink_a, *sink_b; /* (n_layers, n_heads) */
+} DiffStack;
+typedef struct {
+    int two_models;
+    const char *model_a, *model_b, *text_a, *text_b, *decoder_text;
+    const DiffAlign *src, *dec;          /* the sources' and the decoders' token alignments */
+    const int *layers;                   /* (n_layers) the layer of each grid row */
+    int n_layers, n_heads;
+    DiffStack stacks[3];
+} DiffS2s;
+/* {"attnviz_version", "format": "attnviz-diff", "mode", "models", "texts", "decoder_text", "alignment":
+ * {"source", "decoder"}, "stacks": {name: {"per_head", "per_layer", "sink": {"a", "b", "change"}}}}. */
+int diff_write_s2s_json(FILE *f, const DiffS2s *d, AvErr *e);
+/* The table: per stack, the top heads by divergence with their sink mass, and each layer's mean. */
+int diff_write_s2s_table(FILE *f, const DiffS2s *d, int top, AvErr *e);
 /* The comparison's JSON members (no braces): "mode", "models", "texts",
  * "alignment", "divergence", "sink"; a->diff must be set. The --json output and the
  * page's meta share them. */

@@ -69,6 +69,13 @@ void heads_free(HeadScores *hs);
 
 /* Adds one corpus input (its selected heads): every chosen score but induction. */
 int heads_add(HeadScores *hs, const OutDoc *d, AvErr *e);
+/* Adds one input's encoder-decoder stack st (the document's layers in order, every head; rows and cols: the
+ * tokens of its rows and columns). The encoder's and decoder's self-attention take heads_add's scores;
+ * cross attention (rows decoder tokens, columns source tokens) takes entropy, first, sep and duplicate (the
+ * attention on source tokens with the decoder token's id), the others having no cross definition (null).
+ * Induction is not scored (its random sequences would need a decoder text of their own). */
+int heads_add_stack(HeadScores *hs, const OutDoc *d, const CapStack *st, const TokEncoding *rows,
+                    const TokEncoding *cols, AvErr *e);
 /* The random repeated sequences for the induction score (vocab: ids below it are usable). */
 int heads_make_induction(HeadScores *hs, const Tokenizer *t, int vocab, uint64_t seed, int sequences, int length,
                          AvErr *e);
@@ -88,6 +95,9 @@ void heads_scoring(const HeadScores *hs, CapScoring *sc);
 
 int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e);
 int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e);
+/* An encoder-decoder's: hs[0]'s members at the top level with "stack": names[0], and "stacks": {names[k]: the
+ * members of hs[k]} for the others. */
+int heads_write_json_stacks(FILE *f, const HeadScores *const *hs, const char *const *names, int n, AvErr *e);
 
 /* attnviz stats --merge: the files' sums added (they must come from the same model,
  * shape, scores and options); table on stdout, or JSON to json_path. */

@@ -41,10 +41,17 @@ void live_close(Live *lv);
 char *live_models_json(const Live *lv);
 int live_n_models(const Live *lv);
 
-/* Runs text a (and b) on model m, with the top-k predictions when k > 0 (or
+/* Runs text a (and b; an encoder-decoder model: source a, decoder text b) on model m, with the top-k predictions when k > 0 (or
  * finds the same input run before). On success *id is the run's id and *json
  * (malloc'd) the response body: {"run","n","meta","warnings","ms"}. */
 LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e);
+
+/* An encoder-decoder model m on a source whose decoder tokens are decoded
+ * from the start token, up to n_new (1..LIVE_MAX_GENERATE; the CLI's
+ * --generate, greedy unless the server's RunSpec says otherwise); the same
+ * response, its meta with the generation. */
+#define LIVE_MAX_GENERATE 512
+LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e);
 
 /* A run's capture, held until live_release (recomputed first if evicted). */
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e);
@@ -58,6 +65,17 @@ void live_release(Live *lv, LiveRun *run);
 int live_run_tokens(const LiveRun *r);
 int live_has_norms(const LiveRun *r); /* its capture has value norms (serve --measure norm) */
 int live_has_stats(const LiveRun *r); /* its capture has telemetry (a long input) */
+/* An encoder-decoder run (its model's cfg.enc_dec): its three stacks are kept
+ * whole; live_stack names one ("encoder", "decoder", "cross": 0, 1, 2, or -1
+ * for another name or a run that has none) with its rows and columns, and
+ * live_stack_attention answers a layer's heads of it in live_attention's
+ * encoding (rows x cols blocks). live_model_seq2seq: model m takes a source
+ * and a decoder text (b) rather than one or two texts, and does not predict. */
+int live_model_seq2seq(const Live *lv, int m);
+int live_is_seq2seq(const LiveRun *r);
+int live_stack(const LiveRun *r, const char *name, int *rows, int *cols);
+int live_stack_attention(Live *lv, LiveRun *r, int stack, int layer, const int *heads, int n_heads, unsigned char **z,
+                         size_t *len, AvErr *e);
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim);
 int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_heads, int norm, unsigned char **z,
                    size_t *len, AvErr *e);

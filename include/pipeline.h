@@ -28,6 +28,26 @@ int pipeline_run(Pipeline *p, AvErr *e);
 /* An encoder-decoder model on the run's source text (--decoder-text or
  * --generate): encoder, decoder and cross attention to the writers. */
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e);
+/* attnviz serve, an encoder-decoder model (cfg.enc_dec): the source's tokens
+ * and the decoder's (decoder_start_token_id, then target's tokens, as
+ * --decoder-text makes them; warnings as the command line words them); the
+ * teacher-forced pass into cap (allocated here: s2s_capture_bytes, which the
+ * caller checks first; s2s_capture_free); and the document the CLI writes for
+ * that input, its three stacks in stacks (arrays: the stacks' data when not
+ * cap's own, e.g. a --layers copy; the caller sets d->layers then). */
+struct S2sCapture;
+int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
+                            AvErr *e);
+int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, struct S2sCapture *cap, AvErr *e);
+/* Or the decoder's tokens from decoding up to n_new tokens from the start
+ * token (greedy, or as the RunSpec's --temperature/--top-p/--seed/--stop say:
+ * the CLI's --generate): the steps into g (gen_free), their top-K spelled into
+ * words (pipeline_spelling_free), the generated text into *text (free). */
+int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
+                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e);
+void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
+                          const TokEncoding *dec, const struct S2sCapture *cap, const float *const arrays[3],
+                          const char *source, const char *target);
 /* attnviz render: attention computed elsewhere (render.h) through the same
  * writers; 0 or -1 (a usage error for a selection out of range). */
 int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "generate.h"
 #include "heads.h"
+#include "seq2seq.h"
 #include "flow.h"
 #include "lens.h"
 #include "model.h"
@@ -42,9 +43,11 @@ struct Pipeline {
     LensResult lens;     /* --logit-lens, --attribution, --ablate: this input's */
     OutSpelling lens_words; /* run_lens_spell's ids spelled */
     FlowResult flow;     /* --flow: this input's */
-    HeadStats stats;     /* with --stats */
+    HeadStats stats;     /* with --stats (an encoder-decoder's: the encoder's) */
+    HeadStats s2s_stats[2]; /* an encoder-decoder's --stats: its decoder and cross attention */
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
+    HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
     double t_load, t_tok, t_fwd, t_write;
 };
 typedef struct Pipeline Run;
@@ -58,6 +61,8 @@ const char *run_display_name(const char *dir, int is_demo, char *name, size_t le
 
 /* run.c: the steps of one input */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* GenOptions' stop for --stop (ctx: the Run): the text generated so far holds the string. */
+int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 /* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
 int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
@@ -94,6 +99,15 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e);
  * --decoder-text or --generate: the encoder, decoder and cross attention to
  * the writers. */
 int run_seq2seq(Run *r, AvErr *e);
+/* One source text and the decoder's (target; NULL: --generate makes them): the three stacks to the
+ * writers, to --stats' accumulators, or as a line of jsonl (a batch's stream, or NULL). */
+int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e);
+/* attnviz diff's side: source and target teacher-forced into cap (alloc'd here; s2s_capture_free), the
+ * source's tokens into src, the decoder's ids (malloc'd, the start token first) into *dec and *nd. */
+int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
+                        S2sCapture *cap, AvErr *e);
+/* The stack names, in the order of the documents' stacks and s2s_stats (after the encoder's stats). */
+extern const char *const RUN_S2S_STACKS[3];
 
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);

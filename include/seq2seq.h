@@ -9,6 +9,7 @@
 #define ATTNVIZ_SEQ2SEQ_H
 
 #include "err.h"
+#include "generate.h"
 #include "kernels.h"
 
 struct Model;
@@ -45,7 +46,7 @@ typedef struct S2sWeights {
 
 /* What one pass leaves for the writers: plain arrays, rows strided by their own
  * sizes. */
-typedef struct {
+typedef struct S2sCapture {
     int n_enc, n_dec;
     int enc_layers, dec_layers, heads;
     float *enc_attn;    /* (enc_layers, heads, n_enc, n_enc) */
@@ -65,17 +66,25 @@ double s2s_capture_bytes(const struct Model *m, int n_enc, int n_dec);
 
 /* The encoder over src (n_enc ids) and the decoder over dec (n_dec ids, the
  * first normally decoder_start_token_id), teacher-forced: fills cap (sized
- * for these lengths; NULL: nothing kept) and, when next is not NULL, the
- * greedy choice after the decoder's last token (*next; the model's lm head
- * and final_logits_bias). */
-int s2s_forward(const struct Model *m, const int *src, int n_enc, const int *dec, int n_dec, S2sCapture *cap, int *next,
-                AvErr *e);
+ * for these lengths; NULL: nothing kept) and, when pred is not NULL (pred_alloc'd
+ * for n_dec positions or more, its k set), the top-k of the next token after
+ * every decoder row (entry i: after decoder token i; the model's lm head and
+ * final_logits_bias; pred->n becomes n_dec). */
+int s2s_forward(const struct Model *m, const int *src, int n_enc, const int *dec, int n_dec, S2sCapture *cap,
+                CapPredictions *pred, AvErr *e);
 
-/* Greedy decoding: from decoder_start_token_id, up to max_new tokens, stopping
- * after an end-of-sequence id (the config's). out (max_new + 1) gets the
- * decoder's tokens, the start first; *n_out how many. The encoder runs once;
- * each step runs one token against the decoder's cached keys and values, and
- * chooses what s2s_forward's next would after the same tokens. */
-int s2s_generate(const struct Model *m, const int *src, int n_enc, int max_new, int *out, int *n_out, AvErr *e);
+/* Decoding from decoder_start_token_id, up to o->max_new tokens, each chosen
+ * from the scores after the last as the decoder-only path's gen_run chooses
+ * (pred_sample: temperature 0 greedy, else tempered softmax in the top_p
+ * nucleus, drawn from o->seed's generator), stopping after one of o->eos or
+ * when o->stop says so (its n_prompt is 1: the start token). out (max_new + 1)
+ * gets the decoder's tokens, the start first; *n_out how many; g the steps
+ * (n_prompt 1; step i chose decoder token i + 1 from position i's top-k,
+ * o->k of them; gen_free). o->all (when not NULL, allocated for max_new + 1
+ * positions): the top-K after every decoder token, the last included. The
+ * encoder runs once; each step runs one token against the decoder's cached
+ * keys and values, and scores what s2s_forward would after the same tokens. */
+int s2s_generate(const struct Model *m, const int *src, int n_enc, const GenOptions *o, int *out, int *n_out,
+                 CapGeneration *g, AvErr *e);
 
 #endif

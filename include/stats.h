@@ -43,11 +43,20 @@ int stats_put(HeadStats *s, int layer, int head, int k, double v, AvErr *e);
 int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e);
 /* Adds one input (its selected layers and heads). */
 int stats_add(HeadStats *s, const OutDoc *d, AvErr *e);
+/* Adds one input's encoder-decoder stack st (the document's layers in order, every head); cols: the tokens
+ * of its columns (their [CLS]/[SEP] roles). Cross attention (rows the decoder's tokens, columns the source's)
+ * has no diagonal: its distance, self, previous and next have no rows (null); entropy and the shares of the
+ * source's specials are scored. */
+int stats_add_stack(HeadStats *s, const OutDoc *d, const CapStack *st, const TokEncoding *cols, AvErr *e);
 /* Mean over inputs of score k for (layer, head); NaN when no input had an applicable row. */
 double stats_mean(const HeadStats *s, int layer, int head, int k);
 int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e);
 /* {"kind":"stats", ...}: means, and the sums and counts that merging needs. */
 int stats_write_json(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e);
+/* An encoder-decoder model's: s[0]'s members at the top level (as stats_write_json's) with "stack": names[0],
+ * and "stacks": {names[k]: the members of s[k]} for the others. */
+int stats_write_json_stacks(FILE *f, const HeadStats *const *s, const char *const *names, int n, const OutDoc *d,
+                            AvErr *e);
 /* The shared members (no braces): "kind", "model", "inputs", shape, "scores", and
  * "heads": one object per present head with each score's mean, "sum" and "count". */
 void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const char *model);

@@ -177,7 +177,7 @@ const Data = (() => {
   function fetchHeads(li, st, hs) {
     const nn = st.nr * st.nc;
     const p = SOURCE.get('/api/attention?layer=' + meta.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(',') +
-      (st.measure === 'norm' ? '&measure=norm' : ''))
+      (stacked ? '&stack=' + st.name : '') + (st.measure === 'norm' ? '&measure=norm' : ''))
       .then(r => planesToCodes(r.bytes))
       .then(codes => {
         if (codes.length !== hs.length * nn) throw new Error('server: layer ' + meta.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
@@ -255,7 +255,8 @@ const Data = (() => {
    * {s, exact, block(li, h) -> Float32Array s*s}. */
   const thumbReqs = {};
   function thumbs() {
-    if (!live) return null;
+    /* an encoder-decoder run's stacks are kept whole: the model view draws its blocks */
+    if (!live || stacked) return null;
     const ms = cur.measure || 'attention';
     let thumbReq = thumbReqs[ms];
     if (!thumbReq) {
@@ -356,7 +357,7 @@ const Data = (() => {
     /* attnviz diff: B's side and attention, or null */
     second,
     /* a live page fetches any head's q/k; an offline one has them with --qk */
-    hasQK: live || !!meta.qk,
+    hasQK: (live && !stacked) || !!meta.qk, /* an encoder-decoder run keeps no q/k */
     headDim: meta.qk ? meta.qk.head_dim : (meta.config.head_dim || 0),
     attention, queriesKeys, thumbs, weight, code, headMatrix,
     /* the payload's encoding (zlib of two byte planes) -> u16 codes (tiles.js) */

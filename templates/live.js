@@ -3,7 +3,10 @@
  * API: docs/serve-api.md) shows the input panel, runs the text through
  * POST /api/run (debounced; a newer edit cancels or outdates an older run),
  * and boots the page again for every run with a source that fetches the
- * attention, thumbnails and q/k from the server as the views ask. Each boot
+ * attention, thumbnails and q/k from the server as the views ask. For an
+ * encoder-decoder model (models[i].enc_dec) the two boxes are the source and
+ * the decoder's text (sent as "decoder_text"), and the run's meta has the
+ * Encoder / Decoder / Cross stacks the views switch between. Each boot
  * gets fresh copies of the page's elements (so the previous boot's listeners
  * go with its elements) and the reader's choices (view, layer, heads, theme).
  * Input text only ever reaches the DOM through textContent and .value. */
@@ -29,6 +32,7 @@ function Live(cfg) {
 
   const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
   const stat = $('live-status');
+  const gk = $('live-generate'), gn = $('live-gen-n');
   document.body.dataset.live = 'empty';
   $('live').hidden = false;
   document.documentElement.dataset.theme =
@@ -59,6 +63,18 @@ function Live(cfg) {
     add('Layers', String(m.layers));
     add('Heads', m.heads + (m.kv_heads && m.kv_heads !== m.heads ? ' (' + m.kv_heads + ' key/value)' : ''));
     add('Max tokens', Number(m.max_tokens).toLocaleString('en-US'));
+    /* an encoder-decoder reads a source and the decoder's text (teacher-forced after its start token) */
+    const labA = $('live-lab-a'), labB = $('live-lab-b');
+    labA.textContent = m.enc_dec ? 'Source' : 'Sentence A';
+    labB.textContent = m.enc_dec ? 'Decoder text ' : 'Sentence B ';
+    const opt = document.createElement('span');
+    opt.className = 'opt';
+    opt.textContent = m.enc_dec ? 'teacher-forced' : 'optional';
+    labB.appendChild(opt);
+    tb.placeholder = m.enc_dec ? 'The decoder\'s tokens after its start token (e.g. a translation)' : 'A second sentence (a pair)';
+    if (m.enc_dec) add('Kind', 'encoder-decoder');
+    $('live-generate-label').hidden = !m.enc_dec;
+    tb.disabled = !!(m.enc_dec && gk.checked); /* generating: the decoder's tokens are decoded, not read */
     $('live-predict-label').hidden = !m.predict;
     $('live-predict-label').title = m.causal ? 'The K most probable next tokens at every position'
       : 'The K most probable fill-ins at every [MASK] / <mask>';
@@ -140,7 +156,8 @@ function Live(cfg) {
     }
     const ctl = new AbortController();
     runCtl = ctl;
-    const body = {
+    const gen = m.enc_dec && gk.checked ? Math.max(1, Math.min(512, Math.round(+gn.value) || 10)) : 0;
+    const body = gen ? { model: m.id, text, generate: gen } : m.enc_dec ? { model: m.id, text, decoder_text: tb.value } : {
       model: m.id, text, text_b: tb.value.trim() ? tb.value : null,
       predict: m.predict && pk.checked ? Math.max(1, Math.min(100, Math.round(+kin.value) || 5)) : 0,
     };
@@ -165,7 +182,7 @@ function Live(cfg) {
       document.body.dataset.runs = String(runs);
       const ms = j.ms || {};
       const total = performance.now() - t0;
-      const parts = [{ text: j.n + ' tokens', cls: 'st-n' },
+      const parts = [{ text: j.n + (typeof j.n_decoder === 'number' ? ' source and ' + j.n_decoder + ' decoder tokens' : ' tokens'), cls: 'st-n' },
         { text: (again ? 'the same input as before (run ' + j.run + ', not computed again)'
           : 'forward ' + fmtMs(ms.forward || 0) + ' ms · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms' +
             (ms.queue >= 1 ? ' · queued ' + fmtMs(ms.queue) + ' ms' : '')) + ' · ' + fmtMs(total) + ' ms in all', cls: 'st-ms' }];
@@ -188,6 +205,8 @@ function Live(cfg) {
   tb.addEventListener('input', later);
   kin.addEventListener('input', () => { if (pk.checked) later(); });
   pk.addEventListener('change', () => run());
+  gk.addEventListener('change', () => { tb.disabled = gk.checked; run(); });
+  gn.addEventListener('input', () => { if (gk.checked) later(); });
   msel.addEventListener('change', () => { showModel(); run(); });
   /* Ctrl/Cmd+Enter runs now */
   for (const t of [ta, tb]) t.addEventListener('keydown', ev => { if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run(); } });

@@ -560,11 +560,11 @@ s2fresh bart
 case_ s2s_no_decoder_input 2 "is an encoder-decoder \(bart\) model: give the decoder's text \(--decoder-text TEXT\) or let it decode \(--generate N\)" -- --model "$M" "${Q[@]}" hi
 case_ s2s_decoder_text_and_generate 2 "--decoder-text gives the decoder its tokens; --generate makes them: one or the other" -- --model "$M" "${Q[@]}" hi --decoder-text there --generate 3
 case_ s2s_decoder_text_pair 2 "--decoder-text goes with one source TEXT: not with a second text" -- --model "$M" "${Q[@]}" hi there --decoder-text x
-case_ s2s_decoder_text_with_diff 2 "--decoder-text goes with a run on one source text" -- diff --model "$M" "${Q[@]}" a b --decoder-text x
+case_ s2s_decoder_text_with_heads 2 "--decoder-text goes with a run on one source text" -- heads --model "$M" "${Q[@]}" a b --decoder-text x
 case_ s2s_heads_selection_refused 2 "encoder-decoder \(bart\) model: .*--heads or the residual-stream options" -- --model "$M" "${Q[@]}" hi --decoder-text x --heads 0
-case_ s2s_qk_refused 2 "encoder-decoder \(bart\) model: one source text with --decoder-text or greedy --generate" -- --model "$M" "${Q[@]}" hi --decoder-text x --qk
-case_ s2s_heads_refused 2 "attnviz heads scores self-attention models; .* is an encoder-decoder \(bart\) model" -- heads --model "$M" "${Q[@]}" hi
-case_ s2s_diff_refused 2 "diff: .* is an encoder-decoder \(bart\) model: not supported by diff" -- diff --model "$M" "${Q[@]}" a b
+case_ s2s_qk_refused 2 "encoder-decoder \(bart\) model: one source text with --decoder-text or --generate" -- --model "$M" "${Q[@]}" hi --decoder-text x --qk
+case_ s2s_heads_needs_target 2 "attnviz heads on an encoder-decoder \(bart\) model scores SOURCE TARGET \(the decoder's text second\), or --batch lines SOURCE<TAB>TARGET" -- heads --model "$M" "${Q[@]}" hi
+case_ s2s_diff_needs_decoder_text 2 "diff: .* is an encoder-decoder \(bart\) model: give the decoder's text \(--decoder-text TEXT\) for both sides" -- diff --model "$M" "${Q[@]}" a b
 case_ s2s_capture_over_limit 1 "capturing 40 source and 5 decoder tokens needs 29.2 kB, above the 1.0 kB allowed \(--max-capture\)" -- --model "$M" "${Q[@]}" --max-capture 1K "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e" --decoder-text "c d"
 s2fresh bart; st_edit 'h = {k: v for k, v in h.items() if not k.startswith("model.decoder.layers.1.")}'
 case_ s2s_missing_decoder_layer 1 "model.safetensors: missing tensor 'decoder.layers.1.self_attn.q_proj.weight' \(expected shape \[16, 16\]\)" -- --model "$M" "${Q[@]}" hi --decoder-text x

@@ -6,7 +6,8 @@
 # stacks' shapes, rows summing to 1, the decoder causal, the decoder starting at
 # decoder_start_token_id), --npy (three files, the JSON's numbers), the page (its three stacks'
 # chunks), the same document on every run, --generate's stacks over what it made, and --tokens-only
-# on the source. Numbers against transformers: tests/ref/seq2seq_check.sh.
+# on the source; attnviz serve's runs of them (serve_check.py seq2seq). Numbers against
+# transformers: tests/ref/seq2seq_check.sh.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 BIN=${BIN:-./attnviz}
@@ -144,6 +145,257 @@ assert d['decoder_tokens'] == g['generated_tokens'], (d['decoder_tokens'], g['ge
     else
         fail "seq2seq_$name: --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
     fi
+    # sampled --generate: seed 7 twice gives one document, seed 8 (or 9) another; the steps are the decoder's
+    # tokens after the start token, with --predict's top-K after every decoder token
+    for seed in 7 7b 8 9; do
+        "$BIN" --model "$M" --quiet --json "$T/$name.s$seed.json" "$SRC" --generate 8 --temperature 1.5 --top-p 0.95 \
+            --seed "${seed%b}" --predict 3 --npy "$T/$name.s$seed.npy" 2>"$T/err" || break
+    done
+    if [ -f "$T/$name.s9.json" ] && cmp -s "$T/$name.s7.json" "$T/$name.s7b.json" &&
+        [ "$(grep -o '"predictions"' "$T/$name.s7.json" | wc -l)" = 1 ] &&
+        [ "$(grep -o '"generation"' "$T/$name.s7.json" | wc -l)" = 1 ] &&
+        "$PY" - "$T/$name.s7.json" "$T/$name.s8.json" "$T/$name.s9.json" <<'PY' 2>"$T/perr"; then
+import json, sys
+a, b, c = (json.load(open(f)) for f in sys.argv[1:])
+assert a["decoder_input_ids"] != b["decoder_input_ids"] or a["decoder_input_ids"] != c["decoder_input_ids"], "seeds"
+for d in (a, b, c):
+    g, ids = d["generation"], d["decoder_input_ids"]
+    assert g["strategy"] == "sample" and g["temperature"] == 1.5 and g["top_p"] == 0.95, g
+    assert g["seed"] in (7, 8, 9) and g["prompt_tokens"] == 1 and g["generated_tokens"] == len(ids) - 1, g
+    assert [s["id"] for s in g["steps"]] == ids[1:] and [s["position"] for s in g["steps"]] == list(range(1, len(ids)))
+    assert [s["token"] for s in g["steps"]] == d["decoder_tokens"][1:]
+    p = d["predictions"]
+    assert [q["position"] for q in p] == list(range(len(ids))) and all(len(q["top"]) == 3 for q in p), p
+    # a step's top-K is --predict's at the position before it (one distribution, two views)
+    for s in g["steps"]:
+        assert [t["id"] for t in s["top"]] == [t["id"] for t in p[s["position"] - 1]["top"]][:len(s["top"])]
+# --npy: the predictions' arrays beside the stacks, the JSON's numbers
+import struct
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    hdr = b[10:10 + n].decode()
+    shape = tuple(int(x) for x in hdr.split("(")[1].split(")")[0].split(",") if x.strip())
+    return shape, struct.unpack("<%d%s" % (len(b[10 + n:]) // 4, "f" if "<f4" in hdr else "i"), b[10 + n:])
+pre, P = sys.argv[1][:-len(".json")], a["predictions"]
+(si, pi), (sp, pp), (sn, pn) = (load(pre + s) for s in (".pred_ids.npy", ".pred_probs.npy", ".pred_positions.npy"))
+assert si == sp == (len(P), 3) and sn == (len(P),), (si, sp, sn)
+assert list(pn) == [q["position"] for q in P]
+assert list(pi) == [t["id"] for q in P for t in q["top"]]
+assert max(abs(x - t["prob"]) for x, t in zip(pp, (t for q in P for t in q["top"]))) < 1e-5
+PY
+        pass "seq2seq_$name: sampled --generate (--temperature 1.5 --top-p 0.95): one seed one document, other seeds other tokens; --predict 3 after every decoder token (JSON and .npy)"
+    else
+        fail "seq2seq_$name: sampling" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # --stop: a string of greedy's own text stops it there (the tokens a prefix of greedy's, the reason "stop")
+    stop=$("$PY" -c "
+import json, sys
+g = json.load(open(sys.argv[1]))['generation']
+t = g['text'].strip()
+print(t[len(t) // 2:len(t) // 2 + 1] if len(t) > 1 else '')
+" "$T/$name.gen.json")
+    if [ -n "$stop" ] && "$BIN" --model "$M" --quiet --json "$T/$name.stop.json" "$SRC" --generate 6 --stop "$stop" 2>"$T/err" &&
+        "$PY" - "$T/$name.stop.json" "$T/$name.gen.json" "$stop" <<'PY' 2>"$T/perr"; then
+import json, sys
+s, g, stop = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+ids, full = s["decoder_input_ids"], g["decoder_input_ids"]
+assert full[:len(ids)] == ids and s["generation"]["stop_reason"] == "stop", (ids, full, s["generation"]["stop_reason"])
+assert stop in s["generation"]["text"], s["generation"]["text"]
+PY
+        pass "seq2seq_$name: --stop ends decoding once the text holds the string (a prefix of greedy's tokens, stop_reason 'stop')"
+    else
+        fail "seq2seq_$name: --stop" "stop '$stop' $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # greedy is sampling at temperature 0: --generate with and without --temperature 0 make one document
+    if "$BIN" --model "$M" --quiet --json "$T/$name.t0.json" "$SRC" --generate 6 --temperature 0 2>"$T/err" &&
+        cmp -s "$T/$name.t0.json" "$T/$name.gen.json"; then
+        pass "seq2seq_$name: --temperature 0 is greedy --generate (the same document)"
+    else
+        fail "seq2seq_$name: temperature 0" "$(cat "$T/err") $(cmp "$T/$name.t0.json" "$T/$name.gen.json" 2>&1)"
+    fi
+    # --batch: SOURCE<TAB>TARGET lines, one document each, the single runs' own; a line without a TAB fails
+    # alone (no --generate); with --generate, lines are sources
+    printf '%s\t%s\nHello there.\tHi.\nno target\n' "$SRC" "$TGT" >"$T/$name.batch"
+    "$BIN" --model "$M" --quiet --json "$T/$name.h.json" "Hello there." --decoder-text "Hi." 2>/dev/null
+    "$BIN" --model "$M" --quiet --batch "$T/$name.batch" >"$T/$name.jsonl" 2>"$T/err"
+    brc=$?
+    if [ $brc -eq 1 ] && grep -q ":3: no decoder text: give SOURCE<TAB>TARGET, or --generate N" "$T/err" &&
+        "$PY" - "$T/$name.jsonl" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, len(lines)
+for l, f in zip(lines, sys.argv[2:]):
+    assert json.loads(l) == json.load(open(f)), f
+PY
+        pass "seq2seq_$name: --batch SOURCE<TAB>TARGET lines: the single runs' documents; a line without a target fails alone (exit 1)"
+    else
+        fail "seq2seq_$name: --batch" "exit $brc $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # --out-dir: the directory made, a document (and the three .npy) per good line, the stream's documents
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.batch" --out-dir "$T/$name.od" --npy 2>"$T/err"; [ $? -eq 1 ] &&
+        [ -f "$T/$name.od/000002.cross.npy" ] && [ ! -e "$T/$name.od/000003.json" ] &&
+        "$PY" -c "
+import json, sys
+assert json.load(open(sys.argv[1])) == json.loads(open(sys.argv[2]).readline())
+" "$T/$name.od/000001.json" "$T/$name.jsonl" 2>"$T/perr"; then
+        pass "seq2seq_$name: --batch --out-dir --npy: a document and three .npy per good line, the stream's documents"
+    else
+        fail "seq2seq_$name: --out-dir" "$(ls "$T/$name.od" 2>&1 | head -3) $(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    printf '%s\n' "$SRC" >"$T/$name.gbatch"
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.gbatch" --generate 6 >"$T/$name.g.jsonl" 2>"$T/err" &&
+        "$PY" -c "
+import json, sys
+a, b = json.loads(open(sys.argv[1]).readline()), json.load(open(sys.argv[2]))
+assert a == b, 'generate batch'
+" "$T/$name.g.jsonl" "$T/$name.gen.json" 2>"$T/perr"; then
+        pass "seq2seq_$name: --batch with --generate: each line a source, the single run's document"
+    else
+        fail "seq2seq_$name: --batch --generate" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # --stats over the batch: each stack's scores recomputed here from the documents' matrices
+    if "$BIN" --model "$M" --quiet --batch "$T/$name.batch" --stats --json "$T/$name.stats.json" 2>"$T/err"; [ $? -eq 1 ] &&
+        "$PY" - "$T/$name.stats.json" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+st = json.load(open(sys.argv[1]))
+docs = [json.load(open(f)) for f in sys.argv[2:]]
+assert st["kind"] == "stats" and st["stack"] == "encoder" and st["inputs"] == 2, st.get("stack")
+assert set(st["stacks"]) == {"decoder", "cross"}
+SPECIAL = {"<s>": "cls", "</s>": "sep"}  # BART's; T5 and Marian have </s> only
+def scores(A, toks, diag):
+    n, m = len(A), len(A[0])
+    out = {"entropy": 0, "cls": 0, "sep": 0, "mean_distance": 0, "self": 0, "previous": 0, "next": 0}
+    cnt = dict.fromkeys(out, 0)
+    for i, r in enumerate(A):
+        out["entropy"] -= sum(p * math.log(p) for p in r if p > 0); cnt["entropy"] += 1
+        for k in ("cls", "sep"):
+            out[k] += sum(p for p, t in zip(r, toks) if SPECIAL.get(t) == k); cnt[k] += 1
+        if diag:
+            out["mean_distance"] += sum(p * abs(i - j) for j, p in enumerate(r)); cnt["mean_distance"] += 1
+            out["self"] += r[i]; cnt["self"] += 1
+            if i > 0: out["previous"] += r[i - 1]; cnt["previous"] += 1
+            if i < m - 1: out["next"] += r[i + 1]; cnt["next"] += 1
+    return {k: out[k] / cnt[k] if cnt[k] else None for k in out}
+for stack, key, cols, diag, where in (("encoder", "encoder_attention", "encoder_tokens", True, st),
+                                      ("decoder", "decoder_attention", "decoder_tokens", True, st["stacks"]["decoder"]),
+                                      ("cross", "cross_attention", "encoder_tokens", False, st["stacks"]["cross"])):
+    heads = {(h["layer"], h["head"]): h for h in where["heads"]}
+    for l in range(len(docs[0][key])):
+        for h in range(len(docs[0][key][l])):
+            per = [scores(d[key][l][h], d[cols], diag) for d in docs]
+            for k in per[0]:
+                got = heads[(l, h)][k]
+                if per[0][k] is None:
+                    assert got is None, (stack, l, h, k, got)
+                else:
+                    want = sum(p[k] for p in per) / len(per)
+                    assert abs(got - want) < 1e-5, (stack, l, h, k, got, want)
+PY
+        pass "seq2seq_$name: --stats per stack (encoder at the top level, \"stacks\": decoder, cross): each score the mean recomputed from the documents; cross has no distance/self/previous/next (null)"
+    else
+        fail "seq2seq_$name: --stats" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # heads over the batch (SOURCE<TAB>TARGET lines): each stack's scores recomputed here, TransformerLens's
+    # detect_head "mul" (attention on the pattern / all attention) per input, then the mean; cross attention
+    # takes first, sep, duplicate (source tokens with the decoder token's id) and entropy, the rest null
+    if "$BIN" heads --model "$M" --quiet --batch "$T/$name.batch" --json "$T/$name.heads.json" 2>"$T/err"; [ $? -eq 1 ] &&
+        "$BIN" heads --model "$M" --quiet "$SRC" "$TGT" >"$T/$name.heads.txt" 2>>"$T/err" &&
+        grep -q "^# cross attention" "$T/$name.heads.txt" &&
+        "$PY" - "$T/$name.heads.json" "$T/$name.json" "$T/$name.h.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+hj = json.load(open(sys.argv[1]))
+docs = [json.load(open(f)) for f in sys.argv[2:]]
+assert hj["kind"] == "heads" and hj["stack"] == "encoder" and hj["inputs"] == 2 and set(hj["stacks"]) == {"decoder", "cross"}
+def score(k, A, rid, cid, rtok, ctok, cross):
+    n, m = len(A), len(A[0])
+    if k in ("entropy", "distance"):
+        if cross and k == "distance":
+            return None
+        return sum(-p * math.log(p) if k == "entropy" else p * abs(i - j)
+                   for i, r in enumerate(A) for j, p in enumerate(r) if k == "distance" or p > 0) / n
+    pat = {"previous": lambda i, j: j == i - 1, "next": lambda i, j: j == i + 1, "self": lambda i, j: j == i,
+           "first": lambda i, j: j == 0, "sep": lambda i, j: ctok[j] == "</s>",
+           "duplicate": (lambda i, j: cid[j] == rid[i]) if cross else (lambda i, j: j < i and cid[j] == rid[i])}
+    if k not in pat or (cross and k not in ("first", "sep", "duplicate")):
+        return None
+    tot = sum(sum(r) for r in A)
+    return sum(p for i, r in enumerate(A) for j, p in enumerate(r) if pat[k](i, j)) / tot
+for stack, key, rows, cols, where in (("encoder", "encoder_attention", "input_ids", "input_ids", hj),
+                                      ("decoder", "decoder_attention", "decoder_input_ids", "decoder_input_ids", hj["stacks"]["decoder"]),
+                                      ("cross", "cross_attention", "decoder_input_ids", "input_ids", hj["stacks"]["cross"])):
+    toks = "encoder_tokens" if cols == "input_ids" else "decoder_tokens"
+    heads = {(h["layer"], h["head"]): h for h in where["heads"]}
+    for l in range(len(docs[0][key])):
+        for h in range(len(docs[0][key][l])):
+            for k in hj["scores"]:
+                vals = [score(k, d[key][l][h], d[rows], d[cols], None, d[toks], stack == "cross") for d in docs]
+                got = heads[(l, h)][k]
+                if k == "induction" or vals[0] is None:
+                    assert got is None, (stack, l, h, k, got)
+                else:
+                    assert abs(got - sum(vals) / len(vals)) < 1e-5, (stack, l, h, k, got, sum(vals) / len(vals))
+PY
+        pass "seq2seq_$name: heads per stack (JSON: encoder at the top level, \"stacks\": decoder, cross; table: three sections): detect_head shares recomputed from the documents; cross: first, sep, duplicate, entropy only"
+    else
+        fail "seq2seq_$name: heads" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
+    # diff: two sources, one --decoder-text: each stack's divergence recomputed here from the two runs' documents
+    # (JSD in bits over the merged key axis, the alignment the JSON's, checked to be a longest common
+    # subsequence); the decoder's first layer sees no source (0); one source on the model twice: all 0
+    SRC_B="The dog sat on a mat."
+    "$BIN" --model "$M" --quiet --json "$T/$name.b.json" "$SRC_B" --decoder-text "$TGT" 2>/dev/null
+    if "$BIN" diff --model "$M" --quiet "$SRC" "$SRC_B" --decoder-text "$TGT" --json "$T/$name.diff.json" \
+        >"$T/$name.diff.txt" 2>"$T/err" && grep -q "^# cross attention" "$T/$name.diff.txt" &&
+        "$BIN" diff --model "$M" --model "$M" --quiet "$SRC" --decoder-text "$TGT" --json "$T/$name.diff2.json" \
+            >/dev/null 2>>"$T/err" &&
+        "$PY" - "$T/$name.diff.json" "$T/$name.json" "$T/$name.b.json" "$T/$name.diff2.json" <<'PY' 2>"$T/perr"; then
+import json, math, sys
+df, A, B, same = (json.load(open(f)) for f in sys.argv[1:])
+assert df["format"] == "attnviz-diff" and df["mode"] == "texts" and df["decoder_text"] == B["text_b"]
+def lcs_len(a, b):
+    t = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a)):
+        for j in range(len(b)):
+            t[i + 1][j + 1] = t[i][j] + 1 if a[i] == b[j] else max(t[i][j + 1], t[i + 1][j])
+    return t[-1][-1]
+def check_align(al, a, b):
+    pairs = [(i, j) for i, j in enumerate(al["a_to_b"]) if j >= 0]
+    assert all(a[i] == b[j] for i, j in pairs) and all(p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert len(pairs) == lcs_len(a, b) == al["pairs"]
+    return al["a_to_b"], al["b_to_a"]
+s_ab, s_ba = check_align(df["alignment"]["source"], A["input_ids"], B["input_ids"])
+d_ab, d_ba = check_align(df["alignment"]["decoder"], A["decoder_input_ids"], B["decoder_input_ids"])
+def jsd_row(p, q, ab, ba):
+    p = [x / sum(p) for x in p]; q = [x / sum(q) for x in q]
+    v = 0.5 * sum(x for i, x in enumerate(p) if ab[i] < 0) + 0.5 * sum(x for j, x in enumerate(q) if ba[j] < 0)
+    for i, j in enumerate(ab):
+        if j < 0: continue
+        a, b = p[i], q[j]
+        if a > 0: v += 0.5 * a * math.log2(2 * a / (a + b))
+        if b > 0: v += 0.5 * b * math.log2(2 * b / (a + b))
+    return v
+def head(MA, MB, rows_ab, keys_ab, keys_ba):
+    v = [jsd_row(MA[i], MB[j], keys_ab, keys_ba) for i, j in enumerate(rows_ab) if j >= 0]
+    return sum(v) / len(v)
+for stack, key, rows, keys in (("encoder", "encoder_attention", (s_ab,), (s_ab, s_ba)),
+                               ("decoder", "decoder_attention", (d_ab,), (d_ab, d_ba)),
+                               ("cross", "cross_attention", (d_ab,), (s_ab, s_ba))):
+    got = df["stacks"][stack]["per_head"]
+    for l in range(len(A[key])):
+        for h in range(len(A[key][l])):
+            want = head(A[key][l][h], B[key][l][h], rows[0], *keys)
+            assert abs(got[l][h] - want) < 1e-5, (stack, l, h, got[l][h], want)
+            sink = lambda M: sum(r[0] for r in M) / len(M) if stack == "cross" else (sum(r[0] for r in M[1:]) / (len(M) - 1))
+            assert abs(df["stacks"][stack]["sink"]["a"][l][h] - sink(A[key][l][h])) < 1e-5, (stack, "sink")
+assert all(v == 0 for v in df["stacks"]["decoder"]["per_head"][0]), "decoder layer 0 sees no source"
+assert any(v > 0.01 for r in df["stacks"]["cross"]["per_head"] for v in r)
+assert same["mode"] == "models" and all(v == 0 for st in same["stacks"].values() for r in st["per_head"] for v in r)
+PY
+        pass "seq2seq_$name: diff of two sources with one --decoder-text: each stack's JSD and sink mass recomputed from the runs (alignment a longest common subsequence); decoder layer 0 unmoved; one model twice all 0"
+    else
+        fail "seq2seq_$name: diff" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+    fi
     if out=$("$BIN" --model "$M" --quiet --tokens-only -- "$SRC" 2>&1) &&
         "$PY" -c "
 import json, sys
@@ -155,4 +407,7 @@ assert d['tokens'] == enc['encoder_tokens'], (d['tokens'], enc['encoder_tokens']
         fail "seq2seq_$name: --tokens-only" "$out $(cat "$T/perr")"
     fi
 done
+# attnviz serve on the same fixtures: each stack's codes against the CLI's JSON, the page byte for byte,
+# bad requests (tests/serve_check.py seq2seq)
+"$PY" tests/serve_check.py "$BIN" seq2seq
 exit 0

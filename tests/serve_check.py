@@ -7,6 +7,7 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY load [N]        N (default 10,000) mixed requests, 4-16 connections
   serve_check.py BINARY queue GGUF      the bounded queue (503) and time limit (504) on a slow model
   serve_check.py BINARY norm            --measure norm: value-weighted attention from the API
+  serve_check.py BINARY seq2seq         encoder-decoder fixtures (BART, Marian, T5): each stack against the CLI
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -775,6 +776,185 @@ def tiles_check():
     finally:
         sv.stop("tiles: the 8k server stops cleanly")
 
+# ---------------------------------------------------------------- seq2seq
+
+def float_code(v):
+    """html.c's quant_block on the float the CLI printed (9 significant digits: the float itself)."""
+    f = struct.unpack("<f", struct.pack("<f", v))[0]
+    x = f * 10000.0 + 0.5
+    return 0 if x < 1.0 else 10000 if x >= 10000.0 else int(x)
+
+
+def page_meta(html):
+    m = re.search(rb'<script type="application/json" id="av-meta">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1)) if m else None
+
+
+def seq2seq_check():
+    src, tgt = "The cat sat on the mat.", "A cat sat."
+    for name in ("bart", "marian", "t5"):
+        M = f"tests/data/small-{name}"
+        ref = cli_json("--model", M, "--precision", "9", src, "--decoder-text", tgt)
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([BIN, "--quiet", "--model", M, "--html", f"{d}/cli.html", src, "--decoder-text", tgt], check=True)
+            cli_page = open(f"{d}/cli.html", "rb").read()
+        L, H = ref["config"]["layers"], ref["config"]["heads"]
+        et, dt = ref["encoder_tokens"], ref["decoder_tokens"]
+        sv = Server("--model", M)
+        try:
+            st, _, data = sv.req("GET", "/api/models")
+            mo = json.loads(data)["models"][0] if st == 200 else {}
+            expect(f"serve seq2seq {name}: /api/models says encoder-decoder, no predictions",
+                   mo.get("enc_dec") is True and mo.get("predict") is False and mo.get("layers") == L, str(mo))
+            body = json.dumps({"text": src, "decoder_text": tgt})
+            st, _, data = sv.req("POST", "/api/run", body, {"Content-Type": "application/json"})
+            res = json.loads(data) if data[:1] == b"{" else {}
+            meta = res.get("meta", {})
+            sides = meta.get("sides", {})
+            expect(f"serve seq2seq {name}: /api/run gives the CLI's encoder and decoder tokens",
+                   st == 200 and res.get("n") == len(et) and res.get("n_decoder") == len(dt)
+                   and sides.get("encoder", {}).get("tokens") == et and sides.get("decoder", {}).get("tokens") == dt
+                   and [s_["name"] for s_ in meta.get("stacks", [])] == ["encoder", "decoder", "cross"],
+                   f"{st} {str(res)[:300]}")
+            expect(f"serve seq2seq {name}: the run's meta is the CLI page's meta",
+                   st == 200 and meta == page_meta(cli_page), f"{str(meta)[:200]} vs {str(page_meta(cli_page))[:200]}")
+            run = res.get("run", "r1")
+            for stack, rows, cols in (("encoder", len(et), len(et)), ("decoder", len(dt), len(dt)), ("cross", len(dt), len(et))):
+                A = ref[stack + "_attention"]
+                wrong, shapes = 0, True
+                for l in range(L):
+                    st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={l}&stack={stack}")
+                    shapes = shapes and st == 200 and hd.get("X-Attnviz-Shape") == f"{H},{rows},{cols}"
+                    if not shapes:
+                        break
+                    codes = planes_u16(z, H * rows * cols)
+                    wrong += sum(codes[(hh * rows + i) * cols + j] != float_code(A[l][hh][i][j])
+                                 for hh in range(H) for i in range(rows) for j in range(cols))
+                expect(f"serve seq2seq {name}: /api/attention?stack={stack} is the CLI's {stack} attention, every code "
+                       f"(round(a*1e4) of the JSON's floats)", shapes and wrong == 0, f"shape ok {shapes}, {wrong} codes differ")
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={L - 1}&stack=cross&heads={H - 1},0")
+            codes = planes_u16(z, 2 * len(dt) * len(et)) if st == 200 else []
+            want = [float_code(ref["cross_attention"][L - 1][hh][i][j]) for hh in (H - 1, 0)
+                    for i in range(len(dt)) for j in range(len(et))]
+            expect(f"serve seq2seq {name}: heads={H - 1},0 of a stack gives those heads in that order",
+                   st == 200 and codes == want, f"{st}")
+            st, hd, page = sv.req("GET", f"/api/page?run={run}")
+            expect(f"serve seq2seq {name}: /api/page is the page the CLI writes, byte for byte",
+                   st == 200 and page == cli_page, f"status {st}, {len(page)} vs {len(cli_page)} bytes")
+            st, hd, page = sv.req("GET", f"/api/page?run={run}&layers={L - 1}")
+            expect(f"serve seq2seq {name}: /api/page?layers={L - 1} holds that layer of the three stacks only",
+                   st == 200 and all(f'id="av-{k}-0"'.encode() in page and f'id="av-{k}-1"'.encode() not in page
+                                     for k in ("encoder", "decoder", "cross")), f"status {st}")
+            st, _, data = sv.req("POST", "/api/run", body, {"Content-Type": "application/json"})
+            again = json.loads(data) if st == 200 else {}
+            expect(f"serve seq2seq {name}: the same source and decoder text again is the same run, from the cache",
+                   again.get("run") == run and again.get("ms", {}).get("forward") == 0, str(again)[:200])
+            st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "decoder_text": "A dog sat."}),
+                                 {"Content-Type": "application/json"})
+            other = json.loads(data) if st == 200 else {}
+            expect(f"serve seq2seq {name}: another decoder text is another run",
+                   st == 200 and other.get("run") != run, str(other)[:200])
+
+            def case(what, want, method, path, body=None):
+                st, _, data = sv.req(method, path, body, {"Content-Type": "application/json"} if body else None)
+                expect(f"serve seq2seq {name}: {what} -> {want}", st == want, f"{st} {data[:200]}")
+            case("no decoder_text", 400, "POST", "/api/run", json.dumps({"text": src}))
+            case("decoder_text null", 400, "POST", "/api/run", json.dumps({"text": src, "decoder_text": None}))
+            case("decoder_text a number", 400, "POST", "/api/run", json.dumps({"text": src, "decoder_text": 3}))
+            case("text_b on an encoder-decoder", 400, "POST", "/api/run",
+                 json.dumps({"text": src, "text_b": "x", "decoder_text": tgt}))
+            case("predict on an encoder-decoder", 400, "POST", "/api/run",
+                 json.dumps({"text": src, "decoder_text": tgt, "predict": 3}))
+            case("attention without stack", 400, "GET", f"/api/attention?run={run}&layer=0")
+            case("an unknown stack", 400, "GET", f"/api/attention?run={run}&layer=0&stack=self")
+            case("a stack's layer out of range", 400, "GET", f"/api/attention?run={run}&layer={L}&stack=cross")
+            case("a stack's head out of range", 400, "GET", f"/api/attention?run={run}&layer=0&stack=cross&heads={H}")
+            case("measure=norm on a stack", 400, "GET", f"/api/attention?run={run}&layer=0&stack=encoder&measure=norm")
+            for path in ("thumbs", "qk", "row", "tile", "headstats"):
+                case(f"/api/{path} of an encoder-decoder run", 400, "GET",
+                     f"/api/{path}?run={run}&layer=0&head=0&query=0&level=0&row=0&col=0")
+            # a decoder text past the model's positions: truncated, with the command line's warnings, word for word
+            long_tgt = "a cat. " * 100
+            cli = subprocess.run([BIN, "--model", M, "--json", "-", src, "--decoder-text", long_tgt], capture_output=True, text=True)
+            said = [l.removeprefix("attnviz: warning: ") for l in cli.stderr.splitlines() if l.startswith("attnviz: warning: ")]
+            n_dec = len(json.loads(cli.stdout)["decoder_tokens"]) if cli.returncode == 0 else -1
+            st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "decoder_text": long_tgt}),
+                                 {"Content-Type": "application/json"})
+            res = json.loads(data) if st == 200 else {}
+            # (T5's relative positions take the whole text: no warning on either side)
+            expect(f"serve seq2seq {name}: a long decoder text is cut where the CLI cuts it, with its warnings word for word",
+                   st == 200 and (said or name == "t5") and res.get("warnings") == said and res.get("n_decoder") == n_dec,
+                   f"{st} {res.get('warnings')} {res.get('n_decoder')} vs {said} {n_dec}")
+            # generate=N: the decoder's tokens decoded from its start token, as the CLI's --generate N
+            gref = cli_json("--model", M, "--precision", "9", src, "--generate", "5")
+            with tempfile.TemporaryDirectory() as d:
+                subprocess.run([BIN, "--quiet", "--model", M, "--html", f"{d}/gen.html", src, "--generate", "5"], check=True)
+                gen_page = open(f"{d}/gen.html", "rb").read()
+            st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "generate": 5}), {"Content-Type": "application/json"})
+            gres = json.loads(data) if st == 200 else {}
+            gdt = gref["decoder_tokens"]
+            expect(f"serve seq2seq {name}: generate=5 decodes the CLI's --generate 5 tokens, its meta the CLI page's",
+                   st == 200 and gres.get("meta", {}).get("sides", {}).get("decoder", {}).get("tokens") == gdt
+                   and gres.get("meta") == page_meta(gen_page), f"{st} {str(gres)[:300]}")
+            grun = gres.get("run", "r1")
+            wrong, shape_ok = 0, True
+            for l in range(L):
+                st, hd, z = sv.req("GET", f"/api/attention?run={grun}&layer={l}&stack=cross")
+                shape_ok = shape_ok and st == 200 and hd.get("X-Attnviz-Shape") == f"{H},{len(gdt)},{len(et)}"
+                if not shape_ok:
+                    break
+                codes = planes_u16(z, H * len(gdt) * len(et))
+                wrong += sum(codes[(hh * len(gdt) + i) * len(et) + j] != float_code(gref["cross_attention"][l][hh][i][j])
+                             for hh in range(H) for i in range(len(gdt)) for j in range(len(et)))
+            expect(f"serve seq2seq {name}: a generated run's cross attention is the CLI's, every code", shape_ok and wrong == 0,
+                   f"shape ok {shape_ok}, {wrong} codes differ")
+            st, _, page = sv.req("GET", f"/api/page?run={grun}")
+            expect(f"serve seq2seq {name}: a generated run's /api/page is the CLI's --generate page, byte for byte",
+                   st == 200 and page == gen_page, f"status {st}, {len(page)} vs {len(gen_page)} bytes")
+            case("generate with decoder_text", 400, "POST", "/api/run", json.dumps({"text": src, "decoder_text": tgt, "generate": 3}))
+            case("generate past 512", 400, "POST", "/api/run", json.dumps({"text": src, "generate": 513}))
+            case("generate negative", 400, "POST", "/api/run", json.dumps({"text": src, "generate": -1}))
+            case("generate not an integer", 400, "POST", "/api/run", json.dumps({"text": src, "generate": 2.5}))
+            expect(f"serve seq2seq {name}: the server is still up", sv.alive(5))
+        finally:
+            sv.stop(f"serve seq2seq {name}: server stops cleanly")
+
+    # a self-attention model beside an encoder-decoder: each reads its own members
+    sv = Server("--model", "tests/data/small-llama", "--model", "tests/data/small-t5")
+    try:
+        st, res = sv.run("the cat sat")
+        run = res.get("run", "r1") if st == 200 else "r1"
+        expect("serve seq2seq: beside an encoder-decoder, a self-attention model runs as before (no n_decoder)",
+               st == 200 and "n_decoder" not in res and "stacks" not in res.get("meta", {}), str(res)[:200])
+        st, _, _ = sv.req("GET", f"/api/attention?run={run}&layer=0&stack=encoder")
+        expect("serve seq2seq: stack= on a self-attention run -> 400", st == 400, str(st))
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 0}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: decoder_text for a self-attention model -> 400", st == 400, f"{st} {data[:200]}")
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "generate": 3, "model": 0}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: generate for a self-attention model -> 400", st == 400, f"{st} {data[:200]}")
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "hi", "decoder_text": "x", "model": 7}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: decoder_text for a model not served -> 400 naming the model", st == 400 and b"no model 7" in data,
+               f"{st} {data[:200]}")
+    finally:
+        sv.stop("serve seq2seq: two-model server stops cleanly")
+
+    # the three stacks kept whole are bounded by --cache-mb: past it, 413 (the message gives the figures)
+    sv = Server("--model", "tests/data/small-t5", "--cache-mb", "1")
+    try:
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": "the cat sat. " * 150, "decoder_text": "a dog. " * 150}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: stacks past --cache-mb -> 413 saying so", st == 413 and b"--cache-mb" in data,
+               f"{st} {data[:200]}")
+        st, res = 0, {}
+        st, _, data = sv.req("POST", "/api/run", json.dumps({"text": src, "decoder_text": tgt}),
+                             {"Content-Type": "application/json"})
+        expect("serve seq2seq: a short input still runs on that server", st == 200, f"{st} {data[:200]}")
+    finally:
+        sv.stop("serve seq2seq: small-cache server stops cleanly")
+
 
 if MODE == "functional":
     functional()
@@ -784,6 +964,8 @@ elif MODE == "tiles":
     tiles_check()
 elif MODE == "norm":
     norm_measure()
+elif MODE == "seq2seq":
+    seq2seq_check()
 elif MODE == "hostile":
     hostile()
 elif MODE == "load":

@@ -3,7 +3,8 @@
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
 # requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
-# a long input's tiles and exact rows against the full matrix (tiles mode).
+# a long input's tiles and exact rows against the full matrix (tiles mode); encoder-decoder
+# runs under AddressSanitizer (seq2seq mode; tests/seq2seq_test.sh runs it on ./attnviz).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 PY=${PYTHON:-python3}
@@ -22,6 +23,9 @@ if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$PY" tests/serve_check.py build-asan/attnviz tiles | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$PY" tests/serve_check.py build-asan/attnviz seq2seq | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
 else
     skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
 fi

@@ -329,3 +329,113 @@ int diff_write_table(FILE *f, const OutDoc *a, int top, AvErr *e) {
     if (ferror(f)) return av_err_errno(e, "write error");
     return 0;
 }
+
+/* ---------------------------------------------------------------- encoder-decoder stacks */
+
+double diff_cross_jsd(const float *A, const float *B, const DiffAlign *rows, const DiffAlign *cols) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < rows->n_a; i++) {
+        const int k = rows->a_to_b[i];
+        if (k < 0) continue;
+        sum += diff_jsd_row(A + (size_t)i * cols->n_a, B + (size_t)k * cols->n_b, cols);
+        n++;
+    }
+    return n ? sum / n : 0;
+}
+
+double diff_cross_sink(const float *A, int n_rows, int n_cols) {
+    double s = 0;
+    for (int i = 0; i < n_rows; i++) s += A[(size_t)i * n_cols];
+    return n_rows ? s / n_rows : 0;
+}
+
+static void put_alignment(FILE *f, const DiffAlign *al) {
+    fputs("{\"a_to_b\":", f);
+    put_ints(f, al->a_to_b, al->n_a);
+    fputs(",\"b_to_a\":", f);
+    put_ints(f, al->b_to_a, al->n_b);
+    fprintf(f, ",\"pairs\":%d}", al->n_pairs);
+}
+
+static double grid_layer_mean(const double *v, int li, int nh) {
+    double s = 0;
+    for (int h = 0; h < nh; h++) s += v[(size_t)li * nh + h];
+    return nh ? s / nh : 0;
+}
+
+int diff_write_s2s_json(FILE *f, const DiffS2s *d, AvErr *e) {
+    const int nl = d->n_layers, nh = d->n_heads;
+    fprintf(f, "{\"attnviz_version\":\"" ATTNVIZ_VERSION "\",\"format\":\"attnviz-diff\",\"mode\":\"%s\",\"models\":[",
+            d->two_models ? "models" : "texts");
+    json_write_string(f, d->model_a);
+    fputc(',', f);
+    json_write_string(f, d->model_b);
+    fputs("],\"texts\":[", f);
+    json_write_string(f, d->text_a);
+    fputc(',', f);
+    json_write_string(f, d->text_b);
+    fputs("],\"decoder_text\":", f);
+    json_write_string(f, d->decoder_text);
+    fputs(",\"alignment\":{\"method\":\"longest common subsequence of token ids\",\"source\":", f);
+    put_alignment(f, d->src);
+    fputs(",\"decoder\":", f);
+    put_alignment(f, d->dec);
+    fputs("},\"divergence\":{\"measure\":\"jensen-shannon\",\"log_base\":2,\"rows\":\"mean over aligned query rows "
+          "(cross: decoder rows, over the aligned source keys)\"},\"layers\":",
+          f);
+    put_ints(f, d->layers, nl);
+    fputs(",\"stacks\":{", f);
+    for (int k = 0; k < 3; k++) {
+        const DiffStack *st = &d->stacks[k];
+        fprintf(f, "%s\"%s\":{\"per_head\":", k ? "," : "", st->name);
+        put_grid(f, st->jsd, NULL, nl, nh);
+        fputs(",\"per_layer\":[", f);
+        for (int li = 0; li < nl; li++) {
+            if (li) fputc(',', f);
+            put_double(f, grid_layer_mean(st->jsd, li, nh));
+        }
+        fputs("],\"sink\":{\"a\":", f);
+        put_grid(f, st->sink_a, NULL, nl, nh);
+        fputs(",\"b\":", f);
+        put_grid(f, st->sink_b, NULL, nl, nh);
+        fputs(",\"change\":", f);
+        put_grid(f, st->sink_a, st->sink_b, nl, nh);
+        fputs("}}", f);
+    }
+    fputs("}}\n", f);
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
+}
+
+int diff_write_s2s_table(FILE *f, const DiffS2s *d, int top, AvErr *e) {
+    const int nl = d->n_layers, nh = d->n_heads, n = nl * nh;
+    if (d->two_models)
+        fprintf(f, "attnviz diff: one source (%d tokens) and decoder text (%d tokens) on %s (A) and %s (B)\n",
+                d->src->n_a, d->dec->n_a, d->model_a, d->model_b);
+    else
+        fprintf(f, "attnviz diff: two sources on %s: A %d tokens, B %d tokens, %d aligned; decoder text %d tokens\n",
+                d->model_a, d->src->n_a, d->src->n_b, d->src->n_pairs, d->dec->n_a);
+    fputs("Jensen-Shannon divergence of attention rows, bits (0 = same, 1 = disjoint), mean over aligned query rows\n", f);
+    int *ord = malloc(sizeof *ord * (size_t)(n ? n : 1));
+    if (!ord) return av_err(e, "diff: out of memory");
+    if (top > n || top <= 0) top = n;
+    for (int k = 0; k < 3; k++) {
+        const DiffStack *st = &d->stacks[k];
+        for (int i = 0; i < n; i++) ord[i] = i;
+        for (int i = 1; i < n; i++) /* insertion sort: stable, largest first */
+            for (int j = i; j > 0 && st->jsd[ord[j - 1]] < st->jsd[ord[j]]; j--) {
+                int t = ord[j];
+                ord[j] = ord[j - 1], ord[j - 1] = t;
+            }
+        fprintf(f, "\n# %s attention\n%4s %6s %5s %10s %8s %8s\n", st->name, "rank", "layer", "head", "jsd", "sink A",
+                "sink B");
+        for (int r = 0; r < top; r++)
+            fprintf(f, "%4d %6d %5d %10.6f %8.4f %8.4f\n", r + 1, d->layers[ord[r] / nh], ord[r] % nh, st->jsd[ord[r]],
+                    st->sink_a[ord[r]], st->sink_b[ord[r]]);
+        fputs("per layer (mean over heads):", f);
+        for (int li = 0; li < nl; li++) fprintf(f, "  L%d %.6f", d->layers[li], grid_layer_mean(st->jsd, li, nh));
+        fputc('\n', f);
+    }
+    free(ord);
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
+}

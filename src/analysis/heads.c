@@ -311,6 +311,59 @@ int heads_add(HeadScores *hs, const OutDoc *d, AvErr *e) {
 
 int heads_add_induction(HeadScores *hs, const OutDoc *d, AvErr *e) { return add_scores(hs, d, 1, e); }
 
+/* Cross attention's score k of A (nr decoder rows, nc source columns), or NaN where the score has no cross
+ * definition: entropy as the mean over rows; first, sep and duplicate as detect_head's "mul" share, where
+ * duplicate is the attention on source tokens with the decoder token's own id (copying) and --exclude-bos
+ * leaves out the first source token. */
+static double cross_score(const HeadScores *hs, int k, const float *A, int nr, int nc, const int *row_ids,
+                          const int *col_ids, const unsigned char *sep) {
+    if (nr < 1 || nc < 1) return NAN;
+    if (k == HS_ENTROPY) {
+        double acc = 0;
+        for (size_t i = 0; i < (size_t)nr * nc; i++)
+            if (A[i] > 0) acc -= (double)A[i] * log((double)A[i]);
+        return acc / nr;
+    }
+    if (k != HS_FIRST && k != HS_SEP && k != HS_DUPLICATE) return NAN;
+    double total = 0, hit = 0;
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nc; j++) {
+            if (hs->exclude_bos && j == 0) continue;
+            const double p = A[(size_t)i * nc + j];
+            total += p;
+            if (k == HS_FIRST ? j == 0 : k == HS_SEP ? sep[j] : col_ids[j] == row_ids[i]) hit += p;
+        }
+    return total > 0 ? hit / total : NAN;
+}
+
+int heads_add_stack(HeadScores *hs, const OutDoc *d, const CapStack *st, const TokEncoding *rows,
+                    const TokEncoding *cols, AvErr *e) {
+    if (rows->n != st->n_rows || cols->n != st->n_cols)
+        return av_err(e, "heads: %d x %d tokens for a stack of %d x %d", rows->n, cols->n, st->n_rows, st->n_cols);
+    if (!hs->model && d->model_name && !(hs->model = strdup(d->model_name))) return av_err(e, "out of memory");
+    const int square = st->rows_decoder == st->cols_decoder, n = st->n_cols, H = d->cfg->num_heads;
+    if (square && hs->want[HS_PATTERN] && hs->pattern.w && n > hs->pattern.n)
+        return av_err(e, "an input of %d tokens is longer than the %d x %d pattern %s", n, hs->pattern.n, hs->pattern.n,
+                      hs->pattern.spec);
+    unsigned char *sep = malloc(n > 0 ? (size_t)n : 1);
+    if (!sep) return av_err(e, "out of memory");
+    for (int j = 0; j < n; j++) sep[j] = xf_special_role(cols, j) == XF_SEP;
+    int rc = 0;
+    for (int li = 0; li < out_n_layers(d) && rc == 0; li++)
+        for (int h = 0; h < H && rc == 0; h++) {
+            const float *A = st->attn + ((size_t)li * H + h) * st->n_rows * st->n_cols;
+            for (int k = 0; k < HS_N && rc == 0; k++) {
+                if (!hs->want[k] || k == HS_INDUCTION) continue; /* random sequences need a stack of their own */
+                double v = square ? heads_score_matrix(hs, k, A, n, cols->ids, sep)
+                                  : cross_score(hs, k, A, st->n_rows, n, rows->ids, cols->ids, sep);
+                if (!isnan(v)) rc = stats_put(&hs->acc, out_layer(d, li), h, hs->col[k], v, e);
+            }
+        }
+    free(sep);
+    if (rc == 0) hs->acc.inputs++;
+    return rc;
+}
+
 static uint64_t splitmix64(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -425,9 +478,35 @@ int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     return ferror(f) ? av_err_errno(e, "write error") : 0;
 }
 
+static int write_members(FILE *f, const HeadScores *hs, AvErr *e);
+
 int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e) {
-    const HeadStats *s = &hs->acc;
     fputc('{', f);
+    if (write_members(f, hs, e) != 0) return -1;
+    fputs("}\n", f);
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
+}
+
+int heads_write_json_stacks(FILE *f, const HeadScores *const *hs, const char *const *names, int n, AvErr *e) {
+    fputc('{', f);
+    if (write_members(f, hs[0], e) != 0) return -1;
+    fputs(",\"stack\":", f);
+    json_write_string(f, names[0]);
+    fputs(",\"stacks\":{", f);
+    for (int k = 1; k < n; k++) {
+        if (k > 1) fputc(',', f);
+        json_write_string(f, names[k]);
+        fputs(":{", f);
+        if (write_members(f, hs[k], e) != 0) return -1;
+        fputc('}', f);
+    }
+    fputs("}}\n", f);
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
+}
+
+/* The members of heads_write_json's object (no braces). */
+static int write_members(FILE *f, const HeadScores *hs, AvErr *e) {
+    const HeadStats *s = &hs->acc;
     stats_write_members(f, s, hs->kind, hs->model);
     if (is_heads(hs)) {
         fprintf(f, ",\"options\":{\"exclude_bos\":%s,\"exclude_current\":%s,\"top\":%d,\"pattern\":",
@@ -462,8 +541,7 @@ int heads_write_json(FILE *f, const HeadScores *hs, AvErr *e) {
         }
         fputc('}', f);
     }
-    fputs("}\n", f);
-    return ferror(f) ? av_err_errno(e, "write error") : 0;
+    return 0;
 }
 
 /* ---- reading and merging --json files ---- */
@@ -544,6 +622,11 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
     if (!cJSON_IsObject(root) || !cJSON_IsString(kind) ||
         (strcmp(kind->valuestring, "stats") && strcmp(kind->valuestring, "heads"))) {
         av_err(e, "%s: no \"kind\": \"stats\" or \"heads\" (write it with --stats --json or attnviz heads --json)", name);
+        goto done;
+    }
+    /* an encoder-decoder's file holds three stacks; merging the top level alone would drop two */
+    if (cJSON_GetObjectItemCaseSensitive(root, "stacks")) {
+        av_err(e, "%s: an encoder-decoder model's statistics (\"stacks\"): merging them is not supported", name);
         goto done;
     }
     const int stats_kind = !strcmp(kind->valuestring, "stats");

@@ -70,6 +70,38 @@ int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e) {
     return 0;
 }
 
+/* Row sums of one (rows, cols) matrix into acc, the rows each score had into cnt. kind: each column's
+ * [CLS]/[SEP] role. diag: rows and columns are one sequence's tokens (self-attention), so row i's self,
+ * previous and next keys and its distances exist; cross attention's rows (decoder) and columns (source)
+ * are different sequences: those four scores have no rows. */
+static void score_matrix(const float *A, int rows, int cols, const unsigned char *kind, int diag, double *acc,
+                         long *cnt) {
+    for (int i = 0; i < rows; i++) {
+        const float *r = A + (size_t)i * cols;
+        double ent = 0, dist = 0, cls = 0, sep = 0;
+        for (int j = 0; j < cols; j++) {
+            double p = r[j];
+            if (p > 0) ent -= p * log(p);
+            dist += p * abs(i - j);
+            if (kind[j] == XF_CLS) cls += p;
+            else if (kind[j] == XF_SEP) sep += p;
+        }
+        acc[ST_ENTROPY] += ent, acc[ST_CLS] += cls, acc[ST_SEP] += sep;
+        cnt[ST_ENTROPY]++, cnt[ST_CLS]++, cnt[ST_SEP]++;
+        if (!diag) continue;
+        acc[ST_DISTANCE] += dist, acc[ST_SELF] += r[i];
+        cnt[ST_DISTANCE]++, cnt[ST_SELF]++;
+        if (i > 0) acc[ST_PREV] += r[i - 1], cnt[ST_PREV]++;
+        if (i < cols - 1) acc[ST_NEXT] += r[i + 1], cnt[ST_NEXT]++;
+    }
+}
+
+static int put_means(HeadStats *s, int l, int h, const double *acc, const long *cnt, AvErr *e) {
+    for (int k = 0; k < ST_N; k++)
+        if (cnt[k] && stats_put(s, l, h, k, acc[k] / cnt[k], e) != 0) return -1;
+    return 0;
+}
+
 int stats_add(HeadStats *s, const OutDoc *d, AvErr *e) {
     const int n = d->enc->n;
     /* [CLS]/<s> and [SEP]/</s> shares; GPT-2 adds neither */
@@ -85,29 +117,28 @@ int stats_add(HeadStats *s, const OutDoc *d, AvErr *e) {
                 static const int FROM[ST_N] = {CAP_SC_ENTROPY, CAP_SC_DISTANCE, CAP_SC_CLS, CAP_SC_SEP,
                                                CAP_SC_SELF,    CAP_SC_PREV,     CAP_SC_NEXT};
                 for (int k = 0; k < ST_N; k++) acc[k] = t[FROM[k]], rows[k] = k == ST_PREV || k == ST_NEXT ? n - 1 : n;
-                for (int k = 0; k < ST_N; k++)
-                    if (rows[k] > 0 && stats_put(s, l, h, k, acc[k] / rows[k], e) != 0) return -1;
+                if (put_means(s, l, h, acc, rows, e) != 0) return -1;
                 continue;
             }
-            const float *A = cap_attn(d->cap, l, h); // (n, n)
-            for (int i = 0; i < n; i++) {
-                const float *r = A + (size_t)i * n;
-                double ent = 0, dist = 0, cls = 0, sep = 0;
-                for (int j = 0; j < n; j++) {
-                    double p = r[j];
-                    if (p > 0) ent -= p * log(p);
-                    dist += p * abs(i - j);
-                    if (kind[j] == XF_CLS) cls += p;
-                    else if (kind[j] == XF_SEP) sep += p;
-                }
-                acc[ST_ENTROPY] += ent, acc[ST_DISTANCE] += dist, acc[ST_CLS] += cls, acc[ST_SEP] += sep;
-                acc[ST_SELF] += r[i];
-                rows[ST_ENTROPY]++, rows[ST_DISTANCE]++, rows[ST_CLS]++, rows[ST_SEP]++, rows[ST_SELF]++;
-                if (i > 0) acc[ST_PREV] += r[i - 1], rows[ST_PREV]++;
-                if (i < n - 1) acc[ST_NEXT] += r[i + 1], rows[ST_NEXT]++;
-            }
-            for (int k = 0; k < ST_N; k++)
-                if (rows[k] && stats_put(s, l, h, k, acc[k] / rows[k], e) != 0) return -1;
+            score_matrix(cap_attn(d->cap, l, h), n, n, kind, 1, acc, rows);
+            if (put_means(s, l, h, acc, rows, e) != 0) return -1;
+        }
+    s->inputs++;
+    return 0;
+}
+
+int stats_add_stack(HeadStats *s, const OutDoc *d, const CapStack *st, const TokEncoding *cols, AvErr *e) {
+    if (cols->n != st->n_cols) return av_err(e, "stats: %d column tokens for a stack of %d columns", cols->n, st->n_cols);
+    unsigned char kind[cols->n > 0 ? cols->n : 1];
+    for (int j = 0; j < cols->n; j++) kind[j] = (unsigned char)xf_special_role(cols, j);
+    const int H = d->cfg->num_heads, diag = st->rows_decoder == st->cols_decoder;
+    for (int li = 0; li < out_n_layers(d); li++)
+        for (int h = 0; h < H; h++) {
+            double acc[ST_N] = {0};
+            long rows[ST_N] = {0};
+            score_matrix(st->attn + ((size_t)li * H + h) * st->n_rows * st->n_cols, st->n_rows, st->n_cols, kind, diag,
+                         acc, rows);
+            if (put_means(s, out_layer(d, li), h, acc, rows, e) != 0) return -1;
         }
     s->inputs++;
     return 0;
@@ -171,5 +202,23 @@ int stats_write_json(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
     fputc('{', f);
     stats_write_members(f, s, "stats", d->model_name);
     fputs("}\n", f);
+    return ferror(f) ? av_err_errno(e, "write error") : 0;
+}
+
+int stats_write_json_stacks(FILE *f, const HeadStats *const *s, const char *const *names, int n, const OutDoc *d,
+                            AvErr *e) {
+    fputc('{', f);
+    stats_write_members(f, s[0], "stats", d->model_name);
+    fputs(",\"stack\":", f);
+    json_write_string(f, names[0]);
+    fputs(",\"stacks\":{", f);
+    for (int k = 1; k < n; k++) {
+        fprintf(f, "%s", k > 1 ? "," : "");
+        json_write_string(f, names[k]);
+        fputs(":{", f);
+        stats_write_members(f, s[k], "stats", d->model_name);
+        fputc('}', f);
+    }
+    fputs("}}\n", f);
     return ferror(f) ? av_err_errno(e, "write error") : 0;
 }

@@ -42,8 +42,10 @@ static const HelpCommand COMMANDS[] = {
     {"serve", H_SERVE,
      "attnviz serve [--model DIR|FILE]... [--port N] [--host ADDR] [--open] [--cache-mb N]\n"
      "                     [--timeout S] [TEXT [TEXT_B]]\n"},
-    {"diff", H_DIFF, "attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"},
-    {"heads", H_HEADS, "attnviz heads [--batch FILE | TEXT] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"},
+    {"diff", H_DIFF, "attnviz diff [--model M] TEXT_A TEXT_B | attnviz diff --model A --model B TEXT\n"
+                     "       (encoder-decoders: the sources, and --decoder-text TEXT for both)\n"},
+    {"heads", H_HEADS, "attnviz heads [--batch FILE | TEXT [TEXT_B]] [--score NAME]... [--top K] [--pattern FILE|RULE]\n"
+                       "       (encoder-decoders: SOURCE TARGET, or --batch lines SOURCE<TAB>TARGET)\n"},
     {"stats", H_STATS, "attnviz stats --merge FILE... [--json OUT]\n"},
 };
 
@@ -113,8 +115,12 @@ static const HelpSection SECTIONS[] = {
      "Encoder-decoder models (bart, marian, t5; TEXT is the source):\n"
      "  --decoder-text T    run the decoder, teacher-forced, over T (after the decoder's start\n"
      "                      token): encoder, decoder and cross attention per layer and head\n"
-     "  --generate N        without --decoder-text: decode greedily up to N tokens, then\n"
-     "                      capture the three stacks over what was generated\n"
+     "  --batch FILE        lines SOURCE<TAB>TARGET (teacher-forced), or sources with --generate;\n"
+     "                      --stats and heads score the three stacks apart\n"
+     "  --generate N        without --decoder-text: decode up to N tokens (greedy, or\n"
+     "                      --temperature/--top-p/--seed/--stop as above), then capture\n"
+     "                      the three stacks over what was generated\n"
+     "  --predict K         the K most probable next tokens after every decoder token\n"
      "\n"
      "Beyond attention (causal models with a head; one text):\n"
      "  --logit-lens K      the top K tokens read from the residual stream after every\n"
@@ -146,13 +152,15 @@ static const HelpSection SECTIONS[] = {
      "                      table of the most divergent heads on stdout, --json, and the page\n"
      "                      (default attnviz-diff.html: divergence per head, B - A matrices)\n"
      "  --top N             heads in the table (default 10)\n"
+     "  --decoder-text T    encoder-decoders: the decoder's text for both sources; each\n"
+     "                      stack (encoder, decoder, cross) compared apart; table and --json\n"
      "\n"},
     {H_RUN,
      "Analysis:\n"
      "  --stats             per layer and head: entropy, mean attention distance, share on\n"
      "                      [CLS], [SEP], self, previous, next (a table; JSON with --json);\n"
      "                      over a batch, the mean over inputs; memory grows with n,\n"
-     "                      not n^2 (no matrix is kept)\n"
+     "                      not n^2 (no matrix is kept); encoder-decoders: per stack\n"
      "  --tokens-only       tokenize only (needs vocab.txt and config.json) and print JSON\n"
      "\n"},
     {H_RUN | H_HEADS | H_SERVE,
@@ -528,9 +536,9 @@ static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
         const RunSpec *r = &o->run;
         if (r->predict.generate_n)
             return usage_error(e, "%s", "--decoder-text gives the decoder its tokens; --generate makes them: one or the other");
-        if (r->batch.path || r->stats || r->capture.tokens_only || r->predict.k || r->capture.telemetry || rest == 2)
-            return usage_error(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch, "
-                                        "--stats, --tokens-only, --predict or --telemetry");
+        if (r->batch.path || r->capture.tokens_only || r->capture.telemetry || rest == 2)
+            return usage_error(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch "
+                                        "(its lines are SOURCE<TAB>TARGET), --tokens-only or --telemetry");
     }
     if (o->run.capture.telemetry) {
         const RunSpec *r = &o->run;
@@ -588,9 +596,9 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
         return usage_error(e, "%s", "--logit-lens, --attribution, --target, --position, --ablate and --flow go with a run on one text");
     if (ps->ablate_mode && !ls->ablate) return usage_error(e, "%s", "--ablate-mode goes with --ablate");
-    if (o->run.decoder_text && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
+    if (o->run.decoder_text && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve))
         return usage_error(e, "%s", "--decoder-text goes with a run on one source text (attnviz --model DIR SOURCE "
-                                    "--decoder-text TEXT)");
+                                    "--decoder-text TEXT) or diff");
     if (ps->stats_cmd || o->merge) return check_stats(o, ps, rest, args, e);
     if (o->run.heads.on) return check_heads(o, rest, args, e);
     if (o->render) return check_render(o, rest, args, e);
@@ -1030,24 +1038,28 @@ int cli_run(const CliOptions *o, AvErr *e) {
     }
     if (c->enc_dec && !o->run.capture.tokens_only) {
         const RunSpec *r = &o->run;
-        if (r->heads.on) {
-            av_err_usage(e, "attnviz heads scores self-attention models; %s is an encoder-decoder (%s) model", dir,
-                         c->model_type);
+        if (r->heads.on && !r->batch.path && !r->text_b) {
+            av_err_usage(e, "attnviz heads on an encoder-decoder (%s) model scores SOURCE TARGET (the decoder's text "
+                            "second), or --batch lines SOURCE<TAB>TARGET", c->model_type);
             goto out;
         }
-        if (!r->decoder_text && !r->predict.generate_n) {
+        if (!r->decoder_text && !r->predict.generate_n && !r->batch.path && !r->heads.on) {
             av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
                             "let it decode (--generate N)", dir, c->model_type);
             goto out;
         }
-        if (r->batch.path || r->stats || r->text_b || r->predict.k || r->predict.temperature > 0 || r->predict.stop ||
-            r->capture.qk || r->capture.hidden || r->capture.telemetry || r->capture.measure != MEASURE_ATTENTION ||
-            r->capture.no_special || r->capture.words || r->sel.heads || r->lens.lens_k ||
-            r->lens.attribution || r->lens.ablate || r->lens.flow) {
-            av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or greedy --generate, "
-                            "written to --json, --npy and the page (no second text, --batch, --stats, --predict, "
-                            "--temperature, --stop, --qk, --hidden, --telemetry, --measure norm, --no-special, --words, "
-                            "--heads or the residual-stream options)", dir, c->model_type);
+        if ((r->text_b && !r->heads.on) || r->capture.qk || r->capture.hidden || r->capture.telemetry ||
+            r->capture.measure != MEASURE_ATTENTION || r->capture.no_special || r->capture.words || r->sel.heads ||
+            r->lens.lens_k || r->lens.attribution || r->lens.ablate || r->lens.flow) {
+            av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
+                            "or --batch lines, written to --json, --npy, the page or --stats (no second text, --qk, "
+                            "--hidden, --telemetry, --measure norm, --no-special, --words, --heads or the "
+                            "residual-stream options)",
+                         dir, c->model_type);
+            goto out;
+        }
+        if (o->run.output.out_dir && mkdir(o->run.output.out_dir, 0777) != 0 && errno != EEXIST) {
+            av_err(e, "%s: cannot create: %s", o->run.output.out_dir, strerror(errno));
             goto out;
         }
         rc = run_seq2seq_pipeline(p, e);

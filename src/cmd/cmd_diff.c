@@ -56,6 +56,86 @@ static int tokens_differ(const Run *a, const TokEncoding *ea, const Run *b, cons
                   a->dir, b->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
 }
 
+/* An encoder-decoder's diff: the sources (two on one model, or one on two models) with one --decoder-text,
+ * teacher-forced; each stack's divergence and sink mass per layer and head; the table and --json (no page). */
+static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvErr *e) {
+    Run *rB = rb ? rb : ra;
+    const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
+    TokEncoding sa = {0}, sb = {0};
+    S2sCapture ca = {0}, cb = {0};
+    DiffAlign as = {0}, ad = {0};
+    int *da = NULL, *db = NULL, na = 0, nb = 0, rc = -1;
+    double *grids = NULL;
+    if (ra->cfg.num_layers != ra->cfg.dec_layers) {
+        av_err(e, "%s: %d encoder and %d decoder layers (not supported)", ra->dir, ra->cfg.num_layers, ra->cfg.dec_layers);
+        goto done;
+    }
+    if (run_seq2seq_capture(ra, ta, o->decoder_text, &sa, &da, &na, &ca, e) ||
+        run_seq2seq_capture(rB, tb, o->decoder_text, &sb, &db, &nb, &cb, e))
+        goto done;
+    if (rb && (sa.n != sb.n || memcmp(sa.ids, sb.ids, sizeof *sa.ids * (size_t)sa.n) || na != nb ||
+               memcmp(da, db, sizeof *da * (size_t)na))) {
+        av_err(e, "diff: %s and %s tokenize the source or the decoder's text differently: --model A --model B needs one "
+                  "tokenizer", ra->dir, rb->dir);
+        goto done;
+    }
+    if (diff_align(sa.ids, sa.n, sb.ids, sb.n, &as, e) || diff_align(da, na, db, nb, &ad, e)) goto done;
+    if (as.n_pairs == 0) {
+        av_err(e, "diff: no source token of A (%d) is also in B (%d): no attention row to compare", sa.n, sb.n);
+        goto done;
+    }
+    const int nl = o->sel.layers ? o->sel.n_layers : ra->cfg.num_layers, H = ra->cfg.num_heads;
+    int *layers = malloc(sizeof *layers * (size_t)nl);
+    const size_t g = (size_t)nl * H;
+    grids = malloc(sizeof *grids * g * 9);
+    if (!layers || !grids) {
+        free(layers);
+        av_err(e, "out of memory");
+        goto done;
+    }
+    for (int li = 0; li < nl; li++) layers[li] = o->sel.layers ? o->sel.layers[li] : li;
+    DiffS2s d = {rb != NULL, ra->name, rB->name, ta, tb, o->decoder_text, &as, &ad, layers, nl, H, {{0}}};
+    for (int k = 0; k < 3; k++)
+        d.stacks[k] = (DiffStack){RUN_S2S_STACKS[k], grids + g * 3 * k, grids + g * (3 * k + 1), grids + g * (3 * k + 2)};
+    for (int li = 0; li < nl; li++)
+        for (int h = 0; h < H; h++) {
+            const size_t at = (size_t)li * H + h, la = (size_t)layers[li] * H + h;
+            const float *ea = ca.enc_attn + la * sa.n * sa.n, *eb = cb.enc_attn + la * sb.n * sb.n;
+            const float *xa = ca.dec_attn + la * na * na, *xb = cb.dec_attn + la * nb * nb;
+            const float *ca_ = ca.cross_attn + la * na * sa.n, *cb_ = cb.cross_attn + la * nb * sb.n;
+            double *v = grids;
+            v[at] = diff_head_jsd(ea, eb, &as), v[g + at] = diff_sink_mass(ea, sa.n), v[2 * g + at] = diff_sink_mass(eb, sb.n);
+            v += 3 * g;
+            v[at] = diff_head_jsd(xa, xb, &ad), v[g + at] = diff_sink_mass(xa, na), v[2 * g + at] = diff_sink_mass(xb, nb);
+            v += 3 * g;
+            v[at] = diff_cross_jsd(ca_, cb_, &ad, &as), v[g + at] = diff_cross_sink(ca_, na, sa.n),
+            v[2 * g + at] = diff_cross_sink(cb_, nb, sb.n);
+        }
+    rc = 0;
+    if (o->output.json_path) {
+        AvOut out;
+        rc = av_out_open(&out, o->output.json_path, e);
+        if (rc == 0 && diff_write_s2s_json(out.fp, &d, e) != 0) {
+            av_err_prefix(e, "%s", strcmp(o->output.json_path, "-") ? o->output.json_path : "stdout");
+            av_out_abort(&out);
+            rc = -1;
+        } else if (rc == 0) {
+            rc = av_out_commit(&out, e);
+        }
+    }
+    if (rc == 0 && !(o->output.json_path && !strcmp(o->output.json_path, "-")) &&
+        (diff_write_s2s_table(stdout, &d, ds->top ? ds->top : 10, e) != 0 || fflush(stdout) != 0))
+        rc = e->msg[0] ? -1 : av_err(e, "stdout: write error");
+    free(layers);
+done:
+    free(grids);
+    free(da), free(db);
+    diff_align_free(&as), diff_align_free(&ad);
+    s2s_capture_free(&ca), s2s_capture_free(&cb);
+    tok_encoding_free(&sa), tok_encoding_free(&sb);
+    return rc;
+}
+
 int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e) {
     ModelSpec mb = *m;
     Run *ra = NULL, *rb = NULL;
@@ -68,16 +148,26 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     int rc = -1;
     if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
     if (!o->quiet) av_info("model A %s (%s)", dir, why);
-    if (ra->cfg.enc_dec) {
-        av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: not supported by diff", dir, ra->cfg.model_type);
+    if (ra->cfg.enc_dec != (o->decoder_text != NULL)) {
+        if (o->decoder_text)
+            av_err_usage(e, "--decoder-text goes with an encoder-decoder model; %s is a %s model", dir, ra->cfg.model_type);
+        else
+            av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) "
+                            "for both sides", dir, ra->cfg.model_type);
+        goto done;
+    }
+    if (ra->cfg.enc_dec && (o->output.html_path || o->sel.heads)) {
+        av_err_usage(e, "diff on an encoder-decoder (%s) model writes the table and --json (no --html, --heads)",
+                     ra->cfg.model_type);
         goto done;
     }
     if (ds->model_b) {
         mb.path = ds->model_b;
         if (pipeline_open(&rb, &mb, o, &dir, &why, e) != 0) goto done;
         if (!o->quiet) av_info("model B %s (%s)", dir, why);
-        if (rb->cfg.enc_dec) {
-            av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: not supported by diff", dir, rb->cfg.model_type);
+        if (rb->cfg.enc_dec != ra->cfg.enc_dec) {
+            av_err_usage(e, "diff: %s is %s encoder-decoder model and %s is %s", ra->dir, ra->cfg.enc_dec ? "an" : "not an",
+                         dir, rb->cfg.enc_dec ? "one" : "not");
             goto done;
         }
         if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
@@ -88,6 +178,10 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     }
     Run *rB = rb ? rb : ra;
     if (sel_check(&o->sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
+    if (ra->cfg.enc_dec) {
+        rc = diff_s2s(ra, rb, ds, o, e);
+        goto done;
+    }
     const char *ta = o->text_a, *tb = rb ? o->text_a : o->text_b;
     if (run_tokenize(ra, ta, NULL, &ea, e) != 0 || run_tokenize(rB, tb, NULL, &eb, e) != 0) goto done;
     if (rb && (ea.n != eb.n || memcmp(ea.ids, eb.ids, sizeof *ea.ids * (size_t)ea.n))) {

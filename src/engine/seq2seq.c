@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "predict.h"
 
 /* What every step reads: the model and one scratch for widening weights. */
 typedef struct {
@@ -241,43 +242,49 @@ static float *encode(Ctx *c, const int *src, int n, float *enc_attn, AvErr *e) {
     return x;
 }
 
-/* The id of the largest logit after the decoder's last row x (H): the scale,
- * the lm head, final_logits_bias (the first of equal logits, as torch.argmax). */
-static int greedy(Ctx *c, const float *x, int *next, AvErr *e) {
+/* The scores over the vocabulary (lm_head.out of them) after the decoder's row x (H): the scale, the lm head,
+ * final_logits_bias. */
+static int row_logits(Ctx *c, const float *x, float *logits, AvErr *e) {
     const Model *m = c->m;
     const S2sWeights *w = m->s2s;
-    if (!w->lm_head.w) return av_err(e, "%s: the checkpoint has no lm_head and does not tie it to the embeddings", m->path);
-    float *h = malloc((size_t)c->H * sizeof *h), *logits = malloc((size_t)w->lm_head.out * sizeof *logits);
-    int rc = h && logits ? 0 : av_err(e, "out of memory");
-    if (rc == 0) {
-        for (int j = 0; j < c->H; j++) h[j] = m->cfg.logits_scale != 0.0f ? x[j] * m->cfg.logits_scale : x[j];
-        rc = linear(c, &w->lm_head, h, 1, logits, -1, e);
-    }
-    if (rc == 0) {
-        int best = 0;
-        for (int v = 0; v < w->lm_head.out; v++) {
-            const float z = logits[v] + (w->logits_bias ? w->logits_bias[v] : 0.0f);
-            const float zb = logits[best] + (w->logits_bias ? w->logits_bias[best] : 0.0f);
-            if (z != z) {
-                rc = av_err(e, "%s: the logits are not finite (NaN/Inf in the weights?)", m->path);
-                break;
-            }
-            if (z > zb) best = v;
-        }
-        *next = best;
-    }
-    free(h), free(logits);
+    float *h = malloc((size_t)c->H * sizeof *h);
+    if (!h) return av_err(e, "out of memory");
+    for (int j = 0; j < c->H; j++) h[j] = m->cfg.logits_scale != 0.0f ? x[j] * m->cfg.logits_scale : x[j];
+    int rc = linear(c, &w->lm_head, h, 1, logits, -1, e);
+    free(h);
+    if (rc == 0 && w->logits_bias)
+        for (int v = 0; v < w->lm_head.out; v++) logits[v] += w->logits_bias[v];
     return rc;
 }
 
-/* The decoder over dec (n tokens) against enc (nk, H); its matrices into cap's, the next token into *next. */
-static int decode(Ctx *c, const float *enc, int nk, const int *dec, int n, float *self, float *cross, int *next,
-                  AvErr *e) {
+static int need_head(const Model *m, AvErr *e) {
+    if (m->s2s->lm_head.w) return 0;
+    return av_err(e, "%s: the checkpoint has no lm_head and does not tie it to the embeddings", m->path);
+}
+
+/* The decoder over dec (n tokens) against enc (nk, H); its matrices into self and cross, and the top-k after
+ * every row into pred (when not NULL). */
+static int decode(Ctx *c, const float *enc, int nk, const int *dec, int n, float *self, float *cross,
+                  CapPredictions *pred, AvErr *e) {
     const S2sStack *s = &c->m->s2s->dec;
     float *x = malloc((size_t)n * c->H * sizeof *x);
     if (!x) return av_err(e, "out of memory for %d tokens", n);
     int rc = embed(c, s, dec, n, 0, x, e) || run_stack(c, s, x, n, enc, nk, self, cross, e) ? -1 : 0;
-    if (rc == 0 && next) rc = greedy(c, x + (size_t)(n - 1) * c->H, next, e);
+    if (rc == 0 && pred) {
+        /* a row at a time: a 250k-word vocabulary times every decoder token would not fit */
+        float *logits = malloc((size_t)c->m->s2s->lm_head.out * sizeof *logits);
+        if (!logits) rc = av_err(e, "out of memory");
+        for (int i = 0; i < n && rc == 0; i++) {
+            if ((rc = row_logits(c, x + (size_t)i * c->H, logits, e))) break;
+            pred->position[i] = i;
+            if (pred_topk(logits, 1, c->m->s2s->lm_head.out, pred->k, pred->ids + (size_t)i * pred->k,
+                          pred->probs + (size_t)i * pred->k))
+                rc = av_err(e, "%s: the scores after decoder position %d are not finite (NaN/Inf in the weights?)",
+                            c->m->path, i);
+        }
+        if (rc == 0) pred->n = n;
+        free(logits);
+    }
     free(x);
     return rc;
 }
@@ -289,17 +296,21 @@ static int all_finite(const float *p, size_t n) {
     return 1;
 }
 
-int s2s_forward(const Model *m, const int *src, int n_enc, const int *dec, int n_dec, S2sCapture *cap, int *next,
-                AvErr *e) {
+int s2s_forward(const Model *m, const int *src, int n_enc, const int *dec, int n_dec, S2sCapture *cap,
+                CapPredictions *pred, AvErr *e) {
     Ctx c;
     if (n_enc < 1 || n_dec < 1) return av_err(e, "an encoder-decoder pass needs at least one source and one decoder token");
     if (ctx_init(&c, m, e)) return -1;
+    if (pred && (need_head(m, e) || pred->k < 1 || pred->n < n_dec)) {
+        free(c.widen);
+        return pred->k < 1 || pred->n < n_dec ? av_err(e, "the predictions hold %d rows, not %d", pred->n, n_dec) : -1;
+    }
     if (cap && (cap->n_enc != n_enc || cap->n_dec != n_dec)) {
         free(c.widen);
         return av_err(e, "the capture holds %d and %d tokens, not %d and %d", cap->n_enc, cap->n_dec, n_enc, n_dec);
     }
     float *enc = encode(&c, src, n_enc, cap ? cap->enc_attn : NULL, e);
-    int rc = enc ? decode(&c, enc, n_enc, dec, n_dec, cap ? cap->dec_attn : NULL, cap ? cap->cross_attn : NULL, next, e)
+    int rc = enc ? decode(&c, enc, n_enc, dec, n_dec, cap ? cap->dec_attn : NULL, cap ? cap->cross_attn : NULL, pred, e)
                  : -1;
     if (rc == 0 && cap) {
         const size_t H = (size_t)cap->heads;
@@ -340,10 +351,10 @@ static int cache_init(Ctx *c, Cache *kc, const float *enc, int nk, int cap, AvEr
 }
 
 /* The decoder on one token at position kc->n against the cache (which it joins),
- * the greedy choice after it into *next: run_stack's steps for a row, the same
+ * the scores after it into logits: run_stack's steps for a row, the same
  * products (a token's outputs are the same bits whatever else shares them) and
  * the same per-row attention, so the same numbers as a pass over every token. */
-static int decode_step(Ctx *c, Cache *kc, int nk, int token, int *next, AvErr *e) {
+static int decode_step(Ctx *c, Cache *kc, int nk, int token, float *logits, AvErr *e) {
     const ModelConfig *cfg = &c->m->cfg;
     const S2sStack *s = &c->m->s2s->dec;
     const int H = c->H, pos = kc->n;
@@ -374,37 +385,89 @@ static int decode_step(Ctx *c, Cache *kc, int nk, int token, int *next, AvErr *e
         residual(x, b.y, 1, H, cfg->pre_ln ? NULL : &L->mlp_norm);
     }
     if (rc == 0 && s->final_norm.g) kern_norm_naive(x, &s->final_norm, 1, H);
-    if (rc == 0) rc = greedy(c, x, next, e);
+    if (rc == 0) rc = row_logits(c, x, logits, e);
     if (rc == 0) kc->n++;
     free(x);
     bufs_free(&b);
     return rc ? -1 : 0;
 }
 
-int s2s_generate(const Model *m, const int *src, int n_enc, int max_new, int *out, int *n_out, AvErr *e) {
+static int is_eos(const GenOptions *o, int id) {
+    for (int i = 0; i < o->n_eos; i++)
+        if (o->eos[i] == id) return 1;
+    return 0;
+}
+
+/* The top-k of logits into entry at of p, for decoder position pos. */
+static int keep_top(const Model *m, const float *logits, CapPredictions *p, int at, int pos, AvErr *e) {
+    p->position[at] = pos;
+    if (pred_topk(logits, 1, m->s2s->lm_head.out, p->k, p->ids + (size_t)at * p->k, p->probs + (size_t)at * p->k))
+        return av_err(e, "%s: the scores after decoder position %d are not finite (NaN/Inf in the weights?)", m->path, pos);
+    return 0;
+}
+
+int s2s_generate(const Model *m, const int *src, int n_enc, const GenOptions *o, int *out, int *n_out,
+                 CapGeneration *g, AvErr *e) {
     Ctx c;
     *n_out = 0;
+    memset(g, 0, sizeof *g);
     if (n_enc < 1) return av_err(e, "an encoder-decoder pass needs at least one source token");
-    if (max_new < 0) return av_err(e, "--generate needs a count >= 0, not %d", max_new);
+    if (o->max_new < 0) return av_err(e, "--generate needs a count >= 0, not %d", o->max_new);
+    if (o->k < 1 || (o->all && (o->all->k < 1 || o->all->n < o->max_new + 1)))
+        return av_err(e, "generation keeps a top-k of at least 1 for %d positions", o->max_new + 1);
     if (ctx_init(&c, m, e)) return -1;
-    const ModelConfig *cfg = &m->cfg;
-    Cache kc = {0};
-    float *enc = encode(&c, src, n_enc, NULL, e);
-    int rc = enc ? cache_init(&c, &kc, enc, n_enc, max_new + 1, e) : -1, n = 1;
-    out[0] = cfg->dec_start_id;
-    /* one token a step against the cache; the chosen token is the next step's input */
-    for (int g = 0; rc == 0 && g < max_new; g++) {
-        int next;
-        if ((rc = decode_step(&c, &kc, n_enc, out[n - 1], &next, e))) break;
-        out[n++] = next;
-        int stop = 0;
-        for (int k = 0; k < cfg->n_eos; k++) stop |= next == cfg->eos_ids[k];
-        if (stop) break;
+    if (need_head(m, e)) {
+        free(c.widen);
+        return -1;
     }
+    const int vocab = m->s2s->lm_head.out;
+    g->n_prompt = 1, g->temperature = o->temperature, g->top_p = o->top_p, g->seed = o->seed;
+    g->stop = CAP_STOP_LENGTH;
+    Cache kc = {0};
+    PredRng rng;
+    pred_rng_seed(&rng, o->seed);
+    float *logits = malloc((size_t)vocab * sizeof *logits), *scratch = malloc((size_t)vocab * sizeof *scratch);
+    int *iscratch = malloc((size_t)vocab * sizeof *iscratch), rc = 0, n = 1;
+    g->chosen_prob = malloc((size_t)(o->max_new > 0 ? o->max_new : 1) * sizeof *g->chosen_prob);
+    if (!logits || !scratch || !iscratch || !g->chosen_prob) rc = av_err(e, "out of memory for generation");
+    if (rc == 0) rc = pred_alloc(&g->steps, o->max_new, o->k, e);
+    g->steps.n = 0;
+    if (o->all) o->all->n = 0;
+    float *enc = rc == 0 ? encode(&c, src, n_enc, NULL, e) : NULL;
+    if (rc == 0) rc = enc ? cache_init(&c, &kc, enc, n_enc, o->max_new + 1, e) : -1;
+    out[0] = m->cfg.dec_start_id;
+    /* one token a step against the cache; the chosen token is the next step's input. The choice is
+     * pred_sample's, as the decoder-only path's (temperature 0: the first largest score, torch.argmax's) */
+    while (rc == 0 && n < o->max_new + 1) {
+        const int gi = n - 1;
+        float prob;
+        if ((rc = decode_step(&c, &kc, n_enc, out[n - 1], logits, e))) break;
+        if (o->all && (rc = keep_top(m, logits, o->all, o->all->n++, n - 1, e))) break;
+        if ((rc = keep_top(m, logits, &g->steps, gi, n - 1, e))) break;
+        if (pred_sample(logits, 1, vocab, o->temperature, o->top_p, &rng, scratch, iscratch, &out[n], &prob)) {
+            rc = av_err(e, "%s: the scores after decoder position %d are not finite", m->path, n - 1);
+            break;
+        }
+        g->chosen_prob[gi] = prob;
+        g->steps.n = g->n_generated = gi + 1;
+        n++;
+        const int stop = is_eos(o, out[n - 1]) ? CAP_STOP_EOS : o->stop && o->stop(o->stop_ctx, out, 1, n) ? CAP_STOP_STRING : -1;
+        if (stop >= 0) {
+            g->stop = (CapStop)stop;
+            break;
+        }
+    }
+    /* --predict's row after the last token: one more step */
+    if (rc == 0 && o->all)
+        rc = decode_step(&c, &kc, n_enc, out[n - 1], logits, e) || keep_top(m, logits, o->all, o->all->n++, n - 1, e)
+                 ? -1
+                 : 0;
     *n_out = n;
     cache_free(&kc);
     free(enc);
     free(c.widen);
+    free(logits), free(scratch), free(iscratch);
+    if (rc) gen_free(g);
     return rc;
 }
 

@@ -1044,8 +1044,9 @@ int html_encode_codes(const uint16_t *codes, size_t count, unsigned char **z, si
 }
 
 int html_write_meta(FILE *f, const OutDoc *d, AvErr *e) {
-    if (!d || !d->cfg || !d->enc || !d->cap) return av_err(e, "html: incomplete document");
+    if (!d || !d->cfg || !d->enc || (!d->cap && !d->n_stacks)) return av_err(e, "html: incomplete document");
     if (!d->enc->special || !d->enc->word_start) return av_err(e, "html: the encoding has no token flags");
+    if (d->n_stacks && check_stacks(d, e)) return -1; /* attnviz serve's encoder-decoder runs: the page's stacks */
     return write_meta(f, d, NULL, e);
 }
 

@@ -404,8 +404,10 @@ static void write_experts(Sink *s, const OutDoc *d) {
     sink_str(s, "]}");
 }
 
-/* "predictions" (--predict) and "generation" (--generate). */
+/* "predictions" (--predict) and "generation" (--generate). An encoder-decoder
+ * document's positions are the decoder's: its tokens are d->dec_enc's. */
 static void write_predictions(Sink *s, const OutDoc *d) {
+    const TokEncoding *te = d->n_stacks && d->dec_enc ? d->dec_enc : d->enc;
     const CapPredictions *p = d->pred;
     if (p) {
         sink_str(s, ",\"predictions\":[");
@@ -444,13 +446,13 @@ static void write_predictions(Sink *s, const OutDoc *d) {
     sink_json_string(s, d->gen_text ? d->gen_text : "");
     sink_str(s, ",\"steps\":[");
     for (int i = 0; i < g->n_generated; i++) {
-        const int pos = g->n_prompt + i, id = d->enc->ids[pos];
+        const int pos = g->n_prompt + i, id = te->ids[pos];
         sink_str(s, i ? ",{\"position\":" : "{\"position\":");
         sink_int(s, pos);
         sink_str(s, ",\"id\":");
         sink_int(s, id);
         sink_str(s, ",\"token\":");
-        sink_json_string(s, d->enc->tokens[pos]);
+        sink_json_string(s, te->tokens[pos]);
         sink_str(s, ",\"prob\":");
         sink_float(s, g->chosen_prob[i], d->precision);
         sink_str(s, ",\"top\":");
@@ -584,7 +586,9 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         }
         sink_put(s, "]", 1);
     }
-    write_predictions(s, d);
+    /* an encoder-decoder page: the predictions strip labels positions with the page's token line, which is
+     * the source's, not the decoder's: predictions and generation go to the JSON only */
+    if (!(page && d->n_stacks)) write_predictions(s, d);
     write_experts(s, d);
     if (d->cap && d->cap->sinks && !d->n_stacks && !d->diff) {
         /* attention sinks (gpt-oss): [layer][head][query] the share of each row no key took */

@@ -143,6 +143,13 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     const RunSpec *o = r->o;
     AvErr le;
     const int packing = o->batch.pack_tokens > 0 && !o->capture.tokens_only && !o->predict.k && !o->predict.generate_n;
+    if (r->cfg.enc_dec && !o->capture.tokens_only) { /* SOURCE<TAB>TARGET, or a source that --generate decodes */
+        if (o->predict.generate_n && b) line_failed(bs, lineno, "a TAB gives the decoder's text; --generate makes it: one or the other");
+        else if (!o->predict.generate_n && !b) line_failed(bs, lineno, "no decoder text: give SOURCE<TAB>TARGET, or --generate N");
+        else if (run_seq2seq_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
+        else bs->done++;
+        return;
+    }
     if (!packing) {
         if (run_handle_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
         else bs->done++;

@@ -21,7 +21,11 @@ static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return
 static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_attention(f, d, e); }
 static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
 static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
-static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return stats_write_json(f, &r->stats, d, e); }
+static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
+    if (!r->cfg.enc_dec) return stats_write_json(f, &r->stats, d, e);
+    const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
+    return stats_write_json_stacks(f, s, RUN_S2S_STACKS, 3, d, e);
+}
 static int write_pred_ids(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'i', e); }
 static int write_pred_probs(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'p', e); }
 static int write_pred_pos(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_predictions(f, d, 'n', e); }
@@ -33,7 +37,12 @@ static int write_npy_sinks(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (
 static int write_stack0(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 0, e); }
 static int write_stack1(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 1, e); }
 static int write_stack2(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 2, e); }
-static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)d; return heads_write_json(f, &r->heads, e); }
+static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
+    (void)d;
+    if (!r->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
+    const HeadScores *hs[3] = {&r->heads, &r->s2s_heads[0], &r->s2s_heads[1]};
+    return heads_write_json_stacks(f, hs, RUN_S2S_STACKS, 3, e);
+}
 
 static const struct {
     int (*write)(FILE *f, const OutDoc *d, const Run *r, AvErr *e);
@@ -93,6 +102,13 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
             snprintf(suffix, sizeof suffix, ".%s.npy", d->stacks[k].name);
             char *p = k ? npy_sibling(path, suffix) : strdup(path);
             int rc = p ? run_write_file(r, p, d, W_NPY_STACK0 + k, e) : av_err(e, "out of memory");
+            free(p);
+            if (rc) return -1;
+        }
+        /* --predict: its arrays as for other models, positions the decoder's */
+        for (size_t i = 2; d->pred && i < 5; i++) {
+            char *p = npy_sibling(path, extra[i].suffix);
+            int rc = p ? run_write_file(r, p, d, extra[i].what, e) : av_err(e, "out of memory");
             free(p);
             if (rc) return -1;
         }

@@ -173,7 +173,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
 }
 
 /* A stop string: the generated text so far contains it. */
-static int stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
+int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
     const Run *r = ctx;
     char *text = NULL;
     AvErr e;
@@ -201,7 +201,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
                      .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
-                     .stop = o->predict.stop ? stop_at_string : NULL, .stop_ctx = r};
+                     .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
     int rc = 0;
     if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
     go.all = o->predict.k ? &r->pred : NULL;
@@ -348,7 +348,14 @@ int run_finish_stats(Run *r, AvErr *e) {
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
     if (o->output.json_path) return run_write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
-    return stats_write_table(stdout, &r->stats, &d, e);
+    if (!r->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
+    /* an encoder-decoder's three stacks, a table each */
+    const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
+    for (int k = 0; k < 3; k++) {
+        printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
+        if (stats_write_table(stdout, s[k], &d, e) != 0) return -1;
+    }
+    return 0;
 }
 
 /* attnviz heads once the inputs are in: the induction score's random repeated
@@ -356,7 +363,7 @@ int run_finish_stats(Run *r, AvErr *e) {
 int run_finish_heads(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     HeadScores *hs = &r->heads;
-    if (hs->want[HS_INDUCTION]) {
+    if (hs->want[HS_INDUCTION] && !r->cfg.enc_dec) { /* heads_add_stack: not for encoder-decoders */
         int vocab = r->cfg.vocab_size;
         if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
         const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
@@ -390,7 +397,13 @@ int run_finish_heads(Run *r, AvErr *e) {
         run_fill_doc(r, &d, &none, NULL, NULL, NULL);
         return run_write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
     }
-    return heads_write_table(stdout, hs, e);
+    if (!r->cfg.enc_dec) return heads_write_table(stdout, hs, e);
+    const HeadScores *all[3] = {hs, &r->s2s_heads[0], &r->s2s_heads[1]};
+    for (int k = 0; k < 3; k++) {
+        printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
+        if (heads_write_table(stdout, all[k], e) != 0) return -1;
+    }
+    return 0;
 }
 
 static int run_single(Run *r, AvErr *e) {

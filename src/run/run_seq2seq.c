@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "predict.h"
 #include "report.h"
 #include "run_internal.h"
 #include "seq2seq.h"
@@ -16,9 +17,9 @@
 
 /* The decoder's ids: the start token, then the target text's tokens (its
  * template's specials included, as tokenizer(text_target=...) gives them). */
-static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
+static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) {
     TokEncoding t = {0};
-    if (run_tokenize(r, r->o->decoder_text, NULL, &t, e) != 0) return -1;
+    if (run_tokenize(r, target, NULL, &t, e) != 0) return -1;
     if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
     int room = cfg_max_tokens(&r->cfg);
     int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
@@ -37,15 +38,23 @@ static int teacher_ids(Run *r, int **ids, int *n, AvErr *e) {
     return 0;
 }
 
-/* The decoder's ids from greedy decoding of up to --generate N tokens. */
-static int generated_ids(Run *r, const TokEncoding *src, int **ids, int *n, AvErr *e) {
-    int max_new = r->o->predict.generate_n, room = cfg_max_tokens(&r->cfg) - 1;
+/* The decoder's ids from decoding up to --generate N tokens, greedy or sampled as
+ * --temperature, --top-p and --seed say (the decoder-only path's options), --stop
+ * included; --predict K: the top-K after every decoder token into r->pred. */
+static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
+    const RunSpec *o = r->o;
+    int max_new = asked, room = cfg_max_tokens(&r->cfg) - 1;
     if (max_new > room) {
-        if (!r->o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
+        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
         max_new = room;
     }
     if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
-    return s2s_generate(&r->model, src->ids, src->n, max_new, *ids, n, e);
+    GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids,
+                     .n_eos = r->cfg.n_eos, .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
+    if (o->predict.k && pred_alloc(&r->pred, max_new + 1, o->predict.k, e)) return -1;
+    go.all = o->predict.k ? &r->pred : NULL;
+    return s2s_generate(&r->model, src->ids, src->n, &go, *ids, n, &r->gen, e);
 }
 
 /* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
@@ -63,7 +72,57 @@ static const char *size_str(double bytes, char *buf, size_t len) {
     return buf;
 }
 
-int run_seq2seq(Run *r, AvErr *e) {
+/* A capture of n_src and nd tokens, refused past --max-capture (default: half the memory). */
+static int capture_alloc(Run *r, S2sCapture *cap, int n_src, int nd, AvErr *e) {
+    double limit = r->o->capture.max_capture, need = s2s_capture_bytes(&r->model, n_src, nd);
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)",
+                      n_src, nd, size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
+    }
+    return s2s_capture_alloc(cap, &r->model, n_src, nd, e);
+}
+
+int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
+                        S2sCapture *cap, AvErr *e) {
+    *dec = NULL, *nd = 0;
+    double t0 = av_now_ms();
+    if (run_tokenize(r, source, NULL, src, e) != 0) return -1;
+    run_warn_truncated(r, src, 0);
+    if (teacher_ids(r, target, dec, nd, e) || capture_alloc(r, cap, src->n, *nd, e) ||
+        s2s_forward(&r->model, src->ids, src->n, *dec, *nd, cap, NULL, e))
+        return -1;
+    r->t_fwd += av_now_ms() - t0;
+    return 0;
+}
+
+const char *const RUN_S2S_STACKS[3] = {"encoder", "decoder", "cross"};
+
+/* --stats: each stack's scores; the encoder's and cross attention's columns are the source's tokens */
+static int add_stats(Run *r, const OutDoc *d, const TokEncoding *src, const TokEncoding *dec, AvErr *e) {
+    return stats_add_stack(&r->stats, d, &d->stacks[0], src, e) || stats_add_stack(&r->s2s_stats[0], d, &d->stacks[1], dec, e) ||
+                   stats_add_stack(&r->s2s_stats[1], d, &d->stacks[2], src, e)
+               ? -1
+               : 0;
+}
+
+/* The decoder's tokens as an encoding (spellings, specials) for the writers. */
+static int decoder_encoding(Run *r, const TokEncoding *src, const int *ids, int nd, TokEncoding *dec, AvErr *e) {
+    if (tok_encoding_append(r->tok, dec, ids, nd, e) != 0) return -1;
+    dec->byte_level = src->byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
+    /* the decoder's specials take the role their id has in the source (<s> [CLS]-like, </s> [SEP]-like): the
+     * decoder's ids are not the tokenizer's template, and --stats' [CLS]/[SEP] shares read the roles */
+    for (int i = 0; i < dec->n; i++)
+        for (int j = 0; j < src->n && dec->special[i]; j++)
+            if (src->ids[j] == dec->ids[i] && src->role[j] != TOK_ROLE_NONE) {
+                dec->role[i] = src->role[j];
+                break;
+            }
+    return 0;
+}
+
+int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
     if (c->num_layers != c->dec_layers)
@@ -75,22 +134,19 @@ int run_seq2seq(Run *r, AvErr *e) {
     int *ids = NULL, nd = 0, rc = -1;
     char *gen_text = NULL;
     double t0 = av_now_ms();
-    if (run_tokenize(r, o->text_a, NULL, &src, e) != 0) goto done;
-    run_warn_truncated(r, &src, 0);
-    if (o->decoder_text ? teacher_ids(r, &ids, &nd, e) : generated_ids(r, &src, &ids, &nd, e)) goto done;
-    if (tok_encoding_append(r->tok, &dec, ids, nd, e) != 0) goto done;
-    dec.byte_level = src.byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
-    if (!o->decoder_text && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
-    double limit = o->capture.max_capture, need = s2s_capture_bytes(&r->model, src.n, nd);
-    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (need > limit) {
-        char a[32], b[32];
-        av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)", src.n, nd,
-               size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
+    if (run_tokenize(r, source, NULL, &src, e) != 0) goto done;
+    run_warn_truncated(r, &src, lineno);
+    if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, o->predict.generate_n, &ids, &nd, e)) goto done;
+    if (decoder_encoding(r, &src, ids, nd, &dec, e) != 0) goto done;
+    if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
+    if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
+    /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
+    if (target && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
+    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
         goto done;
-    }
-    if (s2s_capture_alloc(&cap, &r->model, src.n, nd, e) != 0) goto done;
-    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, NULL, e) != 0) goto done;
+    if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
+    if (!target && pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
+        goto done;
     r->t_fwd += av_now_ms() - t0;
     /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
     const float *arrays[3] = {cap.enc_attn, cap.dec_attn, cap.cross_attn};
@@ -106,7 +162,7 @@ int run_seq2seq(Run *r, AvErr *e) {
         {"cross", arrays[2], nd, src.n, 1, 0, 0},
     };
     OutDoc d;
-    run_fill_doc(r, &d, &src, NULL, o->text_a, o->decoder_text ? o->decoder_text : gen_text);
+    run_fill_doc(r, &d, &src, NULL, source, target ? target : gen_text);
     d.dtype = r->model.dtype_name;
     d.dec_enc = &dec;
     d.stacks = stacks, d.n_stacks = 3;
@@ -115,10 +171,28 @@ int run_seq2seq(Run *r, AvErr *e) {
     d.heads = NULL; /* every head: the stacks hold them all */
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
-    d.pred = NULL, d.gen = NULL, d.gen_text = NULL, d.pred_words = d.gen_words = NULL;
-    if (gen_text && !o->quiet) av_info("generated: %s", gen_text);
+    /* run_fill_doc's predictions and generation: positions are the decoder's (d.dec_enc's) */
+    d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
+    d.gen = target ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
+    d.gen_text = gen_text;
+    if (gen_text && !o->quiet && !o->batch.path) av_info("generated: %s", gen_text);
     t0 = av_now_ms();
-    rc = run_emit(r, &d, 0, e);
+    if (o->stats) {
+        rc = add_stats(r, &d, &src, &dec, e);
+    } else if (o->heads.on) {
+        rc = heads_add_stack(&r->heads, &d, &stacks[0], &src, &src, e) ||
+                     heads_add_stack(&r->s2s_heads[0], &d, &stacks[1], &dec, &dec, e) ||
+                     heads_add_stack(&r->s2s_heads[1], &d, &stacks[2], &dec, &src, e)
+                 ? -1
+                 : 0;
+    } else {
+        rc = run_emit(r, &d, lineno, e);
+        if (rc == 0 && jsonl && !o->output.out_dir) { /* --batch's stream: a document a line */
+            rc = json_write_doc(jsonl, &d, e);
+            if (rc == 0 && fputc('\n', jsonl) == EOF) rc = av_err_errno(e, "write error");
+            if (rc != 0) av_err_prefix(e, "%s", o->output.json_path ? o->output.json_path : "stdout");
+        }
+    }
     r->t_write += av_now_ms() - t0;
 done:
     for (int k = 0; k < 3; k++) free(kept[k]);
@@ -127,7 +201,75 @@ done:
     tok_encoding_free(&dec);
     free(ids);
     free(gen_text);
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    pipeline_spelling_free(&r->pred_words);
+    pipeline_spelling_free(&r->gen_words);
     return rc;
 }
 
+int run_seq2seq(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (r->cfg.num_layers != r->cfg.dec_layers) /* before a batch's first line */
+        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
+                      "(not supported)", r->dir, r->cfg.num_layers, r->cfg.dec_layers);
+    if (o->batch.path) return run_batch(r, e);
+    /* heads: SOURCE TARGET, the decoder's text the second */
+    if (run_seq2seq_input(r, o->text_a, o->heads.on ? o->text_b : o->decoder_text, 0, NULL, e) != 0) return -1;
+    return o->stats ? run_finish_stats(r, e) : o->heads.on ? run_finish_heads(r, e) : 0;
+}
+
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
+
+/* ---------------------------------------------------------------- serve (pipeline.h) */
+
+int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
+                            AvErr *e) {
+    int *ids = NULL, nd = 0;
+    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
+    int rc = teacher_ids(p, target, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 ? 0 : -1;
+    free(ids);
+    return rc;
+}
+
+int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, S2sCapture *cap, AvErr *e) {
+    if (s2s_capture_alloc(cap, &p->model, src->n, dec->n, e) != 0) return -1;
+    return s2s_forward(&p->model, src->ids, src->n, dec->ids, dec->n, cap, NULL, e);
+}
+
+int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
+                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e) {
+    int *ids = NULL, nd = 0, rc = -1;
+    *text = NULL;
+    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
+    if (generated_ids(p, src, n_new, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 &&
+        tok_decode(p->tok, ids + 1, nd - 1, text, e) == 0 &&
+        pipeline_spell(p, p->gen.steps.ids, p->gen.steps.n * p->gen.steps.k, words, e) == 0)
+        rc = 0;
+    /* the steps become the caller's; the run keeps none of this input */
+    *g = p->gen;
+    memset(&p->gen, 0, sizeof p->gen);
+    pred_free(&p->pred);
+    free(ids);
+    return rc;
+}
+
+void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
+                          const TokEncoding *dec, const S2sCapture *cap, const float *const arrays[3], const char *source,
+                          const char *target) {
+    const float *a[3] = {cap->enc_attn, cap->dec_attn, cap->cross_attn};
+    for (int k = 0; arrays && k < 3; k++) a[k] = arrays[k];
+    stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0};
+    stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1};
+    stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0};
+    /* as run_seq2seq_input fills it for --decoder-text (no predictions, no generation) */
+    run_fill_doc(p, d, src, NULL, source, target);
+    d->dtype = p->model.dtype_name;
+    d->dec_enc = dec;
+    d->stacks = stacks, d->n_stacks = 3;
+    d->display_tokens = src->byte_level ? src->display : NULL;
+    d->heads = NULL;
+    d->init_layer = out_layer(d, 0);
+    d->init_head = 0;
+    d->pred = NULL, d->pred_words = NULL, d->gen = NULL, d->gen_words = NULL, d->gen_text = NULL;
+}

@@ -138,12 +138,16 @@ static int load_all(Run *r, AvErr *e) {
         cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
         goto done;
     if (o->stats && stats_init(&r->stats, r->cfg.num_layers, r->cfg.num_heads, e) != 0) goto done;
+    for (int k = 0; k < 2 && o->stats && r->cfg.enc_dec; k++)
+        if (stats_init(&r->s2s_stats[k], r->cfg.dec_layers, r->cfg.num_heads, e) != 0) goto done;
     const char *name = run_display_name(r->dir, r->cfg.is_demo, r->name, sizeof r->name);
     if (name != r->name) snprintf(r->name, sizeof r->name, "%s", name);
     if (o->heads.on) {
         HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
                            o->heads.exclude_current, o->heads.top_k};
         if (heads_init(&r->heads, r->cfg.num_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
+        for (int k = 0; k < 2 && r->cfg.enc_dec; k++)
+            if (heads_init(&r->s2s_heads[k], r->cfg.dec_layers, r->cfg.num_heads, &ho, e) != 0) goto done;
         if (o->capture.measure == MEASURE_NORM) r->heads.acc.measure = "norm";
     }
     if (o->stats && o->capture.measure == MEASURE_NORM) r->stats.measure = "norm";
@@ -172,7 +176,11 @@ static void run_free(Run *r) {
     pipeline_spelling_free(&r->lens_words);
     free(r->gen_text);
     stats_free(&r->stats);
+    stats_free(&r->s2s_stats[0]);
+    stats_free(&r->s2s_stats[1]);
     heads_free(&r->heads);
+    heads_free(&r->s2s_heads[0]);
+    heads_free(&r->s2s_heads[1]);
     tok_free(r->tok);
     if (r->have_model) model_free(&r->model);
     free(r->dir);

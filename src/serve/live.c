@@ -21,6 +21,8 @@
 #include "pipeline.h"
 #include "predict.h"
 #include "report.h"
+#include "generate.h"
+#include "seq2seq.h"
 #include "tiles.h"
 #include "util.h"
 
@@ -40,6 +42,22 @@ struct LiveRun {
     char *noted;            /* the warnings so far, JSON strings joined by commas (NULL: none) */
     int noted_bad;          /* a warning was lost (out of memory) */
     Capture cap;            /* lean: cap.q == NULL when not (or no longer) computed */
+    /* an encoder-decoder model's run: b is the decoder's text, enc the source's
+     * tokens, dec the decoder's; s2s its three stacks in full (enc_attn NULL
+     * when not computed). Full matrices rather than q/k: the seq2seq engine's
+     * scores (T5's relative bias, cross attention over the encoder's output)
+     * have no recompute path, and a model of at most cfg_max_tokens positions
+     * a side keeps them within --cache-mb or is refused (413). */
+    TokEncoding dec;
+    S2sCapture s2s;
+    /* generate > 0: the decoder's tokens were decoded from its start token (b
+     * NULL), up to that many; the steps, their spellings and the text, for the
+     * page's generation strip (a recompute runs teacher-forced over dec, as
+     * the CLI's --generate writes its stacks) */
+    int generate;
+    CapGeneration g;
+    OutSpelling gen_words;
+    char *gen_text;
     size_t bytes;
     int users;              /* holders: never evicted or forgotten while > 0 */
     unsigned long long used;
@@ -84,9 +102,10 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
         const char *dir, *why;
         if (pipeline_open(&lm->p, &models[i], &lv->page, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
         if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
-        if (pipeline_model(lm->p)->cfg.enc_dec)
-            return av_err(e, "%s: an encoder-decoder (%s) model: serve shows self-attention models only (run "
-                          "attnviz --model DIR SOURCE --decoder-text TEXT for its page)", dir, pipeline_model(lm->p)->cfg.model_type);
+        const ModelConfig *c = &pipeline_model(lm->p)->cfg;
+        if (c->enc_dec && c->num_layers != c->dec_layers) /* as the command line: the page's stacks share their layers */
+            return av_err(e, "%s: %d encoder and %d decoder layers: the page shows stacks of as many layers (not supported)",
+                          dir, c->num_layers, c->dec_layers);
     }
     return 0;
 }
@@ -96,6 +115,11 @@ static void run_free(LiveRun *r) {
     free(r->a);
     free(r->b);
     tok_encoding_free(&r->enc);
+    tok_encoding_free(&r->dec);
+    s2s_capture_free(&r->s2s);
+    gen_free(&r->g);
+    pipeline_spelling_free(&r->gen_words);
+    free(r->gen_text);
     free(r->meta);
     free(r->warnings);
     free(r->noted);
@@ -119,6 +143,11 @@ void live_close(Live *lv) {
 int live_n_models(const Live *lv) { return lv->n_models; }
 
 static const ModelConfig *model_cfg(const Live *lv, int m) { return &pipeline_model(lv->m[m].p)->cfg; }
+
+int live_model_seq2seq(const Live *lv, int m) { return m >= 0 && m < lv->n_models && model_cfg(lv, m)->enc_dec; }
+
+/* the run's capture is there (either kind) */
+static int cached(const LiveRun *r) { return r->cap.q != NULL || r->s2s.enc_attn != NULL; }
 
 /* A growing string, for JSON bodies. */
 typedef struct {
@@ -155,11 +184,12 @@ char *live_models_json(const Live *lv) {
         json_write_string(b.f, d.model_name);
         fputs(",\"family\":", b.f);
         json_write_string(b.f, c->model_type);
+        /* encoder-decoder models take decoder_text and show three stacks; no predictions in serve (yet) */
         fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
-                     "\"predict\":%s}",
+                     "\"predict\":%s,\"enc_dec\":%s}",
                 c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
                 cfg_max_tokens(c), c->causal ? "true" : "false",
-                pipeline_head_missing(lv->m[i].p) ? "false" : "true");
+                pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false");
     }
     fputs("]}", b.f);
     return buf_close(&b, !ferror(b.f));
@@ -175,17 +205,18 @@ static LiveRun *find_id(const Live *lv, unsigned id) {
 
 static int same_text(const char *x, const char *y) { return (!x && !y) || (x && y && strcmp(x, y) == 0); }
 
-static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k) {
+static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k, int generate) {
     for (int i = 0; i < lv->n_runs; i++) {
         LiveRun *r = lv->runs[i];
-        if (r->model == m && r->k == k && same_text(r->a, a) && same_text(r->b, b)) return r;
+        if (r->model == m && r->k == k && r->generate == generate && same_text(r->a, a) && same_text(r->b, b)) return r;
     }
     return NULL;
 }
 
 static void drop_capture(Live *lv, LiveRun *r) {
-    if (!r->cap.q) return;
+    if (!cached(r)) return;
     model_capture_free(&r->cap);
+    s2s_capture_free(&r->s2s);
     lv->cached -= r->bytes;
     r->bytes = 0;
 }
@@ -196,7 +227,7 @@ static void make_room(Live *lv, size_t need) {
         LiveRun *old = NULL;
         for (int i = 0; i < lv->n_runs; i++) {
             LiveRun *r = lv->runs[i];
-            if (r->cap.q && r->users == 0 && (!old || r->used < old->used)) old = r;
+            if (cached(r) && r->users == 0 && (!old || r->used < old->used)) old = r;
         }
         if (!old) return; /* everything cached is in use: over budget until released */
         drop_capture(lv, old);
@@ -204,7 +235,7 @@ static void make_room(Live *lv, size_t need) {
 }
 
 /* A new run, forgetting the least recently used idle one when the table is full. */
-static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k) {
+static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, int generate) {
     if (lv->n_runs >= lv->lim.max_runs) {
         int old = -1;
         for (int i = 0; i < lv->n_runs; i++)
@@ -227,7 +258,7 @@ static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k) {
         return NULL;
     }
     r->id = ++lv->next_id;
-    r->model = m, r->k = k;
+    r->model = m, r->k = k, r->generate = generate;
     r->used = ++lv->clock;
     lv->runs[lv->n_runs++] = r;
     return r;
@@ -343,12 +374,84 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     return 0;
 }
 
+/* meta and warnings of an encoder-decoder run's first pass: the CLI's document for
+ * its source and decoder text (no tile geometry: its stacks are kept whole). */
+static int describe_s2s(Live *lv, LiveRun *r, const S2sCapture *cap, AvErr *e) {
+    if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
+    OutDoc d;
+    CapStack stacks[3];
+    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
+    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
+    Buf b;
+    if (buf_open(&b)) return av_err(e, "out of memory");
+    int rc = html_write_meta(b.f, &d, e);
+    if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
+    if (buf_open(&b)) return av_err(e, "out of memory");
+    fprintf(b.f, "[%s]", r->noted ? r->noted : "");
+    if (!(r->warnings = buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
+    return 0;
+}
+
+/* An encoder-decoder run's pass (in the model's turn, notes collected): its
+ * tokens once, then the three stacks, within the cache's budget. */
+static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
+    LiveModel *lm = &lv->m[r->model];
+    if (!r->have_enc) {
+        double t0 = av_now_ms();
+        const int rc = r->generate ? pipeline_seq2seq_generate(lm->p, r->a, r->generate, &r->enc, &r->dec, &r->g,
+                                                               &r->gen_words, &r->gen_text, e)
+                                   : pipeline_seq2seq_tokens(lm->p, r->a, r->b ? r->b : "", &r->enc, &r->dec, e);
+        if (rc != 0 || r->enc.n < 1) {
+            if (rc == 0) av_err(e, "the source has no tokens");
+            tok_encoding_free(&r->enc);
+            tok_encoding_free(&r->dec);
+            gen_free(&r->g);
+            pipeline_spelling_free(&r->gen_words);
+            free(r->gen_text);
+            r->gen_text = NULL;
+            return LIVE_BAD_INPUT;
+        }
+        t->tokenize = av_now_ms() - t0;
+        r->have_enc = 1;
+    }
+    const double need = s2s_capture_bytes(pipeline_model(lm->p), r->enc.n, r->dec.n);
+    if (need > (double)lv->lim.cache_bytes) {
+        av_err(e, "%d source and %d decoder tokens need %.0f MB of attention (three stacks, every layer and head), "
+                  "above the server's --cache-mb %.0f", r->enc.n, r->dec.n, need / 1e6, (double)lv->lim.cache_bytes / 1e6);
+        return LIVE_TOO_BIG;
+    }
+    const size_t bytes = (size_t)need;
+    pthread_mutex_lock(&lv->mu);
+    make_room(lv, bytes);
+    pthread_mutex_unlock(&lv->mu);
+    const int first = r->meta == NULL;
+    if (!first) drop_notes();
+    S2sCapture cap = {0};
+    double t0 = av_now_ms();
+    if (pipeline_seq2seq_forward(lm->p, &r->enc, &r->dec, &cap, e) != 0) {
+        s2s_capture_free(&cap);
+        return LIVE_FAILED;
+    }
+    t->forward = av_now_ms() - t0;
+    if (first && describe_s2s(lv, r, &cap, e) != 0) {
+        s2s_capture_free(&cap);
+        return LIVE_FAILED;
+    }
+    pthread_mutex_lock(&lv->mu);
+    r->s2s = cap;
+    r->bytes = bytes;
+    lv->cached += bytes;
+    r->used = ++lv->clock;
+    pthread_mutex_unlock(&lv->mu);
+    return LIVE_OK;
+}
+
 /* Makes sure r (held by the caller) has its capture, computing it in the model's turn. */
 static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     LiveStatus st = LIVE_FAILED;
     memset(t, 0, sizeof *t);
     pthread_mutex_lock(&lv->mu);
-    int have = r->cap.q != NULL;
+    int have = cached(r);
     if (have) r->used = ++lv->clock;
     pthread_mutex_unlock(&lv->mu);
     if (have) return LIVE_OK;
@@ -359,13 +462,17 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     CapPredictions pred = {0};
     st = LIVE_FAILED;
     pthread_mutex_lock(&lv->mu);
-    have = r->cap.q != NULL; /* computed while we waited */
+    have = cached(r); /* computed while we waited */
     pthread_mutex_unlock(&lv->mu);
     if (have) {
         st = LIVE_OK;
         goto done;
     }
     collect_notes(r);
+    if (c->enc_dec) {
+        st = s2s_pass(lv, r, t, e);
+        goto done;
+    }
     if (!r->have_enc) {
         double t0 = av_now_ms();
         if (pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e) != 0) {
@@ -430,15 +537,19 @@ done:
 
 /* ---------------------------------------------------------------- runs */
 
-LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
+static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, unsigned *id,
+                            char **json, AvErr *e) {
     *json = NULL;
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
     const char *why = pipeline_head_missing(lv->m[m].p);
     if (k > 0 && why) return av_err(e, "this model cannot predict: %s", why), LIVE_BAD_INPUT;
+    if (k > 0 && model_cfg(lv, m)->enc_dec)
+        return av_err(e, "predict: serve does not predict for encoder-decoder models (the command line's --predict does)"),
+               LIVE_BAD_INPUT;
     pthread_mutex_lock(&lv->mu);
-    LiveRun *r = find_input(lv, m, a, b, k);
-    if (!r) r = add_run(lv, m, a, b, k);
+    LiveRun *r = find_input(lv, m, a, b, k, generate);
+    if (!r) r = add_run(lv, m, a, b, k, generate);
     if (r) r->users++;
     pthread_mutex_unlock(&lv->mu);
     if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
@@ -447,9 +558,10 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
     if (st == LIVE_OK) {
         Buf out;
         if (buf_open(&out) == 0) {
-            fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,"
-                           "\"forward\":%.1f}}",
-                    r->id, r->enc.n, r->meta, r->warnings, t.queue, t.tokenize, t.forward);
+            fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,", r->id, r->enc.n);
+            if (r->s2s.enc_attn) fprintf(out.f, "\"n_decoder\":%d,", r->dec.n); /* n: the source's */
+            fprintf(out.f, "\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,\"forward\":%.1f}}",
+                    r->meta, r->warnings, t.queue, t.tokenize, t.forward);
             *json = buf_close(&out, !ferror(out.f));
         }
         if (!*json) st = LIVE_FAILED, av_err(e, "out of memory");
@@ -457,6 +569,20 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
     }
     live_release(lv, r);
     return st;
+}
+
+LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
+    return run_input(lv, m, a, b, k, 0, id, json, e);
+}
+
+LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e) {
+    *json = NULL;
+    if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
+    if (!model_cfg(lv, m)->enc_dec)
+        return av_err(e, "generate: serve decodes for encoder-decoder models only"), LIVE_BAD_INPUT;
+    if (n_new < 1 || n_new > LIVE_MAX_GENERATE)
+        return av_err(e, "generate: %d is outside 1..%d", n_new, LIVE_MAX_GENERATE), LIVE_BAD_INPUT;
+    return run_input(lv, m, source, NULL, 0, n_new, id, json, e);
 }
 
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e) {
@@ -486,6 +612,46 @@ void live_release(Live *lv, LiveRun *r) {
 int live_run_tokens(const LiveRun *r) { return r->enc.n; }
 int live_has_norms(const LiveRun *r) { return r->cap.vnorm != NULL; }
 int live_has_stats(const LiveRun *r) { return r->cap.tel != NULL; }
+int live_is_seq2seq(const LiveRun *r) { return r->s2s.enc_attn != NULL; }
+
+static const char *const STACK_NAMES[3] = {"encoder", "decoder", "cross"};
+
+int live_stack(const LiveRun *r, const char *name, int *rows, int *cols) {
+    const S2sCapture *c = &r->s2s;
+    for (int k = 0; c->enc_attn && name && k < 3; k++)
+        if (!strcmp(name, STACK_NAMES[k])) {
+            *rows = k ? c->n_dec : c->n_enc;
+            *cols = k == 1 ? c->n_dec : c->n_enc;
+            return k;
+        }
+    return -1;
+}
+
+/* block b of a stack's layer: its heads' matrices, as kept */
+typedef struct {
+    const float *layer;
+    const int *heads;
+    size_t len;
+} StackBlocks;
+
+static const float *stack_block(void *ctx, int b, AvErr *e) {
+    (void)e;
+    const StackBlocks *s = ctx;
+    return s->layer + (size_t)s->heads[b] * s->len;
+}
+
+int live_stack_attention(Live *lv, LiveRun *r, int stack, int layer, const int *heads, int n_heads, unsigned char **z,
+                         size_t *len, AvErr *e) {
+    (void)lv;
+    const S2sCapture *c = &r->s2s;
+    int rows, cols;
+    if (stack < 0 || stack > 2 || live_stack(r, STACK_NAMES[stack], &rows, &cols) != stack)
+        return av_err(e, "no stack %d in this run", stack);
+    const float *all = stack == 0 ? c->enc_attn : stack == 1 ? c->dec_attn : c->cross_attn;
+    const size_t per = (size_t)rows * (size_t)cols;
+    StackBlocks s = {all + (size_t)layer * (size_t)c->heads * per, heads, per};
+    return html_encode_attention(stack_block, &s, n_heads, (size_t)rows, (size_t)cols, z, len, e);
+}
 
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
     const ModelConfig *c = model_cfg(lv, r->model);
@@ -787,6 +953,50 @@ static void page_plan(const Live *lv, const LiveRun *r, int asked, int *levels, 
     while (*keys > 1 && heads * (cells[*levels - 1] + 2 * (size_t)n * *keys) > LIVE_PAGE_CODES) --*keys;
 }
 
+/* An encoder-decoder run's page, from its kept stacks (no pass): layers'
+ * blocks copied out in order, as the command line's --layers keeps them. */
+static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers, char **html, size_t *len, AvErr *e) {
+    const S2sCapture *c = &r->s2s;
+    const int nl = c->enc_layers;
+    for (int i = 0; layers && i < n_layers; i++)
+        if (layers[i] < 0 || layers[i] >= nl)
+            return av_err(e, "layers: layer %d is out of range: the model has %d layers (0-%d)", layers[i], nl, nl - 1),
+                   LIVE_BAD_INPUT;
+    const float *all[3] = {c->enc_attn, c->dec_attn, c->cross_attn};
+    const size_t per[3] = {(size_t)c->heads * c->n_enc * c->n_enc, (size_t)c->heads * c->n_dec * c->n_dec,
+                           (size_t)c->heads * c->n_dec * c->n_enc};
+    float *kept[3] = {NULL, NULL, NULL};
+    LiveStatus st = LIVE_FAILED;
+    for (int k = 0; layers && k < 3; k++) {
+        if (!(kept[k] = malloc((size_t)n_layers * per[k] * sizeof(float)))) {
+            av_err(e, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n_layers; i++)
+            memcpy(kept[k] + (size_t)i * per[k], all[k] + (size_t)layers[i] * per[k], per[k] * sizeof(float));
+        all[k] = kept[k];
+    }
+    OutDoc d;
+    CapStack stacks[3];
+    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
+    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
+    d.layers = layers, d.n_sel_layers = n_layers;
+    d.init_layer = layers ? layers[0] : 0;
+    Buf b;
+    if (buf_open(&b) != 0) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    drop_notes(); /* the run's warnings went with its first pass */
+    int rc = html_write_doc(b.f, &d, lv->page.output.templates_dir, e);
+    end_notes();
+    if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
+    else if (rc == 0) av_err(e, "out of memory");
+done:
+    for (int k = 0; k < 3; k++) free(kept[k]);
+    return st;
+}
+
 LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int levels, char **html, size_t *len, AvErr *e) {
     *html = NULL, *len = 0;
     LiveRun *r;
@@ -796,6 +1006,11 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
         int keep, keys;
         page_plan(lv, r, levels, &keep, &keys);
         st = long_page(lv, r, keep, keys, html, len, e);
+        live_release(lv, r);
+        return st;
+    }
+    if (live_is_seq2seq(r)) {
+        st = s2s_page(lv, r, layers, n_layers, html, len, e);
         live_release(lv, r);
         return st;
     }

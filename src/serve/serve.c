@@ -234,26 +234,36 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return *why = "the body is not valid JSON", -1;
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
-                *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict");
+                *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict"),
+                *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text"), *gen = cJSON_GetObjectItemCaseSensitive(j, "generate");
     if (!cJSON_IsObject(j)) *why = "the body must be a JSON object";
     else if (!cJSON_IsString(text)) *why = "\"text\" must be a string";
     else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) *why = "\"text_b\" must be a string or null";
+    else if (dec && !cJSON_IsNull(dec) && !cJSON_IsString(dec)) *why = "\"decoder_text\" must be a string or null";
     else if (model && !(cJSON_IsNumber(model) && model->valuedouble >= 0 && model->valuedouble <= 1e6 &&
                         model->valuedouble == (double)model->valueint))
         *why = "\"model\" must be a model's id";
     else if (pred && !cJSON_IsNull(pred) && !(cJSON_IsNumber(pred) && pred->valuedouble >= 0 && pred->valuedouble <= 100 &&
                                                pred->valuedouble == (double)pred->valueint))
         *why = "\"predict\" must be a count from 0 to 100";
+    else if (gen && !cJSON_IsNull(gen) && !(cJSON_IsNumber(gen) && gen->valuedouble >= 0 && gen->valuedouble <= LIVE_MAX_GENERATE &&
+                                             gen->valuedouble == (double)gen->valueint))
+        *why = "\"generate\" must be a count from 0 to 512";
     else if (!utf8_valid(text->valuestring, strlen(text->valuestring)) ||
-             (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))))
+             (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))) ||
+             (cJSON_IsString(dec) && !utf8_valid(dec->valuestring, strlen(dec->valuestring))))
         *why = "the text is not valid UTF-8";
     else if (!text->valuestring[0]) *why = "the text is empty";
     if (!*why) {
         q->model = model ? model->valueint : 0;
         q->predict = cJSON_IsNumber(pred) ? pred->valueint : 0;
+        q->generate = cJSON_IsNumber(gen) ? gen->valueint : 0;
         q->text = strdup(text->valuestring);
         if (cJSON_IsString(text_b) && text_b->valuestring[0]) q->text_b = strdup(text_b->valuestring);
-        if (!q->text || (cJSON_IsString(text_b) && text_b->valuestring[0] && !q->text_b)) *why = "out of memory";
+        if (cJSON_IsString(dec)) q->decoder_text = strdup(dec->valuestring);
+        if (!q->text || (cJSON_IsString(text_b) && text_b->valuestring[0] && !q->text_b) ||
+            (cJSON_IsString(dec) && !q->decoder_text))
+            *why = "out of memory";
     }
     cJSON_Delete(j);
     if (*why) {
@@ -266,17 +276,34 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
 void serve_run_req_free(ServeRunReq *q) {
     free(q->text);
     free(q->text_b);
-    q->text = q->text_b = NULL;
+    free(q->decoder_text);
+    q->text = q->text_b = q->decoder_text = NULL;
 }
 
 static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     ServeRunReq q;
     const char *why;
     if (serve_parse_run(rq->body, rq->len, &q, &why) != 0) return send_error(c, 400, why);
+    /* an encoder-decoder model: the source and the decoder's text (teacher-forced) */
+    const int s2s = live_model_seq2seq(sv->lv, q.model), known = q.model < live_n_models(sv->lv);
+    why = s2s && !q.decoder_text && !q.generate
+              ? "this model is an encoder-decoder: \"decoder_text\" (the decoder's text, a string) or \"generate\" is required"
+          : s2s && q.decoder_text && q.generate ? "\"decoder_text\" or \"generate\": the decoder's tokens come from one of them"
+          : s2s && q.text_b ? "this model is an encoder-decoder: it reads \"text\" (the source) and \"decoder_text\", not \"text_b\""
+          /* else live_run: no such model */
+          : known && !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only"
+          : known && !s2s && q.generate     ? "\"generate\" is for encoder-decoder models only"
+                                            : NULL;
+    if (why) {
+        serve_run_req_free(&q);
+        return send_error(c, 400, why);
+    }
     AvErr e = {0};
     unsigned id;
     char *json;
-    LiveStatus st = live_run(sv->lv, q.model, q.text, q.text_b, q.predict, &id, &json, &e);
+    LiveStatus st = s2s && q.generate && !q.predict
+                        ? live_run_generate(sv->lv, q.model, q.text, q.generate, &id, &json, &e)
+                        : live_run(sv->lv, q.model, q.text, s2s ? q.decoder_text : q.text_b, q.predict, &id, &json, &e);
     serve_run_req_free(&q);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_json(c, 200, json);
@@ -330,7 +357,21 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
     /* measure=norm: value-weighted attention (serve --measure norm) */
     const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "measure");
     const int norm = ms && !strcmp(ms, "norm");
-    if (ms && !norm && strcmp(ms, "attention")) {
+    /* stack=encoder|decoder|cross: an encoder-decoder run's attention (its only read) */
+    const char *ss = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stack");
+    const int s2s = live_is_seq2seq(r);
+    int stack = -1, rows = n, cols = n;
+    if (s2s) stack = live_stack(r, ss, &rows, &cols);
+    if (ss && !s2s) {
+        ok = send_error(c, 400, "stack applies to encoder-decoder runs only");
+    } else if (s2s && route != R_ATTENTION) {
+        ok = send_error(c, 400, "an encoder-decoder run is read by /api/attention with stack=encoder, decoder or cross "
+                                "(its stacks are kept whole: no thumbnails, q/k, tiles, rows or head statistics)");
+    } else if (s2s && stack < 0) {
+        ok = send_error(c, 400, "stack=encoder, decoder or cross is required for an encoder-decoder run");
+    } else if (s2s && ms) {
+        ok = send_error(c, 400, "measure: an encoder-decoder run has attention only");
+    } else if (ms && !norm && strcmp(ms, "attention")) {
         ok = send_error(c, 400, "measure is attention or norm");
     } else if (route != R_THUMBS && route != R_HEADSTATS && parse_num(ls, 0, nl - 1, &layer)) {
         snprintf(shape, sizeof shape, "layer=L is required, 0 to %d", nl - 1);
@@ -351,6 +392,13 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
         if (hs && serve_parse_list(hs, nh, nh, heads, &n_heads)) {
             snprintf(shape, sizeof shape, "heads must list heads 0 to %d (at most %d)", nh - 1, nh);
             ok = send_error(c, 400, shape);
+        } else if (s2s) {
+            if (live_stack_attention(sv->lv, r, stack, (int)layer, heads, n_heads, &z, &len, &e) != 0) {
+                ok = send_error(c, 500, e.msg);
+            } else {
+                snprintf(shape, sizeof shape, "%d,%d,%d", n_heads, rows, cols);
+                ok = send_chunk(c, z, len, shape);
+            }
         } else if (live_attention(sv->lv, r, (int)layer, heads, n_heads, norm, &z, &len, &e) != 0) {
             ok = send_error(c, 500, e.msg);
         } else {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "live.h"
 #include "serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,7 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ServeRunReq q;
         const char *why;
         if (serve_parse_run((const char *)data + 1, size - 1, &q, &why) == 0) {
-            if (!q.text || !q.text[0] || q.predict < 0 || q.predict > 100 || q.model < 0) __builtin_trap();
+            if (!q.text || !q.text[0] || q.predict < 0 || q.predict > 100 || q.model < 0 || q.generate < 0 ||
+                q.generate > LIVE_MAX_GENERATE)
+                __builtin_trap();
             serve_run_req_free(&q);
         } else if (!why) {
             __builtin_trap();

@@ -18,6 +18,11 @@ Per checkpoint:
   - greedy generation: `attnviz --generate N` token for token against generate(do_sample=False,
     num_beams=1) with no logit processors (attnviz's greedy is the plain argmax, stopping at eos),
     and the attention over what was generated against transformers on that sequence
+  - --predict 5 with the teacher forcing: the top-5 ids after every decoder token against transformers' logits
+    (probabilities within TOL)
+  - sampled generation (--temperature 0.8 --top-p 0.9 --seed): reproducible, every token inside transformers'
+    nucleus, its prob and top-K transformers'
+  - long sources (check_long): up to 1,024 tokens (BART's 1,024 positions, Marian's 512; T5 1,024 x 1,024)
   - the source's token ids (--tokens-only) against the tokenizers library on the tokenizer corpus
 And a folder laid out as OPUS-MT's (SentencePiece files, vocab.json) given a tokenizer.json by
 tools/marian_tokenizer.py, and T5's tokenizer.json as transformers' T5Converter writes it from a
@@ -114,7 +119,8 @@ def build(name, workdir, S=SHAPE, out=None):
         cfg = transformers.BartConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=S["layers"],
                                       decoder_layers=S["layers"], encoder_attention_heads=S["heads"],
                                       decoder_attention_heads=S["heads"], encoder_ffn_dim=S["ffn"],
-                                      decoder_ffn_dim=S["ffn"], max_position_embeddings=128, pad_token_id=1,
+                                      decoder_ffn_dim=S["ffn"], max_position_embeddings=S.get("positions", 1024),
+                                      pad_token_id=1,
                                       bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
                                       forced_bos_token_id=None, forced_eos_token_id=None, **extra)
         model = transformers.BartForConditionalGeneration(cfg)
@@ -125,7 +131,8 @@ def build(name, workdir, S=SHAPE, out=None):
         cfg = transformers.MarianConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=S["layers"],
                                         decoder_layers=S["layers"], encoder_attention_heads=S["heads"],
                                         decoder_attention_heads=S["heads"], encoder_ffn_dim=S["ffn"],
-                                        decoder_ffn_dim=S["ffn"], max_position_embeddings=128, pad_token_id=pad,
+                                        decoder_ffn_dim=S["ffn"], max_position_embeddings=S.get("positions", 512),
+                                        pad_token_id=pad,
                                         eos_token_id=tok.token_to_id("</s>"), decoder_start_token_id=pad,
                                         scale_embedding=True, activation_function="swish", **extra)
         model = transformers.MarianMTModel(cfg)
@@ -171,7 +178,8 @@ _MODELS = {}
 
 
 def reference(model_dir, src_ids, dec_ids):
-    """Encoder, decoder and cross attention (L, H, rows, cols) of transformers' eager path in float64."""
+    """Encoder, decoder and cross attention (L, H, rows, cols) of transformers' eager path in float64, the model,
+    and the decoder's next-token probabilities after every row (rows, vocab)."""
     if model_dir not in _MODELS:
         _MODELS[model_dir] = transformers.AutoModelForSeq2SeqLM.from_pretrained(
             model_dir, attn_implementation="eager", dtype=torch.float64).eval()
@@ -180,15 +188,18 @@ def reference(model_dir, src_ids, dec_ids):
         out = model(input_ids=torch.tensor([src_ids]), decoder_input_ids=torch.tensor([dec_ids]),
                     output_attentions=True)
     st = lambda t: torch.stack([a[0] for a in t]).double().numpy()  # noqa: E731
-    return st(out.encoder_attentions), st(out.decoder_attentions), st(out.cross_attentions), model
+    probs = out.logits[0].double().softmax(-1).numpy()
+    return st(out.encoder_attentions), st(out.decoder_attentions), st(out.cross_attentions), model, probs
 
 
-def run_attnviz(attnviz, model_dir, args, prefix):
-    r = subprocess.run([attnviz, "--model", model_dir, "--quiet", "--json", prefix + ".json", "--npy",
-                        prefix + ".npy"] + args, capture_output=True, text=True)
+def run_attnviz(attnviz, model_dir, args, prefix, json_out=True):
+    """attnviz's document (None without json_out: a long input's JSON is large and only the .npy is read) and
+    its three stacks."""
+    r = subprocess.run([attnviz, "--model", model_dir, "--quiet", "--npy", prefix + ".npy"]
+                       + (["--json", prefix + ".json"] if json_out else []) + args, capture_output=True, text=True)
     if r.returncode != 0:
         return f"attnviz {' '.join(args[:1])[:30]}... failed: {r.stderr.strip()}"
-    d = json.load(open(prefix + ".json"))
+    d = json.load(open(prefix + ".json")) if json_out else None
     return (d, np.load(prefix + ".npy"), np.load(prefix + ".decoder.npy"), np.load(prefix + ".cross.npy"))
 
 
@@ -208,14 +219,15 @@ def check_model(attnviz, model_dir, name):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     start = cfg["decoder_start_token_id"]
     lines = corpus_lines()
-    # source/target pairs of several lengths: a word to three sentences (under the 126 positions)
+    # source/target pairs of several lengths: a word to three sentences (check_long: to 1,024 tokens)
     pairs = [("hello", "world"), (lines[0], lines[1]), (lines[2] + " " + lines[3], lines[4]),
              (lines[5], lines[6] + " " + lines[7]), (" ".join(lines[10:13]), lines[14])]
     ok, worst, peak, lens = True, 0.0, [], []
+    pred_bad, pworst, n_rows = [], 0.0, 0
     prefix = os.path.join(os.path.dirname(model_dir), name + ".out")
     model = None
     for src, tgt in pairs:
-        got = run_attnviz(attnviz, model_dir, [src, "--decoder-text", tgt], prefix)
+        got = run_attnviz(attnviz, model_dir, [src, "--decoder-text", tgt, "--predict", str(PRED_K)], prefix)
         if isinstance(got, str):
             print(f"FAIL seq2seq {name}: {got}")
             return False
@@ -227,8 +239,11 @@ def check_model(attnviz, model_dir, name):
             print(f"FAIL seq2seq {name}: tokens {d['encoder_tokens'][:6]} / {d['decoder_tokens'][:6]}, tokenizers "
                   f"{se.tokens[:6]} / {want_dec[:6]}")
             return False
-        re_, rd, rx, model = reference(model_dir, se.ids, dec_ids)
+        re_, rd, rx, model, probs = reference(model_dir, se.ids, dec_ids)
         diff = compare(name, f"{len(se.ids)}x{len(dec_ids)}", (ea, da, xa), (re_, rd, rx))
+        pw, pb = compare_predictions(d.get("predictions"), probs)
+        pworst, n_rows = max(pworst, pw), n_rows + len(dec_ids)
+        pred_bad += [f"{len(se.ids)}x{len(dec_ids)}: {b}" for b in pb]
         if isinstance(diff, str):
             print(f"FAIL seq2seq {name}: {diff}")
             return False
@@ -240,6 +255,13 @@ def check_model(attnviz, model_dir, name):
     print(f"{'PASS' if good else 'FAIL'} seq2seq {name} ({SPECS[name][1]}): encoder, decoder and cross attention "
           f"max |diff| {worst:.2e} from float64 transformers eager (tol {TOL:g}), source x decoder tokens "
           f"{','.join(lens)}, mean cross row max {np.mean(peak):.2f}")
+    good = not pred_bad and pworst <= TOL
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'} seq2seq_predict {name}: --predict {PRED_K} after each of {n_rows} decoder "
+          f"tokens: transformers' top-{PRED_K} ids, probabilities max |diff| {pworst:.2e} (tol {TOL:g}; softmax of "
+          f"float64 logits)")
+    for b in pred_bad[:3]:
+        print(f"  {b}")
     # greedy generation, token for token, then the attention over what was generated
     gen_bad, gworst, n_tok = [], 0.0, 0
     for src in (lines[20], lines[21] + " " + lines[22], "the cat"):
@@ -260,7 +282,7 @@ def check_model(attnviz, model_dir, name):
             gen_bad.append(f"{src[:30]!r}: attnviz {d['decoder_tokens']}, transformers {want}")
             continue
         n_tok += len(ref) - 1
-        re_, rd, rx, _ = reference(model_dir, se.ids, ref)
+        re_, rd, rx, _, _ = reference(model_dir, se.ids, ref)
         diff = compare(name, "generated", (ea, da, xa), (re_, rd, rx))
         if isinstance(diff, str):
             gen_bad.append(diff)
@@ -272,6 +294,8 @@ def check_model(attnviz, model_dir, name):
           f"identical to transformers generate(); attention over them max |diff| {gworst:.2e} (tol {TOL:g})")
     for b in gen_bad[:3]:
         print(f"  {b}")
+    ok &= check_sampled(attnviz, model_dir, name, tok, prefix)
+    ok &= check_long(attnviz, model_dir, name, tok, cfg, prefix)
     # the source tokenizer against the tokenizers library, on the whole tokenizer corpus (its sentence pairs
     # too) and the sentences, through one --tokens-only --batch run; once per layout (the BF16 fixtures' files
     # are the same)
@@ -280,7 +304,7 @@ def check_model(attnviz, model_dir, name):
     texts = [l.rstrip("\n") for l in open(os.path.join(HERE, "../tokenizer/corpus.tsv"), encoding="utf-8")]
     texts = [t for t in texts + lines if t.strip() and not t.startswith("\t")]
     # lines longer than the model's positions are truncated (a tested path of its own): left out here
-    limit = cfg.get("max_position_embeddings", 1 << 30) - (2 if fam == "bart" else 0) if fam not in ("t5", "mt5") else 1 << 30
+    limit = cfg.get("max_position_embeddings", 1 << 30) if fam not in ("t5", "mt5") else 1 << 30
     n_all = len(texts)
     texts = [t for t in texts if len(tok.encode(*t.split("\t", 1)).ids) <= limit]
     batch = prefix + ".corpus.txt"
@@ -304,6 +328,145 @@ def check_model(attnviz, model_dir, name):
     return ok
 
 
+PRED_K = 5
+
+
+def compare_predictions(preds, probs):
+    """attnviz's --predict entries against transformers' probabilities (rows, vocab): the top-K ids in order
+    (an exchange of two whose probabilities are within 1e-6 of each other is a tie, not a difference) and their
+    probabilities. Returns (max |diff|, problems)."""
+    if not isinstance(preds, list) or len(preds) != probs.shape[0]:
+        return 0.0, [f"{len(preds) if isinstance(preds, list) else preds!r} predictions for {probs.shape[0]} rows"]
+    worst, bad = 0.0, []
+    for i, p in enumerate(preds):
+        ids = [t["id"] for t in p.get("top", [])]
+        order = np.argsort(-probs[i], kind="stable")[:len(ids)].tolist()
+        if p.get("position") != i or len(ids) != PRED_K:
+            bad.append(f"row {i}: position {p.get('position')}, {len(ids)} entries")
+            continue
+        if ids != order and any(abs(probs[i][a] - probs[i][b]) > 1e-6 for a, b in zip(ids, order) if a != b):
+            bad.append(f"row {i}: top ids {ids}, transformers {order}")
+            continue
+        worst = max(worst, max(abs(t["prob"] - probs[i][t["id"]]) for t in p["top"]))
+    return worst, bad
+
+
+def check_sampled(attnviz, model_dir, name, tok, prefix):
+    """--generate 12 --temperature 0.8 --top-p 0.9: seed 7 twice gives one document; for seeds 7 and 8, every
+    step's token inside transformers' top-p nucleus of the tempered softmax after the decoder's tokens before it
+    (a teacher-forced pass over what was sampled), its prob the model's own softmax (before temperature, as the
+    decoder-only path reports) and its top-K transformers'."""
+    T, P, N = 0.8, 0.9, 12
+    src = corpus_lines()[23]
+    runs, problems, n_steps = {}, [], 0
+    for label, seed in (("a", 7), ("b", 7), ("c", 8)):
+        got = run_attnviz(attnviz, model_dir, [src, "--generate", str(N), "--temperature", str(T), "--top-p", str(P),
+                                               "--seed", str(seed)], prefix)
+        if isinstance(got, str):
+            print(f"FAIL seq2seq_sample {name}: seed {seed}: {got}")
+            return False
+        runs[label] = got[0]
+    same = runs["a"] == runs["b"]
+    se = tok.encode(src)
+    for label in ("a", "c"):
+        d = runs[label]
+        g, ids = d.get("generation") or {}, d.get("decoder_input_ids") or []
+        if g.get("strategy") != "sample" or g.get("seed") != (7 if label == "a" else 8) or \
+                len(g.get("steps") or []) != len(ids) - 1 or not 1 <= len(ids) - 1 <= N:
+            problems.append(f"seed {g.get('seed')}: strategy {g.get('strategy')!r}, {len(g.get('steps') or [])} "
+                            f"steps for {len(ids)} decoder ids")
+            continue
+        _, _, _, _, probs = reference(model_dir, se.ids, ids)
+        logits = np.log(probs)  # log-softmax: tempering it is tempering the logits (a constant cancels)
+        for s, st in enumerate(g["steps"]):
+            row, i = s, st["id"]
+            if i != ids[s + 1] or st.get("position") != s + 1:
+                problems.append(f"step {s}: id {i} at {st.get('position')}, decoder ids {ids}")
+                break
+            temp = np.exp((logits[row] - logits[row].max()) / T)
+            temp /= temp.sum()
+            order = np.argsort(-temp, kind="stable")
+            before = np.cumsum(temp[order]) - temp[order]
+            nucleus = set(order[before < P + 1e-4].tolist())
+            if i not in nucleus:
+                problems.append(f"step {s}: id {i} (tempered p {temp[i]:.3g}) outside the top-p nucleus of "
+                                f"{len(nucleus)}")
+                break
+            if abs(st["prob"] - probs[row][i]) > TOL:
+                problems.append(f"step {s}: prob {st['prob']}, transformers' softmax {probs[row][i]:.6g}")
+                break
+            top = [t["id"] for t in st["top"]]
+            want = np.argsort(-probs[row], kind="stable")[:len(top)].tolist()
+            if top != want and any(abs(probs[row][a] - probs[row][b]) > 1e-6 for a, b in zip(top, want) if a != b):
+                problems.append(f"step {s}: top {top}, transformers {want}")
+                break
+            n_steps += 1
+    good = same and not problems
+    print(f"{'PASS' if good else 'FAIL'} seq2seq_sample {name}: --generate {N} --temperature {T} --top-p {P}: seed 7 "
+          f"twice {'the same' if same else 'a different'} document; {n_steps} sampled steps (seeds 7, 8) inside "
+          f"transformers' nucleus, their probs and top-10 transformers' (tol {TOL:g})")
+    for p in problems[:3]:
+        print(f"  {p}")
+    return good
+
+
+def long_source(tok, want):
+    """The longest run of corpus words (repeated as needed) that tokenizes to want tokens or fewer."""
+    words = " ".join(corpus_lines()).split()
+    while len(words) < 4 * want:
+        words += words
+    lo, hi = 1, 4 * want
+    while lo < hi:  # the most words whose encoding fits
+        mid = (lo + hi + 1) // 2
+        if len(tok.encode(" ".join(words[:mid])).ids) <= want:
+            lo = mid
+        else:
+            hi = mid - 1
+    text = " ".join(words[:lo])
+    for _ in range(8):  # short words to reach want exactly where the last word's pieces overshot
+        if len(tok.encode(text + " a").ids) > want:
+            break
+        text += " a"
+    return text
+
+
+def check_long(attnviz, model_dir, name, tok, cfg, prefix):
+    """Long sources: 256, 512 and 1,024 tokens, or up to the model's positions where it has fewer (BART: 1,024
+    positions; Marian: 512; T5's relative positions have no limit), with a 64-token decoder text, and 1,024 / 1,024 on
+    T5: the three stacks (--npy) against transformers in float64."""
+    fam = SPECS[name][0]
+    limit = cfg.get("max_position_embeddings") if fam in ("bart", "marian") else None
+    targets = sorted({min(t, limit) if limit else t for t in (256, 512, 1024)})
+    cases = [(t, 64) for t in targets] + ([(1024, 1024)] if limit is None else [])
+    worst, lens, bad = 0.0, [], []
+    for n_src, n_dec in cases:
+        src = long_source(tok, n_src)
+        # the decoder's start token takes a position of its own
+        tgt = long_source(tok, n_dec - 1)
+        got = run_attnviz(attnviz, model_dir, [src, "--decoder-text", tgt], prefix, json_out=False)
+        if isinstance(got, str):
+            bad.append(got)
+            continue
+        _, ea, da, xa = got
+        se, te = tok.encode(src), tok.encode(tgt)
+        dec_ids = [cfg["decoder_start_token_id"]] + te.ids
+        re_, rd, rx, _, _ = reference(model_dir, se.ids, dec_ids)
+        diff = compare(name, f"{len(se.ids)}x{len(dec_ids)}", (ea, da, xa), (re_, rd, rx))
+        if isinstance(diff, str):
+            bad.append(diff)
+            continue
+        worst = max(worst, diff)
+        lens.append(f"{len(se.ids)}x{len(dec_ids)}")
+    good = not bad and worst <= TOL and len(lens) == len(cases) and \
+        max(int(x.split("x")[0]) for x in lens) >= min(1024, limit or 1024) - 8
+    print(f"{'PASS' if good else 'FAIL'} seq2seq_long {name}: source x decoder tokens {','.join(lens)} (positions: "
+          f"{limit if limit else 'relative, unbounded'}): the three stacks max |diff| {worst:.2e} from float64 "
+          f"transformers (tol {TOL:g})")
+    for b in bad[:3]:
+        print(f"  {b}")
+    return good
+
+
 GOLDEN_SOURCE = "The cat sat on the mat."
 GOLDEN_TARGET = "A cat sat."
 
@@ -312,7 +475,7 @@ def fixture(out):
     """Small F32 checkpoints for the CLI and page tests (tests/seq2seq_test.sh), each with golden.json:
     transformers' eager attention in float32 on GOLDEN_SOURCE / GOLDEN_TARGET (the decoder's ids after
     decoder_start_token_id) and the tokens greedy generate() makes in 6 steps."""
-    small = dict(d_model=16, layers=2, heads=2, ffn=32)
+    small = dict(d_model=16, layers=2, heads=2, ffn=32, positions=128)
     for name, folder in (("bart-f32", "small-bart"), ("marian-f32", "small-marian"), ("t5-f32", "small-t5")):
         d = build(name, out, small, os.path.join(out, folder))
         tok = load_tok(d)
