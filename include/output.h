@@ -143,6 +143,7 @@ int html_write_pieces(FILE *f, const char *title, const char *meta_json, const H
  * codes before compression, which its meta.tiles states. */
 #define HTML_LONG_CODES ((size_t)64 << 20) /* what html_long_plan keeps the page within where it can */
 #define HTML_LONG_MAX_TOKENS 65534         /* key indices are 16-bit codes, 65535 meaning none */
+#define HTML_LONG_TOP_K 8                  /* heaviest keys per query a long input's pass keeps (serve, the CLI) */
 /* Head (l, h)'s G-cell grid (G x G floats, row-major): model_head_grid, for
  * the writer, which reads no model. 0, or -1 with e set. */
 typedef int (*HtmlGridFn)(void *ctx, int layer, int head, int G, float *grid, AvErr *e);

@@ -640,9 +640,15 @@ char *live_headstats(const LiveRun *r) {
 
 /* ---------------------------------------------------------------- the offline page */
 
+/* The writer's grids (output.h's HtmlGridFn), recomputed from the run's q/k. */
+typedef struct {
+    const Model *m;
+    const Capture *cap;
+} PageGrids;
+
 static int grid_of(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
-    const LiveRun *r = ((void **)ctx)[1];
-    return model_head_grid(((void **)ctx)[0], &r->cap, l, h, G, grid, e);
+    const PageGrids *g = ctx;
+    return model_head_grid(g->m, g->cap, l, h, G, grid, e);
 }
 
 /* A long input's offline page (output.h's html_write_long, as the command
@@ -661,8 +667,8 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
     if (!meta) return av_err(e, "out of memory"), LIVE_FAILED;
     memcpy(meta, r->meta, keep);
     memcpy(meta + keep, "}", 2);
-    void *ctx[2] = {(void *)pipeline_model(lv->m[r->model].p), r};
-    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, ctx};
+    PageGrids grids = {pipeline_model(lv->m[r->model].p), &r->cap};
+    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids};
     html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
     LiveStatus st = LIVE_FAILED;
     Buf b;
