@@ -39,4 +39,20 @@ if ./attnviz --quiet --model weights/demo --html "$T/whole.html" "the cat sat on
 else
     fail "without --long-from a short input's page holds its whole matrices" "$(head -c 300 "$T/whole.html" 2>&1)"
 fi
+# under AddressSanitizer + UBSan (when make test has built build-asan/attnviz): the pass, the grids and the writer
+if [ -x build-asan/attnviz ]; then
+    text=$(printf 'the cat sat. %.0s' $(seq 120))
+    mkdir -p "$T/llama"
+    sed 's/"max_position_embeddings": *64/"max_position_embeddings": 4096/' tests/data/small-llama/config.json >"$T/llama/config.json"
+    ln -s "$PWD/tests/data/small-llama/model.safetensors" "$PWD/tests/data/small-llama/tokenizer.json" "$T/llama/"
+    if ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-asan/attnviz --quiet --model "$T/llama" \
+        --long-from 256 --predict 2 --html "$T/asan.html" "$text" 2>"$T/asan.err" && grep -q '"embedded":2' "$T/asan.html"; then
+        pass "[asan] a long page past --long-from 256, with --predict"
+    else
+        fail "[asan] a long page past --long-from 256, with --predict" "$(head -c 2000 "$T/asan.err")"
+    fi
+else
+    skip "the long page under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
+fi
 exit 0
