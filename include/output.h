@@ -134,4 +134,37 @@ typedef struct {
 int html_write_pieces(FILE *f, const char *title, const char *meta_json, const HtmlChunk *chunks, int n_chunks,
                       const char *templates_dir, AvErr *e);
 
+/* A long input's offline page (long_html.c; attnviz serve's /api/page and the
+ * command line's --html past --long-from): no n x n matrix, but per head the
+ * first `levels` zoom levels (tiles.h) as whole grids and each query's
+ * `top_k` heaviest keys from the pass's telemetry (capture.h: tel, tel_top,
+ * tel_top_w, every layer and head), with the head statistics. Its size is
+ * bounded by what it keeps: L * H * (sum of G_e^2 + 2 * n * top_k) 16-bit
+ * codes before compression, which its meta.tiles states. */
+#define HTML_LONG_CODES ((size_t)64 << 20) /* what html_long_plan keeps the page within where it can */
+#define HTML_LONG_MAX_TOKENS 65534         /* key indices are 16-bit codes, 65535 meaning none */
+#define HTML_LONG_TOP_K 8                  /* heaviest keys per query a long input's pass keeps (serve, the CLI) */
+/* Head (l, h)'s G-cell grid (G x G floats, row-major): model_head_grid, for
+ * the writer, which reads no model. 0, or -1 with e set. */
+typedef int (*HtmlGridFn)(void *ctx, int layer, int head, int G, float *grid, AvErr *e);
+typedef struct {
+    const Capture *cap;  /* the pass's telemetry (every layer and head) */
+    int side;            /* the tiles' side (tiles.h) */
+    int levels, top_k;   /* what the page keeps (html_long_plan) */
+    HtmlGridFn grid;
+    void *grid_ctx;
+} HtmlLong;
+/* What the page keeps: levels 0-1 (asked > 0: that many) and every key the
+ * pass kept per query within HTML_LONG_CODES, else level 0 alone, then fewer
+ * keys, down to one. */
+void html_long_plan(const Capture *cap, int side, int asked, int *levels, int *keys);
+/* The page, titled by title: meta_json is the document's meta object
+ * (html_write_meta) to which the page adds its "tiles" member (geometry, what
+ * it keeps, its size, the head statistics). */
+int html_write_long(FILE *f, const char *title, const char *meta_json, const HtmlLong *lp, const char *templates_dir,
+                    AvErr *e);
+/* Each head's row statistics (capture.h's telemetry) averaged over the
+ * query rows: {"fields":[...],"layers","heads","n","mean":[layer][head][field]}. */
+int json_write_headstats(FILE *f, const Capture *cap, AvErr *e);
+
 #endif

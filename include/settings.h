@@ -69,6 +69,8 @@ typedef struct {
     int precision;             /* significant digits of JSON floats */
     const char *templates_dir; /* --templates */
     const char *view, *theme;  /* the page's first view and theme */
+    int long_from;             /* one input's page: past this many tokens, a long input's page (output.h's
+                                  html_write_long, no n x n matrix); 0: always the whole matrices */
 } OutputSpec;
 
 /* --batch. */

@@ -107,6 +107,7 @@ scripts=(
     tests/render_test.sh
     tests/lib_test.sh
     tests/serve_test.sh
+    tests/long_html_test.sh
     tests/diff_test.sh
     tests/scripting_test.sh
     tests/heads_test.sh

@@ -8,6 +8,9 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY queue GGUF      the bounded queue (503) and time limit (504) on a slow model
   serve_check.py BINARY norm            --measure norm: value-weighted attention from the API
   serve_check.py BINARY seq2seq         encoder-decoder fixtures (BART, Marian, T5): each stack against the CLI
+  serve_check.py BINARY tiles           a long input's tiles and exact rows against the full matrix
+  serve_check.py BINARY longhtml        the command line's long page (--html past --long-from) against
+                                        /api/page, the full matrix, and its peak memory against n^2
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -955,6 +958,142 @@ def seq2seq_check():
     finally:
         sv.stop("serve seq2seq: small-cache server stops cleanly")
 
+# ---------------------------------------------------------------- the command line's long page
+
+B85 = "!#$%()*+,.0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_abcdefghijklmnopqrstuvwxyz{|}~"
+B85_VAL = {c: i for i, c in enumerate(B85)}
+
+
+def page_parts(html):
+    """An offline page's meta (JSON), its chunks decoded (html.c: base 85 of zlib) and their compressed bytes."""
+    meta = json.loads(re.search(rb'<script type="application/json" id="av-meta">([^<]*)</script>', html).group(1))
+    chunks, zsum = {}, 0
+    for m in re.finditer(rb'<script type="application/octet-stream" id="(av-[a-z]+-[\d-]+)" data-z="(\d+)">([^<]*)</script>', html):
+        text, out = m.group(3).decode(), bytearray()
+        for i in range(0, len(text), 5):
+            v = 0
+            for ch in text[i:i + 5]:
+                v = v * 85 + B85_VAL[ch]
+            out += v.to_bytes(4, "big")
+        chunks[m.group(1).decode()] = zlib.decompress(bytes(out[:int(m.group(2))]))
+        zsum += int(m.group(2))
+    return meta, chunks, zsum
+
+
+def u16(raw, count):
+    """Codes of a decompressed chunk (low bytes, then high bytes)."""
+    if len(raw) != 2 * count:
+        return []
+    return [raw[i] | raw[count + i] << 8 for i in range(count)]
+
+
+def llama_fixture(tmp, positions):
+    src = "tests/data/small-llama"
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["max_position_embeddings"] = positions
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
+    for f in ("model.safetensors", "tokenizer.json"):
+        if not os.path.exists(os.path.join(tmp, f)):
+            os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(tmp, f))
+    return cfg
+
+
+def cli_long(*args):
+    """The CLI's run: (exit code, stderr, peak RSS in kB of that process alone: wait4)."""
+    p = subprocess.Popen([BIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, err, ru.ru_maxrss
+
+
+def long_html_check():
+    tmp = tempfile.mkdtemp(prefix="attnviz-longhtml-")
+    cfg = llama_fixture(tmp, 8192)
+    L, H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    # memory grows with n, not n^2: peak RSS of the run against the whole attention's size. First, while
+    # this process is small: a child's peak counts the memory it was forked with (Linux keeps the high-water mark)
+    rss = {}
+    for reps in (200, 800):
+        out = os.path.join(tmp, f"long{reps}.html")
+        rc, err, kb = cli_long("--model", tmp, "--long-from", "512", "--html", out, "the cat sat. " * reps)
+        m = re.search(r": (\d+) tokens, past", err)
+        rss[reps] = (int(m.group(1)) if m else 0, kb, os.path.getsize(out) if rc == 0 else 0)
+    (n1, kb1, _), (n2, kb2, size2) = rss[200], rss[800]
+    full = L * H * n2 * n2 * 4
+    print(f"# longhtml: {n1} tokens peak RSS {kb1} kB; {n2} tokens peak RSS {kb2} kB, page {size2} bytes; "
+          f"the whole attention would be {full / 1e6:.0f} MB (informal: shared machine)", flush=True)
+    expect(f"longhtml: {n2} tokens run in under a twentieth of the whole attention's {full / 1e6:.0f} MB",
+           n2 > 8000 and 0 < kb2 * 1024 < full / 20, f"n {n2} rss {kb2} kB")
+    expect("longhtml: peak RSS grows slower than n (4x the tokens, 16x the attention)",
+           n1 > 2000 and 0 < kb1 < kb2 < 4 * kb1, f"{rss}")
+    # the same input through serve's Download page and the command line's --html: one page, byte for byte
+    text = "the cat sat. " * 108 + "the end"
+    sv = Server("--model", tmp, "--long-from", "512")
+    try:
+        for k in (0, 3):
+            st, res = sv.run(text, predict=k)
+            st2, _, page = sv.req("GET", f"/api/page?run={res['run']}") if st == 200 else (st, {}, b"")
+            out = os.path.join(tmp, f"cli{k}.html")
+            rc, err, _ = cli_long("--model", tmp, "--long-from", "512", "--html", out, *(["--predict", "3"] if k else []), text)
+            cli = open(out, "rb").read() if rc == 0 else b""
+            expect(f"longhtml: --html past --long-from is /api/page's long page, byte for byte (predict {k})",
+                   st2 == 200 and rc == 0 and page == cli and b'"embedded":2' in cli and b'id="av-att-' not in cli,
+                   f"serve {st}/{st2} {len(page)} bytes, cli {rc} {len(cli)} bytes {err[-300:]}")
+            expect(f"longhtml: the CLI says what it wrote and what the page keeps (predict {k})",
+                   "a long input's page (zoom levels 0-1 and each query's 8 heaviest keys" in err and f"{res.get('n')} tokens" in err, err)
+    finally:
+        sv.stop("longhtml: server stops cleanly")
+
+    # forced on a short input (--long-from 100): every number against the CLI's own full matrix
+    text = "the cat sat. " * 30
+    out = os.path.join(tmp, "short.html")
+    rc, err, _ = cli_long("--quiet", "--model", tmp, "--long-from", "100", "--html", out, text)
+    ref = cli_json("--model", tmp, "--precision", "9", text)
+    n = len(ref["tokens"])
+    meta, chunks, zsum = page_parts(open(out, "rb").read()) if rc == 0 else ({}, {}, 0)
+    tl = meta.get("tiles", {})
+    G0 = min(n, 256)
+    codes = L * H * (G0 * G0 + n * n + 2 * n * 8)
+    expect(f"longhtml: a {n}-token input past --long-from 100 gets the long page, its bound stated",
+           rc == 0 and 256 < n < 512 and tl.get("embedded") == 2 and tl.get("grids") == [G0, n] and tl.get("top_k") == 8
+           and tl.get("codes") == codes and tl.get("zbytes") == zsum
+           and sorted(chunks) == sorted([f"av-tile-{l}-{e}" for l in range(L) for e in range(2)] + [f"av-top-{l}" for l in range(L)]),
+           f"{rc} {err} n {n} {tl} {sorted(chunks)}")
+
+    def q(x):  # html.c's codes: round half up, at most 10,000
+        return min(10000, int(x * 10000.0 + 0.5))
+
+    worst_grid = worst_top = 0
+    for l in range(L):
+        lev0 = u16(chunks.get(f"av-tile-{l}-0", b""), H * G0 * G0)
+        lev1 = u16(chunks.get(f"av-tile-{l}-1", b""), H * n * n)
+        top = u16(chunks.get(f"av-top-{l}", b""), 2 * H * n * 8)
+        if not (lev0 and lev1 and top):
+            worst_grid = worst_top = -1
+            break
+        for h in range(H):
+            A = [[q(x) for x in row] for row in ref["attention"][l][h]]
+            for (G, grid) in pooled_levels(A, n, 256)[:2]:
+                got = lev0[h * G * G:(h + 1) * G * G] if G == G0 and G != n else lev1[h * n * n:(h + 1) * n * n]
+                worst_grid = max([worst_grid] + [abs(got[i * G + j] - grid[i][j]) for i in range(G) for j in range(G)])
+            for i in range(n):
+                at = h * n * 8 + i * 8
+                keys, ws = top[at:at + 8], top[H * n * 8 + at:H * n * 8 + at + 8]
+                want = sorted(A[i], reverse=True)[:8]
+                worst_top = max([worst_top] + [abs(a - b) for a, b in zip(ws, want)] +
+                                [abs(w - A[i][k]) for k, w in zip(keys, ws) if k != 65535])
+    # rounding of float32 products at the last code may differ by one between the pass and the JSON
+    expect("longhtml: both levels are the max-pool of the full matrix, the kept keys each row's heaviest",
+           0 <= worst_grid <= 1 and 0 <= worst_top <= 1, f"grid {worst_grid} top {worst_top}")
+
+    # at or below --long-from: the whole page, as ever
+    rc, err, _ = cli_long("--quiet", "--model", tmp, "--long-from", str(n), "--html", out, text)
+    page = open(out, "rb").read() if rc == 0 else b""
+    expect("longhtml: an input of --long-from tokens gets the whole page", rc == 0 and b'id="av-att-0"' in page
+           and b'"embedded"' not in page, f"{rc} {err}")
+
+
 
 if MODE == "functional":
     functional()
@@ -962,6 +1101,8 @@ elif MODE == "family":
     family(sys.argv[3], sys.argv[4], sys.argv[5])
 elif MODE == "tiles":
     tiles_check()
+elif MODE == "longhtml":
+    long_html_check()
 elif MODE == "norm":
     norm_measure()
 elif MODE == "seq2seq":

@@ -41,6 +41,8 @@ expect_exit "serve: with --batch" 2 "serve answers" ./attnviz serve --batch x.tx
 expect_exit "serve options without serve" 2 "go with attnviz serve" ./attnviz --port 1234 "hello"
 expect_exit "serve: --long-from 0 is refused" 2 "--long-from" ./attnviz serve --long-from 0
 expect_exit "serve: --long-from past 8192 is refused" 2 "1 to 8192" ./attnviz serve --long-from 9000
-expect_exit "--long-from without serve" 2 "go with attnviz serve" ./attnviz --long-from 100 "hello"
+expect_exit "--idle-timeout without serve" 2 "go with attnviz serve" ./attnviz --idle-timeout 5 "hello"
+expect_exit "--long-from without serve, with an output the long page cannot honour" 2 "--long-from writes a long input's page" \
+    ./attnviz --long-from 100 --json - "hello"
 expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
 exit 0

@@ -49,6 +49,46 @@ START_TEST(a_run_fills_the_run_settings) {
 }
 END_TEST
 
+/* --long-from on a run: the page's threshold where the page is all it writes; given with an output the long page
+ * cannot hold, a usage error naming it; not given, such a run keeps the whole matrices (0). */
+START_TEST(long_from_goes_with_a_runs_page) {
+    CliOptions o;
+    AvErr e;
+    const char *forced[] = {"--html", "p.html", "--long-from", "16", "--predict", "2", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, forced), CLI_RUN);
+    ck_assert_int_eq(o.run.output.long_from, 16);
+    cli_options_free(&o);
+    const char *dflt[] = {"T", NULL};
+    ck_assert_int_eq(parse(&o, &e, dflt), CLI_RUN);
+    ck_assert_int_eq(o.run.output.long_from, 4096);
+    cli_options_free(&o);
+    const char *whole[] = {"--html", "p.html", "--json", "o.json", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, whole), CLI_RUN);
+    ck_assert_int_eq(o.run.output.long_from, 0);
+    cli_options_free(&o);
+    const struct {
+        const char *opt, *arg, *named;
+    } clash[] = {{"--json", "o.json", "--json"}, {"--npy", "o.npy", "--npy"}, {"--layers", "0", "--layers"},
+                 {"--measure", "norm", "--measure norm"}, {"--stats", NULL, "--stats"}, {"--batch", "b.txt", "--batch"}};
+    for (size_t i = 0; i < sizeof clash / sizeof clash[0]; i++) {
+        const char *a[] = {"--long-from", "16", clash[i].opt, clash[i].arg, clash[i].arg ? "T" : NULL, NULL};
+        if (!strcmp(clash[i].opt, "--batch")) a[4] = NULL;
+        if (!clash[i].arg) a[3] = "T";
+        ck_assert_int_eq(parse(&o, &e, a), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        char want[256];
+        snprintf(want, sizeof want, "--long-from writes a long input's page (--html, for one TEXT) and no whole matrix: "
+                                    "not with %s (see attnviz --help)", clash[i].named);
+        ck_assert_str_eq(e.msg, want);
+        cli_options_free(&o);
+    }
+    const char *range[] = {"--long-from", "8193", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, range), -1);
+    ck_assert_str_eq(e.msg, "--long-from needs 1 to 8192 tokens, got '8193' (see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
 START_TEST(tokens_only_needs_no_weights) {
     CliOptions o;
     AvErr e;
@@ -442,6 +482,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, lens_options_fill_the_lens_settings);
     tcase_add_test(t, flow_takes_an_optional_threshold);
     tcase_add_test(t, tokens_only_needs_no_weights);
+    tcase_add_test(t, long_from_goes_with_a_runs_page);
     tcase_add_test(t, help_and_version_are_answers_not_prints);
     tcase_add_test(t, a_command_has_its_own_help);
     tcase_add_test(t, version_is_an_answer);

@@ -86,6 +86,13 @@ static const HelpSection SECTIONS[] = {
      "  --theme NAME        the page's theme: light or dark (default: the reader's)\n"
      "  --show-heads LIST   the heads the page shows at first (others a click away)\n"
      "\n"},
+    {H_RUN,
+     "Long inputs:\n"
+     "  --long-from N       one input's page past N tokens (1-8192, default 4096) is a long\n"
+     "                      input's: zoom levels and each query's 8 heaviest keys, no n x n\n"
+     "                      matrix (the server's Download page); only when the page is all\n"
+     "                      the run writes (given, it refuses --json, --npy, --stats, --layers...)\n"
+     "\n"},
     {H_RUN | H_DIFF | H_HEADS,
      "Selection (applies to JSON, npy, HTML and --stats):\n"
      "  --layers LIST       e.g. 0,5-11 (only these are computed and kept)\n"
@@ -441,6 +448,7 @@ static int parse_shard(const char *arg, int *index, int *count, AvErr *e) {
  * command's options appeared (checked against the command once all are read). */
 typedef struct {
     int stats_cmd, heads_only, serve_opts, pack_set, shard_set;
+    int long_from; /* --long-from given (attnviz serve, or a run's page) */
     int ablate_mode; /* --ablate-mode given */
     int out_dir_mode; /* --out-dir anywhere: --html and --npy are flags, not file names */
 } ParseState;
@@ -521,8 +529,42 @@ static int check_diff(CliOptions *o, const ParseState *ps, int rest, char **args
     return 0;
 }
 
+/* A run's page past --long-from (run.c, output.h's html_write_long) keeps no
+ * n x n matrix, so it is written only when the page is all the run asks for:
+ * 0, or the first option it cannot honour. */
+static const char *long_page_conflict(const CliOptions *o) {
+    const RunSpec *r = &o->run;
+    const LensSpec *ls = &r->lens;
+    if (r->batch.path) return "--batch";
+    if (r->output.json_path) return "--json";
+    if (r->output.npy_path) return "--npy";
+    if (r->capture.tokens_only) return "--tokens-only";
+    if (r->capture.telemetry) return "--telemetry";
+    if (r->capture.qk) return "--qk";
+    if (r->capture.hidden) return "--hidden";
+    if (r->stats) return "--stats";
+    if (r->predict.generate_n) return "--generate";
+    if (r->capture.measure != MEASURE_ATTENTION) return "--measure norm";
+    if (r->capture.no_special) return "--no-special";
+    if (r->capture.words) return "--words";
+    if (o->sel_layers) return "--layers";
+    if (o->sel_heads) return "--heads";
+    if (ls->lens_k) return "--logit-lens";
+    if (ls->attribution) return "--attribution";
+    if (ls->ablate) return "--ablate";
+    if (ls->flow) return "--flow";
+    if (r->decoder_text) return "--decoder-text";
+    return NULL;
+}
+
 /* A run: one input (TEXT [TEXT_B]) or --batch. */
-static int check_run(CliOptions *o, int rest, char **args, AvErr *e) {
+static int check_run(CliOptions *o, const ParseState *ps, int rest, char **args, AvErr *e) {
+    const char *clash = long_page_conflict(o);
+    if (ps->long_from && clash)
+        return usage_error(e, "--long-from writes a long input's page (--html, for one TEXT) and no whole matrix: not with %s",
+                           clash);
+    /* without --long-from the default applies where the page is all that was asked, else the whole matrices as ever */
+    o->run.output.long_from = clash ? 0 : o->serve_spec.long_from;
     if (!o->run.predict.generate_n && (o->run.predict.temperature > 0 || o->sampling_opts || o->run.predict.stop))
         return usage_error(e, "%s", "--temperature, --top-p, --seed and --stop go with --generate");
     if (o->sampling_opts && o->run.predict.temperature <= 0)
@@ -590,7 +632,9 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     if (ps->heads_only && !o->run.heads.on)
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (ps->serve_opts && !o->serve)
-        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue, --idle-timeout and --long-from go with attnviz serve");
+        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+    if (ps->long_from && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->diff))
+        return usage_error(e, "%s", "--long-from goes with attnviz serve or a run's page (attnviz --html FILE TEXT)");
     const LensSpec *ls = &o->run.lens;
     if ((ls->lens_k || ls->attribution || ls->ablate || ls->flow || ls->position >= 0 || ps->ablate_mode) &&
         (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->serve || o->diff))
@@ -605,7 +649,7 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     if (o->serve) return check_serve(o, rest, args, e);
     if (o->render_spec.meta) return usage_error(e, "%s", "--meta goes with attnviz render");
     if (o->diff) return check_diff(o, ps, rest, args, e);
-    return check_run(o, rest, args, e);
+    return check_run(o, ps, rest, args, e);
 }
 
 /* getopt_long's codes of the long options. */
@@ -664,7 +708,7 @@ static int parse_serve_option(CliOptions *o, ParseState *ps, int c, const char *
     case O_LONGFROM:
         /* at most 8192: past it the server builds no whole matrix (serve.c), so the page must read tiles */
         if (parse_int(arg, 1, 8192, &o->serve_spec.long_from)) return usage_error(e, "--long-from needs 1 to 8192 tokens, got '%s'", arg);
-        ps->serve_opts = 1;
+        ps->long_from = 1;
         break;
     case O_QUEUE:
         if (parse_int(arg, 1, 4096, &o->serve_spec.max_queue)) return usage_error(e, "--queue needs 1 to 4096, got '%s'", arg);

@@ -9,6 +9,7 @@
 #include "normattn.h"
 #include "report.h"
 #include "run_internal.h"
+#include "tiles.h"
 #include "transform.h"
 #include "util.h"
 
@@ -223,9 +224,9 @@ int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *
     return rc;
 }
 
-static int process(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int tokenized, AvErr *e) {
     const RunSpec *o = r->o;
-    if (run_tokenize(r, a, b, enc, e) != 0) return -1;
+    if (!tokenized && run_tokenize(r, a, b, enc, e) != 0) return -1;
     if (o->capture.tokens_only) return 0;
     double t0;
     pred_free(&r->pred);
@@ -331,10 +332,112 @@ static int finish_view(Run *r, const char *a, const char *b, long lineno, const 
     return rc;
 }
 
+/* ---------------------------------------------------------------- a long input's page */
+
+/* The writer's grids (output.h's HtmlGridFn), recomputed from the capture's q/k. */
+typedef struct {
+    const Model *m;
+    const Capture *cap;
+} LongGrids;
+
+static int long_grid(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
+    const LongGrids *g = ctx;
+    return model_head_grid(g->m, g->cap, l, h, G, grid, e);
+}
+
+/* One input past --long-from, written as output.h's long page: the pass keeps
+ * queries and keys, each head's overview (tiles' level 0) and its rows'
+ * statistics and heaviest keys, none of it n x n; the deeper level is
+ * recomputed from q/k a head at a time. What attnviz serve keeps of a long
+ * input (live.c), and the page its /api/page gives for it. */
+static int long_page(Run *r, const char *a, const char *b, const TokEncoding *enc, const char *path, AvErr *e) {
+    const RunSpec *o = r->o;
+    const int n = enc->n, side = TILE_SIDE, over = n < side ? n : side;
+    const size_t blocks = (size_t)r->cfg.num_layers * (size_t)r->cfg.num_heads;
+    if (n > HTML_LONG_MAX_TOKENS)
+        return av_err(e, "a long input's page of %d tokens: its keys need more than 16 bits (%d at most)", n,
+                      HTML_LONG_MAX_TOKENS);
+    const double need = (double)model_capture_qk_bytes(&r->cfg, n, 0) + (double)blocks * over * over * sizeof(float) +
+                        (double)model_capture_telemetry_bytes(blocks, n, HTML_LONG_TOP_K);
+    double limit = o->capture.max_capture;
+    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (need > limit) {
+        char x[32], y[32];
+        return av_err(e, "a long input's page of %d tokens needs %s of queries, keys and row statistics, above the %s "
+                         "allowed (--max-capture): shorten the input (--max-tokens)",
+                      n, human_size(need, x, sizeof x), human_size(limit, y, sizeof y));
+    }
+    if (r->rs.max_tokens < n) {
+        model_runstate_free(&r->rs);
+        if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    }
+    Capture cap = {0};
+    char *meta = NULL;
+    size_t meta_len = 0;
+    FILE *mf = NULL;
+    int rc = -1;
+    double t0 = av_now_ms();
+    if (model_capture_qk(&cap, &r->cfg, n, 0, e) != 0 || model_capture_maxpool(&cap, over, e) != 0 ||
+        model_capture_add_telemetry(&cap, HTML_LONG_TOP_K, enc->ids, e) != 0)
+        goto done;
+    pred_free(&r->pred);
+    if (model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, e) != 0) goto done;
+    if (o->predict.k && predict(r, enc, o->predict.k, &r->pred, e) != 0) goto done;
+    r->t_fwd += av_now_ms() - t0;
+    if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e) != 0) goto done;
+    t0 = av_now_ms();
+    /* the document's meta (as attnviz serve describes a run), then the page's own tiles member */
+    OutDoc d;
+    run_fill_doc(r, &d, enc, &cap, a, b);
+    if (!(mf = open_memstream(&meta, &meta_len))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    int mrc = html_write_meta(mf, &d, e);
+    if (fclose(mf) != 0 && mrc == 0) mrc = av_err(e, "out of memory");
+    if (mrc != 0) goto done;
+    LongGrids grids = {&r->model, &cap};
+    HtmlLong lp = {&cap, side, 0, 0, long_grid, &grids};
+    html_long_plan(&cap, side, 0, &lp.levels, &lp.top_k);
+    AvOut out;
+    if (av_out_open(&out, path, e) != 0) goto done;
+    /* titled by the first text, as the server's page is */
+    if (html_write_long(out.fp, a, meta, &lp, o->output.templates_dir, e) != 0) {
+        av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
+        av_out_abort(&out);
+        goto done;
+    }
+    if (av_out_commit(&out, e) != 0) goto done;
+    r->t_write += av_now_ms() - t0;
+    if (!o->quiet)
+        av_info("wrote %s: %d tokens, past --long-from %d: a long input's page (zoom levels 0-%d and each query's %d "
+                "heaviest keys, no whole matrix)", path, n, o->output.long_from, lp.levels - 1, lp.top_k);
+    rc = 0;
+done:
+    model_capture_free(&cap);
+    free(meta);
+    return rc;
+}
+
 /* Tokenize, run, derive the view, write: one input, single or batch. */
 int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
     TokEncoding enc = {0};
-    int rc = process(r, a, b, &enc, e);
+    const RunSpec *o = r->o;
+    /* one input's page (cli.c sets long_from only where the long page is all that was asked) */
+    if (o->output.long_from > 0 && !o->batch.path) {
+        int rc = run_tokenize(r, a, b, &enc, e);
+        if (rc == 0) run_warn_truncated(r, &enc, lineno);
+        if (rc == 0 && enc.n > o->output.long_from) {
+            rc = long_page(r, a, b, &enc, o->output.html_path ? o->output.html_path : "attnviz.html", e);
+            tok_encoding_free(&enc);
+            return rc;
+        }
+        if (rc == 0) rc = process(r, a, b, &enc, 1, e);
+        if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
+        tok_encoding_free(&enc);
+        return rc;
+    }
+    int rc = process(r, a, b, &enc, 0, e);
     if (rc == 0) run_warn_truncated(r, &enc, lineno);
     if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
     tok_encoding_free(&enc);

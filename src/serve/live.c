@@ -772,18 +772,6 @@ static const float *one_block(void *ctx, int b, AvErr *e) {
     return ctx;
 }
 
-/* block b of a run of equal blocks */
-typedef struct {
-    const float *v;
-    size_t len;
-} GridBlocks;
-
-static const float *one_block_at(void *ctx, int b, AvErr *e) {
-    (void)e;
-    const GridBlocks *g = ctx;
-    return g->v + (size_t)b * g->len;
-}
-
 int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int tc, unsigned char **z, size_t *len,
               int *rows, int *cols, AvErr *e) {
     const int side = tile_side(lv);
@@ -809,148 +797,56 @@ int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, 
 }
 
 char *live_headstats(const LiveRun *r) {
-    static const char *const FIELDS[CAP_TEL_N] = {"sink", "sink4", "entropy", "prev", "self", "dup", "distance"};
-    const Capture *c = &r->cap;
-    if (!c->tel) return NULL;
+    if (!r->cap.tel) return NULL;
     Buf b;
+    AvErr e;
     if (buf_open(&b)) return NULL;
-    fputs("{\"fields\":[", b.f);
-    for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s\"%s\"", k ? "," : "", FIELDS[k]);
-    fprintf(b.f, "],\"layers\":%d,\"heads\":%d,\"n\":%d,\"mean\":[", c->n_layers, c->n_heads, c->n_tokens);
-    for (int l = 0; l < c->n_layers; l++) {
-        fputs(l ? ",[" : "[", b.f);
-        for (int h = 0; h < c->n_heads; h++) {
-            /* each statistic's mean over the query rows, summed in double */
-            double sum[CAP_TEL_N] = {0};
-            const float *t = cap_tel(c, l, h);
-            for (int i = 0; i < c->n_tokens; i++)
-                for (int k = 0; k < CAP_TEL_N; k++) sum[k] += t[(size_t)i * CAP_TEL_N + k];
-            fputs(h ? ",[" : "[", b.f);
-            for (int k = 0; k < CAP_TEL_N; k++) fprintf(b.f, "%s%.9g", k ? "," : "", sum[k] / c->n_tokens);
-            fputc(']', b.f);
-        }
-        fputc(']', b.f);
-    }
-    fputs("]}", b.f);
-    return buf_close(&b, !ferror(b.f));
+    return buf_close(&b, json_write_headstats(b.f, &r->cap, &e) == 0);
 }
 
 /* ---------------------------------------------------------------- the offline page */
 
-/* A long input's offline page: no n x n matrix, but per head the first
- * `levels` zoom levels as whole grids (level 0 is the pass's overview; level
- * e is min(n, side * 2^e) cells a side) and each query's top_k heaviest keys
- * from the pass's telemetry, with the head statistics for the ranking. Its
- * size is bounded by what it keeps, not by n^2: L * H * (sum of G_e^2 + 2 *
- * n * top_k) 16-bit codes before compression, which meta.tiles states (the
- * page says it). */
-static LiveStatus long_page(Live *lv, LiveRun *r, int levels, int K, char **html, size_t *len, AvErr *e) {
-    const Capture *c = &r->cap;
-    const Model *m = pipeline_model(lv->m[r->model].p);
-    const int n = r->enc.n, side = tile_side(lv), nl = c->n_layers, nh = c->n_heads, Kc = c->tel_top_k;
-    if (K > Kc) K = Kc;
-    if (n > 65534) return av_err(e, "a page of %d tokens: its keys need more than 16 bits (65,534 at most)", n), LIVE_TOO_BIG;
-    if (levels > tile_levels(n, side)) levels = tile_levels(n, side);
-    int G[TILE_MAX_LEVELS];
-    size_t cells = 0;
-    for (int l = 0; l < levels; l++) G[l] = tile_grid(n, side, l), cells += (size_t)G[l] * G[l];
-    const size_t codes = (size_t)nl * nh * (cells + 2 * (size_t)n * K);
-    const int n_chunks = nl * (levels + (K > 0));
-    HtmlChunk *ch = calloc((size_t)n_chunks, sizeof *ch);
-    float *grid = malloc((size_t)G[levels - 1] * G[levels - 1] * nh * sizeof *grid);
-    uint16_t *top = K ? malloc(2 * (size_t)nh * n * K * sizeof *top) : NULL;
-    char *stats = live_headstats(r);
-    LiveStatus st = LIVE_FAILED;
-    int k = 0;
-    if (!ch || !grid || (K && !top) || !stats) {
-        av_err(e, "out of memory for the page of %d tokens", n);
-        goto done;
-    }
-    for (int l = 0; l < nl; l++) {
-        for (int lev = 0; lev < levels; lev++) {
-            const size_t gg = (size_t)G[lev] * G[lev];
-            for (int h = 0; h < nh; h++)
-                if (model_head_grid(m, c, l, h, G[lev], grid + (size_t)h * gg, e)) goto done;
-            snprintf(ch[k].id, sizeof ch[k].id, "av-tile-%d-%d", l, lev);
-            if (html_encode_attention(one_block_at, &(GridBlocks){grid, gg}, nh, (size_t)G[lev], (size_t)G[lev], &ch[k].z,
-                                      &ch[k].len, e))
-                goto done;
-            k++;
-        }
-        if (!K) continue;
-        /* every head's K heaviest keys per query (65535: none), then their weights as the page's codes;
-         * the telemetry keeps Kc >= K per row, heaviest first */
-        const size_t per = (size_t)n * K;
-        for (int h = 0; h < nh; h++) {
-            const size_t at = cap_block(c, l, h) * (size_t)n * Kc;
-            for (size_t q = 0; q < (size_t)n; q++)
-                for (int j = 0; j < K; j++) {
-                    const size_t src = at + q * Kc + j, dst = (size_t)h * per + q * K + j;
-                    const int key = c->tel_top[src];
-                    top[dst] = key < 0 ? 65535 : (uint16_t)key;
-                    /* the attention's own codes: round half-up in double (html.c's quant_block) */
-                    const double x = (double)c->tel_top_w[src] * 10000.0 + 0.5;
-                    top[(size_t)nh * per + dst] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
-                }
-        }
-        snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
-        if (html_encode_codes(top, 2 * (size_t)nh * per, &ch[k].z, &ch[k].len, e)) goto done;
-        k++;
-    }
-    /* meta: the run's, its "tiles" member (written last, describe) replaced by the page's */
+/* The writer's grids (output.h's HtmlGridFn), recomputed from the run's q/k. */
+typedef struct {
+    const Model *m;
+    const Capture *cap;
+} PageGrids;
+
+static int grid_of(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
+    const PageGrids *g = ctx;
+    return model_head_grid(g->m, g->cap, l, h, G, grid, e);
+}
+
+/* A long input's offline page (output.h's html_write_long, as the command
+ * line's --html writes it), with the run's meta less the member describe
+ * adds for the live page (written last: replaced by the page's own). */
+static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t *len, AvErr *e) {
+    const int n = r->enc.n;
+    if (n > HTML_LONG_MAX_TOKENS)
+        return av_err(e, "a page of %d tokens: its keys need more than 16 bits (%d at most)", n, HTML_LONG_MAX_TOKENS),
+               LIVE_TOO_BIG;
     const char *at = NULL; /* the last member: strings hold no bare quote, so only describe's can match */
     for (const char *p = r->meta; (p = strstr(p, ",\"tiles\":{")); p++) at = p;
-    if (!at) {
-        av_err(e, "the run's meta has no tile geometry");
-        goto done;
-    }
-    size_t zbytes = 0;
-    for (int i = 0; i < k; i++) zbytes += ch[i].len;
+    if (!at) return av_err(e, "the run's meta has no tile geometry"), LIVE_FAILED;
+    const size_t keep = (size_t)(at - r->meta);
+    char *meta = malloc(keep + 2);
+    if (!meta) return av_err(e, "out of memory"), LIVE_FAILED;
+    memcpy(meta, r->meta, keep);
+    memcpy(meta + keep, "}", 2);
+    PageGrids grids = {pipeline_model(lv->m[r->model].p), &r->cap};
+    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids};
+    html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
+    LiveStatus st = LIVE_FAILED;
     Buf b;
-    if (buf_open(&b)) {
-        av_err(e, "out of memory");
-        goto done;
-    }
-    fwrite(r->meta, 1, (size_t)(at - r->meta), b.f);
-    fprintf(b.f, ",\"tiles\":{\"side\":%d,\"levels\":%d,\"long\":true,\"embedded\":%d,\"grids\":[", side,
-            tile_levels(n, side), levels);
-    for (int l = 0; l < levels; l++) fprintf(b.f, "%s%d", l ? "," : "", G[l]);
-    fprintf(b.f, "],\"top_k\":%d,\"codes\":%zu,\"zbytes\":%zu,\"stats\":true,\"headstats\":%s}}", K, codes, zbytes, stats);
-    char *meta = buf_close(&b, !ferror(b.f));
-    if (!meta) {
-        av_err(e, "out of memory");
-        goto done;
-    }
     if (buf_open(&b) == 0) {
-        int rc = html_write_pieces(b.f, r->a, meta, ch, k, lv->page.output.templates_dir, e);
+        int rc = html_write_long(b.f, r->a, meta, &lp, lv->page.output.templates_dir, e);
         if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
         else if (rc == 0) av_err(e, "out of memory");
     } else {
         av_err(e, "out of memory");
     }
     free(meta);
-done:
-    for (int i = 0; ch && i < n_chunks; i++) free(ch[i].z);
-    free(ch), free(grid), free(top), free(stats);
     return st;
-}
-
-/* What a long input's page keeps, within LIVE_PAGE_CODES codes before
- * compression where it can: levels 0-1 (unless asked otherwise) and all the
- * keys the pass kept per query, else level 0 alone, then fewer keys (at least
- * one): the keys grow with n, the levels not at all. */
-#define LIVE_PAGE_CODES ((size_t)64 << 20)
-static void page_plan(const Live *lv, const LiveRun *r, int asked, int *levels, int *keys) {
-    const int n = r->enc.n, side = tile_side(lv), Kc = r->cap.tel_top_k;
-    const size_t heads = (size_t)r->cap.n_layers * r->cap.n_heads;
-    size_t cells[3] = {0};
-    for (int l = 0; l < 3; l++) {
-        const size_t g = (size_t)tile_grid(n, side, l);
-        cells[l] = (l ? cells[l - 1] : 0) + g * g;
-    }
-    *levels = asked > 0 ? asked : heads * (cells[1] + 2 * (size_t)n * Kc) <= LIVE_PAGE_CODES ? 2 : 1;
-    *keys = Kc;
-    while (*keys > 1 && heads * (cells[*levels - 1] + 2 * (size_t)n * *keys) > LIVE_PAGE_CODES) --*keys;
 }
 
 /* An encoder-decoder run's page, from its kept stacks (no pass): layers'
@@ -1003,9 +899,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
     if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
-        int keep, keys;
-        page_plan(lv, r, levels, &keep, &keys);
-        st = long_page(lv, r, keep, keys, html, len, e);
+        st = long_page(lv, r, levels, html, len, e);
         live_release(lv, r);
         return st;
     }

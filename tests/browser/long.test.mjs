@@ -8,7 +8,7 @@
 // server is killed on every exit path. Times printed are informal (loaded
 // machine).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -266,5 +266,30 @@ test('Download page of a long input: zoom levels and heaviest keys, size bounded
     await browser.ctx.setOffline(false);
     if (off) await off.page.close();
     await page.close();
+  }
+});
+
+test("The command line's own page of the long input (--html past --long-from): the Download page's bytes, offline, level 0 first", async () => {
+  const file = path.join(OUT, 'cli-long-offline.html');
+  const t0 = Date.now();
+  const r = spawnSync(ATTNVIZ, ['--model', path.join(OUT, 'llama4k-long'), '--long-from', '512', '--html', file, TEXT], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, new RegExp('wrote .*: ' + N + ' tokens, past --long-from 512: a long input\'s page'));
+  console.log('# the command line wrote the ' + N + '-token page in ' + (Date.now() - t0) + ' ms (informal)');
+  const served = path.join(OUT, 'served-long-offline.html');
+  if (fs.existsSync(served)) assert.ok(fs.readFileSync(file).equals(fs.readFileSync(served)), 'the same bytes as the Download page');
+  const html = fs.readFileSync(file, 'utf8');
+  assert.ok(!/connect-src/.test(html) && !/id="av-att-/.test(html), 'offline, and no whole matrix');
+  await browser.ctx.setOffline(true);
+  const off = await openPage(browser.ctx, file);
+  try {
+    await off.page.waitForFunction(() => !!document.querySelector('#view-head .tile-row[data-query]'), null, { timeout: 30000 });
+    assert.match(await off.page.textContent('#view-head .view-title'), /This page keeps, for each of the 2 × 4 heads, zoom levels 0–1/);
+    await off.page.click('#tab-matrix');
+    await off.page.waitForFunction(() => (document.getElementById('view-matrix').dataset.tilesReady || '') === '0:0:0', null, { timeout: 30000 });
+    clean(off.log);
+  } finally {
+    await browser.ctx.setOffline(false);
+    await off.page.close();
   }
 });
