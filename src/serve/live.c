@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels.h"
 #include "model.h"
 #include "normattn.h"
 #include "output.h"
@@ -39,7 +40,7 @@ struct LiveRun {
     char *meta, *warnings;  /* JSON, set with the first capture */
     char *noted;            /* the warnings so far, JSON strings joined by commas (NULL: none) */
     int noted_bad;          /* a warning was lost (out of memory) */
-    Capture cap;            /* lean: cap.q == NULL when not (or no longer) computed */
+    Capture cap;            /* lean: no q/k (cap_has_qk) when not (or no longer) computed */
     size_t bytes;
     int users;              /* holders: never evicted or forgotten while > 0 */
     unsigned long long used;
@@ -118,6 +119,8 @@ void live_close(Live *lv) {
 
 int live_n_models(const Live *lv) { return lv->n_models; }
 
+const char *live_qk_precision_name(int prec) { return prec == CAP_QK_F16 ? "f16" : prec == CAP_QK_BF16 ? "bf16" : "f32"; }
+
 static const ModelConfig *model_cfg(const Live *lv, int m) { return &pipeline_model(lv->m[m].p)->cfg; }
 
 /* A growing string, for JSON bodies. */
@@ -184,7 +187,7 @@ static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, 
 }
 
 static void drop_capture(Live *lv, LiveRun *r) {
-    if (!r->cap.q) return;
+    if (!cap_has_qk(&r->cap)) return;
     model_capture_free(&r->cap);
     lv->cached -= r->bytes;
     r->bytes = 0;
@@ -196,7 +199,7 @@ static void make_room(Live *lv, size_t need) {
         LiveRun *old = NULL;
         for (int i = 0; i < lv->n_runs; i++) {
             LiveRun *r = lv->runs[i];
-            if (r->cap.q && r->users == 0 && (!old || r->used < old->used)) old = r;
+            if (cap_has_qk(&r->cap) && r->users == 0 && (!old || r->used < old->used)) old = r;
         }
         if (!old) return; /* everything cached is in use: over budget until released */
         drop_capture(lv, old);
@@ -348,7 +351,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     LiveStatus st = LIVE_FAILED;
     memset(t, 0, sizeof *t);
     pthread_mutex_lock(&lv->mu);
-    int have = r->cap.q != NULL;
+    int have = cap_has_qk(&r->cap);
     if (have) r->used = ++lv->clock;
     pthread_mutex_unlock(&lv->mu);
     if (have) return LIVE_OK;
@@ -359,7 +362,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     CapPredictions pred = {0};
     st = LIVE_FAILED;
     pthread_mutex_lock(&lv->mu);
-    have = r->cap.q != NULL; /* computed while we waited */
+    have = cap_has_qk(&r->cap); /* computed while we waited */
     pthread_mutex_unlock(&lv->mu);
     if (have) {
         st = LIVE_OK;
@@ -384,7 +387,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
     const size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads;
     const int side = tile_side(lv), over = r->enc.n < side ? r->enc.n : side, lng = is_long(lv, r->enc.n);
-    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size) +
+    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec) +
                    (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0) +
                    (lng ? blocks * (size_t)over * (size_t)over * sizeof(float) +
                               model_capture_telemetry_bytes(blocks, r->enc.n, lv->lim.top_k)
@@ -405,7 +408,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     /* q/k (heads recomputed on demand); for a long input also each head's
      * max-pooled overview (the tiles' level 0) and its rows' telemetry (head
      * ranking, top keys): what it is browsed by, none of it n x n */
-    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
         (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
@@ -448,8 +451,9 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
         Buf out;
         if (buf_open(&out) == 0) {
             fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,"
-                           "\"forward\":%.1f}}",
-                    r->id, r->enc.n, r->meta, r->warnings, t.queue, t.tokenize, t.forward);
+                           "\"forward\":%.1f},\"kept\":{\"bytes\":%zu,\"qk\":\"%s\"}}",
+                    r->id, r->enc.n, r->meta, r->warnings, t.queue, t.tokenize, t.forward, r->bytes,
+                    live_qk_precision_name(lv->lim.qk_prec));
             *json = buf_close(&out, !ferror(out.f));
         }
         if (!*json) st = LIVE_FAILED, av_err(e, "out of memory");
@@ -588,8 +592,16 @@ int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, 
     const Capture *c = &r->cap;
     const size_t blk = (size_t)c->n_tokens * (size_t)c->head_dim;
     if (!(*qk = malloc(2 * blk * sizeof(float)))) return av_err(e, "out of memory");
-    memcpy(*qk, cap_q(c, layer, head), blk * sizeof(float));
-    memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
+    if (c->qh) {
+        /* the kept 16-bit values widened (exactly): one float32 format on the wire whatever the server keeps */
+        for (size_t i = 0; i < blk; i++) {
+            (*qk)[i] = kern_from_half(cap_qh(c, layer, head)[i], c->qk_prec);
+            (*qk)[blk + i] = kern_from_half(cap_kh(c, layer, head)[i], c->qk_prec);
+        }
+    } else {
+        memcpy(*qk, cap_q(c, layer, head), blk * sizeof(float));
+        memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
+    }
     *len = 2 * blk * sizeof(float);
     return 0;
 }
