@@ -3,7 +3,8 @@
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
 # requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
-# a long input's tiles and exact rows against the full matrix (tiles mode).
+# a long input's tiles and exact rows against the full matrix (tiles mode), and
+# q/k kept in 16 bits against the f32 server (qkprec mode).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 PY=${PYTHON:-python3}
@@ -15,6 +16,7 @@ fi
 "$PY" tests/serve_check.py ./attnviz hostile
 "$PY" tests/serve_check.py ./attnviz norm
 "$PY" tests/serve_check.py ./attnviz tiles
+"$PY" tests/serve_check.py ./attnviz qkprec
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -38,5 +40,8 @@ expect_exit "serve options without serve" 2 "go with attnviz serve" ./attnviz --
 expect_exit "serve: --long-from 0 is refused" 2 "--long-from" ./attnviz serve --long-from 0
 expect_exit "serve: --long-from past 8192 is refused" 2 "1 to 8192" ./attnviz serve --long-from 9000
 expect_exit "--long-from without serve" 2 "go with attnviz serve" ./attnviz --long-from 100 "hello"
+expect_exit "serve: --qk-precision f8 is refused" 2 "--qk-precision is f32, f16 or bf16, not 'f8'" ./attnviz serve --qk-precision f8
+expect_exit "serve: --qk-precision F16 (case matters) is refused" 2 "--qk-precision is f32, f16 or bf16" ./attnviz serve --qk-precision F16
+expect_exit "--qk-precision without serve" 2 "go with attnviz serve" ./attnviz --qk-precision f16 "hello"
 expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
 exit 0
