@@ -915,6 +915,29 @@ def qk_precision():
         for p, sv in servers.items():
             sv.stop(f"qkprec: the long {p} server stops cleanly")
 
+    # queries past binary16's 65504 (layer 1's q_proj scaled up; float32 holds them): f16 says so, bf16 runs
+    big = tempfile.mkdtemp(prefix="attnviz-qkbig-")
+    for f in ("config.json", "tokenizer.json"):
+        os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(big, f))
+    raw = bytearray(open(os.path.join(src, "model.safetensors"), "rb").read())
+    hn = struct.unpack("<Q", raw[:8])[0]
+    o0, o1 = json.loads(raw[8:8 + hn])["model.layers.1.self_attn.q_proj.weight"]["data_offsets"]
+    w = struct.unpack(f"<{(o1 - o0) // 4}f", raw[8 + hn + o0:8 + hn + o1])
+    raw[8 + hn + o0:8 + hn + o1] = struct.pack(f"<{len(w)}f", *(x * 1e6 for x in w))
+    open(os.path.join(big, "model.safetensors"), "wb").write(raw)
+    got = {}
+    for p in ("f16", "bf16"):
+        sv = Server("--model", big, "--qk-precision", p)
+        try:
+            got[p] = sv.run("the cat sat on the mat")
+        finally:
+            sv.stop(f"qkprec: the {p} server of large queries stops cleanly")
+    st, body = got["f16"]
+    body = body if isinstance(body, bytes) else json.dumps(body).encode()
+    expect("qkprec: queries past 65504 fail the f16 run naming the layer and the way out; bf16 keeps them",
+           st == 500 and b"layer 1 exceed f16's range (65504): keep them in bf16 or f32" in body and got["bf16"][0] == 200,
+           f"{st} {body[:300]} bf16 {got['bf16'][0]}")
+
 
 if MODE == "functional":
     functional()
