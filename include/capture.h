@@ -5,9 +5,17 @@
 #define ATTNVIZ_CAPTURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CAP_MAX_LAYERS 256
 #define CAP_MAX_HEADS 256
+
+/* How a capture keeps its queries and keys (serve --qk-precision): as the
+ * forward pass made them, or rounded to 16 bits (half the bytes). The pass
+ * itself computes in float32 either way; only the kept copy is rounded, and
+ * what is recomputed from it (model_head_attention, model_head_rows) widens a
+ * head at a time. */
+typedef enum { CAP_QK_F32 = 0, CAP_QK_F16, CAP_QK_BF16 } CapQkPrecision;
 
 /* How --stats and heads score, row by row, when the engine sums their scores
  * as the rows are made (model_capture_scores). */
@@ -33,6 +41,9 @@ typedef struct {
     float *q;      /* (n_layers, n_heads, n_tokens, head_dim) the vectors whose dot product is the score: after bias,
                       q/k norm and rotary, before the scale; NULL if not captured */
     float *k;      /* (n_layers, n_heads, n_tokens, head_dim) likewise; a query head's copy of its kv head's keys */
+    int qk_prec;   /* CapQkPrecision: CAP_QK_F32 keeps q and k above; else qh and kh hold them (q, k NULL) */
+    uint16_t *qh;  /* (as q) IEEE binary16 (CAP_QK_F16) or bfloat16 (CAP_QK_BF16), rounded to nearest even */
+    uint16_t *kh;  /* (as k) likewise */
     float *hidden; /* (n_layers + 1, n_tokens, hidden_size) embeddings then each layer; NULL if not captured */
     float *thumb;  /* (n_layers, n_heads, thumb_size, thumb_size) each head's attention pooled, NULL if not kept:
                       cell (i, j) = mean over the query rows of bin i of the weight on the keys of bin j, token t
@@ -145,6 +156,9 @@ static inline size_t cap_blocks(const Capture *c) {
     return c->n_kept_layers ? (size_t)c->n_kept_layers * c->n_kept_heads : (size_t)c->n_layers * c->n_heads;
 }
 
+/* Whether the capture keeps queries and keys (in either precision). */
+static inline int cap_has_qk(const Capture *c) { return (c->q && c->k) || (c->qh && c->kh); }
+
 static inline float *cap_attn(const Capture *c, int l, int h) {
     return c->attn + cap_block(c, l, h) * c->n_tokens * c->n_tokens;
 }
@@ -165,6 +179,12 @@ static inline float *cap_nattn(const Capture *c, int l, int h) {
 }
 static inline float *cap_q(const Capture *c, int l, int h) {
     return c->q + cap_block(c, l, h) * c->n_tokens * c->head_dim;
+}
+static inline uint16_t *cap_qh(const Capture *c, int l, int h) {
+    return c->qh + cap_block(c, l, h) * c->n_tokens * c->head_dim;
+}
+static inline uint16_t *cap_kh(const Capture *c, int l, int h) {
+    return c->kh + cap_block(c, l, h) * c->n_tokens * c->head_dim;
 }
 static inline float *cap_resid(const Capture *c, int l) {
     return c->resid + (size_t)l * c->n_tokens * c->hidden_size;

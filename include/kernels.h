@@ -47,6 +47,18 @@ typedef struct {
  * rows per call, fewer packings of the same x. */
 #define KERN_WIDEN_ROWS 256
 
+/* Queries and keys kept in 16 bits (capture.h's CapQkPrecision: 1 IEEE
+ * binary16, 2 bfloat16), rounded to nearest even; binary16 overflows to inf
+ * past 65504 and keeps subnormals. Portable scalar code: the conversions cost
+ * O(n * head_dim) per head against the attention's O(n^2 * head_dim). */
+uint16_t kern_to_half(float x, int prec);
+float kern_from_half(uint16_t h, int prec);
+/* dst (cols, rows) = src (rows, cols)^T, rounded; and back, widened. */
+void kern_transpose_to_half(uint16_t *dst, const float *src, int rows, int cols, int prec);
+void kern_transpose_from_half(float *dst, const uint16_t *src, int rows, int cols, int prec);
+/* Whether a 16-bit value is inf or NaN. */
+int kern_half_finite(uint16_t h, int prec);
+
 /* y^T rows [r0, r1) (out, n) = act(W x^T + b) for x^T (in, n); act < 0: none.
  * The products are gemm.h's: a token's outputs are the same bits whatever n.
  * scratch: KERN_WIDEN_ROWS * in floats for block-quantized weights, else unused.

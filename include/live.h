@@ -25,6 +25,7 @@ typedef struct {
     int tile_side;        /* cells a side of a tile (tiles.h; 0: TILE_SIDE); level 0 is kept from the pass */
     int long_from;        /* inputs of more tokens than this are browsed by tiles and rows (0: 4096) */
     int top_k;            /* telemetry's heaviest keys kept per query row (0..CAP_TEL_MAX_TOP) */
+    int qk_prec;          /* how runs keep q/k (capture.h's CapQkPrecision; --qk-precision): 16 bits halve them */
 } LiveLimits;
 
 typedef struct Live Live;
@@ -40,10 +41,14 @@ void live_close(Live *lv);
 /* {"models":[...]}: each model's id, name, family, shape and whether it predicts. */
 char *live_models_json(const Live *lv);
 int live_n_models(const Live *lv);
+/* "f32", "f16" or "bf16": a CapQkPrecision's name, as --qk-precision spells it. */
+const char *live_qk_precision_name(int prec);
 
 /* Runs text a (and b; an encoder-decoder model: source a, decoder text b) on model m, with the top-k predictions when k > 0 (or
  * finds the same input run before). On success *id is the run's id and *json
- * (malloc'd) the response body: {"run","n","meta","warnings","ms"}. */
+ * (malloc'd) the response body: {"run","n","meta","warnings","ms","kept"}, kept
+ * being {"bytes": what its capture counts against --cache-mb, "qk": "f32",
+ * "f16" or "bf16"}. */
 LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e);
 
 /* An encoder-decoder model m on a source whose decoder tokens are decoded
@@ -59,7 +64,8 @@ void live_release(Live *lv, LiveRun *run);
 
 /* Reads of an acquired run: its tokens and model shape; one layer's heads'
  * attention as a payload chunk; every thumbnail as one chunk (side *s); one
- * head's q then k as float32 (n x head_dim each). Buffers are malloc'd.
+ * head's q then k as float32 (n x head_dim each; kept in 16 bits: widened,
+ * exactly). Buffers are malloc'd.
  * norm: value-weighted attention's row shares instead (normattn.h; a server
  * started with --measure norm; else -1 saying so). */
 int live_run_tokens(const LiveRun *r);

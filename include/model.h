@@ -144,8 +144,9 @@ int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk,
 /* Queries and keys of every layer and head, and each head's attention pooled
  * to thumb_size (<= n; 0: none), but no attention: what a server keeps of a
  * long input, recomputing a head's attention when it is asked for
- * (model_head_attention). */
-int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, AvErr *e);
+ * (model_head_attention). prec (CapQkPrecision): keep q/k as float32 or
+ * rounded to 16 bits; the pass computes in float32 either way. */
+int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, int prec, AvErr *e);
 /* No attention, queries or keys: for the given layers and heads (NULL: all),
  * each query row's statistics and its top_k (0..CAP_TEL_MAX_TOP) heaviest keys
  * (capture.h's telemetry). ids (n): the input's token ids, for the duplicate
@@ -185,10 +186,11 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
 /* Before a pass over n tokens from position 0: the sums zeroed, each token's
  * previous copy (from cap->tel_ids) and the special positions (cap->sc_role) found. */
 void model_scores_begin(Capture *cap, int n);
-size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size);
+size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size, int prec);
 /* Head h of layer l's (n, n) attention from the capture's queries and keys,
  * by the rule and kernel the forward pass applies: what it would have
- * captured. scratch: 2 * n * head_dim floats. */
+ * captured (16-bit q/k: widened into scratch first, so the attention of the
+ * rounded q/k). scratch: 2 * n * head_dim floats. */
 int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e);
 /* Rows [r0, r1) of head (l, h)'s attention recomputed from the capture's q/k
  * like model_head_attention, a block of rows at a time and bit for bit the rows

@@ -136,6 +136,7 @@ typedef struct {
     int idle_s;                /* a connection silent this long is closed */
     int max_queue;             /* forward passes waiting or running (then 503) */
     int long_from;             /* inputs longer than this many tokens are browsed by tiles and rows */
+    int qk_prec;               /* --qk-precision: how runs keep q/k (capture.h's CapQkPrecision) */
 } ServeSpec;
 
 #endif

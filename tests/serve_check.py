@@ -11,6 +11,7 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY tiles           a long input's tiles and exact rows against the full matrix
   serve_check.py BINARY longhtml        the command line's long page (--html past --long-from) against
                                         /api/page, the full matrix, and its peak memory against n^2
+  serve_check.py BINARY qkprec          --qk-precision f16/bf16 against the f32 server
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -1095,6 +1096,167 @@ def long_html_check():
 
 
 
+# ---------------------------------------------------------------- --qk-precision
+
+# The largest difference of a recomputed attention weight from the f32 server's, 2.5x the largest measured
+# (README "Half-precision q/k": f16 3.2e-3, bf16 2.3e-2, on the test fixtures; the demo model and SmolLM2 less);
+# test_tiles holds the same bounds on every fixture.
+QK_BOUND = {"f16": 8e-3, "bf16": 6e-2}
+
+
+def round_half(x, prec):
+    """float32 x rounded to binary16 / bfloat16 (nearest, ties to even) and widened, from the definition."""
+    if prec == "f16":
+        return struct.unpack("<e", struct.pack("<e", x))[0]  # IEEE 754 half, round half to even
+    b = struct.unpack("<I", struct.pack("<f", x))[0]
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", b))[0]
+
+
+def qk_precision():
+    """serve --qk-precision f16|bf16: a run's capture counts 2 bytes per q/k value (kept.bytes), so more runs
+    fit in the same --cache-mb; /api/qk gives the f32 server's q/k rounded; rows, attention and tiles lie within
+    QK_BOUND of the f32 server's (and differ: the option rounds); level 0 tiles and the head statistics are the
+    pass's, identical."""
+    text = " ".join(["time flies like an arrow and fruit flies like a banana . the cat sat on the mat"] * 17)
+    servers = {p: Server("--model", DEMO, "--qk-precision", p) for p in ("f32", "f16", "bf16")}
+    try:
+        st, _, body = servers["f32"].req("GET", "/api/models")
+        m = json.loads(body)["models"][0]
+        L, H, dh = m["layers"], m["heads"], m["head_dim"]
+        res = {}
+        for p, sv in servers.items():
+            st, r = sv.run(text)
+            if st != 200:
+                bad(f"qkprec: {p} run", f"{st} {r}")
+                return
+            res[p] = r
+        n = res["f32"]["n"]
+        qk32 = 2 * L * H * n * dh * 4
+        b32, b16, bb = (res[p]["kept"]["bytes"] for p in ("f32", "f16", "bf16"))
+        expect(f"qkprec: kept.bytes of a {n}-token run: f16 and bf16 count half the f32 q/k ({b32} -> {b16})",
+               all(res[p]["kept"]["qk"] == p for p in res) and b32 - b16 == qk32 // 2 and b16 == bb and n > 256,
+               f"{b32} {b16} {bb} q/k {qk32}")
+        for p in ("f16", "bf16"):
+            # /api/qk: the f32 server's q/k rounded, widened exactly
+            mism = 0
+            for l, h in ((0, 0), (L - 1, H - 1)):
+                got = [sv.req("GET", f"/api/qk?run={res[q]['run']}&layer={l}&head={h}")[2] for q, sv in
+                       (("f32", servers["f32"]), (p, servers[p]))]
+                a = struct.unpack(f"<{2 * n * dh}f", got[0])
+                b = struct.unpack(f"<{2 * n * dh}f", got[1])
+                mism += sum(round_half(x, p) != y for x, y in zip(a, b))
+            expect(f"qkprec: {p}: /api/qk is the f32 server's q/k rounded to {p}", mism == 0, f"{mism} values differ")
+            # exact rows: every query of every head
+            worst, conns = 0.0, {q: servers[q].conn() for q in ("f32", p)}
+            for l in range(L):
+                for h in range(H):
+                    for i in range(n):
+                        rows = [struct.unpack(f"<{n}f", servers[q].req(
+                            "GET", f"/api/row?run={res[q]['run']}&layer={l}&head={h}&query={i}", conn=conns[q])[2])
+                            for q in ("f32", p)]
+                        worst = max(worst, max(abs(x - y) for x, y in zip(*rows)))
+            expect(f"qkprec: {p}: every exact row within {QK_BOUND[p]} of the f32 server's, and not identical "
+                   f"(max {worst:.2g})", 0 < worst <= QK_BOUND[p], f"{worst}")
+            # /api/attention: the page's codes, within the bound plus a code's rounding
+            cw = 0.0
+            for l in range(L):
+                z = [servers[q].req("GET", f"/api/attention?run={res[q]['run']}&layer={l}")[2] for q in ("f32", p)]
+                a, b = planes_u16(z[0], H * n * n), planes_u16(z[1], H * n * n)
+                cw = max(cw, max(abs(x - y) for x, y in zip(a, b)) / 1e4)
+            expect(f"qkprec: {p}: /api/attention within the bound of the f32 server's (max {cw:.2g})",
+                   cw <= QK_BOUND[p] + 1e-4, f"{cw}")
+    finally:
+        for p, sv in servers.items():
+            sv.stop(f"qkprec: the {p} server stops cleanly")
+
+    # the same --cache-mb holds more runs: 4 runs of this size evict the first from the f32 server (3 fit),
+    # not from the f16 one (a recomputed run says ms.forward > 0, a kept one 0)
+    mb = 3.5 * b32 / 1e6
+    texts = [text.replace("cat", w) for w in ("cat", "dog", "bird", "fish")]
+    kept = {}
+    for p in ("f32", "f16"):
+        sv = Server("--model", DEMO, "--qk-precision", p, "--cache-mb", f"{mb:.3f}")
+        try:
+            firsts = [sv.run(t) for t in texts]
+            st, again = sv.run(texts[0])
+            kept[p] = (all(f[0] == 200 for f in firsts) and st == 200, again.get("ms", {}).get("forward", -1))
+        finally:
+            sv.stop(f"qkprec: the {p} cache server stops cleanly")
+    expect(f"qkprec: --cache-mb {mb:.1f} keeps 3 f32 runs of {n} tokens (the first recomputed) and all 4 f16 ones",
+           kept["f32"][0] and kept["f16"][0] and kept["f32"][1] > 0 and kept["f16"][1] == 0, str(kept))
+
+    # a long input: level 0 is the pass's (identical), deeper tiles and rows within the bound
+    tmp = tempfile.mkdtemp(prefix="attnviz-qkprec-")
+    src = "tests/data/small-llama"
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    cfg["max_position_embeddings"] = 4096
+    json.dump(cfg, open(os.path.join(tmp, "config.json"), "w"))
+    for f in ("model.safetensors", "tokenizer.json"):
+        os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(tmp, f))
+    text = "the cat sat. " * 108 + "the end"
+    servers = {p: Server("--model", tmp, "--long-from", "512", "--qk-precision", p) for p in ("f32", "f16")}
+    try:
+        res = {p: sv.run(text)[1] for p, sv in servers.items()}
+        n, tl = res["f32"]["n"], res["f32"]["meta"]["tiles"]
+        side, levels = tl["side"], tl["levels"]
+        diff = [0.0] * levels
+        for h in (0, cfg["num_attention_heads"] - 1):
+            for level in range(levels):
+                G = min(n, side << level)
+                T = (G + side - 1) // side
+                for tr in range(T):
+                    for tc in range(T):
+                        got = []
+                        for p, sv in servers.items():
+                            st, hd, z = sv.req("GET", f"/api/tile?run={res[p]['run']}&layer=1&head={h}&level={level}&row={tr}&col={tc}")
+                            rows, cols = map(int, hd.get("X-Attnviz-Shape", "0,0").split(","))
+                            got.append(planes_u16(z, rows * cols) if st == 200 else None)
+                        if None in got:
+                            diff[level] = 1.0
+                        else:
+                            diff[level] = max([diff[level]] + [abs(a - b) / 1e4 for a, b in zip(*got)])
+        expect(f"qkprec: a {n}-token long run: level 0 tiles are the pass's (equal), levels 1-{levels - 1} within the "
+               f"f16 bound and not identical ({', '.join(f'{d:.2g}' for d in diff)})",
+               levels >= 3 and diff[0] == 0 and all(0 < d <= QK_BOUND["f16"] + 1e-4 for d in diff[1:]), str(diff))
+        worst = 0.0
+        for q in (0, n // 2, n - 1):
+            rows = [struct.unpack(f"<{n}f", sv.req("GET", f"/api/row?run={res[p]['run']}&layer=1&head=0&query={q}")[2])
+                    for p, sv in servers.items()]
+            worst = max(worst, max(abs(a - b) for a, b in zip(*rows)))
+        hs = [sv.req("GET", f"/api/headstats?run={res[p]['run']}")[2] for p, sv in servers.items()]
+        expect(f"qkprec: the long run's rows within the f16 bound (max {worst:.2g}), its head statistics the pass's",
+               0 < worst <= QK_BOUND["f16"] and hs[0] == hs[1] and hs[0][:1] == b"{", f"{worst} {hs[0][:80]} {hs[1][:80]}")
+        st, _, page = servers["f16"].req("GET", f"/api/page?run={res['f16']['run']}")
+        expect("qkprec: the f16 server's long run downloads its page", st == 200 and b'"embedded":' in page, str(st))
+    finally:
+        for p, sv in servers.items():
+            sv.stop(f"qkprec: the long {p} server stops cleanly")
+
+    # queries past binary16's 65504 (layer 1's q_proj scaled up; float32 holds them): f16 says so, bf16 runs
+    big = tempfile.mkdtemp(prefix="attnviz-qkbig-")
+    for f in ("config.json", "tokenizer.json"):
+        os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(big, f))
+    raw = bytearray(open(os.path.join(src, "model.safetensors"), "rb").read())
+    hn = struct.unpack("<Q", raw[:8])[0]
+    o0, o1 = json.loads(raw[8:8 + hn])["model.layers.1.self_attn.q_proj.weight"]["data_offsets"]
+    w = struct.unpack(f"<{(o1 - o0) // 4}f", raw[8 + hn + o0:8 + hn + o1])
+    raw[8 + hn + o0:8 + hn + o1] = struct.pack(f"<{len(w)}f", *(x * 1e6 for x in w))
+    open(os.path.join(big, "model.safetensors"), "wb").write(raw)
+    got = {}
+    for p in ("f16", "bf16"):
+        sv = Server("--model", big, "--qk-precision", p)
+        try:
+            got[p] = sv.run("the cat sat on the mat")
+        finally:
+            sv.stop(f"qkprec: the {p} server of large queries stops cleanly")
+    st, body = got["f16"]
+    body = body if isinstance(body, bytes) else json.dumps(body).encode()
+    expect("qkprec: queries past 65504 fail the f16 run naming the layer and the way out; bf16 keeps them",
+           st == 500 and b"layer 1 exceed f16's range (65504): keep them in bf16 or f32" in body and got["bf16"][0] == 200,
+           f"{st} {body[:300]} bf16 {got['bf16'][0]}")
+
+
 if MODE == "functional":
     functional()
 elif MODE == "family":
@@ -1107,6 +1269,8 @@ elif MODE == "norm":
     norm_measure()
 elif MODE == "seq2seq":
     seq2seq_check()
+elif MODE == "qkprec":
+    qk_precision()
 elif MODE == "hostile":
     hostile()
 elif MODE == "load":

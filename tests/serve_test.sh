@@ -3,8 +3,9 @@
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
 # requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
-# a long input's tiles and exact rows against the full matrix (tiles mode); encoder-decoder
-# runs under AddressSanitizer (seq2seq mode; tests/seq2seq_test.sh runs it on ./attnviz).
+# a long input's tiles and exact rows against the full matrix (tiles mode), q/k kept in
+# 16 bits against the f32 server (qkprec mode), and encoder-decoder runs under
+# AddressSanitizer (seq2seq mode; tests/seq2seq_test.sh runs it on ./attnviz).
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 PY=${PYTHON:-python3}
@@ -16,6 +17,7 @@ fi
 "$PY" tests/serve_check.py ./attnviz hostile
 "$PY" tests/serve_check.py ./attnviz norm
 "$PY" tests/serve_check.py ./attnviz tiles
+"$PY" tests/serve_check.py ./attnviz qkprec
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -44,5 +46,8 @@ expect_exit "serve: --long-from past 8192 is refused" 2 "1 to 8192" ./attnviz se
 expect_exit "--idle-timeout without serve" 2 "go with attnviz serve" ./attnviz --idle-timeout 5 "hello"
 expect_exit "--long-from without serve, with an output the long page cannot honour" 2 "--long-from writes a long input's page" \
     ./attnviz --long-from 100 --json - "hello"
+expect_exit "serve: --qk-precision f8 is refused" 2 "--qk-precision is f32, f16 or bf16, not 'f8'" ./attnviz serve --qk-precision f8
+expect_exit "serve: --qk-precision F16 (case matters) is refused" 2 "--qk-precision is f32, f16 or bf16" ./attnviz serve --qk-precision F16
+expect_exit "--qk-precision without serve" 2 "go with attnviz serve" ./attnviz --qk-precision f16 "hello"
 expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
 exit 0

@@ -871,6 +871,78 @@ START_TEST(value_norms_match_naive_reference_on_every_kernel_and_weight_type) {
 }
 END_TEST
 
+/* The 16-bit q/k conversions against a definition in double: round to the
+ * nearest multiple of the format's unit at x's exponent (nearbyint: ties to
+ * even), subnormals at the least exponent, past the largest finite value inf.
+ * Every 16-bit pattern widens and narrows back to itself. */
+static double half_reference(double x, int mant_bits, int min_exp, double max_finite) {
+    if (x == 0) return x;
+    int ex;
+    frexp(fabs(x), &ex);
+    ex -= 1; /* |x| in [2^ex, 2^(ex+1)) */
+    if (ex < min_exp) ex = min_exp;
+    const double r = ldexp(nearbyint(ldexp(x, mant_bits - ex)), ex - mant_bits);
+    return fabs(r) > max_finite ? copysign(INFINITY, x) : r;
+}
+
+START_TEST(half_conversions_round_to_nearest_even_and_round_trip) {
+    /* counted, then asserted once: an assertion per value would be millions of Check marks */
+    for (int prec = 1; prec <= 2; prec++) {
+        long roundtrip_bad = 0, finite = 0, flag_bad = 0, nan_bad = 0, wrong = 0;
+        float first_x = 0, first_got = 0;
+        double first_want = 0;
+        for (uint32_t h = 0; h < 65536; h++) {
+            const float f = kern_from_half((uint16_t)h, prec);
+            if (isnan(f)) {
+                flag_bad += kern_half_finite((uint16_t)h, prec);
+                nan_bad += !isnan(kern_from_half(kern_to_half(f, prec), prec));
+                continue;
+            }
+            finite += kern_half_finite((uint16_t)h, prec);
+            flag_bad += kern_half_finite((uint16_t)h, prec) != (isfinite(f) != 0);
+            roundtrip_bad += kern_to_half(f, prec) != h;
+        }
+        ck_assert_int_eq(roundtrip_bad, 0);
+        ck_assert_int_eq(flag_bad, 0);
+        ck_assert_int_eq(nan_bad, 0);
+        ck_assert_int_eq(finite, prec == 1 ? 65536 - 2048 : 65536 - 256); /* 2^16 less the all-ones exponents */
+        uint64_t st = 0x9e3779b97f4a7c15ull;
+        for (int i = 0; i < 2000000; i++) {
+            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+            uint32_t bits = (uint32_t)st;
+            /* exponents around the format's range; every 5th value a tie (low bits 1 then 0s) */
+            const int lo = prec == 1 ? 97 : 1, span = prec == 1 ? 50 : 254;
+            bits = (bits & 0x807fffffu) | (uint32_t)(lo + (int)((st >> 40) % span)) << 23;
+            if (i % 5 == 0) bits = (bits & ~((1u << (prec == 1 ? 13 : 16)) - 1)) | 1u << (prec == 1 ? 12 : 15);
+            float x;
+            memcpy(&x, &bits, 4);
+            const double want = prec == 1 ? half_reference(x, 10, -14, 65504.0) : half_reference(x, 7, -126, 3.3895313892515355e38);
+            const float got = kern_from_half(kern_to_half(x, prec), prec);
+            if (!((double)got == want || (isinf(got) && isinf(want) && signbit(got) == signbit(want))) && !wrong++)
+                first_x = x, first_got = got, first_want = want;
+        }
+        ck_assert_msg(wrong == 0, "prec %d: %ld wrong, first %.9g -> %.9g, want %.9g", prec, wrong, first_x, first_got, first_want);
+    }
+    /* known values */
+    ck_assert_uint_eq(kern_to_half(1.0f, 1), 0x3c00);
+    ck_assert_uint_eq(kern_to_half(65504.0f, 1), 0x7bff);
+    ck_assert_uint_eq(kern_to_half(65520.0f, 1), 0x7c00);
+    ck_assert_uint_eq(kern_to_half(-2.0f, 1), 0xc000);
+    ck_assert_uint_eq(kern_to_half(5.9604644775390625e-08f, 1), 0x0001);
+    ck_assert_uint_eq(kern_to_half(1.0f, 2), 0x3f80);
+    ck_assert_uint_eq(kern_to_half(1.00390625f, 2), 0x3f80); /* halfway to 0x3f81: to even */
+    ck_assert_uint_eq(kern_to_half(1.01171875f, 2), 0x3f82); /* halfway to 0x3f82 from 0x3f81: to even */
+    /* the transposes */
+    float src[6] = {1, 2, 3, 4.5f, -5, 1.0f / 3}, back[6];
+    uint16_t t[6];
+    kern_transpose_to_half(t, src, 2, 3, 1);
+    kern_transpose_from_half(back, t, 3, 2, 1);
+    for (int i = 0; i < 5; i++) ck_assert(back[i] == src[i]);
+    ck_assert(back[5] != src[5] && fabsf(back[5] - src[5]) <= src[5] / 2048);
+    ck_assert(kern_from_half(t[1 * 2 + 0], 1) == 2.0f); /* (3, 2): element (1, 0) is src (0, 1) */
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
@@ -878,6 +950,7 @@ Suite *make_suite(void) {
      * machine, where Check's default 4 s (meant to catch a hang) expired once (streamed rows) */
     tcase_set_timeout(k, 120);
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
+    tcase_add_test(k, half_conversions_round_to_nearest_even_and_round_trip);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
     tcase_add_test(k, xlogx_matches_naive_reference);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "live.h"
 #include "report.h"
 #include "check_util.h"
@@ -32,7 +33,7 @@ static Live *open_model(const char *dir, int max_tokens, size_t cache) {
     page.predict.top_p = 1;
     page.capture.max_tokens = max_tokens;
     const ModelSpec m = {dir, -1, 0};
-    const LiveLimits lim = {cache, 4, 10000.0, 8, 16, 0, 0, 0};
+    const LiveLimits lim = {cache, 4, 10000.0, 8, 16, 0, 0, 0, CAP_QK_F32};
     Live *lv = NULL;
     AvErr e = {0};
     ck_assert_msg(live_open(&lv, &m, 1, &page, &lim, &e) == 0, "%s", e.msg);

@@ -407,9 +407,9 @@ START_TEST(head_attention_from_captured_qk_equals_the_captured_attention) {
     Capture full, lean;
     ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
-    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, ts, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, ts, CAP_QK_F32, &e), 0);
     ck_assert_ptr_null(lean.attn);
-    ck_assert_uint_eq(model_capture_qk_bytes(&m.cfg, n, ts),
+    ck_assert_uint_eq(model_capture_qk_bytes(&m.cfg, n, ts, CAP_QK_F32),
                       (2 * cap_blocks(&lean) * n * lean.head_dim + cap_blocks(&lean) * ts * ts) * sizeof(float));
     if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
         ck_abort_msg("%s: %s", dir, e.msg);

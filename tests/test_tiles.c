@@ -3,10 +3,12 @@
  * whole matrix the full capture holds, computed here independently; a query
  * row recomputed alone equals the full matrix's row bit for bit; the pass's
  * own overview equals the pool; tiles that do not exist are refused. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels.h"
 #include "model.h"
 #include "tiles.h"
 #include "check_util.h"
@@ -43,7 +45,7 @@ START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
     Capture full, lean;
     ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
-    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
     ck_assert_int_eq(model_capture_maxpool(&lean, side, &e), 0);
     if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
         ck_abort_msg("%s: %s", dir, e.msg);
@@ -123,7 +125,7 @@ START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
     Capture full, lean;
     ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
-    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
     if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
         ck_abort_msg("%s: %s", dir, e.msg);
     float *want = malloc(sizeof(float) * n * n), *got = malloc(sizeof(float) * n * n), *tile = malloc(sizeof(float) * side * side);
@@ -151,6 +153,94 @@ START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
     free(want), free(got), free(tile), free(ids), free(types);
     model_capture_free(&full);
     model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
+/* q/k kept in 16 bits (serve --qk-precision): the kept copy is the pass's
+ * float32 q/k rounded, element for element; a head recomputed from it differs
+ * from the float32 attention by at most HALF_BOUND (and does differ: the
+ * option rounds); a row recomputed alone is that head's row bit for bit;
+ * level 0 (the pass's overview) and the thumbnails are the float32 attention
+ * pooled, deeper levels the recomputed attention pooled; the capture counts 2
+ * bytes per q/k value. The fixtures' random weights give the largest
+ * differences measured (f16 3.2e-3, bf16 2.3e-2, small-gemma3): the bounds
+ * are 2.5x those. */
+#define HALF_BOUND_F16 8e-3f
+#define HALF_BOUND_BF16 6e-2f
+
+START_TEST(half_precision_qk_is_the_rounded_pass_and_recomputes_within_the_bound) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int side = 8, ts = 6;
+    int n = 61;
+    if (n > cfg_max_tokens(&m.cfg)) n = cfg_max_tokens(&m.cfg);
+    int ids[61], types[61];
+    for (int i = 0; i < n; i++) ids[i] = (7 + 13 * i) % m.cfg.vocab_size, types[i] = m.cfg.type_vocab_size > 1 && i > n / 2;
+    if (m.cfg.pos_offset > 0) ids[0] = 0;
+    RunState rs;
+    Capture full, lean32;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean32, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
+    if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean32, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    ck_assert_int_eq(model_capture_qk(&lean32, &m.cfg, n, 0, 7, &e), -1); /* no such precision */
+    model_capture_free(&lean32);
+    ck_assert_int_eq(model_capture_qk(&lean32, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
+    if (model_forward(&m, &rs, ids, types, n, &lean32, &e)) ck_abort_msg("%s: %s", dir, e.msg);
+    const size_t dh = (size_t)lean32.head_dim, blocks = cap_blocks(&lean32), qk = 2 * blocks * (size_t)n * dh;
+    float *probs = malloc(sizeof(float) * n * n), *scratch = malloc(sizeof(float) * 2 * n * dh), *row = malloc(sizeof(float) * n);
+    float *want = malloc(sizeof(float) * n * n), *got = malloc(sizeof(float) * n * n), *pooled = malloc(sizeof(float) * ts * ts);
+    for (int prec = CAP_QK_F16; prec <= CAP_QK_BF16; prec++) {
+        Capture half;
+        ck_assert_int_eq(model_capture_qk(&half, &m.cfg, n, ts, prec, &e), 0);
+        ck_assert_int_eq(model_capture_maxpool(&half, side, &e), 0);
+        ck_assert(half.qh && half.kh && !half.q && !half.k && cap_has_qk(&half));
+        ck_assert_uint_eq(model_capture_qk_bytes(&m.cfg, n, ts, prec), qk * 2 + blocks * ts * ts * sizeof(float));
+        ck_assert_uint_eq(model_capture_qk_bytes(&m.cfg, n, ts, CAP_QK_F32) - model_capture_qk_bytes(&m.cfg, n, ts, prec), qk * 2);
+        if (model_forward(&m, &rs, ids, types, n, &half, &e)) ck_abort_msg("%s: %s", dir, e.msg);
+        float worst = 0;
+        long rounded = 0;
+        for (int l = 0; l < m.cfg.num_layers; l++)
+            for (int h = 0; h < m.cfg.num_heads; h++) {
+                for (size_t i = 0; i < (size_t)n * dh; i++) {
+                    ck_assert_uint_eq(cap_qh(&half, l, h)[i], kern_to_half(cap_q(&lean32, l, h)[i], prec));
+                    ck_assert_uint_eq(cap_kh(&half, l, h)[i], kern_to_half(cap_k(&lean32, l, h)[i], prec));
+                    rounded += kern_from_half(cap_qh(&half, l, h)[i], prec) != cap_q(&lean32, l, h)[i];
+                }
+                ck_assert_int_eq(model_head_attention(&m, &half, l, h, probs, scratch, &e), 0);
+                const float *A = cap_attn(&full, l, h);
+                for (size_t i = 0; i < (size_t)n * n; i++) worst = fmaxf(worst, fabsf(probs[i] - A[i]));
+                for (int i = 0; i < n; i += 7) {
+                    ck_assert_int_eq(model_head_row(&m, &half, l, h, i, row, &e), 0);
+                    ck_assert_msg(!memcmp(row, probs + (size_t)i * n, sizeof(float) * n), "%s layer %d head %d row %d", dir, l, h, i);
+                }
+                /* level 0: the pass's (float32) overview; the next level: the rounded q/k's attention */
+                naive_grid(A, n, side, want);
+                ck_assert_int_eq(model_head_grid(&m, &half, l, h, side, got, &e), 0);
+                ck_assert_msg(!memcmp(got, want, sizeof(float) * side * side), "%s layer %d head %d level 0", dir, l, h);
+                const int G1 = tile_grid(n, side, 1);
+                naive_grid(probs, n, G1, want);
+                ck_assert_int_eq(model_head_grid(&m, &half, l, h, G1, got, &e), 0);
+                ck_assert_msg(!memcmp(got, want, sizeof(float) * G1 * G1), "%s layer %d head %d level 1", dir, l, h);
+                memset(pooled, 0, sizeof(float) * ts * ts);
+                kern_pool_attention_naive(pooled, ts, A, n, 0, n, n, n);
+                for (int i = 0; i < ts * ts; i++) ck_assert_float_eq_tol(cap_thumb(&half, l, h)[i], pooled[i], 1e-6f);
+            }
+        const float bound = prec == CAP_QK_F16 ? HALF_BOUND_F16 : HALF_BOUND_BF16;
+        fprintf(stderr, "INFO %s: %s %s: max |attention - float32's| %.3g (bound %g), %ld of %zu q values rounded\n",
+                __func__, dir, prec == CAP_QK_F16 ? "f16" : "bf16", worst, bound, rounded, qk / 2);
+        ck_assert_msg(worst <= bound, "%s: %g above %g", dir, worst, bound);
+        ck_assert_msg(worst > 0 && rounded > 0, "%s: the 16-bit q/k gave the float32 attention exactly", dir);
+        model_capture_free(&half);
+    }
+    free(probs), free(scratch), free(row), free(want), free(got), free(pooled);
+    model_capture_free(&full);
+    model_capture_free(&lean32);
     model_runstate_free(&rs);
     model_free(&m);
 }
@@ -188,6 +278,8 @@ Suite *make_suite(void) {
     tcase_add_loop_test(t, tiles_of_rows_shared_among_threads_are_the_max_pool, 0,
                         (int)(sizeof LONG_FIXTURES / sizeof LONG_FIXTURES[0]));
     tcase_add_loop_test(t, every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row, 0,
+                        (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
+    tcase_add_loop_test(t, half_precision_qk_is_the_rounded_pass_and_recomputes_within_the_bound, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     suite_add_tcase(s, t);
     return s;

@@ -239,7 +239,9 @@ static const HelpSection SECTIONS[] = {
      "  --queue N           requests waiting for or running the model at most (default 64; then 503)\n"
      "  --idle-timeout S    close a connection silent for S seconds (default 20)\n"
      "  --long-from N       inputs longer than N tokens are browsed by zoom tiles and exact\n"
-     "                      query rows, never whole matrices (default 4096; at most 8192)\n"},
+     "                      query rows, never whole matrices (default 4096; at most 8192)\n"
+     "  --qk-precision P    f32 (default), f16 or bf16: keep the runs' queries and keys in 16 bits,\n"
+     "                      half the memory; heads recomputed from them differ by that rounding\n"},
 };
 
 const char *cli_help_text(const char *command) {
@@ -632,7 +634,8 @@ static int check_command(CliOptions *o, const ParseState *ps, int rest, char **a
     if (ps->heads_only && !o->run.heads.on)
         return usage_error(e, "%s", "--score, --pattern, --exclude-bos, --exclude-current and --induction-* go with attnviz heads");
     if (ps->serve_opts && !o->serve)
-        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue and --idle-timeout go with attnviz serve");
+        return usage_error(e, "%s", "--port, --host, --open, --cache-mb, --timeout, --queue, --idle-timeout and "
+                                    "--qk-precision go with attnviz serve");
     if (ps->long_from && (ps->stats_cmd || o->merge || o->run.heads.on || o->render || o->diff))
         return usage_error(e, "%s", "--long-from goes with attnviz serve or a run's page (attnviz --html FILE TEXT)");
     const LensSpec *ls = &o->run.lens;
@@ -660,8 +663,8 @@ enum { O_MODEL = 256, O_JSON, O_HTML, O_BATCH, O_TEMPLATES, O_LAYER, O_HEAD, O_T
        O_TIMEOUT, O_IDLE, O_QUEUE, O_LONGFROM, O_TOP, O_SCORE, O_PATTERN, O_EXBOS,
        O_EXCUR, O_INDSEQS, O_INDLEN, O_MERGE, O_SHARD, O_LENS, O_ATTR, O_TARGET, O_POSITION, O_ABLATE, O_ABLMODE, O_FLOW, O_DECTEXT };
 
-/* --measure's code, apart from the list above. */
-enum { O_MEASURE = 1024 };
+/* --measure's and --qk-precision's codes, apart from the list above. */
+enum { O_MEASURE = 1024, O_QKPREC };
 
 /* --ablate all | L.H,L.H,...: the pairs into *pairs (NULL for all). */
 static int parse_ablate(const char *arg, int **pairs, int *n) {
@@ -716,6 +719,13 @@ static int parse_serve_option(CliOptions *o, ParseState *ps, int c, const char *
         break;
     case O_TIMEOUT:
         if (parse_real(arg, 0.1, 86400, &o->serve_spec.timeout_s)) return usage_error(e, "--timeout needs seconds from 0.1, got '%s'", arg);
+        ps->serve_opts = 1;
+        break;
+    case O_QKPREC:
+        if (!strcmp(arg, "f32")) o->serve_spec.qk_prec = CAP_QK_F32;
+        else if (!strcmp(arg, "f16")) o->serve_spec.qk_prec = CAP_QK_F16;
+        else if (!strcmp(arg, "bf16")) o->serve_spec.qk_prec = CAP_QK_BF16;
+        else return usage_error(e, "--qk-precision is f32, f16 or bf16, not '%s'", arg);
         ps->serve_opts = 1;
         break;
     default: return -2;
@@ -987,7 +997,7 @@ static int parse_args(CliOptions *o, int argc, char **argv, AvErr *e) {
         {"port", required_argument, 0, O_PORT},     {"host", required_argument, 0, O_HOST},
         {"open", no_argument, 0, O_OPEN},           {"cache-mb", required_argument, 0, O_CACHEMB},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"idle-timeout", required_argument, 0, O_IDLE},
-        {"long-from", required_argument, 0, O_LONGFROM},
+        {"long-from", required_argument, 0, O_LONGFROM}, {"qk-precision", required_argument, 0, O_QKPREC},
         {"queue", required_argument, 0, O_QUEUE},
         {"top", required_argument, 0, O_TOP},
         {"score", required_argument, 0, O_SCORE},

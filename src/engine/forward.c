@@ -184,17 +184,27 @@ static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, co
                            &to);
 }
 
+/* Head h's q and k of this pass, qT and kT (dh, n), into the capture's rows
+ * [pos0, pos0 + n) (n, dh), if it keeps them: as they are, or rounded to 16
+ * bits (the pass goes on with the float32 ones). */
+static void keep_qk(Capture *cap, int l, int h, int pos0, const float *qT, const float *kT, int dh, int n) {
+    const size_t at = (size_t)pos0 * dh;
+    if (cap->q) {
+        kern_transpose(cap_q(cap, l, h) + at, qT, dh, n);
+        kern_transpose(cap_k(cap, l, h) + at, kT, dh, n);
+    } else if (cap->qh) {
+        kern_transpose_to_half(cap_qh(cap, l, h) + at, qT, dh, n, cap->qk_prec);
+        kern_transpose_to_half(cap_kh(cap, l, h) + at, kT, dh, n, cap->qk_prec);
+    }
+}
+
 static void head_part(void *arg, int t, int T) {
     const HeadTask *w = arg;
     const int n = w->n, dh = w->dh, nk = w->pos0 + n;
     for (int h = t; h < w->n_heads; h += T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * w->ldk;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
-        if (cap && cap->q) {
-            kern_transpose(cap_q(cap, w->layer, h) + (size_t)w->pos0 * dh, w->qT + qoff, dh, n); // (n, dh)
-            kern_transpose(cap_k(cap, w->layer, h) + (size_t)w->pos0 * dh, w->newkT + (size_t)(h / w->group) * dh * n,
-                           dh, n);
-        }
+        if (cap) keep_qk(cap, w->layer, h, w->pos0, w->qT + qoff, w->newkT + (size_t)(h / w->group) * dh * n, dh, n);
         const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, w->pos0);
         head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
                        w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &rule,
@@ -252,10 +262,7 @@ static void pack_part(void *arg, int t, int T) {
             take_cols(k, w->kT + kvoff, dh, n, a, len);
             if (w->vT) take_cols(v, w->vT + kvoff, dh, n, a, len);
             Capture *cap = sg->cap && cap_has(sg->cap, w->layer, h) ? sg->cap : NULL;
-            if (cap && cap->q) {
-                kern_transpose(cap_q(cap, w->layer, h), q, dh, len); // (len, dh)
-                kern_transpose(cap_k(cap, w->layer, h), k, dh, len);
-            }
+            if (cap) keep_qk(cap, w->layer, h, 0, q, k, dh, len);
             const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, 0);
             head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh, &rule,
                            w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * w->scores_len);
@@ -719,6 +726,12 @@ static int all_finite(const float *p, size_t n) {
     return !bad;
 }
 
+static int half_finite(const uint16_t *x, size_t n, int prec) {
+    for (size_t i = 0; i < n; i++)
+        if (!kern_half_finite(x[i], prec)) return 0;
+    return 1;
+}
+
 /* NaN/Inf weights would otherwise reach the writers as invalid JSON: the rows
  * [pos0, pos0 + n) this pass wrote, in every captured block. */
 static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvErr *e) {
@@ -734,6 +747,11 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
                 if (cap->q)
                     bad |= !all_finite(cap_q(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh) ||
                            !all_finite(cap_k(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh);
+                if (cap->qh && !bad && (!half_finite(cap_qh(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh, cap->qk_prec) ||
+                                        !half_finite(cap_kh(cap, l, h) + (size_t)pos0 * dh, (size_t)n * dh, cap->qk_prec)))
+                    /* the pass's own were finite (its rows are): the rounding overflowed */
+                    return av_err(e, "%s: queries or keys in layer %d exceed %s's range (65504): keep them in bf16 "
+                                     "or f32", m->path, l, cap->qk_prec == CAP_QK_F16 ? "f16" : "bf16");
                 if (cap->thumb) bad |= !all_finite(cap_thumb(cap, l, h), tt);
                 if (cap->tel) bad |= !all_finite(cap_tel(cap, l, h) + (size_t)pos0 * CAP_TEL_N, (size_t)n * CAP_TEL_N);
                 for (int k = 0; cap->sc_sum && k < CAP_SC_N; k++) bad |= !isfinite(cap_sc(cap, l, h)[k]);
@@ -940,14 +958,24 @@ static int head_logits(const Model *m, RunState *s, int n_rows, float *logitsT, 
     return 0;
 }
 
+/* dst (dh, rows) = rows [r0, r0 + rows) of head (l, h)'s kept q (or k) (n,
+ * dh), transposed and, when kept in 16 bits, widened. */
+static void qk_cols(float *dst, const Capture *cap, int l, int h, int keys, int r0, int rows) {
+    const size_t at = (size_t)r0 * cap->head_dim;
+    if (cap->qh)
+        kern_transpose_from_half(dst, (keys ? cap_kh(cap, l, h) : cap_qh(cap, l, h)) + at, rows, cap->head_dim, cap->qk_prec);
+    else
+        kern_transpose(dst, (keys ? cap_k(cap, l, h) : cap_q(cap, l, h)) + at, rows, cap->head_dim);
+}
+
 int model_head_attention(const Model *m, const Capture *cap, int l, int h, float *probs, float *scratch, AvErr *e) {
     const int n = cap->n_tokens, dh = cap->head_dim;
-    if (!cap->q || !cap->k || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
+    if (!cap_has_qk(cap) || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
         return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
     if (dh != m->cfg.head_dim || cap->n_layers != m->cfg.num_layers) return av_err(e, "capture is not of this model");
     float *qT = scratch, *kT = scratch + (size_t)n * dh; // (dh, n) each
-    kern_transpose(qT, cap_q(cap, l, h), n, dh);
-    kern_transpose(kT, cap_k(cap, l, h), n, dh);
+    qk_cols(qT, cap, l, h, 0, 0, n);
+    qk_cols(kT, cap, l, h, 1, 0, n);
     const AttnRule layer = layer_rule(&m->cfg, l);
     const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
     kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
@@ -957,13 +985,13 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
 int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, int r1, float *rows, float *scratch,
                     KernRowsFn fn, void *ctx, AvErr *e) {
     const int n = cap->n_tokens, dh = cap->head_dim;
-    if (!cap->q || !cap->k || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
+    if (!cap_has_qk(cap) || l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
         return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
     if (dh != m->cfg.head_dim || cap->n_layers != m->cfg.num_layers) return av_err(e, "capture is not of this model");
     if (r0 < 0 || r1 > n || r0 >= r1) return av_err(e, "rows %d-%d are outside the %d tokens", r0, r1 - 1, n);
     const int nq = r1 - r0;
     float *kT = scratch, *qT = scratch + (size_t)n * dh; // (dh, n), (dh, nq)
-    kern_transpose(kT, cap_k(cap, l, h), n, dh);
+    qk_cols(kT, cap, l, h, 1, 0, n);
     const AttnRule layer = layer_rule(&m->cfg, l);
     const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
     if (!rule.causal && rule.window > 0) {
@@ -977,15 +1005,15 @@ int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, in
             int lo, hi;
             kern_attention_keys(&rule, n, i, &lo, &hi);
             memset(rows, 0, (size_t)n * sizeof *rows);
-            kern_attention_kv(rows + lo, hi - lo, NULL, cap_q(cap, l, h) + (size_t)i * dh, 1, kT + lo, NULL, n, hi - lo,
-                              dh, &all, NULL);
+            qk_cols(qT, cap, l, h, 0, i, 1); /* (dh, 1): the query's own vector */
+            kern_attention_kv(rows + lo, hi - lo, NULL, qT, 1, kT + lo, NULL, n, hi - lo, dh, &all, NULL);
             fn(ctx, i - r0, i - r0 + 1, rows, n);
         }
         return 0;
     }
     /* causal: the band's queries are the last of the keys up to its end, at
      * their own positions; otherwise every query sees every key */
-    kern_transpose(qT, cap_q(cap, l, h) + (size_t)r0 * dh, nq, dh);
+    qk_cols(qT, cap, l, h, 0, r0, nq);
     kern_attention_kv_rows(rows, n, NULL, qT, nq, kT, NULL, n, rule.causal ? r1 : n, dh, &rule, NULL, fn, ctx);
     return 0;
 }

@@ -57,6 +57,77 @@ void kern_transpose(float *dst, const float *src, int rows, int cols) {
         for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
 }
 
+/* float32 -> binary16, round to nearest even (the same rule as F16C's
+ * vcvtps2ph with rounding mode 0). */
+static uint16_t f32_to_f16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    const uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
+    const uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;  /* NaN stays NaN */
+    if (a >= 0x477ff000u) return sign | 0x7c00u; /* from 65520 up (65504 plus half its ulp, a tie to even): inf */
+    if (a < 0x38800000u) {                       /* below 2^-14: a subnormal or zero */
+        if (a <= 0x33000000u) return sign;       /* up to 2^-25, half the least subnormal (a tie to even 0) */
+        const uint32_t man = (a & 0x7fffffu) | 0x800000u;
+        const int shift = 126 - (int)(a >> 23); /* 14 .. 24 */
+        uint32_t h = man >> shift;
+        const uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (h & 1))) h++;
+        return sign | (uint16_t)h;
+    }
+    uint32_t h = ((a >> 23) - 112) << 10 | (a & 0x7fffffu) >> 13;
+    const uint32_t rem = a & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* a carry into the exponent is still right */
+    return sign | (uint16_t)h;
+}
+
+static float f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (ex == 31) {
+        bits = sign | 0x7f800000u | man << 13;
+    } else if (ex) {
+        bits = sign | (ex + 112) << 23 | man << 13;
+    } else {
+        /* zero or subnormal: man * 2^-24, exact in float32 */
+        float f = (float)man * 5.9604644775390625e-08f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(b >> 16 | 0x40u); /* NaN stays NaN */
+    b += 0x7fffu + ((b >> 16) & 1);                                         /* round to nearest even */
+    return (uint16_t)(b >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t kern_to_half(float x, int prec) { return prec == 2 ? f32_to_bf16(x) : f32_to_f16(x); }
+float kern_from_half(uint16_t h, int prec) { return prec == 2 ? bf16_to_f32(h) : f16_to_f32(h); }
+int kern_half_finite(uint16_t h, int prec) { return prec == 2 ? (h & 0x7f80u) != 0x7f80u : (h & 0x7c00u) != 0x7c00u; }
+
+void kern_transpose_to_half(uint16_t *dst, const float *src, int rows, int cols, int prec) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = kern_to_half(src[(size_t)i * cols + j], prec);
+}
+
+void kern_transpose_from_half(float *dst, const uint16_t *src, int rows, int cols, int prec) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = kern_from_half(src[(size_t)i * cols + j], prec);
+}
+
 /* Rows [r0, r1) of y^T get the bias and the activation (act < 0: none). */
 static void bias_act_rows(float *yT, const float *b, int act, int n, int r0, int r1) {
     // yT (out, n)

@@ -770,8 +770,8 @@ size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hi
     return floats * sizeof(float);
 }
 
-static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn, int want_qk, int want_hidden,
-                        int thumb, const int *layers, int n_layers, const int *heads, int n_heads, AvErr *e) {
+static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn, int want_qk, int qk_prec,
+                        int want_hidden, int thumb, const int *layers, int n_layers, const int *heads, int n_heads, AvErr *e) {
     memset(cap, 0, sizeof *cap);
     cap->n_layers = c->num_layers;
     cap->n_heads = c->num_heads;
@@ -804,7 +804,13 @@ static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn
         cap->thumb_size = thumb < n ? thumb : n;
         bad |= !(cap->thumb = calloc(blocks * (size_t)cap->thumb_size * (size_t)cap->thumb_size, sizeof(float)));
     }
-    if (want_qk) {
+    if (want_qk && qk_prec != CAP_QK_F32) {
+        const size_t len = blocks * (size_t)n * (size_t)cap->head_dim;
+        cap->qk_prec = qk_prec;
+        cap->qh = malloc(len * sizeof *cap->qh);
+        cap->kh = malloc(len * sizeof *cap->kh);
+        bad |= !cap->qh || !cap->kh;
+    } else if (want_qk) {
         cap->q = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
         cap->k = alloc_floats(blocks * (size_t)n * (size_t)cap->head_dim);
         bad |= !cap->q || !cap->k;
@@ -832,17 +838,18 @@ static int capture_make(Capture *cap, const ModelConfig *c, int n, int want_attn
 
 int model_capture_select(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, const int *layers,
                          int n_layers, const int *heads, int n_heads, AvErr *e) {
-    return capture_make(cap, c, n, 1, want_qk, want_hidden, 0, layers, n_layers, heads, n_heads, e);
+    return capture_make(cap, c, n, 1, want_qk, CAP_QK_F32, want_hidden, 0, layers, n_layers, heads, n_heads, e);
 }
 
-int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, AvErr *e) {
-    return capture_make(cap, c, n, 0, 1, 0, thumb_size, NULL, 0, NULL, 0, e);
+int model_capture_qk(Capture *cap, const ModelConfig *c, int n, int thumb_size, int prec, AvErr *e) {
+    if (prec != CAP_QK_F32 && prec != CAP_QK_F16 && prec != CAP_QK_BF16) return av_err(e, "q/k precision %d is unknown", prec);
+    return capture_make(cap, c, n, 0, 1, prec, 0, thumb_size, NULL, 0, NULL, 0, e);
 }
 
 int model_capture_telemetry(Capture *cap, const ModelConfig *c, int n, int top_k, const int *ids, const int *layers,
                             int n_layers, const int *heads, int n_heads, AvErr *e) {
     if (top_k < 0 || top_k > CAP_TEL_MAX_TOP) return av_err(e, "telemetry: top %d keys is outside 0..%d", top_k, CAP_TEL_MAX_TOP);
-    if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
+    if (capture_make(cap, c, n, 0, 0, CAP_QK_F32, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
     if (model_capture_add_telemetry(cap, top_k, ids, e) != 0) {
         model_capture_free(cap);
         return -1;
@@ -893,7 +900,7 @@ int model_capture_add_scores(Capture *cap, const CapScoring *sc, AvErr *e) {
 
 int model_capture_scores(Capture *cap, const ModelConfig *c, int n, const CapScoring *sc, const int *layers,
                          int n_layers, const int *heads, int n_heads, AvErr *e) {
-    if (capture_make(cap, c, n, 0, 0, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
+    if (capture_make(cap, c, n, 0, 0, CAP_QK_F32, 0, 0, layers, n_layers, heads, n_heads, e) != 0) return -1;
     if (model_capture_add_scores(cap, sc, e) != 0) {
         model_capture_free(cap);
         return -1;
@@ -906,9 +913,10 @@ size_t model_capture_scores_bytes(int n, int n_layers, int n_heads) {
            (size_t)n * (2 * sizeof(int) + sizeof(unsigned long long) + 1);
 }
 
-size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size) {
+size_t model_capture_qk_bytes(const ModelConfig *c, int n, int thumb_size, int prec) {
     size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads, t = (size_t)(thumb_size < n ? thumb_size : n);
-    return (2 * blocks * (size_t)n * (size_t)c->head_dim + blocks * t * t) * sizeof(float);
+    const size_t qk = 2 * blocks * (size_t)n * (size_t)c->head_dim;
+    return qk * (prec == CAP_QK_F32 ? sizeof(float) : sizeof(uint16_t)) + blocks * t * t * sizeof(float);
 }
 
 int model_capture_alloc(Capture *cap, const ModelConfig *c, int n, int want_qk, int want_hidden, AvErr *e) {
@@ -943,6 +951,8 @@ void model_capture_free(Capture *cap) {
     free(cap->attn);
     free(cap->q);
     free(cap->k);
+    free(cap->qh);
+    free(cap->kh);
     free(cap->hidden);
     free(cap->thumb);
     free(cap->mpool);
@@ -994,6 +1004,10 @@ void model_capture_trim(Capture *cap, int n) {
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
         memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));
+    }
+    for (size_t b = 0; cap->qh && b < blocks; b++) {
+        memmove(cap->qh + b * nn * dh, cap->qh + b * ld * dh, nn * dh * sizeof *cap->qh);
+        memmove(cap->kh + b * nn * dh, cap->kh + b * ld * dh, nn * dh * sizeof *cap->kh);
     }
     const size_t H = (size_t)cap->hidden_size;
     for (size_t l = 0; cap->hidden && l <= (size_t)cap->n_layers; l++)

@@ -137,7 +137,7 @@ int model_head_tile(const Model *m, const Capture *cap, int l, int h, int side, 
     if (tr < 0 || tc < 0 || tr >= T || tc >= T) return av_err(e, "tile %d,%d is outside level %d's %d x %d", tr, tc, level, T, T);
     if (l < 0 || l >= cap->n_layers || h < 0 || h >= cap->n_heads || !cap_has(cap, l, h))
         return av_err(e, "layer %d head %d is not captured", l, h);
-    if (!cap->q || !cap->k) return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
+    if (!cap_has_qk(cap)) return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
     const int cr0 = tr * side, cc0 = tc * side;
     *rows = G - cr0 < side ? G - cr0 : side;
     *cols = G - cc0 < side ? G - cc0 : side;
@@ -160,7 +160,7 @@ int model_head_grid(const Model *m, const Capture *cap, int l, int h, int G, flo
         memcpy(grid, cap_mpool(cap, l, h), (size_t)G * G * sizeof *grid);
         return 0;
     }
-    if (!cap->q || !cap->k) return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
+    if (!cap_has_qk(cap)) return av_err(e, "layer %d head %d: no queries and keys captured", l, h);
     memset(grid, 0, (size_t)G * G * sizeof *grid);
     return pooled_rows(m, cap, l, h, 0, n, G, G, 0, 0, grid, e);
 }

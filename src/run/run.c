@@ -357,7 +357,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     if (n > HTML_LONG_MAX_TOKENS)
         return av_err(e, "a long input's page of %d tokens: its keys need more than 16 bits (%d at most)", n,
                       HTML_LONG_MAX_TOKENS);
-    const double need = (double)model_capture_qk_bytes(&r->cfg, n, 0) + (double)blocks * over * over * sizeof(float) +
+    const double need = (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F32) + (double)blocks * over * over * sizeof(float) +
                         (double)model_capture_telemetry_bytes(blocks, n, HTML_LONG_TOP_K);
     double limit = o->capture.max_capture;
     if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
@@ -377,7 +377,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     FILE *mf = NULL;
     int rc = -1;
     double t0 = av_now_ms();
-    if (model_capture_qk(&cap, &r->cfg, n, 0, e) != 0 || model_capture_maxpool(&cap, over, e) != 0 ||
+    if (model_capture_qk(&cap, &r->cfg, n, 0, CAP_QK_F32, e) != 0 || model_capture_maxpool(&cap, over, e) != 0 ||
         model_capture_add_telemetry(&cap, HTML_LONG_TOP_K, enc->ids, e) != 0)
         goto done;
     pred_free(&r->pred);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels.h"
 #include "model.h"
 #include "normattn.h"
 #include "output.h"
@@ -41,7 +42,7 @@ struct LiveRun {
     char *meta, *warnings;  /* JSON, set with the first capture */
     char *noted;            /* the warnings so far, JSON strings joined by commas (NULL: none) */
     int noted_bad;          /* a warning was lost (out of memory) */
-    Capture cap;            /* lean: cap.q == NULL when not (or no longer) computed */
+    Capture cap;            /* lean: no q/k (cap_has_qk) when not (or no longer) computed */
     /* an encoder-decoder model's run: b is the decoder's text, enc the source's
      * tokens, dec the decoder's; s2s its three stacks in full (enc_attn NULL
      * when not computed). Full matrices rather than q/k: the seq2seq engine's
@@ -142,12 +143,14 @@ void live_close(Live *lv) {
 
 int live_n_models(const Live *lv) { return lv->n_models; }
 
+const char *live_qk_precision_name(int prec) { return prec == CAP_QK_F16 ? "f16" : prec == CAP_QK_BF16 ? "bf16" : "f32"; }
+
 static const ModelConfig *model_cfg(const Live *lv, int m) { return &pipeline_model(lv->m[m].p)->cfg; }
 
 int live_model_seq2seq(const Live *lv, int m) { return m >= 0 && m < lv->n_models && model_cfg(lv, m)->enc_dec; }
 
 /* the run's capture is there (either kind) */
-static int cached(const LiveRun *r) { return r->cap.q != NULL || r->s2s.enc_attn != NULL; }
+static int cached(const LiveRun *r) { return cap_has_qk(&r->cap) || r->s2s.enc_attn != NULL; }
 
 /* A growing string, for JSON bodies. */
 typedef struct {
@@ -491,7 +494,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
     const size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads;
     const int side = tile_side(lv), over = r->enc.n < side ? r->enc.n : side, lng = is_long(lv, r->enc.n);
-    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size) +
+    size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec) +
                    (norm ? model_capture_value_norms_bytes(r->enc.n, c->num_layers, c->num_heads) : 0) +
                    (lng ? blocks * (size_t)over * (size_t)over * sizeof(float) +
                               model_capture_telemetry_bytes(blocks, r->enc.n, lv->lim.top_k)
@@ -512,7 +515,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     /* q/k (heads recomputed on demand); for a long input also each head's
      * max-pooled overview (the tiles' level 0) and its rows' telemetry (head
      * ranking, top keys): what it is browsed by, none of it n x n */
-    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, e) != 0 ||
+    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
         (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
         pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
@@ -560,8 +563,9 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
         if (buf_open(&out) == 0) {
             fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,", r->id, r->enc.n);
             if (r->s2s.enc_attn) fprintf(out.f, "\"n_decoder\":%d,", r->dec.n); /* n: the source's */
-            fprintf(out.f, "\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,\"forward\":%.1f}}",
-                    r->meta, r->warnings, t.queue, t.tokenize, t.forward);
+            fprintf(out.f, "\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,\"forward\":%.1f},"
+                           "\"kept\":{\"bytes\":%zu,\"qk\":\"%s\"}}",
+                    r->meta, r->warnings, t.queue, t.tokenize, t.forward, r->bytes, live_qk_precision_name(lv->lim.qk_prec));
             *json = buf_close(&out, !ferror(out.f));
         }
         if (!*json) st = LIVE_FAILED, av_err(e, "out of memory");
@@ -754,8 +758,16 @@ int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, 
     const Capture *c = &r->cap;
     const size_t blk = (size_t)c->n_tokens * (size_t)c->head_dim;
     if (!(*qk = malloc(2 * blk * sizeof(float)))) return av_err(e, "out of memory");
-    memcpy(*qk, cap_q(c, layer, head), blk * sizeof(float));
-    memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
+    if (c->qh) {
+        /* the kept 16-bit values widened (exactly): one float32 format on the wire whatever the server keeps */
+        for (size_t i = 0; i < blk; i++) {
+            (*qk)[i] = kern_from_half(cap_qh(c, layer, head)[i], c->qk_prec);
+            (*qk)[blk + i] = kern_from_half(cap_kh(c, layer, head)[i], c->qk_prec);
+        }
+    } else {
+        memcpy(*qk, cap_q(c, layer, head), blk * sizeof(float));
+        memcpy(*qk + blk, cap_k(c, layer, head), blk * sizeof(float));
+    }
     *len = 2 * blk * sizeof(float);
     return 0;
 }
