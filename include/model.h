@@ -78,8 +78,8 @@ typedef struct Model {
 
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
  * block floats each) stay this size however long the input. Enough tokens
- * that a block's products run as fast as the whole input's (gemm.h packs each
- * weight panel once per block). */
+ * that repacking every weight panel per block costs next to nothing, few
+ * enough that a product's packed inputs stay in cache (gemm.c's pack_x). */
 #ifndef MODEL_MLP_BLOCK /* a build may set another, to run every input over several blocks */
 #define MODEL_MLP_BLOCK 512
 #endif
