@@ -79,7 +79,7 @@ typedef struct Model {
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
  * block floats each) stay this size however long the input. Enough tokens
  * that repacking every weight panel per block costs next to nothing, few
- * enough that a product's packed inputs stay in cache (gemm.c's pack_x). */
+ * enough that a product's packed inputs and partial sums stay in cache. */
 #ifndef MODEL_MLP_BLOCK /* a build may set another, to run every input over several blocks */
 #define MODEL_MLP_BLOCK 512
 #endif
