@@ -76,10 +76,21 @@ typedef struct Model {
     struct S2sWeights *s2s; /* an encoder-decoder model's stacks (seq2seq.h; cfg.enc_dec), else NULL */
 } Model;
 
+/* Tokens the MLP takes at a time: its intermediate products (intermediate x
+ * block floats each) stay this size however long the input. Enough tokens
+ * that repacking every weight panel per block costs next to nothing, few
+ * enough that a product's packed inputs and partial sums stay in cache. */
+#ifndef MODEL_MLP_BLOCK /* a build may set another, to run every input over several blocks */
+#define MODEL_MLP_BLOCK 512
+#endif
+
 /* Scratch buffers for one forward pass of up to max_tokens tokens. Products'
- * inputs and outputs are kept transposed, one row per feature (kernels.h). */
+ * inputs and outputs are kept transposed, one row per feature (kernels.h).
+ * Buffers of n columns hold every token of the pass; those of mlp_block
+ * columns one block of tokens of the MLP. */
 typedef struct {
     int max_tokens;
+    int mlp_block; /* tokens of one MLP block: MODEL_MLP_BLOCK, at most max_tokens */
     float *x;      /* (n, hidden) residual stream */
     float *xT;     /* (hidden, n) the next product's input */
     float *qT;     /* (num_heads * head_dim, n) */
@@ -87,15 +98,18 @@ typedef struct {
     float *vT;     /* (num_kv_heads * head_dim, n) */
     float *ctxT;   /* (num_heads * head_dim, n) attention context */
     float *yT;     /* (hidden, n) attention or MLP output */
-    float *ffT;    /* (intermediate, n) up, then act(gate) * up */
-    float *gateT;  /* (intermediate, n) gated MLPs only (MoE: the wider of intermediate and moe_intermediate) */
-    float *routerT;  /* (num_experts, n) router logits, MoE models only */
-    float *moe_xT;   /* (hidden, n) the tokens routed to one expert, gathered */
-    float *moe_yT;   /* (hidden, n) that expert's outputs for them */
+    float *mlp_xT; /* (hidden, mlp_block) one block's MLP input, when a pass has more tokens than a block */
+    float *mlp_yT; /* (hidden, mlp_block) its MLP output */
+    float *ffT;    /* (intermediate, mlp_block) up, then act(gate) * up; also a masked-LM head's
+                      transform (its width, n) */
+    float *gateT;  /* (intermediate, mlp_block) gated MLPs only (MoE: the wider of intermediate and moe_intermediate) */
+    float *routerT;  /* (num_experts, mlp_block) router logits, MoE models only */
+    float *moe_xT;   /* (hidden, mlp_block) the tokens of a block routed to one expert, gathered */
+    float *moe_yT;   /* (hidden, mlp_block) that expert's outputs for them */
     int *moe_ids;    /* (n, experts_per_tok) each token's chosen experts, most weight first */
     float *moe_w;    /* (n, experts_per_tok) their routing weights */
-    int *moe_tok;    /* (n) the tokens routed to one expert */
-    float *moe_tw;   /* (n) their weights for it */
+    int *moe_tok;    /* (mlp_block) the tokens of a block routed to one expert */
+    float *moe_tw;   /* (mlp_block) their weights for it */
     float *emb, *embT; /* (n, embedding_size), (embedding_size, n) when it is not hidden_size, else NULL */
     float *scores; /* (n_threads, kern_attention_rows(), n): a block of a head's rows when its matrix is not kept */
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
@@ -132,6 +146,9 @@ void model_free(Model *m);
  * as BLAS is allowed, and runs BLAS itself single-threaded inside the pass. */
 void model_set_threads(int n);
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);
+/* The same with MLP blocks of mlp_block tokens (at most max_tokens): tests
+ * compare a pass over several blocks with one over a single block. */
+int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, AvErr *e);
 void model_runstate_free(RunState *s);
 
 /* Allocates capture buffers for n tokens; want_qk / want_hidden choose extras. */
@@ -271,7 +288,7 @@ int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int f
  * only the chosen experts, each on the tokens routed to it, added in expert
  * order. model_moe_naive is its reference: every expert on every token,
  * through kern_linear_naive, combined in the same order; they agree bit for
- * bit. s: a run state of at least n tokens. */
+ * bit. s: a run state whose MLP blocks hold n tokens (s->mlp_block). */
 int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e);
 int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e);
 /* Row r of a linear layer's weight W (out, in), widened to float (in). */

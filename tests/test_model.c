@@ -343,6 +343,58 @@ START_TEST(every_kernel_gives_the_whole_pass_of_the_scalar_chain) {
 }
 END_TEST
 
+/* The MLP runs over blocks of tokens (model.h's mlp_block) so that its scratch
+ * does not grow with the input: a pass whose tokens span several blocks (a
+ * short last one too) gives the attention, q/k, hidden states, routing and
+ * logits of the pass that takes them all in one block, bit for bit. */
+START_TEST(mlp_blocks_give_the_one_block_pass) {
+    const char *dir = FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    enum { N = 61 };
+    const int blocks[] = {N, 16, 7}; /* the first: one block, the reference */
+    int ids[N], types[N], rows[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = (3 + 13 * i) % m.cfg.vocab_size, types[i] = m.cfg.type_vocab_size > 1 && i >= 30, rows[i] = i;
+    if (m.cfg.pos_offset > 0) ids[3] = m.cfg.pad_token_id;
+    const size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * N * N,
+                 nq = (size_t)m.cfg.num_layers * m.cfg.num_heads * N * m.cfg.head_dim,
+                 nh = (size_t)(m.cfg.num_layers + 1) * N * m.cfg.hidden_size, nl = (size_t)m.cfg.vocab_size * N;
+    Capture ref, got;
+    float *logits_ref = malloc(sizeof(float) * nl), *logits = malloc(sizeof(float) * nl);
+    ck_assert(logits_ref && logits);
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        RunState rs;
+        ck_assert_int_eq(model_runstate_alloc_mlp(&rs, &m, N, blocks[b], &e), 0);
+        ck_assert_int_eq(rs.mlp_block, blocks[b]);
+        Capture *c = b ? &got : &ref;
+        ck_assert_int_eq(model_capture_alloc(c, &m.cfg, N, 1, 1, &e), 0);
+        if (model_forward(&m, &rs, ids, types, N, c, &e)) ck_abort_msg("%s, blocks of %d: %s", dir, blocks[b], e.msg);
+        if (model_has_head(&m) && model_logits(&m, &rs, rows, N, b ? logits : logits_ref, &e))
+            ck_abort_msg("%s logits: %s", dir, e.msg);
+        model_runstate_free(&rs);
+        if (!b) continue;
+        const size_t nk = ref.moe_ids ? (size_t)m.cfg.num_layers * N * ref.moe_k : 0;
+        ck_assert_msg(!memcmp(got.attn, ref.attn, sizeof(float) * na) && !memcmp(got.q, ref.q, sizeof(float) * nq) &&
+                          !memcmp(got.k, ref.k, sizeof(float) * nq) &&
+                          !memcmp(got.hidden, ref.hidden, sizeof(float) * nh) &&
+                          (!nk || (!memcmp(got.moe_ids, ref.moe_ids, sizeof(int) * nk) &&
+                                   !memcmp(got.moe_w, ref.moe_w, sizeof(float) * nk))) &&
+                          (!model_has_head(&m) || !memcmp(logits, logits_ref, sizeof(float) * nl)),
+                      "%s, blocks of %d tokens: attention %g q %g hidden %g", dir, blocks[b],
+                      max_abs_diff(got.attn, ref.attn, na), max_abs_diff(got.q, ref.q, nq),
+                      max_abs_diff(got.hidden, ref.hidden, nh));
+        model_capture_free(&got);
+    }
+    fprintf(stderr, "INFO %s: %s, %d tokens in MLP blocks of 16 and 7 as in one (kernel %s%s)\n", __func__, dir, N,
+            gemm_kernel(), model_has_head(&m) ? ", logits too" : "");
+    model_capture_free(&ref);
+    free(logits_ref), free(logits);
+    model_free(&m);
+}
+END_TEST
+
 /* The mixture-of-experts step: only the chosen experts, each on the tokens
  * routed to it, against the naive reference that runs every expert on every
  * token; and grouping tokens changes no bit (each token alone gives the same). */
@@ -492,6 +544,7 @@ Suite *make_suite(void) {
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
     tcase_add_test(m, moe_runs_only_the_chosen_experts_as_the_reference_combines_them);
+    tcase_add_loop_test(m, mlp_blocks_give_the_one_block_pass, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_loop_test(m, head_attention_from_captured_qk_equals_the_captured_attention, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     suite_add_tcase(s, m);

@@ -571,10 +571,11 @@ static int expert_slot(const int *ids, int K, int i, int x) {
 
 int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e) {
     // xT, yT (H, n); ids, w (n, K); s->routerT (E, n); per expert: s->moe_xT, s->moe_yT (H, ne) its ne tokens,
-    // s->gateT, s->ffT (moe_intermediate, ne)
+    // s->gateT, s->ffT (moe_intermediate, ne); n at most s->mlp_block
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
     const int E = c->num_experts, K = c->experts_per_tok, H = c->hidden_size;
+    if (n < 1 || n > s->mlp_block) return av_err(e, "%d tokens do not fit an MLP block (%d)", n, s->mlp_block);
     const Linear *router[1] = {&L->router};
     if (products(s, xT, n, 1, router, &s->routerT, -1, 0, ACT_GELU, m, e)) return -1;
     float logits[CFG_MAX_EXPERTS]; // (E) token i's
@@ -655,27 +656,45 @@ int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, in
     return 0;
 }
 
-/* The MLP of layer l on xT, its output in yT: dense, or a mixture of experts
- * whose routing is left in s->moe_ids / moe_w. */
+/* A dense MLP of layer l on one block of nb tokens: xT (hidden, nb) ->
+ * yT (hidden, nb), through s->gateT / s->ffT (intermediate, nb). */
+static int dense_mlp(const Model *m, RunState *s, int l, const float *xT, int nb, float *yT, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const LayerWeights *L = &m->w.layers[l];
+    if (c->gated_mlp) { /* gateT = act(gate x) * up x */
+        const Linear *gu[2] = {&L->gate, &L->up};
+        float *out[2] = {s->gateT, s->ffT};
+        if (products(s, xT, nb, 2, gu, out, -1, 1, c->hidden_act, m, e)) return -1;
+    } else { /* ffT = act(up x) */
+        const Linear *up[1] = {&L->up};
+        if (products(s, xT, nb, 1, up, &s->ffT, (int)c->hidden_act, 0, ACT_GELU, m, e)) return -1;
+    }
+    const Linear *down[1] = {&L->down};
+    return products(s, c->gated_mlp ? s->gateT : s->ffT, nb, 1, down, &yT, -1, 0, ACT_GELU, m, e);
+}
+
+/* The MLP of layer l on xT (hidden, n), its output in yT (hidden, n): dense,
+ * or a mixture of experts whose routing is left in s->moe_ids / moe_w. Each
+ * token's MLP needs only its own column, so the tokens go through in blocks of
+ * s->mlp_block, and the intermediate products never hold more than one block:
+ * a token's outputs are the same bits in any block (gemm.h), and a MoE token
+ * adds its experts in id order in any block. */
 static int mlp_block(const Model *m, RunState *s, int l, int n, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const LayerWeights *L = &m->w.layers[l];
-    if (L->experts) {
-        if (model_moe(m, s, l, s->xT, n, s->yT, s->moe_ids, s->moe_w, e)) return -1;
-        if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, c->hidden_size, n, L->mlp_post_norm.eps);
-        return 0;
+    const int H = c->hidden_size, K = c->experts_per_tok;
+    for (int b0 = 0; b0 < n; b0 += s->mlp_block) {
+        const int nb = n - b0 < s->mlp_block ? n - b0 : s->mlp_block;
+        const int whole = nb == n;                  /* one block: the pass's own buffers, no copies */
+        float *xb = whole ? s->xT : s->mlp_xT;      // (H, nb) the block's input
+        float *yb = whole ? s->yT : s->mlp_yT;      // (H, nb) its output
+        if (!whole) take_cols(xb, s->xT, H, n, b0, nb);
+        if (L->experts ? model_moe(m, s, l, xb, nb, yb, s->moe_ids + (size_t)b0 * K, s->moe_w + (size_t)b0 * K, e)
+                       : dense_mlp(m, s, l, xb, nb, yb, e))
+            return -1;
+        if (!whole) put_cols(s->yT, yb, H, n, b0, nb);
     }
-    if (c->gated_mlp) {
-        const Linear *gu[2] = {&L->gate, &L->up};
-        float *out[2] = {s->gateT, s->ffT};
-        if (products(s, s->xT, n, 2, gu, out, -1, 1, c->hidden_act, m, e)) return -1;
-    } else {
-        const Linear *up[1] = {&L->up};
-        if (products(s, s->xT, n, 1, up, &s->ffT, (int)c->hidden_act, 0, ACT_GELU, m, e)) return -1;
-    }
-    const Linear *down[1] = {&L->down};
-    if (products(s, c->gated_mlp ? s->gateT : s->ffT, n, 1, down, &s->yT, -1, 0, ACT_GELU, m, e)) return -1;
-    if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, c->hidden_size, n, L->mlp_post_norm.eps);
+    if (L->mlp_post_norm.g) kern_rmsnorm_cols(s->yT, L->mlp_post_norm.g, H, n, L->mlp_post_norm.eps);
     return 0;
 }
 

@@ -680,8 +680,13 @@ static float *alloc_floats(size_t n) {
 }
 
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) {
+    return model_runstate_alloc_mlp(s, m, max_tokens, MODEL_MLP_BLOCK, e);
+}
+
+int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     memset(s, 0, sizeof *s);
+    if (max_tokens < 1 || mlp_block < 1) return av_err(e, "a run state needs tokens (%d, MLP blocks of %d)", max_tokens, mlp_block);
     /* its stacks are seq2seq.h's, which this pass does not run */
     if (c->enc_dec)
         return av_err(e, "%s: an encoder-decoder (%s) model runs as attnviz --model DIR SOURCE --decoder-text TEXT "
@@ -689,6 +694,8 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
     size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
     size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
     s->max_tokens = max_tokens;
+    s->mlp_block = mlp_block < max_tokens ? mlp_block : max_tokens;
+    const size_t nb = (size_t)s->mlp_block;
     /* as many threads as BLAS was allowed (--threads / OPENBLAS_NUM_THREADS) */
     int T = openblas_get_num_threads();
     s->n_threads = T < 1 ? 1 : T > POOL_MAX_THREADS ? POOL_MAX_THREADS : T;
@@ -700,8 +707,15 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
     s->ctxT = alloc_floats(n * QW);
     s->yT = alloc_floats(n * H);
     const size_t E = (size_t)c->embedding_size;
-    s->ffT = alloc_floats(n * (FF > E ? FF : E)); /* also a masked-LM head's transform (hidden -> embedding_size) */
+    /* ffT: a block's MLP products, or a masked-LM head's transform of every token */
+    const size_t head_w = m->w.head.dense.w ? (size_t)m->w.head.dense.out : 0;
+    s->ffT = alloc_floats(nb * FF > n * head_w ? nb * FF : n * head_w);
     int bad = !s->x || !s->xT || !s->qT || !s->kT || !s->vT || !s->ctxT || !s->yT || !s->ffT;
+    if (nb < n) { /* a pass longer than a block gathers each block's columns */
+        s->mlp_xT = alloc_floats(H * nb);
+        s->mlp_yT = alloc_floats(H * nb);
+        bad |= !s->mlp_xT || !s->mlp_yT;
+    }
     if (E && E != H) {
         s->emb = alloc_floats(n * E);
         s->embT = alloc_floats(n * E);
@@ -711,18 +725,18 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
         /* an expert's gate and up outputs go to gateT and ffT */
         const size_t FE = (size_t)c->moe_intermediate, K = (size_t)c->experts_per_tok, W = FF > FE ? FF : FE;
         free(s->ffT);
-        s->ffT = alloc_floats(n * (W > E ? W : E));
-        s->routerT = alloc_floats(n * (size_t)c->num_experts);
-        s->moe_xT = alloc_floats(n * H);
-        s->moe_yT = alloc_floats(n * H);
+        s->ffT = alloc_floats(nb * W > n * head_w ? nb * W : n * head_w);
+        s->routerT = alloc_floats(nb * (size_t)c->num_experts);
+        s->moe_xT = alloc_floats(nb * H);
+        s->moe_yT = alloc_floats(nb * H);
         s->moe_ids = malloc(n * K * sizeof *s->moe_ids);
         s->moe_w = alloc_floats(n * K);
-        s->moe_tok = malloc(n * sizeof *s->moe_tok);
-        s->moe_tw = alloc_floats(n);
-        bad |= !s->ffT || !(s->gateT = alloc_floats(n * W)) || !s->routerT || !s->moe_xT || !s->moe_yT || !s->moe_ids ||
+        s->moe_tok = malloc(nb * sizeof *s->moe_tok);
+        s->moe_tw = alloc_floats(nb);
+        bad |= !s->ffT || !(s->gateT = alloc_floats(nb * W)) || !s->routerT || !s->moe_xT || !s->moe_yT || !s->moe_ids ||
                !s->moe_w || !s->moe_tok || !s->moe_tw;
     } else if (c->gated_mlp) {
-        bad |= !(s->gateT = alloc_floats(n * FF));
+        bad |= !(s->gateT = alloc_floats(nb * FF));
     }
     if (c->pos == POS_ROPE) {
         s->rope_cos = alloc_floats(n * dh / 2);
@@ -751,7 +765,8 @@ int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) 
 
 void model_runstate_free(RunState *s) {
     pool_destroy(s->pool);
-    float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->ffT, s->gateT, s->emb, s->embT, s->scores,
+    float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->mlp_xT, s->mlp_yT, s->ffT, s->gateT, s->emb,
+                     s->embT, s->scores,
                      s->rope_cos, s->rope_sin, s->rope_cos_local, s->rope_sin_local, s->widen,
                      s->routerT, s->moe_xT, s->moe_yT, s->moe_w, s->moe_tw};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
