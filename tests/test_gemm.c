@@ -95,6 +95,15 @@ START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges) {
 }
 END_TEST
 
+/* A long input's tokens go through in blocks (gemm.c's GEMM_NC, 512): one
+ * block and a part, and several with a short last one, give the same bits. */
+START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_past_a_block_of_tokens) {
+    const int shapes[][2] = {{37, 300}, {24, 40}};
+    const int tokens[] = {513, 700, 1100};
+    check_kernels(__func__, shapes, sizeof shapes / sizeof shapes[0], tokens, sizeof tokens / sizeof tokens[0]);
+}
+END_TEST
+
 /* The vector kernels widen half-precision weights with their own
  * instructions (AVX-512's vcvtph2ps, NEON's fcvtl, shifts for BF16): every
  * one of the 65536 bit patterns, subnormals and infinities included, must
@@ -285,6 +294,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges);
+    tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_past_a_block_of_tokens);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_with_leading_dimensions);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);

@@ -25,6 +25,12 @@
 #define GEMM_NEON 1
 #endif
 
+/* Tokens of x a block of k runs against before the next block of tokens: its
+ * packed copy (GEMM_KC x GEMM_NC floats) stays in a core's L2 while every panel
+ * of W passes over it; with all of a long input's tokens at once each panel
+ * streamed x from memory. Repacking W per block costs 1/GEMM_NC of the work. */
+#define GEMM_NC 512
+
 static inline float elem(const void *w, GemmType type, size_t i) {
     switch (type) {
     case GEMM_BF16: return st_bf16_to_f32(((const uint16_t *)w)[i]);
@@ -650,18 +656,20 @@ __attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size
     }
 }
 
-/* gemm_rows on the AVX2 kernel: for each block of k, x packed once, then
- * every panel of W packed and run against it. scratch: the panel, then x
- * when it has at most A2_NC tokens; more take a buffer of their own, so that
- * W is not packed again per block of tokens (blocks of A2_NC if it can't be had). */
+/* gemm_rows on the AVX2 kernel: for each block of k and of at most GEMM_NC
+ * tokens, x packed once, then every panel of W packed and run against it.
+ * scratch: the panel, then x when it has at most A2_NC tokens; more take a
+ * buffer of their own (blocks of A2_NC if it can't be had). */
 __attribute__((target("avx2,fma,f16c"))) static void gemm_avx2(float *yT, size_t ldy, const void *w, GemmType type,
                                                               size_t w_row, size_t w_col, const float *xT, size_t ldx,
                                                               int n, int rows, int in, float *scratch) {
     float *panel = scratch, *xp = scratch + A2_MR * A2_KC, *heap = NULL;
     int nc_max = A2_NC;
     const int direct = type == GEMM_F32 && n <= A2_DIRECT_MAX;
-    if (n > A2_NC && (heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((n + 15) & ~15))))
-        xp = heap, nc_max = n;
+    if (n > A2_NC) {
+        const int nc = n < GEMM_NC ? n : GEMM_NC;
+        if ((heap = aligned_alloc(64, sizeof(float) * A2_KC * (size_t)((nc + 15) & ~15)))) xp = heap, nc_max = nc;
+    }
     for (int k0 = 0; k0 < in; k0 += A2_KC) {
         const int kc = in - k0 < A2_KC ? in - k0 : A2_KC;
         for (int j0 = 0; j0 < n; j0 += nc_max) {
@@ -978,14 +986,16 @@ void gemm_rows_ld(float *yT, size_t ldy, const void *w, GemmType type, size_t w_
         return;
     }
     /* x packed per block of k (Kernel.xblock): in the scratch after the panel
-     * up to GEMM_XP tokens, else in a buffer of its own (blocks of GEMM_XP
-     * tokens if it can't be had, W then packed again per block) */
+     * up to GEMM_XP tokens, else in a buffer of its own, a block of at most
+     * GEMM_NC tokens at a time (of GEMM_XP if it can't be had); W's panels
+     * are packed again per block of tokens */
     const int xb = k->xblock;
     float *xp = scratch + GEMM_MR * GEMM_KC, *heap = NULL;
-    int nc_max = xb ? GEMM_XP : n;
-    if (xb && n > GEMM_XP &&
-        (heap = aligned_alloc(64, sizeof(float) * GEMM_KC * (size_t)((n + xb - 1) / xb * xb))))
-        xp = heap, nc_max = n;
+    int nc_max = xb ? GEMM_XP : (n < GEMM_NC ? n : GEMM_NC);
+    if (xb && n > GEMM_XP) {
+        const int nc = n < GEMM_NC ? n : GEMM_NC;
+        if ((heap = aligned_alloc(64, sizeof(float) * GEMM_KC * (size_t)((nc + xb - 1) / xb * xb)))) xp = heap, nc_max = nc;
+    }
     for (int k0 = 0; k0 < in; k0 += GEMM_KC)
         for (int j0 = 0; j0 < n; j0 += nc_max) {
         const int kc = in - k0 < GEMM_KC ? in - k0 : GEMM_KC, nc = n - j0 < nc_max ? n - j0 : nc_max;
