@@ -187,7 +187,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 test:
 	@tools/deps.sh test
-	@$(MAKE) --no-print-directory attnviz $(B)/libattnviz.so demo-model $(TESTS)
+	@$(MAKE) --no-print-directory attnviz $(B)/libattnviz.so $(B)/fwd_dump demo-model $(TESTS)
 	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/attnviz OPT=-O1 SAN="$(ASAN_FLAGS)" \
 		build-asan/attnviz $(patsubst $(B)/%,build-asan/%,$(TESTS))
 	@tests/run_all.sh $(TESTS) -- $(patsubst $(B)/%,build-asan/%,$(TESTS))

@@ -27,19 +27,22 @@ run_check() { # a Check binary: "NN%: Checks: C, Failures: F, Errors: E"
     pass=$((pass + c - f - e - s)) fail=$((fail + f + e)) skip=$((skip + s))
 }
 
-run_script() { # prints PASS/FAIL/SKIP lines
-    "$@" >"$log" 2>&1
-    local rc=$?
-    cat "$log"
+count_script() { # LOG RC NAME: a script's output, its PASS/FAIL/SKIP lines counted
+    cat "$1"
     local p f s
-    p=$(grep -c '^PASS ' "$log")
-    f=$(grep -c '^FAIL ' "$log")
-    s=$(grep -c '^SKIP ' "$log")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL $*: exit $rc"
+    p=$(grep -c '^PASS ' "$1")
+    f=$(grep -c '^FAIL ' "$1")
+    s=$(grep -c '^SKIP ' "$1")
+    if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $3: exit $2"
         f=1
     fi
     pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+}
+
+run_script() { # prints PASS/FAIL/SKIP lines
+    "$@" >"$log" 2>&1
+    count_script "$log" $? "$*"
 }
 
 run_node() { # node's test runner: "# pass N", "# fail N", "# skipped N"
@@ -69,36 +72,6 @@ if d=$(tools/pymodel.sh smollm2 2>/dev/null); then
     export ATTNVIZ_SMOLLM2_GGUF="$d/SmolLM2-135M-Instruct.Q4_1.gguf"
 fi
 
-# Arguments: Check binaries, then "--" and the same suites built with sanitizers.
-t0=$SECONDS
-asan=0
-for t in "$@"; do
-    if [ "$t" = "--" ]; then
-        asan=1
-        continue
-    fi
-    echo "== $t"
-    if [ $asan -eq 1 ]; then
-        # leaks inside OpenBLAS's thread pool are not ours: report only ours
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_check "$t"
-    else
-        run_check "$t"
-    fi
-done
-# The optimized suites again under every other products' kernel this CPU can
-# run (ATTNVIZ_KERNEL): the kernels must agree bit for bit, so every suite's
-# expectations hold on each (NEON runs under qemu: make test-aarch64).
-best=$(./attnviz --version | sed -n 's/.*(kernel \([a-z0-9]*\);.*/\1/p')
-for k in avx512 avx2 neon scalar; do
-    [ "$k" != "$best" ] && ATTNVIZ_KERNEL=$k ./attnviz --version >/dev/null 2>&1 || continue
-    for t in "$@"; do
-        [ "$t" = "--" ] && break
-        echo "== $t (ATTNVIZ_KERNEL=$k)"
-        ATTNVIZ_KERNEL=$k run_check "$t"
-    done
-done
-times+=("$((SECONDS - t0)) s  Check suites (every kernel, and under sanitizers)")
 # End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
 scripts=(
     tests/cli_test.sh
@@ -148,7 +121,70 @@ scripts=(
     tests/fetch_test.sh
     tests/fresh_machine_test.sh
 )
+# The reference checks (tests/ref, the tokenizer oracles, the Python package: mostly Python waiting
+# on torch and transformers) run in a second lane from here on, beside the Check suites and the
+# other scripts, their output kept and printed after them in this order: on two cores the two
+# lanes take about the time of the longer. A reference check only reads the built binaries and
+# the caches that tools/deps.sh filled.
+lane=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$lane"' EXIT
+ref_scripts=() own_scripts=()
 for s in "${scripts[@]}"; do
+    case $s in
+    tests/ref/* | tests/tokenizer/* | tests/python_check.sh) ref_scripts+=("$s") ;;
+    *) own_scripts+=("$s") ;;
+    esac
+done
+ref_lane() {
+    local i=0 s t
+    for s in "${ref_scripts[@]}"; do
+        i=$((i + 1)) t=$SECONDS
+        if [ -x "$s" ]; then
+            "$s" >"$lane/$i.log" 2>&1
+            echo $? >"$lane/$i.rc"
+        else # a listed script that cannot run is a failure, not a silent skip
+            echo "FAIL $s: missing or not executable" >"$lane/$i.log"
+            echo 0 >"$lane/$i.rc"
+        fi
+        echo $((SECONDS - t)) >"$lane/$i.s"
+    done
+}
+ref_lane &
+ref_pid=$!
+
+# Arguments: Check binaries, then "--" and the same suites built with sanitizers.
+t0=$SECONDS
+asan=0
+for t in "$@"; do
+    if [ "$t" = "--" ]; then
+        asan=1
+        continue
+    fi
+    echo "== $t"
+    # Check's timeouts catch hangs; the reference lane shares the cores meanwhile
+    export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-4}
+    if [ $asan -eq 1 ]; then
+        # leaks inside OpenBLAS's thread pool are not ours: report only ours
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_check "$t"
+    else
+        run_check "$t"
+    fi
+done
+# The optimized suites again under every other products' kernel this CPU can
+# run (ATTNVIZ_KERNEL): the kernels must agree bit for bit, so every suite's
+# expectations hold on each (NEON runs under qemu: make test-aarch64).
+best=$(./attnviz --version | sed -n 's/.*(kernel \([a-z0-9]*\);.*/\1/p')
+for k in avx512 avx2 neon scalar; do
+    [ "$k" != "$best" ] && ATTNVIZ_KERNEL=$k ./attnviz --version >/dev/null 2>&1 || continue
+    for t in "$@"; do
+        [ "$t" = "--" ] && break
+        echo "== $t (ATTNVIZ_KERNEL=$k)"
+        ATTNVIZ_KERNEL=$k run_check "$t"
+    done
+done
+times+=("$((SECONDS - t0)) s  Check suites (every kernel, and under sanitizers)")
+for s in "${own_scripts[@]}"; do
     if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
         echo "FAIL $s: missing or not executable"
         fail=$((fail + 1))
@@ -191,6 +227,21 @@ if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
     fi
 fi
 times+=("$((SECONDS - t0)) s  tests/browser")
+t0=$SECONDS
+wait "$ref_pid"
+echo "== the reference checks' lane (waited $((SECONDS - t0)) s for it after the rest)"
+i=0
+for s in "${ref_scripts[@]}"; do
+    i=$((i + 1))
+    echo "== $s"
+    if [ -f "$lane/$i.rc" ]; then
+        count_script "$lane/$i.log" "$(cat "$lane/$i.rc")" "$s"
+        times+=("$(cat "$lane/$i.s") s  $s (reference lane)")
+    else
+        echo "FAIL $s: the reference lane stopped before it"
+        fail=$((fail + 1))
+    fi
+done
 echo
 echo "== wall time per step, slowest first (total $SECONDS s)"
 printf '%s\n' "${times[@]}" | sort -rn | head -n 20
