@@ -90,6 +90,15 @@ void kern_softmax_rows(float *x, int rows, int cols);
  * included); within a few ulp of the double-precision naive. */
 void kern_xlogx(float *out, const float *x, int n);
 void kern_xlogx_naive(float *out, const float *x, int n);
+/* One attention row's telemetry sums over keys [lo, hi) for query position i:
+ * out[0] = -sum x ln x, out[1] = sum x |i - j|, out[2] = the x of keys j < i
+ * with ids[j] == ids[i] (0 when ids is NULL); keys with x <= 0 add nothing.
+ * Fixed lanes and a fixed combining order: the same bits on every kernel.
+ * kern_row_sums_naive: the double-precision reference. */
+void kern_row_sums(const float *p, int lo, int hi, int i, const int *ids, double *out);
+void kern_row_sums_naive(const float *p, int lo, int hi, int i, const int *ids, double *out);
+/* The first j with x[j] > thr, or n when none. */
+int kern_first_above(const float *x, int n, float thr);
 void kern_softmax_rows_naive(float *x, int rows, int cols);
 /* softmax of (scale x) per row, scale > 0: the bits of multiplying by scale
  * and then kern_softmax_rows, one pass over the row fewer. */

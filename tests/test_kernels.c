@@ -608,6 +608,79 @@ START_TEST(xlogx_matches_naive_reference) {
 }
 END_TEST
 
+/* kern_row_sums written out key by key: key j's terms into lane (j - lo) % 8,
+ * the lanes added 0 to 7; the vectorized clones must give these bits. */
+static void row_sums_chain(const float *p, int lo, int hi, int i, const int *ids, double *out) {
+    double ent[8] = {0}, dist[8] = {0}, dup[8] = {0};
+    for (int j = lo; j < hi; j++) {
+        const int k = (j - lo) % 8;
+        const float x = p[j] > 0 ? p[j] : 0.0f;
+        float xl;
+        kern_xlogx(&xl, &x, 1);
+        ent[k] -= (double)xl;
+        dist[k] += (double)x * (double)(i > j ? i - j : j - i);
+        dup[k] += ids && j < i && ids[j] == ids[i] ? (double)x : 0.0;
+    }
+    out[0] = out[1] = out[2] = 0;
+    for (int k = 0; k < 8; k++) out[0] += ent[k], out[1] += dist[k], out[2] += dup[k];
+}
+
+/* A row's telemetry sums: the fixed-lane chain's bits exactly, and within 1e-6
+ * of the double-precision reference; bidirectional, causal and windowed key
+ * ranges, zeros, repeated ids, ranges not a multiple of the lanes or chunks. */
+START_TEST(row_sums_match_the_chain_bit_for_bit_and_the_naive_reference) {
+    enum { N = 1100 };
+    static float p[N];
+    static int ids[N];
+    unsigned s = 12345;
+    for (int trial = 0; trial < 60; trial++) {
+        const int n = 1 + (int)((unsigned)trial * 97u % N);
+        for (int j = 0; j < n; j++) {
+            s = s * 1103515245u + 12345u;
+            ids[j] = (int)(s >> 16) % (trial % 3 ? 7 : 500);
+            p[j] = (s >> 8) % 5 == 0 ? 0.0f : (float)((s >> 9) % 10000) / 10000.0f;
+        }
+        double tot = 0;
+        for (int j = 0; j < n; j++) tot += p[j];
+        for (int j = 0; j < n; j++) p[j] = tot > 0 ? (float)(p[j] / tot) : 0.0f;
+        for (int v = 0; v < 4; v++) {
+            const int i = (int)((unsigned)(trial * 31 + v * 17) % (unsigned)n);
+            int lo = 0, hi = n; /* bidirectional */
+            if (v == 1) hi = i + 1;                                       /* causal */
+            if (v == 2) lo = i - 40 > 0 ? i - 40 : 0, hi = i + 1;         /* sliding window */
+            if (v == 3) lo = i - 300 > 0 ? i - 300 : 0, hi = i + 301 < n ? i + 301 : n;
+            const int *id = trial % 4 == 3 ? NULL : ids;
+            double got[3], chain[3], want[3];
+            kern_row_sums(p, lo, hi, i, id, got);
+            row_sums_chain(p, lo, hi, i, id, chain);
+            kern_row_sums_naive(p, lo, hi, i, id, want);
+            for (int q = 0; q < 3; q++) {
+                ck_assert_msg(memcmp(&got[q], &chain[q], sizeof got[q]) == 0, "trial %d v %d sum %d: %.17g vs chain %.17g",
+                              trial, v, q, got[q], chain[q]);
+                ck_assert_msg(fabs(got[q] - want[q]) <= 1e-6 * fmax(1.0, fabs(want[q])), "trial %d v %d sum %d: %.17g vs %.17g",
+                              trial, v, q, got[q], want[q]);
+            }
+        }
+    }
+}
+END_TEST
+
+/* The first key above a threshold, or n: every position of the blocks. */
+START_TEST(first_above_finds_the_first_key_over_the_threshold) {
+    enum { N = 300 };
+    static float x[N];
+    for (int n = 0; n <= N; n += 37)
+        for (int at = 0; at <= n; at++) {
+            for (int j = 0; j < n; j++) x[j] = 0.25f;
+            if (at < n) x[at] = 0.5f;
+            if (at + 1 < n) x[at + 1] = 0.75f;
+            ck_assert_int_eq(kern_first_above(x, n, 0.25f), at);
+            ck_assert_int_eq(kern_first_above(x, n, 0.5f), at + 1 < n ? at + 1 : n);
+            ck_assert_int_eq(kern_first_above(x, n, 1.0f), n);
+        }
+}
+END_TEST
+
 /* Rows streamed a block at a time (heads whose matrix is not kept) are the
  * whole matrix's rows and give its context, bit for bit, on every kernel. */
 typedef struct {
@@ -975,6 +1048,8 @@ Suite *make_suite(void) {
     tcase_add_test(k, rotary_positions_match_naive_reference_and_keep_norms);
     tcase_add_test(k, gated_mlp_combination_is_silu_of_gate_times_up);
     tcase_add_test(k, pooled_attention_matches_naive_and_keeps_rows_summing_to_one);
+    tcase_add_test(k, row_sums_match_the_chain_bit_for_bit_and_the_naive_reference);
+    tcase_add_test(k, first_above_finds_the_first_key_over_the_threshold);
     tcase_add_test(k, value_norms_match_naive_reference_on_every_kernel_and_weight_type);
     suite_add_tcase(s, k);
     return s;

@@ -323,6 +323,80 @@ void kern_xlogx_naive(float *out, const float *x, int n) {
     for (int j = 0; j < n; j++) out[j] = (float)((double)x[j] * log((double)(x[j] + XLOGX_TINY)));
 }
 
+/* kern_row_sums' lanes: key j's terms go to lane (j - lo) % ROW_LANES, in key
+ * order, the lanes added 0 to 7 at the end; every clone and the portable
+ * build do exactly these additions, so the sums have the same bits whatever
+ * the kernel. Keys with x <= 0 (or NaN) add nothing, as the naive sweep skips
+ * them. The duplicate share is a compare of ids over the keys before i (no
+ * branch per key), so that ids is read where the naive reads it. */
+#define ROW_LANES 8
+
+/* Keys taken ROW_CHUNK at a time: element-wise passes the vectorizer
+ * handles (x ln x, |i - j|, the duplicate mask) into small arrays, then the
+ * lane sums over them. */
+#define ROW_CHUNK 256
+
+VEC_CLONES void kern_row_sums(const float *p, int lo, int hi, int i, const int *ids, double *out) {
+    double ent[ROW_LANES] = {0}, dist[ROW_LANES] = {0}, dup[ROW_LANES] = {0};
+    float xs[ROW_CHUNK], xl[ROW_CHUNK], xd[ROW_CHUNK];
+    int ad[ROW_CHUNK];
+    const int id = ids ? ids[i] : 0;
+    for (int j0 = lo; j0 < hi; j0 += ROW_CHUNK) {
+        const int len = hi - j0 < ROW_CHUNK ? hi - j0 : ROW_CHUNK;
+        /* keys before i, the only ones that can be duplicates (and the only ids read) */
+        const int nd = !ids ? 0 : i - j0 < 0 ? 0 : i - j0 < len ? i - j0 : len;
+        /* x <= 0 (or NaN) as 0: it adds 0, and 0 ln(1e-30) is -0, which leaves a sum as it is */
+        for (int q = 0; q < len; q++) xs[q] = p[j0 + q] > 0 ? p[j0 + q] : 0.0f;
+        for (int q = 0; q < len; q++) xl[q] = xs[q] * vlogf(xs[q] + XLOGX_TINY);
+        for (int q = 0; q < len; q++) ad[q] = i > j0 + q ? i - (j0 + q) : j0 + q - i;
+        for (int q = 0; q < nd; q++) xd[q] = ids[j0 + q] == id ? xs[q] : 0.0f;
+        for (int q = nd; q < len; q++) xd[q] = 0.0f;
+        int q = 0;
+        for (; q + ROW_LANES <= len; q += ROW_LANES)
+            for (int k = 0; k < ROW_LANES; k++) {
+                ent[k] -= (double)xl[q + k];
+                dist[k] += (double)xs[q + k] * (double)ad[q + k];
+                dup[k] += (double)xd[q + k];
+            }
+        for (int k = 0; q + k < len; k++) {
+            ent[k] -= (double)xl[q + k];
+            dist[k] += (double)xs[q + k] * (double)ad[q + k];
+            dup[k] += (double)xd[q + k];
+        }
+    }
+    double e = 0, d = 0, u = 0;
+    for (int k = 0; k < ROW_LANES; k++) e += ent[k], d += dist[k], u += dup[k];
+    out[0] = e, out[1] = d, out[2] = u;
+}
+
+void kern_row_sums_naive(const float *p, int lo, int hi, int i, const int *ids, double *out) {
+    out[0] = out[1] = out[2] = 0;
+    for (int j = lo; j < hi; j++) {
+        const double x = p[j];
+        if (!(x > 0)) continue;
+        out[0] -= x * log(x);
+        out[1] += x * (i > j ? i - j : j - i);
+        if (ids && j < i && ids[j] == ids[i]) out[2] += x;
+    }
+}
+
+/* Blocks of 64 compared whole, in 16 lanes of flags (a loop the vectorizer
+ * handles): a row's keys are mostly below a top-k threshold, so a block
+ * rarely needs its keys looked at one by one. */
+VEC_CLONES int kern_first_above(const float *x, int n, float thr) {
+    int j = 0;
+    for (; j + 64 <= n; j += 64) {
+        int c[16] = {0}, any = 0;
+        for (int q = 0; q < 64; q += 16)
+            for (int k = 0; k < 16; k++) c[k] |= x[j + q + k] > thr;
+        for (int k = 0; k < 16; k++) any |= c[k];
+        if (any) break;
+    }
+    for (; j < n; j++)
+        if (x[j] > thr) return j;
+    return n;
+}
+
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
     for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f);
 }

@@ -21,16 +21,11 @@ static void top_insert(int *key, float *w, int k, int *have, int j, float x) {
     if (*have < k) (*have)++;
 }
 
-/* Terms of one row handled at a time: x ln x over a chunk goes through the
- * vectorized kern_xlogx, the rest is one scalar sweep that skips zeros. */
-#define TEL_CHUNK 256
-
 void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
                           const AttnRule *rule) {
     const size_t block = cap_block(cap, l, h), n = (size_t)cap->n_tokens;
     const int K = cap->tel_top_k;
     const int *ids = cap->tel_ids;
-    float xlx[TEL_CHUNK];
     for (int r = 0; r < nrows; r++) {
         const int i = row0 + r;
         const float *p = probs + (size_t)r * ldp;                  // (ncols)
@@ -39,31 +34,25 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
         float *topw = K ? cap->tel_top_w + (block * n + (size_t)i) * K : NULL;
         int lo = 0, hi = ncols; /* the keys the row sees: a causal row's later keys are 0 */
         if (rule) kern_attention_keys(rule, ncols, i, &lo, &hi);
-        double ent = 0, dist = 0, dup = 0, sink4 = 0;
+        double sums[3] = {0, 0, 0}, sink4 = 0;
+        if (lo < hi) kern_row_sums(p, lo, hi, i, ids, sums);
+        /* a key enters the top k when it beats the k-th weight (any positive
+         * weight while fewer than k are kept); kern_first_above skips the
+         * keys that can't, so the insertions happen in key order as before */
         int have = 0;
-        const int id = ids ? ids[i] : -1;
-        for (int j0 = lo; j0 < hi; j0 += TEL_CHUNK) {
-            const int len = hi - j0 < TEL_CHUNK ? hi - j0 : TEL_CHUNK;
-            kern_xlogx(xlx, p + j0, len);
-            for (int jj = 0; jj < len; jj++) {
-                const float x = p[j0 + jj];
-                if (!(x > 0)) continue; /* nothing to add, and no log of 0 */
-                const int j = j0 + jj;
-                ent -= xlx[jj];
-                dist += (double)x * (i > j ? i - j : j - i);
-                if (ids && j < i && ids[j] == id) dup += x;
-                if (K && (have < K || x > topw[K - 1])) top_insert(top, topw, K, &have, j, x);
-            }
+        for (int j = lo; K && j < hi; j++) {
+            j += kern_first_above(p + j, hi - j, have < K ? 0.0f : topw[K - 1]);
+            if (j < hi) top_insert(top, topw, K, &have, j, p[j]);
         }
         for (int j = lo; j < 4 && j < hi; j++) sink4 += p[j];
         for (int k = have; k < K; k++) top[k] = -1, topw[k] = 0;
         t[CAP_TEL_SINK] = ncols > 0 ? p[0] : 0;
         t[CAP_TEL_SINK4] = (float)sink4;
-        t[CAP_TEL_ENTROPY] = (float)ent;
+        t[CAP_TEL_ENTROPY] = (float)sums[0];
         t[CAP_TEL_PREV] = i > 0 && i - 1 < ncols ? p[i - 1] : 0;
         t[CAP_TEL_SELF] = i < ncols ? p[i] : 0;
-        t[CAP_TEL_DUP] = (float)dup;
-        t[CAP_TEL_DISTANCE] = (float)dist;
+        t[CAP_TEL_DUP] = (float)sums[2];
+        t[CAP_TEL_DISTANCE] = (float)sums[1];
     }
 }
 
@@ -84,6 +73,8 @@ void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids,
 /* ---- score sums for --stats and heads (capture.h's sc_sum) ---- */
 
 #define SC_LANES 8
+/* Terms of one row handled at a time by the vectorized kern_xlogx. */
+#define TEL_CHUNK 256
 
 static int cmp_u64(const void *a, const void *b) {
     const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
