@@ -397,6 +397,29 @@ VEC_CLONES int kern_first_above(const float *x, int n, float thr) {
     return n;
 }
 
+/* Block maxima in lanes (a max is exact, so any order gives the same value),
+ * then the k largest kept in a short sorted list. */
+VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
+    float best[KERN_KTH_MAX];
+    int have = 0;
+    if (k <= 0 || k > KERN_KTH_MAX) return 0;
+    for (int j = 0; j < n; j += 32) {
+        float m = x[j];
+        if (j + 32 <= n) {
+            float l[16];
+            for (int q = 0; q < 16; q++) l[q] = x[j + q] > x[j + 16 + q] ? x[j + q] : x[j + 16 + q];
+            for (int q = 0; q < 16; q++) m = l[q] > m ? l[q] : m;
+        } else {
+            for (int q = j; q < n; q++) m = x[q] > m ? x[q] : m;
+        }
+        if (have == k && !(m > best[k - 1])) continue;
+        int at = have < k ? have++ : k - 1;
+        while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
+        best[at] = m;
+    }
+    return have == k ? best[k - 1] : 0;
+}
+
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
     for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f);
 }

@@ -36,12 +36,17 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
         if (rule) kern_attention_keys(rule, ncols, i, &lo, &hi);
         double sums[3] = {0, 0, 0}, sink4 = 0;
         if (lo < hi) kern_row_sums(p, lo, hi, i, ids, sums);
-        /* a key enters the top k when it beats the k-th weight (any positive
-         * weight while fewer than k are kept); kern_first_above skips the
-         * keys that can't, so the insertions happen in key order as before */
+        /* A key enters the top k when it beats the k-th weight (any positive
+         * weight while fewer than k are kept). Keys lighter than floor are in
+         * no row's final k, so leaving them out keeps the result, and it spares
+         * most of the insertions a row's first keys would make; the rest are
+         * found by kern_first_above, in key order as before (x > below is x >= floor). */
         int have = 0;
+        const float floor = K ? kern_kth_block_max(p + lo, hi - lo, K) : 0;
+        const float below = floor > 0 ? nextafterf(floor, 0.0f) : 0.0f;
         for (int j = lo; K && j < hi; j++) {
-            j += kern_first_above(p + j, hi - j, have < K ? 0.0f : topw[K - 1]);
+            const float thr = have < K || topw[K - 1] < below ? below : topw[K - 1];
+            j += kern_first_above(p + j, hi - j, thr);
             if (j < hi) top_insert(top, topw, K, &have, j, p[j]);
         }
         for (int j = lo; j < 4 && j < hi; j++) sink4 += p[j];
