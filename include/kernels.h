@@ -99,10 +99,11 @@ void kern_row_sums(const float *p, int lo, int hi, int i, const int *ids, double
 void kern_row_sums_naive(const float *p, int lo, int hi, int i, const int *ids, double *out);
 /* The first j with x[j] > thr, or n when none. */
 int kern_first_above(const float *x, int n, float thr);
-/* The k-th largest of the maxima of x's blocks of 32 keys (0 when there are
+/* The k-th largest of the maxima of x's blocks of KERN_KTH_BLOCK keys (0 when there are
  * fewer than k blocks, or k is outside 1..KERN_KTH_MAX): k distinct keys weigh
  * at least that much, so no lighter key is among the k heaviest. */
 #define KERN_KTH_MAX 64
+#define KERN_KTH_BLOCK 64
 float kern_kth_block_max(const float *x, int n, int k);
 void kern_softmax_rows_naive(float *x, int rows, int cols);
 /* softmax of (scale x) per row, scale > 0: the bits of multiplying by scale

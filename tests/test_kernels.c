@@ -681,7 +681,7 @@ START_TEST(first_above_finds_the_first_key_over_the_threshold) {
 }
 END_TEST
 
-/* The k-th largest block maximum: by sorting the maxima of the blocks of 32. */
+/* The k-th largest block maximum: by sorting the maxima of the blocks. */
 static int cmp_desc(const void *a, const void *b) {
     const float x = *(const float *)a, y = *(const float *)b;
     return x < y ? 1 : x > y ? -1 : 0;
@@ -689,16 +689,16 @@ static int cmp_desc(const void *a, const void *b) {
 
 START_TEST(kth_block_max_is_the_kth_largest_of_the_block_maxima) {
     enum { N = 3000 };
-    static float x[N], mx[N / 32 + 1];
+    static float x[N], mx[N / KERN_KTH_BLOCK + 1];
     unsigned s = 99;
     for (int j = 0; j < N; j++) s = s * 1103515245u + 12345u, x[j] = (s >> 8) % 7 == 0 ? 0.0f : (float)((s >> 9) % 1000);
     static const int ks[] = {0, 1, 2, 8, 64, 65};
     for (int n = 1; n <= N; n += 211)
         for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
-            const int k = ks[t], nb = (n + 31) / 32;
+            const int k = ks[t], B = KERN_KTH_BLOCK, nb = (n + B - 1) / B;
             for (int b = 0; b < nb; b++) {
-                mx[b] = x[b * 32];
-                for (int j = b * 32; j < n && j < b * 32 + 32; j++) mx[b] = fmaxf(mx[b], x[j]);
+                mx[b] = x[b * B];
+                for (int j = b * B; j < n && j < b * B + B; j++) mx[b] = fmaxf(mx[b], x[j]);
             }
             qsort(mx, (size_t)nb, sizeof *mx, cmp_desc);
             const float want = k >= 1 && k <= KERN_KTH_MAX && k <= nb ? mx[k - 1] : 0;

@@ -332,14 +332,14 @@ void kern_xlogx_naive(float *out, const float *x, int n) {
 #define ROW_LANES 8
 
 /* Keys taken ROW_CHUNK at a time: element-wise passes the vectorizer
- * handles (x ln x, |i - j|, the duplicate mask) into small arrays, then the
+ * handles (x ln x, x |i - j|, the duplicate mask) into small arrays, then the
  * lane sums over them. */
 #define ROW_CHUNK 256
 
 VEC_CLONES void kern_row_sums(const float *p, int lo, int hi, int i, const int *ids, double *out) {
     double ent[ROW_LANES] = {0}, dist[ROW_LANES] = {0}, dup[ROW_LANES] = {0};
     float xs[ROW_CHUNK], xl[ROW_CHUNK], xd[ROW_CHUNK];
-    int ad[ROW_CHUNK];
+    double dd[ROW_CHUNK];
     const int id = ids ? ids[i] : 0;
     for (int j0 = lo; j0 < hi; j0 += ROW_CHUNK) {
         const int len = hi - j0 < ROW_CHUNK ? hi - j0 : ROW_CHUNK;
@@ -348,19 +348,19 @@ VEC_CLONES void kern_row_sums(const float *p, int lo, int hi, int i, const int *
         /* x <= 0 (or NaN) as 0: it adds 0, and 0 ln(1e-30) is -0, which leaves a sum as it is */
         for (int q = 0; q < len; q++) xs[q] = p[j0 + q] > 0 ? p[j0 + q] : 0.0f;
         for (int q = 0; q < len; q++) xl[q] = xs[q] * vlogf(xs[q] + XLOGX_TINY);
-        for (int q = 0; q < len; q++) ad[q] = i > j0 + q ? i - (j0 + q) : j0 + q - i;
+        for (int q = 0; q < len; q++) dd[q] = (double)xs[q] * fabs((double)(i - (j0 + q)));
         for (int q = 0; q < nd; q++) xd[q] = ids[j0 + q] == id ? xs[q] : 0.0f;
         for (int q = nd; q < len; q++) xd[q] = 0.0f;
         int q = 0;
         for (; q + ROW_LANES <= len; q += ROW_LANES)
             for (int k = 0; k < ROW_LANES; k++) {
                 ent[k] -= (double)xl[q + k];
-                dist[k] += (double)xs[q + k] * (double)ad[q + k];
+                dist[k] += dd[q + k];
                 dup[k] += (double)xd[q + k];
             }
         for (int k = 0; q + k < len; k++) {
             ent[k] -= (double)xl[q + k];
-            dist[k] += (double)xs[q + k] * (double)ad[q + k];
+            dist[k] += dd[q + k];
             dup[k] += (double)xd[q + k];
         }
     }
@@ -403,12 +403,16 @@ VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
     float best[KERN_KTH_MAX];
     int have = 0;
     if (k <= 0 || k > KERN_KTH_MAX) return 0;
-    for (int j = 0; j < n; j += 32) {
+    for (int j = 0; j < n; j += KERN_KTH_BLOCK) {
         float m = x[j];
-        if (j + 32 <= n) {
+        if (j + KERN_KTH_BLOCK <= n) {
             float l[16];
-            for (int q = 0; q < 16; q++) l[q] = x[j + q] > x[j + 16 + q] ? x[j + q] : x[j + 16 + q];
-            for (int q = 0; q < 16; q++) m = l[q] > m ? l[q] : m;
+            for (int q = 0; q < 16; q++) l[q] = x[j + q];
+            for (int b = 16; b < KERN_KTH_BLOCK; b += 16)
+                for (int q = 0; q < 16; q++) l[q] = x[j + b + q] > l[q] ? x[j + b + q] : l[q];
+            for (int w = 8; w >= 1; w /= 2) /* halves, not one chain of 16 compares */
+                for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
+            m = l[0];
         } else {
             for (int q = j; q < n; q++) m = x[q] > m ? x[q] : m;
         }
