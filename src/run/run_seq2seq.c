@@ -193,6 +193,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     d.stacks = stacks, d.n_stacks = 3;
     d.display_tokens = src.byte_level ? src.display : NULL;
     d.layers = o->sel.layers, d.n_sel_layers = o->sel.n_layers;
+    if (own && o->sel.layers) d.layers = r->s2s_layers[0], d.n_sel_layers = r->s2s_n_layers[0]; /* "layers": the encoder's */
     d.heads = NULL; /* every head: the stacks hold them all */
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
@@ -245,6 +246,8 @@ int run_seq2seq(Run *r, AvErr *e) {
 
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
 
+int pipeline_seq2seq_layers(Pipeline *p, AvErr *e) { return run_s2s_stack_layers(p, p->s2s_layers, p->s2s_n_layers, e); }
+
 /* ---------------------------------------------------------------- serve (pipeline.h) */
 
 int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
@@ -286,6 +289,9 @@ void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], cons
     stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0, NULL, 0};
     stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1, NULL, 0};
     stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0, NULL, 0};
+    /* unequal depths: each stack's layers (pipeline_seq2seq_layers); arrays given hold them */
+    for (int k = 0; k < 3 && p->s2s_n_layers[0]; k++)
+        stacks[k].layers = p->s2s_layers[k ? 1 : 0], stacks[k].n_layers = p->s2s_n_layers[k ? 1 : 0];
     /* as run_seq2seq_input fills it for --decoder-text (no predictions, no generation) */
     run_fill_doc(p, d, src, NULL, source, target);
     d->dtype = p->model.dtype_name;
