@@ -226,6 +226,11 @@ typedef struct {
     int rows_decoder;      /* 1: rows are the decoder's tokens, else the encoder's */
     int cols_decoder;      /* likewise for columns */
     int causal;
+    /* the stack's own layers when its depth differs from the document's (a
+     * decoder shallower than its encoder: distilbart-12-6): n_layers of them,
+     * in order; 0/NULL: the document's (d->layers) */
+    const int *layers;
+    int n_layers;
 } CapStack;
 
 typedef enum { CAP_STOP_LENGTH = 0, CAP_STOP_EOS, CAP_STOP_STRING } CapStop;

@@ -66,6 +66,8 @@ double diff_cross_sink(const float *A, int n_rows, int n_cols);
 typedef struct {
     const char *name;                    /* "encoder", "decoder", "cross" */
     const double *jsd, *sink_a, *sink_b; /* (n_layers, n_heads) */
+    const int *layers;                   /* the stack's own layers (a decoder of another depth), or NULL: */
+    int n_layers;                        /* DiffS2s' (0) */
 } DiffStack;
 typedef struct {
     int two_models;

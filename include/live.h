@@ -80,6 +80,9 @@ int live_has_stats(const LiveRun *r); /* its capture has telemetry (a long input
 int live_model_seq2seq(const Live *lv, int m);
 int live_is_seq2seq(const LiveRun *r);
 int live_stack(const LiveRun *r, const char *name, int *rows, int *cols);
+/* The layers of stack k (0 encoder, 1 decoder, 2 cross) of an encoder-decoder run: the encoder's
+ * or the decoder's depth, which may differ (distilbart-12-6). */
+int live_stack_layers(const LiveRun *r, int k);
 int live_stack_attention(Live *lv, LiveRun *r, int stack, int layer, const int *heads, int n_heads, unsigned char **z,
                          size_t *len, AvErr *e);
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim);

@@ -88,6 +88,13 @@ static inline int out_n_layers(const OutDoc *d) { return d->layers ? d->n_sel_la
 static inline int out_n_heads(const OutDoc *d) { return d->heads ? d->n_sel_heads : d->cfg->num_heads; }
 static inline int out_layer(const OutDoc *d, int i) { return d->layers ? d->layers[i] : i; }
 static inline int out_head(const OutDoc *d, int i) { return d->heads ? d->heads[i] : i; }
+/* A stack's layers: its own when it has them (CapStack.layers), else the document's. */
+static inline int out_stack_n_layers(const OutDoc *d, const CapStack *st) {
+    return st->n_layers ? st->n_layers : out_n_layers(d);
+}
+static inline int out_stack_layer(const OutDoc *d, const CapStack *st, int i) {
+    return st->n_layers ? st->layers[i] : out_layer(d, i);
+}
 
 /* JSON: one object (no trailing newline); arrays are streamed, never built as a tree. */
 int json_write_doc(FILE *f, const OutDoc *d, AvErr *e);

@@ -48,6 +48,12 @@ int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEnc
 void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
                           const TokEncoding *dec, const struct S2sCapture *cap, const float *const arrays[3],
                           const char *source, const char *target);
+/* An encoder and decoder of different depths: each side's layers (the RunSpec's
+ * --layers those sides have, else all), kept for pipeline_seq2seq_doc, which then
+ * gives the stacks their own (arrays given: they hold those layers, or the caller
+ * sets the stacks' layers); equal depths: nothing. A usage error when a side has
+ * none of --layers. */
+int pipeline_seq2seq_layers(Pipeline *p, AvErr *e);
 /* attnviz render: attention computed elsewhere (render.h) through the same
  * writers; 0 or -1 (a usage error for a selection out of range). */
 int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);

@@ -48,6 +48,7 @@ struct Pipeline {
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
     HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
+    int *s2s_layers[2], s2s_n_layers[2]; /* unequal depths: the encoder's and the decoder's (and cross) kept layers */
     double t_load, t_tok, t_fwd, t_write;
 };
 typedef struct Pipeline Run;
@@ -106,6 +107,11 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
  * source's tokens into src, the decoder's ids (malloc'd, the start token first) into *dec and *nd. */
 int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
                         S2sCapture *cap, AvErr *e);
+/* An encoder-decoder whose decoder's depth differs from its encoder's: each side's
+ * kept layers (--layers' that side has, else all) into layers[0] (encoder) and
+ * layers[1] (decoder and cross), malloc'd; equal depths: none (NULL, 0). A usage
+ * error when --layers leaves a side none. */
+int run_s2s_stack_layers(Run *r, int *layers[2], int n_layers[2], AvErr *e);
 /* The stack names, in the order of the documents' stacks and s2s_stats (after the encoder's stats). */
 extern const char *const RUN_S2S_STACKS[3];
 

@@ -135,18 +135,23 @@ const Data = (() => {
    * page's encoder, decoder and cross attention (rows: decoder tokens, columns:
    * encoder tokens). The views read the current one (stack, n_rows, n_cols,
    * causal, attention, headMatrix...); setStack switches, and the new stack's
-   * layers are decoded when first drawn. */
+   * layers are decoded when first drawn. Each stack has its layers (st.layers,
+   * st.L): a model whose decoder is shallower or deeper than its encoder gives
+   * the decoder's and cross attention's stacks their own (meta.stacks[k].layers). */
   const STACK_LABEL = { encoder: 'Encoder', decoder: 'Decoder', cross: 'Cross' };
   const stacks = stacked
     ? meta.stacks.map(st => ({ name: st.name, label: STACK_LABEL[st.name] || st.name, chunk: 'av-' + st.name + '-',
-      rows: sides[st.rows], cols: sides[st.cols], nr: st.n_rows, nc: st.n_cols, causal: !!st.causal }))
-    : [{ name: 'self', label: 'Attention', chunk: 'av-att-', rows: main, cols: main, nr: meta.n, nc: meta.n, causal: !!meta.config.causal }];
+      rows: sides[st.rows], cols: sides[st.cols], nr: st.n_rows, nc: st.n_cols, causal: !!st.causal,
+      layers: Array.isArray(st.layers) ? st.layers : meta.layers }))
+    : [{ name: 'self', label: 'Attention', chunk: 'av-att-', rows: main, cols: main, nr: meta.n, nc: meta.n, causal: !!meta.config.causal,
+      layers: meta.layers }];
   for (const st of stacks) {
     if (!st.rows || !st.cols || st.rows.n !== st.nr || st.cols.n !== st.nc) throw new Error('meta: stack ' + st.name + ' does not match its tokens');
     st.square = st.rows === st.cols;
+    st.L = st.layers.length;
     /* per layer and head: a promise of the head's block, and the block once it is there */
-    st.req = Array.from({ length: L }, () => new Array(H).fill(null));
-    st.blk = Array.from({ length: L }, () => new Array(H).fill(null));
+    st.req = Array.from({ length: st.L }, () => new Array(H).fill(null));
+    st.blk = Array.from({ length: st.L }, () => new Array(H).fill(null));
   }
   /* --measure norm (meta.measures): value-weighted attention (Kobayashi et al.
    * 2020) as a copy of the self-attention stack whose blocks hold each row's
@@ -176,11 +181,11 @@ const Data = (() => {
   /* Live: the heads hs of layer li not asked for yet, in one request. */
   function fetchHeads(li, st, hs) {
     const nn = st.nr * st.nc;
-    const p = SOURCE.get('/api/attention?layer=' + meta.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(',') +
+    const p = SOURCE.get('/api/attention?layer=' + st.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(',') +
       (stacked ? '&stack=' + st.name : '') + (st.measure === 'norm' ? '&measure=norm' : ''))
       .then(r => planesToCodes(r.bytes))
       .then(codes => {
-        if (codes.length !== hs.length * nn) throw new Error('server: layer ' + meta.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
+        if (codes.length !== hs.length * nn) throw new Error('server: layer ' + st.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
         hs.forEach((h, k) => { st.blk[li][h] = codes.subarray(k * nn, (k + 1) * nn); });
       });
     /* a failed request is asked again the next time */
@@ -319,8 +324,11 @@ const Data = (() => {
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
   const windowBoth = !!meta.config.sliding_window_bidirectional;
   return {
-    meta, L, H, live,
-    layers: meta.layers, heads: meta.heads,
+    meta, H, live,
+    /* the current stack's layers (a self-attention page's: meta.layers) */
+    get L() { return cur.L; },
+    get layers() { return cur.layers; },
+    heads: meta.heads,
     /* the stacks, whether this is an encoder-decoder page, the current stack */
     stacks, stacked, sides,
     get stack() { return cur; },

@@ -263,11 +263,16 @@ VIEWS.forEach(v => {
 });
 
 const layerSel = $('layer-select');
-Data.layers.forEach((l, i) => {
-  const o = Draw.el('option', null, 'Layer ' + l);
-  o.value = String(i);
-  layerSel.appendChild(o);
-});
+/* the current stack's layers (an encoder-decoder's decoder may have fewer or more than its encoder) */
+function fillLayers() {
+  layerSel.textContent = '';
+  Data.layers.forEach((l, i) => {
+    const o = Draw.el('option', null, 'Layer ' + l);
+    o.value = String(i);
+    layerSel.appendChild(o);
+  });
+}
+fillLayers();
 layerSel.addEventListener('change', () => { S.layer = +layerSel.value; render(); });
 $('layer-prev').addEventListener('click', () => stepLayer(-1));
 $('layer-next').addEventListener('click', () => stepLayer(1));
@@ -308,7 +313,14 @@ function setStack(k) {
   if (!(k >= 0 && k < Data.stacks.length)) return Promise.resolve();
   if (k === S.stack) return render();
   S.stack = k;
+  const was = Data.layers[S.layer], same = Data.layers;
   Data.setStack(k);
+  if (Data.layers !== same) {
+    /* stacks of different depths: the same layer where the new stack has it, else its last */
+    const i = Data.layers.indexOf(was);
+    S.layer = i >= 0 ? i : Math.min(S.layer, Data.L - 1);
+    fillLayers();
+  }
   S.pin = -1;
   /* rollout multiplies a square stack through its layers: not cross attention */
   if (S.mode === 'rollout' && !Data.stack.square) S.mode = 'mean';
@@ -554,7 +566,7 @@ function finish(gen) {
 async function loadRest() {
   const order = [Data.stack].concat(Data.stacks.filter(st => st !== Data.stack));
   for (const st of order) {
-    for (let li = 0; li < Data.L; li++) {
+    for (let li = 0; li < st.L; li++) {
       await Data.attention(li, st);
       await new Promise(r => setTimeout(r, 0));
     }

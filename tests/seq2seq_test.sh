@@ -21,18 +21,21 @@ check_doc() {
 import json, sys
 d, start, eos = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 et, dt, c = d["encoder_tokens"], d["decoder_tokens"], d["config"]
-L, H, ne, nd = c["layers"], c["heads"], len(et), len(dt)
-assert c["encoder_decoder"] is True and c["decoder_layers"] == L, c
+L, Ld, H, ne, nd = c["layers"], c["decoder_layers"], c["heads"], len(et), len(dt)
+assert c["encoder_decoder"] is True, c
+depth = {"encoder": L, "decoder": Ld, "cross": Ld}
+# unequal depths (small-distilbart, small-t5-deepdec): each stack names its layers; equal: none do
+assert all(d.get(k + "_layers") == (list(range(depth[k])) if L != Ld else None) for k in depth), d.keys()
 assert dt[0] == start, dt
 assert et[-1] == eos, et
 for name, rows, cols in (("encoder", ne, ne), ("decoder", nd, nd), ("cross", nd, ne)):
     A = d[name + "_attention"]
-    assert len(A) == L and all(len(a) == H and len(h) == rows and all(len(r) == cols for r in h) for a in A for h in a), name
+    assert len(A) == depth[name] and all(len(a) == H and len(h) == rows and all(len(r) == cols for r in h) for a in A for h in a), name
     assert all(abs(sum(r) - 1) < 1e-5 for a in A for h in a for r in h), name + " rows sum to 1"
     assert all(v >= 0 for a in A for h in a for r in h for v in r), name
 D = d["decoder_attention"]
-assert all(D[l][h][i][j] == 0 for l in range(L) for h in range(H) for i in range(nd) for j in range(i + 1, nd)), "causal"
-assert any(D[l][h][i][j] > 0 for l in range(L) for h in range(H) for i in range(nd) for j in range(i + 1)), "not all zero"
+assert all(D[l][h][i][j] == 0 for l in range(Ld) for h in range(H) for i in range(nd) for j in range(i + 1, nd)), "causal"
+assert any(D[l][h][i][j] > 0 for l in range(Ld) for h in range(H) for i in range(nd) for j in range(i + 1)), "not all zero"
 PY
 }
 
@@ -60,7 +63,8 @@ for name, path in (("encoder", pre + ".npy"), ("decoder", pre + ".decoder.npy"),
 PY
 }
 
-for fam in "bart </s> </s>" "marian <pad> </s>" "t5 <pad> </s>"; do
+# small-distilbart (3 encoder, 2 decoder layers) and small-t5-deepdec (2, 3): each stack its own layers
+for fam in "bart </s> </s>" "marian <pad> </s>" "t5 <pad> </s>" "distilbart </s> </s>" "t5-deepdec <pad> </s>"; do
     read -r name start eos <<<"$fam"
     M=tests/data/small-$name
     if "$BIN" --model "$M" --quiet --json "$T/$name.json" --npy "$T/$name.npy" --html "$T/$name.html" "$SRC" \
@@ -407,6 +411,68 @@ assert d['tokens'] == enc['encoder_tokens'], (d['tokens'], enc['encoder_tokens']
         fail "seq2seq_$name: --tokens-only" "$out $(cat "$T/perr")"
     fi
 done
+# unequal depths, --layers: each stack keeps the selected layers it has (small-distilbart: encoder 0-2, decoder
+# and cross 0-1), the full run's numbers; a selection that leaves a stack none is refused in one line (exit 2)
+M=tests/data/small-distilbart
+if "$BIN" --model "$M" --quiet --json "$T/ud.json" --npy "$T/ud.npy" --html "$T/ud.html" --layers 1-2 "$SRC" \
+    --decoder-text "$TGT" 2>"$T/err" &&
+    "$PY" - "$T/ud.json" "$T/distilbart.json" "$T/ud" "$T/ud.html" <<'PY' 2>"$T/perr"; then
+import json, re, struct, sys
+a, full, pre, page = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], open(sys.argv[4]).read()
+own = {"encoder": [1, 2], "decoder": [1], "cross": [1]}
+assert a["layers"] == [1, 2], a["layers"]
+for k, ls in own.items():
+    assert a[k + "_layers"] == ls, (k, a[k + "_layers"])
+    assert a[k + "_attention"] == [full[k + "_attention"][l] for l in ls], k
+for k, path in (("encoder", pre + ".npy"), ("decoder", pre + ".decoder.npy"), ("cross", pre + ".cross.npy")):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    shape = tuple(int(x) for x in b[10:10 + n].decode().split("(")[1].split(")")[0].split(",") if x.strip())
+    assert shape[0] == len(own[k]) and shape[1:] == (len(a[k + "_attention"][0]), len(a[k + "_attention"][0][0]),
+                                                   len(a[k + "_attention"][0][0][0])), (k, shape)
+chunks = re.findall(r'id="av-(encoder|decoder|cross)-(\d+)"', page)
+assert sorted(chunks) == sorted([("encoder", "0"), ("encoder", "1"), ("decoder", "0"), ("cross", "0")]), chunks
+meta = json.loads(re.search(r'<script type="application/json" id="av-meta">(.*?)</script>', page, re.S).group(1))
+assert [st.get("layers") for st in meta["stacks"]] == [[1, 2], [1], [1]], meta["stacks"]
+PY
+    pass "seq2seq_unequal: --layers 1-2 on 3 encoder and 2 decoder layers: the encoder keeps 1-2, decoder and cross 1 (JSON *_layers, .npy shapes, page chunks and meta; the full run's numbers)"
+else
+    fail "seq2seq_unequal: --layers" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+fi
+"$BIN" --model "$M" --quiet --json "$T/ud2.json" --layers 2 "$SRC" --decoder-text "$TGT" 2>"$T/err"
+rc=$?
+if [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "none of the decoder's 2 layers (0-1) is selected" "$T/err" &&
+    [ ! -e "$T/ud2.json" ]; then
+    pass "seq2seq_unequal: --layers 2 leaves the 2-layer decoder none: one line, exit 2"
+else
+    fail "seq2seq_unequal: --layers 2" "exit $rc: $(cat "$T/err")"
+fi
+"$BIN" --model "$M" --quiet --json "$T/ud3.json" --layer 3 "$SRC" --decoder-text "$TGT" 2>"$T/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "layer 3 is out of range: the model has 3 layers" "$T/err"; then
+    pass "seq2seq_unequal: --layer 3 past the deeper stack: one line, exit 2"
+else
+    fail "seq2seq_unequal: --layer 3" "exit $rc: $(cat "$T/err")"
+fi
+# --stats' and heads' tables: a section per stack, the decoder's and cross attention's over their 2 layers
+if "$BIN" --model "$M" --quiet --stats "$SRC" --decoder-text "$TGT" >"$T/ud.stats.txt" 2>"$T/err" &&
+    "$BIN" heads --model "$M" --quiet "$SRC" "$TGT" >"$T/ud.heads.txt" 2>>"$T/err" &&
+    "$PY" - "$T/ud.stats.txt" "$T/ud.heads.txt" <<'PY' 2>"$T/perr"; then
+import sys
+for f in sys.argv[1:]:
+    secs, cur = {}, None
+    for line in open(f):
+        if line.startswith("# ") and len(line.split()) == 3 and line.split()[2] == "attention":
+            cur = line.split()[1]; secs[cur] = set(); continue
+        w = line.split()
+        if cur and len(w) > 2 and w[0].isdigit() and w[1].isdigit():
+            secs[cur].add(int(w[0]))
+    assert secs == {"encoder": {0, 1, 2}, "decoder": {0, 1}, "cross": {0, 1}}, (f, secs)
+PY
+    pass "seq2seq_unequal: --stats and heads tables: encoder layers 0-2, decoder and cross 0-1"
+else
+    fail "seq2seq_unequal: --stats/heads" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+fi
 # attnviz serve on the same fixtures: each stack's codes against the CLI's JSON, the page byte for byte,
 # bad requests (tests/serve_check.py seq2seq)
 "$PY" tests/serve_check.py "$BIN" seq2seq

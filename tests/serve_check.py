@@ -796,13 +796,16 @@ def page_meta(html):
 
 def seq2seq_check():
     src, tgt = "The cat sat on the mat.", "A cat sat."
-    for name in ("bart", "marian", "t5"):
+    # small-distilbart: 3 encoder, 2 decoder layers; small-t5-deepdec: 2 and 3 (each stack its own layers)
+    for name in ("bart", "marian", "t5", "distilbart", "t5-deepdec"):
         M = f"tests/data/small-{name}"
         ref = cli_json("--model", M, "--precision", "9", src, "--decoder-text", tgt)
         with tempfile.TemporaryDirectory() as d:
             subprocess.run([BIN, "--quiet", "--model", M, "--html", f"{d}/cli.html", src, "--decoder-text", tgt], check=True)
             cli_page = open(f"{d}/cli.html", "rb").read()
         L, H = ref["config"]["layers"], ref["config"]["heads"]
+        Ld = ref["config"]["decoder_layers"]
+        depth = {"encoder": L, "decoder": Ld, "cross": Ld}
         et, dt = ref["encoder_tokens"], ref["decoder_tokens"]
         sv = Server("--model", M)
         try:
@@ -826,7 +829,7 @@ def seq2seq_check():
             for stack, rows, cols in (("encoder", len(et), len(et)), ("decoder", len(dt), len(dt)), ("cross", len(dt), len(et))):
                 A = ref[stack + "_attention"]
                 wrong, shapes = 0, True
-                for l in range(L):
+                for l in range(depth[stack]):
                     st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={l}&stack={stack}")
                     shapes = shapes and st == 200 and hd.get("X-Attnviz-Shape") == f"{H},{rows},{cols}"
                     if not shapes:
@@ -836,19 +839,37 @@ def seq2seq_check():
                                  for hh in range(H) for i in range(rows) for j in range(cols))
                 expect(f"serve seq2seq {name}: /api/attention?stack={stack} is the CLI's {stack} attention, every code "
                        f"(round(a*1e4) of the JSON's floats)", shapes and wrong == 0, f"shape ok {shapes}, {wrong} codes differ")
-            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={L - 1}&stack=cross&heads={H - 1},0")
+            st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={Ld - 1}&stack=cross&heads={H - 1},0")
             codes = planes_u16(z, 2 * len(dt) * len(et)) if st == 200 else []
-            want = [float_code(ref["cross_attention"][L - 1][hh][i][j]) for hh in (H - 1, 0)
+            want = [float_code(ref["cross_attention"][Ld - 1][hh][i][j]) for hh in (H - 1, 0)
                     for i in range(len(dt)) for j in range(len(et))]
             expect(f"serve seq2seq {name}: heads={H - 1},0 of a stack gives those heads in that order",
                    st == 200 and codes == want, f"{st}")
             st, hd, page = sv.req("GET", f"/api/page?run={run}")
             expect(f"serve seq2seq {name}: /api/page is the page the CLI writes, byte for byte",
                    st == 200 and page == cli_page, f"status {st}, {len(page)} vs {len(cli_page)} bytes")
-            st, hd, page = sv.req("GET", f"/api/page?run={run}&layers={L - 1}")
-            expect(f"serve seq2seq {name}: /api/page?layers={L - 1} holds that layer of the three stacks only",
+            Lmin = min(L, Ld)
+            st, hd, page = sv.req("GET", f"/api/page?run={run}&layers={Lmin - 1}")
+            expect(f"serve seq2seq {name}: /api/page?layers={Lmin - 1} holds that layer of the three stacks only",
                    st == 200 and all(f'id="av-{k}-0"'.encode() in page and f'id="av-{k}-1"'.encode() not in page
                                      for k in ("encoder", "decoder", "cross")), f"status {st}")
+            if L != Ld:
+                # layers=0-(deeper - 1): each stack keeps the layers it has, as the CLI's --layers
+                lay = f"0-{max(L, Ld) - 1}"
+                with tempfile.TemporaryDirectory() as d:
+                    subprocess.run([BIN, "--quiet", "--model", M, "--html", f"{d}/l.html", "--layers", lay, src,
+                                    "--decoder-text", tgt], check=True)
+                    cli_l = open(f"{d}/l.html", "rb").read()
+                st, hd, page = sv.req("GET", f"/api/page?run={run}&layers={lay}")
+                pm = page_meta(page) if st == 200 else None
+                expect(f"serve seq2seq {name}: /api/page?layers={lay} is the CLI's --layers {lay} page, byte for byte, "
+                       f"each stack its own layers",
+                       st == 200 and page == cli_l and [s_.get("layers") for s_ in pm["stacks"]]
+                       == [list(range(L)), list(range(Ld)), list(range(Ld))], f"status {st}, {len(page)} vs {len(cli_l)}")
+                st, _, data = sv.req("GET", f"/api/page?run={run}&layers={max(L, Ld) - 1}")
+                shallow = "decoder" if L > Ld else "encoder"
+                expect(f"serve seq2seq {name}: /api/page?layers={max(L, Ld) - 1} leaves the {shallow} no layer -> 400 saying so",
+                       st == 400 and f"none of the {shallow}".encode() in data, f"{st} {data[:200]}")
             st, _, data = sv.req("POST", "/api/run", body, {"Content-Type": "application/json"})
             again = json.loads(data) if st == 200 else {}
             expect(f"serve seq2seq {name}: the same source and decoder text again is the same run, from the cache",
@@ -871,7 +892,8 @@ def seq2seq_check():
                  json.dumps({"text": src, "decoder_text": tgt, "predict": 3}))
             case("attention without stack", 400, "GET", f"/api/attention?run={run}&layer=0")
             case("an unknown stack", 400, "GET", f"/api/attention?run={run}&layer=0&stack=self")
-            case("a stack's layer out of range", 400, "GET", f"/api/attention?run={run}&layer={L}&stack=cross")
+            case("a stack's layer out of range", 400, "GET", f"/api/attention?run={run}&layer={Ld}&stack=cross")
+            case("the encoder's layer out of range", 400, "GET", f"/api/attention?run={run}&layer={L}&stack=encoder")
             case("a stack's head out of range", 400, "GET", f"/api/attention?run={run}&layer=0&stack=cross&heads={H}")
             case("measure=norm on a stack", 400, "GET", f"/api/attention?run={run}&layer=0&stack=encoder&measure=norm")
             for path in ("thumbs", "qk", "row", "tile", "headstats"):
@@ -887,7 +909,7 @@ def seq2seq_check():
             res = json.loads(data) if st == 200 else {}
             # (T5's relative positions take the whole text: no warning on either side)
             expect(f"serve seq2seq {name}: a long decoder text is cut where the CLI cuts it, with its warnings word for word",
-                   st == 200 and (said or name == "t5") and res.get("warnings") == said and res.get("n_decoder") == n_dec,
+                   st == 200 and (said or name.startswith("t5")) and res.get("warnings") == said and res.get("n_decoder") == n_dec,
                    f"{st} {res.get('warnings')} {res.get('n_decoder')} vs {said} {n_dec}")
             # generate=N: the decoder's tokens decoded from its start token, as the CLI's --generate N
             gref = cli_json("--model", M, "--precision", "9", src, "--generate", "5")
@@ -902,7 +924,7 @@ def seq2seq_check():
                    and gres.get("meta") == page_meta(gen_page), f"{st} {str(gres)[:300]}")
             grun = gres.get("run", "r1")
             wrong, shape_ok = 0, True
-            for l in range(L):
+            for l in range(Ld):
                 st, hd, z = sv.req("GET", f"/api/attention?run={grun}&layer={l}&stack=cross")
                 shape_ok = shape_ok and st == 200 and hd.get("X-Attnviz-Shape") == f"{H},{len(gdt)},{len(et)}"
                 if not shape_ok:

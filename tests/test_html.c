@@ -559,7 +559,8 @@ START_TEST(test_encoder_decoder_stacks) {
                     sum += r[j] = k == 1 && j > i ? 0.0f : (float)((7 * (b / H) + 3 * (b % H) + 5 * i + 2 * j + k) % 9 + 1);
                 for (int j = 0; j < cols[k]; j++) r[j] = (float)(r[j] / sum);
             }
-    CapStack st[3] = {{"encoder", ea, NE, NE, 0, 0, 0}, {"decoder", da, ND, ND, 1, 1, 1}, {"cross", xa, ND, NE, 1, 0, 0}};
+    CapStack st[3] = {{"encoder", ea, NE, NE, 0, 0, 0, NULL, 0}, {"decoder", da, ND, ND, 1, 1, 1, NULL, 0},
+                      {"cross", xa, ND, NE, 1, 0, 0, NULL, 0}};
     static const int layers[L] = {1, 4}, heads[2] = {2, 0};
     OutDoc d = {.model_name = "t5-ish", .cfg = &cfg, .dtype = "F32", .text_a = "", .enc = &ee, .dec_enc = &de,
                 .stacks = st, .n_stacks = 3, .layers = layers, .n_sel_layers = L, .heads = heads, .n_sel_heads = 2,
@@ -618,6 +619,39 @@ START_TEST(test_encoder_decoder_stacks) {
     m = meta_of(s);
     ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "sides"), "encoder"));
     ck_assert_ptr_nonnull(strstr(s, "id=\"av-decoder-1\""));
+    cJSON_Delete(m);
+    free(s);
+
+    /* a decoder shallower than its encoder: the decoder's and cross attention's stacks hold their own
+     * layer (4 of a 1-layer selection), the encoder the document's two; chunks go stack by stack, as many
+     * as each has, and the meta names a stack's layers only when it has its own */
+    static const int dec_layers[1] = {4};
+    CapStack ust[3];
+    memcpy(ust, st, sizeof ust);
+    ust[1].layers = ust[2].layers = dec_layers, ust[1].n_layers = ust[2].n_layers = 1;
+    OutDoc du = d;
+    du.stacks = ust;
+    s = page_ok(&du, NULL);
+    ck_assert_ptr_nonnull(strstr(s, "id=\"av-encoder-1\""));
+    ck_assert_ptr_null(strstr(s, "id=\"av-decoder-1\""));
+    ck_assert_ptr_null(strstr(s, "id=\"av-cross-1\""));
+    {
+        size_t nn = (size_t)ND * NE, cnt = 2 * nn, rl;
+        unsigned char *raw = chunk(s, "av-cross-0", cnt * 2, &rl);
+        for (int hj = 0; hj < 2; hj++)
+            for (size_t i = 0; i < nn; i++) /* the stack's first block: its layer 4 */
+                ck_assert_uint_eq(code16(raw, cnt, (size_t)hj * nn + i),
+                                  (unsigned)floor(xa[(size_t)heads[hj] * nn + i] * 10000.0 + 0.5));
+        free(raw);
+    }
+    m = meta_of(s);
+    sts = cJSON_GetObjectItem(m, "stacks");
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(sts, 0), "layers"));
+    for (int k = 1; k < 3; k++) {
+        cJSON *ls = cJSON_GetObjectItem(cJSON_GetArrayItem(sts, k), "layers");
+        ck_assert_int_eq(cJSON_GetArraySize(ls), 1);
+        ck_assert_int_eq(cJSON_GetArrayItem(ls, 0)->valueint, 4);
+    }
     cJSON_Delete(m);
     free(s);
 

@@ -388,19 +388,26 @@ int diff_write_s2s_json(FILE *f, const DiffS2s *d, AvErr *e) {
     fputs(",\"stacks\":{", f);
     for (int k = 0; k < 3; k++) {
         const DiffStack *st = &d->stacks[k];
-        fprintf(f, "%s\"%s\":{\"per_head\":", k ? "," : "", st->name);
-        put_grid(f, st->jsd, NULL, nl, nh);
+        fprintf(f, "%s\"%s\":{", k ? "," : "", st->name);
+        const int snl = st->n_layers ? st->n_layers : d->n_layers;
+        if (st->n_layers) { /* unequal depths: the stack's own layers (the top-level "layers" are the encoder's) */
+            fputs("\"layers\":", f);
+            put_ints(f, st->layers, st->n_layers);
+            fputc(',', f);
+        }
+        fputs("\"per_head\":", f);
+        put_grid(f, st->jsd, NULL, snl, nh);
         fputs(",\"per_layer\":[", f);
-        for (int li = 0; li < nl; li++) {
+        for (int li = 0; li < snl; li++) {
             if (li) fputc(',', f);
             put_double(f, grid_layer_mean(st->jsd, li, nh));
         }
         fputs("],\"sink\":{\"a\":", f);
-        put_grid(f, st->sink_a, NULL, nl, nh);
+        put_grid(f, st->sink_a, NULL, snl, nh);
         fputs(",\"b\":", f);
-        put_grid(f, st->sink_b, NULL, nl, nh);
+        put_grid(f, st->sink_b, NULL, snl, nh);
         fputs(",\"change\":", f);
-        put_grid(f, st->sink_a, st->sink_b, nl, nh);
+        put_grid(f, st->sink_a, st->sink_b, snl, nh);
         fputs("}}", f);
     }
     fputs("}}\n", f);
@@ -408,7 +415,12 @@ int diff_write_s2s_json(FILE *f, const DiffS2s *d, AvErr *e) {
 }
 
 int diff_write_s2s_table(FILE *f, const DiffS2s *d, int top, AvErr *e) {
-    const int nl = d->n_layers, nh = d->n_heads, n = nl * nh;
+    const int nh = d->n_heads;
+    int most = 0; /* heads of the largest stack */
+    for (int k = 0; k < 3; k++) {
+        const int nk = (d->stacks[k].n_layers ? d->stacks[k].n_layers : d->n_layers) * nh;
+        if (nk > most) most = nk;
+    }
     if (d->two_models)
         fprintf(f, "attnviz diff: one source (%d tokens) and decoder text (%d tokens) on %s (A) and %s (B)\n",
                 d->src->n_a, d->dec->n_a, d->model_a, d->model_b);
@@ -416,11 +428,13 @@ int diff_write_s2s_table(FILE *f, const DiffS2s *d, int top, AvErr *e) {
         fprintf(f, "attnviz diff: two sources on %s: A %d tokens, B %d tokens, %d aligned; decoder text %d tokens\n",
                 d->model_a, d->src->n_a, d->src->n_b, d->src->n_pairs, d->dec->n_a);
     fputs("Jensen-Shannon divergence of attention rows, bits (0 = same, 1 = disjoint), mean over aligned query rows\n", f);
-    int *ord = malloc(sizeof *ord * (size_t)(n ? n : 1));
+    int *ord = malloc(sizeof *ord * (size_t)(most ? most : 1));
     if (!ord) return av_err(e, "diff: out of memory");
-    if (top > n || top <= 0) top = n;
     for (int k = 0; k < 3; k++) {
         const DiffStack *st = &d->stacks[k];
+        const int nl = st->n_layers ? st->n_layers : d->n_layers, n = nl * nh;
+        const int *layers = st->n_layers ? st->layers : d->layers;
+        const int rows = top > n || top <= 0 ? n : top;
         for (int i = 0; i < n; i++) ord[i] = i;
         for (int i = 1; i < n; i++) /* insertion sort: stable, largest first */
             for (int j = i; j > 0 && st->jsd[ord[j - 1]] < st->jsd[ord[j]]; j--) {
@@ -429,11 +443,11 @@ int diff_write_s2s_table(FILE *f, const DiffS2s *d, int top, AvErr *e) {
             }
         fprintf(f, "\n# %s attention\n%4s %6s %5s %10s %8s %8s\n", st->name, "rank", "layer", "head", "jsd", "sink A",
                 "sink B");
-        for (int r = 0; r < top; r++)
-            fprintf(f, "%4d %6d %5d %10.6f %8.4f %8.4f\n", r + 1, d->layers[ord[r] / nh], ord[r] % nh, st->jsd[ord[r]],
+        for (int r = 0; r < rows; r++)
+            fprintf(f, "%4d %6d %5d %10.6f %8.4f %8.4f\n", r + 1, layers[ord[r] / nh], ord[r] % nh, st->jsd[ord[r]],
                     st->sink_a[ord[r]], st->sink_b[ord[r]]);
         fputs("per layer (mean over heads):", f);
-        for (int li = 0; li < nl; li++) fprintf(f, "  L%d %.6f", d->layers[li], grid_layer_mean(st->jsd, li, nh));
+        for (int li = 0; li < nl; li++) fprintf(f, "  L%d %.6f", layers[li], grid_layer_mean(st->jsd, li, nh));
         fputc('\n', f);
     }
     free(ord);

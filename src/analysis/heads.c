@@ -349,14 +349,14 @@ int heads_add_stack(HeadScores *hs, const OutDoc *d, const CapStack *st, const T
     if (!sep) return av_err(e, "out of memory");
     for (int j = 0; j < n; j++) sep[j] = xf_special_role(cols, j) == XF_SEP;
     int rc = 0;
-    for (int li = 0; li < out_n_layers(d) && rc == 0; li++)
+    for (int li = 0; li < out_stack_n_layers(d, st) && rc == 0; li++)
         for (int h = 0; h < H && rc == 0; h++) {
             const float *A = st->attn + ((size_t)li * H + h) * st->n_rows * st->n_cols;
             for (int k = 0; k < HS_N && rc == 0; k++) {
                 if (!hs->want[k] || k == HS_INDUCTION) continue; /* random sequences need a stack of their own */
                 double v = square ? heads_score_matrix(hs, k, A, n, cols->ids, sep)
                                   : cross_score(hs, k, A, st->n_rows, n, rows->ids, cols->ids, sep);
-                if (!isnan(v)) rc = stats_put(&hs->acc, out_layer(d, li), h, hs->col[k], v, e);
+                if (!isnan(v)) rc = stats_put(&hs->acc, out_stack_layer(d, st, li), h, hs->col[k], v, e);
             }
         }
     free(sep);

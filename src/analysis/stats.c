@@ -132,13 +132,13 @@ int stats_add_stack(HeadStats *s, const OutDoc *d, const CapStack *st, const Tok
     unsigned char kind[cols->n > 0 ? cols->n : 1];
     for (int j = 0; j < cols->n; j++) kind[j] = (unsigned char)xf_special_role(cols, j);
     const int H = d->cfg->num_heads, diag = st->rows_decoder == st->cols_decoder;
-    for (int li = 0; li < out_n_layers(d); li++)
+    for (int li = 0; li < out_stack_n_layers(d, st); li++)
         for (int h = 0; h < H; h++) {
             double acc[ST_N] = {0};
             long rows[ST_N] = {0};
             score_matrix(st->attn + ((size_t)li * H + h) * st->n_rows * st->n_cols, st->n_rows, st->n_cols, kind, diag,
                          acc, rows);
-            if (put_means(s, out_layer(d, li), h, acc, rows, e) != 0) return -1;
+            if (put_means(s, out_stack_layer(d, st, li), h, acc, rows, e) != 0) return -1;
         }
     s->inputs++;
     return 0;

@@ -1084,7 +1084,9 @@ int cli_run(const CliOptions *o, AvErr *e) {
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
     }
     int rc = -1;
-    if (sel_check(&o->run.sel, c->num_layers, c->num_heads, "model", e) != 0) goto out;
+    /* an encoder-decoder's layers: its deeper stack's (run_seq2seq.c keeps each stack's layers in range) */
+    const int sel_layers = c->enc_dec && c->dec_layers > c->num_layers ? c->dec_layers : c->num_layers;
+    if (sel_check(&o->run.sel, sel_layers, c->num_heads, "model", e) != 0) goto out;
     if (o->run.decoder_text && !c->enc_dec) {
         av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
                      dir, c->causal ? "causal" : "masked", c->model_type);

@@ -66,10 +66,8 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
     DiffAlign as = {0}, ad = {0};
     int *da = NULL, *db = NULL, na = 0, nb = 0, rc = -1;
     double *grids = NULL;
-    if (ra->cfg.num_layers != ra->cfg.dec_layers) {
-        av_err(e, "%s: %d encoder and %d decoder layers (not supported)", ra->dir, ra->cfg.num_layers, ra->cfg.dec_layers);
-        goto done;
-    }
+    /* unequal depths: the encoder's and the decoder's (and cross attention's) layers apart */
+    if (run_s2s_stack_layers(ra, ra->s2s_layers, ra->s2s_n_layers, e) != 0) goto done;
     if (run_seq2seq_capture(ra, ta, o->decoder_text, &sa, &da, &na, &ca, e) ||
         run_seq2seq_capture(rB, tb, o->decoder_text, &sb, &db, &nb, &cb, e))
         goto done;
@@ -85,8 +83,12 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
         goto done;
     }
     const int nl = o->sel.layers ? o->sel.n_layers : ra->cfg.num_layers, H = ra->cfg.num_heads;
+    const int unequal = ra->s2s_n_layers[0] > 0;
+    /* each side's layers: the encoder's (0) and the decoder's (1); equal depths: the selection's for both */
+    const int n_side[2] = {unequal ? ra->s2s_n_layers[0] : nl, unequal ? ra->s2s_n_layers[1] : nl};
+    const int most = n_side[0] > n_side[1] ? n_side[0] : n_side[1];
     int *layers = malloc(sizeof *layers * (size_t)nl);
-    const size_t g = (size_t)nl * H;
+    const size_t g = (size_t)most * H;
     grids = malloc(sizeof *grids * g * 9);
     if (!layers || !grids) {
         free(layers);
@@ -94,18 +96,24 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
         goto done;
     }
     for (int li = 0; li < nl; li++) layers[li] = o->sel.layers ? o->sel.layers[li] : li;
-    DiffS2s d = {rb != NULL, ra->name, rB->name, ta, tb, o->decoder_text, &as, &ad, layers, nl, H, {{0}}};
+    const int *side[2] = {unequal ? ra->s2s_layers[0] : layers, unequal ? ra->s2s_layers[1] : layers};
+    DiffS2s d = {rb != NULL, ra->name, rB->name, ta, tb, o->decoder_text, &as, &ad, side[0], n_side[0], H, {{0}}};
     for (int k = 0; k < 3; k++)
-        d.stacks[k] = (DiffStack){RUN_S2S_STACKS[k], grids + g * 3 * k, grids + g * (3 * k + 1), grids + g * (3 * k + 2)};
-    for (int li = 0; li < nl; li++)
+        d.stacks[k] = (DiffStack){RUN_S2S_STACKS[k], grids + g * 3 * k, grids + g * (3 * k + 1), grids + g * (3 * k + 2),
+                                  unequal ? side[k ? 1 : 0] : NULL, unequal ? n_side[k ? 1 : 0] : 0};
+    for (int li = 0; li < n_side[0]; li++)
         for (int h = 0; h < H; h++) {
-            const size_t at = (size_t)li * H + h, la = (size_t)layers[li] * H + h;
+            const size_t at = (size_t)li * H + h, la = (size_t)side[0][li] * H + h;
             const float *ea = ca.enc_attn + la * sa.n * sa.n, *eb = cb.enc_attn + la * sb.n * sb.n;
+            grids[at] = diff_head_jsd(ea, eb, &as), grids[g + at] = diff_sink_mass(ea, sa.n),
+            grids[2 * g + at] = diff_sink_mass(eb, sb.n);
+        }
+    for (int li = 0; li < n_side[1]; li++)
+        for (int h = 0; h < H; h++) {
+            const size_t at = (size_t)li * H + h, la = (size_t)side[1][li] * H + h;
             const float *xa = ca.dec_attn + la * na * na, *xb = cb.dec_attn + la * nb * nb;
             const float *ca_ = ca.cross_attn + la * na * sa.n, *cb_ = cb.cross_attn + la * nb * sb.n;
-            double *v = grids;
-            v[at] = diff_head_jsd(ea, eb, &as), v[g + at] = diff_sink_mass(ea, sa.n), v[2 * g + at] = diff_sink_mass(eb, sb.n);
-            v += 3 * g;
+            double *v = grids + 3 * g;
             v[at] = diff_head_jsd(xa, xb, &ad), v[g + at] = diff_sink_mass(xa, na), v[2 * g + at] = diff_sink_mass(xb, nb);
             v += 3 * g;
             v[at] = diff_cross_jsd(ca_, cb_, &ad, &as), v[g + at] = diff_cross_sink(ca_, na, sa.n),
@@ -170,14 +178,17 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
                          dir, rb->cfg.enc_dec ? "one" : "not");
             goto done;
         }
-        if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads) {
+        if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads ||
+            (ra->cfg.enc_dec && ra->cfg.dec_layers != rb->cfg.dec_layers)) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
                    ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
             goto done;
         }
     }
     Run *rB = rb ? rb : ra;
-    if (sel_check(&o->sel, ra->cfg.num_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
+    /* an encoder-decoder's layers: its deeper stack's (diff_s2s keeps each stack's in range) */
+    const int sel_layers = ra->cfg.enc_dec && ra->cfg.dec_layers > ra->cfg.num_layers ? ra->cfg.dec_layers : ra->cfg.num_layers;
+    if (sel_check(&o->sel, sel_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
     if (ra->cfg.enc_dec) {
         rc = diff_s2s(ra, rb, ds, o, e);
         goto done;

@@ -30,7 +30,7 @@ int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
         for (int k = 0; k < 3; k++)
             if (src[k]->present)
                 stacks[n_stacks++] = (CapStack){names[k], k == 2 ? src[k]->cross : src[k]->cap.attn, src[k]->n_rows,
-                                                src[k]->n_cols, k >= 1, k == 1, k == 1};
+                                                src[k]->n_cols, k >= 1, k == 1, k == 1, NULL, 0};
     }
     if (o->sel.layer >= 0 && !in_ints(o->sel.layer, rd.layers, rd.n_layers)) {
         av_err_usage(e, "--layer %d is not among the given layers (%d of them, up to %d)", o->sel.layer, rd.n_layers,

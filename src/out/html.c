@@ -402,9 +402,15 @@ static void write_stacks_meta(FILE *f, const OutDoc *d) {
     fputs("},\"stacks\":[", f);
     for (int k = 0; k < d->n_stacks; k++) {
         const CapStack *st = &d->stacks[k];
-        fprintf(f, "%s{\"name\":\"%s\",\"rows\":\"%s\",\"cols\":\"%s\",\"n_rows\":%d,\"n_cols\":%d,\"causal\":%s}",
+        fprintf(f, "%s{\"name\":\"%s\",\"rows\":\"%s\",\"cols\":\"%s\",\"n_rows\":%d,\"n_cols\":%d,\"causal\":%s",
                 k ? "," : "", st->name, st->rows_decoder ? "decoder" : "encoder", st->cols_decoder ? "decoder" : "encoder",
                 st->n_rows, st->n_cols, st->causal ? "true" : "false");
+        if (st->n_layers) { /* unequal depths: the stack's own layers (meta.layers are the document's) */
+            fputs(",\"layers\":[", f);
+            for (int i = 0; i < st->n_layers; i++) fprintf(f, "%s%d", i ? "," : "", st->layers[i]);
+            fputc(']', f);
+        }
+        fputc('}', f);
     }
     fputc(']', f);
 }
@@ -507,6 +513,21 @@ static int norm_job(const OutDoc *d, int job) {
     return d->cap && !d->diff && d->cap->nattn && job >= out_n_layers(d);
 }
 
+/* A stacks document's attention chunk `job`: its stack (*k) and index into that stack's layers
+ * (stack by stack; stacks of unequal depth hold as many chunks as they have layers). */
+static int stack_job(const OutDoc *d, int job, int *k) {
+    for (*k = 0; *k < d->n_stacks - 1 && job >= out_stack_n_layers(d, &d->stacks[*k]); ++*k)
+        job -= out_stack_n_layers(d, &d->stacks[*k]);
+    return job;
+}
+
+/* The first chunk of stack k. */
+static int stack_first_job(const OutDoc *d, int k) {
+    int job = 0;
+    for (int j = 0; j < k; j++) job += out_stack_n_layers(d, &d->stacks[j]);
+    return job;
+}
+
 static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, size_t *cols) {
     int nl = out_n_layers(d);
     if (d->cap) {
@@ -516,9 +537,10 @@ static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, si
         if (norm_job(d, job)) return cap_nattn(c, out_layer(d, job % nl), out_head(d, hj));
         return cap_attn(c, out_layer(d, job % nl), out_head(d, hj));
     }
-    const CapStack *st = &d->stacks[job / nl];
+    int k, li = stack_job(d, job, &k);
+    const CapStack *st = &d->stacks[k];
     *rows = (size_t)st->n_rows, *cols = (size_t)st->n_cols;
-    return st->attn + ((size_t)(job % nl) * d->cfg->num_heads + (size_t)out_head(d, hj)) * *rows * *cols;
+    return st->attn + ((size_t)li * d->cfg->num_heads + (size_t)out_head(d, hj)) * *rows * *cols;
 }
 
 /* One attention block's nn weights as codes round(a * 1e4): low bytes to plo, high bytes to phi. */
@@ -693,10 +715,10 @@ static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
     const int groups = d->cap ? (d->diff || d->cap->nattn ? 2 : 1) : d->n_stacks;
-    en->n_att = en->nl * groups;
+    en->n_att = d->cap ? en->nl * groups : stack_first_job(d, d->n_stacks);
     for (int k = 0; k < groups; k++) {
         size_t r, c;
-        att_block(d, k * en->nl, 0, &r, &c);
+        att_block(d, d->cap ? k * en->nl : stack_first_job(d, k), 0, &r, &c);
         if (r * c * 2 * (size_t)en->nh > en->att_raw) en->att_raw = r * c * 2 * (size_t)en->nh;
     }
     if (pthread_mutex_init(&en->mu, NULL) != 0) return av_err(e, "html: mutex init failed");
@@ -746,7 +768,10 @@ static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     for (int j = 0; j < en->n_att; j++) {
         /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
         if (en->d->cap) snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : "av-natt-%d", j % en->nl);
-        else snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[j / en->nl].name, j % en->nl);
+        else {
+            int k, li = stack_job(en->d, j, &k);
+            snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[k].name, li);
+        }
         if (write_blob(f, id, &en->att[j], e)) return -1;
     }
     for (int li = 0; en->qk && li < en->nl; li++) {

@@ -627,7 +627,7 @@ static void write_stacks(Sink *s, const OutDoc *d) {
         sink_str(s, st->name);
         sink_str(s, "_attention\":[");
         const int H = d->cfg->num_heads;
-        for (int li = 0; li < out_n_layers(d); li++) {
+        for (int li = 0; li < out_stack_n_layers(d, st); li++) {
             sink_str(s, li ? ",[" : "[");
             for (int h = 0; h < H; h++) {
                 sink_str(s, h ? ",[" : "[");
@@ -646,6 +646,13 @@ static void write_stacks(Sink *s, const OutDoc *d) {
         }
         sink_put(s, "]", 1);
     }
+    /* unequal depths: which layers each stack's holds (the document's "layers" are the encoder's) */
+    for (int k = 0; k < d->n_stacks; k++)
+        if (d->stacks[k].n_layers) {
+            char name[48];
+            snprintf(name, sizeof name, "%.30s_layers", d->stacks[k].name);
+            write_int_array(s, name, d->stacks[k].layers, d->stacks[k].n_layers, 0);
+        }
 }
 
 /* --measure norm: "norm_attention" [layer][head][query][key] = ||a_ij f_h(x_j)||,

@@ -64,8 +64,8 @@ int npy_write_sinks(FILE *f, const OutDoc *d, AvErr *e) {
 int npy_write_stack(FILE *f, const OutDoc *d, int k, AvErr *e) {
     if (k < 0 || k >= d->n_stacks) return av_err(e, "no attention stack %d", k);
     const CapStack *st = &d->stacks[k];
-    /* stacks hold the document's layers in order, every head (cmd_render.c, run_seq2seq.c) */
-    long shape[4] = {out_n_layers(d), d->cfg->num_heads, st->n_rows, st->n_cols};
+    /* stacks hold the document's layers (or their own) in order, every head (cmd_render.c, run_seq2seq.c) */
+    long shape[4] = {out_stack_n_layers(d, st), d->cfg->num_heads, st->n_rows, st->n_cols};
     if (npy_write_header(f, shape, 4) != 0) return av_err_errno(e, "write error");
     const size_t cnt = (size_t)shape[0] * (size_t)shape[1] * (size_t)st->n_rows * (size_t)st->n_cols;
     return fwrite(st->attn, sizeof(float), cnt, f) == cnt ? 0 : av_err_errno(e, "write error");

@@ -456,6 +456,8 @@ int run_finish_stats(Run *r, AvErr *e) {
     const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
     for (int k = 0; k < 3; k++) {
         printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
+        /* unequal depths: the rows are the stack's own layers */
+        if (r->s2s_n_layers[k ? 1 : 0]) d.layers = r->s2s_layers[k ? 1 : 0], d.n_sel_layers = r->s2s_n_layers[k ? 1 : 0];
         if (stats_write_table(stdout, s[k], &d, e) != 0) return -1;
     }
     return 0;

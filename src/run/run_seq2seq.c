@@ -122,12 +122,32 @@ static int decoder_encoding(Run *r, const TokEncoding *src, const int *ids, int 
     return 0;
 }
 
+int run_s2s_stack_layers(Run *r, int *layers[2], int n_layers[2], AvErr *e) {
+    const ModelConfig *c = &r->cfg;
+    const Selection *sel = &r->o->sel;
+    const int depth[2] = {c->num_layers, c->dec_layers};
+    static const char *const side[2] = {"encoder", "decoder"};
+    for (int k = 0; k < 2; k++) free(layers[k]), layers[k] = NULL, n_layers[k] = 0;
+    if (c->num_layers == c->dec_layers) return 0; /* the document's layers serve all three stacks */
+    for (int k = 0; k < 2; k++) {
+        /* --layers keeps, in each stack, the selected layers it has (cli.c checked them
+         * against the deeper stack); every stack needs one at least */
+        const int n = sel->layers ? sel->n_layers : depth[k];
+        if (!(layers[k] = malloc((size_t)n * sizeof *layers[k]))) return av_err(e, "out of memory");
+        for (int i = 0; i < n; i++) {
+            const int l = sel->layers ? sel->layers[i] : i;
+            if (l < depth[k]) layers[k][n_layers[k]++] = l;
+        }
+        if (!n_layers[k])
+            return av_err_usage(e, "--layers: none of the %s's %d layers (0-%d) is selected", side[k], depth[k],
+                                depth[k] - 1);
+    }
+    return 0;
+}
+
 int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
-    if (c->num_layers != c->dec_layers)
-        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
-                      "(not supported)", r->dir, c->num_layers, c->dec_layers);
     TokEncoding src = {0}, dec = {0};
     S2sCapture cap = {0};
     float *kept[3] = {NULL, NULL, NULL}; /* --layers' copies of the stacks */
@@ -152,15 +172,20 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     const float *arrays[3] = {cap.enc_attn, cap.dec_attn, cap.cross_attn};
     const size_t per_layer[3] = {(size_t)c->num_heads * src.n * src.n, (size_t)c->num_heads * nd * nd,
                                  (size_t)c->num_heads * nd * src.n};
-    for (int k = 0; k < 3 && o->sel.layers; k++) {
-        if (keep_layers(arrays[k], o->sel.layers, o->sel.n_layers, per_layer[k], &kept[k], e)) goto done;
+    /* unequal depths: each stack its own layers (run_s2s_stack_layers); equal: --layers' for all three */
+    const int own = c->num_layers != c->dec_layers;
+    for (int k = 0; k < 3 && (o->sel.layers || own); k++) {
+        const int *ls = own ? r->s2s_layers[k ? 1 : 0] : o->sel.layers;
+        const int nls = own ? r->s2s_n_layers[k ? 1 : 0] : o->sel.n_layers;
+        if (keep_layers(arrays[k], ls, nls, per_layer[k], &kept[k], e)) goto done;
         arrays[k] = kept[k];
     }
-    const CapStack stacks[3] = {
-        {"encoder", arrays[0], src.n, src.n, 0, 0, 0},
-        {"decoder", arrays[1], nd, nd, 1, 1, 1},
-        {"cross", arrays[2], nd, src.n, 1, 0, 0},
+    CapStack stacks[3] = {
+        {"encoder", arrays[0], src.n, src.n, 0, 0, 0, NULL, 0},
+        {"decoder", arrays[1], nd, nd, 1, 1, 1, NULL, 0},
+        {"cross", arrays[2], nd, src.n, 1, 0, 0, NULL, 0},
     };
+    for (int k = 0; k < 3 && own; k++) stacks[k].layers = r->s2s_layers[k ? 1 : 0], stacks[k].n_layers = r->s2s_n_layers[k ? 1 : 0];
     OutDoc d;
     run_fill_doc(r, &d, &src, NULL, source, target ? target : gen_text);
     d.dtype = r->model.dtype_name;
@@ -168,6 +193,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     d.stacks = stacks, d.n_stacks = 3;
     d.display_tokens = src.byte_level ? src.display : NULL;
     d.layers = o->sel.layers, d.n_sel_layers = o->sel.n_layers;
+    if (own && o->sel.layers) d.layers = r->s2s_layers[0], d.n_sel_layers = r->s2s_n_layers[0]; /* "layers": the encoder's */
     d.heads = NULL; /* every head: the stacks hold them all */
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
@@ -210,9 +236,8 @@ done:
 
 int run_seq2seq(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
-    if (r->cfg.num_layers != r->cfg.dec_layers) /* before a batch's first line */
-        return av_err(e, "%s: %d encoder and %d decoder layers: the page and JSON show stacks of as many layers "
-                      "(not supported)", r->dir, r->cfg.num_layers, r->cfg.dec_layers);
+    /* unequal depths: each stack's layers, checked before a batch's first line */
+    if (run_s2s_stack_layers(r, r->s2s_layers, r->s2s_n_layers, e) != 0) return -1;
     if (o->batch.path) return run_batch(r, e);
     /* heads: SOURCE TARGET, the decoder's text the second */
     if (run_seq2seq_input(r, o->text_a, o->heads.on ? o->text_b : o->decoder_text, 0, NULL, e) != 0) return -1;
@@ -220,6 +245,8 @@ int run_seq2seq(Run *r, AvErr *e) {
 }
 
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
+
+int pipeline_seq2seq_layers(Pipeline *p, AvErr *e) { return run_s2s_stack_layers(p, p->s2s_layers, p->s2s_n_layers, e); }
 
 /* ---------------------------------------------------------------- serve (pipeline.h) */
 
@@ -259,9 +286,12 @@ void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], cons
                           const char *target) {
     const float *a[3] = {cap->enc_attn, cap->dec_attn, cap->cross_attn};
     for (int k = 0; arrays && k < 3; k++) a[k] = arrays[k];
-    stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0};
-    stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1};
-    stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0};
+    stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0, NULL, 0};
+    stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1, NULL, 0};
+    stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0, NULL, 0};
+    /* unequal depths: each stack's layers (pipeline_seq2seq_layers); arrays given hold them */
+    for (int k = 0; k < 3 && p->s2s_n_layers[0]; k++)
+        stacks[k].layers = p->s2s_layers[k ? 1 : 0], stacks[k].n_layers = p->s2s_n_layers[k ? 1 : 0];
     /* as run_seq2seq_input fills it for --decoder-text (no predictions, no generation) */
     run_fill_doc(p, d, src, NULL, source, target);
     d->dtype = p->model.dtype_name;

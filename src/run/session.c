@@ -181,6 +181,8 @@ static void run_free(Run *r) {
     heads_free(&r->heads);
     heads_free(&r->s2s_heads[0]);
     heads_free(&r->s2s_heads[1]);
+    free(r->s2s_layers[0]);
+    free(r->s2s_layers[1]);
     tok_free(r->tok);
     if (r->have_model) model_free(&r->model);
     free(r->dir);

@@ -103,10 +103,9 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
         const char *dir, *why;
         if (pipeline_open(&lm->p, &models[i], &lv->page, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
         if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
-        const ModelConfig *c = &pipeline_model(lm->p)->cfg;
-        if (c->enc_dec && c->num_layers != c->dec_layers) /* as the command line: the page's stacks share their layers */
-            return av_err(e, "%s: %d encoder and %d decoder layers: the page shows stacks of as many layers (not supported)",
-                          dir, c->num_layers, c->dec_layers);
+        /* an encoder and decoder of different depths: each stack's layers for the pages (run_seq2seq.c) */
+        if (pipeline_model(lm->p)->cfg.enc_dec && pipeline_seq2seq_layers(lm->p, e) != 0)
+            return av_err_prefix(e, "%s", dir);
     }
     return 0;
 }
@@ -631,6 +630,8 @@ int live_stack(const LiveRun *r, const char *name, int *rows, int *cols) {
     return -1;
 }
 
+int live_stack_layers(const LiveRun *r, int k) { return k ? r->s2s.dec_layers : r->s2s.enc_layers; }
+
 /* block b of a stack's layer: its heads' matrices, as kept */
 typedef struct {
     const float *layer;
@@ -865,7 +866,8 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
  * blocks copied out in order, as the command line's --layers keeps them. */
 static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers, char **html, size_t *len, AvErr *e) {
     const S2sCapture *c = &r->s2s;
-    const int nl = c->enc_layers;
+    /* the deeper stack's layers are the range; each stack keeps those it has (as the command line's --layers) */
+    const int nl = c->enc_layers > c->dec_layers ? c->enc_layers : c->dec_layers, unequal = c->enc_layers != c->dec_layers;
     for (int i = 0; layers && i < n_layers; i++)
         if (layers[i] < 0 || layers[i] >= nl)
             return av_err(e, "layers: layer %d is out of range: the model has %d layers (0-%d)", layers[i], nl, nl - 1),
@@ -874,21 +876,41 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     const size_t per[3] = {(size_t)c->heads * c->n_enc * c->n_enc, (size_t)c->heads * c->n_dec * c->n_dec,
                            (size_t)c->heads * c->n_dec * c->n_enc};
     float *kept[3] = {NULL, NULL, NULL};
+    int *own[2] = {NULL, NULL}, n_own[2] = {0, 0}; /* unequal depths: each side's kept layers */
     LiveStatus st = LIVE_FAILED;
-    for (int k = 0; layers && k < 3; k++) {
-        if (!(kept[k] = malloc((size_t)n_layers * per[k] * sizeof(float)))) {
+    for (int k = 0; layers && unequal && k < 2; k++) {
+        const int depth = k ? c->dec_layers : c->enc_layers;
+        if (!(own[k] = malloc((size_t)n_layers * sizeof *own[k]))) {
             av_err(e, "out of memory");
             goto done;
         }
         for (int i = 0; i < n_layers; i++)
-            memcpy(kept[k] + (size_t)i * per[k], all[k] + (size_t)layers[i] * per[k], per[k] * sizeof(float));
+            if (layers[i] < depth) own[k][n_own[k]++] = layers[i];
+        if (!n_own[k]) {
+            av_err(e, "layers: none of the %s's %d layers (0-%d) is selected", k ? "decoder" : "encoder", depth, depth - 1);
+            st = LIVE_BAD_INPUT;
+            goto done;
+        }
+    }
+    for (int k = 0; layers && k < 3; k++) {
+        const int *ls = unequal ? own[k ? 1 : 0] : layers, nls = unequal ? n_own[k ? 1 : 0] : n_layers;
+        if (!(kept[k] = malloc((size_t)nls * per[k] * sizeof(float)))) {
+            av_err(e, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < nls; i++)
+            memcpy(kept[k] + (size_t)i * per[k], all[k] + (size_t)ls[i] * per[k], per[k] * sizeof(float));
         all[k] = kept[k];
     }
     OutDoc d;
     CapStack stacks[3];
     pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
     if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
-    d.layers = layers, d.n_sel_layers = n_layers;
+    for (int k = 0; layers && unequal && k < 3; k++)
+        stacks[k].layers = own[k ? 1 : 0], stacks[k].n_layers = n_own[k ? 1 : 0];
+    /* the document's layers are the encoder's (its JSON "layers") */
+    if (unequal && layers) d.layers = own[0], d.n_sel_layers = n_own[0];
+    else d.layers = layers, d.n_sel_layers = n_layers;
     d.init_layer = layers ? layers[0] : 0;
     Buf b;
     if (buf_open(&b) != 0) {
@@ -902,6 +924,8 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     else if (rc == 0) av_err(e, "out of memory");
 done:
     for (int k = 0; k < 3; k++) free(kept[k]);
+    free(own[0]);
+    free(own[1]);
     return st;
 }
 

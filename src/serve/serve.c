@@ -362,6 +362,7 @@ static enum MHD_Result do_read(Server *sv, struct MHD_Connection *c, Route route
     const int s2s = live_is_seq2seq(r);
     int stack = -1, rows = n, cols = n;
     if (s2s) stack = live_stack(r, ss, &rows, &cols);
+    if (stack >= 0) nl = live_stack_layers(r, stack); /* the decoder's depth may differ from the encoder's */
     if (ss && !s2s) {
         ok = send_error(c, 400, "stack applies to encoder-decoder runs only");
     } else if (s2s && route != R_ATTENTION) {

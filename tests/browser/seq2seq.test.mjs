@@ -11,13 +11,18 @@ import { ROOT, SHOTS, launch, openPage, settle, clean, cliPage, closeAll, clickA
 
 const BART = path.join(ROOT, 'tests/data/small-bart');
 const T5 = path.join(ROOT, 'tests/data/small-t5');
-let browser, bart, t5, bartL1;
+const DISTIL = path.join(ROOT, 'tests/data/small-distilbart'); /* 3 encoder, 2 decoder layers */
+const DEEPDEC = path.join(ROOT, 'tests/data/small-t5-deepdec'); /* 2 encoder, 3 decoder layers */
+let browser, bart, t5, bartL1, distil, deepdec;
 before(async () => {
   bart = cliPage('seq2seq-bart', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
     '--layer', '1', '--head', '1']);
   t5 = cliPage('seq2seq-t5', ['--model', T5, 'the cat sat', '--generate', '5']);
   bartL1 = cliPage('seq2seq-bart-l1', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
     '--layers', '1']);
+  distil = cliPage('seq2seq-distilbart', ['--model', DISTIL, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
+    '--layer', '2']);
+  deepdec = cliPage('seq2seq-t5-deepdec', ['--model', DEEPDEC, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.']);
   browser = await launch();
 });
 after(async () => { if (browser) await browser.close(); });
@@ -83,6 +88,43 @@ describe('native encoder-decoder page', () => {
       closeAll(await values(page, 'R'), full.cross_attention[1][0][2], 0.5e-4 + 2e-6, 'layer 1 head 0 cross weights');
       clean(log);
     } finally { await page.close(); }
+  });
+
+  test('unequal depths: each stack\'s layer control offers its own layers, with its numbers', async () => {
+    for (const [doc, enc, dec] of [[distil, 3, 2], [deepdec, 2, 3]]) {
+      const d = doc.data();
+      assert.equal(d.encoder_attention.length, enc);
+      assert.equal(d.cross_attention.length, dec);
+      const { page, log } = await openPage(browser.ctx, doc.html);
+      const options = () => page.$$eval('#layer-select option', els => els.map(e => e.textContent.trim()));
+      const range = n => Array.from({ length: n }, (_, i) => 'Layer ' + i);
+      try {
+        assert.deepEqual(await options(), range(enc), 'the encoder\'s layers');
+        /* the encoder's last layer, then cross attention: the decoder's layers, the same layer where it has it */
+        await page.selectOption('#layer-select', String(enc - 1));
+        await settle(page);
+        await clickAndRender(page, '#stack-seg [data-stack="cross"]');
+        assert.deepEqual(await options(), range(dec), 'cross attention offers the decoder\'s layers');
+        const li = Math.min(enc, dec) - 1;
+        assert.equal(await page.evaluate(() => document.body.dataset.layer), String(li));
+        await page.selectOption('#layer-select', String(dec - 1));
+        await settle(page);
+        assert.equal(await page.evaluate(() => document.body.dataset.layer), String(dec - 1));
+        await page.hover(side('L') + '[data-k="2"]');
+        await settle(page);
+        closeAll(await values(page, 'R'), d.cross_attention[dec - 1][0][2], 0.5e-4 + 2e-6, 'last decoder layer cross weights');
+        await page.mouse.move(5, 5);
+        await clickAndRender(page, '#stack-seg [data-stack="decoder"]');
+        assert.deepEqual(await options(), range(dec), 'the decoder\'s layers');
+        await clickAndRender(page, '#stack-seg [data-stack="encoder"]');
+        assert.deepEqual(await options(), range(enc), 'back to the encoder\'s layers');
+        await clickAndRender(page, '#tab-model');
+        await settle(page);
+        await clickAndRender(page, '#stack-seg [data-stack="cross"]');
+        await settle(page);
+        clean(log);
+      } finally { await page.close(); }
+    }
   });
 
   test('screenshots in both themes (head view on cross attention, model view on the encoder)', async () => {

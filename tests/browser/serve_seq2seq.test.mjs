@@ -130,3 +130,35 @@ test('live page on BART: source and decoder text run; Encoder / Decoder / Cross 
     assert.deepEqual(log.foreign, [], 'requests to anything but the server');
   } finally { await page.close(); }
 });
+
+test('live page on a distilled BART (3 encoder, 2 decoder layers): each stack\'s layer control offers its own layers', async () => {
+  const DISTIL = path.join(ROOT, 'tests/data/small-distilbart');
+  const src = 'The cat sat on the mat.', tgt = 'A cat sat.';
+  const json = path.join(OUT, 'serve-distilbart.json');
+  execFileSync(ATTNVIZ, ['--quiet', '--model', DISTIL, '--json', json, src, '--decoder-text', tgt], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const d = JSON.parse(fs.readFileSync(json, 'utf8'));
+  killServer();
+  url = await startServer(DISTIL);
+  const page = await browser.ctx.newPage();
+  const errors = [];
+  page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
+  page.on('pageerror', e => errors.push(String(e && e.message ? e.message : e)));
+  const options = () => page.$$eval('#layer-select option', els => els.map(e => e.textContent.trim()));
+  try {
+    await page.goto(url);
+    await page.waitForSelector('#live', { state: 'visible' });
+    await typeRun(page, '#live-text', src);
+    await typeRun(page, '#live-text-b', tgt);
+    assert.deepEqual(await options(), ['Layer 0', 'Layer 1', 'Layer 2'], 'the encoder\'s three layers');
+    await page.selectOption('#layer-select', '2');
+    await settle(page);
+    await clickAndRender(page, '#stack-seg [data-stack="cross"]');
+    assert.deepEqual(await options(), ['Layer 0', 'Layer 1'], 'cross attention: the decoder\'s two layers');
+    assert.equal(await page.evaluate(() => document.body.dataset.layer), '1');
+    await page.hover(side('L') + '[data-k="2"]');
+    await settle(page);
+    closeAll(await values(page, 'R'), d.cross_attention[1][0][2], 0.5e-4 + 2e-6, 'cross layer 1 head 0 row 2 (from the server)');
+    await page.mouse.move(5, 5);
+    assert.deepEqual(errors, [], 'page errors, console errors/warnings');
+  } finally { await page.close(); }
+});

@@ -59,6 +59,10 @@ SPECS = {
     "t5-f32": ("t5", "float32", {"feed_forward_proj": "relu"}),
     "flan-t5-bf16": ("t5", "bfloat16", {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}),
     "mt5-f32": ("mt5", "float32", {"feed_forward_proj": "gated-gelu"}),
+    # unequal depths: a distilled BART's shallower decoder (distilbart-cnn-12-6's shape), a T5 whose
+    # num_decoder_layers passes num_layers (t5-efficient-*'s DL variants)
+    "distilbart-f32": ("bart", "float32", {"encoder_layers": 3}),
+    "t5-deepdec-f32": ("t5", "float32", {"feed_forward_proj": "relu", "num_decoder_layers": 3}),
 }
 
 
@@ -109,6 +113,8 @@ def make_unigram(out, specials, eos):
 
 def build(name, workdir, S=SHAPE, out=None):
     fam, dtype, extra = SPECS[name]
+    extra = dict(extra)
+    enc_layers = extra.pop("encoder_layers", S["layers"])  # BART/Marian: the decoder keeps S's
     out = out or os.path.join(workdir, name)
     if os.path.exists(os.path.join(out, "config.json")):
         return out
@@ -116,7 +122,7 @@ def build(name, workdir, S=SHAPE, out=None):
     if fam == "bart":
         tok = make_bpe(out)
         V = tok.get_vocab_size()
-        cfg = transformers.BartConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=S["layers"],
+        cfg = transformers.BartConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=enc_layers,
                                       decoder_layers=S["layers"], encoder_attention_heads=S["heads"],
                                       decoder_attention_heads=S["heads"], encoder_ffn_dim=S["ffn"],
                                       decoder_ffn_dim=S["ffn"], max_position_embeddings=S.get("positions", 1024),
@@ -128,7 +134,7 @@ def build(name, workdir, S=SHAPE, out=None):
         tok = make_unigram(out, ["</s>", "<unk>", "<pad>"], "</s>")
         V = tok.get_vocab_size()
         pad = tok.token_to_id("<pad>")
-        cfg = transformers.MarianConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=S["layers"],
+        cfg = transformers.MarianConfig(vocab_size=V, d_model=S["d_model"], encoder_layers=enc_layers,
                                         decoder_layers=S["layers"], encoder_attention_heads=S["heads"],
                                         decoder_attention_heads=S["heads"], encoder_ffn_dim=S["ffn"],
                                         decoder_ffn_dim=S["ffn"], max_position_embeddings=S.get("positions", 512),
@@ -167,6 +173,14 @@ def build(name, workdir, S=SHAPE, out=None):
         json.dump({"decoder_start_token_id": cfg.decoder_start_token_id, "eos_token_id": cfg.eos_token_id,
                    "pad_token_id": cfg.pad_token_id}, f)
     return out
+
+
+def gen_cache(model):
+    """generate()'s cache option: a T5 decoder deeper than its encoder overruns transformers' cache, which
+    is sized by num_layers (the encoder's), so that one decodes without a cache (the same greedy tokens)."""
+    c = model.config
+    deep = c.model_type in ("t5", "mt5") and c.num_decoder_layers > c.num_layers
+    return {"use_cache": False} if deep else {}
 
 
 def load_tok(model_dir):
@@ -276,7 +290,7 @@ def check_model(attnviz, model_dir, name):
             ref = model.generate(torch.tensor([se.ids]), max_new_tokens=N, do_sample=False, num_beams=1, min_length=0,
                                  no_repeat_ngram_size=0, forced_bos_token_id=None, forced_eos_token_id=None,
                                  bad_words_ids=None, repetition_penalty=1.0, length_penalty=1.0,
-                                 decoder_start_token_id=start)[0].tolist()
+                                 decoder_start_token_id=start, **gen_cache(model))[0].tolist()
         want = [tok.id_to_token(i) for i in ref]
         if d["decoder_tokens"] != want:
             gen_bad.append(f"{src[:30]!r}: attnviz {d['decoder_tokens']}, transformers {want}")
@@ -476,7 +490,8 @@ def fixture(out):
     transformers' eager attention in float32 on GOLDEN_SOURCE / GOLDEN_TARGET (the decoder's ids after
     decoder_start_token_id) and the tokens greedy generate() makes in 6 steps."""
     small = dict(d_model=16, layers=2, heads=2, ffn=32, positions=128)
-    for name, folder in (("bart-f32", "small-bart"), ("marian-f32", "small-marian"), ("t5-f32", "small-t5")):
+    for name, folder in (("bart-f32", "small-bart"), ("marian-f32", "small-marian"), ("t5-f32", "small-t5"),
+                         ("distilbart-f32", "small-distilbart"), ("t5-deepdec-f32", "small-t5-deepdec")):
         d = build(name, out, small, os.path.join(out, folder))
         tok = load_tok(d)
         start = json.load(open(os.path.join(d, "config.json")))["decoder_start_token_id"]
@@ -487,7 +502,7 @@ def fixture(out):
         with torch.no_grad():
             o = model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([dec]), output_attentions=True)
             gen = model.generate(torch.tensor([src]), max_new_tokens=6, do_sample=False, num_beams=1,
-                                 decoder_start_token_id=start)[0].tolist()
+                                 decoder_start_token_id=start, **gen_cache(model))[0].tolist()
         st = lambda t: [[[[round(float(v), 8) for v in r] for r in h] for h in a[0]] for a in t]  # noqa: E731
         with open(os.path.join(d, "golden.json"), "w") as f:
             json.dump({"source": GOLDEN_SOURCE, "decoder_text": GOLDEN_TARGET, "encoder_ids": src, "decoder_ids": dec,
