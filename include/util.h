@@ -62,4 +62,15 @@ char *av_path_join(const char *dir, const char *name);
 
 int av_file_exists(const char *path);
 
+/* A growing string written through a FILE (open_memstream): JSON bodies and
+ * pages built in memory. av_buf_close returns the string (the caller frees
+ * it), or NULL, freeing it, when the stream failed or ok is 0. */
+typedef struct {
+    char *s;
+    size_t len;
+    FILE *f;
+} AvBuf;
+int av_buf_open(AvBuf *b);
+char *av_buf_close(AvBuf *b, int ok);
+
 #endif

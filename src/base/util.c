@@ -299,3 +299,18 @@ int av_map_file(const char *path, size_t min_len, const char *too_short, void **
     *len = n;
     return 0;
 }
+
+int av_buf_open(AvBuf *b) {
+    b->s = NULL, b->len = 0;
+    b->f = open_memstream(&b->s, &b->len);
+    return b->f ? 0 : -1;
+}
+
+char *av_buf_close(AvBuf *b, int ok) {
+    const int bad = fclose(b->f) != 0 || !ok;
+    if (bad) {
+        free(b->s);
+        return NULL;
+    }
+    return b->s;
+}

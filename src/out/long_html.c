@@ -12,6 +12,7 @@
 
 #include "output.h"
 #include "tiles.h"
+#include "util.h"
 
 static const char *const HEADSTAT_FIELDS[CAP_TEL_N] = {"sink", "sink4", "entropy", "prev", "self", "dup", "distance"};
 
@@ -66,28 +67,6 @@ static const float *grid_block(void *ctx, int b, AvErr *e) {
     return g->v + (size_t)b * g->len;
 }
 
-/* A growing string. */
-typedef struct {
-    char *s;
-    size_t len;
-    FILE *f;
-} Buf;
-
-static int buf_open(Buf *b) {
-    b->s = NULL, b->len = 0;
-    b->f = open_memstream(&b->s, &b->len);
-    return b->f ? 0 : -1;
-}
-
-static char *buf_close(Buf *b, int ok) {
-    int bad = fclose(b->f) != 0 || !ok;
-    if (bad) {
-        free(b->s);
-        return NULL;
-    }
-    return b->s;
-}
-
 int html_write_long(FILE *f, const char *title, const char *meta_json, const HtmlLong *lp, const char *templates_dir,
                     AvErr *e) {
     const Capture *c = lp->cap;
@@ -110,7 +89,7 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
     float *grid = malloc((size_t)G[levels - 1] * G[levels - 1] * nh * sizeof *grid);
     uint16_t *top = K ? malloc(2 * (size_t)nh * n * K * sizeof *top) : NULL;
     char *meta = NULL;
-    Buf b = {0};
+    AvBuf b = {0};
     int rc = -1, k = 0;
     if (!ch || !grid || (K && !top)) {
         av_err(e, "out of memory for the page of %d tokens", n);
@@ -153,7 +132,7 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
     size_t zbytes = 0;
     for (int i = 0; i < k; i++) zbytes += ch[i].len;
     /* meta: the document's, with the page's "tiles" member last */
-    if (buf_open(&b)) {
+    if (av_buf_open(&b)) {
         av_err(e, "out of memory");
         goto done;
     }
@@ -164,7 +143,7 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
     fprintf(b.f, "],\"top_k\":%d,\"codes\":%zu,\"zbytes\":%zu,\"stats\":true,\"headstats\":", K, codes, zbytes);
     int hrc = json_write_headstats(b.f, c, e);
     fputs("}}", b.f);
-    if (!(meta = buf_close(&b, hrc == 0 && !ferror(b.f)))) {
+    if (!(meta = av_buf_close(&b, hrc == 0 && !ferror(b.f)))) {
         if (hrc == 0) av_err(e, "out of memory");
         goto done;
     }

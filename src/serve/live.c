@@ -151,31 +151,9 @@ int live_model_seq2seq(const Live *lv, int m) { return m >= 0 && m < lv->n_model
 /* the run's capture is there (either kind) */
 static int cached(const LiveRun *r) { return cap_has_qk(&r->cap) || r->s2s.enc_attn != NULL; }
 
-/* A growing string, for JSON bodies. */
-typedef struct {
-    char *s;
-    size_t len;
-    FILE *f;
-} Buf;
-
-static int buf_open(Buf *b) {
-    b->s = NULL, b->len = 0;
-    b->f = open_memstream(&b->s, &b->len);
-    return b->f ? 0 : -1;
-}
-
-static char *buf_close(Buf *b, int ok) {
-    int bad = fclose(b->f) != 0 || !ok;
-    if (bad) {
-        free(b->s);
-        return NULL;
-    }
-    return b->s;
-}
-
 char *live_models_json(const Live *lv) {
-    Buf b;
-    if (buf_open(&b)) return NULL;
+    AvBuf b;
+    if (av_buf_open(&b)) return NULL;
     fputs("{\"models\":[", b.f);
     for (int i = 0; i < lv->n_models; i++) {
         const ModelConfig *c = model_cfg(lv, i);
@@ -194,7 +172,7 @@ char *live_models_json(const Live *lv) {
                 pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false");
     }
     fputs("]}", b.f);
-    return buf_close(&b, !ferror(b.f));
+    return av_buf_close(&b, !ferror(b.f));
 }
 
 /* ---------------------------------------------------------------- the run table (under mu) */
@@ -357,8 +335,8 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     OutSpelling words = {0};
     if (r->k > 0 && pred && pipeline_spell(lm->p, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
     pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
-    Buf b;
-    if (buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
+    AvBuf b;
+    if (av_buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
     pipeline_spelling_free(&words);
     if (rc == 0 && fflush(b.f) == 0 && b.len > 0 && b.s[b.len - 1] == '}') {
@@ -369,10 +347,10 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
                 tile_levels(n, side), is_long(lv, n) ? "true" : "false", from, cap->tel ? cap->tel_top_k : 0,
                 cap->tel ? "true" : "false");
     }
-    if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
-    if (buf_open(&b)) return av_err(e, "out of memory");
+    if (!(r->meta = av_buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
+    if (av_buf_open(&b)) return av_err(e, "out of memory");
     fprintf(b.f, "[%s]", r->noted ? r->noted : "");
-    if (!(r->warnings = buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
+    if (!(r->warnings = av_buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
     return 0;
 }
 
@@ -384,13 +362,13 @@ static int describe_s2s(Live *lv, LiveRun *r, const S2sCapture *cap, AvErr *e) {
     CapStack stacks[3];
     pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
     if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
-    Buf b;
-    if (buf_open(&b)) return av_err(e, "out of memory");
+    AvBuf b;
+    if (av_buf_open(&b)) return av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
-    if (!(r->meta = buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
-    if (buf_open(&b)) return av_err(e, "out of memory");
+    if (!(r->meta = av_buf_close(&b, rc == 0))) return rc ? -1 : av_err(e, "out of memory");
+    if (av_buf_open(&b)) return av_err(e, "out of memory");
     fprintf(b.f, "[%s]", r->noted ? r->noted : "");
-    if (!(r->warnings = buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
+    if (!(r->warnings = av_buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
     return 0;
 }
 
@@ -558,14 +536,14 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
     Times t;
     LiveStatus st = ensure(lv, r, &t, e);
     if (st == LIVE_OK) {
-        Buf out;
-        if (buf_open(&out) == 0) {
+        AvBuf out;
+        if (av_buf_open(&out) == 0) {
             fprintf(out.f, "{\"run\":\"r%u\",\"n\":%d,", r->id, r->enc.n);
             if (r->s2s.enc_attn) fprintf(out.f, "\"n_decoder\":%d,", r->dec.n); /* n: the source's */
             fprintf(out.f, "\"meta\":%s,\"warnings\":%s,\"ms\":{\"queue\":%.1f,\"tokenize\":%.1f,\"forward\":%.1f},"
                            "\"kept\":{\"bytes\":%zu,\"qk\":\"%s\"}}",
                     r->meta, r->warnings, t.queue, t.tokenize, t.forward, r->bytes, live_qk_precision_name(lv->lim.qk_prec));
-            *json = buf_close(&out, !ferror(out.f));
+            *json = av_buf_close(&out, !ferror(out.f));
         }
         if (!*json) st = LIVE_FAILED, av_err(e, "out of memory");
         *id = r->id;
@@ -811,10 +789,10 @@ int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, 
 
 char *live_headstats(const LiveRun *r) {
     if (!r->cap.tel) return NULL;
-    Buf b;
+    AvBuf b;
     AvErr e;
-    if (buf_open(&b)) return NULL;
-    return buf_close(&b, json_write_headstats(b.f, &r->cap, &e) == 0);
+    if (av_buf_open(&b)) return NULL;
+    return av_buf_close(&b, json_write_headstats(b.f, &r->cap, &e) == 0);
 }
 
 /* ---------------------------------------------------------------- the offline page */
@@ -850,10 +828,10 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
     HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids};
     html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
     LiveStatus st = LIVE_FAILED;
-    Buf b;
-    if (buf_open(&b) == 0) {
+    AvBuf b;
+    if (av_buf_open(&b) == 0) {
         int rc = html_write_long(b.f, r->a, meta, &lp, lv->page.output.templates_dir, e);
-        if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
+        if ((*html = av_buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
         else if (rc == 0) av_err(e, "out of memory");
     } else {
         av_err(e, "out of memory");
@@ -912,15 +890,15 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     if (unequal && layers) d.layers = own[0], d.n_sel_layers = n_own[0];
     else d.layers = layers, d.n_sel_layers = n_layers;
     d.init_layer = layers ? layers[0] : 0;
-    Buf b;
-    if (buf_open(&b) != 0) {
+    AvBuf b;
+    if (av_buf_open(&b) != 0) {
         av_err(e, "out of memory");
         goto done;
     }
     drop_notes(); /* the run's warnings went with its first pass */
     int rc = html_write_doc(b.f, &d, lv->page.output.templates_dir, e);
     end_notes();
-    if ((*html = buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
+    if ((*html = av_buf_close(&b, rc == 0))) *len = b.len, st = LIVE_OK;
     else if (rc == 0) av_err(e, "out of memory");
 done:
     for (int k = 0; k < 3; k++) free(kept[k]);
@@ -982,10 +960,10 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
             d.layers = layers, d.n_sel_layers = n_layers;
             d.heads = NULL, d.n_sel_heads = 0;
             d.init_layer = layers ? layers[0] : 0;
-            Buf b;
-            if (buf_open(&b) == 0) {
+            AvBuf b;
+            if (av_buf_open(&b) == 0) {
                 int rc = html_write_doc(b.f, &d, lv->page.output.templates_dir, e);
-                if ((*html = buf_close(&b, rc == 0))) {
+                if ((*html = av_buf_close(&b, rc == 0))) {
                     *len = b.len;
                     st = LIVE_OK;
                 } else if (rc == 0) {
