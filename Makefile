@@ -11,6 +11,11 @@ SAN     ?=
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Iinclude
+# Floating-point operations never trap here (no FP exceptions are enabled), so GCC may compute both
+# sides of a clamp: without it, a loop over vexpf (softmax, SiLU) stays scalar on AVX2 and older
+# targets, which have no masked vector operations. Values and their bits are unchanged: this allows
+# no reassociation or contraction.
+CFLAGS  += -fno-trapping-math
 # libattnviz (include/attnviz.h) needs these only: the server's libmicrohttpd stays the CLI's.
 LIB_PKGS := libcjson libutf8proc openblas zlib oniguruma
 # Every object is position-independent, so the CLI's static archive and libattnviz.so are built
