@@ -64,6 +64,10 @@ typedef struct {
     float *tel_top_w;  /* (blocks, n_tokens, tel_top_k) their weights */
     const int *tel_ids; /* (n_tokens) token ids for the duplicate share (the caller's, kept during the pass); NULL: 0;
                            also the score sums' duplicate and induction shares */
+    int *tel_prev;      /* (cap_tokens) the engine's, per pass from position 0: the previous position with the same
+                           token id (-1: none), so that a row's duplicate share reads only those keys */
+    int tel_prev_n;     /* the positions tel_prev covers (0: none; a row past them sums its duplicates by a sweep) */
+    unsigned long long *tel_scratch; /* (cap_tokens) the engine's: (id, position) pairs sorted to link tel_prev */
     /* Score sums (model_capture_scores), NULL if not kept: per block, sums
      * over query rows of the CAP_SC_N values --stats and heads score, taken as
      * the rows are made, so scoring a head needs O(n) memory, not n x n */

@@ -162,15 +162,32 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
  * (memory: one block, not nq x ldp): after each block's softmax fn (unless
  * NULL) sees rows [i0, i1) in probs (i1 - i0, ldp), a scratch of
  * kern_attention_rows() * ldp floats that the next block overwrites. Every
- * row and ctxT are kern_attention_kv's, bit for bit. */
-typedef void (*KernRowsFn)(void *ctx, int i0, int i1, const float *probs, int ldp);
+ * row and ctxT are kern_attention_kv's, bit for bit. With moments, fn also
+ * gets st (else NULL), what the softmax learnt of each row as it made it, so
+ * that an observer need not sweep the row again:
+ * - mom (i1 - i0, KERN_MOM_N): each row's entropy and mean distance to its
+ *   query (query i at position nk - nq + i), from the softmax's own exponents
+ *   (kern_row_sums_naive's definitions, to within float rounding of the
+ *   weights: no logarithm per key);
+ * - bmax (i1 - i0, bmax_ld), or NULL: for row i's blocks of KERN_KTH_BLOCK keys
+ *   from its first seen key (kern_attention_keys), the weight of the block's
+ *   highest-scoring key, bit for bit. A key's weight is at most
+ *   KERN_BMAX_BOUND(its block's), since exp is only near-monotone in float. */
+enum { KERN_MOM_ENTROPY, KERN_MOM_DISTANCE, KERN_MOM_N };
+typedef struct {
+    const double *mom;
+    const float *bmax;
+    int bmax_ld;
+} KernRowStats;
+#define KERN_BMAX_BOUND(w) ((w) * (1.0f + 2e-6f) + 1e-44f)
+typedef void (*KernRowsFn)(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st);
 /* The keys [lo, hi) the query at position pos sees under rule, of nk: every
  * other key's probability is exactly 0. */
 void kern_attention_keys(const AttnRule *rule, int nk, int pos, int *lo, int *hi);
 int kern_attention_rows(void);
 void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
-                            KernRowsFn fn, void *fn_ctx);
+                            KernRowsFn fn, void *fn_ctx, int moments);
 
 /* Adds rows [row0, row0 + nrows) of an (n, n) attention matrix, given as
  * probs (nrows, ldp) with its first ncols columns set, into thumb (s, s): cell

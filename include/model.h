@@ -178,9 +178,14 @@ size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k);
 /* Rows [row0, row0 + nrows) of head (l, h)'s attention, probs (nrows, ldp)
  * over keys [0, ncols), into the capture's telemetry (it must have it).
  * rule (NULL: any): the rule that made them, so that only the keys a row sees
- * are read (the others are exactly 0). */
+ * are read (the others are exactly 0). st or NULL: what the softmax learnt
+ * of the rows as it made them (kernels.h's KernRowStats), which spares
+ * sweeps of each row. */
 void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
-                          const AttnRule *rule);
+                          const AttnRule *rule, const KernRowStats *st);
+/* Before a pass over n tokens from position 0: each token's previous copy
+ * (from cap->tel_ids) linked, for the rows' duplicate shares. */
+void model_telemetry_begin(Capture *cap, int n);
 /* The same statistics of one row, by the definitions, in double precision:
  * the reference model_telemetry_rows is tested against. stats (CAP_TEL_N). */
 void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids, double *stats);

@@ -524,8 +524,9 @@ typedef struct {
     int n;
 } SinkRows;
 
-static void keep_sink_rows(void *ctx, int i0, int i1, const float *probs, int ldp) {
+static void keep_sink_rows(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
     SinkRows *c = ctx;
+    ck_assert_ptr_null(st); /* not asked for */
     for (int i = i0; i < i1; i++) memcpy(c->into + (size_t)i * c->n, probs + (size_t)(i - i0) * ldp, sizeof(float) * c->n);
 }
 
@@ -562,7 +563,7 @@ START_TEST(attention_sinks_match_naive_reference) {
             ck_assert_msg(si != 2 || lo > 0.5, "sink 12: share down to %g", lo);
             SinkRows keep = {ps, n};
             r.sink_out = s3;
-            kern_attention_kv_rows(block, n, cs, q, n, k, v, n, n, dh, &r, scratch, keep_sink_rows, &keep);
+            kern_attention_kv_rows(block, n, cs, q, n, k, v, n, n, dh, &r, scratch, keep_sink_rows, &keep, 0);
             ck_assert(!memcmp(ps, p, sizeof(float) * n * n) && !memcmp(cs, c, sizeof(float) * sz) &&
                       !memcmp(s3, s1, sizeof(float) * n));
         }
@@ -708,18 +709,60 @@ START_TEST(kth_block_max_is_the_kth_largest_of_the_block_maxima) {
 END_TEST
 
 /* Rows streamed a block at a time (heads whose matrix is not kept) are the
- * whole matrix's rows and give its context, bit for bit, on every kernel. */
+ * whole matrix's rows and give its context, bit for bit, on every kernel;
+ * asked for, each row's moments (entropy, mean distance) are its definitions'
+ * within float rounding of the weights, and the same bits on every kernel. */
 typedef struct {
-    float *into; /* (n, n) */
+    float *into;  /* (n, n) */
+    double *mom;  /* (n, KERN_MOM_N) or NULL: no KernRowStats expected */
     int n, calls, last_i1;
+    const AttnRule *rule;
+    int nq;                         /* the call's queries (the last nq of the ldp keys) */
+    long bmax_blocks, bmax_exact;   /* blocks seen, and those whose weight was the heaviest key's */
 } Collect;
 
-static void collect_rows(void *ctx, int i0, int i1, const float *probs, int ldp) {
+static void collect_rows(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
     Collect *c = ctx;
     ck_assert_int_eq(i0, c->last_i1); /* in order, none skipped */
     ck_assert_int_le(i1 - i0, kern_attention_rows());
+    ck_assert(!st == !c->mom);
     for (int i = i0; i < i1; i++) memcpy(c->into + (size_t)i * c->n, probs + (size_t)(i - i0) * ldp, sizeof(float) * c->n);
+    if (!st) {
+        c->calls++, c->last_i1 = i1;
+        return;
+    }
+    memcpy(c->mom + (size_t)i0 * KERN_MOM_N, st->mom, sizeof(double) * KERN_MOM_N * (size_t)(i1 - i0));
+    /* each block's weight is its heaviest key's, and no key beats the bound */
+    ck_assert_ptr_nonnull(st->bmax);
+    for (int i = i0; i < i1; i++) {
+        int lo, hi;
+        kern_attention_keys(c->rule, ldp, ldp - c->nq + i, &lo, &hi);
+        const float *p = probs + (size_t)(i - i0) * ldp, *bw = st->bmax + (size_t)(i - i0) * st->bmax_ld;
+        for (int b = 0; lo + b * KERN_KTH_BLOCK < hi; b++) {
+            float m = 0;
+            for (int j = lo + b * KERN_KTH_BLOCK; j < hi && j < lo + (b + 1) * KERN_KTH_BLOCK; j++) {
+                ck_assert_msg(p[j] <= KERN_BMAX_BOUND(bw[b]), "row %d key %d: %g over its block's %g", i, j, p[j], bw[b]);
+                m = fmaxf(m, p[j]);
+            }
+            c->bmax_exact += m == bw[b], c->bmax_blocks++;
+        }
+    }
     c->calls++, c->last_i1 = i1;
+}
+
+/* The largest difference of rows' moments from kern_row_sums_naive over the
+ * keys each row sees (distance relative to the row's length). */
+static double moments_error(const double *mom, const float *rows, int n, const AttnRule *rule) {
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        int lo, hi;
+        kern_attention_keys(rule, n, i, &lo, &hi);
+        double want[3];
+        kern_row_sums_naive(rows + (size_t)i * n, lo, hi, i, NULL, want);
+        worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_ENTROPY] - want[0]));
+        worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_DISTANCE] - want[1]) / n);
+    }
+    return worst;
 }
 
 START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
@@ -730,32 +773,74 @@ START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
     float *ref = malloc(sizeof(float) * n * n), *cref = malloc(sizeof(float) * sz), *got = malloc(sizeof(float) * n * n);
     float *c = malloc(sizeof(float) * sz), *block = malloc(sizeof(float) * kern_attention_rows() * n);
     float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
-    ck_assert(q && k && v && ref && cref && got && c && block && scratch);
+    double *mom = malloc(sizeof(double) * KERN_MOM_N * n), *mom0 = malloc(sizeof(double) * KERN_MOM_N * n);
+    ck_assert(q && k && v && ref && cref && got && c && block && scratch && mom && mom0);
     fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
     const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL},  {0.2f, 1, 45, 0, 0, 0, 0, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL},
-                              {0.2f, 0, 0, 0, 0, 0, 0, NULL},  {0.2f, 0, 0, 9.0f, 0, 0, 0, NULL}, {0.2f, 0, 45, 0, 1, 0, 0, NULL}};
+                              {0.2f, 0, 0, 0, 0, 0, 0, NULL},  {0.2f, 0, 0, 9.0f, 0, 0, 0, NULL}, {0.2f, 0, 45, 0, 1, 0, 0, NULL},
+                              {0.2f, 1, 0, 0, 0, 1, 1.5f, NULL}};
+    double worst = 0;
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         int ran = 0;
         for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
             if (gemm_force_kernel(kernels[kn]) != 0) continue;
             ran++;
             kern_attention(ref, cref, q, k, v, n, dh, &rules[r], scratch);
-            Collect col = {got, n, 0, 0};
-            memset(got, 0xff, sizeof(float) * n * n), memset(c, 0xff, sizeof(float) * sz);
-            kern_attention_kv_rows(block, n, c, q, n, k, v, n, n, dh, &rules[r], scratch, collect_rows, &col);
-            ck_assert_int_eq(col.last_i1, n);
-            ck_assert_int_eq(col.calls, (n + kern_attention_rows() - 1) / kern_attention_rows());
-            ck_assert_msg(!memcmp(got, ref, sizeof(float) * n * n), "%s, rule %zu: streamed rows differ by %g", kernels[kn],
-                          r, max_abs_diff(got, ref, (size_t)n * n));
-            ck_assert_msg(!memcmp(c, cref, sizeof(float) * sz), "%s, rule %zu: streamed context differs by %g", kernels[kn],
-                          r, max_abs_diff(c, cref, sz));
+            for (int moments = 0; moments < 2; moments++) {
+                Collect col = {got, moments ? mom : NULL, n, 0, 0, &rules[r], n, 0, 0};
+                memset(got, 0xff, sizeof(float) * n * n), memset(c, 0xff, sizeof(float) * sz);
+                kern_attention_kv_rows(block, n, c, q, n, k, v, n, n, dh, &rules[r], scratch, collect_rows, &col, moments);
+                ck_assert_int_eq(col.last_i1, n);
+                ck_assert_int_eq(col.calls, (n + kern_attention_rows() - 1) / kern_attention_rows());
+                ck_assert_int_eq(col.bmax_exact, col.bmax_blocks);
+                ck_assert_msg(!memcmp(got, ref, sizeof(float) * n * n), "%s, rule %zu, moments %d: streamed rows differ by %g",
+                              kernels[kn], r, moments, max_abs_diff(got, ref, (size_t)n * n));
+                ck_assert_msg(!memcmp(c, cref, sizeof(float) * sz), "%s, rule %zu: streamed context differs by %g",
+                              kernels[kn], r, max_abs_diff(c, cref, sz));
+            }
+            const double err = moments_error(mom, ref, n, &rules[r]);
+            ck_assert_msg(err < 5e-7, "%s, rule %zu: moments differ from the definitions by %g", kernels[kn], r, err);
+            worst = fmax(worst, err);
+            if (ran == 1) memcpy(mom0, mom, sizeof(double) * KERN_MOM_N * n);
+            else ck_assert_msg(!memcmp(mom, mom0, sizeof(double) * KERN_MOM_N * n), "%s, rule %zu: moments differ from %s's",
+                               kernels[kn], r, kernels[0]);
             /* without an observer or a context: nothing to check but that it runs */
-            kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rules[r], NULL, NULL, NULL);
+            kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rules[r], NULL, NULL, NULL, 1);
         }
         ck_assert_int_ge(ran, 2);
     }
+    fprintf(stderr, "INFO %s: row moments within %.1e of their definitions\n", __func__, worst);
     gemm_force_kernel(NULL);
-    free(q), free(k), free(v), free(ref), free(cref), free(got), free(c), free(block), free(scratch);
+    free(q), free(k), free(v), free(ref), free(cref), free(got), free(c), free(block), free(scratch), free(mom), free(mom0);
+}
+END_TEST
+
+/* Long rows (a few query rows against thousands of keys, as at the end of a
+ * long causal input): the moments stay within float rounding of the weights. */
+START_TEST(row_moments_of_long_rows_match_their_definitions) {
+    const int nq = 3, nk = 9001, dh = 16;
+    float *q = malloc(sizeof(float) * nq * dh), *k = malloc(sizeof(float) * (size_t)nk * dh);
+    float *rows = malloc(sizeof(float) * (size_t)nq * nk), *block = malloc(sizeof(float) * kern_attention_rows() * nk);
+    double *mom = malloc(sizeof(double) * KERN_MOM_N * nq);
+    ck_assert(q && k && rows && block && mom);
+    double worst = 0;
+    for (int spread = 0; spread < 3; spread++) { /* flat, peaked, very peaked rows */
+        fill(q, (size_t)nq * dh, 51 + spread, 1 + 3 * spread), fill(k, (size_t)nk * dh, 52 + spread, 1 + 2 * spread);
+        const AttnRule rule = {.scale = 0.25f, .causal = 1};
+        Collect col = {rows, mom, nk, 0, 0, &rule, nq, 0, 0};
+        kern_attention_kv_rows(block, nk, NULL, q, nq, k, NULL, nk, nk, dh, &rule, NULL, collect_rows, &col, 1);
+        ck_assert(col.bmax_blocks > 0 && col.bmax_exact == col.bmax_blocks);
+        for (int i = 0; i < nq; i++) {
+            const int pos = nk - nq + i;
+            double want[3];
+            kern_row_sums_naive(rows + (size_t)i * nk, 0, pos + 1, pos, NULL, want);
+            worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_ENTROPY] - want[0]));
+            worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_DISTANCE] - want[1]) / nk);
+        }
+    }
+    ck_assert_msg(worst < 5e-7, "long rows' moments differ from the definitions by %g", worst);
+    fprintf(stderr, "INFO %s: %d keys, within %.1e\n", __func__, nk, worst);
+    free(q), free(k), free(rows), free(block), free(mom);
 }
 END_TEST
 
@@ -1052,6 +1137,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, half_conversions_round_to_nearest_even_and_round_trip);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
+    tcase_add_test(k, row_moments_of_long_rows_match_their_definitions);
     tcase_add_test(k, xlogx_matches_naive_reference);
     tcase_add_test(k, attention_sinks_match_naive_reference);
     tcase_add_test(k, clamped_swiglu_matches_naive_reference);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "model.h"
 #include "check_util.h"
 
@@ -125,6 +126,91 @@ START_TEST(packed_and_selected_telemetry_is_what_each_input_gives_alone) {
 }
 END_TEST
 
+/* Long rows (thousands of keys, many blocks): the statistics and heaviest
+ * keys taken from what the softmax learnt of each row (KernRowStats: moments
+ * and block weights) are those of sweeping the rows, which are the
+ * definitions', on causal, windowed, bidirectional and sink rules. */
+typedef struct {
+    Capture *cap;
+    const AttnRule *rule;
+    int use_stats;
+} TelRows;
+
+static void tel_rows(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
+    const TelRows *t = ctx;
+    ck_assert_ptr_nonnull(st);
+    model_telemetry_rows(t->cap, 0, 0, i0, probs, ldp, i1 - i0, ldp, t->rule, t->use_stats ? st : NULL);
+}
+
+START_TEST(long_rows_from_the_softmax_give_the_swept_statistics_and_keys) {
+    Model m;
+    AvErr e;
+    ck_assert_int_eq(model_load(&m, "tests/data/small-llama", &e), 0);
+    const int n = 1500, dh = 16, layers[1] = {0}, heads[1] = {0};
+    enum { K = 8 };
+    int *ids = some_ids(&m, n, 5);
+    float *q = malloc(sizeof(float) * n * dh), *k = malloc(sizeof(float) * n * dh);
+    float *block = malloc(sizeof(float) * kern_attention_rows() * n), *full = malloc(sizeof(float) * n * n);
+    ck_assert(q && k && block && full);
+    const AttnRule rules[] = {{.scale = 0.3f, .causal = 1}, {.scale = 0.3f, .causal = 1, .window = 700},
+                              {.scale = 0.3f, .window = 200, .bidir = 1}, {.scale = 0.3f, .causal = 1, .has_sink = 1, .sink = 2.0f},
+                              {.scale = 0.3f, .causal = 1, .softcap = 5.0f}};
+    double worst_c[2] = {0, 0}; /* swept, from the softmax */
+    int worst_f[2] = {0, 0};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        unsigned seed = 17u + (unsigned)r;
+        for (int i = 0; i < n * dh; i++) {
+            seed = seed * 1103515245u + 12345u;
+            q[i] = (float)((seed >> 9) % 2001) / 1000.0f - 1.0f;
+            seed = seed * 1103515245u + 12345u;
+            k[i] = ((float)((seed >> 9) % 2001) / 1000.0f - 1.0f) * (r % 2 ? 4.0f : 1.0f);
+        }
+        Capture cap[2];
+        for (int c = 0; c < 2; c++) {
+            ck_assert_int_eq(model_capture_telemetry(&cap[c], &m.cfg, n, K, ids, layers, 1, heads, 1, &e), 0);
+            cap[c].n_tokens = n;
+            model_telemetry_begin(&cap[c], n);
+            TelRows t = {&cap[c], &rules[r], c};
+            kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rules[r], NULL, tel_rows, &t, 1);
+        }
+        kern_attention_kv(full, n, NULL, q, n, k, NULL, n, n, dh, &rules[r], NULL);
+        const size_t rows = (size_t)n;
+        ck_assert_msg(!memcmp(cap[0].tel_top, cap[1].tel_top, rows * K * sizeof(int)), "rule %zu: heaviest keys differ", r);
+        ck_assert_msg(!memcmp(cap[0].tel_top_w, cap[1].tel_top_w, rows * K * sizeof(float)), "rule %zu: their weights differ", r);
+        for (int i = 0; i < n; i++) {
+            double want[CAP_TEL_N];
+            model_telemetry_row_naive(full + (size_t)i * n, n, i, ids, want);
+            for (int c = 0; c < 2; c++)
+                for (int f = 0; f < CAP_TEL_N; f++) {
+                    /* relative to the value past 1 (a float entropy of 7 is already 2e-7 off) */
+                    const double d = fabs(cap[c].tel[(size_t)i * CAP_TEL_N + f] - want[f]) / fmax(1.0, fabs(want[f]));
+                    if (d > worst_c[c]) worst_c[c] = d, worst_f[c] = f;
+                }
+            int key[K];
+            float w[K];
+            for (int kk = 0; kk < K; kk++) key[kk] = -1, w[kk] = 0;
+            for (int kk = 0; kk < K; kk++) /* the definition: the K heaviest, ties to the earlier key */
+                for (int j = 0; j < n; j++) {
+                    const float x = full[(size_t)i * n + j];
+                    int taken = 0;
+                    for (int qq = 0; qq < kk; qq++) taken |= key[qq] == j;
+                    if (x > 0 && !taken && (key[kk] < 0 || x > w[kk])) key[kk] = j, w[kk] = x;
+                }
+            ck_assert_msg(!memcmp(key, cap[1].tel_top + (size_t)i * K, sizeof key), "rule %zu row %d: keys %d %d vs %d %d", r,
+                          i, cap[1].tel_top[(size_t)i * K], cap[1].tel_top[(size_t)i * K + 1], key[0], key[1]);
+        }
+        model_capture_free(&cap[0]);
+        model_capture_free(&cap[1]);
+    }
+    ck_assert_msg(worst_c[0] < 5e-7 && worst_c[1] < 5e-7, "long rows' telemetry differs from the definitions by %g (swept), %g",
+                  worst_c[0], worst_c[1]);
+    fprintf(stderr, "INFO %s: %d tokens, 5 rules: swept within %.1e (field %d), from the softmax %.1e (field %d) of the definitions, the same keys\n",
+            __func__, n, worst_c[0], worst_f[0], worst_c[1], worst_f[1]);
+    model_free(&m);
+    free(ids), free(q), free(k), free(block), free(full);
+}
+END_TEST
+
 START_TEST(row_statistics_by_their_definitions) {
     /* query 3 over keys 0..3 of a causal row; ids repeat token 7 at keys 1 and 3 */
     const float p[4] = {0.5f, 0.25f, 0.125f, 0.125f};
@@ -149,6 +235,7 @@ Suite *make_suite(void) {
     tcase_add_loop_test(t, telemetry_without_matrices_gives_the_full_matrices_statistics, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(t, packed_and_selected_telemetry_is_what_each_input_gives_alone);
+    tcase_add_test(t, long_rows_from_the_softmax_give_the_swept_statistics_and_keys);
     suite_add_tcase(s, t);
     return s;
 }

@@ -152,7 +152,7 @@ typedef struct {
     const AttnRule *rule; // what made the rows: the keys each sees
 } RowsTo;
 
-static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int ldp) {
+static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
     const RowsTo *r = ctx;
     if (r->cap->thumb)
         kern_pool_attention(cap_thumb(r->cap, r->layer, r->head), r->cap->thumb_size, probs, ldp, r->row0 + i0, i1 - i0,
@@ -161,7 +161,7 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
         tile_pool_rows(cap_mpool(r->cap, r->layer, r->head), r->cap->mpool_size, r->cap->n_tokens, r->cap->mpool_size, 0,
                        0, probs, ldp, r->row0 + i0, i1 - i0, r->ncols);
     if (r->cap->tel)
-        model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
+        model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule, st);
     if (r->cap->sc_sum) model_score_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
 }
 
@@ -176,12 +176,13 @@ static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, co
         float *probs = cap_attn(cap, l, h) + (size_t)row0 * ldp; // (nq, ldp)
         kern_attention_kv(probs, ldp, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch);
         RowsTo to = {cap, l, h, row0, nk, rule};
-        rows_to_capture(&to, 0, nq, probs, ldp);
+        rows_to_capture(&to, 0, nq, probs, ldp, NULL);
         return;
     }
     RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum) ? cap : NULL, l, h, row0, nk, rule};
+    /* the softmax's moments spare telemetry a sweep of each row */
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
-                           &to);
+                           &to, to.cap && to.cap->tel);
 }
 
 /* Head h's q and k of this pass, qT and kT (dh, n), into the capture's rows
@@ -811,6 +812,11 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         if (segs[g].cap && !kv) segs[g].cap->n_tokens = segs[g].len;
     for (int g = 0; g < n_segs; g++) /* the score sums start with the sequence */
         if (segs[g].cap && segs[g].cap->sc_sum && pos0 == 0) model_scores_begin(segs[g].cap, segs[g].len);
+    for (int g = 0; g < n_segs; g++) /* a later pass's rows sum their duplicates by a sweep */
+        if (segs[g].cap && segs[g].cap->tel) {
+            if (pos0 == 0) model_telemetry_begin(segs[g].cap, segs[g].len);
+            else segs[g].cap->tel_prev_n = 0;
+        }
     /* the capture that decides how far the pass goes: every segment keeps the same layers */
     const Capture *cap = segs[0].cap;
     const int keep_hidden_states = cap && cap->hidden;
@@ -1026,14 +1032,14 @@ int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, in
             memset(rows, 0, (size_t)n * sizeof *rows);
             qk_cols(qT, cap, l, h, 0, i, 1); /* (dh, 1): the query's own vector */
             kern_attention_kv(rows + lo, hi - lo, NULL, qT, 1, kT + lo, NULL, n, hi - lo, dh, &all, NULL);
-            fn(ctx, i - r0, i - r0 + 1, rows, n);
+            fn(ctx, i - r0, i - r0 + 1, rows, n, NULL);
         }
         return 0;
     }
     /* causal: the band's queries are the last of the keys up to its end, at
      * their own positions; otherwise every query sees every key */
     qk_cols(qT, cap, l, h, 0, r0, nq);
-    kern_attention_kv_rows(rows, n, NULL, qT, nq, kT, NULL, n, rule.causal ? r1 : n, dh, &rule, NULL, fn, ctx);
+    kern_attention_kv_rows(rows, n, NULL, qT, nq, kT, NULL, n, rule.causal ? r1 : n, dh, &rule, NULL, fn, ctx, 0);
     return 0;
 }
 

@@ -250,24 +250,131 @@ static inline float vexpf(float x) {
 #define VEC_CLONES
 #endif
 
+/* s += b in MOM_LANES lanes, each a compensated (Kahan) sum: c keeps what
+ * each addition rounded off, so a lane's error stays about one rounding of
+ * its total however many blocks it adds, in float lanes the vectorizer
+ * handles (-std=c11 contracts nothing, so the compensation is kept). */
+#define MOM_BLOCK 64
+#define MOM_LANES 16
+__attribute__((always_inline)) static inline void kahan_lanes(float *s, float *c, const float *b) {
+    for (int k = 0; k < MOM_LANES; k++) {
+        const float y = b[k] - c[k], t = s[k] + y;
+        c[k] = (t - s[k]) - y;
+        s[k] = t;
+    }
+}
+
+/* r[j] = exp(scale r[j] - smx) for the row's cols keys, as softmax_scaled_row
+ * computes them; with acc (3 doubles) also the sums the row's entropy and mean
+ * distance are made of (row_moments): sum e a (a the exponent's argument,
+ * clamped as vexpf clamps it), sum e |rel - j| and sum e. Each block of 64
+ * keys is summed in 16 lanes, the blocks into compensated lanes, the lanes
+ * into doubles at the end: a fixed order whatever the vector width (the same
+ * bits on every clone); the tail goes straight to the doubles. */
+__attribute__((always_inline)) static inline void exp_row(float *r, int cols, float scale, float smx, int rel,
+                                                          double *acc) {
+    if (!acc) {
+        for (int j = 0; j < cols; j++) {
+            const float t = r[j] * scale;
+            r[j] = vexpf(t - smx);
+        }
+        return;
+    }
+    float sa[MOM_LANES] = {0}, sd[MOM_LANES] = {0}, ss[MOM_LANES] = {0};
+    float ca[MOM_LANES] = {0}, cd[MOM_LANES] = {0}, cs[MOM_LANES] = {0};
+    int j0 = 0;
+    for (; j0 + MOM_BLOCK <= cols; j0 += MOM_BLOCK) {
+        float ba[MOM_LANES] = {0}, bd[MOM_LANES] = {0}, bs[MOM_LANES] = {0};
+        for (int q = 0; q < MOM_BLOCK; q += MOM_LANES)
+            for (int k = 0; k < MOM_LANES; k++) {
+                const int j = j0 + q + k;
+                const float t = r[j] * scale, a = t - smx, e = vexpf(a);
+                r[j] = e;
+                ba[k] += e * (a < -87.0f ? -87.0f : a);
+                bd[k] += e * fabsf((float)(rel - j)); /* |d| as an int compare is a branch the vectorizer refuses */
+                bs[k] += e;
+            }
+        kahan_lanes(sa, ca, ba);
+        kahan_lanes(sd, cd, bd);
+        kahan_lanes(ss, cs, bs);
+    }
+    acc[0] = acc[1] = acc[2] = 0;
+    for (int k = 0; k < MOM_LANES; k++) {
+        acc[0] += (double)sa[k] - ca[k];
+        acc[1] += (double)sd[k] - cd[k];
+        acc[2] += (double)ss[k] - cs[k];
+    }
+    for (int j = j0; j < cols; j++) {
+        const float t = r[j] * scale, a = t - smx, e = vexpf(a);
+        r[j] = e;
+        acc[0] += (double)(e * (a < -87.0f ? -87.0f : a));
+        acc[1] += (double)(e * fabsf((float)(rel - j)));
+        acc[2] += (double)e;
+    }
+}
+
+/* A row's moments from exp_row's sums and the factor inv its weights were
+ * scaled by (p_j = e_j inv): entropy -sum p ln p = -inv sum e (ln e + ln inv),
+ * ln e_j being the exponent's argument; mean distance inv sum e |i - j|. */
+static void row_moments(const double *acc, float inv, double *mom) {
+    mom[KERN_MOM_ENTROPY] = -(double)inv * (acc[0] + log((double)inv) * acc[2]);
+    mom[KERN_MOM_DISTANCE] = (double)inv * acc[1];
+}
+
+/* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm, in 16 lanes (a
+ * max is exact, so any order gives the same value); returns the row's. */
+__attribute__((always_inline)) static inline float block_maxima(const float *r, int cols, float *bm) {
+    float mx = r[0];
+    for (int j0 = 0, b = 0; j0 < cols; j0 += KERN_KTH_BLOCK, b++) {
+        float m = r[j0];
+        if (j0 + KERN_KTH_BLOCK <= cols) {
+            float l[16];
+            for (int q = 0; q < 16; q++) l[q] = r[j0 + q];
+            for (int c = 16; c < KERN_KTH_BLOCK; c += 16)
+                for (int q = 0; q < 16; q++) l[q] = r[j0 + c + q] > l[q] ? r[j0 + c + q] : l[q];
+            for (int w = 8; w >= 1; w /= 2)
+                for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
+            m = l[0];
+        } else {
+            for (int q = j0; q < cols; q++) m = r[q] > m ? r[q] : m;
+        }
+        bm[b] = m;
+        mx = m > mx ? m : mx;
+    }
+    return mx;
+}
+
+/* Each block's largest weight from its largest score, by the very steps
+ * that made the weight (so the same bits as that key's). */
+__attribute__((always_inline)) static inline void block_weights(float *bm, int cols, float scale, float smx, float inv) {
+    for (int b = 0; b * KERN_KTH_BLOCK < cols; b++) {
+        const float t = bm[b] * scale;
+        bm[b] = vexpf(t - smx) * inv;
+    }
+}
+
 /* softmax(scale r), one pass fewer than scaling first: the scaled
  * maximum is the maximum of the scaled scores (scale > 0, rounding is
  * monotone), and each exponent's argument is the same rounded product minus
  * it, so the bits are those of multiplying by scale first. Scale 1 is the plain
- * softmax (x * 1 is x exactly). */
-VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
+ * softmax (x * 1 is x exactly). mom (KERN_MOM_N) or NULL: the row's moments,
+ * rel being the query's position less the first key's; bm (the row's blocks)
+ * or NULL: each block's largest weight (kern_attention_kv_rows). */
+VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int rel, double *mom, float *bm) {
     float pmax[8], mx = r[0];
-    for (int k = 0; k < 8; k++) pmax[k] = r[0];
     int j = 0;
-    for (; j + 8 <= cols; j += 8)
-        for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
-    for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
-    for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-    const float smx = mx * scale;
-    for (j = 0; j < cols; j++) {
-        const float t = r[j] * scale;
-        r[j] = vexpf(t - smx);
+    if (bm) {
+        mx = block_maxima(r, cols, bm);
+    } else {
+        for (int k = 0; k < 8; k++) pmax[k] = r[0];
+        for (; j + 8 <= cols; j += 8)
+            for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
+        for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
+        for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
     }
+    const float smx = mx * scale;
+    double acc[3] = {0, 0, 0};
+    exp_row(r, cols, scale, smx, rel, mom ? acc : NULL);
     /* eight partial sums: a fixed order the compiler may vectorize */
     float part[8] = {0};
     for (j = 0; j + 8 <= cols; j += 8)
@@ -277,6 +384,8 @@ VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale) {
     for (int k = 0; k < 8; k++) sum += part[k];
     float inv = 1.0f / sum;
     for (int k = 0; k < cols; k++) r[k] *= inv;
+    if (mom) row_moments(acc, inv, mom);
+    if (bm) block_weights(bm, cols, scale, smx, inv);
 }
 
 /* ln x for a normal x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), then
@@ -425,7 +534,7 @@ VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
 }
 
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
-    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f);
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f, 0, NULL, NULL);
 }
 
 void kern_softmax_rows_naive(float *x, int rows, int cols) {
@@ -525,10 +634,16 @@ VEC_CLONES static void scale_row(float *r, int n, float scale) {
 /* softmax over the row's n (already scaled) scores and the sink logit, which
  * has no key: the row gets its share of the probabilities, the sink's share
  * is returned (transformers' eager gpt-oss: concatenate, softmax, drop it). */
-VEC_CLONES static float softmax_sink_row(float *r, int n, float sink) {
+VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, double *mom, float *bm) {
     float mx = sink;
-    for (int j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
-    for (int j = 0; j < n; j++) r[j] = vexpf(r[j] - mx);
+    if (bm) {
+        const float rm = block_maxima(r, n, bm);
+        mx = rm > mx ? rm : mx;
+    } else {
+        for (int j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
+    }
+    double acc[3] = {0, 0, 0};
+    exp_row(r, n, 1.0f, mx, rel, mom ? acc : NULL); /* r[j] * 1 - mx is r[j] - mx exactly */
     float part[8] = {0}, sum = 0;
     int j = 0;
     for (; j + 8 <= n; j += 8)
@@ -538,28 +653,37 @@ VEC_CLONES static float softmax_sink_row(float *r, int n, float sink) {
     const float es = vexpf(sink - mx);
     const float inv = 1.0f / (sum + es);
     for (int k = 0; k < n; k++) r[k] *= inv;
+    if (mom) row_moments(acc, inv, mom);
+    if (bm) block_weights(bm, n, 1.0f, mx, inv);
     return es * inv;
 }
 
 void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
-    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale);
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale, 0, NULL, NULL);
 }
 
 /* Query i's scores r (ldp) -> its probabilities; masked keys get exactly 0,
- * as softmax gives them after HF's finfo.min fill. */
-static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int ldp) {
+ * as softmax gives them after HF's finfo.min fill. mom (KERN_MOM_N) and bm
+ * (the row's blocks of seen keys), each NULL or where the row's moments and
+ * block weights go (kern_attention_kv_rows). */
+static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int ldp, double *mom, float *bm) {
     int lo, hi;
     attn_keys(rule, nq, nk, i, &lo, &hi);
+    const int rel = nk - nq + i - lo;
+    if (hi <= lo) { /* no key: nothing weighs anything */
+        if (mom) mom[KERN_MOM_ENTROPY] = mom[KERN_MOM_DISTANCE] = 0;
+        mom = NULL, bm = NULL;
+    }
     if (rule->has_sink) {
         scale_row(r + lo, hi - lo, rule->scale);
         if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
-        const float share = softmax_sink_row(r + lo, hi - lo, rule->sink);
+        const float share = softmax_sink_row(r + lo, hi - lo, rule->sink, rel, mom, bm);
         if (rule->sink_out) rule->sink_out[i] = share;
     } else if (rule->softcap > 0 || !(rule->scale > 0)) {
         scale_row(r + lo, hi - lo, rule->scale);
         if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
-        kern_softmax_rows(r + lo, 1, hi - lo);
-    } else kern_softmax_scaled_rows(r + lo, 1, hi - lo, rule->scale);
+        if (hi > lo) softmax_scaled_row(r + lo, hi - lo, 1.0f, rel, mom, bm);
+    } else if (hi > lo) softmax_scaled_row(r + lo, hi - lo, rule->scale, rel, mom, bm);
     memset(r, 0, (size_t)lo * sizeof *r);
     memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
 }
@@ -578,7 +702,7 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
         gemm_rows_ld(probs + (size_t)i0 * ldp + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo,
                      (size_t)ldk, hi1 - lo, i1 - i0, dh, panel);
     }
-    for (int i = 0; i < nq; i++) probs_row(rule, nq, nk, i, probs + (size_t)i * ldp, ldp);
+    for (int i = 0; i < nq; i++) probs_row(rule, nq, nk, i, probs + (size_t)i * ldp, ldp, NULL, NULL);
     if (!ctxT) return;
     /* context: ctx (nq, dh) = probs v, each row over the keys its block sees
      * from a multiple of the chain length (gemm.h), so that the keys skipped
@@ -602,9 +726,15 @@ int kern_attention_rows(void) { return ATTN_ROWS; }
 
 void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
-                            KernRowsFn fn, void *fn_ctx) {
+                            KernRowsFn fn, void *fn_ctx, int moments) {
     // probs (ATTN_ROWS, ldp): one block of rows at a time, reused; ctxT (dh, nq) as kern_attention_kv's
     _Alignas(64) float panel[GEMM_SCRATCH];
+    double mom[ATTN_ROWS * KERN_MOM_N]; // (ATTN_ROWS, KERN_MOM_N) the block's rows' moments
+    KernRowStats st = {mom, NULL, (nk + KERN_KTH_BLOCK - 1) / KERN_KTH_BLOCK};
+    /* (ATTN_ROWS, bmax_ld) the rows' block weights; without memory for them
+     * the observer sweeps the rows instead */
+    float *bmax = moments && fn ? malloc((size_t)ATTN_ROWS * st.bmax_ld * sizeof *bmax) : NULL;
+    st.bmax = bmax;
     float *v = NULL, *ctx = NULL; // (nk, dh), (nq, dh)
     if (ctxT) {
         v = scratch, ctx = scratch + (size_t)nk * dh;
@@ -620,14 +750,18 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
          * each output's chain is the same, so are its bits */
         gemm_rows_ld(probs + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo, (size_t)ldk, hi1 - lo,
                      i1 - i0, dh, panel);
-        for (int i = i0; i < i1; i++) probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp);
-        if (fn) fn(fn_ctx, i0, i1, probs, ldp);
+        for (int i = i0; i < i1; i++)
+            probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp,
+                      moments && fn ? mom + (size_t)(i - i0) * KERN_MOM_N : NULL,
+                      bmax ? bmax + (size_t)(i - i0) * st.bmax_ld : NULL);
+        if (fn) fn(fn_ctx, i0, i1, probs, ldp, moments ? &st : NULL);
         if (ctxT) {
             lo -= lo % GEMM_KB;
             gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + lo, GEMM_F32, (size_t)ldp, 1, v + (size_t)lo * dh,
                          (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
         }
     }
+    free(bmax);
     if (ctxT) kern_transpose(ctxT, ctx, nq, dh);
 }
 

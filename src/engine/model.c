@@ -883,16 +883,21 @@ int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *
         cap->tel_top_w = alloc_floats(rows * (size_t)top_k);
     }
     cap->tel_ids = ids;
-    if (!cap->tel || (top_k && (!cap->tel_top || !cap->tel_top_w))) {
-        free(cap->tel), free(cap->tel_top), free(cap->tel_top_w);
-        cap->tel = NULL, cap->tel_top = NULL, cap->tel_top_w = NULL;
+    const size_t n = cap->cap_tokens ? cap->cap_tokens : 1;
+    cap->tel_prev = malloc(n * sizeof *cap->tel_prev);
+    cap->tel_scratch = malloc(n * sizeof *cap->tel_scratch);
+    cap->tel_prev_n = 0;
+    if (!cap->tel || (top_k && (!cap->tel_top || !cap->tel_top_w)) || !cap->tel_prev || !cap->tel_scratch) {
+        free(cap->tel), free(cap->tel_top), free(cap->tel_top_w), free(cap->tel_prev), free(cap->tel_scratch);
+        cap->tel = NULL, cap->tel_top = NULL, cap->tel_top_w = NULL, cap->tel_prev = NULL, cap->tel_scratch = NULL;
         return av_err(e, "out of memory for attention telemetry (%d tokens)", cap->n_tokens);
     }
     return 0;
 }
 
 size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k) {
-    return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float);
+    return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float) +
+           (size_t)n * (sizeof(int) + sizeof(unsigned long long));
 }
 
 int model_capture_add_scores(Capture *cap, const CapScoring *sc, AvErr *e) {
@@ -974,6 +979,8 @@ void model_capture_free(Capture *cap) {
     free(cap->tel);
     free(cap->tel_top);
     free(cap->tel_top_w);
+    free(cap->tel_prev);
+    free(cap->tel_scratch);
     free(cap->sc_sum);
     free(cap->sc_prev);
     free(cap->sc_special);

@@ -21,8 +21,46 @@ static void top_insert(int *key, float *w, int k, int *have, int j, float x) {
     if (*have < k) (*have)++;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Each of the n tokens' previous position with the same id (-1: none): the
+ * (id, position) pairs sorted, neighbours with the same id linked. */
+static void link_prev(const int *ids, int n, int *prev, unsigned long long *scratch) {
+    for (int i = 0; i < n; i++) prev[i] = -1;
+    if (!ids) return;
+    for (int i = 0; i < n; i++) scratch[i] = (unsigned long long)(unsigned)ids[i] << 32 | (unsigned)i;
+    qsort(scratch, (size_t)n, sizeof *scratch, cmp_u64);
+    for (int k = 1; k < n; k++)
+        if (scratch[k] >> 32 == scratch[k - 1] >> 32) prev[scratch[k] & 0xffffffffu] = (int)(scratch[k - 1] & 0xffffffffu);
+}
+
+void model_telemetry_begin(Capture *cap, int n) {
+    cap->tel_prev_n = 0;
+    if (!cap->tel_prev || !cap->tel_ids) return;
+    link_prev(cap->tel_ids, n, cap->tel_prev, cap->tel_scratch);
+    cap->tel_prev_n = n;
+}
+
+/* The k-th largest of x's n values (0 with fewer than k). */
+static float kth_largest(const float *x, int n, int k) {
+    float best[KERN_KTH_MAX];
+    int have = 0;
+    if (k <= 0 || k > KERN_KTH_MAX) return 0;
+    for (int b = 0; b < n; b++) {
+        const float m = x[b];
+        if (have == k && !(m > best[k - 1])) continue;
+        int at = have < k ? have++ : k - 1;
+        while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
+        best[at] = m;
+    }
+    return have == k ? best[k - 1] : 0;
+}
+
 void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
-                          const AttnRule *rule) {
+                          const AttnRule *rule, const KernRowStats *st) {
     const size_t block = cap_block(cap, l, h), n = (size_t)cap->n_tokens;
     const int K = cap->tel_top_k;
     const int *ids = cap->tel_ids;
@@ -35,19 +73,47 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
         int lo = 0, hi = ncols; /* the keys the row sees: a causal row's later keys are 0 */
         if (rule) kern_attention_keys(rule, ncols, i, &lo, &hi);
         double sums[3] = {0, 0, 0}, sink4 = 0;
-        if (lo < hi) kern_row_sums(p, lo, hi, i, ids, sums);
+        if (st && (!ids || i < cap->tel_prev_n)) {
+            /* entropy and distance from the softmax; the duplicates are the
+             * row's own token's earlier copies, walked from the nearest */
+            sums[0] = st->mom[(size_t)r * KERN_MOM_N + KERN_MOM_ENTROPY];
+            sums[1] = st->mom[(size_t)r * KERN_MOM_N + KERN_MOM_DISTANCE];
+            for (int j = ids ? cap->tel_prev[i] : -1; j >= lo; j = cap->tel_prev[j])
+                if (j < hi) sums[2] += p[j];
+        } else if (lo < hi) {
+            kern_row_sums(p, lo, hi, i, ids, sums);
+        }
         /* A key enters the top k when it beats the k-th weight (any positive
          * weight while fewer than k are kept). Keys lighter than floor are in
          * no row's final k, so leaving them out keeps the result, and it spares
-         * most of the insertions a row's first keys would make; the rest are
-         * found by kern_first_above, in key order as before (x > below is x >= floor). */
+         * most of the insertions a row's first keys would make (x > below is
+         * x >= floor). floor is the k-th largest of the blocks' largest weights
+         * (k distinct keys weigh at least that much): the softmax's block
+         * weights when it kept them, else a sweep. */
         int have = 0;
-        const float floor = K ? kern_kth_block_max(p + lo, hi - lo, K) : 0;
+        const float *bw = st && st->bmax ? st->bmax + (size_t)r * st->bmax_ld : NULL; // (blocks of the row's keys)
+        const int nb = (hi - lo + KERN_KTH_BLOCK - 1) / KERN_KTH_BLOCK;
+        const float floor = !K ? 0 : bw ? kth_largest(bw, nb, K) : kern_kth_block_max(p + lo, hi - lo, K);
         const float below = floor > 0 ? nextafterf(floor, 0.0f) : 0.0f;
-        for (int j = lo; K && j < hi; j++) {
-            const float thr = have < K || topw[K - 1] < below ? below : topw[K - 1];
-            j += kern_first_above(p + j, hi - j, thr);
-            if (j < hi) top_insert(top, topw, K, &have, j, p[j]);
+        if (K && bw) {
+            /* only the blocks whose bound beats the threshold, in key order */
+            for (int b = 0; b < nb; b++) {
+                const float thr = have < K || topw[K - 1] < below ? below : topw[K - 1];
+                if (!(KERN_BMAX_BOUND(bw[b]) > thr)) continue;
+                const int j1 = lo + (b + 1) * KERN_KTH_BLOCK < hi ? lo + (b + 1) * KERN_KTH_BLOCK : hi;
+                for (int j = lo + b * KERN_KTH_BLOCK; j < j1; j++) {
+                    const float th = have < K || topw[K - 1] < below ? below : topw[K - 1];
+                    j += kern_first_above(p + j, j1 - j, th);
+                    if (j < j1) top_insert(top, topw, K, &have, j, p[j]);
+                }
+            }
+        } else {
+            /* the rest found by kern_first_above, in key order */
+            for (int j = lo; K && j < hi; j++) {
+                const float thr = have < K || topw[K - 1] < below ? below : topw[K - 1];
+                j += kern_first_above(p + j, hi - j, thr);
+                if (j < hi) top_insert(top, topw, K, &have, j, p[j]);
+            }
         }
         for (int j = lo; j < 4 && j < hi; j++) sink4 += p[j];
         for (int k = have; k < K; k++) top[k] = -1, topw[k] = 0;
@@ -81,24 +147,10 @@ void model_telemetry_row_naive(const float *p, int ncols, int i, const int *ids,
 /* Terms of one row handled at a time by the vectorized kern_xlogx. */
 #define TEL_CHUNK 256
 
-static int cmp_u64(const void *a, const void *b) {
-    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
-    return x < y ? -1 : x > y;
-}
-
 void model_scores_begin(Capture *cap, int n) {
     memset(cap->sc_sum, 0, cap_blocks(cap) * CAP_SC_N * sizeof *cap->sc_sum);
-    /* each token's previous copy: (id, position) pairs sorted, neighbours with the
-     * same id linked; a row then walks only its own token's copies */
-    const int *ids = cap->tel_ids;
-    for (int i = 0; i < n; i++) cap->sc_prev[i] = -1;
-    if (ids) {
-        for (int i = 0; i < n; i++) cap->sc_scratch[i] = (unsigned long long)(unsigned)ids[i] << 32 | (unsigned)i;
-        qsort(cap->sc_scratch, (size_t)n, sizeof *cap->sc_scratch, cmp_u64);
-        for (int k = 1; k < n; k++)
-            if (cap->sc_scratch[k] >> 32 == cap->sc_scratch[k - 1] >> 32)
-                cap->sc_prev[cap->sc_scratch[k] & 0xffffffffu] = (int)(cap->sc_scratch[k - 1] & 0xffffffffu);
-    }
+    /* each token's previous copy, so that a row walks only its own token's copies */
+    link_prev(cap->tel_ids, n, cap->sc_prev, cap->sc_scratch);
     cap->sc_n_special = 0;
     for (int j = 0; j < n; j++)
         if (cap->sc_role[j]) cap->sc_special[cap->sc_n_special++] = j;

@@ -52,7 +52,8 @@ typedef struct {
     int side, n, G, cr0, cc0, row0;
 } PoolCtx;
 
-static void pool_rows(void *ctx, int i0, int i1, const float *probs, int ldp) {
+static void pool_rows(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
+    (void)st;
     const PoolCtx *p = ctx;
     tile_pool_rows(p->tile, p->side, p->n, p->G, p->cr0, p->cc0, probs, ldp, p->row0 + i0, i1 - i0, p->n);
 }
@@ -165,8 +166,8 @@ int model_head_grid(const Model *m, const Capture *cap, int l, int h, int G, flo
     return pooled_rows(m, cap, l, h, 0, n, G, G, 0, 0, grid, e);
 }
 
-static void copy_row(void *ctx, int i0, int i1, const float *probs, int ldp) {
-    (void)i1;
+static void copy_row(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
+    (void)i1, (void)st;
     float *row = ctx;
     if (i0 == 0) memcpy(row, probs, (size_t)ldp * sizeof *row);
 }
