@@ -119,7 +119,7 @@ START_TEST(value_norms_are_the_same_bits_on_every_kernel) {
                                        "tests/data/small-gpt2-f16"};
     static const char *const kernels[] = {"avx512", "avx2", "neon"};
     const int threads0 = openblas_get_num_threads();
-    enum { N = 37 };
+    enum { N = 50 }; /* past the 48 tokens from which the pass shares its norms among its threads */
     for (size_t f = 0; f < sizeof dirs / sizeof dirs[0]; f++) {
         Capture ref, got;
         ck_assert_int_eq(gemm_force_kernel("scalar"), 0);

@@ -506,7 +506,7 @@ static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, cons
         free(w.norms), free(w.u);
         return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
     }
-    pool_run(s->pool, norm_part, &w);
+    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, norm_part, &w);
     for (int hi = 0; hi < nh; hi++)
         for (int g = 0; g < n_segs; g++) {
             Capture *sc = segs[g].cap;
