@@ -79,7 +79,7 @@ typedef struct {
     int sc_n_special;
     unsigned long long *sc_scratch; /* (cap_tokens) the engine's: (id, position) pairs sorted to link sc_prev */
     float *vnorm;  /* (n_layers, n_heads, n_tokens) ||f_h(x_j)||: key token j's value vector (with the value bias)
-                      through head h's slice of the output projection (kernels.h, kern_value_norms_rows), for
+                      through head h's slice of the output projection (kernels.h, kern_value_norms_gram), for
                       value-weighted attention (--measure norm); NULL unless asked for (model_capture_value_norms) */
     float *nattn;  /* (n_layers, n_heads, n_tokens, n_tokens) attn[i][j] * vnorm[j]: filled downstream of the
                       engine (normattn.h), never by the forward pass; NULL unless asked for */

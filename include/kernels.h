@@ -207,19 +207,23 @@ void kern_rope_naive(float *xT, const float *inv_freq, const int *pos, int dh, i
  * value vector of token j through its slice of the output projection,
  * f_h(x_j) = W_O[:, h*dh:(h+1)*dh] v_j (v_j with the value bias; W_O's own
  * bias is added once to the sum of the heads, belongs to no token, and is left
- * out as the paper does). kern_value_norms_rows takes rows [r0, r1) of W_O
- * (r0 a multiple of KERN_NORM_GROUP, r1 - r0 <= KERN_NORM_ROWS): for each group
- * of KERN_NORM_GROUP of those rows, sq (groups, n_heads, n) = the sum over the
- * group's rows of f_h(x_j)[r]^2, for the listed heads; vT (n_kv * dh, n) the
- * pass's values, query head h reading kv head h / group but its own columns of
- * W_O. The caller adds the groups in order and takes the square root: the same
- * bits however the rows are split. tile: (r1 - r0) * n floats; scratch:
- * (r1 - r0) * o->in floats for block-quantized weights, else unused. -1 only
- * when a quantized row cannot be widened. */
-#define KERN_NORM_GROUP 32
-#define KERN_NORM_ROWS 256
-int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, const int *heads, int n_heads, int group,
-                          int dh, int r0, int r1, float *tile, float *scratch);
+ * out as the paper does). Its squared norm is v_j^T G_h v_j with G_h =
+ * (W_O^h)^T W_O^h (dh, dh), W_O^h = W_O's columns [h dh, (h+1) dh): made once
+ * per model (forward.c), then dh^2 + dh multiply-adds per token and head
+ * instead of a second output projection. A query head reads kv head h / group's
+ * values but has its own G_h (GQA).
+ *
+ * kern_widen_rows: rows [r0, r1) of W, any storage type, as (r1 - r0, in)
+ * floats; -1 only when a quantized row cannot be widened.
+ * kern_value_gram: G (dh, dh) = G_h of W_O widened whole (out, in) floats;
+ * panel: GEMM_SCRATCH floats, 64-byte aligned.
+ * kern_value_norms_gram: norms (n) = sqrt(v_j^T G v_j), for v (dh, n) with
+ * row stride ldv (a head's rows of the pass's vT); u: dh * n floats. Each
+ * norm is the same bits whatever n and whatever kernel gemm.h runs. */
+int kern_widen_rows(float *dst, const Linear *o, int r0, int r1);
+void kern_value_gram(float *G, const float *wide, int out, int in, int h, int dh, float *panel);
+void kern_value_norms_gram(float *norms, const float *G, const float *v, size_t ldv, int n, int dh, float *u,
+                           float *panel);
 /* norms (n_heads, n) = ||f_h(x_j)|| in double, W_O read element by element. */
 void kern_value_norms_naive(float *norms, const Linear *o, const float *vT, int n, const int *heads, int n_heads,
                             int group, int dh);

@@ -74,6 +74,10 @@ typedef struct Model {
     char dtype_name[16];  /* dtype of the checkpoint's weights */
     char head_err[512];   /* why a head the checkpoint has in part was not loaded ("" when not) */
     struct S2sWeights *s2s; /* an encoder-decoder model's stacks (seq2seq.h; cfg.enc_dec), else NULL */
+    float *vgram;         /* (num_layers, num_heads, head_dim, head_dim) each head's (W_O^h)^T W_O^h for value
+                             norms (kernels.h), made a layer at a time by the first pass that asks (forward.c),
+                             else NULL; bytes: model_value_gram_bytes */
+    unsigned char *vgram_done; /* (num_layers) which layers of vgram are made */
 } Model;
 
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
@@ -232,6 +236,9 @@ int model_capture_maxpool(Capture *cap, int size, AvErr *e);
  * otherwise). Bytes: model_capture_value_norms_bytes. */
 int model_capture_value_norms(Capture *cap, AvErr *e);
 size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads);
+/* Bytes the Model keeps for value norms once a pass has made them (Model.vgram):
+ * per layer and head a head_dim x head_dim matrix, whatever the input. */
+size_t model_value_gram_bytes(const ModelConfig *c);
 /* Adds the residual stream, each head's context and each MLP's output of
  * every layer to a capture (capture.h's resid, z, mlp_out) for the logit lens,
  * attribution and ablation; a pass filling them runs every layer. */

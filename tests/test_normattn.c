@@ -4,6 +4,7 @@
  * family; normattn.h's matrices and shares; the --no-special / --words views
  * of them (transform.h). Against transformers: tests/ref/norm_check.sh; the
  * kernel against its naive reference on every path: test_kernels. */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,37 +93,58 @@ START_TEST(value_norms_are_the_same_alone_packed_selected_and_cached) {
 }
 END_TEST
 
+/* One fresh Model's value norms of N tokens (its per-head matrices made by
+ * this pass, on the kernel and threads in force). */
+static void fresh_norms(const char *dir, int N, Capture *out) {
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    int *ids = malloc(sizeof(int) * N), *types = malloc(sizeof(int) * N);
+    ck_assert(ids && types);
+    make_ids(&m, ids, types, N, 9);
+    RunState rs;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, &e), 0);
+    *out = capture_norms(&m, N, NULL, 0, NULL, 0);
+    ck_assert_msg(model_forward(&m, &rs, ids, types, N, out, &e) == 0, "%s: %s", dir, e.msg);
+    ck_assert_ptr_nonnull(m.vgram);
+    free(ids), free(types), model_runstate_free(&rs), model_free(&m);
+}
+
 /* Every kernel this CPU runs gives the scalar chain's value norms bit for bit
- * (F32, Conv1D, BF16 and F16 output projections). */
+ * (F32, Conv1D, BF16 and F16 output projections), each on a Model of its own
+ * so that each kernel makes the per-head matrices too; and so do 1 and 3
+ * threads (heads and blocks of tokens shared among them). */
 START_TEST(value_norms_are_the_same_bits_on_every_kernel) {
     static const char *const dirs[] = {"tests/data/small-llama", "tests/data/small-gpt2", "tests/data/small-bf16",
                                        "tests/data/small-gpt2-f16"};
     static const char *const kernels[] = {"avx512", "avx2", "neon"};
+    const int threads0 = openblas_get_num_threads();
+    enum { N = 50 }; /* past the 48 tokens from which the pass shares its norms among its threads */
     for (size_t f = 0; f < sizeof dirs / sizeof dirs[0]; f++) {
-        Model m;
-        AvErr e;
-        if (model_load(&m, dirs[f], &e) != 0) ck_abort_msg("load %s: %s", dirs[f], e.msg);
-        enum { N = 37 };
-        int ids[N], types[N];
-        make_ids(&m, ids, types, N, 9);
-        RunState rs;
-        ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, &e), 0);
-        Capture ref = capture_norms(&m, N, NULL, 0, NULL, 0), got = capture_norms(&m, N, NULL, 0, NULL, 0);
-        const size_t cnt = cap_blocks(&ref) * N;
+        Capture ref, got;
         ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
-        ck_assert_int_eq(model_forward(&m, &rs, ids, types, N, &ref, &e), 0);
+        model_set_threads(1);
+        fresh_norms(dirs[f], N, &ref);
+        const size_t cnt = cap_blocks(&ref) * N;
         int ran = 1;
         for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
             if (gemm_force_kernel(kernels[k]) != 0) continue;
             ran++;
-            ck_assert_int_eq(model_forward(&m, &rs, ids, types, N, &got, &e), 0);
+            fresh_norms(dirs[f], N, &got);
             ck_assert_msg(!memcmp(ref.vnorm, got.vnorm, sizeof(float) * cnt), "%s, %s: differs from scalar by %g", dirs[f],
                           kernels[k], max_abs_diff(ref.vnorm, got.vnorm, cnt));
+            model_capture_free(&got);
         }
         ck_assert_int_ge(ran, 2);
         gemm_force_kernel(NULL);
-        model_capture_free(&ref), model_capture_free(&got), model_runstate_free(&rs), model_free(&m);
+        model_set_threads(3);
+        fresh_norms(dirs[f], N, &got);
+        ck_assert_msg(!memcmp(ref.vnorm, got.vnorm, sizeof(float) * cnt), "%s, 3 threads: differs from 1 by %g", dirs[f],
+                      max_abs_diff(ref.vnorm, got.vnorm, cnt));
+        model_capture_free(&got);
+        model_capture_free(&ref);
     }
+    model_set_threads(threads0);
 }
 END_TEST
 

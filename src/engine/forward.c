@@ -7,11 +7,13 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "quant.h"
 #include "tiles.h"
 #include "util.h"
@@ -372,32 +374,115 @@ static void unpermute_heads(float *xT, int n_heads, int dh, int n, float *scratc
     }
 }
 
-/* Value norms (capture.h's vnorm) of this pass's n tokens: thread t takes a
- * contiguous share of W_O's groups of KERN_NORM_GROUP rows, in calls of at most
- * KERN_NORM_ROWS rows; each group's squares go to its own slot of part and are
- * added in group order afterwards (the same bits whatever the threads). */
+/* ---- value norms (capture.h's vnorm): ||W_O^h v_j|| as sqrt(v_j^T G_h v_j) (kernels.h) */
+
+/* Each layer's G_h of every head is made on the first pass that asks for that
+ * layer's value norms and kept in the Model (vgram, freed by model_free): a
+ * derived copy of W_O that depends on nothing but the weights, so the pass,
+ * which otherwise only reads the Model (const), fills it in place. Passes on
+ * one Model are serialized today (a pipeline's run state is one per Model:
+ * serve's per-model lock, the library's per-handle lock), but the Model is
+ * shared read-only with threads that run no pass (serve's tile rows), and
+ * nothing in the API forbids two run states on one Model; so the filling is
+ * under a lock, held once per layer and pass, which costs nothing beside the
+ * pass. One lock for every Model: it is contended only while a layer's G is
+ * made, once per model. */
+static pthread_mutex_t vgram_lock = PTHREAD_MUTEX_INITIALIZER;
+
+size_t model_value_gram_bytes(const ModelConfig *c) {
+    return (size_t)c->num_layers * (size_t)c->num_heads * (size_t)c->head_dim * (size_t)c->head_dim * sizeof(float);
+}
+
+/* W_O widened whole, by row shares (any split: widening is element by
+ * element), then G_h for the heads t, t + T, ... */
 typedef struct {
     const Linear *o;
-    const float *vT;        // (NKV * dh, n)
-    const int *heads;
-    int n_heads, n, group, dh, n_groups;
-    float *part;            // (n_groups, n_heads, n)
-    float *tile;            // (threads, KERN_NORM_ROWS * n)
-    float *widen;           // (threads, KERN_NORM_ROWS * in) block-quantized W_O only, else NULL
+    float *wide; // (out, in)
+    float *G;    // (num_heads, dh, dh)
+    int n_heads, dh;
     atomic_int failed;
+} GramTask;
+
+static void widen_part(void *arg, int t, int T) {
+    GramTask *w = arg;
+    const int per = (w->o->out + T - 1) / T, r0 = t * per, r1 = r0 + per < w->o->out ? r0 + per : w->o->out;
+    if (r0 < r1 && kern_widen_rows(w->wide + (size_t)r0 * w->o->in, w->o, r0, r1) != 0) atomic_store(&w->failed, 1);
+}
+
+static void gram_part(void *arg, int t, int T) {
+    GramTask *w = arg;
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    for (int h = t; h < w->n_heads; h += T)
+        kern_value_gram(w->G + (size_t)h * w->dh * w->dh, w->wide, w->o->out, w->o->in, h, w->dh, panel);
+}
+
+/* Layer l's G_h of every head, made now if no pass has made them. */
+static const float *value_gram(const Model *m, RunState *s, int l, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const size_t per_layer = (size_t)c->num_heads * c->head_dim * c->head_dim;
+    Model *mm = (Model *)m; /* vgram only: the cache above; no Model is defined const */
+    const float *G = NULL;
+    pthread_mutex_lock(&vgram_lock);
+    if (!mm->vgram) {
+        mm->vgram = malloc(model_value_gram_bytes(c));
+        mm->vgram_done = calloc((size_t)c->num_layers, sizeof *mm->vgram_done);
+        if (!mm->vgram || !mm->vgram_done) {
+            free(mm->vgram), free(mm->vgram_done);
+            mm->vgram = NULL, mm->vgram_done = NULL;
+            av_err(e, "out of memory for the value norms' %zu MB of per-head matrices (%d layers x %d heads)",
+                   model_value_gram_bytes(c) >> 20, c->num_layers, c->num_heads);
+            goto done;
+        }
+    }
+    if (!mm->vgram_done[l]) {
+        const Linear *o = &m->w.layers[l].o;
+        GramTask w = {.o = o, .G = mm->vgram + (size_t)l * per_layer, .n_heads = c->num_heads, .dh = c->head_dim};
+        atomic_init(&w.failed, 0);
+        if (!(w.wide = malloc((size_t)o->out * o->in * sizeof *w.wide))) {
+            av_err(e, "out of memory widening layer %d's output projection (%d x %d) for value norms", l, o->out, o->in);
+            goto done;
+        }
+        pool_run(s->pool, widen_part, &w);
+        if (atomic_load(&w.failed)) {
+            free(w.wide);
+            av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path);
+            goto done;
+        }
+        pool_run(s->pool, gram_part, &w);
+        free(w.wide);
+        mm->vgram_done[l] = 1;
+    }
+    G = mm->vgram + (size_t)l * per_layer;
+done:
+    pthread_mutex_unlock(&vgram_lock);
+    return G;
+}
+
+/* Tokens of one unit of a pass's value norms: units (head, block of tokens)
+ * are shared among the threads; each norm is the same bits whatever the
+ * blocks (kernels.h), so whatever the threads. */
+#define VNORM_BLOCK 256
+
+typedef struct {
+    const float *G;  // (num_heads, dh, dh) this layer's
+    const float *vT; // (NKV * dh, n)
+    const int *heads;
+    int n_heads, n, group, dh, blocks;
+    float *norms;    // (n_heads, n)
+    float *u;        // (threads, dh * VNORM_BLOCK)
 } NormTask;
 
 static void norm_part(void *arg, int t, int T) {
     NormTask *w = arg;
-    const int per = (w->n_groups + T - 1) / T, g0 = t * per, g1 = g0 + per < w->n_groups ? g0 + per : w->n_groups;
-    const int step = KERN_NORM_ROWS / KERN_NORM_GROUP;
-    for (int g = g0; g < g1; g += step) {
-        const int ge = g + step < g1 ? g + step : g1;
-        const int r0 = g * KERN_NORM_GROUP, r1 = ge * KERN_NORM_GROUP < w->o->out ? ge * KERN_NORM_GROUP : w->o->out;
-        if (kern_value_norms_rows(w->part + (size_t)g * w->n_heads * w->n, w->o, w->vT, w->n, w->heads, w->n_heads,
-                                  w->group, w->dh, r0, r1, w->tile + (size_t)t * KERN_NORM_ROWS * w->n,
-                                  w->widen ? w->widen + (size_t)t * KERN_NORM_ROWS * w->o->in : NULL))
-            atomic_store(&w->failed, 1);
+    _Alignas(64) float panel[GEMM_SCRATCH];
+    const int units = w->n_heads * w->blocks, per = (units + T - 1) / T;
+    const int u0 = t * per, u1 = u0 + per < units ? u0 + per : units;
+    for (int q = u0; q < u1; q++) {
+        const int hi = q / w->blocks, j0 = q % w->blocks * VNORM_BLOCK;
+        const int jn = w->n - j0 < VNORM_BLOCK ? w->n - j0 : VNORM_BLOCK, h = w->heads[hi];
+        kern_value_norms_gram(w->norms + (size_t)hi * w->n + j0, w->G + (size_t)h * w->dh * w->dh,
+                              w->vT + (size_t)(h / w->group) * w->dh * w->n + j0, (size_t)w->n, jn, w->dh,
+                              w->u + (size_t)t * w->dh * VNORM_BLOCK, panel);
     }
 }
 
@@ -411,35 +496,27 @@ static int value_norms(const Model *m, RunState *s, int l, int n, int pos0, cons
     for (int h = 0; h < c->num_heads; h++)
         if (cap_has(cap, l, h)) heads[nh++] = h;
     if (nh == 0) return 0;
-    const Linear *o = &m->w.layers[l].o;
+    const float *G = value_gram(m, s, l, e);
+    if (!G) return -1;
     const int threads = s->n_threads > 0 ? s->n_threads : 1;
-    const int quantized = o->type != KERN_F32 && o->type != KERN_BF16 && o->type != KERN_F16;
-    NormTask w = {.o = o, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
-                  .dh = c->head_dim, .n_groups = (o->out + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP};
-    atomic_init(&w.failed, 0);
-    w.part = malloc((size_t)w.n_groups * nh * n * sizeof *w.part);
-    w.tile = malloc((size_t)threads * KERN_NORM_ROWS * n * sizeof *w.tile);
-    if (quantized) w.widen = malloc((size_t)threads * KERN_NORM_ROWS * o->in * sizeof *w.widen);
-    if (!w.part || !w.tile || (quantized && !w.widen)) {
-        free(w.part), free(w.tile), free(w.widen);
+    NormTask w = {.G = G, .vT = s->vT, .heads = heads, .n_heads = nh, .n = n, .group = c->num_heads / c->num_kv_heads,
+                  .dh = c->head_dim, .blocks = (n + VNORM_BLOCK - 1) / VNORM_BLOCK};
+    w.norms = malloc((size_t)nh * n * sizeof *w.norms);
+    w.u = malloc((size_t)threads * c->head_dim * VNORM_BLOCK * sizeof *w.u);
+    if (!w.norms || !w.u) {
+        free(w.norms), free(w.u);
         return av_err(e, "out of memory for value norms in layer %d (%d tokens)", l, n);
     }
-    pool_run(s->pool, norm_part, &w);
-    int rc = atomic_load(&w.failed) ? av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path) : 0;
-    for (int hi = 0; hi < nh && rc == 0; hi++)
+    pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, norm_part, &w);
+    for (int hi = 0; hi < nh; hi++)
         for (int g = 0; g < n_segs; g++) {
             Capture *sc = segs[g].cap;
             if (!sc || !sc->vnorm || !cap_has(sc, l, heads[hi])) continue;
-            float *dst = cap_vnorm(sc, l, heads[hi]) + pos0;
-            for (int j = 0; j < segs[g].len; j++) {
-                const size_t col = (size_t)hi * n + segs[g].start + j;
-                double sum = 0;
-                for (int q = 0; q < w.n_groups; q++) sum += w.part[(size_t)q * nh * n + col];
-                dst[j] = (float)sqrt(sum);
-            }
+            memcpy(cap_vnorm(sc, l, heads[hi]) + pos0, w.norms + (size_t)hi * n + segs[g].start,
+                   (size_t)segs[g].len * sizeof *w.norms);
         }
-    free(w.part), free(w.tile), free(w.widen);
-    return rc;
+    free(w.norms), free(w.u);
+    return 0;
 }
 
 /* Appends n columns of src (rows, n) at column at of dst (rows, ld). */

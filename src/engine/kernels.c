@@ -951,56 +951,56 @@ void kern_pool_attention_naive(float *thumb, int s, const float *probs, int ldp,
 
 /* ------------------------------------------------ value norms (--measure norm) */
 
-/* Why by rows of W_O: a head's transformed value f_h(x_j) = W_O[:, h] v_j^h
- * is a column of hidden-size numbers, and its squared norm a sum over those
- * rows. Each group of KERN_NORM_GROUP rows sums its own squares in row order,
- * and the caller adds the groups in their order: every output of gemm.h's
- * product is the same bits whatever rows share the call, so the norms do not
- * depend on how rows are split into calls or threads. One product per head
- * over all the rows of the call, so the head's values are packed once per
- * call, not once per small block; the rows are widened once for every head. */
-int kern_value_norms_rows(float *sq, const Linear *o, const float *vT, int n, const int *heads, int n_heads, int group,
-                          int dh, int r0, int r1, float *tile, float *scratch) {
-    if (r0 >= r1) return 0;
-    _Alignas(64) float panel[GEMM_SCRATCH];
-    const int tr = r1 - r0, groups = (tr + KERN_NORM_GROUP - 1) / KERN_NORM_GROUP;
-    const int half = o->type == KERN_BF16 || o->type == KERN_F16;
-    RowsView v = {0};
-    if (!half) {
-        if (o->type == KERN_F32) {
-            if (view_rows(o, r0, r1, NULL, &v) != 0) return -1;
-        } else {
-            /* block-quantized: widened here, rows [r0, r1) of in floats */
-            if (quant_rows(o->type, o->w, (size_t)o->out * o->row_bytes, (size_t)o->out, (size_t)o->in, (size_t)r0,
-                           (size_t)r1, scratch, o->name, NULL) != 0)
-                return -1;
-            v.w = scratch, v.row = (size_t)o->in, v.col = 1;
-        }
+int kern_widen_rows(float *dst, const Linear *o, int r0, int r1) {
+    const size_t in = (size_t)o->in;
+    if (o->type == KERN_F32) {
+        for (int r = r0; r < r1; r++)
+            for (size_t k = 0; k < in; k++) dst[(size_t)(r - r0) * in + k] = weight_f32(o, r, (int)k);
+        return 0;
     }
-    for (int hi = 0; hi < n_heads; hi++) {
-        const int h = heads[hi];
-        const float *x = vT + (size_t)(h / group) * dh * n; // (dh, n) the head's kv group's values
-        if (half) {
-            const size_t ld = o->row_bytes / 2;
-            gemm_rows(tile, (const uint16_t *)o->w + (size_t)r0 * ld + (size_t)h * dh,
-                      o->type == KERN_BF16 ? GEMM_BF16 : GEMM_F16, ld, 1, x, n, tr, dh, panel);
-        } else {
-            gemm_rows(tile, v.w + (size_t)h * dh * v.col, GEMM_F32, v.row, v.col, x, n, tr, dh, panel);
+    if (o->type == KERN_BF16 || o->type == KERN_F16) {
+        const size_t ld = o->row_bytes / 2;
+        for (int r = r0; r < r1; r++) {
+            const uint16_t *row = (const uint16_t *)o->w + (size_t)r * ld;
+            for (size_t k = 0; k < in; k++)
+                dst[(size_t)(r - r0) * in + k] = o->type == KERN_BF16 ? bf16_to_f32(row[k]) : f16_to_f32(row[k]);
         }
-        for (int g = 0; g < groups; g++) {
-            float *s = sq + ((size_t)g * n_heads + hi) * n; // (n)
-            for (int j = 0; j < n; j++) s[j] = 0.0f;
-            const int ra = g * KERN_NORM_GROUP, rb = ra + KERN_NORM_GROUP < tr ? ra + KERN_NORM_GROUP : tr;
-            /* a multiply and an add, not fmaf: without FMA in the build's target fmaf is a call per
-             * element; this loop vectorizes, and each s[j] is still one chain in row order (-std=c11
-             * contracts nothing), so its bits are the same on every CPU */
-            for (int r = ra; r < rb; r++) {
-                const float *row = tile + (size_t)r * n;
-                for (int j = 0; j < n; j++) s[j] += row[j] * row[j];
-            }
-        }
+        return 0;
     }
-    return 0;
+    return quant_rows(o->type, o->w, (size_t)o->out * o->row_bytes, (size_t)o->out, in, (size_t)r0, (size_t)r1, dst,
+                      o->name, NULL);
+}
+
+/* G_h[a][b] = sum_r W[r][h dh + a] W[r][h dh + b]: a product whose "weights"
+ * are the head's columns read down (W_O^h transposed: row stride 1, column
+ * stride in) and whose inputs are the same columns, dh of them as tokens; so
+ * every entry is gemm.h's fixed chains over the rows of W_O, the same bits on
+ * every kernel, and G is exactly symmetric (entry (a, b) and (b, a) are the
+ * same products in the same order). */
+void kern_value_gram(float *G, const float *wide, int out, int in, int h, int dh, float *panel) {
+    const float *cols = wide + (size_t)h * dh;
+    gemm_rows_ld(G, (size_t)dh, cols, GEMM_F32, 1, (size_t)in, cols, (size_t)in, dh, dh, out, panel);
+}
+
+/* Why the Gram form: ||W_O^h v||^2 = v^T G_h v costs dh^2 + dh multiply-adds
+ * per token and head, against hidden * dh for the product itself. u = G_h v
+ * is gemm.h's product (its bits do not depend on how tokens are split into
+ * calls or threads); v . u is summed over a = 0 .. dh - 1 in that order with a
+ * multiply and an add, not fmaf: without FMA in the build's target fmaf is a
+ * call per element, this loop vectorizes along the tokens, and each sum is
+ * still one chain in a's order (-std=c11 contracts nothing), the same bits on
+ * every CPU. G_h is positive semidefinite, but the rounded quadratic form of
+ * a value G_h nearly annihilates can come out a little below 0: clamped
+ * there, so the norm is 0 rather than NaN. */
+void kern_value_norms_gram(float *norms, const float *G, const float *v, size_t ldv, int n, int dh, float *u,
+                           float *panel) {
+    gemm_rows_ld(u, (size_t)n, G, GEMM_F32, (size_t)dh, 1, v, ldv, n, dh, dh, panel);
+    for (int j = 0; j < n; j++) norms[j] = 0.0f;
+    for (int a = 0; a < dh; a++) {
+        const float *va = v + (size_t)a * ldv, *ua = u + (size_t)a * n;
+        for (int j = 0; j < n; j++) norms[j] += va[j] * ua[j];
+    }
+    for (int j = 0; j < n; j++) norms[j] = norms[j] < 0.0f ? 0.0f : sqrtf(norms[j]); /* NaN stays NaN */
 }
 
 void kern_value_norms_naive(float *norms, const Linear *o, const float *vT, int n, const int *heads, int n_heads,

@@ -666,6 +666,8 @@ void model_free(Model *m) {
     free(m->gguf);
     free(m->path_owned);
     s2s_weights_free(m->s2s);
+    free(m->vgram);
+    free(m->vgram_done);
     memset(m, 0, sizeof *m);
 }
 
