@@ -162,18 +162,20 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
  * (memory: one block, not nq x ldp): after each block's softmax fn (unless
  * NULL) sees rows [i0, i1) in probs (i1 - i0, ldp), a scratch of
  * kern_attention_rows() * ldp floats that the next block overwrites. Every
- * row and ctxT are kern_attention_kv's, bit for bit. With moments, fn also
- * gets st (else NULL), what the softmax learnt of each row as it made it, so
- * that an observer need not sweep the row again:
+ * row and ctxT are kern_attention_kv's, bit for bit. With moments, fn sees
+ * one row per call, as soon as it is made, and also gets st (else NULL), what
+ * the softmax learnt of the row as it made it, so that an observer need not
+ * sweep the row again:
  * - mom (i1 - i0, KERN_MOM_N): each row's entropy and mean distance to its
  *   query (query i at position nk - nq + i), from the softmax's own exponents
  *   (kern_row_sums_naive's definitions, to within float rounding of the
- *   weights: no logarithm per key);
+ *   weights: no logarithm per key), and the sum of its weights as rounded (in
+ *   double: a total less a heavy key keeps its remainder);
  * - bmax (i1 - i0, bmax_ld), or NULL: for row i's blocks of KERN_KTH_BLOCK keys
  *   from its first seen key (kern_attention_keys), the weight of the block's
  *   highest-scoring key, bit for bit. A key's weight is at most
  *   KERN_BMAX_BOUND(its block's), since exp is only near-monotone in float. */
-enum { KERN_MOM_ENTROPY, KERN_MOM_DISTANCE, KERN_MOM_N };
+enum { KERN_MOM_ENTROPY, KERN_MOM_DISTANCE, KERN_MOM_TOTAL, KERN_MOM_N };
 typedef struct {
     const double *mom;
     const float *bmax;

@@ -208,7 +208,7 @@ size_t model_capture_scores_bytes(int n, int n_layers, int n_heads);
  * added to the capture's score sums (it must have them; the pass prepared
  * them: model_scores_begin). */
 void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
-                      const AttnRule *rule);
+                      const AttnRule *rule, const KernRowStats *st);
 /* Before a pass over n tokens from position 0: the sums zeroed, each token's
  * previous copy (from cap->tel_ids) and the special positions (cap->sc_role) found. */
 void model_scores_begin(Capture *cap, int n);

@@ -203,7 +203,7 @@ START_TEST(score_sums_of_a_row_by_their_definitions) {
     cap.tel_ids = ids;
     cap.sc_role[1] = CAP_ROLE_SEP;
     model_scores_begin(&cap, 4);
-    model_score_rows(&cap, 0, 0, 3, row, 4, 1, 4, NULL);
+    model_score_rows(&cap, 0, 0, 3, row, 4, 1, 4, NULL, NULL);
     const double *t = cap_sc(&cap, 0, 0);
     ck_assert_double_eq_tol(t[CAP_SC_ENTROPY], 0.5 * log(2) + 0.25 * log(4) + 0.25 * log(8), 1e-6);
     ck_assert_double_eq(t[CAP_SC_DISTANCE], 0.5 * 3 + 0.25 * 2 + 0.125 * 1);

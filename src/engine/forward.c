@@ -164,7 +164,8 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
                        0, probs, ldp, r->row0 + i0, i1 - i0, r->ncols);
     if (r->cap->tel)
         model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule, st);
-    if (r->cap->sc_sum) model_score_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule);
+    if (r->cap->sc_sum)
+        model_score_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule, st);
 }
 
 /* One head's attention, kern_attention_kv's arguments, into cap (NULL: the
@@ -182,9 +183,10 @@ static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, co
         return;
     }
     RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum) ? cap : NULL, l, h, row0, nk, rule};
-    /* the softmax's moments spare telemetry a sweep of each row */
+    /* the softmax's moments spare telemetry and the score sums a sweep of each
+     * row (not the sums of value-weighted shares or of a template's weights) */
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
-                           &to, to.cap && to.cap->tel);
+                           &to, to.cap && (to.cap->tel || (to.cap->sc_sum && !to.cap->sc.norm && !to.cap->sc.pattern)));
 }
 
 /* Head h's q and k of this pass, qT and kT (dh, n), into the capture's rows

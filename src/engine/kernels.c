@@ -265,12 +265,13 @@ __attribute__((always_inline)) static inline void kahan_lanes(float *s, float *c
 }
 
 /* r[j] = exp(scale r[j] - smx) for the row's cols keys, as softmax_scaled_row
- * computes them; with acc (3 doubles) also the sums the row's entropy and mean
- * distance are made of (row_moments): sum e a (a the exponent's argument,
- * clamped as vexpf clamps it), sum e |rel - j| and sum e. Each block of 64
+ * computes them; with acc (2 doubles) also the sums the row's entropy and
+ * mean distance are made of (row_moments): sum e a (a the exponent's
+ * argument, clamped as vexpf clamps it) and sum e |rel - j|. Each block of 64
  * keys is summed in 16 lanes, the blocks into compensated lanes, the lanes
  * into doubles at the end: a fixed order whatever the vector width (the same
- * bits on every clone); the tail goes straight to the doubles. */
+ * bits on every clone); the tail goes straight to the doubles. The distances
+ * are floats counted down from rel - j0 (exact below 2^24). */
 __attribute__((always_inline)) static inline void exp_row(float *r, int cols, float scale, float smx, int rel,
                                                           double *acc) {
     if (!acc) {
@@ -280,45 +281,63 @@ __attribute__((always_inline)) static inline void exp_row(float *r, int cols, fl
         }
         return;
     }
-    float sa[MOM_LANES] = {0}, sd[MOM_LANES] = {0}, ss[MOM_LANES] = {0};
-    float ca[MOM_LANES] = {0}, cd[MOM_LANES] = {0}, cs[MOM_LANES] = {0};
+    float sa[MOM_LANES] = {0}, sd[MOM_LANES] = {0}, ca[MOM_LANES] = {0}, cd[MOM_LANES] = {0}, lane[MOM_LANES];
+    for (int k = 0; k < MOM_LANES; k++) lane[k] = (float)k;
     int j0 = 0;
     for (; j0 + MOM_BLOCK <= cols; j0 += MOM_BLOCK) {
-        float ba[MOM_LANES] = {0}, bd[MOM_LANES] = {0}, bs[MOM_LANES] = {0};
-        for (int q = 0; q < MOM_BLOCK; q += MOM_LANES)
+        float ba[MOM_LANES] = {0}, bd[MOM_LANES] = {0};
+        for (int q = 0; q < MOM_BLOCK; q += MOM_LANES) {
+            const float d0 = (float)(rel - j0 - q);
             for (int k = 0; k < MOM_LANES; k++) {
                 const int j = j0 + q + k;
                 const float t = r[j] * scale, a = t - smx, e = vexpf(a);
                 r[j] = e;
                 ba[k] += e * (a < -87.0f ? -87.0f : a);
-                bd[k] += e * fabsf((float)(rel - j)); /* |d| as an int compare is a branch the vectorizer refuses */
-                bs[k] += e;
+                bd[k] += e * fabsf(d0 - lane[k]);
             }
+        }
         kahan_lanes(sa, ca, ba);
         kahan_lanes(sd, cd, bd);
-        kahan_lanes(ss, cs, bs);
     }
-    acc[0] = acc[1] = acc[2] = 0;
+    acc[0] = acc[1] = 0;
     for (int k = 0; k < MOM_LANES; k++) {
         acc[0] += (double)sa[k] - ca[k];
         acc[1] += (double)sd[k] - cd[k];
-        acc[2] += (double)ss[k] - cs[k];
     }
     for (int j = j0; j < cols; j++) {
         const float t = r[j] * scale, a = t - smx, e = vexpf(a);
         r[j] = e;
         acc[0] += (double)(e * (a < -87.0f ? -87.0f : a));
         acc[1] += (double)(e * fabsf((float)(rel - j)));
-        acc[2] += (double)e;
     }
 }
 
-/* A row's moments from exp_row's sums and the factor inv its weights were
- * scaled by (p_j = e_j inv): entropy -sum p ln p = -inv sum e (ln e + ln inv),
+/* A row's moments from exp_row's sums, the factor inv its weights were
+ * scaled by (p_j = e_j inv, rounded) and their total (mom's, set first):
+ * entropy -sum p ln p = -sum p (ln e + ln inv) = -(inv sum e a + ln inv sum p),
  * ln e_j being the exponent's argument; mean distance inv sum e |i - j|. */
 static void row_moments(const double *acc, float inv, double *mom) {
-    mom[KERN_MOM_ENTROPY] = -(double)inv * (acc[0] + log((double)inv) * acc[2]);
+    mom[KERN_MOM_ENTROPY] = -((double)inv * acc[0] + log((double)inv) * mom[KERN_MOM_TOTAL]);
     mom[KERN_MOM_DISTANCE] = (double)inv * acc[1];
+}
+
+/* r[k] *= inv, and the sum of the weights so rounded, in 8 double lanes
+ * added 0 to 7 at the end (the same bits on every clone): exact enough that
+ * a total less a heavy key's weight keeps its small remainder. */
+__attribute__((always_inline)) static inline double scale_total(float *r, int cols, float inv) {
+    double lane[8] = {0}, total = 0;
+    int k = 0;
+    for (; k + 8 <= cols; k += 8)
+        for (int q = 0; q < 8; q++) {
+            r[k + q] *= inv;
+            lane[q] += (double)r[k + q];
+        }
+    for (; k < cols; k++) {
+        r[k] *= inv;
+        lane[0] += (double)r[k];
+    }
+    for (int q = 0; q < 8; q++) total += lane[q];
+    return total;
 }
 
 /* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm, in 16 lanes (a
@@ -373,7 +392,7 @@ VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int r
         for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
     }
     const float smx = mx * scale;
-    double acc[3] = {0, 0, 0};
+    double acc[2] = {0, 0};
     exp_row(r, cols, scale, smx, rel, mom ? acc : NULL);
     /* eight partial sums: a fixed order the compiler may vectorize */
     float part[8] = {0};
@@ -383,7 +402,9 @@ VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int r
     for (; j < cols; j++) sum += r[j];
     for (int k = 0; k < 8; k++) sum += part[k];
     float inv = 1.0f / sum;
-    for (int k = 0; k < cols; k++) r[k] *= inv;
+    if (mom) mom[KERN_MOM_TOTAL] = scale_total(r, cols, inv);
+    else
+        for (int k = 0; k < cols; k++) r[k] *= inv;
     if (mom) row_moments(acc, inv, mom);
     if (bm) block_weights(bm, cols, scale, smx, inv);
 }
@@ -642,7 +663,7 @@ VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, d
     } else {
         for (int j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
     }
-    double acc[3] = {0, 0, 0};
+    double acc[2] = {0, 0};
     exp_row(r, n, 1.0f, mx, rel, mom ? acc : NULL); /* r[j] * 1 - mx is r[j] - mx exactly */
     float part[8] = {0}, sum = 0;
     int j = 0;
@@ -652,7 +673,9 @@ VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, d
     for (int k = 0; k < 8; k++) sum += part[k];
     const float es = vexpf(sink - mx);
     const float inv = 1.0f / (sum + es);
-    for (int k = 0; k < n; k++) r[k] *= inv;
+    if (mom) mom[KERN_MOM_TOTAL] = scale_total(r, n, inv);
+    else
+        for (int k = 0; k < n; k++) r[k] *= inv;
     if (mom) row_moments(acc, inv, mom);
     if (bm) block_weights(bm, n, 1.0f, mx, inv);
     return es * inv;
@@ -671,7 +694,7 @@ static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int
     attn_keys(rule, nq, nk, i, &lo, &hi);
     const int rel = nk - nq + i - lo;
     if (hi <= lo) { /* no key: nothing weighs anything */
-        if (mom) mom[KERN_MOM_ENTROPY] = mom[KERN_MOM_DISTANCE] = 0;
+        if (mom) mom[KERN_MOM_ENTROPY] = mom[KERN_MOM_DISTANCE] = mom[KERN_MOM_TOTAL] = 0;
         mom = NULL, bm = NULL;
     }
     if (rule->has_sink) {
@@ -729,11 +752,11 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
                             KernRowsFn fn, void *fn_ctx, int moments) {
     // probs (ATTN_ROWS, ldp): one block of rows at a time, reused; ctxT (dh, nq) as kern_attention_kv's
     _Alignas(64) float panel[GEMM_SCRATCH];
-    double mom[ATTN_ROWS * KERN_MOM_N]; // (ATTN_ROWS, KERN_MOM_N) the block's rows' moments
+    double mom[KERN_MOM_N]; // the row's moments
     KernRowStats st = {mom, NULL, (nk + KERN_KTH_BLOCK - 1) / KERN_KTH_BLOCK};
-    /* (ATTN_ROWS, bmax_ld) the rows' block weights; without memory for them
-     * the observer sweeps the rows instead */
-    float *bmax = moments && fn ? malloc((size_t)ATTN_ROWS * st.bmax_ld * sizeof *bmax) : NULL;
+    /* (bmax_ld) the row's block weights; without memory for them the observer
+     * sweeps the row instead */
+    float *bmax = moments && fn ? malloc((size_t)st.bmax_ld * sizeof *bmax) : NULL;
     st.bmax = bmax;
     float *v = NULL, *ctx = NULL; // (nk, dh), (nq, dh)
     if (ctxT) {
@@ -750,11 +773,19 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
          * each output's chain is the same, so are its bits */
         gemm_rows_ld(probs + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo, (size_t)ldk, hi1 - lo,
                      i1 - i0, dh, panel);
-        for (int i = i0; i < i1; i++)
-            probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp,
-                      moments && fn ? mom + (size_t)(i - i0) * KERN_MOM_N : NULL,
-                      bmax ? bmax + (size_t)(i - i0) * st.bmax_ld : NULL);
-        if (fn) fn(fn_ctx, i0, i1, probs, ldp, moments ? &st : NULL);
+        if (moments && fn) {
+            /* each row to the observer as soon as it is made, while it is in
+             * the nearest cache (a long row read back after its block's
+             * softmax comes from further out) */
+            for (int i = i0; i < i1; i++) {
+                float *row = probs + (size_t)(i - i0) * ldp;
+                probs_row(rule, nq, nk, i, row, ldp, mom, bmax);
+                fn(fn_ctx, i, i + 1, row, ldp, &st);
+            }
+        } else {
+            for (int i = i0; i < i1; i++) probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp, NULL, NULL);
+            if (fn) fn(fn_ctx, i0, i1, probs, ldp, NULL);
+        }
         if (ctxT) {
             lo -= lo % GEMM_KB;
             gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + lo, GEMM_F32, (size_t)ldp, 1, v + (size_t)lo * dh,

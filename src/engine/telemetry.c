@@ -172,7 +172,7 @@ static inline float row_x(const Row *r, int j) {
 }
 
 void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
-                      const AttnRule *rule) {
+                      const AttnRule *rule, const KernRowStats *st) {
     double *acc = cap_sc(cap, l, h);
     const CapScoring *sc = &cap->sc;
     const int *ids = cap->tel_ids, *prev = cap->sc_prev, n = cap->n_tokens;
@@ -188,7 +188,17 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
         const float *w = sc->pattern && n <= sc->pattern_n ? sc->pattern + (size_t)i * sc->pattern_n : NULL;
         double ent_l[SC_LANES] = {0}, dist_l[SC_LANES] = {0}, tot_l[SC_LANES] = {0}, tw = 0;
         const int ex0 = bos ? 0 : -1, ex1 = cur ? i : -1;
-        for (int j0 = row.lo; j0 < row.hi; j0 += TEL_CHUNK) {
+        /* the attention's own rows with the softmax's moments and no template:
+         * no sweep (the total less the excluded keys: the moments' total is
+         * a double sum of the weights, so a heavy sink leaves its remainder) */
+        const int from_moments = st && !row.v && !w;
+        if (from_moments) {
+            const double *mo = st->mom + (size_t)r * KERN_MOM_N;
+            ent_l[0] = mo[KERN_MOM_ENTROPY], dist_l[0] = mo[KERN_MOM_DISTANCE], tot_l[0] = mo[KERN_MOM_TOTAL];
+            if (ex0 >= row.lo && ex0 < row.hi) tot_l[0] -= row.p[ex0];
+            if (ex1 >= row.lo && ex1 < row.hi && ex1 != ex0) tot_l[0] -= row.p[ex1];
+        }
+        for (int j0 = row.lo; !from_moments && j0 < row.hi; j0 += TEL_CHUNK) {
             const int len = row.hi - j0 < TEL_CHUNK ? row.hi - j0 : TEL_CHUNK;
             const float *x = row.p + j0;
             if (row.v) {
