@@ -169,13 +169,14 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
  * - mom (i1 - i0, KERN_MOM_N): each row's entropy and mean distance to its
  *   query (query i at position nk - nq + i), from the softmax's own exponents
  *   (kern_row_sums_naive's definitions, to within float rounding of the
- *   weights: no logarithm per key), and the sum of its weights as rounded (in
- *   double: a total less a heavy key keeps its remainder);
+ *   weights: no logarithm per key), the sum of its weights as rounded (in
+ *   double), and the same sum without key 0 and the query's own key (REST:
+ *   what --stats and heads leave out; a total less a 0.99 sink would cancel);
  * - bmax (i1 - i0, bmax_ld), or NULL: for row i's blocks of KERN_KTH_BLOCK keys
  *   from its first seen key (kern_attention_keys), the weight of the block's
  *   highest-scoring key, bit for bit. A key's weight is at most
  *   KERN_BMAX_BOUND(its block's), since exp is only near-monotone in float. */
-enum { KERN_MOM_ENTROPY, KERN_MOM_DISTANCE, KERN_MOM_TOTAL, KERN_MOM_N };
+enum { KERN_MOM_ENTROPY, KERN_MOM_DISTANCE, KERN_MOM_TOTAL, KERN_MOM_REST, KERN_MOM_N };
 typedef struct {
     const double *mom;
     const float *bmax;

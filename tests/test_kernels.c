@@ -761,13 +761,48 @@ static double moments_error(const double *mom, const float *rows, int n, const A
         kern_row_sums_naive(rows + (size_t)i * n, lo, hi, i, NULL, want);
         worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_ENTROPY] - want[0]));
         worst = fmax(worst, fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_DISTANCE] - want[1]) / n);
-        double total = 0; /* the weights as rounded, in double */
-        for (int j = lo; j < hi; j++) total += rows[(size_t)i * n + j];
+        double total = 0, rest = 0; /* the weights as rounded, in double; without key 0 and key i */
+        for (int j = lo; j < hi; j++) total += rows[(size_t)i * n + j], rest += j == 0 || j == i ? 0 : rows[(size_t)i * n + j];
+        ck_assert_msg(fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_REST] - rest) <= 1e-12 * rest + 1e-300, "row %d: rest %.17g, not %.17g",
+                      i, mom[(size_t)i * KERN_MOM_N + KERN_MOM_REST], rest);
         ck_assert_msg(fabs(mom[(size_t)i * KERN_MOM_N + KERN_MOM_TOTAL] - total) < 1e-12, "row %d: total %.17g, not %.17g", i,
                       mom[(size_t)i * KERN_MOM_N + KERN_MOM_TOTAL], total);
     }
     return worst;
 }
+
+/* Under a heavy sink the rows' weight beside key 0 and the query's own key
+ * is a remainder of 1e-12 or less: the moments carry it as a sum of its own,
+ * not as the total less the two (which a double cannot hold to 1e-16 of 1). */
+typedef struct {
+    double mom[KERN_MOM_N];
+    float row[64];
+} OneRow;
+
+static void keep_one_row(void *ctx, int i0, int i1, const float *probs, int ldp, const KernRowStats *st) {
+    OneRow *o = ctx;
+    ck_assert_int_eq(i1 - i0, 1);
+    ck_assert_int_le(ldp, 64);
+    memcpy(o->mom, st->mom, sizeof o->mom);
+    memcpy(o->row, probs, sizeof(float) * (size_t)ldp);
+}
+
+START_TEST(row_remainder_beside_a_heavy_sink_is_kept) {
+    enum { NK = 50 };
+    float q[1] = {1.0f}, k[NK], block[64 * 48];
+    for (int j = 0; j < NK; j++) k[j] = j == 0 ? 30.0f : 0.0f;
+    const AttnRule rule = {.scale = 1.0f, .causal = 1};
+    OneRow o;
+    kern_attention_kv_rows(block, NK, NULL, q, 1, k, NULL, NK, NK, 1, &rule, NULL, keep_one_row, &o, 1);
+    double rest = 0;
+    for (int j = 1; j < NK - 1; j++) rest += o.row[j];
+    ck_assert_msg(rest > 0 && rest < 1e-10, "the remainder is %g", rest);
+    ck_assert_msg(fabs(o.mom[KERN_MOM_REST] - rest) <= 1e-12 * rest, "rest %.17g, not %.17g", o.mom[KERN_MOM_REST], rest);
+    const double cancelled = o.mom[KERN_MOM_TOTAL] - o.row[0] - o.row[NK - 1];
+    fprintf(stderr, "INFO %s: remainder %.3g kept within %.1e (the total less the two keys: %.1e off)\n", __func__,
+            rest, fabs(o.mom[KERN_MOM_REST] - rest) / rest, fabs(cancelled - rest) / rest);
+}
+END_TEST
 
 START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
     static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
@@ -1182,6 +1217,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
     tcase_add_test(k, row_moments_of_long_rows_match_their_definitions);
+    tcase_add_test(k, row_remainder_beside_a_heavy_sink_is_kept);
     tcase_add_test(k, xlogx_matches_naive_reference);
     tcase_add_test(k, attention_sinks_match_naive_reference);
     tcase_add_test(k, clamped_swiglu_matches_naive_reference);

@@ -321,23 +321,26 @@ static void row_moments(const double *acc, float inv, double *mom) {
     mom[KERN_MOM_DISTANCE] = (double)inv * acc[1];
 }
 
-/* r[k] *= inv, and the sum of the weights so rounded, in 8 double lanes
- * added 0 to 7 at the end (the same bits on every clone): exact enough that
- * a total less a heavy key's weight keeps its small remainder. */
-__attribute__((always_inline)) static inline double scale_total(float *r, int cols, float inv) {
-    double lane[8] = {0}, total = 0;
+/* r[k] *= inv, and the sum of the weights so rounded, less keys e0 and e1
+ * (-1: none; the first key and the query's own, which --stats and heads may
+ * leave out: a total less a 0.99 sink would cancel), in 8 double lanes added
+ * 0 to 7 at the end (the same bits on every clone); *total adds them back. */
+__attribute__((always_inline)) static inline double scale_total(float *r, int cols, float inv, int e0, int e1,
+                                                                double *total) {
+    double lane[8] = {0}, rest = 0;
     int k = 0;
     for (; k + 8 <= cols; k += 8)
         for (int q = 0; q < 8; q++) {
             r[k + q] *= inv;
-            lane[q] += (double)r[k + q];
+            lane[q] += k + q == e0 || k + q == e1 ? 0.0 : (double)r[k + q];
         }
     for (; k < cols; k++) {
         r[k] *= inv;
-        lane[0] += (double)r[k];
+        lane[0] += k == e0 || k == e1 ? 0.0 : (double)r[k];
     }
-    for (int q = 0; q < 8; q++) total += lane[q];
-    return total;
+    for (int q = 0; q < 8; q++) rest += lane[q];
+    *total = rest + (e0 >= 0 && e0 < cols ? (double)r[e0] : 0.0) + (e1 >= 0 && e1 < cols && e1 != e0 ? (double)r[e1] : 0.0);
+    return rest;
 }
 
 /* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm, in 16 lanes (a
@@ -379,7 +382,8 @@ __attribute__((always_inline)) static inline void block_weights(float *bm, int c
  * softmax (x * 1 is x exactly). mom (KERN_MOM_N) or NULL: the row's moments,
  * rel being the query's position less the first key's; bm (the row's blocks)
  * or NULL: each block's largest weight (kern_attention_kv_rows). */
-VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int rel, double *mom, float *bm) {
+VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int rel, int first, double *mom,
+                                          float *bm) {
     float pmax[8], mx = r[0];
     int j = 0;
     if (bm) {
@@ -402,7 +406,7 @@ VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int r
     for (; j < cols; j++) sum += r[j];
     for (int k = 0; k < 8; k++) sum += part[k];
     float inv = 1.0f / sum;
-    if (mom) mom[KERN_MOM_TOTAL] = scale_total(r, cols, inv);
+    if (mom) mom[KERN_MOM_REST] = scale_total(r, cols, inv, first, rel, &mom[KERN_MOM_TOTAL]);
     else
         for (int k = 0; k < cols; k++) r[k] *= inv;
     if (mom) row_moments(acc, inv, mom);
@@ -555,7 +559,7 @@ VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
 }
 
 VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
-    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f, 0, NULL, NULL);
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f, 0, -1, NULL, NULL);
 }
 
 void kern_softmax_rows_naive(float *x, int rows, int cols) {
@@ -655,7 +659,7 @@ VEC_CLONES static void scale_row(float *r, int n, float scale) {
 /* softmax over the row's n (already scaled) scores and the sink logit, which
  * has no key: the row gets its share of the probabilities, the sink's share
  * is returned (transformers' eager gpt-oss: concatenate, softmax, drop it). */
-VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, double *mom, float *bm) {
+VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, int first, double *mom, float *bm) {
     float mx = sink;
     if (bm) {
         const float rm = block_maxima(r, n, bm);
@@ -673,7 +677,7 @@ VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, d
     for (int k = 0; k < 8; k++) sum += part[k];
     const float es = vexpf(sink - mx);
     const float inv = 1.0f / (sum + es);
-    if (mom) mom[KERN_MOM_TOTAL] = scale_total(r, n, inv);
+    if (mom) mom[KERN_MOM_REST] = scale_total(r, n, inv, first, rel, &mom[KERN_MOM_TOTAL]);
     else
         for (int k = 0; k < n; k++) r[k] *= inv;
     if (mom) row_moments(acc, inv, mom);
@@ -682,7 +686,7 @@ VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, d
 }
 
 void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
-    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale, 0, NULL, NULL);
+    for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, scale, 0, -1, NULL, NULL);
 }
 
 /* Query i's scores r (ldp) -> its probabilities; masked keys get exactly 0,
@@ -692,21 +696,21 @@ void kern_softmax_scaled_rows(float *x, int rows, int cols, float scale) {
 static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int ldp, double *mom, float *bm) {
     int lo, hi;
     attn_keys(rule, nq, nk, i, &lo, &hi);
-    const int rel = nk - nq + i - lo;
+    const int rel = nk - nq + i - lo, first = lo == 0 ? 0 : -1; /* the query's own key and key 0, from lo */
     if (hi <= lo) { /* no key: nothing weighs anything */
-        if (mom) mom[KERN_MOM_ENTROPY] = mom[KERN_MOM_DISTANCE] = mom[KERN_MOM_TOTAL] = 0;
+        if (mom) mom[KERN_MOM_ENTROPY] = mom[KERN_MOM_DISTANCE] = mom[KERN_MOM_TOTAL] = mom[KERN_MOM_REST] = 0;
         mom = NULL, bm = NULL;
     }
     if (rule->has_sink) {
         scale_row(r + lo, hi - lo, rule->scale);
         if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
-        const float share = softmax_sink_row(r + lo, hi - lo, rule->sink, rel, mom, bm);
+        const float share = softmax_sink_row(r + lo, hi - lo, rule->sink, rel, first, mom, bm);
         if (rule->sink_out) rule->sink_out[i] = share;
     } else if (rule->softcap > 0 || !(rule->scale > 0)) {
         scale_row(r + lo, hi - lo, rule->scale);
         if (rule->softcap > 0) softcap_row(r + lo, hi - lo, rule->softcap);
-        if (hi > lo) softmax_scaled_row(r + lo, hi - lo, 1.0f, rel, mom, bm);
-    } else if (hi > lo) softmax_scaled_row(r + lo, hi - lo, rule->scale, rel, mom, bm);
+        if (hi > lo) softmax_scaled_row(r + lo, hi - lo, 1.0f, rel, first, mom, bm);
+    } else if (hi > lo) softmax_scaled_row(r + lo, hi - lo, rule->scale, rel, first, mom, bm);
     memset(r, 0, (size_t)lo * sizeof *r);
     memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
 }

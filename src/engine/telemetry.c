@@ -189,14 +189,15 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
         double ent_l[SC_LANES] = {0}, dist_l[SC_LANES] = {0}, tot_l[SC_LANES] = {0}, tw = 0;
         const int ex0 = bos ? 0 : -1, ex1 = cur ? i : -1;
         /* the attention's own rows with the softmax's moments and no template:
-         * no sweep (the total less the excluded keys: the moments' total is
-         * a double sum of the weights, so a heavy sink leaves its remainder) */
+         * no sweep. The total is the moments' sum without key 0 and key i, with
+         * whichever of them is not excluded added back: never a subtraction, which
+         * would cancel under a heavy sink (0.99 leaves 1e-2 to a double's 1e-16) */
         const int from_moments = st && !row.v && !w;
         if (from_moments) {
             const double *mo = st->mom + (size_t)r * KERN_MOM_N;
-            ent_l[0] = mo[KERN_MOM_ENTROPY], dist_l[0] = mo[KERN_MOM_DISTANCE], tot_l[0] = mo[KERN_MOM_TOTAL];
-            if (ex0 >= row.lo && ex0 < row.hi) tot_l[0] -= row.p[ex0];
-            if (ex1 >= row.lo && ex1 < row.hi && ex1 != ex0) tot_l[0] -= row.p[ex1];
+            ent_l[0] = mo[KERN_MOM_ENTROPY], dist_l[0] = mo[KERN_MOM_DISTANCE], tot_l[0] = mo[KERN_MOM_REST];
+            if (row.lo == 0 && row.hi > 0 && ex0 != 0 && ex1 != 0) tot_l[0] += row.p[0];
+            if (i != 0 && i >= row.lo && i < row.hi && ex0 != i && ex1 != i) tot_l[0] += row.p[i];
         }
         for (int j0 = row.lo; !from_moments && j0 < row.hi; j0 += TEL_CHUNK) {
             const int len = row.hi - j0 < TEL_CHUNK ? row.hi - j0 : TEL_CHUNK;
