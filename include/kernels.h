@@ -105,6 +105,8 @@ int kern_first_above(const float *x, int n, float thr);
 #define KERN_KTH_MAX 64
 #define KERN_KTH_BLOCK 64
 float kern_kth_block_max(const float *x, int n, int k);
+/* The k-th largest of x's n values (0 with fewer than k, or k outside 1..KERN_KTH_MAX). */
+float kern_kth_largest(const float *x, int n, int k);
 void kern_softmax_rows_naive(float *x, int rows, int cols);
 /* softmax of (scale x) per row, scale > 0: the bits of multiplying by scale
  * and then kern_softmax_rows, one pass over the row fewer. */

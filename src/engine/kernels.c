@@ -343,25 +343,40 @@ __attribute__((always_inline)) static inline double scale_total(float *r, int co
     return rest;
 }
 
-/* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm, in 16 lanes (a
- * max is exact, so any order gives the same value); returns the row's. */
+/* The largest of x[j0 .. min(j0 + KERN_KTH_BLOCK, n)): a whole block in 16
+ * lanes halved down (a max is exact, so any order gives the same value, and
+ * the vectorizer takes lanes), a last partial block one by one. */
+__attribute__((always_inline)) static inline float block_max(const float *x, int j0, int n) {
+    float m = x[j0];
+    if (j0 + KERN_KTH_BLOCK <= n) {
+        float l[16];
+        for (int q = 0; q < 16; q++) l[q] = x[j0 + q];
+        for (int c = 16; c < KERN_KTH_BLOCK; c += 16)
+            for (int q = 0; q < 16; q++) l[q] = x[j0 + c + q] > l[q] ? x[j0 + c + q] : l[q];
+        for (int w = 8; w >= 1; w /= 2) /* halves, not one chain of 16 compares */
+            for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
+        m = l[0];
+    } else {
+        for (int q = j0; q < n; q++) m = x[q] > m ? x[q] : m;
+    }
+    return m;
+}
+
+/* The k largest values seen so far in best (have of them), largest first:
+ * m goes in if it beats the k-th. */
+static inline void kth_insert(float *best, int *have, int k, float m) {
+    if (*have == k && !(m > best[k - 1])) return;
+    int at = *have < k ? (*have)++ : k - 1;
+    while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
+    best[at] = m;
+}
+
+/* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm; returns the row's. */
 __attribute__((always_inline)) static inline float block_maxima(const float *r, int cols, float *bm) {
     float mx = r[0];
     for (int j0 = 0, b = 0; j0 < cols; j0 += KERN_KTH_BLOCK, b++) {
-        float m = r[j0];
-        if (j0 + KERN_KTH_BLOCK <= cols) {
-            float l[16];
-            for (int q = 0; q < 16; q++) l[q] = r[j0 + q];
-            for (int c = 16; c < KERN_KTH_BLOCK; c += 16)
-                for (int q = 0; q < 16; q++) l[q] = r[j0 + c + q] > l[q] ? r[j0 + c + q] : l[q];
-            for (int w = 8; w >= 1; w /= 2)
-                for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
-            m = l[0];
-        } else {
-            for (int q = j0; q < cols; q++) m = r[q] > m ? r[q] : m;
-        }
-        bm[b] = m;
-        mx = m > mx ? m : mx;
+        bm[b] = block_max(r, j0, cols);
+        mx = bm[b] > mx ? bm[b] : mx;
     }
     return mx;
 }
@@ -531,30 +546,20 @@ VEC_CLONES int kern_first_above(const float *x, int n, float thr) {
     return n;
 }
 
-/* Block maxima in lanes (a max is exact, so any order gives the same value),
- * then the k largest kept in a short sorted list. */
+/* Block maxima (block_max), then the k largest kept in a short sorted list. */
 VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
     float best[KERN_KTH_MAX];
     int have = 0;
     if (k <= 0 || k > KERN_KTH_MAX) return 0;
-    for (int j = 0; j < n; j += KERN_KTH_BLOCK) {
-        float m = x[j];
-        if (j + KERN_KTH_BLOCK <= n) {
-            float l[16];
-            for (int q = 0; q < 16; q++) l[q] = x[j + q];
-            for (int b = 16; b < KERN_KTH_BLOCK; b += 16)
-                for (int q = 0; q < 16; q++) l[q] = x[j + b + q] > l[q] ? x[j + b + q] : l[q];
-            for (int w = 8; w >= 1; w /= 2) /* halves, not one chain of 16 compares */
-                for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
-            m = l[0];
-        } else {
-            for (int q = j; q < n; q++) m = x[q] > m ? x[q] : m;
-        }
-        if (have == k && !(m > best[k - 1])) continue;
-        int at = have < k ? have++ : k - 1;
-        while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
-        best[at] = m;
-    }
+    for (int j = 0; j < n; j += KERN_KTH_BLOCK) kth_insert(best, &have, k, block_max(x, j, n));
+    return have == k ? best[k - 1] : 0;
+}
+
+float kern_kth_largest(const float *x, int n, int k) {
+    float best[KERN_KTH_MAX];
+    int have = 0;
+    if (k <= 0 || k > KERN_KTH_MAX) return 0;
+    for (int b = 0; b < n; b++) kth_insert(best, &have, k, x[b]);
     return have == k ? best[k - 1] : 0;
 }
 

@@ -44,21 +44,6 @@ void model_telemetry_begin(Capture *cap, int n) {
     cap->tel_prev_n = n;
 }
 
-/* The k-th largest of x's n values (0 with fewer than k). */
-static float kth_largest(const float *x, int n, int k) {
-    float best[KERN_KTH_MAX];
-    int have = 0;
-    if (k <= 0 || k > KERN_KTH_MAX) return 0;
-    for (int b = 0; b < n; b++) {
-        const float m = x[b];
-        if (have == k && !(m > best[k - 1])) continue;
-        int at = have < k ? have++ : k - 1;
-        while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
-        best[at] = m;
-    }
-    return have == k ? best[k - 1] : 0;
-}
-
 void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *probs, int ldp, int nrows, int ncols,
                           const AttnRule *rule, const KernRowStats *st) {
     const size_t block = cap_block(cap, l, h), n = (size_t)cap->n_tokens;
@@ -93,7 +78,7 @@ void model_telemetry_rows(Capture *cap, int l, int h, int row0, const float *pro
         int have = 0;
         const float *bw = st && st->bmax ? st->bmax + (size_t)r * st->bmax_ld : NULL; // (blocks of the row's keys)
         const int nb = (hi - lo + KERN_KTH_BLOCK - 1) / KERN_KTH_BLOCK;
-        const float floor = !K ? 0 : bw ? kth_largest(bw, nb, K) : kern_kth_block_max(p + lo, hi - lo, K);
+        const float floor = !K ? 0 : bw ? kern_kth_largest(bw, nb, K) : kern_kth_block_max(p + lo, hi - lo, K);
         const float below = floor > 0 ? nextafterf(floor, 0.0f) : 0.0f;
         if (K && bw) {
             /* only the blocks whose bound beats the threshold, in key order */
