@@ -1,6 +1,8 @@
 /* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does, and the best warm call's CPU time.
- * usage: fwd_bench [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
+ * usage: fwd_bench [--mapped] [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
+ * The weights are read into memory as serve, batch and generation hold them
+ * (util.h's AV_MAP_RESIDENT); --mapped maps the files as one pass does.
  * --norm: the pass of --measure norm: the capture computes the value norms
  * and each call ends with the value-weighted matrices (normattn.h's na_fill),
  * everything the CLI adds before writing.
@@ -28,6 +30,8 @@ static double cpu_ms(void) {
 }
 
 int main(int argc, char **argv) {
+    const int mapped = argc > 1 && !strcmp(argv[1], "--mapped");
+    if (mapped) argv++, argc--;
     const int norm = argc > 1 && !strcmp(argv[1], "--norm");
     const int none = argc > 1 && !strcmp(argv[1], "--none");
     const int scores = argc > 1 && !strcmp(argv[1], "--scores");
@@ -36,13 +40,13 @@ int main(int argc, char **argv) {
     if (tel) argv++, argc--;
     if (norm || none || scores || tel) argv++, argc--;
     if (argc < 3) {
-        fprintf(stderr, "usage: fwd_bench [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]\n");
+        fprintf(stderr, "usage: fwd_bench [--mapped] [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]\n");
         return 2;
     }
     int n = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 3;
     Model m;
     AvErr e;
-    if (model_load(&m, argv[1], &e) != 0) {
+    if (model_load_mode(&m, argv[1], mapped ? AV_MAP_FILE : AV_MAP_RESIDENT, &e) != 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -84,8 +88,8 @@ int main(int argc, char **argv) {
     /* kernel: which of gemm.h's product kernels this CPU ran; warm_cpu_ms: the
      * process's CPU time (all threads), best of the warm calls; attn_ms: the
      * best call's attention steps (warm_ms last: bench.py reads it to the end) */
-    printf("n=%d kernel=%s warm_cpu_ms=%.1f cold_ms=%.1f attn_ms=%.1f warm_ms=%.1f\n", n, gemm_kernel(), best_cpu,
-           first, best_attn, best);
+    printf("n=%d weights=%s kernel=%s warm_cpu_ms=%.1f cold_ms=%.1f attn_ms=%.1f warm_ms=%.1f\n", n,
+           mapped ? "mapped" : "resident", gemm_kernel(), best_cpu, first, best_attn, best);
     model_capture_free(&cap);
     model_runstate_free(&rs);
     model_free(&m);

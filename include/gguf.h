@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
+#include "util.h"
 
 /* Metadata value types, numbered as in the file format. */
 typedef enum {
@@ -66,6 +67,8 @@ const char *gguf_vtype_name(uint32_t vtype);
 /* Parses an image in memory (kept referenced; not copied); name is used in messages. */
 int gguf_parse(GgufFile *f, const void *buf, size_t len, const char *name, AvErr *e);
 int gguf_open(GgufFile *f, const char *path, AvErr *e);
+/* gguf_open holding the file as mode says (util.h's AvMapMode). */
+int gguf_open_mode(GgufFile *f, const char *path, AvMapMode mode, AvErr *e);
 void gguf_close(GgufFile *f);
 
 const GgufKV *gguf_find_kv(const GgufFile *f, const char *key);

@@ -137,6 +137,9 @@ typedef struct {
  * model.safetensors.index.json set, else pytorch_model.bin); checks every
  * tensor's shape and dtype against the config. */
 int model_load(Model *m, const char *dir, AvErr *e);
+/* model_load with the weight files held as mode says (util.h's AvMapMode):
+ * AV_MAP_RESIDENT for processes that make many passes. */
+int model_load_mode(Model *m, const char *dir, AvMapMode mode, AvErr *e);
 int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e);
 /* A llama.cpp .gguf file: hyper-parameters from its metadata, weights kept
  * in their (quantized) types. model_load takes a .gguf path, or a folder

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
+#include "util.h"
 
 #define ST_MAX_DIMS 8
 
@@ -32,14 +33,17 @@ typedef struct {
 } StFile;
 
 int st_open(StFile *f, const char *path, AvErr *e);
+/* st_open holding the file as mode says (util.h's AvMapMode). */
+int st_open_mode(StFile *f, const char *path, AvMapMode mode, AvErr *e);
 /* Parses a header from memory (fuzzing, tests): buf is the whole file image. */
 int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e);
 
-/* Maps path (files shorter than min_len fail with the too_short text) and
+/* Holds path as mode says (files shorter than min_len fail with the too_short text) and
  * fills f with parse, a reader of a whole file image such as st_parse: how the
  * other checkpoint formats (torchbin.h) share st_open's mapping and cleanup. */
 typedef int (*StParseFn)(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e);
-int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvErr *e);
+int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvMapMode mode,
+                 AvErr *e);
 void st_close(StFile *f);
 
 const StTensor *st_find(const StFile *f, const char *name);

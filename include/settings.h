@@ -15,6 +15,9 @@ typedef struct {
     const char *path;   /* --model DIR|FILE; NULL: $ATTNVIZ_MODEL, bundled weights, the demo */
     int lowercase;      /* -1 = infer, 0 = --cased, 1 = --uncased */
     int tokenizer_only; /* --tokens-only: no weights needed */
+    int resident;       /* 1: weights read into memory (util.h's AV_MAP_RESIDENT) for a process that
+                           makes many passes (serve); 0: as the run suits (resident for a batch,
+                           generation or ablation, mapped for one pass) */
 } ModelSpec;
 
 /* --measure: what the views, scores and statistics read. MEASURE_NORM adds

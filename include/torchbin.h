@@ -27,8 +27,10 @@
 #include "safetensors.h"
 
 /* Maps path read-only (MAP_POPULATE) and parses it; on success f is used and
- * freed exactly like an st_open'ed file (st_find, st_to_f32, st_close). */
+ * freed exactly like an st_open'ed file (st_find, st_to_f32, st_close).
+ * tb_open_mode holds the file as mode says (util.h's AvMapMode). */
 int tb_open(StFile *f, const char *path, AvErr *e);
+int tb_open_mode(StFile *f, const char *path, AvMapMode mode, AvErr *e);
 
 /* Parses an in-memory file image (fuzzing, tests). buf must outlive f; f->map
  * and f->path are left untouched (NULL for a zeroed StFile), so st_close frees

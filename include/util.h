@@ -21,11 +21,23 @@ const char *av_file_kind(unsigned mode);
 /* Reads a whole file (at most max_bytes) into a NUL-terminated malloc'd buffer. */
 int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len, AvErr *e);
 
-/* Maps a whole regular file read-only, faulting it in up front (MAP_POPULATE:
- * one sequential read instead of scattered page faults inside the first matrix
- * products). Files shorter than min_len fail with "too_short" in the message
- * ("%s: <too_short> (N bytes)"). Unmap with munmap(*map, *len). */
-int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e);
+/* How av_map_file holds a file. AV_MAP_FILE maps it read-only, faulting it in
+ * up front (MAP_POPULATE: one sequential read instead of scattered page faults
+ * inside the first matrix products); starting costs nothing beyond that.
+ * AV_MAP_RESIDENT reads it into private memory in 2 MB pages where the system
+ * has them (MADV_HUGEPAGE): a weight matrix then spans a few pages instead of
+ * thousands, and the products' copies of W stop waiting on page-table walks,
+ * but the read and the fresh pages cost time once. For processes that make
+ * many passes (serve, batch, generation). A file over a quarter of physical
+ * memory is mapped as by AV_MAP_FILE instead: private memory cannot be
+ * dropped under pressure, the page cache can. */
+typedef enum { AV_MAP_FILE = 0, AV_MAP_RESIDENT = 1 } AvMapMode;
+
+/* Holds a whole regular file, read-only, as mode says. Files shorter than
+ * min_len fail with "too_short" in the message ("%s: <too_short> (N bytes)").
+ * Release with munmap(*map, *len) either way. */
+int av_map_file(const char *path, size_t min_len, const char *too_short, AvMapMode mode, void **map, size_t *len,
+                AvErr *e);
 
 /* Atomic output: writes go to a temporary file in the same directory (created
  * with the umask applied; replacing a file keeps that file's mode), which

@@ -530,6 +530,38 @@ START_TEST(pytorch_bin_checkpoint_gives_the_safetensors_result) {
 }
 END_TEST
 
+/* Weights read into memory (util.h's AV_MAP_RESIDENT, as serve, batch and
+ * generation load them) give the pass of the mapped files bit for bit, on
+ * every fixture, the pytorch_model.bin one and the real SmolLM2 GGUF too. */
+START_TEST(resident_weights_give_the_mapped_pass) {
+    const int nf = (int)(sizeof FIXTURES / sizeof FIXTURES[0]);
+    const char *dir = _i < nf ? FIXTURES[_i] : _i == nf ? "tests/data/small-gpt2-bin" : getenv("ATTNVIZ_SMOLLM2_GGUF");
+    SKIP_UNLESS(dir && *dir, "ATTNVIZ_SMOLLM2_GGUF not set (tests/run_all.sh sets it when tools/pymodel.sh smollm2 works)");
+    Model a, b;
+    AvErr e;
+    if (model_load(&a, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    if (model_load_mode(&b, dir, AV_MAP_RESIDENT, &e) != 0) ck_abort_msg("load %s resident: %s", dir, e.msg);
+    const int n = 23;
+    int ids[23], types[23];
+    for (int i = 0; i < n; i++) ids[i] = (3 + 7 * i) % a.cfg.vocab_size, types[i] = a.cfg.type_vocab_size > 1 && i >= 12;
+    RunState rs;
+    Capture ca, cb;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&ca, &a.cfg, n, 1, 1, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&cb, &b.cfg, n, 1, 1, &e), 0);
+    if (model_forward(&a, &rs, ids, types, n, &ca, &e)) ck_abort_msg("%s: %s", dir, e.msg);
+    if (model_forward(&b, &rs, ids, types, n, &cb, &e)) ck_abort_msg("%s resident: %s", dir, e.msg);
+    const size_t na = (size_t)a.cfg.num_layers * a.cfg.num_heads * n * n;
+    const size_t nh = (size_t)(a.cfg.num_layers + 1) * n * a.cfg.hidden_size;
+    ck_assert_msg(!memcmp(ca.attn, cb.attn, na * sizeof(float)) && !memcmp(ca.hidden, cb.hidden, nh * sizeof(float)),
+                  "%s: resident weights differ: attention %g hidden %g", dir, max_abs_diff(ca.attn, cb.attn, na),
+                  max_abs_diff(ca.hidden, cb.hidden, nh));
+    model_capture_free(&ca), model_capture_free(&cb);
+    model_runstate_free(&rs);
+    model_free(&a), model_free(&b);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("model");
     TCase *m = tcase_create("model");
@@ -543,6 +575,7 @@ Suite *make_suite(void) {
     tcase_add_loop_test(m, every_kernel_gives_the_whole_pass_of_the_scalar_chain, 0,
                         (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_test(m, pytorch_bin_checkpoint_gives_the_safetensors_result);
+    tcase_add_loop_test(m, resident_weights_give_the_mapped_pass, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]) + 2);
     tcase_add_test(m, moe_runs_only_the_chosen_experts_as_the_reference_combines_them);
     tcase_add_loop_test(m, mlp_blocks_give_the_one_block_pass, 0, (int)(sizeof FIXTURES / sizeof FIXTURES[0]));
     tcase_add_loop_test(m, head_attention_from_captured_qk_equals_the_captured_attention, 0,

@@ -1,7 +1,10 @@
 /* test_util.c — base/util.c's shared pieces: the one FNV-1a every string
  * table hashes with (a prefix and then the rest, as one string), the one
  * UTF-8 check (the offset of the first bad byte), paths and files. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,12 +46,63 @@ START_TEST(paths_join_with_one_slash) {
 }
 END_TEST
 
+/* A file held resident has the mapped file's bytes, starts on a 2 MB boundary
+ * (where its pages can be huge), and both are released by munmap(map, len). */
+START_TEST(a_resident_file_holds_the_mapped_bytes) {
+    const size_t n = ((size_t)3 << 20) + 4097; /* past a 2 MB page, not a whole small page */
+    char *content = malloc(n), path[64];
+    ck_assert_ptr_nonnull(content);
+    unsigned s = 7;
+    for (size_t i = 0; i < n; i++) s = s * 1103515245u + 12345u, content[i] = (char)(s >> 16);
+    write_temp(path, content, n);
+    void *mapped, *resident;
+    size_t ml, rl;
+    AvErr e;
+    ck_assert_int_eq(av_map_file(path, 8, "short", AV_MAP_FILE, &mapped, &ml, &e), 0);
+    ck_assert_int_eq(av_map_file(path, 8, "short", AV_MAP_RESIDENT, &resident, &rl, &e), 0);
+    ck_assert_uint_eq(ml, n);
+    ck_assert_uint_eq(rl, n);
+    ck_assert_int_eq(memcmp(mapped, content, n), 0);
+    ck_assert_int_eq(memcmp(resident, content, n), 0);
+    ck_assert_uint_eq((uintptr_t)resident % ((uintptr_t)2 << 20), 0);
+    ck_assert_int_eq(munmap(mapped, ml), 0);
+    ck_assert_int_eq(munmap(resident, rl), 0);
+    unlink(path);
+    free(content);
+}
+END_TEST
+
+/* Reading a file in keeps av_map_file's messages: too short, not a regular file. */
+START_TEST(a_resident_file_fails_as_a_mapped_one) {
+    char path[64], dir[64] = "/tmp/attnviz_test_XXXXXX", fifo[96];
+    write_temp(path, "abc", 3);
+    void *map = (void *)1;
+    size_t len = 1;
+    AvErr e;
+    ck_assert_int_eq(av_map_file(path, 8, "too short for a header", AV_MAP_RESIDENT, &map, &len, &e), -1);
+    ck_assert_ptr_null(map);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, path));
+    ck_assert_ptr_nonnull(strstr(e.msg, "too short for a header (3 bytes)"));
+    unlink(path);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(av_map_file(fifo, 8, "short", AV_MAP_RESIDENT, &map, &len, &e), -1); /* no hang on open */
+    ck_assert_ptr_nonnull(strstr(e.msg, fifo));
+    unlink(fifo);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("util");
     TCase *t = tcase_create("core");
     tcase_add_test(t, fnv1a_continues_over_a_prefix_as_over_the_whole);
     tcase_add_test(t, utf8_check_gives_the_first_bad_offset);
     tcase_add_test(t, paths_join_with_one_slash);
+    tcase_add_test(t, a_resident_file_holds_the_mapped_bytes);
+    tcase_add_test(t, a_resident_file_fails_as_a_mapped_one);
     suite_add_tcase(s, t);
     return s;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -280,7 +281,41 @@ int av_file_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-int av_map_file(const char *path, size_t min_len, const char *too_short, void **map, size_t *len, AvErr *e) {
+/* The file's n bytes in private memory whose start is 2 MB aligned (so the
+ * pages can be huge), exactly the pages n needs so that munmap(p, n) releases
+ * all of it; NULL and errno set on failure. */
+static void *read_resident(int fd, size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), huge = (size_t)2 << 20;
+    const size_t len = (n + page - 1) / page * page;
+    if (len > SIZE_MAX - huge) return errno = ENOMEM, NULL;
+    char *raw = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + len + huge > p + len) munmap(p + len, (size_t)(raw + len + huge - (p + len)));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE); /* a hint: without it the pages are small */
+#endif
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            const int err = r < 0 ? errno : EIO; /* shorter than fstat said: changed while read */
+            munmap(p, len);
+            return errno = err, NULL;
+        }
+        got += (size_t)r;
+    }
+    if (mprotect(p, len, PROT_READ) != 0) {
+        const int err = errno;
+        munmap(p, len);
+        return errno = err, NULL;
+    }
+    return p;
+}
+
+int av_map_file(const char *path, size_t min_len, const char *too_short, AvMapMode mode, void **map, size_t *len,
+                AvErr *e) {
     *map = NULL;
     *len = 0;
     struct stat sb;
@@ -291,9 +326,14 @@ int av_map_file(const char *path, size_t min_len, const char *too_short, void **
         close(fd);
         return av_err(e, "%s: %s (%zu bytes)", path, too_short, n);
     }
-    void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (mode == AV_MAP_RESIDENT) {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0 && n > (size_t)pages / 4 * (size_t)page) mode = AV_MAP_FILE;
+    }
+    void *m = mode == AV_MAP_RESIDENT ? read_resident(fd, n) : mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     int err = errno;
     close(fd);
+    if (mode == AV_MAP_RESIDENT && !m) return av_err(e, "%s: cannot read: %s", path, strerror(err));
     if (m == MAP_FAILED) return av_err(e, "%s: cannot map: %s", path, strerror(err));
     *map = m;
     *len = n;

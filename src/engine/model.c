@@ -480,7 +480,7 @@ static char *dir_of(const char *path) {
 }
 
 /* The shard files a model.safetensors.index.json names, each once, in order of first mention. */
-static int open_shards(Model *m, const char *index_path, AvErr *e) {
+static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(index_path, 64 << 20, &buf, &len, e) != 0) return -1;
@@ -515,7 +515,7 @@ static int open_shards(Model *m, const char *index_path, AvErr *e) {
             av_err(e, "out of memory");
             goto done;
         }
-        int r = st_open(&m->files[m->n_files], p, e);
+        int r = st_open_mode(&m->files[m->n_files], p, mode, e);
         free(p);
         if (r != 0) goto done;
         m->n_files++;
@@ -528,7 +528,7 @@ done:
     return rc;
 }
 
-int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e) {
+static int load_files(Model *m, const char *config_path, const char *weights_path, AvMapMode mode, AvErr *e) {
     memset(m, 0, sizeof *m);
     if (cfg_load(&m->cfg, config_path, e) != 0) return -1;
     size_t wl = strlen(weights_path);
@@ -536,9 +536,9 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
     int index = wl >= 11 && !strcmp(weights_path + wl - 11, ".index.json");
     int rc = -1;
     if (index) {
-        rc = open_shards(m, weights_path, e);
+        rc = open_shards(m, weights_path, mode, e);
     } else if ((m->files = calloc(1, sizeof *m->files))) {
-        rc = torch_zip ? tb_open(&m->files[0], weights_path, e) : st_open(&m->files[0], weights_path, e);
+        rc = torch_zip ? tb_open_mode(&m->files[0], weights_path, mode, e) : st_open_mode(&m->files[0], weights_path, mode, e);
         if (rc == 0) m->n_files = 1;
     } else {
         av_err(e, "out of memory");
@@ -557,15 +557,19 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
     return rc;
 }
 
+int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e) {
+    return load_files(m, config_path, weights_path, AV_MAP_FILE, e);
+}
+
 /* A llama.cpp file: hyper-parameters from its metadata (the family's
  * gguf_config), tensors by the family's GGUF names, weights kept quantized. */
-int model_load_gguf(Model *m, const char *path, AvErr *e) {
+static int load_gguf(Model *m, const char *path, AvMapMode mode, AvErr *e) {
     memset(m, 0, sizeof *m);
     const char *arch;
     size_t alen;
     char name[32];
     if (!(m->gguf = calloc(1, sizeof *m->gguf))) return av_err(e, "out of memory");
-    if (gguf_open(m->gguf, path, e) != 0) {
+    if (gguf_open_mode(m->gguf, path, mode, e) != 0) {
         free(m->gguf);
         m->gguf = NULL;
         return -1;
@@ -598,6 +602,8 @@ done:
     return rc;
 }
 
+int model_load_gguf(Model *m, const char *path, AvErr *e) { return load_gguf(m, path, AV_MAP_FILE, e); }
+
 /* The .gguf file a folder holds (the first by name), or NULL. */
 static char *gguf_in_dir(const char *dir) {
     DIR *d = opendir(dir);
@@ -627,9 +633,11 @@ int model_is_gguf(const char *path) {
     return yes;
 }
 
-int model_load(Model *m, const char *dir, AvErr *e) {
+int model_load(Model *m, const char *dir, AvErr *e) { return model_load_mode(m, dir, AV_MAP_FILE, e); }
+
+int model_load_mode(Model *m, const char *dir, AvMapMode mode, AvErr *e) {
     size_t dl = strlen(dir);
-    if (dl > 5 && !strcmp(dir + dl - 5, ".gguf")) return model_load_gguf(m, dir, e);
+    if (dl > 5 && !strcmp(dir + dl - 5, ".gguf")) return load_gguf(m, dir, mode, e);
     static const char *const names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"};
     char *cp = av_path_join(dir, "config.json"), *paths[3] = {NULL, NULL, NULL};
     int rc = 0, pick = 0;
@@ -639,12 +647,12 @@ int model_load(Model *m, const char *dir, AvErr *e) {
         rc = av_err(e, "out of memory");
     } else if (!av_file_exists(cp) && (gg = gguf_in_dir(dir))) {
         /* a folder holding a llama.cpp file and no Hugging Face config */
-        rc = model_load_gguf(m, gg, e);
+        rc = load_gguf(m, gg, mode, e);
         if (rc == 0) m->path_owned = gg, gg = NULL;
     } else {
         /* safetensors first: no pickle at all; a missing file is named as model.safetensors */
         for (pick = 0; pick < 3 && !av_file_exists(paths[pick]); pick++) {}
-        rc = model_load_files(m, cp, paths[pick < 3 ? pick : 0], e);
+        rc = load_files(m, cp, paths[pick < 3 ? pick : 0], mode, e);
     }
     free(cp);
     free(gg);

@@ -325,11 +325,13 @@ int gguf_parse(GgufFile *f, const void *buf, size_t len, const char *name, AvErr
     return 0;
 }
 
-int gguf_open(GgufFile *f, const char *path, AvErr *e) {
+int gguf_open(GgufFile *f, const char *path, AvErr *e) { return gguf_open_mode(f, path, AV_MAP_FILE, e); }
+
+int gguf_open_mode(GgufFile *f, const char *path, AvMapMode mode, AvErr *e) {
     void *map;
     size_t len;
     memset(f, 0, sizeof *f);
-    if (av_map_file(path, 24, "too short for a GGUF header", &map, &len, e) != 0) return -1;
+    if (av_map_file(path, 24, "too short for a GGUF header", mode, &map, &len, e) != 0) return -1;
     if (gguf_parse(f, map, len, path, e) != 0) {
         munmap(map, len);
         return -1;

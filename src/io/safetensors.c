@@ -225,11 +225,12 @@ fail:
     return -1;
 }
 
-int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvErr *e) {
+int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvMapMode mode,
+                 AvErr *e) {
     memset(f, 0, sizeof *f);
     void *map;
     size_t len;
-    if (av_map_file(path, min_len, too_short, &map, &len, e) != 0) return -1;
+    if (av_map_file(path, min_len, too_short, mode, &map, &len, e) != 0) return -1;
     f->map = map;
     f->map_len = len;
     f->path = strdup(path);
@@ -244,9 +245,11 @@ int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_sh
     return 0;
 }
 
-int st_open(StFile *f, const char *path, AvErr *e) {
-    return st_open_with(f, path, 8, "not a safetensors file, shorter than the 8-byte header length", st_parse, e);
+int st_open_mode(StFile *f, const char *path, AvMapMode mode, AvErr *e) {
+    return st_open_with(f, path, 8, "not a safetensors file, shorter than the 8-byte header length", st_parse, mode, e);
 }
+
+int st_open(StFile *f, const char *path, AvErr *e) { return st_open_mode(f, path, AV_MAP_FILE, e); }
 
 void st_close(StFile *f) {
     free_tensors(f);

@@ -869,6 +869,8 @@ done:
     return rc;
 }
 
-int tb_open(StFile *f, const char *path, AvErr *e) {
-    return st_open_with(f, path, 1, "empty file", tb_parse, e);
+int tb_open(StFile *f, const char *path, AvErr *e) { return tb_open_mode(f, path, AV_MAP_FILE, e); }
+
+int tb_open_mode(StFile *f, const char *path, AvMapMode mode, AvErr *e) {
+    return st_open_with(f, path, 1, "empty file", tb_parse, mode, e);
 }

@@ -124,7 +124,9 @@ static int load_all(Run *r, AvErr *e) {
             have_cfg = 1;
         }
     } else {
-        if (model_load(&r->model, r->dir, e) != 0) goto done;
+        /* many passes pay for reading the weights in once; one pass does not */
+        const int many = r->m.resident || o->batch.path || o->predict.generate_n > 0 || o->lens.ablate;
+        if (model_load_mode(&r->model, r->dir, many ? AV_MAP_RESIDENT : AV_MAP_FILE, e) != 0) goto done;
         r->have_model = 1;
         have_cfg = 1;
         char *gc = model_is_gguf(r->dir) ? NULL : av_path_join(r->dir, "generation_config.json");
