@@ -389,8 +389,8 @@ def main():
                              + (", peers with OPENBLAS_CORETYPE=Haswell, ONEDNN_MAX_CPU_ISA=AVX2, "
                                 "MKL_ENABLE_INSTRUCTIONS=AVX2" if p == "avx2" else
                                 ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset on both sides") for p in paths)
-                 + "; the element-wise loops (softmax, activations, norms) take this CPU's own clones on both paths "
-                 "(gemm.h's kernels are the products only). attnviz's forward rows hold the weights read into "
+                 + "; the element-wise loops (softmax, activations, norms, dequantization; vecfn.h) take the build "
+                 "that goes with the kernel on each path (AVX2 code on the avx2 path). attnviz's forward rows hold the weights read into "
                  "memory in 2 MB pages (util.h's AV_MAP_RESIDENT, as serve, batch, generation and the Python package "
                  "do); 'mapped' is the file mapped as one pass of the command line holds it, with its ratios against "
                  "both peers"

@@ -55,6 +55,11 @@ void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, siz
  * tests pin one that the CPU has (returns -1 if it lacks it), NULL: back to the best. */
 const char *gemm_kernel(void);
 int gemm_force_kernel(const char *name);
+/* The build of the element-wise loops (vecfn.h) that goes with that kernel:
+ * 2 for AVX-512 (the avx512 kernel, on a CPU with all of x86-64-v4), 1 for
+ * AVX2 (the avx2 kernel, or avx512 without the rest of x86-64-v4), 0 for
+ * baseline code (scalar, neon). */
+int gemm_vec_level(void);
 
 /* The environment variable that pins a kernel for a whole run, so one machine
  * can run and time every path its CPU has. gemm_kernel_from_env applies it:

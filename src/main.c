@@ -85,7 +85,8 @@ int main(int argc, char **argv) {
     int rc = EXIT_OK, what = cli_parse(&o, argc, argv, &e);
     if (what == CLI_HELP) fputs(cli_help_text(o.command), stdout);
     else if (what == CLI_VERSION)
-        printf("attnviz %s (kernel %s; built with %s)\n", ATTNVIZ_VERSION, gemm_kernel(), gemm_kernel_list(0));
+        printf("attnviz %s (kernel %s; built with %s; element-wise loops %s)\n", ATTNVIZ_VERSION, gemm_kernel(),
+               gemm_kernel_list(0), (const char *[]){"baseline", "avx2", "avx512"}[gemm_vec_level()]);
     else if (what < 0 || cli_run(&o, &e) != 0) rc = report_error(&e);
     for (int i = 0; i < n_profile; i++) fprintf(stderr, "%s\n", profile[i]);
     cli_options_free(&o);

@@ -82,11 +82,12 @@ for cmd in heads serve render diff stats; do
         pass "${cmd}_help_is_its_own" || fail "${cmd}_help_is_its_own" "$(head -n 2 "$T/out")"
 done
 expect_exit version_exits_zero 0 "" "$BIN" --version
-grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+\)$" "$T/out" &&
+grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+; element-wise loops (avx512|avx2|baseline)\)$" "$T/out" &&
     pass version_names_the_kernel || fail version_names_the_kernel "$(cat "$T/out")"
 
 # -- ATTNVIZ_KERNEL pins the products' kernel; a name this build or CPU can't run is a usage error
-ATTNVIZ_KERNEL=scalar "$BIN" --version | grep -q "(kernel scalar;" && pass environment_pins_the_scalar_kernel \
+ATTNVIZ_KERNEL=scalar "$BIN" --version | grep -q "(kernel scalar;.*; element-wise loops baseline)$" &&
+    pass environment_pins_the_scalar_kernel \
     || fail environment_pins_the_scalar_kernel "$(ATTNVIZ_KERNEL=scalar "$BIN" --version 2>&1)"
 expect_exit unknown_kernel_is_a_usage_error 2 "^attnviz: ATTNVIZ_KERNEL=sse9: no such kernel \(this build has [a-z0-9|]+\)$" \
     env ATTNVIZ_KERNEL=sse9 "$BIN" --model "$M" "hi"

@@ -260,6 +260,29 @@ START_TEST(forcing_a_kernel_the_cpu_lacks_is_refused) {
 }
 END_TEST
 
+/* The element-wise loops' build (vecfn.h) goes with the kernel forced: what
+ * a CPU without AVX-512 runs when avx2 is, baseline code for scalar. */
+START_TEST(the_element_wise_loops_follow_the_kernel) {
+    const struct {
+        const char *kernel;
+        int level;
+    } want[] = {{"scalar", 0}, {"neon", 0}, {"avx2", 1}, {"avx512", 2}};
+    int forced = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (gemm_force_kernel(want[i].kernel) != 0) continue;
+        forced++;
+        /* avx512 without the rest of x86-64-v4 takes the AVX2 build */
+        if (want[i].level == 2 && gemm_vec_level() == 1)
+            fprintf(stderr, "INFO %s: avx512 without x86-64-v4: the AVX2 build\n", __func__);
+        else
+            ck_assert_msg(gemm_vec_level() == want[i].level, "%s: level %d, want %d", want[i].kernel, gemm_vec_level(),
+                          want[i].level);
+    }
+    ck_assert_int_ge(forced, 1);
+    gemm_force_kernel(NULL);
+}
+END_TEST
+
 /* ATTNVIZ_KERNEL: a usable name pins the kernel, a name the build lacks is
  * refused with a message that lists what it has; unset keeps the best. */
 START_TEST(the_environment_pins_a_kernel) {
@@ -300,6 +323,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);
     tcase_add_test(k, a_token_gets_the_same_bits_whatever_shares_its_product);
     tcase_add_test(k, forcing_a_kernel_the_cpu_lacks_is_refused);
+    tcase_add_test(k, the_element_wise_loops_follow_the_kernel);
     suite_add_tcase(s, k);
     return s;
 }

@@ -818,6 +818,7 @@ typedef struct {
     GemmFn *gemm;     /* or NULL: gemm_rows' own loops over fn, rowvec and pack16 */
     int xblock;       /* > 0: fn takes x packed in blocks of this many tokens (pack_x), else x in place */
     int (*has)(void);
+    int vec;          /* gemm_vec_level's build for it */
 } Kernel;
 
 #ifdef GEMM_X86
@@ -837,10 +838,10 @@ static const Kernel KERNELS[] = {
     {.name = "neon", .fn = panel_neon, .rowvec = rowvec_neon, .pack16 = pack_panel16_neon, .has = has_any},
 #endif
 #ifdef GEMM_X86
-    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, 32, has_avx512},
-    {"avx2", NULL, NULL, NULL, gemm_avx2, 0, has_avx2},
+    {"avx512", panel_avx512, rowvec_avx512, pack_panel16_avx512, NULL, 32, has_avx512, 2},
+    {"avx2", NULL, NULL, NULL, gemm_avx2, 0, has_avx2, 1},
 #endif
-    {"scalar", panel_scalar, NULL, NULL, NULL, 0, has_any},
+    {"scalar", panel_scalar, NULL, NULL, NULL, 0, has_any, 0},
 };
 #define N_KERNELS (int)(sizeof KERNELS / sizeof KERNELS[0])
 
@@ -872,6 +873,27 @@ static const Kernel *best_kernel(void) {
 }
 
 const char *gemm_kernel(void) { return best_kernel()->name; }
+
+#ifdef GEMM_X86
+/* x86-64-v4's AVX-512 subsets, which the loops' AVX-512 build may use */
+static int has_v4(void) {
+    static _Atomic int v4 = -1;
+    int h = v4;
+    if (h < 0)
+        v4 = h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vl");
+    return h;
+}
+#endif
+
+int gemm_vec_level(void) {
+    const int v = best_kernel()->vec;
+#ifdef GEMM_X86
+    if (v == 2 && !has_v4()) return 1;
+#endif
+    return v;
+}
 
 int gemm_force_kernel(const char *name) {
     if (!name) {

@@ -11,6 +11,7 @@
 
 #include "gemm.h"
 #include "quant.h"
+#include "vecfn.h"
 
 void kern_matmul_naive(float *y, const float *x, const float *w, const float *b, int n, int in, int out) {
     // y (n, out) = x (n, in) @ w (out, in)^T + b (out)
@@ -238,17 +239,6 @@ static inline float vexpf(float x) {
     return p * scale;
 }
 
-/* Element-wise kernels are compiled for AVX-512, AVX2 and baseline x86-64 and
- * picked at run time, so the default build stays portable. Not under the
- * sanitizers: GCC instruments the ifunc resolvers, which the dynamic loader
- * runs before the sanitizer's runtime is set up (ThreadSanitizer crashed there
- * on any run, even --help). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VEC_CLONES
-#endif
 
 /* s += b in MOM_LANES lanes, each a compensated (Kahan) sum: c keeps what
  * each addition rounded off, so a lane's error stays about one rounding of
@@ -397,8 +387,8 @@ __attribute__((always_inline)) static inline void block_weights(float *bm, int c
  * softmax (x * 1 is x exactly). mom (KERN_MOM_N) or NULL: the row's moments,
  * rel being the query's position less the first key's; bm (the row's blocks)
  * or NULL: each block's largest weight (kern_attention_kv_rows). */
-VEC_CLONES static void softmax_scaled_row(float *r, int cols, float scale, int rel, int first, double *mom,
-                                          float *bm) {
+VEC_VOID(static, softmax_scaled_row, (float *r, int cols, float scale, int rel, int first, double *mom, float *bm),
+         (r, cols, scale, rel, first, mom, bm)) {
     float pmax[8], mx = r[0];
     int j = 0;
     if (bm) {
@@ -462,7 +452,7 @@ static inline float vlogf(float x) {
  * (whose exponent field vlogf cannot read) never reach vlogf. */
 #define XLOGX_TINY 1e-30f
 
-VEC_CLONES void kern_xlogx(float *out, const float *x, int n) {
+VEC_VOID(, kern_xlogx, (float *out, const float *x, int n), (out, x, n)) {
     /* ln of x + 1e-30, which is x itself from 2e-23 up: 0 ln 1e-30 = 0, and no
      * subnormal reaches vlogf; an addition, not a comparison, so the loop vectorizes */
     for (int j = 0; j < n; j++) out[j] = x[j] * vlogf(x[j] + XLOGX_TINY);
@@ -485,7 +475,8 @@ void kern_xlogx_naive(float *out, const float *x, int n) {
  * lane sums over them. */
 #define ROW_CHUNK 256
 
-VEC_CLONES void kern_row_sums(const float *p, int lo, int hi, int i, const int *ids, double *out) {
+VEC_VOID(, kern_row_sums, (const float *p, int lo, int hi, int i, const int *ids, double *out),
+         (p, lo, hi, i, ids, out)) {
     double ent[ROW_LANES] = {0}, dist[ROW_LANES] = {0}, dup[ROW_LANES] = {0};
     float xs[ROW_CHUNK], xl[ROW_CHUNK], xd[ROW_CHUNK];
     double dd[ROW_CHUNK];
@@ -532,7 +523,7 @@ void kern_row_sums_naive(const float *p, int lo, int hi, int i, const int *ids, 
 /* Blocks of 64 compared whole, in 16 lanes of flags (a loop the vectorizer
  * handles): a row's keys are mostly below a top-k threshold, so a block
  * rarely needs its keys looked at one by one. */
-VEC_CLONES int kern_first_above(const float *x, int n, float thr) {
+VEC_FN(, int, kern_first_above, (const float *x, int n, float thr), (x, n, thr)) {
     int j = 0;
     for (; j + 64 <= n; j += 64) {
         int c[16] = {0}, any = 0;
@@ -547,7 +538,7 @@ VEC_CLONES int kern_first_above(const float *x, int n, float thr) {
 }
 
 /* Block maxima (block_max), then the k largest kept in a short sorted list. */
-VEC_CLONES float kern_kth_block_max(const float *x, int n, int k) {
+VEC_FN(, float, kern_kth_block_max, (const float *x, int n, int k), (x, n, k)) {
     float best[KERN_KTH_MAX];
     int have = 0;
     if (k <= 0 || k > KERN_KTH_MAX) return 0;
@@ -563,7 +554,7 @@ float kern_kth_largest(const float *x, int n, int k) {
     return have == k ? best[k - 1] : 0;
 }
 
-VEC_CLONES void kern_softmax_rows(float *x, int rows, int cols) {
+VEC_VOID(, kern_softmax_rows, (float *x, int rows, int cols), (x, rows, cols)) {
     for (int i = 0; i < rows; i++) softmax_scaled_row(x + (size_t)i * cols, cols, 1.0f, 0, -1, NULL, NULL);
 }
 
@@ -629,7 +620,7 @@ void kern_attention_naive(float *probs, float *ctxT, const float *qT, const floa
     kern_attention_kv_naive(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule);
 }
 
-VEC_CLONES static void softcap_row(float *r, int n, float cap) {
+VEC_VOID(static, softcap_row, (float *r, int n, float cap), (r, n, cap)) {
     const float inv = 1.0f / cap;
     for (int j = 0; j < n; j++) {
         float y = r[j] * inv;
@@ -657,14 +648,15 @@ static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int 
 
 void kern_attention_keys(const AttnRule *rule, int nk, int pos, int *lo, int *hi) { attn_keys(rule, nk, nk, pos, lo, hi); }
 
-VEC_CLONES static void scale_row(float *r, int n, float scale) {
+VEC_VOID(static, scale_row, (float *r, int n, float scale), (r, n, scale)) {
     for (int j = 0; j < n; j++) r[j] *= scale;
 }
 
 /* softmax over the row's n (already scaled) scores and the sink logit, which
  * has no key: the row gets its share of the probabilities, the sink's share
  * is returned (transformers' eager gpt-oss: concatenate, softmax, drop it). */
-VEC_CLONES static float softmax_sink_row(float *r, int n, float sink, int rel, int first, double *mom, float *bm) {
+VEC_FN(static, float, softmax_sink_row, (float *r, int n, float sink, int rel, int first, double *mom, float *bm),
+       (r, n, sink, rel, first, mom, bm)) {
     float mx = sink;
     if (bm) {
         const float rm = block_maxima(r, n, bm);
@@ -827,7 +819,7 @@ void kern_activate_naive(float *x, size_t n, ActKind act) {
  * clamps, -fno-trapping-math) divides twice per element, once per side. */
 #define ACT_CHUNK 256
 
-VEC_CLONES void kern_activate(float *x, size_t n, ActKind act) {
+VEC_VOID(, kern_activate, (float *x, size_t n, ActKind act), (x, n, act)) {
     switch (act) {
     case ACT_GELU:
         for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + verff(x[i] * 0.70710678118654752f));
@@ -861,7 +853,8 @@ VEC_CLONES void kern_activate(float *x, size_t n, ActKind act) {
     }
 }
 
-VEC_CLONES void kern_swiglu_clamped(float *g, const float *u, size_t n, float alpha, float limit) {
+VEC_VOID(, kern_swiglu_clamped, (float *g, const float *u, size_t n, float alpha, float limit),
+         (g, u, n, alpha, limit)) {
     for (size_t i0 = 0; i0 < n; i0 += ACT_CHUNK) {
         const size_t m = n - i0 < ACT_CHUNK ? n - i0 : ACT_CHUNK;
         float e[ACT_CHUNK];
@@ -884,7 +877,7 @@ void kern_swiglu_clamped_naive(float *g, const float *u, size_t n, float alpha, 
     }
 }
 
-VEC_CLONES void kern_glu(float *g, const float *u, size_t n, ActKind act) {
+VEC_VOID(, kern_glu, (float *g, const float *u, size_t n, ActKind act), (g, u, n, act)) {
     kern_activate(g, n, act);
     for (size_t i = 0; i < n; i++) g[i] *= u[i];
 }
@@ -916,8 +909,8 @@ static void row_stats(const float *xb, int bn, int dim, const Norm *nm, float *m
     }
 }
 
-VEC_CLONES void kern_residual(float *x, const float *yT, float *dst, float *dstT, const Norm *nm, int n, int dim,
-                              int i0, int i1) {
+VEC_VOID(, kern_residual, (float *x, const float *yT, float *dst, float *dstT, const Norm *nm, int n, int dim, int i0,
+          int i1), (x, yT, dst, dstT, nm, n, dim, i0, i1)) {
     // tokens [i0, i1) of x (n, dim) += yT (dim, n)^T; then norm(x) or x to dst (n, dim), dstT (dim, n)
     const float *g = nm && nm->g ? nm->g : NULL, *b = g ? nm->b : NULL;
     for (int b0 = i0; b0 < i1; b0 += ROW_BLOCK) {
@@ -959,7 +952,7 @@ void kern_rmsnorm_cols(float *xT, const float *g, int dim, int n, float eps) {
     }
 }
 
-VEC_CLONES void kern_rope(float *xT, const float *cos_t, const float *sin_t, int dh, int n) {
+VEC_VOID(, kern_rope, (float *xT, const float *cos_t, const float *sin_t, int dh, int n), (xT, cos_t, sin_t, dh, n)) {
     // xT (dh, n); cos_t, sin_t (dh/2, n)
     const int half = dh / 2;
     for (int i = 0; i < half; i++) {

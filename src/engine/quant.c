@@ -4,6 +4,7 @@
  * type in branch-free loops the compiler vectorizes, tested equal bit for bit. */
 #include "quant.h"
 #include "gguf.h"
+#include "vecfn.h"
 
 #include <string.h>
 
@@ -127,18 +128,14 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
 
 /* ---- fast path: one loop per type over a contiguous run of blocks ---- */
 
-/* Plain C for the compiler to vectorize. Where GCC can dispatch at load time
- * (ifunc), each loop is also built for x86-64-v4 (AVX-512) and AVX2, whose
- * per-lane shifts and wider vectors the baseline x86-64 target lacks;
- * elsewhere, or with QUANT_NO_CLONES, only the portable build exists.
- * Rounding is the same either way: ISO C mode keeps a*b+c unfused. Not under
- * ThreadSanitizer: the dynamic loader runs the (instrumented) ifunc resolvers
- * before its runtime is set up, and the program crashed before main. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(QUANT_NO_CLONES) && \
-    !defined(__SANITIZE_THREAD__)
-#define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define QUANT_CLONES
+/* Plain C for the compiler to vectorize, each loop built for x86-64-v4
+ * (AVX-512) and AVX2 too, whose per-lane shifts and wider vectors the
+ * baseline x86-64 target lacks, and chosen by the product kernel in use
+ * (vecfn.h); elsewhere, or with QUANT_NO_CLONES, only the portable build
+ * exists. Rounding is the same in every build: ISO C mode keeps a*b+c unfused. */
+#ifdef QUANT_NO_CLONES
+#undef VEC_VOID_V4
+#define VEC_VOID_V4(SCOPE, NAME, PARAMS, ARGS) SCOPE void NAME PARAMS
 #endif
 
 /* f16 -> f32 without branches or a subnormal loop: normals rebias the
@@ -164,24 +161,21 @@ static inline float f16f(const uint8_t *p) {
     return f;
 }
 
-static void rows_f16(const uint8_t *restrict p, size_t n, float *restrict y) QUANT_CLONES;
-static void rows_f16(const uint8_t *restrict p, size_t n, float *restrict y) {
+VEC_VOID_V4(static, rows_f16, (const uint8_t *restrict p, size_t n, float *restrict y), (p, n, y)) {
     for (size_t i = 0; i < n; i++) {
         uint32_t b = f16_bits((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8);
         memcpy(&y[i], &b, 4);
     }
 }
 
-static void rows_bf16(const uint8_t *restrict p, size_t n, float *restrict y) QUANT_CLONES;
-static void rows_bf16(const uint8_t *restrict p, size_t n, float *restrict y) {
+VEC_VOID_V4(static, rows_bf16, (const uint8_t *restrict p, size_t n, float *restrict y), (p, n, y)) {
     for (size_t i = 0; i < n; i++) {
         uint32_t b = ((uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8) << 16;
         memcpy(&y[i], &b, 4);
     }
 }
 
-static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q8_0, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 34, y += 32) {
         float d = f16f(b);
         const int8_t *q = (const int8_t *)(b + 2);
@@ -191,8 +185,7 @@ static void rows_q8_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
 
 /* Q4_0 / Q4_1: "unroll 1" keeps GCC from unrolling the 16-element loop fully
  * and then vectorizing across blocks instead, with strided loads. */
-static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q4_0, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 18, y += 32) {
         float d = f16f(b);
         const uint8_t *q = b + 2;
@@ -204,8 +197,7 @@ static void rows_q4_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
-static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q4_1, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 20, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
         const uint8_t *q = b + 4;
@@ -218,8 +210,7 @@ static void rows_q4_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
 }
 
 /* Q5_0 and Q5_1: the fifth bit of element j is bit j of a 32-bit word. */
-static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q5_0, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 22, y += 32) {
         float d = f16f(b);
         const uint8_t *q = b + 6;
@@ -231,8 +222,7 @@ static void rows_q5_0(const uint8_t *restrict b, size_t nb, float *restrict y) {
     }
 }
 
-static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q5_1, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 24, y += 32) {
         float d = f16f(b), m = f16f(b + 2);
         const uint8_t *q = b + 8;
@@ -247,8 +237,7 @@ static void rows_q5_1(const uint8_t *restrict b, size_t nb, float *restrict y) {
 /* Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; five selects
  * the fifth bit plane. Each sub-block's scale and min are widened once, so
  * the element loops are uniform. */
-static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) QUANT_CLONES;
-static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int five) {
+VEC_VOID_V4(static, rows_qk, (const uint8_t *restrict b, size_t nb, float *restrict y, int five), (b, nb, y, five)) {
     size_t bs = five ? 176 : 144;
     for (size_t k = 0; k < nb; k++, b += bs, y += 256) {
         float d = f16f(b), dmin = f16f(b + 2);
@@ -269,8 +258,7 @@ static void rows_qk(const uint8_t *restrict b, size_t nb, float *restrict y, int
     }
 }
 
-static void rows_q6_k(const uint8_t *restrict b, size_t nb, float *restrict y) QUANT_CLONES;
-static void rows_q6_k(const uint8_t *restrict b, size_t nb, float *restrict y) {
+VEC_VOID_V4(static, rows_q6_k, (const uint8_t *restrict b, size_t nb, float *restrict y), (b, nb, y)) {
     for (size_t k = 0; k < nb; k++, b += 210) {
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
