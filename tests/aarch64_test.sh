@@ -92,7 +92,7 @@ fi
 run() { "$QEMU" "$@"; } # the dynamic loader and libraries come from Debian's arm64 packages
 
 out=$(run "$AB/attnviz" --version 2>&1)
-if grep -qE '\(kernel neon; built with neon\|scalar\)$' <<<"$out"; then
+if grep -qE '\(kernel neon; built with neon\|scalar; element-wise loops baseline\)$' <<<"$out"; then
     pass "aarch64: attnviz --version under qemu: $out"
 else
     fail "aarch64: attnviz --version under qemu" "$out"
