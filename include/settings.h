@@ -16,8 +16,8 @@ typedef struct {
     int lowercase;      /* -1 = infer, 0 = --cased, 1 = --uncased */
     int tokenizer_only; /* --tokens-only: no weights needed */
     int resident;       /* 1: weights read into memory (util.h's AV_MAP_RESIDENT) for a process that
-                           makes many passes (serve); 0: as the run suits (resident for a batch,
-                           generation or ablation, mapped for one pass) */
+                           makes many passes (serve, the library); 0: as the run suits (resident for a
+                           long batch, generation or ablation, mapped for one pass or a short batch) */
 } ModelSpec;
 
 /* --measure: what the views, scores and statistics read. MEASURE_NORM adds
