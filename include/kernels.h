@@ -41,11 +41,23 @@ typedef struct {
     float eps;
 } Norm;
 
-/* Rows of W a thread widens at a time when weights are not F32; the
- * scratch a thread passes to kern_linear_rows holds KERN_WIDEN_ROWS * in floats.
- * Each widened block is one product call, and each call packs all of x: more
- * rows per call, fewer packings of the same x. */
-#define KERN_WIDEN_ROWS 256
+/* Rows of W a thread widens at a time when weights are not F32
+ * (kern_widen_step(in)), and the scratch a thread passes to kern_linear_rows
+ * for products of at most max_in inputs (kern_widen_floats(max_in), which
+ * holds kern_widen_step(in) * in floats for every in <= max_in). Each widened
+ * block is one product call, and each call packs all of x again: as many rows
+ * per call as KERN_WIDEN_BUDGET floats hold, from 256 (wide models) up to
+ * 1,024 (every row of a thread's part of a small model's product). */
+#define KERN_WIDEN_BUDGET ((size_t)2 << 20)
+static inline int kern_widen_step(int in) {
+    const size_t r = in > 0 ? KERN_WIDEN_BUDGET / (size_t)in / 16 * 16 : 1024;
+    return r < 256 ? 256 : r > 1024 ? 1024 : (int)r;
+}
+static inline size_t kern_widen_floats(int max_in) {
+    const size_t in = max_in > 0 ? (size_t)max_in : 1;
+    const size_t most = 1024 * in < KERN_WIDEN_BUDGET ? 1024 * in : KERN_WIDEN_BUDGET;
+    return most > 256 * in ? most : 256 * in;
+}
 
 /* Queries and keys kept in 16 bits (capture.h's CapQkPrecision: 1 IEEE
  * binary16, 2 bfloat16), rounded to nearest even; binary16 overflows to inf
@@ -61,7 +73,7 @@ int kern_half_finite(uint16_t h, int prec);
 
 /* y^T rows [r0, r1) (out, n) = act(W x^T + b) for x^T (in, n); act < 0: none.
  * The products are gemm.h's: a token's outputs are the same bits whatever n.
- * scratch: KERN_WIDEN_ROWS * in floats for block-quantized weights, else unused.
+ * scratch: kern_widen_floats(in) floats for block-quantized weights, else unused.
  * Returns -1 only when a quantized row cannot be widened (corrupt weights). */
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch);
 /* The same for one token of a generation step: matrix-vector products, which

@@ -119,7 +119,7 @@ typedef struct {
     float *rope_cos, *rope_sin; /* (rotary_dim / 2, n) rotary families only */
     float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
-    size_t widen_len; /* KERN_WIDEN_ROWS rows of the widest product input (max_in) */
+    size_t widen_len; /* kern_widen_floats(max_in): widened rows of the widest product input */
     int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
     int *pos;      /* (max_tokens) each token's position in the current pass */
     float *seg;    /* (n_threads, 4 * head_dim * max_tokens) packed inputs' per-head copies */

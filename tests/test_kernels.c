@@ -325,7 +325,7 @@ START_TEST(half_and_quantized_weights_match_naive_reference) {
     int n = 70, in = 320, out = 45; /* in: a multiple of Q8_0's 32-element blocks */
     float *x = malloc(sizeof(float) * n * in), *wf = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
     float *y1 = malloc(sizeof(float) * n * out), *y2 = malloc(sizeof(float) * n * out);
-    float *scratch = malloc(sizeof(float) * KERN_WIDEN_ROWS * in);
+    float *scratch = malloc(sizeof(float) * kern_widen_floats(in));
     uint8_t *w16 = malloc((size_t)out * in * 2), *wq = malloc((size_t)out * in / 32 * 34);
     fill(x, (size_t)n * in, 61, 1), fill(wf, (size_t)out * in, 62, 0.2f), fill(b, (size_t)out, 63, 1);
     for (size_t i = 0; i < (size_t)out * in; i++) {
@@ -912,12 +912,58 @@ START_TEST(pooled_attention_matches_naive_and_keeps_rows_summing_to_one) {
 }
 END_TEST
 
+/* The rows a thread widens at a time fit the scratch for every product
+ * narrower than the widest, and run from 256 (wide models) to 1,024. */
+START_TEST(widened_blocks_fit_the_scratch) {
+    const int widest[] = {1, 32, 576, 1536, 2048, 2049, 4096, 8191, 11008, 20000};
+    for (size_t w = 0; w < sizeof widest / sizeof widest[0]; w++)
+        for (int in = 1; in <= widest[w]; in++) {
+            const int step = kern_widen_step(in);
+            ck_assert_msg(step >= 256 && step <= 1024 && step % 16 == 0, "in %d: step %d", in, step);
+            ck_assert_msg((size_t)step * (size_t)in <= kern_widen_floats(widest[w]), "in %d of %d: %d rows", in,
+                          widest[w], step);
+        }
+    ck_assert_int_eq(kern_widen_step(576), 1024); /* a small model's whole part in one call */
+    ck_assert_int_eq(kern_widen_step(11008), 256);
+}
+END_TEST
+
+/* A quantized product wider than one widened block (its rows widened and
+ * multiplied a block at a time) gives the bits of the same weights widened
+ * whole and multiplied as F32 in one call. */
+START_TEST(quantized_rows_past_one_widened_block_give_the_one_call_bits) {
+    const int in = 8192, out = 300, n = 9; /* kern_widen_step(8192) = 256: blocks of 256 and 44 rows */
+    ck_assert_int_lt(kern_widen_step(in), out);
+    float *x = malloc(sizeof(float) * n * in), *xT = malloc(sizeof(float) * n * in);
+    float *wide = malloc(sizeof(float) * out * in), *y1 = malloc(sizeof(float) * n * out);
+    float *y2 = malloc(sizeof(float) * n * out), *scratch = malloc(sizeof(float) * kern_widen_floats(in));
+    uint8_t *wq = malloc((size_t)out * in / 32 * 34);
+    ck_assert(x && xT && wide && y1 && y2 && scratch && wq);
+    fill(x, (size_t)n * in, 71, 1);
+    unsigned seed = 72;
+    for (size_t blk = 0; blk < (size_t)out * in / 32; blk++) { /* Q8_0: f16 scale, 32 int8 codes */
+        uint16_t dh = st_f32_to_f16(0.01f + 0.001f * (float)(blk % 7));
+        wq[blk * 34] = (uint8_t)dh, wq[blk * 34 + 1] = (uint8_t)(dh >> 8);
+        for (int j = 0; j < 32; j++) wq[blk * 34 + 2 + j] = (uint8_t)(int8_t)(frand(&seed) * 127);
+    }
+    Linear q = {.type = 8, .w = wq, .out = out, .in = in, .row_bytes = (size_t)in / 32 * 34, .name = "w"};
+    ck_assert_int_eq(kern_widen_rows(wide, &q, 0, out), 0);
+    Linear f32 = {.type = KERN_F32, .w = wide, .out = out, .in = in, .ld = in, .name = "w"};
+    transpose(xT, x, n, in);
+    ck_assert_int_eq(kern_linear_rows(y1, xT, &q, n, 0, out, -1, scratch), 0);
+    ck_assert_int_eq(kern_linear_rows(y2, xT, &f32, n, 0, out, -1, scratch), 0);
+    ck_assert_msg(!memcmp(y1, y2, sizeof(float) * n * out), "differs by %g", max_abs_diff(y1, y2, (size_t)n * out));
+    free(x), free(xT), free(wide), free(y1), free(y2), free(scratch), free(wq);
+}
+END_TEST
+
 /* BF16 rows whose length is not a multiple of 16 (the few-token kernel's tail). */
 START_TEST(bf16_few_token_products_cover_a_row_tail) {
     const int in = 40, out = 9;
     float x[11 * 40], w[9 * 40], b[9], y1[11 * 9], y2[11 * 9], xT[11 * 40], yT[11 * 9];
     uint16_t wb[9 * 40];
-    static float scratch[KERN_WIDEN_ROWS * 40];
+    static float scratch[1024 * 40];
+    ck_assert_uint_le(kern_widen_floats(40), sizeof scratch / sizeof scratch[0]);
     fill(x, sizeof x / sizeof x[0], 101, 1), fill(w, sizeof w / sizeof w[0], 102, 0.5f), fill(b, 9, 103, 1);
     for (int i = 0; i < in * out; i++) wb[i] = st_f32_to_bf16(w[i]);
     Linear lin = {.type = KERN_BF16, .w = wb, .b = b, .out = out, .in = in, .row_bytes = (size_t)in * 2, .name = "w"};
@@ -1212,6 +1258,8 @@ Suite *make_suite(void) {
     /* each test runs every kernel this CPU has over whole attention blocks: seconds under ASan on a shared
      * machine, where Check's default 4 s (meant to catch a hang) expired once (streamed rows) */
     tcase_set_timeout(k, 120);
+    tcase_add_test(k, widened_blocks_fit_the_scratch);
+    tcase_add_test(k, quantized_rows_past_one_widened_block_give_the_one_call_bits);
     tcase_add_test(k, cached_attention_gives_the_full_pass_rows);
     tcase_add_test(k, half_conversions_round_to_nearest_even_and_round_trip);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);

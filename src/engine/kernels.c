@@ -141,7 +141,7 @@ static void bias_act_rows(float *yT, const float *b, int act, int n, int r0, int
 }
 
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
-    const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
+    const int step = lin->type == KERN_F32 ? r1 - r0 : kern_widen_step(lin->in);
     for (int r = r0; r < r1; r += step) {
         int tr = r1 - r < step ? r1 - r : step;
         RowsView v;
@@ -163,7 +163,7 @@ int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r
         gemm_rows(yT + (size_t)r0 * n, (const uint16_t *)lin->w + (size_t)r0 * ld,
                   lin->type == KERN_BF16 ? GEMM_BF16 : GEMM_F16, ld, 1, xT, n, r1 - r0, lin->in, panel);
     } else {
-        const int step = lin->type == KERN_F32 ? r1 - r0 : KERN_WIDEN_ROWS;
+        const int step = lin->type == KERN_F32 ? r1 - r0 : kern_widen_step(lin->in);
         for (int r = r0; r < r1; r += step) {
             int tr = r1 - r < step ? r1 - r : step;
             RowsView v;

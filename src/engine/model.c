@@ -762,7 +762,7 @@ int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int ml
     s->seg = alloc_floats((size_t)s->n_threads * 4 * dh * n);
     s->pos = malloc(n * sizeof *s->pos);
     bad |= !s->seg || !s->pos;
-    s->widen_len = (size_t)KERN_WIDEN_ROWS * (size_t)m->max_in;
+    s->widen_len = kern_widen_floats(m->max_in);
     s->widen = alloc_floats((size_t)s->n_threads * s->widen_len);
     if (bad || !s->scores || !s->widen) {
         model_runstate_free(s);

@@ -18,7 +18,7 @@
 typedef struct {
     const Model *m;
     int H, NH, dh, A; /* hidden, heads, head_dim, heads * head_dim */
-    float *widen;     /* KERN_WIDEN_ROWS * max_in */
+    float *widen;     /* kern_widen_floats(max_in) */
 } Ctx;
 
 /* y (n, out) = act(x (n, in) W^T + b) for a token-major x (act < 0: none). */
@@ -224,7 +224,7 @@ static int ctx_init(Ctx *c, const Model *m, AvErr *e) {
     if (!m->s2s || !cfg->enc_dec) return av_err(e, "%s: not an encoder-decoder model", m->path);
     c->m = m;
     c->H = cfg->hidden_size, c->NH = cfg->num_heads, c->dh = cfg->head_dim, c->A = cfg->num_heads * cfg->head_dim;
-    c->widen = malloc((size_t)KERN_WIDEN_ROWS * (m->max_in > 0 ? m->max_in : 1) * sizeof *c->widen);
+    c->widen = malloc(kern_widen_floats(m->max_in) * sizeof *c->widen);
     return c->widen ? 0 : av_err(e, "out of memory");
 }
 
