@@ -14,15 +14,16 @@
  * The body is an always-inline function; each build is a wrapper with its
  * own target that inlines it, so the vectorizer sees the body with that
  * target's registers. Rounding is the same in every build: ISO C mode keeps
- * a*b+c unfused, and no loop reassociates a sum. Elsewhere (other CPUs, clang)
- * the macros make one plain function. */
+ * a*b+c unfused, and no loop reassociates a sum. Elsewhere (other CPUs, clang),
+ * or built with -DVEC_ONE_BUILD (to time one target alone, e.g. with
+ * -march=haswell, or the portable baseline), the macros make one plain
+ * function. */
 #ifndef ATTNVIZ_VECFN_H
 #define ATTNVIZ_VECFN_H
 
 #include "gemm.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VEC_BUILDS 1
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(VEC_ONE_BUILD)
 #define VEC_BODY_(NAME) NAME##_vec_body
 #define VEC_DEFINE_(SCOPE, RET, NAME, PARAMS, ARGS, T512, T2, CALL)                                              \
     static inline __attribute__((always_inline)) RET VEC_BODY_(NAME) PARAMS;                                       \

@@ -131,12 +131,8 @@ int quant_rows_naive(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows
 /* Plain C for the compiler to vectorize, each loop built for x86-64-v4
  * (AVX-512) and AVX2 too, whose per-lane shifts and wider vectors the
  * baseline x86-64 target lacks, and chosen by the product kernel in use
- * (vecfn.h); elsewhere, or with QUANT_NO_CLONES, only the portable build
+ * (vecfn.h); elsewhere, or with -DVEC_ONE_BUILD, only the portable build
  * exists. Rounding is the same in every build: ISO C mode keeps a*b+c unfused. */
-#ifdef QUANT_NO_CLONES
-#undef VEC_VOID_V4
-#define VEC_VOID_V4(SCOPE, NAME, PARAMS, ARGS) SCOPE void NAME PARAMS
-#endif
 
 /* f16 -> f32 without branches or a subnormal loop: normals rebias the
  * exponent, subnormals are built as 2^-14 * (1 + m/1024) and 2^-14 taken
