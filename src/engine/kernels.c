@@ -239,7 +239,6 @@ static inline float vexpf(float x) {
     return p * scale;
 }
 
-
 /* s += b in MOM_LANES lanes, each a compensated (Kahan) sum: c keeps what
  * each addition rounded off, so a lane's error stays about one rounding of
  * its total however many blocks it adds, in float lanes the vectorizer
@@ -260,7 +259,7 @@ __attribute__((always_inline)) static inline void kahan_lanes(float *s, float *c
  * argument, clamped as vexpf clamps it) and sum e |rel - j|. Each block of 64
  * keys is summed in 16 lanes, the blocks into compensated lanes, the lanes
  * into doubles at the end: a fixed order whatever the vector width (the same
- * bits on every clone); the tail goes straight to the doubles. The distances
+ * bits in every build, vecfn.h); the tail goes straight to the doubles. The distances
  * are floats counted down from rel - j0 (exact below 2^24). */
 __attribute__((always_inline)) static inline void exp_row(float *r, int cols, float scale, float smx, int rel,
                                                           double *acc) {
@@ -314,7 +313,7 @@ static void row_moments(const double *acc, float inv, double *mom) {
 /* r[k] *= inv, and the sum of the weights so rounded, less keys e0 and e1
  * (-1: none; the first key and the query's own, which --stats and heads may
  * leave out: a total less a 0.99 sink would cancel), in 8 double lanes added
- * 0 to 7 at the end (the same bits on every clone); *total adds them back. */
+ * 0 to 7 at the end (the same bits in every build); *total adds them back. */
 __attribute__((always_inline)) static inline double scale_total(float *r, int cols, float inv, int e0, int e1,
                                                                 double *total) {
     double lane[8] = {0}, rest = 0;
@@ -463,8 +462,8 @@ void kern_xlogx_naive(float *out, const float *x, int n) {
 }
 
 /* kern_row_sums' lanes: key j's terms go to lane (j - lo) % ROW_LANES, in key
- * order, the lanes added 0 to 7 at the end; every clone and the portable
- * build do exactly these additions, so the sums have the same bits whatever
+ * order, the lanes added 0 to 7 at the end; every build (vecfn.h) does
+ * exactly these additions, so the sums have the same bits whatever
  * the kernel. Keys with x <= 0 (or NaN) add nothing, as the naive sweep skips
  * them. The duplicate share is a compare of ids over the keys before i (no
  * branch per key), so that ids is read where the naive reads it. */
