@@ -292,7 +292,7 @@ static void *read_resident(int fd, size_t n) {
     if (raw == MAP_FAILED) return NULL;
     char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
-    if (raw + len + huge > p + len) munmap(p + len, (size_t)(raw + len + huge - (p + len)));
+    munmap(p + len, (size_t)(raw + huge - p)); /* p is less than 2 MB past raw: a tail is always left */
 #ifdef MADV_HUGEPAGE
     (void)madvise(p, len, MADV_HUGEPAGE); /* a hint: without it the pages are small */
 #endif
