@@ -123,6 +123,9 @@ h = json.loads(b[8:8 + n]); o = h["encoder.layer.0.attention.self.query.weight"]
 b[o:o + 4] = struct.pack("<f", float("nan")); open(p, "wb").write(b)
 PY
 case_ st_nan_weights 1 "attention in layer 0 is not finite" -- --model "$M" "${Q[@]}" hi
+# short lines are packed into one pass (another path to the heads): each line fails, named, and nothing is written
+printf 'hi there\nsecond line\n' >"$T/two.txt"
+KEEP_OUTPUT=1 LINES=3 case_ st_nan_weights_packed_batch 1 "two.txt:2: .*attention in layer 0 is not finite" -- --model "$M" --quiet --batch "$T/two.txt" --json out.jsonl
 fresh; rm "$M/model.safetensors"
 case_ st_missing_file 1 "model.safetensors: cannot open: No such file" -- --model "$M" "${Q[@]}" hi
 fresh; rm "$M/model.safetensors" && mkdir "$M/model.safetensors"

@@ -131,6 +131,7 @@ typedef struct {
     int layer, n, pos0, ldk, n_heads, group, dh;
     AttnRule rule;
     const float *sinks;        // (n_heads) the layer's sink logits, or NULL
+    atomic_int nonfinite;      // set by a head whose kept probabilities hold NaN/Inf
 } HeadTask;
 
 /* Head h's rule: the layer's, with its sink logit (if the layer has sinks)
@@ -143,6 +144,18 @@ static AttnRule head_rule(const AttnRule *layer, const float *sinks, int h, Capt
         r.sink_out = cap && cap->sinks ? cap_sinks(cap, l, h) + row0 : NULL;
     }
     return r;
+}
+
+/* Whether p[0, n) holds no NaN or Inf: by the exponent bits, or-ed without an
+ * early exit so that the loop vectorizes (it reads every captured probability). */
+static int all_finite(const float *p, size_t n) {
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, p + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
 }
 
 /* Where a head's rows go as they are made when its matrix is not kept: its
@@ -172,21 +185,26 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
  * head is not kept): straight into its kept matrix (rows row0 .. row0 + nq of
  * it), else a block of rows at a time through rows (kern_attention_rows() x
  * nk floats), feeding the thumbnail and telemetry as they are made. */
-static void head_attention(Capture *cap, int l, int h, int row0, float *ctxT, const float *qT, int nq, const float *kT,
-                           const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch, float *rows) {
+static int head_attention(Capture *cap, int l, int h, int row0, float *ctxT, const float *qT, int nq, const float *kT,
+                          const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch, float *rows) {
     if (cap && cap->attn) {
         const int ldp = cap->n_tokens;
         float *probs = cap_attn(cap, l, h) + (size_t)row0 * ldp; // (nq, ldp)
         kern_attention_kv(probs, ldp, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch);
         RowsTo to = {cap, l, h, row0, nk, rule};
         rows_to_capture(&to, 0, nq, probs, ldp, NULL);
-        return;
+        /* NaN/Inf would reach the writers as invalid JSON: checked here, while
+         * the rows are in this core's cache, rather than in a sweep after the pass */
+        for (int i = 0; i < nq; i++)
+            if (!all_finite(probs + (size_t)i * ldp, (size_t)nk)) return -1;
+        return 0;
     }
     RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum) ? cap : NULL, l, h, row0, nk, rule};
     /* the softmax's moments spare telemetry and the score sums a sweep of each
      * row (not the sums of value-weighted shares or of a template's weights) */
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
                            &to, to.cap && (to.cap->tel || (to.cap->sc_sum && !to.cap->sc.norm && !to.cap->sc.pattern)));
+    return 0;
 }
 
 /* Head h's q and k of this pass, qT and kT (dh, n), into the capture's rows
@@ -204,16 +222,18 @@ static void keep_qk(Capture *cap, int l, int h, int pos0, const float *qT, const
 }
 
 static void head_part(void *arg, int t, int T) {
-    const HeadTask *w = arg;
+    HeadTask *w = arg;
     const int n = w->n, dh = w->dh, nk = w->pos0 + n;
     for (int h = t; h < w->n_heads; h += T) {
         const size_t qoff = (size_t)h * dh * n, kvoff = (size_t)(h / w->group) * dh * w->ldk;
         Capture *cap = w->cap && cap_has(w->cap, w->layer, h) ? w->cap : NULL;
         if (cap) keep_qk(cap, w->layer, h, w->pos0, w->qT + qoff, w->newkT + (size_t)(h / w->group) * dh * n, dh, n);
         const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, w->pos0);
-        head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                       w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &rule,
-                       w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * kern_attention_rows() * nk);
+        if (head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
+                           w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &rule,
+                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL,
+                           w->scores + (size_t)t * kern_attention_rows() * nk))
+            atomic_store(&w->nonfinite, 1);
         if (w->cap && w->cap->z && w->ctxT) /* every head's context, whatever the selection keeps */
             kern_transpose(cap_z(w->cap, w->layer, h) + (size_t)w->pos0 * dh, w->ctxT + qoff, dh, n);
     }
@@ -243,6 +263,7 @@ typedef struct {
     int layer, n, n_heads, group, dh;
     AttnRule rule;
     const float *sinks;        // (n_heads) the layer's sink logits, or NULL
+    atomic_int nonfinite;      // as HeadTask's
 } PackTask;
 
 /* cols [a, a + len) of src (rows, n) -> dst (rows, len), and back */
@@ -254,7 +275,7 @@ static void put_cols(float *dst, const float *src, int rows, int n, int a, int l
 }
 
 static void pack_part(void *arg, int t, int T) {
-    const PackTask *w = arg;
+    PackTask *w = arg;
     const int n = w->n, dh = w->dh;
     float *sc = w->scratch + (size_t)t * w->scratch_len;
     for (int h = t; h < w->n_heads; h += T) {
@@ -269,8 +290,10 @@ static void pack_part(void *arg, int t, int T) {
             Capture *cap = sg->cap && cap_has(sg->cap, w->layer, h) ? sg->cap : NULL;
             if (cap) keep_qk(cap, w->layer, h, 0, q, k, dh, len);
             const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, 0);
-            head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh, &rule,
-                           w->attn ? w->attn + (size_t)t * w->attn_len : NULL, w->scores + (size_t)t * w->scores_len);
+            if (head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh,
+                               &rule, w->attn ? w->attn + (size_t)t * w->attn_len : NULL,
+                               w->scores + (size_t)t * w->scores_len))
+                atomic_store(&w->nonfinite, 1);
             if (w->ctxT) put_cols(w->ctxT + qoff, ctx, dh, n, a, len);
         }
     }
@@ -573,23 +596,27 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
                                        : kern_attention_scratch(n, pos0 + n, c->head_dim);
     float *attn = NULL;
     const double t0 = av_now_ms();
+    int nonfinite = 0;
     if (!attn_only && !(attn = malloc((size_t)s->n_threads * attn_len * sizeof *attn)))
         return av_err(e, "out of memory for attention in layer %d (%d tokens)", l, pos0 + n);
     if (n_segs > 1) {
         PackTask pack = {s->qT, s->kT, attn_only ? NULL : s->vT, attn_only ? NULL : s->ctxT, segs, n_segs, s->seg,
                          (size_t)4 * c->head_dim * s->max_tokens, s->scores,
                          (size_t)kern_attention_rows() * (size_t)s->max_tokens, attn, attn_len, l, n, c->num_heads,
-                         c->num_heads / c->num_kv_heads, c->head_dim, rule, L->sinks};
+                         c->num_heads / c->num_kv_heads, c->head_dim, rule, L->sinks, 0};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
+        nonfinite = atomic_load(&pack.nonfinite);
     } else {
         HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
                           attn, attn_len, l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim,
-                          rule, L->sinks};
+                          rule, L->sinks, 0};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,
                  &heads);
+        nonfinite = atomic_load(&heads.nonfinite);
     }
     free(attn);
     s->attn_ms += av_now_ms() - t0;
+    if (nonfinite) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
     if (attn_only) return 0;
     if (s->abl_on && s->abl_layer == l) /* head ablation: this head's context, zeroed or its mean, before W_O */
         for (int d = 0; d < c->head_dim; d++) {
@@ -813,17 +840,6 @@ static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, co
     return 0;
 }
 
-/* Whether p[0, n) holds no NaN or Inf: by the exponent bits, or-ed without an
- * early exit so that the loop vectorizes (it reads every captured probability). */
-static int all_finite(const float *p, size_t n) {
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, p + i, sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return !bad;
-}
 
 static int half_finite(const uint16_t *x, size_t n, int prec) {
     for (size_t i = 0; i < n; i++)
@@ -832,9 +848,9 @@ static int half_finite(const uint16_t *x, size_t n, int prec) {
 }
 
 /* NaN/Inf weights would otherwise reach the writers as invalid JSON: the rows
- * [pos0, pos0 + n) this pass wrote, in every captured block. */
+ * [pos0, pos0 + n) this pass wrote, in every captured block but the kept
+ * probabilities (head_attention checks those as it makes them). */
 static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvErr *e) {
-    const size_t ld = (size_t)cap->n_tokens, nk = (size_t)(pos0 + n);
     for (int l = 0; l < cap->n_layers; l++)
         for (int h = 0; h < cap->n_heads; h++) {
             if (!cap_has(cap, l, h)) continue;
@@ -855,12 +871,7 @@ static int check_finite(const Model *m, const Capture *cap, int pos0, int n, AvE
                 if (cap->tel) bad |= !all_finite(cap_tel(cap, l, h) + (size_t)pos0 * CAP_TEL_N, (size_t)n * CAP_TEL_N);
                 for (int k = 0; cap->sc_sum && k < CAP_SC_N; k++) bad |= !isfinite(cap_sc(cap, l, h)[k]);
                 if (bad) return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
-                continue;
             }
-            const float *p = cap_attn(cap, l, h) + (size_t)pos0 * ld;
-            for (int i = 0; i < n; i++)
-                if (!all_finite(p + (size_t)i * ld, nk))
-                    return av_err(e, "%s: attention in layer %d is not finite (NaN/Inf in the weights?)", m->path, l);
         }
     return 0;
 }
