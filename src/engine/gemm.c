@@ -225,11 +225,12 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
 }
 
 #ifdef GEMM_X86
-/* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real. */
+/* MR rows x NV vectors of 16 tokens, rows [0, mr) and tokens [0, nr) real;
+ * x (kc, 16 NV) contiguous. */
 #define AVX512_MICRO(MR, NV, FULL, NAME)                                                                             \
-    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, size_t ldx,               \
-                                                                           int kc, float *y, size_t ldy, int mr,      \
-                                                                           int nr, int first, FetchCursor *pf) {      \
+    __attribute__((target("avx512f"))) static void NAME(const float *panel, const float *x, int kc, float *y,         \
+                                                                           size_t ldy, int mr, int nr, int first,     \
+                                                                           FetchCursor *pf) {                         \
         __mmask16 mk[NV];                                                                                            \
         for (int v = 0; v < NV; v++) {                                                                               \
             int left = nr - 16 * v;                                                                                  \
@@ -240,28 +241,36 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
             __m512 acc[MR][NV];                                                                                          \
             _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                        \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();                    \
+            /* a line of the next panel per 8 steps, fetched as the block starts: */                                     \
+            /* a test inside the steps costs more than the fetches */                                                    \
+            for (int f = kb; pf && f < ke; f += 8) fetch_one(pf);                                                        \
             for (int kk = kb; kk < ke; kk++) {                                                                           \
-                if ((kk & 7) == 0 && pf) fetch_one(pf);                                                                  \
                 __m512 xv[NV];                                                                                           \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) xv[v] =                                             \
-                    FULL ? _mm512_loadu_ps(x + (size_t)kk * ldx + 16 * v)                                                \
-                         : _mm512_maskz_loadu_ps(mk[v], x + (size_t)kk * ldx + 16 * v);                                  \
+                    FULL ? _mm512_loadu_ps(x + (size_t)kk * (16 * NV) + 16 * v)                                          \
+                         : _mm512_maskz_loadu_ps(mk[v], x + (size_t)kk * (16 * NV) + 16 * v);                            \
                 const float *wk = panel + kk * GEMM_MR;                                                                  \
                 _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                                  \
                     __m512 b = _mm512_set1_ps(wk[i]);                                                                    \
                     _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(b, xv[v], acc[i][v]);\
                 }                                                                                                        \
             }                                                                                                            \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (i < mr)                                            \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) if (FULL || i < mr)                                    \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
                     float *yp = y + (size_t)i * ldy + 16 * v;                                                            \
-                    const __m512 t = first && kb == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk[v], yp);          \
-                    _mm512_mask_storeu_ps(yp, mk[v], _mm512_add_ps(t, acc[i][v]));                                       \
+                    if (FULL) {                                                                                          \
+                        const __m512 t = first && kb == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(yp);                   \
+                        _mm512_storeu_ps(yp, _mm512_add_ps(t, acc[i][v]));                                               \
+                    } else {                                                                                             \
+                        const __m512 t = first && kb == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk[v], yp);      \
+                        _mm512_mask_storeu_ps(yp, mk[v], _mm512_add_ps(t, acc[i][v]));                                   \
+                    }                                                                                                    \
                 }                                                                                                        \
         }                                                                                                                \
     }
-/* Full tiles take unmasked loads: masks in the k loop cost registers the
- * compiler then reloads every step. */
+/* Full tiles (all MR rows, all 16 NV tokens) take unmasked loads and
+ * stores: masks in the k loop cost registers the compiler then reloads every
+ * step. */
 AVX512_MICRO(8, 2, 1, micro512_8x2_full)
 AVX512_MICRO(8, 2, 0, micro512_8x2)
 
@@ -278,14 +287,16 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
      * between tiles waits for fill buffers) */
     FetchCursor pf;
     if (ahead) fetch_start(&pf, ahead, kc);
-    for (int h = 0; h < 2 && 8 * h < mr; h++) {
-        const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
-        for (int j = 0; j < n; j += 32)
-            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, 32, kc,
+    /* both halves of the panel against a block of tokens before the next
+     * block: the second finds the block's x in L1 */
+    for (int j = 0; j < n; j += 32)
+        for (int h = 0; h < 2 && 8 * h < mr; h++) {
+            const int hr = mr - 8 * h < 8 ? mr - 8 * h : 8;
+            (hr == 8 && n - j >= 32 ? micro512_8x2_full : micro512_8x2)(panel + 8 * h, x + (size_t)j * kc, kc,
                                                                          y + (size_t)8 * h * ldy + j, ldy, hr,
                                                                          n - j < 32 ? n - j : 32, first,
                                                                          ahead ? &pf : NULL);
-    }
+        }
 }
 
 /* Few tokens: vectors along the panel's 16 rows instead, one register per
