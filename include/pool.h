@@ -1,4 +1,5 @@
-/* pool.h — a small pool of worker threads that block between jobs.
+/* pool.h — a small pool of worker threads that poll for a moment (a tenth
+ * of a millisecond) after a job, then block until the next.
  * Why not OpenBLAS's own: its threads spin in sched_yield between calls,
  * taking cores from everything else; so BLAS runs single-threaded and the
  * forward pass splits its work itself: products by output rows, attention

@@ -2,7 +2,9 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct {
     struct Pool *pool;
@@ -17,36 +19,75 @@ struct Pool {
     pthread_cond_t go, done;
     PoolFn fn;
     void *arg;
-    unsigned gen;
-    int pending, quit;
+    atomic_uint gen;     /* a new job: published (release) after fn and arg */
+    atomic_int pending;  /* workers still on the current job */
+    atomic_int quit;
 };
+
+/* How long a thread polls before it sleeps on the condition variable: a pass
+ * runs a job every few hundred microseconds at a few tokens, and a futex wake
+ * in a virtual machine can take tens of them; a bounded poll hands the next
+ * job over in well under one, and costs an idle pool at most this much CPU. */
+#define POOL_SPIN_NS 100000
+
+static inline void pool_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long long pool_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Polls until gen differs from seen (gen given) or pending is 0, or until
+ * the spin time is over; 1 if it saw the change. */
+static int pool_poll(const atomic_uint *gen, unsigned seen, const atomic_int *pending) {
+    long long deadline = 0;
+    for (unsigned i = 0;; i++) {
+        if (gen ? atomic_load_explicit(gen, memory_order_acquire) != seen
+                : atomic_load_explicit(pending, memory_order_acquire) == 0)
+            return 1;
+        pool_relax();
+        if ((i & 63) == 63) {
+            const long long now = pool_now_ns();
+            if (!deadline) deadline = now + POOL_SPIN_NS;
+            else if (now > deadline) return 0;
+        }
+    }
+}
 
 static void *pool_worker(void *p) {
     PoolSlot *slot = p;
     struct Pool *pool = slot->pool;
     unsigned seen = 0;
     for (;;) {
-        pthread_mutex_lock(&pool->mu);
-        while (pool->gen == seen && !pool->quit) pthread_cond_wait(&pool->go, &pool->mu);
-        if (pool->quit) {
+        if (!pool_poll(&pool->gen, seen, NULL)) {
+            /* gen changes under the mutex and with a broadcast: no wake is lost */
+            pthread_mutex_lock(&pool->mu);
+            while (atomic_load(&pool->gen) == seen && !atomic_load(&pool->quit)) pthread_cond_wait(&pool->go, &pool->mu);
             pthread_mutex_unlock(&pool->mu);
-            return NULL;
         }
-        seen = pool->gen;
-        PoolFn fn = pool->fn;
-        void *arg = pool->arg;
-        pthread_mutex_unlock(&pool->mu);
-        fn(arg, slot->t, pool->n);
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
-        pthread_mutex_unlock(&pool->mu);
+        if (atomic_load(&pool->quit)) return NULL;
+        seen = atomic_load_explicit(&pool->gen, memory_order_acquire);
+        pool->fn(pool->arg, slot->t, pool->n);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
     }
 }
 
 void pool_destroy(Pool *pool) {
     if (!pool) return;
     pthread_mutex_lock(&pool->mu);
-    pool->quit = 1;
+    atomic_store(&pool->quit, 1);
+    atomic_fetch_add(&pool->gen, 1); /* wakes a polling worker too */
     pthread_cond_broadcast(&pool->go);
     pthread_mutex_unlock(&pool->mu);
     for (int t = 1; t < pool->n; t++) pthread_join(pool->th[t], NULL);
@@ -63,6 +104,9 @@ Pool *pool_create(int n) {
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->go, NULL);
     pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->gen, 0);
+    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->quit, 0);
     pool->n = 1;
     for (int t = 1; t < n; t++) {
         pool->slot[t] = (PoolSlot){pool, t};
@@ -83,13 +127,13 @@ void pool_run(Pool *pool, PoolFn fn, void *arg) {
     }
     pthread_mutex_lock(&pool->mu);
     pool->fn = fn, pool->arg = arg;
-    pool->pending = pool->n - 1;
-    pool->gen++;
+    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
     pthread_cond_broadcast(&pool->go);
     pthread_mutex_unlock(&pool->mu);
     fn(arg, 0, pool->n);
+    if (pool_poll(NULL, 0, &pool->pending)) return;
     pthread_mutex_lock(&pool->mu);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }
-
