@@ -81,6 +81,8 @@ int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch);
 /* dst (cols, rows) = src (rows, cols)^T */
 void kern_transpose(float *dst, const float *src, int rows, int cols);
+/* The same with row strides of their own: dst (cols, ldd), src (rows, lds). */
+void kern_transpose_ld(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols);
 /* y (n, out) = x (n, in) @ W^T + b, reading W element by element from any layout and type. */
 void kern_linear_naive(float *y, const float *x, const Linear *lin, int n);
 /* y (n, out) = x (n, in) @ w (out, in)^T + b (out) */

@@ -1252,6 +1252,36 @@ START_TEST(half_conversions_round_to_nearest_even_and_round_trip) {
 }
 END_TEST
 
+/* The tiled transposes put every element where the plain double loop does,
+ * for shapes that are and are not multiples of the tile, with strides wider
+ * than the rows (attention's values in a cache of more tokens), and leave the
+ * columns past them alone. */
+START_TEST(transposes_move_every_element_where_the_plain_loop_does) {
+    static const int shapes[][2] = {{1, 1}, {1, 77}, {77, 1}, {31, 33}, {32, 32}, {64, 513}, {768, 7}, {130, 96}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        const int rows = shapes[c][0], cols = shapes[c][1];
+        const size_t lds = (size_t)cols + 5, ldd = (size_t)rows + 3;
+        float *src = malloc(sizeof(float) * (size_t)rows * lds), *dst = malloc(sizeof(float) * (size_t)cols * ldd),
+              *plain = malloc(sizeof(float) * (size_t)rows * cols);
+        ck_assert(src && dst && plain);
+        for (size_t i = 0; i < (size_t)rows * lds; i++) src[i] = (float)i * 0.5f - 3.0f;
+        for (size_t i = 0; i < (size_t)cols * ldd; i++) dst[i] = -1e30f;
+        kern_transpose_ld(dst, ldd, src, lds, rows, cols);
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                ck_assert_msg(dst[(size_t)j * ldd + i] == src[(size_t)i * lds + j], "%dx%d: (%d, %d)", rows, cols, i, j);
+                plain[(size_t)i * cols + j] = src[(size_t)i * lds + j];
+            }
+        for (int j = 0; j < cols; j++)
+            for (size_t i = (size_t)rows; i < ldd; i++) ck_assert(dst[(size_t)j * ldd + i] == -1e30f);
+        kern_transpose(dst, plain, rows, cols); /* contiguous */
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) ck_assert(dst[(size_t)j * rows + i] == plain[(size_t)i * cols + j]);
+        free(src), free(dst), free(plain);
+    }
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("kernels");
     TCase *k = tcase_create("kernels");
@@ -1293,6 +1323,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, kth_block_max_is_the_kth_largest_of_the_block_maxima);
     tcase_add_test(k, value_norms_match_naive_reference_on_every_kernel_and_weight_type);
     tcase_add_test(k, value_norms_of_a_null_value_are_zero_not_nan);
+    tcase_add_test(k, transposes_move_every_element_where_the_plain_loop_does);
     suite_add_tcase(s, k);
     return s;
 }

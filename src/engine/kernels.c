@@ -53,9 +53,21 @@ static int view_rows(const Linear *lin, int r0, int r1, float *scratch, RowsView
     return 0;
 }
 
+void kern_transpose_ld(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols) {
+    /* in tiles of 32 x 32, each read from 32 rows' lines that stay in L1 while
+     * it writes 32 rows of dst contiguously: row by row, every element written
+     * went to another line (and at hundreds of rows another page) */
+    enum { TB = 32 };
+    for (int i0 = 0; i0 < rows; i0 += TB)
+        for (int j0 = 0; j0 < cols; j0 += TB) {
+            const int i1 = rows - i0 < TB ? rows : i0 + TB, j1 = cols - j0 < TB ? cols : j0 + TB;
+            for (int j = j0; j < j1; j++)
+                for (int i = i0; i < i1; i++) dst[(size_t)j * ldd + i] = src[(size_t)i * lds + j];
+        }
+}
+
 void kern_transpose(float *dst, const float *src, int rows, int cols) {
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) dst[(size_t)j * rows + i] = src[(size_t)i * cols + j];
+    kern_transpose_ld(dst, (size_t)rows, src, (size_t)cols, rows, cols);
 }
 
 /* float32 -> binary16, round to nearest even (the same rule as F16C's
@@ -731,8 +743,7 @@ void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int 
      * from a multiple of the chain length (gemm.h), so that the keys skipped
      * before it, whose probabilities are 0, change no bit of the chains */
     float *v = scratch, *ctx = scratch + (size_t)nk * dh; // (nk, dh), (nq, dh)
-    for (int j = 0; j < nk; j++)
-        for (int d = 0; d < dh; d++) v[(size_t)j * dh + d] = vT[(size_t)d * ldk + j];
+    kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
     for (int i0 = 0; i0 < nq; i0 += block) {
         const int i1 = nq - i0 < block ? nq : i0 + block;
         int lo, hi, lo1, hi1;
@@ -761,8 +772,7 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
     float *v = NULL, *ctx = NULL; // (nk, dh), (nq, dh)
     if (ctxT) {
         v = scratch, ctx = scratch + (size_t)nk * dh;
-        for (int j = 0; j < nk; j++)
-            for (int d = 0; d < dh; d++) v[(size_t)j * dh + d] = vT[(size_t)d * ldk + j];
+        kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
     }
     for (int i0 = 0; i0 < nq; i0 += ATTN_ROWS) {
         const int i1 = nq - i0 < ATTN_ROWS ? nq : i0 + ATTN_ROWS;
