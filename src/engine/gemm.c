@@ -946,12 +946,29 @@ int gemm_kernel_from_env(AvErr *e) {
 #define GEMM_FEW 48
 #define GEMM_XP 128
 
+#ifdef GEMM_X86
+/* dst (kc, 32) = 32 tokens of x (kc, ldx); only the avx512 kernel packs x
+ * in blocks of 32 (Kernel.xblock), so the CPU has the instructions */
+__attribute__((target("avx512f"))) static void pack_x32_avx512(float *dst, const float *x, size_t ldx, int kc) {
+    for (int kk = 0; kk < kc; kk++) {
+        _mm512_store_ps(dst + (size_t)kk * 32, _mm512_loadu_ps(x + (size_t)kk * ldx));
+        _mm512_store_ps(dst + (size_t)kk * 32 + 16, _mm512_loadu_ps(x + (size_t)kk * ldx + 16));
+    }
+}
+#endif
+
 /* xp: tokens [0, nc) of x (kc, ldx) as blocks of xb tokens, each (kc, xb)
  * contiguous, a last partial block zero past its tokens. */
 static void pack_x(float *xp, int xb, const float *x, size_t ldx, int kc, int nc) {
     for (int j = 0; j < nc; j += xb) {
         const int nr = nc - j < xb ? nc - j : xb;
         float *dst = xp + (size_t)j * kc;
+#ifdef GEMM_X86
+        if (xb == 32 && nr == 32) { /* the AVX-512 kernel's blocks: a call of memcpy per 128 bytes cost more */
+            pack_x32_avx512(dst, x + j, ldx, kc);
+            continue;
+        }
+#endif
         for (int kk = 0; kk < kc; kk++) {
             memcpy(dst + (size_t)kk * xb, x + (size_t)kk * ldx + j, sizeof(float) * (size_t)nr);
             if (nr < xb) memset(dst + (size_t)kk * xb + nr, 0, sizeof(float) * (size_t)(xb - nr));
