@@ -372,6 +372,25 @@ static inline void kth_insert(float *best, int *have, int k, float m) {
     best[at] = m;
 }
 
+/* The largest of r[0, n), n >= 1: each float's bits turned into an integer of
+ * the same order (negative ones' magnitude bits flipped, so -0 < +0) and the
+ * integers' maximum taken, which every build vectorizes (a float maximum's
+ * lanes it would not reorder, for NaNs and signed zeros); one of the values,
+ * exactly. */
+__attribute__((always_inline)) static inline float row_max(const float *r, int n) {
+    int32_t m = INT32_MIN;
+    for (int j = 0; j < n; j++) {
+        int32_t b;
+        memcpy(&b, r + j, sizeof b);
+        b ^= (b >> 31) & 0x7fffffff;
+        m = b > m ? b : m;
+    }
+    m ^= (m >> 31) & 0x7fffffff;
+    float f;
+    memcpy(&f, &m, sizeof f);
+    return f;
+}
+
 /* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm; returns the row's. */
 __attribute__((always_inline)) static inline float block_maxima(const float *r, int cols, float *bm) {
     float mx = r[0];
@@ -400,17 +419,8 @@ __attribute__((always_inline)) static inline void block_weights(float *bm, int c
  * or NULL: each block's largest weight (kern_attention_kv_rows). */
 VEC_VOID(static, softmax_scaled_row, (float *r, int cols, float scale, int rel, int first, double *mom, float *bm),
          (r, cols, scale, rel, first, mom, bm)) {
-    float pmax[8], mx = r[0];
-    int j = 0;
-    if (bm) {
-        mx = block_maxima(r, cols, bm);
-    } else {
-        for (int k = 0; k < 8; k++) pmax[k] = r[0];
-        for (; j + 8 <= cols; j += 8)
-            for (int k = 0; k < 8; k++) pmax[k] = r[j + k] > pmax[k] ? r[j + k] : pmax[k];
-        for (; j < cols; j++) mx = r[j] > mx ? r[j] : mx;
-        for (int k = 0; k < 8; k++) mx = pmax[k] > mx ? pmax[k] : mx;
-    }
+    const float mx = bm ? block_maxima(r, cols, bm) : row_max(r, cols);
+    int j;
     const float smx = mx * scale;
     double acc[2] = {0, 0};
     exp_row(r, cols, scale, smx, rel, mom ? acc : NULL);
@@ -669,11 +679,9 @@ VEC_VOID(static, scale_row, (float *r, int n, float scale), (r, n, scale)) {
 VEC_FN(static, float, softmax_sink_row, (float *r, int n, float sink, int rel, int first, double *mom, float *bm),
        (r, n, sink, rel, first, mom, bm)) {
     float mx = sink;
-    if (bm) {
-        const float rm = block_maxima(r, n, bm);
+    if (n > 0) {
+        const float rm = bm ? block_maxima(r, n, bm) : row_max(r, n);
         mx = rm > mx ? rm : mx;
-    } else {
-        for (int j = 0; j < n; j++) mx = r[j] > mx ? r[j] : mx;
     }
     double acc[2] = {0, 0};
     exp_row(r, n, 1.0f, mx, rel, mom ? acc : NULL); /* r[j] * 1 - mx is r[j] - mx exactly */
