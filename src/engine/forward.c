@@ -840,7 +840,6 @@ static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, co
     return 0;
 }
 
-
 static int half_finite(const uint16_t *x, size_t n, int prec) {
     for (size_t i = 0; i < n; i++)
         if (!kern_half_finite(x[i], prec)) return 0;

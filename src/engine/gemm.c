@@ -283,8 +283,9 @@ __attribute__((target("avx512f"))) static void panel_avx512(const float *panel, 
                                                             float *y, size_t ldy, int mr, int first,
                                                             const Ahead *ahead) {
     (void)ldx;
-    /* the next panel's lines, one every 8 steps of k inside the tiles (a burst
-     * between tiles waits for fill buffers) */
+    /* the next panel's lines, one per 8 steps of k, fetched by the tiles as
+     * each block of GEMM_KB steps starts (a burst between tiles waits for
+     * fill buffers) */
     FetchCursor pf;
     if (ahead) fetch_start(&pf, ahead, kc);
     /* both halves of the panel against a block of tokens before the next
