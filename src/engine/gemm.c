@@ -66,6 +66,13 @@ void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, siz
 /* panel (kc, h) = W rows [0, mr) x inputs [k0, k0 + kc), rows past mr zero */
 static void pack_panel(float *panel, int h, const void *w, GemmType type, size_t w_row, size_t w_col, int mr, int k0,
                        int kc) {
+    if (type == GEMM_F32 && w_row == 1) { /* a panel row is mr consecutive floats: attention's q as W */
+        for (int kk = 0; kk < kc; kk++) {
+            const float *src = (const float *)w + (size_t)(k0 + kk) * w_col;
+            for (int i = 0; i < h; i++) panel[kk * h + i] = i < mr ? src[i] : 0.0f;
+        }
+        return;
+    }
     for (int kk = 0; kk < kc; kk++)
         for (int i = 0; i < h; i++)
             panel[kk * h + i] = i < mr ? elem(w, type, (size_t)i * w_row + (size_t)(k0 + kk) * w_col) : 0.0f;
