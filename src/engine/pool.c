@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -45,19 +46,24 @@ static long long pool_now_ns(void) {
 }
 
 /* Polls until gen differs from seen (gen given) or pending is 0, or until
- * the spin time is over; 1 if it saw the change. */
+ * the spin time is over; 1 if it saw the change. A few pauses first, then
+ * sched_yield between looks: with more threads than free cores (shards of a
+ * corpus side by side, --threads past the cores) the thread that has the
+ * work gets the core instead of waiting out the poll. */
 static int pool_poll(const atomic_uint *gen, unsigned seen, const atomic_int *pending) {
     long long deadline = 0;
     for (unsigned i = 0;; i++) {
         if (gen ? atomic_load_explicit(gen, memory_order_acquire) != seen
                 : atomic_load_explicit(pending, memory_order_acquire) == 0)
             return 1;
-        pool_relax();
-        if ((i & 63) == 63) {
-            const long long now = pool_now_ns();
-            if (!deadline) deadline = now + POOL_SPIN_NS;
-            else if (now > deadline) return 0;
+        if (i < 64) {
+            pool_relax();
+            continue;
         }
+        sched_yield();
+        const long long now = pool_now_ns();
+        if (!deadline) deadline = now + POOL_SPIN_NS;
+        else if (now > deadline) return 0;
     }
 }
 
