@@ -344,34 +344,6 @@ __attribute__((always_inline)) static inline double scale_total(float *r, int co
     return rest;
 }
 
-/* The largest of x[j0 .. min(j0 + KERN_KTH_BLOCK, n)): a whole block in 16
- * lanes halved down (a max is exact, so any order gives the same value, and
- * the vectorizer takes lanes), a last partial block one by one. */
-__attribute__((always_inline)) static inline float block_max(const float *x, int j0, int n) {
-    float m = x[j0];
-    if (j0 + KERN_KTH_BLOCK <= n) {
-        float l[16];
-        for (int q = 0; q < 16; q++) l[q] = x[j0 + q];
-        for (int c = 16; c < KERN_KTH_BLOCK; c += 16)
-            for (int q = 0; q < 16; q++) l[q] = x[j0 + c + q] > l[q] ? x[j0 + c + q] : l[q];
-        for (int w = 8; w >= 1; w /= 2) /* halves, not one chain of 16 compares */
-            for (int q = 0; q < w; q++) l[q] = l[q + w] > l[q] ? l[q + w] : l[q];
-        m = l[0];
-    } else {
-        for (int q = j0; q < n; q++) m = x[q] > m ? x[q] : m;
-    }
-    return m;
-}
-
-/* The k largest values seen so far in best (have of them), largest first:
- * m goes in if it beats the k-th. */
-static inline void kth_insert(float *best, int *have, int k, float m) {
-    if (*have == k && !(m > best[k - 1])) return;
-    int at = *have < k ? (*have)++ : k - 1;
-    while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
-    best[at] = m;
-}
-
 /* The largest of r[0, n), n >= 1: each float's bits turned into an integer of
  * the same order (negative ones' magnitude bits flipped, so -0 < +0) and the
  * integers' maximum taken, which every build vectorizes (a float maximum's
@@ -389,6 +361,20 @@ __attribute__((always_inline)) static inline float row_max(const float *r, int n
     float f;
     memcpy(&f, &m, sizeof f);
     return f;
+}
+
+/* The largest of x[j0 .. min(j0 + KERN_KTH_BLOCK, n)). */
+__attribute__((always_inline)) static inline float block_max(const float *x, int j0, int n) {
+    return row_max(x + j0, n - j0 < KERN_KTH_BLOCK ? n - j0 : KERN_KTH_BLOCK);
+}
+
+/* The k largest values seen so far in best (have of them), largest first:
+ * m goes in if it beats the k-th. */
+static inline void kth_insert(float *best, int *have, int k, float m) {
+    if (*have == k && !(m > best[k - 1])) return;
+    int at = *have < k ? (*have)++ : k - 1;
+    while (at > 0 && m > best[at - 1]) best[at] = best[at - 1], at--;
+    best[at] = m;
 }
 
 /* The maxima of r's blocks of KERN_KTH_BLOCK keys into bm; returns the row's. */
