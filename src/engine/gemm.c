@@ -66,10 +66,11 @@ void gemm_rows_ld_naive(float *yT, size_t ldy, const void *w, GemmType type, siz
 /* panel (kc, h) = W rows [0, mr) x inputs [k0, k0 + kc), rows past mr zero */
 static void pack_panel(float *panel, int h, const void *w, GemmType type, size_t w_row, size_t w_col, int mr, int k0,
                        int kc) {
-    if (type == GEMM_F32 && w_row == 1) { /* a panel row is mr consecutive floats: attention's q as W */
+    if (type == GEMM_F32 && w_row == 1) { /* a panel row is mr consecutive floats: attention's q, GPT-2's Conv1D */
         for (int kk = 0; kk < kc; kk++) {
             const float *src = (const float *)w + (size_t)(k0 + kk) * w_col;
-            for (int i = 0; i < h; i++) panel[kk * h + i] = i < mr ? src[i] : 0.0f;
+            for (int i = 0; i < mr; i++) panel[kk * h + i] = src[i];
+            for (int i = mr; i < h; i++) panel[kk * h + i] = 0.0f;
         }
         return;
     }
@@ -388,8 +389,8 @@ pack24_avx2_t(float *panel, const void *w, const GemmType type, size_t w_row, in
 }
 
 /* panel (kc, A2_MR) from rows [0, mr) of W, rows past mr zero: row-major W
- * through the transposes, F32 stored transposed (GPT-2's Conv1D: a panel row
- * is 24 consecutive floats) by plain copies, anything else element by element. */
+ * through the transposes, anything else by pack_panel (F32 stored transposed,
+ * GPT-2's Conv1D, a panel row at a time). */
 __attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, const void *w, GemmType type, size_t w_row,
                                                           size_t w_col, int mr, int k0, int kc) {
     if (mr == A2_MR && w_col == 1) {
@@ -397,12 +398,6 @@ __attribute__((target("avx2,fma,f16c"))) static void pack_avx2(float *panel, con
         case GEMM_BF16: pack24_avx2_t(panel, w, GEMM_BF16, w_row, k0, kc); break;
         case GEMM_F16: pack24_avx2_t(panel, w, GEMM_F16, w_row, k0, kc); break;
         default: pack24_avx2_t(panel, w, GEMM_F32, w_row, k0, kc); break;
-        }
-    } else if (mr == A2_MR && w_row == 1 && type == GEMM_F32) {
-        for (int kk = 0; kk < kc; kk++) {
-            const float *src = (const float *)w + (size_t)(k0 + kk) * w_col;
-            for (int v = 0; v < A2_MR / 8; v++)
-                _mm256_storeu_ps(panel + (size_t)kk * A2_MR + 8 * v, _mm256_loadu_ps(src + 8 * v));
         }
     } else pack_panel(panel, A2_MR, w, type, w_row, w_col, mr, k0, kc);
 }
