@@ -25,10 +25,11 @@ struct Pool {
     atomic_int quit;
 };
 
-/* How long a thread polls before it sleeps on the condition variable: a pass
- * runs a job every few hundred microseconds at a few tokens, and a futex wake
- * in a virtual machine can take tens of them; a bounded poll hands the next
- * job over in well under one, and costs an idle pool at most this much CPU. */
+/* How long a thread polls before it sleeps on the condition variable: at a
+ * few tokens a pass hands out short jobs in quick succession, and waking a
+ * sleeping thread for each cost a good part of the pass; a poll sees the next
+ * job at once, and costs an idle pool at most this much CPU (bench/README.md
+ * has the measurements). */
 #define POOL_SPIN_NS 100000
 
 static inline void pool_relax(void) {

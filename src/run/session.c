@@ -100,9 +100,9 @@ static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
 }
 
 /* A batch long enough to pay for reading the weights in (util.h's
- * AV_MAP_RESIDENT: the passes' products run about 5-15% faster, the read takes
- * 0.1-1 s per 400 MB): standard input, or a file of 256 KB or more (about
- * 6,500 short sentences). */
+ * AV_MAP_RESIDENT: faster products in every pass, against one read at the
+ * start; bench/README.md has the measurements): standard input, or a file of
+ * 256 KB or more (thousands of short sentences). */
 static int long_batch(const char *path) {
     struct stat sb;
     if (!strcmp(path, "-")) return 1;
