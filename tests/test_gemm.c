@@ -87,9 +87,11 @@ END_TEST
 /* The AVX2 kernel's edges: whole and partial panels of 24 rows (F32 weights
  * read in place up to 64 tokens in 12- and 6-row tiles, a last panel of 1 to
  * 23 rows), token counts around its 8- and 16-token vectors, the switch to
- * packed panels past 64 tokens and the row-vector tail (n % 16 of 1, 8, 15). */
+ * packed panels past 64 tokens and the row-vector tail (n % 16 of 1, 8, 15);
+ * rows 4 KB apart (1,024 inputs), which the in-place tiles read without
+ * fetching the next tile's rows. */
 START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges) {
-    const int shapes[][2] = {{48, 264}, {31, 264}, {79, 40}};
+    const int shapes[][2] = {{48, 264}, {31, 264}, {79, 40}, {49, 1024}};
     const int tokens[] = {5, 6, 8, 9, 23, 24, 25, 63, 65, 95, 96, 97};
     check_kernels(__func__, shapes, sizeof shapes / sizeof shapes[0], tokens, sizeof tokens / sizeof tokens[0]);
 }

@@ -361,30 +361,43 @@ load8(const void *w, GemmType type, size_t i) {
     }
 }
 
-/* panel (kc, A2_MR) from 24 rows of a row-major W: 8 x 8 transposes in
- * registers; the tail of kc past a multiple of 8 by pack_panel. */
+/* panel rows [kk, kk + 8) x columns [8g, 8g + 8), from rows 8g.. of a
+ * row-major W: an 8 x 8 transpose in registers */
+__attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) void
+pack8x8_avx2(float *panel, const void *w, const GemmType type, size_t w_row, int k0, int kk, int g) {
+    __m256 r[8], t[8], s[8];
+    for (int i = 0; i < 8; i++) r[i] = load8(w, type, (size_t)(8 * g + i) * w_row + (size_t)(k0 + kk));
+    for (int i = 0; i < 8; i += 2)
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    /* s[4h + m]: rows 4h..4h+3 of columns m and 4 + m, one per 128-bit lane */
+    for (int h = 0; h < 2; h++) {
+        s[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+        s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
+        s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+        s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+    }
+    float *dst = panel + (size_t)kk * A2_MR + 8 * g;
+    for (int m = 0; m < 4; m++) {
+        _mm256_storeu_ps(dst + (size_t)m * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(4 + m) * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x31));
+    }
+}
+
+/* panel (kc, A2_MR) from 24 rows of a row-major W, 8 x 8 transposes; the
+ * tail of kc past a multiple of 8 by pack_panel. Both halves of a row's
+ * 64-byte line (16 F32) one after the other: when rows are a multiple of
+ * 4 KB apart, all 24 share one set of an 8-way L1, and a line left for the
+ * next 8 inputs is gone by then, read again from L2. */
 __attribute__((target("avx2,fma,f16c"))) static inline __attribute__((always_inline)) void
 pack24_avx2_t(float *panel, const void *w, const GemmType type, size_t w_row, int k0, int kc) {
     int kk = 0;
-    for (; kk + 8 <= kc; kk += 8)
+    for (; kk + 16 <= kc; kk += 16)
         for (int g = 0; g < A2_MR / 8; g++) {
-            __m256 r[8], t[8], s[8];
-            for (int i = 0; i < 8; i++) r[i] = load8(w, type, (size_t)(8 * g + i) * w_row + (size_t)(k0 + kk));
-            for (int i = 0; i < 8; i += 2)
-                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            /* s[4h + m]: rows 4h..4h+3 of columns m and 4 + m, one per 128-bit lane */
-            for (int h = 0; h < 2; h++) {
-                s[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
-                s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
-                s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-                s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
-            }
-            float *dst = panel + (size_t)kk * A2_MR + 8 * g;
-            for (int m = 0; m < 4; m++) {
-                _mm256_storeu_ps(dst + (size_t)m * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x20));
-                _mm256_storeu_ps(dst + (size_t)(4 + m) * A2_MR, _mm256_permute2f128_ps(s[m], s[4 + m], 0x31));
-            }
+            pack8x8_avx2(panel, w, type, w_row, k0, kk, g);
+            pack8x8_avx2(panel, w, type, w_row, k0, kk + 8, g);
         }
+    for (; kk + 8 <= kc; kk += 8)
+        for (int g = 0; g < A2_MR / 8; g++) pack8x8_avx2(panel, w, type, w_row, k0, kk, g);
     if (kk < kc) pack_panel(panel + (size_t)kk * A2_MR, A2_MR, w, type, w_row, 1, A2_MR, k0 + kk, kc - kk);
 }
 
@@ -635,7 +648,7 @@ AVX2_DIRECT(6, 2)
     do {                                                                                                             \
         if (w_col == 1)                                                                                              \
             FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, tile, first,                                              \
-               j == 0 && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL);                    \
+               j == 0 && spread && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL);                    \
         else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL);                                                      \
     } while (0)
 #define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
@@ -656,9 +669,21 @@ AVX2_DIRECT(6, 2)
                     _mm256_maskstore_ps(yt + (size_t)i * ldy + 8 * v, mk[v], _mm256_load_ps(tile + NT * i + 8 * v)); \
     }
 
+/* Whether 24 F32 rows w_row apart (a tile and the next, which it fetches)
+ * fall in at least 4 of an L1's 64 sets at the same column: rows a multiple
+ * of 4 KB apart (inputs of 1024, 2048, 3072, ...) all share one set, and
+ * 12 rows read together plus 12 fetched already overflow an 8-way cache
+ * (AMD's); the tile then reads without fetching ahead. */
+static int rows_spread(size_t w_row) {
+    unsigned long long sets = 0;
+    for (size_t i = 0; i < 24; i++) sets |= 1ull << (i * w_row * sizeof(float) / 64 % 64);
+    return __builtin_popcountll(sets) >= 4;
+}
+
 __attribute__((target("avx2,fma"))) static void direct_avx2(const float *w, size_t w_row, size_t w_col, const float *xp,
                                                             int nc, int kc, float *y, size_t ldy, int first,
                                                             int rows_left) {
+    const int spread = w_col == 1 && rows_spread(w_row);
     for (int j = 0; j < nc; j += 16) {
         const int nr = nc - j < 16 ? nc - j : 16;
         const float *xb = xp + (size_t)j * kc;
