@@ -97,6 +97,39 @@ START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges) {
 }
 END_TEST
 
+/* The first in of a W whose rows are 1,024 floats (4 KB) apart, as a caller
+ * passes part of a wider matrix: the AVX2 kernel's in-place tiles read such
+ * rows a line at a time through a copy, a last part of 8 inputs step by step;
+ * every kernel gives the chain's bits for each token count it takes in place. */
+START_TEST(rows_4_kb_apart_give_the_bits_of_the_fmaf_chain) {
+    const int rows = 37, w_row = 1024, ins[] = {1000, 1024, 40};
+    float *w = malloc(sizeof(float) * rows * w_row);
+    ck_assert_ptr_nonnull(w);
+    fill(w, (size_t)rows * w_row, 5, 0.5f);
+    float *scratch = aligned_alloc(64, sizeof(float) * GEMM_SCRATCH);
+    ck_assert_ptr_nonnull(scratch);
+    for (size_t ii = 0; ii < sizeof ins / sizeof ins[0]; ii++)
+        for (int n = 1; n <= 17; n += 4) {
+            const int in = ins[ii];
+            float *x = malloc(sizeof(float) * in * n), *y = malloc(sizeof(float) * rows * n);
+            float *ref = malloc(sizeof(float) * rows * n);
+            ck_assert(x && y && ref);
+            fill(x, (size_t)in * n, 11 + (unsigned)n, 2.0f);
+            gemm_rows_naive(ref, w, GEMM_F32, w_row, 1, x, n, rows, in);
+            for (size_t kn = 0; kn < sizeof KERNEL_NAMES / sizeof KERNEL_NAMES[0]; kn++) {
+                if (gemm_force_kernel(KERNEL_NAMES[kn]) != 0) continue;
+                memset(y, 0xff, sizeof(float) * rows * n);
+                gemm_rows(y, w, GEMM_F32, w_row, 1, x, n, rows, in, scratch);
+                ck_assert_msg(!memcmp(y, ref, sizeof(float) * rows * n), "%s: in %d, %d tokens: max diff %g",
+                              KERNEL_NAMES[kn], in, n, max_abs_diff(y, ref, (size_t)rows * n));
+            }
+            free(x), free(y), free(ref);
+        }
+    gemm_force_kernel(NULL);
+    free(scratch), free(w);
+}
+END_TEST
+
 /* A long input's tokens go through in blocks (gemm.c's GEMM_NC, 512): one
  * block and a part, and several with a short last one, give the same bits. */
 START_TEST(every_kernel_gives_the_bits_of_the_fmaf_chain_past_a_block_of_tokens) {
@@ -320,6 +353,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, every_half_bit_pattern_gives_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_at_the_avx2_edges);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_past_a_block_of_tokens);
+    tcase_add_test(k, rows_4_kb_apart_give_the_bits_of_the_fmaf_chain);
     tcase_add_test(k, every_kernel_gives_the_bits_of_the_fmaf_chain_with_leading_dimensions);
     tcase_add_test(k, the_environment_pins_a_kernel);
     tcase_add_test(k, blocked_chains_are_more_accurate_than_one_chain);

@@ -586,7 +586,11 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
  * MR x NV = 12 accumulators. pf, or NULL: rows of a row-major W to fetch
  * into cache meanwhile (the next tile's, rows rs apart), a line per row every
  * 16 k; each row is a stream of kc floats, too short for the hardware
- * prefetcher to get going, so W would otherwise come from memory at latency. */
+ * prefetcher to get going, so W would otherwise come from memory at latency.
+ * stage: rows that share an L1 set (rows_spread), 12 of them more than its 8
+ * ways, are read a whole line (16 k) of each at a time into a copy on the
+ * stack that the steps broadcast from; read in place, each step's 12 loads
+ * would evict the lines the next step needs. */
 /* One k of a row-major tile: its x vectors, then each row's broadcast. */
 #define DIRECT_STEP(MR, NV)                                                                                          \
     do {                                                                                                             \
@@ -600,7 +604,8 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
     } while (0)
 #define AVX2_DIRECT(MR, NV)                                                                                          \
     __attribute__((target("avx2,fma"), noinline)) static void direct256_##MR##x##NV(                            \
-        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *tile, int first, const float *pf) {     \
+        const float *w, size_t rs, size_t ks, const float *xp, int kc, float *tile, int first, const float *pf,       \
+        int stage) {                                                                                                 \
         const size_t rb = rs * sizeof(float);                                                                        \
         const char *b[4] = {(const char *)w, (const char *)w + 3 * rb, (const char *)w + 6 * rb,                     \
                             (const char *)w + 9 * rb};                                                               \
@@ -610,7 +615,29 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
             _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) acc[i][v] =           \
                 _mm256_setzero_ps();                                                                                 \
             if (ks == 1) {                                                                                           \
-                if (pf)                                                                                              \
+                if (stage)                                                                                           \
+                    for (int k16 = kb; k16 < ke; k16 += 16) {                                                        \
+                        if (ke - k16 < 16) {                                                                         \
+                            for (int kk = k16; kk < ke; kk++) DIRECT_STEP(MR, NV);                                   \
+                            continue;                                                                                \
+                        }                                                                                            \
+                        _Alignas(32) float line[MR * 16];                                                            \
+                        _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                      \
+                            const float *src = tile_row(b, rb, i);                                                   \
+                            _mm256_store_ps(line + 16 * i, _mm256_loadu_ps(src));                                    \
+                            _mm256_store_ps(line + 16 * i + 8, _mm256_loadu_ps(src + 8));                            \
+                        }                                                                                            \
+                        for (int c = 0; c < 16; c++) {                                                               \
+                            __m256 xv[NV];                                                                           \
+                            for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * (k16 + c) + 8 * v);        \
+                            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                  \
+                                const __m256 bc = _mm256_broadcast_ss(line + 16 * i + c);                           \
+                                for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);      \
+                            }                                                                                        \
+                        }                                                                                            \
+                        for (int q = 0; q < 4; q++) b[q] += 16 * sizeof(float);                                      \
+                    }                                                                                                \
+                else if (pf)                                                                                         \
                     for (int k16 = kb; k16 < ke; k16 += 16) {                                                        \
                         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++)                                        \
                             _mm_prefetch((const char *)(pf + (size_t)i * rs + k16), _MM_HINT_T0);                    \
@@ -648,8 +675,8 @@ AVX2_DIRECT(6, 2)
     do {                                                                                                             \
         if (w_col == 1)                                                                                              \
             FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, tile, first,                                              \
-               j == 0 && spread && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL);                    \
-        else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL);                                                      \
+               j == 0 && spread && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL, (MR) == 12 && !spread);   \
+        else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL, 0);                                                   \
     } while (0)
 #define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
     for (int t = 0; t < A2_MR; t += MR) {                                                                            \
