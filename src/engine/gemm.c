@@ -675,7 +675,8 @@ AVX2_DIRECT(6, 2)
     do {                                                                                                             \
         if (w_col == 1)                                                                                              \
             FN(w + (size_t)(WT) * w_row, w_row, 1, xb, kc, tile, first,                                              \
-               j == 0 && spread && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL, (MR) == 12 && !spread);   \
+               j == 0 && spread && (WT) + 2 * (MR) <= rows_left ? w + (size_t)((WT) + (MR)) * w_row : NULL,            \
+               (MR) == 12 && !spread);                                                                                \
         else FN(w + (WT), 1, w_col, xb, kc, tile, first, NULL, 0);                                                   \
     } while (0)
 #define DIRECT_BLOCK(FN, MR, NT)                                                                                     \
