@@ -591,15 +591,21 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
  * ways, are read a whole line (16 k) of each at a time into a copy on the
  * stack that the steps broadcast from; read in place, each step's 12 loads
  * would evict the lines the next step needs. */
-/* One k of a row-major tile: its x vectors, then each row's broadcast. */
-#define DIRECT_STEP(MR, NV)                                                                                          \
+/* One k of a tile: its x vectors from XK, then each row i's broadcast from
+ * ROW (an expression in i). */
+#define TILE_STEP(MR, NV, XK, ROW)                                                                                   \
     do {                                                                                                             \
         __m256 xv[NV];                                                                                               \
-        for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                                   \
+        for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps((XK) + 8 * v);                                          \
         _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                                      \
-            const __m256 bc = _mm256_broadcast_ss(tile_row(b, rb, i));                                               \
+            const __m256 bc = _mm256_broadcast_ss(ROW);                                                              \
             for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);                          \
         }                                                                                                            \
+    } while (0)
+/* One k of a row-major tile read in place: the rows' pointers move on a float. */
+#define DIRECT_STEP(MR, NV)                                                                                          \
+    do {                                                                                                             \
+        TILE_STEP(MR, NV, xp + 16 * kk, tile_row(b, rb, i));                                                         \
         for (int q = 0; q < 4; q++) b[q] += sizeof(float);                                                           \
     } while (0)
 #define AVX2_DIRECT(MR, NV)                                                                                          \
@@ -627,14 +633,7 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
                             _mm256_store_ps(line + 16 * i, _mm256_loadu_ps(src));                                    \
                             _mm256_store_ps(line + 16 * i + 8, _mm256_loadu_ps(src + 8));                            \
                         }                                                                                            \
-                        for (int c = 0; c < 16; c++) {                                                               \
-                            __m256 xv[NV];                                                                           \
-                            for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * (k16 + c) + 8 * v);        \
-                            _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                  \
-                                const __m256 bc = _mm256_broadcast_ss(line + 16 * i + c);                           \
-                                for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);      \
-                            }                                                                                        \
-                        }                                                                                            \
+                        for (int c = 0; c < 16; c++) TILE_STEP(MR, NV, xp + 16 * (k16 + c), line + 16 * i + c);      \
                         for (int q = 0; q < 4; q++) b[q] += 16 * sizeof(float);                                      \
                     }                                                                                                \
                 else if (pf)                                                                                         \
@@ -647,14 +646,7 @@ static inline __attribute__((always_inline)) const float *tile_row(const char *c
                 else                                                                                                 \
                     for (int kk = kb; kk < ke; kk++) DIRECT_STEP(MR, NV);                                            \
             } else                                                                                                   \
-                for (int kk = kb; kk < ke; kk++) {                                                                   \
-                    __m256 xv[NV];                                                                                   \
-                    for (int v = 0; v < NV; v++) xv[v] = _mm256_load_ps(xp + 16 * kk + 8 * v);                       \
-                    _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) {                                          \
-                        const __m256 bc = _mm256_broadcast_ss(w + (size_t)i * rs + (size_t)kk * ks);                 \
-                        for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(bc, xv[v], acc[i][v]);              \
-                    }                                                                                                \
-                }                                                                                                    \
+                for (int kk = kb; kk < ke; kk++) TILE_STEP(MR, NV, xp + 16 * kk, w + (size_t)i * rs + (size_t)kk * ks);  \
             const int fresh = first && kb == 0;                                                                      \
             _Pragma("GCC unroll 12") for (int i = 0; i < MR; i++) for (int v = 0; v < NV; v++) {                     \
                 float *tp = tile + 8 * (NV * i + v);                                                                 \
