@@ -74,25 +74,32 @@ fi
 
 # End-to-end scripts, one a line (each prints PASS/FAIL/SKIP lines).
 scripts=(
+    # this machine's own end-to-end scripts, the longest first (the last CI run's wall times): the
+    # first lane takes them from the front, the reference lane, once its own list is done, from the
+    # back, so the two lanes end close together (see below)
+    tests/aarch64_test.sh
+    tests/fresh_machine_test.sh
+    tests/serve_test.sh
+    tests/corpus_hosts_test.sh
     tests/cli_test.sh
+    tests/families_test.sh
+    tests/slurm_test.sh
+    tests/render_test.sh
+    tests/scripting_test.sh
+    tests/diff_test.sh
     tests/predict_test.sh
     tests/modernbert_test.sh
-    tests/render_test.sh
     tests/lib_test.sh
-    tests/serve_test.sh
     tests/long_html_test.sh
-    tests/diff_test.sh
-    tests/scripting_test.sh
     tests/heads_test.sh
     tests/telemetry_test.sh
     tests/scores_test.sh
-    tests/families_test.sh
     tests/moe_test.sh
     tests/gptoss_test.sh
     tests/norm_test.sh
-    tests/corpus_hosts_test.sh
-    tests/slurm_test.sh
-    tests/aarch64_test.sh
+    tests/seq2seq_test.sh
+    tests/fetch_test.sh
+    # the reference checks (Python against torch and transformers)
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
     tests/tokenizer/gguf_tok_check.sh
@@ -108,7 +115,6 @@ scripts=(
     tests/ref/encoder_check.sh
     tests/ref/modernbert_check.sh
     tests/ref/seq2seq_check.sh
-    tests/seq2seq_test.sh
     tests/ref/norm_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
@@ -119,13 +125,17 @@ scripts=(
     tests/ref/gguf_synth_check.sh
     tests/ref/quant_diff_check.sh
     tests/fetch_test.sh
-    tests/fresh_machine_test.sh
 )
 # The reference checks (tests/ref, the tokenizer oracles, the Python package: mostly Python waiting
 # on torch and transformers) run in a second lane from here on, beside the Check suites and the
 # other scripts, their output kept and printed after them in this order: on two cores the two
 # lanes take about the time of the longer. A reference check only reads the built binaries and
-# the caches that tools/deps.sh filled.
+# the caches that tools/deps.sh filled. The first lane runs the Check suites, the bad-input
+# catalog, the fuzzers and the browser tests, then this machine's own scripts from the front of
+# the list; the reference lane, done with its checks, takes own scripts from the back, the
+# shortest first, until the two meet: each script is claimed once (mkdir is atomic), so neither
+# lane idles while the other still has several scripts to go. Every script already runs beside
+# others (temporary folders, port 0), so which lane runs it does not matter.
 lane=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$lane"' EXIT
 ref_scripts=() own_scripts=()
@@ -135,19 +145,29 @@ for s in "${scripts[@]}"; do
     *) own_scripts+=("$s") ;;
     esac
 done
+claim() { mkdir "$lane/claim.$1" 2>/dev/null; } # an own script's index: true for the first lane to ask
+run_logged() { # SCRIPT NAME: its output to $lane/NAME.log, exit code .rc, seconds .s
+    local t=$SECONDS
+    if [ -x "$1" ]; then
+        "$1" >"$lane/$2.log" 2>&1
+        echo $? >"$lane/$2.rc"
+    else # a listed script that cannot run is a failure, not a silent skip
+        echo "FAIL $1: missing or not executable" >"$lane/$2.log"
+        echo 0 >"$lane/$2.rc"
+    fi
+    echo $((SECONDS - t)) >"$lane/$2.s"
+}
 ref_lane() {
-    local i=0 s t
+    local i=0 s j
     for s in "${ref_scripts[@]}"; do
-        i=$((i + 1)) t=$SECONDS
-        if [ -x "$s" ]; then
-            "$s" >"$lane/$i.log" 2>&1
-            echo $? >"$lane/$i.rc"
-        else # a listed script that cannot run is a failure, not a silent skip
-            echo "FAIL $s: missing or not executable" >"$lane/$i.log"
-            echo 0 >"$lane/$i.rc"
-        fi
-        echo $((SECONDS - t)) >"$lane/$i.s"
+        i=$((i + 1))
+        run_logged "$s" "$i"
     done
+    for ((j = ${#own_scripts[@]} - 1; j >= 0; j--)); do
+        claim "$j" || break # the first lane has reached this one: the rest are its
+        run_logged "${own_scripts[$j]}" "own$j"
+    done
+    echo $SECONDS >"$lane/ref_end"
 }
 ref_lane &
 ref_pid=$!
@@ -184,17 +204,6 @@ for k in avx512 avx2 neon scalar; do
     done
 done
 times+=("$((SECONDS - t0)) s  Check suites (every kernel, and under sanitizers)")
-for s in "${own_scripts[@]}"; do
-    if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
-        echo "FAIL $s: missing or not executable"
-        fail=$((fail + 1))
-        continue
-    fi
-    echo "== $s"
-    t0=$SECONDS
-    run_script "$s"
-    times+=("$((SECONDS - t0)) s  $s")
-done
 echo "== tests/bad_inputs.sh (under valgrind too)"
 t0=$SECONDS
 if command -v valgrind >/dev/null; then
@@ -227,6 +236,20 @@ if ls tests/browser/*.test.mjs >/dev/null 2>&1; then
     fi
 fi
 times+=("$((SECONDS - t0)) s  tests/browser")
+for ((j = 0; j < ${#own_scripts[@]}; j++)); do
+    claim "$j" || break # the reference lane has taken this one and the rest
+    s=${own_scripts[$j]}
+    if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
+        echo "FAIL $s: missing or not executable"
+        fail=$((fail + 1))
+        continue
+    fi
+    echo "== $s"
+    t0=$SECONDS
+    run_script "$s"
+    times+=("$((SECONDS - t0)) s  $s")
+done
+own_end=$SECONDS
 t0=$SECONDS
 wait "$ref_pid"
 echo "== the reference checks' lane (waited $((SECONDS - t0)) s for it after the rest)"
@@ -242,7 +265,20 @@ for s in "${ref_scripts[@]}"; do
         fail=$((fail + 1))
     fi
 done
+for ((j = 0; j < ${#own_scripts[@]}; j++)); do # the own scripts the reference lane took
+    [ -f "$lane/own$j.log" ] || continue
+    s=${own_scripts[$j]}
+    echo "== $s (run in the reference lane)"
+    if [ -f "$lane/own$j.rc" ]; then
+        count_script "$lane/own$j.log" "$(cat "$lane/own$j.rc")" "$s"
+        times+=("$(cat "$lane/own$j.s") s  $s (reference lane)")
+    else
+        echo "FAIL $s: the reference lane stopped during it"
+        fail=$((fail + 1))
+    fi
+done
 echo
+echo "== lanes: the first ended at $own_end s, the reference lane at $(cat "$lane/ref_end" 2>/dev/null || echo '?') s"
 echo "== wall time per step, slowest first (total $SECONDS s)"
 printf '%s\n' "${times[@]}" | sort -rn | head -n 20
 echo
