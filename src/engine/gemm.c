@@ -216,20 +216,62 @@ static inline __attribute__((always_inline)) void fetch_one(FetchCursor *c) {
 typedef void PanelFn(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
                      int first, const Ahead *ahead);
 
+/* The portable kernel: CPUs without a SIMD kernel run it, and every other
+ * kernel is tested against its bits. A row's outputs go side by side, a strip
+ * of tokens at a time: each output keeps its chain (fmaf in k order within a
+ * block of GEMM_KB, the block's sum added to its total), but neighbouring
+ * outputs' chains are independent, so they overlap rather than each waiting on
+ * its last fmaf, and x is read along its rows. Whatever the compiler makes of
+ * the strip loop, each fmaf is one correctly rounded operation and nothing is
+ * reassociated, so the bits cannot change. */
+#define SCALAR_STRIP 64
+static inline __attribute__((always_inline)) void panel_scalar_body(const float *panel, const float *x, size_t ldx,
+                                                                    int n, int kc, float *y, size_t ldy, int mr,
+                                                                    int first) {
+    for (int i = 0; i < mr; i++)
+        for (int j0 = 0; j0 < n; j0 += SCALAR_STRIP) {
+            const int nj = n - j0 < SCALAR_STRIP ? n - j0 : SCALAR_STRIP;
+            float total[SCALAR_STRIP], acc[SCALAR_STRIP]; /* (nj) each */
+            float *yr = y + (size_t)i * ldy + j0;         /* (nj) */
+            for (int j = 0; j < nj; j++) total[j] = first ? 0.0f : yr[j];
+            for (int b = 0; b < kc; b += GEMM_KB) {
+                for (int j = 0; j < nj; j++) acc[j] = 0.0f;
+                for (int kk = b; kk < kc && kk < b + GEMM_KB; kk++) {
+                    const float p = panel[kk * GEMM_MR + i];
+                    const float *xr = x + (size_t)kk * ldx + j0; /* (nj) */
+                    for (int j = 0; j < nj; j++) acc[j] = fmaf(p, xr[j], acc[j]);
+                }
+                for (int j = 0; j < nj; j++) total[j] = total[j] + acc[j];
+            }
+            for (int j = 0; j < nj; j++) yr[j] = total[j];
+        }
+}
+
+static void panel_scalar_plain(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy,
+                               int mr, int first) {
+    panel_scalar_body(panel, x, ldx, n, kc, y, ldy, mr, first);
+}
+
+#ifdef GEMM_X86
+/* The same C built where fmaf is the CPU's instruction, not a call into libm
+ * (x86-64's baseline has no FMA): for the x86 CPUs that have one, such as the
+ * test runs that force this kernel on an AVX2 or AVX-512 machine. */
+__attribute__((target("fma"))) static void panel_scalar_fma(const float *panel, const float *x, size_t ldx, int n,
+                                                            int kc, float *y, size_t ldy, int mr, int first) {
+    panel_scalar_body(panel, x, ldx, n, kc, y, ldy, mr, first);
+}
+#endif
+
 static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy, int mr,
                          int first, const Ahead *ahead) {
     (void)ahead; /* the reference: nothing to hide */
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < n; j++) {
-            float total = first ? 0.0f : y[(size_t)i * ldy + j];
-            for (int b = 0; b < kc; b += GEMM_KB) {
-                float acc = 0.0f;
-                for (int kk = b; kk < kc && kk < b + GEMM_KB; kk++)
-                    acc = fmaf(panel[kk * GEMM_MR + i], x[(size_t)kk * ldx + j], acc);
-                total = total + acc;
-            }
-            y[(size_t)i * ldy + j] = total;
-        }
+#ifdef GEMM_X86
+    if (__builtin_cpu_supports("fma")) {
+        panel_scalar_fma(panel, x, ldx, n, kc, y, ldy, mr, first);
+        return;
+    }
+#endif
+    panel_scalar_plain(panel, x, ldx, n, kc, y, ldy, mr, first);
 }
 
 #ifdef GEMM_X86
