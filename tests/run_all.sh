@@ -124,7 +124,6 @@ scripts=(
     tests/ref/gguf_model_check.sh
     tests/ref/gguf_synth_check.sh
     tests/ref/quant_diff_check.sh
-    tests/fetch_test.sh
 )
 # The reference checks (tests/ref, the tokenizer oracles, the Python package: mostly Python waiting
 # on torch and transformers) run in a second lane from here on, beside the Check suites and the
@@ -136,6 +135,10 @@ scripts=(
 # shortest first, until the two meet: each script is claimed once (mkdir is atomic), so neither
 # lane idles while the other still has several scripts to go. Every script already runs beside
 # others (temporary folders, port 0), so which lane runs it does not matter.
+for s in $(printf '%s\n' "${scripts[@]}" | sort | uniq -d); do # run twice, counted twice
+    echo "FAIL tests/run_all.sh: $s is listed twice"
+    fail=$((fail + 1))
+done
 lane=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$lane"' EXIT
 ref_scripts=() own_scripts=()
