@@ -74,8 +74,8 @@ case_() { # name exit regex -- args...
         rm -rf "$T/out" && mkdir -p "$T/out"
         [ -z "${BEFORE_RUN:-}" ] || eval "$BEFORE_RUN"
         # --read-inline-info=no: most of a case's time under valgrind is reading the debug info at
-        # start (1.7 s -> 0.9 s for --version); errors are found the same, their stacks just name the
-        # function an inlined frame was inlined into (rerun by hand without it for the full stack)
+        # start; errors are found the same, their stacks just name the function an inlined frame was
+        # inlined into (rerun by hand without it for the full stack)
         (cd "$T/out" && timeout -k 5 300 valgrind -q --read-inline-info=no --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite "$BIN" "$@" >/dev/null 2>"$T/vg" </dev/null)
         rc=$?
