@@ -78,8 +78,8 @@ scripts=(
     # first lane takes them from the front, the reference lane, once its own list is done, from the
     # back, so the two lanes end close together (see below)
     tests/aarch64_test.sh
-    tests/fresh_machine_test.sh
     tests/serve_test.sh
+    tests/fresh_machine_test.sh
     tests/corpus_hosts_test.sh
     tests/cli_test.sh
     tests/families_test.sh
