@@ -247,11 +247,6 @@ static inline __attribute__((always_inline)) void panel_scalar_body(const float 
         }
 }
 
-static void panel_scalar_plain(const float *panel, const float *x, size_t ldx, int n, int kc, float *y, size_t ldy,
-                               int mr, int first) {
-    panel_scalar_body(panel, x, ldx, n, kc, y, ldy, mr, first);
-}
-
 #ifdef GEMM_X86
 /* The same C built where fmaf is the CPU's instruction, not a call into libm
  * (x86-64's baseline has no FMA): for the x86 CPUs that have one, such as the
@@ -271,7 +266,7 @@ static void panel_scalar(const float *panel, const float *x, size_t ldx, int n, 
         return;
     }
 #endif
-    panel_scalar_plain(panel, x, ldx, n, kc, y, ldy, mr, first);
+    panel_scalar_body(panel, x, ldx, n, kc, y, ldy, mr, first);
 }
 
 #ifdef GEMM_X86
