@@ -172,6 +172,15 @@ ref_lane() {
     done
     echo $SECONDS >"$lane/ref_end"
 }
+report_logged() { # NAME SCRIPT LABEL: what run_logged left as NAME, counted (no .rc: its lane stopped first)
+    if [ -f "$lane/$1.rc" ]; then
+        count_script "$lane/$1.log" "$(cat "$lane/$1.rc")" "$2"
+        times+=("$(cat "$lane/$1.s") s  $2$3")
+    else
+        echo "FAIL $2: its lane stopped before it ended"
+        fail=$((fail + 1))
+    fi
+}
 ref_lane &
 ref_pid=$!
 
@@ -241,16 +250,9 @@ fi
 times+=("$((SECONDS - t0)) s  tests/browser")
 for ((j = 0; j < ${#own_scripts[@]}; j++)); do
     claim "$j" || break # the reference lane has taken this one and the rest
-    s=${own_scripts[$j]}
-    if [ ! -x "$s" ]; then # a listed script that cannot run is a failure, not a silent skip
-        echo "FAIL $s: missing or not executable"
-        fail=$((fail + 1))
-        continue
-    fi
-    echo "== $s"
-    t0=$SECONDS
-    run_script "$s"
-    times+=("$((SECONDS - t0)) s  $s")
+    echo "== ${own_scripts[$j]}"
+    run_logged "${own_scripts[$j]}" "first$j"
+    report_logged "first$j" "${own_scripts[$j]}" ""
 done
 own_end=$SECONDS
 t0=$SECONDS
@@ -260,25 +262,12 @@ i=0
 for s in "${ref_scripts[@]}"; do
     i=$((i + 1))
     echo "== $s"
-    if [ -f "$lane/$i.rc" ]; then
-        count_script "$lane/$i.log" "$(cat "$lane/$i.rc")" "$s"
-        times+=("$(cat "$lane/$i.s") s  $s (reference lane)")
-    else
-        echo "FAIL $s: the reference lane stopped before it"
-        fail=$((fail + 1))
-    fi
+    report_logged "$i" "$s" " (reference lane)"
 done
 for ((j = 0; j < ${#own_scripts[@]}; j++)); do # the own scripts the reference lane took
     [ -f "$lane/own$j.log" ] || continue
-    s=${own_scripts[$j]}
-    echo "== $s (run in the reference lane)"
-    if [ -f "$lane/own$j.rc" ]; then
-        count_script "$lane/own$j.log" "$(cat "$lane/own$j.rc")" "$s"
-        times+=("$(cat "$lane/own$j.s") s  $s (reference lane)")
-    else
-        echo "FAIL $s: the reference lane stopped during it"
-        fail=$((fail + 1))
-    fi
+    echo "== ${own_scripts[$j]} (run in the reference lane)"
+    report_logged "own$j" "${own_scripts[$j]}" " (reference lane)"
 done
 echo
 echo "== lanes: the first ended at $own_end s, the reference lane at $(cat "$lane/ref_end" 2>/dev/null || echo '?') s"
