@@ -53,15 +53,17 @@ VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/ve
 ABI      := $(shell sed -n 's/^#define ATTNVIZ_ABI_VERSION \([0-9]*\)/\1/p' include/attnviz.h)
 SONAME   := libattnviz.so.$(ABI)
 LIB_REAL := libattnviz.so.$(ABI).$(word 2,$(subst ., ,$(VERSION))).$(word 3,$(subst ., ,$(VERSION)))
-# The command line, the server and the commands are the CLI's: the library is the rest.
-LIB_OBJS := $(filter-out $(B)/obj/cli.o $(B)/obj/serve.o $(B)/obj/live.o,$(OBJS))
+# The command line (src/cli/: its table, parser and command rows) and the server are the CLI's:
+# the library is the rest.
+CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(wildcard src/cli/*.c src/cli/*/*.c)))
+LIB_OBJS := $(filter-out $(CLI_OBJS) $(B)/obj/serve.o $(B)/obj/live.o,$(OBJS))
 LIBDIR   ?= $(PREFIX)/lib
 # make demo, make test and the fuzz and tsan builds compile through a sub-make on every core: on a
 # fresh machine the two builds of make test (optimized and sanitized) otherwise take minutes one file at a time.
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 INCLUDEDIR ?= $(PREFIX)/include
 
-.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan
+.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan man
 
 all: $(BIN) $(B)/libattnviz.so demo-model
 
@@ -212,14 +214,29 @@ weights:
 bench: all
 	@bench/run.sh
 
+# docs/attnviz.1 is generated from the command table (src/cli/) and docs/attnviz.1.in's prose;
+# tests/test_cli.c fails when the committed page is not what they make.
+man: attnviz docs/attnviz.1.in
+	./attnviz --man docs/attnviz.1.in >docs/attnviz.1.tmp && mv docs/attnviz.1.tmp docs/attnviz.1
+
+# The shell completions are generated from the same table by the binary being installed
+# (attnviz --completions SHELL), into the places bash-completion, zsh and fish look under PREFIX.
+BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISH_COMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+
 # The templates are inside the binary; the demo model goes to PREFIX/share/attnviz/demo,
 # where an installed attnviz looks for it (relative to its own location). libattnviz goes to
 # LIBDIR with its soname links, include/attnviz.h to INCLUDEDIR, attnviz.pc to LIBDIR/pkgconfig.
 install: attnviz $(B)/libattnviz.so demo-model
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/attnviz/demo
 	install -m 755 attnviz $(DESTDIR)$(PREFIX)/bin/attnviz
-	sed '1s/"attnviz [^"]*"/"attnviz $(VERSION)"/' docs/attnviz.1 >$(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
-	chmod 644 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	install -m 644 docs/attnviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	install -d $(DESTDIR)$(BASH_COMPDIR) $(DESTDIR)$(ZSH_COMPDIR) $(DESTDIR)$(FISH_COMPDIR)
+	./attnviz --completions bash >$(DESTDIR)$(BASH_COMPDIR)/attnviz
+	./attnviz --completions zsh >$(DESTDIR)$(ZSH_COMPDIR)/_attnviz
+	./attnviz --completions fish >$(DESTDIR)$(FISH_COMPDIR)/attnviz.fish
+	chmod 644 $(DESTDIR)$(BASH_COMPDIR)/attnviz $(DESTDIR)$(ZSH_COMPDIR)/_attnviz $(DESTDIR)$(FISH_COMPDIR)/attnviz.fish
 	install -m 644 $(DEMO_DIR)/* $(DESTDIR)$(PREFIX)/share/attnviz/demo/
 
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
@@ -233,6 +250,7 @@ install: attnviz $(B)/libattnviz.so demo-model
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/attnviz $(DESTDIR)$(PREFIX)/share/man/man1/attnviz.1
+	rm -f $(DESTDIR)$(BASH_COMPDIR)/attnviz $(DESTDIR)$(ZSH_COMPDIR)/_attnviz $(DESTDIR)$(FISH_COMPDIR)/attnviz.fish
 	rm -rf $(DESTDIR)$(PREFIX)/share/attnviz
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libattnviz.so
 	rm -f $(DESTDIR)$(INCLUDEDIR)/attnviz.h $(DESTDIR)$(LIBDIR)/pkgconfig/attnviz.pc

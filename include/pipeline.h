@@ -25,6 +25,16 @@ const ModelConfig *pipeline_config(const Pipeline *p);
 const char *pipeline_head_missing(const Pipeline *p);
 /* Runs every input: 0, or -1 with e set (empty when the failed batch lines were reported one by one). */
 int pipeline_run(Pipeline *p, AvErr *e);
+/* What the RunSpec asks, checked against the open model (run_checks.c): the
+ * selection in range, and no option the model's kind cannot honour (--generate
+ * on a masked model, --decoder-text on one that is not an encoder-decoder, a
+ * missing language-model head, the residual-stream options on a masked model,
+ * ...). 0, or -1 with a usage error naming the option and the model. */
+int run_check_model(const Pipeline *p, AvErr *e);
+/* The command line's run and heads: opens the model (a note says which and
+ * why), run_check_model, creates --out-dir, runs every input (an
+ * encoder-decoder's through run_seq2seq_pipeline), closes. 0 or -1. */
+int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e);
 /* An encoder-decoder model on the run's source text (--decoder-text or
  * --generate): encoder, decoder and cross attention to the writers. */
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e);

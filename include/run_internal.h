@@ -117,6 +117,9 @@ extern const char *const RUN_S2S_STACKS[3];
 
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
+/* A page about to be written under its default name (no --html, -o) over a file
+ * already there: a warning saying so (unless quiet). */
+void run_warn_default_page(const RunSpec *o, const char *path);
 
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,

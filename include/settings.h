@@ -72,6 +72,7 @@ typedef struct {
     int precision;             /* significant digits of JSON floats */
     const char *templates_dir; /* --templates */
     const char *view, *theme;  /* the page's first view and theme */
+    int show_all_heads;        /* --show-heads all: the head view opens with every head drawn */
     int long_from;             /* one input's page: past this many tokens, a long input's page (output.h's
                                   html_write_long, no n x n matrix); 0: always the whole matrices */
 } OutputSpec;

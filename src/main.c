@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -83,8 +84,15 @@ int main(int argc, char **argv) {
 
     CliOptions o;
     int rc = EXIT_OK, what = cli_parse(&o, argc, argv, &e);
-    if (what == CLI_HELP) fputs(cli_help_text(o.command), stdout);
-    else if (what == CLI_VERSION)
+    if (what == CLI_HELP || what == CLI_GENERATE) {
+        char *text = what == CLI_HELP ? cli_help_text(o.command) : cli_generate(&o, &e);
+        if (!text && !e.msg[0]) av_err(&e, "out of memory");
+        if (!text || fputs(text, stdout) == EOF || fflush(stdout) != 0) {
+            if (text) av_err(&e, "stdout: write error");
+            rc = report_error(&e);
+        }
+        free(text);
+    } else if (what == CLI_VERSION)
         printf("attnviz %s (kernel %s; built with %s; element-wise loops %s)\n", ATTNVIZ_VERSION, gemm_kernel(),
                gemm_kernel_list(0), (const char *[]){"baseline", "avx2", "avx512"}[gemm_vec_level()]);
     else if (what < 0 || cli_run(&o, &e) != 0) rc = report_error(&e);

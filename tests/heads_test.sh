@@ -84,9 +84,9 @@ for s in corpus s1 s2 s3; do
     "$BIN" heads --model "$M" --quiet --batch "$T/$s.txt" --pattern "offset -1" --json "$T/$s.heads.json" &&
     "$BIN" --model "$M" --quiet --batch "$T/$s.txt" --stats --json "$T/$s.stats.json" || fail merge_inputs "run $s"
 done
-"$BIN" stats --merge "$T/s1.heads.json" "$T/s2.heads.json" "$T/s3.heads.json" --json "$T/merged.heads.json"
+"$BIN" stats --merge "$T/s1.heads.json" "$T/s2.heads.json" "$T/s3.heads.json" --json "$T/merged.heads.json" --quiet
 check heads_merge_of_shards_is_byte_identical_to_the_whole_run cmp "$T/corpus.heads.json" "$T/merged.heads.json"
-"$BIN" stats --merge "$T/s3.stats.json" "$T/s1.stats.json" "$T/s2.stats.json" --json "$T/merged.stats.json"
+"$BIN" stats --merge "$T/s3.stats.json" "$T/s1.stats.json" "$T/s2.stats.json" --json "$T/merged.stats.json" --quiet
 check stats_merge_of_shards_in_any_order_is_byte_identical_to_the_whole_run cmp "$T/corpus.stats.json" "$T/merged.stats.json"
 check stats_merge_prints_a_table bash -c "'$BIN' stats --merge '$T/s1.stats.json' '$T/s2.stats.json' | grep -q '^# attention statistics, mean over 5 inputs'"
 check merged_means_are_the_weighted_mean_of_the_shards python3 - "$T/corpus.heads.json" "$T/s1.heads.json" "$T/s2.heads.json" "$T/s3.heads.json" <<'PY'
@@ -101,7 +101,7 @@ for i, h in enumerate(whole["heads"]):
     assert h["induction"] == shards[0]["heads"][i]["induction"]
 PY
 "$BIN" heads --model "$M" --quiet --batch "$T/s1.txt" --pattern "offset -1" --seed 5 --json "$T/s1b.heads.json"
-"$BIN" stats --merge "$T/s1.heads.json" "$T/s1b.heads.json" --json "$T/two_seeds.json"
+"$BIN" stats --merge "$T/s1.heads.json" "$T/s1b.heads.json" --json "$T/two_seeds.json" --quiet
 check merging_other_seeds_adds_their_induction_sequences python3 - "$T/two_seeds.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -25,7 +25,9 @@ if ! make --no-print-directory -s install DESTDIR="$D" PREFIX=/usr/local >"$T/in
 fi
 if [ -f "$LIB/$REAL" ] && [ "$(readlink "$LIB/libattnviz.so.$ABI")" = "$REAL" ] &&
     [ "$(readlink "$LIB/libattnviz.so")" = "libattnviz.so.$ABI" ] && [ -f "$D/usr/local/include/attnviz.h" ] &&
-    [ -f "$LIB/pkgconfig/attnviz.pc" ]; then
+    [ -f "$LIB/pkgconfig/attnviz.pc" ] && [ -f "$D/usr/local/share/man/man1/attnviz.1" ] &&
+    [ -s "$D/usr/local/share/bash-completion/completions/attnviz" ] && [ -s "$D/usr/local/share/zsh/site-functions/_attnviz" ] &&
+    [ -s "$D/usr/local/share/fish/vendor_completions.d/attnviz.fish" ]; then
     pass lib_install_files
 else
     fail lib_install_files "$(cd "$D" && find . | sort | tr '\n' ' ')"
@@ -192,6 +194,7 @@ fi
 
 # --- uninstall removes what install put there ---
 make --no-print-directory -s uninstall DESTDIR="$D" PREFIX=/usr/local >"$T/un.log" 2>&1
-left=$(cd "$D" && find . -name 'libattnviz*' -o -name attnviz.h -o -name attnviz.pc -o -name attnviz -type f)
+left=$(cd "$D" && find . -name 'libattnviz*' -o -name attnviz.h -o -name attnviz.pc -o -name attnviz -type f -o -name _attnviz \
+    -o -name attnviz.fish -o -name attnviz.1)
 [ -z "$left" ] && pass lib_uninstall || fail lib_uninstall "left: $left $(cat "$T/un.log")"
 exit 0

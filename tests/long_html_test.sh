@@ -21,7 +21,7 @@ for opt in "--json $T/x.json" "--npy $T/x.npy" --qk --hidden --stats "--measure 
         ./attnviz --model weights/demo --long-from 8 --html "$T/p.html" $opt "the cat sat on the mat"
 done
 expect_exit "--long-from with --batch is refused" 2 "not with --batch" ./attnviz --long-from 8 --batch /dev/null
-expect_exit "--long-from with diff is refused" 2 "goes with attnviz serve or a run.s page" ./attnviz diff --long-from 8 "a b" "c d"
+expect_exit "--long-from with diff is refused" 2 "^attnviz: --long-from goes with a run \(attnviz TEXT\) or attnviz serve, not attnviz diff" ./attnviz diff --long-from 8 "a b" "c d"
 expect_exit "--long-from 0 is refused" 2 "1 to 8192" ./attnviz --long-from 0 --html "$T/p.html" "hello"
 expect_exit "--long-from past 8192 is refused" 2 "1 to 8192" ./attnviz --long-from 9000 --html "$T/p.html" "hello"
 if [ "$(wc -l <"$T/err")" -eq 1 ]; then pass "a usage error is one line"; else fail "a usage error is one line" "$(cat "$T/err")"; fi

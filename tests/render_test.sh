@@ -180,7 +180,7 @@ printf 'not a zip' >"$T/b.npz"
 expect_exit render_refuses_a_non_zip 1 "b.npz: not a zip archive" "$BIN" render "$T/b.npz" --meta "$T/l.json" --quiet
 mk "$T/b.npz" npz
 expect_exit render_layer_must_be_given 2 "--layer 5 is not among the given layers" "$BIN" render "$T/b.npz" --layer 5 --quiet
-expect_exit render_takes_no_model 2 "render draws the attention it is given" "$BIN" render "$T/b.npz" --model x --quiet
+expect_exit render_takes_no_model 2 "^attnviz: --model goes with .*, not attnviz render" "$BIN" render "$T/b.npz" --model x --quiet
 expect_exit render_needs_an_input 2 "render needs INPUT" "$BIN" render --quiet
 expect_exit render_input_kind 1 "give a .npz or .safetensors file" "$BIN" render "$T/b.json" --quiet
 exit 0

@@ -64,6 +64,6 @@ else fail telemetry_batch_lines_equal_single_runs "a batch line's telemetry diff
 expect_exit telemetry_needs_json 2 "writes to --json" "$BIN" --model tests/data/small-llama --telemetry 3 "x"
 expect_exit telemetry_not_with_html 2 "instead of the matrices" "$BIN" --model tests/data/small-llama --telemetry 3 --json - --html "$T/a.html" "x"
 expect_exit telemetry_not_with_predict 2 "instead of the matrices" "$BIN" --model tests/data/small-llama --telemetry 3 --json - --predict 3 "x"
-expect_exit telemetry_not_with_heads 2 "not a subcommand" "$BIN" heads --model tests/data/small-llama --telemetry 3 --batch "$T/lines.txt"
+expect_exit telemetry_not_with_heads 2 "^attnviz: --telemetry goes with a run \(attnviz TEXT\), not attnviz heads" "$BIN" heads --model tests/data/small-llama --telemetry 3 --batch "$T/lines.txt"
 expect_exit telemetry_top_out_of_range 2 "from 0 to 64" "$BIN" --telemetry 65 --json - "x"
 expect_exit telemetry_top_not_a_number 2 "from 0 to 64" "$BIN" --telemetry many --json - "x"

@@ -33,7 +33,7 @@ static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
 }
 static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
 
-static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char *dir, AvErr *e) {
+static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char *dir, int quiet, AvErr *e) {
     AvOut out;
     if (av_out_open(&out, path, e) != 0) return -1;
     if (w(out.fp, d, dir, e) != 0) {
@@ -41,7 +41,9 @@ static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char 
         av_out_abort(&out);
         return -1;
     }
-    return av_out_commit(&out, e);
+    if (av_out_commit(&out, e) != 0) return -1;
+    if (!quiet && strcmp(path, "-")) av_info("wrote %s", path);
+    return 0;
 }
 
 /* The first token where two models' tokenizations differ, in one line. */
@@ -129,6 +131,7 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
             rc = -1;
         } else if (rc == 0) {
             rc = av_out_commit(&out, e);
+            if (rc == 0 && !o->quiet && strcmp(o->output.json_path, "-")) av_info("wrote %s", o->output.json_path);
         }
     }
     if (rc == 0 && !(o->output.json_path && !strcmp(o->output.json_path, "-")) &&
@@ -231,12 +234,13 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
         for (int i = 1; i < nl * nh; i++)
             if (jsd[i] > jsd[best]) best = i;
         da.init_layer = out_layer(&da, best / nh), da.init_head = out_head(&da, best % nh);
+        if (o->output.show_all_heads) da.init_head = -1; /* the most divergent head's layer, every head drawn */
     }
     if (!o->output.view) da.init_view = "diff";
-    if (o->output.json_path && diff_out(o->output.json_path, diff_json, &da, NULL, e) != 0) goto done;
+    if (o->output.json_path && diff_out(o->output.json_path, diff_json, &da, NULL, o->quiet, e) != 0) goto done;
     const char *html = o->output.html_path ? o->output.html_path : o->output.json_path ? NULL : "attnviz-diff.html";
-    if (html && diff_out(html, diff_page, &da, o->output.templates_dir, e) != 0) goto done;
-    if (html && !o->quiet) av_info("wrote %s", html);
+    if (html && !o->output.html_path) run_warn_default_page(o, html);
+    if (html && diff_out(html, diff_page, &da, o->output.templates_dir, o->quiet, e) != 0) goto done;
     ra->t_write += av_now_ms() - t0;
     const int to_stdout = (o->output.json_path && !strcmp(o->output.json_path, "-")) || (html && !strcmp(html, "-"));
     if (!to_stdout && (diff_write_table(stdout, &da, ds->top ? ds->top : 10, e) != 0 || fflush(stdout) != 0)) {

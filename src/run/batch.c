@@ -328,6 +328,11 @@ int run_batch(Run *r, AvErr *e) {
         return -1;
     }
     if (streaming && av_out_commit(&out, e) != 0) return -1;
+    if (!o->quiet && streaming && o->output.json_path && strcmp(o->output.json_path, "-"))
+        av_info("wrote %s", o->output.json_path);
+    if (!o->quiet && o->output.out_dir && bs.done)
+        av_info("wrote a file per line into %s (NNNNNN.json%s%s, NNNNNN the line number)", o->output.out_dir,
+                o->output.out_html ? ", .html" : "", o->output.out_npy ? ", .npy" : "");
     if (o->stats && run_finish_stats(r, e) != 0) return -1;
     if (o->heads.on && run_finish_heads(r, e) != 0) return -1;
     if (bs.failed && shard_n > 1)

@@ -68,7 +68,15 @@ int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, Av
         av_out_abort(&out);
         return -1;
     }
-    return av_out_commit(&out, e);
+    if (av_out_commit(&out, e) != 0) return -1;
+    /* every file written is named (a batch's one file per line: batch.c says where, once) */
+    if (!r->o->quiet && strcmp(path, "-") && !r->o->output.out_dir) av_info("wrote %s", path);
+    return 0;
+}
+
+void run_warn_default_page(const RunSpec *o, const char *path) {
+    if (!o->quiet && av_file_exists(path))
+        av_warn("%s is there already: replacing it (the page's default name; -o FILE or --html FILE names another)", path);
 }
 
 /* path with its .npy suffix (if any) replaced by suffix, e.g. a.npy -> a.queries.npy */
@@ -168,7 +176,7 @@ int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     if (o->output.json_path && run_write_file(r, o->output.json_path, d, W_JSON, e) != 0) return -1;
     if (o->output.npy_path && write_npy_set(r, o->output.npy_path, d, e) != 0) return -1;
     const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
+    if (html && !o->output.html_path) run_warn_default_page(o, html);
     if (html && run_write_file(r, html, d, W_HTML, e) != 0) return -1;
-    if (html && !o->quiet) av_info("wrote %s", html);
     return 0;
 }

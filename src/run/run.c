@@ -125,7 +125,8 @@ void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncod
     d->layers = o->sel.layers, d->n_sel_layers = o->sel.n_layers;
     d->heads = o->sel.heads, d->n_sel_heads = o->sel.n_heads;
     d->init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(d, 0);
-    d->init_head = o->sel.head >= 0 ? o->sel.head : out_head(d, 0);
+    /* --show-heads all: no head to narrow the head view to (the page draws every head) */
+    d->init_head = o->sel.head >= 0 ? o->sel.head : o->output.show_all_heads ? -1 : out_head(d, 0);
     d->precision = o->output.precision;
     d->with_qk = o->capture.qk;
     d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;
@@ -428,6 +429,7 @@ int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *js
         int rc = run_tokenize(r, a, b, &enc, e);
         if (rc == 0) run_warn_truncated(r, &enc, lineno);
         if (rc == 0 && enc.n > o->output.long_from) {
+            if (!o->output.html_path) run_warn_default_page(o, "attnviz.html");
             rc = long_page(r, a, b, &enc, o->output.html_path ? o->output.html_path : "attnviz.html", e);
             tok_encoding_free(&enc);
             return rc;

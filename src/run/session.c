@@ -119,8 +119,9 @@ static int load_all(Run *r, AvErr *e) {
         goto done;
     }
     struct stat sb;
-    if (stat(r->dir, &sb) != 0 && errno != ENOENT && errno != ENOTDIR) {
-        av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
+    if (stat(r->dir, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) av_err(e, "%s: no such file or directory", r->dir);
+        else av_err(e, "%s: cannot resolve the model path: %s", r->dir, strerror(errno)); /* a symlink loop, no access */
         goto done;
     }
     if (!av_file_exists(cfgp) && !r->m.tokenizer_only && !model_is_gguf(r->dir)) {

@@ -1,0 +1,77 @@
+/* run_checks.c — what a run's settings can only be checked against once the
+ * model is open (the selection in range, options the model's kind cannot
+ * honour), and the command line's run and heads: open, say which model, check,
+ * run, close. The command line reads argv only; this is where a model opens. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pipeline.h"
+#include "report.h"
+#include "run_internal.h"
+
+int run_check_model(const Pipeline *p, AvErr *e) {
+    const RunSpec *o = p->o;
+    const ModelConfig *c = &p->cfg;
+    const char *dir = p->dir;
+    /* an encoder-decoder's layers: its deeper stack's (run_seq2seq.c keeps each stack's layers in range) */
+    const int sel_layers = c->enc_dec && c->dec_layers > c->num_layers ? c->dec_layers : c->num_layers;
+    if (sel_check(&o->sel, sel_layers, c->num_heads, "model", e) != 0) return -1;
+    if (o->decoder_text && !c->enc_dec)
+        return av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
+                            dir, c->causal ? "causal" : "masked", c->model_type);
+    if (c->enc_dec && !o->capture.tokens_only) {
+        if (o->heads.on && !o->batch.path && !o->text_b)
+            return av_err_usage(e, "attnviz heads on an encoder-decoder (%s) model scores SOURCE TARGET (the decoder's "
+                                   "text second), or --batch lines SOURCE<TAB>TARGET", c->model_type);
+        if (!o->decoder_text && !o->predict.generate_n && !o->batch.path && !o->heads.on)
+            return av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
+                                   "let it decode (--generate N)", dir, c->model_type);
+        if ((o->text_b && !o->heads.on) || o->capture.qk || o->capture.hidden || o->capture.telemetry ||
+            o->capture.measure != MEASURE_ATTENTION || o->capture.no_special || o->capture.words || o->sel.heads ||
+            o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow)
+            return av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
+                                   "or --batch lines, written to --json, --npy, the page or --stats (no second text, --qk, "
+                                   "--hidden, --telemetry, --measure norm, --no-special, --words, --heads or the "
+                                   "residual-stream options)", dir, c->model_type);
+        return 0;
+    }
+    if (o->predict.generate_n && !c->causal)
+        return av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
+                               "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
+    const char *no_head = pipeline_head_missing(p);
+    if ((o->predict.k || o->predict.generate_n) && no_head)
+        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %s",
+                            o->predict.generate_n ? "generate" : "predict", dir, no_head);
+    const LensSpec *ls = &o->lens;
+    const char *lens_opt = ls->lens_k ? "logit-lens" : ls->attribution ? "attribution" : ls->ablate ? "ablate" : NULL;
+    if (lens_opt && (!c->causal || !c->pre_ln))
+        return av_err_usage(e, "--%s reads a causal model's residual stream; %s is a masked (%s) model", lens_opt, dir,
+                            c->model_type);
+    if (ls->flow && (!c->causal || !c->pre_ln))
+        return av_err_usage(e, "--flow reads a causal pre-norm model's residual stream; %s is a masked (%s) model", dir,
+                            c->model_type);
+    if (lens_opt && no_head)
+        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %s", lens_opt, dir, no_head);
+    return 0;
+}
+
+int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e) {
+    Pipeline *p = NULL;
+    const char *dir = NULL, *why = "";
+    int rc = -1;
+    if (pipeline_open(&p, m, o, &dir, &why, e) != 0) goto out;
+    const ModelConfig *c = pipeline_config(p);
+    if (!o->quiet)
+        av_info("model %s (%s)%s", dir, why,
+                c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
+    if (run_check_model(p, e) != 0) goto out;
+    if (o->output.out_dir && mkdir(o->output.out_dir, 0777) != 0 && errno != EEXIST) {
+        av_err(e, "%s: cannot create: %s", o->output.out_dir, strerror(errno));
+        goto out;
+    }
+    rc = c->enc_dec && !o->capture.tokens_only ? run_seq2seq_pipeline(p, e) : pipeline_run(p, e);
+out:
+    pipeline_close(p);
+    return rc;
+}
