@@ -84,6 +84,9 @@ for cmd in heads serve render diff stats; do
     head -n 1 "$T/out" | grep -q "^Usage: attnviz $cmd " && ! grep -qE "^       attnviz ($others|\[)" "$T/out" &&
         pass "${cmd}_help_is_its_own" || fail "${cmd}_help_is_its_own" "$(head -n 3 "$T/out")"
 done
+"$BIN" help serve >"$T/help1" && "$BIN" serve --help >"$T/help2" && cmp -s "$T/help1" "$T/help2" && pass help_command_is_the_commands_help ||
+    fail help_command_is_the_commands_help "attnviz help serve differs from attnviz serve --help"
+expect_exit help_command_refuses_a_typo 2 "^attnviz: help takes a command's name \(serve render diff heads stats help\), not 'sever'" "$BIN" help sever
 expect_exit version_exits_zero 0 "" "$BIN" --version
 grep -qE "^attnviz [0-9.]+ \(kernel (avx512|avx2|neon|scalar); built with [a-z0-9|]+; element-wise loops (avx512|avx2|baseline)\)$" "$T/out" &&
     pass version_names_the_kernel || fail version_names_the_kernel "$(cat "$T/out")"
@@ -300,7 +303,7 @@ fi
 # written; the fix it names (--) runs the word as a text; a real one-word text runs
 S=$T/strict
 mkdir -p "$S"
-for typo in sever:serve head:heads dif:diff stat:stats rendr:render; do
+for typo in sever:serve head:heads dif:diff stat:stats rendr:render hepl:help; do
     w=${typo%%:*} c=${typo#*:}
     (cd "$S" && "$BIN" "$w" --model "$M" "hi" >"$T/out" 2>"$T/err")
     rc=$?

@@ -159,6 +159,27 @@ START_TEST(a_command_has_its_own_help) {
 }
 END_TEST
 
+/* attnviz help [COMMAND]: the help, answered like --help (main prints it). */
+START_TEST(the_help_command_answers) {
+    CliOptions o;
+    AvErr e;
+    const char *all[] = {"help", NULL}, *one[] = {"help", "serve", NULL}, *bad[] = {"help", "sever", NULL},
+               *two[] = {"help", "serve", "diff", NULL};
+    ck_assert_int_eq(parse(&o, &e, all), CLI_HELP);
+    ck_assert_ptr_null(o.command);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, one), CLI_HELP);
+    ck_assert_str_eq(o.command, "serve");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, bad), -1);
+    ck_assert_str_eq(e.msg, "help takes a command's name (serve render diff heads stats help), not 'sever' (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, two), -1);
+    ck_assert_str_eq(e.msg, "help takes one command's name, not 'diff' (see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
 START_TEST(version_is_an_answer) {
     CliOptions o;
     AvErr e;
@@ -816,9 +837,9 @@ START_TEST(a_mistyped_command_is_refused) {
     ck_assert_str_eq(e.msg, "'serve' is a command: write it first (attnviz serve ...); to run the text 'serve', write "
                             "attnviz [OPTIONS] -- serve");
     cli_options_free(&o);
-    const char *help[] = {"help", NULL};
+    const char *help[] = {"hepl", NULL}; /* "hello" is further from "help": a text (above) */
     ck_assert_int_eq(parse(&o, &e, help), -1);
-    ck_assert_ptr_nonnull(strstr(e.msg, "did you mean attnviz --help?"));
+    ck_assert_str_eq(e.msg, "'hepl' is not a command: did you mean help? (to run the text 'hepl', write attnviz -- hepl)");
     cli_options_free(&o);
     const char *texts_of[] = {"heads", "--model", "m", "sever", "head", NULL}; /* heads' texts are texts */
     ck_assert_int_eq(parse(&o, &e, texts_of), CLI_RUN);
@@ -1018,6 +1039,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, help_and_version_are_answers_not_prints);
     tcase_add_test(t, a_command_has_its_own_help);
     tcase_add_test(t, version_is_an_answer);
+    tcase_add_test(t, the_help_command_answers);
     tcase_add_test(t, an_unknown_option_is_a_usage_error);
     tcase_add_test(t, a_bad_value_is_a_usage_error);
     tcase_add_test(t, no_text_is_a_usage_error);

@@ -15,8 +15,8 @@
 #include "cli_table.h"
 #include "report.h"
 
-const CliCommand *const CLI_COMMANDS[] = {&CLI_CMD_RUN,  &CLI_CMD_SERVE, &CLI_CMD_RENDER,
-                                          &CLI_CMD_DIFF, &CLI_CMD_HEADS, &CLI_CMD_STATS};
+const CliCommand *const CLI_COMMANDS[] = {&CLI_CMD_RUN,  &CLI_CMD_SERVE, &CLI_CMD_RENDER, &CLI_CMD_DIFF,
+                                          &CLI_CMD_HEADS, &CLI_CMD_STATS, &CLI_CMD_HELP};
 const int CLI_N_COMMANDS = (int)(sizeof CLI_COMMANDS / sizeof CLI_COMMANDS[0]);
 
 /* Every usage error ends with the pointer to --help; -1, like av_err. */
@@ -247,12 +247,13 @@ static int check_first_word(const char *w, AvErr *e) {
         if (!strcmp(w, CLI_COMMANDS[i]->name))
             return av_err_usage(e, "'%s' is a command: write it first (attnviz %s ...); to run the text '%s', write "
                                    "attnviz [OPTIONS] -- %s", w, w, w, w);
-    if (!strcasecmp(w, "help")) return av_err_usage(e, "did you mean attnviz --help? (to run the text '%s', write attnviz -- %s)", w, w);
     const CliCommand *best = NULL;
     int best_d = 99;
     for (int i = 1; i < CLI_N_COMMANDS; i++) {
-        const int d = cli_edit_distance(w, CLI_COMMANDS[i]->name, typo_reach(w));
-        if (d <= typo_reach(w) && d < best_d) best = CLI_COMMANDS[i], best_d = d;
+        /* the shorter of the two sets the reach: "hello" is not "help" */
+        const int reach = typo_reach(strlen(w) < strlen(CLI_COMMANDS[i]->name) ? w : CLI_COMMANDS[i]->name);
+        const int d = cli_edit_distance(w, CLI_COMMANDS[i]->name, reach);
+        if (d <= reach && d < best_d) best = CLI_COMMANDS[i], best_d = d;
     }
     if (best)
         return av_err_usage(e, "'%s' is not a command: did you mean %s? (to run the text '%s', write attnviz -- %s)", w,
@@ -572,6 +573,7 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
     derive(o);
     if (check_rules(o, e) != 0) return -1;
     if (o->cmd->check(o, n_words, o->words, e) != 0) return -1;
+    if (o->cmd->answers) return o->cmd->answers;
     /* the settings each command hands on, complete: nothing below reads argv's struct */
     o->run.sel = cli_selection(o);
     o->model.tokenizer_only = o->run.capture.tokens_only;
@@ -582,4 +584,7 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
     return CLI_RUN;
 }
 
-int cli_run(const CliOptions *o, AvErr *e) { return o->cmd->run(o, e); }
+int cli_run(const CliOptions *o, AvErr *e) {
+    if (!o->cmd->run) return av_err(e, "attnviz %s runs nothing (cli_parse answered it)", o->cmd->name);
+    return o->cmd->run(o, e);
+}

@@ -13,8 +13,11 @@
 
 #include "cli.h"
 
-/* The commands, as bits of an option's `cmds` and a rule's. */
-enum { C_RUN = 1, C_SERVE = 2, C_RENDER = 4, C_DIFF = 8, C_HEADS = 16, C_STATS = 32, C_ALL = 63 };
+/* The commands, as bits of an option's `cmds` and a rule's (a new one: the next bit, and C_LAST). */
+enum {
+    C_RUN = 1, C_SERVE = 2, C_RENDER = 4, C_DIFF = 8, C_HEADS = 16, C_STATS = 32, C_HELP = 64,
+    C_LAST = C_HELP, C_ALL = 2 * C_LAST - 1
+};
 
 /* The sections of --help and of the man page, in order. */
 typedef enum {
@@ -111,13 +114,15 @@ typedef struct CliCommand {
     const char *about;     /* what it does: a paragraph of --help and of the man page */
     const char *examples;  /* --help's examples, one a line, or NULL */
     int positional_files;  /* completions offer files for its words (render INPUT, stats FILE...) */
+    const char *positional_words; /* or these words, space-separated (help: the commands' names) */
     /* After the options are read and the rules hold: the words left (texts, files) and the
        rules that read values. 0, or -1 with a usage error. */
     int (*check)(CliOptions *o, int n, char **words, AvErr *e);
-    int (*run)(const CliOptions *o, AvErr *e);
+    int (*run)(const CliOptions *o, AvErr *e); /* NULL for a command that only answers */
+    int answers; /* CLI_HELP: what cli_parse returns once the check passes (main prints; nothing runs) */
 } CliCommand;
 
-extern const CliCommand CLI_CMD_RUN, CLI_CMD_SERVE, CLI_CMD_RENDER, CLI_CMD_DIFF, CLI_CMD_HEADS, CLI_CMD_STATS;
+extern const CliCommand CLI_CMD_RUN, CLI_CMD_SERVE, CLI_CMD_RENDER, CLI_CMD_DIFF, CLI_CMD_HEADS, CLI_CMD_STATS, CLI_CMD_HELP;
 /* All of them, the run first: the order of the synopsis, help and man page. */
 extern const CliCommand *const CLI_COMMANDS[];
 extern const int CLI_N_COMMANDS;
