@@ -39,15 +39,15 @@ if d=$(tools/pymodel.sh smollm2 2>/dev/null); then gguf="$d/SmolLM2-135M-Instruc
 # usage errors: one line, exit 2
 expect_exit "serve: a host name is refused (numeric only)" 2 "numeric" ./attnviz serve --host example.com --model weights/demo
 expect_exit "serve: --port out of range" 2 "--port" ./attnviz serve --port 70000
-expect_exit "serve: with --batch" 2 "serve answers" ./attnviz serve --batch x.txt
-expect_exit "serve options without serve" 2 "go with attnviz serve" ./attnviz --port 1234 "hello"
+expect_exit "serve: with --batch" 2 "^attnviz: --batch goes with .*, not attnviz serve" ./attnviz serve --batch x.txt
+expect_exit "serve options without serve" 2 "^attnviz: --port goes with attnviz serve, not a run" ./attnviz --port 1234 "hello"
 expect_exit "serve: --long-from 0 is refused" 2 "--long-from" ./attnviz serve --long-from 0
 expect_exit "serve: --long-from past 8192 is refused" 2 "1 to 8192" ./attnviz serve --long-from 9000
-expect_exit "--idle-timeout without serve" 2 "go with attnviz serve" ./attnviz --idle-timeout 5 "hello"
+expect_exit "--idle-timeout without serve" 2 "^attnviz: --idle-timeout goes with attnviz serve, not a run" ./attnviz --idle-timeout 5 "hello"
 expect_exit "--long-from without serve, with an output the long page cannot honour" 2 "--long-from writes a long input's page" \
     ./attnviz --long-from 100 --json - "hello"
 expect_exit "serve: --qk-precision f8 is refused" 2 "--qk-precision is f32, f16 or bf16, not 'f8'" ./attnviz serve --qk-precision f8
 expect_exit "serve: --qk-precision F16 (case matters) is refused" 2 "--qk-precision is f32, f16 or bf16" ./attnviz serve --qk-precision F16
-expect_exit "--qk-precision without serve" 2 "go with attnviz serve" ./attnviz --qk-precision f16 "hello"
+expect_exit "--qk-precision without serve" 2 "^attnviz: --qk-precision goes with attnviz serve, not a run" ./attnviz --qk-precision f16 "hello"
 expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
 exit 0

@@ -821,7 +821,7 @@ START_TEST(a_mistyped_command_is_refused) {
         ck_assert_str_eq(o.run.text_a, typos[i].word);
         cli_options_free(&o);
     }
-    const char *texts[] = {"hello", "frobnicate", "time flies", "cat", "he", "stats2", "heads-up", "-"};
+    const char *texts[] = {"hello", "frobnicate", "header", "wonder", "time flies", "cat", "he", "stats2", "heads-up", "-"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         CliOptions o;
         AvErr e;

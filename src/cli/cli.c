@@ -225,9 +225,31 @@ int cli_edit_distance(const char *a, const char *b, int max) {
     return d[n][m] > max ? max + 1 : d[n][m];
 }
 
-/* How far a word may be from a name to be its typo: one letter in short
- * words, two from five letters on ("sever" is two from "serve"). */
+/* How far an option's name may be from a known one to be named as its typo:
+ * one letter in short names, two from five letters on. */
 static int typo_reach(const char *word) { return strlen(word) >= 5 ? 2 : 1; }
+
+/* The same letters, in any order ("sever" and "serve"). */
+static int same_letters(const char *a, const char *b) {
+    int count[26] = {0};
+    if (strlen(a) != strlen(b)) return 0;
+    for (; *a; a++, b++) {
+        if (!isalpha((unsigned char)*a) || !isalpha((unsigned char)*b)) return 0;
+        count[tolower((unsigned char)*a) - 'a']++, count[tolower((unsigned char)*b) - 'a']--;
+    }
+    for (int i = 0; i < 26; i++)
+        if (count[i]) return 0;
+    return 1;
+}
+
+/* A word is a command's typo one slip away (a letter wrong, missing, extra, or
+ * two swapped: "srve", "head", "dif", "sevre") or with the command's letters in
+ * another order ("sever"). Two slips of other letters ("header", "reads" is one
+ * from heads) are a word of its own more often than a typo. */
+static int command_typo(const char *word, const char *name) {
+    const int d = cli_edit_distance(word, name, 2);
+    return d <= 1 || (d == 2 && same_letters(word, name));
+}
 
 /* A single bare word: letters only, at least three (a text has spaces,
  * digits or punctuation far more often than a command does). */
@@ -248,13 +270,8 @@ static int check_first_word(const char *w, AvErr *e) {
             return av_err_usage(e, "'%s' is a command: write it first (attnviz %s ...); to run the text '%s', write "
                                    "attnviz [OPTIONS] -- %s", w, w, w, w);
     const CliCommand *best = NULL;
-    int best_d = 99;
-    for (int i = 1; i < CLI_N_COMMANDS; i++) {
-        /* the shorter of the two sets the reach: "hello" is not "help" */
-        const int reach = typo_reach(strlen(w) < strlen(CLI_COMMANDS[i]->name) ? w : CLI_COMMANDS[i]->name);
-        const int d = cli_edit_distance(w, CLI_COMMANDS[i]->name, reach);
-        if (d <= reach && d < best_d) best = CLI_COMMANDS[i], best_d = d;
-    }
+    for (int i = 1; i < CLI_N_COMMANDS && !best; i++)
+        if (command_typo(w, CLI_COMMANDS[i]->name)) best = CLI_COMMANDS[i];
     if (best)
         return av_err_usage(e, "'%s' is not a command: did you mean %s? (to run the text '%s', write attnviz -- %s)", w,
                             best->name, w, w);
