@@ -59,7 +59,7 @@ same_scores heads_selected_layers_heads heads --model tests/data/small-llama --b
 "$BIN" --model tests/data/small-llama --quiet --batch "$T/lines.txt" --stats --json "$T/all.json" &&
     for i in 0 1 2; do
         "$BIN" --model tests/data/small-llama --quiet --batch "$T/lines.txt" --shard $i/3 --stats --json "$T/s$i.json"
-    done && "$BIN" stats --merge "$T/s0.json" "$T/s1.json" "$T/s2.json" --json "$T/merged.json"
+    done && "$BIN" stats --merge "$T/s0.json" "$T/s1.json" "$T/s2.json" --json "$T/merged.json" --quiet
 check stats_row_sum_shards_merge_to_one_runs_bytes cmp "$T/all.json" "$T/merged.json"
 
 # the row sums keep no matrix: an input whose matrices (and q/k) exceed --max-capture is scored

@@ -594,6 +594,7 @@ START_TEST(the_table_is_consistent) {
         ck_assert_msg(!((a->type == OPT_INT || a->type == OPT_REAL || a->type == OPT_SIZE || a->type == OPT_LIST) && !a->what),
                       "--%s: no `what` for its messages", a->name);
         ck_assert_msg((a->type == OPT_FLAG) == (a->arg == NULL) || a->type == OPT_CUSTOM, "--%s: arg vs type", a->name);
+        ck_assert_msg(a->type == OPT_CUSTOM || (a->flags & OPT_ANSWER) || a->at != 0, "--%s: no field", a->name);
         for (int j = i + 1; j < CLI_N_OPTIONS; j++) {
             ck_assert_msg(strcmp(a->name, CLI_OPTIONS[j].name), "--%s defined twice", a->name);
             ck_assert_msg(!a->short_name || a->short_name != CLI_OPTIONS[j].short_name, "-%c defined twice", a->short_name);
