@@ -216,13 +216,13 @@ case_ opt_measure_bogus 2 "--measure is attention or norm, not 'bogus'" -- --mod
 case_ opt_measure_empty 2 "--measure is attention or norm, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
 case_ opt_measure_missing_value 2 "option '--measure' needs a value" -- --model "$M" hi --measure
 case_ opt_measure_tokens_only 2 "--tokens-only runs no model: no --measure norm" -- --model "$M" --tokens-only --measure norm hi
-case_ opt_measure_diff 2 "diff compares attention: no --measure norm" -- diff --model "$M" "${Q[@]}" --measure norm a b
-case_ opt_measure_render 2 "render has only attention" -- render x.npz --quiet --json out.json --measure norm
-case_ opt_measure_merge 2 "stats --merge adds up files as they were written: no --measure" -- stats --merge --json out.json --measure norm a.json
+case_ opt_measure_diff 2 "^attnviz: --measure goes with .*, not attnviz diff" -- diff --model "$M" "${Q[@]}" --measure norm a b
+case_ opt_measure_render 2 "^attnviz: --measure goes with .*, not attnviz render" -- render x.npz --quiet --json out.json --measure norm
+case_ opt_measure_merge 2 "^attnviz: --measure goes with .*, not attnviz stats" -- stats --merge --json out.json --measure norm a.json
 case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
-case_ opt_model_not_a_folder 1 "/nonexistent: no config.json" -- --model /nonexistent --quiet hi
+case_ opt_model_not_a_folder 1 "^attnviz: /nonexistent: no such file or directory$" -- --model /nonexistent --quiet hi
 case_ opt_max_tokens_absurd 2 "--max-tokens 999999999999 is out of range: at most 2147483647" -- --model "$M" --max-tokens 999999999999 hi
 case_ opt_max_tokens_zero 2 "--max-tokens needs a count >= 1, got '0'" -- --model "$M" --max-tokens 0 hi
 # --shard I/N: integers with 0 <= I < N, nothing else; slurm needs an array task's variables
@@ -239,7 +239,24 @@ case_ opt_shard_without_batch 2 "--shard goes with --batch FILE" -- --model "$M"
 case_ opt_shard_slurm_outside_an_array 2 "--shard slurm: SLURM_ARRAY_TASK_ID is not set" -- --model "$M" --batch - --shard slurm
 SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=5 \
     case_ opt_shard_slurm_array_with_gaps 2 "--shard slurm: the array is not one range in steps of 1 .*--array=0-2" -- --model "$M" --batch - --shard slurm
-case_ opt_shard_with_merge 2 "--shard goes with --batch FILE" -- stats --merge x.json --shard 0/2
+case_ opt_shard_with_merge 2 "^attnviz: --shard goes with .*, not attnviz stats" -- stats --merge x.json --shard 0/2
+# the command table's parser (src/cli/): every refusal one line, exit 2, nothing written
+case_ opt_mistyped_command 2 "^attnviz: 'sever' is not a command: did you mean serve\\?" -- sever --model "$M" hi
+case_ opt_command_after_options 2 "^attnviz: 'heads' is a command: write it first" -- --model "$M" heads
+case_ opt_unknown_near_a_known_one 2 "^attnviz: unknown option '--layres': did you mean --layers\\?" -- --model "$M" --layres 0 hi
+case_ opt_option_of_another_command 2 "^attnviz: --open goes with attnviz serve, not a run" -- --model "$M" --open hi
+case_ opt_given_twice 2 "^attnviz: --layers given twice \\('0', then '1'\\)" -- --model "$M" --layers 0 --layers 1 hi
+case_ opt_flag_with_a_value 2 "^attnviz: --qk takes no value, got 'yes'" -- --model "$M" --qk=yes hi
+case_ opt_empty_file_name 2 "^attnviz: --json needs a file name, got ''" -- --model "$M" --json "" hi
+case_ opt_option_name_of_10k_letters 2 "^attnviz: unknown option '--a{60}" -- --model "$M" "--$(head -c 10000 /dev/zero | tr '\0' a)" hi
+case_ opt_output_unknown_extension 2 "^attnviz: -o out.txt: the extension names what to write" -- --model "$M" -o out.txt hi
+case_ opt_output_and_json_disagree 2 "^attnviz: -o a.json and --json b.json both name the JSON" -- --model "$M" -o a.json --json b.json hi
+case_ opt_batch_with_a_page_file 2 "^attnviz: --batch writes JSON Lines; --html FILE holds one input's page: add --out-dir DIR" -- --model "$M" --batch - --html b.html
+case_ opt_batch_with_an_array_file 2 "^attnviz: --batch writes JSON Lines; --npy FILE holds one input's arrays: add --out-dir DIR" -- --model "$M" --batch - --npy b.npy
+case_ opt_out_dir_with_json 2 "^attnviz: --out-dir writes one file per input line \\(DIR/000001.json\\): not with --json" -- --model "$M" --batch - --out-dir d --json j.jsonl
+case_ opt_completions_unknown_shell 2 "^attnviz: --completions is bash, zsh or fish, not 'tcsh'" -- --completions tcsh
+case_ opt_man_template_missing 1 "nope.1.in" -- --man nope.1.in
+case_ opt_help_unknown_command 2 "^attnviz: help takes a command's name \\(serve render diff heads stats help\\), not 'sever'" -- help sever
 ln -sfn "$T/loop" "$T/loop"
 case_ opt_model_symlink_loop 1 "loop: cannot resolve the model path: Too many levels of symbolic links" -- --model "$T/loop" --quiet hi
 
@@ -501,7 +518,7 @@ case_ diff_shapes_differ 1 "has 2 layers x 4 heads but .* has 2 x 2: --model A -
 case_ diff_one_text 2 "diff takes TEXT_A TEXT_B \(one model\), or --model A --model B TEXT" -- diff --model "$M" "${Q[@]}" "the cat sat"
 case_ diff_two_models_two_texts 2 "diff --model A --model B takes one TEXT" -- diff --model "$M" --model "$M" "${Q[@]}" "the cat" "a dog"
 case_ diff_three_models 2 "diff compares at most two models" -- diff --model "$M" --model "$M" --model "$M" "${Q[@]}" "the cat"
-case_ diff_with_batch 2 "diff compares two captures: no --batch" -- diff --model "$M" --batch - "${Q[@]}"
+case_ diff_with_batch 2 "^attnviz: --batch goes with .*, not attnviz diff" -- diff --model "$M" --batch - "${Q[@]}"
 case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 layers \(0-1\)" -- diff --model "$M" --layer 7 "${Q[@]}" "the cat" "a dog"
 case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
@@ -566,7 +583,7 @@ s2fresh bart
 case_ s2s_no_decoder_input 2 "is an encoder-decoder \(bart\) model: give the decoder's text \(--decoder-text TEXT\) or let it decode \(--generate N\)" -- --model "$M" "${Q[@]}" hi
 case_ s2s_decoder_text_and_generate 2 "--decoder-text gives the decoder its tokens; --generate makes them: one or the other" -- --model "$M" "${Q[@]}" hi --decoder-text there --generate 3
 case_ s2s_decoder_text_pair 2 "--decoder-text goes with one source TEXT: not with a second text" -- --model "$M" "${Q[@]}" hi there --decoder-text x
-case_ s2s_decoder_text_with_heads 2 "--decoder-text goes with a run on one source text" -- heads --model "$M" "${Q[@]}" a b --decoder-text x
+case_ s2s_decoder_text_with_heads 2 "^attnviz: --decoder-text goes with a run \\(attnviz TEXT\\) or attnviz diff, not attnviz heads" -- heads --model "$M" "${Q[@]}" a b --decoder-text x
 case_ s2s_heads_selection_refused 2 "encoder-decoder \(bart\) model: .*--heads or the residual-stream options" -- --model "$M" "${Q[@]}" hi --decoder-text x --heads 0
 case_ s2s_qk_refused 2 "encoder-decoder \(bart\) model: one source text with --decoder-text or --generate" -- --model "$M" "${Q[@]}" hi --decoder-text x --qk
 case_ s2s_heads_needs_target 2 "attnviz heads on an encoder-decoder \(bart\) model scores SOURCE TARGET \(the decoder's text second\), or --batch lines SOURCE<TAB>TARGET" -- heads --model "$M" "${Q[@]}" hi
