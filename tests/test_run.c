@@ -79,10 +79,14 @@ START_TEST(one_input_is_run_and_written) {
     ck_assert_ptr_nonnull(strstr(json, "\"tokens\":[\"[CLS]\",\"time\",\"flies\",\"[SEP]\"]"));
     free(json);
     unlink(path);
-    /* the truncation reaches the reporter as a warning; nothing else was said */
-    ck_assert_int_eq(notes.n, 1);
+    /* the truncation reaches the reporter as a warning, then the file written is named; nothing else was said */
+    ck_assert_int_eq(notes.n, 2);
     ck_assert_int_eq(notes.kind[0], AV_NOTE_WARNING);
     ck_assert_str_eq(notes.msg[0], "input is longer than --max-tokens 4; dropped 3 tokens (longest first)");
+    ck_assert_int_eq(notes.kind[1], AV_NOTE_INFO);
+    char wrote[128];
+    snprintf(wrote, sizeof wrote, "wrote %s", path);
+    ck_assert_str_eq(notes.msg[1], wrote);
 }
 END_TEST
 
@@ -114,7 +118,7 @@ START_TEST(a_missing_model_is_a_runtime_error_value) {
     AvErr e = {0};
     ck_assert_int_eq(pipeline_open(&p, &m, &o, &dir, &why, &e), -1);
     ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
-    ck_assert_str_eq(e.msg, "tests/data/no-such-model: no config.json in the model folder");
+    ck_assert_str_eq(e.msg, "tests/data/no-such-model: no such file or directory");
     pipeline_close(p);
     ck_assert_int_eq(notes.n, 0);
 }
@@ -139,11 +143,13 @@ START_TEST(a_batch_reports_failed_lines_and_fails_at_the_end) {
     ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
     ck_assert_str_eq(e.msg, "1 of 3 lines failed");
     pipeline_close(p);
-    ck_assert_int_eq(notes.n, 1);
+    ck_assert_int_eq(notes.n, 2); /* the failed line, then the file written */
     ck_assert_int_eq(notes.kind[0], AV_NOTE_ERROR);
     char want[256];
     snprintf(want, sizeof want, "%s:2: empty line; skipped", in);
     ck_assert_str_eq(notes.msg[0], want);
+    snprintf(want, sizeof want, "wrote %s", out);
+    ck_assert_str_eq(notes.msg[1], want);
     char *jsonl = slurp(out);
     int lines = 0;
     for (char *c = jsonl; *c; c++) lines += *c == '\n';
@@ -185,17 +191,22 @@ START_TEST(a_shard_takes_every_nth_line_counting_every_line) {
             ck_assert_ptr_nonnull(strstr(jsonl, "\"text_b\":\"down\""));
             ck_assert_ptr_nonnull(strstr(jsonl, "five"));
             ck_assert_ptr_null(strstr(jsonl, "four"));
-            ck_assert_int_eq(notes.n, 1); /* "3 inputs processed" */
-            ck_assert_str_eq(notes.msg[0], "3 inputs processed");
+            ck_assert_int_eq(notes.n, 2); /* the file written, then "3 inputs processed" */
+            char wrote[256];
+            snprintf(wrote, sizeof wrote, "wrote %s", out);
+            ck_assert_str_eq(notes.msg[0], wrote);
+            ck_assert_str_eq(notes.msg[1], "3 inputs processed");
         } else { /* lines 2 (blank: fails here, and only here) and 4 */
             ck_assert_int_eq(rc, -1);
             ck_assert_str_eq(e.msg, "1 of 2 lines of shard 1/2 failed");
             ck_assert_int_eq(lines, 1);
             ck_assert_ptr_nonnull(strstr(jsonl, "four"));
-            ck_assert_int_eq(notes.n, 1);
+            ck_assert_int_eq(notes.n, 2); /* the failed line, then the file written */
             char want[256];
             snprintf(want, sizeof want, "%s:2: empty line; skipped", in);
             ck_assert_str_eq(notes.msg[0], want);
+            snprintf(want, sizeof want, "wrote %s", out);
+            ck_assert_str_eq(notes.msg[1], want);
         }
         free(jsonl);
     }
