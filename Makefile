@@ -5,7 +5,7 @@ CC      ?= cc
 # Compiler of the tools the build runs (tools/embed.c): a cross build sets it to the host's.
 HOSTCC  ?= $(CC)
 PREFIX  ?= /usr/local
-PKGS    := libcjson libutf8proc openblas zlib oniguruma libmicrohttpd
+PKGS    := libcjson libutf8proc openblas zlib oniguruma libmicrohttpd libpng libjpeg
 OPT     ?= -O3
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
@@ -17,7 +17,7 @@ CFLAGS  += $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict
 # no reassociation or contraction.
 CFLAGS  += -fno-trapping-math
 # libattnviz (include/attnviz.h) needs these only: the server's libmicrohttpd stays the CLI's.
-LIB_PKGS := libcjson libutf8proc openblas zlib oniguruma
+LIB_PKGS := libcjson libutf8proc openblas zlib oniguruma libpng libjpeg
 # Every object is position-independent, so the CLI's static archive and libattnviz.so are built
 # from the same objects; hidden by default, so the library exports only the ATTNVIZ_API functions.
 CFLAGS  += -fPIC -fvisibility=hidden
@@ -131,6 +131,10 @@ $(B)/gemm_bench: bench/gemm_bench.c $(B)/libattnviz.a
 # The engine on raw token ids, for the decoder reference check (tests/ref/decoder_check.sh).
 $(B)/fwd_dump: tools/fwd_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/fwd_dump.c $(B)/libattnviz.a $(LDLIBS)
+
+# An image decoded and preprocessed, for the image reference check (tests/ref/image_check.sh).
+$(B)/img_dump: tools/img_dump.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/img_dump.c $(B)/libattnviz.a $(LDLIBS)
 
 # A tokenizer.json over a file of inputs, for the tokenizer oracle check.
 $(B)/tokenize: tools/tokenize.c $(B)/libattnviz.a

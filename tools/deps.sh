@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what attnviz needs from Debian's packages (and npm for test tools).
-#   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd
+#   tools/deps.sh build   compiler, pkg-config, cJSON, utf8proc, OpenBLAS, zlib, Oniguruma, libmicrohttpd,
+#                         libpng and libjpeg-turbo (--image)
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
 #                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
@@ -30,6 +31,9 @@ want_pkg libopenblas-dev
 want_pkg zlib1g-dev
 want_pkg libonig-dev
 want_pkg libmicrohttpd-dev
+# images (--image): PNG through libpng, JPEG through libjpeg-turbo, Debian's security-maintained decoders
+want_pkg libpng-dev
+want_pkg libjpeg62-turbo-dev
 if [ "$mode" = test ]; then
     want_pkg check
     want_pkg python3-torch
@@ -69,7 +73,8 @@ if [ "$mode" = test ] || [ "$mode" = aarch64 ]; then
         want_cmd python3 python3
         want_pkg gcc-aarch64-linux-gnu
         want_pkg qemu-user
-        for p in libcjson-dev libutf8proc-dev libopenblas-dev zlib1g-dev libmicrohttpd-dev check libonig5; do
+        for p in libcjson-dev libutf8proc-dev libopenblas-dev zlib1g-dev libmicrohttpd-dev check libonig5 libpng-dev \
+            libjpeg62-turbo-dev; do
             want_arm64 $p
         done
     fi
@@ -102,6 +107,8 @@ if [ "$mode" = test ]; then
     # trained models PyPI packages carry: the live checks use them, and skip visibly without them.
     here=$(cd "$(dirname "$0")" && pwd)
     "$here/pyref.sh" >/dev/null || echo "attnviz: no reference Python: the live checks will be skipped" >&2
+    # Pillow over the reference venv, for the image checks (transformers' PIL image processors)
+    "$here/pyimg.sh" >/dev/null || echo "attnviz: no image reference Python: the image checks will fail" >&2
     for m in all-MiniLM-L6-v2 smollm2; do
         "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
     done
