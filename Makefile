@@ -136,6 +136,10 @@ $(B)/fwd_dump: tools/fwd_dump.c $(B)/libattnviz.a
 $(B)/img_dump: tools/img_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/img_dump.c $(B)/libattnviz.a $(LDLIBS)
 
+# A vision encoder on an image, for the vision reference check (tests/ref/vision_check.sh).
+$(B)/vis_dump: tools/vis_dump.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/vis_dump.c $(B)/libattnviz.a $(LDLIBS)
+
 # A tokenizer.json over a file of inputs, for the tokenizer oracle check.
 $(B)/tokenize: tools/tokenize.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/tokenize.c $(B)/libattnviz.a $(LDLIBS)
@@ -156,7 +160,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 # libFuzzer targets (clang): parsers and the tokenizer on arbitrary bytes, each
 # for FUZZ_SECONDS; the loop is tests/fuzz/run.sh.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf tokjson unigram render serve heads cli
+FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf tokjson unigram render serve heads cli image imgproc
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:
