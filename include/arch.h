@@ -75,6 +75,21 @@ int arch_olmoe_parse(ModelConfig *c, const struct cJSON *root, const char *path,
 int arch_mixtral_load(struct Model *m, AvErr *e);
 int arch_qwen3_moe_load(struct Model *m, AvErr *e);
 int arch_olmoe_load(struct Model *m, AvErr *e);
+/* The vision encoders (arch_vit.c: vision.h). */
+int arch_vit_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_deit_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_vit_load(struct Model *m, AvErr *e);
+int arch_dinov2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_dinov2_reg_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_dinov2_load(struct Model *m, AvErr *e);
+int arch_clip_vision_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_clip_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_clip_load(struct Model *m, AvErr *e);
+int arch_clip_vision_load(struct Model *m, AvErr *e);
+int arch_siglip_vision_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_siglip_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_siglip_load(struct Model *m, AvErr *e);
+int arch_siglip_vision_load(struct Model *m, AvErr *e);
 int arch_gptoss_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_gptoss_load(struct Model *m, AvErr *e);
 int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

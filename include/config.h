@@ -5,7 +5,7 @@
 #include "err.h"
 #include "families.h"
 
-typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU } ActKind;
+typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU, ACT_QUICK_GELU /* x * sigmoid(1.702 x): CLIP */ } ActKind;
 
 /* Model families: how the checkpoint names its tensors and how a block runs
  * (families.h lists them; arch.c's table has one row per family). */
@@ -35,6 +35,9 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LO
 #define CFG_MAX_EXPERTS 1024    /* a mixture-of-experts layer's experts */
 #define CFG_MAX_TOP_K 64        /* experts a token is routed to */
 #define CFG_MAX_ROPE_FACTORS 512 /* LongRoPE's per-frequency factors: rotary_dim / 2 */
+#define CFG_MAX_PATCH 64          /* a vision encoder's patch side */
+#define CFG_MAX_REGISTERS 64      /* DINOv2's register tokens */
+#define CFG_MAX_VIS_TOKENS 16384  /* a vision encoder's tokens: class, registers and patches */
 
 typedef struct {
     char model_type[32];  /* the family's config.json model_type (families.h) */
@@ -128,7 +131,28 @@ typedef struct {
     int rel_buckets, rel_max_distance; /* T5's relative position buckets */
     float logits_scale;   /* the decoder's output scaled before the lm head (T5 with tied embeddings:
                              d_model^-0.5); 0: not at all */
+    /* Vision encoders (ViT, DeiT, DINOv2, CLIP's and SigLIP's vision towers: vision.h). Their tokens
+     * are an image's patches, embedded by vision.c from pixel_values, not ids; num_layers, num_heads,
+     * hidden_size, ... are the vision tower's. */
+    int vision;           /* 1: the input is an image */
+    int image_size;       /* the side the position table was made for (config's image_size) */
+    int patch_size, num_channels;
+    int vis_cls, vis_dist; /* a class token (all but SigLIP), DeiT's distillation token, before the patches */
+    int vis_registers;    /* DINOv2 with registers: tokens after the class token, with no position */
+    int vis_pos_interp;   /* how positions reach another grid than the table's (VisPosInterp) */
+    int vis_pool_head;    /* SigLIP's attention-pooling head after the last layer */
+    int vis_post_pooled;  /* CLIP: post_layernorm on the class token only (not the final_norm of every token) */
+    int vis_projection;   /* CLIP: visual_projection's width (projection_dim); 0: none */
+    int layer_scale;      /* DINOv2: each block's attention and MLP outputs scaled per channel */
+    int text_tower;       /* the folder is a whole CLIP or SigLIP model: Model.text holds the text tower */
 } ModelConfig;
+
+/* VisPosInterp: the patch grid of the preprocessed image against the position table's. */
+enum {
+    VIS_POS_EXACT = 0,     /* must match (ViT, DeiT, CLIP, SigLIP: transformers refuses another size) */
+    VIS_POS_BICUBIC,       /* torch's bicubic interpolation, align_corners=False (DINOv2) */
+    VIS_POS_BICUBIC_AA     /* the same with antialias=True (DINOv2 with registers) */
+};
 
 /* The checks every family's sizes pass once read (defaults for kv heads and
  * head_dim filled in): heads divide evenly, rotary dims pair up. */

@@ -55,6 +55,22 @@
     X(MARIAN, "marian", "Marian", "model.", "d_model", "encoder_attention_heads", arch_marian_parse, arch_bart_load, \
       NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                                         \
     X(T5, "t5", "T5", "", "d_model", "num_heads", arch_t5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0) \
-    X(MT5, "mt5", "MT5", "", "d_model", "num_heads", arch_mt5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
+    X(MT5, "mt5", "MT5", "", "d_model", "num_heads", arch_mt5_parse, arch_t5_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0) \
+    X(VIT, "vit", "ViT", "vit.", "hidden_size", "num_attention_heads", arch_vit_parse, arch_vit_load, NULL, NULL, NULL, \
+      TOK_SOURCE_NONE, 0)                                                                                           \
+    X(DEIT, "deit", "DeiT", "deit.", "hidden_size", "num_attention_heads", arch_deit_parse, arch_vit_load, NULL, NULL, \
+      NULL, TOK_SOURCE_NONE, 0)                                                                                     \
+    X(DINOV2_REG, "dinov2_with_registers", "Dinov2WithRegisters", "dinov2_with_registers.", "hidden_size",          \
+      "num_attention_heads", arch_dinov2_reg_parse, arch_dinov2_load, NULL, NULL, NULL, TOK_SOURCE_NONE, 0)        \
+    X(DINOV2, "dinov2", "Dinov2", "dinov2.", "hidden_size", "num_attention_heads", arch_dinov2_parse, arch_dinov2_load, \
+      NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                                                                         \
+    X(CLIP_VISION, "clip_vision_model", "CLIPVision", "vision_model.", "hidden_size", "num_attention_heads",       \
+      arch_clip_vision_parse, arch_clip_vision_load, NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                                                         \
+    X(CLIP, "clip", "CLIP", "", "hidden_size", "num_attention_heads", arch_clip_parse, arch_clip_load, NULL, NULL,  \
+      NULL, TOK_SOURCE_JSON, 0)                                                                                     \
+    X(SIGLIP_VISION, "siglip_vision_model", "SiglipVision", "vision_model.", "hidden_size", "num_attention_heads", \
+      arch_siglip_vision_parse, arch_siglip_vision_load, NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                            \
+    X(SIGLIP, "siglip", "Siglip", "", "hidden_size", "num_attention_heads", arch_siglip_parse, arch_siglip_load, NULL, \
+      NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

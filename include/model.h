@@ -27,6 +27,8 @@ typedef struct {
     Linear router;        /* (hidden -> num_experts) a mixture-of-experts layer's router, w NULL for a dense MLP */
     struct Expert *experts; /* (num_experts) a MoE layer's experts (up/gate/down unused then), NULL otherwise */
     const float *sinks;   /* (num_heads) each head's sink logit (gpt-oss), NULL otherwise */
+    const float *ls_attn, *ls_mlp; /* (hidden) DINOv2's layer scales: the attention's and MLP's outputs
+                                      multiplied per channel before their residual, NULL otherwise */
 } LayerWeights;
 
 /* One expert of a mixture-of-experts MLP: down(act(gate(x)) * up(x)). */
@@ -54,6 +56,9 @@ typedef struct {
     Norm final_norm;      /* (hidden) after the last block (GPT-2's ln_f, Llama's norm), g NULL otherwise */
     LayerWeights *layers; /* (num_layers) */
     LmHead head;          /* on final_norm(x) for decoders, on x for encoders */
+    struct VisionWeights *vis; /* a vision encoder's patch embedding, special tokens, positions and pooling
+                                  (vision.h; cfg.vision), else NULL */
+    struct TextHead *text_head; /* a whole CLIP/SigLIP model's text pooling and similarity (vision.h), else NULL */
 } Weights;
 
 typedef struct Model {
@@ -78,6 +83,9 @@ typedef struct Model {
                              norms (kernels.h), made a layer at a time by the first pass that asks (forward.c),
                              else NULL; bytes: model_value_gram_bytes */
     unsigned char *vgram_done; /* (num_layers) which layers of vgram are made */
+    struct Model *text;   /* a whole CLIP/SigLIP model's text tower (cfg.text_tower), reading this Model's
+                             files, else NULL */
+    int files_borrowed;   /* files are another Model's (a text tower's): not closed by model_free */
 } Model;
 
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
@@ -256,6 +264,14 @@ void model_capture_trim(Capture *cap, int n);
 /* Runs the model on ids/type_ids (n tokens; type_ids may be NULL for families
  * without token types); fills cap (n_tokens set to n). */
 int model_forward(const Model *m, RunState *s, const int *ids, const int *type_ids, int n, Capture *cap, AvErr *e);
+/* The same from the first layer's input x (n, hidden) instead of ids: a vision
+ * encoder's embedded patches (vision.h's vis_embed). The embeddings' norm (CLIP's
+ * pre_layrnorm) is applied to it; full: run every layer whatever the capture keeps. */
+int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e);
+/* yT (lin->out, n) = act(W xT + b) for xT (lin->in, n), split over the pass's
+ * threads (act -1: none): the pass's own products, for the steps around it
+ * (vision.c's patch embedding and pooling head). */
+int model_product(const Model *m, RunState *s, const float *xT, int n, const Linear *lin, float *yT, int act, AvErr *e);
 
 /* Keys and values of every layer for the positions run so far (causal models),
  * so that generation runs each new token alone. */
@@ -325,6 +341,9 @@ int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t 
  * a fused projection (Phi-3's qkv_proj and gate_up_proj), kept in its type. */
 int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
                       int64_t rows, AvErr *e);
+/* The same for a weight named as it is (nn.MultiheadAttention's in_proj_weight). */
+int model_linear_rows(Model *m, Linear *lin, const char *name, int64_t in, int64_t total, int64_t row0, int64_t rows,
+                      AvErr *e);
 /* Expert idx of prefix.weight, a stack of n (out, in) matrices (llama.cpp's
  * ffn_*_exps: one 3-D tensor per projection of a mixture of experts), kept in
  * its type. */
@@ -340,6 +359,14 @@ int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, in
  * transposed) gives those rows repacked as ggml's MXFP4 blocks. */
 int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
                              int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e);
+/* A convolution's weight (out, channels, k, k) viewed as the linear map of a
+ * patch's in = channels * k * k values, kept in its stored type. */
+int model_linear_conv(Model *m, Linear *lin, const char *prefix, int64_t channels, int64_t k, int64_t out, int bias,
+                      AvErr *e);
+/* A scalar tensor (shape [] or [1]) as a float. */
+int model_scalar(Model *m, const char *name, float *out, AvErr *e);
+/* A tensor of n floats whatever its shape (e.g. [1, 1, hidden]), as model_tensor gives them. */
+const float *model_tensor_flat(Model *m, const char *name, int64_t n, AvErr *e);
 /* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
 int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
 /* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */

@@ -72,6 +72,7 @@ typedef enum {
     TOK_SOURCE_WORDPIECE,
     TOK_SOURCE_BPE_GPT2,
     TOK_SOURCE_BPE_ROBERTA,
+    TOK_SOURCE_NONE,    /* the family reads images: its folder has no tokenizer */
 } TokSource;
 
 /* What a model folder's config says about its tokenizer. */

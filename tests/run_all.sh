@@ -125,6 +125,7 @@ scripts=(
     tests/ref/gguf_synth_check.sh
     tests/ref/quant_diff_check.sh
     tests/ref/image_check.sh
+    tests/ref/vision_check.sh
 )
 # The reference checks (tests/ref, the tokenizer oracles, the Python package: mostly Python waiting
 # on torch and transformers) run in a second lane from here on, beside the Check suites and the

@@ -722,6 +722,7 @@ int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float 
 static float act_naive(float v, ActKind a) {
     switch (a) {
     case ACT_SILU: return v / (1.0f + expf(-v));
+    case ACT_QUICK_GELU: return v / (1.0f + expf(-1.702f * v));
     case ACT_RELU: return v > 0 ? v : 0;
     case ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
     default: return 0.5f * v * (1.0f + erff(v / sqrtf(2.0f)));
@@ -830,7 +831,7 @@ static int check_inputs(const Model *m, const RunState *s, const KvCache *kv, co
             return av_err(e, "%d tokens do not fit the buffers (%d)", end, s->max_tokens);
         if (end > cfg_max_tokens(c)) return av_err(e, "%d tokens exceed the model's %d positions", end, cfg_max_tokens(c));
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; ids && i < n; i++) {
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return av_err(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], pos0 + i, c->vocab_size);
         if (m->w.type_emb && (!type_ids || type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
@@ -889,10 +890,17 @@ static void keep_hidden(RunState *s, const Seg *segs, int n_segs, int pos0, int 
     }
 }
 
+/* yT (dim, n) row r multiplied by scale[r]: DINOv2's layer scale on a block's output. */
+static void scale_rows(float *yT, const float *scale, int dim, int n) {
+    for (int r = 0; r < dim; r++)
+        for (int i = 0; i < n; i++) yT[(size_t)r * n + i] *= scale[r];
+}
+
 /* ---------------------------------------------------------------- forward */
 
-static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n,
-                   const Seg *segs, int n_segs, int full, AvErr *e) {
+/* emb_in (n, H): the first layer's input as given (a vision encoder's patches), instead of ids' embeddings */
+static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, const float *emb_in,
+                   int n, const Seg *segs, int n_segs, int full, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
     const int H = c->hidden_size, pos0 = kv ? kv->n : 0;
@@ -918,9 +926,14 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
 
     float *x = s->x; // (n, H) residual stream
     s->step = kv && pos0 > 0 && n == 1;
-    positions(m, s, ids, segs, n_segs, pos0);
-    if (embed(m, s, ids, type_ids, n, e)) return -1;
-    if (c->pos == POS_ROPE) rope_tables(m, s, n, segs, n_segs, pos0);
+    if (emb_in) {
+        if (kv || n_segs != 1) return av_err(e, "embedded inputs run alone, from the first position");
+        memcpy(x, emb_in, (size_t)n * H * sizeof *x);
+    } else {
+        positions(m, s, ids, segs, n_segs, pos0);
+        if (embed(m, s, ids, type_ids, n, e)) return -1;
+        if (c->pos == POS_ROPE) rope_tables(m, s, n, segs, n_segs, pos0);
+    }
     /* post-norm: the embeddings' norm, and xT = the first attention's input */
     if (w->emb_proj.w) {
         /* ELECTRA: x = emb_proj(norm(embeddings)) */
@@ -955,9 +968,11 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
             ran_all = 0;
             break;
         }
+        if (L->ls_attn) scale_rows(s->yT, L->ls_attn, H, n);
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         else residual_norm(s, x, s->yT, x, s->xT, &L->attn_norm, n, H);
         if ((rc = mlp_block(m, s, l, n, e))) break;
+        if (L->ls_mlp) scale_rows(s->yT, L->ls_mlp, H, n);
         if (keep_experts && L->experts) keep_routing(s, segs, n_segs, pos0, l, c->experts_per_tok);
         if (internals) kern_transpose(cap_mlp(cap, l) + (size_t)pos0 * H, s->yT, H, n);
         if (c->pre_ln) residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
@@ -983,7 +998,22 @@ int model_forward(const Model *m, RunState *s, const int *ids, const int *type_i
 int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
                      int full, AvErr *e) {
     Seg one = {0, n, cap};
-    return forward(m, s, kv, ids, type_ids, n, &one, 1, full, e);
+    return forward(m, s, kv, ids, type_ids, NULL, n, &one, 1, full, e);
+}
+
+int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e) {
+    Seg one = {0, n, cap};
+    return forward(m, s, NULL, NULL, NULL, x, n, &one, 1, full, e);
+}
+
+int model_product(const Model *m, RunState *s, const float *xT, int n, const Linear *lin, float *yT, int act, AvErr *e) {
+    const Linear *l[1] = {lin};
+    if (n < 1 || lin->in > m->max_in) return av_err(e, "%s: a product of %d inputs does not fit the run state", lin->name, lin->in);
+    const int blas_threads = openblas_get_num_threads();
+    if (s->pool) openblas_set_num_threads(1);
+    int rc = products(s, xT, n, 1, l, &yT, act, 0, ACT_GELU, m, e);
+    if (s->pool) openblas_set_num_threads(blas_threads);
+    return rc;
 }
 
 int model_forward_packed(const Model *m, RunState *s, const int *ids, const int *type_ids, const int *lens, int n_inputs,
@@ -1007,7 +1037,7 @@ int model_forward_packed(const Model *m, RunState *s, const int *ids, const int 
             free(segs);
             return av_err(e, "packed inputs must keep the same layers");
         }
-    rc = forward(m, s, NULL, ids, type_ids, n, segs, n_inputs, 0, e);
+    rc = forward(m, s, NULL, ids, type_ids, NULL, n, segs, n_inputs, 0, e);
     free(segs);
     return rc;
 }
@@ -1151,8 +1181,10 @@ int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int f
         const LayerWeights *L = &m->w.layers[l];
         residual_norm(s, x, NULL, NULL, s->xT, &L->attn_norm, n, H);
         if ((rc = attention_block(m, s, NULL, l, n, 0, &one, 1, 0, e))) break;
+        if (L->ls_attn) scale_rows(s->yT, L->ls_attn, H, n);
         residual_norm(s, x, s->yT, NULL, s->xT, &L->mlp_norm, n, H);
         if ((rc = mlp_block(m, s, l, n, e))) break;
+        if (L->ls_mlp) scale_rows(s->yT, L->ls_mlp, H, n);
         residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
     }
     if (s->pool) openblas_set_num_threads(blas_threads);

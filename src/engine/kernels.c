@@ -813,6 +813,7 @@ void kern_activate_naive(float *x, size_t n, ActKind act) {
         case ACT_GELU_TANH: x[i] = (float)(0.5 * u * (1.0 + tanh(0.7978845608028654 * (u + 0.044715 * u * u * u)))); break;
         case ACT_RELU: x[i] = u > 0 ? (float)u : 0.0f; break;
         case ACT_SILU: x[i] = (float)(u / (1.0 + exp(-u))); break;
+        case ACT_QUICK_GELU: x[i] = (float)(u / (1.0 + exp(-1.702 * u))); break;
         }
     }
 }
@@ -850,6 +851,14 @@ VEC_VOID(, kern_activate, (float *x, size_t n, ActKind act), (x, n, act)) {
             const size_t m = n - i0 < ACT_CHUNK ? n - i0 : ACT_CHUNK;
             float e[ACT_CHUNK];
             for (size_t i = 0; i < m; i++) e[i] = vexpf(-x[i0 + i]);
+            for (size_t i = 0; i < m; i++) x[i0 + i] = x[i0 + i] / (1.0f + e[i]);
+        }
+        break;
+    case ACT_QUICK_GELU: /* x * sigmoid(1.702 x) */
+        for (size_t i0 = 0; i0 < n; i0 += ACT_CHUNK) {
+            const size_t m = n - i0 < ACT_CHUNK ? n - i0 : ACT_CHUNK;
+            float e[ACT_CHUNK];
+            for (size_t i = 0; i < m; i++) e[i] = vexpf(-1.702f * x[i0 + i]);
             for (size_t i = 0; i < m; i++) x[i0 + i] = x[i0 + i] / (1.0f + e[i]);
         }
         break;

@@ -197,12 +197,82 @@ int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t 
     return (lin->b = model_tensor(m, nm, 1, out, 0, e)) ? 0 : -1;
 }
 
+/* A tensor of any shape holding want elements, of a type the engine reads;
+ * shape_desc says what was expected, for the message. */
+static int checked_elems(Model *m, const char *name, int64_t want, const char *shape_desc, TensorRef *t, AvErr *e) {
+    if (!find_variant(m, name, t)) return av_err(e, "%s: missing tensor '%s' (expected shape %s)", m->path, name, shape_desc);
+    if (t->type == KERN_UNSUPPORTED)
+        return av_err(e, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", m->path, t->name, t->type_name);
+    int64_t count = 1;
+    for (int i = 0; i < t->ndim; i++) count *= t->shape[i];
+    char gs[64];
+    shape_str(gs, sizeof gs, t->ndim, t->shape);
+    if (count != want)
+        return av_err(e, "%s: tensor '%s' has shape %s; %s implies %s", m->path, t->name, gs,
+                      m->gguf ? "its metadata" : "config.json", shape_desc);
+    size_t blk = gguf_type_block(t->type), bs = gguf_type_bytes(t->type);
+    if (!blk || (size_t)want % blk || (size_t)want / blk > t->nbytes / bs)
+        return av_err(e, "%s: tensor '%s' is shorter than its shape %s", m->path, t->name, gs);
+    return 0;
+}
+
+const float *model_tensor_flat(Model *m, const char *name, int64_t n, AvErr *e) {
+    TensorRef t;
+    char desc[48];
+    snprintf(desc, sizeof desc, "%lld elements", (long long)n);
+    if (checked_elems(m, name, n, desc, &t, e)) return NULL;
+    return as_f32(m, &t, 1, (size_t)n, 0.0f, e);
+}
+
+int model_scalar(Model *m, const char *name, float *out, AvErr *e) {
+    const float *v = model_tensor_flat(m, name, 1, e);
+    if (!v) return -1;
+    *out = v[0];
+    return 0;
+}
+
+int model_linear_conv(Model *m, Linear *lin, const char *prefix, int64_t channels, int64_t k, int64_t out, int bias,
+                      AvErr *e) {
+    char nm[300], desc[64];
+    TensorRef t;
+    const int64_t in = channels * k * k;
+    snprintf(nm, sizeof nm, "%.250s.weight", prefix);
+    snprintf(desc, sizeof desc, "[%lld, %lld, %lld, %lld]", (long long)out, (long long)channels, (long long)k,
+             (long long)k);
+    if (checked_elems(m, nm, out * in, desc, &t, e)) return -1;
+    if (t.ndim != 4 || t.shape[0] != out || t.shape[1] != channels || t.shape[2] != k || t.shape[3] != k) {
+        char gs[64];
+        shape_str(gs, sizeof gs, t.ndim, t.shape);
+        return av_err(e, "%s: tensor '%s' has shape %s; config.json implies %s", m->path, t.name, gs, desc);
+    }
+    memset(lin, 0, sizeof *lin);
+    lin->out = (int)out, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
+    if (t.type != KERN_F32) {
+        lin->type = t.type;
+        lin->w = t.data;
+        lin->row_bytes = (size_t)in / gguf_type_block(t.type) * gguf_type_bytes(t.type);
+    } else {
+        lin->type = KERN_F32;
+        if (!(lin->w = as_f32(m, &t, (size_t)out, (size_t)in, 0.0f, e))) return -1;
+    }
+    note_width(m, in);
+    if (!m->dtype_name[0]) snprintf(m->dtype_name, sizeof m->dtype_name, "%s", t.type_name);
+    snprintf(nm, sizeof nm, "%.250s.bias", prefix);
+    if (bias == 0 || (bias < 0 && !model_has_tensor(m, nm))) return 0;
+    return (lin->b = model_tensor(m, nm, 1, out, 0, e)) ? 0 : -1;
+}
+
 int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
                       int64_t rows, AvErr *e) {
     char nm[300];
-    TensorRef t;
     snprintf(nm, sizeof nm, "%.250s.weight", prefix);
-    if (row0 < 0 || rows < 1 || row0 + rows > total) return av_err(e, "%s: rows out of range", prefix);
+    return model_linear_rows(m, lin, nm, in, total, row0, rows, e);
+}
+
+int model_linear_rows(Model *m, Linear *lin, const char *nm, int64_t in, int64_t total, int64_t row0, int64_t rows,
+                      AvErr *e) {
+    TensorRef t;
+    if (row0 < 0 || rows < 1 || row0 + rows > total) return av_err(e, "%s: rows out of range", nm);
     if (checked(m, nm, 2, total, in, &t, e)) return -1;
     memset(lin, 0, sizeof *lin);
     lin->out = (int)rows, lin->in = (int)in, lin->ld = (int)in, lin->name = t.name;
@@ -668,8 +738,16 @@ void model_free(Model *m) {
     free(m->inv_freq);
     free(m->inv_freq_long);
     free(m->inv_freq_local);
-    for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
-    free(m->files);
+    if (m->text) {
+        model_free(m->text);
+        free(m->text);
+    }
+    free(m->w.vis);
+    free(m->w.text_head);
+    if (!m->files_borrowed) {
+        for (int i = 0; i < m->n_files; i++) st_close(&m->files[i]);
+        free(m->files);
+    }
     if (m->gguf) gguf_close(m->gguf);
     free(m->gguf);
     free(m->path_owned);

@@ -54,7 +54,7 @@ static void join_names(char *out, size_t cap, int gguf) {
     }
 }
 
-static char supported[256], supported_gguf[256];
+static char supported[512], supported_gguf[256];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 static void make_names(void) {
     join_names(supported, sizeof supported, 0);

@@ -16,6 +16,7 @@ const char *cfg_act_name(ActKind a) {
     case ACT_GELU_TANH: return "gelu_new";
     case ACT_RELU: return "relu";
     case ACT_SILU: return "silu";
+    case ACT_QUICK_GELU: return "quick_gelu";
     }
     return "?";
 }
@@ -69,9 +70,10 @@ int cfg_parse_act(ModelConfig *c, const cJSON *root, const char *key, const char
     else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) c->hidden_act = ACT_GELU_TANH;
     else if (!strcmp(a, "relu")) c->hidden_act = ACT_RELU;
     else if (!strcmp(a, "silu") || !strcmp(a, "swish")) c->hidden_act = ACT_SILU;
+    else if (!strcmp(a, "quick_gelu")) c->hidden_act = ACT_QUICK_GELU;
     else
-        return av_err(e, "%s: unknown %s \"%.40s\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu)", path,
-                      key, a);
+        return av_err(e, "%s: unknown %s \"%.40s\" (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, "
+                      "quick_gelu)", path, key, a);
     return 0;
 }
 

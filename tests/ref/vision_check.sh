@@ -1,0 +1,30 @@
+#!/bin/bash
+# The vision encoders (ViT, DeiT, DINOv2 with and without registers, CLIP and SigLIP whole and their
+# vision towers) against transformers' eager attention in float64 fed attnviz's own pixel_values, on
+# every kernel path (tests/ref/vision_check.py): checkpoints transformers writes at published shapes
+# with 2 layers, cached under ~/.cache/attnviz/vision-<hash of vision_check.py>, and a test picture
+# PIL draws there.
+set -u
+cd "$(dirname "$0")/../.."
+if ! tools/pyref.sh --check >/dev/null 2>&1; then
+    echo "SKIP vision_check: reference Python not built (tools/pyref.sh)"
+    exit 0
+fi
+py=$(tools/pyimg.sh) || { echo "FAIL vision_check: tools/pyimg.sh could not build the image reference Python"; exit 1; }
+make -s -j2 build/vis_dump >/dev/null || { echo "FAIL vision_check: build failed"; exit 1; }
+key=$(cat tests/ref/vision_check.py | sha256sum | cut -c1-12)
+work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/vision-$key
+mkdir -p "$work" || { echo "FAIL vision_check: cannot create $work"; exit 1; }
+if [ ! -f "$work/picture.png" ]; then
+    "$py" -c '
+import sys, numpy as np
+from PIL import Image
+rng = np.random.default_rng(5)
+y, x = np.mgrid[0:480, 0:640]
+img = np.stack([127 + 120 * np.sin(x / 40.0), 127 + 120 * np.cos(y / 30.0), (x + y) / 4.5], -1)
+img += rng.normal(0, 10, img.shape)
+Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(sys.argv[1])' "$work/picture.png" ||
+        { echo "FAIL vision_check: cannot draw the test picture"; exit 1; }
+fi
+"$py" tests/ref/vision_check.py build/vis_dump "$work" "$work/picture.png" "$@" 2>&1 | grep -v "Loading weights"
+exit "${PIPESTATUS[0]}"
