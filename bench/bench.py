@@ -131,7 +131,8 @@ def main():
         run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), MODEL, "--shape", "base", "--seed", "5"])
     run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
          os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD]
-        + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma"],
+        + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma",
+                         "libpng", "libjpeg"],
                          capture_output=True, text=True).stdout.split() + ["-lm", "-lpthread"])
     # the machine's peak multiply-add rate, measured in this run (bench/peak.c), for the share-of-peak column
     run(["cc", "-O2", os.path.join(ROOT, "bench/peak.c"), "-o", PEAK, "-lpthread"])

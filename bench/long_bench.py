@@ -105,7 +105,7 @@ def main():
     qwen_n = [int(x) for x in arg("--qwen", "16384,32768").split(",") if x]
     limit_gb = float(os.environ.get("BENCH_PEER_GB", "10"))
     libs = subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib",
-                           "oniguruma"], capture_output=True, text=True).stdout.split()
+                           "oniguruma", "libpng", "libjpeg"], capture_output=True, text=True).stdout.split()
     subprocess.run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
                     os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD] + libs + ["-lm", "-lpthread"], check=True)
     hfpy = subprocess.run([os.path.join(ROOT, "tools/pyref.sh"), "--check"], capture_output=True,

@@ -22,6 +22,37 @@ typedef struct {
     int n;
 } OutSpelling;
 
+/* What a token of an image run stands for (OutImage.kind). */
+enum { OUT_TOK_PATCH = 0, OUT_TOK_CLS, OUT_TOK_DIST, OUT_TOK_REGISTER };
+
+/* An image run (vision.h): where its tokens come from in the picture, for the
+ * writers (image_out.c) and the page's Image view. */
+typedef struct OutImage {
+    const char *file;          /* --image as given */
+    const char *mode;          /* what the file held, as PIL names it ("RGB", "RGBA", "L", "P", "CMYK", ...) */
+    int src_w, src_h;          /* the decoded picture */
+    int resized_w, resized_h;  /* after the processor's resize */
+    int w, h;                  /* the preprocessed picture: pixel_values' size */
+    int patch;                 /* the patch side, in preprocessed pixels */
+    int rows, cols, tiles;     /* the patch grid of one tile, and the tiles (1) */
+    int first_patch;           /* the first patch token's index; patches follow row by row */
+    const int *kind;           /* (n) each token's OUT_TOK_* */
+    const unsigned char *png;  /* the preprocessed picture as PNG (the page draws it), png_len bytes */
+    size_t png_len;
+    const float *pool_attn;    /* (pool_heads, n) SigLIP's pooling head: its query's attention over the tokens */
+    int pool_heads;
+    const float *embed;        /* (embed_dim) the image embedding (SigLIP's pooled output, CLIP's projection) */
+    int embed_dim;
+    /* a whole CLIP/SigLIP model given a text: the text tower's tokens, its attention (text_layers,
+     * text_heads, t, t), its embedding and the image-text logit (sigmoid: SigLIP's probability) */
+    const TokEncoding *text_enc;
+    const float *text_attn;
+    int text_layers, text_heads;
+    const float *text_embed;
+    double logit;
+    int sigmoid;
+} OutImage;
+
 typedef struct {
     const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
     const char *model_dir;
@@ -67,6 +98,8 @@ typedef struct {
     const struct FlowResult *flow;
     /* attnviz diff: this document (A) compared with a second one, or NULL */
     const struct OutDiff *diff;
+    /* an image run: the picture its tokens are patches of (enc holds their names), or NULL */
+    const OutImage *image;
 } OutDoc;
 
 /* attnviz diff (diff.h): the other input's whole document (B: its model,

@@ -35,6 +35,9 @@ int run_check_model(const Pipeline *p, AvErr *e);
  * why), run_check_model, creates --out-dir, runs every input (an
  * encoder-decoder's through run_seq2seq_pipeline), closes. 0 or -1. */
 int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e);
+/* A vision encoder on the RunSpec's --image (and a whole CLIP/SigLIP model's
+ * text tower on its text): the image's tokens and attention to the writers. */
+int pipeline_image(Pipeline *p, AvErr *e);
 /* An encoder-decoder model on the run's source text (--decoder-text or
  * --generate): encoder, decoder and cross attention to the writers. */
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e);

@@ -50,6 +50,8 @@ struct Pipeline {
     HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
     int *s2s_layers[2], s2s_n_layers[2]; /* unequal depths: the encoder's and the decoder's (and cross) kept layers */
     double t_load, t_tok, t_fwd, t_write;
+    const OutImage *image; /* an image run's picture for the writers (run_image.c), else NULL */
+    char tok_err[512];     /* a whole CLIP/SigLIP model whose tokenizer could not be read: why (tok NULL) */
 };
 typedef struct Pipeline Run;
 
@@ -115,6 +117,10 @@ int run_s2s_stack_layers(Run *r, int *layers[2], int n_layers[2], AvErr *e);
 /* The stack names, in the order of the documents' stacks and s2s_stats (after the encoder's stats). */
 extern const char *const RUN_S2S_STACKS[3];
 
+/* run_image.c: a vision encoder on --image (and a whole CLIP/SigLIP model's text tower on the text):
+ * the picture decoded and preprocessed, its patches run, the outputs written. */
+int run_image(Run *r, AvErr *e);
+
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
 /* A page about to be written under its default name (no --html, -o) over a file
@@ -123,7 +129,7 @@ void run_warn_default_page(const RunSpec *o, const char *path);
 
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
-       W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON,
+       W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON, W_NPY_IMAGE_TOKENS, W_NPY_IMAGE_GRID, W_NPY_POOL_ATT, W_NPY_TEXT_ATT,
        W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_STACK0, W_NPY_STACK1, W_NPY_STACK2 /* an encoder-decoder
        document's stacks */, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
 /* Writes one output atomically (temporary file renamed into place). */

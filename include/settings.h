@@ -102,6 +102,8 @@ typedef struct {
 typedef struct {
     const char *text_a, *text_b;
     const char *decoder_text; /* --decoder-text: an encoder-decoder model's decoder input (text_a the source), or NULL */
+    const char *image;        /* --image FILE: a vision encoder's input (PNG or JPEG; text_a, if any, a whole CLIP
+                                 or SigLIP model's text), or NULL */
     Selection sel;
     CaptureSpec capture;
     PredictSpec predict;

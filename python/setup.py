@@ -4,7 +4,7 @@ compile the engine; the package needs no attnviz binary and no torch.
 
 The sources are found in $ATTNVIZ_SRC, else csrc/ beside this file (an sdist carries a copy
 there), else the repository this folder sits in. Building needs a C compiler, make, pkg-config
-and five Debian -dev packages; when any is missing the build stops with one line naming them.
+and seven Debian -dev packages; when any is missing the build stops with one line naming them.
 """
 
 import os
@@ -20,7 +20,7 @@ from setuptools.dist import Distribution
 HERE = os.path.dirname(os.path.abspath(__file__))
 # pkg-config name -> the Debian package that provides it (tools/deps.sh installs the same)
 PKGS = {"libcjson": "libcjson-dev", "libutf8proc": "libutf8proc-dev", "openblas": "libopenblas-dev",
-        "zlib": "zlib1g-dev", "oniguruma": "libonig-dev"}
+        "zlib": "zlib1g-dev", "oniguruma": "libonig-dev", "libpng": "libpng-dev", "libjpeg": "libjpeg62-turbo-dev"}
 # what an sdist copies from the repository: the library's sources and what its build reads
 SOURCES = ["Makefile", "LICENSE", "include", "src", "templates", "tools/embed.c", "abi/libattnviz.map"]
 
@@ -57,7 +57,7 @@ def build_library(out_dir, build_dir):
     src = source_root()
     jobs = os.environ.get("ATTNVIZ_JOBS") or str(os.cpu_count() or 1)
     os.makedirs(build_dir, exist_ok=True)
-    # PKGS: the library's five only (the CLI's server library is not needed here)
+    # PKGS: the library's seven only (the CLI's server library is not needed here)
     cmd = ["make", "-C", src, f"-j{jobs}", "--no-print-directory", f"B={build_dir}", f"PKGS={' '.join(PKGS)}",
            f"{build_dir}/libattnviz.so"]
     print("attnviz: " + " ".join(cmd), flush=True)

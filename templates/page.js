@@ -110,8 +110,9 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     c.kv_heads ? c.kv_heads + ' key/value heads (grouped)' : null,
     known(c.hidden_size) ? 'hidden ' + c.hidden_size : null, known(c.head_dim) ? 'd_head ' + c.head_dim : null,
     known(c.intermediate_size) ? 'FFN ' + c.intermediate_size : null, known(c.hidden_act) ? c.hidden_act : null,
-    known(c.vocab_size) ? 'vocab ' + fmtInt(c.vocab_size) : null,
-    !given ? 'max ' + c.max_position_embeddings + ' positions' : null,
+    /* a vision encoder reads patches: its image and patch sizes, not a vocabulary */
+    c.vision ? 'image ' + c.image_size + ' px' : known(c.vocab_size) ? 'vocab ' + fmtInt(c.vocab_size) : null,
+    c.vision ? 'patch ' + c.patch_size + ' px' : !given ? 'max ' + c.max_position_embeddings + ' positions' : null,
     c.positions === 'rotary' ? 'rotary positions' : null,
     c.sliding_window ? (c.sliding_window_bidirectional ? 'local window ±' + (c.sliding_window - 1) : 'sliding window ' + c.sliding_window) +
       ' (layers ' + c.sliding_layers.join(', ') + ')' : null,
@@ -136,6 +137,14 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
       addRow(sd.name[0].toUpperCase() + sd.name.slice(1), sideText(sd),
         sd.n + ' tokens (' + sd.special.filter(Boolean).length + ' special)');
     }
+  } else if (meta.image) {
+    /* an image run: the picture (and a whole CLIP/SigLIP model's text) */
+    const im = meta.image;
+    addRow('Image', im.file.replace(/^.*\//, ''), im.size[0] + ' × ' + im.size[1] + ' ' + im.mode + ', preprocessed to ' +
+      im.preprocessed[0] + ' × ' + im.preprocessed[1]);
+    if (im.text) addRow('Text', meta.text || '', im.text.tokens.length + ' tokens');
+    addRow('Tokens', Data.n + ' (' + im.grid.rows + ' × ' + im.grid.cols + ' patches' +
+      (Data.n > im.grid.rows * im.grid.cols ? ' after ' + (Data.n - im.grid.rows * im.grid.cols) + ' special' : '') + ')');
   } else {
     addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');
     if (meta.text_b !== null && meta.text_b !== undefined) addRow('Text B', meta.text_b);

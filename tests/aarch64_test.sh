@@ -43,7 +43,7 @@ fi
 missing=""
 command -v $TRIPLET-gcc >/dev/null 2>&1 || missing="$missing gcc-aarch64-linux-gnu"
 command -v "$QEMU" >/dev/null 2>&1 || missing="$missing qemu-user"
-for pc in libcjson libutf8proc openblas zlib libmicrohttpd check; do
+for pc in libcjson libutf8proc openblas zlib libmicrohttpd check libpng libjpeg; do
     [ -e "$LIBDIR/pkgconfig/$pc.pc" ] || missing="$missing $pc(arm64)"
 done
 [ -e "$LIBDIR/libonig.so.5" ] || [ -e "$LIBDIR/pkgconfig/oniguruma.pc" ] || missing="$missing libonig5:arm64"

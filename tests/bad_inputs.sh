@@ -523,7 +523,7 @@ case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 laye
 case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
-case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens, attribution or flow, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens, attribution, flow or image, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
 # ---- ModernBERT (tests/data/small-modernbert): its config keys and fused tensors
 MBS=$PWD/tests/data/small-modernbert
 mbfresh() { rm -rf "$T/m" && cp -r "$MBS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }

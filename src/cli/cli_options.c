@@ -29,6 +29,10 @@ const CliSection CLI_SECTIONS[SEC_N] = {
                  "what was generated. --predict K: the K most probable next tokens after every decoder token. --stats "
                  "and heads score the three stacks apart. serve refuses encoder-decoders, as do --qk, --hidden, "
                  "--telemetry, --measure norm, --no-special, --words and --heads."},
+    [SEC_IMAGE] = {"Vision encoders (vit, deit, dinov2, clip, siglip; docs/images.md)",
+                   "The image's patches are the tokens, after the class, distillation or register tokens the family "
+                   "has; the page opens on the Image view. A whole CLIP or SigLIP model also takes a TEXT: both towers "
+                   "run, and the image-text logit is printed."},
     [SEC_LENS] = {"Beyond attention (causal models with a head; one text)", NULL},
     [SEC_ANALYSIS] = {"Analysis", NULL},
     [SEC_HEADS] = {"Head scores (attnviz heads)", NULL},
@@ -392,6 +396,11 @@ const CliOption CLI_OPTIONS[] = {
      .section = SEC_S2S,
      .help = "run the decoder, teacher-forced, over TEXT (after the decoder's start token): encoder, decoder and "
              "cross attention per layer and head; diff: the decoder's text for both sources"},
+
+    /* Vision encoders */
+    {.name = "image", .arg = "FILE", .type = OPT_STRING, .at = CLI_AT(run.image), .cmds = C_RUN, .section = SEC_IMAGE,
+     .flags = OPT_NONEMPTY,
+     .help = "a PNG or JPEG, preprocessed as the model folder's preprocessor_config.json says"},
 
     /* Beyond attention */
     {.name = "logit-lens", .arg = "K", .type = OPT_INT, .lo = 1, .hi = 100, .what = "a count from 1 to 100",

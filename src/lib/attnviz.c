@@ -147,11 +147,11 @@ ATTNVIZ_API const char *attnviz_model_name(const attnviz_model *m) { return m ? 
 ATTNVIZ_API const char *attnviz_model_type(const attnviz_model *m) { return m ? m->p->cfg.model_type : NULL; }
 
 ATTNVIZ_API const char *attnviz_model_token(const attnviz_model *m, int id) {
-    return m && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_to_token(m->p->tok, id) : NULL;
+    return m && m->p->tok && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_to_token(m->p->tok, id) : NULL;
 }
 
 ATTNVIZ_API const char *attnviz_model_token_text(const attnviz_model *m, int id) {
-    return m && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_display(m->p->tok, id) : NULL;
+    return m && m->p->tok && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_display(m->p->tok, id) : NULL;
 }
 
 ATTNVIZ_API attnviz_status attnviz_tokenize(attnviz_model *m, const char *text_a, const char *text_b, int *ids,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "flow_out.h"
+#include "image_out.h"
 #include "lens_out.h"
 #include "output.h"
 #include "version.h"
@@ -553,6 +554,12 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     }
     if (c->qk_norm) sink_str(s, ",\"qk_norm\":true"); /* q and k RMS-normalized per head before rotary */
     if (c->attn_sinks) sink_str(s, ",\"attention_sinks\":true"); /* gpt-oss: "sinks" holds their shares */
+    if (c->vision) { /* a vision encoder: the tokens are an image's patches ("image" says where) */
+        sink_str(s, ",\"vision\":true,\"image_size\":");
+        sink_int(s, c->image_size);
+        sink_str(s, ",\"patch_size\":");
+        sink_int(s, c->patch_size);
+    }
     if (c->num_experts) { /* a mixture-of-experts MLP */
         sink_str(s, ",\"num_experts\":");
         sink_int(s, c->num_experts);
@@ -602,6 +609,10 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
     if (d->flow) {
         sink_flush(s);
         if (flow_json_member(s->f, d)) s->failed = 1;
+    }
+    if (d->image) {
+        sink_flush(s);
+        if (image_json_member(s->f, d, page)) s->failed = 1;
     }
 }
 

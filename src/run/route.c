@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "flow_out.h"
+#include "image_out.h"
 #include "lens_out.h"
 #include "npy.h"
 #include "report.h"
@@ -37,6 +38,10 @@ static int write_npy_sinks(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (
 static int write_stack0(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 0, e); }
 static int write_stack1(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 1, e); }
 static int write_stack2(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_stack(f, d, 2, e); }
+static int write_img_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_TOKENS, e); }
+static int write_img_grid(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_GRID, e); }
+static int write_pool_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_POOL, e); }
+static int write_text_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_TEXT, e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
     (void)d;
     if (!r->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
@@ -55,6 +60,8 @@ static const struct {
     [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
     [W_NPY_FLOW] = {write_flow_npy, 0}, [W_NPY_SINKS] = {write_npy_sinks, 0}, [W_NPY_STACK0] = {write_stack0, 0},
     [W_NPY_STACK1] = {write_stack1, 0}, [W_NPY_STACK2] = {write_stack2, 0},
+    [W_NPY_IMAGE_TOKENS] = {write_img_tokens, 0}, [W_NPY_IMAGE_GRID] = {write_img_grid, 0},
+    [W_NPY_POOL_ATT] = {write_pool_att, 0}, [W_NPY_TEXT_ATT] = {write_text_att, 0},
 };
 
 /* Writes one output atomically (temporary file renamed into place). */
@@ -100,7 +107,9 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
     } extra[] = {{".queries.npy", W_NPY_Q}, {".keys.npy", W_NPY_K}, {".pred_ids.npy", W_NPY_PRED_IDS},
                  {".pred_probs.npy", W_NPY_PRED_PROBS}, {".pred_positions.npy", W_NPY_PRED_POS}, {".ids.npy", W_NPY_IDS},
                  {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}, {".flow.npy", W_NPY_FLOW},
-                 {".sinks.npy", W_NPY_SINKS}};
+                 {".sinks.npy", W_NPY_SINKS}, {".image_tokens.npy", W_NPY_IMAGE_TOKENS},
+                 {".image_grid.npy", W_NPY_IMAGE_GRID}, {".pooling_attention.npy", W_NPY_POOL_ATT},
+                 {".text_attention.npy", W_NPY_TEXT_ATT}};
     static const char *const lens_suffix[] = {".logit_lens_ids.npy", ".logit_lens_probs.npy", ".logit_lens_rank.npy",
                                               ".attribution_heads.npy", ".attribution_mlp.npy", ".ablation.npy"};
     if (d->n_stacks) {
@@ -138,6 +147,11 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
         if ((w == W_NPY_NORM && !d->cap->nattn) || (w == W_NPY_VNORM && !d->cap->vnorm)) continue;
         if (w == W_NPY_FLOW && !d->flow) continue;
         if (w == W_NPY_SINKS && !d->cap->sinks) continue;
+        if ((w == W_NPY_IMAGE_TOKENS && !image_npy_has(d, IMAGE_NPY_TOKENS)) ||
+            (w == W_NPY_IMAGE_GRID && !image_npy_has(d, IMAGE_NPY_GRID)) ||
+            (w == W_NPY_POOL_ATT && !image_npy_has(d, IMAGE_NPY_POOL)) ||
+            (w == W_NPY_TEXT_ATT && !image_npy_has(d, IMAGE_NPY_TEXT)))
+            continue;
         char *p = npy_sibling(path, extra[i].suffix);
         int rc = p ? run_write_file(r, p, d, w, e) : av_err(e, "out of memory");
         free(p);

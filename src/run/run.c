@@ -141,6 +141,8 @@ void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncod
         d->lens_words = &r->lens_words;
     }
     if (o->lens.flow && !o->capture.tokens_only && cap && r->flow.on) d->flow = &r->flow;
+    d->image = r->image;
+    if (d->image && !d->init_view) d->init_view = "image"; /* an image run's page opens on the picture */
 }
 
 /* The positions of a masked model's mask tokens. */
@@ -217,6 +219,8 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
 /* Tokenizes and (unless tokens-only) runs the model on one input. */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     const RunSpec *o = r->o;
+    if (!r->tok)
+        return av_err_usage(e, "%s is a %s model: it reads an image (--image FILE), not text", r->name, r->cfg.model_type);
     double t0 = av_now_ms();
     int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
     if (o->capture.max_tokens > 0 && (max_len == 0 || o->capture.max_tokens < max_len)) max_len = o->capture.max_tokens;

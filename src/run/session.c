@@ -87,15 +87,24 @@ static int load_tokenizer(Run *r, int have_cfg, AvErr *e) {
         rc = tok_load_gguf(&r->tok, r->model.gguf, r->model.path, arch_spec(r->cfg.arch)->gguf_tok, e);
     } else {
         const ArchSpec *fam = have_cfg ? arch_spec(r->cfg.arch) : NULL;
+        /* a vision encoder reads no text: its folder has no tokenizer */
+        if (fam && fam->tokenizer == TOK_SOURCE_NONE) return 0;
         TokDirHint hint = {fam ? r->cfg.model_type : NULL, fam ? (TokSource)fam->tokenizer : TOK_SOURCE_ANY,
                            r->m.lowercase, ""};
         rc = tok_load_dir(&r->tok, r->dir, &hint, e);
         snprintf(used, sizeof used, "%s", hint.used);
+        if (rc != 0 && have_cfg && r->cfg.vision) {
+            /* a whole CLIP/SigLIP model runs on an image alone: its text tower's tokenizer is needed only
+             * with a text (run_image.c says why it is missing then) */
+            snprintf(r->tok_err, sizeof r->tok_err, "%s", e->msg);
+            return 0;
+        }
     }
     /* embeddings may have more rows than the tokenizer has ids (padded vocabularies), never fewer */
-    if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > r->cfg.vocab_size)
+    const int vocab = r->have_model && r->model.text ? r->model.text->cfg.vocab_size : r->cfg.vocab_size;
+    if (rc == 0 && have_cfg && tok_vocab_size(r->tok) > vocab)
         rc = av_err(e, "%s: %d tokens, but %s says vocab_size %d", used, tok_vocab_size(r->tok),
-                    r->model.gguf ? "its metadata" : "config.json", r->cfg.vocab_size);
+                    r->model.gguf ? "its metadata" : "config.json", vocab);
     return rc;
 }
 

@@ -39,7 +39,7 @@ export function ensureFixture() {
   const lib = path.join(ROOT, 'build/libattnviz.a');
   const src = path.join(ROOT, 'tests/page_fixture.c');
   if (mtime(FIXTURE) > Math.max(mtime(src), mtime(lib))) return FIXTURE;
-  const libs = execFileSync('pkg-config', ['--libs', 'libcjson', 'libutf8proc', 'openblas', 'zlib', 'oniguruma']).toString().trim().split(/\s+/);
+  const libs = execFileSync('pkg-config', ['--libs', 'libcjson', 'libutf8proc', 'openblas', 'zlib', 'oniguruma', 'libpng', 'libjpeg']).toString().trim().split(/\s+/);
   execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-Wall', '-Wextra', '-Werror', '-I' + path.join(ROOT, 'include'),
     '-o', FIXTURE, src, lib, ...libs, '-lm', '-lpthread'], { stdio: 'inherit' });
   return FIXTURE;

@@ -55,7 +55,7 @@ async function tabsAndKeys(page) {
 test('the tabs, sections and keys are the registered views in order, one per view_*.js file', async () => {
   const plain = cliPage('views-plain', ['--qk', 'time flies like an arrow']);
   const diff = diffPage('views-diff', ['--model', DEMO, 'the cat sat on the mat', 'the dog sat on a mat']);
-  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow']]]) {
+  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'image']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow', 'image']]]) {
     const { page, log } = await openPage(browser.ctx, html);
     try {
       const r = await tabsAndKeys(page);
@@ -63,13 +63,14 @@ test('the tabs, sections and keys are the registered views in order, one per vie
       assert.deepEqual(r.tabs, want);
       assert.deepEqual(r.sections, want);
       assert.deepEqual(r.keyed, want);
-      /* the lens and flow views need --logit-lens / --attribution / --ablate / --flow data, which these pages lack */
-      assert.deepEqual(r.disabled, ['lens', 'attribution', 'flow']);
+      /* the lens and flow views need --logit-lens / --attribution / --ablate / --flow data, the image view an
+       * image run (--image), which these pages lack */
+      assert.deepEqual(r.disabled, ['lens', 'attribution', 'flow', 'image']);
       clean(log);
     } finally { await page.close(); }
   }
   /* a diff page has every view there is: one per file */
-  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'flow', 'head', 'lens', 'matrix', 'model', 'neuron']);
+  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'flow', 'head', 'image', 'lens', 'matrix', 'model', 'neuron']);
 });
 
 test('a view is one file: a --templates folder with one more view_*.js has its tab, key and section', async () => {
@@ -97,7 +98,7 @@ Views.register({
   const { page, log } = await openPage(browser.ctx, p.html);
   try {
     const r = await tabsAndKeys(page);
-    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'extra']);
+    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'extra', 'image']);
     assert.deepEqual(r.keyed, r.tabs);
     assert.equal(await page.textContent('#tab-extra'), 'Extra view');
     await page.keyboard.press('8');
@@ -131,7 +132,7 @@ test('the registry refuses a clash with a page error', async () => {
 
 test('--view is checked against the registered views: one line naming them, exit 2', async () => {
   const run = args => spawnSync(ATTNVIZ, args, { encoding: 'utf8', input: '' });
-  const names = 'head, model, neuron, matrix, lens, attribution or flow';
+  const names = 'head, model, neuron, matrix, lens, attribution, flow or image';
   let r = run(['--model', DEMO, '--view', 'nope', 'time flies']);
   assert.equal(r.status, 2);
   assert.equal(r.stdout, '');

@@ -27,9 +27,9 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
         if (n > 0) return cli_usage(e, "--batch takes its inputs from the file, not '%s'", words[0]);
         return 0;
     }
-    if (n < 1) return cli_usage(e, "%s", "missing TEXT");
+    if (n < 1 && !r->image) return cli_usage(e, "%s", "missing TEXT");
     if (n > 2) return cli_usage(e, "too many arguments: '%s' (quote the text)", words[2]);
-    r->text_a = words[0];
+    r->text_a = n > 0 ? words[0] : NULL; /* --image: a whole CLIP or SigLIP model's text, if any */
     r->text_b = n == 2 ? words[1] : NULL;
     return 0;
 }
@@ -57,6 +57,7 @@ const CliCommand CLI_CMD_RUN = {
                 "attnviz --batch corpus.txt --shard 2/4 --stats --json stats.2.json   (then stats --merge)\n"
                 "attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
                 "attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
+                "attnviz --model tests/data/small-vit --image tests/data/vision-picture.png -o vit.html\n"
                 "attnviz -- head",
     .check = check,
     .run = run,
