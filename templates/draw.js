@@ -124,6 +124,35 @@ function tokPos(s, g) { return s.groups[s.visible[g]].first; }
 function tokLast(s, g) { const mem = s.groups[s.visible[g]].members; return mem[mem.length - 1]; }
 function tokGen(s, g) { return s.groups[s.visible[g]].gen; }
 
+/* An image run's patch tokens as small pictures of their patch (the text views' labels):
+ * a canvas of px CSS pixels, or null for a token that is no patch (or a page with no image).
+ * The picture decodes once (the page's own PNG); canvases made before that are drawn after. */
+let patchImg = null, patchWait = null;
+function tokThumb(s, g, px) {
+  const im = Data.meta.image;
+  if (!im || !im.png) return null;
+  const i = s.groups[s.visible[g]].first;
+  if (im.token_kinds[i] !== 'patch' || s.groups[s.visible[g]].members.length !== 1) return null;
+  const p = i - im.first_patch, P = im.patch_size, r = Math.floor(p / im.grid.cols), c = p % im.grid.cols;
+  const cv = el('canvas', 'tok-thumb');
+  const ctx = sizeCanvas(cv, px, px);
+  cv.style.verticalAlign = 'middle';
+  cv.style.marginRight = '4px';
+  cv.style.borderRadius = '2px';
+  const paint = img => ctx.drawImage(img, c * P, r * P, P, P, 0, 0, px, px);
+  if (patchImg) paint(patchImg);
+  else {
+    if (!patchWait) {
+      patchWait = [];
+      const img = new Image();
+      img.onload = () => { patchImg = img; patchWait.forEach(f => f(img)); patchWait = []; };
+      img.src = 'data:image/png;base64,' + im.png;
+    }
+    patchWait.push(paint);
+  }
+  return cv;
+}
+
 /* An encoder-decoder page's current stack in words: its rows and columns
  * ("decoder tokens", "encoder tokens") and their sides' names. */
 function stackAxes() {
@@ -488,7 +517,7 @@ function SvgPainter(w, h) {
 
 const Draw = {
   el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
-  tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, MASKED_TEXT, stackAxes,
+  tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, tokThumb, MASKED_TEXT, stackAxes,
   seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled, heatHover,
   canvasPainterOn, CanvasPainter, SvgPainter,
 };

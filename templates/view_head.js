@@ -59,6 +59,8 @@ function HeadView(host, spec) {
     if (Draw.tokGen(ts, g)) d.classList.add('gen');
     if (Draw.tokSeg(ts, g) === 1) d.classList.add('seg-b');
     const tt = Draw.el('span', 't', Draw.tokLabel(ts, g));
+    const thumb = Draw.tokThumb(ts, g, Math.max(10, rh - 3)); /* an image run: the patch itself */
+    if (thumb) tt.prepend(thumb);
     const ttl = Draw.tokTitle(ts, g);
     if (ttl) d.title = ttl;
     const v = Draw.el('span', 'v');

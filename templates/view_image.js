@@ -129,7 +129,7 @@ function paintOverlay(cv, W, H, grid, gamma, opts) {
     img.data[4 * p] = rgb[0];
     img.data[4 * p + 1] = rgb[1];
     img.data[4 * p + 2] = rgb[2];
-    img.data[4 * p + 3] = Math.round(255 * (0.18 + 0.62 * a));
+    img.data[4 * p + 3] = Math.round(255 * (a < 0.03 ? 0 : 0.12 + 0.7 * a)); /* nothing over the unattended */
   }
   hx.putImageData(img, 0, 0);
   ctx.imageSmoothingEnabled = !!opts.smooth;
@@ -329,8 +329,8 @@ function ImageView(host, c) {
   }
   const uniform = 1 / n;
   tc.appendChild(Draw.el('div', 'hint', 'The mean attention each patch receives (uniform: ' + (100 * uniform).toFixed(2) +
-    '%); pick "every query" to see them dashed on the picture. A few background patches far above the rest are the ' +
-    'high-norm tokens of "Vision Transformers Need Registers".'));
+    '%); "every query" dashes them on the picture. Background patches far above the rest would be the high-norm ' +
+    'tokens of "Vision Transformers Need Registers" (DINOv2 without registers).'));
   side.appendChild(tc);
 
   if (im.text) { /* a whole CLIP/SigLIP model: the text and the similarity */

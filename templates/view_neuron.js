@@ -54,6 +54,8 @@ function NeuronView(host, spec, qk) {
   qcol.appendChild(Draw.el('div', 'qh', 'Query'));
   const qEls = rows.map(g => {
     const e = Draw.el('div', 'tok', Draw.tokLabel(t.rows, g));
+    const thumb = Draw.tokThumb(t.rows, g, Math.max(10, rh - 4)); /* an image run: the patch itself */
+    if (thumb) e.prepend(thumb);
     const ttl = Draw.tokTitle(t.rows, g);
     if (ttl) e.title = ttl;
     e.style.height = rh + 'px';
@@ -93,6 +95,8 @@ function NeuronView(host, spec, qk) {
     r.style.height = rh + 'px';
     r.dataset.pos = Draw.tokPos(t.cols, g);
     const lab = Draw.el('div', 'nv-lab', Draw.tokLabel(t.cols, g));
+    const kthumb = Draw.tokThumb(t.cols, g, 12);
+    if (kthumb) lab.prepend(kthumb);
     const ttl = Draw.tokTitle(t.cols, g);
     if (ttl) lab.title = ttl;
     if (Draw.tokSpecial(t.cols, g)) lab.classList.add('special');
