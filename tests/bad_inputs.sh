@@ -831,4 +831,6 @@ vfresh; cfg_edit_v() { M=$VM cfg_edit "$1"; }; cfg_edit_v 'c["patch_size"] = 5'
 case_ vision_config_image_not_a_multiple_of_patch 1 "config.json: image_size 32 is not a multiple of patch_size 5" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["image_size"] = 48'
 case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
+case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model: attnviz does not run the image tokens inside a decoder yet" -- --model "$VM" --quiet --json out.json --image "$PIC"
 echo "INFO bad-input catalog: $n_case cases"

@@ -90,6 +90,17 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
     const char *arch0 = cJSON_IsString(a0) ? a0->valuestring : NULL;
     if (!mt && !arch0) return arch_default();
     const ArchSpec *spec = arch_detect(mt ? mt->valuestring : NULL, arch0);
+    /* vision-language models (image tokens inside a decoder's sequence) are named, not listed among
+     * the families: one line saying what attnviz reads of them instead */
+    static const char *const VLM[] = {"llava", "llava_next", "llava_onevision", "gemma3", "idefics3", "smolvlm",
+                                      "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "paligemma", "mllama", "idefics2"};
+    for (size_t i = 0; !spec && mt && i < sizeof VLM / sizeof VLM[0]; i++)
+        if (!strcmp(mt->valuestring, VLM[i])) {
+            av_err(e, "%s: \"%s\" is a vision-language model: attnviz does not run the image tokens inside a "
+                      "decoder yet (its vision tower alone as a clip or siglip folder, its text model alone, or a "
+                      "vision encoder: docs/images.md)", path, VLM[i]);
+            return NULL;
+        }
     if (!spec)
         av_err(e, "%s: model %s \"%.40s\" is not supported (attnviz runs %s)", path, mt ? "type" : "architecture",
                mt ? mt->valuestring : arch0, arch_supported_list());
