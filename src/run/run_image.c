@@ -16,13 +16,15 @@
 #include "run_internal.h"
 #include "vision.h"
 
+#define NAME_LEN 32 /* a token's name: "[REG64]", "9999,9999" (vis_grid bounds the grid) */
+
 /* What a run of one image holds until its outputs are written. */
 typedef struct {
     ImgProc proc;
     AvImage img;
     ImgPixels px;
     TokEncoding enc;       /* the image's tokens (names in names) */
-    char *names;           /* (n, 16) their spellings */
+    char *names;           /* (n, NAME_LEN) their spellings */
     const char **spell;    /* (n) pointers into names */
     int *kind;             /* (n) OUT_TOK_* */
     float *x;              /* (n, hidden) the first layer's input */
@@ -53,7 +55,7 @@ static int image_tokens(ImageRun *ir, const ModelConfig *c, int rows, int cols, 
     TokEncoding *t = &ir->enc;
     memset(t, 0, sizeof *t);
     t->n = n, t->b_start = -1;
-    ir->names = malloc((size_t)n * 16);
+    ir->names = malloc((size_t)n * NAME_LEN);
     ir->spell = malloc((size_t)n * sizeof *ir->spell);
     ir->kind = malloc((size_t)n * sizeof *ir->kind);
     t->ids = calloc((size_t)n, sizeof *t->ids);
@@ -65,14 +67,14 @@ static int image_tokens(ImageRun *ir, const ModelConfig *c, int rows, int cols, 
         return av_err(e, "out of memory for %d image tokens", n);
     memset(t->word_start, 1, (size_t)n);
     int i = 0;
-    if (c->vis_cls) snprintf(ir->names, 16, "[CLS]"), ir->kind[i] = OUT_TOK_CLS, t->role[i] = TOK_ROLE_CLS, t->special[i++] = 1;
-    if (c->vis_dist) snprintf(ir->names + 16 * i, 16, "[DIST]"), ir->kind[i] = OUT_TOK_DIST, t->special[i++] = 1;
-    for (int k = 0; k < c->vis_registers; k++)
-        snprintf(ir->names + 16 * i, 16, "[REG%d]", k + 1), ir->kind[i] = OUT_TOK_REGISTER, t->special[i++] = 1;
-    for (int y = 0; y < rows && y < 10000; y++) /* vis_grid bounds the patches (CFG_MAX_VIS_TOKENS) */
-        for (int x = 0; x < cols && x < 10000; x++, i++)
-            snprintf(ir->names + 16 * i, 16, "%d,%d", y, x), ir->kind[i] = OUT_TOK_PATCH;
-    for (int k = 0; k < n; k++) ir->spell[k] = ir->names + 16 * k;
+    if (c->vis_cls) snprintf(ir->names, NAME_LEN, "[CLS]"), ir->kind[i] = OUT_TOK_CLS, t->role[i] = TOK_ROLE_CLS, t->special[i++] = 1;
+    if (c->vis_dist) snprintf(ir->names + NAME_LEN * i, NAME_LEN, "[DIST]"), ir->kind[i] = OUT_TOK_DIST, t->special[i++] = 1;
+    for (unsigned k = 0; k < (unsigned)c->vis_registers; k++)
+        snprintf(ir->names + NAME_LEN * i, NAME_LEN, "[REG%u]", k + 1), ir->kind[i] = OUT_TOK_REGISTER, t->special[i++] = 1;
+    for (unsigned y = 0; y < (unsigned)rows; y++)
+        for (unsigned x = 0; x < (unsigned)cols; x++, i++)
+            snprintf(ir->names + NAME_LEN * i, NAME_LEN, "%u,%u", y, x), ir->kind[i] = OUT_TOK_PATCH;
+    for (int k = 0; k < n; k++) ir->spell[k] = ir->names + NAME_LEN * k;
     t->tokens = t->display = ir->spell;
     return 0;
 }
@@ -159,6 +161,9 @@ int run_image(Run *r, AvErr *e) {
     r->image = &oi;
     rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &ir.enc, &r->cap, NULL, e);
     r->image = NULL;
+    /* --stats and heads: the scores of this one input, written as a text run's are */
+    if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
+    if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
 done:
     image_run_free(&ir);
     return rc;
