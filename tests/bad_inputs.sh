@@ -814,6 +814,7 @@ case_ image_a_fifo 1 "img.fifo: not a regular file \(a FIFO\)" -- --model "$V" -
 case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
 case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \(--image FILE, PNG or JPEG\)" -- --model "$V" --quiet --json out.json "a text"
 case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
+case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
 case_ image_with_predict 2 "--image runs one picture: not with --batch, --out-dir, --predict" -- --model "$V" --quiet --json out.json --image "$PIC" --predict 3
 vfresh; rm "$VM/preprocessor_config.json"
 case_ image_no_preprocessor_config 1 "no preprocessor_config.json: the model folder does not say how to prepare an image" -- --model "$VM" --quiet --json out.json --image "$PIC"

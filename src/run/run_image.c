@@ -90,6 +90,9 @@ static int check_image_run(const Run *r, AvErr *e) {
         return av_err_usage(e, "%s is a %s model: it reads the image only, not a text (a whole CLIP or SigLIP model "
                                "reads both)", r->name, c->model_type);
     if (o->text_a && !r->tok) return av_err(e, "%s: the text tower's tokenizer cannot be read: %s", r->name, r->tok_err);
+    if (o->capture.no_special)
+        return av_err_usage(e, "%s", "--image keeps every token (the image's grid reads their places): hide the "
+                                     "class and register tokens on the page instead");
     if (o->batch.path || o->predict.k || o->predict.generate_n || o->capture.tokens_only || o->capture.words ||
         o->capture.telemetry || o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow ||
         o->output.out_dir || o->decoder_text)
