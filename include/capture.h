@@ -100,6 +100,13 @@ typedef struct {
     /* A model with attention sinks (gpt-oss): each kept head's sink share of
      * every query row, 1 minus the row's weights over the keys; NULL otherwise. */
     float *sinks;      /* (blocks, n_tokens) as vnorm */
+    /* Rows kept as a pass makes them (generation's streamed rows:
+     * model_capture_add_rows), NULL if not kept: per block, the query rows
+     * [rows_from, rows_from + rows_n) of the pass, each over keys [0, n_tokens)
+     * (0 past the keys the pass has); rows of the window a pass does not make
+     * are left as they were. The caller moves rows_from between passes. */
+    float *rows;       /* (blocks, rows_n, n_tokens) */
+    int rows_from, rows_n;
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an

@@ -241,6 +241,10 @@ int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, in
  * size <= n) to a capture: the forward pass fills it as it makes the rows.
  * Bytes: blocks * size^2 floats. */
 int model_capture_maxpool(Capture *cap, int size, AvErr *e);
+/* Adds rows_n rows per kept head (capture.h's rows, rows_from 0) to a
+ * capture: each pass copies the rows of that window it makes. Bytes:
+ * blocks * rows_n * n_tokens floats. */
+int model_capture_add_rows(Capture *cap, int rows_n, AvErr *e);
 /* Adds per-token value norms (capture.h's vnorm) to a capture made by one of
  * the functions above: the forward pass then computes them for the kept
  * layers and heads (and the values of the last kept layer, which it skips

@@ -92,6 +92,105 @@ void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Ca
  * the strings are the tokenizer's: valid while p lives). */
 int pipeline_spell(const Pipeline *p, const int *ids, int n, OutSpelling *w, AvErr *e);
 void pipeline_spelling_free(OutSpelling *w);
+/* ---------------------------------------------------------------- generation
+ * for a server or the library (run_generate.c; the CLI's --generate is run.c's):
+ * one prompt continued token by token, each token handed over as it comes
+ * with its text, log-probabilities and, when asked, its attention. */
+
+/* The prompt's ids for text as the model's tokenizer encodes it (its template's
+ * specials included), not truncated: the caller checks the length. chat: the
+ * text is a rendered chat template, which writes its own start token (a
+ * second one the tokenizer adds is dropped). Reads only: any thread. */
+int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e);
+
+/* A chat's messages, rendered by the model's chat template with the
+ * assistant's turn opened (add_generation_prompt): *text to free. Reads only. */
+typedef struct {
+    const char *role;    /* "system", "user", "assistant", ... */
+    const char *content;
+} PipeChatMsg;
+int pipeline_chat_prompt(const Pipeline *p, const PipeChatMsg *m, int n, char **text, AvErr *e);
+/* Whether the model has a chat template this build can render (NULL), else why not. */
+const char *pipeline_chat_missing(const Pipeline *p);
+
+/* What a generation is asked for. */
+#define PIPE_GEN_MAX_STOP 4
+typedef struct {
+    int max_new;                  /* tokens at most (>= 1); the model's positions may leave fewer */
+    double temperature, top_p;    /* 0: greedy; 1: no nucleus */
+    unsigned long long seed;
+    const char *stop[PIPE_GEN_MAX_STOP]; /* stop strings (n_stop, none empty): the text ends before the first */
+    int n_stop;
+    int logprobs, top_logprobs;   /* generate.h's GenOptions */
+    /* attention (attn 0: nothing is captured, the plain generation's cost) */
+    int attn;
+    const int *layers;            /* NULL: every layer */
+    int n_layers;
+    const int *heads;             /* NULL: every head */
+    int n_heads;
+    int top_k;                    /* heaviest keys of each row (0..CAP_TEL_MAX_TOP) */
+    int stats;                    /* each row's entropy, sink share (key 0's weight) and mean distance */
+    int rows;                     /* whole rows */
+    int prompt;                   /* the prompt's rows too, once */
+} PipeGenSpec;
+
+/* Attention of the kept heads at positions [pos0, pos0 + n_pos): blocks are
+ * the kept layers x the kept heads, in the order asked (repeats dropped). */
+typedef struct {
+    int pos0, n_pos;
+    int n_layers, n_heads;
+    const int *layers, *heads;    /* (n_layers), (n_heads) */
+    int top_k;
+    const int *keys;              /* (n_pos, blocks, top_k) heaviest first (ties: the earlier key); -1 past the row */
+    const float *weights;         /* (n_pos, blocks, top_k) their weights; 0 past the row */
+    const float *entropy, *sink, *distance; /* (n_pos, blocks) with stats, else NULL: nats, key 0's weight, sum p_j |i - j| */
+    int n_keys;                   /* pos0 + n_pos */
+    const float *rows;            /* (n_pos, blocks, n_keys) with rows (0 past a row's keys), else NULL */
+} PipeGenAttn;
+
+typedef struct {
+    int index, position, id;      /* the index-th generated token, at that position */
+    const char *token;            /* the vocabulary's spelling */
+    const char *bytes;            /* the token's own bytes (n_bytes; may end inside a character) */
+    size_t n_bytes;
+    const char *text;             /* the text it made final: UTF-8, NUL-terminated, maybe "" (a character not
+                                     yet complete, or what may be a stop string's start, waits) */
+    size_t text_len;
+    float prob;                   /* generate.h's GenToken */
+    double logprob;
+    int n_top;
+    const int *top_ids;
+    const double *top_logprobs;
+    const PipeGenAttn *attn;      /* NULL without attention */
+} PipeGenToken;
+
+typedef enum { PIPE_FINISH_LENGTH = 0, PIPE_FINISH_EOS, PIPE_FINISH_STOP, PIPE_FINISH_CANCELLED } PipeFinish;
+
+/* Where the tokens go; a nonzero return ends the generation (PIPE_FINISH_CANCELLED). */
+typedef struct {
+    /* once the prompt has run: its ids; attn its rows (spec's prompt) or NULL */
+    int (*on_prompt)(void *ctx, const int *ids, int n, const PipeGenAttn *attn);
+    int (*on_token)(void *ctx, const PipeGenToken *t);
+    void *ctx;
+} PipeGenSink;
+
+typedef struct {
+    int n_prompt, n_generated;
+    PipeFinish finish;
+    char *text;                   /* every token's text joined (to free) */
+    size_t text_len;
+} PipeGenResult;
+
+/* Bytes a generation of n_prompt + max_new tokens keeps beyond the model's own
+ * buffers (the attention it captures; 0 without), to refuse before starting. */
+double pipeline_generate_bytes(const Pipeline *p, const PipeGenSpec *gs, int n_prompt);
+/* Generates after ids (n_prompt >= 1; the model must be causal with a head),
+ * calling sink as it goes. A usage error for a spec out of range. Not
+ * thread-safe: one caller at a time per pipeline. */
+int pipeline_generate(Pipeline *p, const int *ids, int n_prompt, const PipeGenSpec *gs, const PipeGenSink *sink,
+                      PipeGenResult *res, AvErr *e);
+void pipeline_gen_result_free(PipeGenResult *res);
+
 /* attnviz diff: two texts on one model (m) or one text on two (m and ds->model_b), run
  * through the same loading and tokenizing, compared (diff.h) and written: the
  * table on stdout, --json, the page. 0 or -1 (a usage error for a selection

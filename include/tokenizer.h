@@ -120,6 +120,14 @@ int tok_is_special(const Tokenizer *t, int id); /* one of the style's special to
 const char *tok_id_display(const Tokenizer *t, int id);
 int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e);
 int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, int n, AvErr *e);
+/* The bytes tok_decode joins before its UTF-8 check (a token may end inside
+ * a character: a stream of them is checked as it grows): *out (to free,
+ * NUL-terminated, though it may hold NULs) and *len. first: ids[0] begins the
+ * text (WordPiece puts no space before it); 0 continues a text. */
+int tok_decode_bytes(const Tokenizer *t, const int *ids, int n, int first, char **out, size_t *len, AvErr *e);
+/* n bytes as UTF-8 text the way tok_decode makes it: each maximal ill-formed
+ * run and each NUL as U+FFFD. *out (to free, NUL-terminated) and *len. */
+int tok_utf8_lossy(const char *s, size_t n, char **out, size_t *len, AvErr *e);
 /* How tok_encoding_append spells an id past the tokenizer's vocabulary (a
  * padded embedding row): the model can pick one; it decodes to nothing. */
 #define TOK_NO_TOKEN "<no token>"

@@ -179,6 +179,18 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
         model_telemetry_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule, st);
     if (r->cap->sc_sum)
         model_score_rows(r->cap, r->layer, r->head, r->row0 + i0, probs, ldp, i1 - i0, r->ncols, r->rule, st);
+    if (r->cap->rows) {
+        /* the rows of the kept window among these */
+        const Capture *c = r->cap;
+        const int a = r->row0 + i0 > c->rows_from ? r->row0 + i0 : c->rows_from,
+                  b = r->row0 + i1 < c->rows_from + c->rows_n ? r->row0 + i1 : c->rows_from + c->rows_n;
+        const size_t n = (size_t)c->n_tokens, w = (size_t)r->ncols < n ? (size_t)r->ncols : n;
+        for (int i = a; i < b; i++) {
+            float *dst = c->rows + (cap_block(c, r->layer, r->head) * (size_t)c->rows_n + (size_t)(i - c->rows_from)) * n;
+            memcpy(dst, probs + (size_t)(i - r->row0 - i0) * ldp, w * sizeof *dst);
+            memset(dst + w, 0, (n - w) * sizeof *dst);
+        }
+    }
 }
 
 /* One head's attention, kern_attention_kv's arguments, into cap (NULL: the
@@ -199,7 +211,7 @@ static int head_attention(Capture *cap, int l, int h, int row0, float *ctxT, con
             if (!all_finite(probs + (size_t)i * ldp, (size_t)nk)) return -1;
         return 0;
     }
-    RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum) ? cap : NULL, l, h, row0, nk, rule};
+    RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum || cap->rows) ? cap : NULL, l, h, row0, nk, rule};
     /* the softmax's moments spare telemetry and the score sums a sweep of each
      * row (not the sums of value-weighted shares or of a template's weights) */
     kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,

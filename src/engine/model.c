@@ -983,6 +983,16 @@ int model_capture_add_telemetry(Capture *cap, int top_k, const int *ids, AvErr *
     return 0;
 }
 
+int model_capture_add_rows(Capture *cap, int rows_n, AvErr *e) {
+    if (cap->rows) return av_err(e, "rows: the capture has them already");
+    if (rows_n < 1 || (size_t)rows_n > cap->cap_tokens)
+        return av_err(e, "rows: %d rows a head is outside 1..%zu", rows_n, cap->cap_tokens);
+    if (!(cap->rows = calloc(cap_blocks(cap) * (size_t)rows_n * cap->cap_tokens, sizeof(float))))
+        return av_err(e, "out of memory for %d attention rows a head (%zu tokens)", rows_n, cap->cap_tokens);
+    cap->rows_from = 0, cap->rows_n = rows_n;
+    return 0;
+}
+
 size_t model_capture_telemetry_bytes(size_t blocks, int n, int top_k) {
     return blocks * (size_t)n * (CAP_TEL_N + 2 * (size_t)top_k) * sizeof(float) +
            (size_t)n * (sizeof(int) + sizeof(unsigned long long));
@@ -1079,6 +1089,7 @@ void model_capture_free(Capture *cap) {
     free(cap->mlp_out);
     free(cap->moe_ids);
     free(cap->moe_w);
+    free(cap->rows);
     memset(cap, 0, sizeof *cap);
 }
 
@@ -1111,6 +1122,8 @@ void model_capture_trim(Capture *cap, int n) {
         for (size_t i = 0; i < nn; i++) memmove(cap->attn + (b * nn + i) * nn, cap->attn + (b * ld + i) * ld, nn * sizeof(float));
     for (size_t b = 0; cap->vnorm && b < blocks; b++) memmove(cap->vnorm + b * nn, cap->vnorm + b * ld, nn * sizeof(float));
     for (size_t b = 0; cap->sinks && b < blocks; b++) memmove(cap->sinks + b * nn, cap->sinks + b * ld, nn * sizeof(float));
+    for (size_t r = 0; cap->rows && r < blocks * (size_t)cap->rows_n; r++)
+        memmove(cap->rows + r * nn, cap->rows + r * ld, nn * sizeof(float));
     for (size_t b = 0; cap->q && b < blocks; b++) {
         memmove(cap->q + b * nn * dh, cap->q + b * ld * dh, nn * dh * sizeof(float));
         memmove(cap->k + b * nn * dh, cap->k + b * ld * dh, nn * dh * sizeof(float));

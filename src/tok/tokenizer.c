@@ -1142,6 +1142,41 @@ int tok_decode(const Tokenizer *t, const int *ids, int n, char **out, AvErr *e) 
     return 0;
 }
 
+int tok_utf8_lossy(const char *s, size_t n, char **out, size_t *len, AvErr *e) {
+    Buf v = {0};
+    int rc = buf_add(&v, "", 0);
+    for (size_t i = 0; i < n && rc == 0;) {
+        int32_t c;
+        utf8proc_ssize_t w = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &c);
+        if (w > 0 && c != 0) {
+            rc = buf_add(&v, s + i, (size_t)w), i += (size_t)w;
+            continue;
+        }
+        i += w > 0 ? (size_t)w : invalid_run((const unsigned char *)s + i, n - i);
+        rc = buf_add(&v, "\xef\xbf\xbd", 3);
+    }
+    if (rc) {
+        free(v.p);
+        *out = NULL, *len = 0;
+        return av_err(e, "out of memory");
+    }
+    *out = v.p, *len = v.n;
+    return 0;
+}
+
+int tok_decode_bytes(const Tokenizer *t, const int *ids, int n, int first, char **out, size_t *len, AvErr *e) {
+    Buf b = {0};
+    *out = NULL, *len = 0;
+    int rc = buf_add(&b, "", 0);
+    for (int i = 0; i < n && rc == 0; i++) rc = token_bytes(t, ids[i], first && i == 0, &b);
+    if (rc) {
+        free(b.p);
+        return av_err(e, "out of memory decoding %d tokens", n);
+    }
+    *out = b.p, *len = b.n;
+    return 0;
+}
+
 int tok_encoding_append(const Tokenizer *t, TokEncoding *enc, const int *ids, int n, AvErr *e) {
     TokEncoding old = *enc, grown = {0};
     const size_t total = (size_t)old.n + (size_t)n;
