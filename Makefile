@@ -56,7 +56,7 @@ LIB_REAL := libattnviz.so.$(ABI).$(word 2,$(subst ., ,$(VERSION))).$(word 3,$(su
 # The command line (src/cli/: its table, parser and command rows) and the server are the CLI's:
 # the library is the rest.
 CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(wildcard src/cli/*.c src/cli/*/*.c)))
-LIB_OBJS := $(filter-out $(CLI_OBJS) $(B)/obj/serve.o $(B)/obj/live.o,$(OBJS))
+LIB_OBJS := $(filter-out $(CLI_OBJS) $(B)/obj/serve.o $(B)/obj/live.o $(B)/obj/openai.o,$(OBJS))
 LIBDIR   ?= $(PREFIX)/lib
 # make demo, make test and the fuzz and tsan builds compile through a sub-make on every core: on a
 # fresh machine the two builds of make test (optimized and sanitized) otherwise take minutes one file at a time.

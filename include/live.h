@@ -8,6 +8,7 @@
 #ifndef ATTNVIZ_LIVE_H
 #define ATTNVIZ_LIVE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -57,6 +58,28 @@ LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsign
  * response, its meta with the generation. */
 #define LIVE_MAX_GENERATE 512
 LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e);
+
+/* ---- generation (the OpenAI-compatible routes, serve/openai.c) ----------
+ * A request takes a place in the forward queue before its answer starts
+ * (LIVE_BUSY past --queue), so a stream that has begun has its place; the
+ * generation then waits for the model's turn within --timeout, and *cancel
+ * (the client went away) ends the wait or the generation at the next token. */
+struct Pipeline;
+struct PipeGenSpec;
+LiveStatus live_queue_enter(Live *lv, AvErr *e);
+void live_queue_leave(Live *lv);
+/* Model m's pipeline, for what only reads it (tokenizing, a chat's prompt, spellings): any thread. */
+const struct Pipeline *live_pipeline(const Live *lv, int m);
+/* Whether model m generates (a decoder with a language-model head): NULL, else why not. */
+const char *live_cannot_generate(const Live *lv, int m);
+/* pipeline_generate on model m in its turn (pipeline.h's spec, sink and
+ * result; its warnings are not kept): LIVE_BAD_INPUT for what the spec asks
+ * that cannot be, LIVE_TIMEOUT, LIVE_FAILED; LIVE_OK when cancelled too (the
+ * result's finish says so). */
+struct PipeGenSink;
+struct PipeGenResult;
+LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const struct PipeGenSpec *spec,
+                         const struct PipeGenSink *sink, const atomic_int *cancel, struct PipeGenResult *result, AvErr *e);
 
 /* A run's capture, held until live_release (recomputed first if evicted). */
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e);

@@ -103,6 +103,14 @@ void pipeline_spelling_free(OutSpelling *w);
  * second one the tokenizer adds is dropped). Reads only: any thread. */
 int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e);
 
+/* The model's display name; id's spelling in the vocabulary, and as a person
+ * reads it (NULL when id is not in it); id's bytes as the text holds them (*b
+ * to free). Read only: any thread. */
+const char *pipeline_name(const Pipeline *p);
+const char *pipeline_token(const Pipeline *p, int id);
+const char *pipeline_token_text(const Pipeline *p, int id);
+int pipeline_token_bytes(const Pipeline *p, int id, char **b, size_t *n, AvErr *e);
+
 /* A chat's messages, rendered by the model's chat template with the
  * assistant's turn opened (add_generation_prompt): *text to free. Reads only. */
 typedef struct {
@@ -115,7 +123,7 @@ const char *pipeline_chat_missing(const Pipeline *p);
 
 /* What a generation is asked for. */
 #define PIPE_GEN_MAX_STOP 4
-typedef struct {
+typedef struct PipeGenSpec {
     int max_new;                  /* tokens at most (>= 1); the model's positions may leave fewer */
     double temperature, top_p;    /* 0: greedy; 1: no nucleus */
     unsigned long long seed;
@@ -167,14 +175,14 @@ typedef struct {
 typedef enum { PIPE_FINISH_LENGTH = 0, PIPE_FINISH_EOS, PIPE_FINISH_STOP, PIPE_FINISH_CANCELLED } PipeFinish;
 
 /* Where the tokens go; a nonzero return ends the generation (PIPE_FINISH_CANCELLED). */
-typedef struct {
+typedef struct PipeGenSink {
     /* once the prompt has run: its ids; attn its rows (spec's prompt) or NULL */
     int (*on_prompt)(void *ctx, const int *ids, int n, const PipeGenAttn *attn);
     int (*on_token)(void *ctx, const PipeGenToken *t);
     void *ctx;
 } PipeGenSink;
 
-typedef struct {
+typedef struct PipeGenResult {
     int n_prompt, n_generated;
     PipeFinish finish;
     char *text;                   /* every token's text joined (to free) */

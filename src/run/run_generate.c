@@ -31,6 +31,13 @@ int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids
     return 0;
 }
 
+const char *pipeline_name(const Pipeline *p) { return p->name; }
+const char *pipeline_token(const Pipeline *p, int id) { return tok_id_to_token(p->tok, id); }
+const char *pipeline_token_text(const Pipeline *p, int id) { return tok_id_display(p->tok, id); }
+int pipeline_token_bytes(const Pipeline *p, int id, char **b, size_t *n, AvErr *e) {
+    return tok_decode_bytes(p->tok, &id, 1, 0, b, n, e);
+}
+
 void pipeline_gen_result_free(PipeGenResult *res) {
     free(res->text);
     memset(res, 0, sizeof *res);

@@ -515,6 +515,68 @@ done:
     return st;
 }
 
+/* ---------------------------------------------------------------- generation */
+
+LiveStatus live_queue_enter(Live *lv, AvErr *e) {
+    pthread_mutex_lock(&lv->mu);
+    const int full = lv->queued >= lv->lim.max_queue;
+    if (!full) lv->queued++;
+    pthread_mutex_unlock(&lv->mu);
+    if (full) return av_err(e, "%d requests are already waiting for the model: try again", lv->lim.max_queue), LIVE_BUSY;
+    return LIVE_OK;
+}
+
+void live_queue_leave(Live *lv) {
+    pthread_mutex_lock(&lv->mu);
+    lv->queued--;
+    pthread_mutex_unlock(&lv->mu);
+}
+
+const Pipeline *live_pipeline(const Live *lv, int m) { return m >= 0 && m < lv->n_models ? lv->m[m].p : NULL; }
+
+const char *live_cannot_generate(const Live *lv, int m) {
+    if (m < 0 || m >= lv->n_models) return "no such model";
+    const ModelConfig *c = model_cfg(lv, m);
+    if (!c->causal || c->enc_dec) return "it is not a decoder-only (causal) model";
+    return pipeline_head_missing(lv->m[m].p);
+}
+
+/* Model m's turn within the time limit, given up as soon as *cancel is set. */
+static LiveStatus wait_turn(Live *lv, int m, const atomic_int *cancel, AvErr *e) {
+    const double until = av_now_ms() + lv->lim.timeout_ms;
+    for (;;) {
+        if (cancel && atomic_load(cancel)) return av_err(e, "cancelled"), LIVE_FAILED;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        const double left = until - av_now_ms(), step = left < 50 ? (left > 0 ? left : 0) : 50;
+        ts.tv_nsec += (long)(step * 1e6);
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        const int rc = pthread_mutex_timedlock(&lv->m[m].fwd, &ts);
+        if (rc == 0) return LIVE_OK;
+        if (rc != ETIMEDOUT) return av_err(e, "cannot take the model's lock"), LIVE_FAILED;
+        if (av_now_ms() >= until)
+            return av_err(e, "the model stayed busy for %.0f s (the time limit)", lv->lim.timeout_ms / 1000.0), LIVE_TIMEOUT;
+    }
+}
+
+LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSpec *spec, const PipeGenSink *sink,
+                         const atomic_int *cancel, PipeGenResult *result, AvErr *e) {
+    const char *why = live_cannot_generate(lv, m);
+    if (why) return av_err(e, "this model cannot generate: %s", why), LIVE_BAD_INPUT;
+    LiveStatus st = wait_turn(lv, m, cancel, e);
+    if (st != LIVE_OK) return st;
+    drop_notes();
+    AvErr ge = {0};
+    const int rc = pipeline_generate(lv->m[m].p, ids, n, spec, sink, result, &ge);
+    end_notes();
+    pthread_mutex_unlock(&lv->m[m].fwd);
+    if (rc != 0) {
+        *e = ge;
+        return ge.kind == AV_ERR_USAGE ? LIVE_BAD_INPUT : LIVE_FAILED;
+    }
+    return LIVE_OK;
+}
+
 /* ---------------------------------------------------------------- runs */
 
 static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, unsigned *id,

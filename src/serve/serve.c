@@ -29,6 +29,8 @@
 #include <utf8proc.h>
 
 #include "live.h"
+#include "openai.h"
+#include "serve_http.h"
 #include "model.h"
 #include "output.h"
 #include "report.h"
@@ -65,27 +67,37 @@ typedef struct {
     int answered; /* a response is queued: ignore the rest of the body */
     int too_big;  /* the body passed the limit: 413 once it ends */
     size_t seen;  /* body bytes received */
+    int openai;   /* an OpenAI-compatible path (/v1/...): openai.c answers, errors in its format */
 } Req;
 
 /* ---------------------------------------------------------------- responses */
 
-static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
-                                enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, mode);
-    if (!r) {
-        if (mode == MHD_RESPMEM_MUST_FREE) free(buf);
-        return MHD_NO;
-    }
+void serve_headers(struct MHD_Response *r, const char *type) {
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Content-Security-Policy", SERVE_CSP);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(r, "X-Frame-Options", "DENY");
     MHD_add_response_header(r, "Cache-Control", "no-store");
+}
+
+enum MHD_Result serve_send(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
+                           enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, mode);
+    if (!r) {
+        if (mode == MHD_RESPMEM_MUST_FREE) free(buf);
+        return MHD_NO;
+    }
+    serve_headers(r, type);
     if (extra_name) MHD_add_response_header(r, extra_name, extra_value);
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
+                                enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value) {
+    return serve_send(c, status, type, buf, len, mode, extra_name, extra_value);
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char *json) {
@@ -154,6 +166,9 @@ static int host_ok(const Server *sv, struct MHD_Connection *c) {
 static int token_ok(const Server *sv, struct MHD_Connection *c) {
     const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Attnviz-Token");
     if (!t) t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    /* what OpenAI's clients send: Authorization: Bearer TOKEN */
+    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!t && a && !strncasecmp(a, "Bearer ", 7)) t = a + 7;
     return t && equal_ct(t, sv->token);
 }
 
@@ -493,24 +508,33 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
 }
 
 /* Checks before reading a body: host, token, path, method, declared length. */
+/* A refusal in the body style of the path: OpenAI's under /v1/, else {"error": msg}. */
+static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status, const char *msg) {
+    rq->answered = 1;
+    return rq->openai ? (enum MHD_Result)oa_send_status(c, status, msg) : send_error(c, status, msg);
+}
+
 static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq) {
+    rq->openai = oa_is_path(url);
     const int host = host_ok(sv, c);
-    if (host < 0) return rq->answered = 1, send_error(c, 400, "more than one Host header");
-    if (!host) return rq->answered = 1, send_error(c, 403, "the Host header does not name this server");
-    if (!token_ok(sv, c)) return rq->answered = 1, send_error(c, 403, "missing or wrong token (use the URL attnviz serve printed)");
-    int r = find_route(url);
-    if (r < 0) return rq->answered = 1, send_error(c, 404, "not found");
-    int is_head = !strcmp(method, "HEAD") && !strcmp(ROUTES[r].method, "GET");
-    if (strcmp(method, ROUTES[r].method) && !is_head) {
-        rq->answered = 1;
+    if (host < 0) return refuse(c, rq, 400, "more than one Host header");
+    if (!host) return refuse(c, rq, 403, "the Host header does not name this server");
+    if (!token_ok(sv, c))
+        return rq->openai ? refuse(c, rq, 401, "missing or wrong API key: send the token attnviz serve printed as "
+                                               "Authorization: Bearer TOKEN")
+                          : refuse(c, rq, 403, "missing or wrong token (use the URL attnviz serve printed)");
+    const int r = rq->openai ? -1 : find_route(url);
+    const char *want = rq->openai ? oa_route_method(url) : r >= 0 ? ROUTES[r].method : NULL;
+    if (!want) return refuse(c, rq, 404, "not found");
+    int is_head = !strcmp(method, "HEAD") && !strcmp(want, "GET");
+    if (strcmp(method, want) && !is_head) {
         char msg[80];
-        snprintf(msg, sizeof msg, "%s takes %s", ROUTES[r].path, ROUTES[r].method);
-        return send_error(c, 405, msg);
+        snprintf(msg, sizeof msg, "%s takes %s", rq->openai ? url : ROUTES[r].path, want);
+        return refuse(c, rq, 405, msg);
     }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     long v;
-    if (cl && (parse_num(cl, 0, SERVE_MAX_BODY, &v) != 0))
-        return rq->answered = 1, send_error(c, 413, "the body is over 1 MB");
+    if (cl && (parse_num(cl, 0, SERVE_MAX_BODY, &v) != 0)) return refuse(c, rq, 413, "the body is over 1 MB");
     return MHD_YES;
 }
 
@@ -547,7 +571,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (rq->answered) return MHD_YES;
     rq->answered = 1;
-    if (rq->too_big) return send_error(c, 413, "the body is over 1 MB");
+    if (rq->too_big) return refuse(c, rq, 413, "the body is over 1 MB");
+    if (rq->openai) return (enum MHD_Result)oa_handle(sv->lv, c, url, rq->body, rq->len);
     return route_request(sv, c, (Route)find_route(url), rq);
 }
 

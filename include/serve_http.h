@@ -1,0 +1,16 @@
+/* serve_http.h — what serve.c's routes share with the OpenAI-compatible
+ * ones (openai.c): responses with the server's headers. */
+#ifndef ATTNVIZ_SERVE_HTTP_H
+#define ATTNVIZ_SERVE_HTTP_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+/* The headers every response carries (type, CSP, nosniff, no-store, ...). */
+void serve_headers(struct MHD_Response *r, const char *type);
+/* Queues buf (len bytes, freed or kept as mode says) with status and the
+ * server's headers, plus one more when extra_name is not NULL. */
+enum MHD_Result serve_send(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
+                           enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value);
+
+#endif
