@@ -100,13 +100,12 @@ int gen_run(const Model *m, RunState *s, KvCache *kv, Capture *cap, int *ids, in
         ids[n++] = id;
         GenToken tk = {g_i, n - 1, id, prob, o->logprobs ? (double)logits[id] - lse : 0, n_top, top_ids, top_lp, ids};
         int stop = is_eos(o, id) ? CAP_STOP_EOS : o->stop && o->stop(o->stop_ctx, ids, n_prompt, n) ? CAP_STOP_STRING : -1;
+        if (!cap && o->on_token && o->on_token(o->cb_ctx, &tk) && stop < 0) stop = CAP_STOP_STRING;
         /* nothing captured: a token that ends the generation needs no pass */
         if (!cap && !o->all && (stop >= 0 || n >= total)) {
-            if (o->on_token && o->on_token(o->cb_ctx, &tk) && stop < 0) stop = CAP_STOP_STRING;
             if (stop >= 0) g->stop = (CapStop)stop;
             break;
         }
-        if (!cap && o->on_token && o->on_token(o->cb_ctx, &tk) && stop < 0) stop = CAP_STOP_STRING;
         /* its own pass: its attention row, and the scores after it. Unless the
          * sequence has just grown past rope_recompute_at: then, as transformers'
          * Phi-3 generate() does, the cache (rotated with LongRoPE's short
