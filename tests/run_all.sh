@@ -79,6 +79,7 @@ scripts=(
     # back, so the two lanes end close together (see below)
     tests/aarch64_test.sh
     tests/serve_test.sh
+    tests/openai_test.sh
     tests/fresh_machine_test.sh
     tests/corpus_hosts_test.sh
     tests/cli_test.sh
@@ -118,6 +119,7 @@ scripts=(
     tests/ref/norm_check.sh
     tests/ref/predict_check.sh
     tests/ref/generate_check.sh
+    tests/ref/openai_check.sh
     tests/ref/lens_check.sh
     tests/ref/flow_check.sh
     tests/ref/diff_check.sh
