@@ -163,6 +163,77 @@ ATTNVIZ_API const int *attnviz_result_prediction_positions(const attnviz_result 
 ATTNVIZ_API const int *attnviz_result_prediction_ids(const attnviz_result *r);
 ATTNVIZ_API const float *attnviz_result_prediction_probs(const attnviz_result *r);
 
+/* ---- generation -------------------------------------------------------- */
+
+/* attnviz_generate_options' flags: what each token carries besides its text
+ * and log-probabilities. Without ATTNVIZ_GEN_ATTENTION nothing is captured
+ * and generation costs what it costs. */
+#define ATTNVIZ_GEN_ATTENTION 1u /* each token's attention row of the kept heads: its top_k heaviest keys,
+                                    entropy, sink share (key 0's weight) and mean distance */
+#define ATTNVIZ_GEN_ROWS 2u      /* ... and the whole rows (with ATTNVIZ_GEN_ATTENTION) */
+#define ATTNVIZ_GEN_PROMPT 4u    /* ... and the prompt's rows first, one callback per prompt token */
+
+typedef struct {
+    int max_tokens;          /* tokens to add at most (1 or more; the model's positions may leave fewer) */
+    double temperature;      /* 0: greedy (the most probable token) */
+    double top_p;            /* the nucleus (0 < top_p <= 1); 0 is taken as 1 (none) */
+    unsigned long long seed; /* the sampling's seed: the same seed, the same tokens */
+    const char *const *stop; /* stop strings (n_stop, at most 4, none empty): the text ends before the first */
+    int n_stop;
+    int top_logprobs;        /* the most probable tokens' log-probabilities at each step (0-20) */
+    unsigned flags;          /* ATTNVIZ_GEN_* */
+    const int *layers;       /* the layers whose attention is kept (any order, repeats ignored); NULL: all */
+    int n_layers;
+    const int *heads;        /* the heads kept in each kept layer; NULL: all */
+    int n_heads;
+    int top_k;               /* heaviest keys of each row (0-64) */
+} attnviz_generate_options;
+
+/* One token, as the callback sees it; its pointers are valid during the call. */
+typedef struct {
+    int index;                  /* 0, 1, ...: the index-th generated token; -1: a prompt token (ATTNVIZ_GEN_PROMPT) */
+    int position;               /* its position in the sequence (the prompt's tokens first) */
+    int id;
+    const char *token;          /* the vocabulary's spelling ("Ġworld") */
+    const char *text;           /* the text it completes, UTF-8 (maybe "": a character not complete yet, or what
+                                   may start a stop string, waits for the next); "" for a prompt token */
+    double logprob;             /* its log-probability under the model (the softmax of its scores, before
+                                   temperature and top_p); 0 for a prompt token */
+    int n_top;                  /* options' top_logprobs (0 for a prompt token) */
+    const int *top_ids;         /* (n_top) the most probable tokens at this step, most probable first */
+    const double *top_logprobs; /* (n_top) their log-probabilities */
+    /* attention (ATTNVIZ_GEN_ATTENTION): the query row of this position in each kept layer and head;
+     * blocks are n_layers x n_heads, layer-major, in the order asked */
+    int n_layers, n_heads;
+    const int *layers, *heads;  /* (n_layers), (n_heads) */
+    int top_k;
+    const int *top_keys;        /* (blocks, top_k) heaviest first (ties: the earlier key); -1 past the row */
+    const float *top_weights;   /* (blocks, top_k) */
+    const float *entropy;       /* (blocks) nats */
+    const float *sink;          /* (blocks) the weight on key 0 */
+    const float *distance;      /* (blocks) sum of weight * (position - key) */
+    int n_keys;                 /* position + 1 */
+    const float *rows;          /* (blocks, n_keys) with ATTNVIZ_GEN_ROWS, else NULL */
+} attnviz_token;
+
+/* Called for each token as it comes; a nonzero return stops after it. */
+typedef int (*attnviz_token_callback)(void *ctx, const attnviz_token *t);
+
+typedef enum {
+    ATTNVIZ_FINISH_LENGTH = 0,  /* max_tokens, or the model's positions */
+    ATTNVIZ_FINISH_EOS = 1,     /* the model's end token */
+    ATTNVIZ_FINISH_STOP = 2,    /* a stop string */
+    ATTNVIZ_FINISH_CALLBACK = 3 /* the callback asked to stop */
+} attnviz_finish;
+
+/* Continues prompt (tokenized as attnviz_tokenize does, specials included)
+ * on a causal model with a language-model head, calling cb with each token;
+ * opts NULL: 16 tokens, greedy, no attention. *finish (or NULL) says why it
+ * ended. A prompt that fills the model's positions is an error. */
+ATTNVIZ_API attnviz_status attnviz_generate(attnviz_model *m, const char *prompt, const attnviz_generate_options *opts,
+                                            attnviz_token_callback cb, void *ctx, attnviz_finish *finish,
+                                            attnviz_error *err);
+
 /* ---- outputs ----------------------------------------------------------- */
 
 #define ATTNVIZ_JSON_QK 1u /* include queries and keys */

@@ -6,6 +6,7 @@
  * against the CLI. */
 #include <cJSON.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sys/stat.h>
 
@@ -286,6 +287,199 @@ START_TEST(predictions_come_with_a_head) {
 }
 END_TEST
 
+/* ---- generation ---- */
+
+#define LLAMA "tests/data/small-llama"
+#define GEN_MAX 64
+
+typedef struct {
+    int n_prompt_seen, n;          /* prompt tokens and generated tokens seen */
+    int ids[GEN_MAX], index[GEN_MAX], position[GEN_MAX];
+    double logprob[GEN_MAX];
+    char text[1024];
+    int stop_at;                   /* return 1 at this index (-1: never) */
+    int attn_checked;              /* rows compared with their statistics */
+    double worst;                  /* largest disagreement of a row with its statistics and top keys */
+    int has_attention;
+} GenSeen;
+
+/* A row against what came with it: sums to 1, its heaviest key first, sink = row[0], the entropy and
+ * the mean distance by their definitions. */
+static void check_row(GenSeen *g, const attnviz_token *t) {
+    const int B = t->n_layers * t->n_heads;
+    for (int b = 0; b < B; b++) {
+        const float *r = t->rows + (size_t)b * t->n_keys;
+        double sum = 0, ent = 0, dist = 0, mx = 0;
+        for (int j = 0; j < t->n_keys; j++) {
+            sum += r[j];
+            if (r[j] > 0) ent -= r[j] * log(r[j]);
+            dist += r[j] * (t->position - j);
+            if (r[j] > mx) mx = r[j];
+        }
+        double d = fabs(sum - 1);
+        d = fmax(d, fabs(ent - t->entropy[b]));
+        d = fmax(d, fabs(dist - t->distance[b]) / (t->position + 1));
+        d = fmax(d, fabs(r[0] - t->sink[b]));
+        if (t->top_k) {
+            d = fmax(d, fabs(mx - t->top_weights[(size_t)b * t->top_k]));
+            const int k0 = t->top_keys[(size_t)b * t->top_k];
+            ck_assert(k0 >= 0 && k0 < t->n_keys);
+            d = fmax(d, fabs(r[k0] - t->top_weights[(size_t)b * t->top_k]));
+        }
+        if (d > g->worst) g->worst = d;
+    }
+    g->attn_checked++;
+}
+
+static int on_gen_token(void *ctx, const attnviz_token *t) {
+    GenSeen *g = ctx;
+    if (t->n_layers) g->has_attention = 1;
+    if (t->rows) check_row(g, t);
+    if (t->index < 0) {
+        ck_assert_int_eq(t->position, g->n_prompt_seen);
+        g->n_prompt_seen++;
+        return 0;
+    }
+    ck_assert_int_lt(g->n, GEN_MAX);
+    g->ids[g->n] = t->id, g->index[g->n] = t->index, g->position[g->n] = t->position, g->logprob[g->n] = t->logprob;
+    strncat(g->text, t->text, sizeof g->text - strlen(g->text) - 1);
+    g->n++;
+    return t->index == g->stop_at;
+}
+
+static attnviz_model *open_llama(void) {
+    attnviz_error err;
+    attnviz_model *m = attnviz_model_open(LLAMA, 0, &err);
+    ck_assert_msg(m != NULL, "open %s: %s", LLAMA, err.message);
+    return m;
+}
+
+START_TEST(generation_streams_each_token_with_its_attention) {
+    attnviz_model *m = open_llama();
+    attnviz_error err;
+    size_t n_prompt = 0;
+    ck_assert_int_eq(attnviz_tokenize(m, "the cat", NULL, NULL, 0, &n_prompt, &err), ATTNVIZ_OK);
+    const int layers[] = {1, 0, 1};
+    attnviz_generate_options o = {.max_tokens = 10, .top_logprobs = 3, .top_k = 3, .layers = layers, .n_layers = 3,
+                                  .flags = ATTNVIZ_GEN_ATTENTION | ATTNVIZ_GEN_ROWS | ATTNVIZ_GEN_PROMPT};
+    GenSeen g = {.stop_at = -1};
+    attnviz_finish fin;
+    ck_assert_msg(attnviz_generate(m, "the cat", &o, on_gen_token, &g, &fin, &err) == ATTNVIZ_OK, "%s", err.message);
+    ck_assert_int_eq(err.code, ATTNVIZ_OK);
+    ck_assert_int_eq(g.n_prompt_seen, (int)n_prompt);
+    ck_assert(g.n >= 1 && g.n <= 10);
+    ck_assert(fin == ATTNVIZ_FINISH_LENGTH ? g.n == 10 : fin == ATTNVIZ_FINISH_EOS);
+    for (int i = 0; i < g.n; i++) {
+        ck_assert_int_eq(g.index[i], i);
+        ck_assert_int_eq(g.position[i], (int)n_prompt + i);
+        ck_assert(g.logprob[i] <= 0);
+    }
+    ck_assert_int_eq(g.attn_checked, (int)n_prompt + g.n);
+    ck_assert_msg(g.worst < 1e-5, "rows disagree with their statistics by %g", g.worst);
+    /* the prompt's rows are the rows of a run over the prompt */
+    attnviz_result *r = attnviz_run(m, "the cat", NULL, NULL, &err);
+    ck_assert_ptr_nonnull(r);
+    attnviz_result_free(r);
+    /* without attention: the same tokens, none of it */
+    GenSeen plain = {.stop_at = -1};
+    o.flags = 0;
+    ck_assert_int_eq(attnviz_generate(m, "the cat", &o, on_gen_token, &plain, NULL, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(plain.n, g.n);
+    ck_assert_mem_eq(plain.ids, g.ids, (size_t)g.n * sizeof *g.ids);
+    ck_assert_str_eq(plain.text, g.text);
+    ck_assert(!plain.has_attention && plain.n_prompt_seen == 0);
+    attnviz_model_free(m);
+}
+END_TEST
+
+/* The greedy token is the most probable: its log-probability is the first of the top ones. */
+static int on_greedy(void *ctx, const attnviz_token *t) {
+    int *bad = ctx;
+    if (t->n_top < 1 || t->top_ids[0] != t->id || t->top_logprobs[0] != t->logprob) ++*bad;
+    for (int i = 1; i < t->n_top; i++)
+        if (t->top_logprobs[i] > t->top_logprobs[i - 1]) ++*bad;
+    return 0;
+}
+
+START_TEST(generation_stops_where_asked_and_repeats_for_a_seed) {
+    attnviz_model *m = open_llama();
+    attnviz_error err;
+    int bad = 0;
+    attnviz_generate_options o = {.max_tokens = 12, .top_logprobs = 4};
+    ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_greedy, &bad, NULL, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(bad, 0);
+    /* the callback stops it */
+    GenSeen g = {.stop_at = 2};
+    attnviz_finish fin;
+    ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_gen_token, &g, &fin, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(fin, ATTNVIZ_FINISH_CALLBACK);
+    ck_assert_int_eq(g.n, 3);
+    /* a stop string: the text ends before it */
+    GenSeen full = {.stop_at = -1};
+    ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_gen_token, &full, &fin, &err), ATTNVIZ_OK);
+    if (strlen(full.text) >= 4) {
+        char stop[3] = {full.text[2], full.text[3], 0};
+        const char *stops[] = {stop};
+        o.stop = stops, o.n_stop = 1;
+        GenSeen cut = {.stop_at = -1};
+        ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_gen_token, &cut, &fin, &err), ATTNVIZ_OK);
+        ck_assert_int_eq(fin, ATTNVIZ_FINISH_STOP);
+        const char *at = strstr(full.text, stop);
+        ck_assert_int_eq((int)strlen(cut.text), (int)(at - full.text));
+        ck_assert(!strncmp(cut.text, full.text, strlen(cut.text)));
+        o.stop = NULL, o.n_stop = 0;
+    }
+    /* sampling: a seed repeats */
+    o.temperature = 1.0, o.seed = 42;
+    GenSeen a = {.stop_at = -1}, b = {.stop_at = -1};
+    ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_gen_token, &a, NULL, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(attnviz_generate(m, "the cat sat", &o, on_gen_token, &b, NULL, &err), ATTNVIZ_OK);
+    ck_assert_int_eq(a.n, b.n);
+    ck_assert_mem_eq(a.ids, b.ids, (size_t)a.n * sizeof *a.ids);
+    attnviz_model_free(m);
+}
+END_TEST
+
+static int never(void *ctx, const attnviz_token *t) { return (void)ctx, (void)t, 0; }
+
+START_TEST(bad_generations_are_usage_errors) {
+    attnviz_model *m = open_llama();
+    attnviz_error err;
+    attnviz_generate_options o = {.max_tokens = 4};
+    ck_assert_int_eq(attnviz_generate(NULL, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "NULL model");
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, NULL, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "NULL callback");
+    o.max_tokens = 0;
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "at least one token");
+    o.max_tokens = 4, o.flags = ATTNVIZ_GEN_ROWS;
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "ATTNVIZ_GEN_ATTENTION");
+    const int layer = 7;
+    o.flags = ATTNVIZ_GEN_ATTENTION, o.layers = &layer, o.n_layers = 1;
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "layer 7 is not in the model");
+    o.layers = NULL, o.n_layers = 0, o.top_k = 65;
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "top_k 65");
+    o.top_k = 0, o.flags = 0, o.top_logprobs = 21;
+    ck_assert_int_eq(attnviz_generate(m, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "top_logprobs 21");
+    o.top_logprobs = 0;
+    char long_prompt[64 * 8 + 1] = "";
+    for (int i = 0; i < 64; i++) strcat(long_prompt, "the cat ");
+    ck_assert_int_eq(attnviz_generate(m, long_prompt, &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "positions");
+    attnviz_model_free(m);
+    /* an encoder cannot generate */
+    attnviz_model *d = open_demo();
+    ck_assert_int_eq(attnviz_generate(d, "x", &o, never, NULL, NULL, &err), ATTNVIZ_ERR_USAGE);
+    assert_one_line(&err, ATTNVIZ_ERR_USAGE, "causal");
+    attnviz_model_free(d);
+}
+END_TEST
+
 /* A batch with the CLI's packing: each result the same bits as its own run, whether its input
  * shared a pass (short ones, up to pack_tokens), ran alone (longer) or no packing was asked. */
 START_TEST(a_packed_batch_equals_single_runs) {
@@ -433,6 +627,9 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_packed_batch_equals_single_runs);
     tcase_add_test(t, one_handle_is_shared_by_threads);
     tcase_add_test(t, the_library_prints_nothing);
+    tcase_add_test(t, generation_streams_each_token_with_its_attention);
+    tcase_add_test(t, generation_stops_where_asked_and_repeats_for_a_seed);
+    tcase_add_test(t, bad_generations_are_usage_errors);
     suite_add_tcase(s, t);
     return s;
 }

@@ -591,3 +591,109 @@ ATTNVIZ_API attnviz_status attnviz_render(const char *input, const attnviz_rende
     ok(err);
     return ATTNVIZ_OK;
 }
+
+/* ---- generation ---- */
+
+typedef struct {
+    attnviz_token_callback cb;
+    void *ctx;
+    const Pipeline *p;
+    int stopped; /* the callback asked */
+    float *rows; /* a prompt token's rows, repacked */
+    int failed;
+} GenSinkCtx;
+
+/* The attention of position i of a (n_pos positions) into t. */
+static void token_attention(attnviz_token *t, const PipeGenAttn *a, int i) {
+    if (!a) return;
+    const size_t B = (size_t)a->n_layers * (size_t)a->n_heads;
+    t->n_layers = a->n_layers, t->n_heads = a->n_heads, t->layers = a->layers, t->heads = a->heads;
+    t->top_k = a->top_k;
+    if (a->keys) t->top_keys = a->keys + (size_t)i * B * a->top_k, t->top_weights = a->weights + (size_t)i * B * a->top_k;
+    if (a->entropy)
+        t->entropy = a->entropy + (size_t)i * B, t->sink = a->sink + (size_t)i * B, t->distance = a->distance + (size_t)i * B;
+    t->n_keys = a->pos0 + i + 1;
+    if (a->rows) t->rows = a->rows + (size_t)i * B * a->n_keys;
+}
+
+static int gen_on_prompt(void *ctx, const int *ids, int n, const PipeGenAttn *a) {
+    GenSinkCtx *g = ctx;
+    if (!a) return 0;
+    /* a's rows are (n_pos, blocks, n) for the prompt: each position's row is read over its n_keys, the rest is 0 */
+    for (int i = 0; i < n; i++) {
+        attnviz_token t = {0};
+        t.index = -1, t.position = i, t.id = ids[i], t.text = "";
+        t.token = pipeline_token(g->p, ids[i]);
+        if (!t.token) t.token = "";
+        token_attention(&t, a, i);
+        if (a->rows) {
+            /* a prompt row's keys end at its position: (blocks, i + 1) as a token's are */
+            const size_t B = (size_t)a->n_layers * (size_t)a->n_heads, nk = (size_t)i + 1;
+            if (!g->rows && !(g->rows = malloc(B * (size_t)n * sizeof *g->rows))) return g->failed = 1;
+            for (size_t b = 0; b < B; b++) memcpy(g->rows + b * nk, t.rows + b * a->n_keys, nk * sizeof *g->rows);
+            t.rows = g->rows;
+        }
+        if (g->cb(g->ctx, &t)) return g->stopped = 1;
+    }
+    return 0;
+}
+
+static int gen_on_token(void *ctx, const PipeGenToken *k) {
+    GenSinkCtx *g = ctx;
+    attnviz_token t = {0};
+    t.index = k->index, t.position = k->position, t.id = k->id, t.token = k->token, t.text = k->text;
+    t.logprob = k->logprob, t.n_top = k->n_top, t.top_ids = k->top_ids, t.top_logprobs = k->top_logprobs;
+    token_attention(&t, k->attn, 0);
+    if (g->cb(g->ctx, &t)) return g->stopped = 1;
+    return 0;
+}
+
+ATTNVIZ_API attnviz_status attnviz_generate(attnviz_model *m, const char *prompt, const attnviz_generate_options *opts,
+                                            attnviz_token_callback cb, void *ctx, attnviz_finish *finish,
+                                            attnviz_error *err) {
+    if (finish) *finish = ATTNVIZ_FINISH_LENGTH;
+    if (!m) return usage(err, "attnviz_generate: NULL model handle");
+    if (!prompt) return usage(err, "attnviz_generate: NULL prompt");
+    if (!cb) return usage(err, "attnviz_generate: NULL callback");
+    attnviz_generate_options o = {.max_tokens = 16, .top_p = 1.0};
+    if (opts) o = *opts;
+    if (o.flags & ~(unsigned)(ATTNVIZ_GEN_ATTENTION | ATTNVIZ_GEN_ROWS | ATTNVIZ_GEN_PROMPT))
+        return usage(err, "attnviz_generate: unknown flags 0x%x", o.flags & ~(unsigned)(ATTNVIZ_GEN_ATTENTION | ATTNVIZ_GEN_ROWS | ATTNVIZ_GEN_PROMPT));
+    if ((o.flags & (ATTNVIZ_GEN_ROWS | ATTNVIZ_GEN_PROMPT)) && !(o.flags & ATTNVIZ_GEN_ATTENTION))
+        return usage(err, "attnviz_generate: ATTNVIZ_GEN_ROWS and ATTNVIZ_GEN_PROMPT go with ATTNVIZ_GEN_ATTENTION");
+    if (o.n_stop < 0 || o.n_stop > PIPE_GEN_MAX_STOP || (o.n_stop && !o.stop))
+        return usage(err, "attnviz_generate: %d stop strings (0 to %d, not NULL)", o.n_stop, PIPE_GEN_MAX_STOP);
+    if ((o.layers && o.n_layers < 1) || (o.heads && o.n_heads < 1))
+        return usage(err, "attnviz_generate: an empty layers or heads list (NULL for all)");
+    PipeGenSpec gs = {.max_new = o.max_tokens, .temperature = o.temperature, .top_p = o.top_p == 0 ? 1.0 : o.top_p,
+                      .seed = o.seed, .n_stop = o.n_stop, .logprobs = 1, .top_logprobs = o.top_logprobs,
+                      .attn = (o.flags & ATTNVIZ_GEN_ATTENTION) != 0, .layers = o.layers, .n_layers = o.n_layers,
+                      .heads = o.heads, .n_heads = o.n_heads, .top_k = o.top_k, .stats = 1,
+                      .rows = (o.flags & ATTNVIZ_GEN_ROWS) != 0, .prompt = (o.flags & ATTNVIZ_GEN_PROMPT) != 0};
+    for (int i = 0; i < o.n_stop; i++) gs.stop[i] = o.stop[i];
+    GenSinkCtx g = {cb, ctx, m->p, 0, NULL, 0};
+    PipeGenSink sink = {gen_on_prompt, gen_on_token, &g};
+    PipeGenResult res = {0};
+    AvErr e = {0};
+    int *ids = NULL, n = 0;
+    pthread_mutex_lock(&m->lock);
+    m->p->o = &m->spec;
+    int rc = pipeline_prompt_ids(m->p, prompt, 0, &ids, &n, &e);
+    if (rc == 0) rc = pipeline_generate(m->p, ids, n, &gs, &sink, &res, &e);
+    pthread_mutex_unlock(&m->lock);
+    free(ids);
+    free(g.rows);
+    if (rc == 0 && g.failed) rc = av_err(&e, "out of memory for the prompt's rows");
+    if (rc != 0) {
+        pipeline_gen_result_free(&res);
+        return to_status(&e, err);
+    }
+    if (finish)
+        *finish = res.finish == PIPE_FINISH_CANCELLED ? ATTNVIZ_FINISH_CALLBACK
+                  : res.finish == PIPE_FINISH_STOP    ? ATTNVIZ_FINISH_STOP
+                  : res.finish == PIPE_FINISH_EOS     ? ATTNVIZ_FINISH_EOS
+                                                      : ATTNVIZ_FINISH_LENGTH;
+    pipeline_gen_result_free(&res);
+    ok(err);
+    return ATTNVIZ_OK;
+}
