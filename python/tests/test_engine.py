@@ -302,3 +302,74 @@ def test_readme_python_block_runs_as_written(smollm2, monkeypatch):
     assert [t for t, _ in top[:2]] == ["Ġon", "Ġalone"] and f"{top[0][1]:.2f}" == "0.74" and f"{top[1][1]:.2f}" == "0.05"
     assert len(pages) == 1 and '"init_view":"head"' in pages[0].data
     assert ns["res"].attention.shape[:2] == (1, 9)  # the batch's last: layer 0, every head
+
+
+# ---------------------------------------------------------------- generation
+
+
+def cli_generate(cli, tmp_path, model, text, n, *extra):
+    out = tmp_path / "gen.json"
+    subprocess.run([cli, "--model", model, "--quiet", "--precision", "9", "--generate", str(n), "--json", str(out),
+                    *extra, text], check=True, capture_output=True)
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("fixture", ["tests/data/small-llama", "tests/data/small-gpt2"])
+def test_generate_yields_the_clis_tokens_and_rows(cli, tmp_path, fixture):
+    """Model.generate, greedy with every layer's and head's rows, against the CLI's --generate --json:
+    the same ids and texts, each token's probability, and its attention row in every layer and head."""
+    model = os.path.join(REPO, fixture)
+    d = cli_generate(cli, tmp_path, model, "the cat sat", 10)
+    m = attnviz.Model(model)
+    gen = m.generate("the cat sat", max_tokens=10, top_logprobs=3, attention={"rows": True, "prompt": True})
+    toks = list(gen)
+    steps = d["generation"]["steps"]
+    prompt = [t for t in toks if t.index < 0]
+    out = [t for t in toks if t.index >= 0]
+    P = d["generation"]["prompt_tokens"]
+    assert [t.position for t in prompt] == list(range(P))
+    assert [t.id for t in prompt] == d["input_ids"][:P]
+    assert [t.id for t in out] == [s["id"] for s in steps]
+    assert [t.position for t in out] == [s["position"] for s in steps]
+    assert "".join(t.text for t in out) == d["generation"]["text"]
+    assert gen.finish == ("eos" if d["generation"]["stop_reason"] == "eos" else "length")
+    np.testing.assert_allclose([np.exp(t.logprob) for t in out], [s["prob"] for s in steps], rtol=1e-5)
+    A = np.asarray(d["attention"], dtype=np.float32)  # (L, H, n, n)
+    for t in prompt + out:
+        assert t.rows.shape == (m.n_layers, m.n_heads, t.position + 1)
+        np.testing.assert_allclose(t.rows, A[:, :, t.position, :t.position + 1], atol=1e-6)
+        np.testing.assert_allclose(t.sink, t.rows[:, :, 0], atol=1e-6)
+        np.testing.assert_allclose(t.top_weights[:, :, 0], t.rows.max(-1), atol=1e-6)
+    for t in out:  # greedy: the chosen token is the most probable
+        assert t.top[0][0] == t.id and abs(t.top[0][2] - t.logprob) < 1e-12
+
+
+def test_generate_plain_stops_and_seeds():
+    """No attention: none is computed; stopping the iteration early stops the model; a seed repeats."""
+    m = attnviz.Model(os.path.join(REPO, "tests/data/small-llama"))
+    toks = list(m.generate("the cat sat", max_tokens=8))
+    assert toks and all(t.rows is None and t.entropy is None and t.layers == [] for t in toks)
+    gen = m.generate("the cat sat", max_tokens=8)
+    first = next(iter(gen))
+    gen.close()
+    assert first.id == toks[0].id and gen.finish == "stopped"
+    a = [t.id for t in m.generate("the cat sat", max_tokens=12, temperature=1.0, seed=5)]
+    b = [t.id for t in m.generate("the cat sat", max_tokens=12, temperature=1.0, seed=5)]
+    assert a == b
+    with pytest.raises(attnviz.AttnvizError, match="causal"):
+        list(attnviz.Model(os.path.join(REPO, "weights/demo")).generate("the cat"))
+    with pytest.raises(ValueError, match="unknown keys"):
+        m.generate("x", attention={"row": True})
+
+
+def test_generate_gguf_equals_the_cli(cli, tmp_path, smollm2):
+    d = cli_generate(cli, tmp_path, smollm2, "The capital of France is", 8)
+    toks = list(attnviz.Model(smollm2).generate("The capital of France is", max_tokens=8,
+                                                attention={"layers": [0, 29], "top_k": 4}))
+    assert [t.id for t in toks] == [s["id"] for s in d["generation"]["steps"]]
+    A = np.asarray(d["attention"], dtype=np.float32)
+    for t in toks:
+        assert t.layers == [0, 29] and t.top_keys.shape == (2, 9, 4)
+        ref = A[[0, 29], :, t.position, :t.position + 1]
+        np.testing.assert_allclose(t.top_weights, -np.sort(-ref, axis=-1)[:, :, :4], atol=1e-6)

@@ -16,10 +16,10 @@ $ATTNVIZ_BIN names, or the one on PATH when the library is not built).
 __version__ = "0.1.0"  # = ATTNVIZ_VERSION in include/version.h
 
 from ._display import Page, iframe
-from ._engine import LibraryNotFoundError, Model, Result, library_path
+from ._engine import Generation, LibraryNotFoundError, Model, Result, Token, library_path
 from ._render import AttnvizError, BinaryNotFoundError, find_binary, render
 from ._show import show
 from ._views import head_view, model_view
 
-__all__ = ["Model", "Result", "head_view", "model_view", "show", "Page", "iframe", "render", "find_binary",
+__all__ = ["Model", "Result", "Generation", "Token", "head_view", "model_view", "show", "Page", "iframe", "render", "find_binary",
            "library_path", "AttnvizError", "BinaryNotFoundError", "LibraryNotFoundError", "__version__"]

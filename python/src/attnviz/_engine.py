@@ -42,6 +42,30 @@ class _RenderOptions(ctypes.Structure):
                 ("theme", ctypes.c_char_p), ("show_heads", ctypes.POINTER(ctypes.c_int)), ("n_show_heads", ctypes.c_int)]
 
 
+class _GenOptions(ctypes.Structure):
+    _fields_ = [("max_tokens", ctypes.c_int), ("temperature", ctypes.c_double), ("top_p", ctypes.c_double),
+                ("seed", ctypes.c_ulonglong), ("stop", ctypes.POINTER(ctypes.c_char_p)), ("n_stop", ctypes.c_int),
+                ("top_logprobs", ctypes.c_int), ("flags", ctypes.c_uint), ("layers", ctypes.POINTER(ctypes.c_int)),
+                ("n_layers", ctypes.c_int), ("heads", ctypes.POINTER(ctypes.c_int)), ("n_heads", ctypes.c_int),
+                ("top_k", ctypes.c_int)]
+
+
+class _Token(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_int), ("position", ctypes.c_int), ("id", ctypes.c_int),
+                ("token", ctypes.c_char_p), ("text", ctypes.c_char_p), ("logprob", ctypes.c_double),
+                ("n_top", ctypes.c_int), ("top_ids", ctypes.POINTER(ctypes.c_int)),
+                ("top_logprobs", ctypes.POINTER(ctypes.c_double)), ("n_layers", ctypes.c_int), ("n_heads", ctypes.c_int),
+                ("layers", ctypes.POINTER(ctypes.c_int)), ("heads", ctypes.POINTER(ctypes.c_int)), ("top_k", ctypes.c_int),
+                ("top_keys", ctypes.POINTER(ctypes.c_int)), ("top_weights", ctypes.POINTER(ctypes.c_float)),
+                ("entropy", ctypes.POINTER(ctypes.c_float)), ("sink", ctypes.POINTER(ctypes.c_float)),
+                ("distance", ctypes.POINTER(ctypes.c_float)), ("n_keys", ctypes.c_int),
+                ("rows", ctypes.POINTER(ctypes.c_float))]
+
+
+_TOKEN_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Token))
+_GEN_ATTENTION, _GEN_ROWS, _GEN_PROMPT = 1, 2, 4
+_FINISH = {0: "length", 1: "eos", 2: "stop", 3: "stopped"}
+
 _ATTENTION, _QUERIES, _KEYS, _HIDDEN = 0, 1, 2, 3
 _RUN_HIDDEN = 1
 _JSON_QK = 1
@@ -118,6 +142,7 @@ def load_library():
     _sig(lib, "attnviz_result_write_json", I, P, cp, I, U, E)
     _sig(lib, "attnviz_result_write_page", I, P, cp, cp, E)
     _sig(lib, "attnviz_render", I, cp, ctypes.POINTER(_RenderOptions), E)
+    _sig(lib, "attnviz_generate", I, P, cp, ctypes.POINTER(_GenOptions), _TOKEN_CB, P, ctypes.POINTER(I), E)
     _lib = lib
     return lib
 
@@ -274,6 +299,145 @@ class Model:
             results = [Result(self, out[i], a, b) for i, (a, b) in enumerate(group)]
             del out
             yield from results
+
+
+    def generate(self, prompt, *, max_tokens=16, temperature=0.0, top_p=1.0, seed=0, stop=None, top_logprobs=0,
+                 attention=None):
+        """Continues prompt on a causal model, yielding a Token as each one comes (a Generation: iterate
+        it; its finish says why it ended: "length", "eos", "stop" or "stopped" when you stop early).
+        temperature 0: greedy; top_p: the nucleus; seed: the same seed, the same tokens; stop: a string
+        or up to 4 (the text ends before the first); top_logprobs: the most probable tokens'
+        log-probabilities at each step (0-20). attention: None (nothing captured: plain generation's
+        cost), True, or a dict of layers, heads (None: all), top_k (8), rows (False: whole rows too)
+        and prompt (False: the prompt's tokens first, as Tokens whose index is -1)."""
+        if not isinstance(prompt, str):
+            raise TypeError("prompt is a str")
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        if not all(isinstance(x, str) for x in stops):
+            raise TypeError("stop is a str or a list of str")
+        a = {} if attention is True else dict(attention) if attention else None
+        if a is not None and set(a) - {"layers", "heads", "top_k", "rows", "prompt"}:
+            raise ValueError(f"attention: unknown keys {sorted(set(a) - {'layers', 'heads', 'top_k', 'rows', 'prompt'})} "
+                             "(layers, heads, top_k, rows, prompt)")
+        flags = 0
+        la, nl = he, nh = None, 0
+        if a is not None:
+            flags = _GEN_ATTENTION | (_GEN_ROWS if a.get("rows") else 0) | (_GEN_PROMPT if a.get("prompt") else 0)
+            la, nl = _ints(a.get("layers"), "layers")
+            he, nh = _ints(a.get("heads"), "heads")
+        st = (ctypes.c_char_p * max(1, len(stops)))(*[_b(x) for x in stops])
+        o = _GenOptions(int(max_tokens), float(temperature), float(top_p), int(seed) & (2 ** 64 - 1),
+                        st if stops else None, len(stops), int(top_logprobs), flags, la, nl, he, nh,
+                        int(a.get("top_k", 8)) if a is not None else 0)
+        return Generation(self, prompt, o, (st, la, he))
+
+
+class Token:
+    """One token of a generation. index: 0, 1, ... (-1 for a prompt token); position in the sequence;
+    id; token (the vocabulary's spelling); text (what it completes: maybe "" while a character or a
+    possible stop string waits); logprob (under the model: the softmax of its scores); top: the
+    most probable tokens at that step as (id, token, logprob). With attention: layers, heads (the
+    kept ones), and per kept layer and head its row's top_keys int32 [layers, heads, top_k],
+    top_weights, entropy, sink (key 0's weight), distance (mean distance) float32 [layers, heads],
+    rows float32 [layers, heads, position + 1] (None unless asked)."""
+
+    def __init__(self, model, t):
+        self.index, self.position, self.id = t.index, t.position, t.id
+        self.token, self.text, self.logprob = _s(t.token), _s(t.text), t.logprob
+        self.top = [(t.top_ids[i], model.token(t.top_ids[i]), t.top_logprobs[i]) for i in range(t.n_top)]
+        L, H = t.n_layers, t.n_heads
+        self.layers = [t.layers[i] for i in range(L)]
+        self.heads = [t.heads[i] for i in range(H)]
+        self.top_keys = self.top_weights = self.entropy = self.sink = self.distance = self.rows = None
+        if L:
+            def arr(p, shape, dtype):
+                n = int(np.prod(shape))
+                return np.ctypeslib.as_array(p, shape=(n,)).astype(dtype).reshape(shape) if n else np.zeros(shape, dtype)
+            if t.top_k:
+                self.top_keys = arr(t.top_keys, (L, H, t.top_k), np.int32)
+                self.top_weights = arr(t.top_weights, (L, H, t.top_k), np.float32)
+            self.entropy = arr(t.entropy, (L, H), np.float32)
+            self.sink = arr(t.sink, (L, H), np.float32)
+            self.distance = arr(t.distance, (L, H), np.float32)
+            if t.rows:
+                self.rows = arr(t.rows, (L, H, t.n_keys), np.float32)
+
+    def __repr__(self):
+        return f"<attnviz.Token {self.index} at {self.position}: {self.token!r} logprob {self.logprob:.4f}>"
+
+
+class Generation:
+    """The tokens of Model.generate as they come: iterate it (each a Token); finish is set once it has
+    ended. The model generates on a thread of its own one token ahead of you; closing the iteration
+    early (break, close()) stops it after the token it is on."""
+
+    def __init__(self, model, prompt, opts, keep):
+        import queue
+        import threading
+        self.model, self.finish = model, None
+        self._q = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._keep = (opts, keep)  # the option arrays live as long as the call
+        self._error = None
+        self._done = object()
+
+        def cb(ctx, tp):
+            try:
+                tok = Token(model, tp.contents)
+                while not self._stop.is_set():
+                    try:
+                        self._q.put(tok, timeout=0.05)
+                        return 0
+                    except queue.Full:
+                        pass
+                return 1
+            except BaseException as e:  # noqa: BLE001 - handed to the consumer
+                self._error = e
+                return 1
+
+        self._cb = _TOKEN_CB(cb)
+
+        def run():
+            err, fin = _Error(), ctypes.c_int(0)
+            rc = model._lib.attnviz_generate(model._handle(), _b(prompt), ctypes.byref(opts), self._cb, None,
+                                             ctypes.byref(fin), ctypes.byref(err))
+            if rc and self._error is None:
+                self._error = AttnvizError(err.message.decode("utf-8", "replace"))
+            self.finish = _FINISH.get(fin.value) if not rc else None
+            while True:
+                try:
+                    self._q.put(self._done, timeout=0.05)
+                    return
+                except queue.Full:
+                    if self._stop.is_set():
+                        return
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def __iter__(self):
+        try:
+            while True:
+                item = self._q.get()
+                if item is self._done:
+                    break
+                yield item
+        finally:
+            self.close()
+        if self._error is not None:
+            raise self._error
+
+    def close(self):
+        """Stops the generation (after the token it is on) and waits for it."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._q.get(timeout=0.05)
+            except Exception:  # noqa: BLE001 - empty: look again
+                pass
+        self._thread.join()
+        if self.finish is None and self._error is None:
+            self.finish = "stopped"
 
 
 class Result:
