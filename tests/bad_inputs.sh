@@ -834,4 +834,86 @@ vfresh; cfg_edit_v 'c["image_size"] = 48'
 case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
 case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model: attnviz does not run the image tokens inside a decoder yet" -- --model "$VM" --quiet --json out.json --image "$PIC"
+# ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
+# server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
+# and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.
+if command -v curl >/dev/null; then
+    vg=()
+    [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind -q --read-inline-info=no --error-exitcode=99 --leak-check=full
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite --log-file="$T/serve.vg")
+    "${vg[@]}" "$BIN" serve --port 0 --model "$PWD/tests/data/small-llama" >"$T/serve.url" 2>"$T/serve.err" &
+    SPID=$!
+    for _ in $(seq 600); do [ -s "$T/serve.url" ] && break; sleep 0.1; done
+    url=$(head -1 "$T/serve.url")
+    base=${url%%/?token=*} tok=${url##*token=}
+    http_case_() { # name status regex path body-file
+        local name=$1 want=$2 re=$3 path=$4 file=$5
+        n_case=$((n_case + 1))
+        local st
+        st=$(timeout 120 curl -s -o "$T/hbody" -w '%{http_code}' -H "Authorization: Bearer $tok" "$base$path" \
+            --data-binary @"$file")
+        if [ "$st" != "$want" ]; then
+            echo "FAIL bad_input_$name: status $st, want $want: $(head -c 300 "$T/hbody")"
+        elif [ "$want" != 200 ] && ! $PY - "$T/hbody" "$re" <<'PY'
+import json, re, sys
+e = json.load(open(sys.argv[1]))["error"]
+m = e["message"]
+ok = set(e) == {"message", "type", "param", "code"} and "\n" not in m and not re.search(r"[\x00-\x1f\x7f]", m)
+sys.exit(0 if ok and re.search(sys.argv[2], m) else 1)
+PY
+        then
+            echo "FAIL bad_input_$name: not a one-line OpenAI error matching /$re/: $(head -c 300 "$T/hbody")"
+        elif ! kill -0 "$SPID" 2>/dev/null; then
+            echo "FAIL bad_input_$name: the server exited: $(tail -3 "$T/serve.err")"
+        else
+            echo "PASS bad_input_$name"
+        fi
+    }
+    B=$T/hb
+    $PY -c "print('[' * 200000)" >"$B"
+    http_case_ openai_nesting_200000_deep 400 "not valid JSON" /v1/completions "$B"
+    $PY -c "import json; print(json.dumps({'model': 'small-llama', 'prompt': 'a', **{'k%d' % i: 0 for i in range(60000)}}))" >"$B"
+    http_case_ openai_60000_keys 400 "Unrecognized request argument" /v1/completions "$B"
+    $PY -c "print('{' + ','.join(['\"model\":\"small-llama\"'] * 40000) + ',\"prompt\":\"a\"}')" >"$B"
+    http_case_ openai_40000_duplicate_keys 400 "\"model\" appears twice" /v1/completions "$B"
+    $PY -c "import json; print(json.dumps({'model': 'small-llama', 'messages': [{'role': 'user', 'content': 'x'}] * 2000}))" >"$B"
+    http_case_ openai_2000_messages 400 "1 to 1024 messages" /v1/chat/completions "$B"
+    printf '{"model":"small-llama","prompt":"a\\u0000b"}' >"$B"
+    http_case_ openai_nul_escape 400 "NUL" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":"a\\\\u0000b","max_tokens":1}' >"$B"
+    http_case_ openai_escaped_backslash_is_no_nul 200 "" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":"\\ud800"}' >"$B"
+    http_case_ openai_lone_surrogate 400 "not valid JSON|UTF-8" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":"a","max_tokens":1e308}' >"$B"
+    http_case_ openai_max_tokens_1e308 400 "max_tokens must be" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":"a","seed":1e300}' >"$B"
+    http_case_ openai_seed_1e300 400 "seed must be" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":[1,2,1e10]}' >"$B"
+    http_case_ openai_token_id_1e10 400 "whole numbers" /v1/completions "$B"
+    $PY -c "print('{\"model\":\"small-llama\",\"prompt\":\"' + 'the cat ' * 120000 + '\"}')" >"$B"
+    http_case_ openai_prompt_of_240000_tokens 400 "the prompt is [0-9]+ tokens; this model's 64 positions" /v1/completions "$B"
+    $PY -c "import json; print(json.dumps({'model': 'small-llama', 'prompt': 'a', 'stop': 'x' * 300}))" >"$B"
+    http_case_ openai_stop_300_bytes 400 "at most 256 bytes" /v1/completions "$B"
+    $PY -c "import json; print(json.dumps({'model': 'small-llama', 'prompt': 'a', 'attention': {'layers': list(range(300))}}))" >"$B"
+    http_case_ openai_attention_300_layers 400 "1 to 256 indices" /v1/completions "$B"
+    printf '{"model":"small-llama","messages":[{"role":"user","content":"x"}],"attention":{"heads":[-1]}}' >"$B"
+    http_case_ openai_attention_negative_head 400 "whole numbers from 0" /v1/chat/completions "$B"
+    printf '{"model":"small-llama","messages":[{"role":"user"}],"n":1,"tools":null}' >"$B"
+    http_case_ openai_chat_without_template 400 "chat template" /v1/chat/completions "$B"
+    printf '{"model":"small-llama","messages":[{"role":"user","content":"x","weight":2}]}' >"$B"
+    http_case_ openai_message_unknown_field 400 "unknown field \"weight\"" /v1/chat/completions "$B"
+    printf '[]' >"$B"
+    http_case_ openai_body_an_array 400 "a JSON object" /v1/completions "$B"
+    printf '{"model":"small-llama","prompt":"\xc3\x28"}' >"$B"
+    http_case_ openai_invalid_utf8 400 "UTF-8" /v1/completions "$B"
+    kill "$SPID"
+    wait "$SPID"
+    rc=$?
+    n_case=$((n_case + 1))
+    if [ "${VALGRIND:-0}" = 1 ] && [ $rc -eq 99 ]; then echo "FAIL valgrind_openai_serve: $(grep -m3 '==' "$T/serve.vg")"
+    elif [ $rc -ne 0 ]; then echo "FAIL bad_input_openai_serve_stops_cleanly: exit $rc: $(tail -3 "$T/serve.err")"
+    else echo "PASS bad_input_openai_serve_stops_cleanly"; fi
+else
+    echo "SKIP bad_input_openai: no curl"
+fi
 echo "INFO bad-input catalog: $n_case cases"

@@ -285,11 +285,22 @@ static int is_neutral(const cJSON *c) {
     return 0;
 }
 
+/* Whether a JSON text writes a NUL as \u0000 inside a string: the parsed C string would end there. */
+static int has_nul_escape(const char *s, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (s[i] == '\\') {
+            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return 1;
+            i++; /* the escaped character */
+        }
+    return 0;
+}
+
 int oa_parse_request(const char *body, size_t len, int chat, OaRequest *q, OaError *err) {
     memset(q, 0, sizeof *q);
     q->chat = chat, q->temperature = 1.0, q->top_p = 1.0;
     if (!body || av_utf8_invalid_at(body, len) >= 0 || memchr(body, 0, len))
         return BAD(NULL, "the body is not UTF-8 text");
+    if (has_nul_escape(body, len)) return BAD(NULL, "a string holds a NUL character (\\u0000)");
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return BAD(NULL, "the body is not valid JSON");
     int rc = -1;
