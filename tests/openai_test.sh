@@ -4,7 +4,8 @@
 # OpenAI's error bodies and statuses for refused requests, the token as Authorization:
 # Bearer, Host refusal, stop strings, seeded sampling, the attention extension's shape;
 # on the SmolLM2 GGUF (tools/pymodel.sh smollm2), the bounded queue's 429 and a client
-# that leaves mid-stream (its place freed at once, the server's memory flat over repeats).
+# that leaves mid-stream (its place freed at once, the server's memory flat over repeats); a load
+# of 300 requests from 16 clients (tests/openai_load.py).
 # The answers' numbers against transformers and the official openai client:
 # tests/ref/openai_check.sh.
 cd "$(dirname "$0")/.." || exit 1
@@ -178,6 +179,10 @@ st=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $TOK" "$BA
 [ "$st" = 413 ] && jcheck "openai: a body over 1 MB: 413 in OpenAI's shape" "'1 MB' in j['error']['message']" || fail "openai: 413" "status $st"
 kill -0 "$PID" 2>/dev/null && pass "openai: the server is up after the refusals" || fail "openai: the server is up" "it exited: $(cat "$T/serve.err")"
 stop_server
+
+# load: 16 clients, mixed whole, streamed, attention, refused and left streams, RSS flat (make bench
+# runs the same with 1,000 requests: bench/openai_bench.sh)
+"$PY" tests/openai_load.py ./attnviz tests/data/small-llama small-llama 16 300
 
 # ---------------------------------------------------------------- SmolLM2: queue and disconnects
 if ! d=$(tools/pymodel.sh smollm2 2>/dev/null) || [ ! -f "$d/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
