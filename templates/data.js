@@ -183,7 +183,7 @@ const Data = (() => {
     const nn = st.nr * st.nc;
     const p = SOURCE.get('/api/attention?layer=' + st.layers[li] + '&heads=' + hs.map(h => meta.heads[h]).join(',') +
       (stacked ? '&stack=' + st.name : '') + (st.measure === 'norm' ? '&measure=norm' : ''))
-      .then(r => planesToCodes(r.bytes))
+      .then(r => r.codes || planesToCodes(r.bytes)) /* a streamed generation's source hands codes (live.js) */
       .then(codes => {
         if (codes.length !== hs.length * nn) throw new Error('server: layer ' + st.layers[li] + ' sent ' + codes.length + ' weights, expected ' + hs.length * nn);
         hs.forEach((h, k) => { st.blk[li][h] = codes.subarray(k * nn, (k + 1) * nn); });
@@ -267,7 +267,7 @@ const Data = (() => {
     if (!thumbReq) {
       thumbReq = thumbReqs[ms] = SOURCE.get('/api/thumbs' + (ms === 'norm' ? '?measure=norm' : '')).then(async r => {
         const [tl, th, s] = r.shape.map(Number);
-        const codes = await planesToCodes(r.bytes);
+        const codes = r.codes || await planesToCodes(r.bytes);
         if (tl !== meta.config.layers || th !== meta.config.heads || !(s > 0 && s <= n) || codes.length !== tl * th * s * s) throw new Error('server: thumbnails of the wrong size');
         return {
           s, exact: s === n,

@@ -123,7 +123,7 @@ function Live(cfg) {
       },
     };
   }
-  function reboot(meta, run) {
+  function reboot(meta, run, src) {
     const prev = window.attnviz && window.attnviz.dispose ? window.attnviz.dispose() : null;
     if (bootCtl) bootCtl.abort();
     bootCtl = new AbortController();
@@ -138,11 +138,12 @@ function Live(cfg) {
     }
     delete document.body.dataset.live;
     delete document.body.dataset.ready; /* set again once this run's first view is drawn */
-    boot(meta, source(run, bootCtl.signal), prev, bootCtl.signal);
+    boot(meta, src || source(run, bootCtl.signal), prev, bootCtl.signal);
   }
   function fmtMs(v) { return v >= 100 ? v.toFixed(0) : v.toFixed(1); }
   async function run() {
     clearTimeout(timer);
+    if (genCtl) genCtl.abort();
     const my = ++seq;
     if (runCtl) runCtl.abort();
     runCtl = null;
@@ -249,7 +250,184 @@ function Live(cfg) {
   $('live-download').addEventListener('click', download);
   $('live-download').disabled = true;
 
-  window.attnvizLive = { run, get runId() { return runId; }, get seq() { return seq; }, models };
+  /* ---------------------------------------------------------------- streamed generation */
+
+  /* Generate (a decoder with a head): POST /v1/completions with stream and the
+   * attention extension (every layer's and head's whole rows, the prompt's
+   * first; docs/serve-api.md). Each token's rows arrive with it: the page is
+   * booted again on the document so far, its attention read from those rows
+   * (a source that hands the views their codes), and the generation step set
+   * to the newest token, which the head and matrix views follow. Stop (or a
+   * new run) aborts the request: the server frees its place at once. */
+  const sBtn = $('live-stream'), sN = $('live-stream-n');
+  let genCtl = null;
+  function showStream() {
+    const m = model();
+    $('live-stream-ctl').hidden = !(m && m.causal && m.predict && !m.enc_dec);
+  }
+  showStream();
+  msel.addEventListener('change', showStream);
+  const codeOf = w => Math.min(10000, Math.round(w * 10000));
+  /* the views' source over the rows received: rows[layer][head][i] is query i's row (i + 1 keys) */
+  function rowSource(rows, n, cfg) {
+    return {
+      run: 'generation',
+      get(path) {
+        const u = new URL(path, location.origin), q = u.searchParams;
+        if (u.pathname === '/api/attention') {
+          const li = +q.get('layer'), hs = q.get('heads').split(',').map(Number), codes = new Uint16Array(hs.length * n * n);
+          hs.forEach((h, k) => {
+            const R = rows[li][h];
+            for (let i = 0; i < n; i++) {
+              const r = R[i];
+              if (!r) continue;
+              for (let j = 0; j < r.length; j++) codes[(k * n + i) * n + j] = codeOf(r[j]);
+            }
+          });
+          return Promise.resolve({ codes, shape: [hs.length, n, n] });
+        }
+        if (u.pathname === '/api/thumbs') {
+          const s = Math.min(n, 64), L = cfg.layers, H = cfg.heads, codes = new Uint16Array(L * H * s * s);
+          const cnt = new Float64Array(s);
+          for (let i = 0; i < n; i++) cnt[Math.floor(i * s / n)]++;
+          for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
+            const acc = new Float64Array(s * s), R = rows[l][h];
+            for (let i = 0; i < n; i++) {
+              const r = R[i], bi = Math.floor(i * s / n);
+              if (r) for (let j = 0; j < r.length; j++) acc[bi * s + Math.floor(j * s / n)] += r[j];
+            }
+            const base = (l * H + h) * s * s;
+            for (let c = 0; c < s * s; c++) codes[base + c] = codeOf(acc[c] / cnt[Math.floor(c / s)]);
+          }
+          return Promise.resolve({ codes, shape: [L, H, s, s] });
+        }
+        return Promise.reject(new Error('queries and keys: run the text once the generation has ended'));
+      },
+    };
+  }
+  /* the prompt's document (POST /api/run's meta) grown by the generated tokens */
+  function grown(meta0, toks, finish, text) {
+    const m = JSON.parse(JSON.stringify(meta0)), P = meta0.n;
+    for (const t of toks) {
+      m.tokens.push(t.token);
+      if (m.display_tokens) m.display_tokens.push(t.text);
+      m.input_ids.push(t.id);
+      m.token_type_ids.push(0);
+      m.special.push(0);
+      m.word_start.push(/^[\s]/.test(t.text) ? 1 : 0);
+    }
+    m.n = P + toks.length;
+    const prob = lp => (typeof lp === 'number' ? Math.exp(lp) : 0);
+    m.generation = {
+      prompt_tokens: P, generated_tokens: toks.length, stop_reason: finish === 'stop' ? 'eos' : 'length',
+      strategy: 'greedy', text,
+      steps: toks.map(t => ({ position: t.position, id: t.id, token: t.token, prob: prob(t.logprob),
+        top: (t.top || []).map(o => ({ token: o.token, display: o.text, id: o.id, prob: prob(o.logprob) })) })),
+    };
+    return m;
+  }
+  async function generateStream() {
+    if (genCtl) { genCtl.abort(); return; } /* Stop */
+    const m = model(), text = ta.value;
+    if (!m || !text.trim()) return;
+    clearTimeout(timer);
+    if (runCtl) runCtl.abort();
+    seq++;
+    const ctl = new AbortController();
+    genCtl = ctl;
+    sBtn.textContent = 'Stop';
+    sBtn.classList.add('stop');
+    document.body.dataset.generating = '1';
+    const N = Math.max(1, Math.min(256, Math.round(+sN.value) || 24));
+    const t0 = performance.now();
+    let toks = [], out = '', finish = null, n = 0, meta0 = null, drawn = 0, timerDraw = null;
+    const rows = Array.from({ length: m.layers }, () => Array.from({ length: m.heads }, () => []));
+    const keep = t => {
+      t.rows.forEach((byHead, l) => byHead.forEach((r, h) => { rows[l][h][t.position] = Float32Array.from(r); }));
+      n = Math.max(n, t.position + 1);
+    };
+    /* boots again on what has arrived, at most every 120 ms, and pins the newest token */
+    const draw = () => {
+      timerDraw = null;
+      if (!meta0 || n < meta0.n) return;
+      drawn = performance.now();
+      runId = null;
+      reboot(grown(meta0, toks, finish, out), null, rowSource(rows, n, m));
+      const follow = () => { if (window.attnviz && window.attnviz.pred && toks.length) window.attnviz.pred.setStep(toks.length); };
+      if (document.body.dataset.ready) follow(); else setTimeout(follow, 0);
+      document.body.dataset.generated = String(toks.length);
+    };
+    const later = () => { if (!timerDraw) timerDraw = setTimeout(draw, Math.max(0, 120 - (performance.now() - drawn))); };
+    const say = (kind, extra) => status(kind, [{ text: toks.length + ' of up to ' + N + ' tokens', cls: 'st-n' },
+      { text: (performance.now() - t0).toFixed(0) + ' ms', cls: 'st-ms' }, { text: out.replace(/\s*\n\s*/g, ' ⏎ '), cls: 'st-gen' }].concat(extra || []));
+    try {
+      status('busy', [{ text: 'Generating with ' + m.name + '…' }]);
+      const r0 = await fetch('/api/run', { method: 'POST', headers: headers({ 'Content-Type': 'application/json' }),
+        body: JSON.stringify({ model: m.id, text }), signal: ctl.signal, cache: 'no-store' });
+      if (!r0.ok) throw new Error(await errorOf(r0));
+      meta0 = (await r0.json()).meta;
+      const r = await fetch('/v1/completions', {
+        method: 'POST', signal: ctl.signal, cache: 'no-store',
+        headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: m.name, prompt: text, max_tokens: N, temperature: 0, stream: true, logprobs: 5,
+          attention: { rows: true, prompt: true, top_k: 0, stats: false } }),
+      });
+      if (!r.ok) {
+        let msg = 'HTTP ' + r.status;
+        try { msg = (await r.json()).error.message; } catch (_) { /* not JSON */ }
+        throw new Error(msg);
+      }
+      const reader = r.body.getReader(), dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let cut;
+        while ((cut = buf.indexOf('\n\n')) >= 0) {
+          const ev = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          if (!ev.startsWith('data: ')) continue;
+          const data = ev.slice(6);
+          if (data === '[DONE]') continue;
+          const j = JSON.parse(data);
+          if (j.error) throw new Error(j.error.message);
+          const a = j.attention || {};
+          if (Array.isArray(a.prompt)) a.prompt.forEach(keep);
+          if (typeof a.position === 'number') {
+            keep(a);
+            delete a.rows;
+            toks.push(a);
+          }
+          const c = j.choices && j.choices[0];
+          if (c) {
+            out += c.text || '';
+            if (c.finish_reason) finish = c.finish_reason;
+          }
+          if (n) { later(); say('busy'); }
+        }
+      }
+      clearTimeout(timerDraw);
+      draw();
+      say('ok', [{ text: finish === 'stop' ? 'the model ended it' : 'max tokens', cls: 'st-ms' }]);
+    } catch (err) {
+      clearTimeout(timerDraw);
+      if (err && err.name === 'AbortError') {
+        if (toks.length) { draw(); say('warn', [{ text: 'stopped', cls: 'st-warn' }]); }
+        else status('idle', [{ text: 'Stopped.' }]);
+      } else {
+        status('error', [{ text: 'Error: ' + (err && err.message ? err.message : String(err)), cls: 'st-err' }]);
+      }
+    } finally {
+      if (genCtl === ctl) genCtl = null;
+      sBtn.textContent = 'Generate';
+      sBtn.classList.remove('stop');
+      delete document.body.dataset.generating;
+    }
+  }
+  sBtn.addEventListener('click', generateStream);
+
+  window.attnvizLive = { run, generate: generateStream, get runId() { return runId; }, get seq() { return seq; }, models };
   if (ta.value.trim()) run();
   else status('idle', [{ text: models.length ? 'Type a sentence to run ' + models[0].name + '.' : 'No model is served.' }]);
   ta.focus();

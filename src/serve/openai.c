@@ -713,13 +713,32 @@ static size_t utf8_chars(const char *s, size_t n) {
     return c;
 }
 
-/* The attention of a's position i as an object: [layer][head] arrays. */
-static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, int id) {
+/* The attention of a's position i as an object: the token (id, spelling, text as read; a generated
+ * one's logprob and top ones when asked), then [layer][head] arrays. */
+static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, int id, const PipeGenToken *t) {
     const int L = a->n_layers, H = a->n_heads, B = L * H, K = a->top_k, pos = a->pos0 + i, nk = pos + 1;
     const Pipeline *p = live_pipeline(j->lv, j->model);
     fprintf(f, "{\"position\":%d,\"id\":%d,\"token\":", pos, id);
-    const char *sp = pipeline_token(p, id);
+    const char *sp = pipeline_token(p, id), *tx = pipeline_token_text(p, id);
     json_write_string(f, sp ? sp : "");
+    fputs(",\"text\":", f);
+    json_write_string(f, tx ? tx : "");
+    if (t && j->q.logprobs) {
+        fputs(",\"logprob\":", f);
+        put_double(f, t->logprob);
+        fputs(",\"top\":[", f);
+        for (int k = 0; k < t->n_top; k++) {
+            const char *ts = pipeline_token(p, t->top_ids[k]), *tt = pipeline_token_text(p, t->top_ids[k]);
+            fprintf(f, "%s{\"id\":%d,\"token\":", k ? "," : "", t->top_ids[k]);
+            json_write_string(f, ts ? ts : "");
+            fputs(",\"text\":", f);
+            json_write_string(f, tt ? tt : "");
+            fputs(",\"logprob\":", f);
+            put_double(f, t->top_logprobs[k]);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
     if (K) {
         for (int w = 0; w < 2; w++) {
             fputs(w ? ",\"weights\":[" : ",\"keys\":[", f);
@@ -884,7 +903,7 @@ static int on_prompt(void *ctx, const int *ids, int n, const PipeGenAttn *a) {
     if (!j->q.stream) {
         for (int i = 0; a && i < n; i++) {
             if (i) fputc(',', j->pattn.f);
-            attn_position(j->pattn.f, j, a, i, j->ids[i]);
+            attn_position(j->pattn.f, j, a, i, j->ids[i], NULL);
         }
         return 0;
     }
@@ -903,7 +922,7 @@ static int on_prompt(void *ctx, const int *ids, int n, const PipeGenAttn *a) {
             fputs(",\"prompt\":[", b.f);
             for (int i = 0; i < n; i++) {
                 if (i) fputc(',', b.f);
-                attn_position(b.f, j, a, i, j->ids[i]);
+                attn_position(b.f, j, a, i, j->ids[i], NULL);
             }
             fputc(']', b.f);
         }
@@ -945,7 +964,7 @@ static int on_token(void *ctx, const PipeGenToken *t) {
         j->text_chars += utf8_chars(t->text, t->text_len);
         if (t->attn) {
             if (j->n_gen > 1) fputc(',', j->attn.f);
-            attn_position(j->attn.f, j, t->attn, 0, t->id);
+            attn_position(j->attn.f, j, t->attn, 0, t->id, t);
         }
         return client_gone(j);
     }
@@ -984,7 +1003,7 @@ static int on_token(void *ctx, const PipeGenToken *t) {
     fputs(",\"finish_reason\":null}]", b.f);
     if (t->attn) {
         fputs(",\"attention\":", b.f);
-        attn_position(b.f, j, t->attn, 0, t->id);
+        attn_position(b.f, j, t->attn, 0, t->id, t);
     }
     fputc('}', b.f);
     if (emit_buf(j, &b)) return j->failed = 1;
