@@ -543,20 +543,22 @@ static int find_model(const Live *lv, const char *id) {
     return -1;
 }
 
-static long started_at;
+/* The models' "created": when the first request asked (the server's start, near enough). */
+static _Atomic long started_at;
 
 static void model_object(FILE *f, const Live *lv, int i) {
     char id[300];
     model_id(lv, i, id, sizeof id);
     fputs("{\"id\":", f);
     json_write_string(f, id);
-    fprintf(f, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"attnviz\"}", started_at);
+    fprintf(f, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"attnviz\"}", atomic_load(&started_at));
 }
 
 static int do_models(Live *lv, struct MHD_Connection *c, const char *url) {
     AvBuf b;
     if (av_buf_open(&b)) return MHD_NO;
-    if (!started_at) started_at = (long)time(NULL);
+    long zero = 0;
+    atomic_compare_exchange_strong(&started_at, &zero, (long)time(NULL));
     if (url[10] == '/') { /* /v1/models/ID */
         const int m = find_model(lv, url + 11);
         if (m < 0 || live_cannot_generate(lv, m)) {
