@@ -13,7 +13,7 @@
 #include "report.h"
 #include "util.h"
 
-/* Exit statuses (README.md): an error's kind says which. */
+/* Exit statuses (docs/errors.md): an error's kind says which. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* Ctrl-C or a kill must not leave half-written outputs behind. */

@@ -1,6 +1,6 @@
 /* heads.js — the "Find heads" panel of the model view: per-head scores of this
  * input computed from the attention the page holds, with the definitions of
- * `attnviz heads` (README: share of all attention on a pattern, as
+ * `attnviz heads` (docs/heads.md: share of all attention on a pattern, as
  * TransformerLens's detect_head; distance and entropy as row means). A picked
  * score shades the model view's thumbnails (dim = low), badges each with its
  * score and rank, and lists the best heads; a click on either opens the head.

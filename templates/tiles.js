@@ -1,4 +1,4 @@
-/* tiles.js — a long input (attnviz serve past --long-from tokens; README:
+/* tiles.js — a long input (attnviz serve past --long-from tokens; docs/serve.md,
  * "Long inputs") browsed without any n x n matrix in the page: the matrix
  * view shows one head as max-pooled tiles of 256 x 256 cells and fetches the
  * tile it needs as you zoom and pan (GET /api/tile: level 0 is the whole

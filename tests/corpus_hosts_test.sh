@@ -1,5 +1,5 @@
 #!/bin/bash
-# The README's `parallel --sshlogin` form for real: a corpus sharded across two "hosts" (network
+# docs/batch.md's `parallel --sshlogin` form for real: a corpus sharded across two "hosts" (network
 # namespaces on this machine, each with its own OpenSSH server, reached over veth pairs on
 # loopback-range addresses; tests/hosts_lib.sh), the binary and model run in place (the
 # namespaces share the filesystem). The merged JSON Lines must equal a single-process run byte
@@ -49,7 +49,7 @@ PY
 cmd="ATTNVIZ_KERNEL=scalar OPENBLAS_CORETYPE=Prescott $BIN --model $M --batch - --quiet"
 
 "$BIN" --model "$M" --batch "$T/corpus.txt" --quiet >"$T/single.jsonl"
-# the README's form (two hosts and ":", this machine): -k keeps input order; 25 lines a job so
+# docs/batch.md's form (two hosts and ":", this machine): -k keeps input order; 25 lines a job so
 # every host gets several jobs
 hosts_run parallel --ssh "$HOSTS_SSH" --sshlogin "${HOSTS// /,},:" --joblog "$T/jobs.log" \
     --pipe -k -N 25 "$cmd" <"$T/corpus.txt" >"$T/merged.jsonl" 2>"$T/parallel.err"

@@ -197,20 +197,21 @@ else
     skip lib_header_compiles_cxx "no C++ compiler"
 fi
 
-# --- the README's two blocks, as written: its install into $HOME/.local (HOME a temporary folder,
-# run in a folder of links to the repository's files so that what it builds stays there), then its C
-# program against that install ---
+# --- docs/c-library.md's two blocks, as written: its install into $HOME/.local (HOME a temporary
+# folder, run in a folder of links to the repository's files so that what it builds stays there),
+# then its C program against that install ---
+doc=docs/c-library.md
 readme_block() { # MARKER LANG: the fenced block of LANG that follows the line holding MARKER
     awk -v m="$1" -v l="$2" 'index($0, m) { on = 1; next } on && $0 == "```" l { inb = 1; next }
-        inb && $0 == "```" { exit } inb { print }' README.md
+        inb && $0 == "```" { exit } inb { print }' "$doc"
 }
 R=$T/readme
 mkdir -p "$R" "$T/home"
 for f in * .[!.]*; do [ "$f" = .git ] || ln -s "$PWD/$f" "$R/$f"; done
-readme_block "## As a C library: libattnviz" sh >"$T/readme.sh"
+readme_block "tests/lib_test.sh runs this block" sh >"$T/readme.sh"
 readme_block "tests/lib_test.sh compiles and runs this block" c >"$R/readme.c"
 if [ ! -s "$T/readme.sh" ] || [ ! -s "$R/readme.c" ]; then
-    fail lib_readme_blocks "README.md's sh or c block under 'As a C library' not found"
+    fail lib_readme_blocks "$doc: the sh or c block after a 'covered-by: tests/lib_test.sh' marker was not found"
 else
     (cd "$R" && env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR HOME="$T/home" bash -e "$T/readme.sh") >"$T/readme.out" 2>&1
     rc=$?
@@ -221,12 +222,11 @@ else
     else
         fail lib_readme_install_and_example "exit $rc: $(diff "$T/lib_example_demo_equals_cli.want" "$T/readme.ex" | head -n 5 | tr '\n' '|') $(tail -n 3 "$T/readme.out")"
     fi
-    # the output the README shows is the example's first lines
-    shown=$(awk '/^## As a C library: libattnviz/ { on = 1; next } !on { next }
-        /^```/ { if (!inb) { inb = 1; lang = substr($0, 4); next } if (lang == "") exit; inb = 0; next }
-        inb && lang == "" && $0 != "..."' README.md)
+    # the output the page shows (its first plain ``` block) is the example's first lines
+    shown=$(awk '/^```/ { if (!inb) { inb = 1; lang = substr($0, 4); next } if (lang == "") exit; inb = 0; next }
+        inb && lang == "" && $0 != "..."' "$doc")
     [ -n "$shown" ] && [ "$shown" = "$(head -n "$(printf '%s\n' "$shown" | wc -l)" "$T/readme.ex")" ] &&
-        pass lib_readme_shows_the_examples_output || fail lib_readme_shows_the_examples_output "README shows: $shown"
+        pass lib_readme_shows_the_examples_output || fail lib_readme_shows_the_examples_output "$doc shows: $shown"
     want=$($PY -c "import json,sys; d=json.load(open(sys.argv[1])); a=d['attention'][0]
 t=d['tokens']; import struct
 print('1 x %d x %d x %d; %s -> %s: %.4f' % (len(a), len(t), len(t), t[2], t[1], a[0][2][1]))" "$T/lib_example_layer_selection_src.json" 2>&1)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# norm_test.sh — --measure norm end to end (value-weighted attention; README.md): which outputs carry it
+# norm_test.sh — --measure norm end to end (value-weighted attention; docs/beyond-attention.md): which outputs carry it
 # (JSON, .npy siblings, --out-dir, --generate, the views --no-special / --words), --stats and heads say
 # which measure they scored and merge only alike files, and a run without it carries none of it. The
 # numbers themselves: tests/ref/norm_check.sh (transformers), test_normattn, test_kernels.

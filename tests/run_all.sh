@@ -88,6 +88,7 @@ scripts=(
     tests/render_test.sh
     tests/scripting_test.sh
     tests/diff_test.sh
+    tests/docs_test.sh
     tests/predict_test.sh
     tests/modernbert_test.sh
     tests/lib_test.sh

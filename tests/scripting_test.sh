@@ -137,7 +137,7 @@ else
     echo "SKIP gnu_parallel_shards_merge_to_the_single_run: GNU parallel not installed"
 fi
 # --shard I/N: shard I takes the lines numbered (from 0) I modulo N, every line counted, so
-# shards need no coordinator; joined (stats --merge; JSON Lines interleaved as the README
+# shards need no coordinator; joined (stats --merge; JSON Lines interleaved as docs/batch.md
 # does; --out-dir's files named by line number) they are the single run, byte for byte
 for i in $(seq 1 41); do echo "shard line $i $(printf 'time flies %.0s' $(seq 1 $((i % 9))))"; done >"$T/sc.txt"
 "$BIN" --model "$M" --batch "$T/sc.txt" --quiet >"$T/sc.single.jsonl"

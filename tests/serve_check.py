@@ -1121,7 +1121,7 @@ def long_html_check():
 # ---------------------------------------------------------------- --qk-precision
 
 # The largest difference of a recomputed attention weight from the f32 server's, 2.5x the largest measured
-# (README "Half-precision q/k": f16 3.2e-3, bf16 2.3e-2, on the test fixtures; the demo model and SmolLM2 less);
+# (docs/serve.md "Half-precision q/k": f16 3.2e-3, bf16 2.3e-2, on the test fixtures; the demo model and SmolLM2 less);
 # test_tiles holds the same bounds on every fixture.
 QK_BOUND = {"f16": 8e-3, "bf16": 6e-2}
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# The README's Slurm job array for real: a single-node Slurm started here (Debian's slurm-wlm and
+# docs/batch.md's Slurm job array for real: a single-node Slurm started here (Debian's slurm-wlm and
 # munge: munged with a temporary key, slurmctld and slurmd on this machine over loopback, a
-# temporary slurm.conf and state folders, no cgroups), the README's attnviz-shards.sbatch and its
-# submit-and-merge block extracted from README.md and run as written. The merged statistics, head
+# temporary slurm.conf and state folders, no cgroups), the docs' attnviz-shards.sbatch and its
+# submit-and-merge block extracted from docs/batch.md and run as written. The merged statistics, head
 # scores and JSON Lines must equal one unsharded run byte for byte; each task must have taken its
 # own shard; a failing task must fail sbatch --wait; and every daemon is stopped on every exit
 # path (none may remain). Without slurm-wlm/munge the cases FAIL with the reason
@@ -91,17 +91,17 @@ done
 [ -z "$missing" ] || fail_all "Slurm is not installed (missing:$missing): tools/deps.sh test installs Debian's slurm-wlm and munge"
 PATH=$PATH:/usr/sbin:/sbin
 
-# The README's two blocks, each the fenced block after its marker comment.
+# docs/batch.md's two blocks, each the fenced block after its marker comment.
 readme_block() {
     awk -v mark="$1" 'index($0, mark) { on = 1; next }
         on == 1 && /^```/ { on = 2; next }
         on == 2 && /^```/ { exit }
-        on == 2 { print }' README.md
+        on == 2 { print }' docs/batch.md
 }
 readme_block "tests/slurm_test.sh runs this block as attnviz-shards.sbatch" >"$T/attnviz-shards.sbatch"
 readme_block "tests/slurm_test.sh runs this block -->" >"$T/submit.sh"
 grep -q '^#SBATCH --array=0-3' "$T/attnviz-shards.sbatch" && grep -q 'sbatch --wait attnviz-shards.sbatch' "$T/submit.sh" ||
-    fail_all "README.md: the Slurm section's blocks were not found"
+    fail_all "docs/batch.md: the Slurm section's blocks were not found"
 
 # ---- the daemons: munged, slurmctld and slurmd, all in $T/slurm, over 127.0.0.1
 # what ran before (another Slurm on this machine): not ours, never stopped or counted
@@ -179,7 +179,7 @@ done
 t_up=$(now)
 [ $up -eq 1 ] || fail_all "the node did not come up in 30 s: $(timeout 5 sinfo 2>&1 | tail -2); $(tail -c 300 "$S/slurmctld.out"); $(tail -c 300 "$S/slurmd.out")"
 
-# ---- the README's job array, from its folder, with attnviz on PATH and the model in ATTNVIZ_MODEL
+# ---- the docs' job array, from its folder, with attnviz on PATH and the model in ATTNVIZ_MODEL
 W=$T/work
 mkdir -p "$W/bin" && ln -s "$BIN" "$W/bin/attnviz" && cp "$T/attnviz-shards.sbatch" "$T/submit.sh" "$W/"
 # 30 sentences of varied length from the demo model's word list: 4 shards of 8, 8, 7, 7 lines
@@ -221,7 +221,7 @@ else
     fail slurm_array_tasks_took_their_shards "inputs per task: $took; lines in place: $lines_ok; logs: $(ls "$W"/shards 2>&1 | tr '\n' ' ')"
 fi
 
-# a failing task fails sbatch --wait, so the README's merge does not run: line 6 is blank (task 1's)
+# a failing task fails sbatch --wait, so the docs' merge does not run: line 6 is blank (task 1's)
 mkdir -p "$T/bad/shards" && cp "$T/attnviz-shards.sbatch" "$T/bad/" && sed '6s/.*//' "$W/corpus.txt" >"$T/bad/corpus.txt"
 t0=$(now)
 (cd "$T/bad" && PATH="$W/bin:$PATH" sbatch --wait attnviz-shards.sbatch) >"$T/bad.out" 2>&1
@@ -238,6 +238,6 @@ t0=$(now)
 daemons_down
 t_down=$(secs "$t0" "$(now)")
 if [ -z "$STRAYS" ]; then pass slurm_daemons_stopped; else fail slurm_daemons_stopped "$STRAYS"; fi
-echo "slurm: daemons up in $(secs "$t_start" "$t_up") s; README job array (4 tasks, 30 lines, stats + heads + maps) and merge $t_wait s; failing array $t_bad s; stopped in $t_down s; total $(secs "$t_start" "$(now)") s"
+echo "slurm: daemons up in $(secs "$t_start" "$t_up") s; docs job array (4 tasks, 30 lines, stats + heads + maps) and merge $t_wait s; failing array $t_bad s; stopped in $t_down s; total $(secs "$t_start" "$(now)") s"
 finished=1
 exit 0

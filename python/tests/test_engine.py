@@ -277,27 +277,30 @@ def test_bertviz_functions_need_no_binary(tmp_path):
 
 
 def readme_block(marker, lang):
-    """The fenced block of lang that follows marker in README.md."""
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    """The fenced block of lang that follows marker in docs/python.md."""
+    with open(os.path.join(REPO, "docs", "python.md"), encoding="utf-8") as f:
         text = f.read()
     i = text.index(marker)
     start = text.index(f"```{lang}\n", i) + len(lang) + 4
     return text[start:text.index("```", start)]
 
 
-def test_readme_python_block_runs_as_written(smollm2, monkeypatch):
+def test_readme_python_block_runs_as_written(smollm2, monkeypatch, tmp_path):
     code = readme_block("python/tests/test_engine.py runs this block", "python")
     pages = []
     # head_view() in a notebook displays the page; here it is kept to look at
     monkeypatch.setattr(attnviz._engine, "show_or_return", lambda page, action: pages.append(page) or page)
-    monkeypatch.chdir(os.path.dirname(smollm2))
+    # where the docs run from: the repository's root, the model installed by make weights MODEL=smollm2
+    (tmp_path / "weights").mkdir()
+    os.symlink(smollm2, tmp_path / "weights" / os.path.basename(smollm2))
+    monkeypatch.chdir(tmp_path)
     ns = {}
-    exec(compile(code, "README.md", "exec"), ns)
+    exec(compile(code, "docs/python.md", "exec"), ns)
     r = ns["r"]
     n = len(r.tokens)
     assert r.attention.shape == (2, 3, n, n) and r.queries.shape == (2, 3, n, 64)
     assert r.tokens[:2] == ["The", "Ġcat"]
-    # what the README's comments show
+    # what the block's comments show
     top = r.predictions[-1]
     assert [t for t, _ in top[:2]] == ["Ġon", "Ġalone"] and f"{top[0][1]:.2f}" == "0.74" and f"{top[1][1]:.2f}" == "0.05"
     assert len(pages) == 1 and '"init_view":"head"' in pages[0].data

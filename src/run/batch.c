@@ -51,7 +51,7 @@ static void progress(long done, long total, double t0, int final) {
     }
 }
 
-/* The longest --batch line read (README.md, docs/attnviz.1): past it the batch
+/* The longest --batch line read (docs/options.md, docs/attnviz.1): past it the batch
  * stops with the line's number. */
 #define BATCH_MAX_LINE (16u << 20)
 

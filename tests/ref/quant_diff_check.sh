@@ -9,7 +9,7 @@
 #     writes (quant_diff_check.py);
 #   - the finer quant diverges less: Q8_0's mean divergence and mean |sink change| from F16 are
 #     below Q4_0's and Q4_1's.
-# Prints each quant's figures (the README's table "Choosing a quant").
+# Prints each quant's figures (docs/diff.md's table "Choosing a quant").
 set -u
 cd "$(dirname "$0")/../.."
 if ! py=$(tools/pyref.sh --check 2>/dev/null); then

