@@ -14,8 +14,10 @@
 #
 # `./attnviz serve ...` runs the server as written (with --port 0 added when no --port is given,
 # so that it never meets another server on this machine) until its URL answers: the page, the
-# model list and a run of the first model; then stops it. With --open, xdg-open is a stand-in
-# that records the URL it was given, which must be the one printed.
+# model list and a run of the first model; then stops it (tests/docs_serve.sh). With --open,
+# xdg-open is a stand-in that records the URL it was given, which must be the one printed. A block
+# that starts the server in the background itself (`./attnviz serve ... &`) runs it as written
+# and must stop it. Each block runs in a session of its own: a process it leaves running fails it.
 #
 # A block fails on a non-zero exit, on a run longer than DOCS_BLOCK_TIMEOUT seconds (default 120),
 # or when it cannot run at all; a block that cannot run inside a test carries a covered-by marker
@@ -55,8 +57,8 @@ tar --exclude=./tests -cf - -C build . | { mkdir -p "$S/build" && tar -xf - -C "
 cat >"$S/attnviz" <<EOF
 #!/bin/bash
 real=$REPO/attnviz
-[ "\${1:-}" = serve ] || exec "\$real" "\$@"
-exec $REPO/tests/docs_serve.sh "\$real" "\$@"
+[ "\${1:-}" = serve ] && [ -z "\${DOCS_SERVE_AS_WRITTEN:-}" ] && exec $REPO/tests/docs_serve.sh "\$real" "\$@"
+exec "\$real" "\$@"
 EOF
 chmod +x "$S/attnviz"
 # xdg-open (attnviz serve --open): records the URL
@@ -80,9 +82,23 @@ slow=""
 while IFS=$'\t' read -r id where; do
     file=${where%%:*}
     if [ $# -gt 0 ] && [ "$file" != README.md ] && [[ "$only" != *" $file "* ]]; then continue; fi
+    # a block that starts a server in the background (`attnviz serve ... &`) runs it as written and
+    # stops it itself; any other `./attnviz serve` is run until it answers (tests/docs_serve.sh)
+    if grep -qE 'attnviz serve[^#]*&[[:space:]]*$' "$T/blocks/$id.sh"; then export DOCS_SERVE_AS_WRITTEN=1; else unset DOCS_SERVE_AS_WRITTEN; fi
     t0=$(date +%s%N)
-    (cd "$S" && timeout -k 5 "$timeout_s" bash -e -o pipefail "$T/blocks/$id.sh") >"$T/out.$id" 2>&1 </dev/null
+    # in a session of its own (its id in $T/sid.$id), so that whatever the block leaves running is found
+    (cd "$S" && exec setsid -w bash -c 'echo $$ >"$0"; exec timeout -k 5 "$1" bash -e -o pipefail "$2"' \
+        "$T/sid.$id" "$timeout_s" "$T/blocks/$id.sh") >"$T/out.$id" 2>&1 </dev/null
     rc=$?
+    sid=$(cat "$T/sid.$id" 2>/dev/null)
+    in_session() { [ -n "$sid" ] && ps -eo pid=,sid=,stat= | awk -v s="$sid" '$2 == s && $3 !~ /^Z/ { print $1 }'; }
+    left=$(in_session)
+    [ -z "$left" ] || { sleep 1; left=$(in_session); } # a server the block stopped may still be exiting
+    if [ -n "$left" ]; then
+        what=$(ps -o args= -p "$(echo $left | tr ' ' ,)" 2>/dev/null | head -n 3 | tr '\n' '|')
+        kill $left 2>/dev/null
+        [ $rc -eq 0 ] && rc=125 # fails the block: it must stop what it starts
+    fi
     t1=$(date +%s%N)
     ms=$(((t1 - t0) / 1000000))
     secs=$((ms / 1000)).$(printf %03d $((ms % 1000)))
@@ -93,6 +109,7 @@ while IFS=$'\t' read -r id where; do
     else
         why="exit $rc"
         [ $rc -eq 124 ] && why="still running after $timeout_s s"
+        [ -n "$left" ] && why="left processes running (stopped now): $what"
         fail "docs_block $where" "$why: $(sed -n 's/^/    /; 1,3p' "$T/blocks/$id.sh" | tr '\n' ' ')... | $(tail -n 6 "$T/out.$id" | tr '\n' '|')"
         failed=$((failed + 1))
     fi

