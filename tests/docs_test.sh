@@ -49,8 +49,9 @@ cp -r weights/demo "$S/weights/demo"
 # the build's objects and library (not its test binaries), newer than the copied sources: a block's
 # `make build/tests/test_X` builds only that suite, into the copy
 tar --exclude=./tests -cf - -C build . | { mkdir -p "$S/build" && tar -xf - -C "$S/build"; }
-# the one suite docs/testing.md builds and runs, when make test has built it already
-[ -x build/tests/test_cli ] && mkdir -p "$S/build/tests" && cp build/tests/test_cli "$S/build/tests/"
+# the one suite docs/testing.md builds and runs, when make test has built it already (its own
+# time kept: make rebuilds it if it is older than its sources)
+[ -x build/tests/test_cli ] && mkdir -p "$S/build/tests" && cp -p build/tests/test_cli "$S/build/tests/"
 [ -f "$S/Makefile" ] && [ -f "$S/weights/demo/model.safetensors" ] || { fail docs_test "cannot make the scratch copy in $S"; exit 1; }
 
 # ./attnviz: the binary, and serve run until its page answers
