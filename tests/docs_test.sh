@@ -88,9 +88,13 @@ while IFS=$'\t' read -r id where; do
     if grep -qE 'attnviz serve[^#]*&[[:space:]]*$' "$T/blocks/$id.sh"; then export DOCS_SERVE_AS_WRITTEN=1; else unset DOCS_SERVE_AS_WRITTEN; fi
     t0=$(date +%s%N)
     # in a session of its own (its id in $T/sid.$id), so that whatever the block leaves running is found
-    (cd "$S" && exec setsid -w bash -c 'echo $$ >"$0"; exec timeout -k 5 "$1" bash -e -o pipefail "$2"' \
-        "$T/sid.$id" "$timeout_s" "$T/blocks/$id.sh") >"$T/out.$id" 2>&1 </dev/null
+    # (and its CPU time, user + system of everything it ran, in $T/cpu.$id)
+    TIMEFORMAT='%U %S'
+    { time { (cd "$S" && exec setsid -w bash -c 'echo $$ >"$0"; exec timeout -k 5 "$1" bash -e -o pipefail "$2"' \
+        "$T/sid.$id" "$timeout_s" "$T/blocks/$id.sh") >"$T/out.$id" 2>&1 </dev/null; }; } 2>"$T/cpu.$id"
     rc=$?
+    cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$T/cpu.$id")
+    cpu_total=$(awk -v a="${cpu_total:-0}" -v b="$cpu" 'BEGIN { printf "%.2f", a + b }')
     sid=$(cat "$T/sid.$id" 2>/dev/null)
     in_session() { [ -n "$sid" ] && ps -eo pid=,sid=,stat= | awk -v s="$sid" '$2 == s && $3 !~ /^Z/ { print $1 }'; }
     left=$(in_session)
@@ -104,9 +108,9 @@ while IFS=$'\t' read -r id where; do
     ms=$(((t1 - t0) / 1000000))
     secs=$((ms / 1000)).$(printf %03d $((ms % 1000)))
     ran=$((ran + 1))
-    slow="$slow$secs $where"$'\n'
+    slow="$slow$cpu s CPU, $secs s: $where"$'\n'
     if [ $rc -eq 0 ]; then
-        pass "docs_block $where ($secs s)"
+        pass "docs_block $where ($secs s, $cpu s CPU)"
     else
         why="exit $rc"
         [ $rc -eq 124 ] && why="still running after $timeout_s s"
@@ -117,6 +121,6 @@ while IFS=$'\t' read -r id where; do
 done <"$T/blocks/index"
 [ $ran -gt 0 ] || fail docs_test "no sh block was run"
 
-echo "docs: $ran blocks run, $(cat "$T/blocks/covered") covered by other tests, $failed failed, $((SECONDS - t_start)) s in all; slowest:"
+echo "docs: $ran blocks run, $(cat "$T/blocks/covered") covered by other tests, $failed failed; $((SECONDS - t_start)) s in all, the blocks ${cpu_total:-0} s of CPU; the costliest:"
 printf '%s' "$slow" | sort -rn | head -n 5 | sed 's/^/    /'
 exit 0
