@@ -144,6 +144,10 @@ $(B)/vis_dump: tools/vis_dump.c $(B)/libattnviz.a
 $(B)/tokenize: tools/tokenize.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/tokenize.c $(B)/libattnviz.a $(LDLIBS)
 
+# Chat templates rendered over a file of cases, for the check against jinja2 (tests/ref/chat_check.sh).
+$(B)/chat_render: tools/chat_render.c $(B)/libattnviz.a
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/chat_render.c $(B)/libattnviz.a $(LDLIBS)
+
 # GGUF inspection/widening tool used by tests/ref/gguf_check.sh.
 $(B)/gguf_dump: tools/gguf_dump.c $(B)/libattnviz.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ tools/gguf_dump.c $(B)/libattnviz.a $(LDLIBS)

@@ -1,0 +1,103 @@
+/* chat_render.c — chat templates rendered by attnviz over a file of cases, for
+ * the check against jinja2 and transformers (tests/ref/chat_check.sh).
+ * usage: chat_render --model DIR|FILE.gguf CASES_JSONL
+ *        chat_render --template FILE VARS_JSONL
+ * --model: the model's own template and special tokens (chat.h); each line is
+ * {"messages": [...], "add_generation_prompt": true|false}, the messages as
+ * --chat-file reads them. --template: a template file rendered over each line's
+ * variables (a JSON object) as they are (jinja.h). Each output line is
+ * {"text": "..."} or {"error": "..."}. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+#include "gguf.h"
+#include "jinja.h"
+#include "model.h"
+#include "util.h"
+
+static void print_result(int ok, const char *text, const char *err) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, ok ? "text" : "error", ok ? text : err);
+    char *s = cJSON_PrintUnformatted(o);
+    printf("%s\n", s ? s : "{\"error\": \"out of memory\"}");
+    free(s);
+    cJSON_Delete(o);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 || (strcmp(argv[1], "--model") && strcmp(argv[1], "--template"))) {
+        fprintf(stderr, "usage: chat_render --model DIR|FILE.gguf CASES_JSONL | --template FILE VARS_JSONL\n");
+        return 2;
+    }
+    AvErr e = {0};
+    int model = !strcmp(argv[1], "--model");
+    ChatTemplate *ct = NULL;
+    JinjaTemplate *jt = NULL;
+    GgufFile g;
+    int have_g = 0;
+    if (model) {
+        if (model_is_gguf(argv[2])) {
+            if (gguf_open(&g, argv[2], &e) != 0) goto fail;
+            have_g = 1;
+        }
+        if (chat_template_from_model(&ct, argv[2], have_g ? &g : NULL, &e) != 0) goto fail;
+        if (!ct) {
+            fprintf(stderr, "chat_render: %s ships no chat template\n", argv[2]);
+            return 1;
+        }
+    } else {
+        char *src;
+        size_t len;
+        if (av_read_file(argv[2], JINJA_MAX_SOURCE, &src, &len, &e) != 0) goto fail;
+        int rc = jinja_parse(&jt, src, len, argv[2], &e);
+        free(src);
+        if (rc != 0) goto fail;
+    }
+    FILE *f = fopen(argv[3], "rb");
+    if (!f) {
+        fprintf(stderr, "chat_render: %s: cannot open\n", argv[3]);
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        cJSON *c = cJSON_ParseWithLength(line, (size_t)len);
+        char *out = NULL;
+        AvErr re = {0};
+        int ok;
+        if (!cJSON_IsObject(c)) {
+            fprintf(stderr, "chat_render: %s: a line is not a JSON object\n", argv[3]);
+            return 1;
+        }
+        if (model) {
+            const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(c, "messages");
+            char *mj = cJSON_PrintUnformatted(msgs);
+            ChatMessage *m = NULL;
+            int n = 0;
+            ok = mj && chat_messages_parse_json(mj, strlen(mj), &m, &n, &re) == 0 &&
+                 chat_render(ct, m, n, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "add_generation_prompt")), &out,
+                             &re) == 0;
+            chat_messages_free(m, n);
+            free(mj);
+        } else {
+            size_t ol;
+            ok = jinja_render(jt, c, NULL, &out, &ol, &re) == 0;
+        }
+        print_result(ok, out, re.msg);
+        free(out);
+        cJSON_Delete(c);
+    }
+    free(line);
+    fclose(f);
+    chat_template_free(ct);
+    jinja_free(jt);
+    if (have_g) gguf_close(&g);
+    return 0;
+fail:
+    fprintf(stderr, "chat_render: %s\n", e.msg);
+    return 1;
+}
