@@ -101,6 +101,10 @@ void tok_free(Tokenizer *t);
  * tokens, as in Hugging Face. Invalid UTF-8 fails with its byte offset. */
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e);
+/* One text with nothing added around it (Hugging Face's add_special_tokens=False):
+ * what a chat template's rendered text is tokenized with, its special tokens
+ * written in the text and matched as single tokens. */
+int tok_encode_plain(const Tokenizer *t, const char *text, size_t len, int max_len, TokEncoding *out, AvErr *e);
 void tok_encoding_free(TokEncoding *enc);
 
 int tok_vocab_size(const Tokenizer *t);

@@ -1,26 +1,43 @@
 /* chat_render.c — chat templates rendered by attnviz over a file of cases, for
  * the check against jinja2 and transformers (tests/ref/chat_check.sh).
- * usage: chat_render --model DIR|FILE.gguf CASES_JSONL
+ * usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--ids [--tokenizer DIR|FILE.gguf]]
  *        chat_render --template FILE VARS_JSONL
  * --model: the model's own template and special tokens (chat.h); each line is
  * {"messages": [...], "add_generation_prompt": true|false}, the messages as
  * --chat-file reads them. --template: a template file rendered over each line's
  * variables (a JSON object) as they are (jinja.h). Each output line is
- * {"text": "..."} or {"error": "..."}. */
+ * {"text": "..."} or {"error": "..."}; with --ids also the text's token ids
+ * ("ids"), tokenized as apply_chat_template(tokenize=True) does: with the
+ * model's tokenizer, or --tokenizer's. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "chat.h"
 #include "gguf.h"
 #include "jinja.h"
 #include "model.h"
+#include "tokenizer.h"
 #include "util.h"
 
-static void print_result(int ok, const char *text, const char *err) {
+static int load_tok(Tokenizer **t, const char *path, AvErr *e) {
+    if (model_is_gguf(path)) {
+        GgufFile g;
+        if (gguf_open(&g, path, e) != 0) return -1;
+        int rc = tok_load_gguf(t, &g, path, arch_gguf_tok_flags(&g), e);
+        gguf_close(&g);
+        return rc;
+    }
+    TokDirHint hint = {NULL, TOK_SOURCE_ANY, -1, ""};
+    return tok_load_dir(t, path, &hint, e);
+}
+
+static void print_result(int ok, const char *text, const char *err, const TokEncoding *enc) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, ok ? "text" : "error", ok ? text : err);
+    if (ok && enc) cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(enc->ids, enc->n));
     char *s = cJSON_PrintUnformatted(o);
     printf("%s\n", s ? s : "{\"error\": \"out of memory\"}");
     free(s);
@@ -28,12 +45,18 @@ static void print_result(int ok, const char *text, const char *err) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[1], "--model") && strcmp(argv[1], "--template"))) {
-        fprintf(stderr, "usage: chat_render --model DIR|FILE.gguf CASES_JSONL | --template FILE VARS_JSONL\n");
+    int ids = argc >= 5 && !strcmp(argv[4], "--ids");
+    const char *tokp = ids && argc == 7 && !strcmp(argv[5], "--tokenizer") ? argv[6] : NULL;
+    if ((argc != 4 && !(ids && (argc == 5 || tokp))) || (strcmp(argv[1], "--model") && strcmp(argv[1], "--template")) ||
+        (ids && strcmp(argv[1], "--model"))) {
+        fprintf(stderr, "usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--ids [--tokenizer DIR|FILE.gguf]] | "
+                        "--template FILE VARS_JSONL\n");
         return 2;
     }
     AvErr e = {0};
     int model = !strcmp(argv[1], "--model");
+    Tokenizer *tok = NULL;
+    if (ids && load_tok(&tok, tokp ? tokp : argv[2], &e) != 0) goto fail;
     ChatTemplate *ct = NULL;
     JinjaTemplate *jt = NULL;
     GgufFile g;
@@ -87,7 +110,10 @@ int main(int argc, char **argv) {
             size_t ol;
             ok = jinja_render(jt, c, NULL, &out, &ol, &re) == 0;
         }
-        print_result(ok, out, re.msg);
+        TokEncoding enc = {0};
+        if (ok && tok && tok_encode_plain(tok, out, strlen(out), 0, &enc, &re) != 0) ok = 0;
+        print_result(ok, out, re.msg, tok ? &enc : NULL);
+        tok_encoding_free(&enc);
         free(out);
         cJSON_Delete(c);
     }
@@ -95,6 +121,7 @@ int main(int argc, char **argv) {
     fclose(f);
     chat_template_free(ct);
     jinja_free(jt);
+    tok_free(tok);
     if (have_g) gguf_close(&g);
     return 0;
 fail:

@@ -848,10 +848,11 @@ static int alloc_encoding(TokEncoding *out, size_t n) {
 /* A tokenizer.json: each sequence tokenized, truncated longest-first to fit
  * max_len with the template's special tokens, then laid out by the template. */
 static int encode_json(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len, int max_len,
-                       TokEncoding *out, AvErr *e) {
+                       int plain, TokEncoding *out, AvErr *e) {
     TjIds ia = {0}, ib = {0};
     const TjItem *items;
-    int n_items = tj_template(t->tj, b != NULL, &items), rc = -1;
+    static const TjItem A_ONLY = {0, 0, 0}; /* plain: sequence A and nothing around it */
+    int n_items = plain ? (items = &A_ONLY, 1) : tj_template(t->tj, b != NULL, &items), rc = -1;
     size_t n_added = 0;
     for (int i = 0; i < n_items; i++) n_added += items[i].seq < 0;
     if (max_len > 0 && (size_t)max_len < n_added)
@@ -907,8 +908,20 @@ done:
     return rc;
 }
 
+static int encode_any(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len, int max_len,
+                      int plain, TokEncoding *out, AvErr *e);
+
 int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len,
                int max_len, TokEncoding *out, AvErr *e) {
+    return encode_any(t, a, a_len, b, b_len, max_len, 0, out, e);
+}
+
+int tok_encode_plain(const Tokenizer *t, const char *text, size_t len, int max_len, TokEncoding *out, AvErr *e) {
+    return encode_any(t, text, len, NULL, 0, max_len, 1, out, e);
+}
+
+static int encode_any(const Tokenizer *t, const char *a, size_t a_len, const char *b, size_t b_len, int max_len,
+                      int plain, TokEncoding *out, AvErr *e) {
     memset(out, 0, sizeof *out);
     out->b_start = -1;
     if (!a) a_len = 0;
@@ -918,10 +931,10 @@ int tok_encode(const Tokenizer *t, const char *a, size_t a_len, const char *b, s
         bad = av_utf8_invalid_at(b, b_len);
         if (bad >= 0) return av_err(e, "sentence B: invalid UTF-8 at byte offset %ld", bad);
     }
-    if (t->tj) return encode_json(t, a, a_len, b, b_len, max_len, out, e);
-    /* Special tokens the template adds: before A, between A and B, after B. */
+    if (t->tj) return encode_json(t, a, a_len, b, b_len, max_len, plain, out, e);
+    /* Special tokens the template adds: before A, between A and B, after B (none when plain). */
     size_t pre = 0, mid = 0, post = 0;
-    switch (t->style) {
+    switch (plain ? TOK_STYLE_GPT2 : t->style) {
     case TOK_STYLE_BERT: pre = 1, mid = 1, post = b ? 1 : 0; break;
     case TOK_STYLE_ROBERTA: pre = 1, mid = b ? 2 : 1, post = b ? 1 : 0; break;
     case TOK_STYLE_GPT2: case TOK_STYLE_JSON: break;
