@@ -51,6 +51,10 @@ const char *live_qk_precision_name(int prec);
  * being {"bytes": what its capture counts against --cache-mb, "qk": "f32",
  * "f16" or "bf16"}. */
 LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e);
+/* The same for text as one user message in model m's chat template, with the generation prompt
+ * (the CLI's --chat: the rendered chat is the run's text, tokenized with nothing added);
+ * LIVE_BAD_INPUT for a model that is no decoder or ships no template. */
+LiveStatus live_run_chat(Live *lv, int m, const char *text, int k, unsigned *id, char **json, AvErr *e);
 
 /* An encoder-decoder model m on a source whose decoder tokens are decoded
  * from the start token, up to n_new (1..LIVE_MAX_GENERATE; the CLI's

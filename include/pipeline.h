@@ -77,6 +77,8 @@ const Model *pipeline_model(const Pipeline *p);
 /* Tokens of a (and b), truncated to the model's positions or --max-tokens
  * (enc->n_truncated, warned as the command line words it). */
 int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* A rendered chat's tokens: none added around them, none cut (over the limit: -1). */
+int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvErr *e);
 /* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
  * k > 0 also the top-k predictions (every position, or the masks) into pred
  * (warning when a masked model's input has no mask). */
@@ -99,8 +101,8 @@ void pipeline_spelling_free(OutSpelling *w);
 
 /* The prompt's ids for text as the model's tokenizer encodes it (its template's
  * specials included), not truncated: the caller checks the length. chat: the
- * text is a rendered chat template, which writes its own start token (a
- * second one the tokenizer adds is dropped). Reads only: any thread. */
+ * text is a rendered chat template, tokenized with nothing added (as
+ * apply_chat_template(tokenize=True) does). Reads only: any thread. */
 int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e);
 
 /* The model's display name; id's spelling in the vocabulary, and as a person
@@ -112,13 +114,15 @@ const char *pipeline_token_text(const Pipeline *p, int id);
 int pipeline_token_bytes(const Pipeline *p, int id, char **b, size_t *n, AvErr *e);
 
 /* A chat's messages, rendered by the model's chat template with the
- * assistant's turn opened (add_generation_prompt): *text to free. Reads only. */
+ * assistant's turn opened (add_generation_prompt; chat.h's chat_render, as
+ * transformers' apply_chat_template renders it): *text to free. Reads only. */
 typedef struct {
     const char *role;    /* "system", "user", "assistant", ... */
     const char *content;
 } PipeChatMsg;
 int pipeline_chat_prompt(const Pipeline *p, const PipeChatMsg *m, int n, char **text, AvErr *e);
-/* Whether the model has a chat template this build can render (NULL), else why not. */
+/* Whether the model has a chat template (NULL), else why not: a model that is no decoder,
+ * ships none, or whose template could not be read or parsed (that message). */
 const char *pipeline_chat_missing(const Pipeline *p);
 
 /* What a generation is asked for. */
@@ -204,6 +208,10 @@ void pipeline_gen_result_free(PipeGenResult *res);
  * table on stdout, --json, the page. 0 or -1 (a usage error for a selection
  * out of range). */
 int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e);
+/* The model's chat template (chat.h), read with the model (a decoder's): *t NULL, with 0, when the
+ * model ships none; -1 when its template could not be read or parsed. Reads only: any thread. */
+struct ChatTemplate;
+int pipeline_chat_template(const Pipeline *p, const struct ChatTemplate **t, AvErr *e);
 /* Frees the run; with the RunSpec's profile set, reports the per-phase times first (AV_NOTE_PROFILE). */
 void pipeline_close(Pipeline *p);
 

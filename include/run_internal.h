@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "chat.h"
 #include "config.h"
 #include "err.h"
 #include "generate.h"
@@ -29,6 +30,11 @@ struct Pipeline {
     Model model;
     int have_model;
     Tokenizer *tok;
+    ChatTemplate *chat;  /* a decoder's chat template (pipeline_chat_template), or NULL */
+    int chat_failed;
+    char chat_err[512];  /* why it could not be read */
+    ChatMessage *chat_msgs; /* --chat-file: its messages */
+    int n_chat_msgs;
     char **patterns, **descriptions;
     RunState rs;
     Capture cap;
@@ -64,6 +70,11 @@ const char *run_display_name(const char *dir, int is_demo, char *name, size_t le
 
 /* run.c: the steps of one input */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* --chat / --chat-file: the run's input as the model's chat template renders it (*out, free):
+ * --chat-file's messages, or a as one user message; *out NULL when the run is no chat. */
+int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e);
+/* Whether the RunSpec asks for a chat. */
+int run_is_chat(const RunSpec *o);
 /* GenOptions' stop for --stop (ctx: the Run): the text generated so far holds the string. */
 int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 /* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
@@ -89,6 +100,8 @@ int run_finish_input(Run *r, const char *a, const char *b, long lineno, const To
                      FILE *jsonl, AvErr *e);
 /* Tokenize, run, derive, write: one input. */
 int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e);
+/* The same for a text already rendered (run_handle_input renders --chat's first). */
+int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e);
 /* --stats and heads once every input is in. */
 int run_finish_stats(Run *r, AvErr *e);
 int run_finish_heads(Run *r, AvErr *e);

@@ -19,8 +19,9 @@ typedef struct {
     char *text, *text_b; /* text_b NULL when absent or empty */
     char *decoder_text;  /* an encoder-decoder model's decoder text: NULL when absent or null ("" is a text) */
     int generate;        /* an encoder-decoder model's tokens to decode instead (0: none) */
+    int chat;            /* "chat": true: text is one user message in the model's chat template */
 } ServeRunReq;
-/* POST /api/run's body: UTF-8 JSON {"text", "text_b", "decoder_text", "generate", "model", "predict"};
+/* POST /api/run's body: UTF-8 JSON {"text", "text_b", "decoder_text", "generate", "model", "predict", "chat"};
  * -1 with *why (a static one-line reason) when it is not acceptable. */
 int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **why);
 void serve_run_req_free(ServeRunReq *q);

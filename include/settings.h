@@ -104,6 +104,9 @@ typedef struct {
     const char *decoder_text; /* --decoder-text: an encoder-decoder model's decoder input (text_a the source), or NULL */
     const char *image;        /* --image FILE: a vision encoder's input (PNG or JPEG; text_a, if any, a whole CLIP
                                  or SigLIP model's text), or NULL */
+    int chat;                 /* --chat: the text (each --batch line) is one user message in the model's chat
+                                 template, with the generation prompt (chat.h) */
+    const char *chat_file;    /* --chat-file FILE: OpenAI-style messages (JSON) are the input, rendered so */
     Selection sel;
     CaptureSpec capture;
     PredictSpec predict;

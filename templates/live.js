@@ -32,7 +32,7 @@ function Live(cfg) {
 
   const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
   const stat = $('live-status');
-  const gk = $('live-generate'), gn = $('live-gen-n');
+  const gk = $('live-generate'), gn = $('live-gen-n'), ck = $('live-chat');
   document.body.dataset.live = 'empty';
   $('live').hidden = false;
   document.documentElement.dataset.theme =
@@ -76,6 +76,10 @@ function Live(cfg) {
     $('live-generate-label').hidden = !m.enc_dec;
     tb.disabled = !!(m.enc_dec && gk.checked); /* generating: the decoder's tokens are decoded, not read */
     $('live-predict-label').hidden = !m.predict;
+    /* a decoder that ships a chat template: the text can be one user message in it (one text, no pair) */
+    $('live-chat-label').hidden = !m.chat;
+    if (!m.chat) ck.checked = false;
+    if (!m.enc_dec) tb.disabled = ck.checked;
     $('live-predict-label').title = m.causal ? 'The K most probable next tokens at every position'
       : 'The K most probable fill-ins at every [MASK] / <mask>';
   }
@@ -159,9 +163,10 @@ function Live(cfg) {
     runCtl = ctl;
     const gen = m.enc_dec && gk.checked ? Math.max(1, Math.min(512, Math.round(+gn.value) || 10)) : 0;
     const body = gen ? { model: m.id, text, generate: gen } : m.enc_dec ? { model: m.id, text, decoder_text: tb.value } : {
-      model: m.id, text, text_b: tb.value.trim() ? tb.value : null,
+      model: m.id, text, text_b: !ck.checked && tb.value.trim() ? tb.value : null,
       predict: m.predict && pk.checked ? Math.max(1, Math.min(100, Math.round(+kin.value) || 5)) : 0,
     };
+    if (!m.enc_dec && m.chat && ck.checked) body.chat = true;
     document.body.dataset.busy = '1';
     status('busy', [{ text: 'Running ' + m.name + '…' }]);
     const t0 = performance.now();
@@ -207,6 +212,7 @@ function Live(cfg) {
   kin.addEventListener('input', () => { if (pk.checked) later(); });
   pk.addEventListener('change', () => run());
   gk.addEventListener('change', () => { tb.disabled = gk.checked; run(); });
+  ck.addEventListener('change', () => { tb.disabled = ck.checked; run(); });
   gn.addEventListener('input', () => { if (gk.checked) later(); });
   msel.addEventListener('change', () => { showModel(); run(); });
   /* Ctrl/Cmd+Enter runs now */

@@ -583,6 +583,40 @@ def queue(gguf):
     sv.stop("queue: the server stops cleanly")
 
 
+def chat(gguf):
+    """The page's chat box: /api/run with "chat": true on the SmolLM2 GGUF runs the text as one user
+    message in its chat template, the tokens the CLI's --chat gives; refused where it cannot apply."""
+    if not gguf or not os.path.exists(gguf):
+        print("SKIP chat: the SmolLM2 GGUF is not cached (tools/pymodel.sh smollm2)")
+        return
+    text = "What is the capital of France?"
+    ref = cli_json("--model", gguf, "--chat", "--tokens-only", text)
+    sv = Server("--model", gguf, "--model", DEMO)
+    try:
+        st, _, data = sv.req("GET", "/api/models")
+        models = json.loads(data)["models"] if st == 200 else []
+        expect("chat: /api/models offers the chat box for the model that ships a template, not the demo",
+               [m.get("chat") for m in models] == [True, False], str(models))
+        body = json.dumps({"text": text, "model": 0, "chat": True})
+        st, _, data = sv.req("POST", "/api/run", body, {"Content-Type": "application/json"})
+        meta = json.loads(data).get("meta", {}) if st == 200 else {}
+        expect("chat: a chat run's tokens are the CLI's --chat tokens (the template's specials, the generation prompt)",
+               st == 200 and meta.get("tokens") == ref["tokens"] and ref["tokens"][-4:-1] == ["<|im_start|>", "ass", "istant"],
+               f"{st} {data[:300]} {ref['tokens'][-4:]}")
+        st2, plain = sv.run(text)
+        expect("chat: the same text without chat is another run (no template)",
+               st2 == 200 and plain.get("meta", {}).get("tokens") != ref["tokens"], str(st2))
+        for name, b, want in (("with text_b", {"text": "a", "text_b": "b", "chat": True}, "one user message"),
+                              ("not a boolean", {"text": "a", "chat": "yes"}, "true or false"),
+                              ("on a masked model without a template", {"text": "a", "model": 1, "chat": True},
+                               "masked")):
+            st, _, data = sv.req("POST", "/api/run", json.dumps(b), {"Content-Type": "application/json"})
+            expect(f"chat: {name} is a 400 saying why", st == 400 and want in data.decode("utf-8", "replace"),
+                   f"{st} {data[:200]}")
+    finally:
+        sv.stop("chat: the server stops cleanly")
+
+
 def family(model_dir, text, mask):
     """One model folder served: /api/run's tokens and every layer's attention are the CLI's, and its
     masked-LM predictions (predict 3) the CLI's --predict 3 (for the BERT-shaped families' fixtures)."""
@@ -1299,4 +1333,6 @@ elif MODE == "load":
     load(int(sys.argv[3]) if len(sys.argv) > 3 else 10000)
 elif MODE == "queue":
     queue(sys.argv[3] if len(sys.argv) > 3 else "")
+elif MODE == "chat":
+    chat(sys.argv[3] if len(sys.argv) > 3 else "")
 sys.exit(1 if fails else 0)

@@ -35,6 +35,7 @@ fi
 gguf=""
 if d=$(tools/pymodel.sh smollm2 2>/dev/null); then gguf="$d/SmolLM2-135M-Instruct.Q4_1.gguf"; fi
 "$PY" tests/serve_check.py ./attnviz queue "$gguf"
+"$PY" tests/serve_check.py ./attnviz chat "$gguf"
 
 # usage errors: one line, exit 2
 expect_exit "serve: a host name is refused (numeric only)" 2 "numeric" ./attnviz serve --host example.com --model weights/demo

@@ -390,6 +390,22 @@ const CliOption CLI_OPTIONS[] = {
     {.name = "stop", .arg = "STRING", .type = OPT_STRING, .what = "a non-empty string", .at = CLI_AT(run.predict.stop),
      .cmds = C_RUN, .section = SEC_PREDICT, .flags = OPT_NONEMPTY,
      .help = "stop once the generated text contains STRING"},
+    {.name = "chat", .type = OPT_FLAG, .at = CLI_AT(run.chat), .cmds = C_RUN, .section = SEC_PREDICT,
+     .help = "TEXT (each --batch line) is one user message in the model's own chat template, with the generation "
+             "prompt (docs/chat.md)",
+     .man = "TEXT (each line with --batch) is one user message in the model's own chat template (a folder's "
+            "chat_template.jinja or tokenizer_config.json's chat_template, a GGUF's tokenizer.chat_template), "
+            "rendered as transformers' apply_chat_template renders it with the generation prompt, and tokenized with "
+            "nothing added: the page, the JSON's text and tokens show the template's text. A model without a template "
+            "is refused. docs/chat.md lists the templates checked and the Jinja subset."},
+    {.name = "chat-file", .arg = "FILE", .type = OPT_STRING, .at = CLI_AT(run.chat_file), .cmds = C_RUN,
+     .section = SEC_PREDICT, .flags = OPT_FILE | OPT_NONEMPTY,
+     .help = "the input is OpenAI-style messages (a JSON array of {\"role\", \"content\"}) in the chat template; "
+             "no TEXT",
+     .man = "The input is a conversation: a JSON array of OpenAI-style messages, {\"role\": \"system\"|\"developer\"|"
+            "\"user\"|\"assistant\", \"content\": a string or [{\"type\": \"text\", \"text\": ...}]}, rendered in "
+            "the model's chat template as --chat renders one message; no TEXT. Other keys and roles, duplicate keys and "
+            "NUL characters are refused."},
 
     /* Encoder-decoder models */
     {.name = "decoder-text", .arg = "TEXT", .type = OPT_STRING, .at = CLI_AT(run.decoder_text), .cmds = C_RUN | C_DIFF,

@@ -137,8 +137,22 @@ static void pack_flush(BatchState *bs, Pack *p) {
     pack_clear(p);
 }
 
-/* One batch line: packed with others when short enough, else run alone. */
+static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno);
+
+/* One batch line: packed with others when short enough, else run alone; with --chat,
+ * as the chat template renders it as one user message. */
 static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
+    AvErr le;
+    char *chat;
+    if (run_chat_prompt(bs->r, a, b, &chat, &le) != 0) {
+        line_failed(bs, lineno, le.msg);
+        return;
+    }
+    batch_text(bs, p, chat ? chat : a, b, lineno);
+    free(chat);
+}
+
+static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     Run *r = bs->r;
     const RunSpec *o = r->o;
     AvErr le;
@@ -151,7 +165,7 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         return;
     }
     if (!packing) {
-        if (run_handle_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
+        if (run_handle_text(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
         else bs->done++;
         return;
     }

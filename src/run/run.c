@@ -216,16 +216,62 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     return rc;
 }
 
+int run_is_chat(const RunSpec *o) { return o->chat || o->chat_file; }
+
+int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e) {
+    const RunSpec *o = r->o;
+    const ChatTemplate *t;
+    *out = NULL;
+    if (!run_is_chat(o)) return 0;
+    if (b) return av_err_usage(e, "--chat takes one text (a message), not a sentence pair");
+    if (pipeline_chat_template(r, &t, e) != 0) return -1;
+    if (!t) return av_err(e, "--chat: %s ships no chat template", r->dir);
+    ChatMessage one = {"user", a ? a : "", NULL, 0};
+    const ChatMessage *m = o->chat_file ? r->chat_msgs : &one;
+    int n = o->chat_file ? r->n_chat_msgs : 1;
+    if (chat_render(t, m, n, 1, out, e) != 0) return -1;
+    return 0;
+}
+
+/* The tokens a run may hold: the model's positions, or --max-tokens (0: no limit). */
+static int token_limit(const Run *r) {
+    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
+    if (r->o->capture.max_tokens > 0 && (max_len == 0 || r->o->capture.max_tokens < max_len))
+        max_len = r->o->capture.max_tokens;
+    return max_len;
+}
+
+/* A rendered chat, tokenized as apply_chat_template does: the template wrote the special tokens,
+ * none is added; never cut short (its end is the generation prompt). */
+static int encode_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e) {
+    const int max_len = token_limit(r);
+    if (tok_encode_plain(r->tok, text, strlen(text), 0, enc, e) != 0) return -1;
+    if (max_len > 0 && enc->n > max_len) {
+        int n = enc->n;
+        tok_encoding_free(enc);
+        return r->o->capture.max_tokens > 0 && max_len == r->o->capture.max_tokens
+                   ? av_err(e, "the chat is %d tokens, more than --max-tokens %d: shorten the messages", n, max_len)
+                   : av_err(e, "the chat is %d tokens, more than the model's %d positions: shorten the messages", n,
+                            max_len);
+    }
+    return 0;
+}
+
 /* Tokenizes and (unless tokens-only) runs the model on one input. */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    const RunSpec *o = r->o;
     if (!r->tok)
         return av_err_usage(e, "%s is a %s model: it reads an image (--image FILE), not text", r->name, r->cfg.model_type);
     double t0 = av_now_ms();
-    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
-    if (o->capture.max_tokens > 0 && (max_len == 0 || o->capture.max_tokens < max_len)) max_len = o->capture.max_tokens;
-    int rc = tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, max_len, enc, e);
+    int rc = run_is_chat(r->o) && !b ? encode_chat(r, a, enc, e)
+                                     : tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, token_limit(r), enc, e);
     r->t_tok += av_now_ms() - t0;
+    return rc;
+}
+
+int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvErr *e) {
+    double t0 = av_now_ms();
+    int rc = encode_chat(p, text, enc, e);
+    p->t_tok += av_now_ms() - t0;
     return rc;
 }
 
@@ -424,8 +470,17 @@ done:
     return rc;
 }
 
-/* Tokenize, run, derive the view, write: one input, single or batch. */
+/* Tokenize, run, derive the view, write: one input, single or batch (with --chat, the input as
+ * the chat template renders it: that text is the input the writers show). */
 int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
+    char *chat;
+    if (run_chat_prompt(r, a, b, &chat, e) != 0) return -1;
+    int rc = run_handle_text(r, chat ? chat : a, b, lineno, jsonl, e);
+    free(chat);
+    return rc;
+}
+
+int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
     TokEncoding enc = {0};
     const RunSpec *o = r->o;
     /* one input's page (cli.c sets long_from only where the long page is all that was asked) */

@@ -16,11 +16,11 @@
 int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e) {
     TokEncoding enc = {0};
     *ids = NULL, *n = 0;
-    if (tok_encode(p->tok, text, strlen(text), NULL, 0, 0, &enc, e) != 0) return -1;
-    int skip = 0;
-    /* a template that writes the start token itself, through a tokenizer that adds one too */
-    if (chat && enc.n >= 2 && enc.ids[0] == enc.ids[1] && enc.special[0] && enc.role[0] == TOK_ROLE_CLS) skip = 1;
-    const int m = enc.n - skip;
+    /* a rendered chat: its template wrote the special tokens, and the tokenizer adds none */
+    if ((chat ? tok_encode_plain(p->tok, text, strlen(text), 0, &enc, e)
+              : tok_encode(p->tok, text, strlen(text), NULL, 0, 0, &enc, e)) != 0)
+        return -1;
+    const int skip = 0, m = enc.n;
     if (!(*ids = malloc((size_t)(m > 0 ? m : 1) * sizeof **ids))) {
         tok_encoding_free(&enc);
         return av_err(e, "out of memory");

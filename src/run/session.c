@@ -118,6 +118,48 @@ static int long_batch(const char *path) {
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= 256 * 1024;
 }
 
+/* A decoder's chat template, read with the model (a model without a config, tokens only, may be
+ * one): kept, or why it could not be read, so that a run that never asks for a chat is not stopped
+ * by a template it does not use. Reading it afterwards only reads. */
+static void read_chat_template(Run *r, int have_cfg) {
+    AvErr le = {0};
+    if (have_cfg && (!r->cfg.causal || r->cfg.enc_dec)) return;
+    if (chat_template_from_model(&r->chat, r->have_model && r->model.gguf ? r->model.path : r->dir,
+                                 r->have_model ? r->model.gguf : NULL, &le) != 0) {
+        r->chat = NULL;
+        r->chat_failed = 1;
+        snprintf(r->chat_err, sizeof r->chat_err, "%s", le.msg);
+    }
+}
+
+int pipeline_chat_template(const Pipeline *p, const ChatTemplate **t, AvErr *e) {
+    *t = p->chat;
+    if (p->chat_failed) return av_err(e, "%s", p->chat_err);
+    return 0;
+}
+
+/* --chat and --chat-file: a decoder that ships a template; the messages read. */
+static int load_chat(Run *r, int have_cfg, AvErr *e) {
+    const RunSpec *o = r->o;
+    const ChatTemplate *t;
+    if (have_cfg && (!r->cfg.causal || r->cfg.enc_dec))
+        return av_err_usage(e, "--chat%s: %s is %s: chat templates are for decoders", o->chat_file ? "-file" : "",
+                            r->dir, r->cfg.enc_dec ? "an encoder-decoder" : "a masked (encoder) model");
+    if (pipeline_chat_template(r, &t, e) != 0) return -1;
+    if (!t)
+        return av_err(e, "--chat%s: %s ships no chat template (%s): give the prompt in the model's own format "
+                      "without --chat", o->chat_file ? "-file" : "", r->dir,
+                      r->have_model && r->model.gguf ? "no tokenizer.chat_template in its metadata"
+                                                     : "no chat_template in tokenizer_config.json, no chat_template.jinja");
+    if (!o->chat_file) return 0;
+    char *buf;
+    size_t len;
+    if (av_read_file(o->chat_file, 64u << 20, &buf, &len, e) != 0) return -1;
+    int rc = chat_messages_parse_json(buf, len, &r->chat_msgs, &r->n_chat_msgs, e);
+    free(buf);
+    return rc != 0 ? av_err_prefix(e, "%s", o->chat_file) : 0;
+}
+
 static int load_all(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     double t0 = av_now_ms();
@@ -157,6 +199,8 @@ static int load_all(Run *r, AvErr *e) {
         r->cfg = r->model.cfg;
     }
     if (load_tokenizer(r, have_cfg, e) != 0) goto done;
+    read_chat_template(r, have_cfg);
+    if (run_is_chat(o) && load_chat(r, have_cfg, e) != 0) goto done;
     if (have_cfg && av_file_exists(heads) &&
         cfg_load_head_labels(heads, &r->cfg, &r->patterns, &r->descriptions, e) != 0)
         goto done;
@@ -207,6 +251,8 @@ static void run_free(Run *r) {
     free(r->s2s_layers[0]);
     free(r->s2s_layers[1]);
     tok_free(r->tok);
+    chat_template_free(r->chat);
+    chat_messages_free(r->chat_msgs, r->n_chat_msgs);
     if (r->have_model) model_free(&r->model);
     free(r->dir);
 }

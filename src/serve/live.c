@@ -37,6 +37,7 @@ struct LiveRun {
     unsigned id;
     int model, k;
     char *a, *b;            /* b may be NULL */
+    int chat;               /* a is a chat the model's template rendered: tokenized with nothing added */
     TokEncoding enc;        /* set by the first forward pass */
     int have_enc;
     char *meta, *warnings;  /* JSON, set with the first capture */
@@ -165,11 +166,14 @@ char *live_models_json(const Live *lv) {
         fputs(",\"family\":", b.f);
         json_write_string(b.f, c->model_type);
         /* encoder-decoder models take decoder_text and show three stacks; no predictions in serve (yet) */
+        /* chat: a decoder whose chat template was read (the page offers its chat box) */
+        int chat = !pipeline_chat_missing(lv->m[i].p);
         fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
-                     "\"predict\":%s,\"enc_dec\":%s}",
+                     "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s}",
                 c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
                 cfg_max_tokens(c), c->causal ? "true" : "false",
-                pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false");
+                pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false",
+                chat ? "true" : "false");
     }
     fputs("]}", b.f);
     return av_buf_close(&b, !ferror(b.f));
@@ -185,10 +189,12 @@ static LiveRun *find_id(const Live *lv, unsigned id) {
 
 static int same_text(const char *x, const char *y) { return (!x && !y) || (x && y && strcmp(x, y) == 0); }
 
-static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k, int generate) {
+static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k, int generate, int chat) {
     for (int i = 0; i < lv->n_runs; i++) {
         LiveRun *r = lv->runs[i];
-        if (r->model == m && r->k == k && r->generate == generate && same_text(r->a, a) && same_text(r->b, b)) return r;
+        if (r->model == m && r->k == k && r->generate == generate && r->chat == chat && same_text(r->a, a) &&
+            same_text(r->b, b))
+            return r;
     }
     return NULL;
 }
@@ -215,7 +221,7 @@ static void make_room(Live *lv, size_t need) {
 }
 
 /* A new run, forgetting the least recently used idle one when the table is full. */
-static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, int generate) {
+static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, int generate, int chat) {
     if (lv->n_runs >= lv->lim.max_runs) {
         int old = -1;
         for (int i = 0; i < lv->n_runs; i++)
@@ -238,7 +244,7 @@ static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, in
         return NULL;
     }
     r->id = ++lv->next_id;
-    r->model = m, r->k = k, r->generate = generate;
+    r->model = m, r->k = k, r->generate = generate, r->chat = chat;
     r->used = ++lv->clock;
     lv->runs[lv->n_runs++] = r;
     return r;
@@ -455,7 +461,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     }
     if (!r->have_enc) {
         double t0 = av_now_ms();
-        if (pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e) != 0) {
+        if ((r->chat ? pipeline_tokenize_chat(lm->p, r->a, &r->enc, e) : pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e)) != 0) {
             tok_encoding_free(&r->enc);
             st = LIVE_BAD_INPUT;
             goto done;
@@ -579,8 +585,8 @@ LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSp
 
 /* ---------------------------------------------------------------- runs */
 
-static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, unsigned *id,
-                            char **json, AvErr *e) {
+static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, int chat,
+                            unsigned *id, char **json, AvErr *e) {
     *json = NULL;
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
@@ -590,8 +596,8 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
         return av_err(e, "predict: serve does not predict for encoder-decoder models (the command line's --predict does)"),
                LIVE_BAD_INPUT;
     pthread_mutex_lock(&lv->mu);
-    LiveRun *r = find_input(lv, m, a, b, k, generate);
-    if (!r) r = add_run(lv, m, a, b, k, generate);
+    LiveRun *r = find_input(lv, m, a, b, k, generate, chat);
+    if (!r) r = add_run(lv, m, a, b, k, generate, chat);
     if (r) r->users++;
     pthread_mutex_unlock(&lv->mu);
     if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
@@ -615,7 +621,19 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
 }
 
 LiveStatus live_run(Live *lv, int m, const char *a, const char *b, int k, unsigned *id, char **json, AvErr *e) {
-    return run_input(lv, m, a, b, k, 0, id, json, e);
+    return run_input(lv, m, a, b, k, 0, 0, id, json, e);
+}
+
+LiveStatus live_run_chat(Live *lv, int m, const char *text, int k, unsigned *id, char **json, AvErr *e) {
+    *json = NULL;
+    if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
+    /* the template was read with the model: rendering only reads it, beside other threads */
+    char *chat;
+    PipeChatMsg one = {"user", text};
+    if (pipeline_chat_prompt(lv->m[m].p, &one, 1, &chat, e) != 0) return LIVE_BAD_INPUT;
+    LiveStatus st = run_input(lv, m, chat, NULL, k, 0, 1, id, json, e);
+    free(chat);
+    return st;
 }
 
 LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e) {
@@ -625,7 +643,7 @@ LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, uns
         return av_err(e, "generate: serve decodes for encoder-decoder models only"), LIVE_BAD_INPUT;
     if (n_new < 1 || n_new > LIVE_MAX_GENERATE)
         return av_err(e, "generate: %d is outside 1..%d", n_new, LIVE_MAX_GENERATE), LIVE_BAD_INPUT;
-    return run_input(lv, m, source, NULL, 0, n_new, id, json, e);
+    return run_input(lv, m, source, NULL, 0, n_new, 0, id, json, e);
 }
 
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e) {

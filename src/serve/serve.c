@@ -250,7 +250,8 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     if (!j) return *why = "the body is not valid JSON", -1;
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
                 *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict"),
-                *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text"), *gen = cJSON_GetObjectItemCaseSensitive(j, "generate");
+                *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text"), *gen = cJSON_GetObjectItemCaseSensitive(j, "generate"),
+                *chat = cJSON_GetObjectItemCaseSensitive(j, "chat");
     if (!cJSON_IsObject(j)) *why = "the body must be a JSON object";
     else if (!cJSON_IsString(text)) *why = "\"text\" must be a string";
     else if (text_b && !cJSON_IsNull(text_b) && !cJSON_IsString(text_b)) *why = "\"text_b\" must be a string or null";
@@ -264,6 +265,7 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     else if (gen && !cJSON_IsNull(gen) && !(cJSON_IsNumber(gen) && gen->valuedouble >= 0 && gen->valuedouble <= LIVE_MAX_GENERATE &&
                                              gen->valuedouble == (double)gen->valueint))
         *why = "\"generate\" must be a count from 0 to 512";
+    else if (chat && !cJSON_IsBool(chat)) *why = "\"chat\" must be true or false";
     else if (!utf8_valid(text->valuestring, strlen(text->valuestring)) ||
              (cJSON_IsString(text_b) && !utf8_valid(text_b->valuestring, strlen(text_b->valuestring))) ||
              (cJSON_IsString(dec) && !utf8_valid(dec->valuestring, strlen(dec->valuestring))))
@@ -273,6 +275,7 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
         q->model = model ? model->valueint : 0;
         q->predict = cJSON_IsNumber(pred) ? pred->valueint : 0;
         q->generate = cJSON_IsNumber(gen) ? gen->valueint : 0;
+        q->chat = cJSON_IsTrue(chat);
         q->text = strdup(text->valuestring);
         if (cJSON_IsString(text_b) && text_b->valuestring[0]) q->text_b = strdup(text_b->valuestring);
         if (cJSON_IsString(dec)) q->decoder_text = strdup(dec->valuestring);
@@ -308,6 +311,8 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
           /* else live_run: no such model */
           : known && !s2s && q.decoder_text ? "\"decoder_text\" is for encoder-decoder models only"
           : known && !s2s && q.generate     ? "\"generate\" is for encoder-decoder models only"
+          : q.chat && q.text_b              ? "\"chat\" makes the text one user message: no \"text_b\""
+          : q.chat && s2s                   ? "\"chat\" is for decoders: this model is an encoder-decoder"
                                             : NULL;
     if (why) {
         serve_run_req_free(&q);
@@ -318,6 +323,7 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
     char *json;
     LiveStatus st = s2s && q.generate && !q.predict
                         ? live_run_generate(sv->lv, q.model, q.text, q.generate, &id, &json, &e)
+                        : q.chat ? live_run_chat(sv->lv, q.model, q.text, q.predict, &id, &json, &e)
                         : live_run(sv->lv, q.model, q.text, s2s ? q.decoder_text : q.text_b, q.predict, &id, &json, &e);
     serve_run_req_free(&q);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);

@@ -23,6 +23,13 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
                             "(DIR/000001.%s)", html ? "--html" : "--npy", html ? "page" : "arrays",
                          html ? "a page" : "arrays", html ? "html" : "npy");
     }
+    if ((r->chat || r->chat_file) && n == 2)
+        return cli_usage(e, "%s", "--chat wraps one TEXT as a user message: not a sentence pair (several turns go in "
+                                  "--chat-file FILE)");
+    if (r->chat_file) {
+        if (n > 0) return cli_usage(e, "--chat-file FILE is the input: no TEXT ('%s')", words[0]);
+        return 0;
+    }
     if (r->batch.path) {
         if (n > 0) return cli_usage(e, "--batch takes its inputs from the file, not '%s'", words[0]);
         return 0;
@@ -57,6 +64,7 @@ const CliCommand CLI_CMD_RUN = {
                 "attnviz --batch corpus.txt --shard 2/4 --stats --json stats.2.json   (then stats --merge)\n"
                 "attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
                 "attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
+                "attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --chat --generate 20 \"What is the capital of France?\"\n"
                 "attnviz --model tests/data/small-vit --image tests/data/vision-picture.png -o vit.html\n"
                 "attnviz -- head",
     .check = check,

@@ -727,12 +727,22 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         if (fe < 1 || fe > CFG_MAX_INTER) return av_err(e, "%s: expert_feed_forward_length %u is out of range", path, fe);
         c->moe_intermediate = (int)fe;
     }
-    uint32_t eos;
-    if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id")) {
-        if (gguf_get_u32(f, "tokenizer.ggml.eos_token_id", &eos, e)) return av_err_prefix(e, "%s", path);
-        if (eos >= (uint32_t)c->vocab_size)
-            return av_err(e, "%s: tokenizer.ggml.eos_token_id %u is outside the vocabulary (%d)", path, eos, c->vocab_size);
-        c->eos_ids[0] = (int)eos, c->n_eos = 1;
+    /* generation stops at the end of text and, as llama.cpp stops at every end-of-generation id,
+     * at the end of a turn: an instruct model's chat template ends the assistant's turn with
+     * eot_token_id (Llama 3's <|eot_id|>, Gemma's <end_of_turn>) or eom_token_id, which the
+     * models' generation_config.json list beside eos_token_id */
+    static const char *const stops[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                        "tokenizer.ggml.eom_token_id"};
+    c->n_eos = 0;
+    for (int k = 0; k < 3; k++) {
+        uint32_t id;
+        if (!gguf_find_kv(f, stops[k])) continue;
+        if (gguf_get_u32(f, stops[k], &id, e)) return av_err_prefix(e, "%s", path);
+        if (id >= (uint32_t)c->vocab_size)
+            return av_err(e, "%s: %s %u is outside the vocabulary (%d)", path, stops[k], id, c->vocab_size);
+        int seen = 0;
+        for (int j = 0; j < c->n_eos; j++) seen |= c->eos_ids[j] == (int)id;
+        if (!seen) c->eos_ids[c->n_eos++] = (int)id;
     }
     return cfg_validate(c, "embedding_length", "head_count", path, e);
 }
