@@ -164,7 +164,7 @@ $(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/te
 # libFuzzer targets (clang): parsers and the tokenizer on arbitrary bytes, each
 # for FUZZ_SECONDS; the loop is tests/fuzz/run.sh.
 FUZZ_SECONDS ?= 20
-FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf tokjson unigram render serve openai heads cli image imgproc
+FUZZ_TARGETS := safetensors config vocab tokenizer torchbin bpe gguf tokjson unigram render serve openai heads cli image imgproc chat
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 fuzz:

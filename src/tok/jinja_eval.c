@@ -43,6 +43,7 @@ void jinja_opts_default(JinjaOpts *o) {
 typedef struct Frame Frame;
 struct Frame {
     Frame *parent;
+    int captured; /* a macro defined here keeps it: a loop's next iteration takes a new frame */
     int n, cap;
     int *syms;
     JValue *vals;
@@ -2153,7 +2154,7 @@ static int select_items(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         if ((test = jinja_test_id(a->pos[ti].u.s->s)) < 0)
             return rerr(r, pos, "unsupported Jinja construct: the test '%.60s'", a->pos[ti].u.s->s);
     }
-    Args targs = {a->pos + ti + 1, a->npos > ti + 1 ? a->npos - ti - 1 : 0, NULL, NULL, 0};
+    Args targs = {a->npos > ti + 1 ? a->pos + ti + 1 : NULL, a->npos > ti + 1 ? a->npos - ti - 1 : 0, NULL, NULL, 0};
     for (int k = 0; k < in->n; k++) {
         JValue item = in->v[k], x = item;
         int ok;
@@ -2348,7 +2349,7 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
             if (a->npos < 1 || a->pos[0].t != V_STR) return rerr(r, pos, "map needs a filter's name or attribute=");
             int f = jinja_filter_id(a->pos[0].u.s->s);
             if (f < 0) return rerr(r, pos, "unsupported Jinja construct: the filter '%.60s'", a->pos[0].u.s->s);
-            Args fa = {a->pos + 1, a->npos - 1, a->kw, a->kwv, a->nkw};
+            Args fa = {a->npos > 1 ? a->pos + 1 : NULL, a->npos - 1, a->kw, a->kwv, a->nkw};
             for (int k = 0; k < l->n; k++)
                 if (step(r, 1, pos) || apply_filter(r, f, l->v[k], &fa, pos, &res->v[k])) return -1;
         }
@@ -2628,10 +2629,12 @@ static int exec_stmt(R *r, const JStmt *s, Frame *f) {
         if (s->u.loop.filter) {
             /* filtered first: loop.length and loop.last count the kept items */
             if (!(kept = list_new(r, 0))) return -1;
+            Frame *it = frame_new(r, f); /* expressions define no macros: one frame serves every item */
+            if (!it) return -1;
             for (int k = 0; k < items->n; k++) {
-                Frame *it = frame_new(r, f);
                 JValue t;
-                if (!it || step(r, 1, s->pos) || assign(r, &s->u.loop.target, items->v[k], it, s->pos)) return -1;
+                it->n = 0;
+                if (step(r, 1, s->pos) || assign(r, &s->u.loop.target, items->v[k], it, s->pos)) return -1;
                 Frame *saved = r->cur;
                 r->cur = it;
                 int rc = eval(r, s->u.loop.filter, &t);
@@ -2646,8 +2649,12 @@ static int exec_stmt(R *r, const JStmt *s, Frame *f) {
         if (!lp) return -1;
         lp->items = items;
         r->loops++;
+        Frame *it = NULL;
         for (int k = 0; k < items->n; k++) {
-            Frame *it = frame_new(r, f);
+            /* each iteration starts from the enclosing frame's names (jinja2's loop scoping): the
+             * previous iteration's frame is emptied and reused unless a macro defined in it keeps it */
+            if (!it || it->captured) it = frame_new(r, f);
+            else it->n = 0;
             JValue lv = {.t = V_LOOP};
             lv.u.lp = lp;
             lp->i = k;
@@ -2684,6 +2691,7 @@ static int exec_stmt(R *r, const JStmt *s, Frame *f) {
         JClosure *c = alloc(r, sizeof *c);
         if (!c) return -1;
         c->m = s->u.macro.m, c->env = f;
+        f->captured = 1;
         JValue mv = {.t = V_MACRO};
         mv.u.m = c;
         return frame_set(r, f, s->u.macro.sym, mv);
@@ -2707,6 +2715,7 @@ static int exec_stmt(R *r, const JStmt *s, Frame *f) {
         JClosure *c = alloc(r, sizeof *c);
         if (!c || eval(r, call->u.call.fn, &fn) != 0 || eval_args(r, &call->u.call.a, &args) != 0) return -1;
         c->m = s->u.callblock.caller, c->env = f;
+        f->captured = 1;
         /* the body goes in as the keyword argument caller */
         const JStr **kw = alloc(r, (size_t)(args.nkw + 1) * sizeof *kw);
         JValue *kwv = alloc(r, (size_t)(args.nkw + 1) * sizeof *kwv);

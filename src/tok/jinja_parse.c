@@ -590,7 +590,8 @@ typedef struct {
     Ctx *c;
     Tok *v;
     int n, i;
-    int nest;      /* blocks and brackets open */
+    int nest;      /* expressions open (parentheses, lists, calls) */
+    int blocks;    /* blocks open */
     int in_macro;  /* parsing a macro's body: the fixed symbols it names are noted */
     int macro_uses[SYM_FIXED];
     /* symbols: a hash of names to numbers */
@@ -1389,7 +1390,7 @@ static JStmt *parse_statement(P *p) {
     }
     const char *w = t->s->s;
     unsigned pos = t->pos;
-    if (++p->nest > MAX_NESTING) return perr(p->c, pos, "blocks nested deeper than %d", MAX_NESTING), NULL;
+    if (++p->blocks > MAX_NESTING) return perr(p->c, pos, "blocks nested deeper than %d", MAX_NESTING), NULL;
     p->i++;
     JStmt *s = NULL;
     int which;
@@ -1492,7 +1493,7 @@ static JStmt *parse_statement(P *p) {
             if (!strcmp(w, known[k])) return perr(p->c, pos, "unsupported Jinja construct: {%% %s %%}", w), NULL;
         return perr(p->c, pos, "unknown tag '%.40s'", w), NULL;
     }
-    p->nest--;
+    p->blocks--;
     return s;
 }
 
@@ -1575,7 +1576,7 @@ int jinja_parse(JinjaTemplate **out, const char *src, size_t len, const char *or
     t->src_len = k;
     Ctx c = {t, e, 0};
     Lex L = {&c, t->src, k, NULL, 0, 0};
-    P p = {&c, NULL, 0, 0, 0, 0, {0}, NULL, 0, 0};
+    P p = {&c, NULL, 0, 0, 0, 0, 0, {0}, NULL, 0, 0};
     int rc = -1;
     static const char *const fixed[SYM_FIXED] = {"loop", "varargs", "kwargs", "caller"};
     for (int s = 0; s < SYM_FIXED; s++)
