@@ -916,4 +916,45 @@ PY
 else
     echo "SKIP bad_input_openai: no curl"
 fi
+# ---- chat templates (--chat, --chat-file; docs/chat.md): the tiny GGUF with a template in its metadata
+CT='{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}'
+mkgguf "$G" "kv['tokenizer.chat_template'] = ('s', '''$CT''')"
+case_ chat_tiny_gguf_runs 0 "" -- --model "$G" --quiet --chat --json out.json hi
+printf '[{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "a"}]}]' >"$T/ok.json"
+case_ chat_file_tiny_gguf_runs 0 "" -- --model "$G" --quiet --chat-file "$T/ok.json" --json out.json
+mkgguf "$G" ''
+case_ chat_model_ships_no_template 1 "g.gguf ships no chat template \(no tokenizer.chat_template in its metadata\)" -- --model "$G" --chat "${Q[@]}" hi
+fresh
+case_ chat_masked_model 2 "is a masked \(encoder\) model: chat templates are for decoders" -- --model "$M" --chat "${Q[@]}" hi
+case_ chat_with_a_sentence_pair 2 "--chat wraps one TEXT as a user message: not a sentence pair" -- --model "$M" --chat "${Q[@]}" a b
+case_ chat_file_with_text 2 "--chat-file FILE is the input: no TEXT" -- --model "$M" --chat-file "$T/ok.json" "${Q[@]}" hi
+case_ chat_with_serve 2 "--chat goes with a run \(attnviz TEXT\), not attnviz serve" -- serve --chat --model "$M"
+# a template that loops without end, recurses, writes gigabytes, uses what the subset lacks, refuses the messages
+for c in 'loops_without_end|{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}|tokenizer.chat_template:1:[0-9]+: rendering took more than [0-9]+ steps' \
+         'recurses|{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}|tokenizer.chat_template:1:[0-9]+: macros nested deeper than 64' \
+         'writes_gigabytes|{% set s = "x" * 1000000 %}{% for i in range(100000) %}{{ s }}{% endfor %}|the rendered text passed 32 MB' \
+         'unsupported_syntax|hi {% with x = 1 %}{% endwith %}|tokenizer.chat_template:1:7: unsupported Jinja construct: \{% with %\}' \
+         'unclosed_block|{% for m in messages %}{{ m.content }}|tokenizer.chat_template:1:[0-9]+: unexpected end of template: expected .endfor.' \
+         'refuses_the_messages|{{ raise_exception("Conversation roles must alternate") }}|chat template refused the messages: Conversation roles must alternate'; do
+    IFS='|' read -r name tpl re <<<"$c"
+    mkgguf "$G" "kv['tokenizer.chat_template'] = ('s', '''$tpl''')"
+    case_ "chat_template_$name" 1 "$re" -- --model "$G" --chat "${Q[@]}" hi
+done
+# messages.json: strict
+mkgguf "$G" "kv['tokenizer.chat_template'] = ('s', '''$CT''')"
+for c in 'not_an_array|{"role": "user", "content": "x"}|m.json: not a JSON array of messages' \
+         'missing_role|[{"content": "x"}]|m.json: message 1: no "role"' \
+         'duplicate_key|[{"role": "user", "content": "a", "content": "b"}]|m.json: message 1: the key "content" appears twice' \
+         'nul_escape|[{"role": "user", "content": "a\u0000b"}]|m.json: a NUL character \(\\u0000\) at byte' \
+         'unknown_role|[{"role": "tool", "content": "x"}]|m.json: message 1: role "tool" is not system, developer, user or assistant' \
+         'image_part|[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]|m.json: message 1: content part 1 is not .* \(only text parts are supported\)' \
+         'empty_array|[]|m.json: an empty array: no messages' \
+         'not_json|[{"role": "user", "content": "x"}|m.json: not valid JSON'; do
+    IFS='|' read -r name json re <<<"$c"
+    printf '%s' "$json" >"$T/m.json"
+    case_ "chat_file_$name" 1 "$re" -- --model "$G" --chat-file "$T/m.json" "${Q[@]}"
+done
+printf '[{"role": "user", "content": "a\0b"}]' >"$T/m.json"
+case_ chat_file_nul_byte 1 "m.json: a NUL byte at byte 31" -- --model "$G" --chat-file "$T/m.json" "${Q[@]}"
+case_ chat_file_missing 1 "nope.json: cannot open: No such file or directory" -- --model "$G" --chat-file "$T/nope.json" "${Q[@]}"
 echo "INFO bad-input catalog: $n_case cases"

@@ -281,6 +281,14 @@ int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_gene
         goto oom;
     JinjaOpts o;
     jinja_opts_default(&o);
+    /* a template walks the messages a bounded number of times: work in proportion to their text
+     * (with a floor that the longest published templates stay far below) */
+    size_t text = 0;
+    for (int i = 0; i < n; i++) {
+        text += m[i].content ? strlen(m[i].content) : 0;
+        for (int k = 0; m[i].parts && k < m[i].n_parts; k++) text += strlen(m[i].parts[k]);
+    }
+    o.max_steps = 2000000 + (long long)(text < 2000000 ? text : 2000000) * 100;
     size_t len;
     rc = jinja_render(t->tpl, vars, &o, out, &len, e);
     goto done;
