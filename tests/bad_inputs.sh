@@ -8,7 +8,9 @@
 #
 #   case_ NAME EXIT REGEX -- ARGS...    (ARGS may use $M: a fresh copy of the model;
 #                                        LINES=N case_ ... when N stderr lines are expected;
-#                                        VMEM=KB case_ ... runs under ulimit -v KB)
+#                                        VMEM=KB case_ ... runs under ulimit -v KB;
+#                                        THEN=CMD case_ ... also requires CMD to succeed in the
+#                                        output folder afterwards)
 # Every case runs under a 60 s timeout: a hang (exit 124) is a failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -67,6 +69,8 @@ case_() { # name exit regex -- args...
         echo "FAIL bad_input_$name: temporary file left behind"
     elif [ "$want" -ne 0 ] && [ -z "${KEEP_OUTPUT:-}" ] && [ -n "$(ls "$T/out")" ]; then
         echo "FAIL bad_input_$name: output written on failure: $(ls "$T/out")"
+    elif [ -n "${THEN:-}" ] && ! (cd "$T/out" && eval "$THEN") >/dev/null 2>&1; then
+        echo "FAIL bad_input_$name: the output fails: $THEN"
     else
         echo "PASS bad_input_$name"
     fi
@@ -922,6 +926,12 @@ mkgguf "$G" "kv['tokenizer.chat_template'] = ('s', '''$CT''')"
 case_ chat_tiny_gguf_runs 0 "" -- --model "$G" --quiet --chat --json out.json hi
 printf '[{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "a"}]}]' >"$T/ok.json"
 case_ chat_file_tiny_gguf_runs 0 "" -- --model "$G" --quiet --chat-file "$T/ok.json" --json out.json
+# generation stops at the end of a turn (eot_token_id) as at the end of text: the all-ones model picks token 0
+THEN='grep -q "\"generated_tokens\":5" out.json' case_ gguf_generates_without_an_eot 0 "" -- --model "$G" --quiet --chat --generate 5 --json out.json hi
+mkgguf "$G" "kv['tokenizer.chat_template'] = ('s', '''$CT'''); kv['tokenizer.ggml.eot_token_id'] = ('u', 0)"
+THEN='grep -q "\"generated_tokens\":1,\"stop_reason\":\"eos\"" out.json' case_ gguf_eot_token_stops_generation 0 "" -- --model "$G" --quiet --chat --generate 5 --json out.json hi
+mkgguf "$G" "kv['tokenizer.ggml.eom_token_id'] = ('u', 99999)"
+case_ gguf_eom_outside_vocabulary 1 "tokenizer.ggml.eom_token_id 99999 is outside the vocabulary" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" ''
 case_ chat_model_ships_no_template 1 "g.gguf ships no chat template \(no tokenizer.chat_template in its metadata\)" -- --model "$G" --chat "${Q[@]}" hi
 fresh
