@@ -296,6 +296,19 @@ if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q
     "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --layers 0,29 --heads 0-2 --json "$T/g.json" --quiet \
         "The cat sat on the mat." 2>"$T/err"
     check gguf_file_runs_end_to_end $PY -c "import json; d=json.load(open('$T/g.json')); c=d['config']; assert d['dtype']=='Q4_1' and c['layers']==30 and c['kv_heads']==3 and d['tokens'][:3]==['The','Ġcat','Ġsat'] and len(d['attention'])==2 and len(d['attention'][0])==3, (d['dtype'], d['tokens'])"
+    # --chat: the question in SmolLM2's own template; the answer ends at its end of turn
+    sm=$g/SmolLM2-135M-Instruct.Q4_1.gguf
+    "$BIN" --model "$sm" --chat --generate 20 --layers 0 --json "$T/chat.json" --quiet "What is the capital of France?" 2>"$T/err"
+    check chat_generate_answers_in_the_template_and_stops_at_its_end_of_turn $PY -c "import json; d=json.load(open('$T/chat.json')); g=d['generation']; t=d['text']; assert t.startswith('<|im_start|>system\n') and t.endswith('What is the capital of France?<|im_end|>\n<|im_start|>assistant\n') and d['tokens'][0]=='<|im_start|>' and g['stop_reason']=='eos' and 'Paris' in g['text'] and g['text'].endswith('<|im_end|>'), (t[-80:], g)"
+    printf '[{"role": "user", "content": "What is the capital of France?"}]' >"$T/one.json"
+    printf '[{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Capital of France?"}, {"role": "assistant", "content": "Paris"}, {"role": "user", "content": "And of Italy?"}]' >"$T/turns.json"
+    "$BIN" --model "$sm" --chat --tokens-only --json "$T/c1.json" --quiet "What is the capital of France?" 2>>"$T/err"
+    "$BIN" --model "$sm" --chat-file "$T/one.json" --tokens-only --json "$T/c2.json" --quiet 2>>"$T/err"
+    "$BIN" --model "$sm" --chat-file "$T/turns.json" --tokens-only --json "$T/c3.json" --quiet 2>>"$T/err"
+    check chat_file_of_one_message_is_chat_of_its_text $PY -c "import json; a=json.load(open('$T/c1.json')); b=json.load(open('$T/c2.json')); c=json.load(open('$T/c3.json')); t=''.join(c['display_tokens']); assert a['input_ids']==b['input_ids'], 'differ'; assert t.startswith('<|im_start|>system\nAnswer in one word.<|im_end|>') and c['tokens'].count('<|im_start|>')==5 and c['tokens'].count('<|im_end|>')==4 and t.endswith('And of Italy?<|im_end|>\n<|im_start|>assistant\n'), t"
+    printf 'Hello\nWhat is 2+2?\n' >"$T/chat_lines.txt"
+    "$BIN" --model "$sm" --chat --batch "$T/chat_lines.txt" --tokens-only --json "$T/cb.jsonl" --quiet 2>>"$T/err"
+    check chat_batch_wraps_each_line $PY -c "import json; L=[json.loads(l) for l in open('$T/cb.jsonl')]; t=[''.join(d['display_tokens']) for d in L]; assert len(L)==2 and all(d['tokens'][0]=='<|im_start|>' and d['tokens'][-3:]==['ass','istant','Ċ'] for d in L) and '<|im_start|>user\nWhat is 2+2?<|im_end|>' in t[1], t"
 else
     echo "SKIP gguf_file_runs_end_to_end: no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
 fi

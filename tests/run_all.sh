@@ -105,6 +105,7 @@ scripts=(
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
     tests/tokenizer/gguf_tok_check.sh
+    tests/ref/chat_check.sh
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
     tests/ref/bertviz_check.sh

@@ -289,6 +289,43 @@ START_TEST(no_text_is_a_usage_error) {
 }
 END_TEST
 
+START_TEST(chat_and_chat_file_fill_the_run_settings) {
+    CliOptions o;
+    AvErr e;
+    const char *a[] = {"--chat", "--generate", "5", "What is it?", NULL};
+    ck_assert_int_eq(parse(&o, &e, a), CLI_RUN);
+    ck_assert(o.run.chat && !o.run.chat_file);
+    ck_assert_str_eq(o.run.text_a, "What is it?");
+    cli_options_free(&o);
+    const char *b[] = {"--chat-file", "m.json", "--predict", "3", NULL};
+    ck_assert_int_eq(parse(&o, &e, b), CLI_RUN);
+    ck_assert_str_eq(o.run.chat_file, "m.json");
+    ck_assert_ptr_null(o.run.text_a); /* the messages are the input */
+    cli_options_free(&o);
+    const char *c[] = {"--chat", "--batch", "lines.txt", NULL};
+    ck_assert_int_eq(parse(&o, &e, c), CLI_RUN);
+    ck_assert(o.run.chat && o.run.batch.path);
+    cli_options_free(&o);
+    /* what they cannot go with */
+    static const char *const bad[][6] = {
+        {"--chat", "a", "b", NULL},                          /* a sentence pair */
+        {"--chat-file", "m.json", "text", NULL},             /* a text beside the messages */
+        {"--chat-file", "m.json", "--batch", "x.txt", NULL}, /* a batch */
+        {"serve", "--chat", NULL},                           /* the page has its own box */
+        {"heads", "--chat", "a b", NULL},
+        {"diff", "--chat", "a", "b", NULL},
+    };
+    static const char *const why[] = {"not a sentence pair", "is the input: no TEXT", "is the input: no --batch",
+                                      "go with a run", "go with a run", "go with a run"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ck_assert_int_eq(parse(&o, &e, bad[k]), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        ck_assert_msg(strstr(e.msg, why[k]), "%s: %s", bad[k][0], e.msg);
+        cli_options_free(&o);
+    }
+}
+END_TEST
+
 START_TEST(serve_fills_the_serve_settings) {
     CliOptions o;
     AvErr e;
@@ -1054,6 +1091,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_bad_shard_is_a_usage_error);
     tcase_add_test(t, shard_slurm_reads_the_array_task);
     tcase_add_test(t, measure_is_attention_or_norm);
+    tcase_add_test(t, chat_and_chat_file_fill_the_run_settings);
     suite_add_tcase(s, t);
     TCase *tab = tcase_create("table");
     tcase_add_test(tab, each_option_goes_where_its_row_says);

