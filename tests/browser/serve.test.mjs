@@ -309,6 +309,36 @@ test('a real decoder (SmolLM2 GGUF): Predict top-K shows the next-token strip', 
   } finally { await page.close(); }
 });
 
+test('a real decoder (SmolLM2 GGUF): the Chat box runs the text as one user message in its template', async t => {
+  if (!gguf) { t.skip('no SmolLM2 GGUF (ATTNVIZ_SMOLLM2_GGUF / tools/pymodel.sh smollm2)'); return; }
+  for (const theme of ['light', 'dark']) {
+    const { page, log } = await openLive(theme);
+    try {
+      await page.setViewportSize({ width: 1400, height: 1000 });
+      assert.equal(await page.isVisible('#live-chat-label'), false, 'the demo ships no template: no Chat box');
+      await page.selectOption('#live-model', '2');
+      assert.equal(await page.isVisible('#live-chat-label'), true, 'SmolLM2 ships one: the Chat box shows');
+      const text = theme === 'light' ? 'What is the capital of France?' : 'Name a large city in Japan.';
+      await typeRun(page, '#live-text', text);
+      const prev = +(await page.evaluate(() => document.body.dataset.runs));
+      await page.check('#live-chat');
+      await page.waitForFunction(p => +document.body.dataset.runs > p && document.body.dataset.ready === '1', prev, { timeout: 60000 });
+      await settle(page);
+      assert.equal(await page.isDisabled('#live-text-b'), true, 'a chat takes one text: sentence B is off');
+      const j = cliJson(gguf, ['--chat', '--tokens-only', text], 'serve-chat-' + theme);
+      const meta = await page.evaluate(() => window.attnviz.meta);
+      assert.deepEqual(meta.tokens, j.tokens, 'the chat\'s tokens are the CLI\'s --chat tokens');
+      assert.equal(meta.tokens[0], '<|im_start|>');
+      assert.ok(meta.text.endsWith(text + '<|im_end|>\n<|im_start|>assistant\n'), meta.text);
+      await page.evaluate(() => { const S = window.attnviz.state; S.layer = 3; return window.attnviz.render(); });
+      await page.evaluate(() => document.activeElement && document.activeElement.blur());
+      await settle(page);
+      await page.screenshot({ path: path.join(SHOTS, 'serve-chat-' + theme + '.png') });
+      cleanLive(log);
+    } finally { await page.close(); }
+  }
+});
+
 /* the live page as the README shows it: SmolLM2 (when cached) with its predictions and an induction
  * head (layer 18, head 6) on a repeated sentence, else the demo model on a sentence pair */
 for (const theme of ['light', 'dark']) {
