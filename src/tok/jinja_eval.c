@@ -2168,9 +2168,303 @@ static int select_items(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
     return 0;
 }
 
-static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *out) {
+/* The larger filters, each apart (apply_filter dispatches). */
+static int filter_default(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    static const char *const names[] = {"default_value", "boolean", NULL};
+    if (check_args(r, a, 2, names, "default", pos)) return -1;
+    JValue dv, dflt = {.t = V_STR};
+    if (mkstr(r, "", 0, &dflt) != 0) return -1;
+    dv = arg(a, 0, "default_value", dflt, NULL);
+    int boolean = truthy(arg(a, 1, "boolean", vbool(0), NULL));
+    return *out = v.t == V_UNDEF || (boolean && !truthy(v)) ? dv : v, 0;
+}
+
+static int filter_dictsort(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
     JValue none = vnone();
     int given;
+    static const char *const names[] = {"case_sensitive", "by", "reverse", NULL};
+    if (check_args(r, a, 3, names, "dictsort", pos)) return -1;
+    if (v.t != V_DICT) return rerr(r, pos, "dictsort needs a dict, not %s", type_name(v));
+    int cs = truthy(arg(a, 0, "case_sensitive", vbool(0), NULL)), rev = truthy(arg(a, 2, "reverse", vbool(0), NULL));
+    JValue by = arg(a, 1, "by", none, &given);
+    int by_value = given && by.t == V_STR && !strcmp(by.u.s->s, "value");
+    if (given && !(by.t == V_STR && (!strcmp(by.u.s->s, "key") || by_value)))
+        return rerr(r, pos, "You can only sort by either \"key\" or \"value\"");
+    int n = v.u.d->n, *idx = alloc(r, (size_t)(n ? n : 1) * sizeof *idx);
+    JValue *keys = alloc(r, (size_t)(n ? n : 1) * sizeof *keys);
+    JList *l = list_new(r, n);
+    if (!idx || !keys || !l) return -1;
+    for (int k = 0; k < n; k++) {
+        idx[k] = k;
+        if (sort_key(r, by_value ? v.u.d->v[k] : v.u.d->k[k], NULL, cs, pos, &keys[k]) != 0) return -1;
+    }
+    if (sort_values(r, keys, n, idx, pos, cmp_plain) != 0) return -1;
+    for (int k = 0; k < n; k++) {
+        int j = idx[rev ? n - 1 - k : k];
+        JList *pair = list_new(r, 2);
+        if (!pair) return -1;
+        pair->v[0] = v.u.d->k[j], pair->v[1] = v.u.d->v[j], pair->n = 2;
+        l->v[k] = vlist(pair, 1);
+    }
+    l->n = n;
+    return *out = vlist(l, 0), 0;
+}
+
+static int filter_escape(R *r, JValue v, unsigned pos, JValue *out) {
+    if (v.t == V_STR && v.tuple) return *out = v, 0;
+    const JStr *s;
+    if (str_of(r, v, pos, &s) != 0) return -1;
+    Buf b = {0};
+    if (buf_put(r, &b, "", 0) != 0) return -1;
+    for (size_t i = 0; i < s->len; i++) {
+        const char *rep = s->s[i] == '&' ? "&amp;" : s->s[i] == '<' ? "&lt;" : s->s[i] == '>' ? "&gt;"
+                        : s->s[i] == '"' ? "&#34;" : s->s[i] == '\'' ? "&#39;" : NULL;
+        if (rep ? buf_puts(r, &b, rep) : buf_put(r, &b, s->s + i, 1)) return -1;
+    }
+    if (buf_value(r, &b, out) != 0) return -1;
+    out->tuple = 1;
+    return 0;
+}
+
+static int filter_float(JValue v, Args *a, JValue *out) {
+    JValue d = arg(a, 0, "default", vfloat(0.0), NULL);
+    if (v.t == V_FLOAT) return *out = v, 0;
+    if (v.t == V_INT || v.t == V_BOOL) return *out = vfloat((double)v.u.i), 0;
+    if (v.t == V_STR && !strchr(v.u.s->s, '_')) {
+        const char *s = v.u.s->s;
+        while (is_space((unsigned char)*s)) s++;
+        char *end;
+        double f = strtod(s, &end);
+        const char *e2 = end;
+        while (*e2 && is_space((unsigned char)*e2)) e2++;
+        int hex = strchr(s, 'x') || strchr(s, 'X');
+        if (end != s && !*e2 && !hex) return *out = vfloat(f), 0;
+    }
+    return *out = d, 0;
+}
+
+static int filter_int(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    static const char *const names[] = {"default", "base", NULL};
+    if (check_args(r, a, 2, names, "int", pos)) return -1;
+    JValue d = arg(a, 0, "default", vint(0), NULL), base = arg(a, 1, "base", vint(10), NULL);
+    if (d.t != V_INT || base.t != V_INT || base.u.i < 2 || base.u.i > 36)
+        return rerr(r, pos, "unsupported Jinja construct: int() with that default or base");
+    return to_int(v, d.u.i, (int)base.u.i, out);
+}
+
+static int filter_indent(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    static const char *const names[] = {"width", "first", "blank", NULL};
+    if (check_args(r, a, 3, names, "indent", pos)) return -1;
+    const JStr *s;
+    if (str_of(r, v, pos, &s) != 0) return -1;
+    return indent_filter(r, s, arg(a, 0, "width", vint(4), NULL), truthy(arg(a, 1, "first", vbool(0), NULL)),
+                         truthy(arg(a, 2, "blank", vbool(0), NULL)), pos, out);
+}
+
+static int filter_join(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    int given;
+    static const char *const names[] = {"d", "attribute", NULL};
+    if (check_args(r, a, 2, names, "join", pos)) return -1;
+    JList *l;
+    JValue sepv = arg(a, 0, "d", none, &given), at = arg(a, 1, "attribute", none, NULL);
+    const JStr *sep = NULL;
+    if (given && str_of(r, sepv, pos, &sep) != 0) return -1;
+    if (iterate(r, v, pos, &l) != 0) return -1;
+    Buf b = {0};
+    if (buf_put(r, &b, "", 0) != 0) return -1;
+    for (int k = 0; k < l->n; k++) {
+        JValue x = l->v[k];
+        if (at.t == V_STR && attr_path(r, x, at.u.s, pos, &x) != 0) return -1;
+        if (k && sep && buf_put(r, &b, sep->s, sep->len) != 0) return -1;
+        if (step(r, 1, pos) || to_str(r, &b, x, pos)) return -1;
+    }
+    return buf_value(r, &b, out);
+}
+
+static int filter_map(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    int given;
+    JList *l, *res;
+    if (!truthy(v)) return (res = list_new(r, 0)) ? (*out = vlist(res, 0), 0) : -1;
+    if (iterate(r, v, pos, &l) != 0 || !(res = list_new(r, l->n))) return -1;
+    JValue at = arg(a, -1, "attribute", none, &given);
+    if (given) {
+        static const char *const names[] = {"attribute", "default", NULL};
+        if (check_args(r, a, 0, names, "map", pos)) return -1;
+        if (at.t != V_STR) return rerr(r, pos, "map's attribute must be a string");
+        int have_d;
+        JValue dflt = arg(a, -1, "default", none, &have_d);
+        for (int k = 0; k < l->n; k++) {
+            JValue x;
+            if (step(r, 1, pos) || attr_path(r, l->v[k], at.u.s, pos, &x)) return -1;
+            res->v[k] = have_d && x.t == V_UNDEF ? dflt : x;
+        }
+    } else {
+        if (a->npos < 1 || a->pos[0].t != V_STR) return rerr(r, pos, "map needs a filter's name or attribute=");
+        int f = jinja_filter_id(a->pos[0].u.s->s);
+        if (f < 0) return rerr(r, pos, "unsupported Jinja construct: the filter '%.60s'", a->pos[0].u.s->s);
+        Args fa = {a->npos > 1 ? a->pos + 1 : NULL, a->npos - 1, a->kw, a->kwv, a->nkw};
+        for (int k = 0; k < l->n; k++)
+            if (step(r, 1, pos) || apply_filter(r, f, l->v[k], &fa, pos, &res->v[k])) return -1;
+    }
+    res->n = l->n;
+    return *out = vlist(res, 0), 0;
+}
+
+static int filter_minmax(R *r, int id, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    static const char *const names[] = {"case_sensitive", "attribute", NULL};
+    if (check_args(r, a, 2, names, id == F_MAX ? "max" : "min", pos)) return -1;
+    JList *l;
+    if (iterate(r, v, pos, &l) != 0) return -1;
+    if (l->n == 0) return *out = undef(r, "no %s item, the sequence was empty", id == F_MAX ? "largest" : "smallest"), r->failed ? -1 : 0;
+    int cs = truthy(arg(a, 0, "case_sensitive", vbool(0), NULL));
+    JValue at = arg(a, 1, "attribute", none, NULL);
+    int best = 0;
+    JValue bk;
+    if (sort_key(r, l->v[0], at.t == V_STR ? at.u.s : NULL, cs, pos, &bk) != 0) return -1;
+    for (int k = 1; k < l->n; k++) {
+        JValue key;
+        int c;
+        if (step(r, 1, pos) || sort_key(r, l->v[k], at.t == V_STR ? at.u.s : NULL, cs, pos, &key) ||
+            value_cmp(r, key, bk, &c, pos))
+            return -1;
+        if (c != 2 && (id == F_MAX ? c > 0 : c < 0)) best = k, bk = key;
+    }
+    return *out = l->v[best], 0;
+}
+
+static int filter_replace(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    if (a->npos < 2 || a->npos > 3 || a->nkw) return rerr(r, pos, "replace takes 2 or 3 arguments");
+    const JStr *s, *o, *nw;
+    long long cnt = -1;
+    if (a->npos == 3) {
+        if (a->pos[2].t != V_INT) return rerr(r, pos, "replace's count must be an integer");
+        cnt = a->pos[2].u.i;
+    }
+    if (str_of(r, v, pos, &s) || str_of(r, a->pos[0], pos, &o) || str_of(r, a->pos[1], pos, &nw)) return -1;
+    return py_replace(r, s, vstr(o), vstr(nw), cnt, pos, out);
+}
+
+static int filter_round(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    int given;
+    static const char *const names[] = {"precision", "method", NULL};
+    if (check_args(r, a, 2, names, "round", pos)) return -1;
+    JValue pr = arg(a, 0, "precision", vint(0), NULL), me = arg(a, 1, "method", none, &given);
+    if (pr.t != V_INT) return rerr(r, pos, "round's precision must be an integer");
+    if (!is_num(v)) return rerr(r, pos, "type %s doesn't define __round__ method", type_name(v));
+    const char *mth = given && me.t == V_STR ? me.u.s->s : "common";
+    double x = num(v), s = pow(10.0, (double)pr.u.i);
+    if (!strcmp(mth, "common")) {
+        if (v.t != V_FLOAT) return *out = vint(v.u.i), 0;
+        if (pr.u.i != 0) return rerr(r, pos, "unsupported Jinja construct: round() to %lld places", pr.u.i);
+        return *out = vfloat(nearbyint(x)), 0; /* half to even, as Python's round() */
+    }
+    if (!strcmp(mth, "ceil")) return *out = vfloat(ceil(x * s) / s), 0;
+    if (!strcmp(mth, "floor")) return *out = vfloat(floor(x * s) / s), 0;
+    return rerr(r, pos, "method must be common, ceil or floor");
+}
+
+static int filter_sort_unique(R *r, int id, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    static const char *const snames[] = {"reverse", "case_sensitive", "attribute", NULL};
+    static const char *const unames[] = {"case_sensitive", "attribute", NULL};
+    int is_sort = id == F_SORT;
+    if (check_args(r, a, is_sort ? 3 : 2, is_sort ? snames : unames, is_sort ? "sort" : "unique", pos)) return -1;
+    JList *l, *res;
+    if (iterate(r, v, pos, &l) != 0 || !(res = list_new(r, l->n))) return -1;
+    int rev = is_sort && truthy(arg(a, 0, "reverse", vbool(0), NULL));
+    int cs = truthy(arg(a, is_sort ? 1 : 0, "case_sensitive", vbool(0), NULL));
+    JValue at = arg(a, is_sort ? 2 : 1, "attribute", none, NULL);
+    int n = l->n, *idx = alloc(r, (size_t)(n ? n : 1) * sizeof *idx);
+    JValue *keys = alloc(r, (size_t)(n ? n : 1) * sizeof *keys);
+    if (!idx || !keys) return -1;
+    for (int k = 0; k < n; k++) {
+        idx[k] = k;
+        if (sort_key(r, l->v[k], at.t == V_STR ? at.u.s : NULL, cs, pos, &keys[k]) != 0) return -1;
+    }
+    if (is_sort) {
+        if (sort_values(r, keys, n, idx, pos, cmp_plain) != 0) return -1;
+        for (int k = 0; k < n; k++) res->v[k] = l->v[idx[rev ? n - 1 - k : k]];
+        /* reverse=True sorts descending, stable among equals as Python's sorted(reverse=True) */
+        if (rev) {
+            int k = 0;
+            while (k < n) {
+                int j = k + 1, eq = 1;
+                while (j < n) {
+                    if (value_eq(r, keys[idx[n - 1 - k]], keys[idx[n - 1 - j]], &eq, pos) != 0) return -1;
+                    if (!eq) break;
+                    j++;
+                }
+                for (int x = k, y = j - 1; x < y; x++, y--) {
+                    JValue t = res->v[x];
+                    res->v[x] = res->v[y], res->v[y] = t;
+                }
+                k = j;
+            }
+        }
+        res->n = n;
+    } else {
+        for (int k = 0; k < n; k++) {
+            int seen = 0;
+            for (int j = 0; j < k && !seen; j++)
+                if (step(r, 1, pos) || value_eq(r, keys[k], keys[j], &seen, pos)) return -1;
+            if (!seen) res->v[res->n++] = l->v[k];
+        }
+    }
+    return *out = vlist(res, 0), 0;
+}
+
+static int filter_sum(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    static const char *const names[] = {"attribute", "start", NULL};
+    if (check_args(r, a, 2, names, "sum", pos)) return -1;
+    JList *l;
+    if (iterate(r, v, pos, &l) != 0) return -1;
+    JValue at = arg(a, 0, "attribute", none, NULL), acc = arg(a, 1, "start", vint(0), NULL);
+    for (int k = 0; k < l->n; k++) {
+        JValue x = l->v[k];
+        if (at.t == V_STR && attr_path(r, x, at.u.s, pos, &x) != 0) return -1;
+        if (step(r, 1, pos) || arith(r, OP_ADD, acc, x, pos, &acc)) return -1;
+    }
+    return *out = acc, 0;
+}
+
+static int filter_tojson(R *r, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
+    static const char *const names[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
+    if (check_args(r, a, 4, names, "tojson", pos)) return -1;
+    JsonFmt f = {NULL, ", ", ": ", 0, 0};
+    f.ensure_ascii = truthy(arg(a, 0, "ensure_ascii", vbool(0), NULL));
+    JValue ind = arg(a, 1, "indent", none, NULL), seps = arg(a, 2, "separators", none, NULL);
+    f.sort_keys = truthy(arg(a, 3, "sort_keys", vbool(0), NULL));
+    Buf ib = {0};
+    if (ind.t == V_INT) {
+        if (buf_put(r, &ib, "", 0) != 0) return -1;
+        for (long long k = 0; k < ind.u.i; k++)
+            if (buf_put(r, &ib, " ", 1) != 0) return -1;
+        f.indent = ib.p, f.item_sep = ",";
+    } else if (ind.t == V_STR) {
+        f.indent = ind.u.s->s, f.item_sep = ",";
+    } else if (ind.t != V_NONE) {
+        return rerr(r, pos, "tojson's indent must be an integer or a string");
+    }
+    if (seps.t == V_LIST) {
+        if (seps.u.l->n != 2 || seps.u.l->v[0].t != V_STR || seps.u.l->v[1].t != V_STR)
+            return rerr(r, pos, "tojson's separators must be two strings");
+        f.item_sep = seps.u.l->v[0].u.s->s, f.key_sep = seps.u.l->v[1].u.s->s;
+    } else if (seps.t != V_NONE) {
+        return rerr(r, pos, "tojson's separators must be two strings");
+    }
+    Buf b = {0};
+    if (buf_put(r, &b, "", 0) != 0 || json_dump(r, &b, v, &f, 0, pos) != 0) return -1;
+    return buf_value(r, &b, out);
+}
+
+static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *out) {
+    JValue none = vnone();
     switch (id) {
     case F_ABS:
         if (v.t == V_FLOAT) return *out = vfloat(fabs(v.u.f)), 0;
@@ -2192,58 +2486,12 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         if (str_of(r, v, pos, &s) != 0) return -1;
         return str_case(r, s, id == F_UPPER ? 0 : id == F_LOWER ? 1 : id == F_CAPITALIZE ? 2 : 4, out);
     }
-    case F_DEFAULT: {
-        static const char *const names[] = {"default_value", "boolean", NULL};
-        if (check_args(r, a, 2, names, "default", pos)) return -1;
-        JValue dv, dflt = {.t = V_STR};
-        if (mkstr(r, "", 0, &dflt) != 0) return -1;
-        dv = arg(a, 0, "default_value", dflt, NULL);
-        int boolean = truthy(arg(a, 1, "boolean", vbool(0), NULL));
-        return *out = v.t == V_UNDEF || (boolean && !truthy(v)) ? dv : v, 0;
-    }
-    case F_DICTSORT: {
-        static const char *const names[] = {"case_sensitive", "by", "reverse", NULL};
-        if (check_args(r, a, 3, names, "dictsort", pos)) return -1;
-        if (v.t != V_DICT) return rerr(r, pos, "dictsort needs a dict, not %s", type_name(v));
-        int cs = truthy(arg(a, 0, "case_sensitive", vbool(0), NULL)), rev = truthy(arg(a, 2, "reverse", vbool(0), NULL));
-        JValue by = arg(a, 1, "by", none, &given);
-        int by_value = given && by.t == V_STR && !strcmp(by.u.s->s, "value");
-        if (given && !(by.t == V_STR && (!strcmp(by.u.s->s, "key") || by_value)))
-            return rerr(r, pos, "You can only sort by either \"key\" or \"value\"");
-        int n = v.u.d->n, *idx = alloc(r, (size_t)(n ? n : 1) * sizeof *idx);
-        JValue *keys = alloc(r, (size_t)(n ? n : 1) * sizeof *keys);
-        JList *l = list_new(r, n);
-        if (!idx || !keys || !l) return -1;
-        for (int k = 0; k < n; k++) {
-            idx[k] = k;
-            if (sort_key(r, by_value ? v.u.d->v[k] : v.u.d->k[k], NULL, cs, pos, &keys[k]) != 0) return -1;
-        }
-        if (sort_values(r, keys, n, idx, pos, cmp_plain) != 0) return -1;
-        for (int k = 0; k < n; k++) {
-            int j = idx[rev ? n - 1 - k : k];
-            JList *pair = list_new(r, 2);
-            if (!pair) return -1;
-            pair->v[0] = v.u.d->k[j], pair->v[1] = v.u.d->v[j], pair->n = 2;
-            l->v[k] = vlist(pair, 1);
-        }
-        l->n = n;
-        return *out = vlist(l, 0), 0;
-    }
-    case F_ESCAPE: {
-        if (v.t == V_STR && v.tuple) return *out = v, 0;
-        const JStr *s;
-        if (str_of(r, v, pos, &s) != 0) return -1;
-        Buf b = {0};
-        if (buf_put(r, &b, "", 0) != 0) return -1;
-        for (size_t i = 0; i < s->len; i++) {
-            const char *rep = s->s[i] == '&' ? "&amp;" : s->s[i] == '<' ? "&lt;" : s->s[i] == '>' ? "&gt;"
-                            : s->s[i] == '"' ? "&#34;" : s->s[i] == '\'' ? "&#39;" : NULL;
-            if (rep ? buf_puts(r, &b, rep) : buf_put(r, &b, s->s + i, 1)) return -1;
-        }
-        if (buf_value(r, &b, out) != 0) return -1;
-        out->tuple = 1;
-        return 0;
-    }
+    case F_DEFAULT:
+        return filter_default(r, v, a, pos, out);
+    case F_DICTSORT:
+        return filter_dictsort(r, v, a, pos, out);
+    case F_ESCAPE:
+        return filter_escape(r, v, pos, out);
     case F_SAFE: {
         const JStr *s;
         if (str_of(r, v, pos, &s) != 0) return -1;
@@ -2257,38 +2505,12 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         if (l->n == 0) return *out = undef(r, "no %s item, the sequence was empty", id == F_FIRST ? "first" : "last"), r->failed ? -1 : 0;
         return *out = l->v[id == F_FIRST ? 0 : l->n - 1], 0;
     }
-    case F_FLOAT: {
-        JValue d = arg(a, 0, "default", vfloat(0.0), NULL);
-        if (v.t == V_FLOAT) return *out = v, 0;
-        if (v.t == V_INT || v.t == V_BOOL) return *out = vfloat((double)v.u.i), 0;
-        if (v.t == V_STR && !strchr(v.u.s->s, '_')) {
-            const char *s = v.u.s->s;
-            while (is_space((unsigned char)*s)) s++;
-            char *end;
-            double f = strtod(s, &end);
-            const char *e2 = end;
-            while (*e2 && is_space((unsigned char)*e2)) e2++;
-            int hex = strchr(s, 'x') || strchr(s, 'X');
-            if (end != s && !*e2 && !hex) return *out = vfloat(f), 0;
-        }
-        return *out = d, 0;
-    }
-    case F_INT: {
-        static const char *const names[] = {"default", "base", NULL};
-        if (check_args(r, a, 2, names, "int", pos)) return -1;
-        JValue d = arg(a, 0, "default", vint(0), NULL), base = arg(a, 1, "base", vint(10), NULL);
-        if (d.t != V_INT || base.t != V_INT || base.u.i < 2 || base.u.i > 36)
-            return rerr(r, pos, "unsupported Jinja construct: int() with that default or base");
-        return to_int(v, d.u.i, (int)base.u.i, out);
-    }
-    case F_INDENT: {
-        static const char *const names[] = {"width", "first", "blank", NULL};
-        if (check_args(r, a, 3, names, "indent", pos)) return -1;
-        const JStr *s;
-        if (str_of(r, v, pos, &s) != 0) return -1;
-        return indent_filter(r, s, arg(a, 0, "width", vint(4), NULL), truthy(arg(a, 1, "first", vbool(0), NULL)),
-                             truthy(arg(a, 2, "blank", vbool(0), NULL)), pos, out);
-    }
+    case F_FLOAT:
+        return filter_float(v, a, out);
+    case F_INT:
+        return filter_int(r, v, a, pos, out);
+    case F_INDENT:
+        return filter_indent(r, v, a, pos, out);
     case F_ITEMS: {
         if (v.t == V_UNDEF) {
             JList *l = list_new(r, 0);
@@ -2299,24 +2521,8 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         Args none_args = {0};
         return call_method(r, &m, &none_args, pos, out);
     }
-    case F_JOIN: {
-        static const char *const names[] = {"d", "attribute", NULL};
-        if (check_args(r, a, 2, names, "join", pos)) return -1;
-        JList *l;
-        JValue sepv = arg(a, 0, "d", none, &given), at = arg(a, 1, "attribute", none, NULL);
-        const JStr *sep = NULL;
-        if (given && str_of(r, sepv, pos, &sep) != 0) return -1;
-        if (iterate(r, v, pos, &l) != 0) return -1;
-        Buf b = {0};
-        if (buf_put(r, &b, "", 0) != 0) return -1;
-        for (int k = 0; k < l->n; k++) {
-            JValue x = l->v[k];
-            if (at.t == V_STR && attr_path(r, x, at.u.s, pos, &x) != 0) return -1;
-            if (k && sep && buf_put(r, &b, sep->s, sep->len) != 0) return -1;
-            if (step(r, 1, pos) || to_str(r, &b, x, pos)) return -1;
-        }
-        return buf_value(r, &b, out);
-    }
+    case F_JOIN:
+        return filter_join(r, v, a, pos, out);
     case F_LENGTH: {
         long long n = 0;
         if (len_of(r, v, pos, &n) != 0) return -1;
@@ -2329,66 +2535,13 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         c->n = l->n;
         return *out = vlist(c, 0), 0;
     }
-    case F_MAP: {
-        JList *l, *res;
-        if (!truthy(v)) return (res = list_new(r, 0)) ? (*out = vlist(res, 0), 0) : -1;
-        if (iterate(r, v, pos, &l) != 0 || !(res = list_new(r, l->n))) return -1;
-        JValue at = arg(a, -1, "attribute", none, &given);
-        if (given) {
-            static const char *const names[] = {"attribute", "default", NULL};
-            if (check_args(r, a, 0, names, "map", pos)) return -1;
-            if (at.t != V_STR) return rerr(r, pos, "map's attribute must be a string");
-            int have_d;
-            JValue dflt = arg(a, -1, "default", none, &have_d);
-            for (int k = 0; k < l->n; k++) {
-                JValue x;
-                if (step(r, 1, pos) || attr_path(r, l->v[k], at.u.s, pos, &x)) return -1;
-                res->v[k] = have_d && x.t == V_UNDEF ? dflt : x;
-            }
-        } else {
-            if (a->npos < 1 || a->pos[0].t != V_STR) return rerr(r, pos, "map needs a filter's name or attribute=");
-            int f = jinja_filter_id(a->pos[0].u.s->s);
-            if (f < 0) return rerr(r, pos, "unsupported Jinja construct: the filter '%.60s'", a->pos[0].u.s->s);
-            Args fa = {a->npos > 1 ? a->pos + 1 : NULL, a->npos - 1, a->kw, a->kwv, a->nkw};
-            for (int k = 0; k < l->n; k++)
-                if (step(r, 1, pos) || apply_filter(r, f, l->v[k], &fa, pos, &res->v[k])) return -1;
-        }
-        res->n = l->n;
-        return *out = vlist(res, 0), 0;
-    }
-    case F_MAX: case F_MIN: {
-        static const char *const names[] = {"case_sensitive", "attribute", NULL};
-        if (check_args(r, a, 2, names, id == F_MAX ? "max" : "min", pos)) return -1;
-        JList *l;
-        if (iterate(r, v, pos, &l) != 0) return -1;
-        if (l->n == 0) return *out = undef(r, "no %s item, the sequence was empty", id == F_MAX ? "largest" : "smallest"), r->failed ? -1 : 0;
-        int cs = truthy(arg(a, 0, "case_sensitive", vbool(0), NULL));
-        JValue at = arg(a, 1, "attribute", none, NULL);
-        int best = 0;
-        JValue bk;
-        if (sort_key(r, l->v[0], at.t == V_STR ? at.u.s : NULL, cs, pos, &bk) != 0) return -1;
-        for (int k = 1; k < l->n; k++) {
-            JValue key;
-            int c;
-            if (step(r, 1, pos) || sort_key(r, l->v[k], at.t == V_STR ? at.u.s : NULL, cs, pos, &key) ||
-                value_cmp(r, key, bk, &c, pos))
-                return -1;
-            if (c != 2 && (id == F_MAX ? c > 0 : c < 0)) best = k, bk = key;
-        }
-        return *out = l->v[best], 0;
-    }
+    case F_MAP:
+        return filter_map(r, v, a, pos, out);
+    case F_MAX: case F_MIN:
+        return filter_minmax(r, id, v, a, pos, out);
     case F_SELECT: case F_REJECT: case F_SELECTATTR: case F_REJECTATTR: return select_items(r, id, v, a, pos, out);
-    case F_REPLACE: {
-        if (a->npos < 2 || a->npos > 3 || a->nkw) return rerr(r, pos, "replace takes 2 or 3 arguments");
-        const JStr *s, *o, *nw;
-        long long cnt = -1;
-        if (a->npos == 3) {
-            if (a->pos[2].t != V_INT) return rerr(r, pos, "replace's count must be an integer");
-            cnt = a->pos[2].u.i;
-        }
-        if (str_of(r, v, pos, &s) || str_of(r, a->pos[0], pos, &o) || str_of(r, a->pos[1], pos, &nw)) return -1;
-        return py_replace(r, s, vstr(o), vstr(nw), cnt, pos, out);
-    }
+    case F_REPLACE:
+        return filter_replace(r, v, a, pos, out);
     case F_REVERSE: {
         if (v.t == V_STR) {
             JValue sv[3] = {vnone(), vnone(), vint(-1)};
@@ -2400,119 +2553,20 @@ static int apply_filter(R *r, int id, JValue v, Args *a, unsigned pos, JValue *o
         c->n = l->n;
         return *out = vlist(c, 0), 0;
     }
-    case F_ROUND: {
-        static const char *const names[] = {"precision", "method", NULL};
-        if (check_args(r, a, 2, names, "round", pos)) return -1;
-        JValue pr = arg(a, 0, "precision", vint(0), NULL), me = arg(a, 1, "method", none, &given);
-        if (pr.t != V_INT) return rerr(r, pos, "round's precision must be an integer");
-        if (!is_num(v)) return rerr(r, pos, "type %s doesn't define __round__ method", type_name(v));
-        const char *mth = given && me.t == V_STR ? me.u.s->s : "common";
-        double x = num(v), s = pow(10.0, (double)pr.u.i);
-        if (!strcmp(mth, "common")) {
-            if (v.t != V_FLOAT) return *out = vint(v.u.i), 0;
-            if (pr.u.i != 0) return rerr(r, pos, "unsupported Jinja construct: round() to %lld places", pr.u.i);
-            return *out = vfloat(nearbyint(x)), 0; /* half to even, as Python's round() */
-        }
-        if (!strcmp(mth, "ceil")) return *out = vfloat(ceil(x * s) / s), 0;
-        if (!strcmp(mth, "floor")) return *out = vfloat(floor(x * s) / s), 0;
-        return rerr(r, pos, "method must be common, ceil or floor");
-    }
-    case F_SORT: case F_UNIQUE: {
-        static const char *const snames[] = {"reverse", "case_sensitive", "attribute", NULL};
-        static const char *const unames[] = {"case_sensitive", "attribute", NULL};
-        int is_sort = id == F_SORT;
-        if (check_args(r, a, is_sort ? 3 : 2, is_sort ? snames : unames, is_sort ? "sort" : "unique", pos)) return -1;
-        JList *l, *res;
-        if (iterate(r, v, pos, &l) != 0 || !(res = list_new(r, l->n))) return -1;
-        int rev = is_sort && truthy(arg(a, 0, "reverse", vbool(0), NULL));
-        int cs = truthy(arg(a, is_sort ? 1 : 0, "case_sensitive", vbool(0), NULL));
-        JValue at = arg(a, is_sort ? 2 : 1, "attribute", none, NULL);
-        int n = l->n, *idx = alloc(r, (size_t)(n ? n : 1) * sizeof *idx);
-        JValue *keys = alloc(r, (size_t)(n ? n : 1) * sizeof *keys);
-        if (!idx || !keys) return -1;
-        for (int k = 0; k < n; k++) {
-            idx[k] = k;
-            if (sort_key(r, l->v[k], at.t == V_STR ? at.u.s : NULL, cs, pos, &keys[k]) != 0) return -1;
-        }
-        if (is_sort) {
-            if (sort_values(r, keys, n, idx, pos, cmp_plain) != 0) return -1;
-            for (int k = 0; k < n; k++) res->v[k] = l->v[idx[rev ? n - 1 - k : k]];
-            /* reverse=True sorts descending, stable among equals as Python's sorted(reverse=True) */
-            if (rev) {
-                int k = 0;
-                while (k < n) {
-                    int j = k + 1, eq = 1;
-                    while (j < n) {
-                        if (value_eq(r, keys[idx[n - 1 - k]], keys[idx[n - 1 - j]], &eq, pos) != 0) return -1;
-                        if (!eq) break;
-                        j++;
-                    }
-                    for (int x = k, y = j - 1; x < y; x++, y--) {
-                        JValue t = res->v[x];
-                        res->v[x] = res->v[y], res->v[y] = t;
-                    }
-                    k = j;
-                }
-            }
-            res->n = n;
-        } else {
-            for (int k = 0; k < n; k++) {
-                int seen = 0;
-                for (int j = 0; j < k && !seen; j++)
-                    if (step(r, 1, pos) || value_eq(r, keys[k], keys[j], &seen, pos)) return -1;
-                if (!seen) res->v[res->n++] = l->v[k];
-            }
-        }
-        return *out = vlist(res, 0), 0;
-    }
+    case F_ROUND:
+        return filter_round(r, v, a, pos, out);
+    case F_SORT: case F_UNIQUE:
+        return filter_sort_unique(r, id, v, a, pos, out);
     case F_STRING: {
         if (v.t == V_STR) return *out = v, 0;
         const JStr *s;
         if (str_of(r, v, pos, &s) != 0) return -1;
         return *out = vstr(s), 0;
     }
-    case F_SUM: {
-        static const char *const names[] = {"attribute", "start", NULL};
-        if (check_args(r, a, 2, names, "sum", pos)) return -1;
-        JList *l;
-        if (iterate(r, v, pos, &l) != 0) return -1;
-        JValue at = arg(a, 0, "attribute", none, NULL), acc = arg(a, 1, "start", vint(0), NULL);
-        for (int k = 0; k < l->n; k++) {
-            JValue x = l->v[k];
-            if (at.t == V_STR && attr_path(r, x, at.u.s, pos, &x) != 0) return -1;
-            if (step(r, 1, pos) || arith(r, OP_ADD, acc, x, pos, &acc)) return -1;
-        }
-        return *out = acc, 0;
-    }
-    case F_TOJSON: {
-        static const char *const names[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
-        if (check_args(r, a, 4, names, "tojson", pos)) return -1;
-        JsonFmt f = {NULL, ", ", ": ", 0, 0};
-        f.ensure_ascii = truthy(arg(a, 0, "ensure_ascii", vbool(0), NULL));
-        JValue ind = arg(a, 1, "indent", none, NULL), seps = arg(a, 2, "separators", none, NULL);
-        f.sort_keys = truthy(arg(a, 3, "sort_keys", vbool(0), NULL));
-        Buf ib = {0};
-        if (ind.t == V_INT) {
-            if (buf_put(r, &ib, "", 0) != 0) return -1;
-            for (long long k = 0; k < ind.u.i; k++)
-                if (buf_put(r, &ib, " ", 1) != 0) return -1;
-            f.indent = ib.p, f.item_sep = ",";
-        } else if (ind.t == V_STR) {
-            f.indent = ind.u.s->s, f.item_sep = ",";
-        } else if (ind.t != V_NONE) {
-            return rerr(r, pos, "tojson's indent must be an integer or a string");
-        }
-        if (seps.t == V_LIST) {
-            if (seps.u.l->n != 2 || seps.u.l->v[0].t != V_STR || seps.u.l->v[1].t != V_STR)
-                return rerr(r, pos, "tojson's separators must be two strings");
-            f.item_sep = seps.u.l->v[0].u.s->s, f.key_sep = seps.u.l->v[1].u.s->s;
-        } else if (seps.t != V_NONE) {
-            return rerr(r, pos, "tojson's separators must be two strings");
-        }
-        Buf b = {0};
-        if (buf_put(r, &b, "", 0) != 0 || json_dump(r, &b, v, &f, 0, pos) != 0) return -1;
-        return buf_value(r, &b, out);
-    }
+    case F_SUM:
+        return filter_sum(r, v, a, pos, out);
+    case F_TOJSON:
+        return filter_tojson(r, v, a, pos, out);
     case F_TRIM: {
         static const char *const names[] = {"chars", NULL};
         if (check_args(r, a, 1, names, "trim", pos)) return -1;
