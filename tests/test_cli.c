@@ -316,7 +316,7 @@ START_TEST(chat_and_chat_file_fill_the_run_settings) {
         {"diff", "--chat", "a", "b", NULL},
     };
     static const char *const why[] = {"not a sentence pair", "is the input: no TEXT", "is the input: no --batch",
-                                      "go with a run", "go with a run", "go with a run"};
+                                      "--chat goes with a run", "--chat goes with a run", "--chat goes with a run"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         ck_assert_int_eq(parse(&o, &e, bad[k]), -1);
         ck_assert_int_eq(e.kind, AV_ERR_USAGE);
