@@ -368,14 +368,16 @@ function Live(cfg) {
       { text: (performance.now() - t0).toFixed(0) + ' ms', cls: 'st-ms' }, { text: out.replace(/\s*\n\s*/g, ' ⏎ '), cls: 'st-gen' }].concat(extra || []));
     try {
       status('busy', [{ text: 'Generating with ' + m.name + '…' }]);
+      /* with Chat, the text in the model's chat template: the run renders it, and its tokens are the prompt */
+      const chat = !!(m.chat && ck.checked);
       const r0 = await fetch('/api/run', { method: 'POST', headers: headers({ 'Content-Type': 'application/json' }),
-        body: JSON.stringify({ model: m.id, text }), signal: ctl.signal, cache: 'no-store' });
+        body: JSON.stringify(chat ? { model: m.id, text, chat: true } : { model: m.id, text }), signal: ctl.signal, cache: 'no-store' });
       if (!r0.ok) throw new Error(await errorOf(r0));
       meta0 = (await r0.json()).meta;
       const r = await fetch('/v1/completions', {
         method: 'POST', signal: ctl.signal, cache: 'no-store',
         headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ model: m.name, prompt: text, max_tokens: N, temperature: 0, stream: true, logprobs: 5,
+        body: JSON.stringify({ model: m.name, prompt: chat ? meta0.input_ids : text, max_tokens: N, temperature: 0, stream: true, logprobs: 5,
           attention: { rows: true, prompt: true, top_k: 0, stats: false } }),
       });
       if (!r.ok) {

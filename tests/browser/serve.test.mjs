@@ -334,6 +334,18 @@ test('a real decoder (SmolLM2 GGUF): the Chat box runs the text as one user mess
       await page.evaluate(() => document.activeElement && document.activeElement.blur());
       await settle(page);
       await page.screenshot({ path: path.join(SHOTS, 'serve-chat-' + theme + '.png') });
+      if (theme === 'light') {
+        /* Generate continues the chat: the prompt is the chat's tokens, and the answer ends at <|im_end|> */
+        await page.fill('#live-stream-n', '16');
+        await page.click('#live-stream');
+        await page.waitForFunction(() => !document.body.dataset.generating && +(document.body.dataset.generated || 0) > 0,
+          null, { timeout: 120000 });
+        await settle(page);
+        const g = await page.evaluate(() => window.attnviz.meta);
+        assert.deepEqual(g.tokens.slice(0, j.tokens.length), j.tokens, 'the generation continues the chat\'s tokens');
+        assert.equal(g.generation.stop_reason, 'eos', 'the answer ends at the end of its turn');
+        assert.ok(/Paris/.test(g.generation.text), g.generation.text);
+      }
       cleanLive(log);
     } finally { await page.close(); }
   }
