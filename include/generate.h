@@ -52,6 +52,7 @@ typedef struct {
     int logprobs;          /* 1: log-probabilities for on_token (a log-softmax over the vocabulary a step): the
                               chosen token's and those of the top_logprobs (0..GEN_MAX_LOGPROBS) most probable */
     int top_logprobs;
+    ModelProgress progress; /* told the prompt pass's layers, then each new token (fn NULL: nobody) */
 } GenOptions;
 
 /* ids holds the prompt's n_prompt tokens and room for max_new more; s and

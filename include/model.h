@@ -161,6 +161,8 @@ void model_free(Model *m);
  * as BLAS is allowed, and runs BLAS itself single-threaded inside the pass. */
 void model_set_threads(int n);
 int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);
+/* Bytes model_runstate_alloc takes for max_tokens tokens (its buffers), to say what a run will hold before it starts. */
+size_t model_runstate_bytes(const Model *m, int max_tokens);
 /* The same with MLP blocks of mlp_block tokens (at most max_tokens): tests
  * compare a pass over several blocks with one over a single block. */
 int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, AvErr *e);
@@ -285,7 +287,17 @@ typedef struct {
     float *kT, *vT;  /* (num_layers, num_kv_heads * head_dim, cap_tokens) keys after q/k norm and rotary */
 } KvCache;
 int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e);
+size_t model_kv_bytes(const ModelConfig *c, int n);
 void model_kv_free(KvCache *kv);
+
+/* How far a long pass has gone, for whoever watches it (the run shows a
+ * progress line; the engine never prints): after each layer of a pass, done
+ * of total layers; while generating, done of total new tokens. */
+typedef enum { MODEL_PROGRESS_LAYERS, MODEL_PROGRESS_TOKENS } ModelProgressUnit;
+typedef struct {
+    void (*fn)(void *ctx, ModelProgressUnit unit, int done, int total); /* NULL: nobody watches */
+    void *ctx;
+} ModelProgress;
 
 /* model_forward for n tokens that follow kv's kv->n (kv NULL: a fresh
  * sequence): they take positions [kv->n, kv->n + n), attend to the cached
@@ -295,6 +307,9 @@ void model_kv_free(KvCache *kv);
  * capture needs fewer (model_logits follows). */
 int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
                      int full, AvErr *e);
+/* The same, telling progress (NULL: nobody) after each layer. */
+int model_forward_watched(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n,
+                          Capture *cap, int full, const ModelProgress *progress, AvErr *e);
 
 /* Several inputs in one pass (batches of short inputs): input g is lens[g]
  * tokens of ids/type_ids, after the ones before it; its positions start

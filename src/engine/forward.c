@@ -912,7 +912,7 @@ static void scale_rows(float *yT, const float *scale, int dim, int n) {
 
 /* emb_in (n, H): the first layer's input as given (a vision encoder's patches), instead of ids' embeddings */
 static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, const float *emb_in,
-                   int n, const Seg *segs, int n_segs, int full, AvErr *e) {
+                   int n, const Seg *segs, int n_segs, int full, const ModelProgress *pr, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const Weights *w = &m->w;
     const int H = c->hidden_size, pos0 = kv ? kv->n : 0;
@@ -965,6 +965,8 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     if (s->pool) openblas_set_num_threads(1);
     int rc = 0, last_kept = c->num_layers - 1, ran_all = 1;
     while (!full && !kv && cap && !keep_experts && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
+    /* the layers this pass runs: up to the last kept one's attention when nothing after it is needed */
+    const int run_layers = !full && !kv && cap && !keep_hidden_states && !keep_experts ? last_kept + 1 : c->num_layers;
     for (int l = 0; l < c->num_layers && rc == 0; l++) {
         const LayerWeights *L = &w->layers[l];
         /* post-norm (BERT): x = norm1(x + attn(x));  x = norm2(x + mlp(x))
@@ -978,6 +980,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         if ((rc = attention_block(m, s, kv, l, n, pos0, segs, n_segs, attn_only, e))) break;
         if (attn_only) {
             ran_all = 0;
+            if (pr && pr->fn) pr->fn(pr->ctx, MODEL_PROGRESS_LAYERS, l + 1, run_layers);
             break;
         }
         if (L->ls_attn) scale_rows(s->yT, L->ls_attn, H, n);
@@ -991,6 +994,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
         if (keep_hidden_states)
             keep_hidden(s, segs, n_segs, pos0, l + 1, l == c->num_layers - 1 && w->final_norm.g ? &w->final_norm : NULL, H);
+        if (pr && pr->fn) pr->fn(pr->ctx, MODEL_PROGRESS_LAYERS, l + 1, run_layers);
     }
     if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
@@ -1009,13 +1013,18 @@ int model_forward(const Model *m, RunState *s, const int *ids, const int *type_i
 
 int model_forward_kv(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n, Capture *cap,
                      int full, AvErr *e) {
+    return model_forward_watched(m, s, kv, ids, type_ids, n, cap, full, NULL, e);
+}
+
+int model_forward_watched(const Model *m, RunState *s, KvCache *kv, const int *ids, const int *type_ids, int n,
+                          Capture *cap, int full, const ModelProgress *progress, AvErr *e) {
     Seg one = {0, n, cap};
-    return forward(m, s, kv, ids, type_ids, NULL, n, &one, 1, full, e);
+    return forward(m, s, kv, ids, type_ids, NULL, n, &one, 1, full, progress, e);
 }
 
 int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e) {
     Seg one = {0, n, cap};
-    return forward(m, s, NULL, NULL, NULL, x, n, &one, 1, full, e);
+    return forward(m, s, NULL, NULL, NULL, x, n, &one, 1, full, NULL, e);
 }
 
 int model_product(const Model *m, RunState *s, const float *xT, int n, const Linear *lin, float *yT, int act, AvErr *e) {
@@ -1049,7 +1058,7 @@ int model_forward_packed(const Model *m, RunState *s, const int *ids, const int 
             free(segs);
             return av_err(e, "packed inputs must keep the same layers");
         }
-    rc = forward(m, s, NULL, ids, type_ids, NULL, n, segs, n_inputs, 0, e);
+    rc = forward(m, s, NULL, ids, type_ids, NULL, n, segs, n_inputs, 0, NULL, e);
     free(segs);
     return rc;
 }

@@ -58,7 +58,7 @@ int gen_run(const Model *m, RunState *s, KvCache *kv, Capture *cap, int *ids, in
     if (cap) cap->n_tokens = total;
     /* the prompt: its attention, and the scores after its last token */
     if (cap && cap->rows) cap->rows_from = n_prompt > cap->rows_n ? n_prompt - cap->rows_n : 0;
-    if (model_forward_kv(m, s, kv, ids, NULL, n_prompt, cap, 1, e)) goto done;
+    if (model_forward_watched(m, s, kv, ids, NULL, n_prompt, cap, 1, &o->progress, e)) goto done;
     if (o->all) {
         int *rows = malloc((size_t)n_prompt * sizeof *rows);
         if (!rows) {
@@ -117,6 +117,7 @@ int gen_run(const Model *m, RunState *s, KvCache *kv, Capture *cap, int *ids, in
         if (model_forward_kv(m, s, kv, redo ? ids : &id, NULL, redo ? n : 1, cap, 1, e)) goto done;
         if (cap && o->on_token && o->on_token(o->cb_ctx, &tk) && stop < 0) stop = CAP_STOP_STRING;
         if (stop >= 0) g->stop = (CapStop)stop;
+        if (o->progress.fn) o->progress.fn(o->progress.ctx, MODEL_PROGRESS_TOKENS, n - n_prompt, o->max_new);
         const int need = stop < 0 && n < total;
         if (!need && !o->all) break;
         int row = redo ? n - 1 : 0;

@@ -851,6 +851,32 @@ int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int ml
     return 0;
 }
 
+/* The same sizes as model_runstate_alloc_mlp with MODEL_MLP_BLOCK, summed. */
+size_t model_runstate_bytes(const Model *m, int max_tokens) {
+    const ModelConfig *c = &m->cfg;
+    if (max_tokens < 1) return 0;
+    const size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
+    const size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
+    const size_t nb = MODEL_MLP_BLOCK < max_tokens ? MODEL_MLP_BLOCK : n, E = (size_t)c->embedding_size;
+    const size_t head_w = m->w.head.dense.w ? (size_t)m->w.head.dense.out : 0;
+    int T = openblas_get_num_threads();
+    const size_t threads = T < 1 ? 1 : T > POOL_MAX_THREADS ? POOL_MAX_THREADS : (size_t)T;
+    size_t W = FF;
+    if (c->num_experts && (size_t)c->moe_intermediate > W) W = (size_t)c->moe_intermediate;
+    size_t floats = n * H * 3 + n * (H > QW ? H : QW) + 2 * n * QW + 2 * n * KW; /* x, yT, ctx; xT; qT, ctxT; kT, vT */
+    floats += nb * W > n * head_w ? nb * W : n * head_w;                          /* ffT */
+    if (nb < n) floats += 2 * H * nb;                                             /* a block's MLP input and output */
+    if (E && E != H) floats += 2 * n * E;
+    if (c->num_experts)
+        floats += nb * W + nb * (size_t)c->num_experts + 2 * nb * H + 2 * n * (size_t)c->experts_per_tok + 2 * nb;
+    else if (c->gated_mlp)
+        floats += nb * FF;
+    if (c->pos == POS_ROPE) floats += (m->inv_freq_local ? 2 : 1) * n * dh;
+    floats += threads * (size_t)kern_attention_rows() * n + threads * 4 * dh * n + n; /* scores, seg, pos */
+    floats += threads * kern_widen_floats(m->max_in);
+    return floats * sizeof(float);
+}
+
 void model_runstate_free(RunState *s) {
     pool_destroy(s->pool);
     float *bufs[] = {s->x, s->xT, s->qT, s->kT, s->vT, s->ctxT, s->yT, s->mlp_xT, s->mlp_yT, s->ffT, s->gateT, s->emb,
@@ -1147,6 +1173,10 @@ void model_capture_trim(Capture *cap, int n) {
     for (size_t b = 0; cap->z && b < (size_t)cap->n_layers * cap->n_heads; b++)
         memmove(cap->z + b * nn * dh, cap->z + b * ld * dh, nn * dh * sizeof(float));
     cap->n_tokens = n;
+}
+
+size_t model_kv_bytes(const ModelConfig *c, int n) {
+    return 2 * (size_t)c->num_layers * c->num_kv_heads * c->head_dim * (size_t)(n > 0 ? n : 0) * sizeof(float);
 }
 
 int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e) {
