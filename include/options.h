@@ -43,6 +43,7 @@ typedef struct {
     int out_dir_mode;             /* --out-dir anywhere: --html and --npy are flags, not file names */
     const char *generate_what;    /* --completions SHELL or --man TEMPLATE: what main prints */
     const char *generate_arg;
+    char whole_for[64];           /* the option that keeps a run's whole matrices (run.output.whole_for points here) */
 } CliOptions;
 
 #endif

@@ -174,6 +174,24 @@ typedef struct {
 int html_write_pieces(FILE *f, const char *title, const char *meta_json, const HtmlChunk *chunks, int n_chunks,
                       const char *templates_dir, AvErr *e);
 
+/* What the model said, for a person (say.c): --generate's text and why it
+ * stopped, or --predict's top K after the last position (a masked model's at
+ * each mask); control characters escaped. */
+int say_write(FILE *f, const OutDoc *d, AvErr *e);
+
+/* The page bound: a page file past this many bytes is one a browser
+ * struggles with (docs/long-inputs.md has the measurements: past it the
+ * decoding, the memory and the model view's drawing grow beyond what a
+ * reader waits for), so a run whose page would pass it writes the long
+ * input's page instead, and that page keeps itself within it. */
+#define HTML_PAGE_BOUND ((size_t)50000000)
+/* What the page of the whole matrices will take, in bytes, before anything
+ * is run: blocks heads' rows x cols attention (causal: the triangle a head
+ * sees) and qk_values floats of queries and keys. An upper envelope of the
+ * pages measured (docs/long-inputs.md): per attention cell the encoded bytes
+ * shrink as rows grow (more weights round to 0), per q/k value at most 1.5. */
+double html_page_estimate(int rows, int cols, size_t blocks, int causal, size_t qk_values);
+
 /* A long input's offline page (long_html.c; attnviz serve's /api/page and the
  * command line's --html past --long-from): no n x n matrix, but per head the
  * first `levels` zoom levels (tiles.h) as whole grids and each query's
@@ -193,15 +211,22 @@ typedef struct {
     int levels, top_k;   /* what the page keeps (html_long_plan) */
     HtmlGridFn grid;
     void *grid_ctx;
+    size_t max_bytes;    /* the page's bound (0: none): past it each query keeps fewer keys, down to one
+                            (top_k is then set to what the page kept) */
+    /* told after each head's grids are made (NULL: nobody), done of total heads */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
 } HtmlLong;
 /* What the page keeps: levels 0-1 (asked > 0: that many) and every key the
  * pass kept per query within HTML_LONG_CODES, else level 0 alone, then fewer
  * keys, down to one. */
 void html_long_plan(const Capture *cap, int side, int asked, int *levels, int *keys);
+/* The same for a pass not yet run: n tokens, heads (layers x heads) kept, Kc keys per query. */
+void html_long_plan_n(int n, size_t heads, int Kc, int side, int asked, int *levels, int *keys);
 /* The page, titled by title: meta_json is the document's meta object
  * (html_write_meta) to which the page adds its "tiles" member (geometry, what
  * it keeps, its size, the head statistics). */
-int html_write_long(FILE *f, const char *title, const char *meta_json, const HtmlLong *lp, const char *templates_dir,
+int html_write_long(FILE *f, const char *title, const char *meta_json, HtmlLong *lp, const char *templates_dir,
                     AvErr *e);
 /* Each head's row statistics (capture.h's telemetry) averaged over the
  * query rows: {"fields":[...],"layers","heads","n","mean":[layer][head][field]}. */

@@ -134,6 +134,51 @@ extern const char *const RUN_S2S_STACKS[3];
  * the picture decoded and preprocessed, its patches run, the outputs written. */
 int run_image(Run *r, AvErr *e);
 
+/* plan.c: what one input's run will hold, known before it starts (docs/long-inputs.md). */
+typedef struct {
+    int n;               /* tokens */
+    double capture;      /* what the options keep (the whole matrices, or the sums, statistics, ... they ask for) */
+    double runstate, kv; /* the pass's buffers; the key/value cache of --generate */
+    double page;         /* the page of the whole matrices (output.h's html_page_estimate) */
+    double long_capture; /* what the long input's page keeps instead */
+    double budget;       /* --max-capture, or half the memory */
+} RunCost;
+void run_cost(const Run *r, const RunSpec *o, int n, RunCost *c);
+/* --max-capture in bytes, or half of physical memory. */
+double run_memory_budget(const RunSpec *o);
+/* Bytes the capture of n tokens takes as o asks (what --max-capture bounds). */
+double run_capture_need(const Run *r, const RunSpec *o, int n);
+/* Bytes the long input's page of n tokens keeps; *levels (or NULL): the zoom levels it embeds. */
+double run_long_need(const Run *r, int n, int *levels);
+/* The refusal of n tokens whose capture passes the budget: one line naming
+ * everything that would fit (the long page, serve, fewer heads, --telemetry,
+ * --max-tokens M, a larger --max-capture). Always -1. */
+int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e);
+/* One input's page: RUN_PAGE_WHOLE (its matrices) or RUN_PAGE_LONG (past
+ * --long-from, or, by default, where the whole matrices would pass the budget
+ * or make a page past HTML_PAGE_BOUND: said in one line), or -1 refused. */
+enum { RUN_PAGE_WHOLE, RUN_PAGE_LONG };
+int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e);
+const char *run_human_size(double bytes, char *buf, size_t len);
+
+/* progress.c: a progress line for work that takes a while (only on a terminal, after a
+ * couple of seconds, never with --quiet). */
+typedef struct {
+    int on, shown;
+    ModelProgressUnit unit;
+    const char *what, *unit_name;
+    long done, total;
+    double t0, last_ms, after_ms;
+} RunProgress;
+void run_progress_begin(RunProgress *p, const RunSpec *o, const char *what);
+void run_progress_step(RunProgress *p, const char *unit, long done, long total);
+/* The last line, if one is on screen (before anything else is printed). */
+void run_progress_end(RunProgress *p);
+/* ModelProgress's fn (ctx: a RunProgress): layers of a pass, then generated tokens. */
+void run_progress_model(void *ctx, ModelProgressUnit unit, int done, int total);
+/* HtmlLong's progress (ctx: a RunProgress): heads whose tiles are made. */
+void run_progress_heads(void *ctx, int done, int total);
+
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
 /* A page about to be written under its default name (no --html, -o) over a file
@@ -149,5 +194,8 @@ enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NP
 int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e);
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
 int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e);
+/* What the model said (output.h's say_write) on stdout when it is a terminal
+ * and no output goes there: one input's --generate text, --predict's top K. */
+int run_say(const Run *r, const OutDoc *d, AvErr *e);
 
 #endif

@@ -74,8 +74,13 @@ typedef struct {
     const char *view, *theme;  /* the page's first view and theme */
     int show_all_heads;        /* --show-heads all: the head view opens with every head drawn */
     int long_from;             /* one input's page: past this many tokens, a long input's page (output.h's
-                                  html_write_long, no n x n matrix); 0: always the whole matrices */
+                                  html_write_long, no n x n matrix); 0: always the whole matrices;
+                                  OUT_LONG_AUTO: the long page where the whole matrices would pass the
+                                  memory budget or the page bound (docs/long-inputs.md) */
+    const char *whole_for;     /* the option that keeps the whole matrices (the long page cannot honour
+                                  it, e.g. "--json"), or NULL: for messages naming what would fit */
 } OutputSpec;
+#define OUT_LONG_AUTO (-1)
 
 /* --batch. */
 typedef struct {

@@ -238,7 +238,7 @@ assert len(s["attention"]) == 1 and len(s["attention"][0]) == 2, [len(s["attenti
 assert s["attention"][0][0] == f["attention"][1][0] and s["attention"][0][1] == f["attention"][1][2]
 PY
 expect_exit max_capture_refuses_naming_the_selection_options 1 \
-    "capturing [0-9]+ tokens x 3 layers x 4 heads needs .* above the .* allowed \(--max-capture\): select fewer with --layers/--heads" \
+    "capturing [0-9]+ tokens x 3 layers x 4 heads needs .* above the .* allowed \(--max-capture\): what fits: .*select fewer with --layers/--heads" \
     "$BIN" --model "$G" --max-capture 2k --quiet "the cat sat on the mat"
 check max_capture_admits_a_smaller_selection "$BIN" --model "$G" --max-capture 2k --layers 0 --heads 0 --json "$T/one.json" --quiet "the cat sat on the mat"
 expect_exit max_capture_needs_a_size 2 "--max-capture needs a size like 8G or 500M" "$BIN" --model "$G" --max-capture lots hi

@@ -22,7 +22,7 @@ for opt in "--json $T/x.json" "--npy $T/x.npy" --qk --hidden --stats "--measure 
 done
 expect_exit "--long-from with --batch is refused" 2 "not with --batch" ./attnviz --long-from 8 --batch /dev/null
 expect_exit "--long-from with diff is refused" 2 "^attnviz: --long-from goes with a run \(attnviz TEXT\) or attnviz serve, not attnviz diff" ./attnviz diff --long-from 8 "a b" "c d"
-expect_exit "--long-from 0 is refused" 2 "1 to 8192" ./attnviz --long-from 0 --html "$T/p.html" "hello"
+expect_exit "--long-from 0 with serve is refused" 2 "0 goes with a run.s page" ./attnviz serve --long-from 0
 expect_exit "--long-from past 8192 is refused" 2 "1 to 8192" ./attnviz --long-from 9000 --html "$T/p.html" "hello"
 if [ "$(wc -l <"$T/err")" -eq 1 ]; then pass "a usage error is one line"; else fail "a usage error is one line" "$(cat "$T/err")"; fi
 
@@ -39,6 +39,63 @@ if ./attnviz --quiet --model weights/demo --html "$T/whole.html" "the cat sat on
 else
     fail "without --long-from a short input's page holds its whole matrices" "$(head -c 300 "$T/whole.html" 2>&1)"
 fi
+# The long-input budget (docs/long-inputs.md, run/plan.c): small-llama given 8,192 positions. Before a run the
+# capture, run state and page are estimated; where the whole matrices would pass --max-capture or make a page
+# past 50 MB, the page is the long input's, said in one line with how to force the whole matrices; a run is
+# refused only where nothing fits, naming every remedy that would.
+mkdir -p "$T/l8k"
+sed 's/"max_position_embeddings": *64/"max_position_embeddings": 8192/' tests/data/small-llama/config.json >"$T/l8k/config.json"
+ln -s "$PWD/tests/data/small-llama/model.safetensors" "$PWD/tests/data/small-llama/tokenizer.json" "$T/l8k/"
+mid=$(printf 'the cat sat. %.0s' $(seq 150)) # 1,502 tokens: 8 heads' matrices take 73 MB
+# peak_rss_kb CMD...: runs CMD (stderr to $T/err), prints its peak resident set in kB; the status is CMD's
+peak_rss_kb() {
+    python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:], stderr=open(sys.argv[1], "w")).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(rc)' "$T/err" "$@"
+}
+if rss_long=$(peak_rss_kb ./attnviz --model "$T/l8k" --max-capture 20M --html "$T/auto.html" "$mid") &&
+    [ "$(grep -c "writing the long input's page" "$T/err")" -eq 1 ] &&
+    grep -qE "^attnviz: 1502 tokens: the whole matrices need 73.0 MB, above the 20.0 MB allowed \(--max-capture\): writing the long input's page .*; --long-from 0 --max-capture 1G writes the whole matrices$" "$T/err" &&
+    grep -q '"embedded":' "$T/auto.html" && ! grep -q 'id="av-att-0"' "$T/auto.html"; then
+    pass "budget: past --max-capture the page is the long input's, said in one line with how to force the whole matrices"
+else
+    fail "budget: past --max-capture the page is the long input's" "$(cat "$T/err")"
+fi
+if rss_whole=$(peak_rss_kb ./attnviz --quiet --model "$T/l8k" --long-from 0 --max-capture 1G --html "$T/whole.html" "$mid") &&
+    grep -q 'id="av-att-0"' "$T/whole.html" && [ -n "$rss_long" ] && [ $((rss_long + 40000)) -lt "$rss_whole" ]; then
+    pass "budget: the long page's run holds less than the whole matrices (peak RSS ${rss_long} kB vs --long-from 0's ${rss_whole} kB)"
+else
+    fail "budget: the long page's run holds less than the whole matrices" "long ${rss_long:-?} kB, whole ${rss_whole:-?} kB: $(cat "$T/err")"
+fi
+# past the page bound with the memory to spare: 6,502 tokens would make a page past 50 MB
+big=$(printf 'the cat sat. %.0s' $(seq 650))
+if ./attnviz --model "$T/l8k" --html "$T/big.html" "$big" 2>"$T/err" &&
+    grep -qE "^attnviz: 6502 tokens: the whole matrices would make a page of up to [0-9.]+ MB \(a browser struggles past 50 MB\): writing the long input's page .*; --long-from 0 writes the whole matrices$" "$T/err" &&
+    [ "$(stat -c %s "$T/big.html")" -le 50000000 ] && grep -qE "^attnviz: wrote $T/big.html \([0-9.]+ [kM]B\): 6502 tokens: a long input's page" "$T/err"; then
+    pass "budget: past the page bound the page is the long input's, its size said"
+else
+    fail "budget: past the page bound the page is the long input's" "$(cat "$T/err")"
+fi
+if ./attnviz --quiet --model "$T/l8k" --html "$T/small.html" "$(printf 'the cat sat. %.0s' $(seq 20))" 2>"$T/err" &&
+    grep -q 'id="av-att-0"' "$T/small.html"; then
+    pass "budget: within both bounds the page holds the whole matrices"
+else
+    fail "budget: within both bounds the page holds the whole matrices" "$(cat "$T/err")"
+fi
+# nothing of the whole matrices fits and --json needs them: one line naming every remedy, each of which then runs
+expect_exit "budget: refused with --json, every remedy named" 1 \
+    "^attnviz: capturing 1502 tokens x 2 layers x 4 heads needs 73.0 MB, above the 20.0 MB allowed \(--max-capture\): what fits: the long input's page \(without --json: --html FILE alone\), attnviz serve, select fewer with --layers/--heads \([0-9] of the 8 heads fit\), --telemetry 8 --json FILE .*, a shorter input \(--max-tokens [0-9]+ fits\), --max-capture 1G" \
+    ./attnviz --model "$T/l8k" --max-capture 20M --json "$T/x.json" "$mid"
+if [ "$(wc -l <"$T/err")" -eq 2 ]; then pass "budget: the refusal is one line (after the model's)"; else fail "budget: the refusal is one line" "$(cat "$T/err")"; fi
+fits=$(sed -n 's/.*--max-tokens \([0-9]*\) fits.*/\1/p' "$T/err")
+heads=$(sed -n 's/.*(\([0-9]*\) of the 8 heads fit).*/\1/p' "$T/err")
+check "budget: the named --max-tokens fits" ./attnviz --quiet --model "$T/l8k" --max-capture 20M --max-tokens "$fits" --json "$T/x.json" "$mid"
+check "budget: the named count of heads fits" ./attnviz --quiet --model "$T/l8k" --max-capture 20M --layers 0 --heads "0-$((heads - 1))" --json "$T/x.json" "$mid"
+check "budget: --telemetry fits" ./attnviz --quiet --model "$T/l8k" --max-capture 20M --telemetry 8 --json "$T/x.json" "$mid"
+# a budget even the long page passes: refused, the long page not offered
+expect_exit "budget: nothing but a shorter input fits" 1 "needs 73.0 MB, above the 1 kB allowed \(--max-capture\): what fits: a shorter input \(--max-tokens [0-9]+ fits\)" \
+    ./attnviz --model "$T/l8k" --max-capture 1k --html "$T/x.html" "$mid"
+
 # under AddressSanitizer + UBSan (when make test has built build-asan/attnviz): the pass, the grids and the writer
 if [ -x build-asan/attnviz ]; then
     text=$(printf 'the cat sat. %.0s' $(seq 120))

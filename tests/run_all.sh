@@ -100,6 +100,7 @@ scripts=(
     tests/gptoss_test.sh
     tests/norm_test.sh
     tests/seq2seq_test.sh
+    tests/progress_test.sh
     tests/fetch_test.sh
     # the reference checks (Python against torch and transformers)
     tests/tokenizer/oracle_check.sh

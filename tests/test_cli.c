@@ -54,7 +54,8 @@ START_TEST(a_run_fills_the_run_settings) {
 END_TEST
 
 /* --long-from on a run: the page's threshold where the page is all it writes; given with an output the long page
- * cannot hold, a usage error naming it; not given, such a run keeps the whole matrices (0). */
+ * cannot hold, a usage error naming it; not given, the run chooses (OUT_LONG_AUTO) where the page is all it writes
+ * and keeps the whole matrices (0) otherwise, naming the option for its messages; 0: the whole matrices always. */
 START_TEST(long_from_goes_with_a_runs_page) {
     CliOptions o;
     AvErr e;
@@ -64,11 +65,25 @@ START_TEST(long_from_goes_with_a_runs_page) {
     cli_options_free(&o);
     const char *dflt[] = {"T", NULL};
     ck_assert_int_eq(parse(&o, &e, dflt), CLI_RUN);
-    ck_assert_int_eq(o.run.output.long_from, 4096);
+    ck_assert_int_eq(o.run.output.long_from, OUT_LONG_AUTO);
+    ck_assert_ptr_null(o.run.output.whole_for);
     cli_options_free(&o);
     const char *whole[] = {"--html", "p.html", "--json", "o.json", "T", NULL};
     ck_assert_int_eq(parse(&o, &e, whole), CLI_RUN);
     ck_assert_int_eq(o.run.output.long_from, 0);
+    ck_assert_str_eq(o.run.output.whole_for, "--json");
+    cli_options_free(&o);
+    const char *never[] = {"--long-from", "0", "T", NULL};
+    ck_assert_int_eq(parse(&o, &e, never), CLI_RUN);
+    ck_assert_int_eq(o.run.output.long_from, 0);
+    cli_options_free(&o);
+    const char *never_json[] = {"--long-from", "0", "--json", "o.json", "T", NULL}; /* says what --json does anyway */
+    ck_assert_int_eq(parse(&o, &e, never_json), CLI_RUN);
+    ck_assert_int_eq(o.run.output.long_from, 0);
+    cli_options_free(&o);
+    const char *serve0[] = {"serve", "--long-from", "0", NULL};
+    ck_assert_int_eq(parse(&o, &e, serve0), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
     cli_options_free(&o);
     const struct {
         const char *opt, *arg, *named;
@@ -88,7 +103,7 @@ START_TEST(long_from_goes_with_a_runs_page) {
     }
     const char *range[] = {"--long-from", "8193", "T", NULL};
     ck_assert_int_eq(parse(&o, &e, range), -1);
-    ck_assert_str_eq(e.msg, "--long-from needs 1 to 8192 tokens, got '8193' (see attnviz --help)");
+    ck_assert_str_eq(e.msg, "--long-from needs 1 to 8192 tokens (0: never), got '8193' (see attnviz --help)");
     cli_options_free(&o);
 }
 END_TEST

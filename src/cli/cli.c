@@ -383,6 +383,7 @@ static int check_rules(const CliOptions *o, AvErr *e) {
         size_t n, m;
         const char *w = first_given(o, r->when, &n);
         if (!w) continue;
+        if (!strcmp(r->when, "long-from") && o->serve_spec.long_from == 0) continue; /* 0: the whole matrices, as they ask */
         const char *other = first_given(o, r->others, &m);
         if ((r->kind == CLI_NEEDS) == (other != NULL)) continue;
         char a[64], b[64];
@@ -481,8 +482,13 @@ static void derive(CliOptions *o) {
     r->lens.ablate_pairs = o->ablate_pairs, r->lens.n_ablate = o->n_ablate_pairs;
     if (cli_given(o, "target")) r->lens.attribution = 1;
     r->heads.on = o->cmd->bit == C_HEADS;
-    /* a run's page past --long-from is the long page only where the page is all it writes */
-    r->output.long_from = o->cmd->bit == C_RUN && !cli_rule_conflict(o, "long-from") ? o->serve_spec.long_from : 0;
+    /* a run's page: the long page only where the page is all it writes; past --long-from N tokens, or (not
+     * given) where run/plan.c finds the whole matrices too big; 0: the whole matrices always. An option that
+     * keeps the whole matrices is named for the run's messages. */
+    const char *clash = o->cmd->bit == C_RUN ? cli_rule_conflict(o, "long-from") : NULL;
+    snprintf(o->whole_for, sizeof o->whole_for, "%s", clash ? clash : "");
+    r->output.whole_for = clash ? o->whole_for : NULL;
+    r->output.long_from = o->cmd->bit != C_RUN || clash ? 0 : cli_given(o, "long-from") ? o->serve_spec.long_from : OUT_LONG_AUTO;
 }
 
 Selection cli_selection(const CliOptions *o) {

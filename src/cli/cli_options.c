@@ -318,20 +318,25 @@ const CliOption CLI_OPTIONS[] = {
      .help = "the heads the page shows at first, e.g. 0-3,8, or all (others a click away)"},
 
     /* Long inputs */
-    {.name = "long-from", .arg = "N", .type = OPT_INT, .lo = 1, .hi = 8192, .what = "1 to 8192 tokens", .dflt = "4096",
-     .at = CLI_AT(serve_spec.long_from), .cmds = C_RUN | C_SERVE, .section = SEC_LONG,
-     .help = "one input's page past N tokens is a long input's: zoom levels and each query's 8 heaviest keys, no n x "
-             "n matrix (the server's Download page); only when the page is all the run writes (given, it refuses "
-             "--json, --npy, --stats, --layers...); serve: inputs longer than N tokens are browsed by zoom tiles",
+    {.name = "long-from", .arg = "N", .type = OPT_INT, .lo = 0, .hi = 8192, .what = "1 to 8192 tokens (0: never)",
+     .dflt = "4096", .at = CLI_AT(serve_spec.long_from), .cmds = C_RUN | C_SERVE, .section = SEC_LONG,
+     .help = "one input's page past N tokens is a long input's: zoom levels and each query's heaviest keys, no n x "
+             "n matrix (the server's Download page); 0: always the whole matrices. Not given, the long page where "
+             "the whole matrices would pass --max-capture or make a page past 50 MB (said in one line; "
+             "docs/long-inputs.md); only when the page is all the run writes (given, it refuses --json, --npy, "
+             "--stats, --layers...); serve: inputs longer than N tokens are browsed by zoom tiles",
      .man = "One input's page past N tokens is a long input's page: every head's first zoom levels (256x256 and "
             "512x512 max-pooled cells) and each query's 8 heaviest keys, with the head statistics; fewer when that "
-            "passes 64 M 16-bit codes, and the page states its bounds. No n x n matrix is made, so memory grows "
-            "with n, not n squared. It is the page attnviz serve's Download page gives for the same input, byte for "
-            "byte. A small N forces it on a short input. Given explicitly, it is a usage error with --json, --npy, "
-            "--qk, --hidden, --stats, --generate, --measure norm, --no-special, --words, --layers, --heads, "
-            "--telemetry, the residual-stream options, --decoder-text or --batch; not given, a run asking for any "
-            "of them writes the whole matrices. With attnviz serve: the inputs the server browses by zoom tiles and "
-            "exact query rows."},
+            "passes 64 M 16-bit codes or 50 MB, and the page states its bounds. No n x n matrix is made, so memory "
+            "grows with n, not n squared. It is the page attnviz serve's Download page gives for the same input, "
+            "byte for byte. A small N forces it on a short input; 0 never writes it (the whole matrices, within "
+            "--max-capture). Not given, a run whose page is all it writes gets the long page where its whole "
+            "matrices would pass --max-capture or make a page past 50 MB, which a browser struggles with; the run "
+            "says so in one line, with how to force the whole matrices (docs/long-inputs.md). Given (but 0), it "
+            "is a usage error with --json, --npy, --qk, --hidden, --stats, --generate, --measure norm, "
+            "--no-special, --words, --layers, --heads, --telemetry, the residual-stream options, --decoder-text or "
+            "--batch; a run asking for any of them writes the whole matrices. With attnviz serve (1 to 8192): the "
+            "inputs the server browses by zoom tiles and exact query rows."},
 
     /* Selection */
     {.name = "layers", .arg = "LIST", .type = OPT_LIST, .what = "a list like 0,5-11", .at = CLI_AT(sel_layers),

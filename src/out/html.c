@@ -1015,6 +1015,18 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
     return rc;
 }
 
+double html_page_estimate(int rows, int cols, size_t blocks, int causal, size_t qk_values) {
+    if (rows < 1 || cols < 1) return 0;
+    /* cells a head's chunk carries that are not 0 by the mask */
+    const double cells = causal && rows == cols ? (double)rows * (rows + 1) / 2 : (double)rows * cols;
+    /* bytes per cell after deflate and base 85: 1.3 at 100 keys, falling as (keys / 100)^-0.35
+     * (measured 1.15 to 0.35 from 100 to 2,009 keys); never more than two bytes' codes in base 85 */
+    double per = 1.3 * pow(cols / 100.0, -0.35);
+    if (per > 2.5) per = 2.5;
+    /* the page's code and styles, and its meta's few dozen bytes per token */
+    return 3e5 + 40.0 * rows + (double)blocks * cells * per + 1.5 * (double)qk_values;
+}
+
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
     if (check_doc(d, e)) return -1;
     int nl = out_n_layers(d), nh = out_n_heads(d);

@@ -42,9 +42,7 @@ int json_write_headstats(FILE *f, const Capture *c, AvErr *e) {
 /* Levels 0-1 (unless asked otherwise) and all the keys the pass kept per
  * query while they fit HTML_LONG_CODES, else level 0 alone, then fewer keys
  * (at least one): the keys grow with n, the levels not at all. */
-void html_long_plan(const Capture *cap, int side, int asked, int *levels, int *keys) {
-    const int n = cap->n_tokens, Kc = cap->tel_top_k;
-    const size_t heads = (size_t)cap->n_layers * cap->n_heads;
+void html_long_plan_n(int n, size_t heads, int Kc, int side, int asked, int *levels, int *keys) {
     size_t cells[3] = {0};
     for (int l = 0; l < 3; l++) {
         const size_t g = (size_t)tile_grid(n, side, l);
@@ -54,6 +52,41 @@ void html_long_plan(const Capture *cap, int side, int asked, int *levels, int *k
     *keys = Kc;
     while (*keys > 1 && heads * (cells[*levels - 1] + 2 * (size_t)n * *keys) > HTML_LONG_CODES) --*keys;
 }
+
+void html_long_plan(const Capture *cap, int side, int asked, int *levels, int *keys) {
+    html_long_plan_n(cap->n_tokens, (size_t)cap->n_layers * cap->n_heads, cap->tel_top_k, side, asked, levels, keys);
+}
+
+/* Layer l's every head's K heaviest keys per query (65535: none), then their
+ * weights as the page's codes, encoded as one chunk; the telemetry keeps
+ * Kc >= K per row, heaviest first. top: 2 * heads * n * K codes of room. */
+static int encode_keys(const Capture *c, int l, int K, uint16_t *top, HtmlChunk *ch, AvErr *e) {
+    const int n = c->n_tokens, nh = c->n_heads, Kc = c->tel_top_k;
+    const size_t per = (size_t)n * K;
+    for (int h = 0; h < nh; h++) {
+        const size_t at = cap_block(c, l, h) * (size_t)n * Kc;
+        for (size_t q = 0; q < (size_t)n; q++)
+            for (int j = 0; j < K; j++) {
+                const size_t src = at + q * Kc + j, dst = (size_t)h * per + q * K + j;
+                const int key = c->tel_top[src];
+                top[dst] = key < 0 ? 65535 : (uint16_t)key;
+                /* the attention's own codes: round half-up in double (html.c's quant_block) */
+                const double x = (double)c->tel_top_w[src] * 10000.0 + 0.5;
+                top[(size_t)nh * per + dst] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
+            }
+    }
+    free(ch->z);
+    ch->z = NULL;
+    snprintf(ch->id, sizeof ch->id, "av-top-%d", l);
+    return html_encode_codes(top, 2 * (size_t)nh * per, &ch->z, &ch->len, e);
+}
+
+/* Base 85's text for n bytes (html.c writes the chunks so). */
+static size_t b85_text(size_t n) { return (n + 3) / 4 * 5; }
+
+/* What the page carries besides its chunks' text: its code and styles (well
+ * under this), the meta and the head statistics. */
+#define LONG_PAGE_OVERHEAD ((size_t)1000000)
 
 /* block b of a run of equal blocks */
 typedef struct {
@@ -67,7 +100,7 @@ static const float *grid_block(void *ctx, int b, AvErr *e) {
     return g->v + (size_t)b * g->len;
 }
 
-int html_write_long(FILE *f, const char *title, const char *meta_json, const HtmlLong *lp, const char *templates_dir,
+int html_write_long(FILE *f, const char *title, const char *meta_json, HtmlLong *lp, const char *templates_dir,
                     AvErr *e) {
     const Capture *c = lp->cap;
     const int n = c->n_tokens, side = lp->side, nl = c->n_layers, nh = c->n_heads, Kc = c->tel_top_k;
@@ -83,23 +116,29 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
     int G[TILE_MAX_LEVELS];
     size_t cells = 0;
     for (int l = 0; l < levels; l++) G[l] = tile_grid(n, side, l), cells += (size_t)G[l] * G[l];
-    const size_t codes = (size_t)nl * nh * (cells + 2 * (size_t)n * K);
     const int n_chunks = nl * (levels + (K > 0));
     HtmlChunk *ch = calloc((size_t)n_chunks, sizeof *ch);
     float *grid = malloc((size_t)G[levels - 1] * G[levels - 1] * nh * sizeof *grid);
     uint16_t *top = K ? malloc(2 * (size_t)nh * n * K * sizeof *top) : NULL;
     char *meta = NULL;
+    int *top_at = NULL;
     AvBuf b = {0};
     int rc = -1, k = 0;
     if (!ch || !grid || (K && !top)) {
         av_err(e, "out of memory for the page of %d tokens", n);
         goto done;
     }
+    if (!(top_at = calloc((size_t)nl, sizeof *top_at))) { /* each layer's keys chunk */
+        av_err(e, "out of memory for the page of %d tokens", n);
+        goto done;
+    }
     for (int l = 0; l < nl; l++) {
         for (int lev = 0; lev < levels; lev++) {
             const size_t gg = (size_t)G[lev] * G[lev];
-            for (int h = 0; h < nh; h++)
+            for (int h = 0; h < nh; h++) {
                 if (lp->grid(lp->grid_ctx, l, h, G[lev], grid + (size_t)h * gg, e)) goto done;
+                if (lp->progress) lp->progress(lp->progress_ctx, (l * levels + lev) * nh + h + 1, nl * levels * nh);
+            }
             snprintf(ch[k].id, sizeof ch[k].id, "av-tile-%d-%d", l, lev);
             if (html_encode_attention(grid_block, &(GridBlocks){grid, gg}, nh, (size_t)G[lev], (size_t)G[lev], &ch[k].z,
                                       &ch[k].len, e))
@@ -107,25 +146,25 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
             k++;
         }
         if (!K) continue;
-        /* every head's K heaviest keys per query (65535: none), then their weights as the page's codes;
-         * the telemetry keeps Kc >= K per row, heaviest first */
-        const size_t per = (size_t)n * K;
-        for (int h = 0; h < nh; h++) {
-            const size_t at = cap_block(c, l, h) * (size_t)n * Kc;
-            for (size_t q = 0; q < (size_t)n; q++)
-                for (int j = 0; j < K; j++) {
-                    const size_t src = at + q * Kc + j, dst = (size_t)h * per + q * K + j;
-                    const int key = c->tel_top[src];
-                    top[dst] = key < 0 ? 65535 : (uint16_t)key;
-                    /* the attention's own codes: round half-up in double (html.c's quant_block) */
-                    const double x = (double)c->tel_top_w[src] * 10000.0 + 0.5;
-                    top[(size_t)nh * per + dst] = (uint16_t)(x >= 1.0 ? (x >= 10000.0 ? 10000u : (unsigned)x) : 0u);
-                }
-        }
-        snprintf(ch[k].id, sizeof ch[k].id, "av-top-%d", l);
-        if (html_encode_codes(top, 2 * (size_t)nh * per, &ch[k].z, &ch[k].len, e)) goto done;
+        top_at[l] = k;
+        if (encode_keys(c, l, K, top, &ch[k], e)) goto done;
         k++;
     }
+    /* within the page's bound: fewer keys per query, in proportion to what the keys took, then one fewer at a time */
+    for (int guard = 0; lp->max_bytes && K > 1 && guard < 16; guard++) {
+        size_t text = mlen + LONG_PAGE_OVERHEAD + (size_t)nl * nh * 256, keys = 0;
+        for (int i = 0; i < k; i++) text += b85_text(ch[i].len);
+        for (int l = 0; l < nl; l++) keys += b85_text(ch[top_at[l]].len);
+        if (text <= lp->max_bytes) break;
+        const size_t room = lp->max_bytes > text - keys ? lp->max_bytes - (text - keys) : 0;
+        int K2 = (int)((double)K * (double)room / (double)keys);
+        if (K2 >= K) K2 = K - 1;
+        if (K2 < 1) K2 = 1;
+        K = K2;
+        for (int l = 0; l < nl; l++)
+            if (encode_keys(c, l, K, top, &ch[top_at[l]], e)) goto done;
+    }
+    const size_t codes = (size_t)nl * nh * (cells + 2 * (size_t)n * K);
     /* the tiles are encoded, so their compressed size can be stated; free the grids before the page is written */
     free(grid), grid = NULL;
     free(top), top = NULL;
@@ -148,8 +187,9 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, const Htm
         goto done;
     }
     rc = html_write_pieces(f, title, meta, ch, k, templates_dir, e);
+    lp->top_k = K;
 done:
     for (int i = 0; ch && i < n_chunks; i++) free(ch[i].z);
-    free(ch), free(grid), free(top), free(meta);
+    free(ch), free(grid), free(top), free(meta), free(top_at);
     return rc;
 }

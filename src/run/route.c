@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flow_out.h"
 #include "image_out.h"
@@ -160,6 +161,18 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
     return 0;
 }
 
+int run_say(const Run *r, const OutDoc *d, AvErr *e) {
+    const RunSpec *o = r->o;
+    const OutputSpec *w = &o->output;
+    if (o->batch.path || o->stats || o->heads.on || o->capture.tokens_only || (!d->gen && !d->pred)) return 0;
+    /* for a person at a terminal; a script reads --json, and stdout stays what the run writes there */
+    if (!isatty(STDOUT_FILENO)) return 0;
+    if ((w->json_path && !strcmp(w->json_path, "-")) || (w->html_path && !strcmp(w->html_path, "-")) ||
+        (w->npy_path && !strcmp(w->npy_path, "-")))
+        return 0;
+    return say_write(stdout, d, e);
+}
+
 /* The outputs for one input: everything but the batch's JSON Lines stream. */
 int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     const RunSpec *o = r->o;
@@ -192,5 +205,5 @@ int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
     if (html && !o->output.html_path) run_warn_default_page(o, html);
     if (html && run_write_file(r, html, d, W_HTML, e) != 0) return -1;
-    return 0;
+    return run_say(r, d, e);
 }

@@ -15,13 +15,6 @@
 
 #define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
 
-static const char *human_size(double bytes, char *buf, size_t len) {
-    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
-    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
-    else snprintf(buf, len, "%.0f kB", bytes / 1e3 < 1 ? 1 : bytes / 1e3);
-    return buf;
-}
-
 int run_scores_streamed(const RunSpec *o) {
     if (!o->stats && !o->heads.on) return 0;
     /* --no-special and --words score a view derived from the whole matrices */
@@ -40,29 +33,9 @@ void run_score_input(Capture *cap, const TokEncoding *enc) {
     }
 }
 
-/* Grows the run state and capture to hold n tokens (batch inputs vary). */
 /* Refused before allocating: a capture grows with the square of the input. */
 int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e) {
-    const int nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
-    const int nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
-    /* refuse before allocating: a capture grows with the square of the input */
-    const int streamed = run_scores_streamed(o);
-    double need = o->capture.telemetry ? 0
-                  : streamed           ? (double)model_capture_scores_bytes(n, nl, nh)
-                                       : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh),
-           limit = o->capture.max_capture;
-    if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
-        need += (double)model_capture_value_norms_bytes(n, nl, nh) +
-                (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
-    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->cfg, n);
-    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (need > limit) {
-        char a[32], b[32];
-        return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed "
-                      "(--max-capture): select fewer with --layers/--heads, or shorten the input (--max-tokens)",
-                      n, nl, nh, human_size(need, a, sizeof a), human_size(limit, b, sizeof b));
-    }
-    return 0;
+    return run_capture_need(r, o, n) > run_memory_budget(o) ? run_refuse(r, o, n, e) : 0;
 }
 
 int run_ensure_buffers(Run *r, int n, AvErr *e) {
@@ -209,9 +182,17 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     int rc = 0;
     if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
     go.all = o->predict.k ? &r->pred : NULL;
+    RunProgress pr;
+    run_progress_begin(&pr, o, "prompt");
+    go.progress = (ModelProgress){run_progress_model, &pr};
     if (rc == 0) rc = gen_run(&r->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
+    run_progress_end(&pr);
     if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
     if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
+    /* an instruct model given bare text often ends its turn at once */
+    if (rc == 0 && r->gen.stop == CAP_STOP_EOS && r->gen.n_generated <= 1 && !o->quiet && !o->batch.path)
+        av_info("the model ended at once with its end token %s: an instruct model answers a chat; wrap the text as one "
+                "with --chat", tok_id_to_token(r->tok, ids[n - 1]) ? tok_id_to_token(r->tok, ids[n - 1]) : "");
     free(ids);
     return rc;
 }
@@ -291,7 +272,12 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int t
     } else {
         if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
         run_score_input(&r->cap, enc);
-        rc = model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0, e);
+        RunProgress pr;
+        run_progress_begin(&pr, o, "forward pass");
+        const ModelProgress watch = {o->batch.path ? NULL : run_progress_model, &pr}; /* a batch counts its lines */
+        rc = model_forward_watched(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0,
+                                   &watch, e);
+        run_progress_end(&pr);
         if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
     }
     /* after the predictions: ablation reruns the pass in the run state */
@@ -404,19 +390,16 @@ static int long_grid(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
 static int long_page(Run *r, const char *a, const char *b, const TokEncoding *enc, const char *path, AvErr *e) {
     const RunSpec *o = r->o;
     const int n = enc->n, side = TILE_SIDE, over = n < side ? n : side;
-    const size_t blocks = (size_t)r->cfg.num_layers * (size_t)r->cfg.num_heads;
     if (n > HTML_LONG_MAX_TOKENS)
         return av_err(e, "a long input's page of %d tokens: its keys need more than 16 bits (%d at most)", n,
                       HTML_LONG_MAX_TOKENS);
-    const double need = (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F32) + (double)blocks * over * over * sizeof(float) +
-                        (double)model_capture_telemetry_bytes(blocks, n, HTML_LONG_TOP_K);
-    double limit = o->capture.max_capture;
-    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int levels;
+    const double need = run_long_need(r, n, &levels), limit = run_memory_budget(o);
     if (need > limit) {
         char x[32], y[32];
-        return av_err(e, "a long input's page of %d tokens needs %s of queries, keys and row statistics, above the %s "
-                         "allowed (--max-capture): shorten the input (--max-tokens)",
-                      n, human_size(need, x, sizeof x), human_size(limit, y, sizeof y));
+        return av_err(e, "a long input's page of %d tokens needs %s of row statistics, heaviest keys and overviews, "
+                         "above the %s allowed (--max-capture): shorten the input (--max-tokens), or raise --max-capture",
+                      n, run_human_size(need, x, sizeof x), run_human_size(limit, y, sizeof y));
     }
     if (r->rs.max_tokens < n) {
         model_runstate_free(&r->rs);
@@ -428,11 +411,19 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     FILE *mf = NULL;
     int rc = -1;
     double t0 = av_now_ms();
-    if (model_capture_qk(&cap, &r->cfg, n, 0, CAP_QK_F32, e) != 0 || model_capture_maxpool(&cap, over, e) != 0 ||
-        model_capture_add_telemetry(&cap, HTML_LONG_TOP_K, enc->ids, e) != 0)
+    /* queries and keys only for the deeper levels made from them; level 0 is the pass's own overview */
+    if ((levels > 1 ? model_capture_qk(&cap, &r->cfg, n, 0, CAP_QK_F32, e) != 0 ||
+                          model_capture_add_telemetry(&cap, HTML_LONG_TOP_K, enc->ids, e) != 0
+                    : model_capture_telemetry(&cap, &r->cfg, n, HTML_LONG_TOP_K, enc->ids, NULL, 0, NULL, 0, e) != 0) ||
+        model_capture_maxpool(&cap, over, e) != 0)
         goto done;
     pred_free(&r->pred);
-    if (model_forward_kv(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, e) != 0) goto done;
+    RunProgress pr;
+    run_progress_begin(&pr, o, "forward pass");
+    const ModelProgress watch = {run_progress_model, &pr};
+    rc = model_forward_watched(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, &watch, e);
+    run_progress_end(&pr);
+    if (rc != 0 || (rc = -1, 0)) goto done;
     if (o->predict.k && predict(r, enc, o->predict.k, &r->pred, e) != 0) goto done;
     r->t_fwd += av_now_ms() - t0;
     if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e) != 0) goto done;
@@ -448,22 +439,34 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     if (fclose(mf) != 0 && mrc == 0) mrc = av_err(e, "out of memory");
     if (mrc != 0) goto done;
     LongGrids grids = {&r->model, &cap};
-    HtmlLong lp = {&cap, side, 0, 0, long_grid, &grids};
+    RunProgress tiles;
+    run_progress_begin(&tiles, o, "tiles");
+    HtmlLong lp = {&cap, side, 0, 0, long_grid, &grids, HTML_PAGE_BOUND, run_progress_heads, &tiles};
     html_long_plan(&cap, side, 0, &lp.levels, &lp.top_k);
+    if (lp.levels > levels) lp.levels = levels;
     AvOut out;
     if (av_out_open(&out, path, e) != 0) goto done;
     /* titled by the first text, as the server's page is */
     if (html_write_long(out.fp, a, meta, &lp, o->output.templates_dir, e) != 0) {
+        run_progress_end(&tiles);
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
         av_out_abort(&out);
         goto done;
     }
+    run_progress_end(&tiles);
+    long size = strcmp(path, "-") && fflush(out.fp) == 0 ? ftell(out.fp) : -1;
     if (av_out_commit(&out, e) != 0) goto done;
     r->t_write += av_now_ms() - t0;
-    if (!o->quiet)
-        av_info("wrote %s: %d tokens, past --long-from %d: a long input's page (zoom levels 0-%d and each query's %d "
-                "heaviest keys, no whole matrix)", path, n, o->output.long_from, lp.levels - 1, lp.top_k);
-    rc = 0;
+    if (!o->quiet) {
+        char z[48], sz[32];
+        if (size >= 0) snprintf(z, sizeof z, " (%s)", run_human_size((double)size, sz, sizeof sz));
+        else z[0] = '\0';
+        char past[48] = "";
+        if (o->output.long_from > 0) snprintf(past, sizeof past, ", past --long-from %d", o->output.long_from);
+        av_info("wrote %s%s: %d tokens%s: a long input's page (zoom levels 0-%d and each query's %d heaviest keys, no "
+                "whole matrix)", path, z, n, past, lp.levels - 1, lp.top_k);
+    }
+    rc = run_say(r, &d, e);
 done:
     model_capture_free(&cap);
     free(meta);
@@ -483,11 +486,12 @@ int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *js
 int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
     TokEncoding enc = {0};
     const RunSpec *o = r->o;
-    /* one input's page (cli.c sets long_from only where the long page is all that was asked) */
-    if (o->output.long_from > 0 && !o->batch.path) {
-        int rc = run_tokenize(r, a, b, &enc, e);
+    /* one input's page: the whole matrices, or the long input's page (plan.c) */
+    if (!o->batch.path && !o->capture.tokens_only) {
+        int rc = run_tokenize(r, a, b, &enc, e), plan = -1;
         if (rc == 0) run_warn_truncated(r, &enc, lineno);
-        if (rc == 0 && enc.n > o->output.long_from) {
+        if (rc == 0 && (plan = run_plan_page(r, &enc, e)) < 0) rc = -1;
+        if (rc == 0 && plan == RUN_PAGE_LONG) {
             if (!o->output.html_path) run_warn_default_page(o, "attnviz.html");
             rc = long_page(r, a, b, &enc, o->output.html_path ? o->output.html_path : "attnviz.html", e);
             tok_encoding_free(&enc);
@@ -536,7 +540,10 @@ int run_finish_heads(Run *r, AvErr *e) {
         if (in->n_ids > cfg_max_tokens(&r->cfg))
             return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->heads.induction_len,
                           in->n_ids, cfg_max_tokens(&r->cfg));
+        RunProgress pr;
+        run_progress_begin(&pr, o, "induction score");
         for (int s = 0; s < in->sequences; s++) {
+            run_progress_step(&pr, "sequences", s, in->sequences);
             TokEncoding enc = {0};
             OutDoc d;
             double t0 = av_now_ms();
@@ -556,6 +563,7 @@ int run_finish_heads(Run *r, AvErr *e) {
             tok_encoding_free(&enc);
             if (rc != 0) return -1;
         }
+        run_progress_step(&pr, "sequences", in->sequences, in->sequences);
     }
     if (o->output.json_path) {
         OutDoc d;

@@ -201,7 +201,6 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
     d.gen = target ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
     d.gen_text = gen_text;
-    if (gen_text && !o->quiet && !o->batch.path) av_info("generated: %s", gen_text);
     t0 = av_now_ms();
     if (o->stats) {
         rc = add_stats(r, &d, &src, &dec, e);

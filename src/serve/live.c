@@ -905,7 +905,7 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
     memcpy(meta, r->meta, keep);
     memcpy(meta + keep, "}", 2);
     PageGrids grids = {pipeline_model(lv->m[r->model].p), &r->cap};
-    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids};
+    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids, HTML_PAGE_BOUND, NULL, NULL};
     html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
     LiveStatus st = LIVE_FAILED;
     AvBuf b;

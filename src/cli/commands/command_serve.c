@@ -6,6 +6,8 @@
 /* Up to two words: the page's first input. */
 static int check(CliOptions *o, int n, char **words, AvErr *e) {
     if (n > 2) return cli_usage(e, "too many arguments: '%s' (quote the text)", words[2]);
+    if (o->serve_spec.long_from == 0)
+        return cli_usage(e, "%s", "serve browses inputs past --long-from N by tiles (1 to 8192): 0 goes with a run's page");
     o->run.text_a = n >= 1 ? words[0] : NULL;
     o->run.text_b = n == 2 ? words[1] : NULL;
     return 0;

@@ -1,0 +1,158 @@
+/* plan.c — what one input's run will hold, known before it starts (the
+ * capture, the run state, the key/value cache, the page), from the model's
+ * config and the token count; from that, whether one input's page is its
+ * whole matrices or the long input's page, and when nothing fits, a refusal
+ * that names every remedy that would (docs/long-inputs.md). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "normattn.h"
+#include "report.h"
+#include "run_internal.h"
+#include "tiles.h"
+
+const char *run_human_size(double bytes, char *buf, size_t len) {
+    if (bytes >= 1e9) snprintf(buf, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, len, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, len, "%.0f kB", bytes / 1e3 < 1 ? 1 : bytes / 1e3);
+    return buf;
+}
+
+static double physical_memory(void) { return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE); }
+
+double run_memory_budget(const RunSpec *o) {
+    return o->capture.max_capture > 0 ? o->capture.max_capture : 0.5 * physical_memory();
+}
+
+/* The layers and heads the run keeps. */
+static void kept(const Run *r, const RunSpec *o, int *nl, int *nh) {
+    *nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
+    *nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
+}
+
+static double capture_need_heads(const Run *r, const RunSpec *o, int n, int nl, int nh) {
+    const int streamed = run_scores_streamed(o);
+    double need = o->capture.telemetry ? 0
+                  : streamed           ? (double)model_capture_scores_bytes(n, nl, nh)
+                                       : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh);
+    if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
+        need += (double)model_capture_value_norms_bytes(n, nl, nh) +
+                (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
+    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->cfg, n);
+    return need;
+}
+
+double run_capture_need(const Run *r, const RunSpec *o, int n) {
+    int nl, nh;
+    kept(r, o, &nl, &nh);
+    return capture_need_heads(r, o, n, nl, nh);
+}
+
+/* The long input's page of n tokens: its pass keeps each head's overview
+ * (tiles' level 0), each row's statistics and heaviest keys, and queries and
+ * keys only when the page embeds a deeper level (computed from them). */
+double run_long_need(const Run *r, int n, int *levels) {
+    const size_t blocks = (size_t)r->cfg.num_layers * (size_t)r->cfg.num_heads;
+    const int over = n < TILE_SIDE ? n : TILE_SIDE;
+    int lv, keys;
+    html_long_plan_n(n, blocks, HTML_LONG_TOP_K, TILE_SIDE, 0, &lv, &keys);
+    if (levels) *levels = lv;
+    return (lv > 1 ? (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F32) : 0) +
+           (double)blocks * over * over * sizeof(float) + (double)model_capture_telemetry_bytes(blocks, n, HTML_LONG_TOP_K);
+}
+
+void run_cost(const Run *r, const RunSpec *o, int n, RunCost *c) {
+    int nl, nh;
+    kept(r, o, &nl, &nh);
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->capture = capture_need_heads(r, o, n, nl, nh);
+    c->runstate = r->have_model ? (double)model_runstate_bytes(&r->model, n) : 0;
+    c->kv = o->predict.generate_n ? (double)model_kv_bytes(&r->cfg, n) : 0;
+    const size_t blocks = (size_t)nl * (size_t)nh;
+    c->page = html_page_estimate(n, n, blocks, r->cfg.causal, 2 * blocks * (size_t)n * (size_t)r->cfg.head_dim);
+    c->long_capture = run_long_need(r, n, NULL);
+    c->budget = run_memory_budget(o);
+}
+
+/* The longest input whose capture fits the budget (0: none). */
+static int longest_fitting(const Run *r, const RunSpec *o, int n, double budget) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (run_capture_need(r, o, mid) <= budget) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
+    int nl, nh;
+    kept(r, o, &nl, &nh);
+    const double need = capture_need_heads(r, o, n, nl, nh), budget = run_memory_budget(o);
+    char a[32], b[32], what[1024] = "";
+    size_t at = 0;
+#define ADD(...) (at += (size_t)snprintf(what + at, at < sizeof what ? sizeof what - at : 0, __VA_ARGS__))
+    /* the long input's page: one input's, within the budget */
+    if (!o->batch.path && !r->cfg.enc_dec && n <= HTML_LONG_MAX_TOKENS && run_long_need(r, n, NULL) <= budget) {
+        if (o->output.whole_for)
+            ADD("the long input's page (without %s: --html FILE alone)", o->output.whole_for);
+        else if (o->output.long_from == 0)
+            ADD("%s", "the long input's page (without --long-from 0)");
+        else
+            ADD("the long input's page (--long-from below %d)", n);
+    }
+    /* attnviz serve keeps queries and keys, and makes the heads a page shows */
+    if (!o->batch.path && !r->cfg.enc_dec && (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F16) <= budget)
+        ADD("%sattnviz serve", at ? ", " : "");
+    /* fewer heads: what one head takes, as many as fit */
+    const double per_head = need / ((double)nl * nh);
+    const long fit = per_head > 0 ? (long)floor(budget / per_head) : 0;
+    if (fit >= 1 && !r->cfg.enc_dec)
+        ADD("%sselect fewer with --layers/--heads (%ld of the %d heads fit)", at ? ", " : "",
+            fit < (long)nl * nh ? fit : (long)nl * nh - 1, nl * nh);
+    if (!r->cfg.enc_dec && !o->capture.telemetry &&
+        (double)model_capture_telemetry_bytes((size_t)nl * nh, n, 8) <= budget)
+        ADD("%s--telemetry 8 --json FILE (each row's statistics and 8 heaviest keys)", at ? ", " : "");
+    const int shorter = longest_fitting(r, o, n, budget);
+    if (shorter >= 1) ADD("%sa shorter input (--max-tokens %d fits)", at ? ", " : "", shorter);
+    const double ram = physical_memory();
+    if (need < 0.8 * ram)
+        ADD("%s--max-capture %.0fG (this machine has %s)", at ? ", " : "", ceil(need / 1e9 + 0.5),
+            run_human_size(ram, b, sizeof b));
+#undef ADD
+    return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed (--max-capture): %s%s", n,
+                  nl, nh, run_human_size(need, a, sizeof a), run_human_size(budget, b, sizeof b),
+                  at ? "what fits: " : "nothing fits: shorten the input", what);
+}
+
+int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e) {
+    const RunSpec *o = r->o;
+    const int n = enc->n;
+    if (o->output.long_from == 0 || o->batch.path || r->cfg.enc_dec) return RUN_PAGE_WHOLE;
+    if (n > HTML_LONG_MAX_TOKENS) return RUN_PAGE_WHOLE; /* its capture's check refuses it, naming what fits */
+    if (o->output.long_from > 0) return n > o->output.long_from ? RUN_PAGE_LONG : RUN_PAGE_WHOLE;
+    RunCost c;
+    run_cost(r, o, n, &c);
+    const int memory = c.capture > c.budget, page = c.page > (double)HTML_PAGE_BOUND;
+    if (!memory && !page) return RUN_PAGE_WHOLE;
+    if (c.long_capture > c.budget) return run_refuse(r, o, n, e);
+    char a[32], b[32], how[96];
+    if (c.capture < 0.8 * physical_memory())
+        snprintf(how, sizeof how, "--long-from 0 --max-capture %.0fG writes the whole matrices", ceil(c.capture / 1e9 + 0.5));
+    else
+        snprintf(how, sizeof how, "they pass this machine's %s: --layers/--heads keep fewer whole",
+                 run_human_size(physical_memory(), b, sizeof b));
+    if (!o->quiet && memory)
+        av_info("%d tokens: the whole matrices need %s, above the %s allowed (--max-capture): writing the long "
+                "input's page (zoom tiles, each query's heaviest keys); %s",
+                n, run_human_size(c.capture, a, sizeof a), run_human_size(c.budget, b, sizeof b), how);
+    else if (!o->quiet)
+        av_info("%d tokens: the whole matrices would make a page of up to %s (a browser struggles past %.0f MB): "
+                "writing the long input's page (zoom tiles, each query's heaviest keys); --long-from 0 writes "
+                "the whole matrices",
+                n, run_human_size(c.page, a, sizeof a), (double)HTML_PAGE_BOUND / 1e6);
+    return RUN_PAGE_LONG;
+}
