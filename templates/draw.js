@@ -165,7 +165,11 @@ function stackAxes() {
 function seriesFor(spec) {
   const { li, mode, hs, t } = spec;
   if (mode === 'heads') {
-    return hs.map(h => ({ mat: Derived.head(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h }));
+    /* several heads overlaid share the ink, as in bertviz's head view (which divides a line's opacity by
+     * the heads drawn): where heads agree their lines add up, one head alone stays fainter. By the
+     * square root here, so that a dark page's lines stay visible with a dozen heads */
+    const share = 1 / Math.sqrt(Math.max(1, hs.length));
+    return hs.map(h => ({ mat: Derived.head(li, h, t), color: headColor(Data.heads[h]), name: 'Head ' + Data.heads[h], h, share }));
   }
   if (mode === 'rollout') {
     const m = Derived.rollout(li, hs, t);
@@ -218,7 +222,8 @@ function lineThreshold(series, m, rows, cols, iso) {
 
 /* Draws attention lines onto a 2D context (screen or export). g: geometry
  * {x0, x1, yL(r), yR(c)}; rows/cols: visible-token indices; iso: null or
- * {side:'L'|'R', k}. Opacity = weight, batched by 64 opacity levels. */
+ * {side:'L'|'R', k}. Opacity = weight (times the series' share, when heads are overlaid), batched by 64
+ * opacity levels. */
 function drawLines(ctx, series, m, rows, cols, g, iso, lineW, minW) {
   if (minW === undefined) minW = lineThreshold(series, m, rows, cols, iso).minW;
   ctx.lineWidth = lineW;
@@ -239,10 +244,11 @@ function drawLines(ctx, series, m, rows, cols, g, iso, lineW, minW) {
       }
     }
     ctx.strokeStyle = s.color;
+    const share = s.share || 1;
     for (let b = 0; b < 64; b++) {
       const arr = buckets[b];
       if (!arr.length) continue;
-      ctx.globalAlpha = Math.min(1, (b + 0.5) / 64);
+      ctx.globalAlpha = Math.min(1, (b + 0.5) / 64) * share;
       ctx.beginPath();
       for (let i = 0; i < arr.length; i += 2) {
         ctx.moveTo(g.x0, arr[i]);
@@ -497,7 +503,7 @@ function SvgPainter(w, h) {
         for (const r of rList) for (const c of cList) {
           const wgt = s.mat[rows[r] * m + cols[c]];
           if (wgt < minW) continue;
-          mk('line', { x1: f(g.x0), y1: f(g.yL(r)), x2: f(g.x1), y2: f(g.yR(c)), 'stroke-opacity': String(Math.round(wgt * 1000) / 1000) }, grp);
+          mk('line', { x1: f(g.x0), y1: f(g.yL(r)), x2: f(g.x1), y2: f(g.yR(c)), 'stroke-opacity': String(Math.round(wgt * (s.share || 1) * 1000) / 1000) }, grp);
         }
       }
     },

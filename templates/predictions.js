@@ -294,6 +294,8 @@ const Pred = (() => {
     txt.appendChild(Draw.el('span', 'gen-cont', gen.text || ''));
     r1.appendChild(txt);
     left.appendChild(r1);
+    /* a long prompt: the box shows its end, where the continuation is */
+    requestAnimationFrame(() => { txt.scrollTop = txt.scrollHeight; });
 
     const r2 = Draw.el('div', 'row');
     r2.appendChild(Draw.el('span', 'tag', ''));

@@ -63,7 +63,7 @@ int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
     d.display_tokens = rd.tokens.byte_level ? rd.tokens.display : NULL;
     d.layers = rd.layers, d.n_sel_layers = rd.n_layers;
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : rd.layers[0];
-    d.init_head = o->sel.head >= 0 ? o->sel.head : o->output.show_all_heads ? -1 : 0;
+    d.init_head = o->sel.head >= 0 ? o->sel.head : -1; /* every head, as bertviz's head view opens (--show-heads all too) */
     d.precision = o->output.precision;
     d.with_qk = o->capture.qk;
     d.init_view = o->output.view, d.theme = o->output.theme;

@@ -98,8 +98,7 @@ void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncod
     d->layers = o->sel.layers, d->n_sel_layers = o->sel.n_layers;
     d->heads = o->sel.heads, d->n_sel_heads = o->sel.n_heads;
     d->init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(d, 0);
-    /* --show-heads all: no head to narrow the head view to (the page draws every head) */
-    d->init_head = o->sel.head >= 0 ? o->sel.head : o->output.show_all_heads ? -1 : out_head(d, 0);
+    d->init_head = o->sel.head >= 0 ? o->sel.head : -1; /* every head, as bertviz's head view opens (--show-heads all too) */
     d->precision = o->output.precision;
     d->with_qk = o->capture.qk;
     d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;

@@ -196,7 +196,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     if (own && o->sel.layers) d.layers = r->s2s_layers[0], d.n_sel_layers = r->s2s_n_layers[0]; /* "layers": the encoder's */
     d.heads = NULL; /* every head: the stacks hold them all */
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
-    d.init_head = o->sel.head >= 0 ? o->sel.head : 0;
+    d.init_head = o->sel.head >= 0 ? o->sel.head : -1; /* every head, as bertviz's head view opens */
     /* run_fill_doc's predictions and generation: positions are the decoder's (d.dec_enc's) */
     d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
     d.gen = target ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
@@ -299,6 +299,6 @@ void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], cons
     d->display_tokens = src->byte_level ? src->display : NULL;
     d->heads = NULL;
     d->init_layer = out_layer(d, 0);
-    d->init_head = 0;
+    d->init_head = -1;
     d->pred = NULL, d->pred_words = NULL, d->gen = NULL, d->gen_words = NULL, d->gen_text = NULL;
 }

@@ -15,8 +15,9 @@ const pages = {};
 
 before(async () => {
   pages.demo = cliPage('demo7', ['--qk', '--layer', '1', '--head', '8', 'time flies like an arrow']);
-  pages.pair = cliPage('pair', ['--qk', 'the quick brown fox jumps over the lazy dog', 'it was tired']);
-  pages.pieces = cliPage('pieces', ['--qk', 'flies unbelievable playing']);
+  /* head 0 focused: these read one head's weights (a page opens on every head) */
+  pages.pair = cliPage('pair', ['--qk', '--head', '0', 'the quick brown fox jumps over the lazy dog', 'it was tired']);
+  pages.pieces = cliPage('pieces', ['--qk', '--head', '0', 'flies unbelievable playing']);
   pages.injectCli = cliPage('inject-cli', ['</script><script>alert(1)</script>', '<img src=x onerror=alert(1)>']);
   pages.inject = fixturePage('inject', ['--n', '12', '--inject', '--demo', '--layers', '2', '--heads', '3']);
   pages.sel = fixturePage('selection', ['--n', '9', '--layers', '8', '--heads', '12', '--sel-layers', '3,7', '--sel-heads', '2,5,9', '--init-layer', '7', '--init-head', '5']);

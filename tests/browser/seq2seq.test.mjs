@@ -18,11 +18,13 @@ before(async () => {
   bart = cliPage('seq2seq-bart', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
     '--layer', '1', '--head', '1']);
   t5 = cliPage('seq2seq-t5', ['--model', T5, 'the cat sat', '--generate', '5']);
+  /* head 0 focused where a test reads one head's weights (a page opens on every head) */
   bartL1 = cliPage('seq2seq-bart-l1', ['--model', BART, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
-    '--layers', '1']);
+    '--layers', '1', '--head', '0']);
   distil = cliPage('seq2seq-distilbart', ['--model', DISTIL, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
-    '--layer', '2']);
-  deepdec = cliPage('seq2seq-t5-deepdec', ['--model', DEEPDEC, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.']);
+    '--layer', '2', '--head', '0']);
+  deepdec = cliPage('seq2seq-t5-deepdec', ['--model', DEEPDEC, 'The cat sat on the mat.', '--decoder-text', 'A cat sat.',
+    '--head', '0']);
   browser = await launch();
 });
 after(async () => { if (browser) await browser.close(); });

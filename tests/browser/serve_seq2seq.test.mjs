@@ -57,6 +57,14 @@ async function typeRun(page, sel, text) {
   await settle(page);
 }
 
+/* a page opens on every head; a test reading one head's weights shows head h alone (a double-click on its chip) */
+async function headAlone(page, h) {
+  await page.dblclick('#head-chips .head-chip[data-h="' + h + '"]');
+  await page.waitForFunction(k => { const a = window.attnviz.state.active; return a.filter(Boolean).length === 1 && a[k] &&
+    !!document.querySelector('#view-head .hv'); }, h);
+  await settle(page);
+}
+
 test('live page on BART: source and decoder text run; Encoder / Decoder / Cross show the CLI\'s weights', async () => {
   const src = 'The cat sat on the mat.', tgt = 'A cat sat.';
   const json = path.join(OUT, 'serve-bart.json');
@@ -80,7 +88,9 @@ test('live page on BART: source and decoder text run; Encoder / Decoder / Cross 
       new RegExp(d.encoder_tokens.length + ' source and ' + d.decoder_tokens.length + ' decoder tokens'));
     assert.deepEqual(await page.$$eval('#stack-seg button', els => els.map(e => e.dataset.stack)), ['encoder', 'decoder', 'cross']);
     assert.deepEqual(await texts(page, 'L'), shown(d.encoder_tokens));
-    /* the initial layer and head (0, 0): the encoder's row 2 */
+    /* the initial layer (0), head 0 alone: the encoder's row 2 */
+    assert.equal(await page.evaluate(() => window.attnviz.state.active.filter(Boolean).length), d.config.heads, 'every head at first');
+    await headAlone(page, 0);
     await page.hover(side('L') + '[data-k="2"]');
     await settle(page);
     closeAll(await values(page, 'R'), d.encoder_attention[0][0][2], 0.5e-4 + 2e-6, 'encoder layer 0 head 0 row 2');
@@ -155,6 +165,7 @@ test('live page on a distilled BART (3 encoder, 2 decoder layers): each stack\'s
     await clickAndRender(page, '#stack-seg [data-stack="cross"]');
     assert.deepEqual(await options(), ['Layer 0', 'Layer 1'], 'cross attention: the decoder\'s two layers');
     assert.equal(await page.evaluate(() => document.body.dataset.layer), '1');
+    await headAlone(page, 0);
     await page.hover(side('L') + '[data-k="2"]');
     await settle(page);
     closeAll(await values(page, 'R'), d.cross_attention[1][0][2], 0.5e-4 + 2e-6, 'cross layer 1 head 0 row 2 (from the server)');
