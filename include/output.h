@@ -189,7 +189,7 @@ int say_write(FILE *f, const OutDoc *d, AvErr *e);
  * is run: blocks heads' rows x cols attention (causal: the triangle a head
  * sees) and qk_values floats of queries and keys. An upper envelope of the
  * pages measured (docs/long-inputs.md): per attention cell the encoded bytes
- * shrink as rows grow (more weights round to 0), per q/k value at most 1.5. */
+ * shrink as rows grow (more weights round to 0), per q/k value at most 2. */
 double html_page_estimate(int rows, int cols, size_t blocks, int causal, size_t qk_values);
 
 /* A long input's offline page (long_html.c; attnviz serve's /api/page and the

@@ -55,7 +55,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(rc)' "$T
 }
 if rss_long=$(peak_rss_kb ./attnviz --model "$T/l8k" --max-capture 20M --html "$T/auto.html" "$mid") &&
     [ "$(grep -c "writing the long input's page" "$T/err")" -eq 1 ] &&
-    grep -qE "^attnviz: 1502 tokens: the whole matrices need 73.0 MB, above the 20.0 MB allowed \(--max-capture\): writing the long input's page .*; --long-from 0 --max-capture 1G writes the whole matrices$" "$T/err" &&
+    grep -qE "^attnviz: 1502 tokens: the whole matrices need 73.0 MB, above the 20.0 MB allowed \(--max-capture\): writing the long input's page \(.*; [0-9.]+ MB held\); --long-from 0 --max-capture 1G writes the whole matrices$" "$T/err" &&
     grep -q '"embedded":' "$T/auto.html" && ! grep -q 'id="av-att-0"' "$T/auto.html"; then
     pass "budget: past --max-capture the page is the long input's, said in one line with how to force the whole matrices"
 else
@@ -70,7 +70,7 @@ fi
 # past the page bound with the memory to spare: 6,502 tokens would make a page past 50 MB
 big=$(printf 'the cat sat. %.0s' $(seq 650))
 if ./attnviz --model "$T/l8k" --html "$T/big.html" "$big" 2>"$T/err" &&
-    grep -qE "^attnviz: 6502 tokens: the whole matrices would make a page of up to [0-9.]+ MB \(a browser struggles past 50 MB\): writing the long input's page .*; --long-from 0 writes the whole matrices$" "$T/err" &&
+    grep -qE "^attnviz: 6502 tokens: the whole matrices would hold [0-9.]+ GB and make a page of up to [0-9.]+ MB \(a browser struggles past 50 MB\): writing the long input's page \(.*; [0-9.]+ MB held\); --long-from 0 writes the whole matrices$" "$T/err" &&
     [ "$(stat -c %s "$T/big.html")" -le 50000000 ] && grep -qE "^attnviz: wrote $T/big.html \([0-9.]+ [kM]B\): 6502 tokens: a long input's page" "$T/err"; then
     pass "budget: past the page bound the page is the long input's, its size said"
 else

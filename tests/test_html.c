@@ -933,6 +933,10 @@ START_TEST(test_budget_512) {
     ck_assert_int_eq(fclose(f), 0);
     fprintf(stderr, "html 512 tokens 12x12 d64 with q/k: %.1f MB in %.0f ms\n", n / 1e6, t1 - t0);
     ck_assert_uint_lt(n, 40 * 1000 * 1000);
+    /* the estimate a run decides by (run/plan.c) is an upper envelope of the pages */
+    const double est = html_page_estimate(512, 512, 144, 0, 2 * (size_t)144 * 512 * 64);
+    fprintf(stderr, "html 512 tokens: estimated %.1f MB\n", est / 1e6);
+    ck_assert_msg(est >= (double)n && est < 2.0 * (double)n, "estimate %.0f for a page of %zu bytes", est, n);
     ck_assert_msg(t1 - t0 < 5000, "writing took %.0f ms", t1 - t0); /* budget 1 s; loose for slow CI */
     /* spot-check the last layer decodes */
     size_t rl, nn = 512 * 512, cnt = 12 * nn;
@@ -942,6 +946,98 @@ START_TEST(test_budget_512) {
     free(raw);
     free(buf);
     fix_free(&x);
+}
+END_TEST
+
+/* The estimate of a page before it is written: at least what the page takes (short and long, with and
+ * without q/k), its attention part growing as the cells (a causal head's triangle) and shrinking per cell
+ * with the row's length, as measured. */
+START_TEST(test_page_estimate) {
+    for (int n = 7; n <= 128; n += 121) {
+        for (int qk = 0; qk <= 1; qk++) {
+            Fix x;
+            fix_init(&x, n, 12, 12, 64, qk, WORDS, 5);
+            size_t len;
+            char *page = page_ok(&x.d, &len);
+            free(page);
+            fix_free(&x);
+            const double est = html_page_estimate(n, n, 144, 0, qk ? 2 * (size_t)144 * n * 64 : 0);
+            ck_assert_msg(est >= (double)len, "n %d, q/k %d: estimate %.0f below the page's %zu bytes", n, qk, est, len);
+        }
+    }
+    const double b = html_page_estimate(1000, 1000, 100, 0, 0), c = html_page_estimate(1000, 1000, 100, 1, 0);
+    ck_assert(c < 0.51 * b && c > 0.49 * b);                                              /* the causal triangle */
+    ck_assert(html_page_estimate(2000, 2000, 100, 0, 0) < 4 * b);                          /* fewer bytes a cell */
+    ck_assert(html_page_estimate(2000, 2000, 100, 0, 0) > 2 * b);
+    ck_assert(html_page_estimate(0, 0, 100, 0, 0) == 0);
+}
+END_TEST
+
+/* A long input's page past its bound keeps fewer keys per query (down to one), says how many, and stays
+ * within the bound; without a bound (or within it) every key the pass kept. */
+typedef struct {
+    unsigned seed;
+} LongGridCtx;
+static int long_grid_random(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
+    (void)e;
+    LongGridCtx *g = ctx;
+    for (int i = 0; i < G * G; i++) grid[i] = (float)((g->seed = g->seed * 1103515245u + 12345u + (unsigned)(l * 7 + h)) >> 16 & 1023) / 1024.0f;
+    return 0;
+}
+static char *long_page(Capture *c, size_t max_bytes, int top_k, int *keys, size_t *len) {
+    LongGridCtx g = {7};
+    HtmlLong lp = {c, 256, 1, top_k, long_grid_random, &g, max_bytes, NULL, NULL};
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    ck_assert_ptr_nonnull(f);
+    AvErr e = {0};
+    ck_assert_msg(html_write_long(f, "long", "{\"format\":1}", &lp, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(fclose(f), 0);
+    *keys = lp.top_k;
+    return buf;
+}
+START_TEST(test_long_page_within_its_bound) {
+    const int L = 2, H = 4, n = 6000, K = 8;
+    Capture c = {.n_layers = L, .n_heads = H, .n_tokens = n, .head_dim = 8, .tel_top_k = K};
+    const size_t rows = (size_t)L * H * n;
+    c.tel = calloc(rows * CAP_TEL_N, sizeof *c.tel);
+    c.tel_top = malloc(rows * K * sizeof *c.tel_top);
+    c.tel_top_w = malloc(rows * K * sizeof *c.tel_top_w);
+    ck_assert(c.tel && c.tel_top && c.tel_top_w);
+    for (size_t r = 0; r < rows; r++)
+        for (int j = 0; j < K; j++) {
+            const int q = (int)(r % (size_t)n);
+            c.tel_top[r * K + j] = q >= j ? (int)(urand() * (q + 1)) : -1;
+            c.tel_top_w[r * K + j] = (float)(urand() / (j + 1));
+        }
+    size_t len8, len3, len;
+    int keys;
+    char *a = long_page(&c, 0, K, &keys, &len8); /* no bound: every key the pass kept */
+    ck_assert_int_eq(keys, K);
+    ck_assert_ptr_nonnull(strstr(a, "\"top_k\":8,"));
+    free(a);
+    free(long_page(&c, 0, 3, &keys, &len3));
+    ck_assert(keys == 3 && len3 < len8);
+    /* bounds between: the page within each, keeping as many keys as fit (the bound a little above the 3-key
+     * page keeps at least 3), saying how many */
+    const size_t bounds[] = {len3 + 200000, len8 * 2 / 3, len3 / 2};
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        char *b = long_page(&c, bounds[i], K, &keys, &len);
+        fprintf(stderr, "long page of %d tokens, %zu bytes with 8 keys: bound %zu -> %zu bytes, %d keys\n", n, len8,
+                bounds[i], len, keys);
+        ck_assert(keys >= 1 && keys < K);
+        if (i < 2) ck_assert_uint_le(len, bounds[i]);
+        if (i == 0) ck_assert_int_ge(keys, 3);
+        if (i == 2) ck_assert_int_eq(keys, 1); /* past even one key's page: one key, the least it keeps */
+        char want[32];
+        snprintf(want, sizeof want, "\"top_k\":%d,", keys);
+        ck_assert_ptr_nonnull(strstr(b, want));
+        free(b);
+    }
+    free(long_page(&c, len8 * 2, K, &keys, &len)); /* within its bound: untouched */
+    ck_assert_int_eq(keys, K);
+    ck_assert_uint_eq(len, len8);
+    free(c.tel), free(c.tel_top), free(c.tel_top_w);
 }
 END_TEST
 
@@ -989,6 +1085,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, test_diff_second_capture);
     tcase_add_test(tc, test_budget_small);
     tcase_add_test(tc, test_budget_512);
+    tcase_add_test(tc, test_page_estimate);
+    tcase_add_test(tc, test_long_page_within_its_bound);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -84,9 +84,16 @@ static int encode_keys(const Capture *c, int l, int K, uint16_t *top, HtmlChunk 
 /* Base 85's text for n bytes (html.c writes the chunks so). */
 static size_t b85_text(size_t n) { return (n + 3) / 4 * 5; }
 
-/* What the page carries besides its chunks' text: its code and styles (well
- * under this), the meta and the head statistics. */
-#define LONG_PAGE_OVERHEAD ((size_t)1000000)
+/* What the page carries besides its chunks' text and meta: its code and
+ * styles (the built-in templates take ~0.3 MB), each head's statistics. */
+#define LONG_PAGE_OVERHEAD ((size_t)400000)
+
+/* The page's bytes, near enough: chunks as base 85, the meta, the rest. */
+static size_t long_text(const HtmlChunk *ch, int k, size_t mlen, int heads) {
+    size_t text = mlen + LONG_PAGE_OVERHEAD + (size_t)heads * 256;
+    for (int i = 0; i < k; i++) text += b85_text(ch[i].len);
+    return text;
+}
 
 /* block b of a run of equal blocks */
 typedef struct {
@@ -150,17 +157,17 @@ int html_write_long(FILE *f, const char *title, const char *meta_json, HtmlLong 
         if (encode_keys(c, l, K, top, &ch[k], e)) goto done;
         k++;
     }
-    /* within the page's bound: fewer keys per query, in proportion to what the keys took, then one fewer at a time */
-    for (int guard = 0; lp->max_bytes && K > 1 && guard < 16; guard++) {
-        size_t text = mlen + LONG_PAGE_OVERHEAD + (size_t)nl * nh * 256, keys = 0;
-        for (int i = 0; i < k; i++) text += b85_text(ch[i].len);
-        for (int l = 0; l < nl; l++) keys += b85_text(ch[top_at[l]].len);
-        if (text <= lp->max_bytes) break;
-        const size_t room = lp->max_bytes > text - keys ? lp->max_bytes - (text - keys) : 0;
-        int K2 = (int)((double)K * (double)room / (double)keys);
-        if (K2 >= K) K2 = K - 1;
-        if (K2 < 1) K2 = 1;
-        K = K2;
+    /* within the page's bound: the most keys per query that fit (at least one), found by halving */
+    if (lp->max_bytes && K > 1 && long_text(ch, k, mlen, nl * nh) > lp->max_bytes) {
+        int lo = 1, hi = K - 1; /* K keys do not fit; lo is kept even if it does not */
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            for (int l = 0; l < nl; l++)
+                if (encode_keys(c, l, mid, top, &ch[top_at[l]], e)) goto done;
+            if (long_text(ch, k, mlen, nl * nh) <= lp->max_bytes) lo = mid;
+            else hi = mid - 1;
+        }
+        K = lo;
         for (int l = 0; l < nl; l++)
             if (encode_keys(c, l, K, top, &ch[top_at[l]], e)) goto done;
     }

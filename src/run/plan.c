@@ -128,31 +128,51 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
                   at ? "what fits: " : "nothing fits: shorten the input", what);
 }
 
+/* Whether the run writes a page (route.c's run_emit: --html, or attnviz.html when no other output is named). */
+static int writes_page(const RunSpec *o) {
+    return !o->capture.tokens_only && !o->stats && !o->heads.on &&
+           (o->output.html_path || (!o->output.json_path && !o->output.npy_path));
+}
+
 int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e) {
     const RunSpec *o = r->o;
     const int n = enc->n;
-    if (o->output.long_from == 0 || o->batch.path || r->cfg.enc_dec) return RUN_PAGE_WHOLE;
-    if (n > HTML_LONG_MAX_TOKENS) return RUN_PAGE_WHOLE; /* its capture's check refuses it, naming what fits */
+    char a[32], b[32], how[96];
+    if (o->batch.path || r->cfg.enc_dec || n > HTML_LONG_MAX_TOKENS) return RUN_PAGE_WHOLE;
     if (o->output.long_from > 0) return n > o->output.long_from ? RUN_PAGE_LONG : RUN_PAGE_WHOLE;
     RunCost c;
-    run_cost(r, o, n, &c);
+    run_cost(r, o, n + o->predict.generate_n, &c);
     const int memory = c.capture > c.budget, page = c.page > (double)HTML_PAGE_BOUND;
+    if (o->output.long_from == 0) {
+        /* an option keeps the whole matrices: a page past the bound is said before the run, not refused */
+        if (page && !memory && o->output.whole_for && writes_page(o) && !o->quiet)
+            av_warn("the page of %d tokens will be up to %s (a browser struggles past %.0f MB): %s keeps the whole "
+                    "matrices; without it the page would be the long input's", c.n, run_human_size(c.page, a, sizeof a),
+                    (double)HTML_PAGE_BOUND / 1e6, o->output.whole_for);
+        return RUN_PAGE_WHOLE; /* past the budget, run_ensure_buffers refuses it naming what fits */
+    }
     if (!memory && !page) return RUN_PAGE_WHOLE;
+    run_cost(r, o, n, &c);
     if (c.long_capture > c.budget) return run_refuse(r, o, n, e);
-    char a[32], b[32], how[96];
-    if (c.capture < 0.8 * physical_memory())
-        snprintf(how, sizeof how, "--long-from 0 --max-capture %.0fG writes the whole matrices", ceil(c.capture / 1e9 + 0.5));
-    else
+    /* how to force the whole matrices, where the machine could hold them */
+    if (c.capture >= 0.8 * physical_memory())
         snprintf(how, sizeof how, "they pass this machine's %s: --layers/--heads keep fewer whole",
                  run_human_size(physical_memory(), b, sizeof b));
-    if (!o->quiet && memory)
+    else if (memory)
+        snprintf(how, sizeof how, "--long-from 0 --max-capture %.0fG writes the whole matrices", ceil(c.capture / 1e9 + 0.5));
+    else
+        snprintf(how, sizeof how, "%s", "--long-from 0 writes the whole matrices");
+    if (o->quiet) return RUN_PAGE_LONG;
+    char held[32];
+    run_human_size(c.long_capture + c.runstate, held, sizeof held);
+    if (memory)
         av_info("%d tokens: the whole matrices need %s, above the %s allowed (--max-capture): writing the long "
-                "input's page (zoom tiles, each query's heaviest keys); %s",
-                n, run_human_size(c.capture, a, sizeof a), run_human_size(c.budget, b, sizeof b), how);
-    else if (!o->quiet)
-        av_info("%d tokens: the whole matrices would make a page of up to %s (a browser struggles past %.0f MB): "
-                "writing the long input's page (zoom tiles, each query's heaviest keys); --long-from 0 writes "
-                "the whole matrices",
-                n, run_human_size(c.page, a, sizeof a), (double)HTML_PAGE_BOUND / 1e6);
+                "input's page (zoom tiles, each query's heaviest keys; %s held); %s",
+                n, run_human_size(c.capture, a, sizeof a), run_human_size(c.budget, b, sizeof b), held, how);
+    else
+        av_info("%d tokens: the whole matrices would hold %s and make a page of up to %s (a browser struggles past "
+                "%.0f MB): writing the long input's page (zoom tiles, each query's heaviest keys; %s held); %s",
+                n, run_human_size(c.capture + c.runstate, a, sizeof a), run_human_size(c.page, b, sizeof b),
+                (double)HTML_PAGE_BOUND / 1e6, held, how);
     return RUN_PAGE_LONG;
 }
