@@ -43,7 +43,7 @@ test('the page of an image run opens on the Image view: the picture and the clas
 });
 
 test('a query change redraws the overlay: every query, a clicked patch, another mode', async () => {
-  const p = cliPage('image-vit-q', ['--model', model('small-vit'), '--image', PIC]);
+  const p = cliPage('image-vit-q', ['--model', model('small-vit'), '--image', PIC, '--head', '0']); /* one head (a page opens on all) */
   const d = p.data();
   const { page, log } = await openPage(browser.ctx, p.html, { viewport: { width: 1400, height: 1000 } });
   try {
