@@ -189,7 +189,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
     if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
     /* an instruct model given bare text often ends its turn at once */
-    if (rc == 0 && r->gen.stop == CAP_STOP_EOS && r->gen.n_generated <= 1 && !o->quiet && !o->batch.path)
+    if (rc == 0 && r->gen.stop == CAP_STOP_EOS && r->gen.n_generated <= 1 && !o->quiet && !o->batch.path && !run_is_chat(o))
         av_info("the model ended at once with its end token %s: an instruct model answers a chat; wrap the text as one "
                 "with --chat", tok_id_to_token(r->tok, ids[n - 1]) ? tok_id_to_token(r->tok, ids[n - 1]) : "");
     free(ids);
