@@ -34,6 +34,11 @@ static inline void refdata(char out[4096], const char *rel) {
         }                                                                   \
     } while (0)
 
+/* Fills a struct with what a stack variable may hold before a reader fills it: a reader must leave
+ * it safe to close (free, unmap) after a success or a failure whatever it held, so closing after
+ * GARBAGE + a reader that left a field alone frees 0xa5a5... and fails every time, not by chance. */
+#define GARBAGE(x) memset(&(x), 0xa5, sizeof(x))
+
 /* Deterministic pseudo-random floats in [-scale, scale) for kernel tests. */
 static inline float frand(unsigned *s) {
     *s = *s * 1103515245u + 12345u;

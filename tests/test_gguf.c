@@ -57,6 +57,21 @@ START_TEST(parses_metadata_and_tensor_of_a_well_formed_image) {
 }
 END_TEST
 
+START_TEST(a_struct_filled_by_the_reader_is_safe_to_close_whatever_it_held) {
+    Img m; good(&m);
+    GgufFile f; AvErr e;
+    GARBAGE(f);
+    ck_assert_int_eq(gguf_parse(&f, m.b, m.n, "t.gguf", &e), 0);
+    gguf_close(&f);
+    GARBAGE(f);
+    ck_assert_int_eq(gguf_parse(&f, m.b, m.n - 1, "t.gguf", &e), -1);
+    gguf_close(&f);
+    GARBAGE(f);
+    ck_assert_int_eq(gguf_open(&f, "/nonexistent/t.gguf", &e), -1);
+    gguf_close(&f);
+}
+END_TEST
+
 static void refuse(Img *m, const char *needle) {
     GgufFile f; AvErr e;
     ck_assert_int_eq(gguf_parse(&f, m->b, m->n, "bad.gguf", &e), -1);
@@ -207,6 +222,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("gguf");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, parses_metadata_and_tensor_of_a_well_formed_image);
+    tcase_add_test(tc, a_struct_filled_by_the_reader_is_safe_to_close_whatever_it_held);
     tcase_add_test(tc, refuses_every_truncation_of_a_well_formed_image);
     tcase_add_test(tc, refuses_hostile_headers_counts_lengths_and_types);
     tcase_add_test(tc, reads_the_real_smollm2_gguf);

@@ -119,6 +119,7 @@ START_TEST(json_written_reads_back_the_same) {
     FILE *f = open_memstream(&buf, &len);
     ck_assert_int_eq(heads_write_json(f, &hs, &e), 0);
     fclose(f);
+    GARBAGE(back);
     ck_assert_msg(heads_parse_json(&back, "mem", buf, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(back.acc.inputs, 1);
     ck_assert_int_eq(back.exclude_current, 1);
@@ -126,6 +127,9 @@ START_TEST(json_written_reads_back_the_same) {
     size_t n = (size_t)hs.acc.n_layers * hs.acc.n_heads * hs.acc.n_scores;
     ck_assert(!memcmp(back.acc.sum, hs.acc.sum, n * sizeof *hs.acc.sum));
     ck_assert(!memcmp(back.acc.count, hs.acc.count, n * sizeof *hs.acc.count));
+    heads_free(&back);
+    GARBAGE(back); /* a failed read leaves it safe to free too */
+    ck_assert_int_eq(heads_parse_json(&back, "mem", "{\"kind\": \"stats\"}", &e), -1);
     heads_free(&back);
     heads_free(&hs);
     free(buf);

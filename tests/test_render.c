@@ -77,6 +77,22 @@ START_TEST(attention_and_tokens_become_a_capture) {
 }
 END_TEST
 
+START_TEST(a_struct_filled_by_the_reader_is_safe_to_free_whatever_it_held) {
+    float v[18];
+    causal_attention(v);
+    write_st("attention", DIMS, 4, v, META);
+    Rendered r;
+    AvErr e = {0};
+    GARBAGE(r);
+    ck_assert_msg(render_load(&r, path, NULL, &e) == 0, "%s", e.msg);
+    render_free(&r);
+    GARBAGE(r);
+    ck_assert_int_eq(render_load(&r, "/nonexistent/a.npz", NULL, &e), -1);
+    render_free(&r);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(rows_that_are_not_probabilities_are_refused_with_their_place) {
     float v[18];
     causal_attention(v);
@@ -128,6 +144,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("render");
     TCase *t = tcase_create("core");
     tcase_add_test(t, attention_and_tokens_become_a_capture);
+    tcase_add_test(t, a_struct_filled_by_the_reader_is_safe_to_free_whatever_it_held);
     tcase_add_test(t, rows_that_are_not_probabilities_are_refused_with_their_place);
     tcase_add_test(t, a_causal_model_may_not_look_ahead);
     tcase_add_test(t, shapes_must_match_the_tokens);

@@ -49,6 +49,27 @@ START_TEST(parses_a_valid_header) {
 }
 END_TEST
 
+START_TEST(a_struct_filled_by_the_parser_is_safe_to_close_whatever_it_held) {
+    /* st_parse used to set only the tensor list: st_close then freed and unmapped the
+     * path and mapping a stack StFile happened to hold (an intermittent ASan failure). */
+    size_t len;
+    uint8_t *b = image("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, &len);
+    StFile f;
+    AvErr e;
+    GARBAGE(f);
+    ck_assert_int_eq(st_parse(&f, b, len, "m", &e), 0);
+    ck_assert_int_eq(f.n_tensors, 1);
+    st_close(&f);
+    GARBAGE(f);
+    ck_assert_int_eq(st_parse(&f, b, len - 1, "m", &e), -1); /* data cut short: a failure */
+    st_close(&f);
+    GARBAGE(f);
+    ck_assert_int_eq(st_open(&f, "/nonexistent/m.safetensors", &e), -1);
+    st_close(&f);
+    free(b);
+}
+END_TEST
+
 START_TEST(rejects_a_file_shorter_than_eight_bytes) {
     uint8_t b[5] = {0};
     StFile f;
@@ -154,6 +175,7 @@ Suite *make_suite(void) {
     Suite *s = suite_create("safetensors");
     TCase *t = tcase_create("core");
     tcase_add_test(t, parses_a_valid_header);
+    tcase_add_test(t, a_struct_filled_by_the_parser_is_safe_to_close_whatever_it_held);
     tcase_add_test(t, rejects_a_file_shorter_than_eight_bytes);
     tcase_add_test(t, rejects_header_length_past_end_of_file);
     tcase_add_test(t, rejects_malformed_headers);

@@ -128,6 +128,23 @@ static void expect_pickle_refused(const uint8_t *pkl, size_t n, const char *frag
 
 /* ------------------------------------------------------------- valid */
 
+START_TEST(a_struct_filled_by_the_reader_is_safe_to_close_whatever_it_held) {
+    const uint8_t pkl[] = {0x80, 2, '}', '.'};
+    Ent ents[] = {{"archive/data.pkl", pkl, sizeof pkl}};
+    size_t len;
+    uint8_t *zip = make_zip(ents, 1, &len);
+    StFile f;
+    AvErr e;
+    GARBAGE(f);
+    ck_assert_msg(tb_parse(&f, zip, len, "gen.bin", &e) == 0, "%s", e.msg);
+    st_close(&f);
+    GARBAGE(f);
+    ck_assert_int_eq(tb_parse(&f, zip, len - 1, "gen.bin", &e), -1);
+    st_close(&f);
+    free(zip);
+}
+END_TEST
+
 START_TEST(empty_dicts_and_empty_setitems_give_zero_tensors) {
     /* fuzz regressions: SETITEMS on an empty MARK appended 0 items to a NULL
      * array; an empty TUPLE as the first value offset a NULL stack */
@@ -488,6 +505,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, st_to_f32_gives_bitwise_the_same_values_as_the_safetensors_copy);
     tcase_add_test(t, nested_checkpoint_dicts_flatten_to_dotted_names);
     tcase_add_test(t, parse_from_memory_leaves_map_null_for_st_close);
+    tcase_add_test(t, a_struct_filled_by_the_reader_is_safe_to_close_whatever_it_held);
     tcase_add_test(t, empty_dicts_and_empty_setitems_give_zero_tensors);
     tcase_add_test(t, refuses_os_system_reduce_without_running_it);
     tcase_add_test(t, refuses_eval_and_getattr_globals);

@@ -83,8 +83,9 @@ static long top_level_entries(const char *s, size_t n) {
 }
 
 int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e) {
-    f->tensors = NULL;
-    f->n_tensors = 0;
+    /* Whatever f held is not ours (a stack struct holds garbage): the whole of it starts empty,
+     * so st_close is safe on it after a success or a failure. */
+    memset(f, 0, sizeof *f);
     if (len < 8) return av_err(e, "%s: not a safetensors file (%zu bytes, shorter than the 8-byte header length)", path, len);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
@@ -231,17 +232,18 @@ int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_sh
     void *map;
     size_t len;
     if (av_map_file(path, min_len, too_short, mode, &map, &len, e) != 0) return -1;
-    f->map = map;
-    f->map_len = len;
-    f->path = strdup(path);
-    if (!f->path) {
-        st_close(f);
-        return av_err(e, "%s: out of memory", path);
+    /* parse empties the struct it fills: the mapping and path are attached after it */
+    StFile t;
+    char *p = strdup(path);
+    if (!p || parse(&t, map, len, path, e) != 0) {
+        free(p);
+        munmap(map, len);
+        return p ? -1 : av_err(e, "%s: out of memory", path);
     }
-    if (parse(f, f->map, len, path, e) != 0) {
-        st_close(f);
-        return -1;
-    }
+    t.map = map;
+    t.map_len = len;
+    t.path = p;
+    *f = t;
     return 0;
 }
 

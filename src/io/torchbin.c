@@ -757,8 +757,7 @@ static int cmp_name(const void *a, const void *b) {
 /* ---------------------------------------------------------------- API */
 
 int tb_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e) {
-    f->tensors = NULL;
-    f->n_tensors = 0;
+    memset(f, 0, sizeof *f); /* safe to st_close whatever it held before, as st_parse */
     Zip z;
     if (len >= 1 && buf[0] == 0x80)
         return av_err(e, "%s: legacy torch.save format; re-save with torch>=1.6 or convert to safetensors", path);
