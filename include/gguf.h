@@ -56,6 +56,8 @@ typedef struct GgufFile {
     int n_tensors;
     GgufTensor *tensors;
     size_t data_offset;       /* start of the tensor data section */
+    int32_t *kv_order;        /* (n_kv) kv indices sorted by key: gguf_find_kv bisects */
+    int32_t *tensor_order;    /* (n_tensors) tensor indices sorted by name */
 } GgufFile;
 
 /* Block size (elements) and byte size per block of a tensor type; 0 when unknown. */

@@ -30,6 +30,7 @@ typedef struct {
     size_t map_len;
     StTensor *tensors;   /* (n_tensors) */
     int n_tensors;
+    int32_t *order;      /* (n_tensors) tensor indices sorted by name: st_find bisects; NULL: scans */
 } StFile;
 
 int st_open(StFile *f, const char *path, AvErr *e);
@@ -45,6 +46,8 @@ typedef int (*StParseFn)(StFile *f, const uint8_t *buf, size_t len, const char *
 int st_open_with(StFile *f, const char *path, size_t min_len, const char *too_short, StParseFn parse, AvMapMode mode,
                  AvErr *e);
 void st_close(StFile *f);
+/* Sorts f's tensor names for st_find (a reader's last step); a name twice is refused. */
+int st_index(StFile *f, const char *path, AvErr *e);
 
 const StTensor *st_find(const StFile *f, const char *name);
 size_t st_dtype_size(StDtype d);

@@ -315,6 +315,11 @@ xfresh; tj_edit 't["model"]["vocab"] = []'
 case_ unigram_empty_vocab 1 "tokenizer.json: the Unigram vocab has 0 pieces" -- --model "$M" "${Q[@]}" hi
 xfresh; tj_edit 't["model"]["vocab"] = {"a": 0}'
 case_ unigram_vocab_not_a_list 1 "tokenizer.json: Unigram model needs a vocab list of \[piece, score\]" -- --model "$M" "${Q[@]}" hi
+# issue 47: a piece of 100,000 bytes and a line of 120,000 'a's: Viterbi walked down the piece from
+# every position (quadratic: minutes); the pieces ending at each position come from one pass now
+xfresh; tj_edit 't["model"]["vocab"][50] = ["a" * 100000 + "b", -20.0]'
+$PY -c 'print("a" * 120000)' >"$T/long_a.txt"
+case_ unigram_piece_of_100k_bytes_tokenizes_in_time 0 "" -- --model "$M" --quiet --batch "$T/long_a.txt" --json out.jsonl
 lfresh; cfg_edit 'c["num_key_value_heads"] = 3'
 case_ decoder_heads_not_a_multiple_of_kv_heads 1 "num_attention_heads 4 is not a multiple of 3 key/value heads" -- --model "$M" "${Q[@]}" hi
 # ---- the logit lens, attribution and ablation (issue 32): refusals name the option, exit 2
@@ -384,6 +389,7 @@ for k, (t, v) in kv.items():
     elif t == "u": body += struct.pack("<IQ", 10, v)
     elif t == "f": body += struct.pack("<If", 6, v)
     elif t == "as": body += struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(x) for x in v)
+    elif t == "af": body += struct.pack("<IIQ", 9, 6, len(v)) + b"".join(struct.pack("<f", x) for x in v)
 info, data, offs = b"", b"", {}
 for name, dims in tensors.items():
     size = 4
@@ -474,6 +480,12 @@ mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
+# issue 47: a SentencePiece-style tokenizer (scores, no merges) with one token of 400,000 bytes:
+# recovering the merges tried every split of it and hashed both halves (quadratic: minutes)
+SPM='kv["tokenizer.ggml.model"] = ("s", "llama"); del kv["tokenizer.ggml.merges"]; kv["tokenizer.ggml.bos_token_id"] = ("u", 1)
+kv["tokenizer.ggml.scores"] = ("af", [-float(i) for i in range(V)])'
+mkgguf "$G" "$SPM"'; alpha[255] = "a" * 400000; kv["tokenizer.ggml.tokens"] = ("as", alpha)'
+case_ gguf_spm_token_of_400k_bytes_loads_in_time 0 "" -- --model "$G" --quiet --json out.json aaa
 # ---- attnviz render: a .npz of attention arrays and its tokens
 mknpz() { # OUT PY-EDIT: edit the entry bytes b (a valid attention.npy) or the archive bytes z
     $PY - "$1" "$2" <<'PY'

@@ -549,6 +549,12 @@ static char *dir_of(const char *path) {
     return d;
 }
 
+static int cmp_shard(const void *a, const void *b, void *ctx) {
+    const char *const *names = ctx;
+    const int x = *(const int *)a, y = *(const int *)b, c = strcmp(names[x], names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
 /* The shard files a model.safetensors.index.json names, each once, in order of first mention. */
 static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *e) {
     char *buf;
@@ -568,17 +574,29 @@ static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *
         av_err(e, "out of memory");
         goto done;
     }
-    int k = 0;
+    int k = 0, total = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, map) {
         if (!cJSON_IsString(it) || strchr(it->valuestring, '/') || !strcmp(it->valuestring, "..")) {
             av_err(e, "%s: weight_map[\"%.80s\"] must be a file name in the same folder", index_path, it->string);
             goto done;
         }
-        int seen = 0;
-        for (int i = 0; i < k && !seen; i++) seen = !strcmp(names[i], it->valuestring);
-        if (!seen) names[k++] = it->valuestring;
+        names[total++] = it->valuestring;
     }
+    /* each name's first mention kept, found by sorting (a map of many tensors: n log n, not n x shards) */
+    int *ord = malloc((size_t)total * sizeof *ord);
+    unsigned char *first = calloc((size_t)total, 1);
+    if (!ord || !first) {
+        free(ord), free(first);
+        av_err(e, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < total; i++) ord[i] = i;
+    qsort_r(ord, (size_t)total, sizeof *ord, cmp_shard, names);
+    for (int i = 0; i < total; i++) first[ord[i]] = i == 0 || strcmp(names[ord[i - 1]], names[ord[i]]) != 0;
+    for (int i = 0; i < total; i++)
+        if (first[i]) names[k++] = names[i];
+    free(ord), free(first);
     for (int i = 0; i < k; i++) {
         char *p = av_path_join(dir, names[i]);
         if (!p) {

@@ -112,6 +112,7 @@ void gguf_close(GgufFile *f) {
     free(f->kv);
     for (int i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
     free(f->tensors);
+    free(f->kv_order), free(f->tensor_order);
     if (f->map) munmap(f->map, f->map_len);
     memset(f, 0, sizeof *f);
 }
@@ -168,25 +169,54 @@ static int parse_value(Cur *c, GgufKV *kv, uint32_t t, const char *name, AvErr *
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static const char *name_at(const GgufFile *f, int tensors, int32_t i) {
+    return tensors ? f->tensors[i].name : f->kv[i].key;
 }
 
-/* Duplicate names would make lookups ambiguous: sort copies and compare neighbours. */
-static int check_dups(char **names, int n, const char *what, const char *name, AvErr *e) {
-    if (n < 2) return 0;
-    char **s = malloc((size_t)n * sizeof *s);
-    if (!s) return av_err(e, "%s: out of memory", name);
-    memcpy(s, names, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_str);
+typedef struct {
+    const GgufFile *f;
+    int tensors;
+} ByName;
+
+static int cmp_index(const void *a, const void *b, void *ctx) {
+    const ByName *c = ctx;
+    return strcmp(name_at(c->f, c->tensors, *(const int32_t *)a), name_at(c->f, c->tensors, *(const int32_t *)b));
+}
+
+/* The keys (or tensor names) in sorted order, for lookups by bisection: a loader looking up
+ * every tensor of a file of many costs n log n, not n^2. A name twice would make lookups
+ * ambiguous: neighbours compared. */
+static int index_names(GgufFile *f, int tensors, const char *what, const char *name, AvErr *e) {
+    const int n = tensors ? f->n_tensors : f->n_kv;
+    int32_t *ord = malloc((size_t)(n ? n : 1) * sizeof *ord);
+    if (!ord) return av_err(e, "%s: out of memory", name);
+    for (int32_t i = 0; i < n; i++) ord[i] = i;
+    ByName c = {f, tensors};
+    qsort_r(ord, (size_t)n, sizeof *ord, cmp_index, &c);
+    if (tensors) f->tensor_order = ord;
+    else f->kv_order = ord;
     for (int i = 1; i < n; i++)
-        if (!strcmp(s[i - 1], s[i])) {
-            av_err(e, "%s: duplicate %s '%s'", name, what, s[i]);
-            free(s);
-            return -1;
-        }
-    free(s);
+        if (!strcmp(name_at(f, tensors, ord[i - 1]), name_at(f, tensors, ord[i])))
+            return av_err(e, "%s: duplicate %s '%.200s'", name, what, name_at(f, tensors, ord[i]));
     return 0;
+}
+
+static int32_t find_name(const GgufFile *f, int tensors, const char *key) {
+    const int n = tensors ? f->n_tensors : f->n_kv;
+    const int32_t *ord = tensors ? f->tensor_order : f->kv_order;
+    if (!ord) { /* not indexed (a struct filled by hand) */
+        for (int32_t i = 0; i < n; i++)
+            if (!strcmp(name_at(f, tensors, i), key)) return i;
+        return -1;
+    }
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2, c = strcmp(name_at(f, tensors, ord[mid]), key);
+        if (!c) return ord[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
 }
 
 static int cmp_tensor_offset(const void *a, const void *b) {
@@ -246,14 +276,7 @@ static int parse(GgufFile *f, const uint8_t *p, size_t len, const char *name, Av
             f->alignment = a;
         }
     }
-    {
-        char **names = malloc((f->n_kv ? (size_t)f->n_kv : 1) * sizeof *names);
-        if (!names) return av_err(e, "%s: out of memory", name);
-        for (int i = 0; i < f->n_kv; i++) names[i] = f->kv[i].key;
-        int r = check_dups(names, f->n_kv, "metadata key", name, e);
-        free(names);
-        if (r) return -1;
-    }
+    if (index_names(f, 0, "metadata key", name, e)) return -1;
     if (n_t > (len - c.pos) / 24 || n_t > INT32_MAX)
         return av_err(e, "%s: %llu tensors cannot fit in the file", name, (unsigned long long)n_t);
     f->tensors = calloc(n_t ? (size_t)n_t : 1, sizeof *f->tensors);
@@ -294,14 +317,7 @@ static int parse(GgufFile *f, const uint8_t *p, size_t len, const char *name, Av
             return av_err(e, "%s: tensor '%s': offset %llu is not aligned to %u", name, t->name,
                           (unsigned long long)t->offset, f->alignment);
     }
-    {
-        char **names = malloc((f->n_tensors ? (size_t)f->n_tensors : 1) * sizeof *names);
-        if (!names) return av_err(e, "%s: out of memory", name);
-        for (int i = 0; i < f->n_tensors; i++) names[i] = f->tensors[i].name;
-        int r = check_dups(names, f->n_tensors, "tensor name", name, e);
-        free(names);
-        if (r) return -1;
-    }
+    if (index_names(f, 1, "tensor name", name, e)) return -1;
     size_t pad = (f->alignment - c.pos % f->alignment) % f->alignment;
     if (n_t > 0 && pad > len - c.pos) return av_err(e, "%s: data section starts past end of file", name);
     f->data_offset = c.pos + pad;
@@ -342,15 +358,13 @@ int gguf_open_mode(GgufFile *f, const char *path, AvMapMode mode, AvErr *e) {
 }
 
 const GgufKV *gguf_find_kv(const GgufFile *f, const char *key) {
-    for (int i = 0; i < f->n_kv; i++)
-        if (!strcmp(f->kv[i].key, key)) return &f->kv[i];
-    return NULL;
+    const int32_t i = find_name(f, 0, key);
+    return i >= 0 ? &f->kv[i] : NULL;
 }
 
 const GgufTensor *gguf_find_tensor(const GgufFile *f, const char *name) {
-    for (int i = 0; i < f->n_tensors; i++)
-        if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
-    return NULL;
+    const int32_t i = find_name(f, 1, name);
+    return i >= 0 ? &f->tensors[i] : NULL;
 }
 
 static const GgufKV *need_kv(const GgufFile *f, const char *key, AvErr *e) {

@@ -53,8 +53,28 @@ static size_t other_dtype_size(const char *s) {
 static void free_tensors(StFile *f) {
     for (int i = 0; i < f->n_tensors; i++) free(f->tensors[i].name);
     free(f->tensors);
+    free(f->order);
     f->tensors = NULL;
+    f->order = NULL;
     f->n_tensors = 0;
+}
+
+static int cmp_name(const void *a, const void *b, void *ctx) {
+    const StTensor *t = ctx;
+    return strcmp(t[*(const int32_t *)a].name, t[*(const int32_t *)b].name);
+}
+
+int st_index(StFile *f, const char *path, AvErr *e) {
+    free(f->order);
+    if (!(f->order = malloc((f->n_tensors ? (size_t)f->n_tensors : 1) * sizeof *f->order)))
+        return av_err(e, "%s: out of memory", path);
+    for (int32_t i = 0; i < f->n_tensors; i++) f->order[i] = i;
+    qsort_r(f->order, (size_t)f->n_tensors, sizeof *f->order, cmp_name, f->tensors);
+    /* a name twice (a hostile dict, or "a.b" next to {"a": {"b"}}) would let st_find return either */
+    for (int i = 1; i < f->n_tensors; i++)
+        if (!strcmp(f->tensors[f->order[i - 1]].name, f->tensors[f->order[i]].name))
+            return av_err(e, "%s: tensor name '%.200s' appears twice", path, f->tensors[f->order[i]].name);
+    return 0;
 }
 
 static int cmp_by_offset(const void *a, const void *b) {
@@ -219,7 +239,7 @@ int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
         if (sorted[i].data + sorted[i].nbytes > sorted[far].data + sorted[far].nbytes) far = i;
     }
     free(sorted);
-    return 0;
+    if (st_index(f, path, e) == 0) return 0;
 fail:
     cJSON_Delete(root);
     free_tensors(f);
@@ -261,8 +281,18 @@ void st_close(StFile *f) {
 }
 
 const StTensor *st_find(const StFile *f, const char *name) {
-    for (int i = 0; i < f->n_tensors; i++)
-        if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
+    if (!f->order) {
+        for (int i = 0; i < f->n_tensors; i++)
+            if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
+        return NULL;
+    }
+    int lo = 0, hi = f->n_tensors;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2, c = strcmp(f->tensors[f->order[mid]].name, name);
+        if (!c) return &f->tensors[f->order[mid]];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 

@@ -750,10 +750,6 @@ static int flatten(Out *o, const Val *dict, size_t plen, int depth, const char *
     return 0;
 }
 
-static int cmp_name(const void *a, const void *b) {
-    return strcmp(((const StTensor *)a)->name, ((const StTensor *)b)->name);
-}
-
 /* ---------------------------------------------------------------- API */
 
 int tb_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr *e) {
@@ -830,25 +826,6 @@ int tb_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     }
     if (flatten(o, root, 0, 0, path, e) != 0) goto done;
 
-    /* Duplicate names (a hostile dict, or "a.b" next to {"a": {"b"}}) would let
-     * st_find return either; refuse them. */
-    if (o->n > 1) {
-        StTensor *sorted = malloc((size_t)o->n * sizeof *sorted);
-        if (!sorted) {
-            av_err(e, "%s: out of memory", path);
-            goto done;
-        }
-        memcpy(sorted, o->t, (size_t)o->n * sizeof *sorted);
-        qsort(sorted, (size_t)o->n, sizeof *sorted, cmp_name);
-        for (int i = 1; i < o->n; i++) {
-            if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
-                av_err(e, "%s: tensor name '%.200s' appears twice", path, sorted[i].name);
-                free(sorted);
-                goto done;
-            }
-        }
-        free(sorted);
-    }
     f->tensors = o->t ? o->t : calloc(1, sizeof *f->tensors);
     if (!f->tensors) {
         av_err(e, "%s: out of memory", path);
@@ -857,6 +834,11 @@ int tb_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     f->n_tensors = o->n;
     o->t = NULL;
     o->n = 0;
+    /* names sorted for st_find; a name twice refused */
+    if (st_index(f, path, e) != 0) {
+        st_close(f);
+        goto done;
+    }
     rc = 0;
 done:
     if (o) free_out(o);

@@ -18,7 +18,6 @@
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokjson.h"
-#include "strtab.h"
 #include "util.h"
 
 /* The split patterns transformers pairs with llama.cpp's "pre" names. */
@@ -81,44 +80,119 @@ static int gen_cmp(const void *a, const void *b) {
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int32_t utf8_chars(const char *s, size_t n) {
-    int32_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return c;
+/* A token's spelling: sp[i], len[i] bytes. */
+typedef struct {
+    const char **sp;
+    const uint32_t *len;
+    int rev; /* compared from the last byte back */
+} Spellings;
+
+static unsigned char byte_at(const Spellings *s, int32_t i, size_t k) {
+    return (unsigned char)s->sp[i][s->rev ? s->len[i] - 1 - k : k];
+}
+
+static int cmp_spelling(const void *a, const void *b, void *ctx) {
+    const Spellings *s = ctx;
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    const size_t n = s->len[x] < s->len[y] ? s->len[x] : s->len[y];
+    if (!s->rev) {
+        int c = memcmp(s->sp[x], s->sp[y], n);
+        if (c) return c;
+    } else {
+        for (size_t k = 0; k < n; k++)
+            if (byte_at(s, x, k) != byte_at(s, y, k)) return byte_at(s, x, k) < byte_at(s, y, k) ? -1 : 1;
+    }
+    if (s->len[x] != s->len[y]) return s->len[x] < s->len[y] ? -1 : 1;
+    return (x > y) - (x < y); /* one spelling twice: the first id first, as lookups keep it */
+}
+
+/* For every token, the longest shorter token its spelling starts with (rev: ends with), or -1,
+ * through canonical ids (a spelling given twice is known by its first id). The spellings in
+ * sorted order put a token's prefixes before it: a stack of the tokens that prefix the
+ * previous spelling, cut to the common prefix of the two neighbours, holds the current one's.
+ * The sort's n log n compares and one pass over the neighbours' common prefixes: no work per
+ * split of a token, so a long token costs its length, not its length squared. */
+static int link_prefixes(const Spellings *s, int32_t n, int32_t *parent) {
+    int32_t *ord = malloc((size_t)(n ? n : 1) * sizeof *ord), *stack = malloc((size_t)(n ? n : 1) * sizeof *stack);
+    if (!ord || !stack) {
+        free(ord), free(stack);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++) ord[i] = i;
+    qsort_r(ord, (size_t)n, sizeof *ord, cmp_spelling, (void *)s);
+    int32_t top = 0;
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t i = ord[k];
+        size_t common = 0;
+        if (k) {
+            const int32_t p = ord[k - 1];
+            const size_t m = s->len[p] < s->len[i] ? s->len[p] : s->len[i];
+            while (common < m && byte_at(s, p, common) == byte_at(s, i, common)) common++;
+        }
+        while (top && s->len[stack[top - 1]] > common) top--;
+        if (top && s->len[stack[top - 1]] == s->len[i]) { /* the same spelling as an earlier id */
+            parent[i] = parent[stack[top - 1]];
+            continue;
+        }
+        parent[i] = top ? stack[top - 1] : -1;
+        stack[top++] = i;
+    }
+    free(ord), free(stack);
+    return 0;
+}
+
+static int cmp_pieces(const void *a, const void *b) {
+    const GenMerge *x = a, *y = b;
+    if (x->l != y->l) return x->l < y->l ? -1 : 1;
+    return (x->r > y->r) - (x->r < y->r);
 }
 
 /* SentencePiece files carry scores, not merges: transformers recovers the merges
  * (generate_merges): every split of a token into two tokens, ranked by the whole
  * token's score (scores NULL: by its position, earlier first). respelled: NULL,
  * or per token a spelling to use instead of the file's (or NULL). Appends
- * [left, right] pairs to mlist. */
+ * [left, right] pairs to mlist. A token's splits are its prefix tokens met by its
+ * suffix tokens (link_prefixes, both ways): work linear in the vocabulary's bytes. */
 static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const *respelled, cJSON *mlist,
                            const char *path, AvErr *e) {
     const size_t n = (size_t)toks->arr_n;
     if (n > (size_t)(INT32_MAX / 4)) return av_err(e, "%s: %zu tokens: too many", path, n);
-    AvStrTab t;
+    const char **sp = malloc((n ? n : 1) * sizeof *sp);
+    uint32_t *len = malloc((n ? n : 1) * sizeof *len);
+    int32_t *fwd = malloc((n ? n : 1) * sizeof *fwd), *bwd = malloc((n ? n : 1) * sizeof *bwd);
+    int32_t *pre = NULL, *suf = NULL; /* per prefix / suffix length of the current token: its id, or -1 */
     GenMerge *gm = NULL;
-    size_t ng = 0, gcap = 0;
+    size_t ng = 0, gcap = 0, longest = 0;
     int rc = -1;
-    if (av_strtab_init(&t, (int)n) != 0) goto oom;
+    if (!sp || !len || !fwd || !bwd) goto oom;
     for (size_t i = 0; i < n; i++) {
-        const char *sp;
+        const char *s;
         size_t sl;
-        if (gguf_arr_str(toks, i, &sp, &sl, e)) goto bad;
-        if (respelled && respelled[i]) sp = respelled[i], sl = strlen(respelled[i]);
+        if (gguf_arr_str(toks, i, &s, &sl, e)) goto bad;
+        if (respelled && respelled[i]) s = respelled[i], sl = strlen(respelled[i]);
         if (sl > UINT32_MAX) {
             av_err(e, "token %zu is %zu bytes long", i, sl);
             goto bad;
         }
-        av_strtab_set(&t, (int)i, sp, sl); /* a repeat keeps the first id */
+        sp[i] = s, len[i] = (uint32_t)sl;
+        if (sl > longest) longest = sl;
     }
+    Spellings fs = {sp, len, 0}, bs = {sp, len, 1};
+    if (link_prefixes(&fs, (int32_t)n, fwd) || link_prefixes(&bs, (int32_t)n, bwd)) goto oom;
+    if (!(pre = malloc((longest + 1) * sizeof *pre)) || !(suf = malloc((longest + 1) * sizeof *suf))) goto oom;
+    for (size_t k = 0; k <= longest; k++) pre[k] = suf[k] = -1;
     for (size_t i = 0; i < n; i++) {
         double sc = -(double)i; /* no scores: the file's order ranks the merges (Gemma) */
         if (scores && gguf_kv_num(scores, i, &sc, e)) goto bad;
-        size_t first = ng;
-        for (size_t k = 1; k < t.len[i]; k++) {
-            if (((unsigned char)t.tok[i][k] & 0xC0) == 0x80) continue; /* split between characters */
-            int l = av_strtab_find(&t, t.tok[i], k), r = av_strtab_find(&t, t.tok[i] + k, t.len[i] - k);
+        const size_t first = ng, L = len[i];
+        for (int32_t x = fwd[i]; x >= 0; x = fwd[x]) pre[len[x]] = x;
+        for (int32_t x = bwd[i]; x >= 0; x = bwd[x]) suf[len[x]] = x;
+        int32_t chars_l = 0, chars = 0;
+        for (size_t k = 0; k < L; k++) chars += ((unsigned char)sp[i][k] & 0xC0) != 0x80;
+        for (size_t k = 1; k < L; k++) {
+            chars_l += ((unsigned char)sp[i][k - 1] & 0xC0) != 0x80;
+            if (((unsigned char)sp[i][k] & 0xC0) == 0x80) continue; /* split between characters */
+            const int32_t l = pre[k], r = suf[L - k];
             if (l < 0 || r < 0) continue;
             if (ng == gcap) {
                 gcap = gcap ? gcap * 2 : 1024;
@@ -126,20 +200,18 @@ static int generate_merges(const GgufKV *toks, const GgufKV *scores, char *const
                 if (!g2) goto oom;
                 gm = g2;
             }
-            gm[ng++] = (GenMerge){l, r, (float)sc, utf8_chars(t.tok[i], k), utf8_chars(t.tok[i] + k, t.len[i] - k), 0};
+            gm[ng++] = (GenMerge){l, r, (float)sc, chars_l, chars - chars_l, 0};
         }
+        for (int32_t x = fwd[i]; x >= 0; x = fwd[x]) pre[len[x]] = -1;
+        for (int32_t x = bwd[i]; x >= 0; x = bwd[x]) suf[len[x]] = -1;
         /* within a token, by the pieces' ids */
-        for (size_t a = first + 1; a < ng; a++)
-            for (size_t b = a; b > first && (gm[b - 1].l > gm[b].l || (gm[b - 1].l == gm[b].l && gm[b - 1].r > gm[b].r)); b--) {
-                GenMerge x = gm[b];
-                gm[b] = gm[b - 1], gm[b - 1] = x;
-            }
+        if (ng - first > 1) qsort(gm + first, ng - first, sizeof *gm, cmp_pieces);
     }
     for (size_t i = 0; i < ng; i++) gm[i].order = (int64_t)i;
     if (ng) qsort(gm, ng, sizeof *gm, gen_cmp);
     for (size_t i = 0; i < ng; i++) {
         cJSON *pair = cJSON_CreateArray();
-        char *a = strndup(t.tok[gm[i].l], t.len[gm[i].l]), *b = strndup(t.tok[gm[i].r], t.len[gm[i].r]);
+        char *a = strndup(sp[gm[i].l], len[gm[i].l]), *b = strndup(sp[gm[i].r], len[gm[i].r]);
         int ok = pair && a && b && cJSON_AddItemToArray(pair, cJSON_CreateString(a)) &&
                  cJSON_AddItemToArray(pair, cJSON_CreateString(b)) && cJSON_AddItemToArray(mlist, pair);
         free(a), free(b);
@@ -156,7 +228,7 @@ oom:
 bad:
     av_err_prefix(e, "%s", path);
 done:
-    av_strtab_free(&t);
+    free(sp), free(len), free(fwd), free(bwd), free(pre), free(suf);
     free(gm);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "acmatch.h"
 #include "bpe.h"
 #include "strtab.h"
 #include "util.h"
@@ -73,13 +74,6 @@ typedef struct {
     int lstrip, rstrip, single_word;
 } Added;
 
-/* The Unigram model's pieces as a byte trie: node 0 is the root; an edge is
- * (parent << 8 | byte) -> child in an open-addressing table. */
-typedef struct {
-    uint64_t key;
-    int32_t child;           /* -1: empty slot */
-} UniEdge;
-
 typedef struct {
     uint64_t key; /* (a << 32) | b, 0 = empty slot marker via rank < 0 */
     int32_t rank, result;
@@ -98,10 +92,7 @@ struct TjTokenizer {
     int uni_n;                /* Unigram: the model's pieces are ids 0..uni_n-1 */
     double *score;            /* Unigram: (uni_n) each piece's log-probability */
     double unk_score;         /* Unigram: the lowest score - 10, as the Rust library gives unknown characters */
-    int32_t *node_tok;        /* Unigram trie: (n_nodes) the piece ending at a node, -1 none */
-    size_t n_nodes;
-    UniEdge *edges;
-    size_t emask;
+    AcAuto uni;               /* Unigram: the pieces (a spelling twice: the last id, as the Rust library's map) */
     int byte_tok[256];        /* byte-level: the id of each byte's character; fallback: of <0xXX>; -1 */
     NormStep norm[TJ_MAX_STEPS];
     int n_norm;
@@ -109,8 +100,8 @@ struct TjTokenizer {
     int n_pre;
     Added *added;
     int n_added;
-    int *by_first[256];       /* added tokens by first byte, longest first */
-    int n_by_first[256];
+    AcAuto added_ac;          /* the added tokens' spellings reversed (one twice: the first) -> index in added */
+    size_t added_max;         /* the longest added token's bytes */
     TjItem single[TJ_MAX_TEMPLATE], pair[2 * TJ_MAX_TEMPLATE];
     int n_single, n_pair;
 };
@@ -562,15 +553,14 @@ static int normalize(const TjTokenizer *t, const char *s, size_t n, Str *out, si
                 if (!reg) rc = -1;
                 if (rc == 0 && pos <= out->n) rc = str_add(&next, out->p + pos, out->n - pos);
             } else {
-                size_t pl = strlen(st->pattern);
+                /* leftmost, not overlapping; memmem's search is linear however long the pattern */
+                const size_t pl = strlen(st->pattern);
                 for (size_t i = 0; i < out->n && rc == 0;) {
-                    if (pl && i + pl <= out->n && !memcmp(out->p + i, st->pattern, pl)) {
-                        rc = str_add(&next, st->content, strlen(st->content));
-                        i += pl;
-                    } else {
-                        rc = str_add(&next, out->p + i, 1);
-                        i++;
-                    }
+                    const char *hit = pl ? memmem(out->p + i, out->n - i, st->pattern, pl) : NULL;
+                    const size_t upto = hit ? (size_t)(hit - out->p) : out->n;
+                    rc = str_add(&next, out->p + i, upto - i);
+                    if (rc == 0 && hit) rc = str_add(&next, st->content, strlen(st->content));
+                    i = hit ? upto + pl : upto;
                 }
             }
             break;
@@ -860,103 +850,56 @@ oom:
 
 /* ---------------------------------------------------------------- Unigram */
 
-static int32_t uni_child(const TjTokenizer *t, int32_t node, unsigned char c) {
-    uint64_t key = (uint64_t)(uint32_t)node << 8 | c;
-    for (size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & t->emask;; i = (i + 1) & t->emask) {
-        if (t->edges[i].child < 0) return -1;
-        if (t->edges[i].key == key) return t->edges[i].child;
-    }
-}
-
-static void uni_put(UniEdge *edges, size_t mask, uint64_t key, int32_t child) {
-    size_t k = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & mask;
-    while (edges[k].child >= 0) k = (k + 1) & mask;
-    edges[k] = (UniEdge){key, child};
-}
-
-/* Adds piece id's spelling to the trie; a later duplicate takes the node, as
- * the Rust library's map from spelling to id keeps the last. The edge table
- * doubles past half full (nodes are at most the vocab's bytes, but prefixes
- * share them: XLM-R's 250k pieces make far fewer). -1: out of memory. */
-static int uni_insert(TjTokenizer *t, const char *s, size_t n, int id) {
-    int32_t node = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        int32_t ch = uni_child(t, node, c);
-        if (ch < 0) {
-            if (2 * (t->n_nodes + 1) > t->emask + 1) {
-                size_t cap = 2 * (t->emask + 1);
-                UniEdge *ne = malloc(cap * sizeof *ne);
-                int32_t *nt = realloc(t->node_tok, cap / 2 * sizeof *nt);
-                if (!ne || !nt) {
-                    free(ne);
-                    if (nt) t->node_tok = nt;
-                    return -1;
-                }
-                t->node_tok = nt;
-                for (size_t k = 0; k < cap; k++) ne[k].child = -1;
-                for (size_t k = 0; k <= t->emask; k++)
-                    if (t->edges[k].child >= 0) uni_put(ne, cap - 1, t->edges[k].key, t->edges[k].child);
-                free(t->edges);
-                t->edges = ne, t->emask = cap - 1;
-            }
-            ch = (int32_t)t->n_nodes++;
-            uni_put(t->edges, t->emask, (uint64_t)(uint32_t)node << 8 | c, ch);
-            t->node_tok[ch] = -1;
-        }
-        node = ch;
-    }
-    if (n) t->node_tok[node] = id;
-    return 0;
-}
-
-/* A spelling's id among the model's pieces (not added tokens past them), -1 when absent. */
-static int uni_lookup(const TjTokenizer *t, const char *s, size_t n) {
-    int32_t node = 0;
-    for (size_t i = 0; i < n && node >= 0; i++) node = uni_child(t, node, (unsigned char)s[i]);
-    return node > 0 ? t->node_tok[node] : -1;
-}
-
 /* The Unigram model on one piece, as the Rust library's encode_optimized:
  * Viterbi over every vocabulary piece starting at each character (scores
  * summed in double precision; a later start or a shorter piece wins only
  * when strictly better), an unknown character scored unk_score; then runs of
  * unk are fused into one string, which becomes its byte tokens (byte
- * fallback) or unk. Returns -3 when a character has no piece and the model no unk. */
+ * fallback) or unk. Returns -3 when a character has no piece and the model no unk.
+ * The pieces ending at each character's end come from the automaton, longest (earliest
+ * start) first, which is the order the Rust library's pass over the starts meets them
+ * in: no walk from each start down a long piece that does not match. */
 static int unigram_piece(const TjTokenizer *t, const char *s, size_t n, TjIds *out) {
     if (!n) return 0;
     double *best = malloc((n + 1) * sizeof *best);
     int32_t *from = malloc((n + 1) * sizeof *from), *tok = malloc((n + 1) * sizeof *tok);
     size_t *seg = malloc((n + 1) * sizeof *seg); /* the best path's boundaries, last first */
+    unsigned char *start = malloc(n + 1);        /* a character starts here (as the starts are stepped) */
     int rc = -1;
-    if (!best || !from || !tok || !seg) goto done;
-    for (size_t i = 0; i <= n; i++) best[i] = 0.0, from[i] = -1, tok[i] = -1;
+    if (!best || !from || !tok || !seg || !start) goto done;
+    for (size_t i = 0; i <= n; i++) best[i] = 0.0, from[i] = -1, tok[i] = -1, start[i] = 0;
     for (size_t at = 0; at < n;) {
         size_t mb = utf8_len((unsigned char)s[at]);
-        if (mb > n - at) mb = n - at;
-        const double here = best[at];
+        start[at] = 1;
+        at += mb > n - at ? n - at : mb;
+    }
+    start[n] = 1;
+    const AcAuto *ac = &t->uni;
+    int32_t state = 0;
+    size_t cs = 0; /* where the character ending at j starts */
+    for (size_t j = 1; j <= n; j++) {
+        state = ac_step(ac, state, (unsigned char)s[j - 1]);
+        if (!start[j]) continue;
         int single = 0;
-        int32_t node = 0;
-        for (size_t k = at; k < n; k++) {
-            if ((node = uni_child(t, node, (unsigned char)s[k])) < 0) break;
-            int id = t->node_tok[node];
-            if (id < 0) continue;
-            size_t end = k + 1;
-            double cand = t->score[id] + here;
-            if (from[end] < 0 || cand > best[end]) best[end] = cand, from[end] = (int32_t)at, tok[end] = id;
-            if (end - at == mb) single = 1;
+        for (int32_t x = ac->out[state]; x >= 0; x = ac->out[ac->fail[x]]) {
+            const size_t at = j - (size_t)ac->depth[x];
+            if (!start[at]) continue;
+            const int id = ac->id[x];
+            const double cand = t->score[id] + best[at];
+            if (from[j] < 0 || cand > best[j]) best[j] = cand, from[j] = (int32_t)at, tok[j] = id;
+            if (at == cs) single = 1;
         }
         if (!single) {
-            double cand = t->unk_score + here;
-            if (from[at + mb] < 0 || cand > best[at + mb]) {
+            const double cand = t->unk_score + best[cs];
+            if (from[j] < 0 || cand > best[j]) {
                 if (t->unk < 0) {
                     rc = -3;
                     goto done;
                 }
-                best[at + mb] = cand, from[at + mb] = (int32_t)at, tok[at + mb] = t->unk;
+                best[j] = cand, from[j] = (int32_t)cs, tok[j] = t->unk;
             }
         }
-        at += mb;
+        cs = j;
     }
     size_t m = 0;
     for (size_t end = n; end > 0; end = (size_t)from[end]) seg[m++] = end;
@@ -968,7 +911,7 @@ static int unigram_piece(const TjTokenizer *t, const char *s, size_t n, TjIds *o
         q--;
         if (tok[b] == t->unk && t->unk >= 0)
             while (q > 0 && tok[seg[q - 1]] == t->unk) b = seg[--q]; /* fuse the run of unk */
-        int id = uni_lookup(t, s + a, b - a);
+        int id = ac_find(&t->uni, s + a, b - a);
         if (id >= 0) {
             if (ids_push(out, id, first, 0)) goto done;
         } else {
@@ -988,49 +931,53 @@ static int unigram_piece(const TjTokenizer *t, const char *s, size_t n, TjIds *o
     }
     rc = 0;
 done:
-    free(best), free(from), free(tok), free(seg);
+    free(best), free(from), free(tok), free(seg), free(start);
     return rc;
 }
 
 /* ---------------------------------------------------------------- encode */
 
-/* The added token starting at s (leftmost-longest), or -1. */
-static int added_at(const TjTokenizer *t, const char *s, size_t n, size_t *mlen) {
-    const unsigned char c = (unsigned char)s[0];
-    for (int i = 0; i < t->n_by_first[c]; i++) {
-        const Added *a = &t->added[t->by_first[c][i]];
-        if (a->len <= n && !memcmp(s, a->s, a->len)) {
-            *mlen = a->len;
-            return t->by_first[c][i];
+/* The added tokens starting at [a, b) of s (n bytes), each the longest one there, as the
+ * Rust library's leftmost-longest search finds them; -1 where none. The automaton holds the
+ * spellings reversed: reading the text backwards from where the longest one starting
+ * before b can end, the first spelling on the state's out chain at p is the longest
+ * one starting at p. Each window reads its bytes and at most added_max more. */
+typedef struct {
+    int32_t *at; /* (b - a) */
+    size_t a, b, cap;
+} AddedWindow;
+
+static int added_at(const TjTokenizer *t, const char *s, size_t n, size_t i, AddedWindow *w, int32_t *k) {
+    if (i < w->a || i >= w->b) {
+        size_t want = t->added_max > 65536 ? t->added_max : 65536;
+        if (want > n - i) want = n - i;
+        if (want > w->cap) {
+            int32_t *p = realloc(w->at, want * sizeof *p);
+            if (!p) return -1;
+            w->at = p, w->cap = want;
         }
+        const size_t a = i, b = i + want, hi = t->added_max - 1 > n - b ? n : b + t->added_max - 1;
+        const AcAuto *ac = &t->added_ac;
+        int32_t q = 0;
+        for (size_t p = hi; p > a;) {
+            p--;
+            q = ac_step(ac, q, (unsigned char)s[p]);
+            if (p < b) w->at[p - a] = ac->out[q] >= 0 ? ac->id[ac->out[q]] : -1;
+        }
+        w->a = a, w->b = b;
     }
-    return -1;
-}
-
-static const TjTokenizer *sort_ctx;
-static int by_len_desc(const void *x, const void *y) {
-    size_t a = sort_ctx->added[*(const int *)x].len, b = sort_ctx->added[*(const int *)y].len;
-    return a < b ? 1 : a > b ? -1 : *(const int *)x - *(const int *)y;
-}
-
-/* Buckets the added tokens by first byte, longest first, for added_at. */
-static int index_added(TjTokenizer *t) {
-    for (int k = 0; k < t->n_added; k++) t->n_by_first[(unsigned char)t->added[k].s[0]]++;
-    for (int c = 0; c < 256; c++) {
-        if (!t->n_by_first[c]) continue;
-        if (!(t->by_first[c] = malloc((size_t)t->n_by_first[c] * sizeof(int)))) return -1;
-        t->n_by_first[c] = 0;
-    }
-    for (int k = 0; k < t->n_added; k++) {
-        unsigned char c = (unsigned char)t->added[k].s[0];
-        t->by_first[c][t->n_by_first[c]++] = k;
-    }
-    for (int c = 0; c < 256; c++) {
-        if (t->n_by_first[c] < 2) continue;
-        sort_ctx = t; /* loading is single-threaded per tokenizer; qsort has no context argument */
-        qsort(t->by_first[c], (size_t)t->n_by_first[c], sizeof(int), by_len_desc);
-    }
+    *k = w->at[i - w->a];
     return 0;
+}
+
+/* The automaton of the added tokens, for added_at. */
+static int index_added(TjTokenizer *t) {
+    if (ac_init(&t->added_ac)) return -1;
+    for (int k = 0; k < t->n_added; k++) {
+        if (ac_add(&t->added_ac, t->added[k].s, t->added[k].len, k, 1, 0)) return -1;
+        if (t->added[k].len > t->added_max) t->added_max = t->added[k].len;
+    }
+    return ac_build(&t->added_ac);
 }
 
 static int is_word_char(const char *s, size_t n, size_t at, int before) {
@@ -1070,9 +1017,15 @@ int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, Av
      * much: past TJ_NORM_GROWTH times the input (plus a little) it is refused. */
     const size_t limit = len > (SIZE_MAX - TJ_NORM_SLACK) / TJ_NORM_GROWTH ? SIZE_MAX : len * TJ_NORM_GROWTH + TJ_NORM_SLACK;
     size_t budget = limit;
-    while (i <= len) {
-        size_t mlen = 0;
-        int k = i < len && t->n_added ? added_at(t, text + i, len - i, &mlen) : -1;
+    AddedWindow win = {0};
+    int rc = 0;
+    while (i <= len && rc == 0) {
+        int32_t k = -1;
+        if (i < len && t->n_added && added_at(t, text, len, i, &win, &k)) {
+            rc = -1;
+            break;
+        }
+        size_t mlen = k >= 0 ? t->added[k].len : 0;
         if (k >= 0 && t->added[k].single_word &&
             (is_word_char(text, len, i, 1) || is_word_char(text, len, i + mlen, 0)))
             k = -1;
@@ -1085,19 +1038,22 @@ int tj_encode(const TjTokenizer *t, const char *text, size_t len, TjIds *out, Av
             while (gap_end > seg && (text[gap_end - 1] == ' ' || text[gap_end - 1] == '\t' ||
                                      text[gap_end - 1] == '\n' || text[gap_end - 1] == '\r'))
                 gap_end--;
-        int rc = encode_gap(t, text + seg, gap_end - seg, seg == 0, out, &budget);
-        if (rc == -2)
-            return av_err(e, "%s: the normalizer grows the text past %zu bytes, the limit for %zu input bytes (%dx + %d)",
-                          t->name, limit, len, TJ_NORM_GROWTH, TJ_NORM_SLACK);
-        if (rc == -3) return av_err(e, "%s: the text has a character the Unigram vocabulary lacks, and no unk_id", t->name);
-        if (rc) return av_err(e, "out of memory while tokenizing");
-        if (i >= len) break;
-        if (ids_push(out, t->added[k].id, 1, t->added[k].special)) return av_err(e, "out of memory while tokenizing");
+        if ((rc = encode_gap(t, text + seg, gap_end - seg, seg == 0, out, &budget)) != 0 || i >= len) break;
+        if (ids_push(out, t->added[k].id, 1, t->added[k].special)) {
+            rc = -1;
+            break;
+        }
         if (t->added[k].rstrip)
             while (after < len && (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
                 after++;
         i = seg = after;
     }
+    free(win.at);
+    if (rc == -2)
+        return av_err(e, "%s: the normalizer grows the text past %zu bytes, the limit for %zu input bytes (%dx + %d)",
+                      t->name, limit, len, TJ_NORM_GROWTH, TJ_NORM_SLACK);
+    if (rc == -3) return av_err(e, "%s: the text has a character the Unigram vocabulary lacks, and no unk_id", t->name);
+    if (rc) return av_err(e, "out of memory while tokenizing");
     return 0;
 }
 
@@ -1401,14 +1357,7 @@ static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, 
         k++;
     }
     if (total > INT32_MAX / 4) return av_err(e, "%s: the Unigram vocab spells %zu bytes (at most 2^29 are read)", name, total);
-    size_t cap = 1024; /* edge slots; node_tok holds cap / 2 nodes (uni_insert grows both) */
-    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || !(t->node_tok = malloc(cap / 2 * sizeof *t->node_tok)) ||
-        !(t->edges = malloc(cap * sizeof *t->edges)))
-        return av_err(e, "out of memory");
-    for (size_t i = 0; i < cap; i++) t->edges[i].child = -1;
-    t->emask = cap - 1;
-    t->n_nodes = 1;
-    t->node_tok[0] = -1;
+    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || ac_init(&t->uni)) return av_err(e, "out of memory");
     double min = INFINITY;
     int id = 0;
     cJSON_ArrayForEach(it, vocab) {
@@ -1417,11 +1366,12 @@ static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, 
         if (!isfinite(sc)) return av_err(e, "%s: Unigram piece %d \"%.40s\" has a score that is not a finite number", name, id, p);
         size_t len = strlen(p);
         if (set_token(t, id, p, len, name, e)) return -1;
-        if (uni_insert(t, p, len, id)) return av_err(e, "out of memory");
+        if (len && ac_add(&t->uni, p, len, id, 0, 1)) return av_err(e, "out of memory");
         t->score[id] = sc;
         if (sc < min) min = sc;
         id++;
     }
+    if (ac_build(&t->uni)) return av_err(e, "out of memory");
     t->unk_score = min - 10.0;
     t->unk = -1;
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_id");
@@ -1563,7 +1513,7 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
             t->byte_tok[b] = tj_token_to_id(t, (const char *)u, (size_t)l);
         } else {
             snprintf(buf, sizeof buf, "<0x%02X>", b);
-            t->byte_tok[b] = uni ? uni_lookup(t, buf, 6) : tj_token_to_id(t, buf, 6);
+            t->byte_tok[b] = uni ? ac_find(&t->uni, buf, 6) : tj_token_to_id(t, buf, 6);
         }
     }
     for (int i = 0; i < t->n; i++)
@@ -1584,7 +1534,9 @@ void tj_free(TjTokenizer *t) {
     av_strtab_free(&t->vocab);
     free(t->display), free(t->special);
     free(t->merges);
-    free(t->score), free(t->node_tok), free(t->edges);
+    free(t->score);
+    ac_free(&t->uni);
+    ac_free(&t->added_ac);
     for (int k = 0; k < t->n_norm; k++) {
         free(t->norm[k].pattern), free(t->norm[k].content);
         cm_free(t->norm[k].cm);
@@ -1594,7 +1546,6 @@ void tj_free(TjTokenizer *t) {
         if (t->pre[k].re) onig_free(t->pre[k].re);
     for (int k = 0; k < t->n_added; k++) free(t->added[k].s);
     free(t->added);
-    for (int c = 0; c < 256; c++) free(t->by_first[c]);
     free(t->name);
     free(t);
 }

@@ -75,10 +75,10 @@ int arch_modernbert_parse(ModelConfig *c, const cJSON *root, const char *path, A
     if (types && !cJSON_IsNull(types) &&
         (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != c->num_layers))
         return av_err(e, "%s: \"layer_types\" must list one type per layer (%d)", path, c->num_layers);
-    for (int l = 0; l < c->num_layers; l++) {
+    const cJSON *t = types && !cJSON_IsNull(types) ? types->child : NULL; /* walked, not indexed: one pass */
+    for (int l = 0; l < c->num_layers; l++, t = t ? t->next : NULL) {
         int sliding = l % every != 0;
         if (types && !cJSON_IsNull(types)) {
-            const cJSON *t = cJSON_GetArrayItem(types, l);
             if (!cJSON_IsString(t) ||
                 (strcmp(t->valuestring, "full_attention") && strcmp(t->valuestring, "sliding_attention")))
                 return av_err(e, "%s: layer_types[%d] must be \"full_attention\" or \"sliding_attention\"", path, l);
