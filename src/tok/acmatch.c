@@ -4,104 +4,108 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ac_init(AcAuto *a) {
-    memset(a, 0, sizeof *a);
-    a->cap = 64;
-    a->emask = 2 * a->cap - 1;
-    a->edges = malloc((a->emask + 1) * sizeof *a->edges);
-    a->id = malloc(a->cap * sizeof *a->id);
-    a->depth = malloc(a->cap * sizeof *a->depth);
-    a->first = malloc(a->cap * sizeof *a->first);
-    a->next = malloc(a->cap * sizeof *a->next);
-    a->byte = malloc(a->cap);
-    if (!a->edges || !a->id || !a->depth || !a->first || !a->next || !a->byte) {
-        ac_free(a);
-        return -1;
-    }
-    for (size_t i = 0; i <= a->emask; i++) a->edges[i].child = -1;
-    a->n = 1;
-    a->id[0] = -1, a->depth[0] = 0, a->first[0] = -1, a->next[0] = -1;
-    return 0;
-}
-
 void ac_free(AcAuto *a) {
-    free(a->edges), free(a->id), free(a->depth), free(a->fail), free(a->out), free(a->first), free(a->next);
-    free(a->byte);
+    free(a->id), free(a->depth), free(a->byte), free(a->kids), free(a->n_kids), free(a->fail), free(a->out);
     memset(a, 0, sizeof *a);
 }
 
-static void put(AcEdge *edges, size_t mask, uint64_t key, int32_t child) {
-    size_t k = ac_slot(key, mask);
-    while (edges[k].child >= 0) k = (k + 1) & mask;
-    edges[k] = (AcEdge){key, child};
-}
+typedef struct {
+    const AcString *s;
+    int rev;
+} Ctx;
 
-static int grow_arr(int32_t **p, size_t cap) {
-    int32_t *q = realloc(*p, cap * sizeof *q);
-    if (!q) return -1;
-    *p = q;
-    return 0;
-}
+static unsigned char at(const AcString *x, size_t k, int rev) { return (unsigned char)x->s[rev ? x->n - 1 - k : k]; }
 
-/* Room for one more node: the node arrays and the edge table double together (edges <= nodes - 1). */
-static int room(AcAuto *a) {
-    if (a->n < a->cap) return 0;
-    size_t cap = 2 * a->cap, emask = 2 * cap - 1;
-    AcEdge *ne = malloc((emask + 1) * sizeof *ne);
-    unsigned char *nb = ne ? realloc(a->byte, cap) : NULL;
-    if (nb) a->byte = nb;
-    if (!ne || !nb || grow_arr(&a->id, cap) || grow_arr(&a->depth, cap) || grow_arr(&a->first, cap) ||
-        grow_arr(&a->next, cap)) {
-        free(ne);
-        return -1;
+static size_t common(const AcString *x, const AcString *y, int rev) {
+    const size_t m = x->n < y->n ? x->n : y->n;
+    size_t k = 0;
+    if (!rev) {
+        while (k < m && x->s[k] == y->s[k]) k++;
+    } else {
+        while (k < m && at(x, k, 1) == at(y, k, 1)) k++;
     }
-    for (size_t k = 0; k <= emask; k++) ne[k].child = -1;
-    for (size_t k = 0; k <= a->emask; k++)
-        if (a->edges[k].child >= 0) put(ne, emask, a->edges[k].key, a->edges[k].child);
-    free(a->edges);
-    a->edges = ne, a->emask = emask, a->cap = cap;
-    return 0;
+    return k;
 }
 
-int ac_add(AcAuto *a, const char *s, size_t n, int32_t id, int rev, int keep_last) {
-    int32_t node = 0;
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char c = (unsigned char)s[rev ? n - 1 - i : i];
-        int32_t ch = ac_child(a, node, c);
-        if (ch < 0) {
-            if (room(a)) return -1;
-            ch = (int32_t)a->n++;
-            put(a->edges, a->emask, (uint64_t)(uint32_t)node << 8 | c, ch);
-            a->id[ch] = -1, a->depth[ch] = a->depth[node] + 1;
-            a->first[ch] = -1, a->next[ch] = a->first[node], a->first[node] = ch, a->byte[ch] = c;
+static int cmp_str(const void *a, const void *b, void *ctx) {
+    const Ctx *c = ctx;
+    const size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const AcString *x = &c->s[i], *y = &c->s[j];
+    const size_t k = common(x, y, c->rev);
+    if (k < x->n && k < y->n) return at(x, k, c->rev) < at(y, k, c->rev) ? -1 : 1;
+    if (x->n != y->n) return x->n < y->n ? -1 : 1;
+    return (i > j) - (i < j); /* a string given twice: in the order given */
+}
+
+int ac_build(AcAuto *a, const AcString *strs, size_t n, int rev, int keep_last) {
+    memset(a, 0, sizeof *a);
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord);
+    if (!ord) return -1;
+    for (size_t i = 0; i < n; i++) ord[i] = i;
+    Ctx ctx = {strs, rev};
+    qsort_r(ord, n, sizeof *ord, cmp_str, &ctx);
+    /* nodes: the root and, per string, the bytes past what it shares with the one before */
+    size_t nodes = 1, longest = 0;
+    for (size_t k = 0; k < n; k++) {
+        const AcString *x = &strs[ord[k]];
+        nodes += x->n - (k ? common(&strs[ord[k - 1]], x, rev) : 0);
+        if (x->n > longest) longest = x->n;
+        if (nodes > INT32_MAX) {
+            free(ord);
+            return -1;
         }
-        node = ch;
     }
-    if (n && (keep_last || a->id[node] < 0)) a->id[node] = id;
-    return 0;
-}
-
-int ac_build(AcAuto *a) {
-    int32_t *queue = malloc(a->n * sizeof *queue);
-    a->fail = malloc(a->n * sizeof *a->fail);
-    a->out = malloc(a->n * sizeof *a->out);
-    if (!queue || !a->fail || !a->out) {
-        free(queue);
-        return -1;
+    /* the trie in insertion order (t*), then renumbered breadth first */
+    int32_t *tid = malloc(nodes * sizeof *tid), *tdepth = malloc(nodes * sizeof *tdepth);
+    int32_t *tfirst = malloc(nodes * sizeof *tfirst), *tnext = malloc(nodes * sizeof *tnext);
+    unsigned char *tbyte = malloc(nodes);
+    int32_t *path = malloc((longest + 1) * sizeof *path), *order = malloc(nodes * sizeof *order);
+    a->id = malloc(nodes * sizeof *a->id), a->depth = malloc(nodes * sizeof *a->depth), a->byte = malloc(nodes);
+    a->kids = malloc(nodes * sizeof *a->kids), a->n_kids = malloc(nodes * sizeof *a->n_kids);
+    a->fail = malloc(nodes * sizeof *a->fail), a->out = malloc(nodes * sizeof *a->out);
+    int rc = -1;
+    if (!tid || !tdepth || !tfirst || !tnext || !tbyte || !path || !order || !a->id || !a->depth || !a->byte || !a->kids ||
+        !a->n_kids || !a->fail || !a->out)
+        goto done;
+    int32_t m = 1;
+    tid[0] = -1, tdepth[0] = 0, tfirst[0] = tnext[0] = -1, tbyte[0] = 0, path[0] = 0;
+    for (size_t k = 0; k < n; k++) {
+        const AcString *x = &strs[ord[k]];
+        if (!x->n) continue; /* sorted first: shares nothing, holds no node */
+        const size_t l = k ? common(&strs[ord[k - 1]], x, rev) : 0, prev_n = k ? strs[ord[k - 1]].n : 0;
+        for (size_t d = l; d < x->n; d++) {
+            /* a new last child of path[d]: sorted input gives children in byte order; the child
+             * before it, if any, is the previous string's node at depth d + 1 */
+            const int32_t v = m++, parent = path[d];
+            tid[v] = -1, tdepth[v] = (int32_t)d + 1, tbyte[v] = at(x, d, rev), tfirst[v] = tnext[v] = -1;
+            if (d == l && k && l < prev_n) tnext[path[d + 1]] = v;
+            else tfirst[parent] = v;
+            path[d + 1] = v;
+        }
+        const int32_t end = path[x->n];
+        if (tid[end] < 0 || keep_last) tid[end] = x->id;
     }
-    /* breadth first: a node's fail link is shallower, so it is done before the node */
-    size_t head = 0, tail = 0;
+    /* breadth first: order[new] = old; each node's children get consecutive numbers */
+    int32_t done_n = 0, next = 1;
+    order[0] = 0;
+    while (done_n < next) {
+        const int32_t u = order[done_n];
+        a->kids[done_n] = next;
+        for (int32_t v = tfirst[u]; v >= 0; v = tnext[v]) order[next++] = v;
+        a->n_kids[done_n] = next - a->kids[done_n];
+        done_n++;
+    }
+    for (int32_t k = 0; k < m; k++) a->id[k] = tid[order[k]], a->depth[k] = tdepth[order[k]], a->byte[k] = tbyte[order[k]];
+    a->n = m;
+    /* a node's fail link is shallower, so numbered and done before it */
     a->fail[0] = 0, a->out[0] = -1;
-    queue[tail++] = 0;
-    while (head < tail) {
-        const int32_t u = queue[head++];
-        for (int32_t v = a->first[u]; v >= 0; v = a->next[v]) {
+    for (int32_t u = 0; u < m; u++)
+        for (int32_t v = a->kids[u]; v < a->kids[u] + a->n_kids[u]; v++) {
             int32_t f = 0;
             if (u) { /* the longest proper suffix of u's string that continues with v's byte */
-                const unsigned char c = a->byte[v];
                 f = a->fail[u];
                 for (;;) {
-                    int32_t g = ac_child(a, f, c);
+                    const int32_t g = ac_child(a, f, a->byte[v]);
                     if (g >= 0) {
                         f = g;
                         break;
@@ -112,17 +116,16 @@ int ac_build(AcAuto *a) {
             }
             a->fail[v] = f;
             a->out[v] = a->id[v] >= 0 ? v : a->out[f];
-            queue[tail++] = v;
         }
-    }
-    free(queue);
-    free(a->first), free(a->next), free(a->byte);
-    a->first = a->next = NULL;
-    a->byte = NULL;
-    return 0;
+    rc = 0;
+done:
+    free(ord), free(tid), free(tdepth), free(tfirst), free(tnext), free(tbyte), free(path), free(order);
+    if (rc) ac_free(a);
+    return rc;
 }
 
 int32_t ac_find(const AcAuto *a, const char *s, size_t n) {
+    if (!a->n) return -1;
     int32_t node = 0;
     for (size_t i = 0; i < n && node >= 0; i++) node = ac_child(a, node, (unsigned char)s[i]);
     return node > 0 ? a->id[node] : -1;

@@ -972,12 +972,15 @@ static int added_at(const TjTokenizer *t, const char *s, size_t n, size_t i, Add
 
 /* The automaton of the added tokens, for added_at. */
 static int index_added(TjTokenizer *t) {
-    if (ac_init(&t->added_ac)) return -1;
+    AcString *v = malloc((t->n_added ? (size_t)t->n_added : 1) * sizeof *v);
+    if (!v) return -1;
     for (int k = 0; k < t->n_added; k++) {
-        if (ac_add(&t->added_ac, t->added[k].s, t->added[k].len, k, 1, 0)) return -1;
+        v[k] = (AcString){t->added[k].s, t->added[k].len, k};
         if (t->added[k].len > t->added_max) t->added_max = t->added[k].len;
     }
-    return ac_build(&t->added_ac);
+    const int rc = ac_build(&t->added_ac, v, (size_t)t->n_added, 1, 0);
+    free(v);
+    return rc;
 }
 
 static int is_word_char(const char *s, size_t n, size_t at, int before) {
@@ -1357,21 +1360,34 @@ static int load_unigram(TjTokenizer *t, const cJSON *model, const cJSON *vocab, 
         k++;
     }
     if (total > INT32_MAX / 4) return av_err(e, "%s: the Unigram vocab spells %zu bytes (at most 2^29 are read)", name, total);
-    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || ac_init(&t->uni)) return av_err(e, "out of memory");
+    AcString *pieces = malloc((size_t)nv * sizeof *pieces);
+    if (!(t->score = malloc((size_t)nv * sizeof *t->score)) || !pieces) {
+        free(pieces);
+        return av_err(e, "out of memory");
+    }
     double min = INFINITY;
     int id = 0;
     cJSON_ArrayForEach(it, vocab) {
         const char *p = cJSON_GetArrayItem(it, 0)->valuestring;
         double sc = cJSON_GetArrayItem(it, 1)->valuedouble;
-        if (!isfinite(sc)) return av_err(e, "%s: Unigram piece %d \"%.40s\" has a score that is not a finite number", name, id, p);
+        if (!isfinite(sc)) {
+            free(pieces);
+            return av_err(e, "%s: Unigram piece %d \"%.40s\" has a score that is not a finite number", name, id, p);
+        }
         size_t len = strlen(p);
-        if (set_token(t, id, p, len, name, e)) return -1;
-        if (len && ac_add(&t->uni, p, len, id, 0, 1)) return av_err(e, "out of memory");
+        if (set_token(t, id, p, len, name, e)) {
+            free(pieces);
+            return -1;
+        }
+        pieces[id] = (AcString){t->vocab.tok[id], len, id};
         t->score[id] = sc;
         if (sc < min) min = sc;
         id++;
     }
-    if (ac_build(&t->uni)) return av_err(e, "out of memory");
+    /* a spelling twice: the last id, as the Rust library's map from spelling to id keeps it */
+    const int built = ac_build(&t->uni, pieces, (size_t)nv, 0, 1);
+    free(pieces);
+    if (built) return av_err(e, "out of memory");
     t->unk_score = min - 10.0;
     t->unk = -1;
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_id");
