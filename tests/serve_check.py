@@ -12,6 +12,8 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY longhtml        the command line's long page (--html past --long-from) against
                                         /api/page, the full matrix, and its peak memory against n^2
   serve_check.py BINARY qkprec          --qk-precision f16/bf16 against the f32 server
+  serve_check.py BINARY starve [N]      N (default 4,000) slow connections from another process while a
+                                        normal client's requests are timed; the server's RSS and threads
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -467,6 +469,194 @@ def hostile():
         sv.p.kill()
         rc = "hang"
     expect("SIGINT stops the server cleanly", rc == 0, f"exit {rc}")
+
+
+# ---------------------------------------------------------------- starvation
+
+def proc_status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "Threads"):
+                out[k] = int(v.split()[0])
+    out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    return out
+
+
+def raise_nofile(want):
+    """The soft limit of open files raised to want (the hard one too, when root): a process
+    holding N sockets needs N descriptors. Returns the soft limit in force."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= want:
+        return soft
+    if hard != resource.RLIM_INFINITY and hard < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+            return want
+        except (ValueError, OSError):
+            want = hard
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return want
+
+
+def slowloris(port, n, seconds):
+    """The attacker, in a process of its own: n sockets to port, each a request line with a wrong
+    token (half of them left partial), then one more byte or header line every 3 s; a socket the
+    server closes is opened again at once. Prints "ready" once n are open, then a JSON summary."""
+    raise_nofile(n + 256)
+    bad = "0" * 32
+    starts = [f"GET /api/models?token={bad} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode(),
+              f"GET /api/models?tok".encode()]
+    socks, sent, since, opened, closed_by_server, refused = {}, {}, {}, 0, 0, 0
+
+    def open_one(i):
+        nonlocal opened, refused
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            socks[i], sent[i], since[i] = s, 0, time.time()
+            opened += 1
+        except OSError:
+            refused += 1
+
+    for i in range(n):
+        open_one(i)
+    print("ready", flush=True)
+    t_end = time.time() + seconds
+    next_trickle = time.time()
+    while time.time() < t_end:
+        for i in list(socks):
+            s = socks[i]
+            try:
+                data = s.recv(4096)  # the server speaking or closing
+                if data == b"":
+                    raise ConnectionResetError()
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                s.close()
+                del socks[i]
+                closed_by_server += 1
+                open_one(i)
+                continue
+            if sent[i] == 0 or time.time() >= next_trickle:
+                chunk = starts[i % 2] if sent[i] == 0 else (b"X-Slow: 1\r\n" if i % 2 == 0 else b"k")
+                try:
+                    s.send(chunk)
+                    sent[i] += 1
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    s.close()
+                    del socks[i]
+                    closed_by_server += 1
+                    open_one(i)
+        if time.time() >= next_trickle:
+            next_trickle = time.time() + 3
+        time.sleep(0.05)
+    now = time.time()
+    held = sum(1 for i in socks if now - since[i] > 1.0)  # open for over a second and not closed
+    for s in socks.values():
+        s.close()
+    print(json.dumps({"opened": opened, "closed_by_server": closed_by_server, "refused": refused, "held_over_1s": held}),
+          flush=True)
+
+
+def starve(n):
+    """A local process holds n slow connections without the token (tests/serve_test.sh): the user's
+    requests must still be answered within 1 s, and the server's threads and RSS stay bounded."""
+    if raise_nofile(n + 256) < n + 256:
+        skip_line = f"SKIP starvation: the open-file limit allows fewer than {n + 256} descriptors (ulimit -n)"
+        print(skip_line, flush=True)
+        return
+    sv = Server("--model", DEMO)
+    pid, host = sv.p.pid, f"127.0.0.1:{sv.port}"
+    st, _, _ = sv.req("GET", "/api/models")
+    base = proc_status(pid)
+    seconds = 12
+    atk = subprocess.Popen([sys.executable, __file__, BIN, "slowloris", str(sv.port), str(n), str(seconds)],
+                           stdout=subprocess.PIPE, text=True)
+    ready = atk.stdout.readline().strip()
+    expect("starvation: the attacker opened its connections", ready == "ready", ready)
+
+    def hold(addr, first, trickle, every):
+        """One connection from addr: first, then trickle every `every` s; returns when the server closes it."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((addr, 0))
+        s.connect(("127.0.0.1", sv.port))
+        t0 = time.time()
+        s.sendall(first)
+        s.settimeout(every)
+        while time.time() - t0 < 30:
+            try:
+                if s.recv(4096) in (b"",):
+                    break
+            except socket.timeout:
+                try:
+                    s.sendall(trickle)
+                except OSError:
+                    break
+            except OSError:
+                break
+        s.close()
+        return time.time() - t0
+
+    # from other loopback addresses (other clients): one trickling its headers past the deadline,
+    # one whose request line carries a wrong token (answered 403 in time, or cut after 1 s)
+    res = {}
+    t_dead = threading.Thread(target=lambda: res.__setitem__("deadline", hold(
+        "127.0.0.2", f"GET /api/models HTTP/1.1\r\nHost: {host}\r\n".encode(), b"X-Slow: 1\r\n", 2.0)))
+    t_bad = threading.Thread(target=lambda: res.__setitem__("bad_token", hold(
+        "127.0.0.3", f"GET /?token={'0' * 32} HTTP/1.1\r\n".encode(), b"X-Slow: 1\r\n", 0.4)))
+    t_dead.start(), t_bad.start()
+    lat, fails_, peak = [], 0, dict(base)
+    t_end = time.time() + seconds - 1
+    while time.time() < t_end:
+        t0 = time.time()
+        try:
+            st, _, _ = sv.req("GET", "/api/models")
+            ok_ = st == 200
+        except OSError:
+            ok_ = False
+        lat.append(time.time() - t0)
+        fails_ += not ok_
+        ps = proc_status(pid)
+        for k in ps:
+            peak[k] = max(peak[k], ps[k])
+        time.sleep(0.2)
+    t0 = time.time()
+    try:
+        st, _ = sv.run("the model still runs while they wait")
+    except OSError as ex:
+        st = f"no answer ({type(ex).__name__})"
+    run_s = time.time() - t0
+    out = atk.stdout.readline().strip()
+    atk.wait(timeout=30)
+    t_dead.join(), t_bad.join()
+    summary = json.loads(out) if out.startswith("{") else {}
+    worst = max(lat) if lat else float("inf")
+    expect(f"starvation: with {n} slow connections from another process, {len(lat)} normal requests all answered "
+           f"(slowest {worst * 1000:.0f} ms, limit 1000 ms)", fails_ == 0 and worst < 1.0, f"{fails_} failed, slowest {worst:.2f} s")
+    expect(f"starvation: a run answers meanwhile ({run_s * 1000:.0f} ms)", st == 200, f"{st}")
+    expect(f"starvation: threads stay bounded ({base['Threads']} before, at most {peak['Threads']} during)",
+           peak["Threads"] <= base["Threads"] + 8, f"{peak['Threads']} threads")
+    expect(f"starvation: memory stays bounded (RSS {base['VmRSS'] // 1024} MB before, at most {peak['VmRSS'] // 1024} MB "
+           f"during)", peak["VmRSS"] <= base["VmRSS"] + 64 * 1024, f"{peak['VmRSS']} kB")
+    expect(f"starvation: the attacker holds no more than a client's share of connections (the server's descriptors: "
+           f"{base['fds']} before, at most {peak['fds']} during; the attacker's sockets open over 1 s at the end, "
+           f"accepted or still in the listen queue: {summary.get('held_over_1s')}; the server closed "
+           f"{summary.get('closed_by_server')} of the {summary.get('opened')} it opened)",
+           summary and summary["held_over_1s"] <= 256 and peak["fds"] <= base["fds"] + 256, str(summary))
+    expect(f"starvation: headers trickled from another client are cut at the deadline ({res.get('deadline', 0):.1f} s)",
+           9.5 <= res.get("deadline", 0) <= 12.5, str(res))
+    expect(f"starvation: a request line with a wrong token is cut within about 1 s ({res.get('bad_token', 0):.1f} s)",
+           0.8 <= res.get("bad_token", 0) <= 2.5, str(res))
+    time.sleep(0.3)
+    expect("starvation: afterwards a normal request answers within 1 s", sv.alive(1.0), "no answer")
+    sv.stop("starvation: the server stops cleanly afterwards")
 
 
 # ---------------------------------------------------------------- load
@@ -1335,4 +1525,8 @@ elif MODE == "queue":
     queue(sys.argv[3] if len(sys.argv) > 3 else "")
 elif MODE == "chat":
     chat(sys.argv[3] if len(sys.argv) > 3 else "")
+elif MODE == "starve":
+    starve(int(sys.argv[3]) if len(sys.argv) > 3 else 4000)
+elif MODE == "slowloris":
+    slowloris(int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
 sys.exit(1 if fails else 0)

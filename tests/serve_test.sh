@@ -3,7 +3,8 @@
 # responses against the CLI's outputs, 40+ hostile requests (also under
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
 # requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
-# a long input's tiles and exact rows against the full matrix (tiles mode), q/k kept in
+# a long input's tiles and exact rows against the full matrix (tiles mode), 4,000 slow connections
+# from another process while a normal client is answered within 1 s (starve mode), q/k kept in
 # 16 bits against the f32 server (qkprec mode), and encoder-decoder runs under
 # AddressSanitizer (seq2seq mode; tests/seq2seq_test.sh runs it on ./attnviz).
 cd "$(dirname "$0")/.." || exit 1
@@ -32,6 +33,8 @@ else
     skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
 fi
 "$PY" tests/serve_check.py ./attnviz load 10000
+# 4,000 slow connections without the token from another process: the user is still answered
+"$PY" tests/serve_check.py ./attnviz starve 4000
 gguf=""
 if d=$(tools/pymodel.sh smollm2 2>/dev/null); then gguf="$d/SmolLM2-135M-Instruct.Q4_1.gguf"; fi
 "$PY" tests/serve_check.py ./attnviz queue "$gguf"

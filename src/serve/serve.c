@@ -1,9 +1,19 @@
-/* serve.c — attnviz serve's HTTP side: libmicrohttpd, one thread per
- * connection (a request waiting for the model blocks only its own thread;
- * slow or idle clients are cut off by the connection timeout), and in front
- * of every route the same three checks: the Host header names this server
- * (no DNS rebinding), the request carries the run's token, the method fits
- * the path. Bodies are read up to a limit; everything else is live.c's. */
+/* serve.c — attnviz serve's HTTP side: libmicrohttpd, and in front of every
+ * route the same three checks: the Host header names this server (no DNS
+ * rebinding), the request carries the run's token, the method fits the path.
+ * Bodies are read up to a limit; everything else is live.c's.
+ *
+ * Connections cost no thread while they wait: one epoll thread reads every
+ * socket, and a request that passed the checks and needs the model (or any
+ * read of a run) is handed to a thread of its own while its connection is
+ * suspended, so a request waiting for the model blocks nothing else. A
+ * connection that has not shown the token is bounded three ways (conns_*): its
+ * headers must be complete within SERVE_HEADER_DEADLINE_MS of its start (or of
+ * its previous request's end), within SERVE_BAD_TOKEN_MS when its request line
+ * carries a wrong token, and a client (an address; an IPv6 /64) keeps at most
+ * SERVE_CLIENT_PENDING of them: a newer one closes its oldest. Slow clients
+ * therefore hold neither threads nor every slot, and one on the same address
+ * as the user (loopback) cannot keep the user out. */
 #include "serve.h"
 
 #include <arpa/inet.h>
@@ -38,8 +48,14 @@
 #include "util.h"
 
 #define SERVE_MAX_BODY (1u << 20)
-#define SERVE_MAX_CONNECTIONS 4000
+/* Connections at once: each costs a descriptor and its header pool (mapped, touched as it fills), no thread. */
+#define SERVE_MAX_CONNECTIONS 16384
 #define SERVE_HEADER_BYTES (64u << 10)
+#define SERVE_HEADER_DEADLINE_MS 10000.0 /* a whole request's headers, from its connection's start or last request */
+#define SERVE_BAD_TOKEN_MS 1000.0        /* headers of a request whose line carries a wrong token */
+#define SERVE_CLIENT_PENDING 32          /* connections per client that have not shown the token */
+#define SERVE_SWEEP_MS 100               /* how often deadlines are checked */
+#define SERVE_MAX_ACTIVE_EXTRA 64        /* requests in their own threads at once: --queue + this (then 503) */
 /* A whole n x n matrix per request (/api/attention, value-weighted thumbnails)
  * only up to this many tokens: one head is then at most 256 MiB of floats.
  * Longer runs are read by tiles and rows (tiles.h), whose memory grows with n. */
@@ -50,8 +66,47 @@
     "default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "              \
     "img-src data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+typedef struct Client Client;
+
+/* A connection, from libmicrohttpd's start notification to its close notification. While
+ * it has not shown the token for its current request it is "pending": on its client's and
+ * the server's lists, oldest first, and closed (shutdown of its socket, which the epoll
+ * thread then sees) when it runs out of time or its client opens too many. */
+typedef struct Conn {
+    struct Conn *prev, *next;   /* the server's pending connections */
+    struct Conn *cprev, *cnext; /* its client's pending connections */
+    Client *client;
+    int fd;
+    double since;               /* ms: its current request began */
+    int pending, bad_token, closing;
+} Conn;
+
+struct Client {
+    uint8_t key[16];            /* IPv4 address, or an IPv6 /64 */
+    int n_conns, n_pending;
+    Conn *head, *tail;          /* pending, oldest first */
+    Client *hnext;
+};
+
+#define SERVE_CLIENT_BUCKETS 4096
+
+typedef struct {
+    pthread_mutex_t mu;
+    Client *bucket[SERVE_CLIENT_BUCKETS];
+    Conn *head, *tail;          /* every pending connection, oldest first */
+    int n_conns, n_pending;
+    long evicted, expired;      /* connections closed for a client's cap / for time */
+    int active, max_active;     /* requests running in their own threads */
+    pthread_cond_t idle;        /* active fell to 0 */
+    int stop;
+    pthread_cond_t wake;        /* the sweeper's sleep */
+    pthread_t sweeper;
+    int have_sweeper;
+} Conns;
+
 typedef struct {
     Live *lv;
+    Conns cn;
     char token[33];
     char hosts[4][300]; /* Host header values accepted */
     _Atomic int n_hosts; /* published (release) once hosts[] is written: the
@@ -61,6 +116,8 @@ typedef struct {
     char *models_json;
 } Server;
 
+typedef enum { RQ_READING = 0, RQ_WORKING, RQ_READY } ReqState;
+
 typedef struct {
     char *body;
     size_t len;
@@ -68,7 +125,15 @@ typedef struct {
     int too_big;  /* the body passed the limit: 413 once it ends */
     size_t seen;  /* body bytes received */
     int openai;   /* an OpenAI-compatible path (/v1/...): openai.c answers, errors in its format */
+    ReqState state;               /* RQ_WORKING: its route runs in a thread of its own, the connection suspended */
+    struct MHD_Response *resp;    /* RQ_READY: what that thread answered (NULL: it failed) */
+    unsigned status;
 } Req;
+
+/* The request a route runs for on this thread, when the route runs in a thread of its own:
+ * its response is kept for the epoll thread to queue once the connection resumes (libmicrohttpd
+ * queues responses only from its own callbacks). */
+static _Thread_local Req *deferred_req;
 
 /* ---------------------------------------------------------------- responses */
 
@@ -90,6 +155,11 @@ enum MHD_Result serve_send(struct MHD_Connection *c, unsigned status, const char
     }
     serve_headers(r, type);
     if (extra_name) MHD_add_response_header(r, extra_name, extra_value);
+    if (deferred_req) {
+        if (deferred_req->resp) MHD_destroy_response(deferred_req->resp);
+        deferred_req->resp = r, deferred_req->status = status;
+        return MHD_YES;
+    }
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -105,21 +175,26 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, char
     return send_buf(c, status, "application/json", json, strlen(json), MHD_RESPMEM_MUST_FREE, NULL, NULL);
 }
 
-/* {"error": msg} */
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg) {
+/* {"error": msg}, malloc'd, or NULL */
+static char *error_body(const char *msg) {
     char *s = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&s, &n);
-    if (!f) return MHD_NO;
+    if (!f) return NULL;
     fputs("{\"error\":", f);
     json_write_string(f, msg);
     fputc('}', f);
     if (fclose(f) != 0) {
         free(s);
-        return MHD_NO;
+        return NULL;
     }
-    return send_json(c, status, s);
+    return s;
 }
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg) {
+    return send_json(c, status, error_body(msg));
+}
+
 
 static unsigned status_of(LiveStatus st) {
     switch (st) {
@@ -513,6 +588,292 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
     return send_error(c, 404, "not found");
 }
 
+/* ---------------------------------------------------------------- connections */
+
+static void client_key(const struct sockaddr *sa, uint8_t key[16]) {
+    memset(key, 0, 16);
+    if (sa && sa->sa_family == AF_INET) {
+        memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        key[15] = 4;
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) memcpy(key, a->s6_addr + 12, 4), key[15] = 4;
+        else memcpy(key, a->s6_addr, 8); /* one client may hold a whole /64 */
+    }
+}
+
+/* The client of key (created when create), or NULL; cn->mu held. */
+static Client *client_get(Conns *cn, const uint8_t key[16], int create) {
+    const uint32_t h = av_fnv1a(key, 16, AV_FNV_SEED) % SERVE_CLIENT_BUCKETS;
+    for (Client *cl = cn->bucket[h]; cl; cl = cl->hnext)
+        if (!memcmp(cl->key, key, 16)) return cl;
+    if (!create) return NULL;
+    Client *cl = calloc(1, sizeof *cl);
+    if (!cl) return NULL;
+    memcpy(cl->key, key, 16);
+    cl->hnext = cn->bucket[h];
+    cn->bucket[h] = cl;
+    return cl;
+}
+
+static void client_drop(Conns *cn, Client *cl) {
+    Client **p = &cn->bucket[av_fnv1a(cl->key, 16, AV_FNV_SEED) % SERVE_CLIENT_BUCKETS];
+    while (*p != cl) p = &(*p)->hnext;
+    *p = cl->hnext;
+    free(cl);
+}
+
+/* The connection off both pending lists (cn->mu held). */
+static void pending_unlink(Conns *cn, Conn *k) {
+    if (!k->pending) return;
+    Client *cl = k->client;
+    if (k->prev) k->prev->next = k->next;
+    else cn->head = k->next;
+    if (k->next) k->next->prev = k->prev;
+    else cn->tail = k->prev;
+    if (k->cprev) k->cprev->cnext = k->cnext;
+    else cl->head = k->cnext;
+    if (k->cnext) k->cnext->cprev = k->cprev;
+    else cl->tail = k->cprev;
+    k->prev = k->next = k->cprev = k->cnext = NULL;
+    k->pending = 0;
+    cn->n_pending--, cl->n_pending--;
+}
+
+/* A request of the connection begins now: last on both pending lists (cn->mu held). */
+static void pending_link(Conns *cn, Conn *k) {
+    pending_unlink(cn, k);
+    if (k->closing) return;
+    Client *cl = k->client;
+    k->since = av_now_ms();
+    k->bad_token = 0;
+    k->pending = 1;
+    k->prev = cn->tail, k->next = NULL;
+    if (cn->tail) cn->tail->next = k;
+    else cn->head = k;
+    cn->tail = k;
+    k->cprev = cl->tail, k->cnext = NULL;
+    if (cl->tail) cl->tail->cnext = k;
+    else cl->head = k;
+    cl->tail = k;
+    cn->n_pending++, cl->n_pending++;
+}
+
+/* Closes a pending connection: its socket shut down, which the epoll thread sees as the end
+ * of it (cn->mu held: the descriptor stays this connection's until its close notification,
+ * which takes the lock, and libmicrohttpd closes it only after that). */
+static void conn_close(Conns *cn, Conn *k) {
+    pending_unlink(cn, k);
+    if (k->closing) return;
+    k->closing = 1;
+    if (k->fd >= 0) shutdown(k->fd, SHUT_RDWR);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    Conns *cn = &((Server *)cls)->cn;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const int fd = fi ? (int)fi->connect_fd : -1;
+        uint8_t key[16];
+        client_key(ai ? ai->client_addr : NULL, key);
+        Conn *k = calloc(1, sizeof *k);
+        pthread_mutex_lock(&cn->mu);
+        Client *cl = k ? client_get(cn, key, 1) : NULL;
+        if (!cl) { /* out of memory: a connection that cannot be bounded is not kept */
+            pthread_mutex_unlock(&cn->mu);
+            free(k);
+            *socket_context = NULL;
+            if (fd >= 0) shutdown(fd, SHUT_RDWR);
+            return;
+        }
+        k->fd = fd, k->client = cl;
+        cl->n_conns++, cn->n_conns++;
+        pending_link(cn, k);
+        if (cl->n_pending > SERVE_CLIENT_PENDING) { /* the client's oldest connection without a token goes */
+            conn_close(cn, cl->head);
+            cn->evicted++;
+        }
+        pthread_mutex_unlock(&cn->mu);
+        *socket_context = k;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        Conn *k = *socket_context;
+        pthread_mutex_lock(&cn->mu);
+        pending_unlink(cn, k);
+        cn->n_conns--;
+        if (--k->client->n_conns == 0) client_drop(cn, k->client);
+        pthread_mutex_unlock(&cn->mu);
+        free(k);
+        *socket_context = NULL;
+    }
+}
+
+static Conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* pending 0: the connection's request has its headers (answered at once, whatever it
+ * holds); 1: a new request may begin on it. */
+static void conn_pending(Server *sv, struct MHD_Connection *c, int pending) {
+    Conn *k = conn_of(c);
+    if (!k) return;
+    pthread_mutex_lock(&sv->cn.mu);
+    if (pending) pending_link(&sv->cn, k);
+    else pending_unlink(&sv->cn, k);
+    pthread_mutex_unlock(&sv->cn.mu);
+}
+
+/* The "token" argument of a request line's URI: 1 this server's, 0 another, -1 none. */
+static int uri_token(const Server *sv, const char *uri) {
+    const char *q = strchr(uri, '?');
+    for (const char *p = q; p && *p;) {
+        p++;
+        const char *end = strchr(p, '&');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n >= 6 && !memcmp(p, "token=", 6)) {
+            char t[sizeof sv->token];
+            if (n - 6 >= sizeof t) return 0;
+            memcpy(t, p + 6, n - 6);
+            t[n - 6] = '\0';
+            return equal_ct(t, sv->token);
+        }
+        p = end;
+    }
+    return -1;
+}
+
+/* Called as soon as a request line is complete: a request whose URI carries the token is not
+ * held to the header deadline, one whose URI carries a wrong token has a short one (it is
+ * answered 403 if its headers arrive in time). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    Server *sv = cls;
+    Conn *k = conn_of(c);
+    const int t = uri_token(sv, uri);
+    if (k && t >= 0) {
+        pthread_mutex_lock(&sv->cn.mu);
+        if (t == 1) pending_unlink(&sv->cn, k);
+        else k->bad_token = 1;
+        pthread_mutex_unlock(&sv->cn.mu);
+    }
+    return NULL;
+}
+
+/* Every SERVE_SWEEP_MS: pending connections past their deadline are closed, and past half
+ * the connection limit the oldest pending ones too. */
+static void *sweep(void *arg) {
+    Conns *cn = arg;
+    pthread_mutex_lock(&cn->mu);
+    while (!cn->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += (long)SERVE_SWEEP_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&cn->wake, &cn->mu, &ts);
+        const double now = av_now_ms();
+        for (Conn *k = cn->head, *nx; k; k = nx) {
+            nx = k->next;
+            if (now - k->since > (k->bad_token ? SERVE_BAD_TOKEN_MS : SERVE_HEADER_DEADLINE_MS)) {
+                conn_close(cn, k);
+                cn->expired++;
+            }
+        }
+        while (cn->n_pending > SERVE_MAX_CONNECTIONS / 2 && cn->head) {
+            conn_close(cn, cn->head);
+            cn->evicted++;
+        }
+    }
+    pthread_mutex_unlock(&cn->mu);
+    return NULL;
+}
+
+static int conns_init(Conns *cn, int max_active) {
+    memset(cn, 0, sizeof *cn);
+    cn->max_active = max_active;
+    pthread_condattr_t ca;
+    if (pthread_mutex_init(&cn->mu, NULL) || pthread_cond_init(&cn->idle, NULL) || pthread_condattr_init(&ca) ||
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&cn->wake, &ca))
+        return -1;
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&cn->sweeper, NULL, sweep, cn) != 0) return -1;
+    cn->have_sweeper = 1;
+    return 0;
+}
+
+/* Stops the sweeper and waits for the requests running in their own threads (each resumes
+ * its connection when done), so that libmicrohttpd stops with none suspended. */
+static void conns_quiesce(Conns *cn) {
+    pthread_mutex_lock(&cn->mu);
+    cn->stop = 1;
+    pthread_cond_broadcast(&cn->wake);
+    while (cn->active > 0) pthread_cond_wait(&cn->idle, &cn->mu);
+    pthread_mutex_unlock(&cn->mu);
+    if (cn->have_sweeper) pthread_join(cn->sweeper, NULL);
+    cn->have_sweeper = 0;
+}
+
+typedef struct {
+    Server *sv;
+    struct MHD_Connection *c;
+    Req *rq;
+    Route route;
+} Job;
+
+/* A route in a thread of its own: its response is kept in the request, and the connection
+ * resumed for the epoll thread to send it. Nothing of the request is touched after the
+ * resume (the connection may end at once). */
+static void *job_run(void *arg) {
+    Job *j = arg;
+    Conns *cn = &j->sv->cn;
+    deferred_req = j->rq;
+    if (route_request(j->sv, j->c, j->route, j->rq) == MHD_NO && j->rq->resp) {
+        MHD_destroy_response(j->rq->resp);
+        j->rq->resp = NULL;
+    }
+    deferred_req = NULL;
+    j->rq->state = RQ_READY;
+    MHD_resume_connection(j->c);
+    pthread_mutex_lock(&cn->mu);
+    if (--cn->active == 0) pthread_cond_broadcast(&cn->idle);
+    pthread_mutex_unlock(&cn->mu);
+    free(j);
+    return NULL;
+}
+
+static enum MHD_Result start_job(Server *sv, struct MHD_Connection *c, Route r, Req *rq) {
+    Conns *cn = &sv->cn;
+    Job *j = malloc(sizeof *j);
+    pthread_mutex_lock(&cn->mu);
+    const int room = j && !cn->stop && cn->active < cn->max_active;
+    if (room) cn->active++;
+    pthread_mutex_unlock(&cn->mu);
+    if (!room) {
+        free(j);
+        return send_error(c, 503, "too many requests at once: try again");
+    }
+    *j = (Job){sv, c, rq, r};
+    rq->state = RQ_WORKING;
+    MHD_suspend_connection(c);
+    pthread_attr_t at;
+    pthread_t th;
+    int ok = pthread_attr_init(&at) == 0;
+    ok = ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 && pthread_create(&th, &at, job_run, j) == 0;
+    pthread_attr_destroy(&at);
+    if (!ok) { /* answered as the thread would have, from here */
+        deferred_req = rq;
+        send_error(c, 503, "no thread for the request: try again");
+        deferred_req = NULL;
+        rq->state = RQ_READY;
+        free(j);
+        MHD_resume_connection(c);
+        pthread_mutex_lock(&cn->mu);
+        if (--cn->active == 0) pthread_cond_broadcast(&cn->idle);
+        pthread_mutex_unlock(&cn->mu);
+    }
+    return MHD_YES;
+}
+
 /* Checks before reading a body: host, token, path, method, declared length. */
 /* A refusal in the body style of the path: OpenAI's under /v1/, else {"error": msg}. */
 static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status, const char *msg) {
@@ -550,10 +911,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     Server *sv = cls;
     Req *rq = *con_cls;
     if (!rq) {
+        conn_pending(sv, c, 0); /* its headers are in: answered now, whatever they hold */
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
         *con_cls = rq;
         return first_call(sv, c, url, method, rq);
     }
+    if (rq->state == RQ_READY) { /* resumed: the route's thread is done */
+        rq->state = RQ_READING;
+        struct MHD_Response *r = rq->resp;
+        rq->resp = NULL;
+        if (!r) return MHD_NO;
+        enum MHD_Result ok = MHD_queue_response(c, rq->status, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    if (rq->state == RQ_WORKING) return MHD_YES;
     if (*upload_size) {
         size_t k = *upload_size;
         *upload_size = 0;
@@ -578,18 +950,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->answered) return MHD_YES;
     rq->answered = 1;
     if (rq->too_big) return refuse(c, rq, 413, "the body is over 1 MB");
+    /* OpenAI's paths are answered here, on the epoll thread (openai.c queues its responses, a stream's
+     * too, from this call) */
     if (rq->openai) return (enum MHD_Result)oa_handle(sv->lv, c, url, rq->body, rq->len);
-    return route_request(sv, c, (Route)find_route(url), rq);
+    const Route r = (Route)find_route(url);
+    /* the page and the model list are made: answered here; the rest may wait for the model */
+    if (r == R_PAGE || r == R_MODELS) return route_request(sv, c, r, rq);
+    return start_job(sv, c, r, rq);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
     Req *rq = *con_cls;
     if (rq) {
+        if (rq->resp) MHD_destroy_response(rq->resp);
         free(rq->body);
         free(rq);
     }
     *con_cls = NULL;
+    conn_pending(cls, c, 1); /* the connection's next request, if any, begins */
 }
 
 /* ---------------------------------------------------------------- the server */
@@ -720,14 +1099,26 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (conns_init(&sv.cn, o->max_queue + SERVE_MAX_ACTIVE_EXTRA) != 0) {
+        av_err(e, "cannot start the connection sweeper: %s", strerror(errno));
+        goto out;
+    }
+    /* one epoll thread for every socket (libmicrohttpd's; no thread per connection); routes
+     * that may wait run in threads of their own with the connection suspended */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    /* every connection is a descriptor: the limit stays below what this process may open */
+    unsigned max_conns = SERVE_MAX_CONNECTIONS;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conns + 256)
+        max_conns = rl.rlim_cur > 512 ? (unsigned)rl.rlim_cur - 256 : 256;
     d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR,
                          (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_s,
-                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+                         MHD_OPTION_CONNECTION_LIMIT, max_conns,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_BYTES,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-                         MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
+                         MHD_OPTION_NOTIFY_CONNECTION, on_connection, &sv,
+                         MHD_OPTION_URI_LOG_CALLBACK, on_uri, &sv,
+                         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!d) {
         av_err(e, "cannot listen on %s port %d: %s", host, o->port, errno ? strerror(errno) : "libmicrohttpd failed");
         goto out;
@@ -758,7 +1149,12 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     if (!o->page.quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 0;
 out:
-    if (d) MHD_stop_daemon(d);
+    if (d) {
+        conns_quiesce(&sv.cn);
+        MHD_stop_daemon(d);
+    } else if (sv.cn.have_sweeper) {
+        conns_quiesce(&sv.cn);
+    }
     for (int i = 0; i < 2; i++)
         if (stop_pipe[i] >= 0) close(stop_pipe[i]), stop_pipe[i] = -1;
     live_close(sv.lv);
