@@ -179,9 +179,10 @@ int cfg_parse_eos(ModelConfig *c, const struct cJSON *root, const char *path, Av
  * transformers' generate() reads it. A missing file is not an error. */
 int cfg_load_generation(ModelConfig *c, const char *path, AvErr *e);
 
-/* Reads do_lower_case from tokenizer_config.json; returns 1/0, or -1 when the
- * file or key is absent (not an error). */
-int cfg_read_lowercase(const char *tokenizer_config_path);
+/* Reads do_lower_case from tokenizer_config.json; returns 1/0, -1 when the
+ * file or key is absent (not an error), or -2 when the file is refused (a key
+ * given twice: e says which). */
+int cfg_read_lowercase(const char *tokenizer_config_path, AvErr *e);
 
 const char *cfg_act_name(ActKind a);
 

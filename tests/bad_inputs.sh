@@ -109,6 +109,9 @@ fresh; st_edit 'o = h["pooler.dense.bias"]["data_offsets"]; h["pooler.dense.bias
 case_ st_offsets_reversed 1 "data_offsets .* are reversed" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'o = h["encoder.layer.0.attention.self.key.bias"]["data_offsets"]; h["encoder.layer.0.attention.self.query.bias"]["data_offsets"] = o'
 case_ st_offsets_overlap 1 "overlap in the data section" -- --model "$M" "${Q[@]}" hi
+# issue 47: a key twice in a JSON document: cJSON reads the first, Python's json (safetensors, transformers) the last
+fresh; st_edit 'e = json.dumps(h["pooler.dense.bias"]); o = h["pooler.dense.weight"]["data_offsets"]; h = (json.dumps(h)[:-1] + ", \"pooler.dense.bias\": " + json.dumps(dict(h["pooler.dense.bias"], data_offsets=[o[0], o[0] + 128])) + "}").encode()'
+case_ st_tensor_listed_twice 1 "model.safetensors: key \"pooler.dense.bias\" appears twice in the top-level object" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h.update({f"x{i}": {} for i in range(1000000)})'
 case_ st_million_entries 1 "model.safetensors: safetensors header lists more than 100000 entries \(1000[0-9]+\)" -- --model "$M" "${Q[@]}" hi
 fresh; st_edit 'h["pooler.dense.bias"]["shape"] = [33]'
@@ -161,6 +164,17 @@ fresh; printf '{"eos_token_id": [%s]}' "$(seq -s, 1 9)" >"$M/generation_config.j
 case_ generation_config_too_many_eos 1 "generation_config.json: \"eos_token_id\" lists more than 8 ids" -- --model "$M" "${Q[@]}" hi
 fresh; printf '{"vocab_size": 1,' >"$M/config.json"
 case_ cfg_not_json 1 "config.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+fresh; $PY -c 'import json, sys; c = json.load(open(sys.argv[1])); t = json.dumps(c); open(sys.argv[1], "w").write(t[:-1] + ", \"hidden_act\": \"relu\"}")' "$M/config.json"
+case_ cfg_key_twice 1 "config.json: key \"hidden_act\" appears twice in the top-level object \(JSON readers disagree on which one counts\)" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"eos_token_id": 1, "eos_token_id": 2}' >"$M/generation_config.json"
+case_ generation_config_key_twice 1 "generation_config.json: key \"eos_token_id\" appears twice" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"do_lower_case": true, "do_lower_case": false}' >"$M/tokenizer_config.json"
+case_ tokenizer_config_key_twice 1 "tokenizer_config.json: key \"do_lower_case\" appears twice" -- --model "$M" "${Q[@]}" hi
+fresh; printf '{"heads": [{"layer": 0, "head": 0, "pattern": "x", "pattern": "y"}]}' >"$M/heads.json"
+case_ heads_json_key_twice 1 "heads.json: key \"pattern\" appears twice in heads\[0\]" -- --model "$M" "${Q[@]}" hi
+fresh; mv "$M/model.safetensors" "$M/model-00001-of-00001.safetensors"
+printf '{"weight_map": {"pooler.dense.bias": "model-00001-of-00001.safetensors", "pooler.dense.bias": "other.safetensors"}}' >"$M/model.safetensors.index.json"
+case_ shard_index_key_twice 1 "model.safetensors.index.json: key \"pooler.dense.bias\" appears twice in weight_map" -- --model "$M" "${Q[@]}" hi
 fresh; rm "$M/config.json"
 case_ cfg_missing 1 "no config.json in the model folder" -- --model "$M" "${Q[@]}" hi
 
@@ -284,6 +298,8 @@ lfresh; tj_edit 't["model"]["vocab"]["x"] = 99'
 case_ tokjson_more_ids_than_embeddings 1 "tokenizer.json: 100 tokens, but config.json says vocab_size 40" -- --model "$M" "${Q[@]}" hi
 lfresh; printf '{"model": {"type": "BPE", "vocab": ' >"$M/tokenizer.json"
 case_ tokjson_not_json 1 "tokenizer.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
+lfresh; $PY -c 'import json, sys; t = json.load(open(sys.argv[1])); s = json.dumps(t); open(sys.argv[1], "w").write(s.replace("\"vocab\": {", "\"vocab\": {\"a\": 7, ", 1))' "$M/tokenizer.json"
+case_ tokjson_vocab_entry_twice 1 "tokenizer.json: key \"a\" appears twice in model.vocab" -- --model "$M" "${Q[@]}" hi
 lfresh; tj_edit 't["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"}, "content": "h" * 100}] * 8}'
 VMEM=2000000 case_ tokjson_normalizer_grows_without_bound 1 "tokenizer.json: the normalizer grows the text past 128 bytes, the limit for 2 input bytes \(32x \+ 64\)" -- --model "$M" "${Q[@]}" hi
 # ---- XLM-R's Unigram tokenizer.json: the Precompiled charsmap (base64 of a u32 trie size, the
@@ -511,6 +527,8 @@ PY
 N=$T/r.npz
 mknpz "$N" ''
 case_ render_good_npz 0 "" -- render "$N" --quiet --json out.json
+mknpz "$N" ''; printf '{"tokens": ["a", "b", "c"], "causal": true, "causal": false}' >"$T/r.json"
+case_ render_meta_key_twice 1 "r.json: key \"causal\" appears twice in the top-level object" -- render "$N" --quiet --json out.json
 mknpz "$N" '||z = z[:len(z) // 2]'
 case_ render_npz_truncated 1 "r.npz: .*(zip|truncated)" -- render "$N" --quiet --json out.json
 mknpz "$N" 'method = zipfile.ZIP_DEFLATED||i = z.index(b"PK\x01\x02"); z = z[:i - 8] + bytes(x ^ 0x55 for x in z[i - 8:i - 4]) + z[i - 4:]'
@@ -694,6 +712,8 @@ mkjson "$S" "$X" 't = t[: len(t) // 2]'
 case_ merge_truncated 1 "x.json: not valid JSON" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'del d["kind"]'
 case_ merge_no_kind 1 "x.json: no \"kind\"" -- "${MQ[@]}" "$S" "$X"
+mkjson "$S" "$X" 't = t.replace("\"inputs\":", "\"inputs\": 999, \"inputs\":", 1)'
+case_ merge_key_twice 1 "x.json: key \"inputs\" appears twice in the top-level object" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'del d["inputs"]'
 case_ merge_missing_inputs 1 "x.json: missing \"inputs\"" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'd["layers"] = 3'

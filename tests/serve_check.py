@@ -317,6 +317,7 @@ def hostile():
     case("a 2 MB body", 413, "POST", "/api/run", "x" * (2 << 20))
     case("invalid UTF-8 body", 400, "POST", "/api/run", b'{"text":"\xff\xfe"}')
     case("NUL byte in the body", 400, "POST", "/api/run", b'{"text":"a\x00b"}')
+    case("a key twice in the body", 400, "POST", "/api/run", '{"text": "a harmless one", "text": "another"}')
     case("not JSON", 400, "POST", "/api/run", "text=hello")
     case("JSON array", 400, "POST", "/api/run", '["hello"]')
     case("text not a string", 400, "POST", "/api/run", '{"text": 42}')

@@ -36,7 +36,37 @@ START_TEST(reads_a_real_published_bert_config) {
     ck_assert_int_eq(c.type_vocab_size, 2);
     ck_assert_float_eq(c.layer_norm_eps, 1e-12f);
     ck_assert_int_eq(c.hidden_act, ACT_GELU);
-    ck_assert_int_eq(cfg_read_lowercase(tcfg), 1);
+    ck_assert_int_eq(cfg_read_lowercase(tcfg, &e), 1);
+}
+END_TEST
+
+START_TEST(a_key_given_twice_is_refused_in_every_config_file) {
+    /* transformers (Python's json) reads the last of two, cJSON the first: neither is run */
+    expect_error("{" BASE ",\"hidden_act\":\"silu\",\"hidden_act\":\"gelu\"}",
+                 "key \"hidden_act\" appears twice in the top-level object");
+    expect_error("{" BASE ",\"rope_scaling\":{\"type\":\"linear\",\"factor\":2,\"factor\":4}}",
+                 "key \"factor\" appears twice in rope_scaling");
+    ModelConfig c;
+    AvErr e;
+    const char *ok = "{" BASE "}";
+    ck_assert_int_eq(cfg_parse(&c, ok, strlen(ok), "config.json", &e), 0);
+    char path[64];
+    const char gen[] = "{\"eos_token_id\": 1, \"eos_token_id\": 2}";
+    write_temp(path, gen, sizeof gen - 1);
+    ck_assert_int_eq(cfg_load_generation(&c, path, &e), -1);
+    ck_assert_msg(strstr(e.msg, "key \"eos_token_id\" appears twice") && strstr(e.msg, path), "%s", e.msg);
+    unlink(path);
+    const char tok[] = "{\"do_lower_case\": true, \"do_lower_case\": false}";
+    write_temp(path, tok, sizeof tok - 1);
+    ck_assert_int_eq(cfg_read_lowercase(path, &e), -2);
+    ck_assert_msg(strstr(e.msg, "key \"do_lower_case\" appears twice"), "%s", e.msg);
+    unlink(path);
+    const char heads[] = "{\"heads\": [{\"layer\": 0, \"head\": 1, \"pattern\": \"a\", \"head\": 2}]}";
+    write_temp(path, heads, sizeof heads - 1);
+    char **pat, **desc;
+    ck_assert_int_eq(cfg_load_head_labels(path, &c, &pat, &desc, &e), -1);
+    ck_assert_msg(strstr(e.msg, "key \"head\" appears twice in heads[0]"), "%s", e.msg);
+    unlink(path);
 }
 END_TEST
 
@@ -165,6 +195,7 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("core");
     tcase_add_test(t, reads_a_real_published_bert_config);
     tcase_add_test(t, applies_defaults_and_activation_names);
+    tcase_add_test(t, a_key_given_twice_is_refused_in_every_config_file);
     tcase_add_test(t, refuses_bad_configs_naming_the_key);
     tcase_add_test(t, reads_each_family_under_its_own_key_names);
     tcase_add_test(t, head_labels_fill_every_described_head);

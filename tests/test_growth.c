@@ -12,7 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "gguf.h"
+#include "jsonread.h"
 #include "model.h"
 #include "safetensors.h"
 #include "tokenizer.h"
@@ -315,6 +318,32 @@ START_TEST(a_shard_index_naming_many_files_is_read_in_n_log_n) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- JSON */
+
+/* An object of n keys, each key checked against the others (sorted), and arrays nested
+ * as deep as cJSON allows under it. */
+static void json_keys(void *ctx, size_t n) {
+    (void)ctx;
+    Buf j = {0};
+    char ent[48];
+    put_s(&j, "{");
+    for (size_t i = 0; i < n; i++) {
+        int l = snprintf(ent, sizeof ent, "%s\"k%zu\":{\"a\":[1]}", i ? "," : "", (i * 7919) % n);
+        put(&j, ent, (size_t)l);
+    }
+    put_s(&j, "}");
+    cJSON *root;
+    AvErr e;
+    ck_assert_msg(av_json_parse(&root, (const char *)j.b, j.n, "keys.json", &e) == 0, "%s", e.msg);
+    cJSON_Delete(root);
+    free(j.b);
+}
+
+START_TEST(a_json_object_of_many_keys_is_checked_in_n_log_n) {
+    expect_linear("JSON, an object of n keys checked", json_keys, NULL, 20000);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- tokenizer.json */
 
 typedef struct {
@@ -480,6 +509,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_pytorch_bin_of_many_tensors_is_read_and_searched_in_n_log_n);
     tcase_add_test(t, a_zip_of_many_entries_is_read_and_searched_in_n_log_n);
     tcase_add_test(t, a_shard_index_naming_many_files_is_read_in_n_log_n);
+    tcase_add_test(t, a_json_object_of_many_keys_is_checked_in_n_log_n);
     tcase_add_test(t, many_added_tokens_are_found_in_time_linear_in_the_text_and_the_tokens);
     tcase_add_test(t, a_unigram_model_with_a_long_piece_tokenizes_in_linear_time);
     tcase_add_test(t, a_replace_normalizer_with_a_long_pattern_runs_in_linear_time);

@@ -1,6 +1,7 @@
 /* heads.c — head scores over a corpus (what TransformerLens's head detector and
  * bertviz users compute by hand), their ranking, and exact merging of shards. */
 #include "heads.h"
+#include "jsonread.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -114,9 +115,10 @@ static int parse_npy(HeadsPattern *p, const char *name, const unsigned char *b, 
 }
 
 static int parse_json_pattern(HeadsPattern *p, const char *name, const char *buf, size_t len, AvErr *e) {
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, name, e);
     int rc = -1;
-    if (!root) return av_err(e, "%s: not valid JSON (a pattern is [[...], ...] or a .npy file)", name);
+    if (pr) return pr < 0 ? -1 : av_err(e, "%s: not valid JSON (a pattern is [[...], ...] or a .npy file)", name);
     if (!cJSON_IsArray(root)) {
         av_err(e, "%s: a pattern is an array of rows [[...], ...]", name);
         goto done;
@@ -611,9 +613,10 @@ static int parse_induction(HeadScores *hs, const cJSON *arr, const char *name, A
 
 int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e) {
     memset(hs, 0, sizeof *hs);
-    cJSON *root = cJSON_Parse(buf);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, strlen(buf), name, e);
     int rc = -1;
-    if (!root) return av_err(e, "%s: not valid JSON (expected the --json output of --stats or heads)", name);
+    if (pr) return pr < 0 ? -1 : av_err(e, "%s: not valid JSON (expected the --json output of --stats or heads)", name);
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind"),
                 *model = cJSON_GetObjectItemCaseSensitive(root, "model"),
                 *scores = cJSON_GetObjectItemCaseSensitive(root, "scores"),

@@ -2,6 +2,7 @@
  * the names real checkpoints use, shape and dtype checks, sharded
  * safetensors; and the run state and capture buffers. */
 #include "model.h"
+#include "jsonread.h"
 #include "seq2seq.h"
 
 #include <cblas.h>
@@ -560,8 +561,10 @@ static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *
     char *buf;
     size_t len;
     if (av_read_file(index_path, 64 << 20, &buf, &len, e) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, index_path, e);
     free(buf);
+    if (pr < 0) return -1;
     const cJSON *map = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     int rc = -1, n = cJSON_IsObject(map) ? cJSON_GetArraySize(map) : 0;
     char *dir = dir_of(index_path);

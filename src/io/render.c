@@ -1,6 +1,7 @@
 /* render.c — attention arrays from a .npz or .safetensors file and a JSON
  * of tokens, every shape and value checked, into a Capture. */
 #include "render.h"
+#include "jsonread.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -198,7 +199,8 @@ static int load_safetensors(RFile *f, const char *path, AvErr *e) {
     /* the metadata's "attnviz" entry may carry the tokens */
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)f->st.map[i] << (8 * i);
-    cJSON *h = cJSON_ParseWithLength((const char *)f->st.map + 8, (size_t)hl);
+    cJSON *h; /* st_open parsed it whole (and checked its keys): only its metadata is read here */
+    if (av_json_parse(&h, (const char *)f->st.map + 8, (size_t)hl, path, e) < 0) return -1;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(h, "__metadata__"), "attnviz");
     if (cJSON_IsString(m) && !(f->st_meta = strdup(m->valuestring))) {
         cJSON_Delete(h);
@@ -525,7 +527,9 @@ int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e)
     if (rc) goto done;
     rc = -1;
     if (read_meta(input, meta_path, &f, &json, mused, sizeof mused, e)) goto done;
-    if (!(m = cJSON_Parse(json)) || !cJSON_IsObject(m)) {
+    const int pr = av_json_parse(&m, json, strlen(json), mused, e);
+    if (pr < 0) goto done;
+    if (!m || !cJSON_IsObject(m)) {
         av_err(e, "%s: not a JSON object", mused);
         goto done;
     }

@@ -1,6 +1,7 @@
 /* safetensors.c — memory-mapped .safetensors reader with strict header checks,
  * and a writer used by the demo-model generator and tests. */
 #include "safetensors.h"
+#include "jsonread.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -124,8 +125,9 @@ int st_parse(StFile *f, const uint8_t *buf, size_t len, const char *path, AvErr 
     long entries = top_level_entries((const char *)buf + 8, (size_t)hlen);
     if (entries > ST_MAX_TENSORS + 1) /* + __metadata__ */
         return av_err(e, "%s: safetensors header lists more than %d entries (%ld)", path, ST_MAX_TENSORS, entries);
-    cJSON *root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    if (!root) return av_err(e, "%s: safetensors header is not valid JSON", path);
+    cJSON *root;
+    const int pr = av_json_parse(&root, (const char *)buf + 8, (size_t)hlen, path, e);
+    if (pr) return pr < 0 ? -1 : av_err(e, "%s: safetensors header is not valid JSON", path);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return av_err(e, "%s: safetensors header is not a JSON object", path);

@@ -1,5 +1,6 @@
 /* config.c — config.json parsing and validation. */
 #include "config.h"
+#include "jsonread.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -138,8 +139,9 @@ int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, 
 
 int cfg_parse(ModelConfig *c, const char *json, size_t len, const char *path, AvErr *e) {
     memset(c, 0, sizeof *c);
-    cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root) return av_err(e, "%s: not valid JSON", path);
+    cJSON *root;
+    const int pr = av_json_parse(&root, json, len, path, e);
+    if (pr) return pr < 0 ? -1 : av_err(e, "%s: not valid JSON", path);
     int rc = -1;
     const ArchSpec *spec = NULL;
     if (!cJSON_IsObject(root)) {
@@ -192,19 +194,23 @@ int cfg_load_generation(ModelConfig *c, const char *path, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(path, 1 << 20, &buf, &len, e) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, path, e);
     free(buf);
+    if (pr < 0) return -1;
     int rc = !cJSON_IsObject(root) ? av_err(e, "%s: not a JSON object", path) : cfg_parse_eos(c, root, path, e);
     cJSON_Delete(root);
     return rc;
 }
 
-int cfg_read_lowercase(const char *path) {
+int cfg_read_lowercase(const char *path, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(path, 1 << 20, &buf, &len, NULL) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, path, e);
     free(buf);
+    if (pr < 0) return -2;
     int rc = -1;
     const cJSON *v = root ? cJSON_GetObjectItemCaseSensitive(root, "do_lower_case") : NULL;
     if (cJSON_IsBool(v)) rc = cJSON_IsTrue(v) ? 1 : 0;
@@ -223,8 +229,10 @@ int cfg_load_head_labels(const char *path, const ModelConfig *c, char ***pattern
     char *buf;
     size_t len;
     if (av_read_file(path, 4 << 20, &buf, &len, e) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, path, e);
     free(buf);
+    if (pr < 0) return -1;
     int n = c->num_layers * c->num_heads, rc = -1;
     char **pat = calloc((size_t)n, sizeof *pat), **desc = calloc((size_t)n, sizeof *desc);
     const cJSON *heads = root ? cJSON_GetObjectItemCaseSensitive(root, "heads") : NULL;

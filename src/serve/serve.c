@@ -15,6 +15,7 @@
  * therefore hold neither threads nor every slot, and one on the same address
  * as the user (loopback) cannot keep the user out. */
 #include "serve.h"
+#include "jsonread.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -321,8 +322,15 @@ int serve_parse_run(const char *body, size_t len, ServeRunReq *q, const char **w
     memset(q, 0, sizeof *q);
     *why = NULL;
     if (!body || !utf8_valid(body, len)) return *why = "the body is not UTF-8 text", -1;
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!j) return *why = "the body is not valid JSON", -1;
+    cJSON *j;
+    AvErr e = {0};
+    const int pr = av_json_parse(&j, body, len, "the body", &e);
+    if (pr > 0) return *why = "the body is not valid JSON", -1;
+    if (pr < 0) { /* the message names the key: kept for the caller on this thread */
+        static _Thread_local char msg[sizeof e.msg];
+        memcpy(msg, e.msg, sizeof msg);
+        return *why = msg, -1;
+    }
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text"), *text_b = cJSON_GetObjectItemCaseSensitive(j, "text_b"),
                 *model = cJSON_GetObjectItemCaseSensitive(j, "model"), *pred = cJSON_GetObjectItemCaseSensitive(j, "predict"),
                 *dec = cJSON_GetObjectItemCaseSensitive(j, "decoder_text"), *gen = cJSON_GetObjectItemCaseSensitive(j, "generate"),

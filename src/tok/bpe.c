@@ -11,6 +11,7 @@
  *  - merges.txt: lines starting with "#version" are skipped, any other line
  *    must be "a b", a later duplicate of a merge overrides its rank. */
 #include "bpe.h"
+#include "jsonread.h"
 #include "util.h"
 
 #include "strtab.h"
@@ -195,9 +196,10 @@ static int load_vocab(BpeModel *m, const char *path, AvErr *e) {
     char *buf = NULL;
     size_t len = 0;
     if (av_read_file(path, BPE_MAX_FILE, &buf, &len, e) < 0) return -1;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, path, e);
     int rc = -1;
+    if (pr < 0) goto done;
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         long off = at && at >= buf && at <= buf + len ? (long)(at - buf) : -1;

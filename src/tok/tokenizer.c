@@ -14,6 +14,7 @@
  * Unicode properties come from utf8proc; HF's own tables (unicode_categories)
  * are older, so code points assigned since then can differ. */
 #include "tokenizer.h"
+#include "jsonread.h"
 #include "bpe.h"
 #include "tokjson.h"
 #include "config.h"
@@ -262,9 +263,10 @@ int tok_load_json(Tokenizer **out, const char *tokenizer_json, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(tokenizer_json, 256u << 20, &buf, &len, e) != 0) return -1;
-    cJSON *root = cJSON_ParseWithLength(buf, len);
+    cJSON *root;
+    const int pr = av_json_parse(&root, buf, len, tokenizer_json, e);
     free(buf);
-    if (!root) return av_err(e, "%s: not valid JSON", tokenizer_json);
+    if (pr) return pr < 0 ? -1 : av_err(e, "%s: not valid JSON", tokenizer_json);
     int rc;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(model, "type");
@@ -364,9 +366,10 @@ int tok_load_dir(Tokenizer **out, const char *dir, TokDirHint *hint, AvErr *e) {
         goto done;
     }
     int lower = hint->lowercase;
-    if (lower < 0) lower = cfg_read_lowercase(tcfg);
-    if (lower < 0) lower = tok_infer_lowercase(dir, vocab_txt);
+    if (lower < 0) lower = cfg_read_lowercase(tcfg, e);
     free(tcfg);
+    if (lower == -2) goto done;
+    if (lower < 0) lower = tok_infer_lowercase(dir, vocab_txt);
     snprintf(hint->used, sizeof hint->used, "%s", vocab_txt);
     rc = tok_load(out, vocab_txt, lower, e);
 done:
