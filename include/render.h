@@ -47,7 +47,10 @@ typedef struct {
     RenderStack self, enc, dec, cross;
 } Rendered;
 
-int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e);
+/* max_bytes: what the arrays may take once read (their inflated entries and the floats they
+ * become; --max-capture), checked against each array's shape before it is inflated; 0: half
+ * of physical memory. */
+int render_load(Rendered *r, const char *input, const char *meta_path, double max_bytes, AvErr *e);
 void render_free(Rendered *r);
 
 #endif

@@ -34,6 +34,9 @@ const ZEntry *zip_find(const Zip *z, const char *prefix, size_t plen, const char
 /* The entry's bytes: in place when stored (*owned 0), else inflated into a
  * buffer to free (*owned 1); at most max_size bytes. */
 int zip_extract(const ZEntry *ent, size_t max_size, uint8_t **out, int *owned, const char *path, AvErr *e);
+/* The first n bytes of an entry (all of it when shorter) into out, *got of them: only what they
+ * need is inflated (a header read before deciding whether the rest is wanted). */
+int zip_head(const ZEntry *ent, uint8_t *out, size_t n, size_t *got, const char *path, AvErr *e);
 void zip_free(Zip *z);
 
 /* Error text shows at most 80 bytes of a name from the file. */

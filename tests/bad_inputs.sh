@@ -539,6 +539,31 @@ mknpz "$N" 'b = b[:-8]'
 case_ render_npy_short_data 1 "'attention' holds 28 bytes, short of its shape's 9 elements" -- render "$N" --quiet --json out.json
 mknpz "$N" 'b = b.replace(b"(1, 1, 3, 3)", b"(1, 1, 3, 9999999999999)")'
 case_ render_npy_absurd_shape 1 "'attention'" -- render "$N" --quiet --json out.json
+# issue 47: a 1 MB .npz whose entry inflates to 1 GiB (a zero-filled 16,384^2 array): its shape is
+# checked against the tokens and --max-capture before anything is inflated (it was inflated first)
+$PY - "$T/bomb.npz" <<'PY'
+import struct, sys, zlib
+n = 16384
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, %d, %d), }" % (n, n)
+hdr = (hdr + " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n").encode()
+head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr
+def seg(data):  # whole deflate blocks, referring to nothing before them: they may be repeated
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH)
+chunk = 16 << 20
+body = seg(head) + seg(bytes(chunk)) * (n * n * 4 // chunk) + b"\x03\x00"  # then a final empty block
+usize, name = len(head) + n * n * 4, b"attention.npy"
+local = struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 8, 0, 0, 0, len(body), usize, len(name), 0) + name
+cd = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 8, 0, 0, 0, len(body), usize, len(name), 0, 0, 0, 0, 0, 0) + name
+end = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 1, 1, len(cd), len(local) + len(body), 0)
+open(sys.argv[1], "wb").write(local + body + cd + end)
+PY
+printf '{"tokens": ["a", "b", "c"]}' >"$T/bomb.json"
+VMEM=1000000 case_ render_npz_inflating_to_1gib_other_shape 1 "bomb.npz: 'attention' is 16384 x 16384 per head; the tokens say 3 x 3" -- render "$T/bomb.npz" --quiet --json out.json
+$PY -c 'import json, sys; json.dump({"tokens": ["t%d" % i for i in range(16384)]}, open(sys.argv[1], "w"))' "$T/bomb.json"
+VMEM=1000000 case_ render_npz_inflating_past_max_capture 1 "bomb.npz: 'attention' needs 2147 MB \(1074 MB inflated, 1074 MB as floats\).* above the 100 MB allowed \(--max-capture\)" -- render "$T/bomb.npz" --max-capture 100M --quiet --json out.json
+mknpz "$N" 'b = b + bytes(64)'
+case_ render_npy_longer_than_its_shape 1 "'attention' holds 100 bytes, more than its shape's 9 elements need" -- render "$N" --quiet --json out.json
 # ---- attnviz diff: two texts on one model, or one text on two models
 fresh; M2=$T/m2; rm -rf "$M2" && cp -r "$M" "$M2"
 $PY - "$M2/vocab.txt" <<'PY'

@@ -134,7 +134,7 @@ START_TEST(render_metadata_giving_the_tokens_twice_is_refused) {
     char *mp = temp_with(meta, sizeof meta - 1, ".json");
     Rendered r;
     AvErr e;
-    ck_assert_int_eq(render_load(&r, st, mp, &e), -1);
+    ck_assert_int_eq(render_load(&r, st, mp, 0, &e), -1);
     ck_assert_msg(strstr(e.msg, "key \"tokens\" appears twice in the top-level object") && strstr(e.msg, mp), "%s", e.msg);
     unlink(st), unlink(mp);
     free(st), free(mp);

@@ -62,7 +62,7 @@ START_TEST(attention_and_tokens_become_a_capture) {
     write_st("attention", DIMS, 4, v, META);
     Rendered r;
     AvErr e = {0};
-    ck_assert_msg(render_load(&r, path, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_msg(render_load(&r, path, NULL, 0, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(r.cfg.num_layers, 2);
     ck_assert_int_eq(r.cfg.num_heads, 1);
     ck_assert(r.cfg.causal);
@@ -84,10 +84,10 @@ START_TEST(a_struct_filled_by_the_reader_is_safe_to_free_whatever_it_held) {
     Rendered r;
     AvErr e = {0};
     GARBAGE(r);
-    ck_assert_msg(render_load(&r, path, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_msg(render_load(&r, path, NULL, 0, &e) == 0, "%s", e.msg);
     render_free(&r);
     GARBAGE(r);
-    ck_assert_int_eq(render_load(&r, "/nonexistent/a.npz", NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, "/nonexistent/a.npz", NULL, 0, &e), -1);
     render_free(&r);
     unlink(path);
 }
@@ -100,7 +100,7 @@ START_TEST(rows_that_are_not_probabilities_are_refused_with_their_place) {
     write_st("attention", DIMS, 4, v, META);
     Rendered r;
     AvErr e = {0};
-    ck_assert_int_eq(render_load(&r, path, NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, path, NULL, 0, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, path));
     ck_assert_ptr_nonnull(strstr(e.msg, "layer 1, head 0, row 2 sums to 1.5"));
     unlink(path);
@@ -114,7 +114,7 @@ START_TEST(a_causal_model_may_not_look_ahead) {
     write_st("attention", DIMS, 4, v, META);
     Rendered r;
     AvErr e = {0};
-    ck_assert_int_eq(render_load(&r, path, NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, path, NULL, 0, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "row 0 attends to later token 1"));
     unlink(path);
 }
@@ -126,15 +126,15 @@ START_TEST(shapes_must_match_the_tokens) {
     write_st("attention", DIMS, 4, v, "{\"tokens\":[\"time\",\"flies\"],\"causal\":true}");
     Rendered r;
     AvErr e = {0};
-    ck_assert_int_eq(render_load(&r, path, NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, path, NULL, 0, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "is 3 x 3 per head; the tokens say 2 x 2"));
     unlink(path);
     write_st("attention", DIMS, 4, v, NULL);
-    ck_assert_int_eq(render_load(&r, path, NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, path, NULL, 0, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "no tokens: give --meta FILE.json"));
     unlink(path);
     write_st("weights", DIMS, 4, v, META);
-    ck_assert_int_eq(render_load(&r, path, NULL, &e), -1);
+    ck_assert_int_eq(render_load(&r, path, NULL, 0, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "no 'attention' array"));
     unlink(path);
 }

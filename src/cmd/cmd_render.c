@@ -15,7 +15,7 @@ static int in_ints(int x, const int *v, int n) {
 
 int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
     Rendered rd;
-    if (render_load(&rd, rs->input, rs->meta, e) != 0) return -1;
+    if (render_load(&rd, rs->input, rs->meta, o->capture.max_capture, e) != 0) return -1;
     int rc = -1;
     const int H = rd.cfg.num_heads;
     CapStack stacks[3];

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "safetensors.h"
 #include "util.h"
@@ -28,9 +29,11 @@ typedef struct {
     int ndim;
     int64_t shape[8];
     RType type;
-    const uint8_t *data;
+    const uint8_t *data;  /* NULL until materialize (a .npz entry is inflated only once its shape is known good) */
     size_t count;         /* elements */
     uint8_t *owned;       /* inflated data to free */
+    ZEntry ze;            /* a .npz entry: where its bytes are */
+    size_t hdr;           /* the .npy header's bytes before the data */
 } RArray;
 
 typedef struct {
@@ -41,6 +44,7 @@ typedef struct {
     uint8_t *file;        /* the .npz's bytes */
     size_t file_len;
     char *st_meta;        /* safetensors __metadata__["attnviz"] */
+    double budget, used;  /* bytes the arrays may take once read (inflated entries, floats): --max-capture */
 } RFile;
 
 static void rfile_free(RFile *f) {
@@ -102,7 +106,10 @@ static const char *npy_key(const char *h, size_t n, const char *key) {
     return NULL;
 }
 
-static int parse_npy(RArray *a, const uint8_t *b, size_t len, const char *path, AvErr *e) {
+/* The .npy header at b (len bytes of an entry of entry_len): dtype, shape, and where the data
+ * starts (a->hdr). The entry must hold exactly the bytes its shape needs: its data is then read
+ * (inflated) to that size and no further. */
+static int parse_npy(RArray *a, const uint8_t *b, size_t len, size_t entry_len, const char *path, AvErr *e) {
     if (len < 10 || memcmp(b, "\x93NUMPY", 6)) return av_err(e, "%s: '%s' is not a .npy array", path, a->name);
     size_t hl, off;
     if (b[6] == 1) hl = (size_t)(b[8] | b[9] << 8), off = 10;
@@ -146,19 +153,25 @@ static int parse_npy(RArray *a, const uint8_t *b, size_t len, const char *path, 
         p = q;
     }
     if (p >= end) return av_err(e, "%s: '%s': .npy shape is not closed", path, a->name);
-    if (count > (len - off - hl) / type_size(a->type))
-        return av_err(e, "%s: '%s' holds %zu bytes, short of its shape's %zu elements", path, a->name, len - off - hl,
-                      count);
-    a->data = b + off + hl;
+    const size_t held = entry_len - off - hl;
+    if (count > held / type_size(a->type))
+        return av_err(e, "%s: '%s' holds %zu bytes, short of its shape's %zu elements", path, a->name, held, count);
+    if (held != count * type_size(a->type))
+        return av_err(e, "%s: '%s' holds %zu bytes, more than its shape's %zu elements need", path, a->name, held, count);
+    a->hdr = off + hl;
     a->count = count;
     return 0;
 }
 
+/* A .npz's arrays: each entry's .npy header only (the data is inflated by materialize, once
+ * the array's shape has been checked against the tokens and the budget). */
 static int load_npz(RFile *f, const char *path, AvErr *e) {
     if (av_read_file(path, R_MAX_BYTES, (char **)&f->file, &f->file_len, e) != 0) return -1;
     Zip z;
     if (zip_read(&z, f->file, f->file_len, ZIP_DEFLATE, path, e) != 0) return -1;
-    int rc = 0;
+    enum { HEAD = 12 + 65536 }; /* a .npy header's most */
+    uint8_t *head = malloc(HEAD);
+    int rc = head ? 0 : av_err(e, "%s: out of memory", path);
     for (size_t i = 0; i < z.n && rc == 0; i++) {
         const ZEntry *ze = &z.ent[i];
         if (ze->name_len < 5 || memcmp(ze->name + ze->name_len - 4, ".npy", 4)) continue;
@@ -168,14 +181,37 @@ static int load_npz(RFile *f, const char *path, AvErr *e) {
             break;
         }
         snprintf(a->name, sizeof a->name, "%.*s", (int)(ze->name_len - 4 < 127 ? ze->name_len - 4 : 127), (const char *)ze->name);
-        uint8_t *bytes;
-        int owned;
-        if ((rc = zip_extract(ze, R_MAX_BYTES, &bytes, &owned, path, e)) != 0) break;
-        if (owned) a->owned = bytes;
-        rc = parse_npy(a, bytes, (size_t)ze->size_out, path, e);
+        if (ze->size_out > R_MAX_BYTES) {
+            rc = av_err(e, "%s: '%s' holds %llu bytes (limit %zu)", path, a->name, (unsigned long long)ze->size_out,
+                        R_MAX_BYTES);
+            break;
+        }
+        size_t got;
+        if ((rc = zip_head(ze, head, HEAD, &got, path, e)) != 0) break;
+        a->ze = *ze;
+        rc = parse_npy(a, head, got, (size_t)ze->size_out, path, e);
     }
+    free(head);
     zip_free(&z);
     return rc;
+}
+
+/* An array's data: a .npz entry inflated now, to exactly the bytes its header's shape needs
+ * (zip_extract stops there: a stream claiming more is refused); a safetensors tensor is
+ * mapped already. */
+static int materialize(RFile *f, RArray *a, const char *path, AvErr *e) {
+    if (a->data) return 0;
+    const size_t need = a->hdr + a->count * type_size(a->type);
+    uint8_t *bytes;
+    int owned;
+    if (zip_extract(&a->ze, need, &bytes, &owned, path, e) != 0) return -1;
+    if (owned) a->owned = bytes, f->used += (double)need;
+    a->data = bytes + a->hdr;
+    return 0;
+}
+
+static double inflated_bytes(const RArray *a) {
+    return a->data || !a->ze.method ? 0 : (double)(a->hdr + a->count * type_size(a->type));
 }
 
 static int load_safetensors(RFile *f, const char *path, AvErr *e) {
@@ -236,7 +272,7 @@ static void shape_str(char *buf, size_t len, const RArray *a) {
 
 /* The layers of stack name: one array [L, H, r, c] or name.0 ... [H, r, c].
  * Fills out (L, H, r, c) floats (malloc'd), *L, *H and checks r, c (0: any). */
-static int gather(const RFile *f, const char *name, const char *path, int *L, int *H, int *r, int *c, float **out,
+static int gather(RFile *f, const char *name, const char *path, int *L, int *H, int *r, int *c, float **out,
                   AvErr *e) {
     *out = NULL;
     const RArray *whole = find(f, name);
@@ -281,18 +317,28 @@ static int gather(const RFile *f, const char *name, const char *path, int *L, in
     *L = (int)s[0], *H = (int)s[1], *r = (int)s[2], *c = (int)s[3];
     const size_t per_layer = (size_t)*H * *r * *c;
     if (per_layer > R_MAX_BYTES / 4 / (size_t)*L) return av_err(e, "%s: '%s' is too large", path, name);
+    for (int l = 1; !whole && l < *L; l++) { /* every layer's shape, before any is read */
+        int64_t sl[3];
+        if (squeeze(per[l], 3, sl) != 0 || sl[0] != *H || sl[1] != *r || sl[2] != *c) {
+            shape_str(sh, sizeof sh, per[l]);
+            return av_err(e, "%s: '%s' has shape %s; layer 0 has [%d, %d, %d]", path, per[l]->name, sh, *H, *r, *c);
+        }
+    }
+    /* what reading it costs, before anything is inflated: its entries and the floats they become */
+    double unpacked = 0;
+    for (int l = 0; l < (whole ? 1 : *L); l++) unpacked += inflated_bytes(whole ? whole : per[l]);
+    const double floats = (double)per_layer * *L * sizeof(float);
+    if (f->used + unpacked + floats > f->budget)
+        return av_err(e, "%s: '%s' needs %.0f MB (%.0f MB inflated, %.0f MB as floats) on top of %.0f MB read so far, "
+                      "above the %.0f MB allowed (--max-capture)", path, name, (unpacked + floats) / 1e6, unpacked / 1e6,
+                      floats / 1e6, f->used / 1e6, f->budget / 1e6);
+    for (int l = 0; l < (whole ? 1 : *L); l++)
+        if (materialize(f, (RArray *)(whole ? whole : per[l]), path, e) != 0) return -1;
     float *o = malloc(per_layer * (size_t)*L * sizeof *o);
     if (!o) return av_err(e, "%s: out of memory for '%s'", path, name);
+    f->used += floats;
     for (int l = 0; l < *L; l++) {
         const RArray *a = whole ? whole : per[l];
-        if (!whole) {
-            int64_t sl[3];
-            if (squeeze(a, 3, sl) != 0 || sl[0] != *H || sl[1] != *r || sl[2] != *c) {
-                shape_str(sh, sizeof sh, a);
-                free(o);
-                return av_err(e, "%s: '%s' has shape %s; layer 0 has [%d, %d, %d]", path, a->name, sh, *H, *r, *c);
-            }
-        }
         const size_t base = whole ? (size_t)l * per_layer : 0;
         for (size_t i = 0; i < per_layer; i++) o[(size_t)l * per_layer + i] = elem(a, base + i);
     }
@@ -511,10 +557,11 @@ static int stack_capture(RenderStack *st, float *probs, int L, int H, int n, con
     return 0;
 }
 
-int render_load(Rendered *r, const char *input, const char *meta_path, AvErr *e) {
+int render_load(Rendered *r, const char *input, const char *meta_path, double max_bytes, AvErr *e) {
     memset(r, 0, sizeof *r);
     r->tokens.b_start = r->dec_tokens.b_start = -1;
     RFile f = {0};
+    f.budget = max_bytes > 0 ? max_bytes : 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     size_t il = strlen(input);
     int rc = -1;
     char *json = NULL, mused[600];

@@ -208,6 +208,40 @@ void zip_free(Zip *z) {
     z->n = 0;
 }
 
+int zip_head(const ZEntry *ent, uint8_t *out, size_t n, size_t *got, const char *path, AvErr *e) {
+    *got = 0;
+    if (n > ent->size_out) n = (size_t)ent->size_out;
+    if (ent->method == 0) {
+        if (n > ent->size) n = (size_t)ent->size;
+        memcpy(out, ent->data, n);
+        *got = n;
+        return 0;
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    int rc = inflateInit2(&zs, -MAX_WBITS);
+    size_t done = 0;
+    uint64_t used_in = 0;
+    while (rc == Z_OK && done < n) {
+        const uint64_t left_in = ent->size - used_in;
+        zs.next_in = (Bytef *)(ent->data + used_in);
+        zs.avail_in = left_in > (1u << 30) ? (1u << 30) : (uInt)left_in;
+        zs.next_out = out + done;
+        zs.avail_out = (uInt)(n - done); /* a header: far below zlib's 32-bit counts */
+        const uInt in0 = zs.avail_in, out0 = zs.avail_out;
+        rc = inflate(&zs, Z_NO_FLUSH);
+        used_in += in0 - zs.avail_in;
+        done += out0 - zs.avail_out;
+        if (rc == Z_OK && in0 == zs.avail_in && out0 == zs.avail_out) rc = Z_DATA_ERROR; /* no progress */
+    }
+    inflateEnd(&zs);
+    if (done < n)
+        return av_err(e, "%s: zip entry '" NAMEF "' does not inflate to its %llu bytes (file corrupt?)", path,
+                      NAMEA(ent->name, ent->name_len), (unsigned long long)ent->size_out);
+    *got = n;
+    return 0;
+}
+
 int zip_extract(const ZEntry *ent, size_t max_size, uint8_t **out, int *owned, const char *path, AvErr *e) {
     *out = NULL;
     *owned = 0;

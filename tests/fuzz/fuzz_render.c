@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fclose(f) != 0 || w != size - 1) return 0;
     Rendered r;
     AvErr e;
-    if (render_load(&r, path, meta, &e) == 0) {
+    if (render_load(&r, path, meta, 0, &e) == 0) {
         /* what the writers rely on */
         if (r.n_layers < 1 || (r.self.present && r.self.cap.n_tokens != 5)) __builtin_trap();
         render_free(&r);
