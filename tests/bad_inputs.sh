@@ -668,6 +668,11 @@ s2fresh marian; rm "$M/tokenizer.json"; printf 'spm' >"$M/source.spm"
 case_ s2s_marian_spm_only 1 "no tokenizer.json in the model folder \(a marian model needs it\); source.spm is a SentencePiece model, which attnviz does not read" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; cfg_edit 'c["feed_forward_proj"] = "gated-swiglu"'
 case_ s2s_t5_unknown_ff_proj 1 "feed_forward_proj \"gated-swiglu\".*unknown act \"swiglu\"" -- --model "$M" "${Q[@]}" hi --decoder-text x
+# issue 47: the capture budget of what decoding could make is checked before decoding (T5 decoded for seconds first)
+s2fresh t5
+case_ s2s_generate_past_max_capture 1 "--generate 6000: capturing [0-9]+ source and up to [0-9]+ decoder tokens needs .*above the 10.0 MB allowed \(--max-capture\)" -- --model "$M" "${Q[@]}" --generate 6000 --max-capture 10M hi
+case_ s2s_generate_the_most_tokens_refused_at_once 1 "--generate 1048576: capturing [0-9]+ source and up to [0-9]+ decoder tokens needs [0-9.]+ GB, above" -- --model "$M" "${Q[@]}" --generate 1048576 --max-capture 8G hi
+case_ decoder_generate_past_max_capture 1 "capturing [0-9]+ tokens x 2 layers x 4 heads needs .*above the 1 kB allowed \(--max-capture\)" -- --model "$LLS" "${Q[@]}" --generate 6000 --max-capture 1K hi
 s2fresh t5; cfg_edit 'c["relative_attention_num_buckets"] = 2'
 case_ s2s_t5_too_few_buckets 1 "relative_attention_num_buckets 2 and relative_attention_max_distance 20 leave no logarithmic buckets" -- --model "$M" "${Q[@]}" hi --decoder-text x
 s2fresh t5; st_edit 'del h["decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]'

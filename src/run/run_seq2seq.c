@@ -38,15 +38,27 @@ static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) 
     return 0;
 }
 
+static const char *size_str(double bytes, char *buf, size_t len);
+static double capture_limit(const Run *r);
+
 /* The decoder's ids from decoding up to --generate N tokens, greedy or sampled as
  * --temperature, --top-p and --seed say (the decoder-only path's options), --stop
- * included; --predict K: the top-K after every decoder token into r->pred. */
+ * included; --predict K: the top-K after every decoder token into r->pred. What the
+ * capture would need at the longest is checked before decoding: decoding may stop
+ * sooner (end of sequence), but a run that cannot be kept is not run. */
 static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
     const RunSpec *o = r->o;
     int max_new = asked, room = cfg_max_tokens(&r->cfg) - 1;
     if (max_new > room) {
         if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
         max_new = room;
+    }
+    const double need = s2s_capture_bytes(&r->model, src->n, max_new + 1), limit = capture_limit(r);
+    if (need > limit) {
+        char a[32], b[32];
+        return av_err(e, "--generate %d: capturing %d source and up to %d decoder tokens needs %s, above the %s allowed "
+                      "(--max-capture): ask for fewer tokens or allow more", asked, src->n, max_new + 1,
+                      size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
     }
     if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
@@ -72,10 +84,15 @@ static const char *size_str(double bytes, char *buf, size_t len) {
     return buf;
 }
 
+/* --max-capture, or half the memory. */
+static double capture_limit(const Run *r) {
+    const double limit = r->o->capture.max_capture;
+    return limit > 0 ? limit : 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
 /* A capture of n_src and nd tokens, refused past --max-capture (default: half the memory). */
 static int capture_alloc(Run *r, S2sCapture *cap, int n_src, int nd, AvErr *e) {
-    double limit = r->o->capture.max_capture, need = s2s_capture_bytes(&r->model, n_src, nd);
-    if (limit <= 0) limit = 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double limit = capture_limit(r), need = s2s_capture_bytes(&r->model, n_src, nd);
     if (need > limit) {
         char a[32], b[32];
         return av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)",
