@@ -54,6 +54,8 @@ struct Pipeline {
     char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
     HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
+    StatsCover cover;    /* what --batch covered (run_batch), for the --stats / heads file */
+    int have_cover;      /* 0: not a batch (one input: its text is what is covered) */
     int *s2s_layers[2], s2s_n_layers[2]; /* unequal depths: the encoder's and the decoder's (and cross) kept layers */
     double t_load, t_tok, t_fwd, t_write;
     const OutImage *image; /* an image run's picture for the writers (run_image.c), else NULL */
@@ -79,6 +81,8 @@ int run_is_chat(const RunSpec *o);
 int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 /* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
 int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e);
+/* Records in s what this run covered (r->cover, or the one input's text) and its setup digest. */
+int run_record_cover(const Run *r, HeadStats *s, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
 int run_ensure_buffers(Run *r, int n, AvErr *e);
 /* The document the writers read for one input (what the RunSpec selects). */

@@ -20,6 +20,23 @@ enum { ST_ENTROPY, ST_DISTANCE, ST_CLS, ST_SEP, ST_SELF, ST_PREV, ST_NEXT, ST_N 
 #define STATS_FRAC_BITS 32
 #define STATS_MAX_SCORES 16
 
+/* What a --stats / heads file covered, so that attnviz stats --merge can tell shards of one
+ * corpus from duplicates, gaps and other corpora. A line's digest is a 64-bit hash of its
+ * text, and a set of lines' digest the sum of theirs (mod 2^64): the digest of any split of a
+ * corpus adds up to the whole's, whatever the order, so a complete merge records exactly what
+ * a run over the whole corpus records. A --shard I/N run also records its corpus (every line
+ * of the --batch file: each shard reads them all); a merge of all N shards is then the corpus. */
+typedef struct {
+    long lines;          /* lines covered */
+    uint64_t digest;     /* the sum of their digests */
+    int index, count;    /* --shard I/N; count 0: not one shard of a corpus */
+    long corpus_lines;   /* a shard's corpus: its lines and their digest */
+    uint64_t corpus;
+} StatsCover;
+
+/* A line's digest (its text without the line end). */
+uint64_t stats_line_digest(const char *s, size_t n);
+
 typedef struct {
     int n_layers, n_heads;  /* of the model; selections apply when printing */
     int n_scores;
@@ -29,6 +46,10 @@ typedef struct {
     unsigned char *present; /* (n_layers, n_heads) heads that were added (or merged) */
     long inputs;
     const char *measure;    /* "norm": value-weighted attention's shares were scored (--measure norm); NULL: attention */
+    uint64_t setup;         /* digest of the model (its config and tensors' names, types, shapes) and the options
+                             * that change the scores */
+    StatsCover cover;       /* what it covered */
+    int have_cover;         /* setup and cover recorded */
 } HeadStats;
 
 /* The --stats statistics (ST_N of them). */
@@ -41,6 +62,8 @@ const char *const *stats_names(void);
 int stats_put(HeadStats *s, int layer, int head, int k, double v, AvErr *e);
 /* Adds another accumulator's sums and counts (same shape and names), and its inputs. */
 int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e);
+/* Records what an accumulator covered. */
+void stats_set_cover(HeadStats *s, uint64_t setup, const StatsCover *c);
 /* Adds one input (its selected layers and heads). */
 int stats_add(HeadStats *s, const OutDoc *d, AvErr *e);
 /* Adds one input's encoder-decoder stack st (the document's layers in order, every head); cols: the tokens

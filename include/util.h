@@ -61,6 +61,9 @@ void av_out_abort_all(void);
  * without a copy. */
 #define AV_FNV_SEED 2166136261u
 uint32_t av_fnv1a(const void *p, size_t n, uint32_t h);
+/* The 64-bit FNV-1a, for digests that tell files apart (stats shards' corpora, setups). */
+#define AV_FNV64_SEED 14695981039346656037ull
+uint64_t av_fnv1a64(const void *p, size_t n, uint64_t h);
 
 /* Offset of the first byte that does not start a valid UTF-8 sequence, or -1
  * when all n bytes are valid UTF-8 (NUL included: callers that refuse it say so). */

@@ -735,9 +735,30 @@ exec(code)
 open(out, "w").write(t if "t =" in code else json.dumps(d))
 PY
 }
-X=$T/x.json
+X=$T/x.json X2=$T/x2.json
 MQ=(stats --merge --json out.json)
-case_ merge_good 0 "" -- "${MQ[@]}" "$H" "$H"
+# the shards of a two-line corpus (issue 47: files carry what they covered; a merge takes every shard once)
+printf 'a b c\nd e f\n' >"$T/ab.txt"
+S0=$T/s0.stats.json S1=$T/s1.stats.json H0=$T/h0.heads.json H1=$T/h1.heads.json
+for i in 0 1; do
+    "$BIN" --model "$M" --quiet --batch "$T/ab.txt" --shard $i/2 --stats --json "$T/s$i.stats.json"
+    "$BIN" heads --model "$M" --quiet --batch "$T/ab.txt" --shard $i/2 --json "$T/h$i.heads.json"
+done
+case_ merge_good 0 "" -- "${MQ[@]}" "$H0" "$H1"
+case_ merge_stats_shards_good 0 "" -- "${MQ[@]}" "$S1" "$S0"
+case_ merge_same_shard_twice 1 "s0.stats.json: shard 0/2 is already in .*s0.stats.json: each shard once" -- "${MQ[@]}" "$S0" "$S0" "$S1"
+cp "$S0" "$X"
+case_ merge_renamed_copy_of_a_shard 1 "x.json: shard 0/2 is already in .*s0.stats.json: each shard once" -- "${MQ[@]}" "$S0" "$X" "$S1"
+case_ merge_missing_shard 1 "missing shard 1 of 2 of .*s0.stats.json's corpus \(1 missing\): a merge adds every shard once" -- "${MQ[@]}" "$S0"
+printf 'a b c\nother line\n' >"$T/ab2.txt"
+"$BIN" --model "$M" --quiet --batch "$T/ab2.txt" --shard 1/2 --stats --json "$X"
+case_ merge_shards_of_other_corpora 1 "s0.stats.json's shard 0/2 and .*x.json's shard 1/2 are shards of different corpora" -- "${MQ[@]}" "$S0" "$X"
+"$BIN" --model "$M" --quiet --batch "$T/ab.txt" --shard 1/2 --max-tokens 3 --stats --json "$X"
+case_ merge_shards_with_other_options 1 "x.json: another model or other options than .*s0.stats.json \(their setups differ" -- "${MQ[@]}" "$S0" "$X"
+mkjson "$S0" "$X" 'del d["covered"], d["setup"], d["shard"]'
+case_ merge_file_without_shards 1 "x.json: no \"covered\": written by an attnviz that did not record which lines it covered" -- "${MQ[@]}" "$X" "$S1"
+"$BIN" --model "$M" --quiet --batch "$T/ab.txt" --stats --json "$X"
+case_ merge_whole_corpus_and_one_of_its_shards 1 "x.json covers the whole corpus of .*s1.stats.json's shard 1/2: each line once" -- "${MQ[@]}" "$X" "$S1"
 mkjson "$S" "$X" 't = t[: len(t) // 2]'
 case_ merge_truncated 1 "x.json: not valid JSON" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'del d["kind"]'
@@ -754,8 +775,9 @@ mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = 12.5'
 case_ merge_sum_not_a_string 1 "x.json: layer 0 head 0: \"sum\" entries are whole numbers as strings" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775808"'
 case_ merge_sum_overflows_int64 1 "x.json: layer 0 head 0: \"sum\" entries" -- "${MQ[@]}" "$X"
-mkjson "$S" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775807"'
-case_ merge_sums_overflow_when_added 1 "x.json: entropy: the sum overflows" -- "${MQ[@]}" "$X" "$X"
+mkjson "$S0" "$X" 'd["heads"][0]["sum"][0] = "9223372036854775807"'
+mkjson "$S1" "$X2" 'd["heads"][0]["sum"][0] = "9223372036854775807"'
+case_ merge_sums_overflow_when_added 1 "x2.json: entropy: the sum overflows" -- "${MQ[@]}" "$X" "$X2"
 mkjson "$S" "$X" 'd["measure"] = "norm"'
 case_ merge_attention_with_norm 1 "ok.stats.json scores attention, .*x.json value-weighted attention \(--measure norm\): they do not add up" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'd["measure"] = "weights"'
@@ -778,8 +800,8 @@ mkjson "$H" "$X" 'd["induction"][0]["ids"][0] = d["induction"][0]["ids"][0][:3]'
 case_ merge_bad_induction_ids 1 "x.json: \"induction\" sequence 0 is not 20 repeated ids" -- "${MQ[@]}" "$X"
 mkjson "$H" "$X" 'd["induction"].append(dict(d["induction"][0], seed="9"))'
 case_ merge_induction_overlaps_in_part 1 "x.json: some of its induction sequences are in earlier files" -- "${MQ[@]}" "$H" "$X"
-mkjson "$H" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = "1"'
-case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*ok.heads.json's" -- "${MQ[@]}" "$H" "$X"
+mkjson "$H1" "$X" 'i = d["scores"].index("induction"); d["heads"][0]["sum"][i] = "1"'
+case_ merge_same_sequences_other_sums 1 "x.json: its induction sums differ from .*h0.heads.json's" -- "${MQ[@]}" "$H0" "$X"
 case_ merge_stats_with_heads 1 "ok.heads.json: a \"heads\" file, but .*ok.stats.json is \"stats\"" -- "${MQ[@]}" "$S" "$H"
 case_ merge_a_directory 1 "$T: " -- "${MQ[@]}" "$T"
 # ---- strings from model files never reach the terminal raw (ESC/BEL/C1 are escaped)

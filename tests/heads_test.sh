@@ -100,16 +100,17 @@ for i, h in enumerate(whole["heads"]):
     # induction: the same random sequences in every shard, counted once
     assert h["induction"] == shards[0]["heads"][i]["induction"]
 PY
-"$BIN" heads --model "$M" --quiet --batch "$T/s1.txt" --pattern "offset -1" --seed 5 --json "$T/s1b.heads.json"
-"$BIN" stats --merge "$T/s1.heads.json" "$T/s1b.heads.json" --json "$T/two_seeds.json" --quiet
+"$BIN" heads --model "$M" --quiet --batch "$T/s2.txt" --pattern "offset -1" --seed 5 --json "$T/s2b.heads.json"
+"$BIN" stats --merge "$T/s1.heads.json" "$T/s2b.heads.json" --json "$T/two_seeds.json" --quiet
 check merging_other_seeds_adds_their_induction_sequences python3 - "$T/two_seeds.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert [r["seed"] for r in d["induction"]] == ["0", "5"] and d["inputs"] == 4
+assert [r["seed"] for r in d["induction"]] == ["0", "5"] and d["inputs"] == 5  # 2 + 3 lines
 assert d["heads"][0]["count"][d["scores"].index("induction")] == 16
 PY
 
-# Bad merges and patterns: one line naming the file, exit 1.
+# Bad merges and patterns: one line naming the file, exit 1. (A file merged twice, missing shards and
+# shards of other corpora: tests/bad_inputs.sh.)
 printf '{"kind":"heads",' >"$T/cut.json"
 expect_exit merge_rejects_corrupt_json 1 "cut.json: not valid JSON" "$BIN" stats --merge "$T/s1.heads.json" "$T/cut.json"
 expect_exit merge_rejects_stats_with_heads 1 "s1.stats.json: a \"stats\" file, but .*s1.heads.json is \"heads\"" \

@@ -114,6 +114,8 @@ START_TEST(json_written_reads_back_the_same) {
     Capture cap = {.n_layers = 1, .n_heads = 2, .n_tokens = 2, .attn = attn, .cap_tokens = 2};
     OutDoc d = {.cfg = &cfg, .enc = &enc, .cap = &cap, .model_name = "m"};
     ck_assert_int_eq(heads_add(&hs, &d, &e), 0);
+    /* what the run covered: the shard 1/3 of a 7-line corpus (its two lines) */
+    stats_set_cover(&hs.acc, 0x0123456789abcdefull, &(StatsCover){2, 0xfedcba9876543210ull, 1, 3, 7, 0x1111222233334444ull});
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -124,6 +126,10 @@ START_TEST(json_written_reads_back_the_same) {
     ck_assert_int_eq(back.acc.inputs, 1);
     ck_assert_int_eq(back.exclude_current, 1);
     ck_assert_str_eq(back.pattern_spec, "offset -2");
+    ck_assert(back.acc.have_cover && back.acc.setup == 0x0123456789abcdefull);
+    ck_assert(back.acc.cover.lines == 2 && back.acc.cover.digest == 0xfedcba9876543210ull);
+    ck_assert(back.acc.cover.index == 1 && back.acc.cover.count == 3 && back.acc.cover.corpus_lines == 7 &&
+              back.acc.cover.corpus == 0x1111222233334444ull);
     size_t n = (size_t)hs.acc.n_layers * hs.acc.n_heads * hs.acc.n_scores;
     ck_assert(!memcmp(back.acc.sum, hs.acc.sum, n * sizeof *hs.acc.sum));
     ck_assert(!memcmp(back.acc.count, hs.acc.count, n * sizeof *hs.acc.count));

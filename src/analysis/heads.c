@@ -611,6 +611,46 @@ static int parse_induction(HeadScores *hs, const cJSON *arr, const char *name, A
     return 0;
 }
 
+static int parse_hex64(const cJSON *x, uint64_t *out) {
+    if (!cJSON_IsString(x) || strlen(x->valuestring) != 16) return -1;
+    uint64_t v = 0;
+    for (const char *p = x->valuestring; *p; p++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "setup", "covered" and a shard's "shard": what the file covered (stats.h's StatsCover). */
+static int parse_cover(HeadStats *s, const cJSON *root, const char *name, AvErr *e) {
+    const cJSON *setup = cJSON_GetObjectItemCaseSensitive(root, "setup"), *cov = cJSON_GetObjectItemCaseSensitive(root, "covered"),
+                *sh = cJSON_GetObjectItemCaseSensitive(root, "shard");
+    if (!setup && !cov)
+        return av_err(e, "%s: no \"covered\": written by an attnviz that did not record which lines it covered "
+                         "(run it again to merge it)", name);
+    StatsCover *c = &s->cover;
+    long lines;
+    if (parse_hex64(setup, &s->setup) || !cJSON_IsObject(cov) ||
+        parse_hex64(cJSON_GetObjectItemCaseSensitive(cov, "digest"), &c->digest))
+        return av_err(e, "%s: \"setup\" and \"covered\".\"digest\" must be 16 hex digits", name);
+    if (get_int(cov, "lines", 0, 1e15, &lines, name, e)) return -1;
+    c->lines = lines;
+    if (sh) {
+        long index, count, corpus_lines;
+        if (!cJSON_IsObject(sh) || get_int(sh, "count", 2, 1e9, &count, name, e) ||
+            get_int(sh, "index", 0, (double)count - 1, &index, name, e) ||
+            get_int(sh, "corpus_lines", (double)lines, 1e15, &corpus_lines, name, e))
+            return -1;
+        if (parse_hex64(cJSON_GetObjectItemCaseSensitive(sh, "corpus"), &c->corpus))
+            return av_err(e, "%s: \"shard\".\"corpus\" must be 16 hex digits", name);
+        c->index = (int)index, c->count = (int)count, c->corpus_lines = corpus_lines;
+    }
+    s->have_cover = 1;
+    return 0;
+}
+
 int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e) {
     memset(hs, 0, sizeof *hs);
     cJSON *root;
@@ -684,6 +724,7 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
         goto done;
     }
     hs->acc.measure = measure ? "norm" : NULL;
+    if (parse_cover(&hs->acc, root, name, e) != 0) goto done;
     if (!cJSON_IsArray(heads)) {
         av_err(e, "%s: missing \"heads\" (an array)", name);
         goto done;
@@ -772,6 +813,80 @@ static int any_present(const unsigned char *present, size_t m) {
     return 0;
 }
 
+/* The files' covers, checked together once all are read: no lines twice, every shard of a
+ * --shard corpus present, and shards of one corpus only. What is left is what they cover
+ * together: a run over all of it would record the same. */
+static int covers_merge(const StatsCover *c, const char *const *paths, int n, StatsCover *out, AvErr *e) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            const int same_shard = c[i].count && c[j].count && c[i].corpus == c[j].corpus &&
+                                   c[i].corpus_lines == c[j].corpus_lines && c[i].index == c[j].index;
+            /* two runs over the same lines (shards are told apart by their index; nothing is counted twice in none) */
+            const int same_lines = !c[i].count && !c[j].count && c[i].lines > 0 && c[i].lines == c[j].lines &&
+                                   c[i].digest == c[j].digest;
+            if (same_shard || same_lines)
+                return same_shard ? av_err(e, "%s: shard %d/%d is already in %s: each shard once", paths[i], c[i].index,
+                                           c[i].count, paths[j])
+                                  : av_err(e, "%s covers the same %ld lines as %s: each once", paths[i], c[i].lines, paths[j]);
+            /* a whole corpus and one of its shards */
+            const StatsCover *w = !c[i].count ? &c[i] : &c[j], *p = !c[i].count ? &c[j] : &c[i];
+            if (!w->count && p->count && w->digest == p->corpus && w->lines == p->corpus_lines)
+                return av_err(e, "%s covers the whole corpus of %s's shard %d/%d: each line once", paths[w == &c[i] ? i : j],
+                              paths[p == &c[i] ? i : j], p->index, p->count);
+        }
+    *out = (StatsCover){0};
+    int incomplete = -1;
+    for (int i = 0; i < n; i++) {
+        if (c[i].count) {
+            /* the shards of c[i]'s corpus (the first of them gathers them) */
+            int first = 1, have = 0;
+            uint64_t sum = 0;
+            long lines = 0;
+            for (int j = 0; j < n && first; j++) first = j >= i || !(c[j].count == c[i].count && c[j].corpus == c[i].corpus &&
+                                                                    c[j].corpus_lines == c[i].corpus_lines);
+            if (!first) continue;
+            for (int j = i; j < n; j++)
+                if (c[j].count == c[i].count && c[j].corpus == c[i].corpus && c[j].corpus_lines == c[i].corpus_lines)
+                    have++, sum += c[j].digest, lines += c[j].lines;
+            if (have < c[i].count) {
+                if (incomplete >= 0)
+                    return av_err(e, "%s's shard %d/%d and %s's shard %d/%d are shards of different corpora (other --batch "
+                                     "files, or a file changed between runs): merge the shards of one corpus",
+                                  paths[incomplete], c[incomplete].index, c[incomplete].count, paths[i], c[i].index,
+                                  c[i].count);
+                incomplete = i;
+                continue;
+            }
+            if (sum != c[i].corpus || lines != c[i].corpus_lines)
+                return av_err(e, "the %d shards of %s's corpus cover %ld lines, not its %ld (or other lines): a file changed "
+                                 "between runs?", c[i].count, paths[i], lines, c[i].corpus_lines);
+            out->digest += sum, out->lines += lines;
+        } else {
+            out->digest += c[i].digest, out->lines += c[i].lines;
+        }
+    }
+    if (incomplete >= 0) {
+        const StatsCover *r = &c[incomplete];
+        char list[160] = "";
+        size_t k = 0;
+        int missing = 0;
+        for (int idx = 0; idx < r->count; idx++) {
+            int found = 0;
+            for (int j = 0; j < n && !found; j++)
+                found = c[j].count == r->count && c[j].corpus == r->corpus && c[j].corpus_lines == r->corpus_lines &&
+                        c[j].index == idx;
+            if (found) continue;
+            if (missing++ < 8 && k < sizeof list) {
+                int w = snprintf(list + k, sizeof list - k, "%s%d", k ? ", " : "", idx);
+                if (w > 0) k += (size_t)w;
+            }
+        }
+        return av_err(e, "missing shard%s %s%s of %d of %s's corpus (%d missing): a merge adds every shard once",
+                      missing > 1 ? "s" : "", list, missing > 8 ? ", ..." : "", r->count, paths[incomplete], missing);
+    }
+    return 0;
+}
+
 /* Whether `from` (another shard) may be added to `into`, and how: its induction runs are
  * either all new (added) or the very runs an earlier shard made with the same seed (counted
  * once: every shard draws the same sequences). */
@@ -782,6 +897,10 @@ static int check_compatible(const HeadScores *into, const char *first, int first
         return av_err(e, "%s: a \"%s\" file, but %s is \"%s\"", name, from->kind, first, into->kind);
     if (strcmp(into->model, from->model))
         return av_err(e, "%s: model '%s', but %s has '%s'", name, from->model, first, into->model);
+    if (into->acc.setup != from->acc.setup)
+        return av_err(e, "%s: another model or other options than %s (their setups differ: %016" PRIx64 " vs %016" PRIx64
+                         "; same model files, --measure, --max-tokens, --no-special, --words and casing)",
+                      name, first, from->acc.setup, into->acc.setup);
     if (a->n_layers != b->n_layers || a->n_heads != b->n_heads)
         return av_err(e, "%s: %d layers x %d heads, but %s has %d x %d", name, b->n_layers, b->n_heads, first,
                       a->n_layers, a->n_heads);
@@ -811,7 +930,9 @@ static int check_compatible(const HeadScores *into, const char *first, int first
 
 int heads_merge_files(const char *const *paths, int n, const char *json_path, AvErr *e) {
     HeadScores total, one;
+    StatsCover *covers = malloc((size_t)(n > 0 ? n : 1) * sizeof *covers);
     int rc = -1, have = 0, first_runs = 0;
+    if (!covers) return av_err(e, "out of memory");
     /* the first file's induction column: later shards with the same runs must agree */
     int64_t *ind_sum = NULL;
     long *ind_cnt = NULL;
@@ -822,6 +943,7 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
         int prc = heads_parse_json(&one, paths[f], buf, e);
         free(buf);
         if (prc != 0) goto done;
+        covers[f] = one.acc.cover;
         if (!have) {
             total = one, have = 1;
             first_runs = total.n_ind;
@@ -887,6 +1009,7 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
         av_err(e, "stats --merge needs at least one file");
         goto done;
     }
+    if (covers_merge(covers, paths, n, &total.acc.cover, e) != 0) goto done;
     if (json_path) {
         AvOut out;
         if (av_out_open(&out, json_path, e) != 0) goto done;
@@ -901,6 +1024,7 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
     }
     rc = 0;
 done:
+    free(covers);
     free(ind_sum);
     free(ind_cnt);
     if (have) heads_free(&total);

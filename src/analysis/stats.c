@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "transform.h"
+#include "util.h"
 
 
 static const char *const NAMES[ST_N] = {"entropy", "mean_distance", "cls", "sep", "self", "previous", "next"};
@@ -68,6 +69,19 @@ int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e) {
     for (size_t i = 0; i < (size_t)into->n_layers * into->n_heads; i++) into->present[i] |= from->present[i];
     if (__builtin_add_overflow(into->inputs, from->inputs, &into->inputs)) return av_err(e, "too many inputs");
     return 0;
+}
+
+uint64_t stats_line_digest(const char *s, size_t n) {
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
+    uint64_t h = av_fnv1a64(s, n, AV_FNV64_SEED);
+    /* mixed (splitmix64's finalizer): sums of raw FNV values keep too much of their structure */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+void stats_set_cover(HeadStats *s, uint64_t setup, const StatsCover *c) {
+    s->setup = setup, s->cover = *c, s->have_cover = 1;
 }
 
 /* Row sums of one (rows, cols) matrix into acc, the rows each score had into cnt. kind: each column's
@@ -175,7 +189,16 @@ void stats_write_members(FILE *f, const HeadStats *s, const char *kind, const ch
         if (k) fputc(',', f);
         json_write_string(f, s->names[k]);
     }
-    fputs("],\"heads\":[", f);
+    fputc(']', f);
+    if (s->have_cover) { /* what it covered: attnviz stats --merge checks it */
+        const StatsCover *c = &s->cover;
+        fprintf(f, ",\"setup\":\"%016" PRIx64 "\",\"covered\":{\"lines\":%ld,\"digest\":\"%016" PRIx64 "\"}", s->setup,
+                c->lines, c->digest);
+        if (c->count)
+            fprintf(f, ",\"shard\":{\"index\":%d,\"count\":%d,\"corpus_lines\":%ld,\"corpus\":\"%016" PRIx64 "\"}",
+                    c->index, c->count, c->corpus_lines, c->corpus);
+    }
+    fputs(",\"heads\":[", f);
     int first = 1;
     for (int l = 0; l < s->n_layers; l++)
         for (int h = 0; h < s->n_heads; h++) {

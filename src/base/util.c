@@ -244,6 +244,12 @@ uint32_t av_fnv1a(const void *p, size_t n, uint32_t h) {
     return h;
 }
 
+uint64_t av_fnv1a64(const void *p, size_t n, uint64_t h) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 long av_utf8_invalid_at(const void *s, size_t n) {
     const uint8_t *b = s;
     for (size_t i = 0; i < n;) {

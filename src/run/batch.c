@@ -301,8 +301,14 @@ int run_batch(Run *r, AvErr *e) {
     long lineno = 0, taken = 0;
     int rc = 0, too_long = 0;
     double t0 = av_now_ms(), last_shown = 0;
+    /* what this run covers, for a --stats / heads file (stats.h's StatsCover): every line's digest
+     * (each shard reads them all), and its own lines' */
+    uint64_t corpus = 0, covered = 0;
     while (!bs.stop && (got = read_line(in, &line, &cap, BATCH_MAX_LINE, &too_long)) >= 0) {
         lineno++;
+        const uint64_t ld = stats_line_digest(line, (size_t)got);
+        corpus += ld;
+        if ((lineno - 1) % shard_n == shard_i) covered += ld;
         if (too_long) { /* its end may never come: the batch stops here */
             av_err(e, "%s:%ld: line longer than %u bytes (the --batch line limit)", bs.name, lineno,
                    (unsigned)BATCH_MAX_LINE);
@@ -342,6 +348,9 @@ int run_batch(Run *r, AvErr *e) {
         return -1;
     }
     if (streaming && av_out_commit(&out, e) != 0) return -1;
+    r->cover = shard_n > 1 ? (StatsCover){taken, covered, (int)shard_i, (int)shard_n, lineno, corpus}
+                           : (StatsCover){lineno, corpus, 0, 0, 0, 0};
+    r->have_cover = 1;
     if (!o->quiet && streaming && o->output.json_path && strcmp(o->output.json_path, "-"))
         av_info("wrote %s", o->output.json_path);
     if (!o->quiet && o->output.out_dir && bs.done)

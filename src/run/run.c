@@ -9,6 +9,7 @@
 #include "normattn.h"
 #include "report.h"
 #include "run_internal.h"
+#include "gguf.h"
 #include "tiles.h"
 #include "transform.h"
 #include "util.h"
@@ -509,8 +510,54 @@ int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jso
 }
 
 /* Statistics once all inputs are in: a table, or JSON with --json. */
+/* The model (its config's sizes, its tensors' names, types and shapes, its vocabulary) and the
+ * options that change the scores: two files to be merged must share it. Not the weights' values
+ * (reading every byte of a checkpoint to merge statistics would cost a load's worth again). */
+static uint64_t setup_digest(const Run *r) {
+    const RunSpec *o = r->o;
+    const ModelConfig *c = &r->cfg;
+    uint64_t h = av_fnv1a64(c->model_type, strlen(c->model_type), AV_FNV64_SEED);
+    const int64_t sizes[] = {c->num_layers, c->num_heads, c->hidden_size, c->intermediate_size, c->vocab_size,
+                             c->max_position_embeddings, tok_vocab_size(r->tok), tok_lowercase(r->tok),
+                             o->capture.measure, o->capture.max_tokens, o->capture.no_special, o->capture.words};
+    h = av_fnv1a64(sizes, sizeof sizes, h);
+    if (r->model.gguf) {
+        for (int i = 0; i < r->model.gguf->n_tensors; i++) {
+            const GgufTensor *t = &r->model.gguf->tensors[i];
+            h = av_fnv1a64(t->name, strlen(t->name) + 1, h);
+            h = av_fnv1a64(&t->type, sizeof t->type, h);
+            h = av_fnv1a64(t->dims, sizeof t->dims, h);
+        }
+    }
+    for (int f = 0; f < r->model.n_files; f++)
+        for (int i = 0; i < r->model.files[f].n_tensors; i++) {
+            const StTensor *t = &r->model.files[f].tensors[i];
+            h = av_fnv1a64(t->name, strlen(t->name) + 1, h);
+            h = av_fnv1a64(t->dtype_name, strlen(t->dtype_name) + 1, h);
+            h = av_fnv1a64(t->shape, (size_t)t->ndim * sizeof *t->shape, h);
+        }
+    return h;
+}
+
+int run_record_cover(const Run *r, HeadStats *s, AvErr *e) {
+    StatsCover c = r->cover;
+    if (!r->have_cover) { /* one input on the command line: the line a --batch file would hold for it */
+        const RunSpec *o = r->o;
+        const size_t la = o->text_a ? strlen(o->text_a) : 0, lb = o->text_b ? strlen(o->text_b) : 0;
+        char *line = malloc(la + lb + 2);
+        if (!line) return av_err(e, "out of memory");
+        memcpy(line, o->text_a ? o->text_a : "", la);
+        if (o->text_b) line[la] = '\t', memcpy(line + la + 1, o->text_b, lb);
+        c = (StatsCover){1, stats_line_digest(line, la + (o->text_b ? lb + 1 : 0)), 0, 0, 0, 0};
+        free(line);
+    }
+    stats_set_cover(s, setup_digest(r), &c);
+    return 0;
+}
+
 int run_finish_stats(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
+    if (run_record_cover(r, &r->stats, e) != 0) return -1;
     OutDoc d;
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
@@ -532,6 +579,7 @@ int run_finish_stats(Run *r, AvErr *e) {
 int run_finish_heads(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     HeadScores *hs = &r->heads;
+    if (run_record_cover(r, &hs->acc, e) != 0) return -1;
     if (hs->want[HS_INDUCTION] && !r->cfg.enc_dec) { /* heads_add_stack: not for encoder-decoders */
         int vocab = r->cfg.vocab_size;
         if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
