@@ -15,8 +15,8 @@ struct cJSON;
 
 /* Parses len bytes of buf into *out. 0: done. 1: not JSON (e untouched: the caller says so
  * in its own words). -1: a key appears twice in one object, e saying "NAME: key "K" appears
- * twice in OBJECT", or out of memory. Each object's keys are sorted to compare them:
- * n log n for an object of n keys. */
+ * twice in OBJECT"; a string holds \u0000 (a NUL, which would end the C string early); or
+ * out of memory. Each object's keys are sorted to compare them: n log n for an object of n keys. */
 int av_json_parse(struct cJSON **out, const char *buf, size_t len, const char *name, AvErr *e);
 
 #endif

@@ -166,6 +166,8 @@ fresh; printf '{"vocab_size": 1,' >"$M/config.json"
 case_ cfg_not_json 1 "config.json: not valid JSON" -- --model "$M" "${Q[@]}" hi
 fresh; $PY -c 'import json, sys; c = json.load(open(sys.argv[1])); t = json.dumps(c); open(sys.argv[1], "w").write(t[:-1] + ", \"hidden_act\": \"relu\"}")' "$M/config.json"
 case_ cfg_key_twice 1 "config.json: key \"hidden_act\" appears twice in the top-level object \(JSON readers disagree on which one counts\)" -- --model "$M" "${Q[@]}" hi
+fresh; $PY -c 'import json, sys; c = json.load(open(sys.argv[1])); t = json.dumps(c); open(sys.argv[1], "w").write(t.replace("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu\\u0000 and more\""))' "$M/config.json"
+case_ cfg_nul_in_a_string 1 "config.json: a string holds .u0000 \(byte [0-9]+\): a NUL character" -- --model "$M" "${Q[@]}" hi
 fresh; printf '{"eos_token_id": 1, "eos_token_id": 2}' >"$M/generation_config.json"
 case_ generation_config_key_twice 1 "generation_config.json: key \"eos_token_id\" appears twice" -- --model "$M" "${Q[@]}" hi
 fresh; printf '{"do_lower_case": true, "do_lower_case": false}' >"$M/tokenizer_config.json"

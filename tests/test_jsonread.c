@@ -35,6 +35,18 @@ START_TEST(a_key_twice_is_refused_with_its_place) {
 }
 END_TEST
 
+START_TEST(a_string_holding_a_nul_escape_is_refused) {
+    /* cJSON decodes \u0000 into a NUL that ends the C string: "a\u0000 secret" would read "a" */
+    expect_refused("{\"text\": \"a\\u0000 secret\"}", "a string holds \\u0000 (byte 11)");
+    expect_refused("{\"k\\u0000x\": 1}", "a string holds \\u0000");
+    cJSON *j;
+    AvErr e = {0};
+    const char ok[] = "{\"text\": \"a\\\\u0000 is spelled out\", \"u\": \"\\u0001\"}"; /* an escaped backslash, then u0000 */
+    ck_assert_msg(av_json_parse(&j, ok, sizeof ok - 1, "doc.json", &e) == 0, "%s", e.msg);
+    cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(the_same_key_in_different_objects_and_plain_documents_are_read) {
     static const char *const ok[] = {"{\"a\": {\"a\": {\"a\": 1}}, \"b\": {\"a\": 2}}", "[{\"x\": 1}, {\"x\": 2}]", "{}",
                                      "[]", "\"text\"", "42", "{\"A\": 1, \"a\": 2}"};
@@ -164,6 +176,7 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("core");
     tcase_add_test(t, a_key_twice_is_refused_with_its_place);
     tcase_add_test(t, the_same_key_in_different_objects_and_plain_documents_are_read);
+    tcase_add_test(t, a_string_holding_a_nul_escape_is_refused);
     tcase_add_test(t, an_object_of_100000_keys_is_checked_and_one_repeated_found);
     tcase_add_test(t, a_safetensors_header_listing_a_tensor_twice_is_refused);
     tcase_add_test(t, a_tokenizer_json_with_a_vocabulary_entry_twice_is_refused);

@@ -239,6 +239,46 @@ def test_errors_are_one_line_attnviz_errors(tmp_path):
         m.run("x")
 
 
+@pytest.mark.parametrize("kwargs, error", [
+    ({"layers": [2 ** 32 + 1]}, OverflowError),  # ctypes would wrap it to layer 1
+    ({"heads": [2 ** 31]}, OverflowError),
+    ({"max_tokens": 2 ** 32 + 3}, OverflowError),  # would run 3 tokens
+    ({"predict": 2 ** 32}, OverflowError),  # would predict none
+    ({"predict": -(2 ** 31) - 1}, OverflowError),
+    ({"layers": [-1]}, ValueError),
+    ({"max_tokens": -5}, ValueError),
+    ({"layers": [1.5]}, TypeError),  # int() would cut it to 1
+    ({"predict": True}, TypeError),
+])
+def test_ints_a_c_int_cannot_hold_or_out_of_range_are_refused_before_the_library(kwargs, error):
+    m = attnviz.Model(os.path.join(REPO, "weights", "demo"))
+    with pytest.raises(error, match=next(iter(kwargs))):
+        m.run("the cat sat", **kwargs)
+    with pytest.raises(error, match=next(iter(kwargs))):
+        next(m.run_batch(["the cat sat"], **kwargs))
+
+
+def test_strings_holding_a_nul_are_refused_before_the_library(tmp_path):
+    demo = os.path.join(REPO, "weights", "demo")
+    m = attnviz.Model(demo)
+    with pytest.raises(ValueError, match="text holds a NUL"):
+        m.run("the cat sat\x00 and a secret tail")  # the C string would end at the NUL
+    with pytest.raises(ValueError, match="text_b holds a NUL"):
+        m.run("the cat sat", "on\x00 the mat")
+    with pytest.raises(ValueError, match="text holds a NUL"):
+        m.tokenize("a\x00b")
+    with pytest.raises(ValueError, match="text holds a NUL"):
+        next(m.run_batch(["fine", "b\x00c"]))
+    with pytest.raises(ValueError, match="path holds a NUL"):
+        attnviz.Model(demo + "\x00/../../nonexistent")  # would open the demo
+    r = m.run("the cat sat")
+    with pytest.raises(ValueError, match="path holds a NUL"):
+        r.write_page(str(tmp_path / "p.html") + "\x00.txt")
+    with pytest.raises(OverflowError, match="i = "):
+        m.token(2 ** 40)
+    assert r.text == "the cat sat" and r.tokens[0] == "[CLS]"
+
+
 def test_the_engine_imports_no_torch():
     code = ("import sys, attnviz, os\n"
             "r = attnviz.Model(os.path.join(sys.argv[1], 'weights', 'demo')).run('a b')\n"

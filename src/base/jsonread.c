@@ -76,9 +76,35 @@ static int check(const cJSON *node, const Seg *at, Scratch *sc, const char *name
     return 0;
 }
 
+/* The offset of a \u0000 escape inside a string of the (valid) JSON text, or -1: cJSON
+ * decodes it into a NUL that ends the C string there, and the rest would be dropped unseen. */
+static long nul_escape_at(const char *s, size_t n) {
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+            continue;
+        }
+        if (s[i] == '"') {
+            in_str = 0;
+        } else if (s[i] == '\\' && i + 1 < n) {
+            if (s[i + 1] == 'u' && i + 5 < n && !memcmp(s + i + 2, "0000", 4)) return (long)i;
+            i++; /* the escaped character */
+        }
+    }
+    return -1;
+}
+
 int av_json_parse(cJSON **out, const char *buf, size_t len, const char *name, AvErr *e) {
     *out = cJSON_ParseWithLength(buf, len);
     if (!*out) return 1;
+    const long nul = nul_escape_at(buf, len);
+    if (nul >= 0) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return av_err(e, "%s: a string holds \\u0000 (byte %ld): a NUL character, where C strings end, would cut it short",
+                      name, nul);
+    }
     Scratch sc = {NULL, 0};
     /* nesting is bounded by cJSON's parse (CJSON_NESTING_LIMIT): so is this recursion */
     const int rc = check(*out, NULL, &sc, name, e);

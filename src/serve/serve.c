@@ -882,6 +882,25 @@ static enum MHD_Result start_job(Server *sv, struct MHD_Connection *c, Route r, 
     return MHD_YES;
 }
 
+static enum MHD_Result find_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value,
+                                size_t value_size) {
+    (void)kind;
+    if ((key && strlen(key) != key_size) || (value && strlen(value) != value_size)) {
+        *(int *)cls = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* Whether a header or an argument of the query holds a NUL (%00): its C string would end
+ * there and the rest be dropped unseen. */
+static int has_nul(struct MHD_Connection *c) {
+    int nul = 0;
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, find_nul, &nul);
+    if (!nul) MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, find_nul, &nul);
+    return nul;
+}
+
 /* Checks before reading a body: host, token, path, method, declared length. */
 /* A refusal in the body style of the path: OpenAI's under /v1/, else {"error": msg}. */
 static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status, const char *msg) {
@@ -891,6 +910,7 @@ static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status
 
 static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq) {
     rq->openai = oa_is_path(url);
+    if (has_nul(c)) return refuse(c, rq, 400, "a NUL character (%00) in the query or a header");
     const int host = host_ok(sv, c);
     if (host < 0) return refuse(c, rq, 400, "more than one Host header");
     if (!host) return refuse(c, rq, 403, "the Host header does not name this server");

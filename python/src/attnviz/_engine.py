@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 
 from ._display import Page, frame_height, model_frame_height, show_or_return
-from ._render import AttnvizError
+from ._render import AttnvizError, cint, no_nul
 
 
 class LibraryNotFoundError(AttnvizError, OSError):
@@ -147,8 +147,11 @@ def load_library():
     return lib
 
 
-def _b(s):
-    return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else s.encode("utf-8")
+def _b(s, what="a string"):
+    """A str or path as the C library's bytes; a NUL in it is refused (it would end the C string there)."""
+    if s is None:
+        return None
+    return no_nul(os.fsencode(s) if isinstance(s, os.PathLike) else s.encode("utf-8"), what)
 
 
 def _s(b):
@@ -164,7 +167,7 @@ def _ints(xs, what):
         return None, 0
     if isinstance(xs, (int, np.integer)):
         xs = [xs]
-    xs = [int(x) for x in xs]
+    xs = [cint(x, what, 0) for x in xs]
     if not xs:
         raise ValueError(f"{what}: an empty list (None keeps them all)")
     return (ctypes.c_int * len(xs))(*xs), len(xs)
@@ -175,10 +178,11 @@ def render_file(npz, meta=None, html_path=None, json_path=None, qk=False, layer=
     """`attnviz render` in-process (attnviz_render): draws an .npz/.safetensors of attention."""
     lib = load_library()
     sh, n_sh = _ints(show_heads, "show_heads") if show_heads else (None, 0)
-    o = _RenderOptions(_b(meta), _b(html_path), _b(json_path), int(bool(qk)), -1 if layer is None else int(layer),
-                       -1 if head is None else int(head), _b(view), _b(theme), sh, n_sh)
+    o = _RenderOptions(_b(meta, "meta"), _b(html_path, "html_path"), _b(json_path, "json_path"), int(bool(qk)),
+                       -1 if layer is None else cint(layer, "layer", 0), -1 if head is None else cint(head, "head", 0),
+                       _b(view, "view"), _b(theme, "theme"), sh, n_sh)
     err = _Error()
-    if lib.attnviz_render(_b(os.fspath(npz)), ctypes.byref(o), ctypes.byref(err)) != 0:
+    if lib.attnviz_render(_b(os.fspath(npz), "the input"), ctypes.byref(o), ctypes.byref(err)) != 0:
         _raise(err)
 
 
@@ -192,7 +196,7 @@ class Model:
         self._h = None
         flags = 0 if cased is None else _OPEN_CASED if cased else _OPEN_UNCASED
         err = _Error()
-        h = self._lib.attnviz_model_open(_b(os.fspath(path)), flags, ctypes.byref(err))
+        h = self._lib.attnviz_model_open(_b(os.fspath(path), "path"), flags, ctypes.byref(err))
         if not h:
             _raise(err)
         self._h = h
@@ -236,17 +240,18 @@ class Model:
 
     def token(self, i):
         """The vocabulary's spelling of id i (None when there is none)."""
-        return _s(self._lib.attnviz_model_token(self._handle(), int(i)))
+        return _s(self._lib.attnviz_model_token(self._handle(), cint(i, "i")))
 
     def tokenize(self, text, text_b=None):
         """Token ids as a run would make them (specials included), int32."""
         n = ctypes.c_size_t()
         err = _Error()
         h = self._handle()
-        if self._lib.attnviz_tokenize(h, _b(text), _b(text_b), None, 0, ctypes.byref(n), ctypes.byref(err)):
+        a, b = _b(text, "text"), _b(text_b, "text_b")
+        if self._lib.attnviz_tokenize(h, a, b, None, 0, ctypes.byref(n), ctypes.byref(err)):
             _raise(err)
         ids = np.zeros(n.value, dtype=np.int32)
-        if self._lib.attnviz_tokenize(h, _b(text), _b(text_b), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+        if self._lib.attnviz_tokenize(h, a, b, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
                                       n.value, ctypes.byref(n), ctypes.byref(err)):
             _raise(err)
         return ids
@@ -259,9 +264,11 @@ class Model:
             raise TypeError("text and text_b are str")
         la, nl = _ints(layers, "layers")
         he, nh = _ints(heads, "heads")
-        o = _RunOptions(la, nl, he, nh, int(predict), int(max_tokens), _RUN_HIDDEN if hidden else 0)
+        o = _RunOptions(la, nl, he, nh, cint(predict, "predict", 0), cint(max_tokens, "max_tokens", 0),
+                        _RUN_HIDDEN if hidden else 0)
         err = _Error()
-        r = self._lib.attnviz_run(self._handle(), _b(text), _b(text_b), ctypes.byref(o), ctypes.byref(err))
+        r = self._lib.attnviz_run(self._handle(), _b(text, "text"), _b(text_b, "text_b"), ctypes.byref(o),
+                                  ctypes.byref(err))
         if not r:
             _raise(err)
         return Result(self, r, text, text_b)
@@ -275,7 +282,9 @@ class Model:
         run. With predict, each input runs alone."""
         la, nl = _ints(layers, "layers")
         he, nh = _ints(heads, "heads")
-        o = _RunOptions(la, nl, he, nh, int(predict), int(max_tokens), _RUN_HIDDEN if hidden else 0)
+        o = _RunOptions(la, nl, he, nh, cint(predict, "predict", 0), cint(max_tokens, "max_tokens", 0),
+                        _RUN_HIDDEN if hidden else 0)
+        pack_tokens, chunk = cint(pack_tokens, "pack_tokens", 0), cint(chunk, "chunk", 1)
         it = iter(texts)
         while True:
             group = []
@@ -289,11 +298,11 @@ class Model:
             if not group:
                 return
             n = len(group)
-            ta = (ctypes.c_char_p * n)(*[_b(a) for a, _ in group])
-            tb = (ctypes.c_char_p * n)(*[_b(b) for _, b in group])
+            ta = (ctypes.c_char_p * n)(*[_b(a, "text") for a, _ in group])
+            tb = (ctypes.c_char_p * n)(*[_b(b, "text_b") for _, b in group])
             out = (ctypes.c_void_p * n)()
             err = _Error()
-            if self._lib.attnviz_run_batch(self._handle(), ta, tb, n, ctypes.byref(o), int(pack_tokens), out,
+            if self._lib.attnviz_run_batch(self._handle(), ta, tb, n, ctypes.byref(o), pack_tokens, out,
                                            ctypes.byref(err)):
                 _raise(err)
             results = [Result(self, out[i], a, b) for i, (a, b) in enumerate(group)]
@@ -506,14 +515,15 @@ class Result:
     def write_json(self, path, precision=6, qk=False):
         """attnviz's JSON of this result (the CLI's --json), floats to precision digits."""
         err = _Error()
-        if self._lib.attnviz_result_write_json(self._h, _b(os.fspath(path)), int(precision), _JSON_QK if qk else 0,
+        if self._lib.attnviz_result_write_json(self._h, _b(os.fspath(path), "path"), cint(precision, "precision"),
+                                               _JSON_QK if qk else 0,
                                                ctypes.byref(err)):
             _raise(err)
 
     def write_page(self, path, view=None):
         """The self-contained HTML page (the CLI's --html), opening on view."""
         err = _Error()
-        if self._lib.attnviz_result_write_page(self._h, _b(os.fspath(path)), _b(view), ctypes.byref(err)):
+        if self._lib.attnviz_result_write_page(self._h, _b(os.fspath(path), "path"), _b(view, "view"), ctypes.byref(err)):
             _raise(err)
 
     def page(self, view=None):

@@ -6,6 +6,7 @@ converted with its own methods (.detach().cpu().float().numpy()).
 """
 
 import json
+import operator
 import os
 import shutil
 import subprocess
@@ -26,6 +27,34 @@ class AttnvizError(RuntimeError):
 
 class BinaryNotFoundError(AttnvizError, FileNotFoundError):
     """No attnviz binary: not in ATTNVIZ_BIN, on PATH, next to the package or in its repository."""
+
+
+_INT_MIN, _INT_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def cint(x, what, lo=_INT_MIN, hi=_INT_MAX):
+    """x as a whole number that the C library's int holds, within [lo, hi]: a float (which int() would
+    cut), a value past a C int (which ctypes would wrap: 2**32 + 1 read as 1) or one out of range is
+    refused here, naming the argument (TypeError, OverflowError, ValueError)."""
+    if isinstance(x, bool):
+        raise TypeError(f"{what} must be a whole number, not a bool")
+    try:
+        v = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be a whole number, not {type(x).__name__} ({x!r})") from None
+    if not _INT_MIN <= v <= _INT_MAX:
+        raise OverflowError(f"{what} = {v} does not fit a C int (-2**31 to 2**31 - 1)")
+    if not lo <= v <= hi:
+        raise ValueError(f"{what} = {v} is out of range ({lo} to {hi})")
+    return v
+
+
+def no_nul(s, what):
+    """s unchanged, unless it holds a NUL character: a C string ends there, and the rest would be
+    dropped without a word (ValueError)."""
+    if s is not None and ("\0" in s if isinstance(s, str) else b"\0" in bytes(s)):
+        raise ValueError(f"{what} holds a NUL character (\\x00): the C library would read it only up to there")
+    return s
 
 
 def _executable(p):
@@ -148,13 +177,13 @@ def render(arrays, meta, layer=None, head=None, view=None, theme=None, show_head
             if "queries" in arrays:
                 cmd += ["--qk"]
         if layer is not None:
-            cmd += ["--layer", str(int(layer))]
+            cmd += ["--layer", str(cint(layer, "layer", 0))]
         if head is not None:
-            cmd += ["--head", str(int(head))]
+            cmd += ["--head", str(cint(head, "head", 0))]
         if view is not None:
-            cmd += ["--view", view]
+            cmd += ["--view", no_nul(view, "view")]
         if show_heads:
-            cmd += ["--show-heads", ",".join(str(int(h)) for h in show_heads)]
+            cmd += ["--show-heads", ",".join(str(cint(h, "show_heads", 0)) for h in show_heads)]
         if theme is not None:
             cmd += ["--theme", theme]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)

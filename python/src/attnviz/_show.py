@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from ._display import Page, frame_height, model_frame_height, show_or_return
-from ._render import render
+from ._render import cint, render
 from ._views import _build
 
 
@@ -209,8 +209,8 @@ def show(model, tokenizer, text, text_b=None, view="head", layer=None, heads=Non
                                     text=text if text_b is None else f"{text} | {text_b}")
     if layer is not None and layer not in meta["layers"]:
         raise ValueError(f"Layer {layer} is not in include_layers: {meta['layers']}")
-    shown = [int(h) for h in (heads or include_heads or [])] or None
-    html = render(arrays, meta, layer=layer, head=int(heads[0]) if heads else None, show_heads=shown, view=view,
+    shown = [cint(h, "heads", 0) for h in (heads or include_heads or [])] or None
+    html = render(arrays, meta, layer=layer, head=cint(heads[0], "heads", 0) if heads else None, show_heads=shown, view=view,
                   theme=display_mode, json_path=json_path)
     height = model_frame_height(len(meta["layers"])) if view == "model" else frame_height(rows)
     return show_or_return(Page(html, height), html_action)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._display import Page, frame_height, model_frame_height, show_or_return
-from ._render import format_attention, render
+from ._render import cint, format_attention, render
 
 
 def _prettify(tokens):
@@ -32,7 +32,7 @@ def _check_tokens(a, left, right, what):
 def _layers(include_layers, n):
     if not include_layers:
         return list(range(n))
-    layers = [int(x) for x in include_layers]
+    layers = [cint(x, "include_layers", 0) for x in include_layers]
     if len(set(layers)) != len(layers):
         raise ValueError(f"include_layers has a layer twice: {include_layers}")
     return layers
@@ -67,7 +67,7 @@ def _build(kind, attention, tokens, sentence_b_start, prettify_tokens, encoder_a
             meta["display_tokens"] = tokens
         elif any("</w>" in t for t in tokens):  # the binary reads Ġ, Ċ and ▁ itself; not </w>
             meta["display_tokens"] = _prettify(tokens)
-        meta["sentence_b_start"] = None if sentence_b_start is None else int(sentence_b_start)
+        meta["sentence_b_start"] = None if sentence_b_start is None else cint(sentence_b_start, "sentence_b_start", 0)
         meta["causal"] = bool(_is_causal(a)) if causal is None else bool(causal)
         rows = len(tokens)
     elif encoder_attention is not None or decoder_attention is not None or cross_attention is not None:
@@ -133,7 +133,7 @@ def head_view(attention=None, tokens=None, sentence_b_start=None, prettify_token
                                 None, causal, model_name)
     if layer is not None and layer not in meta["layers"]:
         raise ValueError(f"Layer {layer} is not in include_layers: {meta['layers']}")
-    heads = [int(h) for h in heads] if heads else None
+    heads = [cint(h, "heads", 0) for h in heads] if heads else None
     html = render(arrays, meta, layer=layer, head=heads[0] if heads else None, show_heads=heads, view="head",
                   json_path=json_path)
     return show_or_return(Page(html, frame_height(rows)), html_action)
@@ -154,6 +154,6 @@ def model_view(attention=None, tokens=None, sentence_b_start=None, prettify_toke
     arrays, meta, rows = _build("model", attention, tokens, sentence_b_start, prettify_tokens, encoder_attention,
                                 decoder_attention, cross_attention, encoder_tokens, decoder_tokens, include_layers,
                                 include_heads, causal, model_name)
-    heads = [int(h) for h in include_heads] if include_heads else None
+    heads = [cint(h, "include_heads", 0) for h in include_heads] if include_heads else None
     html = render(arrays, meta, view="model", theme=display_mode, show_heads=heads, json_path=json_path)
     return show_or_return(Page(html, model_frame_height(len(meta["layers"]))), html_action)
