@@ -56,6 +56,21 @@ void av_out_abort(AvOut *o);
 /* Removes every temporary output still open (for signal handlers / exit paths). */
 void av_out_abort_all(void);
 
+/* A run's outputs, committed together: each is written to its own temporary file (av_outset_add
+ * gives its stream), and av_outset_commit renames them into place only once every one is
+ * written and closed. A failure (a full disk, a missing folder, a write error) leaves every
+ * target as it was and no temporary behind: a target replaced before a later rename failed is
+ * put back from the hard link kept of it (where the file system has hard links). Devices, FIFOs
+ * and stdout are written in place as they come, as av_out_open does. */
+typedef struct {
+    AvOut *outs;
+    int n, cap;
+} AvOutSet;
+/* The stream of a new output of the set, or NULL (e filled; the set is then aborted). */
+FILE *av_outset_add(AvOutSet *s, const char *path, AvErr *e);
+int av_outset_commit(AvOutSet *s, AvErr *e);
+void av_outset_abort(AvOutSet *s);
+
 /* FNV-1a over n bytes, continuing from h (AV_FNV_SEED to start): every
  * string table of the tokenizers hashes with it, a prefix and then the rest
  * without a copy. */

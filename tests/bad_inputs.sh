@@ -846,6 +846,10 @@ rm -f "$T/b.fifo" && mkfifo "$T/b.fifo"
 BEFORE_RUN="(printf 'the cat sat\n' >'$T/b.fifo') &" case_ batch_from_a_fifo 0 "" -- --model "$M" --quiet --batch "$T/b.fifo" --json out.jsonl
 wait
 case_ batch_a_directory 1 "$T: cannot read: Is a directory" -- --model "$M" --quiet --batch "$T"
+# ---- a run's outputs are committed together (issue 47): the page's folder is missing, so the JSON
+# (written first, in the case's folder) must not be left either
+fresh
+case_ outputs_second_in_a_missing_folder 1 "nodir/p.html: cannot write: No such file or directory" -- --model "$M" --quiet --json out.json --npy out.npy --html nodir/p.html hi
 # ---- --batch lines are bounded while they are read (/dev/zero: one endless line)
 VMEM=1000000 case_ batch_endless_line 1 "/dev/zero:1: line longer than 16777216 bytes \(the --batch line limit\)" -- --model "$M" --quiet --batch /dev/zero
 printf 'fine\n\tonly sentence B\n' >"$T/emptya.txt"

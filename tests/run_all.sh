@@ -102,6 +102,7 @@ scripts=(
     tests/seq2seq_test.sh
     tests/progress_test.sh
     tests/fetch_test.sh
+    tests/outputs_test.sh
     # the reference checks (Python against torch and transformers)
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh

@@ -1,6 +1,8 @@
 /* test_util.c — base/util.c's shared pieces: the one FNV-1a every string
  * table hashes with (a prefix and then the rest, as one string), the one
  * UTF-8 check (the offset of the first bad byte), paths and files. */
+#include <dirent.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -95,6 +97,63 @@ START_TEST(a_resident_file_fails_as_a_mapped_one) {
 }
 END_TEST
 
+static void put_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int file_is(const char *path, const char *text) {
+    char buf[64] = {0};
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(text) && !memcmp(buf, text, n);
+}
+
+static int entries(const char *dir) {
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));) n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+START_TEST(outputs_committed_together_are_all_put_back_when_a_rename_fails) {
+    char dir[] = "/tmp/attnviz_outset_XXXXXX", a[96], b[96], c[96], inside[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(a, sizeof a, "%s/a.json", dir), snprintf(b, sizeof b, "%s/b.json", dir), snprintf(c, sizeof c, "%s/c.html", dir);
+    put_file(a, "old a");
+    AvOutSet set = {0};
+    AvErr e;
+    FILE *fa = av_outset_add(&set, a, &e), *fb = fa ? av_outset_add(&set, b, &e) : NULL, *fc = fb ? av_outset_add(&set, c, &e) : NULL;
+    ck_assert_msg(fc, "%s", e.msg);
+    fputs("new a", fa), fputs("new b", fb), fputs("new c", fc);
+    /* the third target turns into a folder holding a file before the commit: its rename fails
+     * after the first two were placed, and they are undone (a's old file back, b gone) */
+    ck_assert_int_eq(mkdir(c, 0700), 0);
+    snprintf(inside, sizeof inside, "%s/x", c);
+    put_file(inside, "x");
+    ck_assert_int_eq(av_outset_commit(&set, &e), -1);
+    ck_assert_msg(strstr(e.msg, "c.html: cannot rename into place"), "%s", e.msg);
+    ck_assert_msg(file_is(a, "old a"), "a.json was not put back");
+    ck_assert_msg(access(b, F_OK) != 0, "b.json, new, was left");
+    ck_assert_int_eq(entries(dir), 2); /* a.json and the folder: no temporary, no kept link */
+    /* and a set that can be placed is placed whole */
+    unlink(inside), rmdir(c);
+    fa = av_outset_add(&set, a, &e), fb = fa ? av_outset_add(&set, b, &e) : NULL;
+    ck_assert_msg(fb, "%s", e.msg);
+    fputs("new a", fa), fputs("new b", fb);
+    ck_assert_msg(av_outset_commit(&set, &e) == 0, "%s", e.msg);
+    ck_assert(file_is(a, "new a") && file_is(b, "new b"));
+    ck_assert_int_eq(entries(dir), 2);
+    unlink(a), unlink(b), rmdir(dir);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("util");
     TCase *t = tcase_create("core");
@@ -103,6 +162,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, paths_join_with_one_slash);
     tcase_add_test(t, a_resident_file_holds_the_mapped_bytes);
     tcase_add_test(t, a_resident_file_fails_as_a_mapped_one);
+    tcase_add_test(t, outputs_committed_together_are_all_put_back_when_a_rename_fails);
     suite_add_tcase(s, t);
     return s;
 }

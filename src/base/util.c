@@ -82,7 +82,7 @@ int av_read_file(const char *path, size_t max_bytes, char **out, size_t *out_len
 
 /* Temporary files still open, so a signal handler can remove them. A fixed
  * table: signal handlers must not walk heap structures that may be mid-update. */
-#define MAX_OPEN_OUTS 16
+#define MAX_OPEN_OUTS 256 /* a run's outputs are open together until they are committed */
 static char *volatile open_tmps[MAX_OPEN_OUTS];
 
 /* A slot is claimed by compare-and-swap: libattnviz's callers may write pages from several threads. */
@@ -228,8 +228,8 @@ void av_out_abort(AvOut *o) {
         memset(o, 0, sizeof *o);
         return;
     }
-    if (o->fp && o->tmp_path) {
-        fclose(o->fp);
+    if (o->tmp_path) { /* open, or closed by av_outset_commit and not yet in place */
+        if (o->fp) fclose(o->fp);
         unlink(o->tmp_path);
         untrack(o->tmp_path);
     }
@@ -242,6 +242,87 @@ uint32_t av_fnv1a(const void *p, size_t n, uint32_t h) {
     const uint8_t *b = p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
     return h;
+}
+
+FILE *av_outset_add(AvOutSet *s, const char *path, AvErr *e) {
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 8;
+        AvOut *o = realloc(s->outs, (size_t)cap * sizeof *o);
+        if (!o) {
+            av_outset_abort(s);
+            av_err(e, "%s: out of memory", path);
+            return NULL;
+        }
+        s->outs = o, s->cap = cap;
+    }
+    if (av_out_open(&s->outs[s->n], path, e) != 0) {
+        av_outset_abort(s);
+        return NULL;
+    }
+    return s->outs[s->n++].fp;
+}
+
+void av_outset_abort(AvOutSet *s) {
+    for (int i = 0; i < s->n; i++) av_out_abort(&s->outs[i]);
+    free(s->outs);
+    memset(s, 0, sizeof *s);
+}
+
+/* Closes an output's stream: 0, or -1 with the failing write's error in e (the temporary is kept). */
+static int out_close(AvOut *o, AvErr *e) {
+    errno = 0;
+    int bad = fflush(o->fp) != 0, err = errno;
+    if (!bad && ferror(o->fp)) bad = 1, err = EIO;
+    const char *name = o->path ? o->path : "stdout";
+    if (o->tmp_path || o->direct) {
+        if (fclose(o->fp) != 0 && !bad) bad = 1, err = errno;
+        o->fp = NULL;
+    }
+    return bad ? av_err(e, "%s: write failed: %s", name, strerror(err ? err : EIO)) : 0;
+}
+
+int av_outset_commit(AvOutSet *s, AvErr *e) {
+    /* every stream closed first: a full disk or a write error shows here, before any rename */
+    for (int i = 0; i < s->n; i++)
+        if (s->outs[i].fp && out_close(&s->outs[i], e) != 0) {
+            av_outset_abort(s);
+            return -1;
+        }
+    /* then the renames: each target kept as a hard link until all are in place */
+    char **keep = calloc((size_t)(s->n ? s->n : 1), sizeof *keep);
+    unsigned char *existed = calloc((size_t)(s->n ? s->n : 1), 1), *placed = calloc((size_t)(s->n ? s->n : 1), 1);
+    int rc = keep && existed && placed ? 0 : av_err(e, "out of memory");
+    for (int i = 0; i < s->n && rc == 0; i++) {
+        AvOut *o = &s->outs[i];
+        if (!o->tmp_path) continue; /* written in place */
+        struct stat sb;
+        existed[i] = lstat(o->path, &sb) == 0;
+        if (existed[i] && S_ISREG(sb.st_mode) && (keep[i] = malloc(strlen(o->tmp_path) + 5))) {
+            sprintf(keep[i], "%s.old", o->tmp_path);
+            if (link(o->path, keep[i]) != 0) free(keep[i]), keep[i] = NULL;
+        }
+        if (rename(o->tmp_path, o->path) != 0) {
+            rc = av_err(e, "%s: cannot rename into place: %s", o->path, strerror(errno));
+            break;
+        }
+        placed[i] = 1;
+        untrack(o->tmp_path);
+        free(o->tmp_path);
+        o->tmp_path = NULL; /* in place: av_out_abort leaves it */
+    }
+    for (int i = 0; keep && i < s->n; i++) {
+        if (rc != 0 && placed[i]) { /* every placed output undone: the old file back, or no file as before */
+            if (keep[i]) rename(keep[i], s->outs[i].path);
+            else if (!existed[i]) unlink(s->outs[i].path);
+        }
+        if (keep[i]) unlink(keep[i]);
+        free(keep[i]);
+    }
+    free(keep), free(existed), free(placed);
+    for (int i = 0; i < s->n; i++) av_out_abort(&s->outs[i]); /* a failure's temporaries removed; the rest freed */
+    free(s->outs);
+    memset(s, 0, sizeof *s);
+    return rc;
 }
 
 uint64_t av_fnv1a64(const void *p, size_t n, uint64_t h) {

@@ -33,16 +33,15 @@ static int diff_json(FILE *f, const OutDoc *d, const char *dir, AvErr *e) {
 }
 static int diff_page(FILE *f, const OutDoc *d, const char *dir, AvErr *e) { return html_write_doc(f, d, dir, e); }
 
-static int diff_out(const char *path, DiffWriter w, const OutDoc *d, const char *dir, int quiet, AvErr *e) {
-    AvOut out;
-    if (av_out_open(&out, path, e) != 0) return -1;
-    if (w(out.fp, d, dir, e) != 0) {
+/* One output of the diff's set (committed together: util.h's AvOutSet); a failure aborts them all. */
+static int diff_out(AvOutSet *set, const char *path, DiffWriter w, const OutDoc *d, const char *dir, AvErr *e) {
+    FILE *f = av_outset_add(set, path, e);
+    if (!f) return -1;
+    if (w(f, d, dir, e) != 0) {
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
-        av_out_abort(&out);
+        av_outset_abort(set);
         return -1;
     }
-    if (av_out_commit(&out, e) != 0) return -1;
-    if (!quiet && strcmp(path, "-")) av_info("wrote %s", path);
     return 0;
 }
 
@@ -237,10 +236,14 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
         if (o->output.show_all_heads) da.init_head = -1; /* the most divergent head's layer, every head drawn */
     }
     if (!o->output.view) da.init_view = "diff";
-    if (o->output.json_path && diff_out(o->output.json_path, diff_json, &da, NULL, o->quiet, e) != 0) goto done;
+    AvOutSet set = {0};
+    if (o->output.json_path && diff_out(&set, o->output.json_path, diff_json, &da, NULL, e) != 0) goto done;
     const char *html = o->output.html_path ? o->output.html_path : o->output.json_path ? NULL : "attnviz-diff.html";
     if (html && !o->output.html_path) run_warn_default_page(o, html);
-    if (html && diff_out(html, diff_page, &da, o->output.templates_dir, o->quiet, e) != 0) goto done;
+    if (html && diff_out(&set, html, diff_page, &da, o->output.templates_dir, e) != 0) goto done;
+    if (av_outset_commit(&set, e) != 0) goto done;
+    if (!o->quiet && o->output.json_path && strcmp(o->output.json_path, "-")) av_info("wrote %s", o->output.json_path);
+    if (!o->quiet && html && strcmp(html, "-")) av_info("wrote %s", html);
     ra->t_write += av_now_ms() - t0;
     const int to_stdout = (o->output.json_path && !strcmp(o->output.json_path, "-")) || (html && !strcmp(html, "-"));
     if (!to_stdout && (diff_write_table(stdout, &da, ds->top ? ds->top : 10, e) != 0 || fflush(stdout) != 0)) {

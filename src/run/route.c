@@ -65,21 +65,41 @@ static const struct {
     [W_NPY_POOL_ATT] = {write_pool_att, 0}, [W_NPY_TEXT_ATT] = {write_text_att, 0},
 };
 
-/* Writes one output atomically (temporary file renamed into place). */
-int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
-    AvOut out;
-    if (av_out_open(&out, path, e) != 0) return -1;
-    int rc = what >= W_NPY_LENS ? lens_npy_write(out.fp, d, what - W_NPY_LENS, e) : WRITERS[what].write(out.fp, d, r, e);
-    if (rc == 0 && what < W_NPY_LENS && WRITERS[what].newline && fputc('\n', out.fp) == EOF) rc = av_err_errno(e, "write error");
+/* Writes one output of a set (util.h's AvOutSet: in place only once every output is written);
+ * a failure aborts the whole set. */
+static int write_into(const Run *r, AvOutSet *set, const char *path, const OutDoc *d, int what, AvErr *e) {
+    FILE *f = av_outset_add(set, path, e);
+    if (!f) return -1;
+    int rc = what >= W_NPY_LENS ? lens_npy_write(f, d, what - W_NPY_LENS, e) : WRITERS[what].write(f, d, r, e);
+    if (rc == 0 && what < W_NPY_LENS && WRITERS[what].newline && fputc('\n', f) == EOF) rc = av_err_errno(e, "write error");
     if (rc != 0) {
         av_err_prefix(e, "%s", strcmp(path, "-") ? path : "stdout");
-        av_out_abort(&out);
+        av_outset_abort(set);
         return -1;
     }
-    if (av_out_commit(&out, e) != 0) return -1;
-    /* every file written is named (a batch's one file per line: batch.c says where, once) */
-    if (!r->o->quiet && strcmp(path, "-") && !r->o->output.out_dir) av_info("wrote %s", path);
     return 0;
+}
+
+/* Commits a set and names every file it put in place (a batch's one file per line: batch.c says
+ * where, once). */
+static int commit_named(const Run *r, AvOutSet *set, AvErr *e) {
+    const int say = !r->o->quiet && !r->o->output.out_dir, n = set->n;
+    char **names = say && n ? calloc((size_t)n, sizeof *names) : NULL;
+    for (int i = 0; names && i < n; i++)
+        if (set->outs[i].path) names[i] = strdup(set->outs[i].path);
+    const int rc = av_outset_commit(set, e);
+    for (int i = 0; names && i < n; i++) {
+        if (rc == 0 && names[i]) av_info("wrote %s", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* Writes one output atomically (temporary file renamed into place). */
+int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e) {
+    AvOutSet set = {0};
+    return write_into(r, &set, path, d, what, e) != 0 ? -1 : commit_named(r, &set, e);
 }
 
 void run_warn_default_page(const RunSpec *o, const char *path) {
@@ -101,7 +121,7 @@ static char *npy_sibling(const char *path, const char *suffix) {
 
 /* attention.npy, and beside it (FILE's stem + suffix) what else was asked:
  * queries and keys, predictions, the generated sequence's ids. */
-static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr *e) {
+static int write_npy_set(const Run *r, AvOutSet *set, const char *path, const OutDoc *d, AvErr *e) {
     static const struct {
         const char *suffix;
         int what;
@@ -119,24 +139,24 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
             char suffix[32];
             snprintf(suffix, sizeof suffix, ".%s.npy", d->stacks[k].name);
             char *p = k ? npy_sibling(path, suffix) : strdup(path);
-            int rc = p ? run_write_file(r, p, d, W_NPY_STACK0 + k, e) : av_err(e, "out of memory");
+            int rc = p ? write_into(r, set, p, d, W_NPY_STACK0 + k, e) : (av_outset_abort(set), av_err(e, "out of memory"));
             free(p);
             if (rc) return -1;
         }
         /* --predict: its arrays as for other models, positions the decoder's */
         for (size_t i = 2; d->pred && i < 5; i++) {
             char *p = npy_sibling(path, extra[i].suffix);
-            int rc = p ? run_write_file(r, p, d, extra[i].what, e) : av_err(e, "out of memory");
+            int rc = p ? write_into(r, set, p, d, extra[i].what, e) : (av_outset_abort(set), av_err(e, "out of memory"));
             free(p);
             if (rc) return -1;
         }
         return 0;
     }
-    if (run_write_file(r, path, d, W_NPY_ATT, e) != 0) return -1;
+    if (write_into(r, set, path, d, W_NPY_ATT, e) != 0) return -1;
     for (int i = 0; i < (int)(sizeof lens_suffix / sizeof lens_suffix[0]); i++) {
         if (!lens_npy_has(d, i)) continue;
         char *p = npy_sibling(path, lens_suffix[i]);
-        int rc = p ? run_write_file(r, p, d, W_NPY_LENS + i, e) : av_err(e, "out of memory");
+        int rc = p ? write_into(r, set, p, d, W_NPY_LENS + i, e) : (av_outset_abort(set), av_err(e, "out of memory"));
         free(p);
         if (rc) return -1;
     }
@@ -154,7 +174,7 @@ static int write_npy_set(const Run *r, const char *path, const OutDoc *d, AvErr 
             (w == W_NPY_TEXT_ATT && !image_npy_has(d, IMAGE_NPY_TEXT)))
             continue;
         char *p = npy_sibling(path, extra[i].suffix);
-        int rc = p ? run_write_file(r, p, d, w, e) : av_err(e, "out of memory");
+        int rc = p ? write_into(r, set, p, d, w, e) : (av_outset_abort(set), av_err(e, "out of memory"));
         free(p);
         if (rc) return -1;
     }
@@ -173,37 +193,40 @@ int run_say(const Run *r, const OutDoc *d, AvErr *e) {
     return say_write(stdout, d, e);
 }
 
-/* The outputs for one input: everything but the batch's JSON Lines stream. */
+/* The outputs for one input: everything but the batch's JSON Lines stream. They are committed
+ * together (AvOutSet): a failure of any leaves every one as it was. */
 int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     const RunSpec *o = r->o;
     if (o->stats) return stats_add(&r->stats, d, e);
     if (o->heads.on) return heads_add(&r->heads, d, e);
+    AvOutSet set = {0};
     if (o->output.out_dir) {
         char name[64];
         int rc = 0;
         snprintf(name, sizeof name, "%06ld.json", lineno);
         char *p = av_path_join(o->output.out_dir, name);
         if (!p) return av_err(e, "out of memory");
-        rc = run_write_file(r, p, d, o->capture.tokens_only ? W_TOKENS : W_JSON, e);
+        rc = write_into(r, &set, p, d, o->capture.tokens_only ? W_TOKENS : W_JSON, e);
         if (rc == 0 && o->output.out_html) {
             strcpy(p + strlen(p) - 5, ".html");
-            rc = run_write_file(r, p, d, W_HTML, e);
+            rc = write_into(r, &set, p, d, W_HTML, e);
         }
         if (rc == 0 && o->output.out_npy) {
             snprintf(name, sizeof name, "%06ld.npy", lineno);
             free(p);
             p = av_path_join(o->output.out_dir, name);
-            rc = p ? write_npy_set(r, p, d, e) : av_err(e, "out of memory");
+            rc = p ? write_npy_set(r, &set, p, d, e) : (av_outset_abort(&set), av_err(e, "out of memory"));
         }
         free(p);
-        return rc;
+        return rc == 0 ? av_outset_commit(&set, e) : -1;
     }
     if (o->batch.path) return 0;
     if (o->capture.tokens_only) return run_write_file(r, o->output.json_path ? o->output.json_path : "-", d, W_TOKENS, e);
-    if (o->output.json_path && run_write_file(r, o->output.json_path, d, W_JSON, e) != 0) return -1;
-    if (o->output.npy_path && write_npy_set(r, o->output.npy_path, d, e) != 0) return -1;
+    if (o->output.json_path && write_into(r, &set, o->output.json_path, d, W_JSON, e) != 0) return -1;
+    if (o->output.npy_path && write_npy_set(r, &set, o->output.npy_path, d, e) != 0) return -1;
     const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
     if (html && !o->output.html_path) run_warn_default_page(o, html);
-    if (html && run_write_file(r, html, d, W_HTML, e) != 0) return -1;
+    if (html && write_into(r, &set, html, d, W_HTML, e) != 0) return -1;
+    if (commit_named(r, &set, e) != 0) return -1;
     return run_say(r, d, e);
 }
