@@ -71,12 +71,15 @@ typedef struct Pipeline Run;
 const char *run_display_name(const char *dir, int is_demo, char *name, size_t len);
 
 /* run.c: the steps of one input */
+/* The input's tokens for the model: none is an error (an empty text, or every character dropped). */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
 /* --chat / --chat-file: the run's input as the model's chat template renders it (*out, free):
  * --chat-file's messages, or a as one user message; *out NULL when the run is no chat. */
 int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e);
 /* Whether the RunSpec asks for a chat. */
 int run_is_chat(const RunSpec *o);
+/* The same, none allowed (an encoder-decoder's target: the decoder's start token comes first anyway). */
+int run_tokenize_any(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
 /* GenOptions' stop for --stop (ctx: the Run): the text generated so far holds the string. */
 int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 /* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */

@@ -498,6 +498,15 @@ mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
+# issue 47: an input of no tokens gets one clear line on every model kind. GPT-2's tokenizer adds no
+# start token, so an empty text is no tokens; a byte-level vocabulary without the bytes of the text's
+# characters (and no unknown token) drops them all. An encoder's "" is [CLS] [SEP], as transformers
+# makes it, and a decoder with a start token runs on that token: both are runs.
+case_ empty_input_gpt2 1 "empty input: this model's tokenizer makes no tokens of an empty text \(it adds no start token\)" -- --model "$PWD/tests/data/small-gpt2" "${Q[@]}" ""
+case_ empty_input_bert_is_cls_sep 0 "" -- --model "$PWD/tests/data/small-f32" "${Q[@]}" ""
+case_ empty_input_llama_is_its_start_token 0 "" -- --model "$PWD/tests/data/small-llama" "${Q[@]}" ""
+mkgguf "$G" 'alpha[128:] = ["x%d" % i for i in range(128)]; kv["tokenizer.ggml.tokens"] = ("as", alpha)'
+case_ gguf_vocabulary_lacks_the_texts_characters 1 "the input has no tokens this model knows: its tokenizer dropped every character" -- --model "$G" "${Q[@]}" "日本"
 # issue 47: a SentencePiece-style tokenizer (scores, no merges) with one token of 400,000 bytes:
 # recovering the merges tried every split of it and hashed both halves (quadratic: minutes)
 SPM='kv["tokenizer.ggml.model"] = ("s", "llama"); del kv["tokenizer.ggml.merges"]; kv["tokenizer.ggml.bos_token_id"] = ("u", 1)

@@ -163,7 +163,9 @@ ATTNVIZ_API attnviz_status attnviz_tokenize(attnviz_model *m, const char *text_a
     AvErr e = {0};
     pthread_mutex_lock(&m->lock);
     m->p->o = &m->spec;
-    int rc = pipeline_tokenize(m->p, text_a, text_b, &enc, &e);
+    /* the tokens of any text, none included (a run of none is refused: attnviz_run) */
+    int rc = run_tokenize_any(m->p, text_a, text_b, &enc, &e);
+    if (rc == 0) run_warn_truncated(m->p, &enc, 0);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0) {
         tok_encoding_free(&enc);

@@ -238,8 +238,8 @@ static int encode_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e) {
     return 0;
 }
 
-/* Tokenizes and (unless tokens-only) runs the model on one input. */
-int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+/* The input's tokens, none allowed. */
+int run_tokenize_any(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     if (!r->tok)
         return av_err_usage(e, "%s is a %s model: it reads an image (--image FILE), not text", r->name, r->cfg.model_type);
     double t0 = av_now_ms();
@@ -254,6 +254,21 @@ int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvEr
     int rc = encode_chat(p, text, enc, e);
     p->t_tok += av_now_ms() - t0;
     return rc;
+}
+
+/* A model's input: its tokens, and at least one. A tokenizer that adds no special tokens (GPT-2's,
+ * most decoders') makes none of an empty text, and one without an unknown token drops characters
+ * its vocabulary lacks (a GGUF's byte-level vocabulary missing bytes): there is nothing to run.
+ * Encoders' [CLS] [SEP] (as transformers makes them of "") and a decoder's start token are a run. */
+int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    if (run_tokenize_any(r, a, b, enc, e) != 0) return -1;
+    if (enc->n > 0 || r->o->capture.tokens_only) return 0;
+    tok_encoding_free(enc);
+    if (!a[0] && (!b || !b[0]))
+        return av_err(e, "empty input: this model's tokenizer makes no tokens of an empty text (it adds no start "
+                         "token), so there is nothing to run");
+    return av_err(e, "the input has no tokens this model knows: its tokenizer dropped every character (its vocabulary "
+                     "lacks them and has no unknown token)");
 }
 
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int tokenized, AvErr *e) {

@@ -19,7 +19,7 @@
  * template's specials included, as tokenizer(text_target=...) gives them). */
 static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) {
     TokEncoding t = {0};
-    if (run_tokenize(r, target, NULL, &t, e) != 0) return -1;
+    if (run_tokenize_any(r, target, NULL, &t, e) != 0) return -1;
     if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
     int room = cfg_max_tokens(&r->cfg);
     int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
