@@ -17,8 +17,13 @@ typedef struct {
     AvErrKind kind; /* set by av_err (runtime) and av_err_usage */
 } AvErr;
 
+/* Every string a message echoes is cut to this many bytes (a %s without a precision), and a
+ * number of more than 32 digits to its first 12 and its length: names and numbers come from
+ * files of any size. */
+#define AV_ERR_ECHO 160
+
 /* Formats a message into e (if non-NULL), sanitized (av_sanitize), and returns -1, so callers can write
- * `return av_err(e, "...")`. */
+ * `return av_err(e, "...")`. Echoed values are cut (AV_ERR_ECHO). */
 int av_err(AvErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The same for a usage error: the arguments, not the inputs, are wrong. */

@@ -152,6 +152,11 @@ fresh; cfg_edit 'c["num_hidden_layers"] = 0'
 case_ cfg_zero_layers 1 "\"num_hidden_layers\" = 0 is out of range" -- --model "$M" "${Q[@]}" hi
 fresh; cfg_edit 'c["intermediate_size"] = 10**12'
 case_ cfg_absurd_size 1 "\"intermediate_size\" = 1000000000000 is out of range" -- --model "$M" "${Q[@]}" hi
+# issue 47: echoed values are cut short (err.c): a 300-digit number, a 521-byte tensor name
+fresh; $PY -c 'import json, sys; t = json.dumps(json.load(open(sys.argv[1]))); open(sys.argv[1], "w").write(t.replace("\"hidden_size\": 32", "\"hidden_size\": " + "9" * 300))' "$M/config.json"
+case_ cfg_300_digit_number_echoed_short 1 "config.json: \"hidden_size\" = 100000000000...\(301 digits\) is out of range \[1, [0-9]+\]$" -- --model "$M" "${Q[@]}" hi
+fresh; st_edit 'h["x" * 521] = dict(h.pop("pooler.dense.bias"), dtype="Q4_K")'
+case_ st_521_byte_name_echoed_short 1 "model.safetensors: tensor 'x{160}': unknown dtype 'Q4_K'$" -- --model "$M" "${Q[@]}" hi
 fresh; cfg_edit 'c["hidden_act"] = "cubic"'
 case_ cfg_unknown_activation 1 "unknown hidden_act \"cubic\"" -- --model "$M" "${Q[@]}" hi
 fresh; cfg_edit 'c["eos_token_id"] = [2, 10**9]'
@@ -498,6 +503,12 @@ mkgguf "$G" 'share = ("blk.0.attn_q.weight", "blk.0.attn_output.weight")'
 case_ gguf_tensors_overlap 1 "g.gguf: tensors 'blk.0.attn_(q|output).weight' and 'blk.0.attn_(q|output).weight' overlap in the data section" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'del kv["llama.embedding_length"]'
 case_ gguf_missing_hyperparameter 1 "llama.embedding_length" -- --model "$G" "${Q[@]}" hi
+# issue 47: rope.dimension_count 0 (config.json refuses 0 rotary dimensions too), and two tokens spelled alike
+# (llama.cpp aborts on such a vocabulary: GGML_ASSERT(id_to_token.size() == token_to_id.size()))
+mkgguf "$G" 'kv["llama.rope.dimension_count"] = ("u", 0)'
+case_ gguf_rope_dimension_count_zero 1 "g.gguf: llama.rope.dimension_count is 0: rotary embeddings need at least 2 dimensions" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'alpha[200] = alpha[100]; kv["tokenizer.ggml.tokens"] = ("as", alpha)'
+case_ gguf_two_tokens_spelled_alike 1 "g.gguf: tokens 100 and 200 are both spelled '.+' \(llama.cpp refuses such a vocabulary too\)" -- --model "$G" "${Q[@]}" hi
 # issue 47: an input of no tokens gets one clear line on every model kind. GPT-2's tokenizer adds no
 # start token, so an empty text is no tokens; a byte-level vocabulary without the bytes of the text's
 # characters (and no unknown token) drops them all. An encoder's "" is [CLS] [SEP], as transformers

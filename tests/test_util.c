@@ -154,6 +154,22 @@ START_TEST(outputs_committed_together_are_all_put_back_when_a_rename_fails) {
 }
 END_TEST
 
+START_TEST(messages_cut_echoed_strings_and_long_numbers) {
+    char name[600], digits[402];
+    memset(name, 'x', 521), name[521] = '\0';
+    memset(digits, '9', 400), digits[400] = '\0';
+    AvErr e;
+    av_err(&e, "tensor '%s' and %s, and %d", name, digits, 123456789);
+    char want[200];
+    memset(want, 'x', AV_ERR_ECHO), want[AV_ERR_ECHO] = '\0';
+    ck_assert_msg(strstr(e.msg, want) && !strstr(e.msg, "xxx'x") && strstr(e.msg, want)[AV_ERR_ECHO] == '\'', "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, " and 999999999999...(160 digits), and 123456789"), "%s", e.msg);
+    /* a 25-digit number stays whole; so does 100% */
+    av_err(&e, "%s %.0f %d%%", "1234567890123456789012345", 1e24, 100);
+    ck_assert_str_eq(e.msg, "1234567890123456789012345 999999999999999983222784 100%");
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("util");
     TCase *t = tcase_create("core");
@@ -163,6 +179,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_resident_file_holds_the_mapped_bytes);
     tcase_add_test(t, a_resident_file_fails_as_a_mapped_one);
     tcase_add_test(t, outputs_committed_together_are_all_put_back_when_a_rename_fails);
+    tcase_add_test(t, messages_cut_echoed_strings_and_long_numbers);
     suite_add_tcase(s, t);
     return s;
 }

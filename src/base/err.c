@@ -51,10 +51,80 @@ size_t av_sanitize(char *dst, size_t cap, const char *src) {
     return k;
 }
 
+/* fmt with every echoed string cut short: a %s without a precision gets AV_ERR_ECHO (a name or
+ * string read from a file may be any length). Everything else is copied as it is, so the
+ * arguments are read the same. */
+static const char *cut_echoes(char *out, size_t cap, const char *fmt) {
+    size_t k = 0;
+    for (const char *p = fmt; *p;) {
+        if (k + 16 >= cap) return fmt; /* no room: the format as given (the message is cut at its end anyway) */
+        if (*p != '%') {
+            out[k++] = *p++;
+            continue;
+        }
+        const char *start = p++;
+        if (*p == '%') {
+            out[k++] = '%', out[k++] = '%', p++;
+            continue;
+        }
+        while (*p && strchr("-+ #0'", *p)) p++;
+        while (*p == '*' || (*p >= '0' && *p <= '9')) p++;
+        const char *prec = NULL, *prec_end = NULL;
+        if (*p == '.') {
+            prec = p++;
+            while (*p == '*' || (*p >= '0' && *p <= '9')) p++;
+            prec_end = p;
+        }
+        const char *len = p;
+        while (*p && strchr("hlLqjzt", *p)) p++;
+        const char conv = *p;
+        if (!conv) return fmt;
+        p++;
+        const int any_string = conv == 's' && !prec;
+        const size_t head = (size_t)((prec ? prec : len) - start), mods = (size_t)(p - 1 - len);
+        if (k + head + mods + 24 >= cap) return fmt;
+        memcpy(out + k, start, head), k += head;
+        if (any_string) k += (size_t)snprintf(out + k, cap - k, ".%d", AV_ERR_ECHO);
+        else if (prec) memcpy(out + k, prec, (size_t)(prec_end - prec)), k += (size_t)(prec_end - prec);
+        memcpy(out + k, len, mods), k += mods;
+        out[k++] = conv;
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* A run of more than AV_ERR_DIGITS digits (a number read from a file and printed whole: a
+ * 300-digit "hidden_size") kept as its first 12 and how many there were, in place. */
+#define AV_ERR_DIGITS 32
+static void cut_digits(char *s) {
+    char *w = s;
+    for (const char *r = s; *r;) {
+        size_t n = 0;
+        while (r[n] >= '0' && r[n] <= '9') n++;
+        char tail[32];
+        const int t = n > AV_ERR_DIGITS ? snprintf(tail, sizeof tail, "...(%zu digits)", n) : 0;
+        if (n > AV_ERR_DIGITS && 12 + (size_t)t < n) { /* only ever shorter: written behind what is read */
+            memmove(w, r, 12);
+            memcpy(w + 12, tail, (size_t)t);
+            w += 12 + t, r += n;
+        } else if (n) {
+            memmove(w, r, n), w += n, r += n;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
 __attribute__((format(printf, 3, 0))) static int set_err(AvErr *e, AvErrKind kind, const char *fmt, va_list ap) {
     if (!e) return -1;
-    char raw[sizeof e->msg];
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    char raw[sizeof e->msg], cut[1024];
+    const char *f = cut_echoes(cut, sizeof cut, fmt);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral" /* fmt itself, its echoes cut: the same arguments */
+    vsnprintf(raw, sizeof raw, f, ap);
+#pragma GCC diagnostic pop
+    cut_digits(raw);
     /* Strings from model files and inputs end up here: no control character
      * (a terminal escape, a newline) may reach the user's terminal. */
     av_sanitize(e->msg, sizeof e->msg, raw);
@@ -82,8 +152,13 @@ int av_err_prefix(AvErr *e, const char *fmt, ...) {
     if (!e) return -1;
     char prefix[256], old[sizeof e->msg], raw[sizeof prefix + sizeof e->msg + 2];
     va_list ap;
+    char cut[1024];
+    const char *f = cut_echoes(cut, sizeof cut, fmt);
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    vsnprintf(prefix, sizeof prefix, f, ap);
+#pragma GCC diagnostic pop
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
     /* Truncation is acceptable: the message stays one readable line. */

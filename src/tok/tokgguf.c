@@ -260,6 +260,32 @@ static char *gemma_blank(const char *s, size_t n) {
     return out;
 }
 
+static int cmp_key(const void *a, const void *b) {
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* Two tokens spelled alike: llama.cpp refuses such a vocabulary (its map from spelling to id
+ * would hold fewer entries than its tokens, GGML_ASSERT(id_to_token.size() ==
+ * token_to_id.size())), and which id an encoding gives would depend on the reader. */
+static int vocab_twice(const cJSON *vocab, const char *path, AvErr *e) {
+    const int n = cJSON_GetArraySize(vocab);
+    const cJSON **v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return av_err(e, "%s: out of memory building its tokenizer", path);
+    int k = 0;
+    for (const cJSON *c = vocab->child; c; c = c->next) v[k++] = c;
+    qsort(v, (size_t)k, sizeof *v, cmp_key);
+    for (int i = 1; i < k; i++)
+        if (!strcmp(v[i - 1]->string, v[i]->string)) {
+            const int a = v[i - 1]->valueint, b = v[i]->valueint, rc = av_err(
+                e, "%s: tokens %d and %d are both spelled '%s' (llama.cpp refuses such a vocabulary too)", path,
+                a < b ? a : b, a < b ? b : a, v[i]->string);
+            free(v);
+            return rc;
+        }
+    free(v);
+    return 0;
+}
+
 static cJSON *item(const char *kind, const char *id, int type_id) {
     cJSON *o = cJSON_CreateObject(), *in = cJSON_CreateObject();
     if (!o || !in || !cJSON_AddStringToObject(in, "id", id) || !cJSON_AddNumberToObject(in, "type_id", type_id) ||
@@ -360,6 +386,7 @@ int tok_load_gguf(Tokenizer **out, const GgufFile *f, const char *path, unsigned
         free(name);
         name = NULL;
     }
+    if (vocab_twice(vocab, path, e) != 0) goto done;
     if (!merges && generate_merges(toks, gemma ? NULL : scores, blank, mlist, path, e) != 0) goto done;
     if (!cJSON_AddStringToObject(m, "type", "BPE") || !cJSON_AddItemToObject(m, "vocab", vocab)) goto oom;
     if (spm && (!cJSON_AddBoolToObject(m, "byte_fallback", 1) || !cJSON_AddBoolToObject(m, "fuse_unk", 1))) goto oom;

@@ -646,6 +646,9 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
         (gguf_find_kv(f, KEY("rope.dimension_count")) && gguf_get_u32(f, key, &rot, e)) ||
         (!fam->gemma && gguf_find_kv(f, KEY("attention.sliding_window")) && gguf_get_u32(f, key, &swa, e)))
         return av_err_prefix(e, "%s", path);
+    /* present and 0: no rotary dimensions at all (config.json's partial_rotary_factor 0 is refused too) */
+    if (gguf_find_kv(f, KEY("rope.dimension_count")) && rot == 0)
+        return av_err(e, "%s: %s is 0: rotary embeddings need at least 2 dimensions", path, key);
     if (gguf_find_kv(f, KEY("rope.scaling.type"))) {
         const char *t;
         size_t tl;
