@@ -352,10 +352,10 @@ const CliOption CLI_OPTIONS[] = {
      .at = CLI_AT(run.capture.max_tokens), .cmds = MODEL_CMDS, .section = SEC_SELECTION,
      .help = "truncate inputs to N tokens (with a warning)"},
     {.name = "max-capture", .arg = "SIZE", .type = OPT_SIZE, .what = "a size like 8G or 500M",
-     .at = CLI_AT(run.capture.max_capture), .cmds = MODEL_CMDS, .section = SEC_SELECTION,
+     .at = CLI_AT(run.capture.max_capture), .cmds = MODEL_CMDS | C_RENDER, .section = SEC_SELECTION,
      .help = "the memory a run's captured attention may take, e.g. 8G or 500M (default: half of physical RAM); "
              "past it one input's page is the long input's page, and anything else is refused with what would fit "
-             "(docs/long-inputs.md)"},
+             "(docs/long-inputs.md); render: the .npz's arrays, checked before they are inflated"},
     {.name = "telemetry", .arg = "K", .type = OPT_INT, .lo = 0, .hi = CAP_TEL_MAX_TOP,
      .what = "a count of top keys from 0 to " STR(CAP_TEL_MAX_TOP), .at = CLI_AT(run.capture.telemetry_top),
      .cmds = C_RUN, .section = SEC_SELECTION,
