@@ -19,7 +19,8 @@ typedef struct {
 
 /* Every string a message echoes is cut to this many bytes (a %s without a precision), and a
  * number of more than 32 digits to its first 12 and its length: names and numbers come from
- * files of any size. */
+ * files of any size. Text a site composed itself (a reason, a list of remedies) keeps its
+ * length: give it a precision ("%.1000s"), or pass it as the whole format "%s". */
 #define AV_ERR_ECHO 160
 
 /* Formats a message into e (if non-NULL), sanitized (av_sanitize), and returns -1, so callers can write

@@ -96,7 +96,7 @@ static int parse_npy(HeadsPattern *p, const char *name, const unsigned char *b, 
     }
     if (!why && (nd != 2 || dims[0] != dims[1])) why = "the pattern must be a square 2-D array (n, n)";
     free(h);
-    if (why) return av_err(e, "%s: %s", name, why);
+    if (why) return av_err(e, "%s: %.1000s", name, why);
     if (pattern_alloc(p, dims[0], name, e) != 0) return -1;
     size_t count = (size_t)p->n * (size_t)p->n, sz = (size_t)TYPES[t].size;
     if (len - off - hl < count * sz) return av_err(e, "%s: .npy data is shorter than its shape", name);
@@ -881,7 +881,7 @@ static int covers_merge(const StatsCover *c, const char *const *paths, int n, St
                 if (w > 0) k += (size_t)w;
             }
         }
-        return av_err(e, "missing shard%s %s%s of %d of %s's corpus (%d missing): a merge adds every shard once",
+        return av_err(e, "missing shard%s %.1000s%s of %d of %s's corpus (%d missing): a merge adds every shard once",
                       missing > 1 ? "s" : "", list, missing > 8 ? ", ..." : "", r->count, paths[incomplete], missing);
     }
     return 0;

@@ -52,9 +52,11 @@ size_t av_sanitize(char *dst, size_t cap, const char *src) {
 }
 
 /* fmt with every echoed string cut short: a %s without a precision gets AV_ERR_ECHO (a name or
- * string read from a file may be any length). Everything else is copied as it is, so the
+ * string read from a file may be any length). A site passing text it composed (a reason, a list
+ * of remedies) gives it a precision ("%.1000s") or passes it alone ("%s"), and it stays whole. Everything else is copied as it is, so the
  * arguments are read the same. */
 static const char *cut_echoes(char *out, size_t cap, const char *fmt) {
+    if (!strcmp(fmt, "%s")) return fmt; /* a site's own text, passed whole; its echoes were cut when composed */
     size_t k = 0;
     for (const char *p = fmt; *p;) {
         if (k + 16 >= cap) return fmt; /* no room: the format as given (the message is cut at its end anyway) */

@@ -26,7 +26,7 @@ int cli_usage(AvErr *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return av_err_usage(e, "%s (see attnviz --help)", msg);
+    return av_err_usage(e, "%.1000s (see attnviz --help)", msg);
 }
 
 const CliOption *cli_option(const char *name) {

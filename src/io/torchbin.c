@@ -155,7 +155,7 @@ static int pm_err(Pm *m, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return av_err(m->e, "%s: data.pkl offset %zu: %s", m->path, m->op_at, msg);
+    return av_err(m->e, "%s: data.pkl offset %zu: %.1000s", m->path, m->op_at, msg);
 }
 
 static Val *new_val(Pm *m, VKind k) {

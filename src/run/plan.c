@@ -123,9 +123,9 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
         ADD("%s--max-capture %.0fG (this machine has %s)", at ? ", " : "", ceil(need / 1e9 + 0.5),
             run_human_size(ram, b, sizeof b));
 #undef ADD
-    return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed (--max-capture): %s%s", n,
+    return av_err(e, "capturing %d tokens x %d layers x %d heads needs %s, above the %s allowed (--max-capture): %s%.1000s", n,
                   nl, nh, run_human_size(need, a, sizeof a), run_human_size(budget, b, sizeof b),
-                  at ? "what fits: " : "nothing fits: shorten the input", what);
+                  at ? "what fits: " : "nothing fits: shorten the input", what); /* composed here: whole */
 }
 
 /* Whether the run writes a page (route.c's run_emit: --html, or attnviz.html when no other output is named). */

@@ -18,7 +18,7 @@ const char *pipeline_chat_missing(const Pipeline *p) {
 int pipeline_chat_prompt(const Pipeline *p, const PipeChatMsg *m, int n, char **text, AvErr *e) {
     *text = NULL;
     const char *why = pipeline_chat_missing(p);
-    if (why) return av_err_usage(e, "%s: %s", p->name, why);
+    if (why) return av_err_usage(e, "%s: %.1000s", p->name, why);
     if (n < 1) return av_err_usage(e, "%s", "a chat needs at least one message");
     ChatMessage *cm = calloc((size_t)n, sizeof *cm);
     if (!cm) return av_err(e, "out of memory");

@@ -568,7 +568,7 @@ static LiveStatus wait_turn(Live *lv, int m, const atomic_int *cancel, AvErr *e)
 LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSpec *spec, const PipeGenSink *sink,
                          const atomic_int *cancel, PipeGenResult *result, AvErr *e) {
     const char *why = live_cannot_generate(lv, m);
-    if (why) return av_err(e, "this model cannot generate: %s", why), LIVE_BAD_INPUT;
+    if (why) return av_err(e, "this model cannot generate: %.1000s", why), LIVE_BAD_INPUT;
     LiveStatus st = wait_turn(lv, m, cancel, e);
     if (st != LIVE_OK) return st;
     drop_notes();
@@ -591,7 +591,7 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
     const char *why = pipeline_head_missing(lv->m[m].p);
-    if (k > 0 && why) return av_err(e, "this model cannot predict: %s", why), LIVE_BAD_INPUT;
+    if (k > 0 && why) return av_err(e, "this model cannot predict: %.1000s", why), LIVE_BAD_INPUT;
     if (k > 0 && model_cfg(lv, m)->enc_dec)
         return av_err(e, "predict: serve does not predict for encoder-decoder models (the command line's --predict does)"),
                LIVE_BAD_INPUT;

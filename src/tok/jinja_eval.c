@@ -105,7 +105,7 @@ __attribute__((format(printf, 3, 4))) static int rerr(R *r, unsigned pos, const 
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     r->failed = 1;
-    return av_err(r->e, "%s: %s", where, msg);
+    return av_err(r->e, "%s: %.1000s", where, msg);
 }
 
 static int roomless(R *r) {

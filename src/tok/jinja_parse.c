@@ -131,7 +131,7 @@ __attribute__((format(printf, 3, 4))) static int perr(Ctx *c, unsigned pos, cons
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->failed = 1;
-    return av_err(c->e, "%s: %s", where, msg);
+    return av_err(c->e, "%s: %.1000s", where, msg);
 }
 
 static int oom(Ctx *c) {

@@ -1069,7 +1069,7 @@ void tj_ids_free(TjIds *ids) {
 
 /* ---------------------------------------------------------------- loading */
 
-static int fail(AvErr *e, const char *name, const char *what) { return av_err(e, "%s: %s", name, what); }
+static int fail(AvErr *e, const char *name, const char *what) { return av_err(e, "%s: %.1000s", name, what); }
 
 static const char *jstr(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
