@@ -41,7 +41,7 @@ static void demo_open(Demo *d) {
     memset(d, 0, sizeof *d);
     ck_assert_msg(av_file_exists(DEMO_DIR "/model.safetensors"), "no demo model: run `make demo-model`");
     ck_assert_msg(model_load(&d->m, DEMO_DIR, &e) == 0, "model_load: %s", e.msg);
-    int lower = cfg_read_lowercase(DEMO_DIR "/tokenizer_config.json");
+    int lower = cfg_read_lowercase(DEMO_DIR "/tokenizer_config.json", &e);
     ck_assert_int_eq(lower, 1);
     ck_assert_msg(tok_load(&d->tok, DEMO_DIR "/vocab.txt", lower, &e) == 0, "tok_load: %s", e.msg);
     ck_assert_msg(model_runstate_alloc(&d->rs, &d->m, MAX_TOKENS, &e) == 0, "%s", e.msg);
