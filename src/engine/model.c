@@ -674,7 +674,7 @@ static int load_gguf(Model *m, const char *path, AvMapMode mode, AvErr *e) {
     snprintf(name, sizeof name, "%.*s", (int)(alen < 31 ? alen : 31), arch);
     const ArchSpec *spec = arch_detect_gguf(name);
     if (!spec) {
-        av_err(e, "%s: GGUF architecture \"%s\" is not supported (attnviz reads %s)", path, name, arch_gguf_list());
+        av_err(e, "%s: GGUF architecture \"%s\" is not supported (attnviz reads %.1000s)", path, name, arch_gguf_list());
         goto done;
     }
     m->cfg.arch = spec->kind;

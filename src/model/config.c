@@ -103,7 +103,7 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
             return NULL;
         }
     if (!spec)
-        av_err(e, "%s: model %s \"%.40s\" is not supported (attnviz runs %s)", path, mt ? "type" : "architecture",
+        av_err(e, "%s: model %s \"%.40s\" is not supported (attnviz runs %.1000s)", path, mt ? "type" : "architecture",
                mt ? mt->valuestring : arch0, arch_supported_list());
     return spec;
 }
