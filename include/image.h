@@ -38,6 +38,11 @@ typedef struct {
  * warnings about corrupt data are errors here, as PIL's "image file is
  * truncated" is). */
 int img_decode(const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e);
+/* The same within max_pixels (at most IMG_MAX_PIXELS; 0: that), a bound of
+ * the caller's (a server's): IMG_TOO_LARGE (-2) when the header is above it
+ * or IMG_MAX_SIDE, -1 for any other failure, e set either way. */
+#define IMG_TOO_LARGE (-2)
+int img_decode_limit(const uint8_t *data, size_t len, const char *name, uint64_t max_pixels, AvImage *img, AvErr *e);
 /* The same for a file (at most IMG_MAX_FILE_BYTES). */
 int img_load(const char *path, AvImage *img, AvErr *e);
 void img_free(AvImage *img);

@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 #include "settings.h"
@@ -62,6 +63,16 @@ LiveStatus live_run_chat(Live *lv, int m, const char *text, int k, unsigned *id,
  * response, its meta with the generation. */
 #define LIVE_MAX_GENERATE 512
 LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, unsigned *id, char **json, AvErr *e);
+
+/* A picture (len bytes of PNG or JPEG, decoded within LIVE_MAX_IMAGE_PIXELS;
+ * name: what messages and the page call it) on vision model m, and a whole CLIP/SigLIP model's text (NULL: none), or
+ * the run of the same model, text and preprocessed picture before: the same
+ * response, its meta with the "image" member the Image view reads.
+ * LIVE_TOO_BIG for a picture above the bound, LIVE_BAD_INPUT for one that
+ * does not decode or a model that reads no image (or no text). */
+#define LIVE_MAX_IMAGE_PIXELS ((uint64_t)16 << 20)
+LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t len, const char *name, const char *text,
+                          unsigned *id, char **json, AvErr *e);
 
 /* ---- generation (the OpenAI-compatible routes, serve/openai.c) ----------
  * A request takes a place in the forward queue before its answer starts

@@ -4,6 +4,7 @@
 #ifndef ATTNVIZ_PIPELINE_H
 #define ATTNVIZ_PIPELINE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -38,6 +39,27 @@ int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e);
 /* A vision encoder on the RunSpec's --image (and a whole CLIP/SigLIP model's
  * text tower on its text): the image's tokens and attention to the writers. */
 int pipeline_image(Pipeline *p, AvErr *e);
+/* One picture on a vision encoder, for a server (attnviz serve's uploads) and
+ * the command line: decoded from len bytes (name: what messages call it;
+ * max_pixels: img_decode_limit's bound, 0 the decoder's own), preprocessed,
+ * its tokens named; a whole CLIP/SigLIP model's text tokenized (text NULL:
+ * none). 0; IMG_TOO_LARGE for a picture above max_pixels; -1 (a usage error
+ * for a model that reads no image, or no text). Reads the pipeline only. */
+typedef struct PipeImage PipeImage;
+int pipeline_image_open(Pipeline *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+                        const char *text, PipeImage **out, AvErr *e);
+const TokEncoding *pipeline_image_tokens(const PipeImage *im);
+/* The preprocessed picture as PNG bytes (what the pass reads, exactly). */
+const unsigned char *pipeline_image_picture(const PipeImage *im, size_t *len);
+/* Its pass into cap (the caller's, for its tokens); the first also computes
+ * what follows the last layer (pooling, the text tower, the similarity) for
+ * the document. Not thread-safe: the pipeline's one caller. */
+int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e);
+/* Drops the pixel values (a later pass makes them again from the kept picture). */
+void pipeline_image_shrink(PipeImage *im);
+/* The document the writers read for it (after its first pass: its image member). */
+void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const Capture *cap);
+void pipeline_image_free(PipeImage *im);
 /* An encoder-decoder model on the run's source text (--decoder-text or
  * --generate): encoder, decoder and cross attention to the writers. */
 int run_seq2seq_pipeline(Pipeline *p, AvErr *e);

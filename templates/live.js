@@ -6,7 +6,10 @@
  * attention, thumbnails and q/k from the server as the views ask. For an
  * encoder-decoder model (models[i].enc_dec) the two boxes are the source and
  * the decoder's text (sent as "decoder_text"), and the run's meta has the
- * Encoder / Decoder / Cross stacks the views switch between. Each boot
+ * Encoder / Decoder / Cross stacks the views switch between. A vision model
+ * (models[i].image) takes a picture from the file picker instead, sent as the
+ * body of POST /api/image (and, for a whole CLIP/SigLIP model, the text box
+ * as its text); its meta has the "image" the Image view draws. Each boot
  * gets fresh copies of the page's elements (so the previous boot's listeners
  * go with its elements) and the reader's choices (view, layer, heads, theme).
  * Input text only ever reaches the DOM through textContent and .value. */
@@ -33,6 +36,7 @@ function Live(cfg) {
   const ta = $('live-text'), tb = $('live-text-b'), msel = $('live-model'), pk = $('live-predict'), kin = $('live-k');
   const stat = $('live-status');
   const gk = $('live-generate'), gn = $('live-gen-n'), ck = $('live-chat');
+  const pick = $('live-image');
   document.body.dataset.live = 'empty';
   $('live').hidden = false;
   document.documentElement.dataset.theme =
@@ -63,14 +67,21 @@ function Live(cfg) {
     add('Layers', String(m.layers));
     add('Heads', m.heads + (m.kv_heads && m.kv_heads !== m.heads ? ' (' + m.kv_heads + ' key/value)' : ''));
     add('Max tokens', Number(m.max_tokens).toLocaleString('en-US'));
+    /* a vision model reads a picture (and a whole CLIP/SigLIP model a text beside it) */
+    const img = !!m.image;
+    $('live-lab-img').hidden = $('live-pick').hidden = !img;
+    $('live-lab-a').hidden = ta.hidden = img && !m.image_text;
+    $('live-lab-b').hidden = tb.hidden = img;
+    if (img) add('Input', m.image_text ? 'a picture and a text' : 'a picture');
     /* an encoder-decoder reads a source and the decoder's text (teacher-forced after its start token) */
     const labA = $('live-lab-a'), labB = $('live-lab-b');
-    labA.textContent = m.enc_dec ? 'Source' : 'Sentence A';
+    labA.textContent = m.enc_dec ? 'Source' : img ? 'Text' : 'Sentence A';
     labB.textContent = m.enc_dec ? 'Decoder text ' : 'Sentence B ';
     const opt = document.createElement('span');
     opt.className = 'opt';
     opt.textContent = m.enc_dec ? 'teacher-forced' : 'optional';
     labB.appendChild(opt);
+    ta.placeholder = img ? 'Compared with the picture (optional): a photo of …' : 'Type a sentence…';
     tb.placeholder = m.enc_dec ? 'The decoder\'s tokens after its start token (e.g. a translation)' : 'A second sentence (a pair)';
     if (m.enc_dec) add('Kind', 'encoder-decoder');
     $('live-generate-label').hidden = !m.enc_dec;
@@ -154,7 +165,13 @@ function Live(cfg) {
     const m = model();
     const text = ta.value;
     if (!m) return;
-    if (!text.trim()) {
+    const file = m.image && pick.files && pick.files[0];
+    if (m.image && !file) {
+      status('idle', [{ text: 'Choose a picture (PNG or JPEG) to run ' + m.name + '.' }]);
+      document.body.dataset.busy = '';
+      return;
+    }
+    if (!m.image && !text.trim()) {
       status('idle', [{ text: 'Type a sentence to run ' + m.name + '.' }]);
       document.body.dataset.busy = '';
       return;
@@ -171,9 +188,14 @@ function Live(cfg) {
     status('busy', [{ text: 'Running ' + m.name + '…' }]);
     const t0 = performance.now();
     try {
-      const r = await fetch('/api/run', {
-        method: 'POST', headers: headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body), signal: ctl.signal, cache: 'no-store',
-      });
+      /* a picture: its file is the body, as the browser read it; its type says PNG or JPEG (the server refuses others) */
+      const q = file ? '?model=' + m.id + (m.image_text && text.trim() ? '&text=' + encodeURIComponent(text) : '') +
+        '&name=' + encodeURIComponent(file.name.slice(0, 120)) : '';
+      const r = file
+        ? await fetch('/api/image' + q, { method: 'POST', headers: headers({ 'Content-Type': file.type || 'application/octet-stream' }), body: file, signal: ctl.signal, cache: 'no-store' })
+        : await fetch('/api/run', {
+          method: 'POST', headers: headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body), signal: ctl.signal, cache: 'no-store',
+        });
       if (!r.ok) throw new Error(await errorOf(r));
       const j = await r.json();
       if (my !== seq) return; /* a newer edit is on its way */
@@ -188,9 +210,12 @@ function Live(cfg) {
       document.body.dataset.runs = String(runs);
       const ms = j.ms || {};
       const total = performance.now() - t0;
-      const parts = [{ text: j.n + (typeof j.n_decoder === 'number' ? ' source and ' + j.n_decoder + ' decoder tokens' : ' tokens'), cls: 'st-n' },
+      const im = j.meta.image;
+      const parts = [{ text: im ? im.size[0] + ' × ' + im.size[1] + ' ' + im.mode + ' picture → ' + j.n + ' tokens (' +
+          im.grid.rows + ' × ' + im.grid.cols + ' patches)'
+        : j.n + (typeof j.n_decoder === 'number' ? ' source and ' + j.n_decoder + ' decoder tokens' : ' tokens'), cls: 'st-n' },
         { text: (again ? 'the same input as before (run ' + j.run + ', not computed again)'
-          : 'forward ' + fmtMs(ms.forward || 0) + ' ms · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms' +
+          : 'forward ' + fmtMs(ms.forward || 0) + ' ms' + (im ? '' : ' · tokenize ' + fmtMs(ms.tokenize || 0) + ' ms') +
             (ms.queue >= 1 ? ' · queued ' + fmtMs(ms.queue) + ' ms' : '')) + ' · ' + fmtMs(total) + ' ms in all', cls: 'st-ms' }];
       for (const w of Array.isArray(j.warnings) ? j.warnings : []) parts.push({ text: String(w), cls: 'st-warn' });
       status(parts.some(p => p.cls === 'st-warn') ? 'warn' : 'ok', parts);
@@ -215,6 +240,11 @@ function Live(cfg) {
   ck.addEventListener('change', () => { tb.disabled = ck.checked; run(); });
   gn.addEventListener('input', () => { if (gk.checked) later(); });
   msel.addEventListener('change', () => { showModel(); run(); });
+  pick.addEventListener('change', () => {
+    const f = pick.files && pick.files[0];
+    $('live-image-name').textContent = f ? (f.size / 1024).toFixed(f.size < 10240 ? 1 : 0) + ' KB' : 'PNG or JPEG, decoded on the server';
+    run();
+  });
   /* Ctrl/Cmd+Enter runs now */
   for (const t of [ta, tb]) t.addEventListener('keydown', ev => { if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run(); } });
 
@@ -436,7 +466,7 @@ function Live(cfg) {
   sBtn.addEventListener('click', generateStream);
 
   window.attnvizLive = { run, generate: generateStream, get runId() { return runId; }, get seq() { return seq; }, models };
-  if (ta.value.trim()) run();
-  else status('idle', [{ text: models.length ? 'Type a sentence to run ' + models[0].name + '.' : 'No model is served.' }]);
+  if (models.length) run(); /* a text given on the command line, or what the first model waits for */
+  else status('idle', [{ text: 'No model is served.' }]);
   ta.focus();
 }

@@ -401,11 +401,11 @@ Views.register({
   unavailable: () => (IM() && IM().png ? null : 'Only on pages of an image run (attnviz --image FILE with a vision model)'),
   mergeNote: 'the Image view shows single tokens (patches)',
   draw(host, c) {
-    if (!picture) {
-      /* the picture decodes once, before the first drawing */
-      return loadPicture().then(() => (host.isConnected ? ImageView(host, c) : null));
-    }
-    return ImageView(host, c);
+    /* the picture decodes once, before the first drawing; the head grid draws every head of the
+     * layer, which a live page fetches (the page loads only the heads it shows) */
+    const wait = [picture ? null : loadPicture(), Data.loaded(c.li) ? null : Data.attention(c.li)].filter(Boolean);
+    if (!wait.length) return ImageView(host, c);
+    return Promise.all(wait).then(() => (host.isConnected && !c.stale() ? ImageView(host, c) : null));
   },
   exportTitle: (m, c) => m + ' · image · layer ' + c.vt.L + ' · ' + c.vt.headsTxt,
 });

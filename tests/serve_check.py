@@ -14,6 +14,8 @@ it over loopback, prints PASS/FAIL/SKIP lines (tests/lib.sh's format).
   serve_check.py BINARY qkprec          --qk-precision f16/bf16 against the f32 server
   serve_check.py BINARY starve [N]      N (default 4,000) slow connections from another process while a
                                         normal client's requests are timed; the server's RSS and threads
+  serve_check.py BINARY image           uploaded pictures (POST /api/image) against the CLI's --image, and
+                                        hostile uploads: bombs, truncated files, wrong types, sizes
 
 Standard library only (the decoders of the page's encoding are re-implemented
 here from html.c's description, independently of templates/data.js)."""
@@ -1516,8 +1518,119 @@ def qk_precision():
            f"{st} {body[:300]} bf16 {got['bf16'][0]}")
 
 
+def png_bomb(w, h):
+    """A PNG whose header says w x h (8-bit RGB) over one short row of data: a decompression bomb."""
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(b"\x00" + b"\x80" * 192)) + chunk(b"IEND", b""))
+
+
+def image_check():
+    vit, siglip = "tests/data/small-vit", "tests/data/small-siglip"
+    png, jpg = "tests/data/vision-picture.png", "examples/images/coffee.jpg"
+    sv = Server("--model", vit, "--model", siglip, "--model", DEMO, "--cache-mb", "1")
+    try:
+        def up(data, ctype="image/png", query="model=0", headers=None):
+            h = {"Content-Type": ctype} if ctype else {}
+            h.update(headers or {})
+            st, hd, body = sv.req("POST", "/api/image?" + query, data, h)
+            return st, (json.loads(body) if body[:1] == b"{" else body)
+
+        # a PNG on ViT: the run's tokens, image member and every head's attention are the CLI's --image run's
+        cli = cli_json("--model", vit, "--image", png)
+        st, j = up(open(png, "rb").read())
+        same = st == 200 and j["meta"]["tokens"] == cli["tokens"] and j["meta"]["init_view"] == "image"
+        im = j["meta"].get("image", {}) if st == 200 else {}
+        same = same and all(im.get(k) == cli["image"][k] for k in ("size", "preprocessed", "grid", "token_kinds", "patch_size"))
+        expect("image: a PNG upload runs ViT: tokens, grid and token kinds as the CLI's --image, the page opens on the Image view",
+               same and im.get("file") == "upload" and isinstance(im.get("png"), str), f"{st} {str(j)[:300]}")
+        st4, j4 = up(b"not a picture", "image/png", "model=0&name=%C3%A9t%C3%A9%1b%5B31m.png")
+        expect("image: an upload's name (UTF-8, a control character made harmless) names it in the error",
+               st4 == 400 and j4.get("error", "").startswith("\u00e9t\u00e9\\x1b[31m.png: not a PNG or JPEG image"),
+               f"{st4} {j4}")
+        run, n = j["run"], j["n"]
+        L, H = len(cli["attention"]), len(cli["attention"][0])
+
+        def attention_err(run):
+            worst = 0.0
+            for li in range(L):
+                st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={li}&heads=0-{H - 1}")
+                if st != 200:
+                    return f"HTTP {st}"
+                codes = planes_u16(z, H * n * n)
+                for h in range(H):
+                    for i in range(n):
+                        for k in range(n):
+                            worst = max(worst, abs(codes[(h * n + i) * n + k] / 1e4 - cli["attention"][li][h][i][k]))
+            return worst
+        err = attention_err(run)
+        expect("image: every layer's and head's attention of the upload is the CLI's (within the page's 5e-5 rounding)",
+               isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
+        # --cache-mb 1: a SigLIP run evicts it; read again, it is computed again from the kept picture
+        st2, j2 = up(open(jpg, "rb").read(), "image/jpeg", "model=1&text=a%20cup%20of%20coffee")
+        cli2 = cli_json("--model", siglip, "--image", jpg, "a cup of coffee")
+        t2 = j2["meta"]["image"].get("text", {}) if st2 == 200 else {}
+        expect("image: a JPEG and a text on a whole SigLIP model: its text tokens and logit are the CLI's",
+               st2 == 200 and t2.get("tokens") == cli2["image"]["text"]["tokens"] and
+               abs(t2.get("logit", 1e9) - cli2["image"]["text"]["logit"]) <= 1e-5 * max(1, abs(t2.get("logit", 0))),
+               f"{st2} {str(j2)[:300]}")
+        err = attention_err(run)
+        expect("image: an evicted upload's attention, computed again from its kept picture, is the same",
+               isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
+        st3, j3 = up(open(png, "rb").read())
+        expect("image: the same picture again is the same run (no second pass)", st3 == 200 and j3["run"] == run,
+               f"{st3} {j3.get('run') if isinstance(j3, dict) else j3}")
+        st, hd, page = sv.req("GET", f"/api/page?run={run}")
+        expect("image: the downloaded page of an upload carries the picture and opens on the Image view",
+               st == 200 and b'"init_view":"image"' in page and b'"png":"' in page, f"{st} {page[:200]}")
+
+        # hostile uploads: one clear error each, the right status
+        cases = [
+            ("a decompression bomb (a 100,000 x 100,000 PNG header) is refused before decoding", png_bomb(100000, 100000),
+             "image/png", "model=0", 413, "upload: the PNG is 100000 x 100000 pixels, above the 16 megapixels attnviz decodes here"),
+            ("a 5,000 x 5,000 PNG (25 MP) is above the server's 16-megapixel bound", png_bomb(5000, 5000),
+             "image/png", "model=0", 413, "5000 x 5000 pixels, above the 16 megapixels attnviz decodes here"),
+            ("a truncated PNG", open("examples/images/cat-on-grey.png", "rb").read()[:20000], "image/png", "model=0", 400,
+             "upload: "),
+            ("a truncated JPEG", open(jpg, "rb").read()[:30000], "image/jpeg", "model=0", 400,
+             "upload: truncated or corrupt JPEG data"),
+            ("a text file sent as a PNG", b"hello, world\n" * 10, "image/png", "model=0", 400,
+             "upload: not a PNG or JPEG image"),
+            ("an empty body", b"", "image/png", "model=0", 400, "the body is empty"),
+            ("a PNG sent as application/json", open(png, "rb").read(), "application/json", "model=0", 415,
+             "Content-Type image/png or image/jpeg"),
+            ("a PNG sent as multipart/form-data", open(png, "rb").read(), "multipart/form-data; boundary=x", "model=0", 415,
+             "Content-Type image/png or image/jpeg"),
+            ("no Content-Type", open(png, "rb").read(), None, "model=0", 415, "Content-Type image/png or image/jpeg"),
+            ("a picture for a text model", open(png, "rb").read(), "image/png", "model=2", 400,
+             "reads text, not an image: send its text to /api/run"),
+            ("a text for a vision tower alone", open(png, "rb").read(), "image/png", "model=0&text=hi", 400,
+             "reads the image only, not a text"),
+            ("a model out of range", open(png, "rb").read(), "image/png", "model=7", 400, "no model 7 (3 served)"),
+            ("a model that is not a number", open(png, "rb").read(), "image/png", "model=x", 400, "model must be a model's id"),
+        ]
+        for name, data, ctype, query, want, msg in cases:
+            st, j = up(data, ctype, query)
+            got = j.get("error", "") if isinstance(j, dict) else str(j)
+            expect(f"image: {name}: HTTP {want}", st == want and msg in got, f"HTTP {st}: {got[:200]}")
+        # a body past 20 MB: refused from its Content-Length, before it is read
+        s = socket.create_connection(("127.0.0.1", sv.port), timeout=10)
+        s.sendall((f"POST /api/image?model=0 HTTP/1.1\r\nHost: 127.0.0.1:{sv.port}\r\nX-Attnviz-Token: {sv.token}\r\n"
+                   f"Content-Type: image/png\r\nContent-Length: {21 << 20}\r\n\r\n").encode())
+        resp = s.recv(4096).decode("latin-1")
+        s.close()
+        expect("image: a 21 MB body is refused from its Content-Length (413) before it is read",
+               resp.startswith("HTTP/1.1 413") and "over 20 MB" in resp, resp[:200])
+        expect("image: the server is up after the hostile uploads", sv.alive(5.0))
+    finally:
+        sv.stop("image: the server of uploads stops cleanly")
+
+
 if MODE == "functional":
     functional()
+elif MODE == "image":
+    image_check()
 elif MODE == "family":
     family(sys.argv[3], sys.argv[4], sys.argv[5])
 elif MODE == "tiles":

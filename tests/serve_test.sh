@@ -4,7 +4,8 @@
 # AddressSanitizer when make test has built build-asan/attnviz), 10,000 mixed
 # requests at 4-16 connections, the bounded queue on the real SmolLM2 GGUF, and
 # a long input's tiles and exact rows against the full matrix (tiles mode), 4,000 slow connections
-# from another process while a normal client is answered within 1 s (starve mode), q/k kept in
+# from another process while a normal client is answered within 1 s (starve mode), uploaded pictures
+# (image mode: POST /api/image against the CLI's --image, bombs, truncated files, wrong types), q/k kept in
 # 16 bits against the f32 server (qkprec mode), and encoder-decoder runs under
 # AddressSanitizer (seq2seq mode; tests/seq2seq_test.sh runs it on ./attnviz).
 cd "$(dirname "$0")/.." || exit 1
@@ -19,6 +20,7 @@ fi
 "$PY" tests/serve_check.py ./attnviz norm
 "$PY" tests/serve_check.py ./attnviz tiles
 "$PY" tests/serve_check.py ./attnviz qkprec
+"$PY" tests/serve_check.py ./attnviz image
 if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -29,6 +31,9 @@ if [ -x build-asan/attnviz ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         "$PY" tests/serve_check.py build-asan/attnviz seq2seq | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        "$PY" tests/serve_check.py build-asan/attnviz image | sed 's/^\(PASS\|FAIL\|SKIP\) /\1 [asan] /'
 else
     skip "serve hostile requests under AddressSanitizer" "build-asan/attnviz not built (make test builds it)"
 fi

@@ -44,13 +44,16 @@ static void composite_row(uint8_t *rgb, const uint8_t *rgba, int n) {
         for (int c = 0; c < 3; c++) rgb[3 * x + c] = over_white(rgba[4 * x + c], rgba[4 * x + 3]);
 }
 
-static int check_size(const char *name, const char *what, uint64_t w, uint64_t h, AvErr *e) {
+/* -1: no pixels; IMG_TOO_LARGE: above max pixels (a caller's own bound, else IMG_MAX_PIXELS) or a side. */
+static int check_size(const char *name, const char *what, uint64_t w, uint64_t h, uint64_t max, AvErr *e) {
     if (w < 1 || h < 1) return av_err(e, "%s: the %s has no pixels (%llu x %llu)", name, what, (unsigned long long)w,
                                       (unsigned long long)h);
-    if (w > IMG_MAX_SIDE || h > IMG_MAX_SIDE || w * h > IMG_MAX_PIXELS)
-        return av_err(e, "%s: the %s is %llu x %llu pixels, above the %llu megapixels attnviz decodes (a "
-                      "decompression bomb?): scale it down first", name, what, (unsigned long long)w,
-                      (unsigned long long)h, (unsigned long long)(IMG_MAX_PIXELS >> 20));
+    if (w > IMG_MAX_SIDE || h > IMG_MAX_SIDE || w * h > max) {
+        av_err(e, "%s: the %s is %llu x %llu pixels, above the %.3g megapixels attnviz decodes%s (a "
+               "decompression bomb?): scale it down first", name, what, (unsigned long long)w, (unsigned long long)h,
+               (double)max / (1 << 20), max < IMG_MAX_PIXELS ? " here" : "");
+        return IMG_TOO_LARGE;
+    }
     return 0;
 }
 
@@ -63,6 +66,7 @@ typedef struct {
     png_structp png;
     png_infop info;
     uint8_t *row;         /* (w, 4) one row with alpha, or NULL */
+    uint64_t max_pixels;  /* the header's bound */
     uint8_t *rgba;        /* (h, w, 4) an interlaced image with alpha, or NULL */
     png_bytep *rows;      /* (h) row pointers, or NULL */
 } PngRead;
@@ -105,16 +109,18 @@ static int png_body(PngRead *r, const char *name, AvImage *img, AvErr *e) {
     png_structp png = r->png;
     png_infop info = r->info;
     png_set_read_fn(png, r, png_read_mem);
-    /* libpng refuses larger headers before allocating; metadata chunks are
-     * bounded (skipped with a warning past 8 MB, at most 1000 of them) */
-    png_set_user_limits(png, IMG_MAX_SIDE, IMG_MAX_SIDE);
+    /* libpng refuses headers past a million pixels a side (its default) before allocating;
+     * check_size refuses ours below that in words of its own, still before allocating; metadata
+     * chunks are bounded (skipped with a warning past 8 MB, at most 1000 of them) */
+    png_set_user_limits(png, 1000000, 1000000);
     png_set_chunk_malloc_max(png, (png_alloc_size_t)8 << 20);
     png_set_chunk_cache_max(png, 1000);
     png_read_info(png, info);
     png_uint_32 w, h;
     int bits, color_type, interlace;
     png_get_IHDR(png, info, &w, &h, &bits, &color_type, &interlace, NULL, NULL);
-    if (check_size(name, "PNG", w, h, e)) return -1;
+    const int sz = check_size(name, "PNG", w, h, r->max_pixels, e);
+    if (sz) return sz;
     const int trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
     snprintf(img->mode, sizeof img->mode, "%s", png_mode(color_type, bits, trns));
     img->bits = bits;
@@ -153,11 +159,11 @@ static int png_body(PngRead *r, const char *name, AvImage *img, AvErr *e) {
     return 0;
 }
 
-static int decode_png(const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e) {
+static int decode_png(const uint8_t *data, size_t len, const char *name, uint64_t max, AvImage *img, AvErr *e) {
     /* on the heap, never changed after setjmp: what longjmp returns to reads it through the pointer */
     PngRead *r = calloc(1, sizeof *r);
     if (!r) return av_err(e, "%s: out of memory", name);
-    r->data = data, r->len = len;
+    r->data = data, r->len = len, r->max_pixels = max;
     r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, r, png_fail, png_warn);
     int rc;
     img->format = IMG_PNG;
@@ -227,13 +233,15 @@ typedef struct {
     JpegErr err;
     struct jpeg_progress_mgr progress;
     uint8_t *row; /* (w, components) */
+    uint64_t max_pixels; /* the header's bound */
 } JpegRead;
 
 static int jpeg_body(JpegRead *j, const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e) {
     struct jpeg_decompress_struct *ci = &j->cinfo;
     jpeg_mem_src(ci, data, (unsigned long)len);
     jpeg_read_header(ci, TRUE);
-    if (check_size(name, "JPEG", ci->image_width, ci->image_height, e)) return -1;
+    const int sz = check_size(name, "JPEG", ci->image_width, ci->image_height, j->max_pixels, e);
+    if (sz) return sz;
     img->bits = 8;
     img->progressive = jpeg_has_multiple_scans(ci) != 0;
     const int four = ci->num_components == 4;
@@ -272,9 +280,10 @@ static int jpeg_body(JpegRead *j, const uint8_t *data, size_t len, const char *n
     return 0;
 }
 
-static int decode_jpeg(const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e) {
+static int decode_jpeg(const uint8_t *data, size_t len, const char *name, uint64_t max, AvImage *img, AvErr *e) {
     JpegRead *j = calloc(1, sizeof *j); /* on the heap: jmp_buf and libjpeg's structs are large */
     if (!j) return av_err(e, "%s: out of memory", name);
+    j->max_pixels = max;
     j->cinfo.err = jpeg_std_error(&j->err.pub);
     j->err.pub.error_exit = jpeg_fail;
     j->err.pub.emit_message = jpeg_message;
@@ -300,15 +309,21 @@ void img_free(AvImage *img) {
     memset(img, 0, sizeof *img);
 }
 
-int img_decode(const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e) {
+int img_decode_limit(const uint8_t *data, size_t len, const char *name, uint64_t max_pixels, AvImage *img, AvErr *e) {
     memset(img, 0, sizeof *img);
     int rc;
-    if (len >= 8 && !memcmp(data, PNG_SIG, 8)) rc = decode_png(data, len, name, img, e);
-    else if (len >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) rc = decode_jpeg(data, len, name, img, e);
+    if (max_pixels == 0 || max_pixels > IMG_MAX_PIXELS) max_pixels = IMG_MAX_PIXELS;
+    if (len >= 8 && !memcmp(data, PNG_SIG, 8)) rc = decode_png(data, len, name, max_pixels, img, e);
+    else if (len >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff)
+        rc = decode_jpeg(data, len, name, max_pixels, img, e);
     else if (len == 0) rc = av_err(e, "%s: the image file is empty", name);
     else rc = av_err(e, "%s: not a PNG or JPEG image (attnviz reads those two)", name);
     if (rc != 0) img_free(img);
     return rc;
+}
+
+int img_decode(const uint8_t *data, size_t len, const char *name, AvImage *img, AvErr *e) {
+    return img_decode_limit(data, len, name, IMG_MAX_PIXELS, img, e) < 0 ? -1 : 0;
 }
 
 int img_load(const char *path, AvImage *img, AvErr *e) {

@@ -1,10 +1,12 @@
-/* run_image.c — a vision encoder on --image: the picture decoded and
- * preprocessed as the folder's preprocessor_config.json says (imgproc.h), its
- * tokens named ([CLS], [DIST], [REG1], ..., then each patch by its row and
- * column), the patches embedded and every layer run (vision.h), what pools
- * the last hidden state, and for a whole CLIP/SigLIP model given a text its
- * text tower and the image-text similarity; then the writers, through the
- * same view and emit steps as a text run. */
+/* run_image.c — a vision encoder on a picture: decoded and preprocessed as
+ * the folder's preprocessor_config.json says (imgproc.h), its tokens named
+ * ([CLS], [DIST], [REG1], ..., then each patch by its row and column), the
+ * patches embedded and every layer run (vision.h), what pools the last hidden
+ * state, and for a whole CLIP/SigLIP model given a text its text tower and
+ * the image-text similarity. One picture is a PipeImage (pipeline.h), which
+ * the command line's --image and attnviz serve's uploads both run; the
+ * command line's then goes through the same view and emit steps as a text
+ * run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,66 +20,208 @@
 
 #define NAME_LEN 32 /* a token's name: "[REG64]", "9999,9999" (vis_grid bounds the grid) */
 
-/* What a run of one image holds until its outputs are written. */
-typedef struct {
+/* One picture's run: what it holds from decoding until its outputs are written. */
+struct PipeImage {
     ImgProc proc;
-    AvImage img;
-    ImgPixels px;
+    char *name;            /* the file's name, or what a server calls an upload */
+    char mode[16];         /* as PIL names the file's mode */
+    int src_w, src_h, resized_w, resized_h, w, h;
+    int rows, cols, n;
+    ImgPixels px;          /* pixel values and the picture (pixel_values freed by pipeline_image_shrink) */
     TokEncoding enc;       /* the image's tokens (names in names) */
     char *names;           /* (n, NAME_LEN) their spellings */
     const char **spell;    /* (n) pointers into names */
     int *kind;             /* (n) OUT_TOK_* */
-    float *x;              /* (n, hidden) the first layer's input */
-    VisPooled pool;
-    unsigned char *png;
+    unsigned char *png;    /* the preprocessed picture as PNG: the page's, and what a re-run decodes */
     size_t png_len;
-    TokEncoding text;      /* a whole model's text, tokenized */
+    int ran;               /* the ends below are computed (the first pass) */
+    VisPooled pool;
+    char *text;            /* a whole model's text, or NULL */
+    TokEncoding tenc;      /* it tokenized */
     RunState trs;          /* its tower's run state and capture */
     Capture tcap;
     float *text_embed;
-} ImageRun;
+    double logit;
+    OutImage oi;           /* what the writers read (pipeline_image_doc) */
+};
 
-static void image_run_free(ImageRun *ir) {
-    img_free(&ir->img);
-    imgproc_free(&ir->px);
-    free(ir->enc.ids), free(ir->enc.type_ids), free(ir->enc.word_start), free(ir->enc.special), free(ir->enc.role);
-    free(ir->names), free(ir->spell), free(ir->kind), free(ir->x);
-    vis_pooled_free(&ir->pool);
-    free(ir->png);
-    tok_encoding_free(&ir->text);
-    model_runstate_free(&ir->trs);
-    model_capture_free(&ir->tcap);
-    free(ir->text_embed);
+void pipeline_image_free(PipeImage *im) {
+    if (!im) return;
+    free(im->name);
+    imgproc_free(&im->px);
+    free(im->enc.ids), free(im->enc.type_ids), free(im->enc.word_start), free(im->enc.special), free(im->enc.role);
+    free(im->names), free(im->spell), free(im->kind);
+    free(im->png);
+    vis_pooled_free(&im->pool);
+    free(im->text);
+    tok_encoding_free(&im->tenc);
+    model_runstate_free(&im->trs);
+    model_capture_free(&im->tcap);
+    free(im->text_embed);
+    free(im);
 }
 
 /* The tokens of an image: [CLS] [DIST] [REG1].. then "r,c" for each patch, row by row. */
-static int image_tokens(ImageRun *ir, const ModelConfig *c, int rows, int cols, int n, AvErr *e) {
-    TokEncoding *t = &ir->enc;
+static int image_tokens(PipeImage *im, const ModelConfig *c, AvErr *e) {
+    TokEncoding *t = &im->enc;
+    const int n = im->n;
     memset(t, 0, sizeof *t);
     t->n = n, t->b_start = -1;
-    ir->names = malloc((size_t)n * NAME_LEN);
-    ir->spell = malloc((size_t)n * sizeof *ir->spell);
-    ir->kind = malloc((size_t)n * sizeof *ir->kind);
+    im->names = malloc((size_t)n * NAME_LEN);
+    im->spell = malloc((size_t)n * sizeof *im->spell);
+    im->kind = malloc((size_t)n * sizeof *im->kind);
     t->ids = calloc((size_t)n, sizeof *t->ids);
     t->type_ids = calloc((size_t)n, sizeof *t->type_ids);
     t->word_start = malloc((size_t)n);
     t->special = calloc((size_t)n, 1);
     t->role = calloc((size_t)n, 1);
-    if (!ir->names || !ir->spell || !ir->kind || !t->ids || !t->type_ids || !t->word_start || !t->special || !t->role)
+    if (!im->names || !im->spell || !im->kind || !t->ids || !t->type_ids || !t->word_start || !t->special || !t->role)
         return av_err(e, "out of memory for %d image tokens", n);
     memset(t->word_start, 1, (size_t)n);
     int i = 0;
-    if (c->vis_cls) snprintf(ir->names, NAME_LEN, "[CLS]"), ir->kind[i] = OUT_TOK_CLS, t->role[i] = TOK_ROLE_CLS, t->special[i++] = 1;
-    if (c->vis_dist) snprintf(ir->names + NAME_LEN * i, NAME_LEN, "[DIST]"), ir->kind[i] = OUT_TOK_DIST, t->special[i++] = 1;
+    if (c->vis_cls) snprintf(im->names, NAME_LEN, "[CLS]"), im->kind[i] = OUT_TOK_CLS, t->role[i] = TOK_ROLE_CLS, t->special[i++] = 1;
+    if (c->vis_dist) snprintf(im->names + NAME_LEN * i, NAME_LEN, "[DIST]"), im->kind[i] = OUT_TOK_DIST, t->special[i++] = 1;
     for (unsigned k = 0; k < (unsigned)c->vis_registers; k++)
-        snprintf(ir->names + NAME_LEN * i, NAME_LEN, "[REG%u]", k + 1), ir->kind[i] = OUT_TOK_REGISTER, t->special[i++] = 1;
-    for (unsigned y = 0; y < (unsigned)rows; y++)
-        for (unsigned x = 0; x < (unsigned)cols; x++, i++)
-            snprintf(ir->names + NAME_LEN * i, NAME_LEN, "%u,%u", y, x), ir->kind[i] = OUT_TOK_PATCH;
-    for (int k = 0; k < n; k++) ir->spell[k] = ir->names + NAME_LEN * k;
-    t->tokens = t->display = ir->spell;
+        snprintf(im->names + NAME_LEN * i, NAME_LEN, "[REG%u]", k + 1), im->kind[i] = OUT_TOK_REGISTER, t->special[i++] = 1;
+    for (unsigned y = 0; y < (unsigned)im->rows; y++)
+        for (unsigned x = 0; x < (unsigned)im->cols; x++, i++)
+            snprintf(im->names + NAME_LEN * i, NAME_LEN, "%u,%u", y, x), im->kind[i] = OUT_TOK_PATCH;
+    for (int k = 0; k < n; k++) im->spell[k] = im->names + NAME_LEN * k;
+    t->tokens = t->display = im->spell;
     return 0;
 }
+
+/* A whole model's text: what its tower reads, and whether it can. */
+static int check_text(const Pipeline *p, const char *text, AvErr *e) {
+    if (!text) return 0;
+    if (!p->model.text)
+        return av_err_usage(e, "%s is a %s model: it reads the image only, not a text (a whole CLIP or SigLIP model "
+                               "reads both)", p->name, p->cfg.model_type);
+    if (!p->tok) return av_err(e, "%s: the text tower's tokenizer cannot be read: %s", p->name, p->tok_err);
+    return 0;
+}
+
+int pipeline_image_open(Pipeline *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+                        const char *text, PipeImage **out, AvErr *e) {
+    const ModelConfig *c = &p->cfg;
+    *out = NULL;
+    if (!c->vision) return av_err_usage(e, "%s is a %s model: it reads text, not an image", p->name, c->model_type);
+    if (check_text(p, text, e)) return -1;
+    PipeImage *im = calloc(1, sizeof *im);
+    if (!im || !(im->name = strdup(name)) || (text && !(im->text = strdup(text)))) {
+        pipeline_image_free(im);
+        return av_err(e, "out of memory");
+    }
+    AvImage img;
+    int rc = imgproc_load(&im->proc, p->dir, e);
+    if (rc == 0 && (rc = img_decode_limit(bytes, len, name, max_pixels, &img, e)) == 0) {
+        snprintf(im->mode, sizeof im->mode, "%s", img.mode);
+        if (imgproc_run(&im->proc, &img, &im->px, e)) rc = -1;
+        img_free(&img);
+    }
+    if (rc == 0 && vis_grid(c, im->px.h, im->px.w, &im->rows, &im->cols, &im->n, e)) rc = av_err_prefix(e, "%s", name);
+    if (rc == 0) {
+        im->src_w = im->px.src_w, im->src_h = im->px.src_h, im->resized_w = im->px.resized_w;
+        im->resized_h = im->px.resized_h, im->w = im->px.w, im->h = im->px.h;
+        if (image_tokens(im, c, e) || img_encode_png(im->px.rgb, im->px.w, im->px.h, &im->png, &im->png_len, e)) rc = -1;
+    }
+    if (rc == 0 && text) {
+        const int max_len = p->model.text->cfg.max_position_embeddings;
+        if (tok_encode(p->tok, text, strlen(text), NULL, 0, max_len, &im->tenc, e)) rc = -1;
+        else if (im->tenc.n_truncated > 0 && !p->o->quiet)
+            av_warn("the text is longer than the text tower's %d positions; dropped %d tokens", max_len, im->tenc.n_truncated);
+    }
+    if (rc != 0) {
+        pipeline_image_free(im);
+        return rc;
+    }
+    *out = im;
+    return 0;
+}
+
+const TokEncoding *pipeline_image_tokens(const PipeImage *im) { return &im->enc; }
+
+const unsigned char *pipeline_image_picture(const PipeImage *im, size_t *len) {
+    *len = im->png_len;
+    return im->png;
+}
+
+void pipeline_image_shrink(PipeImage *im) { imgproc_free(&im->px); }
+
+/* The pixel values again from the kept PNG (exactly the picture they were made of): a re-run's. */
+static int remake_pixels(PipeImage *im, AvErr *e) {
+    if (im->px.pixels) return 0;
+    AvImage img;
+    if (img_decode(im->png, im->png_len, im->name, &img, e)) return -1;
+    ImgProc keep = im->proc; /* the picture is already resized and cropped: only rescale and normalize */
+    keep.do_resize = keep.do_center_crop = 0;
+    int rc = imgproc_run(&keep, &img, &im->px, e);
+    img_free(&img);
+    return rc;
+}
+
+/* A whole model's text tower on the text: tokens, attention, embedding. */
+static int run_text(Pipeline *p, PipeImage *im, AvErr *e) {
+    const Model *t = p->model.text;
+    const int n = im->tenc.n;
+    if (p->model.w.text_head->proj.out != im->pool.dim)
+        return av_err(e, "%s: the text embedding (%d) and the image's (%d) differ in width", p->name,
+                      (int)p->model.w.text_head->proj.out, im->pool.dim);
+    if (!(im->text_embed = malloc((size_t)im->pool.dim * sizeof *im->text_embed))) return av_err(e, "out of memory");
+    if (model_runstate_alloc(&im->trs, t, n, e) || model_capture_alloc(&im->tcap, &t->cfg, n, 0, 0, e)) return -1;
+    if (vis_text_embed(&p->model, &im->trs, im->tenc.ids, n, &im->tcap, im->text_embed, e)) return -1;
+    im->logit = vis_similarity(&p->model, im->pool.embed, im->text_embed, im->pool.dim);
+    return 0;
+}
+
+/* The run state grown to n tokens (it only grows: one-input runs share it). */
+static int grow_runstate(Pipeline *p, int n, AvErr *e) {
+    if (p->rs.max_tokens >= n) return 0;
+    model_runstate_free(&p->rs);
+    return model_runstate_alloc(&p->rs, &p->model, n, e);
+}
+
+int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e) {
+    const ModelConfig *c = &p->cfg;
+    const int n = im->n, first = !im->ran;
+    const int pooled = c->vis_pool_head || p->model.w.vis->proj.w;
+    if (remake_pixels(im, e) || grow_runstate(p, n, e)) return -1;
+    float *x = malloc((size_t)n * c->hidden_size * sizeof *x); /* (n, hidden) the first layer's input */
+    if (!x) return av_err(e, "out of memory");
+    double t0 = av_now_ms();
+    int rc = vis_embed(&p->model, &p->rs, im->px.pixels, im->px.h, im->px.w, x, e) ||
+                     model_forward_embeds(&p->model, &p->rs, x, n, cap, first && pooled, e) ||
+                     (first && pooled && vis_pool(&p->model, &p->rs, n, &im->pool, e)) ||
+                     (first && im->text && run_text(p, im, e))
+                 ? -1
+                 : 0;
+    free(x);
+    p->t_fwd += av_now_ms() - t0;
+    if (rc) return -1;
+    if (!first) return 0;
+    im->ran = 1;
+    OutImage *oi = &im->oi;
+    *oi = (OutImage){.file = im->name, .mode = im->mode, .src_w = im->src_w, .src_h = im->src_h,
+                     .resized_w = im->resized_w, .resized_h = im->resized_h, .w = im->w, .h = im->h,
+                     .patch = c->patch_size, .rows = im->rows, .cols = im->cols, .tiles = 1,
+                     .first_patch = vis_prefix(c), .kind = im->kind, .png = im->png, .png_len = im->png_len,
+                     .pool_attn = im->pool.attn, .pool_heads = im->pool.heads, .embed = im->pool.embed,
+                     .embed_dim = im->pool.dim};
+    if (im->text) {
+        oi->text_enc = &im->tenc, oi->text_attn = im->tcap.attn, oi->text_layers = im->tcap.n_layers;
+        oi->text_heads = im->tcap.n_heads, oi->text_embed = im->text_embed, oi->logit = im->logit;
+        oi->sigmoid = p->model.w.text_head->sigmoid;
+    }
+    return 0;
+}
+
+void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const Capture *cap) {
+    pipeline_doc(p, d, &im->enc, cap, NULL, NULL, im->text ? im->text : "", NULL);
+    d->image = im->ran ? &im->oi : NULL;
+    if (d->image && !d->init_view) d->init_view = "image";
+}
+
+/* ---------------------------------------------------------------- the command line's --image */
 
 /* What an image run does not take: options that read text's own tokens or a language-model head. */
 static int check_image_run(const Run *r, AvErr *e) {
@@ -86,10 +230,7 @@ static int check_image_run(const Run *r, AvErr *e) {
     if (!o->image)
         return av_err_usage(e, "%s is a %s model: give it an image (--image FILE, PNG or JPEG)", r->name, c->model_type);
     if (o->text_b) return av_err_usage(e, "%s", "--image takes at most one text (a whole CLIP or SigLIP model's)");
-    if (o->text_a && !r->model.text)
-        return av_err_usage(e, "%s is a %s model: it reads the image only, not a text (a whole CLIP or SigLIP model "
-                               "reads both)", r->name, c->model_type);
-    if (o->text_a && !r->tok) return av_err(e, "%s: the text tower's tokenizer cannot be read: %s", r->name, r->tok_err);
+    if (check_text(r, o->text_a, e)) return -1;
     if (o->capture.no_special)
         return av_err_usage(e, "%s", "--image keeps every token (the image's grid reads their places): hide the "
                                      "class and register tokens on the page instead");
@@ -102,73 +243,36 @@ static int check_image_run(const Run *r, AvErr *e) {
     return 0;
 }
 
-/* A whole model's text tower on text_a: tokens, attention, embedding. */
-static int run_text(Run *r, ImageRun *ir, AvErr *e) {
-    const Model *t = r->model.text;
-    const int max_len = t->cfg.max_position_embeddings;
-    if (tok_encode(r->tok, r->o->text_a, strlen(r->o->text_a), NULL, 0, max_len, &ir->text, e)) return -1;
-    if (ir->text.n_truncated > 0 && !r->o->quiet)
-        av_warn("the text is longer than the text tower's %d positions; dropped %d tokens", max_len, ir->text.n_truncated);
-    const int n = ir->text.n;
-    if (r->model.w.text_head->proj.out != ir->pool.dim)
-        return av_err(e, "%s: the text embedding (%d) and the image's (%d) differ in width", r->name,
-                      (int)r->model.w.text_head->proj.out, ir->pool.dim);
-    if (!(ir->text_embed = malloc((size_t)ir->pool.dim * sizeof *ir->text_embed))) return av_err(e, "out of memory");
-    if (model_runstate_alloc(&ir->trs, t, n, e) || model_capture_alloc(&ir->tcap, &t->cfg, n, 0, 0, e)) return -1;
-    return vis_text_embed(&r->model, &ir->trs, ir->text.ids, n, &ir->tcap, ir->text_embed, e);
-}
-
 int run_image(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
-    const ModelConfig *c = &r->cfg;
-    ImageRun ir;
-    memset(&ir, 0, sizeof ir);
-    int rows, cols, n, rc = -1;
+    PipeImage *im = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    int rc = -1;
     if (check_image_run(r, e)) return -1;
     double t0 = av_now_ms();
-    if (imgproc_load(&ir.proc, r->dir, e) || img_load(o->image, &ir.img, e) || imgproc_run(&ir.proc, &ir.img, &ir.px, e))
+    if (av_read_file(o->image, IMG_MAX_FILE_BYTES, &data, &len, e) ||
+        pipeline_image_open(r, (const unsigned char *)data, len, o->image, 0, o->text_a, &im, e) < 0)
         goto done;
-    if (vis_grid(c, ir.px.h, ir.px.w, &rows, &cols, &n, e)) {
-        av_err_prefix(e, "%s", o->image);
-        goto done;
-    }
-    if (image_tokens(&ir, c, rows, cols, n, e) || run_ensure_buffers(r, n, e)) goto done;
+    free(data), data = NULL;
+    const int n = im->n;
+    if (run_ensure_buffers(r, n, e)) goto done;
     r->t_tok += av_now_ms() - t0;
-    t0 = av_now_ms();
-    run_score_input(&r->cap, &ir.enc);
-    const int pooled = c->vis_pool_head || r->model.w.vis->proj.w;
-    if (!(ir.x = malloc((size_t)n * c->hidden_size * sizeof *ir.x))) {
-        av_err(e, "out of memory");
-        goto done;
-    }
-    if (vis_embed(&r->model, &r->rs, ir.px.pixels, ir.px.h, ir.px.w, ir.x, e) ||
-        model_forward_embeds(&r->model, &r->rs, ir.x, n, &r->cap, pooled, e) ||
-        (pooled && vis_pool(&r->model, &r->rs, n, &ir.pool, e)) || (o->text_a && run_text(r, &ir, e)))
-        goto done;
-    r->t_fwd += av_now_ms() - t0;
-    if (img_encode_png(ir.px.rgb, ir.px.w, ir.px.h, &ir.png, &ir.png_len, e)) goto done;
-    OutImage oi = {.file = o->image, .mode = ir.img.mode, .src_w = ir.img.w, .src_h = ir.img.h,
-                   .resized_w = ir.px.resized_w, .resized_h = ir.px.resized_h, .w = ir.px.w, .h = ir.px.h,
-                   .patch = c->patch_size, .rows = rows, .cols = cols, .tiles = 1, .first_patch = vis_prefix(c),
-                   .kind = ir.kind, .png = ir.png, .png_len = ir.png_len, .pool_attn = ir.pool.attn,
-                   .pool_heads = ir.pool.heads, .embed = ir.pool.embed, .embed_dim = ir.pool.dim};
-    if (o->text_a) {
-        oi.text_enc = &ir.text, oi.text_attn = ir.tcap.attn, oi.text_layers = ir.tcap.n_layers;
-        oi.text_heads = ir.tcap.n_heads, oi.text_embed = ir.text_embed;
-        oi.logit = vis_similarity(&r->model, ir.pool.embed, ir.text_embed, ir.pool.dim);
-        oi.sigmoid = r->model.w.text_head->sigmoid;
-        if (!o->quiet)
-            av_info("%s and \"%.60s\": logit %.4f%s", o->image, o->text_a, oi.logit,
-                    oi.sigmoid ? "" : " (exp(logit_scale) x cosine)");
-    }
-    r->image = &oi;
-    rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &ir.enc, &r->cap, NULL, e);
+    run_score_input(&r->cap, &im->enc);
+    if (pipeline_image_forward(r, im, &r->cap, e)) goto done;
+    pipeline_image_shrink(im);
+    if (o->text_a && !o->quiet)
+        av_info("%s and \"%.60s\": logit %.4f%s", o->image, o->text_a, im->logit,
+                im->oi.sigmoid ? "" : " (exp(logit_scale) x cosine)");
+    r->image = &im->oi;
+    rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &im->enc, &r->cap, NULL, e);
     r->image = NULL;
     /* --stats and heads: the scores of this one input, written as a text run's are */
     if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
 done:
-    image_run_free(&ir);
+    free(data);
+    pipeline_image_free(im);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "image.h"
 #include "kernels.h"
 #include "model.h"
 #include "normattn.h"
@@ -60,6 +61,9 @@ struct LiveRun {
     CapGeneration g;
     OutSpelling gen_words;
     char *gen_text;
+    /* an uploaded picture's run (a vision encoder; a the whole model's text or ""): its tokens are enc's
+     * (a view of the picture's own), its pixels made again from its kept picture when evicted */
+    PipeImage *img;
     size_t bytes;
     int users;              /* holders: never evicted or forgotten while > 0 */
     unsigned long long used;
@@ -115,6 +119,8 @@ static void run_free(LiveRun *r) {
     if (!r) return;
     free(r->a);
     free(r->b);
+    if (r->img) memset(&r->enc, 0, sizeof r->enc); /* the picture's own */
+    pipeline_image_free(r->img);
     tok_encoding_free(&r->enc);
     tok_encoding_free(&r->dec);
     s2s_capture_free(&r->s2s);
@@ -169,11 +175,11 @@ char *live_models_json(const Live *lv) {
         /* chat: a decoder whose chat template was read (the page offers its chat box) */
         int chat = !pipeline_chat_missing(lv->m[i].p);
         fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
-                     "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s}",
+                     "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s,\"image\":%s,\"image_text\":%s}",
                 c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
                 cfg_max_tokens(c), c->causal ? "true" : "false",
                 pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false",
-                chat ? "true" : "false");
+                chat ? "true" : "false", c->vision ? "true" : "false", pipeline_model(lv->m[i].p)->text ? "true" : "false");
     }
     fputs("]}", b.f);
     return av_buf_close(&b, !ferror(b.f));
@@ -192,7 +198,7 @@ static int same_text(const char *x, const char *y) { return (!x && !y) || (x && 
 static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, int k, int generate, int chat) {
     for (int i = 0; i < lv->n_runs; i++) {
         LiveRun *r = lv->runs[i];
-        if (r->model == m && r->k == k && r->generate == generate && r->chat == chat && same_text(r->a, a) &&
+        if (!r->img && r->model == m && r->k == k && r->generate == generate && r->chat == chat && same_text(r->a, a) &&
             same_text(r->b, b))
             return r;
     }
@@ -340,7 +346,8 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     OutDoc d;
     OutSpelling words = {0};
     if (r->k > 0 && pred && pipeline_spell(lm->p, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
-    pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
+    if (r->img) pipeline_image_doc(lm->p, r->img, &d, cap);
+    else pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
     AvBuf b;
     if (av_buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
@@ -501,8 +508,9 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
         (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
-        pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e) != 0)
+        (r->img ? pipeline_image_forward(lm->p, r->img, &cap, e) : pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e)) != 0)
         goto done;
+    if (r->img) pipeline_image_shrink(r->img); /* its pixels are made again from the picture if evicted */
     t->forward = av_now_ms() - t0;
     if (first && describe(lv, r, &cap, &pred, e) != 0) goto done;
     pthread_mutex_lock(&lv->mu);
@@ -585,6 +593,8 @@ LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSp
 
 /* ---------------------------------------------------------------- runs */
 
+static LiveStatus finish_run(Live *lv, LiveRun *r, unsigned *id, char **json, AvErr *e);
+
 static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k, int generate, int chat,
                             unsigned *id, char **json, AvErr *e) {
     *json = NULL;
@@ -601,6 +611,11 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
     if (r) r->users++;
     pthread_mutex_unlock(&lv->mu);
     if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
+    return finish_run(lv, r, id, json, e);
+}
+
+/* A held run's pass (if not cached) and its response; releases it. */
+static LiveStatus finish_run(Live *lv, LiveRun *r, unsigned *id, char **json, AvErr *e) {
     Times t;
     LiveStatus st = ensure(lv, r, &t, e);
     if (st == LIVE_OK) {
@@ -644,6 +659,60 @@ LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, uns
     if (n_new < 1 || n_new > LIVE_MAX_GENERATE)
         return av_err(e, "generate: %d is outside 1..%d", n_new, LIVE_MAX_GENERATE), LIVE_BAD_INPUT;
     return run_input(lv, m, source, NULL, 0, n_new, 0, id, json, e);
+}
+
+/* An image run's place in the table: the same model, text and preprocessed picture
+ * (what the pass reads, so two files that make the same pixels are one run). */
+static LiveRun *find_image(const Live *lv, int m, const char *text, const PipeImage *im) {
+    size_t len, l2;
+    const unsigned char *png = pipeline_image_picture(im, &len);
+    for (int i = 0; i < lv->n_runs; i++) {
+        LiveRun *r = lv->runs[i];
+        if (!r->img || r->model != m || !same_text(r->a, text)) continue;
+        const unsigned char *q = pipeline_image_picture(r->img, &l2);
+        if (l2 == len && memcmp(q, png, len) == 0) return r;
+    }
+    return NULL;
+}
+
+LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t len, const char *name, const char *text,
+                          unsigned *id, char **json, AvErr *e) {
+    *json = NULL;
+    if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
+    const ModelConfig *c = model_cfg(lv, m);
+    if (!c->vision)
+        return av_err(e, "model %d (%s) reads text, not an image: send its text to /api/run", m, c->model_type),
+               LIVE_BAD_INPUT;
+    if (text && !pipeline_model(lv->m[m].p)->text)
+        return av_err(e, "model %d (%s) reads the image only, not a text (a whole CLIP or SigLIP model reads both)", m,
+                      c->model_type),
+               LIVE_BAD_INPUT;
+    /* decoding and preprocessing read the pipeline only: outside the model's turn; their
+     * warnings are kept for the run they make */
+    LiveRun notes = {0};
+    PipeImage *im = NULL;
+    collect_notes(&notes);
+    int rc = pipeline_image_open(lv->m[m].p, bytes, len, name, LIVE_MAX_IMAGE_PIXELS, text, &im, e);
+    end_notes();
+    if (rc != 0) {
+        free(notes.noted);
+        return rc == IMG_TOO_LARGE ? LIVE_TOO_BIG : LIVE_BAD_INPUT; /* the picture or the text is what is wrong */
+    }
+    pthread_mutex_lock(&lv->mu);
+    LiveRun *r = find_image(lv, m, text ? text : "", im);
+    if (!r && (r = add_run(lv, m, text ? text : "", NULL, 0, 0, 0))) {
+        r->img = im, im = NULL;
+        r->enc = *pipeline_image_tokens(r->img);
+        r->have_enc = 1;
+        r->noted = notes.noted, notes.noted = NULL;
+        r->noted_bad = notes.noted_bad;
+    }
+    if (r) r->users++;
+    pthread_mutex_unlock(&lv->mu);
+    pipeline_image_free(im); /* the same picture's run was there */
+    free(notes.noted);
+    if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
+    return finish_run(lv, r, id, json, e);
 }
 
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e) {
@@ -1032,11 +1101,14 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     drop_notes();
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
     if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
-        if ((!norm || model_capture_value_norms(&cap, e) == 0) && pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e) == 0 &&
+        if ((!norm || model_capture_value_norms(&cap, e) == 0) &&
+            (r->img ? pipeline_image_forward(lm->p, r->img, &cap, e) : pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e)) == 0 &&
             (!norm || na_fill(&cap, e) == 0) &&
             (!r->k || pipeline_spell(lm->p, pred.ids, pred.n * pred.k, &words, e) == 0)) {
             OutDoc d;
-            pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
+            if (r->img) pipeline_image_doc(lm->p, r->img, &d, &cap);
+            else pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
+            if (r->img) pipeline_image_shrink(r->img);
             d.layers = layers, d.n_sel_layers = n_layers;
             d.heads = NULL, d.n_sel_heads = 0;
             d.init_layer = layers ? layers[0] : 0;

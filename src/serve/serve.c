@@ -51,6 +51,8 @@
 #define SERVE_MAX_BODY (1u << 20)
 /* Connections at once: each costs a descriptor and its header pool (mapped, touched as it fills), no thread. */
 #define SERVE_MAX_CONNECTIONS 16384
+/* POST /api/image: a picture's file (PNG or JPEG), decoded within LIVE_MAX_IMAGE_PIXELS */
+#define SERVE_MAX_IMAGE_BODY (20u << 20)
 #define SERVE_HEADER_BYTES (64u << 10)
 #define SERVE_HEADER_DEADLINE_MS 10000.0 /* a whole request's headers, from its connection's start or last request */
 #define SERVE_BAD_TOKEN_MS 1000.0        /* headers of a request whose line carries a wrong token */
@@ -129,6 +131,7 @@ typedef struct {
     ReqState state;               /* RQ_WORKING: its route runs in a thread of its own, the connection suspended */
     struct MHD_Response *resp;    /* RQ_READY: what that thread answered (NULL: it failed) */
     unsigned status;
+    size_t limit; /* the body's bound: SERVE_MAX_BODY, or SERVE_MAX_IMAGE_BODY for a picture */
 } Req;
 
 /* The request a route runs for on this thread, when the route runs in a thread of its own:
@@ -248,14 +251,14 @@ static int token_ok(const Server *sv, struct MHD_Connection *c) {
     return t && equal_ct(t, sv->token);
 }
 
-typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_TILE, R_ROW, R_HEADSTATS, R_N } Route;
+typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_TILE, R_ROW, R_HEADSTATS, R_IMAGE, R_N } Route;
 static const struct {
     const char *path, *method;
 } ROUTES[R_N] = {
     [R_PAGE] = {"/", "GET"},           [R_MODELS] = {"/api/models", "GET"}, [R_RUN] = {"/api/run", "POST"},
     [R_ATTENTION] = {"/api/attention", "GET"}, [R_THUMBS] = {"/api/thumbs", "GET"}, [R_QK] = {"/api/qk", "GET"},
     [R_SAVE] = {"/api/page", "GET"},           [R_TILE] = {"/api/tile", "GET"},     [R_ROW] = {"/api/row", "GET"},
-    [R_HEADSTATS] = {"/api/headstats", "GET"},
+    [R_HEADSTATS] = {"/api/headstats", "GET"}, [R_IMAGE] = {"/api/image", "POST"},
 };
 
 static int find_route(const char *url) {
@@ -409,6 +412,30 @@ static enum MHD_Result do_run(Server *sv, struct MHD_Connection *c, Req *rq) {
                         : q.chat ? live_run_chat(sv->lv, q.model, q.text, q.predict, &id, &json, &e)
                         : live_run(sv->lv, q.model, q.text, s2s ? q.decoder_text : q.text_b, q.predict, &id, &json, &e);
     serve_run_req_free(&q);
+    if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
+    return send_json(c, 200, json);
+}
+
+/* POST /api/image?model=N[&text=...][&name=...]: the body is the picture's file (Content-Type image/png or
+ * image/jpeg, checked before the body is read); text: a whole CLIP/SigLIP model's. */
+static enum MHD_Result do_image(Server *sv, struct MHD_Connection *c, Req *rq) {
+    long m = 0;
+    const char *ms = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "model");
+    const char *text = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "text");
+    if (ms && parse_num(ms, 0, 1000000, &m)) return send_error(c, 400, "model must be a model's id");
+    if (text && (!utf8_valid(text, strlen(text)) || strlen(text) > 65536))
+        return send_error(c, 400, "text must be UTF-8 text of at most 64 KB");
+    if (text && !text[0]) text = NULL;
+    /* name: what the file was called (the page and messages say it; "upload" without one) */
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    if (name && (!utf8_valid(name, strlen(name)) || strlen(name) > 255))
+        return send_error(c, 400, "name must be UTF-8 text of at most 255 bytes");
+    if (!name || !name[0]) name = "upload";
+    if (!rq->body || !rq->len) return send_error(c, 400, "the body is empty: send the picture's file (PNG or JPEG)");
+    AvErr e = {0};
+    unsigned id;
+    char *json;
+    LiveStatus st = live_run_image(sv->lv, (int)m, (const unsigned char *)rq->body, rq->len, name, text, &id, &json, &e);
     if (st != LIVE_OK) return send_error(c, status_of(st), e.msg);
     return send_json(c, 200, json);
 }
@@ -584,6 +611,7 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
         return send_buf(c, 200, "application/json", sv->models_json, strlen(sv->models_json), MHD_RESPMEM_PERSISTENT,
                         NULL, NULL);
     case R_RUN: return do_run(sv, c, rq);
+    case R_IMAGE: return do_image(sv, c, rq);
     case R_ATTENTION:
     case R_THUMBS:
     case R_QK:
@@ -908,6 +936,10 @@ static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status
     return rq->openai ? (enum MHD_Result)oa_send_status(c, status, msg) : send_error(c, status, msg);
 }
 
+static const char *body_over(const Req *rq) {
+    return rq->limit == SERVE_MAX_IMAGE_BODY ? "the picture's file is over 20 MB" : "the body is over 1 MB";
+}
+
 static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const char *url, const char *method, Req *rq) {
     rq->openai = oa_is_path(url);
     if (has_nul(c)) return refuse(c, rq, 400, "a NUL character (%00) in the query or a header");
@@ -927,9 +959,18 @@ static enum MHD_Result first_call(Server *sv, struct MHD_Connection *c, const ch
         snprintf(msg, sizeof msg, "%s takes %s", rq->openai ? url : ROUTES[r].path, want);
         return refuse(c, rq, 405, msg);
     }
+    rq->limit = SERVE_MAX_BODY;
+    if (r == R_IMAGE && !is_head) {
+        /* a picture's file, told by its type before a byte of it is read */
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const size_t tl = ct ? strcspn(ct, "; \t") : 0;
+        if (!ct || !((tl == 9 && !strncasecmp(ct, "image/png", 9)) || (tl == 10 && !strncasecmp(ct, "image/jpeg", 10))))
+            return refuse(c, rq, 415, "/api/image takes a PNG or JPEG file as the body (Content-Type image/png or image/jpeg)");
+        rq->limit = SERVE_MAX_IMAGE_BODY;
+    }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     long v;
-    if (cl && (parse_num(cl, 0, SERVE_MAX_BODY, &v) != 0)) return refuse(c, rq, 413, "the body is over 1 MB");
+    if (cl && (parse_num(cl, 0, (long)rq->limit, &v) != 0)) return refuse(c, rq, 413, body_over(rq));
     return MHD_YES;
 }
 
@@ -962,8 +1003,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * been read: past the limit it is discarded, and past 16 times the
          * limit the connection is dropped. */
         rq->seen += k;
-        if (rq->seen > 16 * (size_t)SERVE_MAX_BODY) return MHD_NO;
-        if (rq->len + k > SERVE_MAX_BODY || rq->too_big) {
+        if (rq->seen > 16 * (size_t)SERVE_MAX_BODY && rq->seen > rq->limit + (size_t)SERVE_MAX_BODY) return MHD_NO;
+        if (rq->len + k > rq->limit || rq->too_big) {
             rq->too_big = 1;
             return MHD_YES;
         }
@@ -977,7 +1018,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (rq->answered) return MHD_YES;
     rq->answered = 1;
-    if (rq->too_big) return refuse(c, rq, 413, "the body is over 1 MB");
+    if (rq->too_big) return refuse(c, rq, 413, body_over(rq));
     /* OpenAI's paths are answered here, on the epoll thread (openai.c queues its responses, a stream's
      * too, from this call) */
     if (rq->openai) return (enum MHD_Result)oa_handle(sv->lv, c, url, rq->body, rq->len);
