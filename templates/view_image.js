@@ -395,6 +395,7 @@ function ImageView(host, c) {
 Views.register({
   id: 'image',
   order: 10,
+  needs: 'image',
   label: 'Image view',
   uses: { layer: true, mode: true, heads: true, merge: false, contrast: true },
   picksHead: mode => mode === 'heads',

@@ -18,8 +18,13 @@
  * attentionOnly: it explains the attention itself (the neuron view: softmax of
  * q·k), so the Attention / Norm-weighted switch (measure.js) does not apply.
  *
- * The binary reads each file's `id: '...'`, `order: N` and `diffOnly: true`
- * too, to check --view (src/html.c: html_view_known): write them as literals,
+ * needs: 'MEMBER': the view draws that member of the document ('image': an
+ * image run's picture), so a page without it leaves the view's script out
+ * (its tab is not there; as a diffOnly view's script is only on diff pages).
+ *
+ * The binary reads each file's `id: '...'`, `order: N`, `diffOnly: true` and
+ * `needs: '...'` too, to check --view and to include only the views a page can
+ * show (src/out/html.c: html_view_known, view_wanted): write them as literals,
  * id and order first in the entry. */
 /* global Data */
 /* exported Views */

@@ -805,8 +805,11 @@ static int glob_match(const char *name, const char *pre, size_t npre, const char
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* {{include A*B}}: the matching templates of the folder or of the binary. */
-static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *e) {
+static int view_wanted(const char *dir, const char *name, const OutDoc *d, AvErr *e);
+
+/* {{include A*B}}: the matching templates of the folder or of the binary; for a
+ * document's own page, only the views it can show (view_wanted). */
+static int write_include_glob(FILE *f, const char *dir, const char *pat, const OutDoc *d, AvErr *e) {
     const char *star = strchr(pat, '*');
     size_t npre = (size_t)(star - pat);
     const char *suf = star + 1;
@@ -845,7 +848,10 @@ static int write_include_glob(FILE *f, const char *dir, const char *pat, AvErr *
     if (dd) closedir(dd);
     if (rc == 0 && n == 0) rc = av_err(e, "html: no template matches %s", pat);
     if (rc == 0) qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n && rc == 0; i++) rc = write_include(f, dir, names[i], e);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const int want = d ? view_wanted(dir, names[i], d, e) : 1;
+        rc = want < 0 ? -1 : want ? write_include(f, dir, names[i], e) : 0;
+    }
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     return rc;
@@ -858,6 +864,7 @@ typedef struct {
     char id[32];
     long order;
     int diff_only;
+    char needs[32]; /* `needs: 'MEMBER'`: the document member the view draws ("image"), or "" */
 } ViewEntry;
 
 /* The first `key` in s that starts a name (not "valid: '" for "id: '"). */
@@ -877,7 +884,38 @@ static int view_entry(const char *js, ViewEntry *v) {
     v->id[q - id - 5] = 0;
     v->order = strtol(ord + 7, NULL, 10);
     v->diff_only = find_key(r, "diffOnly: true") != NULL;
+    v->needs[0] = 0;
+    const char *nd = find_key(r, "needs: '"), *nq = nd ? strchr(nd + 8, '\'') : NULL;
+    if (nq && (size_t)(nq - nd - 8) < sizeof v->needs) {
+        memcpy(v->needs, nd + 8, (size_t)(nq - nd - 8));
+        v->needs[nq - nd - 8] = 0;
+    }
     return 0;
+}
+
+/* Whether a document's own page includes the template `name`: a view only a
+ * page of attnviz diff shows (diffOnly) only on those, a view that draws a
+ * member of the document (needs: 'image') only when it has that member; every
+ * other template, and a view whose entry is not written with literals (one in
+ * a --templates folder), always. The live page has no document: it includes
+ * them all (any run may come). 1, 0, or -1 on a read error. */
+static int view_wanted(const char *dir, const char *name, const OutDoc *d, AvErr *e) {
+    if (!glob_match(name, "view_", 5, ".js")) return 1;
+    Tmpl t;
+    if (tmpl_load(&t, dir, name, e)) return -1;
+    ViewEntry v;
+    char *js = malloc(t.len + 1);
+    int want = 1;
+    if (!js) want = av_err(e, "html: out of memory");
+    else {
+        memcpy(js, t.data, t.len);
+        js[t.len] = 0;
+        if (view_entry(js, &v) == 0)
+            want = (v.diff_only && !d->diff) || (!strcmp(v.needs, "image") && !d->image) ? 0 : 1;
+    }
+    free(js);
+    tmpl_free(&t);
+    return want;
 }
 
 static int cmp_views(const void *a, const void *b) {
@@ -998,7 +1036,8 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
             for (int i = 0; i < pp->n_chunks && rc == 0; i++)
                 rc = write_blob(f, pp->chunks[i].id, &(Blob){pp->chunks[i].z, pp->chunks[i].len}, e);
         } else if (strncmp(name, "include ", 8) == 0 && strchr(name + 8, '*')) {
-            rc = write_include_glob(f, templates_dir, name + 8, e);
+            /* a document's page: the views it can show; the live page and a page of pieces: all */
+            rc = write_include_glob(f, templates_dir, name + 8, pp->meta_json ? NULL : d, e);
         } else if (strncmp(name, "include ", 8) == 0 && d && !pp->meta_json && strcmp(name + 8, "tiles.js") == 0) {
             /* a document's own page has every matrix and no server: tiles (serve's long inputs and
              * their downloaded page) stay off, and the views read only these three flags */

@@ -55,7 +55,11 @@ async function tabsAndKeys(page) {
 test('the tabs, sections and keys are the registered views in order, one per view_*.js file', async () => {
   const plain = cliPage('views-plain', ['--qk', 'time flies like an arrow']);
   const diff = diffPage('views-diff', ['--model', DEMO, 'the cat sat on the mat', 'the dog sat on a mat']);
-  for (const [html, want] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'image']], [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow', 'image']]]) {
+  const image = cliPage('views-image', ['--model', path.join(ROOT, 'tests/data/small-vit'), '--image', path.join(ROOT, 'tests/data/vision-picture.png')]);
+  /* a page has the views it can show: the diff view on diff pages, the Image view on an image run's */
+  for (const [html, want, off] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow'], ['lens', 'attribution', 'flow']],
+    [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow'], ['lens', 'attribution', 'flow']],
+    [image.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'image'], ['lens', 'attribution', 'flow']]]) {
     const { page, log } = await openPage(browser.ctx, html);
     try {
       const r = await tabsAndKeys(page);
@@ -63,13 +67,12 @@ test('the tabs, sections and keys are the registered views in order, one per vie
       assert.deepEqual(r.tabs, want);
       assert.deepEqual(r.sections, want);
       assert.deepEqual(r.keyed, want);
-      /* the lens and flow views need --logit-lens / --attribution / --ablate / --flow data, the image view an
-       * image run (--image), which these pages lack */
-      assert.deepEqual(r.disabled, ['lens', 'attribution', 'flow', 'image']);
+      /* the lens and flow views need --logit-lens / --attribution / --ablate / --flow data, which these pages lack */
+      assert.deepEqual(r.disabled, off);
       clean(log);
     } finally { await page.close(); }
   }
-  /* a diff page has every view there is: one per file */
+  /* the diff and image pages have every view there is between them: one per file */
   assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'flow', 'head', 'image', 'lens', 'matrix', 'model', 'neuron']);
 });
 
@@ -98,7 +101,7 @@ Views.register({
   const { page, log } = await openPage(browser.ctx, p.html);
   try {
     const r = await tabsAndKeys(page);
-    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'extra', 'image']);
+    assert.deepEqual(r.tabs, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'extra']);
     assert.deepEqual(r.keyed, r.tabs);
     assert.equal(await page.textContent('#tab-extra'), 'Extra view');
     await page.keyboard.press('8');
@@ -156,8 +159,9 @@ test('--view is checked against the registered views: one line naming them, exit
       clean(log);
     } finally { await page.close(); }
   }
-  assert.equal(join(seen.plain), names);
-  assert.equal(join(seen.plain) + ' (or ' + join(seen.diff.filter(v => !seen.plain.includes(v))) + ')', names + ' (or diff)');
+  /* an image run's page adds its Image view (needs: 'image'), a diff page its diff view */
+  assert.equal(join([...seen.plain, 'image']), names);
+  assert.equal(join([...seen.plain, 'image']) + ' (or ' + join(seen.diff.filter(v => !seen.plain.includes(v))) + ')', names + ' (or diff)');
   /* every registered view opens with --view */
   for (const v of ['head', 'model', 'neuron', 'matrix']) {
     const p = cliPage('views-open-' + v, ['--qk', '--view', v, 'time flies like an arrow']);
