@@ -90,6 +90,10 @@ int arch_siglip_vision_parse(ModelConfig *c, const struct cJSON *root, const cha
 int arch_siglip_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_siglip_load(struct Model *m, AvErr *e);
 int arch_siglip_vision_load(struct Model *m, AvErr *e);
+/* CLIP's vision tower with its tensors under base ("vision_tower.vision_model.": a vision-language model's). */
+int arch_clip_vision_load_at(struct Model *m, const char *base, AvErr *e);
+int arch_llava_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_llava_load(struct Model *m, AvErr *e);
 int arch_gptoss_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_gptoss_load(struct Model *m, AvErr *e);
 int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

@@ -145,6 +145,17 @@ typedef struct {
     int vis_projection;   /* CLIP: visual_projection's width (projection_dim); 0: none */
     int layer_scale;      /* DINOv2: each block's attention and MLP outputs scaled per channel */
     int text_tower;       /* the folder is a whole CLIP or SigLIP model: Model.text holds the text tower */
+    /* Vision-language models (LLaVA, ...: vision.h's VlmWeights): this config is the language model's;
+     * Model.vision holds the vision tower (its own config), whose features, projected, take the place
+     * of the image tokens in the decoder's sequence. */
+    int vlm;              /* 1: a vision-language model */
+    int image_token_id;   /* the placeholder each image token of the sequence is (LLaVA's <image>: 32000) */
+    int vlm_feature_layer;/* which hidden state of the vision tower is the features: -1 the last layer's, -2 the one
+                             before (LLaVA's vision_feature_layer); counted as transformers' hidden_states */
+    int vlm_drop_cls;     /* the class token's feature is dropped (vision_feature_select_strategy "default") */
+    int vlm_tokens;       /* image tokens per image in the sequence */
+    int vlm_proj_act;     /* the projector's activation (ActKind; LLaVA's projector_hidden_act) */
+    int vlm_proj_bias;    /* the projector's linears have biases (LLaVA's multimodal_projector_bias) */
 } ModelConfig;
 
 /* VisPosInterp: the patch grid of the preprocessed image against the position table's. */

@@ -71,6 +71,8 @@
     X(SIGLIP_VISION, "siglip_vision_model", "SiglipVision", "vision_model.", "hidden_size", "num_attention_heads", \
       arch_siglip_vision_parse, arch_siglip_vision_load, NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                            \
     X(SIGLIP, "siglip", "Siglip", "", "hidden_size", "num_attention_heads", arch_siglip_parse, arch_siglip_load, NULL, \
-      NULL, NULL, TOK_SOURCE_JSON, 0)
+      NULL, NULL, TOK_SOURCE_JSON, 0)                                                                                     \
+    X(LLAVA, "llava", "LlavaForConditionalGeneration", "", "hidden_size", "num_attention_heads", arch_llava_parse,   \
+      arch_llava_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

@@ -21,8 +21,12 @@ int image_json_member(FILE *f, const OutDoc *d, int page);
  * 0 patch, 1 class, 2 distillation, 3 register; row and column -1 but for
  * patches); FILE.image_grid.npy: int32 [6] (rows, columns, patch size, tiles,
  * preprocessed height, width); FILE.pooling_attention.npy: float32 [heads, n]
- * (SigLIP); FILE.text_attention.npy: float32 [layers, heads, t, t]. */
-enum { IMAGE_NPY_TOKENS, IMAGE_NPY_GRID, IMAGE_NPY_POOL, IMAGE_NPY_TEXT };
+ * (SigLIP); FILE.text_attention.npy: float32 [layers, heads, t, t]. A token kind 4: a vision-language
+ * model's text token. */
+/* A vision-language model's: FILE.vision_attention.npy float32 [layers, heads, n_v, n_v] (the vision tower's
+ * own tokens), FILE.image_embeds.npy float32 [n_image, hidden] (the image tokens as the decoder reads
+ * them: the projector's output), FILE.pixel_values.npy float32 [3, h, w]. */
+enum { IMAGE_NPY_TOKENS, IMAGE_NPY_GRID, IMAGE_NPY_POOL, IMAGE_NPY_TEXT, IMAGE_NPY_VISION, IMAGE_NPY_EMBEDS, IMAGE_NPY_PIXELS };
 int image_npy_has(const OutDoc *d, int what);
 int image_npy_write(FILE *f, const OutDoc *d, int what, AvErr *e);
 

@@ -86,6 +86,11 @@ typedef struct Model {
     struct Model *text;   /* a whole CLIP/SigLIP model's text tower (cfg.text_tower), reading this Model's
                              files, else NULL */
     int files_borrowed;   /* files are another Model's (a text tower's): not closed by model_free */
+    struct Model *vision; /* a vision-language model's vision tower (cfg.vlm), reading this Model's files or its
+                             own (llava.cpp's mmproj GGUF), else NULL */
+    struct VlmWeights *vlm; /* its projector (vision.h), else NULL */
+    const char *tensor_prefix; /* the prefix its tensors' names take in place of the family's (a
+                                  vision-language model's language model: "model.language_model."), or NULL */
 } Model;
 
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
@@ -274,6 +279,10 @@ int model_forward(const Model *m, RunState *s, const int *ids, const int *type_i
  * encoder's embedded patches (vision.h's vis_embed). The embeddings' norm (CLIP's
  * pre_layrnorm) is applied to it; full: run every layer whatever the capture keeps. */
 int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e);
+/* x (n, hidden) the embeddings of ids as a pass makes them (the token's row, times emb_scale), for a
+ * family without learned positions or token types: a vision-language model's text tokens, before its
+ * image tokens take their places. */
+int model_embed_ids(const Model *m, const int *ids, int n, float *x, AvErr *e);
 /* yT (lin->out, n) = act(W xT + b) for xT (lin->in, n), split over the pass's
  * threads (act -1: none): the pass's own products, for the steps around it
  * (vision.c's patch embedding and pooling head). */

@@ -23,7 +23,7 @@ typedef struct {
 } OutSpelling;
 
 /* What a token of an image run stands for (OutImage.kind). */
-enum { OUT_TOK_PATCH = 0, OUT_TOK_CLS, OUT_TOK_DIST, OUT_TOK_REGISTER };
+enum { OUT_TOK_PATCH = 0, OUT_TOK_CLS, OUT_TOK_DIST, OUT_TOK_REGISTER, OUT_TOK_TEXT /* a vision-language model's text */ };
 
 /* An image run (vision.h): where its tokens come from in the picture, for the
  * writers (image_out.c) and the page's Image view. */
@@ -51,6 +51,16 @@ typedef struct OutImage {
     const float *text_embed;
     double logit;
     int sigmoid;
+    /* a vision-language model's picture (its image tokens inside the decoder's sequence, from first_patch
+     * on, the others OUT_TOK_TEXT): the vision tower's attention (vis_layers, vis_heads, vis_n, vis_n)
+     * over its own tokens (vis_prefix class tokens, then the patches), which of its hidden states the
+     * decoder reads (feature_layer, as transformers counts them), the image tokens' embeddings as the
+     * decoder reads them (n_image, embeds_dim), and the pixel values (3, h, w); vis_attn NULL otherwise */
+    const float *vis_attn;
+    int vis_layers, vis_heads, vis_n, vis_prefix, feature_layer;
+    const float *image_embeds;
+    int n_image, embeds_dim;
+    const float *pixels;
 } OutImage;
 
 typedef struct {

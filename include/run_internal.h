@@ -140,6 +140,9 @@ extern const char *const RUN_S2S_STACKS[3];
 /* run_image.c: a vision encoder on --image (and a whole CLIP/SigLIP model's text tower on the text):
  * the picture decoded and preprocessed, its patches run, the outputs written. */
 int run_image(Run *r, AvErr *e);
+/* run_vlm.c: a vision-language model on --image and its text (the <image> placeholder where the picture
+ * goes): the vision tower, the projector, the image tokens in the decoder's sequence, the outputs written. */
+int run_vlm(Run *r, AvErr *e);
 
 /* plan.c: what one input's run will hold, known before it starts (docs/long-inputs.md). */
 typedef struct {
@@ -195,6 +198,7 @@ void run_warn_default_page(const RunSpec *o, const char *path);
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
        W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON, W_NPY_IMAGE_TOKENS, W_NPY_IMAGE_GRID, W_NPY_POOL_ATT, W_NPY_TEXT_ATT,
+       W_NPY_VISION_ATT, W_NPY_IMAGE_EMBEDS, W_NPY_PIXELS,
        W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_STACK0, W_NPY_STACK1, W_NPY_STACK2 /* an encoder-decoder
        document's stacks */, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
 /* Writes one output atomically (temporary file renamed into place). */

@@ -78,4 +78,25 @@ int vis_text_embed(const Model *m, RunState *s, const int *ids, int n, Capture *
  * every text: the caller's softmax). */
 double vis_similarity(const Model *m, const float *image, const float *text, int dim);
 
+/* ---------------------------------------------------------------- vision-language models */
+
+/* What turns a vision tower's features into the language model's image tokens. */
+typedef enum { VLM_PROJ_MLP = 1 /* LLaVA: linear_1, the activation, linear_2 */ } VlmProjKind;
+
+typedef struct VlmWeights {
+    VlmProjKind kind;
+    Linear p1, p2;         /* LLaVA: (vision hidden -> text hidden), (text hidden -> text hidden) */
+} VlmWeights;
+
+/* The vision tower's hidden state a vision-language model reads (cfg.vlm_feature_layer, counted as
+ * transformers' hidden_states: the embeddings first): its index into a capture's hidden states, and
+ * whether the capture must keep them (not the last layer's). */
+int vlm_feature_index(const Model *m);
+/* A picture's image tokens as the language model takes them: pixels (3, h, w) through m->vision
+ * (vs: its run state; vcap: its capture, all layers, with hidden states when vlm_feature_index says so),
+ * the feature layer's tokens (the class token dropped as the config says), projected by m->vlm with
+ * s (m's run state): out (cfg.vlm_tokens, hidden). */
+int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pixels, int h, int w, Capture *vcap,
+                     float *out, AvErr *e);
+
 #endif

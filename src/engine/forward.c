@@ -941,6 +941,12 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     if (emb_in) {
         if (kv || n_segs != 1) return av_err(e, "embedded inputs run alone, from the first position");
         memcpy(x, emb_in, (size_t)n * H * sizeof *x);
+        /* a decoder's (a vision-language model's sequence): positions 0.. and their rotary tables */
+        if (c->pos == POS_ROPE) {
+            if (c->pos_offset) return av_err(e, "embedded inputs take positions from 0");
+            positions(m, s, NULL, segs, n_segs, pos0);
+            rope_tables(m, s, n, segs, n_segs, pos0);
+        }
     } else {
         positions(m, s, ids, segs, n_segs, pos0);
         if (embed(m, s, ids, type_ids, n, e)) return -1;
@@ -1025,6 +1031,21 @@ int model_forward_watched(const Model *m, RunState *s, KvCache *kv, const int *i
 int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e) {
     Seg one = {0, n, cap};
     return forward(m, s, NULL, NULL, NULL, x, n, &one, 1, full, NULL, e);
+}
+
+int model_embed_ids(const Model *m, const int *ids, int n, float *x, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const int H = c->hidden_size;
+    if (m->w.pos_emb || m->w.type_emb || m->w.emb_proj.w)
+        return av_err(e, "%s: its embeddings add positions or types: not embedded apart from a pass", m->path);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size) return av_err(e, "token id %d is outside the vocabulary", ids[i]);
+        float *r = x + (size_t)i * H; // (H)
+        if (model_linear_row(&m->w.tok_emb, ids[i], r, e)) return -1;
+        if (c->emb_scale != 0.0f)
+            for (int j = 0; j < H; j++) r[j] *= c->emb_scale;
+    }
+    return 0;
 }
 
 int model_product(const Model *m, RunState *s, const float *xT, int n, const Linear *lin, float *yT, int act, AvErr *e) {

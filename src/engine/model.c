@@ -88,7 +88,7 @@ static int find_exact(const Model *m, const char *name, TensorRef *r) {
  * family's prefix, LayerNorm weight/bias or gamma/beta (Google's BERT). */
 static int find_variant(const Model *m, const char *name, TensorRef *r) {
     const ArchSpec *spec = arch_spec(m->cfg.arch);
-    const char *prefixes[] = {"", spec && !m->gguf ? spec->tensor_prefix : ""};
+    const char *prefixes[] = {"", m->tensor_prefix ? m->tensor_prefix : spec && !m->gguf ? spec->tensor_prefix : ""};
     char alt[256] = "", used[300];
     size_t nl = strlen(name);
     if (nl > 7 && !strcmp(name + nl - 7, ".weight") && strstr(name, "LayerNorm"))
@@ -763,6 +763,11 @@ void model_free(Model *m) {
         model_free(m->text);
         free(m->text);
     }
+    if (m->vision) {
+        model_free(m->vision);
+        free(m->vision);
+    }
+    free(m->vlm);
     free(m->w.vis);
     free(m->w.text_head);
     if (!m->files_borrowed) {

@@ -289,3 +289,51 @@ double vis_similarity(const Model *m, const float *image, const float *text, int
     const double cosv = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
     return exp((double)th->logit_scale) * cosv + th->logit_bias;
 }
+
+/* ---------------------------------------------------------------- vision-language models */
+
+int vlm_feature_index(const Model *m) {
+    const int L = m->vision->cfg.num_layers, fl = m->cfg.vlm_feature_layer;
+    return fl < 0 ? L + 1 + fl : fl; /* hidden_states has L + 1 entries: the embeddings, then each layer */
+}
+
+int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pixels, int h, int w, Capture *vcap,
+                     float *out, AvErr *e) {
+    const Model *v = m->vision;
+    const ModelConfig *vc = &v->cfg, *c = &m->cfg;
+    const VlmWeights *pw = m->vlm;
+    const int Hv = vc->hidden_size, Ht = c->hidden_size;
+    int rows, cols, n;
+    if (!v || !pw) return av_err(e, "%s: not a vision-language model", m->path);
+    if (vis_grid(vc, h, w, &rows, &cols, &n, e)) return -1;
+    const int skip = c->vlm_drop_cls ? vis_prefix(vc) : 0, nt = n - skip, fi = vlm_feature_index(m);
+    if (nt != c->vlm_tokens)
+        return av_err(e, "the picture makes %d image tokens; the model's sequence holds %d", nt, c->vlm_tokens);
+    if (fi < 0 || fi > vc->num_layers) return av_err(e, "vision_feature_layer %d is outside the tower's %d layers",
+                                                     c->vlm_feature_layer, vc->num_layers);
+    if (fi < vc->num_layers && (!vcap || !vcap->hidden))
+        return av_err(e, "the vision tower's capture keeps no hidden states for its feature layer");
+    float *x = malloc((size_t)n * Hv * sizeof *x);             // (n, Hv) the tower's input, then its features
+    float *fT = malloc((size_t)Hv * nt * sizeof *fT);          // (Hv, nt) the features, a column per token
+    float *yT = malloc((size_t)Ht * nt * sizeof *yT);          // (Ht, nt) linear_1's output
+    float *zT = malloc((size_t)Ht * nt * sizeof *zT);          // (Ht, nt) linear_2's output
+    int rc = -1;
+    if (!x || !fT || !yT || !zT) {
+        av_err(e, "out of memory for %d image tokens", nt);
+        goto done;
+    }
+    if (vis_embed(v, vs, pixels, h, w, x, e) || model_forward_embeds(v, vs, x, n, vcap, 1, e)) goto done;
+    /* the feature layer: a kept hidden state, or the last layer's output (no final norm: CLIP's
+     * post_layernorm is the pooled token's) */
+    const float *feat = fi < vc->num_layers ? vcap->hidden + (size_t)fi * n * Hv : vs->x;
+    for (int i = 0; i < nt; i++)
+        for (int d = 0; d < Hv; d++) fT[(size_t)d * nt + i] = feat[(size_t)(skip + i) * Hv + d];
+    if (model_product(m, s, fT, nt, &pw->p1, yT, c->vlm_proj_act, e) || model_product(m, s, yT, nt, &pw->p2, zT, -1, e))
+        goto done;
+    for (int i = 0; i < nt; i++)
+        for (int d = 0; d < Ht; d++) out[(size_t)i * Ht + d] = zT[(size_t)d * nt + i];
+    rc = 0;
+done:
+    free(x), free(fT), free(yT), free(zT);
+    return rc;
+}

@@ -7,7 +7,7 @@
 
 #include "npy.h"
 
-static const char *const KIND[] = {"patch", "cls", "distillation", "register"};
+static const char *const KIND[] = {"patch", "cls", "distillation", "register", "text"};
 
 static void put_float(FILE *f, float v, int sig) {
     char buf[40];
@@ -47,8 +47,13 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
             im->first_patch);
     for (int i = 0; i < n; i++) fprintf(f, "%s\"%s\"", i ? "," : "", KIND[im->kind[i]]);
     fputs("],\"image_tokens\":[", f);
-    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", i);
+    for (int i = 0, k = 0; i < n; i++)
+        if (im->kind[i] != OUT_TOK_TEXT) fprintf(f, "%s%d", k++ ? "," : "", i);
     fputc(']', f);
+    if (im->vis_attn)
+        fprintf(f, ",\"vision\":{\"layers\":%d,\"heads\":%d,\"tokens\":%d,\"prefix\":%d,\"feature_layer\":%d,"
+                   "\"image_tokens\":%d,\"embeds_dim\":%d}",
+                im->vis_layers, im->vis_heads, im->vis_n, im->vis_prefix, im->feature_layer, im->n_image, im->embeds_dim);
     if (im->pool_attn) {
         fputs(",\"pooling_attention\":[", f);
         for (int h = 0; h < im->pool_heads; h++) {
@@ -114,6 +119,9 @@ int image_npy_has(const OutDoc *d, int what) {
     switch (what) {
     case IMAGE_NPY_POOL: return im->pool_attn != NULL;
     case IMAGE_NPY_TEXT: return im->text_attn != NULL;
+    case IMAGE_NPY_VISION: return im->vis_attn != NULL;
+    case IMAGE_NPY_EMBEDS: return im->image_embeds != NULL;
+    case IMAGE_NPY_PIXELS: return im->pixels != NULL;
     default: return 1;
     }
 }
@@ -144,6 +152,21 @@ int image_npy_write(FILE *f, const OutDoc *d, int what, AvErr *e) {
         rc = npy_write_header(f, shape, 2);
         if (rc == 0 && fwrite(im->pool_attn, sizeof(float), (size_t)im->pool_heads * n, f) != (size_t)im->pool_heads * n)
             rc = -1;
+    } else if (what == IMAGE_NPY_VISION) {
+        const long v = im->vis_n, shape[4] = {im->vis_layers, im->vis_heads, v, v};
+        const size_t count = (size_t)im->vis_layers * im->vis_heads * v * v;
+        rc = npy_write_header(f, shape, 4);
+        if (rc == 0 && fwrite(im->vis_attn, sizeof(float), count, f) != count) rc = -1;
+    } else if (what == IMAGE_NPY_EMBEDS) {
+        const long shape[2] = {im->n_image, im->embeds_dim};
+        const size_t count = (size_t)im->n_image * im->embeds_dim;
+        rc = npy_write_header(f, shape, 2);
+        if (rc == 0 && fwrite(im->image_embeds, sizeof(float), count, f) != count) rc = -1;
+    } else if (what == IMAGE_NPY_PIXELS) {
+        const long shape[3] = {3, im->h, im->w};
+        const size_t count = (size_t)3 * im->h * im->w;
+        rc = npy_write_header(f, shape, 3);
+        if (rc == 0 && fwrite(im->pixels, sizeof(float), count, f) != count) rc = -1;
     } else {
         const long t = im->text_enc->n, shape[4] = {im->text_layers, im->text_heads, t, t};
         const size_t count = (size_t)im->text_layers * im->text_heads * t * t;

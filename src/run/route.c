@@ -43,6 +43,9 @@ static int write_img_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { 
 static int write_img_grid(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_GRID, e); }
 static int write_pool_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_POOL, e); }
 static int write_text_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_TEXT, e); }
+static int write_vis_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_VISION, e); }
+static int write_img_embeds(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_EMBEDS, e); }
+static int write_pixels(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_PIXELS, e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
     (void)d;
     if (!r->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
@@ -63,6 +66,7 @@ static const struct {
     [W_NPY_STACK1] = {write_stack1, 0}, [W_NPY_STACK2] = {write_stack2, 0},
     [W_NPY_IMAGE_TOKENS] = {write_img_tokens, 0}, [W_NPY_IMAGE_GRID] = {write_img_grid, 0},
     [W_NPY_POOL_ATT] = {write_pool_att, 0}, [W_NPY_TEXT_ATT] = {write_text_att, 0},
+    [W_NPY_VISION_ATT] = {write_vis_att, 0}, [W_NPY_IMAGE_EMBEDS] = {write_img_embeds, 0}, [W_NPY_PIXELS] = {write_pixels, 0},
 };
 
 /* Writes one output of a set (util.h's AvOutSet: in place only once every output is written);
@@ -130,7 +134,8 @@ static int write_npy_set(const Run *r, AvOutSet *set, const char *path, const Ou
                  {".norm_attention.npy", W_NPY_NORM}, {".value_norms.npy", W_NPY_VNORM}, {".flow.npy", W_NPY_FLOW},
                  {".sinks.npy", W_NPY_SINKS}, {".image_tokens.npy", W_NPY_IMAGE_TOKENS},
                  {".image_grid.npy", W_NPY_IMAGE_GRID}, {".pooling_attention.npy", W_NPY_POOL_ATT},
-                 {".text_attention.npy", W_NPY_TEXT_ATT}};
+                 {".text_attention.npy", W_NPY_TEXT_ATT}, {".vision_attention.npy", W_NPY_VISION_ATT},
+                 {".image_embeds.npy", W_NPY_IMAGE_EMBEDS}, {".pixel_values.npy", W_NPY_PIXELS}};
     static const char *const lens_suffix[] = {".logit_lens_ids.npy", ".logit_lens_probs.npy", ".logit_lens_rank.npy",
                                               ".attribution_heads.npy", ".attribution_mlp.npy", ".ablation.npy"};
     if (d->n_stacks) {
@@ -171,7 +176,10 @@ static int write_npy_set(const Run *r, AvOutSet *set, const char *path, const Ou
         if ((w == W_NPY_IMAGE_TOKENS && !image_npy_has(d, IMAGE_NPY_TOKENS)) ||
             (w == W_NPY_IMAGE_GRID && !image_npy_has(d, IMAGE_NPY_GRID)) ||
             (w == W_NPY_POOL_ATT && !image_npy_has(d, IMAGE_NPY_POOL)) ||
-            (w == W_NPY_TEXT_ATT && !image_npy_has(d, IMAGE_NPY_TEXT)))
+            (w == W_NPY_TEXT_ATT && !image_npy_has(d, IMAGE_NPY_TEXT)) ||
+            (w == W_NPY_VISION_ATT && !image_npy_has(d, IMAGE_NPY_VISION)) ||
+            (w == W_NPY_IMAGE_EMBEDS && !image_npy_has(d, IMAGE_NPY_EMBEDS)) ||
+            (w == W_NPY_PIXELS && !image_npy_has(d, IMAGE_NPY_PIXELS)))
             continue;
         char *p = npy_sibling(path, extra[i].suffix);
         int rc = p ? write_into(r, set, p, d, w, e) : (av_outset_abort(set), av_err(e, "out of memory"));

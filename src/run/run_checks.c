@@ -18,9 +18,10 @@ int run_check_model(const Pipeline *p, AvErr *e) {
     const int sel_layers = c->enc_dec && c->dec_layers > c->num_layers ? c->dec_layers : c->num_layers;
     if (sel_check(&o->sel, sel_layers, c->num_heads, "model", e) != 0) return -1;
     if (c->vision) return 0; /* an image's run: run_image.c checks what it takes */
+    if (c->vlm && o->image) return 0; /* a picture and its text: run_vlm.c checks what it takes */
     if (o->image)
-        return av_err_usage(e, "--image goes with a vision encoder (vit, deit, dinov2, clip, siglip); %s is a %s model", dir,
-                            c->model_type);
+        return av_err_usage(e, "--image goes with a vision encoder (vit, deit, dinov2, clip, siglip) or a vision-language "
+                               "model (llava); %s is a %s model", dir, c->model_type);
     if (o->decoder_text && !c->enc_dec)
         return av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
                             dir, c->causal ? "causal" : "masked", c->model_type);
@@ -75,6 +76,7 @@ int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e) {
         goto out;
     }
     rc = c->vision && !o->capture.tokens_only ? pipeline_image(p, e)
+         : c->vlm && o->image ? run_vlm(p, e)
          : c->enc_dec && !o->capture.tokens_only ? run_seq2seq_pipeline(p, e)
                                                  : pipeline_run(p, e);
 out:

@@ -383,6 +383,8 @@ int arch_clip_load(Model *m, AvErr *e) {
 
 int arch_clip_vision_load(Model *m, AvErr *e) { return load_clip_vision(m, "", e); }
 
+int arch_clip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_clip_vision(m, base, e); }
+
 int arch_siglip_load(Model *m, AvErr *e) {
     if (load_siglip_vision(m, "vision_model.", e)) return -1;
     return m->cfg.text_tower ? load_text_tower(m, 1, e) : 0;

@@ -1,0 +1,184 @@
+/* arch_llava.c — LLaVA-1.5 (transformers' LlavaForConditionalGeneration): a
+ * CLIP vision tower, a two-layer MLP projector and a Llama language model in
+ * one folder. The Model is the language model (its config the text_config);
+ * Model.vision is the vision tower, a second Model over the same files, and
+ * Model.vlm the projector (vision.h). The picture's tokens take the places of
+ * the <image> placeholders in the sequence (run/run_vlm.c). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "model.h"
+#include "util.h"
+#include "vision.h"
+
+/* LlamaConfig's defaults for the keys a LLaVA text_config may leave out (llava-hf's name only a few:
+ * the rest is transformers' LlamaConfig()). */
+static const struct {
+    const char *key;
+    double value;
+} LLAMA_DEFAULTS[] = {{"vocab_size", 32000},       {"hidden_size", 4096},           {"intermediate_size", 11008},
+                      {"num_hidden_layers", 32},   {"num_attention_heads", 32},     {"max_position_embeddings", 2048},
+                      {"rms_norm_eps", 1e-6},      {"eos_token_id", 2}};
+
+static const cJSON *object(const cJSON *root, const char *key, const char *path, char *sub, size_t len, AvErr *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsObject(v)) {
+        av_err(e, "%s: \"%s\" must be an object", path, key);
+        return NULL;
+    }
+    snprintf(sub, len, "%s: %s", path, key);
+    return v;
+}
+
+/* A sub-config's model_type, when it names one, must be `want`. */
+static int sub_type(const cJSON *v, const char *want, const char *sub, const char *what, AvErr *e) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(v, "model_type");
+    if (mt && (!cJSON_IsString(mt) || strcmp(mt->valuestring, want)))
+        return av_err(e, "%s: model_type \"%.40s\": attnviz runs LLaVA with a %s (%s)", sub,
+                      cJSON_IsString(mt) ? mt->valuestring : "?", what, want);
+    return 0;
+}
+
+int arch_llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    char sub[600], vsub[600];
+    const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
+    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
+    if (!vc || sub_type(tc, "llama", sub, "Llama language model", e) ||
+        sub_type(vc, "clip_vision_model", vsub, "CLIP vision tower", e))
+        return -1;
+    cJSON *t = cJSON_Duplicate(tc, 1);
+    if (!t) return av_err(e, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(t, LLAMA_DEFAULTS[i].key) &&
+            !cJSON_AddNumberToObject(t, LLAMA_DEFAULTS[i].key, LLAMA_DEFAULTS[i].value))
+            rc = av_err(e, "out of memory");
+    if (rc == 0) rc = arch_llama_parse(c, t, sub, e);
+    if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
+    cJSON_Delete(t);
+    if (rc) return -1;
+    c->vlm = 1;
+    /* the vision tower's shape: its tokens per picture */
+    ModelConfig v;
+    memset(&v, 0, sizeof v);
+    if (arch_clip_vision_parse(&v, vc, vsub, e)) return -1;
+    c->image_token_id = 32000;
+    c->vlm_feature_layer = -2;
+    c->vlm_proj_bias = 1;
+    const char *key = cJSON_GetObjectItemCaseSensitive(root, "image_token_id") ? "image_token_id" : "image_token_index";
+    if (cfg_opt_int(root, key, 0, c->vocab_size - 1, &c->image_token_id, path, e) ||
+        cfg_opt_bool(root, "multimodal_projector_bias", &c->vlm_proj_bias, path, e))
+        return -1;
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(root, "vision_feature_layer");
+    if (fl && !cJSON_IsNumber(fl))
+        return av_err(e, "%s: \"vision_feature_layer\" as a list (features of several layers) is not supported", path);
+    if (cfg_opt_int(root, "vision_feature_layer", -(v.num_layers + 1), v.num_layers, &c->vlm_feature_layer, path, e))
+        return -1;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "vision_feature_select_strategy");
+    const char *strategy = cJSON_IsString(st) ? st->valuestring : "default";
+    if (st && !cJSON_IsString(st)) return av_err(e, "%s: \"vision_feature_select_strategy\" must be a string", path);
+    if (strcmp(strategy, "default") && strcmp(strategy, "full"))
+        return av_err(e, "%s: vision_feature_select_strategy \"%.40s\" (attnviz reads \"default\" and \"full\")", path,
+                      strategy);
+    c->vlm_drop_cls = !strcmp(strategy, "default");
+    const int grid = v.image_size / v.patch_size;
+    c->vlm_tokens = grid * grid + (c->vlm_drop_cls ? 0 : v.vis_cls);
+    /* the projector's activation, read into a scratch config (the model's own is the language model's) */
+    ModelConfig act;
+    memset(&act, 0, sizeof act);
+    if (cfg_parse_act(&act, root, "projector_hidden_act", "gelu", path, e)) return -1;
+    c->vlm_proj_act = (int)act.hidden_act;
+    return 0;
+}
+
+/* Where a LLaVA checkpoint keeps its parts: llava-hf's published files and transformers 5's saves
+ * ("language_model.model.", the tower under "vision_tower.vision_model." or "vision_tower."), or
+ * transformers 4's later names ("model.language_model.", "model.vision_tower.vision_model."). */
+static const char *const LM_PREFIX[] = {"language_model.model.", "model.language_model."};
+static const char *const VISION_BASE[] = {"vision_tower.vision_model.", "vision_tower.", "model.vision_tower.vision_model.",
+                                          "model.vision_tower."};
+static const char *const PROJ_PREFIX[] = {"multi_modal_projector.", "model.multi_modal_projector."};
+static const char *const HEAD[] = {"language_model.lm_head", "lm_head"};
+
+/* The first of names[n] under which `probe` is a tensor, or NULL. */
+static const char *first_with(Model *m, const char *const *names, int n, const char *probe) {
+    char nm[300];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "%s%s", names[i], probe);
+        if (model_has_tensor(m, nm)) return names[i];
+    }
+    return NULL;
+}
+
+/* The vision tower: vision_config as a CLIP vision tower's, over this model's files. */
+static int load_vision(Model *m, const char *base, AvErr *e) {
+    char *dir = NULL, *cfgp = NULL, *buf = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    int rc = -1;
+    Model *v = calloc(1, sizeof *v);
+    if (!v) return av_err(e, "out of memory");
+    m->vision = v;
+    const char *slash = strrchr(m->files[0].path, '/');
+    dir = slash ? strndup(m->files[0].path, (size_t)(slash - m->files[0].path)) : strdup(".");
+    if (!dir || !(cfgp = av_path_join(dir, "config.json"))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (av_read_file(cfgp, 1 << 20, &buf, &len, e)) goto done;
+    if (!(root = cJSON_ParseWithLength(buf, len))) {
+        av_err(e, "%s: not valid JSON", cfgp);
+        goto done;
+    }
+    char sub[600];
+    const cJSON *vc = object(root, "vision_config", cfgp, sub, sizeof sub, e);
+    if (!vc || arch_clip_vision_parse(&v->cfg, vc, sub, e) || cfg_validate(&v->cfg, "hidden_size", "num_attention_heads", sub, e))
+        goto done;
+    const ArchSpec *spec = arch_detect("clip_vision_model", NULL);
+    v->cfg.arch = spec->kind;
+    snprintf(v->cfg.model_type, sizeof v->cfg.model_type, "%s", spec->model_type);
+    v->files = m->files, v->n_files = m->n_files, v->files_borrowed = 1, v->path = m->path;
+    if (!(v->w.layers = calloc((size_t)v->cfg.num_layers, sizeof *v->w.layers))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (arch_clip_vision_load_at(v, base, e)) goto done;
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    free(buf), free(cfgp), free(dir);
+    return rc;
+}
+
+int arch_llava_load(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const char *lm = first_with(m, LM_PREFIX, 2, "embed_tokens.weight");
+    const char *vis = first_with(m, VISION_BASE, 4, "embeddings.patch_embedding.weight");
+    const char *proj = first_with(m, PROJ_PREFIX, 2, "linear_1.weight");
+    if (!lm) return av_err(e, "%s: no language model (embed_tokens under %s or %s)", m->path, LM_PREFIX[0], LM_PREFIX[1]);
+    if (!vis) return av_err(e, "%s: no vision tower (embeddings.patch_embedding under %s or %s)", m->path, VISION_BASE[0],
+                            VISION_BASE[2]);
+    if (!proj) return av_err(e, "%s: no projector (linear_1 under %s or %s)", m->path, PROJ_PREFIX[0], PROJ_PREFIX[1]);
+    m->tensor_prefix = lm;
+    if (arch_llama_load(m, e)) return -1;
+    /* lm_head beside the language model (llava-hf's: under language_model.) */
+    const char *head = first_with(m, HEAD, 2, ".weight");
+    if (!m->w.head.out.w && !c->tie_word_embeddings && head &&
+        model_linear(m, &m->w.head.out, head, c->hidden_size, c->vocab_size, 0, e))
+        return -1;
+    if (load_vision(m, vis, e)) return -1;
+    VlmWeights *p = calloc(1, sizeof *p);
+    if (!p) return av_err(e, "out of memory");
+    m->vlm = p;
+    p->kind = VLM_PROJ_MLP;
+    char l1[200], l2[200];
+    snprintf(l1, sizeof l1, "%slinear_1", proj);
+    snprintf(l2, sizeof l2, "%slinear_2", proj);
+    const int Hv = m->vision->cfg.hidden_size, Ht = c->hidden_size;
+    return model_linear(m, &p->p1, l1, Hv, Ht, c->vlm_proj_bias, e) || model_linear(m, &p->p2, l2, Ht, Ht, c->vlm_proj_bias, e)
+               ? -1
+               : 0;
+}

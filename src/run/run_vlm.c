@@ -1,0 +1,177 @@
+/* run_vlm.c — a vision-language model (LLaVA: cfg.vlm) on --image and its
+ * text: the text tokenized as the model's tokenizer does, its one image
+ * placeholder (<image>) expanded into the picture's image tokens, named by
+ * their patch ("r,c"); the picture decoded and preprocessed as the folder's
+ * preprocessor_config.json says (imgproc.h), run through the vision tower
+ * (its attention kept) and the projector (vision.h's vlm_image_embeds); the
+ * text tokens' embeddings with the image tokens' in their places run through
+ * the decoder; then the writers, through the same view and emit steps as a
+ * text run, with the picture, the vision tower's attention and the image
+ * tokens' embeddings in OutImage.
+ *
+ * The placement is the text's: whatever put the placeholder there (the user,
+ * or a chat template rendered before tokenizing) decides where the picture's
+ * tokens go, as transformers' processors expand it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "imgproc.h"
+#include "report.h"
+#include "run_internal.h"
+#include "vision.h"
+
+#define NAME_LEN 16 /* an image token's name: "9999,9999" */
+
+typedef struct {
+    TokEncoding text;      /* the text as the tokenizer reads it */
+    TokEncoding enc;       /* the sequence: the placeholder replaced by the image tokens */
+    char *names;           /* (n_image, NAME_LEN) */
+    int *kind;             /* (n) OUT_TOK_TEXT / OUT_TOK_PATCH */
+    ImgProc proc;
+    AvImage img;
+    ImgPixels px;
+    RunState vrs;          /* the vision tower's */
+    Capture vcap;
+    float *embeds;         /* (n_image, hidden) */
+    float *x;              /* (n, hidden) the decoder's input */
+    unsigned char *png;
+    size_t png_len;
+} VlmRun;
+
+static void vlm_run_free(VlmRun *v) {
+    tok_encoding_free(&v->text);
+    free(v->enc.ids), free(v->enc.type_ids), free((void *)v->enc.tokens), free((void *)v->enc.display);
+    free(v->enc.word_start), free(v->enc.special), free(v->enc.role);
+    free(v->names), free(v->kind);
+    img_free(&v->img);
+    imgproc_free(&v->px);
+    model_runstate_free(&v->vrs);
+    model_capture_free(&v->vcap);
+    free(v->embeds), free(v->x), free(v->png);
+}
+
+static int check_vlm_run(const Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    if (!o->text_a)
+        return av_err_usage(e, "%s is a vision-language model: with --image give its text too, with <image> where the "
+                               "picture goes (\"USER: <image>\\nWhat is in the picture? ASSISTANT:\")", r->name);
+    if (o->text_b) return av_err_usage(e, "%s", "--image with a vision-language model takes one text");
+    if (o->capture.no_special)
+        return av_err_usage(e, "%s", "--image keeps every token (the picture's grid reads their places): hide the "
+                                     "special tokens on the page instead");
+    if (o->batch.path || o->predict.k || o->predict.generate_n || o->capture.tokens_only || o->capture.words ||
+        o->capture.telemetry || o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow ||
+        o->output.out_dir || o->decoder_text)
+        return av_err_usage(e, "%s", "--image with a vision-language model runs one picture and text: not with --batch, "
+                                     "--out-dir, --predict, --generate, --tokens-only, --words, --telemetry, "
+                                     "--decoder-text or the residual-stream options (yet)");
+    return 0;
+}
+
+/* The sequence: the text's tokens with its one placeholder replaced by n_image image tokens. */
+static int expand(Run *r, VlmRun *v, int rows, int cols, AvErr *e) {
+    const ModelConfig *c = &r->cfg;
+    const TokEncoding *t = &v->text;
+    const int ni = c->vlm_tokens;
+    int at = -1, count = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->ids[i] == c->image_token_id) count++, at = at < 0 ? i : at;
+    const char *ph = tok_id_to_token(r->tok, c->image_token_id);
+    if (count == 0)
+        return av_err_usage(e, "the text has no %s (token %d): write it where the picture goes, e.g. \"USER: %s\\nWhat "
+                               "is in the picture? ASSISTANT:\"", ph ? ph : "image token", c->image_token_id,
+                            ph ? ph : "<image>");
+    if (count > 1) return av_err_usage(e, "the text has %d %s: one picture a run", count, ph ? ph : "image tokens");
+    if (rows * cols != ni) return av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", rows, cols, ni);
+    const int n = t->n - 1 + ni, max = cfg_max_tokens(c);
+    if (n > max) return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni, n, max);
+    TokEncoding *s = &v->enc;
+    memset(s, 0, sizeof *s);
+    s->n = n, s->b_start = -1, s->byte_level = t->byte_level;
+    s->ids = malloc((size_t)n * sizeof *s->ids);
+    s->type_ids = calloc((size_t)n, sizeof *s->type_ids);
+    s->tokens = malloc((size_t)n * sizeof *s->tokens);
+    s->display = malloc((size_t)n * sizeof *s->display);
+    s->word_start = malloc((size_t)n);
+    s->special = malloc((size_t)n);
+    s->role = malloc((size_t)n);
+    v->names = malloc((size_t)ni * NAME_LEN);
+    v->kind = malloc((size_t)n * sizeof *v->kind);
+    if (!s->ids || !s->type_ids || !s->tokens || !s->display || !s->word_start || !s->special || !s->role || !v->names ||
+        !v->kind)
+        return av_err(e, "out of memory for %d tokens", n);
+    for (int i = 0, j = 0; i < t->n; i++) {
+        if (i != at) {
+            s->ids[j] = t->ids[i], s->tokens[j] = t->tokens[i], s->display[j] = t->display[i];
+            s->word_start[j] = t->word_start[i], s->special[j] = t->special[i], s->role[j] = t->role[i];
+            v->kind[j++] = OUT_TOK_TEXT;
+            continue;
+        }
+        for (int k = 0; k < ni; k++, j++) {
+            char *nm = v->names + (size_t)k * NAME_LEN;
+            snprintf(nm, NAME_LEN, "%u,%u", (unsigned)(k / cols), (unsigned)(k % cols));
+            s->ids[j] = c->image_token_id, s->tokens[j] = s->display[j] = nm;
+            s->word_start[j] = 1, s->special[j] = 0, s->role[j] = TOK_ROLE_NONE;
+            v->kind[j] = OUT_TOK_PATCH;
+        }
+    }
+    return at;
+}
+
+int run_vlm(Run *r, AvErr *e) {
+    const RunSpec *o = r->o;
+    const ModelConfig *c = &r->cfg;
+    const Model *vm = r->model.vision;
+    const ModelConfig *vc = &vm->cfg;
+    VlmRun v;
+    memset(&v, 0, sizeof v);
+    int rc = -1, rows, cols, nv;
+    if (check_vlm_run(r, e)) return -1;
+    double t0 = av_now_ms();
+    if (imgproc_load(&v.proc, r->dir, e) || img_load(o->image, &v.img, e) || imgproc_run(&v.proc, &v.img, &v.px, e))
+        goto done;
+    if (vis_grid(vc, v.px.h, v.px.w, &rows, &cols, &nv, e)) {
+        av_err_prefix(e, "%s", o->image);
+        goto done;
+    }
+    if (run_tokenize(r, o->text_a, NULL, &v.text, e)) goto done;
+    run_warn_truncated(r, &v.text, 0);
+    const int first = expand(r, &v, rows, cols, e);
+    if (first < 0) goto done;
+    const int n = v.enc.n, H = c->hidden_size, ni = c->vlm_tokens;
+    const int fi = vlm_feature_index(&r->model);
+    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, e) ||
+        model_capture_alloc(&v.vcap, vc, nv, 0, fi < vc->num_layers, e))
+        goto done;
+    r->t_tok += av_now_ms() - t0;
+    t0 = av_now_ms();
+    if (!(v.embeds = malloc((size_t)ni * H * sizeof *v.embeds)) || !(v.x = malloc((size_t)n * H * sizeof *v.x))) {
+        av_err(e, "out of memory");
+        goto done;
+    }
+    if (vlm_image_embeds(&r->model, &v.vrs, &r->rs, v.px.pixels, v.px.h, v.px.w, &v.vcap, v.embeds, e) ||
+        model_embed_ids(&r->model, v.enc.ids, n, v.x, e))
+        goto done;
+    memcpy(v.x + (size_t)first * H, v.embeds, (size_t)ni * H * sizeof *v.x);
+    run_score_input(&r->cap, &v.enc);
+    if (model_forward_embeds(&r->model, &r->rs, v.x, n, &r->cap, 0, e)) goto done;
+    r->t_fwd += av_now_ms() - t0;
+    if (img_encode_png(v.px.rgb, v.px.w, v.px.h, &v.png, &v.png_len, e)) goto done;
+    OutImage oi = {.file = o->image, .mode = v.img.mode, .src_w = v.img.w, .src_h = v.img.h,
+                   .resized_w = v.px.resized_w, .resized_h = v.px.resized_h, .w = v.px.w, .h = v.px.h,
+                   .patch = vc->patch_size, .rows = rows, .cols = cols, .tiles = 1, .first_patch = first,
+                   .kind = v.kind, .png = v.png, .png_len = v.png_len, .vis_attn = v.vcap.attn,
+                   .vis_layers = v.vcap.n_layers, .vis_heads = v.vcap.n_heads, .vis_n = nv, .vis_prefix = vis_prefix(vc),
+                   .feature_layer = c->vlm_feature_layer, .image_embeds = v.embeds, .n_image = ni, .embeds_dim = H,
+                   .pixels = v.px.pixels};
+    r->image = &oi;
+    rc = run_finish_input(r, o->text_a, NULL, 0, &v.enc, &r->cap, NULL, e);
+    r->image = NULL;
+    if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
+    if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
+done:
+    vlm_run_free(&v);
+    return rc;
+}

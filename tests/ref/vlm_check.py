@@ -1,0 +1,200 @@
+"""Vision-language models against transformers itself: synthetic checkpoints made by transformers' own
+config and model classes, q and k scaled so that attention is peaky, saved with save_pretrained beside
+the preprocessor_config.json and tokenizer the published checkpoints have; run by the command line
+(attnviz --image PIC TEXT --npy: the decoder's attention, the vision tower's, the image tokens'
+embeddings and the pixel values it fed) on every kernel path, and by transformers (eager, float64) fed
+attnviz's own pixel values and the ids its processor makes of the same text.
+
+  llava-1.5: LlavaForConditionalGeneration with CLIP ViT-L/14-336's vision tower at its published shape
+    (1024 wide, 16 heads, 4096 MLP, 336 px, patch 14: 576 image tokens) with 3 layers, the feature layer
+    -2 and the "default" strategy (the class token dropped); the two-layer GELU projector; a Llama at
+    the published head_dim (128) and vocabulary (32,064, <image> 32000) narrowed to 8 heads (1024 wide,
+    2,752 MLP) and 2 layers, so that transformers' float64 pass stays seconds; Llama 2's tokenizer with
+    <image> and <pad> added, as llava-hf's.
+
+usage: vlm_check.py ATTNVIZ WORKDIR IMAGE TOKENIZER_JSON [--only NAME]
+Prints one PASS/FAIL line per check and kernel path: the sequence's ids against LlavaProcessor's (the
+picture's tokens where the text's <image> is), every layer's and head's attention of the vision tower
+and of the decoder (bound 1e-4; the decoder's rows of the text tokens after the picture over the image
+tokens reported apart), and the projector's outputs (1e-4 relative to their largest). Exit 1 on any FAIL.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers as T  # noqa: E402
+
+TOL = 1e-4
+PROMPT = "USER: <image>\nWhat is shown in this picture? Describe it. ASSISTANT:"
+
+CLIP_L336 = dict(hidden_size=1024, intermediate_size=4096, num_attention_heads=16, num_hidden_layers=3, image_size=336,
+                 patch_size=14, projection_dim=768, hidden_act="quick_gelu")
+LLAMA_NARROW = dict(vocab_size=32064, hidden_size=1024, intermediate_size=2752, num_hidden_layers=2,
+                    num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=4096, rms_norm_eps=1e-5,
+                    pad_token_id=32001)
+PRE_LLAVA = {"image_processor_type": "CLIPImageProcessor", "do_center_crop": True, "do_convert_rgb": True,
+             "do_normalize": True, "do_rescale": True, "do_resize": True,
+             "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
+             "resample": 3, "rescale_factor": 0.00392156862745098, "crop_size": {"height": 336, "width": 336},
+             "size": {"shortest_edge": 336}}
+
+SPECS = {
+    "llava-1.5": dict(config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
+                                                   text_config=T.LlamaConfig(**LLAMA_NARROW), image_token_index=32000,
+                                                   vision_feature_layer=-2, vision_feature_select_strategy="default",
+                                                   projector_hidden_act="gelu"),
+                      cls=T.LlavaForConditionalGeneration, pre=PRE_LLAVA, dtype="float32"),
+}
+
+
+def tokenizer_files(src, out):
+    """Llama 2's tokenizer.json with <image> and <pad> added at 32000 and 32001, as llava-hf's tokenizer has them."""
+    t = json.load(open(src, encoding="utf-8"))
+    for i, tok in ((32000, "<image>"), (32001, "<pad>")):
+        t["added_tokens"].append({"id": i, "content": tok, "single_word": False, "lstrip": False, "rstrip": False,
+                                  "normalized": False, "special": True})
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(t, f, ensure_ascii=False)
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+                   "unk_token": "<unk>", "pad_token": "<pad>", "add_bos_token": True, "add_eos_token": False}, f)
+
+
+def build(name, workdir, tok_src):
+    spec = SPECS[name]
+    out = os.path.join(workdir, name)
+    if os.path.exists(os.path.join(out, "config.json")):
+        return out
+    tmp = f"{out}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    torch.manual_seed(sum(map(ord, name)))
+    model = spec["cls"]._from_config(spec["config"](), attn_implementation="eager").float().eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "vision_tower" in pname and any(k in pname for k in ("q_proj", "k_proj")):
+                p.mul_(8.0)  # peaky attention in the vision tower
+            elif "language_model" in pname and any(k in pname for k in ("q_proj", "k_proj")):
+                p.mul_(6.0)
+            elif "class_embedding" in pname:
+                p.normal_(0, 1.0)
+            elif "multi_modal_projector" in pname and pname.endswith("weight"):
+                p.mul_(4.0)  # image tokens as large as text embeddings, so the decoder's rows over them vary
+    model.to(getattr(torch, spec["dtype"])).save_pretrained(tmp, safe_serialization=True)
+    with open(os.path.join(tmp, "preprocessor_config.json"), "w") as f:
+        json.dump(spec["pre"], f)
+    tokenizer_files(tok_src, tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+    return out
+
+
+def run_attnviz(attnviz, model_dir, image, prefix, kernel):
+    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, PROMPT, "--json", prefix + ".json",
+                        "--npy", prefix + ".npy"], env=dict(os.environ, ATTNVIZ_KERNEL=kernel), capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    meta = json.load(open(prefix + ".json"))
+    got = {"meta": meta, "attn": np.load(prefix + ".npy")}
+    for k in ("vision_attention", "image_embeds", "pixel_values", "image_tokens", "image_grid"):
+        got[k] = np.load(f"{prefix}.{k}.npy")
+    return got, None
+
+
+def kernels(attnviz):
+    found = []
+    for k in ("avx512", "avx2", "neon", "scalar"):
+        r = subprocess.run([attnviz, "--quiet", "--tokens-only", "hi"], env=dict(os.environ, ATTNVIZ_KERNEL=k),
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            found.append(k)
+    return found
+
+
+def reference(name, model_dir, pixels, ids):
+    spec = SPECS[name]
+    model = spec["cls"].from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float64).eval()
+    pv = torch.from_numpy(pixels.astype(np.float64))[None]
+    with torch.no_grad():
+        vout = model.model.vision_tower(pv, output_attentions=True, output_hidden_states=True)
+        feats = model.model.get_image_features(pixel_values=pv)
+        feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+        feats = torch.cat(list(feats), 0) if isinstance(feats, (list, tuple)) else feats.reshape(-1, feats.shape[-1])
+        out = model(input_ids=torch.tensor([ids]), pixel_values=pv, output_attentions=True)
+    return {"vision_attention": torch.stack([a[0] for a in vout.attentions]).numpy(),
+            "image_embeds": feats.numpy(), "attn": torch.stack([a[0] for a in out.attentions]).numpy()}
+
+
+def processor_ids(model_dir, image):
+    tok = T.PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"), bos_token="<s>",
+                                    eos_token="</s>", unk_token="<unk>", pad_token="<pad>")
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    n = (cfg["vision_config"]["image_size"] // cfg["vision_config"]["patch_size"]) ** 2
+    # LlavaProcessor's expansion: the <image> in the text repeated once per image token, then tokenized
+    text = PROMPT.replace("<image>", "<image>" * n)
+    return tok(text)["input_ids"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("attnviz")
+    ap.add_argument("workdir")
+    ap.add_argument("image")
+    ap.add_argument("tokenizer")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    fails = 0
+    for name in SPECS:
+        if a.only and name != a.only:
+            continue
+        model_dir = build(name, a.workdir, a.tokenizer)
+        prefix = os.path.join(a.workdir, name + ".out")
+        ref = None
+        for kernel in kernels(a.attnviz):
+            got, err = run_attnviz(a.attnviz, model_dir, a.image, prefix, kernel)
+            if got is None:
+                print(f"FAIL vlm {name} ({kernel}): {err}")
+                fails += 1
+                continue
+            meta = got["meta"]
+            ids = meta["input_ids"]
+            if ref is None:
+                want = processor_ids(model_dir, a.image)
+                ok = ids == want
+                first = meta["image"]["first_patch"]
+                print(f"{'PASS' if ok else 'FAIL'} vlm {name}: the sequence's {len(ids)} ids are the processor's "
+                      f"({meta['image']['vision']['image_tokens']} image tokens from position {first})"
+                      + ("" if ok else f": {ids[:12]}... vs {want[:12]}..."), flush=True)
+                fails += not ok
+                ref = reference(name, model_dir, got["pixel_values"], ids)
+            img = np.array(meta["image"]["image_tokens"])
+            after = [i for i in range(len(ids)) if i > img.max()]
+            errs = {
+                "vision attention": float(np.abs(got["vision_attention"] - ref["vision_attention"]).max()),
+                "projector": float(np.abs(got["image_embeds"] - ref["image_embeds"]).max()
+                                   / np.abs(ref["image_embeds"]).max()),
+                "decoder attention": float(np.abs(got["attn"] - ref["attn"]).max()),
+                "text rows over image tokens": float(np.abs(got["attn"][:, :, after][:, :, :, img]
+                                                            - ref["attn"][:, :, after][:, :, :, img]).max()),
+            }
+            share = float(ref["attn"][:, :, after][:, :, :, img].sum(-1).mean())
+            ok = all(v <= TOL for v in errs.values())
+            print(f"{'PASS' if ok else 'FAIL'} vlm {name} ({kernel}, {meta['dtype']}, {len(ids)} tokens, vision "
+                  f"{got['vision_attention'].shape[2]} tokens x {got['vision_attention'].shape[0]} layers): "
+                  + ", ".join(f"{k} {v:.2e}" for k, v in errs.items())
+                  + f"; the text after the picture gives it {100 * share:.0f}% of its attention", flush=True)
+            fails += not ok
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
