@@ -143,7 +143,13 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
     addRow('Image', im.file.replace(/^.*\//, ''), im.size[0] + ' × ' + im.size[1] + ' ' + im.mode + ', preprocessed to ' +
       im.preprocessed[0] + ' × ' + im.preprocessed[1]);
     if (im.text) addRow('Text', meta.text || '', im.text.tokens.length + ' tokens');
-    addRow('Tokens', Data.n + ' (' + im.grid.rows + ' × ' + im.grid.cols + ' patches' +
+    const nImg = im.image_tokens.length, nText = Data.n - nImg;
+    /* a vision-language model: the picture's tokens inside the decoder's sequence, where the text put them */
+    if (im.vision) addRow('Text', meta.text || '', nText + ' text tokens around the picture\'s ' + nImg);
+    addRow('Tokens', im.vision ? Data.n + ' (' + nImg + ' image tokens: ' + im.grid.rows + ' × ' + im.grid.cols +
+      ' patches from position ' + im.first_patch + '; vision tower: ' + im.vision.tokens + ' tokens × ' + im.vision.layers +
+      ' layers, its hidden state ' + im.vision.feature_layer + ' projected)'
+      : Data.n + ' (' + im.grid.rows + ' × ' + im.grid.cols + ' patches' +
       (Data.n > im.grid.rows * im.grid.cols ? ' after ' + (Data.n - im.grid.rows * im.grid.cols) + ' special' : '') + ')');
   } else {
     addRow(meta.text_b !== null && meta.text_b !== undefined ? 'Text A' : 'Input', meta.text || '');

@@ -173,13 +173,18 @@ function legend(gamma) {
   return box;
 }
 
-const kindName = k => (k === 'cls' ? 'class token' : k === 'distillation' ? 'distillation token' : k === 'register' ? 'register' : 'patch');
+const kindName = k => (k === 'cls' ? 'class token' : k === 'distillation' ? 'distillation token' : k === 'register' ? 'register'
+  : k === 'text' ? 'text token' : 'patch');
 
 function ImageView(host, c) {
   ensureStyle();
   const im = IM(), n = Data.n, kinds = im.token_kinds, R = im.grid.rows, C = im.grid.cols;
-  const specials = kinds.map((k, i) => (k === 'patch' ? -1 : i)).filter(i => i >= 0);
-  if (Q === null || (typeof Q === 'number' && Q >= n)) Q = specials.length ? specials[0] : im.pooling_attention ? 'pool' : 'all';
+  const specials = kinds.map((k, i) => (k === 'patch' || k === 'text' ? -1 : i)).filter(i => i >= 0);
+  /* a vision-language model's text: the tokens after the picture read it (a causal decoder's before it cannot) */
+  const texts = kinds.map((k, i) => (k === 'text' ? i : -1)).filter(i => i >= 0);
+  const lastPatch = im.first_patch + R * C - 1, after = texts.filter(i => i > lastPatch);
+  if (Q === null || (typeof Q === 'number' && Q >= n))
+    Q = after.length ? after[after.length - 1] : specials.length ? specials[0] : im.pooling_attention ? 'pool' : 'all';
   const t = Tok.build(false, false);
   const A = matrixFor(c, t);
   host.textContent = '';
@@ -238,7 +243,8 @@ function ImageView(host, c) {
   function qLabel(q) {
     if (q === 'pool') return 'pooling head';
     if (q === 'all') return 'every query';
-    return kinds[q] === 'patch' ? 'patch ' + Data.vocab(q) : Data.vocab(q);
+    return kinds[q] === 'patch' ? (texts.length ? 'image token ' : 'patch ') + Data.vocab(q)
+      : kinds[q] === 'text' ? '"' + Data.vocab(q) + '" (' + q + ')' : Data.vocab(q);
   }
   function setQuery(q) {
     Q = q;
@@ -261,6 +267,7 @@ function ImageView(host, c) {
     qb.appendChild(b);
   };
   for (const i of specials) qbtn(Data.vocab(i), i, 'the ' + kindName(kinds[i]) + ' (token ' + i + ')');
+  for (const i of after) qbtn(Data.vocab(i), i, 'the text token at ' + i + ', after the picture: what it reads of it');
   if (im.pooling_attention) qbtn('pooling head', 'pool', 'SigLIP\'s attention-pooling head: its learned query over the last layer\'s tokens');
   qbtn('every query', 'all', 'the attention each patch receives, averaged over every query; the most attended patches dashed');
   if (queryPatch >= 0) qbtn('patch ' + Data.vocab(Q), Q, 'the patch clicked on the picture');
@@ -287,7 +294,7 @@ function ImageView(host, c) {
 
   /* the special tokens' share: from this query, and from every query (mean) */
   const sc = Draw.el('div', 'iv-card');
-  sc.appendChild(Draw.el('h3', null, 'Attention to the special tokens'));
+  sc.appendChild(Draw.el('h3', null, texts.length ? 'Attention to the text and the picture' : 'Attention to the special tokens'));
   const hd = Draw.el('div', 'iv-row hd');
   ['token', '', 'query', 'mean'].forEach(s => hd.appendChild(Draw.el('span', s === 'query' || s === 'mean' ? 'iv-num' : null, s)));
   sc.appendChild(hd);
@@ -306,7 +313,15 @@ function ImageView(host, c) {
   let ps = 0, pr = 0;
   for (let p = 0; p < R * C; p++) { ps += w[im.first_patch + p]; pr += recv[im.first_patch + p]; }
   for (const i of specials) shareRow(Data.vocab(i), w[i], recv[i], 'the ' + kindName(kinds[i]));
-  shareRow('patches', ps, pr, 'all ' + R * C + ' patches together');
+  if (texts.length) {
+    /* the sequence's first token (a decoder's attention sink), the rest of the text, the picture */
+    const first = texts[0];
+    let ts = 0, tr = 0;
+    for (const i of texts) if (i !== first) { ts += w[i]; tr += recv[i]; }
+    shareRow(Data.vocab(first), w[first], recv[first], 'the sequence\'s first token (token ' + first + ')');
+    shareRow('other text', ts, tr, 'the other ' + (texts.length - 1) + ' text tokens together');
+  }
+  shareRow(texts.length ? 'the picture' : 'patches', ps, pr, 'all ' + R * C + ' ' + (texts.length ? 'image tokens' : 'patches') + ' together');
   sc.appendChild(Draw.el('div', 'hint', 'query: the share of ' + qLabel(Q) + '\'s attention; mean: over every query.'));
   side.appendChild(sc);
 

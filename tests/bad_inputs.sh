@@ -925,7 +925,7 @@ case_ image_missing_file 1 "nope.png: cannot open: No such file" -- --model "$V"
 case_ image_a_directory 1 "$T: not a regular file \(a directory\)" -- --model "$V" --quiet --json out.json --image "$T"
 rm -f "$T/img.fifo" && mkfifo "$T/img.fifo"
 case_ image_a_fifo 1 "img.fifo: not a regular file \(a FIFO\)" -- --model "$V" --quiet --json out.json --image "$T/img.fifo"
-case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
+case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\) or a vision-language model \(llava\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
 case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \(--image FILE, PNG or JPEG\)" -- --model "$V" --quiet --json out.json "a text"
 case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
 case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
@@ -948,6 +948,32 @@ vfresh; cfg_edit_v 'c["image_size"] = 48'
 case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
 case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model: attnviz does not run the image tokens inside a decoder yet" -- --model "$VM" --quiet --json out.json --image "$PIC"
+# ---- vision-language models (tests/data/small-llava: LLaVA's vision tower, projector and Llama)
+LV=$PWD/tests/data/small-llava
+lfresh() { rm -rf "$T/lv" && cp -r "$LV" "$T/lv"; VM=$T/lv; }
+case_ vlm_text_without_image_token 2 "the text has no <image> \(token 3\): write it where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC" "what is in the picture?"
+case_ vlm_two_image_tokens 2 "the text has 2 <image>: one picture a run" -- --model "$LV" --quiet --json out.json --image "$PIC" "<image> and <image>"
+case_ vlm_image_without_text 2 "small-llava is a vision-language model: with --image give its text too, with <image> where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC"
+case_ vlm_image_with_predict 2 "--image with a vision-language model runs one picture and text: not with --batch, --out-dir, --predict" -- --model "$LV" --quiet --json out.json --image "$PIC" --predict 3 "<image> what"
+lfresh; M=$VM cfg_edit 'c["text_config"]["model_type"] = "mistral"'
+case_ vlm_text_config_not_llama 1 "config.json: text_config: model_type \"mistral\": attnviz runs LLaVA with a Llama language model \(llama\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = [-2, -1]'
+case_ vlm_feature_layers_as_a_list 1 "\"vision_feature_layer\" as a list \(features of several layers\) is not supported" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = -9'
+case_ vlm_feature_layer_out_of_range 1 "\"vision_feature_layer\" = -9 is out of range \[-4, 3\]" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+lfresh; $PY - "$VM/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h = {("multi_modal_projectr." + k[len("multi_modal_projector."):] if k.startswith("multi_modal_projector.") else k): v for k, v in h.items()}
+hb = json.dumps(h).encode()
+hb += b" " * (-len(hb) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+case_ vlm_checkpoint_without_projector 1 "model.safetensors: no projector \(linear_1 under multi_modal_projector. or model.multi_modal_projector.\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+lfresh; printf '{"size": {"height": 48, "width": 48}}' >"$VM/preprocessor_config.json"
+case_ vlm_preprocessed_size_is_not_the_towers 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
 # ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
 # server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
 # and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.

@@ -379,6 +379,36 @@ rm -rf "$S" && mkdir -p "$S"
     ! grep -q "there already" "$T/err3" && pass default_page_replaced_is_said || fail default_page_replaced_is_said "$(cat "$T/err1" "$T/err2" "$T/err3")"
 rm -rf "$S"
 
+# -- a vision-language model (tests/data/small-llava): the picture's 16 tokens where the text's <image> is,
+# the decoder's attention over the whole sequence, the vision tower's over its own 17 tokens, the image
+# tokens' embeddings, the pixel values, and JSON's image member saying where each token comes from
+S=$T/llava && rm -rf "$S" && mkdir -p "$S"
+if "$BIN" --quiet --model tests/data/small-llava --image tests/data/vision-picture.png "USER: <image>
+What is in the picture? ASSISTANT:" --json "$S/l.json" --npy "$S/l.npy" 2>"$T/err" &&
+    python3 - "$S" <<'PY' >"$T/out" 2>&1
+import json, struct, sys
+d = sys.argv[1]
+def shape(name):
+    b = open(f"{d}/{name}", "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    h = b[10:10 + n].decode()
+    return tuple(int(x) for x in h.split("'shape': (")[1].split(")")[0].split(",") if x.strip())
+j = json.load(open(f"{d}/l.json"))
+im, n = j["image"], len(j["tokens"])
+assert im["first_patch"] == 3 and im["image_tokens"] == list(range(3, 19)), im["image_tokens"]
+assert j["tokens"][3] == "0,0" and j["tokens"][18] == "3,3" and j["input_ids"][3] == 3, j["tokens"][:20]
+assert im["token_kinds"].count("patch") == 16 and im["token_kinds"].count("text") == n - 16
+assert im["vision"] == {"layers": 3, "heads": 4, "tokens": 17, "prefix": 1, "feature_layer": -2, "image_tokens": 16,
+                        "embeds_dim": 32}, im["vision"]
+assert shape("l.npy") == (2, 4, n, n) and shape("l.vision_attention.npy") == (3, 4, 17, 17)
+assert shape("l.image_embeds.npy") == (16, 32) and shape("l.pixel_values.npy") == (3, 32, 32)
+assert shape("l.image_tokens.npy") == (n, 4) and shape("l.image_grid.npy") == (6,)
+print("ok")
+PY
+then grep -qx ok "$T/out" && pass vlm_picture_tokens_in_the_sequence_and_their_outputs || fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/out")"
+else fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/err" "$T/out" 2>/dev/null | head -5)"; fi
+rm -rf "$S"
+
 # -- the man page, --help and completions come from the command table (tests/test_cli.c checks
 # they agree option by option); here: the committed page is the binary's, and the shells read them
 "$BIN" --man docs/attnviz.1.in | cmp -s - docs/attnviz.1 && pass man_page_is_generated_from_the_table ||

@@ -117,3 +117,32 @@ test('screenshots of the Image view, both themes, 1,400 x 1,000', async () => {
     } finally { await page.close(); }
   }
 });
+
+test('a vision-language model (LLaVA): the picture\'s tokens in the decoder\'s sequence; the text after it queries them', async () => {
+  const text = 'USER: <image>\nWhat is in the picture? ASSISTANT:';
+  const p = cliPage('image-llava', ['--model', model('small-llava'), '--image', PIC, text]);
+  const d = p.data();
+  const im = d.image, last = d.tokens.length - 1;
+  for (const theme of ['light', 'dark']) {
+    const { page, log } = await openPage(browser.ctx, p.html, { theme, viewport: { width: 1400, height: 1000 } });
+    try {
+      assert.equal(await page.evaluate(() => document.body.dataset.view), 'image');
+      await page.waitForSelector('#view-image[data-drawn="1"]');
+      /* the default query: the last text token, which reads the picture (a causal decoder's tokens before it cannot) */
+      assert.equal(await page.getAttribute('#view-image', 'data-query'), String(last));
+      const buttons = await page.$$eval('#view-image .iv-q button', bs => bs.map(b => b.textContent));
+      const after = d.tokens.map((t, i) => i).filter(i => im.token_kinds[i] === 'text' && i > im.image_tokens.at(-1));
+      assert.deepEqual(buttons, [...after.map(i => d.display_tokens ? d.display_tokens[i] : d.tokens[i]), 'every query']);
+      /* its share of the picture is the JSON's row over the image tokens (layer 0, head 0) */
+      const row = d.attention[0][0][last], share = im.image_tokens.reduce((a, j) => a + row[j], 0);
+      const rows = await page.$$eval('#view-image .iv-card:nth-child(2) .iv-row:not(.hd)', rs => rs.map(r => [...r.children].map(c => c.textContent)));
+      assert.equal(rows.at(-1)[0], 'the picture');
+      assert.ok(Math.abs(parseFloat(rows.at(-1)[2]) - 100 * share) <= 0.1, rows.at(-1)[2] + ' vs ' + share);
+      await page.screenshot({ path: path.join(SHOTS, 'image-llava-' + theme + '.png') });
+      /* the head view labels the image tokens with their patch */
+      await clickAndRender(page, '#tabs [data-view=head]');
+      assert.equal(await page.$$eval('#view-head .hv-left canvas.tok-thumb', cs => cs.length), im.image_tokens.length);
+      clean(log);
+    } finally { await page.close(); }
+  }
+});

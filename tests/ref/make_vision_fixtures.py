@@ -7,9 +7,13 @@ the preprocessor_config.json its family publishes (at the fixture's size), and a
                  the 4 x 4 of its 32-pixel crop (1 + 2 + 16 tokens)
   small-siglip   SiglipModel, F16: both towers (text: a tiny BPE tokenizer.json), the pooling
                  head (16 tokens)
+  small-llava    LlavaForConditionalGeneration, F32: a CLIP vision tower (TINY, 3 layers: 16 image tokens
+                 from the feature layer -2, the class token dropped), the projector, a Llama (hidden 32,
+                 4 heads, 2 key/value heads, 2 layers) with a tiny BPE tokenizer holding <image>
   picture.png    48 x 40 RGB: a red disc on a blue-grey ground (the grid's patches differ)
 
-usage: make_vision_fixtures.py OUT_DIR   (tests/data; run with tools/pyimg.sh's python)
+usage: make_vision_fixtures.py OUT_DIR [NAME...]   (tests/data; run with tools/pyimg.sh's python; NAME: only
+those fixtures, e.g. small-llava)
 """
 import json
 import os
@@ -37,16 +41,22 @@ def peaky(model, scale):
                 p.normal_(0, 1.0)
 
 
-def tokenizer_json(path, words):
-    """A tiny byte-level-free BPE tokenizer.json trained by the tokenizers library on the words."""
+def tokenizer_json(path, words, llava=False):
+    """A tiny byte-level-free BPE tokenizer.json trained by the tokenizers library on the words (llava: a
+    decoder's, <s> first, with <image> among its special tokens)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["[UNK]", "</s>"], show_progress=False)
+    specials = ["[UNK]", "<s>", "</s>", "<image>"] if llava else ["[UNK]", "</s>"]
+    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=specials, show_progress=False)
     tok.train_from_iterator([" ".join(words)] * 4, trainer)
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A $B </s>",
-                                                       special_tokens=[("</s>", tok.token_to_id("</s>"))])
+    if llava:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    else:
+        tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A $B </s>",
+                                                           special_tokens=[("</s>", tok.token_to_id("</s>"))])
     tok.save(os.path.join(path, "tokenizer.json"))
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
         json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "</s>", "unk_token": "[UNK]"}, f)
@@ -62,7 +72,39 @@ def save(model, out, dtype, pre):
         json.dump(pre, f, indent=1)
 
 
-def main(root):
+def llava(root):
+    out = os.path.join(root, "small-llava")
+    os.makedirs(out, exist_ok=True)
+    words = "user : assistant what is in the picture ? a red disc on blue grey ground describe it .".split()
+    vocab = tokenizer_json(out, words, llava=True)
+    image_id = json.load(open(os.path.join(out, "tokenizer.json")))["model"]["vocab"]["<image>"]
+    torch.manual_seed(11)
+    cfg = T.LlavaConfig(vision_config=T.CLIPVisionConfig(**dict(TINY, num_hidden_layers=3), hidden_act="quick_gelu"),
+                        text_config=T.LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=48,
+                                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                  max_position_embeddings=128, bos_token_id=1, eos_token_id=2),
+                        image_token_index=image_id, image_seq_length=16, vision_feature_layer=-2,
+                        vision_feature_select_strategy="default")
+    model = T.LlavaForConditionalGeneration._from_config(cfg, attn_implementation="eager").eval()
+    peaky(model, 3.0)
+    with torch.no_grad():
+        model.model.multi_modal_projector.linear_2.weight.mul_(4.0)
+    keep = {f: open(os.path.join(out, f)).read() for f in ("tokenizer.json", "tokenizer_config.json")}
+    save(model, out, "float32", {"image_processor_type": "CLIPImageProcessor", "do_center_crop": True,
+                                 "do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
+                                 "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                                 "image_std": [0.26862954, 0.26130258, 0.27577711], "resample": 3,
+                                 "crop_size": {"height": 32, "width": 32}, "size": {"shortest_edge": 32}})
+    for f, text in keep.items():
+        with open(os.path.join(out, f), "w") as fh:
+            fh.write(text)
+
+
+def main(root, only=()):
+    if only:
+        for name in only:
+            {"small-llava": llava}[name](root)
+        return
     torch.manual_seed(7)
     vit = T.ViTModel._from_config(T.ViTConfig(**TINY), add_pooling_layer=False, attn_implementation="eager").eval()
     peaky(vit, 3.0)
@@ -102,7 +144,8 @@ def main(root):
     disc = (x - 30) ** 2 + (y - 14) ** 2 < 100
     img[disc] = (220, 40, 30)
     Image.fromarray(img).save(os.path.join(root, "vision-picture.png"))
+    llava(root)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -12,6 +12,8 @@ attnviz's own pixel values and the ids its processor makes of the same text.
     2,752 MLP) and 2 layers, so that transformers' float64 pass stays seconds; Llama 2's tokenizer with
     <image> and <pad> added, as llava-hf's.
 
+  small-llava: the committed fixture (tests/ref/make_vision_fixtures.py) the command line's and page's tests run.
+
 usage: vlm_check.py ATTNVIZ WORKDIR IMAGE TOKENIZER_JSON [--only NAME]
 Prints one PASS/FAIL line per check and kernel path: the sequence's ids against LlavaProcessor's (the
 picture's tokens where the text's <image> is), every layer's and head's attention of the vision tower
@@ -47,6 +49,7 @@ PRE_LLAVA = {"image_processor_type": "CLIPImageProcessor", "do_center_crop": Tru
              "size": {"shortest_edge": 336}}
 
 SPECS = {
+    "small-llava": dict(fixture="tests/data/small-llava", cls=T.LlavaForConditionalGeneration),
     "llava-1.5": dict(config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
                                                    text_config=T.LlamaConfig(**LLAMA_NARROW), image_token_index=32000,
                                                    vision_feature_layer=-2, vision_feature_select_strategy="default",
@@ -70,6 +73,8 @@ def tokenizer_files(src, out):
 
 def build(name, workdir, tok_src):
     spec = SPECS[name]
+    if "fixture" in spec:
+        return spec["fixture"]
     out = os.path.join(workdir, name)
     if os.path.exists(os.path.join(out, "config.json")):
         return out
