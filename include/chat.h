@@ -1,6 +1,7 @@
 /* chat.h — a model's chat template: found where transformers finds it (a
  * folder's chat_template.jinja, else tokenizer_config.json's chat_template,
- * a string or the "default" of a list of {name, template}; a GGUF's
+ * a string or the "default" of a list of {name, template}, else a
+ * processor's chat_template.json (vision-language models); a GGUF's
  * tokenizer.chat_template), with the special tokens the template reads
  * (bos_token, eos_token, ...: tokenizer_config.json's strings or AddedToken
  * objects, special_tokens_map.json for older folders; a GGUF's token ids
@@ -21,7 +22,8 @@ typedef struct ChatTemplate ChatTemplate;
 /* One message. content is its text; or, when parts is non-NULL, the content is
  * the list [{"type": "text", "text": parts[0]}, ...] (OpenAI's content parts),
  * handed to the template as such: templates that read content as a string
- * refuse it, as they do in transformers. */
+ * refuse it, as they do in transformers. A NULL part is {"type": "image"}:
+ * where a vision-language model's template puts the picture's placeholder. */
 typedef struct {
     const char *role;
     const char *content;

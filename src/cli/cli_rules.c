@@ -31,7 +31,7 @@ const CliRule CLI_RULES[] = {
      "--decoder-text goes with one source TEXT: not with a second text, --batch (its lines are SOURCE<TAB>TARGET), "
      "--tokens-only or --telemetry"},
     {C_RUN, "chat-file", CLI_EXCLUDES, "batch", "--chat-file FILE is the input: no --batch"},
-    {C_RUN, "chat chat-file", CLI_EXCLUDES, "decoder-text image",
+    {C_RUN, "chat chat-file", CLI_EXCLUDES, "decoder-text",
      "{opt} renders text in a decoder's chat template: not with {other}"},
     {C_RUN, "telemetry", CLI_EXCLUDES,
      "html npy out-dir qk hidden stats predict generate no-special words tokens-only measure=norm logit-lens "

@@ -231,6 +231,9 @@ static int check_image_run(const Run *r, AvErr *e) {
         return av_err_usage(e, "%s is a %s model: give it an image (--image FILE, PNG or JPEG)", r->name, c->model_type);
     if (o->text_b) return av_err_usage(e, "%s", "--image takes at most one text (a whole CLIP or SigLIP model's)");
     if (check_text(r, o->text_a, e)) return -1;
+    if (run_is_chat(o))
+        return av_err_usage(e, "%s is a %s model: --chat renders a decoder's chat template (a vision-language model's, "
+                               "with --image)", r->name, r->cfg.model_type);
     if (o->capture.no_special)
         return av_err_usage(e, "%s", "--image keeps every token (the image's grid reads their places): hide the "
                                      "class and register tokens on the page instead");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "image.h"
 #include "imgproc.h"
 #include "report.h"
@@ -38,6 +39,7 @@ typedef struct {
     float *x;              /* (n, hidden) the decoder's input */
     unsigned char *png;
     size_t png_len;
+    char *chat;            /* --chat: the rendered prompt */
 } VlmRun;
 
 static void vlm_run_free(VlmRun *v) {
@@ -49,7 +51,7 @@ static void vlm_run_free(VlmRun *v) {
     imgproc_free(&v->px);
     model_runstate_free(&v->vrs);
     model_capture_free(&v->vcap);
-    free(v->embeds), free(v->x), free(v->png);
+    free(v->embeds), free(v->x), free(v->png), free(v->chat);
 }
 
 static int check_vlm_run(const Run *r, AvErr *e) {
@@ -58,6 +60,9 @@ static int check_vlm_run(const Run *r, AvErr *e) {
         return av_err_usage(e, "%s is a vision-language model: with --image give its text too, with <image> where the "
                                "picture goes (\"USER: <image>\\nWhat is in the picture? ASSISTANT:\")", r->name);
     if (o->text_b) return av_err_usage(e, "%s", "--image with a vision-language model takes one text");
+    if (o->chat_file)
+        return av_err_usage(e, "%s", "--chat-file with --image: not yet (--chat TEXT puts the picture where the "
+                                     "template says)");
     if (o->capture.no_special)
         return av_err_usage(e, "%s", "--image keeps every token (the picture's grid reads their places): hide the "
                                      "special tokens on the page instead");
@@ -136,7 +141,29 @@ int run_vlm(Run *r, AvErr *e) {
         av_err_prefix(e, "%s", o->image);
         goto done;
     }
-    if (run_tokenize(r, o->text_a, NULL, &v.text, e)) goto done;
+    /* --chat: the message is the picture then the text, rendered by the model's template, which writes
+     * the placeholder where it puts pictures */
+    char *chat = NULL;
+    if (run_is_chat(o)) {
+        const ChatTemplate *t;
+        const char *parts[2] = {NULL, o->text_a};
+        ChatMessage one = {"user", NULL, parts, 2};
+        if (pipeline_chat_template(r, &t, e)) goto done;
+        if (!t) {
+            av_err(e, "--chat: %s ships no chat template", r->dir);
+            goto done;
+        }
+        if (chat_render(t, &one, 1, 1, &chat, e)) goto done;
+    }
+    /* as transformers' processors tokenize a rendered chat: with the tokenizer's special tokens unless
+     * the template wrote the first one itself (LLaVA's writes none: <s> is added) */
+    const char *bos = chat && r->chat ? chat_template_special(r->chat, "bos_token") : NULL;
+    const int trc = chat && !(bos && *bos && !strncmp(chat, bos, strlen(bos)))
+                        ? tok_encode(r->tok, chat, strlen(chat), NULL, 0, cfg_max_tokens(c), &v.text, e)
+                        : run_tokenize(r, chat ? chat : o->text_a, NULL, &v.text, e);
+    free(v.chat);
+    v.chat = chat;
+    if (trc) goto done;
     run_warn_truncated(r, &v.text, 0);
     const int first = expand(r, &v, rows, cols, e);
     if (first < 0) goto done;
@@ -167,7 +194,7 @@ int run_vlm(Run *r, AvErr *e) {
                    .feature_layer = c->vlm_feature_layer, .image_embeds = v.embeds, .n_image = ni, .embeds_dim = H,
                    .pixels = v.px.pixels};
     r->image = &oi;
-    rc = run_finish_input(r, o->text_a, NULL, 0, &v.enc, &r->cap, NULL, e);
+    rc = run_finish_input(r, v.chat ? v.chat : o->text_a, NULL, 0, &v.enc, &r->cap, NULL, e);
     r->image = NULL;
     if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);

@@ -175,13 +175,14 @@ static int specials_of(cJSON *sp, const cJSON *cfg, AvErr *e) {
 
 static int from_dir(ChatTemplate **out, const char *dir, AvErr *e) {
     char *cfgp = av_path_join(dir, "tokenizer_config.json"), *jinp = av_path_join(dir, "chat_template.jinja"),
-         *mapp = av_path_join(dir, "special_tokens_map.json");
+         *mapp = av_path_join(dir, "special_tokens_map.json"), *procp = av_path_join(dir, "chat_template.json");
+    cJSON *proc = NULL;
     cJSON *cfg = NULL, *map = NULL, *sp = cJSON_CreateObject();
     char *src = NULL, origin[1100];
     const char *text = NULL;
     size_t len = 0;
     int rc = -1, absent;
-    if (!cfgp || !jinp || !mapp || !sp) {
+    if (!cfgp || !jinp || !mapp || !procp || !sp) {
         av_err(e, "out of memory");
         goto done;
     }
@@ -220,6 +221,17 @@ static int from_dir(ChatTemplate **out, const char *dir, AvErr *e) {
             goto done;
         }
     }
+    if (!text && av_file_exists(procp)) {
+        /* a vision-language model's processor keeps its template in chat_template.json */
+        if (!(proc = read_json(procp, e, &absent))) goto done;
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(proc, "chat_template");
+        if (!cJSON_IsString(ct)) {
+            av_err(e, "%s: \"chat_template\" is not a string", procp);
+            goto done;
+        }
+        text = ct->valuestring, len = strlen(text);
+        snprintf(origin, sizeof origin, "%s: chat_template", procp);
+    }
     if (!text) {
         rc = 0; /* the model ships no template */
         goto done;
@@ -237,10 +249,12 @@ done:
     cJSON_Delete(sp);
     cJSON_Delete(cfg);
     cJSON_Delete(map);
+    cJSON_Delete(proc);
     free(src);
     free(cfgp);
     free(jinp);
     free(mapp);
+    free(procp);
     return rc;
 }
 
@@ -265,8 +279,10 @@ int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_gene
             if (!parts) goto oom;
             for (int k = 0; k < m[i].n_parts; k++) {
                 cJSON *p = cJSON_CreateObject();
-                if (!p || !cJSON_AddItemToArray(parts, p) || !cJSON_AddStringToObject(p, "type", "text") ||
-                    !cJSON_AddStringToObject(p, "text", m[i].parts[k]))
+                /* a NULL part is a picture's place: {"type": "image"} (a vision-language model's chat) */
+                if (!p || !cJSON_AddItemToArray(parts, p) ||
+                    !cJSON_AddStringToObject(p, "type", m[i].parts[k] ? "text" : "image") ||
+                    (m[i].parts[k] && !cJSON_AddStringToObject(p, "text", m[i].parts[k])))
                     goto oom;
             }
         } else if (!cJSON_AddStringToObject(o, "content", m[i].content ? m[i].content : "")) {
@@ -286,7 +302,7 @@ int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_gene
     size_t text = 0;
     for (int i = 0; i < n; i++) {
         text += m[i].content ? strlen(m[i].content) : 0;
-        for (int k = 0; m[i].parts && k < m[i].n_parts; k++) text += strlen(m[i].parts[k]);
+        for (int k = 0; m[i].parts && k < m[i].n_parts; k++) text += m[i].parts[k] ? strlen(m[i].parts[k]) : 0;
     }
     o.max_steps = 2000000 + (long long)(text < 2000000 ? text : 2000000) * 100;
     size_t len;
