@@ -94,6 +94,12 @@ int arch_siglip_vision_load(struct Model *m, AvErr *e);
 int arch_clip_vision_load_at(struct Model *m, const char *base, AvErr *e);
 int arch_llava_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_llava_load(struct Model *m, AvErr *e);
+int arch_clip_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
+int arch_clip_gguf_name(const char *hf, char *out, size_t len);
+/* A LLaVA from llama.cpp's pair: the language model m (its text GGUF, loaded) with the vision tower and
+ * projector of the mmproj GGUF at path (the legacy converter's "clip" file with a LLaVA projector);
+ * image_token_id: the text's placeholder for the picture (its tokenizer's <image>). */
+int arch_llava_attach_mmproj(struct Model *m, const char *path, int image_token_id, AvErr *e);
 int arch_gptoss_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_gptoss_load(struct Model *m, AvErr *e);
 int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);

@@ -145,6 +145,15 @@ typedef struct {
     int vis_projection;   /* CLIP: visual_projection's width (projection_dim); 0: none */
     int layer_scale;      /* DINOv2: each block's attention and MLP outputs scaled per channel */
     int text_tower;       /* the folder is a whole CLIP or SigLIP model: Model.text holds the text tower */
+    /* a vision tower read from llama.cpp's mmproj GGUF ("clip"): the normalization its metadata gives
+     * (the folder's preprocessor_config.json otherwise), fc1 and fc2 under each other's names (the
+     * legacy LLaVA converter's ffn_down/ffn_up), and its LLaVA projector's feature layer (clip.vision.
+     * feature_layer, a hidden_states index) */
+    float vis_mean[3], vis_std[3];
+    int vis_norm_given;
+    int vis_ffn_swapped;
+    int vis_llava_proj;   /* clip.has_llava_projector with projector_type "mlp" */
+    int vis_feature_layer;
     /* Vision-language models (LLaVA, ...: vision.h's VlmWeights): this config is the language model's;
      * Model.vision holds the vision tower (its own config), whose features, projected, take the place
      * of the image tokens in the decoder's sequence. */

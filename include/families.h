@@ -65,7 +65,8 @@
     X(DINOV2, "dinov2", "Dinov2", "dinov2.", "hidden_size", "num_attention_heads", arch_dinov2_parse, arch_dinov2_load, \
       NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                                                                         \
     X(CLIP_VISION, "clip_vision_model", "CLIPVision", "vision_model.", "hidden_size", "num_attention_heads",       \
-      arch_clip_vision_parse, arch_clip_vision_load, NULL, NULL, NULL, TOK_SOURCE_NONE, 0)                                                         \
+      arch_clip_vision_parse, arch_clip_vision_load, "clip", arch_clip_gguf_config, arch_clip_gguf_name,           \
+      TOK_SOURCE_NONE, 0)                                                         \
     X(CLIP, "clip", "CLIP", "", "hidden_size", "num_attention_heads", arch_clip_parse, arch_clip_load, NULL, NULL,  \
       NULL, TOK_SOURCE_JSON, 0)                                                                                     \
     X(SIGLIP_VISION, "siglip_vision_model", "SiglipVision", "vision_model.", "hidden_size", "num_attention_heads", \

@@ -18,6 +18,7 @@ typedef struct {
     int resident;       /* 1: weights read into memory (util.h's AV_MAP_RESIDENT) for a process that
                            makes many passes (serve, the library); 0: as the run suits (resident for a
                            long batch, generation or ablation, mapped for one pass or a short batch) */
+    const char *mmproj; /* --mmproj FILE: llama.cpp's vision tower and projector beside a text GGUF (LLaVA) */
 } ModelSpec;
 
 /* --measure: what the views, scores and statistics read. MEASURE_NORM adds

@@ -32,7 +32,7 @@ static Live *open_model(const char *dir, int max_tokens, size_t cache) {
     page.output.precision = 6;
     page.predict.top_p = 1;
     page.capture.max_tokens = max_tokens;
-    const ModelSpec m = {dir, -1, 0, 0};
+    const ModelSpec m = {dir, -1, 0, 0, NULL};
     const LiveLimits lim = {cache, 4, 10000.0, 8, 16, 0, 0, 0, CAP_QK_F32};
     Live *lv = NULL;
     AvErr e = {0};

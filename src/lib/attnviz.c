@@ -113,7 +113,7 @@ ATTNVIZ_API attnviz_model *attnviz_model_open(const char *path, unsigned flags, 
     m->spec.output.precision = 6;
     m->spec.predict.top_p = 1.0;
     m->spec.quiet = 1;
-    ModelSpec ms = {path, flags & ATTNVIZ_OPEN_CASED ? 0 : flags & ATTNVIZ_OPEN_UNCASED ? 1 : -1, 0, 1};
+    ModelSpec ms = {path, flags & ATTNVIZ_OPEN_CASED ? 0 : flags & ATTNVIZ_OPEN_UNCASED ? 1 : -1, 0, 1, NULL};
     const char *dir = NULL, *why = NULL;
     if (pipeline_open(&m->p, &ms, &m->spec, &dir, &why, &e) != 0) {
         to_status(&e, err);

@@ -75,6 +75,24 @@ static int check_vlm_run(const Run *r, AvErr *e) {
     return 0;
 }
 
+/* How a picture is prepared: the folder's preprocessor_config.json; for llama.cpp's pair, a CLIP
+ * processor's steps at the mmproj's image size with its normalization (transformers' CLIPImageProcessor
+ * as the Hugging Face folder it came from would have it: shortest edge, then the center crop, bicubic). */
+static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
+    const Model *v = r->model.vision;
+    if (!v->gguf) return imgproc_load(p, r->dir, e);
+    const ModelConfig *vc = &v->cfg;
+    static const float CLIP_MEAN[3] = {0.48145466f, 0.4578275f, 0.40821073f}, CLIP_STD[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    const float *mean = vc->vis_norm_given & 1 ? vc->vis_mean : CLIP_MEAN, *std = vc->vis_norm_given & 2 ? vc->vis_std : CLIP_STD;
+    char json[600];
+    snprintf(json, sizeof json,
+             "{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": {\"shortest_edge\": %d}, \"crop_size\": "
+             "{\"height\": %d, \"width\": %d}, \"do_center_crop\": true, \"resample\": 3, \"image_mean\": [%.9g, %.9g, %.9g], "
+             "\"image_std\": [%.9g, %.9g, %.9g]}",
+             vc->image_size, vc->image_size, vc->image_size, mean[0], mean[1], mean[2], std[0], std[1], std[2]);
+    return imgproc_parse(p, json, strlen(json), "the mmproj's clip.vision metadata", e);
+}
+
 /* The sequence: the text's tokens with its one placeholder replaced by n_image image tokens. */
 static int expand(Run *r, VlmRun *v, int rows, int cols, AvErr *e) {
     const ModelConfig *c = &r->cfg;
@@ -135,7 +153,7 @@ int run_vlm(Run *r, AvErr *e) {
     int rc = -1, rows, cols, nv;
     if (check_vlm_run(r, e)) return -1;
     double t0 = av_now_ms();
-    if (imgproc_load(&v.proc, r->dir, e) || img_load(o->image, &v.img, e) || imgproc_run(&v.proc, &v.img, &v.px, e))
+    if (load_proc(r, &v.proc, e) || img_load(o->image, &v.img, e) || imgproc_run(&v.proc, &v.img, &v.px, e))
         goto done;
     if (vis_grid(vc, v.px.h, v.px.w, &rows, &cols, &nv, e)) {
         av_err_prefix(e, "%s", o->image);

@@ -199,6 +199,16 @@ static int load_all(Run *r, AvErr *e) {
         r->cfg = r->model.cfg;
     }
     if (load_tokenizer(r, have_cfg, e) != 0) goto done;
+    if (r->m.mmproj) {
+        /* llama.cpp's pair: the text GGUF's <image> is where the picture goes */
+        if (!r->have_model) {
+            av_err_usage(e, "%s", "--mmproj goes with a model's weights, not --tokens-only");
+            goto done;
+        }
+        const int img = r->tok ? tok_token_to_id(r->tok, "<image>") : -1;
+        if (arch_llava_attach_mmproj(&r->model, r->m.mmproj, img, e) != 0) goto done;
+        r->cfg = r->model.cfg;
+    }
     read_chat_template(r, have_cfg);
     if (run_is_chat(o) && load_chat(r, have_cfg, e) != 0) goto done;
     if (have_cfg && av_file_exists(heads) &&

@@ -1136,7 +1136,7 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     /* no --model: the one the CLI would find (path NULL) */
     ModelSpec models[16];
     const int nm = o->n_models ? o->n_models : 1;
-    for (int i = 0; i < nm; i++) models[i] = (ModelSpec){o->n_models ? o->models[i] : NULL, o->lowercase, 0, 1};
+    for (int i = 0; i < nm; i++) models[i] = (ModelSpec){o->n_models ? o->models[i] : NULL, o->lowercase, 0, 1, NULL};
     LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64, TILE_SIDE, o->long_from,
                       HTML_LONG_TOP_K, o->qk_prec};
     if (live_open(&sv.lv, models, nm, &o->page, &lim, e) != 0) goto out;

@@ -51,7 +51,7 @@ PRE_LLAVA = {"image_processor_type": "CLIPImageProcessor", "do_center_crop": Tru
 
 SPECS = {
     "small-llava": dict(fixture="tests/data/small-llava", cls=T.LlavaForConditionalGeneration),
-    "llava-1.5": dict(config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
+    "llava-1.5": dict(gguf=True, config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
                                                    text_config=T.LlamaConfig(**LLAMA_NARROW), image_token_index=32000,
                                                    vision_feature_layer=-2, vision_feature_select_strategy="default",
                                                    projector_hidden_act="gelu"),
@@ -105,6 +105,11 @@ def build(name, workdir, tok_src):
                 p.normal_(0, 1.0)
             elif "multi_modal_projector" in pname and pname.endswith("weight"):
                 p.mul_(4.0)  # image tokens as large as text embeddings, so the decoder's rows over them vary
+        for pname, p in model.named_parameters():
+            # what llama.cpp's legacy mmproj converter stores in F16 whatever it is asked (the patch
+            # embedding, the projector's matrices) made exact in F16, so its file holds these very weights
+            if "patch_embedding" in pname or ("multi_modal_projector" in pname and pname.endswith("weight")):
+                p.copy_(p.half().float())
     model.to(getattr(torch, spec["dtype"])).save_pretrained(tmp, safe_serialization=True)
     with open(os.path.join(tmp, "preprocessor_config.json"), "w") as f:
         json.dump(spec["pre"], f)
@@ -125,6 +130,73 @@ def run_attnviz(attnviz, model_dir, image, prefix, kernel):
     meta = json.load(open(prefix + ".json"))
     got = {"meta": meta, "attn": np.load(prefix + ".npy")}
     for k in ("vision_attention", "image_embeds", "pixel_values", "image_tokens", "image_grid"):
+        got[k] = np.load(f"{prefix}.{k}.npy")
+    return got, None
+
+
+def rename_like_llava_hf(path):
+    """transformers 5 saves the tower as "vision_tower.*"; llava-hf's published files (and llama.cpp's legacy
+    surgery script) have "vision_tower.vision_model.*": the names rewritten in place, the data kept."""
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    h = {("vision_tower.vision_model." + k[len("vision_tower."):] if k.startswith("vision_tower.") and
+          not k.startswith("vision_tower.vision_model.") else k): v for k, v in h.items()}
+    hb = json.dumps(h).encode()
+    hb += b" " * (-len(hb) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+
+
+def gguf_pair(model_dir, workdir, name, llama_cpp, pyllava):
+    """The text GGUF (convert_hf_to_gguf.py, F32) and the mmproj GGUF (llava_surgery_v2.py, then
+    convert_image_encoder_to_gguf.py --use-f32: llama.cpp's documented path for LLaVA-1.5) of model_dir."""
+    out = os.path.join(workdir, name + "-gguf")
+    text, mmproj = os.path.join(out, "text-f32.gguf"), os.path.join(out, "mmproj-model-f32.gguf")
+    if os.path.exists(text) and os.path.exists(mmproj):
+        return text, mmproj, None
+    tmp = f"{out}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    src, surg, vit = (os.path.join(tmp, d) for d in ("src", "surgery", "vit"))
+    shutil.copytree(model_dir, src)
+    rename_like_llava_hf(os.path.join(src, "model.safetensors"))
+    shutil.copytree(src, surg)
+    os.makedirs(vit)
+    env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))
+    legacy = os.path.join(llama_cpp, "tools", "mtmd", "legacy-models")
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    vcfg = dict(cfg["vision_config"], model_type="clip_vision_model", architectures=["CLIPVisionModel"],
+                vision_feature_layer=cfg.get("vision_feature_layer", -2))
+    steps = [
+        [sys.executable, os.path.join(llama_cpp, "convert_hf_to_gguf.py"), src, "--outfile", os.path.join(tmp, "text-f32.gguf"),
+         "--outtype", "f32"],
+        [pyllava, os.path.join(legacy, "llava_surgery_v2.py"), "-C", "-m", surg],
+        "vit",
+        [pyllava, os.path.join(legacy, "convert_image_encoder_to_gguf.py"), "-m", vit, "--llava-projector",
+         os.path.join(surg, "llava.projector"), "--output-dir", tmp, "--clip-model-is-vision", "--use-f32"],
+    ]
+    for step in steps:
+        if step == "vit":  # the tower alone as a CLIP vision model's folder (llava.md's LLaVA-1.6 steps)
+            shutil.copy(os.path.join(surg, "llava.clip"), os.path.join(vit, "pytorch_model.bin"))
+            json.dump(vcfg, open(os.path.join(vit, "config.json"), "w"))
+            continue
+        r = subprocess.run(step, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, None, f"{os.path.basename(step[1])} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
+    os.makedirs(out, exist_ok=True)
+    for f in ("text-f32.gguf", "mmproj-model-f32.gguf"):
+        os.replace(os.path.join(tmp, f), os.path.join(out, f))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return text, mmproj, None
+
+
+def run_attnviz_gguf(attnviz, text, mmproj, image, prefix):
+    r = subprocess.run([attnviz, "--quiet", "--model", text, "--mmproj", mmproj, "--image", image, PROMPT, "--json",
+                        prefix + ".json", "--npy", prefix + ".npy"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    got = {"meta": json.load(open(prefix + ".json")), "attn": np.load(prefix + ".npy")}
+    for k in ("vision_attention", "image_embeds", "pixel_values"):
         got[k] = np.load(f"{prefix}.{k}.npy")
     return got, None
 
@@ -194,6 +266,8 @@ def main():
     ap.add_argument("image")
     ap.add_argument("tokenizer")
     ap.add_argument("--only", default="")
+    ap.add_argument("--llama-cpp", default="")
+    ap.add_argument("--pyllava", default="")
     a = ap.parse_args()
     fails = 0
     for name in SPECS:
@@ -245,6 +319,31 @@ def main():
                   + ", ".join(f"{k} {v:.2e}" for k, v in errs.items())
                   + f"; the text after the picture gives it {100 * share:.0f}% of its attention", flush=True)
             fails += not ok
+        if not SPECS[name].get("gguf"):
+            continue
+        # llama.cpp's pair made of the same checkpoint: its text GGUF (its own tokenizer: the ids the run
+        # reads are fed to transformers) and mmproj (the layers up to the feature layer)
+        text, mmproj, err = gguf_pair(model_dir, a.workdir, name, a.llama_cpp, a.pyllava)
+        got = None
+        if err is None:
+            got, err = run_attnviz_gguf(a.attnviz, text, mmproj, a.image, os.path.join(a.workdir, name + ".gguf.out"))
+        if got is None:
+            print(f"FAIL vlm {name} gguf: {err}")
+            fails += 1
+            continue
+        ids = got["meta"]["input_ids"]
+        gref = reference(name, model_dir, got["pixel_values"], ids)
+        nv = got["vision_attention"].shape[0]
+        img = np.array(got["meta"]["image"]["image_tokens"])
+        errs = {"vision attention": float(np.abs(got["vision_attention"] - gref["vision_attention"][:nv]).max()),
+                "projector": float(np.abs(got["image_embeds"] - gref["image_embeds"]).max()
+                                   / np.abs(gref["image_embeds"]).max()),
+                "decoder attention": float(np.abs(got["attn"] - gref["attn"]).max())}
+        ok = all(v <= TOL for v in errs.values()) and len(img) == gref["image_embeds"].shape[0]
+        print(f"{'PASS' if ok else 'FAIL'} vlm {name} gguf (llama.cpp's text F32 GGUF + legacy mmproj: "
+              f"{got['meta']['dtype']}, {len(ids)} tokens as its tokenizer makes them, the tower's {nv} layers up to the "
+              f"feature layer): " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()), flush=True)
+        fails += not ok
     return 1 if fails else 0
 
 

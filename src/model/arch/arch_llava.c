@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "gguf.h"
 #include "model.h"
 #include "util.h"
 #include "vision.h"
@@ -181,4 +182,46 @@ int arch_llava_load(Model *m, AvErr *e) {
     return model_linear(m, &p->p1, l1, Hv, Ht, c->vlm_proj_bias, e) || model_linear(m, &p->p2, l2, Ht, Ht, c->vlm_proj_bias, e)
                ? -1
                : 0;
+}
+
+int arch_llava_attach_mmproj(Model *m, const char *path, int image_token_id, AvErr *e) {
+    ModelConfig *c = &m->cfg;
+    if (!m->gguf) return av_err_usage(e, "--mmproj goes with a llama.cpp text model (a .gguf file)");
+    if (c->arch != arch_detect("llama", NULL)->kind)
+        return av_err(e, "%s: a %s model: attnviz reads LLaVA's mmproj beside a llama text model", m->path, c->model_type);
+    Model *v = calloc(1, sizeof *v);
+    if (!v) return av_err(e, "out of memory");
+    if (model_load_gguf(v, path, e)) {
+        free(v);
+        return -1;
+    }
+    m->vision = v;
+    const ModelConfig *vc = &v->cfg;
+    if (!vc->vision || vc->vis_cls != 1 || !vc->vis_llava_proj)
+        return av_err(e, "%s: not an mmproj with a LLaVA projector (clip.has_llava_projector, projector_type \"mlp\")", path);
+    if (image_token_id < 0 || image_token_id >= c->vocab_size)
+        return av_err(e, "%s: its tokenizer has no <image> token to put the picture's tokens in place of", m->path);
+    VlmWeights *p = calloc(1, sizeof *p);
+    if (!p) return av_err(e, "out of memory");
+    m->vlm = p;
+    p->kind = VLM_PROJ_MLP;
+    const int Hv = vc->hidden_size, Ht = c->hidden_size;
+    const GgufTensor *t2 = gguf_find_tensor(v->gguf, "mm.2.weight");
+    if (t2 && t2->n_dims == 2 && (int64_t)t2->dims[1] != Ht)
+        return av_err(e, "%s: its projector makes %llu-wide image tokens; %s's hidden size is %d (another model's mmproj?)",
+                      path, (unsigned long long)t2->dims[1], m->path, Ht);
+    if (model_linear(v, &p->p1, "multi_modal_projector.linear_1", Hv, Ht, 1, e) ||
+        model_linear(v, &p->p2, "multi_modal_projector.linear_2", Ht, Ht, 1, e))
+        return -1;
+    /* the products run with the language model's state: its scratch must take the projector's input */
+    if (Hv > m->max_in) m->max_in = Hv;
+    c->vlm = 1;
+    c->image_token_id = image_token_id;
+    c->vlm_feature_layer = vc->vis_feature_layer;
+    c->vlm_drop_cls = 1;
+    const int grid = vc->image_size / vc->patch_size;
+    c->vlm_tokens = grid * grid;
+    c->vlm_proj_act = (int)ACT_GELU;
+    c->vlm_proj_bias = 1;
+    return 0;
 }

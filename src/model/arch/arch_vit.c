@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "gguf.h"
 #include "model.h"
 #include "util.h"
 #include "vision.h"
@@ -154,9 +155,11 @@ static int load_blocks(Model *m, const char *layers, const BlockNames *nm, AvErr
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, FF = c->intermediate_size;
     char p[9][300];
+    /* the legacy LLaVA converter's mmproj files hold fc1 as ffn_down and fc2 as ffn_up */
+    const char *fc1 = c->vis_ffn_swapped ? nm->fc2 : nm->fc1, *fc2 = c->vis_ffn_swapped ? nm->fc1 : nm->fc2;
     for (int l = 0; l < c->num_layers; l++) {
         LayerWeights *L = &m->w.layers[l];
-        const char *parts[9] = {nm->q, nm->k, nm->v, nm->o, nm->norm1, nm->norm2, nm->fc1, nm->fc2, nm->ls1};
+        const char *parts[9] = {nm->q, nm->k, nm->v, nm->o, nm->norm1, nm->norm2, fc1, fc2, nm->ls1};
         for (int k = 0; k < 9; k++)
             if (parts[k]) snprintf(p[k], sizeof p[k], "%s.%d.%s", layers, l, parts[k]);
         if (model_linear(m, &L->q, p[0], H, H, 1, e) || model_linear(m, &L->k, p[1], H, H, 1, e) ||
@@ -246,9 +249,13 @@ static int load_clip_vision(Model *m, const char *base, AvErr *e) {
         !(v->cls = model_tensor_flat(m, vname(b[1], 160, base, "embeddings.class_embedding"), H, e)) ||
         load_positions(m, v, vname(b[2], 160, base, "embeddings.position_embedding.weight"), e) ||
         model_norm(m, &m->w.emb_norm, vname(b[3], 160, base, "pre_layrnorm"), H, e) ||
-        load_blocks(m, vname(b[4], 160, base, "encoder.layers"), &CLIP_NAMES, e) ||
-        model_norm(m, &v->post_pooled, vname(b[5], 160, base, "post_layernorm"), H, e))
+        load_blocks(m, vname(b[4], 160, base, "encoder.layers"), &CLIP_NAMES, e))
         return -1;
+    /* post_layernorm: the class token's, for CLIP's pooled output (an mmproj for LLaVA leaves it out) */
+    vname(b[5], 160, base, "post_layernorm");
+    char pw[200];
+    snprintf(pw, sizeof pw, "%s.weight", b[5]);
+    if ((!m->gguf || model_has_tensor(m, pw)) && model_norm(m, &v->post_pooled, b[5], H, e)) return -1;
     if (model_has_tensor(m, "visual_projection.weight") &&
         model_linear(m, &v->proj, "visual_projection", H, c->vis_projection, 0, e))
         return -1;
@@ -384,6 +391,110 @@ int arch_clip_load(Model *m, AvErr *e) {
 int arch_clip_vision_load(Model *m, AvErr *e) { return load_clip_vision(m, "", e); }
 
 int arch_clip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_clip_vision(m, base, e); }
+
+/* ---------------------------------------------------------------- llama.cpp's mmproj ("clip") */
+
+/* A vision tower as llama.cpp's mmproj GGUF describes it (clip.vision.*): CLIP's, with quick_gelu unless
+ * clip.use_gelu, the normalization its metadata holds, a LLaVA projector's feature layer. */
+int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+    int has_vision = 0, gelu = 0;
+    uint32_t hidden, ff, heads, layers, image, patch, proj = 0;
+    float eps;
+    if (gguf_get_bool(f, "clip.has_vision_encoder", &has_vision, e)) return av_err_prefix(e, "%s", path);
+    if (!has_vision) return av_err(e, "%s: an mmproj without a vision encoder (clip.has_vision_encoder false)", path);
+    if (gguf_get_u32(f, "clip.vision.embedding_length", &hidden, e) ||
+        gguf_get_u32(f, "clip.vision.feed_forward_length", &ff, e) ||
+        gguf_get_u32(f, "clip.vision.attention.head_count", &heads, e) ||
+        gguf_get_u32(f, "clip.vision.block_count", &layers, e) || gguf_get_u32(f, "clip.vision.image_size", &image, e) ||
+        gguf_get_u32(f, "clip.vision.patch_size", &patch, e) ||
+        gguf_get_f32(f, "clip.vision.attention.layer_norm_epsilon", &eps, e) ||
+        (gguf_find_kv(f, "clip.vision.projection_dim") && gguf_get_u32(f, "clip.vision.projection_dim", &proj, e)) ||
+        (gguf_find_kv(f, "clip.use_gelu") && gguf_get_bool(f, "clip.use_gelu", &gelu, e)))
+        return av_err_prefix(e, "%s", path);
+    if (!hidden || hidden > CFG_MAX_HIDDEN || !ff || ff > CFG_MAX_INTER || !heads || heads > CFG_MAX_HEADS ||
+        !layers || layers > CFG_MAX_LAYERS || !patch || patch > CFG_MAX_PATCH || !image || image > 8192 ||
+        image % patch || !(eps > 0 && eps < 1))
+        return av_err(e, "%s: its clip.vision sizes are out of range (hidden %u, ff %u, heads %u, layers %u, image %u, "
+                         "patch %u)", path, hidden, ff, heads, layers, image, patch);
+    c->hidden_size = (int)hidden, c->intermediate_size = (int)ff, c->num_heads = (int)heads, c->num_layers = (int)layers;
+    c->image_size = (int)image, c->patch_size = (int)patch, c->num_channels = 3, c->layer_norm_eps = eps;
+    c->vision = 1, c->norm = NORM_LAYER, c->pos = POS_TABLE, c->pre_ln = 1;
+    c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    c->vocab_size = 1, c->max_position_embeddings = CFG_MAX_VIS_TOKENS, c->vis_cls = 1;
+    c->vis_projection = (int)proj;
+    if (cfg_validate(c, "clip.vision.embedding_length", "clip.vision.attention.head_count", path, e)) return -1;
+    c->hidden_act = gelu ? ACT_GELU : ACT_QUICK_GELU;
+    snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "%s", gelu ? "gelu" : "quick_gelu");
+    /* the normalization llama.cpp applies, as a CLIP processor's */
+    static const char *const keys[2] = {"clip.vision.image_mean", "clip.vision.image_std"};
+    for (int k = 0; k < 2; k++) {
+        GgufVType t;
+        uint64_t n;
+        const GgufKV *kv = gguf_find_kv(f, keys[k]);
+        if (!kv) continue;
+        if (gguf_get_arr(f, keys[k], &t, &n, e)) return av_err_prefix(e, "%s", path);
+        if (n != 3) return av_err(e, "%s: %s holds %llu values, not 3", path, keys[k], (unsigned long long)n);
+        for (int i = 0; i < 3; i++) {
+            double v;
+            if (gguf_kv_num(kv, (uint64_t)i, &v, e)) return av_err_prefix(e, "%s", path);
+            if (!(v > -10 && v < 10) || (k && !(v > 0))) return av_err(e, "%s: %s[%d] = %g is out of range", path, keys[k], i, v);
+            (k ? c->vis_std : c->vis_mean)[i] = (float)v;
+        }
+        c->vis_norm_given |= 1 << k;
+    }
+    /* LLaVA's projector: a two-layer MLP after the feature layer's hidden state */
+    int llava = 0;
+    if (gguf_find_kv(f, "clip.has_llava_projector") && gguf_get_bool(f, "clip.has_llava_projector", &llava, e))
+        return av_err_prefix(e, "%s", path);
+    if (llava) {
+        const char *pt = "mlp";
+        size_t pl = 3;
+        if (gguf_find_kv(f, "clip.projector_type") && gguf_get_str(f, "clip.projector_type", &pt, &pl, e))
+            return av_err_prefix(e, "%s", path);
+        if (pl != 3 || memcmp(pt, "mlp", 3))
+            return av_err(e, "%s: clip.projector_type \"%.*s\": attnviz reads LLaVA's two-layer \"mlp\" projector", path,
+                          (int)(pl < 40 ? pl : 40), pt);
+        c->vis_llava_proj = 1;
+        c->vis_feature_layer = (int)layers; /* the converter keeps the layers up to the feature layer */
+        const GgufKV *fl = gguf_find_kv(f, "clip.vision.feature_layer");
+        double v;
+        if (fl && gguf_kv_num(fl, 0, &v, e)) return av_err_prefix(e, "%s", path);
+        if (fl && (v != (double)(int)layers))
+            return av_err(e, "%s: clip.vision.feature_layer %g is not the last of its %u layers", path, v, layers);
+    }
+    /* fc1 (hidden -> ff) under ffn_down, as the legacy converter names it */
+    const GgufTensor *up = gguf_find_tensor(f, "v.blk.0.ffn_up.weight");
+    c->vis_ffn_swapped = up && up->n_dims == 2 && up->dims[1] == hidden && up->dims[0] == ff;
+    return 0;
+}
+
+/* transformers' CLIPVisionModel names (without "vision_model.") -> llama.cpp's mmproj names; the
+ * projector's (LLaVA's multi_modal_projector.linear_1/2 -> mm.0/mm.2). */
+int arch_clip_gguf_name(const char *hf, char *out, size_t len) {
+    static const char *const whole[][2] = {
+        {"embeddings.patch_embedding.weight", "v.patch_embd.weight"}, {"embeddings.class_embedding", "v.class_embd"},
+        {"embeddings.position_embedding.weight", "v.position_embd.weight"}, {"pre_layrnorm.weight", "v.pre_ln.weight"},
+        {"pre_layrnorm.bias", "v.pre_ln.bias"}, {"post_layernorm.weight", "v.post_ln.weight"},
+        {"post_layernorm.bias", "v.post_ln.bias"}, {"multi_modal_projector.linear_1.weight", "mm.0.weight"},
+        {"multi_modal_projector.linear_1.bias", "mm.0.bias"}, {"multi_modal_projector.linear_2.weight", "mm.2.weight"},
+        {"multi_modal_projector.linear_2.bias", "mm.2.bias"}};
+    static const char *const block[][2] = {
+        {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
+        {"self_attn.out_proj", "attn_out"}, {"layer_norm1", "ln1"}, {"layer_norm2", "ln2"}, {"mlp.fc1", "ffn_up"},
+        {"mlp.fc2", "ffn_down"}};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        if (!strcmp(hf, whole[i][0])) return snprintf(out, len, "%s", whole[i][1]) < (int)len ? 0 : -1;
+    int layer, used = 0;
+    if (sscanf(hf, "encoder.layers.%d.%n", &layer, &used) != 1 || used == 0) return -1;
+    const char *rest = hf + used, *dot = strrchr(rest, '.');
+    if (!dot) return -1;
+    for (size_t i = 0; i < sizeof block / sizeof block[0]; i++) {
+        size_t bl = strlen(block[i][0]);
+        if ((size_t)(dot - rest) == bl && !strncmp(rest, block[i][0], bl))
+            return snprintf(out, len, "v.blk.%d.%s%s", layer, block[i][1], dot) < (int)len ? 0 : -1;
+    }
+    return -1;
+}
 
 int arch_siglip_load(Model *m, AvErr *e) {
     if (load_siglip_vision(m, "vision_model.", e)) return -1;
