@@ -412,7 +412,9 @@ for k, (t, v) in kv.items():
     elif t == "u": body += struct.pack("<IQ", 10, v)
     elif t == "f": body += struct.pack("<If", 6, v)
     elif t == "as": body += struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(x) for x in v)
+    elif t == "b": body += struct.pack("<IB", 7, 1 if v else 0)
     elif t == "af": body += struct.pack("<IIQ", 9, 6, len(v)) + b"".join(struct.pack("<f", x) for x in v)
+    elif t == "ai": body += struct.pack("<IIQ", 9, 5, len(v)) + b"".join(struct.pack("<i", x) for x in v)
 info, data, offs = b"", b"", {}
 for name, dims in tensors.items():
     size = 4
@@ -974,6 +976,39 @@ PY
 case_ vlm_checkpoint_without_projector 1 "model.safetensors: no projector \(linear_1 under multi_modal_projector. or model.multi_modal_projector.\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
 lfresh; printf '{"size": {"height": 48, "width": 48}}' >"$VM/preprocessor_config.json"
 case_ vlm_preprocessed_size_is_not_the_towers 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+# ---- llama.cpp's LLaVA pair: --mmproj (a tiny legacy mmproj GGUF beside the tiny llama GGUF, whose
+# tokenizer gains <image>)
+MMPROJ_KV='kv = {"general.architecture": ("s", "clip"), "clip.has_vision_encoder": ("b", 1), "clip.has_text_encoder": ("b", 0),
+    "clip.has_llava_projector": ("b", 1), "clip.projector_type": ("s", "mlp"), "clip.vision.image_size": ("u", 16),
+    "clip.vision.patch_size": ("u", 8), "clip.vision.embedding_length": ("u", 8), "clip.vision.feed_forward_length": ("u", 16),
+    "clip.vision.attention.head_count": ("u", 2), "clip.vision.attention.layer_norm_epsilon": ("f", 1e-5),
+    "clip.vision.block_count": ("u", 1), "clip.vision.projection_dim": ("u", 0), "clip.vision.feature_layer": ("ai", [1]),
+    "clip.vision.image_mean": ("af", [0.5, 0.5, 0.5]), "clip.vision.image_std": ("af", [0.5, 0.5, 0.5]), "clip.use_gelu": ("b", 0)}
+tensors = {"mm.0.weight": [8, 8], "mm.0.bias": [8], "mm.2.weight": [8, 8], "mm.2.bias": [8], "v.class_embd": [8],
+    "v.patch_embd.weight": [8, 8, 3, 8], "v.position_embd.weight": [8, 5], "v.pre_ln.weight": [8], "v.pre_ln.bias": [8]}
+for nm, d in (("attn_q", [8, 8]), ("attn_k", [8, 8]), ("attn_v", [8, 8]), ("attn_out", [8, 8]), ("ln1", [8]), ("ln2", [8]),
+              ("ffn_down", [8, 16]), ("ffn_up", [16, 8])):
+    tensors[f"v.blk.0.{nm}.weight"] = d
+    tensors[f"v.blk.0.{nm}.bias"] = [d[-1]] if len(d) == 2 else d
+'
+WITH_IMAGE='kv["tokenizer.ggml.tokens"] = ("as", alpha + ["<image>"]); kv["tokenizer.ggml.token_type"] = ("ai", [1] * 256 + [3]); tensors["token_embd.weight"] = [H, 257]'
+mkgguf "$T/lt.gguf" "$WITH_IMAGE"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"
+case_ mmproj_pair_runs 0 "" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"'tensors["mm.2.weight"] = [8, 16]; tensors["mm.2.bias"] = [16]'
+case_ mmproj_of_another_model 1 "mm.gguf: its projector makes 16-wide image tokens; .*lt.gguf's hidden size is 8 \(another model's mmproj\?\)" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.has_llava_projector"] = ("b", 0)'
+case_ mmproj_without_llava_projector 1 "mm.gguf: not an mmproj with a LLaVA projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.projector_type"] = ("s", "ldp")'
+case_ mmproj_other_projector 1 "mm.gguf: clip.projector_type \"ldp\": attnviz reads LLaVA's two-layer \"mlp\" projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.vision.block_count"] = ("u", 100000)'
+case_ mmproj_absurd_sizes 1 "mm.gguf: its clip.vision sizes are out of range" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"'cut = 400'
+case_ mmproj_truncated 1 "mm.gguf: " -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+mkgguf "$T/mm.gguf" "$MMPROJ_KV"
+case_ mmproj_text_without_image_token 1 "g.gguf: its tokenizer has no <image> token" -- --model "$G" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "hi"
+case_ mmproj_the_text_model_itself 1 "lt.gguf: not an mmproj with a LLaVA projector" -- --model "$T/lt.gguf" --mmproj "$T/lt.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ mmproj_beside_a_folder 2 "--mmproj goes with a llama.cpp text model \(a .gguf file\)" -- --model "$LV" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 # ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
 # server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
 # and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.

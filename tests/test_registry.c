@@ -39,7 +39,7 @@ START_TEST(the_names_in_messages_come_from_the_table) {
                                             "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, gpt_oss, "
                                             "modernbert, bart, marian, t5, mt5, vit, deit, dinov2_with_registers, "
                                             "dinov2, clip_vision_model, clip, siglip_vision_model, siglip and llava");
-    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3, olmoe and gpt-oss");
+    ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3, olmoe, gpt-oss and clip");
     /* the unsupported-family message names the list */
     ModelConfig c;
     AvErr e = {0};
