@@ -61,9 +61,15 @@ typedef struct OutImage {
     const float *image_embeds;
     int n_image, embeds_dim;
     const float *pixels;
+    /* the other tower's own page, written beside this one (FILE's stem + tower_suffix, e.g. ".text.html"):
+     * a whole CLIP/SigLIP model's text tower over the text's tokens, a vision-language model's vision
+     * tower over its patches; NULL: none */
+    const struct OutDoc *tower;
+    const char *tower_suffix;
+    const char *tower_label;   /* "text tower", "vision tower": the link's words */
 } OutImage;
 
-typedef struct {
+typedef struct OutDoc {
     const char *model_name;        /* e.g. "bert-base-uncased", "attnviz-demo" */
     const char *model_dir;
     const ModelConfig *cfg;

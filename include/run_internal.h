@@ -140,6 +140,11 @@ extern const char *const RUN_S2S_STACKS[3];
 /* run_image.c: a vision encoder on --image (and a whole CLIP/SigLIP model's text tower on the text):
  * the picture decoded and preprocessed, its patches run, the outputs written. */
 int run_image(Run *r, AvErr *e);
+/* The document of an image run's other tower (a whole CLIP/SigLIP model's text tower, a vision-language
+ * model's vision tower) for its own page: every layer and head of cap over enc; name (name_len bytes) is
+ * filled with the model's name and what it is. */
+void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const char *what, const Model *tower,
+                   const TokEncoding *enc, const Capture *cap, const char *text);
 /* run_vlm.c: a vision-language model on --image and its text (the <image> placeholder where the picture
  * goes): the vision tower, the projector, the image tokens in the decoder's sequence, the outputs written. */
 int run_vlm(Run *r, AvErr *e);

@@ -348,6 +348,20 @@ function ImageView(host, c) {
     'tokens of "Vision Transformers Need Registers" (DINOv2 without registers).'));
   side.appendChild(tc);
 
+  /* the other tower's own page, which the command line writes beside this one (FILE.text.html, FILE.vision.html) */
+  if (im.tower && location.protocol === 'file:') {
+    const oc = Draw.el('div', 'iv-card');
+    oc.appendChild(Draw.el('h3', null, 'The ' + im.tower.label));
+    const a = Draw.el('a', null, 'Open the ' + im.tower.label + '\'s page');
+    const here = location.pathname.replace(/^.*\//, '');
+    a.href = encodeURIComponent(here.replace(/\.html$/, '') + im.tower.suffix);
+    oc.appendChild(a);
+    oc.appendChild(Draw.el('div', 'hint', im.tower.label === 'text tower'
+      ? 'Every layer and head of the text tower over the text\'s tokens, in the head, model and matrix views.'
+      : 'Every layer and head of the vision tower over its own tokens (its class token and patches), on the picture.'));
+    side.appendChild(oc);
+  }
+
   if (im.text) { /* a whole CLIP/SigLIP model: the text and the similarity */
     const xc = Draw.el('div', 'iv-card iv-text');
     xc.appendChild(Draw.el('h3', null, 'Image and text'));

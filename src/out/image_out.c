@@ -104,6 +104,13 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
         }
         fputc('}', f);
     }
+    if (page && im->tower) { /* the other tower's page, beside this one (the CLI writes it) */
+        fputs(",\"tower\":{\"suffix\":", f);
+        json_write_string(f, im->tower_suffix);
+        fputs(",\"label\":", f);
+        json_write_string(f, im->tower_label);
+        fputc('}', f);
+    }
     if (page && im->png) {
         fputs(",\"png\":\"", f);
         put_base64(f, im->png, im->png_len);

@@ -235,6 +235,16 @@ int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
     const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
     if (html && !o->output.html_path) run_warn_default_page(o, html);
     if (html && write_into(r, &set, html, d, W_HTML, e) != 0) return -1;
+    /* an image run's other tower: its own page beside this one, in the same set */
+    if (html && strcmp(html, "-") && d->image && d->image->tower) {
+        size_t n = strlen(html);
+        if (n > 5 && !strcmp(html + n - 5, ".html")) n -= 5;
+        char *p = malloc(n + strlen(d->image->tower_suffix) + 1);
+        if (p) memcpy(p, html, n), strcpy(p + n, d->image->tower_suffix);
+        int rc = p ? write_into(r, &set, p, d->image->tower, W_HTML, e) : (av_outset_abort(&set), av_err(e, "out of memory"));
+        free(p);
+        if (rc) return -1;
+    }
     if (commit_named(r, &set, e) != 0) return -1;
     return run_say(r, d, e);
 }

@@ -221,6 +221,26 @@ void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const
     if (d->image && !d->init_view) d->init_view = "image";
 }
 
+/* ---------------------------------------------------------------- the other tower's page */
+
+void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const char *what, const Model *tower,
+                   const TokEncoding *enc, const Capture *cap, const char *text) {
+    const RunSpec *o = r->o;
+    memset(d, 0, sizeof *d);
+    snprintf(name, name_len, "%s · %s", r->name, what);
+    d->model_name = name;
+    d->model_dir = r->dir;
+    d->cfg = &tower->cfg;
+    d->dtype = tower->dtype_name[0] ? tower->dtype_name : r->model.dtype_name;
+    d->text_a = text;
+    d->enc = enc;
+    d->cap = cap;
+    d->display_tokens = enc->byte_level ? enc->display : NULL;
+    d->init_layer = 0, d->init_head = -1;
+    d->precision = o->output.precision;
+    d->theme = o->output.theme;
+}
+
 /* ---------------------------------------------------------------- the command line's --image */
 
 /* What an image run does not take: options that read text's own tokens or a language-model head. */
@@ -267,6 +287,13 @@ int run_image(Run *r, AvErr *e) {
     if (o->text_a && !o->quiet)
         av_info("%s and \"%.60s\": logit %.4f%s", o->image, o->text_a, im->logit,
                 im->oi.sigmoid ? "" : " (exp(logit_scale) x cosine)");
+    /* a whole model's text tower: its own page over the text's tokens, beside the picture's */
+    OutDoc tower;
+    char tname[300];
+    if (im->text) {
+        run_tower_doc(r, &tower, tname, sizeof tname, "text tower", r->model.text, &im->tenc, &im->tcap, im->text);
+        im->oi.tower = &tower, im->oi.tower_suffix = ".text.html", im->oi.tower_label = "text tower";
+    }
     r->image = &im->oi;
     rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &im->enc, &r->cap, NULL, e);
     r->image = NULL;

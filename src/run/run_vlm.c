@@ -40,6 +40,8 @@ typedef struct {
     unsigned char *png;
     size_t png_len;
     char *chat;            /* --chat: the rendered prompt */
+    TokEncoding venc;      /* the vision tower's own tokens ([CLS], then the patches), for its page */
+    int *vkind;
 } VlmRun;
 
 static void vlm_run_free(VlmRun *v) {
@@ -52,6 +54,8 @@ static void vlm_run_free(VlmRun *v) {
     model_runstate_free(&v->vrs);
     model_capture_free(&v->vcap);
     free(v->embeds), free(v->x), free(v->png), free(v->chat);
+    free(v->venc.ids), free(v->venc.type_ids), free((void *)v->venc.tokens), free(v->venc.word_start), free(v->venc.special);
+    free(v->venc.role), free(v->vkind);
 }
 
 static int check_vlm_run(const Run *r, AvErr *e) {
@@ -143,6 +147,32 @@ static int expand(Run *r, VlmRun *v, int rows, int cols, AvErr *e) {
     return at;
 }
 
+/* The vision tower's tokens for its page: the class token, then the patches as the sequence names them. */
+static int tower_tokens(VlmRun *v, int pre, int nv, AvErr *e) {
+    TokEncoding *t = &v->venc;
+    memset(t, 0, sizeof *t);
+    t->n = nv, t->b_start = -1;
+    t->ids = calloc((size_t)nv, sizeof *t->ids);
+    t->type_ids = calloc((size_t)nv, sizeof *t->type_ids);
+    t->tokens = malloc((size_t)nv * sizeof *t->tokens);
+    t->word_start = malloc((size_t)nv);
+    t->special = calloc((size_t)nv, 1);
+    t->role = calloc((size_t)nv, 1);
+    v->vkind = malloc((size_t)nv * sizeof *v->vkind);
+    if (!t->ids || !t->type_ids || !t->tokens || !t->word_start || !t->special || !t->role || !v->vkind)
+        return av_err(e, "out of memory");
+    memset(t->word_start, 1, (size_t)nv);
+    for (int i = 0; i < nv; i++) {
+        const int cls = i < pre;
+        t->tokens[i] = cls ? "[CLS]" : v->names + (size_t)(i - pre) * NAME_LEN;
+        t->special[i] = (unsigned char)cls;
+        t->role[i] = cls ? TOK_ROLE_CLS : TOK_ROLE_NONE;
+        v->vkind[i] = cls ? OUT_TOK_CLS : OUT_TOK_PATCH;
+    }
+    t->display = t->tokens;
+    return 0;
+}
+
 int run_vlm(Run *r, AvErr *e) {
     const RunSpec *o = r->o;
     const ModelConfig *c = &r->cfg;
@@ -211,6 +241,16 @@ int run_vlm(Run *r, AvErr *e) {
                    .vis_layers = v.vcap.n_layers, .vis_heads = v.vcap.n_heads, .vis_n = nv, .vis_prefix = vis_prefix(vc),
                    .feature_layer = c->vlm_feature_layer, .image_embeds = v.embeds, .n_image = ni, .embeds_dim = H,
                    .pixels = v.px.pixels};
+    /* the vision tower's own page: its attention over the class token and the patches, with the picture */
+    OutDoc tower;
+    OutImage toi = oi;
+    char tname[300];
+    const int pre = vis_prefix(vc);
+    if (tower_tokens(&v, pre, nv, e)) goto done;
+    toi.first_patch = pre, toi.kind = v.vkind, toi.vis_attn = NULL, toi.image_embeds = NULL, toi.pixels = NULL;
+    run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v.venc, &v.vcap, o->image);
+    tower.image = &toi, tower.init_view = "image";
+    oi.tower = &tower, oi.tower_suffix = ".vision.html", oi.tower_label = "vision tower";
     r->image = &oi;
     rc = run_finish_input(r, v.chat ? v.chat : o->text_a, NULL, 0, &v.enc, &r->cap, NULL, e);
     r->image = NULL;

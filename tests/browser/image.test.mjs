@@ -146,3 +146,37 @@ test('a vision-language model (LLaVA): the picture\'s tokens in the decoder\'s s
     } finally { await page.close(); }
   }
 });
+
+test('the other tower\'s page: a whole SigLIP model\'s text tower over its text, a LLaVA\'s vision tower over its patches, linked', async () => {
+  const sig = cliPage('image-towers', ['--model', model('small-siglip'), '--image', PIC, 'a photo of a red disc']);
+  const d = sig.data();
+  let { page, log } = await openPage(browser.ctx, sig.html, { viewport: { width: 1400, height: 1000 } });
+  let href;
+  try {
+    await page.waitForSelector('#view-image[data-drawn="1"]');
+    href = await page.$eval('#view-image .iv-card a', a => a.href);
+    assert.ok(href.endsWith('image-towers.text.html'), href);
+    clean(log);
+  } finally { await page.close(); }
+  /* the text tower's page: its tokens and layer 0 head 0's weights are the JSON's text attention */
+  ({ page, log } = await openPage(browser.ctx, sig.html.replace(/\.html$/, '.text.html'), { viewport: { width: 1400, height: 1000 } }));
+  try {
+    assert.equal(await page.evaluate(() => document.body.dataset.view), 'head');
+    const toks = await page.$$eval('#view-head .hv-left .tok .t', els => els.map(e => e.textContent));
+    assert.deepEqual(toks, d.image.text.tokens);
+    const A = await page.evaluate(() => Array.from(window.attnviz.data.headMatrix(0, 0)));
+    const want = d.image.text.attention[0][0].flat();
+    assert.ok(A.every((v, i) => Math.abs(v - want[i]) <= 5.01e-5), 'the text tower\'s weights');
+    clean(log);
+  } finally { await page.close(); }
+  /* a LLaVA run's vision tower: the Image view over the tower's class token and patches */
+  const lv = cliPage('image-towers-llava', ['--model', model('small-llava'), '--image', PIC, 'USER: <image> what is in the picture? ASSISTANT:']);
+  ({ page, log } = await openPage(browser.ctx, lv.html.replace(/\.html$/, '.vision.html'), { viewport: { width: 1400, height: 1000 } }));
+  try {
+    await page.waitForSelector('#view-image[data-drawn="1"]');
+    assert.equal(await page.getAttribute('#view-image', 'data-query'), '0');
+    assert.deepEqual(await page.$$eval('#view-image .iv-q button', bs => bs.map(b => b.textContent)), ['[CLS]', 'every query']);
+    assert.equal(await page.evaluate(() => window.attnviz.data.n), 17);
+    clean(log);
+  } finally { await page.close(); }
+});
