@@ -149,6 +149,9 @@ typedef struct {
                              the row's probabilities sum to 1 minus the sink's share */
     float sink;
     float *sink_out;      /* with has_sink: query row i's sink share to sink_out[i] (the call's rows), or NULL */
+    const int *blk_end;   /* causal: (nk) for a position inside a block that attends both ways (a vision-language
+                             model's image, Gemma 3's), the block's end: its query sees keys up to there, the
+                             window's start still bounding them; 0 elsewhere; NULL: no block */
 } AttnRule;
 
 /* One head: probs (n, n) = softmax(mask(cap(scale q k^T))); ctxT (dh, n) =

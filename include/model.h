@@ -108,6 +108,7 @@ typedef struct Model {
 typedef struct {
     int max_tokens;
     int mlp_block; /* tokens of one MLP block: MODEL_MLP_BLOCK, at most max_tokens */
+    const int *blk_end; /* during model_forward_embeds_blocks only: its blocks (AttnRule.blk_end), else NULL */
     float *x;      /* (n, hidden) residual stream */
     float *xT;     /* (hidden, n) the next product's input */
     float *qT;     /* (num_heads * head_dim, n) */
@@ -283,6 +284,10 @@ int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Cap
  * family without learned positions or token types: a vision-language model's text tokens, before its
  * image tokens take their places. */
 int model_embed_ids(const Model *m, const int *ids, int n, float *x, AvErr *e);
+/* model_forward_embeds with blocks of positions that attend both ways inside a causal sequence (Gemma 3's
+ * images: transformers' token_type_ids mask): blk_end (n) the end of the block a position is in, else 0. */
+int model_forward_embeds_blocks(const Model *m, RunState *s, const float *x, int n, const int *blk_end, Capture *cap,
+                                int full, AvErr *e);
 /* yT (lin->out, n) = act(W xT + b) for xT (lin->in, n), split over the pass's
  * threads (act -1: none): the pass's own products, for the steps around it
  * (vision.c's patch embedding and pooling head). */

@@ -71,8 +71,8 @@ START_TEST(attention_matches_naive_reference_inside_a_wider_block) {
     fill(q, sz, 4, 3), fill(k, sz, 5, 3), fill(v, sz, 6, 1);
     float scale = 1.0f / sqrtf((float)dh);
     const size_t off = (size_t)dh * n;
-    kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL});
-    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
+    kern_attention_naive(p1, c1 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL, NULL});
+    kern_attention(p2, c2 + off, q + off, k + off, v + off, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL, NULL}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     for (int i = 0; i < n; i++) {
@@ -93,7 +93,7 @@ START_TEST(attention_naive_reference_is_softmax_of_scaled_dot_products) {
     float q[20], k[20], v[20], qT[20], kT[20], vT[20], probs[25], ctxT[20];
     fill(q, 20, 40, 1), fill(k, 20, 41, 1), fill(v, 20, 42, 1);
     head_rows(qT, q, n, dh, 0, dh), head_rows(kT, k, n, dh, 0, dh), head_rows(vT, v, n, dh, 0, dh);
-    kern_attention_naive(probs, ctxT, qT, kT, vT, n, dh, &(AttnRule){0.5f, 0, 0, 0, 0, 0, 0, NULL});
+    kern_attention_naive(probs, ctxT, qT, kT, vT, n, dh, &(AttnRule){0.5f, 0, 0, 0, 0, 0, 0, NULL, NULL});
     for (int i = 0; i < n; i++) {
         double e[5], sum = 0;
         for (int j = 0; j < n; j++) {
@@ -119,8 +119,8 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
     float *c1 = calloc(sz, sizeof(float)), *c2 = calloc(sz, sizeof(float));
     fill(q, sz, 7, 3), fill(k, sz, 8, 3), fill(v, sz, 9, 1);
     float scale = 0.5f / sqrtf((float)dh); /* GPT-2's inverse layer scaling, layer 1 */
-    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL});
-    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL, NULL});
+    kern_attention(p2, c2, q, k, v, n, dh, &(AttnRule){scale, 1, 0, 0, 0, 0, 0, NULL, NULL}, ATTN_SCRATCH);
     ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
     ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
     ck_assert_float_eq(p2[0], 1.0f); /* the first token sees only itself */
@@ -134,7 +134,7 @@ START_TEST(causal_attention_gives_future_keys_exactly_zero) {
         ck_assert_double_eq_tol(s, 1.0, 1e-5);
     }
     /* the last row sees every key: it equals unmasked attention's last row */
-    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL});
+    kern_attention_naive(p1, c1, q, k, v, n, dh, &(AttnRule){scale, 0, 0, 0, 0, 0, 0, NULL, NULL});
     ck_assert_float_lt(max_abs_diff(p1 + (size_t)(n - 1) * n, p2 + (size_t)(n - 1) * n, (size_t)n), 1e-6f);
     free(q), free(k), free(v), free(p1), free(p2), free(c1), free(c2);
 }
@@ -203,8 +203,8 @@ START_TEST(attention_without_context_gives_the_same_probabilities) {
     float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * sz);
     fill(q, sz, 34, 2), fill(k, sz, 35, 2), fill(v, sz, 36, 1);
     for (int causal = 0; causal < 2; causal++) {
-        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
-        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL}, ATTN_SCRATCH);
+        kern_attention(p1, c, q, k, v, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL, NULL}, ATTN_SCRATCH);
+        kern_attention(p2, NULL, q, k, NULL, n, dh, &(AttnRule){0.35f, causal, 0, 0, 0, 0, 0, NULL, NULL}, ATTN_SCRATCH);
         ck_assert_int_eq(memcmp(p1, p2, sizeof(float) * n * n), 0);
     }
     free(q), free(k), free(v), free(p1), free(p2), free(c);
@@ -388,8 +388,8 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
     float *c1 = malloc(sizeof(float) * sz), *c2 = malloc(sizeof(float) * sz);
     fill(q, sz, 71, 3), fill(k, sz, 72, 3), fill(v, sz, 73, 1);
     /* the last two: an encoder's local attention, |i - j| < window both ways (ModernBERT) */
-    const AttnRule rules[] = {{0.25f, 1, 7, 0, 0, 0, 0, NULL},    {0.25f, 1, 0, 5.0f, 0, 0, 0, NULL}, {0.25f, 1, 4, 2.0f, 0, 0, 0, NULL},
-                              {0.25f, 0, 0, 3.0f, 0, 0, 0, NULL}, {0.25f, 0, 7, 0, 1, 0, 0, NULL},    {0.25f, 0, 3, 2.0f, 1, 0, 0, NULL}};
+    const AttnRule rules[] = {{0.25f, 1, 7, 0, 0, 0, 0, NULL, NULL},    {0.25f, 1, 0, 5.0f, 0, 0, 0, NULL, NULL}, {0.25f, 1, 4, 2.0f, 0, 0, 0, NULL, NULL},
+                              {0.25f, 0, 0, 3.0f, 0, 0, 0, NULL, NULL}, {0.25f, 0, 7, 0, 1, 0, 0, NULL, NULL},    {0.25f, 0, 3, 2.0f, 1, 0, 0, NULL, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         kern_attention_naive(p1, c1, q, k, v, n, dh, &rules[r]);
         kern_attention(p2, c2, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
@@ -416,6 +416,46 @@ START_TEST(sliding_window_and_softcap_attention_match_naive_reference) {
 }
 END_TEST
 
+/* Blocks that attend both ways inside a causal sequence (a vision-language model's images): a query in a
+ * block sees its block's later keys too, the window still bounding the earlier ones; every kernel path the
+ * same bits, and the naive reference. */
+START_TEST(both_ways_blocks_in_a_causal_sequence_match_naive_reference) {
+    static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
+    const int n = 61, dh = 16;
+    size_t sz = (size_t)n * dh;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+    float *p1 = malloc(sizeof(float) * n * n), *p2 = malloc(sizeof(float) * n * n), *p3 = malloc(sizeof(float) * n * n);
+    float *c1 = malloc(sizeof(float) * sz), *c2 = malloc(sizeof(float) * sz), *c3 = malloc(sizeof(float) * sz);
+    int blk_end[61] = {0};
+    for (int i = 10; i < 30; i++) blk_end[i] = 30;
+    for (int i = 40; i < 45; i++) blk_end[i] = 45;
+    fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
+    const AttnRule rules[] = {{.scale = 0.25f, .causal = 1, .blk_end = blk_end},
+                              {.scale = 0.25f, .causal = 1, .window = 7, .blk_end = blk_end}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        kern_attention_naive(p1, c1, q, k, v, n, dh, &rules[r]);
+        ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
+        kern_attention(p2, c2, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
+        ck_assert_float_lt(max_abs_diff(p1, p2, (size_t)n * n), 1e-5f);
+        ck_assert_float_lt(max_abs_diff(c1, c2, sz), 1e-5f);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                const int seen = (j <= i || j < blk_end[i]) && (rules[r].window <= 0 || j > i - rules[r].window);
+                if (!seen) ck_assert_float_eq(p2[i * n + j], 0.0f);
+                else ck_assert_float_gt(p2[i * n + j], 0.0f);
+            }
+        for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+            if (gemm_force_kernel(kernels[kn]) != 0) continue;
+            kern_attention(p3, c3, q, k, v, n, dh, &rules[r], ATTN_SCRATCH);
+            ck_assert_msg(!memcmp(p3, p2, sizeof(float) * n * n) && !memcmp(c3, c2, sizeof(float) * sz), "%s, rule %zu",
+                          kernels[kn], r);
+        }
+    }
+    gemm_force_kernel(NULL);
+    free(q), free(k), free(v), free(p1), free(p2), free(p3), free(c1), free(c2), free(c3);
+}
+END_TEST
+
 /* The last queries against cached keys: the rows a full pass gives them, and
  * the naive reference, written into a wider matrix whose extra columns are 0. */
 START_TEST(cached_attention_gives_the_full_pass_rows) {
@@ -430,7 +470,7 @@ START_TEST(cached_attention_gives_the_full_pass_rows) {
     fill(kc, (size_t)dh * ld, 94, 9), fill(vc, (size_t)dh * ld, 95, 9); /* columns past n: never read */
     for (int d = 0; d < dh; d++)
         for (int j = 0; j < n; j++) kc[d * ld + j] = k[d * n + j], vc[d * ld + j] = v[d * n + j];
-    const AttnRule rules[] = {{0.25f, 1, 0, 0, 0, 0, 0, NULL}, {0.25f, 1, 6, 0, 0, 0, 0, NULL}, {0.25f, 1, 0, 4.0f, 0, 0, 0, NULL}};
+    const AttnRule rules[] = {{0.25f, 1, 0, 0, 0, 0, 0, NULL, NULL}, {0.25f, 1, 6, 0, 0, 0, 0, NULL, NULL}, {0.25f, 1, 0, 4.0f, 0, 0, 0, NULL, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
         for (int nq = 1; nq <= 5; nq += 4) {
             /* the last nq queries, (dh, nq) */
@@ -477,8 +517,8 @@ START_TEST(long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query
     fill(q, sz, 81, 3), fill(k, sz, 82, 3), fill(v, sz, 83, 1);
     /* the last: a bidirectional window (an encoder's local attention), blocks of rows whose keys
      * start and end mid-chain */
-    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL}, {0.2f, 1, 45, 0, 0, 0, 0, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL}, {0.2f, 0, 0, 0, 0, 0, 0, NULL},
-                              {0.2f, 0, 33, 0, 1, 0, 0, NULL}};
+    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL, NULL}, {0.2f, 1, 45, 0, 0, 0, 0, NULL, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL, NULL}, {0.2f, 0, 0, 0, 0, 0, 0, NULL, NULL},
+                              {0.2f, 0, 33, 0, 1, 0, 0, NULL, NULL}};
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
         kern_attention(ref, cref, q, k, v, n, dh, &rules[r], scratch);
@@ -815,9 +855,9 @@ START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
     double *mom = malloc(sizeof(double) * KERN_MOM_N * n), *mom0 = malloc(sizeof(double) * KERN_MOM_N * n);
     ck_assert(q && k && v && ref && cref && got && c && block && scratch && mom && mom0);
     fill(q, sz, 91, 3), fill(k, sz, 92, 3), fill(v, sz, 93, 1);
-    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL},  {0.2f, 1, 45, 0, 0, 0, 0, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL},
-                              {0.2f, 0, 0, 0, 0, 0, 0, NULL},  {0.2f, 0, 0, 9.0f, 0, 0, 0, NULL}, {0.2f, 0, 45, 0, 1, 0, 0, NULL},
-                              {0.2f, 1, 0, 0, 0, 1, 1.5f, NULL}};
+    const AttnRule rules[] = {{0.2f, 1, 0, 0, 0, 0, 0, NULL, NULL},  {0.2f, 1, 45, 0, 0, 0, 0, NULL, NULL}, {0.2f, 1, 70, 6.0f, 0, 0, 0, NULL, NULL},
+                              {0.2f, 0, 0, 0, 0, 0, 0, NULL, NULL},  {0.2f, 0, 0, 9.0f, 0, 0, 0, NULL, NULL}, {0.2f, 0, 45, 0, 1, 0, 0, NULL, NULL},
+                              {0.2f, 1, 0, 0, 0, 1, 1.5f, NULL, NULL}};
     double worst = 0;
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         int ran = 0;
@@ -1314,6 +1354,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, activations_match_naive_reference);
     tcase_add_test(k, half_and_quantized_weights_match_naive_reference);
     tcase_add_test(k, sliding_window_and_softcap_attention_match_naive_reference);
+    tcase_add_test(k, both_ways_blocks_in_a_causal_sequence_match_naive_reference);
     tcase_add_test(k, rms_residual_step_matches_naive_rmsnorm);
     tcase_add_test(k, rotary_positions_match_naive_reference_and_keep_norms);
     tcase_add_test(k, gated_mlp_combination_is_silu_of_gate_times_up);

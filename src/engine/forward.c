@@ -600,7 +600,8 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         if (!attn_only) append_cols(vc, kv->cap_tokens, pos0, s->vT, rows, n);
         kT = kc, vT = vc, ldk = kv->cap_tokens;
     }
-    const AttnRule rule = layer_rule(c, l);
+    AttnRule rule = layer_rule(c, l);
+    rule.blk_end = s->blk_end; /* a vision-language model's images attend both ways (model_forward_embeds_blocks) */
     /* the context product's scratch, per thread: for the longest segment, or the cache's keys */
     int max_len = 0;
     for (int g = 0; g < n_segs; g++) max_len = segs[g].len > max_len ? segs[g].len : max_len;
@@ -1031,6 +1032,15 @@ int model_forward_watched(const Model *m, RunState *s, KvCache *kv, const int *i
 int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Capture *cap, int full, AvErr *e) {
     Seg one = {0, n, cap};
     return forward(m, s, NULL, NULL, NULL, x, n, &one, 1, full, NULL, e);
+}
+
+int model_forward_embeds_blocks(const Model *m, RunState *s, const float *x, int n, const int *blk_end, Capture *cap,
+                                int full, AvErr *e) {
+    if (blk_end && !m->cfg.causal) return av_err(e, "blocks that attend both ways are for a causal model's sequence");
+    s->blk_end = blk_end;
+    const int rc = model_forward_embeds(m, s, x, n, cap, full, e);
+    s->blk_end = NULL;
+    return rc;
 }
 
 int model_embed_ids(const Model *m, const int *ids, int n, float *x, AvErr *e) {

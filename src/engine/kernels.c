@@ -592,6 +592,7 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
         const int pos = nk - nq + i;
         int hi = rule->causal ? pos + 1 : nk, lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
         if (rule->bidir && rule->window > 0 && !rule->causal && pos + rule->window < nk) hi = pos + rule->window;
+        if (rule->causal && rule->blk_end && rule->blk_end[pos] > hi) hi = rule->blk_end[pos];
         float *r = probs + (size_t)i * ldp;
         for (int j = 0; j < ldp; j++) r[j] = 0.0f;
         for (int j = lo; j < hi; j++) {
@@ -645,12 +646,14 @@ size_t kern_attention_scratch(int nq, int nk, int dh) {
 }
 
 /* Keys query row i sees: [*lo, *hi). Both ends grow with i, so a block of
- * rows sees [lo of its first, hi of its last). */
+ * rows sees [lo of its first, hi of its last) (a both-ways block's end is past
+ * every position in it, and each position after it sees more). */
 static void attn_keys(const AttnRule *rule, int nq, int nk, int i, int *lo, int *hi) {
     const int pos = nk - nq + i;
     *hi = rule->causal ? pos + 1 : nk;
     *lo = rule->window > 0 && pos - rule->window + 1 > 0 ? pos - rule->window + 1 : 0;
     if (rule->bidir && rule->window > 0 && !rule->causal && pos + rule->window < nk) *hi = pos + rule->window;
+    if (rule->causal && rule->blk_end && rule->blk_end[pos] > *hi) *hi = rule->blk_end[pos];
 }
 
 void kern_attention_keys(const AttnRule *rule, int nk, int pos, int *lo, int *hi) { attn_keys(rule, nk, nk, pos, lo, hi); }
