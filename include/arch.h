@@ -94,6 +94,9 @@ int arch_siglip_vision_load(struct Model *m, AvErr *e);
 int arch_clip_vision_load_at(struct Model *m, const char *base, AvErr *e);
 int arch_llava_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
 int arch_llava_load(struct Model *m, AvErr *e);
+int arch_siglip_vision_load_at(struct Model *m, const char *base, AvErr *e);
+int arch_gemma3_vlm_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
+int arch_gemma3_vlm_load(struct Model *m, AvErr *e);
 int arch_clip_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
 int arch_clip_gguf_name(const char *hf, char *out, size_t len);
 /* A LLaVA from llama.cpp's pair: the language model m (its text GGUF, loaded) with the vision tower and

@@ -165,6 +165,8 @@ typedef struct {
     int vlm_tokens;       /* image tokens per image in the sequence */
     int vlm_proj_act;     /* the projector's activation (ActKind; LLaVA's projector_hidden_act) */
     int vlm_proj_bias;    /* the projector's linears have biases (LLaVA's multimodal_projector_bias) */
+    int vlm_boi_id, vlm_eoi_id; /* Gemma 3: the picture's start (what the text writes) and end tokens, -1: none */
+    int vlm_bidir;        /* the image tokens attend to each other both ways (Gemma 3's token_type_ids mask) */
 } ModelConfig;
 
 /* VisPosInterp: the patch grid of the preprocessed image against the position table's. */

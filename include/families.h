@@ -74,6 +74,8 @@
     X(SIGLIP, "siglip", "Siglip", "", "hidden_size", "num_attention_heads", arch_siglip_parse, arch_siglip_load, NULL, \
       NULL, NULL, TOK_SOURCE_JSON, 0)                                                                                     \
     X(LLAVA, "llava", "LlavaForConditionalGeneration", "", "hidden_size", "num_attention_heads", arch_llava_parse,   \
-      arch_llava_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
+      arch_llava_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)                                                                                   \
+    X(GEMMA3_VLM, "gemma3", "Gemma3ForConditionalGeneration", "", "hidden_size", "num_attention_heads",          \
+      arch_gemma3_vlm_parse, arch_gemma3_vlm_load, NULL, NULL, NULL, TOK_SOURCE_JSON, 0)
 
 #endif

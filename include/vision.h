@@ -81,11 +81,16 @@ double vis_similarity(const Model *m, const float *image, const float *text, int
 /* ---------------------------------------------------------------- vision-language models */
 
 /* What turns a vision tower's features into the language model's image tokens. */
-typedef enum { VLM_PROJ_MLP = 1 /* LLaVA: linear_1, the activation, linear_2 */ } VlmProjKind;
+typedef enum {
+    VLM_PROJ_MLP = 1,      /* LLaVA: linear_1, the activation, linear_2 */
+    VLM_PROJ_GEMMA3        /* Gemma 3: the tower's output average-pooled to vlm_tokens, an RMSNorm, one matrix */
+} VlmProjKind;
 
 typedef struct VlmWeights {
     VlmProjKind kind;
-    Linear p1, p2;         /* LLaVA: (vision hidden -> text hidden), (text hidden -> text hidden) */
+    Linear p1, p2;         /* LLaVA: (vision hidden -> text hidden), (text hidden -> text hidden); Gemma 3: p1 its
+                              mm_input_projection_weight (vision hidden -> text hidden, stored (in, out)) */
+    Norm norm;             /* Gemma 3's mm_soft_emb_norm (1 + w) */
 } VlmWeights;
 
 /* The vision tower's hidden state a vision-language model reads (cfg.vlm_feature_layer, counted as

@@ -323,6 +323,10 @@ const Data = (() => {
   const windowOf = li => (li !== undefined && meta.config.sliding_window &&
     (meta.config.sliding_layers || []).includes(meta.layers[li]) ? meta.config.sliding_window : 0);
   const windowBoth = !!meta.config.sliding_window_bidirectional;
+  /* a vision-language page's image tokens that attend to each other both ways in a causal sequence
+   * (Gemma 3: meta.image.bidirectional, [first, end)): no mask between two of them */
+  const blk = meta.image && Array.isArray(meta.image.bidirectional) ? meta.image.bidirectional : null;
+  const inBlock = (i, j) => !!blk && !stacked && i >= blk[0] && i < blk[1] && j >= blk[0] && j < blk[1];
   return {
     meta, H, live,
     /* the current stack's layers (a self-attention page's: meta.layers) */
@@ -360,8 +364,9 @@ const Data = (() => {
     masked: (i, j, li) => {
       const w = windowOf(li);
       if (!cur.causal) return windowBoth && w > 0 && Math.abs(i - j) >= w;
-      return j > i || (w > 0 && j <= i - w);
+      return (j > i && !inBlock(i, j)) || (w > 0 && j <= i - w);
     },
+    inBlock,
     /* attnviz diff: B's side and attention, or null */
     second,
     /* a live page fetches any head's q/k; an offline one has them with --qk */
@@ -494,6 +499,11 @@ const Tok = (() => {
   }
   /* visible group c (key) is masked for visible group r (query); causal stacks are square */
   const masked = (r, c) => Data.causal && c > r;
+  /* the same with the rows' and columns' raw tokens (a both-ways block of image tokens is not masked) */
+  function maskedIn(t) {
+    const first = (ts, g) => ts.groups[ts.visible[g]].members[0];
+    return (r, c) => Data.causal && c > r && !Data.inBlock(first(t.rows, r), first(t.cols, c));
+  }
   /* the same for layer li, sliding windows included: a key group is outside the
    * window when its last piece is, seen from the query group's last piece */
   function maskFor(t, li) {
@@ -507,9 +517,10 @@ const Tok = (() => {
         return c1 <= r0 - w || c0 >= r1 + w;
       };
     }
-    if (!Data.causal || !w) return masked;
+    const base = maskedIn(t);
+    if (!Data.causal || !w) return base;
     const last = g => { const mem = t.rows.groups[t.rows.visible[g]].members; return mem[mem.length - 1]; };
-    return (r, c) => c > r || last(c) <= last(r) - w;
+    return (r, c) => base(r, c) || last(c) <= last(r) - w;
   }
   return { build, filterIdx, derive, masked, maskFor };
 })();

@@ -36,7 +36,7 @@ function drawMatrix(host, spec, redraw) {
   const { t } = spec;
   /* a rollout mixes layers: an encoder's local window (both ways) bounds no rollout row */
   const noWin = Data.windowBoth && spec.mode === 'rollout';
-  const masked = noWin ? Tok.masked : Tok.maskFor(t, spec.li);
+  const masked = noWin && !(Data.meta.image && Data.meta.image.bidirectional) ? Tok.masked : Tok.maskFor(t, spec.li);
   const win = noWin ? 0 : Data.window(spec.li);
   const m = t.mc; /* row stride of the derived matrices */
   let { rows, cols } = Tok.filterIdx(t, spec.filter);
@@ -187,8 +187,11 @@ function drawMatrix(host, spec, redraw) {
   const maskRuns = [];
   if (Data.causal) {
     let c0 = 0;
+    /* a block of image tokens that attend both ways (Gemma 3) moves a row's first masked key past the block */
+    const raw = (ts, g) => ts.groups[ts.visible[g]].members[0];
+    const open = (g, c) => Data.inBlock(raw(t.rows, g), raw(t.cols, c));
     rows.forEach((g, r) => {
-      while (c0 < C && cols[c0] <= g) c0++;
+      while (c0 < C && (cols[c0] <= g || open(g, cols[c0]))) c0++;
       const last = maskRuns[maskRuns.length - 1];
       if (c0 >= C) return;
       if (last && last.c0 === c0 && last.r1 === r) last.r1 = r + 1;

@@ -297,6 +297,45 @@ int vlm_feature_index(const Model *m) {
     return fl < 0 ? L + 1 + fl : fl; /* hidden_states has L + 1 entries: the embeddings, then each layer */
 }
 
+/* Gemma 3's projector on the tower's last hidden state (vs->x, n = rows x cols patches): post_layernorm, each
+ * k x k square of patches averaged (k = rows / sqrt(vlm_tokens): AvgPool2d, token order row by row), the
+ * soft RMSNorm, the projection: out (vlm_tokens, text hidden). */
+static int gemma3_project(const Model *m, RunState *vs, RunState *s, int rows, int cols, float *out, AvErr *e) {
+    const Model *v = m->vision;
+    const VlmWeights *pw = m->vlm;
+    const int Hv = v->cfg.hidden_size, Ht = m->cfg.hidden_size, np = rows * cols, nt = m->cfg.vlm_tokens;
+    const int side = (int)(sqrt((double)nt) + 0.5), k = side ? rows / side : 0;
+    if (side * side != nt || rows != cols || k * side != rows)
+        return av_err(e, "the tower's %d x %d patches do not pool to %d image tokens", rows, cols, nt);
+    float *hx = malloc((size_t)np * Hv * sizeof *hx), *pooled = calloc((size_t)nt * Hv, sizeof *pooled);
+    float *pT = malloc((size_t)Hv * nt * sizeof *pT), *yT = malloc((size_t)Ht * nt * sizeof *yT);
+    int rc = -1;
+    if (!hx || !pooled || !pT || !yT) {
+        av_err(e, "out of memory for %d image tokens", nt);
+        goto done;
+    }
+    kern_residual(vs->x, NULL, hx, NULL, v->w.final_norm.g ? &v->w.final_norm : NULL, np, Hv, 0, np);
+    /* AvgPool2d: sums of k x k patches in float, divided once (torch's CPU avg_pool2d sums in the accumulate type) */
+    for (int ty = 0; ty < side; ty++)
+        for (int tx = 0; tx < side; tx++) {
+            float *dst = pooled + (size_t)(ty * side + tx) * Hv;
+            for (int d = 0; d < Hv; d++) {
+                double acc = 0;
+                for (int dy = 0; dy < k; dy++)
+                    for (int dx = 0; dx < k; dx++) acc += hx[(size_t)((ty * k + dy) * cols + tx * k + dx) * Hv + d];
+                dst[d] = (float)(acc / (k * k));
+            }
+        }
+    kern_residual(pooled, NULL, pooled, pT, &pw->norm, nt, Hv, 0, nt);
+    if (model_product(m, s, pT, nt, &pw->p1, yT, -1, e)) goto done;
+    for (int i = 0; i < nt; i++)
+        for (int d = 0; d < Ht; d++) out[(size_t)i * Ht + d] = yT[(size_t)d * nt + i];
+    rc = 0;
+done:
+    free(hx), free(pooled), free(pT), free(yT);
+    return rc;
+}
+
 int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pixels, int h, int w, Capture *vcap,
                      float *out, AvErr *e) {
     const Model *v = m->vision;
@@ -307,7 +346,7 @@ int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pix
     if (!v || !pw) return av_err(e, "%s: not a vision-language model", m->path);
     if (vis_grid(vc, h, w, &rows, &cols, &n, e)) return -1;
     const int skip = c->vlm_drop_cls ? vis_prefix(vc) : 0, nt = n - skip, fi = vlm_feature_index(m);
-    if (nt != c->vlm_tokens)
+    if (pw->kind == VLM_PROJ_MLP && nt != c->vlm_tokens)
         return av_err(e, "the picture makes %d image tokens; the model's sequence holds %d", nt, c->vlm_tokens);
     if (fi < 0 || fi > vc->num_layers) return av_err(e, "vision_feature_layer %d is outside the tower's %d layers",
                                                      c->vlm_feature_layer, vc->num_layers);
@@ -323,6 +362,10 @@ int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pix
         goto done;
     }
     if (vis_embed(v, vs, pixels, h, w, x, e) || model_forward_embeds(v, vs, x, n, vcap, 1, e)) goto done;
+    if (pw->kind == VLM_PROJ_GEMMA3) {
+        rc = gemma3_project(m, vs, s, rows, cols, out, e);
+        goto done;
+    }
     /* the feature layer: a kept hidden state, or the last layer's output (no final norm: CLIP's
      * post_layernorm is the pooled token's) */
     const float *feat = fi < vc->num_layers ? vcap->hidden + (size_t)fi * n * Hv : vs->x;

@@ -93,7 +93,7 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
     const ArchSpec *spec = arch_detect(mt ? mt->valuestring : NULL, arch0);
     /* vision-language models (image tokens inside a decoder's sequence) are named, not listed among
      * the families: one line saying what attnviz reads of them instead */
-    static const char *const VLM[] = {"llava_next", "llava_onevision", "gemma3", "idefics3", "smolvlm",
+    static const char *const VLM[] = {"llava_next", "llava_onevision", "idefics3", "smolvlm",
                                       "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "paligemma", "mllama", "idefics2"};
     for (size_t i = 0; !spec && mt && i < sizeof VLM / sizeof VLM[0]; i++)
         if (!strcmp(mt->valuestring, VLM[i])) {

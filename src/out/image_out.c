@@ -50,6 +50,12 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
     for (int i = 0, k = 0; i < n; i++)
         if (im->kind[i] != OUT_TOK_TEXT) fprintf(f, "%s%d", k++ ? "," : "", i);
     fputc(']', f);
+    if (im->bidir) { /* [first, end) of the image tokens, which attend to each other both ways */
+        int first = -1, end = -1;
+        for (int i = 0; i < n; i++)
+            if (im->kind[i] == OUT_TOK_PATCH) first = first < 0 ? i : first, end = i + 1;
+        fprintf(f, ",\"bidirectional\":[%d,%d]", first, end);
+    }
     if (im->vis_attn)
         fprintf(f, ",\"vision\":{\"layers\":%d,\"heads\":%d,\"tokens\":%d,\"prefix\":%d,\"feature_layer\":%d,"
                    "\"image_tokens\":%d,\"embeds_dim\":%d}",

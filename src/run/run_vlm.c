@@ -12,6 +12,7 @@
  * The placement is the text's: whatever put the placeholder there (the user,
  * or a chat template rendered before tokenizing) decides where the picture's
  * tokens go, as transformers' processors expand it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,8 @@ typedef struct {
     char *chat;            /* --chat: the rendered prompt */
     TokEncoding venc;      /* the vision tower's own tokens ([CLS], then the patches), for its page */
     int *vkind;
+    char *vnames;          /* (patches, NAME_LEN) their names */
+    int *blk_end;          /* (n) Gemma 3: the image tokens' block end (they attend both ways), else NULL */
 } VlmRun;
 
 static void vlm_run_free(VlmRun *v) {
@@ -55,7 +58,7 @@ static void vlm_run_free(VlmRun *v) {
     model_capture_free(&v->vcap);
     free(v->embeds), free(v->x), free(v->png), free(v->chat);
     free(v->venc.ids), free(v->venc.type_ids), free((void *)v->venc.tokens), free(v->venc.word_start), free(v->venc.special);
-    free(v->venc.role), free(v->vkind);
+    free(v->venc.role), free(v->vkind), free(v->vnames), free(v->blk_end);
 }
 
 static int check_vlm_run(const Run *r, AvErr *e) {
@@ -97,23 +100,54 @@ static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
     return imgproc_parse(p, json, strlen(json), "the mmproj's clip.vision metadata", e);
 }
 
-/* The sequence: the text's tokens with its one placeholder replaced by n_image image tokens. */
-static int expand(Run *r, VlmRun *v, int rows, int cols, AvErr *e) {
+/* The text with its one placeholder for the picture (LLaVA's <image>, Gemma 3's <start_of_image>: the token the
+ * model's processor looks for) replaced as the processor replaces it: the image token once per image token
+ * (LLaVA), or "\n\n<start_of_image>" + the image tokens + "<end_of_image>\n\n" (Gemma 3). Tokenizing the
+ * result gives the processor's ids. */
+static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
+    const ModelConfig *c = &r->cfg;
+    const int gemma = c->vlm_boi_id > 0;
+    const char *ph = tok_id_to_token(r->tok, gemma ? c->vlm_boi_id : c->image_token_id);
+    const char *img = tok_id_to_token(r->tok, c->image_token_id), *eoi = gemma ? tok_id_to_token(r->tok, c->vlm_eoi_id) : "";
+    if (!ph || !img || !eoi || !*ph)
+        return av_err(e, "%s: the tokenizer does not spell the picture's tokens (ids %d, %d)", r->name,
+                      gemma ? c->vlm_boi_id : c->image_token_id, c->image_token_id);
+    int count = 0;
+    const char *at = NULL;
+    for (const char *p = text; (p = strstr(p, ph)); p += strlen(ph)) count++, at = at ? at : p;
+    if (count == 0)
+        return av_err_usage(e, "the text has no %s: write it where the picture goes, e.g. \"%s\"", ph,
+                            gemma ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n"
+                                    "<start_of_turn>model\n"
+                                  : "USER: <image>\nWhat is in the picture? ASSISTANT:");
+    if (count > 1) return av_err_usage(e, "the text has %d %s: one picture a run", count, ph);
+    AvBuf b;
+    if (av_buf_open(&b)) return av_err(e, "out of memory");
+    fwrite(text, 1, (size_t)(at - text), b.f);
+    if (gemma) fprintf(b.f, "\n\n%s", ph);
+    for (int k = 0; k < c->vlm_tokens; k++) fputs(img, b.f);
+    if (gemma) fprintf(b.f, "%s\n\n", eoi);
+    fputs(at + strlen(ph), b.f);
+    if (!(*out = av_buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
+    return 0;
+}
+
+/* The sequence: the expanded text's tokens, its image tokens (one run of them) named by their place in the
+ * image tokens' grid (gc columns). The run's first position, or -1. */
+static int name_sequence(const Run *r, VlmRun *v, int gc, AvErr *e) {
     const ModelConfig *c = &r->cfg;
     const TokEncoding *t = &v->text;
     const int ni = c->vlm_tokens;
-    int at = -1, count = 0;
+    int first = -1, count = 0;
     for (int i = 0; i < t->n; i++)
-        if (t->ids[i] == c->image_token_id) count++, at = at < 0 ? i : at;
-    const char *ph = tok_id_to_token(r->tok, c->image_token_id);
-    if (count == 0)
-        return av_err_usage(e, "the text has no %s (token %d): write it where the picture goes, e.g. \"USER: %s\\nWhat "
-                               "is in the picture? ASSISTANT:\"", ph ? ph : "image token", c->image_token_id,
-                            ph ? ph : "<image>");
-    if (count > 1) return av_err_usage(e, "the text has %d %s: one picture a run", count, ph ? ph : "image tokens");
-    if (rows * cols != ni) return av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", rows, cols, ni);
-    const int n = t->n - 1 + ni, max = cfg_max_tokens(c);
-    if (n > max) return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni, n, max);
+        if (t->ids[i] == c->image_token_id) count++, first = first < 0 ? i : first;
+    if (count != ni || t->n_truncated)
+        return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni,
+                      t->n + t->n_truncated, cfg_max_tokens(c));
+    for (int i = first; i < first + ni; i++)
+        if (t->ids[i] != c->image_token_id)
+            return av_err(e, "the text holds the picture's token %d apart from its place", c->image_token_id);
+    const int n = t->n;
     TokEncoding *s = &v->enc;
     memset(s, 0, sizeof *s);
     s->n = n, s->b_start = -1, s->byte_level = t->byte_level;
@@ -129,26 +163,26 @@ static int expand(Run *r, VlmRun *v, int rows, int cols, AvErr *e) {
     if (!s->ids || !s->type_ids || !s->tokens || !s->display || !s->word_start || !s->special || !s->role || !v->names ||
         !v->kind)
         return av_err(e, "out of memory for %d tokens", n);
-    for (int i = 0, j = 0; i < t->n; i++) {
-        if (i != at) {
-            s->ids[j] = t->ids[i], s->tokens[j] = t->tokens[i], s->display[j] = t->display[i];
-            s->word_start[j] = t->word_start[i], s->special[j] = t->special[i], s->role[j] = t->role[i];
-            v->kind[j++] = OUT_TOK_TEXT;
+    for (int i = 0; i < n; i++) {
+        s->ids[i] = t->ids[i];
+        if (i < first || i >= first + ni) {
+            s->tokens[i] = t->tokens[i], s->display[i] = t->display[i];
+            s->word_start[i] = t->word_start[i], s->special[i] = t->special[i], s->role[i] = t->role[i];
+            v->kind[i] = OUT_TOK_TEXT;
             continue;
         }
-        for (int k = 0; k < ni; k++, j++) {
-            char *nm = v->names + (size_t)k * NAME_LEN;
-            snprintf(nm, NAME_LEN, "%u,%u", (unsigned)(k / cols), (unsigned)(k % cols));
-            s->ids[j] = c->image_token_id, s->tokens[j] = s->display[j] = nm;
-            s->word_start[j] = 1, s->special[j] = 0, s->role[j] = TOK_ROLE_NONE;
-            v->kind[j] = OUT_TOK_PATCH;
-        }
+        const int k = i - first;
+        char *nm = v->names + (size_t)k * NAME_LEN;
+        snprintf(nm, NAME_LEN, "%u,%u", (unsigned)(k / gc), (unsigned)(k % gc));
+        s->tokens[i] = s->display[i] = nm;
+        s->word_start[i] = 1, s->special[i] = 0, s->role[i] = TOK_ROLE_NONE;
+        v->kind[i] = OUT_TOK_PATCH;
     }
-    return at;
+    return first;
 }
 
-/* The vision tower's tokens for its page: the class token, then the patches as the sequence names them. */
-static int tower_tokens(VlmRun *v, int pre, int nv, AvErr *e) {
+/* The vision tower's tokens for its page: its class token, then its patches "r,c" (cols columns). */
+static int tower_tokens(VlmRun *v, int pre, int nv, int cols, AvErr *e) {
     TokEncoding *t = &v->venc;
     memset(t, 0, sizeof *t);
     t->n = nv, t->b_start = -1;
@@ -159,12 +193,15 @@ static int tower_tokens(VlmRun *v, int pre, int nv, AvErr *e) {
     t->special = calloc((size_t)nv, 1);
     t->role = calloc((size_t)nv, 1);
     v->vkind = malloc((size_t)nv * sizeof *v->vkind);
-    if (!t->ids || !t->type_ids || !t->tokens || !t->word_start || !t->special || !t->role || !v->vkind)
+    v->vnames = malloc((size_t)nv * NAME_LEN);
+    if (!t->ids || !t->type_ids || !t->tokens || !t->word_start || !t->special || !t->role || !v->vkind || !v->vnames)
         return av_err(e, "out of memory");
     memset(t->word_start, 1, (size_t)nv);
     for (int i = 0; i < nv; i++) {
         const int cls = i < pre;
-        t->tokens[i] = cls ? "[CLS]" : v->names + (size_t)(i - pre) * NAME_LEN;
+        char *nm = v->vnames + (size_t)i * NAME_LEN;
+        if (!cls) snprintf(nm, NAME_LEN, "%u,%u", (unsigned)((i - pre) / cols), (unsigned)((i - pre) % cols));
+        t->tokens[i] = cls ? "[CLS]" : nm;
         t->special[i] = (unsigned char)cls;
         t->role[i] = cls ? TOK_ROLE_CLS : TOK_ROLE_NONE;
         v->vkind[i] = cls ? OUT_TOK_CLS : OUT_TOK_PATCH;
@@ -206,14 +243,23 @@ int run_vlm(Run *r, AvErr *e) {
     /* as transformers' processors tokenize a rendered chat: with the tokenizer's special tokens unless
      * the template wrote the first one itself (LLaVA's writes none: <s> is added) */
     const char *bos = chat && r->chat ? chat_template_special(r->chat, "bos_token") : NULL;
-    const int trc = chat && !(bos && *bos && !strncmp(chat, bos, strlen(bos)))
-                        ? tok_encode(r->tok, chat, strlen(chat), NULL, 0, cfg_max_tokens(c), &v.text, e)
-                        : run_tokenize(r, chat ? chat : o->text_a, NULL, &v.text, e);
+    const int plain = chat && bos && *bos && !strncmp(chat, bos, strlen(bos));
     free(v.chat);
     v.chat = chat;
+    char *full = NULL;
+    if (expand_text(r, chat ? chat : o->text_a, &full, e)) goto done;
+    const int trc = chat && !plain ? tok_encode(r->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v.text, e)
+                                   : run_tokenize(r, full, NULL, &v.text, e);
+    free(full);
     if (trc) goto done;
-    run_warn_truncated(r, &v.text, 0);
-    const int first = expand(r, &v, rows, cols, e);
+    /* the image tokens' grid: the tower's patches (LLaVA), or Gemma 3's pooled squares */
+    const int gside = c->vlm_boi_id > 0 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
+    const int gr = gside ? gside : rows, gc = gside ? gside : cols;
+    if (gr * gc != c->vlm_tokens || rows % gr) {
+        av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", gr, gc, c->vlm_tokens);
+        goto done;
+    }
+    const int first = name_sequence(r, &v, gc, e);
     if (first < 0) goto done;
     const int n = v.enc.n, H = c->hidden_size, ni = c->vlm_tokens;
     const int fi = vlm_feature_index(&r->model);
@@ -231,23 +277,31 @@ int run_vlm(Run *r, AvErr *e) {
         goto done;
     memcpy(v.x + (size_t)first * H, v.embeds, (size_t)ni * H * sizeof *v.x);
     run_score_input(&r->cap, &v.enc);
-    if (model_forward_embeds(&r->model, &r->rs, v.x, n, &r->cap, 0, e)) goto done;
+    if (c->vlm_bidir) { /* Gemma 3: the image tokens attend to each other both ways */
+        if (!(v.blk_end = calloc((size_t)n, sizeof *v.blk_end))) {
+            av_err(e, "out of memory");
+            goto done;
+        }
+        for (int i = first; i < first + ni; i++) v.blk_end[i] = first + ni;
+    }
+    if (model_forward_embeds_blocks(&r->model, &r->rs, v.x, n, v.blk_end, &r->cap, 0, e)) goto done;
     r->t_fwd += av_now_ms() - t0;
     if (img_encode_png(v.px.rgb, v.px.w, v.px.h, &v.png, &v.png_len, e)) goto done;
     OutImage oi = {.file = o->image, .mode = v.img.mode, .src_w = v.img.w, .src_h = v.img.h,
                    .resized_w = v.px.resized_w, .resized_h = v.px.resized_h, .w = v.px.w, .h = v.px.h,
-                   .patch = vc->patch_size, .rows = rows, .cols = cols, .tiles = 1, .first_patch = first,
+                   .patch = vc->patch_size * (rows / gr), .rows = gr, .cols = gc, .tiles = 1, .first_patch = first,
                    .kind = v.kind, .png = v.png, .png_len = v.png_len, .vis_attn = v.vcap.attn,
                    .vis_layers = v.vcap.n_layers, .vis_heads = v.vcap.n_heads, .vis_n = nv, .vis_prefix = vis_prefix(vc),
                    .feature_layer = c->vlm_feature_layer, .image_embeds = v.embeds, .n_image = ni, .embeds_dim = H,
-                   .pixels = v.px.pixels};
+                   .pixels = v.px.pixels, .bidir = c->vlm_bidir};
     /* the vision tower's own page: its attention over the class token and the patches, with the picture */
     OutDoc tower;
     OutImage toi = oi;
     char tname[300];
     const int pre = vis_prefix(vc);
-    if (tower_tokens(&v, pre, nv, e)) goto done;
+    if (tower_tokens(&v, pre, nv, cols, e)) goto done;
     toi.first_patch = pre, toi.kind = v.vkind, toi.vis_attn = NULL, toi.image_embeds = NULL, toi.pixels = NULL;
+    toi.patch = vc->patch_size, toi.rows = rows, toi.cols = cols, toi.bidir = 0;
     run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v.venc, &v.vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
     oi.tower = &tower, oi.tower_suffix = ".vision.html", oi.tower_label = "vision tower";

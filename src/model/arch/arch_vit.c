@@ -502,3 +502,5 @@ int arch_siglip_load(Model *m, AvErr *e) {
 }
 
 int arch_siglip_vision_load(Model *m, AvErr *e) { return load_siglip_vision(m, "", e); }
+
+int arch_siglip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_siglip_vision(m, base, e); }
