@@ -927,7 +927,7 @@ case_ image_missing_file 1 "nope.png: cannot open: No such file" -- --model "$V"
 case_ image_a_directory 1 "$T: not a regular file \(a directory\)" -- --model "$V" --quiet --json out.json --image "$T"
 rm -f "$T/img.fifo" && mkfifo "$T/img.fifo"
 case_ image_a_fifo 1 "img.fifo: not a regular file \(a FIFO\)" -- --model "$V" --quiet --json out.json --image "$T/img.fifo"
-case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\) or a vision-language model \(llava\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
+case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\) or a vision-language model \(llava, gemma3\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
 case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \(--image FILE, PNG or JPEG\)" -- --model "$V" --quiet --json out.json "a text"
 case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
 case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
