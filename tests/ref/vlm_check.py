@@ -273,9 +273,25 @@ def kernels(attnviz):
     return found
 
 
+def decoder_reference(model, feats, ids):
+    """The decoder's attention over ids with the image tokens' embeddings given (the tower's already computed for
+    the same pixels): LLaVA's language model on its inputs_embeds, as LlavaModel.forward builds them."""
+    cfg = model.config
+    with torch.no_grad():
+        emb = model.get_input_embeddings()(torch.tensor([ids]))
+        mask = torch.tensor([ids]) == cfg.image_token_index
+        emb = emb.masked_scatter(mask[..., None].expand_as(emb), torch.from_numpy(feats))
+        out = model.model.language_model(inputs_embeds=emb, output_attentions=True)
+    return torch.stack([a[0] for a in out.attentions]).numpy()
+
+
+_models = {}
+
+
 def reference(name, model_dir, pixels, ids):
     spec = SPECS[name]
     model = spec["cls"].from_pretrained(model_dir, attn_implementation="eager", dtype=torch.float64).eval()
+    _models[name] = model
     pv = torch.from_numpy(pixels.astype(np.float64))[None]
     extra = {}
     if spec.get("gemma"):  # the processor's token_type_ids: the image tokens attend both ways
@@ -355,6 +371,7 @@ def main():
     ap.add_argument("--pyllava", default="")
     a = ap.parse_args()
     fails = 0
+    pixels_seen = {}
     for name in SPECS:
         if a.only and name != a.only:
             continue
@@ -388,6 +405,7 @@ def main():
                       + ("" if ok else f": {err or (cg[:12], cw[:12])}"), flush=True)
                 fails += not ok
                 ref = reference(name, model_dir, got["pixel_values"], ids)
+                pixels_seen[name] = got["pixel_values"]
             img = np.array(meta["image"]["image_tokens"])
             after = [i for i in range(len(ids)) if i > img.max()]
             errs = {
@@ -418,7 +436,13 @@ def main():
             fails += 1
             continue
         ids = got["meta"]["input_ids"]
-        gref = reference(name, model_dir, got["pixel_values"], ids)
+        # the same pixels as the folder's run: the tower's and projector's references are that run's, the
+        # decoder's is computed again over the GGUF tokenizer's ids
+        if not np.array_equal(got["pixel_values"], pixels_seen.get(name)):
+            print(f"FAIL vlm {name} gguf: the pair's pixel values differ from the folder's run's")
+            fails += 1
+            continue
+        gref = dict(ref, attn=decoder_reference(_models[name], ref["image_embeds"], ids))
         nv = got["vision_attention"].shape[0]
         img = np.array(got["meta"]["image"]["image_tokens"])
         errs = {"vision attention": float(np.abs(got["vision_attention"] - gref["vision_attention"][:nv]).max()),
