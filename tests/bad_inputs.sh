@@ -953,7 +953,7 @@ case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-l
 # ---- vision-language models (tests/data/small-llava: LLaVA's vision tower, projector and Llama)
 LV=$PWD/tests/data/small-llava
 lfresh() { rm -rf "$T/lv" && cp -r "$LV" "$T/lv"; VM=$T/lv; }
-case_ vlm_text_without_image_token 2 "the text has no <image> \(token 3\): write it where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC" "what is in the picture?"
+case_ vlm_text_without_image_token 2 "the text has no <image>: write it where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC" "what is in the picture?"
 case_ vlm_two_image_tokens 2 "the text has 2 <image>: one picture a run" -- --model "$LV" --quiet --json out.json --image "$PIC" "<image> and <image>"
 case_ vlm_image_without_text 2 "small-llava is a vision-language model: with --image give its text too, with <image> where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC"
 case_ vlm_image_with_predict 2 "--image with a vision-language model runs one picture and text: not with --batch, --out-dir, --predict" -- --model "$LV" --quiet --json out.json --image "$PIC" --predict 3 "<image> what"
@@ -1006,7 +1006,8 @@ case_ mmproj_absurd_sizes 1 "mm.gguf: its clip.vision sizes are out of range" --
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'cut = 400'
 case_ mmproj_truncated 1 "mm.gguf: " -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"
-case_ mmproj_text_without_image_token 1 "g.gguf: its tokenizer has no <image> token" -- --model "$G" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "hi"
+mkgguf "$T/plain.gguf" ''
+case_ mmproj_text_without_image_token 1 "plain.gguf: its tokenizer has no <image> token" -- --model "$T/plain.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "hi"
 case_ mmproj_the_text_model_itself 1 "lt.gguf: not an mmproj with a LLaVA projector" -- --model "$T/lt.gguf" --mmproj "$T/lt.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 case_ mmproj_beside_a_folder 2 "--mmproj goes with a llama.cpp text model \(a .gguf file\)" -- --model "$LV" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 # ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
