@@ -181,10 +181,15 @@ report() { # NAME IDENTICAL(0/1) DIFFSUMMARY
 # whether a fixture is an encoder-decoder (BART, Marian, T5): fwd_dump runs one stack
 # of self-attention, so those are compared through attnviz's JSON below
 encdec() { python3 -c "import json, sys; sys.exit(0 if json.load(open('$1/config.json')).get('model_type') in ('bart', 'marian', 't5', 'mt5') else 1)"; }
+# whether a fixture is a vision encoder or a vision-language model: it reads an image,
+# which fwd_dump does not take, so those are compared through attnviz's JSON below
+vision() { python3 -c "import json, sys; sys.exit(0 if json.load(open('$1/config.json')).get('model_type') in ('vit', 'deit', 'dinov2', 'dinov2_with_registers', 'clip', 'siglip', 'llava', 'gemma3') else 1)"; }
+picture=examples/images/cat-on-grey.png
 for d in tests/data/small-*/; do
     d=${d%/}
     f=$(basename "$d")
     encdec "$d" && continue
+    vision "$d" && continue
     for n in 7 61; do
         ids=$(python3 -c "import json; v = min(json.load(open('$d/config.json')).get('vocab_size', 40), 40)
 print(*[(3 + 7 * i) % v for i in range($n)])")
@@ -216,6 +221,12 @@ for d in tests/data/small-*/; do
     args=(--model "$d" --qk --hidden --precision 9 --quiet "time flies like an arrow" "$long")
     # an encoder-decoder: the source and the decoder's text; its three stacks (no --qk, --hidden)
     encdec "$d" && args=(--model "$d" --precision 9 --quiet "time flies like an arrow" --decoder-text "$long")
+    # a vision model: the committed picture (and, for a vision-language model, a text that places it)
+    if vision "$d"; then
+        args=(--model "$d" --precision 9 --quiet --image "$picture")
+        [ "$(python3 -c "import json; print(json.load(open('$d/config.json')).get('model_type'))")" = llava ] &&
+            args+=("USER: <image> What is in the picture? ASSISTANT:")
+    fi
     if ! ./attnviz "${args[@]}" --json "$T/x-$f.json" >/dev/null 2>"$T/err"; then
         grep -q 'no tokenizer' "$T/err" && continue # a fixture for the engine only: fwd_dump covered it
         fail "aarch64 attnviz JSON $f" "this machine's: $(cat "$T/err")"
