@@ -203,6 +203,13 @@ clean: clean-aarch64
 clean-aarch64:
 	rm -rf build-aarch64
 
+# make check: the quick tier (tests/check.sh: every Check suite once on this CPU's best kernel,
+# then the command line's script), about a minute on two cores; make test runs everything.
+.PHONY: check
+check:
+	@$(MAKE) -j$(JOBS) --no-print-directory attnviz demo-model $(TESTS)
+	@tests/check.sh $(TESTS)
+
 # make test: every suite and end-to-end test on the optimized build, then the
 # Check suites again under AddressSanitizer + UndefinedBehaviorSanitizer.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
