@@ -10,7 +10,7 @@ OPT     ?= -O3
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
-           -Wmissing-prototypes -Wformat=2 -Iinclude
+           -Wmissing-prototypes -Wformat=2 $(INCLUDES)
 # Floating-point operations never trap here (no FP exceptions are enabled), so GCC may compute both
 # sides of a clamp: without it, a loop over vexpf (softmax, SiLU) stays scalar on AVX2 and older
 # targets, which have no masked vector operations. Values and their bits are unchanged: this allows
@@ -42,13 +42,16 @@ BIN      ?= attnviz
 # src/ has a folder per step of the flow (docs/architecture.md); a new file in any of them is
 # picked up here. Objects stay flat, build/obj/NAME.o (file names are unique across folders).
 SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*/*.c)))
+# include/ holds the public header (attnviz.h); every other header sits beside its sources, and each
+# folder is on the search path, so `#include "X.h"` names a header without its folder.
+INCLUDES := -Iinclude $(patsubst %/,-I%,$(SRC_DIRS))
 SRCS     := $(wildcard $(addsuffix *.c,$(SRC_DIRS)))
 OBJS     := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(SRCS))) $(B)/obj/templates_gen.o
 vpath %.c $(SRC_DIRS)
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
-VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
+VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' src/base/version.h)
 # libattnviz.so.ABI -> libattnviz.so.ABI.MINOR.PATCH: ABI is include/attnviz.h's ATTNVIZ_ABI_VERSION.
 ABI      := $(shell sed -n 's/^#define ATTNVIZ_ABI_VERSION \([0-9]*\)/\1/p' include/attnviz.h)
 SONAME   := libattnviz.so.$(ABI)
@@ -170,7 +173,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
 	@$(MAKE) -j$(JOBS) --no-print-directory CC=clang B=build-fuzz BIN=build-fuzz/attnviz OPT=-O1 \
 		SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" build-fuzz/libattnviz.a
-	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_SAN="$(FUZZ_SAN)" PKG_CFLAGS="$(PKG_CFLAGS)" LDLIBS="$(LDLIBS)" \
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_SAN="$(FUZZ_SAN)" INCLUDES="$(INCLUDES)" PKG_CFLAGS="$(PKG_CFLAGS)" LDLIBS="$(LDLIBS)" \
 		tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 # ThreadSanitizer: the server under load and a threaded --batch run

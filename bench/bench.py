@@ -17,6 +17,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the public header's folder and every source folder (private headers sit beside their sources)
+INCLUDES = ["-I" + os.path.join(ROOT, "include")] + sorted(
+    "-I" + d for d, _, fs in os.walk(os.path.join(ROOT, "src")) if any(f.endswith(".h") for f in fs))
 OUT = os.path.join(ROOT, "bench", "out")
 MODEL = os.path.join(OUT, "bert-base-shape")
 PY = "/usr/bin/python3"
@@ -129,7 +132,7 @@ def main():
     if not os.path.exists(os.path.join(MODEL, "model.safetensors")):
         print("bench: writing a bert-base-shaped checkpoint (F32) ...", file=sys.stderr)
         run([PY, os.path.join(ROOT, "tests/ref/make_checkpoint.py"), MODEL, "--shape", "base", "--seed", "5"])
-    run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
+    run(["cc", "-O2"] + INCLUDES + [os.path.join(ROOT, "bench/fwd_bench.c"),
          os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD]
         + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma",
                          "libpng", "libjpeg"],
@@ -290,7 +293,7 @@ def main():
                            text=True).stdout.strip()
     if imgpy:
         vis_bin = os.path.join(OUT, "vis_bench")
-        run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/vis_bench.c"),
+        run(["cc", "-O2"] + INCLUDES + [os.path.join(ROOT, "bench/vis_bench.c"),
              os.path.join(ROOT, "build/libattnviz.a"), "-o", vis_bin]
             + subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib",
                               "oniguruma", "libpng", "libjpeg"], capture_output=True, text=True).stdout.split()

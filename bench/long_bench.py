@@ -30,6 +30,9 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the public header's folder and every source folder (private headers sit beside their sources)
+INCLUDES = ["-I" + os.path.join(ROOT, "include")] + sorted(
+    "-I" + d for d, _, fs in os.walk(os.path.join(ROOT, "src")) if any(f.endswith(".h") for f in fs))
 OUT = os.path.join(ROOT, "bench", "out")
 FWD = os.path.join(OUT, "fwd_bench")
 CACHE = os.environ.get("ATTNVIZ_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "attnviz")
@@ -106,7 +109,7 @@ def main():
     limit_gb = float(os.environ.get("BENCH_PEER_GB", "10"))
     libs = subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib",
                            "oniguruma", "libpng", "libjpeg"], capture_output=True, text=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
+    subprocess.run(["cc", "-O2"] + INCLUDES + [os.path.join(ROOT, "bench/fwd_bench.c"),
                     os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD] + libs + ["-lm", "-lpthread"], check=True)
     hfpy = subprocess.run([os.path.join(ROOT, "tools/pyref.sh"), "--check"], capture_output=True,
                           text=True).stdout.strip()

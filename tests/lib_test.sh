@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . tests/lib.sh
 BIN=./attnviz
 PY=python3
-VERSION=$(sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' include/version.h)
+VERSION=$(sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' src/base/version.h)
 ABI=$(sed -n 's/^#define ATTNVIZ_ABI_VERSION \([0-9]*\)/\1/p' include/attnviz.h)
 REAL=libattnviz.so.$ABI.${VERSION#*.}
 D=$T/dest

@@ -3,7 +3,7 @@
  *   embed OUT.c templates/page.html templates/page.css templates/page.js ...
  *
  * writes OUT.c defining `const AvTemplate av_templates[]` and
- * `const int av_n_templates` (include/templates.h). Each file becomes one
+ * `const int av_n_templates` (src/out/templates.h). Each file becomes one
  * escaped string literal (NUL-terminated by the language; `len` excludes the
  * NUL), split at the file's own newlines so the generated source stays
  * readable. Only printable ASCII other than '"', '\\' and '?' is emitted as

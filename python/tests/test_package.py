@@ -22,7 +22,7 @@ def pyproject():
 
 
 def test_version_matches_the_binary():
-    with open(os.path.join(REPO, "include/version.h"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "src/base/version.h"), encoding="utf-8") as f:
         want = re.search(r'#define ATTNVIZ_VERSION "([^"]+)"', f.read()).group(1)
     assert attnviz.__version__ == want
     assert re.search(r'^version = "([^"]+)"', pyproject(), re.M).group(1) == want

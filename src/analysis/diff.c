@@ -1,6 +1,6 @@
 /* diff.c — attnviz diff's comparison: token alignment (LCS over ids), per-head
  * Jensen–Shannon divergence over the merged key axis, and its JSON and table
- * (definitions in include/diff.h). */
+ * (definitions in diff.h). */
 #include "diff.h"
 
 #include <math.h>

@@ -40,7 +40,10 @@ export function ensureFixture() {
   const src = path.join(ROOT, 'tests/page_fixture.c');
   if (mtime(FIXTURE) > Math.max(mtime(src), mtime(lib))) return FIXTURE;
   const libs = execFileSync('pkg-config', ['--libs', 'libcjson', 'libutf8proc', 'openblas', 'zlib', 'oniguruma', 'libpng', 'libjpeg']).toString().trim().split(/\s+/);
-  execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-Wall', '-Wextra', '-Werror', '-I' + path.join(ROOT, 'include'),
+  // the public header's folder and every source folder (private headers sit beside their sources)
+  const incs = [path.join(ROOT, 'include'), ...fs.readdirSync(path.join(ROOT, 'src'), { recursive: true })
+    .map((d) => path.join(ROOT, 'src', d)).filter((d) => fs.statSync(d).isDirectory())].map((d) => '-I' + d);
+  execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-Wall', '-Wextra', '-Werror', ...incs,
     '-o', FIXTURE, src, lib, ...libs, '-lm', '-lpthread'], { stdio: 'inherit' });
   return FIXTURE;
 }

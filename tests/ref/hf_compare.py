@@ -5,7 +5,7 @@ usage: hf_compare.py ATTNVIZ MODEL_DIR [--tol 1e-4] [--label L] TEXT[\tTEXT_B] .
 Runs attnviz once with --batch --json --qk --precision 9, feeds each input's ids (and token
 types where the family has them) to the transformers model, prints the max |diff| of attention,
 queries and keys (queries/keys from forward hooks on the attention's projections, split per head,
-after bias and before 1/sqrt(d), as include/capture.h defines them) and exits 1 when attention
+after bias and before 1/sqrt(d), as src/engine/capture.h defines them) and exits 1 when attention
 differs by more than --tol.
 """
 import argparse

@@ -13,7 +13,7 @@ of the neuron view. Pages are drawn by libattnviz, built with the package (or by
 $ATTNVIZ_BIN names, or the one on PATH when the library is not built).
 """
 
-__version__ = "0.1.0"  # = ATTNVIZ_VERSION in include/version.h
+__version__ = "0.1.0"  # = ATTNVIZ_VERSION in src/base/version.h
 
 from ._display import Page, iframe
 from ._engine import Generation, LibraryNotFoundError, Model, Result, Token, library_path
