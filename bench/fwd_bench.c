@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     Capture cap;
     const CapScoring sc = {0};
     memset(&cap, 0, sizeof cap);
-    if (model_runstate_alloc(&rs, &m, n, &e) ||
+    if (model_runstate_alloc(&rs, &m, n, 0, &e) ||
         ((tel || none) ? model_capture_telemetry(&cap, &m.cfg, n, top_k, ids, NULL, 0, NULL, 0, &e)
          : scores ? model_capture_scores(&cap, &m.cfg, n, &sc, NULL, 0, NULL, 0, &e)
          : model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) ||

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     int rows, cols, n;
     if (gemm_kernel_from_env(&e) || model_load_mode(&m, argv[1], AV_MAP_RESIDENT, &e) || imgproc_load(&p, argv[1], &e) ||
         img_load(argv[2], &img, &e) || imgproc_run(&p, &img, &px, &e) || vis_grid(&m.cfg, px.h, px.w, &rows, &cols, &n, &e) ||
-        model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 0, 0, &e)) {
+        model_runstate_alloc(&rs, &m, n, 0, &e) || model_capture_alloc(&cap, &m.cfg, n, 0, 0, &e)) {
         fprintf(stderr, "vis_bench: %s\n", e.msg);
         return 1;
     }

@@ -44,7 +44,7 @@ static void demo_open(Demo *d) {
     int lower = cfg_read_lowercase(DEMO_DIR "/tokenizer_config.json", &e);
     ck_assert_int_eq(lower, 1);
     ck_assert_msg(tok_load(&d->tok, DEMO_DIR "/vocab.txt", lower, &e) == 0, "tok_load: %s", e.msg);
-    ck_assert_msg(model_runstate_alloc(&d->rs, &d->m, MAX_TOKENS, &e) == 0, "%s", e.msg);
+    ck_assert_msg(model_runstate_alloc(&d->rs, &d->m, MAX_TOKENS, 0, &e) == 0, "%s", e.msg);
     ck_assert_msg(model_capture_alloc(&d->cap, &d->m.cfg, MAX_TOKENS, 0, 0, &e) == 0, "%s", e.msg);
     ck_assert_msg(cfg_load_head_labels(DEMO_DIR "/heads.json", &d->m.cfg, &d->patterns, &d->descriptions, &e) == 0,
                   "heads.json: %s", e.msg);

@@ -44,7 +44,7 @@ static void fix_open(Fix *f, const char *dir) {
     AvErr e;
     if (model_load(&f->m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
     for (int i = 0; i < N; i++) f->ids[i] = (i * 7 + 3) % f->m.cfg.vocab_size;
-    ck_assert_int_eq(model_runstate_alloc(&f->rs, &f->m, N, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&f->rs, &f->m, N, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&f->cap, &f->m.cfg, N, 0, 0, &e), 0);
     ck_assert_int_eq(model_capture_internals(&f->cap, &f->m.cfg, &e), 0);
     if (model_forward_kv(&f->m, &f->rs, NULL, f->ids, NULL, N, &f->cap, 1, &e)) ck_abort_msg("forward: %s", e.msg);

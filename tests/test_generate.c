@@ -39,7 +39,7 @@ static void gen_setup(Gen *t, const char *dir) {
     memset(t, 0, sizeof *t);
     if (model_load(&t->m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
     ck_assert_msg(model_has_head(&t->m), "%s has a head", dir);
-    ck_assert_int_eq(model_runstate_alloc(&t->rs, &t->m, PROMPT + NEW, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&t->rs, &t->m, PROMPT + NEW, 0, &e), 0);
     ck_assert_int_eq(model_kv_alloc(&t->kv, &t->m.cfg, PROMPT + NEW, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&t->cap, &t->m.cfg, PROMPT + NEW, 1, 1, &e), 0);
     for (int i = 0; i < PROMPT; i++) t->ids[i] = (7 * i + 3) % t->m.cfg.vocab_size;
@@ -72,7 +72,7 @@ START_TEST(generated_capture_equals_one_pass_over_the_final_sequence) {
     AvErr e;
     RunState rs;
     Capture one;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &t.m, t.n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &t.m, t.n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&one, &t.m.cfg, t.n, 1, 1, &e), 0);
     if (model_forward_kv(&t.m, &rs, NULL, t.ids, NULL, t.n, &one, 1, &e)) ck_abort_msg("forward: %s", e.msg);
     const size_t blocks = cap_blocks(&one), nn = (size_t)t.n * t.n, dh = (size_t)one.head_dim;
@@ -184,7 +184,7 @@ START_TEST(an_encoder_cannot_generate) {
     RunState rs;
     KvCache kv;
     ck_assert_int_eq(model_load(&m, "tests/data/small-f32", &e), 0);
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, 8, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, 8, 0, &e), 0);
     ck_assert_int_eq(model_kv_alloc(&kv, &m.cfg, 8, &e), 0);
     int ids[3] = {1, 2, 3};
     ck_assert_int_eq(model_forward_kv(&m, &rs, &kv, ids, ids, 3, NULL, 1, &e), -1);

@@ -84,7 +84,7 @@ static void fix_open(Fix *f, const char *dir) {
     ck_assert_msg(model_has_head(&f->m), "%s: no language-model head", dir);
     f->n = 12;
     for (int i = 0; i < f->n; i++) f->ids[i] = (i * 7 + 3) % f->m.cfg.vocab_size;
-    ck_assert_int_eq(model_runstate_alloc(&f->rs, &f->m, f->n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&f->rs, &f->m, f->n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&f->cap, &f->m.cfg, f->n, 0, 0, &e), 0);
     ck_assert_int_eq(model_capture_internals(&f->cap, &f->m.cfg, &e), 0);
     if (model_forward_kv(&f->m, &f->rs, NULL, f->ids, NULL, f->n, &f->cap, 1, &e)) ck_abort_msg("forward: %s", e.msg);
@@ -103,7 +103,7 @@ START_TEST(attribution_is_complete_in_every_family) {
     const ModelConfig *c = &f.m.cfg;
     const int H = c->hidden_size, L = c->num_layers;
     LensResult r = {0};
-    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, &r, &e), 0);
+    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, 0, &r, &e), 0);
     int pos[12];
     for (int i = 0; i < f.n; i++) pos[i] = i;
     if (lens_attribution(&f.m, &f.cap, pos, f.n, -1, &r, &e)) ck_abort_msg("%s: %s", FIXTURES[_i], e.msg);
@@ -147,7 +147,7 @@ START_TEST(last_lens_layer_is_the_prediction) {
     int layer = L - 1;
     LensResult r = {0};
     CapPredictions p;
-    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, &layer, 1, k, &r, &e), 0);
+    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, &layer, 1, k, 0, &r, &e), 0);
     int rows[12];
     for (int i = 0; i < f.n; i++) rows[i] = i;
     ck_assert_int_eq(pred_alloc(&p, f.n, k, &e), 0);
@@ -172,7 +172,7 @@ START_TEST(ablation_from_its_layer_equals_the_whole_rerun) {
     fix_open(&f, FIXTURES[_i]);
     const int L = f.m.cfg.num_layers, NH = f.m.cfg.num_heads, last = 4;
     LensResult r = {0};
-    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, &r, &e), 0);
+    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, 0, &r, &e), 0);
     int pairs[2] = {L - 1, NH - 1};
     ck_assert_int_eq(lens_ablation(&f.m, &f.rs, &f.cap, f.ids, last, -1, pairs, 1, 0, &r, &e), 0);
     float *logits = malloc((size_t)f.m.cfg.vocab_size * sizeof *logits);
@@ -198,7 +198,7 @@ START_TEST(bad_requests_are_refused) {
     AvErr e;
     fix_open(&f, "tests/data/small-llama");
     LensResult r = {0};
-    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, &r, &e), 0);
+    ck_assert_int_eq(lens_logit_lens(&f.m, &f.cap, NULL, 0, 0, 0, &r, &e), 0);
     int bad[2] = {f.m.cfg.num_layers, 0};
     ck_assert_int_eq(lens_ablation(&f.m, &f.rs, &f.cap, f.ids, 0, -1, bad, 1, 0, &r, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "is not in the model"));
@@ -208,7 +208,7 @@ START_TEST(bad_requests_are_refused) {
     lens_free(&r);
     Capture plain;
     ck_assert_int_eq(model_capture_alloc(&plain, &f.m.cfg, f.n, 0, 0, &e), 0);
-    ck_assert_int_eq(lens_logit_lens(&f.m, &plain, NULL, 0, 2, &r, &e), -1);
+    ck_assert_int_eq(lens_logit_lens(&f.m, &plain, NULL, 0, 2, 0, &r, &e), -1);
     ck_assert_ptr_nonnull(strstr(e.msg, "not captured"));
     model_capture_free(&plain);
     lens_free(&r);

@@ -1,7 +1,6 @@
 /* test_model.c — the engine (model.c, forward.c) on the committed
  * fixtures: every family, dtype and naming variant against PyTorch goldens;
  * checkpoint shape errors; threads; pytorch_model.bin. */
-#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -64,7 +63,7 @@ START_TEST(forward_matches_pytorch_goldens) {
         }
         RunState rs;
         Capture cap;
-        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
         ck_assert_int_eq(model_capture_alloc(&cap, &m.cfg, n, 1, 1, &e), 0);
         if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0) ck_abort_msg("forward: %s", e.msg);
         size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
@@ -200,18 +199,15 @@ START_TEST(threaded_forward_gives_the_single_thread_result) {
     for (int i = 0; i < n; i++) ids[i] = 5 + (i * 7) % 100, types[i] = i >= 32;
     Capture c1, c2;
     RunState rs1, rs2;
-    /* the run state takes its thread count from BLAS's at allocation */
-    openblas_set_num_threads(1);
-    ck_assert_int_eq(model_runstate_alloc(&rs1, &m, n, &e), 0);
+    /* the run state runs on the threads its caller asks for */
+    ck_assert_int_eq(model_runstate_alloc(&rs1, &m, n, 1, &e), 0);
     ck_assert_int_eq(rs1.n_threads, 1);
-    openblas_set_num_threads(3);
-    ck_assert_int_eq(model_runstate_alloc(&rs2, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs2, &m, n, 3, &e), 0);
     ck_assert_int_eq(rs2.n_threads, 3);
     ck_assert_int_eq(model_capture_alloc(&c1, &m.cfg, n, 1, 1, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&c2, &m.cfg, n, 1, 1, &e), 0);
     ck_assert_int_eq(model_forward(&m, &rs1, ids, types, n, &c1, &e), 0);
     ck_assert_int_eq(model_forward(&m, &rs2, ids, types, n, &c2, &e), 0);
-    ck_assert_int_eq(openblas_get_num_threads(), 3); /* restored after the pass */
     /* column-split products sum in another order: equal to float rounding, not bitwise */
     size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
     ck_assert_float_lt(max_abs_diff(c1.attn, c2.attn, na), 1e-5f);
@@ -250,7 +246,7 @@ START_TEST(packed_inputs_give_what_each_gives_alone) {
     for (int sel = 0; sel < 2; sel++) {
         const int keep[1] = {0}; /* sel 1: layer 0 only, and no hidden states: the pass stops early */
         RunState rs;
-        ck_assert_int_eq(model_runstate_alloc(&rs, &m, total, &e), 0);
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, total, 0, &e), 0);
         Capture caps[G], alone;
         Capture *cp[G];
         for (int g = 0; g < G; g++) {
@@ -305,7 +301,7 @@ START_TEST(every_kernel_gives_the_whole_pass_of_the_scalar_chain) {
         if (m.cfg.pos_offset > 0) ids[3] = m.cfg.pad_token_id;
         Capture ref, got;
         RunState rs;
-        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
         const size_t na = (size_t)m.cfg.num_layers * m.cfg.num_heads * n * n;
         int compared = 0;
         char names[64] = "";
@@ -366,7 +362,7 @@ START_TEST(mlp_blocks_give_the_one_block_pass) {
     ck_assert(logits_ref && logits);
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
         RunState rs;
-        ck_assert_int_eq(model_runstate_alloc_mlp(&rs, &m, N, blocks[b], &e), 0);
+        ck_assert_int_eq(model_runstate_alloc_mlp(&rs, &m, N, blocks[b], 0, &e), 0);
         ck_assert_int_eq(rs.mlp_block, blocks[b]);
         Capture *c = b ? &got : &ref;
         ck_assert_int_eq(model_capture_alloc(c, &m.cfg, N, 1, 1, &e), 0);
@@ -413,7 +409,7 @@ START_TEST(moe_runs_only_the_chosen_experts_as_the_reference_combines_them) {
         ck_assert_int_le(H, 64);
         for (int i = 0; i < H * n; i++) xT[i] = sinf(0.37f * i) * 1.5f;
         RunState rs;
-        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+        ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
         int layers = 0, used[CFG_MAX_EXPERTS] = {0}, n_used = 0;
         for (int l = 0; l < m.cfg.num_layers; l++) {
             if (!m.w.layers[l].experts) continue;
@@ -457,7 +453,7 @@ START_TEST(head_attention_from_captured_qk_equals_the_captured_attention) {
     if (m.cfg.pos_offset > 0) ids[0] = 0;
     RunState rs;
     Capture full, lean;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
     ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, ts, CAP_QK_F32, &e), 0);
     ck_assert_ptr_null(lean.attn);
@@ -492,7 +488,7 @@ START_TEST(forward_rejects_out_of_vocabulary_ids) {
     ck_assert_int_eq(model_load(&m, "tests/data/small-f32", &e), 0);
     RunState rs;
     Capture cap;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, 4, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, 4, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&cap, &m.cfg, 4, 0, 0, &e), 0);
     int ids[] = {2, 5, 100000, 3}, types[] = {0, 0, 0, 0};
     ck_assert_int_eq(model_forward(&m, &rs, ids, types, 4, &cap, &e), -1);
@@ -515,7 +511,7 @@ START_TEST(pytorch_bin_checkpoint_gives_the_safetensors_result) {
     int ids[] = {5, 77, 300, 12, 9, 150, 41, 41, 2}, n = 9, types[9] = {0};
     RunState rs;
     Capture ca, cb;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&ca, &a.cfg, n, 1, 1, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&cb, &b.cfg, n, 1, 1, &e), 0);
     ck_assert_int_eq(model_forward(&a, &rs, ids, types, n, &ca, &e), 0);
@@ -546,7 +542,7 @@ START_TEST(resident_weights_give_the_mapped_pass) {
     for (int i = 0; i < n; i++) ids[i] = (3 + 7 * i) % a.cfg.vocab_size, types[i] = a.cfg.type_vocab_size > 1 && i >= 12;
     RunState rs;
     Capture ca, cb;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &a, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&ca, &a.cfg, n, 1, 1, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&cb, &b.cfg, n, 1, 1, &e), 0);
     if (model_forward(&a, &rs, ids, types, n, &ca, &e)) ck_abort_msg("%s: %s", dir, e.msg);

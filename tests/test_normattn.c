@@ -4,7 +4,6 @@
  * family; normattn.h's matrices and shares; the --no-special / --words views
  * of them (transform.h). Against transformers: tests/ref/norm_check.sh; the
  * kernel against its naive reference on every path: test_kernels. */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +51,7 @@ START_TEST(value_norms_are_the_same_alone_packed_selected_and_cached) {
     int ids[A + N + B], types[A + N + B];
     make_ids(&m, ids, types, A + N + B, 3);
     RunState rs;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, A + N + B, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, A + N + B, 0, &e), 0);
     Capture alone = capture_norms(&m, N, NULL, 0, NULL, 0);
     if (model_forward(&m, &rs, ids + A, types + A, N, &alone, &e)) ck_abort_msg("%s: %s", dir, e.msg);
     const int L = m.cfg.num_layers, H = m.cfg.num_heads;
@@ -94,8 +93,8 @@ START_TEST(value_norms_are_the_same_alone_packed_selected_and_cached) {
 END_TEST
 
 /* One fresh Model's value norms of N tokens (its per-head matrices made by
- * this pass, on the kernel and threads in force). */
-static void fresh_norms(const char *dir, int N, Capture *out) {
+ * this pass, on the kernel in force and that many threads). */
+static void fresh_norms(const char *dir, int N, int threads, Capture *out) {
     Model m;
     AvErr e;
     if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
@@ -103,7 +102,8 @@ static void fresh_norms(const char *dir, int N, Capture *out) {
     ck_assert(ids && types);
     make_ids(&m, ids, types, N, 9);
     RunState rs;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, threads, &e), 0);
+    ck_assert_int_eq(rs.n_threads, threads);
     *out = capture_norms(&m, N, NULL, 0, NULL, 0);
     ck_assert_msg(model_forward(&m, &rs, ids, types, N, out, &e) == 0, "%s: %s", dir, e.msg);
     ck_assert_ptr_nonnull(m.vgram);
@@ -118,33 +118,29 @@ START_TEST(value_norms_are_the_same_bits_on_every_kernel) {
     static const char *const dirs[] = {"tests/data/small-llama", "tests/data/small-gpt2", "tests/data/small-bf16",
                                        "tests/data/small-gpt2-f16"};
     static const char *const kernels[] = {"avx512", "avx2", "neon"};
-    const int threads0 = openblas_get_num_threads();
     enum { N = 50 }; /* past the 48 tokens from which the pass shares its norms among its threads */
     for (size_t f = 0; f < sizeof dirs / sizeof dirs[0]; f++) {
         Capture ref, got;
         ck_assert_int_eq(gemm_force_kernel("scalar"), 0);
-        model_set_threads(1);
-        fresh_norms(dirs[f], N, &ref);
+        fresh_norms(dirs[f], N, 1, &ref);
         const size_t cnt = cap_blocks(&ref) * N;
         int ran = 1;
         for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
             if (gemm_force_kernel(kernels[k]) != 0) continue;
             ran++;
-            fresh_norms(dirs[f], N, &got);
+            fresh_norms(dirs[f], N, 1, &got);
             ck_assert_msg(!memcmp(ref.vnorm, got.vnorm, sizeof(float) * cnt), "%s, %s: differs from scalar by %g", dirs[f],
                           kernels[k], max_abs_diff(ref.vnorm, got.vnorm, cnt));
             model_capture_free(&got);
         }
         ck_assert_int_ge(ran, 2);
         gemm_force_kernel(NULL);
-        model_set_threads(3);
-        fresh_norms(dirs[f], N, &got);
+        fresh_norms(dirs[f], N, 3, &got);
         ck_assert_msg(!memcmp(ref.vnorm, got.vnorm, sizeof(float) * cnt), "%s, 3 threads: differs from 1 by %g", dirs[f],
                       max_abs_diff(ref.vnorm, got.vnorm, cnt));
         model_capture_free(&got);
         model_capture_free(&ref);
     }
-    model_set_threads(threads0);
 }
 END_TEST
 
@@ -159,7 +155,7 @@ START_TEST(value_norms_leave_the_attention_alone) {
     make_ids(&m, ids, types, N, 1);
     RunState rs;
     Capture a, b;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, N, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&a, &m.cfg, N, 1, 0, &e), 0);
     b = capture_norms(&m, N, NULL, 0, NULL, 0);
     ck_assert_ptr_null(a.vnorm);

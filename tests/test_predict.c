@@ -118,7 +118,7 @@ START_TEST(causal_scores_are_the_final_norm_times_the_embeddings) {
     ck_assert_int_eq(model_load(&m, "tests/data/small-llama", &e), 0);
     const int n = 5, H = m.cfg.hidden_size, V = m.cfg.vocab_size;
     int ids[5] = {1, 9, 4, 20, 3};
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&cap, &m.cfg, n, 0, 1, &e), 0);
     ck_assert_int_eq(model_forward_kv(&m, &rs, NULL, ids, NULL, n, &cap, 1, &e), 0);
     int rows[2] = {4, 1};

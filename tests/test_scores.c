@@ -60,7 +60,7 @@ static double compare(const Model *m, const int *ids, int n, const unsigned char
     Capture full, lean;
     int *types = calloc((size_t)n, sizeof(int));
     ck_assert_ptr_nonnull(types);
-    ck_assert_int_eq(model_runstate_alloc(&rs, m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m->cfg, n, 0, 0, &e), 0);
     if (norm) ck_assert_int_eq(model_capture_value_norms(&full, &e), 0);
     ck_assert_msg(model_forward(m, &rs, ids, types, n, &full, &e) == 0, "%s", e.msg);
@@ -159,7 +159,7 @@ START_TEST(packed_and_selected_score_sums_are_what_each_input_gives_alone) {
     const int lens[2] = {40, 23}, n = 63, layers[1] = {1}, heads[2] = {3, 0};
     int *ids = some_ids(&m, n, 5);
     RunState rs;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     const CapScoring sc = {.exclude_bos = 1, .pattern_offset = -1, .norm = 1};
     Capture packed[2], alone;
     for (int g = 0; g < 2; g++) {

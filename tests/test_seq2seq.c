@@ -221,7 +221,7 @@ START_TEST(runstate_refuses_encoder_decoder) {
     RunState s;
     AvErr e = {0};
     ck_assert_msg(model_load(&m, FIXTURES[2], &e) == 0, "%s", e.msg);
-    ck_assert_int_ne(model_runstate_alloc(&s, &m, 8, &e), 0);
+    ck_assert_int_ne(model_runstate_alloc(&s, &m, 8, 0, &e), 0);
     ck_assert_ptr_nonnull(strstr(e.msg, "encoder-decoder (t5) model runs as attnviz --model DIR SOURCE --decoder-text"));
     model_free(&m);
 }

@@ -52,7 +52,7 @@ START_TEST(telemetry_without_matrices_gives_the_full_matrices_statistics) {
     ck_assert_ptr_nonnull(types);
     RunState rs;
     Capture full, tel;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 0, 0, &e), 0);
     ck_assert_msg(model_forward(&m, &rs, ids, types, n, &full, &e) == 0, "%s: %s", dir, e.msg);
     ck_assert_int_eq(model_capture_telemetry(&tel, &m.cfg, n, TOP, ids, NULL, 0, NULL, 0, &e), 0);
@@ -98,7 +98,7 @@ START_TEST(packed_and_selected_telemetry_is_what_each_input_gives_alone) {
     const int lens[2] = {50, 31}, n = 81, layers[1] = {1}, heads[2] = {3, 0};
     int *ids = some_ids(&m, n, 99);
     RunState rs;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     Capture packed[2], alone;
     ck_assert_int_eq(model_capture_telemetry(&packed[0], &m.cfg, lens[0], 3, ids, layers, 1, heads, 2, &e), 0);
     ck_assert_int_eq(model_capture_telemetry(&packed[1], &m.cfg, lens[1], 3, ids + lens[0], layers, 1, heads, 2, &e), 0);

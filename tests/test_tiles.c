@@ -43,7 +43,7 @@ START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
     if (m.cfg.pos_offset > 0) ids[0] = 0;
     RunState rs;
     Capture full, lean;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
     ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
     ck_assert_int_eq(model_capture_maxpool(&lean, side, &e), 0);
@@ -123,7 +123,7 @@ START_TEST(tiles_of_rows_shared_among_threads_are_the_max_pool) {
     for (int i = 0; i < n; i++) ids[i] = (3 + 7 * i + i / 5) % m.cfg.vocab_size;
     RunState rs;
     Capture full, lean;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
     ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
     if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean, &e))
@@ -183,7 +183,7 @@ START_TEST(half_precision_qk_is_the_rounded_pass_and_recomputes_within_the_bound
     if (m.cfg.pos_offset > 0) ids[0] = 0;
     RunState rs;
     Capture full, lean32;
-    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, &e), 0);
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
     ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
     ck_assert_int_eq(model_capture_qk(&lean32, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
     if (model_forward(&m, &rs, ids, types, n, &full, &e) || model_forward(&m, &rs, ids, types, n, &lean32, &e))

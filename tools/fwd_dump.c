@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fwd_dump: %s\n", e.msg);
         return 2;
     }
-    if (model_load(&m, argv[1], &e) || model_runstate_alloc(&rs, &m, n, &e) ||
+    if (model_load(&m, argv[1], &e) || model_runstate_alloc(&rs, &m, n, 0, &e) ||
         model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) || (norm && model_capture_value_norms(&cap, &e)) ||
         model_forward(&m, &rs, ids, types, n, &cap, &e) || (norm && na_fill(&cap, &e))) {
         fprintf(stderr, "fwd_dump: %s\n", e.msg);

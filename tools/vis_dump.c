@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         return fail(&e);
     float *x = malloc((size_t)n * m.cfg.hidden_size * sizeof *x);
     if (!x) return 1;
-    if (model_runstate_alloc(&rs, &m, n, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) ||
+    if (model_runstate_alloc(&rs, &m, n, 0, &e) || model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e) ||
         vis_embed(&m, &rs, px.pixels, px.h, px.w, x, &e) || model_forward_embeds(&m, &rs, x, n, &cap, 1, &e) ||
         vis_pool(&m, &rs, n, &pool, &e))
         return fail(&e);
@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
         RunState trs;
         Capture tcap;
         for (int i = 0; i < nt; i++) ids[i] = atoi(argv[4 + i]);
-        if (model_runstate_alloc(&trs, m.text, nt, &e) || model_capture_alloc(&tcap, &m.text->cfg, nt, 0, 0, &e) ||
+        if (model_runstate_alloc(&trs, m.text, nt, 0, &e) || model_capture_alloc(&tcap, &m.text->cfg, nt, 0, 0, &e) ||
             vis_text_embed(&m, &trs, ids, nt, &tcap, temb, &e))
             return fail(&e);
         tl = tcap.n_layers, th = tcap.n_heads;

@@ -129,8 +129,8 @@ static void lens_scan_part(void *arg, int t, int T) {
     }
 }
 
-int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, LensResult *r,
-                    AvErr *e) {
+int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, int threads,
+                    LensResult *r, AvErr *e) {
     if (check_capture(m, cap, e)) return -1;
     const int n = cap->n_tokens, L = m->cfg.num_layers, vocab = m->cfg.vocab_size, H = m->cfg.hidden_size;
     if (k > PRED_MAX_K) k = PRED_MAX_K;
@@ -147,7 +147,7 @@ int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n
     if (chunk > LENS_MAX_ROWS) chunk = LENS_MAX_ROWS;
     if (chunk > total) chunk = total;
     RunState s;
-    if (model_runstate_alloc(&s, m, (int)chunk, e)) return -1;
+    if (model_runstate_alloc(&s, m, (int)chunk, threads, e)) return -1;
     float *logitsT = malloc((size_t)vocab * chunk * sizeof *logitsT); // (vocab, chunk)
     float *rowsv = malloc((size_t)vocab * chunk * sizeof *rowsv);   // (chunk, vocab)
     float *x = malloc(chunk * (size_t)H * sizeof *x);                  // (chunk, H)

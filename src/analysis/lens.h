@@ -52,9 +52,10 @@ typedef struct LensResult {
 void lens_free(LensResult *r);
 
 /* final_id for every position, and with k > 0 the logit lens at the given
- * layers (NULL: all), through the model's head in a run state of its own. */
-int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, LensResult *r,
-                    AvErr *e);
+ * layers (NULL: all), through the model's head in a run state of its own on
+ * `threads` threads (model_runstate_alloc's). */
+int lens_logit_lens(const Model *m, const Capture *cap, const int *layers, int n_layers, int k, int threads,
+                    LensResult *r, AvErr *e);
 /* Attribution at positions pos (n_pos) for target (-1: final_id, which
  * lens_logit_lens filled). */
 int lens_attribution(const Model *m, const Capture *cap, const int *pos, int n_pos, int target, LensResult *r,

@@ -258,7 +258,7 @@ const CliOption CLI_OPTIONS[] = {
      .man = "Keep the case (default: tokenizer_config.json's do_lower_case, else inferred)."},
     {.name = "uncased", .type = OPT_CUSTOM, .parse = parse_cased, .cmds = MODEL_CMDS, .section = SEC_MODEL,
      .help = "lower-case the text whatever the tokenizer says"},
-    {.name = "threads", .arg = "N", .type = OPT_INT, .lo = 1, .hi = 1024, .what = "1 to 1024", .at = CLI_AT(threads),
+    {.name = "threads", .arg = "N", .type = OPT_INT, .lo = 1, .hi = 1024, .what = "1 to 1024", .at = CLI_AT(run.threads),
      .cmds = MODEL_CMDS, .section = SEC_MODEL, .help = "cap the forward pass's threads (default: the cores)"},
 
     /* Output */

@@ -26,7 +26,6 @@ typedef struct {
     RenderSpec render_spec;       /* attnviz render */
     DiffSpec diff_spec;           /* attnviz diff */
     ServeSpec serve_spec;         /* attnviz serve */
-    int threads;                  /* --threads: 0 = library default */
     CliList sel_layers, sel_heads, show_heads; /* what run.sel points into */
     int *ablate_pairs, n_ablate_pairs;         /* --ablate L.H,... as (layer, head) pairs (owned) */
     const char *output;           /* -o FILE: the writer its extension names (cli.c's resolve_output) */

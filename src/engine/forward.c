@@ -5,7 +5,6 @@
  * family's name. */
 #include "model.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -65,6 +64,9 @@ static int products(RunState *s, const float *xT, int n, int count, const Linear
                     .widen_len = s->widen_len, .step = s->step};
     for (int k = 0; k < count; k++) task.lin[k] = lin[k], task.yT[k] = yT[k];
     atomic_init(&task.failed, 0);
+    /* a step's products are OpenBLAS's matrix-vector products (kern_linear_step), each
+     * of the pass's threads taking its own rows: one OpenBLAS thread each (pool.h) */
+    if (task.step) kern_blas_threads(1);
     pool_run(s->pool, mat_part, &task);
     if (atomic_load(&task.failed)) return av_err(e, "%s: a weight tensor could not be widened (corrupt data?)", m->path);
     return 0;
@@ -967,9 +969,6 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     }
     if (keep_hidden_states) keep_hidden(s, segs, n_segs, pos0, 0, NULL, H);
 
-    /* BLAS single-threaded while our pool splits the work (pool.h). */
-    const int blas_threads = openblas_get_num_threads();
-    if (s->pool) openblas_set_num_threads(1);
     int rc = 0, last_kept = c->num_layers - 1, ran_all = 1;
     while (!full && !kv && cap && !keep_experts && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
     /* the layers this pass runs: up to the last kept one's attention when nothing after it is needed */
@@ -1003,7 +1002,6 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
             keep_hidden(s, segs, n_segs, pos0, l + 1, l == c->num_layers - 1 && w->final_norm.g ? &w->final_norm : NULL, H);
         if (pr && pr->fn) pr->fn(pr->ctx, MODEL_PROGRESS_LAYERS, l + 1, run_layers);
     }
-    if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
     if (internals) memcpy(cap_resid(cap, c->num_layers) + (size_t)pos0 * H, x, (size_t)n * H * sizeof *x);
     s->n_last = n;
@@ -1061,11 +1059,7 @@ int model_embed_ids(const Model *m, const int *ids, int n, float *x, AvErr *e) {
 int model_product(const Model *m, RunState *s, const float *xT, int n, const Linear *lin, float *yT, int act, AvErr *e) {
     const Linear *l[1] = {lin};
     if (n < 1 || lin->in > m->max_in) return av_err(e, "%s: a product of %d inputs does not fit the run state", lin->name, lin->in);
-    const int blas_threads = openblas_get_num_threads();
-    if (s->pool) openblas_set_num_threads(1);
-    int rc = products(s, xT, n, 1, l, &yT, act, 0, ACT_GELU, m, e);
-    if (s->pool) openblas_set_num_threads(blas_threads);
-    return rc;
+    return products(s, xT, n, 1, l, &yT, act, 0, ACT_GELU, m, e);
 }
 
 int model_forward_packed(const Model *m, RunState *s, const int *ids, const int *type_ids, const int *lens, int n_inputs,
@@ -1125,8 +1119,6 @@ static int head_logits(const Model *m, RunState *s, int n_rows, float *logitsT, 
     const LmHead *hd = &m->w.head;
     const int H = c->hidden_size;
     float *x = s->yT;
-    const int blas_threads = openblas_get_num_threads();
-    if (s->pool) openblas_set_num_threads(1);
     /* decoders: the final norm; encoders' stream is already normalized */
     residual_norm(s, x, NULL, NULL, s->xT, m->w.final_norm.g ? &m->w.final_norm : NULL, n_rows, H);
     int rc = 0;
@@ -1145,7 +1137,6 @@ static int head_logits(const Model *m, RunState *s, int n_rows, float *logitsT, 
     }
     const Linear *o[1] = {&hd->out};
     if (rc == 0) rc = products(s, headT, n_rows, 1, o, &logitsT, -1, 0, ACT_GELU, m, e);
-    if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
     if (hd->softcap > 0) {
         const size_t total = (size_t)hd->out.out * n_rows;
@@ -1226,8 +1217,6 @@ int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int f
     if (c->pos == POS_ROPE) rope_tables(m, s, n, &one, 1, 0);
     float *x = s->x;
     memcpy(x, x_in, (size_t)n * H * sizeof *x);
-    const int blas_threads = openblas_get_num_threads();
-    if (s->pool) openblas_set_num_threads(1);
     int rc = 0;
     for (int l = from; l < c->num_layers && rc == 0; l++) {
         const LayerWeights *L = &m->w.layers[l];
@@ -1239,7 +1228,6 @@ int model_forward_from(const Model *m, RunState *s, const int *ids, int n, int f
         if (L->ls_mlp) scale_rows(s->yT, L->ls_mlp, H, n);
         residual_norm(s, x, s->yT, NULL, NULL, NULL, n, H);
     }
-    if (s->pool) openblas_set_num_threads(blas_threads);
     if (rc) return -1;
     s->n_last = n;
     s->full_last = 1;

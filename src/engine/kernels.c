@@ -152,6 +152,8 @@ static void bias_act_rows(float *yT, const float *b, int act, int n, int r0, int
     if (act >= 0) kern_activate(yT + (size_t)r0 * n, (size_t)(r1 - r0) * n, (ActKind)act);
 }
 
+void kern_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
+
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
     const int step = lin->type == KERN_F32 ? r1 - r0 : kern_widen_step(lin->in);
     for (int r = r0; r < r1; r += step) {

@@ -77,8 +77,13 @@ int kern_half_finite(uint16_t h, int prec);
  * Returns -1 only when a quantized row cannot be widened (corrupt weights). */
 int kern_linear_rows(float *yT, const float *xT, const Linear *lin, int n, int r0, int r1, int act, float *scratch);
 /* The same for one token of a generation step: matrix-vector products, which
- * read a weight once without gemm.h's panels but round differently. */
+ * read a weight once without gemm.h's panels but round differently (OpenBLAS's
+ * sgemv, on as many threads as kern_blas_threads last gave it). */
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch);
+/* The threads OpenBLAS runs the calls that follow on (kern_linear_step's sgemv,
+ * lens.c's and flow.c's sgemm): handed to it where they are made, from the
+ * run's settings. OpenBLAS keeps one count for the whole process. */
+void kern_blas_threads(int n);
 /* dst (cols, rows) = src (rows, cols)^T */
 void kern_transpose(float *dst, const float *src, int rows, int cols);
 /* The same with row strides of their own: dst (cols, ldd), src (rows, lds). */

@@ -5,7 +5,6 @@
 #include "jsonread.h"
 #include "seq2seq.h"
 
-#include <cblas.h>
 #include <dirent.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -783,21 +782,17 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-void model_set_threads(int n) {
-    if (n > 0) openblas_set_num_threads(n);
-}
-
 /* ---------------------------------------------------------------- buffers */
 
 static float *alloc_floats(size_t n) {
     return n ? malloc(n * sizeof(float)) : NULL;
 }
 
-int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e) {
-    return model_runstate_alloc_mlp(s, m, max_tokens, MODEL_MLP_BLOCK, e);
+int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, int threads, AvErr *e) {
+    return model_runstate_alloc_mlp(s, m, max_tokens, MODEL_MLP_BLOCK, threads, e);
 }
 
-int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, AvErr *e) {
+int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, int threads, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     memset(s, 0, sizeof *s);
     if (max_tokens < 1 || mlp_block < 1) return av_err(e, "a run state needs tokens (%d, MLP blocks of %d)", max_tokens, mlp_block);
@@ -810,9 +805,9 @@ int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int ml
     s->max_tokens = max_tokens;
     s->mlp_block = mlp_block < max_tokens ? mlp_block : max_tokens;
     const size_t nb = (size_t)s->mlp_block;
-    /* as many threads as BLAS was allowed (--threads / OPENBLAS_NUM_THREADS) */
-    int T = openblas_get_num_threads();
-    s->n_threads = T < 1 ? 1 : T > POOL_MAX_THREADS ? POOL_MAX_THREADS : T;
+    /* the threads the caller's settings ask for (--threads), or the default */
+    const int T = pool_threads(threads);
+    s->n_threads = T > POOL_MAX_THREADS ? POOL_MAX_THREADS : T;
     s->x = alloc_floats(n * H);
     s->xT = alloc_floats(n * (H > QW ? H : QW));
     s->qT = alloc_floats(n * QW);
@@ -878,15 +873,15 @@ int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int ml
 }
 
 /* The same sizes as model_runstate_alloc_mlp with MODEL_MLP_BLOCK, summed. */
-size_t model_runstate_bytes(const Model *m, int max_tokens) {
+size_t model_runstate_bytes(const Model *m, int max_tokens, int threads_asked) {
     const ModelConfig *c = &m->cfg;
     if (max_tokens < 1) return 0;
     const size_t n = (size_t)max_tokens, H = (size_t)c->hidden_size, dh = (size_t)c->head_dim;
     const size_t QW = (size_t)c->num_heads * dh, KW = (size_t)c->num_kv_heads * dh, FF = (size_t)c->intermediate_size;
     const size_t nb = MODEL_MLP_BLOCK < max_tokens ? MODEL_MLP_BLOCK : n, E = (size_t)c->embedding_size;
     const size_t head_w = m->w.head.dense.w ? (size_t)m->w.head.dense.out : 0;
-    int T = openblas_get_num_threads();
-    const size_t threads = T < 1 ? 1 : T > POOL_MAX_THREADS ? POOL_MAX_THREADS : (size_t)T;
+    const int T = pool_threads(threads_asked);
+    const size_t threads = T > POOL_MAX_THREADS ? POOL_MAX_THREADS : (size_t)T;
     size_t W = FF;
     if (c->num_experts && (size_t)c->moe_intermediate > W) W = (size_t)c->moe_intermediate;
     size_t floats = n * H * 3 + n * (H > QW ? H : QW) + 2 * n * QW + 2 * n * KW; /* x, yT, ctx; xT; qT, ctxT; kT, vT */

@@ -134,7 +134,7 @@ typedef struct {
     float *rope_cos_local, *rope_sin_local; /* (rotary_dim / 2, n) for layer_rope_local's layers, else NULL */
     float *widen;  /* (n_threads, widen_len) weights widened per tile */
     size_t widen_len; /* kern_widen_floats(max_in): widened rows of the widest product input */
-    int n_threads; /* the forward pass's threads: BLAS's thread count when allocated */
+    int n_threads; /* the forward pass's threads: the pool's, the caller included (1: no pool) */
     int *pos;      /* (max_tokens) each token's position in the current pass */
     float *seg;    /* (n_threads, 4 * head_dim * max_tokens) packed inputs' per-head copies */
     int n_last;    /* tokens of the last pass: x holds their residual stream */
@@ -163,15 +163,17 @@ int model_load_gguf(Model *m, const char *path, AvErr *e);
 int model_is_gguf(const char *path);
 void model_free(Model *m);
 
-/* Threads the forward pass may use (--threads): the run state takes as many
- * as BLAS is allowed, and runs BLAS itself single-threaded inside the pass. */
-void model_set_threads(int n);
-int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, AvErr *e);
-/* Bytes model_runstate_alloc takes for max_tokens tokens (its buffers), to say what a run will hold before it starts. */
-size_t model_runstate_bytes(const Model *m, int max_tokens);
+/* Scratch for passes of up to max_tokens tokens, run on `threads` threads (a
+ * pool of threads - 1 workers and the caller; at most POOL_MAX_THREADS; 0:
+ * pool_threads' default). The count is the caller's setting (RunSpec.threads):
+ * nothing here asks a library for it. */
+int model_runstate_alloc(RunState *s, const Model *m, int max_tokens, int threads, AvErr *e);
+/* Bytes model_runstate_alloc takes for max_tokens tokens on `threads` threads (its buffers), to say what a run
+ * will hold before it starts. */
+size_t model_runstate_bytes(const Model *m, int max_tokens, int threads);
 /* The same with MLP blocks of mlp_block tokens (at most max_tokens): tests
  * compare a pass over several blocks with one over a single block. */
-int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, AvErr *e);
+int model_runstate_alloc_mlp(RunState *s, const Model *m, int max_tokens, int mlp_block, int threads, AvErr *e);
 void model_runstate_free(RunState *s);
 
 /* Allocates capture buffers for n tokens; want_qk / want_hidden choose extras. */

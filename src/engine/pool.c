@@ -6,6 +6,28 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+/* A positive count from the environment (leading digits, as OpenBLAS reads
+ * them), else 0. */
+static int env_count(const char *name) {
+    const char *s = getenv(name);
+    long v = s ? strtol(s, NULL, 10) : 0;
+    return v > 0 && v <= 1 << 20 ? (int)v : 0;
+}
+
+int pool_threads(int asked) {
+    if (asked > 0) return asked;
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cpus)
+        cpus = CPU_COUNT(&set);
+    if (cpus < 1) cpus = 1;
+    int env = env_count("OPENBLAS_NUM_THREADS");
+    if (!env) env = env_count("GOTO_NUM_THREADS");
+    if (!env) env = env_count("OMP_NUM_THREADS");
+    return env && env < cpus ? env : (int)cpus;
+}
 
 typedef struct {
     struct Pool *pool;

@@ -14,6 +14,12 @@ typedef struct Pool Pool;
 /* One thread's share of a job: t of T threads. */
 typedef void (*PoolFn)(void *arg, int t, int T);
 
+/* The threads a run asked for (asked > 0, e.g. --threads), else the default:
+ * the CPUs this process may run on, or fewer when $OPENBLAS_NUM_THREADS (else
+ * $GOTO_NUM_THREADS, else $OMP_NUM_THREADS) asks for fewer -- the count
+ * OpenBLAS itself would take. Read from the settings and the environment,
+ * never from a library; a pool takes at most POOL_MAX_THREADS of them. */
+int pool_threads(int asked);
 /* A pool of n threads (n - 1 workers and the caller); NULL when n < 2 or
  * threads cannot be had, which pool_run takes as "the caller alone". */
 Pool *pool_create(int n);

@@ -69,7 +69,7 @@ void run_cost(const Run *r, const RunSpec *o, int n, RunCost *c) {
     memset(c, 0, sizeof *c);
     c->n = n;
     c->capture = capture_need_heads(r, o, n, nl, nh);
-    c->runstate = r->have_model ? (double)model_runstate_bytes(&r->model, n) : 0;
+    c->runstate = r->have_model ? (double)model_runstate_bytes(&r->model, n, o->threads) : 0;
     c->kv = o->predict.generate_n ? (double)model_kv_bytes(&r->cfg, n) : 0;
     const size_t blocks = (size_t)nl * (size_t)nh;
     c->page = html_page_estimate(n, n, blocks, r->cfg.causal, 2 * blocks * (size_t)n * (size_t)r->cfg.head_dim);

@@ -47,7 +47,7 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
     r->cap_n = 0;
-    if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+    if (model_runstate_alloc(&r->rs, &r->model, n, r->o->threads, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
     if (run_capture_make(r, &r->cap, n, e) != 0) return -1;
     if (run_lens_wanted(o) && model_capture_internals(&r->cap, &r->cfg, e) != 0) return -1;
@@ -418,7 +418,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     }
     if (r->rs.max_tokens < n) {
         model_runstate_free(&r->rs);
-        if (model_runstate_alloc(&r->rs, &r->model, n, e) != 0) return -1;
+        if (model_runstate_alloc(&r->rs, &r->model, n, r->o->threads, e) != 0) return -1;
     }
     Capture cap = {0};
     char *meta = NULL;
@@ -661,7 +661,7 @@ int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *en
 static int ensure_runstate(Pipeline *p, int n, AvErr *e) {
     if (p->rs.max_tokens >= n) return 0;
     model_runstate_free(&p->rs);
-    return model_runstate_alloc(&p->rs, &p->model, n, e);
+    return model_runstate_alloc(&p->rs, &p->model, n, p->o->threads, e);
 }
 
 int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {

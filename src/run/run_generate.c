@@ -296,7 +296,7 @@ int pipeline_generate(Pipeline *p, const int *prompt, int n_prompt, const PipeGe
     /* the run state and key/value cache only grow: a server's requests reuse them */
     if (p->rs.max_tokens < total) {
         model_runstate_free(&p->rs);
-        if (model_runstate_alloc(&p->rs, &p->model, total, e) != 0) goto done;
+        if (model_runstate_alloc(&p->rs, &p->model, total, p->o->threads, e) != 0) goto done;
     }
     if (p->kv.cap_tokens < total) {
         model_kv_free(&p->kv);

@@ -168,7 +168,7 @@ static int run_text(Pipeline *p, PipeImage *im, AvErr *e) {
         return av_err(e, "%s: the text embedding (%d) and the image's (%d) differ in width", p->name,
                       (int)p->model.w.text_head->proj.out, im->pool.dim);
     if (!(im->text_embed = malloc((size_t)im->pool.dim * sizeof *im->text_embed))) return av_err(e, "out of memory");
-    if (model_runstate_alloc(&im->trs, t, n, e) || model_capture_alloc(&im->tcap, &t->cfg, n, 0, 0, e)) return -1;
+    if (model_runstate_alloc(&im->trs, t, n, p->o->threads, e) || model_capture_alloc(&im->tcap, &t->cfg, n, 0, 0, e)) return -1;
     if (vis_text_embed(&p->model, &im->trs, im->tenc.ids, n, &im->tcap, im->text_embed, e)) return -1;
     im->logit = vis_similarity(&p->model, im->pool.embed, im->text_embed, im->pool.dim);
     return 0;
@@ -178,7 +178,7 @@ static int run_text(Pipeline *p, PipeImage *im, AvErr *e) {
 static int grow_runstate(Pipeline *p, int n, AvErr *e) {
     if (p->rs.max_tokens >= n) return 0;
     model_runstate_free(&p->rs);
-    return model_runstate_alloc(&p->rs, &p->model, n, e);
+    return model_runstate_alloc(&p->rs, &p->model, n, p->o->threads, e);
 }
 
 int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e) {

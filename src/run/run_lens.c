@@ -76,7 +76,11 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
                                 r->cfg.num_layers, r->cfg.num_layers - 1, r->cfg.num_heads, r->cfg.num_heads - 1);
     }
     const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
-    int rc = lens_any ? lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, &r->lens, e) : 0;
+    /* attribution's and flow's products are OpenBLAS's: on the run's threads */
+    kern_blas_threads(pool_threads(r->o->threads));
+    int rc = lens_any ? lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, r->o->threads,
+                                        &r->lens, e)
+                      : 0;
     if (rc == 0 && ls->attribution) {
         const int one = ls->position >= 0, np = one ? 1 : n;
         int *pos = malloc((size_t)np * sizeof *pos);

@@ -263,7 +263,7 @@ int run_vlm(Run *r, AvErr *e) {
     if (first < 0) goto done;
     const int n = v.enc.n, H = c->hidden_size, ni = c->vlm_tokens;
     const int fi = vlm_feature_index(&r->model);
-    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, e) ||
+    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, r->o->threads, e) ||
         model_capture_alloc(&v.vcap, vc, nv, 0, fi < vc->num_layers, e))
         goto done;
     r->t_tok += av_now_ms() - t0;

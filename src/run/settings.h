@@ -123,6 +123,7 @@ typedef struct {
     int stats;   /* --stats: statistics instead of maps */
     int quiet;   /* no notes or warnings */
     int profile; /* report per-phase times (AV_NOTE_PROFILE) */
+    int threads; /* --threads: the passes' threads (pool.h's pool_threads; 0: the CPUs, or $OPENBLAS_NUM_THREADS) */
 } RunSpec;
 
 /* attnviz render INPUT: attention computed elsewhere. */

@@ -15,7 +15,6 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
 }
 
 static int run(const CliOptions *o, AvErr *e) {
-    model_set_threads(o->threads);
     return pipeline_diff(&o->model, &o->diff_spec, &o->run, e);
 }
 

@@ -14,7 +14,6 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
 }
 
 static int run(const CliOptions *o, AvErr *e) {
-    model_set_threads(o->threads);
     return serve_run(&o->serve_spec, e);
 }
 
