@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "pipeline.h"
+#include "session.h"
 #include "predict.h"
 #include "report.h"
 #include "util.h"
@@ -56,6 +57,25 @@ static char *slurp(const char *path) {
     return buf;
 }
 
+/* A model opened for a run of o as the command line opens it: a session and a run over it. */
+typedef struct {
+    Session *s;
+    Run *r;
+} Opened;
+
+static int open_run(Opened *x, const ModelSpec *m, const RunSpec *o, const char **dir, const char **why, AvErr *e) {
+    x->s = NULL, x->r = NULL;
+    if (session_open_for(&x->s, m, o, dir, why, e) != 0) return -1;
+    return run_open(&x->r, x->s, o, e);
+}
+
+/* ... and closed as it closes them (--profile's note first). */
+static void close_run(Opened *x, const RunSpec *o) {
+    if (o->profile) run_profile(x->s, x->r);
+    run_close(x->r);
+    session_close(x->s);
+}
+
 START_TEST(one_input_is_run_and_written) {
     install_collector();
     char path[] = "/tmp/attnviz-test-run-XXXXXX";
@@ -66,15 +86,15 @@ START_TEST(one_input_is_run_and_written) {
     o.text_a = "time flies like an arrow";
     o.capture.max_tokens = 4;
     const ModelSpec m = {F32, -1, 0, 0, NULL};
-    Pipeline *p = NULL;
+    Opened p;
     const char *dir, *why;
     AvErr e = {0};
-    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_msg(open_run(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
     ck_assert_str_eq(dir, F32);
     ck_assert_str_eq(why, "--model");
-    ck_assert_int_eq(pipeline_config(p)->num_layers, 2);
-    ck_assert_msg(pipeline_run(p, &e) == 0, "%s", e.msg);
-    pipeline_close(p);
+    ck_assert_int_eq(session_config(p.s)->num_layers, 2);
+    ck_assert_msg(run_inputs(p.r, &e) == 0, "%s", e.msg);
+    close_run(&p, &o);
     char *json = slurp(path);
     ck_assert_ptr_nonnull(strstr(json, "\"tokens\":[\"[CLS]\",\"time\",\"flies\",\"[SEP]\"]"));
     free(json);
@@ -97,12 +117,12 @@ START_TEST(quiet_runs_report_nothing_but_profile) {
     o.capture.max_tokens = 4;
     o.quiet = o.profile = 1;
     const ModelSpec m = {F32, -1, 0, 0, NULL};
-    Pipeline *p = NULL;
+    Opened p;
     const char *dir, *why;
     AvErr e = {0};
-    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(pipeline_run(p, &e), 0);
-    pipeline_close(p);
+    ck_assert_msg(open_run(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(run_inputs(p.r, &e), 0);
+    close_run(&p, &o);
     ck_assert_int_eq(notes.n, 1);
     ck_assert_int_eq(notes.kind[0], AV_NOTE_PROFILE);
     ck_assert_ptr_nonnull(strstr(notes.msg[0], "load_ms="));
@@ -113,13 +133,13 @@ START_TEST(a_missing_model_is_a_runtime_error_value) {
     install_collector();
     RunSpec o = run_spec(NULL);
     const ModelSpec m = {"tests/data/no-such-model", -1, 0, 0, NULL};
-    Pipeline *p = NULL;
+    Opened p;
     const char *dir, *why;
     AvErr e = {0};
-    ck_assert_int_eq(pipeline_open(&p, &m, &o, &dir, &why, &e), -1);
+    ck_assert_int_eq(open_run(&p, &m, &o, &dir, &why, &e), -1);
     ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
     ck_assert_str_eq(e.msg, "tests/data/no-such-model: no such file or directory");
-    pipeline_close(p);
+    close_run(&p, &o);
     ck_assert_int_eq(notes.n, 0);
 }
 END_TEST
@@ -135,14 +155,14 @@ START_TEST(a_batch_reports_failed_lines_and_fails_at_the_end) {
     RunSpec o = run_spec(out);
     o.batch.path = in;
     const ModelSpec m = {F32, -1, 0, 0, NULL};
-    Pipeline *p = NULL;
+    Opened p;
     const char *dir, *why;
     AvErr e = {0};
-    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(pipeline_run(p, &e), -1);
+    ck_assert_msg(open_run(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(run_inputs(p.r, &e), -1);
     ck_assert_int_eq(e.kind, AV_ERR_RUNTIME);
     ck_assert_str_eq(e.msg, "1 of 3 lines failed");
-    pipeline_close(p);
+    close_run(&p, &o);
     ck_assert_int_eq(notes.n, 2); /* the failed line, then the file written */
     ck_assert_int_eq(notes.kind[0], AV_NOTE_ERROR);
     char want[256];
@@ -176,12 +196,12 @@ START_TEST(a_shard_takes_every_nth_line_counting_every_line) {
         RunSpec o = run_spec(out);
         o.batch.path = in;
         o.batch.shard_index = shard, o.batch.shard_count = 2;
-        Pipeline *p = NULL;
+        Opened p;
         const char *dir, *why;
         AvErr e = {0};
-        ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
-        int rc = pipeline_run(p, &e);
-        pipeline_close(p);
+        ck_assert_msg(open_run(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+        int rc = run_inputs(p.r, &e);
+        close_run(&p, &o);
         char *jsonl = slurp(out);
         int lines = 0;
         for (char *c = jsonl; *c; c++) lines += *c == '\n';
@@ -219,31 +239,34 @@ START_TEST(the_server_api_spells_predictions_for_the_writers) {
     av_set_reporter(NULL);
     RunSpec o = run_spec(NULL);
     const ModelSpec m = {GPT2, -1, 0, 0, NULL};
-    Pipeline *p = NULL;
+    Session *s = NULL;
+    Run *r = NULL;
     const char *dir, *why;
     AvErr e = {0};
-    ck_assert_msg(pipeline_open(&p, &m, &o, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_msg(session_open(&s, &m, &dir, &why, &e) == 0, "%s", e.msg);
+    ck_assert_msg(run_open(&r, s, &o, &e) == 0, "%s", e.msg);
     TokEncoding enc = {0};
-    ck_assert_int_eq(pipeline_tokenize(p, "the cat sat", NULL, &enc, &e), 0);
+    ck_assert_int_eq(run_tokens(r, "the cat sat", NULL, &enc, &e), 0);
     Capture cap;
     CapPredictions pred = {0};
-    ck_assert_int_eq(model_capture_select(&cap, pipeline_config(p), enc.n, 1, 0, NULL, 0, NULL, 0, &e), 0);
-    ck_assert_msg(pipeline_forward(p, &enc, &cap, 2, &pred, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(model_capture_select(&cap, &s->cfg, enc.n, 1, 0, NULL, 0, NULL, 0, &e), 0);
+    ck_assert_msg(run_forward(r, &enc, &cap, 2, &pred, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(pred.n, enc.n); /* causal: every position */
     OutSpelling w = {0};
-    ck_assert_int_eq(pipeline_spell(p, pred.ids, pred.n * pred.k, &w, &e), 0);
+    ck_assert_int_eq(session_spell(s, pred.ids, pred.n * pred.k, &w, &e), 0);
     ck_assert_int_eq(w.n, pred.n * pred.k);
     for (int i = 0; i < w.n; i++) ck_assert_ptr_nonnull(w.token[i]);
     OutDoc d;
-    pipeline_doc(p, &d, &enc, &cap, &pred, &w, "the cat sat", NULL);
+    run_doc(r, &d, &enc, &cap, &pred, &w, "the cat sat", NULL);
     ck_assert_ptr_eq(d.pred, &pred);
     ck_assert_ptr_eq(d.pred_words, &w);
     ck_assert_ptr_null(d.gen_words);
-    pipeline_spelling_free(&w);
+    session_spelling_free(&w);
     pred_free(&pred);
     model_capture_free(&cap);
     tok_encoding_free(&enc);
-    pipeline_close(p);
+    run_close(r);
+    session_close(s);
 }
 END_TEST
 

@@ -16,7 +16,7 @@
 static int run_owned(Run *r, const TokEncoding *enc, Capture *cap, AvErr *e) {
     if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
     double t0 = av_now_ms();
-    int rc = model_forward(&r->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    int rc = model_forward(&r->s->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
     r->t_fwd += av_now_ms() - t0;
     if (rc != 0) return -1;
     *cap = r->cap;
@@ -54,7 +54,7 @@ static int tokens_differ(const Run *a, const TokEncoding *ea, const Run *b, cons
     snprintf(tb, sizeof tb, "%s", i < eb->n ? eb->tokens[i] : "(end)");
     return av_err(e, "diff: %s and %s tokenize the text differently (%d and %d tokens; token %d is '%s' id %d and "
                      "'%s' id %d): --model A --model B needs one tokenizer",
-                  a->dir, b->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
+                  a->s->dir, b->s->dir, ea->n, eb->n, i, ta, i < ea->n ? ea->ids[i] : -1, tb, i < eb->n ? eb->ids[i] : -1);
 }
 
 /* An encoder-decoder's diff: the sources (two on one model, or one on two models) with one --decoder-text,
@@ -75,7 +75,7 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
     if (rb && (sa.n != sb.n || memcmp(sa.ids, sb.ids, sizeof *sa.ids * (size_t)sa.n) || na != nb ||
                memcmp(da, db, sizeof *da * (size_t)na))) {
         av_err(e, "diff: %s and %s tokenize the source or the decoder's text differently: --model A --model B needs one "
-                  "tokenizer", ra->dir, rb->dir);
+                  "tokenizer", ra->s->dir, rb->s->dir);
         goto done;
     }
     if (diff_align(sa.ids, sa.n, sb.ids, sb.n, &as, e) || diff_align(da, na, db, nb, &ad, e)) goto done;
@@ -83,7 +83,7 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
         av_err(e, "diff: no source token of A (%d) is also in B (%d): no attention row to compare", sa.n, sb.n);
         goto done;
     }
-    const int nl = o->sel.layers ? o->sel.n_layers : ra->cfg.num_layers, H = ra->cfg.num_heads;
+    const int nl = o->sel.layers ? o->sel.n_layers : ra->s->cfg.num_layers, H = ra->s->cfg.num_heads;
     const int unequal = ra->s2s_n_layers[0] > 0;
     /* each side's layers: the encoder's (0) and the decoder's (1); equal depths: the selection's for both */
     const int n_side[2] = {unequal ? ra->s2s_n_layers[0] : nl, unequal ? ra->s2s_n_layers[1] : nl};
@@ -98,7 +98,7 @@ static int diff_s2s(Run *ra, Run *rb, const DiffSpec *ds, const RunSpec *o, AvEr
     }
     for (int li = 0; li < nl; li++) layers[li] = o->sel.layers ? o->sel.layers[li] : li;
     const int *side[2] = {unequal ? ra->s2s_layers[0] : layers, unequal ? ra->s2s_layers[1] : layers};
-    DiffS2s d = {rb != NULL, ra->name, rB->name, ta, tb, o->decoder_text, &as, &ad, side[0], n_side[0], H, {{0}}};
+    DiffS2s d = {rb != NULL, ra->s->name, rB->s->name, ta, tb, o->decoder_text, &as, &ad, side[0], n_side[0], H, {{0}}};
     for (int k = 0; k < 3; k++)
         d.stacks[k] = (DiffStack){RUN_S2S_STACKS[k], grids + g * 3 * k, grids + g * (3 * k + 1), grids + g * (3 * k + 2),
                                   unequal ? side[k ? 1 : 0] : NULL, unequal ? n_side[k ? 1 : 0] : 0};
@@ -148,6 +148,7 @@ done:
 
 int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e) {
     ModelSpec mb = *m;
+    Session *sa = NULL, *sb = NULL;
     Run *ra = NULL, *rb = NULL;
     const char *dir = NULL, *why = "";
     TokEncoding ea = {0}, eb = {0};
@@ -156,42 +157,42 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     double *jsd = NULL, *sink_a = NULL, *sink_b = NULL;
     char name_a[256], name_b[256];
     int rc = -1;
-    if (pipeline_open(&ra, m, o, &dir, &why, e) != 0) goto done;
+    if (session_open_for(&sa, m, o, &dir, &why, e) != 0 || run_open(&ra, sa, o, e) != 0) goto done;
     if (!o->quiet) av_info("model A %s (%s)", dir, why);
-    if (ra->cfg.enc_dec != (o->decoder_text != NULL)) {
+    if (sa->cfg.enc_dec != (o->decoder_text != NULL)) {
         if (o->decoder_text)
-            av_err_usage(e, "--decoder-text goes with an encoder-decoder model; %s is a %s model", dir, ra->cfg.model_type);
+            av_err_usage(e, "--decoder-text goes with an encoder-decoder model; %s is a %s model", dir, sa->cfg.model_type);
         else
             av_err_usage(e, "diff: %s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) "
-                            "for both sides", dir, ra->cfg.model_type);
+                            "for both sides", dir, sa->cfg.model_type);
         goto done;
     }
-    if (ra->cfg.enc_dec && (o->output.html_path || o->sel.heads)) {
+    if (sa->cfg.enc_dec && (o->output.html_path || o->sel.heads)) {
         av_err_usage(e, "diff on an encoder-decoder (%s) model writes the table and --json (no --html, --heads)",
-                     ra->cfg.model_type);
+                     sa->cfg.model_type);
         goto done;
     }
     if (ds->model_b) {
         mb.path = ds->model_b;
-        if (pipeline_open(&rb, &mb, o, &dir, &why, e) != 0) goto done;
+        if (session_open_for(&sb, &mb, o, &dir, &why, e) != 0 || run_open(&rb, sb, o, e) != 0) goto done;
         if (!o->quiet) av_info("model B %s (%s)", dir, why);
-        if (rb->cfg.enc_dec != ra->cfg.enc_dec) {
-            av_err_usage(e, "diff: %s is %s encoder-decoder model and %s is %s", ra->dir, ra->cfg.enc_dec ? "an" : "not an",
-                         dir, rb->cfg.enc_dec ? "one" : "not");
+        if (sb->cfg.enc_dec != sa->cfg.enc_dec) {
+            av_err_usage(e, "diff: %s is %s encoder-decoder model and %s is %s", sa->dir, sa->cfg.enc_dec ? "an" : "not an",
+                         dir, sb->cfg.enc_dec ? "one" : "not");
             goto done;
         }
-        if (ra->cfg.num_layers != rb->cfg.num_layers || ra->cfg.num_heads != rb->cfg.num_heads ||
-            (ra->cfg.enc_dec && ra->cfg.dec_layers != rb->cfg.dec_layers)) {
+        if (sa->cfg.num_layers != sb->cfg.num_layers || sa->cfg.num_heads != sb->cfg.num_heads ||
+            (sa->cfg.enc_dec && sa->cfg.dec_layers != sb->cfg.dec_layers)) {
             av_err(e, "diff: %s has %d layers x %d heads but %s has %d x %d: --model A --model B compares models of one shape",
-                   ra->dir, ra->cfg.num_layers, ra->cfg.num_heads, rb->dir, rb->cfg.num_layers, rb->cfg.num_heads);
+                   sa->dir, sa->cfg.num_layers, sa->cfg.num_heads, sb->dir, sb->cfg.num_layers, sb->cfg.num_heads);
             goto done;
         }
     }
     Run *rB = rb ? rb : ra;
     /* an encoder-decoder's layers: its deeper stack's (diff_s2s keeps each stack's in range) */
-    const int sel_layers = ra->cfg.enc_dec && ra->cfg.dec_layers > ra->cfg.num_layers ? ra->cfg.dec_layers : ra->cfg.num_layers;
-    if (sel_check(&o->sel, sel_layers, ra->cfg.num_heads, "model", e) != 0) goto done;
-    if (ra->cfg.enc_dec) {
+    const int sel_layers = sa->cfg.enc_dec && sa->cfg.dec_layers > sa->cfg.num_layers ? sa->cfg.dec_layers : sa->cfg.num_layers;
+    if (sel_check(&o->sel, sel_layers, sa->cfg.num_heads, "model", e) != 0) goto done;
+    if (sa->cfg.enc_dec) {
         rc = diff_s2s(ra, rb, ds, o, e);
         goto done;
     }
@@ -214,9 +215,9 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     run_fill_doc(ra, &da, &ea, &ca, ta, NULL);
     run_fill_doc(rB, &db, &eb, &cb, tb, NULL);
     if (rb && !strcmp(da.model_name, db.model_name)) { /* e.g. a demo and its edited copy: tell them apart by folder */
-        da.model_name = run_display_name(ra->dir, 0, name_a, sizeof name_a);
-        db.model_name = run_display_name(rb->dir, 0, name_b, sizeof name_b);
-        if (!strcmp(da.model_name, db.model_name)) da.model_name = ra->dir, db.model_name = rb->dir;
+        da.model_name = run_display_name(sa->dir, 0, name_a, sizeof name_a);
+        db.model_name = run_display_name(sb->dir, 0, name_b, sizeof name_b);
+        if (!strcmp(da.model_name, db.model_name)) da.model_name = sa->dir, db.model_name = sb->dir;
     }
     const int nl = out_n_layers(&da), nh = out_n_heads(&da);
     const size_t grid = sizeof(double) * (size_t)nl * nh;
@@ -260,7 +261,11 @@ done:
     model_capture_free(&cb);
     tok_encoding_free(&ea);
     tok_encoding_free(&eb);
-    pipeline_close(ra);
-    pipeline_close(rb);
+    if (o->profile) run_profile(sa, ra);
+    run_close(ra);
+    session_close(sa);
+    if (o->profile) run_profile(sb, rb);
+    run_close(rb);
+    session_close(sb);
     return rc;
 }

@@ -70,7 +70,7 @@ int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
     d.init_heads = o->sel.show_heads, d.n_init_heads = o->sel.n_show_heads;
     Run run;
     memset(&run, 0, sizeof run);
-    run.o = o;
+    run.spec = *o;
     rc = run_emit(&run, &d, 0, e);
 done:
     render_free(&rd);

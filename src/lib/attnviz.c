@@ -1,8 +1,9 @@
 /* attnviz.c — libattnviz's public API (include/attnviz.h) over the run's own
- * code (pipeline.h, run_internal.h): a model handle is a Pipeline opened
- * as the CLI opens one, a run is its tokenize + forward + predict into a
- * capture the result owns, and the outputs are the CLI's writers over an
- * OutDoc filled by run.c. Nothing here prints: errors go back as values.
+ * code (pipeline.h, session.h, run_internal.h): a model handle is a Session
+ * opened as the CLI opens one, each call a Run of the result's own settings
+ * over it (its tokenize + forward + predict into a capture the result owns),
+ * and the outputs are the CLI's writers over the session's OutDoc. Nothing
+ * here prints: errors go back as values.
  *
  * Only the functions marked ATTNVIZ_API are exported (the objects are built
  * with -fvisibility=hidden; abi/libattnviz.symbols lists them). */
@@ -22,16 +23,18 @@
 #include "version.h"
 
 struct attnviz_model {
-    Pipeline *p;
-    RunSpec spec;          /* what the pipeline was opened with (no outputs: the library writes on request) */
-    pthread_mutex_t lock;  /* one run at a time on the pipeline's run state */
+    Session *s;            /* the model, tokenizer and labels: read only once open */
+    RunSpec spec;          /* the settings a result starts from (no outputs: the library writes on request) */
+    RunState rs;           /* the passes' scratch, lent to one call's Run at a time (it only grows) */
+    KvCache kv;            /* generation's keys and values, lent the same way */
+    pthread_mutex_t lock;  /* one run at a time on rs and kv */
     pthread_mutex_t refs_lock;
     int refs;              /* the handle itself (until attnviz_model_free) + each live result */
 };
 
 struct attnviz_result {
     attnviz_model *m;      /* a reference: the tokens' strings and the OutDoc's model live there */
-    RunSpec spec;          /* the settings it was run with: run_fill_doc_spec reads its selection */
+    RunSpec spec;          /* the settings it was run with: its Run's, and its documents' selection */
     int *layers, *heads;   /* spec.sel's lists, owned */
     char *text_a, *text_b;
     TokEncoding enc;
@@ -83,7 +86,9 @@ static void model_release(attnviz_model *m) {
     int left = --m->refs;
     pthread_mutex_unlock(&m->refs_lock);
     if (left > 0) return;
-    pipeline_close(m->p);
+    model_runstate_free(&m->rs);
+    model_kv_free(&m->kv);
+    session_close(m->s);
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->refs_lock);
     free(m);
@@ -115,14 +120,12 @@ ATTNVIZ_API attnviz_model *attnviz_model_open(const char *path, unsigned flags, 
     m->spec.quiet = 1;
     ModelSpec ms = {path, flags & ATTNVIZ_OPEN_CASED ? 0 : flags & ATTNVIZ_OPEN_UNCASED ? 1 : -1, 0, 1, NULL};
     const char *dir = NULL, *why = NULL;
-    if (pipeline_open(&m->p, &ms, &m->spec, &dir, &why, &e) != 0) {
+    if (session_open(&m->s, &ms, &dir, &why, &e) != 0) {
         to_status(&e, err);
-        pipeline_close(m->p);
+        session_close(m->s);
         free(m);
         return NULL;
     }
-    /* the pipeline keeps ms.path only while loading; its own copy (p->dir) is what it names later */
-    m->p->m.path = NULL;
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->refs_lock, NULL);
     m->refs = 1;
@@ -134,24 +137,24 @@ ATTNVIZ_API void attnviz_model_free(attnviz_model *m) {
     if (m) model_release(m);
 }
 
-ATTNVIZ_API int attnviz_model_n_layers(const attnviz_model *m) { return m ? m->p->cfg.num_layers : 0; }
-ATTNVIZ_API int attnviz_model_n_heads(const attnviz_model *m) { return m ? m->p->cfg.num_heads : 0; }
-ATTNVIZ_API int attnviz_model_n_kv_heads(const attnviz_model *m) { return m ? m->p->cfg.num_kv_heads : 0; }
-ATTNVIZ_API int attnviz_model_head_dim(const attnviz_model *m) { return m ? m->p->cfg.head_dim : 0; }
-ATTNVIZ_API int attnviz_model_hidden_size(const attnviz_model *m) { return m ? m->p->cfg.hidden_size : 0; }
-ATTNVIZ_API int attnviz_model_vocab_size(const attnviz_model *m) { return m ? m->p->cfg.vocab_size : 0; }
-ATTNVIZ_API int attnviz_model_max_tokens(const attnviz_model *m) { return m ? cfg_max_tokens(&m->p->cfg) : 0; }
-ATTNVIZ_API int attnviz_model_is_causal(const attnviz_model *m) { return m ? m->p->cfg.causal : 0; }
-ATTNVIZ_API int attnviz_model_can_predict(const attnviz_model *m) { return m ? !pipeline_head_missing(m->p) : 0; }
-ATTNVIZ_API const char *attnviz_model_name(const attnviz_model *m) { return m ? m->p->name : NULL; }
-ATTNVIZ_API const char *attnviz_model_type(const attnviz_model *m) { return m ? m->p->cfg.model_type : NULL; }
+ATTNVIZ_API int attnviz_model_n_layers(const attnviz_model *m) { return m ? m->s->cfg.num_layers : 0; }
+ATTNVIZ_API int attnviz_model_n_heads(const attnviz_model *m) { return m ? m->s->cfg.num_heads : 0; }
+ATTNVIZ_API int attnviz_model_n_kv_heads(const attnviz_model *m) { return m ? m->s->cfg.num_kv_heads : 0; }
+ATTNVIZ_API int attnviz_model_head_dim(const attnviz_model *m) { return m ? m->s->cfg.head_dim : 0; }
+ATTNVIZ_API int attnviz_model_hidden_size(const attnviz_model *m) { return m ? m->s->cfg.hidden_size : 0; }
+ATTNVIZ_API int attnviz_model_vocab_size(const attnviz_model *m) { return m ? m->s->cfg.vocab_size : 0; }
+ATTNVIZ_API int attnviz_model_max_tokens(const attnviz_model *m) { return m ? cfg_max_tokens(&m->s->cfg) : 0; }
+ATTNVIZ_API int attnviz_model_is_causal(const attnviz_model *m) { return m ? m->s->cfg.causal : 0; }
+ATTNVIZ_API int attnviz_model_can_predict(const attnviz_model *m) { return m ? !session_head_missing(m->s) : 0; }
+ATTNVIZ_API const char *attnviz_model_name(const attnviz_model *m) { return m ? m->s->name : NULL; }
+ATTNVIZ_API const char *attnviz_model_type(const attnviz_model *m) { return m ? m->s->cfg.model_type : NULL; }
 
 ATTNVIZ_API const char *attnviz_model_token(const attnviz_model *m, int id) {
-    return m && m->p->tok && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_to_token(m->p->tok, id) : NULL;
+    return m && m->s->tok && id >= 0 && id < tok_vocab_size(m->s->tok) ? tok_id_to_token(m->s->tok, id) : NULL;
 }
 
 ATTNVIZ_API const char *attnviz_model_token_text(const attnviz_model *m, int id) {
-    return m && m->p->tok && id >= 0 && id < tok_vocab_size(m->p->tok) ? tok_id_display(m->p->tok, id) : NULL;
+    return m && m->s->tok && id >= 0 && id < tok_vocab_size(m->s->tok) ? tok_id_display(m->s->tok, id) : NULL;
 }
 
 ATTNVIZ_API attnviz_status attnviz_tokenize(attnviz_model *m, const char *text_a, const char *text_b, int *ids,
@@ -161,11 +164,13 @@ ATTNVIZ_API attnviz_status attnviz_tokenize(attnviz_model *m, const char *text_a
     if (cap && !ids) return usage(err, "attnviz_tokenize: NULL ids with cap %zu", cap);
     TokEncoding enc = {0};
     AvErr e = {0};
+    Run run;
     pthread_mutex_lock(&m->lock);
-    m->p->o = &m->spec;
+    run_init(&run, m->s, &m->spec);
     /* the tokens of any text, none included (a run of none is refused: attnviz_run) */
-    int rc = run_tokenize_any(m->p, text_a, text_b, &enc, &e);
-    if (rc == 0) run_warn_truncated(m->p, &enc, 0);
+    int rc = run_tokenize_any(&run, text_a, text_b, &enc, &e);
+    if (rc == 0) run_warn_truncated(&run, &enc, 0);
+    run_free(&run);
     pthread_mutex_unlock(&m->lock);
     if (rc != 0) {
         tok_encoding_free(&enc);
@@ -216,7 +221,7 @@ ATTNVIZ_API void attnviz_result_free(attnviz_result *r) {
     tok_encoding_free(&r->enc);
     model_capture_free(&r->cap);
     pred_free(&r->pred);
-    pipeline_spelling_free(&r->pred_words);
+    session_spelling_free(&r->pred_words);
     free(r->layers);
     free(r->heads);
     free(r->text_a);
@@ -229,7 +234,7 @@ ATTNVIZ_API void attnviz_result_free(attnviz_result *r) {
  * sorted); NULL with err set. Not yet run. */
 static attnviz_result *result_new(attnviz_model *m, const char *text_a, const char *text_b,
                                   const attnviz_run_options *opts, attnviz_error *err) {
-    const ModelConfig *c = &m->p->cfg;
+    const ModelConfig *c = &m->s->cfg;
     if (opts->predict < 0 || opts->predict > 100) {
         usage(err, "predict is 0 (none) or 1-100, not %d", opts->predict);
         return NULL;
@@ -242,8 +247,8 @@ static attnviz_result *result_new(attnviz_model *m, const char *text_a, const ch
         usage(err, "unknown flags 0x%x for attnviz_run", opts->flags & ~ATTNVIZ_RUN_HIDDEN);
         return NULL;
     }
-    if (opts->predict && pipeline_head_missing(m->p)) {
-        usage(err, "predict: %s", pipeline_head_missing(m->p));
+    if (opts->predict && session_head_missing(m->s)) {
+        usage(err, "predict: %s", session_head_missing(m->s));
         return NULL;
     }
     attnviz_result *r = calloc(1, sizeof *r);
@@ -280,31 +285,45 @@ static attnviz_result *result_new(attnviz_model *m, const char *text_a, const ch
     return r;
 }
 
-/* Under the model's lock: tokenized, and its capture allocated within the memory allowed. The
- * pipeline's run state is shared by its runs, and it reads a run's settings through p->o. */
+/* Under the model's lock: a Run of spec over the model's session, on the
+ * model's run state and KV cache (lent: one pass at a time uses them, and they
+ * only grow), given back by give_back. */
+static void lend(attnviz_model *m, const RunSpec *spec, Run *run) {
+    run_init(run, m->s, spec);
+    run->rs = m->rs, run->kv = m->kv;
+}
+
+static void give_back(attnviz_model *m, Run *run) {
+    m->rs = run->rs, m->kv = run->kv;
+    memset(&run->rs, 0, sizeof run->rs);
+    memset(&run->kv, 0, sizeof run->kv);
+    run_free(run);
+}
+
+/* Under the model's lock: tokenized, and its capture allocated within the memory allowed. */
 static int result_prepare(attnviz_result *r, AvErr *e) {
-    Pipeline *p = r->m->p;
-    p->o = &r->spec;
-    int rc = pipeline_tokenize(p, r->text_a, r->text_b, &r->enc, e);
-    if (rc == 0) rc = run_capture_fits(p, &r->spec, r->enc.n, e);
+    Run run;
+    lend(r->m, &r->spec, &run);
+    int rc = run_tokens(&run, r->text_a, r->text_b, &r->enc, e);
+    if (rc == 0) rc = run_capture_fits(&run, r->enc.n, e);
     if (rc == 0)
-        rc = model_capture_select(&r->cap, &p->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
+        rc = model_capture_select(&r->cap, &r->m->s->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
                                   r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, e);
-    p->o = &r->m->spec;
+    give_back(r->m, &run);
     return rc;
 }
 
 /* Under the model's lock: one prepared input run alone, with its predictions spelled. */
 static int result_forward(attnviz_result *r, AvErr *e) {
-    Pipeline *p = r->m->p;
-    p->o = &r->spec;
     const int k = r->spec.predict.k;
-    int rc = pipeline_forward(p, &r->enc, &r->cap, k, &r->pred, e);
+    Run run;
+    lend(r->m, &r->spec, &run);
+    int rc = run_forward(&run, &r->enc, &r->cap, k, &r->pred, e);
     if (rc == 0 && k) {
         r->has_pred = 1;
-        rc = pipeline_spell(p, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
+        rc = session_spell(r->m->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
     }
-    p->o = &r->m->spec;
+    give_back(r->m, &run);
     return rc;
 }
 
@@ -356,10 +375,10 @@ static int run_packed(attnviz_result **rs, size_t n, int pack_tokens, size_t *fa
             tokens += rs[i++]->enc.n;
         }
         *failed = first;
-        Pipeline *p = rs[first]->m->p;
-        p->o = &rs[first]->spec;
-        int rc = pipeline_forward_packed(p, encs, g, caps, e);
-        p->o = &rs[first]->m->spec;
+        Run run; /* the inputs' settings differ only in what their documents show */
+        lend(rs[first]->m, &rs[first]->spec, &run);
+        int rc = run_forward_packed(&run, encs, g, caps, e);
+        give_back(rs[first]->m, &run);
         if (rc != 0) return -1;
     }
     return 0;
@@ -506,17 +525,13 @@ ATTNVIZ_API const float *attnviz_result_prediction_probs(const attnviz_result *r
 
 /* The document the CLI's writers read, for this result's settings. */
 static void result_doc(const attnviz_result *r, const RunSpec *o, OutDoc *d) {
-    run_fill_doc_spec(r->m->p, o, d, &r->enc, &r->cap, r->text_a, r->text_b);
+    session_doc(r->m->s, o, d, &r->enc, &r->cap, r->text_a, r->text_b);
     d->pred = r->has_pred ? &r->pred : NULL;
     d->pred_words = r->has_pred ? &r->pred_words : NULL;
-    d->gen = NULL;
-    d->gen_words = NULL;
-    d->gen_text = NULL;
 }
 
-/* The CLI's writer of that kind into path, atomically (a temporary file renamed into place).
- * Not through route.c's table: its rows read the pipeline's current settings (p->o), which a
- * run on another thread may be pointing elsewhere; a result's own are passed instead. */
+/* The CLI's writer of that kind into path, atomically (a temporary file renamed into place),
+ * over the document of the result's settings as this call changes them. */
 static attnviz_status write_out(const attnviz_result *r, const char *path, const RunSpec *o, int what,
                                 attnviz_error *err) {
     OutDoc d;
@@ -599,7 +614,7 @@ ATTNVIZ_API attnviz_status attnviz_render(const char *input, const attnviz_rende
 typedef struct {
     attnviz_token_callback cb;
     void *ctx;
-    const Pipeline *p;
+    const Session *s;
     int stopped; /* the callback asked */
     float *rows; /* a prompt token's rows, repacked */
     int failed;
@@ -625,7 +640,7 @@ static int gen_on_prompt(void *ctx, const int *ids, int n, const PipeGenAttn *a)
     for (int i = 0; i < n; i++) {
         attnviz_token t = {0};
         t.index = -1, t.position = i, t.id = ids[i], t.text = "";
-        t.token = pipeline_token(g->p, ids[i]);
+        t.token = session_token(g->s, ids[i]);
         if (!t.token) t.token = "";
         token_attention(&t, a, i);
         if (a->rows) {
@@ -673,15 +688,17 @@ ATTNVIZ_API attnviz_status attnviz_generate(attnviz_model *m, const char *prompt
                       .heads = o.heads, .n_heads = o.n_heads, .top_k = o.top_k, .stats = 1,
                       .rows = (o.flags & ATTNVIZ_GEN_ROWS) != 0, .prompt = (o.flags & ATTNVIZ_GEN_PROMPT) != 0};
     for (int i = 0; i < o.n_stop; i++) gs.stop[i] = o.stop[i];
-    GenSinkCtx g = {cb, ctx, m->p, 0, NULL, 0};
+    GenSinkCtx g = {cb, ctx, m->s, 0, NULL, 0};
     PipeGenSink sink = {gen_on_prompt, gen_on_token, &g};
     PipeGenResult res = {0};
     AvErr e = {0};
     int *ids = NULL, n = 0;
+    Run run;
     pthread_mutex_lock(&m->lock);
-    m->p->o = &m->spec;
-    int rc = pipeline_prompt_ids(m->p, prompt, 0, &ids, &n, &e);
-    if (rc == 0) rc = pipeline_generate(m->p, ids, n, &gs, &sink, &res, &e);
+    lend(m, &m->spec, &run);
+    int rc = session_prompt_ids(m->s, prompt, 0, &ids, &n, &e);
+    if (rc == 0) rc = run_generate(&run, ids, n, &gs, &sink, &res, &e);
+    give_back(m, &run);
     pthread_mutex_unlock(&m->lock);
     free(ids);
     free(g.rows);

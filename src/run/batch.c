@@ -75,7 +75,7 @@ typedef struct {
 
 /* A line that failed: counted and reported; 1 when the batch must stop. */
 static int line_failed(BatchState *bs, long lineno, const char *msg) {
-    const RunSpec *o = bs->r->o;
+    const RunSpec *o = &bs->r->spec;
     bs->failed++;
     av_note(AV_NOTE_ERROR, "%s:%ld: %s%s", bs->name, lineno, msg, o->batch.strict ? "" : "; skipped");
     /* an output error is not the line's fault: stop */
@@ -120,7 +120,7 @@ static void pack_flush(BatchState *bs, Pack *p) {
         caps[g] = &p->cap[g];
     }
     double t0 = av_now_ms();
-    if (rc == 0) rc = model_forward_packed(&r->model, &r->rs, p->ids, p->types, lens, p->n, caps, &e);
+    if (rc == 0) rc = model_forward_packed(&r->s->model, &r->rs, p->ids, p->types, lens, p->n, caps, &e);
     r->t_fwd += av_now_ms() - t0;
     for (int g = 0; g < p->n && !bs->stop; g++) {
         AvErr le;
@@ -154,10 +154,10 @@ static void batch_line(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
 
 static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     Run *r = bs->r;
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     AvErr le;
     const int packing = o->batch.pack_tokens > 0 && !o->capture.tokens_only && !o->predict.k && !o->predict.generate_n;
-    if (r->cfg.enc_dec && !o->capture.tokens_only) { /* SOURCE<TAB>TARGET, or a source that --generate decodes */
+    if (r->s->cfg.enc_dec && !o->capture.tokens_only) { /* SOURCE<TAB>TARGET, or a source that --generate decodes */
         if (o->predict.generate_n && b) line_failed(bs, lineno, "a TAB gives the decoder's text; --generate makes it: one or the other");
         else if (!o->predict.generate_n && !b) line_failed(bs, lineno, "no decoder text: give SOURCE<TAB>TARGET, or --generate N");
         else if (run_seq2seq_input(r, a, b, lineno, bs->jsonl, &le) != 0) line_failed(bs, lineno, le.msg);
@@ -184,7 +184,7 @@ static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         int rc = run_ensure_buffers(r, enc.n, &le);
         double t0 = av_now_ms();
         run_score_input(&r->cap, &enc);
-        if (rc == 0) rc = model_forward(&r->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
+        if (rc == 0) rc = model_forward(&r->s->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
         r->t_fwd += av_now_ms() - t0;
         if (rc == 0) run_warn_truncated(r, &enc, lineno);
         if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, bs->jsonl, &le);
@@ -264,7 +264,7 @@ static FILE *open_batch(const char *path, AvErr *e) {
 }
 
 int run_batch(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     FILE *in = open_batch(o->batch.path, e);
     if (!in) return -1;
     BatchState bs = {r, strcmp(o->batch.path, "-") ? o->batch.path : "stdin", NULL, 0, 0, 0,

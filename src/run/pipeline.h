@@ -1,6 +1,8 @@
-/* pipeline.h — one run: find and load the model and its tokenizer, then
- * text -> tokens -> forward pass -> transforms -> writers for each input
- * (one, or a batch). */
+/* pipeline.h — the run's API for the commands, the server and the library.
+ * A Session (session.h) is a model found and loaded, read only once open; a
+ * Run (run_internal.h) is one RunSpec's inputs through a session's model:
+ * text -> tokens -> forward pass -> transforms -> writers, for each input
+ * (one, or a batch). Settings go in per run, never stored in the session. */
 #ifndef ATTNVIZ_PIPELINE_H
 #define ATTNVIZ_PIPELINE_H
 
@@ -14,55 +16,88 @@
 #include "output.h"
 #include "tokenizer.h"
 
-typedef struct Pipeline Pipeline;
+typedef struct Session Session;
+typedef struct Run Run;
 
-/* Finds the model (m->path, $ATTNVIZ_MODEL, bundled weights, the demo) and
- * loads it with its tokenizer, for runs as o says (kept: it must outlive the
- * pipeline). *dir and *why say which model and why (for the caller's message);
- * valid until pipeline_close. *out is set even on failure (close it). */
-int pipeline_open(Pipeline **out, const ModelSpec *m, const RunSpec *o, const char **dir, const char **why, AvErr *e);
-const ModelConfig *pipeline_config(const Pipeline *p);
-/* NULL when the model has a language-model head; else why it has none. */
-const char *pipeline_head_missing(const Pipeline *p);
-/* Runs every input: 0, or -1 with e set (empty when the failed batch lines were reported one by one). */
-int pipeline_run(Pipeline *p, AvErr *e);
-/* What the RunSpec asks, checked against the open model (run_checks.c): the
- * selection in range, and no option the model's kind cannot honour (--generate
- * on a masked model, --decoder-text on one that is not an encoder-decoder, a
- * missing language-model head, the residual-stream options on a masked model,
- * ...). 0, or -1 with a usage error naming the option and the model. */
-int run_check_model(const Pipeline *p, AvErr *e);
-/* The command line's run and heads: opens the model (a note says which and
- * why), run_check_model, creates --out-dir, runs every input (an
- * encoder-decoder's through run_seq2seq_pipeline), closes. 0 or -1. */
+/* ---- the commands */
+
+/* The command line's run and heads: opens the model (session_open_for; a note
+ * says which and why), run_check_model, creates --out-dir, runs every input (an
+ * image's, an encoder-decoder's or run_inputs), closes. 0 or -1. */
 int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e);
-/* A vision encoder on the RunSpec's --image (and a whole CLIP/SigLIP model's
- * text tower on its text): the image's tokens and attention to the writers. */
-int pipeline_image(Pipeline *p, AvErr *e);
+/* What a run's settings ask, checked against its open model (run_checks.c):
+ * the selection in range, and no option the model's kind cannot honour
+ * (--generate on a masked model, --decoder-text on one that is not an
+ * encoder-decoder, a missing language-model head, the residual-stream options
+ * on a masked model, ...). 0, or -1 with a usage error naming the option and
+ * the model. */
+int run_check_model(const Run *r, AvErr *e);
+/* attnviz render: attention computed elsewhere (render.h) through the same
+ * writers; 0 or -1 (a usage error for a selection out of range). */
+int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);
+/* attnviz diff: two texts on one model (m) or one text on two (m and ds->model_b), run
+ * through the same loading and tokenizing, compared (diff.h) and written: the
+ * table on stdout, --json, the page. 0 or -1 (a usage error for a selection
+ * out of range). */
+int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e);
+
+/* ---- runs over a session (session.h opens and closes sessions) */
+
+/* A run of o (copied: its lists and texts must outlive the run) over s, with
+ * the accumulators o asks for (--stats, heads); nothing allocated for passes
+ * yet. *out is set even on failure (close it). */
+int run_open(Run **out, const Session *s, const RunSpec *o, AvErr *e);
+void run_close(Run *r);
+/* Runs every input: 0, or -1 with e set (empty when the failed batch lines were reported one by one). */
+int run_inputs(Run *r, AvErr *e);
+/* --profile's note (AV_NOTE_PROFILE): s's load time and r's per-phase times (r NULL: none yet). */
+void run_profile(const Session *s, const Run *r);
+/* A run in place (on the caller's stack) for one input at a time: no --stats
+ * or heads accumulators; run_free frees what its calls allocated. */
+void run_init(Run *r, const Session *s, const RunSpec *o);
+void run_free(Run *r);
+
+/* ---- one input at a time, for a server or library that keeps the model
+ * loaded: a run is used by one caller at a time (run_doc excepted, which only
+ * reads) */
+
+/* Tokens of a (and b), truncated to the model's positions or --max-tokens
+ * (enc->n_truncated, warned as the command line words it). */
+int run_tokens(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
+/* A rendered chat's tokens: none added around them, none cut (over the limit: -1). */
+int run_tokens_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e);
+/* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
+ * k > 0 also the top-k predictions (every position, or the masks) into pred
+ * (warning when a masked model's input has no mask). */
+int run_forward(Run *r, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
+/* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
+ * input g's attention into caps[g] exactly as run_forward leaves it alone. */
+int run_forward_packed(Run *r, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e);
+/* The document the writers read for that input (valid while its parts live);
+ * pred_words: pred's ids spelled (session_spell). */
+void run_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
+             const OutSpelling *pred_words, const char *a, const char *b);
 /* One picture on a vision encoder, for a server (attnviz serve's uploads) and
  * the command line: decoded from len bytes (name: what messages call it;
  * max_pixels: img_decode_limit's bound, 0 the decoder's own), preprocessed,
  * its tokens named; a whole CLIP/SigLIP model's text tokenized (text NULL:
  * none). 0; IMG_TOO_LARGE for a picture above max_pixels; -1 (a usage error
- * for a model that reads no image, or no text). Reads the pipeline only. */
+ * for a model that reads no image, or no text). Reads the run only. */
 typedef struct PipeImage PipeImage;
-int pipeline_image_open(Pipeline *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
-                        const char *text, PipeImage **out, AvErr *e);
-const TokEncoding *pipeline_image_tokens(const PipeImage *im);
+int run_image_open(const Run *r, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+                   const char *text, PipeImage **out, AvErr *e);
+const TokEncoding *run_image_tokens(const PipeImage *im);
 /* The preprocessed picture as PNG bytes (what the pass reads, exactly). */
-const unsigned char *pipeline_image_picture(const PipeImage *im, size_t *len);
-/* Its pass into cap (the caller's, for its tokens); the first also computes
- * what follows the last layer (pooling, the text tower, the similarity) for
- * the document. Not thread-safe: the pipeline's one caller. */
-int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e);
+const unsigned char *run_image_picture(const PipeImage *im, size_t *len);
+/* Its pass into cap (the caller's, for its tokens) on r's run state; the first
+ * also computes what follows the last layer (pooling, the text tower, the
+ * similarity) for the document. One caller at a time per run. */
+int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e);
 /* Drops the pixel values (a later pass makes them again from the kept picture). */
-void pipeline_image_shrink(PipeImage *im);
+void run_image_shrink(PipeImage *im);
 /* The document the writers read for it (after its first pass: its image member). */
-void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const Capture *cap);
-void pipeline_image_free(PipeImage *im);
-/* An encoder-decoder model on the run's source text (--decoder-text or
- * --generate): encoder, decoder and cross attention to the writers. */
-int run_seq2seq_pipeline(Pipeline *p, AvErr *e);
+void run_image_doc(const Run *r, const PipeImage *im, OutDoc *d, const Capture *cap);
+void run_image_free(PipeImage *im);
 /* attnviz serve, an encoder-decoder model (cfg.enc_dec): the source's tokens
  * and the decoder's (decoder_start_token_id, then target's tokens, as
  * --decoder-text makes them; warnings as the command line words them); the
@@ -71,53 +106,25 @@ int run_seq2seq_pipeline(Pipeline *p, AvErr *e);
  * that input, its three stacks in stacks (arrays: the stacks' data when not
  * cap's own, e.g. a --layers copy; the caller sets d->layers then). */
 struct S2sCapture;
-int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
-                            AvErr *e);
-int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, struct S2sCapture *cap, AvErr *e);
+int run_seq2seq_tokens(Run *r, const char *source, const char *target, TokEncoding *src, TokEncoding *dec, AvErr *e);
+int run_seq2seq_forward(Run *r, const TokEncoding *src, const TokEncoding *dec, struct S2sCapture *cap, AvErr *e);
 /* Or the decoder's tokens from decoding up to n_new tokens from the start
  * token (greedy, or as the RunSpec's --temperature/--top-p/--seed/--stop say:
  * the CLI's --generate): the steps into g (gen_free), their top-K spelled into
- * words (pipeline_spelling_free), the generated text into *text (free). */
-int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
-                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e);
-void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
-                          const TokEncoding *dec, const struct S2sCapture *cap, const float *const arrays[3],
-                          const char *source, const char *target);
+ * words (session_spelling_free), the generated text into *text (free). */
+int run_seq2seq_generate(Run *r, const char *source, int n_new, TokEncoding *src, TokEncoding *dec, CapGeneration *g,
+                         OutSpelling *words, char **text, AvErr *e);
+void run_seq2seq_doc(const Run *r, OutDoc *d, CapStack stacks[3], const TokEncoding *src, const TokEncoding *dec,
+                     const struct S2sCapture *cap, const float *const arrays[3], const char *source, const char *target);
 /* An encoder and decoder of different depths: each side's layers (the RunSpec's
- * --layers those sides have, else all), kept for pipeline_seq2seq_doc, which then
+ * --layers those sides have, else all), kept for run_seq2seq_doc, which then
  * gives the stacks their own (arrays given: they hold those layers, or the caller
  * sets the stacks' layers); equal depths: nothing. A usage error when a side has
  * none of --layers. */
-int pipeline_seq2seq_layers(Pipeline *p, AvErr *e);
-/* attnviz render: attention computed elsewhere (render.h) through the same
- * writers; 0 or -1 (a usage error for a selection out of range). */
-int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e);
-/* One input at a time, for a server that keeps the model loaded (serve.c).
- * Not thread-safe: one caller at a time per pipeline (pipeline_doc excepted,
- * which only reads). */
-const Model *pipeline_model(const Pipeline *p);
-/* Tokens of a (and b), truncated to the model's positions or --max-tokens
- * (enc->n_truncated, warned as the command line words it). */
-int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e);
-/* A rendered chat's tokens: none added around them, none cut (over the limit: -1). */
-int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvErr *e);
-/* Runs enc into cap (the caller's, for enc->n tokens: model_capture_*); with
- * k > 0 also the top-k predictions (every position, or the masks) into pred
- * (warning when a masked model's input has no mask). */
-int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
-/* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
- * input g's attention into caps[g] exactly as pipeline_forward leaves it alone. */
-int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e);
-/* The document the writers read for that input (valid while its parts live);
- * pred_words: pred's ids spelled (pipeline_spell). */
-void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
-                  const OutSpelling *pred_words, const char *a, const char *b);
-/* n ids as the model's vocabulary spells them, into w (replacing what it held;
- * the strings are the tokenizer's: valid while p lives). */
-int pipeline_spell(const Pipeline *p, const int *ids, int n, OutSpelling *w, AvErr *e);
-void pipeline_spelling_free(OutSpelling *w);
-/* ---------------------------------------------------------------- generation
- * for a server or the library (run_generate.c; the CLI's --generate is run.c's):
+int run_seq2seq_layers(Run *r, AvErr *e);
+
+/* ---- generation for a server or the library (run_generate.c, run_chat.c; the
+ * CLI's --generate is run.c's):
  * one prompt continued token by token, each token handed over as it comes
  * with its text, log-probabilities and, when asked, its attention. */
 
@@ -125,15 +132,15 @@ void pipeline_spelling_free(OutSpelling *w);
  * specials included), not truncated: the caller checks the length. chat: the
  * text is a rendered chat template, tokenized with nothing added (as
  * apply_chat_template(tokenize=True) does). Reads only: any thread. */
-int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e);
+int session_prompt_ids(const Session *s, const char *text, int chat, int **ids, int *n, AvErr *e);
 
 /* The model's display name; id's spelling in the vocabulary, and as a person
  * reads it (NULL when id is not in it); id's bytes as the text holds them (*b
  * to free). Read only: any thread. */
-const char *pipeline_name(const Pipeline *p);
-const char *pipeline_token(const Pipeline *p, int id);
-const char *pipeline_token_text(const Pipeline *p, int id);
-int pipeline_token_bytes(const Pipeline *p, int id, char **b, size_t *n, AvErr *e);
+const char *session_name(const Session *s);
+const char *session_token(const Session *s, int id);
+const char *session_token_text(const Session *s, int id);
+int session_token_bytes(const Session *s, int id, char **b, size_t *n, AvErr *e);
 
 /* A chat's messages, rendered by the model's chat template with the
  * assistant's turn opened (add_generation_prompt; chat.h's chat_render, as
@@ -142,10 +149,10 @@ typedef struct {
     const char *role;    /* "system", "user", "assistant", ... */
     const char *content;
 } PipeChatMsg;
-int pipeline_chat_prompt(const Pipeline *p, const PipeChatMsg *m, int n, char **text, AvErr *e);
+int session_chat_prompt(const Session *s, const PipeChatMsg *m, int n, char **text, AvErr *e);
 /* Whether the model has a chat template (NULL), else why not: a model that is no decoder,
  * ships none, or whose template could not be read or parsed (that message). */
-const char *pipeline_chat_missing(const Pipeline *p);
+const char *session_chat_missing(const Session *s);
 
 /* What a generation is asked for. */
 #define PIPE_GEN_MAX_STOP 4
@@ -217,24 +224,13 @@ typedef struct PipeGenResult {
 
 /* Bytes a generation of n_prompt + max_new tokens keeps beyond the model's own
  * buffers (the attention it captures; 0 without), to refuse before starting. */
-double pipeline_generate_bytes(const Pipeline *p, const PipeGenSpec *gs, int n_prompt);
+double session_generate_bytes(const Session *s, const PipeGenSpec *gs, int n_prompt);
 /* Generates after ids (n_prompt >= 1; the model must be causal with a head),
- * calling sink as it goes. A usage error for a spec out of range. Not
- * thread-safe: one caller at a time per pipeline. */
-int pipeline_generate(Pipeline *p, const int *ids, int n_prompt, const PipeGenSpec *gs, const PipeGenSink *sink,
-                      PipeGenResult *res, AvErr *e);
+ * calling sink as it goes, on r's run state and KV cache (they only grow: a
+ * server's requests reuse them). A usage error for a spec out of range. One
+ * caller at a time per run. */
+int run_generate(Run *r, const int *ids, int n_prompt, const PipeGenSpec *gs, const PipeGenSink *sink, PipeGenResult *res,
+                 AvErr *e);
 void pipeline_gen_result_free(PipeGenResult *res);
-
-/* attnviz diff: two texts on one model (m) or one text on two (m and ds->model_b), run
- * through the same loading and tokenizing, compared (diff.h) and written: the
- * table on stdout, --json, the page. 0 or -1 (a usage error for a selection
- * out of range). */
-int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvErr *e);
-/* The model's chat template (chat.h), read with the model (a decoder's): *t NULL, with 0, when the
- * model ships none; -1 when its template could not be read or parsed. Reads only: any thread. */
-struct ChatTemplate;
-int pipeline_chat_template(const Pipeline *p, const struct ChatTemplate **t, AvErr *e);
-/* Frees the run; with the RunSpec's profile set, reports the per-phase times first (AV_NOTE_PROFILE). */
-void pipeline_close(Pipeline *p);
 
 #endif

@@ -28,19 +28,19 @@ double run_memory_budget(const RunSpec *o) {
 
 /* The layers and heads the run keeps. */
 static void kept(const Run *r, const RunSpec *o, int *nl, int *nh) {
-    *nl = o->sel.layers ? o->sel.n_layers : r->cfg.num_layers;
-    *nh = o->sel.heads ? o->sel.n_heads : r->cfg.num_heads;
+    *nl = o->sel.layers ? o->sel.n_layers : r->s->cfg.num_layers;
+    *nh = o->sel.heads ? o->sel.n_heads : r->s->cfg.num_heads;
 }
 
 static double capture_need_heads(const Run *r, const RunSpec *o, int n, int nl, int nh) {
     const int streamed = run_scores_streamed(o);
     double need = o->capture.telemetry ? 0
                   : streamed           ? (double)model_capture_scores_bytes(n, nl, nh)
-                                       : (double)model_capture_bytes(&r->cfg, n, 1, o->capture.hidden, nl, nh);
+                                       : (double)model_capture_bytes(&r->s->cfg, n, 1, o->capture.hidden, nl, nh);
     if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
         need += (double)model_capture_value_norms_bytes(n, nl, nh) +
                 (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
-    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->cfg, n);
+    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->s->cfg, n);
     return need;
 }
 
@@ -54,12 +54,12 @@ double run_capture_need(const Run *r, const RunSpec *o, int n) {
  * (tiles' level 0), each row's statistics and heaviest keys, and queries and
  * keys only when the page embeds a deeper level (computed from them). */
 double run_long_need(const Run *r, int n, int *levels) {
-    const size_t blocks = (size_t)r->cfg.num_layers * (size_t)r->cfg.num_heads;
+    const size_t blocks = (size_t)r->s->cfg.num_layers * (size_t)r->s->cfg.num_heads;
     const int over = n < TILE_SIDE ? n : TILE_SIDE;
     int lv, keys;
     html_long_plan_n(n, blocks, HTML_LONG_TOP_K, TILE_SIDE, 0, &lv, &keys);
     if (levels) *levels = lv;
-    return (lv > 1 ? (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F32) : 0) +
+    return (lv > 1 ? (double)model_capture_qk_bytes(&r->s->cfg, n, 0, CAP_QK_F32) : 0) +
            (double)blocks * over * over * sizeof(float) + (double)model_capture_telemetry_bytes(blocks, n, HTML_LONG_TOP_K);
 }
 
@@ -69,10 +69,10 @@ void run_cost(const Run *r, const RunSpec *o, int n, RunCost *c) {
     memset(c, 0, sizeof *c);
     c->n = n;
     c->capture = capture_need_heads(r, o, n, nl, nh);
-    c->runstate = r->have_model ? (double)model_runstate_bytes(&r->model, n, o->threads) : 0;
-    c->kv = o->predict.generate_n ? (double)model_kv_bytes(&r->cfg, n) : 0;
+    c->runstate = r->s->have_model ? (double)model_runstate_bytes(&r->s->model, n, o->threads) : 0;
+    c->kv = o->predict.generate_n ? (double)model_kv_bytes(&r->s->cfg, n) : 0;
     const size_t blocks = (size_t)nl * (size_t)nh;
-    c->page = html_page_estimate(n, n, blocks, r->cfg.causal, 2 * blocks * (size_t)n * (size_t)r->cfg.head_dim);
+    c->page = html_page_estimate(n, n, blocks, r->s->cfg.causal, 2 * blocks * (size_t)n * (size_t)r->s->cfg.head_dim);
     c->long_capture = run_long_need(r, n, NULL);
     c->budget = run_memory_budget(o);
 }
@@ -96,7 +96,7 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
     size_t at = 0;
 #define ADD(...) (at += (size_t)snprintf(what + at, at < sizeof what ? sizeof what - at : 0, __VA_ARGS__))
     /* the long input's page: one input's, within the budget */
-    if (!o->batch.path && !r->cfg.enc_dec && n <= HTML_LONG_MAX_TOKENS && run_long_need(r, n, NULL) <= budget) {
+    if (!o->batch.path && !r->s->cfg.enc_dec && n <= HTML_LONG_MAX_TOKENS && run_long_need(r, n, NULL) <= budget) {
         if (o->output.whole_for)
             ADD("the long input's page (without %s: --html FILE alone)", o->output.whole_for);
         else if (o->output.long_from == 0)
@@ -105,15 +105,15 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
             ADD("the long input's page (--long-from below %d)", n);
     }
     /* attnviz serve keeps queries and keys, and makes the heads a page shows */
-    if (!o->batch.path && !r->cfg.enc_dec && (double)model_capture_qk_bytes(&r->cfg, n, 0, CAP_QK_F16) <= budget)
+    if (!o->batch.path && !r->s->cfg.enc_dec && (double)model_capture_qk_bytes(&r->s->cfg, n, 0, CAP_QK_F16) <= budget)
         ADD("%sattnviz serve", at ? ", " : "");
     /* fewer heads: what one head takes, as many as fit */
     const double per_head = need / ((double)nl * nh);
     const long fit = per_head > 0 ? (long)floor(budget / per_head) : 0;
-    if (fit >= 1 && !r->cfg.enc_dec)
+    if (fit >= 1 && !r->s->cfg.enc_dec)
         ADD("%sselect fewer with --layers/--heads (%ld of the %d heads fit)", at ? ", " : "",
             fit < (long)nl * nh ? fit : (long)nl * nh - 1, nl * nh);
-    if (!r->cfg.enc_dec && !o->capture.telemetry &&
+    if (!r->s->cfg.enc_dec && !o->capture.telemetry &&
         (double)model_capture_telemetry_bytes((size_t)nl * nh, n, 8) <= budget)
         ADD("%s--telemetry 8 --json FILE (each row's statistics and 8 heaviest keys)", at ? ", " : "");
     const int shorter = longest_fitting(r, o, n, budget);
@@ -135,10 +135,10 @@ static int writes_page(const RunSpec *o) {
 }
 
 int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     const int n = enc->n;
     char a[32], b[32], how[96];
-    if (o->batch.path || r->cfg.enc_dec || n > HTML_LONG_MAX_TOKENS) return RUN_PAGE_WHOLE;
+    if (o->batch.path || r->s->cfg.enc_dec || n > HTML_LONG_MAX_TOKENS) return RUN_PAGE_WHOLE;
     if (o->output.long_from > 0) return n > o->output.long_from ? RUN_PAGE_LONG : RUN_PAGE_WHOLE;
     RunCost c;
     run_cost(r, o, n + o->predict.generate_n, &c);

@@ -19,12 +19,12 @@
  * the few that need it. */
 static int write_json(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_doc(f, d, e); }
 static int write_tokens(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return json_write_tokens(f, d, e); }
-static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->o->output.templates_dir, e); }
+static int write_page(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { return html_write_doc(f, d, r->spec.output.templates_dir, e); }
 static int write_npy_att(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_attention(f, d, e); }
 static int write_npy_q(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'q', e); }
 static int write_npy_k(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return npy_write_qk(f, d, 'k', e); }
 static int write_stats(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
-    if (!r->cfg.enc_dec) return stats_write_json(f, &r->stats, d, e);
+    if (!r->s->cfg.enc_dec) return stats_write_json(f, &r->stats, d, e);
     const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
     return stats_write_json_stacks(f, s, RUN_S2S_STACKS, 3, d, e);
 }
@@ -48,7 +48,7 @@ static int write_img_embeds(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { 
 static int write_pixels(FILE *f, const OutDoc *d, const Run *r, AvErr *e) { (void)r; return image_npy_write(f, d, IMAGE_NPY_PIXELS, e); }
 static int write_heads(FILE *f, const OutDoc *d, const Run *r, AvErr *e) {
     (void)d;
-    if (!r->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
+    if (!r->s->cfg.enc_dec) return heads_write_json(f, &r->heads, e);
     const HeadScores *hs[3] = {&r->heads, &r->s2s_heads[0], &r->s2s_heads[1]};
     return heads_write_json_stacks(f, hs, RUN_S2S_STACKS, 3, e);
 }
@@ -87,7 +87,7 @@ static int write_into(const Run *r, AvOutSet *set, const char *path, const OutDo
 /* Commits a set and names every file it put in place (a batch's one file per line: batch.c says
  * where, once). */
 static int commit_named(const Run *r, AvOutSet *set, AvErr *e) {
-    const int say = !r->o->quiet && !r->o->output.out_dir, n = set->n;
+    const int say = !r->spec.quiet && !r->spec.output.out_dir, n = set->n;
     char **names = say && n ? calloc((size_t)n, sizeof *names) : NULL;
     for (int i = 0; names && i < n; i++)
         if (set->outs[i].path) names[i] = strdup(set->outs[i].path);
@@ -167,7 +167,7 @@ static int write_npy_set(const Run *r, AvOutSet *set, const char *path, const Ou
     }
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const int w = extra[i].what;
-        if ((w == W_NPY_Q || w == W_NPY_K) && !r->o->capture.qk) continue;
+        if ((w == W_NPY_Q || w == W_NPY_K) && !r->spec.capture.qk) continue;
         if ((w == W_NPY_PRED_IDS || w == W_NPY_PRED_PROBS || w == W_NPY_PRED_POS) && !d->pred) continue;
         if (w == W_NPY_IDS && !d->gen) continue;
         if ((w == W_NPY_NORM && !d->cap->nattn) || (w == W_NPY_VNORM && !d->cap->vnorm)) continue;
@@ -190,7 +190,7 @@ static int write_npy_set(const Run *r, AvOutSet *set, const char *path, const Ou
 }
 
 int run_say(const Run *r, const OutDoc *d, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     const OutputSpec *w = &o->output;
     if (o->batch.path || o->stats || o->heads.on || o->capture.tokens_only || (!d->gen && !d->pred)) return 0;
     /* for a person at a terminal; a script reads --json, and stdout stays what the run writes there */
@@ -204,7 +204,7 @@ int run_say(const Run *r, const OutDoc *d, AvErr *e) {
 /* The outputs for one input: everything but the batch's JSON Lines stream. They are committed
  * together (AvOutSet): a failure of any leaves every one as it was. */
 int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (o->stats) return stats_add(&r->stats, d, e);
     if (o->heads.on) return heads_add(&r->heads, d, e);
     AvOutSet set = {0};

@@ -14,7 +14,6 @@
 #include "transform.h"
 #include "util.h"
 
-#define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
 
 int run_scores_streamed(const RunSpec *o) {
     if (!o->stats && !o->heads.on) return 0;
@@ -35,80 +34,56 @@ void run_score_input(Capture *cap, const TokEncoding *enc) {
 }
 
 /* Refused before allocating: a capture grows with the square of the input. */
-int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e) {
+int run_capture_fits(const Run *r, int n, AvErr *e) {
+    const RunSpec *o = &r->spec;
     return run_capture_need(r, o, n) > run_memory_budget(o) ? run_refuse(r, o, n, e) : 0;
 }
 
 int run_ensure_buffers(Run *r, int n, AvErr *e) {
     if (n <= r->cap_n) return 0;
-    const RunSpec *o = r->o;
-    if (run_capture_fits(r, o, n, e) != 0) return -1;
+    const RunSpec *o = &r->spec;
+    if (run_capture_fits(r, n, e) != 0) return -1;
     model_capture_free(&r->cap);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
     r->cap_n = 0;
-    if (model_runstate_alloc(&r->rs, &r->model, n, r->o->threads, e) != 0) return -1;
-    if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->cfg, n, e) != 0) return -1;
+    if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;
+    if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->s->cfg, n, e) != 0) return -1;
     if (run_capture_make(r, &r->cap, n, e) != 0) return -1;
-    if (run_lens_wanted(o) && model_capture_internals(&r->cap, &r->cfg, e) != 0) return -1;
+    if (run_lens_wanted(o) && model_capture_internals(&r->cap, &r->s->cfg, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
 
 int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (o->capture.telemetry) /* the ids are the input's, set before each pass (run_capture_input) */
-        return model_capture_telemetry(cap, &r->cfg, n, o->capture.telemetry_top, NULL, o->sel.layers, o->sel.n_layers,
+        return model_capture_telemetry(cap, &r->s->cfg, n, o->capture.telemetry_top, NULL, o->sel.layers, o->sel.n_layers,
                                        o->sel.heads, o->sel.n_heads, e);
     if (run_scores_streamed(o)) { /* --stats and heads: each head's scores summed as its rows are made */
         CapScoring sc;
         heads_scoring(&r->heads, &sc);
         sc.norm = o->capture.measure == MEASURE_NORM;
-        if (model_capture_scores(cap, &r->cfg, n, &sc, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads,
+        if (model_capture_scores(cap, &r->s->cfg, n, &sc, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads,
                                  e) != 0)
             return -1;
         return sc.norm ? model_capture_value_norms(cap, e) : 0;
     }
-    if (model_capture_select(cap, &r->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
+    if (model_capture_select(cap, &r->s->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
                              o->sel.n_heads, e) != 0)
         return -1;
     return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
 }
 
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
-                     const char *b) {
-    run_fill_doc_spec(r, r->o, d, enc, cap, a, b);
-}
-
-void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncoding *enc, const Capture *cap,
-                       const char *a, const char *b) {
-    memset(d, 0, sizeof *d);
-    d->model_name = r->name;
-    d->model_dir = r->dir;
-    d->cfg = &r->cfg;
-    d->dtype = r->have_model ? r->model.dtype_name : NULL;
-    d->is_demo = r->cfg.is_demo;
-    d->model_note = r->cfg.is_demo ? DEMO_NOTE : NULL;
-    d->head_patterns = (const char *const *)r->patterns;
-    d->head_descriptions = (const char *const *)r->descriptions;
-    d->text_a = a;
-    d->text_b = b;
-    d->enc = enc;
-    d->cap = cap;
-    d->display_tokens = enc->byte_level ? enc->display : NULL;
-    d->layers = o->sel.layers, d->n_sel_layers = o->sel.n_layers;
-    d->heads = o->sel.heads, d->n_sel_heads = o->sel.n_heads;
-    d->init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(d, 0);
-    d->init_head = o->sel.head >= 0 ? o->sel.head : -1; /* every head, as bertviz's head view opens (--show-heads all too) */
-    d->precision = o->output.precision;
-    d->with_qk = o->capture.qk;
+                  const char *b) {
+    const RunSpec *o = &r->spec;
+    session_doc(r->s, o, d, enc, cap, a, b);
     d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;
     d->gen = o->predict.generate_n && !o->capture.tokens_only ? &r->gen : NULL;
     d->gen_text = r->gen_text;
     d->pred_words = d->pred ? &r->pred_words : NULL;
     d->gen_words = d->gen ? &r->gen_words : NULL;
-    d->init_view = o->output.view, d->theme = o->output.theme;
-    d->init_heads = o->sel.show_heads, d->n_init_heads = o->sel.n_show_heads;
     if (run_lens_wanted(o) && !o->capture.tokens_only && cap && r->lens.n) {
         d->lens = &r->lens;
         d->lens_words = &r->lens_words;
@@ -125,7 +100,7 @@ static int mask_rows(const Run *r, const TokEncoding *enc, int **rows) {
     *rows = malloc((size_t)enc->n * sizeof **rows);
     if (!*rows) return -1;
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        int id = tok_token_to_id(r->tok, names[k]);
+        int id = tok_token_to_id(r->s->tok, names[k]);
         for (int i = 0; id >= 0 && i < enc->n; i++)
             if (enc->ids[i] == id) (*rows)[n++] = i;
     }
@@ -136,15 +111,15 @@ static int mask_rows(const Run *r, const TokEncoding *enc, int **rows) {
  * masks of a masked one. */
 static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, AvErr *e) {
     int *rows = NULL, n;
-    if (r->cfg.causal) {
+    if (r->s->cfg.causal) {
         if (!(rows = malloc((size_t)enc->n * sizeof *rows))) return av_err(e, "out of memory");
         for (n = 0; n < enc->n; n++) rows[n] = n;
     } else if ((n = mask_rows(r, enc, &rows)) < 0) {
         return av_err(e, "out of memory");
     }
-    if (n == 0 && !r->o->quiet) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
+    if (n == 0 && !r->spec.quiet) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
     int rc = pred_alloc(pred, n, k, e);
-    if (rc == 0 && n > 0) rc = pred_rows(&r->model, &r->rs, rows, n, 0, pred, 0, e);
+    if (rc == 0 && n > 0) rc = pred_rows(&r->s->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
     return rc;
 }
@@ -154,21 +129,21 @@ int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n) {
     const Run *r = ctx;
     char *text = NULL;
     AvErr e;
-    if (tok_decode(r->tok, ids + n_prompt, n - n_prompt, &text, &e) != 0) return 0;
-    int hit = strstr(text, r->o->predict.stop) != NULL;
+    if (tok_decode(r->s->tok, ids + n_prompt, n - n_prompt, &text, &e) != 0) return 0;
+    int hit = strstr(text, r->spec.predict.stop) != NULL;
     free(text);
     return hit;
 }
 
 /* --generate: the prompt's tokens continued; enc grows by what was generated. */
 static int generate(Run *r, TokEncoding *enc, AvErr *e) {
-    const RunSpec *o = r->o;
-    int room = cfg_max_tokens(&r->cfg) - enc->n, max_new = o->predict.generate_n;
+    const RunSpec *o = &r->spec;
+    int room = cfg_max_tokens(&r->s->cfg) - enc->n, max_new = o->predict.generate_n;
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
-                                cfg_max_tokens(&r->cfg));
+                                cfg_max_tokens(&r->s->cfg));
     if (max_new > room) {
         if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d",
-                               max_new, cfg_max_tokens(&r->cfg), room);
+                               max_new, cfg_max_tokens(&r->s->cfg), room);
         max_new = room;
     }
     const int total = enc->n + max_new;
@@ -177,7 +152,7 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     if (!ids) return av_err(e, "out of memory");
     memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
-                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids, .n_eos = r->cfg.n_eos,
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->s->cfg.eos_ids, .n_eos = r->s->cfg.n_eos,
                      .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
     int rc = 0;
     if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
@@ -185,14 +160,14 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     RunProgress pr;
     run_progress_begin(&pr, o, "prompt");
     go.progress = (ModelProgress){run_progress_model, &pr};
-    if (rc == 0) rc = gen_run(&r->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
+    if (rc == 0) rc = gen_run(&r->s->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
     run_progress_end(&pr);
-    if (rc == 0) rc = tok_encoding_append(r->tok, enc, ids + enc->n, n - enc->n, e);
-    if (rc == 0) rc = tok_decode(r->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
+    if (rc == 0) rc = tok_encoding_append(r->s->tok, enc, ids + enc->n, n - enc->n, e);
+    if (rc == 0) rc = tok_decode(r->s->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
     /* an instruct model given bare text often ends its turn at once */
     if (rc == 0 && r->gen.stop == CAP_STOP_EOS && r->gen.n_generated <= 1 && !o->quiet && !o->batch.path && !run_is_chat(o))
         av_info("the model ended at once with its end token %s: an instruct model answers a chat; wrap the text as one "
-                "with --chat", tok_id_to_token(r->tok, ids[n - 1]) ? tok_id_to_token(r->tok, ids[n - 1]) : "");
+                "with --chat", tok_id_to_token(r->s->tok, ids[n - 1]) ? tok_id_to_token(r->s->tok, ids[n - 1]) : "");
     free(ids);
     return rc;
 }
@@ -200,13 +175,13 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
 int run_is_chat(const RunSpec *o) { return o->chat || o->chat_file; }
 
 int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     const ChatTemplate *t;
     *out = NULL;
     if (!run_is_chat(o)) return 0;
     if (b) return av_err_usage(e, "--chat takes one text (a message), not a sentence pair");
-    if (pipeline_chat_template(r, &t, e) != 0) return -1;
-    if (!t) return av_err(e, "--chat: %s ships no chat template", r->dir);
+    if (session_chat_template(r->s, &t, e) != 0) return -1;
+    if (!t) return av_err(e, "--chat: %s ships no chat template", r->s->dir);
     ChatMessage one = {"user", a ? a : "", NULL, 0};
     const ChatMessage *m = o->chat_file ? r->chat_msgs : &one;
     int n = o->chat_file ? r->n_chat_msgs : 1;
@@ -216,9 +191,9 @@ int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e) 
 
 /* The tokens a run may hold: the model's positions, or --max-tokens (0: no limit). */
 static int token_limit(const Run *r) {
-    int max_len = r->cfg.max_position_embeddings ? cfg_max_tokens(&r->cfg) : 0; /* 0: no config, no limit */
-    if (r->o->capture.max_tokens > 0 && (max_len == 0 || r->o->capture.max_tokens < max_len))
-        max_len = r->o->capture.max_tokens;
+    int max_len = r->s->cfg.max_position_embeddings ? cfg_max_tokens(&r->s->cfg) : 0; /* 0: no config, no limit */
+    if (r->spec.capture.max_tokens > 0 && (max_len == 0 || r->spec.capture.max_tokens < max_len))
+        max_len = r->spec.capture.max_tokens;
     return max_len;
 }
 
@@ -226,11 +201,11 @@ static int token_limit(const Run *r) {
  * none is added; never cut short (its end is the generation prompt). */
 static int encode_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e) {
     const int max_len = token_limit(r);
-    if (tok_encode_plain(r->tok, text, strlen(text), 0, enc, e) != 0) return -1;
+    if (tok_encode_plain(r->s->tok, text, strlen(text), 0, enc, e) != 0) return -1;
     if (max_len > 0 && enc->n > max_len) {
         int n = enc->n;
         tok_encoding_free(enc);
-        return r->o->capture.max_tokens > 0 && max_len == r->o->capture.max_tokens
+        return r->spec.capture.max_tokens > 0 && max_len == r->spec.capture.max_tokens
                    ? av_err(e, "the chat is %d tokens, more than --max-tokens %d: shorten the messages", n, max_len)
                    : av_err(e, "the chat is %d tokens, more than the model's %d positions: shorten the messages", n,
                             max_len);
@@ -240,19 +215,19 @@ static int encode_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e) {
 
 /* The input's tokens, none allowed. */
 int run_tokenize_any(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    if (!r->tok)
-        return av_err_usage(e, "%s is a %s model: it reads an image (--image FILE), not text", r->name, r->cfg.model_type);
+    if (!r->s->tok)
+        return av_err_usage(e, "%s is a %s model: it reads an image (--image FILE), not text", r->s->name, r->s->cfg.model_type);
     double t0 = av_now_ms();
-    int rc = run_is_chat(r->o) && !b ? encode_chat(r, a, enc, e)
-                                     : tok_encode(r->tok, a, strlen(a), b, b ? strlen(b) : 0, token_limit(r), enc, e);
+    int rc = run_is_chat(&r->spec) && !b ? encode_chat(r, a, enc, e)
+                                     : tok_encode(r->s->tok, a, strlen(a), b, b ? strlen(b) : 0, token_limit(r), enc, e);
     r->t_tok += av_now_ms() - t0;
     return rc;
 }
 
-int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvErr *e) {
+int run_tokens_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e) {
     double t0 = av_now_ms();
-    int rc = encode_chat(p, text, enc, e);
-    p->t_tok += av_now_ms() - t0;
+    int rc = encode_chat(r, text, enc, e);
+    r->t_tok += av_now_ms() - t0;
     return rc;
 }
 
@@ -262,7 +237,7 @@ int pipeline_tokenize_chat(Pipeline *p, const char *text, TokEncoding *enc, AvEr
  * Encoders' [CLS] [SEP] (as transformers makes them of "") and a decoder's start token are a run. */
 int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
     if (run_tokenize_any(r, a, b, enc, e) != 0) return -1;
-    if (enc->n > 0 || r->o->capture.tokens_only) return 0;
+    if (enc->n > 0 || r->spec.capture.tokens_only) return 0;
     tok_encoding_free(enc);
     if (!a[0] && (!b || !b[0]))
         return av_err(e, "empty input: this model's tokenizer makes no tokens of an empty text (it adds no start "
@@ -272,7 +247,7 @@ int run_tokenize(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *
 }
 
 static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int tokenized, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (!tokenized && run_tokenize(r, a, b, enc, e) != 0) return -1;
     if (o->capture.tokens_only) return 0;
     double t0;
@@ -290,7 +265,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int t
         RunProgress pr;
         run_progress_begin(&pr, o, "forward pass");
         const ModelProgress watch = {o->batch.path ? NULL : run_progress_model, &pr}; /* a batch counts its lines */
-        rc = model_forward_watched(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0,
+        rc = model_forward_watched(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0,
                                    &watch, e);
         run_progress_end(&pr);
         if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
@@ -299,20 +274,20 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int t
     if (rc == 0 && run_lens_wanted(o)) rc = run_lens(r, enc, e);
     r->t_fwd += av_now_ms() - t0;
     /* spelled now, so the writers read words, not the tokenizer */
-    if (rc == 0 && o->predict.k) rc = pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
+    if (rc == 0 && o->predict.k) rc = session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
     if (rc == 0 && o->predict.generate_n)
-        rc = pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e);
+        rc = session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e);
     return rc;
 }
 
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (enc->n_truncated <= 0 || o->quiet) return;
     char limit[64];
-    if (o->capture.max_tokens > 0 && o->capture.max_tokens < cfg_max_tokens(&r->cfg))
+    if (o->capture.max_tokens > 0 && o->capture.max_tokens < cfg_max_tokens(&r->s->cfg))
         snprintf(limit, sizeof limit, "--max-tokens %d", o->capture.max_tokens);
     else
-        snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->cfg));
+        snprintf(limit, sizeof limit, "the model's %d positions", cfg_max_tokens(&r->s->cfg));
     if (o->batch.path)
         av_warn("%s:%ld: longer than %s; dropped %d tokens", o->batch.path, lineno, limit,
                 enc->n_truncated);
@@ -332,7 +307,7 @@ static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     *with = *cap;
     with->nattn = NULL;
     /* score sums (run_scores_streamed) hold the value-weighted shares already */
-    if (r->o->capture.measure != MEASURE_NORM || r->o->capture.tokens_only || cap->sc_sum) return 0;
+    if (r->spec.capture.measure != MEASURE_NORM || r->spec.capture.tokens_only || cap->sc_sum) return 0;
     const size_t need = na_bytes(cap->n_tokens, cap_blocks(cap)) / sizeof(float);
     if (r->nattn_len < need) {
         free(r->nattn);
@@ -358,7 +333,7 @@ int run_finish_input(Run *r, const char *a, const char *b, long lineno, const To
 
 static int finish_view(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
                        Capture *scored, FILE *jsonl, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     XfView view;
     int derived = !o->capture.tokens_only && (o->capture.no_special || o->capture.words);
     if (derived && xf_apply(enc, cap, o->capture.no_special, o->capture.words, &view, e) != 0) return -1;
@@ -403,7 +378,7 @@ static int long_grid(void *ctx, int l, int h, int G, float *grid, AvErr *e) {
  * recomputed from q/k a head at a time. What attnviz serve keeps of a long
  * input (live.c), and the page its /api/page gives for it. */
 static int long_page(Run *r, const char *a, const char *b, const TokEncoding *enc, const char *path, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     const int n = enc->n, side = TILE_SIDE, over = n < side ? n : side;
     if (n > HTML_LONG_MAX_TOKENS)
         return av_err(e, "a long input's page of %d tokens: its keys need more than 16 bits (%d at most)", n,
@@ -418,7 +393,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     }
     if (r->rs.max_tokens < n) {
         model_runstate_free(&r->rs);
-        if (model_runstate_alloc(&r->rs, &r->model, n, r->o->threads, e) != 0) return -1;
+        if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;
     }
     Capture cap = {0};
     char *meta = NULL;
@@ -427,21 +402,21 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     int rc = -1;
     double t0 = av_now_ms();
     /* queries and keys only for the deeper levels made from them; level 0 is the pass's own overview */
-    if ((levels > 1 ? model_capture_qk(&cap, &r->cfg, n, 0, CAP_QK_F32, e) != 0 ||
+    if ((levels > 1 ? model_capture_qk(&cap, &r->s->cfg, n, 0, CAP_QK_F32, e) != 0 ||
                           model_capture_add_telemetry(&cap, HTML_LONG_TOP_K, enc->ids, e) != 0
-                    : model_capture_telemetry(&cap, &r->cfg, n, HTML_LONG_TOP_K, enc->ids, NULL, 0, NULL, 0, e) != 0) ||
+                    : model_capture_telemetry(&cap, &r->s->cfg, n, HTML_LONG_TOP_K, enc->ids, NULL, 0, NULL, 0, e) != 0) ||
         model_capture_maxpool(&cap, over, e) != 0)
         goto done;
     pred_free(&r->pred);
     RunProgress pr;
     run_progress_begin(&pr, o, "forward pass");
     const ModelProgress watch = {run_progress_model, &pr};
-    rc = model_forward_watched(&r->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, &watch, e);
+    rc = model_forward_watched(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, &watch, e);
     run_progress_end(&pr);
     if (rc != 0 || (rc = -1, 0)) goto done;
     if (o->predict.k && predict(r, enc, o->predict.k, &r->pred, e) != 0) goto done;
     r->t_fwd += av_now_ms() - t0;
-    if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e) != 0) goto done;
+    if (o->predict.k && session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e) != 0) goto done;
     t0 = av_now_ms();
     /* the document's meta (as attnviz serve describes a run), then the page's own tiles member */
     OutDoc d;
@@ -453,7 +428,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
     int mrc = html_write_meta(mf, &d, e);
     if (fclose(mf) != 0 && mrc == 0) mrc = av_err(e, "out of memory");
     if (mrc != 0) goto done;
-    LongGrids grids = {&r->model, &cap};
+    LongGrids grids = {&r->s->model, &cap};
     RunProgress tiles;
     run_progress_begin(&tiles, o, "tiles");
     HtmlLong lp = {&cap, side, 0, 0, long_grid, &grids, HTML_PAGE_BOUND, run_progress_heads, &tiles};
@@ -500,7 +475,7 @@ int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *js
 
 int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e) {
     TokEncoding enc = {0};
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     /* one input's page: the whole matrices, or the long input's page (plan.c) */
     if (!o->batch.path && !o->capture.tokens_only) {
         int rc = run_tokenize(r, a, b, &enc, e), plan = -1;
@@ -529,24 +504,24 @@ int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jso
  * options that change the scores: two files to be merged must share it. Not the weights' values
  * (reading every byte of a checkpoint to merge statistics would cost a load's worth again). */
 static uint64_t setup_digest(const Run *r) {
-    const RunSpec *o = r->o;
-    const ModelConfig *c = &r->cfg;
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
     uint64_t h = av_fnv1a64(c->model_type, strlen(c->model_type), AV_FNV64_SEED);
     const int64_t sizes[] = {c->num_layers, c->num_heads, c->hidden_size, c->intermediate_size, c->vocab_size,
-                             c->max_position_embeddings, tok_vocab_size(r->tok), tok_lowercase(r->tok),
+                             c->max_position_embeddings, tok_vocab_size(r->s->tok), tok_lowercase(r->s->tok),
                              o->capture.measure, o->capture.max_tokens, o->capture.no_special, o->capture.words};
     h = av_fnv1a64(sizes, sizeof sizes, h);
-    if (r->model.gguf) {
-        for (int i = 0; i < r->model.gguf->n_tensors; i++) {
-            const GgufTensor *t = &r->model.gguf->tensors[i];
+    if (r->s->model.gguf) {
+        for (int i = 0; i < r->s->model.gguf->n_tensors; i++) {
+            const GgufTensor *t = &r->s->model.gguf->tensors[i];
             h = av_fnv1a64(t->name, strlen(t->name) + 1, h);
             h = av_fnv1a64(&t->type, sizeof t->type, h);
             h = av_fnv1a64(t->dims, sizeof t->dims, h);
         }
     }
-    for (int f = 0; f < r->model.n_files; f++)
-        for (int i = 0; i < r->model.files[f].n_tensors; i++) {
-            const StTensor *t = &r->model.files[f].tensors[i];
+    for (int f = 0; f < r->s->model.n_files; f++)
+        for (int i = 0; i < r->s->model.files[f].n_tensors; i++) {
+            const StTensor *t = &r->s->model.files[f].tensors[i];
             h = av_fnv1a64(t->name, strlen(t->name) + 1, h);
             h = av_fnv1a64(t->dtype_name, strlen(t->dtype_name) + 1, h);
             h = av_fnv1a64(t->shape, (size_t)t->ndim * sizeof *t->shape, h);
@@ -557,7 +532,7 @@ static uint64_t setup_digest(const Run *r) {
 int run_record_cover(const Run *r, HeadStats *s, AvErr *e) {
     StatsCover c = r->cover;
     if (!r->have_cover) { /* one input on the command line: the line a --batch file would hold for it */
-        const RunSpec *o = r->o;
+        const RunSpec *o = &r->spec;
         const size_t la = o->text_a ? strlen(o->text_a) : 0, lb = o->text_b ? strlen(o->text_b) : 0;
         char *line = malloc(la + lb + 2);
         if (!line) return av_err(e, "out of memory");
@@ -571,13 +546,13 @@ int run_record_cover(const Run *r, HeadStats *s, AvErr *e) {
 }
 
 int run_finish_stats(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (run_record_cover(r, &r->stats, e) != 0) return -1;
     OutDoc d;
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
     if (o->output.json_path) return run_write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
-    if (!r->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
+    if (!r->s->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
     /* an encoder-decoder's three stacks, a table each */
     const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
     for (int k = 0; k < 3; k++) {
@@ -592,16 +567,16 @@ int run_finish_stats(Run *r, AvErr *e) {
 /* attnviz heads once the inputs are in: the induction score's random repeated
  * sequences (ids, not text: they are drawn from the vocabulary), then the table or JSON. */
 int run_finish_heads(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     HeadScores *hs = &r->heads;
     if (run_record_cover(r, &hs->acc, e) != 0) return -1;
-    if (hs->want[HS_INDUCTION] && !r->cfg.enc_dec) { /* heads_add_stack: not for encoder-decoders */
-        int vocab = r->cfg.vocab_size;
-        if (heads_make_induction(hs, r->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
+    if (hs->want[HS_INDUCTION] && !r->s->cfg.enc_dec) { /* heads_add_stack: not for encoder-decoders */
+        int vocab = r->s->cfg.vocab_size;
+        if (heads_make_induction(hs, r->s->tok, vocab, o->predict.seed, o->heads.induction_seqs, o->heads.induction_len, e) != 0) return -1;
         const HeadsInduction *in = &hs->ind[hs->n_ind - 1];
-        if (in->n_ids > cfg_max_tokens(&r->cfg))
+        if (in->n_ids > cfg_max_tokens(&r->s->cfg))
             return av_err(e, "--induction-len %d: %d tokens do not fit the model's %d positions", o->heads.induction_len,
-                          in->n_ids, cfg_max_tokens(&r->cfg));
+                          in->n_ids, cfg_max_tokens(&r->s->cfg));
         RunProgress pr;
         run_progress_begin(&pr, o, "induction score");
         for (int s = 0; s < in->sequences; s++) {
@@ -609,10 +584,10 @@ int run_finish_heads(Run *r, AvErr *e) {
             TokEncoding enc = {0};
             OutDoc d;
             double t0 = av_now_ms();
-            int rc = tok_encoding_append(r->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
+            int rc = tok_encoding_append(r->s->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
             if (rc == 0) rc = run_ensure_buffers(r, enc.n, e);
             if (rc == 0) run_score_input(&r->cap, &enc);
-            if (rc == 0) rc = model_forward_kv(&r->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
+            if (rc == 0) rc = model_forward_kv(&r->s->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
             r->t_fwd += av_now_ms() - t0;
             Capture cap_norm, scored = {0};
             if (rc == 0) rc = norm_view(r, &r->cap, &cap_norm, e);
@@ -633,7 +608,7 @@ int run_finish_heads(Run *r, AvErr *e) {
         run_fill_doc(r, &d, &none, NULL, NULL, NULL);
         return run_write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
     }
-    if (!r->cfg.enc_dec) return heads_write_table(stdout, hs, e);
+    if (!r->s->cfg.enc_dec) return heads_write_table(stdout, hs, e);
     const HeadScores *all[3] = {hs, &r->s2s_heads[0], &r->s2s_heads[1]};
     for (int k = 0; k < 3; k++) {
         printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
@@ -643,43 +618,135 @@ int run_finish_heads(Run *r, AvErr *e) {
 }
 
 static int run_single(Run *r, AvErr *e) {
-    if (run_handle_input(r, r->o->text_a, r->o->text_b, 0, NULL, e) != 0) return -1;
-    if (r->o->stats && run_finish_stats(r, e) != 0) return -1;
-    if (r->o->heads.on && run_finish_heads(r, e) != 0) return -1;
+    if (run_handle_input(r, r->spec.text_a, r->spec.text_b, 0, NULL, e) != 0) return -1;
+    if (r->spec.stats && run_finish_stats(r, e) != 0) return -1;
+    if (r->spec.heads.on && run_finish_heads(r, e) != 0) return -1;
     return 0;
 }
 
-int pipeline_run(Pipeline *p, AvErr *e) { return p->o->batch.path ? run_batch(p, e) : run_single(p, e); }
+int run_inputs(Run *r, AvErr *e) { return r->spec.batch.path ? run_batch(r, e) : run_single(r, e); }
 
-int pipeline_tokenize(Pipeline *p, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
-    if (run_tokenize(p, a, b, enc, e) != 0) return -1;
-    run_warn_truncated(p, enc, 0);
+/* ---------------------------------------------------------------- runs */
+
+void run_init(Run *r, const Session *s, const RunSpec *o) {
+    memset(r, 0, sizeof *r);
+    r->s = s;
+    r->spec = *o;
+}
+
+/* --stats' and heads' accumulators, as the run's settings ask. */
+static int init_scores(Run *r, AvErr *e) {
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
+    if (o->stats && stats_init(&r->stats, c->num_layers, c->num_heads, e) != 0) return -1;
+    for (int k = 0; k < 2 && o->stats && c->enc_dec; k++)
+        if (stats_init(&r->s2s_stats[k], c->dec_layers, c->num_heads, e) != 0) return -1;
+    if (o->heads.on) {
+        HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
+                           o->heads.exclude_current, o->heads.top_k};
+        if (heads_init(&r->heads, c->num_layers, c->num_heads, &ho, e) != 0) return -1;
+        for (int k = 0; k < 2 && c->enc_dec; k++)
+            if (heads_init(&r->s2s_heads[k], c->dec_layers, c->num_heads, &ho, e) != 0) return -1;
+        if (o->capture.measure == MEASURE_NORM) r->heads.acc.measure = "norm";
+    }
+    if (o->stats && o->capture.measure == MEASURE_NORM) r->stats.measure = "norm";
+    return 0;
+}
+
+void run_free(Run *r) {
+    model_capture_free(&r->cap);
+    free(r->nattn);
+    model_runstate_free(&r->rs);
+    model_kv_free(&r->kv);
+    pred_free(&r->pred);
+    gen_free(&r->gen);
+    session_spelling_free(&r->pred_words);
+    session_spelling_free(&r->gen_words);
+    lens_free(&r->lens);
+    flow_free(&r->flow);
+    session_spelling_free(&r->lens_words);
+    free(r->gen_text);
+    stats_free(&r->stats);
+    stats_free(&r->s2s_stats[0]);
+    stats_free(&r->s2s_stats[1]);
+    heads_free(&r->heads);
+    heads_free(&r->s2s_heads[0]);
+    heads_free(&r->s2s_heads[1]);
+    free(r->s2s_layers[0]);
+    free(r->s2s_layers[1]);
+    chat_messages_free(r->chat_msgs, r->n_chat_msgs);
+    memset(r, 0, sizeof *r);
+}
+
+/* --chat and --chat-file: a decoder that ships a template; the messages read. */
+static int load_chat(Run *r, AvErr *e) {
+    const RunSpec *o = &r->spec;
+    const Session *s = r->s;
+    const ChatTemplate *t;
+    if (s->have_cfg && (!s->cfg.causal || s->cfg.enc_dec))
+        return av_err_usage(e, "--chat%s: %s is %s: chat templates are for decoders", o->chat_file ? "-file" : "",
+                            s->dir, s->cfg.enc_dec ? "an encoder-decoder" : "a masked (encoder) model");
+    if (session_chat_template(s, &t, e) != 0) return -1;
+    if (!t)
+        return av_err(e, "--chat%s: %s ships no chat template (%s): give the prompt in the model's own format "
+                      "without --chat", o->chat_file ? "-file" : "", s->dir,
+                      s->have_model && s->model.gguf ? "no tokenizer.chat_template in its metadata"
+                                                     : "no chat_template in tokenizer_config.json, no chat_template.jinja");
+    if (!o->chat_file) return 0;
+    char *buf;
+    size_t len;
+    if (av_read_file(o->chat_file, 64u << 20, &buf, &len, e) != 0) return -1;
+    int rc = chat_messages_parse_json(buf, len, &r->chat_msgs, &r->n_chat_msgs, e);
+    free(buf);
+    return rc != 0 ? av_err_prefix(e, "%s", o->chat_file) : 0;
+}
+
+int run_open(Run **out, const Session *s, const RunSpec *o, AvErr *e) {
+    Run *r = malloc(sizeof *r);
+    *out = r;
+    if (!r) return av_err(e, "out of memory");
+    run_init(r, s, o);
+    if (run_is_chat(o) && load_chat(r, e) != 0) return -1;
+    return init_scores(r, e);
+}
+
+void run_close(Run *r) {
+    if (!r) return;
+    run_free(r);
+    free(r);
+}
+
+/* ---------------------------------------------------------------- one input at a time (pipeline.h) */
+
+int run_tokens(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e) {
+    if (run_tokenize(r, a, b, enc, e) != 0) return -1;
+    run_warn_truncated(r, enc, 0);
     return 0;
 }
 
 /* The run state grown to n tokens (it only grows: one-input runs share it). */
-static int ensure_runstate(Pipeline *p, int n, AvErr *e) {
-    if (p->rs.max_tokens >= n) return 0;
-    model_runstate_free(&p->rs);
-    return model_runstate_alloc(&p->rs, &p->model, n, p->o->threads, e);
+static int ensure_runstate(Run *r, int n, AvErr *e) {
+    if (r->rs.max_tokens >= n) return 0;
+    model_runstate_free(&r->rs);
+    return model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e);
 }
 
-int pipeline_forward(Pipeline *p, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
-    if (!p->have_model) return av_err(e, "no model loaded");
-    if (ensure_runstate(p, enc->n, e) != 0) return -1;
+int run_forward(Run *r, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e) {
+    if (!r->s->have_model) return av_err(e, "no model loaded");
+    if (ensure_runstate(r, enc->n, e) != 0) return -1;
     double t0 = av_now_ms();
-    int rc = model_forward_kv(&p->model, &p->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
-    if (rc == 0 && k > 0) rc = predict(p, enc, k, pred, e);
-    p->t_fwd += av_now_ms() - t0;
+    int rc = model_forward_kv(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, cap, k > 0, e);
+    if (rc == 0 && k > 0) rc = predict(r, enc, k, pred, e);
+    r->t_fwd += av_now_ms() - t0;
     return rc;
 }
 
-int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e) {
-    if (!p->have_model) return av_err(e, "no model loaded");
+int run_forward_packed(Run *r, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e) {
+    if (!r->s->have_model) return av_err(e, "no model loaded");
     if (n < 1 || n > PACK_MAX_INPUTS) return av_err(e, "%d inputs in one pass: 1 to %d", n, PACK_MAX_INPUTS);
     int total = 0, lens[PACK_MAX_INPUTS];
     for (int g = 0; g < n; g++) total += lens[g] = encs[g].n;
-    if (ensure_runstate(p, total, e) != 0) return -1;
+    if (ensure_runstate(r, total, e) != 0) return -1;
     int *ids = malloc((size_t)total * sizeof *ids), *types = malloc((size_t)total * sizeof *types);
     int rc = ids && types ? 0 : av_err(e, "out of memory");
     for (int g = 0, at = 0; rc == 0 && g < n; at += lens[g], g++) {
@@ -687,42 +754,19 @@ int pipeline_forward_packed(Pipeline *p, const TokEncoding *encs, int n, Capture
         memcpy(types + at, encs[g].type_ids, (size_t)lens[g] * sizeof *types);
     }
     double t0 = av_now_ms();
-    if (rc == 0) rc = model_forward_packed(&p->model, &p->rs, ids, types, lens, n, caps, e);
-    p->t_fwd += av_now_ms() - t0;
+    if (rc == 0) rc = model_forward_packed(&r->s->model, &r->rs, ids, types, lens, n, caps, e);
+    r->t_fwd += av_now_ms() - t0;
     free(ids);
     free(types);
     return rc;
 }
 
-void pipeline_doc(const Pipeline *p, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
-                  const OutSpelling *pred_words, const char *a, const char *b) {
-    run_fill_doc(p, d, enc, cap, a, b);
+void run_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
+             const OutSpelling *pred_words, const char *a, const char *b) {
+    run_fill_doc(r, d, enc, cap, a, b);
     d->pred = pred;
     d->pred_words = pred ? pred_words : NULL;
     d->gen = NULL;
     d->gen_words = NULL;
     d->gen_text = NULL;
-}
-
-void pipeline_spelling_free(OutSpelling *w) {
-    free(w->token);
-    free(w->display);
-    memset(w, 0, sizeof *w);
-}
-
-int pipeline_spell(const Pipeline *p, const int *ids, int n, OutSpelling *w, AvErr *e) {
-    pipeline_spelling_free(w);
-    if (n <= 0) return 0;
-    w->token = malloc((size_t)n * sizeof *w->token);
-    w->display = malloc((size_t)n * sizeof *w->display);
-    if (!w->token || !w->display) {
-        pipeline_spelling_free(w);
-        return av_err(e, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        w->token[i] = tok_id_to_token(p->tok, ids[i]);
-        w->display[i] = tok_id_display(p->tok, ids[i]);
-    }
-    w->n = n;
-    return 0;
 }

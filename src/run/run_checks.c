@@ -10,10 +10,10 @@
 #include "report.h"
 #include "run_internal.h"
 
-int run_check_model(const Pipeline *p, AvErr *e) {
-    const RunSpec *o = p->o;
-    const ModelConfig *c = &p->cfg;
-    const char *dir = p->dir;
+int run_check_model(const Run *r, AvErr *e) {
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
+    const char *dir = r->s->dir;
     /* an encoder-decoder's layers: its deeper stack's (run_seq2seq.c keeps each stack's layers in range) */
     const int sel_layers = c->enc_dec && c->dec_layers > c->num_layers ? c->dec_layers : c->num_layers;
     if (sel_check(&o->sel, sel_layers, c->num_heads, "model", e) != 0) return -1;
@@ -44,7 +44,7 @@ int run_check_model(const Pipeline *p, AvErr *e) {
     if (o->predict.generate_n && !c->causal)
         return av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
                                "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
-    const char *no_head = pipeline_head_missing(p);
+    const char *no_head = session_head_missing(r->s);
     if ((o->predict.k || o->predict.generate_n) && no_head)
         return av_err_usage(e, "--%s needs a language-model head, and %s has none: %s",
                             o->predict.generate_n ? "generate" : "predict", dir, no_head);
@@ -62,24 +62,27 @@ int run_check_model(const Pipeline *p, AvErr *e) {
 }
 
 int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e) {
-    Pipeline *p = NULL;
+    Session *s = NULL;
+    Run *r = NULL;
     const char *dir = NULL, *why = "";
     int rc = -1;
-    if (pipeline_open(&p, m, o, &dir, &why, e) != 0) goto out;
-    const ModelConfig *c = pipeline_config(p);
+    if (session_open_for(&s, m, o, &dir, &why, e) != 0 || run_open(&r, s, o, e) != 0) goto out;
+    const ModelConfig *c = &s->cfg;
     if (!o->quiet)
         av_info("model %s (%s)%s", dir, why,
                 c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
-    if (run_check_model(p, e) != 0) goto out;
+    if (run_check_model(r, e) != 0) goto out;
     if (o->output.out_dir && mkdir(o->output.out_dir, 0777) != 0 && errno != EEXIST) {
         av_err(e, "%s: cannot create: %s", o->output.out_dir, strerror(errno));
         goto out;
     }
-    rc = c->vision && !o->capture.tokens_only ? pipeline_image(p, e)
-         : c->vlm && o->image ? run_vlm(p, e)
-         : c->enc_dec && !o->capture.tokens_only ? run_seq2seq_pipeline(p, e)
-                                                 : pipeline_run(p, e);
+    rc = c->vision && !o->capture.tokens_only ? run_image(r, e)
+         : c->vlm && o->image ? run_vlm(r, e)
+         : c->enc_dec && !o->capture.tokens_only ? run_seq2seq(r, e)
+                                                 : run_inputs(r, e);
 out:
-    pipeline_close(p);
+    if (o->profile) run_profile(s, r);
+    run_close(r);
+    session_close(s);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* run_generate.c — one prompt continued token by token for a server or the
- * library (pipeline.h's pipeline_generate): the engine's loop (generate.h)
+ * library (pipeline.h's run_generate): the engine's loop (generate.h)
  * with a per-token callback, each token's text made final as it comes (UTF-8
  * whole, stop strings held back until they are ruled out), and, only when
  * asked, the selected heads' rows as the engine makes them: their statistics
@@ -13,12 +13,12 @@
 #include "run_internal.h"
 #include "util.h"
 
-int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids, int *n, AvErr *e) {
+int session_prompt_ids(const Session *s, const char *text, int chat, int **ids, int *n, AvErr *e) {
     TokEncoding enc = {0};
     *ids = NULL, *n = 0;
     /* a rendered chat: its template wrote the special tokens, and the tokenizer adds none */
-    if ((chat ? tok_encode_plain(p->tok, text, strlen(text), 0, &enc, e)
-              : tok_encode(p->tok, text, strlen(text), NULL, 0, 0, &enc, e)) != 0)
+    if ((chat ? tok_encode_plain(s->tok, text, strlen(text), 0, &enc, e)
+              : tok_encode(s->tok, text, strlen(text), NULL, 0, 0, &enc, e)) != 0)
         return -1;
     const int skip = 0, m = enc.n;
     if (!(*ids = malloc((size_t)(m > 0 ? m : 1) * sizeof **ids))) {
@@ -31,11 +31,11 @@ int pipeline_prompt_ids(const Pipeline *p, const char *text, int chat, int **ids
     return 0;
 }
 
-const char *pipeline_name(const Pipeline *p) { return p->name; }
-const char *pipeline_token(const Pipeline *p, int id) { return tok_id_to_token(p->tok, id); }
-const char *pipeline_token_text(const Pipeline *p, int id) { return tok_id_display(p->tok, id); }
-int pipeline_token_bytes(const Pipeline *p, int id, char **b, size_t *n, AvErr *e) {
-    return tok_decode_bytes(p->tok, &id, 1, 0, b, n, e);
+const char *session_name(const Session *s) { return s->name; }
+const char *session_token(const Session *s, int id) { return tok_id_to_token(s->tok, id); }
+const char *session_token_text(const Session *s, int id) { return tok_id_display(s->tok, id); }
+int session_token_bytes(const Session *s, int id, char **b, size_t *n, AvErr *e) {
+    return tok_decode_bytes(s->tok, &id, 1, 0, b, n, e);
 }
 
 void pipeline_gen_result_free(PipeGenResult *res) {
@@ -121,7 +121,7 @@ static int text_add(TextStream *ts, const char *b, size_t nb, int flush, int *st
 /* ---------------------------------------------------------------- the loop's callbacks */
 
 typedef struct {
-    Pipeline *p;
+    Run *r;
     const PipeGenSpec *gs;
     const PipeGenSink *sink;
     Capture *cap;             /* NULL without attention */
@@ -182,13 +182,13 @@ static int on_prompt(void *ctx, int n_prompt) {
 
 static int on_token(void *ctx, const GenToken *t) {
     GenCtx *g = ctx;
-    const Run *r = g->p;
+    const Session *s = g->r->s;
     char *bytes = NULL, *text = NULL;
     size_t nb = 0, nt = 0;
     int stopped = 0;
     int is_eos = 0;
-    for (int i = 0; i < r->cfg.n_eos; i++) is_eos |= r->cfg.eos_ids[i] == t->id;
-    if (tok_decode_bytes(r->tok, &t->id, 1, 0, &bytes, &nb, g->e) != 0) return g->failed = 1;
+    for (int i = 0; i < s->cfg.n_eos; i++) is_eos |= s->cfg.eos_ids[i] == t->id;
+    if (tok_decode_bytes(s->tok, &t->id, 1, 0, &bytes, &nb, g->e) != 0) return g->failed = 1;
     /* an end token ends the text without being part of it; so does the last token's flush */
     const int last = is_eos || t->index + 1 >= g->max_new;
     if (text_add(&g->ts, is_eos ? "" : bytes, is_eos ? 0 : nb, last, &stopped, &text, &nt, g->e) != 0) {
@@ -196,7 +196,7 @@ static int on_token(void *ctx, const GenToken *t) {
         return g->failed = 1;
     }
     PipeGenAttn a;
-    PipeGenToken tk = {t->index, t->position, t->id, tok_id_to_token(r->tok, t->id), bytes, nb, text, nt, t->prob,
+    PipeGenToken tk = {t->index, t->position, t->id, tok_id_to_token(s->tok, t->id), bytes, nb, text, nt, t->prob,
                        t->logprob, t->n_top, t->top_ids, t->top_logprobs, NULL};
     if (!tk.token) tk.token = TOK_NO_TOKEN;
     if (g->cap) gather(g, t->position, 1, &a), tk.attn = &a;
@@ -222,7 +222,7 @@ static int kept_list(const int *asked, int n_asked, int limit, int *out, const c
     return n;
 }
 
-static int spec_check(const Run *r, const PipeGenSpec *gs, AvErr *e) {
+static int spec_check(const Session *s, const PipeGenSpec *gs, AvErr *e) {
     if (gs->max_new < 1) return av_err_usage(e, "at least one token must be generated (%d asked)", gs->max_new);
     if (!(gs->temperature >= 0) || !(gs->top_p > 0 && gs->top_p <= 1))
         return av_err_usage(e, "temperature %g or top_p %g is out of range", gs->temperature, gs->top_p);
@@ -233,18 +233,18 @@ static int spec_check(const Run *r, const PipeGenSpec *gs, AvErr *e) {
         return av_err_usage(e, "top_logprobs %d is outside 0..%d", gs->top_logprobs, GEN_MAX_LOGPROBS);
     if (gs->attn && (gs->top_k < 0 || gs->top_k > CAP_TEL_MAX_TOP))
         return av_err_usage(e, "attention top_k %d is outside 0..%d", gs->top_k, CAP_TEL_MAX_TOP);
-    if (!r->have_model || !r->cfg.causal || r->cfg.enc_dec)
-        return av_err_usage(e, "%s: generation needs a decoder-only (causal) model", r->name);
-    if (pipeline_head_missing(r)) return av_err_usage(e, "%s: %s", r->name, pipeline_head_missing(r));
+    if (!s->have_model || !s->cfg.causal || s->cfg.enc_dec)
+        return av_err_usage(e, "%s: generation needs a decoder-only (causal) model", s->name);
+    if (session_head_missing(s)) return av_err_usage(e, "%s: %s", s->name, session_head_missing(s));
     return 0;
 }
 
 static size_t n_kept(const int *asked, int n, int limit) { return asked ? (size_t)(n < limit ? n : limit) : (size_t)limit; }
 
-double pipeline_generate_bytes(const Pipeline *p, const PipeGenSpec *gs, int n_prompt) {
+double session_generate_bytes(const Session *s, const PipeGenSpec *gs, int n_prompt) {
     if (!gs->attn) return 0;
-    const double blocks = (double)n_kept(gs->layers, gs->n_layers, p->cfg.num_layers) *
-                          (double)n_kept(gs->heads, gs->n_heads, p->cfg.num_heads),
+    const double blocks = (double)n_kept(gs->layers, gs->n_layers, s->cfg.num_layers) *
+                          (double)n_kept(gs->heads, gs->n_heads, s->cfg.num_heads),
                  total = (double)n_prompt + gs->max_new, K = gs->top_k,
                  rows_n = gs->rows ? (gs->prompt ? n_prompt : 1) : 0, pos = gs->prompt ? n_prompt : 1;
     /* the telemetry and row window, and one gather of the prompt's (or a token's) */
@@ -252,16 +252,16 @@ double pipeline_generate_bytes(const Pipeline *p, const PipeGenSpec *gs, int n_p
            pos * blocks * (2 * K + 3) * 4 + (gs->rows ? blocks * (pos * pos > total ? pos * pos : total) * 4 : 0);
 }
 
-int pipeline_generate(Pipeline *p, const int *prompt, int n_prompt, const PipeGenSpec *gs, const PipeGenSink *sink,
+int run_generate(Run *r, const int *prompt, int n_prompt, const PipeGenSpec *gs, const PipeGenSink *sink,
                       PipeGenResult *res, AvErr *e) {
     memset(res, 0, sizeof *res);
-    if (spec_check(p, gs, e) != 0) return -1;
-    const int limit = cfg_max_tokens(&p->cfg);
+    if (spec_check(r->s, gs, e) != 0) return -1;
+    const int limit = cfg_max_tokens(&r->s->cfg);
     if (n_prompt < 1) return av_err_usage(e, "the prompt has no tokens");
     if (n_prompt >= limit)
         return av_err_usage(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", n_prompt, limit);
     const int max_new = gs->max_new < limit - n_prompt ? gs->max_new : limit - n_prompt, total = n_prompt + max_new;
-    GenCtx g = {.p = p, .gs = gs, .sink = sink, .n_prompt = n_prompt, .e = e};
+    GenCtx g = {.r = r, .gs = gs, .sink = sink, .n_prompt = n_prompt, .e = e};
     g.ts.gs = gs;
     g.max_new = max_new;
     Capture cap = {0};
@@ -272,15 +272,15 @@ int pipeline_generate(Pipeline *p, const int *prompt, int n_prompt, const PipeGe
     memcpy(ids, prompt, (size_t)n_prompt * sizeof *ids);
     g.ids = ids;
     for (int i = 0; i < n_prompt; i++)
-        if (ids[i] < 0 || ids[i] >= p->cfg.vocab_size) {
-            av_err_usage(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, p->cfg.vocab_size);
+        if (ids[i] < 0 || ids[i] >= r->s->cfg.vocab_size) {
+            av_err_usage(e, "token id %d at position %d is outside the vocabulary (%d)", ids[i], i, r->s->cfg.vocab_size);
             goto done;
         }
     if (gs->attn) {
-        if ((g.nl = kept_list(gs->layers, gs->n_layers, p->cfg.num_layers, g.kl, "layer", e)) < 0 ||
-            (g.nh = kept_list(gs->heads, gs->n_heads, p->cfg.num_heads, g.kh, "head", e)) < 0)
+        if ((g.nl = kept_list(gs->layers, gs->n_layers, r->s->cfg.num_layers, g.kl, "layer", e)) < 0 ||
+            (g.nh = kept_list(gs->heads, gs->n_heads, r->s->cfg.num_heads, g.kh, "head", e)) < 0)
             goto done;
-        if (model_capture_telemetry(&cap, &p->cfg, total, gs->top_k, ids, g.kl, g.nl, g.kh, g.nh, e) != 0) goto done;
+        if (model_capture_telemetry(&cap, &r->s->cfg, total, gs->top_k, ids, g.kl, g.nl, g.kh, g.nh, e) != 0) goto done;
         if (gs->rows && model_capture_add_rows(&cap, gs->prompt ? n_prompt : 1, e) != 0) goto done;
         const size_t blocks = (size_t)g.nl * g.nh, pos = gs->prompt ? (size_t)n_prompt : 1;
         g.keys = malloc(pos * blocks * (gs->top_k ? gs->top_k : 1) * sizeof *g.keys);
@@ -294,20 +294,20 @@ int pipeline_generate(Pipeline *p, const int *prompt, int n_prompt, const PipeGe
         g.cap = &cap;
     }
     /* the run state and key/value cache only grow: a server's requests reuse them */
-    if (p->rs.max_tokens < total) {
-        model_runstate_free(&p->rs);
-        if (model_runstate_alloc(&p->rs, &p->model, total, p->o->threads, e) != 0) goto done;
+    if (r->rs.max_tokens < total) {
+        model_runstate_free(&r->rs);
+        if (model_runstate_alloc(&r->rs, &r->s->model, total, r->spec.threads, e) != 0) goto done;
     }
-    if (p->kv.cap_tokens < total) {
-        model_kv_free(&p->kv);
-        if (model_kv_alloc(&p->kv, &p->cfg, total, e) != 0) goto done;
+    if (r->kv.cap_tokens < total) {
+        model_kv_free(&r->kv);
+        if (model_kv_alloc(&r->kv, &r->s->cfg, total, e) != 0) goto done;
     }
     GenOptions go = {.max_new = max_new, .k = 1, .temperature = (float)gs->temperature, .top_p = (float)gs->top_p,
-                     .seed = gs->seed, .eos = p->cfg.eos_ids, .n_eos = p->cfg.n_eos, .on_prompt = on_prompt,
+                     .seed = gs->seed, .eos = r->s->cfg.eos_ids, .n_eos = r->s->cfg.n_eos, .on_prompt = on_prompt,
                      .on_token = on_token, .cb_ctx = &g, .logprobs = gs->logprobs, .top_logprobs = gs->top_logprobs};
     double t0 = av_now_ms();
-    rc = gen_run(&p->model, &p->rs, &p->kv, g.cap, ids, n_prompt, &go, &gen, &n_out, e);
-    p->t_fwd += av_now_ms() - t0;
+    rc = gen_run(&r->s->model, &r->rs, &r->kv, g.cap, ids, n_prompt, &go, &gen, &n_out, e);
+    r->t_fwd += av_now_ms() - t0;
     if (rc == 0 && g.failed) rc = -1;
     if (rc != 0) goto done;
     res->n_prompt = n_prompt;

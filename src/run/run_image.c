@@ -27,7 +27,7 @@ struct PipeImage {
     char mode[16];         /* as PIL names the file's mode */
     int src_w, src_h, resized_w, resized_h, w, h;
     int rows, cols, n;
-    ImgPixels px;          /* pixel values and the picture (pixel_values freed by pipeline_image_shrink) */
+    ImgPixels px;          /* pixel values and the picture (pixel_values freed by run_image_shrink) */
     TokEncoding enc;       /* the image's tokens (names in names) */
     char *names;           /* (n, NAME_LEN) their spellings */
     const char **spell;    /* (n) pointers into names */
@@ -42,10 +42,10 @@ struct PipeImage {
     Capture tcap;
     float *text_embed;
     double logit;
-    OutImage oi;           /* what the writers read (pipeline_image_doc) */
+    OutImage oi;           /* what the writers read (run_image_doc) */
 };
 
-void pipeline_image_free(PipeImage *im) {
+void run_image_free(PipeImage *im) {
     if (!im) return;
     free(im->name);
     imgproc_free(&im->px);
@@ -92,28 +92,28 @@ static int image_tokens(PipeImage *im, const ModelConfig *c, AvErr *e) {
 }
 
 /* A whole model's text: what its tower reads, and whether it can. */
-static int check_text(const Pipeline *p, const char *text, AvErr *e) {
+static int check_text(const Run *r, const char *text, AvErr *e) {
     if (!text) return 0;
-    if (!p->model.text)
+    if (!r->s->model.text)
         return av_err_usage(e, "%s is a %s model: it reads the image only, not a text (a whole CLIP or SigLIP model "
-                               "reads both)", p->name, p->cfg.model_type);
-    if (!p->tok) return av_err(e, "%s: the text tower's tokenizer cannot be read: %s", p->name, p->tok_err);
+                               "reads both)", r->s->name, r->s->cfg.model_type);
+    if (!r->s->tok) return av_err(e, "%s: the text tower's tokenizer cannot be read: %s", r->s->name, r->s->tok_err);
     return 0;
 }
 
-int pipeline_image_open(Pipeline *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
-                        const char *text, PipeImage **out, AvErr *e) {
-    const ModelConfig *c = &p->cfg;
+int run_image_open(const Run *r, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+                   const char *text, PipeImage **out, AvErr *e) {
+    const ModelConfig *c = &r->s->cfg;
     *out = NULL;
-    if (!c->vision) return av_err_usage(e, "%s is a %s model: it reads text, not an image", p->name, c->model_type);
-    if (check_text(p, text, e)) return -1;
+    if (!c->vision) return av_err_usage(e, "%s is a %s model: it reads text, not an image", r->s->name, c->model_type);
+    if (check_text(r, text, e)) return -1;
     PipeImage *im = calloc(1, sizeof *im);
     if (!im || !(im->name = strdup(name)) || (text && !(im->text = strdup(text)))) {
-        pipeline_image_free(im);
+        run_image_free(im);
         return av_err(e, "out of memory");
     }
     AvImage img;
-    int rc = imgproc_load(&im->proc, p->dir, e);
+    int rc = imgproc_load(&im->proc, r->s->dir, e);
     if (rc == 0 && (rc = img_decode_limit(bytes, len, name, max_pixels, &img, e)) == 0) {
         snprintf(im->mode, sizeof im->mode, "%s", img.mode);
         if (imgproc_run(&im->proc, &img, &im->px, e)) rc = -1;
@@ -126,27 +126,27 @@ int pipeline_image_open(Pipeline *p, const unsigned char *bytes, size_t len, con
         if (image_tokens(im, c, e) || img_encode_png(im->px.rgb, im->px.w, im->px.h, &im->png, &im->png_len, e)) rc = -1;
     }
     if (rc == 0 && text) {
-        const int max_len = p->model.text->cfg.max_position_embeddings;
-        if (tok_encode(p->tok, text, strlen(text), NULL, 0, max_len, &im->tenc, e)) rc = -1;
-        else if (im->tenc.n_truncated > 0 && !p->o->quiet)
+        const int max_len = r->s->model.text->cfg.max_position_embeddings;
+        if (tok_encode(r->s->tok, text, strlen(text), NULL, 0, max_len, &im->tenc, e)) rc = -1;
+        else if (im->tenc.n_truncated > 0 && !r->spec.quiet)
             av_warn("the text is longer than the text tower's %d positions; dropped %d tokens", max_len, im->tenc.n_truncated);
     }
     if (rc != 0) {
-        pipeline_image_free(im);
+        run_image_free(im);
         return rc;
     }
     *out = im;
     return 0;
 }
 
-const TokEncoding *pipeline_image_tokens(const PipeImage *im) { return &im->enc; }
+const TokEncoding *run_image_tokens(const PipeImage *im) { return &im->enc; }
 
-const unsigned char *pipeline_image_picture(const PipeImage *im, size_t *len) {
+const unsigned char *run_image_picture(const PipeImage *im, size_t *len) {
     *len = im->png_len;
     return im->png;
 }
 
-void pipeline_image_shrink(PipeImage *im) { imgproc_free(&im->px); }
+void run_image_shrink(PipeImage *im) { imgproc_free(&im->px); }
 
 /* The pixel values again from the kept PNG (exactly the picture they were made of): a re-run's. */
 static int remake_pixels(PipeImage *im, AvErr *e) {
@@ -161,42 +161,42 @@ static int remake_pixels(PipeImage *im, AvErr *e) {
 }
 
 /* A whole model's text tower on the text: tokens, attention, embedding. */
-static int run_text(Pipeline *p, PipeImage *im, AvErr *e) {
-    const Model *t = p->model.text;
+static int run_text(Run *r, PipeImage *im, AvErr *e) {
+    const Model *t = r->s->model.text;
     const int n = im->tenc.n;
-    if (p->model.w.text_head->proj.out != im->pool.dim)
-        return av_err(e, "%s: the text embedding (%d) and the image's (%d) differ in width", p->name,
-                      (int)p->model.w.text_head->proj.out, im->pool.dim);
+    if (r->s->model.w.text_head->proj.out != im->pool.dim)
+        return av_err(e, "%s: the text embedding (%d) and the image's (%d) differ in width", r->s->name,
+                      (int)r->s->model.w.text_head->proj.out, im->pool.dim);
     if (!(im->text_embed = malloc((size_t)im->pool.dim * sizeof *im->text_embed))) return av_err(e, "out of memory");
-    if (model_runstate_alloc(&im->trs, t, n, p->o->threads, e) || model_capture_alloc(&im->tcap, &t->cfg, n, 0, 0, e)) return -1;
-    if (vis_text_embed(&p->model, &im->trs, im->tenc.ids, n, &im->tcap, im->text_embed, e)) return -1;
-    im->logit = vis_similarity(&p->model, im->pool.embed, im->text_embed, im->pool.dim);
+    if (model_runstate_alloc(&im->trs, t, n, r->spec.threads, e) || model_capture_alloc(&im->tcap, &t->cfg, n, 0, 0, e)) return -1;
+    if (vis_text_embed(&r->s->model, &im->trs, im->tenc.ids, n, &im->tcap, im->text_embed, e)) return -1;
+    im->logit = vis_similarity(&r->s->model, im->pool.embed, im->text_embed, im->pool.dim);
     return 0;
 }
 
 /* The run state grown to n tokens (it only grows: one-input runs share it). */
-static int grow_runstate(Pipeline *p, int n, AvErr *e) {
-    if (p->rs.max_tokens >= n) return 0;
-    model_runstate_free(&p->rs);
-    return model_runstate_alloc(&p->rs, &p->model, n, p->o->threads, e);
+static int grow_runstate(Run *r, int n, AvErr *e) {
+    if (r->rs.max_tokens >= n) return 0;
+    model_runstate_free(&r->rs);
+    return model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e);
 }
 
-int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e) {
-    const ModelConfig *c = &p->cfg;
+int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e) {
+    const ModelConfig *c = &r->s->cfg;
     const int n = im->n, first = !im->ran;
-    const int pooled = c->vis_pool_head || p->model.w.vis->proj.w;
-    if (remake_pixels(im, e) || grow_runstate(p, n, e)) return -1;
+    const int pooled = c->vis_pool_head || r->s->model.w.vis->proj.w;
+    if (remake_pixels(im, e) || grow_runstate(r, n, e)) return -1;
     float *x = malloc((size_t)n * c->hidden_size * sizeof *x); /* (n, hidden) the first layer's input */
     if (!x) return av_err(e, "out of memory");
     double t0 = av_now_ms();
-    int rc = vis_embed(&p->model, &p->rs, im->px.pixels, im->px.h, im->px.w, x, e) ||
-                     model_forward_embeds(&p->model, &p->rs, x, n, cap, first && pooled, e) ||
-                     (first && pooled && vis_pool(&p->model, &p->rs, n, &im->pool, e)) ||
-                     (first && im->text && run_text(p, im, e))
+    int rc = vis_embed(&r->s->model, &r->rs, im->px.pixels, im->px.h, im->px.w, x, e) ||
+                     model_forward_embeds(&r->s->model, &r->rs, x, n, cap, first && pooled, e) ||
+                     (first && pooled && vis_pool(&r->s->model, &r->rs, n, &im->pool, e)) ||
+                     (first && im->text && run_text(r, im, e))
                  ? -1
                  : 0;
     free(x);
-    p->t_fwd += av_now_ms() - t0;
+    r->t_fwd += av_now_ms() - t0;
     if (rc) return -1;
     if (!first) return 0;
     im->ran = 1;
@@ -210,13 +210,13 @@ int pipeline_image_forward(Pipeline *p, PipeImage *im, Capture *cap, AvErr *e) {
     if (im->text) {
         oi->text_enc = &im->tenc, oi->text_attn = im->tcap.attn, oi->text_layers = im->tcap.n_layers;
         oi->text_heads = im->tcap.n_heads, oi->text_embed = im->text_embed, oi->logit = im->logit;
-        oi->sigmoid = p->model.w.text_head->sigmoid;
+        oi->sigmoid = r->s->model.w.text_head->sigmoid;
     }
     return 0;
 }
 
-void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const Capture *cap) {
-    pipeline_doc(p, d, &im->enc, cap, NULL, NULL, im->text ? im->text : "", NULL);
+void run_image_doc(const Run *r, const PipeImage *im, OutDoc *d, const Capture *cap) {
+    run_doc(r, d, &im->enc, cap, NULL, NULL, im->text ? im->text : "", NULL);
     d->image = im->ran ? &im->oi : NULL;
     if (d->image && !d->init_view) d->init_view = "image";
 }
@@ -225,13 +225,13 @@ void pipeline_image_doc(const Pipeline *p, const PipeImage *im, OutDoc *d, const
 
 void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const char *what, const Model *tower,
                    const TokEncoding *enc, const Capture *cap, const char *text) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     memset(d, 0, sizeof *d);
-    snprintf(name, name_len, "%s · %s", r->name, what);
+    snprintf(name, name_len, "%s · %s", r->s->name, what);
     d->model_name = name;
-    d->model_dir = r->dir;
+    d->model_dir = r->s->dir;
     d->cfg = &tower->cfg;
-    d->dtype = tower->dtype_name[0] ? tower->dtype_name : r->model.dtype_name;
+    d->dtype = tower->dtype_name[0] ? tower->dtype_name : r->s->model.dtype_name;
     d->text_a = text;
     d->enc = enc;
     d->cap = cap;
@@ -245,15 +245,15 @@ void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const c
 
 /* What an image run does not take: options that read text's own tokens or a language-model head. */
 static int check_image_run(const Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
-    const ModelConfig *c = &r->cfg;
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
     if (!o->image)
-        return av_err_usage(e, "%s is a %s model: give it an image (--image FILE, PNG or JPEG)", r->name, c->model_type);
+        return av_err_usage(e, "%s is a %s model: give it an image (--image FILE, PNG or JPEG)", r->s->name, c->model_type);
     if (o->text_b) return av_err_usage(e, "%s", "--image takes at most one text (a whole CLIP or SigLIP model's)");
     if (check_text(r, o->text_a, e)) return -1;
     if (run_is_chat(o))
         return av_err_usage(e, "%s is a %s model: --chat renders a decoder's chat template (a vision-language model's, "
-                               "with --image)", r->name, r->cfg.model_type);
+                               "with --image)", r->s->name, r->s->cfg.model_type);
     if (o->capture.no_special)
         return av_err_usage(e, "%s", "--image keeps every token (the image's grid reads their places): hide the "
                                      "class and register tokens on the page instead");
@@ -267,7 +267,7 @@ static int check_image_run(const Run *r, AvErr *e) {
 }
 
 int run_image(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     PipeImage *im = NULL;
     char *data = NULL;
     size_t len = 0;
@@ -275,15 +275,15 @@ int run_image(Run *r, AvErr *e) {
     if (check_image_run(r, e)) return -1;
     double t0 = av_now_ms();
     if (av_read_file(o->image, IMG_MAX_FILE_BYTES, &data, &len, e) ||
-        pipeline_image_open(r, (const unsigned char *)data, len, o->image, 0, o->text_a, &im, e) < 0)
+        run_image_open(r, (const unsigned char *)data, len, o->image, 0, o->text_a, &im, e) < 0)
         goto done;
     free(data), data = NULL;
     const int n = im->n;
     if (run_ensure_buffers(r, n, e)) goto done;
     r->t_tok += av_now_ms() - t0;
     run_score_input(&r->cap, &im->enc);
-    if (pipeline_image_forward(r, im, &r->cap, e)) goto done;
-    pipeline_image_shrink(im);
+    if (run_image_forward(r, im, &r->cap, e)) goto done;
+    run_image_shrink(im);
     if (o->text_a && !o->quiet)
         av_info("%s and \"%.60s\": logit %.4f%s", o->image, o->text_a, im->logit,
                 im->oi.sigmoid ? "" : " (exp(logit_scale) x cosine)");
@@ -291,7 +291,7 @@ int run_image(Run *r, AvErr *e) {
     OutDoc tower;
     char tname[300];
     if (im->text) {
-        run_tower_doc(r, &tower, tname, sizeof tname, "text tower", r->model.text, &im->tenc, &im->tcap, im->text);
+        run_tower_doc(r, &tower, tname, sizeof tname, "text tower", r->s->model.text, &im->tenc, &im->tcap, im->text);
         im->oi.tower = &tower, im->oi.tower_suffix = ".text.html", im->oi.tower_label = "text tower";
     }
     r->image = &im->oi;
@@ -302,8 +302,7 @@ int run_image(Run *r, AvErr *e) {
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
 done:
     free(data);
-    pipeline_image_free(im);
+    run_image_free(im);
     return rc;
 }
 
-int pipeline_image(Pipeline *p, AvErr *e) { return run_image(p, e); }

@@ -17,25 +17,22 @@
 #include "model.h"
 #include "output.h"
 #include "pipeline.h"
+#include "session.h"
 #include "predict.h"
 #include "settings.h"
 #include "stats.h"
 #include "tokenizer.h"
 
-struct Pipeline {
-    ModelSpec m;
-    const RunSpec *o;
-    char *dir;
-    ModelConfig cfg;
-    Model model;
-    int have_model;
-    Tokenizer *tok;
-    ChatTemplate *chat;  /* a decoder's chat template (pipeline_chat_template), or NULL */
-    int chat_failed;
-    char chat_err[512];  /* why it could not be read */
+/* A run: one RunSpec's inputs through a Session's model. It holds its own copy
+ * of the settings (never swapped: another run is another Run), the scratch its
+ * inputs reuse (run state, capture, the current input's predictions,
+ * generation, lens and flow), and what accumulates over its inputs
+ * (statistics, head scores, times). One thread at a time. */
+struct Run {
+    const Session *s;    /* the model, tokenizer and labels: shared, read only */
+    RunSpec spec;        /* this run's settings */
     ChatMessage *chat_msgs; /* --chat-file: its messages */
     int n_chat_msgs;
-    char **patterns, **descriptions;
     RunState rs;
     Capture cap;
     int cap_n;           /* tokens the capture and run state hold */
@@ -51,24 +48,18 @@ struct Pipeline {
     FlowResult flow;     /* --flow: this input's */
     HeadStats stats;     /* with --stats (an encoder-decoder's: the encoder's) */
     HeadStats s2s_stats[2]; /* an encoder-decoder's --stats: its decoder and cross attention */
-    char name[256];      /* the model's display name */
     HeadScores heads;    /* attnviz heads */
     HeadScores s2s_heads[2]; /* an encoder-decoder's heads: its decoder and cross attention (heads: the encoder's) */
     StatsCover cover;    /* what --batch covered (run_batch), for the --stats / heads file */
     int have_cover;      /* 0: not a batch (one input: its text is what is covered) */
     int *s2s_layers[2], s2s_n_layers[2]; /* unequal depths: the encoder's and the decoder's (and cross) kept layers */
-    double t_load, t_tok, t_fwd, t_write;
+    double t_tok, t_fwd, t_write;
     const OutImage *image; /* an image run's picture for the writers (run_image.c), else NULL */
-    char tok_err[512];     /* a whole CLIP/SigLIP model whose tokenizer could not be read: why (tok NULL) */
 };
-typedef struct Pipeline Run;
 
 /* Short batch inputs wait to share one forward pass (model_forward_packed), at
  * most this many: the weights are read once for all of them. */
 #define PACK_MAX_INPUTS 64
-
-/* session.c: the name a page shows for the model in dir (its folder's name; the demo's own). */
-const char *run_display_name(const char *dir, int is_demo, char *name, size_t len);
 
 /* run.c: the steps of one input */
 /* The input's tokens for the model: none is an error (an empty text, or every character dropped). */
@@ -82,17 +73,14 @@ int run_is_chat(const RunSpec *o);
 int run_tokenize_any(Run *r, const char *a, const char *b, TokEncoding *enc, AvErr *e);
 /* GenOptions' stop for --stop (ctx: the Run): the text generated so far holds the string. */
 int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
-/* Whether a capture of n tokens of what o selects stays within its --max-capture (else the error). */
-int run_capture_fits(const Run *r, const RunSpec *o, int n, AvErr *e);
+/* Whether a capture of n tokens of what the run selects stays within its --max-capture (else the error). */
+int run_capture_fits(const Run *r, int n, AvErr *e);
 /* Records in s what this run covered (r->cover, or the one input's text) and its setup digest. */
 int run_record_cover(const Run *r, HeadStats *s, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
 int run_ensure_buffers(Run *r, int n, AvErr *e);
 /* The document the writers read for one input (what the RunSpec selects). */
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a, const char *b);
-/* The same for settings other than the run's own (libattnviz: each result keeps those it was run with). */
-void run_fill_doc_spec(const Run *r, const RunSpec *o, OutDoc *d, const TokEncoding *enc, const Capture *cap,
-                       const char *a, const char *b);
 /* The truncation warning (lineno > 0: a batch line). */
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);
 /* A capture for n tokens as the run's spec asks: the selected matrices, or telemetry. */
@@ -105,6 +93,8 @@ void run_score_input(Capture *cap, const TokEncoding *enc);
 /* Derives the view of a filled capture and writes it (jsonl: the batch's stream, or NULL). */
 int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap,
                      FILE *jsonl, AvErr *e);
+/* Every input of the run's settings (one, or --batch's lines), then --stats' and heads' results. */
+int run_inputs(Run *r, AvErr *e);
 /* Tokenize, run, derive, write: one input. */
 int run_handle_input(Run *r, const char *a, const char *b, long lineno, FILE *jsonl, AvErr *e);
 /* The same for a text already rendered (run_handle_input renders --chat's first). */

@@ -11,30 +11,30 @@ int run_lens_wanted(const RunSpec *o) { return o->lens.lens_k || o->lens.attribu
 
 /* --flow: from --position's token (default the last) at the top selected layer down to the first */
 static int run_flow(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     const int n = r->cap.n_tokens;
     const int lo = o->sel.layers ? o->sel.layers[0] : 0;
-    const int hi = o->sel.layers ? o->sel.layers[o->sel.n_layers - 1] : r->cfg.num_layers - 1;
+    const int hi = o->sel.layers ? o->sel.layers[o->sel.n_layers - 1] : r->s->cfg.num_layers - 1;
     const int pos = o->lens.position >= 0 ? o->lens.position : n - 1;
-    return flow_routes(&r->model, &r->cap, lo, hi, pos, o->lens.flow_threshold, &r->flow, e);
+    return flow_routes(&r->s->model, &r->cap, lo, hi, pos, o->lens.flow_threshold, &r->flow, e);
 }
 
 /* --target TOKEN: the vocabulary's own spelling (e.g. GPT-2's "Ġthe"), else a
  * text that the tokenizer reads as exactly one token besides its specials. */
 static int resolve_target(const Run *r, const char *s, int *id, AvErr *e) {
-    int t = tok_token_to_id(r->tok, s);
-    if (t >= 0 && t < r->cfg.vocab_size) {
+    int t = tok_token_to_id(r->s->tok, s);
+    if (t >= 0 && t < r->s->cfg.vocab_size) {
         *id = t;
         return 0;
     }
     TokEncoding enc = {0};
     AvErr ignored;
     int found = -1, count = 0;
-    if (tok_encode(r->tok, s, strlen(s), NULL, 0, 0, &enc, &ignored) == 0)
+    if (tok_encode(r->s->tok, s, strlen(s), NULL, 0, 0, &enc, &ignored) == 0)
         for (int i = 0; i < enc.n; i++)
             if (!enc.special[i]) found = enc.ids[i], count++;
     tok_encoding_free(&enc);
-    if (count != 1 || found < 0 || found >= r->cfg.vocab_size)
+    if (count != 1 || found < 0 || found >= r->s->cfg.vocab_size)
         return av_err_usage(e, "--target '%s' is not a token of the vocabulary (the tokenizer reads it as %d tokens)", s,
                             count);
     *id = found;
@@ -53,13 +53,13 @@ static int spell(Run *r, AvErr *e) {
     for (int i = 0; i < L->n; i++) ids[at++] = L->final_id[i];
     for (int i = 0; i < L->attr_n; i++) ids[at++] = L->attr_tid[i];
     if (L->abl_on) ids[at++] = L->abl_target;
-    int rc = pipeline_spell(r, ids, (int)at, &r->lens_words, e);
+    int rc = session_spell(r->s, ids, (int)at, &r->lens_words, e);
     free(ids);
     return rc;
 }
 
 int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
-    const LensSpec *ls = &r->o->lens;
+    const LensSpec *ls = &r->spec.lens;
     const Capture *cap = &r->cap;
     const int n = cap->n_tokens;
     lens_free(&r->lens);
@@ -71,14 +71,14 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
         return av_err_usage(e, "--position %d: the input has %d tokens (0 to %d)", ls->position, n, n - 1);
     for (int i = 0; ls->ablate && i < ls->n_ablate; i++) {
         const int l = ls->ablate_pairs[2 * i], h = ls->ablate_pairs[2 * i + 1];
-        if (l >= r->cfg.num_layers || h >= r->cfg.num_heads)
+        if (l >= r->s->cfg.num_layers || h >= r->s->cfg.num_heads)
             return av_err_usage(e, "--ablate %d.%d: the model has %d layers (0 to %d) of %d heads (0 to %d)", l, h,
-                                r->cfg.num_layers, r->cfg.num_layers - 1, r->cfg.num_heads, r->cfg.num_heads - 1);
+                                r->s->cfg.num_layers, r->s->cfg.num_layers - 1, r->s->cfg.num_heads, r->s->cfg.num_heads - 1);
     }
     const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
     /* attribution's and flow's products are OpenBLAS's: on the run's threads */
-    kern_blas_threads(pool_threads(r->o->threads));
-    int rc = lens_any ? lens_logit_lens(&r->model, cap, r->o->sel.layers, r->o->sel.n_layers, ls->lens_k, r->o->threads,
+    kern_blas_threads(pool_threads(r->spec.threads));
+    int rc = lens_any ? lens_logit_lens(&r->s->model, cap, r->spec.sel.layers, r->spec.sel.n_layers, ls->lens_k, r->spec.threads,
                                         &r->lens, e)
                       : 0;
     if (rc == 0 && ls->attribution) {
@@ -86,11 +86,11 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
         int *pos = malloc((size_t)np * sizeof *pos);
         if (!pos) return av_err(e, "out of memory");
         for (int i = 0; i < np; i++) pos[i] = one ? ls->position : i;
-        rc = lens_attribution(&r->model, cap, pos, np, target, &r->lens, e);
+        rc = lens_attribution(&r->s->model, cap, pos, np, target, &r->lens, e);
         free(pos);
     }
     if (rc == 0 && ls->ablate)
-        rc = lens_ablation(&r->model, &r->rs, cap, enc->ids, ls->position >= 0 ? ls->position : n - 1, target,
+        rc = lens_ablation(&r->s->model, &r->rs, cap, enc->ids, ls->position >= 0 ? ls->position : n - 1, target,
                            ls->ablate_pairs, ls->n_ablate, ls->ablate_mean, &r->lens, e);
     if (rc == 0 && ls->flow) rc = run_flow(r, e);
     if (rc == 0 && lens_any) rc = spell(r, e);

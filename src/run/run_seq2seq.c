@@ -20,10 +20,10 @@
 static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) {
     TokEncoding t = {0};
     if (run_tokenize_any(r, target, NULL, &t, e) != 0) return -1;
-    if (t.n_truncated > 0 && !r->o->quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
-    int room = cfg_max_tokens(&r->cfg);
+    if (t.n_truncated > 0 && !r->spec.quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
+    int room = cfg_max_tokens(&r->s->cfg);
     int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
-    if (take < t.n && !r->o->quiet)
+    if (take < t.n && !r->spec.quiet)
         av_warn("--decoder-text: the start token and %d tokens exceed the model's %d positions; dropped the last %d",
                 t.n, room, t.n - take);
     *ids = malloc((size_t)(take + 1) * sizeof **ids);
@@ -31,7 +31,7 @@ static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) 
         tok_encoding_free(&t);
         return av_err(e, "out of memory");
     }
-    (*ids)[0] = r->cfg.dec_start_id;
+    (*ids)[0] = r->s->cfg.dec_start_id;
     memcpy(*ids + 1, t.ids, (size_t)take * sizeof **ids);
     *n = take + 1;
     tok_encoding_free(&t);
@@ -47,13 +47,13 @@ static double capture_limit(const Run *r);
  * capture would need at the longest is checked before decoding: decoding may stop
  * sooner (end of sequence), but a run that cannot be kept is not run. */
 static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
-    const RunSpec *o = r->o;
-    int max_new = asked, room = cfg_max_tokens(&r->cfg) - 1;
+    const RunSpec *o = &r->spec;
+    int max_new = asked, room = cfg_max_tokens(&r->s->cfg) - 1;
     if (max_new > room) {
         if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
         max_new = room;
     }
-    const double need = s2s_capture_bytes(&r->model, src->n, max_new + 1), limit = capture_limit(r);
+    const double need = s2s_capture_bytes(&r->s->model, src->n, max_new + 1), limit = capture_limit(r);
     if (need > limit) {
         char a[32], b[32];
         return av_err(e, "--generate %d: capturing %d source and up to %d decoder tokens needs %s, above the %s allowed "
@@ -62,11 +62,11 @@ static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, i
     }
     if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
-                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->cfg.eos_ids,
-                     .n_eos = r->cfg.n_eos, .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
+                     .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->s->cfg.eos_ids,
+                     .n_eos = r->s->cfg.n_eos, .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
     if (o->predict.k && pred_alloc(&r->pred, max_new + 1, o->predict.k, e)) return -1;
     go.all = o->predict.k ? &r->pred : NULL;
-    return s2s_generate(&r->model, src->ids, src->n, &go, *ids, n, &r->gen, e);
+    return s2s_generate(&r->s->model, src->ids, src->n, &go, *ids, n, &r->gen, e);
 }
 
 /* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
@@ -86,19 +86,19 @@ static const char *size_str(double bytes, char *buf, size_t len) {
 
 /* --max-capture, or half the memory. */
 static double capture_limit(const Run *r) {
-    const double limit = r->o->capture.max_capture;
+    const double limit = r->spec.capture.max_capture;
     return limit > 0 ? limit : 0.5 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
 /* A capture of n_src and nd tokens, refused past --max-capture (default: half the memory). */
 static int capture_alloc(Run *r, S2sCapture *cap, int n_src, int nd, AvErr *e) {
-    const double limit = capture_limit(r), need = s2s_capture_bytes(&r->model, n_src, nd);
+    const double limit = capture_limit(r), need = s2s_capture_bytes(&r->s->model, n_src, nd);
     if (need > limit) {
         char a[32], b[32];
         return av_err(e, "capturing %d source and %d decoder tokens needs %s, above the %s allowed (--max-capture)",
                       n_src, nd, size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
     }
-    return s2s_capture_alloc(cap, &r->model, n_src, nd, e);
+    return s2s_capture_alloc(cap, &r->s->model, n_src, nd, e);
 }
 
 int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncoding *src, int **dec, int *nd,
@@ -108,7 +108,7 @@ int run_seq2seq_capture(Run *r, const char *source, const char *target, TokEncod
     if (run_tokenize(r, source, NULL, src, e) != 0) return -1;
     run_warn_truncated(r, src, 0);
     if (teacher_ids(r, target, dec, nd, e) || capture_alloc(r, cap, src->n, *nd, e) ||
-        s2s_forward(&r->model, src->ids, src->n, *dec, *nd, cap, NULL, e))
+        s2s_forward(&r->s->model, src->ids, src->n, *dec, *nd, cap, NULL, e))
         return -1;
     r->t_fwd += av_now_ms() - t0;
     return 0;
@@ -126,7 +126,7 @@ static int add_stats(Run *r, const OutDoc *d, const TokEncoding *src, const TokE
 
 /* The decoder's tokens as an encoding (spellings, specials) for the writers. */
 static int decoder_encoding(Run *r, const TokEncoding *src, const int *ids, int nd, TokEncoding *dec, AvErr *e) {
-    if (tok_encoding_append(r->tok, dec, ids, nd, e) != 0) return -1;
+    if (tok_encoding_append(r->s->tok, dec, ids, nd, e) != 0) return -1;
     dec->byte_level = src->byte_level; /* one tokenizer: the page reads the decoder's display spellings as the source's */
     /* the decoder's specials take the role their id has in the source (<s> [CLS]-like, </s> [SEP]-like): the
      * decoder's ids are not the tokenizer's template, and --stats' [CLS]/[SEP] shares read the roles */
@@ -140,8 +140,8 @@ static int decoder_encoding(Run *r, const TokEncoding *src, const int *ids, int 
 }
 
 int run_s2s_stack_layers(Run *r, int *layers[2], int n_layers[2], AvErr *e) {
-    const ModelConfig *c = &r->cfg;
-    const Selection *sel = &r->o->sel;
+    const ModelConfig *c = &r->s->cfg;
+    const Selection *sel = &r->spec.sel;
     const int depth[2] = {c->num_layers, c->dec_layers};
     static const char *const side[2] = {"encoder", "decoder"};
     for (int k = 0; k < 2; k++) free(layers[k]), layers[k] = NULL, n_layers[k] = 0;
@@ -163,8 +163,8 @@ int run_s2s_stack_layers(Run *r, int *layers[2], int n_layers[2], AvErr *e) {
 }
 
 int run_seq2seq_input(Run *r, const char *source, const char *target, long lineno, FILE *jsonl, AvErr *e) {
-    const RunSpec *o = r->o;
-    const ModelConfig *c = &r->cfg;
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
     TokEncoding src = {0}, dec = {0};
     S2sCapture cap = {0};
     float *kept[3] = {NULL, NULL, NULL}; /* --layers' copies of the stacks */
@@ -175,14 +175,14 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     run_warn_truncated(r, &src, lineno);
     if (target ? teacher_ids(r, target, &ids, &nd, e) : generated_ids(r, &src, o->predict.generate_n, &ids, &nd, e)) goto done;
     if (decoder_encoding(r, &src, ids, nd, &dec, e) != 0) goto done;
-    if (!target && tok_decode(r->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
+    if (!target && tok_decode(r->s->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
     /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
     if (target && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
-    if (s2s_forward(&r->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
+    if (s2s_forward(&r->s->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
         goto done;
-    if (o->predict.k && pipeline_spell(r, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
-    if (!target && pipeline_spell(r, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
+    if (o->predict.k && session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
+    if (!target && session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
         goto done;
     r->t_fwd += av_now_ms() - t0;
     /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
@@ -205,7 +205,7 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     for (int k = 0; k < 3 && own; k++) stacks[k].layers = r->s2s_layers[k ? 1 : 0], stacks[k].n_layers = r->s2s_n_layers[k ? 1 : 0];
     OutDoc d;
     run_fill_doc(r, &d, &src, NULL, source, target ? target : gen_text);
-    d.dtype = r->model.dtype_name;
+    d.dtype = r->s->model.dtype_name;
     d.dec_enc = &dec;
     d.stacks = stacks, d.n_stacks = 3;
     d.display_tokens = src.byte_level ? src.display : NULL;
@@ -245,13 +245,13 @@ done:
     free(gen_text);
     pred_free(&r->pred);
     gen_free(&r->gen);
-    pipeline_spelling_free(&r->pred_words);
-    pipeline_spelling_free(&r->gen_words);
+    session_spelling_free(&r->pred_words);
+    session_spelling_free(&r->gen_words);
     return rc;
 }
 
 int run_seq2seq(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     /* unequal depths: each stack's layers, checked before a batch's first line */
     if (run_s2s_stack_layers(r, r->s2s_layers, r->s2s_n_layers, e) != 0) return -1;
     if (o->batch.path) return run_batch(r, e);
@@ -260,57 +260,53 @@ int run_seq2seq(Run *r, AvErr *e) {
     return o->stats ? run_finish_stats(r, e) : o->heads.on ? run_finish_heads(r, e) : 0;
 }
 
-int run_seq2seq_pipeline(Pipeline *p, AvErr *e) { return run_seq2seq(p, e); }
+int run_seq2seq_layers(Run *r, AvErr *e) { return run_s2s_stack_layers(r, r->s2s_layers, r->s2s_n_layers, e); }
 
-int pipeline_seq2seq_layers(Pipeline *p, AvErr *e) { return run_s2s_stack_layers(p, p->s2s_layers, p->s2s_n_layers, e); }
+/* ---------------------------------------------------------------- one input at a time (pipeline.h) */
 
-/* ---------------------------------------------------------------- serve (pipeline.h) */
-
-int pipeline_seq2seq_tokens(Pipeline *p, const char *source, const char *target, TokEncoding *src, TokEncoding *dec,
-                            AvErr *e) {
+int run_seq2seq_tokens(Run *r, const char *source, const char *target, TokEncoding *src, TokEncoding *dec, AvErr *e) {
     int *ids = NULL, nd = 0;
-    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
-    int rc = teacher_ids(p, target, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 ? 0 : -1;
+    if (run_tokens(r, source, NULL, src, e) != 0) return -1;
+    int rc = teacher_ids(r, target, &ids, &nd, e) == 0 && decoder_encoding(r, src, ids, nd, dec, e) == 0 ? 0 : -1;
     free(ids);
     return rc;
 }
 
-int pipeline_seq2seq_forward(Pipeline *p, const TokEncoding *src, const TokEncoding *dec, S2sCapture *cap, AvErr *e) {
-    if (s2s_capture_alloc(cap, &p->model, src->n, dec->n, e) != 0) return -1;
-    return s2s_forward(&p->model, src->ids, src->n, dec->ids, dec->n, cap, NULL, e);
+int run_seq2seq_forward(Run *r, const TokEncoding *src, const TokEncoding *dec, S2sCapture *cap, AvErr *e) {
+    if (s2s_capture_alloc(cap, &r->s->model, src->n, dec->n, e) != 0) return -1;
+    return s2s_forward(&r->s->model, src->ids, src->n, dec->ids, dec->n, cap, NULL, e);
 }
 
-int pipeline_seq2seq_generate(Pipeline *p, const char *source, int n_new, TokEncoding *src, TokEncoding *dec,
-                              CapGeneration *g, OutSpelling *words, char **text, AvErr *e) {
+int run_seq2seq_generate(Run *r, const char *source, int n_new, TokEncoding *src, TokEncoding *dec, CapGeneration *g,
+                         OutSpelling *words, char **text, AvErr *e) {
     int *ids = NULL, nd = 0, rc = -1;
     *text = NULL;
-    if (pipeline_tokenize(p, source, NULL, src, e) != 0) return -1;
-    if (generated_ids(p, src, n_new, &ids, &nd, e) == 0 && decoder_encoding(p, src, ids, nd, dec, e) == 0 &&
-        tok_decode(p->tok, ids + 1, nd - 1, text, e) == 0 &&
-        pipeline_spell(p, p->gen.steps.ids, p->gen.steps.n * p->gen.steps.k, words, e) == 0)
+    if (run_tokens(r, source, NULL, src, e) != 0) return -1;
+    if (generated_ids(r, src, n_new, &ids, &nd, e) == 0 && decoder_encoding(r, src, ids, nd, dec, e) == 0 &&
+        tok_decode(r->s->tok, ids + 1, nd - 1, text, e) == 0 &&
+        session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, words, e) == 0)
         rc = 0;
     /* the steps become the caller's; the run keeps none of this input */
-    *g = p->gen;
-    memset(&p->gen, 0, sizeof p->gen);
-    pred_free(&p->pred);
+    *g = r->gen;
+    memset(&r->gen, 0, sizeof r->gen);
+    pred_free(&r->pred);
     free(ids);
     return rc;
 }
 
-void pipeline_seq2seq_doc(const Pipeline *p, OutDoc *d, CapStack stacks[3], const TokEncoding *src,
-                          const TokEncoding *dec, const S2sCapture *cap, const float *const arrays[3], const char *source,
-                          const char *target) {
+void run_seq2seq_doc(const Run *r, OutDoc *d, CapStack stacks[3], const TokEncoding *src, const TokEncoding *dec,
+                     const S2sCapture *cap, const float *const arrays[3], const char *source, const char *target) {
     const float *a[3] = {cap->enc_attn, cap->dec_attn, cap->cross_attn};
     for (int k = 0; arrays && k < 3; k++) a[k] = arrays[k];
     stacks[0] = (CapStack){"encoder", a[0], src->n, src->n, 0, 0, 0, NULL, 0};
     stacks[1] = (CapStack){"decoder", a[1], dec->n, dec->n, 1, 1, 1, NULL, 0};
     stacks[2] = (CapStack){"cross", a[2], dec->n, src->n, 1, 0, 0, NULL, 0};
-    /* unequal depths: each stack's layers (pipeline_seq2seq_layers); arrays given hold them */
-    for (int k = 0; k < 3 && p->s2s_n_layers[0]; k++)
-        stacks[k].layers = p->s2s_layers[k ? 1 : 0], stacks[k].n_layers = p->s2s_n_layers[k ? 1 : 0];
+    /* unequal depths: each stack's layers (run_seq2seq_layers); arrays given hold them */
+    for (int k = 0; k < 3 && r->s2s_n_layers[0]; k++)
+        stacks[k].layers = r->s2s_layers[k ? 1 : 0], stacks[k].n_layers = r->s2s_n_layers[k ? 1 : 0];
     /* as run_seq2seq_input fills it for --decoder-text (no predictions, no generation) */
-    run_fill_doc(p, d, src, NULL, source, target);
-    d->dtype = p->model.dtype_name;
+    run_fill_doc(r, d, src, NULL, source, target);
+    d->dtype = r->s->model.dtype_name;
     d->dec_enc = dec;
     d->stacks = stacks, d->n_stacks = 3;
     d->display_tokens = src->byte_level ? src->display : NULL;

@@ -62,10 +62,10 @@ static void vlm_run_free(VlmRun *v) {
 }
 
 static int check_vlm_run(const Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
+    const RunSpec *o = &r->spec;
     if (!o->text_a)
         return av_err_usage(e, "%s is a vision-language model: with --image give its text too, with <image> where the "
-                               "picture goes (\"USER: <image>\\nWhat is in the picture? ASSISTANT:\")", r->name);
+                               "picture goes (\"USER: <image>\\nWhat is in the picture? ASSISTANT:\")", r->s->name);
     if (o->text_b) return av_err_usage(e, "%s", "--image with a vision-language model takes one text");
     if (o->chat_file)
         return av_err_usage(e, "%s", "--chat-file with --image: not yet (--chat TEXT puts the picture where the "
@@ -86,8 +86,8 @@ static int check_vlm_run(const Run *r, AvErr *e) {
  * processor's steps at the mmproj's image size with its normalization (transformers' CLIPImageProcessor
  * as the Hugging Face folder it came from would have it: shortest edge, then the center crop, bicubic). */
 static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
-    const Model *v = r->model.vision;
-    if (!v->gguf) return imgproc_load(p, r->dir, e);
+    const Model *v = r->s->model.vision;
+    if (!v->gguf) return imgproc_load(p, r->s->dir, e);
     const ModelConfig *vc = &v->cfg;
     static const float CLIP_MEAN[3] = {0.48145466f, 0.4578275f, 0.40821073f}, CLIP_STD[3] = {0.26862954f, 0.26130258f, 0.27577711f};
     const float *mean = vc->vis_norm_given & 1 ? vc->vis_mean : CLIP_MEAN, *std = vc->vis_norm_given & 2 ? vc->vis_std : CLIP_STD;
@@ -105,12 +105,12 @@ static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
  * (LLaVA), or "\n\n<start_of_image>" + the image tokens + "<end_of_image>\n\n" (Gemma 3). Tokenizing the
  * result gives the processor's ids. */
 static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
-    const ModelConfig *c = &r->cfg;
+    const ModelConfig *c = &r->s->cfg;
     const int gemma = c->vlm_boi_id > 0;
-    const char *ph = tok_id_to_token(r->tok, gemma ? c->vlm_boi_id : c->image_token_id);
-    const char *img = tok_id_to_token(r->tok, c->image_token_id), *eoi = gemma ? tok_id_to_token(r->tok, c->vlm_eoi_id) : "";
+    const char *ph = tok_id_to_token(r->s->tok, gemma ? c->vlm_boi_id : c->image_token_id);
+    const char *img = tok_id_to_token(r->s->tok, c->image_token_id), *eoi = gemma ? tok_id_to_token(r->s->tok, c->vlm_eoi_id) : "";
     if (!ph || !img || !eoi || !*ph)
-        return av_err(e, "%s: the tokenizer does not spell the picture's tokens (ids %d, %d)", r->name,
+        return av_err(e, "%s: the tokenizer does not spell the picture's tokens (ids %d, %d)", r->s->name,
                       gemma ? c->vlm_boi_id : c->image_token_id, c->image_token_id);
     int count = 0;
     const char *at = NULL;
@@ -135,7 +135,7 @@ static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
 /* The sequence: the expanded text's tokens, its image tokens (one run of them) named by their place in the
  * image tokens' grid (gc columns). The run's first position, or -1. */
 static int name_sequence(const Run *r, VlmRun *v, int gc, AvErr *e) {
-    const ModelConfig *c = &r->cfg;
+    const ModelConfig *c = &r->s->cfg;
     const TokEncoding *t = &v->text;
     const int ni = c->vlm_tokens;
     int first = -1, count = 0;
@@ -211,9 +211,9 @@ static int tower_tokens(VlmRun *v, int pre, int nv, int cols, AvErr *e) {
 }
 
 int run_vlm(Run *r, AvErr *e) {
-    const RunSpec *o = r->o;
-    const ModelConfig *c = &r->cfg;
-    const Model *vm = r->model.vision;
+    const RunSpec *o = &r->spec;
+    const ModelConfig *c = &r->s->cfg;
+    const Model *vm = r->s->model.vision;
     const ModelConfig *vc = &vm->cfg;
     VlmRun v;
     memset(&v, 0, sizeof v);
@@ -233,22 +233,22 @@ int run_vlm(Run *r, AvErr *e) {
         const ChatTemplate *t;
         const char *parts[2] = {NULL, o->text_a};
         ChatMessage one = {"user", NULL, parts, 2};
-        if (pipeline_chat_template(r, &t, e)) goto done;
+        if (session_chat_template(r->s, &t, e)) goto done;
         if (!t) {
-            av_err(e, "--chat: %s ships no chat template", r->dir);
+            av_err(e, "--chat: %s ships no chat template", r->s->dir);
             goto done;
         }
         if (chat_render(t, &one, 1, 1, &chat, e)) goto done;
     }
     /* as transformers' processors tokenize a rendered chat: with the tokenizer's special tokens unless
      * the template wrote the first one itself (LLaVA's writes none: <s> is added) */
-    const char *bos = chat && r->chat ? chat_template_special(r->chat, "bos_token") : NULL;
+    const char *bos = chat && r->s->chat ? chat_template_special(r->s->chat, "bos_token") : NULL;
     const int plain = chat && bos && *bos && !strncmp(chat, bos, strlen(bos));
     free(v.chat);
     v.chat = chat;
     char *full = NULL;
     if (expand_text(r, chat ? chat : o->text_a, &full, e)) goto done;
-    const int trc = chat && !plain ? tok_encode(r->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v.text, e)
+    const int trc = chat && !plain ? tok_encode(r->s->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v.text, e)
                                    : run_tokenize(r, full, NULL, &v.text, e);
     free(full);
     if (trc) goto done;
@@ -262,8 +262,8 @@ int run_vlm(Run *r, AvErr *e) {
     const int first = name_sequence(r, &v, gc, e);
     if (first < 0) goto done;
     const int n = v.enc.n, H = c->hidden_size, ni = c->vlm_tokens;
-    const int fi = vlm_feature_index(&r->model);
-    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, r->o->threads, e) ||
+    const int fi = vlm_feature_index(&r->s->model);
+    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, r->spec.threads, e) ||
         model_capture_alloc(&v.vcap, vc, nv, 0, fi < vc->num_layers, e))
         goto done;
     r->t_tok += av_now_ms() - t0;
@@ -272,8 +272,8 @@ int run_vlm(Run *r, AvErr *e) {
         av_err(e, "out of memory");
         goto done;
     }
-    if (vlm_image_embeds(&r->model, &v.vrs, &r->rs, v.px.pixels, v.px.h, v.px.w, &v.vcap, v.embeds, e) ||
-        model_embed_ids(&r->model, v.enc.ids, n, v.x, e))
+    if (vlm_image_embeds(&r->s->model, &v.vrs, &r->rs, v.px.pixels, v.px.h, v.px.w, &v.vcap, v.embeds, e) ||
+        model_embed_ids(&r->s->model, v.enc.ids, n, v.x, e))
         goto done;
     memcpy(v.x + (size_t)first * H, v.embeds, (size_t)ni * H * sizeof *v.x);
     run_score_input(&r->cap, &v.enc);
@@ -284,7 +284,7 @@ int run_vlm(Run *r, AvErr *e) {
         }
         for (int i = first; i < first + ni; i++) v.blk_end[i] = first + ni;
     }
-    if (model_forward_embeds_blocks(&r->model, &r->rs, v.x, n, v.blk_end, &r->cap, 0, e)) goto done;
+    if (model_forward_embeds_blocks(&r->s->model, &r->rs, v.x, n, v.blk_end, &r->cap, 0, e)) goto done;
     r->t_fwd += av_now_ms() - t0;
     if (img_encode_png(v.px.rgb, v.px.w, v.px.h, &v.png, &v.png_len, e)) goto done;
     OutImage oi = {.file = o->image, .mode = v.img.mode, .src_w = v.img.w, .src_h = v.img.h,

@@ -2,8 +2,8 @@
  *
  * Locks: `mu` guards the run table, every run's capture pointer, users count
  * and LRU stamp, the cache total and the queue count; each model's `fwd` is
- * held for a whole forward pass (tokenizing included: the pipeline is one
- * caller at a time). A thread never waits for `fwd` while holding `mu`. A
+ * held for a whole forward pass (tokenizing included: the model's Run is one
+ * caller at a time; its Session is read only). A thread never waits for `fwd` while holding `mu`. A
  * run's tokens, meta and warnings are written once, before its capture is
  * published under `mu`, and only read after that. */
 #include "live.h"
@@ -21,6 +21,7 @@
 #include "normattn.h"
 #include "output.h"
 #include "pipeline.h"
+#include "session.h"
 #include "predict.h"
 #include "report.h"
 #include "generate.h"
@@ -29,7 +30,8 @@
 #include "util.h"
 
 typedef struct {
-    Pipeline *p;
+    Session *s;  /* the model, tokenizer and labels: read only */
+    Run *run;    /* the server's settings (Live.page) over it, and the passes' scratch: under fwd */
     pthread_mutex_t fwd;
     int fwd_ok;
 } LiveModel;
@@ -71,7 +73,7 @@ struct LiveRun {
 
 struct Live {
     LiveLimits lim;
-    RunSpec page;           /* what every pipeline reads (kept at a stable address) */
+    RunSpec page;           /* the settings each model's Run was opened with */
     LiveModel *m;
     int n_models;
     pthread_mutex_t mu;
@@ -106,26 +108,26 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
         lm->fwd_ok = 1;
         lv->n_models = i + 1;
         const char *dir, *why;
-        if (pipeline_open(&lm->p, &models[i], &lv->page, &dir, &why, e) != 0) return av_err_prefix(e, "%s", dir ? dir : "model");
-        if (!pipeline_model(lm->p)->cfg.num_layers) return av_err(e, "%s: no model weights", dir);
+        if (session_open_for(&lm->s, &models[i], &lv->page, &dir, &why, e) != 0 || run_open(&lm->run, lm->s, &lv->page, e) != 0)
+            return av_err_prefix(e, "%s", dir ? dir : "model");
+        if (!lm->s->model.cfg.num_layers) return av_err(e, "%s: no model weights", dir);
         /* an encoder and decoder of different depths: each stack's layers for the pages (run_seq2seq.c) */
-        if (pipeline_model(lm->p)->cfg.enc_dec && pipeline_seq2seq_layers(lm->p, e) != 0)
-            return av_err_prefix(e, "%s", dir);
+        if (lm->s->model.cfg.enc_dec && run_seq2seq_layers(lm->run, e) != 0) return av_err_prefix(e, "%s", dir);
     }
     return 0;
 }
 
-static void run_free(LiveRun *r) {
+static void liverun_free(LiveRun *r) {
     if (!r) return;
     free(r->a);
     free(r->b);
     if (r->img) memset(&r->enc, 0, sizeof r->enc); /* the picture's own */
-    pipeline_image_free(r->img);
+    run_image_free(r->img);
     tok_encoding_free(&r->enc);
     tok_encoding_free(&r->dec);
     s2s_capture_free(&r->s2s);
     gen_free(&r->g);
-    pipeline_spelling_free(&r->gen_words);
+    session_spelling_free(&r->gen_words);
     free(r->gen_text);
     free(r->meta);
     free(r->warnings);
@@ -136,10 +138,11 @@ static void run_free(LiveRun *r) {
 
 void live_close(Live *lv) {
     if (!lv) return;
-    for (int i = 0; i < lv->n_runs; i++) run_free(lv->runs[i]);
+    for (int i = 0; i < lv->n_runs; i++) liverun_free(lv->runs[i]);
     free(lv->runs);
     for (int i = 0; lv->m && i < lv->n_models; i++) {
-        pipeline_close(lv->m[i].p);
+        run_close(lv->m[i].run);
+        session_close(lv->m[i].s);
         if (lv->m[i].fwd_ok) pthread_mutex_destroy(&lv->m[i].fwd);
     }
     free(lv->m);
@@ -151,7 +154,7 @@ int live_n_models(const Live *lv) { return lv->n_models; }
 
 const char *live_qk_precision_name(int prec) { return prec == CAP_QK_F16 ? "f16" : prec == CAP_QK_BF16 ? "bf16" : "f32"; }
 
-static const ModelConfig *model_cfg(const Live *lv, int m) { return &pipeline_model(lv->m[m].p)->cfg; }
+static const ModelConfig *model_cfg(const Live *lv, int m) { return &lv->m[m].s->model.cfg; }
 
 int live_model_seq2seq(const Live *lv, int m) { return m >= 0 && m < lv->n_models && model_cfg(lv, m)->enc_dec; }
 
@@ -164,22 +167,19 @@ char *live_models_json(const Live *lv) {
     fputs("{\"models\":[", b.f);
     for (int i = 0; i < lv->n_models; i++) {
         const ModelConfig *c = model_cfg(lv, i);
-        OutDoc d;
-        TokEncoding none = {0};
-        pipeline_doc(lv->m[i].p, &d, &none, NULL, NULL, NULL, NULL, NULL);
         fprintf(b.f, "%s{\"id\":%d,\"name\":", i ? "," : "", i);
-        json_write_string(b.f, d.model_name);
+        json_write_string(b.f, lv->m[i].s->name);
         fputs(",\"family\":", b.f);
         json_write_string(b.f, c->model_type);
         /* encoder-decoder models take decoder_text and show three stacks; no predictions in serve (yet) */
         /* chat: a decoder whose chat template was read (the page offers its chat box) */
-        int chat = !pipeline_chat_missing(lv->m[i].p);
+        int chat = !session_chat_missing(lv->m[i].s);
         fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
                      "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s,\"image\":%s,\"image_text\":%s}",
                 c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
                 cfg_max_tokens(c), c->causal ? "true" : "false",
-                pipeline_head_missing(lv->m[i].p) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false",
-                chat ? "true" : "false", c->vision ? "true" : "false", pipeline_model(lv->m[i].p)->text ? "true" : "false");
+                session_head_missing(lv->m[i].s) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false",
+                chat ? "true" : "false", c->vision ? "true" : "false", lv->m[i].s->model.text ? "true" : "false");
     }
     fputs("]}", b.f);
     return av_buf_close(&b, !ferror(b.f));
@@ -234,7 +234,7 @@ static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, in
             if (lv->runs[i]->users == 0 && (old < 0 || lv->runs[i]->used < lv->runs[old]->used)) old = i;
         if (old >= 0) {
             drop_capture(lv, lv->runs[old]);
-            run_free(lv->runs[old]);
+            liverun_free(lv->runs[old]);
             lv->runs[old] = lv->runs[--lv->n_runs];
         }
     }
@@ -246,7 +246,7 @@ static LiveRun *add_run(Live *lv, int m, const char *a, const char *b, int k, in
     }
     LiveRun *r = calloc(1, sizeof *r);
     if (!r || !(r->a = strdup(a)) || (b && !(r->b = strdup(b)))) {
-        run_free(r);
+        liverun_free(r);
         return NULL;
     }
     r->id = ++lv->next_id;
@@ -345,13 +345,13 @@ static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictio
     if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
     OutSpelling words = {0};
-    if (r->k > 0 && pred && pipeline_spell(lm->p, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
-    if (r->img) pipeline_image_doc(lm->p, r->img, &d, cap);
-    else pipeline_doc(lm->p, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
+    if (r->k > 0 && pred && session_spell(lm->s, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
+    if (r->img) run_image_doc(lm->run, r->img, &d, cap);
+    else run_doc(lm->run, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
     AvBuf b;
-    if (av_buf_open(&b)) return pipeline_spelling_free(&words), av_err(e, "out of memory");
+    if (av_buf_open(&b)) return session_spelling_free(&words), av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
-    pipeline_spelling_free(&words);
+    session_spelling_free(&words);
     if (rc == 0 && fflush(b.f) == 0 && b.len > 0 && b.s[b.len - 1] == '}') {
         /* the tile store's geometry, for the page (tiles.h): a member of meta */
         const int n = r->enc.n, side = tile_side(lv), from = lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM;
@@ -373,7 +373,7 @@ static int describe_s2s(Live *lv, LiveRun *r, const S2sCapture *cap, AvErr *e) {
     if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
     CapStack stacks[3];
-    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
+    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
     if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
     AvBuf b;
     if (av_buf_open(&b)) return av_err(e, "out of memory");
@@ -391,15 +391,15 @@ static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     LiveModel *lm = &lv->m[r->model];
     if (!r->have_enc) {
         double t0 = av_now_ms();
-        const int rc = r->generate ? pipeline_seq2seq_generate(lm->p, r->a, r->generate, &r->enc, &r->dec, &r->g,
-                                                               &r->gen_words, &r->gen_text, e)
-                                   : pipeline_seq2seq_tokens(lm->p, r->a, r->b ? r->b : "", &r->enc, &r->dec, e);
+        const int rc = r->generate ? run_seq2seq_generate(lm->run, r->a, r->generate, &r->enc, &r->dec, &r->g, &r->gen_words,
+                                                          &r->gen_text, e)
+                                   : run_seq2seq_tokens(lm->run, r->a, r->b ? r->b : "", &r->enc, &r->dec, e);
         if (rc != 0 || r->enc.n < 1) {
             if (rc == 0) av_err(e, "the source has no tokens");
             tok_encoding_free(&r->enc);
             tok_encoding_free(&r->dec);
             gen_free(&r->g);
-            pipeline_spelling_free(&r->gen_words);
+            session_spelling_free(&r->gen_words);
             free(r->gen_text);
             r->gen_text = NULL;
             return LIVE_BAD_INPUT;
@@ -407,7 +407,7 @@ static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         t->tokenize = av_now_ms() - t0;
         r->have_enc = 1;
     }
-    const double need = s2s_capture_bytes(pipeline_model(lm->p), r->enc.n, r->dec.n);
+    const double need = s2s_capture_bytes(&lm->s->model, r->enc.n, r->dec.n);
     if (need > (double)lv->lim.cache_bytes) {
         av_err(e, "%d source and %d decoder tokens need %.0f MB of attention (three stacks, every layer and head), "
                   "above the server's --cache-mb %.0f", r->enc.n, r->dec.n, need / 1e6, (double)lv->lim.cache_bytes / 1e6);
@@ -421,7 +421,7 @@ static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     if (!first) drop_notes();
     S2sCapture cap = {0};
     double t0 = av_now_ms();
-    if (pipeline_seq2seq_forward(lm->p, &r->enc, &r->dec, &cap, e) != 0) {
+    if (run_seq2seq_forward(lm->run, &r->enc, &r->dec, &cap, e) != 0) {
         s2s_capture_free(&cap);
         return LIVE_FAILED;
     }
@@ -468,7 +468,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     }
     if (!r->have_enc) {
         double t0 = av_now_ms();
-        if ((r->chat ? pipeline_tokenize_chat(lm->p, r->a, &r->enc, e) : pipeline_tokenize(lm->p, r->a, r->b, &r->enc, e)) != 0) {
+        if ((r->chat ? run_tokens_chat(lm->run, r->a, &r->enc, e) : run_tokens(lm->run, r->a, r->b, &r->enc, e)) != 0) {
             tok_encoding_free(&r->enc);
             st = LIVE_BAD_INPUT;
             goto done;
@@ -508,9 +508,9 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
         (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
         (norm && model_capture_value_norms(&cap, e) != 0) ||
-        (r->img ? pipeline_image_forward(lm->p, r->img, &cap, e) : pipeline_forward(lm->p, &r->enc, &cap, first ? r->k : 0, &pred, e)) != 0)
+        (r->img ? run_image_forward(lm->run, r->img, &cap, e) : run_forward(lm->run, &r->enc, &cap, first ? r->k : 0, &pred, e)) != 0)
         goto done;
-    if (r->img) pipeline_image_shrink(r->img); /* its pixels are made again from the picture if evicted */
+    if (r->img) run_image_shrink(r->img); /* its pixels are made again from the picture if evicted */
     t->forward = av_now_ms() - t0;
     if (first && describe(lv, r, &cap, &pred, e) != 0) goto done;
     pthread_mutex_lock(&lv->mu);
@@ -546,13 +546,13 @@ void live_queue_leave(Live *lv) {
     pthread_mutex_unlock(&lv->mu);
 }
 
-const Pipeline *live_pipeline(const Live *lv, int m) { return m >= 0 && m < lv->n_models ? lv->m[m].p : NULL; }
+const Session *live_session(const Live *lv, int m) { return m >= 0 && m < lv->n_models ? lv->m[m].s : NULL; }
 
 const char *live_cannot_generate(const Live *lv, int m) {
     if (m < 0 || m >= lv->n_models) return "no such model";
     const ModelConfig *c = model_cfg(lv, m);
     if (!c->causal || c->enc_dec) return "it is not a decoder-only (causal) model";
-    return pipeline_head_missing(lv->m[m].p);
+    return session_head_missing(lv->m[m].s);
 }
 
 /* Model m's turn within the time limit, given up as soon as *cancel is set. */
@@ -581,7 +581,7 @@ LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSp
     if (st != LIVE_OK) return st;
     drop_notes();
     AvErr ge = {0};
-    const int rc = pipeline_generate(lv->m[m].p, ids, n, spec, sink, result, &ge);
+    const int rc = run_generate(lv->m[m].run, ids, n, spec, sink, result, &ge);
     end_notes();
     pthread_mutex_unlock(&lv->m[m].fwd);
     if (rc != 0) {
@@ -600,7 +600,7 @@ static LiveStatus run_input(Live *lv, int m, const char *a, const char *b, int k
     *json = NULL;
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     if (k < 0 || k > 100) return av_err(e, "predict: %d is outside 0..100", k), LIVE_BAD_INPUT;
-    const char *why = pipeline_head_missing(lv->m[m].p);
+    const char *why = session_head_missing(lv->m[m].s);
     if (k > 0 && why) return av_err(e, "this model cannot predict: %.1000s", why), LIVE_BAD_INPUT;
     if (k > 0 && model_cfg(lv, m)->enc_dec)
         return av_err(e, "predict: serve does not predict for encoder-decoder models (the command line's --predict does)"),
@@ -645,7 +645,7 @@ LiveStatus live_run_chat(Live *lv, int m, const char *text, int k, unsigned *id,
     /* the template was read with the model: rendering only reads it, beside other threads */
     char *chat;
     PipeChatMsg one = {"user", text};
-    if (pipeline_chat_prompt(lv->m[m].p, &one, 1, &chat, e) != 0) return LIVE_BAD_INPUT;
+    if (session_chat_prompt(lv->m[m].s, &one, 1, &chat, e) != 0) return LIVE_BAD_INPUT;
     LiveStatus st = run_input(lv, m, chat, NULL, k, 0, 1, id, json, e);
     free(chat);
     return st;
@@ -665,11 +665,11 @@ LiveStatus live_run_generate(Live *lv, int m, const char *source, int n_new, uns
  * (what the pass reads, so two files that make the same pixels are one run). */
 static LiveRun *find_image(const Live *lv, int m, const char *text, const PipeImage *im) {
     size_t len, l2;
-    const unsigned char *png = pipeline_image_picture(im, &len);
+    const unsigned char *png = run_image_picture(im, &len);
     for (int i = 0; i < lv->n_runs; i++) {
         LiveRun *r = lv->runs[i];
         if (!r->img || r->model != m || !same_text(r->a, text)) continue;
-        const unsigned char *q = pipeline_image_picture(r->img, &l2);
+        const unsigned char *q = run_image_picture(r->img, &l2);
         if (l2 == len && memcmp(q, png, len) == 0) return r;
     }
     return NULL;
@@ -683,16 +683,16 @@ LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t le
     if (!c->vision)
         return av_err(e, "model %d (%s) reads text, not an image: send its text to /api/run", m, c->model_type),
                LIVE_BAD_INPUT;
-    if (text && !pipeline_model(lv->m[m].p)->text)
+    if (text && !lv->m[m].s->model.text)
         return av_err(e, "model %d (%s) reads the image only, not a text (a whole CLIP or SigLIP model reads both)", m,
                       c->model_type),
                LIVE_BAD_INPUT;
-    /* decoding and preprocessing read the pipeline only: outside the model's turn; their
+    /* decoding and preprocessing read the run only: outside the model's turn; their
      * warnings are kept for the run they make */
     LiveRun notes = {0};
     PipeImage *im = NULL;
     collect_notes(&notes);
-    int rc = pipeline_image_open(lv->m[m].p, bytes, len, name, LIVE_MAX_IMAGE_PIXELS, text, &im, e);
+    int rc = run_image_open(lv->m[m].run, bytes, len, name, LIVE_MAX_IMAGE_PIXELS, text, &im, e);
     end_notes();
     if (rc != 0) {
         free(notes.noted);
@@ -702,14 +702,14 @@ LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t le
     LiveRun *r = find_image(lv, m, text ? text : "", im);
     if (!r && (r = add_run(lv, m, text ? text : "", NULL, 0, 0, 0))) {
         r->img = im, im = NULL;
-        r->enc = *pipeline_image_tokens(r->img);
+        r->enc = *run_image_tokens(r->img);
         r->have_enc = 1;
         r->noted = notes.noted, notes.noted = NULL;
         r->noted_bad = notes.noted_bad;
     }
     if (r) r->users++;
     pthread_mutex_unlock(&lv->mu);
-    pipeline_image_free(im); /* the same picture's run was there */
+    run_image_free(im); /* the same picture's run was there */
     free(notes.noted);
     if (!r) return av_err(e, "out of memory"), LIVE_FAILED;
     return finish_run(lv, r, id, json, e);
@@ -829,7 +829,7 @@ int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_head
                    size_t *len, AvErr *e) {
     if (need_norms(r, norm, e)) return -1;
     const size_t n = (size_t)r->enc.n;
-    HeadCtx h = {pipeline_model(lv->m[r->model].p), &r->cap, layer, heads, malloc(n * n * sizeof(float)),
+    HeadCtx h = {&lv->m[r->model].s->model, &r->cap, layer, heads, malloc(n * n * sizeof(float)),
                  malloc(2 * n * (size_t)r->cap.head_dim * sizeof(float)), norm};
     int rc = h.probs && h.scratch ? html_encode_attention(head_block, &h, n_heads, n, n, z, len, e)
                                   : av_err(e, "out of memory for %zu tokens", n);
@@ -870,7 +870,7 @@ int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_
         return html_encode_attention(thumb_block, (void *)c, c->n_layers * c->n_heads, (size_t)c->thumb_size,
                                      (size_t)c->thumb_size, z, len, e);
     const size_t n = (size_t)r->enc.n;
-    NormThumbCtx t = {{pipeline_model(lv->m[r->model].p), c, 0, NULL, malloc(n * n * sizeof(float)),
+    NormThumbCtx t = {{&lv->m[r->model].s->model, c, 0, NULL, malloc(n * n * sizeof(float)),
                        malloc(2 * n * (size_t)c->head_dim * sizeof(float)), 1},
                       malloc((size_t)c->thumb_size * (size_t)c->thumb_size * sizeof(float))};
     int rc = t.h.probs && t.h.scratch && t.thumb
@@ -917,7 +917,7 @@ int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int 
     const int side = tile_side(lv);
     float *tile = malloc((size_t)side * side * sizeof *tile);
     if (!tile) return av_err(e, "out of memory");
-    int rc = model_head_tile(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, side, level, tr, tc, tile, rows,
+    int rc = model_head_tile(&lv->m[r->model].s->model, &r->cap, layer, head, side, level, tr, tc, tile, rows,
                              cols, e);
     if (rc == 0) {
         /* the set rows x cols, packed */
@@ -930,7 +930,7 @@ int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int 
 
 int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, AvErr *e) {
     if (!(*row = malloc((size_t)r->enc.n * sizeof **row))) return av_err(e, "out of memory");
-    if (model_head_row(pipeline_model(lv->m[r->model].p), &r->cap, layer, head, query, *row, e) == 0) return 0;
+    if (model_head_row(&lv->m[r->model].s->model, &r->cap, layer, head, query, *row, e) == 0) return 0;
     free(*row);
     *row = NULL;
     return -1;
@@ -973,7 +973,7 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
     if (!meta) return av_err(e, "out of memory"), LIVE_FAILED;
     memcpy(meta, r->meta, keep);
     memcpy(meta + keep, "}", 2);
-    PageGrids grids = {pipeline_model(lv->m[r->model].p), &r->cap};
+    PageGrids grids = {&lv->m[r->model].s->model, &r->cap};
     HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids, HTML_PAGE_BOUND, NULL, NULL};
     html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
     LiveStatus st = LIVE_FAILED;
@@ -1031,7 +1031,7 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     }
     OutDoc d;
     CapStack stacks[3];
-    pipeline_seq2seq_doc(lv->m[r->model].p, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
+    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
     if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
     for (int k = 0; layers && unequal && k < 3; k++)
         stacks[k].layers = own[k ? 1 : 0], stacks[k].n_layers = n_own[k ? 1 : 0];
@@ -1102,13 +1102,13 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
     if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
         if ((!norm || model_capture_value_norms(&cap, e) == 0) &&
-            (r->img ? pipeline_image_forward(lm->p, r->img, &cap, e) : pipeline_forward(lm->p, &r->enc, &cap, r->k, &pred, e)) == 0 &&
+            (r->img ? run_image_forward(lm->run, r->img, &cap, e) : run_forward(lm->run, &r->enc, &cap, r->k, &pred, e)) == 0 &&
             (!norm || na_fill(&cap, e) == 0) &&
-            (!r->k || pipeline_spell(lm->p, pred.ids, pred.n * pred.k, &words, e) == 0)) {
+            (!r->k || session_spell(lm->s, pred.ids, pred.n * pred.k, &words, e) == 0)) {
             OutDoc d;
-            if (r->img) pipeline_image_doc(lm->p, r->img, &d, &cap);
-            else pipeline_doc(lm->p, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
-            if (r->img) pipeline_image_shrink(r->img);
+            if (r->img) run_image_doc(lm->run, r->img, &d, &cap);
+            else run_doc(lm->run, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
+            if (r->img) run_image_shrink(r->img);
             d.layers = layers, d.n_sel_layers = n_layers;
             d.heads = NULL, d.n_sel_heads = 0;
             d.init_layer = layers ? layers[0] : 0;
@@ -1130,7 +1130,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     end_notes();
     end_turn(lv, r->model);
     pred_free(&pred);
-    pipeline_spelling_free(&words);
+    session_spelling_free(&words);
     live_release(lv, r);
     return st;
 }

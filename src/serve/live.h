@@ -79,15 +79,15 @@ LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t le
  * (LIVE_BUSY past --queue), so a stream that has begun has its place; the
  * generation then waits for the model's turn within --timeout, and *cancel
  * (the client went away) ends the wait or the generation at the next token. */
-struct Pipeline;
+struct Session;
 struct PipeGenSpec;
 LiveStatus live_queue_enter(Live *lv, AvErr *e);
 void live_queue_leave(Live *lv);
-/* Model m's pipeline, for what only reads it (tokenizing, a chat's prompt, spellings): any thread. */
-const struct Pipeline *live_pipeline(const Live *lv, int m);
+/* Model m's session, for what only reads it (tokenizing, a chat's prompt, spellings): any thread. */
+const struct Session *live_session(const Live *lv, int m);
 /* Whether model m generates (a decoder with a language-model head): NULL, else why not. */
 const char *live_cannot_generate(const Live *lv, int m);
-/* pipeline_generate on model m in its turn (pipeline.h's spec, sink and
+/* run_generate on model m's run in its turn (pipeline.h's spec, sink and
  * result; its warnings are not kept): LIVE_BAD_INPUT for what the spec asks
  * that cannot be, LIVE_TIMEOUT, LIVE_FAILED; LIVE_OK when cancelled too (the
  * result's finish says so). */

@@ -30,6 +30,7 @@
 #include "generate.h"
 #include "output.h"
 #include "serve_http.h"
+#include "session.h"
 #include "util.h"
 #include "version.h"
 
@@ -527,9 +528,9 @@ const char *oa_route_method(const char *url) {
 
 /* The id /v1/models lists for model i: its name, or name-i when another model shares it. */
 static void model_id(const Live *lv, int i, char *out, size_t len) {
-    const char *name = pipeline_name(live_pipeline(lv, i));
+    const char *name = session_name(live_session(lv, i));
     int shared = 0;
-    for (int k = 0; k < live_n_models(lv); k++) shared |= k != i && !strcmp(pipeline_name(live_pipeline(lv, k)), name);
+    for (int k = 0; k < live_n_models(lv); k++) shared |= k != i && !strcmp(session_name(live_session(lv, k)), name);
     if (shared) snprintf(out, len, "%s-%d", name, i);
     else snprintf(out, len, "%s", name);
 }
@@ -660,7 +661,7 @@ static void token_entry(FILE *f, const char *bytes, size_t nb, double logprob, i
 
 static int id_bytes(const Job *j, int id, char **b, size_t *n) {
     AvErr e;
-    return pipeline_token_bytes(live_pipeline(j->lv, j->model), id, b, n, &e);
+    return session_token_bytes(live_session(j->lv, j->model), id, b, n, &e);
 }
 
 /* Chat's {"token","logprob","bytes","top_logprobs":[...]} of one token. */
@@ -719,9 +720,9 @@ static size_t utf8_chars(const char *s, size_t n) {
  * one's logprob and top ones when asked), then [layer][head] arrays. */
 static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, int id, const PipeGenToken *t) {
     const int L = a->n_layers, H = a->n_heads, B = L * H, K = a->top_k, pos = a->pos0 + i, nk = pos + 1;
-    const Pipeline *p = live_pipeline(j->lv, j->model);
+    const Session *p = live_session(j->lv, j->model);
     fprintf(f, "{\"position\":%d,\"id\":%d,\"token\":", pos, id);
-    const char *sp = pipeline_token(p, id), *tx = pipeline_token_text(p, id);
+    const char *sp = session_token(p, id), *tx = session_token_text(p, id);
     json_write_string(f, sp ? sp : "");
     fputs(",\"text\":", f);
     json_write_string(f, tx ? tx : "");
@@ -730,7 +731,7 @@ static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, in
         put_double(f, t->logprob);
         fputs(",\"top\":[", f);
         for (int k = 0; k < t->n_top; k++) {
-            const char *ts = pipeline_token(p, t->top_ids[k]), *tt = pipeline_token_text(p, t->top_ids[k]);
+            const char *ts = session_token(p, t->top_ids[k]), *tt = session_token_text(p, t->top_ids[k]);
             fprintf(f, "%s{\"id\":%d,\"token\":", k ? "," : "", t->top_ids[k]);
             json_write_string(f, ts ? ts : "");
             fputs(",\"text\":", f);
@@ -799,8 +800,8 @@ static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, in
 
 /* "layers":[...],"heads":[...],"top_k":K,"stats":B,"rows":B (the kept selection) */
 static void attn_header(FILE *f, const Job *j) {
-    const Pipeline *p = live_pipeline(j->lv, j->model);
-    const ModelConfig *c = pipeline_config(p);
+    const Session *p = live_session(j->lv, j->model);
+    const ModelConfig *c = session_config(p);
     int seen[CAP_MAX_LAYERS];
     for (int w = 0; w < 2; w++) {
         const int *v = w ? j->q.heads : j->q.layers, nv = w ? j->q.n_heads : j->q.n_layers,
@@ -823,7 +824,7 @@ static void attn_header(FILE *f, const Job *j) {
 
 /* "sequence":{"n_prompt","ids","tokens","text"}: every position's id, spelling and text as read. */
 static void attn_sequence(FILE *f, const Job *j) {
-    const Pipeline *p = live_pipeline(j->lv, j->model);
+    const Session *p = live_session(j->lv, j->model);
     const int n = j->n_ids + j->n_gen;
     fprintf(f, "\"sequence\":{\"n_prompt\":%d,\"ids\":[", j->n_ids);
     for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", i < j->n_ids ? j->ids[i] : j->gen_ids[i - j->n_ids]);
@@ -831,7 +832,7 @@ static void attn_sequence(FILE *f, const Job *j) {
         fputs(w ? "],\"text\":[" : "],\"tokens\":[", f);
         for (int i = 0; i < n; i++) {
             const int id = i < j->n_ids ? j->ids[i] : j->gen_ids[i - j->n_ids];
-            const char *s = w ? pipeline_token_text(p, id) : pipeline_token(p, id);
+            const char *s = w ? session_token_text(p, id) : session_token(p, id);
             if (i) fputc(',', f);
             json_write_string(f, s ? s : "");
         }
@@ -1193,10 +1194,10 @@ static char *whole_response(Job *j, const PipeGenResult *r) {
 
 /* The prompt's ids: the text (chat: the rendered messages) tokenized, or the ids given. */
 static int prompt_ids(Job *j, OaError *err) {
-    const Pipeline *p = live_pipeline(j->lv, j->model);
+    const Session *p = live_session(j->lv, j->model);
     AvErr e = {0};
     if (j->q.prompt_ids) {
-        const int vocab = pipeline_config(p)->vocab_size;
+        const int vocab = session_config(p)->vocab_size;
         for (int i = 0; i < j->q.n_prompt_ids; i++)
             if (j->q.prompt_ids[i] >= vocab)
                 return BAD("prompt", "token id %d is outside the model's vocabulary (%d)", j->q.prompt_ids[i], vocab);
@@ -1205,9 +1206,9 @@ static int prompt_ids(Job *j, OaError *err) {
         return 0;
     }
     char *text = NULL;
-    if (j->q.chat && pipeline_chat_prompt(p, j->q.msgs, j->q.n_msgs, &text, &e) != 0)
+    if (j->q.chat && session_chat_prompt(p, j->q.msgs, j->q.n_msgs, &text, &e) != 0)
         return BAD("messages", "%s", e.msg);
-    int rc = pipeline_prompt_ids(p, j->q.chat ? text : j->q.prompt, j->q.chat, &j->ids, &j->n_ids, &e);
+    int rc = session_prompt_ids(p, j->q.chat ? text : j->q.prompt, j->q.chat, &j->ids, &j->n_ids, &e);
     free(text);
     if (rc) return BAD(j->q.chat ? "messages" : "prompt", "%s", e.msg);
     return 0;
@@ -1222,10 +1223,10 @@ static int job_prepare(Job *j, OaError *err) {
         return -1;
     }
     model_id(j->lv, j->model, j->model_id, sizeof j->model_id);
-    const Pipeline *p = live_pipeline(j->lv, j->model);
-    const ModelConfig *c = pipeline_config(p);
-    if (q->chat && pipeline_chat_missing(p))
-        return BAD("messages", "%s: %s", j->model_id, pipeline_chat_missing(p));
+    const Session *p = live_session(j->lv, j->model);
+    const ModelConfig *c = session_config(p);
+    if (q->chat && session_chat_missing(p))
+        return BAD("messages", "%s: %s", j->model_id, session_chat_missing(p));
     for (int i = 0; i < q->n_layers; i++)
         if (q->layers[i] >= c->num_layers)
             return BAD("attention.layers", "attention.layers: layer %d is not in the model (0 to %d)", q->layers[i], c->num_layers - 1);
