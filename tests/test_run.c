@@ -247,23 +247,23 @@ START_TEST(the_server_api_spells_predictions_for_the_writers) {
     ck_assert_msg(run_open(&r, s, &o, &e) == 0, "%s", e.msg);
     TokEncoding enc = {0};
     ck_assert_int_eq(run_tokens(r, "the cat sat", NULL, &enc, &e), 0);
-    Capture cap;
-    CapPredictions pred = {0};
-    ck_assert_int_eq(model_capture_select(&cap, &s->cfg, enc.n, 1, 0, NULL, 0, NULL, 0, &e), 0);
-    ck_assert_msg(run_forward(r, &enc, &cap, 2, &pred, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(pred.n, enc.n); /* causal: every position */
-    OutSpelling w = {0};
-    ck_assert_int_eq(session_spell(s, pred.ids, pred.n * pred.k, &w, &e), 0);
-    ck_assert_int_eq(w.n, pred.n * pred.k);
-    for (int i = 0; i < w.n; i++) ck_assert_ptr_nonnull(w.token[i]);
+    InputResult res = {0};
+    ck_assert_int_eq(model_capture_select(&res.cap, &s->cfg, enc.n, 1, 0, NULL, 0, NULL, 0, &e), 0);
+    ck_assert_msg(run_forward(r, &enc, &res.cap, 2, &res.pred, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(res.pred.n, enc.n); /* causal: every position */
+    ck_assert_int_eq(session_spell(s, res.pred.ids, res.pred.n * res.pred.k, &res.pred_words, &e), 0);
+    ck_assert_int_eq(res.pred_words.n, res.pred.n * res.pred.k);
+    for (int i = 0; i < res.pred_words.n; i++) ck_assert_ptr_nonnull(res.pred_words.token[i]);
     OutDoc d;
-    run_doc(r, &d, &enc, &cap, &pred, &w, "the cat sat", NULL);
-    ck_assert_ptr_eq(d.pred, &pred);
-    ck_assert_ptr_eq(d.pred_words, &w);
+    o.predict.k = 2; /* the document shows what the settings ask for */
+    input_doc(s, &o, &res, &d, &enc, &res.cap, "the cat sat", NULL);
+    ck_assert_ptr_eq(d.pred, &res.pred);
+    ck_assert_ptr_eq(d.pred_words, &res.pred_words);
     ck_assert_ptr_null(d.gen_words);
-    session_spelling_free(&w);
-    pred_free(&pred);
-    model_capture_free(&cap);
+    o.predict.k = 0;
+    input_doc(s, &o, &res, &d, &enc, &res.cap, "the cat sat", NULL);
+    ck_assert_ptr_null(d.pred);
+    input_result_free(&res);
     tok_encoding_free(&enc);
     run_close(r);
     session_close(s);

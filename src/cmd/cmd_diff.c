@@ -16,11 +16,11 @@
 static int run_owned(Run *r, const TokEncoding *enc, Capture *cap, AvErr *e) {
     if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
     double t0 = av_now_ms();
-    int rc = model_forward(&r->s->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->cap, e);
+    int rc = model_forward(&r->s->model, &r->rs, enc->ids, enc->type_ids, enc->n, &r->in.cap, e);
     r->t_fwd += av_now_ms() - t0;
     if (rc != 0) return -1;
-    *cap = r->cap;
-    memset(&r->cap, 0, sizeof r->cap);
+    *cap = r->in.cap;
+    memset(&r->in.cap, 0, sizeof r->in.cap);
     r->cap_n = 0;
     return 0;
 }

@@ -38,10 +38,7 @@ struct attnviz_result {
     int *layers, *heads;   /* spec.sel's lists, owned */
     char *text_a, *text_b;
     TokEncoding enc;
-    Capture cap;
-    CapPredictions pred;
-    OutSpelling pred_words;
-    int has_pred;
+    InputResult res;       /* its capture, and its predictions when spec.predict.k asks */
 };
 
 /* ---- errors ---- */
@@ -219,9 +216,7 @@ static attnviz_status take_list(const int *in, int n, int limit, const char *wha
 ATTNVIZ_API void attnviz_result_free(attnviz_result *r) {
     if (!r) return;
     tok_encoding_free(&r->enc);
-    model_capture_free(&r->cap);
-    pred_free(&r->pred);
-    session_spelling_free(&r->pred_words);
+    input_result_free(&r->res);
     free(r->layers);
     free(r->heads);
     free(r->text_a);
@@ -307,7 +302,7 @@ static int result_prepare(attnviz_result *r, AvErr *e) {
     int rc = run_tokens(&run, r->text_a, r->text_b, &r->enc, e);
     if (rc == 0) rc = run_capture_fits(&run, r->enc.n, e);
     if (rc == 0)
-        rc = model_capture_select(&r->cap, &r->m->s->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
+        rc = model_capture_select(&r->res.cap, &r->m->s->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
                                   r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, e);
     give_back(r->m, &run);
     return rc;
@@ -318,11 +313,8 @@ static int result_forward(attnviz_result *r, AvErr *e) {
     const int k = r->spec.predict.k;
     Run run;
     lend(r->m, &r->spec, &run);
-    int rc = run_forward(&run, &r->enc, &r->cap, k, &r->pred, e);
-    if (rc == 0 && k) {
-        r->has_pred = 1;
-        rc = session_spell(r->m->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
-    }
+    int rc = run_forward(&run, &r->enc, &r->res.cap, k, &r->res.pred, e);
+    if (rc == 0 && k) rc = session_spell(r->m->s, r->res.pred.ids, r->res.pred.n * r->res.pred.k, &r->res.pred_words, e);
     give_back(r->m, &run);
     return rc;
 }
@@ -371,7 +363,7 @@ static int run_packed(attnviz_result **rs, size_t n, int pack_tokens, size_t *fa
         size_t first = i;
         while (i < n && g < PACK_MAX_INPUTS && rs[i]->enc.n <= pack_tokens && tokens + rs[i]->enc.n <= pack_tokens) {
             encs[g] = rs[i]->enc;
-            caps[g++] = &rs[i]->cap;
+            caps[g++] = &rs[i]->res.cap;
             tokens += rs[i++]->enc.n;
         }
         *failed = first;
@@ -431,11 +423,11 @@ ATTNVIZ_API int attnviz_result_n_tokens(const attnviz_result *r) { return r ? r-
 ATTNVIZ_API int attnviz_result_n_truncated(const attnviz_result *r) { return r ? r->enc.n_truncated : 0; }
 
 ATTNVIZ_API int attnviz_result_n_layers(const attnviz_result *r) {
-    return r ? (r->layers ? r->spec.sel.n_layers : r->cap.n_layers) : 0;
+    return r ? (r->layers ? r->spec.sel.n_layers : r->res.cap.n_layers) : 0;
 }
 
 ATTNVIZ_API int attnviz_result_n_heads(const attnviz_result *r) {
-    return r ? (r->heads ? r->spec.sel.n_heads : r->cap.n_heads) : 0;
+    return r ? (r->heads ? r->spec.sel.n_heads : r->res.cap.n_heads) : 0;
 }
 
 ATTNVIZ_API int attnviz_result_layer(const attnviz_result *r, int i) {
@@ -467,17 +459,17 @@ ATTNVIZ_API int attnviz_result_shape(const attnviz_result *r, attnviz_tensor t, 
     const size_t L = (size_t)attnviz_result_n_layers(r), H = (size_t)attnviz_result_n_heads(r), n = (size_t)r->enc.n;
     switch (t) {
     case ATTNVIZ_ATTENTION:
-        if (!r->cap.attn) return 0;
+        if (!r->res.cap.attn) return 0;
         shape[0] = L, shape[1] = H, shape[2] = n, shape[3] = n;
         return 4;
     case ATTNVIZ_QUERIES:
     case ATTNVIZ_KEYS:
-        if (!r->cap.q) return 0;
-        shape[0] = L, shape[1] = H, shape[2] = n, shape[3] = (size_t)r->cap.head_dim;
+        if (!r->res.cap.q) return 0;
+        shape[0] = L, shape[1] = H, shape[2] = n, shape[3] = (size_t)r->res.cap.head_dim;
         return 4;
     case ATTNVIZ_HIDDEN:
-        if (!r->cap.hidden) return 0;
-        shape[0] = (size_t)r->cap.n_layers + 1, shape[1] = n, shape[2] = (size_t)r->cap.hidden_size;
+        if (!r->res.cap.hidden) return 0;
+        shape[0] = (size_t)r->res.cap.n_layers + 1, shape[1] = n, shape[2] = (size_t)r->res.cap.hidden_size;
         return 3;
     }
     return 0;
@@ -486,10 +478,10 @@ ATTNVIZ_API int attnviz_result_shape(const attnviz_result *r, attnviz_tensor t, 
 ATTNVIZ_API const float *attnviz_result_data(const attnviz_result *r, attnviz_tensor t) {
     if (!r) return NULL;
     switch (t) {
-    case ATTNVIZ_ATTENTION: return r->cap.attn;
-    case ATTNVIZ_QUERIES: return r->cap.q;
-    case ATTNVIZ_KEYS: return r->cap.k;
-    case ATTNVIZ_HIDDEN: return r->cap.hidden;
+    case ATTNVIZ_ATTENTION: return r->res.cap.attn;
+    case ATTNVIZ_QUERIES: return r->res.cap.q;
+    case ATTNVIZ_KEYS: return r->res.cap.k;
+    case ATTNVIZ_HIDDEN: return r->res.cap.hidden;
     }
     return NULL;
 }
@@ -511,23 +503,23 @@ ATTNVIZ_API attnviz_status attnviz_result_copy(const attnviz_result *r, attnviz_
     return ATTNVIZ_OK;
 }
 
-ATTNVIZ_API int attnviz_result_n_predictions(const attnviz_result *r) { return r && r->has_pred ? r->pred.n : 0; }
-ATTNVIZ_API int attnviz_result_predict_k(const attnviz_result *r) { return r && r->has_pred ? r->pred.k : 0; }
+/* a result with predictions was run with spec.predict.k set (results exist only once run) */
+static const CapPredictions *result_pred(const attnviz_result *r) { return r && r->spec.predict.k ? &r->res.pred : NULL; }
+ATTNVIZ_API int attnviz_result_n_predictions(const attnviz_result *r) { return result_pred(r) ? r->res.pred.n : 0; }
+ATTNVIZ_API int attnviz_result_predict_k(const attnviz_result *r) { return result_pred(r) ? r->res.pred.k : 0; }
 ATTNVIZ_API const int *attnviz_result_prediction_positions(const attnviz_result *r) {
-    return r && r->has_pred ? r->pred.position : NULL;
+    return result_pred(r) ? r->res.pred.position : NULL;
 }
-ATTNVIZ_API const int *attnviz_result_prediction_ids(const attnviz_result *r) { return r && r->has_pred ? r->pred.ids : NULL; }
+ATTNVIZ_API const int *attnviz_result_prediction_ids(const attnviz_result *r) { return result_pred(r) ? r->res.pred.ids : NULL; }
 ATTNVIZ_API const float *attnviz_result_prediction_probs(const attnviz_result *r) {
-    return r && r->has_pred ? r->pred.probs : NULL;
+    return result_pred(r) ? r->res.pred.probs : NULL;
 }
 
 /* ---- outputs ---- */
 
 /* The document the CLI's writers read, for this result's settings. */
 static void result_doc(const attnviz_result *r, const RunSpec *o, OutDoc *d) {
-    session_doc(r->m->s, o, d, &r->enc, &r->cap, r->text_a, r->text_b);
-    d->pred = r->has_pred ? &r->pred : NULL;
-    d->pred_words = r->has_pred ? &r->pred_words : NULL;
+    input_doc(r->m->s, o, &r->res, d, &r->enc, &r->res.cap, r->text_a, r->text_b);
 }
 
 /* The CLI's writer of that kind into path, atomically (a temporary file renamed into place),

@@ -183,11 +183,11 @@ static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
         }
         int rc = run_ensure_buffers(r, enc.n, &le);
         double t0 = av_now_ms();
-        run_score_input(&r->cap, &enc);
-        if (rc == 0) rc = model_forward(&r->s->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->cap, &le);
+        run_score_input(&r->in.cap, &enc);
+        if (rc == 0) rc = model_forward(&r->s->model, &r->rs, enc.ids, enc.type_ids, enc.n, &r->in.cap, &le);
         r->t_fwd += av_now_ms() - t0;
         if (rc == 0) run_warn_truncated(r, &enc, lineno);
-        if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, bs->jsonl, &le);
+        if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->in.cap, bs->jsonl, &le);
         if (rc != 0) line_failed(bs, lineno, le.msg);
         else bs->done++;
         tok_encoding_free(&enc);

@@ -11,6 +11,8 @@
 
 #include "config.h"
 #include "err.h"
+#include "flow.h"
+#include "lens.h"
 #include "model.h"
 #include "settings.h"
 #include "output.h"
@@ -18,6 +20,31 @@
 
 typedef struct Session Session;
 typedef struct Run Run;
+
+/* What one input's pass leaves, as the writers read it: the capture, what the
+ * model predicted or generated (spelled for the writers: they never see the
+ * tokenizer) and the residual-stream analyses. The run's current input, each
+ * library result and each server run hold one; parts not asked for stay empty. */
+typedef struct {
+    Capture cap;            /* the pass's capture */
+    CapPredictions pred;    /* --predict K: the top-K (every position, or the masks) */
+    OutSpelling pred_words; /* pred's ids spelled */
+    CapGeneration gen;      /* --generate N: the steps */
+    OutSpelling gen_words;  /* their top-K spelled */
+    char *gen_text;         /* the generated continuation, decoded */
+    LensResult lens;        /* --logit-lens, --attribution, --ablate */
+    OutSpelling lens_words; /* run_lens.c's ids spelled */
+    FlowResult flow;        /* --flow */
+    const OutImage *image;  /* --image: the picture and its tokens' places (run_image.c, run_vlm.c), not owned */
+} InputResult;
+
+void input_result_free(InputResult *in);
+/* The document the writers read for one input of s's model (valid while its
+ * parts live): the session's description (session_doc), enc and cap (the
+ * input's, or a view derived from them), the texts, and of in what o asks
+ * for (its predictions, generation, lens and flow) and its image. */
+void input_doc(const Session *s, const RunSpec *o, const InputResult *in, OutDoc *d, const TokEncoding *enc,
+               const Capture *cap, const char *a, const char *b);
 
 /* ---- the commands */
 
@@ -58,8 +85,7 @@ void run_init(Run *r, const Session *s, const RunSpec *o);
 void run_free(Run *r);
 
 /* ---- one input at a time, for a server or library that keeps the model
- * loaded: a run is used by one caller at a time (run_doc excepted, which only
- * reads) */
+ * loaded: a run is used by one caller at a time */
 
 /* Tokens of a (and b), truncated to the model's positions or --max-tokens
  * (enc->n_truncated, warned as the command line words it). */
@@ -73,10 +99,6 @@ int run_forward(Run *r, const TokEncoding *enc, Capture *cap, int k, CapPredicti
 /* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
  * input g's attention into caps[g] exactly as run_forward leaves it alone. */
 int run_forward_packed(Run *r, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e);
-/* The document the writers read for that input (valid while its parts live);
- * pred_words: pred's ids spelled (session_spell). */
-void run_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
-             const OutSpelling *pred_words, const char *a, const char *b);
 /* One picture on a vision encoder, for a server (attnviz serve's uploads) and
  * the command line: decoded from len bytes (name: what messages call it;
  * max_pixels: img_decode_limit's bound, 0 the decoder's own), preprocessed,
@@ -95,8 +117,9 @@ const unsigned char *run_image_picture(const PipeImage *im, size_t *len);
 int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e);
 /* Drops the pixel values (a later pass makes them again from the kept picture). */
 void run_image_shrink(PipeImage *im);
-/* The document the writers read for it (after its first pass: its image member). */
-void run_image_doc(const Run *r, const PipeImage *im, OutDoc *d, const Capture *cap);
+/* What the writers read of it (an InputResult's image: input_doc opens its page on
+ * the picture), NULL before its first pass. */
+const OutImage *run_image_out(const PipeImage *im);
 void run_image_free(PipeImage *im);
 /* attnviz serve, an encoder-decoder model (cfg.enc_dec): the source's tokens
  * and the decoder's (decoder_start_token_id, then target's tokens, as

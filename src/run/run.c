@@ -43,14 +43,14 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     if (n <= r->cap_n) return 0;
     const RunSpec *o = &r->spec;
     if (run_capture_fits(r, n, e) != 0) return -1;
-    model_capture_free(&r->cap);
+    model_capture_free(&r->in.cap);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
     r->cap_n = 0;
     if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->s->cfg, n, e) != 0) return -1;
-    if (run_capture_make(r, &r->cap, n, e) != 0) return -1;
-    if (run_lens_wanted(o) && model_capture_internals(&r->cap, &r->s->cfg, e) != 0) return -1;
+    if (run_capture_make(r, &r->in.cap, n, e) != 0) return -1;
+    if (run_lens_wanted(o) && model_capture_internals(&r->in.cap, &r->s->cfg, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
@@ -75,22 +75,39 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
     return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
 }
 
+void input_doc(const Session *s, const RunSpec *o, const InputResult *in, OutDoc *d, const TokEncoding *enc,
+               const Capture *cap, const char *a, const char *b) {
+    session_doc(s, o, d, enc, cap, a, b);
+    d->pred = o->predict.k && !o->capture.tokens_only ? &in->pred : NULL;
+    d->gen = o->predict.generate_n && !o->capture.tokens_only ? &in->gen : NULL;
+    d->gen_text = in->gen_text;
+    d->pred_words = d->pred ? &in->pred_words : NULL;
+    d->gen_words = d->gen ? &in->gen_words : NULL;
+    if (run_lens_wanted(o) && !o->capture.tokens_only && cap && in->lens.n) {
+        d->lens = &in->lens;
+        d->lens_words = &in->lens_words;
+    }
+    if (o->lens.flow && !o->capture.tokens_only && cap && in->flow.on) d->flow = &in->flow;
+    d->image = in->image;
+    if (d->image && !d->init_view) d->init_view = "image"; /* an image run's page opens on the picture */
+}
+
+void input_result_free(InputResult *in) {
+    model_capture_free(&in->cap);
+    pred_free(&in->pred);
+    session_spelling_free(&in->pred_words);
+    gen_free(&in->gen);
+    session_spelling_free(&in->gen_words);
+    free(in->gen_text);
+    lens_free(&in->lens);
+    session_spelling_free(&in->lens_words);
+    flow_free(&in->flow);
+    memset(in, 0, sizeof *in);
+}
+
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a,
                   const char *b) {
-    const RunSpec *o = &r->spec;
-    session_doc(r->s, o, d, enc, cap, a, b);
-    d->pred = o->predict.k && !o->capture.tokens_only ? &r->pred : NULL;
-    d->gen = o->predict.generate_n && !o->capture.tokens_only ? &r->gen : NULL;
-    d->gen_text = r->gen_text;
-    d->pred_words = d->pred ? &r->pred_words : NULL;
-    d->gen_words = d->gen ? &r->gen_words : NULL;
-    if (run_lens_wanted(o) && !o->capture.tokens_only && cap && r->lens.n) {
-        d->lens = &r->lens;
-        d->lens_words = &r->lens_words;
-    }
-    if (o->lens.flow && !o->capture.tokens_only && cap && r->flow.on) d->flow = &r->flow;
-    d->image = r->image;
-    if (d->image && !d->init_view) d->init_view = "image"; /* an image run's page opens on the picture */
+    input_doc(r->s, &r->spec, &r->in, d, enc, cap, a, b);
 }
 
 /* The positions of a masked model's mask tokens. */
@@ -155,17 +172,17 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
                      .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->s->cfg.eos_ids, .n_eos = r->s->cfg.n_eos,
                      .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
     int rc = 0;
-    if (o->predict.k) rc = pred_alloc(&r->pred, total, o->predict.k, e);
-    go.all = o->predict.k ? &r->pred : NULL;
+    if (o->predict.k) rc = pred_alloc(&r->in.pred, total, o->predict.k, e);
+    go.all = o->predict.k ? &r->in.pred : NULL;
     RunProgress pr;
     run_progress_begin(&pr, o, "prompt");
     go.progress = (ModelProgress){run_progress_model, &pr};
-    if (rc == 0) rc = gen_run(&r->s->model, &r->rs, &r->kv, &r->cap, ids, enc->n, &go, &r->gen, &n, e);
+    if (rc == 0) rc = gen_run(&r->s->model, &r->rs, &r->kv, &r->in.cap, ids, enc->n, &go, &r->in.gen, &n, e);
     run_progress_end(&pr);
     if (rc == 0) rc = tok_encoding_append(r->s->tok, enc, ids + enc->n, n - enc->n, e);
-    if (rc == 0) rc = tok_decode(r->s->tok, ids + r->gen.n_prompt, n - r->gen.n_prompt, &r->gen_text, e);
+    if (rc == 0) rc = tok_decode(r->s->tok, ids + r->in.gen.n_prompt, n - r->in.gen.n_prompt, &r->in.gen_text, e);
     /* an instruct model given bare text often ends its turn at once */
-    if (rc == 0 && r->gen.stop == CAP_STOP_EOS && r->gen.n_generated <= 1 && !o->quiet && !o->batch.path && !run_is_chat(o))
+    if (rc == 0 && r->in.gen.stop == CAP_STOP_EOS && r->in.gen.n_generated <= 1 && !o->quiet && !o->batch.path && !run_is_chat(o))
         av_info("the model ended at once with its end token %s: an instruct model answers a chat; wrap the text as one "
                 "with --chat", tok_id_to_token(r->s->tok, ids[n - 1]) ? tok_id_to_token(r->s->tok, ids[n - 1]) : "");
     free(ids);
@@ -251,32 +268,32 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int t
     if (!tokenized && run_tokenize(r, a, b, enc, e) != 0) return -1;
     if (o->capture.tokens_only) return 0;
     double t0;
-    pred_free(&r->pred);
-    gen_free(&r->gen);
-    free(r->gen_text);
-    r->gen_text = NULL;
+    pred_free(&r->in.pred);
+    gen_free(&r->in.gen);
+    free(r->in.gen_text);
+    r->in.gen_text = NULL;
     t0 = av_now_ms();
     int rc;
     if (o->predict.generate_n) {
         rc = generate(r, enc, e);
     } else {
         if (run_ensure_buffers(r, enc->n, e) != 0) return -1;
-        run_score_input(&r->cap, enc);
+        run_score_input(&r->in.cap, enc);
         RunProgress pr;
         run_progress_begin(&pr, o, "forward pass");
         const ModelProgress watch = {o->batch.path ? NULL : run_progress_model, &pr}; /* a batch counts its lines */
-        rc = model_forward_watched(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->cap, o->predict.k > 0,
+        rc = model_forward_watched(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, enc->n, &r->in.cap, o->predict.k > 0,
                                    &watch, e);
         run_progress_end(&pr);
-        if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->pred, e);
+        if (rc == 0 && o->predict.k) rc = predict(r, enc, o->predict.k, &r->in.pred, e);
     }
     /* after the predictions: ablation reruns the pass in the run state */
     if (rc == 0 && run_lens_wanted(o)) rc = run_lens(r, enc, e);
     r->t_fwd += av_now_ms() - t0;
     /* spelled now, so the writers read words, not the tokenizer */
-    if (rc == 0 && o->predict.k) rc = session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e);
+    if (rc == 0 && o->predict.k) rc = session_spell(r->s, r->in.pred.ids, r->in.pred.n * r->in.pred.k, &r->in.pred_words, e);
     if (rc == 0 && o->predict.generate_n)
-        rc = session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e);
+        rc = session_spell(r->s, r->in.gen.steps.ids, r->in.gen.steps.n * r->in.gen.steps.k, &r->in.gen_words, e);
     return rc;
 }
 
@@ -407,16 +424,16 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
                     : model_capture_telemetry(&cap, &r->s->cfg, n, HTML_LONG_TOP_K, enc->ids, NULL, 0, NULL, 0, e) != 0) ||
         model_capture_maxpool(&cap, over, e) != 0)
         goto done;
-    pred_free(&r->pred);
+    pred_free(&r->in.pred);
     RunProgress pr;
     run_progress_begin(&pr, o, "forward pass");
     const ModelProgress watch = {run_progress_model, &pr};
     rc = model_forward_watched(&r->s->model, &r->rs, NULL, enc->ids, enc->type_ids, n, &cap, o->predict.k > 0, &watch, e);
     run_progress_end(&pr);
     if (rc != 0 || (rc = -1, 0)) goto done;
-    if (o->predict.k && predict(r, enc, o->predict.k, &r->pred, e) != 0) goto done;
+    if (o->predict.k && predict(r, enc, o->predict.k, &r->in.pred, e) != 0) goto done;
     r->t_fwd += av_now_ms() - t0;
-    if (o->predict.k && session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e) != 0) goto done;
+    if (o->predict.k && session_spell(r->s, r->in.pred.ids, r->in.pred.n * r->in.pred.k, &r->in.pred_words, e) != 0) goto done;
     t0 = av_now_ms();
     /* the document's meta (as attnviz serve describes a run), then the page's own tiles member */
     OutDoc d;
@@ -488,13 +505,13 @@ int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jso
             return rc;
         }
         if (rc == 0) rc = process(r, a, b, &enc, 1, e);
-        if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
+        if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->in.cap, jsonl, e);
         tok_encoding_free(&enc);
         return rc;
     }
     int rc = process(r, a, b, &enc, 0, e);
     if (rc == 0) run_warn_truncated(r, &enc, lineno);
-    if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->cap, jsonl, e);
+    if (rc == 0) rc = run_finish_input(r, a, b, lineno, &enc, &r->in.cap, jsonl, e);
     tok_encoding_free(&enc);
     return rc;
 }
@@ -586,13 +603,13 @@ int run_finish_heads(Run *r, AvErr *e) {
             double t0 = av_now_ms();
             int rc = tok_encoding_append(r->s->tok, &enc, in->ids + (size_t)s * in->n_ids, in->n_ids, e);
             if (rc == 0) rc = run_ensure_buffers(r, enc.n, e);
-            if (rc == 0) run_score_input(&r->cap, &enc);
-            if (rc == 0) rc = model_forward_kv(&r->s->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->cap, 0, e);
+            if (rc == 0) run_score_input(&r->in.cap, &enc);
+            if (rc == 0) rc = model_forward_kv(&r->s->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->in.cap, 0, e);
             r->t_fwd += av_now_ms() - t0;
             Capture cap_norm, scored = {0};
-            if (rc == 0) rc = norm_view(r, &r->cap, &cap_norm, e);
+            if (rc == 0) rc = norm_view(r, &r->in.cap, &cap_norm, e);
             if (rc == 0) {
-                run_fill_doc(r, &d, &enc, &r->cap, NULL, NULL);
+                run_fill_doc(r, &d, &enc, &r->in.cap, NULL, NULL);
                 if (cap_norm.nattn) rc = na_shares_capture(&cap_norm, &scored, e), d.cap = &scored;
                 if (rc == 0) rc = heads_add_induction(hs, &d, e);
                 na_shares_free(&scored);
@@ -654,18 +671,10 @@ static int init_scores(Run *r, AvErr *e) {
 }
 
 void run_free(Run *r) {
-    model_capture_free(&r->cap);
+    input_result_free(&r->in);
     free(r->nattn);
     model_runstate_free(&r->rs);
     model_kv_free(&r->kv);
-    pred_free(&r->pred);
-    gen_free(&r->gen);
-    session_spelling_free(&r->pred_words);
-    session_spelling_free(&r->gen_words);
-    lens_free(&r->lens);
-    flow_free(&r->flow);
-    session_spelling_free(&r->lens_words);
-    free(r->gen_text);
     stats_free(&r->stats);
     stats_free(&r->s2s_stats[0]);
     stats_free(&r->s2s_stats[1]);
@@ -759,14 +768,4 @@ int run_forward_packed(Run *r, const TokEncoding *encs, int n, Capture *const *c
     free(ids);
     free(types);
     return rc;
-}
-
-void run_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const CapPredictions *pred,
-             const OutSpelling *pred_words, const char *a, const char *b) {
-    run_fill_doc(r, d, enc, cap, a, b);
-    d->pred = pred;
-    d->pred_words = pred ? pred_words : NULL;
-    d->gen = NULL;
-    d->gen_words = NULL;
-    d->gen_text = NULL;
 }

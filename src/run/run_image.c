@@ -42,7 +42,7 @@ struct PipeImage {
     Capture tcap;
     float *text_embed;
     double logit;
-    OutImage oi;           /* what the writers read (run_image_doc) */
+    OutImage oi;           /* what the writers read (run_image_out) */
 };
 
 void run_image_free(PipeImage *im) {
@@ -215,11 +215,7 @@ int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e) {
     return 0;
 }
 
-void run_image_doc(const Run *r, const PipeImage *im, OutDoc *d, const Capture *cap) {
-    run_doc(r, d, &im->enc, cap, NULL, NULL, im->text ? im->text : "", NULL);
-    d->image = im->ran ? &im->oi : NULL;
-    if (d->image && !d->init_view) d->init_view = "image";
-}
+const OutImage *run_image_out(const PipeImage *im) { return im->ran ? &im->oi : NULL; }
 
 /* ---------------------------------------------------------------- the other tower's page */
 
@@ -281,8 +277,8 @@ int run_image(Run *r, AvErr *e) {
     const int n = im->n;
     if (run_ensure_buffers(r, n, e)) goto done;
     r->t_tok += av_now_ms() - t0;
-    run_score_input(&r->cap, &im->enc);
-    if (run_image_forward(r, im, &r->cap, e)) goto done;
+    run_score_input(&r->in.cap, &im->enc);
+    if (run_image_forward(r, im, &r->in.cap, e)) goto done;
     run_image_shrink(im);
     if (o->text_a && !o->quiet)
         av_info("%s and \"%.60s\": logit %.4f%s", o->image, o->text_a, im->logit,
@@ -294,9 +290,9 @@ int run_image(Run *r, AvErr *e) {
         run_tower_doc(r, &tower, tname, sizeof tname, "text tower", r->s->model.text, &im->tenc, &im->tcap, im->text);
         im->oi.tower = &tower, im->oi.tower_suffix = ".text.html", im->oi.tower_label = "text tower";
     }
-    r->image = &im->oi;
-    rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &im->enc, &r->cap, NULL, e);
-    r->image = NULL;
+    r->in.image = &im->oi;
+    rc = run_finish_input(r, o->text_a ? o->text_a : "", NULL, 0, &im->enc, &r->in.cap, NULL, e);
+    r->in.image = NULL;
     /* --stats and heads: the scores of this one input, written as a text run's are */
     if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);

@@ -34,18 +34,11 @@ struct Run {
     ChatMessage *chat_msgs; /* --chat-file: its messages */
     int n_chat_msgs;
     RunState rs;
-    Capture cap;
+    InputResult in;      /* the current input's (its capture reused from input to input) */
     int cap_n;           /* tokens the capture and run state hold */
     float *nattn;        /* --measure norm: value-weighted attention, reused input after input */
     size_t nattn_len;    /* its floats */
     KvCache kv;          /* with --generate, cap_n tokens */
-    CapPredictions pred; /* --predict: this input's */
-    CapGeneration gen;   /* --generate: this input's */
-    OutSpelling pred_words, gen_words; /* their ids spelled for the writers */
-    char *gen_text;      /* the generated continuation, decoded */
-    LensResult lens;     /* --logit-lens, --attribution, --ablate: this input's */
-    OutSpelling lens_words; /* run_lens_spell's ids spelled */
-    FlowResult flow;     /* --flow: this input's */
     HeadStats stats;     /* with --stats (an encoder-decoder's: the encoder's) */
     HeadStats s2s_stats[2]; /* an encoder-decoder's --stats: its decoder and cross attention */
     HeadScores heads;    /* attnviz heads */
@@ -54,7 +47,6 @@ struct Run {
     int have_cover;      /* 0: not a batch (one input: its text is what is covered) */
     int *s2s_layers[2], s2s_n_layers[2]; /* unequal depths: the encoder's and the decoder's (and cross) kept layers */
     double t_tok, t_fwd, t_write;
-    const OutImage *image; /* an image run's picture for the writers (run_image.c), else NULL */
 };
 
 /* Short batch inputs wait to share one forward pass (model_forward_packed), at
@@ -79,7 +71,7 @@ int run_capture_fits(const Run *r, int n, AvErr *e);
 int run_record_cover(const Run *r, HeadStats *s, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
 int run_ensure_buffers(Run *r, int n, AvErr *e);
-/* The document the writers read for one input (what the RunSpec selects). */
+/* The document the writers read for the run's current input (input_doc of its settings). */
 void run_fill_doc(const Run *r, OutDoc *d, const TokEncoding *enc, const Capture *cap, const char *a, const char *b);
 /* The truncation warning (lineno > 0: a batch line). */
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno);

@@ -12,11 +12,11 @@ int run_lens_wanted(const RunSpec *o) { return o->lens.lens_k || o->lens.attribu
 /* --flow: from --position's token (default the last) at the top selected layer down to the first */
 static int run_flow(Run *r, AvErr *e) {
     const RunSpec *o = &r->spec;
-    const int n = r->cap.n_tokens;
+    const int n = r->in.cap.n_tokens;
     const int lo = o->sel.layers ? o->sel.layers[0] : 0;
     const int hi = o->sel.layers ? o->sel.layers[o->sel.n_layers - 1] : r->s->cfg.num_layers - 1;
     const int pos = o->lens.position >= 0 ? o->lens.position : n - 1;
-    return flow_routes(&r->s->model, &r->cap, lo, hi, pos, o->lens.flow_threshold, &r->flow, e);
+    return flow_routes(&r->s->model, &r->in.cap, lo, hi, pos, o->lens.flow_threshold, &r->in.flow, e);
 }
 
 /* --target TOKEN: the vocabulary's own spelling (e.g. GPT-2's "Ġthe"), else a
@@ -43,7 +43,7 @@ static int resolve_target(const Run *r, const char *s, int *id, AvErr *e) {
 
 /* The ids the writers show, in OutDoc.lens_words' order. */
 static int spell(Run *r, AvErr *e) {
-    const LensResult *L = &r->lens;
+    const LensResult *L = &r->in.lens;
     const size_t lens_cells = (size_t)L->lens_n * L->n * L->lens_k;
     const size_t total = lens_cells + (size_t)L->n + (size_t)L->attr_n + (L->abl_on ? 1 : 0);
     int *ids = malloc((total ? total : 1) * sizeof *ids);
@@ -53,17 +53,17 @@ static int spell(Run *r, AvErr *e) {
     for (int i = 0; i < L->n; i++) ids[at++] = L->final_id[i];
     for (int i = 0; i < L->attr_n; i++) ids[at++] = L->attr_tid[i];
     if (L->abl_on) ids[at++] = L->abl_target;
-    int rc = session_spell(r->s, ids, (int)at, &r->lens_words, e);
+    int rc = session_spell(r->s, ids, (int)at, &r->in.lens_words, e);
     free(ids);
     return rc;
 }
 
 int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
     const LensSpec *ls = &r->spec.lens;
-    const Capture *cap = &r->cap;
+    const Capture *cap = &r->in.cap;
     const int n = cap->n_tokens;
-    lens_free(&r->lens);
-    flow_free(&r->flow);
+    lens_free(&r->in.lens);
+    flow_free(&r->in.flow);
     if (n != enc->n) return av_err(e, "the capture holds %d tokens, the input %d", n, enc->n);
     int target = -1;
     if (ls->target && resolve_target(r, ls->target, &target, e)) return -1;
@@ -79,19 +79,19 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
     /* attribution's and flow's products are OpenBLAS's: on the run's threads */
     kern_blas_threads(pool_threads(r->spec.threads));
     int rc = lens_any ? lens_logit_lens(&r->s->model, cap, r->spec.sel.layers, r->spec.sel.n_layers, ls->lens_k, r->spec.threads,
-                                        &r->lens, e)
+                                        &r->in.lens, e)
                       : 0;
     if (rc == 0 && ls->attribution) {
         const int one = ls->position >= 0, np = one ? 1 : n;
         int *pos = malloc((size_t)np * sizeof *pos);
         if (!pos) return av_err(e, "out of memory");
         for (int i = 0; i < np; i++) pos[i] = one ? ls->position : i;
-        rc = lens_attribution(&r->s->model, cap, pos, np, target, &r->lens, e);
+        rc = lens_attribution(&r->s->model, cap, pos, np, target, &r->in.lens, e);
         free(pos);
     }
     if (rc == 0 && ls->ablate)
         rc = lens_ablation(&r->s->model, &r->rs, cap, enc->ids, ls->position >= 0 ? ls->position : n - 1, target,
-                           ls->ablate_pairs, ls->n_ablate, ls->ablate_mean, &r->lens, e);
+                           ls->ablate_pairs, ls->n_ablate, ls->ablate_mean, &r->in.lens, e);
     if (rc == 0 && ls->flow) rc = run_flow(r, e);
     if (rc == 0 && lens_any) rc = spell(r, e);
     return rc;

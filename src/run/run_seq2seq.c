@@ -43,7 +43,7 @@ static double capture_limit(const Run *r);
 
 /* The decoder's ids from decoding up to --generate N tokens, greedy or sampled as
  * --temperature, --top-p and --seed say (the decoder-only path's options), --stop
- * included; --predict K: the top-K after every decoder token into r->pred. What the
+ * included; --predict K: the top-K after every decoder token into r->in.pred. What the
  * capture would need at the longest is checked before decoding: decoding may stop
  * sooner (end of sequence), but a run that cannot be kept is not run. */
 static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
@@ -64,9 +64,9 @@ static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, i
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
                      .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->s->cfg.eos_ids,
                      .n_eos = r->s->cfg.n_eos, .stop = o->predict.stop ? run_stop_at_string : NULL, .stop_ctx = r};
-    if (o->predict.k && pred_alloc(&r->pred, max_new + 1, o->predict.k, e)) return -1;
-    go.all = o->predict.k ? &r->pred : NULL;
-    return s2s_generate(&r->s->model, src->ids, src->n, &go, *ids, n, &r->gen, e);
+    if (o->predict.k && pred_alloc(&r->in.pred, max_new + 1, o->predict.k, e)) return -1;
+    go.all = o->predict.k ? &r->in.pred : NULL;
+    return s2s_generate(&r->s->model, src->ids, src->n, &go, *ids, n, &r->in.gen, e);
 }
 
 /* The blocks of the selected layers of a stack (L, H, rows, cols), in order, into a new array (*out). */
@@ -178,11 +178,11 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     if (!target && tok_decode(r->s->tok, ids + 1, nd - 1, &gen_text, e) != 0) goto done;
     if (capture_alloc(r, &cap, src.n, nd, e) != 0) goto done;
     /* --predict with --decoder-text: the top-K after every decoder token (generation kept them as it went) */
-    if (target && o->predict.k && pred_alloc(&r->pred, nd, o->predict.k, e)) goto done;
-    if (s2s_forward(&r->s->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->pred : NULL, e))
+    if (target && o->predict.k && pred_alloc(&r->in.pred, nd, o->predict.k, e)) goto done;
+    if (s2s_forward(&r->s->model, src.ids, src.n, ids, nd, &cap, target && o->predict.k ? &r->in.pred : NULL, e))
         goto done;
-    if (o->predict.k && session_spell(r->s, r->pred.ids, r->pred.n * r->pred.k, &r->pred_words, e)) goto done;
-    if (!target && session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, &r->gen_words, e))
+    if (o->predict.k && session_spell(r->s, r->in.pred.ids, r->in.pred.n * r->in.pred.k, &r->in.pred_words, e)) goto done;
+    if (!target && session_spell(r->s, r->in.gen.steps.ids, r->in.gen.steps.n * r->in.gen.steps.k, &r->in.gen_words, e))
         goto done;
     r->t_fwd += av_now_ms() - t0;
     /* --layers: the stacks hold the selected layers only, in order (the writers read d.layers' indices) */
@@ -215,8 +215,8 @@ int run_seq2seq_input(Run *r, const char *source, const char *target, long linen
     d.init_layer = o->sel.layer >= 0 ? o->sel.layer : out_layer(&d, 0);
     d.init_head = o->sel.head >= 0 ? o->sel.head : -1; /* every head, as bertviz's head view opens */
     /* run_fill_doc's predictions and generation: positions are the decoder's (d.dec_enc's) */
-    d.pred = o->predict.k ? &r->pred : NULL, d.pred_words = d.pred ? &r->pred_words : NULL;
-    d.gen = target ? NULL : &r->gen, d.gen_words = d.gen ? &r->gen_words : NULL;
+    d.pred = o->predict.k ? &r->in.pred : NULL, d.pred_words = d.pred ? &r->in.pred_words : NULL;
+    d.gen = target ? NULL : &r->in.gen, d.gen_words = d.gen ? &r->in.gen_words : NULL;
     d.gen_text = gen_text;
     t0 = av_now_ms();
     if (o->stats) {
@@ -243,10 +243,10 @@ done:
     tok_encoding_free(&dec);
     free(ids);
     free(gen_text);
-    pred_free(&r->pred);
-    gen_free(&r->gen);
-    session_spelling_free(&r->pred_words);
-    session_spelling_free(&r->gen_words);
+    pred_free(&r->in.pred);
+    gen_free(&r->in.gen);
+    session_spelling_free(&r->in.pred_words);
+    session_spelling_free(&r->in.gen_words);
     return rc;
 }
 
@@ -284,12 +284,12 @@ int run_seq2seq_generate(Run *r, const char *source, int n_new, TokEncoding *src
     if (run_tokens(r, source, NULL, src, e) != 0) return -1;
     if (generated_ids(r, src, n_new, &ids, &nd, e) == 0 && decoder_encoding(r, src, ids, nd, dec, e) == 0 &&
         tok_decode(r->s->tok, ids + 1, nd - 1, text, e) == 0 &&
-        session_spell(r->s, r->gen.steps.ids, r->gen.steps.n * r->gen.steps.k, words, e) == 0)
+        session_spell(r->s, r->in.gen.steps.ids, r->in.gen.steps.n * r->in.gen.steps.k, words, e) == 0)
         rc = 0;
     /* the steps become the caller's; the run keeps none of this input */
-    *g = r->gen;
-    memset(&r->gen, 0, sizeof r->gen);
-    pred_free(&r->pred);
+    *g = r->in.gen;
+    memset(&r->in.gen, 0, sizeof r->in.gen);
+    pred_free(&r->in.pred);
     free(ids);
     return rc;
 }

@@ -276,7 +276,7 @@ int run_vlm(Run *r, AvErr *e) {
         model_embed_ids(&r->s->model, v.enc.ids, n, v.x, e))
         goto done;
     memcpy(v.x + (size_t)first * H, v.embeds, (size_t)ni * H * sizeof *v.x);
-    run_score_input(&r->cap, &v.enc);
+    run_score_input(&r->in.cap, &v.enc);
     if (c->vlm_bidir) { /* Gemma 3: the image tokens attend to each other both ways */
         if (!(v.blk_end = calloc((size_t)n, sizeof *v.blk_end))) {
             av_err(e, "out of memory");
@@ -284,7 +284,7 @@ int run_vlm(Run *r, AvErr *e) {
         }
         for (int i = first; i < first + ni; i++) v.blk_end[i] = first + ni;
     }
-    if (model_forward_embeds_blocks(&r->s->model, &r->rs, v.x, n, v.blk_end, &r->cap, 0, e)) goto done;
+    if (model_forward_embeds_blocks(&r->s->model, &r->rs, v.x, n, v.blk_end, &r->in.cap, 0, e)) goto done;
     r->t_fwd += av_now_ms() - t0;
     if (img_encode_png(v.px.rgb, v.px.w, v.px.h, &v.png, &v.png_len, e)) goto done;
     OutImage oi = {.file = o->image, .mode = v.img.mode, .src_w = v.img.w, .src_h = v.img.h,
@@ -305,9 +305,9 @@ int run_vlm(Run *r, AvErr *e) {
     run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v.venc, &v.vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
     oi.tower = &tower, oi.tower_suffix = ".vision.html", oi.tower_label = "vision tower";
-    r->image = &oi;
-    rc = run_finish_input(r, v.chat ? v.chat : o->text_a, NULL, 0, &v.enc, &r->cap, NULL, e);
-    r->image = NULL;
+    r->in.image = &oi;
+    rc = run_finish_input(r, v.chat ? v.chat : o->text_a, NULL, 0, &v.enc, &r->in.cap, NULL, e);
+    r->in.image = NULL;
     if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
 done:

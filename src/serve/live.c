@@ -46,7 +46,9 @@ struct LiveRun {
     char *meta, *warnings;  /* JSON, set with the first capture */
     char *noted;            /* the warnings so far, JSON strings joined by commas (NULL: none) */
     int noted_bad;          /* a warning was lost (out of memory) */
-    Capture cap;            /* lean: no q/k (cap_has_qk) when not (or no longer) computed */
+    /* what its pass left: res.cap lean (no q/k: cap_has_qk) when not (or no
+     * longer) computed; res.gen, gen_words and gen_text when it generated */
+    InputResult res;
     /* an encoder-decoder model's run: b is the decoder's text, enc the source's
      * tokens, dec the decoder's; s2s its three stacks in full (enc_attn NULL
      * when not computed). Full matrices rather than q/k: the seq2seq engine's
@@ -60,9 +62,6 @@ struct LiveRun {
      * page's generation strip (a recompute runs teacher-forced over dec, as
      * the CLI's --generate writes its stacks) */
     int generate;
-    CapGeneration g;
-    OutSpelling gen_words;
-    char *gen_text;
     /* an uploaded picture's run (a vision encoder; a the whole model's text or ""): its tokens are enc's
      * (a view of the picture's own), its pixels made again from its kept picture when evicted */
     PipeImage *img;
@@ -126,13 +125,10 @@ static void liverun_free(LiveRun *r) {
     tok_encoding_free(&r->enc);
     tok_encoding_free(&r->dec);
     s2s_capture_free(&r->s2s);
-    gen_free(&r->g);
-    session_spelling_free(&r->gen_words);
-    free(r->gen_text);
+    input_result_free(&r->res);
     free(r->meta);
     free(r->warnings);
     free(r->noted);
-    model_capture_free(&r->cap);
     free(r);
 }
 
@@ -159,7 +155,7 @@ static const ModelConfig *model_cfg(const Live *lv, int m) { return &lv->m[m].s-
 int live_model_seq2seq(const Live *lv, int m) { return m >= 0 && m < lv->n_models && model_cfg(lv, m)->enc_dec; }
 
 /* the run's capture is there (either kind) */
-static int cached(const LiveRun *r) { return cap_has_qk(&r->cap) || r->s2s.enc_attn != NULL; }
+static int cached(const LiveRun *r) { return cap_has_qk(&r->res.cap) || r->s2s.enc_attn != NULL; }
 
 char *live_models_json(const Live *lv) {
     AvBuf b;
@@ -207,7 +203,7 @@ static LiveRun *find_input(const Live *lv, int m, const char *a, const char *b, 
 
 static void drop_capture(Live *lv, LiveRun *r) {
     if (!cached(r)) return;
-    model_capture_free(&r->cap);
+    model_capture_free(&r->res.cap);
     s2s_capture_free(&r->s2s);
     lv->cached -= r->bytes;
     r->bytes = 0;
@@ -339,19 +335,27 @@ static void drop_notes(void) { av_set_thread_reporter(&(AvReporter){drop_note, N
 
 static void end_notes(void) { av_set_thread_reporter(NULL); }
 
-/* meta and warnings of a run's first pass. */
-static int describe(Live *lv, LiveRun *r, const Capture *cap, const CapPredictions *pred, AvErr *e) {
+/* The document of run r with what its pass left in res: the server's settings, with
+ * predictions as the run asked (r->k), never generation (as the CLI: none unless asked);
+ * an uploaded picture's run, its image (after its first pass). */
+static void run_document(const Live *lv, const LiveRun *r, InputResult *res, OutDoc *d) {
+    RunSpec o = lv->page;
+    o.predict.k = r->k, o.predict.generate_n = 0;
+    res->image = r->img ? run_image_out(r->img) : NULL;
+    input_doc(lv->m[r->model].s, &o, res, d, &r->enc, &res->cap, r->a, r->b);
+}
+
+/* meta and warnings of a run's first pass (res: what it left, its predictions spelled here). */
+static int describe(Live *lv, LiveRun *r, InputResult *res, AvErr *e) {
     const LiveModel *lm = &lv->m[r->model];
+    const Capture *cap = &res->cap;
     if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
-    OutSpelling words = {0};
-    if (r->k > 0 && pred && session_spell(lm->s, pred->ids, pred->n * pred->k, &words, e) != 0) return -1;
-    if (r->img) run_image_doc(lm->run, r->img, &d, cap);
-    else run_doc(lm->run, &d, &r->enc, cap, r->k > 0 ? pred : NULL, &words, r->a, r->b); /* as the CLI: none unless asked */
+    if (r->k > 0 && session_spell(lm->s, res->pred.ids, res->pred.n * res->pred.k, &res->pred_words, e) != 0) return -1;
+    run_document(lv, r, res, &d);
     AvBuf b;
-    if (av_buf_open(&b)) return session_spelling_free(&words), av_err(e, "out of memory");
+    if (av_buf_open(&b)) return av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
-    session_spelling_free(&words);
     if (rc == 0 && fflush(b.f) == 0 && b.len > 0 && b.s[b.len - 1] == '}') {
         /* the tile store's geometry, for the page (tiles.h): a member of meta */
         const int n = r->enc.n, side = tile_side(lv), from = lv->lim.long_from > 0 ? lv->lim.long_from : LIVE_LONG_FROM;
@@ -373,8 +377,8 @@ static int describe_s2s(Live *lv, LiveRun *r, const S2sCapture *cap, AvErr *e) {
     if (r->noted_bad) return av_err(e, "out of memory for the run's warnings");
     OutDoc d;
     CapStack stacks[3];
-    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->gen_text : r->b);
-    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
+    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, cap, NULL, r->a, r->generate ? r->res.gen_text : r->b);
+    if (r->generate) d.gen = &r->res.gen, d.gen_words = &r->res.gen_words, d.gen_text = r->res.gen_text;
     AvBuf b;
     if (av_buf_open(&b)) return av_err(e, "out of memory");
     int rc = html_write_meta(b.f, &d, e);
@@ -391,17 +395,14 @@ static LiveStatus s2s_pass(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     LiveModel *lm = &lv->m[r->model];
     if (!r->have_enc) {
         double t0 = av_now_ms();
-        const int rc = r->generate ? run_seq2seq_generate(lm->run, r->a, r->generate, &r->enc, &r->dec, &r->g, &r->gen_words,
-                                                          &r->gen_text, e)
+        const int rc = r->generate ? run_seq2seq_generate(lm->run, r->a, r->generate, &r->enc, &r->dec, &r->res.gen,
+                                                          &r->res.gen_words, &r->res.gen_text, e)
                                    : run_seq2seq_tokens(lm->run, r->a, r->b ? r->b : "", &r->enc, &r->dec, e);
         if (rc != 0 || r->enc.n < 1) {
             if (rc == 0) av_err(e, "the source has no tokens");
             tok_encoding_free(&r->enc);
             tok_encoding_free(&r->dec);
-            gen_free(&r->g);
-            session_spelling_free(&r->gen_words);
-            free(r->gen_text);
-            r->gen_text = NULL;
+            input_result_free(&r->res);
             return LIVE_BAD_INPUT;
         }
         t->tokenize = av_now_ms() - t0;
@@ -451,8 +452,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     if (take_turn(lv, r->model, &st, &t->queue, e)) return st;
     LiveModel *lm = &lv->m[r->model];
     const ModelConfig *c = model_cfg(lv, r->model);
-    Capture cap = {0};
-    CapPredictions pred = {0};
+    InputResult res = {0}; /* this pass's; its capture is published into the run */
     st = LIVE_FAILED;
     pthread_mutex_lock(&lv->mu);
     have = cached(r); /* computed while we waited */
@@ -505,17 +505,18 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
     /* q/k (heads recomputed on demand); for a long input also each head's
      * max-pooled overview (the tiles' level 0) and its rows' telemetry (head
      * ranking, top keys): what it is browsed by, none of it n x n */
-    if (model_capture_qk(&cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
-        (lng && (model_capture_maxpool(&cap, side, e) != 0 || model_capture_add_telemetry(&cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
-        (norm && model_capture_value_norms(&cap, e) != 0) ||
-        (r->img ? run_image_forward(lm->run, r->img, &cap, e) : run_forward(lm->run, &r->enc, &cap, first ? r->k : 0, &pred, e)) != 0)
+    Capture *cap = &res.cap;
+    if (model_capture_qk(cap, c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec, e) != 0 ||
+        (lng && (model_capture_maxpool(cap, side, e) != 0 || model_capture_add_telemetry(cap, lv->lim.top_k, r->enc.ids, e) != 0)) ||
+        (norm && model_capture_value_norms(cap, e) != 0) ||
+        (r->img ? run_image_forward(lm->run, r->img, cap, e) : run_forward(lm->run, &r->enc, cap, first ? r->k : 0, &res.pred, e)) != 0)
         goto done;
     if (r->img) run_image_shrink(r->img); /* its pixels are made again from the picture if evicted */
     t->forward = av_now_ms() - t0;
-    if (first && describe(lv, r, &cap, &pred, e) != 0) goto done;
+    if (first && describe(lv, r, &res, e) != 0) goto done;
     pthread_mutex_lock(&lv->mu);
-    r->cap = cap;
-    memset(&cap, 0, sizeof cap);
+    r->res.cap = *cap;
+    memset(cap, 0, sizeof *cap);
     r->bytes = bytes;
     lv->cached += bytes;
     r->used = ++lv->clock;
@@ -524,8 +525,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
 done:
     end_notes();
     end_turn(lv, r->model);
-    model_capture_free(&cap);
-    pred_free(&pred);
+    input_result_free(&res);
     return st;
 }
 
@@ -740,8 +740,8 @@ void live_release(Live *lv, LiveRun *r) {
 }
 
 int live_run_tokens(const LiveRun *r) { return r->enc.n; }
-int live_has_norms(const LiveRun *r) { return r->cap.vnorm != NULL; }
-int live_has_stats(const LiveRun *r) { return r->cap.tel != NULL; }
+int live_has_norms(const LiveRun *r) { return r->res.cap.vnorm != NULL; }
+int live_has_stats(const LiveRun *r) { return r->res.cap.tel != NULL; }
 int live_is_seq2seq(const LiveRun *r) { return r->s2s.enc_attn != NULL; }
 
 static const char *const STACK_NAMES[3] = {"encoder", "decoder", "cross"};
@@ -787,7 +787,7 @@ int live_stack_attention(Live *lv, LiveRun *r, int stack, int layer, const int *
 
 int live_run_shape(const Live *lv, const LiveRun *r, int *layers, int *heads, int *head_dim) {
     const ModelConfig *c = model_cfg(lv, r->model);
-    *layers = c->num_layers, *heads = c->num_heads, *head_dim = r->cap.head_dim;
+    *layers = c->num_layers, *heads = c->num_heads, *head_dim = r->res.cap.head_dim;
     return 0;
 }
 
@@ -821,7 +821,7 @@ static const float *head_block(void *ctx, int b, AvErr *e) {
 
 /* measure=norm asked of a server that has no value norms */
 static int need_norms(const LiveRun *r, int norm, AvErr *e) {
-    if (norm && !r->cap.vnorm) return av_err(e, "measure=norm: this server computes no value norms (start it with --measure norm)");
+    if (norm && !r->res.cap.vnorm) return av_err(e, "measure=norm: this server computes no value norms (start it with --measure norm)");
     return 0;
 }
 
@@ -829,8 +829,8 @@ int live_attention(Live *lv, LiveRun *r, int layer, const int *heads, int n_head
                    size_t *len, AvErr *e) {
     if (need_norms(r, norm, e)) return -1;
     const size_t n = (size_t)r->enc.n;
-    HeadCtx h = {&lv->m[r->model].s->model, &r->cap, layer, heads, malloc(n * n * sizeof(float)),
-                 malloc(2 * n * (size_t)r->cap.head_dim * sizeof(float)), norm};
+    HeadCtx h = {&lv->m[r->model].s->model, &r->res.cap, layer, heads, malloc(n * n * sizeof(float)),
+                 malloc(2 * n * (size_t)r->res.cap.head_dim * sizeof(float)), norm};
     int rc = h.probs && h.scratch ? html_encode_attention(head_block, &h, n_heads, n, n, z, len, e)
                                   : av_err(e, "out of memory for %zu tokens", n);
     free(h.probs);
@@ -863,7 +863,7 @@ static const float *norm_thumb_block(void *ctx, int b, AvErr *e) {
 }
 
 int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_t *len, AvErr *e) {
-    const Capture *c = &r->cap;
+    const Capture *c = &r->res.cap;
     *s = c->thumb_size;
     if (need_norms(r, norm, e)) return -1;
     if (!norm)
@@ -883,7 +883,7 @@ int live_thumbs(Live *lv, LiveRun *r, int norm, int *s, unsigned char **z, size_
 
 int live_qk(Live *lv, LiveRun *r, int layer, int head, float **qk, size_t *len, AvErr *e) {
     (void)lv;
-    const Capture *c = &r->cap;
+    const Capture *c = &r->res.cap;
     const size_t blk = (size_t)c->n_tokens * (size_t)c->head_dim;
     if (!(*qk = malloc(2 * blk * sizeof(float)))) return av_err(e, "out of memory");
     if (c->qh) {
@@ -917,7 +917,7 @@ int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int 
     const int side = tile_side(lv);
     float *tile = malloc((size_t)side * side * sizeof *tile);
     if (!tile) return av_err(e, "out of memory");
-    int rc = model_head_tile(&lv->m[r->model].s->model, &r->cap, layer, head, side, level, tr, tc, tile, rows,
+    int rc = model_head_tile(&lv->m[r->model].s->model, &r->res.cap, layer, head, side, level, tr, tc, tile, rows,
                              cols, e);
     if (rc == 0) {
         /* the set rows x cols, packed */
@@ -930,18 +930,18 @@ int live_tile(Live *lv, LiveRun *r, int layer, int head, int level, int tr, int 
 
 int live_row(Live *lv, LiveRun *r, int layer, int head, int query, float **row, AvErr *e) {
     if (!(*row = malloc((size_t)r->enc.n * sizeof **row))) return av_err(e, "out of memory");
-    if (model_head_row(&lv->m[r->model].s->model, &r->cap, layer, head, query, *row, e) == 0) return 0;
+    if (model_head_row(&lv->m[r->model].s->model, &r->res.cap, layer, head, query, *row, e) == 0) return 0;
     free(*row);
     *row = NULL;
     return -1;
 }
 
 char *live_headstats(const LiveRun *r) {
-    if (!r->cap.tel) return NULL;
+    if (!r->res.cap.tel) return NULL;
     AvBuf b;
     AvErr e;
     if (av_buf_open(&b)) return NULL;
-    return av_buf_close(&b, json_write_headstats(b.f, &r->cap, &e) == 0);
+    return av_buf_close(&b, json_write_headstats(b.f, &r->res.cap, &e) == 0);
 }
 
 /* ---------------------------------------------------------------- the offline page */
@@ -973,9 +973,9 @@ static LiveStatus long_page(Live *lv, LiveRun *r, int asked, char **html, size_t
     if (!meta) return av_err(e, "out of memory"), LIVE_FAILED;
     memcpy(meta, r->meta, keep);
     memcpy(meta + keep, "}", 2);
-    PageGrids grids = {&lv->m[r->model].s->model, &r->cap};
-    HtmlLong lp = {&r->cap, tile_side(lv), 0, 0, grid_of, &grids, HTML_PAGE_BOUND, NULL, NULL};
-    html_long_plan(&r->cap, lp.side, asked, &lp.levels, &lp.top_k);
+    PageGrids grids = {&lv->m[r->model].s->model, &r->res.cap};
+    HtmlLong lp = {&r->res.cap, tile_side(lv), 0, 0, grid_of, &grids, HTML_PAGE_BOUND, NULL, NULL};
+    html_long_plan(&r->res.cap, lp.side, asked, &lp.levels, &lp.top_k);
     LiveStatus st = LIVE_FAILED;
     AvBuf b;
     if (av_buf_open(&b) == 0) {
@@ -1031,8 +1031,8 @@ static LiveStatus s2s_page(Live *lv, LiveRun *r, const int *layers, int n_layers
     }
     OutDoc d;
     CapStack stacks[3];
-    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->gen_text : r->b);
-    if (r->generate) d.gen = &r->g, d.gen_words = &r->gen_words, d.gen_text = r->gen_text;
+    run_seq2seq_doc(lv->m[r->model].run, &d, stacks, &r->enc, &r->dec, c, all, r->a, r->generate ? r->res.gen_text : r->b);
+    if (r->generate) d.gen = &r->res.gen, d.gen_words = &r->res.gen_words, d.gen_text = r->res.gen_text;
     for (int k = 0; layers && unequal && k < 3; k++)
         stacks[k].layers = own[k ? 1 : 0], stacks[k].n_layers = n_own[k ? 1 : 0];
     /* the document's layers are the encoder's (its JSON "layers") */
@@ -1061,7 +1061,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     LiveRun *r;
     LiveStatus st = live_acquire(lv, id, &r, e); /* tokens, meta and a held run */
     if (st != LIVE_OK) return st;
-    if (r->cap.mpool && r->cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
+    if (r->res.cap.mpool && r->res.cap.tel) { /* a long input: its tiles, never n x n (layers: all of them) */
         st = long_page(lv, r, levels, html, len, e);
         live_release(lv, r);
         return st;
@@ -1094,20 +1094,18 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
         return st;
     }
     LiveModel *lm = &lv->m[r->model];
-    Capture cap;
-    CapPredictions pred = {0};
-    OutSpelling words = {0};
+    InputResult res = {0}; /* this page's pass */
+    Capture *cap = &res.cap;
     st = LIVE_FAILED;
     drop_notes();
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
-    if (model_capture_select(&cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
-        if ((!norm || model_capture_value_norms(&cap, e) == 0) &&
-            (r->img ? run_image_forward(lm->run, r->img, &cap, e) : run_forward(lm->run, &r->enc, &cap, r->k, &pred, e)) == 0 &&
-            (!norm || na_fill(&cap, e) == 0) &&
-            (!r->k || session_spell(lm->s, pred.ids, pred.n * pred.k, &words, e) == 0)) {
+    if (model_capture_select(cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0) {
+        if ((!norm || model_capture_value_norms(cap, e) == 0) &&
+            (r->img ? run_image_forward(lm->run, r->img, cap, e) : run_forward(lm->run, &r->enc, cap, r->k, &res.pred, e)) == 0 &&
+            (!norm || na_fill(cap, e) == 0) &&
+            (!r->k || session_spell(lm->s, res.pred.ids, res.pred.n * res.pred.k, &res.pred_words, e) == 0)) {
             OutDoc d;
-            if (r->img) run_image_doc(lm->run, r->img, &d, &cap);
-            else run_doc(lm->run, &d, &r->enc, &cap, r->k ? &pred : NULL, &words, r->a, r->b);
+            run_document(lv, r, &res, &d);
             if (r->img) run_image_shrink(r->img);
             d.layers = layers, d.n_sel_layers = n_layers;
             d.heads = NULL, d.n_sel_heads = 0;
@@ -1125,12 +1123,10 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
                 av_err(e, "out of memory");
             }
         }
-        model_capture_free(&cap);
     }
     end_notes();
     end_turn(lv, r->model);
-    pred_free(&pred);
-    session_spelling_free(&words);
+    input_result_free(&res);
     live_release(lv, r);
     return st;
 }
