@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "diff.h"
+#include "diff_out.h"
 #include "check_util.h"
 
 /* ---------------------------------------------------------------- naive references */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "diff.h"
+#include "diff_out.h"
 #include "report.h"
 #include "run_internal.h"
 #include "selection.h"

@@ -106,7 +106,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "diff.h"
+#include "diff_out.h"
 #include "normattn.h"
 #include "output.h"
 #include "templates.h"
