@@ -44,7 +44,7 @@ typedef struct {
     int *ids;    /* (sequences, n_ids) */
 } HeadsInduction;
 
-typedef struct {
+typedef struct HeadScores {
     int want[HS_N];     /* chosen scores */
     int col[HS_N];      /* each chosen score's column in acc, else -1 */
     const char *names[HS_N];

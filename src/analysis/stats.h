@@ -37,7 +37,7 @@ typedef struct {
 /* A line's digest (its text without the line end). */
 uint64_t stats_line_digest(const char *s, size_t n);
 
-typedef struct {
+typedef struct HeadStats {
     int n_layers, n_heads;  /* of the model; selections apply when printing */
     int n_scores;
     const char *names[STATS_MAX_SCORES]; /* (n_scores) static strings: the struct may be copied */

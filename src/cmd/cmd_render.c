@@ -68,10 +68,8 @@ int pipeline_render(const RenderSpec *rs, const RunSpec *o, AvErr *e) {
     d.with_qk = o->capture.qk;
     d.init_view = o->output.view, d.theme = o->output.theme;
     d.init_heads = o->sel.show_heads, d.n_init_heads = o->sel.n_show_heads;
-    Run run;
-    memset(&run, 0, sizeof run);
-    run.spec = *o;
-    rc = run_emit(&run, &d, 0, e);
+    d.templates_dir = o->output.templates_dir;
+    rc = run_write_outputs(o, &d, 0, e);
 done:
     render_free(&rd);
     return rc;

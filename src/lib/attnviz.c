@@ -522,23 +522,14 @@ static void result_doc(const attnviz_result *r, const RunSpec *o, OutDoc *d) {
     input_doc(r->m->s, o, &r->res, d, &r->enc, &r->res.cap, r->text_a, r->text_b);
 }
 
-/* The CLI's writer of that kind into path, atomically (a temporary file renamed into place),
- * over the document of the result's settings as this call changes them. */
+/* The CLI's writer of that kind (route.c's table) into path, atomically (a temporary file
+ * renamed into place), over the document of the result's settings as this call changes them. */
 static attnviz_status write_out(const attnviz_result *r, const char *path, const RunSpec *o, int what,
                                 attnviz_error *err) {
     OutDoc d;
     AvErr e = {0};
-    AvOut out;
     result_doc(r, o, &d);
-    if (av_out_open(&out, path, &e) != 0) return to_status(&e, err);
-    int rc = what == W_HTML ? html_write_doc(out.fp, &d, NULL, &e) : json_write_doc(out.fp, &d, &e);
-    if (rc == 0 && what == W_JSON && fputc('\n', out.fp) == EOF) rc = av_err_errno(&e, "write error");
-    if (rc != 0) {
-        av_err_prefix(&e, "%s", strcmp(path, "-") ? path : "stdout");
-        av_out_abort(&out);
-        return to_status(&e, err);
-    }
-    if (av_out_commit(&out, &e) != 0) return to_status(&e, err);
+    if (run_write_file(path, &d, what, o, &e) != 0) return to_status(&e, err);
     ok(err);
     return ATTNVIZ_OK;
 }

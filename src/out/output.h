@@ -13,6 +13,8 @@
 
 struct OutDiff;
 struct LensResult;
+struct HeadStats;
+struct HeadScores;
 
 /* Ids spelled out before the writers run, so that no writer needs the
  * tokenizer: token[i] as the vocabulary spells id i of some list, display[i]
@@ -117,6 +119,14 @@ typedef struct OutDoc {
     const struct OutDiff *diff;
     /* an image run: the picture its tokens are patches of (enc holds their names), or NULL */
     const OutImage *image;
+    /* what the writers need beyond the input, put here first (writers read the document only) */
+    const char *templates_dir;     /* --templates: the page's templates folder, or NULL: the built-in ones */
+    /* --stats and attnviz heads once every input is in: per stack (n_scored: 1, or an encoder-decoder's
+     * 3, named stack_names), the statistics (stats.h) or the head scores (heads.h), else NULL */
+    const struct HeadStats *const *stats;
+    const struct HeadScores *const *scores;
+    const char *const *stack_names;
+    int n_scored;
 } OutDoc;
 
 /* attnviz diff (diff.h): the other input's whole document (B: its model,

@@ -473,7 +473,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
         av_info("wrote %s%s: %d tokens%s: a long input's page (zoom levels 0-%d and each query's %d heaviest keys, no "
                 "whole matrix)", path, z, n, past, lp.levels - 1, lp.top_k);
     }
-    rc = run_say(r, &d, e);
+    rc = run_say(&r->spec, &d, e);
 done:
     model_capture_free(&cap);
     free(meta);
@@ -568,10 +568,12 @@ int run_finish_stats(Run *r, AvErr *e) {
     OutDoc d;
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
-    if (o->output.json_path) return run_write_file(r, o->output.json_path, &d, W_STATS_JSON, e);
-    if (!r->s->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
-    /* an encoder-decoder's three stacks, a table each */
+    /* an encoder-decoder's three stacks, the others' one */
     const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
+    d.stats = s, d.stack_names = RUN_S2S_STACKS, d.n_scored = r->s->cfg.enc_dec ? 3 : 1;
+    if (o->output.json_path) return run_write_file(o->output.json_path, &d, W_STATS_JSON, o, e);
+    if (!r->s->cfg.enc_dec) return stats_write_table(stdout, &r->stats, &d, e);
+    /* a table each */
     for (int k = 0; k < 3; k++) {
         printf("%s# %s attention\n", k ? "\n" : "", RUN_S2S_STACKS[k]);
         /* unequal depths: the rows are the stack's own layers */
@@ -623,7 +625,9 @@ int run_finish_heads(Run *r, AvErr *e) {
         OutDoc d;
         TokEncoding none = {0};
         run_fill_doc(r, &d, &none, NULL, NULL, NULL);
-        return run_write_file(r, o->output.json_path, &d, W_HEADS_JSON, e);
+        const HeadScores *scores[3] = {hs, &r->s2s_heads[0], &r->s2s_heads[1]};
+        d.scores = scores, d.stack_names = RUN_S2S_STACKS, d.n_scored = r->s->cfg.enc_dec ? 3 : 1;
+        return run_write_file(o->output.json_path, &d, W_HEADS_JSON, o, e);
     }
     if (!r->s->cfg.enc_dec) return heads_write_table(stdout, hs, e);
     const HeadScores *all[3] = {hs, &r->s2s_heads[0], &r->s2s_heads[1]};

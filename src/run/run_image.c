@@ -235,6 +235,7 @@ void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const c
     d->init_layer = 0, d->init_head = -1;
     d->precision = o->output.precision;
     d->theme = o->output.theme;
+    d->templates_dir = o->output.templates_dir;
 }
 
 /* ---------------------------------------------------------------- the command line's --image */

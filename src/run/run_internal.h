@@ -188,12 +188,16 @@ enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NP
        W_NPY_VISION_ATT, W_NPY_IMAGE_EMBEDS, W_NPY_PIXELS,
        W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_STACK0, W_NPY_STACK1, W_NPY_STACK2 /* an encoder-decoder
        document's stacks */, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
-/* Writes one output atomically (temporary file renamed into place). */
-int run_write_file(const Run *r, const char *path, const OutDoc *d, int what, AvErr *e);
-/* The outputs for one input: everything but the batch's JSON Lines stream. */
+/* Writes one output of d, the writer W_* what, atomically (temporary file renamed into place);
+ * then names it (av_info) unless o is quiet or writes a file per batch line, or path is stdout. */
+int run_write_file(const char *path, const OutDoc *d, int what, const RunSpec *o, AvErr *e);
+/* The outputs o asks for one input's document (everything but the batch's JSON Lines stream;
+ * lineno names an --out-dir file). */
+int run_write_outputs(const RunSpec *o, const OutDoc *d, long lineno, AvErr *e);
+/* One input's document into the run: added to --stats or heads, else written (run_write_outputs). */
 int run_emit(Run *r, const OutDoc *d, long lineno, AvErr *e);
 /* What the model said (output.h's say_write) on stdout when it is a terminal
  * and no output goes there: one input's --generate text, --predict's top K. */
-int run_say(const Run *r, const OutDoc *d, AvErr *e);
+int run_say(const RunSpec *o, const OutDoc *d, AvErr *e);
 
 #endif

@@ -284,6 +284,7 @@ void session_doc(const Session *s, const RunSpec *o, OutDoc *d, const TokEncodin
     d->with_qk = o->capture.qk;
     d->init_view = o->output.view, d->theme = o->output.theme;
     d->init_heads = o->sel.show_heads, d->n_init_heads = o->sel.n_show_heads;
+    d->templates_dir = o->output.templates_dir;
 }
 
 /* ---------------------------------------------------------------- opening for a run */
