@@ -47,7 +47,6 @@ SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*/*.c)))
 INCLUDES := -Iinclude $(patsubst %/,-I%,$(SRC_DIRS))
 SRCS     := $(wildcard $(addsuffix *.c,$(SRC_DIRS)))
 OBJS     := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(SRCS))) $(B)/obj/templates_gen.o
-vpath %.c $(SRC_DIRS)
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
 TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 DEMO_DIR := weights/demo
@@ -93,16 +92,22 @@ $(B)/libattnviz.a: $(OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-# -MMD -MP: each object depends on the headers it includes, not on all of them.
-$(B)/obj/%.o: %.c | $(B)/obj
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+# -MMD -MP: each object depends on the headers it includes, not on all of them. One rule per
+# source naming its path (not a search path): a .d file from before a source moved to another
+# folder names the old path, which must not be taken for the source (the object is rebuilt).
+define OBJ_RULE
+$(B)/obj/$(notdir $(1:.c=.o)): $(1) | $(B)/obj
+	$$(CC) $$(CFLAGS) $$(PKG_CFLAGS) -MMD -MP -c -o $$@ $$<
+endef
+$(foreach s,$(SRCS),$(eval $(call OBJ_RULE,$(s))))
 
 $(B)/obj/main.o: src/main.c | $(B)/obj
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(wildcard $(B)/obj/*.d)
-# A build folder from before the sources moved into folders has .d files naming src/X.c:
-# such a file is then simply out of date (rebuilt, and its .d rewritten), not an error.
+# A build folder from before a source moved (into folders, or to another folder) has .d files
+# naming its old path: such a file is then simply out of date (rebuilt, and its .d rewritten),
+# not an error.
 src/%.c: ;
 
 # Templates are compiled into the binary so an installed attnviz needs no template folder.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "config.h"
 #include "kernels.h"
 #include "safetensors.h"
 #include "check_util.h"

@@ -4,8 +4,7 @@
 
 #include "err.h"
 #include "families.h"
-
-typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU, ACT_QUICK_GELU /* x * sigmoid(1.702 x): CLIP */ } ActKind;
+#include "kernels.h" /* ActKind: the activations the kernels compute */
 
 /* Model families: how the checkpoint names its tensors and how a block runs
  * (families.h lists them; arch.c's table has one row per family). */

@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+/* The activations (config.json's hidden_act and friends, read by config.c). */
+typedef enum { ACT_GELU = 0, ACT_GELU_TANH, ACT_RELU, ACT_SILU, ACT_QUICK_GELU /* x * sigmoid(1.702 x): CLIP */ } ActKind;
 
 /* Weight storage types, numbered as ggml's (gguf.h's GgufType): F32 = 0,
  * F16 = 1, BF16 = 30, and the block-quantized ones quant.h widens. */
