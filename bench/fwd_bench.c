@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "loader.h"
 #include "gemm.h"
 #include "model.h"
 #include "normattn.h"

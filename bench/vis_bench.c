@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "loader.h"
 #include "gemm.h"
 #include "image.h"
 #include "imgproc.h"

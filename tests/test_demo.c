@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "model.h"
 #include "config.h"
 #include "tokenizer.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "check_util.h"
 #include "flow.h"
 #include "kernels.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "generate.h"
 #include "predict.h"
 #include "check_util.h"

@@ -16,6 +16,7 @@
 
 #include "gguf.h"
 #include "jsonread.h"
+#include "loader.h"
 #include "model.h"
 #include "safetensors.h"
 #include "tokenizer.h"

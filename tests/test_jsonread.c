@@ -12,6 +12,7 @@
 
 #include "heads.h"
 #include "jsonread.h"
+#include "loader.h"
 #include "model.h"
 #include "render.h"
 #include "safetensors.h"

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "loader.h"
 #include "check_util.h"
 #include "lens.h"
 #include "model.h"

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
+#include "loader.h"
 #include "attnviz.h"
 #include "check_util.h"
 #include "util.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "gemm.h"
 #include "model.h"
 #include "util.h"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "predict.h"
 #include "check_util.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "check_util.h"
 #include "generate.h"
 #include "model.h"

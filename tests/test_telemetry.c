@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "kernels.h"
 #include "model.h"
 #include "check_util.h"

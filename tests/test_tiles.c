@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "kernels.h"
 #include "model.h"
 #include "tiles.h"

@@ -18,7 +18,7 @@
 #include "chat.h"
 #include "gguf.h"
 #include "jinja.h"
-#include "model.h"
+#include "loader.h"
 #include "tokenizer.h"
 #include "util.h"
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "gemm.h"
 #include "model.h"
 #include "normattn.h"

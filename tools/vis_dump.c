@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
 #include "gemm.h"
 #include "image.h"
 #include "imgproc.h"

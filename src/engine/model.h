@@ -1,7 +1,7 @@
-/* model.h — a Transformer of any supported family: its weights as views into
- * the checkpoint, the run state, the capture buffers and the forward pass.
- * What a family is (config keys, tensor names, block layout) lives in its
- * arch_*.c file; this engine only reads the plain structs below. */
+/* model.h — the engine over a loaded Model (weights.h's plain structs, which
+ * model/loader.c fills): the run state, the capture buffers and the forward
+ * pass. What a family is (config keys, tensor names, block layout) lives in
+ * its arch_*.c file; the engine only reads the structs. */
 #ifndef ATTNVIZ_MODEL_H
 #define ATTNVIZ_MODEL_H
 
@@ -10,88 +10,7 @@
 #include "err.h"
 #include "kernels.h"
 #include "pool.h"
-#include "safetensors.h"
-
-typedef struct {
-    Linear q;             /* (hidden -> num_heads * head_dim) */
-    Linear k, v;          /* (hidden -> num_kv_heads * head_dim) */
-    Linear o;             /* (num_heads * head_dim -> hidden) attention output */
-    Norm attn_norm;       /* (hidden) pre-norm: before attention; post-norm: after its residual */
-    Norm attn_post_norm;  /* (hidden) on attention's output before the residual (sandwich), g NULL otherwise */
-    Norm q_norm, k_norm;  /* (head_dim) per-head RMSNorm (Qwen3), g NULL otherwise */
-    Linear up;            /* (hidden -> intermediate) */
-    Linear gate;          /* (hidden -> intermediate) gated MLPs only, w NULL otherwise */
-    Linear down;          /* (intermediate -> hidden) */
-    Norm mlp_norm;        /* (hidden) pre-norm: before the MLP; post-norm: after its residual */
-    Norm mlp_post_norm;   /* (hidden) on the MLP's output before the residual (sandwich), g NULL otherwise */
-    Linear router;        /* (hidden -> num_experts) a mixture-of-experts layer's router, w NULL for a dense MLP */
-    struct Expert *experts; /* (num_experts) a MoE layer's experts (up/gate/down unused then), NULL otherwise */
-    const float *sinks;   /* (num_heads) each head's sink logit (gpt-oss), NULL otherwise */
-    const float *ls_attn, *ls_mlp; /* (hidden) DINOv2's layer scales: the attention's and MLP's outputs
-                                      multiplied per channel before their residual, NULL otherwise */
-} LayerWeights;
-
-/* One expert of a mixture-of-experts MLP: down(act(gate(x)) * up(x)). */
-typedef struct Expert {
-    Linear gate, up;      /* (hidden -> moe_intermediate) */
-    Linear down;          /* (moe_intermediate -> hidden) */
-} Expert;
-
-/* What turns the last hidden state into scores over the vocabulary. */
-typedef struct {
-    Linear dense;         /* (hidden -> hidden, or embedding_size) a masked-LM head's transform, w NULL otherwise */
-    ActKind act;          /* after dense */
-    Norm norm;            /* (dense's output) after the transform (masked LM), g NULL otherwise */
-    Linear out;           /* (hidden -> vocab) lm_head, or tok_emb's rows when tied (with the head's
-                             bias, if any); w NULL: the checkpoint has no head */
-    float softcap;        /* logits capped as cap * tanh(x / cap) (Gemma 2); 0: none */
-} LmHead;
-
-typedef struct {
-    Linear tok_emb;       /* (vocab, hidden) rows looked up by id, widened one row at a time */
-    const float *pos_emb; /* (max_pos, hidden) learned positions, NULL for rotary families */
-    const float *type_emb;/* (type_vocab, hidden), NULL when the family has no token types */
-    Norm emb_norm;        /* (hidden, or embedding_size) after the embeddings (BERT), g NULL otherwise */
-    Linear emb_proj;      /* (embedding_size -> hidden) after emb_norm (ELECTRA), w NULL otherwise */
-    Norm final_norm;      /* (hidden) after the last block (GPT-2's ln_f, Llama's norm), g NULL otherwise */
-    LayerWeights *layers; /* (num_layers) */
-    LmHead head;          /* on final_norm(x) for decoders, on x for encoders */
-    struct VisionWeights *vis; /* a vision encoder's patch embedding, special tokens, positions and pooling
-                                  (vision.h; cfg.vision), else NULL */
-    struct TextHead *text_head; /* a whole CLIP/SigLIP model's text pooling and similarity (vision.h), else NULL */
-} Weights;
-
-typedef struct Model {
-    ModelConfig cfg;
-    Weights w;
-    StFile *files;        /* (n_files) the checkpoint: one file, or a sharded safetensors set */
-    int n_files;
-    struct GgufFile *gguf;/* or a llama.cpp file (then files is empty) */
-    const char *path;     /* the first file's path, for messages */
-    char *path_owned;
-    float *inv_freq;      /* (rotary_dim / 2) rotary frequencies before any length-dependent scaling
-                             (LongRoPE: with the short factors) */
-    float *inv_freq_long; /* (rotary_dim / 2) LongRoPE's with the long factors, else NULL */
-    float *inv_freq_local;/* (rotary_dim / 2) the layers of layer_rope_local (Gemma 3's sliding ones), else NULL */
-    float **owned;        /* converted copies to free */
-    int n_owned, cap_owned;
-    int max_in;           /* widest product input: the widening scratch's row length */
-    char dtype_name[16];  /* dtype of the checkpoint's weights */
-    char head_err[512];   /* why a head the checkpoint has in part was not loaded ("" when not) */
-    struct S2sWeights *s2s; /* an encoder-decoder model's stacks (seq2seq.h; cfg.enc_dec), else NULL */
-    float *vgram;         /* (num_layers, num_heads, head_dim, head_dim) each head's (W_O^h)^T W_O^h for value
-                             norms (kernels.h), made a layer at a time by the first pass that asks (forward.c),
-                             else NULL; bytes: model_value_gram_bytes */
-    unsigned char *vgram_done; /* (num_layers) which layers of vgram are made */
-    struct Model *text;   /* a whole CLIP/SigLIP model's text tower (cfg.text_tower), reading this Model's
-                             files, else NULL */
-    int files_borrowed;   /* files are another Model's (a text tower's): not closed by model_free */
-    struct Model *vision; /* a vision-language model's vision tower (cfg.vlm), reading this Model's files or its
-                             own (llava.cpp's mmproj GGUF), else NULL */
-    struct VlmWeights *vlm; /* its projector (vision.h), else NULL */
-    const char *tensor_prefix; /* the prefix its tensors' names take in place of the family's (a
-                                  vision-language model's language model: "model.language_model."), or NULL */
-} Model;
+#include "weights.h"
 
 /* Tokens the MLP takes at a time: its intermediate products (intermediate x
  * block floats each) stay this size however long the input. Enough tokens
@@ -146,22 +65,6 @@ typedef struct {
     const float *abl_ctx; /* (head_dim) the replacement for every token (mean ablation), NULL: zeros */
     double attn_ms; /* wall time of the attention steps (scores, softmax, context), summed over passes */
 } RunState;
-
-/* Loads config.json and the weights from dir (model.safetensors, a sharded
- * model.safetensors.index.json set, else pytorch_model.bin); checks every
- * tensor's shape and dtype against the config. */
-int model_load(Model *m, const char *dir, AvErr *e);
-/* model_load with the weight files held as mode says (util.h's AvMapMode):
- * AV_MAP_RESIDENT for processes that make many passes. */
-int model_load_mode(Model *m, const char *dir, AvMapMode mode, AvErr *e);
-int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e);
-/* A llama.cpp .gguf file: hyper-parameters from its metadata, weights kept
- * in their (quantized) types. model_load takes a .gguf path, or a folder
- * holding one and no config.json, too. */
-int model_load_gguf(Model *m, const char *path, AvErr *e);
-/* Whether path is a .gguf file, or a folder holding one and no config.json. */
-int model_is_gguf(const char *path);
-void model_free(Model *m);
 
 /* Scratch for passes of up to max_tokens tokens, run on `threads` threads (a
  * pool of threads - 1 workers and the caller; at most POOL_MAX_THREADS; 0:
@@ -359,52 +262,4 @@ int model_moe(const Model *m, RunState *s, int l, const float *xT, int n, float 
 int model_moe_naive(const Model *m, int l, const float *xT, int n, float *yT, int *ids, float *w, AvErr *e);
 /* Row r of a linear layer's weight W (out, in), widened to float (in). */
 int model_linear_row(const Linear *lin, int r, float *dst, AvErr *e);
-/* Whether the checkpoint has a (complete) language-model head; head_err says
- * why a partial one was left out. Attention never depends on it. */
-static inline int model_has_head(const Model *m) { return m->w.head.out.w != NULL; }
-
-/* For the families' loaders (arch_*.c): views of the checkpoint's tensors,
- * looked up under name with the family's prefix variants, shape-checked
- * against what the config implies; -1 with one line naming file and tensor.
- * model_tensor gives a float copy or mapping (small tensors: norms, tables);
- * model_linear keeps the weight in its stored type (bias: 1 required, 0 none,
- * -1 if present). */
-const float *model_tensor(Model *m, const char *name, int ndim, int64_t d0, int64_t d1, AvErr *e);
-int model_has_tensor(const Model *m, const char *name);
-int model_linear(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t out, int bias, AvErr *e);
-/* Rows [row0, row0 + rows) of prefix.weight (total x in), no bias: one part of
- * a fused projection (Phi-3's qkv_proj and gate_up_proj), kept in its type. */
-int model_linear_part(Model *m, Linear *lin, const char *prefix, int64_t in, int64_t total, int64_t row0,
-                      int64_t rows, AvErr *e);
-/* The same for a weight named as it is (nn.MultiheadAttention's in_proj_weight). */
-int model_linear_rows(Model *m, Linear *lin, const char *name, int64_t in, int64_t total, int64_t row0, int64_t rows,
-                      AvErr *e);
-/* Expert idx of prefix.weight, a stack of n (out, in) matrices (llama.cpp's
- * ffn_*_exps: one 3-D tensor per projection of a mixture of experts), kept in
- * its type. */
-int model_linear_expert(Model *m, Linear *lin, const char *prefix, int64_t n, int64_t idx, int64_t in, int64_t out,
-                        AvErr *e);
-/* Expert idx of name, a stack of n matrices stored transposed, (in, total)
- * each (transformers' fused expert parameters: gpt-oss's gate_up_proj and
- * down_proj), taking columns col0, col0 + step, ... (out of them) as the rows
- * of an (out, in) copy in the stored type (F32, F16, BF16); its bias from
- * bias_name (n, total), the same columns. A checkpoint that holds name_blocks
- * and name_scales instead (the published gpt-oss: MXFP4, (n, total, in / 32,
- * 16) and (n, total, in / 32) bytes, each expert's (total, in) rows not
- * transposed) gives those rows repacked as ggml's MXFP4 blocks. */
-int model_linear_expert_cols(Model *m, Linear *lin, const char *name, const char *bias_name, int64_t n, int64_t idx,
-                             int64_t in, int64_t total, int64_t col0, int64_t step, int64_t out, AvErr *e);
-/* A convolution's weight (out, channels, k, k) viewed as the linear map of a
- * patch's in = channels * k * k values, kept in its stored type. */
-int model_linear_conv(Model *m, Linear *lin, const char *prefix, int64_t channels, int64_t k, int64_t out, int bias,
-                      AvErr *e);
-/* A scalar tensor (shape [] or [1]) as a float. */
-int model_scalar(Model *m, const char *name, float *out, AvErr *e);
-/* A tensor of n floats whatever its shape (e.g. [1, 1, hidden]), as model_tensor gives them. */
-const float *model_tensor_flat(Model *m, const char *name, int64_t n, AvErr *e);
-/* GPT-2's Conv1D(in -> parts * out) split into parts views of out columns each. */
-int model_conv1d(Model *m, Linear *parts, int n_parts, const char *prefix, int64_t in, int64_t out, AvErr *e);
-/* A norm's weight (and bias for LayerNorm) from prefix.weight / prefix.bias. */
-int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e);
-
 #endif

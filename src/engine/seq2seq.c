@@ -471,25 +471,6 @@ int s2s_generate(const Model *m, const int *src, int n_enc, const GenOptions *o,
     return rc;
 }
 
-int s2s_weights_alloc(Model *m, AvErr *e) {
-    const ModelConfig *c = &m->cfg;
-    S2sWeights *w = calloc(1, sizeof *w);
-    if (!w) return av_err(e, "out of memory");
-    m->s2s = w;
-    w->enc.n_layers = c->num_layers, w->dec.n_layers = c->dec_layers;
-    w->enc.layers = calloc((size_t)c->num_layers, sizeof *w->enc.layers);
-    w->dec.layers = calloc((size_t)c->dec_layers, sizeof *w->dec.layers);
-    return w->enc.layers && w->dec.layers ? 0 : av_err(e, "out of memory");
-}
-
-void s2s_weights_free(S2sWeights *w) {
-    if (!w) return;
-    free(w->enc.layers);
-    free(w->dec.layers);
-    free(w->sinusoid);
-    free(w);
-}
-
 double s2s_capture_bytes(const Model *m, int n_enc, int n_dec) {
     const ModelConfig *c = &m->cfg;
     return 4.0 * c->num_heads *

@@ -1,5 +1,5 @@
-/* seq2seq.h — encoder-decoder Transformers (BART, Marian, T5): their weights
- * (filled by arch_bart.c / arch_t5.c) and the pass that runs the encoder over
+/* seq2seq.h — encoder-decoder Transformers (BART, Marian, T5): over their
+ * weights (weights.h's S2sWeights, filled by arch_bart.c / arch_t5.c), the pass that runs the encoder over
  * the source and the decoder, teacher-forced, over the decoder's tokens,
  * keeping every layer's and head's encoder self-attention, decoder (causal)
  * self-attention and cross attention. Which steps a block takes comes from
@@ -11,38 +11,9 @@
 #include "err.h"
 #include "generate.h"
 #include "kernels.h"
+#include "weights.h"
 
 struct Model;
-
-typedef struct {
-    Linear q, k, v, o;        /* self-attention (hidden -> heads * head_dim, and back) */
-    Norm attn_norm;           /* post-norm: after its residual; pre-norm: before it */
-    Linear cq, ck, cv, co;    /* decoder layers: cross attention (keys and values from the encoder's output) */
-    Norm cross_norm;
-    Linear up, gate, down;    /* the MLP; gate.w NULL unless gated: down(act(gate x) * up x) */
-    Norm mlp_norm;
-} S2sLayer;
-
-/* One stack: the encoder or the decoder. */
-typedef struct {
-    S2sLayer *layers;
-    int n_layers;
-    Linear tok_emb;           /* (vocab, hidden): the shared embeddings, or the stack's own */
-    const float *pos_emb;     /* (rows, hidden) learned (BART: position p at row p + pos_offset) or the
-                                 sinusoids (Marian, computed at load); NULL for relative positions (T5) */
-    int pos_rows;
-    Norm emb_norm;            /* BART's layernorm_embedding, g NULL otherwise */
-    Norm final_norm;          /* T5's final_layer_norm, g NULL otherwise */
-    const float *rel_bias;    /* T5: (rel_buckets, heads) the first layer's relative_attention_bias, shared by
-                                 every layer of the stack; NULL otherwise */
-} S2sStack;
-
-typedef struct S2sWeights {
-    S2sStack enc, dec;
-    Linear lm_head;           /* (hidden -> vocab): tied to the shared embeddings or its own; w NULL: none */
-    const float *logits_bias; /* (vocab) final_logits_bias, or NULL */
-    float *sinusoid;          /* Marian's computed position table (owned), else NULL */
-} S2sWeights;
 
 /* What one pass leaves for the writers: plain arrays, rows strided by their own
  * sizes. */
@@ -53,11 +24,6 @@ typedef struct S2sCapture {
     float *dec_attn;    /* (dec_layers, heads, n_dec, n_dec), causal: row i is 0 past column i */
     float *cross_attn;  /* (dec_layers, heads, n_dec, n_enc) */
 } S2sCapture;
-
-/* m->s2s with both stacks' layers (the config's counts), zeroed, for a family's load to fill; model_free
- * frees it (s2s_weights_free). */
-int s2s_weights_alloc(struct Model *m, AvErr *e);
-void s2s_weights_free(S2sWeights *w);
 
 int s2s_capture_alloc(S2sCapture *cap, const struct Model *m, int n_enc, int n_dec, AvErr *e);
 void s2s_capture_free(S2sCapture *cap);

@@ -13,38 +13,6 @@
 
 #include "model.h"
 
-typedef struct VisionWeights {
-    Linear patch;          /* (num_channels * patch^2 -> hidden) the patch embedding's convolution as a
-                              product over each patch's pixels in (channel, row, column) order */
-    const float *cls;      /* (hidden) the class token, NULL without one (SigLIP) */
-    const float *dist;     /* (hidden) DeiT's distillation token, else NULL */
-    const float *registers;/* (vis_registers, hidden) DINOv2's register tokens, else NULL */
-    const float *pos;      /* (pos_prefix + pos_grid^2, hidden) the position table */
-    int pos_grid;          /* its patch grid's side */
-    int pos_prefix;        /* its rows before the grid: the class (and distillation) tokens' */
-    Norm post_pooled;      /* (hidden) CLIP's post_layernorm on the class token, g NULL otherwise */
-    Linear proj;           /* (hidden -> projection_dim) CLIP's visual_projection, w NULL otherwise */
-    /* SigLIP's attention-pooling head: a learned query (probe) attends over every token
-     * (nn.MultiheadAttention, num_heads heads), then a residual MLP after a LayerNorm */
-    const float *probe;    /* (hidden) */
-    Linear pq, pk, pv, po; /* (hidden -> hidden) in_proj_weight's three parts; out_proj */
-    Norm pnorm;            /* (hidden) */
-    Linear pfc1, pfc2;     /* (hidden -> intermediate), (intermediate -> hidden) */
-} VisionWeights;
-
-/* A whole CLIP or SigLIP model's text side (Model.text is its tower, a Model
- * of its own run on token ids; these are what turns its last hidden state
- * into the text embedding, and the two embeddings into a similarity). */
-typedef struct TextHead {
-    int pool_last;         /* SigLIP: the last token; else CLIP: the first eos_token_id, or the largest id
-                              when eos_token_id is 2 (the original CLIP configs) */
-    int eos_id;
-    Linear proj;           /* CLIP's text_projection (no bias) or SigLIP's text head (with a bias) */
-    float logit_scale;     /* the similarity's log scale: exp() of it multiplies the cosine */
-    float logit_bias;      /* SigLIP's bias, added after; CLIP: 0 */
-    int sigmoid;           /* SigLIP: a probability is sigmoid(logit); CLIP: softmax over the texts */
-} TextHead;
-
 /* The patch grid of an h x w image: rows and columns of patch_size patches
  * (the image's sides must be multiples of it, and the grid the table's unless
  * the family interpolates). *n: the tokens of the pass. */
@@ -79,19 +47,6 @@ int vis_text_embed(const Model *m, RunState *s, const int *ids, int n, Capture *
 double vis_similarity(const Model *m, const float *image, const float *text, int dim);
 
 /* ---------------------------------------------------------------- vision-language models */
-
-/* What turns a vision tower's features into the language model's image tokens. */
-typedef enum {
-    VLM_PROJ_MLP = 1,      /* LLaVA: linear_1, the activation, linear_2 */
-    VLM_PROJ_GEMMA3        /* Gemma 3: the tower's output average-pooled to vlm_tokens, an RMSNorm, one matrix */
-} VlmProjKind;
-
-typedef struct VlmWeights {
-    VlmProjKind kind;
-    Linear p1, p2;         /* LLaVA: (vision hidden -> text hidden), (text hidden -> text hidden); Gemma 3: p1 its
-                              mm_input_projection_weight (vision hidden -> text hidden, stored (in, out)) */
-    Norm norm;             /* Gemma 3's mm_soft_emb_norm (1 + w) */
-} VlmWeights;
 
 /* The vision tower's hidden state a vision-language model reads (cfg.vlm_feature_layer, counted as
  * transformers' hidden_states: the embeddings first): its index into a capture's hidden states, and

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "arch.h"
 #include "gemm.h"
 #include "report.h"

@@ -18,8 +18,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "model.h"
-#include "seq2seq.h"
+#include "loader.h"
 
 /* BartConfig's and MarianConfig's keys (the same names). */
 static int parse_keys(ModelConfig *c, const cJSON *root, const char *path, int pad_default, int start_default,

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "model.h"
+#include "loader.h"
 
 /* BertConfig's key names, shared by BERT, RoBERTa, XLM-RoBERTa and ELECTRA. */
 static int parse_bert_keys(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "model.h"
+#include "loader.h"
 
 int arch_gpt2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||

@@ -34,7 +34,7 @@
 
 #include "arch.h"
 #include "gguf.h"
-#include "model.h"
+#include "loader.h"
 
 /* Which layers slide when config.json has no "layer_types". */
 typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;

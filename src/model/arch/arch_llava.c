@@ -4,7 +4,7 @@
  * (Gemma3ForConditionalGeneration: a SigLIP tower, average-pooled, an RMSNorm
  * and one matrix, a Gemma 3 text model whose image tokens attend both ways). The Model is the language model (its config the text_config);
  * Model.vision is the vision tower, a second Model over the same files, and
- * Model.vlm the projector (vision.h). The picture's tokens take the places of
+ * Model.vlm the projector (weights.h). The picture's tokens take the places of
  * the <image> placeholders in the sequence (run/run_vlm.c). */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -14,9 +14,8 @@
 
 #include "arch.h"
 #include "gguf.h"
-#include "model.h"
+#include "loader.h"
 #include "util.h"
-#include "vision.h"
 
 /* LlamaConfig's defaults for the keys a LLaVA text_config may leave out (llava-hf's name only a few:
  * the rest is transformers' LlamaConfig()). */

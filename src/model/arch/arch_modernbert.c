@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "model.h"
+#include "loader.h"
 
 /* rope_parameters[layer_type]: only the default kind, its base into *theta. */
 static int parse_rope_type(const cJSON *params, const char *type, float *theta, const char *path, AvErr *e) {

@@ -12,9 +12,8 @@
 
 #include "arch.h"
 #include "gguf.h"
-#include "model.h"
+#include "loader.h"
 #include "util.h"
-#include "vision.h"
 
 /* The keys every vision family shares (ViTConfig's names; CLIP's and SigLIP's
  * vision_config use the same), with transformers' defaults where a key is absent. */
