@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "loader.h"
 #include "attnviz.h"
 #include "check_util.h"
 #include "util.h"
