@@ -7,27 +7,25 @@
 #include <string.h>
 
 #include "gguf.h"
-#include "tokenizer.h"
 
-/* One row per line of families.h. */
-#define AV_FAMILY_ROW(kind, mt, prefix, tprefix, hkey, nkey, parse, load, garch, gcfg, gname, tok, gtok) \
-    {mt, prefix, ARCH_##kind, tprefix, hkey, nkey, parse, load, garch, gcfg, gname, tok, gtok},
-static const ArchSpec table[] = {AV_FAMILIES(AV_FAMILY_ROW)};
+/* One row per line of families.h, in its order (each row is its family's file's). */
+#define AV_FAMILY_ROW(kind, stem) &arch_family_##stem,
+static const ArchSpec *const table[] = {AV_FAMILIES(AV_FAMILY_ROW)};
 #undef AV_FAMILY_ROW
 #define N_ARCH (sizeof table / sizeof table[0])
 
 const ArchSpec *arch_spec(ArchKind kind) {
     for (size_t i = 0; i < N_ARCH; i++)
-        if (table[i].kind == kind) return &table[i];
+        if (table[i]->kind == kind) return table[i];
     return NULL;
 }
 
 const ArchSpec *arch_detect(const char *model_type, const char *architecture) {
     for (size_t i = 0; i < N_ARCH; i++) {
-        if (model_type && !strcmp(model_type, table[i].model_type)) return &table[i];
+        if (model_type && !strcmp(model_type, table[i]->model_type)) return table[i];
         if (!model_type && architecture &&
-            !strncmp(architecture, table[i].arch_prefix, strlen(table[i].arch_prefix)))
-            return &table[i];
+            !strncmp(architecture, table[i]->arch_prefix, strlen(table[i]->arch_prefix)))
+            return table[i];
     }
     return NULL;
 }
@@ -36,19 +34,19 @@ const ArchSpec *arch_default(void) { return arch_spec(ARCH_BERT); }
 
 const ArchSpec *arch_detect_gguf(const char *name) {
     for (size_t i = 0; i < N_ARCH; i++)
-        if (table[i].gguf_arch && !strcmp(name, table[i].gguf_arch)) return &table[i];
+        if (table[i]->gguf_arch && !strcmp(name, table[i]->gguf_arch)) return table[i];
     return NULL;
 }
 
 /* "a, b and c" of the rows' model_type (gguf: only those with a GGUF architecture). */
 static void join_names(char *out, size_t cap, int gguf) {
     size_t n = 0, k = 0, total = 0;
-    for (size_t i = 0; i < N_ARCH; i++) total += !gguf || table[i].gguf_arch;
+    for (size_t i = 0; i < N_ARCH; i++) total += !gguf || table[i]->gguf_arch;
     out[0] = '\0';
     for (size_t i = 0; i < N_ARCH; i++) {
-        if (gguf && !table[i].gguf_arch) continue;
+        if (gguf && !table[i]->gguf_arch) continue;
         const char *sep = k == 0 ? "" : k + 1 == total ? " and " : ", ";
-        int w = snprintf(out + n, cap - n, "%s%s", sep, gguf ? table[i].gguf_arch : table[i].model_type);
+        int w = snprintf(out + n, cap - n, "%s%s", sep, gguf ? table[i]->gguf_arch : table[i]->model_type);
         if (w < 0 || (size_t)w >= cap - n) break;
         n += (size_t)w, k++;
     }
@@ -77,7 +75,7 @@ unsigned arch_gguf_tok_flags(const GgufFile *f) {
     AvErr e;
     if (!gguf_find_kv(f, "general.architecture") || gguf_get_str(f, "general.architecture", &name, &len, &e)) return 0;
     for (size_t i = 0; i < N_ARCH; i++)
-        if (table[i].gguf_arch && strlen(table[i].gguf_arch) == len && !memcmp(name, table[i].gguf_arch, len))
-            return table[i].gguf_tok;
+        if (table[i]->gguf_arch && strlen(table[i]->gguf_arch) == len && !memcmp(name, table[i]->gguf_arch, len))
+            return table[i]->gguf_tok;
     return 0;
 }

@@ -1,8 +1,9 @@
-/* arch.h — the model families, one table row each (from families.h): how
- * config.json names a family's sizes (parse) and how its checkpoint names its
- * tensors (load). Adding a family = an arch_<family>.c with those two
- * functions + one line in families.h; the engine (model.c, forward.c) needs no
- * change unless the family brings a new kind of block step. */
+/* arch.h — the model families, one table row each (families.h lists them):
+ * how config.json names a family's sizes (parse) and how its checkpoint names
+ * its tensors (load). Adding a family = its row (an ArchSpec with designated
+ * initializers) and its parse and load in src/model/arch/, and one line in
+ * families.h; the engine (model.c, forward.c) needs no change unless the
+ * family brings a new kind of block step. */
 #ifndef ATTNVIZ_ARCH_H
 #define ATTNVIZ_ARCH_H
 
@@ -52,79 +53,14 @@ const char *arch_gguf_list(void);
 /* The TOK_GGUF_* flags of f's family (0 for a family not in the table). */
 unsigned arch_gguf_tok_flags(const struct GgufFile *f);
 
-/* The families' functions (arch_bert.c, arch_gpt2.c, arch_llama.c, arch_modernbert.c). */
-int arch_bert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_roberta_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_electra_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_distilbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_bert_load(struct Model *m, AvErr *e);
-int arch_gpt2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_gpt2_load(struct Model *m, AvErr *e);
-int arch_llama_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_mistral_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_qwen2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_qwen3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_gemma2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_gemma3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_phi3_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_phi3_load(struct Model *m, AvErr *e);
-int arch_llama_load(struct Model *m, AvErr *e);
-int arch_mixtral_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_qwen3_moe_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_olmoe_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_mixtral_load(struct Model *m, AvErr *e);
-int arch_qwen3_moe_load(struct Model *m, AvErr *e);
-int arch_olmoe_load(struct Model *m, AvErr *e);
-/* The vision encoders (arch_vit.c: vision.h). */
-int arch_vit_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_deit_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_vit_load(struct Model *m, AvErr *e);
-int arch_dinov2_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_dinov2_reg_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_dinov2_load(struct Model *m, AvErr *e);
-int arch_clip_vision_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_clip_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_clip_load(struct Model *m, AvErr *e);
-int arch_clip_vision_load(struct Model *m, AvErr *e);
-int arch_siglip_vision_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_siglip_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_siglip_load(struct Model *m, AvErr *e);
-int arch_siglip_vision_load(struct Model *m, AvErr *e);
-/* CLIP's vision tower with its tensors under base ("vision_tower.vision_model.": a vision-language model's). */
-int arch_clip_vision_load_at(struct Model *m, const char *base, AvErr *e);
-int arch_llava_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_llava_load(struct Model *m, AvErr *e);
-int arch_siglip_vision_load_at(struct Model *m, const char *base, AvErr *e);
-int arch_gemma3_vlm_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_gemma3_vlm_load(struct Model *m, AvErr *e);
-int arch_clip_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_clip_gguf_name(const char *hf, char *out, size_t len);
-/* A LLaVA from llama.cpp's pair: the language model m (its text GGUF, loaded) with the vision tower and
- * projector of the mmproj GGUF at path (the legacy converter's "clip" file with a LLaVA projector);
- * image_token_id: the text's placeholder for the picture (its tokenizer's <image>). */
+/* Each family's row (families.h's stem), defined in its src/model/arch/ file. */
+#define AV_FAMILY_DECL(kind, stem) extern const ArchSpec arch_family_##stem;
+AV_FAMILIES(AV_FAMILY_DECL)
+#undef AV_FAMILY_DECL
+
+/* A LLaVA from llama.cpp's pair (arch_llava.c): the language model m (its text GGUF, loaded) with the
+ * vision tower and projector of the mmproj GGUF at path (the legacy converter's "clip" file with a LLaVA
+ * projector); image_token_id: the text's placeholder for the picture (its tokenizer's <image>). */
 int arch_llava_attach_mmproj(struct Model *m, const char *path, int image_token_id, AvErr *e);
-int arch_gptoss_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_gptoss_load(struct Model *m, AvErr *e);
-int arch_gptoss_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_gptoss_gguf_name(const char *hf_name, char *out, size_t len);
-int arch_modernbert_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_modernbert_load(struct Model *m, AvErr *e);
-int arch_bart_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_marian_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_bart_load(struct Model *m, AvErr *e);
-int arch_t5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_mt5_parse(ModelConfig *c, const struct cJSON *root, const char *path, AvErr *e);
-int arch_t5_load(struct Model *m, AvErr *e);
-int arch_llama_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_qwen2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_qwen3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_qwen3_moe_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_olmoe_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_gemma2_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_gemma3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_phi3_gguf_config(ModelConfig *c, const struct GgufFile *f, const char *path, AvErr *e);
-int arch_llama_gguf_name(const char *hf_name, char *out, size_t len);
-int arch_gemma2_gguf_name(const char *hf_name, char *out, size_t len);
-int arch_phi3_gguf_name(const char *hf_name, char *out, size_t len);
 
 #endif

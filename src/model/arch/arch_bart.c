@@ -19,6 +19,7 @@
 
 #include "arch.h"
 #include "loader.h"
+#include "tokenizer.h"
 
 /* BartConfig's and MarianConfig's keys (the same names). */
 static int parse_keys(ModelConfig *c, const cJSON *root, const char *path, int pad_default, int start_default,
@@ -62,14 +63,14 @@ static int parse_keys(ModelConfig *c, const cJSON *root, const char *path, int p
     return cfg_opt_bool(root, "tie_word_embeddings", &c->tie_word_embeddings, path, e);
 }
 
-int arch_bart_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_bart_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_keys(c, root, path, 1, 2, e)) return -1; /* BartConfig's defaults: pad 1, decoder start 2 (</s>) */
     c->s2s_pos = S2S_POS_TABLE;
     c->pos_offset = 2; /* BartLearnedPositionalEmbedding's offset */
     return 0;
 }
 
-int arch_marian_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_marian_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     /* MarianConfig's pad_token_id default: the last id of its 58,101-token vocabulary */
     if (parse_keys(c, root, path, 58100, -1, e)) return -1;
     int shared = 1;
@@ -132,7 +133,7 @@ static int load_embeddings(Model *m, S2sStack *s, const char *stack, const Linea
     return 0;
 }
 
-int arch_bart_load(Model *m, AvErr *e) {
+static int arch_bart_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, V = c->vocab_size;
     if (s2s_weights_alloc(m, e)) return -1;
@@ -172,3 +173,17 @@ int arch_bart_load(Model *m, AvErr *e) {
         return -1;
     return 0;
 }
+
+/* ---------------------------------------------------------------- the rows (families.h) */
+
+const ArchSpec arch_family_bart = {
+    .kind = ARCH_BART, .model_type = "bart", .arch_prefix = "Bart", .tensor_prefix = "model.",
+    .hidden_key = "d_model", .heads_key = "encoder_attention_heads",
+    .parse = arch_bart_parse, .load = arch_bart_load, .tokenizer = TOK_SOURCE_BPE_ROBERTA,
+};
+
+const ArchSpec arch_family_marian = {
+    .kind = ARCH_MARIAN, .model_type = "marian", .arch_prefix = "Marian", .tensor_prefix = "model.",
+    .hidden_key = "d_model", .heads_key = "encoder_attention_heads",
+    .parse = arch_marian_parse, .load = arch_bart_load, .tokenizer = TOK_SOURCE_JSON,
+};

@@ -10,6 +10,7 @@
 
 #include "arch.h"
 #include "loader.h"
+#include "tokenizer.h"
 
 /* BertConfig's key names, shared by BERT, RoBERTa, XLM-RoBERTa and ELECTRA. */
 static int parse_bert_keys(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
@@ -35,13 +36,13 @@ static int parse_bert_keys(ModelConfig *c, const cJSON *root, const char *path, 
     return 0;
 }
 
-int arch_bert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_bert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     return parse_bert_keys(c, root, path, e);
 }
 
 /* RoBERTa and XLM-RoBERTa number positions from padding_idx + 1 (HF
  * create_position_ids_from_input_ids). */
-int arch_roberta_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_roberta_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_bert_keys(c, root, path, e)) return -1;
     int pad = 1;
     if (cfg_opt_int(root, "pad_token_id", 0, CFG_MAX_POS - 2, &pad, path, e)) return -1;
@@ -54,7 +55,7 @@ int arch_roberta_parse(ModelConfig *c, const cJSON *root, const char *path, AvEr
 }
 
 /* ELECTRA: embeddings of embedding_size, projected to hidden_size when the two differ. */
-int arch_electra_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_electra_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_bert_keys(c, root, path, e)) return -1;
     int E = 128; /* ElectraConfig's default */
     if (cfg_opt_int(root, "embedding_size", 1, CFG_MAX_HIDDEN, &E, path, e)) return -1;
@@ -62,7 +63,7 @@ int arch_electra_parse(ModelConfig *c, const cJSON *root, const char *path, AvEr
     return 0;
 }
 
-int arch_distilbert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_distilbert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "dim", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "n_layers", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
@@ -125,7 +126,7 @@ static int load_mlm_head(Model *m, AvErr *e) {
 }
 
 /* Tensor names follow each family's Hugging Face module names. */
-int arch_bert_load(Model *m, AvErr *e) {
+static int arch_bert_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
     int64_t H = c->hidden_size, FF = c->intermediate_size, E = c->embedding_size ? c->embedding_size : H;
@@ -158,3 +159,35 @@ int arch_bert_load(Model *m, AvErr *e) {
     }
     return load_mlm_head(m, e);
 }
+
+/* ---------------------------------------------------------------- the rows (families.h) */
+
+const ArchSpec arch_family_bert = {
+    .kind = ARCH_BERT, .model_type = "bert", .arch_prefix = "Bert", .tensor_prefix = "bert.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_bert_parse, .load = arch_bert_load, .tokenizer = TOK_SOURCE_WORDPIECE,
+};
+
+const ArchSpec arch_family_roberta = {
+    .kind = ARCH_ROBERTA, .model_type = "roberta", .arch_prefix = "Roberta", .tensor_prefix = "roberta.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_roberta_parse, .load = arch_bert_load, .tokenizer = TOK_SOURCE_BPE_ROBERTA,
+};
+
+const ArchSpec arch_family_distilbert = {
+    .kind = ARCH_DISTILBERT, .model_type = "distilbert", .arch_prefix = "DistilBert", .tensor_prefix = "distilbert.",
+    .hidden_key = "dim", .heads_key = "n_heads",
+    .parse = arch_distilbert_parse, .load = arch_bert_load, .tokenizer = TOK_SOURCE_WORDPIECE,
+};
+
+const ArchSpec arch_family_xlm_roberta = {
+    .kind = ARCH_XLM_ROBERTA, .model_type = "xlm-roberta", .arch_prefix = "XLMRoberta", .tensor_prefix = "roberta.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_roberta_parse, .load = arch_bert_load, .tokenizer = TOK_SOURCE_JSON,
+};
+
+const ArchSpec arch_family_electra = {
+    .kind = ARCH_ELECTRA, .model_type = "electra", .arch_prefix = "Electra", .tensor_prefix = "electra.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_electra_parse, .load = arch_bert_load, .tokenizer = TOK_SOURCE_WORDPIECE,
+};

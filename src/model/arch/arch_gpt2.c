@@ -6,8 +6,9 @@
 
 #include "arch.h"
 #include "loader.h"
+#include "tokenizer.h"
 
-int arch_gpt2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_gpt2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "n_embd", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "n_layer", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
@@ -34,7 +35,7 @@ int arch_gpt2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *
 }
 
 
-int arch_gpt2_load(Model *m, AvErr *e) {
+static int arch_gpt2_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
     int64_t H = c->hidden_size, FF = c->intermediate_size;
@@ -60,3 +61,9 @@ int arch_gpt2_load(Model *m, AvErr *e) {
     w->head.out = w->tok_emb; /* GPT2LMHeadModel's lm_head is wte itself */
     return 0;
 }
+
+const ArchSpec arch_family_gpt2 = {
+    .kind = ARCH_GPT2, .model_type = "gpt2", .arch_prefix = "GPT2", .tensor_prefix = "transformer.",
+    .hidden_key = "n_embd", .heads_key = "n_head",
+    .parse = arch_gpt2_parse, .load = arch_gpt2_load, .tokenizer = TOK_SOURCE_BPE_GPT2,
+};

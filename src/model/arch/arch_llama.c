@@ -1,80 +1,19 @@
-/* arch_llama.c — Llama-style decoders: Llama (2, 3.x, TinyLlama, SmolLM),
- * Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 and Phi-3. Pre-RMSNorm causal
- * decoders with rotary positions, grouped-query attention and gated MLPs;
- * what sets each apart:
- *   mistral  sliding-window attention
- *   qwen2    q/k/v biases; sliding window from max_window_layers on
- *   qwen3    per-head RMSNorm of q and k before rotary
- *   gemma2   RMSNorm scaling by 1 + w, embeddings times sqrt(hidden), GeGLU,
- *            query_pre_attn_scalar, attention-logit soft-capping, sandwich
- *            norms around both sublayers, sliding window on alternate layers
- *   gemma3   Gemma 2's block without soft-capping, plus q/k RMSNorm (1 + w);
- *            5 sliding layers to 1 global, the sliding ones with their own
- *            unscaled rotary base (rope_local_base_freq)
- *   phi3     q/k/v fused in qkv_proj and gate/up in gate_up_proj (split at
- *            load); LongRoPE; partial rotary
- *   mixtral  Mistral's block with a mixture-of-experts MLP (block_sparse_moe:
- *            router "gate", experts w1/w3/w2), top-k weights renormalized
- *   qwen3_moe Qwen3's block, MoE MLPs (mlp.gate, mlp.experts.N.*_proj) on the
- *            layers decoder_sparse_step and mlp_only_layers leave sparse;
- *            norm_topk_prob
- *   olmoe    MoE MLPs as Qwen3-MoE's, q/k RMSNorm over the whole projection
- *            (all heads at once)
- *   gpt_oss  learned attention sinks per head (self_attn.sinks), biases on
- *            q/k/v/o, sliding window on alternate layers, YaRN; MoE MLPs with
- *            a biased router (top-k of the logits, softmax over those k) and
- *            experts stacked in 3-D tensors stored (in, out) — gate_up_proj
- *            interleaves gate and up columns — with biases and a clamped
- *            SwiGLU */
+/* arch_llama.c — the Llama-style decoders' shared parse, load and GGUF reader
+ * (arch_llama.h), and the first two: Llama (2, 3.x, TinyLlama, SmolLM) and
+ * Mistral (sliding-window attention). Pre-RMSNorm causal decoders with rotary
+ * positions, grouped-query attention and gated MLPs; what sets the others
+ * apart is a LlamaTraits value in their group's file (arch_qwen.c: Qwen2,
+ * Qwen3, Qwen3-MoE; arch_gemma.c: Gemma 2 and 3; arch_phi3.c: Phi-3;
+ * arch_moe.c: Mixtral, OLMoE; arch_gptoss.c: gpt-oss), which the code here
+ * tests; it never tests a family's name. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include "arch_llama.h"
 #include "gguf.h"
-#include "loader.h"
-
-/* Which layers slide when config.json has no "layer_types". */
-typedef enum { SLIDE_ALL = 0, SLIDE_ALTERNATE, SLIDE_FROM_MAX_WINDOW, SLIDE_PATTERN } SlideRule;
-
-/* How a mixture-of-experts family names its router and experts. */
-typedef enum { MOE_NONE = 0, MOE_MIXTRAL, MOE_QWEN, MOE_OLMOE, MOE_GPTOSS } MoeKind;
-
-/* What sets one family apart from Llama: each family's parse passes its own,
- * so the shared code tests traits, never a family's name. */
-typedef struct {
-    int gemma;          /* Gemma 2's block: 1 + w norms, sqrt(hidden) embeddings, GeGLU, soft-caps,
-                           sandwich norms, head_dim 256, tied embeddings */
-    int qkv_bias;       /* q/k/v always biased and the output never; no "attention_bias" key (Qwen2) */
-    int qk_norm;        /* per-head RMSNorm of q and k before rotary (Qwen3) */
-    int window;         /* the sliding window when the config names none (Gemma 2: 4096) */
-    int window_off;     /* "use_sliding_window" defaults to false (Qwen) */
-    SlideRule slide;      /* SLIDE_PATTERN: layer l slides unless (l + 1) % sliding_window_pattern == 0 (Gemma 3) */
-    int rows_interleaved; /* llama.cpp's converter permuted q/k rows into rotary pairs (its llama files) */
-    int softcap;          /* soft-capping defaults to 50 (scores) and 30 (logits) when the config is silent (Gemma 2) */
-    int rope_local;       /* sliding layers turn by rope_local_base_freq, unscaled (Gemma 3) */
-    float theta;          /* rope_theta when the config is silent (0: 10000) */
-    int fused;            /* qkv_proj and gate_up_proj (Phi-3) */
-    int orig_max_top;     /* a top-level original_max_position_embeddings (default 4096) is LongRoPE's (Phi-3) */
-    MoeKind moe;          /* a mixture-of-experts MLP, and how its config and tensors are named */
-    int qk_norm_full;     /* q/k RMSNorm over the whole projection, not per head (OLMoE) */
-    int sinks;            /* a learned sink logit per head in every softmax; attention_bias defaults to true;
-                             YaRN when the config names no rotary scaling (gpt-oss) */
-} LlamaTraits;
-
-static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0},
-                         QWEN2 = {.qkv_bias = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
-                         QWEN3 = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW},
-                         GEMMA2 = {.gemma = 1, .window = 4096, .slide = SLIDE_ALTERNATE, .softcap = 1},
-                         GEMMA3 = {.gemma = 1, .qk_norm = 1, .window = 4096, .slide = SLIDE_PATTERN,
-                                   .rope_local = 1, .theta = 1e6f},
-                         PHI3 = {.fused = 1, .orig_max_top = 1}, MIXTRAL = {.moe = MOE_MIXTRAL},
-                         QWEN3_MOE = {.qk_norm = 1, .window_off = 1, .slide = SLIDE_FROM_MAX_WINDOW, .moe = MOE_QWEN},
-                         OLMOE = {.qk_norm = 1, .qk_norm_full = 1, .moe = MOE_OLMOE},
-                         GPT_OSS = {.window = 128, .slide = SLIDE_ALTERNATE, .theta = 150000.0f, .moe = MOE_GPTOSS,
-                                    .sinks = 1};
 
 /* A mixture-of-experts config: experts, top-k, renormalization, each
  * expert's width and (Qwen3-MoE) which layers stay dense. */
@@ -306,7 +245,7 @@ static int parse_sliding(ModelConfig *c, const cJSON *root, const char *path, co
     return 0;
 }
 
-static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
+int arch_llama_parse(ModelConfig *c, const cJSON *root, const char *path, const LlamaTraits *fam, AvErr *e) {
     const int gemma = fam->gemma;
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "hidden_size", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
@@ -366,23 +305,6 @@ static int llama_parse(ModelConfig *c, const cJSON *root, const char *path, cons
     if (fam->moe && parse_moe(c, root, path, fam, e)) return -1;
     return 0;
 }
-
-/* Each family's parse: the shared one with its traits. */
-#define FAMILY_PARSE(name, traits)                                                                  \
-    int arch_##name##_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {        \
-        return llama_parse(c, root, path, &traits, e);                                              \
-    }
-FAMILY_PARSE(llama, LLAMA)
-FAMILY_PARSE(mistral, MISTRAL)
-FAMILY_PARSE(qwen2, QWEN2)
-FAMILY_PARSE(qwen3, QWEN3)
-FAMILY_PARSE(gemma2, GEMMA2)
-FAMILY_PARSE(gemma3, GEMMA3)
-FAMILY_PARSE(phi3, PHI3)
-FAMILY_PARSE(mixtral, MIXTRAL)
-FAMILY_PARSE(qwen3_moe, QWEN3_MOE)
-FAMILY_PARSE(olmoe, OLMOE)
-FAMILY_PARSE(gptoss, GPT_OSS)
 
 /* Layer l's router and experts. Mixtral: block_sparse_moe.gate and
  * experts.N.w1 (gate), w3 (up), w2 (down); the others: mlp.gate and
@@ -453,7 +375,7 @@ static int load_experts(Model *m, LayerWeights *L, int l, const LlamaTraits *fam
 
 /* Tensor names as transformers' Llama-style modules; the base model's, with
  * "model." before them in …ForCausalLM checkpoints (arch.c's prefix). */
-static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
+int arch_llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
     const int64_t H = c->hidden_size, FF = c->intermediate_size, dh = c->head_dim;
@@ -516,13 +438,6 @@ static int llama_load(Model *m, const LlamaTraits *fam, AvErr *e) {
         return -1;
     return 0;
 }
-
-int arch_llama_load(Model *m, AvErr *e) { return llama_load(m, &LLAMA, e); }
-int arch_phi3_load(Model *m, AvErr *e) { return llama_load(m, &PHI3, e); }
-int arch_mixtral_load(Model *m, AvErr *e) { return llama_load(m, &MIXTRAL, e); }
-int arch_qwen3_moe_load(Model *m, AvErr *e) { return llama_load(m, &QWEN3_MOE, e); }
-int arch_olmoe_load(Model *m, AvErr *e) { return llama_load(m, &OLMOE, e); }
-int arch_gptoss_load(Model *m, AvErr *e) { return llama_load(m, &GPT_OSS, e); }
 
 /* ---------------------------------------------------------------- GGUF */
 
@@ -628,7 +543,7 @@ static int yarn_gguf(ModelConfig *c, const GgufFile *f, const char *arch, const 
 }
 
 /* Hyper-parameters as llama.cpp's converter writes them: "<arch>.<key>". */
-static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, const LlamaTraits *fam, AvErr *e) {
+int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, const LlamaTraits *fam, AvErr *e) {
     const ArchSpec *spec = arch_spec(c->arch);
     char key[96];
 #define KEY(k) (snprintf(key, sizeof key, "%s.%s", spec->gguf_arch, k), key)
@@ -750,26 +665,9 @@ static int llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path
     return cfg_validate(c, "embedding_length", "head_count", path, e);
 }
 
-/* Each family's reader of llama.cpp's metadata (the families llama.cpp writes). */
-#define FAMILY_GGUF(name, traits)                                                                   \
-    int arch_##name##_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) { \
-        return llama_gguf_config(c, f, path, &traits, e);                                           \
-    }
-FAMILY_GGUF(llama, LLAMA)
-FAMILY_GGUF(qwen2, QWEN2)
-FAMILY_GGUF(qwen3, QWEN3)
-FAMILY_GGUF(gemma2, GEMMA2)
-FAMILY_GGUF(gemma3, GEMMA3)
-FAMILY_GGUF(phi3, PHI3)
-FAMILY_GGUF(qwen3_moe, QWEN3_MOE)
-FAMILY_GGUF(olmoe, OLMOE)
-FAMILY_GGUF(gptoss, GPT_OSS)
-
 /* transformers' names -> llama.cpp's (its LLM_TENSOR_NAMES for these families).
  * Gemma 2's norms around each sublayer have names of their own. */
-typedef enum { NAMES_LLAMA = 0, NAMES_GEMMA, NAMES_PHI3, NAMES_GPTOSS } GgufNames;
-
-static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
+int arch_llama_gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
     static const char *const whole[][2] = {
         {"embed_tokens.weight", "token_embd.weight"}, {"norm.weight", "output_norm.weight"},
         {"lm_head.weight", "output.weight"}};
@@ -826,7 +724,23 @@ static int gguf_name(const char *hf, char *out, size_t len, GgufNames variant) {
     return -1;
 }
 
-int arch_llama_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_LLAMA); }
-int arch_gemma2_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GEMMA); }
-int arch_phi3_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_PHI3); }
-int arch_gptoss_gguf_name(const char *hf, char *out, size_t len) { return gguf_name(hf, out, len, NAMES_GPTOSS); }
+/* ---------------------------------------------------------------- Llama and Mistral */
+
+/* llama.cpp's converter permuted a llama file's q/k rows into rotary pairs */
+static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0};
+LLAMA_STYLE(llama, LLAMA)
+LLAMA_STYLE_GGUF(llama, LLAMA, NAMES_LLAMA)
+LLAMA_STYLE(mistral, MISTRAL)
+
+const ArchSpec arch_family_llama = {
+    .kind = ARCH_LLAMA, .model_type = "llama", .arch_prefix = "Llama", .tensor_prefix = "model.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = llama_parse, .load = llama_load, .tokenizer = TOK_SOURCE_JSON,
+    .gguf_arch = "llama", .gguf_config = llama_gguf_config, .gguf_name = llama_gguf_name,
+};
+
+const ArchSpec arch_family_mistral = {
+    .kind = ARCH_MISTRAL, .model_type = "mistral", .arch_prefix = "Mistral", .tensor_prefix = "model.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = mistral_parse, .load = mistral_load, .tokenizer = TOK_SOURCE_JSON,
+};

@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "arch.h"
+#include "arch_vit.h"
 #include "gguf.h"
 #include "loader.h"
+#include "tokenizer.h"
 #include "util.h"
 
 /* LlamaConfig's defaults for the keys a LLaVA text_config may leave out (llava-hf's name only a few:
@@ -45,7 +47,7 @@ static int sub_type(const cJSON *v, const char *want, const char *sub, const cha
     return 0;
 }
 
-int arch_llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     char sub[600], vsub[600];
     const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
     const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
@@ -59,7 +61,7 @@ int arch_llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
         if (!cJSON_GetObjectItemCaseSensitive(t, LLAMA_DEFAULTS[i].key) &&
             !cJSON_AddNumberToObject(t, LLAMA_DEFAULTS[i].key, LLAMA_DEFAULTS[i].value))
             rc = av_err(e, "out of memory");
-    if (rc == 0) rc = arch_llama_parse(c, t, sub, e);
+    if (rc == 0) rc = arch_family_llama.parse(c, t, sub, e);
     if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
     cJSON_Delete(t);
     if (rc) return -1;
@@ -67,7 +69,7 @@ int arch_llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr 
     /* the vision tower's shape: its tokens per picture */
     ModelConfig v;
     memset(&v, 0, sizeof v);
-    if (arch_clip_vision_parse(&v, vc, vsub, e)) return -1;
+    if (arch_family_clip_vision.parse(&v, vc, vsub, e)) return -1;
     c->image_token_id = 32000;
     c->vlm_feature_layer = -2;
     c->vlm_proj_bias = 1;
@@ -138,7 +140,7 @@ static int load_vision_as(Model *m, const char *base, int siglip, AvErr *e) {
     }
     char sub[600];
     const cJSON *vc = object(root, "vision_config", cfgp, sub, sizeof sub, e);
-    if (!vc || (siglip ? arch_siglip_vision_parse(&v->cfg, vc, sub, e) : arch_clip_vision_parse(&v->cfg, vc, sub, e)) ||
+    if (!vc || (siglip ? arch_family_siglip_vision.parse(&v->cfg, vc, sub, e) : arch_family_clip_vision.parse(&v->cfg, vc, sub, e)) ||
         cfg_validate(&v->cfg, "hidden_size", "num_attention_heads", sub, e))
         goto done;
     const ArchSpec *spec = arch_detect(siglip ? "siglip_vision_model" : "clip_vision_model", NULL);
@@ -157,7 +159,7 @@ done:
     return rc;
 }
 
-int arch_llava_load(Model *m, AvErr *e) {
+static int llava_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const char *lm = first_with(m, LM_PREFIX, 2, "embed_tokens.weight");
     const char *vis = first_with(m, VISION_BASE, 4, "embeddings.patch_embedding.weight");
@@ -167,7 +169,7 @@ int arch_llava_load(Model *m, AvErr *e) {
                             VISION_BASE[2]);
     if (!proj) return av_err(e, "%s: no projector (linear_1 under %s or %s)", m->path, PROJ_PREFIX[0], PROJ_PREFIX[1]);
     m->tensor_prefix = lm;
-    if (arch_llama_load(m, e)) return -1;
+    if (arch_family_llama.load(m, e)) return -1;
     /* lm_head beside the language model (llava-hf's: under language_model.) */
     const char *head = first_with(m, HEAD, 2, ".weight");
     if (!m->w.head.out.w && !c->tie_word_embeddings && head &&
@@ -239,7 +241,7 @@ static const struct {
                        {"num_hidden_layers", 26},     {"num_attention_heads", 8},  {"num_key_value_heads", 4},
                        {"head_dim", 256},             {"max_position_embeddings", 131072}, {"eos_token_id", 1}};
 
-int arch_gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     char sub[600], vsub[600];
     const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
     const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
@@ -253,13 +255,13 @@ int arch_gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, A
         if (!cJSON_GetObjectItemCaseSensitive(t, GEMMA3_DEFAULTS[i].key) &&
             !cJSON_AddNumberToObject(t, GEMMA3_DEFAULTS[i].key, GEMMA3_DEFAULTS[i].value))
             rc = av_err(e, "out of memory");
-    if (rc == 0) rc = arch_gemma3_parse(c, t, sub, e);
+    if (rc == 0) rc = arch_family_gemma3.parse(c, t, sub, e);
     if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
     cJSON_Delete(t);
     if (rc) return -1;
     ModelConfig v;
     memset(&v, 0, sizeof v);
-    if (arch_siglip_vision_parse(&v, vc, vsub, e)) return -1;
+    if (arch_family_siglip_vision.parse(&v, vc, vsub, e)) return -1;
     if (v.vis_pool_head) return av_err(e, "%s: vision_use_head true: Gemma 3's tower has no pooling head", vsub);
     c->vlm = 1;
     c->vlm_tokens = 256, c->vlm_boi_id = 255999, c->vlm_eoi_id = 256000, c->image_token_id = 262144;
@@ -277,7 +279,7 @@ int arch_gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, A
     return 0;
 }
 
-int arch_gemma3_vlm_load(Model *m, AvErr *e) {
+static int gemma3_vlm_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const char *lm = first_with(m, LM_PREFIX, 2, "embed_tokens.weight");
     const char *vis = first_with(m, VISION_BASE, 4, "embeddings.patch_embedding.weight");
@@ -289,7 +291,7 @@ int arch_gemma3_vlm_load(Model *m, AvErr *e) {
         return av_err(e, "%s: no projector (mm_input_projection_weight under %s or %s)", m->path, PROJ_PREFIX[0],
                       PROJ_PREFIX[1]);
     m->tensor_prefix = lm;
-    if (arch_llama_load(m, e)) return -1; /* Gemma 3 text: the Llama-style load (its parse set the Gemma traits) */
+    if (arch_family_gemma3.load(m, e)) return -1; /* Gemma 3 text: its own row's load */
     if (load_vision_as(m, vis, 1, e)) return -1;
     VlmWeights *p = calloc(1, sizeof *p);
     if (!p) return av_err(e, "out of memory");
@@ -308,3 +310,17 @@ int arch_gemma3_vlm_load(Model *m, AvErr *e) {
     if (Hv > m->max_in) m->max_in = Hv;
     return 0;
 }
+
+/* ---------------------------------------------------------------- the rows (families.h) */
+
+const ArchSpec arch_family_llava = {
+    .kind = ARCH_LLAVA, .model_type = "llava", .arch_prefix = "LlavaForConditionalGeneration", .tensor_prefix = "",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = llava_parse, .load = llava_load, .tokenizer = TOK_SOURCE_JSON,
+};
+
+const ArchSpec arch_family_gemma3_vlm = {
+    .kind = ARCH_GEMMA3_VLM, .model_type = "gemma3", .arch_prefix = "Gemma3ForConditionalGeneration", .tensor_prefix = "",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = gemma3_vlm_parse, .load = gemma3_vlm_load, .tokenizer = TOK_SOURCE_JSON,
+};

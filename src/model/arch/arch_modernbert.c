@@ -19,6 +19,7 @@
 
 #include "arch.h"
 #include "loader.h"
+#include "tokenizer.h"
 
 /* rope_parameters[layer_type]: only the default kind, its base into *theta. */
 static int parse_rope_type(const cJSON *params, const char *type, float *theta, const char *path, AvErr *e) {
@@ -31,7 +32,7 @@ static int parse_rope_type(const cJSON *params, const char *type, float *theta, 
     return cfg_opt_float(r, "rope_theta", 1, 1e12, theta, path, e);
 }
 
-int arch_modernbert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_modernbert_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "hidden_size", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "num_hidden_layers", 1, CFG_MAX_LAYERS, &c->num_layers, path, e) ||
@@ -148,7 +149,7 @@ static int load_mlm_head(Model *m) {
     return 0;
 }
 
-int arch_modernbert_load(Model *m, AvErr *e) {
+static int arch_modernbert_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     Weights *w = &m->w;
     const int64_t H = c->hidden_size, FF = c->intermediate_size;
@@ -172,3 +173,9 @@ int arch_modernbert_load(Model *m, AvErr *e) {
     }
     return load_mlm_head(m);
 }
+
+const ArchSpec arch_family_modernbert = {
+    .kind = ARCH_MODERNBERT, .model_type = "modernbert", .arch_prefix = "ModernBert", .tensor_prefix = "model.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_modernbert_parse, .load = arch_modernbert_load, .tokenizer = TOK_SOURCE_JSON,
+};

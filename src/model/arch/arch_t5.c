@@ -21,8 +21,9 @@
 
 #include "arch.h"
 #include "loader.h"
+#include "tokenizer.h"
 
-int arch_t5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_t5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (cfg_get_int(root, "vocab_size", 1, CFG_MAX_VOCAB, &c->vocab_size, path, e) ||
         cfg_get_int(root, "d_model", 1, CFG_MAX_HIDDEN, &c->hidden_size, path, e) ||
         cfg_get_int(root, "d_kv", 1, CFG_MAX_HIDDEN, &c->head_dim, path, e) ||
@@ -87,7 +88,7 @@ int arch_t5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e)
 
 /* mT5: T5 v1.1's blocks; its decoder output goes to the head unscaled whatever the config says of tying
  * (transformers' MT5ForConditionalGeneration has no scale_decoder_outputs). */
-int arch_mt5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_mt5_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (arch_t5_parse(c, root, path, e)) return -1;
     c->logits_scale = 0.0f;
     return 0;
@@ -122,7 +123,7 @@ static int load_layer(Model *m, S2sLayer *L, const char *stack, int l, int decod
     return 0;
 }
 
-int arch_t5_load(Model *m, AvErr *e) {
+static int arch_t5_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int64_t H = c->hidden_size, V = c->vocab_size;
     if (s2s_weights_alloc(m, e)) return -1;
@@ -150,3 +151,17 @@ int arch_t5_load(Model *m, AvErr *e) {
     }
     return 0;
 }
+
+/* ---------------------------------------------------------------- the rows (families.h) */
+
+const ArchSpec arch_family_t5 = {
+    .kind = ARCH_T5, .model_type = "t5", .arch_prefix = "T5", .tensor_prefix = "",
+    .hidden_key = "d_model", .heads_key = "num_heads",
+    .parse = arch_t5_parse, .load = arch_t5_load, .tokenizer = TOK_SOURCE_JSON,
+};
+
+const ArchSpec arch_family_mt5 = {
+    .kind = ARCH_MT5, .model_type = "mt5", .arch_prefix = "MT5", .tensor_prefix = "",
+    .hidden_key = "d_model", .heads_key = "num_heads",
+    .parse = arch_mt5_parse, .load = arch_t5_load, .tokenizer = TOK_SOURCE_JSON,
+};

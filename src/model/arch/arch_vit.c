@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "arch.h"
+#include "arch_vit.h"
 #include "gguf.h"
 #include "loader.h"
+#include "tokenizer.h"
 #include "util.h"
 
 /* The keys every vision family shares (ViTConfig's names; CLIP's and SigLIP's
@@ -51,7 +53,7 @@ static int parse_vision_keys(ModelConfig *c, const cJSON *root, const VisDefault
 
 static const VisDefaults VIT = {768, 12, 12, 3072, 224, 16, "gelu", 1e-12f};
 
-int arch_vit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_vit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_vision_keys(c, root, &VIT, path, e)) return -1;
     int qkv_bias = 1;
     if (cfg_opt_bool(root, "qkv_bias", &qkv_bias, path, e)) return -1;
@@ -59,7 +61,7 @@ int arch_vit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e
     return 0;
 }
 
-int arch_deit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_deit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (arch_vit_parse(c, root, path, e)) return -1;
     c->vis_dist = 1;
     return 0;
@@ -67,7 +69,7 @@ int arch_deit_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *
 
 /* DINOv2: the MLP's width is mlp_ratio x hidden; layer scales; positions for
  * image_size (518) interpolated to whatever grid the processor's crop makes. */
-int arch_dinov2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_dinov2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     static const VisDefaults D = {768, 12, 12, 0, 224, 16, "gelu", 1e-6f};
     if (parse_vision_keys(c, root, &D, path, e)) return -1;
     float ratio = 4;
@@ -83,7 +85,7 @@ int arch_dinov2_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr
 }
 
 /* The registers' variant interpolates with antialias (transformers' Dinov2WithRegistersEmbeddings). */
-int arch_dinov2_reg_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_dinov2_reg_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     c->vis_registers = 4;
     if (arch_dinov2_parse(c, root, path, e)) return -1;
     c->vis_pos_interp = VIS_POS_BICUBIC_AA;
@@ -104,13 +106,13 @@ static const cJSON *sub_config(const cJSON *root, const char *key, const char *p
     return v;
 }
 
-int arch_clip_vision_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_clip_vision_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_vision_keys(c, root, &CLIP_V, path, e)) return -1;
     c->vis_projection = 512;
     return cfg_opt_int(root, "projection_dim", 1, CFG_MAX_HIDDEN, &c->vis_projection, path, e);
 }
 
-int arch_clip_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_clip_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     char sub[600];
     const cJSON *v = sub_config(root, "vision_config", path, sub, sizeof sub, e);
     if (!v || parse_vision_keys(c, v, &CLIP_V, sub, e)) return -1;
@@ -120,14 +122,14 @@ int arch_clip_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *
     return 0;
 }
 
-int arch_siglip_vision_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_siglip_vision_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     if (parse_vision_keys(c, root, &SIGLIP_V, path, e)) return -1;
     c->vis_cls = 0;
     c->vis_pool_head = 1;
     return cfg_opt_bool(root, "vision_use_head", &c->vis_pool_head, path, e);
 }
 
-int arch_siglip_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+static int arch_siglip_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     char sub[600];
     const cJSON *v = sub_config(root, "vision_config", path, sub, sizeof sub, e);
     if (!v || arch_siglip_vision_parse(c, v, sub, e)) return -1;
@@ -194,7 +196,7 @@ static VisionWeights *new_vis(Model *m, AvErr *e) {
 }
 
 /* ViT and DeiT (ViTModel, ViTForImageClassification's "vit." names; DeiT's "deit."). */
-int arch_vit_load(Model *m, AvErr *e) {
+static int arch_vit_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int H = c->hidden_size;
     VisionWeights *v = new_vis(m, e);
@@ -208,7 +210,7 @@ int arch_vit_load(Model *m, AvErr *e) {
     return 0;
 }
 
-int arch_dinov2_load(Model *m, AvErr *e) {
+static int arch_dinov2_load(Model *m, AvErr *e) {
     const ModelConfig *c = &m->cfg;
     const int H = c->hidden_size;
     VisionWeights *v = new_vis(m, e);
@@ -382,12 +384,12 @@ done:
     return rc;
 }
 
-int arch_clip_load(Model *m, AvErr *e) {
+static int arch_clip_load(Model *m, AvErr *e) {
     if (load_clip_vision(m, "vision_model.", e)) return -1;
     return m->cfg.text_tower ? load_text_tower(m, 0, e) : 0;
 }
 
-int arch_clip_vision_load(Model *m, AvErr *e) { return load_clip_vision(m, "", e); }
+static int arch_clip_vision_load(Model *m, AvErr *e) { return load_clip_vision(m, "", e); }
 
 int arch_clip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_clip_vision(m, base, e); }
 
@@ -395,7 +397,7 @@ int arch_clip_vision_load_at(Model *m, const char *base, AvErr *e) { return load
 
 /* A vision tower as llama.cpp's mmproj GGUF describes it (clip.vision.*): CLIP's, with quick_gelu unless
  * clip.use_gelu, the normalization its metadata holds, a LLaVA projector's feature layer. */
-int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
+static int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, AvErr *e) {
     int has_vision = 0, gelu = 0;
     uint32_t hidden, ff, heads, layers, image, patch, proj = 0;
     float eps;
@@ -469,7 +471,7 @@ int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, A
 
 /* transformers' CLIPVisionModel names (without "vision_model.") -> llama.cpp's mmproj names; the
  * projector's (LLaVA's multi_modal_projector.linear_1/2 -> mm.0/mm.2). */
-int arch_clip_gguf_name(const char *hf, char *out, size_t len) {
+static int arch_clip_gguf_name(const char *hf, char *out, size_t len) {
     static const char *const whole[][2] = {
         {"embeddings.patch_embedding.weight", "v.patch_embd.weight"}, {"embeddings.class_embedding", "v.class_embd"},
         {"embeddings.position_embedding.weight", "v.position_embd.weight"}, {"pre_layrnorm.weight", "v.pre_ln.weight"},
@@ -495,11 +497,62 @@ int arch_clip_gguf_name(const char *hf, char *out, size_t len) {
     return -1;
 }
 
-int arch_siglip_load(Model *m, AvErr *e) {
+static int arch_siglip_load(Model *m, AvErr *e) {
     if (load_siglip_vision(m, "vision_model.", e)) return -1;
     return m->cfg.text_tower ? load_text_tower(m, 1, e) : 0;
 }
 
-int arch_siglip_vision_load(Model *m, AvErr *e) { return load_siglip_vision(m, "", e); }
+static int arch_siglip_vision_load(Model *m, AvErr *e) { return load_siglip_vision(m, "", e); }
 
 int arch_siglip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_siglip_vision(m, base, e); }
+
+/* ---------------------------------------------------------------- the rows (families.h) */
+
+const ArchSpec arch_family_vit = {
+    .kind = ARCH_VIT, .model_type = "vit", .arch_prefix = "ViT", .tensor_prefix = "vit.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_vit_parse, .load = arch_vit_load, .tokenizer = TOK_SOURCE_NONE,
+};
+
+const ArchSpec arch_family_deit = {
+    .kind = ARCH_DEIT, .model_type = "deit", .arch_prefix = "DeiT", .tensor_prefix = "deit.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_deit_parse, .load = arch_vit_load, .tokenizer = TOK_SOURCE_NONE,
+};
+
+const ArchSpec arch_family_dinov2_reg = {
+    .kind = ARCH_DINOV2_REG, .model_type = "dinov2_with_registers", .arch_prefix = "Dinov2WithRegisters", .tensor_prefix = "dinov2_with_registers.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_dinov2_reg_parse, .load = arch_dinov2_load, .tokenizer = TOK_SOURCE_NONE,
+};
+
+const ArchSpec arch_family_dinov2 = {
+    .kind = ARCH_DINOV2, .model_type = "dinov2", .arch_prefix = "Dinov2", .tensor_prefix = "dinov2.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_dinov2_parse, .load = arch_dinov2_load, .tokenizer = TOK_SOURCE_NONE,
+};
+
+const ArchSpec arch_family_clip_vision = {
+    .kind = ARCH_CLIP_VISION, .model_type = "clip_vision_model", .arch_prefix = "CLIPVision", .tensor_prefix = "vision_model.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_clip_vision_parse, .load = arch_clip_vision_load, .tokenizer = TOK_SOURCE_NONE,
+    .gguf_arch = "clip", .gguf_config = arch_clip_gguf_config, .gguf_name = arch_clip_gguf_name,
+};
+
+const ArchSpec arch_family_clip = {
+    .kind = ARCH_CLIP, .model_type = "clip", .arch_prefix = "CLIP", .tensor_prefix = "",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_clip_parse, .load = arch_clip_load, .tokenizer = TOK_SOURCE_JSON,
+};
+
+const ArchSpec arch_family_siglip_vision = {
+    .kind = ARCH_SIGLIP_VISION, .model_type = "siglip_vision_model", .arch_prefix = "SiglipVision", .tensor_prefix = "vision_model.",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_siglip_vision_parse, .load = arch_siglip_vision_load, .tokenizer = TOK_SOURCE_NONE,
+};
+
+const ArchSpec arch_family_siglip = {
+    .kind = ARCH_SIGLIP, .model_type = "siglip", .arch_prefix = "Siglip", .tensor_prefix = "",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = arch_siglip_parse, .load = arch_siglip_load, .tokenizer = TOK_SOURCE_JSON,
+};
