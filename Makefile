@@ -65,7 +65,7 @@ LIBDIR   ?= $(PREFIX)/lib
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 INCLUDEDIR ?= $(PREFIX)/include
 
-.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan man
+.PHONY: all test test-asan demo demo-model weights bench install uninstall clean deps deps-test fuzz tsan man FORCE
 
 all: $(BIN) $(B)/libattnviz.so demo-model
 
@@ -114,7 +114,12 @@ src/%.c: ;
 $(B)/embed: tools/embed.c | $(B)
 	$(HOSTCC) $(CFLAGS) -o $@ $<
 
-$(B)/gen/templates_gen.c: $(B)/embed $(TEMPLATES) | $(B)/gen
+# templates.list names the templates, rewritten only when one is added or removed: a removed
+# template is then embedded no more (its file's absence alone would leave the output up to date).
+$(B)/gen/templates.list: FORCE | $(B)/gen
+	@echo '$(TEMPLATES)' | cmp -s - $@ || echo '$(TEMPLATES)' >$@
+
+$(B)/gen/templates_gen.c: $(B)/embed $(TEMPLATES) $(B)/gen/templates.list | $(B)/gen
 	$(B)/embed $@ $(TEMPLATES)
 
 $(B)/obj/templates_gen.o: $(B)/gen/templates_gen.c | $(B)/obj
