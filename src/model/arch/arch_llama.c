@@ -1,11 +1,11 @@
 /* arch_llama.c — the Llama-style decoders' shared parse, load and GGUF reader
- * (arch_llama.h), and the first two: Llama (2, 3.x, TinyLlama, SmolLM) and
- * Mistral (sliding-window attention). Pre-RMSNorm causal decoders with rotary
- * positions, grouped-query attention and gated MLPs; what sets the others
- * apart is a LlamaTraits value in their group's file (arch_qwen.c: Qwen2,
- * Qwen3, Qwen3-MoE; arch_gemma.c: Gemma 2 and 3; arch_phi3.c: Phi-3;
- * arch_moe.c: Mixtral, OLMoE; arch_gptoss.c: gpt-oss), which the code here
- * tests; it never tests a family's name. */
+ * (arch_llama.h), and the first of them: Llama (2, 3.x, TinyLlama, SmolLM).
+ * Pre-RMSNorm causal decoders with rotary positions, grouped-query attention
+ * and gated MLPs; what sets the others apart is a LlamaTraits value in their
+ * group's file (arch_mistral.c: Mistral; arch_qwen.c: Qwen2, Qwen3,
+ * Qwen3-MoE; arch_gemma.c: Gemma 2 and 3; arch_phi3.c: Phi-3; arch_moe.c:
+ * Mixtral, OLMoE; arch_gptoss.c: gpt-oss), which the code here tests; it never
+ * tests a family's name. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -724,23 +724,16 @@ int arch_llama_gguf_name(const char *hf, char *out, size_t len, GgufNames varian
     return -1;
 }
 
-/* ---------------------------------------------------------------- Llama and Mistral */
+/* ---------------------------------------------------------------- Llama */
 
 /* llama.cpp's converter permuted a llama file's q/k rows into rotary pairs */
-static const LlamaTraits LLAMA = {.rows_interleaved = 1}, MISTRAL = {0};
+static const LlamaTraits LLAMA = {.rows_interleaved = 1};
 LLAMA_STYLE(llama, LLAMA)
 LLAMA_STYLE_GGUF(llama, LLAMA, NAMES_LLAMA)
-LLAMA_STYLE(mistral, MISTRAL)
 
 const ArchSpec arch_family_llama = {
     .kind = ARCH_LLAMA, .model_type = "llama", .arch_prefix = "Llama", .tensor_prefix = "model.",
     .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
     .parse = llama_parse, .load = llama_load, .tokenizer = TOK_SOURCE_JSON,
     .gguf_arch = "llama", .gguf_config = llama_gguf_config, .gguf_name = llama_gguf_name,
-};
-
-const ArchSpec arch_family_mistral = {
-    .kind = ARCH_MISTRAL, .model_type = "mistral", .arch_prefix = "Mistral", .tensor_prefix = "model.",
-    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
-    .parse = mistral_parse, .load = mistral_load, .tokenizer = TOK_SOURCE_JSON,
 };

@@ -2,7 +2,7 @@
  * causal decoders with rotary positions, grouped-query attention and gated MLPs,
  * read from config.json, a checkpoint or a llama.cpp file by one parse, one
  * load and one GGUF reader that test a family's traits, never its name. A
- * family is a LlamaTraits value and a row (arch_llama.c: Llama and Mistral;
+ * family is a LlamaTraits value and a row (arch_llama.c: Llama; arch_mistral.c,
  * arch_qwen.c, arch_gemma.c, arch_phi3.c, arch_moe.c, arch_gptoss.c). */
 #ifndef ATTNVIZ_ARCH_LLAMA_H
 #define ATTNVIZ_ARCH_LLAMA_H
