@@ -184,7 +184,7 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   if (meta.demo) {
     const txt = meta.model_note || 'Its weights were built by hand so that each head shows one known pattern (named beside the head number).';
     note('', 'Constructed demo model — not trained.', txt +
-      (/make weights/.test(txt) ? '' : ' For real attention run `make weights` and use --model weights/bert-base-uncased.'));
+      (/make weights/.test(txt) ? '' : ' For real attention, install a trained model offline: `make weights MODEL=all-MiniLM-L6-v2`, then --model weights/all-MiniLM-L6-v2.'));
     notes.lastChild.id = 'demo-note';
   } else if (meta.model_note) {
     note('info', null, meta.model_note);

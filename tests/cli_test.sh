@@ -162,6 +162,11 @@ fi
 check attnviz_model_env_selects_the_model bash -c "ATTNVIZ_MODEL='$M' '$BIN' --json - 'hi' 2>&1 >/dev/null | grep -q 'ATTNVIZ_MODEL'"
 if [ -f weights/demo/config.json ]; then
     check demo_model_is_the_default bash -c "cd '$T' && env -u ATTNVIZ_MODEL '$BIN' --json '$T/d.json' 'hi' 2>&1 | grep -q 'demo model'"
+    # what it says to do next installs offline (the first hour's models), never the hub's bert-base-uncased
+    (cd "$T" && env -u ATTNVIZ_MODEL "$BIN" --json "$T/d.json" 'hi' 2>"$T/err")
+    grep -q "make weights MODEL=all-MiniLM-L6-v2, then --model weights/all-MiniLM-L6-v2" "$T/err" &&
+        $PY -c "import json,sys; n=json.load(open(sys.argv[1]))['model_note']; assert 'make weights MODEL=all-MiniLM-L6-v2' in n and 'MODEL=smollm2' in n and 'bert-base' not in n, n" "$T/d.json" &&
+        pass demo_note_points_at_the_offline_models || fail demo_note_points_at_the_offline_models "$(cat "$T/err")"
 else
     echo "SKIP demo_model_is_the_default: weights/demo not generated"
 fi

