@@ -511,13 +511,15 @@ mkgguf "$G" 'kv["llama.rope.dimension_count"] = ("u", 0)'
 case_ gguf_rope_dimension_count_zero 1 "g.gguf: llama.rope.dimension_count is 0: rotary embeddings need at least 2 dimensions" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'alpha[200] = alpha[100]; kv["tokenizer.ggml.tokens"] = ("as", alpha)'
 case_ gguf_two_tokens_spelled_alike 1 "g.gguf: tokens 100 and 200 are both spelled '.+' \(llama.cpp refuses such a vocabulary too\)" -- --model "$G" "${Q[@]}" hi
-# issue 47: an input of no tokens gets one clear line on every model kind. GPT-2's tokenizer adds no
-# start token, so an empty text is no tokens; a byte-level vocabulary without the bytes of the text's
-# characters (and no unknown token) drops them all. An encoder's "" is [CLS] [SEP], as transformers
-# makes it, and a decoder with a start token runs on that token: both are runs.
-case_ empty_input_gpt2 1 "empty input: this model's tokenizer makes no tokens of an empty text \(it adds no start token\)" -- --model "$PWD/tests/data/small-gpt2" "${Q[@]}" ""
-case_ empty_input_bert_is_cls_sep 0 "" -- --model "$PWD/tests/data/small-f32" "${Q[@]}" ""
-case_ empty_input_llama_is_its_start_token 0 "" -- --model "$PWD/tests/data/small-llama" "${Q[@]}" ""
+# issue 47: an input of no tokens gets one clear line on every model kind. A byte-level vocabulary
+# without the bytes of the text's characters (and no unknown token) drops them all. An empty TEXT is
+# refused by the command line before any model is read (issue 45: a variable left unset is a mistake,
+# whatever the tokenizer would make of it); the run's own handling of "" (GPT-2: no tokens, refused;
+# an encoder's [CLS] [SEP] and a decoder's start token: runs, as transformers makes them) is the
+# library's, checked in tests/test_libapi.c.
+for m in small-gpt2 small-f32 small-llama; do
+    case_ "empty_text_$m" 2 "^attnviz: empty input: the first text is '' \(nothing to run\)$" -- --model "$PWD/tests/data/$m" "${Q[@]}" ""
+done
 mkgguf "$G" 'alpha[128:] = ["x%d" % i for i in range(128)]; kv["tokenizer.ggml.tokens"] = ("as", alpha)'
 case_ gguf_vocabulary_lacks_the_texts_characters 1 "the input has no tokens this model knows: its tokenizer dropped every character" -- --model "$G" "${Q[@]}" "日本"
 # issue 47: a SentencePiece-style tokenizer (scores, no merges) with one token of 400,000 bytes:

@@ -338,6 +338,18 @@ rm -rf "$S" && mkdir -p "$S"
 (cd "$S" && "$BIN" --model "$M" --quiet hello 2>"$T/err") && [ -s "$S/attnviz.html" ] && pass one_word_text_runs ||
     fail one_word_text_runs "$(cat "$T/err")"
 rm -rf "$S" && mkdir -p "$S"
+# an empty text (a variable left unset) and a lone '-' (standard input elsewhere) are refused, writing nothing
+for case in "empty_text::" "empty_second_text:hi:" "dash_is_not_stdin:-:"; do
+    IFS=: read -r name a b <<<"$case"
+    args=("$a")
+    [ "$name" = empty_second_text ] && args=("$a" "$b")
+    (cd "$S" && "$BIN" --model "$M" "${args[@]}" </dev/null >"$T/out" 2>"$T/err")
+    rc=$?
+    pat="empty input: the (first|second) text is '' \(nothing to run\)"
+    [ "$name" = dash_is_not_stdin ] && pat="'-' is not read as standard input here: .*--batch - for one input a line"
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -qE -- "^attnviz: $pat" "$T/err" && [ -z "$(ls -A "$S")" ] &&
+        pass "${name}_is_refused_and_writes_nothing" || fail "${name}_is_refused_and_writes_nothing" "exit $rc: $(cat "$T/err") $(ls -A "$S")"
+done
 expect_exit command_after_options_is_refused 2 "^attnviz: 'serve' is a command: write it first \(attnviz serve \.\.\.\)" \
     "$BIN" --model "$M" serve
 expect_exit unknown_option_names_the_near_one 2 "^attnviz: unknown option '--mdoel': did you mean --model\? \(see attnviz --help\)$" \

@@ -874,7 +874,7 @@ START_TEST(a_mistyped_command_is_refused) {
         ck_assert_str_eq(o.run.text_a, typos[i].word);
         cli_options_free(&o);
     }
-    const char *texts[] = {"hello", "frobnicate", "header", "wonder", "time flies", "cat", "he", "stats2", "heads-up", "-"};
+    const char *texts[] = {"hello", "frobnicate", "header", "wonder", "time flies", "cat", "he", "stats2", "heads-up", " "};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         CliOptions o;
         AvErr e;
@@ -893,6 +893,31 @@ START_TEST(a_mistyped_command_is_refused) {
     const char *help[] = {"hepl", NULL}; /* "hello" is further from "help": a text (above) */
     ck_assert_int_eq(parse(&o, &e, help), -1);
     ck_assert_str_eq(e.msg, "'hepl' is not a command: did you mean help? (to run the text 'hepl', write attnviz -- hepl)");
+    cli_options_free(&o);
+    /* an empty text is refused (nothing to run), and a lone '-' (standard input elsewhere): after -- it is a text */
+    static const struct {
+        const char *const argv[5];
+        const char *want;
+    } refused[] = {
+        {{"", NULL}, "empty input: the first text is '' (nothing to run)"},
+        {{"a", "", NULL}, "empty input: the second text is '' (nothing to run)"},
+        {{"--", "", NULL}, "empty input: the first text is '' (nothing to run)"},
+        {{"heads", "--model", "m", "", NULL}, "empty input: the first text is '' (nothing to run)"},
+        {{"diff", "a", "", NULL}, "empty input: the second text is '' (nothing to run)"},
+        {{"serve", "", NULL}, "empty input: the first text is '' (nothing to run)"},
+        {{"--model", "m", "-", NULL}, "'-' is not read as standard input here: give the text itself (\"$(cat FILE)\" for "
+                                      "a file's), or --batch - for one input a line from standard input; attnviz -- - "
+                                      "runs the text '-'"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_int_eq(parse(&o, &e, refused[i].argv), -1);
+        ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+        ck_assert_str_eq(e.msg, refused[i].want);
+        cli_options_free(&o);
+    }
+    const char *dash[] = {"--", "-", NULL};
+    ck_assert_int_eq(parse(&o, &e, dash), CLI_RUN);
+    ck_assert_str_eq(o.run.text_a, "-");
     cli_options_free(&o);
     const char *texts_of[] = {"heads", "--model", "m", "sever", "head", NULL}; /* heads' texts are texts */
     ck_assert_int_eq(parse(&o, &e, texts_of), CLI_RUN);

@@ -283,6 +283,16 @@ START_TEST(predictions_come_with_a_head) {
         }
         attnviz_result_free(r);
     }
+    /* GPT-2 adds no BOS: an empty text makes no tokens, and says so (not a pass over 0 tokens); an
+     * encoder's "" is [CLS] [SEP], a run, as transformers makes it (the command line refuses '' itself) */
+    attnviz_model *demo = open_demo();
+    attnviz_result *empty = attnviz_run(demo, "", NULL, NULL, &err);
+    ck_assert_msg(empty != NULL, "%s", err.message);
+    ck_assert_int_eq(attnviz_result_n_tokens(empty), 2);
+    attnviz_result_free(empty);
+    attnviz_model_free(demo);
+    ck_assert_ptr_null(attnviz_run(m, "", NULL, NULL, &err));
+    assert_one_line(&err, ATTNVIZ_ERR_RUNTIME, "empty input: this model's tokenizer makes no tokens of an empty text");
     attnviz_model_free(m);
 }
 END_TEST

@@ -278,6 +278,22 @@ static int check_first_word(const char *w, AvErr *e) {
     return 0;
 }
 
+/* The commands whose words are texts (a run, heads, diff, serve's first input). */
+#define TEXT_CMDS (C_RUN | C_HEADS | C_DIFF | C_SERVE)
+
+/* A text word: an empty one is refused (a shell variable left unset, a stray pair of quotes:
+ * there is nothing to run), and so is a lone '-' before `--`, which elsewhere means standard
+ * input: a run reads its texts from the command line only. */
+static int check_text(const char *w, int index, int dashdash, AvErr *e) {
+    const char *which = index == 0 ? "the first text" : index == 1 ? "the second text" : "a text";
+    if (!w[0]) return av_err_usage(e, "empty input: %s is '' (nothing to run)", which);
+    if (!dashdash && !strcmp(w, "-"))
+        return av_err_usage(e, "'-' is not read as standard input here: give the text itself (\"$(cat FILE)\" for a "
+                               "file's), or --batch - for one input a line from standard input; attnviz -- - runs the "
+                               "text '-'");
+    return 0;
+}
+
 /* An unknown option: the closest known ones (a letter or two away, or the
  * only option it begins), as " (did you mean --X?)" into buf, or "". */
 static void suggest_option(const char *name, unsigned cmd, char *buf, size_t cap) {
@@ -585,6 +601,7 @@ int cli_parse(CliOptions *o, int argc, char **argv, AvErr *e) {
         }
         if (dashdash || w[0] != '-' || !w[1]) {
             if (!dashdash && n_words == 0 && o->cmd->bit == C_RUN && check_first_word(w, e) != 0) return -1;
+            if ((o->cmd->bit & TEXT_CMDS) && check_text(w, n_words, dashdash, e) != 0) return -1;
             o->words[n_words++] = argv[i];
             continue;
         }
