@@ -176,6 +176,10 @@ long=$(for i in $(seq 1 80); do printf 'cat '; done)
 "$BIN" --model "$M" --json "$T/long.json" "$long" 2>"$T/err"
 grep -q "warning: input is longer than the model's 64 positions; dropped 18 tokens" "$T/err" && pass truncation_warns \
     || fail truncation_warns "$(cat "$T/err")"
+# --quiet drops the notes ("model ...", "wrote ...") and keeps the warning: its one line is all stderr holds
+"$BIN" --model "$M" --quiet --json "$T/long.json" "$long" 2>"$T/err"
+[ "$(cat "$T/err")" = "attnviz: warning: input is longer than the model's 64 positions; dropped 18 tokens (longest first)" ] &&
+    pass quiet_keeps_warnings || fail quiet_keeps_warnings "$(cat "$T/err")"
 check truncation_keeps_max_positions $PY -c "import json; d=json.load(open('$T/long.json')); assert len(d['tokens'])==64 and d['tokens'][-1]=='[SEP]'"
 
 # -- profile

@@ -570,7 +570,8 @@ const CliOption CLI_OPTIONS[] = {
 
     /* General */
     {.name = "quiet", .type = OPT_FLAG, .at = CLI_AT(run.quiet), .cmds = C_ALL, .section = SEC_GENERAL,
-     .help = "no progress or informational messages on stderr"},
+     .help = "no progress or informational lines on stderr (the model used, files written); warnings (an input "
+             "truncated, a page replaced) and errors still show"},
     {.name = "profile", .type = OPT_FLAG, .at = CLI_AT(run.profile), .cmds = C_RUN | C_DIFF | C_HEADS,
      .section = SEC_GENERAL, .help = "per-phase times and the kernel on stderr (load_ms= ... kernel=)"},
     {.name = "help", .short_name = 'h', .type = OPT_FLAG, .cmds = C_ALL, .section = SEC_GENERAL, .flags = OPT_ANSWER,

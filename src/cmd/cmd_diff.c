@@ -241,7 +241,7 @@ int pipeline_diff(const ModelSpec *m, const DiffSpec *ds, const RunSpec *o, AvEr
     AvOutSet set = {0};
     if (o->output.json_path && diff_out(&set, o->output.json_path, diff_json, &da, NULL, e) != 0) goto done;
     const char *html = o->output.html_path ? o->output.html_path : o->output.json_path ? NULL : "attnviz-diff.html";
-    if (html && !o->output.html_path) run_warn_default_page(o, html);
+    if (html && !o->output.html_path) run_warn_default_page(html);
     if (html && diff_out(&set, html, diff_page, &da, o->output.templates_dir, e) != 0) goto done;
     if (av_outset_commit(&set, e) != 0) goto done;
     if (!o->quiet && o->output.json_path && strcmp(o->output.json_path, "-")) av_info("wrote %s", o->output.json_path);

@@ -145,7 +145,7 @@ int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e) {
     const int memory = c.capture > c.budget, page = c.page > (double)HTML_PAGE_BOUND;
     if (o->output.long_from == 0) {
         /* an option keeps the whole matrices: a page past the bound is said before the run, not refused */
-        if (page && !memory && o->output.whole_for && writes_page(o) && !o->quiet)
+        if (page && !memory && o->output.whole_for && writes_page(o))
             av_warn("the page of %d tokens will be up to %s (a browser struggles past %.0f MB): %s keeps the whole "
                     "matrices; without it the page would be the long input's", c.n, run_human_size(c.page, a, sizeof a),
                     (double)HTML_PAGE_BOUND / 1e6, o->output.whole_for);

@@ -99,8 +99,8 @@ int run_write_file(const char *path, const OutDoc *d, int what, const RunSpec *o
     return write_into(&set, path, d, what, e) != 0 ? -1 : commit_named(o, &set, e);
 }
 
-void run_warn_default_page(const RunSpec *o, const char *path) {
-    if (!o->quiet && av_file_exists(path))
+void run_warn_default_page(const char *path) {
+    if (av_file_exists(path))
         av_warn("%s is there already: replacing it (the page's default name; -o FILE or --html FILE names another)", path);
 }
 
@@ -222,7 +222,7 @@ int run_write_outputs(const RunSpec *o, const OutDoc *d, long lineno, AvErr *e) 
     if (o->output.json_path && write_into(&set, o->output.json_path, d, W_JSON, e) != 0) return -1;
     if (o->output.npy_path && write_npy_set(&set, o->output.npy_path, d, e) != 0) return -1;
     const char *html = o->output.html_path ? o->output.html_path : (o->output.json_path || o->output.npy_path ? NULL : "attnviz.html");
-    if (html && !o->output.html_path) run_warn_default_page(o, html);
+    if (html && !o->output.html_path) run_warn_default_page(html);
     if (html && write_into(&set, html, d, W_HTML, e) != 0) return -1;
     /* an image run's other tower: its own page beside this one, in the same set */
     if (html && strcmp(html, "-") && d->image && d->image->tower) {

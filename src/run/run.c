@@ -134,7 +134,7 @@ static int predict(Run *r, const TokEncoding *enc, int k, CapPredictions *pred, 
     } else if ((n = mask_rows(r, enc, &rows)) < 0) {
         return av_err(e, "out of memory");
     }
-    if (n == 0 && !r->spec.quiet) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
+    if (n == 0) av_warn("no [MASK] or <mask> in the input: no fill-ins to predict");
     int rc = pred_alloc(pred, n, k, e);
     if (rc == 0 && n > 0) rc = pred_rows(&r->s->model, &r->rs, rows, n, 0, pred, 0, e);
     free(rows);
@@ -158,13 +158,12 @@ static int generate(Run *r, TokEncoding *enc, AvErr *e) {
     int room = cfg_max_tokens(&r->s->cfg) - enc->n, max_new = o->predict.generate_n;
     if (room < 1) return av_err(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", enc->n,
                                 cfg_max_tokens(&r->s->cfg));
-    if (max_new > room) {
-        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d",
-                               max_new, cfg_max_tokens(&r->s->cfg), room);
-        max_new = room;
-    }
+    const int asked = max_new;
+    if (max_new > room) max_new = room;
     const int total = enc->n + max_new;
     if (run_ensure_buffers(r, total, e) != 0) return -1;
+    /* said once the run goes ahead: a refused run's one line is its refusal */
+    if (asked > room) av_warn("--generate %d: the model's %d positions leave room for %d", asked, cfg_max_tokens(&r->s->cfg), room);
     int *ids = malloc((size_t)total * sizeof *ids), n = 0;
     if (!ids) return av_err(e, "out of memory");
     memcpy(ids, enc->ids, (size_t)enc->n * sizeof *ids);
@@ -299,7 +298,7 @@ static int process(Run *r, const char *a, const char *b, TokEncoding *enc, int t
 
 void run_warn_truncated(const Run *r, const TokEncoding *enc, long lineno) {
     const RunSpec *o = &r->spec;
-    if (enc->n_truncated <= 0 || o->quiet) return;
+    if (enc->n_truncated <= 0) return;
     char limit[64];
     if (o->capture.max_tokens > 0 && o->capture.max_tokens < cfg_max_tokens(&r->s->cfg))
         snprintf(limit, sizeof limit, "--max-tokens %d", o->capture.max_tokens);
@@ -499,7 +498,7 @@ int run_handle_text(Run *r, const char *a, const char *b, long lineno, FILE *jso
         if (rc == 0) run_warn_truncated(r, &enc, lineno);
         if (rc == 0 && (plan = run_plan_page(r, &enc, e)) < 0) rc = -1;
         if (rc == 0 && plan == RUN_PAGE_LONG) {
-            if (!o->output.html_path) run_warn_default_page(o, "attnviz.html");
+            if (!o->output.html_path) run_warn_default_page("attnviz.html");
             rc = long_page(r, a, b, &enc, o->output.html_path ? o->output.html_path : "attnviz.html", e);
             tok_encoding_free(&enc);
             return rc;

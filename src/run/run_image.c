@@ -128,7 +128,7 @@ int run_image_open(const Run *r, const unsigned char *bytes, size_t len, const c
     if (rc == 0 && text) {
         const int max_len = r->s->model.text->cfg.max_position_embeddings;
         if (tok_encode(r->s->tok, text, strlen(text), NULL, 0, max_len, &im->tenc, e)) rc = -1;
-        else if (im->tenc.n_truncated > 0 && !r->spec.quiet)
+        else if (im->tenc.n_truncated > 0)
             av_warn("the text is longer than the text tower's %d positions; dropped %d tokens", max_len, im->tenc.n_truncated);
     }
     if (rc != 0) {

@@ -179,8 +179,8 @@ void run_progress_heads(void *ctx, int done, int total);
 /* batch.c: every line of --batch. */
 int run_batch(Run *r, AvErr *e);
 /* A page about to be written under its default name (no --html, -o) over a file
- * already there: a warning saying so (unless quiet). */
-void run_warn_default_page(const RunSpec *o, const char *path);
+ * already there: a warning saying so (warnings survive --quiet). */
+void run_warn_default_page(const char *path);
 
 /* route.c: the writers, one row each in a table, and where each input's outputs go. */
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,

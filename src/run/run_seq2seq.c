@@ -20,10 +20,10 @@
 static int teacher_ids(Run *r, const char *target, int **ids, int *n, AvErr *e) {
     TokEncoding t = {0};
     if (run_tokenize_any(r, target, NULL, &t, e) != 0) return -1;
-    if (t.n_truncated > 0 && !r->spec.quiet) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
+    if (t.n_truncated > 0) av_warn("--decoder-text is longer than the model's positions; dropped %d tokens", t.n_truncated);
     int room = cfg_max_tokens(&r->s->cfg);
     int take = t.n + 1 <= room ? t.n : room - 1; /* the start token takes a position too */
-    if (take < t.n && !r->spec.quiet)
+    if (take < t.n)
         av_warn("--decoder-text: the start token and %d tokens exceed the model's %d positions; dropped the last %d",
                 t.n, room, t.n - take);
     *ids = malloc((size_t)(take + 1) * sizeof **ids);
@@ -49,10 +49,7 @@ static double capture_limit(const Run *r);
 static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, int *n, AvErr *e) {
     const RunSpec *o = &r->spec;
     int max_new = asked, room = cfg_max_tokens(&r->s->cfg) - 1;
-    if (max_new > room) {
-        if (!o->quiet) av_warn("--generate %d: the model's %d positions leave room for %d", max_new, room + 1, room);
-        max_new = room;
-    }
+    if (max_new > room) max_new = room;
     const double need = s2s_capture_bytes(&r->s->model, src->n, max_new + 1), limit = capture_limit(r);
     if (need > limit) {
         char a[32], b[32];
@@ -60,6 +57,8 @@ static int generated_ids(Run *r, const TokEncoding *src, int asked, int **ids, i
                       "(--max-capture): ask for fewer tokens or allow more", asked, src->n, max_new + 1,
                       size_str(need, a, sizeof a), size_str(limit, b, sizeof b));
     }
+    /* said once the run goes ahead: a refused run's one line is its refusal */
+    if (asked > room) av_warn("--generate %d: the model's %d positions leave room for %d", asked, room + 1, room);
     if (!(*ids = malloc((size_t)(max_new + 1) * sizeof **ids))) return av_err(e, "out of memory");
     GenOptions go = {.max_new = max_new, .k = o->predict.k ? o->predict.k : 10, .temperature = (float)o->predict.temperature,
                      .top_p = (float)o->predict.top_p, .seed = o->predict.seed, .eos = r->s->cfg.eos_ids,
