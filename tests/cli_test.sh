@@ -430,6 +430,17 @@ then grep -qx ok "$T/out" && pass vlm_picture_tokens_in_the_sequence_and_their_o
 else fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/err" "$T/out" 2>/dev/null | head -5)"; fi
 rm -rf "$S"
 
+# -- what --help says of encoder-decoders and serve is what serve does: it serves one (prints its URL)
+"$BIN" serve --port 0 --model tests/data/small-bart >"$T/srv.out" 2>"$T/srv.err" &
+srv=$!
+for _ in $(seq 300); do [ -s "$T/srv.out" ] || ! kill -0 $srv 2>/dev/null && break; sleep 0.1; done
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+url=$(head -n 1 "$T/srv.out")
+"$BIN" --help | tr -s ' \n' ' ' | grep -q "serve takes them too" && ! "$BIN" --help | grep -q "serve refuses" &&
+    [[ $url =~ ^http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}$ ]] && pass help_and_serve_agree_on_encoder_decoders ||
+    fail help_and_serve_agree_on_encoder_decoders "url '$url': $(cat "$T/srv.err")"
+
 # -- the man page, --help and completions come from the command table (tests/test_cli.c checks
 # they agree option by option); here: the committed page is the binary's, and the shells read them
 "$BIN" --man docs/attnviz.1.in | cmp -s - docs/attnviz.1 && pass man_page_is_generated_from_the_table ||

@@ -27,8 +27,9 @@ const CliSection CLI_SECTIONS[SEC_N] = {
                  "without --decoder-text decodes up to N tokens (greedy, or --temperature/--top-p/--seed/--stop as "
                  "for causal models), then captures the three stacks -- encoder, decoder and cross attention -- over "
                  "what was generated. --predict K: the K most probable next tokens after every decoder token. --stats "
-                 "and heads score the three stacks apart. serve refuses encoder-decoders, as do --qk, --hidden, "
-                 "--telemetry, --measure norm, --no-special, --words and --heads."},
+                 "and heads score the three stacks apart. serve takes them too (a Source and a Decoder text, or "
+                 "Generate; no Predict top-K there). They refuse --qk, --hidden, --telemetry, --measure norm, "
+                 "--no-special, --words and --heads."},
     [SEC_IMAGE] = {"Images (vit, deit, dinov2, clip, siglip; llava, gemma3; docs/images.md)",
                    "The image's patches are the tokens, after the class, distillation or register tokens the family "
                    "has; the page opens on the Image view. A whole CLIP or SigLIP model also takes a TEXT: both towers "
