@@ -58,5 +58,6 @@ expect_exit "--long-from without serve, with an output the long page cannot hono
 expect_exit "serve: --qk-precision f8 is refused" 2 "--qk-precision is f32, f16 or bf16, not 'f8'" ./attnviz serve --qk-precision f8
 expect_exit "serve: --qk-precision F16 (case matters) is refused" 2 "--qk-precision is f32, f16 or bf16" ./attnviz serve --qk-precision F16
 expect_exit "--qk-precision without serve" 2 "^attnviz: --qk-precision goes with attnviz serve, not a run" ./attnviz --qk-precision f16 "hello"
-expect_exit "serve: a model that is not there" 1 "" ./attnviz serve --port 0 --model /nonexistent
+expect_exit "serve: a model that is not there, named once" 1 "^attnviz: /nonexistent: no such file or directory$" \
+    ./attnviz serve --port 0 --model /nonexistent
 exit 0

@@ -107,8 +107,9 @@ int live_open(Live **out, const ModelSpec *models, int n_models, const RunSpec *
         lm->fwd_ok = 1;
         lv->n_models = i + 1;
         const char *dir, *why;
+        /* the message names the model when the run's does not (the run's own line is the command line's) */
         if (session_open_for(&lm->s, &models[i], &lv->page, &dir, &why, e) != 0 || run_open(&lm->run, lm->s, &lv->page, e) != 0)
-            return av_err_prefix(e, "%s", dir ? dir : "model");
+            return dir && strstr(e->msg, dir) ? -1 : av_err_prefix(e, "%s", dir ? dir : "model");
         if (!lm->s->model.cfg.num_layers) return av_err(e, "%s: no model weights", dir);
         /* an encoder and decoder of different depths: each stack's layers for the pages (run_seq2seq.c) */
         if (lm->s->model.cfg.enc_dec && run_seq2seq_layers(lm->run, e) != 0) return av_err_prefix(e, "%s", dir);
