@@ -124,6 +124,16 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); del d['heads'][0]['
 expect_exit merge_rejects_missing_sums 1 "nosum.json: layer 0 head 0 lacks \"sum\"" "$BIN" stats --merge "$T/nosum.json"
 expect_exit merge_rejects_a_missing_file 1 "nope.json" "$BIN" stats --merge "$T/nope.json"
 expect_exit merge_needs_files 2 "needs FILE" "$BIN" stats --merge
+# the table opens with what a reader came for: the top K per score, then every head
+"$BIN" heads --model "$DEMO" --quiet --score previous --score next --top 2 "time flies like an arrow" >"$T/table.txt" 2>"$T/err"
+check heads_table_opens_with_the_top_k python3 - "$T/table.txt" <<'PY'
+import sys
+L = open(sys.argv[1]).read().splitlines()
+assert L[0].startswith("# head scores, mean over 1 input") and L[1] == "# top 2 heads per score (layer.head score)", L[:3]
+assert L[2].split()[0] == "previous" and len(L[2].split()) == 5 and L[3].split()[0] == "next", L[2:4]
+assert L[4] == "" and L[5] == "# every head" and L[6].split() == ["layer", "head", "previous", "next"], L[4:7]
+assert len(L) == 7 + 24, len(L)
+PY
 expect_exit heads_needs_input 2 "heads needs TEXT" "$BIN" heads --model "$M"
 expect_exit heads_rejects_unknown_score 2 "--score is previous" "$BIN" heads --model "$M" --score bogus x
 expect_exit pattern_rule_needs_a_number 1 "offset K" "$BIN" heads --model "$M" --quiet --pattern "offset two" "a b"

@@ -473,6 +473,26 @@ PY
 else
     fail "seq2seq_unequal: --stats/heads" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
 fi
+# heads where a score has no value (induction on every stack, previous/next/self/distance across): "-" in the
+# table, a line saying so in the top K, left out of the JSON's ranking; never "nan"
+if "$BIN" heads --model tests/data/small-bart --quiet "$SRC" "$TGT" >"$T/nv.txt" 2>"$T/err" &&
+    "$BIN" heads --model tests/data/small-bart --quiet --json "$T/nv.json" "$SRC" "$TGT" 2>>"$T/err" &&
+    "$PY" - "$T/nv.txt" "$T/nv.json" <<'PY' 2>"$T/perr"; then
+import json, sys
+t = open(sys.argv[1]).read()
+assert "nan" not in t.lower(), t
+assert "induction  - (no input gives it a value here)" in t and "previous   - (no input gives it a value here)" in t, t
+cross = t[t.index("# cross attention"):]
+row = [l.split() for l in cross.splitlines() if l.split()[:2] == ["0", "0"]][0]
+assert row[2:5] == ["-", "-", "-"] and row[5] != "-", row  # previous, next, self: no value; first has one
+d = json.load(open(sys.argv[2]))
+assert d["top"]["induction"] == [] and d["stacks"]["cross"]["top"]["previous"] == [], d["top"]
+assert all(e["score"] is not None for s in [d] + list(d["stacks"].values()) for v in s["top"].values() for e in v)
+PY
+    pass "seq2seq: heads without a value show '-' and are not ranked (no nan)"
+else
+    fail "seq2seq: heads without a value" "$(cat "$T/err" "$T/perr" 2>/dev/null | tail -3)"
+fi
 # attnviz serve on the same fixtures: each stack's codes against the CLI's JSON, the page byte for byte,
 # bad requests (tests/serve_check.py seq2seq)
 "$PY" tests/serve_check.py "$BIN" seq2seq

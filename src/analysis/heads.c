@@ -448,6 +448,29 @@ static long induction_sequences(const HeadScores *hs) {
     return n;
 }
 
+/* The top K heads per score, as "layer.head score" pairs; a head without a value for the score
+ * (count 0: induction on an encoder-decoder, previous on cross attention) is left out, and a score
+ * no head has a value for says so. */
+static int write_top(FILE *f, const HeadScores *hs, AvErr *e) {
+    const HeadStats *s = &hs->acc;
+    fprintf(f, "# top %d heads per score (layer.head score)\n", hs->top_k);
+    for (int c = 0; c < s->n_scores; c++) {
+        int n;
+        Ranked *r = rank(hs, c, &n);
+        if (!r) return av_err(e, "out of memory");
+        fprintf(f, "%-10s", s->names[c]);
+        int shown = 0;
+        for (int i = 0; i < n && shown < hs->top_k; i++)
+            if (!isnan(r[i].v)) fprintf(f, " %d.%d %.4f", r[i].l, r[i].h, r[i].v), shown++;
+        if (!shown) fputs(" - (no input gives it a value here)", f);
+        fputc('\n', f);
+        free(r);
+    }
+    return 0;
+}
+
+/* The summary first (what a reader came for), then every head: the top K per score (heads), a
+ * blank line and the table, a value's cell "-" where no input gives it one. */
 int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     const HeadStats *s = &hs->acc;
     fprintf(f, "# %s%s, mean over %ld input%s", s->measure ? "value-weighted (--measure norm) " : "",
@@ -455,6 +478,10 @@ int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     if (is_heads(hs) && hs->n_ind) fprintf(f, " (induction: %ld random repeated sequences)", induction_sequences(hs));
     if (is_heads(hs)) fputs("; shares are attention on the pattern / all attention", f);
     fputc('\n', f);
+    if (is_heads(hs) && hs->top_k > 0) {
+        if (write_top(f, hs, e) != 0) return -1;
+        fputs("\n# every head\n", f);
+    }
     fprintf(f, "%5s %4s", "layer", "head");
     for (int k = 0; k < s->n_scores; k++) fprintf(f, " %9.9s", s->names[k]);
     fputc('\n', f);
@@ -462,21 +489,13 @@ int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
         for (int h = 0; h < s->n_heads; h++) {
             if (!s->present[(size_t)l * s->n_heads + h]) continue;
             fprintf(f, "%5d %4d", l, h);
-            for (int k = 0; k < s->n_scores; k++) fprintf(f, " %9.4f", stats_mean(s, l, h, k));
+            for (int k = 0; k < s->n_scores; k++) {
+                const double v = stats_mean(s, l, h, k);
+                if (isnan(v)) fprintf(f, " %9s", "-");
+                else fprintf(f, " %9.4f", v);
+            }
             fputc('\n', f);
         }
-    if (is_heads(hs) && hs->top_k > 0) {
-        fprintf(f, "\n# top %d heads per score (layer.head score)\n", hs->top_k);
-        for (int c = 0; c < s->n_scores; c++) {
-            int n;
-            Ranked *r = rank(hs, c, &n);
-            if (!r) return av_err(e, "out of memory");
-            fprintf(f, "%-10s", s->names[c]);
-            for (int i = 0; i < n && i < hs->top_k; i++) fprintf(f, " %d.%d %.4f", r[i].l, r[i].h, r[i].v);
-            fputc('\n', f);
-            free(r);
-        }
-    }
     return ferror(f) ? av_err_errno(e, "write error") : 0;
 }
 
@@ -533,11 +552,9 @@ static int write_members(FILE *f, const HeadScores *hs, AvErr *e) {
             Ranked *r = rank(hs, c, &n);
             if (!r) return av_err(e, "out of memory");
             fprintf(f, "%s\"%s\":[", c ? "," : "", s->names[c]);
-            for (int i = 0; i < n && i < hs->top_k; i++) {
-                fprintf(f, "%s{\"layer\":%d,\"head\":%d,\"score\":", i ? "," : "", r[i].l, r[i].h);
-                if (isnan(r[i].v)) fputs("null}", f);
-                else fprintf(f, "%.17g}", r[i].v);
-            }
+            /* heads without a value for the score are not ranked (NaN sorts last) */
+            for (int i = 0; i < n && i < hs->top_k && !isnan(r[i].v); i++)
+                fprintf(f, "%s{\"layer\":%d,\"head\":%d,\"score\":%.17g}", i ? "," : "", r[i].l, r[i].h, r[i].v);
             fputc(']', f);
             free(r);
         }
