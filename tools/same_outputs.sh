@@ -48,7 +48,7 @@ compare() {
             echo "DIFF $name: $f only in the old run"; diffs=$((diffs + 1))
         elif ! cmp -s "$T/old/$name/$f" "$T/new/$name/$f"; then
             echo "DIFF $name: $f differs"; diffs=$((diffs + 1))
-            case $f in .stderr | .exit) diff "$T/old/$name/$f" "$T/new/$name/$f" | head -6 | sed 's/^/    /' ;; esac
+            case $f in ./.stderr | ./.exit) diff "$T/old/$name/$f" "$T/new/$name/$f" | head -6 | sed 's/^/    /' ;; esac
         fi
     done < <(cd "$T/old/$name" && find . -type f | sort)
     while IFS= read -r f; do
