@@ -305,6 +305,10 @@ if g=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$g/SmolLM2-135M-Instruct.Q
     "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --layers 0,29 --heads 0-2 --json "$T/g.json" --quiet \
         "The cat sat on the mat." 2>"$T/err"
     check gguf_file_runs_end_to_end $PY -c "import json; d=json.load(open('$T/g.json')); c=d['config']; assert d['dtype']=='Q4_1' and c['layers']==30 and c['kv_heads']==3 and d['tokens'][:3]==['The','Ġcat','Ġsat'] and len(d['attention'])==2 and len(d['attention'][0])==3, (d['dtype'], d['tokens'])"
+    # the README's first hour, step 3: L18H6 sends the second "sat" to the "on" after the first (98%)
+    "$BIN" --model "$g/SmolLM2-135M-Instruct.Q4_1.gguf" --layers 18 --heads 6 --json "$T/ind.json" --quiet \
+        "The cat sat on the mat. The cat sat on the mat." 2>"$T/err"
+    check readme_induction_head_does_what_it_says $PY -c "import json; d=json.load(open('$T/ind.json')); t=d['tokens']; row=d['attention'][0][0][9]; k=max(range(len(row)), key=row.__getitem__); assert t[9]=='Ġsat' and t[k]=='Ġon' and k==3 and row[k]>0.95, (t[9], t[k], row[k])"
     # --chat: the question in SmolLM2's own template; the answer ends at its end of turn
     sm=$g/SmolLM2-135M-Instruct.Q4_1.gguf
     "$BIN" --model "$sm" --chat --generate 20 --layers 0 --json "$T/chat.json" --quiet "What is the capital of France?" 2>"$T/err"
