@@ -71,6 +71,15 @@ expect_exit unknown_option_is_a_usage_error 2 "unknown option '--frobnicate'" "$
 expect_exit missing_option_value_is_a_usage_error 2 "option '--model' needs a value" "$BIN" "hi" --model
 expect_exit missing_text_is_a_usage_error 2 "missing TEXT" "$BIN" --model "$M"
 expect_exit missing_model_folder_names_it 1 "^attnviz: /nonexistent/model: no such file or directory$" "$BIN" --model /nonexistent/model "hi"
+# a path that is not there, with what was likely meant: the file behind a trailing '/', a bare name
+# under weights/, a model's name (installed with make weights)
+expect_exit model_file_with_a_slash_names_the_file 1 "^attnviz: $M/model.safetensors/: not a folder: the model is the file $M/model.safetensors \(--model $M/model.safetensors\)$" \
+    "$BIN" --model "$M/model.safetensors/" "hi"
+mkdir -p "$T/w/weights/minilm"
+expect_exit model_bare_name_under_weights_is_named 1 "^attnviz: minilm: no such file or directory \(weights/minilm is there: --model weights/minilm\)$" \
+    bash -c "cd '$T/w' && '$BIN' --model minilm hi"
+expect_exit model_name_is_not_a_path 1 "^attnviz: org/some-model: no such file or directory \(--model takes a local folder or .gguf file, not a model's name: make weights MODEL=org/some-model installs" \
+    bash -c "cd '$T/w' && '$BIN' --model org/some-model hi"
 mkdir -p "$T/emptymodel"
 expect_exit model_folder_without_config_names_it 1 "emptymodel: no config.json in the model folder" "$BIN" --model "$T/emptymodel" "hi"
 expect_exit invalid_utf8_gives_the_byte_offset 1 "invalid UTF-8 at byte offset 3" "$BIN" --model "$M" $'abc\xc3(' 

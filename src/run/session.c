@@ -55,6 +55,36 @@ static char *find_bundled(const char *rel, const char *datadir_rel) {
     return NULL;
 }
 
+/* A --model path that is not there, said with what was likely meant: the file a trailing '/'
+ * hides, a folder under weights/ named bare, or a hub name (models install with make weights). */
+static int missing_model(const char *path, AvErr *e) {
+    struct stat sb;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    if (n < strlen(path)) {
+        char bare[PATH_MAX];
+        snprintf(bare, sizeof bare, "%.*s", (int)n, path);
+        if (stat(bare, &sb) == 0 && S_ISREG(sb.st_mode))
+            return av_err(e, "%s: not a folder: the model is the file %s (--model %s)", path, bare, bare);
+    }
+    if (!strchr(path, '/')) {
+        char *w = av_path_join("weights", path);
+        const int there = w && stat(w, &sb) == 0;
+        free(w);
+        if (there) return av_err(e, "%s: no such file or directory (weights/%s is there: --model weights/%s)", path, path, path);
+    }
+    /* "gpt2", "ORG/REPO": a name, not a path */
+    const char *slash = strchr(path, '/');
+    char first[PATH_MAX];
+    snprintf(first, sizeof first, "%.*s", slash ? (int)(slash - path) : (int)strlen(path), path);
+    const int hub_like = path[0] != '/' && path[0] != '.' && path[0] != '~' && (!slash || !strchr(slash + 1, '/')) &&
+                         !(n > 5 && !strncmp(path + n - 5, ".gguf", 5)) && !(slash && stat(first, &sb) == 0);
+    if (hub_like)
+        return av_err(e, "%s: no such file or directory (--model takes a local folder or .gguf file, not a model's "
+                         "name: make weights MODEL=%s installs a known one into weights/; docs/models.md)", path, path);
+    return av_err(e, "%s: no such file or directory", path);
+}
+
 static char *resolve_model(const ModelSpec *m, const char **why) {
     if (m->path) {
         *why = "--model";
@@ -157,7 +187,7 @@ static int load_all(Session *s, const ModelSpec *m, AvErr *e) {
     }
     struct stat sb;
     if (stat(s->dir, &sb) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR) av_err(e, "%s: no such file or directory", s->dir);
+        if (errno == ENOENT || errno == ENOTDIR) missing_model(s->dir, e);
         else av_err(e, "%s: cannot resolve the model path: %s", s->dir, strerror(errno)); /* a symlink loop, no access */
         goto done;
     }
