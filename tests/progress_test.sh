@@ -32,8 +32,10 @@ ln -s "$LL/model.safetensors" "$LL/tokenizer.json" "$T/l8k/"
 on_tty progress_of_a_long_pages_tiles "tiles: 16/16 heads" \
     "$BIN" --model "$T/l8k" --long-from 256 --html "$T/l.html" "$(printf 'the cat sat. %.0s' $(seq 60))"
 printf 'the cat sat\nhello world\n' >"$T/lines.txt"
-on_tty progress_of_a_batch "2/2 lines" "$BIN" --model "$LL" --batch "$T/lines.txt" --json "$T/b.jsonl"
-on_tty progress_of_corpus_statistics "2/2 lines" "$BIN" --model "$LL" --batch "$T/lines.txt" --stats --json "$T/s.json"
+on_tty progress_of_a_batch "batch: 2/2 lines, [0-9.]+ lines/s, 0:00 in all" "$BIN" --model "$LL" --batch "$T/lines.txt" --json "$T/b.jsonl"
+on_tty progress_of_a_batch_from_stdin "batch: 2 lines, [0-9.]+ lines/s, 0:00 in all" \
+    bash -c 'cat "$3" | "$0" --model "$1" --batch - --json "$2"' "$BIN" "$LL" "$T/b.jsonl" "$T/lines.txt"
+on_tty progress_of_corpus_statistics "batch: 2/2 lines" "$BIN" --model "$LL" --batch "$T/lines.txt" --stats --json "$T/s.json"
 
 # absent: stderr piped, --quiet, or work done within the threshold (here 60 s)
 ATTNVIZ_PROGRESS_AFTER=0 "$BIN" --model weights/demo --html "$T/p.html" "the cat sat on the mat" 2>"$T/err"
@@ -50,4 +52,11 @@ for case in "no_progress_with_quiet:0:--quiet" "no_progress_within_the_threshold
         "the cat sat on the mat" >/dev/null
     if grep -q "layers" "$T/tty"; then fail "$name" "$(tr '\r' '\n' <"$T/tty" | cat -v)"; else pass "$name"; fi
 done
+# a batch done within the threshold leaves no line either (it showed one at once)
+ATTNVIZ_PROGRESS_AFTER=60 "$PY" tests/tty.py stderr "$T/tty" "$BIN" --model "$LL" --batch "$T/lines.txt" --json "$T/b.jsonl" >/dev/null
+if grep -q "lines" "$T/tty" || grep -q "$(printf '\033')" "$T/tty"; then
+    fail no_batch_progress_within_the_threshold "$(tr '\r' '\n' <"$T/tty" | cat -v)"
+else
+    pass no_batch_progress_within_the_threshold
+fi
 exit 0

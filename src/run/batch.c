@@ -41,16 +41,6 @@ static long count_lines(FILE *in) {
     return n;
 }
 
-static void progress(long done, long total, double t0, int final) {
-    double secs = (av_now_ms() - t0) / 1e3, rate = secs > 0 ? done / secs : 0;
-    if (total > 0) {
-        double eta = rate > 0 ? (total - done) / rate : 0;
-        av_progress(final, "%ld/%ld lines  %.1f/s  ETA %d:%02d", done, total, rate, (int)eta / 60, (int)eta % 60);
-    } else {
-        av_progress(final, "%ld lines  %.1f/s", done, rate);
-    }
-}
-
 /* The longest --batch line read (docs/options.md, docs/attnviz.1): past it the batch
  * stops with the line's number. */
 #define BATCH_MAX_LINE (16u << 20)
@@ -267,8 +257,9 @@ int run_batch(Run *r, AvErr *e) {
     const RunSpec *o = &r->spec;
     FILE *in = open_batch(o->batch.path, e);
     if (!in) return -1;
-    BatchState bs = {r, strcmp(o->batch.path, "-") ? o->batch.path : "stdin", NULL, 0, 0, 0,
-                     !o->quiet && av_progress_wanted()};
+    RunProgress pr; /* on a terminal, past a couple of seconds: lines done of the file's */
+    run_progress_begin(&pr, o, "batch");
+    BatchState bs = {r, strcmp(o->batch.path, "-") ? o->batch.path : "stdin", NULL, 0, 0, 0, pr.on};
     /* --shard I/N: the lines numbered (from 0) I modulo N. Every line is read and
      * counted, blank and bad ones too, so the shards of a file are fixed by the
      * file alone and together hold each line once. */
@@ -300,7 +291,6 @@ int run_batch(Run *r, AvErr *e) {
     ssize_t got = 0;
     long lineno = 0, taken = 0;
     int rc = 0, too_long = 0;
-    double t0 = av_now_ms(), last_shown = 0;
     /* what this run covers, for a --stats / heads file (stats.h's StatsCover): every line's digest
      * (each shard reads them all), and its own lines' */
     uint64_t corpus = 0, covered = 0;
@@ -330,16 +320,14 @@ int run_batch(Run *r, AvErr *e) {
             continue;
         }
         batch_line(&bs, pack, line, b, lineno);
-        if (bs.show && av_now_ms() - last_shown > 200) {
-            progress(bs.done + bs.failed, total, t0, 0);
-            last_shown = av_now_ms();
-        }
+        run_progress_step(&pr, "lines", bs.done + bs.failed, total);
     }
     if (!bs.stop) pack_flush(&bs, pack);
     pack_free(pack);
     free(pack);
     if (bs.stop) rc = -1;
-    if (bs.show) progress(bs.done + bs.failed, total, t0, 1);
+    run_progress_step(&pr, "lines", bs.done + bs.failed, total);
+    run_progress_end(&pr);
     if (rc == 0 && (ferror(in) || got == -2)) rc = av_err(e, "%s: read error: %s", bs.name, strerror(errno));
     free(line);
     if (in != stdin) fclose(in);

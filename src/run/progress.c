@@ -35,7 +35,13 @@ static void draw(RunProgress *p, int last, double now) {
     const int secs = (int)(last ? ms / 1e3 : rate > 0 ? (p->total - p->done) / rate + 0.5 : 0);
     char r[32];
     snprintf(r, sizeof r, rate >= 100 ? "%.0f" : rate >= 10 ? "%.1f" : "%.2f", rate);
-    if (p->done > 0 || last)
+    if (p->total < 0) { /* a total not known (a batch from standard input): no time left */
+        if (last)
+            av_progress(1, "%s: %ld %s, %s %s/s, %d:%02d in all", p->what, p->done, p->unit_name, r, p->unit_name,
+                        secs / 60, secs % 60);
+        else
+            av_progress(0, "%s: %ld %s, %s %s/s", p->what, p->done, p->unit_name, r, p->unit_name);
+    } else if (p->done > 0 || last)
         av_progress(last, "%s: %ld/%ld %s, %s %s/s, %d:%02d %s", p->what, p->done, p->total, p->unit_name, r,
                     p->unit_name, secs / 60, secs % 60, last ? "in all" : "left");
     else
@@ -45,10 +51,10 @@ static void draw(RunProgress *p, int last, double now) {
 }
 
 void run_progress_step(RunProgress *p, const char *unit, long done, long total) {
-    if (!p->on || total <= 0) return;
-    p->unit_name = unit, p->done = done, p->total = total;
+    if (!p->on || total == 0) return;
+    p->unit_name = unit, p->done = done, p->total = total < 0 ? -1 : total;
     const double now = av_now_ms();
-    const int last = done >= total;
+    const int last = total > 0 && done >= total;
     if (now - p->t0 < p->after_ms || (!last && p->shown && now - p->last_ms < PROGRESS_EVERY_MS)) return;
     if (last && !p->shown) return; /* done before it was worth a line */
     draw(p, last, now);

@@ -168,6 +168,7 @@ typedef struct {
     double t0, last_ms, after_ms;
 } RunProgress;
 void run_progress_begin(RunProgress *p, const RunSpec *o, const char *what);
+/* done of total units (total < 0: not known, shown without the time left; 0: nothing to show). */
 void run_progress_step(RunProgress *p, const char *unit, long done, long total);
 /* The last line, if one is on screen (before anything else is printed). */
 void run_progress_end(RunProgress *p);
