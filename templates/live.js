@@ -187,6 +187,11 @@ function Live(cfg) {
     document.body.dataset.busy = '1';
     status('busy', [{ text: 'Running ' + m.name + '…' }]);
     const t0 = performance.now();
+    /* a long input's pass takes a while: the seconds it has run, so a wait is seen to move */
+    const tick = setInterval(() => {
+      const secs = Math.floor((performance.now() - t0) / 1000);
+      if (my === seq && secs >= 1) status('busy', [{ text: 'Running ' + m.name + '…' }, { text: secs + ' s', cls: 'st-ms' }]);
+    }, 1000);
     try {
       /* a picture: its file is the body, as the browser read it; its type says PNG or JPEG (the server refuses others) */
       const q = file ? '?model=' + m.id + (m.image_text && text.trim() ? '&text=' + encodeURIComponent(text) : '') +
@@ -224,6 +229,7 @@ function Live(cfg) {
       if (my !== seq || (err && err.name === 'AbortError')) return;
       status('error', [{ text: 'Error: ' + (err && err.message ? err.message : String(err)), cls: 'st-err' }]);
     } finally {
+      clearInterval(tick);
       if (my === seq) document.body.dataset.busy = '';
     }
   }

@@ -14,7 +14,7 @@ let mock, browser;
 before(async () => {
   mock = await startMock([{ dir: DEMO, predict: false }], {
     text: 'Hello there.',
-    delayMs: b => (/slow/.test(b.text) ? 1500 : 0),
+    delayMs: b => (/slow/.test(b.text) ? 1500 : /wait/.test(b.text) ? 3000 : 0),
     refuse: b => (/refuse/.test(b.text) ? { status: 400, error: 'input is not valid UTF-8 (mock)' } : null),
     pageBudget: true,
   });
@@ -73,6 +73,20 @@ test('a slow run overtaken by a newer edit is never drawn', async () => {
     await page.waitForTimeout(1800); /* the slow answer would have come by now */
     assert.equal(await page.evaluate(() => document.body.dataset.run), run);
     assert.deepEqual(await tokens(page), ['[CLS]', 'fast', 'words', '[SEP]']);
+    assert.deepEqual(log.errors, []);
+    assert.deepEqual(log.console, []);
+  } finally { await page.close(); }
+});
+
+test('a run that takes a while shows the seconds it has run, then its result', async () => {
+  const { page, log } = await open();
+  try {
+    await idle(page, 1);
+    await page.fill('#live-text', 'a long wait');
+    await page.waitForFunction(() => /^Running .*… [12] s$/.test(document.getElementById('live-status').textContent), null, { timeout: 2900 });
+    await idle(page, 2);
+    assert.match(await page.textContent('#live-status'), /^\d+ tokens forward/);
+    assert.deepEqual(await tokens(page), ['[CLS]', 'a', 'long', 'wait', '[SEP]']);
     assert.deepEqual(log.errors, []);
     assert.deepEqual(log.console, []);
   } finally { await page.close(); }
