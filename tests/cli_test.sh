@@ -176,6 +176,14 @@ if [ -f weights/demo/config.json ]; then
     grep -q "make weights MODEL=all-MiniLM-L6-v2, then --model weights/all-MiniLM-L6-v2" "$T/err" &&
         $PY -c "import json,sys; n=json.load(open(sys.argv[1]))['model_note']; assert 'make weights MODEL=all-MiniLM-L6-v2' in n and 'MODEL=smollm2' in n and 'bert-base' not in n, n" "$T/d.json" &&
         pass demo_note_points_at_the_offline_models || fail demo_note_points_at_the_offline_models "$(cat "$T/err")"
+    # the decoder options on the demo (no head, not causal) name the decoder that installs offline, whole
+    for opt in "--predict 3" "--generate 3" "--logit-lens 3"; do
+        # shellcheck disable=SC2086
+        o=${opt%% *}
+        expect_exit "demo_${o#--}_names_an_offline_decoder" 2 \
+            "make weights MODEL=smollm2, then --model weights/SmolLM2-135M-Instruct.Q4_1.gguf$" \
+            "$BIN" --model weights/demo --quiet $opt "The capital of France is"
+    done
 else
     echo "SKIP demo_model_is_the_default: weights/demo not generated"
 fi

