@@ -451,6 +451,24 @@ then grep -qx ok "$T/out" && pass vlm_picture_tokens_in_the_sequence_and_their_o
 else fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/err" "$T/out" 2>/dev/null | head -5)"; fi
 rm -rf "$S"
 
+# -- the help's and man page's examples name models where the first hour puts them (weights/...), never a
+# bare file that is not there when the line is copied; --image names a picture the repository has
+bad=""
+for cmd in "" serve heads diff render stats; do
+    # shellcheck disable=SC2086
+    "$BIN" $cmd --help | sed -n '/^Examples:/,/^$/p'
+done >"$T/examples.txt"
+sed -n '/^\.SH EXAMPLES/,/^\.SH FILES/p' docs/attnviz.1 | sed 's/\\-/-/g' >>"$T/examples.txt"
+while read -r opt val; do
+    case $opt:$val in
+    --model:weights/* | --model:tests/data/*) ;;
+    --image:*) [ -f "$val" ] || bad="$bad $opt $val" ;;
+    *) bad="$bad $opt $val" ;;
+    esac
+done < <(grep -oE -- "--(model|image) [^ ]+" "$T/examples.txt")
+[ -z "$bad" ] && grep -q -- "--model weights/SmolLM2-135M-Instruct.Q4_1.gguf" "$T/examples.txt" && pass help_examples_name_installed_paths ||
+    fail help_examples_name_installed_paths "$bad"
+
 # -- what --help says of encoder-decoders and serve is what serve does: it serves one (prints its URL)
 "$BIN" serve --port 0 --model tests/data/small-bart >"$T/srv.out" 2>"$T/srv.err" &
 srv=$!

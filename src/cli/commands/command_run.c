@@ -56,15 +56,15 @@ const CliCommand CLI_CMD_RUN = {
              "capture the attention of every layer and head, and write JSON, .npy and/or an HTML page. A TEXT that "
              "starts with - or is a single word like a command's name goes after --: attnviz -- sever.",
     .examples = "attnviz \"time flies like an arrow\" --layer 0 --head 8\n"
-                "attnviz --model weights/bert-base-uncased -o out.json \"the cat sat\" \"it was tired\"\n"
+                "attnviz --model weights/all-MiniLM-L6-v2 -o out.json \"the cat sat\" \"it was tired\"\n"
                 "attnviz --batch corpus.txt --layers 0,5-11 --heads 8 --no-special > maps.jsonl\n"
                 "attnviz --batch corpus.txt --out-dir maps/ --npy\n"
                 "attnviz --batch corpus.txt --stats --json stats.json\n"
                 "attnviz --batch corpus.txt --shard 2/4 --stats --json stats.2.json   (then stats --merge)\n"
                 "attnviz --tokens-only --batch corpus.txt > tokens.jsonl\n"
-                "attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
-                "attnviz --model SmolLM2-135M-Instruct.Q4_1.gguf --chat --generate 20 \"What is the capital of France?\"\n"
-                "attnviz --model tests/data/small-vit --image tests/data/vision-picture.png -o vit.html\n"
+                "attnviz --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --generate 20 --predict 5 \"The capital of France is\"\n"
+                "attnviz --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --chat --generate 20 \"What is the capital of France?\"\n"
+                "attnviz --model weights/dinov2-small --image examples/images/cat-on-grey.png -o cat.html\n"
                 "attnviz -- head",
     .check = check,
     .run = run,

@@ -27,7 +27,7 @@ const CliCommand CLI_CMD_SERVE = {
              "heads it shows, so long inputs stay interactive. It prints one URL with a per-run token; binds "
              "127.0.0.1 unless --host says otherwise. The page asks for predictions, layers and heads itself. The "
              "API: docs/serve-api.md.",
-    .examples = "attnviz serve --model weights/bert-base-uncased --model model.gguf --open",
+    .examples = "attnviz serve --model weights/SmolLM2-135M-Instruct.Q4_1.gguf --model weights/all-MiniLM-L6-v2 --open",
     .check = check,
     .run = run,
 };
