@@ -1133,7 +1133,9 @@ for c in 'not_an_array|{"role": "user", "content": "x"}|m.json: not a JSON array
          'unknown_role|[{"role": "tool", "content": "x"}]|m.json: message 1: role "tool" is not system, developer, user or assistant' \
          'image_part|[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]|m.json: message 1: content part 1 is not .* \(only text parts are supported\)' \
          'empty_array|[]|m.json: an empty array: no messages' \
-         'not_json|[{"role": "user", "content": "x"}|m.json: not valid JSON'; do
+         'not_json|[{"role": "user", "content": "x"}|m.json: not valid JSON' \
+         'text_file|What is the capital of France?|m.json: not JSON messages .*; a text file.s contents as one user message: --chat "\$\(cat .*m.json\)"' \
+         'empty_file| |m.json: empty: --chat-file takes JSON messages'; do
     IFS='|' read -r name json re <<<"$c"
     printf '%s' "$json" >"$T/m.json"
     case_ "chat_file_$name" 1 "$re" -- --model "$G" --chat-file "$T/m.json" "${Q[@]}"

@@ -708,6 +708,18 @@ static int load_chat(Run *r, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(o->chat_file, 64u << 20, &buf, &len, e) != 0) return -1;
+    size_t at = 0;
+    while (at < len && (buf[at] == ' ' || buf[at] == '\t' || buf[at] == '\n' || buf[at] == '\r')) at++;
+    if (at == len) {
+        free(buf);
+        return av_err(e, "%s: empty: --chat-file takes JSON messages ([{\"role\": \"user\", \"content\": \"...\"}, ...])",
+                      o->chat_file);
+    }
+    if (buf[at] != '[' && buf[at] != '{') { /* a text file: the question itself, not messages */
+        free(buf);
+        return av_err(e, "%s: not JSON messages ([{\"role\": \"user\", \"content\": \"...\"}, ...]); a text file's "
+                         "contents as one user message: --chat \"$(cat %s)\"", o->chat_file, o->chat_file);
+    }
     int rc = chat_messages_parse_json(buf, len, &r->chat_msgs, &r->n_chat_msgs, e);
     free(buf);
     return rc != 0 ? av_err_prefix(e, "%s", o->chat_file) : 0;
