@@ -6,16 +6,13 @@
 // screenshots at 1,400 x 1,000 in both themes. Model: the SmolLM2 GGUF when cached (ATTNVIZ_SMOLLM2_GGUF
 // or tools/pymodel.sh smollm2), else the synthetic Llama (tests/data/small-llama).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, OUT, ROOT, SHOTS, ensureBuilt, launch, settle } from './lib.mjs';
+import { ATTNVIZ, OUT, ROOT, SHOTS, ensureBuilt, launch, settle, startServe } from './lib.mjs';
 
 let srv = null, url = null, browser = null, model = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killServer(); process.exit(130); });
 
 function pickModel() {
   let f = process.env.ATTNVIZ_SMOLLM2_GGUF;
@@ -27,31 +24,16 @@ function pickModel() {
   return f && fs.existsSync(f) ? f : path.join(ROOT, 'tests/data/small-llama');
 }
 
-function startServer(m) {
-  srv = spawn(ATTNVIZ, ['serve', '--port', '0', '--model', m], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  srv.stderr.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stdout.on('data', d => {
-      out += d;
-      const mm = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (mm) { clearTimeout(t); resolve(mm[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
-}
-
 before(async () => {
   ensureBuilt();
   model = pickModel();
-  url = await startServer(model);
+  srv = await startServe(['--model', model]);
+  url = srv.url;
   browser = await launch();
 });
 after(async () => {
   if (browser) await browser.close();
-  killServer();
+  await srv?.stop();
 });
 
 async function openLive(theme) {

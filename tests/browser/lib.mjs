@@ -1,9 +1,9 @@
 // lib.mjs — shared helpers for the page's browser tests and benchmark:
 // building pages (through ./attnviz and the synthetic tests/page_fixture.c),
-// launching Debian's chromium through playwright-core, and watching every
-// request and console message.
+// starting `attnviz serve` on a free port, launching Debian's chromium through
+// playwright-core, and watching every request and console message.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,6 +66,43 @@ export function fixturePage(name, args = [], { json = true } = {}) {
   const r = execFileSync(FIXTURE, [html, jpath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   void r;
   return { html, json: jpath, data: () => JSON.parse(fs.readFileSync(jpath, 'utf8')) };
+}
+
+const serving = new Set(); /* servers still running: killed on every exit path of the test process */
+const killAll = () => { for (const p of serving) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL'); };
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => { killAll(); process.exit(130); });
+
+/**
+ * Starts `attnviz serve --port 0 ...args` and waits for the URL it prints (token included).
+ * Resolves with {url, port, proc, stderr(), stop()}; stop() kills it (SIGKILL) and resolves once it
+ * has exited. Rejects, the server killed, when it exits first or prints no URL within timeoutMs;
+ * the message carries what it wrote to stderr.
+ */
+export function startServe(args, { timeoutMs = 60000 } = {}) {
+  const proc = spawn(ATTNVIZ, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  serving.add(proc);
+  let err = '', out = '';
+  const exited = new Promise(resolve => proc.once('exit', () => { serving.delete(proc); resolve(); }));
+  const stop = () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    return exited;
+  };
+  proc.stderr.on('data', d => { err += d; });
+  return new Promise((resolve, reject) => {
+    const fail = why => { clearTimeout(t); stop(); reject(new Error(`attnviz serve ${args.join(' ')}: ${why}: ${err.trim() || '(nothing on stderr)'}`)); };
+    const t = setTimeout(() => fail(`printed no URL in ${timeoutMs / 1000} s`), timeoutMs);
+    proc.stdout.on('data', d => {
+      out += d;
+      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve({ url: m[0], port: Number(new URL(m[0]).port), proc, stderr: () => err, stop });
+      }
+    });
+    proc.once('exit', (code, sig) => fail(`exited (${code ?? sig}) before printing its URL`));
+    proc.once('error', e => fail(`could not start: ${e.message}`));
+  });
 }
 
 export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',

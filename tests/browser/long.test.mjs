@@ -8,16 +8,13 @@
 // server is killed on every exit path. Times printed are informal (loaded
 // machine).
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, OUT, ROOT, SHOTS, clean, ensureBuilt, launch, openPage, settle } from './lib.mjs';
+import { ATTNVIZ, OUT, ROOT, SHOTS, clean, ensureBuilt, launch, openPage, settle, startServe } from './lib.mjs';
 
 let srv = null, url = null, browser = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killServer(); process.exit(130); });
 
 function llama4k() {
   const dir = path.join(OUT, 'llama4k-long'), src = path.join(ROOT, 'tests/data/small-llama');
@@ -29,30 +26,15 @@ function llama4k() {
   return dir;
 }
 
-function startServer(args) {
-  srv = spawn(ATTNVIZ, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  srv.stderr.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stdout.on('data', d => {
-      out += d;
-      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (m) { clearTimeout(t); resolve(m[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
-}
-
 before(async () => {
   ensureBuilt();
-  url = await startServer(['--model', llama4k(), '--long-from', '512']);
+  srv = await startServe(['--model', llama4k(), '--long-from', '512']);
+  url = srv.url;
   browser = await launch();
 });
 after(async () => {
   if (browser) await browser.close();
-  killServer();
+  await srv?.stop();
 });
 
 async function openLive(theme) {

@@ -9,8 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { ATTNVIZ, ROOT, SHOTS, launch, openPage, settle, clean, cliPage, clickAndRender, rendered } from './lib.mjs';
+import { ROOT, SHOTS, launch, openPage, settle, clean, cliPage, clickAndRender, rendered, startServe } from './lib.mjs';
 
 const LLAMA = path.join(ROOT, 'tests/data/small-llama');
 const BERT = path.join(ROOT, 'tests/data/small-f32');
@@ -23,9 +22,7 @@ before(async () => {
   browser = await launch();
 });
 let srv = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
-after(async () => { if (browser) await browser.close(); killServer(); });
+after(async () => { if (browser) await browser.close(); await srv?.stop(); });
 
 /* every weight the page holds for layer index li (all heads) in the current measure */
 async function pageWeights(page, li) {
@@ -135,18 +132,8 @@ test('a page without --measure norm has no switch and draws attention', async ()
 
 test('live page of attnviz serve --measure norm: the switch reads the server\'s measure=norm', async () => {
   const text = 'the cat sat on the mat and the cat slept';
-  srv = spawn(ATTNVIZ, ['serve', '--port', '0', '--model', LLAMA, '--measure', 'norm', text], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const url = await new Promise((resolve, reject) => {
-    let out = '', err = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stderr.on('data', d => { err += d; });
-    srv.stdout.on('data', d => {
-      out += d;
-      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (m) { clearTimeout(t); resolve(m[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
+  srv = await startServe(['--model', LLAMA, '--measure', 'norm', text]);
+  const url = srv.url;
   const d = pages.llama.data(); /* the CLI's JSON for the same text and model */
   for (const theme of ['light', 'dark']) {
     const page = await browser.ctx.newPage();
@@ -177,5 +164,5 @@ test('live page of attnviz serve --measure norm: the switch reads the server\'s 
       assert.deepEqual(errors, []);
     } finally { await page.close(); }
   }
-  killServer();
+  await srv.stop();
 });

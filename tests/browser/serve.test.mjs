@@ -9,16 +9,13 @@
 // server is killed on every exit path. Shown weights are checked against the
 // CLI's JSON for the same text (the server must draw what `attnviz --json` computes).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, DEMO, OUT, ROOT, SHOTS, clean, closeAll, ensureBuilt, launch, openPage, settle } from './lib.mjs';
+import { ATTNVIZ, DEMO, OUT, ROOT, SHOTS, clean, closeAll, ensureBuilt, launch, openPage, settle, startServe } from './lib.mjs';
 
 let srv = null, url = null, browser = null, gguf = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killServer(); process.exit(130); });
 
 /* the synthetic Llama with room for 4,096 tokens */
 function llama4k() {
@@ -40,37 +37,19 @@ function smollm2() {
   return f && fs.existsSync(f) ? f : null;
 }
 
-/* starts the server; resolves with the URL it prints (token included) */
-function startServer(models) {
-  const args = ['serve', '--port', '0'];
-  for (const m of models) args.push('--model', m);
-  srv = spawn(ATTNVIZ, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  srv.stderr.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stdout.on('data', d => {
-      out += d;
-      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (m) { clearTimeout(t); resolve(m[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
-}
-
 const LLAMA = 1; /* index of the synthetic Llama in the picker */
 before(async () => {
   ensureBuilt();
   gguf = smollm2();
   const models = [DEMO, llama4k()];
   if (gguf) models.push(gguf);
-  url = await startServer(models);
+  srv = await startServe(models.flatMap(m => ['--model', m]));
+  url = srv.url;
   browser = await launch();
 });
 after(async () => {
   if (browser) await browser.close();
-  killServer();
+  await srv?.stop();
 });
 
 /* opens the live page, watching requests (all must go to the server) and console */

@@ -4,36 +4,17 @@
 // re-runs the same picture with the text (the image-text card's probability the CLI's); a file the
 // server refuses shows its error. Screenshots of the live page in both themes at 1,400 x 1,000.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, OUT, ROOT, SHOTS, canvasHash, ensureBuilt, launch, settle } from './lib.mjs';
+import { ATTNVIZ, OUT, ROOT, SHOTS, canvasHash, ensureBuilt, launch, settle, startServe } from './lib.mjs';
 
 const PIC = path.join(ROOT, 'tests/data/vision-picture.png');
 const JPG = path.join(ROOT, 'examples/images/coffee.jpg');
 const model = name => path.join(ROOT, 'tests/data', name);
 let srv = null, url = null, browser = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
 
-function startServer(models) {
-  const args = ['serve', '--port', '0'];
-  for (const m of models) args.push('--model', m);
-  srv = spawn(ATTNVIZ, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  srv.stderr.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stdout.on('data', d => {
-      out += d;
-      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (m) { clearTimeout(t); resolve(m[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
-}
 const cliJson = (args, name) => {
   const json = path.join(OUT, name + '.json');
   execFileSync(ATTNVIZ, ['--quiet', '--json', json, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -42,12 +23,13 @@ const cliJson = (args, name) => {
 
 before(async () => {
   ensureBuilt();
-  url = await startServer([model('small-vit'), model('small-siglip')]);
+  srv = await startServe(['--model', model('small-vit'), '--model', model('small-siglip')]);
+  url = srv.url;
   browser = await launch();
 });
 after(async () => {
   if (browser) await browser.close();
-  killServer();
+  await srv?.stop();
 });
 
 async function openLive(theme = 'light') {

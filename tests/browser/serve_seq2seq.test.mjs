@@ -5,43 +5,25 @@
 // the cross view's rows are decoder tokens, its columns the source's. The server is killed on
 // every exit path.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ATTNVIZ, OUT, ROOT, clickAndRender, closeAll, ensureBuilt, launch, settle } from './lib.mjs';
+import { ATTNVIZ, OUT, ROOT, clickAndRender, closeAll, ensureBuilt, launch, settle, startServe } from './lib.mjs';
 
 const BART = path.join(ROOT, 'tests/data/small-bart');
 let srv = null, url = null, browser = null;
-const killServer = () => { if (srv && srv.exitCode === null && !srv.killed) srv.kill('SIGKILL'); };
-process.on('exit', killServer);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killServer(); process.exit(130); });
-
-function startServer(model) {
-  srv = spawn(ATTNVIZ, ['serve', '--port', '0', '--model', model], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  srv.stderr.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('attnviz serve printed no URL in 60 s: ' + err)), 60000);
-    srv.stdout.on('data', d => {
-      out += d;
-      const m = /http:\/\/\S+\?token=[0-9a-f]{32}/.exec(out);
-      if (m) { clearTimeout(t); resolve(m[0]); }
-    });
-    srv.on('exit', code => { clearTimeout(t); reject(new Error('attnviz serve exited (' + code + '): ' + err.trim())); });
-  });
-}
 
 before(async () => {
   ensureBuilt();
   fs.mkdirSync(OUT, { recursive: true });
-  url = await startServer(BART);
+  srv = await startServe(['--model', BART]);
+  url = srv.url;
   browser = await launch();
 });
 after(async () => {
   if (browser) await browser.close();
-  killServer();
+  await srv?.stop();
 });
 
 const side = s => '#view-head .hv-' + (s === 'R' ? 'right' : 'left') + ' .tok';
@@ -147,8 +129,9 @@ test('live page on a distilled BART (3 encoder, 2 decoder layers): each stack\'s
   const json = path.join(OUT, 'serve-distilbart.json');
   execFileSync(ATTNVIZ, ['--quiet', '--model', DISTIL, '--json', json, src, '--decoder-text', tgt], { stdio: ['ignore', 'ignore', 'inherit'] });
   const d = JSON.parse(fs.readFileSync(json, 'utf8'));
-  killServer();
-  url = await startServer(DISTIL);
+  await srv.stop();
+  srv = await startServe(['--model', DISTIL]);
+  url = srv.url;
   const page = await browser.ctx.newPage();
   const errors = [];
   page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
