@@ -1,8 +1,8 @@
-#!/bin/sh
+#!/bin/bash
 # attnviz against bertviz itself (head view, model view and neuron view) on the trained
 # all-MiniLM-L6-v2, in the reference Python (tools/pyref.sh): tests/ref/bertviz_compare.py.
-cd "$(dirname "$0")/../.." || exit 1
-py=$(tools/pyref.sh --check) || { echo "SKIP bertviz_check: the reference Python is not built (tools/pyref.sh)"; exit 0; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init bertviz_check "the reference Python is not built (tools/pyref.sh)"
 model=$(tests/ref/minilm.sh bertviz_check) || { echo "$model"; exit 0; }
 if out=$("$py" tests/ref/bertviz_compare.py ./attnviz "$model" \
     "time flies like an arrow	fruit flies like a banana" \

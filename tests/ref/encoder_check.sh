@@ -6,17 +6,12 @@
 # tokjson_check.sh caches it), ELECTRA's bert-base-uncased vocab.txt (tools/refdata.sh).
 # Checkpoints are cached under ~/.cache/attnviz/encoders-<hash of encoder_check.py + make_unigram.py>.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP encoder_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 build/fwd_dump >/dev/null || { echo "FAIL encoder_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init encoder_check
+ref_build build/fwd_dump
 bert=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/bert-base-uncased}
 [ -n "$bert" ] || bert=$(tools/refdata.sh bert-base-uncased) || { echo "FAIL encoder_check: tools/refdata.sh failed"; exit 1; }
-key=$(cat tests/ref/encoder_check.py tests/tokenizer/make_unigram.py | sha256sum | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/encoders-$key
-mkdir -p "$work" || { echo "FAIL encoder_check: cannot create $work"; exit 1; }
+ref_cache encoders tests/ref/encoder_check.py tests/tokenizer/make_unigram.py
 if [ ! -f "$work/unigram/xlmr/tokenizer.json" ]; then
     rm -rf "$work/unigram.tmp" && mkdir -p "$work/unigram.tmp" &&
         "$py" tests/tokenizer/make_unigram.py "$work/unigram.tmp" >"$work/unigram.log" 2>&1 &&

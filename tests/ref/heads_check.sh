@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/bin/bash
 # attnviz heads against TransformerLens's head detector on a synthetic GPT-2 (tests/ref/heads_check.py):
 # previous-token, duplicate-token (with and without detect_head's exclusions), induction and a
 # user template, every head within 1e-4.
-cd "$(dirname "$0")/../.." || exit 1
-py=$(tools/pyref.sh --check) || { echo "SKIP heads_vs_transformerlens: the reference Python is not built (tools/pyref.sh)"; exit 0; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init heads_vs_transformerlens "the reference Python is not built (tools/pyref.sh)"
 "$py" -c 'import transformer_lens' 2>/dev/null ||
     { echo "SKIP heads_vs_transformerlens: transformer_lens is not in the reference Python (tools/pyref-requirements.txt)"; exit 0; }
 work=$(mktemp -d) || exit 1

@@ -5,19 +5,12 @@
 # kernels give the same bits; `lens_check.sh --kernels avx512,avx2,scalar` checks each here). Checkpoints are shared with tests/ref/predict_check.sh
 # (~/.cache/attnviz/predict-<hash of lm_checkpoints.py>).
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP lens_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 attnviz >/dev/null || { echo "FAIL lens_check: build failed"; exit 1; }
-key=$(sha256sum tests/ref/lm_checkpoints.py | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/predict-$key
-mkdir -p "$work" || { echo "FAIL lens_check: cannot create $work"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init lens_check
+ref_build attnviz
+ref_cache predict tests/ref/lm_checkpoints.py
 kernels=$(./attnviz --version | sed -n 's/.*(kernel \([a-z0-9]*\);.*/\1/p')
-start=$(date +%s)
+ref_start
 "$py" tests/ref/lens_check.py ./attnviz "$work" --kernels "${kernels:-scalar}" "$@" 2>&1 |
     grep -v -e "Loading weights" -e "Writing model shards" -e "Warning" -e "warn("
-rc=${PIPESTATUS[0]}
-echo "  lens_check.sh: $(($(date +%s) - start)) s"
-exit "$rc"
+ref_exit "${PIPESTATUS[0]}"

@@ -1,10 +1,10 @@
-#!/bin/sh
+#!/bin/bash
 # Live check on trained weights: attnviz vs Hugging Face transformers (eager) on all-MiniLM-L6-v2
 # over tests/ref/data/minilm_inputs.txt (one input a line; TAB separates a pair). Needs the
 # reference Python (tools/pyref.sh) and the MiniLM package (tests/ref/minilm.sh); skips visibly.
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/lib.sh" || exit 1
 name=minilm_same_numbers_as_transformers
-py=$(tools/pyref.sh --check 2>/dev/null) || { echo "SKIP $name: no reference Python (tools/pyref.sh)"; exit 0; }
+ref_init $name "no reference Python (tools/pyref.sh)"
 dir=$(tests/ref/minilm.sh $name 2>&1) || { echo "$dir"; exit 0; }
 [ -x ./attnviz ] || { echo "FAIL $name: ./attnviz not built"; exit 1; }
 T=$(mktemp -d) || exit 1

@@ -6,14 +6,9 @@
 # too): tests/ref/modernbert_check.py. Checkpoints are cached
 # under ~/.cache/attnviz, keyed by the script's hash, so CI writes them once.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP modernbert_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 attnviz build/fwd_dump >/dev/null || { echo "FAIL modernbert_check: build failed"; exit 1; }
-key=$(sha256sum tests/ref/modernbert_check.py | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/modernbert-$key
-mkdir -p "$work" || { echo "FAIL modernbert_check: cannot create $work"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init modernbert_check
+ref_build attnviz build/fwd_dump
+ref_cache modernbert tests/ref/modernbert_check.py
 "$py" tests/ref/modernbert_check.py ./attnviz build/fwd_dump "$work" "$@" 2>&1 | grep -v "Loading weights"
 exit "${PIPESTATUS[0]}"

@@ -6,22 +6,13 @@
 # BERT. Checkpoints are cached under ~/.cache/attnviz/predict-<hash of lm_checkpoints.py>, shared
 # with tests/ref/generate_check.sh, so CI writes them once.
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP predict_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-make -s -j2 attnviz >/dev/null || { echo "FAIL predict_check: build failed"; exit 1; }
-key=$(sha256sum tests/ref/lm_checkpoints.py | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/predict-$key
-mkdir -p "$work" || { echo "FAIL predict_check: cannot create $work"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init predict_check
+ref_build attnviz
+ref_cache predict tests/ref/lm_checkpoints.py
 gguf=()
-if d=$(tools/pymodel.sh smollm2 2>/dev/null) && [ -f "$d/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
-    gguf=(--gguf "$d/SmolLM2-135M-Instruct.Q4_1.gguf")
-fi
-start=$(date +%s)
+g=$(ref_smollm2_gguf) && gguf=(--gguf "$g")
+ref_start
 "$py" tests/ref/predict_check.py ./attnviz "$work" "${gguf[@]}" "$@" 2>&1 |
     grep -v -e "Loading weights" -e "de-quantizing" -e "Writing model shards"
-rc=${PIPESTATUS[0]}
-echo "  predict_check.sh: $(($(date +%s) - start)) s"
-exit "$rc"
+ref_exit "${PIPESTATUS[0]}"

