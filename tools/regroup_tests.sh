@@ -91,7 +91,7 @@ WRITTEN.update({"tests/test_*.c": "tests/unit/test_*.c", "tests/test_%.c": "test
 # never inside another folder's tests/ (build/tests/test_cli is the binary, python/tests/ the package's)
 PATH_RE = re.compile(r"tests/(" + "|".join(re.escape(k[6:]) for k in sorted(WRITTEN, key=len, reverse=True)) +
                      r")(?![\w.*%-])")
-TOKEN_RE = re.compile(r"""[^\s"'`(=:,\[<>|;{]*$""")
+TOKEN_RE = re.compile(r"""[^\s"'`(=:,\[<>|;{@]*\Z""")
 ROOTED = re.compile(r"^(?:(?:\.\.?/)*|\$\{?\w+\}?/)$")
 OTHER = re.compile(r"^(?:build[\w-]*/|python/|B\)/|\$\(B\)/)$")
 
