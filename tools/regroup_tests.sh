@@ -17,7 +17,8 @@
 # What it rewrites, in every tracked text file (tests/data and the fuzz corpora aside): each moved
 # path written from the root (`tests/cli_test.sh`, `./tests/lib.sh`, `$PWD/tests/tsan.supp`; not
 # `build/tests/test_cli` nor `python/tests/...`), the globs `tests/test_*.c`, `tests/test_%.c`,
-# `tests/*_test.sh` and the Makefile's `patsubst tests/%.c`; in each moved file, its
+# `tests/*_test.sh` and the Makefile's `patsubst tests/%.c`, the same paths in pieces
+# (`os.path.join(ROOT, "tests", "tty.py")`); in each moved file, its
 # `$(dirname "$0")/..` paths and C `#include "..."` paths for the new depth. It then looks for
 # anything it could not rewrite (a moved file's path left, `__file__` arithmetic in a moved Python
 # file) and fails loudly, the tree as it left it (`git reset --hard` undoes it all).
@@ -94,6 +95,17 @@ PATH_RE = re.compile(r"tests/(" + "|".join(re.escape(k[6:]) for k in sorted(WRIT
 TOKEN_RE = re.compile(r"""[^\s"'`(=:,\[<>|;{@]*\Z""")
 ROOTED = re.compile(r"^(?:(?:\.\.?/)*|\$\{?\w+\}?/)$")
 OTHER = re.compile(r"^(?:build[\w-]*/|python/|B\)/|\$\(B\)/)$")
+
+
+# the same path in pieces: os.path.join(ROOT, "tests", "test_model.c"), path.join(ROOT, 'tests', 'tty.py')
+SPLIT_RE = re.compile(r"""(['"])tests\1(\s*,\s*)(['"])(""" + "|".join(re.escape(o[6:]) for o in sorted(moves, key=len, reverse=True)) +
+                      r""")\3(?=\s*[,)])""")
+
+
+def fix_split(m):
+    folder = moves["tests/" + m.group(4)].split("/")[1]
+    q1, sep, q2 = m.group(1), m.group(2), m.group(3)
+    return f"{q1}tests{q1}{sep}{q2}{folder}{q2}{sep}{q2}{m.group(4)}{q2}"
 
 
 def rooted(text, i):
@@ -180,6 +192,7 @@ for path in files:
         return WRITTEN["tests/" + m.group(1)] if r else m.group(0)
 
     out = PATH_RE.sub(fix, text)
+    out = SPLIT_RE.sub(fix_split, out)
     if os.path.basename(path) == "Makefile":
         out = out.replace("$(patsubst tests/%.c,", "$(patsubst tests/unit/%.c,")
     if path == "tests/run_all.sh":
@@ -200,6 +213,8 @@ for path in files:
     for m in PATH_RE.finditer(text):
         if rooted(text, m.start()):
             problems.append(f"{path}:{text.count(chr(10), 0, m.start()) + 1}: still {m.group(0)}")
+    for m in SPLIT_RE.finditer(text):
+        problems.append(f"{path}:{text.count(chr(10), 0, m.start()) + 1}: still {m.group(0)}")
 if problems:
     print("regroup_tests.sh: left for a human (the moves are staged; `git reset --hard` undoes everything):",
           file=sys.stderr)
