@@ -91,7 +91,7 @@ WRITTEN.update({"tests/test_*.c": "tests/unit/test_*.c", "tests/test_%.c": "test
 # a root-relative path: at a word's start, or after ./ ../ or a shell/Make variable ($PWD/, ${ROOT}/);
 # never inside another folder's tests/ (build/tests/test_cli is the binary, python/tests/ the package's)
 PATH_RE = re.compile(r"tests/(" + "|".join(re.escape(k[6:]) for k in sorted(WRITTEN, key=len, reverse=True)) +
-                     r")(?![\w.*%-])")
+                     r")(?![\w.*%-])( *)")
 TOKEN_RE = re.compile(r"""[^\s"'`(=:,\[<>|;{@]*\Z""")
 ROOTED = re.compile(r"^(?:(?:\.\.?/)*|\$\{?\w+\}?/)$")
 OTHER = re.compile(r"^(?:build[\w-]*/|python/|B\)/|\$\(B\)/)$")
@@ -189,7 +189,13 @@ for path in files:
         if r is None:
             line = text.count("\n", 0, m.start()) + 1
             problems.append(f"{path}:{line}: {text[max(0, m.start() - 30):m.end()]!r}: not a root-relative path it knows")
-        return WRITTEN["tests/" + m.group(1)] if r else m.group(0)
+        if not r:
+            return m.group(0)
+        new, sp = WRITTEN["tests/" + m.group(1)], m.group(2)
+        grown = len(new) - len(m.group(0)) + len(sp)
+        if len(sp) >= grown + 2:  # an aligned comment after it stays in its column
+            sp = sp[:len(sp) - grown]
+        return new + sp
 
     out = PATH_RE.sub(fix, text)
     out = SPLIT_RE.sub(fix_split, out)
