@@ -12,7 +12,7 @@
 #   tests/browser/  page_fixture.c (the synthetic pages the browser tests read)
 #   stays           run_all.sh check.sh (the runners) and the folders browser/ data/ fuzz/ ref/ tokenizer/
 # A top-level file no rule places stops the script before it moves anything; place it with
-# REGROUP_PLACE="name=e2e other.py=unit" (or add a rule below).
+# REGROUP_PLACE="name=e2e other.py=unit newfolder=keep" (or add a rule below).
 #
 # What it rewrites, in every tracked text file (tests/data and the fuzz corpora aside): each moved
 # path written from the root (`tests/cli_test.sh`, `./tests/lib.sh`, `$PWD/tests/tsan.supp`; not
@@ -23,6 +23,7 @@
 # anything it could not rewrite (a moved file's path left, `__file__` arithmetic in a moved Python
 # file) and fails loudly, the tree as it left it (`git reset --hard` undoes it all).
 set -euo pipefail
+self=$(realpath "$0")
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 die() { echo "regroup_tests.sh: $*" >&2; exit 1; }
@@ -35,7 +36,7 @@ git diff --quiet && git diff --cached --quiet || die "the tree has uncommitted c
     die "untracked files in tests/ would be left behind: $(git ls-files --others --exclude-standard tests | head -3 | tr '\n' ' ')"
 command -v python3 >/dev/null || die "needs python3"
 
-python3 - "$0" <<'PY'
+python3 - "$self" <<'PY'
 import fnmatch, os, re, subprocess, sys
 
 SELF = os.path.relpath(os.path.abspath(sys.argv[1]))
@@ -51,9 +52,11 @@ RULES = [  # (glob, folder); None: stays at tests/
 KEEP_DIRS = {"browser", "data", "fuzz", "ref", "tokenizer"}
 for item in os.environ.get("REGROUP_PLACE", "").split():
     name, _, folder = item.partition("=")
-    if not name or folder not in {"unit", "e2e", "ref", "browser"}:
-        sys.exit(f"regroup_tests.sh: REGROUP_PLACE item {item!r}: NAME=unit|e2e|ref|browser")
-    RULES.insert(0, (name, folder))
+    if not name or folder not in {"unit", "e2e", "ref", "browser", "keep"}:
+        sys.exit(f"regroup_tests.sh: REGROUP_PLACE item {item!r}: NAME=unit|e2e|ref|browser|keep")
+    if folder == "keep":
+        KEEP_DIRS.add(name)
+    RULES.insert(0, (name, None if folder == "keep" else folder))
 
 
 def git(*args):
@@ -78,7 +81,7 @@ for name in top:
         unplaced.append(path)
 if unplaced:
     sys.exit("regroup_tests.sh: no rule places " + ", ".join(unplaced) +
-             "; nothing moved. Place them with REGROUP_PLACE=\"NAME=unit|e2e|ref|browser ...\" or a rule in "
+             "; nothing moved. Place them with REGROUP_PLACE=\"NAME=unit|e2e|ref|browser|keep ...\" or a rule in "
              "tools/regroup_tests.sh")
 if not moves:
     sys.exit("regroup_tests.sh: nothing to move")
