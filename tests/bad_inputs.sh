@@ -951,7 +951,9 @@ case_ vision_config_image_not_a_multiple_of_patch 1 "config.json: image_size 32 
 vfresh; cfg_edit_v 'c["image_size"] = 48'
 case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
-case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model: attnviz does not run the image tokens inside a decoder yet" -- --model "$VM" --quiet --json out.json --image "$PIC"
+case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model attnviz does not run yet \(it runs llava and gemma3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
+vfresh; cfg_edit_v 'c["model_type"] = "smolvlm"'
+case_ smolvlm_refused 1 "config.json: \"smolvlm\" is a vision-language model attnviz does not run yet \(it runs llava and gemma3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
 # ---- vision-language models (tests/data/small-llava: LLaVA's vision tower, projector and Llama)
 LV=$PWD/tests/data/small-llava
 lfresh() { rm -rf "$T/lv" && cp -r "$LV" "$T/lv"; VM=$T/lv; }
@@ -1000,9 +1002,9 @@ case_ mmproj_pair_runs 0 "" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quie
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'tensors["mm.2.weight"] = [8, 16]; tensors["mm.2.bias"] = [16]'
 case_ mmproj_of_another_model 1 "mm.gguf: its projector makes 16-wide image tokens; .*lt.gguf's hidden size is 8 \(another model's mmproj\?\)" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.has_llava_projector"] = ("b", 0)'
-case_ mmproj_without_llava_projector 1 "mm.gguf: not an mmproj with a LLaVA projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ mmproj_without_llava_projector 1 "mm.gguf: not an mmproj with a LLaVA or Gemma 3 projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.projector_type"] = ("s", "ldp")'
-case_ mmproj_other_projector 1 "mm.gguf: clip.projector_type \"ldp\": attnviz reads LLaVA's two-layer \"mlp\" projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ mmproj_other_projector 1 "mm.gguf: clip.projector_type \"ldp\": attnviz reads LLaVA's two-layer \"mlp\" projector and Gemma 3's \"gemma3\"" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.vision.block_count"] = ("u", 100000)'
 case_ mmproj_absurd_sizes 1 "mm.gguf: its clip.vision sizes are out of range" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'cut = 400'
@@ -1010,8 +1012,39 @@ case_ mmproj_truncated 1 "mm.gguf: " -- --model "$T/lt.gguf" --mmproj "$T/mm.ggu
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"
 mkgguf "$T/plain.gguf" ''
 case_ mmproj_text_without_image_token 1 "plain.gguf: its tokenizer has no <image> token" -- --model "$T/plain.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "hi"
-case_ mmproj_the_text_model_itself 1 "lt.gguf: not an mmproj with a LLaVA projector" -- --model "$T/lt.gguf" --mmproj "$T/lt.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ mmproj_the_text_model_itself 1 "lt.gguf: not an mmproj with a LLaVA or Gemma 3 projector" -- --model "$T/lt.gguf" --mmproj "$T/lt.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 case_ mmproj_beside_a_folder 2 "--mmproj goes with a llama.cpp text model \(a .gguf file\)" -- --model "$LV" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+# ---- Gemma 3's pair (convert_hf_to_gguf.py, and with --mmproj: projector_type "gemma3", a SigLIP tower pooled
+# 2 x 2 here, the soft norm and the input projection), the text a gemma3 GGUF whose tokenizer has the picture's tokens
+GEMMA3_TEXT='kv = {(k.replace("llama.", "gemma3.") if k.startswith("llama.") else k): v for k, v in kv.items()}
+kv["general.architecture"] = ("s", "gemma3")
+for l in range(L):
+    for nm in ("attn_q_norm", "attn_k_norm"): tensors[f"blk.{l}.{nm}.weight"] = [4]
+    for nm in ("post_attention_norm", "post_ffw_norm"): tensors[f"blk.{l}.{nm}.weight"] = [H]
+pic = ["<start_of_image>", "<image_soft_token>", "<end_of_image>"]
+kv["tokenizer.ggml.tokens"] = ("as", alpha + pic); kv["tokenizer.ggml.token_type"] = ("ai", [1] * 256 + [3] * 3)
+tensors["token_embd.weight"] = [H, 259]
+'
+GEMMA3_MMPROJ='del kv["clip.has_llava_projector"], kv["clip.vision.feature_layer"]; del tensors["v.class_embd"], tensors["v.pre_ln.weight"], tensors["v.pre_ln.bias"]
+for k in ("mm.0.weight", "mm.0.bias", "mm.2.weight", "mm.2.bias"): del tensors[k]
+kv["clip.projector_type"] = ("s", "gemma3"); kv["clip.use_gelu"] = ("b", 1); kv["clip.vision.image_size"] = ("u", 32)
+kv["clip.vision.projector.scale_factor"] = ("u", 2)
+tensors.update({"v.patch_embd.bias": [8], "v.position_embd.weight": [8, 16], "v.post_ln.weight": [8], "v.post_ln.bias": [8],
+                "mm.input_projection.weight": [8, 8], "mm.soft_emb_norm.weight": [8]})
+'
+mkgguf "$T/g3.gguf" "$GEMMA3_TEXT"
+mkgguf "$T/g3mm.gguf" "$MMPROJ_KV$GEMMA3_MMPROJ"
+G3P='<start_of_image>hi'
+case_ gemma3_mmproj_pair_runs 0 "" -- --model "$T/g3.gguf" --mmproj "$T/g3mm.gguf" --quiet --json out.json --image "$PIC" "$G3P"
+case_ gemma3_mmproj_beside_a_llama 1 "g3mm.gguf: a Gemma 3 projector does not go with .*lt.gguf, a llama model \(another model's mmproj\?\)" -- --model "$T/lt.gguf" --mmproj "$T/g3mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ llava_mmproj_beside_gemma3 1 "mm.gguf: a LLaVA projector does not go with .*g3.gguf, a gemma3_text model \(another model's mmproj\?\)" -- --model "$T/g3.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "$G3P"
+mkgguf "$T/g3plain.gguf" "$GEMMA3_TEXT"'kv["tokenizer.ggml.tokens"] = ("as", alpha + ["<x>", "<y>", "<z>"])'
+case_ gemma3_text_without_its_picture_tokens 1 "g3plain.gguf: its tokenizer lacks Gemma 3's picture tokens \(<start_of_image>, <image_soft_token>, <end_of_image>\)" -- --model "$T/g3plain.gguf" --mmproj "$T/g3mm.gguf" --quiet --json out.json --image "$PIC" "$G3P"
+mkgguf "$T/g3mm2.gguf" "$MMPROJ_KV$GEMMA3_MMPROJ"'tensors["mm.input_projection.weight"] = [16, 8]'
+case_ gemma3_mmproj_of_another_model 1 "g3mm2.gguf: its projector makes 16-wide image tokens; .*g3.gguf's hidden size is 8 \(another model's mmproj\?\)" -- --model "$T/g3.gguf" --mmproj "$T/g3mm2.gguf" --quiet --json out.json --image "$PIC" "$G3P"
+mkgguf "$T/g3mm2.gguf" "$MMPROJ_KV$GEMMA3_MMPROJ"'kv["clip.vision.projector.scale_factor"] = ("u", 3)'
+case_ gemma3_mmproj_pooling_uneven 1 "g3mm2.gguf: clip.vision.projector.scale_factor 3 does not pool the 4 x 4 patches evenly" -- --model "$T/g3.gguf" --mmproj "$T/g3mm2.gguf" --quiet --json out.json --image "$PIC" "$G3P"
+case_ gemma3_pair_text_without_the_placeholder 2 "the text has no <start_of_image>" -- --model "$T/g3.gguf" --mmproj "$T/g3mm.gguf" --quiet --json out.json --image "$PIC" "hi"
 # ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
 # server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
 # and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.

@@ -428,8 +428,8 @@ const CliOption CLI_OPTIONS[] = {
      .help = "a PNG or JPEG, preprocessed as the model folder's preprocessor_config.json says"},
     {.name = "mmproj", .arg = "FILE", .type = OPT_STRING, .at = CLI_AT(model.mmproj), .cmds = C_RUN, .section = SEC_IMAGE,
      .flags = OPT_FILE | OPT_NONEMPTY,
-     .help = "llama.cpp's vision tower and projector (an mmproj .gguf) beside --model's text .gguf: LLaVA from "
-             "llama.cpp's files"},
+     .help = "llama.cpp's vision tower and projector (an mmproj .gguf) beside --model's text .gguf: LLaVA or "
+             "Gemma 3 from llama.cpp's files"},
 
     /* Beyond attention */
     {.name = "logit-lens", .arg = "K", .type = OPT_INT, .lo = 1, .hi = 100, .what = "a count from 1 to 100",

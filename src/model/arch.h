@@ -58,9 +58,12 @@ unsigned arch_gguf_tok_flags(const struct GgufFile *f);
 AV_FAMILIES(AV_FAMILY_DECL)
 #undef AV_FAMILY_DECL
 
-/* A LLaVA from llama.cpp's pair (arch_llava.c): the language model m (its text GGUF, loaded) with the
- * vision tower and projector of the mmproj GGUF at path (the legacy converter's "clip" file with a LLaVA
- * projector); image_token_id: the text's placeholder for the picture (its tokenizer's <image>). */
-int arch_llava_attach_mmproj(struct Model *m, const char *path, int image_token_id, AvErr *e);
+/* A vision-language model from llama.cpp's pair (arch_llava.c): the language model m (its text GGUF, loaded)
+ * with the vision tower and projector of the mmproj GGUF at path: LLaVA (a llama text model; the legacy
+ * converter's "clip" file with a LLaVA projector) or Gemma 3 (a gemma3 text model; convert_hf_to_gguf.py
+ * --mmproj's projector_type "gemma3"). token_id(ctx, spelling): the text tokenizer's id of a token, -1 when
+ * absent (LLaVA's <image>; Gemma 3's <start_of_image>, <image_soft_token> and <end_of_image>). */
+int arch_llava_attach_mmproj(struct Model *m, const char *path, int (*token_id)(const void *ctx, const char *spelling),
+                             const void *ctx, AvErr *e);
 
 #endif

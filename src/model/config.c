@@ -97,9 +97,9 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
                                       "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "paligemma", "mllama", "idefics2"};
     for (size_t i = 0; !spec && mt && i < sizeof VLM / sizeof VLM[0]; i++)
         if (!strcmp(mt->valuestring, VLM[i])) {
-            av_err(e, "%s: \"%s\" is a vision-language model: attnviz does not run the image tokens inside a "
-                      "decoder yet (its vision tower alone as a clip or siglip folder, its text model alone, or a "
-                      "vision encoder: docs/images.md)", path, VLM[i]);
+            av_err(e, "%s: \"%s\" is a vision-language model attnviz does not run yet (it runs llava and gemma3; "
+                      "this one's vision tower alone as a clip or siglip folder, its text model alone, or a vision "
+                      "encoder: docs/images.md)", path, VLM[i]);
             return NULL;
         }
     if (!spec)

@@ -153,6 +153,9 @@ typedef struct {
     int vis_ffn_swapped;
     int vis_llava_proj;   /* clip.has_llava_projector with projector_type "mlp" */
     int vis_feature_layer;
+    int vis_gemma3_proj;  /* clip.projector_type "gemma3": a SigLIP tower (no class token, post_layernorm on every
+                             token), pooled vis_pool_k x vis_pool_k, the soft RMSNorm and the input projection */
+    int vis_pool_k;       /* clip.vision.projector.scale_factor (4 when absent) */
     /* Vision-language models (LLaVA, ...: vision.h's VlmWeights): this config is the language model's;
      * Model.vision holds the vision tower (its own config), whose features, projected, take the place
      * of the image tokens in the decoder's sequence. */

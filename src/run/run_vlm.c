@@ -82,21 +82,32 @@ static int check_vlm_run(const Run *r, AvErr *e) {
     return 0;
 }
 
-/* How a picture is prepared: the folder's preprocessor_config.json; for llama.cpp's pair, a CLIP
- * processor's steps at the mmproj's image size with its normalization (transformers' CLIPImageProcessor
- * as the Hugging Face folder it came from would have it: shortest edge, then the center crop, bicubic). */
+/* How a picture is prepared: the folder's preprocessor_config.json; for llama.cpp's pair, the steps of the
+ * processor the Hugging Face folder it came from would have, at the mmproj's image size with its
+ * normalization: LLaVA's CLIPImageProcessor (shortest edge, then the center crop, bicubic), Gemma 3's
+ * Gemma3ImageProcessor (resized to the square, bilinear, no crop; pan and scan off, as its default). */
 static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
     const Model *v = r->s->model.vision;
     if (!v->gguf) return imgproc_load(p, r->s->dir, e);
     const ModelConfig *vc = &v->cfg;
     static const float CLIP_MEAN[3] = {0.48145466f, 0.4578275f, 0.40821073f}, CLIP_STD[3] = {0.26862954f, 0.26130258f, 0.27577711f};
-    const float *mean = vc->vis_norm_given & 1 ? vc->vis_mean : CLIP_MEAN, *std = vc->vis_norm_given & 2 ? vc->vis_std : CLIP_STD;
+    static const float HALF[3] = {0.5f, 0.5f, 0.5f};
+    const int gemma3 = vc->vis_gemma3_proj;
+    const float *mean = vc->vis_norm_given & 1 ? vc->vis_mean : gemma3 ? HALF : CLIP_MEAN;
+    const float *std = vc->vis_norm_given & 2 ? vc->vis_std : gemma3 ? HALF : CLIP_STD;
     char json[600];
-    snprintf(json, sizeof json,
-             "{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": {\"shortest_edge\": %d}, \"crop_size\": "
-             "{\"height\": %d, \"width\": %d}, \"do_center_crop\": true, \"resample\": 3, \"image_mean\": [%.9g, %.9g, %.9g], "
-             "\"image_std\": [%.9g, %.9g, %.9g]}",
-             vc->image_size, vc->image_size, vc->image_size, mean[0], mean[1], mean[2], std[0], std[1], std[2]);
+    if (gemma3)
+        snprintf(json, sizeof json,
+                 "{\"image_processor_type\": \"Gemma3ImageProcessor\", \"size\": {\"height\": %d, \"width\": %d}, "
+                 "\"do_center_crop\": false, \"resample\": 2, \"image_mean\": [%.9g, %.9g, %.9g], "
+                 "\"image_std\": [%.9g, %.9g, %.9g]}",
+                 vc->image_size, vc->image_size, mean[0], mean[1], mean[2], std[0], std[1], std[2]);
+    else
+        snprintf(json, sizeof json,
+                 "{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": {\"shortest_edge\": %d}, \"crop_size\": "
+                 "{\"height\": %d, \"width\": %d}, \"do_center_crop\": true, \"resample\": 3, \"image_mean\": [%.9g, %.9g, %.9g], "
+                 "\"image_std\": [%.9g, %.9g, %.9g]}",
+                 vc->image_size, vc->image_size, vc->image_size, mean[0], mean[1], mean[2], std[0], std[1], std[2]);
     return imgproc_parse(p, json, strlen(json), "the mmproj's clip.vision metadata", e);
 }
 
@@ -141,9 +152,12 @@ static int name_sequence(const Run *r, VlmRun *v, int gc, AvErr *e) {
     int first = -1, count = 0;
     for (int i = 0; i < t->n; i++)
         if (t->ids[i] == c->image_token_id) count++, first = first < 0 ? i : first;
-    if (count != ni || t->n_truncated)
+    if (t->n_truncated)
         return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni,
                       t->n + t->n_truncated, cfg_max_tokens(c));
+    if (count != ni)
+        return av_err(e, "the text tokenizes to %d of the picture's token (id %d), not its %d: the tokenizer splits its "
+                         "spelling, or the text holds it too", count, c->image_token_id, ni);
     for (int i = first; i < first + ni; i++)
         if (t->ids[i] != c->image_token_id)
             return av_err(e, "the text holds the picture's token %d apart from its place", c->image_token_id);

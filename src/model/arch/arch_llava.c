@@ -189,11 +189,45 @@ static int llava_load(Model *m, AvErr *e) {
                : 0;
 }
 
-int arch_llava_attach_mmproj(Model *m, const char *path, int image_token_id, AvErr *e) {
+/* Gemma 3's projector from its mmproj: the soft RMSNorm (its weight stored with the 1 added, as the
+ * converter writes it) and the input projection (vision hidden, text hidden), kept F16 by the converter. */
+static int attach_gemma3(Model *m, Model *v, int (*token_id)(const void *, const char *),
+                         const void *ctx, AvErr *e) {
+    ModelConfig *c = &m->cfg;
+    const ModelConfig *vc = &v->cfg;
+    const int boi = token_id(ctx, "<start_of_image>"), img = token_id(ctx, "<image_soft_token>"),
+              eoi = token_id(ctx, "<end_of_image>");
+    if (boi < 0 || img < 0 || eoi < 0 || boi >= c->vocab_size || img >= c->vocab_size || eoi >= c->vocab_size)
+        return av_err(e, "%s: its tokenizer lacks Gemma 3's picture tokens (<start_of_image>, <image_soft_token>, "
+                         "<end_of_image>)", m->path);
+    VlmWeights *p = calloc(1, sizeof *p);
+    if (!p) return av_err(e, "out of memory");
+    m->vlm = p;
+    p->kind = VLM_PROJ_GEMMA3;
+    const int Hv = vc->hidden_size, Ht = c->hidden_size;
+    const char *wn = "multi_modal_projector.mm_input_projection_weight";
+    const float *w = model_tensor(v, wn, 2, Hv, Ht, e);
+    if (!w || !(p->norm.g = model_tensor(v, "multi_modal_projector.mm_soft_emb_norm.weight", 1, Hv, 0, e)))
+        return -1;
+    p->norm.rms = 1, p->norm.b = NULL, p->norm.eps = vc->layer_norm_eps;
+    p->p1 = (Linear){.type = KERN_F32, .w = w, .b = NULL, .out = Ht, .in = Hv, .conv1d = 1, .ld = Ht, .name = wn};
+    const int side = vc->image_size / vc->patch_size / vc->vis_pool_k;
+    c->vlm_tokens = side * side;
+    c->image_token_id = img, c->vlm_boi_id = boi, c->vlm_eoi_id = eoi;
+    c->vlm_feature_layer = -1; /* the last layer's output, through post_layernorm */
+    c->vlm_drop_cls = 0;
+    c->vlm_bidir = 1;
+    return 0;
+}
+
+int arch_llava_attach_mmproj(Model *m, const char *path, int (*token_id)(const void *, const char *), const void *ctx,
+                             AvErr *e) {
     ModelConfig *c = &m->cfg;
     if (!m->gguf) return av_err_usage(e, "--mmproj goes with a llama.cpp text model (a .gguf file)");
-    if (c->arch != arch_detect("llama", NULL)->kind)
-        return av_err(e, "%s: a %s model: attnviz reads LLaVA's mmproj beside a llama text model", m->path, c->model_type);
+    const int llama = c->arch == arch_detect("llama", NULL)->kind, gemma3 = c->arch == arch_detect("gemma3_text", NULL)->kind;
+    if (!llama && !gemma3)
+        return av_err(e, "%s: a %s model: attnviz reads an mmproj beside a llama (LLaVA) or gemma3 (Gemma 3) text model",
+                      m->path, c->model_type);
     Model *v = calloc(1, sizeof *v);
     if (!v) return av_err(e, "out of memory");
     if (model_load_gguf(v, path, e)) {
@@ -202,25 +236,32 @@ int arch_llava_attach_mmproj(Model *m, const char *path, int image_token_id, AvE
     }
     m->vision = v;
     const ModelConfig *vc = &v->cfg;
-    if (!vc->vision || vc->vis_cls != 1 || !vc->vis_llava_proj)
-        return av_err(e, "%s: not an mmproj with a LLaVA projector (clip.has_llava_projector, projector_type \"mlp\")", path);
+    if (!vc->vision || (!vc->vis_llava_proj && !vc->vis_gemma3_proj))
+        return av_err(e, "%s: not an mmproj with a LLaVA or Gemma 3 projector (clip.has_llava_projector, or "
+                         "clip.projector_type \"gemma3\")", path);
+    if (gemma3 != vc->vis_gemma3_proj)
+        return av_err(e, "%s: %s projector does not go with %s, a %s model (another model's mmproj?)", path,
+                      vc->vis_gemma3_proj ? "a Gemma 3" : "a LLaVA", m->path, c->model_type);
+    const int Hv = vc->hidden_size, Ht = c->hidden_size;
+    const GgufTensor *t2 = gguf_find_tensor(v->gguf, gemma3 ? "mm.input_projection.weight" : "mm.2.weight");
+    const int out_dim = gemma3 ? 0 : 1; /* ggml's dims: mm.2 (out, in) as [in, out]; the projection (in, out) as [out, in] */
+    if (t2 && t2->n_dims == 2 && (int64_t)t2->dims[out_dim] != Ht)
+        return av_err(e, "%s: its projector makes %llu-wide image tokens; %s's hidden size is %d (another model's mmproj?)",
+                      path, (unsigned long long)t2->dims[out_dim], m->path, Ht);
+    /* the products run with the language model's state: its scratch must take the projector's input */
+    if (Hv > m->max_in) m->max_in = Hv;
+    c->vlm = 1;
+    if (gemma3) return attach_gemma3(m, v, token_id, ctx, e);
+    const int image_token_id = token_id(ctx, "<image>");
     if (image_token_id < 0 || image_token_id >= c->vocab_size)
         return av_err(e, "%s: its tokenizer has no <image> token to put the picture's tokens in place of", m->path);
     VlmWeights *p = calloc(1, sizeof *p);
     if (!p) return av_err(e, "out of memory");
     m->vlm = p;
     p->kind = VLM_PROJ_MLP;
-    const int Hv = vc->hidden_size, Ht = c->hidden_size;
-    const GgufTensor *t2 = gguf_find_tensor(v->gguf, "mm.2.weight");
-    if (t2 && t2->n_dims == 2 && (int64_t)t2->dims[1] != Ht)
-        return av_err(e, "%s: its projector makes %llu-wide image tokens; %s's hidden size is %d (another model's mmproj?)",
-                      path, (unsigned long long)t2->dims[1], m->path, Ht);
     if (model_linear(v, &p->p1, "multi_modal_projector.linear_1", Hv, Ht, 1, e) ||
         model_linear(v, &p->p2, "multi_modal_projector.linear_2", Ht, Ht, 1, e))
         return -1;
-    /* the products run with the language model's state: its scratch must take the projector's input */
-    if (Hv > m->max_in) m->max_in = Hv;
-    c->vlm = 1;
     c->image_token_id = image_token_id;
     c->vlm_feature_layer = vc->vis_feature_layer;
     c->vlm_drop_cls = 1;

@@ -389,7 +389,10 @@ static int arch_clip_load(Model *m, AvErr *e) {
     return m->cfg.text_tower ? load_text_tower(m, 0, e) : 0;
 }
 
-static int arch_clip_vision_load(Model *m, AvErr *e) { return load_clip_vision(m, "", e); }
+/* A tower saved alone; from an mmproj GGUF without a class token (Gemma 3's), SigLIP's. */
+static int arch_clip_vision_load(Model *m, AvErr *e) {
+    return m->gguf && m->cfg.vis_gemma3_proj ? load_siglip_vision(m, "", e) : load_clip_vision(m, "", e);
+}
 
 int arch_clip_vision_load_at(Model *m, const char *base, AvErr *e) { return load_clip_vision(m, base, e); }
 
@@ -443,18 +446,33 @@ static int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *
         }
         c->vis_norm_given |= 1 << k;
     }
-    /* LLaVA's projector: a two-layer MLP after the feature layer's hidden state */
+    /* the projector: LLaVA's two-layer MLP after the feature layer's hidden state, or Gemma 3's pooling */
     int llava = 0;
-    if (gguf_find_kv(f, "clip.has_llava_projector") && gguf_get_bool(f, "clip.has_llava_projector", &llava, e))
+    const char *pt = NULL;
+    size_t pl = 0;
+    if ((gguf_find_kv(f, "clip.has_llava_projector") && gguf_get_bool(f, "clip.has_llava_projector", &llava, e)) ||
+        (gguf_find_kv(f, "clip.projector_type") && gguf_get_str(f, "clip.projector_type", &pt, &pl, e)))
         return av_err_prefix(e, "%s", path);
-    if (llava) {
-        const char *pt = "mlp";
-        size_t pl = 3;
-        if (gguf_find_kv(f, "clip.projector_type") && gguf_get_str(f, "clip.projector_type", &pt, &pl, e))
+    const int is_mlp = !pt || (pl == 3 && !memcmp(pt, "mlp", 3)), is_gemma3 = pt && pl == 6 && !memcmp(pt, "gemma3", 6);
+    if ((llava && !is_mlp) || (pt && !is_mlp && !is_gemma3)) {
+        return av_err(e, "%s: clip.projector_type \"%.*s\": attnviz reads LLaVA's two-layer \"mlp\" projector and "
+                         "Gemma 3's \"gemma3\"", path, (int)(pl < 40 ? pl : 40), pt);
+    }
+    if (is_gemma3) {
+        /* SigLIP's tower: patches only, GELU's tanh form (gelu_pytorch_tanh), post_layernorm on every token */
+        uint32_t k = 4;
+        if (gguf_find_kv(f, "clip.vision.projector.scale_factor") &&
+            gguf_get_u32(f, "clip.vision.projector.scale_factor", &k, e))
             return av_err_prefix(e, "%s", path);
-        if (pl != 3 || memcmp(pt, "mlp", 3))
-            return av_err(e, "%s: clip.projector_type \"%.*s\": attnviz reads LLaVA's two-layer \"mlp\" projector", path,
-                          (int)(pl < 40 ? pl : 40), pt);
+        const uint32_t grid = image / patch;
+        if (!k || grid % k)
+            return av_err(e, "%s: clip.vision.projector.scale_factor %u does not pool the %u x %u patches evenly", path, k,
+                          grid, grid);
+        c->vis_gemma3_proj = 1, c->vis_pool_k = (int)k, c->vis_cls = 0;
+        c->hidden_act = ACT_GELU_TANH;
+        snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "gelu_pytorch_tanh");
+    }
+    if (llava) {
         c->vis_llava_proj = 1;
         c->vis_feature_layer = (int)layers; /* the converter keeps the layers up to the feature layer */
         const GgufKV *fl = gguf_find_kv(f, "clip.vision.feature_layer");
@@ -478,7 +496,9 @@ static int arch_clip_gguf_name(const char *hf, char *out, size_t len) {
         {"pre_layrnorm.bias", "v.pre_ln.bias"}, {"post_layernorm.weight", "v.post_ln.weight"},
         {"post_layernorm.bias", "v.post_ln.bias"}, {"multi_modal_projector.linear_1.weight", "mm.0.weight"},
         {"multi_modal_projector.linear_1.bias", "mm.0.bias"}, {"multi_modal_projector.linear_2.weight", "mm.2.weight"},
-        {"multi_modal_projector.linear_2.bias", "mm.2.bias"}};
+        {"multi_modal_projector.linear_2.bias", "mm.2.bias"}, {"embeddings.patch_embedding.bias", "v.patch_embd.bias"},
+        {"multi_modal_projector.mm_input_projection_weight", "mm.input_projection.weight"},
+        {"multi_modal_projector.mm_soft_emb_norm.weight", "mm.soft_emb_norm.weight"}};
     static const char *const block[][2] = {
         {"self_attn.q_proj", "attn_q"}, {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
         {"self_attn.out_proj", "attn_out"}, {"layer_norm1", "ln1"}, {"layer_norm2", "ln2"}, {"mlp.fc1", "ffn_up"},
