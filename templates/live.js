@@ -72,7 +72,9 @@ function Live(cfg) {
     $('live-lab-img').hidden = $('live-pick').hidden = !img;
     $('live-lab-a').hidden = ta.hidden = img && !m.image_text;
     $('live-lab-b').hidden = tb.hidden = img;
-    if (img) add('Input', m.image_text ? 'a picture and a text' : 'a picture');
+    if (img) add('Input', m.vlm ? 'a picture inside a text' : m.image_text ? 'a picture and a text' : 'a picture');
+    /* a vision-language model's text holds the picture's place: an empty box gets the model's example */
+    if (m.vlm && !ta.value.trim() && typeof m.image_example === 'string') ta.value = m.image_example;
     /* an encoder-decoder reads a source and the decoder's text (teacher-forced after its start token) */
     const labA = $('live-lab-a'), labB = $('live-lab-b');
     labA.textContent = m.enc_dec ? 'Source' : img ? 'Text' : 'Sentence A';
@@ -81,7 +83,8 @@ function Live(cfg) {
     opt.className = 'opt';
     opt.textContent = m.enc_dec ? 'teacher-forced' : 'optional';
     labB.appendChild(opt);
-    ta.placeholder = img ? 'Compared with the picture (optional): a photo of …' : 'Type a sentence…';
+    ta.placeholder = m.vlm ? 'The text, with ' + m.image_placeholder + ' where the picture goes'
+      : img ? 'Compared with the picture (optional): a photo of …' : 'Type a sentence…';
     tb.placeholder = m.enc_dec ? 'The decoder\'s tokens after its start token (e.g. a translation)' : 'A second sentence (a pair)';
     if (m.enc_dec) add('Kind', 'encoder-decoder');
     $('live-generate-label').hidden = !m.enc_dec;
@@ -168,6 +171,11 @@ function Live(cfg) {
     const file = m.image && pick.files && pick.files[0];
     if (m.image && !file) {
       status('idle', [{ text: 'Choose a picture (PNG or JPEG) to run ' + m.name + '.' }]);
+      document.body.dataset.busy = '';
+      return;
+    }
+    if (m.vlm && !text.includes(m.image_placeholder)) {
+      status('idle', [{ text: 'Write ' + m.image_placeholder + ' in the text where the picture goes, to run ' + m.name + '.' }]);
       document.body.dataset.busy = '';
       return;
     }

@@ -29,6 +29,7 @@ import socket
 import struct
 import subprocess
 import sys
+import urllib.parse
 import tempfile
 import threading
 import time
@@ -1627,10 +1628,78 @@ def image_check():
         sv.stop("image: the server of uploads stops cleanly")
 
 
+def vlm_image_check():
+    """A vision-language model (tests/data/small-llava: LLaVA's tower, projector and Llama) served: a picture
+    uploaded with its text runs the picture inside the text as the CLI's --image does."""
+    llava, png = "tests/data/small-llava", "tests/data/vision-picture.png"
+    jpg = "examples/images/coffee.jpg"
+    prompt = "USER: <image>\nWhat is in the picture? ASSISTANT:"
+    sv = Server("--model", llava, "--cache-mb", "1")
+    try:
+        def up(data, text, ctype="image/png"):
+            q = "model=0" + ("" if text is None else "&text=" + urllib.parse.quote(text))
+            st, hd, body = sv.req("POST", "/api/image?" + q, data, {"Content-Type": ctype})
+            return st, (json.loads(body) if body[:1] == b"{" else body)
+        st, hd, body = sv.req("GET", "/api/models")
+        m = json.loads(body)["models"][0] if st == 200 else {}
+        expect("vlm: /api/models says model 0 takes a picture inside a text: its placeholder <image> and an example that places it",
+               m.get("image") is True and m.get("vlm") is True and m.get("image_placeholder") == "<image>" and
+               "<image>" in m.get("image_example", "") and m.get("chat") is False and m.get("predict") is False, str(m)[:300])
+        cli = cli_json("--model", llava, "--image", png, prompt)
+        st, j = up(open(png, "rb").read(), prompt)
+        im = j["meta"].get("image", {}) if st == 200 else {}
+        same = st == 200 and j["meta"]["tokens"] == cli["tokens"] and j["meta"]["input_ids"] == cli["input_ids"]
+        same = same and all(im.get(k) == cli["image"][k] for k in ("size", "preprocessed", "grid", "token_kinds", "first_patch",
+                                                                   "image_tokens"))
+        expect("vlm: a PNG and its text on LLaVA: the sequence (ids, the image tokens' places and kinds) is the CLI's --image run's, "
+               "the page opens on the Image view",
+               same and j["meta"]["init_view"] == "image" and isinstance(im.get("png"), str), f"{st} {str(j)[:300]}")
+        run, n = (j["run"], j["n"]) if st == 200 else (None, 0)
+        L, H = len(cli["attention"]), len(cli["attention"][0])
+
+        def attention_err(run):
+            worst = 0.0
+            for li in range(L):
+                st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={li}&heads=0-{H - 1}")
+                if st != 200:
+                    return f"HTTP {st}"
+                codes = planes_u16(z, H * n * n)
+                for h in range(H):
+                    for i in range(n):
+                        for k in range(n):
+                            worst = max(worst, abs(codes[(h * n + i) * n + k] / 1e4 - cli["attention"][li][h][i][k]))
+            return worst
+        err = attention_err(run)
+        expect("vlm: every layer's and head's attention of the decoder over the picture and text is the CLI's (within the page's "
+               "5e-5 rounding)", isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
+        # another upload, then the first run's attention again
+        st2, j2 = up(open(jpg, "rb").read(), "USER: <image>\nAnd this one? ASSISTANT:", "image/jpeg")
+        cli2 = cli_json("--model", llava, "--image", jpg, "USER: <image>\nAnd this one? ASSISTANT:")
+        expect("vlm: a JPEG with another text: its tokens are the CLI's", st2 == 200 and j2["meta"]["tokens"] == cli2["tokens"],
+               f"{st2} {str(j2)[:200]}")
+        err = attention_err(run)
+        expect("vlm: the first upload's attention, read again after the second, is the same", isinstance(err, float) and err <= 5.01e-5,
+               f"max error {err}")
+        st3, j3 = up(open(png, "rb").read(), prompt)
+        expect("vlm: the same picture and text again is the same run", st3 == 200 and j3.get("run") == run, f"{st3} {str(j3)[:200]}")
+        for name, text, msg in (
+                ("no text", None, "model 0 (llava) is a vision-language model: send its text too (text=...), with <image> where "
+                                  "the picture goes"),
+                ("a text without <image>", "What is in the picture?", "the text has no <image>: write it where the picture goes"),
+                ("a text with two <image>", "<image> and <image>", "the text has 2 <image>: one picture a run")):
+            st, j = up(open(png, "rb").read(), text)
+            got = j.get("error", "") if isinstance(j, dict) else str(j)
+            expect(f"vlm: {name}: HTTP 400, one line", st == 400 and got.startswith(msg) and "\n" not in got, f"HTTP {st}: {got[:200]}")
+        expect("vlm: the server is up after them", sv.alive(5.0))
+    finally:
+        sv.stop("vlm: the server stops cleanly")
+
+
 if MODE == "functional":
     functional()
 elif MODE == "image":
     image_check()
+    vlm_image_check()
 elif MODE == "family":
     family(sys.argv[3], sys.argv[4], sys.argv[5])
 elif MODE == "tiles":

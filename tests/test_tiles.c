@@ -107,6 +107,56 @@ START_TEST(every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row) {
 }
 END_TEST
 
+/* A vision-language model's image tokens attend to each other both ways inside the causal sequence
+ * (model_forward_embeds_blocks): a row recomputed from the q/k capture (what attnviz serve draws) sees the
+ * keys the pass's row saw, past its own position inside the block, with a sliding window too (Gemma 3). */
+static const char *BLOCK_FIXTURES[] = {"tests/data/small-llama", "tests/data/small-gemma3"};
+
+START_TEST(rows_recomputed_from_qk_keep_the_blocks_that_attend_both_ways) {
+    const char *dir = BLOCK_FIXTURES[_i];
+    Model m;
+    AvErr e;
+    if (model_load(&m, dir, &e) != 0) ck_abort_msg("load %s: %s", dir, e.msg);
+    const int n = 40, b0 = 9, b1 = 27, H = m.cfg.hidden_size;
+    int ids[40], blk[40];
+    for (int i = 0; i < n; i++) ids[i] = (5 + 11 * i) % m.cfg.vocab_size, blk[i] = i >= b0 && i < b1 ? b1 : 0;
+    float *x = malloc(sizeof(float) * n * H);
+    RunState rs;
+    Capture full, lean;
+    ck_assert_int_eq(model_runstate_alloc(&rs, &m, n, 0, &e), 0);
+    ck_assert_int_eq(model_capture_alloc(&full, &m.cfg, n, 1, 0, &e), 0);
+    ck_assert_int_eq(model_capture_qk(&lean, &m.cfg, n, 0, CAP_QK_F32, &e), 0);
+    if (model_embed_ids(&m, ids, n, x, &e) || model_forward_embeds_blocks(&m, &rs, x, n, blk, &full, 0, &e) ||
+        model_embed_ids(&m, ids, n, x, &e) || model_forward_embeds_blocks(&m, &rs, x, n, blk, &lean, 0, &e))
+        ck_abort_msg("%s: %s", dir, e.msg);
+    float *row = malloc(sizeof(float) * n), *whole = malloc(sizeof(float) * n * n);
+    float *scratch = malloc(sizeof(float) * 2 * n * m.cfg.head_dim);
+    double ahead = 0; /* the block's rows' weight on later keys: the block is there */
+    for (int l = 0; l < m.cfg.num_layers; l++)
+        for (int h = 0; h < m.cfg.num_heads; h++) {
+            const float *A = cap_attn(&full, l, h);
+            ck_assert_int_eq(model_head_attention(&m, &lean, l, h, whole, scratch, &e), 0);
+            ck_assert_msg(!memcmp(whole, A, sizeof(float) * n * n), "%s layer %d head %d: the whole matrix", dir, l, h);
+            for (int i = 0; i < n; i++) {
+                ck_assert_int_eq(model_head_row(&m, &lean, l, h, i, row, &e), 0);
+                ck_assert_msg(!memcmp(row, A + (size_t)i * n, sizeof(float) * n), "%s layer %d head %d row %d", dir, l, h, i);
+                for (int k = i + 1; k < n; k++) {
+                    ck_assert_msg(k < blk[i] || A[(size_t)i * n + k] == 0, "%s row %d sees key %d", dir, i, k);
+                    ahead += A[(size_t)i * n + k];
+                }
+            }
+        }
+    ck_assert_msg(ahead > 1.0, "%s: the block's rows put %g on later keys", dir, ahead);
+    fprintf(stderr, "INFO %s: %s: every row recomputed from q/k with the block [%d, %d) exact (%.1f on later keys)\n",
+            __func__, dir, b0, b1, ahead);
+    free(x), free(row), free(whole), free(scratch);
+    model_capture_free(&full);
+    model_capture_free(&lean);
+    model_runstate_free(&rs);
+    model_free(&m);
+}
+END_TEST
+
 /* Long enough that a tile's rows are shared among threads (each pools its
  * share, the shares are merged by their maximum): the same cells. Rotary
  * families only, whose positions have no table to outgrow. */
@@ -276,6 +326,8 @@ Suite *make_suite(void) {
     TCase *t = tcase_create("tiles");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, levels_cover_the_tokens);
+    tcase_add_loop_test(t, rows_recomputed_from_qk_keep_the_blocks_that_attend_both_ways, 0,
+                        (int)(sizeof BLOCK_FIXTURES / sizeof BLOCK_FIXTURES[0]));
     tcase_add_loop_test(t, tiles_of_rows_shared_among_threads_are_the_max_pool, 0,
                         (int)(sizeof LONG_FIXTURES / sizeof LONG_FIXTURES[0]));
     tcase_add_loop_test(t, every_tile_is_the_max_pool_of_the_full_matrix_and_a_row_is_its_row, 0,

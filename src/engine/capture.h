@@ -107,6 +107,10 @@ typedef struct {
      * are left as they were. The caller moves rows_from between passes. */
     float *rows;       /* (blocks, rows_n, n_tokens) */
     int rows_from, rows_n;
+    /* A vision-language model's image tokens attending to each other both ways inside the causal
+     * sequence (model_forward_embeds_blocks: AttnRule.blk_end), kept so that rows recomputed from q/k
+     * (model_head_rows) see the keys the pass's rows saw; NULL: none. */
+    int *blk_end;      /* (n_tokens) */
     size_t cap_tokens; /* capacity the buffers were allocated for */
     /* Which (layer, head) blocks attn, q and k hold. n_kept_layers == 0: all of
      * them, in order. Else the blocks of the kept layers and heads only, as an

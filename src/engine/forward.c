@@ -1035,6 +1035,11 @@ int model_forward_embeds(const Model *m, RunState *s, const float *x, int n, Cap
 int model_forward_embeds_blocks(const Model *m, RunState *s, const float *x, int n, const int *blk_end, Capture *cap,
                                 int full, AvErr *e) {
     if (blk_end && !m->cfg.causal) return av_err(e, "blocks that attend both ways are for a causal model's sequence");
+    if (cap && blk_end) { /* the capture keeps them: its rows recomputed from q/k see the same keys */
+        free(cap->blk_end);
+        if (!(cap->blk_end = malloc((size_t)n * sizeof *cap->blk_end))) return av_err(e, "out of memory");
+        memcpy(cap->blk_end, blk_end, (size_t)n * sizeof *cap->blk_end);
+    }
     s->blk_end = blk_end;
     const int rc = model_forward_embeds(m, s, x, n, cap, full, e);
     s->blk_end = NULL;
@@ -1164,7 +1169,8 @@ int model_head_attention(const Model *m, const Capture *cap, int l, int h, float
     qk_cols(qT, cap, l, h, 0, 0, n);
     qk_cols(kT, cap, l, h, 1, 0, n);
     const AttnRule layer = layer_rule(&m->cfg, l);
-    const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
+    AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
+    if (rule.causal && cap->blk_end) rule.blk_end = cap->blk_end; /* the pass's blocks that attend both ways */
     kern_attention_kv(probs, n, NULL, qT, n, kT, NULL, n, n, dh, &rule, NULL);
     return 0;
 }
@@ -1180,14 +1186,16 @@ int model_head_rows(const Model *m, const Capture *cap, int l, int h, int r0, in
     float *kT = scratch, *qT = scratch + (size_t)n * dh; // (dh, n), (dh, nq)
     qk_cols(kT, cap, l, h, 1, 0, n);
     const AttnRule layer = layer_rule(&m->cfg, l);
-    const AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
-    if (!rule.causal && rule.window > 0) {
-        /* an encoder's local window: a query's keys depend on its own position,
-         * which kern_attention_kv places at the end of the keys; so one row at a
+    AttnRule rule = head_rule(&layer, m->w.layers[l].sinks, h, NULL, l, 0);
+    if (rule.causal && cap->blk_end) rule.blk_end = cap->blk_end;
+    if ((!rule.causal && rule.window > 0) || rule.blk_end) {
+        /* an encoder's local window, or a causal sequence's blocks that attend
+         * both ways: a query's keys depend on its own position, which
+         * kern_attention_kv places at the end of the keys; so one row at a
          * time over exactly the keys it sees, unmasked (the same products and
          * softmax over the same keys as the whole matrix's) */
         AttnRule all = rule;
-        all.causal = 0, all.window = 0, all.bidir = 0;
+        all.causal = 0, all.window = 0, all.bidir = 0, all.blk_end = NULL;
         for (int i = r0; i < r1; i++) {
             int lo, hi;
             kern_attention_keys(&rule, n, i, &lo, &hi);

@@ -337,6 +337,7 @@ size_t model_capture_value_norms_bytes(int n, int n_layers, int n_heads) {
 }
 
 void model_capture_free(Capture *cap) {
+    free(cap->blk_end);
     free(cap->vnorm);
     free(cap->sinks);
     free(cap->nattn);

@@ -121,6 +121,12 @@ void run_image_shrink(PipeImage *im);
  * the picture), NULL before its first pass. */
 const OutImage *run_image_out(const PipeImage *im);
 void run_image_free(PipeImage *im);
+/* A vision-language model's placeholder for the picture in its text, as its tokenizer spells it (LLaVA's
+ * <image>, Gemma 3's <start_of_image>); NULL for other models. */
+const char *run_image_placeholder(const Session *s);
+/* A text that places the picture as the model's prompts do ("USER: <image>\nWhat is in the picture?
+ * ASSISTANT:", Gemma 3's turns around <start_of_image>). */
+const char *run_image_example(const Session *s);
 /* attnviz serve, an encoder-decoder model (cfg.enc_dec): the source's tokens
  * and the decoder's (decoder_start_token_id, then target's tokens, as
  * --decoder-text makes them; warnings as the command line words them); the

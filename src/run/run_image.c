@@ -43,10 +43,12 @@ struct PipeImage {
     float *text_embed;
     double logit;
     OutImage oi;           /* what the writers read (run_image_out) */
+    VlmRun *vlm;           /* a vision-language model's picture and text (run_vlm.c), the rest unused */
 };
 
 void run_image_free(PipeImage *im) {
     if (!im) return;
+    vlm_free(im->vlm);
     free(im->name);
     imgproc_free(&im->px);
     free(im->enc.ids), free(im->enc.type_ids), free(im->enc.word_start), free(im->enc.special), free(im->enc.role);
@@ -105,6 +107,17 @@ int run_image_open(const Run *r, const unsigned char *bytes, size_t len, const c
                    const char *text, PipeImage **out, AvErr *e) {
     const ModelConfig *c = &r->s->cfg;
     *out = NULL;
+    if (r->s->cfg.vlm) {
+        PipeImage *im = calloc(1, sizeof *im);
+        if (!im) return av_err(e, "out of memory");
+        int rc = vlm_open(r, bytes, len, name, max_pixels, text, &im->vlm, e);
+        if (rc != 0) {
+            free(im);
+            return rc;
+        }
+        *out = im;
+        return 0;
+    }
     if (!c->vision) return av_err_usage(e, "%s is a %s model: it reads text, not an image", r->s->name, c->model_type);
     if (check_text(r, text, e)) return -1;
     PipeImage *im = calloc(1, sizeof *im);
@@ -139,13 +152,15 @@ int run_image_open(const Run *r, const unsigned char *bytes, size_t len, const c
     return 0;
 }
 
-const TokEncoding *run_image_tokens(const PipeImage *im) { return &im->enc; }
+const TokEncoding *run_image_tokens(const PipeImage *im) { return im->vlm ? vlm_tokens(im->vlm) : &im->enc; }
 
 const unsigned char *run_image_picture(const PipeImage *im, size_t *len) {
+    if (im->vlm) return vlm_picture(im->vlm, len);
     *len = im->png_len;
     return im->png;
 }
 
+/* (a vision-language model's pixel values stay: its pass frees the tower's capture, the larger part) */
 void run_image_shrink(PipeImage *im) { imgproc_free(&im->px); }
 
 /* The pixel values again from the kept PNG (exactly the picture they were made of): a re-run's. */
@@ -182,6 +197,7 @@ static int grow_runstate(Run *r, int n, AvErr *e) {
 }
 
 int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e) {
+    if (im->vlm) return vlm_forward(r, im->vlm, cap, e);
     const ModelConfig *c = &r->s->cfg;
     const int n = im->n, first = !im->ran;
     const int pooled = c->vis_pool_head || r->s->model.w.vis->proj.w;
@@ -215,7 +231,10 @@ int run_image_forward(Run *r, PipeImage *im, Capture *cap, AvErr *e) {
     return 0;
 }
 
-const OutImage *run_image_out(const PipeImage *im) { return im->ran ? &im->oi : NULL; }
+const OutImage *run_image_out(const PipeImage *im) {
+    if (im->vlm) return vlm_image(im->vlm);
+    return im->ran ? &im->oi : NULL;
+}
 
 /* ---------------------------------------------------------------- the other tower's page */
 

@@ -130,6 +130,20 @@ void run_tower_doc(const Run *r, OutDoc *d, char *name, size_t name_len, const c
 /* run_vlm.c: a vision-language model on --image and its text (the <image> placeholder where the picture
  * goes): the vision tower, the projector, the image tokens in the decoder's sequence, the outputs written. */
 int run_vlm(Run *r, AvErr *e);
+/* One picture and text on a vision-language model, for a server (run_image.c's PipeImage holds it): the
+ * picture decoded within max_pixels (IMG_TOO_LARGE above), prepared, the text's placeholder expanded and
+ * tokenized with the tokenizer's special tokens (the text is required); reads the pipeline only. Its pass
+ * into the caller's capture of vlm_tokens' n tokens (not the tower's attention: freed after the pass); its
+ * OutImage after the first pass (NULL before). */
+typedef struct VlmRun VlmRun;
+int vlm_open(const Run *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+             const char *text, VlmRun **out, AvErr *e);
+const TokEncoding *vlm_tokens(const VlmRun *v);
+const unsigned char *vlm_picture(const VlmRun *v, size_t *len);
+int vlm_forward(Run *p, VlmRun *v, Capture *cap, AvErr *e);
+const OutImage *vlm_image(const VlmRun *v);
+const char *vlm_text(const VlmRun *v);
+void vlm_free(VlmRun *v);
 
 /* plan.c: what one input's run will hold, known before it starts (docs/long-inputs.md). */
 typedef struct {

@@ -26,14 +26,18 @@
 
 #define NAME_LEN 16 /* an image token's name: "9999,9999" */
 
-typedef struct {
+struct VlmRun {
     TokEncoding text;      /* the text as the tokenizer reads it */
     TokEncoding enc;       /* the sequence: the placeholder replaced by the image tokens */
     char *names;           /* (n_image, NAME_LEN) */
     int *kind;             /* (n) OUT_TOK_TEXT / OUT_TOK_PATCH */
     ImgProc proc;
-    AvImage img;
     ImgPixels px;
+    char *name;            /* the picture's file, or what a server calls an upload */
+    char mode[16];         /* as PIL names the file's mode */
+    char *text_in;         /* the text as given (or the chat rendered) */
+    int rows, cols, nv;    /* the tower's patch grid and tokens */
+    int gr, gc, first;     /* the image tokens' grid and their first position in the sequence */
     RunState vrs;          /* the vision tower's */
     Capture vcap;
     float *embeds;         /* (n_image, hidden) */
@@ -45,20 +49,23 @@ typedef struct {
     int *vkind;
     char *vnames;          /* (patches, NAME_LEN) their names */
     int *blk_end;          /* (n) Gemma 3: the image tokens' block end (they attend both ways), else NULL */
-} VlmRun;
+    int ran;
+    OutImage oi;           /* what the writers read */
+};
 
-static void vlm_run_free(VlmRun *v) {
+void vlm_free(VlmRun *v) {
+    if (!v) return;
     tok_encoding_free(&v->text);
     free(v->enc.ids), free(v->enc.type_ids), free((void *)v->enc.tokens), free((void *)v->enc.display);
     free(v->enc.word_start), free(v->enc.special), free(v->enc.role);
-    free(v->names), free(v->kind);
-    img_free(&v->img);
+    free(v->names), free(v->kind), free(v->name), free(v->text_in);
     imgproc_free(&v->px);
     model_runstate_free(&v->vrs);
     model_capture_free(&v->vcap);
     free(v->embeds), free(v->x), free(v->png), free(v->chat);
     free(v->venc.ids), free(v->venc.type_ids), free((void *)v->venc.tokens), free(v->venc.word_start), free(v->venc.special);
     free(v->venc.role), free(v->vkind), free(v->vnames), free(v->blk_end);
+    free(v);
 }
 
 static int check_vlm_run(const Run *r, AvErr *e) {
@@ -111,6 +118,11 @@ static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
     return imgproc_parse(p, json, strlen(json), "the mmproj's clip.vision metadata", e);
 }
 
+static const char *example_text(const ModelConfig *c) {
+    return c->vlm_boi_id > 0 ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n<start_of_turn>model\n"
+                             : "USER: <image>\nWhat is in the picture? ASSISTANT:";
+}
+
 /* The text with its one placeholder for the picture (LLaVA's <image>, Gemma 3's <start_of_image>: the token the
  * model's processor looks for) replaced as the processor replaces it: the image token once per image token
  * (LLaVA), or "\n\n<start_of_image>" + the image tokens + "<end_of_image>\n\n" (Gemma 3). Tokenizing the
@@ -127,10 +139,7 @@ static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
     const char *at = NULL;
     for (const char *p = text; (p = strstr(p, ph)); p += strlen(ph)) count++, at = at ? at : p;
     if (count == 0)
-        return av_err_usage(e, "the text has no %s: write it where the picture goes, e.g. \"%s\"", ph,
-                            gemma ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n"
-                                    "<start_of_turn>model\n"
-                                  : "USER: <image>\nWhat is in the picture? ASSISTANT:");
+        return av_err_usage(e, "the text has no %s: write it where the picture goes, e.g. \"%s\"", ph, example_text(c));
     if (count > 1) return av_err_usage(e, "the text has %d %s: one picture a run", count, ph);
     AvBuf b;
     if (av_buf_open(&b)) return av_err(e, "out of memory");
@@ -224,25 +233,90 @@ static int tower_tokens(VlmRun *v, int pre, int nv, int cols, AvErr *e) {
     return 0;
 }
 
-int run_vlm(Run *r, AvErr *e) {
-    const RunSpec *o = &r->spec;
+/* The picture prepared and the text made the sequence: preprocessed (load_proc), the text's placeholder
+ * expanded and tokenized (with the tokenizer's special tokens unless `plain`: a rendered chat that wrote its
+ * own), the image tokens named, the preprocessed picture kept as PNG. Reads the pipeline only. */
+static int vlm_prepare(const Run *r, VlmRun *v, const AvImage *img, const char *text, int plain, AvErr *e) {
+    const ModelConfig *c = &r->s->cfg;
+    const ModelConfig *vc = &r->s->model.vision->cfg;
+    snprintf(v->mode, sizeof v->mode, "%s", img->mode);
+    if (load_proc(r, &v->proc, e) || imgproc_run(&v->proc, img, &v->px, e)) return -1;
+    if (vis_grid(vc, v->px.h, v->px.w, &v->rows, &v->cols, &v->nv, e)) return av_err_prefix(e, "%s", v->name);
+    char *full = NULL;
+    if (expand_text(r, text, &full, e)) return -1;
+    const int trc = plain ? tok_encode(r->s->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v->text, e)
+                          : run_tokenize((Run *)r, full, NULL, &v->text, e);
+    free(full);
+    if (trc) return -1;
+    /* the image tokens' grid: the tower's patches (LLaVA), or Gemma 3's pooled squares */
+    const int gside = c->vlm_boi_id > 0 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
+    v->gr = gside ? gside : v->rows, v->gc = gside ? gside : v->cols;
+    if (v->gr * v->gc != c->vlm_tokens || v->rows % v->gr)
+        return av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", v->gr, v->gc, c->vlm_tokens);
+    if ((v->first = name_sequence(r, v, v->gc, e)) < 0) return -1;
+    return img_encode_png(v->px.rgb, v->px.w, v->px.h, &v->png, &v->png_len, e);
+}
+
+/* The pass into cap (n tokens; rs the language model's run state, at least n): the vision tower (its attention
+ * into the VlmRun's own capture), the projector, the text's embeddings with the image tokens' in their places,
+ * the decoder. keep_tower: the tower's capture and the embeddings stay for the outputs; else its capture is
+ * freed after the pass. Then the OutImage the writers read. */
+static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_tower, AvErr *e) {
     const ModelConfig *c = &r->s->cfg;
     const Model *vm = r->s->model.vision;
     const ModelConfig *vc = &vm->cfg;
-    VlmRun v;
-    memset(&v, 0, sizeof v);
-    int rc = -1, rows, cols, nv;
-    if (check_vlm_run(r, e)) return -1;
-    double t0 = av_now_ms();
-    if (load_proc(r, &v.proc, e) || img_load(o->image, &v.img, e) || imgproc_run(&v.proc, &v.img, &v.px, e))
-        goto done;
-    if (vis_grid(vc, v.px.h, v.px.w, &rows, &cols, &nv, e)) {
-        av_err_prefix(e, "%s", o->image);
-        goto done;
+    const int n = v->enc.n, H = c->hidden_size, ni = c->vlm_tokens, fi = vlm_feature_index(&r->s->model);
+    if ((!v->vrs.x && model_runstate_alloc(&v->vrs, vm, v->nv, r->spec.threads, e)) ||
+        (!v->vcap.attn && model_capture_alloc(&v->vcap, vc, v->nv, 0, fi < vc->num_layers, e)))
+        return -1;
+    if ((!v->embeds && !(v->embeds = malloc((size_t)ni * H * sizeof *v->embeds))) ||
+        (!v->x && !(v->x = malloc((size_t)n * H * sizeof *v->x))))
+        return av_err(e, "out of memory");
+    if (vlm_image_embeds(&r->s->model, &v->vrs, rs, v->px.pixels, v->px.h, v->px.w, &v->vcap, v->embeds, e) ||
+        model_embed_ids(&r->s->model, v->enc.ids, n, v->x, e))
+        return -1;
+    memcpy(v->x + (size_t)v->first * H, v->embeds, (size_t)ni * H * sizeof *v->x);
+    if (c->vlm_bidir && !v->blk_end) { /* Gemma 3: the image tokens attend to each other both ways */
+        if (!(v->blk_end = calloc((size_t)n, sizeof *v->blk_end))) return av_err(e, "out of memory");
+        for (int i = v->first; i < v->first + ni; i++) v->blk_end[i] = v->first + ni;
     }
+    if (model_forward_embeds_blocks(&r->s->model, rs, v->x, n, v->blk_end, cap, 0, e)) return -1;
+    if (!keep_tower) {
+        model_capture_free(&v->vcap);
+        model_runstate_free(&v->vrs);
+        free(v->x), v->x = NULL;
+    }
+    v->oi = (OutImage){.file = v->name, .mode = v->mode, .src_w = v->px.src_w, .src_h = v->px.src_h,
+                       .resized_w = v->px.resized_w, .resized_h = v->px.resized_h, .w = v->px.w, .h = v->px.h,
+                       .patch = vc->patch_size * (v->rows / v->gr), .rows = v->gr, .cols = v->gc, .tiles = 1,
+                       .first_patch = v->first, .kind = v->kind, .png = v->png, .png_len = v->png_len,
+                       .feature_layer = c->vlm_feature_layer, .n_image = ni, .embeds_dim = H, .bidir = c->vlm_bidir};
+    if (keep_tower) {
+        v->oi.vis_attn = v->vcap.attn, v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
+        v->oi.vis_n = v->nv, v->oi.vis_prefix = vis_prefix(vc), v->oi.image_embeds = v->embeds;
+        v->oi.pixels = v->px.pixels;
+    }
+    v->ran = 1;
+    return 0;
+}
+
+int run_vlm(Run *r, AvErr *e) {
+    const RunSpec *o = &r->spec;
+    const Model *vm = r->s->model.vision;
+    const ModelConfig *vc = &vm->cfg;
+    int rc = -1;
+    if (check_vlm_run(r, e)) return -1;
+    VlmRun *v = calloc(1, sizeof *v);
+    if (!v || !(v->name = strdup(o->image))) {
+        free(v);
+        return av_err(e, "out of memory");
+    }
+    double t0 = av_now_ms();
+    AvImage img;
+    memset(&img, 0, sizeof img);
+    if (img_load(o->image, &img, e)) goto done;
     /* --chat: the message is the picture then the text, rendered by the model's template, which writes
      * the placeholder where it puts pictures */
-    char *chat = NULL;
     if (run_is_chat(o)) {
         const ChatTemplate *t;
         const char *parts[2] = {NULL, o->text_a};
@@ -252,79 +326,98 @@ int run_vlm(Run *r, AvErr *e) {
             av_err(e, "--chat: %s ships no chat template", r->s->dir);
             goto done;
         }
-        if (chat_render(t, &one, 1, 1, &chat, e)) goto done;
+        if (chat_render(t, &one, 1, 1, &v->chat, e)) goto done;
     }
     /* as transformers' processors tokenize a rendered chat: with the tokenizer's special tokens unless
      * the template wrote the first one itself (LLaVA's writes none: <s> is added) */
-    const char *bos = chat && r->s->chat ? chat_template_special(r->s->chat, "bos_token") : NULL;
-    const int plain = chat && bos && *bos && !strncmp(chat, bos, strlen(bos));
-    free(v.chat);
-    v.chat = chat;
-    char *full = NULL;
-    if (expand_text(r, chat ? chat : o->text_a, &full, e)) goto done;
-    const int trc = chat && !plain ? tok_encode(r->s->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v.text, e)
-                                   : run_tokenize(r, full, NULL, &v.text, e);
-    free(full);
-    if (trc) goto done;
-    /* the image tokens' grid: the tower's patches (LLaVA), or Gemma 3's pooled squares */
-    const int gside = c->vlm_boi_id > 0 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
-    const int gr = gside ? gside : rows, gc = gside ? gside : cols;
-    if (gr * gc != c->vlm_tokens || rows % gr) {
-        av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", gr, gc, c->vlm_tokens);
-        goto done;
-    }
-    const int first = name_sequence(r, &v, gc, e);
-    if (first < 0) goto done;
-    const int n = v.enc.n, H = c->hidden_size, ni = c->vlm_tokens;
-    const int fi = vlm_feature_index(&r->s->model);
-    if (run_ensure_buffers(r, n, e) || model_runstate_alloc(&v.vrs, vm, nv, r->spec.threads, e) ||
-        model_capture_alloc(&v.vcap, vc, nv, 0, fi < vc->num_layers, e))
+    const char *bos = v->chat && r->s->chat ? chat_template_special(r->s->chat, "bos_token") : NULL;
+    const int plain = v->chat && bos && *bos && !strncmp(v->chat, bos, strlen(bos));
+    if (vlm_prepare(r, v, &img, v->chat ? v->chat : o->text_a, v->chat && !plain, e) ||
+        run_ensure_buffers(r, v->enc.n, e))
         goto done;
     r->t_tok += av_now_ms() - t0;
     t0 = av_now_ms();
-    if (!(v.embeds = malloc((size_t)ni * H * sizeof *v.embeds)) || !(v.x = malloc((size_t)n * H * sizeof *v.x))) {
-        av_err(e, "out of memory");
-        goto done;
-    }
-    if (vlm_image_embeds(&r->s->model, &v.vrs, &r->rs, v.px.pixels, v.px.h, v.px.w, &v.vcap, v.embeds, e) ||
-        model_embed_ids(&r->s->model, v.enc.ids, n, v.x, e))
-        goto done;
-    memcpy(v.x + (size_t)first * H, v.embeds, (size_t)ni * H * sizeof *v.x);
-    run_score_input(&r->in.cap, &v.enc);
-    if (c->vlm_bidir) { /* Gemma 3: the image tokens attend to each other both ways */
-        if (!(v.blk_end = calloc((size_t)n, sizeof *v.blk_end))) {
-            av_err(e, "out of memory");
-            goto done;
-        }
-        for (int i = first; i < first + ni; i++) v.blk_end[i] = first + ni;
-    }
-    if (model_forward_embeds_blocks(&r->s->model, &r->rs, v.x, n, v.blk_end, &r->in.cap, 0, e)) goto done;
+    run_score_input(&r->in.cap, &v->enc);
+    if (vlm_pass(r, v, &r->rs, &r->in.cap, 1, e)) goto done;
     r->t_fwd += av_now_ms() - t0;
-    if (img_encode_png(v.px.rgb, v.px.w, v.px.h, &v.png, &v.png_len, e)) goto done;
-    OutImage oi = {.file = o->image, .mode = v.img.mode, .src_w = v.img.w, .src_h = v.img.h,
-                   .resized_w = v.px.resized_w, .resized_h = v.px.resized_h, .w = v.px.w, .h = v.px.h,
-                   .patch = vc->patch_size * (rows / gr), .rows = gr, .cols = gc, .tiles = 1, .first_patch = first,
-                   .kind = v.kind, .png = v.png, .png_len = v.png_len, .vis_attn = v.vcap.attn,
-                   .vis_layers = v.vcap.n_layers, .vis_heads = v.vcap.n_heads, .vis_n = nv, .vis_prefix = vis_prefix(vc),
-                   .feature_layer = c->vlm_feature_layer, .image_embeds = v.embeds, .n_image = ni, .embeds_dim = H,
-                   .pixels = v.px.pixels, .bidir = c->vlm_bidir};
     /* the vision tower's own page: its attention over the class token and the patches, with the picture */
     OutDoc tower;
-    OutImage toi = oi;
+    OutImage toi = v->oi;
     char tname[300];
     const int pre = vis_prefix(vc);
-    if (tower_tokens(&v, pre, nv, cols, e)) goto done;
-    toi.first_patch = pre, toi.kind = v.vkind, toi.vis_attn = NULL, toi.image_embeds = NULL, toi.pixels = NULL;
-    toi.patch = vc->patch_size, toi.rows = rows, toi.cols = cols, toi.bidir = 0;
-    run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v.venc, &v.vcap, o->image);
+    if (tower_tokens(v, pre, v->nv, v->cols, e)) goto done;
+    toi.first_patch = pre, toi.kind = v->vkind, toi.vis_attn = NULL, toi.image_embeds = NULL, toi.pixels = NULL;
+    toi.patch = vc->patch_size, toi.rows = v->rows, toi.cols = v->cols, toi.bidir = 0;
+    run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v->venc, &v->vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
-    oi.tower = &tower, oi.tower_suffix = ".vision.html", oi.tower_label = "vision tower";
-    r->in.image = &oi;
-    rc = run_finish_input(r, v.chat ? v.chat : o->text_a, NULL, 0, &v.enc, &r->in.cap, NULL, e);
+    v->oi.tower = &tower, v->oi.tower_suffix = ".vision.html", v->oi.tower_label = "vision tower";
+    r->in.image = &v->oi;
+    rc = run_finish_input(r, v->chat ? v->chat : o->text_a, NULL, 0, &v->enc, &r->in.cap, NULL, e);
     r->in.image = NULL;
     if (rc == 0 && o->stats) rc = run_finish_stats(r, e);
     if (rc == 0 && o->heads.on) rc = run_finish_heads(r, e);
 done:
-    vlm_run_free(&v);
+    img_free(&img);
+    vlm_free(v);
     return rc;
 }
+
+/* ---------------------------------------------------------------- one upload, for a server */
+
+int vlm_open(const Run *p, const unsigned char *bytes, size_t len, const char *name, uint64_t max_pixels,
+             const char *text, VlmRun **out, AvErr *e) {
+    *out = NULL;
+    if (!p->s->model.vision || !p->s->model.vlm)
+        return av_err_usage(e, "%s is a %s model: not a vision-language model", p->s->name, p->s->cfg.model_type);
+    if (!text || !*text) {
+        const char *ph = tok_id_to_token(p->s->tok, p->s->cfg.vlm_boi_id > 0 ? p->s->cfg.vlm_boi_id : p->s->cfg.image_token_id);
+        return av_err_usage(e, "%s is a vision-language model: send its text too, with %s where the picture goes", p->s->name,
+                            ph ? ph : "the picture's token");
+    }
+    VlmRun *v = calloc(1, sizeof *v);
+    if (!v || !(v->name = strdup(name)) || !(v->text_in = strdup(text))) {
+        vlm_free(v);
+        return av_err(e, "out of memory");
+    }
+    AvImage img;
+    int rc = img_decode_limit(bytes, len, name, max_pixels, &img, e);
+    if (rc == 0) {
+        if (vlm_prepare(p, v, &img, text, 1, e)) rc = -1;
+        img_free(&img);
+    }
+    if (rc != 0) {
+        vlm_free(v);
+        return rc;
+    }
+    *out = v;
+    return 0;
+}
+
+const TokEncoding *vlm_tokens(const VlmRun *v) { return &v->enc; }
+
+const unsigned char *vlm_picture(const VlmRun *v, size_t *len) {
+    *len = v->png_len;
+    return v->png;
+}
+
+int vlm_forward(Run *p, VlmRun *v, Capture *cap, AvErr *e) {
+    const int n = v->enc.n;
+    if (p->rs.max_tokens < n) { /* the run state only grows: one-input runs share it */
+        model_runstate_free(&p->rs);
+        if (model_runstate_alloc(&p->rs, &p->s->model, n, p->spec.threads, e)) return -1;
+    }
+    double t0 = av_now_ms();
+    int rc = vlm_pass(p, v, &p->rs, cap, 0, e);
+    p->t_fwd += av_now_ms() - t0;
+    return rc;
+}
+
+const OutImage *vlm_image(const VlmRun *v) { return v->ran ? &v->oi : NULL; }
+
+const char *run_image_placeholder(const Session *s) {
+    const ModelConfig *c = &s->cfg;
+    if (!c->vlm || !s->tok) return NULL;
+    return tok_id_to_token(s->tok, c->vlm_boi_id > 0 ? c->vlm_boi_id : c->image_token_id);
+}
+
+const char *run_image_example(const Session *s) { return example_text(&s->cfg); }

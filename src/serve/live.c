@@ -170,13 +170,23 @@ char *live_models_json(const Live *lv) {
         json_write_string(b.f, c->model_type);
         /* encoder-decoder models take decoder_text and show three stacks; no predictions in serve (yet) */
         /* chat: a decoder whose chat template was read (the page offers its chat box) */
-        int chat = !session_chat_missing(lv->m[i].s);
+        /* a vision-language model runs a picture inside its text as written (/api/image: no chat, no predictions) */
+        int chat = !session_chat_missing(lv->m[i].s) && !c->vlm;
         fprintf(b.f, ",\"layers\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"max_tokens\":%d,\"causal\":%s,"
-                     "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s,\"image\":%s,\"image_text\":%s}",
+                     "\"predict\":%s,\"enc_dec\":%s,\"chat\":%s,\"image\":%s,\"image_text\":%s",
                 c->num_layers, c->num_heads, c->num_kv_heads ? c->num_kv_heads : c->num_heads, c->head_dim,
                 cfg_max_tokens(c), c->causal ? "true" : "false",
-                session_head_missing(lv->m[i].s) || c->enc_dec ? "false" : "true", c->enc_dec ? "true" : "false",
-                chat ? "true" : "false", c->vision ? "true" : "false", lv->m[i].s->model.text ? "true" : "false");
+                session_head_missing(lv->m[i].s) || c->enc_dec || c->vlm ? "false" : "true", c->enc_dec ? "true" : "false",
+                chat ? "true" : "false", c->vision || c->vlm ? "true" : "false",
+                lv->m[i].s->model.text || c->vlm ? "true" : "false");
+        if (c->vlm) { /* the text's placeholder for the picture, which the page's text box asks for */
+            const char *ph = run_image_placeholder(lv->m[i].s);
+            fputs(",\"vlm\":true,\"image_placeholder\":", b.f);
+            json_write_string(b.f, ph ? ph : "");
+            fputs(",\"image_example\":", b.f);
+            json_write_string(b.f, run_image_example(lv->m[i].s));
+        }
+        fputc('}', b.f);
     }
     fputs("]}", b.f);
     return av_buf_close(&b, !ferror(b.f));
@@ -681,10 +691,16 @@ LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t le
     *json = NULL;
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     const ModelConfig *c = model_cfg(lv, m);
-    if (!c->vision)
+    if (!c->vision && !c->vlm)
         return av_err(e, "model %d (%s) reads text, not an image: send its text to /api/run", m, c->model_type),
                LIVE_BAD_INPUT;
-    if (text && !lv->m[m].s->model.text)
+    if (c->vlm && (!text || !*text)) {
+        const char *ph = run_image_placeholder(lv->m[m].s);
+        return av_err(e, "model %d (%s) is a vision-language model: send its text too (text=...), with %s where the "
+                         "picture goes", m, c->model_type, ph ? ph : "its picture's token"),
+               LIVE_BAD_INPUT;
+    }
+    if (text && !c->vlm && !lv->m[m].s->model.text)
         return av_err(e, "model %d (%s) reads the image only, not a text (a whole CLIP or SigLIP model reads both)", m,
                       c->model_type),
                LIVE_BAD_INPUT;

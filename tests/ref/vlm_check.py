@@ -319,6 +319,45 @@ def run_attnviz_gguf(attnviz, text, mmproj, image, prefix, prompt=PROMPT):
     return got, None
 
 
+def served_attention(attnviz, model_dir, image, prompt):
+    """attnviz serve on model_dir: the picture uploaded with the prompt (POST /api/image), then every layer's
+    attention read back (/api/attention: recomputed from the kept q/k, codes of 1e-4). (ids, attention) or an error."""
+    import re
+    import urllib.parse
+    import urllib.request
+    import zlib
+    p = subprocess.Popen([attnviz, "serve", "--model", model_dir, "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        m = None
+        for line in p.stdout:
+            m = re.search(r"(http://\S+)/\?token=([0-9a-f]{32})", line)
+            if m:
+                break
+        if not m:
+            return None, None, "attnviz serve printed no URL"
+        base, hd = m.group(1), {"X-Attnviz-Token": m.group(2)}
+
+        def req(path, data=None, ctype=None):
+            h = dict(hd, **({"Content-Type": ctype} if ctype else {}))
+            with urllib.request.urlopen(urllib.request.Request(base + path, data=data, headers=h), timeout=120) as f:
+                return f.read()
+        j = json.loads(req("/api/image?model=0&text=" + urllib.parse.quote(prompt), open(image, "rb").read(), "image/png"))
+        n, run, cfg = j["n"], j["run"], j["meta"]["config"]
+        out = np.zeros((cfg["layers"], cfg["heads"], n, n))
+        for li in range(cfg["layers"]):
+            raw = np.frombuffer(zlib.decompress(req(f"/api/attention?run={run}&layer={li}&heads=0-{cfg['heads'] - 1}")),
+                                np.uint8).astype(np.int64)
+            c = cfg["heads"] * n * n
+            out[li] = (raw[:c] | raw[c:] << 8).reshape(cfg["heads"], n, n) / 1e4
+        return j["meta"]["input_ids"], out, None
+    except Exception as ex:  # noqa: BLE001 - reported as the check's failure
+        return None, None, repr(ex)[:300]
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
 def kernels(attnviz):
     found = []
     for k in ("avx512", "avx2", "neon", "scalar"):
@@ -485,6 +524,16 @@ def main():
                   f"{got['vision_attention'].shape[2]} tokens x {got['vision_attention'].shape[0]} layers): "
                   + ", ".join(f"{k} {v:.2e}" for k, v in errs.items())
                   + f"; the text after the picture gives it {100 * share:.0f}% of its attention", flush=True)
+            fails += not ok
+        if SPECS[name].get("gemma"):
+            # attnviz serve: the same picture and text uploaded; its attention, recomputed from the kept q/k with the
+            # image tokens' both-ways block, against transformers' (the codes' 5e-5 rounding on top of the bound)
+            sids, sattn, err = served_attention(a.attnviz, model_dir, a.image, GEMMA3_PROMPT)
+            serr = float(np.abs(sattn - ref["attn"]).max()) if err is None and sids == ids else None
+            ok = serr is not None and serr <= TOL + 5e-5
+            print(f"{'PASS' if ok else 'FAIL'} vlm {name} serve (POST /api/image, then /api/attention): the sequence is the "
+                  f"command line's, decoder attention {serr if serr is None else f'{serr:.2e}'} (codes of 1e-4)"
+                  + ("" if ok else f": {err or 'ids differ'}"), flush=True)
             fails += not ok
         if not SPECS[name].get("gguf"):
             continue
