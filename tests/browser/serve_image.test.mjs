@@ -2,7 +2,8 @@
 // model (tests/data's small-vit, small-siglip) sends the file to POST /api/image, and the page boots on
 // the Image view of the server's run, its shares the CLI's --image JSON; a whole SigLIP model's text box
 // re-runs the same picture with the text (the image-text card's probability the CLI's); a file the
-// server refuses shows its error. Screenshots of the live page in both themes at 1,400 x 1,000.
+// server refuses shows its error; a vision-language model (small-llava) runs the picture inside its text, the
+// box starting with an example that places it. Screenshots of the live page in both themes at 1,400 x 1,000.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,7 +24,7 @@ const cliJson = (args, name) => {
 
 before(async () => {
   ensureBuilt();
-  srv = await startServe(['--model', model('small-vit'), '--model', model('small-siglip')]);
+  srv = await startServe(['--model', model('small-vit'), '--model', model('small-siglip'), '--model', model('small-llava')]);
   url = srv.url;
   browser = await launch();
 });
@@ -118,6 +119,45 @@ test('live page: a whole SigLIP model takes the picture and a text; a refused fi
     await page.waitForFunction(() => document.querySelector('#live-status').dataset.kind === 'error');
     assert.match(await page.textContent('#live-status'), /Error: not-a-picture\.png: not a PNG or JPEG image/);
     assert.deepEqual(log.errors, []);
+    assert.deepEqual(log.foreign, []);
+  } finally { await page.close(); }
+});
+
+test('live page: a vision-language model runs the picture inside its text, the box starting with an example that places it', async () => {
+  const { page, log } = await openLive();
+  try {
+    await page.selectOption('#live-model', '2');
+    assert.equal(await page.isVisible('#live-text'), true, 'a vision-language model reads a text with the picture');
+    assert.equal(await page.isVisible('#live-image'), true);
+    assert.equal(await page.isVisible('#live-chat-label'), false, 'the text is run as written');
+    const example = await page.inputValue('#live-text');
+    assert.match(example, /^USER: <image>\n.+ ASSISTANT:$/);
+    await afterRun(page, () => page.setInputFiles('#live-image', PIC));
+    assert.equal(log.posts.at(-1), '/api/image?model=2&text=' + encodeURIComponent(example) + '&name=vision-picture.png image/png');
+    assert.equal(await page.evaluate(() => document.body.dataset.view), 'image');
+    await page.waitForSelector('#view-image[data-drawn="1"]');
+    const d = cliJson(['--model', model('small-llava'), '--image', PIC, example], 'serve-image-llava');
+    assert.match(await page.textContent('#live-status'), new RegExp('48 × 40 RGB picture → ' + d.tokens.length + ' tokens \\(4 × 4 patches\\)'));
+    const h = await canvasHash(page, '#view-image .iv-fig canvas');
+    assert.ok(h && h.nonzero > 0, 'the overlay is drawn');
+    for (const theme of ['light', 'dark']) {
+      if (await page.evaluate(() => document.documentElement.dataset.theme) !== theme) {
+        await page.click('#theme-btn');
+        await page.waitForSelector('#view-image[data-drawn="1"]');
+        await settle(page);
+      }
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.mouse.move(1390, 10);
+      await page.screenshot({ path: path.join(SHOTS, 'serve-image-llava-' + theme + '.png') });
+    }
+    /* a text without the placeholder: the page says where to write it, and sends nothing */
+    const sent = log.posts.length;
+    await page.fill('#live-text', 'What is in the picture?');
+    await page.waitForFunction(() => /Write <image> in the text where the picture goes/.test(document.querySelector('#live-status').textContent));
+    await new Promise(r => setTimeout(r, 600));
+    assert.equal(log.posts.length, sent);
+    assert.deepEqual(log.errors, []);
+    assert.deepEqual(log.console, []);
     assert.deepEqual(log.foreign, []);
   } finally { await page.close(); }
 });
