@@ -1650,7 +1650,7 @@ def vlm_image_check():
         im = j["meta"].get("image", {}) if st == 200 else {}
         same = st == 200 and j["meta"]["tokens"] == cli["tokens"] and j["meta"]["input_ids"] == cli["input_ids"]
         same = same and all(im.get(k) == cli["image"][k] for k in ("size", "preprocessed", "grid", "token_kinds", "first_patch",
-                                                                   "image_tokens"))
+                                                                   "image_tokens", "vision"))
         expect("vlm: a PNG and its text on LLaVA: the sequence (ids, the image tokens' places and kinds) is the CLI's --image run's, "
                "the page opens on the Image view",
                same and j["meta"]["init_view"] == "image" and isinstance(im.get("png"), str), f"{st} {str(j)[:300]}")

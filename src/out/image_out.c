@@ -56,7 +56,7 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
             if (im->kind[i] == OUT_TOK_PATCH) first = first < 0 ? i : first, end = i + 1;
         fprintf(f, ",\"bidirectional\":[%d,%d]", first, end);
     }
-    if (im->vis_attn)
+    if (im->vis_attn || im->n_image) /* (a server keeps no tower attention: the tower described all the same) */
         fprintf(f, ",\"vision\":{\"layers\":%d,\"heads\":%d,\"tokens\":%d,\"prefix\":%d,\"feature_layer\":%d,"
                    "\"image_tokens\":%d,\"embeds_dim\":%d}",
                 im->vis_layers, im->vis_heads, im->vis_n, im->vis_prefix, im->feature_layer, im->n_image, im->embeds_dim);

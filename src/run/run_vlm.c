@@ -290,11 +290,11 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
                        .resized_w = v->px.resized_w, .resized_h = v->px.resized_h, .w = v->px.w, .h = v->px.h,
                        .patch = vc->patch_size * (v->rows / v->gr), .rows = v->gr, .cols = v->gc, .tiles = 1,
                        .first_patch = v->first, .kind = v->kind, .png = v->png, .png_len = v->png_len,
-                       .feature_layer = c->vlm_feature_layer, .n_image = ni, .embeds_dim = H, .bidir = c->vlm_bidir};
-    if (keep_tower) {
+                       .feature_layer = c->vlm_feature_layer, .n_image = ni, .embeds_dim = H, .bidir = c->vlm_bidir,
+                       .vis_layers = vc->num_layers, .vis_heads = vc->num_heads, .vis_n = v->nv, .vis_prefix = vis_prefix(vc)};
+    if (keep_tower) { /* the tower's attention, the embeddings and the pixel values for the outputs */
         v->oi.vis_attn = v->vcap.attn, v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
-        v->oi.vis_n = v->nv, v->oi.vis_prefix = vis_prefix(vc), v->oi.image_embeds = v->embeds;
-        v->oi.pixels = v->px.pixels;
+        v->oi.image_embeds = v->embeds, v->oi.pixels = v->px.pixels;
     }
     v->ran = 1;
     return 0;

@@ -140,6 +140,8 @@ test('live page: a vision-language model runs the picture inside its text, the b
     assert.match(await page.textContent('#live-status'), new RegExp('48 × 40 RGB picture → ' + d.tokens.length + ' tokens \\(4 × 4 patches\\)'));
     const h = await canvasHash(page, '#view-image .iv-fig canvas');
     assert.ok(h && h.nonzero > 0, 'the overlay is drawn');
+    assert.match(await page.textContent('#top'), /16 image tokens: 4 × 4 patches from position 3; vision tower: 17 tokens × 3 layers/,
+      'the header says where the picture is, as the CLI\'s page does');
     for (const theme of ['light', 'dark']) {
       if (await page.evaluate(() => document.documentElement.dataset.theme) !== theme) {
         await page.click('#theme-btn');
