@@ -257,11 +257,58 @@ static char *render_dir(const char *dir, const char *content, AvErr *e) {
     char *out = NULL;
     if (chat_template_from_model(&t, dir, NULL, e) != 0) return NULL;
     ck_assert_ptr_nonnull(t);
-    ChatMessage m = {"user", content, NULL, 0};
+    ChatMessage m = {"user", content, NULL, 0, NULL};
     int rc = chat_render(t, &m, 1, 1, &out, e);
     chat_template_free(t);
     return rc == 0 ? out : NULL;
 }
+
+/* A template from its source, with no special tokens. */
+static ChatTemplate *template_of(const char *src) {
+    ChatTemplate *t;
+    AvErr e = {0};
+    ck_assert_msg(chat_template_from_source(&t, src, strlen(src), "t.jinja", NULL, NULL, 0, &e) == 0, "%s", e.msg);
+    return t;
+}
+
+static void expect_openai(const ChatTemplate *t, const ChatMessage *m, int n, const char *want) {
+    char *out;
+    AvErr e = {0};
+    ck_assert_msg(chat_render_openai(t, m, n, 0, &out, &e) == 0, "%s", e.msg);
+    ck_assert_msg(!strcmp(out, want), "gave [%s], wants [%s]", out, want);
+    free(out);
+}
+
+START_TEST(openai_messages_follow_what_the_template_reads) {
+    /* reads content as a string only (SmolLM2's way: parts would fail the concatenation) */
+    ChatTemplate *str = template_of("{% for m in messages %}<{{ m.role }}{% if m.name is defined %}:{{ m.name }}{% endif %}>"
+                                    "{{ m['content'] + '|' }}{% endfor %}");
+    /* reads parts (Gemma 3's way) and names the developer role */
+    ChatTemplate *lst = template_of("{% for m in messages %}<{{ 'dev' if m.role == 'developer' else m.role }}>"
+                                    "{% if m.content is string %}{{ m.content }}{% elif m.content is defined %}"
+                                    "{% for p in m.content %}{{ p.text }}{% endfor %}{% else %}(none){% endif %}{% endfor %}");
+    ck_assert(!chat_template_reads_parts(str) && chat_template_reads_parts(lst));
+    ck_assert(!chat_template_names_role(str, "developer") && chat_template_names_role(lst, "developer"));
+    const char *two[] = {"A", "B"};
+    const ChatMessage m[] = {{"developer", "Be brief.", NULL, 0, NULL},
+                             {"user", NULL, two, 2, "ann"},
+                             {"assistant", NULL, NULL, 0, NULL}};
+    /* parts joined by a newline, developer as system, the missing content given as "" once the template fails on it */
+    expect_openai(str, m, 3, "<system>Be brief.|<user:ann>A\nB|<assistant>|");
+    /* as transformers hands them: the list, the role kept, no content key */
+    expect_openai(lst, m, 3, "<dev>Be brief.<user>AB<assistant>(none)");
+    /* chat_render keeps transformers' meaning: the string template refuses the parts */
+    char *out;
+    AvErr e = {0};
+    ck_assert(chat_render(str, m, 2, 0, &out, &e) != 0);
+    /* a failure that is not about missing content is the template's own */
+    ChatTemplate *raises = template_of("{{ raise_exception('only user turns') }}");
+    ck_assert(chat_render_openai(raises, m, 3, 0, &out, &e) != 0 && strstr(e.msg, "only user turns"));
+    chat_template_free(str);
+    chat_template_free(lst);
+    chat_template_free(raises);
+}
+END_TEST
 
 START_TEST(a_folders_template_and_special_tokens) {
     char dir[] = "/tmp/attnviz_chat_XXXXXX";
@@ -320,7 +367,7 @@ START_TEST(the_smollm2_gguf_template_renders_and_tokenizes_without_added_tokens)
     ChatTemplate *t;
     ck_assert_msg(chat_template_from_model(&t, path, &g, &e) == 0 && t, "%s", e.msg);
     ck_assert_str_eq(chat_template_special(t, "eos_token"), "<|im_end|>");
-    ChatMessage m = {"user", "Hi <|im_end|>", NULL, 0};
+    ChatMessage m = {"user", "Hi <|im_end|>", NULL, 0, NULL};
     char *out;
     ck_assert_msg(chat_render(t, &m, 1, 1, &out, &e) == 0, "%s", e.msg);
     ck_assert_msg(!strncmp(out, "<|im_start|>system\n", 19) && strstr(out, "<|im_start|>user\nHi <|im_end|><|im_end|>\n"
@@ -374,6 +421,7 @@ Suite *make_suite(void) {
     tcase_add_test(c, unsupported_constructs_are_refused_naming_them);
     tcase_add_test(c, bounds_stop_loops_recursion_and_floods);
     tcase_add_test(c, messages_are_parsed_strictly);
+    tcase_add_test(c, openai_messages_follow_what_the_template_reads);
     tcase_add_test(c, a_folders_template_and_special_tokens);
     tcase_add_test(c, the_smollm2_gguf_template_renders_and_tokenizes_without_added_tokens);
     tcase_add_test(c, plain_encoding_adds_no_template_tokens);

@@ -1,10 +1,11 @@
 /* chat_render.c — chat templates rendered by attnviz over a file of cases, for
  * the check against jinja2 and transformers (tests/ref/chat_check.sh).
- * usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--ids [--tokenizer DIR|FILE.gguf]]
+ * usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--openai] [--ids [--tokenizer DIR|FILE.gguf]]
  *        chat_render --template FILE VARS_JSONL
  * --model: the model's own template and special tokens (chat.h); each line is
  * {"messages": [...], "add_generation_prompt": true|false}, the messages as
- * --chat-file reads them. --template: a template file rendered over each line's
+ * --chat-file reads them, or with --openai as /v1/chat/completions reads them
+ * (openai.h's oa_parse_request) and renders them (chat_render_openai). --template: a template file rendered over each line's
  * variables (a JSON object) as they are (jinja.h). Each output line is
  * {"text": "..."} or {"error": "..."}; with --ids also the text's token ids
  * ("ids"), tokenized as apply_chat_template(tokenize=True) does: with the
@@ -19,6 +20,7 @@
 #include "gguf.h"
 #include "jinja.h"
 #include "loader.h"
+#include "openai.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -44,12 +46,40 @@ static void print_result(int ok, const char *text, const char *err, const TokEnc
     cJSON_Delete(o);
 }
 
+/* OpenAI's messages (a JSON array's text) through the route's parser, rendered as the route renders them. */
+static int render_openai(const ChatTemplate *ct, const char *mj, int agp, char **out, AvErr *e) {
+    const char *pre = "{\"model\":\"m\",\"messages\":";
+    size_t n = strlen(pre) + strlen(mj) + 2;
+    char *body = malloc(n);
+    if (!body) return av_err(e, "out of memory");
+    snprintf(body, n, "%s%s}", pre, mj);
+    OaRequest q;
+    OaError oe;
+    int rc = oa_parse_request(body, strlen(body), 1, &q, &oe);
+    free(body);
+    if (rc != 0) return av_err(e, "%s", oe.message);
+    ChatMessage *cm = calloc((size_t)q.n_msgs, sizeof *cm);
+    if (!cm) rc = av_err(e, "out of memory");
+    for (int i = 0; cm && i < q.n_msgs; i++)
+        cm[i] = (ChatMessage){q.msgs[i].role, q.msgs[i].content, q.msgs[i].parts, q.msgs[i].n_parts, q.msgs[i].name};
+    if (cm) rc = chat_render_openai(ct, cm, q.n_msgs, agp, out, e);
+    free(cm);
+    oa_request_free(&q);
+    return rc;
+}
+
 int main(int argc, char **argv) {
-    int ids = argc >= 5 && !strcmp(argv[4], "--ids");
-    const char *tokp = ids && argc == 7 && !strcmp(argv[5], "--tokenizer") ? argv[6] : NULL;
-    if ((argc != 4 && !(ids && (argc == 5 || tokp))) || (strcmp(argv[1], "--model") && strcmp(argv[1], "--template")) ||
-        (ids && strcmp(argv[1], "--model"))) {
-        fprintf(stderr, "usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--ids [--tokenizer DIR|FILE.gguf]] | "
+    int ids = 0, openai = 0;
+    const char *tokp = NULL;
+    for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "--ids")) ids = 1;
+        else if (!strcmp(argv[i], "--openai")) openai = 1;
+        else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tokp = argv[++i];
+        else argc = 0;
+    }
+    if (argc < 4 || (strcmp(argv[1], "--model") && strcmp(argv[1], "--template")) ||
+        ((ids || openai) && strcmp(argv[1], "--model")) || (tokp && !ids)) {
+        fprintf(stderr, "usage: chat_render --model DIR|FILE.gguf CASES_JSONL [--openai] [--ids [--tokenizer DIR|FILE.gguf]] | "
                         "--template FILE VARS_JSONL\n");
         return 2;
     }
@@ -101,9 +131,10 @@ int main(int argc, char **argv) {
             char *mj = cJSON_PrintUnformatted(msgs);
             ChatMessage *m = NULL;
             int n = 0;
-            ok = mj && chat_messages_parse_json(mj, strlen(mj), &m, &n, &re) == 0 &&
-                 chat_render(ct, m, n, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "add_generation_prompt")), &out,
-                             &re) == 0;
+            const int agp = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "add_generation_prompt"));
+            if (openai) ok = mj && render_openai(ct, mj, agp, &out, &re) == 0;
+            else ok = mj && chat_messages_parse_json(mj, strlen(mj), &m, &n, &re) == 0 &&
+                      chat_render(ct, m, n, agp, &out, &re) == 0;
             chat_messages_free(m, n);
             free(mj);
         } else {

@@ -173,12 +173,16 @@ int session_token_bytes(const Session *s, int id, char **b, size_t *n, AvErr *e)
 
 /* A chat's messages, rendered by the model's chat template with the
  * assistant's turn opened (add_generation_prompt; chat.h's chat_render, as
- * transformers' apply_chat_template renders it): *text to free. Reads only. */
+ * transformers' apply_chat_template renders it; openai: chat_render_openai,
+ * as /v1/chat/completions means OpenAI's messages): *text to free. Reads only. */
 typedef struct {
     const char *role;    /* "system", "user", "assistant", ... */
-    const char *content;
+    const char *content; /* the text; NULL with parts NULL: no content (OpenAI's null) */
+    const char *const *parts; /* non-NULL: the content is these text parts (n_parts) */
+    int n_parts;
+    const char *name;    /* NULL: none */
 } PipeChatMsg;
-int session_chat_prompt(const Session *s, const PipeChatMsg *m, int n, char **text, AvErr *e);
+int session_chat_prompt(const Session *s, const PipeChatMsg *m, int n, int openai, char **text, AvErr *e);
 /* Whether the model has a chat template (NULL), else why not: a model that is no decoder,
  * ships none, or whose template could not be read or parsed (that message). */
 const char *session_chat_missing(const Session *s);

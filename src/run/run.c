@@ -198,7 +198,7 @@ int run_chat_prompt(Run *r, const char *a, const char *b, char **out, AvErr *e) 
     if (b) return av_err_usage(e, "--chat takes one text (a message), not a sentence pair");
     if (session_chat_template(r->s, &t, e) != 0) return -1;
     if (!t) return av_err(e, "--chat: %s ships no chat template", r->s->dir);
-    ChatMessage one = {"user", a ? a : "", NULL, 0};
+    ChatMessage one = {"user", a ? a : "", NULL, 0, NULL};
     const ChatMessage *m = o->chat_file ? r->chat_msgs : &one;
     int n = o->chat_file ? r->n_chat_msgs : 1;
     if (chat_render(t, m, n, 1, out, e) != 0) return -1;

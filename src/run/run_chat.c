@@ -15,15 +15,16 @@ const char *session_chat_missing(const Session *s) {
     return NULL;
 }
 
-int session_chat_prompt(const Session *s, const PipeChatMsg *m, int n, char **text, AvErr *e) {
+int session_chat_prompt(const Session *s, const PipeChatMsg *m, int n, int openai, char **text, AvErr *e) {
     *text = NULL;
     const char *why = session_chat_missing(s);
     if (why) return av_err_usage(e, "%s: %.1000s", s->name, why);
     if (n < 1) return av_err_usage(e, "%s", "a chat needs at least one message");
     ChatMessage *cm = calloc((size_t)n, sizeof *cm);
     if (!cm) return av_err(e, "out of memory");
-    for (int i = 0; i < n; i++) cm[i].role = m[i].role, cm[i].content = m[i].content;
-    int rc = chat_render(s->chat, cm, n, 1, text, e);
+    for (int i = 0; i < n; i++)
+        cm[i] = (ChatMessage){m[i].role, m[i].content, m[i].parts, m[i].n_parts, m[i].name};
+    int rc = openai ? chat_render_openai(s->chat, cm, n, 1, text, e) : chat_render(s->chat, cm, n, 1, text, e);
     free(cm);
     return rc;
 }

@@ -320,7 +320,7 @@ int run_vlm(Run *r, AvErr *e) {
     if (run_is_chat(o)) {
         const ChatTemplate *t;
         const char *parts[2] = {NULL, o->text_a};
-        ChatMessage one = {"user", NULL, parts, 2};
+        ChatMessage one = {"user", NULL, parts, 2, NULL};
         if (session_chat_template(r->s, &t, e)) goto done;
         if (!t) {
             av_err(e, "--chat: %s ships no chat template", r->s->dir);

@@ -655,8 +655,8 @@ LiveStatus live_run_chat(Live *lv, int m, const char *text, int k, unsigned *id,
     if (m < 0 || m >= lv->n_models) return av_err(e, "no model %d (%d served)", m, lv->n_models), LIVE_BAD_INPUT;
     /* the template was read with the model: rendering only reads it, beside other threads */
     char *chat;
-    PipeChatMsg one = {"user", text};
-    if (session_chat_prompt(lv->m[m].s, &one, 1, &chat, e) != 0) return LIVE_BAD_INPUT;
+    PipeChatMsg one = {"user", text, NULL, 0, NULL};
+    if (session_chat_prompt(lv->m[m].s, &one, 1, 0, &chat, e) != 0) return LIVE_BAD_INPUT;
     LiveStatus st = run_input(lv, m, chat, NULL, k, 0, 1, id, json, e);
     free(chat);
     return st;

@@ -197,31 +197,32 @@ static int parse_attention(const cJSON *a, OaRequest *q, OaError *err) {
     return 0;
 }
 
-/* A message's content: a string, or a list of {"type": "text", "text": ...} parts joined. */
-static int message_content(const cJSON *c, int i, char **out, OaError *err) {
-    *out = NULL;
+/* A message's content into msg: a string, a list of {"type": "text", "text": ...} parts (kept as
+ * parts: chat_render_openai decides how the template sees them), or null / absent (no content). */
+static int message_content(const cJSON *c, int i, PipeChatMsg *msg, OaError *err) {
     if (cJSON_IsString(c)) {
         if (!utf8_ok(c->valuestring)) return BAD("messages", "messages[%d].content is not valid UTF-8", i);
-        return (*out = strdup(c->valuestring)) ? 0 : BAD("messages", "out of memory");
+        return (msg->content = strdup(c->valuestring)) ? 0 : BAD("messages", "out of memory");
     }
-    if (!c || cJSON_IsNull(c)) return (*out = strdup("")) ? 0 : BAD("messages", "out of memory");
+    if (!c || cJSON_IsNull(c)) return 0;
     if (!cJSON_IsArray(c)) return BAD("messages", "messages[%d].content must be a string or a list of text parts", i);
-    AvBuf b;
-    if (av_buf_open(&b)) return BAD("messages", "out of memory");
-    int rc = 0;
-    for (const cJSON *p = c->child; p && rc == 0; p = p->next) {
+    const int n = cJSON_GetArraySize(c);
+    const char **parts = calloc((size_t)(n ? n : 1), sizeof *parts);
+    if (!parts) return BAD("messages", "out of memory");
+    msg->parts = parts;
+    for (const cJSON *p = c->child; p; p = p->next) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "type"), *x = cJSON_GetObjectItemCaseSensitive(p, "text");
-        if (!cJSON_IsObject(p) || !cJSON_IsString(t)) rc = BAD("messages", "messages[%d].content: each part needs a \"type\"", i);
-        else if (strcmp(t->valuestring, "text"))
-            rc = UNSUPPORTED("messages", "messages[%d].content: \"%s\" parts are not supported (text only)", i, t->valuestring);
-        else if (!cJSON_IsString(x) || !utf8_ok(x->valuestring))
-            rc = BAD("messages", "messages[%d].content: a text part needs \"text\", a UTF-8 string", i);
-        else fputs(x->valuestring, b.f);
+        if (!cJSON_IsObject(p) || !cJSON_IsString(t)) return BAD("messages", "messages[%d].content: each part needs a \"type\"", i);
+        if (strcmp(t->valuestring, "text"))
+            return UNSUPPORTED("messages", "messages[%d].content: \"%.40s\" parts are not supported (text only)", i, t->valuestring);
+        if (!cJSON_IsString(x) || !utf8_ok(x->valuestring))
+            return BAD("messages", "messages[%d].content: a text part needs \"text\", a UTF-8 string", i);
+        for (const cJSON *k = p->child; k; k = k->next)
+            if (strcmp(k->string, "type") && strcmp(k->string, "text"))
+                return BAD("messages", "messages[%d].content: unknown field \"%.40s\" in a text part", i, k->string);
+        if (!(parts[msg->n_parts] = strdup(x->valuestring))) return BAD("messages", "out of memory");
+        msg->n_parts++;
     }
-    char *s = av_buf_close(&b, rc == 0 && !ferror(b.f));
-    if (rc) return free(s), -1;
-    if (!s) return BAD("messages", "out of memory");
-    *out = s;
     return 0;
 }
 
@@ -243,13 +244,17 @@ static int parse_messages(const cJSON *m, OaRequest *q, OaError *err) {
         for (const cJSON *c = x->child; c; c = c->next)
             if (strcmp(c->string, "role") && strcmp(c->string, "content") && strcmp(c->string, "name"))
                 return BAD("messages", "messages[%d]: unknown field \"%.40s\"", i, c->string);
-        char *content;
-        if (message_content(cJSON_GetObjectItemCaseSensitive(x, "content"), i, &content, err)) return -1;
-        /* "developer" is the newer name of "system" */
-        q->msgs[i].role = strdup(!strcmp(r, "developer") ? "system" : r);
-        q->msgs[i].content = content;
+        /* the role as sent: chat_render_openai maps "developer" for templates that do not name it */
+        PipeChatMsg *msg = &q->msgs[i];
         q->n_msgs = i + 1;
-        if (!q->msgs[i].role) return BAD("messages", "out of memory");
+        if (!(msg->role = strdup(r))) return BAD("messages", "out of memory");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "name");
+        if (name && !cJSON_IsNull(name)) {
+            if (!cJSON_IsString(name) || !utf8_ok(name->valuestring))
+                return BAD("messages", "messages[%d].name must be a UTF-8 string", i);
+            if (!(msg->name = strdup(name->valuestring))) return BAD("messages", "out of memory");
+        }
+        if (message_content(cJSON_GetObjectItemCaseSensitive(x, "content"), i, msg, err)) return -1;
     }
     return 0;
 }
@@ -508,6 +513,9 @@ void oa_request_free(OaRequest *q) {
     for (int i = 0; i < q->n_msgs; i++) {
         free((char *)q->msgs[i].role);
         free((char *)q->msgs[i].content);
+        free((char *)q->msgs[i].name);
+        for (int k = 0; k < q->msgs[i].n_parts; k++) free((char *)q->msgs[i].parts[k]);
+        free((void *)q->msgs[i].parts);
     }
     free(q->msgs);
     for (int i = 0; i < q->n_stop; i++) free(q->stop[i]);
@@ -1206,7 +1214,7 @@ static int prompt_ids(Job *j, OaError *err) {
         return 0;
     }
     char *text = NULL;
-    if (j->q.chat && session_chat_prompt(p, j->q.msgs, j->q.n_msgs, &text, &e) != 0)
+    if (j->q.chat && session_chat_prompt(p, j->q.msgs, j->q.n_msgs, 1, &text, &e) != 0)
         return BAD("messages", "%s", e.msg);
     int rc = session_prompt_ids(p, j->q.chat ? text : j->q.prompt, j->q.chat, &j->ids, &j->n_ids, &e);
     free(text);

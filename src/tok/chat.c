@@ -14,6 +14,8 @@
 struct ChatTemplate {
     JinjaTemplate *tpl;
     cJSON *specials; /* {"bos_token": "<s>", ...} */
+    char *src;       /* the template's text */
+    int reads_parts; /* chat_template_reads_parts */
 };
 
 /* The special tokens transformers names (SPECIAL_TOKENS_ATTRIBUTES). */
@@ -25,6 +27,7 @@ void chat_template_free(ChatTemplate *t) {
     if (!t) return;
     jinja_free(t->tpl);
     cJSON_Delete(t->specials);
+    free(t->src);
     free(t);
 }
 
@@ -35,6 +38,8 @@ const char *chat_template_special(const ChatTemplate *t, const char *name) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static int probe_parts(const ChatTemplate *t);
+
 static int make(ChatTemplate **out, const char *src, size_t len, const char *origin, cJSON *specials, AvErr *e) {
     ChatTemplate *t = calloc(1, sizeof *t);
     if (!t) {
@@ -42,10 +47,15 @@ static int make(ChatTemplate **out, const char *src, size_t len, const char *ori
         return av_err(e, "out of memory");
     }
     t->specials = specials;
+    if (!(t->src = strndup(src, len))) {
+        chat_template_free(t);
+        return av_err(e, "out of memory");
+    }
     if (jinja_parse(&t->tpl, src, len, origin, e) != 0) {
         chat_template_free(t);
         return -1;
     }
+    t->reads_parts = probe_parts(t);
     *out = t;
     return 0;
 }
@@ -265,27 +275,73 @@ int chat_template_from_model(ChatTemplate **out, const char *path, const GgufFil
 
 /* ---- rendering ---- */
 
-int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, char **out, AvErr *e) {
+/* How render hands messages to the template (chat_render_openai's rules). */
+typedef struct {
+    int join_parts;     /* content parts joined by "\n" into one string */
+    int developer_as;   /* "developer" rendered as "system" */
+    int empty_if_none;  /* a message without content gets "" */
+} Hand;
+
+/* The text parts joined by "\n" (OpenAI's messages have no picture parts: a NULL one is skipped). */
+static char *joined(const ChatMessage *m) {
+    size_t n = 1;
+    for (int k = 0; k < m->n_parts; k++) n += m->parts[k] ? strlen(m->parts[k]) + 1 : 0;
+    char *s = malloc(n), *p = s;
+    if (!s) return NULL;
+    for (int k = 0, first = 1; k < m->n_parts; k++) {
+        if (!m->parts[k]) continue;
+        if (!first) *p++ = '\n';
+        first = 0;
+        const size_t l = strlen(m->parts[k]);
+        memcpy(p, m->parts[k], l);
+        p += l;
+    }
+    *p = '\0';
+    return s;
+}
+
+/* The message as the template sees it: {"role", "content"?, "name"?}. */
+static cJSON *message_object(const ChatMessage *m, const Hand *h) {
+    cJSON *o = cJSON_CreateObject();
+    const char *role = h->developer_as && !strcmp(m->role, "developer") ? "system" : m->role;
+    if (!o || !cJSON_AddStringToObject(o, "role", role)) goto oom;
+    if (m->parts && h->join_parts) {
+        char *s = joined(m);
+        const int ok = s && cJSON_AddStringToObject(o, "content", s);
+        free(s);
+        if (!ok) goto oom;
+    } else if (m->parts) {
+        cJSON *parts = cJSON_AddArrayToObject(o, "content");
+        if (!parts) goto oom;
+        for (int k = 0; k < m->n_parts; k++) {
+            cJSON *p = cJSON_CreateObject();
+            /* a NULL part is a picture's place: {"type": "image"} (a vision-language model's chat) */
+            if (!p || !cJSON_AddItemToArray(parts, p) ||
+                !cJSON_AddStringToObject(p, "type", m->parts[k] ? "text" : "image") ||
+                (m->parts[k] && !cJSON_AddStringToObject(p, "text", m->parts[k])))
+                goto oom;
+        }
+    } else if (m->content || h->empty_if_none) {
+        if (!cJSON_AddStringToObject(o, "content", m->content ? m->content : "")) goto oom;
+    }
+    if (m->name && !cJSON_AddStringToObject(o, "name", m->name)) goto oom;
+    return o;
+oom:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static int render(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, const Hand *h, char **out,
+                  AvErr *e) {
     *out = NULL;
     if (n < 1) return av_err(e, "no messages to render");
     cJSON *vars = cJSON_Duplicate(t->specials, 1), *msgs = cJSON_CreateArray();
     int rc = -1;
     if (!vars || !msgs) goto oom;
     for (int i = 0; i < n; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(msgs, o) || !cJSON_AddStringToObject(o, "role", m[i].role)) goto oom;
-        if (m[i].parts) {
-            cJSON *parts = cJSON_AddArrayToObject(o, "content");
-            if (!parts) goto oom;
-            for (int k = 0; k < m[i].n_parts; k++) {
-                cJSON *p = cJSON_CreateObject();
-                /* a NULL part is a picture's place: {"type": "image"} (a vision-language model's chat) */
-                if (!p || !cJSON_AddItemToArray(parts, p) ||
-                    !cJSON_AddStringToObject(p, "type", m[i].parts[k] ? "text" : "image") ||
-                    (m[i].parts[k] && !cJSON_AddStringToObject(p, "text", m[i].parts[k])))
-                    goto oom;
-            }
-        } else if (!cJSON_AddStringToObject(o, "content", m[i].content ? m[i].content : "")) {
+        cJSON *o = message_object(&m[i], h);
+        if (!o || !cJSON_AddItemToArray(msgs, o)) {
+            cJSON_Delete(o);
             goto oom;
         }
     }
@@ -302,7 +358,8 @@ int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_gene
     size_t text = 0;
     for (int i = 0; i < n; i++) {
         text += m[i].content ? strlen(m[i].content) : 0;
-        for (int k = 0; m[i].parts && k < m[i].n_parts; k++) text += m[i].parts[k] ? strlen(m[i].parts[k]) : 0;
+        text += m[i].name ? strlen(m[i].name) : 0;
+        for (int k = 0; m[i].parts && k < m[i].n_parts; k++) text += (m[i].parts[k] ? strlen(m[i].parts[k]) : 0) + 1;
     }
     o.max_steps = 2000000 + (long long)(text < 2000000 ? text : 2000000) * 100;
     size_t len;
@@ -316,6 +373,56 @@ done:
     return rc;
 }
 
+int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, char **out, AvErr *e) {
+    const Hand h = {0, 0, 0};
+    return render(t, m, n, add_generation_prompt, &h, out, e);
+}
+
+int chat_render_openai(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, char **out,
+                       AvErr *e) {
+    Hand h = {!t->reads_parts, !chat_template_names_role(t, "developer"), 0};
+    if (render(t, m, n, add_generation_prompt, &h, out, e) == 0) return 0;
+    int none = 0;
+    for (int i = 0; i < n; i++) none |= !m[i].content && !m[i].parts;
+    if (!none) return -1;
+    /* the template reads the content it was not given: as OpenAI-compatible servers hand it, "" */
+    AvErr first = *e;
+    h.empty_if_none = 1;
+    if (render(t, m, n, add_generation_prompt, &h, out, e) == 0) return 0;
+    *e = first;
+    return -1;
+}
+
+int chat_template_reads_parts(const ChatTemplate *t) { return t->reads_parts; }
+
+int chat_template_names_role(const ChatTemplate *t, const char *role) {
+    char q[2][80];
+    snprintf(q[0], sizeof q[0], "'%.60s'", role);
+    snprintf(q[1], sizeof q[1], "\"%.60s\"", role);
+    return strstr(t->src, q[0]) || strstr(t->src, q[1]);
+}
+
+/* One user message whose content is one text part, against the same text as its content: the
+ * template reads parts when both render alike (a clock the template prints, strftime_now, may
+ * turn between two renders: the string is rendered before and after). */
+static int probe_parts(const ChatTemplate *t) {
+    static const char *const PROBE = "Which is the tallest mountain?";
+    const char *parts[1] = {PROBE};
+    const ChatMessage as_text = {"user", PROBE, NULL, 0, NULL}, as_parts = {"user", NULL, parts, 1, NULL};
+    const Hand h = {0, 0, 0};
+    char *a = NULL, *b = NULL, *c = NULL;
+    AvErr e = {0};
+    int same = 0;
+    if (render(t, &as_parts, 1, 1, &h, &b, &e) == 0 && strstr(b, PROBE)) {
+        same = render(t, &as_text, 1, 1, &h, &a, &e) == 0 && !strcmp(a, b);
+        if (!same) same = render(t, &as_text, 1, 1, &h, &c, &e) == 0 && !strcmp(c, b);
+    }
+    free(a);
+    free(b);
+    free(c);
+    return same;
+}
+
 /* ---- OpenAI-style messages ---- */
 
 void chat_messages_free(ChatMessage *m, int n) {
@@ -323,6 +430,7 @@ void chat_messages_free(ChatMessage *m, int n) {
     for (int i = 0; i < n; i++) {
         free((char *)m[i].role);
         free((char *)m[i].content);
+        free((char *)m[i].name);
         for (int k = 0; k < m[i].n_parts; k++) free((char *)m[i].parts[k]);
         free((void *)m[i].parts);
     }

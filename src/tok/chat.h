@@ -23,12 +23,16 @@ typedef struct ChatTemplate ChatTemplate;
  * the list [{"type": "text", "text": parts[0]}, ...] (OpenAI's content parts),
  * handed to the template as such: templates that read content as a string
  * refuse it, as they do in transformers. A NULL part is {"type": "image"}:
- * where a vision-language model's template puts the picture's placeholder. */
+ * where a vision-language model's template puts the picture's placeholder.
+ * content and parts both NULL: the message has no "content" (OpenAI's null
+ * content, a key transformers drops). name: the message's "name", or NULL for
+ * none. */
 typedef struct {
     const char *role;
     const char *content;
     const char *const *parts;
     int n_parts;
+    const char *name;
 } ChatMessage;
 
 /* The template of the model at path: a GGUF file (gguf, open) or a folder
@@ -47,6 +51,26 @@ const char *chat_template_special(const ChatTemplate *t, const char *name);
 /* The n messages (n >= 1) rendered; *out NUL-terminated (free). A template
  * that refuses the messages (raise_exception) fails with its words. */
 int chat_render(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, char **out, AvErr *e);
+
+/* The same for messages as OpenAI's API means them (what /v1/chat/completions
+ * renders): as chat_render, that is as transformers' apply_chat_template,
+ * except where the template would show the model something other than what
+ * the messages say:
+ *  - content parts reach the template as a list only when it reads lists
+ *    (chat_template_reads_parts); otherwise their texts joined by "\n" are the
+ *    content;
+ *  - "developer" stays a role only for a template that names it
+ *    (chat_template_names_role); otherwise it is "system";
+ *  - a message without content is rendered without the key; if the template
+ *    then fails, such messages are rendered with "" instead. */
+int chat_render_openai(const ChatTemplate *t, const ChatMessage *m, int n, int add_generation_prompt, char **out,
+                       AvErr *e);
+/* Whether the template reads a message's content given as text parts: one
+ * user message whose content is one text part renders as the same message
+ * with that text as its content does (probed when the template is read). */
+int chat_template_reads_parts(const ChatTemplate *t);
+/* Whether the template's source names role as a string literal ('developer'). */
+int chat_template_names_role(const ChatTemplate *t, const char *role);
 
 /* OpenAI-style messages: a JSON array of objects with "role" (system,
  * developer, user or assistant) and "content" (a string, or an array of

@@ -22,8 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (!q.model || !q.model[0] || q.chat != chat) __builtin_trap();
     if (chat && (q.n_msgs < 1 || q.n_msgs > OA_MAX_MESSAGES)) __builtin_trap();
-    for (int i = 0; i < q.n_msgs; i++)
-        if (!q.msgs[i].role || !q.msgs[i].content) __builtin_trap();
+    for (int i = 0; i < q.n_msgs; i++) {
+        const PipeChatMsg *m = &q.msgs[i];
+        /* a text, or text parts, or neither (a null content): never both */
+        if (!m->role || (m->content && m->parts) || m->n_parts < 0 || (!m->parts && m->n_parts)) __builtin_trap();
+        for (int k = 0; k < m->n_parts; k++)
+            if (!m->parts[k]) __builtin_trap();
+    }
     if (!chat && !q.prompt && !q.prompt_ids) __builtin_trap();
     if (!chat && q.prompt && !q.prompt[0]) __builtin_trap();
     for (int i = 0; i < q.n_prompt_ids; i++)

@@ -30,6 +30,9 @@ from transformers import AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 from transformers.utils.chat_template_utils import _compile_jinja_template  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import openai_chat  # noqa: E402
+
 hf_logging.set_verbosity_error()
 
 CHATREF, NODE, SMOLLM2, GEMMA3_GGUF, RENDER = sys.argv[1:6]
@@ -75,6 +78,29 @@ SETS = {
     "two user turns": ([m("user", "First"), m("user", "Second")], True),
     "system in the middle": ([m("user", "Hi"), m("system", "Now be formal."), m("user", "Hello")], True),
 }
+
+
+# OpenAI's messages as /v1/chat/completions reads them (chat_render --openai), against
+# tests/ref/openai_chat.py's reference: the sets above, and what OpenAI's API adds
+def parts(*texts):
+    return [{"type": "text", "text": t} for t in texts]
+
+
+OPENAI_SETS = dict(SETS)
+OPENAI_SETS.update({
+    "parts in every role": ([{"role": "system", "content": parts("Be brief.", "Answer in English.")},
+                             {"role": "user", "content": parts("What is", "the capital of France?")},
+                             {"role": "assistant", "content": parts("Paris.")},
+                             {"role": "user", "content": parts("And of Italy?")}], True),
+    "developer with parts": ([{"role": "developer", "content": parts("Answer in French.", "One word.")},
+                              m("user", "Hello")], True),
+    "null assistant content": ([m("user", "Hi"), {"role": "assistant", "content": None}, m("user", "Still there?")], True),
+    "names": ([{"role": "system", "content": "Be brief.", "name": "policy"},
+               {"role": "user", "content": "Hi", "name": "alice"},
+               {"role": "assistant", "content": "Hello, Alice.", "name": "bot"}, m("user", "Bye")], True),
+    "assistant turns": ([m("developer", "Be brief."), m("user", "2+2?"), m("assistant", "4"), m("user", "3+3?"),
+                         m("assistant", "6"), m("user", "And 4+4?")], True),
+})
 
 
 def tok_config(path, **specials):
@@ -162,22 +188,26 @@ def family_dirs(tmp):
     return out
 
 
-def ours(path, cases_file, ids, tokenizer=None):
-    cmd = [RENDER, "--model", path, cases_file] + (["--ids"] if ids else []) + (["--tokenizer", tokenizer] if tokenizer else [])
+def ours(path, cases_file, ids, tokenizer=None, openai=False):
+    cmd = [RENDER, "--model", path, cases_file] + (["--openai"] if openai else []) + (["--ids"] if ids else []) + \
+        (["--tokenizer", tokenizer] if tokenizer else [])
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return None, p.stderr.strip()
     return [json.loads(line) for line in p.stdout.splitlines()], None
 
 
-def reference(tok, msgs, agp, ids):
+def reference(tok, msgs, agp, ids, openai=False):
+    """apply_chat_template's text (and ids); openai: as /v1/chat/completions means the messages."""
+    apply = (lambda **kw: openai_chat.render(tok, msgs, **kw)) if openai else \
+        (lambda **kw: tok.apply_chat_template(msgs, **kw))
     try:
-        text = tok.apply_chat_template(msgs, add_generation_prompt=agp, tokenize=False)
+        text = apply(add_generation_prompt=agp, tokenize=False)
     except Exception as e:  # the template refused: raise_exception, or content it cannot read
         return {"error": f"{type(e).__name__}: {e}"}
     r = {"text": text}
     if ids:
-        enc = tok.apply_chat_template(msgs, add_generation_prompt=agp, tokenize=True)
+        enc = apply(add_generation_prompt=agp, tokenize=True)
         r["ids"] = list(enc["input_ids"] if hasattr(enc, "keys") else enc)
     return r
 
@@ -209,7 +239,13 @@ def main():
         with open(cases, "w", encoding="utf-8") as f:
             for msgs, agp in SETS.values():
                 f.write(json.dumps({"messages": msgs, "add_generation_prompt": agp}, ensure_ascii=False) + "\n")
+        ocases = os.path.join(tmp, "openai.jsonl")
+        with open(ocases, "w", encoding="utf-8") as f:
+            for msgs, agp in OPENAI_SETS.values():
+                f.write(json.dumps({"messages": msgs, "add_generation_prompt": agp}, ensure_ascii=False) + "\n")
         total = same = refused = id_cases = 0
+        o_total = o_same = o_refused = 0
+        readers = []
         for name, path, (tdir, gguf_file), ids, source in family_dirs(tmp):
             got, err = ours(path, cases, ids)
             if got is None:
@@ -239,6 +275,31 @@ def main():
             else:
                 print(f"PASS chat {name}: {n_same} message sets rendered identically to transformers' "
                       f"apply_chat_template{ids_note}, {n_ref} refused by both ({source})")
+            # the same template as /v1/chat/completions hands it OpenAI's messages
+            got, err = ours(path, ocases, ids, openai=True)
+            if got is None:
+                print(f"FAIL chat {name} (OpenAI's messages): chat_render --openai failed: {err}")
+                continue
+            rp, dev = openai_chat.reads_parts(tok), openai_chat.names_role(tok, "developer")
+            if rp:
+                readers.append(name)
+            bad, n_same, n_ref = [], 0, 0
+            for (set_name, (msgs, agp)), a in zip(OPENAI_SETS.items(), got):
+                c = compare(a, reference(tok, msgs, agp, ids, openai=True), ids)
+                if c == "same":
+                    n_same += 1
+                elif c == "both refused":
+                    n_ref += 1
+                else:
+                    bad.append(f"{set_name}: {c}")
+            o_total, o_same, o_refused = o_total + len(OPENAI_SETS), o_same + n_same, o_refused + n_ref
+            how = f"parts {'as a list' if rp else 'joined'}, developer {'kept' if dev else 'as system'}"
+            if bad:
+                print(f"FAIL chat {name} (OpenAI's messages, {how}): {len(bad)} of {len(OPENAI_SETS)} message sets "
+                      f"differ from the reference: " + " | ".join(bad[:3]))
+            else:
+                print(f"PASS chat {name} (OpenAI's messages, {how}): {n_same} message sets as transformers renders "
+                      f"what they mean{', token ids identical' if ids else ''}, {n_ref} refused by both")
         # Gemma 3 270M's GGUF ships no template: its tokenizer, on the text Gemma 3's template renders, against
         # the Rust tokenizers library reading Gemma 3's tokenizer.json (npm) without added special tokens
         from tokenizers import Tokenizer as RustTokenizer
@@ -264,6 +325,12 @@ def main():
                       f"as the Rust tokenizers library does from Gemma 3's tokenizer.json, {n_ids} message sets")
         print(f"chat families: {total} cases (message sets x templates), {same} identical, {refused} refused by "
               f"both, {total - same - refused} differing; token ids compared and identical in {id_cases}")
+        print(f"chat families, OpenAI's messages: {o_total} cases, {o_same} identical, {o_refused} refused by both, "
+              f"{o_total - o_same - o_refused} differing; templates that read content parts: {', '.join(readers)}")
+        # the probe must tell the templates apart (else every family would join parts, or none)
+        if readers != ["Gemma 3"]:
+            print(f"FAIL chat OpenAI's content parts: the templates read as taking parts are {readers}, expected "
+                  f"Gemma 3's alone of these families")
         # the survey: every template of llama.cpp's collection and the quoted ones, as transformers renders them
         files = sorted(glob.glob(os.path.join(CHATREF, "llamacpp", "*.jinja")) +
                        glob.glob(os.path.join(CHATREF, "tests", "*.jinja")))

@@ -23,6 +23,17 @@ CASES = {
                           {"role": "user", "content": "What is the capital of France?"}], "max_tokens": 24},
 }
 ATTN = {"rows": True, "prompt": True, "top_k": 8, "stats": True}
+# OpenAI's messages where transformers and OpenAI differ (docs/serve-api.md, "Chat templates"; the
+# reference is tests/ref/openai_chat.py): the developer role, content parts, a null content, names,
+# and assistant turns with content
+OPENAI_MESSAGES = [
+    {"role": "developer", "content": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Answer in English."}]},
+    {"role": "user", "content": "What is the capital of France?", "name": "alice"},
+    {"role": "assistant", "content": "Paris."},
+    {"role": "user", "content": [{"type": "text", "text": "And of Italy?"}]},
+    {"role": "assistant", "content": None},
+    {"role": "user", "content": "Just the name, please."},
+]
 failures = 0
 
 
@@ -124,6 +135,14 @@ def main():
                 check(f"{name}: streamed logprobs equal the whole answer's",
                       [e["logprob"] for e in s["logprobs"]] == [e["logprob"] for e in w["logprobs"]])
             out[name] = {"case": case, "whole": w, "stream": s, "seconds": dt}
+        # OpenAI's messages: the prompt's ids (from the attention's sequence) are compared by openai_ref.py
+        r = client.chat.completions.create(model=model, messages=OPENAI_MESSAGES, temperature=0, max_tokens=8,
+                                           extra_body={"attention": {"layers": [0], "heads": [0], "top_k": 1,
+                                                                     "stats": False}})
+        seq = (extra(r, "attention") or {}).get("sequence")
+        check(f"chat with developer, parts, names and a null content: answered ({r.choices[0].message.content!r})",
+              seq is not None and r.choices[0].finish_reason in ("stop", "length"))
+        out["chat_openai"] = {"messages": OPENAI_MESSAGES, "max_tokens": 8, "sequence": seq}
         # sampled: a seed repeats, streamed or not
         kw = dict(model=model, prompt="Once upon a time", max_tokens=16, temperature=0.8, top_p=0.9, seed=7)
         a = client.completions.create(**kw).choices[0].text

@@ -1,7 +1,8 @@
 """What the official openai client got from attnviz serve (tests/ref/openai_client.py's OUT.json)
 against independent references, on the same SmolLM2 GGUF:
   - the prompt's ids: transformers' tokenizer of the prompt, and for chat its apply_chat_template
-    (add_generation_prompt=True) of the same messages;
+    (add_generation_prompt=True) of the same messages; for OpenAI's messages where it and OpenAI
+    differ (developer, content parts, null content), as tests/ref/openai_chat.py means them;
   - greedy token ids identical to transformers' generate() (do_sample=False) from those ids;
   - every logprob and top_logprobs value within 1e-4 of transformers' log_softmax of that step's
     logits (the model's own distribution);
@@ -26,6 +27,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from predict_check import load_hf  # noqa: E402
+import openai_chat  # noqa: E402
 
 LP_TOL, ROW_TOL = 1e-4, 1e-5
 failures = 0
@@ -52,6 +54,23 @@ def main():
     torch.set_num_threads(2)
     tok, model = load_hf(*os.path.split(os.path.abspath(gguf)), workdir=workdir)
     eos = {model.generation_config.eos_token_id, model.config.eos_token_id} - {None}
+    # OpenAI's messages: the prompt as openai_chat.py renders them, then greedy ids as generate()'s
+    oc = got.get("chat_openai")
+    if not oc or not oc.get("sequence"):
+        check("chat with OpenAI's messages: the client recorded the sequence", False, str(oc))
+    else:
+        seq, P = oc["sequence"]["ids"], oc["sequence"]["n_prompt"]
+        ref = openai_chat.render(tok, oc["messages"], tokenize=True)
+        ref = list(ref["input_ids"] if hasattr(ref, "keys") else ref)
+        check(f"chat with developer, parts, names, a null content: the prompt's {P} ids are apply_chat_template's of "
+              f"what the messages mean (developer as system, parts joined, null as \"\" for SmolLM2's template)",
+              seq[:P] == ref, f"attnviz {seq[:P]}, reference {ref}")
+        with torch.no_grad():
+            hf = model.generate(torch.tensor([ref]), attention_mask=torch.ones(1, len(ref), dtype=torch.long),
+                                do_sample=False, max_new_tokens=oc["max_tokens"], pad_token_id=min(eos))
+        hf_gen = hf[0, len(ref):].tolist()
+        check(f"chat with OpenAI's messages: greedy ids identical to transformers' generate() ({len(hf_gen)} tokens)",
+              seq[P:] == hf_gen, f"attnviz {seq[P:]}, transformers {hf_gen}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("completion", "chat"):
             rec = got[name]
