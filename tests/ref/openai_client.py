@@ -5,7 +5,8 @@ tell (the objects parse as OpenAI's, streamed answers equal whole ones, a seed r
 answer, a stop string ends the text), and writes what it got to OUT.json for
 tests/ref/openai_ref.py, which compares it with transformers and attnviz --json.
 
-usage: openai_client.py ATTNVIZ GGUF OUT.json
+usage: openai_client.py ATTNVIZ GGUF OUT.json [--completion-only]
+(--completion-only: one short greedy completion, streamed and not, for a second model's check)
 """
 import json
 import os
@@ -16,6 +17,7 @@ import time
 import openai
 
 ATTNVIZ, GGUF, OUT = sys.argv[1:4]
+ONLY_COMPLETION = sys.argv[4:] == ["--completion-only"]
 SYSTEM = "You are a helpful AI assistant."
 CASES = {
     "completion": {"prompt": "The capital of France is", "max_tokens": 24},
@@ -34,6 +36,8 @@ OPENAI_MESSAGES = [
     {"role": "assistant", "content": None},
     {"role": "user", "content": "Just the name, please."},
 ]
+if ONLY_COMPLETION:
+    CASES = {"completion": {"prompt": "The capital of France is", "max_tokens": 8}}
 failures = 0
 
 
@@ -135,52 +139,58 @@ def main():
                 check(f"{name}: streamed logprobs equal the whole answer's",
                       [e["logprob"] for e in s["logprobs"]] == [e["logprob"] for e in w["logprobs"]])
             out[name] = {"case": case, "whole": w, "stream": s, "seconds": dt}
-        # OpenAI's messages: the prompt's ids (from the attention's sequence) are compared by openai_ref.py
-        r = client.chat.completions.create(model=model, messages=OPENAI_MESSAGES, temperature=0, max_tokens=8,
-                                           extra_body={"attention": {"layers": [0], "heads": [0], "top_k": 1,
-                                                                     "stats": False}})
-        seq = (extra(r, "attention") or {}).get("sequence")
-        check(f"chat with developer, parts, names and a null content: answered ({r.choices[0].message.content!r})",
-              seq is not None and r.choices[0].finish_reason in ("stop", "length"))
-        out["chat_openai"] = {"messages": OPENAI_MESSAGES, "max_tokens": 8, "sequence": seq}
-        # sampled: a seed repeats, streamed or not
-        kw = dict(model=model, prompt="Once upon a time", max_tokens=16, temperature=0.8, top_p=0.9, seed=7)
-        a = client.completions.create(**kw).choices[0].text
-        b = client.completions.create(**kw).choices[0].text
-        c = "".join(ch.choices[0].text for ch in client.completions.create(stream=True, **kw) if ch.choices)
-        check(f"sampled (temperature 0.8, top_p 0.9, seed 7) twice and streamed: the same text {a!r}", a == b == c,
-              f"{a!r} / {b!r} / {c!r}")
-        out["sampled"] = {"kw": kw, "text": a}
-        # stop: the greedy completion cut before its first "."
-        full = out["completion"]["whole"]["text"]
-        if "." in full:
-            r = client.completions.create(model=model, prompt=CASES["completion"]["prompt"], max_tokens=24,
-                                          temperature=0, stop=["."])
-            check(f"stop ['.']: the text ends before it ({r.choices[0].text!r}), finish_reason stop",
-                  r.choices[0].text == full[:full.index(".")] and r.choices[0].finish_reason == "stop")
-        # refusals come back as the client's exceptions, with OpenAI's body
-        try:
-            client.chat.completions.create(model=model, messages=CASES["chat"]["messages"], n=2)
-            check("n=2 raises BadRequestError", False, "no exception")
-        except openai.BadRequestError as e:
-            check("n=2 raises BadRequestError with param n", e.status_code == 400 and (e.body or {}).get("param") == "n",
-                  str(e.body))
-        try:
-            client.completions.create(model="no-such-model", prompt="x")
-            check("an unknown model raises NotFoundError", False, "no exception")
-        except openai.NotFoundError as e:
-            check("an unknown model raises NotFoundError (model_not_found)", (e.body or {}).get("code") == "model_not_found",
-                  str(e.body))
-        try:
-            openai.OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
-            check("a wrong API key raises AuthenticationError", False, "no exception")
-        except openai.AuthenticationError as e:
-            check("a wrong API key raises AuthenticationError", e.status_code == 401, str(e))
+        if not ONLY_COMPLETION:
+            extras(client, model, base, out)
     finally:
         p.terminate()
         p.wait(timeout=30)
     json.dump(out, open(OUT, "w"))
     return 1 if failures else 0
+
+
+def extras(client, model, base, out):
+    """What SmolLM2's check adds: OpenAI's messages, a seed, a stop string, refusals."""
+    # OpenAI's messages: the prompt's ids (from the attention's sequence) are compared by openai_ref.py
+    r = client.chat.completions.create(model=model, messages=OPENAI_MESSAGES, temperature=0, max_tokens=8,
+                                       extra_body={"attention": {"layers": [0], "heads": [0], "top_k": 1,
+                                                                 "stats": False}})
+    seq = (extra(r, "attention") or {}).get("sequence")
+    check(f"chat with developer, parts, names and a null content: answered ({r.choices[0].message.content!r})",
+          seq is not None and r.choices[0].finish_reason in ("stop", "length"))
+    out["chat_openai"] = {"messages": OPENAI_MESSAGES, "max_tokens": 8, "sequence": seq}
+    # sampled: a seed repeats, streamed or not
+    kw = dict(model=model, prompt="Once upon a time", max_tokens=16, temperature=0.8, top_p=0.9, seed=7)
+    a = client.completions.create(**kw).choices[0].text
+    b = client.completions.create(**kw).choices[0].text
+    c = "".join(ch.choices[0].text for ch in client.completions.create(stream=True, **kw) if ch.choices)
+    check(f"sampled (temperature 0.8, top_p 0.9, seed 7) twice and streamed: the same text {a!r}", a == b == c,
+          f"{a!r} / {b!r} / {c!r}")
+    out["sampled"] = {"kw": kw, "text": a}
+    # stop: the greedy completion cut before its first "."
+    full = out["completion"]["whole"]["text"]
+    if "." in full:
+        r = client.completions.create(model=model, prompt=CASES["completion"]["prompt"], max_tokens=24,
+                                      temperature=0, stop=["."])
+        check(f"stop ['.']: the text ends before it ({r.choices[0].text!r}), finish_reason stop",
+              r.choices[0].text == full[:full.index(".")] and r.choices[0].finish_reason == "stop")
+    # refusals come back as the client's exceptions, with OpenAI's body
+    try:
+        client.chat.completions.create(model=model, messages=CASES["chat"]["messages"], n=2)
+        check("n=2 raises BadRequestError", False, "no exception")
+    except openai.BadRequestError as e:
+        check("n=2 raises BadRequestError with param n", e.status_code == 400 and (e.body or {}).get("param") == "n",
+              str(e.body))
+    try:
+        client.completions.create(model="no-such-model", prompt="x")
+        check("an unknown model raises NotFoundError", False, "no exception")
+    except openai.NotFoundError as e:
+        check("an unknown model raises NotFoundError (model_not_found)", (e.body or {}).get("code") == "model_not_found",
+              str(e.body))
+    try:
+        openai.OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
+        check("a wrong API key raises AuthenticationError", False, "no exception")
+    except openai.AuthenticationError as e:
+        check("a wrong API key raises AuthenticationError", e.status_code == 401, str(e))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ against independent references, on the same SmolLM2 GGUF:
   - every streamed attention row (every layer and head, the prompt's and each generated token's)
     within 1e-5 of the same row of a teacher-forced `attnviz --json` over the final sequence.
 
-usage: openai_ref.py ATTNVIZ GGUF CLIENT.json WORKDIR
+usage: openai_ref.py ATTNVIZ GGUF CLIENT.json WORKDIR [LABEL]
+(LABEL names a second model's lines: its client ran --completion-only)
 """
 import json
 import os
@@ -33,9 +34,13 @@ LP_TOL, ROW_TOL = 1e-4, 1e-5
 failures = 0
 
 
+LABEL = sys.argv[5] if len(sys.argv) > 5 else ""
+
+
 def check(name, cond, why=""):
     global failures
-    print(f"{'PASS' if cond else 'FAIL'} openai_ref: {name}{'' if cond else ': ' + why}", flush=True)
+    print(f"{'PASS' if cond else 'FAIL'} openai_ref: {LABEL + ' ' if LABEL else ''}{name}{'' if cond else ': ' + why}",
+          flush=True)
     failures += not cond
 
 
@@ -56,7 +61,9 @@ def main():
     eos = {model.generation_config.eos_token_id, model.config.eos_token_id} - {None}
     # OpenAI's messages: the prompt as openai_chat.py renders them, then greedy ids as generate()'s
     oc = got.get("chat_openai")
-    if not oc or not oc.get("sequence"):
+    if LABEL:
+        pass
+    elif not oc or not oc.get("sequence"):
         check("chat with OpenAI's messages: the client recorded the sequence", False, str(oc))
     else:
         seq, P = oc["sequence"]["ids"], oc["sequence"]["n_prompt"]
@@ -72,7 +79,7 @@ def main():
         check(f"chat with OpenAI's messages: greedy ids identical to transformers' generate() ({len(hf_gen)} tokens)",
               seq[P:] == hf_gen, f"attnviz {seq[P:]}, transformers {hf_gen}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("completion", "chat"):
+        for name in [n for n in ("completion", "chat") if n in got or not LABEL]:
             rec = got[name]
             case, w = rec["case"], rec["whole"]
             seq = w["attention"]["sequence"]
@@ -107,7 +114,10 @@ def main():
             check(f"{name}: {n_lp} logprobs (chosen and top) within {LP_TOL:g} of transformers' log_softmax: "
                   f"max |diff| {worst:.2e}", n_lp > 0 and worst <= LP_TOL)
             # attention rows against one teacher-forced pass over the final sequence
-            text = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            # the text of the ids, less a start token that the tokenizer adds again (Gemma's <bos>)
+            bos = tok.bos_token_id if tok("x")["input_ids"][:1] == [tok.bos_token_id] else None
+            text = tok.decode(ids[1:] if bos is not None and ids[:1] == [bos] else ids, skip_special_tokens=False,
+                              clean_up_tokenization_spaces=False)
             tf, err = teacher_forced(attnviz, gguf, text, tmp)
             if tf is None:
                 check(f"{name}: attnviz --json over the final sequence", False, err)
