@@ -4,8 +4,8 @@
 # OpenAI's error bodies and statuses for refused requests, the token as Authorization:
 # Bearer, Host refusal, stop strings, seeded sampling, the attention extension's shape;
 # on the SmolLM2 GGUF (tools/pymodel.sh smollm2), the bounded queue's 429 and a client
-# that leaves mid-stream (its place freed at once, the server's memory flat over repeats); a load
-# of 300 requests from 16 clients (tests/openai_load.py).
+# that leaves mid-stream (its place freed at once, the server's memory flat over repeats), 16 slow
+# streams that starve no other request; a load of 300 requests from 16 clients (tests/openai_load.py).
 # The answers' numbers against transformers and the official openai client:
 # tests/ref/openai_check.sh.
 cd "$(dirname "$0")/.." || exit 1
@@ -247,4 +247,26 @@ grow=$(((after - before) / 1024))
     fail "openai: RSS over streams left mid-way" "$((before / 1024)) -> $((after / 1024)) MB"
 kill -0 "$PID" 2>/dev/null && pass "openai: the server is up after the disconnects" || fail "openai: the server is up" "$(cat "$T/serve.err")"
 stop_server
+# SIGTERM with two streams and a whole completion running: each ends with OpenAI's error (503, the
+# server is stopping), the server exits 0
+start_server --model "$d/SmolLM2-135M-Instruct.Q4_1.gguf"
+for i in 1 2; do
+    curl -sN -H "Authorization: Bearer $TOK" "$BASE/v1/completions" --data-binary "$long" >"$T/stop$i" &
+done
+curl -s -o "$T/stopw" -w '%{http_code}' -H "Authorization: Bearer $TOK" "$BASE/v1/completions" \
+    --data-binary '{"model":"'$M'","prompt":"Once upon a time","max_tokens":2000}' >"$T/stopst" &
+for _ in $(seq 100); do [ "$(cat "$T/stop1" "$T/stop2" | grep -c '^data: ')" -ge 3 ] && break; sleep 0.05; done
+kill "$PID"
+wait "$PID"
+rc=$?
+wait
+if [ $rc -eq 0 ] && [ "$(cat "$T/stopst")" = 503 ] && grep -q 'the server is stopping' "$T/stopw" &&
+    [ "$(grep -c '^data: {"error":{"message":"the server is stopping"' "$T/stop1" "$T/stop2" | grep -c ':1$')" = 2 ]; then
+    pass "openai: SIGTERM while generating: each stream's last event and the whole answer say 503 the server is stopping, exit 0"
+else
+    fail "openai: SIGTERM while generating" "exit $rc, whole $(cat "$T/stopst") $(head -c 200 "$T/stopw"), streams end $(tail -c 120 "$T/stop1") / $(tail -c 120 "$T/stop2")"
+fi
+# 16 streams and a whole completion waiting for the model hold no thread libmicrohttpd needs: the
+# requests that need no model are answered meanwhile
+"$PY" tests/openai_load.py ./attnviz "$d/SmolLM2-135M-Instruct.Q4_1.gguf" "$M" --slow-streams 16
 exit 0

@@ -566,17 +566,21 @@ const char *live_cannot_generate(const Live *lv, int m) {
     return session_head_missing(lv->m[m].s);
 }
 
-/* Model m's turn within the time limit, given up as soon as *cancel is set. */
-static LiveStatus wait_turn(Live *lv, int m, const atomic_int *cancel, AvErr *e) {
+/* Model m's turn within the time limit, given up as soon as cancelled says so (asked every 50 ms). */
+static LiveStatus wait_turn(Live *lv, int m, int (*cancelled)(void *), void *ctx, AvErr *e) {
     const double until = av_now_ms() + lv->lim.timeout_ms;
     for (;;) {
-        if (cancel && atomic_load(cancel)) return av_err(e, "cancelled"), LIVE_FAILED;
+        if (cancelled && cancelled(ctx)) return av_err(e, "cancelled"), LIVE_FAILED;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         const double left = until - av_now_ms(), step = left < 50 ? (left > 0 ? left : 0) : 50;
         ts.tv_nsec += (long)(step * 1e6);
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         const int rc = pthread_mutex_timedlock(&lv->m[m].fwd, &ts);
+        if (rc == 0 && cancelled && cancelled(ctx)) { /* it left while this thread waited: no prompt's pass for it */
+            pthread_mutex_unlock(&lv->m[m].fwd);
+            return av_err(e, "cancelled"), LIVE_FAILED;
+        }
         if (rc == 0) return LIVE_OK;
         if (rc != ETIMEDOUT) return av_err(e, "cannot take the model's lock"), LIVE_FAILED;
         if (av_now_ms() >= until)
@@ -585,10 +589,10 @@ static LiveStatus wait_turn(Live *lv, int m, const atomic_int *cancel, AvErr *e)
 }
 
 LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const PipeGenSpec *spec, const PipeGenSink *sink,
-                         const atomic_int *cancel, PipeGenResult *result, AvErr *e) {
+                         int (*cancelled)(void *ctx), void *ctx, PipeGenResult *result, AvErr *e) {
     const char *why = live_cannot_generate(lv, m);
     if (why) return av_err(e, "this model cannot generate: %.1000s", why), LIVE_BAD_INPUT;
-    LiveStatus st = wait_turn(lv, m, cancel, e);
+    LiveStatus st = wait_turn(lv, m, cancelled, ctx, e);
     if (st != LIVE_OK) return st;
     drop_notes();
     AvErr ge = {0};

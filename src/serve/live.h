@@ -77,8 +77,9 @@ LiveStatus live_run_image(Live *lv, int m, const unsigned char *bytes, size_t le
 /* ---- generation (the OpenAI-compatible routes, serve/openai.c) ----------
  * A request takes a place in the forward queue before its answer starts
  * (LIVE_BUSY past --queue), so a stream that has begun has its place; the
- * generation then waits for the model's turn within --timeout, and *cancel
- * (the client went away) ends the wait or the generation at the next token. */
+ * generation then waits for the model's turn within --timeout, and
+ * cancelled(ctx) (the client went away: asked every 50 ms while it waits) ends
+ * the wait; the sink's return ends the generation at the next token. */
 struct Session;
 struct PipeGenSpec;
 LiveStatus live_queue_enter(Live *lv, AvErr *e);
@@ -94,7 +95,8 @@ const char *live_cannot_generate(const Live *lv, int m);
 struct PipeGenSink;
 struct PipeGenResult;
 LiveStatus live_generate(Live *lv, int m, const int *ids, int n, const struct PipeGenSpec *spec,
-                         const struct PipeGenSink *sink, const atomic_int *cancel, struct PipeGenResult *result, AvErr *e);
+                         const struct PipeGenSink *sink, int (*cancelled)(void *ctx), void *ctx,
+                         struct PipeGenResult *result, AvErr *e);
 
 /* A run's capture, held until live_release (recomputed first if evicted). */
 LiveStatus live_acquire(Live *lv, unsigned id, LiveRun **run, AvErr *e);

@@ -5,13 +5,20 @@
  *
  * A request is parsed and checked whole, its prompt tokenized and its cost
  * bounded, and it takes its place in the forward queue before any answer
- * starts, so every refusal is a status with an OpenAI error body. A
- * non-streamed request then generates on its connection's thread. A streamed
- * one generates on a thread of its own that writes server-sent events into
- * a bounded buffer the connection's reader drains; a client that goes away
- * (its socket closed: checked before every token and while the reader waits)
- * cancels the generation at the next token, and the model's turn and the
- * queue place are given back at once. */
+ * starts, so every refusal is a status with an OpenAI error body. serve.c
+ * runs this in a thread of the request's own, its connection suspended, so
+ * nothing here holds libmicrohttpd's one epoll thread. A non-streamed request
+ * then generates on that thread. A streamed one generates on a thread of its
+ * own that appends server-sent events to a buffer; the response's reader,
+ * which libmicrohttpd calls on its epoll thread, never waits: it hands over
+ * what the buffer holds, or suspends the connection and returns 0 bytes, and
+ * the generating thread resumes it when it appends an event or ends
+ * (libmicrohttpd 0.9.75: a reader that returns 0 without suspending is called
+ * again at once, a busy loop). A client that goes away (its socket closed:
+ * checked before every token and while waiting for the model) cancels the
+ * generation at the next token, and the model's turn and the queue place are
+ * given back at once. A job is freed by the last of its response and its
+ * generating thread. */
 #include "openai.h"
 
 #include <cjson/cJSON.h>
@@ -528,6 +535,8 @@ void oa_request_free(OaRequest *q) {
 
 int oa_is_path(const char *url) { return !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1"); }
 
+int oa_is_models(const char *url) { return !strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11); }
+
 const char *oa_route_method(const char *url) {
     if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11)) return "GET";
     if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions")) return "POST";
@@ -552,22 +561,56 @@ static int find_model(const Live *lv, const char *id) {
     return -1;
 }
 
-/* The models' "created": when the first request asked (the server's start, near enough). */
-static _Atomic long started_at;
+/* The routes' state for one server: its models, its streams' threads. */
+struct OaServer {
+    Live *lv;
+    long started;           /* the models' "created" */
+    pthread_mutex_t mu;
+    pthread_cond_t idle;    /* n_gens fell to 0 */
+    int n_gens;             /* streams' generating threads running */
+    atomic_int stopping;    /* oa_server_stop: no new generation, running ones cancelled */
+};
 
-static void model_object(FILE *f, const Live *lv, int i) {
-    char id[300];
-    model_id(lv, i, id, sizeof id);
-    fputs("{\"id\":", f);
-    json_write_string(f, id);
-    fprintf(f, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"attnviz\"}", atomic_load(&started_at));
+OaServer *oa_server_new(Live *lv) {
+    OaServer *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) return free(s), NULL;
+    if (pthread_cond_init(&s->idle, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        return free(s), NULL;
+    }
+    s->lv = lv, s->started = (long)time(NULL);
+    return s;
 }
 
-static int do_models(Live *lv, struct MHD_Connection *c, const char *url) {
+void oa_server_stop(OaServer *s) {
+    if (!s) return;
+    atomic_store(&s->stopping, 1);
+    pthread_mutex_lock(&s->mu);
+    while (s->n_gens > 0) pthread_cond_wait(&s->idle, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void oa_server_free(OaServer *s) {
+    if (!s) return;
+    oa_server_stop(s);
+    pthread_cond_destroy(&s->idle);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static void model_object(FILE *f, const OaServer *s, int i) {
+    char id[300];
+    model_id(s->lv, i, id, sizeof id);
+    fputs("{\"id\":", f);
+    json_write_string(f, id);
+    fprintf(f, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"attnviz\"}", s->started);
+}
+
+static int do_models(const OaServer *srv, struct MHD_Connection *c, const char *url) {
+    const Live *lv = srv->lv;
     AvBuf b;
     if (av_buf_open(&b)) return MHD_NO;
-    long zero = 0;
-    atomic_compare_exchange_strong(&started_at, &zero, (long)time(NULL));
     if (url[10] == '/') { /* /v1/models/ID */
         const int m = find_model(lv, url + 11);
         if (m < 0 || live_cannot_generate(lv, m)) {
@@ -577,7 +620,7 @@ static int do_models(Live *lv, struct MHD_Connection *c, const char *url) {
                     url + 11);
             return oa_send_error(c, &err);
         }
-        model_object(b.f, lv, m);
+        model_object(b.f, srv, m);
     } else {
         fputs("{\"object\":\"list\",\"data\":[", b.f);
         int first = 1;
@@ -585,7 +628,7 @@ static int do_models(Live *lv, struct MHD_Connection *c, const char *url) {
             if (live_cannot_generate(lv, i)) continue; /* listed are the models that generate */
             if (!first) fputc(',', b.f);
             first = 0;
-            model_object(b.f, lv, i);
+            model_object(b.f, srv, i);
         }
         fputs("]}", b.f);
     }
@@ -597,6 +640,7 @@ static int do_models(Live *lv, struct MHD_Connection *c, const char *url) {
 /* ---------------------------------------------------------------- one generation */
 
 typedef struct Job {
+    OaServer *srv;
     Live *lv;
     OaRequest q;
     int model;
@@ -605,13 +649,15 @@ typedef struct Job {
     long created;
     int *ids, n_ids;
     PipeGenSpec gs;
-    int fd;                  /* the client's socket, to notice it went away */
-    atomic_int gone;         /* it did */
-    /* a stream */
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;      /* fd, and a stream's buffer and state */
     pthread_cond_t cv;
-    pthread_t th;
-    int th_started, sync_ok;
+    int sync_ok;
+    int fd;                  /* the client's socket, to notice it went away; -1 once the response is gone */
+    atomic_int gone;         /* it did (or the response is gone, or the server stops) */
+    /* a stream: events for the reader; the connection, suspended while the reader waits for them */
+    struct MHD_Connection *conn; /* NULL once the response is gone */
+    int suspended;
+    atomic_int refs;         /* the response and the generating thread */
     char *buf;
     size_t len, cap, off;
     int done;
@@ -625,19 +671,27 @@ typedef struct Job {
     OaError err;
 } Job;
 
+/* Whether the client went away (its socket: closed or reset), the response is gone, or the server
+ * stops. The socket is read under the job's lock: once the response is gone, libmicrohttpd closes
+ * it and its number may be another connection's. Not with the lock held. */
 static int client_gone(Job *j) {
-    if (j->gone) return 1;
-    if (j->fd < 0) return 0;
+    if (atomic_load(&j->gone) || atomic_load(&j->srv->stopping)) return 1;
+    pthread_mutex_lock(&j->mu);
+    int gone = 0;
     struct pollfd p = {j->fd, POLLIN | POLLRDHUP, 0};
-    if (poll(&p, 1, 0) <= 0) return 0;
-    int gone = (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) != 0;
-    if (!gone && (p.revents & POLLIN)) {
-        char b;
-        gone = recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    if (j->fd >= 0 && poll(&p, 1, 0) > 0) {
+        gone = (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) != 0;
+        if (!gone && (p.revents & POLLIN)) {
+            char b;
+            gone = recv(j->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+        }
     }
-    if (gone) j->gone = 1;
+    pthread_mutex_unlock(&j->mu);
+    if (gone) atomic_store(&j->gone, 1);
     return gone;
 }
+
+static int job_cancelled(void *ctx) { return client_gone(ctx); }
 
 static void put_double(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.9g", v);
@@ -850,12 +904,21 @@ static void attn_sequence(FILE *f, const Job *j) {
 
 /* ---------------------------------------------------------------- server-sent events */
 
+/* The reader suspended the connection waiting for events: it runs again (j->mu held). */
+static void wake_reader(Job *j) {
+    if (j->suspended && j->conn) {
+        j->suspended = 0;
+        MHD_resume_connection(j->conn);
+    }
+    pthread_cond_broadcast(&j->cv);
+}
+
 /* Appends one event "data: JSON\n\n" (or the closing [DONE]) for the reader;
  * past the high mark, waits for the reader to drain it (or the client to go). */
 static int emit(Job *j, const char *json) {
     const size_t n = strlen(json);
     pthread_mutex_lock(&j->mu);
-    while (j->len - j->off > OA_STREAM_HIGH && !j->gone) {
+    while (j->len - j->off > OA_STREAM_HIGH && !atomic_load(&j->gone)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100000000L;
@@ -883,7 +946,7 @@ static int emit(Job *j, const char *json) {
     memcpy(j->buf + j->len + 6, json, n);
     memcpy(j->buf + j->len + 6 + n, "\n\n", 2);
     j->len += n + 8;
-    pthread_cond_broadcast(&j->cv);
+    wake_reader(j);
     pthread_mutex_unlock(&j->mu);
     return 0;
 }
@@ -1079,25 +1142,33 @@ static void job_free(Job *j) {
     free(j);
 }
 
+/* A stream's job is freed by the last of its response and its generating thread. */
+static void job_unref(Job *j) {
+    if (atomic_fetch_sub(&j->refs, 1) == 1) job_free(j);
+}
+
 static int job_generate(Job *j, PipeGenResult *r, AvErr *e) {
     PipeGenSink sink = {on_prompt, on_token, j};
-    LiveStatus st = live_generate(j->lv, j->model, j->ids, j->n_ids, &j->gs, &sink, &j->gone, r, e);
+    LiveStatus st = live_generate(j->lv, j->model, j->ids, j->n_ids, &j->gs, &sink, job_cancelled, j, r, e);
     if (st == LIVE_OK && j->failed) st = LIVE_FAILED, av_err(e, "out of memory while answering");
     return (int)st;
 }
 
 static void *stream_main(void *arg) {
     Job *j = arg;
+    OaServer *srv = j->srv;
     PipeGenResult r = {0};
     AvErr e = {0};
     LiveStatus st = (LiveStatus)job_generate(j, &r, &e);
     if (st == LIVE_OK && r.finish != PIPE_FINISH_CANCELLED) {
         stream_end(j, &r);
-    } else if (!j->gone) {
+    } else if (!atomic_load(&j->gone)) {
         /* the error as an event: OpenAI's clients raise it */
         OaError err;
-        set_err(&err, live_status(st), st == LIVE_TIMEOUT ? "server_error" : st == LIVE_BAD_INPUT ? "invalid_request_error" : "server_error",
-                NULL, st == LIVE_TIMEOUT ? "timeout" : NULL, "%s", e.msg[0] ? e.msg : "the generation failed");
+        if (atomic_load(&srv->stopping)) set_err(&err, 503, "server_error", NULL, NULL, "the server is stopping");
+        else
+            set_err(&err, live_status(st), st == LIVE_TIMEOUT ? "server_error" : st == LIVE_BAD_INPUT ? "invalid_request_error" : "server_error",
+                    NULL, st == LIVE_TIMEOUT ? "timeout" : NULL, "%s", e.msg[0] ? e.msg : "the generation failed");
         char *s = error_json(&err);
         if (s) emit(j, s);
         free(s);
@@ -1106,52 +1177,48 @@ static void *stream_main(void *arg) {
     live_queue_leave(j->lv);
     pthread_mutex_lock(&j->mu);
     j->done = 1;
-    pthread_cond_broadcast(&j->cv);
+    wake_reader(j);
     pthread_mutex_unlock(&j->mu);
+    job_unref(j);
+    pthread_mutex_lock(&srv->mu);
+    if (--srv->n_gens == 0) pthread_cond_broadcast(&srv->idle);
+    pthread_mutex_unlock(&srv->mu);
     return NULL;
 }
 
-/* MHD's reader: waits for events, noticing a client that left while it waits. */
+/* libmicrohttpd's reader, on its epoll thread: the events the buffer holds; none yet, the
+ * connection suspended (the generating thread resumes it) and 0 bytes. It never waits. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
     (void)pos;
     Job *j = cls;
     pthread_mutex_lock(&j->mu);
-    while (j->off == j->len && !j->done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) != 0 && j->off == j->len && !j->done) {
-            pthread_mutex_unlock(&j->mu);
-            const int gone = client_gone(j);
-            pthread_mutex_lock(&j->mu);
-            if (gone) {
-                pthread_mutex_unlock(&j->mu);
-                return MHD_CONTENT_READER_END_WITH_ERROR;
-            }
-        }
-    }
     if (j->off == j->len) {
+        const int done = j->done, gone = atomic_load(&j->gone);
+        if (!done && !gone && j->conn) {
+            j->suspended = 1;
+            MHD_suspend_connection(j->conn);
+        }
         pthread_mutex_unlock(&j->mu);
-        return MHD_CONTENT_READER_END_OF_STREAM;
+        return done ? MHD_CONTENT_READER_END_OF_STREAM : gone ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
     }
     const size_t k = j->len - j->off < max ? j->len - j->off : max;
     memcpy(out, j->buf + j->off, k);
     j->off += k;
-    pthread_cond_broadcast(&j->cv);
+    pthread_cond_broadcast(&j->cv); /* an emit waiting for room */
     pthread_mutex_unlock(&j->mu);
     return (ssize_t)k;
 }
 
-/* The response is gone (finished, or the client left): the generation ends at its next token. */
+/* The response is gone (finished, or the client left): the generation ends at its next token,
+ * and nothing touches the connection or its socket from now on. */
 static void stream_free(void *cls) {
     Job *j = cls;
-    j->gone = 1;
     pthread_mutex_lock(&j->mu);
+    atomic_store(&j->gone, 1);
+    j->conn = NULL, j->fd = -1, j->suspended = 0;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    if (j->th_started) pthread_join(j->th, NULL);
-    job_free(j);
+    job_unref(j);
 }
 
 /* The one response of a request that is not streamed. */
@@ -1273,12 +1340,18 @@ static int job_prepare(Job *j, OaError *err) {
     return 0;
 }
 
-int oa_handle(Live *lv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
-    if (!strncmp(url, "/v1/models", 10)) return do_models(lv, c, url);
+int oa_handle(OaServer *srv, struct MHD_Connection *c, const char *url, const char *body, size_t len) {
+    if (oa_is_models(url)) return do_models(srv, c, url);
     const int chat = !strcmp(url, "/v1/chat/completions");
     Job *j = calloc(1, sizeof *j);
     if (!j) return MHD_NO;
-    j->lv = lv, j->fd = -1, j->created = (long)time(NULL);
+    j->srv = srv, j->lv = srv->lv, j->fd = -1, j->created = (long)time(NULL);
+    if (pthread_mutex_init(&j->mu, NULL) != 0) return free(j), oa_send_status(c, 500, "cannot create a lock");
+    if (pthread_cond_init(&j->cv, NULL) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        return free(j), oa_send_status(c, 500, "cannot create a lock");
+    }
+    j->sync_ok = 1;
     OaError err = {0};
     if (oa_parse_request(body, len, chat, &j->q, &err) != 0 || job_prepare(j, &err) != 0) {
         job_free(j);
@@ -1296,18 +1369,24 @@ int oa_handle(Live *lv, struct MHD_Connection *c, const char *url, const char *b
             job_free(j);
             return MHD_NO;
         }
+    if (atomic_load(&srv->stopping)) {
+        job_free(j);
+        return oa_send_status(c, 503, "the server is stopping");
+    }
     AvErr e = {0};
-    LiveStatus st = live_queue_enter(lv, &e);
+    LiveStatus st = live_queue_enter(srv->lv, &e);
     if (st != LIVE_OK) {
         job_free(j);
         return oa_send_status(c, live_status(st), e.msg);
     }
-    if (!j->q.stream) {
+    if (!j->q.stream) { /* on this thread, the connection suspended (serve.c) */
         PipeGenResult r = {0};
         st = (LiveStatus)job_generate(j, &r, &e);
-        live_queue_leave(lv);
+        live_queue_leave(srv->lv);
         int ok;
-        if (st != LIVE_OK) {
+        if ((st != LIVE_OK || r.finish == PIPE_FINISH_CANCELLED) && atomic_load(&srv->stopping)) {
+            ok = oa_send_status(c, 503, "the server is stopping");
+        } else if (st != LIVE_OK) {
             ok = oa_send_status(c, live_status(st), e.msg);
         } else {
             char *s = whole_response(j, &r);
@@ -1317,29 +1396,40 @@ int oa_handle(Live *lv, struct MHD_Connection *c, const char *url, const char *b
         job_free(j);
         return ok;
     }
-    /* streamed: a thread generates, the connection's reader sends */
-    if (pthread_mutex_init(&j->mu, NULL) != 0 || (pthread_cond_init(&j->cv, NULL) != 0 && (pthread_mutex_destroy(&j->mu), 1))) {
-        live_queue_leave(lv);
-        job_free(j);
-        return oa_send_status(c, 500, "cannot create a lock");
-    }
-    j->sync_ok = 1;
+    /* streamed: a thread of its own generates, the response's reader sends */
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, j, stream_free);
     if (!resp) {
-        live_queue_leave(lv);
+        live_queue_leave(srv->lv);
         job_free(j);
         return MHD_NO;
     }
-    if (pthread_create(&j->th, NULL, stream_main, j) != 0) {
-        live_queue_leave(lv);
-        j->done = 1;
-        MHD_destroy_response(resp); /* frees j */
-        return oa_send_status(c, 500, "cannot start the generation's thread");
+    atomic_store(&j->refs, 1); /* the response's */
+    j->conn = c;
+    pthread_mutex_lock(&srv->mu);
+    const int stopping = atomic_load(&srv->stopping);
+    if (!stopping) srv->n_gens++;
+    pthread_mutex_unlock(&srv->mu);
+    pthread_attr_t attr;
+    pthread_t th;
+    int started = 0;
+    if (!stopping && pthread_attr_init(&attr) == 0) {
+        atomic_store(&j->refs, 2);
+        started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                  pthread_create(&th, &attr, stream_main, j) == 0;
+        pthread_attr_destroy(&attr);
     }
-    j->th_started = 1;
+    if (!started) {
+        atomic_store(&j->refs, 1);
+        live_queue_leave(srv->lv);
+        if (!stopping) {
+            pthread_mutex_lock(&srv->mu);
+            if (--srv->n_gens == 0) pthread_cond_broadcast(&srv->idle);
+            pthread_mutex_unlock(&srv->mu);
+        }
+        MHD_destroy_response(resp); /* frees j */
+        return oa_send_status(c, stopping ? 503 : 500, stopping ? "the server is stopping" : "cannot start the generation's thread");
+    }
     serve_headers(resp, "text/event-stream");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-    const enum MHD_Result ok = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return ok;
+    return serve_queue(c, 200, resp);
 }

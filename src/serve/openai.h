@@ -58,9 +58,23 @@ void oa_request_free(OaRequest *q);
 int oa_is_path(const char *url);
 const char *oa_route_method(const char *url);
 
+/* The routes' state for one server (its streams' threads). oa_server_stop: no
+ * generation starts after it, the running ones are cancelled at their next
+ * token, and it returns once every stream's thread has ended (each resumed its
+ * connection: libmicrohttpd may then be stopped). */
+typedef struct OaServer OaServer;
+OaServer *oa_server_new(Live *lv);
+void oa_server_stop(OaServer *s);
+void oa_server_free(OaServer *s);
+
 struct MHD_Connection;
-/* Answers a request that passed serve.c's checks (body: NULL or len bytes). */
-int oa_handle(Live *lv, struct MHD_Connection *c, const char *url, const char *body, size_t len);
+/* Answers a request that passed serve.c's checks (body: NULL or len bytes).
+ * /v1/models answers at once; the others may wait for the model: serve.c calls
+ * them in a thread of the request's own with its connection suspended
+ * (serve_send and serve_queue keep the response for libmicrohttpd's thread).
+ * A stream's reader never waits (the file's comment says how). */
+int oa_is_models(const char *url);
+int oa_handle(OaServer *s, struct MHD_Connection *c, const char *url, const char *body, size_t len);
 /* Queues an OpenAI-style error response (serve.c's refusals on our paths). */
 int oa_send_error(struct MHD_Connection *c, const OaError *err);
 /* The same from a status and message, the type and code following the status. */

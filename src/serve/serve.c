@@ -109,6 +109,7 @@ typedef struct {
 
 typedef struct {
     Live *lv;
+    OaServer *oa;       /* the OpenAI-compatible routes' state */
     Conns cn;
     char token[33];
     char hosts[4][300]; /* Host header values accepted */
@@ -128,6 +129,7 @@ typedef struct {
     int too_big;  /* the body passed the limit: 413 once it ends */
     size_t seen;  /* body bytes received */
     int openai;   /* an OpenAI-compatible path (/v1/...): openai.c answers, errors in its format */
+    char *url;    /* that path (openai.c's routes run in a job, after the access handler returned) */
     ReqState state;               /* RQ_WORKING: its route runs in a thread of its own, the connection suspended */
     struct MHD_Response *resp;    /* RQ_READY: what that thread answered (NULL: it failed) */
     unsigned status;
@@ -159,6 +161,10 @@ enum MHD_Result serve_send(struct MHD_Connection *c, unsigned status, const char
     }
     serve_headers(r, type);
     if (extra_name) MHD_add_response_header(r, extra_name, extra_value);
+    return serve_queue(c, status, r);
+}
+
+enum MHD_Result serve_queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
     if (deferred_req) {
         if (deferred_req->resp) MHD_destroy_response(deferred_req->resp);
         deferred_req->resp = r, deferred_req->status = status;
@@ -251,7 +257,8 @@ static int token_ok(const Server *sv, struct MHD_Connection *c) {
     return t && equal_ct(t, sv->token);
 }
 
-typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_TILE, R_ROW, R_HEADSTATS, R_IMAGE, R_N } Route;
+/* R_OPENAI (past R_N, not in ROUTES): openai.c's generation routes */
+typedef enum { R_PAGE, R_MODELS, R_RUN, R_ATTENTION, R_THUMBS, R_QK, R_SAVE, R_TILE, R_ROW, R_HEADSTATS, R_IMAGE, R_N, R_OPENAI } Route;
 static const struct {
     const char *path, *method;
 } ROUTES[R_N] = {
@@ -619,6 +626,7 @@ static enum MHD_Result route_request(Server *sv, struct MHD_Connection *c, Route
     case R_ROW:
     case R_HEADSTATS: return do_read(sv, c, r);
     case R_SAVE: return do_save(sv, c);
+    case R_OPENAI: return (enum MHD_Result)oa_handle(sv->oa, c, rq->url, rq->body, rq->len);
     case R_N: break;
     }
     return send_error(c, 404, "not found");
@@ -877,6 +885,8 @@ static void *job_run(void *arg) {
     return NULL;
 }
 
+static enum MHD_Result refuse(struct MHD_Connection *c, Req *rq, unsigned status, const char *msg);
+
 static enum MHD_Result start_job(Server *sv, struct MHD_Connection *c, Route r, Req *rq) {
     Conns *cn = &sv->cn;
     Job *j = malloc(sizeof *j);
@@ -886,7 +896,7 @@ static enum MHD_Result start_job(Server *sv, struct MHD_Connection *c, Route r, 
     pthread_mutex_unlock(&cn->mu);
     if (!room) {
         free(j);
-        return send_error(c, 503, "too many requests at once: try again");
+        return refuse(c, rq, 503, "too many requests at once: try again");
     }
     *j = (Job){sv, c, rq, r};
     rq->state = RQ_WORKING;
@@ -898,7 +908,7 @@ static enum MHD_Result start_job(Server *sv, struct MHD_Connection *c, Route r, 
     pthread_attr_destroy(&at);
     if (!ok) { /* answered as the thread would have, from here */
         deferred_req = rq;
-        send_error(c, 503, "no thread for the request: try again");
+        refuse(c, rq, 503, "no thread for the request: try again");
         deferred_req = NULL;
         rq->state = RQ_READY;
         free(j);
@@ -1019,9 +1029,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->answered) return MHD_YES;
     rq->answered = 1;
     if (rq->too_big) return refuse(c, rq, 413, body_over(rq));
-    /* OpenAI's paths are answered here, on the epoll thread (openai.c queues its responses, a stream's
-     * too, from this call) */
-    if (rq->openai) return (enum MHD_Result)oa_handle(sv->lv, c, url, rq->body, rq->len);
+    /* OpenAI's: the model list is made, answered here; a generation waits for the model (and a
+     * stream's events are read without waiting: openai.c) */
+    if (rq->openai && oa_is_models(url)) return (enum MHD_Result)oa_handle(sv->oa, c, url, rq->body, rq->len);
+    if (rq->openai) {
+        if (!(rq->url = strdup(url))) return MHD_NO;
+        return start_job(sv, c, R_OPENAI, rq);
+    }
     const Route r = (Route)find_route(url);
     /* the page and the model list are made: answered here; the rest may wait for the model */
     if (r == R_PAGE || r == R_MODELS) return route_request(sv, c, r, rq);
@@ -1034,6 +1048,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (rq) {
         if (rq->resp) MHD_destroy_response(rq->resp);
         free(rq->body);
+        free(rq->url);
         free(rq);
     }
     *con_cls = NULL;
@@ -1140,7 +1155,7 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     LiveLimits lim = {(size_t)(o->cache_mb * 1e6), o->max_queue, o->timeout_s * 1000.0, 512, 64, TILE_SIDE, o->long_from,
                       HTML_LONG_TOP_K, o->qk_prec};
     if (live_open(&sv.lv, models, nm, &o->page, &lim, e) != 0) goto out;
-    if (!(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
+    if (!(sv.oa = oa_server_new(sv.lv)) || !(sv.models_json = live_models_json(sv.lv)) || !(lj = live_json(&sv, o))) {
         av_err(e, "out of memory");
         goto out;
     }
@@ -1218,12 +1233,15 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     if (!o->page.quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 0;
 out:
+    /* the streams' threads end first (each resumes its connection), then the jobs, then libmicrohttpd */
+    oa_server_stop(sv.oa);
     if (d) {
         conns_quiesce(&sv.cn);
         MHD_stop_daemon(d);
     } else if (sv.cn.have_sweeper) {
         conns_quiesce(&sv.cn);
     }
+    oa_server_free(sv.oa);
     for (int i = 0; i < 2; i++)
         if (stop_pipe[i] >= 0) close(stop_pipe[i]), stop_pipe[i] = -1;
     live_close(sv.lv);

@@ -12,5 +12,9 @@ void serve_headers(struct MHD_Response *r, const char *type);
  * server's headers, plus one more when extra_name is not NULL. */
 enum MHD_Result serve_send(struct MHD_Connection *c, unsigned status, const char *type, void *buf, size_t len,
                            enum MHD_ResponseMemoryMode mode, const char *extra_name, const char *extra_value);
+/* Queues r (made with serve_headers) with status, and gives up the caller's reference. In a route
+ * running in a thread of its own (serve.c's jobs), both keep the response for libmicrohttpd's
+ * thread to queue once the connection resumes. */
+enum MHD_Result serve_queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r);
 
 #endif
