@@ -128,6 +128,7 @@ def main():
         print("bench: no SmolLM2 GGUF (tools/pymodel.sh smollm2)", file=sys.stderr)
         return 1
     have_llama = bool(os.environ.get("LLAMA_SERVER") or shutil.which("llama-server"))
+    load_start = os.getloadavg()[0]
     ids = {n: corpus_ids(gguf, n) for n in (128, 1000, 1024)}
     full = {"top_k": 8, "stats": True}
     best = {}
@@ -171,6 +172,8 @@ def main():
     for line in load.stdout.splitlines():
         if line.startswith(("PASS", "FAIL")):
             rows.append(f"| load (tests/openai_load.py, tiny Llama) | {line.split(': ', 1)[1]} | | {line.split()[0]} |")
+    rows.append(f"\n{len(os.sched_getaffinity(0))} cores; load average {load_start:.1f} when the run began, {os.getloadavg()[0]:.1f} at "
+                f"its end (above the core count, the figures are the machine's, not the servers')")
     table = "\n".join(rows)
     print(table)
     os.makedirs(os.path.join(ROOT, "bench", "out"), exist_ok=True)
