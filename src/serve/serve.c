@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <utf8proc.h>
@@ -58,6 +59,7 @@
 #define SERVE_BAD_TOKEN_MS 1000.0        /* headers of a request whose line carries a wrong token */
 #define SERVE_CLIENT_PENDING 32          /* connections per client that have not shown the token */
 #define SERVE_SWEEP_MS 100               /* how often deadlines are checked */
+#define SERVE_STOP_FLUSH_MS 1000         /* on stop: longest wait for answers made but not yet sent */
 #define SERVE_MAX_ACTIVE_EXTRA 64        /* requests in their own threads at once: --queue + this (then 503) */
 /* A whole n x n matrix per request (/api/attention, value-weighted thumbnails)
  * only up to this many tokens: one head is then at most 256 MiB of floats.
@@ -100,6 +102,7 @@ typedef struct {
     int n_conns, n_pending;
     long evicted, expired;      /* connections closed for a client's cap / for time */
     int active, max_active;     /* requests running in their own threads */
+    int in_flight;              /* requests begun and not completed (their answer not sent whole) */
     pthread_cond_t idle;        /* active fell to 0 */
     int stop;
     pthread_cond_t wake;        /* the sweeper's sleep */
@@ -847,6 +850,21 @@ static int conns_init(Conns *cn, int max_active) {
 
 /* Stops the sweeper and waits for the requests running in their own threads (each resumes
  * its connection when done), so that libmicrohttpd stops with none suspended. */
+/* Until the answers the jobs and the streams made are sent (their requests completed), at most
+ * SERVE_STOP_FLUSH_MS: libmicrohttpd's stop closes every connection at once, an answer the epoll
+ * thread has not yet written with it ("the server is stopping" included). A client that does
+ * not read holds the stop no longer than that. */
+static void conns_flush(Conns *cn) {
+    const double until = av_now_ms() + SERVE_STOP_FLUSH_MS;
+    pthread_mutex_lock(&cn->mu);
+    while (cn->in_flight > 0 && av_now_ms() < until) {
+        pthread_mutex_unlock(&cn->mu);
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+        pthread_mutex_lock(&cn->mu);
+    }
+    pthread_mutex_unlock(&cn->mu);
+}
+
 static void conns_quiesce(Conns *cn) {
     pthread_mutex_lock(&cn->mu);
     cn->stop = 1;
@@ -992,6 +1010,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq) {
         conn_pending(sv, c, 0); /* its headers are in: answered now, whatever they hold */
         if (!(rq = calloc(1, sizeof *rq))) return MHD_NO;
+        pthread_mutex_lock(&sv->cn.mu);
+        sv->cn.in_flight++;
+        pthread_mutex_unlock(&sv->cn.mu);
         *con_cls = rq;
         return first_call(sv, c, url, method, rq);
     }
@@ -1046,6 +1067,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)toe;
     Req *rq = *con_cls;
     if (rq) {
+        Conns *cn = &((Server *)cls)->cn;
+        pthread_mutex_lock(&cn->mu);
+        cn->in_flight--;
+        pthread_mutex_unlock(&cn->mu);
         if (rq->resp) MHD_destroy_response(rq->resp);
         free(rq->body);
         free(rq->url);
@@ -1233,10 +1258,12 @@ int serve_run(const ServeSpec *o, AvErr *e) {
     if (!o->page.quiet) av_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 0;
 out:
-    /* the streams' threads end first (each resumes its connection), then the jobs, then libmicrohttpd */
+    /* the streams' threads end first (each resumes its connection), then the jobs, their answers are
+     * sent, then libmicrohttpd stops */
     oa_server_stop(sv.oa);
     if (d) {
         conns_quiesce(&sv.cn);
+        conns_flush(&sv.cn);
         MHD_stop_daemon(d);
     } else if (sv.cn.have_sweeper) {
         conns_quiesce(&sv.cn);
