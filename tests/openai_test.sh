@@ -223,6 +223,39 @@ stream_then_leave() {
     wait "$c" 2>/dev/null
     [ -n "${TRACE:-}" ] && echo "  stream left after $(grep -c '^data: ' "$T/partial") events; place back in ${ms} ms" >&2
 }
+# a whole completion generating (4,000 tokens asked) holds the one place (429 to a probe); meanwhile
+# GET /v1/models and the page are answered before it ends (its client still waiting: the order is
+# checked, not a time), and its client leaving frees the place at once. (A probe that took the place
+# first turns the whole request away: it is sent again.)
+for _ in 1 2 3 4 5; do
+    curl -s -o /dev/null -H "Authorization: Bearer $TOK" "$BASE/v1/completions" \
+        --data-binary '{"model":"'$M'","prompt":"Once upon a time","max_tokens":4000,"temperature":0}' &
+    c=$!
+    st=
+    for _ in $(seq 200); do
+        kill -0 "$c" 2>/dev/null || break
+        st=$(post /v1/completions '{"model":"'$M'","prompt":"hi","max_tokens":1}')
+        [ "$st" = 429 ] && break
+        sleep 0.02
+    done
+    [ "$st" = 429 ] && break
+    wait "$c" 2>/dev/null
+done
+t0=$(date +%s%N)
+stm=$(curl -s --max-time 60 -o "$T/models" -w '%{http_code}' -H "Authorization: Bearer $TOK" "$BASE/v1/models")
+stp=$(curl -s --max-time 60 -o /dev/null -w '%{http_code}' "$BASE/?token=$TOK")
+t=$((($(date +%s%N) - t0) / 1000000))
+if [ "$st" = 429 ] && [ "$stm" = 200 ] && [ "$stp" = 200 ] && grep -q "\"$M\"" "$T/models" && kill -0 "$c" 2>/dev/null; then
+    pass "openai: a whole completion generating: GET /v1/models and the page answered before it ends (both in $t ms)"
+else
+    fail "openai: other clients during a whole completion" "probe $st, /v1/models $stm, page $stp, the completion's client $(kill -0 "$c" 2>/dev/null && echo waiting || echo done)"
+fi
+kill "$c" 2>/dev/null
+wait "$c" 2>/dev/null
+wait_free
+[ "$st" = 200 ] && [ "$ms" -lt $((base + 3000)) ] &&
+    pass "openai: a client leaving a whole completion frees its place (the next request answered after ${ms} ms; alone it takes ${base} ms)" ||
+    fail "openai: a client leaving a whole completion frees its place" "status $st after ${ms} ms"
 : >"$T/partial"
 curl -sN -H "Authorization: Bearer $TOK" "$BASE/v1/completions" --data-binary "$long" >"$T/partial" &
 c=$!
