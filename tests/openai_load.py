@@ -222,6 +222,8 @@ def main():
     check("the server is up", p.poll() is None)
     p.terminate()
     p.wait(timeout=60)
+    # a sanitizer build exits non-zero on a leak or a report at exit
+    check("the server stops cleanly", p.returncode == 0, f"exit {p.returncode}")
     return 1 if failures else 0
 
 
