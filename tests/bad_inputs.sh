@@ -454,6 +454,17 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+# Llama 3.1+'s rope scaling as llama.cpp writes it: one F32 factor per rotary pair (rope_freqs.weight)
+mkgguf "$G" 'tensors["rope_freqs.weight"] = [2]'
+case_ gguf_llama_rope_freqs_runs 0 "" -- --model "$G" --quiet --json out.json hi
+mkgguf "$G" 'tensors["rope_freqs.weight"] = [3]'
+case_ gguf_rope_freqs_not_half_the_rotary_dims 1 "rope_freqs has 3 entries; rotary dims 4 need 2" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'tensors["rope_freqs.weight"] = [1, 2]'
+case_ gguf_rope_freqs_not_a_vector 1 "rope_freqs.weight must be one F32 vector of at most 512 factors" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'tensors["rope_freqs.weight"] = [2]; kv["llama.rope.scaling.type"] = ("s", "linear"); kv["llama.rope.scaling.factor"] = ("f", 2.0)'
+case_ gguf_rope_freqs_and_a_scaling_type 1 "rope_freqs.weight with a rope scaling type as well" -- --model "$G" "${Q[@]}" hi
+mkgguf "$G" 'kv = {(k.replace("llama.", "qwen2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "qwen2"); tensors["rope_freqs.weight"] = [2]'
+case_ gguf_rope_freqs_outside_llama_files 1 "per-frequency rope factors \(rope_freqs\) in a qwen2 file are not supported" -- --model "$G" "${Q[@]}" hi
 # Mixtral in a llama file: expert counts, the router and each projection's experts stacked (ffn_*_exps)
 MOE='kv["llama.expert_count"] = ("u", 4); kv["llama.expert_used_count"] = ("u", 2)
 for nm in ("ffn_gate", "ffn_up", "ffn_down"): del tensors[f"blk.0.{nm}.weight"]

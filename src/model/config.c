@@ -133,6 +133,9 @@ int cfg_validate(ModelConfig *c, const char *hidden_key, const char *heads_key, 
         if (c->rope_kind == ROPE_LONGROPE && c->rope_n_factors != c->rotary_dim / 2)
             return av_err(e, "%s: rope short_factor/long_factor have %d entries; rotary dims %d need %d", path,
                           c->rope_n_factors, c->rotary_dim, c->rotary_dim / 2);
+        if (c->rope_kind == ROPE_FACTORS && c->rope_n_factors != c->rotary_dim / 2)
+            return av_err(e, "%s: rope_freqs has %d entries; rotary dims %d need %d", path, c->rope_n_factors,
+                          c->rotary_dim, c->rotary_dim / 2);
     }
     return 0;
 }

@@ -19,7 +19,10 @@ typedef enum { POS_TABLE = 0, POS_ROPE } PosKind;
  * embeddings (BART, from row pos_offset), sinusoids added (Marian), or a
  * relative bias on the attention scores (T5). */
 typedef enum { S2S_POS_TABLE = 0, S2S_POS_SINUSOID, S2S_POS_RELATIVE } S2sPos;
-typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE, ROPE_YARN } RopeKind;
+/* ROPE_FACTORS: each frequency divided by its own factor, one per rotary pair, as a
+ * llama.cpp file gives them (the rope_freqs tensor its converter writes for Llama 3.1+'s
+ * llama3 scaling, computed from the same rule ROPE_LLAMA3 applies to a folder's config). */
+typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LONGROPE, ROPE_YARN, ROPE_FACTORS } RopeKind;
 
 /* Bounds that refuse absurd configs before anything is allocated from them.
  * Generous: they admit every published size of the supported families. */
@@ -33,7 +36,7 @@ typedef enum { ROPE_DEFAULT = 0, ROPE_LINEAR, ROPE_DYNAMIC, ROPE_LLAMA3, ROPE_LO
 #define CFG_MAX_EOS 8
 #define CFG_MAX_EXPERTS 1024    /* a mixture-of-experts layer's experts */
 #define CFG_MAX_TOP_K 64        /* experts a token is routed to */
-#define CFG_MAX_ROPE_FACTORS 512 /* LongRoPE's per-frequency factors: rotary_dim / 2 */
+#define CFG_MAX_ROPE_FACTORS 512 /* per-frequency factors (LongRoPE's, rope_freqs): rotary_dim / 2 */
 #define CFG_MAX_PATCH 64          /* a vision encoder's patch side */
 #define CFG_MAX_REGISTERS 64      /* DINOv2's register tokens */
 #define CFG_MAX_VIS_TOKENS 16384  /* a vision encoder's tokens: class, registers and patches */
@@ -108,7 +111,7 @@ typedef struct {
     int rotary_dim;       /* the first dims of each head that rotary turns (cfg_validate: head_dim unless
                              partial; the rest pass through as transformers' apply_rotary_pos_emb does) */
     float rope_attn_factor; /* LongRoPE: cos and sin scaled by it (transformers' attention_scaling); 0: 1 */
-    int rope_n_factors;   /* LongRoPE: rotary_dim / 2 factors each */
+    int rope_n_factors;   /* LongRoPE: rotary_dim / 2 factors each; ROPE_FACTORS: rope_short's count */
     float rope_short[CFG_MAX_ROPE_FACTORS], rope_long[CFG_MAX_ROPE_FACTORS];
     int rope_recompute_at; /* generation: once the sequence grows past this many tokens, the cache is
                               dropped and the whole sequence runs again (transformers' Phi-3 generate(),

@@ -493,7 +493,8 @@ int model_norm(Model *m, Norm *nm, const char *prefix, int64_t dim, AvErr *e) {
  * float32 as torch computes them, over the rotary dims only (partial rotary);
  * the dynamic kind's length-dependent base is applied per forward pass.
  * LongRoPE has two sets (short factors, long factors), chosen per pass by its
- * length; layers marked in layer_rope_local have their own unscaled base. */
+ * length; a llama.cpp file's rope_freqs divide each frequency (ROPE_FACTORS);
+ * layers marked in layer_rope_local have their own unscaled base. */
 static float *rope_freqs(const ModelConfig *c, float theta, RopeKind kind, const float *ext) {
     const int half = c->rotary_dim / 2;
     float *inv = malloc((size_t)half * sizeof *inv);
@@ -502,6 +503,7 @@ static float *rope_freqs(const ModelConfig *c, float theta, RopeKind kind, const
         float f = 1.0f / powf(theta, (float)(2 * i) / (float)c->rotary_dim);
         if (kind == ROPE_LINEAR) f /= c->rope_factor;
         if (kind == ROPE_LONGROPE) f = 1.0f / (ext[i] * powf(theta, (float)(2 * i) / (float)c->rotary_dim));
+        if (kind == ROPE_FACTORS) f /= ext[i]; /* llama.cpp's rope_freqs: theta / freq_factor */
         if (kind == ROPE_YARN) {
             /* transformers' _compute_yarn_parameters: a ramp over the dims between the
              * ones turning beta_fast and beta_slow times over the original context blends

@@ -13,6 +13,12 @@ tokenizer.json (vocab 201,088), converted by the converter as it is (its pre-tok
 by attnviz (the CLI, --batch) as a folder and as the GGUF file over lines of the tokenizer corpus
 (tests/tokenizer/tokjson_corpus.jsonl, those without tabs or line breaks, and tokjson_gptoss.jsonl's
 harmony-format lines): input ids against the Rust tokenizers library reading the tokenizer.json.
+And Llama 3.1's rope scaling through the same converter: a Llama checkpoint with rope_parameters of type
+llama3 (factor 8, low/high frequency factors 1/4, an original context of 32 so that 100 tokens reach past
+it), converted (F32): the file carries the factors as the tensor rope_freqs.weight (no rope scaling
+type), which attnviz divides each frequency by; its attention on every kernel path this CPU runs
+(ATTNVIZ_KERNEL) against float64 transformers on the checkpoint, the paths equal bit for bit, and how far
+the checkpoint read without its scaling lands (the factors matter at these lengths).
 
 usage: gptoss_gguf_check.py FWD_DUMP WORKDIR LLAMA_CPP_DIR ATTNVIZ O200K_TOKENIZER_JSON
 One PASS/FAIL line per file; exit 1 on any FAIL.
@@ -254,6 +260,105 @@ def tokenizer_check(attnviz, work, llama_cpp, tok_json):
     return ok
 
 
+LLAMA3 = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=16, num_hidden_layers=2, rms_norm_eps=1e-5, max_position_embeddings=256,
+              tie_word_embeddings=False,
+              rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
+LLAMA3_LENGTHS = [1, 9, 100]
+
+
+def kernels(fwd, probe):
+    """The products' kernels this CPU runs (fwd_dump refuses the others with status 2)."""
+    have = []
+    for k in ("avx512", "avx2", "neon", "scalar"):
+        r = subprocess.run([fwd, probe, probe + ".probe", "1"], capture_output=True, text=True,
+                           env=dict(os.environ, ATTNVIZ_KERNEL=k))
+        if r.returncode == 0:
+            have.append(k)
+    return have
+
+
+def llama3_check(fwd, work, llama_cpp, rng):
+    hf = os.path.join(work, "hf-llama3")
+    if not os.path.exists(os.path.join(hf, "config.json")):
+        torch.manual_seed(99)
+        model = AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA3), attn_implementation="eager")
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if p.dim() == 1:
+                    p.copy_(1.0 + 0.1 * torch.randn_like(p))
+                elif "q_proj" in name or "k_proj" in name:
+                    p.normal_(0, 0.4)  # sharp attention, so that the rotation's angles show
+        model.float().save_pretrained(hf + ".tmp", safe_serialization=True)
+        with open(os.path.join(REPO, "tests/data/small-llama/tokenizer.json"), "rb") as f, \
+                open(os.path.join(hf + ".tmp", "tokenizer.json"), "wb") as g:
+            g.write(f.read())
+        os.rename(hf + ".tmp", hf)
+    path = os.path.join(work, "llama3-f32.gguf")
+    if not os.path.exists(path):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import conversion.base as b; "
+                "b.TextModel.get_vocab_base_pre = lambda self, tok: 'llama-bpe'; "
+                "sys.argv = ['convert_hf_to_gguf.py'] + sys.argv[2:]; import convert_hf_to_gguf as c; c.main()")
+        r = subprocess.run([sys.executable, "-c", code, llama_cpp, hf, "--outfile", path + ".tmp", "--outtype", "f32"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL llama3_rope: convert_hf_to_gguf.py failed: " + r.stderr.strip().splitlines()[-1])
+            return False
+        os.rename(path + ".tmp", path)
+    g = gguf.GGUFReader(path)
+    freqs = [t for t in g.tensors if t.name == "rope_freqs.weight"]
+    if len(freqs) != 1 or any(f.name.endswith("rope.scaling.type") for f in g.fields.values()):
+        print("FAIL llama3_rope: the converter wrote no rope_freqs.weight (or a rope scaling type as well)")
+        return False
+    factors = np.asarray(freqs[0].data)
+    paths = kernels(fwd, path)
+    worst = {k: 0.0 for k in paths}
+    unscaled = 0.0
+    same = True
+    L, H = LLAMA3["num_hidden_layers"], LLAMA3["num_attention_heads"]
+    for n in LLAMA3_LENGTHS:
+        ids = [int(x) for x in rng.integers(0, VOCAB, size=n)]
+        ref = None
+        first = None
+        for k in paths:
+            prefix = os.path.join(work, "llama3-" + k)
+            r = subprocess.run([fwd, path, prefix] + [str(i) for i in ids], capture_output=True, text=True,
+                               env=dict(os.environ, ATTNVIZ_KERNEL=k))
+            if r.returncode != 0:
+                print(f"FAIL llama3_rope: attnviz ({k}) failed on {n} tokens: {r.stderr.strip()}")
+                return False
+            raw = open(prefix + ".attn", "rb").read()
+            same &= first is None or raw == first
+            first = first or raw
+            a = np.frombuffer(raw, dtype=np.float32).reshape(L, H, n, n)
+            if ref is None:
+                ref = reference_llama(hf, ids)
+            worst[k] = max(worst[k], float(np.abs(ref - a).max()))
+        unscaled = max(unscaled, float(np.abs(reference_llama(hf, ids, scaled=False) - ref).max()))
+    ok = bool(paths) and all(v <= TOL for v in worst.values()) and same and unscaled > 100 * TOL
+    figures = ", ".join(f"{k} {v:.2e}" for k, v in worst.items())
+    print(f"{'PASS' if ok else 'FAIL'} llama3_rope: Llama with rope scaling llama3 through llama.cpp's converter "
+          f"(rope_freqs.weight, {len(factors)} factors from {factors.min():g} to {factors.max():g}): attention max "
+          f"|diff| from float64 transformers {figures} (tol {TOL:g}); the paths {'equal' if same else 'DIFFER'} bit "
+          f"for bit; the checkpoint read without its scaling differs by {unscaled:.2e} (must exceed {100 * TOL:g}); "
+          f"lengths {','.join(map(str, LLAMA3_LENGTHS))}")
+    return ok
+
+
+def reference_llama(hf, ids, scaled=True):
+    """Attention of the checkpoint in float64 (eager); scaled=False drops its llama3 rope scaling."""
+    kw = {}
+    if not scaled:
+        cfg = transformers.AutoConfig.from_pretrained(hf)
+        cfg.rope_parameters = {"rope_type": "default", "rope_theta": LLAMA3["rope_parameters"]["rope_theta"]}
+        kw["config"] = cfg
+    model = AutoModelForCausalLM.from_pretrained(hf, attn_implementation="eager", dtype=torch.float64, **kw).eval()
+    with torch.no_grad():
+        out = model.model(torch.tensor([ids]), output_attentions=True)
+    return torch.stack([a[0] for a in out.attentions]).numpy()
+
+
 def main():
     fwd, work, llama_cpp, attnviz, tok_json = sys.argv[1:6]
     os.makedirs(work, exist_ok=True)
@@ -269,6 +374,7 @@ def main():
     hm = hf_mxfp4(hf, os.path.join(work, "hf-mxfp4"))
     ok &= check(fwd, hm, hm, "HF folder with MXFP4 experts (blocks/scales; transformers dequantizing it)", rng)
     ok &= tokenizer_check(attnviz, work, llama_cpp, tok_json)
+    ok &= llama3_check(fwd, work, llama_cpp, rng)
     return 0 if ok else 1
 
 

@@ -2,7 +2,9 @@
 # gpt-oss in llama.cpp's gpt-oss GGUF files (tests/ref/gptoss_gguf_check.py): a checkpoint
 # transformers writes, converted by llama.cpp's own convert_hf_to_gguf.py (F32), and that file
 # with MXFP4 experts, against transformers on the checkpoint (attention, sink shares, routing);
-# gpt-oss's o200k tokenizer through a folder and llama.cpp's GGUF of it (ids against the Rust library).
+# gpt-oss's o200k tokenizer through a folder and llama.cpp's GGUF of it (ids against the Rust library);
+# and a Llama checkpoint with Llama 3.1's rope scaling (llama3), converted the same way: its factors in
+# rope_freqs.weight, attention on every kernel path against float64 transformers.
 # The converter comes from $ATTNVIZ_LLAMA_CPP (a llama.cpp source tree), else from PyPI's
 # llama-cpp-python sdist, which vendors llama.cpp (pinned version and sha256; fetched once into
 # ~/.cache/attnviz). Files are cached under ~/.cache/attnviz, keyed by the script's hash.

@@ -516,6 +516,24 @@ static int longrope_gguf(ModelConfig *c, const GgufFile *f, const char *arch, co
     return 0;
 }
 
+/* Llama 3.1+'s llama3 rope scaling as llama.cpp's converter writes it: no
+ * rope.scaling.type, but a tensor rope_freqs of rotary_dim / 2 F32 factors,
+ * each frequency divided by its own (transformers' llama3 rule evaluated per
+ * frequency; llama.cpp's ggml_rope_ext freq_factors). cfg_validate checks the
+ * count once the rotary dims are known. */
+static int rope_freqs_gguf(ModelConfig *c, const GgufTensor *t, const char *path, AvErr *e) {
+    if (t->type != 0 || t->n_dims != 1 || t->dims[0] < 1 || t->dims[0] > CFG_MAX_ROPE_FACTORS || t->nbytes < t->dims[0] * 4)
+        return av_err(e, "%s: rope_freqs.weight must be one F32 vector of at most %d factors", path, CFG_MAX_ROPE_FACTORS);
+    if (c->rope_kind != ROPE_DEFAULT) return av_err(e, "%s: rope_freqs.weight with a rope scaling type as well", path);
+    c->rope_kind = ROPE_FACTORS;
+    c->rope_n_factors = (int)t->dims[0];
+    memcpy(c->rope_short, t->data, (size_t)c->rope_n_factors * sizeof(float));
+    for (int i = 0; i < c->rope_n_factors; i++)
+        if (!(c->rope_short[i] > 0 && c->rope_short[i] < 1e9f))
+            return av_err(e, "%s: rope_freqs.weight's factor %d is not a positive number", path, i);
+    return 0;
+}
+
 /* YaRN as llama.cpp's converter writes it (gpt-oss): rope.scaling.factor,
  * .original_context_length, .yarn_beta_fast / .yarn_beta_slow (32 and 1 when
  * absent) and .yarn_attn_factor (else 0.1 ln factor + 1, as transformers).
@@ -581,8 +599,10 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
         if (linear && !(rope_factor >= 1e-3f && rope_factor <= 1e6f))
             return av_err(e, "%s: rope scaling factor %g is out of range", path, (double)rope_factor);
     }
-    if (gguf_find_tensor(f, "rope_freqs.weight"))
-        return av_err(e, "%s: per-frequency rope factors (rope_freqs, Llama 3.1+) are not supported yet", path);
+    const GgufTensor *rf = gguf_find_tensor(f, "rope_freqs.weight");
+    if (rf && strcmp(spec->gguf_arch, "llama") != 0) /* llama.cpp reads them in llama files only */
+        return av_err(e, "%s: per-frequency rope factors (rope_freqs) in a %s file are not supported", path,
+                      spec->gguf_arch);
     const GgufTensor *emb = gguf_find_tensor(f, "token_embd.weight");
     if (!emb || emb->n_dims != 2) return av_err(e, "%s: missing tensor 'token_embd.weight'", path);
 #define FITS(v, hi) ((v) >= 1 && (v) <= (uint32_t)(hi))
@@ -600,6 +620,7 @@ int arch_llama_gguf_config(ModelConfig *c, const GgufFile *f, const char *path, 
     c->max_position_embeddings = (int)ctx, c->vocab_size = (int)emb->dims[1];
     c->layer_norm_eps = eps, c->rope_theta = theta;
     if (!yarn) c->rope_kind = linear ? ROPE_LINEAR : ROPE_DEFAULT, c->rope_factor = linear ? rope_factor : 1.0f;
+    if (rf && rope_freqs_gguf(c, rf, path, e)) return -1;
     c->rotary_dim = (int)rot; /* partial rotary (Phi-4-mini): fewer dims than head_dim */
     c->hidden_act = ACT_SILU;
     snprintf(c->hidden_act_name, sizeof c->hidden_act_name, "silu");
