@@ -1,8 +1,9 @@
 /* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does, and the best warm call's CPU time.
  * usage: fwd_bench [--mapped] [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
- * The weights are read into memory as serve, batch and generation hold them
- * (util.h's AV_MAP_RESIDENT); --mapped maps the files as one pass does.
+ * The weights are held as serve, batch and generation hold them (util.h's
+ * AV_MAP_RESIDENT: copied where av_hold_plan finds it worth it, else mapped);
+ * --mapped maps the files as one pass does.
  * --norm: the pass of --measure norm: the capture computes the value norms
  * and each call ends with the value-weighted matrices (normattn.h's na_fill),
  * everything the CLI adds before writing.
@@ -89,8 +90,12 @@ int main(int argc, char **argv) {
     /* kernel: which of gemm.h's product kernels this CPU ran; warm_cpu_ms: the
      * process's CPU time (all threads), best of the warm calls; attn_ms: the
      * best call's attention steps (warm_ms last: bench.py reads it to the end) */
-    printf("n=%d weights=%s kernel=%s warm_cpu_ms=%.1f cold_ms=%.1f attn_ms=%.1f warm_ms=%.1f\n", n,
-           mapped ? "mapped" : "resident", gemm_kernel(), best_cpu, first, best_attn, best);
+    /* anon_mb / file_mb: the process's anonymous and file-backed (mapped weights) memory after the passes */
+    AvMemUse u;
+    if (av_memory_used(&u) != 0) memset(&u, 0, sizeof u);
+    printf("n=%d weights=%s kernel=%s anon_mb=%.0f file_mb=%.0f warm_cpu_ms=%.1f cold_ms=%.1f attn_ms=%.1f warm_ms=%.1f\n",
+           n, m.hold == AV_HOLD_RESIDENT ? "resident" : "mapped", gemm_kernel(), u.anon * 1e-6, u.file * 1e-6, best_cpu,
+           first, best_attn, best);
     model_capture_free(&cap);
     model_runstate_free(&rs);
     model_free(&m);

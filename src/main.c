@@ -33,7 +33,7 @@ static void clear_progress(void) {
 
 /* --profile's lines (one per model) wait for the end of the run, after any
  * error: scripts read them as the last lines, without a prefix. */
-static char profile[2][256];
+static char profile[2][512];
 static int n_profile;
 
 /* Messages arrive sanitized (err.c, report.c): nothing from a model file or an

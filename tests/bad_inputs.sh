@@ -454,6 +454,13 @@ mkgguf "$G" 'kv["general.architecture"] = ("s", "gemma2")'
 case_ gguf_gemma2_needs_its_own_keys 1 "gemma2.block_count" -- --model "$G" "${Q[@]}" hi
 mkgguf "$G" 'kv = {(k.replace("llama.", "gemma2.") if k.startswith("llama.") else k): v for k, v in kv.items()}; kv["general.architecture"] = ("s", "gemma2"); kv["gemma2.attn_logit_softcapping"] = ("f", -3.0)'
 case_ gguf_gemma2_negative_softcap 1 "gemma2 soft-capping or sliding window out of range" -- --model "$G" "${Q[@]}" hi
+# the memory a run may count on (ATTNVIZ_MEMORY): a size, and weights past it refused before any pass
+mkgguf "$G" ''
+export ATTNVIZ_MEMORY=lots
+case_ memory_not_a_size 2 "ATTNVIZ_MEMORY=lots: expected a size like 16G or 500M" -- --model "$G" "${Q[@]}" hi
+export ATTNVIZ_MEMORY=2k
+case_ weights_past_the_memory 1 "g.gguf: the weights take .* \\(mapped from the file\\), .* but 2 kB is available \\(ATTNVIZ_MEMORY\\): .*a smaller quantization" -- --model "$G" "${Q[@]}" hi
+unset ATTNVIZ_MEMORY
 # Llama 3.1+'s rope scaling as llama.cpp writes it: one F32 factor per rotary pair (rope_freqs.weight)
 mkgguf "$G" 'tensors["rope_freqs.weight"] = [2]'
 case_ gguf_llama_rope_freqs_runs 0 "" -- --model "$G" --quiet --json out.json hi

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -170,6 +171,126 @@ START_TEST(messages_cut_echoed_strings_and_long_numbers) {
 }
 END_TEST
 
+/* A mapped file is held read-only from a 2 MB boundary; made resident, the
+ * same address holds the same bytes, now private memory (anonymous), so every
+ * pointer the readers made into the mapping stays good. */
+START_TEST(a_mapping_made_resident_keeps_its_address_and_bytes) {
+    const size_t n = ((size_t)5 << 20) + 123;
+    char *content = malloc(n), path[64];
+    ck_assert_ptr_nonnull(content);
+    for (size_t i = 0; i < n; i++) content[i] = (char)(i * 2654435761u >> 13);
+    write_temp(path, content, n);
+    void *map;
+    size_t len;
+    AvErr e;
+    ck_assert_int_eq(av_map_file(path, 8, "short", AV_MAP_FILE, &map, &len, &e), 0);
+    ck_assert_uint_eq((uintptr_t)map % ((uintptr_t)2 << 20), 0);
+    const char *inside = (const char *)map + 3000000; /* a pointer a reader made before */
+    AvMemUse before, after;
+    ck_assert_int_eq(av_memory_used(&before), 0);
+    ck_assert_int_eq(av_map_make_resident(map, len, path, &e), 0);
+    ck_assert_int_eq(av_memory_used(&after), 0);
+    ck_assert_int_eq(memcmp(map, content, n), 0);
+    ck_assert_int_eq(*inside, content[3000000]);
+    /* the copy is the process's own memory: at least the file's bytes more of it */
+    ck_assert_msg(after.anon - before.anon >= (double)n * 0.95, "anonymous memory grew by %.0f for %zu bytes",
+                  after.anon - before.anon, n);
+    ck_assert_int_eq(munmap(map, len), 0);
+    unlink(path);
+    free(content);
+}
+END_TEST
+
+/* What the loader does with a model's files once it has accepted them: a
+ * resident copy only when asked for, read in place and small beside both
+ * physical and free memory; else mapped, read as the passes need them. */
+START_TEST(the_hold_plan_copies_only_small_files_used_in_place) {
+    const double G = 1e9;
+    ck_assert_int_eq(av_hold_plan(0.4 * G, 1, 1, 20 * G, 24 * G), AV_HOLD_RESIDENT);
+    ck_assert_int_eq(av_hold_plan(0.4 * G, 0, 1, 20 * G, 24 * G), AV_HOLD_MAPPED);   /* one pass */
+    ck_assert_int_eq(av_hold_plan(0.4 * G, 1, 0, 20 * G, 24 * G), AV_HOLD_MAPPED);   /* quantized */
+    ck_assert_int_eq(av_hold_plan(4.9 * G, 1, 1, 12 * G, 16 * G), AV_HOLD_MAPPED);   /* over a quarter of 16 GB */
+    ck_assert_int_eq(av_hold_plan(4.9 * G, 1, 1, 9 * G, 32 * G), AV_HOLD_MAPPED);    /* over half of what is free */
+    ck_assert_int_eq(av_hold_plan(4.9 * G, 1, 1, 12 * G, 24 * G), AV_HOLD_RESIDENT); /* an F16 2.4B on 24 GB */
+    ck_assert_int_eq(av_hold_plan(13 * G, 1, 1, 12 * G, 16 * G), AV_HOLD_MAPPED);    /* gpt-oss-20b, 16 GB */
+    ck_assert_int_eq(av_hold_plan(0.1 * G, 1, 1, 0, 0), AV_HOLD_MAPPED);             /* memory unknown */
+}
+END_TEST
+
+START_TEST(sizes_and_the_memory_available) {
+    double v;
+    ck_assert_int_eq(av_parse_size("16G", &v), 0);
+    ck_assert(v == 16e9);
+    ck_assert_int_eq(av_parse_size("500MB", &v), 0);
+    ck_assert(v == 500e6);
+    ck_assert_int_eq(av_parse_size("12345", &v), 0);
+    ck_assert(v == 12345);
+    ck_assert_int_eq(av_parse_size("12x", &v), -1);
+    ck_assert_int_eq(av_parse_size("-1G", &v), -1);
+    ck_assert_int_eq(av_parse_size("", &v), -1);
+    const char *src;
+    AvErr e;
+    setenv("ATTNVIZ_MEMORY", "3.5G", 1);
+    ck_assert_int_eq(av_memory_available(&v, &src, &e), 0);
+    ck_assert(v == 3.5e9);
+    ck_assert_str_eq(src, "ATTNVIZ_MEMORY");
+    setenv("ATTNVIZ_MEMORY", "lots", 1);
+    ck_assert_int_eq(av_memory_available(&v, &src, &e), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_ptr_nonnull(strstr(e.msg, "ATTNVIZ_MEMORY=lots: expected a size like 16G"));
+    unsetenv("ATTNVIZ_MEMORY");
+    /* the kernel's estimate (Linux has said MemAvailable since 3.14), within physical memory */
+    ck_assert_int_eq(av_memory_available(&v, &src, &e), 0);
+    ck_assert_msg(v > 0 && v <= av_memory_physical(), "available %.0f of %.0f", v, av_memory_physical());
+}
+END_TEST
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A cgroup's headroom: its limit less what it uses beyond the page cache,
+ * in either version's files; none without a limit. */
+START_TEST(a_cgroup_limit_bounds_the_memory) {
+    char dir[64] = "/tmp/attnviz_cg_XXXXXX", p[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    double h;
+    struct { const char *name, *text; } v2[] = {{"memory.max", "8000000000\n"}, {"memory.current", "3000000000\n"},
+                                                  {"memory.stat", "anon 1000000000\nfile 2000000000\nkernel 1\n"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, v2[i].name);
+        write_file(p, v2[i].text);
+    }
+    ck_assert_int_eq(av_cgroup_headroom(dir, &h), 0);
+    ck_assert(h == 7e9); /* 8 - (3 - 2) */
+    snprintf(p, sizeof p, "%s/memory.max", dir);
+    write_file(p, "max\n");
+    ck_assert_int_eq(av_cgroup_headroom(dir, &h), 0);
+    ck_assert(h == 0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, v2[i].name);
+        unlink(p);
+    }
+    struct { const char *name, *text; } v1[] = {{"memory.limit_in_bytes", "4000000000\n"},
+                                                {"memory.usage_in_bytes", "3500000000\n"},
+                                                {"memory.stat", "cache 10\ntotal_cache 500000000\n"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, v1[i].name);
+        write_file(p, v1[i].text);
+    }
+    ck_assert_int_eq(av_cgroup_headroom(dir, &h), 0);
+    ck_assert(h == 1e9); /* 4 - (3.5 - 0.5) */
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, v1[i].name);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("util");
     TCase *t = tcase_create("core");
@@ -180,6 +301,10 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_resident_file_fails_as_a_mapped_one);
     tcase_add_test(t, outputs_committed_together_are_all_put_back_when_a_rename_fails);
     tcase_add_test(t, messages_cut_echoed_strings_and_long_numbers);
+    tcase_add_test(t, a_mapping_made_resident_keeps_its_address_and_bytes);
+    tcase_add_test(t, the_hold_plan_copies_only_small_files_used_in_place);
+    tcase_add_test(t, sizes_and_the_memory_available);
+    tcase_add_test(t, a_cgroup_limit_bounds_the_memory);
     suite_add_tcase(s, t);
     return s;
 }

@@ -368,37 +368,60 @@ int av_file_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-/* The file's n bytes in private memory whose start is 2 MB aligned (so the
- * pages can be huge), exactly the pages n needs so that munmap(p, n) releases
- * all of it; NULL and errno set on failure. */
-static void *read_resident(int fd, size_t n) {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), huge = (size_t)2 << 20;
-    const size_t len = (n + page - 1) / page * page;
-    if (len > SIZE_MAX - huge) return errno = ENOMEM, NULL;
-    char *raw = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* len bytes of address space starting on a 2 MB boundary, reserved
+ * (PROT_NONE, nothing behind it) so that a mapping can be placed there with
+ * MAP_FIXED; exactly [p, p + len) is left reserved. NULL and errno on failure. */
+static char *reserve_aligned(size_t len) {
+    if (len > SIZE_MAX - HUGE_PAGE) return errno = ENOMEM, NULL;
+    char *raw = mmap(NULL, len + HUGE_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) return NULL;
-    char *p = (char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
-    munmap(p + len, (size_t)(raw + huge - p)); /* p is less than 2 MB past raw: a tail is always left */
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, len, MADV_HUGEPAGE); /* a hint: without it the pages are small */
-#endif
-    for (size_t got = 0; got < n;) {
-        ssize_t r = read(fd, p + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            const int err = r < 0 ? errno : EIO; /* shorter than fstat said: changed while read */
-            munmap(p, len);
-            return errno = err, NULL;
-        }
-        got += (size_t)r;
-    }
-    if (mprotect(p, len, PROT_READ) != 0) {
-        const int err = errno;
-        munmap(p, len);
-        return errno = err, NULL;
-    }
+    munmap(p + len, (size_t)(raw + HUGE_PAGE - p)); /* p is less than 2 MB past raw: a tail is always left */
     return p;
+}
+
+static size_t page_round(size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + page - 1) / page * page;
+}
+
+int av_map_make_resident(void *map, size_t len, const char *path, AvErr *e) {
+    const size_t plen = page_round(len);
+    char *copy = reserve_aligned(plen);
+    if (!copy || mmap(copy, plen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+        const int err = errno;
+        if (copy) munmap(copy, plen);
+        return av_err(e, "%s: cannot hold its %zu bytes in memory: %s", path, len, strerror(err));
+    }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(copy, plen, MADV_HUGEPAGE); /* a hint: without it the pages are small */
+#endif
+    /* a block at a time, each block's file pages unmapped once copied (they stay
+     * in the page cache), so that the process never maps the file twice over */
+    const size_t block = (size_t)64 << 20;
+    for (size_t at = 0; at < len; at += block) {
+        const size_t k = len - at < block ? len - at : block;
+        memcpy(copy + at, (const char *)map + at, k);
+        (void)madvise((char *)map + at, page_round(k), MADV_DONTNEED);
+    }
+    /* the copy takes the mapping's place (the file's pages are unmapped as it
+     * moves), so every pointer into the mapping now reads the copy; both start
+     * on a 2 MB boundary, so huge pages stay huge */
+    if (mprotect(copy, plen, PROT_READ) != 0 ||
+        mremap(copy, plen, plen, MREMAP_MAYMOVE | MREMAP_FIXED, map) == MAP_FAILED) {
+        const int err = errno;
+        munmap(copy, plen);
+        return av_err(e, "%s: cannot hold its %zu bytes in memory: %s", path, len, strerror(err));
+    }
+    return 0;
+}
+
+AvHold av_hold_plan(double total, int resident, int in_place, double avail, double phys) {
+    return resident && in_place && phys > 0 && avail > 0 && total <= phys / 4 && total <= avail / 2 ? AV_HOLD_RESIDENT
+                                                                                                   : AV_HOLD_MAPPED;
 }
 
 int av_map_file(const char *path, size_t min_len, const char *too_short, AvMapMode mode, void **map, size_t *len,
@@ -413,18 +436,146 @@ int av_map_file(const char *path, size_t min_len, const char *too_short, AvMapMo
         close(fd);
         return av_err(e, "%s: %s (%zu bytes)", path, too_short, n);
     }
-    if (mode == AV_MAP_RESIDENT) {
-        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0 && n > (size_t)pages / 4 * (size_t)page) mode = AV_MAP_FILE;
-    }
-    void *m = mode == AV_MAP_RESIDENT ? read_resident(fd, n) : mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    /* nothing is read here: a page comes in when first touched (the header a
+     * reader parses, then what a pass uses); once the loader has accepted the
+     * model it may copy the whole (av_hold_plan) */
+    char *at = reserve_aligned(page_round(n));
+    void *m = at ? mmap(at, n, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) : MAP_FAILED;
     int err = errno;
     close(fd);
-    if (mode == AV_MAP_RESIDENT && !m) return av_err(e, "%s: cannot read: %s", path, strerror(err));
-    if (m == MAP_FAILED) return av_err(e, "%s: cannot map: %s", path, strerror(err));
+    if (m == MAP_FAILED) {
+        if (at) munmap(at, page_round(n));
+        return av_err(e, "%s: cannot map: %s", path, strerror(err));
+    }
+    if (mode == AV_MAP_RESIDENT && av_map_make_resident(m, n, path, e) != 0) {
+        munmap(m, n);
+        return -1;
+    }
     *map = m;
     *len = n;
     return 0;
+}
+
+int av_parse_size(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0) || v > 1e18) return -1;
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1e3, end++; break;
+    case 'm': case 'M': mult = 1e6, end++; break;
+    case 'g': case 'G': mult = 1e9, end++; break;
+    case 't': case 'T': mult = 1e12, end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return -1;
+    *out = v * mult;
+    return 0;
+}
+
+/* The number after "key" in a "key value" / "key: value kB" text file (value in kB when
+ * the line says so), or -1. */
+static double file_field(const char *path, const char *key) {
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    char line[256];
+    const size_t kl = strlen(key);
+    double v = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) || (line[kl] != ' ' && line[kl] != ':' && line[kl] != '\t')) continue;
+        char *end;
+        const char *p = line + kl + (line[kl] == ':');
+        double x = strtod(p, &end);
+        if (end == p) break;
+        v = strstr(end, "kB") ? x * 1024 : x;
+        break;
+    }
+    fclose(f);
+    return v;
+}
+
+/* A file holding one number ("max" for none: -1). */
+static double file_number(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    char buf[64] = "";
+    const int ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    char *end;
+    double v = ok ? strtod(buf, &end) : -1;
+    return ok && end != buf ? v : -1;
+}
+
+int av_cgroup_headroom(const char *dir, double *bytes) {
+    char a[4096], b[4096], c[4096];
+    *bytes = 0;
+    snprintf(a, sizeof a, "%s/memory.max", dir);
+    snprintf(b, sizeof b, "%s/memory.current", dir);
+    snprintf(c, sizeof c, "%s/memory.stat", dir);
+    double limit = file_number(a), used = file_number(b), cache = file_field(c, "file");
+    if (limit < 0) { /* cgroup v1 */
+        snprintf(a, sizeof a, "%s/memory.limit_in_bytes", dir);
+        snprintf(b, sizeof b, "%s/memory.usage_in_bytes", dir);
+        limit = file_number(a), used = file_number(b), cache = file_field(c, "total_cache");
+    }
+    /* no limit: "max" (v2) or a number past any machine (v1's page-rounded LONG_MAX) */
+    if (limit <= 0 || limit >= 1e18 || used < 0) return 0;
+    const double busy = used - (cache > 0 && cache < used ? cache : 0);
+    *bytes = limit > busy ? limit - busy : 1; /* at the limit: nothing left (1, not 0, which means none) */
+    return 0;
+}
+
+/* The headroom of this process's cgroup (v2's path from /proc/self/cgroup, else v1's memory
+ * controller as mounted), 0 when it has no limit. */
+static double cgroup_headroom(void) {
+    double h = 0;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[1024], dir[1200];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "0::", 3)) continue;
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", line + 3);
+        av_cgroup_headroom(dir, &h);
+    }
+    if (f) fclose(f);
+    if (h <= 0) av_cgroup_headroom("/sys/fs/cgroup/memory", &h);
+    return h;
+}
+
+double av_memory_physical(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+int av_memory_available(double *bytes, const char **source, AvErr *e) {
+    const char *env = getenv("ATTNVIZ_MEMORY");
+    *bytes = 0;
+    if (env && *env) {
+        if (av_parse_size(env, bytes) != 0)
+            return av_err_usage(e, "ATTNVIZ_MEMORY=%.40s: expected a size like 16G or 500M", env);
+        if (source) *source = "ATTNVIZ_MEMORY";
+        return 0;
+    }
+    const double avail = file_field("/proc/meminfo", "MemAvailable"), cg = cgroup_headroom();
+    if (cg > 0 && (avail <= 0 || cg < avail)) {
+        *bytes = cg;
+        if (source) *source = "its cgroup's limit";
+    } else if (avail > 0) {
+        *bytes = avail;
+        if (source) *source = "MemAvailable";
+    } else if (source) {
+        *source = "unknown";
+    }
+    return 0;
+}
+
+int av_memory_used(AvMemUse *u) {
+    u->anon = file_field("/proc/self/status", "RssAnon");
+    u->file = file_field("/proc/self/status", "RssFile");
+    u->hwm = file_field("/proc/self/status", "VmHWM");
+    return u->anon < 0 || u->file < 0 || u->hwm < 0 ? -1 : 0;
 }
 
 int av_buf_open(AvBuf *b) {

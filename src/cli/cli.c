@@ -14,6 +14,7 @@
 
 #include "cli_table.h"
 #include "report.h"
+#include "util.h"
 
 const CliCommand *const CLI_COMMANDS[] = {&CLI_CMD_RUN,  &CLI_CMD_SERVE, &CLI_CMD_RENDER, &CLI_CMD_DIFF,
                                           &CLI_CMD_HEADS, &CLI_CMD_STATS, &CLI_CMD_HELP};
@@ -54,26 +55,6 @@ static int looks_numeric(const char *s) {
     if (!*s) return 0;
     (void)strtod(s, &end);
     return !*end;
-}
-
-/* "8G", "500M", "64k" or a byte count; 0 on success. */
-static int parse_size(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0)) return -1;
-    double mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1e3, end++; break;
-    case 'm': case 'M': mult = 1e6, end++; break;
-    case 'g': case 'G': mult = 1e9, end++; break;
-    case 't': case 'T': mult = 1e12, end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) return -1;
-    *out = v * mult;
-    return 0;
 }
 
 /* Parses "0,5-11" into a sorted list without duplicates of indices up to
@@ -178,7 +159,7 @@ int cli_parse_value(CliOptions *o, const CliOption *opt, const char *arg, AvErr 
         return 0;
     }
     case OPT_SIZE:
-        if (parse_size(arg, at)) return cli_usage(e, "--%s needs %s, got '%s'", opt->name, opt->what, arg);
+        if (av_parse_size(arg, at)) return cli_usage(e, "--%s needs %s, got '%s'", opt->name, opt->what, arg);
         return 0;
     case OPT_STRING:
         if ((opt->flags & OPT_NONEMPTY) && !arg[0]) return cli_usage(e, "--%s needs %s", opt->name, opt->what);

@@ -26,7 +26,7 @@
 #include "err.h"
 #include "safetensors.h"
 
-/* Maps path read-only (MAP_POPULATE) and parses it; on success f is used and
+/* Maps path read-only (util.h's av_map_file) and parses it; on success f is used and
  * freed exactly like an st_open'ed file (st_find, st_to_f32, st_close).
  * tb_open_mode holds the file as mode says (util.h's AvMapMode). */
 int tb_open(StFile *f, const char *path, AvErr *e);

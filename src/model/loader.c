@@ -553,6 +553,37 @@ static char *dir_of(const char *path) {
     return d;
 }
 
+/* The weight files, mapped and now checked (config, every tensor's name,
+ * shape and type): how to hold them (util.h's av_hold_plan for their total),
+ * decided here and done by model_hold, so that a model or a run refused costs
+ * no read of its weights: only the pages the checks read were touched. mode AV_MAP_RESIDENT: the process makes many passes. The products
+ * read F32/F16/BF16 weights in place, quantized ones through a per-panel
+ * widening: only the former gain from a resident copy. */
+static int plan_weights(Model *m, AvMapMode mode, AvErr *e) {
+    double total = m->gguf ? (double)m->gguf->map_len : 0, avail;
+    for (int i = 0; i < m->n_files; i++) total += (double)m->files[i].map_len;
+    if (av_memory_available(&avail, NULL, e) != 0) return -1;
+    const uint32_t t = m->w.layers && m->cfg.num_layers > 0 ? m->w.layers[0].q.type : KERN_F32;
+    const int in_place = t == KERN_F32 || t == KERN_F16 || t == KERN_BF16;
+    m->file_bytes = total;
+    m->hold = av_hold_plan(total, mode == AV_MAP_RESIDENT, in_place, avail, av_memory_physical());
+    m->held = 0;
+    return 0;
+}
+
+int model_hold(Model *m, AvErr *e) {
+    if (m->held || m->files_borrowed) return 0;
+    const int n = m->gguf ? 1 : m->n_files;
+    for (int i = 0; i < n; i++) {
+        void *map = m->gguf ? m->gguf->map : m->files[i].map;
+        const size_t len = m->gguf ? m->gguf->map_len : m->files[i].map_len;
+        const char *path = m->gguf ? m->path : m->files[i].path;
+        if (m->hold == AV_HOLD_RESIDENT && av_map_make_resident(map, len, path, e) != 0) return -1;
+    }
+    m->held = 1;
+    return 0;
+}
+
 static int cmp_shard(const void *a, const void *b, void *ctx) {
     const char *const *names = ctx;
     const int x = *(const int *)a, y = *(const int *)b, c = strcmp(names[x], names[y]);
@@ -560,7 +591,7 @@ static int cmp_shard(const void *a, const void *b, void *ctx) {
 }
 
 /* The shard files a model.safetensors.index.json names, each once, in order of first mention. */
-static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *e) {
+static int open_shards(Model *m, const char *index_path, AvErr *e) {
     char *buf;
     size_t len;
     if (av_read_file(index_path, 64 << 20, &buf, &len, e) != 0) return -1;
@@ -609,7 +640,7 @@ static int open_shards(Model *m, const char *index_path, AvMapMode mode, AvErr *
             av_err(e, "out of memory");
             goto done;
         }
-        int r = st_open_mode(&m->files[m->n_files], p, mode, e);
+        int r = st_open_mode(&m->files[m->n_files], p, AV_MAP_FILE, e);
         free(p);
         if (r != 0) goto done;
         m->n_files++;
@@ -630,9 +661,10 @@ static int load_files(Model *m, const char *config_path, const char *weights_pat
     int index = wl >= 11 && !strcmp(weights_path + wl - 11, ".index.json");
     int rc = -1;
     if (index) {
-        rc = open_shards(m, weights_path, mode, e);
+        rc = open_shards(m, weights_path, e);
     } else if ((m->files = calloc(1, sizeof *m->files))) {
-        rc = torch_zip ? tb_open_mode(&m->files[0], weights_path, mode, e) : st_open_mode(&m->files[0], weights_path, mode, e);
+        rc = torch_zip ? tb_open_mode(&m->files[0], weights_path, AV_MAP_FILE, e)
+                      : st_open_mode(&m->files[0], weights_path, AV_MAP_FILE, e);
         if (rc == 0) m->n_files = 1;
     } else {
         av_err(e, "out of memory");
@@ -647,12 +679,22 @@ static int load_files(Model *m, const char *config_path, const char *weights_pat
     if (!m->w.layers) rc = av_err(e, "out of memory");
     else rc = spec->load(m, e);
     if (rc == 0 && m->cfg.pos == POS_ROPE) rc = rope_init(m, e);
+    if (rc == 0) rc = plan_weights(m, mode, e);
     if (rc != 0) model_free(m);
     return rc;
 }
 
+/* A load, then its weights held as planned (or the model freed). */
+static int held(Model *m, int rc, AvErr *e) {
+    if (rc == 0 && model_hold(m, e) != 0) {
+        model_free(m);
+        return -1;
+    }
+    return rc;
+}
+
 int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e) {
-    return load_files(m, config_path, weights_path, AV_MAP_FILE, e);
+    return held(m, load_files(m, config_path, weights_path, AV_MAP_FILE, e), e);
 }
 
 /* A llama.cpp file: hyper-parameters from its metadata (the family's
@@ -663,7 +705,7 @@ static int load_gguf(Model *m, const char *path, AvMapMode mode, AvErr *e) {
     size_t alen;
     char name[32];
     if (!(m->gguf = calloc(1, sizeof *m->gguf))) return av_err(e, "out of memory");
-    if (gguf_open_mode(m->gguf, path, mode, e) != 0) {
+    if (gguf_open_mode(m->gguf, path, AV_MAP_FILE, e) != 0) {
         free(m->gguf);
         m->gguf = NULL;
         return -1;
@@ -690,13 +732,13 @@ static int load_gguf(Model *m, const char *path, AvMapMode mode, AvErr *e) {
     if (spec->load(m, e) != 0 || rope_init(m, e) != 0) goto done;
     /* the file's weight type: its layers' products, not the embeddings' or norms' */
     snprintf(m->dtype_name, sizeof m->dtype_name, "%s", gguf_type_name(m->w.layers[0].q.type));
-    rc = 0;
+    rc = plan_weights(m, mode, e);
 done:
     if (rc != 0) model_free(m);
     return rc;
 }
 
-int model_load_gguf(Model *m, const char *path, AvErr *e) { return load_gguf(m, path, AV_MAP_FILE, e); }
+int model_load_gguf(Model *m, const char *path, AvErr *e) { return held(m, load_gguf(m, path, AV_MAP_FILE, e), e); }
 
 /* The .gguf file a folder holds (the first by name), or NULL. */
 static char *gguf_in_dir(const char *dir) {
@@ -730,6 +772,10 @@ int model_is_gguf(const char *path) {
 int model_load(Model *m, const char *dir, AvErr *e) { return model_load_mode(m, dir, AV_MAP_FILE, e); }
 
 int model_load_mode(Model *m, const char *dir, AvMapMode mode, AvErr *e) {
+    return held(m, model_load_deferred(m, dir, mode, e), e);
+}
+
+int model_load_deferred(Model *m, const char *dir, AvMapMode mode, AvErr *e) {
     size_t dl = strlen(dir);
     if (dl > 5 && !strcmp(dir + dl - 5, ".gguf")) return load_gguf(m, dir, mode, e);
     static const char *const names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"};

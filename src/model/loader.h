@@ -15,9 +15,18 @@
  * model.safetensors.index.json set, else pytorch_model.bin); checks every
  * tensor's shape and dtype against the config. */
 int model_load(Model *m, const char *dir, AvErr *e);
-/* model_load with the weight files held as mode says (util.h's AvMapMode):
- * AV_MAP_RESIDENT for processes that make many passes. */
+/* model_load for a process that makes mode's passes: AV_MAP_RESIDENT (many:
+ * serve, generation, long batches) lets the weights be copied into private
+ * memory where util.h's av_hold_plan finds it worth it and small enough;
+ * either way the files are mapped and checked first, nothing read ahead of
+ * need until the model is accepted (Model.hold says what was chosen). */
 int model_load_mode(Model *m, const char *dir, AvMapMode mode, AvErr *e);
+/* The same, the weights mapped and checked but not yet held: model_hold
+ * does what Model.hold says once the caller has accepted the run (so that a
+ * run refused after the load reads none of the weights). Until then passes
+ * work all the same, reading pages as they need them. */
+int model_load_deferred(Model *m, const char *dir, AvMapMode mode, AvErr *e);
+int model_hold(Model *m, AvErr *e);
 int model_load_files(Model *m, const char *config_path, const char *weights_path, AvErr *e);
 /* A llama.cpp .gguf file: hyper-parameters from its metadata, weights kept
  * in their (quantized) types. model_load takes a .gguf path, or a folder

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "safetensors.h"
+#include "util.h"
 
 typedef struct {
     Linear q;             /* (hidden -> num_heads * head_dim) */
@@ -89,6 +90,10 @@ typedef struct Model {
     struct VlmWeights *vlm; /* its projector (weights.h), else NULL */
     const char *tensor_prefix; /* the prefix its tensors' names take in place of the family's (a
                                   vision-language model's language model: "model.language_model."), or NULL */
+    double file_bytes;    /* the weight files' bytes, all of them */
+    AvHold hold;          /* how they are held once accepted (util.h's av_hold_plan): mapped, read in, or
+                             copied into private memory (then file_bytes of it are anonymous) */
+    int held;             /* model_hold has done it */
 } Model;
 
 /* An encoder-decoder model's (BART, Marian, T5; cfg.enc_dec): the engine runs them in seq2seq.c. */

@@ -33,10 +33,12 @@ void run_score_input(Capture *cap, const TokEncoding *enc) {
     }
 }
 
-/* Refused before allocating: a capture grows with the square of the input. */
+/* Refused before allocating: a capture grows with the square of the input;
+ * then the whole run against the memory available (fit.c). */
 int run_capture_fits(const Run *r, int n, AvErr *e) {
     const RunSpec *o = &r->spec;
-    return run_capture_need(r, o, n) > run_memory_budget(o) ? run_refuse(r, o, n, e) : 0;
+    if (run_capture_need(r, o, n) > run_memory_budget(o)) return run_refuse(r, o, n, e);
+    return run_memory_fits(r, n, e);
 }
 
 int run_ensure_buffers(Run *r, int n, AvErr *e) {
@@ -407,6 +409,7 @@ static int long_page(Run *r, const char *a, const char *b, const TokEncoding *en
                          "above the %s allowed (--max-capture): shorten the input (--max-tokens), or raise --max-capture",
                       n, run_human_size(need, x, sizeof x), run_human_size(limit, y, sizeof y));
     }
+    if (run_buffers_fit(r, n, 0, need, "a shorter input (--max-tokens), ", e) != 0) return -1;
     if (r->rs.max_tokens < n) {
         model_runstate_free(&r->rs);
         if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;

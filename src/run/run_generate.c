@@ -261,6 +261,9 @@ int run_generate(Run *r, const int *prompt, int n_prompt, const PipeGenSpec *gs,
     if (n_prompt >= limit)
         return av_err_usage(e, "the prompt's %d tokens fill the model's %d positions: nothing can follow", n_prompt, limit);
     const int max_new = gs->max_new < limit - n_prompt ? gs->max_new : limit - n_prompt, total = n_prompt + max_new;
+    if (run_buffers_fit(r, total, 1, session_generate_bytes(r->s, gs, n_prompt),
+                        "fewer tokens (a shorter prompt, fewer new ones), ", e) != 0)
+        return -1;
     GenCtx g = {.r = r, .gs = gs, .sink = sink, .n_prompt = n_prompt, .e = e};
     g.ts.gs = gs;
     g.max_new = max_new;

@@ -69,6 +69,29 @@ int run_stop_at_string(void *ctx, const int *ids, int n_prompt, int n);
 int run_capture_fits(const Run *r, int n, AvErr *e);
 /* Records in s what this run covered (r->cover, or the one input's text) and its setup digest. */
 int run_record_cover(const Run *r, HeadStats *s, AvErr *e);
+
+/* fit.c: what a run of n tokens will hold, in bytes, before anything is allocated: the weights (their
+ * files' bytes: mapped, so the page cache must keep them; or a resident copy, already held), the pass's
+ * buffers (model_runstate_bytes), --generate's key/value cache, the capture; against the memory
+ * available (util.h's av_memory_available; $ATTNVIZ_MEMORY sets it). */
+typedef struct {
+    double weights_file, weights_anon; /* mapped (counted in need), resident (held already) */
+    double runstate, kv, capture;
+    double held;                       /* buffers the run holds already, freed before new ones are made */
+    double need;                       /* weights_file + runstate + kv + capture */
+    double avail;                      /* 0: unknown */
+    const char *source;                /* where avail came from ("MemAvailable", "ATTNVIZ_MEMORY", ...) */
+} RunMemory;
+int run_memory(const Run *r, int n, RunMemory *m, AvErr *e);
+/* 0 when a run of n tokens fits the memory available; else -1 and one line: what it needs and what
+ * would fit (a shorter input, fewer heads, --telemetry), ATTNVIZ_MEMORY to override. */
+int run_memory_fits(const Run *r, int n, AvErr *e);
+/* A session's weights (and the least a pass takes beside them) against the memory available, at the
+ * load: larger ones are refused in one line naming a smaller quantization and the override. */
+int session_weights_fit(const Session *s, AvErr *e);
+/* The same for a pass of its own (generation, a long input's page): n tokens, a key/value cache of them
+ * (kv 1) and capture bytes; fewer ("" or "..., ") names what would fit first. */
+int run_buffers_fit(const Run *r, int n, int kv, double capture, const char *fewer, AvErr *e);
 /* Grows the run state and capture to hold n tokens (refused past --max-capture). */
 int run_ensure_buffers(Run *r, int n, AvErr *e);
 /* The document the writers read for the run's current input (input_doc of its settings). */

@@ -28,6 +28,7 @@ typedef struct Session {
     char name[256];                  /* the name a page shows (run_display_name) */
     char tok_err[512];               /* a whole CLIP/SigLIP model whose tokenizer could not be read: why (tok NULL) */
     double t_load;                   /* ms to find and load it, for --profile */
+    AvMemUse mem_load;               /* what the process held once it was loaded (--profile) */
 } Session;
 
 /* Finds the model (m->path, $ATTNVIZ_MODEL, bundled weights, the demo) and
