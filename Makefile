@@ -289,4 +289,4 @@ uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/attnviz.h $(DESTDIR)$(LIBDIR)/pkgconfig/attnviz.pc
 
 clean:
-	rm -rf build build-asan build-fuzz build-tsan attnviz
+	rm -rf build build-asan build-fuzz build-tsan build-haswell attnviz

@@ -92,6 +92,7 @@ scripts=(
     tests/predict_test.sh
     tests/modernbert_test.sh
     tests/scale_test.sh
+    tests/kernel_build_test.sh
     tests/lib_test.sh
     tests/long_html_test.sh
     tests/heads_test.sh
