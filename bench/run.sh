@@ -10,4 +10,6 @@ cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/long_bench.py
 # attnviz serve's /v1 generation against llama-server (when built beside the repo), attention on vs off
 /usr/bin/python3 bench/openai_bench.py
+# 7-8B and 20B GGUF shapes against llama-bench (issue 50): ATTNVIZ_SHAPES holds the files (made once, 36 GB)
+/usr/bin/python3 bench/scale_bench.py --rounds "${BENCH_SCALE_ROUNDS:-1}"
 exec bench/corpus_bench.sh
