@@ -33,6 +33,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
+# the public header's folder and every source folder (private headers sit beside their sources)
+INCLUDES = ["-I" + os.path.join(ROOT, "include")] + sorted(
+    "-I" + d for d, _, fs in os.walk(os.path.join(ROOT, "src")) if any(f.endswith(".h") for f in fs))
 FWD = os.path.join(OUT, "fwd_bench")
 PEAK = os.path.join(OUT, "peak")
 CACHE = os.environ.get("ATTNVIZ_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "attnviz")
@@ -177,7 +180,7 @@ def main():
     libs = subprocess.run(["pkg-config", "--cflags", "--libs", "libcjson", "libutf8proc", "openblas", "zlib", "oniguruma",
                            "libpng", "libjpeg"], capture_output=True, text=True).stdout.split()
     run(["make", "-s", "-C", ROOT, "-j2", "attnviz", "build/libattnviz.a"])
-    run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench/fwd_bench.c"),
+    run(["cc", "-O2"] + INCLUDES + [os.path.join(ROOT, "bench/fwd_bench.c"),
          os.path.join(ROOT, "build/libattnviz.a"), "-o", FWD] + libs + ["-lm", "-lpthread"])
     run(["cc", "-O2", os.path.join(ROOT, "bench/peak.c"), "-o", PEAK, "-lpthread"])
     peaks = {}
