@@ -9,6 +9,7 @@
 
 #define CAP_MAX_LAYERS 256
 #define CAP_MAX_HEADS 256
+#define CAP_ACT_TOP 16 /* a block's largest stream entries kept (act_val) */
 
 /* How a capture keeps its queries and keys (serve --qk-precision): as the
  * forward pass made them, or rounded to 16 bits (half the bytes). The pass
@@ -91,12 +92,26 @@ typedef struct {
     float *z;       /* (n_layers, n_heads, n_tokens, head_dim) each head's context before the output projection
                        (TransformerLens's hook_z): head h's output is W_O[:, h * head_dim ...] z */
     float *mlp_out; /* (n_layers, n_tokens, hidden_size) what each MLP adds to the stream (after a sandwich norm) */
+    float *vals;    /* (n_layers, n_kv_heads, n_tokens, head_dim) each key/value head's value vectors, after the value
+                       bias, as the pass made them: what ALTI mixes (alti.h); NULL unless asked
+                       (model_capture_values), kept for every layer whatever the selection, one input per pass */
     /* A mixture-of-experts model's routing (every layer, whatever the selection;
      * NULL for dense models): token i's experts in layer l, most weight first,
      * -1 and 0 in a layer whose MLP is dense. */
     int moe_k;         /* experts per token */
     int *moe_ids;      /* (n_layers, n_tokens, moe_k) */
     float *moe_w;      /* (n_layers, n_tokens, moe_k) their routing weights */
+    /* The stream's largest entries (massive activations, Sun et al. 2024; flags.h), NULL unless asked
+     * (model_capture_activations): for each block b of the residual stream the pass made -- 0 the
+     * embeddings as the first layer reads them, l + 1 after layer l (before any final norm) -- the
+     * median |x| over its n_tokens x hidden_size entries and its CAP_ACT_TOP largest |x|, largest first
+     * (ties: the earlier token, then dimension). One input per pass or per packed segment. */
+    float *act_median; /* (n_layers + 1) */
+    float *act_val;    /* (n_layers + 1, CAP_ACT_TOP) the entries' signed values */
+    int *act_tok;      /* (n_layers + 1, CAP_ACT_TOP) their tokens */
+    int *act_dim;      /* (n_layers + 1, CAP_ACT_TOP) their dimensions */
+    int act_blocks;    /* blocks the last pass filled (a pass that stops after its last kept layer fills fewer) */
+    float *act_scratch; /* (cap_tokens, hidden_size) the engine's, for the median */
     /* A model with attention sinks (gpt-oss): each kept head's sink share of
      * every query row, 1 minus the row's weights over the keys; NULL otherwise. */
     float *sinks;      /* (blocks, n_tokens) as vnorm */
@@ -206,6 +221,9 @@ static inline float *cap_resid(const Capture *c, int l) {
 }
 static inline float *cap_z(const Capture *c, int l, int h) {
     return c->z + ((size_t)l * c->n_heads + h) * c->n_tokens * c->head_dim;
+}
+static inline float *cap_vals(const Capture *c, int l, int g) {
+    return c->vals + ((size_t)l * c->n_kv_heads + g) * c->n_tokens * c->head_dim;
 }
 static inline float *cap_mlp(const Capture *c, int l) {
     return c->mlp_out + (size_t)l * c->n_tokens * c->hidden_size;

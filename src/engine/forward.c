@@ -574,6 +574,10 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     float *out[3] = {s->qT, s->kT, s->vT};
     const int want_vnorm = segs[0].cap && segs[0].cap->vnorm;
     if (products(s, s->xT, n, attn_only && !want_vnorm ? 2 : 3, qkv, out, -1, 0, ACT_GELU, m, e)) return -1;
+    if (n_segs == 1 && segs[0].cap && segs[0].cap->vals) /* ALTI's values (one input: forward checks) */
+        for (int g = 0; g < c->num_kv_heads; g++)
+            kern_transpose(cap_vals(segs[0].cap, l, g) + (size_t)pos0 * c->head_dim,
+                           s->vT + (size_t)g * c->head_dim * n, c->head_dim, n);
     if (c->qk_rows_interleaved) {
         unpermute_heads(s->qT, c->num_heads, c->head_dim, n, s->ctxT);
         unpermute_heads(s->kT, c->num_kv_heads, c->head_dim, n, s->ctxT);
@@ -911,6 +915,13 @@ static void scale_rows(float *yT, const float *scale, int dim, int n) {
         for (int i = 0; i < n; i++) yT[(size_t)r * n + i] *= scale[r];
 }
 
+/* Block b of the stream x (n, H) into each segment's capture that keeps its largest entries. */
+static void keep_activations(const Seg *segs, int n_segs, int b, const float *x, int H) {
+    for (int g = 0; g < n_segs; g++)
+        if (segs[g].cap && segs[g].cap->act_median)
+            model_activation_block(segs[g].cap, b, x + (size_t)segs[g].start * H, segs[g].len, H);
+}
+
 /* ---------------------------------------------------------------- forward */
 
 /* emb_in (n, H): the first layer's input as given (a vision encoder's patches), instead of ids' embeddings */
@@ -922,6 +933,8 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     if (check_inputs(m, s, kv, ids, type_ids, n, pos0, segs, n_segs, e)) return -1;
     for (int g = 0; g < n_segs; g++)
         if (segs[g].cap && !kv) segs[g].cap->n_tokens = segs[g].len;
+    for (int g = 0; g < n_segs; g++)
+        if (segs[g].cap && pos0 == 0) segs[g].cap->act_blocks = 0;
     for (int g = 0; g < n_segs; g++) /* the score sums start with the sequence */
         if (segs[g].cap && segs[g].cap->sc_sum && pos0 == 0) model_scores_begin(segs[g].cap, segs[g].len);
     for (int g = 0; g < n_segs; g++) /* a later pass's rows sum their duplicates by a sweep */
@@ -936,8 +949,9 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
     const int keep_experts = cap && cap->moe_ids;
     /* the residual stream, contexts and MLP outputs of every layer (one input only) */
     const int internals = cap && cap->resid && n_segs == 1;
-    if (cap && cap->resid && n_segs > 1) return av_err(e, "packed inputs cannot keep the residual stream");
-    if (internals) full = 1;
+    if (cap && (cap->resid || cap->vals) && n_segs > 1)
+        return av_err(e, "packed inputs cannot keep the residual stream or the values");
+    if (internals || (cap && cap->vals)) full = 1;
 
     float *x = s->x; // (n, H) residual stream
     s->step = kv && pos0 > 0 && n == 1;
@@ -968,6 +982,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         residual_norm(s, x, NULL, w->emb_norm.g ? x : NULL, c->pre_ln ? NULL : s->xT, &w->emb_norm, n, H);
     }
     if (keep_hidden_states) keep_hidden(s, segs, n_segs, pos0, 0, NULL, H);
+    if (pos0 == 0) keep_activations(segs, n_segs, 0, x, H); /* a generation step's stream is the prompt's, kept */
 
     int rc = 0, last_kept = c->num_layers - 1, ran_all = 1;
     while (!full && !kv && cap && !keep_experts && last_kept > 0 && cap->n_kept_layers && cap->layer_slot[last_kept] < 0) last_kept--;
@@ -1000,6 +1015,7 @@ static int forward(const Model *m, RunState *s, KvCache *kv, const int *ids, con
         else residual_norm(s, x, s->yT, x, s->xT, &L->mlp_norm, n, H);
         if (keep_hidden_states)
             keep_hidden(s, segs, n_segs, pos0, l + 1, l == c->num_layers - 1 && w->final_norm.g ? &w->final_norm : NULL, H);
+        if (pos0 == 0) keep_activations(segs, n_segs, l + 1, x, H);
         if (pr && pr->fn) pr->fn(pr->ctx, MODEL_PROGRESS_LAYERS, l + 1, run_layers);
     }
     if (rc) return -1;

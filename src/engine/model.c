@@ -362,6 +362,12 @@ void model_capture_free(Capture *cap) {
     free(cap->resid);
     free(cap->z);
     free(cap->mlp_out);
+    free(cap->vals);
+    free(cap->act_median);
+    free(cap->act_val);
+    free(cap->act_tok);
+    free(cap->act_dim);
+    free(cap->act_scratch);
     free(cap->moe_ids);
     free(cap->moe_w);
     free(cap->rows);
@@ -387,6 +393,34 @@ int model_capture_internals(Capture *cap, const ModelConfig *c, AvErr *e) {
 size_t model_capture_internals_bytes(const ModelConfig *c, int n) {
     const size_t L = (size_t)c->num_layers, H = (size_t)c->hidden_size;
     return ((2 * L + 1) * (size_t)n * H + L * (size_t)c->num_heads * (size_t)n * (size_t)c->head_dim) * sizeof(float);
+}
+
+int model_capture_activations(Capture *cap, const ModelConfig *c, AvErr *e) {
+    const size_t blocks = (size_t)c->num_layers + 1;
+    free(cap->act_median), free(cap->act_val), free(cap->act_tok), free(cap->act_dim), free(cap->act_scratch);
+    cap->act_median = calloc(blocks, sizeof *cap->act_median);
+    cap->act_val = calloc(blocks * CAP_ACT_TOP, sizeof *cap->act_val);
+    cap->act_tok = calloc(blocks * CAP_ACT_TOP, sizeof *cap->act_tok);
+    cap->act_dim = calloc(blocks * CAP_ACT_TOP, sizeof *cap->act_dim);
+    cap->act_scratch = alloc_floats((cap->cap_tokens ? cap->cap_tokens : 1) * (size_t)c->hidden_size);
+    cap->act_blocks = 0;
+    if (!cap->act_median || !cap->act_val || !cap->act_tok || !cap->act_dim || !cap->act_scratch) {
+        free(cap->act_median), free(cap->act_val), free(cap->act_tok), free(cap->act_dim), free(cap->act_scratch);
+        cap->act_median = cap->act_val = cap->act_scratch = NULL, cap->act_tok = cap->act_dim = NULL;
+        return av_err(e, "out of memory for the stream's largest entries (%zu tokens)", cap->cap_tokens);
+    }
+    return 0;
+}
+
+int model_capture_values(Capture *cap, const ModelConfig *c, AvErr *e) {
+    free(cap->vals);
+    if (!(cap->vals = alloc_floats((size_t)c->num_layers * c->num_kv_heads * cap->cap_tokens * (size_t)cap->head_dim)))
+        return av_err(e, "out of memory for the values of %zu tokens x %d layers", cap->cap_tokens, c->num_layers);
+    return 0;
+}
+
+size_t model_capture_values_bytes(const ModelConfig *c, int n) {
+    return (size_t)c->num_layers * c->num_kv_heads * (size_t)n * (size_t)c->head_dim * sizeof(float);
 }
 
 void model_capture_trim(Capture *cap, int n) {
@@ -421,6 +455,8 @@ void model_capture_trim(Capture *cap, int n) {
     }
     for (size_t b = 0; cap->z && b < (size_t)cap->n_layers * cap->n_heads; b++)
         memmove(cap->z + b * nn * dh, cap->z + b * ld * dh, nn * dh * sizeof(float));
+    for (size_t b = 0; cap->vals && b < (size_t)cap->n_layers * cap->n_kv_heads; b++)
+        memmove(cap->vals + b * nn * dh, cap->vals + b * ld * dh, nn * dh * sizeof(float));
     cap->n_tokens = n;
 }
 

@@ -172,6 +172,15 @@ size_t model_value_gram_bytes(const ModelConfig *c);
  * attribution and ablation; a pass filling them runs every layer. */
 int model_capture_internals(Capture *cap, const ModelConfig *c, AvErr *e);
 size_t model_capture_internals_bytes(const ModelConfig *c, int n);
+/* Adds the stream's per-block median and largest entries (capture.h's act_*,
+ * massive activations) to a capture: O(n hidden) per layer of the pass. */
+int model_capture_activations(Capture *cap, const ModelConfig *c, AvErr *e);
+/* Block b of the stream x (n, dim) into cap's act_* (the pass calls it). */
+void model_activation_block(Capture *cap, int b, const float *x, int n, int dim);
+/* Adds every layer's value vectors (capture.h's vals) to a capture, for ALTI;
+ * like the internals, one input per pass (no packing). */
+int model_capture_values(Capture *cap, const ModelConfig *c, AvErr *e);
+size_t model_capture_values_bytes(const ModelConfig *c, int n);
 /* Bytes such a capture takes, to refuse before allocating. */
 size_t model_capture_bytes(const ModelConfig *c, int n, int want_qk, int want_hidden, int n_layers, int n_heads);
 void model_capture_free(Capture *cap);

@@ -258,3 +258,58 @@ void model_score_rows(Capture *cap, int l, int h, int row0, const float *probs, 
 #undef EXCLUDED
     }
 }
+
+/* ---- the stream's largest entries (massive activations) */
+
+/* The k-th smallest of x[0, n) (0-based), x left partitioned around it (everything before k is no
+ * larger): Wirth's selection. */
+static float select_kth(float *x, long n, long k) {
+    long l = 0, m = n - 1;
+    while (l < m) {
+        const float p = x[k];
+        long i = l, j = m;
+        do {
+            while (x[i] < p) i++;
+            while (p < x[j]) j--;
+            if (i <= j) {
+                const float t = x[i];
+                x[i] = x[j], x[j] = t;
+                i++, j--;
+            }
+        } while (i <= j);
+        if (j < k) l = i;
+        if (k < i) m = j;
+    }
+    return x[k];
+}
+
+void model_activation_block(Capture *cap, int b, const float *x, int n, int dim) {
+    if (!cap->act_median || b > cap->n_layers || n < 1) return;
+    const size_t N = (size_t)n * dim;
+    float *a = cap->act_scratch, *val = cap->act_val + (size_t)b * CAP_ACT_TOP;
+    int *tok = cap->act_tok + (size_t)b * CAP_ACT_TOP, *dd = cap->act_dim + (size_t)b * CAP_ACT_TOP, have = 0;
+    float mag[CAP_ACT_TOP];
+    for (size_t q = 0; q < N; q++) {
+        const float v = x[q], m = fabsf(v);
+        a[q] = m;
+        /* a strictly larger |x| displaces: ties keep the earlier token and dimension */
+        if (have == CAP_ACT_TOP && !(m > mag[CAP_ACT_TOP - 1])) continue;
+        int at = have < CAP_ACT_TOP ? have++ : CAP_ACT_TOP - 1;
+        while (at > 0 && m > mag[at - 1]) {
+            mag[at] = mag[at - 1], val[at] = val[at - 1], tok[at] = tok[at - 1], dd[at] = dd[at - 1];
+            at--;
+        }
+        mag[at] = m, val[at] = v, tok[at] = (int)(q / (size_t)dim), dd[at] = (int)(q % (size_t)dim);
+    }
+    for (int k = have; k < CAP_ACT_TOP; k++) val[k] = 0, tok[k] = dd[k] = -1;
+    /* the median: the middle one, or the mean of the two middle ones */
+    const float hi = select_kth(a, (long)N, (long)(N / 2));
+    float med = hi;
+    if (N % 2 == 0) {
+        float lo = a[0];
+        for (size_t q = 1; q < N / 2; q++) lo = a[q] > lo ? a[q] : lo; /* the largest below the selected one */
+        med = 0.5f * (lo + hi);
+    }
+    cap->act_median[b] = med;
+    if (b + 1 > cap->act_blocks) cap->act_blocks = b + 1;
+}
