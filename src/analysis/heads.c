@@ -461,7 +461,9 @@ static int write_top(FILE *f, const HeadScores *hs, AvErr *e) {
         fprintf(f, "%-10s", s->names[c]);
         int shown = 0;
         for (int i = 0; i < n && shown < hs->top_k; i++)
-            if (!isnan(r[i].v)) fprintf(f, " %d.%d %.4f", r[i].l, r[i].h, r[i].v), shown++;
+            if (isnan(r[i].v)) continue;
+            else if (stats_per_layer(s)) fprintf(f, " %d.all %.4f", r[i].l, r[i].v), shown++;
+            else fprintf(f, " %d.%d %.4f", r[i].l, r[i].h, r[i].v), shown++;
         if (!shown) fputs(" - (no input gives it a value here)", f);
         fputc('\n', f);
         free(r);
@@ -473,8 +475,8 @@ static int write_top(FILE *f, const HeadScores *hs, AvErr *e) {
  * blank line and the table, a value's cell "-" where no input gives it one. */
 int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     const HeadStats *s = &hs->acc;
-    fprintf(f, "# %s%s, mean over %ld input%s", s->measure ? "value-weighted (--measure norm) " : "",
-            is_heads(hs) ? "head scores" : "attention statistics", s->inputs, s->inputs == 1 ? "" : "s");
+    fprintf(f, "# %s%s%s, mean over %ld input%s", is_heads(hs) ? "head scores" : "attention statistics",
+            s->measure ? " of " : "", s->measure ? stats_measure_words(s->measure) : "", s->inputs, s->inputs == 1 ? "" : "s");
     if (is_heads(hs) && hs->n_ind) fprintf(f, " (induction: %ld random repeated sequences)", induction_sequences(hs));
     if (is_heads(hs)) fputs("; shares are attention on the pattern / all attention", f);
     fputc('\n', f);
@@ -488,7 +490,8 @@ int heads_write_table(FILE *f, const HeadScores *hs, AvErr *e) {
     for (int l = 0; l < s->n_layers; l++)
         for (int h = 0; h < s->n_heads; h++) {
             if (!s->present[(size_t)l * s->n_heads + h]) continue;
-            fprintf(f, "%5d %4d", l, h);
+            if (stats_per_layer(s)) fprintf(f, "%5d %4s", l, "all");
+            else fprintf(f, "%5d %4d", l, h);
             for (int k = 0; k < s->n_scores; k++) {
                 const double v = stats_mean(s, l, h, k);
                 if (isnan(v)) fprintf(f, " %9s", "-");
@@ -736,11 +739,13 @@ int heads_parse_json(HeadScores *hs, const char *name, const char *buf, AvErr *e
     if (stats_init_named(&hs->acc, (int)L, (int)H, ns, hs->names, e) != 0) goto done;
     hs->acc.inputs = inputs;
     const cJSON *measure = cJSON_GetObjectItemCaseSensitive(root, "measure");
-    if (measure && !(cJSON_IsString(measure) && !strcmp(measure->valuestring, "norm"))) {
-        av_err(e, "%s: \"measure\" is \"norm\" or absent (attention)", name);
+    const char *measure_name = measure && cJSON_IsString(measure) ? stats_measure_known(measure->valuestring) : NULL;
+    if (measure && (!measure_name || (measure_name[0] != 'n' && H != 1))) {
+        av_err(e, "%s: \"measure\" is \"norm\", \"alti\" or \"rollout\" (with one head per layer), or absent (attention)",
+               name);
         goto done;
     }
-    hs->acc.measure = measure ? "norm" : NULL;
+    hs->acc.measure = measure_name;
     if (parse_cover(&hs->acc, root, name, e) != 0) goto done;
     if (!cJSON_IsArray(heads)) {
         av_err(e, "%s: missing \"heads\" (an array)", name);
@@ -978,10 +983,9 @@ int heads_merge_files(const char *const *paths, int n, const char *json_path, Av
             continue;
         }
         int dup = 0;
-        if (!total.acc.measure != !one.acc.measure) {
-            av_err(e, "%s scores %s, %s %s: they do not add up", paths[0],
-                   total.acc.measure ? "value-weighted attention (--measure norm)" : "attention", paths[f],
-                   one.acc.measure ? "value-weighted attention (--measure norm)" : "attention");
+        if (!total.acc.measure != !one.acc.measure || (total.acc.measure && strcmp(total.acc.measure, one.acc.measure))) {
+            av_err(e, "%s scores %s, %s %s: they do not add up", paths[0], stats_measure_words(total.acc.measure),
+                   paths[f], stats_measure_words(one.acc.measure));
             heads_free(&one);
             goto done;
         }

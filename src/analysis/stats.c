@@ -14,6 +14,21 @@ static const char *const NAMES[ST_N] = {"entropy", "mean_distance", "cls", "sep"
 
 const char *const *stats_names(void) { return NAMES; }
 
+const char *stats_measure_words(const char *measure) {
+    if (!measure) return "attention";
+    if (!strcmp(measure, "norm")) return "value-weighted attention (--measure norm)";
+    if (!strcmp(measure, "alti")) return "ALTI token contributions (--measure alti)";
+    if (!strcmp(measure, "rollout")) return "attention rollout (--measure rollout)";
+    return measure;
+}
+
+const char *stats_measure_known(const char *name) {
+    static const char *const KNOWN[] = {"norm", "alti", "rollout"};
+    for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
+        if (!strcmp(name, KNOWN[i])) return KNOWN[i];
+    return NULL;
+}
+
 int stats_init_named(HeadStats *s, int n_layers, int n_heads, int n_scores, const char *const *names, AvErr *e) {
     memset(s, 0, sizeof *s);
     if (n_layers < 1 || n_heads < 1 || n_scores < 1 || n_scores > STATS_MAX_SCORES) return av_err(e, "no heads to score");
@@ -59,8 +74,9 @@ int stats_put(HeadStats *s, int layer, int head, int k, double v, AvErr *e) {
 int stats_merge(HeadStats *into, const HeadStats *from, AvErr *e) {
     if (into->n_layers != from->n_layers || into->n_heads != from->n_heads || into->n_scores != from->n_scores)
         return av_err(e, "different shapes");
-    if (!into->measure != !from->measure)
-        return av_err(e, "one file scores attention, the other value-weighted attention (--measure norm)");
+    if (!into->measure != !from->measure || (into->measure && strcmp(into->measure, from->measure)))
+        return av_err(e, "one file scores %s, the other %s", stats_measure_words(into->measure),
+                      stats_measure_words(from->measure));
     size_t n = (size_t)into->n_layers * into->n_heads * into->n_scores;
     for (size_t i = 0; i < n; i++)
         if (__builtin_add_overflow(into->sum[i], from->sum[i], &into->sum[i]) ||
@@ -164,14 +180,17 @@ double stats_mean(const HeadStats *s, int layer, int head, int k) {
 }
 
 int stats_write_table(FILE *f, const HeadStats *s, const OutDoc *d, AvErr *e) {
-    fprintf(f, "# %sattention statistics, mean over %ld input%s; entropy in nats, distance in tokens, the rest are shares\n",
-            s->measure ? "value-weighted (--measure norm) " : "", s->inputs, s->inputs == 1 ? "" : "s");
+    fprintf(f, "# %s statistics, mean over %ld input%s; entropy in nats, distance in tokens, the rest are shares%s\n",
+            stats_measure_words(s->measure), s->inputs, s->inputs == 1 ? "" : "s",
+            stats_per_layer(s) ? "; one row per layer (the measure mixes every head, through the layers up to it)" : "");
     fprintf(f, "%5s %4s %8s %8s %7s %7s %7s %7s %7s\n", "layer", "head", "entropy", "distance", "[CLS]", "[SEP]", "self",
             "prev", "next");
     for (int li = 0; li < out_n_layers(d); li++)
         for (int hi = 0; hi < out_n_heads(d); hi++) {
             int l = out_layer(d, li), h = out_head(d, hi);
-            fprintf(f, "%5d %4d %8.3f %8.2f %7.3f %7.3f %7.3f %7.3f %7.3f\n", l, h, stats_mean(s, l, h, ST_ENTROPY),
+            char hn[16];
+            snprintf(hn, sizeof hn, stats_per_layer(s) ? "all" : "%d", h);
+            fprintf(f, "%5d %4s %8.3f %8.2f %7.3f %7.3f %7.3f %7.3f %7.3f\n", l, hn, stats_mean(s, l, h, ST_ENTROPY),
                     stats_mean(s, l, h, ST_DISTANCE), stats_mean(s, l, h, ST_CLS), stats_mean(s, l, h, ST_SEP),
                     stats_mean(s, l, h, ST_SELF), stats_mean(s, l, h, ST_PREV), stats_mean(s, l, h, ST_NEXT));
         }

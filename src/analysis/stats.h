@@ -45,12 +45,22 @@ typedef struct HeadStats {
     long *count;            /* (n_layers, n_heads, n_scores) inputs contributing */
     unsigned char *present; /* (n_layers, n_heads) heads that were added (or merged) */
     long inputs;
-    const char *measure;    /* "norm": value-weighted attention's shares were scored (--measure norm); NULL: attention */
+    const char *measure;    /* what was scored: "norm" value-weighted attention's shares (--measure norm), "alti" or
+                               "rollout" (mixing.h: one matrix per layer, n_heads 1); NULL: attention */
     uint64_t setup;         /* digest of the model (its config and tensors' names, types, shapes) and the options
                              * that change the scores */
     StatsCover cover;       /* what it covered */
     int have_cover;         /* setup and cover recorded */
 } HeadStats;
+
+/* The measure's words for tables and messages ("attention" for NULL). */
+const char *stats_measure_words(const char *measure);
+/* A static copy of a measure's name read from a file ("norm", "alti", "rollout"), or NULL when unknown. */
+const char *stats_measure_known(const char *name);
+/* Whether the scores are one per layer (ALTI, rollout): tables say "all" for the head. */
+static inline int stats_per_layer(const HeadStats *s) {
+    return s->measure && (s->measure[0] == 'a' || s->measure[0] == 'r');
+}
 
 /* The --stats statistics (ST_N of them). */
 int stats_init(HeadStats *s, int n_layers, int n_heads, AvErr *e);
