@@ -462,6 +462,7 @@ static int set_defaults(CliOptions *o, AvErr *e) {
     memset(o, 0, sizeof *o);
     o->run.sel.layer = o->run.sel.head = -1;
     o->run.lens.position = -1;
+    o->run.explain.query = o->run.explain.key = -1;
     o->run.batch.shard_count = 1;
     o->run.heads.top_k = 5;
     o->model.lowercase = -1;

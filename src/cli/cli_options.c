@@ -161,6 +161,23 @@ static int parse_ablate(CliOptions *o, const CliOption *opt, const char *arg, Av
     return cli_usage(e, "--ablate needs %s, got '%s'", opt->what, arg);
 }
 
+/* --explain L.H: one head, into run.explain. */
+static int parse_explain(CliOptions *o, const CliOption *opt, const char *arg, AvErr *e) {
+    const char *p = arg;
+    char *end;
+    if (*p >= '0' && *p <= '9') {
+        const long l = strtol(p, &end, 10);
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9' && l <= 100000) {
+            const long h = strtol(end + 1, &end, 10);
+            if (!*end && h <= 100000) {
+                o->run.explain.on = 1, o->run.explain.layer = (int)l, o->run.explain.head = (int)h;
+                return 0;
+            }
+        }
+    }
+    return cli_usage(e, "--explain needs %s, got '%s'", opt->what, arg);
+}
+
 /* --score NAME (repeatable): the scores heads computes, in the order given, each once. */
 static int parse_score(CliOptions *o, const CliOption *opt, const char *arg, AvErr *e) {
     const int k = heads_score_by_name(arg);
@@ -471,12 +488,26 @@ const CliOption CLI_OPTIONS[] = {
     {.name = "tokens-only", .type = OPT_FLAG, .at = CLI_AT(run.capture.tokens_only), .cmds = C_RUN,
      .section = SEC_ANALYSIS,
      .help = "tokenize only (needs the tokenizer's files and config.json, no weights) and print JSON"},
-    {.name = "measure", .arg = "NAME", .type = OPT_CHOICE, .choices = "attention|norm", .dflt = "attention",
-     .at = CLI_AT(run.capture.measure), .cmds = C_RUN | C_HEADS | C_SERVE, .section = SEC_ANALYSIS,
-     .help = "attention, or norm: also value-weighted attention ||a_ij f_h(x_j)|| (Kobayashi et al. 2020; f_h: "
-             "token j's value through head h's slice of the output projection): JSON norm_attention and "
-             "value_norms, norm_attention.npy, the page's Attention / Norm-weighted switch; --stats and heads score "
-             "it"},
+    {.name = "measure", .arg = "NAME", .type = OPT_CHOICE, .choices = "attention|norm|alti|rollout",
+     .dflt = "attention", .at = CLI_AT(run.capture.measure), .cmds = C_RUN | C_HEADS | C_SERVE, .section = SEC_ANALYSIS,
+     .help = "attention, norm, alti or rollout. norm: also value-weighted attention ||a_ij f_h(x_j)|| (Kobayashi et "
+             "al. 2020; f_h: token j's value through head h's slice of the output projection): JSON norm_attention and "
+             "value_norms. alti: each token's contribution to each token after every layer through attention, "
+             "residual and layer norm (Ferrando et al. 2022); rollout: 0.5 A + 0.5 I of the heads' mean, multiplied "
+             "through the layers (Abnar & Zuidema 2020); one matrix per layer: JSON alti/rollout and *_layer, "
+             ".alti.npy/.rollout.npy. The page's measure switch; --stats and heads score it (alti, rollout: a row per "
+             "layer). docs/measures.md defines them"},
+    {.name = "explain", .arg = "L.H", .type = OPT_CUSTOM, .parse = parse_explain, .what = "one head as LAYER.HEAD (e.g. 5.1)",
+     .cmds = C_RUN, .section = SEC_ANALYSIS,
+     .help = "why head L.H attends where it does: its score q.k split over the residual stream's parts (embeddings, "
+             "each earlier head, each MLP, biases) on the query and the key side; a table on stdout, JSON explain, the "
+             "page's panel (pre-norm models)"},
+    {.name = "query", .arg = "Q", .type = OPT_INT, .lo = 0, .hi = INT_MAX, .what = "a token index >= 0",
+     .at = CLI_AT(run.explain.query), .cmds = C_RUN, .section = SEC_ANALYSIS,
+     .help = "--explain's query token (with --key: that pair; alone: its strongest keys)"},
+    {.name = "key", .arg = "K", .type = OPT_INT, .lo = 0, .hi = INT_MAX, .what = "a token index >= 0",
+     .at = CLI_AT(run.explain.key), .cmds = C_RUN, .section = SEC_ANALYSIS,
+     .help = "--explain's key token (default: the head's strongest pairs)"},
 
     /* Head scores */
     {.name = "score", .arg = "NAME", .type = OPT_CUSTOM, .parse = parse_score,

@@ -10,8 +10,8 @@
 const CliRule CLI_RULES[] = {
     /* the long page keeps no n x n matrix; without --long-from, a run asking any of these writes the whole matrices */
     {C_RUN, "long-from", CLI_EXCLUDES,
-     "batch json npy tokens-only telemetry qk hidden stats generate measure=norm no-special words layers heads "
-     "logit-lens attribution target ablate flow decoder-text",
+     "batch json npy tokens-only telemetry qk hidden stats generate measure=norm measure=alti measure=rollout no-special "
+     "words layers heads logit-lens attribution target ablate flow decoder-text explain",
      "--long-from writes a long input's page (--html, for one TEXT) and no whole matrix: not with {other}"},
     {MODEL_CMDS, "cased", CLI_EXCLUDES, "uncased", "--cased and --uncased: one or the other"},
     {C_RUN | C_HEADS, "shard", CLI_NEEDS, "batch", "--shard goes with --batch FILE (a run, --stats or attnviz heads)"},
@@ -34,11 +34,11 @@ const CliRule CLI_RULES[] = {
     {C_RUN, "chat chat-file", CLI_EXCLUDES, "decoder-text",
      "{opt} renders text in a decoder's chat template: not with {other}"},
     {C_RUN, "telemetry", CLI_EXCLUDES,
-     "html npy out-dir qk hidden stats predict generate no-special words tokens-only measure=norm logit-lens "
-     "attribution target ablate flow",
+     "html npy out-dir qk hidden stats predict generate no-special words tokens-only measure=norm measure=alti "
+     "measure=rollout logit-lens attribution target ablate flow explain",
      "--telemetry writes each row's statistics instead of the matrices: not with --html, --npy, --out-dir, --qk, "
-     "--hidden, --stats, --predict, --generate, --no-special, --words, --tokens-only, --measure norm, --logit-lens, "
-     "--attribution, --ablate or --flow"},
+     "--hidden, --stats, --predict, --generate, --no-special, --words, --tokens-only, --measure, --logit-lens, "
+     "--attribution, --ablate, --flow or --explain"},
     {C_RUN, "telemetry", CLI_NEEDS, "json", "--telemetry writes to --json FILE (or - for stdout)"},
     {C_RUN, "logit-lens attribution target ablate flow", CLI_EXCLUDES, "batch stats tokens-only no-special words",
      "--logit-lens, --attribution, --target, --ablate and --flow read one input's own tokens: not with --batch, "
@@ -50,7 +50,14 @@ const CliRule CLI_RULES[] = {
      "--position goes with --attribution, --target, --ablate or --flow"},
     {C_RUN, "ablate-mode", CLI_NEEDS, "ablate", "--ablate-mode goes with --ablate"},
     {C_RUN, "tokens-only", CLI_EXCLUDES, "stats npy html", "--tokens-only writes tokens only (no --stats, --npy or --html)"},
-    {C_RUN, "tokens-only", CLI_EXCLUDES, "measure=norm", "--tokens-only runs no model: no --measure norm"},
+    {C_RUN, "tokens-only", CLI_EXCLUDES, "measure=norm measure=alti measure=rollout", "--tokens-only runs no model: no {other}"},
+    {C_RUN | C_HEADS, "measure=alti measure=rollout", CLI_EXCLUDES, "no-special words",
+     "{opt} mixes the raw tokens through every layer: not with --no-special or --words (the page's toggles hide and "
+     "merge tokens of its matrices)"},
+    {C_RUN, "query key", CLI_NEEDS, "explain", "--query and --key go with --explain L.H"},
+    {C_RUN, "explain", CLI_EXCLUDES, "batch stats tokens-only no-special words telemetry",
+     "--explain reads one input's residual stream: not with --batch, --stats, --tokens-only, --no-special, --words or "
+     "--telemetry"},
     {PAGE_CMDS, "show-heads=all", CLI_EXCLUDES, "head",
      "--show-heads all draws every head; --head opens on one: one or the other"},
 };

@@ -81,6 +81,12 @@
  *     draws it as it draws attention. meta.measures lists
  *     ["attention", "norm"]; the page opens on "norm".
  *
+ *   --measure alti|rollout documents (d->mix): ALTI's or rollout's matrix
+ *     through each selected layer (mixing.h) follows as one chunk "av-mix-<i>"
+ *     per selected layer, a single n x n block (every head's together), codes
+ *     round(x * 1e4) as the attention's. meta.measures lists ["attention",
+ *     NAME] and meta.per_layer_measure NAME; the page opens on NAME.
+ *
  *   Size budget: if attention + q/k text would pass HTML_PAYLOAD_BUDGET (the
  *   page must stay under 40 MB at 512 tokens x 144 heads), q/k are encoded
  *   again with one decimal fewer (not below 1); meta.qk.dec says what was used.
@@ -107,6 +113,7 @@
 #include <zlib.h>
 
 #include "diff_out.h"
+#include "mix_out.h"
 #include "normattn.h"
 #include "output.h"
 #include "templates.h"
@@ -456,6 +463,8 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
             enc->n, (int)HTML_ATT_SCALE);
     /* value-weighted attention: in the payload (offline), or from the server (live: its capture has the norms) */
     if (c && !d->diff && (c->nattn || c->vnorm)) fputs(",\"measures\":[\"attention\",\"norm\"]", f);
+    /* ALTI or rollout (mixing.h): one matrix per selected layer, through it, in chunks av-mix-<i> */
+    if (c && !d->diff && d->mix) fprintf(f, ",\"measures\":[\"attention\",\"%s\"],\"per_layer_measure\":\"%s\"", d->mix_name, d->mix_name);
     if (qk_dec) {
         fprintf(f, ",\"qk\":{\"head_dim\":%d,\"codes\":\"i16\",\"planes\":2,\"compression\":\"deflate\",\"dec\":[",
                 c->head_dim);
@@ -492,7 +501,8 @@ typedef struct {
 typedef struct {
     const OutDoc *d;
     int nl, nh;
-    int n_att;         /* attention chunks: one per selected layer (of each stack, stack by stack) */
+    int n_att;         /* attention chunks: one per selected layer (of each stack, stack by stack), then ALTI's or
+                          rollout's, one block per selected layer (mix_job) */
     size_t att_raw;    /* bytes of the largest attention chunk before compression */
     const int *qk_dec; /* decimals per (layer, head, q|k) */
     Blob *att, *qk;    /* att: n_att chunks; qk: one per selected layer */
@@ -512,6 +522,9 @@ static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 *
 static int norm_job(const OutDoc *d, int job) {
     return d->cap && !d->diff && d->cap->nattn && job >= out_n_layers(d);
 }
+
+/* --measure alti|rollout: chunks [nl, 2 nl) are the per-layer measure's, one block each */
+static int mix_job(const OutDoc *d, int job) { return d->cap && !d->diff && d->mix && job >= out_n_layers(d); }
 
 /* A stacks document's attention chunk `job`: its stack (*k) and index into that stack's layers
  * (stack by stack; stacks of unequal depth hold as many chunks as they have layers). */
@@ -534,6 +547,7 @@ static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, si
         /* a diff document: chunks [nl, 2 nl) are B's */
         const Capture *c = job >= nl && d->diff ? d->diff->b->cap : d->cap;
         *rows = *cols = (size_t)c->n_tokens;
+        if (mix_job(d, job)) return mix_doc_layer(d, job % nl, 0);
         if (norm_job(d, job)) return cap_nattn(c, out_layer(d, job % nl), out_head(d, hj));
         return cap_attn(c, out_layer(d, job % nl), out_head(d, hj));
     }
@@ -557,7 +571,7 @@ static void quant_block(const float *a, size_t nn, unsigned char *plo, unsigned 
 /* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols);
  * value-weighted chunks as their rows' shares (shares: rows*cols floats). */
 static void quant_att(const OutDoc *d, int job, unsigned char *raw, float *shares) {
-    int nh = out_n_heads(d);
+    int nh = mix_job(d, job) ? 1 : out_n_heads(d);
     size_t r, c;
     att_block(d, job, 0, &r, &c);
     size_t nn = r * c, cnt = (size_t)nh * nn;
@@ -673,7 +687,7 @@ static void *enc_worker(void *arg) {
         if (is_qk) quant_qk(d, li, en->qk_dec, raw, code, off);
         else quant_att(d, li, raw, shares);
         size_t len = qk_raw, r, c;
-        if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)en->nh * r * c * 2;
+        if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)(mix_job(d, li) ? 1 : en->nh) * r * c * 2;
         int zr = deflate_blob(raw, len, is_qk ? &en->qk[li] : &en->att[li]);
         if (zr) enc_fail(en, "deflate failed", zr);
     }
@@ -714,7 +728,7 @@ static void blobs_free(Blob *b, int n) {
 static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
-    const int groups = d->cap ? (d->diff || d->cap->nattn ? 2 : 1) : d->n_stacks;
+    const int groups = d->cap ? (d->diff || d->cap->nattn || d->mix ? 2 : 1) : d->n_stacks;
     en->n_att = d->cap ? en->nl * groups : stack_first_job(d, d->n_stacks);
     for (int k = 0; k < groups; k++) {
         size_t r, c;
@@ -767,7 +781,9 @@ static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
     for (int j = 0; j < en->n_att; j++) {
         /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
-        if (en->d->cap) snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : "av-natt-%d", j % en->nl);
+        if (en->d->cap)
+            snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : en->d->mix ? "av-mix-%d" : "av-natt-%d",
+                     j % en->nl);
         else {
             int k, li = stack_job(en->d, j, &k);
             snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[k].name, li);

@@ -8,8 +8,11 @@
 #include <string.h>
 
 #include "flow_out.h"
+#include "explain_out.h"
+#include "flags_out.h"
 #include "image_out.h"
 #include "lens_out.h"
+#include "mix_out.h"
 #include "output.h"
 #include "version.h"
 
@@ -602,6 +605,14 @@ static void write_common(Sink *s, const OutDoc *d, int page) {
         sink_str(s, ",\"sinks\":");
         write_blocks(s, d, cap_sinks, 0, d->enc->n);
     }
+    if (d->flags && !d->n_stacks && !d->diff) { /* flags_out.c writes to the stream, as lens_out.c */
+        sink_flush(s);
+        if (flags_json_members(s->f, d)) s->failed = 1;
+    }
+    if (d->explain) {
+        sink_flush(s);
+        if (explain_json_member(s->f, d)) s->failed = 1;
+    }
     if (d->lens) { /* lens_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (lens_json_members(s->f, d)) s->failed = 1;
@@ -697,6 +708,10 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
     }
     if (d->cap->tel) write_telemetry(s, d);
     write_norm(s, d, n);
+    if (d->mix) { /* mix_out.c writes to the stream: what the sink holds goes first */
+        sink_flush(s);
+        if (mix_json_members(s->f, d)) s->failed = 1;
+    }
     if (d->with_qk && d->cap->q) {
         sink_str(s, ",\"queries\":");
         write_blocks(s, d, cap_q, n, d->cap->head_dim);

@@ -115,6 +115,14 @@ typedef struct OutDoc {
     const OutSpelling *lens_words;
     /* --flow (flow.h), or NULL */
     const struct FlowResult *flow;
+    /* --measure alti|rollout (mixing.h): every layer of the model (the writers take the selected
+     * ones), named mix_name ("alti", "rollout"); NULL otherwise */
+    const struct MixResult *mix;
+    const char *mix_name;
+    /* attention sinks of the selected heads and the stream's massive activations (flags.h), or NULL */
+    const struct FlagsResult *flags;
+    /* --explain (explain.h), or NULL; tokens from enc */
+    const struct ExplainResult *explain;
     /* attnviz diff: this document (A) compared with a second one, or NULL */
     const struct OutDiff *diff;
     /* an image run: the picture its tokens are patches of (enc holds their names), or NULL */

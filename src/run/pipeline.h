@@ -11,8 +11,11 @@
 
 #include "config.h"
 #include "err.h"
+#include "explain.h"
+#include "flags.h"
 #include "flow.h"
 #include "lens.h"
+#include "mixing.h"
 #include "model.h"
 #include "settings.h"
 #include "output.h"
@@ -35,6 +38,9 @@ typedef struct {
     LensResult lens;        /* --logit-lens, --attribution, --ablate */
     OutSpelling lens_words; /* run_lens.c's ids spelled */
     FlowResult flow;        /* --flow */
+    MixResult mix;          /* --measure alti|rollout */
+    FlagsResult flags;      /* sinks and massive activations (a document's JSON and page) */
+    ExplainResult explain;  /* --explain */
     const OutImage *image;  /* --image: the picture and its tokens' places (run_image.c, run_vlm.c), not owned */
 } InputResult;
 

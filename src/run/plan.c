@@ -28,8 +28,10 @@ double run_memory_budget(const RunSpec *o) {
 
 /* The layers and heads the run keeps. */
 static void kept(const Run *r, const RunSpec *o, int *nl, int *nh) {
-    *nl = o->sel.layers ? o->sel.n_layers : r->s->cfg.num_layers;
-    *nh = o->sel.heads ? o->sel.n_heads : r->s->cfg.num_heads;
+    /* ALTI and rollout read every layer and head, whatever the selection shows */
+    const int whole = measure_per_layer(o->capture.measure);
+    *nl = o->sel.layers && !whole ? o->sel.n_layers : r->s->cfg.num_layers;
+    *nh = o->sel.heads && !whole ? o->sel.n_heads : r->s->cfg.num_heads;
 }
 
 static double capture_need_heads(const Run *r, const RunSpec *o, int n, int nl, int nh) {
@@ -40,7 +42,10 @@ static double capture_need_heads(const Run *r, const RunSpec *o, int n, int nl, 
     if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
         need += (double)model_capture_value_norms_bytes(n, nl, nh) +
                 (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
-    if (run_lens_wanted(o)) need += (double)model_capture_internals_bytes(&r->s->cfg, n);
+    if (run_lens_wanted(o) || o->capture.measure == MEASURE_ALTI)
+        need += (double)model_capture_internals_bytes(&r->s->cfg, n);
+    if (o->capture.measure == MEASURE_ALTI) need += (double)model_capture_values_bytes(&r->s->cfg, n);
+    if (measure_per_layer(o->capture.measure)) need += (double)mix_bytes(&r->s->cfg, n);
     return need;
 }
 

@@ -6,9 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "explain_out.h"
 #include "flow_out.h"
 #include "image_out.h"
 #include "lens_out.h"
+#include "mix_out.h"
 #include "npy.h"
 #include "report.h"
 #include "run_internal.h"
@@ -30,6 +32,8 @@ static int write_pred_probs(FILE *f, const OutDoc *d, AvErr *e) { return npy_wri
 static int write_pred_pos(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_predictions(f, d, 'n', e); }
 static int write_npy_norm(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_norm(f, d, 'n', e); }
 static int write_npy_vnorm(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_norm(f, d, 'v', e); }
+static int write_npy_mix(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 0, e); }
+static int write_npy_mix_layer(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 1, e); }
 static int write_stack0(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 0, e); }
 static int write_stack1(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 1, e); }
 static int write_stack2(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 2, e); }
@@ -55,7 +59,8 @@ static const struct {
     [W_TOKENS] = {json_write_tokens, 1}, [W_NPY_PRED_IDS] = {write_pred_ids, 0}, [W_NPY_PRED_PROBS] = {write_pred_probs, 0},
     [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {npy_write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
     [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
-    [W_NPY_FLOW] = {flow_npy_write, 0}, [W_NPY_SINKS] = {npy_write_sinks, 0}, [W_NPY_STACK0] = {write_stack0, 0},
+    [W_NPY_FLOW] = {flow_npy_write, 0}, [W_NPY_SINKS] = {npy_write_sinks, 0}, [W_NPY_MIX] = {write_npy_mix, 0},
+    [W_NPY_MIX_LAYER] = {write_npy_mix_layer, 0}, [W_NPY_STACK0] = {write_stack0, 0},
     [W_NPY_STACK1] = {write_stack1, 0}, [W_NPY_STACK2] = {write_stack2, 0},
     [W_NPY_IMAGE_TOKENS] = {write_img_tokens, 0}, [W_NPY_IMAGE_GRID] = {write_img_grid, 0},
     [W_NPY_POOL_ATT] = {write_pool_att, 0}, [W_NPY_TEXT_ATT] = {write_text_att, 0},
@@ -179,6 +184,16 @@ static int write_npy_set(AvOutSet *set, const char *path, const OutDoc *d, AvErr
         free(p);
         if (rc) return -1;
     }
+    /* --measure alti|rollout: FILE's stem + .alti.npy and .alti_layer.npy (or rollout's) */
+    for (int k = 0; d->mix && k < 2; k++) {
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".%s%s.npy", d->mix_name, k ? "_layer" : "");
+        char *p = npy_sibling(path, suffix);
+        const int w = k ? W_NPY_MIX_LAYER : W_NPY_MIX;
+        int rc = p ? write_into(set, p, d, w, e) : (av_outset_abort(set), av_err(e, "out of memory"));
+        free(p);
+        if (rc) return -1;
+    }
     return 0;
 }
 
@@ -235,6 +250,9 @@ int run_write_outputs(const RunSpec *o, const OutDoc *d, long lineno, AvErr *e) 
         if (rc) return -1;
     }
     if (commit_named(o, &set, e) != 0) return -1;
+    /* --explain's table on the terminal, unless the JSON goes there */
+    if (d->explain && !(o->output.json_path && !strcmp(o->output.json_path, "-")) && explain_write_table(stdout, d, e) != 0)
+        return -1;
     return run_say(o, d, e);
 }
 

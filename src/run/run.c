@@ -17,6 +17,8 @@
 
 int run_scores_streamed(const RunSpec *o) {
     if (!o->stats && !o->heads.on) return 0;
+    /* ALTI and rollout score their own matrices, made from every layer's whole attention */
+    if (measure_per_layer(o->capture.measure)) return 0;
     /* --no-special and --words score a view derived from the whole matrices */
     if (o->capture.no_special || o->capture.words) return 0;
     /* ATTNVIZ_SCORE_MATRIX=1 scores the kept matrices instead: what the sums are checked against */
@@ -52,7 +54,9 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->s->cfg, n, e) != 0) return -1;
     if (run_capture_make(r, &r->in.cap, n, e) != 0) return -1;
-    if (run_lens_wanted(o) && model_capture_internals(&r->in.cap, &r->s->cfg, e) != 0) return -1;
+    if ((run_lens_wanted(o) || o->capture.measure == MEASURE_ALTI) && model_capture_internals(&r->in.cap, &r->s->cfg, e) != 0)
+        return -1;
+    if (o->capture.measure == MEASURE_ALTI && model_capture_values(&r->in.cap, &r->s->cfg, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
@@ -71,9 +75,12 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
             return -1;
         return sc.norm ? model_capture_value_norms(cap, e) : 0;
     }
-    if (model_capture_select(cap, &r->s->cfg, n, 1, o->capture.hidden, o->sel.layers, o->sel.n_layers, o->sel.heads,
-                             o->sel.n_heads, e) != 0)
+    const int whole = measure_per_layer(o->capture.measure); /* ALTI, rollout: every layer and head */
+    if (model_capture_select(cap, &r->s->cfg, n, 1, o->capture.hidden, whole ? NULL : o->sel.layers,
+                             whole ? 0 : o->sel.n_layers, whole ? NULL : o->sel.heads, whole ? 0 : o->sel.n_heads, e) != 0)
         return -1;
+    /* the stream's largest entries, for the document's massive activations (flags.h) */
+    if (!o->stats && !o->heads.on && model_capture_activations(cap, &r->s->cfg, e) != 0) return -1;
     return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
 }
 
@@ -92,6 +99,14 @@ void input_doc(const Session *s, const RunSpec *o, const InputResult *in, OutDoc
     if (o->lens.flow && !o->capture.tokens_only && cap && in->flow.on) d->flow = &in->flow;
     d->image = in->image;
     if (d->image && !d->init_view) d->init_view = "image"; /* an image run's page opens on the picture */
+    if (o->explain.on && !o->capture.tokens_only && cap && in->explain.n_pairs) d->explain = &in->explain;
+    if (!o->capture.tokens_only && cap && in->flags.first && in->flags.nl == out_n_layers(d) &&
+        in->flags.nh == out_n_heads(d))
+        d->flags = &in->flags;
+    if (measure_per_layer(o->capture.measure) && !o->capture.tokens_only && cap && in->mix.agg) {
+        d->mix = &in->mix;
+        d->mix_name = o->capture.measure == MEASURE_ALTI ? "alti" : "rollout";
+    }
 }
 
 void input_result_free(InputResult *in) {
@@ -104,6 +119,9 @@ void input_result_free(InputResult *in) {
     lens_free(&in->lens);
     session_spelling_free(&in->lens_words);
     flow_free(&in->flow);
+    mix_free(&in->mix);
+    flags_free(&in->flags);
+    explain_free(&in->explain);
     memset(in, 0, sizeof *in);
 }
 
@@ -338,10 +356,38 @@ static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     return na_fill_pool(with, r->rs.pool, e);
 }
 
+/* --measure alti|rollout: the input's token-mixing matrices into r->in.mix. */
+static int mix_view(Run *r, const Capture *cap, AvErr *e) {
+    mix_free(&r->in.mix);
+    const Measure m = r->spec.capture.measure;
+    if (!measure_per_layer(m) || r->spec.capture.tokens_only) return 0;
+    return m == MEASURE_ALTI ? mix_alti(&r->s->model, cap, r->rs.pool, &r->in.mix, e) : mix_rollout(cap, &r->in.mix, e);
+}
+
+/* --stats and heads of a per-layer measure: a capture of one "head" per layer whose attention is the
+ * measure through that layer, and the document's heads that one. */
+static void mix_scored(const Run *r, const Capture *cap, Capture *out, OutDoc *d) {
+    static const int ONE[1] = {0};
+    memset(out, 0, sizeof *out);
+    out->n_layers = r->in.mix.n_layers, out->n_heads = out->n_kv_heads = 1;
+    out->n_tokens = r->in.mix.n, out->head_dim = cap->head_dim, out->hidden_size = cap->hidden_size;
+    out->attn = r->in.mix.agg;
+    out->cap_tokens = (size_t)r->in.mix.n;
+    d->cap = out;
+    d->heads = ONE, d->n_sel_heads = 1;
+}
+
 /* Derive the view and write: one input whose capture is filled. */
 int run_finish_input(Run *r, const char *a, const char *b, long lineno, const TokEncoding *enc, const Capture *cap_in,
                         FILE *jsonl, AvErr *e) {
     Capture cap_norm, scored = {0};
+    flags_free(&r->in.flags);
+    /* sinks and massive activations of the raw tokens, for the documents written (not scores, not a merged view) */
+    const RunSpec *o = &r->spec;
+    if (!o->capture.tokens_only && !o->stats && !o->heads.on && !o->capture.no_special && !o->capture.words && cap_in->attn &&
+        flags_compute(cap_in, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads, &r->in.flags, e) != 0)
+        return -1;
+    if (mix_view(r, cap_in, e) != 0) return -1;
     if (norm_view(r, cap_in, &cap_norm, e) != 0) return -1;
     const Capture *cap = &cap_norm;
     int rc = finish_view(r, a, b, lineno, enc, cap, &scored, jsonl, e);
@@ -358,12 +404,15 @@ static int finish_view(Run *r, const char *a, const char *b, long lineno, const 
     OutDoc d;
     run_fill_doc(r, &d, derived ? &view.enc : enc, o->capture.tokens_only ? NULL : derived ? &view.cap : cap, a, b);
     /* --stats and heads score the value-weighted shares in place of the attention */
+    Capture mixed;
     if (d.cap && d.cap->nattn && (o->stats || o->heads.on)) {
         if (na_shares_capture(d.cap, scored, e) != 0) {
             if (derived) xf_free(&view);
             return -1;
         }
         d.cap = scored;
+    } else if (d.mix && (o->stats || o->heads.on)) {
+        mix_scored(r, d.cap, &mixed, &d);
     }
     double t0 = av_now_ms();
     int rc = run_emit(r, &d, lineno, e);
@@ -570,6 +619,8 @@ int run_finish_stats(Run *r, AvErr *e) {
     OutDoc d;
     TokEncoding none = {0};
     run_fill_doc(r, &d, &none, NULL, NULL, NULL);
+    static const int ONE[1] = {0};
+    if (measure_per_layer(o->capture.measure)) d.heads = ONE, d.n_sel_heads = 1; /* a row per layer */
     /* an encoder-decoder's three stacks, the others' one */
     const HeadStats *s[3] = {&r->stats, &r->s2s_stats[0], &r->s2s_stats[1]};
     d.stats = s, d.stack_names = RUN_S2S_STACKS, d.n_scored = r->s->cfg.enc_dec ? 3 : 1;
@@ -610,11 +661,13 @@ int run_finish_heads(Run *r, AvErr *e) {
             if (rc == 0) run_score_input(&r->in.cap, &enc);
             if (rc == 0) rc = model_forward_kv(&r->s->model, &r->rs, NULL, enc.ids, enc.type_ids, enc.n, &r->in.cap, 0, e);
             r->t_fwd += av_now_ms() - t0;
-            Capture cap_norm, scored = {0};
+            Capture cap_norm, scored = {0}, mixed;
+            if (rc == 0) rc = mix_view(r, &r->in.cap, e);
             if (rc == 0) rc = norm_view(r, &r->in.cap, &cap_norm, e);
             if (rc == 0) {
                 run_fill_doc(r, &d, &enc, &r->in.cap, NULL, NULL);
                 if (cap_norm.nattn) rc = na_shares_capture(&cap_norm, &scored, e), d.cap = &scored;
+                else if (d.mix) mix_scored(r, &r->in.cap, &mixed, &d);
                 if (rc == 0) rc = heads_add_induction(hs, &d, e);
                 na_shares_free(&scored);
             }
@@ -661,18 +714,22 @@ void run_init(Run *r, const Session *s, const RunSpec *o) {
 static int init_scores(Run *r, AvErr *e) {
     const RunSpec *o = &r->spec;
     const ModelConfig *c = &r->s->cfg;
-    if (o->stats && stats_init(&r->stats, c->num_layers, c->num_heads, e) != 0) return -1;
+    /* ALTI and rollout are one matrix per layer: scored as one "head" per layer */
+    const int per_layer = measure_per_layer(o->capture.measure), score_heads = per_layer ? 1 : c->num_heads;
+    const char *measure = o->capture.measure == MEASURE_NORM ? "norm" : o->capture.measure == MEASURE_ALTI ? "alti"
+                          : per_layer ? "rollout" : NULL;
+    if (o->stats && stats_init(&r->stats, c->num_layers, score_heads, e) != 0) return -1;
     for (int k = 0; k < 2 && o->stats && c->enc_dec; k++)
         if (stats_init(&r->s2s_stats[k], c->dec_layers, c->num_heads, e) != 0) return -1;
     if (o->heads.on) {
         HeadsOptions ho = {o->heads.n_scores ? o->heads.scores : NULL, o->heads.n_scores, o->heads.pattern, o->heads.exclude_bos,
                            o->heads.exclude_current, o->heads.top_k};
-        if (heads_init(&r->heads, c->num_layers, c->num_heads, &ho, e) != 0) return -1;
+        if (heads_init(&r->heads, c->num_layers, score_heads, &ho, e) != 0) return -1;
         for (int k = 0; k < 2 && c->enc_dec; k++)
             if (heads_init(&r->s2s_heads[k], c->dec_layers, c->num_heads, &ho, e) != 0) return -1;
-        if (o->capture.measure == MEASURE_NORM) r->heads.acc.measure = "norm";
+        r->heads.acc.measure = measure;
     }
-    if (o->stats && o->capture.measure == MEASURE_NORM) r->stats.measure = "norm";
+    if (o->stats) r->stats.measure = measure;
     return 0;
 }
 

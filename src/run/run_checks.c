@@ -39,10 +39,10 @@ int run_check_model(const Run *r, AvErr *e) {
                                    "let it decode (--generate N)", dir, c->model_type);
         if ((o->text_b && !o->heads.on) || o->capture.qk || o->capture.hidden || o->capture.telemetry ||
             o->capture.measure != MEASURE_ATTENTION || o->capture.no_special || o->capture.words || o->sel.heads ||
-            o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow)
+            o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow || o->explain.on)
             return av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
                                    "or --batch lines, written to --json, --npy, the page or --stats (no second text, --qk, "
-                                   "--hidden, --telemetry, --measure norm, --no-special, --words, --heads or the "
+                                   "--hidden, --telemetry, --measure, --no-special, --words, --heads or the "
                                    "residual-stream options)", dir, c->model_type);
         return 0;
     }
@@ -63,6 +63,13 @@ int run_check_model(const Run *r, AvErr *e) {
                             c->model_type, c->is_demo ? ": " : "", c->is_demo ? DECODER_HINT : "");
     if (lens_opt && no_head)
         return av_err_usage(e, "--%s needs a language-model head, and %s has none: %.1000s", lens_opt, dir, no_head);
+    const ExplainSpec *xs = &o->explain;
+    if (xs->on && !c->pre_ln)
+        return av_err_usage(e, "--explain splits a pre-norm model's residual stream into the parts that add up to it; %s "
+                               "(%s) normalizes its stream after every block (post-norm)", dir, c->model_type);
+    if (xs->on && (xs->layer >= c->num_layers || xs->head >= c->num_heads))
+        return av_err_usage(e, "--explain %d.%d: the model has %d layers (0 to %d) of %d heads (0 to %d)", xs->layer,
+                            xs->head, c->num_layers, c->num_layers - 1, c->num_heads, c->num_heads - 1);
     return 0;
 }
 

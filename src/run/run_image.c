@@ -275,10 +275,10 @@ static int check_image_run(const Run *r, AvErr *e) {
                                      "class and register tokens on the page instead");
     if (o->batch.path || o->predict.k || o->predict.generate_n || o->capture.tokens_only || o->capture.words ||
         o->capture.telemetry || o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow ||
-        o->output.out_dir || o->decoder_text)
+        o->explain.on || o->output.out_dir || o->decoder_text)
         return av_err_usage(e, "%s", "--image runs one picture: not with --batch, --out-dir, --predict, --generate, "
                                      "--tokens-only, --words, --telemetry, --decoder-text or the residual-stream "
-                                     "options");
+                                     "options (--explain among them)");
     return 0;
 }
 

@@ -7,7 +7,9 @@
 #include "run_internal.h"
 #include "util.h"
 
-int run_lens_wanted(const RunSpec *o) { return o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow; }
+int run_lens_wanted(const RunSpec *o) {
+    return o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow || o->explain.on;
+}
 
 /* --flow: from --position's token (default the last) at the top selected layer down to the first */
 static int run_flow(Run *r, AvErr *e) {
@@ -76,6 +78,10 @@ int run_lens(Run *r, const TokEncoding *enc, AvErr *e) {
                                 r->s->cfg.num_layers, r->s->cfg.num_layers - 1, r->s->cfg.num_heads, r->s->cfg.num_heads - 1);
     }
     const int lens_any = ls->lens_k || ls->attribution || ls->ablate;
+    explain_free(&r->in.explain);
+    const ExplainSpec *xs = &r->spec.explain;
+    /* before ablation, which reruns the pass in the run state */
+    if (xs->on && explain_head(&r->s->model, cap, xs->layer, xs->head, xs->query, xs->key, &r->in.explain, e)) return -1;
     /* attribution's and flow's products are OpenBLAS's: on the run's threads */
     kern_blas_threads(pool_threads(r->spec.threads));
     int rc = lens_any ? lens_logit_lens(&r->s->model, cap, r->spec.sel.layers, r->spec.sel.n_layers, ls->lens_k, r->spec.threads,

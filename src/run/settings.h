@@ -23,8 +23,12 @@ typedef struct {
 
 /* --measure: what the views, scores and statistics read. MEASURE_NORM adds
  * value-weighted attention (Kobayashi et al. 2020: ||a_ij f_h(x_j)||, capture.h's
- * vnorm and nattn) beside the attention itself. */
-typedef enum { MEASURE_ATTENTION = 0, MEASURE_NORM } Measure;
+ * vnorm and nattn) beside the attention itself; MEASURE_ALTI and
+ * MEASURE_ROLLOUT add a per-layer token-mixing measure (mixing.h: ALTI,
+ * attention rollout), for which the pass keeps every layer and head. */
+typedef enum { MEASURE_ATTENTION = 0, MEASURE_NORM, MEASURE_ALTI, MEASURE_ROLLOUT } Measure;
+/* Whether the measure is one per layer (mixing.h) rather than per head. */
+static inline int measure_per_layer(Measure m) { return m == MEASURE_ALTI || m == MEASURE_ROLLOUT; }
 
 /* What a forward pass keeps, and the view derived from it. */
 typedef struct {
@@ -62,6 +66,14 @@ typedef struct {
     int flow;                /* --flow [THRESHOLD]: information-flow routes (flow.h) from position's output */
     double flow_threshold;   /* in (0, 1); 0.04 by default, as in the paper */
 } LensSpec;
+
+/* --explain L.H [--query Q --key K]: head (layer, head)'s score q.k split over
+ * the residual stream's parts on the query and the key side (explain.h). */
+typedef struct {
+    int on;
+    int layer, head;
+    int query, key;  /* -1: the head's strongest pairs */
+} ExplainSpec;
 
 /* Where the outputs go and how the page opens. */
 typedef struct {
@@ -120,6 +132,7 @@ typedef struct {
     BatchSpec batch;
     HeadsSpec heads;
     LensSpec lens;
+    ExplainSpec explain;
     int stats;   /* --stats: statistics instead of maps */
     int quiet;   /* no notes or warnings */
     int profile; /* report per-phase times (AV_NOTE_PROFILE) */

@@ -1,0 +1,20 @@
+/* mix_out.h — writers of mixing.h's results (--measure alti|rollout): JSON
+ * members and .npy arrays of the selected layers, from the OutDoc alone. */
+#ifndef ATTNVIZ_MIX_OUT_H
+#define ATTNVIZ_MIX_OUT_H
+
+#include <stdio.h>
+
+#include "err.h"
+#include "output.h"
+
+/* ,"measure":NAME,NAME:[layer][query][key] (through that layer) and
+ * ,NAME_layer:[layer][query][key] (that layer alone), when d->mix is set;
+ * -1 on a write error. */
+int mix_json_members(FILE *f, const OutDoc *d);
+/* float32 [selected layers, n, n]: agg 0 the measure through each layer, 1 each layer's own. */
+int mix_npy_write(FILE *f, const OutDoc *d, int layer_only, AvErr *e);
+/* Selected layer li's matrix (n, n) of d->mix (through it, or its own). */
+const float *mix_doc_layer(const OutDoc *d, int li, int layer_only);
+
+#endif
