@@ -164,17 +164,27 @@ const Data = (() => {
     measures.norm = Object.assign({}, a, { measure: 'norm', chunk: 'av-natt-',
       req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
   }
+  /* --measure alti|rollout (meta.per_layer_measure): one matrix per layer, every head's together (mixing.h:
+   * ALTI, or attention rollout), through that layer: chunk av-mix-<i> holds one n x n block, which every
+   * head's slot of the copy shares, so the views that load heads load it; Draw.seriesFor draws it once */
+  const perLayer = !stacked && typeof meta.per_layer_measure === 'string' && Array.isArray(meta.measures) &&
+    meta.measures.includes(meta.per_layer_measure) ? meta.per_layer_measure : null;
+  if (perLayer) {
+    measures[perLayer] = Object.assign({}, stacks[0], { chunk: 'av-mix-', perLayer: true,
+      req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
+  }
   for (const k of Object.keys(measures)) measures[k].measure = k;
   let cur = stacks[0];
   const n = meta.n;
   const ALL = meta.heads.map((_, h) => h);
 
-  /* Offline: layer li's chunk holds every head; one decode serves them all. */
+  /* Offline: layer li's chunk holds every head; one decode serves them all (a per-layer measure's one
+   * block is every head's). */
   function loadChunk(li, st) {
-    const nn = st.nr * st.nc, want = H * nn;
+    const nn = st.nr * st.nc, want = (st.perLayer ? 1 : H) * nn;
     const p = readChunk(st.chunk + li).then(codes => {
       if (codes.length !== want) throw new Error('payload: layer ' + li + ' has ' + codes.length + ' weights, expected ' + want);
-      for (let h = 0; h < H; h++) st.blk[li][h] = codes.subarray(h * nn, (h + 1) * nn);
+      for (let h = 0; h < H; h++) st.blk[li][h] = st.perLayer ? codes : codes.subarray(h * nn, (h + 1) * nn);
     });
     for (let h = 0; h < H; h++) st.req[li][h] = p;
   }
@@ -337,12 +347,14 @@ const Data = (() => {
     stacks, stacked, sides,
     get stack() { return cur; },
     setStack(k) { cur = stacks[k]; },
-    /* the measures this page has ('attention', and 'norm' with --measure norm), the one shown,
-     * and a prefix for caches of derived numbers ('' for attention) */
+    /* the measures this page has ('attention', and 'norm' with --measure norm, 'alti' or 'rollout' with
+     * --measure alti|rollout), the one shown, whether it is one matrix per layer (perLayer), and a prefix
+     * for caches of derived numbers ('' for attention) */
     measures: Object.keys(measures),
     get measure() { return cur.measure || 'attention'; },
     setMeasure(k) { if (measures[k] && !stacked) cur = measures[k]; },
-    get measureKey() { return cur.measure === 'norm' ? 'norm:' : ''; },
+    get measureKey() { return cur.measure && cur.measure !== 'attention' ? cur.measure + ':' : ''; },
+    get perLayer() { return !!cur.perLayer; },
     /* the current stack's rows (queries) and columns (keys); n: rows, which is
      * the token count of a self-attention page */
     get n() { return cur.nr; },
@@ -384,8 +396,10 @@ const Data = (() => {
     /* attention sinks (gpt-oss; json_out.c's "sinks" [layer][head][query]): head h of layer li's share of
      * each raw query row that went to its sink logit, which no key has; null for models without */
     hasSinks: !stacked && !meta.diff && Array.isArray(meta.sinks) && meta.sinks.length === L,
-    sinkRow: (li, h) => (!stacked && !meta.diff && cur.measure !== 'norm' && Array.isArray(meta.sinks) && meta.sinks[li] &&
-      meta.sinks[li][h]) || null,
+    sinkRow: (li, h) => (!stacked && !meta.diff && (cur.measure || 'attention') === 'attention' && Array.isArray(meta.sinks) &&
+      meta.sinks[li] && meta.sinks[li][h]) || null,
+    /* flags.js's toggle: rows divided by their weight over the keys, the learned sinks' share dropped */
+    renormSinks: false,
     pattern: (li, h) => (meta.head_patterns && meta.head_patterns[li] ? meta.head_patterns[li][h] : null),
     description: (li, h) => (meta.head_descriptions && meta.head_descriptions[li] ? meta.head_descriptions[li][h] : null),
   };
@@ -553,10 +567,19 @@ const MatCache = (() => {
 
 /* Derived (transformed) matrix of one head; layer must be loaded. */
 function headDerived(li, h, t) {
-  const key = li + ':' + h + ':' + t.key;
+  const sink = Data.sinkRow(li, h), drop = !!(sink && Data.renormSinks);
+  const key = Data.measureKey + li + ':' + h + ':' + t.key + (drop ? ':nosink' : '');
   let v = MatCache.get(key);
   if (!v) {
-    v = Tok.derive(Data.headMatrix(li, h), t, Data.sinkRow(li, h));
+    let m = Data.headMatrix(li, h);
+    if (drop) { /* each row over the keys alone: divided by 1 - its learned sink's share */
+      const nc = Data.nc;
+      for (let i = 0; i < Data.nr; i++) {
+        const w = 1 - sink[i];
+        if (w > 0) for (let j = 0; j < nc; j++) m[i * nc + j] /= w;
+      }
+    }
+    v = Tok.derive(m, t, drop ? null : sink);
     MatCache.set(key, v);
   }
   return v;
@@ -564,7 +587,7 @@ function headDerived(li, h, t) {
 
 /* Mean or max over heads hs (selection indices) of the derived matrices. */
 function aggregate(li, hs, kind, t) {
-  const key = li + ':' + kind + ':' + hs.join(',') + ':' + t.key;
+  const key = Data.measureKey + li + ':' + kind + ':' + hs.join(',') + ':' + t.key + (Data.renormSinks ? ':nosink' : '');
   let v = MatCache.get(key);
   if (v) return v;
   v = new Float32Array(t.mr * t.mc);
@@ -590,6 +613,9 @@ function aggregate(li, hs, kind, t) {
 
 /* Attention rollout (Abnar & Zuidema 2020) through the selected layers up to li:
  * A_l = mean over heads hs, Â_l = (A_l + I) / 2 (rows renormalized), R = Â_li ... Â_0.
+ * The variant of --measure rollout (mixing.h), here over the heads the reader
+ * picks and the layers this page holds: with every head and layer it is the
+ * measure itself (to the codes' 1e-4; tests/browser/measures.test.mjs).
  * Computed on the raw tokens, cached per layer and head set, async so the page
  * stays responsive at 512 tokens. onProgress(done, total). */
 const Rollout = (() => {
@@ -652,7 +678,7 @@ const Rollout = (() => {
 function rolloutDerived(li, hs, t) {
   const R = Rollout.cached(li, hs);
   if (!R) return null;
-  const key = li + ':rollout:' + hs.join(',') + ':' + t.key;
+  const key = Data.measureKey + li + ':rollout:' + hs.join(',') + ':' + t.key;
   let v = MatCache.get(key);
   if (!v) {
     v = Tok.derive(R, t);

@@ -164,6 +164,8 @@ function stackAxes() {
  * {li, mode, hs, t}; null when rollout is not computed yet. */
 function seriesFor(spec) {
   const { li, mode, hs, t } = spec;
+  /* ALTI or rollout (--measure alti|rollout): one matrix per layer, whatever the heads and the mode */
+  if (Data.perLayer) return [{ mat: Derived.head(li, 0, t), color: aggColor(), name: Data.measure === 'alti' ? 'ALTI' : 'Rollout', h: -1 }];
   if (mode === 'heads') {
     /* several heads overlaid share the ink, as in bertviz's head view (which divides a line's opacity by
      * the heads drawn): where heads agree their lines add up, one head alone stays fainter. By the

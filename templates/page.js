@@ -4,7 +4,7 @@
  * for every run by live.js, sets ready per run and never loaded: it fetches
  * what a view shows). window.attnviz is a small scripting/testing interface
  * (state, export, view switching; dispose() for the next boot). */
-/* global Data, Tok, Fmt, Rollout, Tip, Draw, Views, Pred, Heads, Tiles, PREV, SIGNAL */
+/* global Data, Tok, Fmt, Rollout, Derived, Tip, Draw, Views, Pred, Heads, Tiles, Measure, Flags, Explain, PREV, SIGNAL */
 
 /* ---------------------------------------------------------------- views */
 
@@ -574,6 +574,7 @@ function finish(gen) {
   Pred.refresh();
   Heads.refresh(S.view);
   Measure.refresh(viewOf(S.view));
+  Flags.refresh(viewOf(S.view), S.layer);
   document.body.dataset.view = S.view;
   document.body.dataset.layer = String(Data.layers[S.layer]);
   document.body.dataset.rendered = String(gen);
@@ -610,7 +611,8 @@ let modalCtl = null, modalAt = null;
 function openModal(li, h) {
   modalAt = { li, h };
   const pat = Data.pattern(li, h), desc = Data.description(li, h);
-  $('modal-title').textContent = 'Layer ' + Data.layers[li] + ' · head ' + Data.heads[h] + (pat ? ' — ' + pat : '');
+  $('modal-title').textContent = 'Layer ' + Data.layers[li] + (Data.perLayer ? ' · ' + Measure.LABEL[Data.measure] + ' through it'
+    : ' · head ' + Data.heads[h] + (pat ? ' — ' + pat : ''));
   $('modal-open-neuron').hidden = !Data.hasQK;
   const body = $('modal-body');
   body.textContent = '';
@@ -720,6 +722,10 @@ window.attnviz = {
     return { state: JSON.parse(JSON.stringify(S)), theme: document.documentElement.dataset.theme, gen: renderGen };
   },
   render, setView, setStack, setMeasure: k => Measure.set(k),
+  /* the page's own Rollout mode's matrix of heads hs through layer index li (data.js's Rollout) */
+  rollout: (li, hs) => Rollout.upTo(li, hs),
+  /* head h of layer index li as the views draw it (the toggles' transform of the current measure) */
+  derived: (li, h) => Derived.head(li, h, Tok.build(S.merge, S.hide)),
   setLayer(li) { S.layer = li; return render(); },
   exportSVG: () => exportData('svg'),
   exportPNG: () => exportData('png'),
@@ -731,4 +737,6 @@ window.attnviz = {
 buildChips();
 Heads.init($('controls'), openModal);
 Measure.init($('controls'), k => { S.measure = k; return render(); }, () => S.measure);
+Flags.init($('notes'), $('controls'), () => render());
+Explain.init($('notes'));
 render();

@@ -35,7 +35,7 @@ function MatrixView(host, spec) {
 function drawMatrix(host, spec, redraw) {
   const { t } = spec;
   /* a rollout mixes layers: an encoder's local window (both ways) bounds no rollout row */
-  const noWin = Data.windowBoth && spec.mode === 'rollout';
+  const noWin = Data.windowBoth && (spec.mode === 'rollout' || Data.perLayer);
   const masked = noWin && !(Data.meta.image && Data.meta.image.bidirectional) ? Tok.masked : Tok.maskFor(t, spec.li);
   const win = noWin ? 0 : Data.window(spec.li);
   const m = t.mc; /* row stride of the derived matrices */
@@ -57,6 +57,7 @@ function drawMatrix(host, spec, redraw) {
   const title = Draw.el('div', 'view-title');
   const pat = s.h >= 0 ? Data.pattern(spec.li, s.h) : null;
   const what = s.h >= 0 ? 'head ' + Data.heads[s.h] + (pat ? ' (' + pat + ')' : '') :
+    Data.perLayer ? s.name + ' through it (every head)' :
     s.name.toLowerCase() + (spec.mode === 'rollout' ? ' through layer ' + Data.layers[spec.li] : ' of ' + spec.hs.length + ' head' + (spec.hs.length === 1 ? '' : 's'));
   title.appendChild(Draw.el('h2', null, 'Matrix view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') +
     'layer ' + Data.layers[spec.li] + ', ' + what));

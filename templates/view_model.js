@@ -17,12 +17,16 @@
 /* Grid of every layer x head. spec {t, filter, gamma, cur:{li,h}, onOpen(li,h)}. */
 function ModelView(host, spec) {
   const { t } = spec;
+  /* ALTI or rollout (--measure alti|rollout): one matrix per layer, every head's together: one column */
+  const NH = Data.perLayer ? 1 : Data.H;
+  const colName = h => (Data.perLayer ? (Data.measure === 'alti' ? 'ALTI' : 'Rollout') : 'H' + Data.heads[h]);
+  const colColor = h => (Data.perLayer ? Draw.aggColor() : Draw.headColor(Data.heads[h]));
   const m = t.mc; /* row stride of the derived matrices */
   const { rows, cols } = Tok.filterIdx(t, spec.filter);
   host.textContent = '';
   /* grid: 36px labels + H columns of S + 8 (thumb padding and border), 6px gaps */
   const avail = Math.max(480, host.clientWidth - 42);
-  const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (Data.H - 1)) / Data.H) - 8));
+  const S = Math.max(56, Math.min(128, Math.floor((avail - 42 - 6 * (NH - 1)) / NH) - 8));
   /* live: the server's thumbnails are s x s, s = min(n, THUMB_S) (its answer says which), the
    * attention itself when s = n */
   const THUMB_S = 64;
@@ -35,7 +39,7 @@ function ModelView(host, spec) {
   const axes = ax ? (lineThumbs ? 'left: ' + ax.rows + ', right: ' + ax.cols : 'rows = ' + ax.rows + ', columns = ' + ax.cols)
     : 'rows = queries, columns = keys';
   const sub = Draw.el('span', 'sub');
-  const describe = () => { sub.textContent = 'Every layer × head' + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
+  const describe = () => { sub.textContent = (Data.perLayer ? 'Every layer, all heads together' : 'Every layer × head') + (lineThumbs ? ' (lines, opacity = weight' + (ax ? '; ' + axes : '') + ')'
     : pooled ? ' (heat maps of the ' + Data.n.toLocaleString('en-US') + ' tokens reduced to ' + ts + ' × ' + ts +
       (Tiles.offline ? ' cells: a cell\'s largest weight' : ' bins: a bin\'s mean attention') + ', each map scaled to its own largest value; ' + axes + '; the token toggles and the sentence filter do not apply here)'
       : ' (heat maps, max-pooled, each scaled to its own largest weight; ' + axes + ')') + '. Click a thumbnail to open it large.' +
@@ -46,30 +50,33 @@ function ModelView(host, spec) {
   title.appendChild(sub);
   host.appendChild(title);
   const grid = Draw.el('div', 'mv');
-  grid.style.gridTemplateColumns = '36px repeat(' + Data.H + ', ' + (S + 8) + 'px)';
-  grid.appendChild(Draw.el('div', 'lab', ''));
-  for (let h = 0; h < Data.H; h++) {
-    const lab = Draw.el('div', 'lab', 'H' + Data.heads[h]);
-    lab.style.color = Draw.headColor(Data.heads[h]);
+  /* a per-layer measure: the layers side by side, wrapped, each thumbnail captioned with its layer */
+  const wrapK = Data.perLayer ? Math.max(1, Math.min(Data.L, Math.floor((avail + 6) / (S + 8 + 6)))) : 0;
+  grid.style.gridTemplateColumns = wrapK ? 'repeat(' + wrapK + ', ' + (S + 8) + 'px)' : '36px repeat(' + NH + ', ' + (S + 8) + 'px)';
+  if (!wrapK) grid.appendChild(Draw.el('div', 'lab', ''));
+  for (let h = 0; h < NH && !wrapK; h++) {
+    const lab = Draw.el('div', 'lab', colName(h));
+    lab.style.color = colColor(h);
     grid.appendChild(lab);
   }
   const cells = [];
   for (let li = 0; li < Data.L; li++) {
-    grid.appendChild(Draw.el('div', 'lab rowlab', 'L' + Data.layers[li]));
+    if (!wrapK) grid.appendChild(Draw.el('div', 'lab rowlab', 'L' + Data.layers[li]));
     cells.push([]);
-    for (let h = 0; h < Data.H; h++) {
+    for (let h = 0; h < NH; h++) {
       const b = Draw.el('button', 'thumb');
       b.type = 'button';
       b.dataset.li = li;
       b.dataset.h = h;
-      b.style.setProperty('--c', Draw.headColor(Data.heads[h]));
-      const pat = Data.pattern(li, h);
-      b.title = 'Layer ' + Data.layers[li] + ', head ' + Data.heads[h] + (pat ? ' — ' + pat : '');
+      b.style.setProperty('--c', colColor(h));
+      const pat = Data.perLayer ? null : Data.pattern(li, h);
+      b.title = 'Layer ' + Data.layers[li] + (Data.perLayer ? ', ' + colName(h) + ' through it' : ', head ' + Data.heads[h]) + (pat ? ' — ' + pat : '');
       b.setAttribute('aria-label', b.title);
       const cv = Draw.el('canvas');
       Draw.sizeCanvas(cv, S, S);
       b.appendChild(cv);
       if (pat) b.appendChild(Draw.el('span', 'cap', pat));
+      if (wrapK) b.appendChild(Draw.el('span', 'cap', 'L' + Data.layers[li]));
       if (spec.cur && spec.cur.li === li && spec.cur.h === h) b.classList.add('cur');
       grid.appendChild(b);
       cells[li].push(cv);
@@ -96,11 +103,11 @@ function ModelView(host, spec) {
     ctx.drawImage(hc, 0, 0, S, S);
   }
   function drawLayer(li, thumbs) {
-    for (let h = 0; h < Data.H; h++) {
+    for (let h = 0; h < NH; h++) {
       const cv = cells[li][h];
       const ctx = cv.getContext('2d');
       ctx.clearRect(0, 0, S, S);
-      const color = Draw.headColor(Data.heads[h]);
+      const color = colColor(h);
       if (pooled) { drawPooled(ctx, thumbs.block(li, h), thumbs.s, color); continue; }
       const mat = Tok.derive(thumbs ? thumbs.block(li, h) : Data.headMatrix(li, h), t);
       if (lineThumbs) {
@@ -149,16 +156,16 @@ function ModelView(host, spec) {
   function exportScene(P, ttl) {
     const pad = 20, top = 46, lab = 36, cap = Data.meta.head_patterns ? 14 : 0;
     const cw = S + 8, chh = S + 8 + cap;
-    const W = pad + lab + Data.H * cw + pad, Ht = top + 18 + Data.L * chh + pad;
+    const W = pad + lab + NH * cw + pad, Ht = top + 18 + Data.L * chh + pad;
     const p = P(W, Ht);
     p.rect(0, 0, W, Ht, th.bg, 1);
     p.text(pad, 22, ttl, { size: 14, color: th.ink, weight: 650 });
-    for (let h = 0; h < Data.H; h++)
-      p.text(pad + lab + h * cw + cw / 2, top + 6, 'H' + Data.heads[h], { size: 11, color: Draw.headColor(Data.heads[h]), anchor: 'middle', baseline: 'middle', weight: 600 });
+    for (let h = 0; h < NH; h++)
+      p.text(pad + lab + h * cw + cw / 2, top + 6, colName(h), { size: 11, color: colColor(h), anchor: 'middle', baseline: 'middle', weight: 600 });
     for (let li = 0; li < Data.L; li++) {
       const y = top + 18 + li * chh;
       p.text(pad + lab - 6, y + S / 2, 'L' + Data.layers[li], { size: 11, color: th.muted, anchor: 'end', baseline: 'middle', weight: 600 });
-      for (let h = 0; h < Data.H; h++) {
+      for (let h = 0; h < NH; h++) {
         const x = pad + lab + h * cw + 4;
         p.rect(x - 2, y - 2, S + 4, S + 4, th.line, 1);
         p.image(cells[li][h], x, y, S, S, false);
