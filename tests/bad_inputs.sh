@@ -15,6 +15,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BIN=$PWD/attnviz
+GPT2=$PWD/tests/data/small-gpt2
 SRC=$PWD/tests/data/small-f32
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -237,13 +238,23 @@ case_ opt_layer_out_of_range 2 "--layer 2 is out of range" -- --model "$M" "${Q[
 case_ opt_head_out_of_range 2 "--head 9 is out of range" -- --model "$M" "${Q[@]}" --head 9 hi
 case_ opt_bad_precision 2 "--precision needs 1 to 9" -- --model "$M" --precision 0 hi
 case_ opt_bad_threads 2 "--threads needs 1 to 1024" -- --model "$M" --threads abc hi
-case_ opt_measure_bogus 2 "--measure is attention or norm, not 'bogus'" -- --model "$M" "${Q[@]}" --measure bogus hi
-case_ opt_measure_empty 2 "--measure is attention or norm, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
+case_ opt_measure_bogus 2 "--measure is attention, norm, alti or rollout, not 'bogus'" -- --model "$M" "${Q[@]}" --measure bogus hi
+case_ opt_measure_empty 2 "--measure is attention, norm, alti or rollout, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
 case_ opt_measure_missing_value 2 "option '--measure' needs a value" -- --model "$M" hi --measure
 case_ opt_measure_tokens_only 2 "--tokens-only runs no model: no --measure norm" -- --model "$M" --tokens-only --measure norm hi
 case_ opt_measure_diff 2 "^attnviz: --measure goes with .*, not attnviz diff" -- diff --model "$M" "${Q[@]}" --measure norm a b
 case_ opt_measure_render 2 "^attnviz: --measure goes with .*, not attnviz render" -- render x.npz --quiet --json out.json --measure norm
 case_ opt_measure_merge 2 "^attnviz: --measure goes with .*, not attnviz stats" -- stats --merge --json out.json --measure norm a.json
+case_ opt_measure_alti_words 2 "--measure alti mixes the raw tokens through every layer: not with --no-special or --words" -- --model "$M" "${Q[@]}" --measure alti --words hi
+case_ opt_measure_rollout_serve 2 "serve computes attention and value-weighted attention \(--measure norm\): --measure rollout is the command line's" -- serve --model "$M" --measure rollout
+case_ opt_explain_not_a_head 2 "--explain needs one head as LAYER.HEAD \(e.g. 5.1\), got 'x'" -- --model "$M" "${Q[@]}" --explain x hi
+case_ opt_explain_two_heads 2 "--explain needs one head as LAYER.HEAD \(e.g. 5.1\), got '0.1,1.0'" -- --model "$M" "${Q[@]}" --explain 0.1,1.0 hi
+case_ opt_query_without_explain 2 "--query and --key go with --explain L.H" -- --model "$M" "${Q[@]}" --query 1 hi
+case_ opt_key_negative 2 "--key needs a token index >= 0, got '-1'" -- --model "$M" "${Q[@]}" --explain 0.0 --key -1 hi
+case_ opt_explain_batch 2 "--explain reads one input's residual stream: not with --batch" -- --model "$M" "${Q[@]}" --explain 0.0 --batch x.txt
+case_ opt_explain_post_norm 2 "--explain splits a pre-norm model's residual stream into the parts that add up to it; .* \(bert\) normalizes its stream after every block \(post-norm\)" -- --model "$M" "${Q[@]}" --explain 1.0 hi
+case_ opt_explain_head_out_of_range 2 "--explain 0.9: the model has 3 layers \(0 to 2\) of 4 heads \(0 to 3\)" -- --model "$GPT2" "${Q[@]}" --explain 0.9 hi
+case_ opt_explain_query_out_of_range 2 "--query 99: the input has [0-9]+ tokens" -- --model "$GPT2" "${Q[@]}" --explain 1.0 --query 99 hi
 case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
 case_ opt_unwritable_output 1 "/nonexistent-dir/out.json: cannot write" -- --model "$M" --quiet --json /nonexistent-dir/out.json hi
 case_ opt_output_is_a_directory 1 "/tmp: cannot write: is a directory" -- --model "$M" --quiet --json /tmp hi
@@ -825,7 +836,9 @@ case_ merge_sums_overflow_when_added 1 "x2.json: entropy: the sum overflows" -- 
 mkjson "$S" "$X" 'd["measure"] = "norm"'
 case_ merge_attention_with_norm 1 "ok.stats.json scores attention, .*x.json value-weighted attention \(--measure norm\): they do not add up" -- "${MQ[@]}" "$S" "$X"
 mkjson "$S" "$X" 'd["measure"] = "weights"'
-case_ merge_measure_unknown 1 "x.json: \"measure\" is \"norm\" or absent" -- "${MQ[@]}" "$X"
+case_ merge_measure_unknown 1 "x.json: \"measure\" is \"norm\", \"alti\" or \"rollout\" \(with one head per layer\), or absent" -- "${MQ[@]}" "$X"
+mkjson "$S" "$X" 'd["measure"] = "alti"'
+case_ merge_alti_with_many_heads 1 "x.json: \"measure\" is \"norm\", \"alti\" or \"rollout\" \(with one head per layer\)" -- "${MQ[@]}" "$X"
 mkjson "$S" "$X" 'd["heads"][1] = d["heads"][0]'
 case_ merge_head_twice 1 "x.json: layer 0 head 0 appears twice" -- "${MQ[@]}" "$X"
 mkjson "$S" "$X" 'd["heads"][0]["layer"] = 7'

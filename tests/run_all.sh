@@ -101,6 +101,7 @@ scripts=(
     tests/moe_test.sh
     tests/gptoss_test.sh
     tests/norm_test.sh
+    tests/findings_test.sh
     tests/seq2seq_test.sh
     tests/progress_test.sh
     tests/fetch_test.sh
@@ -127,6 +128,8 @@ scripts=(
     tests/ref/generate_check.sh
     tests/ref/openai_check.sh
     tests/ref/lens_check.sh
+    tests/ref/mix_check.sh
+    tests/ref/explain_check.sh
     tests/ref/flow_check.sh
     tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh

@@ -506,9 +506,63 @@ START_TEST(measure_is_attention_or_norm) {
     cli_options_free(&o);
     ck_assert_int_eq(parse(&o, &e, bad), -1);
     ck_assert_int_eq(e.kind, AV_ERR_USAGE);
-    ck_assert_str_eq(e.msg, "--measure is attention or norm, not 'Norm' (see attnviz --help)");
+    ck_assert_str_eq(e.msg, "--measure is attention, norm, alti or rollout, not 'Norm' (see attnviz --help)");
     cli_options_free(&o);
     ck_assert_int_eq(parse(&o, &e, diff), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    cli_options_free(&o);
+}
+END_TEST
+
+/* --measure alti|rollout: per-layer measures of a run (and heads, --stats); not where the raw tokens are
+ * merged or hidden, not for serve, diff or render. */
+START_TEST(measure_alti_and_rollout) {
+    CliOptions o;
+    AvErr e;
+    const char *alti[] = {"--measure", "alti", "x", NULL}, *roll[] = {"heads", "--measure", "rollout", "x", NULL},
+               *words[] = {"--measure", "alti", "--words", "x", NULL},
+               *serve[] = {"serve", "--measure", "rollout", NULL}, *diff[] = {"diff", "--measure", "alti", "a", "b", NULL};
+    ck_assert_int_eq(parse(&o, &e, alti), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_ALTI);
+    ck_assert(measure_per_layer(o.run.capture.measure));
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, roll), CLI_RUN);
+    ck_assert(o.run.heads.on && o.run.capture.measure == MEASURE_ROLLOUT);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, words), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    ck_assert_msg(strstr(e.msg, "--measure alti mixes the raw tokens") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, serve), -1);
+    ck_assert_msg(strstr(e.msg, "--measure rollout is the command line's") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, diff), -1);
+    ck_assert_str_eq(e.msg, "--measure goes with a run (attnviz TEXT), attnviz serve or attnviz heads, not attnviz diff "
+                            "(see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
+/* --explain L.H [--query Q --key K]: one head; the pair options only with it; one input's stream. */
+START_TEST(explain_takes_one_head) {
+    CliOptions o;
+    AvErr e;
+    const char *ok[] = {"--explain", "5.1", "--query", "7", "--key", "3", "x", NULL}, *two[] = {"--explain", "1.2,3.4", "x", NULL},
+               *bare[] = {"--query", "2", "x", NULL}, *batch[] = {"--explain", "0.0", "--batch", "f", NULL},
+               *junk[] = {"--explain", "5", "x", NULL};
+    ck_assert_int_eq(parse(&o, &e, ok), CLI_RUN);
+    ck_assert(o.run.explain.on && o.run.explain.layer == 5 && o.run.explain.head == 1);
+    ck_assert(o.run.explain.query == 7 && o.run.explain.key == 3);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, two), -1);
+    ck_assert_str_eq(e.msg, "--explain needs one head as LAYER.HEAD (e.g. 5.1), got '1.2,3.4' (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, junk), -1);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, bare), -1);
+    ck_assert_str_eq(e.msg, "--query and --key go with --explain L.H (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, batch), -1);
     ck_assert_int_eq(e.kind, AV_ERR_USAGE);
     cli_options_free(&o);
 }
@@ -1132,6 +1186,8 @@ Suite *make_suite(void) {
     tcase_add_test(t, shard_slurm_reads_the_array_task);
     tcase_add_test(t, measure_is_attention_or_norm);
     tcase_add_test(t, chat_and_chat_file_fill_the_run_settings);
+    tcase_add_test(t, measure_alti_and_rollout);
+    tcase_add_test(t, explain_takes_one_head);
     suite_add_tcase(s, t);
     TCase *tab = tcase_create("table");
     tcase_add_test(tab, each_option_goes_where_its_row_says);

@@ -74,6 +74,7 @@ describe('attention sinks', () => {
     await settle(page);
     const d = pages.matrix.data(), i = 4;
     const ov = await page.$('.mx-wrap canvas[data-cell]');
+    await ov.scrollIntoViewIfNeeded(); /* below the page's notes on a short viewport */
     const box = await ov.boundingBox();
     const [x, sw, labh, cell] = await ov.evaluate(o => [+o.dataset.sinkx, +o.dataset.sinkw, +o.dataset.labh, +o.dataset.cell]);
     await page.mouse.move(box.x + x + sw / 2, box.y + labh + i * cell + cell / 2);
