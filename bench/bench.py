@@ -363,6 +363,25 @@ def main():
                                 f"best of 3 x {REPEAT}) | {norm:.1f} ms | {plain:.1f} ms | **{norm / plain:.2f}x** | "
                                 f"goal <= 1.1x |")
 
+    # --measure alti and --measure rollout (mixing.h): the pass with every layer's attention (and for ALTI the
+    # residual stream and values) and the measure's matrices (fwd_bench --alti / --rollout) against the plain
+    # pass, same run, same binary, native path, on the same checkpoint as the rows above. Goal (issue 49):
+    # ALTI <= 2x the plain pass at 128 and 512 tokens.
+    if HFPY:
+        for n in (128, 512):
+            plain = alti = roll = float("inf")
+            for _ in range(3):  # alternated, so that the machine's drift falls on every side
+                _, p = run([FWD, mpath, str(n), str(REPEAT)])
+                plain = min(plain, float(p.stdout.split("warm_ms=")[1]))
+                _, p = run([FWD, "--alti", mpath, str(n), str(REPEAT)])
+                alti = min(alti, float(p.stdout.split("warm_ms=")[1]))
+                _, p = run([FWD, "--rollout", mpath, str(n), str(REPEAT)])
+                roll = min(roll, float(p.stdout.split("warm_ms=")[1]))
+            measure_rows.append(f"| {mlabel}, {n} tokens: forward + ALTI (--measure alti; best of 3 x {REPEAT}) | "
+                                f"{alti:.1f} ms | {plain:.1f} ms | **{alti / plain:.2f}x** | goal <= 2x |")
+            measure_rows.append(f"| {mlabel}, {n} tokens: forward + rollout (--measure rollout; best of 3 x {REPEAT}) | "
+                                f"{roll:.1f} ms | {plain:.1f} ms | **{roll / plain:.2f}x** | |")
+
     # Generation: 128 new tokens after a 64-token prompt, every step's attention captured, greedy,
     # on the trained GGUF; attnviz's time is its --profile forward_ms (prompt pass, steps, scores)
     gen_rows = []
@@ -415,6 +434,12 @@ def main():
             pred = fwd_ms(n, ["--predict", "1"])
             lens_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF, {n} tokens: --predict 1 --attribution (best of 3) "
                              f"| {attr:.0f} ms | {pred:.0f} ms (--predict 1) | **{attr / pred:.2f}x** | |")
+        # --explain for one head of the last layer (the most parts: 29 layers x 10 before it) at 512 tokens,
+        # against the plain pass. Goal (issue 49): <= 1 s beyond the pass.
+        plain = fwd_ms(512, [])
+        expl = fwd_ms(512, ["--explain", "29.4"])
+        lens_rows.append(f"| SmolLM2-135M-Instruct Q4_1 GGUF, 512 tokens: --explain 29.4 (best of 3) | {expl:.0f} ms "
+                         f"| {plain:.0f} ms | {(expl - plain) / 1e3:.2f} s beyond the pass | goal <= 1 s |")
         plain = fwd_ms(128, [])
         abl = fwd_ms(128, ["--ablate", "all"])
         heads = 30 * 9

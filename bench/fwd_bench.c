@@ -1,12 +1,16 @@
 /* fwd_bench.c — times model_forward on n tokens: the first (cold) call and the
  * best of N warm calls, as the peer script does, and the best warm call's CPU time.
- * usage: fwd_bench [--mapped] [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
+ * usage: fwd_bench [--mapped] [--norm | --alti | --rollout | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]
  * The weights are held as serve, batch and generation hold them (util.h's
  * AV_MAP_RESIDENT: copied where av_hold_plan finds it worth it, else mapped);
  * --mapped maps the files as one pass does.
  * --norm: the pass of --measure norm: the capture computes the value norms
  * and each call ends with the value-weighted matrices (normattn.h's na_fill),
  * everything the CLI adds before writing.
+ * --alti, --rollout: the pass of --measure alti|rollout: every layer's and
+ *   head's attention (and for ALTI the residual stream and values), each call
+ *   ending with the measure's matrices (mixing.h), everything the CLI adds
+ *   before writing.
  * --none: a capture that keeps nothing: the same pass as the two below (it
  *   stops at the last layer's attention probabilities), none of it kept.
  * --telemetry K: every head's row telemetry with its K heaviest keys, no matrices.
@@ -19,6 +23,7 @@
 #include "loader.h"
 #include "gemm.h"
 #include "model.h"
+#include "mixing.h"
 #include "normattn.h"
 #include "util.h"
 
@@ -35,14 +40,16 @@ int main(int argc, char **argv) {
     const int mapped = argc > 1 && !strcmp(argv[1], "--mapped");
     if (mapped) argv++, argc--;
     const int norm = argc > 1 && !strcmp(argv[1], "--norm");
+    const int alti = argc > 1 && !strcmp(argv[1], "--alti"), roll = argc > 1 && !strcmp(argv[1], "--rollout");
     const int none = argc > 1 && !strcmp(argv[1], "--none");
     const int scores = argc > 1 && !strcmp(argv[1], "--scores");
     const int tel = argc > 2 && !strcmp(argv[1], "--telemetry");
     const int top_k = tel ? atoi(argv[2]) : 0;
     if (tel) argv++, argc--;
-    if (norm || none || scores || tel) argv++, argc--;
+    if (norm || alti || roll || none || scores || tel) argv++, argc--;
     if (argc < 3) {
-        fprintf(stderr, "usage: fwd_bench [--mapped] [--norm | --none | --telemetry K | --scores] MODEL_DIR N_TOKENS [REPEAT]\n");
+        fprintf(stderr, "usage: fwd_bench [--mapped] [--norm | --alti | --rollout | --none | --telemetry K | --scores] "
+                        "MODEL_DIR N_TOKENS [REPEAT]\n");
         return 2;
     }
     int n = atoi(argv[2]), repeat = argc > 3 ? atoi(argv[3]) : 3;
@@ -63,7 +70,8 @@ int main(int argc, char **argv) {
         ((tel || none) ? model_capture_telemetry(&cap, &m.cfg, n, top_k, ids, NULL, 0, NULL, 0, &e)
          : scores ? model_capture_scores(&cap, &m.cfg, n, &sc, NULL, 0, NULL, 0, &e)
          : model_capture_alloc(&cap, &m.cfg, n, 1, 0, &e)) ||
-        (norm && model_capture_value_norms(&cap, &e))) {
+        (norm && model_capture_value_norms(&cap, &e)) ||
+        (alti && (model_capture_internals(&cap, &m.cfg, &e) || model_capture_values(&cap, &m.cfg, &e)))) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
@@ -76,10 +84,13 @@ int main(int argc, char **argv) {
         double t0 = av_now_ms(), c0 = cpu_ms();
         rs.attn_ms = 0;
         cap.tel_ids = ids;
-        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill_pool(&cap, rs.pool, &e) != 0)) {
+        MixResult mix = {0};
+        if (model_forward(&m, &rs, ids, types, n, &cap, &e) != 0 || (norm && na_fill_pool(&cap, rs.pool, &e) != 0) ||
+            (alti && mix_alti(&m, &cap, rs.pool, &mix, &e) != 0) || (roll && mix_rollout(&cap, &mix, &e) != 0)) {
             fprintf(stderr, "%s\n", e.msg);
             return 1;
         }
+        mix_free(&mix);
         double t = av_now_ms() - t0, c = cpu_ms() - c0;
         if (r == 0) first = t;
         else {
