@@ -91,7 +91,7 @@ def sinks(name, docs, bound):
     share = sum(v >= 0.5 for v in late) / len(late)
     tok = docs[0]["sinks_summary"]["first_token"]
     check(name, "attention sinks (Xiao et al. 2024)",
-          "past the first two layers, most heads put most of their attention on the first token, whatever it is",
+          "past the first two layers, a large share of heads put most of their attention on the initial token, whatever it is",
           f"{sum(v >= 0.5 for v in late)} of {len(late)} heads from layer 2 on ({share:.0%}) give the first token "
           f"(“{tok.get('display', tok['token'])}”) at least half their weight, mean over {len(docs)} texts; layers 0-1: "
           f"{sum(v >= 0.5 for v in early)} of {len(early)}", share >= bound, f"share >= {bound:.0%}")
