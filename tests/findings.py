@@ -1,12 +1,11 @@
 """The published findings docs/findings.md reproduces, each a check on the trained models the test set-up
 installs (tools/pymodel.sh: all-MiniLM-L6-v2, SmolLM2-135M-Instruct Q4_1, Gemma 3 270M Q4_K_M), through
 attnviz's own outputs (--json's sinks_summary and massive_activations, attnviz heads, --stats with and
-without --measure norm, --predict, --logit-lens, --ablate). Standard library only (tests/findings_test.sh
+without --measure norm, --predict, --logit-lens, --ablate, --explain). Standard library only (tests/findings_test.sh
 runs it with the system python3, once per kernel path).
 
-usage: findings.py ATTNVIZ --smollm2 GGUF --gemma3 GGUF --minilm DIR [--markdown]
-Each check prints one line: PASS/FAIL, the claim, the measured figure and the bound. --markdown prints the
-figures as docs/findings.md's tables instead.
+usage: findings.py ATTNVIZ --smollm2 GGUF --gemma3 GGUF --minilm DIR
+Each check prints one line: PASS/FAIL, the claim, the measured figure and the bound.
 """
 import argparse
 import json
@@ -195,6 +194,27 @@ def copying(name, attnviz, model, doc, top, acc_bound, ablate_bound):
           figure, ok, bound)
 
 
+def composition(name, attnviz, model, top, hj, min_share):
+    """Elhage et al. 2021, Olsson et al. 2022: an induction head's key reads what a previous-token head wrote."""
+    prev = {f"L{h['layer']}.H{h['head']}": h["previous"] for h in hj["heads"] if h.get("previous") is not None}
+    d = json.loads(run(attnviz, ["--model", model, "--explain", f"{top[1]}.{top[2]}", "--json", "-", REPEATED]))
+    e = d["explain"]
+    rows, ok = [], True
+    for p in e["pairs"]:
+        m = p["matrix"]
+        keys = [sum(r[j] for r in m) for j in range(len(m[0]))]
+        j = max(range(len(keys)), key=lambda i: keys[i])
+        part, share = e["parts"][j], keys[j] / p["score"]
+        ok = ok and prev.get(part, 0) >= 0.5 and share >= min_share
+        rows.append(f"{p['query']}→{p['key']} ('{p['key_token'].strip()}', weight {p['weight']:.2f}): {part} "
+                    f"(previous-token share {prev.get(part, 0):.2f}) {keys[j]:+.2f} of {p['score']:.2f}")
+    check(name, "induction heads compose with previous-token heads (Elhage et al. 2021; Olsson et al. 2022)",
+          "the induction head finds its key through what a previous-token head wrote into the key's residual stream",
+          f"--explain {top[1]}.{top[2]} on the repeated words, its {len(rows)} strongest pairs, the key side's largest "
+          f"part: " + "; ".join(rows), ok and len(rows) >= 3,
+          f"in each of >= 3 pairs an earlier head with previous-token share >= 0.5, its part >= {min_share:.0%} of the score")
+
+
 def logit_lens(name, doc):
     """nostalgebraist 2020; Belrose et al. 2023: the final prediction's rank falls with depth."""
     lens = doc["logit_lens"]
@@ -256,6 +276,7 @@ def main():
         duplicate("SmolLM2-135M", hj)
         doc = json.loads(run(av, ["--model", a.smollm2, "--predict", "1", "--logit-lens", "1", "--json", "-", REPEATED]))
         copying("SmolLM2-135M", av, a.smollm2, doc, top, 0.35, -0.5)
+        composition("SmolLM2-135M", av, a.smollm2, top, hj, 0.4)
         logit_lens("SmolLM2-135M", doc)
         # Gemma 3 270M
         docs = batch_json(av, a.gemma3, CORPUS)
@@ -267,6 +288,7 @@ def main():
         duplicate("Gemma-3-270M", hj)
         doc = json.loads(run(av, ["--model", a.gemma3, "--predict", "1", "--json", "-", REPEATED]))
         copying("Gemma-3-270M", av, a.gemma3, doc, top, 0.8, None)
+        composition("Gemma-3-270M", av, a.gemma3, top, hj, 0.4)
         # all-MiniLM-L6-v2 (encoder)
         docs = batch_json(av, a.minilm, CORPUS)
         sinks("all-MiniLM-L6-v2", docs, 0.2)
