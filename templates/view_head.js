@@ -303,9 +303,9 @@ Views.register({
     const ttl = Draw.el('div', 'view-title');
     ttl.appendChild(Draw.el('h2', null, 'Head view · ' + (Data.stacked ? Data.stack.label.toLowerCase() + ' attention, ' : '') + 'layer ' + c.vt.L));
     ttl.appendChild(Draw.el('span', 'sub', (Data.stacked ? 'Left: ' + Draw.stackAxes().rows + ' (queries), right: ' + Draw.stackAxes().cols + ' (keys)' : 'Left: queries, right: keys') +
-      '; line opacity = attention weight' + (c.mode === 'heads' && c.hs.length > 1 ? ' ÷ √' + c.hs.length + ' (the heads shown share the ink)' : '') +
+      '; line opacity = ' + (Data.perLayer ? 'weight' : 'attention weight') + (c.mode === 'heads' && c.hs.length > 1 && !Data.perLayer ? ' ÷ √' + c.hs.length + ' (the heads shown share the ink)' : '') +
       '. Hover a token to isolate its lines, click to pin it.' +
-      (Data.hasSinks && c.mode !== 'rollout' ? ' The bars left of the queries: each one\'s share that went to its head\'s sink logit (no key).' : '') +
+      (Data.hasSinks && c.mode !== 'rollout' && !Data.perLayer ? ' The bars left of the queries: each one\'s share that went to its head\'s sink logit (no key).' : '') +
       (Data.causal ? (Data.stacked ? ' Decoder self-attention is causal: a token attends only to itself and earlier tokens (later keys are masked and dimmed).'
         : ' Causal model: a token attends only to itself and earlier tokens (later keys are masked and dimmed).') : '')));
     host.appendChild(ttl);

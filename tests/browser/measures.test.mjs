@@ -73,6 +73,9 @@ for (const name of ['alti', 'altiBert']) {
       /* the head view draws one series (its legend names ALTI, no head) */
       const legend = await page.$eval('#view-head', el => el.textContent);
       assert.ok(!/Head 0/.test(legend), 'no per-head series under ALTI');
+      /* one matrix drawn: its ink is not shared out among the heads the page opened on */
+      const sub = await page.$eval('#view-head .view-title .sub', el => el.textContent);
+      assert.ok(/line opacity = weight\./.test(sub) && !/÷ √/.test(sub), sub);
       await go(page, 'model');
       const thumbs = await page.$$eval('#view-model .thumb', t => t.length);
       assert.equal(thumbs, d.layers.length, 'a thumbnail per layer');
