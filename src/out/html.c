@@ -1058,6 +1058,10 @@ static int fill_page(FILE *f, const char *templates_dir, const PageParts *pp, Av
             /* a document's own page has every matrix and no server: tiles (serve's long inputs and
              * their downloaded page) stay off, and the views read only these three flags */
             rc = puts_(f, "const Tiles = { on: false, offline: false, hasStats: false };\n", e);
+        } else if (strncmp(name, "include ", 8) == 0 && d && !pp->meta_json && !d->explain &&
+                   strcmp(name + 8, "explain.js") == 0) {
+            /* the --explain panel only on a page of a run with --explain (page.js calls Explain.init) */
+            rc = puts_(f, "const Explain = { init() {} };\n", e);
         } else if (strncmp(name, "include ", 8) == 0) {
             rc = write_include(f, templates_dir, name + 8, e);
         } else {
@@ -1078,9 +1082,9 @@ double html_page_estimate(int rows, int cols, size_t blocks, int causal, size_t 
      * (measured 1.15 to 0.35 from 100 to 2,009 keys); never more than two bytes' codes in base 85 */
     double per = 1.3 * pow(cols / 100.0, -0.35);
     if (per > 2.5) per = 2.5;
-    /* the page's code and styles (test_html holds them under 345 kB), its meta's few dozen bytes per token,
+    /* the page's code and styles (test_html holds them under 320 kB), its meta's few dozen bytes per token,
      * q/k at two bytes a value at most */
-    return 3.5e5 + 40.0 * rows + (double)blocks * cells * per + 2.0 * (double)qk_values;
+    return 3.2e5 + 40.0 * rows + (double)blocks * cells * per + 2.0 * (double)qk_values;
 }
 
 int html_write_doc(FILE *f, const OutDoc *d, const char *templates_dir, AvErr *e) {
