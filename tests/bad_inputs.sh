@@ -965,6 +965,8 @@ case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \
 case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
 case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
 case_ image_with_predict 2 "--image runs one picture: not with --batch, --out-dir, --predict" -- --model "$V" --quiet --json out.json --image "$PIC" --predict 3
+case_ image_with_explain 2 "--image runs one picture: .*the residual-stream options \(--explain among them\)" -- --model "$V" --quiet --json out.json --image "$PIC" --explain 0.0
+case_ image_with_measure_rollout 2 "--measure rollout mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$V" --quiet --json out.json --image "$PIC" --measure rollout
 vfresh; rm "$VM/preprocessor_config.json"
 case_ image_no_preprocessor_config 1 "no preprocessor_config.json: the model folder does not say how to prepare an image" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; printf '{"size": {"height": 32, "width": 32}, "size": {"height": 64, "width": 64}}' >"$VM/preprocessor_config.json"
@@ -992,6 +994,8 @@ case_ vlm_text_without_image_token 2 "the text has no <image>: write it where th
 case_ vlm_two_image_tokens 2 "the text has 2 <image>: one picture a run" -- --model "$LV" --quiet --json out.json --image "$PIC" "<image> and <image>"
 case_ vlm_image_without_text 2 "small-llava is a vision-language model: with --image give its text too, with <image> where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC"
 case_ vlm_image_with_predict 2 "--image with a vision-language model runs one picture and text: not with --batch, --out-dir, --predict" -- --model "$LV" --quiet --json out.json --image "$PIC" --predict 3 "<image> what"
+case_ vlm_image_with_explain 2 "--image with a vision-language model runs one picture and text: .*\(--explain among them; yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --explain 0.0 "<image> what"
+case_ vlm_image_with_measure_alti 2 "--measure alti mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --measure alti "<image> what"
 lfresh; M=$VM cfg_edit 'c["text_config"]["model_type"] = "mistral"'
 case_ vlm_text_config_not_llama 1 "config.json: text_config: model_type \"mistral\": attnviz runs LLaVA with a Llama language model \(llama\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
 lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = [-2, -1]'

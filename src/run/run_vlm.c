@@ -82,10 +82,13 @@ static int check_vlm_run(const Run *r, AvErr *e) {
                                      "special tokens on the page instead");
     if (o->batch.path || o->predict.k || o->predict.generate_n || o->capture.tokens_only || o->capture.words ||
         o->capture.telemetry || o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow ||
-        o->output.out_dir || o->decoder_text)
+        o->explain.on || o->output.out_dir || o->decoder_text)
         return av_err_usage(e, "%s", "--image with a vision-language model runs one picture and text: not with --batch, "
                                      "--out-dir, --predict, --generate, --tokens-only, --words, --telemetry, "
-                                     "--decoder-text or the residual-stream options (yet)");
+                                     "--decoder-text or the residual-stream options (--explain among them; yet)");
+    if (measure_per_layer(o->capture.measure))
+        return av_err_usage(e, "--measure %s mixes a text's tokens through the layers: not with --image (yet)",
+                            o->capture.measure == MEASURE_ALTI ? "alti" : "rollout");
     return 0;
 }
 
