@@ -523,8 +523,21 @@ function SvgPainter(w, h) {
   };
 }
 
+/* an informational note keeps one line until clicked (the header stays short, so the view starts within
+ * the first screen); warnings stay whole */
+function fold(d) {
+  d.classList.add('fold');
+  d.tabIndex = 0;
+  d.setAttribute('role', 'button');
+  d.setAttribute('aria-expanded', 'false');
+  d.title = 'Click to read it all';
+  const flip = () => d.setAttribute('aria-expanded', String(d.classList.toggle('open')));
+  d.addEventListener('click', flip);
+  d.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); flip(); } });
+}
+
 const Draw = {
-  el, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
+  el, fold, dpr, sizeCanvas, sizeCanvasRaw, cssVar, theme, hexRgb, headColor, aggColor, colorRgb,
   tokLabel, tokTitle, tokSeg, tokSpecial, tokPos, tokGen, tokLast, tokThumb, MASKED_TEXT, stackAxes,
   seriesFor, lineThreshold, drawLines, heatCanvas, heatThumb, heatPooled, heatHover,
   canvasPainterOn, CanvasPainter, SvgPainter,

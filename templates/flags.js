@@ -39,6 +39,7 @@ function sinkNote(notes) {
   d.appendChild(document.createTextNode((hide ? '“' + hide.textContent.trim() + '” renormalizes each row without it' : '') +
     (S.learned ? '; “Without learned sinks” renormalizes each row over the keys alone.' : '.')));
   notes.appendChild(d);
+  Draw.fold(d); /* one line until clicked, as the page's other notes */
 }
 
 function massiveNote(notes) {
@@ -64,6 +65,7 @@ function massiveNote(notes) {
     '. A few entries of the residual stream 1,000× its median (Sun et al. 2024) act as fixed biases, and the tokens holding them ' +
     'tend to be the attention sinks.'));
   notes.appendChild(d);
+  Draw.fold(d); /* one line until clicked, as the page's other notes */
 }
 
 /* notes: the page's notes; controls: the controls bar; redraw(): render again */

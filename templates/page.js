@@ -159,24 +159,12 @@ function fmtInt(v) { return Number(v).toLocaleString('en-US'); }
   }
 
   const notes = $('notes');
-  /* an informational note keeps one line until clicked (the header stays short, so the view starts
-   * within the first screen); warnings stay whole */
-  const fold = d => {
-    d.classList.add('fold');
-    d.tabIndex = 0;
-    d.setAttribute('role', 'button');
-    d.setAttribute('aria-expanded', 'false');
-    d.title = 'Click to read it all';
-    const flip = () => d.setAttribute('aria-expanded', String(d.classList.toggle('open')));
-    d.addEventListener('click', flip);
-    d.addEventListener('keydown', ev => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); flip(); } });
-  };
   const note = (cls, strong, text) => {
     const d = Draw.el('div', 'note' + (cls ? ' ' + cls : ''));
     if (strong) d.appendChild(Draw.el('strong', null, strong + ' '));
     d.appendChild(document.createTextNode(text));
     notes.appendChild(d);
-    if (cls === 'info') fold(d);
+    if (cls === 'info') Draw.fold(d); /* one line until clicked */
     return d;
   };
   /* a page that generated shows its prompt again in the Generated row: the Input row keeps one line */

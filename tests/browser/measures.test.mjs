@@ -129,6 +129,15 @@ test('SmolLM2: sinks note, sink marks on chips and thumbnails, massive activatio
     assert.ok(note.includes(s.past_sink_heads + ' of the ' + s.past_heads + ' heads from layer 2 on'), note);
     const massive = await page.$eval('#massive-note', el => el.textContent);
     assert.ok(massive.includes('dimension ' + d.massive_activations.entries[0].dim), massive);
+    /* both notes keep one line until clicked, as the page's other notes (the view starts within the first screen) */
+    for (const id of ['#sinks-note', '#massive-note']) {
+      const h = () => page.$eval(id, el => el.getBoundingClientRect().height);
+      const folded = await h();
+      assert.ok(await page.$eval(id, el => el.classList.contains('fold')) && folded < 40, `${id}: ${folded} px`);
+      await page.click(id);
+      assert.ok((await h()) > folded, `${id} opens on a click`);
+      await page.click(id);
+    }
     await clickAndRender(page, '#measure-seg [data-measure=attention]');
     for (const li of [2, 20]) {
       await page.evaluate(li => window.attnviz.setLayer(li), li);
