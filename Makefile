@@ -48,7 +48,7 @@ INCLUDES := -Iinclude $(patsubst %/,-I%,$(SRC_DIRS))
 SRCS     := $(wildcard $(addsuffix *.c,$(SRC_DIRS)))
 OBJS     := $(patsubst %.c,$(B)/obj/%.o,$(notdir $(SRCS))) $(B)/obj/templates_gen.o
 TEMPLATES := $(sort $(wildcard templates/*.html templates/*.css templates/*.js))
-TESTS    := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
+TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 DEMO_DIR := weights/demo
 VERSION  := $(shell sed -n 's/^#define ATTNVIZ_VERSION "\(.*\)"/\1/p' src/base/version.h)
 # libattnviz.so.ABI -> libattnviz.so.ABI.MINOR.PATCH: ABI is include/attnviz.h's ATTNVIZ_ABI_VERSION.
@@ -79,7 +79,7 @@ $(B)/libattnviz.so: $(B)/$(LIB_REAL)
 	ln -sf $(LIB_REAL) $(B)/$(SONAME)
 	ln -sf $(SONAME) $@
 
-# The C example against the build folder's library (tests/lib_test.sh builds it
+# The C example against the build folder's library (tests/e2e/lib_test.sh builds it
 # against an installed copy through pkg-config, as a user would).
 $(B)/top_heads: examples/top_heads.c include/attnviz.h $(B)/libattnviz.so
 	$(CC) $(CFLAGS) -o $@ $< -L$(B) -lattnviz -Wl,-rpath,'$$ORIGIN'
@@ -171,7 +171,7 @@ $(DEMO_DIR)/model.safetensors: $(B)/mkdemo tools/demo_words.txt
 	$(B)/mkdemo $(DEMO_DIR) tools/demo_words.txt
 
 # Unit tests: one Check suite per module, each its own binary.
-$(B)/tests/test_%: tests/test_%.c tests/check_util.h $(B)/libattnviz.a | $(B)/tests
+$(B)/tests/test_%: tests/unit/test_%.c tests/unit/check_util.h $(B)/libattnviz.a | $(B)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(B)/libattnviz.a $(CHECK_LIBS) $(LDLIBS)
 
 # libFuzzer targets (clang): parsers and the tokenizer on arbitrary bytes, each
@@ -187,13 +187,13 @@ fuzz:
 		tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 # ThreadSanitizer: the server under load and a threaded --batch run
-# (tests/tsan_test.sh, about a minute); not part of make test.
+# (tests/e2e/tsan_test.sh, about a minute); not part of make test.
 TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 
 tsan:
 	@$(MAKE) -j$(JOBS) --no-print-directory B=build-tsan BIN=build-tsan/attnviz OPT=-O1 SAN="$(TSAN_FLAGS)" build-tsan/attnviz
 	@$(MAKE) --no-print-directory demo-model
-	@tests/tsan_test.sh $(TSAN_REQUESTS)
+	@tests/e2e/tsan_test.sh $(TSAN_REQUESTS)
 
 deps:
 	@tools/deps.sh build
@@ -203,11 +203,11 @@ deps-test:
 
 # make test-aarch64: the NEON kernel and the whole program on Arm, cross-built
 # into build-aarch64 (Debian's gcc-aarch64-linux-gnu, arm64 libraries) and run
-# under qemu-aarch64 against this machine's build (tests/aarch64_test.sh; make
+# under qemu-aarch64 against this machine's build (tests/e2e/aarch64_test.sh; make
 # test runs it too).
 .PHONY: test-aarch64 deps-aarch64 clean-aarch64
 test-aarch64: deps-aarch64
-	@tests/aarch64_test.sh
+	@tests/e2e/aarch64_test.sh
 
 deps-aarch64:
 	@tools/deps.sh aarch64
@@ -248,7 +248,7 @@ bench: all
 	@bench/run.sh
 
 # docs/attnviz.1 is generated from the command table (src/cli/) and docs/attnviz.1.in's prose;
-# tests/test_cli.c fails when the committed page is not what they make.
+# tests/unit/test_cli.c fails when the committed page is not what they make.
 man: attnviz docs/attnviz.1.in
 	./attnviz --man docs/attnviz.1.in >docs/attnviz.1.tmp && mv docs/attnviz.1.tmp docs/attnviz.1
 

@@ -2,7 +2,7 @@
 # Corpus throughput (make bench; bench/README.md): a 10,000-sentence corpus through
 # `attnviz --batch - --stats --json -`, in sentences/s, as one process, as two local shards
 # (parallel -j2) and as two "hosts" (parallel --sshlogin to network namespaces with their own
-# sshd, tests/hosts_lib.sh), the shards' statistics merged with `attnviz stats --merge`; each with
+# sshd, tests/e2e/hosts_lib.sh), the shards' statistics merged with `attnviz stats --merge`; each with
 # the default one-line-at-a-time passes and with --pack-tokens 256. Prints a Markdown table and writes it to bench/out/corpus_results.md.
 #   BENCH_CORPUS_LINES=N   corpus size (default 10000)
 #   BENCH_CORPUS_PACK="0 256"   the --pack-tokens settings to measure
@@ -15,7 +15,7 @@ PACKS=${BENCH_CORPUS_PACK:-0 256}
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
 W=$(mktemp -d)
-. tests/hosts_lib.sh
+. tests/e2e/hosts_lib.sh
 trap 'hosts_down; rm -rf "$W"' EXIT
 trap 'exit 1' TERM INT HUP
 

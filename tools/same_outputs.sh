@@ -1,10 +1,10 @@
 #!/bin/bash
 # same_outputs.sh OLD NEW — runs two attnviz binaries over the same cases and compares,
 # byte for byte, everything each case leaves: stdout, stderr, the exit code and every file it
-# writes. The cases cover the demo model, every committed fixture family (tests/test_model.c's
+# writes. The cases cover the demo model, every committed fixture family (tests/unit/test_model.c's
 # FIXTURES plus the pytorch_model.bin one), the subcommands (run with json/npy/html, --batch,
 # heads, stats --merge, diff, render, predict/generate) and usage/runtime errors; and the live
-# server's answers (tests/serve_check.py's client). A reshape of the code must leave them all equal.
+# server's answers (tests/e2e/serve_check.py's client). A reshape of the code must leave them all equal.
 # Each case runs twice in the same folder under the same name ($W/attnviz, a copy of OLD then of
 # NEW), so paths and argv[0] in messages are the same. Prints one line per difference and a count;
 # exit 1 if anything differs. Needs the demo model (make demo-model) and python3 for the inputs.

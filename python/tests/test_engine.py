@@ -1,7 +1,7 @@
 """attnviz.Model: the engine in-process (libattnviz through ctypes), checked against the CLI's JSON
-of the same inputs on every family fixture of tests/test_model.c and the SmolLM2 GGUF: tokens, ids,
+of the same inputs on every family fixture of tests/unit/test_model.c and the SmolLM2 GGUF: tokens, ids,
 attention, queries, keys and predictions equal (the CLI writes 9 significant digits, which hold a
-float32 exactly). Runs without torch: tests/python_check.sh runs this file in a fresh venv holding
+float32 exactly). Runs without torch: tests/ref/python_check.sh runs this file in a fresh venv holding
 numpy and pytest only, with the package installed from a wheel and no attnviz binary on PATH.
 The CLI (./attnviz, or $ATTNVIZ_CLI) is only the reference here."""
 
@@ -24,7 +24,7 @@ TEXT, TEXT_B = "The cat sat on the mat.", "It was tired"
 
 
 def fixtures():
-    with open(os.path.join(REPO, "tests", "test_model.c"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "tests", "unit", "test_model.c"), encoding="utf-8") as f:
         src = f.read()
     block = re.search(r"static const char \*FIXTURES\[\] = \{(.*?)\};", src, re.S).group(1)
     return re.findall(r'"(tests/data/[^"]+)"', block)

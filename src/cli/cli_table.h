@@ -5,7 +5,7 @@
  * cross-option rules, its check and its run. The parser (cli.c), --help, the
  * man page and the bash/zsh/fish completions (cli_help.c) are all read from
  * these rows, so they cannot disagree. docs/cli-recipes.md: adding an option,
- * adding a command. Private to src/cli/ (and tests/test_cli.c). */
+ * adding a command. Private to src/cli/ (and tests/unit/test_cli.c). */
 #ifndef ATTNVIZ_CLI_TABLE_H
 #define ATTNVIZ_CLI_TABLE_H
 

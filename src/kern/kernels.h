@@ -1,6 +1,6 @@
 /* kernels.h — the engine's numeric kernels. Each optimized kernel has its
  * naive reference (a loop nest written from the definition) beside it, and
- * tests/test_kernels.c holds one against the other.
+ * tests/unit/test_kernels.c holds one against the other.
  *
  * Layout. The forward pass keeps a product's input and output transposed, one
  * row per feature and one column per token: y^T (out, n) = W (out, in) x^T

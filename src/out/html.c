@@ -94,7 +94,7 @@
  * Layers are quantized and compressed in parallel (HTML_THREADS) into memory
  * first, then the template is written out with the meta and the chunks.
  *
- * Measured (tests/page_fixture.c: synthetic BERT-shaped captures, a
+ * Measured (tests/browser/page_fixture.c: synthetic BERT-shaped captures, a
  * pessimistic mix with many near-uniform heads; 12 layers x 12 heads, d_head
  * 64; 2-core machine): 7 tokens: 11 KB attention + 228 KB q/k + 105 KB page
  * code; 512 tokens: 25.4 MB attention + 13.5 MB q/k = 38.9 MB, written in

@@ -1,5 +1,5 @@
 // causal.test.mjs — the page for a causal (decoder, GPT-2-shaped) model with
-// byte-level BPE tokens, from the synthetic tests/page_fixture.c --causal:
+// byte-level BPE tokens, from the synthetic tests/browser/page_fixture.c --causal:
 // lower-triangular attention (softmax over keys j <= i), vocab spellings like
 // "Ġflies" and "Ċ", "<|endoftext|>" and an injection attempt
 // "Ġ<img src=x onerror=alert(1)>". Numbers are checked against the JSON

@@ -1,6 +1,6 @@
 // Encoder-decoder pages: attention of a T5/BART-shaped model given to `attnviz render` (encoder 6
 // tokens, decoder 4, 2 layers x 3 heads; the arrays written here with Python's standard library, as
-// tests/render_test.sh does). The Stack control switches between the encoder's self-attention, the
+// tests/e2e/render_test.sh does). The Stack control switches between the encoder's self-attention, the
 // decoder's (causal) and cross attention (decoder tokens on the left / down, encoder tokens on the right
 // / across); every view follows it, and shows the JSON's numbers at 4 decimals.
 import { test, before, after, describe } from 'node:test';

@@ -1,5 +1,5 @@
 // lib.mjs — shared helpers for the page's browser tests and benchmark:
-// building pages (through ./attnviz and the synthetic tests/page_fixture.c),
+// building pages (through ./attnviz and the synthetic tests/browser/page_fixture.c),
 // starting `attnviz serve` on a free port, launching Debian's chromium through
 // playwright-core, and watching every request and console message.
 import assert from 'node:assert/strict';
@@ -37,7 +37,7 @@ export function ensureBuilt() {
 export function ensureFixture() {
   ensureBuilt();
   const lib = path.join(ROOT, 'build/libattnviz.a');
-  const src = path.join(ROOT, 'tests/page_fixture.c');
+  const src = path.join(ROOT, 'tests/browser/page_fixture.c');
   if (mtime(FIXTURE) > Math.max(mtime(src), mtime(lib))) return FIXTURE;
   const libs = execFileSync('pkg-config', ['--libs', 'libcjson', 'libutf8proc', 'openblas', 'zlib', 'oniguruma', 'libpng', 'libjpeg']).toString().trim().split(/\s+/);
   // the public header's folder and every source folder (private headers sit beside their sources)

@@ -3,7 +3,7 @@
 // innerHTML, as a notebook front end does) in headless Chromium with every request
 // refused: each output's sandboxed iframe draws its page, nothing is requested, no
 // console error; the page is isolated from the host and its own CSP holds inside.
-// Not a *.test.mjs: tests/python_check.sh runs it after the notebook ran.
+// Not a *.test.mjs: tests/ref/python_check.sh runs it after the notebook ran.
 //   node tests/browser/notebook_check.mjs HOST.html [SCREENSHOT.png]
 // Prints PASS/FAIL lines; exit 1 on a failure.
 import fs from 'node:fs';

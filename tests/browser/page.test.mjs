@@ -2,7 +2,7 @@
 // playwright-core). Run from the repository root after `make attnviz`:
 //   node --test tests/browser/
 // Pages come from ./attnviz with the demo model and from the synthetic
-// tests/page_fixture.c (hostile tokens, selections, 512 tokens); numbers are
+// tests/browser/page_fixture.c (hostile tokens, selections, 512 tokens); numbers are
 // checked against the JSON written alongside.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

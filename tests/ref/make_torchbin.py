@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the pytorch_model.bin fixtures of tests/test_torchbin.c.
+"""Writes the pytorch_model.bin fixtures of tests/unit/test_torchbin.c.
 
 usage: /usr/bin/python3 tests/ref/make_torchbin.py [OUT_DIR]   (default tests/data/torchbin)
 

@@ -8,7 +8,7 @@
 // Defaults: tests/tokenizer/corpus.tsv and bert-base-uncased's tokenizer.json (tools/refdata.sh).
 // Output: one JSON object per corpus line:
 //   {"input_ids":[...],"token_type_ids":[...],"tokens":[...]}
-// Nothing is truncated here; truncation is covered by tests/test_tokenizer.c, whose
+// Nothing is truncated here; truncation is covered by tests/unit/test_tokenizer.c, whose
 // expected values were taken from the Rust library.
 //
 // Corpus format (one input per line, LF line ends, literal UTF-8, nothing escaped):
