@@ -4,7 +4,7 @@
  * its own (commands/command_NAME.c): name, synopsis, what it does, its
  * cross-option rules, its check and its run. The parser (cli.c), --help, the
  * man page and the bash/zsh/fish completions (cli_help.c) are all read from
- * these rows, so they cannot disagree. docs/cli-recipes.md: adding an option,
+ * these rows, so they cannot disagree. docs/architecture.md ("Where to add..."): adding an option,
  * adding a command. Private to src/cli/ (and tests/unit/test_cli.c). */
 #ifndef ATTNVIZ_CLI_TABLE_H
 #define ATTNVIZ_CLI_TABLE_H
