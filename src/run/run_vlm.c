@@ -122,7 +122,7 @@ static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
 }
 
 static const char *example_text(const ModelConfig *c) {
-    return c->vlm_boi_id > 0 ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n<start_of_turn>model\n"
+    return c->vlm_kind == VLM_KIND_GEMMA3 ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n<start_of_turn>model\n"
                              : "USER: <image>\nWhat is in the picture? ASSISTANT:";
 }
 
@@ -132,7 +132,7 @@ static const char *example_text(const ModelConfig *c) {
  * result gives the processor's ids. */
 static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
     const ModelConfig *c = &r->s->cfg;
-    const int gemma = c->vlm_boi_id > 0;
+    const int gemma = c->vlm_kind == VLM_KIND_GEMMA3;
     const char *ph = tok_id_to_token(r->s->tok, gemma ? c->vlm_boi_id : c->image_token_id);
     const char *img = tok_id_to_token(r->s->tok, c->image_token_id), *eoi = gemma ? tok_id_to_token(r->s->tok, c->vlm_eoi_id) : "";
     if (!ph || !img || !eoi || !*ph)
@@ -252,7 +252,7 @@ static int vlm_prepare(const Run *r, VlmRun *v, const AvImage *img, const char *
     free(full);
     if (trc) return -1;
     /* the image tokens' grid: the tower's patches (LLaVA), or Gemma 3's pooled squares */
-    const int gside = c->vlm_boi_id > 0 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
+    const int gside = c->vlm_kind == VLM_KIND_GEMMA3 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
     v->gr = gside ? gside : v->rows, v->gc = gside ? gside : v->cols;
     if (v->gr * v->gc != c->vlm_tokens || v->rows % v->gr)
         return av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", v->gr, v->gc, c->vlm_tokens);
@@ -373,7 +373,7 @@ int vlm_open(const Run *p, const unsigned char *bytes, size_t len, const char *n
     if (!p->s->model.vision || !p->s->model.vlm)
         return av_err_usage(e, "%s is a %s model: not a vision-language model", p->s->name, p->s->cfg.model_type);
     if (!text || !*text) {
-        const char *ph = tok_id_to_token(p->s->tok, p->s->cfg.vlm_boi_id > 0 ? p->s->cfg.vlm_boi_id : p->s->cfg.image_token_id);
+        const char *ph = tok_id_to_token(p->s->tok, p->s->cfg.vlm_kind == VLM_KIND_GEMMA3 ? p->s->cfg.vlm_boi_id : p->s->cfg.image_token_id);
         return av_err_usage(e, "%s is a vision-language model: send its text too, with %s where the picture goes", p->s->name,
                             ph ? ph : "the picture's token");
     }
@@ -420,7 +420,7 @@ const OutImage *vlm_image(const VlmRun *v) { return v->ran ? &v->oi : NULL; }
 const char *run_image_placeholder(const Session *s) {
     const ModelConfig *c = &s->cfg;
     if (!c->vlm || !s->tok) return NULL;
-    return tok_id_to_token(s->tok, c->vlm_boi_id > 0 ? c->vlm_boi_id : c->image_token_id);
+    return tok_id_to_token(s->tok, c->vlm_kind == VLM_KIND_GEMMA3 ? c->vlm_boi_id : c->image_token_id);
 }
 
 const char *run_image_example(const Session *s) { return example_text(&s->cfg); }

@@ -217,6 +217,7 @@ static int attach_gemma3(Model *m, Model *v, int (*token_id)(const void *, const
     c->vlm_feature_layer = -1; /* the last layer's output, through post_layernorm */
     c->vlm_drop_cls = 0;
     c->vlm_bidir = 1;
+    c->vlm_kind = VLM_KIND_GEMMA3;
     return 0;
 }
 
@@ -317,6 +318,7 @@ static int gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path,
     c->vlm_feature_layer = -1; /* the last layer's output, through post_layernorm */
     c->vlm_drop_cls = 0;
     c->vlm_bidir = 1;
+    c->vlm_kind = VLM_KIND_GEMMA3;
     return 0;
 }
 
