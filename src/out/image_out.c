@@ -60,6 +60,8 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
         fprintf(f, ",\"vision\":{\"layers\":%d,\"heads\":%d,\"tokens\":%d,\"prefix\":%d,\"feature_layer\":%d,"
                    "\"image_tokens\":%d,\"embeds_dim\":%d}",
                 im->vis_layers, im->vis_heads, im->vis_n, im->vis_prefix, im->feature_layer, im->n_image, im->embeds_dim);
+    if ((im->vis_attn || im->n_image) && im->vis_kept) /* the attention kept: the last layers, [from, to) */
+        fprintf(f, ",\"vision_kept_layers\":[%d,%d]", im->vis_layers - im->vis_kept, im->vis_layers);
     if (im->pool_attn) {
         fputs(",\"pooling_attention\":[", f);
         for (int h = 0; h < im->pool_heads; h++) {
@@ -166,8 +168,9 @@ int image_npy_write(FILE *f, const OutDoc *d, int what, AvErr *e) {
         if (rc == 0 && fwrite(im->pool_attn, sizeof(float), (size_t)im->pool_heads * n, f) != (size_t)im->pool_heads * n)
             rc = -1;
     } else if (what == IMAGE_NPY_VISION) {
-        const long v = im->vis_n, shape[4] = {im->vis_layers, im->vis_heads, v, v};
-        const size_t count = (size_t)im->vis_layers * im->vis_heads * v * v;
+        const int kept = im->vis_kept ? im->vis_kept : im->vis_layers;
+        const long v = im->vis_n, shape[4] = {kept, im->vis_heads, v, v};
+        const size_t count = (size_t)kept * im->vis_heads * v * v;
         rc = npy_write_header(f, shape, 4);
         if (rc == 0 && fwrite(im->vis_attn, sizeof(float), count, f) != count) rc = -1;
     } else if (what == IMAGE_NPY_EMBEDS) {

@@ -60,6 +60,7 @@ typedef struct OutImage {
      * decoder reads them (n_image, embeds_dim), and the pixel values (3, h, w); vis_attn NULL otherwise */
     const float *vis_attn;
     int vis_layers, vis_heads, vis_n, vis_prefix, feature_layer;
+    int vis_kept;              /* vis_attn holds the tower's last vis_kept layers only (its plan's budget); 0: all */
     const float *image_embeds;
     int n_image, embeds_dim;
     const float *pixels;

@@ -181,3 +181,54 @@ int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e) {
                 (double)HTML_PAGE_BOUND / 1e6, held, how);
     return RUN_PAGE_LONG;
 }
+
+/* ---------------------------------------------------------------- a vision-language model's tower */
+
+double run_tower_need(const ModelConfig *vc, int nv, int want_hidden, int layers) {
+    return (double)model_capture_bytes(vc, nv, 0, want_hidden, layers, vc->num_heads);
+}
+
+double run_tower_page(const ModelConfig *vc, int nv, int layers) {
+    return html_page_estimate(nv, nv, (size_t)layers * (size_t)vc->num_heads, 0, 0);
+}
+
+int run_plan_tower(const Run *r, const ModelConfig *vc, int nv, int want_hidden, double beside, TowerPlan *p, AvErr *e) {
+    const RunSpec *o = &r->spec;
+    const int L = vc->num_layers;
+    char a[32], b[32], c[32];
+    memset(p, 0, sizeof *p);
+    p->layers = L, p->page = writes_page(o);
+    const double budget = run_memory_budget(o), room = budget - beside, whole = run_tower_need(vc, nv, want_hidden, L);
+    /* the last layers that fit beside the decoder's capture: the projector reads the last ones */
+    int mem = 0;
+    while (mem < L && run_tower_need(vc, nv, want_hidden, mem + 1) <= room) mem++;
+    if (mem == 0) {
+        const double ram = physical_memory(), one = run_tower_need(vc, nv, want_hidden, 1) + beside;
+        char d[32], more[96] = "";
+        if (one < 0.8 * ram) snprintf(more, sizeof more, "--max-capture %.0fG keeps its last layer, ", ceil(one / 1e9 + 0.5));
+        return av_err(e, "the vision tower's attention (%d layers x %d heads over %d tokens) needs %s, and not even its last "
+                         "layer fits the %s allowed (--max-capture) beside the decoder's %s: %sattnviz serve runs the "
+                         "picture and text without keeping the tower's attention",
+                      L, vc->num_heads, nv, run_human_size(whole, a, sizeof a), run_human_size(budget, b, sizeof b),
+                      run_human_size(beside, d, sizeof d), more);
+    }
+    /* the tower's page: as many of those layers as a browser can open, unless --long-from 0 keeps them whole */
+    int pg = mem;
+    if (p->page && !(o->output.long_from == 0 && o->output.whole_for))
+        while (pg > 0 && run_tower_page(vc, nv, pg) > (double)HTML_PAGE_BOUND) pg--;
+    if (pg == 0) p->page = 0, pg = mem; /* not even one layer's page: the attention kept for the .npy only */
+    p->layers = pg;
+    if (pg == L && (p->page || !writes_page(o))) return 0;
+    if (o->quiet) return 0;
+    char what[160];
+    if (pg < L)
+        snprintf(what, sizeof what, "keeping its last %d of %d layers (%s)", pg, L,
+                 run_human_size(run_tower_need(vc, nv, want_hidden, pg), b, sizeof b));
+    else
+        snprintf(what, sizeof what, "keeping all %d layers", L);
+    av_info("the vision tower's attention (%d layers x %d heads over %d tokens) needs %s%s%s: %s%s", L, vc->num_heads, nv,
+            run_human_size(whole, a, sizeof a), mem < L ? " beside the decoder's, above the allowed " : "",
+            mem < L ? run_human_size(budget, c, sizeof c) : "", what,
+            p->page ? "" : "; its page would pass what a browser opens: no FILE.vision.html, its attention in FILE.vision_attention.npy (--npy)");
+    return 0;
+}

@@ -196,6 +196,18 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e);
  * or make a page past HTML_PAGE_BOUND: said in one line), or -1 refused. */
 enum { RUN_PAGE_WHOLE, RUN_PAGE_LONG };
 int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e);
+/* A vision-language model's tower, planned before its pass: its capture of nv tokens (want_hidden: the
+ * hidden states the projector reads) for the given last layers, and the page of them. */
+double run_tower_need(const ModelConfig *vc, int nv, int want_hidden, int layers);
+double run_tower_page(const ModelConfig *vc, int nv, int layers);
+typedef struct {
+    int layers; /* the tower's last layers kept (all: vc->num_layers) */
+    int page;   /* FILE.vision.html is written (the kept layers fit a page a browser opens) */
+} TowerPlan;
+/* What fits the memory budget beside `beside` bytes (the decoder's capture and run state): every layer, or the
+ * last ones, said in one line; a page past HTML_PAGE_BOUND keeps fewer layers, or none is written (said);
+ * -1 naming every remedy when not one layer fits. */
+int run_plan_tower(const Run *r, const ModelConfig *vc, int nv, int want_hidden, double beside, TowerPlan *p, AvErr *e);
 const char *run_human_size(double bytes, char *buf, size_t len);
 
 /* progress.c: a progress line for work that takes a while (only on a terminal, after a

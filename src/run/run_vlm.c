@@ -269,8 +269,11 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
     const Model *vm = r->s->model.vision;
     const ModelConfig *vc = &vm->cfg;
     const int n = v->enc.n, H = c->hidden_size, ni = c->vlm_tokens, fi = vlm_feature_index(&r->s->model);
+    /* the command line plans the tower's capture before (vlm_plan_tower); a server keeps one head of the last
+     * layer, which the pass needs somewhere to write (its attention is not served) */
+    const int last = vc->num_layers - 1, first_head = 0;
     if ((!v->vrs.x && model_runstate_alloc(&v->vrs, vm, v->nv, r->spec.threads, e)) ||
-        (!v->vcap.attn && model_capture_alloc(&v->vcap, vc, v->nv, 0, fi < vc->num_layers, e)))
+        (!v->vcap.attn && model_capture_select(&v->vcap, vc, v->nv, 0, fi < vc->num_layers, &last, 1, &first_head, 1, e)))
         return -1;
     if ((!v->embeds && !(v->embeds = malloc((size_t)ni * H * sizeof *v->embeds))) ||
         (!v->x && !(v->x = malloc((size_t)n * H * sizeof *v->x))))
@@ -297,10 +300,23 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
                        .vis_layers = vc->num_layers, .vis_heads = vc->num_heads, .vis_n = v->nv, .vis_prefix = vis_prefix(vc)};
     if (keep_tower) { /* the tower's attention, the embeddings and the pixel values for the outputs */
         v->oi.vis_attn = v->vcap.attn, v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
+        v->oi.vis_kept = v->vcap.n_kept_layers;
         v->oi.image_embeds = v->embeds, v->oi.pixels = v->px.pixels;
     }
     v->ran = 1;
     return 0;
+}
+
+/* The tower's capture before its pass, as plan.c's run_plan_tower says fits beside the decoder's: every layer,
+ * or the last ones (all their heads). */
+static int vlm_plan_tower(const Run *r, VlmRun *v, TowerPlan *tp, AvErr *e) {
+    const ModelConfig *vc = &r->s->model.vision->cfg;
+    const int want_hidden = vlm_feature_index(&r->s->model) < vc->num_layers, L = vc->num_layers;
+    if (run_plan_tower(r, vc, v->nv, want_hidden, run_capture_need(r, &r->spec, v->enc.n), tp, e)) return -1;
+    if (tp->layers == L) return model_capture_alloc(&v->vcap, vc, v->nv, 0, want_hidden, e);
+    int layers[CAP_MAX_LAYERS];
+    for (int i = 0; i < tp->layers; i++) layers[i] = L - tp->layers + i;
+    return model_capture_select(&v->vcap, vc, v->nv, 0, want_hidden, layers, tp->layers, NULL, 0, e);
 }
 
 int run_vlm(Run *r, AvErr *e) {
@@ -335,8 +351,9 @@ int run_vlm(Run *r, AvErr *e) {
      * the template wrote the first one itself (LLaVA's writes none: <s> is added) */
     const char *bos = v->chat && r->s->chat ? chat_template_special(r->s->chat, "bos_token") : NULL;
     const int plain = v->chat && bos && *bos && !strncmp(v->chat, bos, strlen(bos));
+    TowerPlan tp;
     if (vlm_prepare(r, v, &img, v->chat ? v->chat : o->text_a, v->chat && !plain, e) ||
-        run_ensure_buffers(r, v->enc.n, e))
+        run_ensure_buffers(r, v->enc.n, e) || vlm_plan_tower(r, v, &tp, e))
         goto done;
     r->t_tok += av_now_ms() - t0;
     t0 = av_now_ms();
@@ -353,7 +370,7 @@ int run_vlm(Run *r, AvErr *e) {
     toi.patch = vc->patch_size, toi.rows = v->rows, toi.cols = v->cols, toi.bidir = 0;
     run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v->venc, &v->vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
-    v->oi.tower = &tower, v->oi.tower_suffix = ".vision.html", v->oi.tower_label = "vision tower";
+    if (tp.page) v->oi.tower = &tower, v->oi.tower_suffix = ".vision.html", v->oi.tower_label = "vision tower";
     r->in.image = &v->oi;
     rc = run_finish_input(r, v->chat ? v->chat : o->text_a, NULL, 0, &v->enc, &r->in.cap, NULL, e);
     r->in.image = NULL;
