@@ -996,6 +996,7 @@ case_ vlm_image_without_text 2 "small-llava is a vision-language model: with --i
 case_ vlm_image_with_predict 2 "--image with a vision-language model runs one picture and text: not with --batch, --out-dir, --predict" -- --model "$LV" --quiet --json out.json --image "$PIC" --predict 3 "<image> what"
 case_ vlm_image_with_explain 2 "--image with a vision-language model runs one picture and text: .*\(--explain among them; yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --explain 0.0 "<image> what"
 case_ vlm_image_with_measure_alti 2 "--measure alti mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --measure alti "<image> what"
+case_ vlm_tower_past_the_budget 1 "the vision tower's attention \(3 layers x 4 heads over 17 tokens\) needs 23 kB, and not even its last layer fits the 40 kB allowed \(--max-capture\) beside the decoder's 31 kB: --max-capture 1G keeps its last layer, attnviz serve runs the picture and text" -- --model "$LV" --quiet --json out.json --image "$PIC" --max-capture 40k "<image> what is in the picture?"
 lfresh; M=$VM cfg_edit 'c["text_config"]["model_type"] = "mistral"'
 case_ vlm_text_config_not_llama 1 "config.json: text_config: model_type \"mistral\": attnviz runs LLaVA with a Llama language model \(llama\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
 lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = [-2, -1]'

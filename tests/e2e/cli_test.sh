@@ -451,6 +451,26 @@ then grep -qx ok "$T/out" && pass vlm_picture_tokens_in_the_sequence_and_their_o
 else fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/err" "$T/out" 2>/dev/null | head -5)"; fi
 rm -rf "$S"
 
+# -- the vision tower's capture is planned before its pass: within --max-capture beside the decoder's 44 kB, its
+# last layer only (said in one line; JSON and the .npy say which), and not even that refused naming the remedies
+S=$T/llava_budget && rm -rf "$S" && mkdir -p "$S"
+if "$BIN" --model tests/data/small-llava --image tests/data/vision-picture.png --max-capture 58k "USER: <image>
+What is in the picture? ASSISTANT:" --json "$S/l.json" --npy "$S/l.npy" 2>"$T/err" &&
+    grep -q "^attnviz: the vision tower's attention (3 layers x 4 heads over 17 tokens) needs 23 kB beside the decoder's, above the allowed 58 kB: keeping its last 1 of 3 layers (13 kB)$" "$T/err" &&
+    python3 - "$S" <<'PY' >"$T/out" 2>&1
+import json, struct, sys
+d = sys.argv[1]
+b = open(f"{d}/l.vision_attention.npy", "rb").read()
+h = b[10:10 + struct.unpack("<H", b[8:10])[0]].decode()
+assert tuple(int(x) for x in h.split("'shape': (")[1].split(")")[0].split(",") if x.strip()) == (1, 4, 17, 17), h
+im = json.load(open(f"{d}/l.json"))["image"]
+assert im["vision"]["layers"] == 3 and im["vision_kept_layers"] == [2, 3], im
+print("ok")
+PY
+then grep -qx ok "$T/out" && pass vlm_tower_past_the_budget_keeps_its_last_layers || fail vlm_tower_past_the_budget_keeps_its_last_layers "$(cat "$T/out")"
+else fail vlm_tower_past_the_budget_keeps_its_last_layers "$(cat "$T/err" "$T/out" 2>/dev/null | head -5)"; fi
+rm -rf "$S"
+
 # -- the help's and man page's examples name models where the first hour puts them (weights/...), never a
 # bare file that is not there when the line is copied; --image names a picture the repository has
 bad=""

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "pipeline.h"
+#include "run_internal.h"
 #include "session.h"
 #include "predict.h"
 #include "report.h"
@@ -75,6 +76,46 @@ static void close_run(Opened *x, const RunSpec *o) {
     run_close(x->r);
     session_close(x->s);
 }
+
+/* Gemma 3's vision tower at its published shape (SigLIP so400m at 896 px: 27 layers x 16 heads over 4,096
+ * patches, 1152 wide): its whole attention is counted before the pass (27 x 16 x 4096^2 floats, 29.0 GB),
+ * under a 12 GB budget only its last layers are kept, one layer's page is past what a browser opens, and a
+ * budget below one layer is refused naming the remedies. No weights: the plan reads the config only. */
+START_TEST(a_vision_towers_capture_is_planned_at_its_real_shape) {
+    ModelConfig vc;
+    memset(&vc, 0, sizeof vc);
+    vc.num_layers = 27, vc.num_heads = 16, vc.num_kv_heads = 16, vc.hidden_size = 1152, vc.head_dim = 72;
+    const int nv = 4096;
+    const double attn = 27.0 * 16 * nv * (double)nv * sizeof(float), layer = attn / 27, hidden = 28.0 * nv * 1152 * sizeof(float);
+    ck_assert_double_eq_tol(run_tower_need(&vc, nv, 0, 27), attn, 1e-6 * attn);
+    ck_assert_double_eq_tol(run_tower_need(&vc, nv, 1, 27), attn + hidden, 1e-6 * attn);
+    ck_assert_double_eq_tol(run_tower_need(&vc, nv, 0, 3), 3 * layer, 1e-6 * attn);
+    ck_assert(run_tower_page(&vc, nv, 1) > (double)HTML_PAGE_BOUND);
+
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.spec = run_spec(NULL);
+    r.spec.output.html_path = "page.html";
+    r.spec.capture.max_capture = 12e9;
+    const double beside = 0.5e9; /* the decoder's capture */
+    TowerPlan tp;
+    AvErr e;
+    install_collector();
+    ck_assert_int_eq(run_plan_tower(&r, &vc, nv, 0, beside, &tp, &e), 0);
+    ck_assert_int_eq(tp.layers, (int)((12e9 - beside) / layer)); /* 10 of 27 */
+    ck_assert_int_eq(tp.page, 0);
+    ck_assert_int_eq(notes.n, 1);
+    ck_assert_msg(strstr(notes.msg[0], "(27 layers x 16 heads over 4096 tokens) needs 29.0 GB") &&
+                      strstr(notes.msg[0], "keeping its last 10 of 27 layers (10.7 GB)") && strstr(notes.msg[0], "no FILE.vision.html"),
+                  "%s", notes.msg[0]);
+    r.spec.capture.max_capture = 1e9;
+    ck_assert_int_eq(run_plan_tower(&r, &vc, nv, 0, beside, &tp, &e), -1);
+    ck_assert_msg(strstr(e.msg, "not even its last layer fits the 1.0 GB allowed (--max-capture) beside the decoder's 500.0 MB") &&
+                      strstr(e.msg, "attnviz serve"),
+                  "%s", e.msg);
+    av_set_reporter(NULL);
+}
+END_TEST
 
 START_TEST(one_input_is_run_and_written) {
     install_collector();
@@ -303,6 +344,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, a_shard_takes_every_nth_line_counting_every_line);
     tcase_add_test(t, the_server_api_spells_predictions_for_the_writers);
     tcase_add_test(t, diff_and_render_check_the_selection_as_usage_errors);
+    tcase_add_test(t, a_vision_towers_capture_is_planned_at_its_real_shape);
     suite_add_tcase(s, t);
     return s;
 }
