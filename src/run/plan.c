@@ -212,23 +212,32 @@ int run_plan_tower(const Run *r, const ModelConfig *vc, int nv, int want_hidden,
                       L, vc->num_heads, nv, run_human_size(whole, a, sizeof a), run_human_size(budget, b, sizeof b),
                       run_human_size(beside, d, sizeof d), more);
     }
-    /* the tower's page: as many of those layers as a browser can open, unless --long-from 0 keeps them whole */
+    /* the tower's page: where it is all the run writes, as many of those layers as a browser opens (none: no
+     * page, the attention for --npy); an option that keeps the whole matrices keeps them, the page's size said */
+    const int bounded = p->page && !o->output.whole_for && o->output.long_from != 0;
     int pg = mem;
-    if (p->page && !(o->output.long_from == 0 && o->output.whole_for))
+    if (bounded)
         while (pg > 0 && run_tower_page(vc, nv, pg) > (double)HTML_PAGE_BOUND) pg--;
-    if (pg == 0) p->page = 0, pg = mem; /* not even one layer's page: the attention kept for the .npy only */
+    if (pg == 0) p->page = 0, pg = mem;
     p->layers = pg;
-    if (pg == L && (p->page || !writes_page(o))) return 0;
-    if (o->quiet) return 0;
-    char what[160];
+    const double page = p->page ? run_tower_page(vc, nv, pg) : 0;
+    const int big = page > (double)HTML_PAGE_BOUND, dropped = writes_page(o) && !p->page;
+    if ((pg == L && !dropped && !big) || o->quiet) return 0;
+    char what[160], tail[200] = "";
     if (pg < L)
-        snprintf(what, sizeof what, "keeping its last %d of %d layers (%s)", pg, L,
-                 run_human_size(run_tower_need(vc, nv, want_hidden, pg), b, sizeof b));
+        snprintf(what, sizeof what, "keeping its last %d of %d layers (%s%s)", pg, L,
+                 run_human_size(run_tower_need(vc, nv, want_hidden, pg), b, sizeof b), pg < mem ? ", a page a browser opens" : "");
     else
         snprintf(what, sizeof what, "keeping all %d layers", L);
+    if (dropped)
+        snprintf(tail, sizeof tail, "; one layer's page would pass %.0f MB (what a browser opens): no FILE.vision.html, "
+                 "its attention in FILE.vision_attention.npy (--npy)", (double)HTML_PAGE_BOUND / 1e6);
+    else if (big)
+        snprintf(tail, sizeof tail, "; their page FILE.vision.html will be up to %s (a browser struggles past %.0f MB): %s "
+                 "keeps them", run_human_size(page, b, sizeof b), (double)HTML_PAGE_BOUND / 1e6,
+                 o->output.whole_for ? o->output.whole_for : "--long-from 0");
     av_info("the vision tower's attention (%d layers x %d heads over %d tokens) needs %s%s%s: %s%s", L, vc->num_heads, nv,
             run_human_size(whole, a, sizeof a), mem < L ? " beside the decoder's, above the allowed " : "",
-            mem < L ? run_human_size(budget, c, sizeof c) : "", what,
-            p->page ? "" : "; its page would pass what a browser opens: no FILE.vision.html, its attention in FILE.vision_attention.npy (--npy)");
+            mem < L ? run_human_size(budget, c, sizeof c) : "", what, tail);
     return 0;
 }

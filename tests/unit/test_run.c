@@ -96,6 +96,7 @@ START_TEST(a_vision_towers_capture_is_planned_at_its_real_shape) {
     memset(&r, 0, sizeof r);
     r.spec = run_spec(NULL);
     r.spec.output.html_path = "page.html";
+    r.spec.output.long_from = OUT_LONG_AUTO; /* the page is all the run writes */
     r.spec.capture.max_capture = 12e9;
     const double beside = 0.5e9; /* the decoder's capture */
     TowerPlan tp;
@@ -108,6 +109,15 @@ START_TEST(a_vision_towers_capture_is_planned_at_its_real_shape) {
     ck_assert_msg(strstr(notes.msg[0], "(27 layers x 16 heads over 4096 tokens) needs 29.0 GB") &&
                       strstr(notes.msg[0], "keeping its last 10 of 27 layers (10.7 GB)") && strstr(notes.msg[0], "no FILE.vision.html"),
                   "%s", notes.msg[0]);
+    /* --npy keeps the matrices whole: the page is written all the same, its size said */
+    r.spec.output.whole_for = "--npy", r.spec.output.npy_path = "a.npy";
+    ck_assert_int_eq(run_plan_tower(&r, &vc, nv, 0, beside, &tp, &e), 0);
+    ck_assert_int_eq(tp.layers, 10);
+    ck_assert_int_eq(tp.page, 1);
+    ck_assert_int_eq(notes.n, 2);
+    ck_assert_msg(strstr(notes.msg[1], "keeping its last 10 of 27 layers (10.7 GB); their page FILE.vision.html will be up to") &&
+                      strstr(notes.msg[1], "--npy keeps them"),
+                  "%s", notes.msg[1]);
     r.spec.capture.max_capture = 1e9;
     ck_assert_int_eq(run_plan_tower(&r, &vc, nv, 0, beside, &tp, &e), -1);
     ck_assert_msg(strstr(e.msg, "not even its last layer fits the 1.0 GB allowed (--max-capture) beside the decoder's 500.0 MB") &&
