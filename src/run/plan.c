@@ -101,7 +101,8 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
     size_t at = 0;
 #define ADD(...) (at += (size_t)snprintf(what + at, at < sizeof what ? sizeof what - at : 0, __VA_ARGS__))
     /* the long input's page: one input's, within the budget */
-    if (!o->batch.path && !r->s->cfg.enc_dec && n <= HTML_LONG_MAX_TOKENS && run_long_need(r, n, NULL) <= budget) {
+    const int image = o->image != NULL; /* a picture's patches: no long page, no shorter input */
+    if (!image && !o->batch.path && !r->s->cfg.enc_dec && n <= HTML_LONG_MAX_TOKENS && run_long_need(r, n, NULL) <= budget) {
         if (o->output.whole_for)
             ADD("the long input's page (without %s: --html FILE alone)", o->output.whole_for);
         else if (o->output.long_from == 0)
@@ -121,7 +122,7 @@ int run_refuse(const Run *r, const RunSpec *o, int n, AvErr *e) {
     if (!r->s->cfg.enc_dec && !o->capture.telemetry &&
         (double)model_capture_telemetry_bytes((size_t)nl * nh, n, 8) <= budget)
         ADD("%s--telemetry 8 --json FILE (each row's statistics and 8 heaviest keys)", at ? ", " : "");
-    const int shorter = longest_fitting(r, o, n, budget);
+    const int shorter = image ? 0 : longest_fitting(r, o, n, budget);
     if (shorter >= 1) ADD("%sa shorter input (--max-tokens %d fits)", at ? ", " : "", shorter);
     const double ram = physical_memory();
     if (need < 0.8 * ram)

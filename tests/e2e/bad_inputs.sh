@@ -913,6 +913,8 @@ KEEP_OUTPUT=1 LINES=2 case_ batch_empty_sentence_a 1 "emptya.txt:2: sentence A i
 V=$PWD/tests/data/small-vit
 PIC=$PWD/tests/data/vision-picture.png
 vfresh() { rm -rf "$T/v" && cp -r "$V" "$T/v"; VM=$T/v; }
+# a vision encoder's capture past --max-capture: its patches are not a text, so no long page or shorter input
+case_ vit_capture_past_the_budget 1 "capturing 17 tokens x 2 layers x 4 heads needs 18 kB, above the 5 kB allowed \(--max-capture\): what fits: attnviz serve, select fewer with --layers/--heads \(2 of the 8 heads fit\), --max-capture 1G" -- --model "$V" --quiet --html out.html --image "$PIC" --max-capture 5k
 # mkpng FILE W H [claim TYPE LEN | ztxt MB]: an RGB PNG whose header says W x H (its pixels when small, else
 # one row), with a chunk claiming LEN bytes past the end, or a zTXt of MB megabytes of zeros
 mkpng() {
