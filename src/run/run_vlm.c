@@ -49,6 +49,8 @@ struct VlmRun {
     int *vkind;
     char *vnames;          /* (patches, NAME_LEN) their names */
     int *blk_end;          /* (n) Gemma 3: the image tokens' block end (they attend both ways), else NULL */
+    int tower_layers[CAP_MAX_LAYERS]; /* the tower's layers kept (its plan's last ones), n_tower_layers of them */
+    int n_tower_layers;
     int ran;
     OutImage oi;           /* what the writers read */
 };
@@ -313,10 +315,10 @@ static int vlm_plan_tower(const Run *r, VlmRun *v, TowerPlan *tp, AvErr *e) {
     const ModelConfig *vc = &r->s->model.vision->cfg;
     const int want_hidden = vlm_feature_index(&r->s->model) < vc->num_layers, L = vc->num_layers;
     if (run_plan_tower(r, vc, v->nv, want_hidden, run_capture_need(r, &r->spec, v->enc.n), tp, e)) return -1;
+    v->n_tower_layers = tp->layers;
+    for (int i = 0; i < tp->layers; i++) v->tower_layers[i] = L - tp->layers + i;
     if (tp->layers == L) return model_capture_alloc(&v->vcap, vc, v->nv, 0, want_hidden, e);
-    int layers[CAP_MAX_LAYERS];
-    for (int i = 0; i < tp->layers; i++) layers[i] = L - tp->layers + i;
-    return model_capture_select(&v->vcap, vc, v->nv, 0, want_hidden, layers, tp->layers, NULL, 0, e);
+    return model_capture_select(&v->vcap, vc, v->nv, 0, want_hidden, v->tower_layers, tp->layers, NULL, 0, e);
 }
 
 int run_vlm(Run *r, AvErr *e) {
@@ -370,6 +372,8 @@ int run_vlm(Run *r, AvErr *e) {
     toi.patch = vc->patch_size, toi.rows = v->rows, toi.cols = v->cols, toi.bidir = 0;
     run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v->venc, &v->vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
+    if (v->n_tower_layers < vc->num_layers) /* the page shows the layers kept */
+        tower.layers = v->tower_layers, tower.n_sel_layers = v->n_tower_layers, tower.init_layer = v->tower_layers[0];
     if (tp.page) v->oi.tower = &tower, v->oi.tower_suffix = ".vision.html", v->oi.tower_label = "vision tower";
     r->in.image = &v->oi;
     rc = run_finish_input(r, v->chat ? v->chat : o->text_a, NULL, 0, &v->enc, &r->in.cap, NULL, e);

@@ -452,10 +452,11 @@ else fail vlm_picture_tokens_in_the_sequence_and_their_outputs "$(cat "$T/err" "
 rm -rf "$S"
 
 # -- the vision tower's capture is planned before its pass: within --max-capture beside the decoder's 44 kB, its
-# last layer only (said in one line; JSON and the .npy say which), and not even that refused naming the remedies
+# last layer only (said in one line; JSON, the .npy and the tower's page hold which), not even that refused (bad_inputs)
 S=$T/llava_budget && rm -rf "$S" && mkdir -p "$S"
 if "$BIN" --model tests/data/small-llava --image tests/data/vision-picture.png --max-capture 58k "USER: <image>
-What is in the picture? ASSISTANT:" --json "$S/l.json" --npy "$S/l.npy" 2>"$T/err" &&
+What is in the picture? ASSISTANT:" --json "$S/l.json" --npy "$S/l.npy" --html "$S/l.html" 2>"$T/err" &&
+    grep -q '"init_layer":2' "$S/l.vision.html" && grep -q '"layers":\[2\]' "$S/l.vision.html" &&
     grep -q "^attnviz: the vision tower's attention (3 layers x 4 heads over 17 tokens) needs 23 kB beside the decoder's, above the allowed 58 kB: keeping its last 1 of 3 layers (13 kB)$" "$T/err" &&
     python3 - "$S" <<'PY' >"$T/out" 2>&1
 import json, struct, sys
