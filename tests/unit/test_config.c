@@ -17,6 +17,24 @@ static void expect_error(const char *json, const char *needle) {
     ck_assert_msg(strstr(e.msg, needle) && !strncmp(e.msg, "config.json: ", 13), "expected '%s' in: %s", needle, e.msg);
 }
 
+/* Gemma 3's vision-language config: its placement is the model's kind, not read from its ids, so a
+ * begin-of-image token at id 0 (which a config may name) is still Gemma 3's; LLaVA's is LLaVA's. */
+START_TEST(a_vision_language_models_kind_is_its_configs_not_its_ids) {
+    const char *gemma = "{\"model_type\":\"gemma3\",\"boi_token_index\":0,\"eoi_token_index\":1,\"image_token_index\":2,"
+                        "\"mm_tokens_per_image\":4,\"text_config\":{\"model_type\":\"gemma3_text\",\"vocab_size\":100,"
+                        "\"hidden_size\":8,\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                        "\"num_key_value_heads\":1,\"head_dim\":4},\"vision_config\":{\"model_type\":\"siglip_vision_model\","
+                        "\"hidden_size\":8,\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                        "\"image_size\":32,\"patch_size\":8,\"vision_use_head\":false}}";
+    ModelConfig c;
+    AvErr e;
+    ck_assert_msg(cfg_parse(&c, gemma, strlen(gemma), "config.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(c.vlm, 1);
+    ck_assert_int_eq(c.vlm_boi_id, 0);
+    ck_assert_int_eq(c.vlm_kind, VLM_KIND_GEMMA3);
+}
+END_TEST
+
 START_TEST(reads_a_real_published_bert_config) {
     /* all-MiniLM-L6-v2's config.json and tokenizer_config.json as published (tools/refdata.sh):
      * a BERT config written by transformers, with keys attnviz does not use */
@@ -199,6 +217,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, refuses_bad_configs_naming_the_key);
     tcase_add_test(t, reads_each_family_under_its_own_key_names);
     tcase_add_test(t, head_labels_fill_every_described_head);
+    tcase_add_test(t, a_vision_language_models_kind_is_its_configs_not_its_ids);
     suite_add_tcase(s, t);
     return s;
 }
