@@ -223,17 +223,19 @@ int run_plan_tower(const Run *r, const ModelConfig *vc, int nv, int want_hidden,
     p->layers = pg;
     const double page = p->page ? run_tower_page(vc, nv, pg) : 0;
     const int big = page > (double)HTML_PAGE_BOUND, dropped = writes_page(o) && !p->page;
+    if (dropped) p->layers = 0; /* the page is all the run writes (no --npy): nothing would read them */
     if ((pg == L && !dropped && !big) || o->quiet) return 0;
-    char what[160], tail[200] = "";
-    if (pg < L)
+    char what[256], tail[200] = "";
+    if (dropped)
+        snprintf(what, sizeof what, "one layer's page would pass %.0f MB (what a browser opens) and nothing else writes "
+                 "it: not kept, no FILE.vision.html (--npy FILE keeps %s %d layers)", (double)HTML_PAGE_BOUND / 1e6,
+                 pg < L ? "its last" : "all", pg);
+    else if (pg < L)
         snprintf(what, sizeof what, "keeping its last %d of %d layers (%s%s)", pg, L,
                  run_human_size(run_tower_need(vc, nv, want_hidden, pg), b, sizeof b), pg < mem ? ", a page a browser opens" : "");
     else
         snprintf(what, sizeof what, "keeping all %d layers", L);
-    if (dropped)
-        snprintf(tail, sizeof tail, "; one layer's page would pass %.0f MB (what a browser opens): no FILE.vision.html, "
-                 "its attention in FILE.vision_attention.npy (--npy)", (double)HTML_PAGE_BOUND / 1e6);
-    else if (big)
+    if (big)
         snprintf(tail, sizeof tail, "; their page FILE.vision.html will be up to %s (a browser struggles past %.0f MB): %s "
                  "keeps them", run_human_size(page, b, sizeof b), (double)HTML_PAGE_BOUND / 1e6,
                  o->output.whole_for ? o->output.whole_for : "--long-from 0");

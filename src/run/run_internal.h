@@ -201,7 +201,7 @@ int run_plan_page(const Run *r, const TokEncoding *enc, AvErr *e);
 double run_tower_need(const ModelConfig *vc, int nv, int want_hidden, int layers);
 double run_tower_page(const ModelConfig *vc, int nv, int layers);
 typedef struct {
-    int layers; /* the tower's last layers kept (all: vc->num_layers) */
+    int layers; /* the tower's last layers kept (all: vc->num_layers; 0: none, nothing writes them) */
     int page;   /* FILE.vision.html is written (the kept layers fit a page a browser opens) */
 } TowerPlan;
 /* What fits the memory budget beside `beside` bytes (the decoder's capture and run state): every layer, or the

@@ -300,9 +300,9 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
                        .first_patch = v->first, .kind = v->kind, .png = v->png, .png_len = v->png_len,
                        .feature_layer = c->vlm_feature_layer, .n_image = ni, .embeds_dim = H, .bidir = c->vlm_bidir,
                        .vis_layers = vc->num_layers, .vis_heads = vc->num_heads, .vis_n = v->nv, .vis_prefix = vis_prefix(vc)};
-    if (keep_tower) { /* the tower's attention, the embeddings and the pixel values for the outputs */
-        v->oi.vis_attn = v->vcap.attn, v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
-        v->oi.vis_kept = v->vcap.n_kept_layers;
+    if (keep_tower) { /* the tower's attention (what its plan kept), the embeddings and the pixel values for the outputs */
+        if (v->n_tower_layers) v->oi.vis_attn = v->vcap.attn, v->oi.vis_kept = v->vcap.n_kept_layers;
+        v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
         v->oi.image_embeds = v->embeds, v->oi.pixels = v->px.pixels;
     }
     v->ran = 1;
@@ -316,6 +316,7 @@ static int vlm_plan_tower(const Run *r, VlmRun *v, TowerPlan *tp, AvErr *e) {
     const int want_hidden = vlm_feature_index(&r->s->model) < vc->num_layers, L = vc->num_layers;
     if (run_plan_tower(r, vc, v->nv, want_hidden, run_capture_need(r, &r->spec, v->enc.n), tp, e)) return -1;
     v->n_tower_layers = tp->layers;
+    if (tp->layers == 0) return 0; /* the pass keeps one head of the last layer, as a server's */
     for (int i = 0; i < tp->layers; i++) v->tower_layers[i] = L - tp->layers + i;
     if (tp->layers == L) return model_capture_alloc(&v->vcap, vc, v->nv, 0, want_hidden, e);
     return model_capture_select(&v->vcap, vc, v->nv, 0, want_hidden, v->tower_layers, tp->layers, NULL, 0, e);
@@ -372,7 +373,7 @@ int run_vlm(Run *r, AvErr *e) {
     toi.patch = vc->patch_size, toi.rows = v->rows, toi.cols = v->cols, toi.bidir = 0;
     run_tower_doc(r, &tower, tname, sizeof tname, "vision tower", vm, &v->venc, &v->vcap, o->image);
     tower.image = &toi, tower.init_view = "image";
-    if (v->n_tower_layers < vc->num_layers) /* the page shows the layers kept */
+    if (v->n_tower_layers && v->n_tower_layers < vc->num_layers) /* the page shows the layers kept */
         tower.layers = v->tower_layers, tower.n_sel_layers = v->n_tower_layers, tower.init_layer = v->tower_layers[0];
     if (tp.page) v->oi.tower = &tower, v->oi.tower_suffix = ".vision.html", v->oi.tower_label = "vision tower";
     r->in.image = &v->oi;
