@@ -246,7 +246,7 @@ t0=$SECONDS
 if command -v clang >/dev/null && echo 'int LLVMFuzzerTestOneInput(const char*d,long n){(void)d;(void)n;return 0;}' \
     | clang -x c -fsanitize=fuzzer -o /tmp/attnviz-fuzzcheck.$$ - 2>/dev/null; then
     rm -f /tmp/attnviz-fuzzcheck.$$
-    run_script make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
+    run_script make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-8}"
 else
     echo "SKIP fuzzing: clang with libFuzzer (libclang-rt-14-dev) not installed"
     skip=$((skip + 1))
