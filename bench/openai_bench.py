@@ -90,7 +90,10 @@ class Server:
         """(seconds to the first token, seconds per token after it, tokens generated)"""
         body = {"model": self.model, "prompt": ids, "max_tokens": n_new, "temperature": 0, "stream": True}
         if self.kind == "llama":
+            # its prompt cache would answer the 1,000-token prompt from the 1,024 one's prefix: every
+            # prompt is processed, as attnviz's are
             body["ignore_eos"] = True
+            body["cache_prompt"] = False
         if attention:
             body["attention"] = attention
         c = http.client.HTTPConnection(self.host, self.port, timeout=600)
