@@ -716,6 +716,18 @@ static void conn_close(Conns *cn, Conn *k) {
     if (k->fd >= 0) shutdown(k->fd, SHUT_RDWR);
 }
 
+/* Whether a request's whole headers already wait in the socket: such a connection is answered
+ * as soon as it is read, whatever it holds, so it is not pending. Without this look a user
+ * sharing an address with a flood of new connections (loopback) could be closed as its
+ * client's oldest before libmicrohttpd has read a byte of it (looked at on accept and again
+ * before it would be closed, as its bytes may arrive just after the accept). */
+static int headers_waiting(int fd) {
+    char buf[4096];
+    if (fd < 0) return 0;
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    return n >= 4 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
     Conns *cn = &((Server *)cls)->cn;
@@ -737,9 +749,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         k->fd = fd, k->client = cl;
         cl->n_conns++, cn->n_conns++;
-        pending_link(cn, k);
-        if (cl->n_pending > SERVE_CLIENT_PENDING) { /* the client's oldest connection without a token goes */
-            conn_close(cn, cl->head);
+        if (!headers_waiting(fd)) pending_link(cn, k);
+        while (cl->n_pending > SERVE_CLIENT_PENDING && cl->head) { /* the client's oldest still without its headers goes */
+            Conn *old = cl->head;
+            if (headers_waiting(old->fd)) { /* its request arrived after it was accepted: it is answered */
+                pending_unlink(cn, old);
+                continue;
+            }
+            conn_close(cn, old);
             cn->evicted++;
         }
         pthread_mutex_unlock(&cn->mu);
@@ -1227,7 +1244,7 @@ int serve_run(const ServeSpec *o, AvErr *e) {
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv,
                          MHD_OPTION_NOTIFY_CONNECTION, on_connection, &sv,
                          MHD_OPTION_URI_LOG_CALLBACK, on_uri, &sv,
-                         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+                         MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096u, MHD_OPTION_END);
     if (!d) {
         av_err(e, "cannot listen on %s port %d: %s", host, o->port, errno ? strerror(errno) : "libmicrohttpd failed");
         goto out;

