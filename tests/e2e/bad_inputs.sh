@@ -3,8 +3,10 @@
 # code and message. Each case builds its input from tests/data/small-f32, runs
 # attnviz, and checks: the exit code; exactly one stderr line, matching the
 # expected message; no crash; no temporary or half-written output left.
-# With VALGRIND=1 every case also runs under valgrind (no invalid reads, no
-# definite leaks).
+# With SANITIZED=BINARY (make test: build-asan/attnviz, built with ASan and UBSan)
+# every case also runs that build: no sanitizer report (invalid access, undefined
+# behaviour, leak) and the same exit code. With VALGRIND=1 every case also runs
+# under valgrind (no invalid reads, no definite leaks); slower, by hand.
 #
 #   case_ NAME EXIT REGEX -- ARGS...    (ARGS may use $M: a fresh copy of the model;
 #                                        LINES=N case_ ... when N stderr lines are expected;
@@ -15,6 +17,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 BIN=$PWD/attnviz
+ROOT=$PWD
+[ -z "${SANITIZED:-}" ] || SANITIZED=$(realpath "$SANITIZED")
 GPT2=$PWD/tests/data/small-gpt2
 SRC=$PWD/tests/data/small-f32
 T=$(mktemp -d)
@@ -47,6 +51,10 @@ c = json.load(open(p)); exec(code); json.dump(c, open(p, "w"))
 PY
 }
 
+# The sanitized build's settings: leaks inside OpenBLAS's thread pool are not ours (as the Check suites)
+SAN_ENV=(env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    LSAN_OPTIONS=suppressions=$ROOT/tests/unit/lsan.supp:print_suppressions=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+
 case_() { # name exit regex -- args...
     local name=$1 want=$2 re=$3
     shift 4
@@ -74,6 +82,17 @@ case_() { # name exit regex -- args...
         echo "FAIL bad_input_$name: the output fails: $THEN"
     else
         echo "PASS bad_input_$name"
+    fi
+    if [ -n "${SANITIZED:-}" ]; then
+        rm -rf "$T/out" && mkdir -p "$T/out"
+        [ -z "${BEFORE_RUN:-}" ] || eval "$BEFORE_RUN"
+        (cd "$T/out" && "${SAN_ENV[@]}" timeout -k 5 120 "$SANITIZED" "$@" >/dev/null 2>"$T/san" </dev/null)
+        rc=$?
+        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/san"; then
+            echo "FAIL sanitizers_$name: $(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/san" | head -c 300)"
+        elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "FAIL sanitizers_$name: no answer within 120 s"
+        elif [ $rc -ne "$want" ]; then echo "FAIL sanitizers_$name: exit $rc under ASan+UBSan, want $want: $(head -c 300 "$T/san")"
+        else echo "PASS sanitizers_$name"; fi
     fi
     if [ "${VALGRIND:-0}" = 1 ]; then
         rm -rf "$T/out" && mkdir -p "$T/out"
@@ -1089,10 +1108,11 @@ case_ mmproj_idefics3_refused 1 "mm.gguf: clip.projector_type \"idefics3\": attn
 # server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
 # and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.
 if command -v curl >/dev/null; then
-    vg=()
+    vg=() sbin=$BIN
     [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind -q --read-inline-info=no --error-exitcode=99 --leak-check=full
         --errors-for-leak-kinds=definite --show-leak-kinds=definite --log-file="$T/serve.vg")
-    "${vg[@]}" "$BIN" serve --port 0 --model "$PWD/tests/data/small-llama" >"$T/serve.url" 2>"$T/serve.err" &
+    [ -n "${SANITIZED:-}" ] && vg=("${SAN_ENV[@]}") sbin=$SANITIZED
+    "${vg[@]}" "$sbin" serve --port 0 --model "$PWD/tests/data/small-llama" >"$T/serve.url" 2>"$T/serve.err" &
     SPID=$!
     for _ in $(seq 600); do [ -s "$T/serve.url" ] && break; sleep 0.1; done
     url=$(head -1 "$T/serve.url")
@@ -1166,6 +1186,8 @@ PY
     rc=$?
     n_case=$((n_case + 1))
     if [ "${VALGRIND:-0}" = 1 ] && [ $rc -eq 99 ]; then echo "FAIL valgrind_openai_serve: $(grep -m3 '==' "$T/serve.vg")"
+    elif grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/serve.err"; then
+        echo "FAIL sanitizers_openai_serve: $(grep -m1 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/serve.err" | head -c 300)"
     elif [ $rc -ne 0 ]; then echo "FAIL bad_input_openai_serve_stops_cleanly: exit $rc: $(tail -3 "$T/serve.err")"
     else echo "PASS bad_input_openai_serve_stops_cleanly"; fi
 else
