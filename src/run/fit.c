@@ -39,6 +39,13 @@ static int weights_memory(const Session *s, RunMemory *m, AvErr *e) {
     if (!s->have_model) return 0;
     if (s->model.hold == AV_HOLD_RESIDENT) m->weights_anon = s->model.file_bytes;
     else m->weights_file = s->model.file_bytes;
+    /* llama.cpp's mmproj beside a text GGUF: a file of its own, mapped (a Hugging Face folder's
+     * vision tower reads the model's files, counted above) */
+    const Model *v = s->model.vision;
+    if (v && !v->files_borrowed) {
+        if (v->hold == AV_HOLD_RESIDENT) m->weights_anon += v->file_bytes;
+        else m->weights_file += v->file_bytes;
+    }
     m->need = m->weights_file;
     return 0;
 }
@@ -82,7 +89,13 @@ static int refuse(const Session *s, const RunMemory *m, int n, const char *fewer
     char a[32], b[32], c[32], d[32], f[32], g[32];
     const double buffers = m->runstate + m->kv + m->capture, room = m->avail + m->held - m->weights_file;
     const double ask = ceil((m->need - m->held) / 1e9 + 0.5); /* ATTNVIZ_MEMORY that would let it run, in GB */
+    char both[2 * 4096 + 16];
     const char *path = s->model.path ? s->model.path : s->dir;
+    const Model *v = s->model.vision;
+    if (v && !v->files_borrowed && v->path) { /* the text GGUF and its mmproj: their bytes together */
+        snprintf(both, sizeof both, "%.4096s with %.4096s", path, v->path);
+        path = both;
+    }
     if (n > 0 && buffers > room && room > 0)
         return av_err(e, "%s: %d tokens need %s of memory (weights %s mapped, the pass's buffers %s%s%s, the capture %s) "
                       "but %s is available (%s): %s--layers/--heads to capture fewer heads; ATTNVIZ_MEMORY=%.0fG "

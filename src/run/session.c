@@ -230,6 +230,8 @@ static int load_all(Session *s, const ModelSpec *m, AvErr *e) {
         }
         if (arch_llava_attach_mmproj(&s->model, m->mmproj, session_token_id, s->tok, e) != 0) goto done;
         s->cfg = s->model.cfg;
+        /* the two files together, before any of the mmproj's weights is read */
+        if (session_weights_fit(s, e) != 0) goto done;
     }
     read_chat_template(s, have_cfg);
     /* a GGUF's vocabulary is built as a tokenizer.json tree, freed in many small pieces that malloc

@@ -1056,6 +1056,15 @@ WITH_IMAGE='kv["tokenizer.ggml.tokens"] = ("as", alpha + ["<image>"]); kv["token
 mkgguf "$T/lt.gguf" "$WITH_IMAGE"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"
 case_ mmproj_pair_runs 0 "" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+# the two files' bytes together against the memory: an mmproj padded by 8 MB it never reads, and a memory
+# that holds the text model with a pass's buffers (the refusal without --mmproj says how much) and 2 MB more
+mkgguf "$T/mm8.gguf" "$MMPROJ_KV"'tensors["v.pad"] = [2097152]'
+alone=$(ATTNVIZ_MEMORY=1k "$BIN" --model "$T/lt.gguf" --quiet --json /dev/null hi 2>&1 |
+    sed -n 's/.*, \([0-9.]*\) \(kB\|MB\) with the run.s buffers.*/\1 \2/p' | awk '{print int($1 * ($2 == "MB" ? 1000 : 1)) + 1}')
+export ATTNVIZ_MEMORY=$((${alone:-0} + 2000))k
+case_ mmproj_and_model_past_the_memory 1 "lt.gguf with .*mm8.gguf: the weights take .* but [0-9]+ MB is available \(ATTNVIZ_MEMORY\)" -- --model "$T/lt.gguf" --mmproj "$T/mm8.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ model_alone_within_that_memory 0 "" -- --model "$T/lt.gguf" --quiet --json out.json "hi"
+unset ATTNVIZ_MEMORY
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'tensors["mm.2.weight"] = [8, 16]; tensors["mm.2.bias"] = [16]'
 case_ mmproj_of_another_model 1 "mm.gguf: its projector makes 16-wide image tokens; .*lt.gguf's hidden size is 8 \(another model's mmproj\?\)" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.has_llava_projector"] = ("b", 0)'
