@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "capture.h"
-#include "flags.h"
 #include "predict.h"
 #include "run_internal.h"
 #include "util.h"
@@ -305,8 +304,8 @@ static int result_prepare(attnviz_result *r, AvErr *e) {
     if (rc == 0)
         rc = model_capture_select(&r->res.cap, &r->m->s->cfg, r->enc.n, 1, r->spec.capture.hidden, r->spec.sel.layers,
                                   r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads, e);
-    /* the stream's largest entries: the documents' massive activations, as the command line's (run.c) */
-    if (rc == 0) rc = model_capture_activations(&r->res.cap, &r->m->s->cfg, e);
+    /* the stream's largest entries: the documents' massive activations, as the command line's (pipeline.h) */
+    if (rc == 0) rc = run_flags_prepare(&r->res.cap, &r->m->s->cfg, e);
     give_back(r->m, &run);
     return rc;
 }
@@ -317,10 +316,10 @@ static int result_forward(attnviz_result *r, AvErr *e) {
     Run run;
     lend(r->m, &r->spec, &run);
     int rc = run_forward(&run, &r->enc, &r->res.cap, k, &r->res.pred, e);
-    /* sinks and massive activations, for the documents written (run.c's run_finish_input) */
+    /* sinks and massive activations, for the documents written (as the command line's: pipeline.h) */
     if (rc == 0)
-        rc = flags_compute(&r->res.cap, r->spec.sel.layers, r->spec.sel.n_layers, r->spec.sel.heads, r->spec.sel.n_heads,
-                           &r->res.flags, e);
+        rc = run_flags_compute(&r->res.cap, r->spec.sel.layers, r->spec.sel.n_layers, r->spec.sel.heads,
+                               r->spec.sel.n_heads, &r->res.flags, e);
     if (rc == 0 && k) rc = session_spell(r->m->s, r->res.pred.ids, r->res.pred.n * r->res.pred.k, &r->res.pred_words, e);
     give_back(r->m, &run);
     return rc;

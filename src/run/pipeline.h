@@ -102,6 +102,14 @@ int run_tokens_chat(Run *r, const char *text, TokEncoding *enc, AvErr *e);
  * k > 0 also the top-k predictions (every position, or the masks) into pred
  * (warning when a masked model's input has no mask). */
 int run_forward(Run *r, const TokEncoding *enc, Capture *cap, int k, CapPredictions *pred, AvErr *e);
+/* The run's flags step (flags.h: sinks and massive activations), one for the
+ * command line (run_capture_make, run_finish_input), the server's page and the
+ * library's documents, so their pages are equal. Its two halves go around the
+ * pass: run_flags_prepare asks cap (model_capture_select's) to keep the
+ * residual stream's largest entries; run_flags_compute, after the pass, fills f
+ * (freed first) from cap for the layers and heads listed (NULL: all). */
+int run_flags_prepare(Capture *cap, const ModelConfig *c, AvErr *e);
+int run_flags_compute(const Capture *cap, const int *layers, int nl, const int *heads, int nh, FlagsResult *f, AvErr *e);
 /* Several inputs in one pass (at most PACK_MAX_INPUTS; model_forward_packed):
  * input g's attention into caps[g] exactly as run_forward leaves it alone. */
 int run_forward_packed(Run *r, const TokEncoding *encs, int n, Capture *const *caps, AvErr *e);

@@ -80,8 +80,17 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
                              whole ? 0 : o->sel.n_layers, whole ? NULL : o->sel.heads, whole ? 0 : o->sel.n_heads, e) != 0)
         return -1;
     /* the stream's largest entries, for the document's massive activations (flags.h) */
-    if (!o->stats && !o->heads.on && model_capture_activations(cap, &r->s->cfg, e) != 0) return -1;
+    if (!o->stats && !o->heads.on && run_flags_prepare(cap, &r->s->cfg, e) != 0) return -1;
     return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
+}
+
+int run_flags_prepare(Capture *cap, const ModelConfig *c, AvErr *e) {
+    return model_capture_activations(cap, c, e);
+}
+
+int run_flags_compute(const Capture *cap, const int *layers, int nl, const int *heads, int nh, FlagsResult *f, AvErr *e) {
+    flags_free(f);
+    return flags_compute(cap, layers, nl, heads, nh, f, e);
 }
 
 void input_doc(const Session *s, const RunSpec *o, const InputResult *in, OutDoc *d, const TokEncoding *enc,
@@ -385,7 +394,7 @@ int run_finish_input(Run *r, const char *a, const char *b, long lineno, const To
     /* sinks and massive activations of the raw tokens, for the documents written (not scores, not a merged view) */
     const RunSpec *o = &r->spec;
     if (!o->capture.tokens_only && !o->stats && !o->heads.on && !o->capture.no_special && !o->capture.words && cap_in->attn &&
-        flags_compute(cap_in, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads, &r->in.flags, e) != 0)
+        run_flags_compute(cap_in, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads, &r->in.flags, e) != 0)
         return -1;
     if (mix_view(r, cap_in, e) != 0) return -1;
     if (norm_view(r, cap_in, &cap_norm, e) != 0) return -1;

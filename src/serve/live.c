@@ -15,7 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "flags.h"
 #include "image.h"
 #include "kernels.h"
 #include "model.h"
@@ -1121,11 +1120,11 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     st = LIVE_FAILED;
     drop_notes();
     const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
-    /* the page the command line writes: its sinks and massive activations too (run.c's run_finish_input) */
-    if (model_capture_select(cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0 && model_capture_activations(cap, c, e) == 0) {
+    /* the page the command line writes: its sinks and massive activations too (pipeline.h's run_flags_*) */
+    if (model_capture_select(cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0 && run_flags_prepare(cap, c, e) == 0) {
         if ((!norm || model_capture_value_norms(cap, e) == 0) &&
             (r->img ? run_image_forward(lm->run, r->img, cap, e) : run_forward(lm->run, &r->enc, cap, r->k, &res.pred, e)) == 0 &&
-            flags_compute(cap, layers, n_layers, NULL, 0, &res.flags, e) == 0 && (!norm || na_fill(cap, e) == 0) &&
+            run_flags_compute(cap, layers, n_layers, NULL, 0, &res.flags, e) == 0 && (!norm || na_fill(cap, e) == 0) &&
             (!r->k || session_spell(lm->s, res.pred.ids, res.pred.n * res.pred.k, &res.pred_words, e) == 0)) {
             OutDoc d;
             run_document(lv, r, &res, &d);
