@@ -1529,6 +1529,23 @@ def qk_precision():
            f"{st} {body[:300]} bf16 {got['bf16'][0]}")
 
 
+def attention_err(sv, run, n, cli):
+    """The largest difference between run's /api/attention (every layer, every head; n tokens) and the CLI's
+    JSON document cli's attention, or "HTTP status" when a layer is not served."""
+    L, H = len(cli["attention"]), len(cli["attention"][0])
+    worst = 0.0
+    for li in range(L):
+        st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={li}&heads=0-{H - 1}")
+        if st != 200:
+            return f"HTTP {st}"
+        codes = planes_u16(z, H * n * n)
+        for h in range(H):
+            for i in range(n):
+                for k in range(n):
+                    worst = max(worst, abs(codes[(h * n + i) * n + k] / 1e4 - cli["attention"][li][h][i][k]))
+    return worst
+
+
 def png_bomb(w, h):
     """A PNG whose header says w x h (8-bit RGB) over one short row of data: a decompression bomb."""
     def chunk(t, d):
@@ -1561,21 +1578,8 @@ def image_check():
                st4 == 400 and j4.get("error", "").startswith("\u00e9t\u00e9\\x1b[31m.png: not a PNG or JPEG image"),
                f"{st4} {j4}")
         run, n = j["run"], j["n"]
-        L, H = len(cli["attention"]), len(cli["attention"][0])
 
-        def attention_err(run):
-            worst = 0.0
-            for li in range(L):
-                st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={li}&heads=0-{H - 1}")
-                if st != 200:
-                    return f"HTTP {st}"
-                codes = planes_u16(z, H * n * n)
-                for h in range(H):
-                    for i in range(n):
-                        for k in range(n):
-                            worst = max(worst, abs(codes[(h * n + i) * n + k] / 1e4 - cli["attention"][li][h][i][k]))
-            return worst
-        err = attention_err(run)
+        err = attention_err(sv, run, n, cli)
         expect("image: every layer's and head's attention of the upload is the CLI's (within the page's 5e-5 rounding)",
                isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
         # --cache-mb 1: a SigLIP run evicts it; read again, it is computed again from the kept picture
@@ -1586,7 +1590,7 @@ def image_check():
                st2 == 200 and t2.get("tokens") == cli2["image"]["text"]["tokens"] and
                abs(t2.get("logit", 1e9) - cli2["image"]["text"]["logit"]) <= 1e-5 * max(1, abs(t2.get("logit", 0))),
                f"{st2} {str(j2)[:300]}")
-        err = attention_err(run)
+        err = attention_err(sv, run, n, cli)
         expect("image: an evicted upload's attention, computed again from its kept picture, is the same",
                isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
         st3, j3 = up(open(png, "rb").read())
@@ -1665,21 +1669,8 @@ def vlm_image_check():
                "the page opens on the Image view",
                same and j["meta"]["init_view"] == "image" and isinstance(im.get("png"), str), f"{st} {str(j)[:300]}")
         run, n = (j["run"], j["n"]) if st == 200 else (None, 0)
-        L, H = len(cli["attention"]), len(cli["attention"][0])
 
-        def attention_err(run):
-            worst = 0.0
-            for li in range(L):
-                st, hd, z = sv.req("GET", f"/api/attention?run={run}&layer={li}&heads=0-{H - 1}")
-                if st != 200:
-                    return f"HTTP {st}"
-                codes = planes_u16(z, H * n * n)
-                for h in range(H):
-                    for i in range(n):
-                        for k in range(n):
-                            worst = max(worst, abs(codes[(h * n + i) * n + k] / 1e4 - cli["attention"][li][h][i][k]))
-            return worst
-        err = attention_err(run)
+        err = attention_err(sv, run, n, cli)
         expect("vlm: every layer's and head's attention of the decoder over the picture and text is the CLI's (within the page's "
                "5e-5 rounding)", isinstance(err, float) and err <= 5.01e-5, f"max error {err}")
         # another upload, then the first run's attention again
@@ -1687,7 +1678,7 @@ def vlm_image_check():
         cli2 = cli_json("--model", llava, "--image", jpg, "USER: <image>\nAnd this one? ASSISTANT:")
         expect("vlm: a JPEG with another text: its tokens are the CLI's", st2 == 200 and j2["meta"]["tokens"] == cli2["tokens"],
                f"{st2} {str(j2)[:200]}")
-        err = attention_err(run)
+        err = attention_err(sv, run, n, cli)
         expect("vlm: the first upload's attention, read again after the second, is the same", isinstance(err, float) and err <= 5.01e-5,
                f"max error {err}")
         st3, j3 = up(open(png, "rb").read(), prompt)
