@@ -21,10 +21,11 @@
 
 /* LlamaConfig's defaults for the keys a LLaVA text_config may leave out (llava-hf's name only a few:
  * the rest is transformers' LlamaConfig()). */
-static const struct {
+typedef struct {
     const char *key;
     double value;
-} LLAMA_DEFAULTS[] = {{"vocab_size", 32000},       {"hidden_size", 4096},           {"intermediate_size", 11008},
+} SubDefault;
+static const SubDefault LLAMA_DEFAULTS[] = {{"vocab_size", 32000},       {"hidden_size", 4096},           {"intermediate_size", 11008},
                       {"num_hidden_layers", 32},   {"num_attention_heads", 32},     {"max_position_embeddings", 2048},
                       {"rms_norm_eps", 1e-6},      {"eos_token_id", 2}};
 
@@ -47,24 +48,45 @@ static int sub_type(const cJSON *v, const char *want, const char *sub, const cha
     return 0;
 }
 
-static int llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    char sub[600], vsub[600];
+/* A vision-language config.json's two halves and its text model. */
+typedef struct {
+    const ArchSpec *text;             /* the text model's row, which parses text_config */
+    const char *text_type, *text_what; /* text_config's model_type, when it names one, and what that is */
+    const SubDefault *defaults;       /* (n_defaults) the text model's defaults for the keys text_config may leave out */
+    size_t n_defaults;
+    const char *vision_type, *vision_what;
+} SubConfigs;
+
+/* text_config and vision_config must be objects of the model types s names; text_config, with the defaults
+ * of the keys it leaves out, is parsed by s->text into c (its eos ids too). *vc and vsub (vlen bytes): vision_config
+ * and its name for messages, for the tower's parse. */
+static int sub_configs(ModelConfig *c, const cJSON *root, const char *path, const SubConfigs *s, const cJSON **vc,
+                       char *vsub, size_t vlen, AvErr *e) {
+    char sub[600];
     const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
-    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
-    if (!vc || sub_type(tc, "llama", sub, "Llama language model", e) ||
-        sub_type(vc, "clip_vision_model", vsub, "CLIP vision tower", e))
+    *vc = tc ? object(root, "vision_config", path, vsub, vlen, e) : NULL;
+    if (!*vc || sub_type(tc, s->text_type, sub, s->text_what, e) || sub_type(*vc, s->vision_type, vsub, s->vision_what, e))
         return -1;
     cJSON *t = cJSON_Duplicate(tc, 1);
     if (!t) return av_err(e, "out of memory");
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0]; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(t, LLAMA_DEFAULTS[i].key) &&
-            !cJSON_AddNumberToObject(t, LLAMA_DEFAULTS[i].key, LLAMA_DEFAULTS[i].value))
+    for (size_t i = 0; rc == 0 && i < s->n_defaults; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(t, s->defaults[i].key) &&
+            !cJSON_AddNumberToObject(t, s->defaults[i].key, s->defaults[i].value))
             rc = av_err(e, "out of memory");
-    if (rc == 0) rc = arch_family_llama.parse(c, t, sub, e);
+    if (rc == 0) rc = s->text->parse(c, t, sub, e);
     if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
     cJSON_Delete(t);
-    if (rc) return -1;
+    return rc ? -1 : 0;
+}
+
+static int llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    static const SubConfigs LLAVA = {&arch_family_llama, "llama", "Llama language model", LLAMA_DEFAULTS,
+                                     sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0], "clip_vision_model",
+                                     "CLIP vision tower"};
+    char vsub[600];
+    const cJSON *vc;
+    if (sub_configs(c, root, path, &LLAVA, &vc, vsub, sizeof vsub, e)) return -1;
     c->vlm = 1;
     /* the vision tower's shape: its tokens per picture */
     ModelConfig v;
@@ -276,31 +298,17 @@ int arch_llava_attach_mmproj(Model *m, const char *path, int (*token_id)(const v
 /* ---------------------------------------------------------------- Gemma 3 */
 
 /* Gemma3TextConfig's defaults for the keys a text_config may leave out. */
-static const struct {
-    const char *key;
-    double value;
-} GEMMA3_DEFAULTS[] = {{"vocab_size", 262208},       {"hidden_size", 2304},       {"intermediate_size", 9216},
+static const SubDefault GEMMA3_DEFAULTS[] = {{"vocab_size", 262208},       {"hidden_size", 2304},       {"intermediate_size", 9216},
                        {"num_hidden_layers", 26},     {"num_attention_heads", 8},  {"num_key_value_heads", 4},
                        {"head_dim", 256},             {"max_position_embeddings", 131072}, {"eos_token_id", 1}};
 
 static int gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    char sub[600], vsub[600];
-    const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
-    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
-    if (!vc || sub_type(tc, "gemma3_text", sub, "Gemma 3 text model", e) ||
-        sub_type(vc, "siglip_vision_model", vsub, "SigLIP vision tower", e))
-        return -1;
-    cJSON *t = cJSON_Duplicate(tc, 1);
-    if (!t) return av_err(e, "out of memory");
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof GEMMA3_DEFAULTS / sizeof GEMMA3_DEFAULTS[0]; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(t, GEMMA3_DEFAULTS[i].key) &&
-            !cJSON_AddNumberToObject(t, GEMMA3_DEFAULTS[i].key, GEMMA3_DEFAULTS[i].value))
-            rc = av_err(e, "out of memory");
-    if (rc == 0) rc = arch_family_gemma3.parse(c, t, sub, e);
-    if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
-    cJSON_Delete(t);
-    if (rc) return -1;
+    static const SubConfigs GEMMA3 = {&arch_family_gemma3, "gemma3_text", "Gemma 3 text model", GEMMA3_DEFAULTS,
+                                      sizeof GEMMA3_DEFAULTS / sizeof GEMMA3_DEFAULTS[0], "siglip_vision_model",
+                                      "SigLIP vision tower"};
+    char vsub[600];
+    const cJSON *vc;
+    if (sub_configs(c, root, path, &GEMMA3, &vc, vsub, sizeof vsub, e)) return -1;
     ModelConfig v;
     memset(&v, 0, sizeof v);
     if (arch_family_siglip_vision.parse(&v, vc, vsub, e)) return -1;
