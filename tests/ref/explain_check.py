@@ -22,9 +22,7 @@ and --key; on every kernel in --kernels:
 One PASS/FAIL line per model and kernel; exit 1 on any FAIL.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -34,23 +32,13 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import transformers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lm_checkpoints  # noqa: E402
+from tl_bridge import bridge, run  # noqa: E402
 
 TEXTS = ["The cat sat on the mat. The cat sat on the", "time flies like an arrow; fruit flies like a banana"]
 LAYER = 1
-
-
-def bridge(path):
-    from transformer_lens import TransformerBridge
-    hf = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float64,
-                                                           attn_implementation="eager").eval()
-    b = TransformerBridge.boot_transformers(path, hf_model=hf, device="cpu", dtype=torch.float64)
-    b.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=False,
-                                center_unembed=False, fold_value_biases=False)
-    return b, hf
 
 
 def rotary(hf, n):
@@ -118,15 +106,6 @@ def reference(b, hf, ids, layer):
     return out
 
 
-def run(attnviz, path, text, kernel, extra):
-    env = dict(os.environ, ATTNVIZ_KERNEL=kernel)
-    cmd = [attnviz, "--quiet", "--model", path, "--precision", "9", "--json", "-"] + extra + [text]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
-    return json.loads(p.stdout)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("attnviz")
@@ -142,7 +121,7 @@ def main():
             failed = 1
             continue
         path = lm_checkpoints.build(name, a.workdir, a.repo)
-        b, hf = bridge(path)
+        b, hf = bridge(path, center_writing_weights=False)
         refs = {}
         for kernel in a.kernels.split(","):
             problems, worst_sum, worst_score, worst_m, worst_ref, pairs = [], 0.0, 0.0, 0.0, 0.0, 0

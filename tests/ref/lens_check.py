@@ -21,9 +21,7 @@ For every input and kernel (ATTNVIZ_KERNEL): attnviz --predict 1 --logit-lens 5 
 One PASS/FAIL line per model and kernel with the max |diff| of each; exit 1 on any FAIL.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -33,26 +31,16 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import transformers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lm_checkpoints  # noqa: E402
+from tl_bridge import bridge, run  # noqa: E402
 
 TOL = 1e-4
 TEXTS = [
     "The cat sat on the mat. The cat sat",
     "time flies like an arrow; fruit flies like a banana. When in Rome, do as the Romans do, said the",
 ]
-
-
-def bridge(path):
-    from transformer_lens import TransformerBridge
-    hf = transformers.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float64,
-                                                           attn_implementation="eager").eval()
-    b = TransformerBridge.boot_transformers(path, hf_model=hf, device="cpu", dtype=torch.float64)
-    b.enable_compatibility_mode(disable_warnings=True, fold_ln=True, center_writing_weights=True,
-                                center_unembed=False, fold_value_biases=False)
-    return b
 
 
 def reference(b, ids, target_at=None):
@@ -99,15 +87,6 @@ def reference(b, ids, target_at=None):
             abl[mode] = eff
     return dict(final=final.numpy(), lens=lens, heads=heads, mlp=mlp, abl=abl, abl_target=tid, W_U=W_U, cache=cache,
                 logits=logits[0].numpy())
-
-
-def run(attnviz, path, text, kernel, extra):
-    env = dict(os.environ, ATTNVIZ_KERNEL=kernel)
-    cmd = [attnviz, "--quiet", "--model", path, "--precision", "9", "--json", "-"] + extra + [text]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
-    return json.loads(p.stdout)
 
 
 def check_npy(attnviz, path, text, kernel):
@@ -188,7 +167,7 @@ def main():
             failed = 1
             continue
         path = lm_checkpoints.build(name, args.workdir, args.repo)
-        b = bridge(path)
+        b, _ = bridge(path, center_writing_weights=True)
         refs = {}
         for kernel in args.kernels.split(","):
             worst = [0.0, 0.0, 0.0]
