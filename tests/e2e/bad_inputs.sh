@@ -990,20 +990,28 @@ case_ image_with_explain 2 "--image runs one picture: .*the residual-stream opti
 case_ image_with_measure_rollout 2 "--measure rollout mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$V" --quiet --json out.json --image "$PIC" --measure rollout
 vfresh; rm "$VM/preprocessor_config.json"
 case_ image_no_preprocessor_config 1 "no preprocessor_config.json: the model folder does not say how to prepare an image" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; printf '{"size": {"height": 32, "width": 32}, "size": {"height": 64, "width": 64}}' >"$VM/preprocessor_config.json"
-case_ image_preprocessor_duplicate_key 1 "preprocessor_config.json: \"size\" is given twice" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; printf '{"size": {"height": 48, "width": 48}}' >"$VM/preprocessor_config.json"
-case_ image_preprocessed_size_is_not_the_models 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; printf '{"size": {"shortest_edge": 32}, "crop_size": {"height": 32}, "do_center_crop": true}' >"$VM/preprocessor_config.json"
-case_ image_preprocessor_bad_crop 1 "preprocessor_config.json: \"crop_size\" must have height and width, or shortest_edge" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; printf '{"resample": 9}' >"$VM/preprocessor_config.json"
-case_ image_preprocessor_unknown_filter 1 "preprocessor_config.json: \"resample\" must be an integer in \[0, 5\]" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; printf '{"image_mean": [0.5, 0.5]}' >"$VM/preprocessor_config.json"
-case_ image_preprocessor_two_means 1 "preprocessor_config.json: \"image_mean\" must be a number or a list of 3" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; cfg_edit_v() { M=$VM cfg_edit "$1"; }; cfg_edit_v 'c["patch_size"] = 5'
-case_ vision_config_image_not_a_multiple_of_patch 1 "config.json: image_size 32 is not a multiple of patch_size 5" -- --model "$VM" --quiet --json out.json --image "$PIC"
-vfresh; cfg_edit_v 'c["image_size"] = 48'
-case_ vision_position_table_of_another_grid 1 "tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements" -- --model "$VM" --quiet --json out.json --image "$PIC"
+# the tables below: one case a line, NAME|EXIT|STDERR REGEX|what is written or edited (read from fd 3:
+# nothing a case runs can eat the table)
+# ViT's preprocessor_config.json as written
+while IFS='|' read -r -u 3 name want re cfg; do
+    vfresh; printf '%s' "$cfg" >"$VM/preprocessor_config.json"
+    case_ "$name" "$want" "$re" -- --model "$VM" --quiet --json out.json --image "$PIC"
+done 3<<'TABLE'
+image_preprocessor_duplicate_key|1|preprocessor_config.json: "size" is given twice|{"size": {"height": 32, "width": 32}, "size": {"height": 64, "width": 64}}
+image_preprocessed_size_is_not_the_models|1|the preprocessed image is 48 x 48, but the model's positions are for 32 x 32|{"size": {"height": 48, "width": 48}}
+image_preprocessor_bad_crop|1|preprocessor_config.json: "crop_size" must have height and width, or shortest_edge|{"size": {"shortest_edge": 32}, "crop_size": {"height": 32}, "do_center_crop": true}
+image_preprocessor_unknown_filter|1|preprocessor_config.json: "resample" must be an integer in \[0, 5\]|{"resample": 9}
+image_preprocessor_two_means|1|preprocessor_config.json: "image_mean" must be a number or a list of 3|{"image_mean": [0.5, 0.5]}
+TABLE
+cfg_edit_v() { M=$VM cfg_edit "$1"; }
+# ViT's config.json edited (Python on dict c)
+while IFS='|' read -r -u 3 name want re edit; do
+    vfresh; cfg_edit_v "$edit"
+    case_ "$name" "$want" "$re" -- --model "$VM" --quiet --json out.json --image "$PIC"
+done 3<<'TABLE'
+vision_config_image_not_a_multiple_of_patch|1|config.json: image_size 32 is not a multiple of patch_size 5|c["patch_size"] = 5
+vision_position_table_of_another_grid|1|tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements|c["image_size"] = 48
+TABLE
 vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
 case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model attnviz does not run yet \(it runs llava and gemma3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["model_type"] = "smolvlm"'
@@ -1018,12 +1026,15 @@ case_ vlm_image_with_predict 2 "--image with a vision-language model runs one pi
 case_ vlm_image_with_explain 2 "--image with a vision-language model runs one picture and text: .*\(--explain among them; yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --explain 0.0 "<image> what"
 case_ vlm_image_with_measure_alti 2 "--measure alti mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --measure alti "<image> what"
 case_ vlm_tower_past_the_budget 1 "the vision tower's attention \(3 layers x 4 heads over 17 tokens\) needs 23 kB, and not even its last layer fits the 40 kB allowed \(--max-capture\) beside the decoder's 31 kB: --max-capture 1G keeps its last layer, attnviz serve runs the picture and text" -- --model "$LV" --quiet --json out.json --image "$PIC" --max-capture 40k "<image> what is in the picture?"
-lfresh; M=$VM cfg_edit 'c["text_config"]["model_type"] = "mistral"'
-case_ vlm_text_config_not_llama 1 "config.json: text_config: model_type \"mistral\": attnviz runs LLaVA with a Llama language model \(llama\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
-lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = [-2, -1]'
-case_ vlm_feature_layers_as_a_list 1 "\"vision_feature_layer\" as a list \(features of several layers\) is not supported" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
-lfresh; M=$VM cfg_edit 'c["vision_feature_layer"] = -9'
-case_ vlm_feature_layer_out_of_range 1 "\"vision_feature_layer\" = -9 is out of range \[-4, 3\]" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+# LLaVA's config.json edited (Python on dict c)
+while IFS='|' read -r -u 3 name want re edit; do
+    lfresh; M=$VM cfg_edit "$edit"
+    case_ "$name" "$want" "$re" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+done 3<<'TABLE'
+vlm_text_config_not_llama|1|config.json: text_config: model_type "mistral": attnviz runs LLaVA with a Llama language model \(llama\)|c["text_config"]["model_type"] = "mistral"
+vlm_feature_layers_as_a_list|1|"vision_feature_layer" as a list \(features of several layers\) is not supported|c["vision_feature_layer"] = [-2, -1]
+vlm_feature_layer_out_of_range|1|"vision_feature_layer" = -9 is out of range \[-4, 3\]|c["vision_feature_layer"] = -9
+TABLE
 lfresh; $PY - "$VM/model.safetensors" <<'PY'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
@@ -1065,16 +1076,17 @@ export ATTNVIZ_MEMORY=$((${alone:-0} + 2000))k
 case_ mmproj_and_model_past_the_memory 1 "lt.gguf with .*mm8.gguf: the weights take .* but [0-9]+ MB is available \(ATTNVIZ_MEMORY\)" -- --model "$T/lt.gguf" --mmproj "$T/mm8.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 case_ model_alone_within_that_memory 0 "" -- --model "$T/lt.gguf" --quiet --json out.json "hi"
 unset ATTNVIZ_MEMORY
-mkgguf "$T/mm.gguf" "$MMPROJ_KV"'tensors["mm.2.weight"] = [8, 16]; tensors["mm.2.bias"] = [16]'
-case_ mmproj_of_another_model 1 "mm.gguf: its projector makes 16-wide image tokens; .*lt.gguf's hidden size is 8 \(another model's mmproj\?\)" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
-mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.has_llava_projector"] = ("b", 0)'
-case_ mmproj_without_llava_projector 1 "mm.gguf: not an mmproj with a LLaVA or Gemma 3 projector" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
-mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.projector_type"] = ("s", "ldp")'
-case_ mmproj_other_projector 1 "mm.gguf: clip.projector_type \"ldp\": attnviz reads LLaVA's two-layer \"mlp\" projector and Gemma 3's \"gemma3\"" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
-mkgguf "$T/mm.gguf" "$MMPROJ_KV"'kv["clip.vision.block_count"] = ("u", 100000)'
-case_ mmproj_absurd_sizes 1 "mm.gguf: its clip.vision sizes are out of range" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
-mkgguf "$T/mm.gguf" "$MMPROJ_KV"'cut = 400'
-case_ mmproj_truncated 1 "mm.gguf: " -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+# the pair with mm.gguf made from MMPROJ_KV and an edit (Python on its kv, tensors and bytes)
+while IFS='|' read -r -u 3 name want re edit; do
+    mkgguf "$T/mm.gguf" "$MMPROJ_KV$edit"
+    case_ "$name" "$want" "$re" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+done 3<<'TABLE'
+mmproj_of_another_model|1|mm.gguf: its projector makes 16-wide image tokens; .*lt.gguf's hidden size is 8 \(another model's mmproj\?\)|tensors["mm.2.weight"] = [8, 16]; tensors["mm.2.bias"] = [16]
+mmproj_without_llava_projector|1|mm.gguf: not an mmproj with a LLaVA or Gemma 3 projector|kv["clip.has_llava_projector"] = ("b", 0)
+mmproj_other_projector|1|mm.gguf: clip.projector_type "ldp": attnviz reads LLaVA's two-layer "mlp" projector and Gemma 3's "gemma3"|kv["clip.projector_type"] = ("s", "ldp")
+mmproj_absurd_sizes|1|mm.gguf: its clip.vision sizes are out of range|kv["clip.vision.block_count"] = ("u", 100000)
+mmproj_truncated|1|mm.gguf: |cut = 400
+TABLE
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"
 mkgguf "$T/plain.gguf" ''
 case_ mmproj_text_without_image_token 1 "plain.gguf: its tokenizer has no <image> token" -- --model "$T/plain.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "hi"
