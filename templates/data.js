@@ -158,20 +158,21 @@ const Data = (() => {
    * shares of ||a_ij f_h(x_j)|| (html.c: chunks av-natt-<i>; live: the server's
    * measure=norm). setMeasure swaps the copy the views read, so every view
    * draws it as it draws attention. */
+  const listed = !stacked && Array.isArray(meta.measures) ? meta.measures : [];
+  const perLayerNames = Array.isArray(meta.per_layer_measures) ? meta.per_layer_measures : [];
   const measures = { attention: stacks[0] };
-  if (!stacked && Array.isArray(meta.measures) && meta.measures.includes('norm')) {
-    const a = stacks[0];
-    measures.norm = Object.assign({}, a, { measure: 'norm', chunk: 'av-natt-',
-      req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
-  }
-  /* --measure alti|rollout (meta.per_layer_measure): one matrix per layer, every head's together (mixing.h:
-   * ALTI, or attention rollout), through that layer: chunk av-mix-<i> holds one n x n block, which every
-   * head's slot of the copy shares, so the views that load heads load it; Draw.seriesFor draws it once */
-  const perLayer = !stacked && typeof meta.per_layer_measure === 'string' && Array.isArray(meta.measures) &&
-    meta.measures.includes(meta.per_layer_measure) ? meta.per_layer_measure : null;
-  if (perLayer) {
-    measures[perLayer] = Object.assign({}, stacks[0], { chunk: 'av-mix-', perLayer: true,
-      req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
+  /* --measure alti|rollout (meta.per_layer_measures): one matrix per layer, every head's together (mixing.h:
+   * ALTI, or attention rollout), through that layer: chunk av-NAME-<i> holds one n x n block, which every
+   * head's slot of the copy shares, so the views that load heads load it; Draw.seriesFor draws it once.
+   * The measures keep the page's order (--measure's), attention first. */
+  for (const k of listed) {
+    if (k === 'norm') {
+      measures.norm = Object.assign({}, stacks[0], { measure: 'norm', chunk: 'av-natt-',
+        req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
+    } else if ((k === 'alti' || k === 'rollout') && perLayerNames.includes(k)) {
+      measures[k] = Object.assign({}, stacks[0], { chunk: 'av-' + k + '-', perLayer: true,
+        req: Array.from({ length: L }, () => new Array(H).fill(null)), blk: Array.from({ length: L }, () => new Array(H).fill(null)) });
+    }
   }
   for (const k of Object.keys(measures)) measures[k].measure = k;
   let cur = stacks[0];
@@ -355,6 +356,8 @@ const Data = (() => {
     setMeasure(k) { if (measures[k] && !stacked) cur = measures[k]; },
     get measureKey() { return cur.measure && cur.measure !== 'attention' ? cur.measure + ':' : ''; },
     get perLayer() { return !!cur.perLayer; },
+    /* measure k's copy of the attention (for Data.attention and Data.block), or null */
+    measureStack: k => measures[k] || null,
     /* the current stack's rows (queries) and columns (keys); n: rows, which is
      * the token count of a self-attention page */
     get n() { return cur.nr; },

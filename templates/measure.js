@@ -8,7 +8,8 @@
  * (Ferrando et al. 2022) and rollout (Abnar & Zuidema 2020) are one matrix per
  * layer, how much each input token makes up each token after that layer
  * (docs/measures.md): the views draw it once per layer, the heads and the
- * Heads/Mean/Max/Rollout mode set aside. Key W steps through the measures.
+ * Heads/Mean/Max/Rollout mode set aside. Key W steps through the measures; the
+ * Compare view (view_compare.js) draws them all side by side.
  * page.js calls Measure.initial, Measure.init once and Measure.refresh after
  * each draw. Uses Data (measures, measure, setMeasure, perLayer). */
 /* global Data, Draw, SIGNAL */
@@ -86,7 +87,9 @@ function init(host, change, now) {
  * measure sets the heads and the mode aside. */
 function refresh(view) {
   document.body.dataset.measure = Data.measure;
-  const perLayer = Data.perLayer && !(view && view.attentionOnly);
+  /* a view that draws every measure itself (the Compare view) keeps the heads, and says no one measure */
+  const all = !!(view && view.allMeasures);
+  const perLayer = Data.perLayer && !(view && view.attentionOnly) && !all;
   document.body.classList.toggle('per-layer-measure', perLayer);
   document.querySelectorAll('#mode-seg [data-mode]').forEach(b => {
     if (perLayer) b.disabled = true;
@@ -105,7 +108,7 @@ function refresh(view) {
   box.title = only ? 'The ' + (view.label || 'view').toLowerCase() + ' explains the attention itself (softmax of q·k): ' +
     'the other measures do not apply' : '';
   const m = Data.measure;
-  if (m === 'attention' || !NOTE[m]) return;
+  if (m === 'attention' || !NOTE[m] || all) return;
   document.querySelectorAll('.view-title').forEach(t => {
     const h2 = t.querySelector('h2');
     if (!h2 || h2.querySelector('.measure-tag')) return;
@@ -116,5 +119,5 @@ function refresh(view) {
   });
 }
 
-return { initial, init, refresh, set, LABEL, NOTE };
+return { initial, init, refresh, set, LABEL, NOTE, TITLE };
 })();

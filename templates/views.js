@@ -16,10 +16,13 @@
  * tab is disabled), or null; drawHead(host, {li, h, t, filter, gamma}): one
  * head alone, for the model view's dialog (the head and matrix views);
  * attentionOnly: it explains the attention itself (the neuron view: softmax of
- * q·k), so the Attention / Norm-weighted switch (measure.js) does not apply.
+ * q·k), so the Attention / Norm-weighted switch (measure.js) does not apply;
+ * allMeasures: it draws every measure itself (the Compare view), so a per-layer
+ * measure does not set its heads aside.
  *
  * needs: 'MEMBER': the view draws that member of the document ('image': an
- * image run's picture), so a page without it leaves the view's script out
+ * image run's picture; 'measures': a measure besides the attention, --measure),
+ * so a page without it leaves the view's script out
  * (its tab is not there; as a diffOnly view's script is only on diff pages).
  *
  * The binary reads each file's `id: '...'`, `order: N`, `diffOnly: true` and

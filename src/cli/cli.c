@@ -315,7 +315,23 @@ static int given_matches(const CliOptions *o, const char *token, size_t n) {
     if (!opt) return 0;
     const int i = opt_index(opt);
     if (!o->given[i]) return 0;
-    return !eq || (o->value[i] && !strcmp(o->value[i], eq + 1));
+    if (!eq) return 1;
+    if (!o->value[i]) return 0;
+    /* a comma list (--measure alti,rollout) holds each of its words; "all" every word of the row's choices */
+    const size_t want = strlen(eq + 1);
+    for (const char *p = o->value[i];;) {
+        const size_t len = strcspn(p, ",");
+        if (len == want && !strncmp(p, eq + 1, len)) return 1;
+        if (len == 3 && !strncmp(p, "all", 3) && opt->choices)
+            for (const char *c = opt->choices;;) {
+                const size_t cl = strcspn(c, "|");
+                if (cl == want && !strncmp(c, eq + 1, cl)) return 1;
+                if (!c[cl]) break;
+                c += cl + 1;
+            }
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
 }
 
 int cli_given(const CliOptions *o, const char *name) { return given_matches(o, name, strlen(name)); }

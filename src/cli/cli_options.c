@@ -178,6 +178,34 @@ static int parse_explain(CliOptions *o, const CliOption *opt, const char *arg, A
     return cli_usage(e, "--explain needs %s, got '%s'", opt->what, arg);
 }
 
+/* --measure NAME[,NAME...] or all: the measures a run computes, in the order given (each once); the first is
+ * what --stats and heads score and what the page opens on (attention aside). all: every one of them. */
+static int parse_measure(CliOptions *o, const CliOption *opt, const char *arg, AvErr *e) {
+    static const char *const NAMES[] = {"attention", "norm", "alti", "rollout"};
+    CaptureSpec *c = &o->run.capture;
+    c->n_measures = 0;
+    if (!strcmp(arg, "all")) {
+        for (int m = 0; m < 4; m++) c->measures[c->n_measures++] = (Measure)m;
+        c->measure = MEASURE_ATTENTION;
+        return 0;
+    }
+    for (const char *p = arg;;) {
+        const size_t len = strcspn(p, ",");
+        int k = -1;
+        for (int m = 0; m < 4; m++)
+            if (strlen(NAMES[m]) == len && !strncmp(p, NAMES[m], len)) k = m;
+        if (k < 0) return cli_usage(e, "--measure is %s, or all, comma-separated, not '%s'", opt->what, arg);
+        for (int i = 0; i < c->n_measures; i++)
+            if ((int)c->measures[i] == k) return cli_usage(e, "--measure names %s twice in '%s'", NAMES[k], arg);
+        c->measures[c->n_measures++] = (Measure)k;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    c->measure = c->measures[0];
+    if (c->n_measures == 1) c->n_measures = 0;
+    return 0;
+}
+
 /* --score NAME (repeatable): the scores heads computes, in the order given, each once. */
 static int parse_score(CliOptions *o, const CliOption *opt, const char *arg, AvErr *e) {
     const int k = heads_score_by_name(arg);
@@ -488,15 +516,17 @@ const CliOption CLI_OPTIONS[] = {
     {.name = "tokens-only", .type = OPT_FLAG, .at = CLI_AT(run.capture.tokens_only), .cmds = C_RUN,
      .section = SEC_ANALYSIS,
      .help = "tokenize only (needs the tokenizer's files and config.json, no weights) and print JSON"},
-    {.name = "measure", .arg = "NAME", .type = OPT_CHOICE, .choices = "attention|norm|alti|rollout",
-     .dflt = "attention", .at = CLI_AT(run.capture.measure), .cmds = C_RUN | C_HEADS | C_SERVE, .section = SEC_ANALYSIS,
-     .help = "attention, norm, alti or rollout. norm: also value-weighted attention ||a_ij f_h(x_j)|| (Kobayashi et "
-             "al. 2020; f_h: token j's value through head h's slice of the output projection): JSON norm_attention and "
-             "value_norms. alti: each token's contribution to each token after every layer through attention, "
-             "residual and layer norm (Ferrando et al. 2022); rollout: 0.5 A + 0.5 I of the heads' mean, multiplied "
-             "through the layers (Abnar & Zuidema 2020); one matrix per layer: JSON alti/rollout and *_layer, "
-             ".alti.npy/.rollout.npy. The page's measure switch; --stats and heads score it (alti, rollout: a row per "
-             "layer). docs/measures.md defines them"},
+    {.name = "measure", .arg = "NAME[,NAME...]", .type = OPT_CUSTOM, .parse = parse_measure,
+     .choices = "attention|norm|alti|rollout|all", .what = "attention, norm, alti or rollout",
+     .dflt = "attention", .cmds = C_RUN | C_HEADS | C_SERVE, .section = SEC_ANALYSIS,
+     .help = "attention, norm, alti, rollout, a comma list of them, or all. norm: also value-weighted attention "
+             "||a_ij f_h(x_j)|| (Kobayashi et al. 2020; f_h: token j's value through head h's slice of the output "
+             "projection): JSON norm_attention and value_norms. alti: each token's contribution to each token after "
+             "every layer through attention, residual and layer norm (Ferrando et al. 2022); rollout: 0.5 A + 0.5 I of "
+             "the heads' mean, multiplied through the layers (Abnar & Zuidema 2020); one matrix per layer: JSON "
+             "alti/rollout and *_layer, .alti.npy/.rollout.npy. The page's measure switch (W) steps through them and its "
+             "Compare view draws them side by side; --stats and heads score one (alti, rollout: a row per layer). "
+             "docs/measures.md defines them"},
     {.name = "explain", .arg = "L.H", .type = OPT_CUSTOM, .parse = parse_explain, .what = "one head as LAYER.HEAD (e.g. 5.1)",
      .cmds = C_RUN, .section = SEC_ANALYSIS,
      .help = "why head L.H attends where it does: its score q.k split over the residual stream's parts (embeddings, "

@@ -81,11 +81,13 @@
  *     draws it as it draws attention. meta.measures lists
  *     ["attention", "norm"]; the page opens on "norm".
  *
- *   --measure alti|rollout documents (d->mix): ALTI's or rollout's matrix
- *     through each selected layer (mixing.h) follows as one chunk "av-mix-<i>"
- *     per selected layer, a single n x n block (every head's together), codes
- *     round(x * 1e4) as the attention's. meta.measures lists ["attention",
- *     NAME] and meta.per_layer_measure NAME; the page opens on NAME.
+ *   --measure alti|rollout documents (d->mix): ALTI's and rollout's matrices
+ *     through each selected layer (mixing.h) follow as chunks "av-alti-<i>"
+ *     and "av-rollout-<i>", one per selected layer, a single n x n block
+ *     (every head's together), codes round(x * 1e4) as the attention's.
+ *     meta.measures lists "attention" and the document's measures in
+ *     --measure's order, meta.per_layer_measures the per-layer ones; the page
+ *     opens on the first listed that is not "attention".
  *
  *   Size budget: if attention + q/k text would pass HTML_PAYLOAD_BUDGET (the
  *   page must stay under 40 MB at 512 tokens x 144 heads), q/k are encoded
@@ -461,10 +463,17 @@ static int write_meta(FILE *f, const OutDoc *d, const int *qk_dec, AvErr *e) {
     }
     fprintf(f, ",\"n\":%d,\"attention\":{\"scale\":%d,\"codes\":\"u16\",\"planes\":2,\"compression\":\"deflate\"}",
             enc->n, (int)HTML_ATT_SCALE);
-    /* value-weighted attention: in the payload (offline), or from the server (live: its capture has the norms) */
-    if (c && !d->diff && (c->nattn || c->vnorm)) fputs(",\"measures\":[\"attention\",\"norm\"]", f);
-    /* ALTI or rollout (mixing.h): one matrix per selected layer, through it, in chunks av-mix-<i> */
-    if (c && !d->diff && d->mix) fprintf(f, ",\"measures\":[\"attention\",\"%s\"],\"per_layer_measure\":\"%s\"", d->mix_name, d->mix_name);
+    /* value-weighted attention: in the payload (offline), or from the server (live: its capture has the norms);
+     * ALTI and rollout (mixing.h): one matrix per selected layer, through it, in chunks av-NAME-<i> */
+    if (c && !d->diff && d->n_measures) {
+        fputs(",\"measures\":[\"attention\"", f);
+        for (int k = 0; k < d->n_measures; k++) fprintf(f, ",\"%s\"", d->measures[k]);
+        fputs("],\"per_layer_measures\":[", f);
+        for (int k = 0; k < d->n_mix; k++) fprintf(f, "%s\"%s\"", k ? "," : "", d->mix_name[k]);
+        fputc(']', f);
+    } else if (c && !d->diff && (c->nattn || c->vnorm)) {
+        fputs(",\"measures\":[\"attention\",\"norm\"]", f);
+    }
     if (qk_dec) {
         fprintf(f, ",\"qk\":{\"head_dim\":%d,\"codes\":\"i16\",\"planes\":2,\"compression\":\"deflate\",\"dec\":[",
                 c->head_dim);
@@ -501,8 +510,9 @@ typedef struct {
 typedef struct {
     const OutDoc *d;
     int nl, nh;
-    int n_att;         /* attention chunks: one per selected layer (of each stack, stack by stack), then ALTI's or
-                          rollout's, one block per selected layer (mix_job) */
+    int n_att;         /* attention chunks: one per selected layer (of each stack, stack by stack; of a diff's B;
+                          of value-weighted attention), then ALTI's and rollout's, one block per selected layer
+                          (mix_job) */
     size_t att_raw;    /* bytes of the largest attention chunk before compression */
     const int *qk_dec; /* decimals per (layer, head, q|k) */
     Blob *att, *qk;    /* att: n_att chunks; qk: one per selected layer */
@@ -520,11 +530,16 @@ static inline uint16_t zigzag16(int v) { return (uint16_t)(v >= 0 ? 2 * v : -2 *
  * job % nl of stack job / nl. */
 /* --measure norm: chunks [nl, 2 nl) are value-weighted attention's */
 static int norm_job(const OutDoc *d, int job) {
-    return d->cap && !d->diff && d->cap->nattn && job >= out_n_layers(d);
+    return d->cap && !d->diff && d->cap->nattn && job / out_n_layers(d) == 1;
 }
 
-/* --measure alti|rollout: chunks [nl, 2 nl) are the per-layer measure's, one block each */
-static int mix_job(const OutDoc *d, int job) { return d->cap && !d->diff && d->mix && job >= out_n_layers(d); }
+/* --measure alti|rollout: after attention's (and value-weighted attention's) chunks, d->mix[k]'s, one block
+ * per selected layer: k, or -1 for another chunk */
+static int mix_job(const OutDoc *d, int job) {
+    if (!d->cap || d->diff) return -1;
+    const int k = job / out_n_layers(d) - 1 - (d->cap->nattn != NULL);
+    return k >= 0 && k < d->n_mix ? k : -1;
+}
 
 /* A stacks document's attention chunk `job`: its stack (*k) and index into that stack's layers
  * (stack by stack; stacks of unequal depth hold as many chunks as they have layers). */
@@ -547,7 +562,7 @@ static const float *att_block(const OutDoc *d, int job, int hj, size_t *rows, si
         /* a diff document: chunks [nl, 2 nl) are B's */
         const Capture *c = job >= nl && d->diff ? d->diff->b->cap : d->cap;
         *rows = *cols = (size_t)c->n_tokens;
-        if (mix_job(d, job)) return mix_doc_layer(d, job % nl, 0);
+        if (mix_job(d, job) >= 0) return mix_doc_layer(d, mix_job(d, job), job % nl, 0);
         if (norm_job(d, job)) return cap_nattn(c, out_layer(d, job % nl), out_head(d, hj));
         return cap_attn(c, out_layer(d, job % nl), out_head(d, hj));
     }
@@ -571,7 +586,7 @@ static void quant_block(const float *a, size_t nn, unsigned char *plo, unsigned 
 /* Quantizes attention chunk `job` into raw (2 planes of nh*rows*cols);
  * value-weighted chunks as their rows' shares (shares: rows*cols floats). */
 static void quant_att(const OutDoc *d, int job, unsigned char *raw, float *shares) {
-    int nh = mix_job(d, job) ? 1 : out_n_heads(d);
+    int nh = mix_job(d, job) >= 0 ? 1 : out_n_heads(d);
     size_t r, c;
     att_block(d, job, 0, &r, &c);
     size_t nn = r * c, cnt = (size_t)nh * nn;
@@ -687,7 +702,7 @@ static void *enc_worker(void *arg) {
         if (is_qk) quant_qk(d, li, en->qk_dec, raw, code, off);
         else quant_att(d, li, raw, shares);
         size_t len = qk_raw, r, c;
-        if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)(mix_job(d, li) ? 1 : en->nh) * r * c * 2;
+        if (!is_qk) att_block(d, li, 0, &r, &c), len = (size_t)(mix_job(d, li) >= 0 ? 1 : en->nh) * r * c * 2;
         int zr = deflate_blob(raw, len, is_qk ? &en->qk[li] : &en->att[li]);
         if (zr) enc_fail(en, "deflate failed", zr);
     }
@@ -728,7 +743,7 @@ static void blobs_free(Blob *b, int n) {
 static int encode_payload(Enc *en, const OutDoc *d, int *qk_dec, AvErr *e) {
     memset(en, 0, sizeof *en);
     en->d = d, en->nl = out_n_layers(d), en->nh = out_n_heads(d), en->qk_dec = qk_dec;
-    const int groups = d->cap ? (d->diff || d->cap->nattn || d->mix ? 2 : 1) : d->n_stacks;
+    const int groups = d->cap ? (d->diff ? 2 : 1 + (d->cap->nattn != NULL) + d->n_mix) : d->n_stacks;
     en->n_att = d->cap ? en->nl * groups : stack_first_job(d, d->n_stacks);
     for (int k = 0; k < groups; k++) {
         size_t r, c;
@@ -781,9 +796,11 @@ static int write_payload(FILE *f, const Enc *en, AvErr *e) {
     char id[48];
     for (int j = 0; j < en->n_att; j++) {
         /* self-attention: av-att-<i>; stacks: av-<name>-<i> (check_doc admitted the names) */
-        if (en->d->cap)
-            snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : en->d->mix ? "av-mix-%d" : "av-natt-%d",
-                     j % en->nl);
+        const int mk = mix_job(en->d, j);
+        if (en->d->cap && mk >= 0)
+            snprintf(id, sizeof id, "av-%s-%d", en->d->mix_name[mk], j % en->nl);
+        else if (en->d->cap)
+            snprintf(id, sizeof id, j < en->nl ? "av-att-%d" : en->d->diff ? "av-attb-%d" : "av-natt-%d", j % en->nl);
         else {
             int k, li = stack_job(en->d, j, &k);
             snprintf(id, sizeof id, "av-%s-%d", en->d->stacks[k].name, li);
@@ -927,7 +944,10 @@ static int view_wanted(const char *dir, const char *name, const OutDoc *d, AvErr
         memcpy(js, t.data, t.len);
         js[t.len] = 0;
         if (view_entry(js, &v) == 0)
-            want = (v.diff_only && !d->diff) || (!strcmp(v.needs, "image") && !d->image) ? 0 : 1;
+            want = (v.diff_only && !d->diff) || (!strcmp(v.needs, "image") && !d->image) ||
+                           (!strcmp(v.needs, "measures") && (d->diff || !d->cap || !(d->n_measures || d->cap->nattn || d->cap->vnorm)))
+                       ? 0
+                       : 1;
     }
     free(js);
     tmpl_free(&t);

@@ -683,7 +683,7 @@ static void write_stacks(Sink *s, const OutDoc *d) {
 static void write_norm(Sink *s, const OutDoc *d, int n) {
     const Capture *c = d->cap;
     if (!c->nattn) return;
-    sink_str(s, ",\"measure\":\"norm\",\"norm_attention\":");
+    sink_str(s, ",\"norm_attention\":");
     write_blocks(s, d, cap_nattn, n, n);
     if (!c->vnorm) return;
     sink_str(s, ",\"value_norms\":");
@@ -707,8 +707,22 @@ int json_write_doc(FILE *f, const OutDoc *d, AvErr *e) {
         write_blocks(s, d, cap_attn, n, n);
     }
     if (d->cap->tel) write_telemetry(s, d);
+    /* the measures besides attention, in --measure's order: the first, and all of them */
+    static const char *const NORM_ONLY[1] = {"norm"}; /* a document made without the list (a server's) */
+    const char *const *ms = d->n_measures ? d->measures : NORM_ONLY;
+    const int n_ms = d->n_measures ? d->n_measures : d->cap->nattn ? 1 : 0;
+    for (int k = 0; k < n_ms; k++) {
+        if (!k) {
+            sink_str(s, ",\"measure\":\"");
+            sink_str(s, ms[0]);
+            sink_str(s, "\",\"measures\":[");
+        }
+        sink_str(s, k ? ",\"" : "\"");
+        sink_str(s, ms[k]);
+        sink_str(s, k + 1 < n_ms ? "\"" : "\"]");
+    }
     write_norm(s, d, n);
-    if (d->mix) { /* mix_out.c writes to the stream: what the sink holds goes first */
+    if (d->n_mix) { /* mix_out.c writes to the stream: what the sink holds goes first */
         sink_flush(s);
         if (mix_json_members(s->f, d)) s->failed = 1;
     }

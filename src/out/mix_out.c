@@ -5,18 +5,18 @@
 #include "mixing.h"
 #include "npy.h"
 
-const float *mix_doc_layer(const OutDoc *d, int li, int layer_only) {
-    const MixResult *m = d->mix;
+const float *mix_doc_layer(const OutDoc *d, int k, int li, int layer_only) {
+    const MixResult *m = d->mix[k];
     const size_t nn = (size_t)m->n * m->n;
     return (layer_only ? m->layer : m->agg) + (size_t)out_layer(d, li) * nn;
 }
 
-static int write_stack(FILE *f, const OutDoc *d, int layer_only) {
-    const int n = d->mix->n;
+static int write_stack(FILE *f, const OutDoc *d, int k, int layer_only) {
+    const int n = d->mix[k]->n;
     char buf[40];
     fputc('[', f);
     for (int li = 0; li < out_n_layers(d); li++) {
-        const float *b = mix_doc_layer(d, li, layer_only);
+        const float *b = mix_doc_layer(d, k, li, layer_only);
         fputs(li ? ",[" : "[", f);
         for (int i = 0; i < n; i++) {
             fputs(i ? ",[" : "[", f);
@@ -34,20 +34,22 @@ static int write_stack(FILE *f, const OutDoc *d, int layer_only) {
 }
 
 int mix_json_members(FILE *f, const OutDoc *d) {
-    if (!d->mix) return 0;
-    fprintf(f, ",\"measure\":\"%s\",\"%s\":", d->mix_name, d->mix_name);
-    if (write_stack(f, d, 0)) return -1;
-    fprintf(f, ",\"%s_layer\":", d->mix_name);
-    return write_stack(f, d, 1);
+    for (int k = 0; k < d->n_mix; k++) {
+        fprintf(f, ",\"%s\":", d->mix_name[k]);
+        if (write_stack(f, d, k, 0)) return -1;
+        fprintf(f, ",\"%s_layer\":", d->mix_name[k]);
+        if (write_stack(f, d, k, 1)) return -1;
+    }
+    return 0;
 }
 
-int mix_npy_write(FILE *f, const OutDoc *d, int layer_only, AvErr *e) {
-    if (!d->mix) return av_err(e, "no ALTI or rollout was computed (--measure alti|rollout)");
-    const long n = d->mix->n;
+int mix_npy_write(FILE *f, const OutDoc *d, int k, int layer_only, AvErr *e) {
+    if (k >= d->n_mix) return av_err(e, "no ALTI or rollout was computed (--measure alti|rollout)");
+    const long n = d->mix[k]->n;
     long shape[3] = {out_n_layers(d), n, n};
     if (npy_write_header(f, shape, 3) != 0) return av_err_errno(e, "write error");
     for (int li = 0; li < out_n_layers(d); li++)
-        if (fwrite(mix_doc_layer(d, li, layer_only), sizeof(float), (size_t)(n * n), f) != (size_t)(n * n))
+        if (fwrite(mix_doc_layer(d, k, li, layer_only), sizeof(float), (size_t)(n * n), f) != (size_t)(n * n))
             return av_err_errno(e, "write error");
     return 0;
 }

@@ -116,10 +116,15 @@ typedef struct OutDoc {
     const OutSpelling *lens_words;
     /* --flow (flow.h), or NULL */
     const struct FlowResult *flow;
-    /* --measure alti|rollout (mixing.h): every layer of the model (the writers take the selected
-     * ones), named mix_name ("alti", "rollout"); NULL otherwise */
-    const struct MixResult *mix;
-    const char *mix_name;
+    /* --measure alti and rollout (mixing.h), in the order --measure gave them: mix[k] every layer of the
+     * model (the writers take the selected ones), named mix_name[k] ("alti", "rollout"); n_mix of them */
+    const struct MixResult *mix[2];
+    const char *mix_name[2];
+    int n_mix;
+    /* the measures the document carries besides the attention ("norm", "alti", "rollout"), in the order
+     * --measure gave them: JSON "measure" (the first) and "measures", the page's switch */
+    const char *measures[3];
+    int n_measures;
     /* attention sinks of the selected heads and the stream's massive activations (flags.h), or NULL */
     const struct FlagsResult *flags;
     /* --explain (explain.h), or NULL; tokens from enc */

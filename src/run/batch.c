@@ -148,7 +148,7 @@ static void batch_text(BatchState *bs, Pack *p, char *a, char *b, long lineno) {
     AvErr le;
     /* ALTI reads each input's residual stream and values, which a shared pass does not keep */
     const int packing = o->batch.pack_tokens > 0 && !o->capture.tokens_only && !o->predict.k && !o->predict.generate_n &&
-                        o->capture.measure != MEASURE_ALTI;
+                        !measure_wanted(&o->capture, MEASURE_ALTI);
     if (r->s->cfg.enc_dec && !o->capture.tokens_only) { /* SOURCE<TAB>TARGET, or a source that --generate decodes */
         if (o->predict.generate_n && b) line_failed(bs, lineno, "a TAB gives the decoder's text; --generate makes it: one or the other");
         else if (!o->predict.generate_n && !b) line_failed(bs, lineno, "no decoder text: give SOURCE<TAB>TARGET, or --generate N");

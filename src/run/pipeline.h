@@ -38,7 +38,7 @@ typedef struct {
     LensResult lens;        /* --logit-lens, --attribution, --ablate */
     OutSpelling lens_words; /* run_lens.c's ids spelled */
     FlowResult flow;        /* --flow */
-    MixResult mix;          /* --measure alti|rollout */
+    MixResult mix[2];       /* --measure alti ([0]) and rollout ([1]) */
     FlagsResult flags;      /* sinks and massive activations (a document's JSON and page) */
     ExplainResult explain;  /* --explain */
     const OutImage *image;  /* --image: the picture and its tokens' places (run_image.c, run_vlm.c), not owned */

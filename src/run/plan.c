@@ -29,7 +29,7 @@ double run_memory_budget(const RunSpec *o) {
 /* The layers and heads the run keeps. */
 static void kept(const Run *r, const RunSpec *o, int *nl, int *nh) {
     /* ALTI and rollout read every layer and head, whatever the selection shows */
-    const int whole = measure_per_layer(o->capture.measure);
+    const int whole = measure_any_per_layer(&o->capture);
     *nl = o->sel.layers && !whole ? o->sel.n_layers : r->s->cfg.num_layers;
     *nh = o->sel.heads && !whole ? o->sel.n_heads : r->s->cfg.num_heads;
 }
@@ -39,13 +39,13 @@ static double capture_need_heads(const Run *r, const RunSpec *o, int n, int nl, 
     double need = o->capture.telemetry ? 0
                   : streamed           ? (double)model_capture_scores_bytes(n, nl, nh)
                                        : (double)model_capture_bytes(&r->s->cfg, n, 1, o->capture.hidden, nl, nh);
-    if (o->capture.measure == MEASURE_NORM) /* the value norms, and the value-weighted matrices derived from them */
+    if (measure_wanted(&o->capture, MEASURE_NORM)) /* the value norms, and the value-weighted matrices derived from them */
         need += (double)model_capture_value_norms_bytes(n, nl, nh) +
                 (streamed ? 0 : (double)na_bytes(n, (size_t)nl * (size_t)nh));
-    if (run_lens_wanted(o) || o->capture.measure == MEASURE_ALTI)
-        need += (double)model_capture_internals_bytes(&r->s->cfg, n);
-    if (o->capture.measure == MEASURE_ALTI) need += (double)model_capture_values_bytes(&r->s->cfg, n);
-    if (measure_per_layer(o->capture.measure)) need += (double)mix_bytes(&r->s->cfg, n);
+    const int alti = measure_wanted(&o->capture, MEASURE_ALTI);
+    if (run_lens_wanted(o) || alti) need += (double)model_capture_internals_bytes(&r->s->cfg, n);
+    if (alti) need += (double)model_capture_values_bytes(&r->s->cfg, n);
+    need += (double)mix_bytes(&r->s->cfg, n) * (alti + measure_wanted(&o->capture, MEASURE_ROLLOUT));
     return need;
 }
 

@@ -32,8 +32,10 @@ static int write_pred_probs(FILE *f, const OutDoc *d, AvErr *e) { return npy_wri
 static int write_pred_pos(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_predictions(f, d, 'n', e); }
 static int write_npy_norm(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_norm(f, d, 'n', e); }
 static int write_npy_vnorm(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_norm(f, d, 'v', e); }
-static int write_npy_mix(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 0, e); }
-static int write_npy_mix_layer(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 1, e); }
+static int write_npy_mix(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 0, 0, e); }
+static int write_npy_mix_layer(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 0, 1, e); }
+static int write_npy_mix2(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 1, 0, e); }
+static int write_npy_mix2_layer(FILE *f, const OutDoc *d, AvErr *e) { return mix_npy_write(f, d, 1, 1, e); }
 static int write_stack0(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 0, e); }
 static int write_stack1(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 1, e); }
 static int write_stack2(FILE *f, const OutDoc *d, AvErr *e) { return npy_write_stack(f, d, 2, e); }
@@ -60,7 +62,8 @@ static const struct {
     [W_NPY_PRED_POS] = {write_pred_pos, 0}, [W_NPY_IDS] = {npy_write_ids, 0}, [W_HEADS_JSON] = {write_heads, 0},
     [W_NPY_NORM] = {write_npy_norm, 0}, [W_NPY_VNORM] = {write_npy_vnorm, 0},
     [W_NPY_FLOW] = {flow_npy_write, 0}, [W_NPY_SINKS] = {npy_write_sinks, 0}, [W_NPY_MIX] = {write_npy_mix, 0},
-    [W_NPY_MIX_LAYER] = {write_npy_mix_layer, 0}, [W_NPY_STACK0] = {write_stack0, 0},
+    [W_NPY_MIX_LAYER] = {write_npy_mix_layer, 0}, [W_NPY_MIX2] = {write_npy_mix2, 0},
+    [W_NPY_MIX2_LAYER] = {write_npy_mix2_layer, 0}, [W_NPY_STACK0] = {write_stack0, 0},
     [W_NPY_STACK1] = {write_stack1, 0}, [W_NPY_STACK2] = {write_stack2, 0},
     [W_NPY_IMAGE_TOKENS] = {write_img_tokens, 0}, [W_NPY_IMAGE_GRID] = {write_img_grid, 0},
     [W_NPY_POOL_ATT] = {write_pool_att, 0}, [W_NPY_TEXT_ATT] = {write_text_att, 0},
@@ -184,12 +187,13 @@ static int write_npy_set(AvOutSet *set, const char *path, const OutDoc *d, AvErr
         free(p);
         if (rc) return -1;
     }
-    /* --measure alti|rollout: FILE's stem + .alti.npy and .alti_layer.npy (or rollout's) */
-    for (int k = 0; d->mix && k < 2; k++) {
+    /* --measure alti|rollout: FILE's stem + .alti.npy and .alti_layer.npy, and rollout's */
+    for (int k = 0; k < 2 * d->n_mix; k++) {
         char suffix[32];
-        snprintf(suffix, sizeof suffix, ".%s%s.npy", d->mix_name, k ? "_layer" : "");
+        snprintf(suffix, sizeof suffix, ".%s%s.npy", d->mix_name[k / 2], k % 2 ? "_layer" : "");
         char *p = npy_sibling(path, suffix);
-        const int w = k ? W_NPY_MIX_LAYER : W_NPY_MIX;
+        static const int W[4] = {W_NPY_MIX, W_NPY_MIX_LAYER, W_NPY_MIX2, W_NPY_MIX2_LAYER};
+        const int w = W[k];
         int rc = p ? write_into(set, p, d, w, e) : (av_outset_abort(set), av_err(e, "out of memory"));
         free(p);
         if (rc) return -1;

@@ -18,7 +18,7 @@
 int run_scores_streamed(const RunSpec *o) {
     if (!o->stats && !o->heads.on) return 0;
     /* ALTI and rollout score their own matrices, made from every layer's whole attention */
-    if (measure_per_layer(o->capture.measure)) return 0;
+    if (measure_any_per_layer(&o->capture)) return 0;
     /* --no-special and --words score a view derived from the whole matrices */
     if (o->capture.no_special || o->capture.words) return 0;
     /* ATTNVIZ_SCORE_MATRIX=1 scores the kept matrices instead: what the sums are checked against */
@@ -54,9 +54,9 @@ int run_ensure_buffers(Run *r, int n, AvErr *e) {
     if (model_runstate_alloc(&r->rs, &r->s->model, n, r->spec.threads, e) != 0) return -1;
     if (o->predict.generate_n && model_kv_alloc(&r->kv, &r->s->cfg, n, e) != 0) return -1;
     if (run_capture_make(r, &r->in.cap, n, e) != 0) return -1;
-    if ((run_lens_wanted(o) || o->capture.measure == MEASURE_ALTI) && model_capture_internals(&r->in.cap, &r->s->cfg, e) != 0)
-        return -1;
-    if (o->capture.measure == MEASURE_ALTI && model_capture_values(&r->in.cap, &r->s->cfg, e) != 0) return -1;
+    const int alti = measure_wanted(&o->capture, MEASURE_ALTI);
+    if ((run_lens_wanted(o) || alti) && model_capture_internals(&r->in.cap, &r->s->cfg, e) != 0) return -1;
+    if (alti && model_capture_values(&r->in.cap, &r->s->cfg, e) != 0) return -1;
     r->cap_n = n;
     return 0;
 }
@@ -69,19 +69,19 @@ int run_capture_make(const Run *r, Capture *cap, int n, AvErr *e) {
     if (run_scores_streamed(o)) { /* --stats and heads: each head's scores summed as its rows are made */
         CapScoring sc;
         heads_scoring(&r->heads, &sc);
-        sc.norm = o->capture.measure == MEASURE_NORM;
+        sc.norm = measure_wanted(&o->capture, MEASURE_NORM);
         if (model_capture_scores(cap, &r->s->cfg, n, &sc, o->sel.layers, o->sel.n_layers, o->sel.heads, o->sel.n_heads,
                                  e) != 0)
             return -1;
         return sc.norm ? model_capture_value_norms(cap, e) : 0;
     }
-    const int whole = measure_per_layer(o->capture.measure); /* ALTI, rollout: every layer and head */
+    const int whole = measure_any_per_layer(&o->capture); /* ALTI, rollout: every layer and head */
     if (model_capture_select(cap, &r->s->cfg, n, 1, o->capture.hidden, whole ? NULL : o->sel.layers,
                              whole ? 0 : o->sel.n_layers, whole ? NULL : o->sel.heads, whole ? 0 : o->sel.n_heads, e) != 0)
         return -1;
     /* the stream's largest entries, for the document's massive activations (flags.h) */
     if (!o->stats && !o->heads.on && run_flags_prepare(cap, &r->s->cfg, e) != 0) return -1;
-    return o->capture.measure == MEASURE_NORM ? model_capture_value_norms(cap, e) : 0;
+    return measure_wanted(&o->capture, MEASURE_NORM) ? model_capture_value_norms(cap, e) : 0;
 }
 
 int run_flags_prepare(Capture *cap, const ModelConfig *c, AvErr *e) {
@@ -112,9 +112,18 @@ void input_doc(const Session *s, const RunSpec *o, const InputResult *in, OutDoc
     if (!o->capture.tokens_only && cap && in->flags.first && in->flags.nl == out_n_layers(d) &&
         in->flags.nh == out_n_heads(d))
         d->flags = &in->flags;
-    if (measure_per_layer(o->capture.measure) && !o->capture.tokens_only && cap && in->mix.agg) {
-        d->mix = &in->mix;
-        d->mix_name = o->capture.measure == MEASURE_ALTI ? "alti" : "rollout";
+    /* the measures computed, in --measure's order */
+    const CaptureSpec *cs = &o->capture;
+    const Measure one[1] = {cs->measure};
+    const Measure *ms = cs->n_measures ? cs->measures : one;
+    for (int k = 0; k < (cs->n_measures ? cs->n_measures : 1) && !cs->tokens_only && cap; k++) {
+        const Measure m = ms[k];
+        if (m == MEASURE_NORM && cap->nattn) d->measures[d->n_measures++] = "norm";
+        if (measure_per_layer(m) && in->mix[m == MEASURE_ROLLOUT].agg) {
+            d->measures[d->n_measures++] = measure_name(m);
+            d->mix[d->n_mix] = &in->mix[m == MEASURE_ROLLOUT];
+            d->mix_name[d->n_mix++] = measure_name(m);
+        }
     }
 }
 
@@ -128,7 +137,8 @@ void input_result_free(InputResult *in) {
     lens_free(&in->lens);
     session_spelling_free(&in->lens_words);
     flow_free(&in->flow);
-    mix_free(&in->mix);
+    mix_free(&in->mix[0]);
+    mix_free(&in->mix[1]);
     flags_free(&in->flags);
     explain_free(&in->explain);
     memset(in, 0, sizeof *in);
@@ -352,7 +362,7 @@ static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     *with = *cap;
     with->nattn = NULL;
     /* score sums (run_scores_streamed) hold the value-weighted shares already */
-    if (r->spec.capture.measure != MEASURE_NORM || r->spec.capture.tokens_only || cap->sc_sum) return 0;
+    if (!measure_wanted(&r->spec.capture, MEASURE_NORM) || r->spec.capture.tokens_only || cap->sc_sum) return 0;
     const size_t need = na_bytes(cap->n_tokens, cap_blocks(cap)) / sizeof(float);
     if (r->nattn_len < need) {
         free(r->nattn);
@@ -365,12 +375,14 @@ static int norm_view(Run *r, const Capture *cap, Capture *with, AvErr *e) {
     return na_fill_pool(with, r->rs.pool, e);
 }
 
-/* --measure alti|rollout: the input's token-mixing matrices into r->in.mix. */
+/* --measure alti and rollout: the input's token-mixing matrices into r->in.mix[0] and [1]. */
 static int mix_view(Run *r, const Capture *cap, AvErr *e) {
-    mix_free(&r->in.mix);
-    const Measure m = r->spec.capture.measure;
-    if (!measure_per_layer(m) || r->spec.capture.tokens_only) return 0;
-    return m == MEASURE_ALTI ? mix_alti(&r->s->model, cap, r->rs.pool, &r->in.mix, e) : mix_rollout(cap, &r->in.mix, e);
+    mix_free(&r->in.mix[0]);
+    mix_free(&r->in.mix[1]);
+    const CaptureSpec *c = &r->spec.capture;
+    if (c->tokens_only) return 0;
+    if (measure_wanted(c, MEASURE_ALTI) && mix_alti(&r->s->model, cap, r->rs.pool, &r->in.mix[0], e) != 0) return -1;
+    return measure_wanted(c, MEASURE_ROLLOUT) ? mix_rollout(cap, &r->in.mix[1], e) : 0;
 }
 
 /* --stats and heads of a per-layer measure: a capture of one "head" per layer whose attention is the
@@ -378,10 +390,11 @@ static int mix_view(Run *r, const Capture *cap, AvErr *e) {
 static void mix_scored(const Run *r, const Capture *cap, Capture *out, OutDoc *d) {
     static const int ONE[1] = {0};
     memset(out, 0, sizeof *out);
-    out->n_layers = r->in.mix.n_layers, out->n_heads = out->n_kv_heads = 1;
-    out->n_tokens = r->in.mix.n, out->head_dim = cap->head_dim, out->hidden_size = cap->hidden_size;
-    out->attn = r->in.mix.agg;
-    out->cap_tokens = (size_t)r->in.mix.n;
+    const MixResult *m = &r->in.mix[r->spec.capture.measure == MEASURE_ROLLOUT];
+    out->n_layers = m->n_layers, out->n_heads = out->n_kv_heads = 1;
+    out->n_tokens = m->n, out->head_dim = cap->head_dim, out->hidden_size = cap->hidden_size;
+    out->attn = m->agg;
+    out->cap_tokens = (size_t)m->n;
     d->cap = out;
     d->heads = ONE, d->n_sel_heads = 1;
 }
@@ -420,7 +433,7 @@ static int finish_view(Run *r, const char *a, const char *b, long lineno, const 
             return -1;
         }
         d.cap = scored;
-    } else if (d.mix && (o->stats || o->heads.on)) {
+    } else if (d.n_mix && (o->stats || o->heads.on)) {
         mix_scored(r, d.cap, &mixed, &d);
     }
     double t0 = av_now_ms();
@@ -676,7 +689,7 @@ int run_finish_heads(Run *r, AvErr *e) {
             if (rc == 0) {
                 run_fill_doc(r, &d, &enc, &r->in.cap, NULL, NULL);
                 if (cap_norm.nattn) rc = na_shares_capture(&cap_norm, &scored, e), d.cap = &scored;
-                else if (d.mix) mix_scored(r, &r->in.cap, &mixed, &d);
+                else if (d.n_mix) mix_scored(r, &r->in.cap, &mixed, &d);
                 if (rc == 0) rc = heads_add_induction(hs, &d, e);
                 na_shares_free(&scored);
             }

@@ -38,7 +38,7 @@ int run_check_model(const Run *r, AvErr *e) {
             return av_err_usage(e, "%s is an encoder-decoder (%s) model: give the decoder's text (--decoder-text TEXT) or "
                                    "let it decode (--generate N)", dir, c->model_type);
         if ((o->text_b && !o->heads.on) || o->capture.qk || o->capture.hidden || o->capture.telemetry ||
-            o->capture.measure != MEASURE_ATTENTION || o->capture.no_special || o->capture.words || o->sel.heads ||
+            measure_wanted(&o->capture, MEASURE_NORM) || measure_any_per_layer(&o->capture) || o->capture.no_special || o->capture.words || o->sel.heads ||
             o->lens.lens_k || o->lens.attribution || o->lens.ablate || o->lens.flow || o->explain.on)
             return av_err_usage(e, "%s is an encoder-decoder (%s) model: one source text with --decoder-text or --generate, "
                                    "or --batch lines, written to --json, --npy, the page or --stats (no second text, --qk, "

@@ -239,7 +239,7 @@ void run_warn_default_page(const char *path);
 enum { W_JSON, W_HTML, W_NPY_ATT, W_NPY_Q, W_NPY_K, W_STATS_JSON, W_TOKENS, W_NPY_PRED_IDS, W_NPY_PRED_PROBS,
        W_NPY_PRED_POS, W_NPY_IDS, W_HEADS_JSON, W_NPY_IMAGE_TOKENS, W_NPY_IMAGE_GRID, W_NPY_POOL_ATT, W_NPY_TEXT_ATT,
        W_NPY_VISION_ATT, W_NPY_IMAGE_EMBEDS, W_NPY_PIXELS,
-       W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_MIX, W_NPY_MIX_LAYER, W_NPY_STACK0, W_NPY_STACK1,
+       W_NPY_NORM, W_NPY_VNORM, W_NPY_FLOW, W_NPY_SINKS, W_NPY_MIX, W_NPY_MIX_LAYER, W_NPY_MIX2, W_NPY_MIX2_LAYER, W_NPY_STACK0, W_NPY_STACK1,
        W_NPY_STACK2 /* an encoder-decoder
        document's stacks */, W_NPY_LENS /* + LENS_NPY_*: lens_out.h's arrays */ };
 /* Writes one output of d, the writer W_* what, atomically (temporary file renamed into place);

@@ -88,9 +88,9 @@ static int check_vlm_run(const Run *r, AvErr *e) {
         return av_err_usage(e, "%s", "--image with a vision-language model runs one picture and text: not with --batch, "
                                      "--out-dir, --predict, --generate, --tokens-only, --words, --telemetry, "
                                      "--decoder-text or the residual-stream options (--explain among them; yet)");
-    if (measure_per_layer(o->capture.measure))
+    if (measure_any_per_layer(&o->capture))
         return av_err_usage(e, "--measure %s mixes a text's tokens through the layers: not with --image (yet)",
-                            o->capture.measure == MEASURE_ALTI ? "alti" : "rollout");
+                            measure_wanted(&o->capture, MEASURE_ALTI) ? "alti" : "rollout");
     return 0;
 }
 

@@ -29,10 +29,16 @@ typedef struct {
 typedef enum { MEASURE_ATTENTION = 0, MEASURE_NORM, MEASURE_ALTI, MEASURE_ROLLOUT } Measure;
 /* Whether the measure is one per layer (mixing.h) rather than per head. */
 static inline int measure_per_layer(Measure m) { return m == MEASURE_ALTI || m == MEASURE_ROLLOUT; }
+/* The measures' names, indexed by Measure. */
+static inline const char *measure_name(Measure m) {
+    return m == MEASURE_NORM ? "norm" : m == MEASURE_ALTI ? "alti" : m == MEASURE_ROLLOUT ? "rollout" : "attention";
+}
 
 /* What a forward pass keeps, and the view derived from it. */
 typedef struct {
-    Measure measure;    /* --measure */
+    Measure measure;    /* --measure's first name: what --stats and heads score */
+    int n_measures;     /* --measure's names in the order given (each once); 0: measure alone */
+    Measure measures[4];
     int qk, hidden;     /* --qk, --hidden */
     int no_special, words;
     int tokens_only;    /* tokenize only, no pass */
@@ -41,6 +47,18 @@ typedef struct {
     int telemetry;      /* --telemetry K: each row's statistics and top-K keys (capture.h) instead of matrices */
     int telemetry_top;  /* that K */
 } CaptureSpec;
+
+/* Whether the capture computes measure m (--measure lists it). */
+static inline int measure_wanted(const CaptureSpec *c, Measure m) {
+    if (c->measure == m) return 1;
+    for (int i = 0; i < c->n_measures; i++)
+        if (c->measures[i] == m) return 1;
+    return 0;
+}
+/* Whether any measure it computes is one per layer (ALTI, rollout: the pass keeps every layer and head). */
+static inline int measure_any_per_layer(const CaptureSpec *c) {
+    return measure_wanted(c, MEASURE_ALTI) || measure_wanted(c, MEASURE_ROLLOUT);
+}
 
 /* --predict and --generate. */
 typedef struct {

@@ -492,7 +492,7 @@ static LiveStatus ensure(Live *lv, LiveRun *r, Times *t, AvErr *e) {
         }
         r->have_enc = 1;
     }
-    const int norm = lv->page.capture.measure == MEASURE_NORM; /* serve --measure norm: the value norms too */
+    const int norm = measure_wanted(&lv->page.capture, MEASURE_NORM); /* serve --measure norm: the value norms too */
     const size_t blocks = (size_t)c->num_layers * (size_t)c->num_heads;
     const int side = tile_side(lv), over = r->enc.n < side ? r->enc.n : side, lng = is_long(lv, r->enc.n);
     size_t bytes = model_capture_qk_bytes(c, r->enc.n, lv->lim.thumb_size, lv->lim.qk_prec) +
@@ -1102,7 +1102,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
             return LIVE_BAD_INPUT;
         }
     size_t bytes = model_capture_bytes(c, n, 1, 0, nl, c->num_heads);
-    if (lv->page.capture.measure == MEASURE_NORM) bytes += na_bytes(n, (size_t)nl * (size_t)c->num_heads);
+    if (measure_wanted(&lv->page.capture, MEASURE_NORM)) bytes += na_bytes(n, (size_t)nl * (size_t)c->num_heads);
     if (bytes > lv->lim.cache_bytes) {
         live_release(lv, r);
         av_err(e, "the page of %d tokens x %d layers needs %.0f MB, above the server's --cache-mb %.0f: ask for fewer "
@@ -1119,7 +1119,7 @@ LiveStatus live_page(Live *lv, unsigned id, const int *layers, int n_layers, int
     Capture *cap = &res.cap;
     st = LIVE_FAILED;
     drop_notes();
-    const int norm = lv->page.capture.measure == MEASURE_NORM; /* the page carries value-weighted attention too */
+    const int norm = measure_wanted(&lv->page.capture, MEASURE_NORM); /* the page carries value-weighted attention too */
     /* the page the command line writes: its sinks and massive activations too (pipeline.h's run_flags_*) */
     if (model_capture_select(cap, c, n, 1, 0, layers, n_layers, NULL, 0, e) == 0 && run_flags_prepare(cap, c, e) == 0) {
         if ((!norm || model_capture_value_norms(cap, e) == 0) &&

@@ -508,6 +508,42 @@ url=$(head -n 1 "$T/srv.out")
 warn=$(groff -man -ww -z docs/attnviz.1 2>&1) && [ -z "$warn" ] && pass man_page_renders_without_warnings ||
     fail man_page_renders_without_warnings "$warn"
 "$BIN" --completions bash >"$T/attnviz.bash"
+# -- --measure LIST: every measure of the list in one run, each the one-measure run's, in the order given
+L=$PWD/tests/data/small-llama
+for m in norm alti rollout; do "$BIN" --model "$L" --quiet --precision 9 --measure "$m" --json "$T/m1_$m.json" "the cat sat on the mat" 2>/dev/null; done
+"$BIN" --model "$L" --quiet --precision 9 --measure rollout,norm,alti --json "$T/mall.json" --npy "$T/mall.npy" --html "$T/mall.html" \
+    "the cat sat on the mat" 2>/dev/null
+check measure_list_carries_each_measure_as_its_own_run $PY - "$T" <<'PY'
+import json, sys, array, ast
+t = sys.argv[1]
+def flat(x):
+    return [v for r in x for v in flat(r)] if isinstance(x, list) else [x]
+def npy(path):  # float32 little-endian .npy: its shape and values
+    b = open(path, "rb").read()
+    hl = int.from_bytes(b[8:10], "little")
+    h = ast.literal_eval(b[10:10 + hl].decode())
+    assert h["descr"] == "<f4", h
+    return h["shape"], array.array("f", b[10 + hl:]).tolist()
+d = json.load(open(t + "/mall.json"))
+assert d["measure"] == "rollout" and d["measures"] == ["rollout", "norm", "alti"], (d["measure"], d["measures"])
+for m, keys in (("norm", ["norm_attention", "value_norms"]), ("alti", ["alti", "alti_layer"]), ("rollout", ["rollout", "rollout_layer"])):
+    one = json.load(open(t + f"/m1_{m}.json"))
+    assert one["measure"] == m and one["measures"] == [m], one["measures"]
+    for k in keys:
+        assert d[k] == one[k], k
+for k in ("alti", "alti_layer", "rollout", "rollout_layer", "norm_attention"):
+    shape, vals = npy(t + f"/mall.{k}.npy")
+    want = flat(d[k])
+    assert len(vals) == len(want) and max(abs(a - b) / max(1, abs(b)) for a, b in zip(vals, want)) <= 1e-6, k
+html = open(t + "/mall.html").read()
+assert '"measures":["attention","rollout","norm","alti"],"per_layer_measures":["rollout","alti"]' in html
+assert 'id="av-alti-0"' in html and 'id="av-rollout-1"' in html and 'id="av-natt-0"' in html
+PY
+expect_exit view_compare_needs_a_measure 2 "^attnviz: --view compare draws the measures side by side: add --measure LIST" \
+    "$BIN" --model "$M" --quiet --view compare --html "$T/vc.html" "hello"
+expect_exit measure_list_scores_one 2 "^attnviz: --stats scores one measure" "$BIN" --model "$M" --stats --measure norm,alti "hello"
+expect_exit measure_list_names_each_once 2 "^attnviz: --measure names norm twice" "$BIN" --model "$M" --measure norm,rollout,norm "hello"
+
 complete_bash() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _attnviz; echo "${COMPREPLY[*]}"' _ "$T/attnviz.bash" "$@"; }
 [ "$(complete_bash attnviz se)" = serve ] && [ "$(complete_bash attnviz heads --sc)" = --score ] &&
     [ "$(complete_bash attnviz serve --po)" = --port ] && [ "$(complete_bash attnviz --po)" = --position ] &&

@@ -506,7 +506,7 @@ START_TEST(measure_is_attention_or_norm) {
     cli_options_free(&o);
     ck_assert_int_eq(parse(&o, &e, bad), -1);
     ck_assert_int_eq(e.kind, AV_ERR_USAGE);
-    ck_assert_str_eq(e.msg, "--measure is attention, norm, alti or rollout, not 'Norm' (see attnviz --help)");
+    ck_assert_str_eq(e.msg, "--measure is attention, norm, alti or rollout, or all, comma-separated, not 'Norm' (see attnviz --help)");
     cli_options_free(&o);
     ck_assert_int_eq(parse(&o, &e, diff), -1);
     ck_assert_int_eq(e.kind, AV_ERR_USAGE);
@@ -539,6 +539,52 @@ START_TEST(measure_alti_and_rollout) {
     ck_assert_int_eq(parse(&o, &e, diff), -1);
     ck_assert_str_eq(e.msg, "--measure goes with a run (attnviz TEXT), attnviz serve or attnviz heads, not attnviz diff "
                             "(see attnviz --help)");
+    cli_options_free(&o);
+}
+END_TEST
+
+/* --measure LIST and all: every measure named, in the order given, the first the one scored; each name once;
+ * --stats and heads score one; the rules read every name of the list (serve, --words). */
+START_TEST(measure_takes_a_list) {
+    CliOptions o;
+    AvErr e;
+    const char *list[] = {"--measure", "rollout,norm,alti", "x", NULL}, *all[] = {"--measure", "all", "x", NULL},
+               *twice[] = {"--measure", "alti,norm,alti", "x", NULL}, *empty[] = {"--measure", "alti,", "x", NULL},
+               *stats[] = {"--measure", "norm,alti", "--stats", "x", NULL}, *heads[] = {"heads", "--measure", "all", "x", NULL},
+               *words[] = {"--measure", "norm,rollout", "--words", "x", NULL},
+               *serve[] = {"serve", "--measure", "attention,norm,alti", NULL}, *serve_ok[] = {"serve", "--measure", "attention,norm", NULL};
+    ck_assert_int_eq(parse(&o, &e, list), CLI_RUN);
+    const CaptureSpec *c = &o.run.capture;
+    ck_assert_int_eq(c->measure, MEASURE_ROLLOUT);
+    ck_assert_int_eq(c->n_measures, 3);
+    ck_assert(c->measures[0] == MEASURE_ROLLOUT && c->measures[1] == MEASURE_NORM && c->measures[2] == MEASURE_ALTI);
+    ck_assert(measure_wanted(c, MEASURE_NORM) && measure_wanted(c, MEASURE_ALTI) && measure_any_per_layer(c));
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, all), CLI_RUN);
+    ck_assert_int_eq(o.run.capture.n_measures, 4);
+    ck_assert_int_eq(o.run.capture.measure, MEASURE_ATTENTION);
+    ck_assert(measure_wanted(&o.run.capture, MEASURE_ROLLOUT) && measure_wanted(&o.run.capture, MEASURE_NORM));
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, twice), -1);
+    ck_assert_str_eq(e.msg, "--measure names alti twice in 'alti,norm,alti' (see attnviz --help)");
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, empty), -1);
+    ck_assert_int_eq(e.kind, AV_ERR_USAGE);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, stats), -1);
+    ck_assert_msg(strstr(e.msg, "--stats scores one measure") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, heads), -1);
+    ck_assert_msg(strstr(e.msg, "heads scores one measure") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, words), -1);
+    ck_assert_msg(strstr(e.msg, "--measure rollout mixes the raw tokens") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_eq(parse(&o, &e, serve), -1);
+    ck_assert_msg(strstr(e.msg, "--measure alti is the command line's") != NULL, "%s", e.msg);
+    cli_options_free(&o);
+    ck_assert_int_ge(parse(&o, &e, serve_ok), 0);
+    ck_assert(measure_wanted(&o.serve_spec.page.capture, MEASURE_NORM));
     cli_options_free(&o);
 }
 END_TEST
@@ -1187,6 +1233,7 @@ Suite *make_suite(void) {
     tcase_add_test(t, measure_is_attention_or_norm);
     tcase_add_test(t, chat_and_chat_file_fill_the_run_settings);
     tcase_add_test(t, measure_alti_and_rollout);
+    tcase_add_test(t, measure_takes_a_list);
     tcase_add_test(t, explain_takes_one_head);
     suite_add_tcase(s, t);
     TCase *tab = tcase_create("table");

@@ -1073,11 +1073,11 @@ START_TEST(test_views_from_templates) {
         ck_assert_int_eq(html_view_known(ok[i], 1, names, sizeof names), 1);
     }
     ck_assert_int_eq(html_view_known("nope", 0, names, sizeof names), 0);
-    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution, flow or image");
+    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution, flow, compare or image");
     /* the diff view is only on attnviz diff's pages */
     ck_assert_int_eq(html_view_known("diff", 0, names, sizeof names), 0);
     ck_assert_int_eq(html_view_known("diff", 1, names, sizeof names), 1);
-    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution, flow or image (or diff)");
+    ck_assert_str_eq(names, "head, model, neuron, matrix, lens, attribution, flow, compare or image (or diff)");
     ck_assert_int_eq(html_view_known("", 1, names, sizeof names), 0);
     /* a short buffer is cut, not overrun */
     char small[8];

@@ -9,6 +9,8 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
     for (int i = 0; i < o->run.heads.n_scores; i++)
         if (o->run.heads.scores[i] == HS_PATTERN && !o->run.heads.pattern)
             return cli_usage(e, "%s", "--score pattern needs --pattern FILE|RULE");
+    if (o->run.capture.n_measures > 1)
+        return cli_usage(e, "%s", "heads scores one measure: give --measure one name");
     if (o->run.batch.path) {
         if (n > 0) return cli_usage(e, "--batch takes its inputs from the file, not '%s'", words[0]);
         return 0;

@@ -1,6 +1,8 @@
 /* command_run.c — attnviz [OPTIONS] TEXT [TEXT_B] | --batch FILE: the run. Its
  * options are the rows of cli_options.c that name C_RUN; its rules, cli_rules.c's;
  * what it checks against the model, run/run_checks.c's. */
+#include <string.h>
+
 #include "../cli_table.h"
 #include "model.h"
 #include "pipeline.h"
@@ -14,6 +16,11 @@ static int check(CliOptions *o, int n, char **words, AvErr *e) {
     if (r->decoder_text && n == 2)
         return cli_usage(e, "%s", "--decoder-text goes with one source TEXT: not with a second text, --batch (its lines are "
                                   "SOURCE<TAB>TARGET), --tokens-only or --telemetry");
+    if (r->output.view && !strcmp(r->output.view, "compare") && !measure_wanted(&r->capture, MEASURE_NORM) &&
+        !measure_any_per_layer(&r->capture))
+        return cli_usage(e, "%s", "--view compare draws the measures side by side: add --measure LIST (e.g. norm,alti,rollout)");
+    if (r->stats && r->capture.n_measures > 1)
+        return cli_usage(e, "%s", "--stats scores one measure: give --measure one name (a list is for the document and page)");
     for (int i = 1; r->lens.flow && i < o->sel_layers.n; i++)
         if (o->sel_layers.v[i] != o->sel_layers.v[i - 1] + 1)
             return cli_usage(e, "%s", "--flow traces down through consecutive layers: give --layers as one range (e.g. 4-11)");

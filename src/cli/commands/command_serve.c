@@ -5,10 +5,10 @@
 
 /* Up to two words: the page's first input. */
 static int check(CliOptions *o, int n, char **words, AvErr *e) {
-    if (measure_per_layer(o->run.capture.measure))
+    if (measure_any_per_layer(&o->run.capture))
         return cli_usage(e, "serve computes attention and value-weighted attention (--measure norm): --measure %s is the "
                             "command line's (attnviz --html FILE TEXT)",
-                         o->run.capture.measure == MEASURE_ALTI ? "alti" : "rollout");
+                         measure_wanted(&o->run.capture, MEASURE_ALTI) ? "alti" : "rollout");
     if (n > 2) return cli_usage(e, "too many arguments: '%s' (quote the text)", words[2]);
     if (o->serve_spec.long_from == 0)
         return cli_usage(e, "%s", "serve browses inputs past --long-from N by tiles (1 to 8192): 0 goes with a run's page");
