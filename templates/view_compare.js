@@ -38,13 +38,13 @@ function panel(k, mat, n, li, h, q, c, chosen) {
   card.appendChild(head);
   card.title = (Measure.TITLE[k] || k).replace(/ \(W\)$/, '') + '. Click to show it in the other views.';
   card.addEventListener('click', ev => { if (!ev.target.closest('canvas')) Measure.set(k); });
-  /* the matrix: one canvas pixel a cell, scaled up without smoothing */
-  let mx = 0;
-  for (let i = 0; i < n * n; i++) if (mat[i] > mx) mx = mat[i];
+  /* the matrix: one canvas pixel a cell (max-pooled past SIDE cells), scaled up without smoothing, to its own
+   * largest weight */
+  const SIDE = 236;
   const idx = Array.from({ length: n }, (_, i) => i);
   const rgb = Draw.colorRgb(th.accent), bg = Draw.colorRgb(th.bg);
-  const cv = Draw.heatCanvas(mat, n, idx, idx, rgb, bg, 1, mx || 1, Draw.colorRgb(th.maskBg || th.bg), (i, j) => Data.masked(i, j, li));
-  const side = Math.max(n, Math.min(236, n * 24));
+  const cv = Draw.heatThumb(mat, n, idx, idx, rgb, bg, 1, SIDE, Draw.colorRgb(th.maskBg || th.bg), (i, j) => Data.masked(i, j, li));
+  const side = Math.min(SIDE, n * 24);
   cv.className = 'cmp-mat';
   cv.style.width = cv.style.height = side + 'px';
   cv.setAttribute('aria-label', (Measure.LABEL[k] || k) + ' matrix, ' + n + ' × ' + n);

@@ -10,6 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { ROOT, SHOTS, launch, openPage, settle, clean, cliPage, clickAndRender, rendered } from './lib.mjs';
 
 const LLAMA = path.join(ROOT, 'tests/data/small-llama');
@@ -22,6 +23,8 @@ before(async () => {
   pages.llama = cliPage('compare-llama', ['--model', LLAMA, '--measure', 'norm,alti,rollout', '--precision', '9', TEXT]);
   pages.bert = cliPage('compare-bert', ['--model', BERT, '--measure', 'rollout,alti,norm', '--precision', '9', 'the quick brown fox', 'jumps']);
   pages.plain = cliPage('compare-plain', ['--model', LLAMA, TEXT]);
+  const smol = execFileSync(path.join(ROOT, 'tools/pymodel.sh'), ['smollm2']).toString().trim() + '/SmolLM2-135M-Instruct.Q4_1.gguf';
+  pages.smol = cliPage('compare-smol', ['--model', smol, '--measure', 'all', '--view', 'compare', 'The cat sat on the mat. The cat sat on the']);
   browser = await launch();
 });
 after(async () => { if (browser) await browser.close(); });
@@ -135,5 +138,15 @@ for (const theme of ['light', 'dark']) {
       await page.screenshot({ path: path.join(SHOTS, `compare-head-norm-${theme}.png`) });
       clean(log);
     } finally { await page.close(); }
+    /* a trained model (SmolLM2), --measure all, opened on Compare at layer 5, head 1, the last query */
+    const s = await openPage(browser.ctx, pages.smol.html, { theme, viewport: { width: 1400, height: 1000 } });
+    try {
+      assert.equal(await s.page.evaluate(() => document.body.dataset.view), 'compare');
+      assert.deepEqual(await s.page.$$eval('#compare-grid .cmp-card', c => c.map(x => x.dataset.measure)), ['attention', 'norm', 'alti', 'rollout']);
+      await s.page.evaluate(() => { const A = window.attnviz; A.state.focus = 1; A.state.query = A.data.n - 1; return A.setLayer(5); });
+      await settle(s.page);
+      await s.page.screenshot({ path: path.join(SHOTS, `compare-smol-${theme}.png`) });
+      clean(s.log);
+    } finally { await s.page.close(); }
   });
 }
