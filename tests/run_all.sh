@@ -129,6 +129,7 @@ scripts=(
     tests/ref/openai_check.sh
     tests/ref/lens_check.sh
     tests/ref/mix_check.sh
+    tests/ref/vision_mix_check.sh
     tests/ref/explain_check.sh
     tests/ref/flow_check.sh
     tests/ref/diff_check.sh

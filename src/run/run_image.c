@@ -279,9 +279,6 @@ static int check_image_run(const Run *r, AvErr *e) {
         return av_err_usage(e, "%s", "--image runs one picture: not with --batch, --out-dir, --predict, --generate, "
                                      "--tokens-only, --words, --telemetry, --decoder-text or the residual-stream "
                                      "options (--explain among them)");
-    if (measure_any_per_layer(&o->capture))
-        return av_err_usage(e, "--measure %s mixes a text's tokens through the layers: not with --image (yet)",
-                            measure_wanted(&o->capture, MEASURE_ALTI) ? "alti" : "rollout");
     return 0;
 }
 

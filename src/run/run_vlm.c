@@ -89,7 +89,8 @@ static int check_vlm_run(const Run *r, AvErr *e) {
                                      "--out-dir, --predict, --generate, --tokens-only, --words, --telemetry, "
                                      "--decoder-text or the residual-stream options (--explain among them; yet)");
     if (measure_any_per_layer(&o->capture))
-        return av_err_usage(e, "--measure %s mixes a text's tokens through the layers: not with --image (yet)",
+        return av_err_usage(e, "--measure %s with --image is for vision encoders (ViT, DeiT, DINOv2, CLIP, SigLIP): a "
+                               "vision-language model's tower and text are not yet checked against a reference",
                             measure_wanted(&o->capture, MEASURE_ALTI) ? "alti" : "rollout");
     return 0;
 }

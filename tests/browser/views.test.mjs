@@ -55,11 +55,13 @@ async function tabsAndKeys(page) {
 test('the tabs, sections and keys are the registered views in order, one per view_*.js file', async () => {
   const plain = cliPage('views-plain', ['--qk', 'time flies like an arrow']);
   const diff = diffPage('views-diff', ['--model', DEMO, 'the cat sat on the mat', 'the dog sat on a mat']);
-  const image = cliPage('views-image', ['--model', path.join(ROOT, 'tests/data/small-vit'), '--image', path.join(ROOT, 'tests/data/vision-picture.png')]);
-  /* a page has the views it can show: the diff view on diff pages, the Image view on an image run's */
+  const image = cliPage('views-image', ['--model', path.join(ROOT, 'tests/data/small-vit'), '--image', path.join(ROOT, 'tests/data/vision-picture.png'),
+    '--measure', 'alti,rollout']);
+  /* a page has the views it can show: the diff view on diff pages, the Image view on an image run's, Compare on a
+   * page with a measure (--measure) */
   for (const [html, want, off] of [[plain.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow'], ['lens', 'attribution', 'flow']],
     [diff, ['head', 'model', 'neuron', 'matrix', 'diff', 'lens', 'attribution', 'flow'], ['lens', 'attribution', 'flow']],
-    [image.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'image'], ['lens', 'attribution', 'flow']]]) {
+    [image.html, ['head', 'model', 'neuron', 'matrix', 'lens', 'attribution', 'flow', 'compare', 'image'], ['lens', 'attribution', 'flow']]]) {
     const { page, log } = await openPage(browser.ctx, html);
     try {
       const r = await tabsAndKeys(page);
@@ -73,7 +75,7 @@ test('the tabs, sections and keys are the registered views in order, one per vie
     } finally { await page.close(); }
   }
   /* the diff and image pages have every view there is between them: one per file */
-  assert.deepEqual([...FILES].sort(), ['attribution', 'diff', 'flow', 'head', 'image', 'lens', 'matrix', 'model', 'neuron']);
+  assert.deepEqual([...FILES].sort(), ['attribution', 'compare', 'diff', 'flow', 'head', 'image', 'lens', 'matrix', 'model', 'neuron']);
 });
 
 test('a view is one file: a --templates folder with one more view_*.js has its tab, key and section', async () => {
@@ -135,7 +137,7 @@ test('the registry refuses a clash with a page error', async () => {
 
 test('--view is checked against the registered views: one line naming them, exit 2', async () => {
   const run = args => spawnSync(ATTNVIZ, args, { encoding: 'utf8', input: '' });
-  const names = 'head, model, neuron, matrix, lens, attribution, flow or image';
+  const names = 'head, model, neuron, matrix, lens, attribution, flow, compare or image';
   let r = run(['--model', DEMO, '--view', 'nope', 'time flies']);
   assert.equal(r.status, 2);
   assert.equal(r.stdout, '');
@@ -149,7 +151,7 @@ test('--view is checked against the registered views: one line naming them, exit
   /* the names are the pages' registered views, in tab order: an ordinary page's, then the diff page's others */
   const join = a => (a.length === 1 ? a[0] : a.slice(0, -1).join(', ') + ' or ' + a[a.length - 1]);
   const h = diffPage('views-diff-open', ['--model', DEMO, '--view', 'neuron', 'the cat sat', 'the dog sat']);
-  const p = cliPage('views-plain-open', ['--view', 'matrix', 'time flies']);
+  const p = cliPage('views-plain-open', ['--measure', 'norm', '--view', 'matrix', 'time flies']); /* with Compare (needs: 'measures') */
   const seen = {};
   for (const [k, file, opened] of [['diff', h, 'neuron'], ['plain', p.html, 'matrix']]) {
     const { page, log } = await openPage(browser.ctx, file);

@@ -257,8 +257,8 @@ case_ opt_layer_out_of_range 2 "--layer 2 is out of range" -- --model "$M" "${Q[
 case_ opt_head_out_of_range 2 "--head 9 is out of range" -- --model "$M" "${Q[@]}" --head 9 hi
 case_ opt_bad_precision 2 "--precision needs 1 to 9" -- --model "$M" --precision 0 hi
 case_ opt_bad_threads 2 "--threads needs 1 to 1024" -- --model "$M" --threads abc hi
-case_ opt_measure_bogus 2 "--measure is attention, norm, alti or rollout, not 'bogus'" -- --model "$M" "${Q[@]}" --measure bogus hi
-case_ opt_measure_empty 2 "--measure is attention, norm, alti or rollout, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
+case_ opt_measure_bogus 2 "--measure is attention, norm, alti or rollout, or all, comma-separated, not 'bogus'" -- --model "$M" "${Q[@]}" --measure bogus hi
+case_ opt_measure_empty 2 "--measure is attention, norm, alti or rollout, or all, comma-separated, not ''" -- --model "$M" "${Q[@]}" --measure "" hi
 case_ opt_measure_missing_value 2 "option '--measure' needs a value" -- --model "$M" hi --measure
 case_ opt_measure_tokens_only 2 "--tokens-only runs no model: no --measure norm" -- --model "$M" --tokens-only --measure norm hi
 case_ opt_measure_diff 2 "^attnviz: --measure goes with .*, not attnviz diff" -- diff --model "$M" "${Q[@]}" --measure norm a b
@@ -266,6 +266,9 @@ case_ opt_measure_render 2 "^attnviz: --measure goes with .*, not attnviz render
 case_ opt_measure_merge 2 "^attnviz: --measure goes with .*, not attnviz stats" -- stats --merge --json out.json --measure norm a.json
 case_ opt_measure_alti_words 2 "--measure alti mixes the raw tokens through every layer: not with --no-special or --words" -- --model "$M" "${Q[@]}" --measure alti --words hi
 case_ opt_measure_rollout_serve 2 "serve computes attention and value-weighted attention \(--measure norm\): --measure rollout is the command line's" -- serve --model "$M" --measure rollout
+case_ opt_measure_list_trailing_comma 2 "--measure is attention, norm, alti or rollout, or all, comma-separated, not 'norm,'" -- --model "$M" "${Q[@]}" --measure norm, hi
+case_ opt_measure_list_with_stats 2 "--stats scores one measure: give --measure one name" -- --model "$M" "${Q[@]}" --stats --measure norm,alti hi
+case_ opt_view_compare_without_measure 2 "--view compare draws the measures side by side: add --measure LIST" -- --model "$M" "${Q[@]}" --html p.html --view compare hi
 case_ opt_explain_not_a_head 2 "--explain needs one head as LAYER.HEAD \(e.g. 5.1\), got 'x'" -- --model "$M" "${Q[@]}" --explain x hi
 case_ opt_explain_two_heads 2 "--explain needs one head as LAYER.HEAD \(e.g. 5.1\), got '0.1,1.0'" -- --model "$M" "${Q[@]}" --explain 0.1,1.0 hi
 case_ opt_query_without_explain 2 "--query and --key go with --explain L.H" -- --model "$M" "${Q[@]}" --query 1 hi
@@ -656,7 +659,7 @@ case_ diff_layer_out_of_range 2 "--layer 7 is out of range: the model has 2 laye
 case_ diff_heads_out_of_range 2 "--heads 4 is out of range: the model has 4 heads \(0-3\)" -- diff --model "$M" --heads 2-4 "${Q[@]}" "the cat" "a dog"
 case_ diff_top_zero 2 "--top needs a count >= 1, got '0'" -- diff --model "$M" --top 0 "${Q[@]}" "the cat" "a dog"
 case_ top_without_diff 2 "--top goes with attnviz diff" -- --model "$M" --top 3 "${Q[@]}" "the cat"
-case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens, attribution, flow or image, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
+case_ view_diff_without_diff 2 "--view is head, model, neuron, matrix, lens, attribution, flow, compare or image, not 'diff'" -- --model "$M" --view diff "${Q[@]}" "the cat"
 # ---- ModernBERT (tests/data/small-modernbert): its config keys and fused tensors
 MBS=$PWD/tests/data/small-modernbert
 mbfresh() { rm -rf "$T/m" && cp -r "$MBS" "$T/m" && rm -f "$T/m/golden.json"; M=$T/m; }
@@ -987,7 +990,7 @@ case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image onl
 case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
 case_ image_with_predict 2 "--image runs one picture: not with --batch, --out-dir, --predict" -- --model "$V" --quiet --json out.json --image "$PIC" --predict 3
 case_ image_with_explain 2 "--image runs one picture: .*the residual-stream options \(--explain among them\)" -- --model "$V" --quiet --json out.json --image "$PIC" --explain 0.0
-case_ image_with_measure_rollout 2 "--measure rollout mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$V" --quiet --json out.json --image "$PIC" --measure rollout
+case_ image_with_measure_named_twice 2 "--measure names rollout twice in 'rollout,alti,rollout'" -- --model "$V" --quiet --json out.json --image "$PIC" --measure rollout,alti,rollout
 vfresh; rm "$VM/preprocessor_config.json"
 case_ image_no_preprocessor_config 1 "no preprocessor_config.json: the model folder does not say how to prepare an image" -- --model "$VM" --quiet --json out.json --image "$PIC"
 # the tables below: one case a line, NAME|EXIT|STDERR REGEX|what is written or edited (read from fd 3:
@@ -1024,7 +1027,7 @@ case_ vlm_two_image_tokens 2 "the text has 2 <image>: one picture a run" -- --mo
 case_ vlm_image_without_text 2 "small-llava is a vision-language model: with --image give its text too, with <image> where the picture goes" -- --model "$LV" --quiet --json out.json --image "$PIC"
 case_ vlm_image_with_predict 2 "--image with a vision-language model runs one picture and text: not with --batch, --out-dir, --predict" -- --model "$LV" --quiet --json out.json --image "$PIC" --predict 3 "<image> what"
 case_ vlm_image_with_explain 2 "--image with a vision-language model runs one picture and text: .*\(--explain among them; yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --explain 0.0 "<image> what"
-case_ vlm_image_with_measure_alti 2 "--measure alti mixes a text's tokens through the layers: not with --image \(yet\)" -- --model "$LV" --quiet --json out.json --image "$PIC" --measure alti "<image> what"
+case_ vlm_image_with_measure_alti 2 "--measure alti with --image is for vision encoders \(ViT, DeiT, DINOv2, CLIP, SigLIP\): a vision-language model's tower and text are not yet checked against a reference" -- --model "$LV" --quiet --json out.json --image "$PIC" --measure alti "<image> what"
 case_ vlm_tower_past_the_budget 1 "the vision tower's attention \(3 layers x 4 heads over 17 tokens\) needs 23 kB, and not even its last layer fits the 40 kB allowed \(--max-capture\) beside the decoder's 31 kB: --max-capture 1G keeps its last layer, attnviz serve runs the picture and text" -- --model "$LV" --quiet --json out.json --image "$PIC" --max-capture 40k "<image> what is in the picture?"
 # LLaVA's config.json edited (Python on dict c)
 while IFS='|' read -r -u 3 name want re edit; do
