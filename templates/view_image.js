@@ -7,7 +7,7 @@
  * most attended patches (DINOv2 without registers: a few background patches
  * take most); below, the layer's heads drawn the same way. Reads
  * Data.meta.image (image_out.c). */
-/* global Data, Tok, Fmt, Draw, Tip, Views, Derived */
+/* global Data, Tok, Fmt, Draw, Tip, Views, Derived, Measure */
 
 (() => {
 
@@ -189,7 +189,9 @@ function ImageView(host, c) {
   const A = matrixFor(c, t);
   host.textContent = '';
   const title = Draw.el('div', 'view-title');
-  const what = c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.mode === 'rollout' ? 'rollout through layer ' + c.vt.L
+  /* a per-layer measure (--measure alti|rollout) is every head together, through the layer */
+  const what = Data.perLayer ? Measure.LABEL[Data.measure] + ' through it, every head'
+    : c.mode === 'heads' ? 'head ' + Data.heads[c.focus] : c.mode === 'rollout' ? 'rollout through layer ' + c.vt.L
     : c.mode + ' of ' + c.hs.length + ' head' + (c.hs.length === 1 ? '' : 's');
   title.appendChild(Draw.el('h2', null, 'Image view · layer ' + c.vt.L + ' · ' + what));
   title.appendChild(Draw.el('span', 'sub', 'The ' + im.preprocessed[0] + ' × ' + im.preprocessed[1] + ' picture the model saw (' +
@@ -405,7 +407,7 @@ function ImageView(host, c) {
     hg.appendChild(b);
   }
   heads.appendChild(hg);
-  host.appendChild(heads);
+  if (!Data.perLayer) host.appendChild(heads); /* one matrix per layer: no heads to tell apart */
   host.dataset.drawn = '1';
   host.dataset.query = String(Q);
 

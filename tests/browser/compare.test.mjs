@@ -6,6 +6,7 @@
 //   value-weighted attention, the layer's ALTI and rollout), each query row's bars the JSON's row; a click on
 //   a panel chooses its measure, on a matrix row picks the query, a head chip the head;
 // - a page with attention alone has no Compare tab;
+// - a vision encoder's page (--image, --measure rollout,alti) opens its Image view on rollout, the JSON's;
 // - screenshots in both themes at 1,400 x 1,000 (compare-*.png).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,6 +24,8 @@ before(async () => {
   pages.llama = cliPage('compare-llama', ['--model', LLAMA, '--measure', 'norm,alti,rollout', '--precision', '9', TEXT]);
   pages.bert = cliPage('compare-bert', ['--model', BERT, '--measure', 'rollout,alti,norm', '--precision', '9', 'the quick brown fox', 'jumps']);
   pages.plain = cliPage('compare-plain', ['--model', LLAMA, TEXT]);
+  pages.vit = cliPage('compare-vit', ['--model', path.join(ROOT, 'tests/data/small-vit'), '--image', path.join(ROOT, 'tests/data/vision-picture.png'),
+    '--measure', 'rollout,alti', '--precision', '9']);
   const smol = execFileSync(path.join(ROOT, 'tools/pymodel.sh'), ['smollm2']).toString().trim() + '/SmolLM2-135M-Instruct.Q4_1.gguf';
   pages.smol = cliPage('compare-smol', ['--model', smol, '--measure', 'all', '--view', 'compare', 'The cat sat on the mat. The cat sat on the']);
   browser = await launch();
@@ -123,6 +126,27 @@ test('Compare: a panel per measure, each query row the JSON\'s; panels choose, r
     assert.equal(await plain.page.$('#tab-compare'), null, 'no Compare tab without measures');
     clean(plain.log);
   } finally { await plain.page.close(); }
+});
+
+test('a vision encoder\'s page: the Image view under rollout and ALTI is the JSON\'s; Compare draws the tower\'s measures', async () => {
+  for (const theme of ['light', 'dark']) {
+    const { page, log } = await openPage(browser.ctx, pages.vit.html, { theme, viewport: { width: 1400, height: 1000 } });
+    try {
+      const d = pages.vit.data();
+      assert.deepEqual(await page.evaluate(() => window.attnviz.data.measures), ['attention', 'rollout', 'alti']);
+      assert.equal(await page.evaluate(() => document.body.dataset.view), 'image');
+      assert.equal(await page.evaluate(() => window.attnviz.data.measure), 'rollout');
+      const li = d.layers.length - 1;
+      near(await shownMatrix(page, li, 0), d.rollout[li], 'rollout');
+      const err = await page.$eval('#view-image', el => (el.querySelector('.empty') || {}).textContent || '');
+      assert.ok(!/Could not draw/.test(err), err);
+      await page.screenshot({ path: path.join(SHOTS, `compare-vit-rollout-${theme}.png`) });
+      await clickAndRender(page, '#tab-compare');
+      assert.deepEqual(await page.$$eval('#compare-grid .cmp-card', c => c.map(x => x.dataset.measure)), ['attention', 'rollout', 'alti']);
+      await page.screenshot({ path: path.join(SHOTS, `compare-vit-${theme}.png`) });
+      clean(log);
+    } finally { await page.close(); }
+  }
 });
 
 for (const theme of ['light', 'dark']) {
