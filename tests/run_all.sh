@@ -131,6 +131,7 @@ scripts=(
     tests/ref/mix_check.sh
     tests/ref/vision_mix_check.sh
     tests/ref/explain_check.sh
+    tests/ref/explain_postnorm_check.sh
     tests/ref/flow_check.sh
     tests/ref/diff_check.sh
     tests/ref/gguf_model_check.sh

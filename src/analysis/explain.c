@@ -109,11 +109,35 @@ static void norm_stats(const Norm *nm, const float *x, int H, double *mu, double
     *mu = m, *inv = 1.0 / sqrt(v / H + nm->eps);
 }
 
+/* A post-norm model's norm (LayerNorm) frozen at the scale it measured on its whole input `in` (H): each of
+ * the np parts (each H, at parts) centred, divided by that scale and multiplied by gamma; beta added to the
+ * part `bias`. */
+static void post_norm_parts(double *parts, int np, int H, const Norm *nm, const double *in, int bias) {
+    if (!nm->g) return;
+    double mu = 0, var = 0;
+    if (!nm->rms) {
+        for (int d = 0; d < H; d++) mu += in[d];
+        mu /= H;
+    }
+    for (int d = 0; d < H; d++) var += (in[d] - mu) * (in[d] - mu);
+    const double inv = 1.0 / sqrt(var / H + nm->eps);
+    for (int p = 0; p < np; p++) {
+        double *pc = parts + (size_t)p * H, mc = 0;
+        if (!nm->rms) {
+            for (int d = 0; d < H; d++) mc += pc[d];
+            mc /= H;
+        }
+        for (int d = 0; d < H; d++) pc[d] = (pc[d] - mc) * inv * nm->g[d];
+    }
+    if (nm->b)
+        for (int d = 0; d < H; d++) parts[(size_t)bias * H + d] += nm->b[d];
+}
+
 int explain_head(const Model *m, const Capture *cap, int layer, int head, int query, int key, ExplainResult *r,
                  AvErr *e) {
     const ModelConfig *c = &m->cfg;
     memset(r, 0, sizeof *r);
-    if (!c->pre_ln) return av_err_usage(e, "%s: --explain needs a pre-norm model", m->path);
+    if (c->enc_dec) return av_err_usage(e, "%s: --explain of an encoder-decoder's stacks is not implemented", m->path);
     if (!cap->resid || !cap->z || !cap->mlp_out) return av_err(e, "--explain needs the residual stream's parts captured");
     if (layer < 0 || layer >= c->num_layers || head < 0 || head >= c->num_heads)
         return av_err_usage(e, "--explain %d.%d: the model has %d layers of %d heads", layer, head, c->num_layers,
@@ -214,9 +238,29 @@ int explain_head(const Model *m, const Capture *cap, int layer, int head, int qu
                 }
             }
             double *pb = pk + (size_t)(NP - 2) * H, *pm = pk + (size_t)(1 + l * (NH + 1) + NH) * H;
-            for (int d = 0; d < H; d++) {
-                if (lw->o.b) pb[d] += lw->o.b[d] * PART_SCALE(d);
-                pm[d] = cap_mlp(cap, l)[(size_t)tok[k] * H + d];
+            const float *ml = cap_mlp(cap, l) + (size_t)tok[k] * H;
+            if (c->pre_ln) {
+                for (int d = 0; d < H; d++) {
+                    if (lw->o.b) pb[d] += lw->o.b[d] * PART_SCALE(d);
+                    pm[d] = ml[d];
+                }
+            } else {
+                /* post-norm (BERT): h = LN1(x + attention), x' = LN2(h + MLP(h)); each norm frozen at the scale it
+                 * measured on its whole input, so every part so far is centred, scaled and multiplied by gamma,
+                 * and beta joins the biases */
+                const float *xl = cap_resid(cap, l) + (size_t)tok[k] * H;
+                for (int d = 0; d < H; d++) {
+                    if (lw->o.b) pb[d] += lw->o.b[d];
+                    v[d] = (double)xl[d] + a[d]; /* LN1's input */
+                }
+                post_norm_parts(pk, NP - 1, H, &lw->attn_norm, v, NP - 2);
+                for (int d = 0; d < H; d++) {
+                    pm[d] = ml[d];
+                    double h = 0;
+                    for (int q = 0; q < NP - 1; q++) h += pk[(size_t)q * H + d];
+                    v[d] = h; /* LN2's input: h (the parts so far) + the MLP's output */
+                }
+                post_norm_parts(pk, NP - 1, H, &lw->mlp_norm, v, NP - 2);
             }
 #undef PART_SCALE
         }
@@ -233,8 +277,10 @@ int explain_head(const Model *m, const Capture *cap, int layer, int head, int qu
         }
         r->rest = fmax(r->rest, size > 0 ? worst / size : worst);
     }
-    /* each part through the frozen norm and the projections, token by token */
-    const Norm *nm = &LW->attn_norm;
+    /* each part through the frozen norm (a pre-norm model's; a post-norm model's stream enters as it is) and
+     * the projections, token by token */
+    const Norm none = {0};
+    const Norm *nm = c->pre_ln ? &LW->attn_norm : &none;
     for (int k = 0; k < nt; k++) {
         const int t = tok[k];
         const float *x = cap_resid(cap, layer) + (size_t)t * H;

@@ -17,7 +17,10 @@
  * and "rounding": x as the pass holds it minus the sum of the others, which
  * are recomputed in double from the capture: the float32 pass's rounding
  * (rest says how large; about 1e-7 of |x|). A sandwich norm after attention
- * (Gemma) is frozen the same way on each head's output. The score itself is
+ * (Gemma) is frozen the same way on each head's output. A post-norm model
+ * (BERT: h = LN1(x + attention), x' = LN2(h + MLP(h))) freezes each of those
+ * LayerNorms the same way, every part so far taken through it (beta to the
+ * biases), and its queries and keys read x without a norm. The score itself is
  * computed from x whole, through the same steps as the pass, so the parts'
  * sum can be checked against it. Post-norm models (BERT) normalise the stream after every block and have
  * no such sum: refused. */

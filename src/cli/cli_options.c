@@ -531,7 +531,7 @@ const CliOption CLI_OPTIONS[] = {
      .cmds = C_RUN, .section = SEC_ANALYSIS,
      .help = "why head L.H attends where it does: its score q.k split over the residual stream's parts (embeddings, "
              "each earlier head, each MLP, biases) on the query and the key side; a table on stdout, JSON explain, the "
-             "page's panel (pre-norm models)"},
+             "page's panel (decoders and encoders, pre- or post-norm; not encoder-decoders)"},
     {.name = "query", .arg = "Q", .type = OPT_INT, .lo = 0, .hi = INT_MAX, .what = "a token index >= 0",
      .at = CLI_AT(run.explain.query), .cmds = C_RUN, .section = SEC_ANALYSIS,
      .help = "--explain's query token (with --key: that pair; alone: its strongest keys)"},

@@ -64,9 +64,6 @@ int run_check_model(const Run *r, AvErr *e) {
     if (lens_opt && no_head)
         return av_err_usage(e, "--%s needs a language-model head, and %s has none: %.1000s", lens_opt, dir, no_head);
     const ExplainSpec *xs = &o->explain;
-    if (xs->on && !c->pre_ln)
-        return av_err_usage(e, "--explain splits a pre-norm model's residual stream into the parts that add up to it; %s "
-                               "(%s) normalizes its stream after every block (post-norm)", dir, c->model_type);
     if (xs->on && (xs->layer >= c->num_layers || xs->head >= c->num_heads))
         return av_err_usage(e, "--explain %d.%d: the model has %d layers (0 to %d) of %d heads (0 to %d)", xs->layer,
                             xs->head, c->num_layers, c->num_layers - 1, c->num_heads, c->num_heads - 1);

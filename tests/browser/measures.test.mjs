@@ -7,7 +7,8 @@
 // - SmolLM2 (trained): the sinks note's counts, the "sink" marks on the chips and the model view's
 //   thumbnails are the JSON's sinks_summary, the massive-activations note names its dimension; gpt-oss's
 //   learned sinks: "Without learned sinks" makes each row's weights over the keys sum to 1;
-// - --explain: the panel (closed at first) lists the JSON's pairs, their scores and parts; absent without it;
+// - --explain (SmolLM2, and MiniLM: post-norm): the panel (closed at first) lists the JSON's pairs, their scores
+//   and parts; absent without it;
 // - every view draws in every measure without errors; screenshots in both themes (measures-*.png).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,6 +30,8 @@ before(async () => {
   const S = smollm2();
   pages.smol = cliPage('measures-smol', ['--model', S, '--measure', 'alti', 'The cat sat on the mat. The cat sat on the']);
   pages.explain = cliPage('measures-explain', ['--model', S, '--explain', '5.1', 'The cat sat on the mat. The cat sat on the']);
+  const minilm = execFileSync(path.join(ROOT, 'tools/pymodel.sh'), ['all-MiniLM-L6-v2']).toString().trim();
+  pages.explainBert = cliPage('measures-explain-minilm', ['--model', minilm, '--explain', '3.5', 'The cat sat on the mat.', 'A cat slept.']);
   pages.gptoss = cliPage('measures-gptoss', ['--model', GPTOSS, 'the cat sat on the mat']);
   browser = await launch();
 });
@@ -178,10 +181,10 @@ test('gpt-oss: "Without learned sinks" renormalizes each row over the keys', asy
   } finally { await page.close(); }
 });
 
-test('--explain: the panel shows the JSON\'s pairs and parts; absent without it', async () => {
-  const { page, log } = await openPage(browser.ctx, pages.explain.html);
+for (const name of ['explain', 'explainBert']) test(`--explain (${name === 'explain' ? 'SmolLM2, pre-norm' : 'MiniLM, post-norm'}): the panel shows the JSON's pairs and parts; absent without it`, async () => {
+  const { page, log } = await openPage(browser.ctx, pages[name].html, { viewport: { width: 1400, height: 1000 } });
   try {
-    const x = pages.explain.data().explain;
+    const x = pages[name].data().explain;
     assert.ok(await page.$('#explain-panel'), 'the panel is there');
     assert.equal(await page.$eval('#explain-panel', d => d.open), false, 'closed at first: the views stay in place');
     await page.click('#explain-panel > summary');
@@ -195,6 +198,7 @@ test('--explain: the panel shows the JSON\'s pairs and parts; absent without it'
       const parts = await page.$$eval('#explain-body .ex-table tr td:nth-child(2)', t => t.map(e => e.textContent));
       assert.ok(parts.length >= 6 && parts.every(p => x.parts.includes(p)), parts.join(','));
     }
+    if (name === 'explainBert') await page.screenshot({ path: path.join(SHOTS, 'measures-explain-minilm-light.png'), fullPage: true });
     clean(log);
   } finally { await page.close(); }
   const other = await openPage(browser.ctx, pages.alti.html);

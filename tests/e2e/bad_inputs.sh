@@ -274,7 +274,7 @@ case_ opt_explain_two_heads 2 "--explain needs one head as LAYER.HEAD \(e.g. 5.1
 case_ opt_query_without_explain 2 "--query and --key go with --explain L.H" -- --model "$M" "${Q[@]}" --query 1 hi
 case_ opt_key_negative 2 "--key needs a token index >= 0, got '-1'" -- --model "$M" "${Q[@]}" --explain 0.0 --key -1 hi
 case_ opt_explain_batch 2 "--explain reads one input's residual stream: not with --batch" -- --model "$M" "${Q[@]}" --explain 0.0 --batch x.txt
-case_ opt_explain_post_norm 2 "--explain splits a pre-norm model's residual stream into the parts that add up to it; .* \(bert\) normalizes its stream after every block \(post-norm\)" -- --model "$M" "${Q[@]}" --explain 1.0 hi
+case_ opt_explain_encoder_decoder 2 "small-bart is an encoder-decoder \(bart\) model: .*or the residual-stream options\)" -- --model "$ROOT/tests/data/small-bart" "${Q[@]}" --explain 0.0 --decoder-text "a b" hi
 case_ opt_explain_head_out_of_range 2 "--explain 0.9: the model has 3 layers \(0 to 2\) of 4 heads \(0 to 3\)" -- --model "$GPT2" "${Q[@]}" --explain 0.9 hi
 case_ opt_explain_query_out_of_range 2 "--query 99: the input has [0-9]+ tokens" -- --model "$GPT2" "${Q[@]}" --explain 1.0 --query 99 hi
 case_ opt_text_and_batch 2 "--batch takes its inputs from the file" -- --model "$M" --batch - hi
