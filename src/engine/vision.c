@@ -336,6 +336,42 @@ done:
     return rc;
 }
 
+/* Idefics3's connector on one tile's last hidden state (vs->x, rows x cols patches): post_layernorm, the pixel
+ * shuffle (token (ty, tx) of the (rows / k) x (cols / k) grid holds patch (ty k + i, tx k + j)'s features at
+ * (i k + j) Hv: Idefics3Connector.pixel_shuffle's views and permutes), the projection: out (vlm_tokens, text hidden). */
+static int idefics3_project(const Model *m, RunState *vs, RunState *s, int rows, int cols, float *out, AvErr *e) {
+    const Model *v = m->vision;
+    const VlmWeights *pw = m->vlm;
+    const int Hv = v->cfg.hidden_size, Ht = m->cfg.hidden_size, np = rows * cols, k = m->cfg.vlm_scale;
+    const int tr = k ? rows / k : 0, tc = k ? cols / k : 0, nt = tr * tc, in = Hv * k * k;
+    if (rows != cols || tr * k != rows || nt != m->cfg.vlm_tokens)
+        return av_err(e, "the tower's %d x %d patches do not shuffle to %d image tokens", rows, cols, m->cfg.vlm_tokens);
+    float *hx = malloc((size_t)np * Hv * sizeof *hx);   // (np, Hv) post_layernorm's output
+    float *sT = malloc((size_t)in * nt * sizeof *sT);   // (Hv k k, nt) the shuffled tokens, a column each
+    float *yT = malloc((size_t)Ht * nt * sizeof *yT);   // (Ht, nt) the projection's output
+    int rc = -1;
+    if (!hx || !sT || !yT) {
+        av_err(e, "out of memory for %d image tokens", nt);
+        goto done;
+    }
+    kern_residual(vs->x, NULL, hx, NULL, v->w.final_norm.g ? &v->w.final_norm : NULL, np, Hv, 0, np);
+    for (int ty = 0; ty < tr; ty++)
+        for (int tx = 0; tx < tc; tx++)
+            for (int i = 0; i < k; i++)
+                for (int j = 0; j < k; j++) {
+                    const float *src = hx + (size_t)((ty * k + i) * cols + tx * k + j) * Hv;
+                    const size_t t = (size_t)ty * tc + tx, f0 = (size_t)(i * k + j) * Hv;
+                    for (int d = 0; d < Hv; d++) sT[(f0 + d) * nt + t] = src[d];
+                }
+    if (model_product(m, s, sT, nt, &pw->p1, yT, -1, e)) goto done;
+    for (int i = 0; i < nt; i++)
+        for (int d = 0; d < Ht; d++) out[(size_t)i * Ht + d] = yT[(size_t)d * nt + i];
+    rc = 0;
+done:
+    free(hx), free(sT), free(yT);
+    return rc;
+}
+
 int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pixels, int h, int w, Capture *vcap,
                      float *out, AvErr *e) {
     const Model *v = m->vision;
@@ -362,8 +398,9 @@ int vlm_image_embeds(const Model *m, RunState *vs, RunState *s, const float *pix
         goto done;
     }
     if (vis_embed(v, vs, pixels, h, w, x, e) || model_forward_embeds(v, vs, x, n, vcap, 1, e)) goto done;
-    if (pw->kind == VLM_PROJ_GEMMA3) {
-        rc = gemma3_project(m, vs, s, rows, cols, out, e);
+    if (pw->kind == VLM_PROJ_GEMMA3 || pw->kind == VLM_PROJ_IDEFICS3) {
+        rc = pw->kind == VLM_PROJ_GEMMA3 ? gemma3_project(m, vs, s, rows, cols, out, e)
+                                         : idefics3_project(m, vs, s, rows, cols, out, e);
         goto done;
     }
     /* the feature layer: a kept hidden state, or the last layer's output (no final norm: CLIP's

@@ -217,6 +217,7 @@ static const ProcDefaults DEFAULTS[] = {
     {"CLIPImageProcessor", 0, IMG_BICUBIC, IMG_SIZE_SHORTEST, 224, 224, CLIP_MEAN, CLIP_STD},
     {"BitImageProcessor", 0, IMG_BICUBIC, IMG_SIZE_SHORTEST, 224, 224, CLIP_MEAN, CLIP_STD},
     {"SiglipImageProcessor", 0, IMG_BICUBIC, IMG_SIZE_FIXED, 224, 0, STANDARD, STANDARD},
+    {"Idefics3ImageProcessor", 0, IMG_LANCZOS, IMG_SIZE_LONGEST, 4 * 364, 0, STANDARD, STANDARD},
 };
 /* BaseImageProcessor's: an int size is square, bilinear */
 static const ProcDefaults BASE = {"", 1, IMG_BILINEAR, IMG_SIZE_FIXED, 224, 0, STANDARD, STANDARD};
@@ -285,6 +286,10 @@ static int get_size(const cJSON *root, const char *key, int default_to_square, I
                    ? -1
                    : 0;
     }
+    if (le && !se && !hh && !ww) {
+        *mode = IMG_SIZE_LONGEST;
+        return as_int(le, "longest_edge", 1, IMG_MAX_OUT_SIDE, longest, path, e);
+    }
     if (se && !hh && !ww) {
         *mode = IMG_SIZE_SHORTEST, *longest = 0;
         if (as_int(se, "shortest_edge", 1, IMG_MAX_OUT_SIDE, shortest, path, e)) return -1;
@@ -340,6 +345,10 @@ int imgproc_parse(ImgProc *p, const char *json, size_t len, const char *path, Av
     p->do_center_crop = d->crop > 0;
     p->size_mode = d->size_mode;
     p->height = p->width = p->shortest_edge = d->size;
+    if (d->size_mode == IMG_SIZE_LONGEST) p->longest_edge = d->size, p->shortest_edge = 0;
+    p->tiled = !strcmp(d->type, "Idefics3ImageProcessor");
+    p->do_image_splitting = p->tiled;
+    p->max_image_side = 364;
     p->crop_height = p->crop_width = d->crop;
     p->resample = d->resample;
     p->rescale_factor = 1.0 / 255;
@@ -364,6 +373,35 @@ int imgproc_parse(ImgProc *p, const char *json, size_t len, const char *path, Av
                  e) < 0 ||
         get_size(root, "crop_size", 1, &crop_mode, &p->crop_height, &p->crop_width, &unused_s, &unused_l, path, e) < 0)
         goto done;
+    if (p->size_mode == IMG_SIZE_LONGEST && !p->tiled) {
+        av_err(e, "%s: \"size\" with longest_edge alone is Idefics3's form (%s reads height and width, or "
+               "shortest_edge)", path, p->type[0] ? p->type : "this processor");
+        goto done;
+    }
+    if (p->tiled) {
+        int mh = 0, mw = 0, ms = 0;
+        ImgSizeMode mm = IMG_SIZE_LONGEST;
+        if (get_bool(root, "do_image_splitting", &p->do_image_splitting, path, e) ||
+            get_size(root, "max_image_size", 0, &mm, &mh, &mw, &ms, &p->max_image_side, path, e) < 0)
+            goto done;
+        if (mm != IMG_SIZE_LONGEST) {
+            av_err(e, "%s: \"max_image_size\" must be {\"longest_edge\": N}", path);
+            goto done;
+        }
+        if (p->size_mode != IMG_SIZE_LONGEST && p->size_mode != IMG_SIZE_FIXED) {
+            av_err(e, "%s: \"size\" must be {\"longest_edge\": N} or height and width", path);
+            goto done;
+        }
+        if (p->do_center_crop) {
+            av_err(e, "%s: do_center_crop with %s, which does not crop", path, p->type);
+            goto done;
+        }
+        const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "do_pad");
+        if (pad && !cJSON_IsBool(pad) && !cJSON_IsNull(pad)) {
+            av_err(e, "%s: \"do_pad\" must be true or false", path);
+            goto done;
+        }
+    }
     if (crop_mode != IMG_SIZE_FIXED && p->do_center_crop) {
         av_err(e, "%s: \"crop_size\" must have height and width", path);
         goto done;
@@ -448,8 +486,122 @@ static void center_crop(const uint8_t *src, int w, int h, uint8_t *dst, int cw, 
         }
 }
 
+/* rgb (h, w, 3) rescaled and normalized into px (3, h, w). */
+static void to_pixels(const ImgProc *p, const uint8_t *rgb, int w, int h, float *px) {
+    for (int c = 0; c < 3; c++)
+        for (size_t i = 0; i < (size_t)h * w; i++) {
+            float v = p->do_rescale ? (float)((double)rgb[3 * i + c] * p->rescale_factor) : (float)rgb[3 * i + c];
+            if (p->do_normalize) v = (v - p->mean[c]) / p->std[c];
+            px[(size_t)c * h * w + i] = v;
+        }
+}
+
+/* A resize into a new buffer (*dst), or a copy where the size is the same (PIL's resize returns a copy). */
+static int resized(const uint8_t *src, int w, int h, int ow, int oh, ImgFilter f, uint8_t **dst, AvErr *e) {
+    if (!(*dst = malloc((size_t)oh * ow * 3))) return av_err(e, "out of memory resizing to %d x %d", ow, oh);
+    if (ow == w && oh == h) {
+        memcpy(*dst, src, (size_t)oh * ow * 3);
+        return 0;
+    }
+    if (img_resize(src, w, h, *dst, ow, oh, f, e)) {
+        free(*dst), *dst = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Idefics3ImageProcessor (its PIL backend's _preprocess, one picture): the longest side to size's longest_edge
+ * (the other by the aspect ratio, made even; then within 4,096), then to multiples of the tile side M
+ * (resize_for_vision_encoder), cut into M x M tiles row by row and the whole resized to M x M as the global view
+ * (split_images; a picture of one tile is that tile alone); without do_image_splitting the picture resized to
+ * M x M. Each resize by the config's filter from the 8-bit picture before it. */
+static int run_tiled(const ImgProc *p, const AvImage *img, ImgPixels *out, AvErr *e) {
+    int h = img->h, w = img->w;
+    const int M = p->max_image_side;
+    uint8_t *cur = NULL, *fit = NULL, *glob = NULL;
+    int rc = -1;
+    if (p->do_resize) {
+        int oh = h, ow = w;
+        if (p->size_mode == IMG_SIZE_FIXED) oh = p->height, ow = p->width;
+        else { /* _resize_output_size_rescale_to_max_len, then _scale_below_upper_bound(4096) */
+            const double ar = (double)w / h;
+            const int L = p->longest_edge;
+            if (w >= h) {
+                ow = L, oh = (int)(ow / ar);
+                if (oh % 2) oh++;
+            } else {
+                oh = L, ow = (int)(oh * ar);
+                if (ow % 2) ow++;
+            }
+            oh = oh < 1 ? 1 : oh, ow = ow < 1 ? 1 : ow;
+            const double ar2 = (double)ow / oh;
+            if (ow >= oh && ow > 4096) ow = 4096, oh = (int)(ow / ar2);
+            else if (oh > ow && oh > 4096) oh = 4096, ow = (int)(oh * ar2);
+            oh = oh < 1 ? 1 : oh, ow = ow < 1 ? 1 : ow;
+        }
+        if (oh > IMG_MAX_OUT_SIDE || ow > IMG_MAX_OUT_SIDE)
+            return av_err(e, "%s resizes a %d x %d image to %d x %d, which is too large", p->type, w, h, ow, oh);
+        if (resized(img->rgb, w, h, ow, oh, p->resample, &cur, e)) return -1;
+        h = oh, w = ow;
+    } else if (!(cur = malloc((size_t)h * w * 3))) {
+        return av_err(e, "out of memory");
+    } else {
+        memcpy(cur, img->rgb, (size_t)h * w * 3);
+    }
+    out->resized_w = w, out->resized_h = h;
+    int tr = 0, tc = 0;
+    if (p->do_image_splitting) { /* resize_for_vision_encoder */
+        const double ar = (double)w / h;
+        int nw, nh;
+        if (w >= h) {
+            nw = (w + M - 1) / M * M;
+            nh = (int)(nw / ar);
+            nh = (nh + M - 1) / M * M;
+        } else {
+            nh = (h + M - 1) / M * M;
+            nw = (int)(nh * ar);
+            nw = (nw + M - 1) / M * M;
+        }
+        if (nw < M || nh < M || nw > IMG_MAX_OUT_SIDE || nh > IMG_MAX_OUT_SIDE) {
+            av_err(e, "%s makes a %d x %d image %d x %d for its %d-pixel tiles: too thin or too large", p->type, w, h,
+                   nw, nh, M);
+            goto done;
+        }
+        if (resized(cur, w, h, nw, nh, p->resample, &fit, e)) goto done;
+        free(cur), cur = fit, fit = NULL, h = nh, w = nw;
+        if (h > M || w > M) tr = (h - M) / M + 1, tc = (w - M) / M + 1;
+    }
+    const int tiles = tr * tc + 1;
+    /* the global view (or the picture whole: M x M with the split off, or its one tile already) */
+    if (resized(cur, w, h, M, M, p->resample, &glob, e)) goto done;
+    const size_t one = (size_t)3 * M * M;
+    float *px = malloc((size_t)tiles * one * sizeof *px);
+    uint8_t *tile = malloc((size_t)M * M * 3);
+    if (!px || !tile) {
+        free(px), free(tile);
+        av_err(e, "out of memory for %d tiles of %d x %d", tiles, M, M);
+        goto done;
+    }
+    for (int r = 0; r < tr; r++)
+        for (int c = 0; c < tc; c++) {
+            for (int y = 0; y < M; y++) memcpy(tile + (size_t)y * M * 3, cur + ((size_t)(r * M + y) * w + (size_t)c * M) * 3, (size_t)M * 3);
+            to_pixels(p, tile, M, M, px + (size_t)(r * tc + c) * one);
+        }
+    free(tile);
+    to_pixels(p, glob, M, M, px + (size_t)(tiles - 1) * one);
+    out->w = out->h = M, out->pixels = px, out->rgb = glob, glob = NULL;
+    out->tiles = tiles, out->tile_rows = tr, out->tile_cols = tc;
+    rc = 0;
+done:
+    free(cur), free(fit), free(glob);
+    return rc;
+}
+
 int imgproc_run(const ImgProc *p, const AvImage *img, ImgPixels *out, AvErr *e) {
     memset(out, 0, sizeof *out);
+    out->src_w = img->w, out->src_h = img->h;
+    if (p->tiled) return run_tiled(p, img, out, e);
+    out->tiles = 1;
     int h = img->h, w = img->w;
     out->src_w = w, out->src_h = h;
     uint8_t *cur = NULL;
@@ -492,12 +644,7 @@ int imgproc_run(const ImgProc *p, const AvImage *img, ImgPixels *out, AvErr *e) 
         free(cur);
         return av_err(e, "out of memory for %d x %d pixel values", w, h);
     }
-    for (int c = 0; c < 3; c++)
-        for (size_t i = 0; i < (size_t)h * w; i++) {
-            float v = p->do_rescale ? (float)((double)cur[3 * i + c] * p->rescale_factor) : (float)cur[3 * i + c];
-            if (p->do_normalize) v = (v - p->mean[c]) / p->std[c];
-            px[(size_t)c * h * w + i] = v;
-        }
+    to_pixels(p, cur, w, h, px);
     out->w = w, out->h = h, out->pixels = px, out->rgb = cur;
     return 0;
 }

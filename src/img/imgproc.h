@@ -26,7 +26,8 @@ typedef enum {
 /* How the resize step picks the output size (transformers' SizeDict forms). */
 typedef enum {
     IMG_SIZE_FIXED = 0,   /* {"height", "width"} */
-    IMG_SIZE_SHORTEST     /* {"shortest_edge"} (and "longest_edge": get_size_with_aspect_ratio) */
+    IMG_SIZE_SHORTEST,    /* {"shortest_edge"} (and "longest_edge": get_size_with_aspect_ratio) */
+    IMG_SIZE_LONGEST      /* {"longest_edge"} alone (Idefics3: the longest side to it, up or down) */
 } ImgSizeMode;
 
 #define IMG_MAX_OUT_SIDE 4096 /* a processor's output side: bounds the pixel_values allocated */
@@ -45,6 +46,9 @@ typedef struct {
     int do_normalize;
     float mean[3], std[3];
     int do_convert_rgb;   /* what the config says (1, 0, or -1 absent); attnviz converts every image to RGB */
+    int tiled;            /* Idefics3ImageProcessor: the picture split into tiles plus a global view */
+    int do_image_splitting;
+    int max_image_side;   /* its max_image_size's longest_edge: a tile's side */
 } ImgProc;
 
 /* The preprocessor_config.json of a model folder (dir), with the defaults of
@@ -61,7 +65,11 @@ typedef struct {
     float *pixels;        /* (3, h, w) */
     uint8_t *rgb;         /* (h, w, 3) */
     int src_w, src_h;     /* the decoded image's size */
-    int resized_w, resized_h; /* after the resize step (before the crop) */
+    int resized_w, resized_h; /* after the resize step (before the crop; a tiled processor's: before its split) */
+    int tiles;            /* pixels holds tiles pictures of (3, h, w), one after another (1 but for a tiled
+                             processor: tile_rows x tile_cols tiles row by row, then the global view; rgb is the
+                             global view's) */
+    int tile_rows, tile_cols; /* 0, 0: the picture whole, no split */
 } ImgPixels;
 
 int imgproc_run(const ImgProc *p, const AvImage *img, ImgPixels *out, AvErr *e);

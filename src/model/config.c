@@ -93,11 +93,11 @@ static const ArchSpec *detect_arch(const cJSON *root, const char *path, AvErr *e
     const ArchSpec *spec = arch_detect(mt ? mt->valuestring : NULL, arch0);
     /* vision-language models (image tokens inside a decoder's sequence) are named, not listed among
      * the families: one line saying what attnviz reads of them instead */
-    static const char *const VLM[] = {"llava_next", "llava_onevision", "idefics3", "smolvlm",
+    static const char *const VLM[] = {"llava_next", "llava_onevision", "smolvlm",
                                       "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "paligemma", "mllama", "idefics2"};
     for (size_t i = 0; !spec && mt && i < sizeof VLM / sizeof VLM[0]; i++)
         if (!strcmp(mt->valuestring, VLM[i])) {
-            av_err(e, "%s: \"%s\" is a vision-language model attnviz does not run yet (it runs llava and gemma3; "
+            av_err(e, "%s: \"%s\" is a vision-language model attnviz does not run yet (it runs llava, gemma3 and idefics3; "
                       "this one's vision tower alone as a clip or siglip folder, its text model alone, or a vision "
                       "encoder: docs/images.md)", path, VLM[i]);
             return NULL;

@@ -173,12 +173,15 @@ typedef struct {
     int vlm_boi_id, vlm_eoi_id; /* Gemma 3: the picture's start (what the text writes) and end tokens, -1: none */
     int vlm_bidir;        /* the image tokens attend to each other both ways (Gemma 3's token_type_ids mask) */
     int vlm_kind;         /* VlmKind: how the text places the picture (not read from the ids: 0 is a token id) */
+    int vlm_scale;        /* Idefics3: the pixel shuffle's scale factor (scale x scale patches a token) */
 } ModelConfig;
 
 /* VlmKind: a vision-language model's placement of the picture in its text. */
 enum {
     VLM_KIND_LLAVA,  /* the image token, once per image token */
     VLM_KIND_GEMMA3, /* the text's <start_of_image> becomes "\n\n" boi, the image tokens, eoi "\n\n" */
+    VLM_KIND_IDEFICS3, /* the text's <image> becomes each tile's <fake_token_around_image><row_r_col_c> and image
+                          tokens, then the global view's (Idefics3Processor's prompt) */
 };
 
 /* VisPosInterp: the patch grid of the preprocessed image against the position table's. */

@@ -42,6 +42,7 @@
     X(SIGLIP_VISION, siglip_vision) \
     X(SIGLIP, siglip)          \
     X(LLAVA, llava)            \
-    X(GEMMA3_VLM, gemma3_vlm)
+    X(GEMMA3_VLM, gemma3_vlm)  \
+    X(IDEFICS3, idefics3)
 
 #endif

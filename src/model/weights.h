@@ -164,13 +164,15 @@ typedef struct TextHead {
  * tokens (Model.vlm; the engine runs it in vision.c). */
 typedef enum {
     VLM_PROJ_MLP = 1,      /* LLaVA: linear_1, the activation, linear_2 */
-    VLM_PROJ_GEMMA3        /* Gemma 3: the tower's output average-pooled to vlm_tokens, an RMSNorm, one matrix */
+    VLM_PROJ_GEMMA3,       /* Gemma 3: the tower's output average-pooled to vlm_tokens, an RMSNorm, one matrix */
+    VLM_PROJ_IDEFICS3      /* Idefics3: the tower's output (post_layernorm) pixel-shuffled by vlm_scale, one matrix */
 } VlmProjKind;
 
 typedef struct VlmWeights {
     VlmProjKind kind;
     Linear p1, p2;         /* LLaVA: (vision hidden -> text hidden), (text hidden -> text hidden); Gemma 3: p1 its
-                              mm_input_projection_weight (vision hidden -> text hidden, stored (in, out)) */
+                              mm_input_projection_weight (vision hidden -> text hidden, stored (in, out));
+                              Idefics3: p1 its modality_projection (vision hidden x scale^2 -> text hidden) */
     Norm norm;             /* Gemma 3's mm_soft_emb_norm (1 + w) */
 } VlmWeights;
 

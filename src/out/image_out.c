@@ -179,9 +179,10 @@ int image_npy_write(FILE *f, const OutDoc *d, int what, AvErr *e) {
         rc = npy_write_header(f, shape, 2);
         if (rc == 0 && fwrite(im->image_embeds, sizeof(float), count, f) != count) rc = -1;
     } else if (what == IMAGE_NPY_PIXELS) {
-        const long shape[3] = {3, im->h, im->w};
-        const size_t count = (size_t)3 * im->h * im->w;
-        rc = npy_write_header(f, shape, 3);
+        const int tiles = im->pixel_tiles > 1 ? im->pixel_tiles : 1;
+        const long shape[4] = {tiles, 3, im->h, im->w};
+        const size_t count = (size_t)tiles * 3 * im->h * im->w;
+        rc = tiles > 1 ? npy_write_header(f, shape, 4) : npy_write_header(f, shape + 1, 3);
         if (rc == 0 && fwrite(im->pixels, sizeof(float), count, f) != count) rc = -1;
     } else {
         const long t = im->text_enc->n, shape[4] = {im->text_layers, im->text_heads, t, t};

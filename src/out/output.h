@@ -64,6 +64,8 @@ typedef struct OutImage {
     const float *image_embeds;
     int n_image, embeds_dim;
     const float *pixels;
+    int pixel_tiles;           /* > 1: pixels holds that many (3, h, w) pictures (Idefics3's tiles, then its global
+                                  view; the .pixels array (pixel_tiles, 3, h, w)) */
     int bidir;                 /* the image tokens attend to each other both ways inside a causal sequence (Gemma 3) */
     /* the other tower's own page, written beside this one (FILE's stem + tower_suffix, e.g. ".text.html"):
      * a whole CLIP/SigLIP model's text tower over the text's tokens, a vision-language model's vision

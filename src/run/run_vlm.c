@@ -24,7 +24,7 @@
 #include "run_internal.h"
 #include "vision.h"
 
-#define NAME_LEN 16 /* an image token's name: "9999,9999" */
+#define NAME_LEN 48 /* an image token's name: "9999,9999", an Idefics3 tile's "r1c2:7,7" (room for any unsigned) */
 
 struct VlmRun {
     TokEncoding text;      /* the text as the tokenizer reads it */
@@ -37,7 +37,9 @@ struct VlmRun {
     char mode[16];         /* as PIL names the file's mode */
     char *text_in;         /* the text as given (or the chat rendered) */
     int rows, cols, nv;    /* the tower's patch grid and tokens */
-    int gr, gc, first;     /* the image tokens' grid and their first position in the sequence */
+    int gr, gc, first;     /* the image tokens' grid and their first position in the sequence (Idefics3: the global
+                              view's, after its tiles') */
+    int *tile_at;          /* (px.tiles) where each tile's image tokens start (Idefics3; the last is `first`) */
     RunState vrs;          /* the vision tower's */
     Capture vcap;
     float *embeds;         /* (n_image, hidden) */
@@ -60,7 +62,7 @@ void vlm_free(VlmRun *v) {
     tok_encoding_free(&v->text);
     free(v->enc.ids), free(v->enc.type_ids), free((void *)v->enc.tokens), free((void *)v->enc.display);
     free(v->enc.word_start), free(v->enc.special), free(v->enc.role);
-    free(v->names), free(v->kind), free(v->name), free(v->text_in);
+    free(v->names), free(v->kind), free(v->name), free(v->text_in), free(v->tile_at);
     imgproc_free(&v->px);
     model_runstate_free(&v->vrs);
     model_capture_free(&v->vcap);
@@ -125,15 +127,33 @@ static int load_proc(const Run *r, ImgProc *p, AvErr *e) {
 }
 
 static const char *example_text(const ModelConfig *c) {
-    return c->vlm_kind == VLM_KIND_GEMMA3 ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n<start_of_turn>model\n"
-                             : "USER: <image>\nWhat is in the picture? ASSISTANT:";
+    return c->vlm_kind == VLM_KIND_GEMMA3     ? "<start_of_turn>user\n<start_of_image>What is in the picture?<end_of_turn>\n<start_of_turn>model\n"
+           : c->vlm_kind == VLM_KIND_IDEFICS3 ? "<|im_start|>User:<image>What is in the picture?<end_of_utterance>\nAssistant:"
+                                              : "USER: <image>\nWhat is in the picture? ASSISTANT:";
+}
+
+/* Idefics3Processor's replacement of <image> (replace_image_token): each tile row by row as
+ * <fake_token_around_image><row_r_col_c> and its image tokens, a newline after each row, then a newline and the
+ * global view as <fake_token_around_image><global-img>, its image tokens, <fake_token_around_image>; a picture
+ * not split: the global view's part alone. */
+static void idefics3_expand(FILE *f, const char *img, int n, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            fprintf(f, "<fake_token_around_image><row_%d_col_%d>", r + 1, c + 1);
+            for (int k = 0; k < n; k++) fputs(img, f);
+        }
+        fputc('\n', f);
+    }
+    fputs(rows ? "\n<fake_token_around_image><global-img>" : "<fake_token_around_image><global-img>", f);
+    for (int k = 0; k < n; k++) fputs(img, f);
+    fputs("<fake_token_around_image>", f);
 }
 
 /* The text with its one placeholder for the picture (LLaVA's <image>, Gemma 3's <start_of_image>: the token the
  * model's processor looks for) replaced as the processor replaces it: the image token once per image token
  * (LLaVA), or "\n\n<start_of_image>" + the image tokens + "<end_of_image>\n\n" (Gemma 3). Tokenizing the
  * result gives the processor's ids. */
-static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
+static int expand_text(const Run *r, const VlmRun *v, const char *text, char **out, AvErr *e) {
     const ModelConfig *c = &r->s->cfg;
     const int gemma = c->vlm_kind == VLM_KIND_GEMMA3;
     const char *ph = tok_id_to_token(r->s->tok, gemma ? c->vlm_boi_id : c->image_token_id);
@@ -150,9 +170,13 @@ static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
     AvBuf b;
     if (av_buf_open(&b)) return av_err(e, "out of memory");
     fwrite(text, 1, (size_t)(at - text), b.f);
-    if (gemma) fprintf(b.f, "\n\n%s", ph);
-    for (int k = 0; k < c->vlm_tokens; k++) fputs(img, b.f);
-    if (gemma) fprintf(b.f, "%s\n\n", eoi);
+    if (c->vlm_kind == VLM_KIND_IDEFICS3) {
+        idefics3_expand(b.f, img, c->vlm_tokens, v->px.tile_rows, v->px.tile_cols);
+    } else {
+        if (gemma) fprintf(b.f, "\n\n%s", ph);
+        for (int k = 0; k < c->vlm_tokens; k++) fputs(img, b.f);
+        if (gemma) fprintf(b.f, "%s\n\n", eoi);
+    }
     fputs(at + strlen(ph), b.f);
     if (!(*out = av_buf_close(&b, !ferror(b.f)))) return av_err(e, "out of memory");
     return 0;
@@ -163,19 +187,27 @@ static int expand_text(const Run *r, const char *text, char **out, AvErr *e) {
 static int name_sequence(const Run *r, VlmRun *v, int gc, AvErr *e) {
     const ModelConfig *c = &r->s->cfg;
     const TokEncoding *t = &v->text;
-    const int ni = c->vlm_tokens;
+    const int ni = c->vlm_tokens, tiles = v->px.tiles > 1 ? v->px.tiles : 1;
     int first = -1, count = 0;
     for (int i = 0; i < t->n; i++)
-        if (t->ids[i] == c->image_token_id) count++, first = first < 0 ? i : first;
+        if (t->ids[i] == c->image_token_id) count++;
     if (t->n_truncated)
-        return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni,
+        return av_err(e, "the text and the picture's %d tokens make %d, above the model's %d positions", ni * tiles,
                       t->n + t->n_truncated, cfg_max_tokens(c));
-    if (count != ni)
+    if (count != ni * tiles)
         return av_err(e, "the text tokenizes to %d of the picture's token (id %d), not its %d: the tokenizer splits its "
-                         "spelling, or the text holds it too", count, c->image_token_id, ni);
-    for (int i = first; i < first + ni; i++)
-        if (t->ids[i] != c->image_token_id)
-            return av_err(e, "the text holds the picture's token %d apart from its place", c->image_token_id);
+                         "spelling, or the text holds it too", count, c->image_token_id, ni * tiles);
+    /* each tile's tokens one run (Idefics3: between its tile's tokens), the last run the global view's */
+    if (!(v->tile_at = malloc((size_t)tiles * sizeof *v->tile_at))) return av_err(e, "out of memory");
+    for (int i = 0, k = 0; i < t->n; i++)
+        if (t->ids[i] == c->image_token_id) {
+            for (int j = i; j < i + ni; j++)
+                if (j >= t->n || t->ids[j] != c->image_token_id)
+                    return av_err(e, "the text holds the picture's token %d apart from its place", c->image_token_id);
+            v->tile_at[k++] = i;
+            i += ni - 1;
+        }
+    first = v->tile_at[tiles - 1];
     const int n = t->n;
     TokEncoding *s = &v->enc;
     memset(s, 0, sizeof *s);
@@ -187,13 +219,26 @@ static int name_sequence(const Run *r, VlmRun *v, int gc, AvErr *e) {
     s->word_start = malloc((size_t)n);
     s->special = malloc((size_t)n);
     s->role = malloc((size_t)n);
-    v->names = malloc((size_t)ni * NAME_LEN);
+    v->names = malloc((size_t)ni * tiles * NAME_LEN);
     v->kind = malloc((size_t)n * sizeof *v->kind);
     if (!s->ids || !s->type_ids || !s->tokens || !s->display || !s->word_start || !s->special || !s->role || !v->names ||
         !v->kind)
         return av_err(e, "out of memory for %d tokens", n);
     for (int i = 0; i < n; i++) {
         s->ids[i] = t->ids[i];
+        int tile = -1; /* a tile's image token (not the global view's): named "rRcC:i,j", a text token to the page */
+        for (int k = 0; k + 1 < tiles; k++)
+            if (i >= v->tile_at[k] && i < v->tile_at[k] + ni) tile = k;
+        if (tile >= 0) {
+            const int k = i - v->tile_at[tile], tc = v->px.tile_cols > 0 ? v->px.tile_cols : 1;
+            char *nm = v->names + ((size_t)(tile + 1) * ni + k) * NAME_LEN;
+            snprintf(nm, NAME_LEN, "r%uc%u:%u,%u", (unsigned)(tile / tc + 1), (unsigned)(tile % tc + 1),
+                     (unsigned)(k / gc), (unsigned)(k % gc));
+            s->tokens[i] = s->display[i] = nm;
+            s->word_start[i] = 1, s->special[i] = 0, s->role[i] = TOK_ROLE_NONE;
+            v->kind[i] = OUT_TOK_TEXT;
+            continue;
+        }
         if (i < first || i >= first + ni) {
             s->tokens[i] = t->tokens[i], s->display[i] = t->display[i];
             s->word_start[i] = t->word_start[i], s->special[i] = t->special[i], s->role[i] = t->role[i];
@@ -248,14 +293,17 @@ static int vlm_prepare(const Run *r, VlmRun *v, const AvImage *img, const char *
     snprintf(v->mode, sizeof v->mode, "%s", img->mode);
     if (load_proc(r, &v->proc, e) || imgproc_run(&v->proc, img, &v->px, e)) return -1;
     if (vis_grid(vc, v->px.h, v->px.w, &v->rows, &v->cols, &v->nv, e)) return av_err_prefix(e, "%s", v->name);
+    if (v->px.tiles > 1 && (long)v->px.tiles * c->vlm_tokens > CFG_MAX_VIS_TOKENS)
+        return av_err(e, "%s: the picture makes %d tiles of %d image tokens, above the %d image tokens attnviz runs",
+                      v->name, v->px.tiles, c->vlm_tokens, CFG_MAX_VIS_TOKENS);
     char *full = NULL;
-    if (expand_text(r, text, &full, e)) return -1;
+    if (expand_text(r, v, text, &full, e)) return -1;
     const int trc = plain ? tok_encode(r->s->tok, full, strlen(full), NULL, 0, cfg_max_tokens(c), &v->text, e)
                           : run_tokenize((Run *)r, full, NULL, &v->text, e);
     free(full);
     if (trc) return -1;
     /* the image tokens' grid: the tower's patches (LLaVA), or Gemma 3's pooled squares */
-    const int gside = c->vlm_kind == VLM_KIND_GEMMA3 ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
+    const int gside = c->vlm_kind != VLM_KIND_LLAVA ? (int)(sqrt((double)c->vlm_tokens) + 0.5) : 0;
     v->gr = gside ? gside : v->rows, v->gc = gside ? gside : v->cols;
     if (v->gr * v->gc != c->vlm_tokens || v->rows % v->gr)
         return av_err(e, "the picture's grid %d x %d is not the model's %d image tokens", v->gr, v->gc, c->vlm_tokens);
@@ -272,19 +320,24 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
     const Model *vm = r->s->model.vision;
     const ModelConfig *vc = &vm->cfg;
     const int n = v->enc.n, H = c->hidden_size, ni = c->vlm_tokens, fi = vlm_feature_index(&r->s->model);
+    const int tiles = v->px.tiles > 1 ? v->px.tiles : 1;
     /* the command line plans the tower's capture before (vlm_plan_tower); a server keeps one head of the last
      * layer, which the pass needs somewhere to write (its attention is not served) */
     const int last = vc->num_layers - 1, first_head = 0;
     if ((!v->vrs.x && model_runstate_alloc(&v->vrs, vm, v->nv, r->spec.threads, e)) ||
         (!v->vcap.attn && model_capture_select(&v->vcap, vc, v->nv, 0, fi < vc->num_layers, &last, 1, &first_head, 1, e)))
         return -1;
-    if ((!v->embeds && !(v->embeds = malloc((size_t)ni * H * sizeof *v->embeds))) ||
+    if ((!v->embeds && !(v->embeds = malloc((size_t)tiles * ni * H * sizeof *v->embeds))) ||
         (!v->x && !(v->x = malloc((size_t)n * H * sizeof *v->x))))
         return av_err(e, "out of memory");
-    if (vlm_image_embeds(&r->s->model, &v->vrs, rs, v->px.pixels, v->px.h, v->px.w, &v->vcap, v->embeds, e) ||
-        model_embed_ids(&r->s->model, v->enc.ids, n, v->x, e))
-        return -1;
-    memcpy(v->x + (size_t)v->first * H, v->embeds, (size_t)ni * H * sizeof *v->x);
+    if (model_embed_ids(&r->s->model, v->enc.ids, n, v->x, e)) return -1;
+    /* each tile through the tower (Idefics3's, row by row, then the global view: the capture keeps the last's) */
+    for (int k = 0; k < tiles; k++) {
+        float *emb = v->embeds + (size_t)k * ni * H;
+        const float *px = v->px.pixels + (size_t)k * 3 * v->px.h * v->px.w;
+        if (vlm_image_embeds(&r->s->model, &v->vrs, rs, px, v->px.h, v->px.w, &v->vcap, emb, e)) return -1;
+        memcpy(v->x + (size_t)(tiles > 1 ? v->tile_at[k] : v->first) * H, emb, (size_t)ni * H * sizeof *v->x);
+    }
     if (c->vlm_bidir && !v->blk_end) { /* Gemma 3: the image tokens attend to each other both ways */
         if (!(v->blk_end = calloc((size_t)n, sizeof *v->blk_end))) return av_err(e, "out of memory");
         for (int i = v->first; i < v->first + ni; i++) v->blk_end[i] = v->first + ni;
@@ -304,7 +357,8 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
     if (keep_tower) { /* the tower's attention (what its plan kept), the embeddings and the pixel values for the outputs */
         if (v->n_tower_layers) v->oi.vis_attn = v->vcap.attn, v->oi.vis_kept = v->vcap.n_kept_layers;
         v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;
-        v->oi.image_embeds = v->embeds, v->oi.pixels = v->px.pixels;
+        v->oi.image_embeds = v->embeds + (size_t)(tiles - 1) * ni * H; /* the global view's (Idefics3) */
+        v->oi.pixels = v->px.pixels, v->oi.pixel_tiles = tiles;
     }
     v->ran = 1;
     return 0;

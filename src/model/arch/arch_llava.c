@@ -2,7 +2,9 @@
  * LlavaForConditionalGeneration: a CLIP vision tower, a two-layer MLP
  * projector and a Llama language model in one folder) and Gemma 3
  * (Gemma3ForConditionalGeneration: a SigLIP tower, average-pooled, an RMSNorm
- * and one matrix, a Gemma 3 text model whose image tokens attend both ways). The Model is the language model (its config the text_config);
+ * and one matrix, a Gemma 3 text model whose image tokens attend both ways) and Idefics3 / SmolVLM
+ * (Idefics3ForConditionalGeneration: a SigLIP tower over the picture's tiles and its global view, a pixel
+ * shuffle and one matrix, a Llama). The Model is the language model (its config the text_config);
  * Model.vision is the vision tower, a second Model over the same files, and
  * Model.vlm the projector (weights.h). The picture's tokens take the places of
  * the <image> placeholders in the sequence (run/run_vlm.c). */
@@ -140,7 +142,32 @@ static const char *first_with(Model *m, const char *const *names, int n, const c
     return NULL;
 }
 
-/* The vision tower: vision_config as a CLIP (or, siglip, a SigLIP) vision tower's, over this model's files. */
+/* Idefics3VisionConfig's defaults for the keys a vision_config may leave out (a SigLIP tower without its head). */
+static const struct {
+    const char *key;
+    double value;
+} IDEFICS3_VISION_DEFAULTS[] = {{"hidden_size", 1152}, {"intermediate_size", 3072}, {"num_hidden_layers", 12},
+                                {"num_attention_heads", 16}, {"image_size", 224},       {"patch_size", 32}};
+
+/* vision_config parsed as a SigLIP tower's; idefics3: with Idefics3VisionConfig's defaults and no pooling head. */
+static int siglip_tower_parse(ModelConfig *v, const cJSON *vc, int idefics3, const char *sub, AvErr *e) {
+    if (!idefics3) return arch_family_siglip_vision.parse(v, vc, sub, e);
+    if (cJSON_GetObjectItemCaseSensitive(vc, "vision_use_head"))
+        return av_err(e, "%s: \"vision_use_head\": Idefics3's vision tower has no pooling head", sub);
+    cJSON *t = cJSON_Duplicate(vc, 1);
+    int rc = t ? 0 : av_err(e, "out of memory");
+    for (size_t i = 0; rc == 0 && i < sizeof IDEFICS3_VISION_DEFAULTS / sizeof IDEFICS3_VISION_DEFAULTS[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(t, IDEFICS3_VISION_DEFAULTS[i].key) &&
+            !cJSON_AddNumberToObject(t, IDEFICS3_VISION_DEFAULTS[i].key, IDEFICS3_VISION_DEFAULTS[i].value))
+            rc = av_err(e, "out of memory");
+    if (rc == 0 && !cJSON_AddFalseToObject(t, "vision_use_head")) rc = av_err(e, "out of memory");
+    if (rc == 0) rc = arch_family_siglip_vision.parse(v, t, sub, e);
+    cJSON_Delete(t);
+    return rc;
+}
+
+/* The vision tower: vision_config as a CLIP (siglip 0), a SigLIP (1) or an Idefics3 (2: SigLIP's, its own
+ * defaults) vision tower's, over this model's files. */
 static int load_vision_as(Model *m, const char *base, int siglip, AvErr *e) {
     char *dir = NULL, *cfgp = NULL, *buf = NULL;
     size_t len = 0;
@@ -162,7 +189,7 @@ static int load_vision_as(Model *m, const char *base, int siglip, AvErr *e) {
     }
     char sub[600];
     const cJSON *vc = object(root, "vision_config", cfgp, sub, sizeof sub, e);
-    if (!vc || (siglip ? arch_family_siglip_vision.parse(&v->cfg, vc, sub, e) : arch_family_clip_vision.parse(&v->cfg, vc, sub, e)) ||
+    if (!vc || (siglip ? siglip_tower_parse(&v->cfg, vc, siglip == 2, sub, e) : arch_family_clip_vision.parse(&v->cfg, vc, sub, e)) ||
         cfg_validate(&v->cfg, "hidden_size", "num_attention_heads", sub, e))
         goto done;
     const ArchSpec *spec = arch_detect(siglip ? "siglip_vision_model" : "clip_vision_model", NULL);
@@ -362,6 +389,79 @@ static int gemma3_vlm_load(Model *m, AvErr *e) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- Idefics3 (SmolVLM) */
+
+/* Idefics3ForConditionalGeneration (SmolVLM-256M/500M-Instruct): a SigLIP tower run on each tile of the picture
+ * and on its global view, each tile's last hidden state (post_layernorm) pixel-shuffled (scale_factor x
+ * scale_factor patches a token, their features side by side) and projected by one matrix; a Llama text model. */
+static int idefics3_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
+    char sub[600], vsub[600];
+    const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
+    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
+    if (!vc || sub_type(tc, "llama", sub, "Llama language model", e) ||
+        sub_type(vc, "idefics3_vision", vsub, "SigLIP-style vision tower", e))
+        return -1;
+    cJSON *t = cJSON_Duplicate(tc, 1);
+    if (!t) return av_err(e, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0]; i++)
+        if (!cJSON_GetObjectItemCaseSensitive(t, LLAMA_DEFAULTS[i].key) &&
+            !cJSON_AddNumberToObject(t, LLAMA_DEFAULTS[i].key, LLAMA_DEFAULTS[i].value))
+            rc = av_err(e, "out of memory");
+    if (rc == 0) rc = arch_family_llama.parse(c, t, sub, e);
+    if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
+    cJSON_Delete(t);
+    if (rc) return -1;
+    ModelConfig v;
+    memset(&v, 0, sizeof v);
+    if (siglip_tower_parse(&v, vc, 1, vsub, e)) return -1;
+    c->vlm = 1;
+    c->vlm_scale = 2, c->image_token_id = 128257;
+    if (cfg_opt_int(root, "scale_factor", 1, 64, &c->vlm_scale, path, e) ||
+        cfg_opt_int(root, "image_token_id", 0, c->vocab_size - 1, &c->image_token_id, path, e))
+        return -1;
+    const int grid = v.image_size / v.patch_size;
+    if (grid < 1 || grid % c->vlm_scale)
+        return av_err(e, "%s: scale_factor %d does not divide the tower's %d x %d patches", path, c->vlm_scale, grid, grid);
+    c->vlm_tokens = (grid / c->vlm_scale) * (grid / c->vlm_scale);
+    c->vlm_feature_layer = -1; /* the last layer's output, through post_layernorm */
+    c->vlm_drop_cls = 0;
+    c->vlm_kind = VLM_KIND_IDEFICS3;
+    return 0;
+}
+
+static const char *const IDEFICS3_LM[] = {"model.text_model.", "text_model."};
+static const char *const IDEFICS3_VISION[] = {"model.vision_model.", "vision_model."};
+static const char *const IDEFICS3_PROJ[] = {"model.connector.modality_projection.proj", "connector.modality_projection.proj"};
+
+static int idefics3_load(Model *m, AvErr *e) {
+    const ModelConfig *c = &m->cfg;
+    const char *lm = first_with(m, IDEFICS3_LM, 2, "embed_tokens.weight");
+    const char *vis = first_with(m, IDEFICS3_VISION, 2, "embeddings.patch_embedding.weight");
+    const char *proj = first_with(m, IDEFICS3_PROJ, 2, ".weight");
+    if (!lm) return av_err(e, "%s: no language model (embed_tokens under %s)", m->path, IDEFICS3_LM[0]);
+    if (!vis) return av_err(e, "%s: no vision tower (embeddings.patch_embedding under %s)", m->path, IDEFICS3_VISION[0]);
+    if (!proj) return av_err(e, "%s: no connector (%s.weight)", m->path, IDEFICS3_PROJ[0]);
+    m->tensor_prefix = lm;
+    if (arch_family_llama.load(m, e)) return -1;
+    if (!m->w.head.out.w && !c->tie_word_embeddings && model_has_tensor(m, "lm_head.weight") &&
+        model_linear(m, &m->w.head.out, "lm_head", c->hidden_size, c->vocab_size, 0, e))
+        return -1;
+    if (load_vision_as(m, vis, 2, e)) return -1;
+    VlmWeights *p = calloc(1, sizeof *p);
+    if (!p) return av_err(e, "out of memory");
+    m->vlm = p;
+    p->kind = VLM_PROJ_IDEFICS3;
+    const ModelConfig *vc = &m->vision->cfg;
+    if (vc->image_size % vc->patch_size || (vc->image_size / vc->patch_size) % c->vlm_scale)
+        return av_err(e, "%s: the tower's %d-pixel image of %d-pixel patches does not shuffle by %d", m->path,
+                      vc->image_size, vc->patch_size, c->vlm_scale);
+    const int in = vc->hidden_size * c->vlm_scale * c->vlm_scale;
+    if (model_linear(m, &p->p1, proj, in, c->hidden_size, 0, e)) return -1;
+    if (in > m->max_in) m->max_in = in;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the rows (families.h) */
 
 const ArchSpec arch_family_llava = {
@@ -374,4 +474,10 @@ const ArchSpec arch_family_gemma3_vlm = {
     .kind = ARCH_GEMMA3_VLM, .model_type = "gemma3", .arch_prefix = "Gemma3ForConditionalGeneration", .tensor_prefix = "",
     .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
     .parse = gemma3_vlm_parse, .load = gemma3_vlm_load, .tokenizer = TOK_SOURCE_JSON,
+};
+
+const ArchSpec arch_family_idefics3 = {
+    .kind = ARCH_IDEFICS3, .model_type = "idefics3", .arch_prefix = "Idefics3ForConditionalGeneration", .tensor_prefix = "",
+    .hidden_key = "hidden_size", .heads_key = "num_attention_heads",
+    .parse = idefics3_parse, .load = idefics3_load, .tokenizer = TOK_SOURCE_JSON,
 };
