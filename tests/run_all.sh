@@ -141,6 +141,7 @@ scripts=(
     tests/ref/vision_check.sh
     tests/ref/trained_vision_check.sh
     tests/ref/vlm_check.sh
+    tests/ref/smolvlm_check.sh
 )
 # The reference checks (tests/ref, the tokenizer oracles, the Python package: mostly Python waiting
 # on torch and transformers) run in a second lane from here on, beside the Check suites and the

@@ -30,12 +30,12 @@ const CliSection CLI_SECTIONS[SEC_N] = {
                  "and heads score the three stacks apart. serve takes them too (a Source and a Decoder text, or "
                  "Generate; no Predict top-K there). They refuse --qk, --hidden, --telemetry, --measure norm, "
                  "--no-special, --words and --heads."},
-    [SEC_IMAGE] = {"Images (vit, deit, dinov2, clip, siglip; llava, gemma3; docs/images.md)",
+    [SEC_IMAGE] = {"Images (vit, deit, dinov2, clip, siglip; llava, gemma3, idefics3; docs/images.md)",
                    "The image's patches are the tokens, after the class, distillation or register tokens the family "
                    "has; the page opens on the Image view. A whole CLIP or SigLIP model also takes a TEXT: both towers "
-                   "run, and the image-text logit is printed. A vision-language model (llava, gemma3) takes a TEXT with "
-                   "its picture token (<image>, <start_of_image>) where the picture goes: its tokens take that place "
-                   "in the decoder's sequence."},
+                   "run, and the image-text logit is printed. A vision-language model (llava, gemma3, idefics3) takes a "
+                   "TEXT with its picture token (<image>, <start_of_image>) where the picture goes: its tokens take "
+                   "that place in the decoder's sequence (idefics3: each tile's, then the global view's)."},
     [SEC_LENS] = {"Beyond attention (causal models with a head; one text)", NULL},
     [SEC_ANALYSIS] = {"Analysis", NULL},
     [SEC_HEADS] = {"Head scores (attnviz heads)", NULL},

@@ -572,6 +572,11 @@ static int run_tiled(const ImgProc *p, const AvImage *img, ImgPixels *out, AvErr
         if (h > M || w > M) tr = (h - M) / M + 1, tc = (w - M) / M + 1;
     }
     const int tiles = tr * tc + 1;
+    if (tiles > IMG_MAX_TILES) {
+        av_err(e, "%s cuts the %d x %d picture into %d x %d tiles of %d pixels, above the %d tiles attnviz runs", p->type,
+               w, h, tc, tr, M, IMG_MAX_TILES);
+        goto done;
+    }
     /* the global view (or the picture whole: M x M with the split off, or its one tile already) */
     if (resized(cur, w, h, M, M, p->resample, &glob, e)) goto done;
     const size_t one = (size_t)3 * M * M;

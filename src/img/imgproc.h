@@ -31,6 +31,7 @@ typedef enum {
 } ImgSizeMode;
 
 #define IMG_MAX_OUT_SIDE 4096 /* a processor's output side: bounds the pixel_values allocated */
+#define IMG_MAX_TILES 256     /* a tiled processor's tiles and global view (Idefics3's published: at most 17) */
 
 typedef struct {
     char type[64];        /* image_processor_type (or the older feature_extractor_type), for messages */

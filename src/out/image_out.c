@@ -50,6 +50,11 @@ int image_json_member(FILE *f, const OutDoc *d, int page) {
     for (int i = 0, k = 0; i < n; i++)
         if (im->kind[i] != OUT_TOK_TEXT) fprintf(f, "%s%d", k++ ? "," : "", i);
     fputc(']', f);
+    if (im->split_rows > 0 && im->tile_first) { /* Idefics3's tiles: where each one's image tokens start */
+        fprintf(f, ",\"split\":{\"rows\":%d,\"cols\":%d,\"tile_first\":[", im->split_rows, im->split_cols);
+        for (int k = 0; k < im->split_rows * im->split_cols; k++) fprintf(f, "%s%d", k ? "," : "", im->tile_first[k]);
+        fputs("]}", f);
+    }
     if (im->bidir) { /* [first, end) of the image tokens, which attend to each other both ways */
         int first = -1, end = -1;
         for (int i = 0; i < n; i++)

@@ -66,6 +66,9 @@ typedef struct OutImage {
     const float *pixels;
     int pixel_tiles;           /* > 1: pixels holds that many (3, h, w) pictures (Idefics3's tiles, then its global
                                   view; the .pixels array (pixel_tiles, 3, h, w)) */
+    int split_rows, split_cols; /* Idefics3: the picture cut into split_rows x split_cols tiles (before its global view,
+                                   which the grid, first_patch and the image tokens describe); 0, 0: none */
+    const int *tile_first;     /* (split_rows x split_cols) where each tile's image tokens start in the sequence */
     int bidir;                 /* the image tokens attend to each other both ways inside a causal sequence (Gemma 3) */
     /* the other tower's own page, written beside this one (FILE's stem + tower_suffix, e.g. ".text.html"):
      * a whole CLIP/SigLIP model's text tower over the text's tokens, a vision-language model's vision

@@ -26,7 +26,7 @@ int run_check_model(const Run *r, AvErr *e) {
     if (c->vlm && o->image) return 0; /* a picture and its text: run_vlm.c checks what it takes */
     if (o->image)
         return av_err_usage(e, "--image goes with a vision encoder (vit, deit, dinov2, clip, siglip) or a vision-language "
-                               "model (llava, gemma3); %s is a %s model", dir, c->model_type);
+                               "model (llava, gemma3, idefics3); %s is a %s model", dir, c->model_type);
     if (o->decoder_text && !c->enc_dec)
         return av_err_usage(e, "--decoder-text goes with an encoder-decoder model (bart, marian, t5 or mt5); %s is a %s (%s) model",
                             dir, c->causal ? "causal" : "masked", c->model_type);

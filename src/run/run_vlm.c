@@ -350,10 +350,12 @@ static int vlm_pass(Run *r, VlmRun *v, RunState *rs, Capture *cap, int keep_towe
     }
     v->oi = (OutImage){.file = v->name, .mode = v->mode, .src_w = v->px.src_w, .src_h = v->px.src_h,
                        .resized_w = v->px.resized_w, .resized_h = v->px.resized_h, .w = v->px.w, .h = v->px.h,
-                       .patch = vc->patch_size * (v->rows / v->gr), .rows = v->gr, .cols = v->gc, .tiles = 1,
+                       .patch = vc->patch_size * (v->rows / v->gr), .rows = v->gr, .cols = v->gc, .tiles = tiles,
                        .first_patch = v->first, .kind = v->kind, .png = v->png, .png_len = v->png_len,
                        .feature_layer = c->vlm_feature_layer, .n_image = ni, .embeds_dim = H, .bidir = c->vlm_bidir,
                        .vis_layers = vc->num_layers, .vis_heads = vc->num_heads, .vis_n = v->nv, .vis_prefix = vis_prefix(vc)};
+    v->oi.split_rows = v->px.tile_rows, v->oi.split_cols = v->px.tile_cols;
+    v->oi.tile_first = tiles > 1 ? v->tile_at : NULL;
     if (keep_tower) { /* the tower's attention (what its plan kept), the embeddings and the pixel values for the outputs */
         if (v->n_tower_layers) v->oi.vis_attn = v->vcap.attn, v->oi.vis_kept = v->vcap.n_kept_layers;
         v->oi.vis_layers = v->vcap.n_layers, v->oi.vis_heads = v->vcap.n_heads;

@@ -984,7 +984,7 @@ case_ image_missing_file 1 "nope.png: cannot open: No such file" -- --model "$V"
 case_ image_a_directory 1 "$T: not a regular file \(a directory\)" -- --model "$V" --quiet --json out.json --image "$T"
 rm -f "$T/img.fifo" && mkfifo "$T/img.fifo"
 case_ image_a_fifo 1 "img.fifo: not a regular file \(a FIFO\)" -- --model "$V" --quiet --json out.json --image "$T/img.fifo"
-case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\) or a vision-language model \(llava, gemma3\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
+case_ image_with_a_text_model 2 "--image goes with a vision encoder \(vit, deit, dinov2, clip, siglip\) or a vision-language model \(llava, gemma3, idefics3\); .* is a bert model" -- --model "$SRC" --quiet --json out.json --image "$PIC" hi
 case_ vision_model_without_image 2 "small-vit is a vit model: give it an image \(--image FILE, PNG or JPEG\)" -- --model "$V" --quiet --json out.json "a text"
 case_ vision_model_with_text 2 "small-vit is a vit model: it reads the image only, not a text" -- --model "$V" --quiet --json out.json --image "$PIC" "a text"
 case_ image_with_no_special 2 "--image keeps every token" -- --model "$V" --quiet --json out.json --image "$PIC" --no-special
@@ -1016,9 +1016,9 @@ vision_config_image_not_a_multiple_of_patch|1|config.json: image_size 32 is not 
 vision_position_table_of_another_grid|1|tensor 'embeddings.position_embeddings' has shape \[1, 17, 32\]; config.json implies 1184 elements|c["image_size"] = 48
 TABLE
 vfresh; cfg_edit_v 'c["model_type"] = "qwen2_5_vl"'
-case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model attnviz does not run yet \(it runs llava and gemma3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
+case_ vision_language_model_refused 1 "config.json: \"qwen2_5_vl\" is a vision-language model attnviz does not run yet \(it runs llava, gemma3 and idefics3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
 vfresh; cfg_edit_v 'c["model_type"] = "smolvlm"'
-case_ smolvlm_refused 1 "config.json: \"smolvlm\" is a vision-language model attnviz does not run yet \(it runs llava and gemma3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
+case_ smolvlm_refused 1 "config.json: \"smolvlm\" is a vision-language model attnviz does not run yet \(it runs llava, gemma3 and idefics3;" -- --model "$VM" --quiet --json out.json --image "$PIC"
 # ---- vision-language models (tests/data/small-llava: LLaVA's vision tower, projector and Llama)
 LV=$PWD/tests/data/small-llava
 lfresh() { rm -rf "$T/lv" && cp -r "$LV" "$T/lv"; VM=$T/lv; }
@@ -1051,6 +1051,31 @@ PY
 case_ vlm_checkpoint_without_projector 1 "model.safetensors: no projector \(linear_1 under multi_modal_projector. or model.multi_modal_projector.\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
 lfresh; printf '{"size": {"height": 48, "width": 48}}' >"$VM/preprocessor_config.json"
 case_ vlm_preprocessed_size_is_not_the_towers 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+# ---- Idefics3 / SmolVLM (tests/data/small-idefics3: 32-pixel tiles of 4 x 4 patches, shuffled to 4 image tokens)
+IV=$PWD/tests/data/small-idefics3
+ifresh() { rm -rf "$T/iv" && cp -r "$IV" "$T/iv"; VM=$T/iv; }
+case_ idefics3_runs 0 "" -- --model "$IV" --quiet --json out.json --image "$PIC" "user: <image> what is in the picture?"
+case_ idefics3_text_without_image_token 2 "the text has no <image>: write it where the picture goes, e.g. \"<\|im_start\|>User:<image>" -- --model "$IV" --quiet --json out.json --image "$PIC" "what is in the picture?"
+case_ idefics3_two_image_tokens 2 "the text has 2 <image>: one picture a run" -- --model "$IV" --quiet --json out.json --image "$PIC" "<image> and <image>"
+ifresh; printf '{"image_processor_type": "Idefics3ImageProcessor", "size": {"longest_edge": 64}, "max_image_size": {"longest_edge": 48}}' >"$VM/preprocessor_config.json"
+case_ idefics3_tiles_are_not_the_towers 1 "the preprocessed image is 48 x 48, but the model's positions are for 32 x 32" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; printf '{"image_processor_type": "Idefics3ImageProcessor", "size": {"longest_edge": 4096}, "max_image_size": {"longest_edge": 2}}' >"$VM/preprocessor_config.json"
+case_ idefics3_too_many_tiles 1 "Idefics3ImageProcessor cuts the 4096 x 3414 picture into 2048 x 1707 tiles of 2 pixels, above the 256 tiles attnviz runs" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; printf '{"image_processor_type": "Idefics3ImageProcessor", "size": {"longest_edge": 512}, "max_image_size": {"longest_edge": 32}}' >"$VM/preprocessor_config.json"
+case_ idefics3_more_image_tokens_than_positions 1 "the text and the picture's 900 tokens make 3787, above the model's 256 positions" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; printf '{"image_processor_type": "Idefics3ImageProcessor", "max_image_size": {"height": 32, "width": 32}}' >"$VM/preprocessor_config.json"
+case_ idefics3_tile_size_not_a_longest_edge 1 "preprocessor_config.json: \"max_image_size\" must be \{\"longest_edge\": N\}" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; printf '{"image_processor_type": "CLIPImageProcessor", "size": {"longest_edge": 64}}' >"$VM/preprocessor_config.json"
+case_ longest_edge_alone_outside_idefics3 1 "preprocessor_config.json: \"size\" with longest_edge alone is Idefics3's form" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; M=$VM cfg_edit 'c["scale_factor"] = 3'
+case_ idefics3_scale_factor_not_dividing_the_grid 1 "config.json: scale_factor 3 does not divide the tower's 4 x 4 patches" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; M=$VM cfg_edit 'c["vision_config"]["model_type"] = "clip_vision_model"'
+case_ idefics3_vision_config_not_idefics3 1 "config.json: vision_config: model_type \"clip_vision_model\": attnviz runs Idefics3 with a SigLIP-style vision tower \(idefics3_vision\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; M=$VM cfg_edit 'c["vision_config"]["vision_use_head"] = True'
+case_ idefics3_vision_pooling_head 1 "vision_config: \"vision_use_head\": Idefics3's vision tower has no pooling head" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+ifresh; M=$VM st_edit 'h["model.connector.modality_projection.proj.wrong"] = h.pop("model.connector.modality_projection.proj.weight")'
+case_ idefics3_checkpoint_without_connector 1 "no connector \(model.connector.modality_projection.proj.weight\)" -- --model "$VM" --quiet --json out.json --image "$PIC" "<image> what"
+case_ idefics3_with_mmproj 2 "--mmproj goes with a llama.cpp text model \(a .gguf file\)" -- --model "$IV" --mmproj "$IV/model.safetensors" --quiet --json out.json --image "$PIC" "<image> what"
 # ---- llama.cpp's LLaVA pair: --mmproj (a tiny legacy mmproj GGUF beside the tiny llama GGUF, whose
 # tokenizer gains <image>)
 MMPROJ_KV='kv = {"general.architecture": ("s", "clip"), "clip.has_vision_encoder": ("b", 1), "clip.has_text_encoder": ("b", 0),

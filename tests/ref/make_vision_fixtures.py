@@ -10,6 +10,10 @@ the preprocessor_config.json its family publishes (at the fixture's size), and a
   small-llava    LlavaForConditionalGeneration, F32: a CLIP vision tower (TINY, 3 layers: 16 image tokens
                  from the feature layer -2, the class token dropped), the projector, a Llama (hidden 32,
                  4 heads, 2 key/value heads, 2 layers) with a tiny BPE tokenizer holding <image>
+  small-idefics3 Idefics3ForConditionalGeneration, F32: a SigLIP-style tower (TINY: 4 x 4 patches a 32-pixel tile),
+                 the pixel shuffle (scale 2: 4 image tokens a tile), the connector, a Llama (as small-llava's);
+                 Idefics3ImageProcessor at a 64-pixel longest edge and 32-pixel tiles (the picture: 2 x 2 tiles and
+                 the global view, 20 image tokens), a tiny BPE tokenizer holding Idefics3's picture tokens
   picture.png    48 x 40 RGB: a red disc on a blue-grey ground (the grid's patches differ)
 
 usage: make_vision_fixtures.py OUT_DIR [NAME...]   (tests/data; run with tools/pyimg.sh's python; NAME: only
@@ -41,15 +45,15 @@ def peaky(model, scale):
                 p.normal_(0, 1.0)
 
 
-def tokenizer_json(path, words, llava=False):
+def tokenizer_json(path, words, llava=False, extra=()):
     """A tiny byte-level-free BPE tokenizer.json trained by the tokenizers library on the words (llava: a
     decoder's, <s> first, with <image> among its special tokens)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    specials = ["[UNK]", "<s>", "</s>", "<image>"] if llava else ["[UNK]", "</s>"]
-    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=specials, show_progress=False)
+    specials = (["[UNK]", "<s>", "</s>", "<image>"] if llava else ["[UNK]", "</s>"]) + list(extra)
+    trainer = trainers.BpeTrainer(vocab_size=64 + len(extra), special_tokens=specials, show_progress=False)
     tok.train_from_iterator([" ".join(words)] * 4, trainer)
     if llava:
         tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
@@ -100,10 +104,37 @@ def llava(root):
             fh.write(text)
 
 
+def idefics3(root):
+    out = os.path.join(root, "small-idefics3")
+    os.makedirs(out, exist_ok=True)
+    words = "user : assistant what is in the picture ? a red disc on blue grey ground describe it .".split()
+    extra = ["<fake_token_around_image>", "<global-img>", "<end_of_utterance>"] + [
+        f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+    vocab = tokenizer_json(out, words, llava=True, extra=extra)
+    image_id = json.load(open(os.path.join(out, "tokenizer.json")))["model"]["vocab"]["<image>"]
+    torch.manual_seed(13)
+    cfg = T.Idefics3Config(vision_config=dict(TINY), scale_factor=2, image_token_id=image_id,
+                           text_config=T.LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=48,
+                                                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                     max_position_embeddings=256, bos_token_id=1,
+                                                     eos_token_id=2).to_dict())
+    model = T.Idefics3ForConditionalGeneration._from_config(cfg, attn_implementation="eager").eval()
+    peaky(model, 3.0)
+    keep = {f: open(os.path.join(out, f)).read() for f in ("tokenizer.json", "tokenizer_config.json")}
+    save(model, out, "float32", {"image_processor_type": "Idefics3ImageProcessor", "do_convert_rgb": True,
+                                 "do_image_splitting": True, "do_normalize": True, "do_pad": True, "do_rescale": True,
+                                 "do_resize": True, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+                                 "max_image_size": {"longest_edge": 32}, "resample": 1,
+                                 "rescale_factor": 0.00392156862745098, "size": {"longest_edge": 64}})
+    for f, text in keep.items():
+        with open(os.path.join(out, f), "w") as fh:
+            fh.write(text)
+
+
 def main(root, only=()):
     if only:
         for name in only:
-            {"small-llava": llava}[name](root)
+            {"small-llava": llava, "small-idefics3": idefics3}[name](root)
         return
     torch.manual_seed(7)
     vit = T.ViTModel._from_config(T.ViTConfig(**TINY), add_pooling_layer=False, attn_implementation="eager").eval()
@@ -145,6 +176,7 @@ def main(root, only=()):
     img[disc] = (220, 40, 30)
     Image.fromarray(img).save(os.path.join(root, "vision-picture.png"))
     llava(root)
+    idefics3(root)
 
 
 if __name__ == "__main__":

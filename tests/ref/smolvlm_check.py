@@ -12,8 +12,9 @@ usage: smolvlm_check.py ATTNVIZ WORKDIR IMAGE...
     on each IMAGE (sizes and aspect ratios that make 1 to 16 tiles), at the published longest edge (2048) and at
     1024: tile counts equal, worst difference in 8-bit steps after rescale (bound: one step);
   - the sequence's ids against Idefics3Processor's (the tiles' <row_r_col_c> runs, then <global-img>'s);
-  - on every kernel path: every layer's and head's attention of the decoder and of the vision tower over the global
-    view, and the connector's output for it, against transformers' eager float64 pass fed attnviz's own pixel
+  - on every kernel path, for the published shape (the first IMAGE at 1,024: 2 x 2 tiles) and the committed fixture
+    tests/data/small-idefics3: every layer's and head's attention of the decoder (over every tile's image tokens) and
+    of the vision tower over the global view, and the connector's output for it, against transformers' eager float64 pass fed attnviz's own pixel
     values (bound 1e-4; the connector's relative to its largest).
 One PASS/FAIL line each; exit 1 on any FAIL."""
 import json
@@ -41,6 +42,12 @@ PRE = {"image_processor_type": "Idefics3ImageProcessor", "do_convert_rgb": True,
        "do_normalize": True, "do_pad": True, "do_rescale": True, "do_resize": True, "image_mean": [0.5, 0.5, 0.5],
        "image_std": [0.5, 0.5, 0.5], "max_image_size": {"longest_edge": 512}, "resample": 1,
        "rescale_factor": 0.00392156862745098, "size": {"longest_edge": 2048}}
+# the chat template of SmolVLM-256M-Instruct's form: the picture's <image> where the message's image part is
+CHAT = ("<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == "
+        "'image' %}{{':'}}{% else %}{{': '}}{% endif %}{% for line in message['content'] %}{% if line['type'] == 'text' %}"
+        "{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n"
+        "{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}")
+CHAT_MESSAGE = "What is shown in this picture?"
 SPECIALS = (["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<fake_token_around_image>", "<image>", "<end_of_utterance>",
              "<global-img>"] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
 
@@ -83,6 +90,8 @@ def build(workdir):
     model.save_pretrained(tmp)
     with open(os.path.join(tmp, "preprocessor_config.json"), "w") as f:
         json.dump(PRE, f)
+    with open(os.path.join(tmp, "chat_template.json"), "w") as f:
+        json.dump({"chat_template": CHAT}, f)
     with open(os.path.join(tmp, "processor_config.json"), "w") as f:
         json.dump({"image_seq_len": 64, "processor_class": "Idefics3Processor"}, f)
     os.replace(tmp, out)
@@ -94,11 +103,12 @@ def processor(model_dir, longest):
     pre["size"] = {"longest_edge": longest}
     tok = T.PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"), bos_token="<|im_start|>",
                                     eos_token="<end_of_utterance>", unk_token="<|endoftext|>", pad_token="<|im_end|>")
-    return T.Idefics3Processor(image_processor=T.Idefics3ImageProcessorPil(**pre), tokenizer=tok, image_seq_len=64)
+    return T.Idefics3Processor(image_processor=T.Idefics3ImageProcessorPil(**pre), tokenizer=tok, image_seq_len=64,
+                               chat_template=CHAT)
 
 
-def run_attnviz(attnviz, model_dir, image, prefix, kernel):
-    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, PROMPT, "--json", prefix + ".json",
+def run_attnviz(attnviz, model_dir, image, prefix, kernel, prompt=PROMPT):
+    r = subprocess.run([attnviz, "--quiet", "--model", model_dir, "--image", image, prompt, "--json", prefix + ".json",
                         "--npy", prefix + ".npy"], env=dict(os.environ, ATTNVIZ_KERNEL=kernel), capture_output=True, text=True)
     if r.returncode != 0:
         return None, r.stderr.strip()
@@ -114,50 +124,12 @@ def kernels(attnviz):
                               capture_output=True).returncode == 0]
 
 
-def main():
-    attnviz, workdir, images = sys.argv[1], sys.argv[2], sys.argv[3:]
-    fails = 0
-    model_dir = build(workdir)
-    # preprocessing at the published longest edge and at 1,024 (the folder's preprocessor_config.json rewritten)
-    for longest in (2048, 1024):
-        d = os.path.join(workdir, f"pre{longest}")
-        if not os.path.exists(d):
-            shutil.copytree(model_dir, d)
-        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
-            json.dump(dict(PRE, size={"longest_edge": longest}), f)
-        proc = processor(model_dir, longest)
-        worst, lines = 0.0, []
-        for img in images:
-            im = Image.open(img)
-            want = proc(images=[[im.convert("RGB")]], text=[PROMPT], return_tensors="np")
-            ref = want["pixel_values"][0]
-            got, err = run_attnviz(attnviz, d, img, os.path.join(workdir, "pre.out"), kernels(attnviz)[0])
-            if got is None:
-                print(f"FAIL smolvlm pixels {os.path.basename(img)} (longest edge {longest}): {err}")
-                fails += 1
-                continue
-            px = got["pixel_values"]
-            px = px[None] if px.ndim == 3 else px
-            ids_ok = got["meta"]["input_ids"] == want["input_ids"][0].tolist()
-            if px.shape != ref.shape or not ids_ok:
-                print(f"FAIL smolvlm pixels {os.path.basename(img)} {im.size[0]}x{im.size[1]} (longest edge {longest}): "
-                      f"attnviz {px.shape} vs {ref.shape}, ids {'equal' if ids_ok else 'differ'}")
-                fails += 1
-                continue
-            step = float(np.abs(px - ref).max()) * 0.5 * 255  # normalized by std 0.5: one 8-bit step is 2/255
-            worst = max(worst, step)
-            lines.append(f"{im.size[0]}x{im.size[1]}: {px.shape[0]} tiles, {len(want['input_ids'][0])} ids, {step:.3f}")
-        ok = worst <= 1.0 and len(lines) == len(images)
-        print(f"{'PASS' if ok else 'FAIL'} smolvlm pixels and ids vs Idefics3Processor (longest edge {longest}; "
-              f"worst {worst:.3f} of an 8-bit step): " + "; ".join(lines), flush=True)
-        fails += not ok
-    # attention on every kernel path at the 1,024 edge (a 640 x 480 picture: 2 x 2 tiles and the global view)
-    d = os.path.join(workdir, "pre1024")
-    ref = None
+def attention(attnviz, model_dir, image, prompt, workdir, label):
+    fails, ref = 0, None
     for kernel in kernels(attnviz):
-        got, err = run_attnviz(attnviz, d, images[0], os.path.join(workdir, "att.out"), kernel)
+        got, err = run_attnviz(attnviz, model_dir, image, os.path.join(workdir, "att.out"), kernel, prompt)
         if got is None:
-            print(f"FAIL smolvlm attention ({kernel}): {err}")
+            print(f"FAIL smolvlm {label} attention ({kernel}): {err}")
             fails += 1
             continue
         ids = got["meta"]["input_ids"]
@@ -181,10 +153,71 @@ def main():
                                                             - ref["attn"][:, :, after][:, :, :, img]).max())}
         share = float(ref["attn"][:, :, after][:, :, :, img].sum(-1).mean())
         ok = all(v <= TOL for v in errs.values())
-        print(f"{'PASS' if ok else 'FAIL'} smolvlm attention ({kernel}, {len(ids)} tokens, {len(img)} image tokens, "
+        print(f"{'PASS' if ok else 'FAIL'} smolvlm {label} attention ({kernel}, {len(ids)} tokens, {len(img)} image tokens, "
               f"{pv.shape[0]} tiles): " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items())
               + f"; the text after the picture gives it {100 * share:.0f}% of its attention", flush=True)
         fails += not ok
+    return fails
+
+
+def main():
+    attnviz, workdir, images = sys.argv[1], sys.argv[2], sys.argv[3:]
+    fails = 0
+    model_dir = build(workdir)
+    # preprocessing at the published longest edge and at 1,024 (the folder's preprocessor_config.json rewritten)
+    for longest in (2048, 1024):
+        d = os.path.join(workdir, f"pre{longest}")
+        if not os.path.exists(d):
+            shutil.copytree(model_dir, d)
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(dict(PRE, size={"longest_edge": longest}), f)
+        proc = processor(model_dir, longest)
+        worst, lines = 0.0, []
+        pics = images if longest == 1024 else [images[2], images[3]]  # 2,048: 17 and 9 tiles (each ~10 s of tower)
+        for img in pics:
+            im = Image.open(img)
+            want = proc(images=[[im.convert("RGB")]], text=[PROMPT], return_tensors="np")
+            ref = want["pixel_values"][0]
+            got, err = run_attnviz(attnviz, d, img, os.path.join(workdir, "pre.out"), kernels(attnviz)[0])
+            if got is None:
+                print(f"FAIL smolvlm pixels {os.path.basename(img)} (longest edge {longest}): {err}")
+                fails += 1
+                continue
+            px = got["pixel_values"]
+            px = px[None] if px.ndim == 3 else px
+            ids_ok = got["meta"]["input_ids"] == want["input_ids"][0].tolist()
+            if px.shape != ref.shape or not ids_ok:
+                print(f"FAIL smolvlm pixels {os.path.basename(img)} {im.size[0]}x{im.size[1]} (longest edge {longest}): "
+                      f"attnviz {px.shape} vs {ref.shape}, ids {'equal' if ids_ok else 'differ'}")
+                fails += 1
+                continue
+            step = float(np.abs(px - ref).max()) * 0.5 * 255  # normalized by std 0.5: one 8-bit step is 2/255
+            worst = max(worst, step)
+            lines.append(f"{im.size[0]}x{im.size[1]}: {px.shape[0]} tiles, {len(want['input_ids'][0])} ids, {step:.3f}")
+        ok = worst <= 1.0 and len(lines) == len(pics)
+        print(f"{'PASS' if ok else 'FAIL'} smolvlm pixels and ids vs Idefics3Processor (longest edge {longest}; "
+              f"worst {worst:.3f} of an 8-bit step): " + "; ".join(lines), flush=True)
+        fails += not ok
+    # --chat with --image: the template's <image> where the message's picture is, then expanded
+    d = os.path.join(workdir, "pre1024")
+    r = subprocess.run([attnviz, "--quiet", "--model", d, "--image", images[0], "--chat", CHAT_MESSAGE, "--json", "-"],
+                       capture_output=True, text=True)
+    msgs = [{"role": "user", "content": [{"type": "image", "image": Image.open(images[0]).convert("RGB")},
+                                         {"type": "text", "text": CHAT_MESSAGE}]}]
+    want = processor(model_dir, 1024).apply_chat_template(msgs, add_generation_prompt=True, tokenize=True,
+                                                          return_dict=True)["input_ids"]
+    want = [int(x) for x in (want[0] if isinstance(want[0], list) else want)]
+    got = json.loads(r.stdout)["input_ids"] if r.returncode == 0 else None
+    ok = got == want
+    print(f"{'PASS' if ok else 'FAIL'} smolvlm --chat {CHAT_MESSAGE!r} with --image: the sequence is "
+          f"Idefics3Processor.apply_chat_template's ({len(want)} ids)"
+          + ("" if ok else f": {r.stderr.strip() or (got[:12], want[:12])}"), flush=True)
+    fails += not ok
+    # attention on every kernel path: the published shape at the 1,024 edge (a 640 x 480 picture: 2 x 2 tiles and
+    # the global view), and the committed fixture tests/data/small-idefics3 (the CLI's and bad inputs' model)
+    fails += attention(attnviz, os.path.join(workdir, "pre1024"), images[0], PROMPT, workdir, "published shape")
+    fails += attention(attnviz, "tests/data/small-idefics3", "tests/data/vision-picture.png",
+                       "user: <image> what is in the picture? describe it.", workdir, "small-idefics3")
     sys.exit(1 if fails else 0)
 
 

@@ -38,7 +38,8 @@ START_TEST(the_names_in_messages_come_from_the_table) {
     ck_assert_str_eq(arch_supported_list(), "bert, roberta, distilbert, xlm-roberta, electra, gpt2, llama, mistral, qwen2, "
                                             "qwen3_moe, qwen3, gemma2, gemma3_text, phi3, mixtral, olmoe, gpt_oss, "
                                             "modernbert, bart, marian, t5, mt5, vit, deit, dinov2_with_registers, "
-                                            "dinov2, clip_vision_model, clip, siglip_vision_model, siglip, llava and gemma3");
+                                            "dinov2, clip_vision_model, clip, siglip_vision_model, siglip, llava, gemma3 and "
+                                            "idefics3");
     ck_assert_str_eq(arch_gguf_list(), "llama, qwen2, qwen3moe, qwen3, gemma2, gemma3, phi3, olmoe, gpt-oss and clip");
     /* the unsupported-family message names the list */
     ModelConfig c;
@@ -63,7 +64,7 @@ START_TEST(tokenizer_sources_are_the_familys) {
      * model's decoder read tokenizer.json */
     for (int k = ARCH_VIT; k < ARCH_COUNT; k++)
         ck_assert_int_eq(arch_spec((ArchKind)k)->tokenizer,
-                         k == ARCH_CLIP || k == ARCH_SIGLIP || k == ARCH_LLAVA || k == ARCH_GEMMA3_VLM ? TOK_SOURCE_JSON : TOK_SOURCE_NONE);
+                         k == ARCH_CLIP || k == ARCH_SIGLIP || k == ARCH_LLAVA || k == ARCH_GEMMA3_VLM || k == ARCH_IDEFICS3 ? TOK_SOURCE_JSON : TOK_SOURCE_NONE);
     for (int k = 0; k < ARCH_COUNT; k++)
         ck_assert_uint_eq(arch_spec((ArchKind)k)->gguf_tok, k == ARCH_GEMMA2 || k == ARCH_GEMMA3 ? TOK_GGUF_SPM_GEMMA : 0u);
 }

@@ -42,11 +42,11 @@ static const cJSON *object(const cJSON *root, const char *key, const char *path,
 }
 
 /* A sub-config's model_type, when it names one, must be `want`. */
-static int sub_type(const cJSON *v, const char *want, const char *sub, const char *what, AvErr *e) {
+static int sub_type(const cJSON *v, const char *want, const char *sub, const char *family, const char *what, AvErr *e) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(v, "model_type");
     if (mt && (!cJSON_IsString(mt) || strcmp(mt->valuestring, want)))
-        return av_err(e, "%s: model_type \"%.40s\": attnviz runs LLaVA with a %s (%s)", sub,
-                      cJSON_IsString(mt) ? mt->valuestring : "?", what, want);
+        return av_err(e, "%s: model_type \"%.40s\": attnviz runs %s with a %s (%s)", sub,
+                      cJSON_IsString(mt) ? mt->valuestring : "?", family, what, want);
     return 0;
 }
 
@@ -57,6 +57,7 @@ typedef struct {
     const SubDefault *defaults;       /* (n_defaults) the text model's defaults for the keys text_config may leave out */
     size_t n_defaults;
     const char *vision_type, *vision_what;
+    const char *family;               /* what messages call the model ("LLaVA") */
 } SubConfigs;
 
 /* text_config and vision_config must be objects of the model types s names; text_config, with the defaults
@@ -67,7 +68,8 @@ static int sub_configs(ModelConfig *c, const cJSON *root, const char *path, cons
     char sub[600];
     const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
     *vc = tc ? object(root, "vision_config", path, vsub, vlen, e) : NULL;
-    if (!*vc || sub_type(tc, s->text_type, sub, s->text_what, e) || sub_type(*vc, s->vision_type, vsub, s->vision_what, e))
+    if (!*vc || sub_type(tc, s->text_type, sub, s->family, s->text_what, e) ||
+        sub_type(*vc, s->vision_type, vsub, s->family, s->vision_what, e))
         return -1;
     cJSON *t = cJSON_Duplicate(tc, 1);
     if (!t) return av_err(e, "out of memory");
@@ -85,7 +87,7 @@ static int sub_configs(ModelConfig *c, const cJSON *root, const char *path, cons
 static int llava_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     static const SubConfigs LLAVA = {&arch_family_llama, "llama", "Llama language model", LLAMA_DEFAULTS,
                                      sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0], "clip_vision_model",
-                                     "CLIP vision tower"};
+                                     "CLIP vision tower", "LLaVA"};
     char vsub[600];
     const cJSON *vc;
     if (sub_configs(c, root, path, &LLAVA, &vc, vsub, sizeof vsub, e)) return -1;
@@ -332,7 +334,7 @@ static const SubDefault GEMMA3_DEFAULTS[] = {{"vocab_size", 262208},       {"hid
 static int gemma3_vlm_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
     static const SubConfigs GEMMA3 = {&arch_family_gemma3, "gemma3_text", "Gemma 3 text model", GEMMA3_DEFAULTS,
                                       sizeof GEMMA3_DEFAULTS / sizeof GEMMA3_DEFAULTS[0], "siglip_vision_model",
-                                      "SigLIP vision tower"};
+                                      "SigLIP vision tower", "Gemma 3"};
     char vsub[600];
     const cJSON *vc;
     if (sub_configs(c, root, path, &GEMMA3, &vc, vsub, sizeof vsub, e)) return -1;
@@ -395,23 +397,12 @@ static int gemma3_vlm_load(Model *m, AvErr *e) {
  * and on its global view, each tile's last hidden state (post_layernorm) pixel-shuffled (scale_factor x
  * scale_factor patches a token, their features side by side) and projected by one matrix; a Llama text model. */
 static int idefics3_parse(ModelConfig *c, const cJSON *root, const char *path, AvErr *e) {
-    char sub[600], vsub[600];
-    const cJSON *tc = object(root, "text_config", path, sub, sizeof sub, e);
-    const cJSON *vc = tc ? object(root, "vision_config", path, vsub, sizeof vsub, e) : NULL;
-    if (!vc || sub_type(tc, "llama", sub, "Llama language model", e) ||
-        sub_type(vc, "idefics3_vision", vsub, "SigLIP-style vision tower", e))
-        return -1;
-    cJSON *t = cJSON_Duplicate(tc, 1);
-    if (!t) return av_err(e, "out of memory");
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0]; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(t, LLAMA_DEFAULTS[i].key) &&
-            !cJSON_AddNumberToObject(t, LLAMA_DEFAULTS[i].key, LLAMA_DEFAULTS[i].value))
-            rc = av_err(e, "out of memory");
-    if (rc == 0) rc = arch_family_llama.parse(c, t, sub, e);
-    if (rc == 0) rc = cfg_parse_eos(c, t, sub, e);
-    cJSON_Delete(t);
-    if (rc) return -1;
+    static const SubConfigs IDEFICS3 = {&arch_family_llama, "llama", "Llama language model", LLAMA_DEFAULTS,
+                                        sizeof LLAMA_DEFAULTS / sizeof LLAMA_DEFAULTS[0], "idefics3_vision",
+                                        "SigLIP-style vision tower", "Idefics3"};
+    char vsub[600];
+    const cJSON *vc;
+    if (sub_configs(c, root, path, &IDEFICS3, &vc, vsub, sizeof vsub, e)) return -1;
     ModelConfig v;
     memset(&v, 0, sizeof v);
     if (siglip_tower_parse(&v, vc, 1, vsub, e)) return -1;
