@@ -1152,7 +1152,7 @@ mkgguf "$T/g3mm2.gguf" "$MMPROJ_KV$GEMMA3_MMPROJ"'kv["clip.vision.projector.scal
 case_ gemma3_mmproj_pooling_uneven 1 "g3mm2.gguf: clip.vision.projector.scale_factor 3 does not pool the 4 x 4 patches evenly" -- --model "$T/g3.gguf" --mmproj "$T/g3mm2.gguf" --quiet --json out.json --image "$PIC" "$G3P"
 case_ gemma3_pair_text_without_the_placeholder 2 "the text has no <start_of_image>" -- --model "$T/g3.gguf" --mmproj "$T/g3mm.gguf" --quiet --json out.json --image "$PIC" "hi"
 mkgguf "$T/mm.gguf" "$MMPROJ_KV"'del kv["clip.has_llava_projector"]; kv["clip.projector_type"] = ("s", "idefics3")'
-case_ mmproj_idefics3_refused 1 "mm.gguf: clip.projector_type \"idefics3\": attnviz reads LLaVA's two-layer \"mlp\" projector and Gemma 3's \"gemma3\"" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
+case_ mmproj_idefics3_refused 1 "mm.gguf: clip.projector_type \"idefics3\": attnviz reads LLaVA's two-layer \"mlp\" projector and Gemma 3's \"gemma3\" \(SmolVLM / Idefics3: give its Hugging Face folder to --model\)" -- --model "$T/lt.gguf" --mmproj "$T/mm.gguf" --quiet --json out.json --image "$PIC" "<image> hi"
 # ---- attnviz serve's OpenAI-compatible request bodies (src/serve/openai.c), sent with curl to a
 # server on the tiny Llama fixture (under valgrind with VALGRIND=1): each answered with its status
 # and one-line OpenAI error, in bounded time, the server still up; then a stop that leaves no leak.

@@ -455,8 +455,10 @@ static int arch_clip_gguf_config(ModelConfig *c, const GgufFile *f, const char *
         return av_err_prefix(e, "%s", path);
     const int is_mlp = !pt || (pl == 3 && !memcmp(pt, "mlp", 3)), is_gemma3 = pt && pl == 6 && !memcmp(pt, "gemma3", 6);
     if ((llava && !is_mlp) || (pt && !is_mlp && !is_gemma3)) {
+        const int idefics3 = pt && pl == 8 && !memcmp(pt, "idefics3", 8);
         return av_err(e, "%s: clip.projector_type \"%.*s\": attnviz reads LLaVA's two-layer \"mlp\" projector and "
-                         "Gemma 3's \"gemma3\"", path, (int)(pl < 40 ? pl : 40), pt);
+                         "Gemma 3's \"gemma3\"%s", path, (int)(pl < 40 ? pl : 40), pt,
+                      idefics3 ? " (SmolVLM / Idefics3: give its Hugging Face folder to --model)" : "");
     }
     if (is_gemma3) {
         /* SigLIP's tower: patches only, GELU's tanh form (gelu_pytorch_tanh), post_layernorm on every token */
