@@ -125,6 +125,7 @@ typedef struct {
     const float *qT;           // (NH * dh, n)
     const float *newkT;        // (NKV * dh, n) this pass's keys, for the captured copies
     const float *kT, *vT;      // (NKV * dh, ldk) every position's; vT NULL with ctxT NULL: probabilities only
+    const float *v;            // (NKV, ldk, dh) or NULL: a cache's values, a row per position (vT then NULL)
     float *ctxT;               // (NH * dh, n)
     Capture *cap;              // per-head probabilities and q/k copies, or NULL
     float *scores;             // (threads, kern_attention_rows(), pos0 + n): rows of a head not kept
@@ -195,16 +196,20 @@ static void rows_to_capture(void *ctx, int i0, int i1, const float *probs, int l
     }
 }
 
-/* One head's attention, kern_attention_kv's arguments, into cap (NULL: the
- * head is not kept): straight into its kept matrix (rows row0 .. row0 + nq of
- * it), else a block of rows at a time through rows (kern_attention_rows() x
- * nk floats), feeding the thumbnail and telemetry as they are made. */
+/* One head's attention, kern_attention_kv's arguments (or, with v set,
+ * kern_attention_kv_v's: a cache's values v (nk, dh), vT unused), into cap
+ * (NULL: the head is not kept): straight into its kept matrix (rows row0 ..
+ * row0 + nq of it), else a block of rows at a time through rows
+ * (kern_attention_rows() x nk floats), feeding the thumbnail and telemetry as
+ * they are made. */
 static int head_attention(Capture *cap, int l, int h, int row0, float *ctxT, const float *qT, int nq, const float *kT,
-                          const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch, float *rows) {
+                          const float *vT, const float *v, int ldk, int nk, int dh, const AttnRule *rule,
+                          float *scratch, float *rows) {
     if (cap && cap->attn) {
         const int ldp = cap->n_tokens;
         float *probs = cap_attn(cap, l, h) + (size_t)row0 * ldp; // (nq, ldp)
-        kern_attention_kv(probs, ldp, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch);
+        if (v) kern_attention_kv_v(probs, ldp, ctxT, qT, nq, kT, ldk, v, dh, nk, dh, rule, scratch);
+        else kern_attention_kv(probs, ldp, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch);
         RowsTo to = {cap, l, h, row0, nk, rule};
         rows_to_capture(&to, 0, nq, probs, ldp, NULL);
         /* NaN/Inf would reach the writers as invalid JSON: checked here, while
@@ -216,8 +221,13 @@ static int head_attention(Capture *cap, int l, int h, int row0, float *ctxT, con
     RowsTo to = {cap && (cap->thumb || cap->tel || cap->mpool || cap->sc_sum || cap->rows) ? cap : NULL, l, h, row0, nk, rule};
     /* the softmax's moments spare telemetry and the score sums a sweep of each
      * row (not the sums of value-weighted shares or of a template's weights) */
-    kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch, to.cap ? rows_to_capture : NULL,
-                           &to, to.cap && (to.cap->tel || (to.cap->sc_sum && !to.cap->sc.norm && !to.cap->sc.pattern)));
+    const int moments = to.cap && (to.cap->tel || (to.cap->sc_sum && !to.cap->sc.norm && !to.cap->sc.pattern));
+    if (v)
+        kern_attention_kv_rows_v(rows, nk, ctxT, qT, nq, kT, ldk, v, dh, nk, dh, rule, scratch,
+                                 to.cap ? rows_to_capture : NULL, &to, moments);
+    else
+        kern_attention_kv_rows(rows, nk, ctxT, qT, nq, kT, vT, ldk, nk, dh, rule, scratch,
+                               to.cap ? rows_to_capture : NULL, &to, moments);
     return 0;
 }
 
@@ -244,7 +254,7 @@ static void head_part(void *arg, int t, int T) {
         if (cap) keep_qk(cap, w->layer, h, w->pos0, w->qT + qoff, w->newkT + (size_t)(h / w->group) * dh * n, dh, n);
         const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, w->pos0);
         if (head_attention(cap, w->layer, h, w->pos0, w->ctxT ? w->ctxT + qoff : NULL, w->qT + qoff, n, w->kT + kvoff,
-                           w->vT ? w->vT + kvoff : NULL, w->ldk, nk, dh, &rule,
+                           w->vT ? w->vT + kvoff : NULL, w->v ? w->v + kvoff : NULL, w->ldk, nk, dh, &rule,
                            w->attn ? w->attn + (size_t)t * w->attn_len : NULL,
                            w->scores + (size_t)t * kern_attention_rows() * nk))
             atomic_store(&w->nonfinite, 1);
@@ -304,7 +314,7 @@ static void pack_part(void *arg, int t, int T) {
             Capture *cap = sg->cap && cap_has(sg->cap, w->layer, h) ? sg->cap : NULL;
             if (cap) keep_qk(cap, w->layer, h, 0, q, k, dh, len);
             const AttnRule rule = head_rule(&w->rule, w->sinks, h, cap, w->layer, 0);
-            if (head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, len, len, dh,
+            if (head_attention(cap, w->layer, h, 0, w->ctxT ? ctx : NULL, q, len, k, w->vT ? v : NULL, NULL, len, len, dh,
                                &rule, w->attn ? w->attn + (size_t)t * w->attn_len : NULL,
                                w->scores + (size_t)t * w->scores_len))
                 atomic_store(&w->nonfinite, 1);
@@ -598,13 +608,17 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, qk_part, &qk);
     }
     const float *kT = s->kT, *vT = s->vT; // (NKV * dh, ldk)
+    const float *v = NULL;                 // (NKV, ldk, dh): the cache's values, in place of vT
     int ldk = n;
     if (kv) {
-        const int rows = c->num_kv_heads * c->head_dim;
-        float *kc = kv->kT + (size_t)l * rows * kv->cap_tokens, *vc = kv->vT + (size_t)l * rows * kv->cap_tokens;
+        const int dh = c->head_dim, rows = c->num_kv_heads * dh;
+        float *kc = kv->kT + (size_t)l * rows * kv->cap_tokens, *vc = kv->v + (size_t)l * rows * kv->cap_tokens;
         append_cols(kc, kv->cap_tokens, pos0, s->kT, rows, n);
-        if (!attn_only) append_cols(vc, kv->cap_tokens, pos0, s->vT, rows, n);
-        kT = kc, vT = vc, ldk = kv->cap_tokens;
+        /* each head's values of this pass as rows [pos0, pos0 + n) of its (cap_tokens, dh) */
+        for (int g = 0; g < c->num_kv_heads && !attn_only; g++)
+            kern_transpose_ld(vc + ((size_t)g * kv->cap_tokens + (size_t)pos0) * dh, (size_t)dh,
+                              s->vT + (size_t)g * dh * n, (size_t)n, dh, n);
+        kT = kc, vT = NULL, v = vc, ldk = kv->cap_tokens;
     }
     AttnRule rule = layer_rule(c, l);
     rule.blk_end = s->blk_end; /* a vision-language model's images attend both ways (model_forward_embeds_blocks) */
@@ -612,6 +626,7 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
     int max_len = 0;
     for (int g = 0; g < n_segs; g++) max_len = segs[g].len > max_len ? segs[g].len : max_len;
     const size_t attn_len = n_segs > 1 ? kern_attention_scratch(max_len, max_len, c->head_dim)
+                            : kv       ? kern_attention_scratch_v(n, c->head_dim)
                                        : kern_attention_scratch(n, pos0 + n, c->head_dim);
     float *attn = NULL;
     const double t0 = av_now_ms();
@@ -626,7 +641,7 @@ static int attention_block(const Model *m, RunState *s, KvCache *kv, int l, int 
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, pack_part, &pack);
         nonfinite = atomic_load(&pack.nonfinite);
     } else {
-        HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
+        HeadTask heads = {s->qT, s->kT, kT, attn_only ? NULL : vT, attn_only ? NULL : v, attn_only ? NULL : s->ctxT, segs[0].cap, s->scores,
                           attn, attn_len, l, n, pos0, ldk, c->num_heads, c->num_heads / c->num_kv_heads, c->head_dim,
                           rule, L->sinks, 0};
         pool_run(n >= PARALLEL_HEADS_MIN_TOKENS || pos0 + n >= 4 * PARALLEL_HEADS_MIN_TOKENS ? s->pool : NULL, head_part,

@@ -468,8 +468,8 @@ int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e) {
     memset(kv, 0, sizeof *kv);
     const size_t floats = (size_t)c->num_layers * c->num_kv_heads * c->head_dim * (size_t)n;
     kv->kT = alloc_floats(floats);
-    kv->vT = alloc_floats(floats);
-    if (!kv->kT || !kv->vT) {
+    kv->v = alloc_floats(floats);
+    if (!kv->kT || !kv->v) {
         model_kv_free(kv);
         return av_err(e, "out of memory for the key/value cache (%d tokens)", n);
     }
@@ -479,6 +479,6 @@ int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e) {
 
 void model_kv_free(KvCache *kv) {
     free(kv->kT);
-    free(kv->vT);
+    free(kv->v);
     memset(kv, 0, sizeof *kv);
 }

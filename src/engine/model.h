@@ -212,7 +212,10 @@ int model_product(const Model *m, RunState *s, const float *xT, int n, const Lin
 typedef struct {
     int cap_tokens;  /* positions it holds */
     int n;           /* positions filled */
-    float *kT, *vT;  /* (num_layers, num_kv_heads * head_dim, cap_tokens) keys after q/k norm and rotary */
+    float *kT;       /* (num_layers, num_kv_heads * head_dim, cap_tokens) keys after q/k norm and rotary,
+                        a column per position: the scores' input, read along the keys */
+    float *v;        /* (num_layers, num_kv_heads, cap_tokens, head_dim) values, a row per position appended
+                        as it comes: the context's input (kern_attention_kv_v), read in place */
 } KvCache;
 int model_kv_alloc(KvCache *kv, const ModelConfig *c, int n, AvErr *e);
 size_t model_kv_bytes(const ModelConfig *c, int n);

@@ -625,6 +625,19 @@ void kern_attention_kv_naive(float *probs, int ldp, float *ctxT, const float *qT
         }
 }
 
+void kern_attention_kv_v_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                               const float *v, int ldv, int nk, int dh, const AttnRule *rule) {
+    // v (nk, ldv): row j key j's value vector
+    kern_attention_kv_naive(probs, ldp, NULL, qT, nq, kT, NULL, ldk, nk, dh, rule);
+    if (!ctxT) return;
+    for (int d = 0; d < dh; d++)
+        for (int i = 0; i < nq; i++) {
+            double acc = 0;
+            for (int j = 0; j < nk; j++) acc += (double)probs[(size_t)i * ldp + j] * v[(size_t)j * ldv + d];
+            ctxT[(size_t)d * nq + i] = (float)acc;
+        }
+}
+
 void kern_attention_naive(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,
                           const AttnRule *rule) {
     kern_attention_kv_naive(probs, n, ctxT, qT, n, kT, vT, n, n, dh, rule);
@@ -722,44 +735,169 @@ static void probs_row(const AttnRule *rule, int nq, int nk, int i, float *r, int
     memset(r + hi, 0, (size_t)(ldp - hi) * sizeof *r);
 }
 
-void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
-                       int ldk, int nk, int dh, const AttnRule *rule, float *scratch) {
+/* Query rows a call takes straight from kT and v, a row at a time, rather
+ * than through gemm_rows' packed panels: decoding's one new token against a
+ * cache. Packing every key into panels for one row cost more than its
+ * products; a row's own loops read each key once, where it lies. */
+#define ATTN_DIRECT_ROWS 4
+
+/* The direct loops, built once per kernel as vecfn.h's loops are, each with
+ * FMA in its target so that fmaf is the instruction, not a call into libm
+ * (the scalar kernel's build too when the CPU has FMA, as gemm.c's
+ * panel_scalar_fma). Every fmaf is one correctly rounded operation and
+ * nothing is reassociated, so every build gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(VEC_ONE_BUILD)
+#define ATTN_FMA_FN(NAME, PARAMS, ARGS)                                                                           \
+    static inline __attribute__((always_inline)) void NAME##_body PARAMS;                                        \
+    __attribute__((target("avx512f,fma"))) static void NAME##_512 PARAMS { NAME##_body ARGS; }                   \
+    __attribute__((target("avx2,fma"))) static void NAME##_2 PARAMS { NAME##_body ARGS; }                        \
+    __attribute__((target("fma"))) static void NAME##_fma PARAMS { NAME##_body ARGS; }                           \
+    static void NAME##_0 PARAMS { NAME##_body ARGS; }                                                            \
+    static void NAME PARAMS {                                                                                    \
+        switch (gemm_vec_level()) {                                                                              \
+        case 2: NAME##_512 ARGS; return;                                                                         \
+        case 1: NAME##_2 ARGS; return;                                                                           \
+        default:                                                                                                 \
+            if (__builtin_cpu_supports("fma")) NAME##_fma ARGS;                                                  \
+            else NAME##_0 ARGS;                                                                                  \
+        }                                                                                                        \
+    }                                                                                                            \
+    static inline __attribute__((always_inline)) void NAME##_body PARAMS
+#else
+#define ATTN_FMA_FN(NAME, PARAMS, ARGS) static void NAME PARAMS
+#endif
+
+/* Keys a direct score loop holds at a time, and head dimensions a direct
+ * context loop holds: each tile's sums stay in L1 while its inputs stream past. */
+#define ATTN_KEY_TILE 256
+#define ATTN_DIM_TILE 256
+
+/* r[j], j in [lo, hi): q . k_j, q (dh) with stride qs, k_j column j of kT
+ * (dh, ldk), by gemm.h's chain: per block of GEMM_KB dimensions in order,
+ * acc = fmaf(q[d], kT[d][j], acc) from 0, the block's acc added to a total
+ * from 0. The key axis is kT's contiguous one, so a tile of keys takes one
+ * row of kT per dimension. */
+ATTN_FMA_FN(scores_direct, (float *r, const float *q, size_t qs, const float *kT, size_t ldk, int lo, int hi, int dh),
+            (r, q, qs, kT, ldk, lo, hi, dh)) {
+    for (int j0 = lo; j0 < hi; j0 += ATTN_KEY_TILE) {
+        const int m = hi - j0 < ATTN_KEY_TILE ? hi - j0 : ATTN_KEY_TILE;
+        float total[ATTN_KEY_TILE], acc[ATTN_KEY_TILE]; // (m) each
+        for (int j = 0; j < m; j++) total[j] = 0.0f;
+        for (int b = 0; b < dh; b += GEMM_KB) {
+            for (int j = 0; j < m; j++) acc[j] = 0.0f;
+            for (int d = b; d < dh && d < b + GEMM_KB; d++) {
+                const float qd = q[(size_t)d * qs];
+                const float *kr = kT + (size_t)d * ldk + j0; // (m)
+                for (int j = 0; j < m; j++) acc[j] = fmaf(qd, kr[j], acc[j]);
+            }
+            for (int j = 0; j < m; j++) total[j] = total[j] + acc[j];
+        }
+        for (int j = 0; j < m; j++) r[j0 + j] = total[j];
+    }
+}
+
+/* c[d * cs], d < dh: the sum over keys [a, hi) of p[j] v[j][d], v (keys, ldv)
+ * a row per key, by gemm.h's chain: per block of GEMM_KB keys from a, acc =
+ * fmaf(p[j], v[j][d], acc) from 0, added to a total from 0. Each key's row is
+ * read once, contiguous, into the dimensions' sums. */
+ATTN_FMA_FN(ctx_direct, (float *c, size_t cs, const float *p, const float *v, size_t ldv, int a, int hi, int dh),
+            (c, cs, p, v, ldv, a, hi, dh)) {
+    for (int d0 = 0; d0 < dh; d0 += ATTN_DIM_TILE) {
+        const int m = dh - d0 < ATTN_DIM_TILE ? dh - d0 : ATTN_DIM_TILE;
+        float total[ATTN_DIM_TILE], acc[ATTN_DIM_TILE]; // (m) each
+        for (int d = 0; d < m; d++) total[d] = 0.0f;
+        for (int b = a; b < hi; b += GEMM_KB) {
+            for (int d = 0; d < m; d++) acc[d] = 0.0f;
+            for (int j = b; j < hi && j < b + GEMM_KB; j++) {
+                const float pj = p[j];
+                const float *vr = v + (size_t)j * ldv + d0; // (m)
+                for (int d = 0; d < m; d++) acc[d] = fmaf(pj, vr[d], acc[d]);
+            }
+            for (int d = 0; d < m; d++) total[d] = total[d] + acc[d];
+        }
+        for (int d = 0; d < m; d++) c[(size_t)(d0 + d) * cs] = total[d];
+    }
+}
+
+/* Scores of query rows [i0, i1) (one block) into probs (i1 - i0, ldp), each
+ * row over at least the keys it sees (probs_row zeroes the rest): the
+ * block's keys through gemm_rows, or each row's own directly when the call
+ * has few rows. The same chains either way, so the same bits. */
+static void block_scores(float *probs, int ldp, const float *qT, int nq, const float *kT, int ldk, int nk, int dh,
+                         const AttnRule *rule, int i0, int i1, float *panel) {
+    int lo, hi, lo1, hi1;
+    if (nq <= ATTN_DIRECT_ROWS) {
+        for (int i = i0; i < i1; i++) {
+            attn_keys(rule, nq, nk, i, &lo, &hi);
+            scores_direct(probs + (size_t)(i - i0) * ldp, qT + i, (size_t)nq, kT, (size_t)ldk, lo, hi, dh);
+        }
+        return;
+    }
+    attn_keys(rule, nq, nk, i0, &lo, &hi);
+    attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
+    gemm_rows_ld(probs + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo, (size_t)ldk, hi1 - lo, i1 - i0, dh,
+                 panel);
+}
+
+/* Context of query rows [i0, i1) from their probabilities (i1 - i0, ldp):
+ * each row over the keys its block sees from a multiple of the chain length
+ * (gemm.h), so that the keys skipped before it, whose probabilities are 0,
+ * change no bit of the chains. Few rows go straight into ctxT (dh, nq), more
+ * through gemm_rows into ctx (nq, dh), which the caller transposes. */
+static void block_ctx(float *ctxT, float *ctx, const float *probs, int ldp, const float *v, int ldv, int nq, int nk,
+                      int dh, const AttnRule *rule, int i0, int i1, float *panel) {
+    int lo, hi, lo1, hi1;
+    attn_keys(rule, nq, nk, i0, &lo, &hi);
+    attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
+    lo -= lo % GEMM_KB;
+    if (nq <= ATTN_DIRECT_ROWS) {
+        for (int i = i0; i < i1; i++)
+            ctx_direct(ctxT + i, (size_t)nq, probs + (size_t)(i - i0) * ldp, v, (size_t)ldv, lo, hi1, dh);
+        return;
+    }
+    gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + lo, GEMM_F32, (size_t)ldp, 1, v + (size_t)lo * ldv,
+                 (size_t)ldv, dh, i1 - i0, hi1 - lo, panel);
+}
+
+size_t kern_attention_scratch_v(int nq, int dh) {
+    return (size_t)nq * (size_t)dh;
+}
+
+void kern_attention_kv_v(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                         const float *v, int ldv, int nk, int dh, const AttnRule *rule, float *scratch) {
     // probs (nq, ldp) = softmax(mask(cap(scale q k^T))); ctxT (dh, nq) = (probs v)^T unless ctxT is NULL
     _Alignas(64) float panel[GEMM_SCRATCH];
     const int block = rule->causal || rule->window > 0 ? ATTN_ROWS : nq;
     /* scores: a block of query rows against the keys it sees; W[i][d] = qT[d][i] */
     for (int i0 = 0; i0 < nq; i0 += block) {
         const int i1 = nq - i0 < block ? nq : i0 + block;
-        int lo, hi, lo1, hi1;
-        attn_keys(rule, nq, nk, i0, &lo, &hi);
-        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
-        gemm_rows_ld(probs + (size_t)i0 * ldp + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo,
-                     (size_t)ldk, hi1 - lo, i1 - i0, dh, panel);
+        block_scores(probs + (size_t)i0 * ldp, ldp, qT, nq, kT, ldk, nk, dh, rule, i0, i1, panel);
     }
     for (int i = 0; i < nq; i++) probs_row(rule, nq, nk, i, probs + (size_t)i * ldp, ldp, NULL, NULL);
     if (!ctxT) return;
-    /* context: ctx (nq, dh) = probs v, each row over the keys its block sees
-     * from a multiple of the chain length (gemm.h), so that the keys skipped
-     * before it, whose probabilities are 0, change no bit of the chains */
-    float *v = scratch, *ctx = scratch + (size_t)nk * dh; // (nk, dh), (nq, dh)
-    kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
+    float *ctx = scratch; // (nq, dh)
     for (int i0 = 0; i0 < nq; i0 += block) {
         const int i1 = nq - i0 < block ? nq : i0 + block;
-        int lo, hi, lo1, hi1;
-        attn_keys(rule, nq, nk, i0, &lo, &hi);
-        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
-        lo -= lo % GEMM_KB;
-        gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + (size_t)i0 * ldp + lo, GEMM_F32, (size_t)ldp, 1,
-                     v + (size_t)lo * dh, (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
+        block_ctx(ctxT, ctx, probs + (size_t)i0 * ldp, ldp, v, ldv, nq, nk, dh, rule, i0, i1, panel);
     }
-    kern_transpose(ctxT, ctx, nq, dh);
+    if (nq > ATTN_DIRECT_ROWS) kern_transpose(ctxT, ctx, nq, dh);
+}
+
+void kern_attention_kv(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, const float *vT,
+                       int ldk, int nk, int dh, const AttnRule *rule, float *scratch) {
+    float *v = NULL; // (nk, dh)
+    if (ctxT) {
+        v = scratch;
+        kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
+    }
+    kern_attention_kv_v(probs, ldp, ctxT, qT, nq, kT, ldk, v, dh, nk, dh, rule, ctxT ? scratch + (size_t)nk * dh : NULL);
 }
 
 int kern_attention_rows(void) { return ATTN_ROWS; }
 
-void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
-                            const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
-                            KernRowsFn fn, void *fn_ctx, int moments) {
+void kern_attention_kv_rows_v(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                              const float *v, int ldv, int nk, int dh, const AttnRule *rule, float *scratch,
+                              KernRowsFn fn, void *fn_ctx, int moments) {
     // probs (ATTN_ROWS, ldp): one block of rows at a time, reused; ctxT (dh, nq) as kern_attention_kv's
     _Alignas(64) float panel[GEMM_SCRATCH];
     double mom[KERN_MOM_N]; // the row's moments
@@ -768,20 +906,12 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
      * sweeps the row instead */
     float *bmax = moments && fn ? malloc((size_t)st.bmax_ld * sizeof *bmax) : NULL;
     st.bmax = bmax;
-    float *v = NULL, *ctx = NULL; // (nk, dh), (nq, dh)
-    if (ctxT) {
-        v = scratch, ctx = scratch + (size_t)nk * dh;
-        kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
-    }
+    float *ctx = scratch; // (nq, dh)
     for (int i0 = 0; i0 < nq; i0 += ATTN_ROWS) {
         const int i1 = nq - i0 < ATTN_ROWS ? nq : i0 + ATTN_ROWS;
-        int lo, hi, lo1, hi1;
-        attn_keys(rule, nq, nk, i0, &lo, &hi);
-        attn_keys(rule, nq, nk, i1 - 1, &lo1, &hi1);
         /* the same steps as kern_attention_kv's, on this block's rows only:
          * each output's chain is the same, so are its bits */
-        gemm_rows_ld(probs + lo, (size_t)ldp, qT + i0, GEMM_F32, 1, (size_t)nq, kT + lo, (size_t)ldk, hi1 - lo,
-                     i1 - i0, dh, panel);
+        block_scores(probs, ldp, qT, nq, kT, ldk, nk, dh, rule, i0, i1, panel);
         if (moments && fn) {
             /* each row to the observer as soon as it is made, while it is in
              * the nearest cache (a long row read back after its block's
@@ -795,14 +925,22 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
             for (int i = i0; i < i1; i++) probs_row(rule, nq, nk, i, probs + (size_t)(i - i0) * ldp, ldp, NULL, NULL);
             if (fn) fn(fn_ctx, i0, i1, probs, ldp, NULL);
         }
-        if (ctxT) {
-            lo -= lo % GEMM_KB;
-            gemm_rows_ld(ctx + (size_t)i0 * dh, (size_t)dh, probs + lo, GEMM_F32, (size_t)ldp, 1, v + (size_t)lo * dh,
-                         (size_t)dh, dh, i1 - i0, hi1 - lo, panel);
-        }
+        if (ctxT) block_ctx(ctxT, ctx, probs, ldp, v, ldv, nq, nk, dh, rule, i0, i1, panel);
     }
     free(bmax);
-    if (ctxT) kern_transpose(ctxT, ctx, nq, dh);
+    if (ctxT && nq > ATTN_DIRECT_ROWS) kern_transpose(ctxT, ctx, nq, dh);
+}
+
+void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT,
+                            const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
+                            KernRowsFn fn, void *fn_ctx, int moments) {
+    float *v = NULL; // (nk, dh)
+    if (ctxT) {
+        v = scratch;
+        kern_transpose_ld(v, (size_t)dh, vT, (size_t)ldk, dh, nk);
+    }
+    kern_attention_kv_rows_v(probs, ldp, ctxT, qT, nq, kT, ldk, v, dh, nk, dh, rule,
+                             ctxT ? scratch + (size_t)nk * dh : NULL, fn, fn_ctx, moments);
 }
 
 void kern_attention(float *probs, float *ctxT, const float *qT, const float *kT, const float *vT, int n, int dh,

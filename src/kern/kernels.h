@@ -217,6 +217,23 @@ void kern_attention_kv_rows(float *probs, int ldp, float *ctxT, const float *qT,
                             const float *vT, int ldk, int nk, int dh, const AttnRule *rule, float *scratch,
                             KernRowsFn fn, void *fn_ctx, int moments);
 
+/* kern_attention_kv and kern_attention_kv_rows with the values a row per
+ * key: v (nk, ldv), row j key j's value vector, as a cache appends them a
+ * token at a time; kT as theirs. The same bits as theirs (which turn vT into
+ * this and call these), without turning the values around on every call: a
+ * decoding step costs what it reads. A call with few query rows (one new
+ * token) reads kT and v in place, a row at a time, by gemm.h's chains.
+ * scratch: kern_attention_scratch_v(nq, dh) floats when ctxT is set (the
+ * context before its transpose), else may be NULL. */
+size_t kern_attention_scratch_v(int nq, int dh);
+void kern_attention_kv_v(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                         const float *v, int ldv, int nk, int dh, const AttnRule *rule, float *scratch);
+void kern_attention_kv_rows_v(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                              const float *v, int ldv, int nk, int dh, const AttnRule *rule, float *scratch,
+                              KernRowsFn fn, void *fn_ctx, int moments);
+void kern_attention_kv_v_naive(float *probs, int ldp, float *ctxT, const float *qT, int nq, const float *kT, int ldk,
+                               const float *v, int ldv, int nk, int dh, const AttnRule *rule);
+
 /* Adds rows [row0, row0 + nrows) of an (n, n) attention matrix, given as
  * probs (nrows, ldp) with its first ncols columns set, into thumb (s, s): cell
  * (i, j) gets the row's weight on the keys of bin j divided by the rows of bin

@@ -896,6 +896,115 @@ START_TEST(streamed_rows_are_the_whole_matrix_bit_for_bit) {
 }
 END_TEST
 
+/* Decoding against a cache as the engine holds it (keys a column per
+ * position, values a row per position, both wider than what is filled): one
+ * new query, or a few, read them in place (kern_attention_kv_v and
+ * kern_attention_kv_rows_v) and give the full pass's rows, context, sink
+ * shares and row moments bit for bit on every kernel, and the naive
+ * reference's within 1e-5. Key counts not a multiple of the chain (32), the
+ * row block (48) or the key tile (256); a window, a soft cap and a sink. */
+START_TEST(decoding_reads_the_cache_in_place_with_the_full_pass_bits) {
+    static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
+    const int shapes[][2] = {{203, 64}, {611, 24}}; /* (n, dh) */
+    const AttnRule rules[] = {{.scale = 0.2f, .causal = 1},
+                              {.scale = 0.2f, .causal = 1, .window = 45},
+                              {.scale = 0.2f, .causal = 1, .window = 300, .softcap = 6.0f},
+                              {.scale = 0.2f, .causal = 1, .has_sink = 1, .sink = 1.5f}};
+    double worst = 0;
+    long rows_checked = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int n = shapes[sh][0], dh = shapes[sh][1], ld = n + 9, NQ = 3;
+        const size_t sz = (size_t)n * dh;
+        float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz), *v = malloc(sizeof(float) * sz);
+        float *kc = malloc(sizeof(float) * dh * ld), *vr = malloc(sizeof(float) * ld * dh); /* (dh, ld), (ld, dh) */
+        float *ref = malloc(sizeof(float) * n * n), *cref = malloc(sizeof(float) * sz), *sref = malloc(sizeof(float) * n);
+        float *sfull = malloc(sizeof(float) * n), *full = malloc(sizeof(float) * n * n);
+        double *mref = malloc(sizeof(double) * KERN_MOM_N * n), *mom = malloc(sizeof(double) * KERN_MOM_N * NQ);
+        float *qt = malloc(sizeof(float) * dh * NQ), *p = malloc(sizeof(float) * NQ * ld), *c = malloc(sizeof(float) * dh * NQ);
+        float *got = malloc(sizeof(float) * NQ * ld), *c2 = malloc(sizeof(float) * dh * NQ), *s1 = malloc(sizeof(float) * NQ);
+        float *pn = malloc(sizeof(float) * NQ * ld), *cn = malloc(sizeof(float) * dh * NQ);
+        float *block = malloc(sizeof(float) * kern_attention_rows() * n);
+        float *scratch = malloc(sizeof(float) * kern_attention_scratch(n, n, dh));
+        ck_assert(q && k && v && kc && vr && ref && cref && sref && sfull && full && mref && mom && qt && p && c && got &&
+                  c2 && s1 && pn && cn && block && scratch);
+        fill(q, sz, 61 + (int)sh, 3), fill(k, sz, 62 + (int)sh, 3), fill(v, sz, 63 + (int)sh, 1);
+        fill(kc, (size_t)dh * ld, 64, 9), fill(vr, (size_t)ld * dh, 65, 9); /* past n: never read */
+        for (int d = 0; d < dh; d++)
+            for (int j = 0; j < n; j++) kc[(size_t)d * ld + j] = k[(size_t)d * n + j], vr[(size_t)j * dh + d] = v[(size_t)d * n + j];
+        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+            int ran = 0;
+            for (size_t kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+                if (gemm_force_kernel(kernels[kn]) != 0) continue;
+                ran++;
+                /* the reference: one pass over all n positions through gemm_rows (and its rows' moments, streamed) */
+                AttnRule rule = rules[r];
+                rule.sink_out = sref;
+                kern_attention(ref, cref, q, k, v, n, dh, &rule, scratch);
+                rule.sink_out = sfull;
+                Collect cf = {full, mref, n, 0, 0, &rule, n, 0, 0};
+                kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rule, NULL, collect_rows, &cf, 1);
+                ck_assert(!memcmp(full, ref, sizeof(float) * n * n));
+                const int at[] = {0, 1, 2, 31, 32, 33, 47, 48, 49, 100, 255, 256, 257, 300, 513, n - 2, n - 1};
+                for (size_t a = 0; a < sizeof at / sizeof at[0]; a++)
+                    for (int nq = 1; nq <= NQ; nq += 2) {
+                        const int last = at[a], nk = last + 1, first = nk - nq;
+                        if (last >= n || first < 0) continue;
+                        for (int d = 0; d < dh; d++)
+                            for (int i = 0; i < nq; i++) qt[(size_t)d * nq + i] = q[(size_t)d * n + first + i];
+                        memset(p, 0xff, sizeof(float) * nq * ld), memset(c, 0xff, sizeof(float) * dh * nq);
+                        rule.sink_out = s1;
+                        kern_attention_kv_v(p, ld, c, qt, nq, kc, ld, vr, dh, nk, dh, &rule, scratch);
+                        for (int moments = 0; moments < 2; moments++) {
+                            Collect col = {got, moments ? mom : NULL, ld, 0, 0, &rule, nq, 0, 0};
+                            memset(got, 0xff, sizeof(float) * nq * ld), memset(c2, 0xff, sizeof(float) * dh * nq);
+                            kern_attention_kv_rows_v(block, nk, c2, qt, nq, kc, ld, vr, dh, nk, dh, &rule, scratch,
+                                                     collect_rows, &col, moments);
+                            ck_assert_int_eq(col.last_i1, nq);
+                            ck_assert_int_eq(col.bmax_exact, col.bmax_blocks);
+                            for (int i = 0; i < nq; i++)
+                                ck_assert_msg(!memcmp(got + (size_t)i * ld, ref + (size_t)(first + i) * n, sizeof(float) * nk),
+                                              "%s, n %d, rule %zu, %d queries at %d: streamed row %d differs by %g", kernels[kn],
+                                              n, r, nq, last, i, max_abs_diff(got + (size_t)i * ld, ref + (size_t)(first + i) * n, (size_t)nk));
+                            ck_assert_msg(!memcmp(c2, c, sizeof(float) * dh * nq), "%s, n %d, rule %zu, %d queries at %d: streamed context",
+                                          kernels[kn], n, r, nq, last);
+                            if (moments)
+                                ck_assert_msg(!memcmp(mom, mref + (size_t)first * KERN_MOM_N, sizeof(double) * KERN_MOM_N * nq),
+                                              "%s, n %d, rule %zu, %d queries at %d: row moments differ from the full pass's",
+                                              kernels[kn], n, r, nq, last);
+                        }
+                        for (int i = 0; i < nq; i++) {
+                            const float *pr = p + (size_t)i * ld, *fr = ref + (size_t)(first + i) * n;
+                            ck_assert_msg(!memcmp(pr, fr, sizeof(float) * nk), "%s, n %d, rule %zu, %d queries at %d: row %d differs by %g",
+                                          kernels[kn], n, r, nq, last, i, max_abs_diff(pr, fr, (size_t)nk));
+                            for (int j = nk; j < ld; j++) ck_assert_float_eq(pr[j], 0.0f);
+                            for (int d = 0; d < dh; d++)
+                                ck_assert_msg(!memcmp(&c[(size_t)d * nq + i], &cref[(size_t)d * n + first + i], sizeof(float)),
+                                              "%s, n %d, rule %zu, %d queries at %d: context %d of row %d is %.9g, not %.9g", kernels[kn],
+                                              n, r, nq, last, d, i, c[(size_t)d * nq + i], cref[(size_t)d * n + first + i]);
+                            if (rule.has_sink)
+                                ck_assert_msg(!memcmp(&s1[i], &sref[first + i], sizeof(float)), "%s, rule %zu: sink share of row %d",
+                                              kernels[kn], r, first + i);
+                            rows_checked++;
+                        }
+                        if (ran == 1) {
+                            rule.sink_out = NULL;
+                            kern_attention_kv_v_naive(pn, ld, cn, qt, nq, kc, ld, vr, dh, nk, dh, &rule);
+                            const double e = fmax(max_abs_diff(pn, p, (size_t)nq * ld), max_abs_diff(cn, c, (size_t)dh * nq));
+                            ck_assert_msg(e < 1e-5, "n %d, rule %zu, %d queries at %d: %g from the naive reference", n, r, nq, last, e);
+                            worst = fmax(worst, e);
+                        }
+                    }
+            }
+            ck_assert_int_ge(ran, 2);
+        }
+        free(q), free(k), free(v), free(kc), free(vr), free(ref), free(cref), free(sref), free(sfull), free(full), free(mref),
+            free(mom), free(qt), free(p), free(c), free(got), free(c2), free(s1), free(pn), free(cn), free(block), free(scratch);
+    }
+    gemm_force_kernel(NULL);
+    fprintf(stderr, "INFO %s: %ld rows the full pass's bits, within %.1e of the naive reference\n", __func__, rows_checked, worst);
+}
+END_TEST
+
 /* Long rows (a few query rows against thousands of keys, as at the end of a
  * long causal input): the moments stay within float rounding of the weights. */
 START_TEST(row_moments_of_long_rows_match_their_definitions) {
@@ -1335,6 +1444,7 @@ Suite *make_suite(void) {
     tcase_add_test(k, half_conversions_round_to_nearest_even_and_round_trip);
     tcase_add_test(k, long_causal_attention_gives_the_same_bits_on_every_kernel_and_a_query_at_a_time);
     tcase_add_test(k, streamed_rows_are_the_whole_matrix_bit_for_bit);
+    tcase_add_test(k, decoding_reads_the_cache_in_place_with_the_full_pass_bits);
     tcase_add_test(k, row_moments_of_long_rows_match_their_definitions);
     tcase_add_test(k, row_remainder_beside_a_heavy_sink_is_kept);
     tcase_add_test(k, xlogx_matches_naive_reference);
