@@ -905,7 +905,7 @@ END_TEST
  * row block (48) or the key tile (256); a window, a soft cap and a sink. */
 START_TEST(decoding_reads_the_cache_in_place_with_the_full_pass_bits) {
     static const char *const kernels[] = {"avx512", "avx2", "neon", "scalar"};
-    const int shapes[][2] = {{203, 64}, {611, 24}}; /* (n, dh) */
+    const int shapes[][2] = {{203, 64}, {301, 24}}; /* (n, dh) */
     const AttnRule rules[] = {{.scale = 0.2f, .causal = 1},
                               {.scale = 0.2f, .causal = 1, .window = 45},
                               {.scale = 0.2f, .causal = 1, .window = 300, .softcap = 6.0f},
@@ -944,7 +944,7 @@ START_TEST(decoding_reads_the_cache_in_place_with_the_full_pass_bits) {
                 Collect cf = {full, mref, n, 0, 0, &rule, n, 0, 0};
                 kern_attention_kv_rows(block, n, NULL, q, n, k, NULL, n, n, dh, &rule, NULL, collect_rows, &cf, 1);
                 ck_assert(!memcmp(full, ref, sizeof(float) * n * n));
-                const int at[] = {0, 1, 2, 31, 32, 33, 47, 48, 49, 100, 255, 256, 257, 300, 513, n - 2, n - 1};
+                const int at[] = {0, 2, 32, 33, 48, 100, 255, 256, 257, n - 1};
                 for (size_t a = 0; a < sizeof at / sizeof at[0]; a++)
                     for (int nq = 1; nq <= NQ; nq += 2) {
                         const int last = at[a], nk = last + 1, first = nk - nq;
