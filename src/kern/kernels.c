@@ -155,6 +155,14 @@ static void bias_act_rows(float *yT, const float *b, int act, int n, int r0, int
 void kern_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
+    if (r0 >= r1) return 0;
+    if (quant_matvec_covers(lin->type)) { /* straight from the blocks: nothing widened */
+        if (quant_matvec(lin->type, lin->w, (size_t)lin->out * lin->row_bytes, (size_t)lin->out, (size_t)lin->in,
+                         (size_t)r0, (size_t)r1, x, y + r0, scratch, lin->name, NULL) != 0)
+            return -1;
+        bias_act_rows(y, lin->b, act, 1, r0, r1);
+        return 0;
+    }
     const int step = lin->type == KERN_F32 ? r1 - r0 : kern_widen_step(lin->in);
     for (int r = r0; r < r1; r += step) {
         int tr = r1 - r < step ? r1 - r : step;

@@ -1,9 +1,12 @@
 /* test_gguf.c — GGUF reader: well-formed images built byte by byte, hostile
  * images refused with a message, and the real SmolLM2 file when present. */
 #include "check_util.h"
+#include "gemm.h"
 #include "gguf.h"
 #include "quant.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +221,95 @@ START_TEST(fast_f16_and_bf16_widening_equal_naive_on_all_65536_values) {
 }
 END_TEST
 
+
+/* A sane f16 scale (|v| in [2^-8, 2^-1), either sign) at p: the random bytes
+ * elsewhere are codes, whose every value the product must read right. */
+static void sane_f16(uint8_t *p) {
+    uint16_t h = (uint16_t)(0x1C00 + ((unsigned)rnd8() << 5 | (rnd8() & 31)) % 0x1C00) | (uint16_t)((rnd8() & 1) << 15);
+    p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
+}
+
+static void sane_scales(uint32_t t, uint8_t *b) {
+    switch (t) {
+    case GGUF_T_Q4_1: case GGUF_T_Q5_1: case GGUF_T_Q4_K: case GGUF_T_Q5_K: sane_f16(b + 2); sane_f16(b); break;
+    case GGUF_T_Q6_K: sane_f16(b + 208); break;
+    case GGUF_T_MXFP4: b[0] = (uint8_t)(120 + rnd8() % 12); break;
+    default: sane_f16(b); break;
+    }
+}
+
+/* One token's product from the blocks (every SIMD build and the portable
+ * one) against the widened rows summed in double: within 64 float epsilons
+ * of sum |x| * max |W| of the row, a bound any misread code or scale breaks by
+ * orders of magnitude; odd row counts, row ranges off the start, and nothing
+ * written past the range. */
+START_TEST(direct_product_from_blocks_matches_the_widened_rows_on_every_kernel) {
+    static const uint32_t types[] = {GGUF_T_Q8_0, GGUF_T_Q4_0, GGUF_T_Q4_1, GGUF_T_Q5_0, GGUF_T_Q5_1,
+                                     GGUF_T_Q4_K, GGUF_T_Q5_K, GGUF_T_Q6_K, GGUF_T_MXFP4};
+    static const char *kernels[] = {"scalar", "avx2", "avx512"};
+    enum { ROWS = 7 };
+    AvErr e;
+    float worst = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const uint32_t t = types[ti];
+        ck_assert(quant_matvec_covers(t));
+        const size_t blk = gguf_type_block(t), bs = gguf_type_bytes(t), cols = blk == 32 ? 19 * blk : 3 * blk;
+        const size_t nbytes = ROWS * cols / blk * bs;
+        uint8_t *data = malloc(nbytes);
+        float *x = malloc(cols * sizeof *x), *ref = malloc(ROWS * sizeof *ref), *y = malloc((ROWS + 1) * sizeof *y);
+        float *wr = malloc(cols * sizeof *wr), *scratch = malloc(quant_matvec_scratch(cols) * sizeof *scratch);
+        ck_assert(data && x && ref && y && wr && scratch);
+        for (int trial = 0; trial < 4; trial++) {
+            for (size_t i = 0; i < nbytes; i++) data[i] = rnd8();
+            for (size_t b = 0; b < nbytes / bs; b++) sane_scales(t, data + b * bs);
+            for (size_t k = 0; k < cols; k++) x[k] = (float)((int)rnd8() - 128) / 37.0f + (trial & 1 ? 0.5f : 0.0f);
+            ck_assert_int_eq(quant_matvec_naive(t, data, nbytes, ROWS, cols, 0, ROWS, x, ref, "w", &e), 0);
+            for (size_t kn = 0; kn < 3; kn++) {
+                if (gemm_force_kernel(kernels[kn]) != 0) {
+                    fprintf(stderr, "NOTE %s: this CPU has no %s kernel\n", __func__, kernels[kn]);
+                    continue;
+                }
+                const size_t ranges[][2] = {{0, ROWS}, {2, 5}, {3, 3}, {ROWS - 1, ROWS}};
+                for (size_t ri = 0; ri < 4; ri++) {
+                    const size_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                    memset(y, 0x5A, (ROWS + 1) * sizeof *y);
+                    ck_assert_int_eq(quant_matvec(t, data, nbytes, ROWS, cols, r0, r1, x, y, scratch, "w", &e), 0);
+                    ck_assert_uint_eq(((uint8_t *)y)[(r1 - r0) * sizeof *y], 0x5A);
+                    for (size_t r = r0; r < r1; r++) {
+                        ck_assert_int_eq(quant_rows_naive(t, data, nbytes, ROWS, cols, r, r + 1, wr, "w", &e), 0);
+                        float sx = 0, wmax = 0;
+                        for (size_t k = 0; k < cols; k++) sx += fabsf(x[k]), wmax = fmaxf(wmax, fabsf(wr[k]));
+                        const float tol = 64 * FLT_EPSILON * sx * wmax, err = fabsf(y[r - r0] - ref[r]);
+                        if (!(err <= tol))
+                            ck_abort_msg("%s kernel %s rows [%zu, %zu) row %zu: %.9g vs %.9g (tolerance %g)",
+                                         gguf_type_name(t), kernels[kn], r0, r1, r, y[r - r0], ref[r], tol);
+                        if (err / tol > worst) worst = err / tol;
+                    }
+                }
+            }
+        }
+        gemm_force_kernel(NULL);
+        free(data), free(x), free(ref), free(y), free(wr), free(scratch);
+    }
+    fprintf(stderr, "NOTE %s: largest error %.3f of the tolerance\n", __func__, worst);
+    ck_assert_float_lt(worst, 0.5f); /* a 2x margin */
+}
+END_TEST
+
+START_TEST(direct_product_refuses_uncovered_types_and_bad_ranges_naming_the_tensor) {
+    uint8_t blk[34] = {0};
+    float x[32] = {0}, y[2], scratch[2];
+    AvErr e;
+    ck_assert(!quant_matvec_covers(GGUF_T_F16) && !quant_matvec_covers(GGUF_T_F32) && !quant_matvec_covers(GGUF_T_Q2_K));
+    ck_assert_int_eq(quant_matvec(GGUF_T_F16, blk, sizeof blk, 1, 16, 0, 1, x, y, scratch, "blk.3.w", &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "blk.3.w"));
+    ck_assert_int_eq(quant_matvec(GGUF_T_Q8_0, blk, 34, 1, 32, 1, 2, x, y, scratch, "w", &e), -1);
+    ck_assert_int_eq(quant_matvec(GGUF_T_Q8_0, blk, 34, 2, 32, 0, 2, x, y, scratch, "w", &e), -1);
+    ck_assert_int_eq(quant_matvec(GGUF_T_Q8_0, blk, 34, 1, 32, 0, 1, x, y, scratch, "w", &e), 0);
+    ck_assert(y[0] == 0.0f);
+}
+END_TEST
+
 Suite *make_suite(void) {
     Suite *s = suite_create("gguf");
     TCase *tc = tcase_create("core");
@@ -229,6 +321,8 @@ Suite *make_suite(void) {
     tcase_add_test(tc, dequantizer_refuses_unsupported_types_and_bad_ranges_naming_the_tensor);
     tcase_add_test(tc, fast_dequantizer_equals_naive_bit_for_bit_on_random_blocks_and_every_row_range);
     tcase_add_test(tc, fast_f16_and_bf16_widening_equal_naive_on_all_65536_values);
+    tcase_add_test(tc, direct_product_from_blocks_matches_the_widened_rows_on_every_kernel);
+    tcase_add_test(tc, direct_product_refuses_uncovered_types_and_bad_ranges_naming_the_tensor);
     suite_add_tcase(s, tc);
     return s;
 }
