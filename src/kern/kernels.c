@@ -156,7 +156,9 @@ void kern_blas_threads(int n) { openblas_set_num_threads(n > 0 ? n : 1); }
 
 int kern_linear_step(float *y, const float *x, const Linear *lin, int r0, int r1, int act, float *scratch) {
     if (r0 >= r1) return 0;
-    if (quant_matvec_covers(lin->type)) { /* straight from the blocks: nothing widened */
+    /* straight from the blocks, nothing widened, where the SIMD builds run; the
+     * portable build (scalar, neon) is slower than widening for OpenBLAS's sgemv */
+    if (gemm_vec_level() > 0 && quant_matvec_covers(lin->type)) {
         if (quant_matvec(lin->type, lin->w, (size_t)lin->out * lin->row_bytes, (size_t)lin->out, (size_t)lin->in,
                          (size_t)r0, (size_t)r1, x, y + r0, scratch, lin->name, NULL) != 0)
             return -1;

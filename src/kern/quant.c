@@ -333,7 +333,7 @@ static void sums32(const float *x, size_t cols, float *sx) {
 
 /* A block's integer codes (c), per-16 scales (d) and per-32 offsets (m), in
  * element order: the portable path's decoder and the layouts above. */
-static void block_codes(uint32_t t, const uint8_t *b, int8_t *c, float *d, float *m) {
+static inline __attribute__((always_inline)) void block_codes(uint32_t t, const uint8_t *b, int8_t *c, float *d, float *m) {
     switch (t) {
     case GGUF_T_Q8_0: d[0] = d[1] = f16f(b), m[0] = 0;
         for (int i = 0; i < 32; i++) c[i] = (int8_t)b[2 + i];
@@ -384,27 +384,46 @@ static void block_codes(uint32_t t, const uint8_t *b, int8_t *c, float *d, float
     }
 }
 
-/* The portable path: a block's codes decoded into 256 bytes on the stack, then
- * one float dot product per group of 16. */
-static void matvec_c(uint32_t t, const uint8_t *w, size_t row_bytes, size_t nb, size_t rows, const float *x,
-                     const float *sx, float *y) {
-    const size_t blk = gguf_type_block(t), bs = gguf_type_bytes(t);
+/* The portable path: a block's codes decoded into 256 bytes on the stack (the
+ * type a constant in each instance, so block_codes folds to its case), then
+ * 16 float lanes of d * (c * x) the compiler vectorizes with whatever vectors
+ * the baseline target has. */
+static inline __attribute__((always_inline)) void matvec_c_body(uint32_t t, const uint8_t *w, size_t row_bytes,
+                                                                size_t nb, size_t rows, const float *x,
+                                                                const float *sx, float *y) {
+    const size_t blk = t == GGUF_T_Q4_K || t == GGUF_T_Q5_K || t == GGUF_T_Q6_K ? 256 : 32;
+    const size_t bs = t == GGUF_T_Q8_0 ? 34 : t == GGUF_T_Q4_0 ? 18 : t == GGUF_T_Q4_1 ? 20 : t == GGUF_T_Q5_0 ? 22
+                    : t == GGUF_T_Q5_1 ? 24 : t == GGUF_T_Q4_K ? 144 : t == GGUF_T_Q5_K ? 176 : t == GGUF_T_Q6_K ? 210 : 17;
     int8_t c[256];
     float d[16], m[8];
     for (size_t r = 0; r < rows; r++) {
         const uint8_t *p = w + r * row_bytes;
-        float acc = 0, off = 0;
+        float lane[16] = {0}, off = 0;
         for (size_t k = 0; k < nb; k++, p += bs) {
             block_codes(t, p, c, d, m);
             const float *xb = x + k * blk;
-            for (size_t g = 0; g < blk / 16; g++) {
-                float s = 0;
-                for (int j = 0; j < 16; j++) s += (float)c[g * 16 + j] * xb[g * 16 + j];
-                acc += d[g] * s;
-            }
+            for (size_t g = 0; g < blk / 16; g++)
+                for (int j = 0; j < 16; j++) lane[j] += d[g] * ((float)c[g * 16 + j] * xb[g * 16 + j]);
             for (size_t g = 0; g < blk / 32; g++) off += m[g] * sx[k * blk / 32 + g];
         }
+        float acc = 0;
+        for (int j = 0; j < 16; j++) acc += lane[j];
         y[r] = acc + off;
+    }
+}
+
+static void matvec_c(uint32_t t, const uint8_t *w, size_t row_bytes, size_t nb, size_t rows, const float *x,
+                     const float *sx, float *y) {
+    switch (t) {
+    case GGUF_T_Q8_0: matvec_c_body(GGUF_T_Q8_0, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q4_0: matvec_c_body(GGUF_T_Q4_0, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q4_1: matvec_c_body(GGUF_T_Q4_1, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q5_0: matvec_c_body(GGUF_T_Q5_0, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q5_1: matvec_c_body(GGUF_T_Q5_1, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q4_K: matvec_c_body(GGUF_T_Q4_K, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q5_K: matvec_c_body(GGUF_T_Q5_K, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_Q6_K: matvec_c_body(GGUF_T_Q6_K, w, row_bytes, nb, rows, x, sx, y); break;
+    case GGUF_T_MXFP4: matvec_c_body(GGUF_T_MXFP4, w, row_bytes, nb, rows, x, sx, y); break;
     }
 }
 
@@ -417,6 +436,9 @@ static void matvec_c(uint32_t t, const uint8_t *w, size_t row_bytes, size_t nb, 
  * widens its products to 16 lanes), never into memory. */
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+
+/* f16 -> f32 by F16C: the same value as f16f for every non-NaN input (a NaN stays NaN). */
+static inline float qd_f16(const uint8_t *p) { return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8)); }
 
 static inline __m256i qd_nibbles(const uint8_t *q) { /* 16 bytes: elements 0..15 low nibbles, 16..31 high */
     const __m128i v = _mm_loadu_si128((const __m128i *)q), f = _mm_set1_epi8(0xF);
