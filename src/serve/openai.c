@@ -698,9 +698,22 @@ static void put_double(FILE *f, double v) {
     else fputs(v < 0 ? "-9999.0" : "0", f);
 }
 
+/* A streamed token's attention is thousands of numbers: formatted by the JSON writer's own
+ * routine (7 significant digits), not printf, whose cost per number was most of what asking
+ * for attention added to a generated token. */
 static void put_float(FILE *f, float v) {
-    if (isfinite(v)) fprintf(f, "%.7g", (double)v);
+    char b[32];
+    if (isfinite(v)) fwrite(b, 1, (size_t)json_format_float(b, v, 7), f);
     else fputs("0", f);
+}
+
+static void put_int(FILE *f, int v) {
+    char b[16];
+    int n = 0;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do b[sizeof b - 1 - n++] = (char)('0' + u % 10); while ((u /= 10) && n < 15);
+    if (v < 0) b[sizeof b - 1 - n++] = '-';
+    fwrite(b + sizeof b - n, 1, (size_t)n, f);
 }
 
 /* A token's text for logprobs: its bytes as UTF-8 (a piece of a character as U+FFFD), and the bytes. */
@@ -815,7 +828,7 @@ static void attn_position(FILE *f, const Job *j, const PipeGenAttn *a, int i, in
                     for (int k = 0; k < K; k++) {
                         if (k) fputc(',', f);
                         if (w) put_float(f, a->weights[at + k]);
-                        else fprintf(f, "%d", a->keys[at + k]);
+                        else put_int(f, a->keys[at + k]);
                     }
                     fputc(']', f);
                 }
