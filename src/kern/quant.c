@@ -427,7 +427,11 @@ static void matvec_c(uint32_t t, const uint8_t *w, size_t row_bytes, size_t nb, 
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(VEC_ONE_BUILD)
+/* The AVX2 path is built into a one-target build for an AVX2 CPU too (-march=haswell -DVEC_ONE_BUILD):
+ * there ATTNVIZ_KERNEL=avx2 must run the very code the dispatching build's avx2 path runs, bit for bit
+ * (tests/e2e/kernel_build_test.sh); the AVX-512 path only where the build dispatches. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                                        \
+    (!defined(VEC_ONE_BUILD) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)))
 #define QDOT_X86 1
 #include <immintrin.h>
 
@@ -511,6 +515,8 @@ static inline float qd_hsum8(__m256 v) {
 #undef QD_WIDE
 #pragma GCC pop_options
 
+#ifndef VEC_ONE_BUILD
+#define QDOT_X86_512 1
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4,fma,f16c")
 static inline __m512 qd_dot32_avx512(__m256i c, const float *x) {
@@ -522,6 +528,7 @@ static inline __m512 qd_dot32_avx512(__m256i c, const float *x) {
 #include "quant_dot.inc"
 #undef QD_WIDE
 #pragma GCC pop_options
+#endif
 #endif
 
 /* Whether quant_matvec multiplies blocks of this type directly. */
@@ -544,10 +551,16 @@ int quant_matvec(uint32_t t, const uint8_t *data, size_t nbytes, size_t rows, si
     const size_t nb = cols / gguf_type_block(t);
     sums32(x, cols, scratch);
 #ifdef QDOT_X86
-    switch (gemm_vec_level()) {
-    case 2: matvec_512(t, w, row_bytes, nb, r1 - r0, x, scratch, y); return 0;
-    case 1: matvec_256(t, w, row_bytes, nb, r1 - r0, x, scratch, y); return 0;
-    default: break;
+    const int level = gemm_vec_level();
+#ifdef QDOT_X86_512
+    if (level == 2) {
+        matvec_512(t, w, row_bytes, nb, r1 - r0, x, scratch, y);
+        return 0;
+    }
+#endif
+    if (level >= 1) {
+        matvec_256(t, w, row_bytes, nb, r1 - r0, x, scratch, y);
+        return 0;
     }
 #endif
     matvec_c(t, w, row_bytes, nb, r1 - r0, x, scratch, y);

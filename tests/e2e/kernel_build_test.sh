@@ -10,8 +10,9 @@
 #     of tools/same_outputs.sh's cases (the demo model, every fixture family, the GGUF, the subcommands,
 #     errors, the live server) byte for byte the same.
 # One more build of the sources (~1 minute of CPU) into build-haswell; products outside the pass that
-# OpenBLAS computes (--attribution and --flow's, generation's one-token steps) pick OpenBLAS's kernels by
-# the CPU, not ATTNVIZ_KERNEL (docs/models-at-scale.md).
+# OpenBLAS computes (--attribution and --flow's, generation's one-token steps on unquantized weights) pick
+# OpenBLAS's kernels by the CPU, not ATTNVIZ_KERNEL (docs/models-at-scale.md); one-token steps on quantized
+# weights are quant_matvec's, whose AVX2 path the Haswell build has too.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/lib.sh
